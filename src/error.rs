@@ -1,0 +1,54 @@
+//! Typed errors raised inside fsbench; the CLI maps each kind to an exit code.
+
+use std::path::PathBuf;
+
+/// Errors a user can act on. Everything else travels as `anyhow::Error` with context.
+#[derive(Debug, thiserror::Error)]
+pub enum FsbenchError {
+    /// The command line or suite file asks for something invalid.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// A tool fsbench needs is not installed.
+    #[error("{tool} not found: install the Debian package `{package}`")]
+    ToolMissing { tool: String, package: String },
+    /// The operation needs root (mkfs, mount, losetup, drop_caches).
+    #[error("{0} needs root privileges; run as root or use --dir")]
+    NotRoot(String),
+    /// A safety check refused a device or image.
+    #[error("refusing {}: {reason}", path.display())]
+    Refused { path: PathBuf, reason: String },
+    /// The filesystem under test ran out of space or inodes.
+    #[error(
+        "filesystem full ({errno}) after {ops} operations in phase `{phase}`: use a larger image (--image-size) or a smaller workload"
+    )]
+    DiskFull {
+        phase: String,
+        ops: u64,
+        errno: String,
+    },
+    /// A phase or lifecycle step failed in a way the user must look at.
+    #[error("{0}")]
+    Failed(String),
+    /// The user pressed Ctrl-C or sent SIGTERM.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl FsbenchError {
+    /// The process exit code for this error (sysexits-like, stable for scripts).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            FsbenchError::InvalidInput(_) => 2,
+            FsbenchError::Refused { .. } => 3,
+            FsbenchError::ToolMissing { .. } | FsbenchError::NotRoot(_) => 4,
+            FsbenchError::DiskFull { .. } => 5,
+            FsbenchError::Failed(_) => 1,
+            FsbenchError::Interrupted => 130,
+        }
+    }
+}
+
+/// Shorthand for an `InvalidInput` error wrapped in `anyhow`.
+pub fn invalid(msg: impl Into<String>) -> anyhow::Error {
+    FsbenchError::InvalidInput(msg.into()).into()
+}

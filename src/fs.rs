@@ -1,0 +1,244 @@
+//! Filesystem drivers: how each filesystem is made, checked and mounted.
+//!
+//! Like fio's engine table, every filesystem fsbench can create is one row of [`DRIVERS`].
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FsbenchError, invalid};
+use crate::tools;
+
+/// A filesystem fsbench knows how to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsType {
+    Ext2,
+    Ext3,
+    Ext4,
+    Xfs,
+    Btrfs,
+    Tmpfs,
+}
+
+/// How one filesystem is made, checked and versioned.
+#[derive(Debug)]
+pub struct Driver {
+    pub fs: FsType,
+    pub name: &'static str,
+    /// mkfs program; `None` for filesystems with no on-disk format (tmpfs).
+    pub mkfs: Option<&'static str>,
+    /// Arguments that make mkfs overwrite without asking and print little.
+    pub mkfs_force: &'static [&'static str],
+    /// Arguments fsbench adds before the user's so that results are not skewed by the tool's
+    /// defaults: ext's lazy inode-table init would keep writing in the background during phases.
+    pub mkfs_defaults: &'static [&'static str],
+    /// Read-only check: program and arguments (the device is appended).
+    pub fsck: Option<(&'static str, &'static [&'static str])>,
+    /// Flag that makes the mkfs tool print its version.
+    pub version_flag: &'static str,
+    /// Debian package providing the tools.
+    pub package: &'static str,
+    /// Smallest device the mkfs tool accepts, in bytes.
+    pub min_size: u64,
+}
+
+const EXT_DEFAULTS: &[&str] = &["-E", "lazy_itable_init=0,lazy_journal_init=0"];
+
+/// The driver table.
+pub const DRIVERS: &[Driver] = &[
+    Driver {
+        fs: FsType::Ext2,
+        name: "ext2",
+        mkfs: Some("mkfs.ext2"),
+        mkfs_force: &["-F", "-q"],
+        mkfs_defaults: EXT_DEFAULTS,
+        fsck: Some(("e2fsck", &["-f", "-n"])),
+        version_flag: "-V",
+        package: "e2fsprogs",
+        min_size: 1 << 20,
+    },
+    Driver {
+        fs: FsType::Ext3,
+        name: "ext3",
+        mkfs: Some("mkfs.ext3"),
+        mkfs_force: &["-F", "-q"],
+        mkfs_defaults: EXT_DEFAULTS,
+        fsck: Some(("e2fsck", &["-f", "-n"])),
+        version_flag: "-V",
+        package: "e2fsprogs",
+        min_size: 8 << 20,
+    },
+    Driver {
+        fs: FsType::Ext4,
+        name: "ext4",
+        mkfs: Some("mkfs.ext4"),
+        mkfs_force: &["-F", "-q"],
+        mkfs_defaults: EXT_DEFAULTS,
+        fsck: Some(("e2fsck", &["-f", "-n"])),
+        version_flag: "-V",
+        package: "e2fsprogs",
+        min_size: 8 << 20,
+    },
+    Driver {
+        fs: FsType::Xfs,
+        name: "xfs",
+        mkfs: Some("mkfs.xfs"),
+        mkfs_force: &["-f", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("xfs_repair", &["-n"])),
+        version_flag: "-V",
+        package: "xfsprogs",
+        min_size: 300 << 20,
+    },
+    Driver {
+        fs: FsType::Btrfs,
+        name: "btrfs",
+        mkfs: Some("mkfs.btrfs"),
+        mkfs_force: &["-f", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("btrfs", &["check", "--readonly"])),
+        version_flag: "--version",
+        package: "btrfs-progs",
+        min_size: 128 << 20,
+    },
+    Driver {
+        fs: FsType::Tmpfs,
+        name: "tmpfs",
+        mkfs: None,
+        mkfs_force: &[],
+        mkfs_defaults: &[],
+        fsck: None,
+        version_flag: "",
+        package: "",
+        min_size: 0,
+    },
+];
+
+impl FsType {
+    pub fn driver(self) -> &'static Driver {
+        DRIVERS
+            .iter()
+            .find(|d| d.fs == self)
+            .expect("every FsType has a driver")
+    }
+
+    pub fn name(self) -> &'static str {
+        self.driver().name
+    }
+
+    /// Filesystems the default suite compares.
+    pub const DEFAULTS: [FsType; 3] = [FsType::Ext4, FsType::Xfs, FsType::Btrfs];
+}
+
+impl fmt::Display for FsType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FsType {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<FsType> {
+        DRIVERS
+            .iter()
+            .find(|d| d.name == s.trim())
+            .map(|d| d.fs)
+            .ok_or_else(|| {
+                let known: Vec<_> = DRIVERS.iter().map(|d| d.name).collect();
+                invalid(format!(
+                    "unknown filesystem `{s}`: fsbench knows {}",
+                    known.join(", ")
+                ))
+            })
+    }
+}
+
+/// The installed tools of one driver, resolved once per suite.
+#[derive(Debug, Clone)]
+pub struct Toolset {
+    pub mkfs: Option<PathBuf>,
+    pub fsck: Option<PathBuf>,
+    /// First line of the mkfs tool's version output.
+    pub version: Option<String>,
+}
+
+impl Driver {
+    /// Resolves this driver's tools, or names the package to install.
+    pub fn toolset(&self) -> Result<Toolset, FsbenchError> {
+        let Some(mkfs_name) = self.mkfs else {
+            return Ok(Toolset {
+                mkfs: None,
+                fsck: None,
+                version: None,
+            });
+        };
+        let mkfs = tools::require(mkfs_name, self.package)?;
+        let fsck = match self.fsck {
+            Some((prog, _)) => Some(tools::require(prog, self.package)?),
+            None => None,
+        };
+        let version = tools::version_line(&mkfs, self.version_flag);
+        Ok(Toolset {
+            mkfs: Some(mkfs),
+            fsck,
+            version,
+        })
+    }
+
+    /// The full mkfs argument list for `device`: force flags, fsbench's defaults, the user's.
+    pub fn mkfs_args(&self, user_args: &[String], device: &str) -> Vec<String> {
+        self.mkfs_force
+            .iter()
+            .chain(self.mkfs_defaults)
+            .map(|s| s.to_string())
+            .chain(user_args.iter().cloned())
+            .chain([device.to_string()])
+            .collect()
+    }
+
+    /// The read-only fsck argument list for `device`.
+    pub fn fsck_args(&self, device: &str) -> Vec<String> {
+        self.fsck
+            .map(|(_, args)| args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .chain([device.to_string()])
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for d in DRIVERS {
+            assert_eq!(d.name.parse::<FsType>().unwrap(), d.fs);
+            assert_eq!(d.fs.driver().name, d.name);
+        }
+        let err = "zfs".parse::<FsType>().unwrap_err().to_string();
+        assert!(err.contains("unknown filesystem `zfs`"), "{err}");
+        assert!(err.contains("ext4"), "{err}");
+    }
+
+    #[test]
+    fn mkfs_arguments_put_user_options_after_defaults() {
+        let args = FsType::Ext4
+            .driver()
+            .mkfs_args(&["-O".into(), "^has_journal".into()], "/dev/loop0");
+        assert_eq!(args.first().unwrap(), "-F");
+        assert_eq!(
+            &args[args.len() - 3..],
+            ["-O", "^has_journal", "/dev/loop0"]
+        );
+        assert_eq!(
+            FsType::Btrfs.driver().fsck_args("/dev/loop1"),
+            ["check", "--readonly", "/dev/loop1"]
+        );
+    }
+}

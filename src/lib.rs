@@ -1,0 +1,22 @@
+//! fsbench: a Linux filesystem benchmark that does the seed articles' methodology right.
+//!
+//! Architecture, in the order data flows:
+//! [`cli`] → [`suite`] (what to run) → [`runner`] (runs × configurations on fresh filesystems
+//! from [`target`] and [`fs`]) → [`workload`] (one module per benchmark) → [`measure`] →
+//! [`results`] and [`stats`] → [`report`].
+
+pub mod cli;
+pub mod error;
+pub mod fs;
+pub mod measure;
+pub mod progress;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod stats;
+pub mod suite;
+pub mod sysinfo;
+pub mod target;
+pub mod tools;
+pub mod units;
+pub mod workload;

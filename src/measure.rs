@@ -1,0 +1,361 @@
+//! Measurements of one phase: elapsed time, operations, bytes, CPU time, a fixed-size latency
+//! histogram per operation type, and errors by errno.
+//!
+//! The recorder is built for hot loops: it allocates once per phase, never per operation.
+//! Latency is measured as laps of one monotonic clock: each operation's latency is the time
+//! since the previous operation ended, so one clock read per operation suffices and the
+//! latencies of a phase add up to its elapsed time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use crate::error::FsbenchError;
+
+/// Operation types with a latency histogram of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum OpKind {
+    Mkdir,
+    OpenDir,
+    Create,
+    Write,
+    Close,
+    Unlink,
+    Rmdir,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 7] = [
+        OpKind::Mkdir,
+        OpKind::OpenDir,
+        OpKind::Create,
+        OpKind::Write,
+        OpKind::Close,
+        OpKind::Unlink,
+        OpKind::Rmdir,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Mkdir => "mkdir",
+            OpKind::OpenDir => "open-dir",
+            OpKind::Create => "create",
+            OpKind::Write => "write",
+            OpKind::Close => "close",
+            OpKind::Unlink => "unlink",
+            OpKind::Rmdir => "rmdir",
+        }
+    }
+}
+
+/// Latencies above an hour are clamped; three significant digits keep each histogram ~256 KiB.
+const HISTOGRAM_MAX_NS: u64 = 3_600_000_000_000;
+const HISTOGRAM_DIGITS: u8 = 3;
+/// Non-fatal errors tolerated in one phase before it is aborted.
+const MAX_ERRORS: u64 = 1000;
+
+/// Shared between a running phase and the thread that reports progress.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Operations completed in the current phase.
+    pub done: AtomicU64,
+    /// Set by Ctrl-C / SIGTERM; phases stop at the next operation.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// Records one phase. Create with [`PhaseRecorder::start`], finish with [`PhaseRecorder::finish`].
+pub struct PhaseRecorder {
+    phase: &'static str,
+    histograms: Vec<Option<Histogram<u64>>>,
+    errors: BTreeMap<i32, u64>,
+    error_count: u64,
+    ops: u64,
+    bytes: u64,
+    started: Instant,
+    lap: Instant,
+    usage: CpuTimes,
+    progress: Arc<Progress>,
+}
+
+impl PhaseRecorder {
+    pub fn start(phase: &'static str, progress: Arc<Progress>) -> PhaseRecorder {
+        progress.done.store(0, Ordering::Relaxed);
+        let now = Instant::now();
+        PhaseRecorder {
+            phase,
+            histograms: OpKind::ALL.iter().map(|_| None).collect(),
+            errors: BTreeMap::new(),
+            error_count: 0,
+            ops: 0,
+            bytes: 0,
+            started: now,
+            lap: now,
+            usage: CpuTimes::now(),
+            progress,
+        }
+    }
+
+    /// Records the outcome of one system call of type `op` that just returned.
+    ///
+    /// Returns `Ok(Some(value))` on success, `Ok(None)` for an error that is counted and
+    /// tolerated, and `Err` for one that ends the phase (disk full, read-only, too many).
+    #[inline]
+    pub fn record<T>(
+        &mut self,
+        op: OpKind,
+        result: Result<T, Errno>,
+    ) -> Result<Option<T>, FsbenchError> {
+        let now = Instant::now();
+        let ns = now.duration_since(self.lap).as_nanos() as u64;
+        self.lap = now;
+        let hist = self.histograms[op as usize].get_or_insert_with(new_histogram);
+        hist.saturating_record(ns.max(1));
+        match result {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    #[cold]
+    fn fail<T>(&mut self, errno: Errno) -> Result<Option<T>, FsbenchError> {
+        *self.errors.entry(errno.raw_os_error()).or_default() += 1;
+        self.error_count += 1;
+        if errno == Errno::NOSPC || errno == Errno::DQUOT {
+            return Err(FsbenchError::DiskFull {
+                phase: self.phase.to_string(),
+                ops: self.ops,
+                errno: errno_name(errno.raw_os_error()),
+            });
+        }
+        if self.error_count > MAX_ERRORS {
+            return Err(FsbenchError::Failed(format!(
+                "phase `{}` aborted after {} errors ({})",
+                self.phase,
+                self.error_count,
+                self.error_summary()
+            )));
+        }
+        Ok(None)
+    }
+
+    /// Counts one completed unit of the phase (a directory, a file) and `bytes` moved.
+    /// Fails when the user asked to stop.
+    #[inline]
+    pub fn unit_done(&mut self, bytes: u64) -> Result<(), FsbenchError> {
+        self.ops += 1;
+        self.bytes += bytes;
+        self.progress.done.store(self.ops, Ordering::Relaxed);
+        if self.progress.cancel.load(Ordering::Relaxed) {
+            return Err(FsbenchError::Interrupted);
+        }
+        Ok(())
+    }
+
+    fn error_summary(&self) -> String {
+        self.errors
+            .iter()
+            .map(|(e, n)| format!("{}: {n}", errno_name(*e)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Ends the phase and summarizes it.
+    pub fn finish(self) -> PhaseMeasurement {
+        let elapsed = self.started.elapsed();
+        let cpu = CpuTimes::now().since(&self.usage);
+        let latency = OpKind::ALL
+            .iter()
+            .zip(&self.histograms)
+            .filter_map(|(op, h)| Some((op.name().to_string(), LatencySummary::of(h.as_ref()?))))
+            .collect();
+        PhaseMeasurement {
+            elapsed_ns: elapsed.as_nanos() as u64,
+            ops: self.ops,
+            bytes: self.bytes,
+            cpu_user_ns: cpu.user.as_nanos() as u64,
+            cpu_system_ns: cpu.system.as_nanos() as u64,
+            latency,
+            errors: self
+                .errors
+                .iter()
+                .map(|(e, n)| (errno_name(*e), *n))
+                .collect(),
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, HISTOGRAM_DIGITS)
+        .expect("static histogram bounds are valid")
+}
+
+/// What a phase measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PhaseMeasurement {
+    pub elapsed_ns: u64,
+    /// Units completed (directories or files, as the phase defines).
+    pub ops: u64,
+    pub bytes: u64,
+    pub cpu_user_ns: u64,
+    pub cpu_system_ns: u64,
+    /// Per operation type.
+    pub latency: BTreeMap<String, LatencySummary>,
+    /// Failed system calls by errno name.
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl PhaseMeasurement {
+    pub fn elapsed_secs(&self) -> f64 {
+        self.elapsed_ns as f64 / 1e9
+    }
+
+    /// Units per second.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed_secs()
+    }
+
+    pub fn kib_per_sec(&self) -> f64 {
+        self.bytes as f64 / 1024.0 / self.elapsed_secs()
+    }
+
+    /// CPU time (user + system) as a percentage of elapsed time.
+    pub fn cpu_percent(&self) -> f64 {
+        (self.cpu_user_ns + self.cpu_system_ns) as f64 / self.elapsed_ns as f64 * 100.0
+    }
+}
+
+/// Percentiles of one operation type, in nanoseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_ns: f64,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatencySummary {
+    fn of(h: &Histogram<u64>) -> LatencySummary {
+        LatencySummary {
+            count: h.len(),
+            mean_ns: h.mean(),
+            min_ns: h.min(),
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+}
+
+/// User and system CPU time of the whole process (all threads), from getrusage.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuTimes {
+    pub user: Duration,
+    pub system: Duration,
+}
+
+impl CpuTimes {
+    pub fn now() -> CpuTimes {
+        // SAFETY: getrusage writes a plain struct; RUSAGE_SELF is always valid.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+            usage
+        };
+        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        CpuTimes {
+            user: tv(usage.ru_utime),
+            system: tv(usage.ru_stime),
+        }
+    }
+
+    pub fn since(&self, earlier: &CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+}
+
+/// `ENOSPC`-style name of an errno, falling back to the number.
+pub fn errno_name(errno: i32) -> String {
+    const NAMES: &[(i32, &str)] = &[
+        (libc::EPERM, "EPERM"),
+        (libc::ENOENT, "ENOENT"),
+        (libc::EIO, "EIO"),
+        (libc::EBADF, "EBADF"),
+        (libc::EACCES, "EACCES"),
+        (libc::EEXIST, "EEXIST"),
+        (libc::ENOTDIR, "ENOTDIR"),
+        (libc::EISDIR, "EISDIR"),
+        (libc::EINVAL, "EINVAL"),
+        (libc::EMFILE, "EMFILE"),
+        (libc::EFBIG, "EFBIG"),
+        (libc::ENOSPC, "ENOSPC"),
+        (libc::EROFS, "EROFS"),
+        (libc::EMLINK, "EMLINK"),
+        (libc::ENAMETOOLONG, "ENAMETOOLONG"),
+        (libc::ENOTEMPTY, "ENOTEMPTY"),
+        (libc::EDQUOT, "EDQUOT"),
+        (libc::EBUSY, "EBUSY"),
+        (libc::ELOOP, "ELOOP"),
+    ];
+    NAMES
+        .iter()
+        .find(|(n, _)| *n == errno)
+        .map(|(_, s)| s.to_string())
+        .unwrap_or_else(|| format!("errno {errno}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_latency_errors_and_units() {
+        let progress = Arc::new(Progress::default());
+        let mut rec = PhaseRecorder::start("test", progress.clone());
+        assert_eq!(rec.record(OpKind::Mkdir, Ok(7)).unwrap(), Some(7));
+        rec.unit_done(4096).unwrap();
+        assert_eq!(
+            rec.record::<()>(OpKind::Mkdir, Err(Errno::EXIST)).unwrap(),
+            None
+        );
+        let full = rec.record::<()>(OpKind::Create, Err(Errno::NOSPC));
+        assert!(matches!(full, Err(FsbenchError::DiskFull { .. })));
+        assert_eq!(progress.done.load(Ordering::Relaxed), 1);
+        let m = rec.finish();
+        assert_eq!((m.ops, m.bytes), (1, 4096));
+        assert_eq!(m.latency["mkdir"].count, 2);
+        assert_eq!(m.latency["create"].count, 1);
+        assert!(!m.latency.contains_key("unlink"));
+        assert_eq!(m.errors["EEXIST"], 1);
+        assert_eq!(m.errors["ENOSPC"], 1);
+    }
+
+    #[test]
+    fn cancel_stops_at_next_unit() {
+        let progress = Arc::new(Progress::default());
+        let mut rec = PhaseRecorder::start("test", progress.clone());
+        rec.unit_done(0).unwrap();
+        progress.cancel.store(true, Ordering::Relaxed);
+        assert!(matches!(rec.unit_done(0), Err(FsbenchError::Interrupted)));
+    }
+
+    #[test]
+    fn errno_names() {
+        assert_eq!(errno_name(libc::EMLINK), "EMLINK");
+        assert_eq!(errno_name(9999), "errno 9999");
+    }
+}

@@ -1,0 +1,99 @@
+//! fdtree.bash's own report lines, with millisecond times and real rates where fdtree printed
+//! integer seconds and 0 for anything faster than a second.
+
+use std::fmt::Write;
+
+use crate::measure::PhaseMeasurement;
+use crate::workload::tree::{self, TreeParams};
+
+/// The header fdtree prints before it starts.
+pub fn header(params: &TreeParams, base: &str) -> String {
+    format!(
+        "fdtree-1.0.2: starting at {base}/\n\
+         \tcreating/deleting {} directory levels with {} directories at each level\n\
+         \tfor a total of {} directories\n\
+         \twith {} files of size {}KiB per directory\n\
+         \tfor a total of {} files and {}KiB\n",
+        params.levels,
+        params.dirs,
+        params.total_dirs(),
+        params.files,
+        params.size as u64 * 4,
+        params.total_files(),
+        params.total_kib()
+    )
+}
+
+/// `date`'s default output, as fdtree printed before and after each phase.
+pub fn date() -> String {
+    chrono::Local::now()
+        .format("%a %b %e %H:%M:%S %Z %Y")
+        .to_string()
+}
+
+/// The TIME IN, OUT, TOTAL block of one phase; `tin` and `tout` are seconds since the start.
+pub fn phase_block(phase: usize, tin: f64, tout: f64, m: &PhaseMeasurement) -> String {
+    let total = m.elapsed_secs();
+    let rate = m.ops_per_sec();
+    let mut out = String::new();
+    let times = format!("{tin:.3}, {tout:.3}, {total:.3}");
+    match phase {
+        tree::DIR_CREATE => {
+            let _ = writeln!(out, "DIRECTORY CREATE TIME IN, OUT, TOTAL = {times}");
+            let _ = writeln!(out, "\tDirectory creates per second =  {rate:.1}");
+        }
+        tree::FILE_CREATE => {
+            let _ = writeln!(out, "FILE CREATE TIME IN, OUT, TOTAL      = {times}");
+            let _ = writeln!(out, "\tFile creates per second      =  {rate:.1}");
+            let _ = writeln!(
+                out,
+                "\tKiB per second               =  {:.1}",
+                m.kib_per_sec()
+            );
+        }
+        tree::FILE_REMOVE => {
+            let _ = writeln!(out, "FILE REMOVE TIME IN, OUT, TOTAL      = {times}");
+            let _ = writeln!(out, "\tFile removals per second     =  {rate:.1}");
+        }
+        _ => {
+            let _ = writeln!(out, "DIRECTORY REMOVE TIME IN, OUT, TOTAL = {times}");
+            let _ = writeln!(out, "\tDirectory removals per second =  {rate:.1}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_matches_fdtree() {
+        let p = TreeParams::new(5, 3, 10, 4);
+        let h = header(&p, "./LEVEL0.host.1");
+        assert!(h.starts_with("fdtree-1.0.2: starting at ./LEVEL0.host.1/\n"));
+        assert!(h.contains("\tfor a total of 781 directories\n"));
+        assert!(h.contains("\twith 3 files of size 40KiB per directory\n"));
+        assert!(h.contains("\tfor a total of 2343 files and 93720KiB\n"));
+    }
+
+    #[test]
+    fn phase_block_has_milliseconds_and_real_rates() {
+        let m = PhaseMeasurement {
+            elapsed_ns: 250_000_000,
+            ops: 1000,
+            bytes: 4096 * 1000,
+            cpu_user_ns: 0,
+            cpu_system_ns: 0,
+            latency: Default::default(),
+            errors: Default::default(),
+        };
+        let b = phase_block(tree::FILE_CREATE, 1.5, 1.75, &m);
+        assert!(
+            b.starts_with("FILE CREATE TIME IN, OUT, TOTAL      = 1.500, 1.750, 0.250\n"),
+            "{b}"
+        );
+        assert!(b.contains("File creates per second      =  4000.0"), "{b}");
+        assert!(b.contains("KiB per second               =  16000.0"), "{b}");
+    }
+}

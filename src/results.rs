@@ -1,0 +1,360 @@
+//! The result data model — runs, phases, summaries, warnings — shared by the terminal tables,
+//! the JSON document and (later) the results database.
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::PhaseMeasurement;
+use crate::stats::Summary;
+use crate::suite::{FsConfig, Suite};
+use crate::sysinfo::SystemInfo;
+use crate::target::FsckOutcome;
+use crate::target::device::BlockInfo;
+
+/// Version of the JSON document; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuiteStatus {
+    Completed,
+    Interrupted,
+    Failed,
+}
+
+/// Everything one `fsbench run` produced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SuiteResult {
+    pub schema_version: u32,
+    pub started_at: String,
+    pub finished_at: String,
+    pub status: SuiteStatus,
+    pub error: Option<String>,
+    pub suite: Suite,
+    pub system: SystemInfo,
+    pub target: TargetInfo,
+    pub configurations: Vec<ConfigInfo>,
+    pub skipped: Vec<Skipped>,
+    pub runs: Vec<RunRecord>,
+    pub summaries: Vec<MetricSummary>,
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub description: String,
+    pub image_size: Option<u64>,
+    /// The device written to: the block device, or the one holding the images or directory.
+    pub device: Option<BlockInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigInfo {
+    #[serde(flatten)]
+    pub config: FsConfig,
+    pub mkfs_version: Option<String>,
+    /// The full mkfs command line of the first run.
+    pub mkfs_command: Option<String>,
+    /// Mount options as /proc/self/mounts showed them in the first run.
+    pub mount_options: Option<String>,
+}
+
+/// A configuration that did not run, and why.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Skipped {
+    pub label: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    Ok,
+    /// fsck found the filesystem inconsistent after the run.
+    FsckFailed,
+    Failed,
+    Interrupted,
+}
+
+/// One run of one workload on one freshly made configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Round, from 1; every configuration runs once per round.
+    pub run: u32,
+    /// Position within the round (configurations are rotated every round).
+    pub position: u32,
+    pub config: String,
+    pub workload: String,
+    pub started_at: String,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    pub source: String,
+    pub mkfs_secs: Option<f64>,
+    pub mount_options: String,
+    pub phases: Vec<PhaseRecord>,
+    pub unmount_secs: Option<f64>,
+    pub fsck: Option<FsckOutcome>,
+}
+
+/// One phase of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseRecord {
+    pub name: String,
+    #[serde(flatten)]
+    pub measurement: PhaseMeasurement,
+    /// Whether caches were synced and dropped right before the phase.
+    pub caches_dropped: bool,
+    /// Time the sync right after the phase took: deferred work the phase left behind.
+    pub sync_after_ns: Option<u64>,
+    /// Units completed, sampled every 100 ms: [milliseconds since start, units].
+    pub progress: Vec<[u64; 2]>,
+}
+
+/// The statistics of one figure of one configuration across its successful runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricSummary {
+    pub config: String,
+    pub workload: String,
+    /// A phase name, or `lifecycle` for mkfs, unmount and fsck.
+    pub phase: String,
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarningKind {
+    FewRuns,
+    ShortPhase,
+    HighVariation,
+    CachesNotDropped,
+    Errors,
+    FsckFailed,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub config: Option<String>,
+    pub workload: Option<String>,
+    pub phase: Option<String>,
+    pub message: String,
+}
+
+/// A figure extracted from a phase: (metric, unit, higher is better, value).
+pub fn phase_metrics(
+    p: &PhaseRecord,
+    unit: &str,
+    moves_data: bool,
+) -> Vec<(&'static str, String, bool, f64)> {
+    let m = &p.measurement;
+    let mut out = vec![
+        ("time", "s".to_string(), false, m.elapsed_secs()),
+        ("rate", format!("{unit}/s"), true, m.ops_per_sec()),
+    ];
+    if moves_data {
+        out.push(("throughput", "KiB/s".to_string(), true, m.kib_per_sec()));
+    }
+    out.push(("cpu", "%".to_string(), false, m.cpu_percent()));
+    if let Some(ns) = p.sync_after_ns {
+        out.push(("sync-after", "s".to_string(), false, ns as f64 / 1e9));
+    }
+    out
+}
+
+impl SuiteResult {
+    /// Summaries of every figure of the successful runs, in suite order.
+    pub fn summarize(&mut self) {
+        // (config, workload, phase, metric, unit, higher is better) and the per-run values,
+        // in the order first seen; sorted by configuration and workload afterwards.
+        type Figure = (String, String, String, &'static str, String, bool);
+        let mut figures: Vec<(Figure, Vec<f64>)> = Vec::new();
+        for run in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
+            let Some(spec) = self
+                .suite
+                .workloads
+                .iter()
+                .find(|w| w.label() == run.workload)
+            else {
+                continue;
+            };
+            let mut values = Vec::new();
+            for (p, info) in run.phases.iter().zip(spec.phases()) {
+                for (metric, unit, hib, v) in phase_metrics(p, info.unit, info.moves_data) {
+                    values.push((p.name.clone(), metric, unit, hib, v));
+                }
+            }
+            let lifecycle = [
+                ("mkfs", run.mkfs_secs),
+                ("unmount", run.unmount_secs),
+                ("fsck", run.fsck.as_ref().map(|f| f.secs)),
+            ];
+            for (metric, v) in lifecycle {
+                if let Some(v) = v {
+                    values.push(("lifecycle".to_string(), metric, "s".to_string(), false, v));
+                }
+            }
+            for (phase, metric, unit, hib, v) in values {
+                let figure = (
+                    run.config.clone(),
+                    run.workload.clone(),
+                    phase,
+                    metric,
+                    unit,
+                    hib,
+                );
+                match figures.iter_mut().find(|(f, _)| {
+                    f.0 == figure.0 && f.1 == figure.1 && f.2 == figure.2 && f.3 == figure.3
+                }) {
+                    Some((_, vs)) => vs.push(v),
+                    None => figures.push((figure, vec![v])),
+                }
+            }
+        }
+        let config_pos = |label: &str| {
+            self.configurations
+                .iter()
+                .position(|c| c.config.label == label)
+        };
+        let workload_pos =
+            |label: &str| self.suite.workloads.iter().position(|w| w.label() == label);
+        figures.sort_by_key(|(f, _)| (config_pos(&f.0), workload_pos(&f.1)));
+        self.summaries = figures
+            .into_iter()
+            .filter_map(
+                |((config, workload, phase, metric, unit, higher_is_better), v)| {
+                    Some(MetricSummary {
+                        config,
+                        workload,
+                        phase,
+                        metric: metric.to_string(),
+                        unit,
+                        higher_is_better,
+                        summary: Summary::of(&v)?,
+                    })
+                },
+            )
+            .collect();
+    }
+
+    /// The summary of one figure, if any run produced it.
+    pub fn summary(
+        &self,
+        config: &str,
+        workload: &str,
+        phase: &str,
+        metric: &str,
+    ) -> Option<&MetricSummary> {
+        self.summaries.iter().find(|s| {
+            s.config == config && s.workload == workload && s.phase == phase && s.metric == metric
+        })
+    }
+
+    /// Warnings that say what to do: short phases, noisy figures, few runs, errors, fsck.
+    pub fn analyze(&mut self) {
+        let mut warnings = Vec::new();
+        let ok_runs = self
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Ok)
+            .count();
+        if ok_runs > 0 && self.suite.runs < 3 {
+            warnings.push(Warning {
+                kind: WarningKind::FewRuns,
+                config: None,
+                workload: None,
+                phase: None,
+                message: format!(
+                    "only {} run(s) per configuration: too few for a spread or a confidence interval; use --runs 3 or more (10 as the fdtree article did)",
+                    self.suite.runs
+                ),
+            });
+        }
+        for s in &self.summaries {
+            let scope = |kind, message| Warning {
+                kind,
+                config: Some(s.config.clone()),
+                workload: Some(s.workload.clone()),
+                phase: Some(s.phase.clone()),
+                message,
+            };
+            if s.metric == "time" && s.summary.mean < self.suite.min_phase_secs {
+                warnings.push(scope(
+                    WarningKind::ShortPhase,
+                    format!(
+                        "{} / {} / {}: {:.3} s is too short to measure (under {} s); use a larger preset",
+                        s.config, s.workload, s.phase, s.summary.mean, self.suite.min_phase_secs
+                    ),
+                ));
+            }
+            if s.metric == "rate"
+                && let Some(cv) = s.summary.cv_percent
+                && cv > self.suite.max_cv_percent
+            {
+                warnings.push(scope(
+                    WarningKind::HighVariation,
+                    format!(
+                        "{} / {} / {}: rate varies by {cv:.1}% (CV) across runs, over {}%; add runs or quiet the machine",
+                        s.config, s.workload, s.phase, self.suite.max_cv_percent
+                    ),
+                ));
+            }
+        }
+        let undropped = self
+            .runs
+            .iter()
+            .flat_map(|r| &r.phases)
+            .filter(|p| !p.caches_dropped)
+            .count();
+        if self.suite.drop_caches && undropped > 0 {
+            warnings.push(Warning {
+                kind: WarningKind::CachesNotDropped,
+                config: None,
+                workload: None,
+                phase: None,
+                message: format!(
+                    "caches were not dropped before {undropped} phase(s) (needs root): later phases may read from memory"
+                ),
+            });
+        }
+        for r in &self.runs {
+            for p in r.phases.iter().filter(|p| !p.measurement.errors.is_empty()) {
+                let errs: Vec<String> = p
+                    .measurement
+                    .errors
+                    .iter()
+                    .map(|(e, n)| format!("{e} ×{n}"))
+                    .collect();
+                warnings.push(Warning {
+                    kind: WarningKind::Errors,
+                    config: Some(r.config.clone()),
+                    workload: Some(r.workload.clone()),
+                    phase: Some(p.name.clone()),
+                    message: format!(
+                        "{} / {} / {} run {}: failed calls: {}",
+                        r.config,
+                        r.workload,
+                        p.name,
+                        r.run,
+                        errs.join(", ")
+                    ),
+                });
+            }
+            if r.status == RunStatus::FsckFailed {
+                warnings.push(Warning {
+                    kind: WarningKind::FsckFailed,
+                    config: Some(r.config.clone()),
+                    workload: Some(r.workload.clone()),
+                    phase: None,
+                    message: format!(
+                        "{} / {} run {}: fsck found the filesystem inconsistent; the run is excluded from the statistics",
+                        r.config, r.workload, r.run
+                    ),
+                });
+            }
+        }
+        self.warnings = warnings;
+    }
+}

@@ -1,0 +1,330 @@
+//! The suite runner: runs × configurations × workloads, configurations interleaved and
+//! rotated round by round so drift hits all of them alike, each run on a fresh filesystem.
+
+pub mod phases;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+
+use crate::error::{FsbenchError, invalid};
+use crate::fs::{FsType, Toolset};
+use crate::measure::Progress;
+use crate::results::{
+    ConfigInfo, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult, SuiteStatus, TargetInfo,
+};
+use crate::suite::{FsConfig, Suite};
+use crate::sysinfo::SystemInfo;
+use crate::target::{Target, TargetSpec, device, mounts};
+use crate::units::format_bytes;
+use crate::workload::{SpaceNeed, WorkloadSpec};
+use phases::{PhaseSettings, run_phase};
+
+fn now() -> String {
+    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A configuration with its installed tools.
+type Resolved = (FsConfig, Toolset);
+
+/// Resolves the configurations to run: the suite's own (their tools must exist), or the
+/// default filesystems whose tools are installed, listing the others as skipped.
+fn resolve_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)> {
+    if let TargetSpec::Dir { path } = &suite.target {
+        let fstype = mounts::mount_containing(path).map_or("unknown".to_string(), |m| m.fstype);
+        let none = Toolset {
+            mkfs: None,
+            fsck: None,
+            version: None,
+        };
+        return Ok((vec![(FsConfig::existing(&fstype), none)], Vec::new()));
+    }
+    if !suite.configs.is_empty() {
+        let resolved = suite
+            .configs
+            .iter()
+            .map(|c| {
+                let fs =
+                    c.fs.expect("configurations of a filesystem target name a filesystem");
+                Ok((c.clone(), fs.driver().toolset()?))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        return Ok((resolved, Vec::new()));
+    }
+    let mut configs = Vec::new();
+    let mut skipped = Vec::new();
+    for fs in FsType::DEFAULTS {
+        let config = FsConfig::new(fs, Vec::new(), String::new(), None);
+        match fs.driver().toolset() {
+            Ok(tools) => configs.push((config, tools)),
+            Err(e) => skipped.push(Skipped {
+                label: config.label,
+                reason: e.to_string(),
+            }),
+        }
+    }
+    if configs.is_empty() {
+        return Err(invalid(format!(
+            "none of the default filesystems can be made here: {}",
+            skipped
+                .iter()
+                .map(|s| s.reason.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    Ok((configs, skipped))
+}
+
+fn describe_target(target: &Target) -> TargetInfo {
+    match target.spec() {
+        TargetSpec::Image { dir, .. } => TargetInfo {
+            description: format!(
+                "fresh sparse loop image of {} per run in {}",
+                format_bytes(target.image_size()),
+                dir.display()
+            ),
+            image_size: Some(target.image_size()),
+            device: device::block_info_of_path(dir),
+        },
+        TargetSpec::Device { path, .. } => {
+            use std::os::unix::fs::MetadataExt;
+            let info = path.metadata().ok().and_then(|m| {
+                if m.file_type().is_file() {
+                    device::block_info_of_path(path)
+                } else {
+                    device::block_info(rustix::fs::major(m.rdev()), rustix::fs::minor(m.rdev()))
+                }
+            });
+            TargetInfo {
+                description: format!(
+                    "{} ({}), re-made for every run",
+                    path.display(),
+                    format_bytes(target.image_size())
+                ),
+                image_size: Some(target.image_size()),
+                device: info,
+            }
+        }
+        TargetSpec::Dir { path } => TargetInfo {
+            description: format!(
+                "fresh subdirectory of {} per run (no mkfs, unmount or fsck)",
+                path.display()
+            ),
+            image_size: None,
+            device: device::block_info_of_path(path),
+        },
+    }
+}
+
+/// Runs `suite`. Errors before the first run (bad input, refused target) are returned as
+/// `Err`; an error during the runs ends the suite early and is returned beside the result of
+/// the runs that completed.
+pub fn run_suite(
+    suite: &Suite,
+    progress: Arc<Progress>,
+    show_progress: bool,
+) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
+    suite.validate()?;
+    let (configs, skipped) = resolve_configs(suite)?;
+    for s in &skipped {
+        eprintln!("fsbench: skipping {}: {}", s.label, s.reason);
+    }
+    let need = suite.workloads.iter().map(WorkloadSpec::space_needed).fold(
+        SpaceNeed::default(),
+        |a, b| SpaceNeed {
+            bytes: a.bytes.max(b.bytes),
+            inodes: a.inodes.max(b.inodes),
+        },
+    );
+    let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
+    let mut target = Target::open(&suite.target, need, &fs_types)?;
+    let mut result = SuiteResult {
+        schema_version: SCHEMA_VERSION,
+        started_at: now(),
+        finished_at: String::new(),
+        status: SuiteStatus::Completed,
+        error: None,
+        suite: suite.clone(),
+        system: SystemInfo::collect(),
+        target: describe_target(&target),
+        configurations: configs
+            .iter()
+            .map(|(c, t)| ConfigInfo {
+                config: c.clone(),
+                mkfs_version: t.version.clone(),
+                mkfs_command: None,
+                mount_options: None,
+            })
+            .collect(),
+        skipped,
+        runs: Vec::new(),
+        summaries: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let settings = PhaseSettings {
+        settle: suite.drop_caches,
+        show_progress,
+        progress,
+    };
+    eprintln!(
+        "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}",
+        suite.name,
+        configs.len(),
+        suite.workloads.len(),
+        suite.runs,
+        result.target.description
+    );
+    let mut error = None;
+    'rounds: for round in 0..suite.runs {
+        for position in 0..configs.len() {
+            let (config, tools) = &configs[(round as usize + position) % configs.len()];
+            for spec in &suite.workloads {
+                let mut record = RunRecord {
+                    run: round + 1,
+                    position: position as u32 + 1,
+                    config: config.label.clone(),
+                    workload: spec.label(),
+                    started_at: now(),
+                    status: RunStatus::Ok,
+                    error: None,
+                    source: String::new(),
+                    mkfs_secs: None,
+                    mount_options: String::new(),
+                    phases: Vec::new(),
+                    unmount_secs: None,
+                    fsck: None,
+                };
+                let label = format!(
+                    "[{}/{}] {} {}",
+                    round + 1,
+                    suite.runs,
+                    config.label,
+                    spec.label()
+                );
+                let outcome = run_once(
+                    &mut target,
+                    config,
+                    tools,
+                    spec,
+                    &settings,
+                    &label,
+                    &mut record,
+                );
+                if let Some(info) = result
+                    .configurations
+                    .iter_mut()
+                    .find(|c| c.config.label == config.label)
+                    && info.mount_options.is_none()
+                    && !record.mount_options.is_empty()
+                {
+                    info.mount_options = Some(record.mount_options.clone());
+                }
+                match outcome {
+                    Ok(mkfs_command) => {
+                        if let Some(info) = result
+                            .configurations
+                            .iter_mut()
+                            .find(|c| c.config.label == config.label)
+                        {
+                            info.mkfs_command = info.mkfs_command.take().or(mkfs_command);
+                        }
+                        report_run(&record);
+                        result.runs.push(record);
+                    }
+                    Err(e) => {
+                        let interrupted =
+                            matches!(e.downcast_ref(), Some(FsbenchError::Interrupted));
+                        record.status = if interrupted {
+                            RunStatus::Interrupted
+                        } else {
+                            RunStatus::Failed
+                        };
+                        record.error = Some(format!("{e:#}"));
+                        result.status = if interrupted {
+                            SuiteStatus::Interrupted
+                        } else {
+                            SuiteStatus::Failed
+                        };
+                        result.error = record.error.clone();
+                        eprintln!("fsbench: {label}: {e:#}");
+                        result.runs.push(record);
+                        error = Some(e);
+                        break 'rounds;
+                    }
+                }
+            }
+        }
+    }
+    drop(target);
+    result.finished_at = now();
+    result.summarize();
+    result.analyze();
+    Ok((result, error))
+}
+
+/// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
+fn run_once(
+    target: &mut Target,
+    config: &FsConfig,
+    tools: &Toolset,
+    spec: &WorkloadSpec,
+    settings: &PhaseSettings,
+    label: &str,
+    record: &mut RunRecord,
+) -> anyhow::Result<Option<String>> {
+    if settings.progress.cancel.load(Ordering::Relaxed) {
+        return Err(FsbenchError::Interrupted.into());
+    }
+    let fresh = target
+        .fresh(config, tools)
+        .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
+    record.mkfs_secs = fresh.mkfs_secs;
+    record.mount_options = fresh.mount_options.clone();
+    record.source = fresh.source.clone();
+    let mkfs_command = fresh.mkfs_command.clone();
+    let mut workload = spec.instantiate();
+    for index in 0..workload.phases().len() {
+        let phase = run_phase(workload.as_mut(), index, fresh.dir(), settings, label)?;
+        record.phases.push(phase);
+    }
+    let teardown = fresh.finish()?;
+    record.unmount_secs = teardown.unmount_secs;
+    if let Some(fsck) = &teardown.fsck
+        && !fsck.clean
+    {
+        record.status = RunStatus::FsckFailed;
+        eprintln!(
+            "fsbench: {label}: FSCK FOUND THE FILESYSTEM INCONSISTENT; the run is excluded from the statistics. fsck said:\n{}",
+            fsck.output.as_deref().unwrap_or("").trim_end()
+        );
+    }
+    record.fsck = teardown.fsck;
+    Ok(mkfs_command)
+}
+
+/// One line per finished run on stderr, for logs and people watching.
+fn report_run(r: &RunRecord) {
+    let total: f64 = r.phases.iter().map(|p| p.measurement.elapsed_secs()).sum();
+    let mut parts = vec![format!("phases {total:.2} s")];
+    for (name, v) in [("mkfs", r.mkfs_secs), ("unmount", r.unmount_secs)] {
+        if let Some(v) = v {
+            parts.push(format!("{name} {v:.2} s"));
+        }
+    }
+    if let Some(f) = &r.fsck {
+        parts.push(format!(
+            "fsck {:.2} s {}",
+            f.secs,
+            if f.clean { "clean" } else { "NOT CLEAN" }
+        ));
+    }
+    eprintln!(
+        "fsbench: run {} · {} · {}: {}",
+        r.run,
+        r.config,
+        r.workload,
+        parts.join(", ")
+    );
+}

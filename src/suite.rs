@@ -1,0 +1,408 @@
+//! What to run: purpose, target, filesystem configurations, workloads and runs — from a TOML
+//! suite file, the command line, or both (the command line wins).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::invalid;
+use crate::fs::FsType;
+use crate::target::TargetSpec;
+use crate::workload::WorkloadSpec;
+
+/// One filesystem configuration: a filesystem and how it is made and mounted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(try_from = "RawFsConfig")]
+pub struct FsConfig {
+    pub label: String,
+    /// `None` for an existing directory (`--dir`): no mkfs, no mount.
+    pub fs: Option<FsType>,
+    /// Extra mkfs arguments, after fsbench's defaults.
+    pub mkfs: Vec<String>,
+    /// Mount options as requested (what the kernel applied is recorded per run).
+    pub mount: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFsConfig {
+    fs: FsType,
+    label: Option<String>,
+    #[serde(default)]
+    mkfs: MkfsArgs,
+    #[serde(default)]
+    mount: String,
+}
+
+/// mkfs arguments as one shell-quoted string or as a list.
+#[derive(Deserialize, Default)]
+#[serde(untagged)]
+enum MkfsArgs {
+    #[default]
+    None,
+    Line(String),
+    List(Vec<String>),
+}
+
+impl TryFrom<RawFsConfig> for FsConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(raw: RawFsConfig) -> anyhow::Result<FsConfig> {
+        let mkfs = match raw.mkfs {
+            MkfsArgs::None => Vec::new(),
+            MkfsArgs::Line(line) => split_words(&line)?,
+            MkfsArgs::List(list) => list,
+        };
+        Ok(FsConfig::new(raw.fs, mkfs, raw.mount, raw.label))
+    }
+}
+
+fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
+    shlex::split(line).ok_or_else(|| invalid(format!("unbalanced quotes in mkfs options `{line}`")))
+}
+
+impl FsConfig {
+    pub fn new(fs: FsType, mkfs: Vec<String>, mount: String, label: Option<String>) -> FsConfig {
+        let label = label.unwrap_or_else(|| {
+            let mut parts = vec![fs.name().to_string()];
+            if !mkfs.is_empty() {
+                parts.push(mkfs.join(" "));
+            }
+            if !mount.is_empty() {
+                parts.push(format!("-o {mount}"));
+            }
+            parts.join(" ")
+        });
+        FsConfig {
+            label,
+            fs: Some(fs),
+            mkfs,
+            mount,
+        }
+    }
+
+    /// The configuration of an existing directory, labelled with its filesystem type.
+    pub fn existing(fstype: &str) -> FsConfig {
+        FsConfig {
+            label: format!("{fstype} (existing dir)"),
+            fs: None,
+            mkfs: Vec::new(),
+            mount: String::new(),
+        }
+    }
+
+    /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or
+    /// `FS:mkfs=ARGS:mount=OPTS:label=NAME` (one configuration; any key may be left out).
+    pub fn parse_cli(text: &str) -> anyhow::Result<Vec<FsConfig>> {
+        let Some((fs, rest)) = text.split_once(':') else {
+            return text
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|name| {
+                    Ok(FsConfig::new(
+                        name.parse()?,
+                        Vec::new(),
+                        String::new(),
+                        None,
+                    ))
+                })
+                .collect();
+        };
+        let fs: FsType = fs.parse()?;
+        let (mut mkfs, mut mount, mut label) = (None, None, None);
+        for (key, value) in split_keyed(rest)? {
+            let slot = match key {
+                "mkfs" => &mut mkfs,
+                "mount" => &mut mount,
+                _ => &mut label,
+            };
+            if slot.replace(value.to_string()).is_some() {
+                return Err(invalid(format!("`{key}=` given twice in --fs `{text}`")));
+            }
+        }
+        let mkfs = split_words(mkfs.as_deref().unwrap_or(""))?;
+        Ok(vec![FsConfig::new(
+            fs,
+            mkfs,
+            mount.unwrap_or_default(),
+            label,
+        )])
+    }
+}
+
+/// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
+/// so values may contain `=`, `,` and other colons.
+fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
+    const KEYS: [&str; 3] = ["mkfs=", "mount=", "label="];
+    let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
+    let Some(first) = starts_key(text) else {
+        return Err(invalid(format!(
+            "in --fs, expected mkfs=, mount= or label= after the filesystem, found `{text}`"
+        )));
+    };
+    let mut out = Vec::new();
+    let mut key = first;
+    let mut value_start = first.len();
+    let mut i = value_start;
+    while i <= text.len() {
+        let at_end = i == text.len();
+        let next = (!at_end && text.as_bytes()[i] == b':')
+            .then(|| starts_key(&text[i + 1..]))
+            .flatten();
+        if at_end || next.is_some() {
+            out.push((key.trim_end_matches('='), &text[value_start..i]));
+            if let Some(k) = next {
+                key = k;
+                value_start = i + 1 + k.len();
+                i = value_start;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// A complete, validated description of a benchmark.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Why the benchmark is run: the fdtree article's first rule.
+    #[serde(default)]
+    pub purpose: String,
+    #[serde(default = "default_runs")]
+    pub runs: u32,
+    #[serde(default = "default_target")]
+    pub target: TargetSpec,
+    #[serde(default, rename = "config")]
+    pub configs: Vec<FsConfig>,
+    #[serde(default, rename = "workload")]
+    pub workloads: Vec<WorkloadSpec>,
+    /// Sync and drop caches before every phase (needs root).
+    #[serde(default = "yes")]
+    pub drop_caches: bool,
+    /// Phases shorter than this (mean, seconds) are flagged as too short to measure.
+    #[serde(default = "default_min_phase")]
+    pub min_phase_secs: f64,
+    /// Figures whose coefficient of variation exceeds this (percent) are flagged as noisy.
+    #[serde(default = "default_max_cv")]
+    pub max_cv_percent: f64,
+}
+
+fn default_name() -> String {
+    "fsbench".into()
+}
+fn default_runs() -> u32 {
+    3
+}
+fn default_target() -> TargetSpec {
+    TargetSpec::Image {
+        dir: crate::target::default_image_dir(),
+        size: None,
+    }
+}
+fn yes() -> bool {
+    true
+}
+fn default_min_phase() -> f64 {
+    1.0
+}
+fn default_max_cv() -> f64 {
+    10.0
+}
+
+/// The purpose of the default suite, stated as the article asks.
+pub const DEFAULT_PURPOSE: &str = "Quick look at metadata performance (fdtree trees of small \
+     files) of the filesystems installed here, each freshly made for every run.";
+
+impl Default for Suite {
+    fn default() -> Suite {
+        Suite {
+            name: default_name(),
+            purpose: String::new(),
+            runs: default_runs(),
+            target: default_target(),
+            configs: Vec::new(),
+            workloads: Vec::new(),
+            drop_caches: true,
+            min_phase_secs: default_min_phase(),
+            max_cv_percent: default_max_cv(),
+        }
+    }
+}
+
+impl Suite {
+    /// Reads a suite file; its name defaults to the file's stem.
+    pub fn from_file(path: &Path) -> anyhow::Result<Suite> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| invalid(format!("cannot read suite file {}: {e}", path.display())))?;
+        let mut suite: Suite = toml::from_str(&text)
+            .map_err(|e| invalid(format!("suite file {}: {e}", path.display())))?;
+        if suite.name == default_name()
+            && let Some(stem) = path.file_stem()
+        {
+            suite.name = stem.to_string_lossy().into_owned();
+        }
+        Ok(suite)
+    }
+
+    /// The workloads every default `fsbench run` uses.
+    pub fn default_workloads() -> Vec<WorkloadSpec> {
+        ["tree:quick-shallow"]
+            .iter()
+            .map(|w| WorkloadSpec::parse(w).expect("built-in presets parse"))
+            .collect()
+    }
+
+    /// Checks everything that can be checked before anything is created.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.runs == 0 {
+            return Err(invalid("--runs must be at least 1"));
+        }
+        if self.runs > 10_000 {
+            return Err(invalid(format!(
+                "--runs {} is absurd; use at most 10000",
+                self.runs
+            )));
+        }
+        if self.workloads.is_empty() {
+            return Err(invalid("the suite has no workloads"));
+        }
+        for w in &self.workloads {
+            w.validate()?;
+        }
+        if !(self.min_phase_secs >= 0.0 && self.min_phase_secs.is_finite()) {
+            return Err(invalid("min_phase_secs must be a non-negative number"));
+        }
+        if !(self.max_cv_percent > 0.0 && self.max_cv_percent.is_finite()) {
+            return Err(invalid("max_cv_percent must be a positive number"));
+        }
+        let mut labels = std::collections::HashSet::new();
+        for c in &self.configs {
+            if !labels.insert(&c.label) {
+                return Err(invalid(format!(
+                    "two configurations are labelled `{}`; give each a distinct label=",
+                    c.label
+                )));
+            }
+            if c.fs.is_some() && !self.target.makes_filesystems() {
+                return Err(invalid(
+                    "--fs makes filesystems, but --dir runs on an existing one: use one or the other",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Serde helper: an optional byte size written as `"8G"` or as a number of bytes.
+pub mod opt_size {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => s.serialize_u64(*b),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        match Option::<Size>::deserialize(d)? {
+            None => Ok(None),
+            Some(Size::Bytes(b)) => Ok(Some(b)),
+            Some(Size::Text(t)) => crate::units::parse_size(&t)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_lists_and_keyed_configs() {
+        let list = FsConfig::parse_cli("ext4,xfs,btrfs").unwrap();
+        assert_eq!(list.len(), 3);
+        assert_eq!(list[1].fs, Some(FsType::Xfs));
+        let one = FsConfig::parse_cli("ext4:mkfs=-O ^has_journal -I 256").unwrap();
+        assert_eq!(one[0].mkfs, ["-O", "^has_journal", "-I", "256"]);
+        assert_eq!(one[0].label, "ext4 -O ^has_journal -I 256");
+        let two = FsConfig::parse_cli("ext3:mount=data=writeback,noatime:label=wb").unwrap();
+        assert_eq!(two[0].mount, "data=writeback,noatime");
+        assert_eq!(two[0].label, "wb");
+        let colon = FsConfig::parse_cli("xfs:mkfs=-L a:b:mount=noatime").unwrap();
+        assert_eq!(colon[0].mkfs, ["-L", "a:b"]);
+        assert_eq!(colon[0].mount, "noatime");
+    }
+
+    #[test]
+    fn rejects_bad_configs() {
+        assert!(FsConfig::parse_cli("zfs").is_err());
+        assert!(FsConfig::parse_cli("ext4:bogus=1").is_err());
+        assert!(FsConfig::parse_cli("ext4:mount=a:mount=b").is_err());
+        assert!(FsConfig::parse_cli("ext4:mkfs=-L 'open").is_err());
+    }
+
+    #[test]
+    fn suite_file_round_trip() {
+        let text = r#"
+            name = "mail"
+            purpose = "Which filesystem for a maildir server?"
+            runs = 5
+            [target]
+            kind = "image"
+            size = "8G"
+            [[config]]
+            fs = "ext4"
+            mkfs = "-O ^has_journal"
+            [[config]]
+            fs = "ext3"
+            mount = "data=writeback"
+            label = "ext3-wb"
+            [[workload]]
+            kind = "tree"
+            preset = "small-shallow"
+        "#;
+        let suite: Suite = toml::from_str(text).unwrap();
+        suite.validate().unwrap();
+        assert_eq!(suite.runs, 5);
+        assert_eq!(
+            suite.target,
+            TargetSpec::Image {
+                dir: "/var/tmp".into(),
+                size: Some(8 << 30)
+            }
+        );
+        assert_eq!(suite.configs[0].mkfs, ["-O", "^has_journal"]);
+        assert_eq!(suite.configs[1].label, "ext3-wb");
+        let again: Suite = toml::from_str(&toml::to_string(&suite).unwrap()).unwrap();
+        assert_eq!(again, suite);
+    }
+
+    #[test]
+    fn suite_file_errors_name_the_problem() {
+        let err = toml::from_str::<Suite>("runz = 3").unwrap_err().to_string();
+        assert!(err.contains("runz"), "{err}");
+        let err = toml::from_str::<Suite>("[[workload]]\nkind = \"nope\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nope"), "{err}");
+        let mut s = Suite {
+            workloads: Suite::default_workloads(),
+            ..Suite::default()
+        };
+        s.runs = 0;
+        assert!(s.validate().is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! Block devices: what sysfs says about them, and the checks that keep fsbench from
+//! destroying data it was not explicitly given.
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{mounts, scratch};
+use crate::error::FsbenchError;
+use crate::tools;
+
+/// What sysfs says about a block device (for a partition, queue facts come from its disk).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BlockInfo {
+    pub name: String,
+    pub model: Option<String>,
+    pub size_bytes: u64,
+    pub rotational: Option<bool>,
+    pub scheduler: Option<String>,
+    pub logical_block_size: Option<u32>,
+    /// For a loop device: its backing file.
+    pub backing_file: Option<PathBuf>,
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn sysfs_node(major: u32, minor: u32) -> Option<PathBuf> {
+    Path::new(&format!("/sys/dev/block/{major}:{minor}"))
+        .canonicalize()
+        .ok()
+}
+
+/// sysfs facts about device `major:minor`.
+pub fn block_info(major: u32, minor: u32) -> Option<BlockInfo> {
+    let node = sysfs_node(major, minor)?;
+    let disk = if node.join("partition").exists() {
+        node.parent()?.to_path_buf()
+    } else {
+        node.clone()
+    };
+    let scheduler = read_trim(&disk.join("queue/scheduler")).map(|s| {
+        // The active scheduler is the bracketed one: "mq-deadline [none]".
+        s.split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map(|w| w.trim_matches(['[', ']']).to_string())
+            .unwrap_or(s)
+    });
+    Some(BlockInfo {
+        name: node.file_name()?.to_string_lossy().into_owned(),
+        model: read_trim(&disk.join("device/model")),
+        size_bytes: read_trim(&node.join("size"))?.parse::<u64>().ok()? * 512,
+        rotational: read_trim(&disk.join("queue/rotational")).map(|r| r == "1"),
+        scheduler,
+        logical_block_size: read_trim(&disk.join("queue/logical_block_size"))
+            .and_then(|s| s.parse().ok()),
+        backing_file: read_trim(&node.join("loop/backing_file")).map(PathBuf::from),
+    })
+}
+
+/// The block device holding the filesystem that contains `path`, if any.
+pub fn block_info_of_path(path: &Path) -> Option<BlockInfo> {
+    let dev = path.metadata().ok()?.dev();
+    block_info(rustix::fs::major(dev), rustix::fs::minor(dev)).or_else(|| {
+        // btrfs reports an anonymous st_dev; its mount source names the real device.
+        let source = mounts::mount_containing(path)?.source;
+        let rdev = Path::new(&source).metadata().ok()?.rdev();
+        block_info(rustix::fs::major(rdev), rustix::fs::minor(rdev))
+    })
+}
+
+/// What `--device` names, once checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    Block,
+    /// A regular file, attached to a loop device for each run.
+    ImageFile,
+}
+
+fn refused(path: &Path, reason: impl Into<String>) -> anyhow::Error {
+    FsbenchError::Refused {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+    .into()
+}
+
+/// Device numbers of every mounted filesystem, with btrfs's anonymous numbers resolved
+/// through the mount source.
+fn mounted(device_node: &Path) -> Option<PathBuf> {
+    let sources = mounts::mounts().into_iter().filter_map(|m| {
+        let rdev = Path::new(&m.source).metadata().ok()?;
+        rdev.file_type().is_block_device().then(|| {
+            (
+                rustix::fs::major(rdev.rdev()),
+                rustix::fs::minor(rdev.rdev()),
+                m.target,
+            )
+        })
+    });
+    mounts::mounted_devices()
+        .into_iter()
+        .chain(sources)
+        .find(|(maj, min, _)| sysfs_node(*maj, *min).is_some_and(|n| n.starts_with(device_node)))
+        .map(|(_, _, target)| target)
+}
+
+/// Refuses a device that is mounted, holds the root filesystem, is in use, or (without
+/// `force`) carries a filesystem or partition-table signature.
+pub fn check_device(path: &Path, force: bool) -> anyhow::Result<DeviceKind> {
+    let meta = path
+        .metadata()
+        .map_err(|e| refused(path, format!("cannot access it: {e}")))?;
+    let kind = if meta.file_type().is_block_device() {
+        DeviceKind::Block
+    } else if meta.is_file() {
+        DeviceKind::ImageFile
+    } else {
+        return Err(refused(
+            path,
+            "it is neither a block device nor an image file",
+        ));
+    };
+    if kind == DeviceKind::Block {
+        let (maj, min) = (
+            rustix::fs::major(meta.rdev()),
+            rustix::fs::minor(meta.rdev()),
+        );
+        let node =
+            sysfs_node(maj, min).ok_or_else(|| refused(path, "sysfs does not know this device"))?;
+        if let Some(target) = mounted(&node) {
+            let what = if target == Path::new("/") {
+                "it is or holds the root filesystem".to_string()
+            } else {
+                format!(
+                    "it is mounted at {} (or holds a mounted partition)",
+                    target.display()
+                )
+            };
+            return Err(refused(path, what));
+        }
+        let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+        if swaps.lines().skip(1).any(|l| {
+            l.split_whitespace()
+                .next()
+                .and_then(|dev| Path::new(dev).metadata().ok())
+                .is_some_and(|m| m.rdev() == meta.rdev())
+        }) {
+            return Err(refused(path, "it is in use as swap"));
+        }
+        let holders: Vec<String> = std::fs::read_dir(node.join("holders"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !holders.is_empty() {
+            return Err(refused(
+                path,
+                format!("it is in use by {}", holders.join(", ")),
+            ));
+        }
+        // The kernel's own word: an exclusive open fails on a device anything holds.
+        if let Err(e) = rustix::fs::open(
+            path,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::EXCL | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) {
+            return Err(refused(path, format!("device busy ({e})")));
+        }
+    } else if let Some((loopdev, _)) = scratch::loop_devices()
+        .into_iter()
+        .find(|(_, backing)| path.canonicalize().is_ok_and(|p| &p == backing))
+    {
+        return Err(refused(
+            path,
+            format!("it is attached to {}", loopdev.display()),
+        ));
+    }
+    if !force && let Some(signature) = signature(path)? {
+        return Err(refused(
+            path,
+            format!("it carries a {signature} signature; pass --force to overwrite it"),
+        ));
+    }
+    Ok(kind)
+}
+
+/// The filesystem or partition-table signature `blkid -p` finds on `path`, if any.
+pub fn signature(path: &Path) -> anyhow::Result<Option<String>> {
+    let blkid = tools::require("blkid", "util-linux")?;
+    let run = tools::run(
+        &blkid,
+        &[
+            "-p".into(),
+            "-o".into(),
+            "export".into(),
+            path.display().to_string(),
+        ],
+    )?;
+    match run.code {
+        Some(0) | Some(8) => {
+            let field = |key: &str| {
+                run.output
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key).map(str::to_string))
+            };
+            let found = field("TYPE=")
+                .map(|t| format!("{t} filesystem"))
+                .or_else(|| field("PTTYPE=").map(|t| format!("{t} partition table")))
+                .unwrap_or_else(|| "ambiguous filesystem".to_string());
+            Ok(Some(found))
+        }
+        Some(2) => Ok(None),
+        _ => anyhow::bail!("blkid -p {} failed: {}", path.display(), run.output.trim()),
+    }
+}

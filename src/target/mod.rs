@@ -1,0 +1,427 @@
+//! Where a suite runs and the fresh-filesystem lifecycle of every run:
+//! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
+
+pub mod device;
+pub mod mounts;
+pub mod scratch;
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FsbenchError, invalid};
+use crate::fs::{FsType, Toolset};
+use crate::suite::FsConfig;
+use crate::tools;
+use crate::units::format_bytes;
+use crate::workload::SpaceNeed;
+use device::DeviceKind;
+use scratch::Scratch;
+
+/// Where the filesystems under test live.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum TargetSpec {
+    /// A fresh sparse loop image per run in `dir`; `size` in bytes (`None`: sized to the workloads).
+    Image {
+        #[serde(default = "default_image_dir")]
+        dir: PathBuf,
+        #[serde(default, with = "crate::suite::opt_size")]
+        size: Option<u64>,
+    },
+    /// A real block device (or an existing image file), re-made for every run.
+    Device {
+        path: PathBuf,
+        #[serde(default)]
+        force: bool,
+    },
+    /// A fresh subdirectory of an existing directory; no mkfs, no unmount, no fsck.
+    Dir { path: PathBuf },
+}
+
+/// Loop images go to /var/tmp: on disk (unlike a tmpfs /tmp) and kept out of the way.
+pub fn default_image_dir() -> PathBuf {
+    PathBuf::from("/var/tmp")
+}
+
+/// Smallest image fsbench makes: room for every filesystem's own metadata.
+const MIN_IMAGE: u64 = 1 << 30;
+
+impl TargetSpec {
+    /// Whether runs make filesystems (and so need root).
+    pub fn makes_filesystems(&self) -> bool {
+        !matches!(self, TargetSpec::Dir { .. })
+    }
+
+    /// Image size for `need`: room for the data, and for ext4's one inode per 16 KiB.
+    pub fn image_size_for(need: SpaceNeed) -> u64 {
+        let by_bytes = need.bytes.saturating_mul(3) / 2;
+        let by_inodes = need.inodes.saturating_mul(20 << 10);
+        let size = by_bytes
+            .max(by_inodes)
+            .saturating_add(256 << 20)
+            .max(MIN_IMAGE);
+        size.div_ceil(64 << 20).saturating_mul(64 << 20)
+    }
+}
+
+/// An opened target: its scratch directory and everything checked once per suite.
+pub struct Target {
+    spec: TargetSpec,
+    scratch: Scratch,
+    image_size: u64,
+    device_kind: Option<DeviceKind>,
+    runs: u32,
+}
+
+impl Target {
+    /// Checks the target and creates its scratch directory. `need` is the largest space any
+    /// workload needs; `fs_types` the filesystems the suite will make.
+    pub fn open(spec: &TargetSpec, need: SpaceNeed, fs_types: &[FsType]) -> anyhow::Result<Target> {
+        if spec.makes_filesystems() && !tools::is_root() {
+            return Err(
+                FsbenchError::NotRoot("making filesystems (mkfs, mount, losetup)".into()).into(),
+            );
+        }
+        let (parent, image_size, device_kind) = match spec {
+            TargetSpec::Image { dir, size } => {
+                let size = size.unwrap_or_else(|| TargetSpec::image_size_for(need));
+                check_image_size(size, need, fs_types)?;
+                check_directory(dir)?;
+                // A sparse image larger than the space behind it would turn a full host
+                // filesystem into I/O errors inside the filesystem under test.
+                let free = free_bytes(dir)?;
+                if size > free {
+                    return Err(invalid(format!(
+                        "an image of {} does not fit in {}, which has {} free; use --image-size or --image-dir",
+                        format_bytes(size),
+                        dir.display(),
+                        format_bytes(free)
+                    )));
+                }
+                (dir.clone(), size, None)
+            }
+            TargetSpec::Device { path, force } => {
+                let kind = device::check_device(path, *force)?;
+                let size = device_size(path)?;
+                check_image_size(size, need, fs_types)?;
+                (default_image_dir(), size, Some(kind))
+            }
+            TargetSpec::Dir { path } => {
+                check_directory(path)?;
+                let free = free_bytes(path)?;
+                if need.bytes > free {
+                    return Err(invalid(format!(
+                        "{} has {} free but the workloads need about {}",
+                        path.display(),
+                        format_bytes(free),
+                        format_bytes(need.bytes)
+                    )));
+                }
+                (path.clone(), 0, None)
+            }
+        };
+        let scratch = Scratch::create(&parent)?;
+        Ok(Target {
+            spec: spec.clone(),
+            scratch,
+            image_size,
+            device_kind,
+            runs: 0,
+        })
+    }
+
+    pub fn spec(&self) -> &TargetSpec {
+        &self.spec
+    }
+
+    pub fn image_size(&self) -> u64 {
+        self.image_size
+    }
+
+    /// A fresh filesystem (or fresh directory) for one run of `config`.
+    pub fn fresh(&mut self, config: &FsConfig, tools: &Toolset) -> anyhow::Result<FreshFs> {
+        self.runs += 1;
+        let run_dir = self.scratch.path().join(format!("run{}", self.runs));
+        std::fs::create_dir(&run_dir)
+            .with_context(|| format!("cannot create {}", run_dir.display()))?;
+        let mut fresh = FreshFs {
+            run_dir: run_dir.clone(),
+            root: run_dir.clone(),
+            root_fd: None,
+            mountpoint: None,
+            device: None,
+            loop_device: None,
+            image: None,
+            fs: config.fs,
+            fsck: tools.fsck.clone(),
+            mkfs_secs: None,
+            mkfs_command: None,
+            mount_options: String::new(),
+            source: String::new(),
+        };
+        let Some(fs) = config.fs else {
+            let entry = mounts::mount_containing(&run_dir);
+            fresh.mount_options = entry
+                .as_ref()
+                .map(|m| m.options.clone())
+                .unwrap_or_default();
+            fresh.source = entry
+                .map(|m| format!("{} ({})", m.source, m.fstype))
+                .unwrap_or_default();
+            fresh.root_fd = Some(open_dir(&run_dir)?);
+            return Ok(fresh);
+        };
+        // From here on, anything that fails is undone by FreshFs's Drop.
+        let device = if fs == FsType::Tmpfs {
+            None
+        } else {
+            Some(match (&self.spec, self.device_kind) {
+                (TargetSpec::Device { path, .. }, Some(DeviceKind::Block)) => path.clone(),
+                (TargetSpec::Device { path, .. }, _) => {
+                    self.scratch.note_attached_file(path)?;
+                    let dev = attach_loop(path)?;
+                    fresh.loop_device = Some(dev.clone());
+                    dev
+                }
+                _ => {
+                    let image = run_dir.join("image");
+                    create_image(&image, self.image_size)?;
+                    fresh.image = Some(image.clone());
+                    let dev = attach_loop(&image)?;
+                    fresh.loop_device = Some(dev.clone());
+                    dev
+                }
+            })
+        };
+        if let (Some(dev), Some(mkfs)) = (&device, &tools.mkfs) {
+            let args = fs
+                .driver()
+                .mkfs_args(&config.mkfs, &dev.display().to_string());
+            let run = tools::run_ok(mkfs, &args)?;
+            fresh.mkfs_secs = Some(run.elapsed.as_secs_f64());
+            fresh.mkfs_command = Some(format!("{} {}", mkfs.display(), args.join(" ")));
+        }
+        fresh.device = device.clone();
+        let mnt = run_dir.join("mnt");
+        std::fs::create_dir(&mnt)?;
+        let mut options = config.mount.clone();
+        if fs == FsType::Tmpfs {
+            let size = format!("size={}", self.image_size);
+            options = if options.is_empty() {
+                size
+            } else {
+                format!("{size},{options}")
+            };
+        }
+        let source = device
+            .as_ref()
+            .map_or("tmpfs".to_string(), |d| d.display().to_string());
+        let mut args = vec!["-t".to_string(), fs.name().to_string()];
+        if !options.is_empty() {
+            args.extend(["-o".to_string(), options]);
+        }
+        args.extend([source.clone(), mnt.display().to_string()]);
+        let mount = tools::require("mount", "mount")?;
+        tools::run_ok(&mount, &args).context("mount failed (are the mount options valid?)")?;
+        fresh.mountpoint = Some(mnt.clone());
+        let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;
+        fresh.mount_options = entry.options;
+        fresh.source = source;
+        fresh.root = mnt.clone();
+        fresh.root_fd = Some(open_dir(&mnt)?);
+        Ok(fresh)
+    }
+}
+
+fn open_dir(path: &Path) -> anyhow::Result<OwnedFd> {
+    rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open {}", path.display()))
+}
+
+fn check_directory(path: &Path) -> anyhow::Result<()> {
+    match path.metadata() {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(invalid(format!("{} is not a directory", path.display()))),
+        Err(e) => Err(invalid(format!("{}: {e}", path.display()))),
+    }
+}
+
+fn free_bytes(path: &Path) -> anyhow::Result<u64> {
+    let st = rustix::fs::statvfs(path).with_context(|| format!("statvfs {}", path.display()))?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+fn device_size(path: &Path) -> anyhow::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    Ok(f.seek(SeekFrom::End(0))?)
+}
+
+fn check_image_size(size: u64, need: SpaceNeed, fs_types: &[FsType]) -> anyhow::Result<()> {
+    for fs in fs_types {
+        let min = fs.driver().min_size;
+        if size < min {
+            return Err(invalid(format!(
+                "{} is too small for {fs} (mkfs needs at least {})",
+                format_bytes(size),
+                format_bytes(min)
+            )));
+        }
+    }
+    if size < need.bytes {
+        return Err(invalid(format!(
+            "{} cannot hold the workloads, which need about {} ({} inodes)",
+            format_bytes(size),
+            format_bytes(need.bytes),
+            need.inodes
+        )));
+    }
+    Ok(())
+}
+
+fn create_image(path: &Path, size: u64) -> anyhow::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("cannot create image {}", path.display()))?;
+    file.set_len(size).with_context(|| {
+        format!(
+            "cannot size image {} to {}",
+            path.display(),
+            format_bytes(size)
+        )
+    })
+}
+
+fn attach_loop(file: &Path) -> anyhow::Result<PathBuf> {
+    let losetup = tools::require("losetup", "mount")?;
+    let run = tools::run_ok(
+        &losetup,
+        &["--find".into(), "--show".into(), file.display().to_string()],
+    )
+    .context("cannot attach a loop device")?;
+    run.output
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("/dev/"))
+        .map(PathBuf::from)
+        .context("losetup did not name the loop device")
+}
+
+/// Caches synced and dropped between phases (root only). Returns whether they were dropped.
+pub fn sync_and_drop_caches(dir: &OwnedFd) -> bool {
+    let _ = rustix::fs::syncfs(dir);
+    rustix::fs::sync();
+    tools::is_root() && std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok()
+}
+
+/// The result of a read-only fsck.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FsckOutcome {
+    pub clean: bool,
+    pub secs: f64,
+    /// fsck's output, kept when it was not clean.
+    pub output: Option<String>,
+}
+
+/// Timings of a run's end.
+#[derive(Debug, Clone, Default)]
+pub struct Teardown {
+    pub unmount_secs: Option<f64>,
+    pub fsck: Option<FsckOutcome>,
+}
+
+/// One run's fresh filesystem. [`FreshFs::finish`] tears it down with timings; dropping it
+/// without finishing (on error or panic) undoes everything without.
+pub struct FreshFs {
+    /// Everything of this run lives below it: image, mount point or work tree.
+    run_dir: PathBuf,
+    /// The directory workloads run in (the mount point, or `run_dir` for a directory target).
+    root: PathBuf,
+    root_fd: Option<OwnedFd>,
+    mountpoint: Option<PathBuf>,
+    device: Option<PathBuf>,
+    loop_device: Option<PathBuf>,
+    image: Option<PathBuf>,
+    fs: Option<FsType>,
+    fsck: Option<PathBuf>,
+    pub mkfs_secs: Option<f64>,
+    pub mkfs_command: Option<String>,
+    /// Options as /proc/self/mounts shows them.
+    pub mount_options: String,
+    /// The device (or `tmpfs`, or the existing directory's mount source).
+    pub source: String,
+}
+
+impl FreshFs {
+    /// The directory workloads run in.
+    pub fn dir(&self) -> &OwnedFd {
+        self.root_fd.as_ref().expect("open until finished")
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// sync → unmount (timed) → fsck (timed) → detach → remove the image.
+    pub fn finish(mut self) -> anyhow::Result<Teardown> {
+        let mut teardown = Teardown::default();
+        if let Some(fd) = self.root_fd.take() {
+            let _ = rustix::fs::syncfs(&fd);
+        }
+        if let Some(mnt) = self.mountpoint.take() {
+            let start = Instant::now();
+            scratch::unmount(&mnt)?;
+            teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
+        }
+        if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
+            let run = tools::run(fsck, &fs.driver().fsck_args(&dev.display().to_string()))?;
+            teardown.fsck = Some(FsckOutcome {
+                clean: run.success,
+                secs: run.elapsed.as_secs_f64(),
+                output: (!run.success).then_some(run.output),
+            });
+        }
+        self.release()?;
+        Ok(teardown)
+    }
+
+    /// Undoes whatever is still set up; safe to call more than once.
+    fn release(&mut self) -> anyhow::Result<()> {
+        self.root_fd.take();
+        if let Some(mnt) = self.mountpoint.take() {
+            scratch::unmount(&mnt)?;
+        }
+        if let Some(dev) = self.loop_device.take() {
+            scratch::detach_loop(&dev)?;
+        }
+        if let Some(image) = self.image.take() {
+            std::fs::remove_file(&image)
+                .with_context(|| format!("cannot remove {}", image.display()))?;
+        }
+        if self.run_dir.exists() && mounts::mounts_below(&self.run_dir).is_empty() {
+            std::fs::remove_dir_all(&self.run_dir)
+                .with_context(|| format!("cannot remove {}", self.run_dir.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for FreshFs {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            eprintln!("fsbench: cleanup of {} failed: {e:#}", self.root.display());
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Byte sizes as users write them (`8G`, `512MiB`, `4096`) and as fsbench prints them.
+
+use crate::error::invalid;
+
+/// Parses a size with an optional binary suffix: k, m, g, t (also KiB, MB, ...; all powers of 1024).
+pub fn parse_size(text: &str) -> anyhow::Result<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    if digits.is_empty() {
+        return Err(invalid(format!(
+            "invalid size `{text}`: expected a number with an optional suffix k, m, g or t"
+        )));
+    }
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => {
+            return Err(invalid(format!(
+                "invalid size `{text}`: unknown suffix `{other}` (use k, m, g or t)"
+            )));
+        }
+    };
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| invalid(format!("invalid size `{text}`: number too large")))?;
+    value
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| invalid(format!("invalid size `{text}`: larger than 16 EiB")))
+}
+
+/// Formats bytes with a binary unit, e.g. `1.5 GiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// Formats an integer with thousands separators, as the seed articles print counts.
+pub fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_binary_suffixes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("8G").unwrap(), 8 << 30);
+        assert_eq!(parse_size("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1k").unwrap(), 1024);
+    }
+
+    #[test]
+    fn rejects_garbage_and_overflow() {
+        assert!(parse_size("").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("-5G").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn formats_for_people() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(3 << 29), "1.5 GiB");
+        assert_eq!(group_thousands(1_347_360), "1,347,360");
+        assert_eq!(group_thousands(999), "999");
+    }
+}

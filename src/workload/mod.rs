@@ -1,0 +1,111 @@
+//! Workloads: each a re-implementation of one seed benchmark behind the [`Workload`] trait.
+//!
+//! A workload is a sequence of phases. The runner (or, later, an MPI coordinator) calls
+//! [`Workload::run_phase`] for each phase in turn, with caches dropped and barriers in between,
+//! so phases must not depend on anything but the workload's own state and the directory.
+
+pub mod tree;
+
+use std::os::fd::BorrowedFd;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FsbenchError, invalid};
+use crate::measure::PhaseRecorder;
+
+/// Static description of one phase.
+#[derive(Debug)]
+pub struct PhaseInfo {
+    /// Machine name, e.g. `dir-create`.
+    pub name: &'static str,
+    /// Column title in tables, e.g. `Directory create`.
+    pub title: &'static str,
+    /// What one unit of the phase is, e.g. `dirs`: rates are printed as `dirs/s`.
+    pub unit: &'static str,
+    /// Whether the phase writes or reads data, so KiB/s is meaningful.
+    pub moves_data: bool,
+}
+
+/// Space and inodes a workload needs on the filesystem under test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpaceNeed {
+    pub bytes: u64,
+    pub inodes: u64,
+}
+
+/// One workload instance, holding its state between phases.
+pub trait Workload: Send {
+    /// Phases in the order they run.
+    fn phases(&self) -> &'static [PhaseInfo];
+    /// Units phase `phase` will complete, for progress bars and checks.
+    fn expected_units(&self, phase: usize) -> u64;
+    /// Runs one phase in `dir`, recording into `rec`.
+    fn run_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError>;
+}
+
+/// What a suite asks to run: parsed from `--workload` or a suite file, validated, serializable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum WorkloadSpec {
+    Tree(tree::TreeParams),
+}
+
+impl WorkloadSpec {
+    /// Parses `KIND[:ARGS]`, e.g. `tree:small-shallow` or `tree:dirs=3,files=4,size=1,levels=10`.
+    pub fn parse(text: &str) -> anyhow::Result<WorkloadSpec> {
+        let (kind, args) = text.split_once(':').unwrap_or((text, ""));
+        match kind.trim() {
+            "tree" => Ok(WorkloadSpec::Tree(tree::TreeParams::parse(args)?)),
+            other => Err(invalid(format!(
+                "unknown workload `{other}`: available workloads are: tree"
+            ))),
+        }
+    }
+
+    /// Short label used in tables, e.g. `tree:small-shallow`.
+    pub fn label(&self) -> String {
+        match self {
+            WorkloadSpec::Tree(p) => format!("tree:{}", p.name()),
+        }
+    }
+
+    /// One line describing what the workload does, with its totals.
+    pub fn describe(&self) -> String {
+        match self {
+            WorkloadSpec::Tree(p) => p.describe(),
+        }
+    }
+
+    pub fn phases(&self) -> &'static [PhaseInfo] {
+        match self {
+            WorkloadSpec::Tree(_) => tree::PHASES,
+        }
+    }
+
+    pub fn space_needed(&self) -> SpaceNeed {
+        match self {
+            WorkloadSpec::Tree(p) => p.space_needed(),
+        }
+    }
+
+    /// A fresh instance, ready for its first phase.
+    pub fn instantiate(&self) -> Box<dyn Workload> {
+        match self {
+            WorkloadSpec::Tree(p) => {
+                Box::new(tree::Tree::new(p.clone(), tree::default_base_name()))
+            }
+        }
+    }
+
+    /// Checks parameters; the runner calls it before anything is created.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        match self {
+            WorkloadSpec::Tree(p) => p.validate(),
+        }
+    }
+}

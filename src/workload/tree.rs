@@ -1,0 +1,618 @@
+//! The fdtree metadata tree (seed 000): directory create, file create, file remove,
+//! directory remove, over exactly fdtree.bash's tree, names and order.
+//!
+//! fdtree.bash names a directory `L<level>D<n>` and a file `L<level>F<n>`, where the level counts
+//! down from `levels` at the root to 0 at the leaves and `n` counts down from `dirs` (or
+//! `files`) to 1. Directory create makes a directory's children, then recurses into each;
+//! directory remove recurses first, then removes the children; file create and remove visit a
+//! directory's files, then recurse. The root `LEVEL0.<host>.<pid>` is made in the directory
+//! create phase and removed in the directory remove phase, as fdtree times it.
+//!
+//! Every operation is one system call relative to its parent's descriptor; the recursion holds
+//! one descriptor per level, so memory is independent of the tree's size.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::{PhaseInfo, SpaceNeed, Workload};
+use crate::error::{FsbenchError, invalid};
+use crate::measure::{OpKind, PhaseRecorder};
+use crate::units::group_thousands;
+
+/// fdtree's block: file sizes are given in 4 KiB blocks.
+pub const BLOCK: usize = 4096;
+/// Deeper trees would need more descriptors than a default `ulimit -n` allows.
+pub const MAX_LEVELS: u32 = 100;
+
+pub const PHASES: &[PhaseInfo] = &[
+    PhaseInfo {
+        name: "dir-create",
+        title: "Directory create",
+        unit: "dirs",
+        moves_data: false,
+    },
+    PhaseInfo {
+        name: "file-create",
+        title: "File create",
+        unit: "files",
+        moves_data: true,
+    },
+    PhaseInfo {
+        name: "file-remove",
+        title: "File remove",
+        unit: "files",
+        moves_data: false,
+    },
+    PhaseInfo {
+        name: "dir-remove",
+        title: "Directory remove",
+        unit: "dirs",
+        moves_data: false,
+    },
+];
+
+/// Index of each phase in [`PHASES`].
+pub const DIR_CREATE: usize = 0;
+pub const FILE_CREATE: usize = 1;
+pub const FILE_REMOVE: usize = 2;
+pub const DIR_REMOVE: usize = 3;
+
+/// Named parameter sets: the article's four and two quick ones for the default suite.
+pub const PRESETS: &[(&str, [u32; 4])] = &[
+    // name, [dirs per level, files per dir, size in blocks, levels]
+    ("small-shallow", [20, 40, 1, 3]),
+    ("small-deep", [3, 4, 1, 10]),
+    ("medium-shallow", [17, 10, 1000, 2]),
+    ("medium-deep", [2, 2, 1000, 10]),
+    // Sized so that every phase lasts about a second on a loop image here, with one file per
+    // directory so that the directory phases are not drowned by the file phases.
+    ("quick-shallow", [50, 1, 1, 3]),
+    ("quick-deep", [3, 1, 1, 10]),
+];
+
+/// fdtree's four parameters (`-d -f -s -l`) and the preset they came from, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawTreeParams")]
+pub struct TreeParams {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Subdirectories per directory (`-d`).
+    pub dirs: u32,
+    /// Files per directory (`-f`).
+    pub files: u32,
+    /// File size in 4 KiB blocks (`-s`).
+    pub size: u32,
+    /// Levels below the root (`-l`).
+    pub levels: u32,
+}
+
+/// The suite-file form: a preset, explicit numbers, or a preset with some numbers overridden.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTreeParams {
+    preset: Option<String>,
+    dirs: Option<u32>,
+    files: Option<u32>,
+    size: Option<u32>,
+    levels: Option<u32>,
+}
+
+impl TryFrom<RawTreeParams> for TreeParams {
+    type Error = anyhow::Error;
+
+    fn try_from(raw: RawTreeParams) -> anyhow::Result<TreeParams> {
+        let base = match &raw.preset {
+            Some(name) => TreeParams::preset(name)?,
+            None => TreeParams::preset("quick-shallow")?,
+        };
+        let params = TreeParams {
+            dirs: raw.dirs.unwrap_or(base.dirs),
+            files: raw.files.unwrap_or(base.files),
+            size: raw.size.unwrap_or(base.size),
+            levels: raw.levels.unwrap_or(base.levels),
+            preset: None,
+        };
+        Ok(params.named())
+    }
+}
+
+impl TreeParams {
+    pub fn new(dirs: u32, files: u32, size: u32, levels: u32) -> TreeParams {
+        TreeParams {
+            preset: None,
+            dirs,
+            files,
+            size,
+            levels,
+        }
+        .named()
+    }
+
+    /// Attaches the preset name whose numbers these are, if one matches.
+    fn named(mut self) -> TreeParams {
+        let values = [self.dirs, self.files, self.size, self.levels];
+        self.preset = PRESETS
+            .iter()
+            .find(|(_, v)| *v == values)
+            .map(|(n, _)| n.to_string());
+        self
+    }
+
+    pub fn preset(name: &str) -> anyhow::Result<TreeParams> {
+        let (_, [d, f, s, l]) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            let names: Vec<_> = PRESETS.iter().map(|(n, _)| *n).collect();
+            invalid(format!(
+                "unknown tree preset `{name}`: choose one of {}",
+                names.join(", ")
+            ))
+        })?;
+        Ok(TreeParams::new(*d, *f, *s, *l))
+    }
+
+    /// Parses the part after `tree:`: a preset name or `dirs=N,files=N,size=N,levels=N`
+    /// (fdtree's letters d, f, s, l work too; unnamed values come from `quick-shallow`).
+    pub fn parse(args: &str) -> anyhow::Result<TreeParams> {
+        let args = args.trim();
+        if args.is_empty() {
+            return TreeParams::preset("quick-shallow");
+        }
+        if !args.contains('=') {
+            return TreeParams::preset(args);
+        }
+        let mut p = TreeParams::preset("quick-shallow")?;
+        for item in args.split(',') {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("tree parameter `{item}` needs a value: KEY=N")))?;
+            let n: u32 = value.trim().parse().map_err(|_| {
+                invalid(format!(
+                    "tree parameter `{key}`: `{value}` is not a non-negative integer"
+                ))
+            })?;
+            match key.trim() {
+                "dirs" | "d" => p.dirs = n,
+                "files" | "f" => p.files = n,
+                "size" | "s" => p.size = n,
+                "levels" | "l" => p.levels = n,
+                "preset" => return Err(invalid("give either a preset or parameters, not both")),
+                other => {
+                    return Err(invalid(format!(
+                        "unknown tree parameter `{other}`: use dirs, files, size, levels"
+                    )));
+                }
+            }
+        }
+        Ok(p.named())
+    }
+
+    /// The preset's name, or fdtree's flags for a custom tree.
+    pub fn name(&self) -> String {
+        self.preset.clone().unwrap_or_else(|| {
+            format!(
+                "d{}-f{}-s{}-l{}",
+                self.dirs, self.files, self.size, self.levels
+            )
+        })
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.dirs == 0 {
+            return Err(invalid(
+                "tree: directories per level (-d) must be at least 1",
+            ));
+        }
+        if self.files == 0 {
+            return Err(invalid("tree: files per directory (-f) must be at least 1"));
+        }
+        if self.levels > MAX_LEVELS {
+            return Err(invalid(format!(
+                "tree: {} levels is more than the {MAX_LEVELS} fsbench supports",
+                self.levels
+            )));
+        }
+        self.checked_totals().ok_or_else(|| {
+            invalid(format!(
+                "tree: -d {} -l {} -f {} -s {} is absurdly large ({}^{} directories)",
+                self.dirs, self.levels, self.files, self.size, self.dirs, self.levels
+            ))
+        })?;
+        Ok(())
+    }
+
+    /// (directories, files, KiB), or `None` on overflow.
+    fn checked_totals(&self) -> Option<(u64, u64, u64)> {
+        // fdtree: ndtot = 1 + d * ndtot, once per level and once for the root.
+        let mut dirs: u64 = 0;
+        for _ in 0..=self.levels {
+            dirs = (self.dirs as u64).checked_mul(dirs)?.checked_add(1)?;
+        }
+        let files = dirs.checked_mul(self.files as u64)?;
+        let kib = files.checked_mul(self.size as u64)?.checked_mul(4)?;
+        // Beyond a billion entries no filesystem test here is meaningful.
+        (dirs.checked_add(files)? <= 1_000_000_000).then_some((dirs, files, kib))
+    }
+
+    /// Directories in the tree, the root included: Σ d^i for i = 0..=l.
+    pub fn total_dirs(&self) -> u64 {
+        self.checked_totals().map_or(u64::MAX, |t| t.0)
+    }
+
+    pub fn total_files(&self) -> u64 {
+        self.checked_totals().map_or(u64::MAX, |t| t.1)
+    }
+
+    pub fn total_kib(&self) -> u64 {
+        self.checked_totals().map_or(u64::MAX, |t| t.2)
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB",
+            self.dirs,
+            self.files,
+            self.size,
+            self.levels,
+            group_thousands(self.total_dirs()),
+            group_thousands(self.total_files()),
+            group_thousands(self.total_kib())
+        )
+    }
+
+    pub fn space_needed(&self) -> SpaceNeed {
+        let inodes = self.total_dirs().saturating_add(self.total_files());
+        SpaceNeed {
+            // Data plus one block per inode for directory blocks and inode tables.
+            bytes: (self.total_kib().saturating_mul(1024))
+                .saturating_add(inodes.saturating_mul(BLOCK as u64)),
+            inodes,
+        }
+    }
+}
+
+/// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
+pub fn default_base_name() -> String {
+    let uname = rustix::system::uname();
+    let host = uname.nodename().to_string_lossy();
+    let short = host.split('.').next().unwrap_or("localhost");
+    format!("LEVEL0.{short}.{}", std::process::id())
+}
+
+/// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing.
+struct Name {
+    buf: [u8; 24],
+}
+
+impl Name {
+    fn new() -> Name {
+        Name { buf: [0; 24] }
+    }
+
+    fn of(&mut self, level: u32, kind: u8, n: u32) -> &CStr {
+        let mut i = 0;
+        self.buf[i] = b'L';
+        i += 1;
+        i = push_decimal(&mut self.buf, i, level);
+        self.buf[i] = kind;
+        i += 1;
+        i = push_decimal(&mut self.buf, i, n);
+        self.buf[i] = 0;
+        CStr::from_bytes_with_nul(&self.buf[..=i]).expect("digits and letters only")
+    }
+}
+
+fn push_decimal(buf: &mut [u8], mut at: usize, value: u32) -> usize {
+    let mut digits = [0u8; 10];
+    let mut len = 0;
+    let mut v = value;
+    loop {
+        digits[len] = b'0' + (v % 10) as u8;
+        len += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for d in digits[..len].iter().rev() {
+        buf[at] = *d;
+        at += 1;
+    }
+    at
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC);
+const CREATE_FLAGS: OFlags = OFlags::WRONLY
+    .union(OFlags::CREATE)
+    .union(OFlags::TRUNC)
+    .union(OFlags::CLOEXEC);
+
+/// The tree workload: its parameters and the root directory's name.
+pub struct Tree {
+    params: TreeParams,
+    base: CString,
+    zeros: Vec<u8>,
+}
+
+impl Tree {
+    pub fn new(params: TreeParams, base: String) -> Tree {
+        Tree {
+            params,
+            base: CString::new(base).expect("base name has no NUL"),
+            zeros: vec![0; BLOCK],
+        }
+    }
+
+    pub fn base_name(&self) -> &str {
+        self.base.to_str().expect("base name is UTF-8")
+    }
+
+    fn open_dir(
+        rec: &mut PhaseRecorder,
+        parent: BorrowedFd<'_>,
+        name: &CStr,
+    ) -> Result<Option<OwnedFd>, FsbenchError> {
+        let result = rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty());
+        rec.record(OpKind::OpenDir, result)
+    }
+
+    /// Calls `visit` on each subdirectory `L<level>D<n>` of `dir`, n from `dirs` down to 1.
+    fn for_each_subdir(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+        visit: fn(&mut Tree, BorrowedFd<'_>, u32, &mut PhaseRecorder) -> Result<(), FsbenchError>,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nd in (1..=self.params.dirs).rev() {
+            if let Some(child) = Self::open_dir(rec, dir, name.of(level, b'D', nd))? {
+                visit(self, child.as_fd(), level - 1, rec)?;
+                drop(child);
+                rec.record(OpKind::Close, Ok(()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn create_dirs(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        if level == 0 {
+            return Ok(());
+        }
+        let mut name = Name::new();
+        for nd in (1..=self.params.dirs).rev() {
+            let made = rustix::fs::mkdirat(dir, name.of(level, b'D', nd), Mode::from(0o755));
+            if rec.record(OpKind::Mkdir, made)?.is_some() {
+                rec.unit_done(0)?;
+            }
+        }
+        self.for_each_subdir(dir, level, rec, Tree::create_dirs)
+    }
+
+    fn create_files(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nf in (1..=self.params.files).rev() {
+            let created = rustix::fs::openat(
+                dir,
+                name.of(level, b'F', nf),
+                CREATE_FLAGS,
+                Mode::from(0o644),
+            );
+            let Some(file) = rec.record(OpKind::Create, created)? else {
+                continue;
+            };
+            let mut written = 0u64;
+            for _ in 0..self.params.size {
+                written += self.write_block(&file, rec)?;
+            }
+            drop(file);
+            rec.record(OpKind::Close, Ok(()))?;
+            rec.unit_done(written)?;
+        }
+        if level > 0 {
+            self.for_each_subdir(dir, level, rec, Tree::create_files)?;
+        }
+        Ok(())
+    }
+
+    /// Writes one 4 KiB block as dd does, finishing short writes; returns bytes written.
+    fn write_block(&self, file: &OwnedFd, rec: &mut PhaseRecorder) -> Result<u64, FsbenchError> {
+        let mut done = 0;
+        while done < BLOCK {
+            let result = rustix::io::write(file, &self.zeros[done..]);
+            match rec.record(OpKind::Write, result)? {
+                Some(0) | None => break,
+                Some(n) => done += n,
+            }
+        }
+        Ok(done as u64)
+    }
+
+    fn remove_files(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nf in (1..=self.params.files).rev() {
+            let removed = rustix::fs::unlinkat(dir, name.of(level, b'F', nf), AtFlags::empty());
+            if rec.record(OpKind::Unlink, removed)?.is_some() {
+                rec.unit_done(0)?;
+            }
+        }
+        if level > 0 {
+            self.for_each_subdir(dir, level, rec, Tree::remove_files)?;
+        }
+        Ok(())
+    }
+
+    fn remove_dirs(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        if level > 1 {
+            self.for_each_subdir(dir, level, rec, Tree::remove_dirs)?;
+        }
+        if level > 0 {
+            let mut name = Name::new();
+            for nd in (1..=self.params.dirs).rev() {
+                let removed =
+                    rustix::fs::unlinkat(dir, name.of(level, b'D', nd), AtFlags::REMOVEDIR);
+                if rec.record(OpKind::Rmdir, removed)?.is_some() {
+                    rec.unit_done(0)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the tree's root, failing the phase if it is not there.
+    fn open_base(
+        &self,
+        parent: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<OwnedFd, FsbenchError> {
+        Self::open_dir(rec, parent, &self.base)?.ok_or_else(|| {
+            FsbenchError::Failed(format!("tree root `{}` cannot be opened", self.base_name()))
+        })
+    }
+}
+
+impl Workload for Tree {
+    fn phases(&self) -> &'static [PhaseInfo] {
+        PHASES
+    }
+
+    fn expected_units(&self, phase: usize) -> u64 {
+        match phase {
+            DIR_CREATE | DIR_REMOVE => self.params.total_dirs(),
+            _ => self.params.total_files(),
+        }
+    }
+
+    fn run_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let levels = self.params.levels;
+        match phase {
+            DIR_CREATE => {
+                let made = rustix::fs::mkdirat(dir, &self.base, Mode::from(0o755));
+                let failure = made.err();
+                if rec.record(OpKind::Mkdir, made)?.is_none() {
+                    return Err(FsbenchError::Failed(format!(
+                        "cannot create tree root `{}`: {}",
+                        self.base_name(),
+                        failure.map_or_else(String::new, |e| e.to_string())
+                    )));
+                }
+                rec.unit_done(0)?;
+                let base = self.open_base(dir, rec)?;
+                self.create_dirs(base.as_fd(), levels, rec)
+            }
+            FILE_CREATE => {
+                let base = self.open_base(dir, rec)?;
+                self.create_files(base.as_fd(), levels, rec)
+            }
+            FILE_REMOVE => {
+                let base = self.open_base(dir, rec)?;
+                self.remove_files(base.as_fd(), levels, rec)
+            }
+            DIR_REMOVE => {
+                let base = self.open_base(dir, rec)?;
+                self.remove_dirs(base.as_fd(), levels, rec)?;
+                drop(base);
+                let removed = rustix::fs::unlinkat(dir, &self.base, AtFlags::REMOVEDIR);
+                if rec.record(OpKind::Rmdir, removed)?.is_some() {
+                    rec.unit_done(0)?;
+                }
+                Ok(())
+            }
+            _ => unreachable!("tree has four phases"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn article_preset_totals() {
+        // The fdtree article's own figures (seed 000).
+        let cases = [
+            ("small-shallow", 8_421, 336_840, 1_347_360),
+            ("small-deep", 88_573, 354_292, 1_417_168),
+            ("medium-shallow", 307, 3_070, 12_280_000),
+            ("medium-deep", 2_047, 4_094, 16_376_000),
+        ];
+        for (name, dirs, files, kib) in cases {
+            let p = TreeParams::preset(name).unwrap();
+            assert_eq!(
+                (p.total_dirs(), p.total_files(), p.total_kib()),
+                (dirs, files, kib),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_are_fdtrees() {
+        let mut n = Name::new();
+        assert_eq!(n.of(3, b'D', 20).to_str().unwrap(), "L3D20");
+        assert_eq!(n.of(0, b'F', 1).to_str().unwrap(), "L0F1");
+        assert_eq!(
+            n.of(u32::MAX, b'F', u32::MAX).to_str().unwrap(),
+            "L4294967295F4294967295"
+        );
+    }
+
+    #[test]
+    fn parses_presets_and_parameters() {
+        let p = TreeParams::parse("small-deep").unwrap();
+        assert_eq!((p.dirs, p.files, p.size, p.levels), (3, 4, 1, 10));
+        let q = TreeParams::parse("d=20,f=40,s=1,l=3").unwrap();
+        assert_eq!(q.preset.as_deref(), Some("small-shallow"));
+        let r = TreeParams::parse("dirs=2,files=3,size=0,levels=1").unwrap();
+        assert_eq!(r.name(), "d2-f3-s0-l1");
+        assert!(TreeParams::parse("nonsense").is_err());
+        assert!(TreeParams::parse("dirs=-1").is_err());
+        assert!(TreeParams::parse("depth=3").is_err());
+    }
+
+    #[test]
+    fn rejects_zero_and_absurd_trees() {
+        assert!(TreeParams::new(0, 1, 1, 1).validate().is_err());
+        assert!(TreeParams::new(1, 0, 1, 1).validate().is_err());
+        let huge = TreeParams::new(10_000, 1, 1, 100).validate().unwrap_err();
+        assert!(huge.to_string().contains("absurdly large"), "{huge}");
+        assert!(TreeParams::new(1, 1, 0, 0).validate().is_ok());
+    }
+
+    #[test]
+    fn suite_file_form_deserializes() {
+        let p: TreeParams = toml::from_str("preset = \"medium-deep\"").unwrap();
+        assert_eq!(p.total_files(), 4_094);
+        let q: TreeParams = toml::from_str("preset = \"small-deep\"\nlevels = 2").unwrap();
+        assert_eq!((q.levels, q.preset), (2, None));
+        assert!(toml::from_str::<TreeParams>("dirz = 3").is_err());
+    }
+}
