@@ -2,14 +2,14 @@
 
 use crate::error::invalid;
 
-/// Parses a size with an optional binary suffix: k, m, g, t (also KiB, MB, ...; all powers of 1024).
+/// Parses a size with an optional binary suffix: k, m, g, t, p (also KiB, MB, ...; all powers of 1024).
 pub fn parse_size(text: &str) -> anyhow::Result<u64> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, suffix) = t.split_at(split);
     if digits.is_empty() {
         return Err(invalid(format!(
-            "invalid size `{text}`: expected a number with an optional suffix k, m, g or t"
+            "invalid size `{text}`: expected a number with an optional suffix k, m, g, t or p"
         )));
     }
     let shift = match suffix.trim().to_ascii_lowercase().as_str() {
@@ -18,9 +18,10 @@ pub fn parse_size(text: &str) -> anyhow::Result<u64> {
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
         other => {
             return Err(invalid(format!(
-                "invalid size `{text}`: unknown suffix `{other}` (use k, m, g or t)"
+                "invalid size `{text}`: unknown suffix `{other}` (use k, m, g, t or p)"
             )));
         }
     };

@@ -8,40 +8,80 @@ use anyhow::Context;
 use clap::Args;
 use rustix::fs::{Mode, OFlags};
 
-use crate::error::invalid;
+use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report::fdtree as report;
 use crate::runner::phases::{PhaseSettings, run_phase};
 use crate::workload::Workload;
 use crate::workload::tree::{self, Tree, TreeParams};
 
-/// fdtree.bash's options, with its defaults.
+/// fdtree.bash's options. Unset numbers take fdtree's defaults (-l 4 -d 10 -f 10 -s 10), except
+/// with -R, where they are read from the tree that -C left.
 #[derive(Debug, Args)]
 pub struct FdtreeArgs {
-    /// Levels below the root directory
-    #[arg(short = 'l', default_value_t = 4)]
-    pub levels: u32,
-    /// Subdirectories per directory
-    #[arg(short = 'd', default_value_t = 10)]
-    pub dirs: u32,
-    /// Files per directory
-    #[arg(short = 'f', default_value_t = 10)]
-    pub files: u32,
-    /// File size in 4 KiB blocks
-    #[arg(short = 's', default_value_t = 10)]
-    pub size: u32,
+    /// Levels below the root directory [default: 4]
+    #[arg(short = 'l')]
+    pub levels: Option<u32>,
+    /// Subdirectories per directory [default: 10]
+    #[arg(short = 'd')]
+    pub dirs: Option<u32>,
+    /// Files per directory [default: 10]
+    #[arg(short = 'f')]
+    pub files: Option<u32>,
+    /// File size in 4 KiB blocks [default: 10]
+    #[arg(short = 's')]
+    pub size: Option<u32>,
     /// Starting directory; the tree is LEVEL0.<host>.<pid> inside it
     #[arg(short = 'o', default_value = ".")]
     pub dir: PathBuf,
     /// Create the tree only (leave it for a later -R)
     #[arg(short = 'C')]
     pub create_only: bool,
-    /// Remove the tree only (the one LEVEL0.* tree in the starting directory)
+    /// Remove the tree only: the one LEVEL0.* tree in the starting directory
     #[arg(short = 'R')]
     pub remove_only: bool,
     /// Debugging: latency percentiles and errors of each phase on stderr
     #[arg(short = 'D')]
     pub debug: bool,
+}
+
+impl FdtreeArgs {
+    fn given(&self) -> bool {
+        self.levels.is_some() || self.dirs.is_some() || self.files.is_some() || self.size.is_some()
+    }
+
+    fn params(&self) -> TreeParams {
+        TreeParams::new(
+            self.dirs.unwrap_or(10),
+            self.files.unwrap_or(10),
+            self.size.unwrap_or(10),
+            self.levels.unwrap_or(4),
+        )
+    }
+}
+
+/// Reads a tree's parameters back from its root: children `L<l>D<n>` and files `L<l>F<n>`
+/// give levels, directories and files per level; the size of `L<l>F1` gives the blocks.
+fn infer_params(root: &Path) -> anyhow::Result<TreeParams> {
+    let (mut levels, mut dirs, mut files) = (None, 0, 0);
+    for entry in std::fs::read_dir(root).with_context(|| format!("cannot read {}", root.display()))? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix('L') else { continue };
+        let Some(split) = rest.find(['D', 'F']) else { continue };
+        let (Ok(level), Ok(n)) = (rest[..split].parse::<u32>(), rest[split + 1..].parse::<u32>()) else {
+            continue;
+        };
+        levels = Some(level);
+        if rest.as_bytes()[split] == b'D' {
+            dirs = dirs.max(n);
+        } else {
+            files = files.max(n);
+        }
+    }
+    let levels = levels.ok_or_else(|| invalid(format!("-R: {} holds no fdtree entries", root.display())))?;
+    let first_file = root.join(format!("L{levels}F1"));
+    let bytes = first_file.metadata().map(|m| m.len()).unwrap_or(0);
+    Ok(TreeParams::new(dirs.max(1), files, bytes.div_ceil(tree::BLOCK as u64) as u32, levels))
 }
 
 /// The single `LEVEL0.*` directory a previous `-C` left in `dir`.
@@ -68,16 +108,9 @@ fn existing_tree(dir: &Path) -> anyhow::Result<String> {
 }
 
 pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
-    let params = TreeParams::new(args.dirs, args.files, args.size, args.levels);
-    params.validate()?;
     match args.dir.metadata() {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(invalid(format!(
-                "-o {}: not a directory",
-                args.dir.display()
-            )));
-        }
+        Ok(_) => return Err(invalid(format!("-o {}: not a directory", args.dir.display()))),
         Err(e) => return Err(invalid(format!("-o {}: {e}", args.dir.display()))),
     }
     // fdtree: neither or both of -C and -R means both.
@@ -86,18 +119,12 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     } else {
         (args.create_only, args.remove_only)
     };
-    let base = if create {
-        tree::default_base_name()
-    } else {
-        existing_tree(&args.dir)?
-    };
-    let dir = rustix::fs::open(
-        &args.dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .with_context(|| format!("cannot open {}", args.dir.display()))?;
+    let base = if create { tree::default_base_name() } else { existing_tree(&args.dir)? };
     let shown = args.dir.join(&base);
+    let params = if !create && !args.given() { infer_params(&shown)? } else { args.params() };
+    params.validate()?;
+    let dir = rustix::fs::open(&args.dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .with_context(|| format!("cannot open {}", args.dir.display()))?;
     print!("{}", report::header(&params, &shown.display().to_string()));
     let mut workload = Tree::new(params, base);
     let settings = PhaseSettings {
@@ -106,27 +133,24 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
         progress,
     };
     let phases: Vec<usize> = (0..workload.phases().len())
-        .filter(|&p| {
-            if p <= tree::FILE_CREATE {
-                create
-            } else {
-                remove
-            }
-        })
+        .filter(|&p| if p <= tree::FILE_CREATE { create } else { remove })
         .collect();
     let start = Instant::now();
+    let mut failed_calls = 0;
     for index in phases {
         println!("{}", report::date());
         let tin = start.elapsed().as_secs_f64();
         let record = run_phase(&mut workload, index, &dir, &settings, "fdtree").inspect_err(|_| {
-            eprintln!("fsbench: the partial tree is left at {}; remove it with `fsbench fdtree -R -o {}`", shown.display(), args.dir.display());
+            eprintln!(
+                "fsbench: the partial tree is left at {}; remove it with `fsbench fdtree -R -o {}`",
+                shown.display(),
+                args.dir.display()
+            );
         })?;
-        let tout = start.elapsed().as_secs_f64();
+        // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
+        let tout = tin + record.measurement.elapsed_secs();
         println!("{}", report::date());
-        print!(
-            "{}",
-            report::phase_block(index, tin, tout, &record.measurement)
-        );
+        print!("{}", report::phase_block(index, tin, tout, &record.measurement));
         if args.debug {
             for (op, l) in &record.measurement.latency {
                 eprintln!(
@@ -137,9 +161,10 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
                     l.max_ns as f64 / 1e3
                 );
             }
-            for (errno, n) in &record.measurement.errors {
-                eprintln!("  errors: {errno} ×{n}");
-            }
+        }
+        for (errno, n) in &record.measurement.errors {
+            eprintln!("fsbench: {}: {n} failed calls ({errno})", workload.phases()[index].name);
+            failed_calls += n;
         }
     }
     if create && !remove {
@@ -148,6 +173,12 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
             shown.display(),
             args.dir.display()
         );
+    }
+    if failed_calls > 0 {
+        return Err(FsbenchError::Failed(format!(
+            "{failed_calls} system calls failed; the tree does not match -d/-f/-l/-s or was changed"
+        ))
+        .into());
     }
     Ok(())
 }

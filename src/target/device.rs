@@ -186,7 +186,7 @@ pub fn check_device(path: &Path, force: bool) -> anyhow::Result<DeviceKind> {
     if !force && let Some(signature) = signature(path)? {
         return Err(refused(
             path,
-            format!("it carries a {signature} signature; pass --force to overwrite it"),
+            format!("blkid finds an existing {signature} on it; pass --force to overwrite it"),
         ));
     }
     Ok(kind)

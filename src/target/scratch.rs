@@ -171,12 +171,29 @@ pub fn detach_loop(device: &Path) -> anyhow::Result<()> {
     let mut last = None;
     for _ in 0..20 {
         match tools::run_ok(&losetup, &args) {
-            Ok(_) => return Ok(()),
+            Ok(_) => {
+                last = None;
+                break;
+            }
             Err(e) => last = Some(e),
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Err(last.expect("at least one attempt"))
+    if let Some(e) = last {
+        return Err(e);
+    }
+    // While anything else (udev, a probing tool) holds the device open, the kernel only marks
+    // it for automatic detach; wait until it is really gone, so nothing is left attached.
+    let backing = Path::new("/sys/block")
+        .join(device.file_name().unwrap_or_default())
+        .join("loop/backing_file");
+    for _ in 0..100 {
+        if !backing.exists() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    anyhow::bail!("{} is still attached 10 s after detaching (held open by another process)", device.display())
 }
 
 /// Undoes everything `state` records. Returns what it did, one line per action.

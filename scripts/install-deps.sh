@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fsbench needs (with --tests: also what the test suite needs).
+# Does nothing when not root or not on Debian: tests that need a missing tool then skip and say so.
+set -euo pipefail
+tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux)
+if [ "${1:-}" = "--tests" ]; then
+    tools+=(setpriv:util-linux gcc:gcc python3:python3)
+fi
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "install-deps: not root on Debian; skipping package installation" >&2
+    exit 0
+fi
+missing=()
+for pair in "${tools[@]}"; do
+    tool=${pair%%:*}
+    package=${pair##*:}
+    if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$tool" >/dev/null; then
+        missing+=("$package")
+    fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what the tests need (as root on Debian), then checks
+# formatting and lints and runs every test. CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --tests
+if ! command -v cargo >/dev/null; then
+    echo "test.sh: cargo not found; install Rust (https://rustup.rs) first" >&2
+    exit 1
+fi
+cargo fmt --check
+cargo clippy --all-targets --quiet -- -D warnings
+cargo test --all-targets

@@ -1,0 +1,79 @@
+//! Helpers shared by the integration tests: the binary, skip rules, leak checks.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The fsbench binary with a private state directory, so `fsbench clean` in one test never
+/// touches another's suites.
+pub fn fsbench(state: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fsbench"));
+    c.env("FSBENCH_STATE_DIR", state);
+    c
+}
+
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+pub fn has_tool(name: &str) -> bool {
+    fsbench::tools::find(name).is_some()
+}
+
+/// True when the test can run; otherwise prints why it is skipped.
+pub fn can_run(test: &str, tools: &[&str]) -> bool {
+    if !is_root() {
+        println!("SKIPPED {test}: needs root (mkfs, mount, loop devices)");
+        return false;
+    }
+    for t in tools {
+        if !has_tool(t) {
+            println!("SKIPPED {test}: {t} is not installed (scripts/test.sh installs it)");
+            return false;
+        }
+    }
+    true
+}
+
+pub fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// Runs and returns the output, printing stderr for the test log.
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("fsbench starts");
+    eprintln!("stderr:\n{}", text(&out.stderr));
+    out
+}
+
+/// Mount points at or below `dir`.
+pub fn mounts_below(dir: &Path) -> Vec<PathBuf> {
+    fsbench::target::mounts::mounts_below(dir)
+}
+
+/// Loop devices whose backing file is at or below `dir`.
+pub fn loops_below(dir: &Path) -> Vec<PathBuf> {
+    fsbench::target::scratch::loop_devices()
+        .into_iter()
+        .filter(|(_, backing)| backing.starts_with(dir))
+        .map(|(dev, _)| dev)
+        .collect()
+}
+
+/// Asserts fsbench left nothing mounted, attached or created below `dir`.
+pub fn assert_nothing_left(dir: &Path) {
+    assert!(mounts_below(dir).is_empty(), "left mounted: {:?}", mounts_below(dir));
+    assert!(loops_below(dir).is_empty(), "left attached: {:?}", loops_below(dir));
+    let entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(entries.is_empty(), "left behind: {entries:?}");
+}
+
+/// A scratch directory on the machine's disk (not tmpfs), removed at the end of the test.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("fsbench-test.").tempdir_in("/var/tmp").unwrap()
+}
+
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", text(&out.stdout)))
+}

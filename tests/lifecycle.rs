@@ -1,0 +1,360 @@
+//! Fresh-filesystem lifecycle on real loop devices: mkfs → mount → phases → unmount → fsck,
+//! safety refusals, and cleanup on error, Ctrl-C, SIGKILL (`fsbench clean`) and panic.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
+
+fn run_json(dir: &Path, state: &Path, args: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let out = run(fsbench(state)
+        .args(["run", "-q", "--output-format", "json", "--image-dir"])
+        .arg(dir)
+        .args(args));
+    let doc = json(&out);
+    (out, doc)
+}
+
+fn check_fresh_runs(fs: &str, tool: &str) {
+    if !can_run(&format!("{fs} lifecycle"), &[tool]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let (out, doc) = run_json(dir.path(), state.path(), &["--fs", fs, "-w", TINY, "--runs", "2"]);
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["status"], "completed");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["status"], "ok");
+        assert_eq!(r["fsck"]["clean"], true, "{r}");
+        assert!(r["fsck"]["secs"].as_f64().unwrap() > 0.0);
+        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
+        assert!(r["mkfs_secs"].as_f64().unwrap() > 0.0);
+        assert!(r["mount_options"].as_str().unwrap().contains("rw"));
+        // 3 levels of 3: 1 + 3 + 9 + 27 = 40 directories, 2 files in each.
+        let ops: Vec<u64> = r["phases"].as_array().unwrap().iter().map(|p| p["ops"].as_u64().unwrap()).collect();
+        assert_eq!(ops, [40, 80, 80, 40]);
+        assert_eq!(r["phases"][1]["bytes"], 80 * 4096);
+        for p in r["phases"].as_array().unwrap() {
+            assert_eq!(p["caches_dropped"], true);
+            assert!(p["errors"].as_object().unwrap().is_empty());
+        }
+    }
+    let config = &doc["configurations"][0];
+    assert!(config["mkfs_version"].as_str().is_some_and(|v| !v.is_empty()));
+    assert!(config["mkfs_command"].as_str().unwrap().contains(&format!("mkfs.{fs}")));
+    let time = doc["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phase"] == "file-create" && s["metric"] == "time")
+        .expect("a file-create time summary");
+    assert_eq!(time["n"], 2);
+    assert!(time["ci95_low"].as_f64().unwrap() <= time["mean"].as_f64().unwrap());
+    assert_nothing_left(dir.path());
+    assert_nothing_left(state.path());
+}
+
+#[test]
+fn ext4_runs_are_fresh_and_fsck_clean() {
+    check_fresh_runs("ext4", "mkfs.ext4");
+}
+
+#[test]
+fn xfs_runs_are_fresh_and_fsck_clean() {
+    check_fresh_runs("xfs", "mkfs.xfs");
+}
+
+#[test]
+fn btrfs_runs_are_fresh_and_fsck_clean() {
+    check_fresh_runs("btrfs", "mkfs.btrfs");
+}
+
+#[test]
+fn several_configurations_of_one_filesystem() {
+    if !can_run("several configurations", &["mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let (out, doc) = run_json(
+        dir.path(),
+        state.path(),
+        &[
+            "--fs", "ext4:mkfs=-O ^has_journal",
+            "--fs", "ext3:mount=data=writeback:label=ext3-wb",
+            "--fs", "tmpfs",
+            "-w", TINY,
+            "--runs", "2",
+        ],
+    );
+    assert!(out.status.success());
+    let labels: Vec<&str> = doc["configurations"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["ext4 -O ^has_journal", "ext3-wb", "tmpfs"]);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    // Interleaved and rotated: round 1 is ext4, ext3, tmpfs; round 2 starts with ext3.
+    let order: Vec<&str> = runs.iter().map(|r| r["config"].as_str().unwrap()).collect();
+    assert_eq!(order, ["ext4 -O ^has_journal", "ext3-wb", "tmpfs", "ext3-wb", "tmpfs", "ext4 -O ^has_journal"]);
+    let ext3 = runs.iter().find(|r| r["config"] == "ext3-wb").unwrap();
+    assert!(ext3["mount_options"].as_str().unwrap().contains("data=writeback"), "{ext3}");
+    let ext4 = &doc["configurations"][0];
+    assert!(ext4["mkfs_command"].as_str().unwrap().contains("-O ^has_journal"));
+    let tmpfs = runs.iter().find(|r| r["config"] == "tmpfs").unwrap();
+    assert!(tmpfs["fsck"].is_null());
+    assert!(tmpfs["mount_options"].as_str().unwrap().contains("size="));
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn suite_file_states_its_purpose() {
+    if !can_run("suite file", &["mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let suite = dir.path().join("mail.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "purpose = \"Which filesystem for a maildir server?\"\nruns = 2\n\
+             [target]\nkind = \"image\"\ndir = \"{}\"\n\
+             [[config]]\nfs = \"ext4\"\nmount = \"noatime\"\n\
+             [[workload]]\nkind = \"tree\"\ndirs = 2\nfiles = 3\nsize = 1\nlevels = 2\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let out = run(fsbench(state.path()).args(["run", "-q"]).arg(&suite));
+    assert!(out.status.success());
+    let table = text(&out.stdout);
+    assert!(table.contains("suite `mail`"), "{table}");
+    assert!(table.contains("Purpose: Which filesystem for a maildir server?"));
+    assert!(table.contains("noatime"));
+    assert!(table.contains("Directory create (s)"));
+    assert!(table.contains("File create (KiB/s)"));
+    std::fs::remove_file(&suite).unwrap();
+    assert_nothing_left(dir.path());
+}
+
+fn make_ext4_image(path: &Path) {
+    let f = std::fs::File::create(path).unwrap();
+    f.set_len(64 << 20).unwrap();
+    let ok = Command::new("mkfs.ext4").args(["-q", "-F"]).arg(path).status().unwrap();
+    assert!(ok.success());
+}
+
+fn blkid_uuid(path: &Path) -> String {
+    text(&Command::new("blkid").args(["-p", "-s", "UUID", "-o", "value"]).arg(path).output().unwrap().stdout)
+}
+
+#[test]
+fn image_holding_a_filesystem_is_refused_without_force() {
+    if !can_run("device refusal", &["mkfs.ext4", "blkid"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let image = dir.path().join("precious.img");
+    make_ext4_image(&image);
+    let uuid = blkid_uuid(&image);
+    let out = run(fsbench(state.path()).args(["run", "-q", "--fs", "ext4", "-w", TINY, "--runs", "1", "--device"]).arg(&image));
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(err.contains("refusing") && err.contains("ext4 filesystem") && err.contains("--force"), "{err}");
+    assert_eq!(blkid_uuid(&image), uuid, "the refused image was modified");
+
+    let out = run(fsbench(state.path())
+        .args(["run", "-q", "--fs", "ext2", "-w", TINY, "--runs", "1", "--force", "--device"])
+        .arg(&image));
+    assert!(out.status.success());
+    assert_ne!(blkid_uuid(&image), uuid, "--force must re-make the filesystem");
+    assert!(loops_below(dir.path()).is_empty());
+    assert!(mounts_below(dir.path()).is_empty());
+}
+
+#[test]
+fn mounted_and_root_devices_are_refused() {
+    if !can_run("mounted device refusal", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let image = dir.path().join("busy.img");
+    make_ext4_image(&image);
+    let dev = text(&Command::new("losetup").args(["--find", "--show"]).arg(&image).output().unwrap().stdout)
+        .trim()
+        .to_string();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    assert!(Command::new("mount").arg(&dev).arg(&mnt).status().unwrap().success());
+    let out = run(fsbench(state.path()).args(["run", "-q", "--force", "--fs", "ext4", "-w", TINY, "--device", &dev]));
+    let mounted_err = text(&out.stderr);
+    Command::new("umount").arg(&mnt).status().unwrap();
+    Command::new("losetup").args(["-d", &dev]).status().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(mounted_err.contains("mounted at"), "{mounted_err}");
+
+    let root = fsbench::target::mounts::mount_containing(Path::new("/")).unwrap();
+    if root.source.starts_with("/dev/") {
+        let out = run(fsbench(state.path()).args(["run", "-q", "--force", "--fs", "ext4", "-w", TINY, "--device", &root.source]));
+        assert_eq!(out.status.code(), Some(3));
+        assert!(text(&out.stderr).contains("root filesystem"));
+    } else {
+        println!("root filesystem source {} is not a device; root refusal not checked", root.source);
+    }
+}
+
+/// Starts a long run and waits until its filesystem is mounted below `dir`.
+fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
+    let child = fsbench(state)
+        .args(["run", "-q", "--fs", "ext4", "-w", "tree:small-deep", "--runs", "1", "--image-dir"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while mounts_below(dir).is_empty() {
+        assert!(Instant::now() < deadline, "the run never mounted its filesystem");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Let the workload get going.
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+#[test]
+fn clean_undoes_a_killed_run() {
+    if !can_run("clean after SIGKILL", &["mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let mut child = start_long_run(dir.path(), state.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!mounts_below(dir.path()).is_empty(), "SIGKILL cannot clean up; the mount must still be there");
+    assert!(!loops_below(dir.path()).is_empty());
+    let out = run(fsbench(state.path()).arg("clean"));
+    assert!(out.status.success());
+    let said = text(&out.stdout);
+    assert!(said.contains("unmounted") && said.contains("detached") && said.contains("removed"), "{said}");
+    assert_nothing_left(dir.path());
+    assert_nothing_left(state.path());
+    // Nothing left to do the second time.
+    let again = run(fsbench(state.path()).arg("clean"));
+    assert!(again.status.success());
+    assert!(text(&again.stdout).is_empty());
+}
+
+#[test]
+fn ctrl_c_unmounts_and_detaches() {
+    if !can_run("Ctrl-C cleanup", &["mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let child = start_long_run(dir.path(), state.path());
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_nothing_left(dir.path());
+    assert_nothing_left(state.path());
+}
+
+#[test]
+fn disk_full_is_a_clear_error_and_keeps_completed_runs() {
+    if !can_run("disk full", &["mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    // 64 inodes (mke2fs rounds up a little) cannot hold this tree's 1,110 files.
+    let (out, doc) = run_json(
+        dir.path(),
+        state.path(),
+        &["--fs", "ext4", "--fs", "ext4:mkfs=-N 64:label=few-inodes", "-w", "tree:dirs=10,files=10,size=1,levels=2", "--runs", "2"],
+    );
+    assert_eq!(out.status.code(), Some(5));
+    assert!(text(&out.stderr).contains("filesystem full (ENOSPC)"));
+    assert_eq!(doc["status"], "failed");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["status"], "ok");
+    assert_eq!(runs[1]["status"], "failed");
+    assert!(runs[1]["error"].as_str().unwrap().contains("ENOSPC"));
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn a_panic_unmounts_and_detaches() {
+    if !can_run("panic cleanup", &["mkfs.ext4"]) {
+        return;
+    }
+    use fsbench::fs::FsType;
+    use fsbench::suite::FsConfig;
+    use fsbench::target::{Target, TargetSpec};
+    use fsbench::workload::SpaceNeed;
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    let result = std::panic::catch_unwind(move || {
+        let spec = TargetSpec::Image { dir: path.clone(), size: Some(256 << 20) };
+        let mut target = Target::open(&spec, SpaceNeed::default(), &[FsType::Ext4]).unwrap();
+        let config = FsConfig::new(FsType::Ext4, Vec::new(), String::new(), None);
+        let tools = FsType::Ext4.driver().toolset().unwrap();
+        let fresh = target.fresh(&config, &tools).unwrap();
+        assert_eq!(mounts_below(&path).len(), 1);
+        std::fs::write(fresh.path().join("file"), b"data").unwrap();
+        panic!("injected panic while mounted");
+    });
+    assert!(result.is_err());
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
+    if !is_root() || !has_tool("setpriv") {
+        println!("SKIPPED non-root behaviour: needs root (to become nobody) and setpriv");
+        return;
+    }
+    let dir = tempdir();
+    let as_nobody = |args: &[&str]| {
+        run(Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_fsbench")])
+            .args(args)
+            .env("FSBENCH_STATE_DIR", dir.path().join("state"))
+            .current_dir(dir.path()))
+    };
+    std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
+    let out = as_nobody(&["run", "-q", "--fs", "ext4", "-w", TINY]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(text(&out.stderr).contains("needs root"));
+
+    let out = as_nobody(&["run", "-q", "-w", TINY, "--runs", "2"]);
+    assert!(out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("not root, so no filesystems can be made"), "{err}");
+    let table = text(&out.stdout);
+    assert!(table.contains("(existing dir)"), "{table}");
+    assert!(table.contains("caches were not dropped"), "{table}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != "state")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
