@@ -11,35 +11,93 @@ fn fails_with(args: &[&str], code: i32, needle: &str) {
     let out = run(fsbench(state.path()).args(args));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: expected `{needle}` in:\n{err}");
-    assert!(out.stdout.is_empty(), "{args:?}: an error printed data on stdout");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected `{needle}` in:\n{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?}: an error printed data on stdout"
+    );
 }
 
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_code() {
     fails_with(&["run", "--fs", "zfs"], 2, "unknown filesystem `zfs`");
-    fails_with(&["run", "--dir", ".", "--runs", "0"], 2, "--runs must be at least 1");
+    fails_with(
+        &["run", "--dir", ".", "--runs", "0"],
+        2,
+        "--runs must be at least 1",
+    );
     fails_with(&["run", "--runs", "-3"], 2, "unexpected argument");
     fails_with(&["run", "--dir", ".", "-w", "tree:dirs=0"], 2, "at least 1");
-    fails_with(&["run", "--dir", ".", "-w", "tree:files=0"], 2, "at least 1");
-    fails_with(&["run", "--dir", ".", "-w", "tree:dirs=-2"], 2, "not a non-negative integer");
-    fails_with(&["run", "--dir", ".", "-w", "tree:dirs=10000,levels=100"], 2, "absurdly large");
-    fails_with(&["run", "--dir", ".", "-w", "tree:huge"], 2, "unknown tree preset `huge`");
-    fails_with(&["run", "--dir", ".", "-w", "bogus"], 2, "unknown workload `bogus`");
+    fails_with(
+        &["run", "--dir", ".", "-w", "tree:files=0"],
+        2,
+        "at least 1",
+    );
+    fails_with(
+        &["run", "--dir", ".", "-w", "tree:dirs=-2"],
+        2,
+        "not a non-negative integer",
+    );
+    fails_with(
+        &["run", "--dir", ".", "-w", "tree:dirs=10000,levels=100"],
+        2,
+        "absurdly large",
+    );
+    fails_with(
+        &["run", "--dir", ".", "-w", "tree:huge"],
+        2,
+        "unknown tree preset `huge`",
+    );
+    fails_with(
+        &["run", "--dir", ".", "-w", "bogus"],
+        2,
+        "unknown workload `bogus`",
+    );
     fails_with(&["run", "--image-size", "12Q"], 2, "unknown suffix");
-    fails_with(&["run", "--dir", "/etc/passwd", "-w", "tree:quick-shallow"], 2, "is not a directory");
+    fails_with(
+        &["run", "--dir", "/etc/passwd", "-w", "tree:quick-shallow"],
+        2,
+        "is not a directory",
+    );
     fails_with(&["run", "--dir", "/nonexistent/x"], 2, "No such file");
-    fails_with(&["run", "--dir", ".", "--device", "/dev/null"], 2, "cannot be used with");
-    fails_with(&["run", "--dir", ".", "--force"], 2, "--force applies only to --device");
+    fails_with(
+        &["run", "--dir", ".", "--device", "/dev/null"],
+        2,
+        "cannot be used with",
+    );
+    fails_with(
+        &["run", "--dir", ".", "--force"],
+        2,
+        "--force applies only to --device",
+    );
     fails_with(&["run", "no-such-suite.toml"], 2, "cannot read suite file");
     fails_with(&["fdtree", "-d", "0"], 2, "at least 1");
     fails_with(&["fdtree", "-o", "/etc/passwd"], 2, "not a directory");
     fails_with(&["fdtree", "-d", "x"], 2, "invalid value");
     if is_root() {
-        fails_with(&["run", "--image-size", "1P", "--fs", "ext4"], 2, "does not fit");
-        fails_with(&["run", "--image-size", "1M", "--fs", "xfs"], 2, "too small for xfs");
-        fails_with(&["run", "--image-dir", "/etc/passwd", "--fs", "ext4"], 2, "is not a directory");
-        fails_with(&["run", "--device", "/dev/null", "--fs", "ext4"], 3, "neither a block device nor an image file");
+        fails_with(
+            &["run", "--image-size", "1P", "--fs", "ext4"],
+            2,
+            "does not fit",
+        );
+        fails_with(
+            &["run", "--image-size", "1M", "--fs", "xfs"],
+            2,
+            "too small for xfs",
+        );
+        fails_with(
+            &["run", "--image-dir", "/etc/passwd", "--fs", "ext4"],
+            2,
+            "is not a directory",
+        );
+        fails_with(
+            &["run", "--device", "/dev/null", "--fs", "ext4"],
+            3,
+            "neither a block device nor an image file",
+        );
     }
 }
 
@@ -47,16 +105,31 @@ fn bad_input_gets_a_clear_error_and_exit_code() {
 fn suite_file_typos_name_the_key() {
     let dir = tempdir();
     let suite = dir.path().join("typo.toml");
-    std::fs::write(&suite, "purpose = \"x\"\n[[workload]]\nkind = \"tree\"\ndirz = 3\n").unwrap();
+    std::fs::write(
+        &suite,
+        "purpose = \"x\"\n[[workload]]\nkind = \"tree\"\ndirz = 3\n",
+    )
+    .unwrap();
     fails_with(&["run", suite.to_str().unwrap()], 2, "dirz");
     std::fs::write(&suite, "runs = \"three\"\n").unwrap();
     fails_with(&["run", suite.to_str().unwrap()], 2, "runs");
 }
 
 fn tree_root(dir: &Path) -> std::path::PathBuf {
-    let entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
-    assert!(entries[0].file_name().unwrap().to_str().unwrap().starts_with("LEVEL0."));
+    assert!(
+        entries[0]
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("LEVEL0.")
+    );
     entries[0].clone()
 }
 
@@ -82,7 +155,10 @@ fn walk(root: &Path) -> (u64, u64, u64) {
 fn tree_dir() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
-        tempfile::Builder::new().prefix("fsbench-test.").tempdir_in(shm).unwrap()
+        tempfile::Builder::new()
+            .prefix("fsbench-test.")
+            .tempdir_in(shm)
+            .unwrap()
     } else {
         tempdir()
     }
@@ -91,7 +167,14 @@ fn tree_dir() -> tempfile::TempDir {
 #[test]
 fn presets_counts_hold_on_a_created_tree() {
     use fsbench::workload::tree::TreeParams;
-    for preset in ["small-shallow", "small-deep", "medium-shallow", "medium-deep", "quick-shallow", "quick-deep"] {
+    for preset in [
+        "small-shallow",
+        "small-deep",
+        "medium-shallow",
+        "medium-deep",
+        "quick-shallow",
+        "quick-deep",
+    ] {
         let p = TreeParams::preset(preset).unwrap();
         // The medium presets write 12-16 GB; their shape is checked with empty files and
         // their data volume by the formula fdtree uses (KiB = 4 × files × blocks).
@@ -99,7 +182,14 @@ fn presets_counts_hold_on_a_created_tree() {
         let dir = tree_dir();
         let state = tempdir();
         let out = run(fsbench(state.path())
-            .args(["fdtree", "-C", "-d", &p.dirs.to_string(), "-f", &p.files.to_string()])
+            .args([
+                "fdtree",
+                "-C",
+                "-d",
+                &p.dirs.to_string(),
+                "-f",
+                &p.files.to_string(),
+            ])
             .args(["-s", &size.to_string(), "-l", &p.levels.to_string(), "-o"])
             .arg(dir.path()));
         assert!(out.status.success(), "{preset}");
@@ -107,20 +197,39 @@ fn presets_counts_hold_on_a_created_tree() {
         let (dirs, files, bytes) = walk(&root);
         assert_eq!((dirs, files), (p.total_dirs(), p.total_files()), "{preset}");
         assert_eq!(bytes, files * size as u64 * 4096, "{preset}");
-        assert_eq!(p.total_kib(), 4 * p.total_files() * p.size as u64, "{preset}");
+        assert_eq!(
+            p.total_kib(),
+            4 * p.total_files() * p.size as u64,
+            "{preset}"
+        );
         // fdtree's names: the root's children are L<levels>D<n>, its files L<levels>F<n>.
         let top = format!("L{}D{}", p.levels, p.dirs);
-        assert!(root.join(&top).is_dir() || p.levels == 0, "{preset}: no {top}");
+        assert!(
+            root.join(&top).is_dir() || p.levels == 0,
+            "{preset}: no {top}"
+        );
         assert!(root.join(format!("L{}F1", p.levels)).is_file(), "{preset}");
-        let out = run(fsbench(state.path()).args(["fdtree", "-R", "-o"]).arg(dir.path()));
+        let out = run(fsbench(state.path())
+            .args(["fdtree", "-R", "-o"])
+            .arg(dir.path()));
         assert!(out.status.success(), "{preset}");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{preset}: -R left entries");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{preset}: -R left entries"
+        );
     }
 }
 
 /// `(IN, OUT, TOTAL)` of a "TIME IN, OUT, TOTAL = a, b, c" line.
 fn times(line: &str) -> (f64, f64, f64) {
-    let v: Vec<f64> = line.split("= ").nth(1).unwrap().split(", ").map(|x| x.trim().parse().unwrap()).collect();
+    let v: Vec<f64> = line
+        .split("= ")
+        .nth(1)
+        .unwrap()
+        .split(", ")
+        .map(|x| x.trim().parse().unwrap())
+        .collect();
     (v[0], v[1], v[2])
 }
 
@@ -132,41 +241,98 @@ fn rate(line: &str) -> f64 {
 fn fdtree_prints_fdtrees_report_with_real_numbers() {
     let dir = tempdir();
     let state = tempdir();
-    let out = run(fsbench(state.path()).args(["fdtree", "-d", "4", "-f", "5", "-s", "2", "-l", "2", "-o"]).arg(dir.path()));
+    let out = run(fsbench(state.path())
+        .args(["fdtree", "-d", "4", "-f", "5", "-s", "2", "-l", "2", "-o"])
+        .arg(dir.path()));
     assert!(out.status.success());
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].starts_with("fdtree-1.0.2: starting at ") && lines[0].contains("LEVEL0."), "{stdout}");
-    assert_eq!(lines[1], "\tcreating/deleting 2 directory levels with 4 directories at each level");
+    assert!(
+        lines[0].starts_with("fdtree-1.0.2: starting at ") && lines[0].contains("LEVEL0."),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[1],
+        "\tcreating/deleting 2 directory levels with 4 directories at each level"
+    );
     assert_eq!(lines[2], "\tfor a total of 21 directories");
     assert_eq!(lines[3], "\twith 5 files of size 8KiB per directory");
     assert_eq!(lines[4], "\tfor a total of 105 files and 840KiB");
     let blocks = [
-        ("DIRECTORY CREATE TIME IN, OUT, TOTAL = ", "\tDirectory creates per second =  ", 21.0),
-        ("FILE CREATE TIME IN, OUT, TOTAL      = ", "\tFile creates per second      =  ", 105.0),
-        ("FILE REMOVE TIME IN, OUT, TOTAL      = ", "\tFile removals per second     =  ", 105.0),
-        ("DIRECTORY REMOVE TIME IN, OUT, TOTAL = ", "\tDirectory removals per second =  ", 21.0),
+        (
+            "DIRECTORY CREATE TIME IN, OUT, TOTAL = ",
+            "\tDirectory creates per second =  ",
+            21.0,
+        ),
+        (
+            "FILE CREATE TIME IN, OUT, TOTAL      = ",
+            "\tFile creates per second      =  ",
+            105.0,
+        ),
+        (
+            "FILE REMOVE TIME IN, OUT, TOTAL      = ",
+            "\tFile removals per second     =  ",
+            105.0,
+        ),
+        (
+            "DIRECTORY REMOVE TIME IN, OUT, TOTAL = ",
+            "\tDirectory removals per second =  ",
+            21.0,
+        ),
     ];
     let mut last_out = 0.0;
     for (head, rate_line, units) in blocks {
-        let i = lines.iter().position(|l| l.starts_with(head)).unwrap_or_else(|| panic!("no `{head}`:\n{stdout}"));
+        let i = lines
+            .iter()
+            .position(|l| l.starts_with(head))
+            .unwrap_or_else(|| panic!("no `{head}`:\n{stdout}"));
         let (tin, tout, total) = times(lines[i]);
         assert!(tin >= last_out - 0.0005 && tout >= tin, "{}", lines[i]);
         assert!((tout - tin - total).abs() < 0.002, "{}", lines[i]);
-        assert!(lines[i].split("= ").nth(1).unwrap().split(", ").all(|v| v.contains('.')), "ms precision: {}", lines[i]);
+        assert!(
+            lines[i]
+                .split("= ")
+                .nth(1)
+                .unwrap()
+                .split(", ")
+                .all(|v| v.contains('.')),
+            "ms precision: {}",
+            lines[i]
+        );
         assert!(lines[i + 1].starts_with(rate_line), "{}", lines[i + 1]);
         let r = rate(lines[i + 1]);
-        assert!(r > 0.0, "fdtree printed 0 for fast phases; fsbench must not");
+        assert!(
+            r > 0.0,
+            "fdtree printed 0 for fast phases; fsbench must not"
+        );
         // The rate is units over the unrounded time; the printed time has 3 decimals.
         let implied = units / r;
-        assert!((implied - total).abs() <= 0.0006 + total * 0.01, "{} vs {}", implied, total);
+        assert!(
+            (implied - total).abs() <= 0.0006 + total * 0.01,
+            "{} vs {}",
+            implied,
+            total
+        );
         last_out = tout;
     }
-    let kib = lines.iter().find(|l| l.starts_with("\tKiB per second")).unwrap();
-    let create = lines.iter().find(|l| l.starts_with("\tFile creates per second")).unwrap();
-    assert!((rate(kib) / rate(create) - 8.0).abs() < 0.01, "KiB/s = 8 KiB × files/s");
+    let kib = lines
+        .iter()
+        .find(|l| l.starts_with("\tKiB per second"))
+        .unwrap();
+    let create = lines
+        .iter()
+        .find(|l| l.starts_with("\tFile creates per second"))
+        .unwrap();
+    assert!(
+        (rate(kib) / rate(create) - 8.0).abs() < 0.01,
+        "KiB/s = 8 KiB × files/s"
+    );
     // Dates before and after each phase, as fdtree's `date` calls.
-    assert_eq!(lines.iter().filter(|l| l.contains(" 20")).count(), 8, "{stdout}");
+    assert_eq!(
+        lines.iter().filter(|l| l.contains(" 20")).count(),
+        8,
+        "{stdout}"
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
@@ -174,18 +340,34 @@ fn fdtree_prints_fdtrees_report_with_real_numbers() {
 fn fdtree_create_then_remove() {
     let dir = tempdir();
     let state = tempdir();
-    let out = run(fsbench(state.path()).args(["fdtree", "-C", "-d", "2", "-f", "2", "-s", "1", "-l", "2", "-o"]).arg(dir.path()));
+    let out = run(fsbench(state.path())
+        .args([
+            "fdtree", "-C", "-d", "2", "-f", "2", "-s", "1", "-l", "2", "-o",
+        ])
+        .arg(dir.path()));
     assert!(out.status.success());
     let s = text(&out.stdout);
-    assert!(s.contains("DIRECTORY CREATE") && s.contains("FILE CREATE") && !s.contains("REMOVE"), "{s}");
+    assert!(
+        s.contains("DIRECTORY CREATE") && s.contains("FILE CREATE") && !s.contains("REMOVE"),
+        "{s}"
+    );
     assert_eq!(walk(&tree_root(dir.path())), (7, 14, 14 * 4096));
-    let out = run(fsbench(state.path()).args(["fdtree", "-R", "-d", "2", "-f", "2", "-l", "2", "-o"]).arg(dir.path()));
+    let out = run(fsbench(state.path())
+        .args(["fdtree", "-R", "-d", "2", "-f", "2", "-l", "2", "-o"])
+        .arg(dir.path()));
     assert!(out.status.success());
     let s = text(&out.stdout);
-    assert!(s.contains("FILE REMOVE") && s.contains("DIRECTORY REMOVE") && !s.contains("CREATE TIME"), "{s}");
+    assert!(
+        s.contains("FILE REMOVE") && s.contains("DIRECTORY REMOVE") && !s.contains("CREATE TIME"),
+        "{s}"
+    );
     assert!(s.contains("File removals per second"));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    fails_with(&["fdtree", "-R", "-o", dir.path().to_str().unwrap()], 2, "no LEVEL0.* tree");
+    fails_with(
+        &["fdtree", "-R", "-o", dir.path().to_str().unwrap()],
+        2,
+        "no LEVEL0.* tree",
+    );
 }
 
 #[test]
@@ -193,7 +375,19 @@ fn json_output_is_one_versioned_document_on_stdout() {
     let dir = tempdir();
     let state = tempdir();
     let out = run(fsbench(state.path())
-        .args(["run", "-q", "--output-format", "json", "--purpose", "test <json>", "-w", "tree:dirs=2,files=3,size=1,levels=2", "--runs", "3", "--dir"])
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--purpose",
+            "test <json>",
+            "-w",
+            "tree:dirs=2,files=3,size=1,levels=2",
+            "--runs",
+            "3",
+            "--dir",
+        ])
         .arg(dir.path()));
     assert!(out.status.success());
     let doc = json(&out);
@@ -223,15 +417,35 @@ fn json_output_is_one_versioned_document_on_stdout() {
     assert_eq!(rate["unit"], "files/s");
     assert_eq!(rate["higher_is_better"], true);
     assert_eq!(rate["n"], 3);
-    for key in ["mean", "stddev", "min", "max", "median", "cv_percent", "ci95_low", "ci95_high"] {
+    for key in [
+        "mean",
+        "stddev",
+        "min",
+        "max",
+        "median",
+        "cv_percent",
+        "ci95_low",
+        "ci95_high",
+    ] {
         assert!(rate[key].is_f64(), "{key} missing");
     }
     // Phases this small are flagged, not silently printed.
     let warnings = doc["warnings"].as_array().unwrap();
-    assert!(warnings.iter().any(|w| w["kind"] == "short-phase"), "{warnings:?}");
-    assert!(doc["system"]["kernel_release"].as_str().is_some_and(|k| !k.is_empty()));
+    assert!(
+        warnings.iter().any(|w| w["kind"] == "short-phase"),
+        "{warnings:?}"
+    );
+    assert!(
+        doc["system"]["kernel_release"]
+            .as_str()
+            .is_some_and(|k| !k.is_empty())
+    );
     assert!(doc["system"]["cpus"].as_u64().unwrap() >= 1);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the work directory was left");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the work directory was left"
+    );
 }
 
 #[test]
@@ -239,7 +453,15 @@ fn few_runs_are_flagged() {
     let dir = tempdir();
     let state = tempdir();
     let out = run(fsbench(state.path())
-        .args(["run", "-q", "-w", "tree:dirs=2,files=2,size=0,levels=1", "--runs", "1", "--dir"])
+        .args([
+            "run",
+            "-q",
+            "-w",
+            "tree:dirs=2,files=2,size=0,levels=1",
+            "--runs",
+            "1",
+            "--dir",
+        ])
         .arg(dir.path()));
     assert!(out.status.success());
     let table = text(&out.stdout);

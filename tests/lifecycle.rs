@@ -26,7 +26,11 @@ fn check_fresh_runs(fs: &str, tool: &str) {
     }
     let dir = tempdir();
     let state = tempdir();
-    let (out, doc) = run_json(dir.path(), state.path(), &["--fs", fs, "-w", TINY, "--runs", "2"]);
+    let (out, doc) = run_json(
+        dir.path(),
+        state.path(),
+        &["--fs", fs, "-w", TINY, "--runs", "2"],
+    );
     assert!(out.status.success(), "exit {:?}", out.status);
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["status"], "completed");
@@ -40,7 +44,12 @@ fn check_fresh_runs(fs: &str, tool: &str) {
         assert!(r["mkfs_secs"].as_f64().unwrap() > 0.0);
         assert!(r["mount_options"].as_str().unwrap().contains("rw"));
         // 3 levels of 3: 1 + 3 + 9 + 27 = 40 directories, 2 files in each.
-        let ops: Vec<u64> = r["phases"].as_array().unwrap().iter().map(|p| p["ops"].as_u64().unwrap()).collect();
+        let ops: Vec<u64> = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["ops"].as_u64().unwrap())
+            .collect();
         assert_eq!(ops, [40, 80, 80, 40]);
         assert_eq!(r["phases"][1]["bytes"], 80 * 4096);
         for p in r["phases"].as_array().unwrap() {
@@ -49,8 +58,17 @@ fn check_fresh_runs(fs: &str, tool: &str) {
         }
     }
     let config = &doc["configurations"][0];
-    assert!(config["mkfs_version"].as_str().is_some_and(|v| !v.is_empty()));
-    assert!(config["mkfs_command"].as_str().unwrap().contains(&format!("mkfs.{fs}")));
+    assert!(
+        config["mkfs_version"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty())
+    );
+    assert!(
+        config["mkfs_command"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("mkfs.{fs}"))
+    );
     let time = doc["summaries"]
         .as_array()
         .unwrap()
@@ -89,25 +107,56 @@ fn several_configurations_of_one_filesystem() {
         dir.path(),
         state.path(),
         &[
-            "--fs", "ext4:mkfs=-O ^has_journal",
-            "--fs", "ext3:mount=data=writeback:label=ext3-wb",
-            "--fs", "tmpfs",
-            "-w", TINY,
-            "--runs", "2",
+            "--fs",
+            "ext4:mkfs=-O ^has_journal",
+            "--fs",
+            "ext3:mount=data=writeback:label=ext3-wb",
+            "--fs",
+            "tmpfs",
+            "-w",
+            TINY,
+            "--runs",
+            "2",
         ],
     );
     assert!(out.status.success());
-    let labels: Vec<&str> = doc["configurations"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
+    let labels: Vec<&str> = doc["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
     assert_eq!(labels, ["ext4 -O ^has_journal", "ext3-wb", "tmpfs"]);
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 6);
     // Interleaved and rotated: round 1 is ext4, ext3, tmpfs; round 2 starts with ext3.
     let order: Vec<&str> = runs.iter().map(|r| r["config"].as_str().unwrap()).collect();
-    assert_eq!(order, ["ext4 -O ^has_journal", "ext3-wb", "tmpfs", "ext3-wb", "tmpfs", "ext4 -O ^has_journal"]);
+    assert_eq!(
+        order,
+        [
+            "ext4 -O ^has_journal",
+            "ext3-wb",
+            "tmpfs",
+            "ext3-wb",
+            "tmpfs",
+            "ext4 -O ^has_journal"
+        ]
+    );
     let ext3 = runs.iter().find(|r| r["config"] == "ext3-wb").unwrap();
-    assert!(ext3["mount_options"].as_str().unwrap().contains("data=writeback"), "{ext3}");
+    assert!(
+        ext3["mount_options"]
+            .as_str()
+            .unwrap()
+            .contains("data=writeback"),
+        "{ext3}"
+    );
     let ext4 = &doc["configurations"][0];
-    assert!(ext4["mkfs_command"].as_str().unwrap().contains("-O ^has_journal"));
+    assert!(
+        ext4["mkfs_command"]
+            .as_str()
+            .unwrap()
+            .contains("-O ^has_journal")
+    );
     let tmpfs = runs.iter().find(|r| r["config"] == "tmpfs").unwrap();
     assert!(tmpfs["fsck"].is_null());
     assert!(tmpfs["mount_options"].as_str().unwrap().contains("size="));
@@ -148,12 +197,23 @@ fn suite_file_states_its_purpose() {
 fn make_ext4_image(path: &Path) {
     let f = std::fs::File::create(path).unwrap();
     f.set_len(64 << 20).unwrap();
-    let ok = Command::new("mkfs.ext4").args(["-q", "-F"]).arg(path).status().unwrap();
+    let ok = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(path)
+        .status()
+        .unwrap();
     assert!(ok.success());
 }
 
 fn blkid_uuid(path: &Path) -> String {
-    text(&Command::new("blkid").args(["-p", "-s", "UUID", "-o", "value"]).arg(path).output().unwrap().stdout)
+    text(
+        &Command::new("blkid")
+            .args(["-p", "-s", "UUID", "-o", "value"])
+            .arg(path)
+            .output()
+            .unwrap()
+            .stdout,
+    )
 }
 
 #[test]
@@ -166,17 +226,30 @@ fn image_holding_a_filesystem_is_refused_without_force() {
     let image = dir.path().join("precious.img");
     make_ext4_image(&image);
     let uuid = blkid_uuid(&image);
-    let out = run(fsbench(state.path()).args(["run", "-q", "--fs", "ext4", "-w", TINY, "--runs", "1", "--device"]).arg(&image));
+    let out = run(fsbench(state.path())
+        .args([
+            "run", "-q", "--fs", "ext4", "-w", TINY, "--runs", "1", "--device",
+        ])
+        .arg(&image));
     assert_eq!(out.status.code(), Some(3));
     let err = text(&out.stderr);
-    assert!(err.contains("refusing") && err.contains("ext4 filesystem") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("refusing") && err.contains("ext4 filesystem") && err.contains("--force"),
+        "{err}"
+    );
     assert_eq!(blkid_uuid(&image), uuid, "the refused image was modified");
 
     let out = run(fsbench(state.path())
-        .args(["run", "-q", "--fs", "ext2", "-w", TINY, "--runs", "1", "--force", "--device"])
+        .args([
+            "run", "-q", "--fs", "ext2", "-w", TINY, "--runs", "1", "--force", "--device",
+        ])
         .arg(&image));
     assert!(out.status.success());
-    assert_ne!(blkid_uuid(&image), uuid, "--force must re-make the filesystem");
+    assert_ne!(
+        blkid_uuid(&image),
+        uuid,
+        "--force must re-make the filesystem"
+    );
     assert!(loops_below(dir.path()).is_empty());
     assert!(mounts_below(dir.path()).is_empty());
 }
@@ -190,13 +263,29 @@ fn mounted_and_root_devices_are_refused() {
     let state = tempdir();
     let image = dir.path().join("busy.img");
     make_ext4_image(&image);
-    let dev = text(&Command::new("losetup").args(["--find", "--show"]).arg(&image).output().unwrap().stdout)
-        .trim()
-        .to_string();
+    let dev = text(
+        &Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&image)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    assert!(Command::new("mount").arg(&dev).arg(&mnt).status().unwrap().success());
-    let out = run(fsbench(state.path()).args(["run", "-q", "--force", "--fs", "ext4", "-w", TINY, "--device", &dev]));
+    assert!(
+        Command::new("mount")
+            .arg(&dev)
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = run(fsbench(state.path()).args([
+        "run", "-q", "--force", "--fs", "ext4", "-w", TINY, "--device", &dev,
+    ]));
     let mounted_err = text(&out.stderr);
     Command::new("umount").arg(&mnt).status().unwrap();
     Command::new("losetup").args(["-d", &dev]).status().unwrap();
@@ -205,18 +294,41 @@ fn mounted_and_root_devices_are_refused() {
 
     let root = fsbench::target::mounts::mount_containing(Path::new("/")).unwrap();
     if root.source.starts_with("/dev/") {
-        let out = run(fsbench(state.path()).args(["run", "-q", "--force", "--fs", "ext4", "-w", TINY, "--device", &root.source]));
+        let out = run(fsbench(state.path()).args([
+            "run",
+            "-q",
+            "--force",
+            "--fs",
+            "ext4",
+            "-w",
+            TINY,
+            "--device",
+            &root.source,
+        ]));
         assert_eq!(out.status.code(), Some(3));
         assert!(text(&out.stderr).contains("root filesystem"));
     } else {
-        println!("root filesystem source {} is not a device; root refusal not checked", root.source);
+        println!(
+            "root filesystem source {} is not a device; root refusal not checked",
+            root.source
+        );
     }
 }
 
 /// Starts a long run and waits until its filesystem is mounted below `dir`.
 fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
     let child = fsbench(state)
-        .args(["run", "-q", "--fs", "ext4", "-w", "tree:small-deep", "--runs", "1", "--image-dir"])
+        .args([
+            "run",
+            "-q",
+            "--fs",
+            "ext4",
+            "-w",
+            "tree:small-deep",
+            "--runs",
+            "1",
+            "--image-dir",
+        ])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -224,7 +336,10 @@ fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while mounts_below(dir).is_empty() {
-        assert!(Instant::now() < deadline, "the run never mounted its filesystem");
+        assert!(
+            Instant::now() < deadline,
+            "the run never mounted its filesystem"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // Let the workload get going.
@@ -242,12 +357,18 @@ fn clean_undoes_a_killed_run() {
     let mut child = start_long_run(dir.path(), state.path());
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(!mounts_below(dir.path()).is_empty(), "SIGKILL cannot clean up; the mount must still be there");
+    assert!(
+        !mounts_below(dir.path()).is_empty(),
+        "SIGKILL cannot clean up; the mount must still be there"
+    );
     assert!(!loops_below(dir.path()).is_empty());
     let out = run(fsbench(state.path()).arg("clean"));
     assert!(out.status.success());
     let said = text(&out.stdout);
-    assert!(said.contains("unmounted") && said.contains("detached") && said.contains("removed"), "{said}");
+    assert!(
+        said.contains("unmounted") && said.contains("detached") && said.contains("removed"),
+        "{said}"
+    );
     assert_nothing_left(dir.path());
     assert_nothing_left(state.path());
     // Nothing left to do the second time.
@@ -286,7 +407,16 @@ fn disk_full_is_a_clear_error_and_keeps_completed_runs() {
     let (out, doc) = run_json(
         dir.path(),
         state.path(),
-        &["--fs", "ext4", "--fs", "ext4:mkfs=-N 64:label=few-inodes", "-w", "tree:dirs=10,files=10,size=1,levels=2", "--runs", "2"],
+        &[
+            "--fs",
+            "ext4",
+            "--fs",
+            "ext4:mkfs=-N 64:label=few-inodes",
+            "-w",
+            "tree:dirs=10,files=10,size=1,levels=2",
+            "--runs",
+            "2",
+        ],
     );
     assert_eq!(out.status.code(), Some(5));
     assert!(text(&out.stderr).contains("filesystem full (ENOSPC)"));
@@ -311,7 +441,10 @@ fn a_panic_unmounts_and_detaches() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     let result = std::panic::catch_unwind(move || {
-        let spec = TargetSpec::Image { dir: path.clone(), size: Some(256 << 20) };
+        let spec = TargetSpec::Image {
+            dir: path.clone(),
+            size: Some(256 << 20),
+        };
         let mut target = Target::open(&spec, SpaceNeed::default(), &[FsType::Ext4]).unwrap();
         let config = FsConfig::new(FsType::Ext4, Vec::new(), String::new(), None);
         let tools = FsType::Ext4.driver().toolset().unwrap();
@@ -333,7 +466,12 @@ fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
     let dir = tempdir();
     let as_nobody = |args: &[&str]| {
         run(Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_fsbench")])
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_fsbench"),
+            ])
             .args(args)
             .env("FSBENCH_STATE_DIR", dir.path().join("state"))
             .current_dir(dir.path()))
@@ -346,7 +484,10 @@ fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
     let out = as_nobody(&["run", "-q", "-w", TINY, "--runs", "2"]);
     assert!(out.status.success());
     let err = text(&out.stderr);
-    assert!(err.contains("not root, so no filesystems can be made"), "{err}");
+    assert!(
+        err.contains("not root, so no filesystems can be made"),
+        "{err}"
+    );
     let table = text(&out.stdout);
     assert!(table.contains("(existing dir)"), "{table}");
     assert!(table.contains("caches were not dropped"), "{table}");

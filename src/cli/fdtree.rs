@@ -64,11 +64,20 @@ impl FdtreeArgs {
 /// give levels, directories and files per level; the size of `L<l>F1` gives the blocks.
 fn infer_params(root: &Path) -> anyhow::Result<TreeParams> {
     let (mut levels, mut dirs, mut files) = (None, 0, 0);
-    for entry in std::fs::read_dir(root).with_context(|| format!("cannot read {}", root.display()))? {
+    for entry in
+        std::fs::read_dir(root).with_context(|| format!("cannot read {}", root.display()))?
+    {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix('L') else { continue };
-        let Some(split) = rest.find(['D', 'F']) else { continue };
-        let (Ok(level), Ok(n)) = (rest[..split].parse::<u32>(), rest[split + 1..].parse::<u32>()) else {
+        let Some(rest) = name.strip_prefix('L') else {
+            continue;
+        };
+        let Some(split) = rest.find(['D', 'F']) else {
+            continue;
+        };
+        let (Ok(level), Ok(n)) = (
+            rest[..split].parse::<u32>(),
+            rest[split + 1..].parse::<u32>(),
+        ) else {
             continue;
         };
         levels = Some(level);
@@ -78,10 +87,16 @@ fn infer_params(root: &Path) -> anyhow::Result<TreeParams> {
             files = files.max(n);
         }
     }
-    let levels = levels.ok_or_else(|| invalid(format!("-R: {} holds no fdtree entries", root.display())))?;
+    let levels =
+        levels.ok_or_else(|| invalid(format!("-R: {} holds no fdtree entries", root.display())))?;
     let first_file = root.join(format!("L{levels}F1"));
     let bytes = first_file.metadata().map(|m| m.len()).unwrap_or(0);
-    Ok(TreeParams::new(dirs.max(1), files, bytes.div_ceil(tree::BLOCK as u64) as u32, levels))
+    Ok(TreeParams::new(
+        dirs.max(1),
+        files,
+        bytes.div_ceil(tree::BLOCK as u64) as u32,
+        levels,
+    ))
 }
 
 /// The single `LEVEL0.*` directory a previous `-C` left in `dir`.
@@ -110,7 +125,12 @@ fn existing_tree(dir: &Path) -> anyhow::Result<String> {
 pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     match args.dir.metadata() {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(invalid(format!("-o {}: not a directory", args.dir.display()))),
+        Ok(_) => {
+            return Err(invalid(format!(
+                "-o {}: not a directory",
+                args.dir.display()
+            )));
+        }
         Err(e) => return Err(invalid(format!("-o {}: {e}", args.dir.display()))),
     }
     // fdtree: neither or both of -C and -R means both.
@@ -119,12 +139,24 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     } else {
         (args.create_only, args.remove_only)
     };
-    let base = if create { tree::default_base_name() } else { existing_tree(&args.dir)? };
+    let base = if create {
+        tree::default_base_name()
+    } else {
+        existing_tree(&args.dir)?
+    };
     let shown = args.dir.join(&base);
-    let params = if !create && !args.given() { infer_params(&shown)? } else { args.params() };
+    let params = if !create && !args.given() {
+        infer_params(&shown)?
+    } else {
+        args.params()
+    };
     params.validate()?;
-    let dir = rustix::fs::open(&args.dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .with_context(|| format!("cannot open {}", args.dir.display()))?;
+    let dir = rustix::fs::open(
+        &args.dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open {}", args.dir.display()))?;
     print!("{}", report::header(&params, &shown.display().to_string()));
     let mut workload = Tree::new(params, base);
     let settings = PhaseSettings {
@@ -133,7 +165,13 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
         progress,
     };
     let phases: Vec<usize> = (0..workload.phases().len())
-        .filter(|&p| if p <= tree::FILE_CREATE { create } else { remove })
+        .filter(|&p| {
+            if p <= tree::FILE_CREATE {
+                create
+            } else {
+                remove
+            }
+        })
         .collect();
     let start = Instant::now();
     let mut failed_calls = 0;
@@ -150,7 +188,10 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
         // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
         let tout = tin + record.measurement.elapsed_secs();
         println!("{}", report::date());
-        print!("{}", report::phase_block(index, tin, tout, &record.measurement));
+        print!(
+            "{}",
+            report::phase_block(index, tin, tout, &record.measurement)
+        );
         if args.debug {
             for (op, l) in &record.measurement.latency {
                 eprintln!(
@@ -163,7 +204,10 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
             }
         }
         for (errno, n) in &record.measurement.errors {
-            eprintln!("fsbench: {}: {n} failed calls ({errno})", workload.phases()[index].name);
+            eprintln!(
+                "fsbench: {}: {n} failed calls ({errno})",
+                workload.phases()[index].name
+            );
             failed_calls += n;
         }
     }

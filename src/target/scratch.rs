@@ -193,7 +193,10 @@ pub fn detach_loop(device: &Path) -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    anyhow::bail!("{} is still attached 10 s after detaching (held open by another process)", device.display())
+    anyhow::bail!(
+        "{} is still attached 10 s after detaching (held open by another process)",
+        device.display()
+    )
 }
 
 /// Undoes everything `state` records. Returns what it did, one line per action.

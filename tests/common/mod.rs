@@ -62,18 +62,37 @@ pub fn loops_below(dir: &Path) -> Vec<PathBuf> {
 
 /// Asserts fsbench left nothing mounted, attached or created below `dir`.
 pub fn assert_nothing_left(dir: &Path) {
-    assert!(mounts_below(dir).is_empty(), "left mounted: {:?}", mounts_below(dir));
-    assert!(loops_below(dir).is_empty(), "left attached: {:?}", loops_below(dir));
-    let entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(
+        mounts_below(dir).is_empty(),
+        "left mounted: {:?}",
+        mounts_below(dir)
+    );
+    assert!(
+        loops_below(dir).is_empty(),
+        "left attached: {:?}",
+        loops_below(dir)
+    );
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     assert!(entries.is_empty(), "left behind: {entries:?}");
 }
 
 /// A scratch directory on the machine's disk (not tmpfs), removed at the end of the test.
 pub fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("fsbench-test.").tempdir_in("/var/tmp").unwrap()
+    tempfile::Builder::new()
+        .prefix("fsbench-test.")
+        .tempdir_in("/var/tmp")
+        .unwrap()
 }
 
 pub fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", text(&out.stdout)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{}",
+            text(&out.stdout)
+        )
+    })
 }
