@@ -2,12 +2,15 @@
 //! histogram per operation type, and errors by errno.
 //!
 //! The recorder is built for hot loops: it allocates once per phase, never per operation.
-//! Latency is measured as laps of one monotonic clock: each operation's latency is the time
-//! since the previous operation ended, so one clock read per operation suffices and the
-//! latencies of a phase add up to its elapsed time.
+//! Latency is measured as laps of one clock: each operation's latency is the time since the
+//! previous operation ended, so one clock read per operation suffices and the latencies of a
+//! phase add up to its elapsed time. The clock is the CPU's invariant TSC calibrated against
+//! the monotonic clock (quanta), about 8 ns a read instead of clock_gettime's 20; quanta falls
+//! back to the monotonic clock where the TSC is not usable.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -78,7 +81,8 @@ pub struct PhaseRecorder {
     ops: u64,
     bytes: u64,
     started: Instant,
-    lap: Instant,
+    clock: quanta::Clock,
+    lap: u64,
     usage: CpuTimes,
     progress: Arc<Progress>,
 }
@@ -86,7 +90,7 @@ pub struct PhaseRecorder {
 impl PhaseRecorder {
     pub fn start(phase: &'static str, progress: Arc<Progress>) -> PhaseRecorder {
         progress.done.store(0, Ordering::Relaxed);
-        let now = Instant::now();
+        let clock = lap_clock();
         PhaseRecorder {
             phase,
             histograms: OpKind::ALL.iter().map(|_| None).collect(),
@@ -94,8 +98,9 @@ impl PhaseRecorder {
             error_count: 0,
             ops: 0,
             bytes: 0,
-            started: now,
-            lap: now,
+            started: Instant::now(),
+            lap: clock.raw(),
+            clock,
             usage: CpuTimes::now(),
             progress,
         }
@@ -111,8 +116,8 @@ impl PhaseRecorder {
         op: OpKind,
         result: Result<T, Errno>,
     ) -> Result<Option<T>, FsbenchError> {
-        let now = Instant::now();
-        let ns = now.duration_since(self.lap).as_nanos() as u64;
+        let now = self.clock.raw();
+        let ns = self.clock.delta_as_nanos(self.lap, now);
         self.lap = now;
         let hist = self.histograms[op as usize].get_or_insert_with(new_histogram);
         hist.saturating_record(ns.max(1));
@@ -188,6 +193,12 @@ impl PhaseRecorder {
                 .collect(),
         }
     }
+}
+
+/// The calibrated lap clock, made once per process (calibration takes a few milliseconds).
+fn lap_clock() -> quanta::Clock {
+    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
+    CLOCK.get_or_init(quanta::Clock::new).clone()
 }
 
 fn new_histogram() -> Histogram<u64> {
