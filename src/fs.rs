@@ -37,6 +37,8 @@ pub struct Driver {
     pub mkfs_defaults: &'static [&'static str],
     /// Read-only check: program and arguments (the device is appended).
     pub fsck: Option<(&'static str, &'static [&'static str])>,
+    /// Flag that makes the fsck tool print its version.
+    pub fsck_version_flag: &'static str,
     /// Flag that makes the mkfs tool print its version.
     pub version_flag: &'static str,
     /// Debian package providing the tools.
@@ -56,6 +58,7 @@ pub const DRIVERS: &[Driver] = &[
         mkfs_force: &["-F", "-q"],
         mkfs_defaults: EXT_DEFAULTS,
         fsck: Some(("e2fsck", &["-f", "-n"])),
+        fsck_version_flag: "-V",
         version_flag: "-V",
         package: "e2fsprogs",
         min_size: 1 << 20,
@@ -67,6 +70,7 @@ pub const DRIVERS: &[Driver] = &[
         mkfs_force: &["-F", "-q"],
         mkfs_defaults: EXT_DEFAULTS,
         fsck: Some(("e2fsck", &["-f", "-n"])),
+        fsck_version_flag: "-V",
         version_flag: "-V",
         package: "e2fsprogs",
         min_size: 8 << 20,
@@ -78,6 +82,7 @@ pub const DRIVERS: &[Driver] = &[
         mkfs_force: &["-F", "-q"],
         mkfs_defaults: EXT_DEFAULTS,
         fsck: Some(("e2fsck", &["-f", "-n"])),
+        fsck_version_flag: "-V",
         version_flag: "-V",
         package: "e2fsprogs",
         min_size: 8 << 20,
@@ -89,6 +94,7 @@ pub const DRIVERS: &[Driver] = &[
         mkfs_force: &["-f", "-q"],
         mkfs_defaults: &[],
         fsck: Some(("xfs_repair", &["-n"])),
+        fsck_version_flag: "-V",
         version_flag: "-V",
         package: "xfsprogs",
         min_size: 300 << 20,
@@ -100,6 +106,7 @@ pub const DRIVERS: &[Driver] = &[
         mkfs_force: &["-f", "-q"],
         mkfs_defaults: &[],
         fsck: Some(("btrfs", &["check", "--readonly"])),
+        fsck_version_flag: "--version",
         version_flag: "--version",
         package: "btrfs-progs",
         min_size: 128 << 20,
@@ -111,6 +118,7 @@ pub const DRIVERS: &[Driver] = &[
         mkfs_force: &[],
         mkfs_defaults: &[],
         fsck: None,
+        fsck_version_flag: "",
         version_flag: "",
         package: "",
         min_size: 0,
@@ -158,23 +166,21 @@ impl FromStr for FsType {
 }
 
 /// The installed tools of one driver, resolved once per suite.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Toolset {
     pub mkfs: Option<PathBuf>,
     pub fsck: Option<PathBuf>,
     /// First line of the mkfs tool's version output.
     pub version: Option<String>,
+    /// First line of the fsck tool's version output.
+    pub fsck_version: Option<String>,
 }
 
 impl Driver {
     /// Resolves this driver's tools, or names the package to install.
     pub fn toolset(&self) -> Result<Toolset, FsbenchError> {
         let Some(mkfs_name) = self.mkfs else {
-            return Ok(Toolset {
-                mkfs: None,
-                fsck: None,
-                version: None,
-            });
+            return Ok(Toolset::default());
         };
         let mkfs = tools::require(mkfs_name, self.package)?;
         let fsck = match self.fsck {
@@ -182,10 +188,14 @@ impl Driver {
             None => None,
         };
         let version = tools::version_line(&mkfs, self.version_flag);
+        let fsck_version = fsck
+            .as_ref()
+            .and_then(|f| tools::version_line(f, self.fsck_version_flag));
         Ok(Toolset {
             mkfs: Some(mkfs),
             fsck,
             version,
+            fsck_version,
         })
     }
 

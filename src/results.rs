@@ -52,6 +52,7 @@ pub struct ConfigInfo {
     #[serde(flatten)]
     pub config: FsConfig,
     pub mkfs_version: Option<String>,
+    pub fsck_version: Option<String>,
     /// The full mkfs command line of the first run.
     pub mkfs_command: Option<String>,
     /// Mount options as /proc/self/mounts showed them in the first run.

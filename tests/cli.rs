@@ -468,3 +468,40 @@ fn few_runs_are_flagged() {
     assert!(table.contains("only 1 run(s) per configuration"), "{table}");
     assert!(table.contains("too short to measure"), "{table}");
 }
+
+#[test]
+fn fdtree_remove_with_other_parameters_fails_loudly() {
+    let dir = tempdir();
+    let state = tempdir();
+    let create = || {
+        let out = run(fsbench(state.path())
+            .args([
+                "fdtree", "-C", "-d", "2", "-f", "2", "-s", "1", "-l", "2", "-o",
+            ])
+            .arg(dir.path()));
+        assert!(out.status.success());
+    };
+    create();
+    // Parameters read back from the tree: nothing given, everything removed.
+    let out = run(fsbench(state.path())
+        .args(["fdtree", "-R", "-o"])
+        .arg(dir.path()));
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("\tfor a total of 7 directories"));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // Parameters that do not match the tree (3 files per directory, not 2): the missing files
+    // are counted and the command fails instead of printing rates of work not done.
+    create();
+    let out = run(fsbench(state.path())
+        .args([
+            "fdtree", "-R", "-d", "2", "-f", "3", "-s", "1", "-l", "2", "-o",
+        ])
+        .arg(dir.path()));
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("7 failed calls (ENOENT)") && err.contains("does not match"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -89,6 +89,9 @@ pub fn render(r: &SuiteResult) -> String {
         if let Some(v) = &c.mkfs_version {
             let _ = writeln!(out, "      version: {v}");
         }
+        if let Some(v) = &c.fsck_version {
+            let _ = writeln!(out, "      fsck:    {v}");
+        }
         if let Some(m) = &c.mount_options {
             let _ = writeln!(out, "      mounted: {m}");
         }

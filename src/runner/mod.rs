@@ -33,12 +33,10 @@ type Resolved = (FsConfig, Toolset);
 fn resolve_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)> {
     if let TargetSpec::Dir { path } = &suite.target {
         let fstype = mounts::mount_containing(path).map_or("unknown".to_string(), |m| m.fstype);
-        let none = Toolset {
-            mkfs: None,
-            fsck: None,
-            version: None,
-        };
-        return Ok((vec![(FsConfig::existing(&fstype), none)], Vec::new()));
+        return Ok((
+            vec![(FsConfig::existing(&fstype), Toolset::default())],
+            Vec::new(),
+        ));
     }
     if !suite.configs.is_empty() {
         let resolved = suite
@@ -154,6 +152,7 @@ pub fn run_suite(
             .map(|(c, t)| ConfigInfo {
                 config: c.clone(),
                 mkfs_version: t.version.clone(),
+                fsck_version: t.fsck_version.clone(),
                 mkfs_command: None,
                 mount_options: None,
             })
