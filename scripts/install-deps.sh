@@ -4,7 +4,8 @@
 set -euo pipefail
 tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux)
 if [ "${1:-}" = "--tests" ]; then
-    tools+=(setpriv:util-linux gcc:gcc python3:python3)
+    # setpriv: the not-root tests; chromium: the HTML report test; scipy: statistics checks.
+    tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium)
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2
@@ -18,6 +19,12 @@ for pair in "${tools[@]}"; do
         missing+=("$package")
     fi
 done
+# Debian's python3-scipy serves /usr/bin/python3, which the test uses when the python3 on
+# PATH (a pyenv, say) has no scipy.
+if [ "${1:-}" = "--tests" ] && ! python3 -c 'import scipy' 2>/dev/null &&
+    ! /usr/bin/python3 -c 'import scipy' 2>/dev/null; then
+    missing+=(python3-scipy)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "install-deps: installing ${missing[*]}" >&2
     apt-get update -qq

@@ -14,6 +14,7 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod stats;
+pub mod store;
 pub mod suite;
 pub mod sysinfo;
 pub mod target;

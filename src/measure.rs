@@ -14,7 +14,10 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -241,7 +244,7 @@ impl PhaseMeasurement {
     }
 }
 
-/// Percentiles of one operation type, in nanoseconds.
+/// Percentiles of one operation type, in nanoseconds, and the histogram they came from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LatencySummary {
     pub count: u64,
@@ -252,11 +255,20 @@ pub struct LatencySummary {
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
+    /// The whole histogram, HdrHistogram's V2 encoding in base64, so that any percentile can
+    /// be recomputed and runs can be merged.
+    #[serde(default)]
+    pub histogram: String,
 }
 
 impl LatencySummary {
     fn of(h: &Histogram<u64>) -> LatencySummary {
+        let mut encoded = Vec::new();
+        V2Serializer::new()
+            .serialize(h, &mut encoded)
+            .expect("serializing to memory cannot fail");
         LatencySummary {
+            histogram: BASE64.encode(encoded),
             count: h.len(),
             mean_ns: h.mean(),
             min_ns: h.min(),
@@ -266,6 +278,27 @@ impl LatencySummary {
             p999_ns: h.value_at_quantile(0.999),
             max_ns: h.max(),
         }
+    }
+
+    /// The histogram, decoded; `None` if it was not recorded (older results) or is damaged.
+    pub fn decode(&self) -> Option<Histogram<u64>> {
+        let bytes = BASE64.decode(&self.histogram).ok()?;
+        Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
+    }
+
+    /// Percentiles of several runs' histograms merged: the latency of all their calls.
+    pub fn merge<'a>(
+        parts: impl IntoIterator<Item = &'a LatencySummary>,
+    ) -> Option<LatencySummary> {
+        let mut total: Option<Histogram<u64>> = None;
+        for part in parts {
+            let h = part.decode()?;
+            match &mut total {
+                Some(t) => t.add(&h).ok()?,
+                None => total = Some(h),
+            }
+        }
+        total.map(|t| LatencySummary::of(&t))
     }
 }
 
@@ -352,6 +385,14 @@ mod tests {
         assert_eq!(m.latency["create"].count, 1);
         assert!(!m.latency.contains_key("unlink"));
         assert_eq!(m.errors["EEXIST"], 1);
+        let decoded = m.latency["mkdir"].decode().unwrap();
+        assert_eq!(decoded.len(), 2);
+        let merged = LatencySummary::merge([&m.latency["mkdir"], &m.latency["create"]]).unwrap();
+        assert_eq!(merged.count, 3);
+        assert_eq!(
+            merged.max_ns,
+            m.latency["mkdir"].max_ns.max(m.latency["create"].max_ns)
+        );
         assert_eq!(m.errors["ENOSPC"], 1);
     }
 

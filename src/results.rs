@@ -16,15 +16,21 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SuiteStatus {
+    /// Still running (as seen from the results database).
+    Running,
     Completed,
     Interrupted,
     Failed,
+    /// Its process died without saying how it ended (SIGKILL, power loss): resumable.
+    Incomplete,
 }
 
 /// Everything one `fsbench run` produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SuiteResult {
     pub schema_version: u32,
+    /// ID in the results database, when saved there.
+    pub id: Option<i64>,
     pub started_at: String,
     pub finished_at: String,
     pub status: SuiteStatus,
@@ -166,6 +172,31 @@ pub fn phase_metrics(
 }
 
 impl SuiteResult {
+    /// An empty result on this machine, for unit tests of what consumes results.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> SuiteResult {
+        SuiteResult {
+            schema_version: SCHEMA_VERSION,
+            id: None,
+            started_at: String::new(),
+            finished_at: String::new(),
+            status: SuiteStatus::Completed,
+            error: None,
+            suite: Suite::default(),
+            system: SystemInfo::collect(),
+            target: TargetInfo {
+                description: "test".into(),
+                image_size: None,
+                device: None,
+            },
+            configurations: Vec::new(),
+            skipped: Vec::new(),
+            runs: Vec::new(),
+            summaries: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
     /// Summaries of every figure of the successful runs, in suite order.
     pub fn summarize(&mut self) {
         // (config, workload, phase, metric, unit, higher is better) and the per-run values,

@@ -66,6 +66,23 @@ impl Summary {
     }
 }
 
+/// Welch's two-sample t-test on two summaries (unequal variances): the two-sided p-value of
+/// the hypothesis that both means are equal. `None` when either side has fewer than two runs,
+/// or both have no spread at all.
+pub fn welch_p_value(a: &Summary, b: &Summary) -> Option<f64> {
+    let (sa, sb) = (a.stddev?, b.stddev?);
+    let (na, nb) = (a.n as f64, b.n as f64);
+    let (va, vb) = (sa * sa / na, sb * sb / nb);
+    if va + vb == 0.0 {
+        return if a.mean == b.mean { Some(1.0) } else { None };
+    }
+    let t = (a.mean - b.mean) / (va + vb).sqrt();
+    // Welch–Satterthwaite degrees of freedom.
+    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    Some((2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0))
+}
+
 /// The `p` quantile of Student's t distribution with `df` degrees of freedom.
 pub fn t_quantile(df: usize, p: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df as f64)
@@ -120,6 +137,38 @@ mod tests {
             2.262_157 * s.stddev.unwrap() / 10f64.sqrt(),
             1e-5
         ));
+    }
+
+    #[test]
+    fn welch_matches_scipy() {
+        // scipy.stats.ttest_ind(a, b, equal_var=False).pvalue for these samples.
+        let cases: [(&[f64], &[f64], f64); 3] = [
+            (
+                &[
+                    27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0,
+                    21.7, 21.4,
+                ],
+                &[
+                    27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9,
+                    20.5, 24.4,
+                ],
+                0.021_378_001_5,
+            ),
+            (&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0], 0.021_311_641_1),
+            (
+                &[10.0, 10.5, 9.8, 10.1],
+                &[10.2, 10.4, 9.9, 10.6, 10.3],
+                0.372_939_847_2,
+            ),
+        ];
+        for (a, b, expected) in cases {
+            let p = welch_p_value(&Summary::of(a).unwrap(), &Summary::of(b).unwrap()).unwrap();
+            assert!(close(p, expected, 1e-6), "{p} vs {expected}");
+        }
+        let one = Summary::of(&[1.0]).unwrap();
+        assert_eq!(welch_p_value(&one, &one), None);
+        let flat = Summary::of(&[2.0, 2.0]).unwrap();
+        assert_eq!(welch_p_value(&flat, &flat), Some(1.0));
     }
 
     #[test]

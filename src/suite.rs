@@ -26,7 +26,8 @@ pub struct FsConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFsConfig {
-    fs: FsType,
+    /// Absent only for an existing directory's configuration, as saved with its results.
+    fs: Option<FsType>,
     label: Option<String>,
     #[serde(default)]
     mkfs: MkfsArgs,
@@ -53,7 +54,15 @@ impl TryFrom<RawFsConfig> for FsConfig {
             MkfsArgs::Line(line) => split_words(&line)?,
             MkfsArgs::List(list) => list,
         };
-        Ok(FsConfig::new(raw.fs, mkfs, raw.mount, raw.label))
+        Ok(match raw.fs {
+            Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label),
+            None => FsConfig {
+                label: raw.label.unwrap_or_else(|| "existing dir".into()),
+                fs: None,
+                mkfs,
+                mount: raw.mount,
+            },
+        })
     }
 }
 
@@ -284,6 +293,12 @@ impl Suite {
             if !labels.insert(&c.label) {
                 return Err(invalid(format!(
                     "two configurations are labelled `{}`; give each a distinct label=",
+                    c.label
+                )));
+            }
+            if c.fs.is_none() && self.target.makes_filesystems() {
+                return Err(invalid(format!(
+                    "configuration `{}` names no filesystem (fs = ...)",
                     c.label
                 )));
             }

@@ -474,6 +474,7 @@ fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
             ])
             .args(args)
             .env("FSBENCH_STATE_DIR", dir.path().join("state"))
+            .env("XDG_DATA_HOME", dir.path().join("data"))
             .current_dir(dir.path()))
     };
     std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
@@ -495,7 +496,7 @@ fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
-        .filter(|n| n != "state")
+        .filter(|n| n != "state" && n != "data")
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }

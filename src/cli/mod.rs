@@ -2,17 +2,22 @@
 
 mod fdtree;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use anyhow::Context;
+
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
-use crate::results::RunStatus;
-use crate::runner;
+use crate::report::compare::{self, Column};
+use crate::report::table::Style;
+use crate::results::{RunRecord, RunStatus, SuiteResult, SuiteStatus};
+use crate::runner::{self, RunSink};
+use crate::store::Store;
 use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
 use crate::target::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
@@ -29,6 +34,9 @@ use crate::workload::WorkloadSpec;
                   with its spread (stddev, CV, 95% CI) over repeated, interleaved runs."
 )]
 struct Cli {
+    /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]
+    #[arg(long, global = true, value_name = "PATH")]
+    db: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -41,6 +49,72 @@ enum Command {
     Fdtree(fdtree::FdtreeArgs),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs
     Clean,
+    /// Recent suites in the results database, one line each
+    List {
+        /// How many suites
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// A suite's tables, system and configurations, from the results database
+    Show {
+        id: i64,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        output_format: OutputFormat,
+    },
+    /// Configurations side by side: mean ± 95% CI, difference, Welch p-value, verdict
+    Compare(CompareArgs),
+    /// Placement points per discipline and in total
+    Rank {
+        /// Suites whose configurations are ranked (ID or ID:CONFIG)
+        #[arg(required = true)]
+        columns: Vec<String>,
+    },
+    /// A suite's raw runs and summaries as JSON, CSV or Markdown
+    Export {
+        id: i64,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+        /// Write to this file instead of stdout
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+    /// A self-contained HTML report of one or more suites
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ExportFormat {
+    Json,
+    Csv,
+    Markdown,
+}
+
+#[derive(Debug, clap::Args)]
+struct CompareArgs {
+    /// Configurations: ID (all of a suite's) or ID:CONFIG, from one suite or several
+    #[arg(required = true)]
+    columns: Vec<String>,
+    /// The column the others are compared with [default: the first]
+    #[arg(long, value_name = "ID:CONFIG")]
+    baseline: Option<String>,
+    /// Differences smaller than this percentage are within noise even when significant
+    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+    noise: f64,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    output_format: OutputFormat,
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// Suites (ID) or single configurations (ID:CONFIG); the first is the baseline
+    #[arg(required = true)]
+    columns: Vec<String>,
+    /// Output file
+    #[arg(short = 'o', long, default_value = "report.html")]
+    output: PathBuf,
+    /// Differences smaller than this percentage are within noise even when significant
+    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+    noise: f64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -101,6 +175,9 @@ struct RunArgs {
     /// No progress bars
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Run what an interrupted suite did not finish (its definition comes from the database)
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "runs", "dir", "device", "image_dir", "image_size", "name", "purpose"])]
+    resume: Option<i64>,
 }
 
 impl RunArgs {
@@ -156,7 +233,9 @@ impl RunArgs {
             || self.image_dir.is_some()
             || self.image_size.is_some();
         if let Some(dir) = &self.dir {
-            suite.target = TargetSpec::Dir { path: dir.clone() };
+            suite.target = TargetSpec::Dir {
+                path: absolute(dir),
+            };
         } else if let Some(device) = &self.device {
             suite.target = TargetSpec::Device {
                 path: device.clone(),
@@ -168,7 +247,7 @@ impl RunArgs {
                 return Err(invalid("--image-size must be larger than 0"));
             }
             suite.target = TargetSpec::Image {
-                dir: self.image_dir.clone().unwrap_or_else(default_image_dir),
+                dir: absolute(&self.image_dir.clone().unwrap_or_else(default_image_dir)),
                 size,
             };
         }
@@ -207,14 +286,106 @@ impl RunArgs {
     }
 }
 
-fn run(args: &RunArgs, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
-    let suite = args.suite()?;
-    let (result, error) = runner::run_suite(&suite, progress, !args.quiet)?;
-    let text = match args.output_format {
-        OutputFormat::Table => report::table::render(&result),
-        OutputFormat::Json => report::json::render(&result) + "\n",
+/// `path` made absolute, so a stored suite means the same place when resumed elsewhere.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The command line as given, and the suite file's text, as recorded with the suite.
+fn command_record(args: &RunArgs) -> String {
+    let argv: Vec<String> = std::env::args().collect();
+    let mut text =
+        shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "));
+    if let Some(path) = &args.suite
+        && let Ok(contents) = std::fs::read_to_string(path)
+    {
+        text.push_str(&format!("\n\n# suite file {}\n{contents}", path.display()));
+    }
+    text
+}
+
+/// Saves every run in the results database as soon as it finishes.
+struct DbSink {
+    store: Store,
+    id: Option<i64>,
+    command: String,
+}
+
+impl RunSink for DbSink {
+    fn started(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
+        let id = match self.id {
+            Some(id) => {
+                self.store.resume_suite(id)?;
+                id
+            }
+            None => self.store.begin_suite(result, &self.command)?,
+        };
+        self.id = Some(id);
+        eprintln!(
+            "fsbench: suite ID {id}, saved run by run in {} (if interrupted: fsbench run --resume {id})",
+            self.store.path().display()
+        );
+        Ok(())
+    }
+
+    fn run_finished(&mut self, run: &RunRecord, mkfs_command: Option<&str>) -> anyhow::Result<()> {
+        let id = self.id.expect("started before runs");
+        self.store.record_run(id, run)?;
+        if let Some(command) = mkfs_command {
+            self.store.record_mkfs_command(id, &run.config, command)?;
+        }
+        Ok(())
+    }
+
+    fn finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
+        let id = self.id.expect("started before finishing");
+        self.store.finish_suite(id, result)?;
+        eprintln!(
+            "fsbench: suite ID {id} {:?}; see it again with `fsbench show {id}`",
+            result.status
+        );
+        Ok(())
+    }
+}
+
+fn print_result(result: &SuiteResult, format: OutputFormat) {
+    match format {
+        OutputFormat::Table => print!("{}", report::table::render(result, Style::Terminal)),
+        OutputFormat::Json => println!("{}", report::json::render(result)),
+    }
+}
+
+fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
+    let store = Store::open(db)?;
+    let (suite, previous) = match args.resume {
+        Some(id) => {
+            let previous = store.load(id)?;
+            if previous.status == SuiteStatus::Completed {
+                return Err(invalid(format!(
+                    "suite {id} is complete; nothing to resume"
+                )));
+            }
+            if previous.status == SuiteStatus::Running {
+                return Err(invalid(format!(
+                    "suite {id} is still running in another process"
+                )));
+            }
+            (previous.suite.clone(), Some(previous))
+        }
+        None => (args.suite()?, None),
     };
-    print!("{text}");
+    let mut sink = DbSink {
+        store,
+        id: args.resume,
+        command: command_record(args),
+    };
+    let options = runner::RunOptions {
+        progress,
+        show_progress: !args.quiet,
+    };
+    let (mut result, error) = runner::run_suite(&suite, previous, &options, &mut sink)?;
+    result.id = sink.id;
+    print_result(&result, args.output_format);
     if let Some(e) = error {
         return Err(e);
     }
@@ -229,6 +400,87 @@ fn run(args: &RunArgs, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Loads the suites that `specs` (ID or ID:CONFIG) name, and the columns they select.
+fn load_columns(
+    store: &Store,
+    specs: &[String],
+) -> anyhow::Result<(Vec<SuiteResult>, Vec<Column>)> {
+    let mut suites: Vec<SuiteResult> = Vec::new();
+    let mut columns = Vec::new();
+    for spec in specs {
+        let id_text = spec.split_once(':').map_or(spec.as_str(), |(id, _)| id);
+        let id: i64 = id_text
+            .parse()
+            .map_err(|_| invalid(format!("`{spec}`: expected a suite ID or ID:CONFIG")))?;
+        if !suites.iter().any(|s| s.id == Some(id)) {
+            suites.push(store.load(id)?);
+        }
+        let suite = suites
+            .iter()
+            .find(|s| s.id == Some(id))
+            .expect("just loaded");
+        for c in compare::columns(spec, suite)? {
+            if !columns
+                .iter()
+                .any(|o: &Column| o.suite_id == c.suite_id && o.config == c.config)
+            {
+                columns.push(c);
+            }
+        }
+    }
+    if columns.is_empty() {
+        return Err(invalid(
+            "nothing to compare: the suites have no configurations",
+        ));
+    }
+    Ok((suites, columns))
+}
+
+fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<ExitCode> {
+    let (suites, mut columns) = load_columns(store, &args.columns)?;
+    if let Some(b) = &args.baseline {
+        let (_, wanted) = load_columns(store, std::slice::from_ref(b))?;
+        let pos = columns
+            .iter()
+            .position(|c| c.suite_id == wanted[0].suite_id && c.config == wanted[0].config)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "--baseline {b} is not among the compared configurations"
+                ))
+            })?;
+        let base = columns.remove(pos);
+        columns.insert(0, base);
+    }
+    if !(args.noise >= 0.0 && args.noise.is_finite()) {
+        return Err(invalid("--noise must be a non-negative percentage"));
+    }
+    let rows = compare::compare(&suites, &columns, 0, args.noise);
+    match args.output_format {
+        OutputFormat::Table => print!("{}", compare::render(&columns, &rows, 0, args.noise)),
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema_version": crate::results::SCHEMA_VERSION,
+                "columns": columns,
+                "noise_percent": args.noise,
+                "alpha": compare::ALPHA,
+                "rows": rows,
+            }))?
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
 fn clean() -> anyhow::Result<ExitCode> {
     let actions = scratch::clean_stale()?;
     if actions.is_empty() {
@@ -239,6 +491,70 @@ fn clean() -> anyhow::Result<ExitCode> {
     }
     for a in actions {
         println!("{a}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The commands that read the results database.
+fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
+    if !db.exists() {
+        return Err(invalid(format!(
+            "no results database at {}; run `fsbench run` first or pass --db",
+            db.display()
+        )));
+    }
+    let store = Store::open(db)?;
+    match command {
+        Command::List { limit } => {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_header([
+                "ID",
+                "Started",
+                "Name",
+                "Configurations",
+                "Workloads",
+                "Runs",
+                "Status",
+            ]);
+            for s in store.list(*limit)? {
+                t.add_row(vec![
+                    s.id.to_string(),
+                    s.started_at,
+                    s.name,
+                    s.configurations.to_string(),
+                    s.workloads.to_string(),
+                    format!("{}/{}", s.runs_done, s.runs_planned),
+                    s.status,
+                ]);
+            }
+            println!("{t}");
+        }
+        Command::Show { id, output_format } => print_result(&store.load(*id)?, *output_format),
+        Command::Compare(args) => return compare_cmd(args, &store),
+        Command::Rank { columns } => {
+            let (suites, columns) = load_columns(&store, columns)?;
+            print!(
+                "{}",
+                report::rank::render(&report::rank::rank(&suites, columns))
+            );
+        }
+        Command::Export { id, format, output } => {
+            let result = store.load(*id)?;
+            let text = match format {
+                ExportFormat::Json => report::json::render(&result) + "\n",
+                ExportFormat::Csv => report::csv::render(&result)?,
+                ExportFormat::Markdown => report::table::render(&result, Style::Markdown),
+            };
+            write_output(output.as_deref(), &text)?;
+        }
+        Command::Report(args) => {
+            let (suites, columns) = load_columns(&store, &args.columns)?;
+            let html = report::html::render(&suites, &columns, args.noise);
+            write_output(Some(&args.output), &html)?;
+            eprintln!("fsbench: report written to {}", args.output.display());
+        }
+        Command::Run(_) | Command::Fdtree(_) | Command::Clean => unreachable!("handled in main"),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -259,10 +575,12 @@ fn install_signal_handlers(progress: &Progress) -> anyhow::Result<()> {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
+    let db = cli.db.clone().unwrap_or_else(Store::default_path);
     let outcome = install_signal_handlers(&progress).and_then(|()| match &cli.command {
-        Command::Run(args) => run(args, progress.clone()),
+        Command::Run(args) => run(args, &db, progress.clone()),
         Command::Fdtree(args) => fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS),
         Command::Clean => clean(),
+        other => query(other, &db),
     });
     match outcome {
         Ok(code) => code,

@@ -1,7 +1,12 @@
 //! Reports of a suite's results: terminal tables, JSON, and fdtree's own format.
 
+pub mod charts;
+pub mod compare;
+pub mod csv;
 pub mod fdtree;
+pub mod html;
 pub mod json;
+pub mod rank;
 pub mod table;
 
 /// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.

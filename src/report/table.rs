@@ -6,13 +6,24 @@ use std::fmt::Write;
 use comfy_table::{CellAlignment, Table, presets};
 
 use super::figure;
+use crate::measure::LatencySummary;
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
 use crate::stats::Summary;
 use crate::units::format_bytes;
 
-fn new_table(header: Vec<String>) -> Table {
+/// Where the tables go: a terminal, or a Markdown document (`fsbench export --format markdown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Terminal,
+    Markdown,
+}
+
+fn new_table(style: Style, header: Vec<String>) -> Table {
     let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED);
+    t.load_style(match style {
+        Style::Terminal => presets::UTF8_FULL_CONDENSED,
+        Style::Markdown => presets::ASCII_MARKDOWN,
+    });
     t.set_header(header);
     t
 }
@@ -36,96 +47,149 @@ fn mean_sd(s: &Summary) -> String {
 /// Short-phase marker used in the tables and explained below them.
 const SHORT: &str = " †";
 
-pub fn render(r: &SuiteResult) -> String {
-    let mut out = String::new();
+impl Style {
+    /// A line of a list: indented for a terminal, a (nested) Markdown list item otherwise.
+    fn item(self, level: usize, text: &str) -> String {
+        let indent = "  ".repeat(level);
+        match self {
+            Style::Terminal => format!("{indent}{text}\n"),
+            Style::Markdown => format!("{indent}- {}\n", text.replace('`', "'")),
+        }
+    }
+
+    fn heading(self, text: &str) -> String {
+        match self {
+            Style::Terminal => format!("\n== {text} ==\n"),
+            Style::Markdown => format!("\n## {text}\n\n"),
+        }
+    }
+
+    /// A table with its caption (Markdown needs blank lines around tables).
+    fn table(self, caption: &str, table: &Table) -> String {
+        match self {
+            Style::Terminal => format!("{caption}\n{table}\n"),
+            Style::Markdown => format!("{caption}\n\n{table}\n\n"),
+        }
+    }
+}
+
+fn device_text(r: &SuiteResult) -> String {
+    let Some(d) = &r.target.device else {
+        return String::new();
+    };
+    let rot = match d.rotational {
+        Some(true) => "rotational",
+        Some(false) => "non-rotational",
+        None => "rotational: unknown",
+    };
+    format!(
+        " — device {}{} ({}, {}, scheduler {})",
+        d.name,
+        d.model
+            .as_ref()
+            .map(|m| format!(" {m}"))
+            .unwrap_or_default(),
+        format_bytes(d.size_bytes),
+        rot,
+        d.scheduler.as_deref().unwrap_or("unknown")
+    )
+}
+
+pub fn render(r: &SuiteResult, style: Style) -> String {
     let s = &r.system;
+    let mut out = match style {
+        Style::Terminal => String::new(),
+        Style::Markdown => "# ".to_string(),
+    };
+    let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
     let _ = writeln!(
         out,
-        "fsbench {} — suite `{}`",
+        "fsbench {} — suite `{}`{id}",
         s.fsbench_version, r.suite.name
     );
+    if style == Style::Markdown {
+        out.push('\n');
+    }
     let purpose = if r.suite.purpose.is_empty() {
         "(none stated)"
     } else {
         &r.suite.purpose
     };
-    let _ = writeln!(out, "Purpose: {purpose}");
-    let _ = writeln!(
-        out,
-        "System:  Linux {} {}, {} ({} CPUs), {} RAM",
-        s.kernel_release,
-        s.arch,
-        s.cpu_model,
-        s.cpus,
-        format_bytes(s.memory_bytes)
-    );
-    let _ = write!(out, "Target:  {}", r.target.description);
-    if let Some(d) = &r.target.device {
-        let rot = match d.rotational {
-            Some(true) => "rotational",
-            Some(false) => "non-rotational",
-            None => "rotational: unknown",
-        };
-        let _ = write!(
-            out,
-            " — device {}{} ({}, {}, scheduler {})",
-            d.name,
-            d.model
-                .as_ref()
-                .map(|m| format!(" {m}"))
-                .unwrap_or_default(),
-            format_bytes(d.size_bytes),
-            rot,
-            d.scheduler.as_deref().unwrap_or("unknown")
-        );
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "Configurations:");
+    out.push_str(&style.item(0, &format!("Purpose: {purpose}")));
+    out.push_str(&style.item(
+        0,
+        &format!(
+            "System:  Linux {} {}, {} ({} CPUs), {} RAM",
+            s.kernel_release,
+            s.arch,
+            s.cpu_model,
+            s.cpus,
+            format_bytes(s.memory_bytes)
+        ),
+    ));
+    out.push_str(&style.item(
+        0,
+        &format!("Target:  {}{}", r.target.description, device_text(r)),
+    ));
+    out.push_str(&style.item(0, "Configurations:"));
     for c in &r.configurations {
-        let _ = writeln!(out, "  {}", c.config.label);
-        if let Some(cmd) = &c.mkfs_command {
-            let _ = writeln!(out, "      mkfs:    {cmd}");
-        }
-        if let Some(v) = &c.mkfs_version {
-            let _ = writeln!(out, "      version: {v}");
-        }
-        if let Some(v) = &c.fsck_version {
-            let _ = writeln!(out, "      fsck:    {v}");
-        }
-        if let Some(m) = &c.mount_options {
-            let _ = writeln!(out, "      mounted: {m}");
+        out.push_str(&style.item(1, &c.config.label));
+        let details = [
+            ("mkfs:   ", &c.mkfs_command),
+            ("version:", &c.mkfs_version),
+            ("fsck:   ", &c.fsck_version),
+            ("mounted:", &c.mount_options),
+        ];
+        for (name, value) in details {
+            if let Some(v) = value {
+                out.push_str(&style.item(3, &format!("{name} {v}")));
+            }
         }
     }
     for sk in &r.skipped {
-        let _ = writeln!(out, "  {} — skipped: {}", sk.label, sk.reason);
+        out.push_str(&style.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
     }
     for spec in &r.suite.workloads {
-        render_workload(&mut out, r, &spec.label(), &spec.describe(), spec.phases());
+        render_workload(
+            &mut out,
+            r,
+            style,
+            &spec.label(),
+            &spec.describe(),
+            spec.phases(),
+        );
     }
     if !r.warnings.is_empty() {
-        let _ = writeln!(out, "\nWarnings:");
+        out.push_str(&style.heading("Warnings"));
         for w in &r.warnings {
-            let _ = writeln!(out, "  ! {}", w.message);
+            out.push_str(&style.item(1, &format!("! {}", w.message)));
         }
     }
     let failed = r.runs.iter().filter(|x| x.status != RunStatus::Ok).count();
     let _ = writeln!(
         out,
-        "\n{} run(s) recorded, {} excluded from the statistics; suite {:?}{}",
+        "\n{} run(s) recorded, {} excluded from the statistics; suite {}{}",
         r.runs.len(),
         failed,
-        r.status,
+        serde_json::to_string(&r.status)
+            .unwrap_or_default()
+            .trim_matches('"'),
         r.error
             .as_ref()
             .map(|e| format!(": {e}"))
             .unwrap_or_default()
     );
-    out
+    match style {
+        Style::Terminal => out,
+        // Markdown renderers pass HTML through: user strings must not become markup.
+        Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
+    }
 }
 
 fn render_workload(
     out: &mut String,
     r: &SuiteResult,
+    style: Style,
     workload: &str,
     description: &str,
     phases: &[crate::workload::PhaseInfo],
@@ -143,7 +207,7 @@ fn render_workload(
                 .any(|s| s.config == *c && s.workload == workload)
         })
         .collect();
-    let _ = writeln!(out, "\n== {workload} — {description} ==");
+    out.push_str(&style.heading(&format!("{workload} — {description}")));
     if configs.is_empty() {
         let _ = writeln!(out, "no successful runs");
         return;
@@ -153,6 +217,7 @@ fn render_workload(
     };
 
     let mut times = new_table(
+        style,
         std::iter::once("Configuration".to_string())
             .chain(phases.iter().map(|p| format!("{} (s)", p.title)))
             .collect(),
@@ -167,7 +232,10 @@ fn render_workload(
     }
     right_align(&mut times);
     let n = find(configs[0], phases[0].name, "time").map_or(0, |s| s.summary.n);
-    let _ = writeln!(out, "Phase times, mean ± stddev over {n} run(s):\n{times}");
+    out.push_str(&style.table(
+        &format!("Phase times, mean ± stddev over {n} run(s):"),
+        &times,
+    ));
 
     let mut header = vec!["Configuration".to_string()];
     let mut columns = Vec::new();
@@ -179,7 +247,7 @@ fn render_workload(
             columns.push((p.name, "throughput"));
         }
     }
-    let mut rates = new_table(header);
+    let mut rates = new_table(style, header);
     for c in &configs {
         let mut row = vec![c.to_string()];
         for (phase, metric) in &columns {
@@ -189,7 +257,7 @@ fn render_workload(
         rates.add_row(row);
     }
     right_align(&mut rates);
-    let _ = writeln!(out, "Rates, mean of per-run rates ± stddev:\n{rates}");
+    out.push_str(&style.table("Rates, mean of per-run rates ± stddev:", &rates));
     if configs
         .iter()
         .any(|c| phases.iter().any(|p| short(c, p.name)))
@@ -202,6 +270,7 @@ fn render_workload(
     }
 
     let mut detail = new_table(
+        style,
         [
             "Configuration",
             "Phase",
@@ -244,12 +313,13 @@ fn render_workload(
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let _ = writeln!(
-        out,
-        "All figures (rates are means of per-run rates; CI from Student's t):\n{detail}"
-    );
+    out.push_str(&style.table(
+        "All figures (rates are means of per-run rates; CI from Student's t):",
+        &detail,
+    ));
 
     let mut latency = new_table(
+        style,
         [
             "Configuration",
             "Phase",
@@ -278,23 +348,25 @@ fn render_workload(
             ops.sort();
             ops.dedup();
             for op in ops {
-                let lat: Vec<_> = runs
+                let parts: Vec<_> = runs
                     .iter()
                     .filter_map(|ph| ph.measurement.latency.get(op))
                     .collect();
-                let k = lat.len() as f64;
-                let mean = |f: fn(&crate::measure::LatencySummary) -> u64| {
-                    figure(lat.iter().map(|l| f(l) as f64).sum::<f64>() / k / 1000.0)
+                let per_run =
+                    figure(parts.iter().map(|l| l.count as f64).sum::<f64>() / parts.len() as f64);
+                let Some(all) = LatencySummary::merge(parts.iter().copied()) else {
+                    continue;
                 };
+                let us = |ns: u64| figure(ns as f64 / 1000.0);
                 latency.add_row(vec![
                     c.to_string(),
                     p.name.to_string(),
                     op.clone(),
-                    figure(lat.iter().map(|l| l.count as f64).sum::<f64>() / k),
-                    mean(|l| l.p50_ns),
-                    mean(|l| l.p99_ns),
-                    mean(|l| l.p999_ns),
-                    figure(lat.iter().map(|l| l.max_ns).max().unwrap_or(0) as f64 / 1000.0),
+                    per_run,
+                    us(all.p50_ns),
+                    us(all.p99_ns),
+                    us(all.p999_ns),
+                    us(all.max_ns),
                 ]);
             }
         }
@@ -304,8 +376,8 @@ fn render_workload(
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let _ = writeln!(
-        out,
-        "Latency per system call (percentiles averaged over runs, max over all runs):\n{latency}"
-    );
+    out.push_str(&style.table(
+        "Latency per system call, all runs' calls together:",
+        &latency,
+    ));
 }

@@ -3,6 +3,7 @@
 
 pub mod phases;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -116,13 +117,46 @@ fn describe_target(target: &Target) -> TargetInfo {
     }
 }
 
-/// Runs `suite`. Errors before the first run (bad input, refused target) are returned as
-/// `Err`; an error during the runs ends the suite early and is returned beside the result of
-/// the runs that completed.
+/// Where finished runs go as soon as they finish (the results database).
+pub trait RunSink {
+    /// Before the first run, with everything but the runs filled in.
+    fn started(&mut self, result: &SuiteResult) -> anyhow::Result<()>;
+    /// After each run, with the mkfs command line it used.
+    fn run_finished(&mut self, run: &RunRecord, mkfs_command: Option<&str>) -> anyhow::Result<()>;
+    /// After the last run, with summaries and warnings.
+    fn finished(&mut self, result: &SuiteResult) -> anyhow::Result<()>;
+}
+
+/// A sink that keeps nothing.
+pub struct NoSink;
+
+impl RunSink for NoSink {
+    fn started(&mut self, _: &SuiteResult) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run_finished(&mut self, _: &RunRecord, _: Option<&str>) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn finished(&mut self, _: &SuiteResult) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// How to run a suite.
+pub struct RunOptions {
+    pub progress: Arc<Progress>,
+    pub show_progress: bool,
+}
+
+/// Runs `suite`, or with `previous` the runs of that earlier, interrupted suite that did not
+/// complete. Errors before the first run (bad input, refused target) are returned as `Err`; an
+/// error during the runs ends the suite early and is returned beside the result of the runs
+/// that completed.
 pub fn run_suite(
     suite: &Suite,
-    progress: Arc<Progress>,
-    show_progress: bool,
+    previous: Option<SuiteResult>,
+    options: &RunOptions,
+    sink: &mut dyn RunSink,
 ) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
     suite.validate()?;
     let (configs, skipped) = resolve_configs(suite)?;
@@ -138,48 +172,73 @@ pub fn run_suite(
     );
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
-    let mut result = SuiteResult {
-        schema_version: SCHEMA_VERSION,
-        started_at: now(),
-        finished_at: String::new(),
-        status: SuiteStatus::Completed,
-        error: None,
-        suite: suite.clone(),
-        system: SystemInfo::collect(),
-        target: describe_target(&target),
-        configurations: configs
-            .iter()
-            .map(|(c, t)| ConfigInfo {
-                config: c.clone(),
-                mkfs_version: t.version.clone(),
-                fsck_version: t.fsck_version.clone(),
-                mkfs_command: None,
-                mount_options: None,
-            })
-            .collect(),
-        skipped,
-        runs: Vec::new(),
-        summaries: Vec::new(),
-        warnings: Vec::new(),
+    let mut result = match previous {
+        Some(mut previous) => {
+            previous.status = SuiteStatus::Running;
+            previous.error = None;
+            previous
+        }
+        None => SuiteResult {
+            schema_version: SCHEMA_VERSION,
+            id: None,
+            started_at: now(),
+            finished_at: String::new(),
+            status: SuiteStatus::Running,
+            error: None,
+            suite: suite.clone(),
+            system: SystemInfo::collect(),
+            target: describe_target(&target),
+            configurations: configs
+                .iter()
+                .map(|(c, t)| ConfigInfo {
+                    config: c.clone(),
+                    mkfs_version: t.version.clone(),
+                    fsck_version: t.fsck_version.clone(),
+                    mkfs_command: None,
+                    mount_options: None,
+                })
+                .collect(),
+            skipped,
+            runs: Vec::new(),
+            summaries: Vec::new(),
+            warnings: Vec::new(),
+        },
     };
+    // Runs that count as done: a resumed suite repeats only failed and missing ones.
+    let done: HashSet<(u32, String, String)> = result
+        .runs
+        .iter()
+        .filter(|r| matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed))
+        .map(|r| (r.run, r.config.clone(), r.workload.clone()))
+        .collect();
+    sink.started(&result)?;
     let settings = PhaseSettings {
         settle: suite.drop_caches,
-        show_progress,
-        progress,
+        show_progress: options.show_progress,
+        progress: options.progress.clone(),
     };
+    let planned = configs.len() * suite.workloads.len() * suite.runs as usize;
     eprintln!(
-        "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}",
+        "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
         suite.name,
         configs.len(),
         suite.workloads.len(),
         suite.runs,
-        result.target.description
+        result.target.description,
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!("; {} of {planned} runs already done", done.len())
+        }
     );
     let mut error = None;
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
             let (config, tools) = &configs[(round as usize + position) % configs.len()];
             for spec in &suite.workloads {
+                if done.contains(&(round + 1, config.label.clone(), spec.label())) {
+                    continue;
+                }
                 let mut record = RunRecord {
                     run: round + 1,
                     position: position as u32 + 1,
@@ -211,26 +270,27 @@ pub fn run_suite(
                     &label,
                     &mut record,
                 );
-                if let Some(info) = result
+                let info = result
                     .configurations
                     .iter_mut()
-                    .find(|c| c.config.label == config.label)
+                    .find(|c| c.config.label == config.label);
+                if let Some(info) = info
                     && info.mount_options.is_none()
                     && !record.mount_options.is_empty()
                 {
                     info.mount_options = Some(record.mount_options.clone());
                 }
-                match outcome {
+                let failure = match outcome {
                     Ok(mkfs_command) => {
                         if let Some(info) = result
                             .configurations
                             .iter_mut()
                             .find(|c| c.config.label == config.label)
                         {
-                            info.mkfs_command = info.mkfs_command.take().or(mkfs_command);
+                            info.mkfs_command = info.mkfs_command.take().or(mkfs_command.clone());
                         }
                         report_run(&record);
-                        result.runs.push(record);
+                        sink.run_finished(&record, mkfs_command.as_deref()).err()
                     }
                     Err(e) => {
                         let interrupted =
@@ -241,25 +301,40 @@ pub fn run_suite(
                             RunStatus::Failed
                         };
                         record.error = Some(format!("{e:#}"));
-                        result.status = if interrupted {
-                            SuiteStatus::Interrupted
-                        } else {
-                            SuiteStatus::Failed
-                        };
-                        result.error = record.error.clone();
                         eprintln!("fsbench: {label}: {e:#}");
-                        result.runs.push(record);
-                        error = Some(e);
-                        break 'rounds;
+                        // The failed run is kept too: what failed, and how far it got.
+                        if let Err(store_error) = sink.run_finished(&record, None) {
+                            eprintln!("fsbench: cannot save the failed run: {store_error:#}");
+                        }
+                        Some(e)
                     }
+                };
+                result.runs.push(record);
+                if let Some(e) = failure {
+                    let interrupted = matches!(e.downcast_ref(), Some(FsbenchError::Interrupted));
+                    result.status = if interrupted {
+                        SuiteStatus::Interrupted
+                    } else {
+                        SuiteStatus::Failed
+                    };
+                    result.error = Some(format!("{e:#}"));
+                    error = Some(e);
+                    break 'rounds;
                 }
             }
         }
     }
     drop(target);
+    if error.is_none() {
+        result.status = SuiteStatus::Completed;
+    }
     result.finished_at = now();
     result.summarize();
     result.analyze();
+    if let Err(e) = sink.finished(&result) {
+        eprintln!("fsbench: cannot save how the suite ended: {e:#}");
+        error.get_or_insert(e);
+    }
     Ok((result, error))
 }
 

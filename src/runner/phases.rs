@@ -40,6 +40,11 @@ pub fn run_phase(
     {
         return Err(FsbenchError::Interrupted);
     }
+    // The sampler's first sample must not see the previous phase's count.
+    settings
+        .progress
+        .done
+        .store(0, std::sync::atomic::Ordering::Relaxed);
     let sampler = PhaseProgress::start(
         format!("{label} {}", info.name),
         workload.expected_units(index),

@@ -41,7 +41,9 @@ pub fn state_dir() -> PathBuf {
     base.join("fsbench")
 }
 
-fn process_start_ticks(pid: u32) -> Option<u64> {
+/// Start time of process `pid` in clock ticks since boot; with the pid it names a process
+/// uniquely, since pids are reused.
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces; fields after its closing parenthesis are plain.
     let rest = &stat[stat.rfind(')')? + 2..];

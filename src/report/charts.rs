@@ -1,0 +1,323 @@
+//! Inline SVG charts for the HTML report: horizontal bars with 95% CI error bars, and progress
+//! curves. Built with the `svg` crate, which escapes every text node.
+
+use svg::Document;
+use svg::node::element::{Circle, Group, Line, Polyline, Rectangle, Text, Title};
+
+use super::figure;
+use crate::stats::Summary;
+
+/// Colors of configurations, in order; chosen to stay distinct in print and for color vision
+/// deficiencies (Okabe–Ito).
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+];
+
+pub fn color(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+const WIDTH: f64 = 720.0;
+const LABEL_WIDTH: f64 = 230.0;
+const VALUE_WIDTH: f64 = 150.0;
+const ROW: f64 = 26.0;
+
+fn text(x: f64, y: f64, content: &str) -> Text {
+    Text::new(content)
+        .set("x", x)
+        .set("y", y)
+        .set("font-size", 12)
+        .set("font-family", "sans-serif")
+}
+
+/// Up to 30 characters of a label, so long configuration names do not push the bars away.
+fn short(label: &str) -> String {
+    if label.chars().count() > 30 {
+        label.chars().take(29).chain(['…']).collect()
+    } else {
+        label.to_string()
+    }
+}
+
+/// One horizontal bar per configuration: the mean, with the 95% CI as an error bar.
+pub fn bars(
+    title: &str,
+    unit: &str,
+    higher_is_better: bool,
+    bars: &[(String, Option<&Summary>)],
+) -> String {
+    let top = 30.0;
+    let height = top + ROW * bars.len() as f64 + 30.0;
+    let max = bars
+        .iter()
+        .filter_map(|(_, s)| s.map(|s| s.ci95_high.unwrap_or(s.mean).max(s.max)))
+        .fold(0.0f64, f64::max);
+    let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
+    let scale = if max > 0.0 { plot / max } else { 0.0 };
+    let direction = if higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    let mut doc = Document::new()
+        .set("viewBox", (0, 0, WIDTH, height))
+        .set("width", WIDTH)
+        .set("height", height)
+        .set("class", "chart bar-chart")
+        .set("role", "img")
+        .add(Title::new(format!("{title} ({unit})")))
+        .add(
+            text(
+                0.0,
+                16.0,
+                &format!("{title} ({unit}, {direction}; bars: mean, whiskers: 95% CI)"),
+            )
+            .set("font-weight", "bold"),
+        );
+    for (i, (label, summary)) in bars.iter().enumerate() {
+        let y = top + ROW * i as f64;
+        let mut row =
+            Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label.as_str())));
+        match summary {
+            Some(s) => {
+                let w = (s.mean * scale).max(0.5);
+                row = row.add(
+                    Rectangle::new()
+                        .set("x", LABEL_WIDTH)
+                        .set("y", y + 3.0)
+                        .set("width", w)
+                        .set("height", ROW - 8.0)
+                        .set("fill", color(i))
+                        .add(Title::new(format!(
+                            "{label}: mean {} {unit}, n = {}",
+                            figure(s.mean),
+                            s.n
+                        ))),
+                );
+                if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
+                    let (x1, x2, yc) = (
+                        LABEL_WIDTH + lo.max(0.0) * scale,
+                        LABEL_WIDTH + hi * scale,
+                        y + ROW / 2.0 - 1.0,
+                    );
+                    for (xa, ya, xb, yb) in [
+                        (x1, yc, x2, yc),
+                        (x1, yc - 6.0, x1, yc + 6.0),
+                        (x2, yc - 6.0, x2, yc + 6.0),
+                    ] {
+                        row = row.add(
+                            Line::new()
+                                .set("x1", xa)
+                                .set("y1", ya)
+                                .set("x2", xb)
+                                .set("y2", yb)
+                                .set("stroke", "#222")
+                                .set("stroke-width", 1.5)
+                                .set("class", "error-bar"),
+                        );
+                    }
+                }
+                let value = match s.ci95_half_width() {
+                    Some(h) => format!("{} ± {}", figure(s.mean), figure(h)),
+                    None => figure(s.mean),
+                };
+                row = row.add(text(WIDTH - VALUE_WIDTH + 8.0, y + 15.0, &value));
+            }
+            None => row = row.add(text(LABEL_WIDTH, y + 15.0, "no data")),
+        }
+        doc = doc.add(row);
+    }
+    let axis_y = top + ROW * bars.len() as f64 + 4.0;
+    doc = doc
+        .add(
+            Line::new()
+                .set("x1", LABEL_WIDTH)
+                .set("y1", top)
+                .set("x2", LABEL_WIDTH)
+                .set("y2", axis_y)
+                .set("stroke", "#666"),
+        )
+        .add(text(LABEL_WIDTH - 3.0, axis_y + 16.0, "0"))
+        .add(text(LABEL_WIDTH + plot - 40.0, axis_y + 16.0, &figure(max)));
+    doc.to_string()
+}
+
+/// "Nice" axis maximum: 1, 2 or 5 times a power of ten, at least `v`.
+fn nice_ceiling(v: f64) -> f64 {
+    if v <= 0.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|c| *c >= v)
+        .unwrap_or(10.0 * p)
+}
+
+/// Units completed over time, one line per run, colored by configuration: stalls show as
+/// flat stretches (the lkml article's files-removed-against-time plot).
+pub fn progress(
+    title: &str,
+    unit: &str,
+    series: &[(usize, String, &[[u64; 2]])],
+    legend: &[String],
+) -> String {
+    let (left, right, top, bottom) = (
+        70.0,
+        20.0,
+        30.0 + 16.0 * legend.len().div_ceil(3) as f64,
+        40.0,
+    );
+    let height = top + 220.0 + bottom;
+    let (pw, ph) = (WIDTH - left - right, 220.0);
+    let max_t = nice_ceiling(
+        series
+            .iter()
+            .flat_map(|(_, _, s)| s.iter().map(|p| p[0]))
+            .max()
+            .unwrap_or(0) as f64
+            / 1000.0,
+    );
+    let max_u = nice_ceiling(
+        series
+            .iter()
+            .flat_map(|(_, _, s)| s.iter().map(|p| p[1]))
+            .max()
+            .unwrap_or(0) as f64,
+    );
+    let mut doc = Document::new()
+        .set("viewBox", (0, 0, WIDTH, height))
+        .set("width", WIDTH)
+        .set("height", height)
+        .set("class", "chart progress-chart")
+        .set("role", "img")
+        .add(Title::new(title))
+        .add(
+            text(
+                0.0,
+                16.0,
+                &format!("{title}: {unit} completed over time (one line per run)"),
+            )
+            .set("font-weight", "bold"),
+        );
+    for (i, name) in legend.iter().enumerate() {
+        let (x, y) = (left + (i % 3) as f64 * 210.0, 30.0 + (i / 3) as f64 * 16.0);
+        doc = doc
+            .add(
+                Rectangle::new()
+                    .set("x", x)
+                    .set("y", y - 9.0)
+                    .set("width", 10)
+                    .set("height", 10)
+                    .set("fill", color(i)),
+            )
+            .add(text(x + 14.0, y, &short(name)));
+    }
+    for k in 0..=4 {
+        let f = k as f64 / 4.0;
+        let (x, y) = (left + f * pw, top + ph - f * ph);
+        doc = doc
+            .add(
+                Line::new()
+                    .set("x1", left)
+                    .set("y1", y)
+                    .set("x2", left + pw)
+                    .set("y2", y)
+                    .set("stroke", "#ddd"),
+            )
+            .add(text(4.0, y + 4.0, &figure(f * max_u)))
+            .add(text(x - 10.0, top + ph + 16.0, &figure(f * max_t)));
+    }
+    doc = doc
+        .add(text(left + pw / 2.0 - 30.0, top + ph + 34.0, "seconds"))
+        .add(
+            Line::new()
+                .set("x1", left)
+                .set("y1", top + ph)
+                .set("x2", left + pw)
+                .set("y2", top + ph)
+                .set("stroke", "#666"),
+        )
+        .add(
+            Line::new()
+                .set("x1", left)
+                .set("y1", top)
+                .set("x2", left)
+                .set("y2", top + ph)
+                .set("stroke", "#666"),
+        );
+    for (config, label, points) in series {
+        let coords: Vec<String> = points
+            .iter()
+            .map(|p| {
+                let x = left + p[0] as f64 / 1000.0 / max_t * pw;
+                let y = top + ph - p[1] as f64 / max_u * ph;
+                format!("{x:.1},{y:.1}")
+            })
+            .collect();
+        let line: svg::node::element::Element = if coords.len() == 1 {
+            let (x, y) = coords[0].split_once(',').unwrap();
+            Circle::new()
+                .set("cx", x)
+                .set("cy", y)
+                .set("r", 2)
+                .set("fill", color(*config))
+                .into()
+        } else {
+            Polyline::new()
+                .set("points", coords.join(" "))
+                .set("fill", "none")
+                .set("stroke", color(*config))
+                .set("stroke-width", 1.5)
+                .set("opacity", 0.8)
+                .into()
+        };
+        doc = doc.add(Group::new().add(Title::new(label.as_str())).add(line));
+    }
+    doc.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_escaped_and_bars_scaled() {
+        let s = Summary::of(&[10.0, 12.0, 11.0]).unwrap();
+        let svg = bars(
+            "Rate <x>",
+            "files/s",
+            true,
+            &[
+                ("<script>alert(1)</script>".into(), Some(&s)),
+                ("b".into(), None),
+            ],
+        );
+        assert!(!svg.contains("<script>"), "{svg}");
+        assert!(svg.contains("&lt;script&gt;"));
+        assert_eq!(svg.matches("class=\"error-bar\"").count(), 3);
+        assert!(svg.contains("no data"));
+    }
+
+    #[test]
+    fn nice_ceilings() {
+        assert_eq!(nice_ceiling(0.0), 1.0);
+        assert_eq!(nice_ceiling(3.2), 5.0);
+        assert_eq!(nice_ceiling(12.0), 20.0);
+        assert_eq!(nice_ceiling(1000.0), 1000.0);
+    }
+
+    #[test]
+    fn progress_draws_one_line_per_run() {
+        let a: &[[u64; 2]] = &[[0, 0], [100, 50], [200, 100]];
+        let b: &[[u64; 2]] = &[[0, 0], [150, 100]];
+        let svg = progress(
+            "p",
+            "files",
+            &[(0, "r1".into(), a), (1, "r2".into(), b)],
+            &["x".into(), "y".into()],
+        );
+        assert_eq!(svg.matches("<polyline").count(), 2);
+    }
+}

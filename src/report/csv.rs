@@ -1,0 +1,97 @@
+//! CSV export: one row per raw figure of every run (`kind = run`) and one per summary
+//! (`kind = summary`), in long form so that any spreadsheet can pivot it.
+
+use crate::results::{SuiteResult, phase_metrics};
+
+const HEADER: [&str; 18] = [
+    "kind",
+    "suite",
+    "config",
+    "workload",
+    "run",
+    "status",
+    "phase",
+    "metric",
+    "unit",
+    "value",
+    "n",
+    "mean",
+    "stddev",
+    "min",
+    "median",
+    "max",
+    "cv_percent",
+    "ci95",
+];
+
+pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(HEADER)?;
+    let id = r.id.map_or(String::new(), |i| i.to_string());
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for run in &r.runs {
+        let spec = r.suite.workloads.iter().find(|w| w.label() == run.workload);
+        let mut figures: Vec<(String, String, String, f64)> = Vec::new();
+        for (p, info) in run
+            .phases
+            .iter()
+            .zip(spec.map(|s| s.phases()).unwrap_or_default())
+        {
+            for (metric, unit, _, v) in phase_metrics(p, info.unit, info.moves_data) {
+                figures.push((p.name.clone(), metric.to_string(), unit, v));
+            }
+        }
+        for (metric, v) in [
+            ("mkfs", run.mkfs_secs),
+            ("unmount", run.unmount_secs),
+            ("fsck", run.fsck.as_ref().map(|f| f.secs)),
+        ] {
+            if let Some(v) = v {
+                figures.push(("lifecycle".into(), metric.into(), "s".into(), v));
+            }
+        }
+        let status = serde_json::to_string(&run.status)?
+            .trim_matches('"')
+            .to_string();
+        for (phase, metric, unit, value) in figures {
+            let mut row = vec![
+                "run".to_string(),
+                id.clone(),
+                run.config.clone(),
+                run.workload.clone(),
+                run.run.to_string(),
+                status.clone(),
+                phase,
+                metric,
+                unit,
+                value.to_string(),
+            ];
+            row.resize(HEADER.len(), String::new());
+            w.write_record(&row)?;
+        }
+    }
+    for s in &r.summaries {
+        let m = &s.summary;
+        w.write_record([
+            "summary".to_string(),
+            id.clone(),
+            s.config.clone(),
+            s.workload.clone(),
+            String::new(),
+            String::new(),
+            s.phase.clone(),
+            s.metric.clone(),
+            s.unit.clone(),
+            String::new(),
+            m.n.to_string(),
+            m.mean.to_string(),
+            opt(m.stddev),
+            m.min.to_string(),
+            m.median.to_string(),
+            m.max.to_string(),
+            opt(m.cv_percent),
+            opt(m.ci95_half_width()),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}

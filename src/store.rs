@@ -1,0 +1,749 @@
+//! The results database: an embedded SQLite file holding every suite, its system, its
+//! configurations, and every run with its phases, errors, latency histograms and progress
+//! series. Each run is committed in its own transaction as soon as it finishes, so a suite
+//! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use crate::error::invalid;
+use crate::measure::{LatencySummary, PhaseMeasurement};
+use crate::results::{
+    ConfigInfo, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
+    SuiteStatus, TargetInfo,
+};
+use crate::suite::{FsConfig, Suite};
+use crate::sysinfo::SystemInfo;
+use crate::target::FsckOutcome;
+
+/// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released
+/// step: add a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: suites, configurations, runs, phases and their errors.
+    "CREATE TABLE suites (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        command TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        system TEXT NOT NULL,
+        target TEXT NOT NULL,
+        skipped TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL,
+        error TEXT,
+        pid INTEGER NOT NULL,
+        pid_start INTEGER NOT NULL
+    );
+    CREATE TABLE configurations (
+        suite_id INTEGER NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        label TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        mkfs_version TEXT,
+        fsck_version TEXT,
+        mkfs_command TEXT,
+        mount_options TEXT,
+        PRIMARY KEY (suite_id, position)
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        suite_id INTEGER NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
+        round INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        config TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        source TEXT NOT NULL,
+        mkfs_secs REAL,
+        mount_options TEXT NOT NULL,
+        unmount_secs REAL,
+        fsck_clean INTEGER,
+        fsck_secs REAL,
+        fsck_output TEXT
+    );
+    CREATE INDEX runs_by_suite ON runs (suite_id);
+    CREATE TABLE phases (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        elapsed_ns INTEGER NOT NULL,
+        ops INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        cpu_user_ns INTEGER NOT NULL,
+        cpu_system_ns INTEGER NOT NULL,
+        caches_dropped INTEGER NOT NULL,
+        sync_after_ns INTEGER,
+        PRIMARY KEY (run_id, idx)
+    );
+    CREATE TABLE phase_errors (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        errno TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (run_id, idx, errno)
+    );",
+    // 2: latency histograms, progress time series and warnings.
+    "CREATE TABLE latency (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        op TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        mean_ns REAL NOT NULL,
+        min_ns INTEGER NOT NULL,
+        p50_ns INTEGER NOT NULL,
+        p90_ns INTEGER NOT NULL,
+        p99_ns INTEGER NOT NULL,
+        p999_ns INTEGER NOT NULL,
+        max_ns INTEGER NOT NULL,
+        histogram TEXT NOT NULL,
+        PRIMARY KEY (run_id, idx, op)
+    );
+    CREATE TABLE progress (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        series TEXT NOT NULL,
+        PRIMARY KEY (run_id, idx)
+    );
+    CREATE TABLE warnings (
+        suite_id INTEGER NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        config TEXT,
+        workload TEXT,
+        phase TEXT,
+        message TEXT NOT NULL
+    );",
+];
+
+/// The schema version this fsbench writes.
+pub const STORE_VERSION: usize = MIGRATIONS.len();
+
+/// One line of `fsbench list`.
+#[derive(Debug, Clone)]
+pub struct SuiteListing {
+    pub id: i64,
+    pub started_at: String,
+    pub name: String,
+    pub status: String,
+    pub configurations: usize,
+    pub workloads: usize,
+    pub runs_done: usize,
+    pub runs_planned: usize,
+}
+
+/// The database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("results serialize")
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> anyhow::Result<T> {
+    serde_json::from_str(text).with_context(|| format!("damaged {what} in the results database"))
+}
+
+/// Status names as stored: the same spelling as in the JSON document.
+fn status_name<T: serde::Serialize>(v: &T) -> String {
+    to_json(v).trim_matches('"').to_string()
+}
+
+fn parse_status<T: serde::de::DeserializeOwned>(name: &str) -> anyhow::Result<T> {
+    from_json(&format!("\"{name}\""), "status")
+}
+
+impl Store {
+    /// `$XDG_DATA_HOME/fsbench/results.db`, by default `~/.local/share/fsbench/results.db`.
+    pub fn default_path() -> PathBuf {
+        let base = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from("."));
+        base.join("fsbench/results.db")
+    }
+
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let conn = Connection::open(path)
+            .with_context(|| format!("cannot open results database {}", path.display()))?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&mut self) -> anyhow::Result<()> {
+        let current: usize = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?
+            as usize;
+        if current > STORE_VERSION {
+            return Err(invalid(format!(
+                "{} has schema version {current}, newer than this fsbench understands ({STORE_VERSION}); upgrade fsbench",
+                self.path.display()
+            )));
+        }
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(current) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(step)
+                .with_context(|| format!("migration to schema version {}", i + 1))?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Records a new suite before its first run; returns its ID.
+    pub fn begin_suite(&mut self, result: &SuiteResult, command: &str) -> anyhow::Result<i64> {
+        let tx = self.conn.transaction()?;
+        let pid = std::process::id();
+        tx.execute(
+            "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
+                 started_at, status, pid, pid_start)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10)",
+            params![
+                result.suite.name,
+                result.suite.purpose,
+                command,
+                to_json(&result.suite),
+                to_json(&result.system),
+                to_json(&result.target),
+                to_json(&result.skipped),
+                result.started_at,
+                pid,
+                crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        for (position, c) in result.configurations.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO configurations (suite_id, position, label, definition, mkfs_version, fsck_version)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, position as i64, c.config.label, to_json(&c.config), c.mkfs_version, c.fsck_version],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Marks a suite as running again (for `--resume`), by this process.
+    pub fn resume_suite(&mut self, id: i64) -> anyhow::Result<()> {
+        let pid = std::process::id();
+        self.conn.execute(
+            "UPDATE suites SET status = 'running', error = NULL, finished_at = NULL, pid = ?2, pid_start = ?3 WHERE id = ?1",
+            params![id, pid, crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64],
+        )?;
+        Ok(())
+    }
+
+    /// Commits one finished run, with everything measured, in one transaction.
+    pub fn record_run(&mut self, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        insert_run(&tx, suite_id, run)?;
+        tx.execute(
+            "UPDATE configurations SET mount_options = COALESCE(mount_options, NULLIF(?3, ''))
+             WHERE suite_id = ?1 AND label = ?2",
+            params![suite_id, run.config, run.mount_options],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records the mkfs command line of a configuration (the first one seen is kept).
+    pub fn record_mkfs_command(
+        &mut self,
+        suite_id: i64,
+        label: &str,
+        command: &str,
+    ) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE configurations SET mkfs_command = COALESCE(mkfs_command, ?3) WHERE suite_id = ?1 AND label = ?2",
+            params![suite_id, label, command],
+        )?;
+        Ok(())
+    }
+
+    /// Records how the suite ended and the warnings of its results.
+    pub fn finish_suite(&mut self, suite_id: i64, result: &SuiteResult) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
+            params![
+                suite_id,
+                status_name(&result.status),
+                result.error,
+                result.finished_at
+            ],
+        )?;
+        tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;
+        for w in &result.warnings {
+            tx.execute(
+                "INSERT INTO warnings (suite_id, kind, config, workload, phase, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![suite_id, status_name(&w.kind), w.config, w.workload, w.phase, w.message],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Whether suite `id` exists.
+    pub fn exists(&self, id: i64) -> anyhow::Result<bool> {
+        Ok(self
+            .conn
+            .query_row("SELECT 1 FROM suites WHERE id = ?1", [id], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    /// The suite as it was run, with summaries and warnings recomputed from the raw runs.
+    pub fn load(&self, id: i64) -> anyhow::Result<SuiteResult> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start
+                 FROM suites WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                        r.get::<_, String>(6)?,
+                        r.get::<_, Option<String>>(7)?,
+                        r.get::<_, i64>(8)?,
+                        r.get::<_, i64>(9)?,
+                    ))
+                },
+            )
+            .optional()?
+            .ok_or_else(|| invalid(format!("no suite {id} in {}", self.path.display())))?;
+        let (
+            definition,
+            system,
+            target,
+            skipped,
+            started_at,
+            finished_at,
+            status,
+            error,
+            pid,
+            pid_start,
+        ) = row;
+        let suite: Suite = from_json(&definition, "suite definition")?;
+        let status = match status.as_str() {
+            "running" if process_alive(pid, pid_start) => SuiteStatus::Running,
+            "running" => SuiteStatus::Incomplete,
+            other => parse_status(other)?,
+        };
+        let mut result = SuiteResult {
+            schema_version: SCHEMA_VERSION,
+            id: Some(id),
+            started_at,
+            finished_at: finished_at.unwrap_or_default(),
+            status,
+            error,
+            suite,
+            system: from_json::<SystemInfo>(&system, "system description")?,
+            target: from_json::<TargetInfo>(&target, "target description")?,
+            configurations: self.load_configurations(id)?,
+            skipped: from_json::<Vec<Skipped>>(&skipped, "skipped list")?,
+            runs: self.load_runs(id)?,
+            summaries: Vec::new(),
+            warnings: Vec::new(),
+        };
+        result.summarize();
+        result.analyze();
+        Ok(result)
+    }
+
+    fn load_configurations(&self, id: i64) -> anyhow::Result<Vec<ConfigInfo>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT definition, mkfs_version, fsck_version, mkfs_command, mount_options
+             FROM configurations WHERE suite_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+            ))
+        })?;
+        rows.map(|row| {
+            let (definition, mkfs_version, fsck_version, mkfs_command, mount_options) = row?;
+            Ok(ConfigInfo {
+                config: from_json::<FsConfig>(&definition, "configuration")?,
+                mkfs_version,
+                fsck_version,
+                mkfs_command,
+                mount_options,
+            })
+        })
+        .collect()
+    }
+
+    fn load_runs(&self, id: i64) -> anyhow::Result<Vec<RunRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, round, position, config, workload, started_at, status, error, source,
+                    mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output
+             FROM runs WHERE suite_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            let fsck = match (r.get::<_, Option<bool>>(12)?, r.get::<_, Option<f64>>(13)?) {
+                (Some(clean), Some(secs)) => Some(FsckOutcome {
+                    clean,
+                    secs,
+                    output: r.get(14)?,
+                }),
+                _ => None,
+            };
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(6)?,
+                RunRecord {
+                    run: r.get(1)?,
+                    position: r.get(2)?,
+                    config: r.get(3)?,
+                    workload: r.get(4)?,
+                    started_at: r.get(5)?,
+                    status: RunStatus::Ok,
+                    error: r.get(7)?,
+                    source: r.get(8)?,
+                    mkfs_secs: r.get(9)?,
+                    mount_options: r.get(10)?,
+                    phases: Vec::new(),
+                    unmount_secs: r.get(11)?,
+                    fsck,
+                },
+            ))
+        })?;
+        let mut runs = Vec::new();
+        for row in rows {
+            let (run_id, status, mut run) = row?;
+            run.status = parse_status(&status)?;
+            run.phases = self.load_phases(run_id)?;
+            runs.push(run);
+        }
+        Ok(runs)
+    }
+
+    fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns
+             FROM phases WHERE run_id = ?1 ORDER BY idx",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                PhaseRecord {
+                    name: r.get(1)?,
+                    measurement: PhaseMeasurement {
+                        elapsed_ns: r.get::<_, i64>(2)? as u64,
+                        ops: r.get::<_, i64>(3)? as u64,
+                        bytes: r.get::<_, i64>(4)? as u64,
+                        cpu_user_ns: r.get::<_, i64>(5)? as u64,
+                        cpu_system_ns: r.get::<_, i64>(6)? as u64,
+                        latency: Default::default(),
+                        errors: Default::default(),
+                    },
+                    caches_dropped: r.get(7)?,
+                    sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
+                    progress: Vec::new(),
+                },
+            ))
+        })?;
+        let mut phases = Vec::new();
+        for row in rows {
+            let (idx, mut phase) = row?;
+            let m = &mut phase.measurement;
+            let mut errors = self.conn.prepare_cached(
+                "SELECT errno, count FROM phase_errors WHERE run_id = ?1 AND idx = ?2",
+            )?;
+            for e in errors.query_map(params![run_id, idx], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })? {
+                let (errno, count) = e?;
+                m.errors.insert(errno, count as u64);
+            }
+            let mut latency = self.conn.prepare_cached(
+                "SELECT op, count, mean_ns, min_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns, histogram
+                 FROM latency WHERE run_id = ?1 AND idx = ?2",
+            )?;
+            for l in latency.query_map(params![run_id, idx], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    LatencySummary {
+                        count: r.get::<_, i64>(1)? as u64,
+                        mean_ns: r.get(2)?,
+                        min_ns: r.get::<_, i64>(3)? as u64,
+                        p50_ns: r.get::<_, i64>(4)? as u64,
+                        p90_ns: r.get::<_, i64>(5)? as u64,
+                        p99_ns: r.get::<_, i64>(6)? as u64,
+                        p999_ns: r.get::<_, i64>(7)? as u64,
+                        max_ns: r.get::<_, i64>(8)? as u64,
+                        histogram: r.get(9)?,
+                    },
+                ))
+            })? {
+                let (op, summary) = l?;
+                m.latency.insert(op, summary);
+            }
+            let series: Option<String> = self
+                .conn
+                .query_row(
+                    "SELECT series FROM progress WHERE run_id = ?1 AND idx = ?2",
+                    params![run_id, idx],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(series) = series {
+                phase.progress = from_json(&series, "progress series")?;
+            }
+            phases.push(phase);
+        }
+        Ok(phases)
+    }
+
+    /// The most recent suites, newest first.
+    pub fn list(&self, limit: usize) -> anyhow::Result<Vec<SuiteListing>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.id, s.started_at, s.name, s.status, s.definition, s.pid, s.pid_start,
+                    (SELECT COUNT(*) FROM configurations c WHERE c.suite_id = s.id),
+                    (SELECT COUNT(*) FROM runs r WHERE r.suite_id = s.id AND r.status IN ('ok', 'fsck-failed'))
+             FROM suites s ORDER BY s.id DESC LIMIT ?1",
+        )?;
+        let rows = stmt.query_map([limit as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, i64>(6)?,
+                r.get::<_, i64>(7)? as usize,
+                r.get::<_, i64>(8)? as usize,
+            ))
+        })?;
+        rows.map(|row| {
+            let (
+                id,
+                started_at,
+                name,
+                status,
+                definition,
+                pid,
+                pid_start,
+                configurations,
+                runs_done,
+            ) = row?;
+            let suite: Suite = from_json(&definition, "suite definition")?;
+            let status = match status.as_str() {
+                "running" if !process_alive(pid, pid_start) => "incomplete".to_string(),
+                s => s.to_string(),
+            };
+            Ok(SuiteListing {
+                id,
+                started_at,
+                name,
+                status,
+                configurations,
+                workloads: suite.workloads.len(),
+                runs_done,
+                runs_planned: configurations * suite.workloads.len() * suite.runs as usize,
+            })
+        })
+        .collect()
+    }
+}
+
+fn process_alive(pid: i64, start: i64) -> bool {
+    crate::target::scratch::process_start_ticks(pid as u32).is_some_and(|t| t as i64 == start)
+}
+
+fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
+    tx.execute(
+        "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
+             mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        params![
+            suite_id,
+            run.run,
+            run.position,
+            run.config,
+            run.workload,
+            run.started_at,
+            status_name(&run.status),
+            run.error,
+            run.source,
+            run.mkfs_secs,
+            run.mount_options,
+            run.unmount_secs,
+            run.fsck.as_ref().map(|f| f.clean),
+            run.fsck.as_ref().map(|f| f.secs),
+            run.fsck.as_ref().and_then(|f| f.output.clone()),
+        ],
+    )?;
+    let run_id = tx.last_insert_rowid();
+    for (idx, p) in run.phases.iter().enumerate() {
+        let m = &p.measurement;
+        tx.execute(
+            "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
+                 caches_dropped, sync_after_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                run_id,
+                idx as i64,
+                p.name,
+                m.elapsed_ns as i64,
+                m.ops as i64,
+                m.bytes as i64,
+                m.cpu_user_ns as i64,
+                m.cpu_system_ns as i64,
+                p.caches_dropped,
+                p.sync_after_ns.map(|v| v as i64),
+            ],
+        )?;
+        for (errno, count) in &m.errors {
+            tx.execute(
+                "INSERT INTO phase_errors (run_id, idx, errno, count) VALUES (?1, ?2, ?3, ?4)",
+                params![run_id, idx as i64, errno, *count as i64],
+            )?;
+        }
+        for (op, l) in &m.latency {
+            tx.execute(
+                "INSERT INTO latency (run_id, idx, op, count, mean_ns, min_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns, histogram)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    run_id,
+                    idx as i64,
+                    op,
+                    l.count as i64,
+                    l.mean_ns,
+                    l.min_ns as i64,
+                    l.p50_ns as i64,
+                    l.p90_ns as i64,
+                    l.p99_ns as i64,
+                    l.p999_ns as i64,
+                    l.max_ns as i64,
+                    l.histogram,
+                ],
+            )?;
+        }
+        tx.execute(
+            "INSERT INTO progress (run_id, idx, series) VALUES (?1, ?2, ?3)",
+            params![run_id, idx as i64, to_json(&p.progress)],
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::SuiteResult;
+
+    /// A database as the first schema version left it, holding one suite with one run.
+    fn version_one_database(path: &Path) -> i64 {
+        let conn = Connection::open(path).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        let r = SuiteResult::for_tests();
+        conn.execute(
+            "INSERT INTO suites (name, purpose, command, definition, system, target, skipped, started_at,
+                 finished_at, status, pid, pid_start)
+             VALUES ('old', 'why', 'fsbench run', ?1, ?2, ?3, '[]', 'then', 'later', 'completed', 1, 1)",
+            params![to_json(&r.suite), to_json(&r.system), to_json(&r.target)],
+        )
+        .unwrap();
+        let id = conn.last_insert_rowid();
+        let config = FsConfig::existing("ext4");
+        conn.execute(
+            "INSERT INTO configurations (suite_id, position, label, definition) VALUES (?1, 0, ?2, ?3)",
+            params![id, config.label, to_json(&config)],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, source, mount_options)
+             VALUES (?1, 1, 1, ?2, 'tree:quick-shallow', 'then', 'ok', '/dev/x', 'rw')",
+            params![id, config.label],
+        )
+        .unwrap();
+        let run = conn.last_insert_rowid();
+        conn.execute(
+            "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped)
+             VALUES (?1, 0, 'dir-create', 2000000000, 1000, 0, 1, 2, 1)",
+            [run],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO phase_errors (run_id, idx, errno, count) VALUES (?1, 0, 'EMLINK', 3)",
+            [run],
+        )
+        .unwrap();
+        id
+    }
+
+    #[test]
+    fn migrates_a_first_version_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let id = version_one_database(&path);
+        let store = Store::open(&path).unwrap();
+        let version: i64 = store
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version as usize, STORE_VERSION);
+        let loaded = store.load(id).unwrap();
+        assert_eq!(loaded.suite.purpose, Suite::default().purpose);
+        assert_eq!(loaded.status, SuiteStatus::Completed);
+        assert_eq!(loaded.runs.len(), 1);
+        let phase = &loaded.runs[0].phases[0];
+        assert_eq!(
+            (phase.measurement.ops, phase.measurement.elapsed_secs()),
+            (1000, 2.0)
+        );
+        assert_eq!(phase.measurement.errors["EMLINK"], 3);
+        assert!(phase.measurement.latency.is_empty() && phase.progress.is_empty());
+        // Version 2 tables work on the migrated database.
+        let listing = store.list(10).unwrap();
+        assert_eq!((listing[0].id, listing[0].runs_done), (id, 1));
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let err = Store::open(&path).err().unwrap().to_string();
+        assert!(err.contains("newer than this fsbench understands"), "{err}");
+    }
+}

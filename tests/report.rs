@@ -1,0 +1,164 @@
+//! The HTML report opened in a real headless Chromium: no console messages, every chart
+//! present, user strings shown as text, and a screenshot written.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+fn chromium() -> Option<std::path::PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|n| fsbench::tools::find(n))
+}
+
+/// Runs headless Chromium on `page` with fresh state; returns (stdout, stderr).
+fn headless(browser: &Path, page: &Path, profile: &Path, extra: &[&str]) -> (String, String) {
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium starts");
+    (text(&out.stdout), text(&out.stderr))
+}
+
+fn console_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
+}
+
+#[test]
+fn report_renders_in_chromium_without_errors() {
+    if !can_run("HTML report in Chromium", &[]) {
+        return;
+    }
+    let Some(browser) = chromium() else {
+        println!(
+            "SKIPPED HTML report in Chromium: chromium is not installed (scripts/test.sh installs it)"
+        );
+        return;
+    };
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let evil = "<script>alert(1)</script>";
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-q",
+            "--purpose",
+            "Is <b>tmpfs</b> faster than tmpfs? & why",
+            "--image-dir",
+        ])
+        .arg(dir.path())
+        .args([
+            "--fs",
+            "tmpfs",
+            "--fs",
+            &format!("tmpfs:mount=noatime:label={evil}"),
+        ])
+        .args(["-w", "tree:dirs=4,files=3,size=1,levels=2", "--runs", "3"]));
+    assert!(out.status.success());
+    let page = dir.path().join("report.html");
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["report", "1", "-o"])
+        .arg(&page));
+    assert!(out.status.success());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script"), "a user string became markup");
+    assert!(
+        !html.contains("http://")
+            || html
+                .matches("http://")
+                .all(|_| html.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+    );
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "the report must not load anything"
+    );
+
+    let profile = tempdir();
+    // The detector works: a page with a script error is caught.
+    let bad = dir.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        "<html><body><script>console.error('boom')</script></body></html>",
+    )
+    .unwrap();
+    let (_, stderr) = headless(&browser, &bad, profile.path(), &["--dump-dom"]);
+    assert!(
+        !console_lines(&stderr).is_empty(),
+        "console detection is broken:\n{stderr}"
+    );
+
+    let (dom, stderr) = headless(&browser, &page, profile.path(), &["--dump-dom"]);
+    assert!(
+        console_lines(&stderr).is_empty(),
+        "console messages: {:?}",
+        console_lines(&stderr)
+    );
+    // Per phase: time, rate and sync-after bars (throughput too for file create), one
+    // progress chart; lifecycle: an unmount bar (tmpfs has no mkfs and no fsck).
+    let bars = dom.matches("class=\"chart bar-chart\"").count();
+    let curves = dom.matches("class=\"chart progress-chart\"").count();
+    assert_eq!(bars, 4 * 3 + 1 + 1, "bar charts");
+    assert_eq!(curves, 4, "progress charts");
+    assert!(
+        dom.matches("class=\"error-bar\"").count() >= 3 * bars,
+        "CI error bars"
+    );
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "the label shows as text"
+    );
+    assert!(!dom.contains("<script>alert(1)"));
+    assert!(dom.contains("Is &lt;b&gt;tmpfs&lt;/b&gt; faster than tmpfs? &amp; why"));
+    for section in [
+        "Warnings",
+        "Comparison",
+        "Raw runs",
+        "Latency",
+        "p99 µs",
+        "Mount options as mounted",
+    ] {
+        assert!(dom.contains(section), "missing section {section}");
+    }
+
+    let shot = dir.path().join("report.png");
+    let (_, stderr) = headless(
+        &browser,
+        &page,
+        profile.path(),
+        &[
+            "--window-size=1200,3000",
+            &format!("--screenshot={}", shot.display()),
+        ],
+    );
+    assert!(console_lines(&stderr).is_empty());
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{} bytes",
+        png.len()
+    );
+    if let Some(keep) = std::env::var_os("FSBENCH_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}

@@ -1,0 +1,293 @@
+//! The results database through the command line: round trip of real runs, an interrupted
+//! (SIGKILLed) suite that keeps its completed runs and resumes, and the query commands.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn db_run(db: &Path, state: &Path, dir: &Path, extra: &[&str]) -> std::process::Output {
+    run(fsbench(state)
+        .arg("--db")
+        .arg(db)
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--purpose",
+            "store test",
+            "--dir",
+        ])
+        .arg(dir)
+        .args(extra))
+}
+
+#[test]
+fn a_run_round_trips_through_the_database() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let out = db_run(
+        &db,
+        state.path(),
+        dir.path(),
+        &["-w", "tree:dirs=3,files=2,size=1,levels=2", "--runs", "3"],
+    );
+    assert!(out.status.success());
+    let ran = json(&out);
+    let id = ran["id"].as_i64().expect("the suite ID is in the output");
+    assert!(text(&out.stderr).contains(&format!("suite ID {id}")));
+    let shown = json(&run(fsbench(state.path()).arg("--db").arg(&db).args([
+        "show",
+        &id.to_string(),
+        "--output-format",
+        "json",
+    ])));
+    // Every raw figure and every summary comes back as it was measured.
+    for key in [
+        "runs",
+        "summaries",
+        "warnings",
+        "configurations",
+        "system",
+        "target",
+        "suite",
+        "started_at",
+        "status",
+    ] {
+        assert_eq!(shown[key], ran[key], "{key} differs after the round trip");
+    }
+    let latency = &shown["runs"][0]["phases"][1]["latency"]["write"];
+    assert!(
+        latency["histogram"].as_str().is_some_and(|h| h.len() > 10),
+        "histogram kept"
+    );
+    assert!(
+        shown["runs"][0]["phases"][1]["progress"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty())
+    );
+
+    let list = text(&run(fsbench(state.path()).arg("--db").arg(&db).arg("list")).stdout);
+    assert!(list.contains("completed") && list.contains("3/3"), "{list}");
+    let table = text(
+        &run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["show", &id.to_string()]))
+        .stdout,
+    );
+    assert!(
+        table.contains("Purpose: store test") && table.contains("Phase times"),
+        "{table}"
+    );
+
+    let csv = text(
+        &run(fsbench(state.path()).arg("--db").arg(&db).args([
+            "export",
+            &id.to_string(),
+            "--format",
+            "csv",
+        ]))
+        .stdout,
+    );
+    let mut lines = csv.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("kind,suite,config,workload,run,status,phase,metric")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.iter().filter(|l| l.starts_with("run,")).count() >= 3 * 4 * 3);
+    assert!(
+        rows.iter()
+            .any(|l| l.starts_with("summary,") && l.contains(",file-create,rate,files/s,"))
+    );
+    let md = text(
+        &run(fsbench(state.path()).arg("--db").arg(&db).args([
+            "export",
+            &id.to_string(),
+            "--format",
+            "markdown",
+        ]))
+        .stdout,
+    );
+    assert!(
+        md.starts_with("# fsbench") && md.contains("\n| Configuration"),
+        "{md}"
+    );
+    let exported = run(fsbench(state.path()).arg("--db").arg(&db).args([
+        "export",
+        &id.to_string(),
+        "--format",
+        "json",
+    ]));
+    assert_eq!(json(&exported)["runs"], ran["runs"]);
+}
+
+#[test]
+fn compare_and_rank_across_suites() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    for _ in 0..2 {
+        let out = db_run(
+            &db,
+            state.path(),
+            dir.path(),
+            &["-w", "tree:dirs=3,files=2,size=0,levels=2", "--runs", "3"],
+        );
+        assert!(out.status.success());
+    }
+    let base = ["--db", db.to_str().unwrap()];
+    let out = run(fsbench(state.path()).args(base).args([
+        "compare",
+        "1",
+        "2",
+        "--output-format",
+        "json",
+    ]));
+    assert!(out.status.success());
+    let doc = json(&out);
+    let rows = doc["rows"].as_array().unwrap();
+    let rate = rows
+        .iter()
+        .find(|r| r["phase"] == "file-create" && r["metric"] == "rate")
+        .unwrap();
+    assert_eq!(rate["cells"][0]["verdict"], "baseline");
+    let other = &rate["cells"][1];
+    assert!(
+        other["p_value"]
+            .as_f64()
+            .is_some_and(|p| (0.0..=1.0).contains(&p))
+    );
+    assert!(["better", "worse", "within-noise"].contains(&other["verdict"].as_str().unwrap()));
+    let table = text(&run(fsbench(state.path()).args(base).args(["compare", "1", "2"])).stdout);
+    assert!(
+        table.contains("Baseline: #1") && table.contains("p="),
+        "{table}"
+    );
+    let rank = text(&run(fsbench(state.path()).args(base).args(["rank", "1", "2"])).stdout);
+    assert!(
+        rank.contains("Total points") && rank.contains("1. #"),
+        "{rank}"
+    );
+    // Errors name what is wrong.
+    let bad = run(fsbench(state.path()).args(base).args(["compare", "1:nope"]));
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("has no configuration `nope`"));
+    let missing = run(fsbench(state.path()).args(base).args(["show", "99"]));
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("no suite 99"));
+}
+
+/// Runs of suite `id` committed so far, read straight from the database.
+fn committed_runs(db: &Path, id: i64) -> i64 {
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return 0;
+    };
+    conn.query_row(
+        "SELECT COUNT(*) FROM runs WHERE suite_id = ?1 AND status = 'ok'",
+        [id],
+        |r| r.get(0),
+    )
+    .unwrap_or(0)
+}
+
+#[test]
+fn a_killed_suite_keeps_its_runs_and_resumes() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    // Each run takes a moment, so the kill lands between runs with some committed.
+    let mut child = fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-q",
+            "-w",
+            "tree:dirs=20,files=5,size=0,levels=3",
+            "--runs",
+            "4",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while committed_runs(&db, 1) < 2 {
+        assert!(Instant::now() < deadline, "no runs were committed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the suite finished before it could be killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = committed_runs(&db, 1);
+    assert!((2..4).contains(&kept), "{kept} runs");
+
+    let list = text(&run(fsbench(state.path()).arg("--db").arg(&db).arg("list")).stdout);
+    assert!(
+        list.contains("incomplete") && list.contains(&format!("{kept}/4")),
+        "{list}"
+    );
+    let shown = json(&run(fsbench(state.path()).arg("--db").arg(&db).args([
+        "show",
+        "1",
+        "--output-format",
+        "json",
+    ])));
+    assert_eq!(shown["status"], "incomplete");
+    let ok = shown["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "ok")
+        .count() as i64;
+    assert_eq!(ok, kept);
+    assert!(run(fsbench(state.path()).arg("clean")).status.success());
+
+    let out = run(fsbench(state.path()).arg("--db").arg(&db).args([
+        "run",
+        "-q",
+        "--output-format",
+        "json",
+        "--resume",
+        "1",
+    ]));
+    assert!(out.status.success());
+    let resumed = json(&out);
+    assert_eq!(resumed["id"], 1);
+    assert_eq!(resumed["status"], "completed");
+    let rounds: Vec<u64> = resumed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "ok")
+        .map(|r| r["run"].as_u64().unwrap())
+        .collect();
+    let mut sorted = rounds.clone();
+    sorted.sort();
+    assert_eq!(sorted, [1, 2, 3, 4], "each round exactly once: {rounds:?}");
+    assert!(text(&out.stderr).contains(&format!("{kept} of 4 runs already done")));
+    let again = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--resume", "1"]));
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("nothing to resume"));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
