@@ -34,10 +34,12 @@ pub enum OpKind {
     Close,
     Unlink,
     Rmdir,
+    Link,
+    Symlink,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 7] = [
+    pub const ALL: [OpKind; 9] = [
         OpKind::Mkdir,
         OpKind::OpenDir,
         OpKind::Create,
@@ -45,6 +47,8 @@ impl OpKind {
         OpKind::Close,
         OpKind::Unlink,
         OpKind::Rmdir,
+        OpKind::Link,
+        OpKind::Symlink,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +60,8 @@ impl OpKind {
             OpKind::Close => "close",
             OpKind::Unlink => "unlink",
             OpKind::Rmdir => "rmdir",
+            OpKind::Link => "link",
+            OpKind::Symlink => "symlink",
         }
     }
 }
@@ -63,8 +69,8 @@ impl OpKind {
 /// Latencies above an hour are clamped; three significant digits keep each histogram ~256 KiB.
 const HISTOGRAM_MAX_NS: u64 = 3_600_000_000_000;
 const HISTOGRAM_DIGITS: u8 = 3;
-/// Non-fatal errors tolerated in one phase before it is aborted.
-const MAX_ERRORS: u64 = 1000;
+/// Failures are counted by errno without limit; this many are also described, with paths.
+const FAILURE_SAMPLES: usize = 10;
 
 /// Shared between a running phase and the thread that reports progress.
 #[derive(Debug, Default)]
@@ -80,7 +86,9 @@ pub struct PhaseRecorder {
     phase: &'static str,
     histograms: Vec<Option<Histogram<u64>>>,
     errors: BTreeMap<i32, u64>,
-    error_count: u64,
+    last_errno: i32,
+    refused: u64,
+    failures: Vec<String>,
     ops: u64,
     bytes: u64,
     started: Instant,
@@ -98,7 +106,9 @@ impl PhaseRecorder {
             phase,
             histograms: OpKind::ALL.iter().map(|_| None).collect(),
             errors: BTreeMap::new(),
-            error_count: 0,
+            last_errno: 0,
+            refused: 0,
+            failures: Vec::new(),
             ops: 0,
             bytes: 0,
             started: Instant::now(),
@@ -133,7 +143,7 @@ impl PhaseRecorder {
     #[cold]
     fn fail<T>(&mut self, errno: Errno) -> Result<Option<T>, FsbenchError> {
         *self.errors.entry(errno.raw_os_error()).or_default() += 1;
-        self.error_count += 1;
+        self.last_errno = errno.raw_os_error();
         if errno == Errno::NOSPC || errno == Errno::DQUOT {
             return Err(FsbenchError::DiskFull {
                 phase: self.phase.to_string(),
@@ -141,15 +151,37 @@ impl PhaseRecorder {
                 errno: errno_name(errno.raw_os_error()),
             });
         }
-        if self.error_count > MAX_ERRORS {
+        // A storm of I/O errors or a filesystem gone read-only makes going on pointless.
+        if errno == Errno::IO || errno == Errno::ROFS {
             return Err(FsbenchError::Failed(format!(
-                "phase `{}` aborted after {} errors ({})",
+                "phase `{}`: {} after {} operations; the filesystem is failing",
                 self.phase,
-                self.error_count,
-                self.error_summary()
+                errno_name(errno.raw_os_error()),
+                self.ops
             )));
         }
         Ok(None)
+    }
+
+    /// Describes the failure just recorded (the first few are kept, with `what` as the path).
+    pub fn note_failure(&mut self, what: impl FnOnce() -> String) {
+        if self.failures.len() < FAILURE_SAMPLES {
+            let errno = errno_name(self.last_errno);
+            self.failures.push(format!("{errno}: {}", what()));
+        }
+    }
+
+    /// Counts a member refused for safety (a path outside the target), describing the first few.
+    pub fn refuse(&mut self, what: impl FnOnce() -> String) {
+        self.refused += 1;
+        if self.failures.len() < FAILURE_SAMPLES {
+            self.failures.push(format!("refused: {}", what()));
+        }
+    }
+
+    /// Units completed so far.
+    pub fn units(&self) -> u64 {
+        self.ops
     }
 
     /// Counts one completed unit of the phase (a directory, a file) and `bytes` moved.
@@ -163,14 +195,6 @@ impl PhaseRecorder {
             return Err(FsbenchError::Interrupted);
         }
         Ok(())
-    }
-
-    fn error_summary(&self) -> String {
-        self.errors
-            .iter()
-            .map(|(e, n)| format!("{}: {n}", errno_name(*e)))
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 
     /// Ends the phase and summarizes it.
@@ -194,6 +218,8 @@ impl PhaseRecorder {
                 .iter()
                 .map(|(e, n)| (errno_name(*e), *n))
                 .collect(),
+            refused: self.refused,
+            failures: self.failures,
         }
     }
 }
@@ -222,9 +248,30 @@ pub struct PhaseMeasurement {
     pub latency: BTreeMap<String, LatencySummary>,
     /// Failed system calls by errno name.
     pub errors: BTreeMap<String, u64>,
+    /// Archive members refused because they would land outside the target.
+    #[serde(default)]
+    pub refused: u64,
+    /// The first few failures and refusals, with their paths.
+    #[serde(default)]
+    pub failures: Vec<String>,
 }
 
 impl PhaseMeasurement {
+    /// Failed calls and refusals, e.g. `EMLINK ×1,001, refused ×2`; `None` when there were none.
+    pub fn failure_summary(&self) -> Option<String> {
+        let mut parts: Vec<String> = self
+            .errors
+            .iter()
+            .map(|(e, n)| format!("{e} ×{}", crate::units::group_thousands(*n)))
+            .collect();
+        if self.refused > 0 {
+            parts.push(format!(
+                "refused ×{}",
+                crate::units::group_thousands(self.refused)
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
     pub fn elapsed_secs(&self) -> f64 {
         self.elapsed_ns as f64 / 1e9
     }

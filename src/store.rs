@@ -118,6 +118,10 @@ const MIGRATIONS: &[&str] = &[
         phase TEXT,
         message TEXT NOT NULL
     );",
+    // 3: archive members refused, failure samples, and runs that made an incomplete tree.
+    "ALTER TABLE phases ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE phases ADD COLUMN failures TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE runs ADD COLUMN incomplete TEXT;",
 ];
 
 /// The schema version this fsbench writes.
@@ -409,7 +413,7 @@ impl Store {
     fn load_runs(&self, id: i64) -> anyhow::Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
-                    mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output
+                    mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -438,6 +442,7 @@ impl Store {
                     phases: Vec::new(),
                     unmount_secs: r.get(11)?,
                     fsck,
+                    incomplete: r.get(15)?,
                 },
             ))
         })?;
@@ -453,7 +458,8 @@ impl Store {
 
     fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
-            "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns
+            "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
+                    refused, failures
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -469,16 +475,20 @@ impl Store {
                         cpu_system_ns: r.get::<_, i64>(6)? as u64,
                         latency: Default::default(),
                         errors: Default::default(),
+                        refused: r.get::<_, i64>(9)? as u64,
+                        failures: Vec::new(),
                     },
                     caches_dropped: r.get(7)?,
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
                     progress: Vec::new(),
                 },
+                r.get::<_, String>(10)?,
             ))
         })?;
         let mut phases = Vec::new();
         for row in rows {
-            let (idx, mut phase) = row?;
+            let (idx, mut phase, failures) = row?;
+            phase.measurement.failures = from_json(&failures, "failure list")?;
             let m = &mut phase.measurement;
             let mut errors = self.conn.prepare_cached(
                 "SELECT errno, count FROM phase_errors WHERE run_id = ?1 AND idx = ?2",
@@ -588,8 +598,8 @@ fn process_alive(pid: i64, start: i64) -> bool {
 fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
-             mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             suite_id,
             run.run,
@@ -606,6 +616,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.fsck.as_ref().map(|f| f.clean),
             run.fsck.as_ref().map(|f| f.secs),
             run.fsck.as_ref().and_then(|f| f.output.clone()),
+            run.incomplete,
         ],
     )?;
     let run_id = tx.last_insert_rowid();
@@ -613,8 +624,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         let m = &p.measurement;
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
-                 caches_dropped, sync_after_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 caches_dropped, sync_after_ns, refused, failures)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 run_id,
                 idx as i64,
@@ -626,6 +637,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 m.cpu_system_ns as i64,
                 p.caches_dropped,
                 p.sync_after_ns.map(|v| v as i64),
+                m.refused as i64,
+                to_json(&m.failures),
             ],
         )?;
         for (errno, count) in &m.errors {

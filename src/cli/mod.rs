@@ -1,5 +1,6 @@
 //! The command line: parses arguments, builds the suite, dispatches, maps errors to exit codes.
 
+mod archive;
 mod fdtree;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,11 @@ enum Command {
     Fdtree(fdtree::FdtreeArgs),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs
     Clean,
+    /// Generate a BackupPC-shaped tar archive, or extract one with fsbench's extractor
+    Archive {
+        #[command(subcommand)]
+        command: archive::ArchiveCommand,
+    },
     /// Recent suites in the results database, one line each
     List {
         /// How many suites
@@ -133,9 +139,15 @@ struct RunArgs {
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
     /// Workloads: `tree:PRESET` (small-shallow, small-deep, medium-shallow, medium-deep,
-    /// quick-shallow, quick-deep) or `tree:dirs=N,files=N,size=N,levels=N`
+    /// quick-shallow, quick-deep) or `tree:dirs=N,files=N,size=N,levels=N`;
+    /// `archive:PRESET` (tiny, small, seed-1pct, seed-10pct) with optional
+    /// `,order=pool-first|backups-first` and KEY=N settings (pool, hosts, backups, files,
+    /// popular, empty, regular, min-size, max-size, seed)
     #[arg(long = "workload", short = 'w', value_name = "WORKLOAD")]
     workloads: Vec<String>,
+    /// Extract (then rm -rf) this tar archive (plain, gzip or zstd) as a workload
+    #[arg(long, value_name = "FILE")]
+    archive: Vec<PathBuf>,
     /// Runs per configuration and workload [default: 3]
     #[arg(long, short = 'n')]
     runs: Option<u32>,
@@ -176,7 +188,7 @@ struct RunArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "runs", "dir", "device", "image_dir", "image_size", "name", "purpose"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "dir", "device", "image_dir", "image_size", "name", "purpose"])]
     resume: Option<i64>,
 }
 
@@ -197,14 +209,18 @@ impl RunArgs {
                 .flatten()
                 .collect();
         }
-        if !self.workloads.is_empty() {
-            suite.workloads = self
-                .workloads
+        let archives = self
+            .archive
+            .iter()
+            .map(|a| format!("archive:file={}", a.display()));
+        let given: Vec<String> = self.workloads.iter().cloned().chain(archives).collect();
+        if !given.is_empty() {
+            suite.workloads = given
                 .iter()
                 .map(|w| WorkloadSpec::parse(w))
                 .collect::<anyhow::Result<_>>()?;
         }
-        let default_suite = self.suite.is_none() && self.workloads.is_empty();
+        let default_suite = self.suite.is_none() && given.is_empty();
         if suite.workloads.is_empty() {
             suite.workloads = Suite::default_workloads();
         }
@@ -554,7 +570,9 @@ fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             write_output(Some(&args.output), &html)?;
             eprintln!("fsbench: report written to {}", args.output.display());
         }
-        Command::Run(_) | Command::Fdtree(_) | Command::Clean => unreachable!("handled in main"),
+        Command::Run(_) | Command::Fdtree(_) | Command::Clean | Command::Archive { .. } => {
+            unreachable!("handled in main")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -580,6 +598,9 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run(args, &db, progress.clone()),
         Command::Fdtree(args) => fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS),
         Command::Clean => clean(),
+        Command::Archive { command } => {
+            archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
+        }
         other => query(other, &db),
     });
     match outcome {

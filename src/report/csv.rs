@@ -50,9 +50,12 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
                 figures.push(("lifecycle".into(), metric.into(), "s".into(), v));
             }
         }
-        let status = serde_json::to_string(&run.status)?
+        let mut status = serde_json::to_string(&run.status)?
             .trim_matches('"')
             .to_string();
+        if run.incomplete.is_some() {
+            status.push_str(" (incomplete tree)");
+        }
         for (phase, metric, unit, value) in figures {
             let mut row = vec![
                 "run".to_string(),

@@ -87,6 +87,8 @@ mod tests {
             cpu_system_ns: 0,
             latency: Default::default(),
             errors: Default::default(),
+            refused: 0,
+            failures: Vec::new(),
         };
         let b = phase_block(tree::FILE_CREATE, 1.5, 1.75, &m);
         assert!(

@@ -306,7 +306,9 @@ fn raw_runs(s: &SuiteResult) -> Markup {
             @for r in &s.runs {
                 tr {
                     td.num { (r.run) } td { (r.config) } td { (r.workload) }
-                    td { (format!("{:?}", r.status).to_lowercase()) @if let Some(e) = &r.error { br; small { (e) } } }
+                    td { (format!("{:?}", r.status).to_lowercase())
+                         @if let Some(what) = &r.incomplete { br; strong.worse { "incomplete tree: " (what) } }
+                         @if let Some(e) = &r.error { br; small { (e) } } }
                     @for n in &phase_names {
                         td.num { (r.phases.iter().find(|p| p.name == *n).map_or("-".into(), |p| figure(p.measurement.elapsed_secs()))) }
                     }

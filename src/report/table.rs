@@ -258,6 +258,15 @@ fn render_workload(
     }
     right_align(&mut rates);
     out.push_str(&style.table("Rates, mean of per-run rates ± stddev:", &rates));
+    for run in r.runs.iter().filter(|x| x.workload == workload) {
+        if let Some(what) = &run.incomplete {
+            let _ = writeln!(
+                out,
+                "‡ INCOMPLETE TREE: {} run {}: {what}",
+                run.config, run.run
+            );
+        }
+    }
     if configs
         .iter()
         .any(|c| phases.iter().any(|p| short(c, p.name)))

@@ -253,6 +253,7 @@ pub fn run_suite(
                     phases: Vec::new(),
                     unmount_secs: None,
                     fsck: None,
+                    incomplete: None,
                 };
                 let label = format!(
                     "[{}/{}] {} {}",
@@ -362,6 +363,10 @@ fn run_once(
     for index in 0..workload.phases().len() {
         let phase = run_phase(workload.as_mut(), index, fresh.dir(), settings, label)?;
         record.phases.push(phase);
+    }
+    record.incomplete = record.failure_summary();
+    if let Some(what) = &record.incomplete {
+        eprintln!("fsbench: {label}: incomplete tree: {what}");
     }
     let teardown = fresh.finish()?;
     record.unmount_secs = teardown.unmount_secs;

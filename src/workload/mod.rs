@@ -4,6 +4,7 @@
 //! [`Workload::run_phase`] for each phase in turn, with caches dropped and barriers in between,
 //! so phases must not depend on anything but the workload's own state and the directory.
 
+pub mod archive;
 pub mod tree;
 
 use std::os::fd::BorrowedFd;
@@ -53,6 +54,7 @@ pub trait Workload: Send {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum WorkloadSpec {
     Tree(tree::TreeParams),
+    Archive(archive::ArchiveParams),
 }
 
 impl WorkloadSpec {
@@ -61,8 +63,9 @@ impl WorkloadSpec {
         let (kind, args) = text.split_once(':').unwrap_or((text, ""));
         match kind.trim() {
             "tree" => Ok(WorkloadSpec::Tree(tree::TreeParams::parse(args)?)),
+            "archive" => Ok(WorkloadSpec::Archive(archive::ArchiveParams::parse(args)?)),
             other => Err(invalid(format!(
-                "unknown workload `{other}`: available workloads are: tree"
+                "unknown workload `{other}`: available workloads are: tree, archive"
             ))),
         }
     }
@@ -71,6 +74,7 @@ impl WorkloadSpec {
     pub fn label(&self) -> String {
         match self {
             WorkloadSpec::Tree(p) => format!("tree:{}", p.name()),
+            WorkloadSpec::Archive(p) => format!("archive:{}", p.name()),
         }
     }
 
@@ -78,18 +82,21 @@ impl WorkloadSpec {
     pub fn describe(&self) -> String {
         match self {
             WorkloadSpec::Tree(p) => p.describe(),
+            WorkloadSpec::Archive(p) => p.describe(),
         }
     }
 
     pub fn phases(&self) -> &'static [PhaseInfo] {
         match self {
             WorkloadSpec::Tree(_) => tree::PHASES,
+            WorkloadSpec::Archive(_) => archive::PHASES,
         }
     }
 
     pub fn space_needed(&self) -> SpaceNeed {
         match self {
             WorkloadSpec::Tree(p) => p.space_needed(),
+            WorkloadSpec::Archive(p) => p.space_needed(),
         }
     }
 
@@ -99,6 +106,7 @@ impl WorkloadSpec {
             WorkloadSpec::Tree(p) => {
                 Box::new(tree::Tree::new(p.clone(), tree::default_base_name()))
             }
+            WorkloadSpec::Archive(p) => Box::new(archive::Archive::new(p.clone())),
         }
     }
 
@@ -106,6 +114,7 @@ impl WorkloadSpec {
     pub fn validate(&self) -> anyhow::Result<()> {
         match self {
             WorkloadSpec::Tree(p) => p.validate(),
+            WorkloadSpec::Archive(p) => p.validate(),
         }
     }
 }

@@ -1,0 +1,127 @@
+//! `fsbench archive`: write a generated BackupPC-shaped archive as a tar file, or extract (and
+//! remove) an archive with fsbench's extractor, outside a suite.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Subcommand;
+use rustix::fs::{Mode, OFlags};
+
+use crate::error::invalid;
+use crate::measure::Progress;
+use crate::runner::phases::{PhaseSettings, run_phase};
+use crate::workload::archive::{Archive, ArchiveParams, Source};
+
+#[derive(Debug, Subcommand)]
+pub enum ArchiveCommand {
+    /// Write a generated archive as a tar file (gzip or zstd when the name ends .gz/.tgz/.zst)
+    Generate {
+        /// A preset (tiny, small, seed-1pct, seed-10pct) and/or KEY=N settings, as for
+        /// `--workload archive:...`
+        #[arg(default_value = "tiny")]
+        shape: String,
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+    },
+    /// Extract an archive into a directory (as `tar -xf FILE -C DIR`) and print the figures
+    Extract {
+        /// A tar file (plain, gzip or zstd), or `generated:SHAPE` for a generated archive
+        archive: String,
+        /// Directory to extract into
+        #[arg(short = 'C', long)]
+        dir: PathBuf,
+        /// Then remove everything extracted (as `rm -rf`), measured too
+        #[arg(long)]
+        remove: bool,
+    },
+}
+
+pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<()> {
+    match command {
+        ArchiveCommand::Generate { shape, output } => {
+            let params = ArchiveParams::parse(shape)?;
+            params.validate()?;
+            let Source::Generated { shape, .. } = &params.source else {
+                return Err(invalid(
+                    "generate makes archives; `file=` names an existing one",
+                ));
+            };
+            let file = std::fs::File::create(output)
+                .with_context(|| format!("cannot create {}", output.display()))?;
+            let out = std::io::BufWriter::with_capacity(1 << 20, file);
+            let name = output.to_string_lossy();
+            let written = if name.ends_with(".gz") || name.ends_with(".tgz") {
+                let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+                shape.write_tar(&mut gz)?;
+                gz.finish()?.flush()
+            } else if name.ends_with(".zst") {
+                let mut zst = zstd::stream::write::Encoder::new(out, 3)?;
+                shape.write_tar(&mut zst)?;
+                zst.finish()?.flush()
+            } else {
+                shape.write_tar(out)
+            };
+            written.with_context(|| format!("cannot write {}", output.display()))?;
+            let (entries, bytes, _) = shape.totals();
+            eprintln!(
+                "fsbench: wrote {} ({entries} entries, {} bytes of file data)",
+                output.display(),
+                bytes
+            );
+            Ok(())
+        }
+        ArchiveCommand::Extract {
+            archive,
+            dir,
+            remove,
+        } => {
+            let params = match archive.strip_prefix("generated:") {
+                Some(shape) => ArchiveParams::parse(shape)?,
+                None => ArchiveParams::parse(&format!("file={archive}"))?,
+            };
+            params.validate()?;
+            match dir.metadata() {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(invalid(format!("-C {}: not a directory", dir.display()))),
+                Err(e) => return Err(invalid(format!("-C {}: {e}", dir.display()))),
+            }
+            let fd = rustix::fs::open(
+                dir,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .with_context(|| format!("cannot open {}", dir.display()))?;
+            let mut workload = Archive::extracting_into(params, None);
+            let settings = PhaseSettings {
+                settle: false,
+                show_progress: true,
+                progress,
+            };
+            let phases = if *remove { 2 } else { 1 };
+            let mut records = Vec::new();
+            for index in 0..phases {
+                let record = run_phase(&mut workload, index, &fd, &settings, "archive")?;
+                let m = &record.measurement;
+                eprintln!(
+                    "fsbench: {}: {} entries in {:.3} s: {:.1} entries/s, {:.1} MiB/s{}",
+                    record.name,
+                    m.ops,
+                    m.elapsed_secs(),
+                    m.ops_per_sec(),
+                    m.bytes as f64 / 1048576.0 / m.elapsed_secs(),
+                    m.failure_summary()
+                        .map(|f| format!("; INCOMPLETE TREE: {f}"))
+                        .unwrap_or_default()
+                );
+                for f in &m.failures {
+                    eprintln!("fsbench:   {f}");
+                }
+                records.push(record);
+            }
+            println!("{}", serde_json::to_string_pretty(&records)?);
+            Ok(())
+        }
+    }
+}

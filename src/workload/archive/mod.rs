@@ -1,0 +1,510 @@
+//! The archive workload (seed 003): extract a BackupPC-shaped archive — a pool of files, then
+//! millions of hard links to them — and `rm -rf` the result. The archive is generated on the
+//! fly (no multi-GB tar on disk) or read from a user's tar file (plain, gzip or zstd).
+
+pub mod extract;
+pub mod generate;
+pub mod remove;
+pub mod tarfile;
+
+use std::io::{BufReader, Read};
+use std::os::fd::BorrowedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Access, AtFlags, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::{PhaseInfo, SpaceNeed, Workload};
+use crate::error::{FsbenchError, invalid};
+use crate::measure::PhaseRecorder;
+use crate::units::group_thousands;
+use extract::Extractor;
+use generate::Shape;
+
+/// What kind of member an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    Dir,
+    File,
+    HardLink,
+    Symlink,
+    /// Devices, FIFOs and the like: not extracted.
+    Other,
+}
+
+/// One archive member, borrowed from the generator's or the tar reader's buffers.
+#[derive(Debug)]
+pub struct Entry<'a> {
+    pub path: &'a [u8],
+    pub kind: EntryKind,
+    pub size: u64,
+    /// Link target (hard links: a member path; symlinks: the link's text).
+    pub link: &'a [u8],
+}
+
+pub const PHASES: &[PhaseInfo] = &[
+    PhaseInfo {
+        name: "extract",
+        title: "Extract",
+        unit: "entries",
+        moves_data: true,
+    },
+    PhaseInfo {
+        name: "remove",
+        title: "Remove (rm -rf)",
+        unit: "entries",
+        moves_data: false,
+    },
+];
+
+/// The order `rm -rf` visits the top level in: the seed found it changes the time on ext4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemoveOrder {
+    /// As the directory lists its entries (what `rm -rf` does).
+    #[default]
+    Directory,
+    PoolFirst,
+    BackupsFirst,
+}
+
+/// Presets: counts in the seed's proportions (≈23 links per pool file, ≈0.8% empty files),
+/// with small files so that data does not dominate.
+pub const PRESETS: &[(&str, Shape)] = &[
+    ("tiny", shape(500, 2, 2, 1_000, 0)),
+    ("small", shape(1_000, 2, 3, 4_000, 0)),
+    ("seed-1pct", shape(4_560, 4, 5, 5_200, 0)),
+    ("seed-10pct", shape(45_600, 8, 10, 13_000, 0)),
+];
+
+const fn shape(
+    pool_files: u64,
+    hosts: u32,
+    backups_per_host: u32,
+    files_per_backup: u64,
+    popular_links: u64,
+) -> Shape {
+    Shape {
+        pool_files,
+        hosts,
+        backups_per_host,
+        files_per_backup,
+        files_per_dir: 64,
+        empty_permille: 8,
+        regular_permille: 1,
+        popular_links,
+        min_size: 512,
+        max_size: 64 << 10,
+        seed: 2010,
+    }
+}
+
+/// Where the archive comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Generated {
+        preset: Option<String>,
+        shape: Shape,
+    },
+    File {
+        path: PathBuf,
+    },
+}
+
+/// The archive workload's parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveParams {
+    pub source: Source,
+    #[serde(default)]
+    pub remove_order: RemoveOrder,
+}
+
+/// The directory the archive is extracted into, in the run's directory.
+const TARGET: &str = "archive";
+
+impl ArchiveParams {
+    pub fn preset(name: &str) -> anyhow::Result<ArchiveParams> {
+        let (_, shape) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            let names: Vec<_> = PRESETS.iter().map(|(n, _)| *n).collect();
+            invalid(format!(
+                "unknown archive preset `{name}`: choose one of {}",
+                names.join(", ")
+            ))
+        })?;
+        Ok(ArchiveParams {
+            source: Source::Generated {
+                preset: Some(name.into()),
+                shape: shape.clone(),
+            },
+            remove_order: RemoveOrder::Directory,
+        })
+    }
+
+    /// Parses the part after `archive:`: a preset, `file=PATH`, and/or `KEY=N` settings:
+    /// pool, hosts, backups, files, empty (‰), regular (‰), popular, min-size, max-size,
+    /// seed, order (directory, pool-first, backups-first).
+    pub fn parse(args: &str) -> anyhow::Result<ArchiveParams> {
+        let mut params = ArchiveParams::preset("tiny")?;
+        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((key, value)) = item.split_once('=') else {
+                params = ArchiveParams {
+                    remove_order: params.remove_order,
+                    ..ArchiveParams::preset(item)?
+                };
+                continue;
+            };
+            if key == "file" {
+                params.source = Source::File {
+                    path: std::path::absolute(value)?,
+                };
+                continue;
+            }
+            if key == "order" {
+                params.remove_order = match value {
+                    "directory" => RemoveOrder::Directory,
+                    "pool-first" => RemoveOrder::PoolFirst,
+                    "backups-first" => RemoveOrder::BackupsFirst,
+                    _ => {
+                        return Err(invalid(format!(
+                            "archive order `{value}`: use directory, pool-first or backups-first"
+                        )));
+                    }
+                };
+                continue;
+            }
+            let Source::Generated { preset, shape } = &mut params.source else {
+                return Err(invalid(format!(
+                    "archive: `{key}` does not apply to a file archive"
+                )));
+            };
+            let n: u64 = crate::units::parse_size(value).map_err(|_| {
+                invalid(format!(
+                    "archive parameter `{key}`: `{value}` is not a non-negative number"
+                ))
+            })?;
+            let small = |n: u64| {
+                u32::try_from(n)
+                    .map_err(|_| invalid(format!("archive parameter `{key}` is too large")))
+            };
+            match key {
+                "pool" => shape.pool_files = n,
+                "hosts" => shape.hosts = small(n)?,
+                "backups" => shape.backups_per_host = small(n)?,
+                "files" => shape.files_per_backup = n,
+                "per-dir" => shape.files_per_dir = small(n)?,
+                "empty" => shape.empty_permille = small(n)?,
+                "regular" => shape.regular_permille = small(n)?,
+                "popular" => shape.popular_links = n,
+                "min-size" => shape.min_size = n,
+                "max-size" => shape.max_size = n,
+                "seed" => shape.seed = n,
+                other => return Err(invalid(format!("unknown archive parameter `{other}`"))),
+            }
+            *preset = None;
+        }
+        Ok(params)
+    }
+
+    pub fn name(&self) -> String {
+        let base = match &self.source {
+            Source::Generated {
+                preset: Some(p), ..
+            } => p.clone(),
+            Source::Generated { shape: s, .. } => format!(
+                "p{}-h{}-b{}-f{}-pop{}",
+                s.pool_files, s.hosts, s.backups_per_host, s.files_per_backup, s.popular_links
+            ),
+            Source::File { path } => path
+                .file_name()
+                .map_or("file".into(), |f| f.to_string_lossy().into_owned()),
+        };
+        match self.remove_order {
+            RemoveOrder::Directory => base,
+            RemoveOrder::PoolFirst => format!("{base},pool-first"),
+            RemoveOrder::BackupsFirst => format!("{base},backups-first"),
+        }
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        match &self.source {
+            Source::File { path } => match path.metadata() {
+                Ok(m) if m.is_file() => Ok(()),
+                Ok(_) => Err(invalid(format!("archive {} is not a file", path.display()))),
+                Err(e) => Err(invalid(format!("archive {}: {e}", path.display()))),
+            },
+            Source::Generated { shape, .. } => {
+                if shape.hosts == 0 || shape.backups_per_host == 0 || shape.files_per_backup == 0 {
+                    return Err(invalid(
+                        "archive: hosts, backups and files must be at least 1",
+                    ));
+                }
+                if shape.pool_files == 0 {
+                    return Err(invalid("archive: the pool needs at least 1 file"));
+                }
+                if shape.empty_permille + shape.regular_permille > 1000 {
+                    return Err(invalid(
+                        "archive: empty + regular shares exceed 1000 per mille",
+                    ));
+                }
+                if shape.min_size > shape.max_size {
+                    return Err(invalid("archive: min-size is larger than max-size"));
+                }
+                let entries = (shape.hosts as u64 * shape.backups_per_host as u64)
+                    .checked_mul(shape.files_per_backup)
+                    .and_then(|n| n.checked_add(shape.pool_files))
+                    .and_then(|n| n.checked_add(shape.popular_links));
+                if entries.is_none_or(|n| n > 1_000_000_000) {
+                    return Err(invalid("archive: more than a billion entries is absurd"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.source {
+            Source::Generated { shape, .. } => {
+                let (entries, bytes, _) = shape.totals();
+                format!(
+                    "BackupPC-shaped archive: {} pool files, {} hosts × {} backups × {} files, {} popular links; {} entries, {} MiB; rm order {:?}",
+                    group_thousands(shape.pool_files),
+                    shape.hosts,
+                    shape.backups_per_host,
+                    group_thousands(shape.files_per_backup),
+                    group_thousands(shape.popular_links),
+                    group_thousands(entries),
+                    group_thousands(bytes >> 20),
+                    self.remove_order
+                )
+            }
+            Source::File { path } => format!(
+                "archive file {}; rm order {:?}",
+                path.display(),
+                self.remove_order
+            ),
+        }
+    }
+
+    pub fn space_needed(&self) -> SpaceNeed {
+        match &self.source {
+            Source::Generated { shape, .. } => {
+                let (entries, bytes, inodes) = shape.totals();
+                // Data rounded to blocks, plus directory entries for the links.
+                SpaceNeed {
+                    bytes: bytes + inodes * 4096 + entries * 64,
+                    inodes,
+                }
+            }
+            Source::File { path } => {
+                let size = path.metadata().map_or(0, |m| m.len());
+                // A compressed archive may expand several times; inodes are unknown.
+                SpaceNeed {
+                    bytes: size.saturating_mul(4),
+                    inodes: size / 512,
+                }
+            }
+        }
+    }
+}
+
+/// The workload: extract, then remove.
+pub struct Archive {
+    params: ArchiveParams,
+    /// Subdirectory of the phase directory to extract into; `None`: the directory itself.
+    target: Option<&'static str>,
+    expected: u64,
+    /// Entries extracted, so that remove knows how many units to expect.
+    extracted: u64,
+}
+
+impl Archive {
+    /// Extracts into `archive/` in the run's directory, which `remove` removes.
+    pub fn new(params: ArchiveParams) -> Archive {
+        Archive::extracting_into(params, Some(TARGET))
+    }
+
+    /// Extracts into `target` below the phase directory, or into it directly (`None`, as
+    /// `tar -C DIR`); `remove` then empties it.
+    pub fn extracting_into(params: ArchiveParams, target: Option<&'static str>) -> Archive {
+        let expected = match &params.source {
+            Source::Generated { shape, .. } => shape.totals().0,
+            Source::File { .. } => 0,
+        };
+        Archive {
+            params,
+            target,
+            expected,
+            extracted: 0,
+        }
+    }
+}
+
+/// Opens a tar file, decompressing gzip or zstd by their magic numbers.
+pub fn open_tar(path: &Path) -> Result<Box<dyn Read>, FsbenchError> {
+    let fail =
+        |e: std::io::Error| FsbenchError::Failed(format!("cannot read {}: {e}", path.display()));
+    let mut file = BufReader::with_capacity(1 << 20, std::fs::File::open(path).map_err(fail)?);
+    let magic = std::io::BufRead::fill_buf(&mut file).map_err(fail)?;
+    Ok(if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::MultiGzDecoder::new(file))
+    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(zstd::stream::read::Decoder::with_buffer(file).map_err(fail)?)
+    } else {
+        Box::new(file)
+    })
+}
+
+/// Extracts the archive of `params` into `target` (a directory).
+pub fn extract_into(
+    params: &ArchiveParams,
+    target: BorrowedFd<'_>,
+    rec: &mut PhaseRecorder,
+) -> Result<(), FsbenchError> {
+    let mut extractor = Extractor::new(target);
+    match &params.source {
+        Source::Generated { shape, .. } => {
+            let mut outcome = Ok(());
+            shape.walk(&mut |e| {
+                outcome = extractor.extract(e, &mut std::io::repeat(0).take(e.size), rec);
+                outcome.is_ok()
+            });
+            outcome
+        }
+        Source::File { path } => {
+            let fail = |e: std::io::Error| {
+                FsbenchError::Failed(format!("reading {}: {e}", path.display()))
+            };
+            let mut reader = tarfile::TarReader::new(open_tar(path)?);
+            let mut outcome = Ok(());
+            loop {
+                let next = reader.next(&mut |entry, data| {
+                    outcome = extractor.extract(entry, data, rec);
+                    // Stop reading at the first fatal error; it is returned below.
+                    outcome
+                        .as_ref()
+                        .map(|_| ())
+                        .map_err(|_| std::io::Error::other("stopped"))
+                });
+                match next {
+                    Ok(true) => {}
+                    Ok(false) => return Ok(()),
+                    Err(_) if outcome.is_err() => return outcome,
+                    Err(e) => return Err(fail(e)),
+                }
+            }
+        }
+    }
+}
+
+impl Workload for Archive {
+    fn phases(&self) -> &'static [PhaseInfo] {
+        PHASES
+    }
+
+    fn expected_units(&self, phase: usize) -> u64 {
+        if phase == 0 {
+            self.expected
+        } else {
+            self.extracted
+        }
+    }
+
+    fn run_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        use std::os::fd::AsFd;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let open_target = |name: &str| {
+            rustix::fs::openat(dir, name, flags, Mode::empty())
+                .map_err(|e| FsbenchError::Failed(format!("cannot open {name}: {e}")))
+        };
+        if phase == 0 {
+            let target = match self.target {
+                Some(name) => {
+                    rustix::fs::mkdirat(dir, name, Mode::from(0o755))
+                        .map_err(|e| FsbenchError::Failed(format!("cannot create {name}: {e}")))?;
+                    Some(open_target(name)?)
+                }
+                None => None,
+            };
+            let outcome = extract_into(
+                &self.params,
+                target.as_ref().map_or(dir, |t| t.as_fd()),
+                rec,
+            );
+            self.extracted = rec.units();
+            return outcome;
+        }
+        // Remove: the chosen top-level entry first, then everything.
+        let target = self.target.map(open_target).transpose()?;
+        let top = target.as_ref().map_or(dir, |t| t.as_fd());
+        let first = match self.params.remove_order {
+            RemoveOrder::Directory => None,
+            RemoveOrder::PoolFirst => Some("cpool"),
+            RemoveOrder::BackupsFirst => Some("pc"),
+        };
+        if let Some(first) = first
+            && rustix::fs::accessat(top, first, Access::EXISTS, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+        {
+            remove::remove(top, first.as_bytes(), rec)?;
+        }
+        match self.target {
+            Some(name) => {
+                drop(target);
+                remove::remove(dir, name.as_bytes(), rec)
+            }
+            None => remove::remove_all_in(dir, rec),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_presets_settings_and_files() {
+        let p = ArchiveParams::parse("small,order=pool-first").unwrap();
+        assert_eq!(p.name(), "small,pool-first");
+        let q = ArchiveParams::parse("pool=10,hosts=1,backups=1,files=100,popular=70000").unwrap();
+        let Source::Generated { shape, preset } = &q.source else {
+            panic!()
+        };
+        assert_eq!(
+            (shape.pool_files, shape.popular_links, preset.is_none()),
+            (10, 70_000, true)
+        );
+        assert!(ArchiveParams::parse("bogus=1").is_err());
+        assert!(ArchiveParams::parse("huge").is_err());
+        assert!(ArchiveParams::parse("order=sideways").is_err());
+        assert!(ArchiveParams::parse("hosts=0").unwrap().validate().is_err());
+        assert!(
+            ArchiveParams::parse("file=/nonexistent.tar")
+                .unwrap()
+                .validate()
+                .is_err()
+        );
+        assert!(ArchiveParams::parse("file=/x.tar,pool=3").is_err());
+    }
+
+    #[test]
+    fn seed_proportions() {
+        let p = ArchiveParams::preset("seed-10pct").unwrap();
+        let Source::Generated { shape, .. } = &p.source else {
+            panic!()
+        };
+        let (entries, _, _) = shape.totals();
+        assert!(entries > 1_000_000, "{entries}");
+        let links = shape.hosts as u64 * shape.backups_per_host as u64 * shape.files_per_backup;
+        let per_pool = links as f64 / shape.pool_files as f64;
+        assert!(
+            (20.0..25.0).contains(&per_pool),
+            "{per_pool} links per pool file; the seed had 22.8"
+        );
+    }
+}

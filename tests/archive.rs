@@ -1,0 +1,331 @@
+//! The archive workload: GNU tar compatibility, refused malicious members, a real EMLINK,
+//! removal, and bounded memory on a million entries.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// Every entry below `root`: path → (type, size, link count).
+fn tree(root: &Path) -> BTreeMap<String, (char, u64, u64)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            let kind = if m.is_dir() {
+                'd'
+            } else if m.file_type().is_symlink() {
+                'l'
+            } else {
+                'f'
+            };
+            let size = if m.is_dir() { 0 } else { m.len() };
+            out.insert(
+                e.path().strip_prefix(root).unwrap().display().to_string(),
+                (kind, size, m.nlink()),
+            );
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+fn tar_available() -> bool {
+    Command::new("tar")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn gnu_tar_and_fsbench_extract_the_same_tree() {
+    if !tar_available() {
+        println!("SKIPPED GNU tar comparison: tar is not installed");
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    // Long pool paths, links, empty files, a few regular files and a popular pool file.
+    let shape = "tiny,popular=300,regular=20,empty=50";
+    for name in ["a.tar", "a.tar.gz", "a.tar.zst"] {
+        let tarball = dir.path().join(name);
+        let out = run(fsbench(state.path())
+            .args(["archive", "generate", shape, "-o"])
+            .arg(&tarball));
+        assert!(out.status.success(), "{name}");
+        let (gnu, ours) = (dir.path().join("gnu"), dir.path().join("ours"));
+        std::fs::create_dir(&gnu).unwrap();
+        std::fs::create_dir(&ours).unwrap();
+        let mut tar = Command::new("tar");
+        tar.arg("-xf").arg(&tarball).arg("-C").arg(&gnu);
+        let gnu_ran = if name.ends_with(".zst") && !has_tool("zstd") {
+            println!("zstd is not installed; the .zst archive is checked by fsbench alone");
+            false
+        } else {
+            assert!(tar.status().unwrap().success(), "GNU tar failed on {name}");
+            true
+        };
+        let out = run(fsbench(state.path())
+            .args(["archive", "extract"])
+            .arg(&tarball)
+            .arg("-C")
+            .arg(&ours));
+        assert!(out.status.success(), "{name}");
+        let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ours_tree = tree(&ours);
+        if gnu_ran {
+            assert_eq!(ours_tree, tree(&gnu), "{name}: the trees differ");
+        }
+        assert_eq!(
+            records[0]["ops"].as_u64().unwrap() as usize,
+            ours_tree.len(),
+            "one unit per entry"
+        );
+        // BackupPC's shape: pool files at cpool/X/Y/Z/<32 hex>, linked from the backups.
+        assert!(
+            ours_tree
+                .keys()
+                .any(|p| p.len() == "cpool/0/0/0/".len() + 32 && p.starts_with("cpool/0/0/0/000"))
+        );
+        let popular = ours_tree.values().map(|v| v.2).max().unwrap();
+        assert!(popular > 300, "the popular pool file has {popular} links");
+        std::fs::remove_dir_all(&gnu).unwrap();
+        std::fs::remove_dir_all(&ours).unwrap();
+        std::fs::remove_file(&tarball).unwrap();
+    }
+    // The generated stream (no tar in between) makes the same tree, and removal empties it.
+    let out = run(fsbench(state.path())
+        .args([
+            "archive",
+            "extract",
+            &format!("generated:{shape}"),
+            "--remove",
+            "-C",
+        ])
+        .arg(dir.path()));
+    assert!(out.status.success());
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        records[0]["ops"], records[1]["ops"],
+        "removed as many entries as extracted"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "removal left entries"
+    );
+}
+
+/// A tar member with a raw name, bypassing the tar crate's path checks.
+fn raw_member(
+    builder: &mut tar::Builder<Vec<u8>>,
+    name: &str,
+    kind: tar::EntryType,
+    link: &str,
+    data: &[u8],
+) {
+    let mut h = tar::Header::new_gnu();
+    h.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name.as_bytes());
+    h.as_gnu_mut().unwrap().linkname[..link.len()].copy_from_slice(link.as_bytes());
+    h.set_entry_type(kind);
+    h.set_mode(0o644);
+    h.set_size(data.len() as u64);
+    h.set_cksum();
+    builder.append(&h, data).unwrap();
+}
+
+#[test]
+fn malicious_members_are_refused_and_counted() {
+    let dir = tempdir();
+    let state = tempdir();
+    let (target, outside) = (dir.path().join("target"), dir.path().join("outside"));
+    std::fs::create_dir(&target).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    let absolute = format!("{}/absolute", outside.display());
+    let mut b = tar::Builder::new(Vec::new());
+    raw_member(&mut b, "fine", tar::EntryType::Regular, "", b"ok");
+    raw_member(&mut b, "../climb", tar::EntryType::Regular, "", b"x");
+    raw_member(&mut b, &absolute, tar::EntryType::Regular, "", b"x");
+    raw_member(
+        &mut b,
+        "evil",
+        tar::EntryType::Symlink,
+        &outside.display().to_string(),
+        b"",
+    );
+    raw_member(&mut b, "evil/through", tar::EntryType::Regular, "", b"x");
+    raw_member(&mut b, "sneaky", tar::EntryType::Link, "../outside/x", b"");
+    let tarball = dir.path().join("evil.tar");
+    std::fs::write(&tarball, b.into_inner().unwrap()).unwrap();
+
+    let out = run(fsbench(state.path())
+        .args(["archive", "extract"])
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&target));
+    assert!(out.status.success());
+    let records: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(records[0]["refused"], 4, "{}", records[0]);
+    assert_eq!(
+        records[0]["ops"], 2,
+        "the file and the symlink itself are fine"
+    );
+    let failures = records[0]["failures"].as_array().unwrap();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.as_str().unwrap().contains("path through a symlink")),
+        "{failures:?}"
+    );
+    assert!(text(&out.stderr).contains("INCOMPLETE TREE"));
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "something was written outside"
+    );
+    assert!(!dir.path().join("climb").exists());
+    assert_eq!(std::fs::read(target.join("fine")).unwrap(), b"ok");
+}
+
+#[test]
+fn emlink_is_counted_and_the_run_marked_incomplete() {
+    if !can_run("EMLINK on ext4", &["mkfs.ext4"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    // ext4 allows 65,000 links to one inode; the popular pool file gets 66,000 more.
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--fs",
+            "ext4",
+            "--runs",
+            "1",
+            "--image-dir",
+        ])
+        .arg(dir.path())
+        .args([
+            "-w",
+            "archive:pool=10,hosts=1,backups=1,files=10,popular=66000",
+        ]));
+    assert!(out.status.success(), "EMLINK must not abort the run");
+    let doc = json(&out);
+    let run0 = &doc["runs"][0];
+    assert_eq!(run0["status"], "ok");
+    let emlink = run0["phases"][0]["errors"]["EMLINK"].as_u64().unwrap();
+    assert!(
+        (1_000..=1_010).contains(&emlink),
+        "{emlink} EMLINK failures"
+    );
+    assert!(run0["incomplete"].as_str().unwrap().contains("EMLINK"));
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "incomplete-tree")
+    );
+    assert!(
+        run0["phases"][0]["failures"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("EMLINK: pc/popular/")
+    );
+    assert_eq!(run0["fsck"]["clean"], true);
+    // Every output says so: the table, the CSV, the HTML report.
+    let shown = text(
+        &run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["show", "1"]))
+        .stdout,
+    );
+    assert!(
+        shown.contains("INCOMPLETE TREE") && shown.contains("EMLINK"),
+        "{shown}"
+    );
+    let csv = text(
+        &run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["export", "1", "--format", "csv"]))
+        .stdout,
+    );
+    assert!(csv.contains("ok (incomplete tree)"));
+    let page = dir.path().join("r.html");
+    assert!(
+        run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["report", "1", "-o"])
+            .arg(&page))
+        .status
+        .success()
+    );
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("incomplete tree: extract: EMLINK")
+    );
+    std::fs::remove_file(&page).unwrap();
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+// The child is reaped by wait4, which also reports its peak RSS.
+#[allow(clippy::zombie_processes)]
+fn a_million_entries_in_bounded_memory() {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::Builder::new()
+            .prefix("fsbench-test.")
+            .tempdir_in(shm)
+            .unwrap()
+    } else {
+        tempdir()
+    };
+    let state = tempdir();
+    let child = fsbench(state.path())
+        .args([
+            "archive",
+            "extract",
+            "generated:seed-10pct",
+            "--remove",
+            "-C",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    // wait4 reports the child's own peak RSS.
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.unwrap(), &mut stdout).unwrap();
+    let records: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let entries = records[0]["ops"].as_u64().unwrap();
+    assert!(entries > 1_000_000, "{entries}");
+    assert_eq!(records[1]["ops"].as_u64().unwrap(), entries);
+    let rss_mib = usage.ru_maxrss as f64 / 1024.0;
+    println!("peak RSS for {entries} entries extracted and removed: {rss_mib:.1} MiB");
+    assert!(rss_mib < 32.0, "peak RSS {rss_mib:.1} MiB");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
