@@ -47,46 +47,27 @@ pub struct Driver {
     pub min_size: u64,
 }
 
-const EXT_DEFAULTS: &[&str] = &["-E", "lazy_itable_init=0,lazy_journal_init=0"];
+/// ext2, ext3 and ext4 share e2fsprogs and differ only in the mkfs name and minimum size.
+const fn ext_driver(fs: FsType, name: &'static str, mkfs: &'static str, min_size: u64) -> Driver {
+    Driver {
+        fs,
+        name,
+        mkfs: Some(mkfs),
+        mkfs_force: &["-F", "-q"],
+        mkfs_defaults: &["-E", "lazy_itable_init=0,lazy_journal_init=0"],
+        fsck: Some(("e2fsck", &["-f", "-n"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "e2fsprogs",
+        min_size,
+    }
+}
 
 /// The driver table.
 pub const DRIVERS: &[Driver] = &[
-    Driver {
-        fs: FsType::Ext2,
-        name: "ext2",
-        mkfs: Some("mkfs.ext2"),
-        mkfs_force: &["-F", "-q"],
-        mkfs_defaults: EXT_DEFAULTS,
-        fsck: Some(("e2fsck", &["-f", "-n"])),
-        fsck_version_flag: "-V",
-        version_flag: "-V",
-        package: "e2fsprogs",
-        min_size: 1 << 20,
-    },
-    Driver {
-        fs: FsType::Ext3,
-        name: "ext3",
-        mkfs: Some("mkfs.ext3"),
-        mkfs_force: &["-F", "-q"],
-        mkfs_defaults: EXT_DEFAULTS,
-        fsck: Some(("e2fsck", &["-f", "-n"])),
-        fsck_version_flag: "-V",
-        version_flag: "-V",
-        package: "e2fsprogs",
-        min_size: 8 << 20,
-    },
-    Driver {
-        fs: FsType::Ext4,
-        name: "ext4",
-        mkfs: Some("mkfs.ext4"),
-        mkfs_force: &["-F", "-q"],
-        mkfs_defaults: EXT_DEFAULTS,
-        fsck: Some(("e2fsck", &["-f", "-n"])),
-        fsck_version_flag: "-V",
-        version_flag: "-V",
-        package: "e2fsprogs",
-        min_size: 8 << 20,
-    },
+    ext_driver(FsType::Ext2, "ext2", "mkfs.ext2", 1 << 20),
+    ext_driver(FsType::Ext3, "ext3", "mkfs.ext3", 8 << 20),
+    ext_driver(FsType::Ext4, "ext4", "mkfs.ext4", 8 << 20),
     Driver {
         fs: FsType::Xfs,
         name: "xfs",

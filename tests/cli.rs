@@ -23,81 +23,106 @@ fn fails_with(args: &[&str], code: i32, needle: &str) {
 
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_code() {
-    fails_with(&["run", "--fs", "zfs"], 2, "unknown filesystem `zfs`");
-    fails_with(
-        &["run", "--dir", ".", "--runs", "0"],
-        2,
-        "--runs must be at least 1",
-    );
-    fails_with(&["run", "--runs", "-3"], 2, "unexpected argument");
-    fails_with(&["run", "--dir", ".", "-w", "tree:dirs=0"], 2, "at least 1");
-    fails_with(
-        &["run", "--dir", ".", "-w", "tree:files=0"],
-        2,
-        "at least 1",
-    );
-    fails_with(
-        &["run", "--dir", ".", "-w", "tree:dirs=-2"],
-        2,
-        "not a non-negative integer",
-    );
-    fails_with(
-        &["run", "--dir", ".", "-w", "tree:dirs=10000,levels=100"],
-        2,
-        "absurdly large",
-    );
-    fails_with(
-        &["run", "--dir", ".", "-w", "tree:huge"],
-        2,
-        "unknown tree preset `huge`",
-    );
-    fails_with(
-        &["run", "--dir", ".", "-w", "bogus"],
-        2,
-        "unknown workload `bogus`",
-    );
-    fails_with(&["run", "--image-size", "12Q"], 2, "unknown suffix");
-    fails_with(
-        &["run", "--dir", "/etc/passwd", "-w", "tree:quick-shallow"],
-        2,
-        "is not a directory",
-    );
-    fails_with(&["run", "--dir", "/nonexistent/x"], 2, "No such file");
-    fails_with(
-        &["run", "--dir", ".", "--device", "/dev/null"],
-        2,
-        "cannot be used with",
-    );
-    fails_with(
-        &["run", "--dir", ".", "--force"],
-        2,
-        "--force applies only to --device",
-    );
-    fails_with(&["run", "no-such-suite.toml"], 2, "cannot read suite file");
-    fails_with(&["fdtree", "-d", "0"], 2, "at least 1");
-    fails_with(&["fdtree", "-o", "/etc/passwd"], 2, "not a directory");
-    fails_with(&["fdtree", "-d", "x"], 2, "invalid value");
-    if is_root() {
-        fails_with(
-            &["run", "--image-size", "1P", "--fs", "ext4"],
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["run", "--fs", "zfs"], 2, "unknown filesystem `zfs`"),
+        (
+            &["run", "--dir", ".", "--runs", "0"],
             2,
-            "does not fit",
-        );
-        fails_with(
-            &["run", "--image-size", "1M", "--fs", "xfs"],
+            "--runs must be at least 1",
+        ),
+        (&["run", "--runs", "-3"], 2, "unexpected argument"),
+        (&["run", "--dir", ".", "-w", "tree:dirs=0"], 2, "at least 1"),
+        (
+            &["run", "--dir", ".", "-w", "tree:files=0"],
             2,
-            "too small for xfs",
-        );
-        fails_with(
-            &["run", "--image-dir", "/etc/passwd", "--fs", "ext4"],
+            "at least 1",
+        ),
+        (
+            &["run", "--dir", ".", "-w", "tree:dirs=-2"],
+            2,
+            "not a non-negative integer",
+        ),
+        (
+            &["run", "--dir", ".", "-w", "tree:dirs=10000,levels=100"],
+            2,
+            "absurdly large",
+        ),
+        (
+            &["run", "--dir", ".", "-w", "tree:huge"],
+            2,
+            "unknown tree preset `huge`",
+        ),
+        (
+            &["run", "--dir", ".", "-w", "bogus"],
+            2,
+            "unknown workload `bogus`",
+        ),
+        (
+            &["run", "--dir", ".", "-w", "archive:hosts=0"],
+            2,
+            "at least 1",
+        ),
+        (
+            &["run", "--dir", ".", "--archive", "/nonexistent.tar"],
+            2,
+            "No such file",
+        ),
+        (&["run", "--image-size", "12Q"], 2, "unknown suffix"),
+        (
+            &["run", "--dir", "/etc/passwd", "-w", "tree:quick-shallow"],
             2,
             "is not a directory",
-        );
-        fails_with(
-            &["run", "--device", "/dev/null", "--fs", "ext4"],
-            3,
-            "neither a block device nor an image file",
-        );
+        ),
+        (&["run", "--dir", "/nonexistent/x"], 2, "No such file"),
+        (
+            &["run", "--dir", ".", "--device", "/dev/null"],
+            2,
+            "cannot be used with",
+        ),
+        (
+            &["run", "--dir", ".", "--force"],
+            2,
+            "--force applies only to --device",
+        ),
+        (&["run", "no-such-suite.toml"], 2, "cannot read suite file"),
+        (&["fdtree", "-d", "0"], 2, "at least 1"),
+        (&["fdtree", "-o", "/etc/passwd"], 2, "not a directory"),
+        (&["fdtree", "-d", "x"], 2, "invalid value"),
+        (
+            &["archive", "extract", "/etc/passwd", "-C", "/nonexistent"],
+            2,
+            "No such file",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        fails_with(args, *code, needle);
+    }
+    if is_root() {
+        let root_cases: &[(&[&str], i32, &str)] = &[
+            (
+                &["run", "--image-size", "1P", "--fs", "ext4"],
+                2,
+                "does not fit",
+            ),
+            (
+                &["run", "--image-size", "1M", "--fs", "xfs"],
+                2,
+                "too small for xfs",
+            ),
+            (
+                &["run", "--image-dir", "/etc/passwd", "--fs", "ext4"],
+                2,
+                "is not a directory",
+            ),
+            (
+                &["run", "--device", "/dev/null", "--fs", "ext4"],
+                3,
+                "neither a block device nor an image file",
+            ),
+        ];
+        for (args, code, needle) in root_cases {
+            fails_with(args, *code, needle);
+        }
     }
 }
 

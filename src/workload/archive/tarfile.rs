@@ -15,9 +15,12 @@ pub struct TarReader<R: Read> {
     header: [u8; BLOCK],
     name: Vec<u8>,
     link: Vec<u8>,
-    /// Long name / link from a GNU or PAX extension member, for the next member.
-    next_name: Option<Vec<u8>>,
-    next_link: Option<Vec<u8>>,
+    /// Long name / link from a GNU or PAX extension member, for the next member
+    /// (buffers reused; the flags say whether they are set).
+    long_name: Vec<u8>,
+    long_link: Vec<u8>,
+    has_long_name: bool,
+    has_long_link: bool,
     /// Data of the current member not yet read, and the padding after it.
     remaining: u64,
     padding: u64,
@@ -61,8 +64,10 @@ impl<R: Read> TarReader<R> {
             header: [0; BLOCK],
             name: Vec::with_capacity(256),
             link: Vec::with_capacity(256),
-            next_name: None,
-            next_link: None,
+            long_name: Vec::new(),
+            long_link: Vec::new(),
+            has_long_name: false,
+            has_long_link: false,
             remaining: 0,
             padding: 0,
         }
@@ -78,12 +83,15 @@ impl<R: Read> TarReader<R> {
         Ok(())
     }
 
-    /// Reads the rest of the current member's data into a new buffer (extension members).
-    fn read_data(&mut self) -> io::Result<Vec<u8>> {
-        let mut data = vec![0; self.remaining as usize];
-        self.inner.read_exact(&mut data)?;
+    /// Reads the rest of the current member's data into `into` (extension members).
+    fn read_data(&mut self, into: &mut Vec<u8>) -> io::Result<()> {
+        if self.remaining > 1 << 20 {
+            return Err(bad("tar extension header larger than 1 MiB"));
+        }
+        into.resize(self.remaining as usize, 0);
+        self.inner.read_exact(into)?;
         self.remaining = 0;
-        Ok(data)
+        Ok(())
     }
 
     /// Advances to the next member and calls `visit` with it and a reader of its data;
@@ -130,17 +138,25 @@ impl<R: Read> TarReader<R> {
             let typeflag = self.header[156];
             match typeflag {
                 b'L' | b'K' => {
-                    let mut data = self.read_data()?;
-                    data.truncate(field(&data).len());
-                    if typeflag == b'L' {
-                        self.next_name = Some(data)
+                    let long = typeflag == b'L';
+                    let mut data = std::mem::take(if long {
+                        &mut self.long_name
                     } else {
-                        self.next_link = Some(data)
+                        &mut self.long_link
+                    });
+                    self.read_data(&mut data)?;
+                    data.truncate(field(&data).len());
+                    if long {
+                        (self.long_name, self.has_long_name) = (data, true);
+                    } else {
+                        (self.long_link, self.has_long_link) = (data, true);
                     }
                     continue;
                 }
                 b'x' => {
-                    let data = self.read_data()?;
+                    // PAX records are rare; they may allocate.
+                    let mut data = Vec::new();
+                    self.read_data(&mut data)?;
                     self.pax(&data)?;
                     continue;
                 }
@@ -148,23 +164,23 @@ impl<R: Read> TarReader<R> {
                 _ => {}
             }
             self.name.clear();
-            match self.next_name.take() {
-                Some(n) => self.name.extend_from_slice(&n),
-                None => {
-                    // ustar splits long names into a prefix and a name.
-                    let ustar = &self.header[257..263] == b"ustar\0";
-                    let prefix = field(&self.header[345..500]);
-                    if ustar && !prefix.is_empty() {
-                        self.name.extend_from_slice(prefix);
-                        self.name.push(b'/');
-                    }
-                    self.name.extend_from_slice(field(&self.header[0..100]));
+            if std::mem::take(&mut self.has_long_name) {
+                self.name.extend_from_slice(&self.long_name);
+            } else {
+                // ustar splits long names into a prefix and a name.
+                let ustar = &self.header[257..263] == b"ustar\0";
+                let prefix = field(&self.header[345..500]);
+                if ustar && !prefix.is_empty() {
+                    self.name.extend_from_slice(prefix);
+                    self.name.push(b'/');
                 }
+                self.name.extend_from_slice(field(&self.header[0..100]));
             }
             self.link.clear();
-            match self.next_link.take() {
-                Some(l) => self.link.extend_from_slice(&l),
-                None => self.link.extend_from_slice(field(&self.header[157..257])),
+            if std::mem::take(&mut self.has_long_link) {
+                self.link.extend_from_slice(&self.long_link);
+            } else {
+                self.link.extend_from_slice(field(&self.header[157..257]));
             }
             let kind = match typeflag {
                 b'0' | 0 | b'7' => EntryKind::File,
@@ -212,11 +228,17 @@ impl<R: Read> TarReader<R> {
             let record = &rest[space + 1..len - 1];
             if let Some(eq) = record.iter().position(|&b| b == b'=') {
                 let (key, value) = (&record[..eq], &record[eq + 1..]);
-                match key {
-                    b"path" => self.next_name = Some(value.to_vec()),
-                    b"linkpath" => self.next_link = Some(value.to_vec()),
-                    _ => {}
-                }
+                let (buf, flag) = match key {
+                    b"path" => (&mut self.long_name, &mut self.has_long_name),
+                    b"linkpath" => (&mut self.long_link, &mut self.has_long_link),
+                    _ => {
+                        rest = &rest[len..];
+                        continue;
+                    }
+                };
+                buf.clear();
+                buf.extend_from_slice(value);
+                *flag = true;
             }
             rest = &rest[len..];
         }
@@ -294,7 +316,8 @@ mod tests {
     fn pax_paths_and_damaged_headers() {
         let mut r = TarReader::new(&[][..]);
         r.pax(b"29 path=some/long/pax/path.x\n").unwrap();
-        assert_eq!(r.next_name.as_deref(), Some(&b"some/long/pax/path.x"[..]));
+        assert!(r.has_long_name);
+        assert_eq!(r.long_name, b"some/long/pax/path.x");
         assert!(r.pax(b"99 path=x\n").is_err());
         let mut junk = vec![7u8; 1024];
         junk[0] = b'x';
