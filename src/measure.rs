@@ -36,10 +36,12 @@ pub enum OpKind {
     Rmdir,
     Link,
     Symlink,
+    OpenFile,
+    Read,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 9] = [
+    pub const ALL: [OpKind; 11] = [
         OpKind::Mkdir,
         OpKind::OpenDir,
         OpKind::Create,
@@ -49,6 +51,8 @@ impl OpKind {
         OpKind::Rmdir,
         OpKind::Link,
         OpKind::Symlink,
+        OpKind::OpenFile,
+        OpKind::Read,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +66,8 @@ impl OpKind {
             OpKind::Rmdir => "rmdir",
             OpKind::Link => "link",
             OpKind::Symlink => "symlink",
+            OpKind::OpenFile => "open",
+            OpKind::Read => "read",
         }
     }
 }
@@ -177,6 +183,12 @@ impl PhaseRecorder {
         if self.failures.len() < FAILURE_SAMPLES {
             self.failures.push(format!("refused: {}", what()));
         }
+    }
+
+    /// Counts `n` units and `bytes` at once (for workloads that measure their own batches).
+    pub fn units_done(&mut self, n: u64, bytes: u64) -> Result<(), FsbenchError> {
+        self.ops += n.saturating_sub(1);
+        self.unit_done(bytes)
     }
 
     /// Units completed so far.

@@ -130,6 +130,9 @@ pub struct PhaseRecord {
     pub sync_after_ns: Option<u64>,
     /// Units completed, sampled every 100 ms: [milliseconds since start, units].
     pub progress: Vec<[u64; 2]>,
+    /// Throughput-matrix cells (the iozone workload).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<crate::workload::iozone::MatrixCell>,
 }
 
 /// The statistics of one figure of one configuration across its successful runs.
@@ -171,18 +174,31 @@ pub fn phase_metrics(
     p: &PhaseRecord,
     unit: &str,
     moves_data: bool,
-) -> Vec<(&'static str, String, bool, f64)> {
+) -> Vec<(String, String, bool, f64)> {
     let m = &p.measurement;
-    let mut out = vec![
-        ("time", "s".to_string(), false, m.elapsed_secs()),
-        ("rate", format!("{unit}/s"), true, m.ops_per_sec()),
-    ];
-    if moves_data {
-        out.push(("throughput", "KiB/s".to_string(), true, m.kib_per_sec()));
+    let figure = |name: &str, unit: &str, higher: bool, v: f64| {
+        (name.to_string(), unit.to_string(), higher, v)
+    };
+    let mut out = vec![figure("time", "s", false, m.elapsed_secs())];
+    // A matrix phase's figures are its cells; its overall rate would mix them all.
+    if p.cells.is_empty() {
+        out.push(figure("rate", &format!("{unit}/s"), true, m.ops_per_sec()));
+        if moves_data {
+            out.push(figure("throughput", "KiB/s", true, m.kib_per_sec()));
+        }
     }
-    out.push(("cpu", "%".to_string(), false, m.cpu_percent()));
+    out.push(figure("cpu", "%", false, m.cpu_percent()));
     if let Some(ns) = p.sync_after_ns {
-        out.push(("sync-after", "s".to_string(), false, ns as f64 / 1e9));
+        out.push(figure("sync-after", "s", false, ns as f64 / 1e9));
+    }
+    for c in &p.cells {
+        out.push(figure(&c.metric(), "KiB/s", true, c.kib_per_sec));
+        out.push(figure(
+            &format!("{} cpu", c.metric()),
+            "%",
+            false,
+            c.cpu_percent(),
+        ));
     }
     out
 }
@@ -217,7 +233,7 @@ impl SuiteResult {
     pub fn summarize(&mut self) {
         // (config, workload, phase, metric, unit, higher is better) and the per-run values,
         // in the order first seen; sorted by configuration and workload afterwards.
-        type Figure = (String, String, String, &'static str, String, bool);
+        type Figure = (String, String, String, String, String, bool);
         let mut figures: Vec<(Figure, Vec<f64>)> = Vec::new();
         for run in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
             let Some(spec) = self
@@ -241,7 +257,13 @@ impl SuiteResult {
             ];
             for (metric, v) in lifecycle {
                 if let Some(v) = v {
-                    values.push(("lifecycle".to_string(), metric, "s".to_string(), false, v));
+                    values.push((
+                        "lifecycle".to_string(),
+                        metric.to_string(),
+                        "s".to_string(),
+                        false,
+                        v,
+                    ));
                 }
             }
             for (phase, metric, unit, hib, v) in values {

@@ -122,6 +122,8 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE phases ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE phases ADD COLUMN failures TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE runs ADD COLUMN incomplete TEXT;",
+    // 4: throughput-matrix cells (the iozone workload).
+    "ALTER TABLE phases ADD COLUMN cells TEXT NOT NULL DEFAULT '[]';",
 ];
 
 /// The schema version this fsbench writes.
@@ -459,7 +461,7 @@ impl Store {
     fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
-                    refused, failures
+                    refused, failures, cells
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -481,14 +483,17 @@ impl Store {
                     caches_dropped: r.get(7)?,
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
                     progress: Vec::new(),
+                    cells: Vec::new(),
                 },
                 r.get::<_, String>(10)?,
+                r.get::<_, String>(11)?,
             ))
         })?;
         let mut phases = Vec::new();
         for row in rows {
-            let (idx, mut phase, failures) = row?;
+            let (idx, mut phase, failures, cells) = row?;
             phase.measurement.failures = from_json(&failures, "failure list")?;
+            phase.cells = from_json(&cells, "matrix cells")?;
             let m = &mut phase.measurement;
             let mut errors = self.conn.prepare_cached(
                 "SELECT errno, count FROM phase_errors WHERE run_id = ?1 AND idx = ?2",
@@ -624,8 +629,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         let m = &p.measurement;
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
-                 caches_dropped, sync_after_ns, refused, failures)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 caches_dropped, sync_after_ns, refused, failures, cells)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 run_id,
                 idx as i64,
@@ -639,6 +644,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 p.sync_after_ns.map(|v| v as i64),
                 m.refused as i64,
                 to_json(&m.failures),
+                to_json(&p.cells),
             ],
         )?;
         for (errno, count) in &m.errors {

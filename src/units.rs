@@ -49,6 +49,16 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
+/// A size as IOzone-style shorthand when it is a whole number of units: `4K`, `1M`, `2G`.
+pub fn compact_size(bytes: u64) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Formats an integer with thousands separators, as the seed articles print counts.
 pub fn group_thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -89,5 +99,8 @@ mod tests {
         assert_eq!(format_bytes(3 << 29), "1.5 GiB");
         assert_eq!(group_thousands(1_347_360), "1,347,360");
         assert_eq!(group_thousands(999), "999");
+        assert_eq!(compact_size(4096), "4K");
+        assert_eq!(compact_size(3 << 30), "3G");
+        assert_eq!(compact_size(1000), "1000");
     }
 }

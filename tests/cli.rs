@@ -530,3 +530,64 @@ fn fdtree_remove_with_other_parameters_fails_loudly() {
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn atomic_loops_count_and_time_every_operation() {
+    let dir = tempdir();
+    let state = tempdir();
+    let out = run(fsbench(state.path())
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--runs",
+            "1",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .args(["-w", "atomic:count=200,dd-count=20,dd-blocks=2,dd-bs=8k"]));
+    assert!(out.status.success());
+    let doc = json(&out);
+    let phases = doc["runs"][0]["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["mkdir", "touch", "echo", "cat", "dd", "rm", "rmdir"]
+    );
+    let ops: Vec<u64> = phases.iter().map(|p| p["ops"].as_u64().unwrap()).collect();
+    assert_eq!(ops, [200, 200, 200, 200, 20, 220, 200]);
+    let line = "fsbench atomic echo\n".len() as u64;
+    assert_eq!(
+        phases[2]["bytes"],
+        200 * line,
+        "echo appends one line to each file"
+    );
+    assert_eq!(phases[3]["bytes"], 200 * line, "cat reads each file whole");
+    assert_eq!(phases[4]["bytes"], 20 * 2 * 8192);
+    for (phase, op) in [
+        (0, "mkdir"),
+        (1, "create"),
+        (2, "write"),
+        (3, "read"),
+        (4, "write"),
+        (5, "unlink"),
+        (6, "rmdir"),
+    ] {
+        let l = &phases[phase]["latency"][op];
+        assert!(l["count"].as_u64().unwrap() >= 20, "{op}: {l}");
+        assert!(l["p50_ns"].as_u64().unwrap() <= l["max_ns"].as_u64().unwrap());
+    }
+    let rate = doc["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phase"] == "rmdir" && s["metric"] == "rate")
+        .unwrap();
+    assert_eq!(rate["unit"], "dirs/s");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the loops' directories were left"
+    );
+}

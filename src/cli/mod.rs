@@ -93,6 +93,8 @@ enum ExportFormat {
     Json,
     Csv,
     Markdown,
+    /// IOzone's -R report layout of the throughput matrices
+    Iozone,
 }
 
 #[derive(Debug, clap::Args)]
@@ -561,6 +563,7 @@ fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                 ExportFormat::Json => report::json::render(&result) + "\n",
                 ExportFormat::Csv => report::csv::render(&result)?,
                 ExportFormat::Markdown => report::table::render(&result, Style::Markdown),
+                ExportFormat::Iozone => report::iozone::render(&result)?,
             };
             write_output(output.as_deref(), &text)?;
         }

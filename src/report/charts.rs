@@ -278,6 +278,93 @@ pub fn progress(
     doc.to_string()
 }
 
+/// A heat map of a throughput matrix: file sizes down, record sizes across, each cell colored
+/// by its value on a log scale (light = slow, dark = fast) and labelled with it.
+pub fn heatmap(
+    title: &str,
+    unit: &str,
+    files: &[u64],
+    records: &[u64],
+    value: &dyn Fn(u64, u64) -> Option<f64>,
+) -> String {
+    let (left, top, cw, ch) = (60.0, 40.0, 62.0, 22.0);
+    let width = (left + cw * records.len() as f64 + 10.0).max(460.0);
+    let height = top + ch * files.len() as f64 + 10.0;
+    let values: Vec<f64> = files
+        .iter()
+        .flat_map(|f| records.iter().filter_map(move |r| value(*f, *r)))
+        .filter(|v| *v > 0.0)
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    let mut doc = Document::new()
+        .set("viewBox", (0, 0, width, height))
+        .set("width", width)
+        .set("height", height)
+        .set("class", "chart heatmap")
+        .set("role", "img")
+        .add(Title::new(format!("{title} ({unit})")))
+        .add(
+            text(
+                0.0,
+                14.0,
+                &format!("{title} ({unit}); rows: file size, columns: record size"),
+            )
+            .set("font-weight", "bold"),
+        );
+    for (j, r) in records.iter().enumerate() {
+        doc = doc.add(text(
+            left + cw * j as f64 + 4.0,
+            top - 6.0,
+            &crate::units::compact_size(*r),
+        ));
+    }
+    for (i, f) in files.iter().enumerate() {
+        let y = top + ch * i as f64;
+        doc = doc.add(text(4.0, y + 15.0, &crate::units::compact_size(*f)));
+        for (j, r) in records.iter().enumerate() {
+            let Some(v) = value(*f, *r) else { continue };
+            let t = if hi > lo && v > 0.0 {
+                (v.ln() - lo.ln()) / (hi.ln() - lo.ln())
+            } else {
+                1.0
+            };
+            // From pale to the palette's blue.
+            let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+            let fill = format!(
+                "#{:02x}{:02x}{:02x}",
+                mix(235.0, 0.0),
+                mix(243.0, 114.0),
+                mix(250.0, 178.0)
+            );
+            let ink = if t > 0.55 { "#fff" } else { "#111" };
+            let x = left + cw * j as f64;
+            doc = doc
+                .add(
+                    Rectangle::new()
+                        .set("x", x)
+                        .set("y", y)
+                        .set("width", cw - 2.0)
+                        .set("height", ch - 2.0)
+                        .set("fill", fill)
+                        .add(Title::new(format!(
+                            "{} / {}: {} {unit}",
+                            crate::units::compact_size(*f),
+                            crate::units::compact_size(*r),
+                            figure(v)
+                        ))),
+                )
+                .add(
+                    text(x + 3.0, y + 15.0, &figure(v))
+                        .set("fill", ink)
+                        .set("font-size", 10),
+                );
+        }
+    }
+    doc.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,6 +385,19 @@ mod tests {
         assert!(svg.contains("&lt;script&gt;"));
         assert_eq!(svg.matches("class=\"error-bar\"").count(), 3);
         assert!(svg.contains("no data"));
+    }
+
+    #[test]
+    fn heatmap_has_a_cell_per_value() {
+        let svg = heatmap(
+            "write",
+            "MiB/s",
+            &[1 << 20, 4 << 20],
+            &[4096, 65536],
+            &|f, r| (r <= f && f == 1 << 20).then_some(10.0),
+        );
+        assert_eq!(svg.matches("<rect").count(), 2);
+        assert!(svg.contains("1M") && svg.contains("64K"));
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
             .zip(spec.map(|s| s.phases()).unwrap_or_default())
         {
             for (metric, unit, _, v) in phase_metrics(p, info.unit, info.moves_data) {
-                figures.push((p.name.clone(), metric.to_string(), unit, v));
+                figures.push((p.name.clone(), metric, unit, v));
             }
         }
         for (metric, v) in [

@@ -144,7 +144,7 @@ fn workload_section(
         @for info in phases {
             h3 { (info.title) }
             div.charts {
-                @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu") {
+                @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ')) {
                     figure { (PreEscaped(chart(suites, columns, key))) }
                 }
             }
@@ -155,10 +155,33 @@ fn workload_section(
             }
             (latency_table(suites, columns, workload, info.name))
         }
+        (heatmaps(suites, columns, workload))
         h3 { "Lifecycle" }
         div.charts {
             @for key in keys.iter().filter(|k| k.workload == workload && k.phase == "lifecycle") {
                 figure { (PreEscaped(chart(suites, columns, key))) }
+            }
+        }
+    }
+}
+
+/// Per test and configuration, the throughput matrix as a heat map (iozone workloads).
+fn heatmaps(suites: &[SuiteResult], columns: &[Column], workload: &str) -> Markup {
+    use crate::workload::iozone::{matrix_axes, matrix_metric};
+    let runs: Vec<crate::results::RunRecord> =
+        suites.iter().flat_map(|s| s.runs.iter().cloned()).collect();
+    let (tests, files, records) = matrix_axes(&runs, workload);
+    html! {
+        @for test in &tests {
+            h3 { "Throughput matrix: " (test) }
+            div.charts {
+                @for col in columns {
+                    @let value = |f: u64, r: u64| {
+                        let key = FigureKey { workload: workload.into(), phase: "matrix".into(), metric: matrix_metric(test, f, r), unit: String::new(), higher_is_better: true };
+                        col.summary(suites, &key).map(|s| s.mean / 1024.0)
+                    };
+                    figure { (PreEscaped(charts::heatmap(&format!("{} {}", col.name(), test), "MiB/s", &files, &records, &value))) }
+                }
             }
         }
     }

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod csv;
 pub mod fdtree;
 pub mod html;
+pub mod iozone;
 pub mod json;
 pub mod rank;
 pub mod table;

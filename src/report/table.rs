@@ -278,6 +278,8 @@ fn render_workload(
         );
     }
 
+    render_matrix(out, r, style, workload, &configs);
+
     let mut detail = new_table(
         style,
         [
@@ -389,4 +391,46 @@ fn render_workload(
         "Latency per system call, all runs' calls together:",
         &latency,
     ));
+}
+
+/// IOzone-style matrices: per test, file sizes down and record sizes across, in MiB/s.
+fn render_matrix(
+    out: &mut String,
+    r: &SuiteResult,
+    style: Style,
+    workload: &str,
+    configs: &[&str],
+) {
+    use crate::workload::iozone::{matrix_axes, matrix_metric};
+    let (tests, files, records) = matrix_axes(&r.runs, workload);
+    for test in tests {
+        let mut header = vec!["Configuration".to_string(), "File".to_string()];
+        header.extend(records.iter().map(|rec| crate::units::compact_size(*rec)));
+        let mut t = new_table(style, header);
+        for c in configs {
+            for f in &files {
+                let mut row = vec![c.to_string(), crate::units::compact_size(*f)];
+                let mut any = false;
+                for rec in &records {
+                    let s = r.summary(c, workload, "matrix", &matrix_metric(test, *f, *rec));
+                    any |= s.is_some();
+                    row.push(s.map_or(String::new(), |s| {
+                        let mib = |v: f64| figure(v / 1024.0);
+                        match s.summary.stddev {
+                            Some(sd) => format!("{} ± {}", mib(s.summary.mean), mib(sd)),
+                            None => mib(s.summary.mean),
+                        }
+                    }));
+                }
+                if any {
+                    t.add_row(row);
+                }
+            }
+        }
+        right_align(&mut t);
+        out.push_str(&style.table(
+            &format!("{test}: MiB/s (mean ± stddev), file size down, record size across:"),
+            &t,
+        ));
+    }
 }

@@ -67,5 +67,6 @@ pub fn run_phase(
         caches_dropped,
         sync_after_ns,
         progress,
+        cells: workload.take_cells(),
     })
 }

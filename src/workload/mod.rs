@@ -5,6 +5,8 @@
 //! so phases must not depend on anything but the workload's own state and the directory.
 
 pub mod archive;
+pub mod atomic;
+pub mod iozone;
 pub mod tree;
 
 use std::os::fd::BorrowedFd;
@@ -47,6 +49,31 @@ pub trait Workload: Send {
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError>;
+    /// The throughput-matrix cells the last phase measured (matrix workloads only).
+    fn take_cells(&mut self) -> Vec<iozone::MatrixCell> {
+        Vec::new()
+    }
+}
+
+/// Writes `value`'s decimal digits into `buf` at `at`; returns the index after them. Names in
+/// hot loops are built this way, without allocating.
+pub fn push_decimal(buf: &mut [u8], mut at: usize, value: u64) -> usize {
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    let mut v = value;
+    loop {
+        digits[len] = b'0' + (v % 10) as u8;
+        len += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for d in digits[..len].iter().rev() {
+        buf[at] = *d;
+        at += 1;
+    }
+    at
 }
 
 /// What a suite asks to run: parsed from `--workload` or a suite file, validated, serializable.
@@ -55,6 +82,8 @@ pub trait Workload: Send {
 pub enum WorkloadSpec {
     Tree(tree::TreeParams),
     Archive(archive::ArchiveParams),
+    Atomic(atomic::AtomicParams),
+    Iozone(iozone::IozoneParams),
 }
 
 impl WorkloadSpec {
@@ -64,8 +93,10 @@ impl WorkloadSpec {
         match kind.trim() {
             "tree" => Ok(WorkloadSpec::Tree(tree::TreeParams::parse(args)?)),
             "archive" => Ok(WorkloadSpec::Archive(archive::ArchiveParams::parse(args)?)),
+            "atomic" => Ok(WorkloadSpec::Atomic(atomic::AtomicParams::parse(args)?)),
+            "iozone" => Ok(WorkloadSpec::Iozone(iozone::IozoneParams::parse(args)?)),
             other => Err(invalid(format!(
-                "unknown workload `{other}`: available workloads are: tree, archive"
+                "unknown workload `{other}`: available workloads are: tree, archive, atomic, iozone"
             ))),
         }
     }
@@ -75,6 +106,8 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Tree(p) => format!("tree:{}", p.name()),
             WorkloadSpec::Archive(p) => format!("archive:{}", p.name()),
+            WorkloadSpec::Atomic(p) => format!("atomic:{}", p.name()),
+            WorkloadSpec::Iozone(p) => format!("iozone:{}", p.name()),
         }
     }
 
@@ -83,6 +116,8 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Tree(p) => p.describe(),
             WorkloadSpec::Archive(p) => p.describe(),
+            WorkloadSpec::Atomic(p) => p.describe(),
+            WorkloadSpec::Iozone(p) => p.describe(),
         }
     }
 
@@ -90,6 +125,8 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Tree(_) => tree::PHASES,
             WorkloadSpec::Archive(_) => archive::PHASES,
+            WorkloadSpec::Atomic(_) => atomic::PHASES,
+            WorkloadSpec::Iozone(_) => iozone::PHASES,
         }
     }
 
@@ -97,6 +134,8 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Tree(p) => p.space_needed(),
             WorkloadSpec::Archive(p) => p.space_needed(),
+            WorkloadSpec::Atomic(p) => p.space_needed(),
+            WorkloadSpec::Iozone(p) => p.space_needed(),
         }
     }
 
@@ -107,6 +146,8 @@ impl WorkloadSpec {
                 Box::new(tree::Tree::new(p.clone(), tree::default_base_name()))
             }
             WorkloadSpec::Archive(p) => Box::new(archive::Archive::new(p.clone())),
+            WorkloadSpec::Atomic(p) => Box::new(atomic::Atomic::new(p.clone())),
+            WorkloadSpec::Iozone(p) => Box::new(iozone::Iozone::new(p.clone())),
         }
     }
 
@@ -115,6 +156,8 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Tree(p) => p.validate(),
             WorkloadSpec::Archive(p) => p.validate(),
+            WorkloadSpec::Atomic(p) => p.validate(),
+            WorkloadSpec::Iozone(p) => p.validate(),
         }
     }
 }

@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{PhaseInfo, SpaceNeed, Workload};
+use super::{PhaseInfo, SpaceNeed, Workload, push_decimal};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -294,32 +294,13 @@ impl Name {
         let mut i = 0;
         self.buf[i] = b'L';
         i += 1;
-        i = push_decimal(&mut self.buf, i, level);
+        i = push_decimal(&mut self.buf, i, level as u64);
         self.buf[i] = kind;
         i += 1;
-        i = push_decimal(&mut self.buf, i, n);
+        i = push_decimal(&mut self.buf, i, n as u64);
         self.buf[i] = 0;
         CStr::from_bytes_with_nul(&self.buf[..=i]).expect("digits and letters only")
     }
-}
-
-fn push_decimal(buf: &mut [u8], mut at: usize, value: u32) -> usize {
-    let mut digits = [0u8; 10];
-    let mut len = 0;
-    let mut v = value;
-    loop {
-        digits[len] = b'0' + (v % 10) as u8;
-        len += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for d in digits[..len].iter().rev() {
-        buf[at] = *d;
-        at += 1;
-    }
-    at
 }
 
 const DIR_FLAGS: OFlags = OFlags::RDONLY

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Throughput matrix against fio: sequential write and read of a 1 GiB file in 1 MiB records,
+buffered and O_DIRECT, by fsbench's iozone workload (`iozone:seq-1m`) and by fio's equivalent
+jobs (psync engine, no preallocation, page cache invalidated before reads), on the same
+filesystem in the same invocation: a fresh ext4 loop image when root, else /var/tmp. Before
+every measured step, dirty data is written back and all caches dropped (as root), the loop
+image's on the host included. Runs alternate; medians of ROUNDS. Prints fsbench's throughput as a fraction of fio's. Target >= 0.98.
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+FSBENCH = os.path.join(ROOT, "target/release/fsbench")
+SIZE = "1G"
+
+
+def fio(path, rw, direct):
+    out = subprocess.run(
+        ["fio", "--name=job", f"--filename={path}", f"--rw={rw}", "--bs=1M", f"--size={SIZE}",
+         f"--direct={direct}", "--ioengine=psync", "--fallocate=none", "--invalidate=1",
+         "--output-format=json"],
+        check=True, capture_output=True, text=True).stdout
+    job = json.loads(out[out.index("{"):])["jobs"][0]
+    return job["write" if rw == "write" else "read"]["bw"]  # KiB/s
+
+
+def settle():
+    """Dirty data written back and every cache dropped (the loop image's too, on the host)."""
+    subprocess.run(["sync"], check=True)
+    if os.geteuid() == 0:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+
+
+def fsbench(work, db, direct, test):
+    """One IOzone test group (0 write, 1 read) of a 1 GiB file in 1 MiB records. For the read
+    group fsbench writes the file untimed, then drops caches before reading, as IOzone does."""
+    spec = f"iozone:sizes={SIZE},records=1m,tests={0 if test == 'write' else 1}" + (",direct" if direct else "")
+    out = subprocess.run([FSBENCH, "--db", db, "run", "-q", "--output-format", "json", "--runs", "1",
+                          "--no-drop-caches", "--dir", work, "-w", spec],
+                         check=True, capture_output=True, text=True).stdout
+    cells = json.loads(out)["runs"][0]["phases"][0]["cells"]
+    return next(c["kib_per_sec"] for c in cells if c["test"] == test)
+
+
+def main():
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    if not shutil.which("fio"):
+        raise SystemExit("fio is not installed (apt-get install fio)")
+    with tempfile.TemporaryDirectory(prefix="fsbench-iozone.", dir="/var/tmp") as tmp:
+        db = os.path.join(tmp, "results.db")
+        work, where = os.path.join(tmp, "work"), "/var/tmp (host filesystem)"
+        mounted = None
+        if os.geteuid() == 0:
+            image = os.path.join(tmp, "ext4.img")
+            with open(image, "wb") as f:
+                f.truncate(6 << 30)
+            loop = subprocess.run(["losetup", "--find", "--show", image], check=True, capture_output=True, text=True).stdout.strip()
+            subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop], check=True)
+            os.mkdir(work)
+            subprocess.run(["mount", loop, work], check=True)
+            mounted, where = (loop, work), "a fresh ext4 loop image"
+        else:
+            os.mkdir(work)
+        try:
+            print(f"sequential 1 MiB records, {SIZE} file, on {where}; {ROUNDS} rounds, medians (KiB/s)")
+            worst = 9.0
+            for direct in (0, 1):
+                res = {k: [] for k in ("fio write", "fio read", "fsbench write", "fsbench read")}
+                for rnd in range(ROUNDS):
+                    def run_fio():
+                        path = os.path.join(work, "fio.dat")
+                        settle()
+                        res["fio write"].append(fio(path, "write", direct))
+                        settle()
+                        res["fio read"].append(fio(path, "read", direct))
+                        os.remove(path)
+                    def run_fsbench():
+                        settle()
+                        res["fsbench write"].append(fsbench(work, db, direct, "write"))
+                        settle()
+                        res["fsbench read"].append(fsbench(work, db, direct, "read"))
+                    for f in ([run_fio, run_fsbench] if rnd % 2 == 0 else [run_fsbench, run_fio]):
+                        f()
+                mode = "O_DIRECT" if direct else "buffered"
+                for op in ("write", "read"):
+                    a, b = statistics.median(res[f"fsbench {op}"]), statistics.median(res[f"fio {op}"])
+                    worst = min(worst, a / b)
+                    print(f"{mode:9} {op:5}: fio {b:12,.0f}  fsbench {a:12,.0f}  ratio {a / b:.3f}")
+            print(f"worst ratio: {worst:.3f} (target >= 0.98)")
+        finally:
+            if mounted:
+                subprocess.run(["umount", mounted[1]], check=True)
+                subprocess.run(["losetup", "-d", mounted[0]], check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,404 @@
+//! The Linux Magazine article's "atomic" loops (seed 002): mkdir, touch, echo, cat, dd, rm and
+//! rmdir, each repeated in its own directory with raw system calls, where the article ran a
+//! shell command per operation.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::{PhaseInfo, SpaceNeed, Workload, push_decimal};
+use crate::error::{FsbenchError, invalid};
+use crate::measure::{OpKind, PhaseRecorder};
+use crate::units::group_thousands;
+
+pub const PHASES: &[PhaseInfo] = &[
+    PhaseInfo {
+        name: "mkdir",
+        title: "mkdir",
+        unit: "dirs",
+        moves_data: false,
+    },
+    PhaseInfo {
+        name: "touch",
+        title: "touch",
+        unit: "files",
+        moves_data: false,
+    },
+    PhaseInfo {
+        name: "echo",
+        title: "echo >>",
+        unit: "appends",
+        moves_data: true,
+    },
+    PhaseInfo {
+        name: "cat",
+        title: "cat",
+        unit: "files",
+        moves_data: true,
+    },
+    PhaseInfo {
+        name: "dd",
+        title: "dd",
+        unit: "files",
+        moves_data: true,
+    },
+    PhaseInfo {
+        name: "rm",
+        title: "rm",
+        unit: "files",
+        moves_data: false,
+    },
+    PhaseInfo {
+        name: "rmdir",
+        title: "rmdir",
+        unit: "dirs",
+        moves_data: false,
+    },
+];
+
+/// Loop counts and dd's shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Repetitions of mkdir, touch, echo, cat, rm and rmdir.
+    pub count: u64,
+    /// Files dd writes (each `dd_blocks` blocks of `dd_block_size` bytes).
+    pub dd_count: u64,
+    pub dd_blocks: u32,
+    pub dd_block_size: u32,
+}
+
+/// The line `echo` appends: the article's `echo` of a short text.
+const LINE: &[u8] = b"fsbench atomic echo\n";
+
+/// `quick` for a look; `standard` makes every loop last over a second on tmpfs here.
+pub const PRESETS: &[(&str, [u64; 4])] = &[
+    ("quick", [20_000, 2_000, 4, 4096]),
+    ("standard", [1_200_000, 50_000, 4, 4096]),
+];
+
+impl AtomicParams {
+    pub fn preset(name: &str) -> anyhow::Result<AtomicParams> {
+        let (_, [count, dd_count, blocks, size]) =
+            PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                invalid(format!(
+                    "unknown atomic preset `{name}`: choose quick or standard"
+                ))
+            })?;
+        Ok(AtomicParams {
+            preset: Some(name.into()),
+            count: *count,
+            dd_count: *dd_count,
+            dd_blocks: *blocks as u32,
+            dd_block_size: *size as u32,
+        })
+    }
+
+    /// Parses the part after `atomic:`: a preset and/or `count=N,dd-count=N,dd-blocks=N,dd-bs=SIZE`.
+    pub fn parse(args: &str) -> anyhow::Result<AtomicParams> {
+        let mut p = AtomicParams::preset("quick")?;
+        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((key, value)) = item.split_once('=') else {
+                p = AtomicParams::preset(item)?;
+                continue;
+            };
+            let n = crate::units::parse_size(value).map_err(|_| {
+                invalid(format!(
+                    "atomic parameter `{key}`: `{value}` is not a non-negative number"
+                ))
+            })?;
+            match key {
+                "count" => p.count = n,
+                "dd-count" => p.dd_count = n,
+                "dd-blocks" => {
+                    p.dd_blocks = u32::try_from(n).map_err(|_| invalid("dd-blocks is too large"))?
+                }
+                "dd-bs" => {
+                    p.dd_block_size = u32::try_from(n).map_err(|_| invalid("dd-bs is too large"))?
+                }
+                other => {
+                    return Err(invalid(format!(
+                        "unknown atomic parameter `{other}`: use count, dd-count, dd-blocks, dd-bs"
+                    )));
+                }
+            }
+            p.preset = None;
+        }
+        Ok(p)
+    }
+
+    pub fn name(&self) -> String {
+        self.preset.clone().unwrap_or_else(|| {
+            format!(
+                "n{}-dd{}x{}x{}",
+                self.count, self.dd_count, self.dd_blocks, self.dd_block_size
+            )
+        })
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.count == 0 || self.dd_count == 0 || self.dd_blocks == 0 || self.dd_block_size == 0 {
+            return Err(invalid(
+                "atomic: counts and dd's block count and size must be at least 1",
+            ));
+        }
+        if self.dd_block_size > 64 << 20 {
+            return Err(invalid("atomic: dd-bs above 64 MiB is absurd"));
+        }
+        if self.count > 100_000_000 || self.dd_count > 100_000_000 {
+            return Err(invalid(
+                "atomic: more than 100 million repetitions is absurd",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "atomic loops: mkdir, touch, echo >>, cat, rm, rmdir ×{}; dd of {} files × {} × {} B",
+            group_thousands(self.count),
+            group_thousands(self.dd_count),
+            self.dd_blocks,
+            self.dd_block_size
+        )
+    }
+
+    pub fn space_needed(&self) -> SpaceNeed {
+        let dd = self.dd_count * self.dd_blocks as u64 * self.dd_block_size as u64;
+        let inodes = 2 * self.count + self.dd_count + 8;
+        SpaceNeed {
+            bytes: dd + inodes * 4096,
+            inodes,
+        }
+    }
+}
+
+/// A `<prefix><n>` name built in place.
+struct Name {
+    buf: [u8; 24],
+}
+
+impl Name {
+    fn of(&mut self, prefix: u8, n: u64) -> &[u8] {
+        self.buf[0] = prefix;
+        let len = push_decimal(&mut self.buf, 1, n);
+        &self.buf[..len]
+    }
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC);
+
+pub struct Atomic {
+    params: AtomicParams,
+    buf: Vec<u8>,
+}
+
+impl Atomic {
+    pub fn new(params: AtomicParams) -> Atomic {
+        let size = params.dd_block_size as usize;
+        Atomic {
+            params,
+            buf: vec![0; size.max(4096)],
+        }
+    }
+
+    /// The loop's own directory (made by the first phase that needs it).
+    fn dir(parent: BorrowedFd<'_>, name: &str, create: bool) -> Result<OwnedFd, FsbenchError> {
+        if create {
+            match rustix::fs::mkdirat(parent, name, Mode::from(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(FsbenchError::Failed(format!("cannot create {name}/: {e}"))),
+            }
+        }
+        rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty())
+            .map_err(|e| FsbenchError::Failed(format!("cannot open {name}/: {e}")))
+    }
+
+    /// open → body → close, one unit, for `count` files `f<i>` in `dir`.
+    fn each_file(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        count: u64,
+        flags: OFlags,
+        op: OpKind,
+        rec: &mut PhaseRecorder,
+        mut body: impl FnMut(&mut Vec<u8>, &OwnedFd, &mut PhaseRecorder) -> Result<u64, FsbenchError>,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name { buf: [0; 24] };
+        for i in 0..count {
+            let opened = rustix::fs::openat(dir, name.of(b'f', i), flags, Mode::from(0o644));
+            let Some(file) = rec.record(op, opened)? else {
+                rec.note_failure(|| format!("f{i}"));
+                continue;
+            };
+            let bytes = body(&mut self.buf, &file, rec)?;
+            drop(file);
+            rec.record(OpKind::Close, Ok(()))?;
+            rec.unit_done(bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl Workload for Atomic {
+    fn phases(&self) -> &'static [PhaseInfo] {
+        PHASES
+    }
+
+    fn expected_units(&self, phase: usize) -> u64 {
+        match PHASES[phase].name {
+            "dd" => self.params.dd_count,
+            "rm" => self.params.count + self.params.dd_count,
+            _ => self.params.count,
+        }
+    }
+
+    fn run_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let count = self.params.count;
+        let mut name = Name { buf: [0; 24] };
+        let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        match PHASES[phase].name {
+            "mkdir" => {
+                let d = Self::dir(dir, "mkdir", true)?;
+                for i in 0..count {
+                    let made = rustix::fs::mkdirat(&d, name.of(b'd', i), Mode::from(0o755));
+                    if rec.record(OpKind::Mkdir, made)?.is_some() {
+                        rec.unit_done(0)?;
+                    } else {
+                        rec.note_failure(|| format!("mkdir/d{i}"));
+                    }
+                }
+            }
+            "touch" => {
+                let d = Self::dir(dir, "files", true)?;
+                self.each_file(
+                    d.as_fd(),
+                    count,
+                    write_flags,
+                    OpKind::Create,
+                    rec,
+                    |_, _, _| Ok(0),
+                )?;
+            }
+            "echo" => {
+                let d = Self::dir(dir, "files", false)?;
+                let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC;
+                self.each_file(
+                    d.as_fd(),
+                    count,
+                    flags,
+                    OpKind::OpenFile,
+                    rec,
+                    |_, file, rec| {
+                        let written = rustix::io::write(file, LINE);
+                        Ok(rec.record(OpKind::Write, written)?.unwrap_or(0) as u64)
+                    },
+                )?;
+            }
+            "cat" => {
+                let d = Self::dir(dir, "files", false)?;
+                self.each_file(
+                    d.as_fd(),
+                    count,
+                    OFlags::RDONLY | OFlags::CLOEXEC,
+                    OpKind::OpenFile,
+                    rec,
+                    |buf, file, rec| {
+                        let mut total = 0;
+                        while let Some(n) =
+                            rec.record(OpKind::Read, rustix::io::read(file, &mut buf[..]))?
+                        {
+                            if n == 0 {
+                                break;
+                            }
+                            total += n as u64;
+                        }
+                        Ok(total)
+                    },
+                )?;
+            }
+            "dd" => {
+                let d = Self::dir(dir, "dd", true)?;
+                let (blocks, size) = (self.params.dd_blocks, self.params.dd_block_size as usize);
+                self.each_file(
+                    d.as_fd(),
+                    self.params.dd_count,
+                    write_flags,
+                    OpKind::Create,
+                    rec,
+                    |buf, file, rec| {
+                        let mut total = 0;
+                        for _ in 0..blocks {
+                            match rec
+                                .record(OpKind::Write, rustix::io::write(file, &buf[..size]))?
+                            {
+                                Some(n) => total += n as u64,
+                                None => break,
+                            }
+                        }
+                        Ok(total)
+                    },
+                )?;
+            }
+            "rm" => {
+                for (sub, n) in [("files", count), ("dd", self.params.dd_count)] {
+                    let d = Self::dir(dir, sub, false)?;
+                    for i in 0..n {
+                        let removed = rustix::fs::unlinkat(&d, name.of(b'f', i), AtFlags::empty());
+                        if rec.record(OpKind::Unlink, removed)?.is_some() {
+                            rec.unit_done(0)?;
+                        } else {
+                            rec.note_failure(|| format!("{sub}/f{i}"));
+                        }
+                    }
+                }
+            }
+            _ => {
+                let d = Self::dir(dir, "mkdir", false)?;
+                for i in 0..count {
+                    let removed = rustix::fs::unlinkat(&d, name.of(b'd', i), AtFlags::REMOVEDIR);
+                    if rec.record(OpKind::Rmdir, removed)?.is_some() {
+                        rec.unit_done(0)?;
+                    } else {
+                        rec.note_failure(|| format!("mkdir/d{i}"));
+                    }
+                }
+                drop(d);
+                for sub in ["mkdir", "files", "dd"] {
+                    let _ = rustix::fs::unlinkat(dir, sub, AtFlags::REMOVEDIR);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_validates() {
+        let p = AtomicParams::parse("standard").unwrap();
+        assert_eq!(p.count, 1_200_000);
+        let q = AtomicParams::parse("count=10,dd-count=3,dd-blocks=2,dd-bs=8k").unwrap();
+        assert_eq!(
+            (q.count, q.dd_block_size, q.name().as_str()),
+            (10, 8192, "n10-dd3x2x8192")
+        );
+        assert!(AtomicParams::parse("count=0").unwrap().validate().is_err());
+        assert!(AtomicParams::parse("loops=3").is_err());
+        let mut n = Name { buf: [0; 24] };
+        assert_eq!(n.of(b'f', 12345), b"f12345");
+    }
+}

@@ -1,0 +1,941 @@
+//! An IOzone-style throughput matrix (seed 002): for every file size × record size cell, the
+//! IOzone tests in IOzone's order — write, rewrite, read, reread, random read and write,
+//! backward read, record rewrite, stride read, fwrite/fread (optional), pwrite, pread — each on
+//! N threads with a file each. One phase, `matrix`, holds the cells; each cell's throughput is
+//! a figure of its own.
+
+use std::io::{BufWriter, Write};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::Barrier;
+use std::time::Instant;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::{PhaseInfo, SpaceNeed, Workload};
+use crate::error::{FsbenchError, invalid};
+use crate::measure::{CpuTimes, PhaseRecorder};
+use crate::units::{compact_size, format_bytes, parse_size};
+
+pub const PHASES: &[PhaseInfo] = &[PhaseInfo {
+    name: "matrix",
+    title: "Throughput matrix",
+    unit: "records",
+    moves_data: true,
+}];
+
+/// IOzone's tests: (name, IOzone group number `-i`, the `-R` report title).
+pub const TESTS: &[(&str, u8, &str)] = &[
+    ("write", 0, "Writer report"),
+    ("rewrite", 0, "Re-writer report"),
+    ("read", 1, "Reader report"),
+    ("reread", 1, "Re-Reader report"),
+    ("random-read", 2, "Random read report"),
+    ("random-write", 2, "Random write report"),
+    ("backward-read", 3, "Backward read report"),
+    ("record-rewrite", 4, "Record rewrite report"),
+    ("stride-read", 5, "Stride read report"),
+    ("fwrite", 6, "Fwrite report"),
+    ("refwrite", 6, "Re-Fwrite report"),
+    ("fread", 7, "Fread report"),
+    ("refread", 7, "Re-Fread report"),
+    ("pwrite", 9, "Pwrite report"),
+    ("repwrite", 9, "Re-Pwrite report"),
+    ("pread", 10, "Pread report"),
+    ("repread", 10, "Re-Pread report"),
+];
+
+/// Groups run by default: everything but buffered stdio (`stdio` adds 6 and 7).
+const DEFAULT_GROUPS: [u8; 8] = [0, 1, 2, 3, 4, 5, 9, 10];
+
+/// IOzone's stride: read a record, skip 17.
+const STRIDE: u64 = 17;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IozoneParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// File sizes in bytes.
+    pub file_sizes: Vec<u64>,
+    /// Record sizes in bytes; a cell exists where record ≤ file (and, without `all_records`,
+    /// record ≥ 64 KiB for files over 16 MiB, as IOzone's auto mode does).
+    pub record_sizes: Vec<u64>,
+    #[serde(default)]
+    pub all_records: bool,
+    /// IOzone test groups (`-i`).
+    pub groups: Vec<u8>,
+    /// O_DIRECT with aligned buffers.
+    #[serde(default)]
+    pub direct: bool,
+    /// O_SYNC.
+    #[serde(default)]
+    pub sync: bool,
+    /// fsync included in the timing of writes (IOzone -e).
+    #[serde(default)]
+    pub fsync: bool,
+    /// close included in the timing (IOzone -c).
+    #[serde(default)]
+    pub close: bool,
+    /// Threads, each on a file of its own (IOzone's throughput mode).
+    pub threads: u32,
+    /// Sync and drop caches before each read test (root only).
+    pub drop_caches: bool,
+}
+
+fn doubling(from: u64, to: u64) -> Vec<u64> {
+    std::iter::successors(Some(from), |v| Some(v * 2))
+        .take_while(|v| *v <= to)
+        .collect()
+}
+
+impl IozoneParams {
+    /// IOzone's auto mode up to `max_file`: files 64 KiB doubling, records 4 KiB to 16 MiB.
+    pub fn auto(max_file: u64) -> IozoneParams {
+        IozoneParams {
+            preset: Some("auto".into()),
+            file_sizes: doubling(64 << 10, max_file),
+            record_sizes: doubling(4 << 10, 16 << 20),
+            all_records: false,
+            groups: DEFAULT_GROUPS.to_vec(),
+            direct: false,
+            sync: false,
+            fsync: false,
+            close: false,
+            threads: 1,
+            drop_caches: true,
+        }
+    }
+
+    pub fn preset(name: &str) -> anyhow::Result<IozoneParams> {
+        let mut p = match name {
+            "auto" => IozoneParams::auto(512 << 20),
+            "quick" => IozoneParams::auto(16 << 20),
+            "seq-1m" => IozoneParams {
+                file_sizes: vec![1 << 30],
+                record_sizes: vec![1 << 20],
+                groups: vec![0, 1],
+                ..IozoneParams::auto(0)
+            },
+            other => {
+                return Err(invalid(format!(
+                    "unknown iozone preset `{other}`: choose auto, quick or seq-1m"
+                )));
+            }
+        };
+        p.preset = Some(name.into());
+        Ok(p)
+    }
+
+    /// Parses the part after `iozone:`: a preset and settings; lists use `+`:
+    /// `sizes=64k+1m`, `records=4k+64k`, `max=SIZE` (auto mode's largest file), `tests=0+1+2`,
+    /// `threads=N`, and flags `direct`, `sync`, `fsync`, `close`, `stdio`, `all-records`,
+    /// `no-drop`.
+    pub fn parse(args: &str) -> anyhow::Result<IozoneParams> {
+        let mut p = IozoneParams::preset("quick")?;
+        let list = |v: &str| {
+            v.split('+')
+                .map(parse_size)
+                .collect::<anyhow::Result<Vec<u64>>>()
+        };
+        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let custom = match item.split_once('=') {
+                None => match item {
+                    "direct" => {
+                        p.direct = true;
+                        false
+                    }
+                    "sync" => {
+                        p.sync = true;
+                        false
+                    }
+                    "fsync" => {
+                        p.fsync = true;
+                        false
+                    }
+                    "close" => {
+                        p.close = true;
+                        false
+                    }
+                    "all-records" => {
+                        p.all_records = true;
+                        true
+                    }
+                    "no-drop" => {
+                        p.drop_caches = false;
+                        false
+                    }
+                    "stdio" => {
+                        p.groups.extend([6, 7]);
+                        p.groups.sort();
+                        p.groups.dedup();
+                        true
+                    }
+                    preset => {
+                        let flags = (p.direct, p.sync, p.fsync, p.close, p.threads, p.drop_caches);
+                        p = IozoneParams::preset(preset)?;
+                        (p.direct, p.sync, p.fsync, p.close, p.threads, p.drop_caches) = flags;
+                        false
+                    }
+                },
+                Some((key, value)) => {
+                    match key {
+                        "sizes" => p.file_sizes = list(value)?,
+                        "records" => p.record_sizes = list(value)?,
+                        "max" => p.file_sizes = doubling(64 << 10, parse_size(value)?),
+                        "tests" => {
+                            p.groups = value
+                                .split('+')
+                                .map(|g| {
+                                    g.parse::<u8>()
+                                        .ok()
+                                        .filter(|g| TESTS.iter().any(|t| t.1 == *g))
+                                })
+                                .collect::<Option<Vec<u8>>>()
+                                .ok_or_else(|| {
+                                    invalid(format!(
+                                        "iozone tests `{value}`: IOzone groups are 0-7, 9 and 10"
+                                    ))
+                                })?;
+                        }
+                        "threads" => {
+                            p.threads = value.parse().map_err(|_| {
+                                invalid(format!("iozone threads `{value}` is not a number"))
+                            })?;
+                        }
+                        other => {
+                            return Err(invalid(format!("unknown iozone parameter `{other}`")));
+                        }
+                    }
+                    true
+                }
+            };
+            if custom {
+                p.preset = None;
+            }
+        }
+        Ok(p)
+    }
+
+    /// The matrix's cells, in IOzone's order: file sizes, then records.
+    pub fn cells(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        for &f in &self.file_sizes {
+            for &r in &self.record_sizes {
+                if r <= f && (self.all_records || f <= 16 << 20 || r >= 64 << 10) {
+                    out.push((f, r));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn tests(&self) -> impl Iterator<Item = &'static (&'static str, u8, &'static str)> + '_ {
+        TESTS.iter().filter(|t| self.groups.contains(&t.1))
+    }
+
+    pub fn name(&self) -> String {
+        let mut name = self.preset.clone().unwrap_or_else(|| {
+            let list = |v: &[u64]| {
+                v.iter()
+                    .map(|s| compact_size(*s))
+                    .collect::<Vec<_>>()
+                    .join("+")
+            };
+            format!(
+                "sizes={},records={}",
+                list(&self.file_sizes),
+                list(&self.record_sizes)
+            )
+        });
+        for (flag, on) in [
+            ("direct", self.direct),
+            ("sync", self.sync),
+            ("fsync", self.fsync),
+            ("close", self.close),
+        ] {
+            if on {
+                name.push(',');
+                name.push_str(flag);
+            }
+        }
+        if self.threads > 1 {
+            name.push_str(&format!(",threads={}", self.threads));
+        }
+        name
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.threads == 0 || self.threads > 1024 {
+            return Err(invalid("iozone: threads must be between 1 and 1024"));
+        }
+        if self.groups.is_empty() {
+            return Err(invalid("iozone: no tests selected"));
+        }
+        if self.cells().is_empty() {
+            return Err(invalid(
+                "iozone: no cell has a record size no larger than its file size",
+            ));
+        }
+        if self.record_sizes.contains(&0) || self.file_sizes.contains(&0) {
+            return Err(invalid("iozone: sizes must be larger than 0"));
+        }
+        if self.direct && self.groups.iter().any(|g| [6, 7].contains(g)) {
+            return Err(invalid(
+                "iozone: buffered stdio tests (fwrite, fread) cannot use O_DIRECT",
+            ));
+        }
+        if self.record_sizes.iter().any(|r| *r > 1 << 30)
+            || self.file_sizes.iter().any(|f| *f > 1 << 40)
+        {
+            return Err(invalid(
+                "iozone: records over 1 GiB or files over 1 TiB are absurd",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        let tests: Vec<&str> = self.tests().map(|t| t.0).collect();
+        let largest = self.file_sizes.iter().max().copied().unwrap_or(0);
+        format!(
+            "IOzone-style matrix: {} cells (files up to {}, records {}–{}), {} thread(s); tests: {}{}",
+            self.cells().len(),
+            format_bytes(largest),
+            format_bytes(self.record_sizes.iter().min().copied().unwrap_or(0)),
+            format_bytes(self.record_sizes.iter().max().copied().unwrap_or(0)),
+            self.threads,
+            tests.join(", "),
+            if self.drop_caches {
+                "; caches dropped before reads"
+            } else {
+                "; caches kept"
+            }
+        )
+    }
+
+    pub fn space_needed(&self) -> SpaceNeed {
+        let largest = self.file_sizes.iter().max().copied().unwrap_or(0);
+        SpaceNeed {
+            bytes: largest * self.threads as u64 * 5 / 4,
+            inodes: self.threads as u64 + 8,
+        }
+    }
+}
+
+/// One cell of one test: every thread's file, aggregated.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MatrixCell {
+    pub test: String,
+    pub file_size: u64,
+    pub record_size: u64,
+    pub threads: u32,
+    pub bytes: u64,
+    /// From the start barrier to the last thread's end.
+    pub elapsed_ns: u64,
+    pub cpu_ns: u64,
+    /// Total bytes over the elapsed time, KiB/s.
+    pub kib_per_sec: f64,
+    pub thread_min_kib_per_sec: f64,
+    pub thread_max_kib_per_sec: f64,
+    pub thread_avg_kib_per_sec: f64,
+    pub caches_dropped: bool,
+}
+
+impl MatrixCell {
+    pub fn cpu_percent(&self) -> f64 {
+        self.cpu_ns as f64 / self.elapsed_ns.max(1) as f64 * 100.0
+    }
+
+    /// The figure's name: `write 64K/4K`.
+    pub fn metric(&self) -> String {
+        matrix_metric(&self.test, self.file_size, self.record_size)
+    }
+}
+
+/// The name of one cell's throughput figure: `<test> <file size>/<record size>`.
+pub fn matrix_metric(test: &str, file_size: u64, record_size: u64) -> String {
+    format!(
+        "{test} {}/{}",
+        compact_size(file_size),
+        compact_size(record_size)
+    )
+}
+
+/// The matrix a suite's runs measured for `workload`: (tests in IOzone order, file sizes,
+/// record sizes), each sorted.
+pub fn matrix_axes(
+    runs: &[crate::results::RunRecord],
+    workload: &str,
+) -> (Vec<&'static str>, Vec<u64>, Vec<u64>) {
+    let cells = runs
+        .iter()
+        .filter(|r| r.workload == workload)
+        .flat_map(|r| &r.phases)
+        .flat_map(|p| &p.cells);
+    let (mut files, mut records, mut tests) = (Vec::new(), Vec::new(), Vec::new());
+    for c in cells {
+        files.push(c.file_size);
+        records.push(c.record_size);
+        if let Some(t) = TESTS.iter().find(|t| t.0 == c.test) {
+            tests.push(t);
+        }
+    }
+    for v in [&mut files, &mut records] {
+        v.sort();
+        v.dedup();
+    }
+    let order = |t: &&(&str, u8, &str)| TESTS.iter().position(|x| x.0 == t.0);
+    tests.sort_by_key(order);
+    tests.dedup();
+    (tests.into_iter().map(|t| t.0).collect(), files, records)
+}
+
+/// The order records are visited in, as record indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    Sequential,
+    Backward,
+    /// Every record once, in a pseudo-random order.
+    Random,
+    /// Record i·stride mod n: every record once when the stride is coprime to n.
+    Stride,
+    /// The same record every time.
+    Same,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The i-th record index of `pattern` over `n` records, without a table: random uses a
+/// full-period LCG over the next power of two, skipping values ≥ n (cycle walking).
+pub struct Offsets {
+    pattern: Pattern,
+    n: u64,
+    i: u64,
+    state: u64,
+    mask: u64,
+    stride: u64,
+}
+
+impl Offsets {
+    pub fn new(pattern: Pattern, n: u64) -> Offsets {
+        let mut stride = STRIDE;
+        while n > 1 && gcd(stride, n) != 1 {
+            stride += 1;
+        }
+        Offsets {
+            pattern,
+            n,
+            i: 0,
+            state: 0x2545_f491,
+            mask: n.next_power_of_two().max(2) - 1,
+            stride,
+        }
+    }
+}
+
+impl Iterator for Offsets {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.i >= self.n {
+            return None;
+        }
+        let i = self.i;
+        self.i += 1;
+        Some(match self.pattern {
+            Pattern::Sequential => i,
+            Pattern::Backward => self.n - 1 - i,
+            Pattern::Same => 0,
+            Pattern::Stride => i * self.stride % self.n,
+            Pattern::Random => loop {
+                // a ≡ 1 (mod 4), c odd: full period modulo a power of two.
+                self.state = (self
+                    .state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407))
+                    & self.mask;
+                if self.state < self.n {
+                    break self.state;
+                }
+            },
+        })
+    }
+}
+
+/// What a test does with each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Io {
+    Write,
+    Read,
+    /// Positioned (pread/pwrite) in the given pattern.
+    PWrite(Pattern),
+    PRead(Pattern),
+    StdioWrite,
+    StdioRead,
+}
+
+fn io_of(test: &str) -> Io {
+    match test {
+        "write" | "rewrite" => Io::Write,
+        "read" | "reread" => Io::Read,
+        "random-read" => Io::PRead(Pattern::Random),
+        "random-write" => Io::PWrite(Pattern::Random),
+        "backward-read" => Io::PRead(Pattern::Backward),
+        "record-rewrite" => Io::PWrite(Pattern::Same),
+        "stride-read" => Io::PRead(Pattern::Stride),
+        "fwrite" | "refwrite" => Io::StdioWrite,
+        "fread" | "refread" => Io::StdioRead,
+        "pwrite" | "repwrite" => Io::PWrite(Pattern::Sequential),
+        _ => Io::PRead(Pattern::Sequential),
+    }
+}
+
+/// A buffer aligned for O_DIRECT (4 KiB covers every device's logical block).
+struct Aligned {
+    raw: Vec<u8>,
+    offset: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Aligned {
+        let raw = vec![0x5a; len + 4096];
+        let offset = raw.as_ptr().align_offset(4096);
+        Aligned { raw, offset, len }
+    }
+
+    fn buf(&mut self) -> &mut [u8] {
+        &mut self.raw[self.offset..self.offset + self.len]
+    }
+}
+
+pub struct Iozone {
+    params: IozoneParams,
+    cells: Vec<MatrixCell>,
+}
+
+impl Iozone {
+    pub fn new(params: IozoneParams) -> Iozone {
+        Iozone {
+            params,
+            cells: Vec::new(),
+        }
+    }
+
+    pub fn cells(&self) -> &[MatrixCell] {
+        &self.cells
+    }
+
+    fn flags(&self, write: bool) -> OFlags {
+        let mut f = if write {
+            OFlags::RDWR | OFlags::CREATE
+        } else {
+            OFlags::RDONLY
+        } | OFlags::CLOEXEC;
+        if self.params.direct {
+            f |= OFlags::DIRECT;
+        }
+        if self.params.sync && write {
+            f |= OFlags::SYNC;
+        }
+        f
+    }
+
+    /// Refuses O_DIRECT on a filesystem without it, or records it cannot align, before any I/O.
+    fn check_direct(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+        if !self.params.direct {
+            return Ok(());
+        }
+        let fs = filesystem_name(dir);
+        let probe = ".fsbench-direct-probe";
+        let opened = rustix::fs::openat(
+            dir,
+            probe,
+            OFlags::RDWR | OFlags::CREATE | OFlags::DIRECT | OFlags::CLOEXEC,
+            Mode::from(0o600),
+        );
+        let _ = rustix::fs::unlinkat(dir, probe, AtFlags::empty());
+        let file = opened.map_err(|e| {
+            FsbenchError::InvalidInput(format!("{fs} refuses O_DIRECT ({e}); run without `direct`"))
+        })?;
+        let align = rustix::fs::statx(
+            &file,
+            "",
+            AtFlags::EMPTY_PATH,
+            rustix::fs::StatxFlags::DIOALIGN,
+        )
+        .ok()
+        .map(|s| s.stx_dio_offset_align as u64)
+        .filter(|a| *a > 0)
+        .unwrap_or(4096);
+        if let Some(bad) = self
+            .params
+            .record_sizes
+            .iter()
+            .chain(&self.params.file_sizes)
+            .find(|r| *r % align != 0)
+        {
+            return Err(FsbenchError::InvalidInput(format!(
+                "O_DIRECT on {fs} needs sizes that are multiples of {align} bytes (its logical block size); {bad} is not"
+            )));
+        }
+        Ok(())
+    }
+
+    /// One test of one cell on every thread's file.
+    fn run_test(
+        &self,
+        dir: BorrowedFd<'_>,
+        test: &str,
+        file_size: u64,
+        record: u64,
+    ) -> Result<MatrixCell, FsbenchError> {
+        let io = io_of(test);
+        let writes = matches!(io, Io::Write | Io::PWrite(_) | Io::StdioWrite);
+        let caches_dropped =
+            !writes && self.params.drop_caches && crate::target::sync_and_drop_caches(dir);
+        let threads = self.params.threads as usize;
+        let barrier = Barrier::new(threads);
+        let cpu = CpuTimes::now();
+        let start = Instant::now();
+        let results: Vec<Result<(u64, f64), FsbenchError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let barrier = &barrier;
+                    s.spawn(move || self.thread_io(dir, t, io, writes, file_size, record, barrier))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(FsbenchError::Failed("I/O thread panicked".into())))
+                })
+                .collect()
+        });
+        let elapsed = start.elapsed();
+        let cpu = CpuTimes::now().since(&cpu);
+        let mut bytes = 0;
+        let mut rates = Vec::with_capacity(threads);
+        for r in results {
+            let (b, secs) = r?;
+            if b != file_size {
+                return Err(FsbenchError::Failed(format!(
+                    "{test}: moved {b} bytes of a {file_size}-byte file"
+                )));
+            }
+            bytes += b;
+            rates.push(b as f64 / 1024.0 / secs.max(1e-9));
+        }
+        Ok(MatrixCell {
+            test: test.to_string(),
+            file_size,
+            record_size: record,
+            threads: self.params.threads,
+            bytes,
+            elapsed_ns: elapsed.as_nanos() as u64,
+            cpu_ns: (cpu.user + cpu.system).as_nanos() as u64,
+            kib_per_sec: bytes as f64 / 1024.0 / elapsed.as_secs_f64().max(1e-9),
+            thread_min_kib_per_sec: rates.iter().copied().fold(f64::INFINITY, f64::min),
+            thread_max_kib_per_sec: rates.iter().copied().fold(0.0, f64::max),
+            thread_avg_kib_per_sec: rates.iter().sum::<f64>() / rates.len() as f64,
+            caches_dropped,
+        })
+    }
+
+    /// One thread's part: open (untimed), the I/O, fsync and close as asked; (bytes, seconds).
+    #[allow(clippy::too_many_arguments)]
+    fn thread_io(
+        &self,
+        dir: BorrowedFd<'_>,
+        t: usize,
+        io: Io,
+        writes: bool,
+        size: u64,
+        record: u64,
+        barrier: &Barrier,
+    ) -> Result<(u64, f64), FsbenchError> {
+        let mut name = *b"iozone.tmp.0000\0";
+        crate::workload::push_decimal(&mut name, 11, t as u64);
+        let name = std::ffi::CStr::from_bytes_until_nul(&name).expect("NUL-terminated");
+        let file: OwnedFd = rustix::fs::openat(dir, name, self.flags(writes), Mode::from(0o644))
+            .map_err(|e| FsbenchError::Failed(format!("open {name:?}: {e}")))?;
+        let mut buf = Aligned::new(record as usize);
+        let n = size / record;
+        barrier.wait();
+        let start = Instant::now();
+        let mut moved = 0u64;
+        match io {
+            Io::Write | Io::Read => {
+                for _ in 0..n {
+                    moved += if writes {
+                        write_all(&file, buf.buf())?
+                    } else {
+                        read_full(&file, buf.buf())?
+                    };
+                }
+            }
+            Io::PWrite(pattern) | Io::PRead(pattern) => {
+                for i in Offsets::new(pattern, n) {
+                    let off = i * record;
+                    moved += if writes {
+                        pwrite_all(&file, buf.buf(), off)?
+                    } else {
+                        pread_full(&file, buf.buf(), off)?
+                    };
+                }
+            }
+            Io::StdioWrite => {
+                let mut out =
+                    BufWriter::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+                for _ in 0..n {
+                    out.write_all(buf.buf())
+                        .map_err(|e| FsbenchError::Failed(format!("fwrite: {e}")))?;
+                    moved += record;
+                }
+                out.flush()
+                    .map_err(|e| FsbenchError::Failed(format!("fflush: {e}")))?;
+            }
+            Io::StdioRead => {
+                let mut input =
+                    std::io::BufReader::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+                for _ in 0..n {
+                    std::io::Read::read_exact(&mut input, buf.buf())
+                        .map_err(|e| FsbenchError::Failed(format!("fread: {e}")))?;
+                    moved += record;
+                }
+            }
+        }
+        if writes && self.params.fsync {
+            rustix::fs::fsync(&file).map_err(io_err)?;
+        }
+        if self.params.close {
+            drop(file);
+            return Ok((moved, start.elapsed().as_secs_f64()));
+        }
+        let secs = start.elapsed().as_secs_f64();
+        drop(file);
+        Ok((moved, secs))
+    }
+
+    /// Creates every thread's file at its full size (untimed), for cells without a write test.
+    fn prepare_files(
+        &self,
+        dir: BorrowedFd<'_>,
+        size: u64,
+        record: u64,
+    ) -> Result<(), FsbenchError> {
+        let barrier = Barrier::new(1);
+        for t in 0..self.params.threads as usize {
+            self.thread_io(dir, t, Io::Write, true, size, record, &barrier)?;
+        }
+        Ok(())
+    }
+}
+
+fn io_err(e: impl std::fmt::Display) -> FsbenchError {
+    FsbenchError::Failed(format!("I/O: {e}"))
+}
+
+fn check_disk_full(e: rustix::io::Errno) -> FsbenchError {
+    if e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT {
+        return FsbenchError::DiskFull {
+            phase: "matrix".into(),
+            ops: 0,
+            errno: crate::measure::errno_name(e.raw_os_error()),
+        };
+    }
+    io_err(e)
+}
+
+fn write_all(file: &OwnedFd, buf: &[u8]) -> Result<u64, FsbenchError> {
+    let mut done = 0;
+    while done < buf.len() {
+        done += rustix::io::write(file, &buf[done..]).map_err(check_disk_full)?;
+    }
+    Ok(done as u64)
+}
+
+fn pwrite_all(file: &OwnedFd, buf: &[u8], off: u64) -> Result<u64, FsbenchError> {
+    let mut done = 0;
+    while done < buf.len() {
+        done +=
+            rustix::io::pwrite(file, &buf[done..], off + done as u64).map_err(check_disk_full)?;
+    }
+    Ok(done as u64)
+}
+
+fn read_full(file: &OwnedFd, buf: &mut [u8]) -> Result<u64, FsbenchError> {
+    let mut done = 0;
+    while done < buf.len() {
+        match rustix::io::read(file, &mut buf[done..]).map_err(io_err)? {
+            0 => break,
+            n => done += n,
+        }
+    }
+    Ok(done as u64)
+}
+
+fn pread_full(file: &OwnedFd, buf: &mut [u8], off: u64) -> Result<u64, FsbenchError> {
+    let mut done = 0;
+    while done < buf.len() {
+        match rustix::io::pread(file, &mut buf[done..], off + done as u64).map_err(io_err)? {
+            0 => break,
+            n => done += n,
+        }
+    }
+    Ok(done as u64)
+}
+
+/// The filesystem type of `dir`, for messages (from fstatfs's magic number).
+fn filesystem_name(dir: BorrowedFd<'_>) -> String {
+    let magic = rustix::fs::fstatfs(dir)
+        .map(|s| s.f_type as u64)
+        .unwrap_or(0);
+    match magic {
+        0xef53 => "ext2/3/4".into(),
+        0x5846_5342 => "xfs".into(),
+        0x9123_683e => "btrfs".into(),
+        0x0102_1994 => "tmpfs".into(),
+        other => format!("the filesystem (magic {other:#x})"),
+    }
+}
+
+impl Workload for Iozone {
+    fn phases(&self) -> &'static [PhaseInfo] {
+        PHASES
+    }
+
+    fn expected_units(&self, _: usize) -> u64 {
+        let tests = self.params.tests().count() as u64;
+        self.params
+            .cells()
+            .iter()
+            .map(|(f, r)| f / r * tests * self.params.threads as u64)
+            .sum()
+    }
+
+    fn run_phase(
+        &mut self,
+        _: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        self.check_direct(dir)?;
+        let has_write = self.params.groups.contains(&0);
+        for (file_size, record) in self.params.cells() {
+            if !has_write {
+                self.prepare_files(dir, file_size, record)?;
+            }
+            for (test, _, _) in self.params.tests() {
+                let cell = self.run_test(dir, test, file_size, record)?;
+                rec.units_done(
+                    (file_size / record) * self.params.threads as u64,
+                    cell.bytes,
+                )?;
+                self.cells.push(cell);
+            }
+            for t in 0..self.params.threads {
+                let name = format!("iozone.tmp.{t:04}");
+                let _ = rustix::fs::unlinkat(dir, name.as_str(), AtFlags::empty());
+            }
+        }
+        Ok(())
+    }
+
+    fn take_cells(&mut self) -> Vec<MatrixCell> {
+        std::mem::take(&mut self.cells)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_visit_every_record_once() {
+        for n in [1u64, 2, 7, 17, 48, 64, 1000, 4096] {
+            for pattern in [
+                Pattern::Sequential,
+                Pattern::Backward,
+                Pattern::Random,
+                Pattern::Stride,
+            ] {
+                let mut seen: Vec<u64> = Offsets::new(pattern, n).collect();
+                assert_eq!(seen.len() as u64, n, "{pattern:?} n={n}");
+                seen.sort();
+                seen.dedup();
+                assert_eq!(
+                    seen,
+                    (0..n).collect::<Vec<_>>(),
+                    "{pattern:?} n={n}: distinct offsets"
+                );
+            }
+            assert!(Offsets::new(Pattern::Same, n).all(|i| i == 0));
+        }
+        let back: Vec<u64> = Offsets::new(Pattern::Backward, 4).collect();
+        assert_eq!(back, [3, 2, 1, 0]);
+        let random: Vec<u64> = Offsets::new(Pattern::Random, 64).collect();
+        assert_ne!(
+            random,
+            (0..64).collect::<Vec<_>>(),
+            "random is not sequential"
+        );
+        let stride: Vec<u64> = Offsets::new(Pattern::Stride, 64).take(3).collect();
+        assert_eq!(stride, [0, 17, 34]);
+    }
+
+    #[test]
+    fn auto_mode_cells_follow_iozone() {
+        let p = IozoneParams::auto(512 << 20);
+        let cells = p.cells();
+        assert_eq!(p.file_sizes.first(), Some(&(64 << 10)));
+        assert_eq!(p.file_sizes.last(), Some(&(512 << 20)));
+        assert!(cells.contains(&(64 << 10, 4 << 10)));
+        assert!(cells.iter().all(|(f, r)| r <= f));
+        // Files over 16 MiB start at 64 KiB records.
+        assert!(!cells.contains(&(32 << 20, 32 << 10)));
+        assert!(cells.contains(&(32 << 20, 64 << 10)));
+        assert!(cells.contains(&(512 << 20, 16 << 20)));
+        let all = IozoneParams::parse("auto,all-records").unwrap();
+        assert!(all.cells().contains(&(32 << 20, 4 << 10)));
+    }
+
+    #[test]
+    fn parses_settings() {
+        let p =
+            IozoneParams::parse("sizes=1m+4m,records=4k+64k,tests=0+1+2,direct,threads=2").unwrap();
+        assert_eq!(p.file_sizes, [1 << 20, 4 << 20]);
+        assert_eq!(p.groups, [0, 1, 2]);
+        assert!(p.direct && p.threads == 2 && p.preset.is_none());
+        let names: Vec<&str> = p.tests().map(|t| t.0).collect();
+        assert_eq!(
+            names,
+            [
+                "write",
+                "rewrite",
+                "read",
+                "reread",
+                "random-read",
+                "random-write"
+            ]
+        );
+        assert!(IozoneParams::parse("tests=8").is_err());
+        assert!(IozoneParams::parse("bogus=1").is_err());
+        assert!(
+            IozoneParams::parse("threads=0")
+                .unwrap()
+                .validate()
+                .is_err()
+        );
+        assert!(
+            IozoneParams::parse("sizes=4k,records=64k")
+                .unwrap()
+                .validate()
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! The IOzone-style matrix: bytes and sizes of every cell, threads, O_DIRECT on real
+//! filesystems and its refusal, and IOzone's -R export layout.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn cells(doc: &serde_json::Value) -> Vec<serde_json::Value> {
+    doc["runs"][0]["phases"][0]["cells"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn every_cell_moves_its_file_on_every_thread() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--runs",
+            "1",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .args([
+            "-w",
+            "iozone:sizes=256k+1m,records=4k+64k+512k,stdio,threads=2",
+        ]));
+    assert!(out.status.success());
+    let doc = json(&out);
+    let cells = cells(&doc);
+    let tests: Vec<&str> = fsbench::workload::iozone::TESTS
+        .iter()
+        .map(|t| t.0)
+        .collect();
+    // 2 file sizes × 3 records (512k fits the 1m file only) → 5 cells, every test in each.
+    assert_eq!(cells.len(), 5 * tests.len());
+    for c in &cells {
+        let (f, r) = (
+            c["file_size"].as_u64().unwrap(),
+            c["record_size"].as_u64().unwrap(),
+        );
+        assert!(r <= f);
+        assert_eq!(c["bytes"].as_u64().unwrap(), 2 * f, "{c}");
+        assert_eq!(c["threads"], 2);
+        let (lo, avg, hi) = (
+            c["thread_min_kib_per_sec"].as_f64().unwrap(),
+            c["thread_avg_kib_per_sec"].as_f64().unwrap(),
+            c["thread_max_kib_per_sec"].as_f64().unwrap(),
+        );
+        assert!(lo <= avg && avg <= hi && lo > 0.0, "{c}");
+    }
+    let order: Vec<&str> = cells
+        .iter()
+        .take(tests.len())
+        .map(|c| c["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, tests, "IOzone's test order within a cell");
+    let summaries = doc["summaries"].as_array().unwrap();
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s["metric"] == "stride-read 1M/64K" && s["unit"] == "KiB/s")
+    );
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s["metric"] == "write 1M/64K cpu" && s["unit"] == "%")
+    );
+    // The files are gone after each cell.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // IOzone's -R layout: titled blocks, record sizes (KiB) across, file sizes (KiB) down.
+    let id = doc["id"].as_i64().unwrap().to_string();
+    let export = text(
+        &run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["export", &id, "--format", "iozone"]))
+        .stdout,
+    );
+    let lines: Vec<&str> = export.lines().collect();
+    let writer = lines
+        .iter()
+        .position(|l| *l == "\"Writer report\"")
+        .expect("Writer report block");
+    assert_eq!(
+        lines[writer + 1].split_whitespace().collect::<Vec<_>>(),
+        ["\"4\"", "\"64\"", "\"512\""]
+    );
+    let row: Vec<&str> = lines[writer + 2].split_whitespace().collect();
+    assert_eq!(row[0], "\"256\"");
+    assert_eq!(row.len(), 3, "256 KiB file: 4K and 64K records");
+    assert!(row[1].parse::<u64>().unwrap() > 0);
+    for title in [
+        "Re-writer report",
+        "Reader report",
+        "Re-Reader report",
+        "Random read report",
+        "Random write report",
+        "Backward read report",
+        "Record rewrite report",
+        "Stride read report",
+        "Fwrite report",
+        "Fread report",
+        "Pwrite report",
+        "Pread report",
+    ] {
+        assert!(
+            lines.contains(&format!("\"{title}\"").as_str()),
+            "missing {title}"
+        );
+    }
+    let table = text(
+        &run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["show", &id]))
+        .stdout,
+    );
+    assert!(table.contains("backward-read: MiB/s"), "{table}");
+}
+
+fn direct_run(fs: &str, tool: &str, records: &str) -> Option<std::process::Output> {
+    if !can_run(&format!("O_DIRECT on {fs}"), &[tool]) {
+        return None;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let out = run(fsbench(state.path())
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--runs",
+            "1",
+            "--fs",
+            fs,
+            "--image-dir",
+        ])
+        .arg(dir.path())
+        .args([
+            "-w",
+            &format!("iozone:sizes=1m,records={records},tests=0+1+2+3,direct"),
+        ]));
+    assert_nothing_left(Path::new(dir.path()));
+    Some(out)
+}
+
+#[test]
+fn o_direct_works_on_ext4_xfs_and_btrfs() {
+    for (fs, tool) in [
+        ("ext4", "mkfs.ext4"),
+        ("xfs", "mkfs.xfs"),
+        ("btrfs", "mkfs.btrfs"),
+    ] {
+        let Some(out) = direct_run(fs, tool, "4k+64k") else {
+            continue;
+        };
+        assert!(out.status.success(), "{fs}");
+        let doc = json(&out);
+        let cells = cells(&doc);
+        assert_eq!(cells.len(), 2 * 7, "{fs}");
+        assert!(cells.iter().all(|c| c["bytes"] == 1 << 20), "{fs}");
+        assert!(
+            doc["suite"]["workload"][0]["direct"].as_bool().unwrap(),
+            "{fs}"
+        );
+    }
+}
+
+#[test]
+fn o_direct_refuses_unaligned_records_before_any_io() {
+    let Some(out) = direct_run("ext4", "mkfs.ext4", "1000") else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("O_DIRECT on ext2/3/4 needs sizes that are multiples of")
+            && err.contains("1000 is not"),
+        "{err}"
+    );
+    let doc = json(&out);
+    assert!(
+        doc["runs"][0]["phases"].as_array().unwrap().is_empty(),
+        "no phase ran"
+    );
+}
