@@ -14,18 +14,13 @@ import sys
 import tempfile
 import time
 
+from common import fresh_ext4, settle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 PRESET = os.environ.get("PRESET", "seed-1pct")
 FSBENCH = os.path.join(ROOT, "target/release/fsbench")
 IS_ROOT = os.geteuid() == 0
-
-
-def settle():
-    subprocess.run(["sync"], check=True)
-    if IS_ROOT:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
 
 
 def timed(cmd):
@@ -80,20 +75,8 @@ def main():
         print(f"archive: {PRESET}, {os.path.getsize(tarball) >> 20} MiB; {ROUNDS} rounds, medians; the tools timed as whole processes")
         worst = bench("tmpfs", "/dev/shm", tarball)
         if IS_ROOT:
-            image, mnt = os.path.join(tmp, "ext4.img"), os.path.join(tmp, "mnt")
-            os.mkdir(mnt)
-            with open(image, "wb") as f:
-                f.truncate(8 << 30)
-            loop = subprocess.run(["losetup", "--find", "--show", image], check=True, capture_output=True, text=True).stdout.strip()
-            try:
-                subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop], check=True)
-                subprocess.run(["mount", loop, mnt], check=True)
-                try:
-                    worst = min(worst, bench("ext4", mnt, tarball))
-                finally:
-                    subprocess.run(["umount", mnt], check=True)
-            finally:
-                subprocess.run(["losetup", "-d", loop], check=True)
+            with fresh_ext4(tmp) as mnt:
+                worst = min(worst, bench("ext4", mnt, tarball))
         print(f"worst ratio: {worst:.3f} (target >= 1.0)")
 
 

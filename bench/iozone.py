@@ -15,6 +15,8 @@ import statistics
 import subprocess
 import tempfile
 
+from common import fresh_ext4, settle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 FSBENCH = os.path.join(ROOT, "target/release/fsbench")
@@ -29,14 +31,6 @@ def fio(path, rw, direct):
         check=True, capture_output=True, text=True).stdout
     job = json.loads(out[out.index("{"):])["jobs"][0]
     return job["write" if rw == "write" else "read"]["bw"]  # KiB/s
-
-
-def settle():
-    """Dirty data written back and every cache dropped (the loop image's too, on the host)."""
-    subprocess.run(["sync"], check=True)
-    if os.geteuid() == 0:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
 
 
 def fsbench(work, db, direct, test):
@@ -92,20 +86,8 @@ def main():
         if os.geteuid() != 0:
             print(f"worst ratio on tmpfs: {worst:.3f} (target >= 0.98); not root, so no ext4 loop image")
             return
-        image, work = os.path.join(tmp, "ext4.img"), os.path.join(tmp, "work")
-        with open(image, "wb") as f:
-            f.truncate(6 << 30)
-        loop = subprocess.run(["losetup", "--find", "--show", image], check=True, capture_output=True, text=True).stdout.strip()
-        try:
-            subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop], check=True)
-            os.mkdir(work)
-            subprocess.run(["mount", loop, work], check=True)
-            try:
-                compare(work, db, "a fresh ext4 loop image (the host's page cache and disk add noise)")
-            finally:
-                subprocess.run(["umount", work], check=True)
-        finally:
-            subprocess.run(["losetup", "-d", loop], check=True)
+        with fresh_ext4(tmp, 6 << 30) as mnt:
+            compare(mnt, db, "a fresh ext4 loop image (the host's page cache and disk add noise)")
         print(f"worst ratio on tmpfs: {worst:.3f} (target >= 0.98)")
 
 

@@ -19,6 +19,8 @@ import sys
 import tempfile
 from collections import defaultdict
 
+from common import settle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(os.environ.get("ROUNDS", "9"))
 FSBENCH = os.path.join(ROOT, "target/release/fsbench")
@@ -28,13 +30,6 @@ C_BIN = os.path.join(ROOT, "bench/fdtree_c")
 TREES = [(20, 40, 1, 3), (90, 1, 1, 3)]
 PHASES = ["dir-create", "file-create", "file-remove", "dir-remove"]
 FDTREE_LINE = re.compile(r"^(DIRECTORY|FILE) (CREATE|REMOVE) TIME IN, OUT, TOTAL\s*= ([\d.]+), ([\d.]+), ([\d.]+)")
-
-
-def settle():
-    subprocess.run(["sync"], check=True)
-    if os.access("/proc/sys/vm/drop_caches", os.W_OK):
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
 
 
 def timed(cmd):
