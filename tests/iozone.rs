@@ -198,3 +198,49 @@ fn o_direct_refuses_unaligned_records_before_any_io() {
         "no phase ran"
     );
 }
+
+#[test]
+fn files_that_do_not_fit_the_target_are_skipped() {
+    if !can_run("iozone on a small directory target", &[]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    assert!(
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=32m", "tmpfs"])
+            .arg(&small)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = run(fsbench(state.path())
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--runs",
+            "1",
+            "--dir",
+        ])
+        .arg(&small)
+        .args(["-w", "iozone:sizes=1m+64m,records=1m,tests=0"]));
+    std::process::Command::new("umount")
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(text(&out.stderr).contains("skipping files of 64.0 MiB and larger"));
+    let sizes: Vec<u64> = cells(&json(&out))
+        .iter()
+        .map(|c| c["file_size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sizes,
+        [1 << 20, 1 << 20],
+        "write and rewrite of the 1 MiB file only"
+    );
+}

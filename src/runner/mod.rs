@@ -163,13 +163,11 @@ pub fn run_suite(
     for s in &skipped {
         eprintln!("fsbench: skipping {}: {}", s.label, s.reason);
     }
-    let need = suite.workloads.iter().map(WorkloadSpec::space_needed).fold(
-        SpaceNeed::default(),
-        |a, b| SpaceNeed {
-            bytes: a.bytes.max(b.bytes),
-            inodes: a.inodes.max(b.inodes),
-        },
-    );
+    let need = suite
+        .workloads
+        .iter()
+        .map(WorkloadSpec::space_needed)
+        .fold(SpaceNeed::default(), SpaceNeed::max);
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
     let mut result = match previous {

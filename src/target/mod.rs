@@ -59,7 +59,7 @@ impl TargetSpec {
 
     /// Image size for `need`: room for the data, and for ext4's one inode per 16 KiB.
     pub fn image_size_for(need: SpaceNeed) -> u64 {
-        let by_bytes = need.bytes.saturating_mul(3) / 2;
+        let by_bytes = need.bytes.max(need.ideal_bytes).saturating_mul(3) / 2;
         let by_inodes = need.inodes.saturating_mul(20 << 10);
         let size = by_bytes
             .max(by_inodes)

@@ -169,10 +169,7 @@ impl AtomicParams {
     pub fn space_needed(&self) -> SpaceNeed {
         let dd = self.dd_count * self.dd_blocks as u64 * self.dd_block_size as u64;
         let inodes = 2 * self.count + self.dd_count + 8;
-        SpaceNeed {
-            bytes: dd + inodes * 4096,
-            inodes,
-        }
+        SpaceNeed::exactly(dd + inodes * 4096, inodes)
     }
 }
 

@@ -314,11 +314,13 @@ impl IozoneParams {
         )
     }
 
+    /// The smallest file must fit; larger ones that do not are skipped at run time.
     pub fn space_needed(&self) -> SpaceNeed {
-        let largest = self.file_sizes.iter().max().copied().unwrap_or(0);
+        let per_file = |size: u64| size * self.threads as u64 * 5 / 4;
         SpaceNeed {
-            bytes: largest * self.threads as u64 * 5 / 4,
+            bytes: per_file(self.file_sizes.iter().min().copied().unwrap_or(0)),
             inodes: self.threads as u64 + 8,
+            ideal_bytes: per_file(self.file_sizes.iter().max().copied().unwrap_or(0)),
         }
     }
 }
@@ -712,13 +714,27 @@ impl Iozone {
         if writes && self.params.fsync {
             rustix::fs::fsync(&file).map_err(io_err)?;
         }
-        if self.params.close {
-            drop(file);
-            return Ok((moved, start.elapsed().as_secs_f64()));
+        let secs_before_checks = start.elapsed().as_secs_f64();
+        if writes {
+            // Not timed: the file must have exactly the cell's size after every write test.
+            let st = rustix::fs::fstat(&file).map_err(io_err)?;
+            if st.st_size as u64 != size {
+                return Err(FsbenchError::Failed(format!(
+                    "file {name:?} is {} bytes after writing, not {size}",
+                    st.st_size
+                )));
+            }
         }
-        let secs = start.elapsed().as_secs_f64();
+        if self.params.close {
+            let before_close = Instant::now();
+            drop(file);
+            return Ok((
+                moved,
+                secs_before_checks + before_close.elapsed().as_secs_f64(),
+            ));
+        }
         drop(file);
-        Ok((moved, secs))
+        Ok((moved, secs_before_checks))
     }
 
     /// Creates every thread's file at its full size (untimed), for cells without a write test.
@@ -826,7 +842,19 @@ impl Workload for Iozone {
     ) -> Result<(), FsbenchError> {
         self.check_direct(dir)?;
         let has_write = self.params.groups.contains(&0);
-        for (file_size, record) in self.params.cells() {
+        // The largest file that fits the target, with room to spare for metadata.
+        let free =
+            rustix::fs::fstatvfs(dir).map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
+        let fits = |size: u64| size.saturating_mul(self.params.threads as u64) <= free / 10 * 9;
+        if let Some(skipped) = self.params.file_sizes.iter().filter(|f| !fits(**f)).min() {
+            eprintln!(
+                "fsbench: iozone: skipping files of {} and larger: {} threads' files do not fit the {} free",
+                format_bytes(*skipped),
+                self.params.threads,
+                format_bytes(free)
+            );
+        }
+        for (file_size, record) in self.params.cells().into_iter().filter(|(f, _)| fits(*f)) {
             if !has_write {
                 self.prepare_files(dir, file_size, record)?;
             }

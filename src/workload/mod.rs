@@ -32,8 +32,32 @@ pub struct PhaseInfo {
 /// Space and inodes a workload needs on the filesystem under test.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpaceNeed {
+    /// Bytes the workload cannot run without: a target with less is refused.
     pub bytes: u64,
     pub inodes: u64,
+    /// Bytes it would use in full, for sizing loop images (the iozone matrix skips files
+    /// that do not fit, so it needs less than it can use); never below `bytes`.
+    pub ideal_bytes: u64,
+}
+
+impl SpaceNeed {
+    /// A need that is the same at minimum and in full.
+    pub fn exactly(bytes: u64, inodes: u64) -> SpaceNeed {
+        SpaceNeed {
+            bytes,
+            inodes,
+            ideal_bytes: bytes,
+        }
+    }
+
+    /// The larger of two needs, field by field (a suite needs what its largest workload needs).
+    pub fn max(self, other: SpaceNeed) -> SpaceNeed {
+        SpaceNeed {
+            bytes: self.bytes.max(other.bytes),
+            inodes: self.inodes.max(other.inodes),
+            ideal_bytes: self.ideal_bytes.max(other.ideal_bytes),
+        }
+    }
 }
 
 /// One workload instance, holding its state between phases.

@@ -263,12 +263,10 @@ impl TreeParams {
 
     pub fn space_needed(&self) -> SpaceNeed {
         let inodes = self.total_dirs().saturating_add(self.total_files());
-        SpaceNeed {
-            // Data plus one block per inode for directory blocks and inode tables.
-            bytes: (self.total_kib().saturating_mul(1024))
-                .saturating_add(inodes.saturating_mul(BLOCK as u64)),
-            inodes,
-        }
+        // Data plus one block per inode for directory blocks and inode tables.
+        let bytes = (self.total_kib().saturating_mul(1024))
+            .saturating_add(inodes.saturating_mul(BLOCK as u64));
+        SpaceNeed::exactly(bytes, inodes)
     }
 }
 

@@ -292,18 +292,12 @@ impl ArchiveParams {
             Source::Generated { shape, .. } => {
                 let (entries, bytes, inodes) = shape.totals();
                 // Data rounded to blocks, plus directory entries for the links.
-                SpaceNeed {
-                    bytes: bytes + inodes * 4096 + entries * 64,
-                    inodes,
-                }
+                SpaceNeed::exactly(bytes + inodes * 4096 + entries * 64, inodes)
             }
             Source::File { path } => {
                 let size = path.metadata().map_or(0, |m| m.len());
                 // A compressed archive may expand several times; inodes are unknown.
-                SpaceNeed {
-                    bytes: size.saturating_mul(4),
-                    inodes: size / 512,
-                }
+                SpaceNeed::exactly(size.saturating_mul(4), size / 512)
             }
         }
     }
