@@ -244,3 +244,40 @@ fn files_that_do_not_fit_the_target_are_skipped() {
         "write and rewrite of the 1 MiB file only"
     );
 }
+
+#[test]
+fn every_threads_file_is_removed_after_its_cell() {
+    // Larger file first: a file left behind by one cell would be too large for the next.
+    let dir = tempdir();
+    let state = tempdir();
+    let out = run(fsbench(state.path())
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--runs",
+            "1",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .args(["-w", "iozone:sizes=1m+256k,records=64k,tests=0+1,threads=3"]));
+    assert!(out.status.success());
+    let sizes: Vec<u64> = cells(&json(&out))
+        .iter()
+        .map(|c| c["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sizes,
+        [
+            3 << 20,
+            3 << 20,
+            3 << 20,
+            3 << 20,
+            3 << 18,
+            3 << 18,
+            3 << 18,
+            3 << 18
+        ]
+    );
+}

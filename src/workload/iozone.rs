@@ -660,9 +660,8 @@ impl Iozone {
         record: u64,
         barrier: &Barrier,
     ) -> Result<(u64, f64), FsbenchError> {
-        let mut name = *b"iozone.tmp.0000\0";
-        crate::workload::push_decimal(&mut name, 11, t as u64);
-        let name = std::ffi::CStr::from_bytes_until_nul(&name).expect("NUL-terminated");
+        let name = thread_file(t);
+        let name = std::ffi::CStr::from_bytes_with_nul(&name).expect("NUL-terminated");
         let file: OwnedFd = rustix::fs::openat(dir, name, self.flags(writes), Mode::from(0o644))
             .map_err(|e| FsbenchError::Failed(format!("open {name:?}: {e}")))?;
         let mut buf = Aligned::new(record as usize);
@@ -750,6 +749,18 @@ impl Iozone {
         }
         Ok(())
     }
+}
+
+/// Thread `t`'s file, `iozone.tmp.NNNN\0`: one name for creating and removing it (threads
+/// are at most 1024, so four digits suffice).
+fn thread_file(t: usize) -> [u8; 16] {
+    let mut name = *b"iozone.tmp.0000\0";
+    let mut v = t;
+    for digit in name[11..15].iter_mut().rev() {
+        *digit = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    name
 }
 
 fn io_err(e: impl std::fmt::Display) -> FsbenchError {
@@ -866,9 +877,8 @@ impl Workload for Iozone {
                 )?;
                 self.cells.push(cell);
             }
-            for t in 0..self.params.threads {
-                let name = format!("iozone.tmp.{t:04}");
-                let _ = rustix::fs::unlinkat(dir, name.as_str(), AtFlags::empty());
+            for t in 0..self.params.threads as usize {
+                let _ = rustix::fs::unlinkat(dir, &thread_file(t)[..15], AtFlags::empty());
             }
         }
         Ok(())
@@ -914,6 +924,13 @@ mod tests {
         );
         let stride: Vec<u64> = Offsets::new(Pattern::Stride, 64).take(3).collect();
         assert_eq!(stride, [0, 17, 34]);
+    }
+
+    #[test]
+    fn thread_files_are_zero_padded() {
+        assert_eq!(&thread_file(0), b"iozone.tmp.0000\0");
+        assert_eq!(&thread_file(12), b"iozone.tmp.0012\0");
+        assert_eq!(&thread_file(1023), b"iozone.tmp.1023\0");
     }
 
     #[test]
