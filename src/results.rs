@@ -235,6 +235,8 @@ impl SuiteResult {
         // in the order first seen; sorted by configuration and workload afterwards.
         type Figure = (String, String, String, String, String, bool);
         let mut figures: Vec<(Figure, Vec<f64>)> = Vec::new();
+        let mut index: std::collections::HashMap<(String, String, String, String), usize> =
+            std::collections::HashMap::new();
         for run in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
             let Some(spec) = self
                 .suite
@@ -275,11 +277,19 @@ impl SuiteResult {
                     unit,
                     hib,
                 );
-                match figures.iter_mut().find(|(f, _)| {
-                    f.0 == figure.0 && f.1 == figure.1 && f.2 == figure.2 && f.3 == figure.3
-                }) {
-                    Some((_, vs)) => vs.push(v),
-                    None => figures.push((figure, vec![v])),
+                // An index by (config, workload, phase, metric): a matrix has thousands of figures.
+                let key = (
+                    figure.0.clone(),
+                    figure.1.clone(),
+                    figure.2.clone(),
+                    figure.3.clone(),
+                );
+                match index.get(&key) {
+                    Some(&i) => figures[i].1.push(v),
+                    None => {
+                        index.insert(key, figures.len());
+                        figures.push((figure, vec![v]));
+                    }
                 }
             }
         }
