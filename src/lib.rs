@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod extents;
 pub mod fs;
 pub mod measure;
 pub mod progress;

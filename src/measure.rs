@@ -38,10 +38,13 @@ pub enum OpKind {
     Symlink,
     OpenFile,
     Read,
+    /// fallocate, posix_fallocate, or one mmap window filled with memset.
+    Allocate,
+    Fsync,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 11] = [
+    pub const ALL: [OpKind; 13] = [
         OpKind::Mkdir,
         OpKind::OpenDir,
         OpKind::Create,
@@ -53,6 +56,8 @@ impl OpKind {
         OpKind::Symlink,
         OpKind::OpenFile,
         OpKind::Read,
+        OpKind::Allocate,
+        OpKind::Fsync,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +73,8 @@ impl OpKind {
             OpKind::Symlink => "symlink",
             OpKind::OpenFile => "open",
             OpKind::Read => "read",
+            OpKind::Allocate => "allocate",
+            OpKind::Fsync => "fsync",
         }
     }
 }
@@ -89,8 +96,10 @@ pub struct Progress {
 
 /// Records one phase. Create with [`PhaseRecorder::start`], finish with [`PhaseRecorder::finish`].
 pub struct PhaseRecorder {
-    phase: &'static str,
+    phase: String,
     histograms: Vec<Option<Histogram<u64>>>,
+    /// Histograms measured elsewhere (worker threads) under names of their own.
+    merged: BTreeMap<String, Histogram<u64>>,
     errors: BTreeMap<i32, u64>,
     last_errno: i32,
     refused: u64,
@@ -105,12 +114,13 @@ pub struct PhaseRecorder {
 }
 
 impl PhaseRecorder {
-    pub fn start(phase: &'static str, progress: Arc<Progress>) -> PhaseRecorder {
+    pub fn start(phase: &str, progress: Arc<Progress>) -> PhaseRecorder {
         progress.done.store(0, Ordering::Relaxed);
         let clock = lap_clock();
         PhaseRecorder {
-            phase,
+            phase: phase.to_string(),
             histograms: OpKind::ALL.iter().map(|_| None).collect(),
+            merged: BTreeMap::new(),
             errors: BTreeMap::new(),
             last_errno: 0,
             refused: 0,
@@ -152,7 +162,7 @@ impl PhaseRecorder {
         self.last_errno = errno.raw_os_error();
         if errno == Errno::NOSPC || errno == Errno::DQUOT {
             return Err(FsbenchError::DiskFull {
-                phase: self.phase.to_string(),
+                phase: self.phase.clone(),
                 ops: self.ops,
                 errno: errno_name(errno.raw_os_error()),
             });
@@ -191,6 +201,28 @@ impl PhaseRecorder {
         self.unit_done(bytes)
     }
 
+    /// The counter and cancel flag worker threads share with the progress bar.
+    pub fn progress(&self) -> &Arc<Progress> {
+        &self.progress
+    }
+
+    /// Adds latencies measured by a worker thread under `name` (e.g. an FFSB operation).
+    pub fn add_latency(&mut self, name: &str, h: &Histogram<u64>) {
+        match self.merged.get_mut(name) {
+            Some(total) => total
+                .add(h)
+                .expect("histograms of the same bounds always add"),
+            None => {
+                self.merged.insert(name.to_string(), h.clone());
+            }
+        }
+    }
+
+    /// Adds `n` failed calls with `errno` counted by a worker thread.
+    pub fn add_errors(&mut self, errno: i32, n: u64) {
+        *self.errors.entry(errno).or_default() += n;
+    }
+
     /// Units completed so far.
     pub fn units(&self) -> u64 {
         self.ops
@@ -217,6 +249,11 @@ impl PhaseRecorder {
             .iter()
             .zip(&self.histograms)
             .filter_map(|(op, h)| Some((op.name().to_string(), LatencySummary::of(h.as_ref()?))))
+            .chain(
+                self.merged
+                    .iter()
+                    .map(|(name, h)| (name.clone(), LatencySummary::of(h))),
+            )
             .collect();
         PhaseMeasurement {
             elapsed_ns: elapsed.as_nanos() as u64,
@@ -237,14 +274,36 @@ impl PhaseRecorder {
 }
 
 /// The calibrated lap clock, made once per process (calibration takes a few milliseconds).
-fn lap_clock() -> quanta::Clock {
+pub fn lap_clock() -> quanta::Clock {
     static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
     CLOCK.get_or_init(quanta::Clock::new).clone()
 }
 
-fn new_histogram() -> Histogram<u64> {
+/// A latency histogram in nanoseconds with the bounds every phase uses (so they merge).
+pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, HISTOGRAM_DIGITS)
         .expect("static histogram bounds are valid")
+}
+
+/// A figure a workload reports of its own (extents per file, transactions per second of one
+/// operation...), summarized across runs like the measured ones.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Figure {
+    pub name: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub value: f64,
+}
+
+impl Figure {
+    pub fn new(name: impl Into<String>, unit: &str, higher_is_better: bool, value: f64) -> Figure {
+        Figure {
+            name: name.into(),
+            unit: unit.to_string(),
+            higher_is_better,
+            value,
+        }
+    }
 }
 
 /// What a phase measured.
@@ -413,6 +472,7 @@ pub fn errno_name(errno: i32) -> String {
         (libc::EDQUOT, "EDQUOT"),
         (libc::EBUSY, "EBUSY"),
         (libc::ELOOP, "ELOOP"),
+        (libc::EOPNOTSUPP, "EOPNOTSUPP"),
     ];
     NAMES
         .iter()

@@ -37,7 +37,8 @@ impl PhaseProgress {
             } else {
                 ProgressDrawTarget::hidden()
             };
-            let bar = ProgressBar::with_draw_target(Some(total), target);
+            // An unknown total (a time-based phase) draws a counter without a bar's end.
+            let bar = ProgressBar::with_draw_target(Some(total).filter(|t| *t > 0), target);
             bar.set_style(
                 ProgressStyle::with_template(
                     "{msg:40!} [{bar:25}] {human_pos}/{human_len} {per_sec:>12} ETA {eta}",

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::PhaseMeasurement;
+use crate::measure::{Figure, PhaseMeasurement};
 use crate::stats::Summary;
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
@@ -133,6 +133,16 @@ pub struct PhaseRecord {
     /// Throughput-matrix cells (the iozone workload).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cells: Vec<crate::workload::iozone::MatrixCell>,
+    /// The workload's own figures (extents, transactions per operation, fsck after the phase).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<Figure>,
+    /// What a reader must know about this phase's figures (e.g. a method not supported).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Why the phase measured nothing: an operation the filesystem does not support (native
+    /// fallocate on ext2). Such a phase has no figures, rather than a meaningless time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsupported: Option<String>,
 }
 
 /// The statistics of one figure of one configuration across its successful runs.
@@ -175,6 +185,9 @@ pub fn phase_metrics(
     unit: &str,
     moves_data: bool,
 ) -> Vec<(String, String, bool, f64)> {
+    if p.unsupported.is_some() {
+        return Vec::new();
+    }
     let m = &p.measurement;
     let figure = |name: &str, unit: &str, higher: bool, v: f64| {
         (name.to_string(), unit.to_string(), higher, v)
@@ -190,6 +203,9 @@ pub fn phase_metrics(
     out.push(figure("cpu", "%", false, m.cpu_percent()));
     if let Some(ns) = p.sync_after_ns {
         out.push(figure("sync-after", "s", false, ns as f64 / 1e9));
+    }
+    for f in &p.figures {
+        out.push(figure(&f.name, &f.unit, f.higher_is_better, f.value));
     }
     for c in &p.cells {
         out.push(figure(&c.metric(), "KiB/s", true, c.kib_per_sec));
@@ -247,7 +263,7 @@ impl SuiteResult {
                 continue;
             };
             let mut values = Vec::new();
-            for (p, info) in run.phases.iter().zip(spec.phases()) {
+            for (p, info) in run.phases.iter().zip(spec.phases().iter()) {
                 for (metric, unit, hib, v) in phase_metrics(p, info.unit, info.moves_data) {
                     values.push((p.name.clone(), metric, unit, hib, v));
                 }

@@ -124,6 +124,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN incomplete TEXT;",
     // 4: throughput-matrix cells (the iozone workload).
     "ALTER TABLE phases ADD COLUMN cells TEXT NOT NULL DEFAULT '[]';",
+    // 5: workloads' own figures and notes (extents, FFSB transactions, fsck after a phase).
+    "ALTER TABLE phases ADD COLUMN figures TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE phases ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE phases ADD COLUMN unsupported TEXT;",
 ];
 
 /// The schema version this fsbench writes.
@@ -461,7 +465,7 @@ impl Store {
     fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
-                    refused, failures, cells
+                    refused, failures, cells, figures, notes, unsupported
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -484,16 +488,23 @@ impl Store {
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
                     progress: Vec::new(),
                     cells: Vec::new(),
+                    figures: Vec::new(),
+                    notes: Vec::new(),
+                    unsupported: r.get(14)?,
                 },
                 r.get::<_, String>(10)?,
                 r.get::<_, String>(11)?,
+                r.get::<_, String>(12)?,
+                r.get::<_, String>(13)?,
             ))
         })?;
         let mut phases = Vec::new();
         for row in rows {
-            let (idx, mut phase, failures, cells) = row?;
+            let (idx, mut phase, failures, cells, figures, notes) = row?;
             phase.measurement.failures = from_json(&failures, "failure list")?;
             phase.cells = from_json(&cells, "matrix cells")?;
+            phase.figures = from_json(&figures, "phase figures")?;
+            phase.notes = from_json(&notes, "phase notes")?;
             let m = &mut phase.measurement;
             let mut errors = self.conn.prepare_cached(
                 "SELECT errno, count FROM phase_errors WHERE run_id = ?1 AND idx = ?2",
@@ -629,8 +640,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         let m = &p.measurement;
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
-                 caches_dropped, sync_after_ns, refused, failures, cells)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 caches_dropped, sync_after_ns, refused, failures, cells, figures, notes, unsupported)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 run_id,
                 idx as i64,
@@ -645,6 +656,9 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 m.refused as i64,
                 to_json(&m.failures),
                 to_json(&p.cells),
+                to_json(&p.figures),
+                to_json(&p.notes),
+                p.unsupported,
             ],
         )?;
         for (errno, count) in &m.errors {

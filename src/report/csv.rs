@@ -35,7 +35,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
         for (p, info) in run
             .phases
             .iter()
-            .zip(spec.map(|s| s.phases()).unwrap_or_default())
+            .zip(spec.map(|s| s.phases()).unwrap_or_default().iter())
         {
             for (metric, unit, _, v) in phase_metrics(p, info.unit, info.moves_data) {
                 figures.push((p.name.clone(), metric, unit, v));

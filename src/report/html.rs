@@ -10,6 +10,8 @@ use super::figure;
 use crate::measure::LatencySummary;
 use crate::results::{RunStatus, SuiteResult};
 use crate::units::format_bytes;
+use std::borrow::Cow;
+
 use crate::workload::PhaseInfo;
 
 const CSS: &str = "
@@ -122,7 +124,7 @@ fn warnings(suites: &[SuiteResult]) -> Markup {
 }
 
 /// The phases of `workload` as its spec describes them (from whichever suite has it).
-fn phase_infos<'a>(suites: &'a [SuiteResult], workload: &str) -> Option<(&'a [PhaseInfo], String)> {
+fn phase_infos(suites: &[SuiteResult], workload: &str) -> Option<(Cow<'static, [PhaseInfo]>, String)> {
     suites
         .iter()
         .flat_map(|s| &s.suite.workloads)
@@ -136,24 +138,24 @@ fn workload_section(
     keys: &[FigureKey],
     workload: &str,
 ) -> Markup {
-    let (phases, description) = phase_infos(suites, workload).unwrap_or((&[], String::new()));
+    let (phases, description) = phase_infos(suites, workload).unwrap_or((Cow::Borrowed(&[]), String::new()));
     let legend_names: Vec<String> = columns.iter().map(Column::name).collect();
     html! {
         h2 { "Workload " (workload) }
         p { (description) }
-        @for info in phases {
+        @for info in phases.iter() {
             h3 { (info.title) }
             div.charts {
                 @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ')) {
                     figure { (PreEscaped(chart(suites, columns, key))) }
                 }
             }
-            @let series = progress_series(suites, columns, workload, info.name);
+            @let series = progress_series(suites, columns, workload, &info.name);
             @if !series.is_empty() {
                 @let refs: Vec<(usize, String, &[[u64; 2]])> = series.iter().map(|(c, l, s)| (*c, l.clone(), s.as_slice())).collect();
-                figure { (PreEscaped(charts::progress(info.title, info.unit, &refs, &legend_names))) }
+                figure { (PreEscaped(charts::progress(&info.title, info.unit, &refs, &legend_names))) }
             }
-            (latency_table(suites, columns, workload, info.name))
+            (latency_table(suites, columns, workload, &info.name))
         }
         (heatmaps(suites, columns, workload))
         h3 { "Lifecycle" }

@@ -156,7 +156,7 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
             style,
             &spec.label(),
             &spec.describe(),
-            spec.phases(),
+            &spec.phases(),
         );
     }
     if !r.warnings.is_empty() {
@@ -183,6 +183,98 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         Style::Terminal => out,
         // Markdown renderers pass HTML through: user strings must not become markup.
         Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
+    }
+}
+
+/// The workload's own figures (extents, fsck after a phase, FFSB's per-operation figures), one
+/// row per figure and a column per configuration, and the notes that go with them.
+fn render_figures(
+    out: &mut String,
+    r: &SuiteResult,
+    style: Style,
+    workload: &str,
+    configs: &[&str],
+    phases: &[crate::workload::PhaseInfo],
+) {
+    let runs: Vec<_> = r.runs.iter().filter(|x| x.workload == workload).collect();
+    let mut rows: Vec<(&str, &str, &str)> = Vec::new();
+    for p in runs.iter().flat_map(|run| &run.phases) {
+        for f in &p.figures {
+            let key = (p.name.as_str(), f.name.as_str(), f.unit.as_str());
+            if !rows.contains(&key) {
+                rows.push(key);
+            }
+        }
+    }
+    let title = |phase: &str| {
+        phases
+            .iter()
+            .find(|p| p.name == phase)
+            .map_or(phase.to_string(), |p| p.title.to_string())
+    };
+    let cell = |c: &str, phase: &str, name: &str| {
+        r.summary(c, workload, phase, name)
+            .map_or("-".into(), |s| mean_sd(&s.summary))
+    };
+    // A few figures read best as the seed articles laid them out, a row per configuration;
+    // many (FFSB's per-operation figures) as a row per figure.
+    let table = if rows.is_empty() {
+        None
+    } else if rows.len() <= 6 {
+        let mut table = new_table(
+            style,
+            std::iter::once("Configuration".to_string())
+                .chain(
+                    rows.iter()
+                        .map(|(p, n, u)| format!("{} {n} ({u})", title(p))),
+                )
+                .collect(),
+        );
+        for c in configs {
+            let mut row = vec![c.to_string()];
+            row.extend(rows.iter().map(|(p, n, _)| cell(c, p, n)));
+            table.add_row(row);
+        }
+        right_align(&mut table);
+        Some(table)
+    } else {
+        let mut table = new_table(
+            style,
+            ["Phase", "Figure"]
+                .into_iter()
+                .map(String::from)
+                .chain(configs.iter().map(|c| c.to_string()))
+                .collect(),
+        );
+        for (phase, name, unit) in &rows {
+            let mut row = vec![title(phase), format!("{name} ({unit})")];
+            row.extend(configs.iter().map(|c| cell(c, phase, name)));
+            table.add_row(row);
+        }
+        for i in 2..table.column_count() {
+            if let Some(col) = table.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        Some(table)
+    };
+    if let Some(table) = table {
+        out.push_str(&style.table("Workload figures, mean ± stddev:", &table));
+    }
+    let mut notes: Vec<String> = Vec::new();
+    for run in &runs {
+        for p in &run.phases {
+            let unsupported = p.unsupported.iter().map(|u| format!("unsupported: {u}"));
+            for n in p.notes.iter().cloned().chain(unsupported) {
+                let line = format!("{} · {}: {n}", run.config, p.name);
+                if !notes.contains(&line) {
+                    notes.push(line);
+                }
+            }
+        }
+    }
+    for n in notes {
+        out.push_str(&style.item(0, &format!("note: {n}")));
     }
 }
 
@@ -225,13 +317,13 @@ fn render_workload(
     for c in &configs {
         let mut row = vec![c.to_string()];
         for p in phases {
-            let cell = find(c, p.name, "time").map_or("-".into(), |s| mean_sd(&s.summary));
-            row.push(if short(c, p.name) { cell + SHORT } else { cell });
+            let cell = find(c, &p.name, "time").map_or("-".into(), |s| mean_sd(&s.summary));
+            row.push(if short(c, &p.name) { cell + SHORT } else { cell });
         }
         times.add_row(row);
     }
     right_align(&mut times);
-    let n = find(configs[0], phases[0].name, "time").map_or(0, |s| s.summary.n);
+    let n = find(configs[0], &phases[0].name, "time").map_or(0, |s| s.summary.n);
     out.push_str(&style.table(
         &format!("Phase times, mean ± stddev over {n} run(s):"),
         &times,
@@ -241,10 +333,10 @@ fn render_workload(
     let mut columns = Vec::new();
     for p in phases {
         header.push(format!("{} ({}/s)", p.title, p.unit));
-        columns.push((p.name, "rate"));
+        columns.push((p.name.as_ref(), "rate"));
         if p.moves_data {
             header.push(format!("{} (KiB/s)", p.title));
-            columns.push((p.name, "throughput"));
+            columns.push((p.name.as_ref(), "throughput"));
         }
     }
     let mut rates = new_table(style, header);
@@ -269,7 +361,7 @@ fn render_workload(
     }
     if configs
         .iter()
-        .any(|c| phases.iter().any(|p| short(c, p.name)))
+        .any(|c| phases.iter().any(|p| short(c, &p.name)))
     {
         let _ = writeln!(
             out,
@@ -278,6 +370,7 @@ fn render_workload(
         );
     }
 
+    render_figures(out, r, style, workload, &configs, phases);
     render_matrix(out, r, style, workload, &configs);
 
     let mut detail = new_table(

@@ -11,15 +11,15 @@ use anyhow::Context;
 
 use crate::error::{FsbenchError, invalid};
 use crate::fs::{FsType, Toolset};
-use crate::measure::Progress;
+use crate::measure::{Figure, Progress};
 use crate::results::{
-    ConfigInfo, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult, SuiteStatus, TargetInfo,
+    ConfigInfo, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult, SuiteStatus, TargetInfo,
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
-use crate::target::{Target, TargetSpec, device, mounts};
+use crate::target::{Target, TargetSpec, Teardown, device, mounts};
 use crate::units::format_bytes;
-use crate::workload::{SpaceNeed, WorkloadSpec};
+use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 use phases::{PhaseSettings, run_phase};
 
 fn now() -> String {
@@ -350,7 +350,7 @@ fn run_once(
     if settings.progress.cancel.load(Ordering::Relaxed) {
         return Err(FsbenchError::Interrupted.into());
     }
-    let fresh = target
+    let mut fresh = target
         .fresh(config, tools)
         .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
     record.mkfs_secs = fresh.mkfs_secs;
@@ -358,8 +358,30 @@ fn run_once(
     record.source = fresh.source.clone();
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
-    for index in 0..workload.phases().len() {
-        let phase = run_phase(workload.as_mut(), index, fresh.dir(), settings, label)?;
+    let phase_count = workload.phases().len();
+    for index in 0..phase_count {
+        let mut phase = run_phase(workload.as_mut(), index, fresh.dir(), settings, label)?;
+        let boundary = workload.boundary_after(index);
+        let checkpoint = match boundary {
+            Boundary::Keep => None,
+            // The last phase needs no fresh filesystem after it, only the check.
+            Boundary::Remount | Boundary::Remake if index + 1 == phase_count => fresh.remount()?,
+            Boundary::Remount => fresh.remount()?,
+            Boundary::Remake => {
+                let teardown = fresh.finish()?;
+                fresh = target
+                    .fresh(config, tools)
+                    .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
+                Some(teardown)
+            }
+        };
+        match checkpoint {
+            Some(teardown) => record_checkpoint(&mut phase, &teardown, record, label),
+            None if boundary != Boundary::Keep => phase.notes.push(
+                "not unmounted and checked after this phase: the target cannot be remounted (tmpfs or a directory)".into(),
+            ),
+            None => {}
+        }
         record.phases.push(phase);
     }
     record.incomplete = record.failure_summary();
@@ -379,6 +401,37 @@ fn run_once(
     }
     record.fsck = teardown.fsck;
     Ok(mkfs_command)
+}
+
+/// The figures of an unmount and fsck right after `phase`: `unmount`, `time+unmount` (the
+/// phase until its data was on disk, as alloc-perf's second round timed it) and `fsck`.
+fn record_checkpoint(phase: &mut PhaseRecord, t: &Teardown, record: &mut RunRecord, label: &str) {
+    if let Some(unmount) = t.unmount_secs {
+        phase
+            .figures
+            .push(Figure::new("unmount", "s", false, unmount));
+        phase.figures.push(Figure::new(
+            "time+unmount",
+            "s",
+            false,
+            phase.measurement.elapsed_secs() + unmount,
+        ));
+    }
+    if let Some(fsck) = &t.fsck {
+        phase.figures.push(Figure::new("fsck", "s", false, fsck.secs));
+        if !fsck.clean {
+            record.status = RunStatus::FsckFailed;
+            eprintln!(
+                "fsbench: {label}: FSCK FOUND THE FILESYSTEM INCONSISTENT after phase {}; the run is excluded from the statistics. fsck said:\n{}",
+                phase.name,
+                fsck.output.as_deref().unwrap_or("").trim_end()
+            );
+            phase.notes.push(format!(
+                "fsck found the filesystem inconsistent: {}",
+                fsck.output.as_deref().unwrap_or("").trim_end()
+            ));
+        }
+    }
 }
 
 /// One line per finished run on stderr, for logs and people watching.

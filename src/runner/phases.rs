@@ -31,7 +31,8 @@ pub fn run_phase(
     settings: &PhaseSettings,
     label: &str,
 ) -> Result<PhaseRecord, FsbenchError> {
-    let info = &workload.phases()[index];
+    let phases = workload.phases();
+    let info = &phases[index];
     let caches_dropped = settings.settle && sync_and_drop_caches(dir);
     if settings
         .progress
@@ -51,7 +52,7 @@ pub fn run_phase(
         settings.progress.clone(),
         settings.show_progress,
     );
-    let mut recorder = PhaseRecorder::start(info.name, settings.progress.clone());
+    let mut recorder = PhaseRecorder::start(&info.name, settings.progress.clone());
     let outcome = workload.run_phase(index, dir.as_fd(), &mut recorder);
     let measurement = recorder.finish();
     let progress = sampler.finish();
@@ -61,12 +62,16 @@ pub fn run_phase(
         let _ = rustix::fs::syncfs(dir);
         start.elapsed().as_nanos() as u64
     });
+    let output = workload.after_phase(index, dir.as_fd())?;
     Ok(PhaseRecord {
         name: info.name.to_string(),
         measurement,
         caches_dropped,
         sync_after_ns,
         progress,
-        cells: workload.take_cells(),
+        cells: output.cells,
+        figures: output.figures,
+        notes: output.notes,
+        unsupported: output.unsupported,
     })
 }

@@ -161,6 +161,7 @@ impl Target {
             fsck: tools.fsck.clone(),
             mkfs_secs: None,
             mkfs_command: None,
+            mount_args: Vec::new(),
             mount_options: String::new(),
             source: String::new(),
         };
@@ -228,6 +229,7 @@ impl Target {
         args.extend([source.clone(), mnt.display().to_string()]);
         let mount = tools::require("mount", "mount")?;
         tools::run_ok(&mount, &args).context("mount failed (are the mount options valid?)")?;
+        fresh.mount_args = args;
         fresh.mountpoint = Some(mnt.clone());
         let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;
         fresh.mount_options = entry.options;
@@ -358,6 +360,8 @@ pub struct FreshFs {
     fsck: Option<PathBuf>,
     pub mkfs_secs: Option<f64>,
     pub mkfs_command: Option<String>,
+    /// `mount`'s arguments, for mounting again after a checkpoint.
+    mount_args: Vec<String>,
     /// Options as /proc/self/mounts shows them.
     pub mount_options: String,
     /// The device (or `tmpfs`, or the existing directory's mount source).
@@ -376,6 +380,30 @@ impl FreshFs {
 
     /// sync → unmount (timed) → fsck (timed) → detach → remove the image.
     pub fn finish(mut self) -> anyhow::Result<Teardown> {
+        let teardown = self.unmount_and_check()?;
+        self.release()?;
+        Ok(teardown)
+    }
+
+    /// Unmount (timed), fsck (timed), mount again with the same options: the data is on disk,
+    /// checked with the files in place, and caches are cold. `None` where that cannot be done
+    /// without losing the files (tmpfs) or the target is a plain directory.
+    pub fn remount(&mut self) -> anyhow::Result<Option<Teardown>> {
+        let Some(mnt) = self.mountpoint.clone() else {
+            return Ok(None);
+        };
+        if self.device.is_none() {
+            return Ok(None);
+        }
+        let teardown = self.unmount_and_check()?;
+        let mount = tools::require("mount", "mount")?;
+        tools::run_ok(&mount, &self.mount_args).context("mounting again failed")?;
+        self.mountpoint = Some(mnt.clone());
+        self.root_fd = Some(open_dir(&mnt)?);
+        Ok(Some(teardown))
+    }
+
+    fn unmount_and_check(&mut self) -> anyhow::Result<Teardown> {
         let mut teardown = Teardown::default();
         if let Some(fd) = self.root_fd.take() {
             let _ = rustix::fs::syncfs(&fd);
@@ -393,7 +421,6 @@ impl FreshFs {
                 output: (!run.success).then_some(run.output),
             });
         }
-        self.release()?;
         Ok(teardown)
     }
 

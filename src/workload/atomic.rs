@@ -13,48 +13,13 @@ use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
 
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo {
-        name: "mkdir",
-        title: "mkdir",
-        unit: "dirs",
-        moves_data: false,
-    },
-    PhaseInfo {
-        name: "touch",
-        title: "touch",
-        unit: "files",
-        moves_data: false,
-    },
-    PhaseInfo {
-        name: "echo",
-        title: "echo >>",
-        unit: "appends",
-        moves_data: true,
-    },
-    PhaseInfo {
-        name: "cat",
-        title: "cat",
-        unit: "files",
-        moves_data: true,
-    },
-    PhaseInfo {
-        name: "dd",
-        title: "dd",
-        unit: "files",
-        moves_data: true,
-    },
-    PhaseInfo {
-        name: "rm",
-        title: "rm",
-        unit: "files",
-        moves_data: false,
-    },
-    PhaseInfo {
-        name: "rmdir",
-        title: "rmdir",
-        unit: "dirs",
-        moves_data: false,
-    },
+    PhaseInfo::fixed("mkdir", "mkdir", "dirs", false),
+    PhaseInfo::fixed("touch", "touch", "files", false),
+    PhaseInfo::fixed("echo", "echo >>", "appends", true),
+    PhaseInfo::fixed("cat", "cat", "files", true),
+    PhaseInfo::fixed("dd", "dd", "files", true),
+    PhaseInfo::fixed("rm", "rm", "files", false),
+    PhaseInfo::fixed("rmdir", "rmdir", "dirs", false),
 ];
 
 /// Loop counts and dd's shape.
@@ -243,12 +208,12 @@ impl Atomic {
 }
 
 impl Workload for Atomic {
-    fn phases(&self) -> &'static [PhaseInfo] {
-        PHASES
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+        std::borrow::Cow::Borrowed(PHASES)
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        match PHASES[phase].name {
+        match PHASES[phase].name.as_ref() {
             "dd" => self.params.dd_count,
             "rm" => self.params.count + self.params.dd_count,
             _ => self.params.count,
@@ -264,7 +229,7 @@ impl Workload for Atomic {
         let count = self.params.count;
         let mut name = Name { buf: [0; 24] };
         let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
-        match PHASES[phase].name {
+        match PHASES[phase].name.as_ref() {
             "mkdir" => {
                 let d = Self::dir(dir, "mkdir", true)?;
                 for i in 0..count {

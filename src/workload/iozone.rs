@@ -12,17 +12,12 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{PhaseInfo, SpaceNeed, Workload};
+use super::{Aligned, PhaseInfo, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{CpuTimes, PhaseRecorder};
 use crate::units::{compact_size, format_bytes, parse_size};
 
-pub const PHASES: &[PhaseInfo] = &[PhaseInfo {
-    name: "matrix",
-    title: "Throughput matrix",
-    unit: "records",
-    moves_data: true,
-}];
+pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("matrix", "Throughput matrix", "records", true)];
 
 /// IOzone's tests: (name, IOzone group number `-i`, the `-R` report title).
 pub const TESTS: &[(&str, u8, &str)] = &[
@@ -495,25 +490,6 @@ fn io_of(test: &str) -> Io {
     }
 }
 
-/// A buffer aligned for O_DIRECT (4 KiB covers every device's logical block).
-struct Aligned {
-    raw: Vec<u8>,
-    offset: usize,
-    len: usize,
-}
-
-impl Aligned {
-    fn new(len: usize) -> Aligned {
-        let raw = vec![0x5a; len + 4096];
-        let offset = raw.as_ptr().align_offset(4096);
-        Aligned { raw, offset, len }
-    }
-
-    fn buf(&mut self) -> &mut [u8] {
-        &mut self.raw[self.offset..self.offset + self.len]
-    }
-}
-
 pub struct Iozone {
     params: IozoneParams,
     cells: Vec<MatrixCell>,
@@ -779,42 +755,25 @@ fn check_disk_full(e: rustix::io::Errno) -> FsbenchError {
 }
 
 fn write_all(file: &OwnedFd, buf: &[u8]) -> Result<u64, FsbenchError> {
-    let mut done = 0;
-    while done < buf.len() {
-        done += rustix::io::write(file, &buf[done..]).map_err(check_disk_full)?;
-    }
-    Ok(done as u64)
+    super::write_all(file, buf)
+        .map(|n| n as u64)
+        .map_err(check_disk_full)
 }
 
 fn pwrite_all(file: &OwnedFd, buf: &[u8], off: u64) -> Result<u64, FsbenchError> {
-    let mut done = 0;
-    while done < buf.len() {
-        done +=
-            rustix::io::pwrite(file, &buf[done..], off + done as u64).map_err(check_disk_full)?;
-    }
-    Ok(done as u64)
+    super::pwrite_all(file, buf, off)
+        .map(|n| n as u64)
+        .map_err(check_disk_full)
 }
 
 fn read_full(file: &OwnedFd, buf: &mut [u8]) -> Result<u64, FsbenchError> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::read(file, &mut buf[done..]).map_err(io_err)? {
-            0 => break,
-            n => done += n,
-        }
-    }
-    Ok(done as u64)
+    super::read_full(file, buf).map(|n| n as u64).map_err(io_err)
 }
 
 fn pread_full(file: &OwnedFd, buf: &mut [u8], off: u64) -> Result<u64, FsbenchError> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::pread(file, &mut buf[done..], off + done as u64).map_err(io_err)? {
-            0 => break,
-            n => done += n,
-        }
-    }
-    Ok(done as u64)
+    super::pread_full(file, buf, off)
+        .map(|n| n as u64)
+        .map_err(io_err)
 }
 
 /// The filesystem type of `dir`, for messages (from fstatfs's magic number).
@@ -832,8 +791,8 @@ fn filesystem_name(dir: BorrowedFd<'_>) -> String {
 }
 
 impl Workload for Iozone {
-    fn phases(&self) -> &'static [PhaseInfo] {
-        PHASES
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+        std::borrow::Cow::Borrowed(PHASES)
     }
 
     fn expected_units(&self, _: usize) -> u64 {
@@ -884,8 +843,15 @@ impl Workload for Iozone {
         Ok(())
     }
 
-    fn take_cells(&mut self) -> Vec<MatrixCell> {
-        std::mem::take(&mut self.cells)
+    fn after_phase(
+        &mut self,
+        _: usize,
+        _: BorrowedFd<'_>,
+    ) -> Result<super::PhaseOutput, FsbenchError> {
+        Ok(super::PhaseOutput {
+            cells: std::mem::take(&mut self.cells),
+            ..Default::default()
+        })
     }
 }
 

@@ -28,30 +28,10 @@ pub const BLOCK: usize = 4096;
 pub const MAX_LEVELS: u32 = 100;
 
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo {
-        name: "dir-create",
-        title: "Directory create",
-        unit: "dirs",
-        moves_data: false,
-    },
-    PhaseInfo {
-        name: "file-create",
-        title: "File create",
-        unit: "files",
-        moves_data: true,
-    },
-    PhaseInfo {
-        name: "file-remove",
-        title: "File remove",
-        unit: "files",
-        moves_data: false,
-    },
-    PhaseInfo {
-        name: "dir-remove",
-        title: "Directory remove",
-        unit: "dirs",
-        moves_data: false,
-    },
+    PhaseInfo::fixed("dir-create", "Directory create", "dirs", false),
+    PhaseInfo::fixed("file-create", "File create", "files", true),
+    PhaseInfo::fixed("file-remove", "File remove", "files", false),
+    PhaseInfo::fixed("dir-remove", "Directory remove", "dirs", false),
 ];
 
 /// Index of each phase in [`PHASES`].
@@ -474,8 +454,8 @@ impl Tree {
 }
 
 impl Workload for Tree {
-    fn phases(&self) -> &'static [PhaseInfo] {
-        PHASES
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+        std::borrow::Cow::Borrowed(PHASES)
     }
 
     fn expected_units(&self, phase: usize) -> u64 {

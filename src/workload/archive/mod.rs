@@ -4,7 +4,6 @@
 
 pub mod extract;
 pub mod generate;
-pub mod remove;
 pub mod tarfile;
 
 use std::io::{BufReader, Read};
@@ -14,7 +13,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{PhaseInfo, SpaceNeed, Workload};
+use super::{PhaseInfo, SpaceNeed, Workload, rmtree};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
 use crate::units::group_thousands;
@@ -43,18 +42,8 @@ pub struct Entry<'a> {
 }
 
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo {
-        name: "extract",
-        title: "Extract",
-        unit: "entries",
-        moves_data: true,
-    },
-    PhaseInfo {
-        name: "remove",
-        title: "Remove (rm -rf)",
-        unit: "entries",
-        moves_data: false,
-    },
+    PhaseInfo::fixed("extract", "Extract", "entries", true),
+    PhaseInfo::fixed("remove", "Remove (rm -rf)", "entries", false),
 ];
 
 /// The order `rm -rf` visits the top level in: the seed found it changes the time on ext4.
@@ -393,8 +382,8 @@ pub fn extract_into(
 }
 
 impl Workload for Archive {
-    fn phases(&self) -> &'static [PhaseInfo] {
-        PHASES
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+        std::borrow::Cow::Borrowed(PHASES)
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
@@ -445,14 +434,14 @@ impl Workload for Archive {
         if let Some(first) = first
             && rustix::fs::accessat(top, first, Access::EXISTS, AtFlags::SYMLINK_NOFOLLOW).is_ok()
         {
-            remove::remove(top, first.as_bytes(), rec)?;
+            rmtree::remove(top, first.as_bytes(), rec)?;
         }
         match self.target {
             Some(name) => {
                 drop(target);
-                remove::remove(dir, name.as_bytes(), rec)
+                rmtree::remove(dir, name.as_bytes(), rec)
             }
-            None => remove::remove_all_in(dir, rec),
+            None => rmtree::remove_all_in(dir, rec),
         }
     }
 }

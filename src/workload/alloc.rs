@@ -1,0 +1,591 @@
+//! alloc-perf (seed 004): one file of a given size allocated by each method in turn —
+//! posix_fallocate, native fallocate, mmap + memset, write() in chunks — each timed from open
+//! until the data is durable (fsync, optionally unmount), each followed by the file's fragment
+//! count from FIEMAP. One phase per method, so every method's time is a figure with its spread.
+//!
+//! Unlike the seed's program, native fallocate is reported unsupported where the filesystem
+//! lacks it (ext2, ext3) instead of silently becoming a slow zero-writing loop; posix_fallocate
+//! keeps glibc's fallback, as applications see it.
+
+use std::borrow::Cow;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
+use crate::error::{FsbenchError, invalid};
+use crate::extents::Mapper;
+use crate::measure::{Figure, OpKind, PhaseRecorder};
+use crate::units::{compact_size, format_bytes, parse_size};
+
+/// An allocation method, named as in the seed's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    PosixFallocate,
+    Fallocate,
+    Mmap,
+    /// write() of zeros in chunks of this many bytes.
+    Chunks(u64),
+}
+
+impl Method {
+    pub fn name(self) -> String {
+        match self {
+            Method::PosixFallocate => "posix-fallocate".into(),
+            Method::Fallocate => "fallocate".into(),
+            Method::Mmap => "mmap".into(),
+            Method::Chunks(n) => format!("chunk-{n}"),
+        }
+    }
+
+    fn title(self) -> String {
+        match self {
+            Method::PosixFallocate => "posix_fallocate".into(),
+            Method::Fallocate => "fallocate".into(),
+            Method::Mmap => "mmap + memset".into(),
+            Method::Chunks(n) => format!("write {n} B chunks"),
+        }
+    }
+
+    fn parse(text: &str) -> anyhow::Result<Method> {
+        match text {
+            "posix-fallocate" => Ok(Method::PosixFallocate),
+            "fallocate" => Ok(Method::Fallocate),
+            "mmap" => Ok(Method::Mmap),
+            other => other
+                .strip_prefix("chunk-")
+                .and_then(|n| parse_size(n).ok())
+                .filter(|n| *n > 0)
+                .map(Method::Chunks)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "unknown allocation method `{other}`: use posix-fallocate, fallocate, mmap or chunk-SIZE"
+                    ))
+                }),
+        }
+    }
+}
+
+impl Serialize for Method {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Method {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Method::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// What each method starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fresh {
+    /// The previous method's file is removed (and the removal synced) first.
+    File,
+    /// A newly made filesystem for every method.
+    Fs,
+}
+
+/// Until when a method is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durable {
+    Fsync,
+    /// fsync, then also the unmount right after (`time+unmount`), as the seed's second round.
+    Unmount,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllocParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Bytes per file.
+    pub size: u64,
+    /// Shrink the file to fit the target (presets do; an explicit size does not).
+    pub fit: bool,
+    pub methods: Vec<Method>,
+    pub fresh: Fresh,
+    pub durable: Durable,
+}
+
+/// The file's share of the free space when it is shrunk to fit.
+const FIT_SHARE: f64 = 0.8;
+
+impl AllocParams {
+    pub fn preset(name: &str) -> anyhow::Result<AllocParams> {
+        let size = match name {
+            // The first article: 1 GiB files in 5 GB partitions.
+            "seed-1g" => 1 << 30,
+            // The second: 4 GiB files in a 20 GiB partition.
+            "seed-4g" => 4 << 30,
+            "quick" => 256 << 20,
+            other => {
+                return Err(invalid(format!(
+                    "unknown alloc preset `{other}`: choose seed-1g, seed-4g or quick"
+                )));
+            }
+        };
+        Ok(AllocParams {
+            preset: Some(name.into()),
+            size,
+            fit: true,
+            methods: vec![
+                Method::PosixFallocate,
+                Method::Fallocate,
+                Method::Mmap,
+                Method::Chunks(4096),
+                Method::Chunks(8192),
+            ],
+            fresh: Fresh::File,
+            durable: Durable::Fsync,
+        })
+    }
+
+    /// Parses the part after `alloc:`: a preset and `size=`, `methods=A+B`, `chunks=4k+8k`
+    /// (replaces the chunk methods), `fresh=file|fs`, `durable=fsync|unmount`.
+    pub fn parse(args: &str) -> anyhow::Result<AllocParams> {
+        let mut p = AllocParams::preset("seed-1g")?;
+        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((key, value)) = item.split_once('=') else {
+                let (fresh, durable) = (p.fresh, p.durable);
+                p = AllocParams::preset(item)?;
+                (p.fresh, p.durable) = (fresh, durable);
+                continue;
+            };
+            match key {
+                "size" => {
+                    p.size = parse_size(value)?;
+                    p.fit = false;
+                }
+                "methods" => {
+                    p.methods = value
+                        .split('+')
+                        .map(Method::parse)
+                        .collect::<anyhow::Result<_>>()?;
+                }
+                "chunks" => {
+                    let chunks = value
+                        .split('+')
+                        .map(|c| Method::parse(&format!("chunk-{c}")))
+                        .collect::<anyhow::Result<Vec<_>>>()?;
+                    p.methods.retain(|m| !matches!(m, Method::Chunks(_)));
+                    p.methods.extend(chunks);
+                }
+                "fresh" => {
+                    p.fresh = match value {
+                        "file" => Fresh::File,
+                        "fs" => Fresh::Fs,
+                        _ => return Err(invalid("alloc: fresh= is `file` or `fs`")),
+                    };
+                    continue;
+                }
+                "durable" => {
+                    p.durable = match value {
+                        "fsync" => Durable::Fsync,
+                        "unmount" => Durable::Unmount,
+                        _ => return Err(invalid("alloc: durable= is `fsync` or `unmount`")),
+                    };
+                    continue;
+                }
+                other => {
+                    return Err(invalid(format!(
+                        "unknown alloc parameter `{other}`: use size, methods, chunks, fresh, durable"
+                    )));
+                }
+            }
+            p.preset = None;
+        }
+        Ok(p)
+    }
+
+    pub fn name(&self) -> String {
+        let mut name = self.preset.clone().unwrap_or_else(|| {
+            let methods: Vec<String> = self.methods.iter().map(|m| m.name()).collect();
+            format!(
+                "size={},methods={}",
+                compact_size(self.size),
+                methods.join("+")
+            )
+        });
+        if self.fresh == Fresh::Fs {
+            name.push_str(",fresh=fs");
+        }
+        if self.durable == Durable::Unmount {
+            name.push_str(",durable=unmount");
+        }
+        name
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.methods.is_empty() {
+            return Err(invalid("alloc: no methods"));
+        }
+        if self.size == 0 || self.size > 1 << 40 {
+            return Err(invalid("alloc: the size must be between 1 byte and 1 TiB"));
+        }
+        let names: Vec<String> = self.methods.iter().map(|m| m.name()).collect();
+        if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+            return Err(invalid("alloc: a method is listed twice"));
+        }
+        if let Some(big) = self
+            .methods
+            .iter()
+            .find(|m| matches!(m, Method::Chunks(n) if *n > 1 << 30))
+        {
+            return Err(invalid(format!(
+                "alloc: {} is larger than 1 GiB",
+                big.name()
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        let methods: Vec<String> = self.methods.iter().map(|m| m.title()).collect();
+        format!(
+            "alloc-perf: one {} file{} by {}; each timed until {} on a fresh {}, then its fragments counted",
+            format_bytes(self.size),
+            if self.fit {
+                " (smaller if it does not fit)"
+            } else {
+                ""
+            },
+            methods.join(", "),
+            match self.durable {
+                Durable::Fsync => "fsync",
+                Durable::Unmount => "fsync and unmount",
+            },
+            match self.fresh {
+                Fresh::File => "file",
+                Fresh::Fs => "filesystem",
+            }
+        )
+    }
+
+    /// One file at a time (the previous is removed first); a preset shrinks to fit.
+    pub fn space_needed(&self) -> SpaceNeed {
+        let ideal = self.size + self.size / 16;
+        SpaceNeed {
+            bytes: if self.fit { ideal.min(16 << 20) } else { ideal },
+            inodes: 16,
+            ideal_bytes: ideal,
+        }
+    }
+
+    pub fn phases(&self) -> Vec<PhaseInfo> {
+        self.methods
+            .iter()
+            .map(|m| PhaseInfo {
+                name: Cow::Owned(m.name()),
+                title: Cow::Owned(m.title()),
+                unit: "MiB",
+                moves_data: false,
+            })
+            .collect()
+    }
+}
+
+pub struct Alloc {
+    params: AllocParams,
+    /// The size in use: the parameter, or what fits the target.
+    size: Option<u64>,
+    mapper: Mapper,
+    /// Why the current phase measured nothing.
+    unsupported: Option<String>,
+}
+
+/// The file every method allocates (one at a time).
+const FILE: &str = "alloc.file";
+/// mmap windows: the tool's own mapping stays bounded whatever the file size.
+const MMAP_WINDOW: u64 = 256 << 20;
+
+impl Alloc {
+    pub fn new(params: AllocParams) -> Alloc {
+        Alloc {
+            params,
+            size: None,
+            mapper: Mapper::new(),
+            unsupported: None,
+        }
+    }
+
+    /// The file size for this filesystem: the parameter, shrunk to fit when asked (and said so).
+    fn size_for(&mut self, dir: BorrowedFd<'_>) -> u64 {
+        if let Some(size) = self.size {
+            return size;
+        }
+        let mut size = self.params.size;
+        if self.params.fit {
+            let free = rustix::fs::fstatvfs(dir)
+                .map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
+            let fits = ((free as f64 * FIT_SHARE) as u64) / (1 << 20) * (1 << 20);
+            if fits < size {
+                eprintln!(
+                    "fsbench: alloc: {} does not fit the {} free; using {} files",
+                    format_bytes(size),
+                    format_bytes(free),
+                    format_bytes(fits)
+                );
+                size = fits.max(1 << 20);
+            }
+        }
+        self.size = Some(size);
+        size
+    }
+
+    fn allocate(
+        &mut self,
+        method: Method,
+        file: &OwnedFd,
+        size: u64,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mib = size.div_ceil(1 << 20);
+        match method {
+            Method::PosixFallocate | Method::Fallocate => {
+                // SAFETY: plain syscalls on an open descriptor.
+                let rc = unsafe {
+                    if method == Method::Fallocate {
+                        if libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) == 0 {
+                            0
+                        } else {
+                            std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+                        }
+                    } else {
+                        libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t)
+                    }
+                };
+                let result = if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(Errno::from_raw_os_error(rc))
+                };
+                if matches!(result, Err(Errno::OPNOTSUPP)) {
+                    self.unsupported = Some(format!(
+                        "{} is not supported by this filesystem (EOPNOTSUPP)",
+                        method.title()
+                    ));
+                    return Ok(());
+                }
+                if rec.record(OpKind::Allocate, result)?.is_none() {
+                    return Err(failed(method, "allocate", rec));
+                }
+                rec.units_done(mib, size)
+            }
+            Method::Mmap => {
+                let done = rustix::fs::ftruncate(file, size);
+                if rec.record(OpKind::Allocate, done)?.is_none() {
+                    return Err(failed(method, "ftruncate", rec));
+                }
+                let mut offset = 0;
+                while offset < size {
+                    let len = MMAP_WINDOW.min(size - offset) as usize;
+                    fill_window(file, offset, len).map_err(|e| {
+                        if e == Errno::NOSPC {
+                            FsbenchError::DiskFull {
+                                phase: method.name(),
+                                ops: rec.units(),
+                                errno: "ENOSPC".into(),
+                            }
+                        } else {
+                            FsbenchError::Failed(format!("mmap window at {offset}: {e}"))
+                        }
+                    })?;
+                    rec.record(OpKind::Allocate, Ok(()))?;
+                    offset += len as u64;
+                    rec.units_done(len.div_ceil(1 << 20) as u64, len as u64)?;
+                }
+                Ok(())
+            }
+            Method::Chunks(chunk) => {
+                let buf = vec![0u8; chunk as usize];
+                let mut written = 0u64;
+                let mut next_mib = 1u64 << 20;
+                while written < size {
+                    let len = chunk.min(size - written) as usize;
+                    let n = rec.record(OpKind::Write, rustix::io::write(file, &buf[..len]))?;
+                    let Some(n) = n else {
+                        return Err(failed(method, "write", rec));
+                    };
+                    written += n as u64;
+                    if written >= next_mib || written == size {
+                        rec.units_done(1, 0)?;
+                        next_mib += 1 << 20;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A failed call that is not disk full: the method cannot go on.
+fn failed(method: Method, call: &str, rec: &PhaseRecorder) -> FsbenchError {
+    FsbenchError::Failed(format!(
+        "{}: {call} failed after {} MiB",
+        method.title(),
+        rec.units()
+    ))
+}
+
+/// Maps `len` bytes of `file` at `offset` and fills them with zeros. Writing through a mapping
+/// of a full filesystem raises SIGBUS, which would kill fsbench with its mounts in place, so the
+/// free space is checked first and a shortfall is reported as ENOSPC.
+fn fill_window(file: &OwnedFd, offset: u64, len: usize) -> Result<(), Errno> {
+    let st = rustix::fs::fstatvfs(file)?;
+    if st.f_bavail.saturating_mul(st.f_frsize) < len as u64 {
+        return Err(Errno::NOSPC);
+    }
+    // SAFETY: a shared writable mapping of a file we opened read-write and sized with
+    // ftruncate; it is unmapped before returning and never aliased.
+    unsafe {
+        let ptr = rustix::mm::mmap(
+            std::ptr::null_mut(),
+            len,
+            rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+            rustix::mm::MapFlags::SHARED,
+            file,
+            offset,
+        )?;
+        std::ptr::write_bytes(ptr.cast::<u8>(), 0, len);
+        rustix::mm::munmap(ptr, len)?;
+    }
+    Ok(())
+}
+
+impl Workload for Alloc {
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Owned(self.params.phases())
+    }
+
+    fn expected_units(&self, _: usize) -> u64 {
+        self.size.unwrap_or(self.params.size).div_ceil(1 << 20)
+    }
+
+    fn run_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let method = self.params.methods[phase];
+        let size = self.size_for(dir);
+        self.unsupported = None;
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+        let file = rec.record(
+            OpKind::Create,
+            rustix::fs::openat(dir, FILE, flags, Mode::from(0o644)),
+        )?;
+        let Some(file) = file else {
+            return Err(failed(method, "create", rec));
+        };
+        self.allocate(method, &file, size, rec)?;
+        if self.unsupported.is_some() {
+            return Ok(());
+        }
+        if rec.record(OpKind::Fsync, rustix::fs::fsync(&file))?.is_none() {
+            return Err(failed(method, "fsync", rec));
+        }
+        drop(file);
+        rec.record(OpKind::Close, Ok(()))?;
+        Ok(())
+    }
+
+    fn after_phase(
+        &mut self,
+        _: usize,
+        dir: BorrowedFd<'_>,
+    ) -> Result<PhaseOutput, FsbenchError> {
+        let mut out = PhaseOutput {
+            unsupported: self.unsupported.take(),
+            ..Default::default()
+        };
+        let file = rustix::fs::openat(dir, FILE, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| FsbenchError::Failed(format!("alloc: reopening {FILE}: {e}")))?;
+        if out.unsupported.is_none() {
+            let st = rustix::fs::fstat(&file).map_err(|e| FsbenchError::Failed(e.to_string()))?;
+            let size = self.size.unwrap_or(self.params.size);
+            if st.st_size as u64 != size {
+                return Err(FsbenchError::Failed(format!(
+                    "alloc: the file is {} bytes after allocating {size}",
+                    st.st_size
+                )));
+            }
+            match self.mapper.count(&file) {
+                Ok(count) => {
+                    out.figures
+                        .push(Figure::new("extents", "count", false, count.fragments as f64));
+                }
+                Err(e) => out
+                    .notes
+                    .push(format!("extents not counted: FIEMAP failed ({e})")),
+            }
+        }
+        drop(file);
+        if self.params.fresh == Fresh::File {
+            rustix::fs::unlinkat(dir, FILE, AtFlags::empty())
+                .map_err(|e| FsbenchError::Failed(format!("alloc: removing {FILE}: {e}")))?;
+            // btrfs and ext4 free the blocks at the next commit: the next method starts with them.
+            let _ = rustix::fs::syncfs(dir);
+        }
+        Ok(out)
+    }
+
+    fn boundary_after(&self, _: usize) -> Boundary {
+        match (self.params.fresh, self.params.durable) {
+            (Fresh::Fs, _) => Boundary::Remake,
+            (Fresh::File, Durable::Unmount) => Boundary::Remount,
+            (Fresh::File, Durable::Fsync) => Boundary::Keep,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_presets_and_settings() {
+        let p = AllocParams::parse("").unwrap();
+        assert_eq!(p.size, 1 << 30);
+        assert!(p.fit);
+        assert_eq!(p.methods.len(), 5);
+        let names: Vec<String> = p.phases().iter().map(|i| i.name.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "posix-fallocate",
+                "fallocate",
+                "mmap",
+                "chunk-4096",
+                "chunk-8192"
+            ]
+        );
+        let p = AllocParams::parse("size=64m,chunks=4k+16k,fresh=fs,durable=unmount").unwrap();
+        assert_eq!(p.size, 64 << 20);
+        assert!(!p.fit && p.preset.is_none());
+        assert_eq!(p.methods.last(), Some(&Method::Chunks(16384)));
+        assert_eq!(p.fresh, Fresh::Fs);
+        assert_eq!(
+            p.name(),
+            "size=64M,methods=posix-fallocate+fallocate+mmap+chunk-4096+chunk-16384,fresh=fs,durable=unmount"
+        );
+        assert!(AllocParams::parse("methods=posix-fallocate+bogus").is_err());
+        assert!(AllocParams::parse("colour=red").is_err());
+        assert!(
+            AllocParams::parse("methods=mmap+mmap")
+                .unwrap()
+                .validate()
+                .is_err()
+        );
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains("\"chunk-16384\""));
+        assert_eq!(serde_json::from_str::<AllocParams>(&json).unwrap(), p);
+    }
+}

@@ -1,0 +1,838 @@
+//! FFSB (seed 001): thread groups, each with a thread count and weighted operations, run on a
+//! file set made before the timed part; time-based (`time`) or a fixed number of operations
+//! per thread. Phases: `setup` (the file set), `run` (the thread groups, then unmount and fsck
+//! with the files in place: FFSB's e2fsck time), `remove` (`rm -rf` of the file set).
+//!
+//! As FFSB does it, each thread picks its next operation by cumulative weight from a random
+//! number below the total weight, and picks files at random from the shared file set. Each
+//! transaction is one operation on one file (a whole create, a whole read of `read_size`).
+
+pub mod profile;
+mod worker;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::os::fd::BorrowedFd;
+use std::sync::{Arc, Mutex};
+
+use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, rmtree};
+use crate::error::{FsbenchError, invalid};
+use crate::extents::Mapper;
+use crate::measure::{CpuTimes, Figure, OpKind, PhaseRecorder};
+use crate::units::{compact_size, format_bytes, parse_size};
+use worker::{FileTable, RunTotals};
+
+pub const PHASES: &[PhaseInfo] = &[
+    PhaseInfo::fixed("setup", "Create file set", "files", true),
+    PhaseInfo::fixed("run", "Thread groups", "transactions", true),
+    PhaseInfo::fixed("remove", "Remove (rm -rf)", "entries", false),
+];
+const SETUP: usize = 0;
+const RUN: usize = 1;
+const REMOVE: usize = 2;
+
+/// FFSB's operations, in its operation table's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Read,
+    Readall,
+    Write,
+    Create,
+    Append,
+    Delete,
+    /// Two mkdir, one rmdir, one rename.
+    Metaop,
+    Createdir,
+    Stat,
+    Writeall,
+    WriteallFsync,
+    OpenClose,
+    WriteFsync,
+    CreateFsync,
+    AppendFsync,
+}
+
+impl Op {
+    pub const ALL: [Op; 15] = [
+        Op::Read,
+        Op::Readall,
+        Op::Write,
+        Op::Create,
+        Op::Append,
+        Op::Delete,
+        Op::Metaop,
+        Op::Createdir,
+        Op::Stat,
+        Op::Writeall,
+        Op::WriteallFsync,
+        Op::OpenClose,
+        Op::WriteFsync,
+        Op::CreateFsync,
+        Op::AppendFsync,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Readall => "readall",
+            Op::Write => "write",
+            Op::Create => "create",
+            Op::Append => "append",
+            Op::Delete => "delete",
+            Op::Metaop => "metaop",
+            Op::Createdir => "createdir",
+            Op::Stat => "stat",
+            Op::Writeall => "writeall",
+            Op::WriteallFsync => "writeall_fsync",
+            Op::OpenClose => "open_close",
+            Op::WriteFsync => "write_fsync",
+            Op::CreateFsync => "create_fsync",
+            Op::AppendFsync => "append_fsync",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|o| o.name() == name)
+    }
+
+    /// Works on an existing file of the set.
+    fn needs_file(self) -> bool {
+        !matches!(
+            self,
+            Op::Create | Op::CreateFsync | Op::Metaop | Op::Createdir
+        )
+    }
+
+    fn creates(self) -> bool {
+        matches!(self, Op::Create | Op::CreateFsync)
+    }
+
+    fn reads(self) -> bool {
+        matches!(self, Op::Read | Op::Readall)
+    }
+
+    /// Writes `write_size` bytes (as opposed to whole files).
+    fn writes_sized(self) -> bool {
+        matches!(
+            self,
+            Op::Write | Op::WriteFsync | Op::Append | Op::AppendFsync
+        )
+    }
+
+    fn writes(self) -> bool {
+        self.writes_sized() || self.creates() || matches!(self, Op::Writeall | Op::WriteallFsync)
+    }
+}
+
+/// One thread group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadGroup {
+    pub num_threads: u32,
+    /// Operation weights (only those above zero).
+    pub weights: BTreeMap<Op, u32>,
+    #[serde(default)]
+    pub read_size: u64,
+    #[serde(default)]
+    pub read_blocksize: u64,
+    #[serde(default)]
+    pub read_random: bool,
+    /// After each block read sequentially, skip `read_skipsize` bytes.
+    #[serde(default)]
+    pub read_skip: bool,
+    #[serde(default)]
+    pub read_skipsize: u64,
+    #[serde(default)]
+    pub write_size: u64,
+    #[serde(default)]
+    pub write_blocksize: u64,
+    #[serde(default)]
+    pub write_random: bool,
+    /// Sleep between operations, milliseconds.
+    #[serde(default)]
+    pub op_delay_ms: u32,
+    /// Transactions per thread (fsbench's `num_ops`); without it the group runs for `time`.
+    #[serde(default)]
+    pub ops_per_thread: Option<u64>,
+}
+
+impl ThreadGroup {
+    pub fn set_weight(&mut self, op: Op, weight: u32) {
+        if weight == 0 {
+            self.weights.remove(&op);
+        } else {
+            self.weights.insert(op, weight);
+        }
+    }
+
+    pub fn total_weight(&self) -> u64 {
+        self.weights.values().map(|w| u64::from(*w)).sum()
+    }
+
+    /// FFSB's choice: walk the weights, subtracting, until the draw falls inside one.
+    pub fn choose(&self, draw: u64) -> Op {
+        let mut left = draw % self.total_weight().max(1);
+        for (op, w) in &self.weights {
+            let w = u64::from(*w);
+            if left < w {
+                return *op;
+            }
+            left -= w;
+        }
+        *self.weights.keys().next().expect("validated: some weight")
+    }
+}
+
+/// The file set made before the timed part.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSet {
+    /// FFSB's `location`, kept for the record; fsbench runs on its target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    pub num_files: u32,
+    pub num_dirs: u32,
+    pub min_filesize: u64,
+    pub max_filesize: u64,
+    /// `size_weight SIZE WEIGHT` lines: file sizes drawn by weight instead of a range.
+    #[serde(default)]
+    pub size_weights: Vec<(u64, u32)>,
+    /// Write size when making the file set; 0 means 64 KiB.
+    #[serde(default)]
+    pub create_blocksize: u64,
+    /// Shrink file sizes so that the files fit the target (the preset does).
+    #[serde(default)]
+    pub fit: bool,
+}
+
+impl FileSet {
+    fn average_size(&self) -> u64 {
+        let total: u64 = self.size_weights.iter().map(|(_, w)| u64::from(*w)).sum();
+        if total > 0 {
+            self.size_weights
+                .iter()
+                .map(|(s, w)| s * u64::from(*w))
+                .sum::<u64>()
+                / total
+        } else {
+            (self.min_filesize + self.max_filesize) / 2
+        }
+    }
+
+    fn largest_size(&self) -> u64 {
+        self.size_weights
+            .iter()
+            .map(|(s, _)| *s)
+            .max()
+            .unwrap_or(self.max_filesize)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FfsbParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// The profile file it was read from (its name, for the label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Seconds the thread groups run (FFSB's `time`).
+    pub time: Option<u32>,
+    #[serde(default)]
+    pub directio: bool,
+    /// Random offsets aligned to 4 KiB.
+    #[serde(default)]
+    pub alignio: bool,
+    pub fileset: FileSet,
+    pub groups: Vec<ThreadGroup>,
+}
+
+/// Files shrunk to fit take at most this share of the free space.
+const FIT_SHARE: f64 = 0.8;
+/// The seed's files were 1 GiB.
+const SEED_FILE: u64 = 1 << 30;
+
+impl FfsbParams {
+    /// The seed's profile's shape: `threads` threads each creating one file of `size` bytes
+    /// with `block`-byte writes; sizes shrink to fit the target.
+    pub fn large_write(threads: u32, size: u64, block: u64) -> FfsbParams {
+        let mut group = ThreadGroup {
+            num_threads: threads,
+            write_size: block,
+            write_blocksize: block,
+            ops_per_thread: Some(1),
+            ..ThreadGroup::default()
+        };
+        group.set_weight(Op::Create, 1);
+        FfsbParams {
+            preset: Some("large-write".into()),
+            profile: None,
+            time: None,
+            directio: false,
+            alignio: false,
+            fileset: FileSet {
+                min_filesize: size,
+                max_filesize: size,
+                fit: true,
+                ..FileSet::default()
+            },
+            groups: vec![group],
+        }
+    }
+
+    /// Parses the part after `ffsb:`: `large-write` with `size=`, `threads=`, `block=`, or
+    /// `profile=PATH` (an FFSB profile file).
+    pub fn parse(args: &str) -> anyhow::Result<FfsbParams> {
+        let (mut threads, mut size, mut block) = (128u32, SEED_FILE, 64u64 << 10);
+        let mut profile = None;
+        let mut custom = false;
+        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item.split_once('=') {
+                None if item == "large-write" => {}
+                None => {
+                    return Err(invalid(format!(
+                        "unknown ffsb preset `{item}`: use large-write, or profile=FILE"
+                    )));
+                }
+                Some(("profile", path)) => profile = Some(path.to_string()),
+                Some(("threads", v)) => {
+                    threads = v
+                        .parse()
+                        .map_err(|_| invalid(format!("ffsb threads `{v}` is not a number")))?;
+                    custom = true;
+                }
+                Some(("size", v)) => {
+                    size = parse_size(v)?;
+                    custom = true;
+                }
+                Some(("block", v)) => {
+                    block = parse_size(v)?;
+                    custom = true;
+                }
+                Some((other, _)) => {
+                    return Err(invalid(format!(
+                        "unknown ffsb parameter `{other}`: use profile, threads, size, block"
+                    )));
+                }
+            }
+        }
+        if let Some(path) = profile {
+            if custom {
+                return Err(invalid(
+                    "ffsb: threads=, size= and block= belong to large-write; a profile sets its own",
+                ));
+            }
+            return FfsbParams::from_file(std::path::Path::new(&path));
+        }
+        let mut p = FfsbParams::large_write(threads, size, block);
+        if custom {
+            // An explicit size is the size: it does not shrink.
+            p.fileset.fit = !args.contains("size=");
+            p.preset = Some(format!(
+                "large-write,threads={threads},size={},block={}",
+                compact_size(size),
+                compact_size(block)
+            ));
+        }
+        Ok(p)
+    }
+
+    pub fn from_file(path: &std::path::Path) -> anyhow::Result<FfsbParams> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            invalid(format!("cannot read FFSB profile {}: {e}", path.display()))
+        })?;
+        let name = path
+            .file_name()
+            .map_or(path.display().to_string(), |n| n.to_string_lossy().into());
+        profile::parse(&text, &name)
+    }
+
+    pub fn name(&self) -> String {
+        match (&self.preset, &self.profile) {
+            (Some(p), _) => p.clone(),
+            (None, Some(f)) => format!("profile={f}"),
+            (None, None) => "custom".into(),
+        }
+    }
+
+    pub fn total_threads(&self) -> u64 {
+        self.groups.iter().map(|g| u64::from(g.num_threads)).sum()
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.groups.is_empty() {
+            return Err(invalid("ffsb: no thread group"));
+        }
+        if self.total_threads() > 4096 {
+            return Err(invalid("ffsb: more than 4096 threads in all"));
+        }
+        let fs = &self.fileset;
+        let creates = self
+            .groups
+            .iter()
+            .any(|g| g.weights.keys().any(|o| o.creates()));
+        for (i, g) in self.groups.iter().enumerate() {
+            let err = |msg: &str| invalid(format!("ffsb: thread group {i}: {msg}"));
+            if g.num_threads == 0 {
+                return Err(err("num_threads must be at least 1"));
+            }
+            if g.weights.is_empty() {
+                return Err(err("no operation has a weight"));
+            }
+            if self.time.is_none() && g.ops_per_thread.is_none() {
+                return Err(err(
+                    "neither `time` nor `num_ops` is set: the group would never end",
+                ));
+            }
+            let ops = || g.weights.keys();
+            if ops().any(|o| o.reads()) && g.read_blocksize == 0 {
+                return Err(err("read operations need read_blocksize"));
+            }
+            if g.weights.contains_key(&Op::Read)
+                && (g.read_size == 0 || g.read_size < g.read_blocksize)
+            {
+                return Err(err("read needs read_size of at least read_blocksize"));
+            }
+            if ops().any(|o| o.writes()) && g.write_blocksize == 0 {
+                return Err(err("write operations need write_blocksize"));
+            }
+            if ops().any(|o| o.writes_sized())
+                && (g.write_size == 0 || g.write_size < g.write_blocksize)
+            {
+                return Err(err(
+                    "write and append need write_size of at least write_blocksize",
+                ));
+            }
+            if ops().any(|o| o.needs_file()) && fs.num_files == 0 && !creates {
+                return Err(err(
+                    "its operations need files, but num_files is 0 and nothing creates any",
+                ));
+            }
+            if self.directio
+                && [g.read_blocksize, g.write_blocksize, g.write_size, g.read_size]
+                    .iter()
+                    .any(|b| b % 4096 != 0)
+            {
+                return Err(err(
+                    "directio needs sizes and block sizes that are multiples of 4096",
+                ));
+            }
+            for (what, v) in [
+                ("read_blocksize", g.read_blocksize),
+                ("write_blocksize", g.write_blocksize),
+            ] {
+                if v > 1 << 30 {
+                    return Err(err(&format!("{what} over 1 GiB is absurd")));
+                }
+            }
+        }
+        if (fs.num_files > 0 || creates) && fs.size_weights.is_empty() {
+            if fs.max_filesize == 0 {
+                return Err(invalid(
+                    "ffsb: max_filesize (or size_weight) is needed to make files",
+                ));
+            }
+            if fs.min_filesize > fs.max_filesize {
+                return Err(invalid("ffsb: min_filesize is larger than max_filesize"));
+            }
+        }
+        if fs.size_weights.iter().any(|(_, w)| *w == 0) {
+            return Err(invalid("ffsb: a size_weight has weight 0"));
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        let groups: Vec<String> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let ops: Vec<String> = g
+                    .weights
+                    .iter()
+                    .map(|(o, w)| format!("{} {w}", o.name()))
+                    .collect();
+                let amount = g
+                    .ops_per_thread
+                    .map(|n| format!(", {n} transaction(s) each"))
+                    .unwrap_or_default();
+                format!("{} threads × [{}]{amount}", g.num_threads, ops.join(", "))
+            })
+            .collect();
+        let fs = &self.fileset;
+        let sizes = if fs.size_weights.is_empty() {
+            if fs.min_filesize == fs.max_filesize {
+                format_bytes(fs.max_filesize)
+            } else {
+                format!(
+                    "{}–{}",
+                    format_bytes(fs.min_filesize),
+                    format_bytes(fs.max_filesize)
+                )
+            }
+        } else {
+            "weighted sizes".into()
+        };
+        format!(
+            "FFSB: {}; file set {} files in {} dirs; files of {sizes}{}{}{}",
+            groups.join("; "),
+            fs.num_files,
+            fs.num_dirs,
+            if fs.fit {
+                " (smaller if they do not fit)"
+            } else {
+                ""
+            },
+            self.time
+                .map(|t| format!("; for {t} s"))
+                .unwrap_or_default(),
+            if self.directio { "; O_DIRECT" } else { "" },
+        )
+    }
+
+    /// Files the thread groups create, when that is known (fixed amounts of work).
+    fn created_files(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| {
+                let creates: u64 = g
+                    .weights
+                    .iter()
+                    .filter(|(o, _)| o.creates())
+                    .map(|(_, w)| u64::from(*w))
+                    .sum();
+                let share = creates as f64 / g.total_weight().max(1) as f64;
+                let ops = g.ops_per_thread.unwrap_or(1) * u64::from(g.num_threads);
+                (ops as f64 * share).ceil() as u64
+            })
+            .sum()
+    }
+
+    pub fn space_needed(&self) -> SpaceNeed {
+        let fs = &self.fileset;
+        let set = u64::from(fs.num_files) * fs.average_size();
+        let created = self.created_files();
+        let appended: u64 = self
+            .groups
+            .iter()
+            .filter(|g| g.weights.keys().any(|o| matches!(o, Op::Append | Op::AppendFsync)))
+            .map(|g| g.write_size * g.ops_per_thread.unwrap_or(1) * u64::from(g.num_threads))
+            .sum();
+        let inodes = u64::from(fs.num_files) + u64::from(fs.num_dirs) + created + 1024;
+        if fs.fit {
+            let files = created + u64::from(fs.num_files);
+            return SpaceNeed {
+                bytes: files * (1 << 20),
+                inodes,
+                ideal_bytes: files * (32 << 20),
+            };
+        }
+        let bytes = (set + created * fs.largest_size() + appended) / 10 * 11;
+        SpaceNeed::exactly(bytes, inodes)
+    }
+}
+
+pub struct Ffsb {
+    params: FfsbParams,
+    /// File sizes in use (min, max): the parameters, or shrunk to fit.
+    sizes: Option<(u64, u64)>,
+    files: Arc<Mutex<FileTable>>,
+    totals: Option<RunTotals>,
+    cpu: Option<CpuTimes>,
+    notes: Vec<String>,
+}
+
+impl Ffsb {
+    pub fn new(params: FfsbParams) -> Ffsb {
+        Ffsb {
+            params,
+            sizes: None,
+            files: Arc::new(Mutex::new(FileTable::default())),
+            totals: None,
+            cpu: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The sizes files get on this target, shrunk (and said so) when the preset asks.
+    fn sizes_for(&mut self, dir: BorrowedFd<'_>) -> (u64, u64) {
+        if let Some(s) = self.sizes {
+            return s;
+        }
+        let fs = &self.params.fileset;
+        let (mut min, mut max) = (fs.min_filesize, fs.max_filesize);
+        if fs.fit {
+            let free = rustix::fs::fstatvfs(dir)
+                .map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
+            let files = (self.params.created_files() + u64::from(fs.num_files)).max(1);
+            let block = self
+                .params
+                .groups
+                .iter()
+                .map(|g| g.write_blocksize)
+                .max()
+                .unwrap_or(4096)
+                .max(4096);
+            let fits = ((free as f64 * FIT_SHARE) as u64 / files) / block * block;
+            if fits < max {
+                max = fits.max(block);
+                min = min.min(max);
+                let note = format!(
+                    "files of {} (the {} asked for do not fit {} files in the {} free)",
+                    format_bytes(max),
+                    format_bytes(fs.max_filesize),
+                    files,
+                    format_bytes(free)
+                );
+                eprintln!("fsbench: ffsb: {note}");
+                self.notes.push(note);
+            }
+        }
+        self.sizes = Some((min, max));
+        (min, max)
+    }
+
+    /// Makes `data/` (with its `dirN`), `meta/` and the file set, as FFSB does before timing.
+    fn setup(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let sizes = self.sizes_for(dir);
+        for name in ["data", "meta"] {
+            let made = rustix::fs::mkdirat(dir, name, Mode::from(0o755));
+            if rec.record(OpKind::Mkdir, made)?.is_none() {
+                return Err(FsbenchError::Failed(format!("ffsb: cannot make {name}/")));
+            }
+        }
+        let data = open_dir(dir, "data")?;
+        let mut names = worker::Names::default();
+        for d in 0..self.params.fileset.num_dirs {
+            let made = rustix::fs::mkdirat(&data, names.dir(d), Mode::from(0o755));
+            if rec.record(OpKind::Mkdir, made)?.is_none() {
+                return Err(FsbenchError::Failed(format!("ffsb: cannot make dir{d}")));
+            }
+        }
+        let block = match self.params.fileset.create_blocksize {
+            0 => 64 << 10,
+            b => b,
+        };
+        worker::make_file_set(
+            &data,
+            &self.params,
+            sizes,
+            block,
+            &mut self.files.lock().expect("not poisoned"),
+            rec,
+        )
+    }
+}
+
+fn open_dir(dir: BorrowedFd<'_>, name: &str) -> Result<rustix::fd::OwnedFd, FsbenchError> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| FsbenchError::Failed(format!("ffsb: cannot open {name}/: {e}")))
+}
+
+impl Workload for Ffsb {
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn expected_units(&self, phase: usize) -> u64 {
+        match phase {
+            SETUP => u64::from(self.params.fileset.num_files),
+            // A time-based run has no known end in transactions.
+            RUN if self.params.time.is_none() => self
+                .params
+                .groups
+                .iter()
+                .map(|g| g.ops_per_thread.unwrap_or(0) * u64::from(g.num_threads))
+                .sum(),
+            RUN => 0,
+            _ => self.files.lock().map_or(0, |f| f.live() as u64),
+        }
+    }
+
+    fn run_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        match phase {
+            SETUP => self.setup(dir, rec),
+            RUN => {
+                let data = open_dir(dir, "data")?;
+                let meta = open_dir(dir, "meta")?;
+                let sizes = self.sizes_for(dir);
+                let (totals, cpu) =
+                    worker::run_groups(&self.params, &data, &meta, sizes, &self.files, rec)?;
+                self.totals = Some(totals);
+                self.cpu = Some(cpu);
+                Ok(())
+            }
+            REMOVE => {
+                for name in [b"data".as_slice(), b"meta"] {
+                    rmtree::remove(dir, name, rec)?;
+                }
+                Ok(())
+            }
+            _ => unreachable!("ffsb has three phases"),
+        }
+    }
+
+    fn after_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+    ) -> Result<PhaseOutput, FsbenchError> {
+        let mut out = PhaseOutput::default();
+        if phase == SETUP {
+            out.notes.append(&mut self.notes);
+        }
+        if phase != RUN {
+            return Ok(out);
+        }
+        let Some(totals) = self.totals.take() else {
+            return Ok(out);
+        };
+        let cpu = self.cpu.take().expect("set with the totals");
+        out.figures = totals.figures(&self.params, &cpu);
+        if self.params.fileset.fit {
+            let (_, max) = self.sizes.unwrap_or_default();
+            out.figures.push(Figure::new(
+                "file size",
+                "MiB",
+                true,
+                max as f64 / f64::from(1 << 20),
+            ));
+        }
+        out.notes.append(&mut self.notes);
+        out.notes.extend(totals.notes());
+        // Fragmentation of every file left, after the sync that followed the phase.
+        let data = open_dir(dir, "data")?;
+        let mut mapper = Mapper::new();
+        let files = self.files.lock().expect("not poisoned");
+        match worker::count_extents(&data, &files, self.params.fileset.num_dirs, &mut mapper) {
+            Ok(Some((avg, max))) => {
+                out.figures
+                    .push(Figure::new("extents avg", "per file", false, avg));
+                out.figures
+                    .push(Figure::new("extents max", "per file", false, max as f64));
+            }
+            Ok(None) => {}
+            Err(e) => out
+                .notes
+                .push(format!("extents not counted: FIEMAP failed ({e})")),
+        }
+        Ok(out)
+    }
+
+    fn boundary_after(&self, phase: usize) -> Boundary {
+        if phase == RUN {
+            Boundary::Remount
+        } else {
+            Boundary::Keep
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED_PROFILE: &str = "num_filesystems=1
+num_threadgroups=1
+directio=0
+time=600
+
+[filesystem0]
+        location=/mnt/test/
+        num_files=0
+        num_dirs=0
+        max_filesize=1073741824
+        min_filesize=1073741824
+[end0]
+
+[threadgroup0]
+        num_threads=128
+        write_size=65536
+        write_blocksize=65536
+        create_weight=1
+[end0]
+";
+
+    #[test]
+    fn the_seed_profile_parses_as_written() {
+        let p = profile::parse(SEED_PROFILE, "seed.ffsb").unwrap();
+        assert_eq!(p.time, Some(600));
+        assert_eq!(p.groups.len(), 1);
+        let g = &p.groups[0];
+        assert_eq!(g.num_threads, 128);
+        assert_eq!((g.write_size, g.write_blocksize), (65536, 65536));
+        assert_eq!(g.weights.get(&Op::Create), Some(&1));
+        assert_eq!(p.fileset.max_filesize, 1 << 30);
+        assert_eq!(p.fileset.location.as_deref(), Some("/mnt/test/"));
+        assert_eq!(p.name(), "profile=seed.ffsb");
+        // 128 files of 1 GiB in flight: the target must hold them.
+        assert!(p.space_needed().bytes >= 128 << 30);
+    }
+
+    #[test]
+    fn profile_errors_name_the_line() {
+        let typo = SEED_PROFILE.replace("write_blocksize", "write_blocksise");
+        let e = profile::parse(&typo, "t.ffsb").unwrap_err().to_string();
+        assert!(e.contains("line 18") && e.contains("write_blocksise"), "{e}");
+        let bad = SEED_PROFILE.replace("num_threads=128", "num_threads=many");
+        let e = profile::parse(&bad, "t.ffsb").unwrap_err().to_string();
+        assert!(e.contains("line 16") && e.contains("many"), "{e}");
+        let count = SEED_PROFILE.replace("num_threadgroups=1", "num_threadgroups=2");
+        let e = profile::parse(&count, "t.ffsb").unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
+        let open = SEED_PROFILE.replace("[end0]\n\n[threadgroup0]", "\n[threadgroup0]");
+        assert!(profile::parse(&open, "t.ffsb").is_err());
+        let aging = SEED_PROFILE.replace("num_dirs=0", "agefs=1");
+        let e = profile::parse(&aging, "t.ffsb").unwrap_err().to_string();
+        assert!(e.contains("not supported"), "{e}");
+    }
+
+    #[test]
+    fn sizes_weights_and_spaces_parse() {
+        let text = "time=10\n[filesystem0]\nnum_files=10\nsize_weight 4k 33\nsize_weight 1m 67\n[end0]\n\
+                    [threadgroup0]\nnum_threads=2\nread_weight=3\nstat_weight=1\nread_size=4k\nread_blocksize=4k\n\
+                    [stats]\nenable_stats=1\nmsec_range 0.00 0.01\n[end]\n[end0]\n";
+        let p = profile::parse(text, "w.ffsb").unwrap();
+        assert_eq!(p.fileset.size_weights, [(4096, 33), (1 << 20, 67)]);
+        let g = &p.groups[0];
+        assert_eq!(g.total_weight(), 4);
+        // Cumulative choice in FFSB's table order: draws 0-2 read, 3 stat.
+        let picks: Vec<Op> = (0..4).map(|d| g.choose(d)).collect();
+        assert_eq!(picks, [Op::Read, Op::Read, Op::Read, Op::Stat]);
+    }
+
+    #[test]
+    fn large_write_preset_and_validation() {
+        let p = FfsbParams::parse("large-write").unwrap();
+        assert_eq!(p.groups[0].num_threads, 128);
+        assert!(p.fileset.fit);
+        assert_eq!(p.created_files(), 128);
+        p.validate().unwrap();
+        let q = FfsbParams::parse("threads=4,size=8m").unwrap();
+        assert!(!q.fileset.fit);
+        assert_eq!(q.space_needed().bytes, 4 * (8 << 20) / 10 * 11);
+        assert!(FfsbParams::parse("bogus").is_err());
+        assert!(FfsbParams::parse("threads=x").is_err());
+        let mut never = q.clone();
+        never.groups[0].ops_per_thread = None;
+        assert!(never.validate().is_err());
+        let json = serde_json::to_string(&q).unwrap();
+        assert_eq!(serde_json::from_str::<FfsbParams>(&json).unwrap(), q);
+        let toml_text = toml::to_string(&q).unwrap();
+        assert_eq!(toml::from_str::<FfsbParams>(&toml_text).unwrap(), q);
+    }
+}

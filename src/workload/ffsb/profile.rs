@@ -1,0 +1,203 @@
+//! FFSB profile files: `key=value` (or `key value`) lines, global keys first, then
+//! `[filesystem0]...[end0]` and `[threadgroupN]...[endN]` sections, `[stats]...[end]` inside
+//! a thread group, `#` comments, sizes with k/m/g. Every key FFSB 6 knows is recognized; the
+//! few fsbench cannot honour are refused by name, and unknown keys or bad values are errors
+//! naming the line.
+
+use super::{FfsbParams, FileSet, Op, ThreadGroup};
+use crate::error::invalid;
+use crate::units::parse_size;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Global,
+    Filesystem,
+    ThreadGroup,
+    Stats,
+}
+
+/// Parses a profile's text; `name` (its file name) is used in messages and the label.
+pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
+    let mut p = FfsbParams {
+        preset: None,
+        profile: Some(name.to_string()),
+        time: None,
+        directio: false,
+        alignio: false,
+        fileset: FileSet::default(),
+        groups: Vec::new(),
+    };
+    let mut section = Section::Global;
+    let mut filesystems = 0u32;
+    let mut declared: [Option<(u32, usize)>; 2] = [None, None];
+    for (index, raw) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let err = |msg: String| invalid(format!("{name}, line {line_no}: {msg}"));
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let inner = inner.trim();
+            section = match (section, inner) {
+                (Section::Global, s) if s.starts_with("filesystem") => {
+                    if s != format!("filesystem{filesystems}") {
+                        return Err(err(format!(
+                            "expected [filesystem{filesystems}], found [{s}]"
+                        )));
+                    }
+                    if filesystems > 0 {
+                        return Err(err(
+                            "fsbench runs one filesystem per run (the target); a second [filesystem] section is not supported".into(),
+                        ));
+                    }
+                    filesystems += 1;
+                    Section::Filesystem
+                }
+                (Section::Global, s) if s.starts_with("threadgroup") => {
+                    let expected = format!("threadgroup{}", p.groups.len());
+                    if s != expected {
+                        return Err(err(format!("expected [{expected}], found [{s}]")));
+                    }
+                    p.groups.push(ThreadGroup::default());
+                    Section::ThreadGroup
+                }
+                (Section::ThreadGroup, "stats") => Section::Stats,
+                (Section::Stats, "end") => Section::ThreadGroup,
+                (Section::Filesystem | Section::ThreadGroup, s) if s.starts_with("end") => {
+                    Section::Global
+                }
+                (_, s) => return Err(err(format!("unexpected section [{s}] here"))),
+            };
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => line
+                .split_once(char::is_whitespace)
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| err(format!("`{line}` is not `key=value`")))?,
+        };
+        let size = || parse_size(value).map_err(|e| err(format!("{key}: {e}")));
+        let number = || {
+            value
+                .parse::<u32>()
+                .map_err(|_| err(format!("{key}: `{value}` is not a whole number")))
+        };
+        let boolean = || match value {
+            "0" | "false" | "no" => Ok(false),
+            "1" | "true" | "yes" => Ok(true),
+            _ => Err(err(format!("{key}: `{value}` is not 0 or 1"))),
+        };
+        let unsupported = |why: &str| err(format!("`{key}` is not supported: {why}"));
+        match section {
+            Section::Global => match key {
+                "num_filesystems" => declared[0] = Some((number()?, line_no)),
+                "num_threadgroups" => declared[1] = Some((number()?, line_no)),
+                "verbose" => {
+                    boolean()?;
+                }
+                "time" => p.time = Some(number()?).filter(|t| *t > 0),
+                "directio" => p.directio = boolean()?,
+                "alignio" => p.alignio = boolean()?,
+                "bufferio" => {
+                    if boolean()? {
+                        return Err(unsupported("fsbench does not use stdio buffering"));
+                    }
+                }
+                "callout" => {
+                    return Err(unsupported("fsbench does not run commands from a profile"));
+                }
+                _ => return Err(err(format!("unknown global key `{key}`"))),
+            },
+            Section::Filesystem => {
+                let fs = &mut p.fileset;
+                match key {
+                    "location" => fs.location = Some(value.to_string()),
+                    "num_files" => fs.num_files = number()?,
+                    "num_dirs" => fs.num_dirs = number()?,
+                    "reuse" => {
+                        boolean()?;
+                    }
+                    "min_filesize" => fs.min_filesize = size()?,
+                    "max_filesize" => fs.max_filesize = size()?,
+                    "create_blocksize" => fs.create_blocksize = size()?,
+                    "size_weight" => {
+                        let mut parts = value.split_whitespace();
+                        let (Some(s), Some(w), None) = (parts.next(), parts.next(), parts.next())
+                        else {
+                            return Err(err("size_weight is `SIZE WEIGHT`".into()));
+                        };
+                        let s = parse_size(s).map_err(|e| err(e.to_string()))?;
+                        let w = w
+                            .parse::<u32>()
+                            .map_err(|_| err(format!("size_weight: `{w}` is not a weight")))?;
+                        fs.size_weights.push((s, w));
+                    }
+                    "agefs" | "desired_util" | "init_util" | "init_size" | "age_blocksize" => {
+                        return Err(unsupported(
+                            "aging a filesystem is not implemented; every run starts from a fresh one",
+                        ));
+                    }
+                    "clone" => return Err(unsupported("there is one filesystem per run")),
+                    _ => return Err(err(format!("unknown filesystem key `{key}`"))),
+                }
+            }
+            Section::ThreadGroup => {
+                let tg = p.groups.last_mut().expect("inside a thread group");
+                if let Some(op) = key.strip_suffix("_weight").and_then(Op::from_name) {
+                    tg.set_weight(op, number()?);
+                    continue;
+                }
+                match key {
+                    "num_threads" => tg.num_threads = number()?,
+                    "bindfs" => {}
+                    "read_random" => tg.read_random = boolean()?,
+                    "read_skip" => tg.read_skip = number()? != 0,
+                    "read_size" => tg.read_size = size()?,
+                    "read_blocksize" => tg.read_blocksize = size()?,
+                    "read_skipsize" => tg.read_skipsize = size()?,
+                    "write_random" => tg.write_random = boolean()?,
+                    "write_size" => tg.write_size = size()?,
+                    "write_blocksize" => tg.write_blocksize = size()?,
+                    "fsync_file" => {
+                        return Err(unsupported(
+                            "FFSB deprecated it; use the *_fsync_weight operations",
+                        ));
+                    }
+                    "op_delay" => tg.op_delay_ms = number()?,
+                    // fsbench's addition: a fixed amount of work instead of (or besides) `time`.
+                    "num_ops" => tg.ops_per_thread = Some(u64::from(number()?)),
+                    _ => return Err(err(format!("unknown thread group key `{key}`"))),
+                }
+            }
+            // fsbench always keeps full latency histograms; the keys are checked, not used.
+            Section::Stats => match key {
+                "enable_stats" | "enable_range" => {
+                    boolean()?;
+                }
+                "ignore" | "msec_range" => {}
+                _ => return Err(err(format!("unknown stats key `{key}`"))),
+            },
+        }
+    }
+    if section != Section::Global {
+        return Err(invalid(format!(
+            "{name}: the last section is not closed with [end]"
+        )));
+    }
+    for (what, declared, actual) in [
+        ("num_filesystems", declared[0], filesystems.max(1)),
+        ("num_threadgroups", declared[1], p.groups.len() as u32),
+    ] {
+        if let Some((n, line)) = declared
+            && n != actual
+        {
+            return Err(invalid(format!(
+                "{name}, line {line}: {what}={n}, but the profile has {actual}"
+            )));
+        }
+    }
+    p.validate().map_err(|e| invalid(format!("{name}: {e}")))?;
+    Ok(p)
+}
