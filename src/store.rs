@@ -203,24 +203,28 @@ impl Store {
     }
 
     fn migrate(&mut self) -> anyhow::Result<()> {
-        let current: usize = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?
-            as usize;
-        if current > STORE_VERSION {
-            return Err(invalid(format!(
-                "{} has schema version {current}, newer than this fsbench understands ({STORE_VERSION}); upgrade fsbench",
-                self.path.display()
-            )));
-        }
-        for (i, step) in MIGRATIONS.iter().enumerate().skip(current) {
-            let tx = self.conn.transaction()?;
+        // Each step takes the write lock first and reads the version under it, so two fsbench
+        // processes opening an old database at once do not both apply a step.
+        loop {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let current =
+                tx.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+            if current > STORE_VERSION {
+                return Err(invalid(format!(
+                    "{} has schema version {current}, newer than this fsbench understands ({STORE_VERSION}); upgrade fsbench",
+                    self.path.display()
+                )));
+            }
+            let Some(step) = MIGRATIONS.get(current) else {
+                return Ok(());
+            };
             tx.execute_batch(step)
-                .with_context(|| format!("migration to schema version {}", i + 1))?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+                .with_context(|| format!("migration to schema version {}", current + 1))?;
+            tx.pragma_update(None, "user_version", (current + 1) as i64)?;
             tx.commit()?;
         }
-        Ok(())
     }
 
     /// Records a new suite before its first run; returns its ID.

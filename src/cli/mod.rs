@@ -48,6 +48,8 @@ enum Command {
     Run(Box<RunArgs>),
     /// fdtree.bash compatibility: its flags, its report, fsbench's measurements
     Fdtree(fdtree::FdtreeArgs),
+    /// Run an FFSB profile file as a suite: fresh filesystems, repeated runs, statistics
+    Ffsb(Box<FfsbArgs>),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs
     Clean,
     /// Generate a BackupPC-shaped tar archive, or extract one with fsbench's extractor
@@ -132,6 +134,18 @@ enum OutputFormat {
 }
 
 #[derive(Debug, clap::Args)]
+struct FfsbArgs {
+    /// FFSB profile (FFSB 6 syntax; `num_ops=N` in a thread group is fsbench's fixed amount
+    /// of work per thread)
+    profile: PathBuf,
+    /// Run the thread groups this many seconds instead of the profile's `time`
+    #[arg(long, value_name = "SECS")]
+    time: Option<u32>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, clap::Args)]
 struct RunArgs {
     /// Suite file (TOML); options given here override it
     suite: Option<PathBuf>,
@@ -144,7 +158,11 @@ struct RunArgs {
     /// quick-shallow, quick-deep) or `tree:dirs=N,files=N,size=N,levels=N`;
     /// `archive:PRESET` (tiny, small, seed-1pct, seed-10pct) with optional
     /// `,order=pool-first|backups-first` and KEY=N settings (pool, hosts, backups, files,
-    /// popular, empty, regular, min-size, max-size, seed)
+    /// popular, empty, regular, min-size, max-size, seed);
+    /// `atomic:PRESET`; `iozone:PRESET` (auto, quick, seq-1m) with settings;
+    /// `alloc:PRESET` (seed-1g, seed-4g, quick) or `alloc:size=S,methods=A+B,chunks=4k+8k,
+    /// fresh=file|fs,durable=fsync|unmount`;
+    /// `ffsb-large-write[:threads=N,size=S,block=B]` or `ffsb:profile=FILE`
     #[arg(long = "workload", short = 'w', value_name = "WORKLOAD")]
     workloads: Vec<String>,
     /// Extract (then rm -rf) this tar archive (plain, gzip or zstd) as a workload
@@ -373,6 +391,37 @@ fn print_result(result: &SuiteResult, format: OutputFormat) {
     }
 }
 
+/// `fsbench ffsb PROFILE`: the profile as the suite's one workload, with `run`'s options.
+fn ffsb(args: &FfsbArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
+    let run_args = &args.run;
+    if run_args.suite.is_some()
+        || !run_args.workloads.is_empty()
+        || !run_args.archive.is_empty()
+        || run_args.resume.is_some()
+    {
+        return Err(invalid(
+            "fsbench ffsb runs one profile; use `fsbench run` for suites, other workloads and --resume",
+        ));
+    }
+    let mut params = crate::workload::ffsb::FfsbParams::from_file(&args.profile)?;
+    if let Some(t) = args.time {
+        params.time = Some(t).filter(|t| *t > 0);
+        params.validate()?;
+    }
+    if let Some(location) = &params.fileset.location {
+        eprintln!(
+            "fsbench: ffsb: location={location} is not used: every run gets a fresh filesystem on the target (--dir runs in an existing directory)"
+        );
+    }
+    let mut suite = run_args.suite()?;
+    if run_args.purpose.is_none() {
+        // Not the default suite's purpose: this is the profile's run.
+        suite.purpose = String::new();
+    }
+    suite.workloads = vec![WorkloadSpec::Ffsb(params)];
+    run_suite(run_args, suite, None, db, progress)
+}
+
 fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
     let store = Store::open(db)?;
     let (suite, previous) = match args.resume {
@@ -392,8 +441,19 @@ fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<Exi
         }
         None => (args.suite()?, None),
     };
+    drop(store);
+    run_suite(args, suite, previous, db, progress)
+}
+
+fn run_suite(
+    args: &RunArgs,
+    suite: Suite,
+    previous: Option<SuiteResult>,
+    db: &Path,
+    progress: Arc<Progress>,
+) -> anyhow::Result<ExitCode> {
     let mut sink = DbSink {
-        store,
+        store: Store::open(db)?,
         id: args.resume,
         command: command_record(args),
     };
@@ -573,7 +633,11 @@ fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             write_output(Some(&args.output), &html)?;
             eprintln!("fsbench: report written to {}", args.output.display());
         }
-        Command::Run(_) | Command::Fdtree(_) | Command::Clean | Command::Archive { .. } => {
+        Command::Run(_)
+        | Command::Ffsb(_)
+        | Command::Fdtree(_)
+        | Command::Clean
+        | Command::Archive { .. } => {
             unreachable!("handled in main")
         }
     }
@@ -599,6 +663,7 @@ pub fn main() -> ExitCode {
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
     let outcome = install_signal_handlers(&progress).and_then(|()| match &cli.command {
         Command::Run(args) => run(args, &db, progress.clone()),
+        Command::Ffsb(args) => ffsb(args, &db, progress.clone()),
         Command::Fdtree(args) => fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS),
         Command::Clean => clean(),
         Command::Archive { command } => {

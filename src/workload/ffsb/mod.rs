@@ -628,6 +628,11 @@ impl Ffsb {
     }
 }
 
+fn ram_bytes() -> Option<u64> {
+    let info = rustix::system::sysinfo();
+    (info.totalram as u64).checked_mul(u64::from(info.mem_unit))
+}
+
 fn open_dir(dir: BorrowedFd<'_>, name: &str) -> Result<rustix::fd::OwnedFd, FsbenchError> {
     rustix::fs::openat(
         dir,
@@ -714,6 +719,16 @@ impl Workload for Ffsb {
         }
         out.notes.append(&mut self.notes);
         out.notes.extend(totals.notes());
+        if let Some(ram) = ram_bytes()
+            && totals.written() > 0
+            && totals.written() < ram
+        {
+            out.notes.push(format!(
+                "the {} written fit in the {} of RAM: write throughput is largely the page cache's; sync-after and time+unmount show when the data reached the disk",
+                format_bytes(totals.written()),
+                format_bytes(ram)
+            ));
+        }
         // Fragmentation of every file left, after the sync that followed the phase.
         let data = open_dir(dir, "data")?;
         let mut mapper = Mapper::new();

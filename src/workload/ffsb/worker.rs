@@ -325,6 +325,11 @@ impl RunTotals {
         out
     }
 
+    /// Bytes the transactions wrote.
+    pub fn written(&self) -> u64 {
+        self.stats.written_bytes
+    }
+
     pub fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> = self
             .stats
