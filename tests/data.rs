@@ -122,7 +122,10 @@ fn fragmented_file(mnt: &Path, name: &str) -> PathBuf {
 }
 
 fn check_extents_match_filefrag(fs: &str, size_mib: u64) {
-    if !can_run(&format!("FIEMAP on {fs}"), &[&format!("mkfs.{fs}"), "filefrag"]) {
+    if !can_run(
+        &format!("FIEMAP on {fs}"),
+        &[&format!("mkfs.{fs}"), "filefrag"],
+    ) {
         return;
     }
     let m = Mounted::new(fs, size_mib);
@@ -339,7 +342,10 @@ fn ffsb_profile_runs_with_operation_counts_near_the_weights() {
     assert_eq!(create + stat, 1000.0);
     // Binomial: 3,000 draws at 1/2 have a standard deviation of 27; ±150 is over 5 of them.
     assert!((read - 1500.0).abs() < 150.0, "read {read}, write {write}");
-    assert!((create - 500.0).abs() < 90.0, "create {create}, stat {stat}");
+    assert!(
+        (create - 500.0).abs() < 90.0,
+        "create {create}, stat {stat}"
+    );
     let share = mean(&doc, "ext4", "run", "read % trans").unwrap();
     assert!((share - 37.5).abs() < 5.0, "read share {share}%");
     assert_eq!(mean(&doc, "ext4", "run", "read % op weight"), Some(37.5));
@@ -367,7 +373,11 @@ fn ffsb_profiles_with_typos_are_refused_with_the_line_and_the_seed_s_needs_its_s
     let dir = tempdir();
     let state = tempdir();
     let typo = dir.path().join("typo.ffsb");
-    std::fs::write(&typo, TWO_GROUPS.replace("read_blocksize", "read_blocksise")).unwrap();
+    std::fs::write(
+        &typo,
+        TWO_GROUPS.replace("read_blocksize", "read_blocksise"),
+    )
+    .unwrap();
     let out = run(fsbench(state.path()).args(["ffsb", typo.to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);

@@ -124,7 +124,10 @@ fn warnings(suites: &[SuiteResult]) -> Markup {
 }
 
 /// The phases of `workload` as its spec describes them (from whichever suite has it).
-fn phase_infos(suites: &[SuiteResult], workload: &str) -> Option<(Cow<'static, [PhaseInfo]>, String)> {
+fn phase_infos(
+    suites: &[SuiteResult],
+    workload: &str,
+) -> Option<(Cow<'static, [PhaseInfo]>, String)> {
     suites
         .iter()
         .flat_map(|s| &s.suite.workloads)
@@ -138,7 +141,8 @@ fn workload_section(
     keys: &[FigureKey],
     workload: &str,
 ) -> Markup {
-    let (phases, description) = phase_infos(suites, workload).unwrap_or((Cow::Borrowed(&[]), String::new()));
+    let (phases, description) =
+        phase_infos(suites, workload).unwrap_or((Cow::Borrowed(&[]), String::new()));
     let legend_names: Vec<String> = columns.iter().map(Column::name).collect();
     html! {
         h2 { "Workload " (workload) }

@@ -318,7 +318,11 @@ fn render_workload(
         let mut row = vec![c.to_string()];
         for p in phases {
             let cell = find(c, &p.name, "time").map_or("-".into(), |s| mean_sd(&s.summary));
-            row.push(if short(c, &p.name) { cell + SHORT } else { cell });
+            row.push(if short(c, &p.name) {
+                cell + SHORT
+            } else {
+                cell
+            });
         }
         times.add_row(row);
     }

@@ -13,7 +13,8 @@ use crate::error::{FsbenchError, invalid};
 use crate::fs::{FsType, Toolset};
 use crate::measure::{Figure, Progress};
 use crate::results::{
-    ConfigInfo, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult, SuiteStatus, TargetInfo,
+    ConfigInfo, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
+    SuiteStatus, TargetInfo,
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
@@ -418,7 +419,9 @@ fn record_checkpoint(phase: &mut PhaseRecord, t: &Teardown, record: &mut RunReco
         ));
     }
     if let Some(fsck) = &t.fsck {
-        phase.figures.push(Figure::new("fsck", "s", false, fsck.secs));
+        phase
+            .figures
+            .push(Figure::new("fsck", "s", false, fsck.secs));
         if !fsck.clean {
             record.status = RunStatus::FsckFailed;
             eprintln!(

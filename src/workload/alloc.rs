@@ -489,7 +489,10 @@ impl Workload for Alloc {
         if self.unsupported.is_some() {
             return Ok(());
         }
-        if rec.record(OpKind::Fsync, rustix::fs::fsync(&file))?.is_none() {
+        if rec
+            .record(OpKind::Fsync, rustix::fs::fsync(&file))?
+            .is_none()
+        {
             return Err(failed(method, "fsync", rec));
         }
         drop(file);
@@ -497,11 +500,7 @@ impl Workload for Alloc {
         Ok(())
     }
 
-    fn after_phase(
-        &mut self,
-        _: usize,
-        dir: BorrowedFd<'_>,
-    ) -> Result<PhaseOutput, FsbenchError> {
+    fn after_phase(&mut self, _: usize, dir: BorrowedFd<'_>) -> Result<PhaseOutput, FsbenchError> {
         let mut out = PhaseOutput {
             unsupported: self.unsupported.take(),
             ..Default::default()
@@ -519,8 +518,12 @@ impl Workload for Alloc {
             }
             match self.mapper.count(&file) {
                 Ok(count) => {
-                    out.figures
-                        .push(Figure::new("extents", "count", false, count.fragments as f64));
+                    out.figures.push(Figure::new(
+                        "extents",
+                        "count",
+                        false,
+                        count.fragments as f64,
+                    ));
                 }
                 Err(e) => out
                     .notes

@@ -17,7 +17,12 @@ use crate::error::{FsbenchError, invalid};
 use crate::measure::{CpuTimes, PhaseRecorder};
 use crate::units::{compact_size, format_bytes, parse_size};
 
-pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("matrix", "Throughput matrix", "records", true)];
+pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed(
+    "matrix",
+    "Throughput matrix",
+    "records",
+    true,
+)];
 
 /// IOzone's tests: (name, IOzone group number `-i`, the `-R` report title).
 pub const TESTS: &[(&str, u8, &str)] = &[
@@ -767,7 +772,9 @@ fn pwrite_all(file: &OwnedFd, buf: &[u8], off: u64) -> Result<u64, FsbenchError>
 }
 
 fn read_full(file: &OwnedFd, buf: &mut [u8]) -> Result<u64, FsbenchError> {
-    super::read_full(file, buf).map(|n| n as u64).map_err(io_err)
+    super::read_full(file, buf)
+        .map(|n| n as u64)
+        .map_err(io_err)
 }
 
 fn pread_full(file: &OwnedFd, buf: &mut [u8], off: u64) -> Result<u64, FsbenchError> {

@@ -212,15 +212,14 @@ pub struct FileSet {
 impl FileSet {
     fn average_size(&self) -> u64 {
         let total: u64 = self.size_weights.iter().map(|(_, w)| u64::from(*w)).sum();
-        if total > 0 {
-            self.size_weights
-                .iter()
-                .map(|(s, w)| s * u64::from(*w))
-                .sum::<u64>()
-                / total
-        } else {
-            (self.min_filesize + self.max_filesize) / 2
-        }
+        let weighted: u64 = self
+            .size_weights
+            .iter()
+            .map(|(s, w)| s * u64::from(*w))
+            .sum();
+        weighted
+            .checked_div(total)
+            .unwrap_or((self.min_filesize + self.max_filesize) / 2)
     }
 
     fn largest_size(&self) -> u64 {
@@ -342,9 +341,8 @@ impl FfsbParams {
     }
 
     pub fn from_file(path: &std::path::Path) -> anyhow::Result<FfsbParams> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            invalid(format!("cannot read FFSB profile {}: {e}", path.display()))
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| invalid(format!("cannot read FFSB profile {}: {e}", path.display())))?;
         let name = path
             .file_name()
             .map_or(path.display().to_string(), |n| n.to_string_lossy().into());
@@ -413,9 +411,14 @@ impl FfsbParams {
                 ));
             }
             if self.directio
-                && [g.read_blocksize, g.write_blocksize, g.write_size, g.read_size]
-                    .iter()
-                    .any(|b| b % 4096 != 0)
+                && [
+                    g.read_blocksize,
+                    g.write_blocksize,
+                    g.write_size,
+                    g.read_size,
+                ]
+                .iter()
+                .any(|b| b % 4096 != 0)
             {
                 return Err(err(
                     "directio needs sizes and block sizes that are multiples of 4096",
@@ -519,7 +522,11 @@ impl FfsbParams {
         let appended: u64 = self
             .groups
             .iter()
-            .filter(|g| g.weights.keys().any(|o| matches!(o, Op::Append | Op::AppendFsync)))
+            .filter(|g| {
+                g.weights
+                    .keys()
+                    .any(|o| matches!(o, Op::Append | Op::AppendFsync))
+            })
             .map(|g| g.write_size * g.ops_per_thread.unwrap_or(1) * u64::from(g.num_threads))
             .sum();
         let inodes = u64::from(fs.num_files) + u64::from(fs.num_dirs) + created + 1024;
@@ -802,10 +809,13 @@ time=600
     fn profile_errors_name_the_line() {
         let typo = SEED_PROFILE.replace("write_blocksize", "write_blocksise");
         let e = profile::parse(&typo, "t.ffsb").unwrap_err().to_string();
-        assert!(e.contains("line 18") && e.contains("write_blocksise"), "{e}");
+        assert!(
+            e.contains("line 17") && e.contains("write_blocksise"),
+            "{e}"
+        );
         let bad = SEED_PROFILE.replace("num_threads=128", "num_threads=many");
         let e = profile::parse(&bad, "t.ffsb").unwrap_err().to_string();
-        assert!(e.contains("line 16") && e.contains("many"), "{e}");
+        assert!(e.contains("line 15") && e.contains("many"), "{e}");
         let count = SEED_PROFILE.replace("num_threadgroups=1", "num_threadgroups=2");
         let e = profile::parse(&count, "t.ffsb").unwrap_err().to_string();
         assert!(e.contains("line 2"), "{e}");

@@ -16,8 +16,10 @@ use rustix::io::Errno;
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
 use crate::error::FsbenchError;
 use crate::extents::Mapper;
-use crate::measure::{CpuTimes, Figure, OpKind, PhaseRecorder, errno_name, lap_clock, new_histogram};
-use crate::workload::{Aligned, pread_full, pwrite_all, push_decimal, write_all};
+use crate::measure::{
+    CpuTimes, Figure, OpKind, PhaseRecorder, errno_name, lap_clock, new_histogram,
+};
+use crate::workload::{Aligned, pread_full, push_decimal, pwrite_all, write_all};
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -246,7 +248,10 @@ pub struct RunTotals {
 
 /// The position of `op` in [`Op::ALL`].
 fn index(op: Op) -> usize {
-    Op::ALL.iter().position(|o| *o == op).expect("every op is listed")
+    Op::ALL
+        .iter()
+        .position(|o| *o == op)
+        .expect("every op is listed")
 }
 
 impl RunTotals {
@@ -275,13 +280,28 @@ impl RunTotals {
     pub fn figures(&self, params: &FfsbParams, cpu: &CpuTimes) -> Vec<Figure> {
         let secs = self.elapsed.as_secs_f64().max(1e-9);
         let mib = |b: u64| b as f64 / f64::from(1 << 20) / secs;
-        let ops = |f: fn(Op) -> bool| params.groups.iter().any(|g| g.weights.keys().any(|o| f(*o)));
+        let ops = |f: fn(Op) -> bool| {
+            params
+                .groups
+                .iter()
+                .any(|g| g.weights.keys().any(|o| f(*o)))
+        };
         let mut out = Vec::new();
         if ops(Op::reads) {
-            out.push(Figure::new("read throughput", "MiB/s", true, mib(self.stats.read_bytes)));
+            out.push(Figure::new(
+                "read throughput",
+                "MiB/s",
+                true,
+                mib(self.stats.read_bytes),
+            ));
         }
         if ops(Op::writes) {
-            out.push(Figure::new("write throughput", "MiB/s", true, mib(self.stats.written_bytes)));
+            out.push(Figure::new(
+                "write throughput",
+                "MiB/s",
+                true,
+                mib(self.stats.written_bytes),
+            ));
         }
         let total_tx: u64 = self.stats.tx.iter().sum();
         let threads = params.total_threads() as f64;
@@ -301,14 +321,24 @@ impl RunTotals {
             }
             let tx = self.stats.tx[index(op)];
             let name = op.name();
-            out.push(Figure::new(format!("{name} tx/s"), "tx/s", true, tx as f64 / secs));
+            out.push(Figure::new(
+                format!("{name} tx/s"),
+                "tx/s",
+                true,
+                tx as f64 / secs,
+            ));
             out.push(Figure::new(
                 format!("{name} % trans"),
                 "%",
                 true,
                 tx as f64 / total_tx.max(1) as f64 * 100.0,
             ));
-            out.push(Figure::new(format!("{name} % op weight"), "%", true, weight * 100.0));
+            out.push(Figure::new(
+                format!("{name} % op weight"),
+                "%",
+                true,
+                weight * 100.0,
+            ));
         }
         out.push(Figure::new(
             "cpu user",
@@ -335,7 +365,12 @@ impl RunTotals {
             .stats
             .errors
             .iter()
-            .map(|(e, n)| format!("{} ×{n} in transactions (counted, not retried)", errno_name(*e)))
+            .map(|(e, n)| {
+                format!(
+                    "{} ×{n} in transactions (counted, not retried)",
+                    errno_name(*e)
+                )
+            })
             .collect();
         if self.stats.no_file > 0 {
             notes.push(format!(
@@ -514,11 +549,7 @@ impl Worker<'_> {
                     (Op::Append | Op::AppendFsync, Ok(())) => self.group.write_size,
                     _ => 0,
                 };
-                shared
-                    .files
-                    .lock()
-                    .expect("not poisoned")
-                    .release(id, grew);
+                shared.files.lock().expect("not poisoned").release(id, grew);
                 result.map(|()| true)
             }
         }
@@ -672,10 +703,7 @@ pub fn run_groups(
         let mut spawn_error = None;
         let mut thread = 0u32;
         for group in &params.groups {
-            let buffer = group
-                .read_blocksize
-                .max(group.write_blocksize)
-                .max(4096) as usize;
+            let buffer = group.read_blocksize.max(group.write_blocksize).max(4096) as usize;
             for _ in 0..group.num_threads {
                 let worker = Worker {
                     shared: &shared,
@@ -706,9 +734,11 @@ pub fn run_groups(
                 }
             }
         }
-        let _ = shared
-            .deadline
-            .set(params.time.map(|t| Instant::now() + Duration::from_secs(u64::from(t))));
+        let _ = shared.deadline.set(
+            params
+                .time
+                .map(|t| Instant::now() + Duration::from_secs(u64::from(t))),
+        );
         let cpu = CpuTimes::now();
         let start = Instant::now();
         drop(gate);
