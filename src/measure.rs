@@ -197,7 +197,11 @@ impl PhaseRecorder {
 
     /// Counts `n` units and `bytes` at once (for workloads that measure their own batches).
     pub fn units_done(&mut self, n: u64, bytes: u64) -> Result<(), FsbenchError> {
-        self.ops += n.saturating_sub(1);
+        if n == 0 {
+            self.bytes += bytes;
+            return Ok(());
+        }
+        self.ops += n - 1;
         self.unit_done(bytes)
     }
 
