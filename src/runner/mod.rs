@@ -405,7 +405,8 @@ fn run_once(
 }
 
 /// The figures of an unmount and fsck right after `phase`: `unmount`, `time+unmount` (the
-/// phase until its data was on disk, as alloc-perf's second round timed it) and `fsck`.
+/// phase, the sync after it and the unmount: until its data was on disk, as alloc-perf's
+/// second round timed it) and `fsck`.
 fn record_checkpoint(phase: &mut PhaseRecord, t: &Teardown, record: &mut RunRecord, label: &str) {
     if let Some(unmount) = t.unmount_secs {
         phase
@@ -415,7 +416,9 @@ fn record_checkpoint(phase: &mut PhaseRecord, t: &Teardown, record: &mut RunReco
             "time+unmount",
             "s",
             false,
-            phase.measurement.elapsed_secs() + unmount,
+            phase.measurement.elapsed_secs()
+                + phase.sync_after_ns.unwrap_or(0) as f64 / 1e9
+                + unmount,
         ));
     }
     if let Some(fsck) = &t.fsck {
