@@ -160,23 +160,10 @@ impl PhaseRecorder {
     fn fail<T>(&mut self, errno: Errno) -> Result<Option<T>, FsbenchError> {
         *self.errors.entry(errno.raw_os_error()).or_default() += 1;
         self.last_errno = errno.raw_os_error();
-        if errno == Errno::NOSPC || errno == Errno::DQUOT {
-            return Err(FsbenchError::DiskFull {
-                phase: self.phase.clone(),
-                ops: self.ops,
-                errno: errno_name(errno.raw_os_error()),
-            });
+        match fatal_error(errno, &self.phase, self.ops) {
+            Some(e) => Err(e),
+            None => Ok(None),
         }
-        // A storm of I/O errors or a filesystem gone read-only makes going on pointless.
-        if errno == Errno::IO || errno == Errno::ROFS {
-            return Err(FsbenchError::Failed(format!(
-                "phase `{}`: {} after {} operations; the filesystem is failing",
-                self.phase,
-                errno_name(errno.raw_os_error()),
-                self.ops
-            )));
-        }
-        Ok(None)
     }
 
     /// Describes the failure just recorded (the first few are kept, with `what` as the path).
@@ -452,6 +439,25 @@ impl CpuTimes {
             system: self.system.saturating_sub(earlier.system),
         }
     }
+}
+
+/// The errors that end a phase, whoever meets them: a full disk, or a filesystem failing (a
+/// storm of I/O errors or a filesystem gone read-only makes going on pointless). `None` for an
+/// error that is counted and tolerated.
+pub fn fatal_error(errno: Errno, phase: &str, ops: u64) -> Option<FsbenchError> {
+    let name = errno_name(errno.raw_os_error());
+    if errno == Errno::NOSPC || errno == Errno::DQUOT {
+        return Some(FsbenchError::DiskFull {
+            phase: phase.to_string(),
+            ops,
+            errno: name,
+        });
+    }
+    (errno == Errno::IO || errno == Errno::ROFS).then(|| {
+        FsbenchError::Failed(format!(
+            "phase `{phase}`: {name} after {ops} operations; the filesystem is failing"
+        ))
+    })
 }
 
 /// `ENOSPC`-style name of an errno, falling back to the number.

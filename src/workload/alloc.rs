@@ -114,9 +114,6 @@ pub struct AllocParams {
     pub durable: Durable,
 }
 
-/// The file's share of the free space when it is shrunk to fit.
-const FIT_SHARE: f64 = 0.8;
-
 impl AllocParams {
     pub fn preset(name: &str) -> anyhow::Result<AllocParams> {
         let size = match name {
@@ -321,19 +318,16 @@ impl Alloc {
             return size;
         }
         let mut size = self.params.size;
-        if self.params.fit {
-            let free = rustix::fs::fstatvfs(dir)
-                .map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
-            let fits = ((free as f64 * FIT_SHARE) as u64) / (1 << 20) * (1 << 20);
-            if fits < size {
-                eprintln!(
-                    "fsbench: alloc: {} does not fit the {} free; using {} files",
-                    format_bytes(size),
-                    format_bytes(free),
-                    format_bytes(fits)
-                );
-                size = fits.max(1 << 20);
-            }
+        if self.params.fit
+            && let (fitted, Some(free)) = super::fit_size(dir, size, 1, 1 << 20)
+        {
+            eprintln!(
+                "fsbench: alloc: {} does not fit the {} free; using {} files",
+                format_bytes(size),
+                format_bytes(free),
+                format_bytes(fitted)
+            );
+            size = fitted;
         }
         self.size = Some(size);
         size
@@ -349,22 +343,15 @@ impl Alloc {
         let mib = size.div_ceil(1 << 20);
         match method {
             Method::PosixFallocate | Method::Fallocate => {
-                // SAFETY: plain syscalls on an open descriptor.
-                let rc = unsafe {
-                    if method == Method::Fallocate {
-                        if libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) == 0 {
-                            0
-                        } else {
-                            std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-                        }
-                    } else {
-                        libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t)
-                    }
-                };
-                let result = if rc == 0 {
-                    Ok(())
+                let result = if method == Method::Fallocate {
+                    rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, size)
                 } else {
-                    Err(Errno::from_raw_os_error(rc))
+                    // SAFETY: a plain libc call on an open descriptor; it returns the errno.
+                    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t) }
+                    {
+                        0 => Ok(()),
+                        rc => Err(Errno::from_raw_os_error(rc)),
+                    }
                 };
                 if matches!(result, Err(Errno::OPNOTSUPP)) {
                     self.unsupported = Some(format!(
@@ -387,15 +374,9 @@ impl Alloc {
                 while offset < size {
                     let len = MMAP_WINDOW.min(size - offset) as usize;
                     fill_window(file, offset, len).map_err(|e| {
-                        if e == Errno::NOSPC {
-                            FsbenchError::DiskFull {
-                                phase: method.name(),
-                                ops: rec.units(),
-                                errno: "ENOSPC".into(),
-                            }
-                        } else {
-                            FsbenchError::Failed(format!("mmap window at {offset}: {e}"))
-                        }
+                        crate::measure::fatal_error(e, &method.name(), rec.units()).unwrap_or_else(
+                            || FsbenchError::Failed(format!("mmap window at {offset}: {e}")),
+                        )
                     })?;
                     rec.record(OpKind::Allocate, Ok(()))?;
                     offset += len as u64;
@@ -438,8 +419,7 @@ fn failed(method: Method, call: &str, rec: &PhaseRecorder) -> FsbenchError {
 /// of a full filesystem raises SIGBUS, which would kill fsbench with its mounts in place, so the
 /// free space is checked first and a shortfall is reported as ENOSPC.
 fn fill_window(file: &OwnedFd, offset: u64, len: usize) -> Result<(), Errno> {
-    let st = rustix::fs::fstatvfs(file)?;
-    if st.f_bavail.saturating_mul(st.f_frsize) < len as u64 {
+    if super::free_bytes(file) < len as u64 {
         return Err(Errno::NOSPC);
     }
     // SAFETY: a shared writable mapping of a file we opened read-write and sized with

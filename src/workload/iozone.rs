@@ -749,14 +749,7 @@ fn io_err(e: impl std::fmt::Display) -> FsbenchError {
 }
 
 fn check_disk_full(e: rustix::io::Errno) -> FsbenchError {
-    if e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT {
-        return FsbenchError::DiskFull {
-            phase: "matrix".into(),
-            ops: 0,
-            errno: crate::measure::errno_name(e.raw_os_error()),
-        };
-    }
-    io_err(e)
+    crate::measure::fatal_error(e, "matrix", 0).unwrap_or_else(|| io_err(e))
 }
 
 fn write_all(file: &OwnedFd, buf: &[u8]) -> Result<u64, FsbenchError> {
@@ -820,8 +813,7 @@ impl Workload for Iozone {
         self.check_direct(dir)?;
         let has_write = self.params.groups.contains(&0);
         // The largest file that fits the target, with room to spare for metadata.
-        let free =
-            rustix::fs::fstatvfs(dir).map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
+        let free = super::free_bytes(dir);
         let fits = |size: u64| size.saturating_mul(self.params.threads as u64) <= free / 10 * 9;
         if let Some(skipped) = self.params.file_sizes.iter().filter(|f| !fits(**f)).min() {
             eprintln!(

@@ -155,6 +155,25 @@ impl Aligned {
     }
 }
 
+/// Bytes free for the caller on the filesystem of `fd` (unknown: unlimited).
+pub fn free_bytes(fd: impl AsFd) -> u64 {
+    rustix::fs::fstatvfs(fd).map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// The size of each of `files` files that makes them fit the filesystem of `dir`: `wanted`,
+/// or less so that together they take at most 80% of the free space, rounded down to a
+/// multiple of `align` (never below it). The second value is the free space, when the size
+/// had to shrink, for saying so.
+pub fn fit_size(dir: BorrowedFd<'_>, wanted: u64, files: u64, align: u64) -> (u64, Option<u64>) {
+    let free = free_bytes(dir);
+    let fits = ((free as f64 * 0.8) as u64 / files.max(1)) / align * align;
+    if fits < wanted {
+        (fits.max(align), Some(free))
+    } else {
+        (wanted, None)
+    }
+}
+
 /// Writes all of `buf` (short writes continue); the bytes written.
 pub fn write_all(file: impl AsFd, buf: &[u8]) -> Result<usize, Errno> {
     let mut done = 0;

@@ -250,8 +250,6 @@ pub struct FfsbParams {
     pub groups: Vec<ThreadGroup>,
 }
 
-/// Files shrunk to fit take at most this share of the free space.
-const FIT_SHARE: f64 = 0.8;
 /// The seed's files were 1 GiB.
 const SEED_FILE: u64 = 1 << 30;
 
@@ -288,7 +286,7 @@ impl FfsbParams {
     pub fn parse(args: &str) -> anyhow::Result<FfsbParams> {
         let (mut threads, mut size, mut block) = (128u32, SEED_FILE, 64u64 << 10);
         let mut profile = None;
-        let mut custom = false;
+        let (mut custom, mut sized) = (false, false);
         for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match item.split_once('=') {
                 None if item == "large-write" => {}
@@ -306,7 +304,7 @@ impl FfsbParams {
                 }
                 Some(("size", v)) => {
                     size = parse_size(v)?;
-                    custom = true;
+                    (custom, sized) = (true, true);
                 }
                 Some(("block", v)) => {
                     block = parse_size(v)?;
@@ -330,7 +328,7 @@ impl FfsbParams {
         let mut p = FfsbParams::large_write(threads, size, block);
         if custom {
             // An explicit size is the size: it does not shrink.
-            p.fileset.fit = !args.contains("size=");
+            p.fileset.fit = !sized;
             p.preset = Some(format!(
                 "large-write,threads={threads},size={},block={}",
                 compact_size(size),
@@ -573,8 +571,6 @@ impl Ffsb {
         let fs = &self.params.fileset;
         let (mut min, mut max) = (fs.min_filesize, fs.max_filesize);
         if fs.fit {
-            let free = rustix::fs::fstatvfs(dir)
-                .map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize));
             let files = (self.params.created_files() + u64::from(fs.num_files)).max(1);
             let block = self
                 .params
@@ -584,9 +580,8 @@ impl Ffsb {
                 .max()
                 .unwrap_or(4096)
                 .max(4096);
-            let fits = ((free as f64 * FIT_SHARE) as u64 / files) / block * block;
-            if fits < max {
-                max = fits.max(block);
+            if let (fitted, Some(free)) = super::fit_size(dir, max, files, block) {
+                max = fitted;
                 min = min.min(max);
                 let note = format!(
                     "files of {} (the {} asked for do not fit {} files in the {} free)",
@@ -824,6 +819,13 @@ time=600
         let aging = SEED_PROFILE.replace("num_dirs=0", "agefs=1");
         let e = profile::parse(&aging, "t.ffsb").unwrap_err().to_string();
         assert!(e.contains("not supported"), "{e}");
+    }
+
+    #[test]
+    fn op_order_is_the_table_order() {
+        for (i, op) in Op::ALL.iter().enumerate() {
+            assert_eq!(*op as usize, i, "{op:?}");
+        }
     }
 
     #[test]

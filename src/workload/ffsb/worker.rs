@@ -17,7 +17,7 @@ use super::{FfsbParams, FileSet, Op, ThreadGroup};
 use crate::error::FsbenchError;
 use crate::extents::Mapper;
 use crate::measure::{
-    CpuTimes, Figure, OpKind, PhaseRecorder, errno_name, lap_clock, new_histogram,
+    CpuTimes, Figure, OpKind, PhaseRecorder, errno_name, fatal_error, lap_clock, new_histogram,
 };
 use crate::workload::{Aligned, pread_full, push_decimal, pwrite_all, write_all};
 
@@ -641,7 +641,7 @@ impl Worker<'_> {
                 }
                 Ok(false) => self.stats.no_file += 1,
                 Err(e) => {
-                    if let Some(fatal) = fatal(e, done) {
+                    if let Some(fatal) = fatal_error(e, "run", done) {
                         shared.stop.store(true, Ordering::Relaxed);
                         return Err(fatal);
                     }
@@ -654,23 +654,6 @@ impl Worker<'_> {
         }
         Ok(self.stats)
     }
-}
-
-/// Errors that end the run: a full disk, or a filesystem failing.
-fn fatal(e: Errno, done: u64) -> Option<FsbenchError> {
-    if e == Errno::NOSPC || e == Errno::DQUOT {
-        return Some(FsbenchError::DiskFull {
-            phase: "run".into(),
-            ops: done,
-            errno: errno_name(e.raw_os_error()),
-        });
-    }
-    (e == Errno::IO || e == Errno::ROFS).then(|| {
-        FsbenchError::Failed(format!(
-            "ffsb: {} in a transaction; the filesystem is failing",
-            errno_name(e.raw_os_error())
-        ))
-    })
 }
 
 /// Runs every thread group's threads from one start until all are done; returns the totals
