@@ -128,6 +128,9 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE phases ADD COLUMN figures TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE phases ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE phases ADD COLUMN unsupported TEXT;",
+    // 6: the boot the claiming process ran in, so a claim from before a reboot is stale even
+    // when its pid and start time happen to match a process of this boot.
+    "ALTER TABLE suites ADD COLUMN boot_id TEXT;",
 ];
 
 /// The schema version this fsbench writes.
@@ -233,8 +236,8 @@ impl Store {
         let pid = std::process::id();
         tx.execute(
             "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
-                 started_at, status, pid, pid_start)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10)",
+                 started_at, status, pid, pid_start, boot_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11)",
             params![
                 result.suite.name,
                 result.suite.purpose,
@@ -246,6 +249,7 @@ impl Store {
                 result.started_at,
                 pid,
                 crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
+                boot_id(),
             ],
         )?;
         let id = tx.last_insert_rowid();
@@ -260,13 +264,52 @@ impl Store {
         Ok(id)
     }
 
-    /// Marks a suite as running again (for `--resume`), by this process.
-    pub fn resume_suite(&mut self, id: i64) -> anyhow::Result<()> {
-        let pid = std::process::id();
-        self.conn.execute(
-            "UPDATE suites SET status = 'running', error = NULL, finished_at = NULL, pid = ?2, pid_start = ?3 WHERE id = ?1",
-            params![id, pid, crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64],
+    /// Claims suite `id` for `--resume` by this process, atomically: of two processes resuming
+    /// it at once, one gets it and the other is refused. A suite still run by a live process
+    /// (its first `run` or another resume) is refused too; a dead claimer's claim is free.
+    pub fn claim_suite(&mut self, id: i64) -> anyhow::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let claim = tx
+            .query_row(
+                "SELECT status, pid, pid_start, boot_id FROM suites WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((status, pid, pid_start, boot)) = claim else {
+            return Err(invalid(format!("no suite {id} in {}", self.path.display())));
+        };
+        if status == status_name(&SuiteStatus::Completed) {
+            return Err(invalid(format!(
+                "suite {id} is complete; nothing to resume"
+            )));
+        }
+        if status == "running" && claimer_alive(pid, pid_start, boot.as_deref()) {
+            return Err(invalid(format!(
+                "suite {id} is still running in another process (pid {pid}); wait for it to end, or stop it and resume then"
+            )));
+        }
+        let me = std::process::id();
+        tx.execute(
+            "UPDATE suites SET status = 'running', error = NULL, finished_at = NULL, pid = ?2, pid_start = ?3, boot_id = ?4
+             WHERE id = ?1",
+            params![
+                id,
+                me,
+                crate::target::scratch::process_start_ticks(me).unwrap_or(0) as i64,
+                boot_id()
+            ],
         )?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -334,7 +377,8 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start
+                "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start,
+                        boot_id
                  FROM suites WHERE id = ?1",
                 [id],
                 |r| {
@@ -349,6 +393,7 @@ impl Store {
                         r.get::<_, Option<String>>(7)?,
                         r.get::<_, i64>(8)?,
                         r.get::<_, i64>(9)?,
+                        r.get::<_, Option<String>>(10)?,
                     ))
                 },
             )
@@ -365,10 +410,11 @@ impl Store {
             error,
             pid,
             pid_start,
+            boot,
         ) = row;
         let suite: Suite = from_json(&definition, "suite definition")?;
         let status = match status.as_str() {
-            "running" if process_alive(pid, pid_start) => SuiteStatus::Running,
+            "running" if claimer_alive(pid, pid_start, boot.as_deref()) => SuiteStatus::Running,
             "running" => SuiteStatus::Incomplete,
             other => parse_status(other)?,
         };
@@ -561,7 +607,7 @@ impl Store {
     /// The most recent suites, newest first.
     pub fn list(&self, limit: usize) -> anyhow::Result<Vec<SuiteListing>> {
         let mut stmt = self.conn.prepare(
-            "SELECT s.id, s.started_at, s.name, s.status, s.definition, s.pid, s.pid_start,
+            "SELECT s.id, s.started_at, s.name, s.status, s.definition, s.pid, s.pid_start, s.boot_id,
                     (SELECT COUNT(*) FROM configurations c WHERE c.suite_id = s.id),
                     (SELECT COUNT(*) FROM runs r WHERE r.suite_id = s.id AND r.status IN ('ok', 'fsck-failed'))
              FROM suites s ORDER BY s.id DESC LIMIT ?1",
@@ -575,8 +621,9 @@ impl Store {
                 r.get::<_, String>(4)?,
                 r.get::<_, i64>(5)?,
                 r.get::<_, i64>(6)?,
-                r.get::<_, i64>(7)? as usize,
+                r.get::<_, Option<String>>(7)?,
                 r.get::<_, i64>(8)? as usize,
+                r.get::<_, i64>(9)? as usize,
             ))
         })?;
         rows.map(|row| {
@@ -588,12 +635,15 @@ impl Store {
                 definition,
                 pid,
                 pid_start,
+                boot,
                 configurations,
                 runs_done,
             ) = row?;
             let suite: Suite = from_json(&definition, "suite definition")?;
             let status = match status.as_str() {
-                "running" if !process_alive(pid, pid_start) => "incomplete".to_string(),
+                "running" if !claimer_alive(pid, pid_start, boot.as_deref()) => {
+                    "incomplete".to_string()
+                }
                 s => s.to_string(),
             };
             Ok(SuiteListing {
@@ -611,8 +661,19 @@ impl Store {
     }
 }
 
-fn process_alive(pid: i64, start: i64) -> bool {
-    crate::target::scratch::process_start_ticks(pid as u32).is_some_and(|t| t as i64 == start)
+/// This boot's identity; a pid and start time name a process only within one boot.
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|id| id.trim().to_string())
+}
+
+/// Whether the process that claimed a suite still runs. Claims recorded before the boot ID
+/// was (`None`) are judged by pid and start time alone.
+fn claimer_alive(pid: i64, start: i64, boot: Option<&str>) -> bool {
+    boot.is_none_or(|b| boot_id().as_deref() == Some(b))
+        && crate::target::scratch::process_start_ticks(pid as u32)
+            .is_some_and(|t| t as i64 == start)
 }
 
 fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
@@ -770,6 +831,53 @@ mod tests {
         // Version 2 tables work on the migrated database.
         let listing = store.list(10).unwrap();
         assert_eq!((listing[0].id, listing[0].runs_done), (id, 1));
+    }
+
+    #[test]
+    fn a_live_claim_holds_and_a_stale_one_is_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("claims.db")).unwrap();
+        let id = store
+            .begin_suite(&SuiteResult::for_tests(), "fsbench run")
+            .unwrap();
+        // The first run holds its own claim while it runs.
+        let err = store.claim_suite(id).unwrap_err().to_string();
+        assert!(err.contains("still running in another process"), "{err}");
+        // The same pid and start time in another boot: a claim from before a reboot.
+        store
+            .conn
+            .execute(
+                "UPDATE suites SET boot_id = 'another boot' WHERE id = ?1",
+                [id],
+            )
+            .unwrap();
+        store.claim_suite(id).unwrap();
+        let claimed: (i64, Option<String>) = store
+            .conn
+            .query_row("SELECT pid, boot_id FROM suites WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(claimed, (std::process::id() as i64, boot_id()));
+        assert!(
+            store.claim_suite(id).is_err(),
+            "claimed by this live process"
+        );
+        // A claimer that is gone (SIGKILLed): its pid no longer runs with that start time.
+        store
+            .conn
+            .execute(
+                "UPDATE suites SET pid_start = pid_start + 1 WHERE id = ?1",
+                [id],
+            )
+            .unwrap();
+        store.claim_suite(id).unwrap();
+        store
+            .conn
+            .execute("UPDATE suites SET status = 'completed' WHERE id = ?1", [id])
+            .unwrap();
+        let err = store.claim_suite(id).unwrap_err().to_string();
+        assert!(err.contains("nothing to resume"), "{err}");
     }
 
     #[test]

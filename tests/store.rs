@@ -233,6 +233,20 @@ fn a_killed_suite_keeps_its_runs_and_resumes() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The first `run` holds its claim while it runs: a resume now is refused.
+    let early = wait_drained_within(
+        fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["run", "-q", "--resume", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(early.status.code(), Some(2));
+    assert!(text(&early.stderr).contains("suite 1 is still running in another process"));
     child.kill().unwrap();
     child.wait().unwrap();
     let kept = committed_runs(&db, 1);
@@ -288,6 +302,68 @@ fn a_killed_suite_keeps_its_runs_and_resumes() {
         .args(["run", "--resume", "1"]));
     assert_eq!(again.status.code(), Some(2));
     assert!(text(&again.stderr).contains("nothing to resume"));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn two_concurrent_resumes_run_the_missing_runs_once() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let out = db_run(
+        &db,
+        state.path(),
+        dir.path(),
+        &["-w", "tree:dirs=10,files=5,size=0,levels=3", "--runs", "3"],
+    );
+    assert!(out.status.success());
+    // An interrupted suite with round 1 done and rounds 2 and 3 missing.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON;
+         DELETE FROM runs WHERE suite_id = 1 AND round > 1;
+         UPDATE suites SET status = 'interrupted' WHERE id = 1;",
+    )
+    .unwrap();
+    drop(conn);
+    let resume = || {
+        fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["run", "-q", "--output-format", "json", "--resume", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (resume(), resume());
+    let outs = [
+        wait_drained_within(first, Duration::from_secs(300)),
+        wait_drained_within(second, Duration::from_secs(300)),
+    ];
+    let ran: Vec<_> = outs.iter().filter(|o| o.status.success()).collect();
+    let refused: Vec<_> = outs.iter().filter(|o| !o.status.success()).collect();
+    assert_eq!(
+        (ran.len(), refused.len()),
+        (1, 1),
+        "one runs, one is refused"
+    );
+    assert_eq!(refused[0].status.code(), Some(2));
+    assert!(
+        text(&refused[0].stderr).contains("suite 1 is still running in another process"),
+        "{}",
+        text(&refused[0].stderr)
+    );
+    let mut rounds: Vec<u64> = json(ran[0])["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_u64().unwrap())
+        .collect();
+    rounds.sort();
+    assert_eq!(rounds, [1, 2, 3], "each round exactly once");
+    assert_eq!(committed_runs(&db, 1), 3, "3 of 3 runs recorded, not more");
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
 }

@@ -16,7 +16,7 @@ use crate::measure::Progress;
 use crate::report;
 use crate::report::compare::{self, Column};
 use crate::report::table::Style;
-use crate::results::{RunRecord, RunStatus, SuiteResult, SuiteStatus};
+use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::runner::{self, RunSink};
 use crate::store::Store;
 use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
@@ -349,11 +349,9 @@ struct DbSink {
 
 impl RunSink for DbSink {
     fn started(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
+        // A resumed suite was claimed before it was loaded.
         let id = match self.id {
-            Some(id) => {
-                self.store.resume_suite(id)?;
-                id
-            }
+            Some(id) => id,
             None => self.store.begin_suite(result, &self.command)?,
         };
         self.id = Some(id);
@@ -419,41 +417,33 @@ fn ffsb(args: &FfsbArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<E
         suite.purpose = String::new();
     }
     suite.workloads = vec![WorkloadSpec::Ffsb(params)];
-    run_suite(run_args, suite, None, db, progress)
+    run_suite(run_args, suite, None, Store::open(db)?, progress)
 }
 
 fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db)?;
+    let mut store = Store::open(db)?;
     let (suite, previous) = match args.resume {
         Some(id) => {
+            // Claimed before loading, so the runs found done stay done: no other process
+            // adds to the suite while this one holds it.
+            store.claim_suite(id)?;
             let previous = store.load(id)?;
-            if previous.status == SuiteStatus::Completed {
-                return Err(invalid(format!(
-                    "suite {id} is complete; nothing to resume"
-                )));
-            }
-            if previous.status == SuiteStatus::Running {
-                return Err(invalid(format!(
-                    "suite {id} is still running in another process"
-                )));
-            }
             (previous.suite.clone(), Some(previous))
         }
         None => (args.suite()?, None),
     };
-    drop(store);
-    run_suite(args, suite, previous, db, progress)
+    run_suite(args, suite, previous, store, progress)
 }
 
 fn run_suite(
     args: &RunArgs,
     suite: Suite,
     previous: Option<SuiteResult>,
-    db: &Path,
+    store: Store,
     progress: Arc<Progress>,
 ) -> anyhow::Result<ExitCode> {
     let mut sink = DbSink {
-        store: Store::open(db)?,
+        store,
         id: args.resume,
         command: command_record(args),
     };
