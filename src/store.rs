@@ -3,6 +3,8 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
+mod recovery;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -183,8 +185,19 @@ impl Store {
         base.join("fsbench/results.db")
     }
 
-    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// Opens (creating if needed) the database at `path` to read it: brings its schema up to
+    /// date and imports runs kept in files beside it (checking its integrity first when it
+    /// does either).
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        Store::open_checked(path, false)
+    }
+
+    /// Opens the database at `path` to record suites in it; a damaged database is refused.
+    pub fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
+        Store::open_checked(path, true)
+    }
+
+    fn open_checked(path: &Path, writing: bool) -> anyhow::Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -192,13 +205,54 @@ impl Store {
         let conn = Connection::open(path)
             .with_context(|| format!("cannot open results database {}", path.display()))?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // Each attempt waits this long; `write_patiently` retries up to `patience()`.
+        conn.busy_timeout(recovery::patience().min(std::time::Duration::from_secs(10)))?;
+        let pending = recovery::pending_files(path);
+        let version = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0));
+        if writing || !pending.is_empty() || version.map_or(true, |v| v as usize != STORE_VERSION) {
+            recovery::check_integrity(&conn, path)?;
+        }
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
         };
         store.migrate()?;
+        for file in pending {
+            store.import_pending(&file);
+        }
         Ok(store)
+    }
+
+    /// Imports a run that an earlier fsbench could not save, and deletes its file; on failure
+    /// the file stays for the next open.
+    fn import_pending(&mut self, file: &Path) {
+        let imported = recovery::read_pending(file).and_then(|p| {
+            self.save_run(p.suite_id, &p.run, p.mkfs_command.as_deref())?;
+            Ok(p)
+        });
+        match imported {
+            Ok(p) => {
+                eprintln!(
+                    "fsbench: imported run {} of {} {} (suite {}) from {} into {}",
+                    p.run.run,
+                    p.run.config,
+                    p.run.workload,
+                    p.suite_id,
+                    file.display(),
+                    self.path.display()
+                );
+                if let Err(e) = std::fs::remove_file(file) {
+                    eprintln!(
+                        "fsbench: cannot remove {} ({e}); remove it, or its run is imported again",
+                        file.display()
+                    );
+                }
+            }
+            Err(e) => eprintln!(
+                "fsbench: cannot import the saved run {} yet ({e:#}); it is kept and tried again",
+                file.display()
+            ),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -232,74 +286,73 @@ impl Store {
 
     /// Records a new suite before its first run; returns its ID.
     pub fn begin_suite(&mut self, result: &SuiteResult, command: &str) -> anyhow::Result<i64> {
-        let tx = self.conn.transaction()?;
         let pid = std::process::id();
-        tx.execute(
-            "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
+        recovery::write_patiently(&mut self.conn, |tx| {
+            tx.execute(
+                "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
                  started_at, status, pid, pid_start, boot_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11)",
-            params![
-                result.suite.name,
-                result.suite.purpose,
-                command,
-                to_json(&result.suite),
-                to_json(&result.system),
-                to_json(&result.target),
-                to_json(&result.skipped),
-                result.started_at,
-                pid,
-                crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
-                boot_id(),
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        for (position, c) in result.configurations.iter().enumerate() {
-            tx.execute(
+                params![
+                    result.suite.name,
+                    result.suite.purpose,
+                    command,
+                    to_json(&result.suite),
+                    to_json(&result.system),
+                    to_json(&result.target),
+                    to_json(&result.skipped),
+                    result.started_at,
+                    pid,
+                    crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
+                    boot_id(),
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            for (position, c) in result.configurations.iter().enumerate() {
+                tx.execute(
                 "INSERT INTO configurations (suite_id, position, label, definition, mkfs_version, fsck_version)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![id, position as i64, c.config.label, to_json(&c.config), c.mkfs_version, c.fsck_version],
             )?;
-        }
-        tx.commit()?;
-        Ok(id)
+            }
+            Ok(id)
+        })
     }
 
     /// Claims suite `id` for `--resume` by this process, atomically: of two processes resuming
     /// it at once, one gets it and the other is refused. A suite still run by a live process
     /// (its first `run` or another resume) is refused too; a dead claimer's claim is free.
     pub fn claim_suite(&mut self, id: i64) -> anyhow::Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let claim = tx
-            .query_row(
-                "SELECT status, pid, pid_start, boot_id FROM suites WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, Option<String>>(3)?,
-                    ))
-                },
-            )
-            .optional()?;
-        let Some((status, pid, pid_start, boot)) = claim else {
-            return Err(invalid(format!("no suite {id} in {}", self.path.display())));
-        };
-        if status == status_name(&SuiteStatus::Completed) {
-            return Err(invalid(format!(
-                "suite {id} is complete; nothing to resume"
-            )));
-        }
-        if status == "running" && claimer_alive(pid, pid_start, boot.as_deref()) {
-            return Err(invalid(format!(
-                "suite {id} is still running in another process (pid {pid}); wait for it to end, or stop it and resume then"
-            )));
-        }
-        let me = std::process::id();
-        tx.execute(
+        let path = self.path.display().to_string();
+        recovery::write_patiently(&mut self.conn, |tx| {
+            let claim = tx
+                .query_row(
+                    "SELECT status, pid, pid_start, boot_id FROM suites WHERE id = ?1",
+                    [id],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                            r.get::<_, Option<String>>(3)?,
+                        ))
+                    },
+                )
+                .optional()?;
+            let Some((status, pid, pid_start, boot)) = claim else {
+                return Err(invalid(format!("no suite {id} in {path}")));
+            };
+            if status == status_name(&SuiteStatus::Completed) {
+                return Err(invalid(format!(
+                    "suite {id} is complete; nothing to resume"
+                )));
+            }
+            if status == "running" && claimer_alive(pid, pid_start, boot.as_deref()) {
+                return Err(invalid(format!(
+                    "suite {id} is still running in another process (pid {pid}); wait for it to end, or stop it and resume then"
+                )));
+            }
+            let me = std::process::id();
+            tx.execute(
             "UPDATE suites SET status = 'running', error = NULL, finished_at = NULL, pid = ?2, pid_start = ?3, boot_id = ?4
              WHERE id = ?1",
             params![
@@ -309,58 +362,84 @@ impl Store {
                 boot_id()
             ],
         )?;
-        tx.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
-    /// Commits one finished run, with everything measured, in one transaction.
-    pub fn record_run(&mut self, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
-        insert_run(&tx, suite_id, run)?;
-        tx.execute(
-            "UPDATE configurations SET mount_options = COALESCE(mount_options, NULLIF(?3, ''))
-             WHERE suite_id = ?1 AND label = ?2",
-            params![suite_id, run.config, run.mount_options],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Records the mkfs command line of a configuration (the first one seen is kept).
-    pub fn record_mkfs_command(
+    /// Commits one finished run, with everything measured and the mkfs command line it used,
+    /// in one transaction. When the database cannot take it — locked longer than
+    /// `patience()`, say — the run is kept in a JSON file beside it, which the next open
+    /// imports.
+    pub fn record_run(
         &mut self,
         suite_id: i64,
-        label: &str,
-        command: &str,
+        run: &RunRecord,
+        mkfs_command: Option<&str>,
     ) -> anyhow::Result<()> {
-        self.conn.execute(
-            "UPDATE configurations SET mkfs_command = COALESCE(mkfs_command, ?3) WHERE suite_id = ?1 AND label = ?2",
-            params![suite_id, label, command],
-        )?;
-        Ok(())
+        let Err(e) = self.save_run(suite_id, run, mkfs_command) else {
+            return Ok(());
+        };
+        let pending = recovery::PendingRun {
+            suite_id,
+            mkfs_command: mkfs_command.map(str::to_string),
+            run: run.clone(),
+        };
+        let db = self.path.display();
+        match recovery::keep_pending(&self.path, &pending) {
+            Ok(file) => Err(e.context(format!(
+                "cannot save run {} of {} {} in {db}; it is kept in {} and imported the next \
+                 time fsbench opens {db} (e.g. `fsbench --db {db} list`)",
+                run.run,
+                run.config,
+                run.workload,
+                file.display()
+            ))),
+            Err(keep) => Err(e.context(format!(
+                "cannot save run {} of {} {} in {db}, nor keep it beside it: {keep:#}",
+                run.run, run.config, run.workload
+            ))),
+        }
+    }
+
+    fn save_run(
+        &mut self,
+        suite_id: i64,
+        run: &RunRecord,
+        mkfs_command: Option<&str>,
+    ) -> anyhow::Result<()> {
+        recovery::write_patiently(&mut self.conn, |tx| {
+            insert_run(tx, suite_id, run)?;
+            tx.execute(
+                "UPDATE configurations SET mount_options = COALESCE(mount_options, NULLIF(?3, '')),
+                     mkfs_command = COALESCE(mkfs_command, ?4)
+                 WHERE suite_id = ?1 AND label = ?2",
+                params![suite_id, run.config, run.mount_options, mkfs_command],
+            )?;
+            Ok(())
+        })
     }
 
     /// Records how the suite ended and the warnings of its results.
     pub fn finish_suite(&mut self, suite_id: i64, result: &SuiteResult) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
-            params![
-                suite_id,
-                status_name(&result.status),
-                result.error,
-                result.finished_at
-            ],
-        )?;
-        tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;
-        for w in &result.warnings {
+        recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
+                "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
+                params![
+                    suite_id,
+                    status_name(&result.status),
+                    result.error,
+                    result.finished_at
+                ],
+            )?;
+            tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;
+            for w in &result.warnings {
+                tx.execute(
                 "INSERT INTO warnings (suite_id, kind, config, workload, phase, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![suite_id, status_name(&w.kind), w.config, w.workload, w.phase, w.message],
             )?;
-        }
-        tx.commit()?;
-        Ok(())
+            }
+            Ok(())
+        })
     }
 
     /// Whether suite `id` exists.

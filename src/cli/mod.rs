@@ -364,11 +364,7 @@ impl RunSink for DbSink {
 
     fn run_finished(&mut self, run: &RunRecord, mkfs_command: Option<&str>) -> anyhow::Result<()> {
         let id = self.id.expect("started before runs");
-        self.store.record_run(id, run)?;
-        if let Some(command) = mkfs_command {
-            self.store.record_mkfs_command(id, &run.config, command)?;
-        }
-        Ok(())
+        self.store.record_run(id, run, mkfs_command)
     }
 
     fn finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
@@ -446,11 +442,17 @@ fn ffsb(args: &FfsbArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<E
         suite.purpose = String::new();
     }
     suite.workloads = vec![WorkloadSpec::Ffsb(params)];
-    run_suite(run_args, suite, None, Store::open(db)?, progress)
+    run_suite(
+        run_args,
+        suite,
+        None,
+        Store::open_for_writing(db)?,
+        progress,
+    )
 }
 
 fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
-    let mut store = Store::open(db)?;
+    let mut store = Store::open_for_writing(db)?;
     let (suite, previous) = match args.resume {
         Some(id) => {
             // Claimed before loading, so the runs found done stay done: no other process
