@@ -3,6 +3,7 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
+mod claim;
 mod recovery;
 
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::target::FsckOutcome;
+use claim::{boot_id, claimer_alive};
 
 /// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released
 /// step: add a new one.
@@ -193,7 +195,7 @@ impl Store {
     }
 
     /// Opens the database at `path` to record suites in it; a damaged database is refused.
-    pub fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
+    pub(crate) fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
         Store::open_checked(path, true)
     }
 
@@ -315,54 +317,6 @@ impl Store {
             )?;
             }
             Ok(id)
-        })
-    }
-
-    /// Claims suite `id` for `--resume` by this process, atomically: of two processes resuming
-    /// it at once, one gets it and the other is refused. A suite still run by a live process
-    /// (its first `run` or another resume) is refused too; a dead claimer's claim is free.
-    pub fn claim_suite(&mut self, id: i64) -> anyhow::Result<()> {
-        let path = self.path.display().to_string();
-        recovery::write_patiently(&mut self.conn, |tx| {
-            let claim = tx
-                .query_row(
-                    "SELECT status, pid, pid_start, boot_id FROM suites WHERE id = ?1",
-                    [id],
-                    |r| {
-                        Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, i64>(1)?,
-                            r.get::<_, i64>(2)?,
-                            r.get::<_, Option<String>>(3)?,
-                        ))
-                    },
-                )
-                .optional()?;
-            let Some((status, pid, pid_start, boot)) = claim else {
-                return Err(invalid(format!("no suite {id} in {path}")));
-            };
-            if status == status_name(&SuiteStatus::Completed) {
-                return Err(invalid(format!(
-                    "suite {id} is complete; nothing to resume"
-                )));
-            }
-            if status == "running" && claimer_alive(pid, pid_start, boot.as_deref()) {
-                return Err(invalid(format!(
-                    "suite {id} is still running in another process (pid {pid}); wait for it to end, or stop it and resume then"
-                )));
-            }
-            let me = std::process::id();
-            tx.execute(
-            "UPDATE suites SET status = 'running', error = NULL, finished_at = NULL, pid = ?2, pid_start = ?3, boot_id = ?4
-             WHERE id = ?1",
-            params![
-                id,
-                me,
-                crate::target::scratch::process_start_ticks(me).unwrap_or(0) as i64,
-                boot_id()
-            ],
-        )?;
-            Ok(())
         })
     }
 
@@ -738,21 +692,6 @@ impl Store {
         })
         .collect()
     }
-}
-
-/// This boot's identity; a pid and start time name a process only within one boot.
-fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|id| id.trim().to_string())
-}
-
-/// Whether the process that claimed a suite still runs. Claims recorded before the boot ID
-/// was (`None`) are judged by pid and start time alone.
-fn claimer_alive(pid: i64, start: i64, boot: Option<&str>) -> bool {
-    boot.is_none_or(|b| boot_id().as_deref() == Some(b))
-        && crate::target::scratch::process_start_ticks(pid as u32)
-            .is_some_and(|t| t as i64 == start)
 }
 
 fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
