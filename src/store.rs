@@ -3,6 +3,9 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
+mod claim;
+mod recovery;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -17,6 +20,7 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::target::FsckOutcome;
+use claim::{boot_id, claimer_alive};
 
 /// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released
 /// step: add a new one.
@@ -128,6 +132,9 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE phases ADD COLUMN figures TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE phases ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE phases ADD COLUMN unsupported TEXT;",
+    // 6: the boot the claiming process ran in, so a claim from before a reboot is stale even
+    // when its pid and start time happen to match a process of this boot.
+    "ALTER TABLE suites ADD COLUMN boot_id TEXT;",
 ];
 
 /// The schema version this fsbench writes.
@@ -180,8 +187,19 @@ impl Store {
         base.join("fsbench/results.db")
     }
 
-    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// Opens (creating if needed) the database at `path` to read it: brings its schema up to
+    /// date and imports runs kept in files beside it (checking its integrity first when it
+    /// does either).
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        Store::open_checked(path, false)
+    }
+
+    /// Opens the database at `path` to record suites in it; a damaged database is refused.
+    pub(crate) fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
+        Store::open_checked(path, true)
+    }
+
+    fn open_checked(path: &Path, writing: bool) -> anyhow::Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -189,13 +207,54 @@ impl Store {
         let conn = Connection::open(path)
             .with_context(|| format!("cannot open results database {}", path.display()))?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // Each attempt waits this long; `write_patiently` retries up to `patience()`.
+        conn.busy_timeout(recovery::patience().min(std::time::Duration::from_secs(10)))?;
+        let pending = recovery::pending_files(path);
+        let version = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0));
+        if writing || !pending.is_empty() || version.map_or(true, |v| v as usize != STORE_VERSION) {
+            recovery::check_integrity(&conn, path)?;
+        }
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
         };
         store.migrate()?;
+        for file in pending {
+            store.import_pending(&file);
+        }
         Ok(store)
+    }
+
+    /// Imports a run that an earlier fsbench could not save, and deletes its file; on failure
+    /// the file stays for the next open.
+    fn import_pending(&mut self, file: &Path) {
+        let imported = recovery::read_pending(file).and_then(|p| {
+            self.save_run(p.suite_id, &p.run, p.mkfs_command.as_deref())?;
+            Ok(p)
+        });
+        match imported {
+            Ok(p) => {
+                eprintln!(
+                    "fsbench: imported run {} of {} {} (suite {}) from {} into {}",
+                    p.run.run,
+                    p.run.config,
+                    p.run.workload,
+                    p.suite_id,
+                    file.display(),
+                    self.path.display()
+                );
+                if let Err(e) = std::fs::remove_file(file) {
+                    eprintln!(
+                        "fsbench: cannot remove {} ({e}); remove it, or its run is imported again",
+                        file.display()
+                    );
+                }
+            }
+            Err(e) => eprintln!(
+                "fsbench: cannot import the saved run {} yet ({e:#}); it is kept and tried again",
+                file.display()
+            ),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -229,95 +288,112 @@ impl Store {
 
     /// Records a new suite before its first run; returns its ID.
     pub fn begin_suite(&mut self, result: &SuiteResult, command: &str) -> anyhow::Result<i64> {
-        let tx = self.conn.transaction()?;
         let pid = std::process::id();
-        tx.execute(
-            "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
-                 started_at, status, pid, pid_start)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10)",
-            params![
-                result.suite.name,
-                result.suite.purpose,
-                command,
-                to_json(&result.suite),
-                to_json(&result.system),
-                to_json(&result.target),
-                to_json(&result.skipped),
-                result.started_at,
-                pid,
-                crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        for (position, c) in result.configurations.iter().enumerate() {
+        recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
+                "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
+                 started_at, status, pid, pid_start, boot_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11)",
+                params![
+                    result.suite.name,
+                    result.suite.purpose,
+                    command,
+                    to_json(&result.suite),
+                    to_json(&result.system),
+                    to_json(&result.target),
+                    to_json(&result.skipped),
+                    result.started_at,
+                    pid,
+                    crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
+                    boot_id(),
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            for (position, c) in result.configurations.iter().enumerate() {
+                tx.execute(
                 "INSERT INTO configurations (suite_id, position, label, definition, mkfs_version, fsck_version)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![id, position as i64, c.config.label, to_json(&c.config), c.mkfs_version, c.fsck_version],
             )?;
-        }
-        tx.commit()?;
-        Ok(id)
+            }
+            Ok(id)
+        })
     }
 
-    /// Marks a suite as running again (for `--resume`), by this process.
-    pub fn resume_suite(&mut self, id: i64) -> anyhow::Result<()> {
-        let pid = std::process::id();
-        self.conn.execute(
-            "UPDATE suites SET status = 'running', error = NULL, finished_at = NULL, pid = ?2, pid_start = ?3 WHERE id = ?1",
-            params![id, pid, crate::target::scratch::process_start_ticks(pid).unwrap_or(0) as i64],
-        )?;
-        Ok(())
-    }
-
-    /// Commits one finished run, with everything measured, in one transaction.
-    pub fn record_run(&mut self, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
-        insert_run(&tx, suite_id, run)?;
-        tx.execute(
-            "UPDATE configurations SET mount_options = COALESCE(mount_options, NULLIF(?3, ''))
-             WHERE suite_id = ?1 AND label = ?2",
-            params![suite_id, run.config, run.mount_options],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Records the mkfs command line of a configuration (the first one seen is kept).
-    pub fn record_mkfs_command(
+    /// Commits one finished run, with everything measured and the mkfs command line it used,
+    /// in one transaction. When the database cannot take it — locked longer than
+    /// `patience()`, say — the run is kept in a JSON file beside it, which the next open
+    /// imports.
+    pub fn record_run(
         &mut self,
         suite_id: i64,
-        label: &str,
-        command: &str,
+        run: &RunRecord,
+        mkfs_command: Option<&str>,
     ) -> anyhow::Result<()> {
-        self.conn.execute(
-            "UPDATE configurations SET mkfs_command = COALESCE(mkfs_command, ?3) WHERE suite_id = ?1 AND label = ?2",
-            params![suite_id, label, command],
-        )?;
-        Ok(())
+        let Err(e) = self.save_run(suite_id, run, mkfs_command) else {
+            return Ok(());
+        };
+        let pending = recovery::PendingRun {
+            suite_id,
+            mkfs_command: mkfs_command.map(str::to_string),
+            run: run.clone(),
+        };
+        let db = self.path.display();
+        match recovery::keep_pending(&self.path, &pending) {
+            Ok(file) => Err(e.context(format!(
+                "cannot save run {} of {} {} in {db}; it is kept in {} and imported the next \
+                 time fsbench opens {db} (e.g. `fsbench --db {db} list`)",
+                run.run,
+                run.config,
+                run.workload,
+                file.display()
+            ))),
+            Err(keep) => Err(e.context(format!(
+                "cannot save run {} of {} {} in {db}, nor keep it beside it: {keep:#}",
+                run.run, run.config, run.workload
+            ))),
+        }
+    }
+
+    fn save_run(
+        &mut self,
+        suite_id: i64,
+        run: &RunRecord,
+        mkfs_command: Option<&str>,
+    ) -> anyhow::Result<()> {
+        recovery::write_patiently(&mut self.conn, |tx| {
+            insert_run(tx, suite_id, run)?;
+            tx.execute(
+                "UPDATE configurations SET mount_options = COALESCE(mount_options, NULLIF(?3, '')),
+                     mkfs_command = COALESCE(mkfs_command, ?4)
+                 WHERE suite_id = ?1 AND label = ?2",
+                params![suite_id, run.config, run.mount_options, mkfs_command],
+            )?;
+            Ok(())
+        })
     }
 
     /// Records how the suite ended and the warnings of its results.
     pub fn finish_suite(&mut self, suite_id: i64, result: &SuiteResult) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
-            params![
-                suite_id,
-                status_name(&result.status),
-                result.error,
-                result.finished_at
-            ],
-        )?;
-        tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;
-        for w in &result.warnings {
+        recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
+                "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
+                params![
+                    suite_id,
+                    status_name(&result.status),
+                    result.error,
+                    result.finished_at
+                ],
+            )?;
+            tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;
+            for w in &result.warnings {
+                tx.execute(
                 "INSERT INTO warnings (suite_id, kind, config, workload, phase, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![suite_id, status_name(&w.kind), w.config, w.workload, w.phase, w.message],
             )?;
-        }
-        tx.commit()?;
-        Ok(())
+            }
+            Ok(())
+        })
     }
 
     /// Whether suite `id` exists.
@@ -334,7 +410,8 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start
+                "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start,
+                        boot_id
                  FROM suites WHERE id = ?1",
                 [id],
                 |r| {
@@ -349,6 +426,7 @@ impl Store {
                         r.get::<_, Option<String>>(7)?,
                         r.get::<_, i64>(8)?,
                         r.get::<_, i64>(9)?,
+                        r.get::<_, Option<String>>(10)?,
                     ))
                 },
             )
@@ -365,10 +443,11 @@ impl Store {
             error,
             pid,
             pid_start,
+            boot,
         ) = row;
         let suite: Suite = from_json(&definition, "suite definition")?;
         let status = match status.as_str() {
-            "running" if process_alive(pid, pid_start) => SuiteStatus::Running,
+            "running" if claimer_alive(pid, pid_start, boot.as_deref()) => SuiteStatus::Running,
             "running" => SuiteStatus::Incomplete,
             other => parse_status(other)?,
         };
@@ -561,7 +640,7 @@ impl Store {
     /// The most recent suites, newest first.
     pub fn list(&self, limit: usize) -> anyhow::Result<Vec<SuiteListing>> {
         let mut stmt = self.conn.prepare(
-            "SELECT s.id, s.started_at, s.name, s.status, s.definition, s.pid, s.pid_start,
+            "SELECT s.id, s.started_at, s.name, s.status, s.definition, s.pid, s.pid_start, s.boot_id,
                     (SELECT COUNT(*) FROM configurations c WHERE c.suite_id = s.id),
                     (SELECT COUNT(*) FROM runs r WHERE r.suite_id = s.id AND r.status IN ('ok', 'fsck-failed'))
              FROM suites s ORDER BY s.id DESC LIMIT ?1",
@@ -575,8 +654,9 @@ impl Store {
                 r.get::<_, String>(4)?,
                 r.get::<_, i64>(5)?,
                 r.get::<_, i64>(6)?,
-                r.get::<_, i64>(7)? as usize,
+                r.get::<_, Option<String>>(7)?,
                 r.get::<_, i64>(8)? as usize,
+                r.get::<_, i64>(9)? as usize,
             ))
         })?;
         rows.map(|row| {
@@ -588,12 +668,15 @@ impl Store {
                 definition,
                 pid,
                 pid_start,
+                boot,
                 configurations,
                 runs_done,
             ) = row?;
             let suite: Suite = from_json(&definition, "suite definition")?;
             let status = match status.as_str() {
-                "running" if !process_alive(pid, pid_start) => "incomplete".to_string(),
+                "running" if !claimer_alive(pid, pid_start, boot.as_deref()) => {
+                    "incomplete".to_string()
+                }
                 s => s.to_string(),
             };
             Ok(SuiteListing {
@@ -609,10 +692,6 @@ impl Store {
         })
         .collect()
     }
-}
-
-fn process_alive(pid: i64, start: i64) -> bool {
-    crate::target::scratch::process_start_ticks(pid as u32).is_some_and(|t| t as i64 == start)
 }
 
 fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
@@ -770,6 +849,53 @@ mod tests {
         // Version 2 tables work on the migrated database.
         let listing = store.list(10).unwrap();
         assert_eq!((listing[0].id, listing[0].runs_done), (id, 1));
+    }
+
+    #[test]
+    fn a_live_claim_holds_and_a_stale_one_is_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("claims.db")).unwrap();
+        let id = store
+            .begin_suite(&SuiteResult::for_tests(), "fsbench run")
+            .unwrap();
+        // The first run holds its own claim while it runs.
+        let err = store.claim_suite(id).unwrap_err().to_string();
+        assert!(err.contains("still running in another process"), "{err}");
+        // The same pid and start time in another boot: a claim from before a reboot.
+        store
+            .conn
+            .execute(
+                "UPDATE suites SET boot_id = 'another boot' WHERE id = ?1",
+                [id],
+            )
+            .unwrap();
+        store.claim_suite(id).unwrap();
+        let claimed: (i64, Option<String>) = store
+            .conn
+            .query_row("SELECT pid, boot_id FROM suites WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(claimed, (std::process::id() as i64, boot_id()));
+        assert!(
+            store.claim_suite(id).is_err(),
+            "claimed by this live process"
+        );
+        // A claimer that is gone (SIGKILLed): its pid no longer runs with that start time.
+        store
+            .conn
+            .execute(
+                "UPDATE suites SET pid_start = pid_start + 1 WHERE id = ?1",
+                [id],
+            )
+            .unwrap();
+        store.claim_suite(id).unwrap();
+        store
+            .conn
+            .execute("UPDATE suites SET status = 'completed' WHERE id = ?1", [id])
+            .unwrap();
+        let err = store.claim_suite(id).unwrap_err().to_string();
+        assert!(err.contains("nothing to resume"), "{err}");
     }
 
     #[test]

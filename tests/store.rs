@@ -233,6 +233,20 @@ fn a_killed_suite_keeps_its_runs_and_resumes() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The first `run` holds its claim while it runs: a resume now is refused.
+    let early = wait_drained_within(
+        fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["run", "-q", "--resume", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(early.status.code(), Some(2));
+    assert!(text(&early.stderr).contains("suite 1 is still running in another process"));
     child.kill().unwrap();
     child.wait().unwrap();
     let kept = committed_runs(&db, 1);
@@ -290,4 +304,178 @@ fn a_killed_suite_keeps_its_runs_and_resumes() {
     assert!(text(&again.stderr).contains("nothing to resume"));
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn two_concurrent_resumes_run_the_missing_runs_once() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let out = db_run(
+        &db,
+        state.path(),
+        dir.path(),
+        &["-w", "tree:dirs=10,files=5,size=0,levels=3", "--runs", "3"],
+    );
+    assert!(out.status.success());
+    // An interrupted suite with round 1 done and rounds 2 and 3 missing.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON;
+         DELETE FROM runs WHERE suite_id = 1 AND round > 1;
+         UPDATE suites SET status = 'interrupted' WHERE id = 1;",
+    )
+    .unwrap();
+    drop(conn);
+    let resume = || {
+        fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["run", "-q", "--output-format", "json", "--resume", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (resume(), resume());
+    let outs = [
+        wait_drained_within(first, Duration::from_secs(300)),
+        wait_drained_within(second, Duration::from_secs(300)),
+    ];
+    let ran: Vec<_> = outs.iter().filter(|o| o.status.success()).collect();
+    let refused: Vec<_> = outs.iter().filter(|o| !o.status.success()).collect();
+    assert_eq!(
+        (ran.len(), refused.len()),
+        (1, 1),
+        "one runs, one is refused"
+    );
+    assert_eq!(refused[0].status.code(), Some(2));
+    assert!(
+        text(&refused[0].stderr).contains("suite 1 is still running in another process"),
+        "{}",
+        text(&refused[0].stderr)
+    );
+    let mut rounds: Vec<u64> = json(ran[0])["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_u64().unwrap())
+        .collect();
+    rounds.sort();
+    assert_eq!(rounds, [1, 2, 3], "each round exactly once");
+    assert_eq!(committed_runs(&db, 1), 3, "3 of 3 runs recorded, not more");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_damaged_database_is_refused_before_anything_is_written() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let small = ["-w", "tree:dirs=2,files=2,size=1,levels=2", "--runs", "2"];
+    assert!(
+        db_run(&db, state.path(), dir.path(), &small)
+            .status
+            .success()
+    );
+    // Overwrite the b-tree header of the last page (the latest rows) with garbage.
+    let mut bytes = std::fs::read(&db).unwrap();
+    let page_size = u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+    let last_page = bytes.len() - page_size;
+    bytes[last_page..last_page + 64].fill(0xa5);
+    std::fs::write(&db, &bytes).unwrap();
+
+    let out = db_run(&db, state.path(), dir.path(), &small);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("the results database {} is damaged", db.display())),
+        "{err}"
+    );
+    assert!(err.contains(".recover"), "says what to do: {err}");
+    assert!(!err.contains("suite ID"), "no suite was started: {err}");
+    assert_eq!(std::fs::read(&db).unwrap(), bytes, "nothing was written");
+}
+
+#[test]
+fn a_run_finished_while_the_database_is_locked_is_kept_and_imported() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let child = fsbench(state.path())
+        .env("FSBENCH_DB_WAIT_SECS", "1")
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--purpose",
+            "locked",
+            "-w",
+            "tree:dirs=10,files=5,size=0,levels=3",
+            "--runs",
+            "1",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the suite is recorded (its run has started), another process locks the database
+    // until fsbench has ended.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let lock = loop {
+        assert!(Instant::now() < deadline, "the suite was never recorded");
+        if let Ok(conn) = rusqlite::Connection::open(&db)
+            && conn
+                .query_row("SELECT COUNT(*) FROM suites", [], |r| r.get::<_, i64>(0))
+                .is_ok_and(|n| n == 1)
+            && conn.execute_batch("BEGIN EXCLUSIVE").is_ok()
+        {
+            break conn;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let ran = json(&out);
+    let pending = |db: &Path| -> Vec<_> {
+        std::fs::read_dir(db.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().contains("results.db.pending-"))
+            .collect()
+    };
+    let kept = pending(&db);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(
+        err.contains(&format!("it is kept in {}", kept[0].display())),
+        "{err}"
+    );
+    assert_eq!(committed_runs(&db, 1), 0, "the lock kept the run out");
+
+    // The next command that opens the database imports the run, with the same figures.
+    let show = || {
+        run(fsbench(state.path()).arg("--db").arg(&db).args([
+            "show",
+            "1",
+            "--output-format",
+            "json",
+        ]))
+    };
+    let first = show();
+    assert!(text(&first.stderr).contains("imported run 1"));
+    let shown = json(&first);
+    assert_eq!(shown["runs"], ran["runs"]);
+    assert_eq!(shown["summaries"], ran["summaries"]);
+    assert!(pending(&db).is_empty(), "imported once");
+    assert_eq!(json(&show())["runs"].as_array().unwrap().len(), 1);
 }

@@ -120,7 +120,7 @@ pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<
                 }
                 records.push(record);
             }
-            println!("{}", serde_json::to_string_pretty(&records)?);
+            super::write_stdout(&(serde_json::to_string_pretty(&records)? + "\n"))?;
             Ok(())
         }
     }

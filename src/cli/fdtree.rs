@@ -157,7 +157,7 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
         Mode::empty(),
     )
     .with_context(|| format!("cannot open {}", args.dir.display()))?;
-    print!("{}", report::header(&params, &shown.display().to_string()));
+    super::write_stdout(&report::header(&params, &shown.display().to_string()))?;
     let mut workload = Tree::new(params, base);
     let settings = PhaseSettings {
         settle: false,
@@ -176,7 +176,7 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut failed_calls = 0;
     for index in phases {
-        println!("{}", report::date());
+        super::write_stdout(&format!("{}\n", report::date()))?;
         let tin = start.elapsed().as_secs_f64();
         let record = run_phase(&mut workload, index, &dir, &settings, "fdtree").inspect_err(|_| {
             eprintln!(
@@ -187,11 +187,11 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
         })?;
         // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
         let tout = tin + record.measurement.elapsed_secs();
-        println!("{}", report::date());
-        print!(
-            "{}",
+        super::write_stdout(&format!(
+            "{}\n{}",
+            report::date(),
             report::phase_block(index, tin, tout, &record.measurement)
-        );
+        ))?;
         if args.debug {
             for (op, l) in &record.measurement.latency {
                 eprintln!(

@@ -16,7 +16,7 @@ use crate::measure::Progress;
 use crate::report;
 use crate::report::compare::{self, Column};
 use crate::report::table::Style;
-use crate::results::{RunRecord, RunStatus, SuiteResult, SuiteStatus};
+use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::runner::{self, RunSink};
 use crate::store::Store;
 use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
@@ -82,7 +82,7 @@ enum Command {
         id: i64,
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
         format: ExportFormat,
-        /// Write to this file instead of stdout
+        /// Write to this file instead of stdout (`-`: stdout)
         #[arg(short = 'o', long)]
         output: Option<PathBuf>,
     },
@@ -119,7 +119,7 @@ struct ReportArgs {
     /// Suites (ID) or single configurations (ID:CONFIG); the first is the baseline
     #[arg(required = true)]
     columns: Vec<String>,
-    /// Output file
+    /// Output file (`-`: stdout)
     #[arg(short = 'o', long, default_value = "report.html")]
     output: PathBuf,
     /// Differences smaller than this percentage are within noise even when significant
@@ -349,11 +349,9 @@ struct DbSink {
 
 impl RunSink for DbSink {
     fn started(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
+        // A resumed suite was claimed before it was loaded.
         let id = match self.id {
-            Some(id) => {
-                self.store.resume_suite(id)?;
-                id
-            }
+            Some(id) => id,
             None => self.store.begin_suite(result, &self.command)?,
         };
         self.id = Some(id);
@@ -366,11 +364,7 @@ impl RunSink for DbSink {
 
     fn run_finished(&mut self, run: &RunRecord, mkfs_command: Option<&str>) -> anyhow::Result<()> {
         let id = self.id.expect("started before runs");
-        self.store.record_run(id, run)?;
-        if let Some(command) = mkfs_command {
-            self.store.record_mkfs_command(id, &run.config, command)?;
-        }
-        Ok(())
+        self.store.record_run(id, run, mkfs_command)
     }
 
     fn finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
@@ -384,11 +378,40 @@ impl RunSink for DbSink {
     }
 }
 
-fn print_result(result: &SuiteResult, format: OutputFormat) {
+fn print_result(result: &SuiteResult, format: OutputFormat) -> anyhow::Result<()> {
     match format {
-        OutputFormat::Table => print!("{}", report::table::render(result, Style::Terminal)),
-        OutputFormat::Json => println!("{}", report::json::render(result)),
+        OutputFormat::Table => write_stdout(&report::table::render(result, Style::Terminal)),
+        OutputFormat::Json => write_stdout(&(report::json::render(result) + "\n")),
     }
+}
+
+/// Its reader closed stdout (`fsbench show 1 | head -1`).
+#[derive(Debug, thiserror::Error)]
+#[error("stdout closed")]
+struct StdoutClosed;
+
+/// Every command's stdout goes through here. A closed stdout is an error like any other, so
+/// what is running unwinds and cleans up (a run unmounts everything) before `main` ends the
+/// process by SIGPIPE, quietly, as Unix tools end.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        written => written.context("cannot write to stdout"),
+    }
+}
+
+/// Ends the process by SIGPIPE, as `cat` or `grep` end when their reader goes away (the
+/// shell sees status 141).
+fn die_by_sigpipe() -> ExitCode {
+    // SAFETY: restores the default action of SIGPIPE (Rust ignores it) and raises it; neither
+    // touches memory of this program.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    ExitCode::from(128 + libc::SIGPIPE as u8)
 }
 
 /// `fsbench ffsb PROFILE`: the profile as the suite's one workload, with `run`'s options.
@@ -419,41 +442,39 @@ fn ffsb(args: &FfsbArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<E
         suite.purpose = String::new();
     }
     suite.workloads = vec![WorkloadSpec::Ffsb(params)];
-    run_suite(run_args, suite, None, db, progress)
+    run_suite(
+        run_args,
+        suite,
+        None,
+        Store::open_for_writing(db)?,
+        progress,
+    )
 }
 
 fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
-    let store = Store::open(db)?;
+    let mut store = Store::open_for_writing(db)?;
     let (suite, previous) = match args.resume {
         Some(id) => {
+            // Claimed before loading, so the runs found done stay done: no other process
+            // adds to the suite while this one holds it.
+            store.claim_suite(id)?;
             let previous = store.load(id)?;
-            if previous.status == SuiteStatus::Completed {
-                return Err(invalid(format!(
-                    "suite {id} is complete; nothing to resume"
-                )));
-            }
-            if previous.status == SuiteStatus::Running {
-                return Err(invalid(format!(
-                    "suite {id} is still running in another process"
-                )));
-            }
             (previous.suite.clone(), Some(previous))
         }
         None => (args.suite()?, None),
     };
-    drop(store);
-    run_suite(args, suite, previous, db, progress)
+    run_suite(args, suite, previous, store, progress)
 }
 
 fn run_suite(
     args: &RunArgs,
     suite: Suite,
     previous: Option<SuiteResult>,
-    db: &Path,
+    store: Store,
     progress: Arc<Progress>,
 ) -> anyhow::Result<ExitCode> {
     let mut sink = DbSink {
-        store: Store::open(db)?,
+        store,
         id: args.resume,
         command: command_record(args),
     };
@@ -463,10 +484,12 @@ fn run_suite(
     };
     let (mut result, error) = runner::run_suite(&suite, previous, &options, &mut sink)?;
     result.id = sink.id;
-    print_result(&result, args.output_format);
+    let printed = print_result(&result, args.output_format);
+    // The run's own error says more than a closed stdout.
     if let Some(e) = error {
         return Err(e);
     }
+    printed?;
     let fsck_failed = result
         .runs
         .iter()
@@ -534,28 +557,25 @@ fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<ExitCode> {
     }
     let rows = compare::compare(&suites, &columns, 0, args.noise);
     match args.output_format {
-        OutputFormat::Table => print!("{}", compare::render(&columns, &rows, 0, args.noise)),
-        OutputFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
+        OutputFormat::Table => write_stdout(&compare::render(&columns, &rows, 0, args.noise))?,
+        OutputFormat::Json => write_stdout(
+            &(serde_json::to_string_pretty(&serde_json::json!({
                 "schema_version": crate::results::SCHEMA_VERSION,
                 "columns": columns,
                 "noise_percent": args.noise,
                 "alpha": compare::ALPHA,
                 "rows": rows,
-            }))?
-        ),
+            }))? + "\n"),
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// Writes `text` to the file `path`, or to stdout without one or when it is `-`.
 fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
-    match path {
+    match path.filter(|p| *p != Path::new("-")) {
         Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+        None => write_stdout(text),
     }
 }
 
@@ -568,7 +588,7 @@ fn clean() -> anyhow::Result<ExitCode> {
         );
     }
     for a in actions {
-        println!("{a}");
+        write_stdout(&format!("{a}\n"))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -606,16 +626,13 @@ fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                     s.status,
                 ]);
             }
-            println!("{t}");
+            write_stdout(&format!("{t}\n"))?;
         }
-        Command::Show { id, output_format } => print_result(&store.load(*id)?, *output_format),
+        Command::Show { id, output_format } => print_result(&store.load(*id)?, *output_format)?,
         Command::Compare(args) => return compare_cmd(args, &store),
         Command::Rank { columns } => {
             let (suites, columns) = load_columns(&store, columns)?;
-            print!(
-                "{}",
-                report::rank::render(&report::rank::rank(&suites, columns))
-            );
+            write_stdout(&report::rank::render(&report::rank::rank(&suites, columns)))?;
         }
         Command::Export { id, format, output } => {
             let result = store.load(*id)?;
@@ -631,7 +648,9 @@ fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             let (suites, columns) = load_columns(&store, &args.columns)?;
             let html = report::html::render(&suites, &columns, args.noise);
             write_output(Some(&args.output), &html)?;
-            eprintln!("fsbench: report written to {}", args.output.display());
+            if args.output != Path::new("-") {
+                eprintln!("fsbench: report written to {}", args.output.display());
+            }
         }
         Command::Run(_)
         | Command::Ffsb(_)
@@ -673,6 +692,7 @@ pub fn main() -> ExitCode {
     });
     match outcome {
         Ok(code) => code,
+        Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => die_by_sigpipe(),
         Err(e) => {
             eprintln!("fsbench: error: {e:#}");
             let code = e

@@ -101,3 +101,39 @@ pub fn json(out: &Output) -> serde_json::Value {
         )
     })
 }
+
+/// Waits for `child` at most `limit` while draining its piped stdout and stderr (so a full
+/// pipe never blocks it); kills it and panics when the time is up. Prints stderr for the log.
+pub fn wait_drained_within(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    use std::io::Read;
+    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for fsbench") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fsbench did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    eprintln!("stderr:\n{}", text(&out.stderr));
+    out
+}
