@@ -157,3 +157,164 @@ impl Observer for Observers<'_> {
         self.each(|o| o.suite_finished(result))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::os::fd::BorrowedFd;
+
+    use super::*;
+    use crate::error::FsbenchError;
+    use crate::measure::PhaseRecorder;
+    use crate::runner::phases::{PhaseSettings, run_phase};
+    use crate::workload::{PhaseInfo, PhaseOutput, Workload};
+
+    /// Every event as a line, in order.
+    #[derive(Default)]
+    struct Recorder {
+        events: Vec<String>,
+        fail_saves: bool,
+    }
+
+    impl Observer for Recorder {
+        fn phase_started(&mut self, s: &PhaseStart) {
+            let done = s.progress.done.load(std::sync::atomic::Ordering::Relaxed);
+            self.events.push(format!(
+                "phase started {} {} of {} from {done}",
+                s.label, s.phase, s.expected_units
+            ));
+        }
+        fn phase_finished(&mut self, label: &str, phase: Option<&PhaseRecord>) {
+            self.events.push(match phase {
+                Some(p) => format!("phase finished {label} {} {:?}", p.name, p.notes),
+                None => format!("phase failed {label}"),
+            });
+        }
+        fn run_finished(&mut self, run: &RunRecord, _: Option<&str>) -> anyhow::Result<()> {
+            self.events.push(format!("run finished {}", run.run));
+            if self.fail_saves {
+                anyhow::bail!("disk full")
+            }
+            Ok(())
+        }
+        fn diagnostic(&mut self, d: &Diagnostic) {
+            self.events.push(format!("diagnostic {d}"));
+        }
+    }
+
+    /// Two phases of 5 units; the second fails when asked to.
+    struct Counting {
+        fail_second: bool,
+    }
+
+    const PHASES: &[PhaseInfo] = &[
+        PhaseInfo::fixed("first", "First", "units", false),
+        PhaseInfo::fixed("second", "Second", "units", false),
+    ];
+
+    impl Workload for Counting {
+        fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+            Cow::Borrowed(PHASES)
+        }
+        fn expected_units(&self, _: usize) -> u64 {
+            5
+        }
+        fn run_phase(
+            &mut self,
+            phase: usize,
+            _: BorrowedFd<'_>,
+            rec: &mut PhaseRecorder,
+        ) -> Result<(), FsbenchError> {
+            if phase == 1 && self.fail_second {
+                return Err(FsbenchError::Failed("broken".into()));
+            }
+            rec.units_done(5, 0)
+        }
+        fn after_phase(
+            &mut self,
+            phase: usize,
+            _: BorrowedFd<'_>,
+        ) -> Result<PhaseOutput, FsbenchError> {
+            Ok(PhaseOutput {
+                notes: vec![format!("note of {phase}")],
+                ..Default::default()
+            })
+        }
+    }
+
+    fn run_phases(fail_second: bool) -> (Vec<String>, Vec<Result<PhaseRecord, FsbenchError>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = rustix::fs::open(
+            dir.path(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let settings = PhaseSettings {
+            settle: false,
+            progress: Arc::new(Progress::default()),
+        };
+        let mut workload = Counting { fail_second };
+        let mut recorder = Recorder::default();
+        let outcomes = (0..2)
+            .map(|i| run_phase(&mut workload, i, &fd, &settings, "[1/1] x", &mut recorder))
+            .collect();
+        (recorder.events, outcomes)
+    }
+
+    #[test]
+    fn phases_are_announced_before_and_after_with_their_notes() {
+        let (events, outcomes) = run_phases(false);
+        assert!(outcomes.iter().all(Result::is_ok));
+        assert_eq!(
+            events,
+            [
+                "phase started [1/1] x first of 5 from 0",
+                "phase finished [1/1] x first [\"note of 0\"]",
+                // The counter was reset before the second phase was announced.
+                "phase started [1/1] x second of 5 from 0",
+                "phase finished [1/1] x second [\"note of 1\"]",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_phase_is_finished_without_a_record() {
+        let (events, outcomes) = run_phases(true);
+        assert!(outcomes[1].is_err());
+        assert_eq!(
+            events[2..],
+            [
+                "phase started [1/1] x second of 5 from 0",
+                "phase failed [1/1] x"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_observer_is_told_and_the_first_failure_returned() {
+        let mut failing = Recorder {
+            fail_saves: true,
+            ..Default::default()
+        };
+        let mut console = Recorder::default();
+        let run: RunRecord = serde_json::from_value(serde_json::json!({
+            "run": 2, "position": 1, "config": "ext4", "workload": "w", "started_at": "",
+            "status": "ok", "source": "", "mount_options": "", "phases": []
+        }))
+        .unwrap();
+        let error = anyhow::anyhow!("boom");
+        let mut all = Observers(vec![&mut failing, &mut console]);
+        let saved = all.run_finished(&run, None);
+        all.diagnostic(&Diagnostic::FailedRunNotSaved(&error));
+        assert_eq!(saved.unwrap_err().to_string(), "disk full");
+        assert_eq!(failing.events, console.events);
+        assert_eq!(
+            console.events,
+            [
+                "run finished 2",
+                "diagnostic cannot save the failed run: boom"
+            ]
+        );
+    }
+}
