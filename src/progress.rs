@@ -1,7 +1,8 @@
-//! Progress of a running phase: a bar on stderr and the time series of units completed.
+//! Progress of a running phase: the time series of units completed, and a bar on stderr.
 //!
-//! A sampler thread reads the phase's atomic counter every 100 ms, so the hot loop only
-//! stores one integer per unit and never touches the terminal.
+//! Both read the phase's atomic counter every 100 ms from a thread of their own, so the hot
+//! loop only stores one integer per unit and never touches the terminal. The series belongs
+//! to the results (the runner samples it); the bar to the console (an observer draws it).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,61 +16,87 @@ use crate::measure::Progress;
 /// Sampling interval of the progress time series.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 
-/// The sampler of one phase. [`PhaseProgress::finish`] stops it and returns the series.
-pub struct PhaseProgress {
+/// A thread that reads `progress` every [`SAMPLE_INTERVAL`] (and once more when stopped),
+/// handing each count to `sample` with its state, and the state back when stopped.
+struct Poller<S> {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<Vec<[u64; 2]>>,
+    thread: JoinHandle<S>,
 }
 
-impl PhaseProgress {
-    /// Starts sampling `progress`; draws a bar on stderr when `visible` and stderr is a terminal.
-    pub fn start(
-        message: String,
-        total: u64,
+impl<S: Send + 'static> Poller<S> {
+    fn start(
         progress: Arc<Progress>,
-        visible: bool,
-    ) -> PhaseProgress {
+        mut state: S,
+        sample: impl Fn(&mut S, u64) + Send + 'static,
+    ) -> Poller<S> {
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
         let thread = std::thread::spawn(move || {
-            let target = if visible {
-                ProgressDrawTarget::stderr()
-            } else {
-                ProgressDrawTarget::hidden()
-            };
-            // An unknown total (a time-based phase) draws a counter without a bar's end.
-            let bar = ProgressBar::with_draw_target(Some(total).filter(|t| *t > 0), target);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg:40!} [{bar:25}] {human_pos}/{human_len} {per_sec:>12} ETA {eta}",
-                )
-                .expect("static template")
-                .progress_chars("=> "),
-            );
-            bar.set_message(message);
-            let start = Instant::now();
-            let mut series = Vec::new();
             loop {
                 let stopping = stop_flag.load(Ordering::Acquire);
-                let done = progress.done.load(Ordering::Relaxed);
-                series.push([start.elapsed().as_millis() as u64, done]);
-                bar.set_position(done);
+                sample(&mut state, progress.done.load(Ordering::Relaxed));
                 if stopping {
-                    break;
+                    return state;
                 }
                 std::thread::park_timeout(SAMPLE_INTERVAL);
             }
-            bar.finish_and_clear();
-            series
         });
-        PhaseProgress { stop, thread }
+        Poller { stop, thread }
+    }
+
+    fn stop(self) -> std::thread::Result<S> {
+        self.stop.store(true, Ordering::Release);
+        self.thread.thread().unpark();
+        self.thread.join()
+    }
+}
+
+/// The sampler of one phase. [`PhaseProgress::finish`] stops it and returns the series.
+pub struct PhaseProgress(Poller<Vec<[u64; 2]>>);
+
+impl PhaseProgress {
+    /// Starts sampling `progress`.
+    pub fn start(progress: Arc<Progress>) -> PhaseProgress {
+        let start = Instant::now();
+        PhaseProgress(Poller::start(progress, Vec::new(), move |series, done| {
+            series.push([start.elapsed().as_millis() as u64, done]);
+        }))
     }
 
     /// Stops sampling (taking one last sample) and returns [milliseconds, units] pairs.
     pub fn finish(self) -> Vec<[u64; 2]> {
-        self.stop.store(true, Ordering::Release);
-        self.thread.thread().unpark();
-        self.thread.join().unwrap_or_default()
+        self.0.stop().unwrap_or_default()
+    }
+}
+
+/// A progress bar on stderr (drawn only when stderr is a terminal) following `progress`
+/// until [`PhaseBar::finish`] clears it.
+pub(crate) struct PhaseBar(Poller<ProgressBar>);
+
+impl PhaseBar {
+    pub(crate) fn start(message: String, total: u64, progress: Arc<Progress>) -> PhaseBar {
+        // An unknown total (a time-based phase) draws a counter without a bar's end.
+        let bar = ProgressBar::with_draw_target(
+            Some(total).filter(|t| *t > 0),
+            ProgressDrawTarget::stderr(),
+        );
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg:40!} [{bar:25}] {human_pos}/{human_len} {per_sec:>12} ETA {eta}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
+        );
+        bar.set_message(message);
+        PhaseBar(Poller::start(progress, bar, |bar, done| {
+            bar.set_position(done)
+        }))
+    }
+
+    pub(crate) fn finish(self) {
+        if let Ok(bar) = self.0.stop() {
+            bar.finish_and_clear();
+        }
     }
 }
 
@@ -80,7 +107,7 @@ mod tests {
     #[test]
     fn series_ends_with_final_count() {
         let progress = Arc::new(Progress::default());
-        let sampler = PhaseProgress::start("t".into(), 10, progress.clone(), false);
+        let sampler = PhaseProgress::start(progress.clone());
         progress.done.store(3, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(250));
         progress.done.store(10, Ordering::Relaxed);

@@ -96,13 +96,20 @@ pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<
             let mut workload = Archive::extracting_into(params, None);
             let settings = PhaseSettings {
                 settle: false,
-                show_progress: true,
                 progress,
             };
+            let mut console = super::console::Console::new(true);
             let phases = if *remove { 2 } else { 1 };
             let mut records = Vec::new();
             for index in 0..phases {
-                let record = run_phase(&mut workload, index, &fd, &settings, "archive")?;
+                let record = run_phase(
+                    &mut workload,
+                    index,
+                    &fd,
+                    &settings,
+                    "archive",
+                    &mut console,
+                )?;
                 let m = &record.measurement;
                 eprintln!(
                     "fsbench: {}: {} entries in {:.3} s: {:.1} entries/s, {:.1} MiB/s{}",

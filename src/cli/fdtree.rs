@@ -161,9 +161,9 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     let mut workload = Tree::new(params, base);
     let settings = PhaseSettings {
         settle: false,
-        show_progress: !args.debug,
         progress,
     };
+    let mut console = super::console::Console::new(!args.debug);
     let phases: Vec<usize> = (0..workload.phases().len())
         .filter(|&p| {
             if p <= tree::FILE_CREATE {
@@ -178,7 +178,15 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     for index in phases {
         super::write_stdout(&format!("{}\n", report::date()))?;
         let tin = start.elapsed().as_secs_f64();
-        let record = run_phase(&mut workload, index, &dir, &settings, "fdtree").inspect_err(|_| {
+        let record = run_phase(
+            &mut workload,
+            index,
+            &dir,
+            &settings,
+            "fdtree",
+            &mut console,
+        )
+        .inspect_err(|_| {
             eprintln!(
                 "fsbench: the partial tree is left at {}; remove it with `fsbench fdtree -R -o {}`",
                 shown.display(),

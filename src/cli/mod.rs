@@ -1,6 +1,7 @@
 //! The command line: parses arguments, builds the suite, dispatches, maps errors to exit codes.
 
 mod archive;
+mod console;
 mod fdtree;
 
 use std::path::{Path, PathBuf};
@@ -17,7 +18,10 @@ use crate::report;
 use crate::report::compare::{self, Column};
 use crate::report::table::Style;
 use crate::results::{RunRecord, RunStatus, SuiteResult};
-use crate::runner::{self, RunSink};
+use crate::runner::{
+    self,
+    observer::{Observer, Observers, SuitePlan},
+};
 use crate::store::Store;
 use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
 use crate::target::{TargetSpec, default_image_dir, scratch};
@@ -347,12 +351,12 @@ struct DbSink {
     command: String,
 }
 
-impl RunSink for DbSink {
-    fn started(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
+impl Observer for DbSink {
+    fn suite_started(&mut self, plan: &SuitePlan) -> anyhow::Result<()> {
         // A resumed suite was claimed before it was loaded.
         let id = match self.id {
             Some(id) => id,
-            None => self.store.begin_suite(result, &self.command)?,
+            None => self.store.begin_suite(plan.result, &self.command)?,
         };
         self.id = Some(id);
         eprintln!(
@@ -367,7 +371,7 @@ impl RunSink for DbSink {
         self.store.record_run(id, run, mkfs_command)
     }
 
-    fn finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
+    fn suite_finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
         let id = self.id.expect("started before finishing");
         self.store.finish_suite(id, result)?;
         eprintln!(
@@ -478,11 +482,14 @@ fn run_suite(
         id: args.resume,
         command: command_record(args),
     };
-    let options = runner::RunOptions {
-        progress,
-        show_progress: !args.quiet,
-    };
-    let (mut result, error) = runner::run_suite(&suite, previous, &options, &mut sink)?;
+    let mut console = console::Console::new(!args.quiet);
+    let options = runner::RunOptions { progress };
+    let (mut result, error) = runner::run_suite(
+        &suite,
+        previous,
+        &options,
+        &mut Observers(vec![&mut sink, &mut console]),
+    )?;
     result.id = sink.id;
     let printed = print_result(&result, args.output_format);
     // The run's own error says more than a closed stdout.

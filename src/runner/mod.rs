@@ -1,6 +1,7 @@
 //! The suite runner: runs × configurations × workloads, configurations interleaved and
 //! rotated round by round so drift hits all of them alike, each run on a fresh filesystem.
 
+pub(crate) mod observer;
 pub mod phases;
 
 use std::collections::HashSet;
@@ -21,6 +22,7 @@ use crate::sysinfo::SystemInfo;
 use crate::target::{Target, TargetSpec, Teardown, device, mounts};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
+use observer::{Diagnostic, Observer, SuitePlan};
 use phases::{PhaseSettings, run_phase};
 
 fn now() -> String {
@@ -118,51 +120,25 @@ fn describe_target(target: &Target) -> TargetInfo {
     }
 }
 
-/// Where finished runs go as soon as they finish (the results database).
-pub trait RunSink {
-    /// Before the first run, with everything but the runs filled in.
-    fn started(&mut self, result: &SuiteResult) -> anyhow::Result<()>;
-    /// After each run, with the mkfs command line it used.
-    fn run_finished(&mut self, run: &RunRecord, mkfs_command: Option<&str>) -> anyhow::Result<()>;
-    /// After the last run, with summaries and warnings.
-    fn finished(&mut self, result: &SuiteResult) -> anyhow::Result<()>;
-}
-
-/// A sink that keeps nothing.
-pub struct NoSink;
-
-impl RunSink for NoSink {
-    fn started(&mut self, _: &SuiteResult) -> anyhow::Result<()> {
-        Ok(())
-    }
-    fn run_finished(&mut self, _: &RunRecord, _: Option<&str>) -> anyhow::Result<()> {
-        Ok(())
-    }
-    fn finished(&mut self, _: &SuiteResult) -> anyhow::Result<()> {
-        Ok(())
-    }
-}
-
 /// How to run a suite.
 pub struct RunOptions {
     pub progress: Arc<Progress>,
-    pub show_progress: bool,
 }
 
 /// Runs `suite`, or with `previous` the runs of that earlier, interrupted suite that did not
 /// complete. Errors before the first run (bad input, refused target) are returned as `Err`; an
 /// error during the runs ends the suite early and is returned beside the result of the runs
-/// that completed.
-pub fn run_suite(
+/// that completed. `observer` is told everything as it happens.
+pub(crate) fn run_suite(
     suite: &Suite,
     previous: Option<SuiteResult>,
     options: &RunOptions,
-    sink: &mut dyn RunSink,
+    observer: &mut dyn Observer,
 ) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
     suite.validate()?;
     let (configs, skipped) = resolve_configs(suite)?;
     for s in &skipped {
-        eprintln!("fsbench: skipping {}: {}", s.label, s.reason);
+        observer.config_skipped(s);
     }
     let need = suite
         .workloads
@@ -210,30 +186,22 @@ pub fn run_suite(
         .filter(|r| matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed))
         .map(|r| (r.run, r.config.clone(), r.workload.clone()))
         .collect();
-    sink.started(&result)?;
+    observer.suite_started(&SuitePlan {
+        result: &result,
+        configurations: configs.len(),
+        workloads: suite.workloads.len(),
+        runs: suite.runs,
+        already_done: done.len(),
+    })?;
     let settings = PhaseSettings {
         settle: suite.drop_caches,
-        show_progress: options.show_progress,
         progress: options.progress.clone(),
     };
-    let planned = configs.len() * suite.workloads.len() * suite.runs as usize;
-    eprintln!(
-        "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
-        suite.name,
-        configs.len(),
-        suite.workloads.len(),
-        suite.runs,
-        result.target.description,
-        if done.is_empty() {
-            String::new()
-        } else {
-            format!("; {} of {planned} runs already done", done.len())
-        }
-    );
     let mut error = None;
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
-            let (config, tools) = &configs[(round as usize + position) % configs.len()];
+            let resolved = &configs[(round as usize + position) % configs.len()];
+            let config = &resolved.0;
             for spec in &suite.workloads {
                 if done.contains(&(round + 1, config.label.clone(), spec.label())) {
                     continue;
@@ -261,14 +229,15 @@ pub fn run_suite(
                     config.label,
                     spec.label()
                 );
+                observer.run_started(&label, &record);
                 let outcome = run_once(
                     &mut target,
-                    config,
-                    tools,
+                    resolved,
                     spec,
                     &settings,
                     &label,
                     &mut record,
+                    observer,
                 );
                 let info = result
                     .configurations
@@ -289,8 +258,9 @@ pub fn run_suite(
                         {
                             info.mkfs_command = info.mkfs_command.take().or(mkfs_command.clone());
                         }
-                        report_run(&record);
-                        sink.run_finished(&record, mkfs_command.as_deref()).err()
+                        observer
+                            .run_finished(&record, mkfs_command.as_deref())
+                            .err()
                     }
                     Err(e) => {
                         let interrupted =
@@ -301,10 +271,13 @@ pub fn run_suite(
                             RunStatus::Failed
                         };
                         record.error = Some(format!("{e:#}"));
-                        eprintln!("fsbench: {label}: {e:#}");
+                        observer.diagnostic(&Diagnostic::RunFailed {
+                            label: &label,
+                            error: &e,
+                        });
                         // The failed run is kept too: what failed, and how far it got.
-                        if let Err(store_error) = sink.run_finished(&record, None) {
-                            eprintln!("fsbench: cannot save the failed run: {store_error:#}");
+                        if let Err(store_error) = observer.run_finished(&record, None) {
+                            observer.diagnostic(&Diagnostic::FailedRunNotSaved(&store_error));
                         }
                         Some(e)
                     }
@@ -331,8 +304,8 @@ pub fn run_suite(
     result.finished_at = now();
     result.summarize();
     result.analyze();
-    if let Err(e) = sink.finished(&result) {
-        eprintln!("fsbench: cannot save how the suite ended: {e:#}");
+    if let Err(e) = observer.suite_finished(&result) {
+        observer.diagnostic(&Diagnostic::SuiteEndNotSaved(&e));
         error.get_or_insert(e);
     }
     Ok((result, error))
@@ -341,12 +314,12 @@ pub fn run_suite(
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
 fn run_once(
     target: &mut Target,
-    config: &FsConfig,
-    tools: &Toolset,
+    (config, tools): &Resolved,
     spec: &WorkloadSpec,
     settings: &PhaseSettings,
     label: &str,
     record: &mut RunRecord,
+    observer: &mut dyn Observer,
 ) -> anyhow::Result<Option<String>> {
     if settings.progress.cancel.load(Ordering::Relaxed) {
         return Err(FsbenchError::Interrupted.into());
@@ -361,7 +334,14 @@ fn run_once(
     let mut workload = spec.instantiate();
     let phase_count = workload.phases().len();
     for index in 0..phase_count {
-        let mut phase = run_phase(workload.as_mut(), index, fresh.dir(), settings, label)?;
+        let mut phase = run_phase(
+            workload.as_mut(),
+            index,
+            fresh.dir(),
+            settings,
+            label,
+            observer,
+        )?;
         let boundary = workload.boundary_after(index);
         let checkpoint = match boundary {
             Boundary::Keep => None,
@@ -377,7 +357,7 @@ fn run_once(
             }
         };
         match checkpoint {
-            Some(teardown) => record_checkpoint(&mut phase, &teardown, record, label),
+            Some(teardown) => record_checkpoint(&mut phase, &teardown, record, label, observer),
             None if boundary != Boundary::Keep => phase.notes.push(
                 "not unmounted and checked after this phase: the target cannot be remounted (tmpfs or a directory)".into(),
             ),
@@ -387,7 +367,7 @@ fn run_once(
     }
     record.incomplete = record.failure_summary();
     if let Some(what) = &record.incomplete {
-        eprintln!("fsbench: {label}: incomplete tree: {what}");
+        observer.diagnostic(&Diagnostic::IncompleteTree { label, what });
     }
     let teardown = fresh.finish()?;
     record.unmount_secs = teardown.unmount_secs;
@@ -395,10 +375,11 @@ fn run_once(
         && !fsck.clean
     {
         record.status = RunStatus::FsckFailed;
-        eprintln!(
-            "fsbench: {label}: FSCK FOUND THE FILESYSTEM INCONSISTENT; the run is excluded from the statistics. fsck said:\n{}",
-            fsck.output.as_deref().unwrap_or("").trim_end()
-        );
+        observer.diagnostic(&Diagnostic::FsckInconsistent {
+            label,
+            after_phase: None,
+            output: fsck.output.as_deref().unwrap_or(""),
+        });
     }
     record.fsck = teardown.fsck;
     Ok(mkfs_command)
@@ -407,7 +388,13 @@ fn run_once(
 /// The figures of an unmount and fsck right after `phase`: `unmount`, `time+unmount` (the
 /// phase, the sync after it and the unmount: until its data was on disk, as alloc-perf's
 /// second round timed it) and `fsck`.
-fn record_checkpoint(phase: &mut PhaseRecord, t: &Teardown, record: &mut RunRecord, label: &str) {
+fn record_checkpoint(
+    phase: &mut PhaseRecord,
+    t: &Teardown,
+    record: &mut RunRecord,
+    label: &str,
+    observer: &mut dyn Observer,
+) {
     if let Some(unmount) = t.unmount_secs {
         phase
             .figures
@@ -427,40 +414,15 @@ fn record_checkpoint(phase: &mut PhaseRecord, t: &Teardown, record: &mut RunReco
             .push(Figure::new("fsck", "s", false, fsck.secs));
         if !fsck.clean {
             record.status = RunStatus::FsckFailed;
-            eprintln!(
-                "fsbench: {label}: FSCK FOUND THE FILESYSTEM INCONSISTENT after phase {}; the run is excluded from the statistics. fsck said:\n{}",
-                phase.name,
-                fsck.output.as_deref().unwrap_or("").trim_end()
-            );
+            observer.diagnostic(&Diagnostic::FsckInconsistent {
+                label,
+                after_phase: Some(&phase.name),
+                output: fsck.output.as_deref().unwrap_or(""),
+            });
             phase.notes.push(format!(
                 "fsck found the filesystem inconsistent: {}",
                 fsck.output.as_deref().unwrap_or("").trim_end()
             ));
         }
     }
-}
-
-/// One line per finished run on stderr, for logs and people watching.
-fn report_run(r: &RunRecord) {
-    let total: f64 = r.phases.iter().map(|p| p.measurement.elapsed_secs()).sum();
-    let mut parts = vec![format!("phases {total:.2} s")];
-    for (name, v) in [("mkfs", r.mkfs_secs), ("unmount", r.unmount_secs)] {
-        if let Some(v) = v {
-            parts.push(format!("{name} {v:.2} s"));
-        }
-    }
-    if let Some(f) = &r.fsck {
-        parts.push(format!(
-            "fsck {:.2} s {}",
-            f.secs,
-            if f.clean { "clean" } else { "NOT CLEAN" }
-        ));
-    }
-    eprintln!(
-        "fsbench: run {} · {} · {}: {}",
-        r.run,
-        r.config,
-        r.workload,
-        parts.join(", ")
-    );
 }

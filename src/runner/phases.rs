@@ -10,6 +10,7 @@ use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, Progress};
 use crate::progress::PhaseProgress;
 use crate::results::PhaseRecord;
+use crate::runner::observer::{Observer, PhaseStart};
 use crate::target::sync_and_drop_caches;
 use crate::workload::Workload;
 
@@ -19,20 +20,19 @@ pub struct PhaseSettings {
     /// Sync and drop caches before each phase and time a sync after it (suites). fdtree
     /// compatibility mode does neither, as fdtree.bash did not.
     pub settle: bool,
-    pub show_progress: bool,
     pub progress: Arc<Progress>,
 }
 
-/// Runs phase `index` of `workload` in `dir`; `label` prefixes the progress bar.
-pub fn run_phase(
+/// Runs phase `index` of `workload` in `dir`, telling `observer` when it starts and ends;
+/// `label` names the run in those events.
+pub(crate) fn run_phase(
     workload: &mut dyn Workload,
     index: usize,
     dir: &OwnedFd,
     settings: &PhaseSettings,
     label: &str,
+    observer: &mut dyn Observer,
 ) -> Result<PhaseRecord, FsbenchError> {
-    let phases = workload.phases();
-    let info = &phases[index];
     let caches_dropped = settings.settle && sync_and_drop_caches(dir);
     if settings
         .progress
@@ -46,12 +46,29 @@ pub fn run_phase(
         .progress
         .done
         .store(0, std::sync::atomic::Ordering::Relaxed);
-    let sampler = PhaseProgress::start(
-        format!("{label} {}", info.name),
-        workload.expected_units(index),
-        settings.progress.clone(),
-        settings.show_progress,
-    );
+    let phases = workload.phases();
+    observer.phase_started(&PhaseStart {
+        label,
+        phase: &phases[index].name,
+        expected_units: workload.expected_units(index),
+        progress: &settings.progress,
+    });
+    let outcome = measure_phase(workload, index, dir, settings, caches_dropped);
+    observer.phase_finished(label, outcome.as_ref().ok());
+    outcome
+}
+
+/// The measured part of [`run_phase`], from its start to the workload's own figures.
+fn measure_phase(
+    workload: &mut dyn Workload,
+    index: usize,
+    dir: &OwnedFd,
+    settings: &PhaseSettings,
+    caches_dropped: bool,
+) -> Result<PhaseRecord, FsbenchError> {
+    let phases = workload.phases();
+    let info = &phases[index];
+    let sampler = PhaseProgress::start(settings.progress.clone());
     let mut recorder = PhaseRecorder::start(&info.name, settings.progress.clone());
     let outcome = workload.run_phase(index, dir.as_fd(), &mut recorder);
     let measurement = recorder.finish();

@@ -295,6 +295,8 @@ pub struct Alloc {
     mapper: Mapper,
     /// Why the current phase measured nothing.
     unsupported: Option<String>,
+    /// That the file was shrunk to fit, for the phase that shrank it.
+    fit_note: Option<String>,
 }
 
 /// The file every method allocates (one at a time).
@@ -309,6 +311,7 @@ impl Alloc {
             size: None,
             mapper: Mapper::new(),
             unsupported: None,
+            fit_note: None,
         }
     }
 
@@ -321,12 +324,12 @@ impl Alloc {
         if self.params.fit
             && let (fitted, Some(free)) = super::fit_size(dir, size, 1, 1 << 20)
         {
-            eprintln!(
-                "fsbench: alloc: {} does not fit the {} free; using {} files",
+            self.fit_note = Some(format!(
+                "files of {} (the {} asked for do not fit in 80% of the {} free)",
+                format_bytes(fitted),
                 format_bytes(size),
-                format_bytes(free),
-                format_bytes(fitted)
-            );
+                format_bytes(free)
+            ));
             size = fitted;
         }
         self.size = Some(size);
@@ -483,6 +486,7 @@ impl Workload for Alloc {
     fn after_phase(&mut self, _: usize, dir: BorrowedFd<'_>) -> Result<PhaseOutput, FsbenchError> {
         let mut out = PhaseOutput {
             unsupported: self.unsupported.take(),
+            notes: self.fit_note.take().into_iter().collect(),
             ..Default::default()
         };
         let file = rustix::fs::openat(dir, FILE, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())

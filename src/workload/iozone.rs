@@ -498,6 +498,8 @@ fn io_of(test: &str) -> Io {
 pub struct Iozone {
     params: IozoneParams,
     cells: Vec<MatrixCell>,
+    /// Which cells were skipped, and why.
+    notes: Vec<String>,
 }
 
 impl Iozone {
@@ -505,6 +507,7 @@ impl Iozone {
         Iozone {
             params,
             cells: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -812,18 +815,31 @@ impl Workload for Iozone {
     ) -> Result<(), FsbenchError> {
         self.check_direct(dir)?;
         let has_write = self.params.groups.contains(&0);
-        // The largest file that fits the target, with room to spare for metadata.
-        let free = super::free_bytes(dir);
-        let fits = |size: u64| size.saturating_mul(self.params.threads as u64) <= free / 10 * 9;
-        if let Some(skipped) = self.params.file_sizes.iter().filter(|f| !fits(**f)).min() {
-            eprintln!(
-                "fsbench: iozone: skipping files of {} and larger: {} threads' files do not fit the {} free",
-                format_bytes(*skipped),
-                self.params.threads,
+        // The largest file whose threads' copies fit the target (the workloads' one rule).
+        let threads = self.params.threads as u64;
+        let wanted = self.params.file_sizes.iter().copied().max().unwrap_or(0);
+        let (largest, free) = super::fit_size(dir, wanted, threads, 1);
+        let (cells, skipped): (Vec<_>, Vec<_>) = self
+            .params
+            .cells()
+            .into_iter()
+            .partition(|(f, _)| *f <= largest);
+        if let Some(free) = free
+            && !skipped.is_empty()
+        {
+            let mut sizes: Vec<u64> = skipped.iter().map(|(f, _)| *f).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            self.notes.push(format!(
+                "skipping files of {} and larger ({} of {} cells, file sizes {}): {threads} thread(s)' files of that size do not fit in 80% of the {} free",
+                format_bytes(sizes[0]),
+                skipped.len(),
+                skipped.len() + cells.len(),
+                sizes.iter().map(|s| compact_size(*s)).collect::<Vec<_>>().join("+"),
                 format_bytes(free)
-            );
+            ));
         }
-        for (file_size, record) in self.params.cells().into_iter().filter(|(f, _)| fits(*f)) {
+        for (file_size, record) in cells {
             if !has_write {
                 self.prepare_files(dir, file_size, record)?;
             }
@@ -849,6 +865,7 @@ impl Workload for Iozone {
     ) -> Result<super::PhaseOutput, FsbenchError> {
         Ok(super::PhaseOutput {
             cells: std::mem::take(&mut self.cells),
+            notes: std::mem::take(&mut self.notes),
             ..Default::default()
         })
     }

@@ -119,13 +119,13 @@ pub fn wait_drained_within(mut child: std::process::Child, limit: std::time::Dur
     let stderr = drain(child.stderr.take());
     let deadline = std::time::Instant::now() + limit;
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for fsbench") {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
             break status;
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("fsbench did not end within {limit:?}");
+            panic!("the child did not end within {limit:?}");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
@@ -136,4 +136,15 @@ pub fn wait_drained_within(mut child: std::process::Child, limit: std::time::Dur
     };
     eprintln!("stderr:\n{}", text(&out.stderr));
     out
+}
+
+/// Runs `cmd` with its output drained, killing it and failing the test after `limit`.
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    wait_drained_within(child, limit)
 }

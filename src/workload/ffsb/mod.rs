@@ -583,15 +583,13 @@ impl Ffsb {
             if let (fitted, Some(free)) = super::fit_size(dir, max, files, block) {
                 max = fitted;
                 min = min.min(max);
-                let note = format!(
+                self.notes.push(format!(
                     "files of {} (the {} asked for do not fit {} files in the {} free)",
                     format_bytes(max),
                     format_bytes(fs.max_filesize),
                     files,
                     format_bytes(free)
-                );
-                eprintln!("fsbench: ffsb: {note}");
-                self.notes.push(note);
+                ));
             }
         }
         self.sizes = Some((min, max));

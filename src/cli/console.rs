@@ -1,0 +1,99 @@
+//! The console: what a person watching a run sees on stderr — a line per suite, skipped
+//! configuration, finished run, workload note and diagnostic, and a progress bar per phase.
+
+use crate::progress::PhaseBar;
+use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
+use crate::runner::observer::{Diagnostic, Observer, PhaseStart, SuitePlan};
+
+/// Prints a run's events on stderr; draws progress bars when `bars` (and stderr is a terminal).
+pub(crate) struct Console {
+    bars: bool,
+    bar: Option<PhaseBar>,
+}
+
+impl Console {
+    pub(crate) fn new(bars: bool) -> Console {
+        Console { bars, bar: None }
+    }
+}
+
+impl Observer for Console {
+    fn suite_started(&mut self, plan: &SuitePlan) -> anyhow::Result<()> {
+        let planned = plan.configurations * plan.workloads * plan.runs as usize;
+        eprintln!(
+            "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
+            plan.result.suite.name,
+            plan.configurations,
+            plan.workloads,
+            plan.runs,
+            plan.result.target.description,
+            if plan.already_done == 0 {
+                String::new()
+            } else {
+                format!("; {} of {planned} runs already done", plan.already_done)
+            }
+        );
+        Ok(())
+    }
+
+    fn config_skipped(&mut self, s: &Skipped) {
+        eprintln!("fsbench: skipping {}: {}", s.label, s.reason);
+    }
+
+    fn phase_started(&mut self, start: &PhaseStart) {
+        if self.bars {
+            self.bar = Some(PhaseBar::start(
+                format!("{} {}", start.label, start.phase),
+                start.expected_units,
+                start.progress.clone(),
+            ));
+        }
+    }
+
+    fn phase_finished(&mut self, label: &str, phase: Option<&PhaseRecord>) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish();
+        }
+        // Workload notes (shrinks, skips) said as they happen; they are in the results too.
+        for (p, note) in phase
+            .iter()
+            .flat_map(|p| p.notes.iter().map(move |n| (p, n)))
+        {
+            eprintln!("fsbench: {label} {}: {note}", p.name);
+        }
+    }
+
+    /// One line per finished run, for logs and people watching (a failed run has its
+    /// diagnostic instead).
+    fn run_finished(&mut self, r: &RunRecord, _: Option<&str>) -> anyhow::Result<()> {
+        if !matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed) {
+            return Ok(());
+        }
+        let total: f64 = r.phases.iter().map(|p| p.measurement.elapsed_secs()).sum();
+        let mut parts = vec![format!("phases {total:.2} s")];
+        for (name, v) in [("mkfs", r.mkfs_secs), ("unmount", r.unmount_secs)] {
+            if let Some(v) = v {
+                parts.push(format!("{name} {v:.2} s"));
+            }
+        }
+        if let Some(f) = &r.fsck {
+            parts.push(format!(
+                "fsck {:.2} s {}",
+                f.secs,
+                if f.clean { "clean" } else { "NOT CLEAN" }
+            ));
+        }
+        eprintln!(
+            "fsbench: run {} · {} · {}: {}",
+            r.run,
+            r.config,
+            r.workload,
+            parts.join(", ")
+        );
+        Ok(())
+    }
+
+    fn diagnostic(&mut self, diagnostic: &Diagnostic) {
+        eprintln!("fsbench: {diagnostic}");
+    }
+}

@@ -1,0 +1,320 @@
+//! What a suite run tells the world, as events. The runner and the workloads print nothing:
+//! the console, the progress bars and the results database are observers (criterion's
+//! `Report` is the model), and so can be a reducer of several machines' runs later.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::measure::Progress;
+use crate::results::{PhaseRecord, RunRecord, Skipped, SuiteResult};
+
+/// The suite about to run.
+pub(crate) struct SuitePlan<'a> {
+    /// Everything but the runs filled in (a resumed suite: with its earlier runs).
+    pub(crate) result: &'a SuiteResult,
+    pub(crate) configurations: usize,
+    pub(crate) workloads: usize,
+    pub(crate) runs: u32,
+    /// Runs of a resumed suite that are not repeated.
+    pub(crate) already_done: usize,
+}
+
+/// A phase about to be measured.
+pub(crate) struct PhaseStart<'a> {
+    /// The run's label (`[1/3] ext4 tree:quick-shallow`) or the command's name.
+    pub(crate) label: &'a str,
+    pub(crate) phase: &'a str,
+    /// Units the phase will complete; 0 when unknown (a time-based phase).
+    pub(crate) expected_units: u64,
+    /// The phase's counters: its progress is `done`, which the hot loop stores and observers
+    /// read on a thread of their own (an event per unit would cost the loop).
+    pub(crate) progress: &'a Arc<Progress>,
+}
+
+/// Something a person watching must be told.
+pub(crate) enum Diagnostic<'a> {
+    /// Operations failed: the tree the run left is not the one asked for.
+    IncompleteTree { label: &'a str, what: &'a str },
+    /// fsck found the filesystem inconsistent after a phase, or at the end of the run.
+    FsckInconsistent {
+        label: &'a str,
+        after_phase: Option<&'a str>,
+        output: &'a str,
+    },
+    /// The run failed (or was interrupted); the suite ends.
+    RunFailed {
+        label: &'a str,
+        error: &'a anyhow::Error,
+    },
+    /// The failed run could not be saved (the failure itself ends the suite).
+    FailedRunNotSaved(&'a anyhow::Error),
+    /// How the suite ended could not be saved.
+    SuiteEndNotSaved(&'a anyhow::Error),
+}
+
+impl fmt::Display for Diagnostic<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Diagnostic::IncompleteTree { label, what } => {
+                write!(f, "{label}: incomplete tree: {what}")
+            }
+            Diagnostic::FsckInconsistent {
+                label,
+                after_phase,
+                output,
+            } => {
+                let when = after_phase.map_or(String::new(), |p| format!(" after phase {p}"));
+                write!(
+                    f,
+                    "{label}: FSCK FOUND THE FILESYSTEM INCONSISTENT{when}; the run is excluded from the statistics. fsck said:\n{}",
+                    output.trim_end()
+                )
+            }
+            Diagnostic::RunFailed { label, error } => write!(f, "{label}: {error:#}"),
+            Diagnostic::FailedRunNotSaved(e) => write!(f, "cannot save the failed run: {e:#}"),
+            Diagnostic::SuiteEndNotSaved(e) => {
+                write!(f, "cannot save how the suite ended: {e:#}")
+            }
+        }
+    }
+}
+
+/// Receives a suite's events; every method does nothing unless implemented. The events that
+/// save results can fail: the runner ends the suite when a finished run or the suite's start
+/// cannot be saved, and only reports a failed run or the suite's end that could not be.
+pub(crate) trait Observer {
+    /// Before the first run.
+    fn suite_started(&mut self, _plan: &SuitePlan) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// A configuration left out (its tools are missing), before the suite starts.
+    fn config_skipped(&mut self, _skipped: &Skipped) {}
+    /// A run about to make its filesystem; `run` has only its identity filled in.
+    fn run_started(&mut self, _label: &str, _run: &RunRecord) {}
+    fn phase_started(&mut self, _start: &PhaseStart) {}
+    /// The phase ended, with its record, or without one when it failed.
+    fn phase_finished(&mut self, _label: &str, _phase: Option<&PhaseRecord>) {}
+    /// After each run, finished or failed, with the mkfs command line it used.
+    fn run_finished(
+        &mut self,
+        _run: &RunRecord,
+        _mkfs_command: Option<&str>,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn diagnostic(&mut self, _diagnostic: &Diagnostic) {}
+    /// After the last run, with summaries and warnings.
+    fn suite_finished(&mut self, _result: &SuiteResult) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// Several observers, each told every event in turn; of failures, the first is returned
+/// after all were told (a console still prints the run a database could not save).
+pub(crate) struct Observers<'a>(pub(crate) Vec<&'a mut dyn Observer>);
+
+impl Observers<'_> {
+    fn each(
+        &mut self,
+        mut event: impl FnMut(&mut dyn Observer) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut first = Ok(());
+        for o in &mut self.0 {
+            let outcome = event(&mut **o);
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
+    }
+}
+
+impl Observer for Observers<'_> {
+    fn suite_started(&mut self, plan: &SuitePlan) -> anyhow::Result<()> {
+        self.each(|o| o.suite_started(plan))
+    }
+    fn config_skipped(&mut self, skipped: &Skipped) {
+        self.0.iter_mut().for_each(|o| o.config_skipped(skipped));
+    }
+    fn run_started(&mut self, label: &str, run: &RunRecord) {
+        self.0.iter_mut().for_each(|o| o.run_started(label, run));
+    }
+    fn phase_started(&mut self, start: &PhaseStart) {
+        self.0.iter_mut().for_each(|o| o.phase_started(start));
+    }
+    fn phase_finished(&mut self, label: &str, phase: Option<&PhaseRecord>) {
+        self.0
+            .iter_mut()
+            .for_each(|o| o.phase_finished(label, phase));
+    }
+    fn run_finished(&mut self, run: &RunRecord, mkfs_command: Option<&str>) -> anyhow::Result<()> {
+        self.each(|o| o.run_finished(run, mkfs_command))
+    }
+    fn diagnostic(&mut self, diagnostic: &Diagnostic) {
+        self.0.iter_mut().for_each(|o| o.diagnostic(diagnostic));
+    }
+    fn suite_finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
+        self.each(|o| o.suite_finished(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::os::fd::BorrowedFd;
+
+    use super::*;
+    use crate::error::FsbenchError;
+    use crate::measure::PhaseRecorder;
+    use crate::runner::phases::{PhaseSettings, run_phase};
+    use crate::workload::{PhaseInfo, PhaseOutput, Workload};
+
+    /// Every event as a line, in order.
+    #[derive(Default)]
+    struct Recorder {
+        events: Vec<String>,
+        fail_saves: bool,
+    }
+
+    impl Observer for Recorder {
+        fn phase_started(&mut self, s: &PhaseStart) {
+            let done = s.progress.done.load(std::sync::atomic::Ordering::Relaxed);
+            self.events.push(format!(
+                "phase started {} {} of {} from {done}",
+                s.label, s.phase, s.expected_units
+            ));
+        }
+        fn phase_finished(&mut self, label: &str, phase: Option<&PhaseRecord>) {
+            self.events.push(match phase {
+                Some(p) => format!("phase finished {label} {} {:?}", p.name, p.notes),
+                None => format!("phase failed {label}"),
+            });
+        }
+        fn run_finished(&mut self, run: &RunRecord, _: Option<&str>) -> anyhow::Result<()> {
+            self.events.push(format!("run finished {}", run.run));
+            if self.fail_saves {
+                anyhow::bail!("disk full")
+            }
+            Ok(())
+        }
+        fn diagnostic(&mut self, d: &Diagnostic) {
+            self.events.push(format!("diagnostic {d}"));
+        }
+    }
+
+    /// Two phases of 5 units; the second fails when asked to.
+    struct Counting {
+        fail_second: bool,
+    }
+
+    const PHASES: &[PhaseInfo] = &[
+        PhaseInfo::fixed("first", "First", "units", false),
+        PhaseInfo::fixed("second", "Second", "units", false),
+    ];
+
+    impl Workload for Counting {
+        fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+            Cow::Borrowed(PHASES)
+        }
+        fn expected_units(&self, _: usize) -> u64 {
+            5
+        }
+        fn run_phase(
+            &mut self,
+            phase: usize,
+            _: BorrowedFd<'_>,
+            rec: &mut PhaseRecorder,
+        ) -> Result<(), FsbenchError> {
+            if phase == 1 && self.fail_second {
+                return Err(FsbenchError::Failed("broken".into()));
+            }
+            rec.units_done(5, 0)
+        }
+        fn after_phase(
+            &mut self,
+            phase: usize,
+            _: BorrowedFd<'_>,
+        ) -> Result<PhaseOutput, FsbenchError> {
+            Ok(PhaseOutput {
+                notes: vec![format!("note of {phase}")],
+                ..Default::default()
+            })
+        }
+    }
+
+    fn run_phases(fail_second: bool) -> (Vec<String>, Vec<Result<PhaseRecord, FsbenchError>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = rustix::fs::open(
+            dir.path(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let settings = PhaseSettings {
+            settle: false,
+            progress: Arc::new(Progress::default()),
+        };
+        let mut workload = Counting { fail_second };
+        let mut recorder = Recorder::default();
+        let outcomes = (0..2)
+            .map(|i| run_phase(&mut workload, i, &fd, &settings, "[1/1] x", &mut recorder))
+            .collect();
+        (recorder.events, outcomes)
+    }
+
+    #[test]
+    fn phases_are_announced_before_and_after_with_their_notes() {
+        let (events, outcomes) = run_phases(false);
+        assert!(outcomes.iter().all(Result::is_ok));
+        assert_eq!(
+            events,
+            [
+                "phase started [1/1] x first of 5 from 0",
+                "phase finished [1/1] x first [\"note of 0\"]",
+                // The counter was reset before the second phase was announced.
+                "phase started [1/1] x second of 5 from 0",
+                "phase finished [1/1] x second [\"note of 1\"]",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_phase_is_finished_without_a_record() {
+        let (events, outcomes) = run_phases(true);
+        assert!(outcomes[1].is_err());
+        assert_eq!(
+            events[2..],
+            [
+                "phase started [1/1] x second of 5 from 0",
+                "phase failed [1/1] x"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_observer_is_told_and_the_first_failure_returned() {
+        let mut failing = Recorder {
+            fail_saves: true,
+            ..Default::default()
+        };
+        let mut console = Recorder::default();
+        let run: RunRecord = serde_json::from_value(serde_json::json!({
+            "run": 2, "position": 1, "config": "ext4", "workload": "w", "started_at": "",
+            "status": "ok", "source": "", "mount_options": "", "phases": []
+        }))
+        .unwrap();
+        let error = anyhow::anyhow!("boom");
+        let mut all = Observers(vec![&mut failing, &mut console]);
+        let saved = all.run_finished(&run, None);
+        all.diagnostic(&Diagnostic::FailedRunNotSaved(&error));
+        assert_eq!(saved.unwrap_err().to_string(), "disk full");
+        assert_eq!(failing.events, console.events);
+        assert_eq!(
+            console.events,
+            [
+                "run finished 2",
+                "diagnostic cannot save the failed run: boom"
+            ]
+        );
+    }
+}
