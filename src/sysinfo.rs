@@ -16,6 +16,25 @@ pub struct SystemInfo {
     pub root: bool,
 }
 
+/// A `/proc/meminfo` field in bytes, e.g. `MemAvailable:`.
+fn meminfo_bytes(field: &str) -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix(field))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Memory the machine can give a new process without swapping (MemAvailable), if known.
+pub fn available_memory() -> Option<u64> {
+    meminfo_bytes("MemAvailable:")
+}
+
 impl SystemInfo {
     pub fn collect() -> SystemInfo {
         let uname = rustix::system::uname();
@@ -29,12 +48,7 @@ impl SystemInfo {
                     .then(|| v.trim().to_string())
             })
             .unwrap_or_else(|| "unknown".into());
-        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-        let memory_bytes = meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kib| kib * 1024);
+        let memory_bytes = meminfo_bytes("MemTotal:").unwrap_or(0);
         SystemInfo {
             hostname: text(uname.nodename()),
             kernel_release: text(uname.release()),

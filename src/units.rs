@@ -35,7 +35,7 @@ pub fn parse_size(text: &str) -> anyhow::Result<u64> {
 
 /// Formats bytes with a binary unit, e.g. `1.5 GiB`.
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
     while value >= 1024.0 && unit < UNITS.len() - 1 {

@@ -144,7 +144,7 @@ pub(crate) fn run_suite(
         .workloads
         .iter()
         .map(WorkloadSpec::space_needed)
-        .fold(SpaceNeed::default(), SpaceNeed::max);
+        .try_fold(SpaceNeed::default(), |need, w| anyhow::Ok(need.max(w?)))?;
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
     let mut result = match previous {

@@ -266,13 +266,26 @@ impl AllocParams {
     }
 
     /// One file at a time (the previous is removed first); a preset shrinks to fit.
-    pub fn space_needed(&self) -> SpaceNeed {
-        let ideal = self.size + self.size / 16;
-        SpaceNeed {
+    /// Bytes of I/O buffers the workload allocates: the largest write chunk.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.methods
+            .iter()
+            .map(|m| match m {
+                Method::Chunks(n) => *n,
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// `None` when the size overflows.
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let ideal = self.size.checked_add(self.size / 16)?;
+        Some(SpaceNeed {
             bytes: if self.fit { ideal.min(16 << 20) } else { ideal },
             inodes: 16,
             ideal_bytes: ideal,
-        }
+        })
     }
 
     pub fn phases(&self) -> Vec<PhaseInfo> {
@@ -316,13 +329,13 @@ impl Alloc {
     }
 
     /// The file size for this filesystem: the parameter, shrunk to fit when asked (and said so).
-    fn size_for(&mut self, dir: BorrowedFd<'_>) -> u64 {
+    fn size_for(&mut self, dir: BorrowedFd<'_>) -> Result<u64, FsbenchError> {
         if let Some(size) = self.size {
-            return size;
+            return Ok(size);
         }
         let mut size = self.params.size;
         if self.params.fit
-            && let (fitted, Some(free)) = super::fit_size(dir, size, 1, 1 << 20)
+            && let (fitted, Some(free)) = super::fit_size(dir, size, 1, 1 << 20)?
         {
             self.fit_note = Some(format!(
                 "files of {} (the {} asked for do not fit in 80% of the {} free)",
@@ -333,7 +346,7 @@ impl Alloc {
             size = fitted;
         }
         self.size = Some(size);
-        size
+        Ok(size)
     }
 
     fn allocate(
@@ -458,7 +471,7 @@ impl Workload for Alloc {
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
         let method = self.params.methods[phase];
-        let size = self.size_for(dir);
+        let size = self.size_for(dir)?;
         self.unsupported = None;
         let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
         let file = rec.record(

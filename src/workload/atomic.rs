@@ -131,10 +131,22 @@ impl AtomicParams {
         )
     }
 
-    pub fn space_needed(&self) -> SpaceNeed {
-        let dd = self.dd_count * self.dd_blocks as u64 * self.dd_block_size as u64;
-        let inodes = 2 * self.count + self.dd_count + 8;
-        SpaceNeed::exactly(dd + inodes * 4096, inodes)
+    /// Bytes of I/O buffers the workload allocates.
+    pub fn buffer_bytes(&self) -> u64 {
+        u64::from(self.dd_block_size).max(4096)
+    }
+
+    /// `None` when the counts and sizes overflow.
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let dd = self
+            .dd_count
+            .checked_mul(self.dd_blocks as u64)?
+            .checked_mul(self.dd_block_size as u64)?;
+        let inodes = self.count.checked_mul(2)?.checked_add(self.dd_count)?.checked_add(8)?;
+        Some(SpaceNeed::exactly(
+            dd.checked_add(inodes.checked_mul(4096)?)?,
+            inodes,
+        ))
     }
 }
 

@@ -315,13 +315,22 @@ impl IozoneParams {
     }
 
     /// The smallest file must fit; larger ones that do not are skipped at run time.
-    pub fn space_needed(&self) -> SpaceNeed {
-        let per_file = |size: u64| size * self.threads as u64 * 5 / 4;
-        SpaceNeed {
-            bytes: per_file(self.file_sizes.iter().min().copied().unwrap_or(0)),
+    /// Bytes of I/O buffers the workload allocates: one record (aligned) per thread.
+    pub fn buffer_bytes(&self) -> u64 {
+        let record = self.record_sizes.iter().copied().max().unwrap_or(0);
+        record
+            .saturating_add(4096)
+            .saturating_mul(u64::from(self.threads))
+    }
+
+    /// `None` when the sizes overflow.
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let per_file = |size: u64| Some(size.checked_mul(self.threads as u64)?.checked_mul(5)? / 4);
+        Some(SpaceNeed {
+            bytes: per_file(self.file_sizes.iter().min().copied().unwrap_or(0))?,
             inodes: self.threads as u64 + 8,
-            ideal_bytes: per_file(self.file_sizes.iter().max().copied().unwrap_or(0)),
-        }
+            ideal_bytes: per_file(self.file_sizes.iter().max().copied().unwrap_or(0))?,
+        })
     }
 }
 
@@ -818,7 +827,7 @@ impl Workload for Iozone {
         // The largest file whose threads' copies fit the target (the workloads' one rule).
         let threads = self.params.threads as u64;
         let wanted = self.params.file_sizes.iter().copied().max().unwrap_or(0);
-        let (largest, free) = super::fit_size(dir, wanted, threads, 1);
+        let (largest, free) = super::fit_size(dir, wanted, threads, 1)?;
         let (cells, skipped): (Vec<_>, Vec<_>) = self
             .params
             .cells()

@@ -162,16 +162,34 @@ pub fn free_bytes(fd: impl AsFd) -> u64 {
 
 /// The size of each of `files` files that makes them fit the filesystem of `dir`: `wanted`,
 /// or less so that together they take at most 80% of the free space, rounded down to a
-/// multiple of `align` (never below it). The second value is the free space, when the size
-/// had to shrink, for saying so.
-pub fn fit_size(dir: BorrowedFd<'_>, wanted: u64, files: u64, align: u64) -> (u64, Option<u64>) {
+/// multiple of `align`. The second value is the free space, when the size had to shrink, for
+/// saying so. When not even `align` bytes per file fit, it is an error: rounding up would
+/// promise more than fits.
+pub fn fit_size(
+    dir: BorrowedFd<'_>,
+    wanted: u64,
+    files: u64,
+    align: u64,
+) -> Result<(u64, Option<u64>), FsbenchError> {
     let free = free_bytes(dir);
-    let fits = ((free as f64 * 0.8) as u64 / files.max(1)) / align * align;
-    if fits < wanted {
-        (fits.max(align), Some(free))
+    let fits = fitting_size(free, files, align);
+    if fits >= wanted {
+        Ok((wanted, None))
+    } else if fits == 0 {
+        Err(FsbenchError::InvalidInput(format!(
+            "{files} file(s) of at least {} each do not fit in 80% of the {} free: use a larger image (--image-size) or a smaller block size",
+            crate::units::format_bytes(align),
+            crate::units::format_bytes(free)
+        )))
     } else {
-        (wanted, None)
+        Ok((fits, Some(free)))
     }
+}
+
+/// The largest multiple of `align` that `files` files of that size may each take of 80% of
+/// `free` bytes (integer arithmetic: no rounding can exceed the share).
+fn fitting_size(free: u64, files: u64, align: u64) -> u64 {
+    (free / 5 * 4 / files.max(1)) / align.max(1) * align.max(1)
 }
 
 /// Writes all of `buf` (short writes continue); the bytes written.
@@ -305,16 +323,25 @@ impl WorkloadSpec {
         }
     }
 
-    pub fn space_needed(&self) -> SpaceNeed {
-        match self {
+    /// What the workload needs; an error when its sizes and counts overflow 64 bits (a need
+    /// that wrapped around would pass the free-space check).
+    pub fn space_needed(&self) -> anyhow::Result<SpaceNeed> {
+        let need = match self {
             WorkloadSpec::Tree(p) => p.space_needed(),
             WorkloadSpec::Archive(p) => p.space_needed(),
             WorkloadSpec::Atomic(p) => p.space_needed(),
             WorkloadSpec::Iozone(p) => p.space_needed(),
             WorkloadSpec::Alloc(p) => p.space_needed(),
             WorkloadSpec::Ffsb(p) => p.space_needed(),
-        }
+        };
+        need.ok_or_else(|| {
+            invalid(format!(
+                "{}: the space it needs is beyond 16 EiB (sizes × counts overflow): use smaller sizes or counts",
+                self.label()
+            ))
+        })
     }
+
 
     /// A fresh instance, ready for its first phase.
     pub fn instantiate(&self) -> Box<dyn Workload> {
@@ -339,6 +366,77 @@ impl WorkloadSpec {
             WorkloadSpec::Iozone(p) => p.validate(),
             WorkloadSpec::Alloc(p) => p.validate(),
             WorkloadSpec::Ffsb(p) => p.validate(),
+        }?;
+        self.space_needed()?;
+        check_buffers(&self.label(), self.buffer_bytes(), crate::sysinfo::available_memory())
+    }
+
+    /// Bytes of I/O buffers the workload allocates up front.
+    fn buffer_bytes(&self) -> u64 {
+        match self {
+            WorkloadSpec::Tree(_) | WorkloadSpec::Archive(_) => 0,
+            WorkloadSpec::Atomic(p) => p.buffer_bytes(),
+            WorkloadSpec::Iozone(p) => p.buffer_bytes(),
+            WorkloadSpec::Alloc(p) => p.buffer_bytes(),
+            WorkloadSpec::Ffsb(p) => p.buffer_bytes(),
         }
+    }
+}
+
+/// Refuses I/O buffers that would take more than half of the memory available: the rest is
+/// for the page cache the workload measures (and an allocation that large would swap or be
+/// killed, after the filesystem was made).
+fn check_buffers(label: &str, buffers: u64, available: Option<u64>) -> anyhow::Result<()> {
+    match available {
+        Some(available) if buffers > available / 2 => Err(invalid(format!(
+            "{label}: needs {} of I/O buffers (threads × block or record size), more than half of the {} of memory available: use fewer threads or smaller blocks",
+            crate::units::format_bytes(buffers),
+            crate::units::format_bytes(available)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn fitting_never_exceeds_its_share() {
+        // 80% of 10 GiB over 128 files, in 1 GiB blocks: none fits, so nothing is promised.
+        assert_eq!(fitting_size(10 << 30, 128, 1 << 30), 0);
+        for (free, files, align) in [(1000, 3, 7), (u64::MAX, 16, 4096), (5 << 30, 128, 65536)] {
+            let size = fitting_size(free, files, align);
+            assert_eq!(size % align, 0);
+            assert!(size as u128 * files as u128 <= free as u128 * 4 / 5);
+        }
+    }
+
+    #[test]
+    fn buffers_beyond_half_the_memory_are_refused() {
+        assert!(check_buffers("w", 1 << 30, Some(4 << 30)).is_ok());
+        let e = check_buffers("ffsb:large-write", 128 << 30, Some(23 << 30)).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("128.0 GiB") && text.contains("23.0 GiB"), "{text}");
+        assert!(check_buffers("w", 128 << 30, None).is_ok());
+    }
+
+    #[test]
+    fn overflowing_space_is_an_error_not_a_small_number() {
+        // The case: 16 files of 2^60 bytes wrapped around to a need that passed the
+        // free-space check; 15 gave "need about 512.0 PiB".
+        let profile = |files: u32| {
+            format!(
+                "time=1\n[filesystem0]\nnum_files={files}\nnum_dirs=1\nmin_filesize=1152921504606846976\nmax_filesize=1152921504606846976\n[end0]\n[threadgroup0]\nnum_threads=1\nread_weight=1\nread_size=4096\nread_blocksize=4096\n[end0]\n"
+            )
+        };
+        for files in [15, 16] {
+            let w = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(files), "t").unwrap());
+            let e = w.validate().unwrap_err().to_string();
+            assert!(e.contains("beyond 16 EiB"), "{files}: {e}");
+        }
+        let thirteen = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(13), "t").unwrap());
+        let need = thirteen.space_needed().unwrap().bytes;
+        assert!(need >= 13 << 60, "{need}");
     }
 }

@@ -241,12 +241,15 @@ impl TreeParams {
         )
     }
 
-    pub fn space_needed(&self) -> SpaceNeed {
-        let inodes = self.total_dirs().saturating_add(self.total_files());
+    /// `None` when the totals overflow.
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let (dirs, files, kib) = self.checked_totals()?;
+        let inodes = dirs.checked_add(files)?;
         // Data plus one block per inode for directory blocks and inode tables.
-        let bytes = (self.total_kib().saturating_mul(1024))
-            .saturating_add(inodes.saturating_mul(BLOCK as u64));
-        SpaceNeed::exactly(bytes, inodes)
+        let bytes = kib
+            .checked_mul(1024)?
+            .checked_add(inodes.checked_mul(BLOCK as u64)?)?;
+        Some(SpaceNeed::exactly(bytes, inodes))
     }
 }
 

@@ -44,11 +44,26 @@ pub fn text(o: &[u8]) -> String {
     String::from_utf8_lossy(o).into_owned()
 }
 
-/// Runs and returns the output, printing stderr for the test log.
+/// How long one spawned process of a test may take before the test fails instead of hanging
+/// (`FSBENCH_TEST_TIMEOUT` seconds; the slowest test's run takes about a minute here).
+pub fn limit() -> std::time::Duration {
+    let secs = std::env::var("FSBENCH_TEST_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    std::time::Duration::from_secs(secs)
+}
+
+/// Runs and returns the output, printing stderr for the test log; fails the test after
+/// [`limit`].
 pub fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("fsbench starts");
-    eprintln!("stderr:\n{}", text(&out.stderr));
-    out
+    output_within(cmd, limit())
+}
+
+/// Runs a helper tool (losetup, mkfs, mount...) with stdout and stderr drained and the same
+/// time limit; its exit status.
+pub fn status(cmd: &mut Command) -> std::process::ExitStatus {
+    output_within(cmd, limit()).status
 }
 
 /// Mount points at or below `dir`.
@@ -104,8 +119,17 @@ pub fn json(out: &Output) -> serde_json::Value {
 
 /// Waits for `child` at most `limit` while draining its piped stdout and stderr (so a full
 /// pipe never blocks it); kills it and panics when the time is up. Prints stderr for the log.
-pub fn wait_drained_within(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+pub fn wait_drained_within(child: std::process::Child, limit: std::time::Duration) -> Output {
+    wait_drained_with_usage(child, limit).0
+}
+
+/// [`wait_drained_within`], also returning the child's resource usage (its peak RSS).
+pub fn wait_drained_with_usage(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> (Output, libc::rusage) {
     use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
     fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -118,24 +142,37 @@ pub fn wait_drained_within(mut child: std::process::Child, limit: std::time::Dur
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let deadline = std::time::Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            break status;
+    let pid = child.id() as libc::pid_t;
+    // wait4 reaps the child and reports its own resource usage.
+    let (mut raw, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    loop {
+        let waited = unsafe { libc::wait4(pid, &mut raw, libc::WNOHANG, &mut usage) };
+        assert!(waited >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if waited == pid {
+            break;
         }
         if std::time::Instant::now() > deadline {
+            // SIGTERM first, so that fsbench undoes its mounts; then SIGKILL.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            for _ in 0..500 {
+                if unsafe { libc::wait4(pid, &mut raw, libc::WNOHANG, &mut usage) } == pid {
+                    panic!("the child did not end within {limit:?} (ended by SIGTERM)");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the child did not end within {limit:?}");
+            panic!("the child did not end within {limit:?} (killed)");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    }
     let out = Output {
-        status,
+        status: std::process::ExitStatus::from_raw(raw),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
     };
     eprintln!("stderr:\n{}", text(&out.stderr));
-    out
+    (out, usage)
 }
 
 /// Runs `cmd` with its output drained, killing it and failing the test after `limit`.

@@ -276,19 +276,23 @@ impl ArchiveParams {
         }
     }
 
-    pub fn space_needed(&self) -> SpaceNeed {
-        match &self.source {
+    /// `None` when the totals overflow.
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        Some(match &self.source {
             Source::Generated { shape, .. } => {
                 let (entries, bytes, inodes) = shape.totals();
                 // Data rounded to blocks, plus directory entries for the links.
-                SpaceNeed::exactly(bytes + inodes * 4096 + entries * 64, inodes)
+                let need = bytes
+                    .checked_add(inodes.checked_mul(4096)?)?
+                    .checked_add(entries.checked_mul(64)?)?;
+                SpaceNeed::exactly(need, inodes)
             }
             Source::File { path } => {
                 let size = path.metadata().map_or(0, |m| m.len());
                 // A compressed archive may expand several times; inodes are unknown.
-                SpaceNeed::exactly(size.saturating_mul(4), size / 512)
+                SpaceNeed::exactly(size.checked_mul(4)?, size / 512)
             }
-        }
+        })
     }
 }
 

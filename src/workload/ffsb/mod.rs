@@ -210,16 +210,18 @@ pub struct FileSet {
 }
 
 impl FileSet {
-    fn average_size(&self) -> u64 {
+    /// `None` when the weighted sizes overflow.
+    fn average_size(&self) -> Option<u64> {
         let total: u64 = self.size_weights.iter().map(|(_, w)| u64::from(*w)).sum();
-        let weighted: u64 = self
+        let weighted = self
             .size_weights
             .iter()
-            .map(|(s, w)| s * u64::from(*w))
-            .sum();
-        weighted
-            .checked_div(total)
-            .unwrap_or((self.min_filesize + self.max_filesize) / 2)
+            .try_fold(0u64, |sum, (s, w)| sum.checked_add(s.checked_mul(u64::from(*w))?))?;
+        Some(
+            weighted
+                .checked_div(total)
+                .unwrap_or(self.min_filesize / 2 + self.max_filesize / 2),
+        )
     }
 
     fn largest_size(&self) -> u64 {
@@ -495,7 +497,7 @@ impl FfsbParams {
         )
     }
 
-    /// Files the thread groups create, when that is known (fixed amounts of work).
+    /// Files the thread groups create, when that is known (fixed amounts of work); saturates.
     fn created_files(&self) -> u64 {
         self.groups
             .iter()
@@ -507,17 +509,36 @@ impl FfsbParams {
                     .map(|(_, w)| u64::from(*w))
                     .sum();
                 let share = creates as f64 / g.total_weight().max(1) as f64;
-                let ops = g.ops_per_thread.unwrap_or(1) * u64::from(g.num_threads);
+                let ops = g
+                    .ops_per_thread
+                    .unwrap_or(1)
+                    .saturating_mul(u64::from(g.num_threads));
+                // A float too large for u64 saturates in the cast.
                 (ops as f64 * share).ceil() as u64
             })
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 
-    pub fn space_needed(&self) -> SpaceNeed {
+    /// Bytes of I/O buffers the workload allocates: one (aligned) block buffer per thread, as
+    /// every thread holds its own while the groups run.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| {
+                let block = g.read_blocksize.max(g.write_blocksize).max(4096);
+                block
+                    .saturating_add(4096)
+                    .saturating_mul(u64::from(g.num_threads))
+            })
+            .fold(0, u64::saturating_add)
+    }
+
+    /// `None` when the sizes and counts overflow.
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
         let fs = &self.fileset;
-        let set = u64::from(fs.num_files) * fs.average_size();
+        let set = u64::from(fs.num_files).checked_mul(fs.average_size()?)?;
         let created = self.created_files();
-        let appended: u64 = self
+        let appended = self
             .groups
             .iter()
             .filter(|g| {
@@ -525,19 +546,29 @@ impl FfsbParams {
                     .keys()
                     .any(|o| matches!(o, Op::Append | Op::AppendFsync))
             })
-            .map(|g| g.write_size * g.ops_per_thread.unwrap_or(1) * u64::from(g.num_threads))
-            .sum();
-        let inodes = u64::from(fs.num_files) + u64::from(fs.num_dirs) + created + 1024;
+            .try_fold(0u64, |sum, g| {
+                let bytes = g
+                    .write_size
+                    .checked_mul(g.ops_per_thread.unwrap_or(1))?
+                    .checked_mul(u64::from(g.num_threads))?;
+                sum.checked_add(bytes)
+            })?;
+        let inodes = u64::from(fs.num_files)
+            .checked_add(u64::from(fs.num_dirs))?
+            .checked_add(created)?
+            .checked_add(1024)?;
         if fs.fit {
-            let files = created + u64::from(fs.num_files);
-            return SpaceNeed {
-                bytes: files * (1 << 20),
+            let files = created.checked_add(u64::from(fs.num_files))?;
+            return Some(SpaceNeed {
+                bytes: files.checked_mul(1 << 20)?,
                 inodes,
-                ideal_bytes: files * (32 << 20),
-            };
+                ideal_bytes: files.checked_mul(32 << 20)?,
+            });
         }
-        let bytes = (set + created * fs.largest_size() + appended) / 10 * 11;
-        SpaceNeed::exactly(bytes, inodes)
+        let bytes = set
+            .checked_add(created.checked_mul(fs.largest_size())?)?
+            .checked_add(appended)?;
+        Some(SpaceNeed::exactly((bytes / 10).checked_mul(11)?, inodes))
     }
 }
 
@@ -564,9 +595,9 @@ impl Ffsb {
     }
 
     /// The sizes files get on this target, shrunk (and said so) when the preset asks.
-    fn sizes_for(&mut self, dir: BorrowedFd<'_>) -> (u64, u64) {
+    fn sizes_for(&mut self, dir: BorrowedFd<'_>) -> Result<(u64, u64), FsbenchError> {
         if let Some(s) = self.sizes {
-            return s;
+            return Ok(s);
         }
         let fs = &self.params.fileset;
         let (mut min, mut max) = (fs.min_filesize, fs.max_filesize);
@@ -580,7 +611,7 @@ impl Ffsb {
                 .max()
                 .unwrap_or(4096)
                 .max(4096);
-            if let (fitted, Some(free)) = super::fit_size(dir, max, files, block) {
+            if let (fitted, Some(free)) = super::fit_size(dir, max, files, block)? {
                 max = fitted;
                 min = min.min(max);
                 self.notes.push(format!(
@@ -593,12 +624,12 @@ impl Ffsb {
             }
         }
         self.sizes = Some((min, max));
-        (min, max)
+        Ok((min, max))
     }
 
     /// Makes `data/` (with its `dirN`), `meta/` and the file set, as FFSB does before timing.
     fn setup(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
-        let sizes = self.sizes_for(dir);
+        let sizes = self.sizes_for(dir)?;
         for name in ["data", "meta"] {
             let made = rustix::fs::mkdirat(dir, name, Mode::from(0o755));
             if rec.record(OpKind::Mkdir, made)?.is_none() {
@@ -674,7 +705,7 @@ impl Workload for Ffsb {
             RUN => {
                 let data = open_dir(dir, "data")?;
                 let meta = open_dir(dir, "meta")?;
-                let sizes = self.sizes_for(dir);
+                let sizes = self.sizes_for(dir)?;
                 let (totals, cpu) =
                     worker::run_groups(&self.params, &data, &meta, sizes, &self.files, rec)?;
                 self.totals = Some(totals);
@@ -795,7 +826,7 @@ time=600
         assert_eq!(p.fileset.location.as_deref(), Some("/mnt/test/"));
         assert_eq!(p.name(), "profile=seed.ffsb");
         // 128 files of 1 GiB in flight: the target must hold them.
-        assert!(p.space_needed().bytes >= 128 << 30);
+        assert!(p.space_needed().unwrap().bytes >= 128 << 30);
     }
 
     #[test]
@@ -849,7 +880,7 @@ time=600
         p.validate().unwrap();
         let q = FfsbParams::parse("threads=4,size=8m").unwrap();
         assert!(!q.fileset.fit);
-        assert_eq!(q.space_needed().bytes, 4 * (8 << 20) / 10 * 11);
+        assert_eq!(q.space_needed().unwrap().bytes, 4 * (8 << 20) / 10 * 11);
         assert!(FfsbParams::parse("bogus").is_err());
         assert!(FfsbParams::parse("threads=x").is_err());
         let mut never = q.clone();
