@@ -49,6 +49,7 @@ impl TryFrom<RawFsConfig> for FsConfig {
     type Error = anyhow::Error;
 
     fn try_from(raw: RawFsConfig) -> anyhow::Result<FsConfig> {
+        check_label(raw.label.as_deref())?;
         let mkfs = match raw.mkfs {
             MkfsArgs::None => Vec::new(),
             MkfsArgs::Line(line) => split_words(&line)?,
@@ -63,6 +64,16 @@ impl TryFrom<RawFsConfig> for FsConfig {
                 mount: raw.mount,
             },
         })
+    }
+}
+
+/// A label names a configuration in every table and finds its results again: never blank.
+fn check_label(label: Option<&str>) -> anyhow::Result<()> {
+    match label {
+        Some(l) if l.trim().is_empty() => Err(invalid(
+            "an empty configuration label: give `label=NAME` a name or leave it out",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -130,6 +141,7 @@ impl FsConfig {
             }
         }
         let mkfs = split_words(mkfs.as_deref().unwrap_or(""))?;
+        check_label(label.as_deref())?;
         Ok(vec![FsConfig::new(
             fs,
             mkfs,
@@ -245,8 +257,7 @@ impl Default for Suite {
 impl Suite {
     /// Reads a suite file; its name defaults to the file's stem.
     pub fn from_file(path: &Path) -> anyhow::Result<Suite> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| invalid(format!("cannot read suite file {}: {e}", path.display())))?;
+        let text = crate::workload::read_text_file(path, "suite file")?;
         let mut suite: Suite = toml::from_str(&text)
             .map_err(|e| invalid(format!("suite file {}: {e}", path.display())))?;
         if suite.name == default_name()

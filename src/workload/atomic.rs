@@ -142,7 +142,11 @@ impl AtomicParams {
             .dd_count
             .checked_mul(self.dd_blocks as u64)?
             .checked_mul(self.dd_block_size as u64)?;
-        let inodes = self.count.checked_mul(2)?.checked_add(self.dd_count)?.checked_add(8)?;
+        let inodes = self
+            .count
+            .checked_mul(2)?
+            .checked_add(self.dd_count)?
+            .checked_add(8)?;
         Some(SpaceNeed::exactly(
             dd.checked_add(inodes.checked_mul(4096)?)?,
             inodes,

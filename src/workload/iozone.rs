@@ -84,7 +84,7 @@ pub struct IozoneParams {
 }
 
 fn doubling(from: u64, to: u64) -> Vec<u64> {
-    std::iter::successors(Some(from), |v| Some(v * 2))
+    std::iter::successors(Some(from), |v| v.checked_mul(2))
         .take_while(|v| *v <= to)
         .collect()
 }

@@ -192,6 +192,28 @@ fn fitting_size(free: u64, files: u64, align: u64) -> u64 {
     (free / 5 * 4 / files.max(1)) / align.max(1) * align.max(1)
 }
 
+/// Reads a small text file a user named (a suite file, an FFSB profile): a regular file of at
+/// most 1 MiB, so that `/dev/zero` or a FIFO is refused instead of read forever.
+pub(crate) fn read_text_file(path: &std::path::Path, what: &str) -> anyhow::Result<String> {
+    use std::io::Read;
+    const LIMIT: u64 = 1 << 20;
+    let fail =
+        |e: &dyn std::fmt::Display| invalid(format!("cannot read {what} {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+    let meta = file.metadata().map_err(|e| fail(&e))?;
+    if !meta.is_file() {
+        return Err(fail(&"not a regular file"));
+    }
+    let mut text = String::new();
+    file.take(LIMIT + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| fail(&e))?;
+    if text.len() as u64 > LIMIT {
+        return Err(fail(&"larger than 1 MiB"));
+    }
+    Ok(text)
+}
+
 /// Writes all of `buf` (short writes continue); the bytes written.
 pub fn write_all(file: impl AsFd, buf: &[u8]) -> Result<usize, Errno> {
     let mut done = 0;
@@ -342,7 +364,6 @@ impl WorkloadSpec {
         })
     }
 
-
     /// A fresh instance, ready for its first phase.
     pub fn instantiate(&self) -> Box<dyn Workload> {
         match self {
@@ -367,8 +388,11 @@ impl WorkloadSpec {
             WorkloadSpec::Alloc(p) => p.validate(),
             WorkloadSpec::Ffsb(p) => p.validate(),
         }?;
-        self.space_needed()?;
-        check_buffers(&self.label(), self.buffer_bytes(), crate::sysinfo::available_memory())
+        check_buffers(
+            &self.label(),
+            self.buffer_bytes(),
+            crate::sysinfo::available_memory(),
+        )
     }
 
     /// Bytes of I/O buffers the workload allocates up front.
@@ -417,7 +441,10 @@ mod limit_tests {
         assert!(check_buffers("w", 1 << 30, Some(4 << 30)).is_ok());
         let e = check_buffers("ffsb:large-write", 128 << 30, Some(23 << 30)).unwrap_err();
         let text = e.to_string();
-        assert!(text.contains("128.0 GiB") && text.contains("23.0 GiB"), "{text}");
+        assert!(
+            text.contains("128.0 GiB") && text.contains("23.0 GiB"),
+            "{text}"
+        );
         assert!(check_buffers("w", 128 << 30, None).is_ok());
     }
 
@@ -432,7 +459,7 @@ mod limit_tests {
         };
         for files in [15, 16] {
             let w = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(files), "t").unwrap());
-            let e = w.validate().unwrap_err().to_string();
+            let e = w.space_needed().unwrap_err().to_string();
             assert!(e.contains("beyond 16 EiB"), "{files}: {e}");
         }
         let thirteen = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(13), "t").unwrap());

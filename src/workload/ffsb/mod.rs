@@ -213,10 +213,9 @@ impl FileSet {
     /// `None` when the weighted sizes overflow.
     fn average_size(&self) -> Option<u64> {
         let total: u64 = self.size_weights.iter().map(|(_, w)| u64::from(*w)).sum();
-        let weighted = self
-            .size_weights
-            .iter()
-            .try_fold(0u64, |sum, (s, w)| sum.checked_add(s.checked_mul(u64::from(*w))?))?;
+        let weighted = self.size_weights.iter().try_fold(0u64, |sum, (s, w)| {
+            sum.checked_add(s.checked_mul(u64::from(*w))?)
+        })?;
         Some(
             weighted
                 .checked_div(total)
@@ -341,8 +340,7 @@ impl FfsbParams {
     }
 
     pub fn from_file(path: &std::path::Path) -> anyhow::Result<FfsbParams> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| invalid(format!("cannot read FFSB profile {}: {e}", path.display())))?;
+        let text = super::read_text_file(path, "FFSB profile")?;
         let name = path
             .file_name()
             .map_or(path.display().to_string(), |n| n.to_string_lossy().into());
