@@ -158,16 +158,9 @@ struct RunArgs {
     /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
-    /// Workloads: `tree:PRESET` (small-shallow, small-deep, medium-shallow, medium-deep,
-    /// quick-shallow, quick-deep) or `tree:dirs=N,files=N,size=N,levels=N`;
-    /// `archive:PRESET` (tiny, small, seed-1pct, seed-10pct) with optional
-    /// `,order=pool-first|backups-first` and KEY=N settings (pool, hosts, backups, files,
-    /// popular, empty, regular, min-size, max-size, seed);
-    /// `atomic:PRESET`; `iozone:PRESET` (auto, quick, seq-1m) with settings;
-    /// `alloc:PRESET` (seed-1g, seed-4g, quick) or `alloc:size=S,methods=A+B,chunks=4k+8k,
-    /// fresh=file|fs,durable=fsync|unmount`;
-    /// `ffsb-large-write[:threads=N,size=S,block=B]` or `ffsb:profile=FILE`
-    #[arg(long = "workload", short = 'w', value_name = "WORKLOAD")]
+    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb);
+    /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
+    #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
     workloads: Vec<String>,
     /// Extract (then rm -rf) this tar archive (plain, gzip or zstd) as a workload
     #[arg(long, value_name = "FILE")]
@@ -216,6 +209,11 @@ struct RunArgs {
     resume: Option<i64>,
 }
 
+/// `--workload`'s long help, generated from the workloads' option tables.
+fn workload_help() -> String {
+    WorkloadSpec::help()
+}
+
 impl RunArgs {
     /// The suite: the file's (or the default), with the command line applied on top.
     fn suite(&self) -> anyhow::Result<Suite> {
@@ -241,8 +239,11 @@ impl RunArgs {
         if !given.is_empty() {
             suite.workloads = given
                 .iter()
-                .map(|w| WorkloadSpec::parse(w))
-                .collect::<anyhow::Result<_>>()?;
+                .map(|w| WorkloadSpec::parse_list(w))
+                .collect::<anyhow::Result<Vec<_>>>()?
+                .into_iter()
+                .flatten()
+                .collect();
         }
         let default_suite = self.suite.is_none() && given.is_empty();
         if suite.workloads.is_empty() {

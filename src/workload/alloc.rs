@@ -14,7 +14,8 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
 use crate::measure::{Figure, OpKind, PhaseRecorder};
@@ -114,91 +115,117 @@ pub struct AllocParams {
     pub durable: Durable,
 }
 
+const OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        min: 1,
+        max: 1 << 40,
+        ..OptionDef::new(
+            "size",
+            OptKind::Size,
+            "bytes per file; given, it no longer shrinks to fit",
+        )
+    },
+    OptionDef {
+        default: Some("posix-fallocate+fallocate+mmap+chunk-4096+chunk-8192"),
+        ..OptionDef::new(
+            "methods",
+            OptKind::List(&OptKind::Text),
+            "posix-fallocate, fallocate, mmap, chunk-SIZE (write() in chunks)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 1 << 30,
+        ..OptionDef::new(
+            "chunks",
+            OptKind::List(&OptKind::Size),
+            "replaces the chunk-SIZE methods",
+        )
+    },
+    OptionDef {
+        default: Some("file"),
+        ..OptionDef::new(
+            "fresh",
+            OptKind::Choice(&["file", "fs"]),
+            "each method starts after removing the file, or on a new filesystem",
+        )
+    },
+    OptionDef {
+        default: Some("fsync"),
+        ..OptionDef::new(
+            "durable",
+            OptKind::Choice(&["fsync", "unmount"]),
+            "timed until fsync, or until the unmount after it",
+        )
+    },
+];
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "seed-1g",
+        values: &[("size", "1g")],
+        help: "the first article: 1 GiB files in 5 GB partitions",
+    },
+    Preset {
+        name: "seed-4g",
+        values: &[("size", "4g")],
+        help: "the second: 4 GiB files in a 20 GiB partition",
+    },
+    Preset {
+        name: "quick",
+        values: &[("size", "256m")],
+        help: "a look",
+    },
+];
+
+/// The alloc workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "alloc",
+    summary: "alloc-perf: one file allocated by each method, timed until durable, then its fragments counted",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "seed-1g",
+    aliases: &[],
+    build: |p| build(p).map(WorkloadSpec::Alloc),
+};
+
+fn build(p: &Parsed) -> anyhow::Result<AllocParams> {
+    let mut methods = p
+        .texts("methods")
+        .expect("methods has a default")
+        .into_iter()
+        .map(Method::parse)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(chunks) = p.nums("chunks") {
+        methods.retain(|m| !matches!(m, Method::Chunks(_)));
+        methods.extend(chunks.into_iter().map(Method::Chunks));
+    }
+    let custom = p.first_explicit(&["size", "methods", "chunks"]);
+    Ok(AllocParams {
+        preset: custom.is_none().then(|| p.preset.name.to_string()),
+        size: p.num("size").expect("presets give a size"),
+        fit: !p.explicit("size"),
+        methods,
+        fresh: match p.text("fresh") {
+            Some("fs") => Fresh::Fs,
+            _ => Fresh::File,
+        },
+        durable: match p.text("durable") {
+            Some("unmount") => Durable::Unmount,
+            _ => Durable::Fsync,
+        },
+    })
+}
+
 impl AllocParams {
     pub fn preset(name: &str) -> anyhow::Result<AllocParams> {
-        let size = match name {
-            // The first article: 1 GiB files in 5 GB partitions.
-            "seed-1g" => 1 << 30,
-            // The second: 4 GiB files in a 20 GiB partition.
-            "seed-4g" => 4 << 30,
-            "quick" => 256 << 20,
-            other => {
-                return Err(invalid(format!(
-                    "unknown alloc preset `{other}`: choose seed-1g, seed-4g or quick"
-                )));
-            }
-        };
-        Ok(AllocParams {
-            preset: Some(name.into()),
-            size,
-            fit: true,
-            methods: vec![
-                Method::PosixFallocate,
-                Method::Fallocate,
-                Method::Mmap,
-                Method::Chunks(4096),
-                Method::Chunks(8192),
-            ],
-            fresh: Fresh::File,
-            durable: Durable::Fsync,
-        })
+        build(&KIND.parse_cli(&format!("preset={name}"))?)
     }
 
     /// Parses the part after `alloc:`: a preset and `size=`, `methods=A+B`, `chunks=4k+8k`
     /// (replaces the chunk methods), `fresh=file|fs`, `durable=fsync|unmount`.
     pub fn parse(args: &str) -> anyhow::Result<AllocParams> {
-        let mut p = AllocParams::preset("seed-1g")?;
-        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some((key, value)) = item.split_once('=') else {
-                let (fresh, durable) = (p.fresh, p.durable);
-                p = AllocParams::preset(item)?;
-                (p.fresh, p.durable) = (fresh, durable);
-                continue;
-            };
-            match key {
-                "size" => {
-                    p.size = parse_size(value)?;
-                    p.fit = false;
-                }
-                "methods" => {
-                    p.methods = value
-                        .split('+')
-                        .map(Method::parse)
-                        .collect::<anyhow::Result<_>>()?;
-                }
-                "chunks" => {
-                    let chunks = value
-                        .split('+')
-                        .map(|c| Method::parse(&format!("chunk-{c}")))
-                        .collect::<anyhow::Result<Vec<_>>>()?;
-                    p.methods.retain(|m| !matches!(m, Method::Chunks(_)));
-                    p.methods.extend(chunks);
-                }
-                "fresh" => {
-                    p.fresh = match value {
-                        "file" => Fresh::File,
-                        "fs" => Fresh::Fs,
-                        _ => return Err(invalid("alloc: fresh= is `file` or `fs`")),
-                    };
-                    continue;
-                }
-                "durable" => {
-                    p.durable = match value {
-                        "fsync" => Durable::Fsync,
-                        "unmount" => Durable::Unmount,
-                        _ => return Err(invalid("alloc: durable= is `fsync` or `unmount`")),
-                    };
-                    continue;
-                }
-                other => {
-                    return Err(invalid(format!(
-                        "unknown alloc parameter `{other}`: use size, methods, chunks, fresh, durable"
-                    )));
-                }
-            }
-            p.preset = None;
-        }
-        Ok(p)
+        build(&KIND.parse_cli(args)?)
     }
 
     pub fn name(&self) -> String {
@@ -300,6 +327,10 @@ impl AllocParams {
             .collect()
     }
 }
+
+workload_params!(AllocParams, |p| phases: Cow::Owned(AllocParams::phases(p)),
+    instantiate: Alloc::new(p.clone()),
+    buffers: AllocParams::buffer_bytes(p));
 
 pub struct Alloc {
     params: AllocParams,

@@ -7,7 +7,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{PhaseInfo, SpaceNeed, Workload, push_decimal};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec, push_decimal};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -39,60 +40,90 @@ pub struct AtomicParams {
 /// The line `echo` appends: the article's `echo` of a short text.
 const LINE: &[u8] = b"fsbench atomic echo\n";
 
-/// `quick` for a look; `standard` makes every loop last over a second on tmpfs here.
-pub const PRESETS: &[(&str, [u64; 4])] = &[
-    ("quick", [20_000, 2_000, 4, 4096]),
-    ("standard", [1_200_000, 50_000, 4, 4096]),
+const COUNT_MAX: u64 = 100_000_000;
+
+const OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        min: 1,
+        max: COUNT_MAX,
+        ..OptionDef::new(
+            "count",
+            OptKind::Count,
+            "repetitions of mkdir, touch, echo, cat, rm and rmdir",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: COUNT_MAX,
+        ..OptionDef::new("dd-count", OptKind::Count, "files dd writes")
+    },
+    OptionDef {
+        min: 1,
+        max: u32::MAX as u64,
+        ..OptionDef::new("dd-blocks", OptKind::Count, "blocks per dd file")
+    },
+    OptionDef {
+        min: 1,
+        max: 64 << 20,
+        ..OptionDef::new("dd-bs", OptKind::Size, "dd's block size")
+    },
 ];
+
+/// `quick` for a look; `standard` makes every loop last over a second on tmpfs here.
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "quick",
+        values: &[
+            ("count", "20000"),
+            ("dd-count", "2000"),
+            ("dd-blocks", "4"),
+            ("dd-bs", "4096"),
+        ],
+        help: "a look",
+    },
+    Preset {
+        name: "standard",
+        values: &[
+            ("count", "1200000"),
+            ("dd-count", "50000"),
+            ("dd-blocks", "4"),
+            ("dd-bs", "4096"),
+        ],
+        help: "every loop over a second on tmpfs",
+    },
+];
+
+/// The atomic workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "atomic",
+    summary: "the article's shell loops (mkdir, touch, echo, cat, dd, rm, rmdir) as system calls",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "quick",
+    aliases: &[],
+    build: |p| build(p).map(WorkloadSpec::Atomic),
+};
+
+fn build(p: &Parsed) -> anyhow::Result<AtomicParams> {
+    let n = |name| p.num(name).expect("atomic options have preset values");
+    let custom = p.first_explicit(&["count", "dd-count", "dd-blocks", "dd-bs"]);
+    Ok(AtomicParams {
+        preset: custom.is_none().then(|| p.preset.name.to_string()),
+        count: n("count"),
+        dd_count: n("dd-count"),
+        dd_blocks: p.small("dd-blocks").expect("preset value"),
+        dd_block_size: p.small("dd-bs").expect("preset value"),
+    })
+}
 
 impl AtomicParams {
     pub fn preset(name: &str) -> anyhow::Result<AtomicParams> {
-        let (_, [count, dd_count, blocks, size]) =
-            PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-                invalid(format!(
-                    "unknown atomic preset `{name}`: choose quick or standard"
-                ))
-            })?;
-        Ok(AtomicParams {
-            preset: Some(name.into()),
-            count: *count,
-            dd_count: *dd_count,
-            dd_blocks: *blocks as u32,
-            dd_block_size: *size as u32,
-        })
+        build(&KIND.parse_cli(&format!("preset={name}"))?)
     }
 
     /// Parses the part after `atomic:`: a preset and/or `count=N,dd-count=N,dd-blocks=N,dd-bs=SIZE`.
     pub fn parse(args: &str) -> anyhow::Result<AtomicParams> {
-        let mut p = AtomicParams::preset("quick")?;
-        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some((key, value)) = item.split_once('=') else {
-                p = AtomicParams::preset(item)?;
-                continue;
-            };
-            let n = crate::units::parse_size(value).map_err(|_| {
-                invalid(format!(
-                    "atomic parameter `{key}`: `{value}` is not a non-negative number"
-                ))
-            })?;
-            match key {
-                "count" => p.count = n,
-                "dd-count" => p.dd_count = n,
-                "dd-blocks" => {
-                    p.dd_blocks = u32::try_from(n).map_err(|_| invalid("dd-blocks is too large"))?
-                }
-                "dd-bs" => {
-                    p.dd_block_size = u32::try_from(n).map_err(|_| invalid("dd-bs is too large"))?
-                }
-                other => {
-                    return Err(invalid(format!(
-                        "unknown atomic parameter `{other}`: use count, dd-count, dd-blocks, dd-bs"
-                    )));
-                }
-            }
-            p.preset = None;
-        }
-        Ok(p)
+        build(&KIND.parse_cli(args)?)
     }
 
     pub fn name(&self) -> String {
@@ -153,6 +184,10 @@ impl AtomicParams {
         ))
     }
 }
+
+workload_params!(AtomicParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
+    instantiate: Atomic::new(p.clone()),
+    buffers: AtomicParams::buffer_bytes(p));
 
 /// A `<prefix><n>` name built in place.
 struct Name {
@@ -374,7 +409,11 @@ mod tests {
             (q.count, q.dd_block_size, q.name().as_str()),
             (10, 8192, "n10-dd3x2x8192")
         );
-        assert!(AtomicParams::parse("count=0").unwrap().validate().is_err());
+        assert!(
+            AtomicParams::parse("count=0")
+                .and_then(|p| p.validate())
+                .is_err()
+        );
         assert!(AtomicParams::parse("loops=3").is_err());
         let mut n = Name { buf: [0; 24] };
         assert_eq!(n.of(b'f', 12345), b"f12345");

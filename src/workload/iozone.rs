@@ -12,10 +12,11 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{Aligned, PhaseInfo, SpaceNeed, Workload};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Aligned, PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{CpuTimes, PhaseRecorder};
-use crate::units::{compact_size, format_bytes, parse_size};
+use crate::units::{compact_size, format_bytes};
 
 pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed(
     "matrix",
@@ -89,6 +90,134 @@ fn doubling(from: u64, to: u64) -> Vec<u64> {
         .collect()
 }
 
+const OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        min: 1,
+        max: 1 << 40,
+        ..OptionDef::new("sizes", OptKind::List(&OptKind::Size), "file sizes")
+    },
+    OptionDef {
+        min: 64 << 10,
+        max: 1 << 40,
+        ..OptionDef::new(
+            "max",
+            OptKind::Size,
+            "largest file of auto mode (files 64 KiB doubling)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 1 << 30,
+        default: Some("4k+8k+16k+32k+64k+128k+256k+512k+1m+2m+4m+8m+16m"),
+        ..OptionDef::new("records", OptKind::List(&OptKind::Size), "record sizes")
+    },
+    OptionDef {
+        default: Some("0+1+2+3+4+5+9+10"),
+        ..OptionDef::new(
+            "tests",
+            OptKind::List(&OptKind::Choice(&[
+                "0", "1", "2", "3", "4", "5", "6", "7", "9", "10",
+            ])),
+            "IOzone test groups (-i)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 1024,
+        default: Some("1"),
+        ..OptionDef::new(
+            "threads",
+            OptKind::Count,
+            "threads, each on a file of its own",
+        )
+    },
+    OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
+    OptionDef::new("sync", OptKind::Flag, "O_SYNC"),
+    OptionDef::new("fsync", OptKind::Flag, "fsync timed with writes (-e)"),
+    OptionDef::new("close", OptKind::Flag, "close timed (-c)"),
+    OptionDef::new("stdio", OptKind::Flag, "add fwrite/fread (groups 6 and 7)"),
+    OptionDef::new(
+        "all-records",
+        OptKind::Flag,
+        "every record size for files over 16 MiB",
+    ),
+    OptionDef::new("no-drop", OptKind::Flag, "keep caches before reads"),
+];
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "auto",
+        values: &[("max", "512m")],
+        help: "IOzone's auto mode",
+    },
+    Preset {
+        name: "quick",
+        values: &[("max", "16m")],
+        help: "auto mode up to 16 MiB files",
+    },
+    Preset {
+        name: "seq-1m",
+        values: &[("sizes", "1g"), ("records", "1m"), ("tests", "0+1")],
+        help: "sequential 1 MiB records on a 1 GiB file",
+    },
+];
+
+/// The iozone workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "iozone",
+    summary: "IOzone-style throughput matrix of file sizes × record sizes",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "quick",
+    aliases: &[],
+    build: |p| build(p).map(WorkloadSpec::Iozone),
+};
+
+fn build(p: &Parsed) -> anyhow::Result<IozoneParams> {
+    if p.explicit("sizes") && p.explicit("max") {
+        return Err(invalid("iozone: give `sizes` or `max`, not both"));
+    }
+    // Explicit `max` beats a preset's `sizes`; explicit `sizes` beats a preset's `max`.
+    let file_sizes = match (p.explicit("max"), p.nums("sizes"), p.num("max")) {
+        (false, Some(sizes), _) => sizes,
+        (_, _, Some(max)) => doubling(64 << 10, max),
+        (true, _, None) | (false, None, None) => unreachable!("presets give sizes or max"),
+    };
+    let mut groups: Vec<u8> = p
+        .texts("tests")
+        .expect("tests has a default")
+        .iter()
+        .map(|g| g.parse().expect("choices are numbers"))
+        .collect();
+    if p.flag("stdio") {
+        groups.extend([6, 7]);
+        groups.sort();
+        groups.dedup();
+    }
+    let custom = p.first_explicit(&[
+        "sizes",
+        "max",
+        "records",
+        "tests",
+        "threads",
+        "all-records",
+        "stdio",
+    ]);
+    Ok(IozoneParams {
+        preset: custom.is_none().then(|| p.preset.name.to_string()),
+        file_sizes,
+        record_sizes: p.nums("records").expect("records has a default"),
+        all_records: p.flag("all-records"),
+        groups,
+        direct: p.flag("direct"),
+        sync: p.flag("sync"),
+        fsync: p.flag("fsync"),
+        close: p.flag("close"),
+        threads: p.small("threads").expect("threads has a default"),
+        drop_caches: !p.flag("no-drop"),
+    })
+}
+
 impl IozoneParams {
     /// IOzone's auto mode up to `max_file`: files 64 KiB doubling, records 4 KiB to 16 MiB.
     pub fn auto(max_file: u64) -> IozoneParams {
@@ -108,23 +237,7 @@ impl IozoneParams {
     }
 
     pub fn preset(name: &str) -> anyhow::Result<IozoneParams> {
-        let mut p = match name {
-            "auto" => IozoneParams::auto(512 << 20),
-            "quick" => IozoneParams::auto(16 << 20),
-            "seq-1m" => IozoneParams {
-                file_sizes: vec![1 << 30],
-                record_sizes: vec![1 << 20],
-                groups: vec![0, 1],
-                ..IozoneParams::auto(0)
-            },
-            other => {
-                return Err(invalid(format!(
-                    "unknown iozone preset `{other}`: choose auto, quick or seq-1m"
-                )));
-            }
-        };
-        p.preset = Some(name.into());
-        Ok(p)
+        build(&KIND.parse_cli(&format!("preset={name}"))?)
     }
 
     /// Parses the part after `iozone:`: a preset and settings; lists use `+`:
@@ -132,89 +245,7 @@ impl IozoneParams {
     /// `threads=N`, and flags `direct`, `sync`, `fsync`, `close`, `stdio`, `all-records`,
     /// `no-drop`.
     pub fn parse(args: &str) -> anyhow::Result<IozoneParams> {
-        let mut p = IozoneParams::preset("quick")?;
-        let list = |v: &str| {
-            v.split('+')
-                .map(parse_size)
-                .collect::<anyhow::Result<Vec<u64>>>()
-        };
-        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let custom = match item.split_once('=') {
-                None => match item {
-                    "direct" => {
-                        p.direct = true;
-                        false
-                    }
-                    "sync" => {
-                        p.sync = true;
-                        false
-                    }
-                    "fsync" => {
-                        p.fsync = true;
-                        false
-                    }
-                    "close" => {
-                        p.close = true;
-                        false
-                    }
-                    "all-records" => {
-                        p.all_records = true;
-                        true
-                    }
-                    "no-drop" => {
-                        p.drop_caches = false;
-                        false
-                    }
-                    "stdio" => {
-                        p.groups.extend([6, 7]);
-                        p.groups.sort();
-                        p.groups.dedup();
-                        true
-                    }
-                    preset => {
-                        let flags = (p.direct, p.sync, p.fsync, p.close, p.threads, p.drop_caches);
-                        p = IozoneParams::preset(preset)?;
-                        (p.direct, p.sync, p.fsync, p.close, p.threads, p.drop_caches) = flags;
-                        false
-                    }
-                },
-                Some((key, value)) => {
-                    match key {
-                        "sizes" => p.file_sizes = list(value)?,
-                        "records" => p.record_sizes = list(value)?,
-                        "max" => p.file_sizes = doubling(64 << 10, parse_size(value)?),
-                        "tests" => {
-                            p.groups = value
-                                .split('+')
-                                .map(|g| {
-                                    g.parse::<u8>()
-                                        .ok()
-                                        .filter(|g| TESTS.iter().any(|t| t.1 == *g))
-                                })
-                                .collect::<Option<Vec<u8>>>()
-                                .ok_or_else(|| {
-                                    invalid(format!(
-                                        "iozone tests `{value}`: IOzone groups are 0-7, 9 and 10"
-                                    ))
-                                })?;
-                        }
-                        "threads" => {
-                            p.threads = value.parse().map_err(|_| {
-                                invalid(format!("iozone threads `{value}` is not a number"))
-                            })?;
-                        }
-                        other => {
-                            return Err(invalid(format!("unknown iozone parameter `{other}`")));
-                        }
-                    }
-                    true
-                }
-            };
-            if custom {
-                p.preset = None;
-            }
-        }
-        Ok(p)
+        build(&KIND.parse_cli(args)?)
     }
 
     /// The matrix's cells, in IOzone's order: file sizes, then records.
@@ -333,6 +364,10 @@ impl IozoneParams {
         })
     }
 }
+
+workload_params!(IozoneParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
+    instantiate: Iozone::new(p.clone()),
+    buffers: IozoneParams::buffer_bytes(p));
 
 /// One cell of one test: every thread's file, aggregated.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -963,8 +998,7 @@ mod tests {
         assert!(IozoneParams::parse("bogus=1").is_err());
         assert!(
             IozoneParams::parse("threads=0")
-                .unwrap()
-                .validate()
+                .and_then(|p| p.validate())
                 .is_err()
         );
         assert!(

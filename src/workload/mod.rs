@@ -4,11 +4,46 @@
 //! [`Workload::run_phase`] for each phase in turn, with caches dropped and barriers in between,
 //! so phases must not depend on anything but the workload's own state and the directory.
 
+/// Implements [`WorkloadParams`] with the parameter type's own methods of the same names.
+macro_rules! workload_params {
+    ($params:ty, |$p:ident| phases: $phases:expr, instantiate: $new:expr
+     $(, buffers: $buffers:expr)? $(,)?) => {
+        impl $crate::workload::WorkloadParams for $params {
+            fn name(&self) -> String {
+                <$params>::name(self)
+            }
+            fn describe(&self) -> String {
+                <$params>::describe(self)
+            }
+            fn validate(&self) -> anyhow::Result<()> {
+                <$params>::validate(self)
+            }
+            fn space_needed(&self) -> Option<$crate::workload::SpaceNeed> {
+                <$params>::space_needed(self)
+            }
+            $(fn buffer_bytes(&self) -> u64 {
+                let $p = self;
+                $buffers
+            })?
+            fn phases(&self) -> std::borrow::Cow<'static, [$crate::workload::PhaseInfo]> {
+                #[allow(unused_variables)] // most workloads have fixed phases
+                let $p = self;
+                $phases
+            }
+            fn instantiate(&self) -> Box<dyn $crate::workload::Workload> {
+                let $p = self;
+                Box::new($new)
+            }
+        }
+    };
+}
+
 pub mod alloc;
 pub mod archive;
 pub mod atomic;
 pub mod ffsb;
 pub mod iozone;
+pub(crate) mod options;
 pub mod rmtree;
 pub mod tree;
 
@@ -21,6 +56,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{Figure, PhaseRecorder};
+use options::WorkloadKind;
 
 /// Description of one phase. Most workloads have a fixed list; `alloc` has one phase per
 /// allocation method it was asked for.
@@ -277,86 +313,194 @@ pub fn push_decimal(buf: &mut [u8], mut at: usize, value: u64) -> usize {
     at
 }
 
-/// What a suite asks to run: parsed from `--workload` or a suite file, validated, serializable.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum WorkloadSpec {
-    Tree(tree::TreeParams),
-    Archive(archive::ArchiveParams),
-    Atomic(atomic::AtomicParams),
-    Iozone(iozone::IozoneParams),
-    Alloc(alloc::AllocParams),
-    Ffsb(ffsb::FfsbParams),
+/// What every workload's parameters offer the runner; [`WorkloadSpec`] dispatches to it.
+pub(crate) trait WorkloadParams {
+    /// The label's part after `KIND:` (a preset's name, or the settings).
+    fn name(&self) -> String;
+    /// One line describing what the workload does, with its totals.
+    fn describe(&self) -> String;
+    /// Checks parameters; the runner calls it before anything is created.
+    fn validate(&self) -> anyhow::Result<()>;
+    /// Space and inodes it needs; `None` when its sizes and counts overflow 64 bits.
+    fn space_needed(&self) -> Option<SpaceNeed>;
+    /// Bytes of I/O buffers it allocates up front (checked against the machine's memory).
+    fn buffer_bytes(&self) -> u64 {
+        0
+    }
+    fn phases(&self) -> Cow<'static, [PhaseInfo]>;
+    /// A fresh instance, ready for its first phase.
+    fn instantiate(&self) -> Box<dyn Workload>;
+}
+
+/// The registry: one row per workload, `Variant(parameters) = its option table`. The
+/// variant's lowercase name is the stable `kind` stored in databases and suite files.
+macro_rules! workloads {
+    ($($variant:ident($params:ty) = $kind:path),* $(,)?) => {
+        /// What a suite asks to run: parsed from `--workload` or a suite file, validated,
+        /// serializable.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(tag = "kind", rename_all = "lowercase")]
+        pub enum WorkloadSpec {
+            $($variant($params)),*
+        }
+
+        /// Every workload, in the order `--help` lists them.
+        pub(crate) const WORKLOADS: &[&options::WorkloadKind] = &[$(&$kind),*];
+
+        impl WorkloadSpec {
+            pub(crate) fn kind(&self) -> &'static options::WorkloadKind {
+                match self {
+                    $(WorkloadSpec::$variant(_) => &$kind),*
+                }
+            }
+
+            pub(crate) fn params(&self) -> &dyn WorkloadParams {
+                match self {
+                    $(WorkloadSpec::$variant(p) => p),*
+                }
+            }
+
+            /// The form databases store (the parameters' own serde), for `kind`.
+            fn from_stored(kind: &str, value: serde_json::Value) -> Option<serde_json::Result<WorkloadSpec>> {
+                $(if kind == $kind.name {
+                    return Some(serde_json::from_value::<$params>(value).map(WorkloadSpec::$variant));
+                })*
+                None
+            }
+        }
+    };
+}
+
+workloads! {
+    Tree(tree::TreeParams) = tree::KIND,
+    Archive(archive::ArchiveParams) = archive::KIND,
+    Atomic(atomic::AtomicParams) = atomic::KIND,
+    Iozone(iozone::IozoneParams) = iozone::KIND,
+    Alloc(alloc::AllocParams) = alloc::KIND,
+    Ffsb(ffsb::FfsbParams) = ffsb::KIND,
+}
+
+/// The registered workload called `name` (or an alias of one, with its preset).
+fn kind_named(name: &str) -> Option<(&'static WorkloadKind, Option<&'static str>)> {
+    WORKLOADS.iter().find_map(|k| {
+        if k.name == name {
+            return Some((*k, None));
+        }
+        k.aliases
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map(|(_, preset)| (*k, Some(*preset)))
+    })
+}
+
+fn unknown_workload(name: &str) -> anyhow::Error {
+    let mut names: Vec<&str> = WORKLOADS.iter().map(|k| k.name).collect();
+    names.extend(WORKLOADS.iter().flat_map(|k| k.aliases.iter().map(|a| a.0)));
+    invalid(format!(
+        "unknown workload `{name}`: available workloads are: {}",
+        names.join(", ")
+    ))
 }
 
 impl WorkloadSpec {
-    /// Parses `KIND[:ARGS]`, e.g. `tree:small-shallow` or `tree:dirs=3,files=4,size=1,levels=10`.
+    /// Parses one `KIND[:ARGS]`, e.g. `tree:small-shallow` or `tree:dirs=3,files=4,size=1,levels=10`.
     pub fn parse(text: &str) -> anyhow::Result<WorkloadSpec> {
-        let (kind, args) = text.split_once(':').unwrap_or((text, ""));
-        match kind.trim() {
-            "tree" => Ok(WorkloadSpec::Tree(tree::TreeParams::parse(args)?)),
-            "archive" => Ok(WorkloadSpec::Archive(archive::ArchiveParams::parse(args)?)),
-            "atomic" => Ok(WorkloadSpec::Atomic(atomic::AtomicParams::parse(args)?)),
-            "iozone" => Ok(WorkloadSpec::Iozone(iozone::IozoneParams::parse(args)?)),
-            "alloc" => Ok(WorkloadSpec::Alloc(alloc::AllocParams::parse(args)?)),
-            "ffsb" => Ok(WorkloadSpec::Ffsb(ffsb::FfsbParams::parse(args)?)),
-            // The issue's and the seed's name for the preset.
-            "ffsb-large-write" => Ok(WorkloadSpec::Ffsb(ffsb::FfsbParams::parse(&format!(
-                "large-write,{args}"
-            ))?)),
-            other => Err(invalid(format!(
-                "unknown workload `{other}`: available workloads are: tree, archive, atomic, iozone, alloc, ffsb, ffsb-large-write"
-            ))),
+        let mut specs = WorkloadSpec::parse_list(text)?;
+        if specs.len() != 1 {
+            return Err(invalid(format!(
+                "`{text}` names {} workloads where one is expected",
+                specs.len()
+            )));
         }
+        Ok(specs.remove(0))
+    }
+
+    /// Parses a `-w` value: one workload or several separated by commas, each starting with
+    /// its kind (`atomic:quick,archive:tiny`, `tree,atomic`).
+    pub fn parse_list(text: &str) -> anyhow::Result<Vec<WorkloadSpec>> {
+        let starts_workload = |item: &str| {
+            let name = item.split_once(':').map_or(item, |(k, _)| k).trim();
+            kind_named(name).is_some()
+        };
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+        for (i, item) in text.split(',').enumerate() {
+            if i == 0 || starts_workload(item) {
+                let (kind, args) = item.split_once(':').unwrap_or((item, ""));
+                groups.push((kind.trim().to_string(), vec![args]));
+            } else if let Some((_, args)) = groups.last_mut() {
+                args.push(item);
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(name, args)| {
+                let (kind, alias_preset) =
+                    kind_named(&name).ok_or_else(|| unknown_workload(&name))?;
+                let mut args = args.join(",");
+                if let Some(preset) = alias_preset {
+                    args = format!("{preset},{args}");
+                }
+                (kind.build)(&kind.parse_cli(&args)?)
+            })
+            .collect()
+    }
+
+    /// A suite file's `[[workload]]` table or a stored spec, both as JSON.
+    fn from_value(value: serde_json::Value) -> anyhow::Result<WorkloadSpec> {
+        let serde_json::Value::Object(mut map) = value else {
+            return Err(invalid("a workload is a table with `kind = \"...\"`"));
+        };
+        let Some(serde_json::Value::String(name)) = map.remove("kind") else {
+            return Err(invalid(
+                "a workload needs `kind = \"...\"` (e.g. kind = \"tree\")",
+            ));
+        };
+        let (kind, alias_preset) = kind_named(&name).ok_or_else(|| unknown_workload(&name))?;
+        if let Some(preset) = alias_preset {
+            map.insert("preset".into(), preset.into());
+        }
+        let from_options = |map| (kind.build)(&kind.parse_map(map)?);
+        if kind.knows_all(&map) {
+            return from_options(&map);
+        }
+        // Databases store the parameters' own fields; a suite file uses options.
+        match WorkloadSpec::from_stored(kind.name, serde_json::Value::Object(map.clone())) {
+            Some(Ok(spec)) => Ok(spec),
+            _ => from_options(&map),
+        }
+    }
+
+    /// The `--workload` help: every workload's presets and options, from their tables.
+    pub fn help() -> String {
+        let mut out = String::from(
+            "KIND:PRESET,KEY=VALUE,FLAG; a preset supplies values, keys override it in any \
+             order; lists join values with `+`; several workloads: -w KIND:...,KIND:... \
+             or -w repeated.\n",
+        );
+        for kind in WORKLOADS {
+            out.push_str(&kind.help());
+        }
+        out
     }
 
     /// Short label used in tables, e.g. `tree:small-shallow`.
     pub fn label(&self) -> String {
-        match self {
-            WorkloadSpec::Tree(p) => format!("tree:{}", p.name()),
-            WorkloadSpec::Archive(p) => format!("archive:{}", p.name()),
-            WorkloadSpec::Atomic(p) => format!("atomic:{}", p.name()),
-            WorkloadSpec::Iozone(p) => format!("iozone:{}", p.name()),
-            WorkloadSpec::Alloc(p) => format!("alloc:{}", p.name()),
-            WorkloadSpec::Ffsb(p) => format!("ffsb:{}", p.name()),
-        }
+        format!("{}:{}", self.kind().name, self.params().name())
     }
 
     /// One line describing what the workload does, with its totals.
     pub fn describe(&self) -> String {
-        match self {
-            WorkloadSpec::Tree(p) => p.describe(),
-            WorkloadSpec::Archive(p) => p.describe(),
-            WorkloadSpec::Atomic(p) => p.describe(),
-            WorkloadSpec::Iozone(p) => p.describe(),
-            WorkloadSpec::Alloc(p) => p.describe(),
-            WorkloadSpec::Ffsb(p) => p.describe(),
-        }
+        self.params().describe()
     }
 
     pub fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        match self {
-            WorkloadSpec::Tree(_) => Cow::Borrowed(tree::PHASES),
-            WorkloadSpec::Archive(_) => Cow::Borrowed(archive::PHASES),
-            WorkloadSpec::Atomic(_) => Cow::Borrowed(atomic::PHASES),
-            WorkloadSpec::Iozone(_) => Cow::Borrowed(iozone::PHASES),
-            WorkloadSpec::Alloc(p) => Cow::Owned(p.phases()),
-            WorkloadSpec::Ffsb(_) => Cow::Borrowed(ffsb::PHASES),
-        }
+        self.params().phases()
     }
 
     /// What the workload needs; an error when its sizes and counts overflow 64 bits (a need
     /// that wrapped around would pass the free-space check).
     pub fn space_needed(&self) -> anyhow::Result<SpaceNeed> {
-        let need = match self {
-            WorkloadSpec::Tree(p) => p.space_needed(),
-            WorkloadSpec::Archive(p) => p.space_needed(),
-            WorkloadSpec::Atomic(p) => p.space_needed(),
-            WorkloadSpec::Iozone(p) => p.space_needed(),
-            WorkloadSpec::Alloc(p) => p.space_needed(),
-            WorkloadSpec::Ffsb(p) => p.space_needed(),
-        };
-        need.ok_or_else(|| {
+        self.params().space_needed().ok_or_else(|| {
             invalid(format!(
                 "{}: the space it needs is beyond 16 EiB (sizes × counts overflow): use smaller sizes or counts",
                 self.label()
@@ -366,44 +510,24 @@ impl WorkloadSpec {
 
     /// A fresh instance, ready for its first phase.
     pub fn instantiate(&self) -> Box<dyn Workload> {
-        match self {
-            WorkloadSpec::Tree(p) => {
-                Box::new(tree::Tree::new(p.clone(), tree::default_base_name()))
-            }
-            WorkloadSpec::Archive(p) => Box::new(archive::Archive::new(p.clone())),
-            WorkloadSpec::Atomic(p) => Box::new(atomic::Atomic::new(p.clone())),
-            WorkloadSpec::Iozone(p) => Box::new(iozone::Iozone::new(p.clone())),
-            WorkloadSpec::Alloc(p) => Box::new(alloc::Alloc::new(p.clone())),
-            WorkloadSpec::Ffsb(p) => Box::new(ffsb::Ffsb::new(p.clone())),
-        }
+        self.params().instantiate()
     }
 
     /// Checks parameters; the runner calls it before anything is created.
     pub fn validate(&self) -> anyhow::Result<()> {
-        match self {
-            WorkloadSpec::Tree(p) => p.validate(),
-            WorkloadSpec::Archive(p) => p.validate(),
-            WorkloadSpec::Atomic(p) => p.validate(),
-            WorkloadSpec::Iozone(p) => p.validate(),
-            WorkloadSpec::Alloc(p) => p.validate(),
-            WorkloadSpec::Ffsb(p) => p.validate(),
-        }?;
+        self.params().validate()?;
         check_buffers(
             &self.label(),
-            self.buffer_bytes(),
+            self.params().buffer_bytes(),
             crate::sysinfo::available_memory(),
         )
     }
+}
 
-    /// Bytes of I/O buffers the workload allocates up front.
-    fn buffer_bytes(&self) -> u64 {
-        match self {
-            WorkloadSpec::Tree(_) | WorkloadSpec::Archive(_) => 0,
-            WorkloadSpec::Atomic(p) => p.buffer_bytes(),
-            WorkloadSpec::Iozone(p) => p.buffer_bytes(),
-            WorkloadSpec::Alloc(p) => p.buffer_bytes(),
-            WorkloadSpec::Ffsb(p) => p.buffer_bytes(),
-        }
+impl<'de> Deserialize<'de> for WorkloadSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        WorkloadSpec::from_value(value).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
     }
 }
 

@@ -11,13 +11,15 @@
 //! Every operation is one system call relative to its parent's descriptor; the recursion holds
 //! one descriptor per level, so memory is independent of the tree's size.
 
+use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{PhaseInfo, SpaceNeed, Workload, push_decimal};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec, push_decimal};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -40,22 +42,131 @@ pub const FILE_CREATE: usize = 1;
 pub const FILE_REMOVE: usize = 2;
 pub const DIR_REMOVE: usize = 3;
 
+/// fdtree's options; the numbers fit `u32`.
+const OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        aliases: &["d"],
+        min: 1,
+        max: u32::MAX as u64,
+        ..OptionDef::new(
+            "dirs",
+            OptKind::Count,
+            "subdirectories per directory (fdtree -d)",
+        )
+    },
+    OptionDef {
+        aliases: &["f"],
+        min: 1,
+        max: u32::MAX as u64,
+        ..OptionDef::new("files", OptKind::Count, "files per directory (fdtree -f)")
+    },
+    OptionDef {
+        aliases: &["s"],
+        unit: "4 KiB blocks",
+        max: u32::MAX as u64,
+        ..OptionDef::new("size", OptKind::Count, "file size (fdtree -s)")
+    },
+    OptionDef {
+        aliases: &["l"],
+        max: MAX_LEVELS as u64,
+        ..OptionDef::new(
+            "levels",
+            OptKind::Count,
+            "levels below the root (fdtree -l)",
+        )
+    },
+];
+
 /// Named parameter sets: the article's four and two quick ones for the default suite.
-pub const PRESETS: &[(&str, [u32; 4])] = &[
-    // name, [dirs per level, files per dir, size in blocks, levels]
-    ("small-shallow", [20, 40, 1, 3]),
-    ("small-deep", [3, 4, 1, 10]),
-    ("medium-shallow", [17, 10, 1000, 2]),
-    ("medium-deep", [2, 2, 1000, 10]),
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "small-shallow",
+        values: &[
+            ("dirs", "20"),
+            ("files", "40"),
+            ("size", "1"),
+            ("levels", "3"),
+        ],
+        help: "the article's",
+    },
+    Preset {
+        name: "small-deep",
+        values: &[
+            ("dirs", "3"),
+            ("files", "4"),
+            ("size", "1"),
+            ("levels", "10"),
+        ],
+        help: "the article's",
+    },
+    Preset {
+        name: "medium-shallow",
+        values: &[
+            ("dirs", "17"),
+            ("files", "10"),
+            ("size", "1000"),
+            ("levels", "2"),
+        ],
+        help: "the article's",
+    },
+    Preset {
+        name: "medium-deep",
+        values: &[
+            ("dirs", "2"),
+            ("files", "2"),
+            ("size", "1000"),
+            ("levels", "10"),
+        ],
+        help: "the article's",
+    },
     // Sized so that every phase lasts about a second on a loop image here, with one file per
     // directory so that the directory phases are not drowned by the file phases.
-    ("quick-shallow", [50, 1, 1, 3]),
-    ("quick-deep", [3, 1, 1, 10]),
+    Preset {
+        name: "quick-shallow",
+        values: &[
+            ("dirs", "50"),
+            ("files", "1"),
+            ("size", "1"),
+            ("levels", "3"),
+        ],
+        help: "about a second per phase",
+    },
+    Preset {
+        name: "quick-deep",
+        values: &[
+            ("dirs", "3"),
+            ("files", "1"),
+            ("size", "1"),
+            ("levels", "10"),
+        ],
+        help: "about a second per phase",
+    },
 ];
+
+/// The tree workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "tree",
+    summary: "fdtree: create and remove a tree of directories and files",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "quick-shallow",
+    aliases: &[],
+    build: |p| build(p).map(WorkloadSpec::Tree),
+};
+
+fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
+    let n = |name| p.small(name).expect("tree options have preset values");
+    Ok(TreeParams::new(
+        n("dirs"),
+        n("files"),
+        n("size"),
+        n("levels"),
+    ))
+}
 
 /// fdtree's four parameters (`-d -f -s -l`) and the preset they came from, if any.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "RawTreeParams")]
+#[serde(try_from = "serde_json::Map<String, serde_json::Value>")]
 pub struct TreeParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
@@ -70,32 +181,11 @@ pub struct TreeParams {
 }
 
 /// The suite-file form: a preset, explicit numbers, or a preset with some numbers overridden.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTreeParams {
-    preset: Option<String>,
-    dirs: Option<u32>,
-    files: Option<u32>,
-    size: Option<u32>,
-    levels: Option<u32>,
-}
-
-impl TryFrom<RawTreeParams> for TreeParams {
+impl TryFrom<serde_json::Map<String, serde_json::Value>> for TreeParams {
     type Error = anyhow::Error;
 
-    fn try_from(raw: RawTreeParams) -> anyhow::Result<TreeParams> {
-        let base = match &raw.preset {
-            Some(name) => TreeParams::preset(name)?,
-            None => TreeParams::preset("quick-shallow")?,
-        };
-        let params = TreeParams {
-            dirs: raw.dirs.unwrap_or(base.dirs),
-            files: raw.files.unwrap_or(base.files),
-            size: raw.size.unwrap_or(base.size),
-            levels: raw.levels.unwrap_or(base.levels),
-            preset: None,
-        };
-        Ok(params.named())
+    fn try_from(map: serde_json::Map<String, serde_json::Value>) -> anyhow::Result<TreeParams> {
+        build(&KIND.parse_map(&map)?)
     }
 }
 
@@ -113,59 +203,35 @@ impl TreeParams {
 
     /// Attaches the preset name whose numbers these are, if one matches.
     fn named(mut self) -> TreeParams {
-        let values = [self.dirs, self.files, self.size, self.levels];
+        let values = [self.dirs, self.files, self.size, self.levels].map(u64::from);
         self.preset = PRESETS
             .iter()
-            .find(|(_, v)| *v == values)
-            .map(|(n, _)| n.to_string());
+            .find(|preset| {
+                let row = |key| {
+                    preset
+                        .values
+                        .iter()
+                        .find(|(k, _)| *k == key)
+                        .map(|(_, v)| v.parse::<u64>().ok())
+                };
+                ["dirs", "files", "size", "levels"]
+                    .iter()
+                    .zip(values)
+                    .all(|(key, v)| row(*key) == Some(Some(v)))
+            })
+            .map(|preset| preset.name.to_string());
         self
     }
 
     pub fn preset(name: &str) -> anyhow::Result<TreeParams> {
-        let (_, [d, f, s, l]) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-            let names: Vec<_> = PRESETS.iter().map(|(n, _)| *n).collect();
-            invalid(format!(
-                "unknown tree preset `{name}`: choose one of {}",
-                names.join(", ")
-            ))
-        })?;
-        Ok(TreeParams::new(*d, *f, *s, *l))
+        build(&KIND.parse_cli(&format!("preset={name}"))?)
     }
 
-    /// Parses the part after `tree:`: a preset name or `dirs=N,files=N,size=N,levels=N`
-    /// (fdtree's letters d, f, s, l work too; unnamed values come from `quick-shallow`).
+    /// Parses the part after `tree:`: a preset and/or `dirs=N,files=N,size=N,levels=N`
+    /// (fdtree's letters d, f, s, l work too; unnamed values come from the preset, by default
+    /// `quick-shallow`).
     pub fn parse(args: &str) -> anyhow::Result<TreeParams> {
-        let args = args.trim();
-        if args.is_empty() {
-            return TreeParams::preset("quick-shallow");
-        }
-        if !args.contains('=') {
-            return TreeParams::preset(args);
-        }
-        let mut p = TreeParams::preset("quick-shallow")?;
-        for item in args.split(',') {
-            let (key, value) = item
-                .split_once('=')
-                .ok_or_else(|| invalid(format!("tree parameter `{item}` needs a value: KEY=N")))?;
-            let n: u32 = value.trim().parse().map_err(|_| {
-                invalid(format!(
-                    "tree parameter `{key}`: `{value}` is not a non-negative integer"
-                ))
-            })?;
-            match key.trim() {
-                "dirs" | "d" => p.dirs = n,
-                "files" | "f" => p.files = n,
-                "size" | "s" => p.size = n,
-                "levels" | "l" => p.levels = n,
-                "preset" => return Err(invalid("give either a preset or parameters, not both")),
-                other => {
-                    return Err(invalid(format!(
-                        "unknown tree parameter `{other}`: use dirs, files, size, levels"
-                    )));
-                }
-            }
-        }
-        Ok(p.named())
+        build(&KIND.parse_cli(args)?)
     }
 
     /// The preset's name, or fdtree's flags for a custom tree.
@@ -252,6 +318,9 @@ impl TreeParams {
         Some(SpaceNeed::exactly(bytes, inodes))
     }
 }
+
+workload_params!(TreeParams, |p| phases: Cow::Borrowed(PHASES),
+    instantiate: Tree::new(p.clone(), default_base_name()));
 
 /// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
 pub fn default_base_name() -> String {

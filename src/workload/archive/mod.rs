@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{PhaseInfo, SpaceNeed, Workload, rmtree};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec, rmtree};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
 use crate::units::group_thousands;
@@ -57,35 +58,202 @@ pub enum RemoveOrder {
     BackupsFirst,
 }
 
-/// Presets: counts in the seed's proportions (≈23 links per pool file, ≈0.8% empty files),
-/// with small files so that data does not dominate.
-pub const PRESETS: &[(&str, Shape)] = &[
-    ("tiny", shape(500, 2, 2, 1_000, 0)),
-    ("small", shape(1_000, 2, 3, 4_000, 0)),
-    ("seed-1pct", shape(4_560, 4, 5, 5_200, 0)),
-    ("seed-10pct", shape(45_600, 8, 10, 13_000, 0)),
+/// The generated archive's shape, one option per [`Shape`] field.
+const SHAPE_KEYS: &[&str] = &[
+    "pool", "hosts", "backups", "files", "per-dir", "empty", "regular", "popular", "min-size",
+    "max-size", "seed",
 ];
 
-const fn shape(
-    pool_files: u64,
-    hosts: u32,
-    backups_per_host: u32,
-    files_per_backup: u64,
-    popular_links: u64,
-) -> Shape {
-    Shape {
-        pool_files,
-        hosts,
-        backups_per_host,
-        files_per_backup,
-        files_per_dir: 64,
-        empty_permille: 8,
-        regular_permille: 1,
-        popular_links,
-        min_size: 512,
-        max_size: 64 << 10,
-        seed: 2010,
+const U32: u64 = u32::MAX as u64;
+
+const OPTIONS: &[OptionDef] = &[
+    OptionDef::new(
+        "file",
+        OptKind::Text,
+        "extract this tar file (plain, gzip or zstd) instead",
+    ),
+    OptionDef {
+        default: Some("directory"),
+        ..OptionDef::new(
+            "order",
+            OptKind::Choice(&["directory", "pool-first", "backups-first"]),
+            "the order rm -rf visits the top level in",
+        )
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("pool", OptKind::Count, "pool files")
+    },
+    OptionDef {
+        min: 1,
+        max: U32,
+        ..OptionDef::new("hosts", OptKind::Count, "backed-up hosts")
+    },
+    OptionDef {
+        min: 1,
+        max: U32,
+        ..OptionDef::new("backups", OptKind::Count, "backups per host")
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("files", OptKind::Count, "files per backup")
+    },
+    OptionDef {
+        min: 1,
+        max: U32,
+        default: Some("64"),
+        ..OptionDef::new("per-dir", OptKind::Count, "files per directory in a backup")
+    },
+    OptionDef {
+        unit: "per mille",
+        max: 1000,
+        default: Some("8"),
+        ..OptionDef::new(
+            "empty",
+            OptKind::Count,
+            "backup files that are empty regular files",
+        )
+    },
+    OptionDef {
+        unit: "per mille",
+        max: 1000,
+        default: Some("1"),
+        ..OptionDef::new(
+            "regular",
+            OptKind::Count,
+            "backup files that are regular files with data",
+        )
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "popular",
+            OptKind::Count,
+            "extra hard links to one pool file",
+        )
+    },
+    OptionDef {
+        default: Some("512"),
+        ..OptionDef::new(
+            "min-size",
+            OptKind::Size,
+            "smallest pool file (log-uniform sizes)",
+        )
+    },
+    OptionDef {
+        default: Some("64k"),
+        ..OptionDef::new("max-size", OptKind::Size, "largest pool file")
+    },
+    OptionDef {
+        default: Some("2010"),
+        ..OptionDef::new("seed", OptKind::Count, "the generator's seed")
+    },
+];
+
+/// Presets: counts in the seed's proportions (≈23 links per pool file, ≈0.8% empty files),
+/// with small files so that data does not dominate.
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "tiny",
+        values: &[
+            ("pool", "500"),
+            ("hosts", "2"),
+            ("backups", "2"),
+            ("files", "1000"),
+        ],
+        help: "a look",
+    },
+    Preset {
+        name: "small",
+        values: &[
+            ("pool", "1000"),
+            ("hosts", "2"),
+            ("backups", "3"),
+            ("files", "4000"),
+        ],
+        help: "a few seconds",
+    },
+    Preset {
+        name: "seed-1pct",
+        values: &[
+            ("pool", "4560"),
+            ("hosts", "4"),
+            ("backups", "5"),
+            ("files", "5200"),
+        ],
+        help: "1% of the seed's pool",
+    },
+    Preset {
+        name: "seed-10pct",
+        values: &[
+            ("pool", "45600"),
+            ("hosts", "8"),
+            ("backups", "10"),
+            ("files", "13000"),
+        ],
+        help: "10% of the seed's pool, over a million entries",
+    },
+];
+
+/// The archive workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "archive",
+    summary: "extract a BackupPC-shaped archive (pool files and hard links), then rm -rf it",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "tiny",
+    aliases: &[],
+    build: |p| build(p).map(WorkloadSpec::Archive),
+};
+
+fn build(p: &Parsed) -> anyhow::Result<ArchiveParams> {
+    let remove_order = match p.text("order") {
+        Some("pool-first") => RemoveOrder::PoolFirst,
+        Some("backups-first") => RemoveOrder::BackupsFirst,
+        _ => RemoveOrder::Directory,
+    };
+    let custom = p.first_explicit(SHAPE_KEYS);
+    if let Some(path) = p.text("file") {
+        if let Some(key) = custom {
+            return Err(invalid(format!(
+                "archive: `{key}` does not apply to a file archive"
+            )));
+        }
+        return Ok(ArchiveParams {
+            source: Source::File {
+                path: std::path::absolute(path)?,
+            },
+            remove_order,
+        });
     }
+    let n = |key| {
+        p.num(key)
+            .expect("shape options have preset or default values")
+    };
+    let small = |key| {
+        p.small(key)
+            .expect("shape options have preset or default values")
+    };
+    let shape = Shape {
+        pool_files: n("pool"),
+        hosts: small("hosts"),
+        backups_per_host: small("backups"),
+        files_per_backup: n("files"),
+        files_per_dir: small("per-dir"),
+        empty_permille: small("empty"),
+        regular_permille: small("regular"),
+        popular_links: n("popular"),
+        min_size: n("min-size"),
+        max_size: n("max-size"),
+        seed: n("seed"),
+    };
+    Ok(ArchiveParams {
+        source: Source::Generated {
+            preset: custom.is_none().then(|| p.preset.name.to_string()),
+            shape,
+        },
+        remove_order,
+    })
 }
 
 /// Where the archive comes from.
@@ -115,85 +283,14 @@ const TARGET: &str = "archive";
 
 impl ArchiveParams {
     pub fn preset(name: &str) -> anyhow::Result<ArchiveParams> {
-        let (_, shape) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-            let names: Vec<_> = PRESETS.iter().map(|(n, _)| *n).collect();
-            invalid(format!(
-                "unknown archive preset `{name}`: choose one of {}",
-                names.join(", ")
-            ))
-        })?;
-        Ok(ArchiveParams {
-            source: Source::Generated {
-                preset: Some(name.into()),
-                shape: shape.clone(),
-            },
-            remove_order: RemoveOrder::Directory,
-        })
+        build(&KIND.parse_cli(&format!("preset={name}"))?)
     }
 
     /// Parses the part after `archive:`: a preset, `file=PATH`, and/or `KEY=N` settings:
-    /// pool, hosts, backups, files, empty (‰), regular (‰), popular, min-size, max-size,
-    /// seed, order (directory, pool-first, backups-first).
+    /// pool, hosts, backups, files, per-dir, empty (‰), regular (‰), popular, min-size,
+    /// max-size, seed, order (directory, pool-first, backups-first).
     pub fn parse(args: &str) -> anyhow::Result<ArchiveParams> {
-        let mut params = ArchiveParams::preset("tiny")?;
-        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let Some((key, value)) = item.split_once('=') else {
-                params = ArchiveParams {
-                    remove_order: params.remove_order,
-                    ..ArchiveParams::preset(item)?
-                };
-                continue;
-            };
-            if key == "file" {
-                params.source = Source::File {
-                    path: std::path::absolute(value)?,
-                };
-                continue;
-            }
-            if key == "order" {
-                params.remove_order = match value {
-                    "directory" => RemoveOrder::Directory,
-                    "pool-first" => RemoveOrder::PoolFirst,
-                    "backups-first" => RemoveOrder::BackupsFirst,
-                    _ => {
-                        return Err(invalid(format!(
-                            "archive order `{value}`: use directory, pool-first or backups-first"
-                        )));
-                    }
-                };
-                continue;
-            }
-            let Source::Generated { preset, shape } = &mut params.source else {
-                return Err(invalid(format!(
-                    "archive: `{key}` does not apply to a file archive"
-                )));
-            };
-            let n: u64 = crate::units::parse_size(value).map_err(|_| {
-                invalid(format!(
-                    "archive parameter `{key}`: `{value}` is not a non-negative number"
-                ))
-            })?;
-            let small = |n: u64| {
-                u32::try_from(n)
-                    .map_err(|_| invalid(format!("archive parameter `{key}` is too large")))
-            };
-            match key {
-                "pool" => shape.pool_files = n,
-                "hosts" => shape.hosts = small(n)?,
-                "backups" => shape.backups_per_host = small(n)?,
-                "files" => shape.files_per_backup = n,
-                "per-dir" => shape.files_per_dir = small(n)?,
-                "empty" => shape.empty_permille = small(n)?,
-                "regular" => shape.regular_permille = small(n)?,
-                "popular" => shape.popular_links = n,
-                "min-size" => shape.min_size = n,
-                "max-size" => shape.max_size = n,
-                "seed" => shape.seed = n,
-                other => return Err(invalid(format!("unknown archive parameter `{other}`"))),
-            }
-            *preset = None;
-        }
-        Ok(params)
+        build(&KIND.parse_cli(args)?)
     }
 
     pub fn name(&self) -> String {
@@ -295,6 +392,9 @@ impl ArchiveParams {
         })
     }
 }
+
+workload_params!(ArchiveParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
+    instantiate: Archive::new(p.clone()));
 
 /// The workload: extract, then remove.
 pub struct Archive {
@@ -469,7 +569,11 @@ mod tests {
         assert!(ArchiveParams::parse("bogus=1").is_err());
         assert!(ArchiveParams::parse("huge").is_err());
         assert!(ArchiveParams::parse("order=sideways").is_err());
-        assert!(ArchiveParams::parse("hosts=0").unwrap().validate().is_err());
+        assert!(
+            ArchiveParams::parse("hosts=0")
+                .and_then(|p| p.validate())
+                .is_err()
+        );
         assert!(
             ArchiveParams::parse("file=/nonexistent.tar")
                 .unwrap()

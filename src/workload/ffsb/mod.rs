@@ -18,11 +18,12 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, rmtree};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec, rmtree};
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
 use crate::measure::{CpuTimes, Figure, OpKind, PhaseRecorder};
-use crate::units::{compact_size, format_bytes, parse_size};
+use crate::units::{compact_size, format_bytes};
 use worker::{FileTable, RunTotals};
 
 pub const PHASES: &[PhaseInfo] = &[
@@ -251,8 +252,79 @@ pub struct FfsbParams {
     pub groups: Vec<ThreadGroup>,
 }
 
-/// The seed's files were 1 GiB.
-const SEED_FILE: u64 = 1 << 30;
+const OPTIONS: &[OptionDef] = &[
+    OptionDef::new(
+        "profile",
+        OptKind::Text,
+        "an FFSB profile file instead of large-write",
+    ),
+    OptionDef {
+        min: 1,
+        max: 4096,
+        ..OptionDef::new(
+            "threads",
+            OptKind::Count,
+            "large-write: threads, one file each",
+        )
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new(
+            "size",
+            OptKind::Size,
+            "large-write: file size; given, it no longer shrinks to fit",
+        )
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("block", OptKind::Size, "large-write: write size")
+    },
+];
+
+/// The seed's profile: 128 threads each writing a 1 GiB file in 64 KiB writes.
+const PRESETS: &[Preset] = &[Preset {
+    name: "large-write",
+    values: &[("threads", "128"), ("size", "1g"), ("block", "64k")],
+    help: "the seed's profile; files shrink to fit",
+}];
+
+/// The ffsb workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "ffsb",
+    summary: "FFSB: thread groups of weighted operations on a file set",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "large-write",
+    // The and the seed's name for the preset.
+    aliases: &[("ffsb-large-write", "large-write")],
+    build: |p| build(p).map(WorkloadSpec::Ffsb),
+};
+
+fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {
+    let custom = p.first_explicit(&["threads", "size", "block"]);
+    if let Some(path) = p.text("profile") {
+        if custom.is_some() {
+            return Err(invalid(
+                "ffsb: threads=, size= and block= belong to large-write; a profile sets its own",
+            ));
+        }
+        return FfsbParams::from_file(std::path::Path::new(path));
+    }
+    let threads = p.small("threads").expect("large-write gives threads");
+    let size = p.num("size").expect("large-write gives a size");
+    let block = p.num("block").expect("large-write gives a block");
+    let mut params = FfsbParams::large_write(threads, size, block);
+    if custom.is_some() {
+        // An explicit size is the size: it does not shrink.
+        params.fileset.fit = !p.explicit("size");
+        params.preset = Some(format!(
+            "large-write,threads={threads},size={},block={}",
+            compact_size(size),
+            compact_size(block)
+        ));
+    }
+    Ok(params)
+}
 
 impl FfsbParams {
     /// The seed's profile's shape: `threads` threads each creating one file of `size` bytes
@@ -285,58 +357,7 @@ impl FfsbParams {
     /// Parses the part after `ffsb:`: `large-write` with `size=`, `threads=`, `block=`, or
     /// `profile=PATH` (an FFSB profile file).
     pub fn parse(args: &str) -> anyhow::Result<FfsbParams> {
-        let (mut threads, mut size, mut block) = (128u32, SEED_FILE, 64u64 << 10);
-        let mut profile = None;
-        let (mut custom, mut sized) = (false, false);
-        for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            match item.split_once('=') {
-                None if item == "large-write" => {}
-                None => {
-                    return Err(invalid(format!(
-                        "unknown ffsb preset `{item}`: use large-write, or profile=FILE"
-                    )));
-                }
-                Some(("profile", path)) => profile = Some(path.to_string()),
-                Some(("threads", v)) => {
-                    threads = v
-                        .parse()
-                        .map_err(|_| invalid(format!("ffsb threads `{v}` is not a number")))?;
-                    custom = true;
-                }
-                Some(("size", v)) => {
-                    size = parse_size(v)?;
-                    (custom, sized) = (true, true);
-                }
-                Some(("block", v)) => {
-                    block = parse_size(v)?;
-                    custom = true;
-                }
-                Some((other, _)) => {
-                    return Err(invalid(format!(
-                        "unknown ffsb parameter `{other}`: use profile, threads, size, block"
-                    )));
-                }
-            }
-        }
-        if let Some(path) = profile {
-            if custom {
-                return Err(invalid(
-                    "ffsb: threads=, size= and block= belong to large-write; a profile sets its own",
-                ));
-            }
-            return FfsbParams::from_file(std::path::Path::new(&path));
-        }
-        let mut p = FfsbParams::large_write(threads, size, block);
-        if custom {
-            // An explicit size is the size: it does not shrink.
-            p.fileset.fit = !sized;
-            p.preset = Some(format!(
-                "large-write,threads={threads},size={},block={}",
-                compact_size(size),
-                compact_size(block)
-            ));
-        }
-        Ok(p)
+        build(&KIND.parse_cli(args)?)
     }
 
     pub fn from_file(path: &std::path::Path) -> anyhow::Result<FfsbParams> {
@@ -569,6 +590,10 @@ impl FfsbParams {
         Some(SpaceNeed::exactly((bytes / 10).checked_mul(11)?, inodes))
     }
 }
+
+workload_params!(FfsbParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
+    instantiate: Ffsb::new(p.clone()),
+    buffers: FfsbParams::buffer_bytes(p));
 
 pub struct Ffsb {
     params: FfsbParams,
