@@ -10,4 +10,6 @@ if ! command -v cargo >/dev/null; then
 fi
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
-cargo test --all-targets
+# Every spawned process in the tests has its own time limit; this is the backstop, so that CI
+# fails instead of hanging whatever a test does (the whole suite takes about 5 minutes here).
+timeout --kill-after=60 45m cargo test --all-targets

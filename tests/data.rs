@@ -25,22 +25,17 @@ impl Mounted {
             .unwrap()
             .set_len(size_mib << 20)
             .unwrap();
-        let out = Command::new("losetup")
+        let out = run(Command::new("losetup")
             .args(["--find", "--show"])
-            .arg(&image)
-            .output()
-            .unwrap();
+            .arg(&image));
         assert!(out.status.success(), "losetup: {}", text(&out.stderr));
         let dev = text(&out.stdout).trim().to_string();
         let force = if fs.starts_with("ext") { "-F" } else { "-f" };
-        let st = Command::new(format!("mkfs.{fs}"))
-            .args([force, "-q", &dev])
-            .status()
-            .unwrap();
+        let st = status(Command::new(format!("mkfs.{fs}")).args([force, "-q", &dev]));
         assert!(st.success(), "mkfs.{fs}");
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
-        let st = Command::new("mount").arg(&dev).arg(&mnt).status().unwrap();
+        let st = status(Command::new("mount").arg(&dev).arg(&mnt));
         assert!(st.success(), "mount");
         Mounted {
             mnt,
@@ -52,14 +47,14 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.mnt).status();
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+        status(Command::new("umount").arg(&self.mnt));
+        status(Command::new("losetup").args(["-d", &self.dev]));
     }
 }
 
 /// `filefrag FILE`'s "N extents found".
 fn filefrag(path: &Path) -> u64 {
-    let out = Command::new("filefrag").arg(path).output().unwrap();
+    let out = run(Command::new("filefrag").arg(path));
     assert!(out.status.success(), "filefrag: {}", text(&out.stderr));
     let line = text(&out.stdout);
     let count = line
@@ -106,9 +101,9 @@ fn fragmented_file(mnt: &Path, name: &str) -> PathBuf {
     for i in (0..made).step_by(2) {
         std::fs::remove_file(fill.join(i.to_string())).unwrap();
     }
-    Command::new("sync").status().unwrap();
+    status(&mut Command::new("sync"));
     // btrfs frees extents at the commit after the unlinks.
-    Command::new("sync").status().unwrap();
+    status(&mut Command::new("sync"));
     let path = mnt.join(name);
     let f = std::fs::File::create(&path).unwrap();
     // Written 64 KiB at a time with a sync each, so no allocator can plan it in one piece.
@@ -142,7 +137,7 @@ fn check_extents_match_filefrag(fs: &str, size_mib: u64) {
         f.sync_all().unwrap();
     }
     let fragmented = fragmented_file(&m.mnt, "fragmented");
-    Command::new("sync").status().unwrap();
+    status(&mut Command::new("sync"));
     let mut mapper = fsbench::extents::Mapper::new();
     let mut counts = Vec::new();
     for path in [&contiguous, &small, &sparse, &fragmented] {

@@ -209,12 +209,12 @@ fn files_that_do_not_fit_the_target_are_skipped() {
     let small = dir.path().join("small");
     std::fs::create_dir(&small).unwrap();
     assert!(
-        std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=32m", "tmpfs"])
-            .arg(&small)
-            .status()
-            .unwrap()
-            .success()
+        status(
+            std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "size=32m", "tmpfs"])
+                .arg(&small)
+        )
+        .success()
     );
     let out = run(fsbench(state.path())
         .args([
@@ -228,10 +228,7 @@ fn files_that_do_not_fit_the_target_are_skipped() {
         ])
         .arg(&small)
         .args(["-w", "iozone:sizes=1m+64m,records=1m,tests=0"]));
-    std::process::Command::new("umount")
-        .arg(&small)
-        .status()
-        .unwrap();
+    status(std::process::Command::new("umount").arg(&small));
     assert!(out.status.success());
     assert!(text(&out.stderr).contains("skipping files of 64.0 MiB and larger"));
     let sizes: Vec<u64> = cells(&json(&out))

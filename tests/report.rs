@@ -16,7 +16,7 @@ fn chromium() -> Option<std::path::PathBuf> {
 
 /// Runs headless Chromium on `page` with fresh state; returns (stdout, stderr).
 fn headless(browser: &Path, page: &Path, profile: &Path, extra: &[&str]) -> (String, String) {
-    let out = Command::new(browser)
+    let out = run(Command::new(browser)
         .args([
             "--headless",
             "--no-sandbox",
@@ -30,9 +30,7 @@ fn headless(browser: &Path, page: &Path, profile: &Path, extra: &[&str]) -> (Str
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("chromium starts");
+        .arg(format!("file://{}", page.display())));
     (text(&out.stdout), text(&out.stderr))
 }
 

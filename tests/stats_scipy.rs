@@ -1,7 +1,10 @@
 //! fsbench's statistics against SciPy's, computed independently on the same samples.
 
+mod common;
+
 use std::process::Command;
 
+use common::{has_tool, run, status};
 use fsbench::stats::{Summary, welch_p_value};
 
 /// Deterministic pseudo-random samples (a 64-bit LCG), so failures can be reproduced.
@@ -19,10 +22,9 @@ fn samples(seed: u64, n: usize, mean: f64, spread: f64) -> Vec<f64> {
 
 #[test]
 fn welch_and_confidence_intervals_match_scipy() {
-    let probe = Command::new("python3")
-        .args(["-c", "import scipy"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
+    if !has_tool("python3")
+        || !status(Command::new("python3").args(["-c", "import scipy"])).success()
+    {
         println!(
             "SKIPPED SciPy comparison: python3 with scipy is not installed (scripts/test.sh installs python3-scipy)"
         );
@@ -62,10 +64,7 @@ fn welch_and_confidence_intervals_match_scipy() {
             list(b)
         ));
     }
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .unwrap();
+    let out = run(Command::new("python3").args(["-c", &script]));
     assert!(
         out.status.success(),
         "{}",
