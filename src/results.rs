@@ -82,6 +82,18 @@ pub enum RunStatus {
     Interrupted,
 }
 
+/// Which configuration of its suite a run belongs to: its position in
+/// [`SuiteResult::configurations`]. Stored with every run, so that resume and reports find a
+/// run's configuration without matching label text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ConfigKey(pub u32);
+
+/// Which workload of its suite a run belongs to: its position in the suite's `workloads`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WorkloadKey(pub u32);
+
 /// One run of one workload on one freshly made configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -89,6 +101,9 @@ pub struct RunRecord {
     pub run: u32,
     /// Position within the round (configurations are rotated every round).
     pub position: u32,
+    pub config_key: ConfigKey,
+    pub workload_key: WorkloadKey,
+    /// The configuration's label and the workload's, for people and tables.
     pub config: String,
     pub workload: String,
     pub started_at: String,
@@ -220,6 +235,11 @@ pub fn phase_metrics(
 }
 
 impl SuiteResult {
+    /// The workload a run ran (by its stored key, not its label).
+    pub fn workload_of(&self, run: &RunRecord) -> Option<&crate::workload::WorkloadSpec> {
+        self.suite.workloads.get(run.workload_key.0 as usize)
+    }
+
     /// An empty result on this machine, for unit tests of what consumes results.
     #[cfg(test)]
     pub(crate) fn for_tests() -> SuiteResult {
@@ -254,12 +274,7 @@ impl SuiteResult {
         let mut index: std::collections::HashMap<(String, String, String, String), usize> =
             std::collections::HashMap::new();
         for run in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
-            let Some(spec) = self
-                .suite
-                .workloads
-                .iter()
-                .find(|w| w.label() == run.workload)
-            else {
+            let Some(spec) = self.workload_of(run) else {
                 continue;
             };
             let mut values = Vec::new();

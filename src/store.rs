@@ -14,8 +14,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::error::invalid;
 use crate::measure::{LatencySummary, PhaseMeasurement};
 use crate::results::{
-    ConfigInfo, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
-    SuiteStatus, TargetInfo,
+    ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
+    SuiteStatus, TargetInfo, WorkloadKey,
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
@@ -135,6 +135,13 @@ const MIGRATIONS: &[&str] = &[
     // 6: the boot the claiming process ran in, so a claim from before a reboot is stale even
     // when its pid and start time happen to match a process of this boot.
     "ALTER TABLE suites ADD COLUMN boot_id TEXT;",
+    // 7: a run's configuration and workload by key (their places in the suite), so that
+    // finding them again never depends on label text. Older runs get the configuration's from
+    // its label here and the workload's when loaded (its label is computed from the suite).
+    "ALTER TABLE runs ADD COLUMN config_key INTEGER;
+    ALTER TABLE runs ADD COLUMN workload_key INTEGER;
+    UPDATE runs SET config_key = (SELECT position FROM configurations c
+        WHERE c.suite_id = runs.suite_id AND c.label = runs.config);",
 ];
 
 /// The schema version this fsbench writes.
@@ -451,6 +458,8 @@ impl Store {
             "running" => SuiteStatus::Incomplete,
             other => parse_status(other)?,
         };
+        let configurations = self.load_configurations(id)?;
+        let runs = self.load_runs(id, &suite, &configurations)?;
         let mut result = SuiteResult {
             schema_version: SCHEMA_VERSION,
             id: Some(id),
@@ -461,9 +470,9 @@ impl Store {
             suite,
             system: from_json::<SystemInfo>(&system, "system description")?,
             target: from_json::<TargetInfo>(&target, "target description")?,
-            configurations: self.load_configurations(id)?,
+            configurations,
             skipped: from_json::<Vec<Skipped>>(&skipped, "skipped list")?,
-            runs: self.load_runs(id)?,
+            runs,
             summaries: Vec::new(),
             warnings: Vec::new(),
         };
@@ -499,10 +508,16 @@ impl Store {
         .collect()
     }
 
-    fn load_runs(&self, id: i64) -> anyhow::Result<Vec<RunRecord>> {
+    fn load_runs(
+        &self,
+        id: i64,
+        suite: &Suite,
+        configurations: &[ConfigInfo],
+    ) -> anyhow::Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
-                    mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete
+                    mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
+                    config_key, workload_key
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -517,9 +532,12 @@ impl Store {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(6)?,
+                (r.get::<_, Option<u32>>(16)?, r.get::<_, Option<u32>>(17)?),
                 RunRecord {
                     run: r.get(1)?,
                     position: r.get(2)?,
+                    config_key: ConfigKey(0),
+                    workload_key: WorkloadKey(0),
                     config: r.get(3)?,
                     workload: r.get(4)?,
                     started_at: r.get(5)?,
@@ -537,8 +555,26 @@ impl Store {
         })?;
         let mut runs = Vec::new();
         for row in rows {
-            let (run_id, status, mut run) = row?;
+            let (run_id, status, (config_key, workload_key), mut run) = row?;
             run.status = parse_status(&status)?;
+            // Runs written before keys were stored are found by their labels, once.
+            let config_key = config_key.or_else(|| {
+                let place = configurations
+                    .iter()
+                    .position(|c| c.config.label == run.config);
+                place.map(|p| p as u32)
+            });
+            let workload_key = workload_key.or_else(|| {
+                let place = suite
+                    .workloads
+                    .iter()
+                    .position(|w| w.label() == run.workload);
+                place.map(|p| p as u32)
+            });
+            // One its suite does not have (a damaged row) points nowhere: the run is kept and
+            // shown, but counted in no summary, as before keys.
+            run.config_key = ConfigKey(config_key.unwrap_or(u32::MAX));
+            run.workload_key = WorkloadKey(workload_key.unwrap_or(u32::MAX));
             run.phases = self.load_phases(run_id)?;
             runs.push(run);
         }
@@ -697,8 +733,9 @@ impl Store {
 fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::Result<()> {
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
-             mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+             mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
+             config_key, workload_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
         params![
             suite_id,
             run.run,
@@ -716,6 +753,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.fsck.as_ref().map(|f| f.secs),
             run.fsck.as_ref().and_then(|f| f.output.clone()),
             run.incomplete,
+            run.config_key.0,
+            run.workload_key.0,
         ],
     )?;
     let run_id = tx.last_insert_rowid();

@@ -479,3 +479,29 @@ fn a_run_finished_while_the_database_is_locked_is_kept_and_imported() {
     assert!(pending(&db).is_empty(), "imported once");
     assert_eq!(json(&show())["runs"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn resume_finds_done_runs_by_key_not_by_label() {
+    let (dir, state, data) = (tempdir(), tempdir(), tempdir());
+    let db = data.path().join("results.db");
+    let out = db_run(&db, state.path(), dir.path(), &["--runs", "2"]);
+    assert!(out.status.success());
+    assert_eq!(committed_runs(&db, 1), 2);
+    // Labels change (a new label format, say) and the suite was interrupted: its two runs
+    // are still done, found by their keys.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "UPDATE runs SET config = 'old label', workload = 'tree:old-format';
+         UPDATE suites SET status = 'interrupted';",
+    )
+    .unwrap();
+    drop(conn);
+    let resumed = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "-q", "--output-format", "json", "--resume", "1"]));
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(committed_runs(&db, 1), 2, "resume ran the done runs again");
+    let runs = json(&resumed)["runs"].as_array().unwrap().len();
+    assert_eq!(runs, 2);
+}

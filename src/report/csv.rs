@@ -30,7 +30,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
     let id = r.id.map_or(String::new(), |i| i.to_string());
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for run in &r.runs {
-        let spec = r.suite.workloads.iter().find(|w| w.label() == run.workload);
+        let spec = r.workload_of(run);
         let mut figures: Vec<(String, String, String, f64)> = Vec::new();
         for (p, info) in run
             .phases

@@ -14,8 +14,8 @@ use crate::error::{FsbenchError, invalid};
 use crate::fs::{FsType, Toolset};
 use crate::measure::{Figure, Progress};
 use crate::results::{
-    ConfigInfo, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
-    SuiteStatus, TargetInfo,
+    ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
+    SuiteStatus, TargetInfo, WorkloadKey,
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
@@ -179,12 +179,26 @@ pub(crate) fn run_suite(
             warnings: Vec::new(),
         },
     };
+    // Each configuration's key: its place in the suite's configurations (a resumed suite's
+    // own, found by the configuration itself, not its label).
+    let keys = configs
+        .iter()
+        .map(|(c, _)| {
+            let place = result.configurations.iter().position(|i| i.config == *c);
+            place.map(|p| ConfigKey(p as u32)).ok_or_else(|| {
+                invalid(format!(
+                    "configuration `{}` is not one of the suite's: cannot resume it",
+                    c.label
+                ))
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     // Runs that count as done: a resumed suite repeats only failed and missing ones.
-    let done: HashSet<(u32, String, String)> = result
+    let done: HashSet<(u32, ConfigKey, WorkloadKey)> = result
         .runs
         .iter()
         .filter(|r| matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed))
-        .map(|r| (r.run, r.config.clone(), r.workload.clone()))
+        .map(|r| (r.run, r.config_key, r.workload_key))
         .collect();
     observer.suite_started(&SuitePlan {
         result: &result,
@@ -200,15 +214,19 @@ pub(crate) fn run_suite(
     let mut error = None;
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
-            let resolved = &configs[(round as usize + position) % configs.len()];
+            let index = (round as usize + position) % configs.len();
+            let (resolved, config_key) = (&configs[index], keys[index]);
             let config = &resolved.0;
-            for spec in &suite.workloads {
-                if done.contains(&(round + 1, config.label.clone(), spec.label())) {
+            for (w, spec) in suite.workloads.iter().enumerate() {
+                let workload_key = WorkloadKey(w as u32);
+                if done.contains(&(round + 1, config_key, workload_key)) {
                     continue;
                 }
                 let mut record = RunRecord {
                     run: round + 1,
                     position: position as u32 + 1,
+                    config_key,
+                    workload_key,
                     config: config.label.clone(),
                     workload: spec.label(),
                     started_at: now(),
@@ -239,10 +257,7 @@ pub(crate) fn run_suite(
                     &mut record,
                     observer,
                 );
-                let info = result
-                    .configurations
-                    .iter_mut()
-                    .find(|c| c.config.label == config.label);
+                let info = result.configurations.get_mut(config_key.0 as usize);
                 if let Some(info) = info
                     && info.mount_options.is_none()
                     && !record.mount_options.is_empty()
@@ -251,11 +266,7 @@ pub(crate) fn run_suite(
                 }
                 let failure = match outcome {
                     Ok(mkfs_command) => {
-                        if let Some(info) = result
-                            .configurations
-                            .iter_mut()
-                            .find(|c| c.config.label == config.label)
-                        {
+                        if let Some(info) = result.configurations.get_mut(config_key.0 as usize) {
                             info.mkfs_command = info.mkfs_command.take().or(mkfs_command.clone());
                         }
                         observer

@@ -299,7 +299,7 @@ mod tests {
         };
         let mut console = Recorder::default();
         let run: RunRecord = serde_json::from_value(serde_json::json!({
-            "run": 2, "position": 1, "config": "ext4", "workload": "w", "started_at": "",
+            "run": 2, "position": 1, "config_key": 0, "workload_key": 0, "config": "ext4", "workload": "w", "started_at": "",
             "status": "ok", "source": "", "mount_options": "", "phases": []
         }))
         .unwrap();
