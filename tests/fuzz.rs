@@ -5,6 +5,7 @@
 
 use fsbench::suite::{FsConfig, Suite};
 use fsbench::workload::WorkloadSpec;
+use fsbench::workload::archive::tarfile::TarReader;
 use fsbench::workload::ffsb::profile;
 use proptest::prelude::*;
 
@@ -116,8 +117,75 @@ fn workload_text() -> impl Strategy<Value = String> {
         .prop_map(|(kind, items)| format!("{kind}:{}", items.join(",")))
 }
 
+/// Reads every member of `bytes` (their data too); the members read, or the error's text.
+fn read_tar(bytes: &[u8]) -> Result<usize, String> {
+    let mut reader = TarReader::new(bytes);
+    // Each member consumes at least one 512-byte block, so this bound is never the limit.
+    for members in 0..=bytes.len() / 512 + 1 {
+        let more = reader
+            .next(&mut |_, data| std::io::copy(data, &mut std::io::sink()).map(|_| ()))
+            .map_err(|e| e.to_string())?;
+        if !more {
+            return Ok(members);
+        }
+    }
+    panic!("the reader did not advance");
+}
+
+/// A small valid archive: files, a directory, links, a long name, PAX headers.
+fn valid_tar() -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    let mut add = |path: &str, kind: tar::EntryType, data: &[u8], link: Option<&str>| {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(kind);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        match link {
+            Some(l) => b.append_link(&mut h, path, l).unwrap(),
+            None => b.append_data(&mut h, path, data).unwrap(),
+        }
+    };
+    add("d/", tar::EntryType::Directory, b"", None);
+    add("d/a", tar::EntryType::Regular, &[7u8; 700], None);
+    add(
+        &format!("d/{}", "long".repeat(40)),
+        tar::EntryType::Regular,
+        b"x",
+        None,
+    );
+    add("d/h", tar::EntryType::Link, b"", Some("d/a"));
+    add("d/s", tar::EntryType::Symlink, b"", Some("a"));
+    b.into_inner().unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_are_read_or_refused(bytes in prop::collection::vec(any::<u8>(), 0..3000)) {
+        if let Err(e) = read_tar(&bytes) {
+            prop_assert!(!e.trim().is_empty() && e.len() < 4096);
+        }
+    }
+
+    #[test]
+    fn mutated_archives_are_read_or_refused(
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut bytes = valid_tar();
+        prop_assert_eq!(read_tar(&bytes), Ok(5));
+        for (at, value) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] = value;
+        }
+        if let Some(cut) = cut {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        if let Err(e) = read_tar(&bytes) {
+            prop_assert!(!e.trim().is_empty() && e.len() < 4096);
+        }
+    }
 
     #[test]
     fn workload_specs_parse_or_say_why(text in workload_text()) {

@@ -496,10 +496,14 @@ fn resume_finds_done_runs_by_key_not_by_label() {
     )
     .unwrap();
     drop(conn);
-    let resumed = run(fsbench(state.path())
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "-q", "--output-format", "json", "--resume", "1"]));
+    let resumed = run(fsbench(state.path()).arg("--db").arg(&db).args([
+        "run",
+        "-q",
+        "--output-format",
+        "json",
+        "--resume",
+        "1",
+    ]));
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     assert_eq!(committed_runs(&db, 1), 2, "resume ran the done runs again");
     let runs = json(&resumed)["runs"].as_array().unwrap().len();

@@ -32,7 +32,7 @@ pub enum ArchiveCommand {
         /// Directory to extract into
         #[arg(short = 'C', long)]
         dir: PathBuf,
-        /// Then remove everything extracted (as `rm -rf`), measured too
+        /// Then remove everything extracted (as `rm -rf`), measured too; DIR must be empty
         #[arg(long)]
         remove: bool,
     },
@@ -86,6 +86,19 @@ pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => return Err(invalid(format!("-C {}: not a directory", dir.display()))),
                 Err(e) => return Err(invalid(format!("-C {}: {e}", dir.display()))),
+            }
+            // The remove phase removes everything in the directory, as `rm -rf DIR/*` would:
+            // only in an empty one is that exactly what the extraction made.
+            if *remove
+                && let Some(first) = std::fs::read_dir(dir)
+                    .with_context(|| format!("cannot read {}", dir.display()))?
+                    .next()
+            {
+                return Err(invalid(format!(
+                    "-C {} is not empty (it holds {:?}, among others): --remove removes everything in the directory, so it needs an empty one",
+                    dir.display(),
+                    first?.file_name()
+                )));
             }
             let fd = rustix::fs::open(
                 dir,

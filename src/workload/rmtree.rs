@@ -10,7 +10,8 @@ use rustix::io::Errno;
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder};
 
-/// Deeper trees are refused rather than risk the stack (16 KiB of it per level).
+/// Below this depth the walk recurses (16 KiB of stack and one descriptor per level); deeper
+/// subtrees are removed by [`remove_deep`], which holds one descriptor whatever the depth.
 pub const MAX_DEPTH: usize = 256;
 
 const DIR_FLAGS: OFlags = OFlags::RDONLY
@@ -60,9 +61,7 @@ fn remove_entry(
         }
     }
     if depth >= MAX_DEPTH {
-        return Err(FsbenchError::Failed(format!(
-            "tree deeper than {MAX_DEPTH} levels"
-        )));
+        return remove_deep(dir, name, rec);
     }
     let Some(child) = rec.record(
         OpKind::OpenDir,
@@ -87,6 +86,115 @@ fn remove_entry(
         rec.note_failure(|| String::from_utf8_lossy(name).into_owned());
         Ok(())
     }
+}
+
+/// Removes the directory `name` in `top` however deep it goes, iteratively: it descends into
+/// the first non-empty subdirectory it finds, and climbs back through `..` (checked to be the
+/// directory it came from) once a directory is empty, re-reading the parent from its start.
+/// Slower than the recursive walk (directories are re-read), but with one descriptor and no
+/// recursion: for the rare trees deeper than [`MAX_DEPTH`].
+fn remove_deep(
+    top: BorrowedFd<'_>,
+    name: &[u8],
+    rec: &mut PhaseRecorder,
+) -> Result<(), FsbenchError> {
+    let open =
+        |at: BorrowedFd<'_>, name: &[u8]| rustix::fs::openat(at, name, DIR_FLAGS, Mode::empty());
+    let identity = |fd: BorrowedFd<'_>| rustix::fs::fstat(fd).map(|st| (st.st_dev, st.st_ino));
+    let Some(mut current) = rec.record(OpKind::OpenDir, open(top, name))? else {
+        rec.note_failure(|| String::from_utf8_lossy(name).into_owned());
+        return Ok(());
+    };
+    // The names from `top` down to `current`, and the identities of their directories.
+    let mut names: Vec<Vec<u8>> = vec![name.to_vec()];
+    let mut ids = vec![identity(current.as_fd()).map_err(|e| errno_failure(name, e))?];
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 << 10];
+    loop {
+        rustix::fs::seek(&current, rustix::fs::SeekFrom::Start(0))
+            .map_err(|e| errno_failure(name, e))?;
+        let (mut seen, mut removed, mut child) = (0u64, 0u64, None);
+        let mut entries = RawDir::new(&current, &mut buf);
+        while let Some(entry) = entries.next() {
+            let Ok(entry) = entry else { break };
+            let entry_name = entry.file_name().to_bytes();
+            if entry_name == b"." || entry_name == b".." {
+                continue;
+            }
+            seen += 1;
+            let gone = if entry.file_type() == FileType::Directory {
+                rustix::fs::unlinkat(&current, entry_name, AtFlags::REMOVEDIR)
+            } else {
+                rustix::fs::unlinkat(&current, entry_name, AtFlags::empty())
+            };
+            match gone {
+                Ok(()) => {
+                    rec.record(OpKind::Unlink, Ok(()))?;
+                    rec.unit_done(0)?;
+                    removed += 1;
+                }
+                Err(Errno::NOTEMPTY) | Err(Errno::EXIST) => {
+                    child = Some(entry_name.to_vec());
+                    break;
+                }
+                Err(Errno::ISDIR) => {
+                    child = Some(entry_name.to_vec());
+                    break;
+                }
+                Err(e) => {
+                    rec.record::<()>(OpKind::Unlink, Err(e))?;
+                    rec.note_failure(|| String::from_utf8_lossy(entry_name).into_owned());
+                }
+            }
+        }
+        if let Some(child) = child {
+            let Some(next) = rec.record(OpKind::OpenDir, open(current.as_fd(), &child))? else {
+                rec.note_failure(|| String::from_utf8_lossy(&child).into_owned());
+                return Ok(());
+            };
+            ids.push(identity(next.as_fd()).map_err(|e| errno_failure(&child, e))?);
+            names.push(child);
+            current = next;
+            continue;
+        }
+        if seen > removed && removed > 0 {
+            continue; // some went, others may now go (getdents may have skipped some)
+        }
+        // Empty (or nothing more can go): remove it from its parent and climb.
+        let name = names.pop().expect("a directory is being removed");
+        ids.pop();
+        let parent = match ids.last() {
+            None => None,
+            Some(&expected) => {
+                let parent = open(current.as_fd(), b"..").map_err(|e| errno_failure(&name, e))?;
+                if identity(parent.as_fd()).ok() != Some(expected) {
+                    return Err(FsbenchError::Failed(format!(
+                        "rm -rf: a directory above {} moved during the removal",
+                        String::from_utf8_lossy(&name)
+                    )));
+                }
+                Some(parent)
+            }
+        };
+        drop(current);
+        let at = parent.as_ref().map_or(top, |p| p.as_fd());
+        let removed = rustix::fs::unlinkat(at, &name, AtFlags::REMOVEDIR);
+        if rec.record(OpKind::Rmdir, removed)?.is_some() {
+            rec.unit_done(0)?;
+        } else {
+            rec.note_failure(|| String::from_utf8_lossy(&name).into_owned());
+        }
+        match parent {
+            Some(parent) => current = parent,
+            None => return Ok(()),
+        }
+    }
+}
+
+fn errno_failure(name: &[u8], e: Errno) -> FsbenchError {
+    FsbenchError::Failed(format!(
+        "rm -rf: {}: {e}",
+        crate::workload::archive::tarfile::shown(name)
+    ))
 }
 
 /// Removes everything in `dir`; returns how many entries it saw.

@@ -10,6 +10,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+use super::tarfile::shown;
 use super::{Entry, EntryKind};
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder};
@@ -124,12 +125,7 @@ impl<'a> Extractor<'a> {
         }
         match result {
             Err(Errno::LOOP) | Err(Errno::XDEV) => {
-                rec.refuse(|| {
-                    format!(
-                        "{}: path through a symlink",
-                        String::from_utf8_lossy(member)
-                    )
-                });
+                rec.refuse(|| format!("{}: path through a symlink", shown(member)));
                 Ok(Parent::Skip)
             }
             other => match rec.record(OpKind::OpenDir, other)? {
@@ -140,7 +136,7 @@ impl<'a> Extractor<'a> {
                     Ok(Parent::Open)
                 }
                 None => {
-                    rec.note_failure(|| String::from_utf8_lossy(member).into_owned());
+                    rec.note_failure(|| shown(member));
                     Ok(Parent::Skip)
                 }
             },
@@ -155,21 +151,15 @@ impl<'a> Extractor<'a> {
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
         let Some(name) = split_member(e.path, &mut self.wanted) else {
-            rec.refuse(|| {
-                format!(
-                    "{}: absolute or climbing path",
-                    String::from_utf8_lossy(e.path)
-                )
-            });
+            // `./`, the first member of every `tar -C dir .`: the target itself, which exists.
+            if e.kind == EntryKind::Dir && is_the_root(e.path) {
+                return rec.unit_done(0);
+            }
+            rec.refuse(|| format!("{}: absolute or climbing path", shown(e.path)));
             return Ok(());
         };
-        if e.kind == EntryKind::Other {
-            rec.refuse(|| {
-                format!(
-                    "{}: unsupported member type",
-                    String::from_utf8_lossy(e.path)
-                )
-            });
+        if let EntryKind::Other(why) = e.kind {
+            rec.refuse(|| format!("{}: {why}", shown(e.path)));
             return Ok(());
         }
         if let Parent::Skip = Self::open(self.root, &mut self.parent, &self.wanted, e.path, rec)? {
@@ -206,6 +196,9 @@ impl<'a> Extractor<'a> {
                 }
             }
             EntryKind::Symlink => {
+                // From now on a lexically checked path may pass through a symlink: every path
+                // (hard links' targets too) goes through the symlink-refusing resolution.
+                self.symlink_free = false;
                 let mut made = rustix::fs::symlinkat(e.link, dir, name);
                 if made == Err(Errno::EXIST) {
                     let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
@@ -213,14 +206,19 @@ impl<'a> Extractor<'a> {
                 }
                 rec.record(OpKind::Symlink, made)?.is_some()
             }
-            EntryKind::Other => unreachable!("refused above"),
+            EntryKind::Fifo => {
+                let mut made = mkfifo(dir, name);
+                if made == Err(Errno::EXIST) {
+                    let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+                    made = mkfifo(dir, name);
+                }
+                rec.record(OpKind::Create, made)?.is_some()
+            }
+            EntryKind::Other(_) => unreachable!("refused above"),
             EntryKind::HardLink => {
                 let Some(target) = split_member(e.link, &mut self.link_wanted) else {
                     rec.refuse(|| {
-                        format!(
-                            "{}: link to an absolute or climbing path",
-                            String::from_utf8_lossy(e.path)
-                        )
+                        format!("{}: link to an absolute or climbing path", shown(e.path))
                     });
                     return Ok(());
                 };
@@ -258,10 +256,23 @@ impl<'a> Extractor<'a> {
         if done {
             rec.unit_done(bytes)
         } else {
-            rec.note_failure(|| String::from_utf8_lossy(e.path).into_owned());
+            rec.note_failure(|| shown(e.path));
             Ok(())
         }
     }
+}
+
+fn mkfifo(dir: BorrowedFd<'_>, name: &[u8]) -> rustix::io::Result<()> {
+    rustix::fs::mknodat(dir, name, rustix::fs::FileType::Fifo, Mode::from(0o644), 0)
+}
+
+/// A path of only `.` components (`.`, `./`, `.//./`): the extraction's root.
+fn is_the_root(path: &[u8]) -> bool {
+    !path.is_empty()
+        && path
+            .split(|&c| c == b'/')
+            .all(|part| part.is_empty() || part == b".")
+        && path[0] != b'/'
 }
 
 fn is_dir(dir: BorrowedFd<'_>, name: &[u8]) -> bool {

@@ -238,7 +238,7 @@ impl Shape {
                     let target = std::str::from_utf8(e.link).expect("generated paths are ASCII");
                     builder.append_link(&mut header, path, target)
                 }
-                EntryKind::Other => Ok(()),
+                EntryKind::Fifo | EntryKind::Other(_) => Ok(()),
             };
             match result {
                 Ok(()) => true,

@@ -28,8 +28,10 @@ pub enum EntryKind {
     File,
     HardLink,
     Symlink,
-    /// Devices, FIFOs and the like: not extracted.
-    Other,
+    /// A named pipe (mkfifoat).
+    Fifo,
+    /// Devices, sparse files and the like: refused, for the reason given.
+    Other(&'static str),
 }
 
 /// One archive member, borrowed from the generator's or the tar reader's buffers.

@@ -24,6 +24,57 @@ pub struct TarReader<R: Read> {
     /// Data of the current member not yet read, and the padding after it.
     remaining: u64,
     padding: u64,
+    /// Bytes of the archive consumed so far, for saying where it ended or went wrong.
+    offset: u64,
+    /// A PAX header announced a GNU sparse member (formats 0.x and 1.0) for the next one.
+    pax_sparse: bool,
+}
+
+/// The longest member path shown in an error message; longer ones are shortened.
+const SHOWN_PATH: usize = 160;
+
+/// A member path for a message: lossy UTF-8, shortened in the middle when very long.
+pub(crate) fn shown(path: &[u8]) -> String {
+    let text = String::from_utf8_lossy(path);
+    if text.chars().count() <= SHOWN_PATH {
+        return text.into_owned();
+    }
+    let head: String = text.chars().take(SHOWN_PATH / 2).collect();
+    let tail: Vec<char> = text.chars().rev().take(SHOWN_PATH / 4).collect();
+    let tail: String = tail.into_iter().rev().collect();
+    format!("{head}…{tail} ({} bytes)", path.len())
+}
+
+/// A member's data: the stream, limited to the member's size; the stream ending early is an
+/// error that names the member and where the archive ended, not a short read.
+struct MemberData<'r, R: Read> {
+    inner: &'r mut R,
+    left: u64,
+    name: &'r [u8],
+    offset: &'r mut u64,
+}
+
+impl<R: Read> Read for MemberData<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let n = self.inner.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "archive ends inside member {} at byte {}",
+                    shown(self.name),
+                    self.offset
+                ),
+            ));
+        }
+        self.left -= n as u64;
+        *self.offset += n as u64;
+        Ok(n)
+    }
 }
 
 fn bad(msg: impl Into<String>) -> io::Error {
@@ -35,10 +86,19 @@ fn field(bytes: &[u8]) -> &[u8] {
     &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
 }
 
-/// An octal number field, or GNU's base-256 for large values.
+/// An octal number field, or GNU's base-256 for large values (a negative one, or one beyond
+/// 64 bits, is an error: no size or checksum is negative).
 fn number(bytes: &[u8]) -> io::Result<u64> {
     if bytes[0] & 0x80 != 0 {
-        return Ok(bytes[1..].iter().fold(0u64, |n, &b| (n << 8) | b as u64));
+        if bytes[0] & 0x40 != 0 {
+            return Err(bad("negative base-256 number in a tar header"));
+        }
+        let mut digits = std::iter::once(bytes[0] & 0x3f).chain(bytes[1..].iter().copied());
+        return digits.try_fold(0u64, |n, b| {
+            n.checked_mul(256)
+                .map(|n| n | u64::from(b))
+                .ok_or_else(|| bad("base-256 number in a tar header beyond 64 bits"))
+        });
     }
     let text = field(bytes);
     let digits: Vec<u8> = text.iter().copied().filter(|b| *b != b' ').collect();
@@ -70,14 +130,41 @@ impl<R: Read> TarReader<R> {
             has_long_link: false,
             remaining: 0,
             padding: 0,
+            offset: 0,
+            pax_sparse: false,
         }
     }
 
+    /// Reads exactly `buf`, or says which member the archive ended inside and where.
+    fn read_exact_in(&mut self, buf: &mut [u8], inside: &str) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.inner.read(&mut buf[done..]) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "archive ends inside {inside} at byte {}",
+                            self.offset + done as u64
+                        ),
+                    ));
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.offset += done as u64;
+        Ok(())
+    }
+
+    /// Skips `n` bytes of the current member (`self.name`).
     fn skip(&mut self, mut n: u64) -> io::Result<()> {
         let mut sink = [0u8; 4096];
         while n > 0 {
             let k = (n as usize).min(sink.len());
-            self.inner.read_exact(&mut sink[..k])?;
+            let inside = format!("member {}", shown(&self.name));
+            self.read_exact_in(&mut sink[..k], &inside)?;
             n -= k as u64;
         }
         Ok(())
@@ -89,9 +176,38 @@ impl<R: Read> TarReader<R> {
             return Err(bad("tar extension header larger than 1 MiB"));
         }
         into.resize(self.remaining as usize, 0);
-        self.inner.read_exact(into)?;
+        self.read_exact_in(into, "an extension header")?;
         self.remaining = 0;
         Ok(())
+    }
+
+    /// Reads the next header block; false at the end of the stream (between members).
+    fn read_header(&mut self) -> io::Result<bool> {
+        let mut done = 0;
+        while done < BLOCK {
+            match self.inner.read(&mut self.header[done..]) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match done {
+            0 if self.offset == 0 => Err(bad("the archive is empty: not a tar archive")),
+            // GNU tar also accepts an archive that lacks its two zero blocks.
+            0 => Ok(false),
+            BLOCK => {
+                self.offset += BLOCK as u64;
+                Ok(true)
+            }
+            n if self.offset == 0 => Err(bad(format!(
+                "does not look like a tar archive: {n} bytes, less than one header"
+            ))),
+            n => Err(bad(format!(
+                "archive ends inside a header at byte {}",
+                self.offset + n as u64
+            ))),
+        }
     }
 
     /// Advances to the next member and calls `visit` with it and a reader of its data;
@@ -106,15 +222,15 @@ impl<R: Read> TarReader<R> {
             self.remaining = 0;
             self.padding = 0;
             self.skip(leftover)?;
-            match self.inner.read_exact(&mut self.header) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
-                Err(e) => return Err(e),
+            if !self.read_header()? {
+                return Ok(false);
             }
             if self.header.iter().all(|&b| b == 0) {
                 return Ok(false);
             }
-            let stored = number(&self.header[148..156])?;
+            let first = self.offset == BLOCK as u64;
+            // An unreadable checksum is as wrong as a mismatched one.
+            let stored = number(&self.header[148..156]).ok();
             let sum: u64 = self
                 .header
                 .iter()
@@ -127,10 +243,16 @@ impl<R: Read> TarReader<R> {
                     }
                 })
                 .sum();
-            if stored != sum {
-                return Err(bad(
-                    "tar header checksum mismatch: not a tar archive, or a damaged one",
-                ));
+            if stored != Some(sum) {
+                return Err(bad(if first {
+                    "does not look like a tar archive (its first header's checksum is wrong)"
+                        .to_string()
+                } else {
+                    format!(
+                        "damaged tar header at byte {} (checksum mismatch)",
+                        self.offset - BLOCK as u64
+                    )
+                }));
             }
             let size = number(&self.header[124..136])?;
             self.remaining = size;
@@ -160,8 +282,19 @@ impl<R: Read> TarReader<R> {
                     self.pax(&data)?;
                     continue;
                 }
-                b'g' => continue,
+                b'g' | b'V' => continue,
                 _ => {}
+            }
+            // Old GNU sparse members may be followed by extension blocks of their sparse map,
+            // which the size field does not count.
+            if typeflag == b'S' && self.header[482] != 0 {
+                let mut block = [0u8; BLOCK];
+                loop {
+                    self.read_exact_in(&mut block, "a sparse map")?;
+                    if block[504] == 0 {
+                        break;
+                    }
+                }
             }
             self.name.clear();
             if std::mem::take(&mut self.has_long_name) {
@@ -183,11 +316,19 @@ impl<R: Read> TarReader<R> {
                 self.link.extend_from_slice(field(&self.header[157..257]));
             }
             let kind = match typeflag {
+                _ if std::mem::take(&mut self.pax_sparse) => {
+                    EntryKind::Other("GNU sparse file (PAX format), not supported")
+                }
                 b'0' | 0 | b'7' => EntryKind::File,
                 b'1' => EntryKind::HardLink,
                 b'2' => EntryKind::Symlink,
-                b'5' => EntryKind::Dir,
-                _ => EntryKind::Other,
+                b'5' | b'D' => EntryKind::Dir,
+                b'6' => EntryKind::Fifo,
+                b'3' => EntryKind::Other("character device, not extracted"),
+                b'4' => EntryKind::Other("block device, not extracted"),
+                b'S' => EntryKind::Other("GNU sparse file (old GNU format), not supported"),
+                b'M' => EntryKind::Other("multi-volume continuation, not supported"),
+                _ => EntryKind::Other("unknown member type"),
             };
             // Old tars mark directories with a trailing slash on a regular file.
             let kind = if kind == EntryKind::File && self.name.ends_with(b"/") {
@@ -202,9 +343,14 @@ impl<R: Read> TarReader<R> {
                 size: data_size,
                 link: &self.link,
             };
-            let mut data = (&mut self.inner).take(data_size);
+            let mut data = MemberData {
+                inner: &mut self.inner,
+                left: data_size,
+                name: &self.name,
+                offset: &mut self.offset,
+            };
             visit(&entry, &mut data)?;
-            let unread = data.limit();
+            let unread = data.left;
             self.remaining = unread + (size - data_size);
             return Ok(true);
         }
@@ -228,6 +374,9 @@ impl<R: Read> TarReader<R> {
             let record = &rest[space + 1..len - 1];
             if let Some(eq) = record.iter().position(|&b| b == b'=') {
                 let (key, value) = (&record[..eq], &record[eq + 1..]);
+                if key.starts_with(b"GNU.sparse.") {
+                    self.pax_sparse = true;
+                }
                 let (buf, flag) = match key {
                     b"path" => (&mut self.long_name, &mut self.has_long_name),
                     b"linkpath" => (&mut self.long_link, &mut self.has_long_link),
