@@ -38,6 +38,8 @@ pub fn require(name: &str, package: &str) -> Result<PathBuf, FsbenchError> {
 pub struct ToolRun {
     pub success: bool,
     pub code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
     pub output: String,
     pub elapsed: Duration,
 }
@@ -56,14 +58,23 @@ pub fn run(program: &Path, args: &[String]) -> anyhow::Result<ToolRun> {
     Ok(ToolRun {
         success: out.status.success(),
         code: out.status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
         output,
         elapsed,
     })
 }
 
-/// Like [`run`], but a non-zero exit is an error carrying the command line and its output.
+/// Like [`run`], but a non-zero exit is an error carrying the command line and its output. A
+/// tool ended by SIGINT, SIGTERM or SIGHUP was interrupted with fsbench (Ctrl-C reaches the
+/// whole process group): that is an interruption, not a failure of the tool.
 pub fn run_ok(program: &Path, args: &[String]) -> anyhow::Result<ToolRun> {
     let result = run(program, args)?;
+    if result
+        .signal
+        .is_some_and(|s| [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&s))
+    {
+        return Err(crate::error::FsbenchError::Interrupted.into());
+    }
     if !result.success {
         anyhow::bail!(
             "`{} {}` failed ({}):\n{}",

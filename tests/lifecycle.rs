@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -390,7 +391,7 @@ fn ctrl_c_unmounts_and_detaches() {
         rustix::process::Signal::INT,
     )
     .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));
     assert_nothing_left(dir.path());
     assert_nothing_left(state.path());
@@ -499,4 +500,206 @@ fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
         .filter(|n| n != "state" && n != "data")
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Attaches `image` to a loop device; the device.
+fn attach(image: &Path) -> String {
+    let out = run(Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(image));
+    assert!(out.status.success());
+    text(&out.stdout).trim().to_string()
+}
+
+fn detach(dev: &str) {
+    status(Command::new("losetup").args(["-d", dev]));
+}
+
+#[test]
+fn sighup_unmounts_and_detaches() {
+    if !can_run("sighup_unmounts_and_detaches", &["mkfs.ext4"]) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let child = start_long_run(dir.path(), state.path());
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::HUP,
+    )
+    .unwrap();
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(130));
+    assert_nothing_left(dir.path());
+    assert_nothing_left(state.path());
+}
+
+#[test]
+fn ctrl_c_while_mount_runs_is_an_interruption() {
+    if !can_run(
+        "ctrl_c_while_mount_runs_is_an_interruption",
+        &["mkfs.ext4", "mount"],
+    ) {
+        return;
+    }
+    let (dir, state, bin) = (tempdir(), tempdir(), tempdir());
+    // A `mount` that is slow to start, so Ctrl-C reaches the process group while it runs.
+    let marker = bin.path().join("mount-started");
+    let real = fsbench::tools::find("mount").unwrap();
+    let wrapper = bin.path().join("mount");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nsleep 5\nexec '{}' \"$@\"\n",
+            marker.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = fsbench(state.path())
+        .env("PATH", path)
+        .args([
+            "run",
+            "-q",
+            "--fs",
+            "ext4",
+            "-w",
+            TINY,
+            "--runs",
+            "1",
+            "--image-dir",
+        ])
+        .arg(dir.path())
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "mount never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("killed by a signal"), "{err}");
+    assert_nothing_left(dir.path());
+    assert_nothing_left(state.path());
+}
+
+#[test]
+fn devices_named_in_mkfs_options_go_through_the_device_checks() {
+    if !can_run(
+        "devices_named_in_mkfs_options_go_through_the_device_checks",
+        &["mkfs.ext4", "mkfs.xfs"],
+    ) {
+        return;
+    }
+    let (dir, state, images) = (tempdir(), tempdir(), tempdir());
+    let image = images.path().join("victim.img");
+    make_ext4_image(&image);
+    let uuid = blkid_uuid(&image);
+    let dev = attach(&image);
+    let fs = format!("xfs:mkfs=-l logdev={dev},size=64m");
+    let out = run(fsbench(state.path())
+        .args([
+            "run",
+            "-q",
+            "--runs",
+            "1",
+            "-w",
+            TINY,
+            "--fs",
+            &fs,
+            "--image-dir",
+        ])
+        .arg(dir.path()));
+    let log_file = run(fsbench(state.path())
+        .args(["run", "-q", "--runs", "1", "-w", TINY])
+        .args([
+            "--fs",
+            "xfs:mkfs=-l logdev=/etc/hostname,size=64m",
+            "--image-dir",
+        ])
+        .arg(dir.path()));
+    detach(&dev);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("named in the mkfs or mount options") && err.contains("ext4 filesystem"),
+        "{err}"
+    );
+    assert_eq!(blkid_uuid(&image), uuid, "the victim's filesystem changed");
+    assert_eq!(
+        log_file.status.code(),
+        Some(3),
+        "{}",
+        text(&log_file.stderr)
+    );
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn clean_leaves_a_run_in_another_pid_namespace_alone() {
+    if !can_run(
+        "clean_leaves_a_run_in_another_pid_namespace_alone",
+        &["mkfs.ext4", "unshare"],
+    ) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    // fsbench is pid 1 in its namespace; from here, pid 1 is init, with another start time.
+    let child = Command::new("unshare")
+        .args(["--pid", "--fork", env!("CARGO_BIN_EXE_fsbench")])
+        .args([
+            "run",
+            "-q",
+            "--fs",
+            "ext4",
+            "-w",
+            "tree:small-deep",
+            "--runs",
+            "1",
+            "--image-dir",
+        ])
+        .arg(dir.path())
+        .env("FSBENCH_STATE_DIR", state.path())
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while mounts_below(dir.path()).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the run never mounted its filesystem"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let cleaned = run(fsbench(state.path()).arg("clean"));
+    let said = text(&cleaned.stdout);
+    let still_mounted = !mounts_below(dir.path()).is_empty();
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    assert!(
+        said.contains("alone") && !said.contains("detached"),
+        "{said}"
+    );
+    assert!(still_mounted, "clean undid a live run");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert_nothing_left(dir.path());
 }

@@ -671,14 +671,25 @@ fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Ctrl-C and SIGTERM set the cancel flag: the running phase stops at its next operation and
-/// everything is unmounted and detached. A second signal exits at once (`fsbench clean` then
-/// undoes what is left).
+/// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, `tmux kill-session`) set the cancel flag:
+/// the running phase stops at its next operation and everything is unmounted and detached. A
+/// second signal exits at once; everything made is recorded in the state file before it is
+/// made, so `fsbench clean` undoes what is left.
 fn install_signal_handlers(progress: &Progress) -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
         signal_hook::flag::register_conditional_shutdown(sig, 130, progress.cancel.clone())?;
         signal_hook::flag::register(sig, progress.cancel.clone())?;
+    }
+    // After a hang-up the terminal is gone and writing to it fails (EIO): diagnostics go to
+    // /dev/null instead, so that the cleanup's messages cannot turn into a panic mid-way.
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    let null = std::os::fd::IntoRawFd::into_raw_fd(null);
+    // SAFETY: dup2 is async-signal-safe; the descriptor stays open for the process's life.
+    unsafe {
+        signal_hook::low_level::register(SIGHUP, move || {
+            libc::dup2(null, libc::STDERR_FILENO);
+        })?;
     }
     Ok(())
 }

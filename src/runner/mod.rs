@@ -137,6 +137,11 @@ pub(crate) fn run_suite(
 ) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
     suite.validate()?;
     let (configs, skipped) = resolve_configs(suite)?;
+    let force = matches!(suite.target, TargetSpec::Device { force: true, .. });
+    for (config, _) in &configs {
+        let words = config.mkfs.iter().map(String::as_str);
+        device::check_option_devices(words.chain([config.mount.as_str()]), force)?;
+    }
     for s in &skipped {
         observer.config_skipped(s);
     }

@@ -110,6 +110,56 @@ fn mounted(device_node: &Path) -> Option<PathBuf> {
         .map(|(_, _, target)| target)
 }
 
+/// Option names whose value is a device mkfs or mount writes to (xfs's external log and
+/// realtime devices, ext4's external journal, btrfs's extra devices).
+const DEVICE_OPTIONS: &[&str] = &["logdev", "rtdev", "device", "journal_path", "journal_dev"];
+
+/// Checks every device named inside mkfs arguments or mount options as `--device` is checked
+/// (mounted, in use, or without `force` holding a signature: refused), so that an option such
+/// as `-l logdev=/dev/sdb` cannot write to a device fsbench was not given. A value of a device
+/// option that is not a block device (a regular file, say) is refused too.
+pub fn check_option_devices<'a>(
+    words: impl IntoIterator<Item = &'a str>,
+    force: bool,
+) -> anyhow::Result<()> {
+    for word in words {
+        for item in word.split(',') {
+            let (key, value) = item.split_once('=').unwrap_or(("", item));
+            if !value.starts_with('/') {
+                continue;
+            }
+            let path = Path::new(value);
+            let is_block = path
+                .metadata()
+                .is_ok_and(|m| m.file_type().is_block_device());
+            if is_block || value.starts_with("/dev/") {
+                if !is_block {
+                    return Err(refused(
+                        path,
+                        "named in mkfs or mount options, but not a block device",
+                    ));
+                }
+                check_device(path, force).map_err(|e| match e.downcast::<FsbenchError>() {
+                    Ok(FsbenchError::Refused { path, reason }) => refused(
+                        &path,
+                        format!("{reason} (it is named in the mkfs or mount options)"),
+                    ),
+                    Ok(other) => other.into(),
+                    Err(e) => e,
+                })?;
+            } else if DEVICE_OPTIONS.contains(&key.trim_start_matches('-')) {
+                return Err(refused(
+                    path,
+                    format!(
+                        "`{key}=` in the mkfs or mount options names a device, and this is not one"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a device that is mounted, holds the root filesystem, is in use, or (without
 /// `force`) carries a filesystem or partition-table signature.
 pub fn check_device(path: &Path, force: bool) -> anyhow::Result<DeviceKind> {
@@ -192,6 +242,30 @@ pub fn check_device(path: &Path, force: bool) -> anyhow::Result<DeviceKind> {
     Ok(kind)
 }
 
+/// What `blkid -p -o export` found, in words: a filesystem, a partition table, the entry of a
+/// partition table this device is (an empty partition), or signatures it cannot tell apart.
+fn describe_signature(code: Option<i32>, field: &dyn Fn(&str) -> Option<String>) -> String {
+    if let Some(t) = field("TYPE=") {
+        return format!("{t} filesystem");
+    }
+    if let Some(t) = field("PTTYPE=") {
+        return format!("{t} partition table");
+    }
+    if let Some(scheme) = field("PART_ENTRY_SCHEME=") {
+        let number = field("PART_ENTRY_NUMBER=").unwrap_or_else(|| "?".into());
+        let name = field("PART_ENTRY_NAME=")
+            .map(|n| format!(" named `{n}`"))
+            .unwrap_or_default();
+        return format!(
+            "entry {number} of a {scheme} partition table (a partition{name}, with no filesystem blkid knows)"
+        );
+    }
+    match code {
+        Some(8) => "several signatures blkid cannot tell apart (blkid -p exit 8)".to_string(),
+        _ => "signature blkid cannot name".to_string(),
+    }
+}
+
 /// The filesystem or partition-table signature `blkid -p` finds on `path`, if any.
 pub fn signature(path: &Path) -> anyhow::Result<Option<String>> {
     let blkid = tools::require("blkid", "util-linux")?;
@@ -211,13 +285,38 @@ pub fn signature(path: &Path) -> anyhow::Result<Option<String>> {
                     .lines()
                     .find_map(|l| l.strip_prefix(key).map(str::to_string))
             };
-            let found = field("TYPE=")
-                .map(|t| format!("{t} filesystem"))
-                .or_else(|| field("PTTYPE=").map(|t| format!("{t} partition table")))
-                .unwrap_or_else(|| "ambiguous filesystem".to_string());
-            Ok(Some(found))
+            Ok(Some(describe_signature(run.code, &field)))
         }
         Some(2) => Ok(None),
         _ => anyhow::bail!("blkid -p {} failed: {}", path.display(), run.output.trim()),
+    }
+}
+
+#[cfg(test)]
+mod signature_tests {
+    use super::describe_signature;
+
+    fn describe(export: &str, code: i32) -> String {
+        describe_signature(Some(code), &|key: &str| {
+            export
+                .lines()
+                .find_map(|l| l.strip_prefix(key).map(str::to_string))
+        })
+    }
+
+    #[test]
+    fn what_blkid_found_is_named() {
+        assert_eq!(describe("TYPE=ext4\nUUID=x", 0), "ext4 filesystem");
+        assert_eq!(describe("PTTYPE=gpt", 0), "gpt partition table");
+        let part = describe(
+            "PART_ENTRY_SCHEME=gpt\nPART_ENTRY_NUMBER=1\nPART_ENTRY_NAME=data",
+            0,
+        );
+        assert!(
+            part.starts_with("entry 1 of a gpt partition table"),
+            "{part}"
+        );
+        assert!(part.contains("`data`"), "{part}");
+        assert!(describe("", 8).contains("cannot tell apart"));
     }
 }

@@ -20,6 +20,14 @@ pub struct State {
     pub pid: u32,
     /// Start time of the process (clock ticks since boot), so a reused pid is not mistaken.
     pub start_ticks: u64,
+    /// The owner's PID namespace (the inode of /proc/self/ns/pid): a pid means nothing to a
+    /// `clean` in another namespace.
+    #[serde(default)]
+    pub pid_namespace: Option<u64>,
+    /// The directory the scratch directory was made in; `clean` removes only a directory of
+    /// fsbench's naming directly inside it.
+    #[serde(default)]
+    pub base: Option<PathBuf>,
     pub scratch: PathBuf,
     /// User-given image files fsbench attached to loop devices (they are not removed).
     pub attached_files: Vec<PathBuf>,
@@ -50,48 +58,111 @@ pub fn process_start_ticks(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// The inode of this process's PID namespace.
+fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+}
+
+/// Whether `name` is one fsbench gives scratch directories: `fsbench.<pid>` or
+/// `fsbench.<pid>.<n>`.
+fn is_scratch_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("fsbench.") else {
+        return false;
+    };
+    let mut parts = rest.split('.');
+    let digits =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    digits(parts.next()) && {
+        let n = parts.next();
+        n.is_none() || (digits(n) && parts.next().is_none())
+    }
+}
+
 /// The scratch directory of the running suite. Dropping it undoes everything below it.
 #[derive(Debug)]
 pub struct Scratch {
     state: State,
     state_file: PathBuf,
+    /// An exclusive lock on the state's lock file, held while the suite runs: `clean` sees a
+    /// live owner by it, in any PID namespace, and the kernel drops it when the owner dies.
+    _lock: std::fs::File,
 }
 
 impl Scratch {
-    /// Creates `parent/fsbench.<pid>[.n]` and the state file that records it.
+    /// Creates `parent/fsbench.<pid>[.n]`, recording the intent first: the locked state file
+    /// names the directory before it exists, so a SIGKILL at any moment leaves nothing that
+    /// `fsbench clean` cannot find.
     pub fn create(parent: &Path) -> anyhow::Result<Scratch> {
-        let pid = std::process::id();
-        let dir = (0..1000)
-            .map(|n| match n {
-                0 => parent.join(format!("fsbench.{pid}")),
-                n => parent.join(format!("fsbench.{pid}.{n}")),
-            })
-            .find(|candidate| std::fs::create_dir(candidate).is_ok())
-            .with_context(|| {
-                format!("cannot create a scratch directory in {}", parent.display())
-            })?;
-        let scratch = dir.canonicalize()?;
-        let state_dir = state_dir();
-        let state_file = state_dir.join(format!(
-            "{}.json",
-            scratch.file_name().unwrap().to_string_lossy()
-        ));
-        let scratch = Scratch {
-            state: State {
-                pid,
-                start_ticks: process_start_ticks(pid).unwrap_or(0),
-                scratch,
-                attached_files: Vec::new(),
-            },
-            state_file,
-        };
-        std::fs::create_dir_all(&state_dir)
-            .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
-        if let Err(e) = scratch.save() {
-            let _ = std::fs::remove_dir(&scratch.state.scratch);
-            return Err(e);
+        let (mut scratch, name) = Scratch::reserve(parent)?;
+        let dir = parent.join(&name);
+        // On failure, dropping `scratch` removes its state and lock files.
+        std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let made = dir.canonicalize()?;
+        if made != scratch.state.scratch {
+            // The base was reached through a symlink: record where the directory really is.
+            scratch.state.scratch = made;
+            scratch.save()?;
         }
         Ok(scratch)
+    }
+
+    /// Claims a scratch name: its state file, created exclusively and locked, naming the
+    /// directory that is about to be made. Returns the name.
+    fn reserve(parent: &Path) -> anyhow::Result<(Scratch, String)> {
+        use std::os::fd::AsFd;
+        let pid = std::process::id();
+        let base = parent
+            .canonicalize()
+            .with_context(|| format!("cannot use {}", parent.display()))?;
+        let state_dir = state_dir();
+        std::fs::create_dir_all(&state_dir)
+            .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
+        for n in 0..1000 {
+            let name = match n {
+                0 => format!("fsbench.{pid}"),
+                n => format!("fsbench.{pid}.{n}"),
+            };
+            if base.join(&name).symlink_metadata().is_ok() {
+                continue;
+            }
+            let lock_path = state_dir.join(format!("{name}.lock"));
+            let lock = match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock_path)
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("cannot create {}", lock_path.display()));
+                }
+            };
+            rustix::fs::flock(
+                lock.as_fd(),
+                rustix::fs::FlockOperation::NonBlockingLockExclusive,
+            )
+            .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+            let scratch = Scratch {
+                state: State {
+                    pid,
+                    start_ticks: process_start_ticks(pid).unwrap_or(0),
+                    pid_namespace: pid_namespace(),
+                    base: Some(base.clone()),
+                    scratch: base.join(&name),
+                    attached_files: Vec::new(),
+                },
+                state_file: state_dir.join(format!("{name}.json")),
+                _lock: lock,
+            };
+            if let Err(e) = scratch.save() {
+                let _ = std::fs::remove_file(&lock_path);
+                return Err(e);
+            }
+            return Ok((scratch, name));
+        }
+        anyhow::bail!("cannot create a scratch directory in {}", parent.display())
     }
 
     pub fn path(&self) -> &Path {
@@ -121,6 +192,7 @@ impl Drop for Scratch {
         match undo(&self.state) {
             Ok(_) => {
                 let _ = std::fs::remove_file(&self.state_file);
+                let _ = std::fs::remove_file(self.state_file.with_extension("lock"));
             }
             Err(e) => eprintln!(
                 "fsbench: cleanup incomplete ({e:#}); run `fsbench clean` to finish it (state in {})",
@@ -205,6 +277,8 @@ pub fn detach_loop(device: &Path) -> anyhow::Result<()> {
 pub fn undo(state: &State) -> anyhow::Result<Vec<String>> {
     let mut done = Vec::new();
     let scratch = &state.scratch;
+    // Before anything is unmounted below it: a state file naming `/` must undo nothing.
+    check_scratch_dir(state)?;
     for target in mounts::mounts_below(scratch) {
         unmount(&target)?;
         done.push(format!("unmounted {}", target.display()));
@@ -219,7 +293,7 @@ pub fn undo(state: &State) -> anyhow::Result<Vec<String>> {
             ));
         }
     }
-    if scratch.exists() {
+    if scratch.symlink_metadata().is_ok() {
         // Never recurse into anything still mounted: that could be a user's filesystem.
         if let Some(still) = mounts::mounts_below(scratch).first() {
             anyhow::bail!(
@@ -233,6 +307,59 @@ pub fn undo(state: &State) -> anyhow::Result<Vec<String>> {
         done.push(format!("removed {}", scratch.display()));
     }
     Ok(done)
+}
+
+/// Refuses to remove a directory fsbench did not make: it must carry fsbench's name, sit
+/// directly in the recorded base, be a real directory (not a symlink) and belong to us.
+fn check_scratch_dir(state: &State) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let scratch = &state.scratch;
+    let named = scratch
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(is_scratch_name);
+    let placed = state
+        .base
+        .as_deref()
+        .is_none_or(|base| scratch.parent() == Some(base));
+    // A directory not made yet (the owner died right after recording its intent) is fine.
+    let ours = scratch.symlink_metadata().map_or(true, |meta| {
+        meta.is_dir() && meta.uid() == rustix::process::geteuid().as_raw()
+    });
+    if named && placed && ours {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} is not a scratch directory fsbench made (name, place or owner differ); left alone",
+            scratch.display()
+        )
+    }
+}
+
+/// Whether the suite of a state file may still be running, and why. A held lock is certain;
+/// without a lock file (an older fsbench), the pid and start time decide, and a different PID
+/// namespace (the pid means nothing here) counts as alive.
+fn owner_alive(state: &State, state_file: &Path) -> Option<String> {
+    use std::os::fd::AsFd;
+    let lock_path = state_file.with_extension("lock");
+    if let Ok(lock) = std::fs::OpenOptions::new().write(true).open(&lock_path) {
+        return match rustix::fs::flock(
+            lock.as_fd(),
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        ) {
+            Ok(()) => None,
+            Err(_) => Some(format!("its fsbench (pid {}) holds its lock", state.pid)),
+        };
+    }
+    if state.pid_namespace.is_some() && state.pid_namespace != pid_namespace() {
+        return Some(format!(
+            "pid {} belongs to another PID namespace, so whether it runs cannot be told",
+            state.pid
+        ));
+    }
+    (state.pid != std::process::id()
+        && process_start_ticks(state.pid).is_some_and(|t| t == state.start_ticks))
+    .then(|| format!("fsbench pid {} is still running", state.pid))
 }
 
 /// Undoes what suites that are no longer running left behind (`fsbench clean`).
@@ -261,18 +388,17 @@ pub fn clean_stale() -> anyhow::Result<Vec<String>> {
                 continue;
             }
         };
-        if state.pid != std::process::id()
-            && process_start_ticks(state.pid).is_some_and(|t| t == state.start_ticks)
-        {
-            report.push(format!(
-                "left {} alone: fsbench pid {} is still running",
-                state.scratch.display(),
-                state.pid
-            ));
+        if let Some(why) = owner_alive(&state, &path) {
+            report.push(format!("left {} alone: {why}", state.scratch.display()));
+            continue;
+        }
+        if let Err(e) = check_scratch_dir(&state) {
+            report.push(format!("left {} alone: {e:#}", state.scratch.display()));
             continue;
         }
         report.extend(undo(&state)?);
         std::fs::remove_file(&path)?;
+        let _ = std::fs::remove_file(path.with_extension("lock"));
         report.push(format!("removed state file {}", path.display()));
     }
     Ok(report)
@@ -281,6 +407,66 @@ pub fn clean_stale() -> anyhow::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_fsbench_names_are_scratch_names() {
+        for ok in ["fsbench.12", "fsbench.12.3"] {
+            assert!(is_scratch_name(ok), "{ok}");
+        }
+        for bad in [
+            "fsbench.",
+            "fsbench.x",
+            "fsbench.1.2.3",
+            "home",
+            "fsbench.1.",
+            "/",
+        ] {
+            assert!(!is_scratch_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn intent_is_recorded_before_the_directory_exists() {
+        let base = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        // SAFETY: this test alone sets the variable, before anything reads it.
+        unsafe { std::env::set_var("FSBENCH_STATE_DIR", state.path()) };
+        let (scratch, name) = Scratch::reserve(base.path()).unwrap();
+        let recorded: State =
+            serde_json::from_slice(&std::fs::read(&scratch.state_file).unwrap()).unwrap();
+        assert!(recorded.scratch.ends_with(&name));
+        assert!(
+            !recorded.scratch.exists(),
+            "made before its intent was recorded"
+        );
+        // Its owner alive (the lock is held): `clean` leaves it alone.
+        assert!(owner_alive(&recorded, &scratch.state_file).is_some());
+        drop(scratch);
+        assert!(std::fs::read_dir(state.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn a_state_file_naming_another_directory_undoes_nothing() {
+        let base = tempfile::tempdir().unwrap();
+        let precious = base.path().join("precious");
+        std::fs::create_dir(&precious).unwrap();
+        let state = State {
+            pid: u32::MAX,
+            start_ticks: 0,
+            pid_namespace: None,
+            base: Some(base.path().to_path_buf()),
+            scratch: precious.clone(),
+            attached_files: Vec::new(),
+        };
+        assert!(undo(&state).is_err());
+        assert!(precious.exists());
+        let root = State {
+            scratch: PathBuf::from("/"),
+            base: None,
+            ..state
+        };
+        assert!(undo(&root).is_err());
+    }
 
     #[test]
     fn start_ticks_of_self_and_nobody() {
