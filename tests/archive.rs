@@ -38,10 +38,7 @@ fn tree(root: &Path) -> BTreeMap<String, (char, u64, u64)> {
 }
 
 fn tar_available() -> bool {
-    Command::new("tar")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    has_tool("tar") && status(Command::new("tar").arg("--version")).success()
 }
 
 #[test]
@@ -69,7 +66,7 @@ fn gnu_tar_and_fsbench_extract_the_same_tree() {
             println!("zstd is not installed; the .zst archive is checked by fsbench alone");
             false
         } else {
-            assert!(tar.status().unwrap().success(), "GNU tar failed on {name}");
+            assert!(status(&mut tar).success(), "GNU tar failed on {name}");
             true
         };
         let out = run(fsbench(state.path())

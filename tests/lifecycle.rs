@@ -198,22 +198,16 @@ fn suite_file_states_its_purpose() {
 fn make_ext4_image(path: &Path) {
     let f = std::fs::File::create(path).unwrap();
     f.set_len(64 << 20).unwrap();
-    let ok = Command::new("mkfs.ext4")
-        .args(["-q", "-F"])
-        .arg(path)
-        .status()
-        .unwrap();
+    let ok = status(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(path));
     assert!(ok.success());
 }
 
 fn blkid_uuid(path: &Path) -> String {
     text(
-        &Command::new("blkid")
+        &run(Command::new("blkid")
             .args(["-p", "-s", "UUID", "-o", "value"])
-            .arg(path)
-            .output()
-            .unwrap()
-            .stdout,
+            .arg(path))
+        .stdout,
     )
 }
 
@@ -264,32 +258,16 @@ fn mounted_and_root_devices_are_refused() {
     let state = tempdir();
     let image = dir.path().join("busy.img");
     make_ext4_image(&image);
-    let dev = text(
-        &Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&image)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .trim()
-    .to_string();
+    let dev = attach(&image);
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    assert!(
-        Command::new("mount")
-            .arg(&dev)
-            .arg(&mnt)
-            .status()
-            .unwrap()
-            .success()
-    );
+    assert!(status(Command::new("mount").arg(&dev).arg(&mnt)).success());
     let out = run(fsbench(state.path()).args([
         "run", "-q", "--force", "--fs", "ext4", "-w", TINY, "--device", &dev,
     ]));
     let mounted_err = text(&out.stderr);
-    Command::new("umount").arg(&mnt).status().unwrap();
-    Command::new("losetup").args(["-d", &dev]).status().unwrap();
+    status(Command::new("umount").arg(&mnt));
+    detach(&dev);
     assert_eq!(out.status.code(), Some(3));
     assert!(mounted_err.contains("mounted at"), "{mounted_err}");
 
