@@ -2,23 +2,24 @@
 //!
 //! Architecture, in the order data flows:
 //! [`cli`] → [`suite`] (what to run) → [`runner`] (runs × configurations on fresh filesystems
-//! from [`target`] and [`fs`]) → [`workload`] (one module per benchmark) → [`measure`] →
+//! from [`testbed`] and [`drivers`]) → [`workload`] (one module per benchmark) → [`measure`] →
 //! [`results`] and [`stats`] → [`report`].
 
 pub mod cli;
+pub mod drivers;
 pub mod error;
 pub mod extents;
-pub mod fs;
 pub mod measure;
 pub mod progress;
 pub mod report;
 pub mod results;
+pub mod rmtree;
 pub mod runner;
 pub mod stats;
 pub mod store;
 pub mod suite;
 pub mod sysinfo;
-pub mod target;
+pub mod testbed;
 pub mod tools;
 pub mod units;
 pub mod workload;

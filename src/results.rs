@@ -7,8 +7,8 @@ use crate::measure::{Figure, PhaseMeasurement};
 use crate::stats::Summary;
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
-use crate::target::FsckOutcome;
-use crate::target::device::BlockInfo;
+use crate::testbed::FsckOutcome;
+use crate::testbed::device::BlockInfo;
 
 /// Version of the JSON document; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

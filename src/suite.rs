@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::drivers::FsType;
 use crate::error::invalid;
-use crate::fs::FsType;
-use crate::target::TargetSpec;
+use crate::testbed::TargetSpec;
 use crate::workload::WorkloadSpec;
 
 /// One filesystem configuration: a filesystem and how it is made and mounted.
@@ -220,7 +220,7 @@ fn default_runs() -> u32 {
 }
 fn default_target() -> TargetSpec {
     TargetSpec::Image {
-        dir: crate::target::default_image_dir(),
+        dir: crate::testbed::default_image_dir(),
         size: None,
     }
 }

@@ -33,6 +33,21 @@ pub fn parse_size(text: &str) -> anyhow::Result<u64> {
         .ok_or_else(|| invalid(format!("invalid size `{text}`: larger than 16 EiB")))
 }
 
+/// The longest member path shown in an error message; longer ones are shortened.
+const SHOWN_PATH: usize = 160;
+
+/// A path for a message (a tar member, a failed file): lossy UTF-8, shortened in the middle when very long.
+pub fn shown(path: &[u8]) -> String {
+    let text = String::from_utf8_lossy(path);
+    if text.chars().count() <= SHOWN_PATH {
+        return text.into_owned();
+    }
+    let head: String = text.chars().take(SHOWN_PATH / 2).collect();
+    let tail: Vec<char> = text.chars().rev().take(SHOWN_PATH / 4).collect();
+    let tail: String = tail.into_iter().rev().collect();
+    format!("{head}…{tail} ({} bytes)", path.len())
+}
+
 /// Formats bytes with a binary unit, e.g. `1.5 GiB`.
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];

@@ -271,7 +271,7 @@ fn mounted_and_root_devices_are_refused() {
     assert_eq!(out.status.code(), Some(3));
     assert!(mounted_err.contains("mounted at"), "{mounted_err}");
 
-    let root = fsbench::target::mounts::mount_containing(Path::new("/")).unwrap();
+    let root = fsbench::testbed::mounts::mount_containing(Path::new("/")).unwrap();
     if root.source.starts_with("/dev/") {
         let out = run(fsbench(state.path()).args([
             "run",
@@ -413,9 +413,9 @@ fn a_panic_unmounts_and_detaches() {
     if !can_run("panic cleanup", &["mkfs.ext4"]) {
         return;
     }
-    use fsbench::fs::FsType;
+    use fsbench::drivers::FsType;
     use fsbench::suite::FsConfig;
-    use fsbench::target::{Target, TargetSpec};
+    use fsbench::testbed::{Target, TargetSpec};
     use fsbench::workload::SpaceNeed;
     let dir = tempdir();
     let path = dir.path().to_path_buf();

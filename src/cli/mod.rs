@@ -24,7 +24,7 @@ use crate::runner::{
 };
 use crate::store::Store;
 use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
-use crate::target::{TargetSpec, default_image_dir, scratch};
+use crate::testbed::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
 use crate::units::parse_size;
 use crate::workload::WorkloadSpec;

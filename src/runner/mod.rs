@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 
+use crate::drivers::{FsType, Toolset};
 use crate::error::{FsbenchError, invalid};
-use crate::fs::{FsType, Toolset};
 use crate::measure::{Figure, Progress};
 use crate::results::{
     ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
@@ -19,7 +19,7 @@ use crate::results::{
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
-use crate::target::{Target, TargetSpec, Teardown, device, mounts};
+use crate::testbed::{Target, TargetSpec, Teardown, device, mounts};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 use observer::{Diagnostic, Observer, SuitePlan};

@@ -11,7 +11,7 @@ use crate::measure::{PhaseRecorder, Progress};
 use crate::progress::PhaseProgress;
 use crate::results::PhaseRecord;
 use crate::runner::observer::{Observer, PhaseStart};
-use crate::target::sync_and_drop_caches;
+use crate::testbed::sync_and_drop_caches;
 use crate::workload::Workload;
 
 /// How phases are run.

@@ -44,7 +44,6 @@ pub mod atomic;
 pub mod ffsb;
 pub mod iozone;
 pub(crate) mod options;
-pub mod rmtree;
 pub mod tree;
 
 use std::borrow::Cow;

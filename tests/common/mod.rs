@@ -68,12 +68,12 @@ pub fn status(cmd: &mut Command) -> std::process::ExitStatus {
 
 /// Mount points at or below `dir`.
 pub fn mounts_below(dir: &Path) -> Vec<PathBuf> {
-    fsbench::target::mounts::mounts_below(dir)
+    fsbench::testbed::mounts::mounts_below(dir)
 }
 
 /// Loop devices whose backing file is at or below `dir`.
 pub fn loops_below(dir: &Path) -> Vec<PathBuf> {
-    fsbench::target::scratch::loop_devices()
+    fsbench::testbed::scratch::loop_devices()
         .into_iter()
         .filter(|(_, backing)| backing.starts_with(dir))
         .map(|(dev, _)| dev)

@@ -10,10 +10,10 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-use super::tarfile::shown;
 use super::{Entry, EntryKind};
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder};
+use crate::units::shown;
 
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)

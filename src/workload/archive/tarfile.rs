@@ -6,6 +6,7 @@
 use std::io::{self, Read};
 
 use super::{Entry, EntryKind};
+use crate::units::shown;
 
 const BLOCK: usize = 512;
 
@@ -28,21 +29,6 @@ pub struct TarReader<R: Read> {
     offset: u64,
     /// A PAX header announced a GNU sparse member (formats 0.x and 1.0) for the next one.
     pax_sparse: bool,
-}
-
-/// The longest member path shown in an error message; longer ones are shortened.
-const SHOWN_PATH: usize = 160;
-
-/// A member path for a message: lossy UTF-8, shortened in the middle when very long.
-pub(crate) fn shown(path: &[u8]) -> String {
-    let text = String::from_utf8_lossy(path);
-    if text.chars().count() <= SHOWN_PATH {
-        return text.into_owned();
-    }
-    let head: String = text.chars().take(SHOWN_PATH / 2).collect();
-    let tail: Vec<char> = text.chars().rev().take(SHOWN_PATH / 4).collect();
-    let tail: String = tail.into_iter().rev().collect();
-    format!("{head}…{tail} ({} bytes)", path.len())
 }
 
 /// A member's data: the stream, limited to the member's size; the stream ending early is an

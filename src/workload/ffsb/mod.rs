@@ -19,10 +19,11 @@ use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec, rmtree};
+use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
 use crate::measure::{CpuTimes, Figure, OpKind, PhaseRecorder};
+use crate::rmtree;
 use crate::units::{compact_size, format_bytes};
 use worker::{FileTable, RunTotals};
 
@@ -812,106 +813,4 @@ impl Workload for Ffsb {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SEED_PROFILE: &str = "num_filesystems=1
-num_threadgroups=1
-directio=0
-time=600
-
-[filesystem0]
-        location=/mnt/test/
-        num_files=0
-        num_dirs=0
-        max_filesize=1073741824
-        min_filesize=1073741824
-[end0]
-
-[threadgroup0]
-        num_threads=128
-        write_size=65536
-        write_blocksize=65536
-        create_weight=1
-[end0]
-";
-
-    #[test]
-    fn the_seed_profile_parses_as_written() {
-        let p = profile::parse(SEED_PROFILE, "seed.ffsb").unwrap();
-        assert_eq!(p.time, Some(600));
-        assert_eq!(p.groups.len(), 1);
-        let g = &p.groups[0];
-        assert_eq!(g.num_threads, 128);
-        assert_eq!((g.write_size, g.write_blocksize), (65536, 65536));
-        assert_eq!(g.weights.get(&Op::Create), Some(&1));
-        assert_eq!(p.fileset.max_filesize, 1 << 30);
-        assert_eq!(p.fileset.location.as_deref(), Some("/mnt/test/"));
-        assert_eq!(p.name(), "profile=seed.ffsb");
-        // 128 files of 1 GiB in flight: the target must hold them.
-        assert!(p.space_needed().unwrap().bytes >= 128 << 30);
-    }
-
-    #[test]
-    fn profile_errors_name_the_line() {
-        let typo = SEED_PROFILE.replace("write_blocksize", "write_blocksise");
-        let e = profile::parse(&typo, "t.ffsb").unwrap_err().to_string();
-        assert!(
-            e.contains("line 17") && e.contains("write_blocksise"),
-            "{e}"
-        );
-        let bad = SEED_PROFILE.replace("num_threads=128", "num_threads=many");
-        let e = profile::parse(&bad, "t.ffsb").unwrap_err().to_string();
-        assert!(e.contains("line 15") && e.contains("many"), "{e}");
-        let count = SEED_PROFILE.replace("num_threadgroups=1", "num_threadgroups=2");
-        let e = profile::parse(&count, "t.ffsb").unwrap_err().to_string();
-        assert!(e.contains("line 2"), "{e}");
-        let open = SEED_PROFILE.replace("[end0]\n\n[threadgroup0]", "\n[threadgroup0]");
-        assert!(profile::parse(&open, "t.ffsb").is_err());
-        let aging = SEED_PROFILE.replace("num_dirs=0", "agefs=1");
-        let e = profile::parse(&aging, "t.ffsb").unwrap_err().to_string();
-        assert!(e.contains("not supported"), "{e}");
-    }
-
-    #[test]
-    fn op_order_is_the_table_order() {
-        for (i, op) in Op::ALL.iter().enumerate() {
-            assert_eq!(*op as usize, i, "{op:?}");
-        }
-    }
-
-    #[test]
-    fn sizes_weights_and_spaces_parse() {
-        let text = "time=10\n[filesystem0]\nnum_files=10\nsize_weight 4k 33\nsize_weight 1m 67\n[end0]\n\
-                    [threadgroup0]\nnum_threads=2\nread_weight=3\nstat_weight=1\nread_size=4k\nread_blocksize=4k\n\
-                    [stats]\nenable_stats=1\nmsec_range 0.00 0.01\n[end]\n[end0]\n";
-        let p = profile::parse(text, "w.ffsb").unwrap();
-        assert_eq!(p.fileset.size_weights, [(4096, 33), (1 << 20, 67)]);
-        let g = &p.groups[0];
-        assert_eq!(g.total_weight(), 4);
-        // Cumulative choice in FFSB's table order: draws 0-2 read, 3 stat.
-        let picks: Vec<Op> = (0..4).map(|d| g.choose(d)).collect();
-        assert_eq!(picks, [Op::Read, Op::Read, Op::Read, Op::Stat]);
-    }
-
-    #[test]
-    fn large_write_preset_and_validation() {
-        let p = FfsbParams::parse("large-write").unwrap();
-        assert_eq!(p.groups[0].num_threads, 128);
-        assert!(p.fileset.fit);
-        assert_eq!(p.created_files(), 128);
-        p.validate().unwrap();
-        let q = FfsbParams::parse("threads=4,size=8m").unwrap();
-        assert!(!q.fileset.fit);
-        assert_eq!(q.space_needed().unwrap().bytes, 4 * (8 << 20) / 10 * 11);
-        assert!(FfsbParams::parse("bogus").is_err());
-        assert!(FfsbParams::parse("threads=x").is_err());
-        let mut never = q.clone();
-        never.groups[0].ops_per_thread = None;
-        assert!(never.validate().is_err());
-        let json = serde_json::to_string(&q).unwrap();
-        assert_eq!(serde_json::from_str::<FfsbParams>(&json).unwrap(), q);
-        let toml_text = toml::to_string(&q).unwrap();
-        assert_eq!(toml::from_str::<FfsbParams>(&toml_text).unwrap(), q);
-    }
-}
+mod tests;

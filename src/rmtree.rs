@@ -191,10 +191,7 @@ fn remove_deep(
 }
 
 fn errno_failure(name: &[u8], e: Errno) -> FsbenchError {
-    FsbenchError::Failed(format!(
-        "rm -rf: {}: {e}",
-        crate::workload::archive::tarfile::shown(name)
-    ))
+    FsbenchError::Failed(format!("rm -rf: {}: {e}", crate::units::shown(name)))
 }
 
 /// Removes everything in `dir`; returns how many entries it saw.

@@ -13,8 +13,8 @@ use anyhow::Context;
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
+use crate::drivers::{FsType, Toolset};
 use crate::error::{FsbenchError, invalid};
-use crate::fs::{FsType, Toolset};
 use crate::suite::FsConfig;
 use crate::tools;
 use crate::units::format_bytes;

@@ -1,0 +1,62 @@
+use super::*;
+
+#[test]
+fn article_preset_totals() {
+    // The fdtree article's own figures (seed 000).
+    let cases = [
+        ("small-shallow", 8_421, 336_840, 1_347_360),
+        ("small-deep", 88_573, 354_292, 1_417_168),
+        ("medium-shallow", 307, 3_070, 12_280_000),
+        ("medium-deep", 2_047, 4_094, 16_376_000),
+    ];
+    for (name, dirs, files, kib) in cases {
+        let p = TreeParams::preset(name).unwrap();
+        assert_eq!(
+            (p.total_dirs(), p.total_files(), p.total_kib()),
+            (dirs, files, kib),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn names_are_fdtrees() {
+    let mut n = Name::new();
+    assert_eq!(n.of(3, b'D', 20).to_str().unwrap(), "L3D20");
+    assert_eq!(n.of(0, b'F', 1).to_str().unwrap(), "L0F1");
+    assert_eq!(
+        n.of(u32::MAX, b'F', u32::MAX).to_str().unwrap(),
+        "L4294967295F4294967295"
+    );
+}
+
+#[test]
+fn parses_presets_and_parameters() {
+    let p = TreeParams::parse("small-deep").unwrap();
+    assert_eq!((p.dirs, p.files, p.size, p.levels), (3, 4, 1, 10));
+    let q = TreeParams::parse("d=20,f=40,s=1,l=3").unwrap();
+    assert_eq!(q.preset.as_deref(), Some("small-shallow"));
+    let r = TreeParams::parse("dirs=2,files=3,size=0,levels=1").unwrap();
+    assert_eq!(r.name(), "d2-f3-s0-l1");
+    assert!(TreeParams::parse("nonsense").is_err());
+    assert!(TreeParams::parse("dirs=-1").is_err());
+    assert!(TreeParams::parse("depth=3").is_err());
+}
+
+#[test]
+fn rejects_zero_and_absurd_trees() {
+    assert!(TreeParams::new(0, 1, 1, 1).validate().is_err());
+    assert!(TreeParams::new(1, 0, 1, 1).validate().is_err());
+    let huge = TreeParams::new(10_000, 1, 1, 100).validate().unwrap_err();
+    assert!(huge.to_string().contains("absurdly large"), "{huge}");
+    assert!(TreeParams::new(1, 1, 0, 0).validate().is_ok());
+}
+
+#[test]
+fn suite_file_form_deserializes() {
+    let p: TreeParams = toml::from_str("preset = \"medium-deep\"").unwrap();
+    assert_eq!(p.total_files(), 4_094);
+    let q: TreeParams = toml::from_str("preset = \"small-deep\"\nlevels = 2").unwrap();
+    assert_eq!((q.levels, q.preset), (2, None));
+    assert!(toml::from_str::<TreeParams>("dirz = 3").is_err());
+}
