@@ -1,0 +1,563 @@
+//! FFSB's parameters: operations, thread groups, the file set, the option table and presets.
+
+use super::*;
+
+/// FFSB's operations, in its operation table's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Read,
+    Readall,
+    Write,
+    Create,
+    Append,
+    Delete,
+    /// Two mkdir, one rmdir, one rename.
+    Metaop,
+    Createdir,
+    Stat,
+    Writeall,
+    WriteallFsync,
+    OpenClose,
+    WriteFsync,
+    CreateFsync,
+    AppendFsync,
+}
+
+impl Op {
+    pub const ALL: [Op; 15] = [
+        Op::Read,
+        Op::Readall,
+        Op::Write,
+        Op::Create,
+        Op::Append,
+        Op::Delete,
+        Op::Metaop,
+        Op::Createdir,
+        Op::Stat,
+        Op::Writeall,
+        Op::WriteallFsync,
+        Op::OpenClose,
+        Op::WriteFsync,
+        Op::CreateFsync,
+        Op::AppendFsync,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Readall => "readall",
+            Op::Write => "write",
+            Op::Create => "create",
+            Op::Append => "append",
+            Op::Delete => "delete",
+            Op::Metaop => "metaop",
+            Op::Createdir => "createdir",
+            Op::Stat => "stat",
+            Op::Writeall => "writeall",
+            Op::WriteallFsync => "writeall_fsync",
+            Op::OpenClose => "open_close",
+            Op::WriteFsync => "write_fsync",
+            Op::CreateFsync => "create_fsync",
+            Op::AppendFsync => "append_fsync",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|o| o.name() == name)
+    }
+
+    /// Works on an existing file of the set.
+    pub(super) fn needs_file(self) -> bool {
+        !matches!(
+            self,
+            Op::Create | Op::CreateFsync | Op::Metaop | Op::Createdir
+        )
+    }
+
+    pub(super) fn creates(self) -> bool {
+        matches!(self, Op::Create | Op::CreateFsync)
+    }
+
+    pub(super) fn reads(self) -> bool {
+        matches!(self, Op::Read | Op::Readall)
+    }
+
+    /// Writes `write_size` bytes (as opposed to whole files).
+    pub(super) fn writes_sized(self) -> bool {
+        matches!(
+            self,
+            Op::Write | Op::WriteFsync | Op::Append | Op::AppendFsync
+        )
+    }
+
+    pub(super) fn writes(self) -> bool {
+        self.writes_sized() || self.creates() || matches!(self, Op::Writeall | Op::WriteallFsync)
+    }
+}
+
+/// One thread group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadGroup {
+    pub num_threads: u32,
+    /// Operation weights (only those above zero).
+    pub weights: BTreeMap<Op, u32>,
+    #[serde(default)]
+    pub read_size: u64,
+    #[serde(default)]
+    pub read_blocksize: u64,
+    #[serde(default)]
+    pub read_random: bool,
+    /// After each block read sequentially, skip `read_skipsize` bytes.
+    #[serde(default)]
+    pub read_skip: bool,
+    #[serde(default)]
+    pub read_skipsize: u64,
+    #[serde(default)]
+    pub write_size: u64,
+    #[serde(default)]
+    pub write_blocksize: u64,
+    #[serde(default)]
+    pub write_random: bool,
+    /// Sleep between operations, milliseconds.
+    #[serde(default)]
+    pub op_delay_ms: u32,
+    /// Transactions per thread (fsbench's `num_ops`); without it the group runs for `time`.
+    #[serde(default)]
+    pub ops_per_thread: Option<u64>,
+}
+
+impl ThreadGroup {
+    pub fn set_weight(&mut self, op: Op, weight: u32) {
+        if weight == 0 {
+            self.weights.remove(&op);
+        } else {
+            self.weights.insert(op, weight);
+        }
+    }
+
+    pub fn total_weight(&self) -> u64 {
+        self.weights.values().map(|w| u64::from(*w)).sum()
+    }
+
+    /// FFSB's choice: walk the weights, subtracting, until the draw falls inside one.
+    pub fn choose(&self, draw: u64) -> Op {
+        let mut left = draw % self.total_weight().max(1);
+        for (op, w) in &self.weights {
+            let w = u64::from(*w);
+            if left < w {
+                return *op;
+            }
+            left -= w;
+        }
+        *self.weights.keys().next().expect("validated: some weight")
+    }
+}
+
+/// The file set made before the timed part.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSet {
+    /// FFSB's `location`, kept for the record; fsbench runs on its target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    pub num_files: u32,
+    pub num_dirs: u32,
+    pub min_filesize: u64,
+    pub max_filesize: u64,
+    /// `size_weight SIZE WEIGHT` lines: file sizes drawn by weight instead of a range.
+    #[serde(default)]
+    pub size_weights: Vec<(u64, u32)>,
+    /// Write size when making the file set; 0 means 64 KiB.
+    #[serde(default)]
+    pub create_blocksize: u64,
+    /// Shrink file sizes so that the files fit the target (the preset does).
+    #[serde(default)]
+    pub fit: bool,
+}
+
+impl FileSet {
+    /// `None` when the weighted sizes overflow.
+    pub(super) fn average_size(&self) -> Option<u64> {
+        let total: u64 = self.size_weights.iter().map(|(_, w)| u64::from(*w)).sum();
+        let weighted = self.size_weights.iter().try_fold(0u64, |sum, (s, w)| {
+            sum.checked_add(s.checked_mul(u64::from(*w))?)
+        })?;
+        Some(
+            weighted
+                .checked_div(total)
+                .unwrap_or(self.min_filesize / 2 + self.max_filesize / 2),
+        )
+    }
+
+    pub(super) fn largest_size(&self) -> u64 {
+        self.size_weights
+            .iter()
+            .map(|(s, _)| *s)
+            .max()
+            .unwrap_or(self.max_filesize)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FfsbParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// The profile file it was read from (its name, for the label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Seconds the thread groups run (FFSB's `time`).
+    pub time: Option<u32>,
+    #[serde(default)]
+    pub directio: bool,
+    /// Random offsets aligned to 4 KiB.
+    #[serde(default)]
+    pub alignio: bool,
+    pub fileset: FileSet,
+    pub groups: Vec<ThreadGroup>,
+}
+
+pub(super) const OPTIONS: &[OptionDef] = &[
+    OptionDef::new(
+        "profile",
+        OptKind::Text,
+        "an FFSB profile file instead of large-write",
+    ),
+    OptionDef {
+        min: 1,
+        max: 4096,
+        ..OptionDef::new(
+            "threads",
+            OptKind::Count,
+            "large-write: threads, one file each",
+        )
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new(
+            "size",
+            OptKind::Size,
+            "large-write: file size; given, it no longer shrinks to fit",
+        )
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("block", OptKind::Size, "large-write: write size")
+    },
+];
+
+/// The seed's profile: 128 threads each writing a 1 GiB file in 64 KiB writes.
+pub(super) const PRESETS: &[Preset] = &[Preset {
+    name: "large-write",
+    values: &[("threads", "128"), ("size", "1g"), ("block", "64k")],
+    help: "the seed's profile; files shrink to fit",
+}];
+
+/// The ffsb workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "ffsb",
+    summary: "FFSB: thread groups of weighted operations on a file set",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "large-write",
+    // The and the seed's name for the preset.
+    aliases: &[("ffsb-large-write", "large-write")],
+    build: |p| build(p).map(WorkloadSpec::Ffsb),
+};
+
+pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {
+    let custom = p.first_explicit(&["threads", "size", "block"]);
+    if let Some(path) = p.text("profile") {
+        if custom.is_some() {
+            return Err(invalid(
+                "ffsb: threads=, size= and block= belong to large-write; a profile sets its own",
+            ));
+        }
+        return FfsbParams::from_file(std::path::Path::new(path));
+    }
+    let threads = p.small("threads").expect("large-write gives threads");
+    let size = p.num("size").expect("large-write gives a size");
+    let block = p.num("block").expect("large-write gives a block");
+    let mut params = FfsbParams::large_write(threads, size, block);
+    if custom.is_some() {
+        // An explicit size is the size: it does not shrink.
+        params.fileset.fit = !p.explicit("size");
+        params.preset = Some(format!(
+            "large-write,threads={threads},size={},block={}",
+            compact_size(size),
+            compact_size(block)
+        ));
+    }
+    Ok(params)
+}
+
+impl FfsbParams {
+    /// The seed's profile's shape: `threads` threads each creating one file of `size` bytes
+    /// with `block`-byte writes; sizes shrink to fit the target.
+    pub fn large_write(threads: u32, size: u64, block: u64) -> FfsbParams {
+        let mut group = ThreadGroup {
+            num_threads: threads,
+            write_size: block,
+            write_blocksize: block,
+            ops_per_thread: Some(1),
+            ..ThreadGroup::default()
+        };
+        group.set_weight(Op::Create, 1);
+        FfsbParams {
+            preset: Some("large-write".into()),
+            profile: None,
+            time: None,
+            directio: false,
+            alignio: false,
+            fileset: FileSet {
+                min_filesize: size,
+                max_filesize: size,
+                fit: true,
+                ..FileSet::default()
+            },
+            groups: vec![group],
+        }
+    }
+
+    /// Parses the part after `ffsb:`: `large-write` with `size=`, `threads=`, `block=`, or
+    /// `profile=PATH` (an FFSB profile file).
+    pub fn parse(args: &str) -> anyhow::Result<FfsbParams> {
+        build(&KIND.parse_cli(args)?)
+    }
+
+    pub fn from_file(path: &std::path::Path) -> anyhow::Result<FfsbParams> {
+        let text = crate::workload::read_text_file(path, "FFSB profile")?;
+        let name = path
+            .file_name()
+            .map_or(path.display().to_string(), |n| n.to_string_lossy().into());
+        profile::parse(&text, &name)
+    }
+
+    pub fn name(&self) -> String {
+        match (&self.preset, &self.profile) {
+            (Some(p), _) => p.clone(),
+            (None, Some(f)) => format!("profile={f}"),
+            (None, None) => "custom".into(),
+        }
+    }
+
+    pub fn total_threads(&self) -> u64 {
+        self.groups.iter().map(|g| u64::from(g.num_threads)).sum()
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.groups.is_empty() {
+            return Err(invalid("ffsb: no thread group"));
+        }
+        if self.total_threads() > 4096 {
+            return Err(invalid("ffsb: more than 4096 threads in all"));
+        }
+        let fs = &self.fileset;
+        let creates = self
+            .groups
+            .iter()
+            .any(|g| g.weights.keys().any(|o| o.creates()));
+        for (i, g) in self.groups.iter().enumerate() {
+            let err = |msg: &str| invalid(format!("ffsb: thread group {i}: {msg}"));
+            if g.num_threads == 0 {
+                return Err(err("num_threads must be at least 1"));
+            }
+            if g.weights.is_empty() {
+                return Err(err("no operation has a weight"));
+            }
+            if self.time.is_none() && g.ops_per_thread.is_none() {
+                return Err(err(
+                    "neither `time` nor `num_ops` is set: the group would never end",
+                ));
+            }
+            let ops = || g.weights.keys();
+            if ops().any(|o| o.reads()) && g.read_blocksize == 0 {
+                return Err(err("read operations need read_blocksize"));
+            }
+            if g.weights.contains_key(&Op::Read)
+                && (g.read_size == 0 || g.read_size < g.read_blocksize)
+            {
+                return Err(err("read needs read_size of at least read_blocksize"));
+            }
+            if ops().any(|o| o.writes()) && g.write_blocksize == 0 {
+                return Err(err("write operations need write_blocksize"));
+            }
+            if ops().any(|o| o.writes_sized())
+                && (g.write_size == 0 || g.write_size < g.write_blocksize)
+            {
+                return Err(err(
+                    "write and append need write_size of at least write_blocksize",
+                ));
+            }
+            if ops().any(|o| o.needs_file()) && fs.num_files == 0 && !creates {
+                return Err(err(
+                    "its operations need files, but num_files is 0 and nothing creates any",
+                ));
+            }
+            if self.directio
+                && [
+                    g.read_blocksize,
+                    g.write_blocksize,
+                    g.write_size,
+                    g.read_size,
+                ]
+                .iter()
+                .any(|b| b % 4096 != 0)
+            {
+                return Err(err(
+                    "directio needs sizes and block sizes that are multiples of 4096",
+                ));
+            }
+            for (what, v) in [
+                ("read_blocksize", g.read_blocksize),
+                ("write_blocksize", g.write_blocksize),
+            ] {
+                if v > 1 << 30 {
+                    return Err(err(&format!("{what} over 1 GiB is absurd")));
+                }
+            }
+        }
+        if (fs.num_files > 0 || creates) && fs.size_weights.is_empty() {
+            if fs.max_filesize == 0 {
+                return Err(invalid(
+                    "ffsb: max_filesize (or size_weight) is needed to make files",
+                ));
+            }
+            if fs.min_filesize > fs.max_filesize {
+                return Err(invalid("ffsb: min_filesize is larger than max_filesize"));
+            }
+        }
+        if fs.size_weights.iter().any(|(_, w)| *w == 0) {
+            return Err(invalid("ffsb: a size_weight has weight 0"));
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        let groups: Vec<String> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let ops: Vec<String> = g
+                    .weights
+                    .iter()
+                    .map(|(o, w)| format!("{} {w}", o.name()))
+                    .collect();
+                let amount = g
+                    .ops_per_thread
+                    .map(|n| format!(", {n} transaction(s) each"))
+                    .unwrap_or_default();
+                format!("{} threads × [{}]{amount}", g.num_threads, ops.join(", "))
+            })
+            .collect();
+        let fs = &self.fileset;
+        let sizes = if fs.size_weights.is_empty() {
+            if fs.min_filesize == fs.max_filesize {
+                format_bytes(fs.max_filesize)
+            } else {
+                format!(
+                    "{}–{}",
+                    format_bytes(fs.min_filesize),
+                    format_bytes(fs.max_filesize)
+                )
+            }
+        } else {
+            "weighted sizes".into()
+        };
+        format!(
+            "FFSB: {}; file set {} files in {} dirs; files of {sizes}{}{}{}",
+            groups.join("; "),
+            fs.num_files,
+            fs.num_dirs,
+            if fs.fit {
+                " (smaller if they do not fit)"
+            } else {
+                ""
+            },
+            self.time
+                .map(|t| format!("; for {t} s"))
+                .unwrap_or_default(),
+            if self.directio { "; O_DIRECT" } else { "" },
+        )
+    }
+
+    /// Files the thread groups create, when that is known (fixed amounts of work); saturates.
+    pub(super) fn created_files(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| {
+                let creates: u64 = g
+                    .weights
+                    .iter()
+                    .filter(|(o, _)| o.creates())
+                    .map(|(_, w)| u64::from(*w))
+                    .sum();
+                let share = creates as f64 / g.total_weight().max(1) as f64;
+                let ops = g
+                    .ops_per_thread
+                    .unwrap_or(1)
+                    .saturating_mul(u64::from(g.num_threads));
+                // A float too large for u64 saturates in the cast.
+                (ops as f64 * share).ceil() as u64
+            })
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Bytes of I/O buffers the workload allocates: one (aligned) block buffer per thread, as
+    /// every thread holds its own while the groups run.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| {
+                let block = g.read_blocksize.max(g.write_blocksize).max(4096);
+                block
+                    .saturating_add(4096)
+                    .saturating_mul(u64::from(g.num_threads))
+            })
+            .fold(0, u64::saturating_add)
+    }
+
+    /// `None` when the sizes and counts overflow.
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let fs = &self.fileset;
+        let set = u64::from(fs.num_files).checked_mul(fs.average_size()?)?;
+        let created = self.created_files();
+        let appended = self
+            .groups
+            .iter()
+            .filter(|g| {
+                g.weights
+                    .keys()
+                    .any(|o| matches!(o, Op::Append | Op::AppendFsync))
+            })
+            .try_fold(0u64, |sum, g| {
+                let bytes = g
+                    .write_size
+                    .checked_mul(g.ops_per_thread.unwrap_or(1))?
+                    .checked_mul(u64::from(g.num_threads))?;
+                sum.checked_add(bytes)
+            })?;
+        let inodes = u64::from(fs.num_files)
+            .checked_add(u64::from(fs.num_dirs))?
+            .checked_add(created)?
+            .checked_add(1024)?;
+        if fs.fit {
+            let files = created.checked_add(u64::from(fs.num_files))?;
+            return Some(SpaceNeed {
+                bytes: files.checked_mul(1 << 20)?,
+                inodes,
+                ideal_bytes: files.checked_mul(32 << 20)?,
+            });
+        }
+        let bytes = set
+            .checked_add(created.checked_mul(fs.largest_size())?)?
+            .checked_add(appended)?;
+        Some(SpaceNeed::exactly((bytes / 10).checked_mul(11)?, inodes))
+    }
+}
+
+workload_params!(FfsbParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
+    instantiate: Ffsb::new(p.clone()),
+    buffers: FfsbParams::buffer_bytes(p));
