@@ -1,0 +1,151 @@
+//! The commands that read the results database: list, show, export, compare, rank, report.
+
+use super::*;
+
+/// Loads the suites that `specs` (ID or ID:CONFIG) name, and the columns they select.
+pub(super) fn load_columns(
+    store: &Store,
+    specs: &[String],
+) -> anyhow::Result<(Vec<SuiteResult>, Vec<Column>)> {
+    let mut suites: Vec<SuiteResult> = Vec::new();
+    let mut columns = Vec::new();
+    for spec in specs {
+        let id_text = spec.split_once(':').map_or(spec.as_str(), |(id, _)| id);
+        let id: i64 = id_text
+            .parse()
+            .map_err(|_| invalid(format!("`{spec}`: expected a suite ID or ID:CONFIG")))?;
+        if !suites.iter().any(|s| s.id == Some(id)) {
+            suites.push(store.load(id)?);
+        }
+        let suite = suites
+            .iter()
+            .find(|s| s.id == Some(id))
+            .expect("just loaded");
+        for c in compare::columns(spec, suite)? {
+            if !columns
+                .iter()
+                .any(|o: &Column| o.suite_id == c.suite_id && o.config == c.config)
+            {
+                columns.push(c);
+            }
+        }
+    }
+    if columns.is_empty() {
+        return Err(invalid(
+            "nothing to compare: the suites have no configurations",
+        ));
+    }
+    Ok((suites, columns))
+}
+
+pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<ExitCode> {
+    let (suites, mut columns) = load_columns(store, &args.columns)?;
+    if let Some(b) = &args.baseline {
+        let (_, wanted) = load_columns(store, std::slice::from_ref(b))?;
+        let pos = columns
+            .iter()
+            .position(|c| c.suite_id == wanted[0].suite_id && c.config == wanted[0].config)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "--baseline {b} is not among the compared configurations"
+                ))
+            })?;
+        let base = columns.remove(pos);
+        columns.insert(0, base);
+    }
+    if !(args.noise >= 0.0 && args.noise.is_finite()) {
+        return Err(invalid("--noise must be a non-negative percentage"));
+    }
+    let rows = compare::compare(&suites, &columns, 0, args.noise);
+    match args.output_format {
+        OutputFormat::Table => write_stdout(&compare::render(&columns, &rows, 0, args.noise))?,
+        OutputFormat::Json => write_stdout(
+            &(serde_json::to_string_pretty(&serde_json::json!({
+                "schema_version": crate::results::SCHEMA_VERSION,
+                "columns": columns,
+                "noise_percent": args.noise,
+                "alpha": compare::ALPHA,
+                "rows": rows,
+            }))? + "\n"),
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to the file `path`, or to stdout without one or when it is `-`.
+pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match path.filter(|p| *p != Path::new("-")) {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        None => write_stdout(text),
+    }
+}
+
+/// The commands that read the results database.
+pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
+    if !db.exists() {
+        return Err(invalid(format!(
+            "no results database at {}; run `fsbench run` first or pass --db",
+            db.display()
+        )));
+    }
+    let store = Store::open(db)?;
+    match command {
+        Command::List { limit } => {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_header([
+                "ID",
+                "Started",
+                "Name",
+                "Configurations",
+                "Workloads",
+                "Runs",
+                "Status",
+            ]);
+            for s in store.list(*limit)? {
+                t.add_row(vec![
+                    s.id.to_string(),
+                    s.started_at,
+                    s.name,
+                    s.configurations.to_string(),
+                    s.workloads.to_string(),
+                    format!("{}/{}", s.runs_done, s.runs_planned),
+                    s.status,
+                ]);
+            }
+            write_stdout(&format!("{t}\n"))?;
+        }
+        Command::Show { id, output_format } => print_result(&store.load(*id)?, *output_format)?,
+        Command::Compare(args) => return compare_cmd(args, &store),
+        Command::Rank { columns } => {
+            let (suites, columns) = load_columns(&store, columns)?;
+            write_stdout(&report::rank::render(&report::rank::rank(&suites, columns)))?;
+        }
+        Command::Export { id, format, output } => {
+            let result = store.load(*id)?;
+            let text = match format {
+                ExportFormat::Json => report::json::render(&result) + "\n",
+                ExportFormat::Csv => report::csv::render(&result)?,
+                ExportFormat::Markdown => report::table::render(&result, Style::Markdown),
+                ExportFormat::Iozone => report::iozone::render(&result)?,
+            };
+            write_output(output.as_deref(), &text)?;
+        }
+        Command::Report(args) => {
+            let (suites, columns) = load_columns(&store, &args.columns)?;
+            let html = report::html::render(&suites, &columns, args.noise);
+            write_output(Some(&args.output), &html)?;
+            if args.output != Path::new("-") {
+                eprintln!("fsbench: report written to {}", args.output.display());
+            }
+        }
+        Command::Run(_)
+        | Command::Ffsb(_)
+        | Command::Fdtree(_)
+        | Command::Clean
+        | Command::Archive { .. } => {
+            unreachable!("handled in main")
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
