@@ -1,0 +1,198 @@
+//! FFSB's file set: the table of files, their names, sizes and the set made before timing.
+
+use super::*;
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slot {
+    size: u64,
+    /// Threads working on the file; a file in use is not deleted.
+    users: u32,
+}
+
+/// The file set: every file ever made has a slot (its number names it), the live ones are
+/// listed for picking at random. 16 bytes per file, as FFSB keeps its own list.
+#[derive(Debug, Default)]
+pub struct FileTable {
+    pub(super) live: Vec<u32>,
+    slots: Vec<Slot>,
+}
+
+impl FileTable {
+    pub fn live(&self) -> usize {
+        self.live.len()
+    }
+
+    /// A number for a file about to be made; it is not picked until published.
+    pub(super) fn reserve(&mut self) -> u32 {
+        self.slots.push(Slot { size: 0, users: 1 });
+        (self.slots.len() - 1) as u32
+    }
+
+    pub(super) fn publish(&mut self, id: u32, size: u64) {
+        self.slots[id as usize] = Slot { size, users: 0 };
+        self.live.push(id);
+    }
+
+    /// A live file, marked in use, and its size.
+    pub(super) fn pick(&mut self, draw: u64) -> Option<(u32, u64)> {
+        if self.live.is_empty() {
+            return None;
+        }
+        let id = self.live[(draw % self.live.len() as u64) as usize];
+        let slot = &mut self.slots[id as usize];
+        slot.users += 1;
+        Some((id, slot.size))
+    }
+
+    pub(super) fn release(&mut self, id: u32, grew: u64) {
+        let slot = &mut self.slots[id as usize];
+        slot.users -= 1;
+        slot.size += grew;
+    }
+
+    /// A live file nobody is using, taken out of the set for deleting.
+    pub(super) fn take_idle(&mut self, draw: u64) -> Option<u32> {
+        let n = self.live.len() as u64;
+        for k in 0..8u64.min(n) {
+            let index = ((draw + k * 7919) % n) as usize;
+            let id = self.live[index];
+            if self.slots[id as usize].users == 0 {
+                self.live.swap_remove(index);
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
+/// NUL-terminated names built in place.
+pub struct Names {
+    buf: [u8; 64],
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        Names { buf: [0; 64] }
+    }
+}
+
+impl Names {
+    pub(super) fn finish(&mut self, end: usize) -> &CStr {
+        self.buf[end] = 0;
+        CStr::from_bytes_with_nul(&self.buf[..=end]).expect("one NUL at the end")
+    }
+
+    pub(super) fn prefixed(&mut self, prefix: &[u8], n: u64) -> &CStr {
+        self.buf[..prefix.len()].copy_from_slice(prefix);
+        let end = push_decimal(&mut self.buf, prefix.len(), n);
+        self.finish(end)
+    }
+
+    /// `dirN`, a directory of the file set.
+    pub fn dir(&mut self, d: u32) -> &CStr {
+        self.prefixed(b"dir", u64::from(d))
+    }
+
+    /// File `id`'s path below `data/`: `dir<id mod dirs>/file<id>`, as FFSB spreads its files.
+    pub fn file(&mut self, id: u32, dirs: u32) -> &CStr {
+        let mut at = 0;
+        if dirs > 0 {
+            self.buf[..3].copy_from_slice(b"dir");
+            at = push_decimal(&mut self.buf, 3, u64::from(id % dirs));
+            self.buf[at] = b'/';
+            at += 1;
+        }
+        self.buf[at..at + 4].copy_from_slice(b"file");
+        let end = push_decimal(&mut self.buf, at + 4, u64::from(id));
+        self.finish(end)
+    }
+
+    /// `t<thread>_<k>` (with `r` appended once renamed): a thread's metaop directories.
+    pub(super) fn meta(&mut self, thread: u32, k: u64, renamed: bool) -> &CStr {
+        self.buf[0] = b't';
+        let mut at = push_decimal(&mut self.buf, 1, u64::from(thread));
+        self.buf[at] = b'_';
+        at = push_decimal(&mut self.buf, at + 1, k);
+        if renamed {
+            self.buf[at] = b'r';
+            at += 1;
+        }
+        self.finish(at)
+    }
+}
+
+/// A file size from the set's distribution: weighted sizes, or uniform in [min, max].
+pub(super) fn choose_size(fs: &FileSet, (min, max): (u64, u64), draw: u64) -> u64 {
+    let total: u64 = fs.size_weights.iter().map(|(_, w)| u64::from(*w)).sum();
+    if total > 0 {
+        let mut left = draw % total;
+        for (size, w) in &fs.size_weights {
+            if left < u64::from(*w) {
+                return *size;
+            }
+            left -= u64::from(*w);
+        }
+    }
+    min + draw % (max - min + 1)
+}
+
+/// xorshift64*: fast, allocation-free, a stream per thread.
+pub(super) struct Rng(u64);
+
+impl Rng {
+    pub(super) fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub(super) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// Writes `size` bytes from the start in `block`-byte writes.
+pub(super) fn fill(file: &OwnedFd, buf: &mut Aligned, size: u64, block: u64) -> Result<(), Errno> {
+    let mut done = 0;
+    while done < size {
+        let n = block.min(size - done) as usize;
+        write_all(file, &buf.buf()[..n])?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+/// Makes the file set before the timed part, single-threaded, each file one unit.
+pub fn make_file_set(
+    data: &OwnedFd,
+    params: &FfsbParams,
+    sizes: (u64, u64),
+    block: u64,
+    table: &mut FileTable,
+    rec: &mut PhaseRecorder,
+) -> Result<(), FsbenchError> {
+    let fs = &params.fileset;
+    let mut names = Names::default();
+    let mut rng = Rng::new(0x5eed);
+    let mut buf = Aligned::new(block as usize);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    for _ in 0..fs.num_files {
+        let id = table.reserve();
+        let size = choose_size(fs, sizes, rng.next());
+        let path = names.file(id, fs.num_dirs);
+        let opened = rustix::fs::openat(data, path, flags, Mode::from(0o644));
+        let Some(file) = rec.record(OpKind::Create, opened)? else {
+            return Err(FsbenchError::Failed(format!(
+                "ffsb: cannot create file {id} of the set"
+            )));
+        };
+        rec.record(OpKind::Write, fill(&file, &mut buf, size, block))?
+            .ok_or_else(|| FsbenchError::Failed(format!("ffsb: cannot write file {id}")))?;
+        drop(file);
+        rec.record(OpKind::Close, Ok(()))?;
+        table.publish(id, size);
+        rec.unit_done(size)?;
+    }
+    Ok(())
+}
