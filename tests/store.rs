@@ -484,7 +484,8 @@ fn a_run_finished_while_the_database_is_locked_is_kept_and_imported() {
 fn resume_finds_done_runs_by_key_not_by_label() {
     let (dir, state, data) = (tempdir(), tempdir(), tempdir());
     let db = data.path().join("results.db");
-    let out = db_run(&db, state.path(), dir.path(), &["--runs", "2"]);
+    let tiny = "tree:dirs=3,files=2,size=1,levels=2";
+    let out = db_run(&db, state.path(), dir.path(), &["--runs", "2", "-w", tiny]);
     assert!(out.status.success());
     assert_eq!(committed_runs(&db, 1), 2);
     // Labels change (a new label format, say) and the suite was interrupted: its two runs
