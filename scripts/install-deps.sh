@@ -4,9 +4,11 @@
 set -euo pipefail
 tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux)
 if [ "${1:-}" = "--tests" ]; then
-    # setpriv: the not-root tests; chromium: the HTML report test; tar and zstd: the archive
+    # setpriv: the not-root tests; sfdisk and partx: the partition test; unshare: the PID
+    # namespace test; chromium: the HTML report test; tar and zstd: the archive
     # comparison with GNU tar; scipy: statistics checks.
-    tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd)
+    tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
+        sfdisk:fdisk partx:util-linux unshare:util-linux)
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2

@@ -576,26 +576,3 @@ pub fn run_groups(
     rec.units_done(tx, totals.stats.read_bytes + totals.stats.written_bytes)?;
     Ok((totals, cpu))
 }
-
-/// Average and largest fragment count of the set's files; `None` when there are none.
-pub fn count_extents(
-    data: &OwnedFd,
-    table: &FileTable,
-    dirs: u32,
-    mapper: &mut Mapper,
-) -> Result<Option<(f64, u64)>, Errno> {
-    let mut names = Names::default();
-    let (mut sum, mut max) = (0u64, 0u64);
-    for &id in &table.live {
-        let file = rustix::fs::openat(
-            data,
-            names.file(id, dirs),
-            OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        let n = mapper.count(&file)?.fragments;
-        sum += n;
-        max = max.max(n);
-    }
-    Ok((!table.live.is_empty()).then(|| (sum as f64 / table.live.len() as f64, max)))
-}
