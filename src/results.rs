@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{Figure, PhaseMeasurement};
+use crate::measure::{Dim, Figure, PhaseMeasurement};
 use crate::stats::Summary;
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
@@ -11,7 +11,7 @@ use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
 
 /// Version of the JSON document; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -145,10 +145,8 @@ pub struct PhaseRecord {
     pub sync_after_ns: Option<u64>,
     /// Units completed, sampled every 100 ms: [milliseconds since start, units].
     pub progress: Vec<[u64; 2]>,
-    /// Throughput-matrix cells (the iozone workload).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cells: Vec<crate::workload::iozone::MatrixCell>,
-    /// The workload's own figures (extents, transactions per operation, fsck after the phase).
+    /// The workload's own figures (extents, transactions per operation, fsck after the phase,
+    /// the cells of a throughput matrix as figures with dimensions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<Figure>,
     /// What a reader must know about this phase's figures (e.g. a method not supported).
@@ -168,6 +166,9 @@ pub struct MetricSummary {
     /// A phase name, or `lifecycle` for mkfs, unmount and fsck.
     pub phase: String,
     pub metric: String,
+    /// The figure's place in a breakdown (an IOzone cell's test, file and record size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<Dim>,
     pub unit: String,
     pub higher_is_better: bool,
     #[serde(flatten)]
@@ -194,43 +195,32 @@ pub struct Warning {
     pub message: String,
 }
 
-/// A figure extracted from a phase: (metric, unit, higher is better, value).
-pub fn phase_metrics(
-    p: &PhaseRecord,
-    unit: &str,
-    moves_data: bool,
-) -> Vec<(String, String, bool, f64)> {
+/// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
+/// workload's own figures.
+pub fn phase_metrics(p: &PhaseRecord, unit: &str, moves_data: bool) -> Vec<Figure> {
     if p.unsupported.is_some() {
         return Vec::new();
     }
     let m = &p.measurement;
-    let figure = |name: &str, unit: &str, higher: bool, v: f64| {
-        (name.to_string(), unit.to_string(), higher, v)
-    };
-    let mut out = vec![figure("time", "s", false, m.elapsed_secs())];
-    // A matrix phase's figures are its cells; its overall rate would mix them all.
-    if p.cells.is_empty() {
-        out.push(figure("rate", &format!("{unit}/s"), true, m.ops_per_sec()));
+    let mut out = vec![Figure::new("time", "s", false, m.elapsed_secs())];
+    // A phase broken down by dimensions (a throughput matrix) measured many things: one
+    // overall rate would mix them all.
+    if p.figures.iter().all(|f| f.dims.is_empty()) {
+        out.push(Figure::new(
+            "rate",
+            &format!("{unit}/s"),
+            true,
+            m.ops_per_sec(),
+        ));
         if moves_data {
-            out.push(figure("throughput", "KiB/s", true, m.kib_per_sec()));
+            out.push(Figure::new("throughput", "KiB/s", true, m.kib_per_sec()));
         }
     }
-    out.push(figure("cpu", "%", false, m.cpu_percent()));
+    out.push(Figure::new("cpu", "%", false, m.cpu_percent()));
     if let Some(ns) = p.sync_after_ns {
-        out.push(figure("sync-after", "s", false, ns as f64 / 1e9));
+        out.push(Figure::new("sync-after", "s", false, ns as f64 / 1e9));
     }
-    for f in &p.figures {
-        out.push(figure(&f.name, &f.unit, f.higher_is_better, f.value));
-    }
-    for c in &p.cells {
-        out.push(figure(&c.metric(), "KiB/s", true, c.kib_per_sec));
-        out.push(figure(
-            &format!("{} cpu", c.metric()),
-            "%",
-            false,
-            c.cpu_percent(),
-        ));
-    }
+    out.extend(p.figures.iter().cloned());
     out
 }
 
@@ -267,20 +257,20 @@ impl SuiteResult {
 
     /// Summaries of every figure of the successful runs, in suite order.
     pub fn summarize(&mut self) {
-        // (config, workload, phase, metric, unit, higher is better) and the per-run values,
-        // in the order first seen; sorted by configuration and workload afterwards.
-        type Figure = (String, String, String, String, String, bool);
-        let mut figures: Vec<(Figure, Vec<f64>)> = Vec::new();
-        let mut index: std::collections::HashMap<(String, String, String, String), usize> =
-            std::collections::HashMap::new();
+        /// Identifies one figure of one configuration: (config, workload, phase, metric, dims).
+        type Key = (String, String, String, String, Vec<Dim>);
+        // The figures in the order first seen, with their unit, direction and per-run values;
+        // an index by key, since a matrix has thousands of figures.
+        let mut figures: Vec<(Key, String, bool, Vec<f64>)> = Vec::new();
+        let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
         for run in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
             let Some(spec) = self.workload_of(run) else {
                 continue;
             };
             let mut values = Vec::new();
             for (p, info) in run.phases.iter().zip(spec.phases().iter()) {
-                for (metric, unit, hib, v) in phase_metrics(p, info.unit, info.moves_data) {
-                    values.push((p.name.clone(), metric, unit, hib, v));
+                for f in phase_metrics(p, info.unit, info.moves_data) {
+                    values.push((p.name.clone(), f));
                 }
             }
             let lifecycle = [
@@ -290,36 +280,22 @@ impl SuiteResult {
             ];
             for (metric, v) in lifecycle {
                 if let Some(v) = v {
-                    values.push((
-                        "lifecycle".to_string(),
-                        metric.to_string(),
-                        "s".to_string(),
-                        false,
-                        v,
-                    ));
+                    values.push(("lifecycle".to_string(), Figure::new(metric, "s", false, v)));
                 }
             }
-            for (phase, metric, unit, hib, v) in values {
-                let figure = (
+            for (phase, f) in values {
+                let key = (
                     run.config.clone(),
                     run.workload.clone(),
                     phase,
-                    metric,
-                    unit,
-                    hib,
-                );
-                // An index by (config, workload, phase, metric): a matrix has thousands of figures.
-                let key = (
-                    figure.0.clone(),
-                    figure.1.clone(),
-                    figure.2.clone(),
-                    figure.3.clone(),
+                    f.name,
+                    f.dims,
                 );
                 match index.get(&key) {
-                    Some(&i) => figures[i].1.push(v),
+                    Some(&i) => figures[i].3.push(f.value),
                     None => {
-                        index.insert(key, figures.len());
-                        figures.push((figure, vec![v]));
+                        index.insert(key.clone(), figures.len());
+                        figures.push((key, f.unit, f.higher_is_better, vec![f.value]));
                     }
                 }
             }
@@ -331,16 +307,17 @@ impl SuiteResult {
         };
         let workload_pos =
             |label: &str| self.suite.workloads.iter().position(|w| w.label() == label);
-        figures.sort_by_key(|(f, _)| (config_pos(&f.0), workload_pos(&f.1)));
+        figures.sort_by_key(|(k, ..)| (config_pos(&k.0), workload_pos(&k.1)));
         self.summaries = figures
             .into_iter()
             .filter_map(
-                |((config, workload, phase, metric, unit, higher_is_better), v)| {
+                |((config, workload, phase, metric, dims), unit, higher_is_better, v)| {
                     Some(MetricSummary {
                         config,
                         workload,
                         phase,
-                        metric: metric.to_string(),
+                        metric,
+                        dims,
                         unit,
                         higher_is_better,
                         summary: Summary::of(&v)?,
@@ -350,7 +327,7 @@ impl SuiteResult {
             .collect();
     }
 
-    /// The summary of one figure, if any run produced it.
+    /// The summary of one figure without dimensions, if any run produced it.
     pub fn summary(
         &self,
         config: &str,
@@ -359,7 +336,11 @@ impl SuiteResult {
         metric: &str,
     ) -> Option<&MetricSummary> {
         self.summaries.iter().find(|s| {
-            s.config == config && s.workload == workload && s.phase == phase && s.metric == metric
+            s.config == config
+                && s.workload == workload
+                && s.phase == phase
+                && s.metric == metric
+                && s.dims.is_empty()
         })
     }
 

@@ -4,6 +4,7 @@
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
 mod claim;
+mod legacy;
 mod load;
 mod recovery;
 
@@ -25,9 +26,10 @@ use claim::{boot_id, claimer_alive};
 
 /// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released
 /// step: add a new one.
-const MIGRATIONS: &[&str] = &[
+const MIGRATIONS: &[Migration] = &[
     // 1: suites, configurations, runs, phases and their errors.
-    "CREATE TABLE suites (
+    Migration::Sql(
+        "CREATE TABLE suites (
         id INTEGER PRIMARY KEY,
         name TEXT NOT NULL,
         purpose TEXT NOT NULL,
@@ -93,8 +95,10 @@ const MIGRATIONS: &[&str] = &[
         count INTEGER NOT NULL,
         PRIMARY KEY (run_id, idx, errno)
     );",
+    ),
     // 2: latency histograms, progress time series and warnings.
-    "CREATE TABLE latency (
+    Migration::Sql(
+        "CREATE TABLE latency (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         idx INTEGER NOT NULL,
         op TEXT NOT NULL,
@@ -123,27 +127,42 @@ const MIGRATIONS: &[&str] = &[
         phase TEXT,
         message TEXT NOT NULL
     );",
+    ),
     // 3: archive members refused, failure samples, and runs that made an incomplete tree.
-    "ALTER TABLE phases ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
+    Migration::Sql(
+        "ALTER TABLE phases ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE phases ADD COLUMN failures TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE runs ADD COLUMN incomplete TEXT;",
+    ),
     // 4: throughput-matrix cells (the iozone workload).
-    "ALTER TABLE phases ADD COLUMN cells TEXT NOT NULL DEFAULT '[]';",
+    Migration::Sql("ALTER TABLE phases ADD COLUMN cells TEXT NOT NULL DEFAULT '[]';"),
     // 5: workloads' own figures and notes (extents, FFSB transactions, fsck after a phase).
-    "ALTER TABLE phases ADD COLUMN figures TEXT NOT NULL DEFAULT '[]';
+    Migration::Sql(
+        "ALTER TABLE phases ADD COLUMN figures TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE phases ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE phases ADD COLUMN unsupported TEXT;",
+    ),
     // 6: the boot the claiming process ran in, so a claim from before a reboot is stale even
     // when its pid and start time happen to match a process of this boot.
-    "ALTER TABLE suites ADD COLUMN boot_id TEXT;",
+    Migration::Sql("ALTER TABLE suites ADD COLUMN boot_id TEXT;"),
     // 7: a run's configuration and workload by key (their places in the suite), so that
     // finding them again never depends on label text. Older runs get the configuration's from
     // its label here and the workload's when loaded (its label is computed from the suite).
-    "ALTER TABLE runs ADD COLUMN config_key INTEGER;
+    Migration::Sql(
+        "ALTER TABLE runs ADD COLUMN config_key INTEGER;
     ALTER TABLE runs ADD COLUMN workload_key INTEGER;
     UPDATE runs SET config_key = (SELECT position FROM configurations c
         WHERE c.suite_id = runs.suite_id AND c.label = runs.config);",
+    ),
+    // 8: throughput-matrix cells are figures with dimensions (see legacy.rs).
+    Migration::Code(legacy::matrix_cells_to_figures),
 ];
+
+/// One step of the schema's history: SQL, or code where SQL cannot say it.
+enum Migration {
+    Sql(&'static str),
+    Code(fn(&Transaction) -> anyhow::Result<()>),
+}
 
 /// The schema version this fsbench writes.
 pub const STORE_VERSION: usize = MIGRATIONS.len();
@@ -287,8 +306,11 @@ impl Store {
             let Some(step) = MIGRATIONS.get(current) else {
                 return Ok(());
             };
-            tx.execute_batch(step)
-                .with_context(|| format!("migration to schema version {}", current + 1))?;
+            match step {
+                Migration::Sql(sql) => tx.execute_batch(sql).map_err(anyhow::Error::from),
+                Migration::Code(convert) => convert(&tx),
+            }
+            .with_context(|| format!("migration to schema version {}", current + 1))?;
             tx.pragma_update(None, "user_version", (current + 1) as i64)?;
             tx.commit()?;
         }
@@ -437,8 +459,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         let m = &p.measurement;
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
-                 caches_dropped, sync_after_ns, refused, failures, cells, figures, notes, unsupported)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 run_id,
                 idx as i64,
@@ -452,7 +474,6 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 p.sync_after_ns.map(|v| v as i64),
                 m.refused as i64,
                 to_json(&m.failures),
-                to_json(&p.cells),
                 to_json(&p.figures),
                 to_json(&p.notes),
                 p.unsupported,

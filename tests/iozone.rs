@@ -8,10 +8,7 @@ use std::path::Path;
 use common::*;
 
 fn cells(doc: &serde_json::Value) -> Vec<serde_json::Value> {
-    doc["runs"][0]["phases"][0]["cells"]
-        .as_array()
-        .unwrap()
-        .clone()
+    matrix_cells(doc)
 }
 
 #[test]
@@ -51,14 +48,16 @@ fn every_cell_moves_its_file_on_every_thread() {
             c["record_size"].as_u64().unwrap(),
         );
         assert!(r <= f);
-        assert_eq!(c["bytes"].as_u64().unwrap(), 2 * f, "{c}");
-        assert_eq!(c["threads"], 2);
+        // Both threads moved their whole file.
+        assert_eq!(c["bytes"].as_f64().unwrap(), 2.0 * f as f64, "{c}");
         let (lo, avg, hi) = (
-            c["thread_min_kib_per_sec"].as_f64().unwrap(),
-            c["thread_avg_kib_per_sec"].as_f64().unwrap(),
-            c["thread_max_kib_per_sec"].as_f64().unwrap(),
+            c["thread min"].as_f64().unwrap(),
+            c["thread avg"].as_f64().unwrap(),
+            c["thread max"].as_f64().unwrap(),
         );
         assert!(lo <= avg && avg <= hi && lo > 0.0, "{c}");
+        assert!(c["throughput"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["cpu"].as_f64().unwrap() >= 0.0, "{c}");
     }
     let order: Vec<&str> = cells
         .iter()
@@ -67,15 +66,26 @@ fn every_cell_moves_its_file_on_every_thread() {
         .collect();
     assert_eq!(order, tests, "IOzone's test order within a cell");
     let summaries = doc["summaries"].as_array().unwrap();
+    let at = |test: &str| {
+        serde_json::json!([
+            {"name": "test", "text": test},
+            {"name": "file size", "bytes": 1 << 20},
+            {"name": "record size", "bytes": 64 << 10},
+        ])
+    };
+    assert!(summaries.iter().any(|s| s["metric"] == "throughput"
+        && s["dims"] == at("stride-read")
+        && s["unit"] == "KiB/s"));
     assert!(
         summaries
             .iter()
-            .any(|s| s["metric"] == "stride-read 1M/64K" && s["unit"] == "KiB/s")
+            .any(|s| s["metric"] == "cpu" && s["dims"] == at("write") && s["unit"] == "%")
     );
+    // A matrix phase has no overall rate: it would mix every cell.
     assert!(
-        summaries
+        !summaries
             .iter()
-            .any(|s| s["metric"] == "write 1M/64K cpu" && s["unit"] == "%")
+            .any(|s| s["phase"] == "matrix" && s["metric"] == "rate")
     );
     // The files are gone after each cell.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -172,7 +182,12 @@ fn o_direct_works_on_ext4_xfs_and_btrfs() {
         let doc = json(&out);
         let cells = cells(&doc);
         assert_eq!(cells.len(), 2 * 7, "{fs}");
-        assert!(cells.iter().all(|c| c["bytes"] == 1 << 20), "{fs}");
+        assert!(
+            cells
+                .iter()
+                .all(|c| c["bytes"].as_f64() == Some((1 << 20) as f64)),
+            "{fs}"
+        );
         assert!(
             doc["suite"]["workload"][0]["direct"].as_bool().unwrap(),
             "{fs}"
@@ -262,7 +277,7 @@ fn every_threads_file_is_removed_after_its_cell() {
     assert!(out.status.success());
     let sizes: Vec<u64> = cells(&json(&out))
         .iter()
-        .map(|c| c["bytes"].as_u64().unwrap())
+        .map(|c| c["bytes"].as_f64().unwrap() as u64)
         .collect();
     assert_eq!(
         sizes,

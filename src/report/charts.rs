@@ -280,19 +280,24 @@ pub fn progress(
 
 /// A heat map of a throughput matrix: file sizes down, record sizes across, each cell colored
 /// by its value on a log scale (light = slow, dark = fast) and labelled with it.
+/// A heat map of one matrix: `axes` names its rows' and columns' dimensions, `rows` and
+/// `cols` label them, `value(row, col)` by position.
 pub fn heatmap(
     title: &str,
     unit: &str,
-    files: &[u64],
-    records: &[u64],
-    value: &dyn Fn(u64, u64) -> Option<f64>,
+    axes: [&str; 2],
+    rows: &[String],
+    cols: &[String],
+    value: &dyn Fn(usize, usize) -> Option<f64>,
 ) -> String {
+    let (files, records) = (rows, cols);
     let (left, top, cw, ch) = (60.0, 40.0, 62.0, 22.0);
     let width = (left + cw * records.len() as f64 + 10.0).max(460.0);
     let height = top + ch * files.len() as f64 + 10.0;
     let values: Vec<f64> = files
         .iter()
-        .flat_map(|f| records.iter().filter_map(move |r| value(*f, *r)))
+        .enumerate()
+        .flat_map(|(i, _)| (0..records.len()).filter_map(move |j| value(i, j)))
         .filter(|v| *v > 0.0)
         .collect();
     let (lo, hi) = values
@@ -309,22 +314,18 @@ pub fn heatmap(
             text(
                 0.0,
                 14.0,
-                &format!("{title} ({unit}); rows: file size, columns: record size"),
+                &format!("{title} ({unit}); rows: {}, columns: {}", axes[0], axes[1]),
             )
             .set("font-weight", "bold"),
         );
     for (j, r) in records.iter().enumerate() {
-        doc = doc.add(text(
-            left + cw * j as f64 + 4.0,
-            top - 6.0,
-            &crate::units::compact_size(*r),
-        ));
+        doc = doc.add(text(left + cw * j as f64 + 4.0, top - 6.0, r));
     }
     for (i, f) in files.iter().enumerate() {
         let y = top + ch * i as f64;
-        doc = doc.add(text(4.0, y + 15.0, &crate::units::compact_size(*f)));
+        doc = doc.add(text(4.0, y + 15.0, f));
         for (j, r) in records.iter().enumerate() {
-            let Some(v) = value(*f, *r) else { continue };
+            let Some(v) = value(i, j) else { continue };
             let t = if hi > lo && v > 0.0 {
                 (v.ln() - lo.ln()) / (hi.ln() - lo.ln())
             } else {
@@ -348,12 +349,7 @@ pub fn heatmap(
                         .set("width", cw - 2.0)
                         .set("height", ch - 2.0)
                         .set("fill", fill)
-                        .add(Title::new(format!(
-                            "{} / {}: {} {unit}",
-                            crate::units::compact_size(*f),
-                            crate::units::compact_size(*r),
-                            figure(v)
-                        ))),
+                        .add(Title::new(format!("{f} / {r}: {} {unit}", figure(v)))),
                 )
                 .add(
                     text(x + 3.0, y + 15.0, &figure(v))
@@ -392,10 +388,12 @@ mod tests {
         let svg = heatmap(
             "write",
             "MiB/s",
-            &[1 << 20, 4 << 20],
-            &[4096, 65536],
-            &|f, r| (r <= f && f == 1 << 20).then_some(10.0),
+            ["file size", "record size"],
+            &["1M".into(), "4M".into()],
+            &["4K".into(), "64K".into()],
+            &|i, _| (i == 0).then_some(10.0),
         );
+        assert!(svg.contains("rows: file size, columns: record size"));
         assert_eq!(svg.matches("<rect").count(), 2);
         assert!(svg.contains("1M") && svg.contains("64K"));
     }

@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use super::figure;
 use crate::error::invalid;
-use crate::results::SuiteResult;
+use crate::measure::{Dim, figure_name};
+use crate::results::{MetricSummary, SuiteResult};
 use crate::stats::{Summary, welch_p_value};
 
 /// One compared configuration: a suite and one of its configurations.
@@ -25,42 +26,71 @@ impl Column {
         suites.iter().find(|s| s.id.unwrap_or(0) == self.suite_id)
     }
 
+    /// This column's summaries.
+    pub fn summaries<'a>(
+        &self,
+        suites: &'a [SuiteResult],
+    ) -> impl Iterator<Item = &'a MetricSummary> {
+        let config = self.config.clone();
+        self.suite(suites)
+            .into_iter()
+            .flat_map(|s| &s.summaries)
+            .filter(move |s| s.config == config)
+    }
+
     /// This column's summary of one figure.
     pub fn summary<'a>(&self, suites: &'a [SuiteResult], key: &FigureKey) -> Option<&'a Summary> {
-        self.suite(suites)?
-            .summary(&self.config, &key.workload, &key.phase, &key.metric)
+        self.summaries(suites)
+            .find(|s| {
+                s.workload == key.workload
+                    && s.phase == key.phase
+                    && s.metric == key.metric
+                    && s.dims == key.dims
+            })
             .map(|s| &s.summary)
     }
 }
 
-/// Identifies one figure across configurations: workload, phase, metric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Identifies one figure across configurations: workload, phase, metric and dimensions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct FigureKey {
     pub workload: String,
     pub phase: String,
     pub metric: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<Dim>,
     pub unit: String,
     pub higher_is_better: bool,
+}
+
+impl FigureKey {
+    pub fn of(s: &MetricSummary) -> FigureKey {
+        FigureKey {
+            workload: s.workload.clone(),
+            phase: s.phase.clone(),
+            metric: s.metric.clone(),
+            dims: s.dims.clone(),
+            unit: s.unit.clone(),
+            higher_is_better: s.higher_is_better,
+        }
+    }
+
+    /// The figure's name for people: `throughput write 64K 4K (KiB/s) ↑`.
+    pub fn label(&self) -> String {
+        let arrow = if self.higher_is_better { "↑" } else { "↓" };
+        let name = figure_name(&self.metric, &self.dims);
+        format!("{name} ({}) {arrow}", self.unit)
+    }
 }
 
 /// Every figure any column has, in the order they first appear.
 pub fn figure_keys(suites: &[SuiteResult], columns: &[Column]) -> Vec<FigureKey> {
     let mut keys: Vec<FigureKey> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for col in columns {
-        for s in col
-            .suite(suites)
-            .iter()
-            .flat_map(|s| &s.summaries)
-            .filter(|s| s.config == col.config)
-        {
-            let key = FigureKey {
-                workload: s.workload.clone(),
-                phase: s.phase.clone(),
-                metric: s.metric.clone(),
-                unit: s.unit.clone(),
-                higher_is_better: s.higher_is_better,
-            };
-            if !keys.contains(&key) {
+        for s in col.summaries(suites) {
+            let key = FigureKey::of(s);
+            if seen.insert(key.clone()) {
                 keys.push(key);
             }
         }
@@ -153,15 +183,24 @@ pub fn compare(
     baseline: usize,
     noise_percent: f64,
 ) -> Vec<Row> {
+    // Each column's summaries by key: a matrix has thousands of figures.
+    let by_key: Vec<std::collections::HashMap<FigureKey, &Summary>> = columns
+        .iter()
+        .map(|col| {
+            col.summaries(suites)
+                .map(|s| (FigureKey::of(s), &s.summary))
+                .collect()
+        })
+        .collect();
     figure_keys(suites, columns)
         .into_iter()
         .map(|key| {
-            let base = columns[baseline].summary(suites, &key);
+            let base = by_key[baseline].get(&key).copied();
             let cells = columns
                 .iter()
                 .enumerate()
-                .map(|(i, col)| {
-                    let s = col.summary(suites, &key)?.clone();
+                .map(|(i, _)| {
+                    let s = (*by_key[i].get(&key)?).clone();
                     if i == baseline {
                         return Some(Cell {
                             summary: s,
@@ -215,16 +254,7 @@ pub fn render(columns: &[Column], rows: &[Row], baseline: usize, noise_percent: 
     t.set_header(header);
     for r in rows {
         let k = &r.key;
-        let mut row = vec![
-            k.workload.clone(),
-            k.phase.clone(),
-            format!(
-                "{} ({}) {}",
-                k.metric,
-                k.unit,
-                if k.higher_is_better { "↑" } else { "↓" }
-            ),
-        ];
+        let mut row = vec![k.workload.clone(), k.phase.clone(), k.label()];
         for cell in &r.cells {
             row.push(match cell {
                 None => "-".into(),
@@ -279,6 +309,7 @@ mod tests {
             workload: "tree:x".into(),
             phase: "file-create".into(),
             metric: "rate".into(),
+            dims: Vec::new(),
             unit: "files/s".into(),
             higher_is_better: true,
             summary: Summary::of(values).unwrap(),

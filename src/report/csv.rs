@@ -1,9 +1,23 @@
 //! CSV export: one row per raw figure of every run (`kind = run`) and one per summary
 //! (`kind = summary`), in long form so that any spreadsheet can pivot it.
 
+use crate::measure::{Dim, DimValue, Figure};
 use crate::results::{SuiteResult, phase_metrics};
 
-const HEADER: [&str; 18] = [
+/// A figure's dimensions in one field: `test=write;file size=65536;record size=4096` (sizes
+/// in bytes, so a spreadsheet can sort them).
+fn dims_field(dims: &[Dim]) -> String {
+    let parts: Vec<String> = dims
+        .iter()
+        .map(|d| match &d.value {
+            DimValue::Bytes(n) | DimValue::Count(n) => format!("{}={n}", d.name),
+            DimValue::Text(t) => format!("{}={t}", d.name),
+        })
+        .collect();
+    parts.join(";")
+}
+
+const HEADER: [&str; 19] = [
     "kind",
     "suite",
     "config",
@@ -22,6 +36,8 @@ const HEADER: [&str; 18] = [
     "max",
     "cv_percent",
     "ci95",
+    // Last, so that readers of the columns before it need no change.
+    "dims",
 ];
 
 pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
@@ -31,14 +47,14 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for run in &r.runs {
         let spec = r.workload_of(run);
-        let mut figures: Vec<(String, String, String, f64)> = Vec::new();
+        let mut figures: Vec<(String, Figure)> = Vec::new();
         for (p, info) in run
             .phases
             .iter()
             .zip(spec.map(|s| s.phases()).unwrap_or_default().iter())
         {
-            for (metric, unit, _, v) in phase_metrics(p, info.unit, info.moves_data) {
-                figures.push((p.name.clone(), metric, unit, v));
+            for f in phase_metrics(p, info.unit, info.moves_data) {
+                figures.push((p.name.clone(), f));
             }
         }
         for (metric, v) in [
@@ -47,7 +63,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
             ("fsck", run.fsck.as_ref().map(|f| f.secs)),
         ] {
             if let Some(v) = v {
-                figures.push(("lifecycle".into(), metric.into(), "s".into(), v));
+                figures.push(("lifecycle".into(), Figure::new(metric, "s", false, v)));
             }
         }
         let mut status = serde_json::to_string(&run.status)?
@@ -56,7 +72,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
         if run.incomplete.is_some() {
             status.push_str(" (incomplete tree)");
         }
-        for (phase, metric, unit, value) in figures {
+        for (phase, f) in figures {
             let mut row = vec![
                 "run".to_string(),
                 id.clone(),
@@ -65,11 +81,12 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
                 run.run.to_string(),
                 status.clone(),
                 phase,
-                metric,
-                unit,
-                value.to_string(),
+                f.name,
+                f.unit,
+                f.value.to_string(),
             ];
-            row.resize(HEADER.len(), String::new());
+            row.resize(HEADER.len() - 1, String::new());
+            row.push(dims_field(&f.dims));
             w.write_record(&row)?;
         }
     }
@@ -94,6 +111,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
             m.max.to_string(),
             opt(m.cv_percent),
             opt(m.ci95_half_width()),
+            dims_field(&s.dims),
         ])?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

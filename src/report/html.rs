@@ -7,7 +7,8 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use super::charts;
 use super::compare::{self, Column, FigureKey, Verdict, figure_keys};
 use super::figure;
-use crate::measure::LatencySummary;
+use super::matrix::Matrix;
+use crate::measure::{DimValue, LatencySummary};
 use crate::results::{RunStatus, SuiteResult};
 use crate::units::format_bytes;
 use std::borrow::Cow;
@@ -150,7 +151,7 @@ fn workload_section(
         @for info in phases.iter() {
             h3 { (info.title) }
             div.charts {
-                @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ')) {
+                @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ') && k.dims.is_empty()) {
                     figure { (PreEscaped(chart(suites, columns, key))) }
                 }
             }
@@ -171,22 +172,32 @@ fn workload_section(
     }
 }
 
-/// Per test and configuration, the throughput matrix as a heat map (iozone workloads).
+/// Per first dimension (IOzone's test) and configuration, a matrix figure as a heat map.
 fn heatmaps(suites: &[SuiteResult], columns: &[Column], workload: &str) -> Markup {
-    use crate::workload::iozone::{matrix_axes, matrix_metric};
-    let runs: Vec<crate::results::RunRecord> =
-        suites.iter().flat_map(|s| s.runs.iter().cloned()).collect();
-    let (tests, files, records) = matrix_axes(&runs, workload);
+    let summaries = columns.iter().flat_map(|col| {
+        col.summaries(suites)
+            .filter(move |s| s.workload == workload)
+            .map(move |s| (col.name(), s))
+    });
+    let Some(m) = Matrix::of(summaries) else {
+        return html! {};
+    };
+    let labels = |v: &[DimValue]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let (rows, cols) = (labels(&m.rows), labels(&m.cols));
+    // KiB/s read better as MiB/s.
+    let (unit, scale) = if m.unit == "KiB/s" {
+        ("MiB/s", 1024.0)
+    } else {
+        (m.unit.as_str(), 1.0)
+    };
     html! {
-        @for test in &tests {
-            h3 { "Throughput matrix: " (test) }
+        @for table in &m.tables {
+            h3 { "Matrix: " (m.metric) " of " (table) }
             div.charts {
-                @for col in columns {
-                    @let value = |f: u64, r: u64| {
-                        let key = FigureKey { workload: workload.into(), phase: "matrix".into(), metric: matrix_metric(test, f, r), unit: String::new(), higher_is_better: true };
-                        col.summary(suites, &key).map(|s| s.mean / 1024.0)
-                    };
-                    figure { (PreEscaped(charts::heatmap(&format!("{} {}", col.name(), test), "MiB/s", &files, &records, &value))) }
+                @for col in columns.iter().filter(|c| m.has(&c.name(), table)) {
+                    @let name = col.name();
+                    @let value = |i: usize, j: usize| m.get(&name, table, &m.rows[i], &m.cols[j]).map(|s| s.mean / scale);
+                    figure { (PreEscaped(charts::heatmap(&format!("{name} {table}"), unit, [&m.names[1], &m.names[2]], &rows, &cols, &value))) }
                 }
             }
         }
@@ -300,7 +311,7 @@ fn comparison(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
             @for r in &rows {
                 tr {
                     td { (r.key.workload) } td { (r.key.phase) }
-                    td { (r.key.metric) " (" (r.key.unit) ") " (if r.key.higher_is_better { "↑" } else { "↓" }) }
+                    td { (r.key.label()) }
                     @for c in &r.cells {
                         @match c {
                             None => td { "-" },

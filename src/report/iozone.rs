@@ -5,26 +5,44 @@
 
 use std::fmt::Write;
 
+use super::matrix::Matrix;
 use crate::error::invalid;
+use crate::measure::DimValue;
 use crate::results::SuiteResult;
-use crate::workload::iozone::{TESTS, matrix_axes, matrix_metric};
+use crate::workload::iozone::{DIMENSIONS, TESTS};
 
-pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
-    let workloads: Vec<String> = r
-        .suite
+/// The suite's IOzone matrices: per workload whose figures are broken down by IOzone's
+/// dimensions, its throughput matrix.
+fn matrices(r: &SuiteResult) -> Vec<(String, Matrix<'_>)> {
+    r.suite
         .workloads
         .iter()
         .map(|w| w.label())
-        .filter(|w| !matrix_axes(&r.runs, w).0.is_empty())
-        .collect();
-    if workloads.is_empty() {
+        .filter_map(|w| {
+            let m = Matrix::of(
+                r.summaries
+                    .iter()
+                    .filter(|s| s.workload == w)
+                    .map(|s| (s.config.clone(), s)),
+            )?;
+            (m.names == DIMENSIONS).then_some((w, m))
+        })
+        .collect()
+}
+
+pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
+    let matrices = matrices(r);
+    if matrices.is_empty() {
         return Err(invalid(
             "this suite has no IOzone-style matrix to export (run an iozone workload)",
         ));
     }
+    let kib = |v: &DimValue| match v {
+        DimValue::Bytes(b) => b / 1024,
+        _ => 0,
+    };
     let mut out = String::new();
-    for workload in &workloads {
-        let (tests, files, records) = matrix_axes(&r.runs, workload);
+    for (workload, m) in &matrices {
         for c in &r.configurations {
             let config = &c.config.label;
             let _ = writeln!(
@@ -32,21 +50,24 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
                 "\tfsbench {workload} on {config}: mean of the successful runs, KiB/s\n"
             );
             let _ = writeln!(out, "Excel output is below:");
-            for test in &tests {
-                let title = TESTS.iter().find(|t| t.0 == *test).map_or(*test, |t| t.2);
-                let _ = writeln!(out, "\n\"{title}\"");
-                let header: Vec<String> = records
+            for test in &m.tables {
+                let name = test.to_string();
+                let title = TESTS
                     .iter()
-                    .map(|rec| format!("\"{}\"", rec / 1024))
+                    .find(|t| t.0 == name)
+                    .map_or(name.as_str(), |t| t.2);
+                let _ = writeln!(out, "\n\"{title}\"");
+                let header: Vec<String> = m
+                    .cols
+                    .iter()
+                    .map(|rec| format!("\"{}\"", kib(rec)))
                     .collect();
                 let _ = writeln!(out, "      {}", header.join("  "));
-                for f in &files {
-                    let mut line = format!("\"{}\"", f / 1024);
-                    for rec in records.iter().filter(|rec| *rec <= f) {
-                        if let Some(s) =
-                            r.summary(config, workload, "matrix", &matrix_metric(test, *f, *rec))
-                        {
-                            let _ = write!(line, "   {:.0}", s.summary.mean);
+                for f in &m.rows {
+                    let mut line = format!("\"{}\"", kib(f));
+                    for rec in m.cols.iter().filter(|rec| *rec <= f) {
+                        if let Some(s) = m.get(config, test, f, rec) {
+                            let _ = write!(line, "   {:.0}", s.mean);
                         }
                     }
                     let _ = writeln!(out, "{line}");

@@ -7,6 +7,7 @@ pub mod fdtree;
 pub mod html;
 pub mod iozone;
 pub mod json;
+pub mod matrix;
 pub mod rank;
 pub mod table;
 

@@ -34,7 +34,8 @@ pub fn rank(suites: &[SuiteResult], columns: Vec<Column>) -> Ranking {
     let mut totals = vec![0.0; columns.len()];
     let disciplines = figure_keys(suites, &columns)
         .into_iter()
-        .filter(|k| DISCIPLINE_METRICS.contains(&k.metric.as_str()))
+        // A matrix's cells are not disciplines of their own.
+        .filter(|k| k.dims.is_empty() && DISCIPLINE_METRICS.contains(&k.metric.as_str()))
         .map(|key| {
             let means: Vec<Option<f64>> = columns
                 .iter()
@@ -143,6 +144,7 @@ mod tests {
             workload: "w".into(),
             phase: phase.into(),
             metric: metric.into(),
+            dims: Vec::new(),
             unit: "u".into(),
             higher_is_better: hib,
             summary: Summary::of(&[v]).unwrap(),

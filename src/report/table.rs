@@ -6,7 +6,8 @@ use std::fmt::Write;
 use comfy_table::{CellAlignment, Table, presets};
 
 use super::figure;
-use crate::measure::LatencySummary;
+use super::matrix::Matrix;
+use crate::measure::{LatencySummary, figure_name};
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
 use crate::stats::Summary;
 use crate::units::format_bytes;
@@ -199,7 +200,8 @@ fn render_figures(
     let runs: Vec<_> = r.runs.iter().filter(|x| x.workload == workload).collect();
     let mut rows: Vec<(&str, &str, &str)> = Vec::new();
     for p in runs.iter().flat_map(|run| &run.phases) {
-        for f in &p.figures {
+        // Figures with dimensions are matrices, shown by `render_matrix`.
+        for f in p.figures.iter().filter(|f| f.dims.is_empty()) {
             let key = (p.name.as_str(), f.name.as_str(), f.unit.as_str());
             if !rows.contains(&key) {
                 rows.push(key);
@@ -405,7 +407,7 @@ fn render_workload(
         detail.add_row(vec![
             s.config.clone(),
             s.phase.clone(),
-            format!("{} ({})", s.metric, s.unit),
+            format!("{} ({})", figure_name(&s.metric, &s.dims), s.unit),
             m.n.to_string(),
             figure(m.mean),
             opt(m.stddev),
@@ -490,7 +492,8 @@ fn render_workload(
     ));
 }
 
-/// IOzone-style matrices: per test, file sizes down and record sizes across, in MiB/s.
+/// A matrix figure (IOzone's throughput): per first dimension (test) a table, the second
+/// down and the third across, in MiB/s.
 fn render_matrix(
     out: &mut String,
     r: &SuiteResult,
@@ -498,24 +501,35 @@ fn render_matrix(
     workload: &str,
     configs: &[&str],
 ) {
-    use crate::workload::iozone::{matrix_axes, matrix_metric};
-    let (tests, files, records) = matrix_axes(&r.runs, workload);
-    for test in tests {
-        let mut header = vec!["Configuration".to_string(), "File".to_string()];
-        header.extend(records.iter().map(|rec| crate::units::compact_size(*rec)));
+    let summaries = r
+        .summaries
+        .iter()
+        .filter(|s| s.workload == workload)
+        .map(|s| (s.config.clone(), s));
+    let Some(m) = Matrix::of(summaries) else {
+        return;
+    };
+    let (unit, scale) = if m.unit == "KiB/s" {
+        ("MiB/s", 1024.0)
+    } else {
+        (m.unit.as_str(), 1.0)
+    };
+    for table in &m.tables {
+        let mut header = vec!["Configuration".to_string(), m.names[1].clone()];
+        header.extend(m.cols.iter().map(ToString::to_string));
         let mut t = new_table(style, header);
         for c in configs {
-            for f in &files {
-                let mut row = vec![c.to_string(), crate::units::compact_size(*f)];
+            for row_value in &m.rows {
+                let mut row = vec![c.to_string(), row_value.to_string()];
                 let mut any = false;
-                for rec in &records {
-                    let s = r.summary(c, workload, "matrix", &matrix_metric(test, *f, *rec));
+                for col_value in &m.cols {
+                    let s = m.get(c, table, row_value, col_value);
                     any |= s.is_some();
                     row.push(s.map_or(String::new(), |s| {
-                        let mib = |v: f64| figure(v / 1024.0);
-                        match s.summary.stddev {
-                            Some(sd) => format!("{} ± {}", mib(s.summary.mean), mib(sd)),
-                            None => mib(s.summary.mean),
+                        let scaled = |v: f64| figure(v / scale);
+                        match s.stddev {
+                            Some(sd) => format!("{} ± {}", scaled(s.mean), scaled(sd)),
+                            None => scaled(s.mean),
                         }
                     }));
                 }
@@ -526,7 +540,10 @@ fn render_matrix(
         }
         right_align(&mut t);
         out.push_str(&style.table(
-            &format!("{test}: MiB/s (mean ± stddev), file size down, record size across:"),
+            &format!(
+                "{table}: {unit} (mean ± stddev), {} down, {} across:",
+                m.names[1], m.names[2]
+            ),
             &t,
         ));
     }

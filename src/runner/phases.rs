@@ -86,7 +86,6 @@ fn measure_phase(
         caches_dropped,
         sync_after_ns,
         progress,
-        cells: output.cells,
         figures: output.figures,
         notes: output.notes,
         unsupported: output.unsupported,

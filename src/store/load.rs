@@ -175,7 +175,7 @@ impl Store {
     pub(super) fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
-                    refused, failures, cells, figures, notes, unsupported
+                    refused, failures, figures, notes, unsupported
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -197,22 +197,19 @@ impl Store {
                     caches_dropped: r.get(7)?,
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
                     progress: Vec::new(),
-                    cells: Vec::new(),
                     figures: Vec::new(),
                     notes: Vec::new(),
-                    unsupported: r.get(14)?,
+                    unsupported: r.get(13)?,
                 },
                 r.get::<_, String>(10)?,
                 r.get::<_, String>(11)?,
                 r.get::<_, String>(12)?,
-                r.get::<_, String>(13)?,
             ))
         })?;
         let mut phases = Vec::new();
         for row in rows {
-            let (idx, mut phase, failures, cells, figures, notes) = row?;
+            let (idx, mut phase, failures, figures, notes) = row?;
             phase.measurement.failures = from_json(&failures, "failure list")?;
-            phase.cells = from_json(&cells, "matrix cells")?;
             phase.figures = from_json(&figures, "phase figures")?;
             phase.notes = from_json(&notes, "phase notes")?;
             let m = &mut phase.measurement;

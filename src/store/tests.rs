@@ -1,11 +1,11 @@
 use super::*;
+use crate::measure::Figure;
 use crate::results::SuiteResult;
 
 /// A database as the first schema version left it, holding one suite with one run.
 fn version_one_database(path: &Path) -> i64 {
     let conn = Connection::open(path).unwrap();
-    conn.execute_batch(MIGRATIONS[0]).unwrap();
-    conn.pragma_update(None, "user_version", 1).unwrap();
+    apply_sql_migrations(&conn, 1);
     let r = SuiteResult::for_tests();
     conn.execute(
         "INSERT INTO suites (name, purpose, command, definition, system, target, skipped, started_at,
@@ -40,6 +40,86 @@ fn version_one_database(path: &Path) -> i64 {
     )
     .unwrap();
     id
+}
+
+/// Brings a new database to schema `version` with the SQL steps of the history.
+fn apply_sql_migrations(conn: &Connection, version: usize) {
+    for step in &MIGRATIONS[..version] {
+        let Migration::Sql(sql) = step else {
+            panic!("schema {version} needs a code step");
+        };
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", version as i64)
+        .unwrap();
+}
+
+#[test]
+fn matrix_cells_of_schema_seven_become_figures_with_dimensions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seven.db");
+    let id = version_one_database(&path);
+    let conn = Connection::open(&path).unwrap();
+    for step in &MIGRATIONS[1..7] {
+        let Migration::Sql(sql) = step else { panic!() };
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", 7).unwrap();
+    // Two cells as fsbench stored them before schema 8 (two threads), after a figure of its own.
+    let cell = |test: &str, kib_per_sec: f64| {
+        serde_json::json!({
+            "test": test, "file_size": 1 << 20, "record_size": 65536, "threads": 2,
+            "bytes": 2 << 20, "elapsed_ns": 500_000_000u64, "cpu_ns": 250_000_000u64,
+            "kib_per_sec": kib_per_sec, "thread_min_kib_per_sec": 3000.0,
+            "thread_max_kib_per_sec": 5000.0, "thread_avg_kib_per_sec": 4000.0,
+            "caches_dropped": true,
+        })
+    };
+    let cells = serde_json::json!([cell("write", 4096.0), cell("read", 4096.0)]);
+    let own = [Figure::new("extents", "per file", false, 1.0)];
+    conn.execute(
+        "UPDATE phases SET cells = ?1, figures = ?2",
+        params![cells.to_string(), to_json(&own)],
+    )
+    .unwrap();
+    drop(conn);
+
+    let store = Store::open(&path).unwrap();
+    let columns: Vec<String> = store
+        .conn
+        .prepare("SELECT name FROM pragma_table_info('phases')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(!columns.contains(&"cells".to_string()), "{columns:?}");
+    let figures = &store.load(id).unwrap().runs[0].phases[0].figures;
+    assert_eq!(figures[0], own[0], "the phase's own figure stays first");
+    // Per cell: throughput, cpu, bytes and the three thread figures.
+    assert_eq!(figures.len(), 1 + 2 * 6);
+    let write = &figures[1..7];
+    let dims = &write[0].dims;
+    assert_eq!(
+        dims.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+        crate::workload::iozone::DIMENSIONS
+    );
+    assert_eq!(
+        dims[0].value,
+        crate::measure::DimValue::Text("write".into())
+    );
+    assert_eq!(dims[1].value, crate::measure::DimValue::Bytes(1 << 20));
+    let value = |name: &str| write.iter().find(|f| f.name == name).unwrap().value;
+    // 2 MiB in half a second.
+    assert_eq!(value("throughput"), 4096.0);
+    assert_eq!(value("cpu"), 50.0);
+    assert_eq!(value("bytes"), (2 << 20) as f64);
+    assert_eq!(value("thread min"), 3000.0);
+    assert_eq!(value("thread max"), 5000.0);
+    assert_eq!(
+        figures[7].dims[0].value,
+        crate::measure::DimValue::Text("read".into())
+    );
 }
 
 #[test]

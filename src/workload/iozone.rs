@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Aligned, PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
-use crate::measure::{CpuTimes, PhaseRecorder};
+use crate::measure::{CpuTimes, Dim, DimValue, Figure, PhaseRecorder};
 use crate::units::{compact_size, format_bytes};
 
 mod offsets;
@@ -59,71 +59,50 @@ const DEFAULT_GROUPS: [u8; 8] = [0, 1, 2, 3, 4, 5, 9, 10];
 const STRIDE: u64 = 17;
 
 /// One cell of one test: every thread's file, aggregated.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MatrixCell {
-    pub test: String,
-    pub file_size: u64,
-    pub record_size: u64,
-    pub threads: u32,
-    pub bytes: u64,
+pub(crate) struct CellResult {
+    pub(crate) bytes: u64,
     /// From the start barrier to the last thread's end.
-    pub elapsed_ns: u64,
-    pub cpu_ns: u64,
-    /// Total bytes over the elapsed time, KiB/s.
-    pub kib_per_sec: f64,
-    pub thread_min_kib_per_sec: f64,
-    pub thread_max_kib_per_sec: f64,
-    pub thread_avg_kib_per_sec: f64,
-    pub caches_dropped: bool,
+    pub(crate) elapsed_ns: u64,
+    pub(crate) cpu_ns: u64,
+    pub(crate) threads: u32,
+    /// The threads' own KiB/s: lowest, mean, highest.
+    pub(crate) thread_rates: [f64; 3],
+    pub(crate) caches_dropped: bool,
 }
 
-impl MatrixCell {
-    pub fn cpu_percent(&self) -> f64 {
-        self.cpu_ns as f64 / self.elapsed_ns.max(1) as f64 * 100.0
-    }
+/// The names of a cell's dimensions, in the order the matrix views use them: one table per
+/// test, file sizes down, record sizes across.
+pub const DIMENSIONS: [&str; 3] = ["test", "file size", "record size"];
 
-    /// The figure's name: `write 64K/4K`.
-    pub fn metric(&self) -> String {
-        matrix_metric(&self.test, self.file_size, self.record_size)
-    }
-}
-
-/// The name of one cell's throughput figure: `<test> <file size>/<record size>`.
-pub fn matrix_metric(test: &str, file_size: u64, record_size: u64) -> String {
-    format!(
-        "{test} {}/{}",
-        compact_size(file_size),
-        compact_size(record_size)
-    )
-}
-
-/// The matrix a suite's runs measured for `workload`: (tests in IOzone order, file sizes,
-/// record sizes), each sorted.
-pub fn matrix_axes(
-    runs: &[crate::results::RunRecord],
-    workload: &str,
-) -> (Vec<&'static str>, Vec<u64>, Vec<u64>) {
-    let cells = runs
-        .iter()
-        .filter(|r| r.workload == workload)
-        .flat_map(|r| &r.phases)
-        .flat_map(|p| &p.cells);
-    let (mut files, mut records, mut tests) = (Vec::new(), Vec::new(), Vec::new());
-    for c in cells {
-        files.push(c.file_size);
-        records.push(c.record_size);
-        if let Some(t) = TESTS.iter().find(|t| t.0 == c.test) {
-            tests.push(t);
+impl CellResult {
+    /// The cell as figures at its place in the matrix: throughput (total bytes over the
+    /// elapsed time), CPU, bytes moved and, with several threads, their spread.
+    pub(crate) fn figures(&self, test: &str, file_size: u64, record: u64) -> Vec<Figure> {
+        let dims = [
+            Dim::new(DIMENSIONS[0], DimValue::Text(test.to_string())),
+            Dim::new(DIMENSIONS[1], DimValue::Bytes(file_size)),
+            Dim::new(DIMENSIONS[2], DimValue::Bytes(record)),
+        ];
+        let secs = (self.elapsed_ns as f64 / 1e9).max(1e-9);
+        let cpu = self.cpu_ns as f64 / self.elapsed_ns.max(1) as f64 * 100.0;
+        let mut out = vec![
+            Figure::new(
+                "throughput",
+                "KiB/s",
+                true,
+                self.bytes as f64 / 1024.0 / secs,
+            ),
+            Figure::new("cpu", "%", false, cpu),
+            Figure::new("bytes", "B", true, self.bytes as f64),
+        ];
+        if self.threads > 1 {
+            let names = ["thread min", "thread avg", "thread max"];
+            for (name, v) in names.into_iter().zip(self.thread_rates) {
+                out.push(Figure::new(name, "KiB/s", true, v));
+            }
         }
+        out.into_iter().map(|f| f.at(&dims)).collect()
     }
-    for v in [&mut files, &mut records] {
-        v.sort();
-        v.dedup();
-    }
-    let order = |t: &&(&str, u8, &str)| TESTS.iter().position(|x| x.0 == t.0);
-    tests.sort_by_key(order);
-    tests.dedup();
-    (tests.into_iter().map(|t| t.0).collect(), files, records)
 }
 
 /// What a test does with each record.
@@ -156,22 +135,22 @@ fn io_of(test: &str) -> Io {
 
 pub struct Iozone {
     params: IozoneParams,
-    cells: Vec<MatrixCell>,
+    /// Every cell's figures, in IOzone's order.
+    figures: Vec<Figure>,
     /// Which cells were skipped, and why.
     notes: Vec<String>,
+    /// Read tests that ran with caches in place (not root, or `no-drop`).
+    reads_without_drop: usize,
 }
 
 impl Iozone {
     pub fn new(params: IozoneParams) -> Iozone {
         Iozone {
             params,
-            cells: Vec::new(),
+            figures: Vec::new(),
             notes: Vec::new(),
+            reads_without_drop: 0,
         }
-    }
-
-    pub fn cells(&self) -> &[MatrixCell] {
-        &self.cells
     }
 
     fn flags(&self, write: bool) -> OFlags {
@@ -237,7 +216,7 @@ impl Iozone {
         test: &str,
         file_size: u64,
         record: u64,
-    ) -> Result<MatrixCell, FsbenchError> {
+    ) -> Result<CellResult, FsbenchError> {
         let io = io_of(test);
         let writes = matches!(io, Io::Write | Io::PWrite(_) | Io::StdioWrite);
         let caches_dropped =
@@ -275,19 +254,17 @@ impl Iozone {
             bytes += b;
             rates.push(b as f64 / 1024.0 / secs.max(1e-9));
         }
-        Ok(MatrixCell {
-            test: test.to_string(),
-            file_size,
-            record_size: record,
-            threads: self.params.threads,
+        Ok(CellResult {
             bytes,
             elapsed_ns: elapsed.as_nanos() as u64,
             cpu_ns: (cpu.user + cpu.system).as_nanos() as u64,
-            kib_per_sec: bytes as f64 / 1024.0 / elapsed.as_secs_f64().max(1e-9),
-            thread_min_kib_per_sec: rates.iter().copied().fold(f64::INFINITY, f64::min),
-            thread_max_kib_per_sec: rates.iter().copied().fold(0.0, f64::max),
-            thread_avg_kib_per_sec: rates.iter().sum::<f64>() / rates.len() as f64,
-            caches_dropped,
+            threads: self.params.threads,
+            thread_rates: [
+                rates.iter().copied().fold(f64::INFINITY, f64::min),
+                rates.iter().sum::<f64>() / rates.len() as f64,
+                rates.iter().copied().fold(0.0, f64::max),
+            ],
+            caches_dropped: writes || caches_dropped,
         })
     }
 
@@ -508,7 +485,8 @@ impl Workload for Iozone {
                     (file_size / record) * self.params.threads as u64,
                     cell.bytes,
                 )?;
-                self.cells.push(cell);
+                self.reads_without_drop += usize::from(!cell.caches_dropped);
+                self.figures.extend(cell.figures(test, file_size, record));
             }
             for t in 0..self.params.threads as usize {
                 let _ = rustix::fs::unlinkat(dir, &thread_file(t)[..15], AtFlags::empty());
@@ -522,8 +500,15 @@ impl Workload for Iozone {
         _: usize,
         _: BorrowedFd<'_>,
     ) -> Result<super::PhaseOutput, FsbenchError> {
+        if std::mem::take(&mut self.reads_without_drop) > 0 {
+            self.notes.push(if self.params.drop_caches {
+                "caches could not be dropped before the read tests (needs root): reads may come from memory".to_string()
+            } else {
+                "caches were kept before the read tests (no-drop): reads may come from memory".to_string()
+            });
+        }
         Ok(super::PhaseOutput {
-            cells: std::mem::take(&mut self.cells),
+            figures: std::mem::take(&mut self.figures),
             notes: std::mem::take(&mut self.notes),
             ..Default::default()
         })

@@ -90,9 +90,8 @@ impl PhaseInfo {
 /// What a phase reports besides its measurement, gathered untimed after it (and its sync).
 #[derive(Debug, Default)]
 pub struct PhaseOutput {
-    /// Throughput-matrix cells (the iozone workload).
-    pub cells: Vec<iozone::MatrixCell>,
-    /// Figures of the workload's own: extents per file, transactions per operation...
+    /// Figures of the workload's own: extents per file, transactions per operation, the cells
+    /// of a throughput matrix (figures with dimensions)...
     pub figures: Vec<Figure>,
     /// What a reader must know about the figures.
     pub notes: Vec<String>,

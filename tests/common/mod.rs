@@ -185,3 +185,32 @@ pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
         .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     wait_drained_within(child, limit)
 }
+
+/// The throughput-matrix cells of a JSON document's first run, rebuilt from its figures with
+/// dimensions: one object per cell, in measured order, with `test`, `file_size`,
+/// `record_size` and each figure's value under its name (`throughput`, `bytes`, `thread min`...).
+pub fn matrix_cells(doc: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut cells: Vec<serde_json::Value> = Vec::new();
+    for f in doc["runs"][0]["phases"][0]["figures"].as_array().unwrap() {
+        let Some(dims) = f["dims"].as_array() else {
+            continue;
+        };
+        let at = |name: &str| dims.iter().find(|d| d["name"] == name).unwrap().clone();
+        let place = serde_json::json!({
+            "test": at("test")["text"],
+            "file_size": at("file size")["bytes"],
+            "record_size": at("record size")["bytes"],
+        });
+        let same = |c: &serde_json::Value| {
+            c["test"] == place["test"]
+                && c["file_size"] == place["file_size"]
+                && c["record_size"] == place["record_size"]
+        };
+        if !cells.last().is_some_and(same) {
+            cells.push(place);
+        }
+        let name = f["name"].as_str().unwrap().to_string();
+        cells.last_mut().unwrap()[name] = f["value"].clone();
+    }
+    cells
+}
