@@ -5,7 +5,7 @@ use crate::results::SuiteResult;
 /// A database as the first schema version left it, holding one suite with one run.
 fn version_one_database(path: &Path) -> i64 {
     let conn = Connection::open(path).unwrap();
-    apply_sql_migrations(&conn, 1);
+    apply_sql_migrations(&conn, 0..1);
     let r = SuiteResult::for_tests();
     conn.execute(
         "INSERT INTO suites (name, purpose, command, definition, system, target, skipped, started_at,
@@ -42,15 +42,15 @@ fn version_one_database(path: &Path) -> i64 {
     id
 }
 
-/// Brings a new database to schema `version` with the SQL steps of the history.
-fn apply_sql_migrations(conn: &Connection, version: usize) {
-    for step in &MIGRATIONS[..version] {
+/// Applies the SQL steps `steps` of the history (0-based) and sets the schema version.
+fn apply_sql_migrations(conn: &Connection, steps: std::ops::Range<usize>) {
+    for step in &MIGRATIONS[steps.clone()] {
         let Migration::Sql(sql) = step else {
-            panic!("schema {version} needs a code step");
+            panic!("step {steps:?} includes a code step");
         };
         conn.execute_batch(sql).unwrap();
     }
-    conn.pragma_update(None, "user_version", version as i64)
+    conn.pragma_update(None, "user_version", steps.end as i64)
         .unwrap();
 }
 
@@ -60,11 +60,7 @@ fn matrix_cells_of_schema_seven_become_figures_with_dimensions() {
     let path = dir.path().join("seven.db");
     let id = version_one_database(&path);
     let conn = Connection::open(&path).unwrap();
-    for step in &MIGRATIONS[1..7] {
-        let Migration::Sql(sql) = step else { panic!() };
-        conn.execute_batch(sql).unwrap();
-    }
-    conn.pragma_update(None, "user_version", 7).unwrap();
+    apply_sql_migrations(&conn, 1..7);
     // Two cells as fsbench stored them before schema 8 (two threads), after a figure of its own.
     let cell = |test: &str, kib_per_sec: f64| {
         serde_json::json!({
