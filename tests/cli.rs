@@ -266,7 +266,9 @@ fn rate(line: &str) -> f64 {
 fn fdtree_prints_fdtrees_report_with_real_numbers() {
     let dir = tempdir();
     let state = tempdir();
+    // In Berlin, `date` names the zone CET or CEST, never an offset.
     let out = run(fsbench(state.path())
+        .env("TZ", "Europe/Berlin")
         .args(["fdtree", "-d", "4", "-f", "5", "-s", "2", "-l", "2", "-o"])
         .arg(dir.path()));
     assert!(out.status.success());
@@ -362,7 +364,12 @@ fn fdtree_prints_fdtrees_report_with_real_numbers() {
             && words[5].len() == 4
             && words[5].parse::<u32>().is_ok()
     };
-    assert_eq!(lines.iter().filter(is_date).count(), 8, "{stdout}");
+    let dates: Vec<&&str> = lines.iter().filter(is_date).collect();
+    assert_eq!(dates.len(), 8, "{stdout}");
+    assert!(
+        dates.iter().all(|l| l.contains(" CET ") || l.contains(" CEST ")),
+        "the zone as `date` prints it: {dates:?}"
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 

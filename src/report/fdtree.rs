@@ -24,11 +24,27 @@ pub fn header(params: &TreeParams, base: &str) -> String {
     )
 }
 
-/// `date`'s default output, as fdtree printed before and after each phase.
+/// `date`'s default output, as fdtree printed before and after each phase: the C library's
+/// strftime, since only it knows the zone's abbreviation (`UTC`, `CET`) where chrono prints
+/// an offset.
 pub fn date() -> String {
-    chrono::Local::now()
-        .format("%a %b %e %H:%M:%S %Z %Y")
-        .to_string()
+    let mut buf = [0u8; 128];
+    // SAFETY: `tm` is written by localtime_r before strftime reads it; strftime writes at
+    // most `buf.len()` bytes and returns how many (0 when it did not fit).
+    let len = unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return chrono::Local::now().format("%a %b %e %H:%M:%S %Y").to_string();
+        }
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%a %b %e %H:%M:%S %Z %Y".as_ptr(),
+            &tm,
+        )
+    };
+    String::from_utf8_lossy(&buf[..len]).into_owned()
 }
 
 /// The TIME IN, OUT, TOTAL block of one phase; `tin` and `tout` are seconds since the start.
