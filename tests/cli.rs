@@ -367,7 +367,9 @@ fn fdtree_prints_fdtrees_report_with_real_numbers() {
     let dates: Vec<&&str> = lines.iter().filter(is_date).collect();
     assert_eq!(dates.len(), 8, "{stdout}");
     assert!(
-        dates.iter().all(|l| l.contains(" CET ") || l.contains(" CEST ")),
+        dates
+            .iter()
+            .all(|l| l.contains(" CET ") || l.contains(" CEST ")),
         "the zone as `date` prints it: {dates:?}"
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

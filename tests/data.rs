@@ -194,13 +194,29 @@ fn run_json(state: &Path, args: &[&str]) -> (std::process::Output, serde_json::V
     (out, doc)
 }
 
-/// The mean of figure `metric` of `phase` for `config`.
+/// The mean of figure `metric` (without dimensions) of `phase` for `config`.
 fn mean(doc: &serde_json::Value, config: &str, phase: &str, metric: &str) -> Option<f64> {
+    mean_at(doc, config, phase, metric, &serde_json::Value::Null)
+}
+
+/// The mean of figure `metric` at dimensions `dims` (`null` for none).
+fn mean_at(
+    doc: &serde_json::Value,
+    config: &str,
+    phase: &str,
+    metric: &str,
+    dims: &serde_json::Value,
+) -> Option<f64> {
     doc["summaries"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["config"] == config && s["phase"] == phase && s["metric"] == metric)
+        .find(|s| {
+            s["config"] == config
+                && s["phase"] == phase
+                && s["metric"] == metric
+                && s["dims"] == *dims
+        })
         .map(|s| s["mean"].as_f64().unwrap())
 }
 
@@ -341,9 +357,40 @@ fn ffsb_profile_runs_with_operation_counts_near_the_weights() {
         (create - 500.0).abs() < 90.0,
         "create {create}, stat {stat}"
     );
+    // FFSB's "Transactions": one per 4 KiB block call of reads, writes and creates (8 KiB
+    // reads and writes are two calls; a 16–64 KiB create four to sixteen), one per stat.
+    let calls = |op: &str| mean(&doc, "ext4", "run", &format!("{op} transactions")).unwrap();
+    assert_eq!(calls("read"), 2.0 * read);
+    assert_eq!(calls("write"), 2.0 * write);
+    assert_eq!(calls("stat"), stat);
+    assert!((4.0 * create..=16.0 * create).contains(&calls("create")));
+    let all_calls = calls("read") + calls("write") + calls("create") + calls("stat");
     let share = mean(&doc, "ext4", "run", "read % trans").unwrap();
-    assert!((share - 37.5).abs() < 5.0, "read share {share}%");
-    assert_eq!(mean(&doc, "ext4", "run", "read % op weight"), Some(37.5));
+    assert!(
+        (share - 100.0 * calls("read") / all_calls).abs() < 1e-9,
+        "read % trans {share}"
+    );
+    // "% Op Weight": the share of operations run (FFSB's op_weight counter), which follows
+    // the weights within binomial bounds: 37.5% of 4,000.
+    let weight = mean(&doc, "ext4", "run", "read % op weight").unwrap();
+    assert!((weight - 100.0 * read / 4000.0).abs() < 1e-9, "{weight}");
+    assert!((weight - 37.5).abs() < 3.75, "read % op weight {weight}");
+    // Per thread group as FFSB prints it: group 1 ran no reads, its creates are half its work.
+    let group = |g: u64| serde_json::json!([{"name": "thread group", "count": g}]);
+    let group_read = mean_at(&doc, "ext4", "run", "read % op weight", &group(0)).unwrap();
+    assert!((group_read - 100.0 * read / 3000.0).abs() < 1e-9);
+    assert_eq!(
+        mean_at(&doc, "ext4", "run", "read % op weight", &group(1)),
+        None
+    );
+    assert!(mean_at(&doc, "ext4", "run", "create % op weight", &group(1)).is_some());
+    // Throughput as FFSB: over the run time including its final sync, so no higher than
+    // fsbench's figure before that sync.
+    let (ffsb, before) = (
+        mean(&doc, "ext4", "run", "write throughput").unwrap(),
+        mean(&doc, "ext4", "run", "write throughput before sync").unwrap(),
+    );
+    assert!(ffsb > 0.0 && ffsb <= before, "{ffsb} vs {before}");
     for figure in [
         "extents avg",
         "extents max",
@@ -439,4 +486,101 @@ fn ffsb_large_write_fills_a_small_disk_with_a_clear_error_keeping_earlier_runs()
     assert!(runs[1]["error"].as_str().unwrap().contains("ENOSPC"));
     assert!(mean(&doc, "ext4", "run", "write throughput").is_some());
     assert_nothing_left(images.path());
+}
+
+/// One row of FFSB's operation table: name, Transactions, Trans/sec, % Trans, % Op Weight,
+/// Throughput.
+type FfsbRow = (String, u64, f64, f64, f64, String);
+
+/// A row as FFSB's own output would be parsed:
+/// `%20s : %12u\t%10.2lf\t%6.3lf%%\t\t%6.3lf%%\t  %11s`.
+fn ffsb_row(line: &str) -> Option<FfsbRow> {
+    let (name, rest) = line.split_once(" : ")?;
+    let fields: Vec<&str> = rest
+        .split('\t')
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .collect();
+    let [tx, rate, trans, weight, throughput] = fields[..] else {
+        return None;
+    };
+    Some((
+        name.trim().to_string(),
+        tx.parse().ok()?,
+        rate.parse().ok()?,
+        trans.strip_suffix('%')?.parse().ok()?,
+        weight.strip_suffix('%')?.parse().ok()?,
+        throughput.to_string(),
+    ))
+}
+
+#[test]
+fn fsbench_ffsb_prints_ffsb_s_report() {
+    let dir = tempdir();
+    let state = tempdir();
+    let profile = dir.path().join("two-groups.ffsb");
+    std::fs::write(&profile, TWO_GROUPS).unwrap();
+    let work = tempdir();
+    let out = run(fsbench(state.path())
+        .args(["ffsb", profile.to_str().unwrap(), "--runs", "1", "--dir"])
+        .arg(work.path()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = |title: &str| {
+        lines
+            .iter()
+            .position(|l| *l == title)
+            .unwrap_or_else(|| panic!("no {title}:\n{stdout}"))
+    };
+    let (g0, g1, total) = (
+        at("ThreadGroup 0"),
+        at("ThreadGroup 1"),
+        at("Total Results"),
+    );
+    assert!(g0 < g1 && g1 < total);
+    assert!(lines[g0 + 2].starts_with("             Op Name   Transactions\t Trans/sec\t% Trans"));
+    // Each block: its rows' % Trans and % Op Weight add up to 100, and the transactions per
+    // second line is the sum of the rows' Trans/sec.
+    for start in [g0, g1, total] {
+        let rows: Vec<_> = lines[start + 4..]
+            .iter()
+            .map_while(|l| ffsb_row(l))
+            .collect();
+        assert!(!rows.is_empty(), "{stdout}");
+        let sum = |f: fn(&FfsbRow) -> f64| rows.iter().map(f).sum::<f64>();
+        assert!((sum(|r| r.3) - 100.0).abs() < 0.01, "{rows:?}");
+        assert!((sum(|r| r.4) - 100.0).abs() < 0.01, "{rows:?}");
+        let tps_line = lines[start + 4 + rows.len() + 1];
+        let tps: f64 = tps_line
+            .strip_suffix(" Transactions per Second")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (tps - sum(|r| r.2)).abs() / tps < 0.001,
+            "{tps_line} vs {rows:?}"
+        );
+        for r in &rows {
+            let moves_data = r.0 != "stat";
+            assert_eq!(r.5.ends_with("B/sec"), moves_data, "{r:?}");
+        }
+    }
+    let total_rows: Vec<_> = lines[total + 4..]
+        .iter()
+        .map_while(|l| ffsb_row(l))
+        .collect();
+    let names: Vec<&str> = total_rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["read", "write", "create", "stat"],
+        "FFSB's operation order"
+    );
+    assert!(stdout.contains("Read Throughput: ") && stdout.contains("Write Throughput: "));
+    assert!(
+        lines.iter().any(|l| l.ends_with("% CPU Utilization")),
+        "{stdout}"
+    );
+    // fsbench's own tables follow.
+    assert!(stdout.contains("Phase times"), "{stdout}");
 }

@@ -387,7 +387,12 @@ impl Observer for DbSink {
 
 fn print_result(result: &SuiteResult, format: OutputFormat) -> anyhow::Result<()> {
     match format {
-        OutputFormat::Table => write_stdout(&report::table::render(result, Style::Terminal)),
+        // FFSB's own report first, for users who compare with FFSB's output.
+        OutputFormat::Table => write_stdout(&format!(
+            "{}{}",
+            report::ffsb::render(result),
+            report::table::render(result, Style::Terminal)
+        )),
         OutputFormat::Json => write_stdout(&(report::json::render(result) + "\n")),
     }
 }

@@ -35,7 +35,9 @@ pub fn date() -> String {
         let now = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();
         if libc::localtime_r(&now, &mut tm).is_null() {
-            return chrono::Local::now().format("%a %b %e %H:%M:%S %Y").to_string();
+            return chrono::Local::now()
+                .format("%a %b %e %H:%M:%S %Y")
+                .to_string();
         }
         libc::strftime(
             buf.as_mut_ptr().cast(),

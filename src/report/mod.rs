@@ -4,6 +4,7 @@ pub mod charts;
 pub mod compare;
 pub mod csv;
 pub mod fdtree;
+pub mod ffsb;
 pub mod html;
 pub mod iozone;
 pub mod json;

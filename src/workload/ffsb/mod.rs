@@ -205,7 +205,7 @@ impl Workload for Ffsb {
             return Ok(out);
         };
         let cpu = self.cpu.take().expect("set with the totals");
-        out.figures = totals.figures(&self.params, &cpu);
+        out.figures = totals.figures(&cpu);
         if self.params.fileset.fit {
             let (_, max) = self.sizes.unwrap_or_default();
             out.figures.push(Figure::new(

@@ -94,6 +94,11 @@ impl Op {
     pub(super) fn writes(self) -> bool {
         self.writes_sized() || self.creates() || matches!(self, Op::Writeall | Op::WriteallFsync)
     }
+
+    /// Reads or writes file data: FFSB counts its block calls as transactions.
+    pub(super) fn moves_data(self) -> bool {
+        self.reads() || self.writes()
+    }
 }
 
 /// One thread group.

@@ -2,193 +2,27 @@
 //! the totals they add up to. A thread allocates its buffer, name buffers and histograms once;
 //! a transaction allocates nothing.
 
-use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
 use crate::error::FsbenchError;
 use crate::extents::Mapper;
-use crate::measure::{
-    CpuTimes, Figure, OpKind, PhaseRecorder, errno_name, fatal_error, lap_clock, new_histogram,
-};
+use crate::measure::{CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram};
 use crate::workload::{Aligned, pread_full, push_decimal, pwrite_all, write_all};
 
 mod fileset;
 pub use fileset::*;
 
-/// What one thread did.
-struct ThreadStats {
-    tx: [u64; Op::ALL.len()],
-    latency: Vec<Option<Histogram<u64>>>,
-    read_bytes: u64,
-    written_bytes: u64,
-    errors: BTreeMap<i32, u64>,
-    /// Transactions that found no file to work on (the set was empty or all in use).
-    no_file: u64,
-}
-
-impl ThreadStats {
-    fn new() -> ThreadStats {
-        ThreadStats {
-            tx: [0; Op::ALL.len()],
-            latency: Op::ALL.iter().map(|_| None).collect(),
-            read_bytes: 0,
-            written_bytes: 0,
-            errors: BTreeMap::new(),
-            no_file: 0,
-        }
-    }
-}
-
-/// Everything the thread groups did, added up.
-pub struct RunTotals {
-    stats: ThreadStats,
-    elapsed: Duration,
-}
-
-/// The position of `op` in [`Op::ALL`].
-fn index(op: Op) -> usize {
-    Op::ALL
-        .iter()
-        .position(|o| *o == op)
-        .expect("every op is listed")
-}
-
-impl RunTotals {
-    fn add(&mut self, other: ThreadStats) {
-        let s = &mut self.stats;
-        for (total, n) in s.tx.iter_mut().zip(other.tx) {
-            *total += n;
-        }
-        for (total, h) in s.latency.iter_mut().zip(other.latency) {
-            match (total.as_mut(), h) {
-                (Some(t), Some(h)) => t.add(&h).expect("same bounds"),
-                (None, Some(h)) => *total = Some(h),
-                _ => {}
-            }
-        }
-        s.read_bytes += other.read_bytes;
-        s.written_bytes += other.written_bytes;
-        for (e, n) in other.errors {
-            *s.errors.entry(e).or_default() += n;
-        }
-        s.no_file += other.no_file;
-    }
-
-    /// FFSB's report as figures: throughput, and per operation transactions per second,
-    /// "% Trans" and "% Op Weight"; CPU as user and system percentages of the elapsed time.
-    pub fn figures(&self, params: &FfsbParams, cpu: &CpuTimes) -> Vec<Figure> {
-        let secs = self.elapsed.as_secs_f64().max(1e-9);
-        let mib = |b: u64| b as f64 / f64::from(1 << 20) / secs;
-        let ops = |f: fn(Op) -> bool| {
-            params
-                .groups
-                .iter()
-                .any(|g| g.weights.keys().any(|o| f(*o)))
-        };
-        let mut out = Vec::new();
-        if ops(Op::reads) {
-            out.push(Figure::new(
-                "read throughput",
-                "MiB/s",
-                true,
-                mib(self.stats.read_bytes),
-            ));
-        }
-        if ops(Op::writes) {
-            out.push(Figure::new(
-                "write throughput",
-                "MiB/s",
-                true,
-                mib(self.stats.written_bytes),
-            ));
-        }
-        let total_tx: u64 = self.stats.tx.iter().sum();
-        let threads = params.total_threads() as f64;
-        for op in Op::ALL {
-            // "% Op Weight" over all groups: each group's weight share, by its thread count.
-            let weight: f64 = params
-                .groups
-                .iter()
-                .map(|g| {
-                    let w = g.weights.get(&op).copied().unwrap_or(0);
-                    f64::from(w) / g.total_weight().max(1) as f64 * f64::from(g.num_threads)
-                })
-                .sum::<f64>()
-                / threads;
-            if weight == 0.0 {
-                continue;
-            }
-            let tx = self.stats.tx[index(op)];
-            let name = op.name();
-            out.push(Figure::new(
-                format!("{name} tx/s"),
-                "tx/s",
-                true,
-                tx as f64 / secs,
-            ));
-            out.push(Figure::new(
-                format!("{name} % trans"),
-                "%",
-                true,
-                tx as f64 / total_tx.max(1) as f64 * 100.0,
-            ));
-            out.push(Figure::new(
-                format!("{name} % op weight"),
-                "%",
-                true,
-                weight * 100.0,
-            ));
-        }
-        out.push(Figure::new(
-            "cpu user",
-            "%",
-            false,
-            cpu.user.as_secs_f64() / secs * 100.0,
-        ));
-        out.push(Figure::new(
-            "cpu system",
-            "%",
-            false,
-            cpu.system.as_secs_f64() / secs * 100.0,
-        ));
-        out
-    }
-
-    /// Bytes the transactions wrote.
-    pub fn written(&self) -> u64 {
-        self.stats.written_bytes
-    }
-
-    pub fn notes(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self
-            .stats
-            .errors
-            .iter()
-            .map(|(e, n)| {
-                format!(
-                    "{} ×{n} in transactions (counted, not retried)",
-                    errno_name(*e)
-                )
-            })
-            .collect();
-        if self.stats.no_file > 0 {
-            notes.push(format!(
-                "{} transaction(s) found no file to work on (the set was empty or every file was in use)",
-                self.stats.no_file
-            ));
-        }
-        notes
-    }
-}
+mod totals;
+pub use totals::RunTotals;
+use totals::{ThreadStats, index};
 
 /// What the threads share.
 struct Shared<'a> {
@@ -210,6 +44,10 @@ struct Shared<'a> {
 struct Worker<'a> {
     shared: &'a Shared<'a>,
     group: &'a ThreadGroup,
+    /// The group's place in the profile, for the per-group results.
+    group_index: usize,
+    /// Block calls of the current transaction, counted as FFSB counts them.
+    blocks: u64,
     thread: u32,
     rng: Rng,
     buf: Aligned,
@@ -258,6 +96,9 @@ impl Worker<'_> {
         if block == 0 {
             return Ok(());
         }
+        // FFSB counts every write call but only whole read blocks, except for skipping reads,
+        // where the last partial block counts too.
+        let counts = |n: u64| write || n == block || g.read_skip;
         let io = |w: &mut Self, off: u64, n: u64| -> Result<(), Errno> {
             let buf = &mut w.buf.buf()[..n as usize];
             if write {
@@ -265,10 +106,12 @@ impl Worker<'_> {
             } else {
                 w.stats.read_bytes += pread_full(file, buf, off)? as u64;
             }
+            w.blocks += u64::from(counts(n));
             Ok(())
         };
         if random {
-            for _ in 0..(amount / block).max(1) {
+            // As FFSB: `amount / block` calls (none when a block is larger than the amount).
+            for _ in 0..amount / block {
                 let off = self.offset(size - block);
                 io(self, off, block)?;
             }
@@ -296,7 +139,7 @@ impl Worker<'_> {
                 let id = shared.files.lock().expect("not poisoned").reserve();
                 let size = choose_size(&shared.params.fileset, shared.sizes, self.rng.next());
                 let file = self.open(id, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL)?;
-                fill(&file, &mut self.buf, size, self.group.write_blocksize)?;
+                self.blocks += fill(&file, &mut self.buf, size, self.group.write_blocksize)?;
                 self.stats.written_bytes += size;
                 if op == Op::CreateFsync {
                     rustix::fs::fsync(&file)?;
@@ -387,6 +230,8 @@ impl Worker<'_> {
                     let n = block.min(size - off) as usize;
                     let got = pread_full(&file, &mut self.buf.buf()[..n], off)?;
                     self.stats.read_bytes += got as u64;
+                    // FFSB's readall counts whole blocks only.
+                    self.blocks += u64::from(n as u64 == block);
                     if got < n {
                         break;
                     }
@@ -394,7 +239,7 @@ impl Worker<'_> {
                 }
             }
             Op::Append | Op::AppendFsync => {
-                fill(
+                self.blocks += fill(
                     &file,
                     &mut self.buf,
                     self.group.write_size,
@@ -403,7 +248,7 @@ impl Worker<'_> {
                 self.stats.written_bytes += self.group.write_size;
             }
             Op::Writeall | Op::WriteallFsync => {
-                fill(&file, &mut self.buf, size, self.group.write_blocksize)?;
+                self.blocks += fill(&file, &mut self.buf, size, self.group.write_blocksize)?;
                 self.stats.written_bytes += size;
             }
             _ => {}
@@ -416,7 +261,7 @@ impl Worker<'_> {
 
     /// The thread's loop: transactions until the time is up, its count is done, another
     /// thread failed or the user interrupted.
-    fn run(mut self, clock: quanta::Clock) -> Result<ThreadStats, FsbenchError> {
+    fn run(mut self, clock: quanta::Clock) -> Result<(usize, ThreadStats), FsbenchError> {
         drop(self.shared.gate.read());
         let shared = self.shared;
         let deadline = shared.deadline.get().copied().flatten();
@@ -434,6 +279,8 @@ impl Worker<'_> {
                 break;
             }
             let op = self.group.choose(self.rng.next());
+            self.blocks = 0;
+            let moved = self.stats.read_bytes + self.stats.written_bytes;
             let start = clock.raw();
             let outcome = self.transact(op);
             let ns = clock.delta_as_nanos(start, clock.raw());
@@ -442,6 +289,10 @@ impl Worker<'_> {
                 Ok(true) => {
                     let i = index(op);
                     self.stats.tx[i] += 1;
+                    // FFSB's "Transactions": block calls of data operations, one per call of
+                    // the others.
+                    self.stats.calls[i] += if op.moves_data() { self.blocks } else { 1 };
+                    self.stats.bytes[i] += self.stats.read_bytes + self.stats.written_bytes - moved;
                     self.stats.latency[i]
                         .get_or_insert_with(new_histogram)
                         .saturating_record(ns.max(1));
@@ -460,7 +311,7 @@ impl Worker<'_> {
                 std::thread::sleep(Duration::from_millis(u64::from(self.group.op_delay_ms)));
             }
         }
-        Ok(self.stats)
+        Ok((self.group_index, self.stats))
     }
 }
 
@@ -488,17 +339,19 @@ pub fn run_groups(
         next_dir: AtomicU64::new(0),
     };
     let clock = lap_clock();
-    let (results, elapsed, cpu) = std::thread::scope(|s| {
+    let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
         let gate = shared.gate.write().expect("not poisoned");
         let mut handles = Vec::new();
         let mut spawn_error = None;
         let mut thread = 0u32;
-        for group in &params.groups {
+        for (group_index, group) in params.groups.iter().enumerate() {
             let buffer = group.read_blocksize.max(group.write_blocksize).max(4096) as usize;
             for _ in 0..group.num_threads {
                 let worker = Worker {
                     shared: &shared,
                     group,
+                    group_index,
+                    blocks: 0,
                     thread,
                     rng: Rng::new(u64::from(thread) + 1),
                     buf: Aligned::new(buffer),
@@ -533,27 +386,33 @@ pub fn run_groups(
         let cpu = CpuTimes::now();
         let start = Instant::now();
         drop(gate);
-        let mut results: Vec<Result<ThreadStats, FsbenchError>> = handles
+        let mut results: Vec<Result<(usize, ThreadStats), FsbenchError>> = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(FsbenchError::Failed("ffsb thread panicked".into())))
             })
             .collect();
-        let elapsed = start.elapsed();
+        let threads_time = start.elapsed();
+        // FFSB's run time ends after the sync that follows the last thread (main.c).
+        if let Err(e) = rustix::fs::syncfs(data) {
+            results.push(Err(FsbenchError::Failed(format!(
+                "sync after the run: {e}"
+            ))));
+        }
+        let runtime = start.elapsed();
         if let Some(e) = spawn_error {
             results.push(Err(e));
         }
-        (results, elapsed, CpuTimes::now().since(&cpu))
+        (results, threads_time, runtime, CpuTimes::now().since(&cpu))
     });
-    let mut totals = RunTotals {
-        stats: ThreadStats::new(),
-        elapsed,
-    };
+    let mut totals = RunTotals::new(params.groups.len());
+    totals.runtime = runtime;
+    totals.threads_time = threads_time;
     let mut first_error = None;
     for r in results {
         match r {
-            Ok(stats) => totals.add(stats),
+            Ok((group, stats)) => totals.add(group, stats),
             // A full disk explains the other threads' failures: report it first.
             Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
             Err(e) => {
@@ -564,15 +423,15 @@ pub fn run_groups(
     if let Some(e) = first_error {
         return Err(e);
     }
-    for (op, h) in Op::ALL.iter().zip(&totals.stats.latency) {
+    for (op, h) in Op::ALL.iter().zip(&totals.total.latency) {
         if let Some(h) = h {
             rec.add_latency(op.name(), h);
         }
     }
-    for (e, n) in &totals.stats.errors {
+    for (e, n) in &totals.total.errors {
         rec.add_errors(*e, *n);
     }
-    let tx: u64 = totals.stats.tx.iter().sum();
-    rec.units_done(tx, totals.stats.read_bytes + totals.stats.written_bytes)?;
+    let tx: u64 = totals.total.tx.iter().sum();
+    rec.units_done(tx, totals.total.read_bytes + totals.total.written_bytes)?;
     Ok((totals, cpu))
 }

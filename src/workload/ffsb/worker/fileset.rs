@@ -153,14 +153,17 @@ impl Rng {
 }
 
 /// Writes `size` bytes from the start in `block`-byte writes.
-pub(super) fn fill(file: &OwnedFd, buf: &mut Aligned, size: u64, block: u64) -> Result<(), Errno> {
-    let mut done = 0;
+/// Writes `size` bytes in `block`-byte calls; the number of calls, FFSB's transactions of a
+/// write (a last partial block counts, as in FFSB's writefile_helper).
+pub(super) fn fill(file: &OwnedFd, buf: &mut Aligned, size: u64, block: u64) -> Result<u64, Errno> {
+    let (mut done, mut calls) = (0, 0);
     while done < size {
         let n = block.min(size - done) as usize;
         write_all(file, &buf.buf()[..n])?;
         done += n as u64;
+        calls += 1;
     }
-    Ok(())
+    Ok(calls)
 }
 
 /// Makes the file set before the timed part, single-threaded, each file one unit.
@@ -187,8 +190,11 @@ pub fn make_file_set(
                 "ffsb: cannot create file {id} of the set"
             )));
         };
-        rec.record(OpKind::Write, fill(&file, &mut buf, size, block))?
-            .ok_or_else(|| FsbenchError::Failed(format!("ffsb: cannot write file {id}")))?;
+        rec.record(
+            OpKind::Write,
+            fill(&file, &mut buf, size, block).map(|_| ()),
+        )?
+        .ok_or_else(|| FsbenchError::Failed(format!("ffsb: cannot write file {id}")))?;
         drop(file);
         rec.record(OpKind::Close, Ok(()))?;
         table.publish(id, size);

@@ -1,0 +1,172 @@
+//! FFSB's own report for `fsbench ffsb PROFILE`, laid out as FFSB 6 prints it (main.c,
+//! ffsb_op.c): per thread group when there are several, then the total, each with FFSB's
+//! operation table, transactions per second and throughput, then the CPU lines. Every figure
+//! is fsbench's mean over the configuration's successful runs; fsbench's statistics follow
+//! in the usual tables.
+
+use std::fmt::Write;
+
+use crate::measure::{Dim, DimValue};
+use crate::results::SuiteResult;
+use crate::workload::WorkloadSpec;
+use crate::workload::ffsb::Op;
+
+/// C's `%.3g`: three significant digits, trailing zeros dropped, an exponent for large and
+/// small values.
+fn g3(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return "0".into();
+    }
+    let exponent = v.abs().log10().floor() as i32;
+    // %g rounds first: 999.6 is printed as 1e+03.
+    let rounded: f64 = format!("{v:.2e}").parse().unwrap_or(v);
+    let exponent = exponent.max(rounded.abs().log10().floor() as i32);
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if !(-4..3).contains(&exponent) {
+        let mantissa = trim(format!("{:.2}", rounded / 10f64.powi(exponent)));
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    } else {
+        trim(format!("{v:.*}", (2 - exponent) as usize))
+    }
+}
+
+/// FFSB's `ffsb_printsize`: bytes (per second) in B, KB, MB or GB with `%.3g`.
+fn printsize(bytes: f64) -> String {
+    let units = [(1u64 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
+    for (size, unit) in units {
+        if bytes >= size as f64 {
+            return format!("{}{unit}", g3(bytes / size as f64));
+        }
+    }
+    format!("{}B", g3(bytes))
+}
+
+/// The report for every FFSB workload and configuration of `r`.
+pub fn render(r: &SuiteResult) -> String {
+    let mut out = String::new();
+    for spec in &r.suite.workloads {
+        let WorkloadSpec::Ffsb(params) = spec else {
+            continue;
+        };
+        let label = spec.label();
+        for c in &r.configurations {
+            let config = &c.config.label;
+            let mean = |metric: &str, dims: &[Dim]| {
+                r.summaries
+                    .iter()
+                    .find(|s| {
+                        s.config == *config
+                            && s.workload == label
+                            && s.phase == "run"
+                            && s.metric == metric
+                            && s.dims == dims
+                    })
+                    .map(|s| (s.summary.mean, s.summary.n))
+            };
+            let Some((runtime, n)) = mean("time", &[]) else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "FFSB's report: {label} on {config}, means of {n} run(s)"
+            );
+            let _ = writeln!(out, "Benchmark took {runtime:.2} sec\n");
+            let groups = params.groups.len();
+            let mut blocks: Vec<(String, Vec<Dim>)> = (0..groups)
+                .filter(|_| groups > 1)
+                .map(|g| {
+                    let dims = vec![Dim::new("thread group", DimValue::Count(g as u64))];
+                    (format!("ThreadGroup {g}"), dims)
+                })
+                .collect();
+            blocks.push(("Total Results".to_string(), Vec::new()));
+            for (title, dims) in &blocks {
+                let get = |metric: &str| mean(metric, dims).map(|(m, _)| m);
+                let _ = writeln!(out, "{title}\n===============");
+                out.push_str(&op_table(&get));
+                out.push('\n');
+            }
+            if let (Some(user), Some(system)) = (
+                mean("cpu user", &[]).map(|m| m.0),
+                mean("cpu system", &[]).map(|m| m.0),
+            ) {
+                let _ = writeln!(out, "\n{user:.1}% User   Time");
+                let _ = writeln!(out, "{system:.1}% System Time");
+                let _ = writeln!(out, "{:.1}% CPU Utilization\n", user + system);
+            }
+        }
+    }
+    out
+}
+
+/// One block of FFSB's results: the operation table, transactions per second, throughput.
+fn op_table(get: &dyn Fn(&str) -> Option<f64>) -> String {
+    let mut out = String::new();
+    out.push_str("             Op Name   Transactions\t Trans/sec\t% Trans\t    % Op Weight\t   Throughput\n");
+    out.push_str("             =======   ============\t =========\t=======\t    ===========\t   ==========\n");
+    for op in Op::ALL {
+        let name = op.name();
+        let Some(tx) = get(&format!("{name} transactions")) else {
+            continue;
+        };
+        let field = |what: &str| get(&format!("{name} {what}")).unwrap_or(0.0);
+        let throughput = get(&format!("{name} op throughput")).map_or("NA".to_string(), |mib| {
+            format!("{}/sec", printsize(mib * 1048576.0))
+        });
+        let _ = writeln!(
+            out,
+            "{name:>20} : {:>12}\t{:>10.2}\t{:>6.3}%\t\t{:>6.3}%\t  {throughput:>11}",
+            tx.round() as u64,
+            field("tx/s"),
+            field("% trans"),
+            field("% op weight"),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "-\n{:.2} Transactions per Second\n",
+        get("transactions/s").unwrap_or(0.0)
+    );
+    let read = get("read throughput");
+    let write = get("write throughput");
+    if read.is_some() || write.is_some() {
+        out.push_str("Throughput Results\n===================\n");
+    }
+    if let Some(r) = read {
+        let _ = writeln!(out, "Read Throughput: {}/sec", printsize(r * 1048576.0));
+    }
+    if let Some(w) = write {
+        let _ = writeln!(out, "Write Throughput: {}/sec", printsize(w * 1048576.0));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_print_as_ffsb_prints_them() {
+        // printf("%.3g") of the same values, as FFSB's ffsb_printsize calls it.
+        assert_eq!(g3(35.98), "36");
+        assert_eq!(g3(96.69), "96.7");
+        assert_eq!(g3(1.0), "1");
+        assert_eq!(g3(1.5), "1.5");
+        assert_eq!(g3(123.4), "123");
+        assert_eq!(g3(999.6), "1e+03");
+        assert_eq!(g3(1023.0), "1.02e+03");
+        assert_eq!(g3(0.000123), "0.000123");
+        assert_eq!(g3(0.0000123), "1.23e-05");
+        assert_eq!(printsize(100.0 * 1048576.0), "100MB");
+        assert_eq!(printsize(1.5 * 1073741824.0), "1.5GB");
+        assert_eq!(printsize(512.0), "512B");
+        assert_eq!(printsize(2048.0), "2KB");
+    }
+}
