@@ -440,7 +440,7 @@ fn ffsb(args: &FfsbArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<E
     }
     let mut params = crate::workload::ffsb::FfsbParams::from_file(&args.profile)?;
     if let Some(t) = args.time {
-        params.time = Some(t).filter(|t| *t > 0);
+        params.time = Some(t);
         params.validate()?;
     }
     if let Some(location) = &params.fileset.location {

@@ -30,11 +30,15 @@ use worker::{FileTable, RunTotals};
 mod params;
 pub use params::*;
 
+const SETUP_PHASE: PhaseInfo = PhaseInfo::fixed("setup", "Create file set", "files", true);
+const REMOVE_PHASE: PhaseInfo = PhaseInfo::fixed("remove", "Remove (rm -rf)", "entries", false);
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo::fixed("setup", "Create file set", "files", true),
+    SETUP_PHASE,
     PhaseInfo::fixed("run", "Thread groups", "transactions", true),
-    PhaseInfo::fixed("remove", "Remove (rm -rf)", "entries", false),
+    REMOVE_PHASE,
 ];
+/// `time=0` without `num_ops`: FFSB only builds the file set ("Setup complete, exiting").
+const SETUP_ONLY_PHASES: &[PhaseInfo] = &[SETUP_PHASE, REMOVE_PHASE];
 const SETUP: usize = 0;
 const RUN: usize = 1;
 const REMOVE: usize = 2;
@@ -52,12 +56,12 @@ pub struct Ffsb {
 impl Ffsb {
     pub fn new(params: FfsbParams) -> Ffsb {
         Ffsb {
+            notes: params.notes.clone(),
             params,
             sizes: None,
             files: Arc::new(Mutex::new(FileTable::default())),
             totals: None,
             cpu: None,
-            notes: Vec::new(),
         }
     }
 
@@ -108,7 +112,9 @@ impl Ffsb {
         for d in 0..self.params.fileset.num_dirs {
             let made = rustix::fs::mkdirat(&data, names.dir(d), Mode::from(0o755));
             if rec.record(OpKind::Mkdir, made)?.is_none() {
-                return Err(FsbenchError::Failed(format!("ffsb: cannot make dir{d}")));
+                return Err(FsbenchError::Failed(format!(
+                    "ffsb: cannot make datadir{d}"
+                )));
             }
         }
         let block = match self.params.fileset.create_blocksize {
@@ -141,16 +147,27 @@ fn open_dir(dir: BorrowedFd<'_>, name: &str) -> Result<rustix::fd::OwnedFd, Fsbe
     .map_err(|e| FsbenchError::Failed(format!("ffsb: cannot open {name}/: {e}")))
 }
 
+impl Ffsb {
+    /// Which of SETUP, RUN, REMOVE the phase at `index` is (a setup-only profile has no RUN).
+    fn kind(&self, index: usize) -> usize {
+        if self.params.setup_only() && index >= RUN {
+            index + 1
+        } else {
+            index
+        }
+    }
+}
+
 impl Workload for Ffsb {
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        Cow::Borrowed(PHASES)
+        self.params.phases()
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        match phase {
+        match self.kind(phase) {
             SETUP => u64::from(self.params.fileset.num_files),
             // A time-based run has no known end in transactions.
-            RUN if self.params.time.is_none() => self
+            RUN if self.params.run_time().is_none() => self
                 .params
                 .groups
                 .iter()
@@ -167,7 +184,7 @@ impl Workload for Ffsb {
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
-        match phase {
+        match self.kind(phase) {
             SETUP => self.setup(dir, rec),
             RUN => {
                 let data = open_dir(dir, "data")?;
@@ -195,6 +212,7 @@ impl Workload for Ffsb {
         dir: BorrowedFd<'_>,
     ) -> Result<PhaseOutput, FsbenchError> {
         let mut out = PhaseOutput::default();
+        let phase = self.kind(phase);
         if phase == SETUP {
             out.notes.append(&mut self.notes);
         }
@@ -247,7 +265,7 @@ impl Workload for Ffsb {
     }
 
     fn boundary_after(&self, phase: usize) -> Boundary {
-        if phase == RUN {
+        if self.kind(phase) == RUN {
             Boundary::Remount
         } else {
             Boundary::Keep

@@ -183,6 +183,15 @@ pub struct FileSet {
 }
 
 impl FileSet {
+    /// The smallest size a file of the set can have.
+    fn smallest(&self) -> u64 {
+        self.size_weights
+            .iter()
+            .map(|(s, _)| *s)
+            .min()
+            .unwrap_or(self.min_filesize)
+    }
+
     /// `None` when the weighted sizes overflow.
     pub(super) fn average_size(&self) -> Option<u64> {
         let total: u64 = self.size_weights.iter().map(|(_, w)| u64::from(*w)).sum();
@@ -213,8 +222,12 @@ pub struct FfsbParams {
     /// The profile file it was read from (its name, for the label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
-    /// Seconds the thread groups run (FFSB's `time`).
+    /// Seconds the thread groups run (FFSB's `time`); 0 builds the file set only, as in FFSB,
+    /// unless a thread group has `num_ops`.
     pub time: Option<u32>,
+    /// What a reader must know about how the profile was read (FFSB 5 keys FFSB 6 rejects).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     #[serde(default)]
     pub directio: bool,
     /// Random offsets aligned to 4 KiB.
@@ -323,6 +336,7 @@ impl FfsbParams {
                 ..FileSet::default()
             },
             groups: vec![group],
+            notes: Vec::new(),
         }
     }
 
@@ -350,6 +364,24 @@ impl FfsbParams {
 
     pub fn total_threads(&self) -> u64 {
         self.groups.iter().map(|g| u64::from(g.num_threads)).sum()
+    }
+
+    /// The thread groups' time limit, if they have one.
+    pub fn run_time(&self) -> Option<u32> {
+        self.time.filter(|t| *t > 0)
+    }
+
+    /// `time=0` and no `num_ops`: only the file set is built and removed.
+    pub fn setup_only(&self) -> bool {
+        self.time == Some(0) && self.groups.iter().all(|g| g.ops_per_thread.is_none())
+    }
+
+    pub(super) fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+        std::borrow::Cow::Borrowed(if self.setup_only() {
+            super::SETUP_ONLY_PHASES
+        } else {
+            super::PHASES
+        })
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
@@ -395,6 +427,21 @@ impl FfsbParams {
                 return Err(err(
                     "write and append need write_size of at least write_blocksize",
                 ));
+            }
+            // FFSB asserts that a read or write fits the file it picked, and aborts.
+            let smallest = fs.smallest();
+            let writes_in_place = ops().any(|o| matches!(o, Op::Write | Op::WriteFsync));
+            if !fs.fit && g.weights.contains_key(&Op::Read) && g.read_size > smallest {
+                return Err(err(&format!(
+                    "read_size {} is larger than the smallest file ({}): FFSB aborts on such a read",
+                    g.read_size, smallest
+                )));
+            }
+            if !fs.fit && writes_in_place && g.write_size > smallest {
+                return Err(err(&format!(
+                    "write_size {} is larger than the smallest file ({}): FFSB aborts on such a write",
+                    g.write_size, smallest
+                )));
             }
             if ops().any(|o| o.needs_file()) && fs.num_files == 0 && !creates {
                 return Err(err(
@@ -481,9 +528,11 @@ impl FfsbParams {
             } else {
                 ""
             },
-            self.time
-                .map(|t| format!("; for {t} s"))
-                .unwrap_or_default(),
+            match self.time {
+                Some(0) if self.setup_only() => "; time=0: the file set only".to_string(),
+                Some(t) if t > 0 => format!("; for {t} s"),
+                _ => String::new(),
+            },
             if self.directio { "; O_DIRECT" } else { "" },
         )
     }
@@ -563,6 +612,6 @@ impl FfsbParams {
     }
 }
 
-workload_params!(FfsbParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
+workload_params!(FfsbParams, |p| phases: p.phases(),
     instantiate: Ffsb::new(p.clone()),
     buffers: FfsbParams::buffer_bytes(p));

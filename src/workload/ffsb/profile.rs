@@ -1,6 +1,6 @@
 //! FFSB profile files: `key=value` (or `key value`) lines, global keys first, then
-//! `[filesystem0]...[end0]` and `[threadgroupN]...[endN]` sections, `[stats]...[end]` inside
-//! a thread group, `#` comments, sizes with k/m/g. Every key FFSB 6 knows is recognized; the
+//! `[filesystem]...[end]` and `[threadgroup]...[end]` sections (FFSB 5's numbered
+//! `[filesystem0]...[end0]` alike), `[stats]...[end]` inside a thread group, `#` comments, sizes with k/m/g. Every key FFSB 6 knows is recognized; the
 //! few fsbench cannot honour are refused by name, and unknown keys or bad values are errors
 //! naming the line.
 
@@ -26,6 +26,7 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
         alignio: false,
         fileset: FileSet::default(),
         groups: Vec::new(),
+        notes: Vec::new(),
     };
     let mut section = Section::Global;
     let mut filesystems = 0u32;
@@ -38,14 +39,20 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
             continue;
         }
         if let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            // FFSB 6 finds a section by its name and ignores a number after it: FFSB 5's
+            // `[filesystem0]…[end0]` and FFSB 6's `[filesystem]…[end]` are alike.
             let inner = inner.trim();
-            section = match (section, inner) {
-                (Section::Global, s) if s.starts_with("filesystem") => {
-                    if s != format!("filesystem{filesystems}") {
-                        return Err(err(format!(
-                            "expected [filesystem{filesystems}], found [{s}]"
-                        )));
-                    }
+            let numbered = |name: &str| {
+                inner
+                    .strip_prefix(name)
+                    .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+            };
+            let kind = ["filesystem", "threadgroup", "stats", "end"]
+                .into_iter()
+                .find(|name| numbered(name))
+                .ok_or_else(|| err(format!("unknown section [{inner}]")))?;
+            section = match (section, kind) {
+                (Section::Global, "filesystem") => {
                     if filesystems > 0 {
                         return Err(err(
                             "fsbench runs one filesystem per run (the target); a second [filesystem] section is not supported".into(),
@@ -54,20 +61,19 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
                     filesystems += 1;
                     Section::Filesystem
                 }
-                (Section::Global, s) if s.starts_with("threadgroup") => {
-                    let expected = format!("threadgroup{}", p.groups.len());
-                    if s != expected {
-                        return Err(err(format!("expected [{expected}], found [{s}]")));
-                    }
+                (Section::Global, "threadgroup") => {
                     p.groups.push(ThreadGroup::default());
                     Section::ThreadGroup
                 }
+                (Section::Filesystem, "threadgroup") => {
+                    return Err(err(
+                        "a thread group inside [filesystem] ages the filesystem (agefs); aging is not implemented: every run starts from a fresh filesystem".into(),
+                    ));
+                }
                 (Section::ThreadGroup, "stats") => Section::Stats,
                 (Section::Stats, "end") => Section::ThreadGroup,
-                (Section::Filesystem | Section::ThreadGroup, s) if s.starts_with("end") => {
-                    Section::Global
-                }
-                (_, s) => return Err(err(format!("unexpected section [{s}] here"))),
+                (Section::Filesystem | Section::ThreadGroup, "end") => Section::Global,
+                (_, _) => return Err(err(format!("unexpected section [{inner}] here"))),
             };
             continue;
         }
@@ -97,7 +103,7 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
                 "verbose" => {
                     boolean()?;
                 }
-                "time" => p.time = Some(number()?).filter(|t| *t > 0),
+                "time" => p.time = Some(number()?),
                 "directio" => p.directio = boolean()?,
                 "alignio" => p.alignio = boolean()?,
                 "bufferio" => {
@@ -190,13 +196,17 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
         ("num_filesystems", declared[0], filesystems.max(1)),
         ("num_threadgroups", declared[1], p.groups.len() as u32),
     ] {
-        if let Some((n, line)) = declared
-            && n != actual
-        {
+        let Some((n, line)) = declared else {
+            continue;
+        };
+        if n != actual {
             return Err(invalid(format!(
                 "{name}, line {line}: {what}={n}, but the profile has {actual}"
             )));
         }
+        p.notes.push(format!(
+            "{name}, line {line}: `{what}` is an FFSB 5 key that FFSB 6 rejects; read for FFSB 5 profiles (it matches the sections)"
+        ));
     }
     p.validate().map_err(|e| invalid(format!("{name}: {e}")))?;
     Ok(p)

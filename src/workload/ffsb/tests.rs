@@ -99,3 +99,98 @@ fn large_write_preset_and_validation() {
     let toml_text = toml::to_string(&q).unwrap();
     assert_eq!(toml::from_str::<FfsbParams>(&toml_text).unwrap(), q);
 }
+
+/// FFSB 6's own sections, as in its examples/profile_everything: no numbers, FFSB 6 keys only.
+const FFSB6_PROFILE: &str = "directio = 0
+time = 0
+
+[filesystem]
+	num_files	= 20
+	num_dirs	= 3
+	size_weight	4k	33
+	size_weight	8k	21
+[end]
+
+[threadgroup]
+	num_threads	= 2
+	stat_weight	= 1
+	read_weight	= 1
+	read_size	= 4k
+	read_blocksize	= 4k
+	[stats]
+		enable_stats	= 1
+		msec_range	0.00 0.01
+	[end]
+[end]
+";
+
+#[test]
+fn ffsb6_sections_and_time_zero_build_the_file_set_only() {
+    let p = profile::parse(FFSB6_PROFILE, "six.ffsb").unwrap();
+    assert_eq!(p.groups.len(), 1);
+    assert_eq!(p.fileset.size_weights, [(4096, 33), (8192, 21)]);
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+    // time=0: FFSB builds the file set and exits ("Setup complete, exiting").
+    assert!(p.setup_only());
+    let phases = p.phases();
+    let names: Vec<&str> = phases.iter().map(|i| i.name.as_ref()).collect();
+    assert_eq!(names, ["setup", "remove"]);
+    assert!(p.describe().contains("time=0: the file set only"));
+    // With fsbench's num_ops, the groups still run their fixed amount.
+    let counted = FFSB6_PROFILE.replace("num_threads\t= 2", "num_threads\t= 2\n\tnum_ops = 5");
+    let p = profile::parse(&counted, "six.ffsb").unwrap();
+    assert!(!p.setup_only() && p.run_time().is_none());
+    assert_eq!(p.phases().len(), 3);
+}
+
+#[test]
+fn ffsb5_counts_are_read_with_a_note_and_ffsb_aborts_are_errors() {
+    let p = profile::parse(SEED_PROFILE, "seed.ffsb").unwrap();
+    assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
+    assert!(p.notes[0].contains("line 1") && p.notes[0].contains("FFSB 6 rejects"));
+    // FFSB asserts that a read fits the file it picked.
+    let big_read =
+        FFSB6_PROFILE.replace("read_size\t= 4k", "read_size\t= 8k\n\tread_blocksize = 8k");
+    let e = profile::parse(&big_read, "six.ffsb")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("read_size 8192 is larger than the smallest file (4096)"),
+        "{e}"
+    );
+    // A thread group inside [filesystem] ages it: refused by name.
+    let aging = FFSB6_PROFILE.replace(
+        "[end]\n\n[threadgroup]",
+        "[threadgroup]\n[end]\n[end]\n[threadgroup]",
+    );
+    let e = profile::parse(&aging, "six.ffsb").unwrap_err().to_string();
+    assert!(e.contains("agefs"), "{e}");
+    let unknown = FFSB6_PROFILE.replace("[filesystem]", "[filesystems]");
+    let e = profile::parse(&unknown, "six.ffsb")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 4") && e.contains("unknown section"), "{e}");
+}
+
+#[test]
+fn files_are_named_and_spread_as_ffsb_6_does() {
+    let mut names = worker::Names::default();
+    assert_eq!(names.dir(2).to_str().unwrap(), "datadir2");
+    let mut places = std::collections::BTreeMap::new();
+    for id in 0..4000 {
+        let name = names.file(id, 3).to_str().unwrap().to_string();
+        let (place, file) = match name.split_once('/') {
+            Some((dir, file)) => (dir.to_string(), file.to_string()),
+            None => (String::new(), name.clone()),
+        };
+        assert_eq!(file, format!("datafile{id}"));
+        *places.entry(place).or_insert(0) += 1;
+    }
+    // The top level and three directories, about a quarter each (FFSB picks one of dirs + 1).
+    assert_eq!(places.len(), 4, "{places:?}");
+    assert!(
+        places.values().all(|n| (850..1150).contains(n)),
+        "{places:?}"
+    );
+    assert_eq!(names.file(7, 0).to_str().unwrap(), "datafile7");
+}

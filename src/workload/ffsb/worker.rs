@@ -380,7 +380,7 @@ pub fn run_groups(
         }
         let _ = shared.deadline.set(
             params
-                .time
+                .run_time()
                 .map(|t| Instant::now() + Duration::from_secs(u64::from(t))),
         );
         let cpu = CpuTimes::now();

@@ -65,6 +65,14 @@ impl FileTable {
     }
 }
 
+/// A file number mixed into a well-spread value (splitmix64's finalizer).
+fn spread(id: u32) -> u64 {
+    let mut z = u64::from(id).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// NUL-terminated names built in place.
 pub struct Names {
     buf: [u8; 64],
@@ -88,22 +96,26 @@ impl Names {
         self.finish(end)
     }
 
-    /// `dirN`, a directory of the file set.
+    /// `datadirN`, a directory of the file set, named as FFSB 6 names it (its base name
+    /// `data` before `dir`).
     pub fn dir(&mut self, d: u32) -> &CStr {
-        self.prefixed(b"dir", u64::from(d))
+        self.prefixed(b"datadir", u64::from(d))
     }
 
-    /// File `id`'s path below `data/`: `dir<id mod dirs>/file<id>`, as FFSB spreads its files.
+    /// File `id`'s path below `data/`, as FFSB 6 names and spreads its files: `datafile<id>`
+    /// at the top or `datadir<k>/datafile<id>`, one of the `dirs + 1` places chosen at random
+    /// (here by a hash of the number, so the name is known again without storing it).
     pub fn file(&mut self, id: u32, dirs: u32) -> &CStr {
+        let place = spread(id) % (u64::from(dirs) + 1);
         let mut at = 0;
-        if dirs > 0 {
-            self.buf[..3].copy_from_slice(b"dir");
-            at = push_decimal(&mut self.buf, 3, u64::from(id % dirs));
+        if place > 0 {
+            self.buf[..7].copy_from_slice(b"datadir");
+            at = push_decimal(&mut self.buf, 7, place - 1);
             self.buf[at] = b'/';
             at += 1;
         }
-        self.buf[at..at + 4].copy_from_slice(b"file");
-        let end = push_decimal(&mut self.buf, at + 4, u64::from(id));
+        self.buf[at..at + 8].copy_from_slice(b"datafile");
+        let end = push_decimal(&mut self.buf, at + 8, u64::from(id));
         self.finish(end)
     }
 
