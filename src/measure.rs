@@ -44,10 +44,11 @@ pub enum OpKind {
     /// fallocate, posix_fallocate, or one mmap window filled with memset.
     Allocate,
     Fsync,
+    Stat,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 13] = [
+    pub const ALL: [OpKind; 14] = [
         OpKind::Mkdir,
         OpKind::OpenDir,
         OpKind::Create,
@@ -61,6 +62,7 @@ impl OpKind {
         OpKind::Read,
         OpKind::Allocate,
         OpKind::Fsync,
+        OpKind::Stat,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +80,7 @@ impl OpKind {
             OpKind::Read => "read",
             OpKind::Allocate => "allocate",
             OpKind::Fsync => "fsync",
+            OpKind::Stat => "stat",
         }
     }
 }

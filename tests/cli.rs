@@ -746,3 +746,55 @@ fn a_run_on_a_loop_mount_cleans_up_before_a_closed_stdout_ends_it() {
     assert_eq!(shown["runs"][0]["status"], "ok");
     assert_eq!(shown["runs"][0]["fsck"]["clean"], true);
 }
+
+#[test]
+fn tree_stat_and_read_phases_visit_every_file_as_mdtest_does() {
+    let dir = tempdir();
+    let state = tempdir();
+    let out = run(fsbench(state.path())
+        .args(["run", "-q", "--output-format", "json", "--runs", "1"])
+        .args([
+            "-w",
+            "tree:dirs=3,files=4,size=2,levels=2,stat,read",
+            "--dir",
+        ])
+        .arg(dir.path()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let phases = doc["runs"][0]["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "dir-create",
+            "file-create",
+            "file-stat",
+            "file-read",
+            "file-remove",
+            "dir-remove"
+        ]
+    );
+    // 1 + 3 + 9 directories with 4 files each; every file stat'ed once and read whole.
+    let files = 13 * 4;
+    let (stat, read) = (&phases[2], &phases[3]);
+    assert_eq!(stat["ops"], files);
+    assert_eq!(stat["latency"]["stat"]["count"], files);
+    assert_eq!(read["ops"], files);
+    assert_eq!(read["bytes"], files * 2 * 4096);
+    // One read call per block and one that finds the end.
+    assert_eq!(read["latency"]["read"]["count"], files * 3);
+    let summaries = doc["summaries"].as_array().unwrap();
+    let rate = |phase: &str| {
+        summaries
+            .iter()
+            .find(|s| s["phase"] == phase && s["metric"] == "rate")
+            .map(|s| s["unit"].clone())
+    };
+    assert_eq!(rate("file-stat"), Some(serde_json::json!("files/s")));
+    assert_eq!(rate("file-read"), Some(serde_json::json!("files/s")));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "tree removed"
+    );
+}

@@ -12,14 +12,14 @@
 //! one descriptor per level, so memory is independent of the tree's size.
 
 use std::borrow::Cow;
-use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ffi::CString;
+use std::os::fd::{AsFd, BorrowedFd};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec, push_decimal};
+use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -36,11 +36,18 @@ pub const PHASES: &[PhaseInfo] = &[
     PhaseInfo::fixed("dir-remove", "Directory remove", "dirs", false),
 ];
 
-/// Index of each phase in [`PHASES`].
+/// Index of each phase in [`PHASES`], fdtree's four.
 pub const DIR_CREATE: usize = 0;
 pub const FILE_CREATE: usize = 1;
 pub const FILE_REMOVE: usize = 2;
 pub const DIR_REMOVE: usize = 3;
+
+/// mdtest's phases that fdtree lacks, between file create and file remove when asked for:
+/// a stat of every file (mdtest -T), then a read of every file (mdtest -E).
+const FILE_STAT: usize = 4;
+const FILE_READ: usize = 5;
+const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "File stat", "files", false);
+const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "File read", "files", true);
 
 /// fdtree's options; the numbers fit `u32`.
 const OPTIONS: &[OptionDef] = &[
@@ -75,6 +82,16 @@ const OPTIONS: &[OptionDef] = &[
             "levels below the root (fdtree -l)",
         )
     },
+    OptionDef::new(
+        "stat",
+        OptKind::Flag,
+        "a file-stat phase after file create (mdtest -T)",
+    ),
+    OptionDef::new(
+        "read",
+        OptKind::Flag,
+        "a file-read phase after file create, reading every file whole (mdtest -E)",
+    ),
 ];
 
 /// Named parameter sets: the article's four and two quick ones for the default suite.
@@ -156,12 +173,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
 
 fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
     let n = |name| p.small(name).expect("tree options have preset values");
-    Ok(TreeParams::new(
-        n("dirs"),
-        n("files"),
-        n("size"),
-        n("levels"),
-    ))
+    Ok(TreeParams {
+        stat: p.flag("stat"),
+        read: p.flag("read"),
+        ..TreeParams::new(n("dirs"), n("files"), n("size"), n("levels"))
+    })
 }
 
 /// fdtree's four parameters (`-d -f -s -l`) and the preset they came from, if any.
@@ -178,6 +194,12 @@ pub struct TreeParams {
     pub size: u32,
     /// Levels below the root (`-l`).
     pub levels: u32,
+    /// mdtest's file stat phase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stat: bool,
+    /// mdtest's file read phase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read: bool,
 }
 
 /// The suite-file form: a preset, explicit numbers, or a preset with some numbers overridden.
@@ -197,6 +219,8 @@ impl TreeParams {
             files,
             size,
             levels,
+            stat: false,
+            read: false,
         }
         .named()
     }
@@ -236,12 +260,18 @@ impl TreeParams {
 
     /// The preset's name, or fdtree's flags for a custom tree.
     pub fn name(&self) -> String {
-        self.preset.clone().unwrap_or_else(|| {
+        let mut name = self.preset.clone().unwrap_or_else(|| {
             format!(
                 "d{}-f{}-s{}-l{}",
                 self.dirs, self.files, self.size, self.levels
             )
-        })
+        });
+        for (flag, on) in [(",stat", self.stat), (",read", self.read)] {
+            if on {
+                name.push_str(flag);
+            }
+        }
+        name
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
@@ -295,8 +325,14 @@ impl TreeParams {
     }
 
     pub fn describe(&self) -> String {
+        let extra = match (self.stat, self.read) {
+            (true, true) => "; every file stat'ed, then read (mdtest -T -E)",
+            (true, false) => "; every file stat'ed (mdtest -T)",
+            (false, true) => "; every file read (mdtest -E)",
+            (false, false) => "",
+        };
         format!(
-            "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB",
+            "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB{extra}",
             self.dirs,
             self.files,
             self.size,
@@ -319,7 +355,30 @@ impl TreeParams {
     }
 }
 
-workload_params!(TreeParams, |p| phases: Cow::Borrowed(PHASES),
+impl TreeParams {
+    /// The phases run, in order, as indices of [`PHASES`] or the mdtest additions.
+    fn phase_kinds(&self) -> Vec<usize> {
+        let mut kinds = vec![DIR_CREATE, FILE_CREATE];
+        kinds.extend(self.stat.then_some(FILE_STAT));
+        kinds.extend(self.read.then_some(FILE_READ));
+        kinds.extend([FILE_REMOVE, DIR_REMOVE]);
+        kinds
+    }
+
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        if !self.stat && !self.read {
+            return Cow::Borrowed(PHASES);
+        }
+        let info = |kind: usize| match kind {
+            FILE_STAT => STAT_PHASE,
+            FILE_READ => READ_PHASE,
+            _ => PHASES[kind].clone(),
+        };
+        Cow::Owned(self.phase_kinds().into_iter().map(info).collect())
+    }
+}
+
+workload_params!(TreeParams, |p| phases: p.phases(),
     instantiate: Tree::new(p.clone(), default_base_name()));
 
 /// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
@@ -330,208 +389,38 @@ pub fn default_base_name() -> String {
     format!("LEVEL0.{short}.{}", std::process::id())
 }
 
-/// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing.
-struct Name {
-    buf: [u8; 24],
-}
-
-impl Name {
-    fn new() -> Name {
-        Name { buf: [0; 24] }
-    }
-
-    fn of(&mut self, level: u32, kind: u8, n: u32) -> &CStr {
-        let mut i = 0;
-        self.buf[i] = b'L';
-        i += 1;
-        i = push_decimal(&mut self.buf, i, level as u64);
-        self.buf[i] = kind;
-        i += 1;
-        i = push_decimal(&mut self.buf, i, n as u64);
-        self.buf[i] = 0;
-        CStr::from_bytes_with_nul(&self.buf[..=i]).expect("digits and letters only")
-    }
-}
-
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::CLOEXEC);
-const CREATE_FLAGS: OFlags = OFlags::WRONLY
-    .union(OFlags::CREATE)
-    .union(OFlags::TRUNC)
-    .union(OFlags::CLOEXEC);
-
 /// The tree workload: its parameters and the root directory's name.
 pub struct Tree {
     params: TreeParams,
+    /// Which phase each index runs.
+    kinds: Vec<usize>,
     base: CString,
-    zeros: Vec<u8>,
+    /// One block: zeros to write, the buffer to read into.
+    block: Vec<u8>,
 }
 
 impl Tree {
     pub fn new(params: TreeParams, base: String) -> Tree {
         Tree {
+            kinds: params.phase_kinds(),
             params,
             base: CString::new(base).expect("base name has no NUL"),
-            zeros: vec![0; BLOCK],
+            block: vec![0; BLOCK],
         }
     }
 
     pub fn base_name(&self) -> &str {
         self.base.to_str().expect("base name is UTF-8")
     }
-
-    fn open_dir(
-        rec: &mut PhaseRecorder,
-        parent: BorrowedFd<'_>,
-        name: &CStr,
-    ) -> Result<Option<OwnedFd>, FsbenchError> {
-        let result = rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty());
-        rec.record(OpKind::OpenDir, result)
-    }
-
-    /// Calls `visit` on each subdirectory `L<level>D<n>` of `dir`, n from `dirs` down to 1.
-    fn for_each_subdir(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        level: u32,
-        rec: &mut PhaseRecorder,
-        visit: fn(&mut Tree, BorrowedFd<'_>, u32, &mut PhaseRecorder) -> Result<(), FsbenchError>,
-    ) -> Result<(), FsbenchError> {
-        let mut name = Name::new();
-        for nd in (1..=self.params.dirs).rev() {
-            if let Some(child) = Self::open_dir(rec, dir, name.of(level, b'D', nd))? {
-                visit(self, child.as_fd(), level - 1, rec)?;
-                drop(child);
-                rec.record(OpKind::Close, Ok(()))?;
-            }
-        }
-        Ok(())
-    }
-
-    fn create_dirs(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        level: u32,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        if level == 0 {
-            return Ok(());
-        }
-        let mut name = Name::new();
-        for nd in (1..=self.params.dirs).rev() {
-            let made = rustix::fs::mkdirat(dir, name.of(level, b'D', nd), Mode::from(0o755));
-            if rec.record(OpKind::Mkdir, made)?.is_some() {
-                rec.unit_done(0)?;
-            }
-        }
-        self.for_each_subdir(dir, level, rec, Tree::create_dirs)
-    }
-
-    fn create_files(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        level: u32,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        let mut name = Name::new();
-        for nf in (1..=self.params.files).rev() {
-            let created = rustix::fs::openat(
-                dir,
-                name.of(level, b'F', nf),
-                CREATE_FLAGS,
-                Mode::from(0o644),
-            );
-            let Some(file) = rec.record(OpKind::Create, created)? else {
-                continue;
-            };
-            let mut written = 0u64;
-            for _ in 0..self.params.size {
-                written += self.write_block(&file, rec)?;
-            }
-            drop(file);
-            rec.record(OpKind::Close, Ok(()))?;
-            rec.unit_done(written)?;
-        }
-        if level > 0 {
-            self.for_each_subdir(dir, level, rec, Tree::create_files)?;
-        }
-        Ok(())
-    }
-
-    /// Writes one 4 KiB block as dd does, finishing short writes; returns bytes written.
-    fn write_block(&self, file: &OwnedFd, rec: &mut PhaseRecorder) -> Result<u64, FsbenchError> {
-        let mut done = 0;
-        while done < BLOCK {
-            let result = rustix::io::write(file, &self.zeros[done..]);
-            match rec.record(OpKind::Write, result)? {
-                Some(0) | None => break,
-                Some(n) => done += n,
-            }
-        }
-        Ok(done as u64)
-    }
-
-    fn remove_files(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        level: u32,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        let mut name = Name::new();
-        for nf in (1..=self.params.files).rev() {
-            let removed = rustix::fs::unlinkat(dir, name.of(level, b'F', nf), AtFlags::empty());
-            if rec.record(OpKind::Unlink, removed)?.is_some() {
-                rec.unit_done(0)?;
-            }
-        }
-        if level > 0 {
-            self.for_each_subdir(dir, level, rec, Tree::remove_files)?;
-        }
-        Ok(())
-    }
-
-    fn remove_dirs(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        level: u32,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        if level > 1 {
-            self.for_each_subdir(dir, level, rec, Tree::remove_dirs)?;
-        }
-        if level > 0 {
-            let mut name = Name::new();
-            for nd in (1..=self.params.dirs).rev() {
-                let removed =
-                    rustix::fs::unlinkat(dir, name.of(level, b'D', nd), AtFlags::REMOVEDIR);
-                if rec.record(OpKind::Rmdir, removed)?.is_some() {
-                    rec.unit_done(0)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Opens the tree's root, failing the phase if it is not there.
-    fn open_base(
-        &self,
-        parent: BorrowedFd<'_>,
-        rec: &mut PhaseRecorder,
-    ) -> Result<OwnedFd, FsbenchError> {
-        Self::open_dir(rec, parent, &self.base)?.ok_or_else(|| {
-            FsbenchError::Failed(format!("tree root `{}` cannot be opened", self.base_name()))
-        })
-    }
 }
 
 impl Workload for Tree {
     fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
-        std::borrow::Cow::Borrowed(PHASES)
+        self.params.phases()
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        match phase {
+        match self.kinds[phase] {
             DIR_CREATE | DIR_REMOVE => self.params.total_dirs(),
             _ => self.params.total_files(),
         }
@@ -544,7 +433,7 @@ impl Workload for Tree {
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
         let levels = self.params.levels;
-        match phase {
+        match self.kinds[phase] {
             DIR_CREATE => {
                 let made = rustix::fs::mkdirat(dir, &self.base, Mode::from(0o755));
                 let failure = made.err();
@@ -563,6 +452,14 @@ impl Workload for Tree {
                 let base = self.open_base(dir, rec)?;
                 self.create_files(base.as_fd(), levels, rec)
             }
+            FILE_STAT => {
+                let base = self.open_base(dir, rec)?;
+                self.stat_files(base.as_fd(), levels, rec)
+            }
+            FILE_READ => {
+                let base = self.open_base(dir, rec)?;
+                self.read_files(base.as_fd(), levels, rec)
+            }
             FILE_REMOVE => {
                 let base = self.open_base(dir, rec)?;
                 self.remove_files(base.as_fd(), levels, rec)
@@ -577,10 +474,12 @@ impl Workload for Tree {
                 }
                 Ok(())
             }
-            _ => unreachable!("tree has four phases"),
+            _ => unreachable!("tree has six phases at most"),
         }
     }
 }
+
+mod walk;
 
 #[cfg(test)]
 mod tests;

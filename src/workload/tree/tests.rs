@@ -1,3 +1,4 @@
+use super::walk::Name;
 use super::*;
 
 #[test]
@@ -59,4 +60,41 @@ fn suite_file_form_deserializes() {
     let q: TreeParams = toml::from_str("preset = \"small-deep\"\nlevels = 2").unwrap();
     assert_eq!((q.levels, q.preset), (2, None));
     assert!(toml::from_str::<TreeParams>("dirz = 3").is_err());
+}
+
+#[test]
+fn mdtest_phases_come_between_create_and_remove() {
+    let spec = WorkloadSpec::parse("tree:quick-shallow,read,stat").unwrap();
+    assert_eq!(spec.label(), "tree:quick-shallow,stat,read");
+    assert_eq!(WorkloadSpec::parse(&spec.label()).unwrap(), spec);
+    let phases = spec.phases();
+    let names: Vec<&str> = phases.iter().map(|p| p.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "dir-create",
+            "file-create",
+            "file-stat",
+            "file-read",
+            "file-remove",
+            "dir-remove"
+        ]
+    );
+    let WorkloadSpec::Tree(only_read) = WorkloadSpec::parse("tree:d=2,f=2,s=1,l=1,read").unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        only_read.phase_kinds(),
+        [DIR_CREATE, FILE_CREATE, FILE_READ, FILE_REMOVE, DIR_REMOVE]
+    );
+    assert!(
+        only_read
+            .describe()
+            .ends_with("every file read (mdtest -E)")
+    );
+    // Without the flags: fdtree's four, labelled as before.
+    let plain = WorkloadSpec::parse("tree:quick-shallow").unwrap();
+    assert_eq!(plain.label(), "tree:quick-shallow");
+    assert_eq!(plain.phases().len(), 4);
 }

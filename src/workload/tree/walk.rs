@@ -1,0 +1,240 @@
+//! Walking fdtree's tree: every phase visits it in fdtree.bash's order, one system call
+//! relative to its parent's descriptor per step, with names built in place.
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use super::{BLOCK, Tree};
+use crate::error::FsbenchError;
+use crate::measure::{OpKind, PhaseRecorder};
+use crate::workload::push_decimal;
+
+/// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing.
+pub(super) struct Name {
+    buf: [u8; 24],
+}
+
+impl Name {
+    pub(super) fn new() -> Name {
+        Name { buf: [0; 24] }
+    }
+
+    pub(super) fn of(&mut self, level: u32, kind: u8, n: u32) -> &CStr {
+        let mut i = 0;
+        self.buf[i] = b'L';
+        i += 1;
+        i = push_decimal(&mut self.buf, i, level as u64);
+        self.buf[i] = kind;
+        i += 1;
+        i = push_decimal(&mut self.buf, i, n as u64);
+        self.buf[i] = 0;
+        CStr::from_bytes_with_nul(&self.buf[..=i]).expect("digits and letters only")
+    }
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC);
+const READ_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::CLOEXEC);
+const CREATE_FLAGS: OFlags = OFlags::WRONLY
+    .union(OFlags::CREATE)
+    .union(OFlags::TRUNC)
+    .union(OFlags::CLOEXEC);
+
+impl Tree {
+    fn open_dir(
+        rec: &mut PhaseRecorder,
+        parent: BorrowedFd<'_>,
+        name: &CStr,
+    ) -> Result<Option<OwnedFd>, FsbenchError> {
+        let result = rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty());
+        rec.record(OpKind::OpenDir, result)
+    }
+
+    /// Calls `visit` on each subdirectory `L<level>D<n>` of `dir`, n from `dirs` down to 1.
+    fn for_each_subdir(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+        visit: fn(&mut Tree, BorrowedFd<'_>, u32, &mut PhaseRecorder) -> Result<(), FsbenchError>,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nd in (1..=self.params.dirs).rev() {
+            if let Some(child) = Self::open_dir(rec, dir, name.of(level, b'D', nd))? {
+                visit(self, child.as_fd(), level - 1, rec)?;
+                drop(child);
+                rec.record(OpKind::Close, Ok(()))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn create_dirs(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        if level == 0 {
+            return Ok(());
+        }
+        let mut name = Name::new();
+        for nd in (1..=self.params.dirs).rev() {
+            let made = rustix::fs::mkdirat(dir, name.of(level, b'D', nd), Mode::from(0o755));
+            if rec.record(OpKind::Mkdir, made)?.is_some() {
+                rec.unit_done(0)?;
+            }
+        }
+        self.for_each_subdir(dir, level, rec, Tree::create_dirs)
+    }
+
+    pub(super) fn create_files(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nf in (1..=self.params.files).rev() {
+            let created = rustix::fs::openat(
+                dir,
+                name.of(level, b'F', nf),
+                CREATE_FLAGS,
+                Mode::from(0o644),
+            );
+            let Some(file) = rec.record(OpKind::Create, created)? else {
+                continue;
+            };
+            let mut written = 0u64;
+            for _ in 0..self.params.size {
+                written += self.write_block(&file, rec)?;
+            }
+            drop(file);
+            rec.record(OpKind::Close, Ok(()))?;
+            rec.unit_done(written)?;
+        }
+        if level > 0 {
+            self.for_each_subdir(dir, level, rec, Tree::create_files)?;
+        }
+        Ok(())
+    }
+
+    /// Writes one 4 KiB block as dd does, finishing short writes; returns bytes written.
+    fn write_block(&self, file: &OwnedFd, rec: &mut PhaseRecorder) -> Result<u64, FsbenchError> {
+        let mut done = 0;
+        while done < BLOCK {
+            let result = rustix::io::write(file, &self.block[done..]);
+            match rec.record(OpKind::Write, result)? {
+                Some(0) | None => break,
+                Some(n) => done += n,
+            }
+        }
+        Ok(done as u64)
+    }
+
+    /// mdtest -T: a stat of every file, by name relative to its directory.
+    pub(super) fn stat_files(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nf in (1..=self.params.files).rev() {
+            let stat = rustix::fs::statat(dir, name.of(level, b'F', nf), AtFlags::empty());
+            if rec.record(OpKind::Stat, stat)?.is_some() {
+                rec.unit_done(0)?;
+            }
+        }
+        if level > 0 {
+            self.for_each_subdir(dir, level, rec, Tree::stat_files)?;
+        }
+        Ok(())
+    }
+
+    /// mdtest -E: open, read the whole file in 4 KiB calls, close.
+    pub(super) fn read_files(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nf in (1..=self.params.files).rev() {
+            let opened =
+                rustix::fs::openat(dir, name.of(level, b'F', nf), READ_FLAGS, Mode::empty());
+            let Some(file) = rec.record(OpKind::OpenFile, opened)? else {
+                continue;
+            };
+            let mut read = 0u64;
+            loop {
+                match rec.record(OpKind::Read, rustix::io::read(&file, &mut self.block))? {
+                    Some(0) | None => break,
+                    Some(n) => read += n as u64,
+                }
+            }
+            drop(file);
+            rec.record(OpKind::Close, Ok(()))?;
+            rec.unit_done(read)?;
+        }
+        if level > 0 {
+            self.for_each_subdir(dir, level, rec, Tree::read_files)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove_files(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mut name = Name::new();
+        for nf in (1..=self.params.files).rev() {
+            let removed = rustix::fs::unlinkat(dir, name.of(level, b'F', nf), AtFlags::empty());
+            if rec.record(OpKind::Unlink, removed)?.is_some() {
+                rec.unit_done(0)?;
+            }
+        }
+        if level > 0 {
+            self.for_each_subdir(dir, level, rec, Tree::remove_files)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove_dirs(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        level: u32,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        if level > 1 {
+            self.for_each_subdir(dir, level, rec, Tree::remove_dirs)?;
+        }
+        if level > 0 {
+            let mut name = Name::new();
+            for nd in (1..=self.params.dirs).rev() {
+                let removed =
+                    rustix::fs::unlinkat(dir, name.of(level, b'D', nd), AtFlags::REMOVEDIR);
+                if rec.record(OpKind::Rmdir, removed)?.is_some() {
+                    rec.unit_done(0)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the tree's root, failing the phase if it is not there.
+    pub(super) fn open_base(
+        &self,
+        parent: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<OwnedFd, FsbenchError> {
+        Self::open_dir(rec, parent, &self.base)?.ok_or_else(|| {
+            FsbenchError::Failed(format!("tree root `{}` cannot be opened", self.base_name()))
+        })
+    }
+}
