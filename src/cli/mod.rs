@@ -16,13 +16,13 @@ use anyhow::Context;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
-use crate::report::compare::{self, Column};
 use crate::report::table::Style;
 use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::runner::{
     self,
     observer::{Observer, Observers, SuitePlan},
 };
+use crate::stats::compare::{self, Column};
 use crate::store::Store;
 use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
 use crate::testbed::{TargetSpec, default_image_dir, scratch};

@@ -58,7 +58,9 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     }
     let rows = compare::compare(&suites, &columns, 0, args.noise);
     match args.output_format {
-        OutputFormat::Table => write_stdout(&compare::render(&columns, &rows, 0, args.noise))?,
+        OutputFormat::Table => {
+            write_stdout(&report::compare::render(&columns, &rows, 0, args.noise))?
+        }
         OutputFormat::Json => write_stdout(
             &(serde_json::to_string_pretty(&serde_json::json!({
                 "schema_version": crate::results::SCHEMA_VERSION,
@@ -119,7 +121,9 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => return compare_cmd(args, &store),
         Command::Rank { columns } => {
             let (suites, columns) = load_columns(&store, columns)?;
-            write_stdout(&report::rank::render(&report::rank::rank(&suites, columns)))?;
+            write_stdout(&report::rank::render(&crate::stats::rank::rank(
+                &suites, columns,
+            )))?;
         }
         Command::Export { id, format, output } => {
             let result = store.load(*id)?;

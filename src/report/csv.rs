@@ -1,7 +1,8 @@
 //! CSV export: one row per raw figure of every run (`kind = run`) and one per summary
 //! (`kind = summary`), in long form so that any spreadsheet can pivot it.
 
-use crate::results::{SuiteResult, phase_metrics};
+use crate::results::SuiteResult;
+use crate::stats::summary::phase_metrics;
 
 const HEADER: [&str; 18] = [
     "kind",

@@ -5,10 +5,11 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::charts;
-use super::compare::{self, Column, FigureKey, Verdict, figure_keys};
+use super::compare;
 use super::figure;
 use crate::measure::LatencySummary;
 use crate::results::{RunStatus, SuiteResult};
+use crate::stats::compare::{ALPHA, Column, FigureKey, Verdict, figure_keys};
 use crate::units::format_bytes;
 use std::borrow::Cow;
 
@@ -289,11 +290,11 @@ fn latency_table(
 }
 
 fn comparison(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) -> Markup {
-    let rows = compare::compare(suites, columns, 0, noise_percent);
+    let rows = crate::stats::compare::compare(suites, columns, 0, noise_percent);
     html! {
         h2 { "Comparison" }
         p { "Against the baseline " strong { (columns[0].name()) } ": mean ± 95% CI half-width, difference, Welch's t-test p-value. "
-            span.better { "▲ better" } " / " span.worse { "▼ worse" } ": significant (p < " (compare::ALPHA) ") and at least "
+            span.better { "▲ better" } " / " span.worse { "▼ worse" } ": significant (p < " (ALPHA) ") and at least "
             (noise_percent) "% apart; " span.noise { "≈ within noise" } " otherwise. ↑/↓: higher/lower is better." }
         table {
             tr { th { "Workload" } th { "Phase" } th { "Figure" } @for i in 0..columns.len() { th { (legend(columns, i)) } } }

@@ -1,4 +1,10 @@
-//! Summary statistics over repeated runs: the spread every figure is reported with.
+//! Statistics in one place: the spread every figure is reported with (here), the summaries
+//! of a suite's runs ([`summary`]), comparisons of configurations ([`compare`]) and their
+//! ranking ([`rank`]). Rendering is in [`crate::report`].
+
+pub mod compare;
+pub mod rank;
+pub mod summary;
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
