@@ -11,7 +11,7 @@ use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
 
 /// Version of the JSON document; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -252,10 +252,11 @@ impl SuiteResult {
                 config: None,
                 workload: None,
                 phase: None,
-                message: format!(
-                    "only {} run(s) per configuration: too few for a spread or a confidence interval; use --runs 3 or more (10 as the fdtree article did)",
-                    self.suite.runs
-                ),
+                message: if self.suite.runs < 2 {
+                    "one run per configuration: no spread, no confidence interval and no verdict; use --runs 3 or more (10 as the fdtree article did)".to_string()
+                } else {
+                    "only 2 runs per configuration: the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided; use --runs 3 or more (10 as the fdtree article did)".to_string()
+                },
             });
         }
         for s in &self.summaries {

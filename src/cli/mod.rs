@@ -82,6 +82,10 @@ enum Command {
         /// Suites whose configurations are ranked (ID or ID:CONFIG)
         #[arg(required = true)]
         columns: Vec<String>,
+        /// Place by mean alone, as the seed article did (ignores noise) instead of by
+        /// significance
+        #[arg(long)]
+        equal_footing: bool,
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {

@@ -117,8 +117,8 @@ pub fn bars(
                         );
                     }
                 }
-                let value = match s.ci95_half_width() {
-                    Some(h) => format!("{} ± {}", figure(s.mean), figure(h)),
+                let value = match s.stddev {
+                    Some(sd) => format!("{} ± {} σ", figure(s.mean), figure(sd)),
                     None => figure(s.mean),
                 };
                 row = row.add(text(WIDTH - VALUE_WIDTH + 8.0, y + 15.0, &value));

@@ -1,18 +1,63 @@
-//! Side-by-side comparison of configurations as a terminal table: mean ± 95% CI, difference
-//! against a baseline, Welch's t-test, and a verdict (computed in [`crate::stats::compare`]).
+//! Side-by-side comparison of configurations as text: the table, what its words mean, the
+//! corrections applied, and one line per phase that answers the question (computed in
+//! [`crate::stats::compare`]).
 
 use super::figure;
-use crate::stats::compare::{ALPHA, Cell, Column, Row, Verdict};
+use crate::stats::compare::{Answer, Cell, Column, Comparison, Verdict};
 
-/// The comparison as a terminal table.
-pub fn render(columns: &[Column], rows: &[Row], baseline: usize, noise_percent: f64) -> String {
+/// A p-value as printed: `p < 0.001` or `p = 0.016`.
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+/// What the cells and verdict words mean, for the table's caption (terminal and HTML).
+pub fn legend(comparison: &Comparison, baseline: &str) -> String {
+    let noise = comparison.noise_percent;
+    format!(
+        "Baseline: {baseline}. Cells: mean ± σ (sample standard deviation), [95% CI of the mean]; \
+         difference to the baseline (ratio of geometric means − 1) [its 95% CI]; p-value after correction.\n\
+         ▲ better / ▼ worse: significant (corrected p < {}) and |difference| ≥ {noise}%; \
+         ≈ same: the difference's 95% CI lies within ±{noise}%; \
+         ? undecided: neither, with the runs there are (about how many runs per side would tell). \
+         A phase's verdict is its rate's (its time's without one); time and KiB/s share it. ↑/↓ = higher/lower is better.",
+        comparison.alpha
+    )
+}
+
+/// The corrections applied, e.g. `Holm over 6 phase verdicts; Benjamini–Hochberg over 3,410 matrix cells`.
+pub fn corrections_text(comparison: &Comparison) -> String {
+    let families: Vec<String> = comparison
+        .families
+        .iter()
+        .map(|f| {
+            format!(
+                "{} over {} {}",
+                f.correction.name(),
+                f.tests,
+                f.role.describe()
+            )
+        })
+        .collect();
+    if families.is_empty() {
+        "No tests: every configuration needs at least 2 runs.".into()
+    } else {
+        format!("Corrections for multiple tests: {}.", families.join("; "))
+    }
+}
+
+/// The comparison as a terminal table, then the one-line answers.
+pub fn render(columns: &[Column], comparison: &Comparison) -> String {
     use comfy_table::{CellAlignment, Table, presets};
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Workload".to_string(), "Phase".into(), "Figure".into()];
     header.extend(columns.iter().map(Column::name));
     t.set_header(header);
-    for r in rows {
+    for r in &comparison.rows {
         let k = &r.key;
         let mut row = vec![
             k.workload.clone(),
@@ -38,29 +83,115 @@ pub fn render(columns: &[Column], rows: &[Row], baseline: usize, noise_percent: 
         }
     }
     format!(
-        "Baseline: {}. Cells: mean ± 95% CI half-width; difference to the baseline; Welch's t-test p-value.\n\
-         ▲/▼ = significantly better/worse (p < {ALPHA} and |difference| ≥ {noise_percent}%); ≈ = within noise. ↑/↓ = higher/lower is better.\n{t}\n",
-        columns[baseline].name()
+        "{}\n{t}\n{}\n{}",
+        legend(comparison, &columns[comparison.baseline].name()),
+        corrections_text(comparison),
+        answers_text(columns, comparison)
     )
 }
 
-/// A cell as text: mean ± CI half-width, then difference, p-value and verdict.
+/// The one-line answers, one per phase and compared configuration, under a heading.
+pub fn answers_text(columns: &[Column], comparison: &Comparison) -> String {
+    let answers = comparison.answers();
+    if answers.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nAnswers, per phase:\n");
+    for a in &answers {
+        out.push_str(&format!("  {}\n", answer_line(columns, comparison, a)));
+    }
+    out
+}
+
+/// A factor as read: 3.45, 1.004, 12.3.
+fn factor(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.3}")
+    } else {
+        figure(v)
+    }
+}
+
+/// One phase's answer, as hyperfine gives it: `tree dir-create: #1 xfs 3.450 × faster than
+/// #1 ext4 (95% CI 3.330–3.570; p < 0.001 after correction; 10 runs each)`.
+pub fn answer_line(columns: &[Column], comparison: &Comparison, a: &Answer) -> String {
+    let (name, base) = (
+        columns[a.column].name(),
+        columns[comparison.baseline].name(),
+    );
+    let runs = if a.runs[0] == a.runs[1] {
+        format!("{} runs each", a.runs[0])
+    } else {
+        format!("{} and {} runs", a.runs[0], a.runs[1])
+    };
+    let (ratio, low, high, word) = if a.speedup >= 1.0 {
+        (a.speedup, a.speedup_low, a.speedup_high, "faster")
+    } else {
+        (
+            1.0 / a.speedup,
+            1.0 / a.speedup_high,
+            1.0 / a.speedup_low,
+            "slower",
+        )
+    };
+    let interval = format!("95% CI {}–{}", factor(low), factor(high));
+    let p = p_text(a.p_adjusted);
+    let what = match a.verdict {
+        Verdict::Same => format!(
+            "{name} ≈ {base}: {} × {word} ({interval}, within ±{}%; {runs})",
+            factor(ratio),
+            comparison.noise_percent
+        ),
+        Verdict::Undecided => format!(
+            "? undecided: {name} {} × {word} than {base} ({interval}; {p} after correction; {runs}; {})",
+            factor(ratio),
+            runs_needed_text(a.runs_needed)
+        ),
+        _ => format!(
+            "{} {name} {} × {word} than {base} ({interval}; {p} after correction; {runs})",
+            a.verdict.marker().split(' ').next().unwrap_or_default(),
+            factor(ratio),
+        ),
+    };
+    format!("{} {}: {what}", a.workload, a.phase)
+}
+
+fn runs_needed_text(n: Option<usize>) -> String {
+    match n {
+        Some(n) => format!("need about {n} to tell"),
+        None => format!(
+            "more than {} runs would be needed",
+            crate::stats::difference::MAX_RUNS_ESTIMATE
+        ),
+    }
+}
+
+/// A cell as text: mean ± σ and the CI, then difference, p-value and verdict.
 pub fn cell_text(c: &Cell) -> String {
     let s = &c.summary;
-    let mut text = match s.ci95_half_width() {
-        Some(h) => format!("{} ± {}", figure(s.mean), figure(h)),
+    let mut text = match s.stddev {
+        Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
         None => figure(s.mean),
     };
-    if c.verdict != Verdict::Baseline {
-        let diff = c.diff_percent.map_or("-".into(), |d| format!("{d:+.1}%"));
-        let p = c.p_value.map_or("-".into(), |p| {
-            if p < 0.001 {
-                "p<0.001".into()
-            } else {
-                format!("p={p:.3}")
-            }
-        });
-        text.push_str(&format!("\n{diff} {p} {}", c.verdict.marker()));
+    if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
+        text.push_str(&format!("\n[{} – {}]", figure(lo), figure(hi)));
     }
+    if c.verdict == Verdict::Baseline {
+        return text;
+    }
+    let diff = c.diff_percent().map_or("-".into(), |(d, lo, hi)| {
+        format!("{d:+.1}% [{lo:+.1}, {hi:+.1}]")
+    });
+    let p = c.p_adjusted.map_or("-".into(), p_text);
+    let verdict = match c.verdict {
+        Verdict::Undecided => format!(
+            "{} ({} runs; {})",
+            c.verdict.marker(),
+            c.summary.n,
+            runs_needed_text(c.runs_needed)
+        ),
+        v => v.marker().to_string(),
+    };
+    text.push_str(&format!("\n{diff} {p}\n{verdict}"));
     text
 }

@@ -4,7 +4,7 @@
 use crate::results::SuiteResult;
 use crate::stats::summary::phase_metrics;
 
-const HEADER: [&str; 18] = [
+const HEADER: [&str; 19] = [
     "kind",
     "suite",
     "config",
@@ -22,7 +22,8 @@ const HEADER: [&str; 18] = [
     "median",
     "max",
     "cv_percent",
-    "ci95",
+    "ci95_low",
+    "ci95_high",
 ];
 
 pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
@@ -94,7 +95,8 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
             m.median.to_string(),
             m.max.to_string(),
             opt(m.cv_percent),
-            opt(m.ci95_half_width()),
+            opt(m.ci95_low),
+            opt(m.ci95_high),
         ])?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

@@ -9,7 +9,7 @@ use super::compare;
 use super::figure;
 use crate::measure::LatencySummary;
 use crate::results::{RunStatus, SuiteResult};
-use crate::stats::compare::{ALPHA, Column, FigureKey, Verdict, figure_keys};
+use crate::stats::compare::{Column, FigureKey, Verdict, figure_keys};
 use crate::units::format_bytes;
 use std::borrow::Cow;
 
@@ -290,22 +290,26 @@ fn latency_table(
 }
 
 fn comparison(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) -> Markup {
-    let rows = crate::stats::compare::compare(suites, columns, 0, noise_percent);
+    let comparison = crate::stats::compare::compare(suites, columns, 0, noise_percent);
     html! {
         h2 { "Comparison" }
-        p { "Against the baseline " strong { (columns[0].name()) } ": mean ± 95% CI half-width, difference, Welch's t-test p-value. "
-            span.better { "▲ better" } " / " span.worse { "▼ worse" } ": significant (p < " (ALPHA) ") and at least "
-            (noise_percent) "% apart; " span.noise { "≈ within noise" } " otherwise. ↑/↓: higher/lower is better." }
+        p { (compare::legend(&comparison, &columns[0].name())) }
+        p { (compare::corrections_text(&comparison)) }
+        ul {
+            @for a in comparison.answers() {
+                li class=(verdict_class(a.verdict)) { (compare::answer_line(columns, &comparison, &a)) }
+            }
+        }
         table {
             tr { th { "Workload" } th { "Phase" } th { "Figure" } @for i in 0..columns.len() { th { (legend(columns, i)) } } }
-            @for r in &rows {
+            @for r in &comparison.rows {
                 tr {
                     td { (r.key.workload) } td { (r.key.phase) }
                     td { (r.key.metric) " (" (r.key.unit) ") " (if r.key.higher_is_better { "↑" } else { "↓" }) }
                     @for c in &r.cells {
                         @match c {
                             None => td { "-" },
-                            Some(c) => td.num class=(match c.verdict { Verdict::Better => "better", Verdict::Worse => "worse", _ => "noise" }) {
+                            Some(c) => td.num class=(verdict_class(c.verdict)) {
                                 (compare::cell_text(c))
                             },
                         }
@@ -313,6 +317,14 @@ fn comparison(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
                 }
             }
         }
+    }
+}
+
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        _ => "noise",
     }
 }
 

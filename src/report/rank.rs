@@ -1,16 +1,19 @@
-//! The placement-points table of [`crate::stats::rank`].
+//! The ranking table of [`crate::stats::rank`]: per discipline every place and which
+//! differences were significant, then the totals.
 
 use comfy_table::{CellAlignment, Table, presets};
 
+use super::compare::p_text;
 use super::figure;
 use crate::stats::compare::Column;
-use crate::stats::rank::Ranking;
+use crate::stats::rank::{Placing, Ranking};
 
 pub fn render(r: &Ranking) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Discipline".to_string()];
     header.extend(r.columns.iter().map(Column::name));
+    header.push("Significant differences".into());
     t.set_header(header);
     let num = |v: f64| {
         if v.fract() == 0.0 {
@@ -35,12 +38,31 @@ pub fn render(r: &Ranking) -> String {
                 )
             }));
         }
+        let pairs: Vec<String> = d
+            .significant
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} > {} ({})",
+                    r.columns[s.better].config,
+                    r.columns[s.worse].config,
+                    p_text(s.p_adjusted)
+                )
+            })
+            .collect();
+        row.push(if d.tests == 0 {
+            "no tests (fewer than 2 runs)".into()
+        } else if pairs.is_empty() {
+            format!("none of {} pairs", d.tests)
+        } else {
+            pairs.join("\n")
+        });
         t.add_row(row);
     }
     let mut total = vec!["Total points".to_string()];
     total.extend(r.totals.iter().map(|v| num(*v)));
     t.add_row(total);
-    for i in 1..t.column_count() {
+    for i in 1..t.column_count().saturating_sub(1) {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -59,8 +81,18 @@ pub fn render(r: &Ranking) -> String {
             )
         })
         .collect();
-    format!(
-        "Placement points: in each discipline place p of k configurations earns k − p + 1 points (ties share their places).\n{t}\n{}\n",
-        standings.join("\n")
-    )
+    let how = match r.placing {
+        Placing::Significance => {
+            "Places by significance: one discipline per phase (its rate, or its time without one); \
+             sorted by mean, a configuration shares the place of the best one it is not significantly \
+             worse than (pairwise Welch's t on logs, Holm-corrected within the discipline, p < 0.05). \
+             Place p of k earns k − p + 1 points; shared places share their average."
+        }
+        Placing::EqualFooting => {
+            "Equal-footing placement points (the seed article's): places by mean alone, one discipline \
+             per phase; place p of k earns k − p + 1 points (ties share their places).\n\
+             Warning: these points ignore noise: a difference far inside the runs' spread earns a full place."
+        }
+    };
+    format!("{how}\n{t}\n{}\n", standings.join("\n"))
 }

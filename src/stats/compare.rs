@@ -1,11 +1,14 @@
-//! Comparison of configurations, from one suite or across suites: difference against a
-//! baseline, Welch's t-test, and a verdict that says whether the difference is real.
+//! Comparison of configurations, from one suite or across suites: each figure's difference
+//! to a baseline with its interval, p-values corrected for the number of tests, and a
+//! verdict that says what is known. A phase gets one verdict, from its primary figure.
 
 use serde::Serialize;
 
 use crate::error::invalid;
 use crate::results::SuiteResult;
-use crate::stats::{Summary, welch_p_value};
+use crate::stats::Summary;
+use crate::stats::correction::Correction;
+use crate::stats::difference::Difference;
 
 /// One compared configuration: a suite and one of its configurations.
 #[derive(Debug, Clone, Serialize)]
@@ -99,17 +102,73 @@ pub fn columns(spec: &str, suite: &SuiteResult) -> anyhow::Result<Vec<Column>> {
     }
 }
 
+/// What a figure is to the verdicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The phase's verdict: its rate (work done ÷ time), or its time where it has no rate.
+    Primary,
+    /// Another view of the primary figure (a time beside a rate, KiB/s): the primary's verdict.
+    Derived,
+    /// One cell of a throughput matrix (IOzone): thousands of tests.
+    MatrixCell,
+    /// Any other figure: CPU, sync-after, mkfs/unmount/fsck, a workload's own figures.
+    Secondary,
+}
+
+impl Role {
+    /// How each family of tests is corrected: Holm where one false verdict matters,
+    /// Benjamini–Hochberg for matrices, where a few false cells among thousands are tolerable.
+    pub fn correction(self) -> Correction {
+        match self {
+            Role::MatrixCell => Correction::BenjaminiHochberg,
+            _ => Correction::Holm,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Role::Primary => "phase verdicts",
+            Role::Derived => "derived figures",
+            Role::MatrixCell => "matrix cells",
+            Role::Secondary => "other figures",
+        }
+    }
+}
+
+/// The figures every phase has; in a matrix phase, the other figures are its cells.
+const PHASE_FIGURES: [&str; 3] = ["time", "cpu", "sync-after"];
+/// The phase name of throughput matrices.
+const MATRIX_PHASE: &str = "matrix";
+
+/// The role of `key` among `keys` (the phase's other figures decide what is primary).
+pub fn role_of(key: &FigureKey, keys: &[FigureKey]) -> Role {
+    let has_rate = keys
+        .iter()
+        .any(|k| k.workload == key.workload && k.phase == key.phase && k.metric == "rate");
+    match key.metric.as_str() {
+        _ if key.phase == "lifecycle" => Role::Secondary,
+        "rate" => Role::Primary,
+        "time" | "throughput" if has_rate => Role::Derived,
+        "time" => Role::Primary,
+        m if key.phase == MATRIX_PHASE && !PHASE_FIGURES.contains(&m) => Role::MatrixCell,
+        _ => Role::Secondary,
+    }
+}
+
 /// What a comparison says about one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     Baseline,
-    /// Significantly better than the baseline (p < alpha and beyond the noise threshold).
+    /// Significantly better than the baseline after correction, by at least the noise threshold.
     Better,
     Worse,
-    /// Not significant, or a difference smaller than the noise threshold.
-    WithinNoise,
-    /// Too few runs on one side for a test.
+    /// The difference's 95% interval lies within ± the noise threshold.
+    Same,
+    /// Neither: the data can exclude neither a difference nor its absence.
+    Undecided,
+    /// Fewer than two runs on a side, or no baseline figure: no test.
     Untested,
 }
 
@@ -119,8 +178,9 @@ impl Verdict {
             Verdict::Baseline => "baseline",
             Verdict::Better => "▲ better",
             Verdict::Worse => "▼ worse",
-            Verdict::WithinNoise => "≈ within noise",
-            Verdict::Untested => "? too few runs",
+            Verdict::Same => "≈ same",
+            Verdict::Undecided => "? undecided",
+            Verdict::Untested => "? untested (fewer than 2 runs)",
         }
     }
 }
@@ -128,21 +188,69 @@ impl Verdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
     pub summary: Summary,
-    pub diff_percent: Option<f64>,
-    pub p_value: Option<f64>,
+    /// Against the baseline; `None` for the baseline itself and where no test can be made.
+    pub difference: Option<Difference>,
+    /// The p-value corrected within its family (a derived figure: its primary's).
+    pub p_adjusted: Option<f64>,
     pub verdict: Verdict,
+    /// For an undecided verdict: about how many runs per side would settle it (`None`:
+    /// more than [`crate::stats::difference::MAX_RUNS_ESTIMATE`]).
+    pub runs_needed: Option<usize>,
+}
+
+impl Cell {
+    /// The difference to the baseline in percent, (ratio - 1) × 100, with its interval.
+    pub fn diff_percent(&self) -> Option<(f64, f64, f64)> {
+        let d = self.difference.as_ref()?;
+        let pct = |r: f64| (r - 1.0) * 100.0;
+        Some((pct(d.ratio), pct(d.ratio_low), pct(d.ratio_high)))
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     #[serde(flatten)]
     pub key: FigureKey,
+    pub role: Role,
     /// One per column; `None` where that configuration has no such figure.
     pub cells: Vec<Option<Cell>>,
 }
 
-/// Significance level of the t-test.
+/// One family of tests and how its p-values were corrected.
+#[derive(Debug, Clone, Serialize)]
+pub struct Family {
+    pub role: Role,
+    pub correction: Correction,
+    pub tests: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub baseline: usize,
+    pub noise_percent: f64,
+    pub alpha: f64,
+    pub families: Vec<Family>,
+    pub rows: Vec<Row>,
+}
+
+/// Significance level of the tests, after correction.
 pub const ALPHA: f64 = 0.05;
+
+/// The verdict on one difference, its adjusted p-value given.
+fn verdict(d: &Difference, p_adjusted: f64, higher_is_better: bool, noise_percent: f64) -> Verdict {
+    let diff = (d.ratio - 1.0) * 100.0;
+    if p_adjusted < ALPHA && diff.abs() >= noise_percent {
+        if (diff > 0.0) == higher_is_better {
+            Verdict::Better
+        } else {
+            Verdict::Worse
+        }
+    } else if d.within(noise_percent) {
+        Verdict::Same
+    } else {
+        Verdict::Undecided
+    }
+}
 
 /// Compares `columns` (resolved in `suites`) against column `baseline`.
 pub fn compare(
@@ -150,57 +258,162 @@ pub fn compare(
     columns: &[Column],
     baseline: usize,
     noise_percent: f64,
-) -> Vec<Row> {
-    figure_keys(suites, columns)
-        .into_iter()
+) -> Comparison {
+    let keys = figure_keys(suites, columns);
+    let mut rows: Vec<Row> = keys
+        .iter()
         .map(|key| {
-            let base = columns[baseline].summary(suites, &key);
+            let base = columns[baseline].summary(suites, key);
             let cells = columns
                 .iter()
                 .enumerate()
                 .map(|(i, col)| {
-                    let s = col.summary(suites, &key)?.clone();
-                    if i == baseline {
-                        return Some(Cell {
-                            summary: s,
-                            diff_percent: None,
-                            p_value: None,
-                            verdict: Verdict::Baseline,
-                        });
-                    }
-                    let Some(base) = base else {
-                        return Some(Cell {
-                            summary: s,
-                            diff_percent: None,
-                            p_value: None,
-                            verdict: Verdict::Untested,
-                        });
-                    };
-                    let diff =
-                        (base.mean != 0.0).then(|| (s.mean - base.mean) / base.mean.abs() * 100.0);
-                    let p = welch_p_value(&s, base);
-                    let verdict = match (p, diff) {
-                        (None, _) | (_, None) => Verdict::Untested,
-                        (Some(p), Some(d)) if p < ALPHA && d.abs() >= noise_percent => {
-                            if (d > 0.0) == key.higher_is_better {
-                                Verdict::Better
-                            } else {
-                                Verdict::Worse
-                            }
-                        }
-                        _ => Verdict::WithinNoise,
+                    let summary = col.summary(suites, key)?.clone();
+                    let difference = base
+                        .filter(|_| i != baseline)
+                        .and_then(|b| Difference::of(&summary.values, &b.values));
+                    let verdict = if i == baseline {
+                        Verdict::Baseline
+                    } else {
+                        Verdict::Untested
                     };
                     Some(Cell {
-                        summary: s,
-                        diff_percent: diff,
-                        p_value: p,
+                        summary,
+                        difference,
+                        p_adjusted: None,
                         verdict,
+                        runs_needed: None,
                     })
                 })
                 .collect();
-            Row { key, cells }
+            Row {
+                key: key.clone(),
+                role: role_of(key, &keys),
+                cells,
+            }
         })
-        .collect()
+        .collect();
+    let mut families = Vec::new();
+    for role in [Role::Primary, Role::MatrixCell, Role::Secondary] {
+        // Every tested cell of the family: (row, column) and its p-value.
+        let tested: Vec<(usize, usize, f64)> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.role == role)
+            .flat_map(|(ri, r)| {
+                r.cells.iter().enumerate().filter_map(move |(ci, c)| {
+                    Some((ri, ci, c.as_ref()?.difference.as_ref()?.p_value))
+                })
+            })
+            .collect();
+        if tested.is_empty() {
+            continue;
+        }
+        let correction = role.correction();
+        let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
+        // Runs estimates aim at the family's per-test level (Bonferroni: about Holm's).
+        let per_test_alpha = ALPHA / tested.len() as f64;
+        for (&(ri, ci, _), adjusted) in tested.iter().zip(correction.adjust(&p)) {
+            let higher = rows[ri].key.higher_is_better;
+            let cell = rows[ri].cells[ci].as_mut().expect("tested cells exist");
+            let d = cell.difference.as_ref().expect("tested cells have one");
+            cell.verdict = verdict(d, adjusted, higher, noise_percent);
+            if cell.verdict == Verdict::Undecided {
+                cell.runs_needed = d.runs_needed(noise_percent, per_test_alpha);
+            }
+            cell.p_adjusted = Some(adjusted);
+        }
+        families.push(Family {
+            role,
+            correction,
+            tests: tested.len(),
+        });
+    }
+    copy_primary_verdicts(&mut rows);
+    Comparison {
+        baseline,
+        noise_percent,
+        alpha: ALPHA,
+        families,
+        rows,
+    }
+}
+
+/// A derived figure takes its phase's verdict, so the two views never disagree.
+fn copy_primary_verdicts(rows: &mut [Row]) {
+    for i in 0..rows.len() {
+        if rows[i].role != Role::Derived {
+            continue;
+        }
+        let primary = rows.iter().position(|p| {
+            p.role == Role::Primary
+                && p.key.workload == rows[i].key.workload
+                && p.key.phase == rows[i].key.phase
+        });
+        let Some(primary) = primary else { continue };
+        for c in 0..rows[i].cells.len() {
+            let from = rows[primary].cells[c]
+                .as_ref()
+                .map(|p| (p.verdict, p.p_adjusted, p.runs_needed));
+            if let (Some(cell), Some((verdict, p_adjusted, runs_needed))) =
+                (rows[i].cells[c].as_mut(), from)
+            {
+                cell.verdict = verdict;
+                cell.p_adjusted = p_adjusted;
+                cell.runs_needed = runs_needed;
+            }
+        }
+    }
+}
+
+/// A phase's answer for one configuration against the baseline, in speed: how many times
+/// faster (above 1) or slower, with the interval of that factor.
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    pub workload: String,
+    pub phase: String,
+    pub column: usize,
+    pub speedup: f64,
+    pub speedup_low: f64,
+    pub speedup_high: f64,
+    pub p_adjusted: f64,
+    pub runs: [usize; 2],
+    pub verdict: Verdict,
+    pub runs_needed: Option<usize>,
+}
+
+impl Comparison {
+    /// The one-line answers: every phase's primary figure, every tested configuration.
+    pub fn answers(&self) -> Vec<Answer> {
+        let mut out = Vec::new();
+        for row in self.rows.iter().filter(|r| r.role == Role::Primary) {
+            for (column, cell) in row.cells.iter().enumerate() {
+                let Some(cell) = cell else { continue };
+                let (Some(d), Some(p_adjusted)) = (&cell.difference, cell.p_adjusted) else {
+                    continue;
+                };
+                // A rate's ratio is the speed-up; a time's is its inverse.
+                let (speedup, speedup_low, speedup_high) = if row.key.higher_is_better {
+                    (d.ratio, d.ratio_low, d.ratio_high)
+                } else {
+                    (1.0 / d.ratio, 1.0 / d.ratio_high, 1.0 / d.ratio_low)
+                };
+                out.push(Answer {
+                    workload: row.key.workload.clone(),
+                    phase: row.key.phase.clone(),
+                    column,
+                    speedup,
+                    speedup_low,
+                    speedup_high,
+                    p_adjusted,
+                    runs: d.runs,
+                    verdict: cell.verdict,
+                    runs_needed: cell.runs_needed,
+                });
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -238,30 +451,36 @@ mod tests {
                 config: c.to_string(),
             })
             .collect();
-        let rows = compare(&suites, &cols, 0, 2.0);
+        let rows = compare(&suites, &cols, 0, 2.0).rows;
         assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].role, Role::Primary);
         let v: Vec<Verdict> = rows[0]
             .cells
             .iter()
             .map(|c| c.as_ref().unwrap().verdict)
             .collect();
+        // c is 0.25% off with a spread that bounds the difference within ±2%: the same.
         assert_eq!(
             v,
             [
                 Verdict::Baseline,
                 Verdict::Better,
-                Verdict::WithinNoise,
+                Verdict::Same,
                 Verdict::Worse
             ]
         );
         let b = rows[0].cells[1].as_ref().unwrap();
-        assert!((b.diff_percent.unwrap() - 10.0 / 100.125 * 100.0).abs() < 1e-9);
-        assert!(b.p_value.unwrap() < 0.001);
-        // A 10% difference under a 15% noise threshold is within noise.
-        let rows = compare(&suites, &cols, 0, 15.0);
-        assert_eq!(
-            rows[0].cells[1].as_ref().unwrap().verdict,
-            Verdict::WithinNoise
-        );
+        let log_mean = |s: &SuiteResult| {
+            let v = &s.summaries[0].summary.values;
+            v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64
+        };
+        let geometric_ratio = (log_mean(&suites[1]) - log_mean(&suites[0])).exp();
+        let (diff, low, high) = b.diff_percent().unwrap();
+        assert!((diff - (geometric_ratio - 1.0) * 100.0).abs() < 1e-9);
+        assert!(low < diff && diff < high);
+        assert!(b.p_adjusted.unwrap() < 0.001);
+        // A 10% difference whose interval lies within a 15% noise threshold is the same.
+        let rows = compare(&suites, &cols, 0, 15.0).rows;
+        assert_eq!(rows[0].cells[1].as_ref().unwrap().verdict, Verdict::Same);
     }
 }

@@ -3,6 +3,8 @@
 //! ranking ([`rank`]). Rendering is in [`crate::report`].
 
 pub mod compare;
+pub mod correction;
+pub mod difference;
 pub mod rank;
 pub mod summary;
 
@@ -11,6 +13,21 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Confidence level of every interval fsbench prints.
 pub const CONFIDENCE: f64 = 0.95;
+
+/// How a figure's confidence interval was computed. Every figure fsbench measures is a
+/// non-negative quantity (times, rates, throughputs, CPU %, counts), and most are skewed:
+/// the interval must not leave the possible range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CiMethod {
+    /// All values positive: Cox's interval of the mean of a log-normal sample, computed on
+    /// the log scale (with Student's t), so it is always positive and as skewed as the data.
+    LogNormalCox,
+    /// Some value is zero: Student's t interval of the mean, cut at zero.
+    StudentTAtZero,
+    /// Some value is negative (no bound is known): Student's t interval of the mean.
+    StudentT,
+}
 
 /// The spread of one figure across runs. Fields that need two or more runs are `None` with one.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -24,13 +41,18 @@ pub struct Summary {
     pub median: f64,
     /// Coefficient of variation: stddev / mean, in percent.
     pub cv_percent: Option<f64>,
-    /// Two-sided 95% confidence interval of the mean, from Student's t with n - 1 degrees of freedom.
+    /// Two-sided 95% confidence interval of the mean, by `ci_method`.
     pub ci95_low: Option<f64>,
     pub ci95_high: Option<f64>,
+    pub ci_method: CiMethod,
+    /// The runs' values in run order: for tests of differences, strip plots and trends
+    /// (not in the JSON document, which has the runs themselves).
+    #[serde(skip)]
+    pub values: Vec<f64>,
 }
 
 impl Summary {
-    /// Summarizes `values`; `None` when there are none or any is not finite.
+    /// Summarizes `values` (in run order); `None` when there are none or any is not finite.
     pub fn of(values: &[f64]) -> Option<Summary> {
         if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
             return None;
@@ -44,14 +66,17 @@ impl Summary {
         } else {
             (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
         };
-        let (stddev, cv_percent, ci95_low, ci95_high) = if n >= 2 {
-            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            let sd = var.sqrt();
-            let half = t_quantile(n - 1, 0.5 + CONFIDENCE / 2.0) * sd / (n as f64).sqrt();
-            let cv = (mean != 0.0).then(|| sd / mean.abs() * 100.0);
-            (Some(sd), cv, Some(mean - half), Some(mean + half))
+        let ci_method = if sorted[0] > 0.0 {
+            CiMethod::LogNormalCox
+        } else if sorted[0] == 0.0 {
+            CiMethod::StudentTAtZero
         } else {
-            (None, None, None, None)
+            CiMethod::StudentT
+        };
+        let stddev = (n >= 2).then(|| sample_variance(values).sqrt());
+        let (ci95_low, ci95_high) = match confidence_interval(values, ci_method) {
+            Some((lo, hi)) => (Some(lo), Some(hi)),
+            None => (None, None),
         };
         Some(Summary {
             n,
@@ -60,33 +85,70 @@ impl Summary {
             min: sorted[0],
             max: sorted[n - 1],
             median,
-            cv_percent,
+            cv_percent: stddev.and_then(|sd| (mean != 0.0).then(|| sd / mean.abs() * 100.0)),
             ci95_low,
             ci95_high,
+            ci_method,
+            values: values.to_vec(),
         })
     }
 
-    /// Half the width of the 95% confidence interval.
-    pub fn ci95_half_width(&self) -> Option<f64> {
-        Some((self.ci95_high? - self.ci95_low?) / 2.0)
+    /// Cuts the interval at a known upper bound (a CPU percentage: 100 × CPUs).
+    pub fn bounded_above(mut self, max: f64) -> Summary {
+        self.ci95_high = self.ci95_high.map(|h| h.min(max));
+        self
+    }
+
+    /// The interval's half-width relative to the mean, in percent: half of (high - low) / mean.
+    pub fn ci95_relative_half_width(&self) -> Option<f64> {
+        let (lo, hi) = (self.ci95_low?, self.ci95_high?);
+        (self.mean != 0.0).then(|| (hi - lo) / 2.0 / self.mean.abs() * 100.0)
     }
 }
 
-/// Welch's two-sample t-test on two summaries (unequal variances): the two-sided p-value of
-/// the hypothesis that both means are equal. `None` when either side has fewer than two runs,
-/// or both have no spread at all.
-pub fn welch_p_value(a: &Summary, b: &Summary) -> Option<f64> {
-    let (sa, sb) = (a.stddev?, b.stddev?);
-    let (na, nb) = (a.n as f64, b.n as f64);
-    let (va, vb) = (sa * sa / na, sb * sb / nb);
-    if va + vb == 0.0 {
-        return if a.mean == b.mean { Some(1.0) } else { None };
+/// Arithmetic mean.
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// Sample variance (n - 1 in the denominator); needs two or more values.
+pub fn sample_variance(values: &[f64]) -> f64 {
+    let m = mean(values);
+    values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64
+}
+
+/// The two-sided 95% confidence interval of the mean of `values` by `method`; `None` with
+/// fewer than two values.
+pub fn confidence_interval(values: &[f64], method: CiMethod) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 {
+        return None;
     }
-    let t = (a.mean - b.mean) / (va + vb).sqrt();
-    // Welch–Satterthwaite degrees of freedom.
-    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    Some((2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0))
+    let t = t_quantile(n - 1, 0.5 + CONFIDENCE / 2.0);
+    if method == CiMethod::LogNormalCox {
+        // Cox's method: the log-normal mean is exp(mu + sigma^2 / 2); its log has the
+        // standard error sqrt(s^2 / n + s^4 / (2 (n - 1))).
+        let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+        let s2 = sample_variance(&logs);
+        let centre = mean(&logs) + s2 / 2.0;
+        let se = (s2 / n as f64 + s2 * s2 / (2.0 * (n - 1) as f64)).sqrt();
+        return Some(((centre - t * se).exp(), (centre + t * se).exp()));
+    }
+    let m = mean(values);
+    let half = t * (sample_variance(values) / n as f64).sqrt();
+    let low = if method == CiMethod::StudentTAtZero {
+        (m - half).max(0.0)
+    } else {
+        m - half
+    };
+    Some((low, m + half))
+}
+
+/// Welch's two-sample t-test on two summaries' runs (unequal variances): the two-sided
+/// p-value of the hypothesis that both means are equal. `None` when either side has fewer
+/// than two runs, or neither has any spread while the means differ.
+pub fn welch_p_value(a: &Summary, b: &Summary) -> Option<f64> {
+    Some(difference::Welch::of(&a.values, &b.values)?.p_value)
 }
 
 /// The `p` quantile of Student's t distribution with `df` degrees of freedom.
@@ -125,8 +187,12 @@ mod tests {
         assert!(close(s.cv_percent.unwrap(), sd / 5.0 * 100.0, 1e-9));
         // t(0.975, 7) = 2.364624252 (scipy.stats.t.ppf).
         let half = 2.364_624_252 * sd / 8f64.sqrt();
-        assert!(close(s.ci95_low.unwrap(), 5.0 - half, 1e-6));
-        assert!(close(s.ci95_high.unwrap(), 5.0 + half, 1e-6));
+        let (lo, hi) = confidence_interval(&s.values, CiMethod::StudentT).unwrap();
+        assert!(close(lo, 5.0 - half, 1e-6));
+        assert!(close(hi, 5.0 + half, 1e-6));
+        // Positive values: the log-normal interval, which stays above zero.
+        assert_eq!(s.ci_method, CiMethod::LogNormalCox);
+        assert!(s.ci95_low.unwrap() > 0.0 && s.ci95_low.unwrap() < s.mean);
     }
 
     #[test]
@@ -137,9 +203,9 @@ mod tests {
             322.0, 323.0, 324.0, 325.0, 327.0, 327.0, 329.0, 330.0, 332.0, 333.0,
         ];
         let s = Summary::of(&base).unwrap();
-        let half = s.ci95_half_width().unwrap();
+        let (lo, hi) = confidence_interval(&base, CiMethod::StudentT).unwrap();
         assert!(close(
-            half,
+            (hi - lo) / 2.0,
             2.262_157 * s.stddev.unwrap() / 10f64.sqrt(),
             1e-5
         ));
@@ -185,5 +251,20 @@ mod tests {
         assert_eq!(s.median, 3.0);
         assert!(Summary::of(&[]).is_none());
         assert!(Summary::of(&[1.0, f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn intervals_stay_in_the_possible_range() {
+        // Two runs far apart: Student's t would reach far below zero (mean 5, half-width 57).
+        let skewed = Summary::of(&[1.0, 9.0]).unwrap();
+        assert_eq!(skewed.ci_method, CiMethod::LogNormalCox);
+        assert!(skewed.ci95_low.unwrap() > 0.0);
+        let (t_low, _) = confidence_interval(&[1.0, 9.0], CiMethod::StudentT).unwrap();
+        assert!(t_low < 0.0);
+        let with_zero = Summary::of(&[0.0, 1.0, 8.0]).unwrap();
+        assert_eq!(with_zero.ci_method, CiMethod::StudentTAtZero);
+        assert_eq!(with_zero.ci95_low, Some(0.0));
+        let cpu = Summary::of(&[150.0, 199.0]).unwrap().bounded_above(200.0);
+        assert_eq!(cpu.ci95_high, Some(200.0));
     }
 }

@@ -112,10 +112,12 @@ impl SuiteResult {
         let workload_pos =
             |label: &str| self.suite.workloads.iter().position(|w| w.label() == label);
         figures.sort_by_key(|(f, _)| (config_pos(&f.0), workload_pos(&f.1)));
+        let cpus = self.system.cpus;
         self.summaries = figures
             .into_iter()
             .filter_map(
                 |((config, workload, phase, metric, unit, higher_is_better), v)| {
+                    let summary = bounded(Summary::of(&v)?, &unit, cpus);
                     Some(MetricSummary {
                         config,
                         workload,
@@ -123,10 +125,19 @@ impl SuiteResult {
                         metric: metric.to_string(),
                         unit,
                         higher_is_better,
-                        summary: Summary::of(&v)?,
+                        summary,
                     })
                 },
             )
             .collect();
+    }
+}
+
+/// A percentage of CPU time cannot exceed 100 per CPU: its interval is cut there.
+fn bounded(summary: Summary, unit: &str, cpus: usize) -> Summary {
+    if unit == "%" {
+        summary.bounded_above(100.0 * cpus.max(1) as f64)
+    } else {
+        summary
     }
 }
