@@ -117,8 +117,9 @@ struct CompareArgs {
     /// The column the others are compared with [default: the first]
     #[arg(long, value_name = "ID:CONFIG")]
     baseline: Option<String>,
-    /// Differences smaller than this percentage are within noise even when significant
-    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
+    /// means the difference is bounded within it
+    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
     noise: f64,
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     output_format: OutputFormat,
@@ -132,8 +133,9 @@ struct ReportArgs {
     /// Output file (`-`: stdout)
     #[arg(short = 'o', long, default_value = "report.html")]
     output: PathBuf,
-    /// Differences smaller than this percentage are within noise even when significant
-    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
+    /// means the difference is bounded within it
+    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
     noise: f64,
 }
 

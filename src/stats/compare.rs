@@ -69,18 +69,23 @@ pub fn figure_keys(suites: &[SuiteResult], columns: &[Column]) -> Vec<FigureKey>
     keys
 }
 
+/// Every configuration of `suite`, in its order.
+pub fn suite_columns(suite: &SuiteResult) -> Vec<Column> {
+    suite
+        .configurations
+        .iter()
+        .map(|c| Column {
+            suite_id: suite.id.unwrap_or(0),
+            config: c.config.label.clone(),
+        })
+        .collect()
+}
+
 /// Parses `ID` (every configuration of that suite) or `ID:CONFIG` against the loaded suites.
 pub fn columns(spec: &str, suite: &SuiteResult) -> anyhow::Result<Vec<Column>> {
     let id = suite.id.unwrap_or(0);
     match spec.split_once(':') {
-        None => Ok(suite
-            .configurations
-            .iter()
-            .map(|c| Column {
-                suite_id: id,
-                config: c.config.label.clone(),
-            })
-            .collect()),
+        None => Ok(suite_columns(suite)),
         Some((_, label)) => {
             if suite.configurations.iter().any(|c| c.config.label == label) {
                 Ok(vec![Column {
@@ -235,6 +240,8 @@ pub struct Comparison {
 
 /// Significance level of the tests, after correction.
 pub const ALPHA: f64 = 0.05;
+/// Differences smaller than this percentage are not worth a verdict (`--noise`).
+pub const DEFAULT_NOISE_PERCENT: f64 = 2.0;
 
 /// The verdict on one difference, its adjusted p-value given.
 fn verdict(d: &Difference, p_adjusted: f64, higher_is_better: bool, noise_percent: f64) -> Verdict {
