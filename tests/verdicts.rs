@@ -69,7 +69,7 @@ fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
 /// Saves a two-configuration suite whose runs have these phases (`runs[config][round]`),
 /// and loads it back.
 fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteResult {
-    let configs = ["a", "b"].map(|l| FsConfig::existing(l));
+    let configs = ["a", "b"].map(FsConfig::existing);
     let suite = Suite {
         runs: runs[0].len() as u32,
         workloads: WorkloadSpec::parse_list("tree:quick-shallow").unwrap(),
