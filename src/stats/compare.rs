@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::error::invalid;
-use crate::results::SuiteResult;
+use crate::results::{MetricSummary, SuiteResult};
 use crate::stats::Summary;
 use crate::stats::correction::Correction;
 use crate::stats::difference::Difference;
@@ -44,6 +44,19 @@ pub struct FigureKey {
     pub higher_is_better: bool,
 }
 
+impl FigureKey {
+    /// The figure a summary is of.
+    pub fn of(s: &MetricSummary) -> FigureKey {
+        FigureKey {
+            workload: s.workload.clone(),
+            phase: s.phase.clone(),
+            metric: s.metric.clone(),
+            unit: s.unit.clone(),
+            higher_is_better: s.higher_is_better,
+        }
+    }
+}
+
 /// Every figure any column has, in the order they first appear.
 pub fn figure_keys(suites: &[SuiteResult], columns: &[Column]) -> Vec<FigureKey> {
     let mut keys: Vec<FigureKey> = Vec::new();
@@ -54,13 +67,7 @@ pub fn figure_keys(suites: &[SuiteResult], columns: &[Column]) -> Vec<FigureKey>
             .flat_map(|s| &s.summaries)
             .filter(|s| s.config == col.config)
         {
-            let key = FigureKey {
-                workload: s.workload.clone(),
-                phase: s.phase.clone(),
-                metric: s.metric.clone(),
-                unit: s.unit.clone(),
-                higher_is_better: s.higher_is_better,
-            };
+            let key = FigureKey::of(s);
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -426,7 +433,6 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::MetricSummary;
 
     fn suite(id: i64, config: &str, values: &[f64]) -> SuiteResult {
         let mut s = SuiteResult::for_tests();

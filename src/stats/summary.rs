@@ -3,6 +3,7 @@
 
 use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::stats::Summary;
+use crate::stats::compare::{FigureKey, Role, role_of};
 
 /// A figure extracted from a phase: (metric, unit, higher is better, value).
 pub fn phase_metrics(
@@ -139,5 +140,19 @@ fn bounded(summary: Summary, unit: &str, cpus: usize) -> Summary {
         summary.bounded_above(100.0 * cpus.max(1) as f64)
     } else {
         summary
+    }
+}
+
+impl SuiteResult {
+    /// The widest 95% CI half-width of any primary figure (a phase's verdict figure), in
+    /// percent of its mean: what `--runs auto` drives down. `None` while one has no interval.
+    pub fn widest_primary_ci_percent(&self) -> Option<f64> {
+        let keys: Vec<FigureKey> = self.summaries.iter().map(FigureKey::of).collect();
+        self.summaries
+            .iter()
+            .zip(&keys)
+            .filter(|(_, key)| role_of(key, &keys) == Role::Primary)
+            .map(|(s, _)| s.summary.ci95_relative_half_width())
+            .try_fold(0.0f64, |widest, w| Some(widest.max(w?)))
     }
 }
