@@ -231,3 +231,45 @@ fn corrections_match_the_reference_formulas() {
         }
     }
 }
+
+#[test]
+fn run_order_trends_match_scipy() {
+    let Some(python) = scipy_python() else { return };
+    let mut cases: Vec<Vec<f64>> = (0..12u64)
+        .map(|c| {
+            let n = 3 + c as usize;
+            let noise = samples(c + 40, n, 0.0, 10.0);
+            // Some drift upwards, some down, some none; values rounded to make ties.
+            let slope = (c as f64 - 6.0) / 2.0;
+            noise
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (100.0 + slope * i as f64 + e).round())
+                .collect()
+        })
+        .collect();
+    cases.push(vec![5.0, 4.0, 3.0, 2.0, 1.0, 0.5]);
+    let mut script = String::new();
+    for v in &cases {
+        script.push_str(&format!(
+            "r = stats.spearmanr(np.arange({}), {})\nprint(r.correlation, r.pvalue)\n",
+            v.len(),
+            list(v)
+        ));
+    }
+    let lines = scipy_lines(python, &script);
+    assert_eq!(lines.len(), cases.len());
+    for (case, (v, reference)) in cases.iter().zip(lines).enumerate() {
+        let t = fsbench::stats::trend::run_order_trend(v).unwrap();
+        assert!(
+            (t.rho - reference[0]).abs() < 1e-12,
+            "case {case}: rho {} vs {reference:?}",
+            t.rho
+        );
+        assert!(
+            (t.p_value - reference[1]).abs() < 1e-9,
+            "case {case}: p {} vs {reference:?}",
+            t.p_value
+        );
+    }
+}

@@ -153,6 +153,10 @@ fn workload_section(
             div.charts {
                 @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ')) {
                     figure { (PreEscaped(chart(suites, columns, key))) }
+                    figure {
+                        (PreEscaped(strip_chart(suites, columns, key)))
+                        @for note in trend_notes(suites, columns, key) { figcaption.warning { (note) } }
+                    }
                 }
             }
             @let series = progress_series(suites, columns, workload, &info.name);
@@ -205,6 +209,35 @@ fn chart(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> String 
         key.higher_is_better,
         &bars,
     )
+}
+
+fn strip_chart(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> String {
+    let rows: Vec<(String, Option<&crate::stats::Summary>)> = columns
+        .iter()
+        .map(|c| (c.name(), c.summary(suites, key)))
+        .collect();
+    charts::strip(&format!("{} {}", key.phase, key.metric), &key.unit, &rows)
+}
+
+/// A note per configuration whose runs drift with run order.
+fn trend_notes(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> Vec<String> {
+    use crate::stats::trend::{ALPHA_TREND, run_order_trend};
+    columns
+        .iter()
+        .filter_map(|c| {
+            let t = run_order_trend(&c.summary(suites, key)?.values)?;
+            t.significant().then(|| {
+                format!(
+                    "Trend: {}'s {} {} in run order (Spearman ρ = {:.2}, p = {:.3} < {ALPHA_TREND}): the runs are not independent repeats; look for a cause (a filling disk, a warming device, other load).",
+                    c.name(),
+                    key.metric,
+                    if t.rho > 0.0 { "rises" } else { "falls" },
+                    t.rho,
+                    t.p_value
+                )
+            })
+        })
+        .collect()
 }
 
 /// The successful runs of one column's workload.

@@ -7,6 +7,7 @@ pub mod correction;
 pub mod difference;
 pub mod rank;
 pub mod summary;
+pub mod trend;
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
