@@ -19,12 +19,13 @@ pub fn legend(comparison: &Comparison, baseline: &str) -> String {
     let noise = comparison.noise_percent;
     format!(
         "Baseline: {baseline}. Cells: mean ± σ (sample standard deviation), [95% CI of the mean]; \
-         difference to the baseline (ratio of geometric means − 1) [its 95% CI]; p-value after correction.\n\
+         difference to the baseline (ratio of geometric means − 1) [its 95% CI, not adjusted for the number of tests]; \
+         p-value after correction (so an interval may exclude 0 while the corrected p is above {}).\n\
          ▲ better / ▼ worse: significant (corrected p < {}) and |difference| ≥ {noise}%; \
          ≈ same: the difference's 95% CI lies within ±{noise}%; \
          ? undecided: neither, with the runs there are (about how many runs per side would tell). \
          A phase's verdict is its rate's (its time's without one); time and KiB/s share it. ↑/↓ = higher/lower is better.",
-        comparison.alpha
+        comparison.alpha, comparison.alpha
     )
 }
 
@@ -134,7 +135,7 @@ pub fn answer_line(columns: &[Column], comparison: &Comparison, a: &Answer) -> S
             "slower",
         )
     };
-    let interval = format!("95% CI {}–{}", factor(low), factor(high));
+    let interval = format!("95% CI {}–{} unadjusted", factor(low), factor(high));
     let p = p_text(a.p_adjusted);
     let what = match a.verdict {
         Verdict::Same => format!(

@@ -30,12 +30,15 @@ pub fn render(r: &Ranking) -> String {
         )];
         for e in &d.entries {
             row.push(e.map_or("-".into(), |(mean, place, points)| {
-                format!(
-                    "{} · place {} · {} pts",
-                    figure(mean),
-                    num(place),
-                    num(points)
-                )
+                // A shared place shows the places it spans: its average is `place`.
+                let sharing = d.entries.iter().flatten().filter(|o| o.1 == place).count();
+                let span = (sharing as f64 - 1.0) / 2.0;
+                let places = if sharing > 1 {
+                    format!("places {}–{}", num(place - span), num(place + span))
+                } else {
+                    format!("place {}", num(place))
+                };
+                format!("{} · {places} · {} pts", figure(mean), num(points))
             }));
         }
         let pairs: Vec<String> = d
@@ -71,11 +74,12 @@ pub fn render(r: &Ranking) -> String {
     order.sort_by(|a, b| r.totals[*b].total_cmp(&r.totals[*a]));
     let standings: Vec<String> = order
         .iter()
-        .enumerate()
-        .map(|(i, &c)| {
+        .map(|&c| {
+            // Equal totals share a standing.
+            let ahead = r.totals.iter().filter(|t| **t > r.totals[c]).count();
             format!(
                 "{}. {} — {} points",
-                i + 1,
+                ahead + 1,
                 r.columns[c].name(),
                 num(r.totals[c])
             )
