@@ -237,7 +237,7 @@ fn run_order_trends_match_scipy() {
     let Some(python) = scipy_python() else { return };
     let mut cases: Vec<Vec<f64>> = (0..12u64)
         .map(|c| {
-            let n = 3 + c as usize;
+            let n = fsbench::stats::trend::TREND_MIN_RUNS + c as usize;
             let noise = samples(c + 40, n, 0.0, 10.0);
             // Some drift upwards, some down, some none; values rounded to make ties.
             let slope = (c as f64 - 6.0) / 2.0;
@@ -248,7 +248,7 @@ fn run_order_trends_match_scipy() {
                 .collect()
         })
         .collect();
-    cases.push(vec![5.0, 4.0, 3.0, 2.0, 1.0, 0.5]);
+    cases.push(vec![5.0, 4.0, 3.0, 2.0, 1.0, 0.5, 0.25]);
     let mut script = String::new();
     for v in &cases {
         script.push_str(&format!(
