@@ -4,6 +4,7 @@
 
 use super::figure;
 use crate::stats::compare::{Answer, Cell, Column, Comparison, Verdict};
+use crate::stats::difference::TestMethod;
 
 /// A p-value as printed: `p < 0.001` or `p = 0.016`.
 pub fn p_text(p: f64) -> String {
@@ -150,7 +151,7 @@ pub fn answer_line(columns: &[Column], comparison: &Comparison, a: &Answer) -> S
         ),
         _ => format!(
             "{} {name} {} × {word} than {base} ({interval}; {p} after correction; {runs})",
-            a.verdict.marker().split(' ').next().unwrap_or_default(),
+            a.verdict.symbol(),
             factor(ratio),
         ),
     };
@@ -183,7 +184,15 @@ pub fn cell_text(c: &Cell) -> String {
     let diff = c.diff_percent().map_or("-".into(), |(d, lo, hi)| {
         format!("{d:+.1}% [{lo:+.1}, {hi:+.1}]")
     });
-    let p = c.p_adjusted.map_or("-".into(), p_text);
+    let mut p = c.p_adjusted.map_or("-".into(), p_text);
+    // Welch's t on logs is the rule; say when another test gave the p-value.
+    if let Some(d) = c
+        .difference
+        .as_ref()
+        .filter(|d| d.test != TestMethod::WelchLog)
+    {
+        p.push_str(&format!(" ({})", d.test.name()));
+    }
     let verdict = match c.verdict {
         Verdict::Undecided => format!(
             "{} ({} runs; {})",

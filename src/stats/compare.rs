@@ -185,6 +185,11 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict's sign alone: ▲ ▼ ≈ ?.
+    pub fn symbol(self) -> &'static str {
+        self.marker().split(' ').next().unwrap_or_default()
+    }
+
     pub fn marker(self) -> &'static str {
         match self {
             Verdict::Baseline => "baseline",
