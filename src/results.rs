@@ -252,11 +252,15 @@ impl SuiteResult {
                 config: None,
                 workload: None,
                 phase: None,
-                message: if self.suite.runs < 2 {
-                    "one run per configuration: no spread, no confidence interval and no verdict; use --runs 3 or more (10 as the fdtree article did)".to_string()
-                } else {
-                    "only 2 runs per configuration: the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided; use --runs 3 or more (10 as the fdtree article did)".to_string()
-                },
+                message: format!(
+                    "only {} run(s) per configuration: {}; use --runs 3 or more (10 as the fdtree article did)",
+                    self.suite.runs,
+                    if self.suite.runs < 2 {
+                        "no spread, no confidence interval and no verdict"
+                    } else {
+                        "the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided"
+                    }
+                ),
             });
         }
         for s in &self.summaries {

@@ -7,8 +7,9 @@ use std::process::Command;
 
 use common::{run, status};
 use fsbench::stats::correction::{benjamini_hochberg, holm};
+use fsbench::stats::difference::Welch;
 use fsbench::stats::difference::{Difference, mann_whitney_p};
-use fsbench::stats::{CiMethod, Summary, confidence_interval, welch_p_value};
+use fsbench::stats::{CiMethod, Summary, confidence_interval};
 
 /// Deterministic pseudo-random samples (a 64-bit LCG), so failures can be reproduced.
 fn samples(seed: u64, n: usize, mean: f64, spread: f64) -> Vec<f64> {
@@ -100,8 +101,8 @@ fn welch_and_confidence_intervals_match_scipy() {
     let lines = scipy_lines(python, &script);
     assert_eq!(lines.len(), cases.len());
     for (case, ((a, b), v)) in cases.iter().zip(lines).enumerate() {
-        let (sa, sb) = (Summary::of(a).unwrap(), Summary::of(b).unwrap());
-        let p = welch_p_value(&sa, &sb).unwrap();
+        let sa = Summary::of(a).unwrap();
+        let p = Welch::of(a, b).unwrap().p_value;
         assert!(
             (p - v[0]).abs() < 1e-9,
             "case {case}: p {p} vs scipy {}",
@@ -169,7 +170,7 @@ fn ratio_intervals_and_rank_tests_match_scipy() {
             v[2]
         );
         assert!(close(d.ratio_high, v[3], 1e-7), "case {case}: high");
-        let welch = fsbench::stats::difference::Welch::of(
+        let welch = Welch::of(
             &a.iter().map(|x| x.ln()).collect::<Vec<_>>(),
             &b.iter().map(|x| x.ln()).collect::<Vec<_>>(),
         )

@@ -145,13 +145,6 @@ pub fn confidence_interval(values: &[f64], method: CiMethod) -> Option<(f64, f64
     Some((low, m + half))
 }
 
-/// Welch's two-sample t-test on two summaries' runs (unequal variances): the two-sided
-/// p-value of the hypothesis that both means are equal. `None` when either side has fewer
-/// than two runs, or neither has any spread while the means differ.
-pub fn welch_p_value(a: &Summary, b: &Summary) -> Option<f64> {
-    Some(difference::Welch::of(&a.values, &b.values)?.p_value)
-}
-
 /// The `p` quantile of Student's t distribution with `df` degrees of freedom.
 pub fn t_quantile(df: usize, p: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df as f64)
@@ -161,6 +154,7 @@ pub fn t_quantile(df: usize, p: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::difference::Welch;
     use super::*;
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -235,13 +229,12 @@ mod tests {
             ),
         ];
         for (a, b, expected) in cases {
-            let p = welch_p_value(&Summary::of(a).unwrap(), &Summary::of(b).unwrap()).unwrap();
+            let p = Welch::of(a, b).unwrap().p_value;
             assert!(close(p, expected, 1e-6), "{p} vs {expected}");
         }
-        let one = Summary::of(&[1.0]).unwrap();
-        assert_eq!(welch_p_value(&one, &one), None);
-        let flat = Summary::of(&[2.0, 2.0]).unwrap();
-        assert_eq!(welch_p_value(&flat, &flat), Some(1.0));
+        assert!(Welch::of(&[1.0], &[1.0]).is_none());
+        assert_eq!(Welch::of(&[2.0, 2.0], &[2.0, 2.0]).unwrap().p_value, 1.0);
+        assert!(Welch::of(&[2.0, 2.0], &[3.0, 3.0]).is_none());
     }
 
     #[test]
