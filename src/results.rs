@@ -195,35 +195,6 @@ pub struct Warning {
     pub message: String,
 }
 
-/// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
-/// workload's own figures.
-pub fn phase_metrics(p: &PhaseRecord, unit: &str, moves_data: bool) -> Vec<Figure> {
-    if p.unsupported.is_some() {
-        return Vec::new();
-    }
-    let m = &p.measurement;
-    let mut out = vec![Figure::new("time", "s", false, m.elapsed_secs())];
-    // A phase broken down by dimensions (a throughput matrix) measured many things: one
-    // overall rate would mix them all.
-    if p.figures.iter().all(|f| f.dims.is_empty()) {
-        out.push(Figure::new(
-            "rate",
-            &format!("{unit}/s"),
-            true,
-            m.ops_per_sec(),
-        ));
-        if moves_data {
-            out.push(Figure::new("throughput", "KiB/s", true, m.kib_per_sec()));
-        }
-    }
-    out.push(Figure::new("cpu", "%", false, m.cpu_percent()));
-    if let Some(ns) = p.sync_after_ns {
-        out.push(Figure::new("sync-after", "s", false, ns as f64 / 1e9));
-    }
-    out.extend(p.figures.iter().cloned());
-    out
-}
-
 impl SuiteResult {
     /// The workload a run ran (by its stored key, not its label).
     pub fn workload_of(&self, run: &RunRecord) -> Option<&crate::workload::WorkloadSpec> {
@@ -253,78 +224,6 @@ impl SuiteResult {
             summaries: Vec::new(),
             warnings: Vec::new(),
         }
-    }
-
-    /// Summaries of every figure of the successful runs, in suite order.
-    pub fn summarize(&mut self) {
-        /// Identifies one figure of one configuration: (config, workload, phase, metric, dims).
-        type Key = (String, String, String, String, Vec<Dim>);
-        // The figures in the order first seen, with their unit, direction and per-run values;
-        // an index by key, since a matrix has thousands of figures.
-        let mut figures: Vec<(Key, String, bool, Vec<f64>)> = Vec::new();
-        let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
-        for run in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
-            let Some(spec) = self.workload_of(run) else {
-                continue;
-            };
-            let mut values = Vec::new();
-            for (p, info) in run.phases.iter().zip(spec.phases().iter()) {
-                for f in phase_metrics(p, info.unit, info.moves_data) {
-                    values.push((p.name.clone(), f));
-                }
-            }
-            let lifecycle = [
-                ("mkfs", run.mkfs_secs),
-                ("unmount", run.unmount_secs),
-                ("fsck", run.fsck.as_ref().map(|f| f.secs)),
-            ];
-            for (metric, v) in lifecycle {
-                if let Some(v) = v {
-                    values.push(("lifecycle".to_string(), Figure::new(metric, "s", false, v)));
-                }
-            }
-            for (phase, f) in values {
-                let key = (
-                    run.config.clone(),
-                    run.workload.clone(),
-                    phase,
-                    f.name,
-                    f.dims,
-                );
-                match index.get(&key) {
-                    Some(&i) => figures[i].3.push(f.value),
-                    None => {
-                        index.insert(key.clone(), figures.len());
-                        figures.push((key, f.unit, f.higher_is_better, vec![f.value]));
-                    }
-                }
-            }
-        }
-        let config_pos = |label: &str| {
-            self.configurations
-                .iter()
-                .position(|c| c.config.label == label)
-        };
-        let workload_pos =
-            |label: &str| self.suite.workloads.iter().position(|w| w.label() == label);
-        figures.sort_by_key(|(k, ..)| (config_pos(&k.0), workload_pos(&k.1)));
-        self.summaries = figures
-            .into_iter()
-            .filter_map(
-                |((config, workload, phase, metric, dims), unit, higher_is_better, v)| {
-                    Some(MetricSummary {
-                        config,
-                        workload,
-                        phase,
-                        metric,
-                        dims,
-                        unit,
-                        higher_is_better,
-                        summary: Summary::of(&v)?,
-                    })
-                },
-            )
-            .collect();
     }
 
     /// The summary of one figure without dimensions, if any run produced it.
@@ -359,8 +258,13 @@ impl SuiteResult {
                 workload: None,
                 phase: None,
                 message: format!(
-                    "only {} run(s) per configuration: too few for a spread or a confidence interval; use --runs 3 or more (10 as the fdtree article did)",
-                    self.suite.runs
+                    "only {} run(s) per configuration: {}; use --runs 3 or more (10 as the fdtree article did)",
+                    self.suite.runs,
+                    if self.suite.runs < 2 {
+                        "no spread, no confidence interval and no verdict"
+                    } else {
+                        "the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided"
+                    }
                 ),
             });
         }

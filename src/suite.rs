@@ -193,8 +193,12 @@ pub struct Suite {
     /// Why the benchmark is run: the fdtree article's first rule.
     #[serde(default)]
     pub purpose: String,
+    /// Runs per configuration and workload; with `auto_runs`, the most runs.
     #[serde(default = "default_runs")]
     pub runs: u32,
+    /// `runs = "auto"` (`--runs auto`): rounds continue until the figures are precise enough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_runs: Option<AutoRuns>,
     #[serde(default = "default_target")]
     pub target: TargetSpec,
     #[serde(default, rename = "config")]
@@ -210,6 +214,41 @@ pub struct Suite {
     /// Figures whose coefficient of variation exceeds this (percent) are flagged as noisy.
     #[serde(default = "default_max_cv")]
     pub max_cv_percent: f64,
+}
+
+/// When `--runs auto` stops: after at least [`AutoRuns::MIN_RUNS`] rounds, once every primary
+/// figure's 95% CI half-width is below `target_ci_percent` of its mean, or after `max_runs`
+/// rounds, or once `max_secs` have passed, whichever comes first.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AutoRuns {
+    #[serde(default = "default_target_ci")]
+    pub target_ci_percent: f64,
+    #[serde(default = "default_max_runs")]
+    pub max_runs: u32,
+    #[serde(default)]
+    pub max_secs: Option<f64>,
+}
+
+impl AutoRuns {
+    pub const MIN_RUNS: u32 = 3;
+}
+
+impl Default for AutoRuns {
+    fn default() -> AutoRuns {
+        AutoRuns {
+            target_ci_percent: default_target_ci(),
+            max_runs: default_max_runs(),
+            max_secs: None,
+        }
+    }
+}
+
+fn default_target_ci() -> f64 {
+    5.0
+}
+fn default_max_runs() -> u32 {
+    30
 }
 
 fn default_name() -> String {
@@ -244,6 +283,7 @@ impl Default for Suite {
             name: default_name(),
             purpose: String::new(),
             runs: default_runs(),
+            auto_runs: None,
             target: default_target(),
             configs: Vec::new(),
             workloads: Vec::new(),
@@ -258,8 +298,21 @@ impl Suite {
     /// Reads a suite file; its name defaults to the file's stem.
     pub fn from_file(path: &Path) -> anyhow::Result<Suite> {
         let text = crate::workload::read_text_file(path, "suite file")?;
-        let mut suite: Suite = toml::from_str(&text)
-            .map_err(|e| invalid(format!("suite file {}: {e}", path.display())))?;
+        let bad =
+            |e: &dyn std::fmt::Display| invalid(format!("suite file {}: {e}", path.display()));
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| bad(&e))?;
+        // `runs = "auto"`: the runs become the cap of `[auto_runs]` (its defaults without one).
+        let auto = table.get("runs").and_then(|r| r.as_str()) == Some("auto");
+        if auto {
+            table.remove("runs");
+            table
+                .entry("auto_runs")
+                .or_insert_with(|| toml::Table::new().into());
+        }
+        let mut suite: Suite = table.try_into().map_err(|e| bad(&e))?;
+        if let Some(a) = suite.auto_runs.clone() {
+            suite.set_auto_runs(a);
+        }
         if suite.name == default_name()
             && let Some(stem) = path.file_stem()
         {
@@ -276,8 +329,28 @@ impl Suite {
             .collect()
     }
 
+    /// Runs rounds until the figures are precise enough, at most `auto.max_runs`.
+    pub fn set_auto_runs(&mut self, auto: AutoRuns) {
+        self.runs = auto.max_runs;
+        self.auto_runs = Some(auto);
+    }
+
     /// Checks everything that can be checked before anything is created.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(a) = &self.auto_runs {
+            if !(a.target_ci_percent > 0.0 && a.target_ci_percent.is_finite()) {
+                return Err(invalid("--target-ci must be a positive percentage"));
+            }
+            if a.max_runs < AutoRuns::MIN_RUNS {
+                return Err(invalid(format!(
+                    "--max-runs must be at least {} with --runs auto",
+                    AutoRuns::MIN_RUNS
+                )));
+            }
+            if a.max_secs.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
+                return Err(invalid("--max-time must be a positive duration"));
+            }
+        }
         if self.runs == 0 {
             return Err(invalid("--runs must be at least 1"));
         }
@@ -430,5 +503,23 @@ mod tests {
         };
         s.runs = 0;
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn runs_auto_in_a_suite_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auto.toml");
+        std::fs::write(&path, "runs = \"auto\"\n[auto_runs]\nmax_runs = 12\n").unwrap();
+        let suite = Suite::from_file(&path).unwrap();
+        let auto = suite.auto_runs.clone().unwrap();
+        assert_eq!((auto.max_runs, auto.target_ci_percent), (12, 5.0));
+        assert_eq!(suite.runs, 12);
+        std::fs::write(&path, "runs = \"auto\"\n").unwrap();
+        assert_eq!(
+            Suite::from_file(&path).unwrap().auto_runs,
+            Some(AutoRuns::default())
+        );
+        std::fs::write(&path, "runs = \"often\"\n").unwrap();
+        assert!(Suite::from_file(&path).is_err());
     }
 }

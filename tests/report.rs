@@ -118,6 +118,9 @@ fn report_renders_in_chromium_without_errors() {
     let curves = dom.matches("class=\"chart progress-chart\"").count();
     assert_eq!(bars, 4 * 3 + 1 + 1, "bar charts");
     assert_eq!(curves, 4, "progress charts");
+    // Beside every phase's bar chart, a strip plot of its runs.
+    let strips = dom.matches("class=\"chart strip-chart\"").count();
+    assert_eq!(strips, 4 * 3 + 1, "strip plots");
     assert!(
         dom.matches("class=\"error-bar\"").count() >= 3 * bars,
         "CI error bars"

@@ -161,15 +161,25 @@ fn compare_and_rank_across_suites() {
         .unwrap();
     assert_eq!(rate["cells"][0]["verdict"], "baseline");
     let other = &rate["cells"][1];
-    assert!(
-        other["p_value"]
-            .as_f64()
-            .is_some_and(|p| (0.0..=1.0).contains(&p))
-    );
-    assert!(["better", "worse", "within-noise"].contains(&other["verdict"].as_str().unwrap()));
+    let p = other["difference"]["p_value"].as_f64().unwrap();
+    let adjusted = other["p_adjusted"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&p) && (p..=1.0).contains(&adjusted));
+    assert!(["better", "worse", "same", "undecided"].contains(&other["verdict"].as_str().unwrap()));
+    // One primary figure per phase: the rate decides, the time shares its verdict.
+    assert_eq!(rate["role"], "primary");
+    let time = rows
+        .iter()
+        .find(|r| r["phase"] == "file-create" && r["metric"] == "time")
+        .unwrap();
+    assert_eq!(time["role"], "derived");
+    assert_eq!(time["cells"][1]["verdict"], other["verdict"]);
+    assert_eq!(doc["corrections"][0]["correction"], "holm");
+    assert_eq!(doc["answers"].as_array().unwrap().len(), 4, "one per phase");
     let table = text(&run(fsbench(state.path()).args(base).args(["compare", "1", "2"])).stdout);
     assert!(
-        table.contains("Baseline: #1") && table.contains("p="),
+        table.contains("Baseline: #1")
+            && (table.contains("p = ") || table.contains("p < "))
+            && table.contains("Corrections for multiple tests: Holm over 4 phase verdicts"),
         "{table}"
     );
     let rank = text(&run(fsbench(state.path()).args(base).args(["rank", "1", "2"])).stdout);

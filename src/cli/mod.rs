@@ -1,6 +1,7 @@
 //! The command line: parses arguments, builds the suite, dispatches, maps errors to exit codes.
 
 mod archive;
+mod auto_runs;
 mod console;
 mod fdtree;
 mod query;
@@ -16,13 +17,13 @@ use anyhow::Context;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
-use crate::report::compare::{self, Column};
 use crate::report::table::Style;
 use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::runner::{
     self,
     observer::{Observer, Observers, SuitePlan},
 };
+use crate::stats::compare::{self, Column};
 use crate::store::Store;
 use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
 use crate::testbed::{TargetSpec, default_image_dir, scratch};
@@ -82,6 +83,10 @@ enum Command {
         /// Suites whose configurations are ranked (ID or ID:CONFIG)
         #[arg(required = true)]
         columns: Vec<String>,
+        /// Place by mean alone, as the seed article did (ignores noise) instead of by
+        /// significance
+        #[arg(long)]
+        equal_footing: bool,
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {
@@ -113,8 +118,9 @@ struct CompareArgs {
     /// The column the others are compared with [default: the first]
     #[arg(long, value_name = "ID:CONFIG")]
     baseline: Option<String>,
-    /// Differences smaller than this percentage are within noise even when significant
-    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
+    /// means the difference is bounded within it
+    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
     noise: f64,
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     output_format: OutputFormat,
@@ -128,8 +134,9 @@ struct ReportArgs {
     /// Output file (`-`: stdout)
     #[arg(short = 'o', long, default_value = "report.html")]
     output: PathBuf,
-    /// Differences smaller than this percentage are within noise even when significant
-    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
+    /// means the difference is bounded within it
+    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
     noise: f64,
 }
 
@@ -167,9 +174,19 @@ struct RunArgs {
     /// Extract (then rm -rf) this tar archive (plain, gzip or zstd) as a workload
     #[arg(long, value_name = "FILE")]
     archive: Vec<PathBuf>,
-    /// Runs per configuration and workload [default: 3]
-    #[arg(long, short = 'n')]
-    runs: Option<u32>,
+    /// Runs per configuration and workload, or `auto`: rounds until every phase's primary
+    /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3]
+    #[arg(long, short = 'n', value_parser = auto_runs::parse_runs)]
+    runs: Option<auto_runs::RunCount>,
+    /// With --runs auto: the CI half-width to reach, in percent of the mean [default: 5%]
+    #[arg(long, value_name = "PERCENT", value_parser = auto_runs::parse_percent)]
+    target_ci: Option<f64>,
+    /// With --runs auto: the most rounds [default: 30]
+    #[arg(long, value_name = "N")]
+    max_runs: Option<u32>,
+    /// With --runs auto: start no round after this long (e.g. 90s, 30m, 2h)
+    #[arg(long, value_name = "DURATION", value_parser = auto_runs::parse_duration)]
+    max_time: Option<f64>,
     /// Run in a fresh subdirectory of an existing directory (no mkfs, no root needed)
     #[arg(long, value_name = "DIR", conflicts_with_all = ["device", "image_dir", "image_size"])]
     dir: Option<PathBuf>,
@@ -207,7 +224,7 @@ struct RunArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "dir", "device", "image_dir", "image_size", "name", "purpose"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "name", "purpose"])]
     resume: Option<i64>,
 }
 
@@ -251,9 +268,13 @@ impl RunArgs {
         if suite.workloads.is_empty() {
             suite.workloads = Suite::default_workloads();
         }
-        if let Some(runs) = self.runs {
-            suite.runs = runs;
-        }
+        auto_runs::apply(
+            &mut suite,
+            self.runs,
+            self.target_ci,
+            self.max_runs,
+            self.max_time,
+        )?;
         if let Some(name) = &self.name {
             suite.name = name.clone();
         }

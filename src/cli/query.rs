@@ -56,16 +56,18 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     if !(args.noise >= 0.0 && args.noise.is_finite()) {
         return Err(invalid("--noise must be a non-negative percentage"));
     }
-    let rows = compare::compare(&suites, &columns, 0, args.noise);
+    let comparison = compare::compare(&suites, &columns, 0, args.noise);
     match args.output_format {
-        OutputFormat::Table => write_stdout(&compare::render(&columns, &rows, 0, args.noise))?,
+        OutputFormat::Table => write_stdout(&report::compare::render(&columns, &comparison))?,
         OutputFormat::Json => write_stdout(
             &(serde_json::to_string_pretty(&serde_json::json!({
                 "schema_version": crate::results::SCHEMA_VERSION,
                 "columns": columns,
-                "noise_percent": args.noise,
-                "alpha": compare::ALPHA,
-                "rows": rows,
+                "noise_percent": comparison.noise_percent,
+                "alpha": comparison.alpha,
+                "corrections": comparison.families,
+                "rows": comparison.rows,
+                "answers": comparison.answers(),
             }))? + "\n"),
         )?,
     }
@@ -117,9 +119,18 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         }
         Command::Show { id, output_format } => print_result(&store.load(*id)?, *output_format)?,
         Command::Compare(args) => return compare_cmd(args, &store),
-        Command::Rank { columns } => {
+        Command::Rank {
+            columns,
+            equal_footing,
+        } => {
+            use crate::stats::rank::{Placing, rank};
             let (suites, columns) = load_columns(&store, columns)?;
-            write_stdout(&report::rank::render(&report::rank::rank(&suites, columns)))?;
+            let placing = if *equal_footing {
+                Placing::EqualFooting
+            } else {
+                Placing::Significance
+            };
+            write_stdout(&report::rank::render(&rank(&suites, columns, placing)))?;
         }
         Command::Export { id, format, output } => {
             let result = store.load(*id)?;

@@ -1,5 +1,5 @@
-//! Inline SVG charts for the HTML report: horizontal bars with 95% CI error bars, and progress
-//! curves. Built with the `svg` crate, which escapes every text node.
+//! Inline SVG charts for the HTML report: horizontal bars with 95% CI error bars, strip plots
+//! of every run, and progress curves. Built with the `svg` crate, which escapes every text node.
 
 use svg::Document;
 use svg::node::element::{Circle, Group, Line, Polyline, Rectangle, Text, Title};
@@ -117,8 +117,8 @@ pub fn bars(
                         );
                     }
                 }
-                let value = match s.ci95_half_width() {
-                    Some(h) => format!("{} ± {}", figure(s.mean), figure(h)),
+                let value = match s.stddev {
+                    Some(sd) => format!("{} ± {} σ", figure(s.mean), figure(sd)),
                     None => figure(s.mean),
                 };
                 row = row.add(text(WIDTH - VALUE_WIDTH + 8.0, y + 15.0, &value));
@@ -140,6 +140,77 @@ pub fn bars(
         .add(text(LABEL_WIDTH - 3.0, axis_y + 16.0, "0"))
         .add(text(LABEL_WIDTH + plot - 40.0, axis_y + 16.0, &figure(max)));
     doc.to_string()
+}
+
+/// Every run of every configuration as a dot on one axis from 0, a row per configuration,
+/// in run order from light to dark: what the mean and its interval summarize.
+pub fn strip(title: &str, unit: &str, rows: &[(String, Option<&Summary>)]) -> String {
+    let top = 30.0;
+    let height = top + ROW * rows.len() as f64 + 30.0;
+    let max = rows
+        .iter()
+        .filter_map(|(_, s)| s.map(|s| s.max))
+        .fold(0.0f64, f64::max);
+    let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
+    let scale = if max > 0.0 { plot / max } else { 0.0 };
+    let mut doc = Document::new()
+        .set("viewBox", (0, 0, WIDTH, height))
+        .set("width", WIDTH)
+        .set("height", height)
+        .set("class", "chart strip-chart")
+        .set("role", "img")
+        .add(Title::new(format!("{title} ({unit}): every run")))
+        .add(
+            text(
+                0.0,
+                16.0,
+                &format!("{title} ({unit}): every run, in run order (light → dark)"),
+            )
+            .set("font-weight", "bold"),
+        );
+    for (i, (label, summary)) in rows.iter().enumerate() {
+        let y = top + ROW * i as f64;
+        let mut row =
+            Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label.as_str())));
+        let values = summary.map_or(&[][..], |s| s.values.as_slice());
+        for (run, v) in values.iter().enumerate() {
+            let shade = 0.35 + 0.65 * (run + 1) as f64 / values.len() as f64;
+            row = row.add(
+                Circle::new()
+                    .set("cx", LABEL_WIDTH + v.max(0.0) * scale)
+                    .set("cy", y + ROW / 2.0 - 1.0)
+                    .set("r", 4)
+                    .set("fill", color(i))
+                    .set("fill-opacity", shade)
+                    .set("stroke", "#222")
+                    .set("stroke-width", 0.5)
+                    .add(Title::new(format!(
+                        "{label} run {}: {} {unit}",
+                        run + 1,
+                        figure(*v)
+                    ))),
+            );
+        }
+        let note = if values.is_empty() {
+            "no data".to_string()
+        } else {
+            format!("{} runs", values.len())
+        };
+        row = row.add(text(WIDTH - VALUE_WIDTH + 8.0, y + 15.0, &note));
+        doc = doc.add(row);
+    }
+    let axis_y = top + ROW * rows.len() as f64 + 4.0;
+    doc.add(
+        Line::new()
+            .set("x1", LABEL_WIDTH)
+            .set("y1", top)
+            .set("x2", LABEL_WIDTH)
+            .set("y2", axis_y)
+            .set("stroke", "#666"),
+    )
+    .add(text(LABEL_WIDTH - 3.0, axis_y + 16.0, "0"))
+    .add(text(LABEL_WIDTH + plot - 40.0, axis_y + 16.0, &figure(max)))
+    .to_string()
 }
 
 /// "Nice" axis maximum: 1, 2 or 5 times a power of ten, at least `v`.

@@ -1,258 +1,65 @@
-//! Side-by-side comparison of configurations, from one suite or across suites: mean ± 95% CI,
-//! difference against a baseline, Welch's t-test, and a verdict that says whether the
-//! difference is real.
-
-use serde::Serialize;
+//! Side-by-side comparison of configurations as text: the table, what its words mean, the
+//! corrections applied, and one line per phase that answers the question (computed in
+//! [`crate::stats::compare`]).
 
 use super::figure;
-use crate::error::invalid;
-use crate::measure::{Dim, figure_name};
-use crate::results::{MetricSummary, SuiteResult};
-use crate::stats::{Summary, welch_p_value};
+use crate::stats::compare::{Answer, Cell, Column, Comparison, Verdict};
+use crate::stats::difference::TestMethod;
 
-/// One compared configuration: a suite and one of its configurations.
-#[derive(Debug, Clone, Serialize)]
-pub struct Column {
-    pub suite_id: i64,
-    pub config: String,
-}
-
-impl Column {
-    pub fn name(&self) -> String {
-        format!("#{} {}", self.suite_id, self.config)
-    }
-
-    fn suite<'a>(&self, suites: &'a [SuiteResult]) -> Option<&'a SuiteResult> {
-        suites.iter().find(|s| s.id.unwrap_or(0) == self.suite_id)
-    }
-
-    /// This column's summaries.
-    pub fn summaries<'a>(
-        &self,
-        suites: &'a [SuiteResult],
-    ) -> impl Iterator<Item = &'a MetricSummary> {
-        let config = self.config.clone();
-        self.suite(suites)
-            .into_iter()
-            .flat_map(|s| &s.summaries)
-            .filter(move |s| s.config == config)
-    }
-
-    /// This column's summary of one figure.
-    pub fn summary<'a>(&self, suites: &'a [SuiteResult], key: &FigureKey) -> Option<&'a Summary> {
-        self.summaries(suites)
-            .find(|s| {
-                s.workload == key.workload
-                    && s.phase == key.phase
-                    && s.metric == key.metric
-                    && s.dims == key.dims
-            })
-            .map(|s| &s.summary)
+/// A p-value as printed: `p < 0.001` or `p = 0.016`.
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
     }
 }
 
-/// Identifies one figure across configurations: workload, phase, metric and dimensions.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct FigureKey {
-    pub workload: String,
-    pub phase: String,
-    pub metric: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub dims: Vec<Dim>,
-    pub unit: String,
-    pub higher_is_better: bool,
+/// What the cells and verdict words mean, for the table's caption (terminal and HTML).
+pub fn legend(comparison: &Comparison, baseline: &str) -> String {
+    let noise = comparison.noise_percent;
+    format!(
+        "Baseline: {baseline}. Cells: mean ± σ (sample standard deviation), [95% CI of the mean]; \
+         difference to the baseline (ratio of geometric means − 1) [its 95% CI, not adjusted for the number of tests]; \
+         p-value after correction (so an interval may exclude 0 while the corrected p is above {}).\n\
+         ▲ better / ▼ worse: significant (corrected p < {}) and |difference| ≥ {noise}%; \
+         ≈ same: the difference's 95% CI lies within ±{noise}%; \
+         ? undecided: neither, with the runs there are (about how many runs per side would tell). \
+         A phase's verdict is its rate's (its time's without one); time and KiB/s share it. ↑/↓ = higher/lower is better.",
+        comparison.alpha, comparison.alpha
+    )
 }
 
-impl FigureKey {
-    pub fn of(s: &MetricSummary) -> FigureKey {
-        FigureKey {
-            workload: s.workload.clone(),
-            phase: s.phase.clone(),
-            metric: s.metric.clone(),
-            dims: s.dims.clone(),
-            unit: s.unit.clone(),
-            higher_is_better: s.higher_is_better,
-        }
-    }
-
-    /// The figure's name for people: `throughput write 64K 4K (KiB/s) ↑`.
-    pub fn label(&self) -> String {
-        let arrow = if self.higher_is_better { "↑" } else { "↓" };
-        let name = figure_name(&self.metric, &self.dims);
-        format!("{name} ({}) {arrow}", self.unit)
-    }
-}
-
-/// Every figure any column has, in the order they first appear.
-pub fn figure_keys(suites: &[SuiteResult], columns: &[Column]) -> Vec<FigureKey> {
-    let mut keys: Vec<FigureKey> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for col in columns {
-        for s in col.summaries(suites) {
-            let key = FigureKey::of(s);
-            if seen.insert(key.clone()) {
-                keys.push(key);
-            }
-        }
-    }
-    keys
-}
-
-/// Parses `ID` (every configuration of that suite) or `ID:CONFIG` against the loaded suites.
-pub fn columns(spec: &str, suite: &SuiteResult) -> anyhow::Result<Vec<Column>> {
-    let id = suite.id.unwrap_or(0);
-    match spec.split_once(':') {
-        None => Ok(suite
-            .configurations
-            .iter()
-            .map(|c| Column {
-                suite_id: id,
-                config: c.config.label.clone(),
-            })
-            .collect()),
-        Some((_, label)) => {
-            if suite.configurations.iter().any(|c| c.config.label == label) {
-                Ok(vec![Column {
-                    suite_id: id,
-                    config: label.to_string(),
-                }])
-            } else {
-                let known: Vec<_> = suite
-                    .configurations
-                    .iter()
-                    .map(|c| c.config.label.as_str())
-                    .collect();
-                Err(invalid(format!(
-                    "suite {id} has no configuration `{label}`; it has: {}",
-                    known.join(", ")
-                )))
-            }
-        }
-    }
-}
-
-/// What a comparison says about one cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Baseline,
-    /// Significantly better than the baseline (p < alpha and beyond the noise threshold).
-    Better,
-    Worse,
-    /// Not significant, or a difference smaller than the noise threshold.
-    WithinNoise,
-    /// Too few runs on one side for a test.
-    Untested,
-}
-
-impl Verdict {
-    pub fn marker(self) -> &'static str {
-        match self {
-            Verdict::Baseline => "baseline",
-            Verdict::Better => "▲ better",
-            Verdict::Worse => "▼ worse",
-            Verdict::WithinNoise => "≈ within noise",
-            Verdict::Untested => "? too few runs",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Cell {
-    pub summary: Summary,
-    pub diff_percent: Option<f64>,
-    pub p_value: Option<f64>,
-    pub verdict: Verdict,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    #[serde(flatten)]
-    pub key: FigureKey,
-    /// One per column; `None` where that configuration has no such figure.
-    pub cells: Vec<Option<Cell>>,
-}
-
-/// Significance level of the t-test.
-pub const ALPHA: f64 = 0.05;
-
-/// Compares `columns` (resolved in `suites`) against column `baseline`.
-pub fn compare(
-    suites: &[SuiteResult],
-    columns: &[Column],
-    baseline: usize,
-    noise_percent: f64,
-) -> Vec<Row> {
-    // Each column's summaries by key: a matrix has thousands of figures.
-    let by_key: Vec<std::collections::HashMap<FigureKey, &Summary>> = columns
+/// The corrections applied, e.g. `Holm over 6 phase verdicts; Benjamini–Hochberg over 3,410 matrix cells`.
+pub fn corrections_text(comparison: &Comparison) -> String {
+    let families: Vec<String> = comparison
+        .families
         .iter()
-        .map(|col| {
-            col.summaries(suites)
-                .map(|s| (FigureKey::of(s), &s.summary))
-                .collect()
+        .map(|f| {
+            format!(
+                "{} over {} {}",
+                f.correction.name(),
+                f.tests,
+                f.role.describe()
+            )
         })
         .collect();
-    figure_keys(suites, columns)
-        .into_iter()
-        .map(|key| {
-            let base = by_key[baseline].get(&key).copied();
-            let cells = columns
-                .iter()
-                .enumerate()
-                .map(|(i, _)| {
-                    let s = (*by_key[i].get(&key)?).clone();
-                    if i == baseline {
-                        return Some(Cell {
-                            summary: s,
-                            diff_percent: None,
-                            p_value: None,
-                            verdict: Verdict::Baseline,
-                        });
-                    }
-                    let Some(base) = base else {
-                        return Some(Cell {
-                            summary: s,
-                            diff_percent: None,
-                            p_value: None,
-                            verdict: Verdict::Untested,
-                        });
-                    };
-                    let diff =
-                        (base.mean != 0.0).then(|| (s.mean - base.mean) / base.mean.abs() * 100.0);
-                    let p = welch_p_value(&s, base);
-                    let verdict = match (p, diff) {
-                        (None, _) | (_, None) => Verdict::Untested,
-                        (Some(p), Some(d)) if p < ALPHA && d.abs() >= noise_percent => {
-                            if (d > 0.0) == key.higher_is_better {
-                                Verdict::Better
-                            } else {
-                                Verdict::Worse
-                            }
-                        }
-                        _ => Verdict::WithinNoise,
-                    };
-                    Some(Cell {
-                        summary: s,
-                        diff_percent: diff,
-                        p_value: p,
-                        verdict,
-                    })
-                })
-                .collect();
-            Row { key, cells }
-        })
-        .collect()
+    if families.is_empty() {
+        "No tests: every configuration needs at least 2 runs.".into()
+    } else {
+        format!("Corrections for multiple tests: {}.", families.join("; "))
+    }
 }
 
-/// The comparison as a terminal table.
-pub fn render(columns: &[Column], rows: &[Row], baseline: usize, noise_percent: f64) -> String {
+/// The comparison as a terminal table, then the one-line answers.
+pub fn render(columns: &[Column], comparison: &Comparison) -> String {
     use comfy_table::{CellAlignment, Table, presets};
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Workload".to_string(), "Phase".into(), "Figure".into()];
     header.extend(columns.iter().map(Column::name));
     t.set_header(header);
-    for r in rows {
+    for r in &comparison.rows {
         let k = &r.key;
         let mut row = vec![k.workload.clone(), k.phase.clone(), k.label()];
         for cell in &r.cells {
@@ -269,93 +76,123 @@ pub fn render(columns: &[Column], rows: &[Row], baseline: usize, noise_percent: 
         }
     }
     format!(
-        "Baseline: {}. Cells: mean ± 95% CI half-width; difference to the baseline; Welch's t-test p-value.\n\
-         ▲/▼ = significantly better/worse (p < {ALPHA} and |difference| ≥ {noise_percent}%); ≈ = within noise. ↑/↓ = higher/lower is better.\n{t}\n",
-        columns[baseline].name()
+        "{}\n{t}\n{}\n{}",
+        legend(comparison, &columns[comparison.baseline].name()),
+        corrections_text(comparison),
+        answers_text(columns, comparison)
     )
 }
 
-/// A cell as text: mean ± CI half-width, then difference, p-value and verdict.
-pub fn cell_text(c: &Cell) -> String {
-    let s = &c.summary;
-    let mut text = match s.ci95_half_width() {
-        Some(h) => format!("{} ± {}", figure(s.mean), figure(h)),
-        None => figure(s.mean),
-    };
-    if c.verdict != Verdict::Baseline {
-        let diff = c.diff_percent.map_or("-".into(), |d| format!("{d:+.1}%"));
-        let p = c.p_value.map_or("-".into(), |p| {
-            if p < 0.001 {
-                "p<0.001".into()
-            } else {
-                format!("p={p:.3}")
-            }
-        });
-        text.push_str(&format!("\n{diff} {p} {}", c.verdict.marker()));
+/// The one-line answers, one per phase and compared configuration, under a heading.
+pub fn answers_text(columns: &[Column], comparison: &Comparison) -> String {
+    let answers = comparison.answers();
+    if answers.is_empty() {
+        return String::new();
     }
-    text
+    let mut out = String::from("\nAnswers, per phase:\n");
+    for a in &answers {
+        out.push_str(&format!("  {}\n", answer_line(columns, comparison, a)));
+    }
+    out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::results::MetricSummary;
-
-    fn suite(id: i64, config: &str, values: &[f64]) -> SuiteResult {
-        let mut s = SuiteResult::for_tests();
-        s.id = Some(id);
-        s.summaries = vec![MetricSummary {
-            config: config.into(),
-            workload: "tree:x".into(),
-            phase: "file-create".into(),
-            metric: "rate".into(),
-            dims: Vec::new(),
-            unit: "files/s".into(),
-            higher_is_better: true,
-            summary: Summary::of(values).unwrap(),
-        }];
-        s
+/// A factor as read: 3.45, 1.004, 12.3.
+fn factor(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.3}")
+    } else {
+        figure(v)
     }
+}
 
-    #[test]
-    fn verdicts_follow_significance_noise_and_direction() {
-        let suites = [
-            suite(1, "a", &[100.0, 101.0, 99.0, 100.5]),
-            suite(2, "b", &[110.0, 111.0, 109.0, 110.5]),
-            suite(3, "c", &[100.5, 101.5, 99.5, 100.0]),
-            suite(4, "d", &[90.0, 91.0, 89.0, 90.5]),
-        ];
-        let cols: Vec<Column> = [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
-            .iter()
-            .map(|(id, c)| Column {
-                suite_id: *id,
-                config: c.to_string(),
-            })
-            .collect();
-        let rows = compare(&suites, &cols, 0, 2.0);
-        assert_eq!(rows.len(), 1);
-        let v: Vec<Verdict> = rows[0]
-            .cells
-            .iter()
-            .map(|c| c.as_ref().unwrap().verdict)
-            .collect();
-        assert_eq!(
-            v,
-            [
-                Verdict::Baseline,
-                Verdict::Better,
-                Verdict::WithinNoise,
-                Verdict::Worse
-            ]
-        );
-        let b = rows[0].cells[1].as_ref().unwrap();
-        assert!((b.diff_percent.unwrap() - 10.0 / 100.125 * 100.0).abs() < 1e-9);
-        assert!(b.p_value.unwrap() < 0.001);
-        // A 10% difference under a 15% noise threshold is within noise.
-        let rows = compare(&suites, &cols, 0, 15.0);
-        assert_eq!(
-            rows[0].cells[1].as_ref().unwrap().verdict,
-            Verdict::WithinNoise
-        );
+/// One phase's answer, as hyperfine gives it: `tree dir-create: #1 xfs 3.450 × faster than
+/// #1 ext4 (95% CI 3.330–3.570; p < 0.001 after correction; 10 runs each)`.
+pub fn answer_line(columns: &[Column], comparison: &Comparison, a: &Answer) -> String {
+    let (name, base) = (
+        columns[a.column].name(),
+        columns[comparison.baseline].name(),
+    );
+    let runs = if a.runs[0] == a.runs[1] {
+        format!("{} runs each", a.runs[0])
+    } else {
+        format!("{} and {} runs", a.runs[0], a.runs[1])
+    };
+    let (ratio, low, high, word) = if a.speedup >= 1.0 {
+        (a.speedup, a.speedup_low, a.speedup_high, "faster")
+    } else {
+        (
+            1.0 / a.speedup,
+            1.0 / a.speedup_high,
+            1.0 / a.speedup_low,
+            "slower",
+        )
+    };
+    let interval = format!("95% CI {}–{} unadjusted", factor(low), factor(high));
+    let p = p_text(a.p_adjusted);
+    let what = match a.verdict {
+        Verdict::Same => format!(
+            "{name} ≈ {base}: {} × {word} ({interval}, within ±{}%; {runs})",
+            factor(ratio),
+            comparison.noise_percent
+        ),
+        Verdict::Undecided => format!(
+            "? undecided: {name} {} × {word} than {base} ({interval}; {p} after correction; {runs}; {})",
+            factor(ratio),
+            runs_needed_text(a.runs_needed)
+        ),
+        _ => format!(
+            "{} {name} {} × {word} than {base} ({interval}; {p} after correction; {runs})",
+            a.verdict.symbol(),
+            factor(ratio),
+        ),
+    };
+    format!("{} {}: {what}", a.workload, a.phase)
+}
+
+fn runs_needed_text(n: Option<usize>) -> String {
+    match n {
+        Some(n) => format!("need about {n} to tell"),
+        None => format!(
+            "more than {} runs would be needed",
+            crate::stats::difference::MAX_RUNS_ESTIMATE
+        ),
     }
+}
+
+/// A cell as text: mean ± σ and the CI, then difference, p-value and verdict.
+pub fn cell_text(c: &Cell) -> String {
+    let s = &c.summary;
+    let mut text = match s.stddev {
+        Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
+        None => figure(s.mean),
+    };
+    if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
+        text.push_str(&format!("\n[{} – {}]", figure(lo), figure(hi)));
+    }
+    if c.verdict == Verdict::Baseline {
+        return text;
+    }
+    let diff = c.diff_percent().map_or("-".into(), |(d, lo, hi)| {
+        format!("{d:+.1}% [{lo:+.1}, {hi:+.1}]")
+    });
+    let mut p = c.p_adjusted.map_or("-".into(), p_text);
+    // Welch's t on logs is the rule; say when another test gave the p-value.
+    if let Some(d) = c
+        .difference
+        .as_ref()
+        .filter(|d| d.test != TestMethod::WelchLog)
+    {
+        p.push_str(&format!(" ({})", d.test.name()));
+    }
+    let verdict = match c.verdict {
+        Verdict::Undecided => format!(
+            "{} ({} runs; {})",
+            c.verdict.marker(),
+            c.summary.n,
+            runs_needed_text(c.runs_needed)
+        ),
+        v => v.marker().to_string(),
+    };
+    text.push_str(&format!("\n{diff} {p}\n{verdict}"));
+    text
 }

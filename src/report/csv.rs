@@ -2,7 +2,8 @@
 //! (`kind = summary`), in long form so that any spreadsheet can pivot it.
 
 use crate::measure::{Dim, DimValue, Figure};
-use crate::results::{SuiteResult, phase_metrics};
+use crate::results::SuiteResult;
+use crate::stats::summary::phase_metrics;
 
 /// A figure's dimensions in one field: `test=write;file size=65536;record size=4096` (sizes
 /// in bytes, so a spreadsheet can sort them).
@@ -17,7 +18,7 @@ fn dims_field(dims: &[Dim]) -> String {
     parts.join(";")
 }
 
-const HEADER: [&str; 19] = [
+const HEADER: [&str; 20] = [
     "kind",
     "suite",
     "config",
@@ -35,7 +36,8 @@ const HEADER: [&str; 19] = [
     "median",
     "max",
     "cv_percent",
-    "ci95",
+    "ci95_low",
+    "ci95_high",
     // Last, so that readers of the columns before it need no change.
     "dims",
 ];
@@ -110,7 +112,8 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
             m.median.to_string(),
             m.max.to_string(),
             opt(m.cv_percent),
-            opt(m.ci95_half_width()),
+            opt(m.ci95_low),
+            opt(m.ci95_high),
             dims_field(&s.dims),
         ])?;
     }

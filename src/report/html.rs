@@ -5,11 +5,12 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::charts;
-use super::compare::{self, Column, FigureKey, Verdict, figure_keys};
+use super::compare;
 use super::figure;
 use super::matrix::Matrix;
 use crate::measure::{DimValue, LatencySummary};
 use crate::results::{RunStatus, SuiteResult};
+use crate::stats::compare::{Column, FigureKey, Verdict, figure_keys};
 use crate::units::format_bytes;
 use std::borrow::Cow;
 
@@ -153,6 +154,10 @@ fn workload_section(
             div.charts {
                 @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ') && k.dims.is_empty()) {
                     figure { (PreEscaped(chart(suites, columns, key))) }
+                    figure {
+                        (PreEscaped(strip_chart(suites, columns, key)))
+                        @for note in trend_notes(suites, columns, key) { figcaption.warning { (note) } }
+                    }
                 }
             }
             @let series = progress_series(suites, columns, workload, &info.name);
@@ -215,6 +220,35 @@ fn chart(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> String 
         key.higher_is_better,
         &bars,
     )
+}
+
+fn strip_chart(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> String {
+    let rows: Vec<(String, Option<&crate::stats::Summary>)> = columns
+        .iter()
+        .map(|c| (c.name(), c.summary(suites, key)))
+        .collect();
+    charts::strip(&format!("{} {}", key.phase, key.metric), &key.unit, &rows)
+}
+
+/// A note per configuration whose runs drift with run order.
+fn trend_notes(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> Vec<String> {
+    use crate::stats::trend::{ALPHA_TREND, run_order_trend};
+    columns
+        .iter()
+        .filter_map(|c| {
+            let t = run_order_trend(&c.summary(suites, key)?.values)?;
+            t.significant().then(|| {
+                format!(
+                    "Trend: {}'s {} {} in run order (Spearman ρ = {:.2}, p = {:.3} < {ALPHA_TREND}): the runs are not independent repeats; look for a cause (a filling disk, a warming device, other load).",
+                    c.name(),
+                    key.metric,
+                    if t.rho > 0.0 { "rises" } else { "falls" },
+                    t.rho,
+                    t.p_value
+                )
+            })
+        })
+        .collect()
 }
 
 /// The successful runs of one column's workload.
@@ -300,22 +334,26 @@ fn latency_table(
 }
 
 fn comparison(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) -> Markup {
-    let rows = compare::compare(suites, columns, 0, noise_percent);
+    let comparison = crate::stats::compare::compare(suites, columns, 0, noise_percent);
     html! {
         h2 { "Comparison" }
-        p { "Against the baseline " strong { (columns[0].name()) } ": mean ± 95% CI half-width, difference, Welch's t-test p-value. "
-            span.better { "▲ better" } " / " span.worse { "▼ worse" } ": significant (p < " (compare::ALPHA) ") and at least "
-            (noise_percent) "% apart; " span.noise { "≈ within noise" } " otherwise. ↑/↓: higher/lower is better." }
+        p { (compare::legend(&comparison, &columns[0].name())) }
+        p { (compare::corrections_text(&comparison)) }
+        ul {
+            @for a in comparison.answers() {
+                li class=(verdict_class(a.verdict)) { (compare::answer_line(columns, &comparison, &a)) }
+            }
+        }
         table {
             tr { th { "Workload" } th { "Phase" } th { "Figure" } @for i in 0..columns.len() { th { (legend(columns, i)) } } }
-            @for r in &rows {
+            @for r in &comparison.rows {
                 tr {
                     td { (r.key.workload) } td { (r.key.phase) }
                     td { (r.key.label()) }
                     @for c in &r.cells {
                         @match c {
                             None => td { "-" },
-                            Some(c) => td.num class=(match c.verdict { Verdict::Better => "better", Verdict::Worse => "worse", _ => "noise" }) {
+                            Some(c) => td.num class=(verdict_class(c.verdict)) {
                                 (compare::cell_text(c))
                             },
                         }
@@ -323,6 +361,14 @@ fn comparison(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
                 }
             }
         }
+    }
+}
+
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        _ => "noise",
     }
 }
 

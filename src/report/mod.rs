@@ -18,7 +18,10 @@ pub fn figure(v: f64) -> String {
         return "-".into();
     }
     let a = v.abs();
-    if a >= 1000.0 {
+    // Beyond what digits can show (the bounds of wide intervals): an exponent.
+    if a >= 1e15 || (a > 0.0 && a < 1e-9) {
+        format!("{v:.2e}")
+    } else if a >= 1000.0 {
         let rounded = format!("{v:.1}");
         let (int, frac) = rounded.split_once('.').unwrap_or((&rounded, "0"));
         let (sign, digits) = int.strip_prefix('-').map_or(("", int), |d| ("-", d));
@@ -54,5 +57,7 @@ mod tests {
         assert_eq!(figure(0.004423), "0.00442");
         assert_eq!(figure(0.0000123), "0.0000123");
         assert_eq!(figure(f64::NAN), "-");
+        assert_eq!(figure(1.5e42), "1.50e42");
+        assert_eq!(figure(2.0e-12), "2.00e-12");
     }
 }

@@ -1,80 +1,19 @@
-//! Placement points per discipline, as the Linux Magazine article (seed 002) ranked seven
-//! filesystems: in every discipline (a workload's phase and rate or throughput figure) each
-//! configuration is placed by its mean, and place p of k earns k − p + 1 points (ties share
-//! the average of their places). The per-discipline places are shown, so the totals can be
-//! checked by hand.
+//! The ranking table of [`crate::stats::rank`]: per discipline every place and which
+//! differences were significant, then the totals.
 
 use comfy_table::{CellAlignment, Table, presets};
-use serde::Serialize;
 
-use super::compare::{Column, FigureKey, figure_keys};
+use super::compare::p_text;
 use super::figure;
-use crate::results::SuiteResult;
-
-/// Figures that are disciplines: the rates and throughputs (time would count each phase twice).
-const DISCIPLINE_METRICS: [&str; 2] = ["rate", "throughput"];
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Discipline {
-    #[serde(flatten)]
-    pub key: FigureKey,
-    /// Per column: (mean, place, points); `None` where the configuration has no such figure.
-    pub entries: Vec<Option<(f64, f64, f64)>>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Ranking {
-    pub columns: Vec<Column>,
-    pub disciplines: Vec<Discipline>,
-    /// Total points per column.
-    pub totals: Vec<f64>,
-}
-
-pub fn rank(suites: &[SuiteResult], columns: Vec<Column>) -> Ranking {
-    let mut totals = vec![0.0; columns.len()];
-    let disciplines = figure_keys(suites, &columns)
-        .into_iter()
-        // A matrix's cells are not disciplines of their own.
-        .filter(|k| k.dims.is_empty() && DISCIPLINE_METRICS.contains(&k.metric.as_str()))
-        .map(|key| {
-            let means: Vec<Option<f64>> = columns
-                .iter()
-                .map(|c| c.summary(suites, &key).map(|s| s.mean))
-                .collect();
-            let present: Vec<f64> = means.iter().flatten().copied().collect();
-            let k = present.len() as f64;
-            let entries = means
-                .iter()
-                .enumerate()
-                .map(|(i, m)| {
-                    let m = (*m)?;
-                    let better = present
-                        .iter()
-                        .filter(|&&o| if key.higher_is_better { o > m } else { o < m })
-                        .count() as f64;
-                    let equal = present.iter().filter(|&&o| o == m).count() as f64;
-                    // Ties share the average of the places they span.
-                    let place = better + (equal + 1.0) / 2.0;
-                    let points = k - place + 1.0;
-                    totals[i] += points;
-                    Some((m, place, points))
-                })
-                .collect();
-            Discipline { key, entries }
-        })
-        .collect();
-    Ranking {
-        columns,
-        disciplines,
-        totals,
-    }
-}
+use crate::stats::compare::Column;
+use crate::stats::rank::{Placing, Ranking};
 
 pub fn render(r: &Ranking) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Discipline".to_string()];
     header.extend(r.columns.iter().map(Column::name));
+    header.push("Significant differences".into());
     t.set_header(header);
     let num = |v: f64| {
         if v.fract() == 0.0 {
@@ -91,20 +30,42 @@ pub fn render(r: &Ranking) -> String {
         )];
         for e in &d.entries {
             row.push(e.map_or("-".into(), |(mean, place, points)| {
-                format!(
-                    "{} · place {} · {} pts",
-                    figure(mean),
-                    num(place),
-                    num(points)
-                )
+                // A shared place shows the places it spans: its average is `place`.
+                let sharing = d.entries.iter().flatten().filter(|o| o.1 == place).count();
+                let span = (sharing as f64 - 1.0) / 2.0;
+                let places = if sharing > 1 {
+                    format!("places {}–{}", num(place - span), num(place + span))
+                } else {
+                    format!("place {}", num(place))
+                };
+                format!("{} · {places} · {} pts", figure(mean), num(points))
             }));
         }
+        let pairs: Vec<String> = d
+            .significant
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} > {} ({})",
+                    r.columns[s.better].config,
+                    r.columns[s.worse].config,
+                    p_text(s.p_adjusted)
+                )
+            })
+            .collect();
+        row.push(if d.tests == 0 {
+            "no tests (fewer than 2 runs)".into()
+        } else if pairs.is_empty() {
+            format!("none of {} pairs", d.tests)
+        } else {
+            pairs.join("\n")
+        });
         t.add_row(row);
     }
     let mut total = vec!["Total points".to_string()];
     total.extend(r.totals.iter().map(|v| num(*v)));
     t.add_row(total);
-    for i in 1..t.column_count() {
+    for i in 1..t.column_count().saturating_sub(1) {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -113,63 +74,29 @@ pub fn render(r: &Ranking) -> String {
     order.sort_by(|a, b| r.totals[*b].total_cmp(&r.totals[*a]));
     let standings: Vec<String> = order
         .iter()
-        .enumerate()
-        .map(|(i, &c)| {
+        .map(|&c| {
+            // Equal totals share a standing.
+            let ahead = r.totals.iter().filter(|t| **t > r.totals[c]).count();
             format!(
                 "{}. {} — {} points",
-                i + 1,
+                ahead + 1,
                 r.columns[c].name(),
                 num(r.totals[c])
             )
         })
         .collect();
-    format!(
-        "Placement points: in each discipline place p of k configurations earns k − p + 1 points (ties share their places).\n{t}\n{}\n",
-        standings.join("\n")
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::results::MetricSummary;
-    use crate::stats::Summary;
-
-    #[test]
-    fn points_by_place_with_ties() {
-        let mut s = SuiteResult::for_tests();
-        s.id = Some(7);
-        let fig = |config: &str, phase: &str, metric: &str, hib: bool, v: f64| MetricSummary {
-            config: config.into(),
-            workload: "w".into(),
-            phase: phase.into(),
-            metric: metric.into(),
-            dims: Vec::new(),
-            unit: "u".into(),
-            higher_is_better: hib,
-            summary: Summary::of(&[v]).unwrap(),
-        };
-        s.summaries = vec![
-            fig("a", "p1", "rate", true, 30.0),
-            fig("b", "p1", "rate", true, 20.0),
-            fig("c", "p1", "rate", true, 10.0),
-            fig("a", "p2", "rate", true, 5.0),
-            fig("b", "p2", "rate", true, 5.0),
-            fig("c", "p2", "rate", true, 9.0),
-            fig("a", "p2", "time", false, 1.0),
-        ];
-        let cols = ["a", "b", "c"]
-            .map(|c| Column {
-                suite_id: 7,
-                config: c.into(),
-            })
-            .to_vec();
-        let r = rank(&[s], cols);
-        assert_eq!(r.disciplines.len(), 2, "time is not a discipline");
-        // p1: a 3, b 2, c 1. p2: c 3, a and b tie for places 2-3: 1.5 each.
-        assert_eq!(r.totals, [4.5, 3.5, 4.0]);
-        assert_eq!(r.disciplines[1].entries[0], Some((5.0, 2.5, 1.5)));
-        let text = render(&r);
-        assert!(text.contains("1. #7 a — 4.5 points"), "{text}");
-    }
+    let how = match r.placing {
+        Placing::Significance => {
+            "Places by significance: one discipline per phase (its rate, or its time without one); \
+             sorted by mean, a configuration shares the place of the best one it is not significantly \
+             worse than (pairwise Welch's t on logs, Holm-corrected within the discipline, p < 0.05). \
+             Place p of k earns k − p + 1 points; shared places share their average."
+        }
+        Placing::EqualFooting => {
+            "Equal-footing placement points (the seed article's): places by mean alone, one discipline \
+             per phase; place p of k earns k − p + 1 points (ties share their places).\n\
+             Warning: these points ignore noise: a difference far inside the runs' spread earns a full place."
+        }
+    };
+    format!("{how}\n{t}\n{}\n", standings.join("\n"))
 }

@@ -160,6 +160,7 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
             &spec.phases(),
         );
     }
+    render_answers(&mut out, r, style);
     if !r.warnings.is_empty() {
         out.push_str(&style.heading("Warnings"));
         for w in &r.warnings {
@@ -185,6 +186,32 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         // Markdown renderers pass HTML through: user strings must not become markup.
         Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
     }
+}
+
+/// One line per phase and configuration against the first configuration, with the
+/// corrections applied (the noise threshold is `compare`'s default).
+fn render_answers(out: &mut String, r: &SuiteResult, style: Style) {
+    use crate::stats::compare::{DEFAULT_NOISE_PERCENT, compare, suite_columns};
+    let columns = suite_columns(r);
+    if columns.len() < 2 {
+        return;
+    }
+    let comparison = compare(std::slice::from_ref(r), &columns, 0, DEFAULT_NOISE_PERCENT);
+    let answers = comparison.answers();
+    if answers.is_empty() {
+        return;
+    }
+    out.push_str(&style.heading(&format!("Verdicts against {}", columns[0].config)));
+    for a in &answers {
+        out.push_str(&style.item(0, &super::compare::answer_line(&columns, &comparison, a)));
+    }
+    out.push_str(&style.item(
+        0,
+        &format!(
+            "{} Noise threshold {DEFAULT_NOISE_PERCENT}%; `fsbench compare` shows every figure.",
+            super::compare::corrections_text(&comparison)
+        ),
+    ));
 }
 
 /// The workload's own figures (extents, fsck after a phase, FFSB's per-operation figures), one
@@ -424,7 +451,7 @@ fn render_workload(
         }
     }
     out.push_str(&style.table(
-        "All figures (rates are means of per-run rates; CI from Student's t):",
+        "All figures (rates are means of per-run rates; 95% CI of the mean: log-normal (Cox) for positive figures, Student's t cut at 0 where a run measured 0):",
         &detail,
     ));
 

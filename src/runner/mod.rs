@@ -1,6 +1,7 @@
 //! The suite runner: runs × configurations × workloads, configurations interleaved and
 //! rotated round by round so drift hits all of them alike, each run on a fresh filesystem.
 
+mod auto;
 pub(crate) mod observer;
 pub mod phases;
 
@@ -217,6 +218,7 @@ pub(crate) fn run_suite(
         progress: options.progress.clone(),
     };
     let mut error = None;
+    let started = std::time::Instant::now();
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
             let index = (round as usize + position) % configs.len();
@@ -310,6 +312,14 @@ pub(crate) fn run_suite(
                     error = Some(e);
                     break 'rounds;
                 }
+            }
+        }
+        if let Some(auto) = &suite.auto_runs {
+            result.summarize();
+            let widest = result.widest_primary_ci_percent();
+            if let Some(stop) = auto::stop_after(auto, round + 1, widest, started.elapsed()) {
+                observer.diagnostic(&Diagnostic::AutoRunsStopped(&stop));
+                break;
             }
         }
     }

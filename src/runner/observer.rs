@@ -50,6 +50,8 @@ pub(crate) enum Diagnostic<'a> {
     FailedRunNotSaved(&'a anyhow::Error),
     /// How the suite ended could not be saved.
     SuiteEndNotSaved(&'a anyhow::Error),
+    /// `--runs auto` ended the rounds.
+    AutoRunsStopped(&'a super::auto::AutoStop),
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -75,6 +77,7 @@ impl fmt::Display for Diagnostic<'_> {
             Diagnostic::SuiteEndNotSaved(e) => {
                 write!(f, "cannot save how the suite ended: {e:#}")
             }
+            Diagnostic::AutoRunsStopped(stop) => write!(f, "{stop}"),
         }
     }
 }

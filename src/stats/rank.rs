@@ -1,0 +1,276 @@
+//! Ranking of configurations, one discipline per phase: its primary figure (the rate, or the
+//! time where there is none), so no phase counts twice. By default configurations are placed
+//! by significance: sorted by their geometric mean, a configuration shares the place of the
+//! best one it is not significantly different from (Holm-corrected pairwise tests within the
+//! discipline). The seed's equal-footing points (Linux Magazine, seed 002: by mean only)
+//! remain available. Either way place p of k earns k − p + 1 points, ties sharing the average
+//! of their places, and every place is shown so the totals can be checked by hand.
+
+use serde::Serialize;
+
+use crate::results::SuiteResult;
+use crate::stats::compare::{
+    ALPHA, Column, FigureKey, Role, figure_keys, phases_with_rate, role_of,
+};
+use crate::stats::correction::Correction;
+use crate::stats::difference::Difference;
+
+/// How places are given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placing {
+    /// Configurations not significantly different share a place.
+    Significance,
+    /// By mean alone, as the seed article did: ignores noise.
+    EqualFooting,
+}
+
+/// A significant difference within a discipline: `better` beats `worse`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Significant {
+    pub better: usize,
+    pub worse: usize,
+    pub p_adjusted: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Discipline {
+    #[serde(flatten)]
+    pub key: FigureKey,
+    /// Per column: (mean, place, points); `None` where the configuration has no such figure.
+    pub entries: Vec<Option<(f64, f64, f64)>>,
+    /// Every pair whose difference is significant after Holm's correction.
+    pub significant: Vec<Significant>,
+    /// Pairwise tests made (the size of the correction's family).
+    pub tests: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Ranking {
+    pub placing: Placing,
+    pub columns: Vec<Column>,
+    pub disciplines: Vec<Discipline>,
+    /// Total points per column.
+    pub totals: Vec<f64>,
+}
+
+/// Pairwise tests of the present columns, Holm-corrected: the significant pairs, and the
+/// number of tests.
+fn significant_pairs(
+    values: &[Option<&[f64]>],
+    higher_is_better: bool,
+) -> (Vec<Significant>, usize) {
+    let mut pairs = Vec::new();
+    for i in 0..values.len() {
+        for j in i + 1..values.len() {
+            if let (Some(a), Some(b)) = (values[i], values[j])
+                && let Some(d) = Difference::of(a, b)
+            {
+                pairs.push((i, j, d));
+            }
+        }
+    }
+    let p: Vec<f64> = pairs.iter().map(|(_, _, d)| d.p_value).collect();
+    let significant = pairs
+        .iter()
+        .zip(Correction::Holm.adjust(&p))
+        .filter(|(_, adjusted)| *adjusted < ALPHA)
+        .map(|((i, j, d), p_adjusted)| {
+            let i_higher = d.ratio > 1.0;
+            let (better, worse) = if i_higher == higher_is_better {
+                (*i, *j)
+            } else {
+                (*j, *i)
+            };
+            Significant {
+                better,
+                worse,
+                p_adjusted,
+            }
+        })
+        .collect();
+    (significant, pairs.len())
+}
+
+/// Each present column's group: by significance, a column joins the group of the best column
+/// it is not significantly worse than; by equal footing, only equal means share.
+fn groups(
+    order: &[usize],
+    means: &[Option<f64>],
+    significant: &[Significant],
+    placing: Placing,
+) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for &c in order {
+        let joins = groups.last().is_some_and(|g| {
+            let leader = g[0];
+            match placing {
+                Placing::Significance => !significant
+                    .iter()
+                    .any(|s| s.better == leader && s.worse == c),
+                Placing::EqualFooting => means[leader] == means[c],
+            }
+        });
+        match groups.last_mut() {
+            Some(g) if joins => g.push(c),
+            _ => groups.push(vec![c]),
+        }
+    }
+    groups
+}
+
+pub fn rank(suites: &[SuiteResult], columns: Vec<Column>, placing: Placing) -> Ranking {
+    let mut totals = vec![0.0; columns.len()];
+    let keys = figure_keys(suites, &columns);
+    let with_rate = phases_with_rate(&keys);
+    let disciplines = keys
+        .iter()
+        .filter(|k| {
+            let has_rate = with_rate.contains(&(k.workload.as_str(), k.phase.as_str()));
+            role_of(k, has_rate) == Role::Primary
+        })
+        .map(|key| {
+            let summaries: Vec<_> = columns.iter().map(|c| c.summary(suites, key)).collect();
+            let means: Vec<Option<f64>> = summaries.iter().map(|s| s.map(|s| s.mean)).collect();
+            let values: Vec<Option<&[f64]>> = summaries
+                .iter()
+                .map(|s| s.map(|s| s.values.as_slice()))
+                .collect();
+            let (significant, tests) = significant_pairs(&values, key.higher_is_better);
+            let mut order: Vec<usize> =
+                (0..columns.len()).filter(|&i| means[i].is_some()).collect();
+            order.sort_by(|&a, &b| {
+                let (a, b) = (means[a].unwrap_or(0.0), means[b].unwrap_or(0.0));
+                if key.higher_is_better {
+                    b.total_cmp(&a)
+                } else {
+                    a.total_cmp(&b)
+                }
+            });
+            let k = order.len() as f64;
+            let mut entries = vec![None; columns.len()];
+            let mut before = 0.0;
+            for group in groups(&order, &means, &significant, placing) {
+                let size = group.len() as f64;
+                // A group shares the average of the places it spans.
+                let place = before + (size + 1.0) / 2.0;
+                for c in group {
+                    let points = k - place + 1.0;
+                    totals[c] += points;
+                    entries[c] = Some((means[c].unwrap_or(0.0), place, points));
+                }
+                before += size;
+            }
+            Discipline {
+                key: key.clone(),
+                entries,
+                significant,
+                tests,
+            }
+        })
+        .collect();
+    Ranking {
+        placing,
+        columns,
+        disciplines,
+        totals,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::MetricSummary;
+    use crate::stats::Summary;
+
+    #[test]
+    fn points_by_place_with_ties() {
+        let mut s = SuiteResult::for_tests();
+        s.id = Some(7);
+        let fig = |config: &str, phase: &str, metric: &str, hib: bool, v: f64| MetricSummary {
+            config: config.into(),
+            workload: "w".into(),
+            phase: phase.into(),
+            metric: metric.into(),
+            dims: Vec::new(),
+            unit: "u".into(),
+            higher_is_better: hib,
+            summary: Summary::of(&[v]).unwrap(),
+        };
+        s.summaries = vec![
+            fig("a", "p1", "rate", true, 30.0),
+            fig("b", "p1", "rate", true, 20.0),
+            fig("c", "p1", "rate", true, 10.0),
+            fig("a", "p2", "rate", true, 5.0),
+            fig("b", "p2", "rate", true, 5.0),
+            fig("c", "p2", "rate", true, 9.0),
+            fig("a", "p2", "time", false, 1.0),
+        ];
+        let cols = ["a", "b", "c"]
+            .map(|c| Column {
+                suite_id: 7,
+                config: c.into(),
+            })
+            .to_vec();
+        let r = rank(&[s], cols, Placing::EqualFooting);
+        assert_eq!(r.disciplines.len(), 2, "time is not a discipline");
+        // p1: a 3, b 2, c 1. p2: c 3, a and b tie for places 2-3: 1.5 each.
+        assert_eq!(r.totals, [4.5, 3.5, 4.0]);
+        assert_eq!(r.disciplines[1].entries[0], Some((5.0, 2.5, 1.5)));
+        let text = crate::report::rank::render(&r);
+        assert!(text.contains("1. #7 a — 4.5 points"), "{text}");
+    }
+
+    #[test]
+    fn configurations_not_significantly_apart_share_a_place() {
+        let mut s = SuiteResult::for_tests();
+        s.id = Some(3);
+        let fig = |config: &str, values: &[f64]| MetricSummary {
+            config: config.into(),
+            workload: "w".into(),
+            phase: "p".into(),
+            metric: "rate".into(),
+            dims: Vec::new(),
+            unit: "u".into(),
+            higher_is_better: true,
+            summary: Summary::of(values).unwrap(),
+        };
+        s.summaries = vec![
+            fig("a", &[100.0, 104.0, 97.0, 102.0, 99.0]),
+            fig("b", &[101.0, 98.0, 103.0, 100.0, 97.5]),
+            fig("c", &[60.0, 61.0, 59.5, 60.5, 62.0]),
+        ];
+        let cols = ["a", "b", "c"]
+            .map(|c| Column {
+                suite_id: 3,
+                config: c.into(),
+            })
+            .to_vec();
+        let r = rank(
+            std::slice::from_ref(&s),
+            cols.clone(),
+            Placing::Significance,
+        );
+        let places: Vec<f64> = r.disciplines[0]
+            .entries
+            .iter()
+            .map(|e| e.unwrap().1)
+            .collect();
+        assert_eq!(places, [1.5, 1.5, 3.0]);
+        assert_eq!(r.disciplines[0].tests, 3);
+        let pairs: Vec<(usize, usize)> = r.disciplines[0]
+            .significant
+            .iter()
+            .map(|p| (p.better, p.worse))
+            .collect();
+        assert_eq!(pairs, [(0, 2), (1, 2)]);
+        // Equal footing places a and b apart by their means alone.
+        let r = rank(&[s], cols, Placing::EqualFooting);
+        let places: Vec<f64> = r.disciplines[0]
+            .entries
+            .iter()
+            .map(|e| e.unwrap().1)
+            .collect();
+        assert_eq!(places, [1.0, 2.0, 3.0]);
+    }
+}
