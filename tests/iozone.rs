@@ -293,3 +293,131 @@ fn every_threads_file_is_removed_after_its_cell() {
         ]
     );
 }
+
+/// One report's cells: (file KiB, record KiB) → KiB/s.
+type Cells = std::collections::BTreeMap<(u64, u64), u64>;
+
+/// IOzone's Excel section parsed strictly, as a script written against IOzone 3.489's real
+/// output would: `Excel output is below:`, then per test a blank line, the quoted title, a
+/// header of six spaces and `  "<KiB>"` per record size, and rows `"<KiB>"  ` followed by
+/// ` <KiB/s> ` per cell. Any other line fails the parse. {title: {(file KiB, record KiB): KiB/s}}.
+fn parse_iozone_excel(text: &str) -> Vec<(String, Cells)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == "Excel output is below:")
+        .expect("Excel section");
+    assert_eq!(lines[start - 1], "iozone test complete.");
+    let mut reports = Vec::new();
+    let mut i = start + 1;
+    while i + 2 < lines.len() && lines[i].is_empty() && lines[i + 1].starts_with('"') {
+        let title = lines[i + 1]
+            .strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .unwrap();
+        let header = lines[i + 2]
+            .strip_prefix("      ")
+            .expect("six spaces before the records");
+        let records: Vec<u64> = header
+            .split("  \"")
+            .skip(1)
+            .map(|r| r.strip_suffix('"').unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(
+            header,
+            records
+                .iter()
+                .map(|r| format!("  \"{r}\""))
+                .collect::<String>()
+        );
+        let mut cells = std::collections::BTreeMap::new();
+        i += 3;
+        while i < lines.len() && lines[i].starts_with('"') {
+            let (size, values) = lines[i][1..].split_once("\"  ").expect("`\"<KiB>\"  `");
+            let size: u64 = size.parse().unwrap();
+            let values: Vec<u64> = values
+                .split_terminator(' ')
+                .filter(|v| !v.is_empty())
+                .map(|v| v.parse().unwrap())
+                .collect();
+            let rebuilt: String = values.iter().map(|v| format!(" {v} ")).collect();
+            assert_eq!(
+                lines[i][1..].split_once("\"  ").unwrap().1,
+                rebuilt,
+                "{}",
+                lines[i]
+            );
+            for (record, v) in records.iter().zip(values) {
+                cells.insert((size, *record), v);
+            }
+            i += 1;
+        }
+        reports.push((title.to_string(), cells));
+    }
+    reports
+}
+
+#[test]
+fn the_iozone_export_reads_like_iozone_s_own_output() {
+    // The parser first reads IOzone 3.489's real output (`iozone -a -n 64k -g 128k -i 0 -i 1
+    // -R`): 64 KiB files have five records, 128 KiB files six.
+    let real = parse_iozone_excel(include_str!("fixtures/iozone_3.489_excel.txt"));
+    let titles: Vec<&str> = real.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "Writer report",
+            "Re-writer report",
+            "Reader report",
+            "Re-Reader report"
+        ]
+    );
+    assert_eq!(real[0].1.len(), 5 + 6);
+    assert!(real[0].1.contains_key(&(128, 128)));
+
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--runs",
+            "1",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .args([
+            "-w",
+            "iozone:sizes=64k+128k,records=4k+8k+16k+32k+64k+128k,tests=0+1",
+        ]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = json(&out)["id"].as_i64().unwrap().to_string();
+    let export = text(
+        &run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["export", &id, "--format", "iozone"]))
+        .stdout,
+    );
+    let ours = parse_iozone_excel(&export);
+    let titles: Vec<&str> = ours.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "Writer report",
+            "Re-writer report",
+            "Reader report",
+            "Re-Reader report"
+        ]
+    );
+    for ((_, theirs), (title, mine)) in real.iter().zip(&ours) {
+        let (a, b): (Vec<_>, Vec<_>) = (theirs.keys().collect(), mine.keys().collect());
+        assert_eq!(a, b, "{title}: the same cells");
+        assert!(mine.values().all(|v| *v > 0), "{title}");
+    }
+}
