@@ -476,6 +476,13 @@ pub fn errno_name(errno: i32) -> String {
         .unwrap_or_else(|| format!("errno {errno}"))
 }
 
+/// Caches synced and dropped between phases (root only). Returns whether they were dropped.
+pub fn sync_and_drop_caches(dir: impl std::os::fd::AsFd) -> bool {
+    let _ = rustix::fs::syncfs(&dir);
+    rustix::fs::sync();
+    crate::tools::is_root() && std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

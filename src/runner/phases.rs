@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::FsbenchError;
+use crate::measure::sync_and_drop_caches;
 use crate::measure::{PhaseRecorder, Progress};
 use crate::progress::PhaseProgress;
 use crate::results::PhaseRecord;
 use crate::runner::observer::{Observer, PhaseStart};
-use crate::testbed::sync_and_drop_caches;
 use crate::workload::Workload;
 
 /// How phases are run.

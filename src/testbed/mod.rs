@@ -321,13 +321,6 @@ fn attach_loop(file: &Path) -> anyhow::Result<PathBuf> {
         .context("losetup did not name the loop device")
 }
 
-/// Caches synced and dropped between phases (root only). Returns whether they were dropped.
-pub fn sync_and_drop_caches(dir: impl std::os::fd::AsFd) -> bool {
-    let _ = rustix::fs::syncfs(&dir);
-    rustix::fs::sync();
-    tools::is_root() && std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok()
-}
-
 /// The result of a read-only fsck.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FsckOutcome {

@@ -217,7 +217,7 @@ impl Iozone {
         let io = io_of(test);
         let writes = matches!(io, Io::Write | Io::PWrite(_) | Io::StdioWrite);
         let caches_dropped =
-            !writes && self.params.drop_caches && crate::testbed::sync_and_drop_caches(dir);
+            !writes && self.params.drop_caches && crate::measure::sync_and_drop_caches(dir);
         let threads = self.params.threads as usize;
         let barrier = Barrier::new(threads);
         let cpu = CpuTimes::now();
