@@ -30,6 +30,9 @@ use worker::{FileTable, RunTotals};
 mod params;
 pub use params::*;
 
+mod parts;
+pub use parts::*;
+
 const SETUP_PHASE: PhaseInfo = PhaseInfo::fixed("setup", "Create file set", "files", true);
 const REMOVE_PHASE: PhaseInfo = PhaseInfo::fixed("remove", "Remove (rm -rf)", "entries", false);
 pub const PHASES: &[PhaseInfo] = &[
