@@ -88,3 +88,12 @@ fn parses_settings() {
             .is_err()
     );
 }
+
+#[test]
+fn times_are_iozone_s_less_its_timer_resolution() {
+    // IOzone: 5 µs measured is 4 µs; anything under 2 µs is its resolution, 1 µs.
+    assert!((iozone_time(5e-6) - 4e-6).abs() < 1e-15);
+    assert_eq!(iozone_time(1.5e-6), 1e-6);
+    assert_eq!(iozone_time(0.0), 1e-6);
+    assert!((iozone_time(2.0) - 1.999_999).abs() < 1e-12);
+}
