@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    fsbench::cli::main()
+    fsbench::main()
 }

@@ -200,7 +200,7 @@ fn presets_counts_hold_on_a_created_tree() {
         "quick-shallow",
         "quick-deep",
     ] {
-        let p = TreeParams::preset(preset).unwrap();
+        let p = TreeParams::parse(preset).unwrap();
         // The medium presets write 12-16 GB; their shape is checked with empty files and
         // their data volume by the formula fdtree uses (KiB = 4 × files × blocks).
         let size = if p.size > 1 { 0 } else { p.size };

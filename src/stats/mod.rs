@@ -5,8 +5,8 @@
 pub mod compare;
 pub mod correction;
 pub mod difference;
-pub mod rank;
-pub mod summary;
+pub(crate) mod rank;
+pub(crate) mod summary;
 pub mod trend;
 
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! Where a suite runs and the fresh-filesystem lifecycle of every run:
 //! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
 
-pub mod device;
+pub(crate) mod device;
 pub mod mounts;
 pub mod scratch;
 

@@ -218,13 +218,10 @@ fn build(p: &Parsed) -> anyhow::Result<AllocParams> {
 }
 
 impl AllocParams {
-    pub fn preset(name: &str) -> anyhow::Result<AllocParams> {
-        build(&KIND.parse_cli(&format!("preset={name}"))?)
-    }
-
     /// Parses the part after `alloc:`: a preset and `size=`, `methods=A+B`, `chunks=4k+8k`
     /// (replaces the chunk methods), `fresh=file|fs`, `durable=fsync|unmount`.
-    pub fn parse(args: &str) -> anyhow::Result<AllocParams> {
+    #[cfg(test)]
+    pub(crate) fn parse(args: &str) -> anyhow::Result<AllocParams> {
         build(&KIND.parse_cli(args)?)
     }
 

@@ -117,12 +117,9 @@ fn build(p: &Parsed) -> anyhow::Result<AtomicParams> {
 }
 
 impl AtomicParams {
-    pub fn preset(name: &str) -> anyhow::Result<AtomicParams> {
-        build(&KIND.parse_cli(&format!("preset={name}"))?)
-    }
-
     /// Parses the part after `atomic:`: a preset and/or `count=N,dd-count=N,dd-blocks=N,dd-bs=SIZE`.
-    pub fn parse(args: &str) -> anyhow::Result<AtomicParams> {
+    #[cfg(test)]
+    pub(crate) fn parse(args: &str) -> anyhow::Result<AtomicParams> {
         build(&KIND.parse_cli(args)?)
     }
 

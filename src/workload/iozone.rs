@@ -52,9 +52,6 @@ pub const TESTS: &[(&str, u8, &str)] = &[
     ("repread", 10, "Re-Pread report"),
 ];
 
-/// Groups run by default: everything but buffered stdio (`stdio` adds 6 and 7).
-const DEFAULT_GROUPS: [u8; 8] = [0, 1, 2, 3, 4, 5, 9, 10];
-
 /// IOzone's stride: read a record, skip 17.
 const STRIDE: u64 = 17;
 

@@ -38,9 +38,9 @@ macro_rules! workload_params {
     };
 }
 
-pub mod alloc;
+pub(crate) mod alloc;
 pub mod archive;
-pub mod atomic;
+pub(crate) mod atomic;
 pub mod ffsb;
 pub mod iozone;
 pub(crate) mod options;

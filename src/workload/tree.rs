@@ -247,10 +247,6 @@ impl TreeParams {
         self
     }
 
-    pub fn preset(name: &str) -> anyhow::Result<TreeParams> {
-        build(&KIND.parse_cli(&format!("preset={name}"))?)
-    }
-
     /// Parses the part after `tree:`: a preset and/or `dirs=N,files=N,size=N,levels=N`
     /// (fdtree's letters d, f, s, l work too; unnamed values come from the preset, by default
     /// `quick-shallow`).

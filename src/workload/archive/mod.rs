@@ -2,8 +2,8 @@
 //! millions of hard links to them — and `rm -rf` the result. The archive is generated on the
 //! fly (no multi-GB tar on disk) or read from a user's tar file (plain, gzip or zstd).
 
-pub mod extract;
-pub mod generate;
+pub(crate) mod extract;
+pub(crate) mod generate;
 pub mod tarfile;
 
 use std::io::{BufReader, Read};
@@ -285,10 +285,6 @@ pub struct ArchiveParams {
 const TARGET: &str = "archive";
 
 impl ArchiveParams {
-    pub fn preset(name: &str) -> anyhow::Result<ArchiveParams> {
-        build(&KIND.parse_cli(&format!("preset={name}"))?)
-    }
-
     /// Parses the part after `archive:`: a preset, `file=PATH`, and/or `KEY=N` settings:
     /// pool, hosts, backups, files, per-dir, empty (‰), regular (‰), popular, min-size,
     /// max-size, seed, order (directory, pool-first, backups-first).

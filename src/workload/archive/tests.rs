@@ -31,7 +31,7 @@ fn parses_presets_settings_and_files() {
 
 #[test]
 fn seed_proportions() {
-    let p = ArchiveParams::preset("seed-10pct").unwrap();
+    let p = ArchiveParams::parse("seed-10pct").unwrap();
     let Source::Generated { shape, .. } = &p.source else {
         panic!()
     };

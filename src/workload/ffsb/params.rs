@@ -130,7 +130,8 @@ impl FfsbParams {
 
     /// Parses the part after `ffsb:`: `large-write` with `size=`, `threads=`, `block=`, or
     /// `profile=PATH` (an FFSB profile file).
-    pub fn parse(args: &str) -> anyhow::Result<FfsbParams> {
+    #[cfg(test)]
+    pub(crate) fn parse(args: &str) -> anyhow::Result<FfsbParams> {
         build(&KIND.parse_cli(args)?)
     }
 

@@ -169,32 +169,12 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IozoneParams> {
 }
 
 impl IozoneParams {
-    /// IOzone's auto mode up to `max_file`: files 64 KiB doubling, records 4 KiB to 16 MiB.
-    pub fn auto(max_file: u64) -> IozoneParams {
-        IozoneParams {
-            preset: Some("auto".into()),
-            file_sizes: doubling(64 << 10, max_file),
-            record_sizes: doubling(4 << 10, 16 << 20),
-            all_records: false,
-            groups: DEFAULT_GROUPS.to_vec(),
-            direct: false,
-            sync: false,
-            fsync: false,
-            close: false,
-            threads: 1,
-            drop_caches: true,
-        }
-    }
-
-    pub fn preset(name: &str) -> anyhow::Result<IozoneParams> {
-        build(&KIND.parse_cli(&format!("preset={name}"))?)
-    }
-
     /// Parses the part after `iozone:`: a preset and settings; lists use `+`:
     /// `sizes=64k+1m`, `records=4k+64k`, `max=SIZE` (auto mode's largest file), `tests=0+1+2`,
     /// `threads=N`, and flags `direct`, `sync`, `fsync`, `close`, `stdio`, `all-records`,
     /// `no-drop`.
-    pub fn parse(args: &str) -> anyhow::Result<IozoneParams> {
+    #[cfg(test)]
+    pub(crate) fn parse(args: &str) -> anyhow::Result<IozoneParams> {
         build(&KIND.parse_cli(args)?)
     }
 

@@ -42,7 +42,7 @@ fn thread_files_are_zero_padded() {
 
 #[test]
 fn auto_mode_cells_follow_iozone() {
-    let p = IozoneParams::auto(512 << 20);
+    let p = IozoneParams::parse("auto").unwrap();
     let cells = p.cells();
     assert_eq!(p.file_sizes.first(), Some(&(64 << 10)));
     assert_eq!(p.file_sizes.last(), Some(&(512 << 20)));

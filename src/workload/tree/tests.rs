@@ -11,7 +11,7 @@ fn article_preset_totals() {
         ("medium-deep", 2_047, 4_094, 16_376_000),
     ];
     for (name, dirs, files, kib) in cases {
-        let p = TreeParams::preset(name).unwrap();
+        let p = TreeParams::parse(name).unwrap();
         assert_eq!(
             (p.total_dirs(), p.total_files(), p.total_kib()),
             (dirs, files, kib),
