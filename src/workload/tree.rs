@@ -444,21 +444,15 @@ impl Workload for Tree {
                 let base = self.open_base(dir, rec)?;
                 self.create_dirs(base.as_fd(), levels, rec)
             }
-            FILE_CREATE => {
+            kind @ (FILE_CREATE | FILE_STAT | FILE_READ | FILE_REMOVE) => {
+                let step = match kind {
+                    FILE_CREATE => FileStep::Create,
+                    FILE_STAT => FileStep::Stat,
+                    FILE_READ => FileStep::Read,
+                    _ => FileStep::Remove,
+                };
                 let base = self.open_base(dir, rec)?;
-                self.create_files(base.as_fd(), levels, rec)
-            }
-            FILE_STAT => {
-                let base = self.open_base(dir, rec)?;
-                self.stat_files(base.as_fd(), levels, rec)
-            }
-            FILE_READ => {
-                let base = self.open_base(dir, rec)?;
-                self.read_files(base.as_fd(), levels, rec)
-            }
-            FILE_REMOVE => {
-                let base = self.open_base(dir, rec)?;
-                self.remove_files(base.as_fd(), levels, rec)
+                self.walk_files(base.as_fd(), levels, rec, step)
             }
             DIR_REMOVE => {
                 let base = self.open_base(dir, rec)?;
@@ -476,6 +470,7 @@ impl Workload for Tree {
 }
 
 mod walk;
+use walk::FileStep;
 
 #[cfg(test)]
 mod tests;

@@ -43,6 +43,20 @@ const CREATE_FLAGS: OFlags = OFlags::WRONLY
     .union(OFlags::TRUNC)
     .union(OFlags::CLOEXEC);
 
+/// What a phase does in one directory (at a level), recursing as it needs.
+type Visit<'a> =
+    dyn FnMut(&mut Tree, BorrowedFd<'_>, u32, &mut PhaseRecorder) -> Result<(), FsbenchError> + 'a;
+
+/// What a file phase does to each file.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum FileStep {
+    Create,
+    /// mdtest -T: a stat by name relative to the file's directory.
+    Stat,
+    Read,
+    Remove,
+}
+
 impl Tree {
     fn open_dir(
         rec: &mut PhaseRecorder,
@@ -59,7 +73,7 @@ impl Tree {
         dir: BorrowedFd<'_>,
         level: u32,
         rec: &mut PhaseRecorder,
-        visit: fn(&mut Tree, BorrowedFd<'_>, u32, &mut PhaseRecorder) -> Result<(), FsbenchError>,
+        visit: &mut Visit<'_>,
     ) -> Result<(), FsbenchError> {
         let mut name = Name::new();
         for nd in (1..=self.params.dirs).rev() {
@@ -88,38 +102,64 @@ impl Tree {
                 rec.unit_done(0)?;
             }
         }
-        self.for_each_subdir(dir, level, rec, Tree::create_dirs)
+        self.for_each_subdir(dir, level, rec, &mut Tree::create_dirs)
     }
 
-    pub(super) fn create_files(
+    /// A file phase: `step` on each file of `dir` (`L<level>F<n>`, n counting down), then
+    /// the same in each subdirectory, as fdtree visits files.
+    pub(super) fn walk_files(
         &mut self,
         dir: BorrowedFd<'_>,
         level: u32,
         rec: &mut PhaseRecorder,
+        step: FileStep,
     ) -> Result<(), FsbenchError> {
         let mut name = Name::new();
         for nf in (1..=self.params.files).rev() {
-            let created = rustix::fs::openat(
-                dir,
-                name.of(level, b'F', nf),
-                CREATE_FLAGS,
-                Mode::from(0o644),
-            );
-            let Some(file) = rec.record(OpKind::Create, created)? else {
-                continue;
-            };
-            let mut written = 0u64;
-            for _ in 0..self.params.size {
-                written += self.write_block(&file, rec)?;
+            let file = name.of(level, b'F', nf);
+            match step {
+                FileStep::Create => self.create_file(dir, file, rec)?,
+                FileStep::Read => self.read_file(dir, file, rec)?,
+                FileStep::Stat => {
+                    let stat = rustix::fs::statat(dir, file, AtFlags::empty());
+                    if rec.record(OpKind::Stat, stat)?.is_some() {
+                        rec.unit_done(0)?;
+                    }
+                }
+                FileStep::Remove => {
+                    let removed = rustix::fs::unlinkat(dir, file, AtFlags::empty());
+                    if rec.record(OpKind::Unlink, removed)?.is_some() {
+                        rec.unit_done(0)?;
+                    }
+                }
             }
-            drop(file);
-            rec.record(OpKind::Close, Ok(()))?;
-            rec.unit_done(written)?;
         }
         if level > 0 {
-            self.for_each_subdir(dir, level, rec, Tree::create_files)?;
+            self.for_each_subdir(dir, level, rec, &mut |tree, child, level, rec| {
+                tree.walk_files(child, level, rec, step)
+            })?;
         }
         Ok(())
+    }
+
+    /// Creates a file and writes its `size` blocks, as fdtree's dd does.
+    fn create_file(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        name: &CStr,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let created = rustix::fs::openat(dir, name, CREATE_FLAGS, Mode::from(0o644));
+        let Some(file) = rec.record(OpKind::Create, created)? else {
+            return Ok(());
+        };
+        let mut written = 0u64;
+        for _ in 0..self.params.size {
+            written += self.write_block(&file, rec)?;
+        }
+        drop(file);
+        rec.record(OpKind::Close, Ok(()))?;
+        rec.unit_done(written)
     }
 
     /// Writes one 4 KiB block as dd does, finishing short writes; returns bytes written.
@@ -135,77 +175,30 @@ impl Tree {
         Ok(done as u64)
     }
 
-    /// mdtest -T: a stat of every file, by name relative to its directory.
-    pub(super) fn stat_files(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        level: u32,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        let mut name = Name::new();
-        for nf in (1..=self.params.files).rev() {
-            let stat = rustix::fs::statat(dir, name.of(level, b'F', nf), AtFlags::empty());
-            if rec.record(OpKind::Stat, stat)?.is_some() {
-                rec.unit_done(0)?;
-            }
-        }
-        if level > 0 {
-            self.for_each_subdir(dir, level, rec, Tree::stat_files)?;
-        }
-        Ok(())
-    }
-
     /// mdtest -E: open, read the file's `size` blocks in 4 KiB calls, close.
-    pub(super) fn read_files(
+    fn read_file(
         &mut self,
         dir: BorrowedFd<'_>,
-        level: u32,
+        name: &CStr,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
-        let mut name = Name::new();
-        for nf in (1..=self.params.files).rev() {
-            let opened =
-                rustix::fs::openat(dir, name.of(level, b'F', nf), READ_FLAGS, Mode::empty());
-            let Some(file) = rec.record(OpKind::OpenFile, opened)? else {
-                continue;
-            };
-            // The size written, in 4 KiB calls, as mdtest reads its `-e` bytes: no call to
-            // find the end (and none for empty files, which mdtest only opens and closes).
-            let mut read = 0u64;
-            let want = u64::from(self.params.size) * BLOCK as u64;
-            while read < want {
-                match rec.record(OpKind::Read, rustix::io::read(&file, &mut self.block))? {
-                    Some(0) | None => break,
-                    Some(n) => read += n as u64,
-                }
-            }
-            drop(file);
-            rec.record(OpKind::Close, Ok(()))?;
-            rec.unit_done(read)?;
-        }
-        if level > 0 {
-            self.for_each_subdir(dir, level, rec, Tree::read_files)?;
-        }
-        Ok(())
-    }
-
-    pub(super) fn remove_files(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        level: u32,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        let mut name = Name::new();
-        for nf in (1..=self.params.files).rev() {
-            let removed = rustix::fs::unlinkat(dir, name.of(level, b'F', nf), AtFlags::empty());
-            if rec.record(OpKind::Unlink, removed)?.is_some() {
-                rec.unit_done(0)?;
+        let opened = rustix::fs::openat(dir, name, READ_FLAGS, Mode::empty());
+        let Some(file) = rec.record(OpKind::OpenFile, opened)? else {
+            return Ok(());
+        };
+        // The size written, in 4 KiB calls, as mdtest reads its `-e` bytes: no call to find
+        // the end (and none for empty files, which mdtest only opens and closes).
+        let mut read = 0u64;
+        let want = u64::from(self.params.size) * BLOCK as u64;
+        while read < want {
+            match rec.record(OpKind::Read, rustix::io::read(&file, &mut self.block))? {
+                Some(0) | None => break,
+                Some(n) => read += n as u64,
             }
         }
-        if level > 0 {
-            self.for_each_subdir(dir, level, rec, Tree::remove_files)?;
-        }
-        Ok(())
+        drop(file);
+        rec.record(OpKind::Close, Ok(()))?;
+        rec.unit_done(read)
     }
 
     pub(super) fn remove_dirs(
@@ -215,7 +208,7 @@ impl Tree {
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
         if level > 1 {
-            self.for_each_subdir(dir, level, rec, Tree::remove_dirs)?;
+            self.for_each_subdir(dir, level, rec, &mut Tree::remove_dirs)?;
         }
         if level > 0 {
             let mut name = Name::new();
