@@ -9,6 +9,7 @@ use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
+use crate::testbed::loopdev::LoopInfo;
 
 /// Version of the JSON document; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -119,6 +120,9 @@ pub struct RunRecord {
     /// made is not the whole tree (as btrfs "fails the test" on hard links in seed 003).
     #[serde(default)]
     pub incomplete: Option<String>,
+    /// The run's loop device as sysfs showed it while mounted (direct I/O or buffered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_device: Option<LoopInfo>,
 }
 
 impl RunRecord {
@@ -183,6 +187,8 @@ pub enum WarningKind {
     CachesNotDropped,
     IncompleteTree,
     FsckFailed,
+    /// Loop devices buffered in the host's page cache: figures partly the host's memory.
+    LoopBuffered,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -430,6 +436,7 @@ impl SuiteResult {
                 ),
             });
         }
+        warnings.extend(self.loop_warning());
         for r in &self.runs {
             if let Some(what) = &r.incomplete {
                 warnings.push(Warning {
@@ -457,5 +464,40 @@ impl SuiteResult {
             }
         }
         self.warnings = warnings;
+    }
+
+    /// What the runs' loop devices did, read back from sysfs (`None` without loop devices).
+    pub fn loop_summary(&self) -> Option<String> {
+        crate::testbed::loopdev::describe_runs(
+            self.runs.iter().filter_map(|r| r.loop_device.as_ref()),
+        )
+    }
+
+    /// Said when any run's loop device was buffered: asked for (`loop_cache`) or a fallback.
+    fn loop_warning(&self) -> Option<Warning> {
+        let loops: Vec<&LoopInfo> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.loop_device.as_ref())
+            .collect();
+        let buffered: Vec<&&LoopInfo> = loops.iter().filter(|l| !l.direct_io).collect();
+        if buffered.is_empty() {
+            return None;
+        }
+        let why = match buffered.iter().find_map(|l| l.fallback.as_deref()) {
+            Some(reason) => format!("direct I/O was asked for, but {reason}"),
+            None => "buffered loops were asked for (--loop-cache / loop_cache = true)".to_string(),
+        };
+        Some(Warning {
+            kind: WarningKind::LoopBuffered,
+            config: None,
+            workload: None,
+            phase: None,
+            message: format!(
+                "{} of {} run(s) had a BUFFERED loop device (sysfs loop/dio = 0): {why}; their figures are partly the host's page cache, not the disk",
+                buffered.len(),
+                loops.len()
+            ),
+        })
     }
 }

@@ -143,6 +143,8 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN workload_key INTEGER;
     UPDATE runs SET config_key = (SELECT position FROM configurations c
         WHERE c.suite_id = runs.suite_id AND c.label = runs.config);",
+    // 8: each run's loop device as read back while mounted (direct I/O or buffered, and why).
+    "ALTER TABLE runs ADD COLUMN loop_device TEXT;",
 ];
 
 /// The schema version this fsbench writes.
@@ -409,8 +411,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
              mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-             config_key, workload_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+             config_key, workload_key, loop_device)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
         params![
             suite_id,
             run.run,
@@ -430,6 +432,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.incomplete,
             run.config_key.0,
             run.workload_key.0,
+            run.loop_device.as_ref().map(to_json),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

@@ -423,6 +423,7 @@ fn a_panic_unmounts_and_detaches() {
         let spec = TargetSpec::Image {
             dir: path.clone(),
             size: Some(256 << 20),
+            loop_cache: false,
         };
         let mut target = Target::open(&spec, SpaceNeed::default(), &[FsType::Ext4]).unwrap();
         let config = FsConfig::new(FsType::Ext4, Vec::new(), String::new(), None);

@@ -94,7 +94,8 @@ fn suite_section(s: &SuiteResult, columns: &[Column]) -> Markup {
                     br; "device " (d.name) @if let Some(m) = &d.model { " " (m) } ", " (format_bytes(d.size_bytes))
                     @if let Some(r) = d.rotational { (if r { ", rotational" } else { ", non-rotational" }) }
                     @if let Some(sch) = &d.scheduler { ", scheduler " (sch) }
-                } } }
+                }
+                @if let Some(loops) = s.loop_summary() { br; (loops) } } }
             tr { th { "Caches dropped between phases" } td { (if s.suite.drop_caches { "yes (when root)" } else { "no" }) } }
         }
         table {

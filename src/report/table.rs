@@ -131,6 +131,9 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         0,
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
+    if let Some(loops) = r.loop_summary() {
+        out.push_str(&style.item(1, &loops));
+    }
     out.push_str(&style.item(0, "Configurations:"));
     for c in &r.configurations {
         out.push_str(&style.item(1, &c.config.label));

@@ -83,9 +83,10 @@ fn describe_target(target: &Target) -> TargetInfo {
     match target.spec() {
         TargetSpec::Image { dir, .. } => TargetInfo {
             description: format!(
-                "fresh sparse loop image of {} per run in {}",
+                "fresh sparse loop image of {} per run in {}, {}",
                 format_bytes(target.image_size()),
-                dir.display()
+                dir.display(),
+                loop_mode(target.spec())
             ),
             image_size: Some(target.image_size()),
             device: device::block_info_of_path(dir),
@@ -101,9 +102,14 @@ fn describe_target(target: &Target) -> TargetInfo {
             });
             TargetInfo {
                 description: format!(
-                    "{} ({}), re-made for every run",
+                    "{} ({}), re-made for every run{}",
                     path.display(),
-                    format_bytes(target.image_size())
+                    format_bytes(target.image_size()),
+                    if path.metadata().is_ok_and(|m| m.is_file()) {
+                        format!(", {}", loop_mode(target.spec()))
+                    } else {
+                        String::new()
+                    }
                 ),
                 image_size: Some(target.image_size()),
                 device: info,
@@ -117,6 +123,15 @@ fn describe_target(target: &Target) -> TargetInfo {
             image_size: None,
             device: device::block_info_of_path(path),
         },
+    }
+}
+
+/// How the target's loop devices are asked to cache (what they did is recorded per run).
+fn loop_mode(spec: &TargetSpec) -> &'static str {
+    if spec.loop_direct_io() {
+        "loop devices asked for direct I/O"
+    } else {
+        "loop devices BUFFERED in the host page cache (loop_cache asked for)"
     }
 }
 
@@ -244,6 +259,7 @@ pub(crate) fn run_suite(
                     unmount_secs: None,
                     fsck: None,
                     incomplete: None,
+                    loop_device: None,
                 };
                 let label = format!(
                     "[{}/{}] {} {}",
@@ -346,6 +362,7 @@ fn run_once(
     record.mkfs_secs = fresh.mkfs_secs;
     record.mount_options = fresh.mount_options.clone();
     record.source = fresh.source.clone();
+    record.loop_device = fresh.loop_info.clone();
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
     let phase_count = workload.phases().len();

@@ -108,7 +108,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
                     mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-                    config_key, workload_key
+                    config_key, workload_key, loop_device
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -124,6 +124,7 @@ impl Store {
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(6)?,
                 (r.get::<_, Option<u32>>(16)?, r.get::<_, Option<u32>>(17)?),
+                r.get::<_, Option<String>>(18)?,
                 RunRecord {
                     run: r.get(1)?,
                     position: r.get(2)?,
@@ -141,13 +142,17 @@ impl Store {
                     unmount_secs: r.get(11)?,
                     fsck,
                     incomplete: r.get(15)?,
+                    loop_device: None,
                 },
             ))
         })?;
         let mut runs = Vec::new();
         for row in rows {
-            let (run_id, status, (config_key, workload_key), mut run) = row?;
+            let (run_id, status, (config_key, workload_key), loop_device, mut run) = row?;
             run.status = parse_status(&status)?;
+            run.loop_device = loop_device
+                .map(|text| from_json(&text, "loop device"))
+                .transpose()?;
             // Runs written before keys were stored are found by their labels, once.
             let config_key = config_key.or_else(|| {
                 let place = configurations
