@@ -10,6 +10,7 @@ use crate::sysinfo::SystemInfo;
 use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
 use crate::testbed::loopdev::LoopInfo;
+use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 
 /// Version of the JSON document; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -44,6 +45,9 @@ pub struct SuiteResult {
     pub runs: Vec<RunRecord>,
     pub summaries: Vec<MetricSummary>,
     pub warnings: Vec<Warning>,
+    /// The storage stack under the suite, its hash and the load average at start and end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<SuiteTestbed>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -123,6 +127,10 @@ pub struct RunRecord {
     /// The run's loop device as sysfs showed it while mounted (direct I/O or buffered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_device: Option<LoopInfo>,
+    /// The stack as this run saw it (its hash, what changed since the suite started) and the
+    /// load average around it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<RunTestbed>,
 }
 
 impl RunRecord {
@@ -187,6 +195,8 @@ pub enum WarningKind {
     CachesNotDropped,
     IncompleteTree,
     FsckFailed,
+    /// The storage stack (tunables, queue settings, kernel) changed while the suite ran.
+    StackChanged,
     /// Loop devices buffered in the host's page cache: figures partly the host's memory.
     LoopBuffered,
 }
@@ -268,6 +278,7 @@ impl SuiteResult {
             runs: Vec::new(),
             summaries: Vec::new(),
             warnings: Vec::new(),
+            testbed: None,
         }
     }
 
@@ -437,6 +448,7 @@ impl SuiteResult {
             });
         }
         warnings.extend(self.loop_warning());
+        warnings.extend(self.stack_warning());
         for r in &self.runs {
             if let Some(what) = &r.incomplete {
                 warnings.push(Warning {
@@ -471,6 +483,28 @@ impl SuiteResult {
         crate::testbed::loopdev::describe_runs(
             self.runs.iter().filter_map(|r| r.loop_device.as_ref()),
         )
+    }
+
+    /// Said when the stack a run saw differs from the suite's (someone changed dirty_ratio or
+    /// a scheduler mid-suite, say): its runs are not alike.
+    fn stack_warning(&self) -> Option<Warning> {
+        let changed: Vec<&RunRecord> = self
+            .runs
+            .iter()
+            .filter(|r| r.testbed.as_ref().is_some_and(|t| !t.changed.is_empty()))
+            .collect();
+        let first = changed.first()?.testbed.as_ref()?;
+        Some(Warning {
+            kind: WarningKind::StackChanged,
+            config: None,
+            workload: None,
+            phase: None,
+            message: format!(
+                "the storage stack changed during the suite: {} run(s) saw a stack other than the suite's (first: {}); their figures are not comparable with the others",
+                changed.len(),
+                first.changed.join("; ")
+            ),
+        })
     }
 
     /// Said when any run's loop device was buffered: asked for (`loop_cache`) or a fallback.

@@ -143,8 +143,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN workload_key INTEGER;
     UPDATE runs SET config_key = (SELECT position FROM configurations c
         WHERE c.suite_id = runs.suite_id AND c.label = runs.config);",
-    // 8: each run's loop device as read back while mounted (direct I/O or buffered, and why).
-    "ALTER TABLE runs ADD COLUMN loop_device TEXT;",
+    // 8: each run's loop device as read back while mounted (direct I/O or buffered, and why);
+    // the storage stack under the suite and as each run saw it, with the load average.
+    "ALTER TABLE runs ADD COLUMN loop_device TEXT;
+    ALTER TABLE runs ADD COLUMN testbed TEXT;
+    ALTER TABLE suites ADD COLUMN testbed TEXT;",
 ];
 
 /// The schema version this fsbench writes.
@@ -302,8 +305,8 @@ impl Store {
         recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
                 "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
-                 started_at, status, pid, pid_start, boot_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11)",
+                 started_at, status, pid, pid_start, boot_id, testbed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12)",
                 params![
                     result.suite.name,
                     result.suite.purpose,
@@ -316,6 +319,7 @@ impl Store {
                     pid,
                     crate::testbed::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
                     boot_id(),
+                    result.testbed.as_ref().map(to_json),
                 ],
             )?;
             let id = tx.last_insert_rowid();
@@ -387,12 +391,14 @@ impl Store {
     pub fn finish_suite(&mut self, suite_id: i64, result: &SuiteResult) -> anyhow::Result<()> {
         recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
-                "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
+                "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4,
+                     testbed = COALESCE(?5, testbed) WHERE id = ?1",
                 params![
                     suite_id,
                     status_name(&result.status),
                     result.error,
-                    result.finished_at
+                    result.finished_at,
+                    result.testbed.as_ref().map(to_json),
                 ],
             )?;
             tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;
@@ -411,8 +417,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
              mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-             config_key, workload_key, loop_device)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+             config_key, workload_key, loop_device, testbed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
         params![
             suite_id,
             run.run,
@@ -433,6 +439,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.config_key.0,
             run.workload_key.0,
             run.loop_device.as_ref().map(to_json),
+            run.testbed.as_ref().map(to_json),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

@@ -134,6 +134,15 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
     if let Some(loops) = r.loop_summary() {
         out.push_str(&style.item(1, &loops));
     }
+    if let Some(t) = &r.testbed {
+        let mut lines = super::stack::describe(t).into_iter();
+        if let Some(first) = lines.next() {
+            out.push_str(&style.item(0, &format!("Storage {first}")));
+        }
+        for line in lines {
+            out.push_str(&style.item(1, &line));
+        }
+    }
     out.push_str(&style.item(0, "Configurations:"));
     for c in &r.configurations {
         out.push_str(&style.item(1, &c.config.label));

@@ -19,6 +19,7 @@ use crate::results::{
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
+use crate::testbed::stack::{self, SuiteTestbed};
 use crate::testbed::{Target, TargetSpec, Teardown, device, mounts};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
@@ -197,8 +198,14 @@ pub(crate) fn run_suite(
             runs: Vec::new(),
             summaries: Vec::new(),
             warnings: Vec::new(),
+            testbed: None,
         },
     };
+    // A resumed suite keeps the stack it started on; its new runs say what changed since.
+    let testbed = result
+        .testbed
+        .get_or_insert_with(|| SuiteTestbed::collect(&suite.target))
+        .clone();
     // Each configuration's key: its place in the suite's configurations (a resumed suite's
     // own, found by the configuration itself, not its label).
     let keys = configs
@@ -260,6 +267,7 @@ pub(crate) fn run_suite(
                     fsck: None,
                     incomplete: None,
                     loop_device: None,
+                    testbed: Some(testbed.run_start(&suite.target)),
                 };
                 let label = format!(
                     "[{}/{}] {} {}",
@@ -278,6 +286,9 @@ pub(crate) fn run_suite(
                     &mut record,
                     observer,
                 );
+                if let Some(t) = record.testbed.as_mut() {
+                    t.load_end = stack::load_average();
+                }
                 let info = result.configurations.get_mut(config_key.0 as usize);
                 if let Some(info) = info
                     && info.mount_options.is_none()
@@ -330,6 +341,9 @@ pub(crate) fn run_suite(
         }
     }
     drop(target);
+    if let Some(t) = result.testbed.as_mut() {
+        t.load_end = stack::load_average();
+    }
     if error.is_none() {
         result.status = SuiteStatus::Completed;
     }

@@ -9,7 +9,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start,
-                        boot_id
+                        boot_id, testbed
                  FROM suites WHERE id = ?1",
                 [id],
                 |r| {
@@ -25,6 +25,7 @@ impl Store {
                         r.get::<_, i64>(8)?,
                         r.get::<_, i64>(9)?,
                         r.get::<_, Option<String>>(10)?,
+                        r.get::<_, Option<String>>(11)?,
                     ))
                 },
             )
@@ -42,6 +43,7 @@ impl Store {
             pid,
             pid_start,
             boot,
+            testbed,
         ) = row;
         let suite: Suite = from_json(&definition, "suite definition")?;
         let status = match status.as_str() {
@@ -66,6 +68,9 @@ impl Store {
             runs,
             summaries: Vec::new(),
             warnings: Vec::new(),
+            testbed: testbed
+                .map(|text| from_json(&text, "storage stack"))
+                .transpose()?,
         };
         result.summarize();
         result.analyze();
@@ -108,7 +113,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
                     mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-                    config_key, workload_key, loop_device
+                    config_key, workload_key, loop_device, testbed
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -124,7 +129,10 @@ impl Store {
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(6)?,
                 (r.get::<_, Option<u32>>(16)?, r.get::<_, Option<u32>>(17)?),
-                r.get::<_, Option<String>>(18)?,
+                (
+                    r.get::<_, Option<String>>(18)?,
+                    r.get::<_, Option<String>>(19)?,
+                ),
                 RunRecord {
                     run: r.get(1)?,
                     position: r.get(2)?,
@@ -143,15 +151,20 @@ impl Store {
                     fsck,
                     incomplete: r.get(15)?,
                     loop_device: None,
+                    testbed: None,
                 },
             ))
         })?;
         let mut runs = Vec::new();
         for row in rows {
-            let (run_id, status, (config_key, workload_key), loop_device, mut run) = row?;
+            let (run_id, status, (config_key, workload_key), (loop_device, testbed), mut run) =
+                row?;
             run.status = parse_status(&status)?;
             run.loop_device = loop_device
                 .map(|text| from_json(&text, "loop device"))
+                .transpose()?;
+            run.testbed = testbed
+                .map(|text| from_json(&text, "run's storage stack"))
                 .transpose()?;
             // Runs written before keys were stored are found by their labels, once.
             let config_key = config_key.or_else(|| {

@@ -5,6 +5,7 @@ pub mod device;
 pub mod loopdev;
 pub mod mounts;
 pub mod scratch;
+pub mod stack;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
