@@ -15,6 +15,7 @@ pub mod report;
 pub mod results;
 pub mod rmtree;
 pub mod runner;
+pub mod shape;
 pub mod stats;
 pub mod store;
 pub mod suite;

@@ -4,12 +4,15 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{Figure, PhaseMeasurement};
+use crate::shape::PhaseShape;
 use crate::stats::Summary;
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
 use crate::testbed::loopdev::LoopInfo;
+
+mod testbed;
 use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 
 /// Version of the JSON document; bumped on any incompatible change.
@@ -170,6 +173,9 @@ pub struct PhaseRecord {
     /// fallocate on ext2). Such a phase has no figures, rather than a meaningless time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsupported: Option<String>,
+    /// Steady state after warm-up (MSER-5) and first-done / last-done of several threads.
+    #[serde(default, skip_serializing_if = "PhaseShape::is_empty")]
+    pub shape: PhaseShape,
 }
 
 /// The statistics of one figure of one configuration across its successful runs.
@@ -197,6 +203,8 @@ pub enum WarningKind {
     FsckFailed,
     /// The storage stack (tunables, queue settings, kernel) changed while the suite ran.
     StackChanged,
+    /// A phase's rate never settled within its time (MSER-5's warm-up past half the phase).
+    NoSteadyState,
     /// Loop devices buffered in the host's page cache: figures partly the host's memory.
     LoopBuffered,
 }
@@ -229,6 +237,24 @@ pub fn phase_metrics(
         out.push(figure("rate", &format!("{unit}/s"), true, m.ops_per_sec()));
         if moves_data {
             out.push(figure("throughput", "KiB/s", true, m.kib_per_sec()));
+        }
+    }
+    if p.cells.is_empty() {
+        if let Some(steady) = p.shape.steady.as_ref().filter(|s| s.reached) {
+            out.push(figure(
+                "steady rate",
+                &format!("{unit}/s"),
+                true,
+                steady.rate,
+            ));
+        }
+        if let Some(t) = &p.shape.threads {
+            out.push(figure(
+                "first-done rate",
+                &format!("{unit}/s"),
+                true,
+                t.first_done_rate,
+            ));
         }
     }
     out.push(figure("cpu", "%", false, m.cpu_percent()));
@@ -449,6 +475,7 @@ impl SuiteResult {
         }
         warnings.extend(self.loop_warning());
         warnings.extend(self.stack_warning());
+        warnings.extend(self.steady_state_warnings());
         for r in &self.runs {
             if let Some(what) = &r.incomplete {
                 warnings.push(Warning {
@@ -476,62 +503,5 @@ impl SuiteResult {
             }
         }
         self.warnings = warnings;
-    }
-
-    /// What the runs' loop devices did, read back from sysfs (`None` without loop devices).
-    pub fn loop_summary(&self) -> Option<String> {
-        crate::testbed::loopdev::describe_runs(
-            self.runs.iter().filter_map(|r| r.loop_device.as_ref()),
-        )
-    }
-
-    /// Said when the stack a run saw differs from the suite's (someone changed dirty_ratio or
-    /// a scheduler mid-suite, say): its runs are not alike.
-    fn stack_warning(&self) -> Option<Warning> {
-        let changed: Vec<&RunRecord> = self
-            .runs
-            .iter()
-            .filter(|r| r.testbed.as_ref().is_some_and(|t| !t.changed.is_empty()))
-            .collect();
-        let first = changed.first()?.testbed.as_ref()?;
-        Some(Warning {
-            kind: WarningKind::StackChanged,
-            config: None,
-            workload: None,
-            phase: None,
-            message: format!(
-                "the storage stack changed during the suite: {} run(s) saw a stack other than the suite's (first: {}); their figures are not comparable with the others",
-                changed.len(),
-                first.changed.join("; ")
-            ),
-        })
-    }
-
-    /// Said when any run's loop device was buffered: asked for (`loop_cache`) or a fallback.
-    fn loop_warning(&self) -> Option<Warning> {
-        let loops: Vec<&LoopInfo> = self
-            .runs
-            .iter()
-            .filter_map(|r| r.loop_device.as_ref())
-            .collect();
-        let buffered: Vec<&&LoopInfo> = loops.iter().filter(|l| !l.direct_io).collect();
-        if buffered.is_empty() {
-            return None;
-        }
-        let why = match buffered.iter().find_map(|l| l.fallback.as_deref()) {
-            Some(reason) => format!("direct I/O was asked for, but {reason}"),
-            None => "buffered loops were asked for (--loop-cache / loop_cache = true)".to_string(),
-        };
-        Some(Warning {
-            kind: WarningKind::LoopBuffered,
-            config: None,
-            workload: None,
-            phase: None,
-            message: format!(
-                "{} of {} run(s) had a BUFFERED loop device (sysfs loop/dio = 0): {why}; their figures are partly the host's page cache, not the disk",
-                buffered.len(),
-                loops.len()
-            ),
-        })
     }
 }

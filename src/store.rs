@@ -144,10 +144,12 @@ const MIGRATIONS: &[&str] = &[
     UPDATE runs SET config_key = (SELECT position FROM configurations c
         WHERE c.suite_id = runs.suite_id AND c.label = runs.config);",
     // 8: each run's loop device as read back while mounted (direct I/O or buffered, and why);
-    // the storage stack under the suite and as each run saw it, with the load average.
+    // the storage stack under the suite and as each run saw it, with the load average; each
+    // phase's shape (steady state after warm-up, first-done / last-done).
     "ALTER TABLE runs ADD COLUMN loop_device TEXT;
     ALTER TABLE runs ADD COLUMN testbed TEXT;
-    ALTER TABLE suites ADD COLUMN testbed TEXT;",
+    ALTER TABLE suites ADD COLUMN testbed TEXT;
+    ALTER TABLE phases ADD COLUMN shape TEXT;",
 ];
 
 /// The schema version this fsbench writes.
@@ -447,8 +449,9 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         let m = &p.measurement;
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
-                 caches_dropped, sync_after_ns, refused, failures, cells, figures, notes, unsupported)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 caches_dropped, sync_after_ns, refused, failures, cells, figures, notes, unsupported,
+                 shape)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 run_id,
                 idx as i64,
@@ -466,6 +469,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 to_json(&p.figures),
                 to_json(&p.notes),
                 p.unsupported,
+                (!p.shape.is_empty()).then(|| to_json(&p.shape)),
             ],
         )?;
         for (errno, count) in &m.errors {

@@ -350,6 +350,14 @@ fn render_workload(
     for p in phases {
         header.push(format!("{} ({}/s)", p.title, p.unit));
         columns.push((p.name.as_ref(), "rate"));
+        // The steady-state rate (MSER-5) beside the whole phase's, where a run had one.
+        if configs
+            .iter()
+            .any(|c| find(c, &p.name, "steady rate").is_some())
+        {
+            header.push(format!("{} steady ({}/s)", p.title, p.unit));
+            columns.push((p.name.as_ref(), "steady rate"));
+        }
         if p.moves_data {
             header.push(format!("{} (KiB/s)", p.title));
             columns.push((p.name.as_ref(), "throughput"));

@@ -193,7 +193,7 @@ impl Store {
     pub(super) fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
-                    refused, failures, cells, figures, notes, unsupported
+                    refused, failures, cells, figures, notes, unsupported, shape
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -219,16 +219,21 @@ impl Store {
                     figures: Vec::new(),
                     notes: Vec::new(),
                     unsupported: r.get(14)?,
+                    shape: Default::default(),
                 },
                 r.get::<_, String>(10)?,
                 r.get::<_, String>(11)?,
                 r.get::<_, String>(12)?,
                 r.get::<_, String>(13)?,
+                r.get::<_, Option<String>>(15)?,
             ))
         })?;
         let mut phases = Vec::new();
         for row in rows {
-            let (idx, mut phase, failures, cells, figures, notes) = row?;
+            let (idx, mut phase, failures, cells, figures, notes, shape) = row?;
+            if let Some(shape) = shape {
+                phase.shape = from_json(&shape, "phase shape")?;
+            }
             phase.measurement.failures = from_json(&failures, "failure list")?;
             phase.cells = from_json(&cells, "matrix cells")?;
             phase.figures = from_json(&figures, "phase figures")?;
