@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{Figure, PhaseMeasurement};
+use crate::runner::ceiling::Ceiling;
 use crate::shape::PhaseShape;
 use crate::stats::Summary;
 use crate::suite::{FsConfig, Suite};
@@ -51,6 +52,9 @@ pub struct SuiteResult {
     /// The storage stack under the suite, its hash and the load average at start and end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub testbed: Option<SuiteTestbed>,
+    /// The harness ceilings of the suite's workloads on this machine (their phases on tmpfs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceilings: Vec<Ceiling>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -205,6 +209,8 @@ pub enum WarningKind {
     StackChanged,
     /// A phase's rate never settled within its time (MSER-5's warm-up past half the phase).
     NoSteadyState,
+    /// A phase's rate is over 80% of the harness ceiling: mostly fsbench's and the VFS's cost.
+    HarnessBound,
     /// Loop devices buffered in the host's page cache: figures partly the host's memory.
     LoopBuffered,
 }
@@ -256,6 +262,9 @@ pub fn phase_metrics(
                 t.first_done_rate,
             ));
         }
+        if let Some(percent) = p.shape.harness_percent {
+            out.push(figure("harness %", "%", false, percent));
+        }
     }
     out.push(figure("cpu", "%", false, m.cpu_percent()));
     if let Some(ns) = p.sync_after_ns {
@@ -305,6 +314,7 @@ impl SuiteResult {
             summaries: Vec::new(),
             warnings: Vec::new(),
             testbed: None,
+            ceilings: Vec::new(),
         }
     }
 
@@ -476,6 +486,7 @@ impl SuiteResult {
         warnings.extend(self.loop_warning());
         warnings.extend(self.stack_warning());
         warnings.extend(self.steady_state_warnings());
+        warnings.extend(self.harness_warnings());
         for r in &self.runs {
             if let Some(what) = &r.incomplete {
                 warnings.push(Warning {

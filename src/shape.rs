@@ -50,11 +50,14 @@ pub struct PhaseShape {
     /// Only for phases with several threads that said when they finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<ThreadsDone>,
+    /// The phase's rate as a percentage of the harness ceiling (the same phase on tmpfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_percent: Option<f64>,
 }
 
 impl PhaseShape {
     pub fn is_empty(&self) -> bool {
-        self.steady.is_none() && self.threads.is_none()
+        self.steady.is_none() && self.threads.is_none() && self.harness_percent.is_none()
     }
 }
 

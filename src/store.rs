@@ -145,10 +145,12 @@ const MIGRATIONS: &[&str] = &[
         WHERE c.suite_id = runs.suite_id AND c.label = runs.config);",
     // 8: each run's loop device as read back while mounted (direct I/O or buffered, and why);
     // the storage stack under the suite and as each run saw it, with the load average; each
-    // phase's shape (steady state after warm-up, first-done / last-done).
+    // phase's shape (steady state after warm-up, first-done / last-done, share of the harness
+    // ceiling) and the suite's harness ceilings.
     "ALTER TABLE runs ADD COLUMN loop_device TEXT;
     ALTER TABLE runs ADD COLUMN testbed TEXT;
     ALTER TABLE suites ADD COLUMN testbed TEXT;
+    ALTER TABLE suites ADD COLUMN ceilings TEXT;
     ALTER TABLE phases ADD COLUMN shape TEXT;",
 ];
 
@@ -307,8 +309,8 @@ impl Store {
         recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
                 "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
-                 started_at, status, pid, pid_start, boot_id, testbed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12)",
+                 started_at, status, pid, pid_start, boot_id, testbed, ceilings)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13)",
                 params![
                     result.suite.name,
                     result.suite.purpose,
@@ -322,6 +324,7 @@ impl Store {
                     crate::testbed::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
                     boot_id(),
                     result.testbed.as_ref().map(to_json),
+                    to_json(&result.ceilings),
                 ],
             )?;
             let id = tx.last_insert_rowid();

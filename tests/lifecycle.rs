@@ -79,7 +79,7 @@ fn check_fresh_runs(fs: &str, tool: &str) {
     assert_eq!(time["n"], 2);
     assert!(time["ci95_low"].as_f64().unwrap() <= time["mean"].as_f64().unwrap());
     assert_nothing_left(dir.path());
-    assert_nothing_left(state.path());
+    assert_no_state_left(state.path());
 }
 
 #[test]
@@ -349,7 +349,7 @@ fn clean_undoes_a_killed_run() {
         "{said}"
     );
     assert_nothing_left(dir.path());
-    assert_nothing_left(state.path());
+    assert_no_state_left(state.path());
     // Nothing left to do the second time.
     let again = run(fsbench(state.path()).arg("clean"));
     assert!(again.status.success());
@@ -372,7 +372,7 @@ fn ctrl_c_unmounts_and_detaches() {
     let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));
     assert_nothing_left(dir.path());
-    assert_nothing_left(state.path());
+    assert_no_state_left(state.path());
 }
 
 #[test]
@@ -509,7 +509,7 @@ fn sighup_unmounts_and_detaches() {
     let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));
     assert_nothing_left(dir.path());
-    assert_nothing_left(state.path());
+    assert_no_state_left(state.path());
 }
 
 #[test]
@@ -575,7 +575,7 @@ fn ctrl_c_while_mount_runs_is_an_interruption() {
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(!err.contains("killed by a signal"), "{err}");
     assert_nothing_left(dir.path());
-    assert_nothing_left(state.path());
+    assert_no_state_left(state.path());
 }
 
 #[test]

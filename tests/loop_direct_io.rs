@@ -143,7 +143,7 @@ fn check_direct_io(fs: &str, tool: &str) {
             .all(|w| w["kind"] != "loop-buffered")
     );
     assert_nothing_left(dir.path());
-    assert_nothing_left(state.path());
+    assert_no_state_left(state.path());
 }
 
 #[test]

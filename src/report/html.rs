@@ -96,6 +96,10 @@ fn suite_section(s: &SuiteResult, columns: &[Column]) -> Markup {
                     @if let Some(sch) = &d.scheduler { ", scheduler " (sch) }
                 }
                 @if let Some(loops) = s.loop_summary() { br; (loops) } } }
+            @let ceilings = super::stack::ceiling_lines(s);
+            @if !ceilings.is_empty() {
+                tr { th { "Harness ceiling (each phase on tmpfs)" } td { @for (i, line) in ceilings.iter().enumerate() { @if i > 0 { br; } (line) } } }
+            }
             @if let Some(t) = &s.testbed {
                 tr { th { "Storage stack" } td { @for (i, line) in super::stack::describe(t).iter().enumerate() { @if i > 0 { br; } (line) } } }
             }

@@ -96,6 +96,35 @@ pub fn describe(t: &SuiteTestbed) -> Vec<String> {
     lines
 }
 
+/// The harness ceilings of the suite's workloads, a line per workload with each phase's rate.
+pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
+    r.ceilings
+        .iter()
+        .map(|c| {
+            let spec = r.suite.workloads.iter().find(|w| w.label() == c.workload);
+            let phases = spec.map(|s| s.phases()).unwrap_or_default();
+            let rates: Vec<String> = c
+                .phases
+                .iter()
+                .map(|p| {
+                    let unit = phases
+                        .iter()
+                        .find(|i| i.name == p.phase)
+                        .map_or("units", |i| i.unit);
+                    format!("{} {} {unit}/s", p.phase, super::figure(p.rate))
+                })
+                .collect();
+            format!(
+                "{}: {} (measured {}, fsbench {})",
+                c.workload,
+                rates.join(", "),
+                c.measured_at,
+                c.fsbench_version
+            )
+        })
+        .collect()
+}
+
 /// One warning per compared suite whose stack differs from the first column's suite's,
 /// naming every difference (a kernel, a dirty_ratio, a scheduler): the suite varied the
 /// filesystems' configurations, nothing below them.

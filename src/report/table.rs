@@ -8,6 +8,7 @@ use comfy_table::{CellAlignment, Table, presets};
 use super::figure;
 use crate::measure::LatencySummary;
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
+use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
 use crate::stats::Summary;
 use crate::units::format_bytes;
 
@@ -46,6 +47,8 @@ fn mean_sd(s: &Summary) -> String {
 
 /// Short-phase marker used in the tables and explained below them.
 const SHORT: &str = " †";
+/// Marks a rate over 80% of the harness ceiling.
+const HARNESS_BOUND: &str = " ‼";
 
 impl Style {
     /// A line of a list: indented for a terminal, a (nested) Markdown list item otherwise.
@@ -140,6 +143,13 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
             out.push_str(&style.item(0, &format!("Storage {first}")));
         }
         for line in lines {
+            out.push_str(&style.item(1, &line));
+        }
+    }
+    let ceilings = super::stack::ceiling_lines(r);
+    if !ceilings.is_empty() {
+        out.push_str(&style.item(0, "Harness ceiling (each phase on tmpfs, this machine):"));
+        for line in ceilings {
             out.push_str(&style.item(1, &line));
         }
     }
@@ -319,6 +329,9 @@ fn render_workload(
     let short = |config: &str, phase: &str| {
         find(config, phase, "time").is_some_and(|s| s.summary.mean < r.suite.min_phase_secs)
     };
+    let harness_bound = |config: &str, phase: &str| {
+        find(config, phase, "harness %").is_some_and(|s| s.summary.mean > HARNESS_BOUND_PERCENT)
+    };
 
     let mut times = new_table(
         style,
@@ -367,8 +380,14 @@ fn render_workload(
     for c in &configs {
         let mut row = vec![c.to_string()];
         for (phase, metric) in &columns {
-            let cell = find(c, phase, metric).map_or("-".into(), |s| mean_sd(&s.summary));
-            row.push(if short(c, phase) { cell + SHORT } else { cell });
+            let mut cell = find(c, phase, metric).map_or("-".into(), |s| mean_sd(&s.summary));
+            if short(c, phase) {
+                cell += SHORT;
+            }
+            if harness_bound(c, phase) {
+                cell += HARNESS_BOUND;
+            }
+            row.push(cell);
         }
         rates.add_row(row);
     }
@@ -394,6 +413,15 @@ fn render_workload(
         );
     }
 
+    if configs
+        .iter()
+        .any(|c| phases.iter().any(|p| harness_bound(c, &p.name)))
+    {
+        let _ = writeln!(
+            out,
+            "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+        );
+    }
     render_figures(out, r, style, workload, &configs, phases);
     render_matrix(out, r, style, workload, &configs);
 

@@ -2,9 +2,28 @@
 //! stack that changed mid-suite, phases that never reached a steady state.
 
 use super::{RunRecord, RunStatus, SuiteResult, Warning, WarningKind};
+use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
 use crate::testbed::loopdev::LoopInfo;
 
 impl SuiteResult {
+    /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling.
+    pub(super) fn harness_warnings(&self) -> Vec<Warning> {
+        self.summaries
+            .iter()
+            .filter(|s| s.metric == "harness %" && s.summary.mean > HARNESS_BOUND_PERCENT)
+            .map(|s| Warning {
+                kind: WarningKind::HarnessBound,
+                config: Some(s.config.clone()),
+                workload: Some(s.workload.clone()),
+                phase: Some(s.phase.clone()),
+                message: format!(
+                    "{} / {} / {}: harness-bound ({:.0}% of the harness ceiling): the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's",
+                    s.config, s.workload, s.phase, s.summary.mean
+                ),
+            })
+            .collect()
+    }
+
     /// What the runs' loop devices did, read back from sysfs (`None` without loop devices).
     pub fn loop_summary(&self) -> Option<String> {
         crate::testbed::loopdev::describe_runs(

@@ -1,6 +1,7 @@
 //! The suite runner: runs × configurations × workloads, configurations interleaved and
 //! rotated round by round so drift hits all of them alike, each run on a fresh filesystem.
 
+pub mod ceiling;
 pub(crate) mod observer;
 pub mod phases;
 
@@ -26,7 +27,7 @@ use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 use observer::{Diagnostic, Observer, SuitePlan};
 use phases::{PhaseSettings, run_phase};
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
@@ -199,6 +200,7 @@ pub(crate) fn run_suite(
             summaries: Vec::new(),
             warnings: Vec::new(),
             testbed: None,
+            ceilings: Vec::new(),
         },
     };
     // A resumed suite keeps the stack it started on; its new runs say what changed since.
@@ -227,6 +229,14 @@ pub(crate) fn run_suite(
         .filter(|r| matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed))
         .map(|r| (r.run, r.config_key, r.workload_key))
         .collect();
+    let settings = PhaseSettings {
+        settle: suite.drop_caches,
+        progress: options.progress.clone(),
+    };
+    // Before the suite starts: a failure (or Ctrl-C) here is one before any run.
+    if result.ceilings.is_empty() {
+        result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
+    }
     observer.suite_started(&SuitePlan {
         result: &result,
         configurations: configs.len(),
@@ -234,10 +244,6 @@ pub(crate) fn run_suite(
         runs: suite.runs,
         already_done: done.len(),
     })?;
-    let settings = PhaseSettings {
-        settle: suite.drop_caches,
-        progress: options.progress.clone(),
-    };
     let mut error = None;
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
@@ -288,6 +294,14 @@ pub(crate) fn run_suite(
                 );
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
+                }
+                let label_of_workload = spec.label();
+                let ceiling = result
+                    .ceilings
+                    .iter()
+                    .find(|c| c.workload == label_of_workload);
+                for phase in &mut record.phases {
+                    phase.shape.harness_percent = ceiling.and_then(|c| c.percent_of(phase));
                 }
                 let info = result.configurations.get_mut(config_key.0 as usize);
                 if let Some(info) = info

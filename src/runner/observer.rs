@@ -50,6 +50,10 @@ pub(crate) enum Diagnostic<'a> {
     FailedRunNotSaved(&'a anyhow::Error),
     /// How the suite ended could not be saved.
     SuiteEndNotSaved(&'a anyhow::Error),
+    /// A workload's harness ceiling is being measured on tmpfs (once per machine).
+    MeasuringCeiling { workload: &'a str },
+    /// The measured ceiling could not be cached (it is measured again next time).
+    CeilingNotCached(&'a anyhow::Error),
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -74,6 +78,13 @@ impl fmt::Display for Diagnostic<'_> {
             Diagnostic::FailedRunNotSaved(e) => write!(f, "cannot save the failed run: {e:#}"),
             Diagnostic::SuiteEndNotSaved(e) => {
                 write!(f, "cannot save how the suite ended: {e:#}")
+            }
+            Diagnostic::MeasuringCeiling { workload } => write!(
+                f,
+                "measuring the harness ceiling of {workload} on tmpfs (once per machine, kernel and fsbench version)"
+            ),
+            Diagnostic::CeilingNotCached(e) => {
+                write!(f, "cannot cache the harness ceiling: {e:#}")
             }
         }
     }

@@ -94,6 +94,7 @@ fn measure_phase(
     let shape = PhaseShape {
         steady: shape::steady_state(&progress),
         threads,
+        harness_percent: None,
     };
     Ok(PhaseRecord {
         name: info.name.to_string(),

@@ -9,7 +9,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start,
-                        boot_id, testbed
+                        boot_id, testbed, ceilings
                  FROM suites WHERE id = ?1",
                 [id],
                 |r| {
@@ -26,6 +26,7 @@ impl Store {
                         r.get::<_, i64>(9)?,
                         r.get::<_, Option<String>>(10)?,
                         r.get::<_, Option<String>>(11)?,
+                        r.get::<_, Option<String>>(12)?,
                     ))
                 },
             )
@@ -44,6 +45,7 @@ impl Store {
             pid_start,
             boot,
             testbed,
+            ceilings,
         ) = row;
         let suite: Suite = from_json(&definition, "suite definition")?;
         let status = match status.as_str() {
@@ -71,6 +73,10 @@ impl Store {
             testbed: testbed
                 .map(|text| from_json(&text, "storage stack"))
                 .transpose()?,
+            ceilings: ceilings
+                .map(|text| from_json(&text, "harness ceilings"))
+                .transpose()?
+                .unwrap_or_default(),
         };
         result.summarize();
         result.analyze();

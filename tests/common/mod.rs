@@ -101,6 +101,18 @@ pub fn assert_nothing_left(dir: &Path) {
     assert!(entries.is_empty(), "left behind: {entries:?}");
 }
 
+/// Asserts no suite's state is left in the state directory `state` (the harness-ceiling
+/// cache, kept on purpose, aside).
+pub fn assert_no_state_left(state: &Path) {
+    let entries: Vec<_> = std::fs::read_dir(state)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_none_or(|n| n != "cache"))
+        .collect();
+    assert!(entries.is_empty(), "state left behind: {entries:?}");
+}
+
 /// A scratch directory on the machine's disk (not tmpfs), removed at the end of the test.
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
