@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::observer::{Diagnostic, Observer};
 use super::phases::{PhaseSettings, run_phase};
 use crate::drivers::FsType;
+use crate::error::FsbenchError;
 use crate::results::PhaseRecord;
 use crate::suite::FsConfig;
 use crate::sysinfo::SystemInfo;
@@ -147,7 +148,21 @@ pub(crate) fn ceilings(
             continue;
         }
         observer.diagnostic(&Diagnostic::MeasuringCeiling { workload: &label });
-        let ceiling = measure(target, spec, settings, &system)?;
+        // A workload tmpfs cannot run (O_DIRECT with records tmpfs refuses, say) has no
+        // ceiling; the suite's own runs say what is wrong with it, if anything is.
+        let ceiling = match measure(target, spec, settings, &system) {
+            Ok(c) => c,
+            Err(e) if matches!(e.downcast_ref(), Some(FsbenchError::Interrupted)) => {
+                return Err(e);
+            }
+            Err(e) => {
+                observer.diagnostic(&Diagnostic::NoCeiling {
+                    workload: &label,
+                    error: &e,
+                });
+                continue;
+            }
+        };
         cache.retain(|c| !c.matches(&label, &system));
         cache.push(ceiling.clone());
         if let Err(e) = save_cache(&cache) {

@@ -54,6 +54,11 @@ pub(crate) enum Diagnostic<'a> {
     MeasuringCeiling { workload: &'a str },
     /// The measured ceiling could not be cached (it is measured again next time).
     CeilingNotCached(&'a anyhow::Error),
+    /// The workload could not run on tmpfs: its phases get no harness %.
+    NoCeiling {
+        workload: &'a str,
+        error: &'a anyhow::Error,
+    },
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -86,6 +91,10 @@ impl fmt::Display for Diagnostic<'_> {
             Diagnostic::CeilingNotCached(e) => {
                 write!(f, "cannot cache the harness ceiling: {e:#}")
             }
+            Diagnostic::NoCeiling { workload, error } => write!(
+                f,
+                "no harness ceiling for {workload} (it cannot run on tmpfs: {error:#}); its phases get no harness %"
+            ),
         }
     }
 }
