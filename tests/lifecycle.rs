@@ -294,7 +294,8 @@ fn mounted_and_root_devices_are_refused() {
     }
 }
 
-/// Starts a long run and waits until its filesystem is mounted below `dir`.
+/// Starts a long run and waits until its filesystem is mounted below `dir` (its loop device's:
+/// the harness ceiling's tmpfs comes first, with no loop device).
 fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
     let child = fsbench(state)
         .args([
@@ -313,8 +314,8 @@ fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while mounts_below(dir).is_empty() {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while mounts_below(dir).is_empty() || loops_below(dir).is_empty() {
         assert!(
             Instant::now() < deadline,
             "the run never mounted its filesystem"
