@@ -18,6 +18,7 @@ pub(crate) mod report;
 pub mod results;
 pub(crate) mod rmtree;
 pub(crate) mod runner;
+pub(crate) mod shape;
 pub mod stats;
 pub mod store;
 pub mod suite;

@@ -9,9 +9,8 @@
 //! back to the monotonic clock where the TSC is not usable.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -98,6 +97,34 @@ pub struct Progress {
     pub done: AtomicU64,
     /// Set by Ctrl-C / SIGTERM; phases stop at the next operation.
     pub cancel: Arc<AtomicBool>,
+    /// Worker threads of a multi-threaded phase that finished their share, and when the
+    /// first did with the units all threads had done then (for first-done / last-done rates).
+    pub threads_finished: AtomicU32,
+    pub first_thread_finished: Mutex<Option<(Instant, u64)>>,
+}
+
+impl Progress {
+    /// A worker thread of a multi-threaded phase finished its share of the work.
+    pub fn thread_finished(&self) {
+        if let Ok(mut first) = self.first_thread_finished.lock() {
+            first.get_or_insert_with(|| (Instant::now(), self.done.load(Ordering::Relaxed)));
+        }
+        self.threads_finished.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Forgets the previous phase's finished threads.
+    pub fn reset_threads(&self) {
+        self.threads_finished.store(0, Ordering::Relaxed);
+        if let Ok(mut first) = self.first_thread_finished.lock() {
+            *first = None;
+        }
+    }
+
+    /// How many threads finished, and when the first did with the units done then.
+    pub fn threads(&self) -> (u32, Option<(Instant, u64)>) {
+        let first = self.first_thread_finished.lock().ok().and_then(|f| *f);
+        (self.threads_finished.load(Ordering::Relaxed), first)
+    }
 }
 
 /// Records one phase. Create with [`PhaseRecorder::start`], finish with [`PhaseRecorder::finish`].

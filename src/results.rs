@@ -4,11 +4,17 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{Dim, Figure, PhaseMeasurement};
+use crate::runner::ceiling::Ceiling;
+use crate::shape::PhaseShape;
 use crate::stats::Summary;
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
+use crate::testbed::loopdev::LoopInfo;
+
+mod testbed;
+use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 
 /// Version of the JSON document; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -43,6 +49,12 @@ pub struct SuiteResult {
     pub runs: Vec<RunRecord>,
     pub summaries: Vec<MetricSummary>,
     pub warnings: Vec<Warning>,
+    /// The storage stack under the suite, its hash and the load average at start and end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<SuiteTestbed>,
+    /// The harness ceilings of the suite's workloads on this machine (their phases on tmpfs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceilings: Vec<Ceiling>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,6 +131,13 @@ pub struct RunRecord {
     /// made is not the whole tree (as btrfs "fails the test" on hard links in seed 003).
     #[serde(default)]
     pub incomplete: Option<String>,
+    /// The run's loop device as sysfs showed it while mounted (direct I/O or buffered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_device: Option<LoopInfo>,
+    /// The stack as this run saw it (its hash, what changed since the suite started) and the
+    /// load average around it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<RunTestbed>,
 }
 
 impl RunRecord {
@@ -156,6 +175,9 @@ pub struct PhaseRecord {
     /// fallocate on ext2). Such a phase has no figures, rather than a meaningless time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsupported: Option<String>,
+    /// Steady state after warm-up (MSER-5) and first-done / last-done of several threads.
+    #[serde(default, skip_serializing_if = "PhaseShape::is_empty")]
+    pub shape: PhaseShape,
 }
 
 /// The statistics of one figure of one configuration across its successful runs.
@@ -184,6 +206,14 @@ pub enum WarningKind {
     CachesNotDropped,
     IncompleteTree,
     FsckFailed,
+    /// The storage stack (tunables, queue settings, kernel) changed while the suite ran.
+    StackChanged,
+    /// A phase's rate never settled within its time (MSER-5's warm-up past half the phase).
+    NoSteadyState,
+    /// A phase's rate is over 80% of the harness ceiling: mostly fsbench's and the VFS's cost.
+    HarnessBound,
+    /// Loop devices buffered in the host's page cache: figures partly the host's memory.
+    LoopBuffered,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -223,6 +253,8 @@ impl SuiteResult {
             runs: Vec::new(),
             summaries: Vec::new(),
             warnings: Vec::new(),
+            testbed: None,
+            ceilings: Vec::new(),
         }
     }
 
@@ -315,6 +347,10 @@ impl SuiteResult {
                 ),
             });
         }
+        warnings.extend(self.loop_warning());
+        warnings.extend(self.stack_warning());
+        warnings.extend(self.steady_state_warnings());
+        warnings.extend(self.harness_warnings());
         for r in &self.runs {
             if let Some(what) = &r.incomplete {
                 warnings.push(Warning {

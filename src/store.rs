@@ -156,6 +156,17 @@ const MIGRATIONS: &[Migration] = &[
     ),
     // 8: throughput-matrix cells are figures with dimensions (see legacy.rs).
     Migration::Code(legacy::matrix_cells_to_figures),
+    // 9: each run's loop device as read back while mounted (direct I/O or buffered, and why);
+    // the storage stack under the suite and as each run saw it, with the load average; each
+    // phase's shape (steady state after warm-up, first-done / last-done, share of the harness
+    // ceiling) and the suite's harness ceilings.
+    Migration::Sql(
+        "ALTER TABLE runs ADD COLUMN loop_device TEXT;
+    ALTER TABLE runs ADD COLUMN testbed TEXT;
+    ALTER TABLE suites ADD COLUMN testbed TEXT;
+    ALTER TABLE suites ADD COLUMN ceilings TEXT;
+    ALTER TABLE phases ADD COLUMN shape TEXT;",
+    ),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -322,8 +333,8 @@ impl Store {
         recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
                 "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
-                 started_at, status, pid, pid_start, boot_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11)",
+                 started_at, status, pid, pid_start, boot_id, testbed, ceilings)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13)",
                 params![
                     result.suite.name,
                     result.suite.purpose,
@@ -336,6 +347,8 @@ impl Store {
                     pid,
                     crate::testbed::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
                     boot_id(),
+                    result.testbed.as_ref().map(to_json),
+                    to_json(&result.ceilings),
                 ],
             )?;
             let id = tx.last_insert_rowid();
@@ -407,12 +420,14 @@ impl Store {
     pub fn finish_suite(&mut self, suite_id: i64, result: &SuiteResult) -> anyhow::Result<()> {
         recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
-                "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
+                "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4,
+                     testbed = COALESCE(?5, testbed) WHERE id = ?1",
                 params![
                     suite_id,
                     status_name(&result.status),
                     result.error,
-                    result.finished_at
+                    result.finished_at,
+                    result.testbed.as_ref().map(to_json),
                 ],
             )?;
             tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;
@@ -431,8 +446,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
              mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-             config_key, workload_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+             config_key, workload_key, loop_device, testbed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
         params![
             suite_id,
             run.run,
@@ -452,6 +467,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.incomplete,
             run.config_key.0,
             run.workload_key.0,
+            run.loop_device.as_ref().map(to_json),
+            run.testbed.as_ref().map(to_json),
         ],
     )?;
     let run_id = tx.last_insert_rowid();
@@ -459,8 +476,9 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         let m = &p.measurement;
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
-                 caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported,
+                 shape)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 run_id,
                 idx as i64,
@@ -477,6 +495,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 to_json(&p.figures),
                 to_json(&p.notes),
                 p.unsupported,
+                (!p.shape.is_empty()).then(|| to_json(&p.shape)),
             ],
         )?;
         for (errno, count) in &m.errors {

@@ -261,6 +261,7 @@ fn default_target() -> TargetSpec {
     TargetSpec::Image {
         dir: crate::testbed::default_image_dir(),
         size: None,
+        loop_cache: false,
     }
 }
 fn yes() -> bool {
@@ -462,6 +463,7 @@ mod tests {
             [target]
             kind = "image"
             size = "8G"
+            loop_cache = true
             [[config]]
             fs = "ext4"
             mkfs = "-O ^has_journal"
@@ -480,7 +482,8 @@ mod tests {
             suite.target,
             TargetSpec::Image {
                 dir: "/var/tmp".into(),
-                size: Some(8 << 30)
+                size: Some(8 << 30),
+                loop_cache: true,
             }
         );
         assert_eq!(suite.configs[0].mkfs, ["-O", "^has_journal"]);

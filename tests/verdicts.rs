@@ -62,6 +62,7 @@ fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
         figures,
         notes: Vec::new(),
         unsupported: None,
+        shape: Default::default(),
     }
 }
 
@@ -102,6 +103,8 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
         runs: Vec::new(),
         summaries: Vec::new(),
         warnings: Vec::new(),
+        testbed: None,
+        ceilings: Vec::new(),
     };
     let mut store = Store::open(db).unwrap();
     let id = store.begin_suite(&result, "synthetic").unwrap();
@@ -124,6 +127,8 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
                 unmount_secs: None,
                 fsck: None,
                 incomplete: None,
+                loop_device: None,
+                testbed: None,
             };
             store.record_run(id, &record, None).unwrap();
         }

@@ -76,6 +76,17 @@ impl Observer for Console {
                 parts.push(format!("{name} {v:.2} s"));
             }
         }
+        match &r.loop_device {
+            Some(l) if l.direct_io => parts.push("loop dio=1".into()),
+            Some(l) => parts.push(format!(
+                "loop dio=0: BUFFERED in the host page cache{}",
+                l.fallback
+                    .as_deref()
+                    .map(|f| format!(" ({f})"))
+                    .unwrap_or_default()
+            )),
+            None => {}
+        }
         if let Some(f) = &r.fsck {
             parts.push(format!(
                 "fsck {:.2} s {}",

@@ -202,6 +202,10 @@ struct RunArgs {
     /// Size of each loop image (sparse), e.g. 8G [default: sized to the workloads]
     #[arg(long, value_name = "SIZE")]
     image_size: Option<String>,
+    /// Buffered loop devices (through the host's page cache) instead of direct I/O: the
+    /// figures are then partly the host's memory
+    #[arg(long, conflicts_with = "dir")]
+    loop_cache: bool,
     /// Suite name
     #[arg(long)]
     name: Option<String>,
@@ -224,7 +228,7 @@ struct RunArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "name", "purpose"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose"])]
     resume: Option<i64>,
 }
 
@@ -304,6 +308,7 @@ impl RunArgs {
             suite.target = TargetSpec::Device {
                 path: device.clone(),
                 force: self.force,
+                loop_cache: false,
             };
         } else if explicit_target {
             let size = self.image_size.as_deref().map(parse_size).transpose()?;
@@ -313,7 +318,20 @@ impl RunArgs {
             suite.target = TargetSpec::Image {
                 dir: absolute(&self.image_dir.clone().unwrap_or_else(default_image_dir)),
                 size,
+                loop_cache: false,
             };
+        }
+        if self.loop_cache {
+            match &mut suite.target {
+                TargetSpec::Image { loop_cache, .. } | TargetSpec::Device { loop_cache, .. } => {
+                    *loop_cache = true
+                }
+                TargetSpec::Dir { .. } => {
+                    return Err(invalid(
+                        "--loop-cache applies only to loop images and image files",
+                    ));
+                }
+            }
         }
         if self.force {
             match &mut suite.target {

@@ -57,12 +57,20 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
         return Err(invalid("--noise must be a non-negative percentage"));
     }
     let comparison = compare::compare(&suites, &columns, 0, args.noise);
+    let stack_warnings = crate::report::stack::compare_warnings(&suites, &columns);
     match args.output_format {
-        OutputFormat::Table => write_stdout(&report::compare::render(&columns, &comparison))?,
+        OutputFormat::Table => {
+            let mut text = report::compare::render(&columns, &comparison);
+            for w in &stack_warnings {
+                text.push_str(&format!("! {w}\n"));
+            }
+            write_stdout(&text)?
+        }
         OutputFormat::Json => write_stdout(
             &(serde_json::to_string_pretty(&serde_json::json!({
                 "schema_version": crate::results::SCHEMA_VERSION,
                 "columns": columns,
+                "stack_warnings": stack_warnings,
                 "noise_percent": comparison.noise_percent,
                 "alpha": comparison.alpha,
                 "corrections": comparison.families,

@@ -10,6 +10,7 @@ pub mod iozone;
 pub mod json;
 pub mod matrix;
 pub mod rank;
+pub mod stack;
 pub mod table;
 
 /// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.

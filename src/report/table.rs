@@ -9,6 +9,7 @@ use super::figure;
 use super::matrix::Matrix;
 use crate::measure::{LatencySummary, figure_name};
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
+use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
 use crate::stats::Summary;
 use crate::units::format_bytes;
 
@@ -47,6 +48,8 @@ fn mean_sd(s: &Summary) -> String {
 
 /// Short-phase marker used in the tables and explained below them.
 const SHORT: &str = " †";
+/// Marks a rate over 80% of the harness ceiling.
+const HARNESS_BOUND: &str = " ‼";
 
 impl Style {
     /// A line of a list: indented for a terminal, a (nested) Markdown list item otherwise.
@@ -132,6 +135,25 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         0,
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
+    if let Some(loops) = r.loop_summary() {
+        out.push_str(&style.item(1, &loops));
+    }
+    if let Some(t) = &r.testbed {
+        let mut lines = super::stack::describe(t).into_iter();
+        if let Some(first) = lines.next() {
+            out.push_str(&style.item(0, &format!("Storage {first}")));
+        }
+        for line in lines {
+            out.push_str(&style.item(1, &line));
+        }
+    }
+    let ceilings = super::stack::ceiling_lines(r);
+    if !ceilings.is_empty() {
+        out.push_str(&style.item(0, "Harness ceiling (each phase on tmpfs, this machine):"));
+        for line in ceilings {
+            out.push_str(&style.item(1, &line));
+        }
+    }
     out.push_str(&style.item(0, "Configurations:"));
     for c in &r.configurations {
         out.push_str(&style.item(1, &c.config.label));
@@ -336,6 +358,9 @@ fn render_workload(
     let short = |config: &str, phase: &str| {
         find(config, phase, "time").is_some_and(|s| s.summary.mean < r.suite.min_phase_secs)
     };
+    let harness_bound = |config: &str, phase: &str| {
+        find(config, phase, "harness %").is_some_and(|s| s.summary.mean > HARNESS_BOUND_PERCENT)
+    };
 
     let mut times = new_table(
         style,
@@ -367,6 +392,14 @@ fn render_workload(
     for p in phases {
         header.push(format!("{} ({}/s)", p.title, p.unit));
         columns.push((p.name.as_ref(), "rate"));
+        // The steady-state rate (MSER-5) beside the whole phase's, where a run had one.
+        if configs
+            .iter()
+            .any(|c| find(c, &p.name, "steady rate").is_some())
+        {
+            header.push(format!("{} steady ({}/s)", p.title, p.unit));
+            columns.push((p.name.as_ref(), "steady rate"));
+        }
         if p.moves_data {
             header.push(format!("{} (KiB/s)", p.title));
             columns.push((p.name.as_ref(), "throughput"));
@@ -376,8 +409,14 @@ fn render_workload(
     for c in &configs {
         let mut row = vec![c.to_string()];
         for (phase, metric) in &columns {
-            let cell = find(c, phase, metric).map_or("-".into(), |s| mean_sd(&s.summary));
-            row.push(if short(c, phase) { cell + SHORT } else { cell });
+            let mut cell = find(c, phase, metric).map_or("-".into(), |s| mean_sd(&s.summary));
+            if short(c, phase) {
+                cell += SHORT;
+            }
+            if harness_bound(c, phase) {
+                cell += HARNESS_BOUND;
+            }
+            row.push(cell);
         }
         rates.add_row(row);
     }
@@ -403,6 +442,15 @@ fn render_workload(
         );
     }
 
+    if configs
+        .iter()
+        .any(|c| phases.iter().any(|p| harness_bound(c, &p.name)))
+    {
+        let _ = writeln!(
+            out,
+            "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+        );
+    }
     render_figures(out, r, style, workload, &configs, phases);
     render_matrix(out, r, style, workload, &configs);
 

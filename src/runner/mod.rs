@@ -2,6 +2,7 @@
 //! rotated round by round so drift hits all of them alike, each run on a fresh filesystem.
 
 mod auto;
+pub mod ceiling;
 pub(crate) mod observer;
 pub mod phases;
 
@@ -20,13 +21,14 @@ use crate::results::{
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
+use crate::testbed::stack::{self, SuiteTestbed};
 use crate::testbed::{Target, TargetSpec, Teardown, device, mounts};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 use observer::{Diagnostic, Observer, SuitePlan};
 use phases::{PhaseSettings, run_phase};
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
@@ -84,9 +86,10 @@ fn describe_target(target: &Target) -> TargetInfo {
     match target.spec() {
         TargetSpec::Image { dir, .. } => TargetInfo {
             description: format!(
-                "fresh sparse loop image of {} per run in {}",
+                "fresh sparse loop image of {} per run in {}, {}",
                 format_bytes(target.image_size()),
-                dir.display()
+                dir.display(),
+                loop_mode(target.spec())
             ),
             image_size: Some(target.image_size()),
             device: device::block_info_of_path(dir),
@@ -102,9 +105,14 @@ fn describe_target(target: &Target) -> TargetInfo {
             });
             TargetInfo {
                 description: format!(
-                    "{} ({}), re-made for every run",
+                    "{} ({}), re-made for every run{}",
                     path.display(),
-                    format_bytes(target.image_size())
+                    format_bytes(target.image_size()),
+                    if path.metadata().is_ok_and(|m| m.is_file()) {
+                        format!(", {}", loop_mode(target.spec()))
+                    } else {
+                        String::new()
+                    }
                 ),
                 image_size: Some(target.image_size()),
                 device: info,
@@ -118,6 +126,15 @@ fn describe_target(target: &Target) -> TargetInfo {
             image_size: None,
             device: device::block_info_of_path(path),
         },
+    }
+}
+
+/// How the target's loop devices are asked to cache (what they did is recorded per run).
+fn loop_mode(spec: &TargetSpec) -> &'static str {
+    if spec.loop_direct_io() {
+        "loop devices asked for direct I/O"
+    } else {
+        "loop devices BUFFERED in the host page cache (loop_cache asked for)"
     }
 }
 
@@ -183,8 +200,15 @@ pub(crate) fn run_suite(
             runs: Vec::new(),
             summaries: Vec::new(),
             warnings: Vec::new(),
+            testbed: None,
+            ceilings: Vec::new(),
         },
     };
+    // A resumed suite keeps the stack it started on; its new runs say what changed since.
+    let testbed = result
+        .testbed
+        .get_or_insert_with(|| SuiteTestbed::collect(&suite.target))
+        .clone();
     // Each configuration's key: its place in the suite's configurations (a resumed suite's
     // own, found by the configuration itself, not its label).
     let keys = configs
@@ -206,6 +230,14 @@ pub(crate) fn run_suite(
         .filter(|r| matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed))
         .map(|r| (r.run, r.config_key, r.workload_key))
         .collect();
+    let settings = PhaseSettings {
+        settle: suite.drop_caches,
+        progress: options.progress.clone(),
+    };
+    // Before the suite starts: a failure (or Ctrl-C) here is one before any run.
+    if result.ceilings.is_empty() {
+        result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
+    }
     observer.suite_started(&SuitePlan {
         result: &result,
         configurations: configs.len(),
@@ -213,10 +245,6 @@ pub(crate) fn run_suite(
         runs: suite.runs,
         already_done: done.len(),
     })?;
-    let settings = PhaseSettings {
-        settle: suite.drop_caches,
-        progress: options.progress.clone(),
-    };
     let mut error = None;
     let started = std::time::Instant::now();
     'rounds: for round in 0..suite.runs {
@@ -246,6 +274,8 @@ pub(crate) fn run_suite(
                     unmount_secs: None,
                     fsck: None,
                     incomplete: None,
+                    loop_device: None,
+                    testbed: Some(testbed.run_start(&suite.target)),
                 };
                 let label = format!(
                     "[{}/{}] {} {}",
@@ -264,6 +294,17 @@ pub(crate) fn run_suite(
                     &mut record,
                     observer,
                 );
+                if let Some(t) = record.testbed.as_mut() {
+                    t.load_end = stack::load_average();
+                }
+                let label_of_workload = spec.label();
+                let ceiling = result
+                    .ceilings
+                    .iter()
+                    .find(|c| c.workload == label_of_workload);
+                for phase in &mut record.phases {
+                    phase.shape.harness_percent = ceiling.and_then(|c| c.percent_of(phase));
+                }
                 let info = result.configurations.get_mut(config_key.0 as usize);
                 if let Some(info) = info
                     && info.mount_options.is_none()
@@ -324,6 +365,9 @@ pub(crate) fn run_suite(
         }
     }
     drop(target);
+    if let Some(t) = result.testbed.as_mut() {
+        t.load_end = stack::load_average();
+    }
     if error.is_none() {
         result.status = SuiteStatus::Completed;
     }
@@ -356,6 +400,7 @@ fn run_once(
     record.mkfs_secs = fresh.mkfs_secs;
     record.mount_options = fresh.mount_options.clone();
     record.source = fresh.source.clone();
+    record.loop_device = fresh.loop_info.clone();
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
     let phase_count = workload.phases().len();

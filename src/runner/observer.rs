@@ -52,6 +52,15 @@ pub(crate) enum Diagnostic<'a> {
     SuiteEndNotSaved(&'a anyhow::Error),
     /// `--runs auto` ended the rounds.
     AutoRunsStopped(&'a super::auto::AutoStop),
+    /// A workload's harness ceiling is being measured on tmpfs (once per machine).
+    MeasuringCeiling { workload: &'a str },
+    /// The measured ceiling could not be cached (it is measured again next time).
+    CeilingNotCached(&'a anyhow::Error),
+    /// The workload could not run on tmpfs: its phases get no harness %.
+    NoCeiling {
+        workload: &'a str,
+        error: &'a anyhow::Error,
+    },
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -78,6 +87,17 @@ impl fmt::Display for Diagnostic<'_> {
                 write!(f, "cannot save how the suite ended: {e:#}")
             }
             Diagnostic::AutoRunsStopped(stop) => write!(f, "{stop}"),
+            Diagnostic::MeasuringCeiling { workload } => write!(
+                f,
+                "measuring the harness ceiling of {workload} on tmpfs (once per machine, kernel and fsbench version)"
+            ),
+            Diagnostic::CeilingNotCached(e) => {
+                write!(f, "cannot cache the harness ceiling: {e:#}")
+            }
+            Diagnostic::NoCeiling { workload, error } => write!(
+                f,
+                "no harness ceiling for {workload} (it cannot run on tmpfs: {error:#}); its phases get no harness %"
+            ),
         }
     }
 }

@@ -12,6 +12,8 @@ use crate::measure::{PhaseRecorder, Progress};
 use crate::progress::PhaseProgress;
 use crate::results::PhaseRecord;
 use crate::runner::observer::{Observer, PhaseStart};
+use crate::shape::{self, PhaseShape, ThreadsDone};
+
 use crate::workload::Workload;
 
 /// How phases are run.
@@ -68,6 +70,8 @@ fn measure_phase(
 ) -> Result<PhaseRecord, FsbenchError> {
     let phases = workload.phases();
     let info = &phases[index];
+    settings.progress.reset_threads();
+    let started = Instant::now();
     let sampler = PhaseProgress::start(settings.progress.clone());
     let mut recorder = PhaseRecorder::start(&info.name, settings.progress.clone());
     let outcome = workload.run_phase(index, dir.as_fd(), &mut recorder);
@@ -80,6 +84,19 @@ fn measure_phase(
         start.elapsed().as_nanos() as u64
     });
     let output = workload.after_phase(index, dir.as_fd())?;
+    let threads = match settings.progress.threads() {
+        (n, Some((first, first_units))) if n >= 2 => Some(ThreadsDone::new(
+            n,
+            (first.duration_since(started).as_secs_f64(), first_units),
+            (measurement.elapsed_secs(), measurement.ops),
+        )),
+        _ => None,
+    };
+    let shape = PhaseShape {
+        steady: shape::steady_state(&progress),
+        threads,
+        harness_percent: None,
+    };
     Ok(PhaseRecord {
         name: info.name.to_string(),
         measurement,
@@ -89,5 +106,6 @@ fn measure_phase(
         figures: output.figures,
         notes: output.notes,
         unsupported: output.unsupported,
+        shape,
     })
 }

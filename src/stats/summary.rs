@@ -17,14 +17,26 @@ pub fn phase_metrics(p: &PhaseRecord, unit: &str, moves_data: bool) -> Vec<Figur
     // A phase broken down by dimensions (a throughput matrix) measured many things: one
     // overall rate would mix them all.
     if p.figures.iter().all(|f| f.dims.is_empty()) {
-        out.push(Figure::new(
-            "rate",
-            &format!("{unit}/s"),
-            true,
-            m.ops_per_sec(),
-        ));
+        let rate = format!("{unit}/s");
+        out.push(Figure::new("rate", &rate, true, m.ops_per_sec()));
         if moves_data {
             out.push(Figure::new("throughput", "KiB/s", true, m.kib_per_sec()));
+        }
+        // The phase's shape: its rate once warmed up, the rate until the first thread was
+        // done, and its rate as a share of what fsbench itself can do on this machine.
+        if let Some(steady) = p.shape.steady.as_ref().filter(|s| s.reached) {
+            out.push(Figure::new("steady rate", &rate, true, steady.rate));
+        }
+        if let Some(t) = &p.shape.threads {
+            out.push(Figure::new(
+                "first-done rate",
+                &rate,
+                true,
+                t.first_done_rate,
+            ));
+        }
+        if let Some(percent) = p.shape.harness_percent {
+            out.push(Figure::new("harness %", "%", false, percent));
         }
     }
     out.push(Figure::new("cpu", "%", false, m.cpu_percent()));
@@ -94,7 +106,7 @@ impl SuiteResult {
             .into_iter()
             .filter_map(
                 |((config, workload, phase, metric, dims), unit, higher_is_better, v)| {
-                    let summary = bounded(Summary::of(&v)?, &unit, cpus);
+                    let summary = bounded(Summary::of(&v)?, &metric, &unit, cpus);
                     Some(MetricSummary {
                         config,
                         workload,
@@ -111,9 +123,10 @@ impl SuiteResult {
     }
 }
 
-/// A percentage of CPU time cannot exceed 100 per CPU: its interval is cut there.
-fn bounded(summary: Summary, unit: &str, cpus: usize) -> Summary {
-    if unit == "%" {
+/// A percentage of CPU time cannot exceed 100 per CPU: its interval is cut there (other
+/// percentages, such as harness %, can exceed it).
+fn bounded(summary: Summary, metric: &str, unit: &str, cpus: usize) -> Summary {
+    if unit == "%" && metric.contains("cpu") {
         summary.bounded_above(100.0 * cpus.max(1) as f64)
     } else {
         summary

@@ -9,7 +9,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start,
-                        boot_id
+                        boot_id, testbed, ceilings
                  FROM suites WHERE id = ?1",
                 [id],
                 |r| {
@@ -25,6 +25,8 @@ impl Store {
                         r.get::<_, i64>(8)?,
                         r.get::<_, i64>(9)?,
                         r.get::<_, Option<String>>(10)?,
+                        r.get::<_, Option<String>>(11)?,
+                        r.get::<_, Option<String>>(12)?,
                     ))
                 },
             )
@@ -42,6 +44,8 @@ impl Store {
             pid,
             pid_start,
             boot,
+            testbed,
+            ceilings,
         ) = row;
         let suite: Suite = from_json(&definition, "suite definition")?;
         let status = match status.as_str() {
@@ -66,6 +70,13 @@ impl Store {
             runs,
             summaries: Vec::new(),
             warnings: Vec::new(),
+            testbed: testbed
+                .map(|text| from_json(&text, "storage stack"))
+                .transpose()?,
+            ceilings: ceilings
+                .map(|text| from_json(&text, "harness ceilings"))
+                .transpose()?
+                .unwrap_or_default(),
         };
         result.summarize();
         result.analyze();
@@ -108,7 +119,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
                     mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-                    config_key, workload_key
+                    config_key, workload_key, loop_device, testbed
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -124,6 +135,10 @@ impl Store {
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(6)?,
                 (r.get::<_, Option<u32>>(16)?, r.get::<_, Option<u32>>(17)?),
+                (
+                    r.get::<_, Option<String>>(18)?,
+                    r.get::<_, Option<String>>(19)?,
+                ),
                 RunRecord {
                     run: r.get(1)?,
                     position: r.get(2)?,
@@ -141,13 +156,22 @@ impl Store {
                     unmount_secs: r.get(11)?,
                     fsck,
                     incomplete: r.get(15)?,
+                    loop_device: None,
+                    testbed: None,
                 },
             ))
         })?;
         let mut runs = Vec::new();
         for row in rows {
-            let (run_id, status, (config_key, workload_key), mut run) = row?;
+            let (run_id, status, (config_key, workload_key), (loop_device, testbed), mut run) =
+                row?;
             run.status = parse_status(&status)?;
+            run.loop_device = loop_device
+                .map(|text| from_json(&text, "loop device"))
+                .transpose()?;
+            run.testbed = testbed
+                .map(|text| from_json(&text, "run's storage stack"))
+                .transpose()?;
             // Runs written before keys were stored are found by their labels, once.
             let config_key = config_key.or_else(|| {
                 let place = configurations
@@ -175,7 +199,7 @@ impl Store {
     pub(super) fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
-                    refused, failures, figures, notes, unsupported
+                    refused, failures, figures, notes, unsupported, shape
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -200,15 +224,20 @@ impl Store {
                     figures: Vec::new(),
                     notes: Vec::new(),
                     unsupported: r.get(13)?,
+                    shape: Default::default(),
                 },
                 r.get::<_, String>(10)?,
                 r.get::<_, String>(11)?,
                 r.get::<_, String>(12)?,
+                r.get::<_, Option<String>>(14)?,
             ))
         })?;
         let mut phases = Vec::new();
         for row in rows {
-            let (idx, mut phase, failures, figures, notes) = row?;
+            let (idx, mut phase, failures, figures, notes, shape) = row?;
+            if let Some(shape) = shape {
+                phase.shape = from_json(&shape, "phase shape")?;
+            }
             phase.measurement.failures = from_json(&failures, "failure list")?;
             phase.figures = from_json(&figures, "phase figures")?;
             phase.notes = from_json(&notes, "phase notes")?;

@@ -23,14 +23,14 @@ pub struct BlockInfo {
     pub backing_file: Option<PathBuf>,
 }
 
-fn read_trim(path: &Path) -> Option<String> {
+pub(crate) fn read_trim(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
 }
 
-fn sysfs_node(major: u32, minor: u32) -> Option<PathBuf> {
+pub(crate) fn sysfs_node(major: u32, minor: u32) -> Option<PathBuf> {
     Path::new(&format!("/sys/dev/block/{major}:{minor}"))
         .canonicalize()
         .ok()

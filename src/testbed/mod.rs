@@ -2,8 +2,10 @@
 //! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
 
 pub(crate) mod device;
+pub(crate) mod loopdev;
 pub mod mounts;
 pub mod scratch;
+pub(crate) mod stack;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -20,6 +22,7 @@ use crate::tools;
 use crate::units::format_bytes;
 use crate::workload::SpaceNeed;
 use device::DeviceKind;
+use loopdev::LoopInfo;
 use scratch::Scratch;
 
 /// Where the filesystems under test live.
@@ -32,12 +35,18 @@ pub enum TargetSpec {
         dir: PathBuf,
         #[serde(default, with = "crate::suite::opt_size")]
         size: Option<u64>,
+        /// Buffered loop devices (through the host's page cache) instead of direct I/O.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        loop_cache: bool,
     },
     /// A real block device (or an existing image file), re-made for every run.
     Device {
         path: PathBuf,
         #[serde(default)]
         force: bool,
+        /// For an image file: a buffered loop device instead of direct I/O.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        loop_cache: bool,
     },
     /// A fresh subdirectory of an existing directory; no mkfs, no unmount, no fsck.
     Dir { path: PathBuf },
@@ -55,6 +64,16 @@ impl TargetSpec {
     /// Whether runs make filesystems (and so need root).
     pub fn makes_filesystems(&self) -> bool {
         !matches!(self, TargetSpec::Dir { .. })
+    }
+
+    /// Whether loop devices this target attaches use direct I/O (not `loop_cache`).
+    pub fn loop_direct_io(&self) -> bool {
+        match self {
+            TargetSpec::Image { loop_cache, .. } | TargetSpec::Device { loop_cache, .. } => {
+                !loop_cache
+            }
+            TargetSpec::Dir { .. } => false,
+        }
     }
 
     /// Image size for `need`: room for the data, and for ext4's one inode per 16 KiB.
@@ -88,7 +107,7 @@ impl Target {
             );
         }
         let (parent, image_size, device_kind) = match spec {
-            TargetSpec::Image { dir, size } => {
+            TargetSpec::Image { dir, size, .. } => {
                 let size = size.unwrap_or_else(|| TargetSpec::image_size_for(need));
                 check_image_size(size, need, fs_types)?;
                 check_directory(dir)?;
@@ -105,7 +124,7 @@ impl Target {
                 }
                 (dir.clone(), size, None)
             }
-            TargetSpec::Device { path, force } => {
+            TargetSpec::Device { path, force, .. } => {
                 let kind = device::check_device(path, *force)?;
                 let size = device_size(path)?;
                 check_image_size(size, need, fs_types)?;
@@ -164,6 +183,7 @@ impl Target {
             mount_args: Vec::new(),
             mount_options: String::new(),
             source: String::new(),
+            loop_info: None,
         };
         let Some(fs) = config.fs else {
             let entry = mounts::mount_containing(&run_dir);
@@ -178,6 +198,8 @@ impl Target {
             return Ok(fresh);
         };
         // From here on, anything that fails is undone by FreshFs's Drop.
+        let direct_io = self.spec.loop_direct_io();
+        let mut loop_fallback = None;
         let device = if fs == FsType::Tmpfs {
             None
         } else {
@@ -185,17 +207,19 @@ impl Target {
                 (TargetSpec::Device { path, .. }, Some(DeviceKind::Block)) => path.clone(),
                 (TargetSpec::Device { path, .. }, _) => {
                     self.scratch.note_attached_file(path)?;
-                    let dev = attach_loop(path)?;
-                    fresh.loop_device = Some(dev.clone());
-                    dev
+                    let attached = loopdev::attach(path, direct_io)?;
+                    fresh.loop_device = Some(attached.device.clone());
+                    loop_fallback = attached.fallback;
+                    attached.device
                 }
                 _ => {
                     let image = run_dir.join("image");
                     create_image(&image, self.image_size)?;
                     fresh.image = Some(image.clone());
-                    let dev = attach_loop(&image)?;
-                    fresh.loop_device = Some(dev.clone());
-                    dev
+                    let attached = loopdev::attach(&image, direct_io)?;
+                    fresh.loop_device = Some(attached.device.clone());
+                    loop_fallback = attached.fallback;
+                    attached.device
                 }
             })
         };
@@ -236,6 +260,11 @@ impl Target {
         fresh.source = source;
         fresh.root = mnt.clone();
         fresh.root_fd = Some(open_dir(&mnt)?);
+        // Read back while mounted: what the kernel does, not what was asked for.
+        fresh.loop_info = fresh
+            .loop_device
+            .as_deref()
+            .map(|dev| loopdev::read_back(dev, direct_io, loop_fallback));
         Ok(fresh)
     }
 }
@@ -257,8 +286,13 @@ fn check_directory(path: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Free space of the filesystem holding `path`. A filesystem that reports no size at all
+/// (ramfs, whose files live in memory) can hold what memory is available.
 fn free_bytes(path: &Path) -> anyhow::Result<u64> {
     let st = rustix::fs::statvfs(path).with_context(|| format!("statvfs {}", path.display()))?;
+    if st.f_blocks == 0 {
+        return Ok(crate::sysinfo::available_memory().unwrap_or(0));
+    }
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
@@ -306,21 +340,6 @@ fn create_image(path: &Path, size: u64) -> anyhow::Result<()> {
     })
 }
 
-fn attach_loop(file: &Path) -> anyhow::Result<PathBuf> {
-    let losetup = tools::require("losetup", "mount")?;
-    let run = tools::run_ok(
-        &losetup,
-        &["--find".into(), "--show".into(), file.display().to_string()],
-    )
-    .context("cannot attach a loop device")?;
-    run.output
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("/dev/"))
-        .map(PathBuf::from)
-        .context("losetup did not name the loop device")
-}
-
 /// The result of a read-only fsck.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FsckOutcome {
@@ -359,6 +378,8 @@ pub struct FreshFs {
     pub mount_options: String,
     /// The device (or `tmpfs`, or the existing directory's mount source).
     pub source: String,
+    /// The loop device as sysfs showed it once mounted; `None` without a loop device.
+    pub loop_info: Option<LoopInfo>,
 }
 
 impl FreshFs {

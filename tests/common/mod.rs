@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The fsbench binary with a private state directory, so `fsbench clean` in one test never
-/// touches another's suites, and a results database in the temporary directory rather than
-/// the user's home (tests that look at the database pass --db).
+/// touches another's suites, and a results database in this build's target directory rather
+/// than the user's home (tests that look at the database pass --db): builds of other
+/// checkouts, whose schema may differ, test beside it with databases of their own.
 pub fn fsbench(state: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fsbench"));
     c.env("FSBENCH_STATE_DIR", state);
     c.env(
         "XDG_DATA_HOME",
-        std::env::temp_dir().join("fsbench-tests-data"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("fsbench-tests-data"),
     );
     c
 }
@@ -98,6 +99,18 @@ pub fn assert_nothing_left(dir: &Path) {
         .map(|e| e.path())
         .collect();
     assert!(entries.is_empty(), "left behind: {entries:?}");
+}
+
+/// Asserts no suite's state is left in the state directory `state` (the harness-ceiling
+/// cache, kept on purpose, aside).
+pub fn assert_no_state_left(state: &Path) {
+    let entries: Vec<_> = std::fs::read_dir(state)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_none_or(|n| n != "cache"))
+        .collect();
+    assert!(entries.is_empty(), "state left behind: {entries:?}");
 }
 
 /// A scratch directory on the machine's disk (not tmpfs), removed at the end of the test.

@@ -311,6 +311,7 @@ impl Worker<'_> {
                 std::thread::sleep(Duration::from_millis(u64::from(self.group.op_delay_ms)));
             }
         }
+        shared.progress.thread_finished();
         Ok((self.group_index, self.stats))
     }
 }

@@ -1,0 +1,167 @@
+//! The storage stack in words, for `show`, the tables and the HTML report, and the warning
+//! `compare` gives when compared configurations ran on different stacks.
+
+use crate::results::SuiteResult;
+use crate::stats::compare::Column;
+use crate::testbed::stack::{BlockQueue, LoadAverage, SuiteTestbed};
+
+fn load_text(load: Option<LoadAverage>) -> String {
+    load.map_or("unknown".to_string(), |[a, b, c]| {
+        format!("{a:.2} {b:.2} {c:.2}")
+    })
+}
+
+fn queue_text(q: &BlockQueue) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = &q.model {
+        parts.push(m.clone());
+    }
+    match q.rotational {
+        Some(true) => parts.push("rotational".into()),
+        Some(false) => parts.push("non-rotational".into()),
+        None => {}
+    }
+    let settings = [
+        ("scheduler", q.scheduler.clone()),
+        ("nr_requests", q.nr_requests.map(|v| v.to_string())),
+        ("read_ahead_kb", q.read_ahead_kb.map(|v| v.to_string())),
+        ("write cache", q.write_cache.clone()),
+        (
+            "logical/physical block",
+            q.logical_block_size
+                .zip(q.physical_block_size)
+                .map(|(l, p)| format!("{l}/{p}")),
+        ),
+    ];
+    parts.extend(
+        settings
+            .into_iter()
+            .filter_map(|(name, v)| Some(format!("{name} {}", v?))),
+    );
+    if parts.is_empty() {
+        q.name.clone()
+    } else {
+        format!("{} ({})", q.name, parts.join(", "))
+    }
+}
+
+/// The stack, a line per layer: identity, backing chain, writeback tunables, load.
+pub fn describe(t: &SuiteTestbed) -> Vec<String> {
+    let s = &t.stack;
+    let mut lines = vec![format!(
+        "stack {}: Linux {}, virtual machine {}, container {}, CPU governor {}, transparent huge pages {}",
+        t.stack_hash,
+        s.kernel_release,
+        s.virtual_machine,
+        s.container.as_deref().unwrap_or("unknown"),
+        s.cpu_governor.as_deref().unwrap_or("none (no cpufreq)"),
+        s.transparent_hugepages.as_deref().unwrap_or("unknown")
+    )];
+    if let Some(b) = &s.backing {
+        let fs = match (&b.fstype, &b.mount_source) {
+            (Some(fs), Some(src)) => format!(
+                " on {fs} ({src}, {})",
+                b.mount_options.as_deref().unwrap_or("")
+            ),
+            _ => String::new(),
+        };
+        let devices: Vec<String> = b.devices.iter().map(queue_text).collect();
+        lines.push(format!(
+            "backing: {}{fs} → {}",
+            b.path.display(),
+            if devices.is_empty() {
+                "no block device".to_string()
+            } else {
+                devices.join(" → ")
+            }
+        ));
+    }
+    let vm = &s.vm;
+    let value = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+    lines.push(format!(
+        "vm: dirty_ratio {}, dirty_background_ratio {}, dirty_bytes {}, dirty_background_bytes {}, dirty_expire_centisecs {}, dirty_writeback_centisecs {}, swappiness {}",
+        value(vm.dirty_ratio),
+        value(vm.dirty_background_ratio),
+        value(vm.dirty_bytes),
+        value(vm.dirty_background_bytes),
+        value(vm.dirty_expire_centisecs),
+        value(vm.dirty_writeback_centisecs),
+        value(vm.swappiness)
+    ));
+    lines.push(format!(
+        "load average: {} at start, {} at end",
+        load_text(t.load_start),
+        load_text(t.load_end)
+    ));
+    lines
+}
+
+/// The harness ceilings of the suite's workloads, a line per workload with each phase's rate.
+pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
+    r.ceilings
+        .iter()
+        .map(|c| {
+            let spec = r.suite.workloads.iter().find(|w| w.label() == c.workload);
+            let phases = spec.map(|s| s.phases()).unwrap_or_default();
+            let rates: Vec<String> = c
+                .phases
+                .iter()
+                .map(|p| {
+                    let unit = phases
+                        .iter()
+                        .find(|i| i.name == p.phase)
+                        .map_or("units", |i| i.unit);
+                    format!("{} {} {unit}/s", p.phase, super::figure(p.rate))
+                })
+                .collect();
+            format!(
+                "{}: {} (measured {}, fsbench {})",
+                c.workload,
+                rates.join(", "),
+                c.measured_at,
+                c.fsbench_version
+            )
+        })
+        .collect()
+}
+
+/// One warning per compared suite whose stack differs from the first column's suite's,
+/// naming every difference (a kernel, a dirty_ratio, a scheduler): the suite varied the
+/// filesystems' configurations, nothing below them.
+pub fn compare_warnings(suites: &[SuiteResult], columns: &[Column]) -> Vec<String> {
+    let find = |id: i64| suites.iter().find(|s| s.id.unwrap_or(0) == id);
+    let Some(base) = columns.first().and_then(|c| find(c.suite_id)) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<i64> = columns.iter().map(|c| c.suite_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut warnings = Vec::new();
+    let base_id = base.id.unwrap_or(0);
+    for other in ids
+        .iter()
+        .filter(|id| **id != base_id)
+        .filter_map(|id| find(*id))
+    {
+        let other_id = other.id.unwrap_or(0);
+        match (&base.testbed, &other.testbed) {
+            (Some(a), Some(b)) => {
+                let diff = a.stack.differences(&b.stack);
+                if !diff.is_empty() {
+                    warnings.push(format!(
+                        "suites #{base_id} and #{other_id} ran on different storage stacks ({} vs {}): {}",
+                        a.stack_hash,
+                        b.stack_hash,
+                        diff.join("; ")
+                    ));
+                }
+            }
+            (None, None) => {}
+            _ => warnings.push(format!(
+                "suite #{} has no recorded storage stack (recorded by an older fsbench): suites #{base_id} and #{other_id} may differ below the filesystem",
+                if base.testbed.is_none() { base_id } else { other_id }
+            )),
+        }
+    }
+    warnings
+}

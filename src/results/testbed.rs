@@ -1,0 +1,116 @@
+//! Warnings and summaries about the testbed under the runs: buffered loop devices, a storage
+//! stack that changed mid-suite, phases that never reached a steady state.
+
+use super::{RunRecord, RunStatus, SuiteResult, Warning, WarningKind};
+use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
+use crate::testbed::loopdev::LoopInfo;
+
+impl SuiteResult {
+    /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling.
+    pub(super) fn harness_warnings(&self) -> Vec<Warning> {
+        self.summaries
+            .iter()
+            .filter(|s| s.metric == "harness %" && s.summary.mean > HARNESS_BOUND_PERCENT)
+            .map(|s| Warning {
+                kind: WarningKind::HarnessBound,
+                config: Some(s.config.clone()),
+                workload: Some(s.workload.clone()),
+                phase: Some(s.phase.clone()),
+                message: format!(
+                    "{} / {} / {}: harness-bound ({:.0}% of the harness ceiling): the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's",
+                    s.config, s.workload, s.phase, s.summary.mean
+                ),
+            })
+            .collect()
+    }
+
+    /// What the runs' loop devices did, read back from sysfs (`None` without loop devices).
+    pub fn loop_summary(&self) -> Option<String> {
+        crate::testbed::loopdev::describe_runs(
+            self.runs.iter().filter_map(|r| r.loop_device.as_ref()),
+        )
+    }
+
+    /// One warning per configuration, workload and phase whose rate never settled in some run.
+    pub(super) fn steady_state_warnings(&self) -> Vec<Warning> {
+        // (config, workload, phase) → (runs unsettled, runs analysed), in first-seen order.
+        type Phase<'a> = (&'a str, &'a str, &'a str);
+        let mut seen: Vec<(Phase, (usize, usize))> = Vec::new();
+        for r in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
+            for p in &r.phases {
+                let Some(steady) = &p.shape.steady else {
+                    continue;
+                };
+                let key = (r.config.as_str(), r.workload.as_str(), p.name.as_str());
+                let i = seen.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
+                    seen.push((key, (0, 0)));
+                    seen.len() - 1
+                });
+                seen[i].1.0 += usize::from(!steady.reached);
+                seen[i].1.1 += 1;
+            }
+        }
+        seen.into_iter()
+            .filter(|(_, (unsettled, _))| *unsettled > 0)
+            .map(|((config, workload, phase), (unsettled, runs))| Warning {
+                kind: WarningKind::NoSteadyState,
+                config: Some(config.to_string()),
+                workload: Some(workload.to_string()),
+                phase: Some(phase.to_string()),
+                message: format!(
+                    "{config} / {workload} / {phase}: no steady state in {unsettled} of {runs} run(s) (MSER-5 found the warm-up past half the phase): its rate was still changing when it ended; lengthen the phase"
+                ),
+            })
+            .collect()
+    }
+
+    /// Said when the stack a run saw differs from the suite's (someone changed dirty_ratio or
+    /// a scheduler mid-suite, say): its runs are not alike.
+    pub(super) fn stack_warning(&self) -> Option<Warning> {
+        let changed: Vec<&RunRecord> = self
+            .runs
+            .iter()
+            .filter(|r| r.testbed.as_ref().is_some_and(|t| !t.changed.is_empty()))
+            .collect();
+        let first = changed.first()?.testbed.as_ref()?;
+        Some(Warning {
+            kind: WarningKind::StackChanged,
+            config: None,
+            workload: None,
+            phase: None,
+            message: format!(
+                "the storage stack changed during the suite: {} run(s) saw a stack other than the suite's (first: {}); their figures are not comparable with the others",
+                changed.len(),
+                first.changed.join("; ")
+            ),
+        })
+    }
+
+    /// Said when any run's loop device was buffered: asked for (`loop_cache`) or a fallback.
+    pub(super) fn loop_warning(&self) -> Option<Warning> {
+        let loops: Vec<&LoopInfo> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.loop_device.as_ref())
+            .collect();
+        let buffered: Vec<&&LoopInfo> = loops.iter().filter(|l| !l.direct_io).collect();
+        if buffered.is_empty() {
+            return None;
+        }
+        let why = match buffered.iter().find_map(|l| l.fallback.as_deref()) {
+            Some(reason) => format!("direct I/O was asked for, but {reason}"),
+            None => "buffered loops were asked for (--loop-cache / loop_cache = true)".to_string(),
+        };
+        Some(Warning {
+            kind: WarningKind::LoopBuffered,
+            config: None,
+            workload: None,
+            phase: None,
+            message: format!(
+                "{} of {} run(s) had a BUFFERED loop device (sysfs loop/dio = 0): {why}; their figures are partly the host's page cache, not the disk",
+                buffered.len(),
+                loops.len()
+            ),
+        })
+    }
+}

@@ -1,0 +1,175 @@
+//! The harness's own ceiling: each workload's phases run once on a fresh tmpfs, where the
+//! filesystem costs next to nothing, give the rate fsbench and the kernel's VFS reach on
+//! their own. A phase measured elsewhere at more than [`HARNESS_BOUND_PERCENT`] of that rate
+//! says more about fsbench than about the filesystem. Ceilings are measured once per
+//! machine, kernel and fsbench version and cached in the state directory.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use super::observer::{Diagnostic, Observer};
+use super::phases::{PhaseSettings, run_phase};
+use crate::drivers::FsType;
+use crate::error::FsbenchError;
+use crate::results::PhaseRecord;
+use crate::suite::FsConfig;
+use crate::sysinfo::SystemInfo;
+use crate::testbed::{Target, scratch};
+use crate::workload::WorkloadSpec;
+
+/// Above this share of the ceiling a phase is harness-bound.
+pub const HARNESS_BOUND_PERCENT: f64 = 80.0;
+
+/// One phase's rate on tmpfs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PhaseCeiling {
+    pub phase: String,
+    /// Units per second.
+    pub rate: f64,
+}
+
+/// A workload's ceiling on one machine, kernel and fsbench version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Ceiling {
+    pub workload: String,
+    pub fsbench_version: String,
+    pub cpu_model: String,
+    pub kernel_release: String,
+    pub measured_at: String,
+    pub phases: Vec<PhaseCeiling>,
+}
+
+impl Ceiling {
+    /// The phase's rate as a percentage of its ceiling, when both are known.
+    pub fn percent_of(&self, phase: &PhaseRecord) -> Option<f64> {
+        // A matrix phase (figures with dimensions) has no single rate to compare.
+        if phase.unsupported.is_some() || phase.figures.iter().any(|f| !f.dims.is_empty()) {
+            return None;
+        }
+        let ceiling = self.phases.iter().find(|c| c.phase == phase.name)?.rate;
+        let rate = phase.measurement.ops_per_sec();
+        (ceiling > 0.0 && rate.is_finite()).then(|| 100.0 * rate / ceiling)
+    }
+
+    fn matches(&self, workload: &str, system: &SystemInfo) -> bool {
+        self.workload == workload
+            && self.fsbench_version == system.fsbench_version
+            && self.cpu_model == system.cpu_model
+            && self.kernel_release == system.kernel_release
+    }
+}
+
+/// In a directory of its own, so that `fsbench clean` never takes it for a suite's state.
+fn cache_path() -> PathBuf {
+    scratch::state_dir().join("cache/harness-ceilings.json")
+}
+
+fn load_cache() -> Vec<Ceiling> {
+    std::fs::read(cache_path())
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn save_cache(ceilings: &[Ceiling]) -> anyhow::Result<()> {
+    let path = cache_path();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(ceilings)?)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Runs no events anywhere: the ceiling's phases are not the suite's.
+struct Silent;
+impl Observer for Silent {}
+
+/// Every phase of `spec` once on a fresh tmpfs of `target`.
+fn measure(
+    target: &mut Target,
+    spec: &WorkloadSpec,
+    settings: &PhaseSettings,
+    system: &SystemInfo,
+) -> anyhow::Result<Ceiling> {
+    let config = FsConfig::new(FsType::Tmpfs, Vec::new(), String::new(), None);
+    let tools = FsType::Tmpfs.driver().toolset()?;
+    let fresh = target
+        .fresh(&config, &tools)
+        .context("cannot mount a tmpfs for the harness ceiling")?;
+    let mut workload = spec.instantiate();
+    let label = format!("harness ceiling {}", spec.label());
+    let mut phases = Vec::new();
+    for index in 0..workload.phases().len() {
+        let p = run_phase(
+            workload.as_mut(),
+            index,
+            fresh.dir(),
+            settings,
+            &label,
+            &mut Silent,
+        )?;
+        phases.push(PhaseCeiling {
+            phase: p.name.clone(),
+            rate: p.measurement.ops_per_sec(),
+        });
+    }
+    fresh.finish()?;
+    Ok(Ceiling {
+        workload: spec.label(),
+        fsbench_version: system.fsbench_version.clone(),
+        cpu_model: system.cpu_model.clone(),
+        kernel_release: system.kernel_release.clone(),
+        measured_at: super::now(),
+        phases,
+    })
+}
+
+/// The ceilings of the suite's workloads: cached ones, and the others measured now (and
+/// cached). Measuring needs a tmpfs mount, so only targets that make filesystems (root) do.
+pub(crate) fn ceilings(
+    target: &mut Target,
+    workloads: &[WorkloadSpec],
+    settings: &PhaseSettings,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<Vec<Ceiling>> {
+    let system = SystemInfo::collect();
+    let mut cache = load_cache();
+    let mut found = Vec::new();
+    for spec in workloads {
+        let label = spec.label();
+        if let Some(c) = cache.iter().find(|c| c.matches(&label, &system)) {
+            found.push(c.clone());
+            continue;
+        }
+        if !target.spec().makes_filesystems() {
+            continue;
+        }
+        observer.diagnostic(&Diagnostic::MeasuringCeiling { workload: &label });
+        // A workload tmpfs cannot run (O_DIRECT with records tmpfs refuses, say) has no
+        // ceiling; the suite's own runs say what is wrong with it, if anything is.
+        let ceiling = match measure(target, spec, settings, &system) {
+            Ok(c) => c,
+            Err(e) if matches!(e.downcast_ref(), Some(FsbenchError::Interrupted)) => {
+                return Err(e);
+            }
+            Err(e) => {
+                observer.diagnostic(&Diagnostic::NoCeiling {
+                    workload: &label,
+                    error: &e,
+                });
+                continue;
+            }
+        };
+        cache.retain(|c| !c.matches(&label, &system));
+        cache.push(ceiling.clone());
+        if let Err(e) = save_cache(&cache) {
+            observer.diagnostic(&Diagnostic::CeilingNotCached(&e));
+        }
+        found.push(ceiling);
+    }
+    Ok(found)
+}

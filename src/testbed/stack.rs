@@ -1,0 +1,390 @@
+//! The storage stack under a suite, as the system reports it: the chain from the image
+//! directory (or `--device`) down to the disks with their queue settings, the kernel's
+//! writeback and memory tunables, the CPU frequency governor and whether the machine is
+//! virtual. A short hash names identical stacks, so that results from different stacks are
+//! never compared unawares.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::device::{read_trim, sysfs_node};
+use super::{TargetSpec, mounts};
+use crate::tools;
+
+/// One block device of the chain, with its request-queue settings (a partition's queue facts
+/// are its disk's, so a partition is followed by its disk).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BlockQueue {
+    pub name: String,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    pub scheduler: Option<String>,
+    pub nr_requests: Option<u32>,
+    pub read_ahead_kb: Option<u32>,
+    /// `write back` (a volatile cache) or `write through`.
+    pub write_cache: Option<String>,
+    pub logical_block_size: Option<u32>,
+    pub physical_block_size: Option<u32>,
+}
+
+/// The filesystem holding the images (or a device's image file) and the devices below it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackingChain {
+    /// The image directory or the `--device` path.
+    pub path: PathBuf,
+    /// The filesystem holding it (none for a block device given as `--device`).
+    pub fstype: Option<String>,
+    pub mount_source: Option<String>,
+    pub mount_options: Option<String>,
+    /// From the device holding it down to the disks (through partitions, device-mapper, md).
+    pub devices: Vec<BlockQueue>,
+}
+
+/// Kernel tunables that decide when written data goes to disk (`/proc/sys/vm`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VmTunables {
+    pub dirty_ratio: Option<u64>,
+    pub dirty_background_ratio: Option<u64>,
+    pub dirty_bytes: Option<u64>,
+    pub dirty_background_bytes: Option<u64>,
+    pub dirty_expire_centisecs: Option<u64>,
+    pub dirty_writeback_centisecs: Option<u64>,
+    pub swappiness: Option<u64>,
+}
+
+/// Everything below the filesystem under test that can change its figures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StorageStack {
+    pub kernel_release: String,
+    pub backing: Option<BackingChain>,
+    pub vm: VmTunables,
+    /// The active mode of `/sys/kernel/mm/transparent_hugepage/enabled`.
+    pub transparent_hugepages: Option<String>,
+    /// cpu0's cpufreq governor; `None` where the kernel has no cpufreq (most VMs).
+    pub cpu_governor: Option<String>,
+    /// `none` on bare metal, else the hypervisor (systemd-detect-virt) or `virtual`.
+    pub virtual_machine: String,
+    /// The container fsbench runs in (systemd-detect-virt), if it can tell.
+    pub container: Option<String>,
+}
+
+/// The 1, 5 and 15 minute load averages (`/proc/loadavg`).
+pub type LoadAverage = [f64; 3];
+
+/// The load average now, if the kernel says.
+pub fn load_average() -> Option<LoadAverage> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
+}
+
+/// The stack of a suite: collected once when it starts, and its hash.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SuiteTestbed {
+    pub stack: StorageStack,
+    /// [`StorageStack::hash`], stored so that identical stacks can be found by it.
+    pub stack_hash: String,
+    pub load_start: Option<LoadAverage>,
+    pub load_end: Option<LoadAverage>,
+}
+
+/// The stack as one run saw it: its hash, the load around the run, and what differs from the
+/// suite's stack (nothing, usually).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunTestbed {
+    pub stack_hash: String,
+    pub load_start: Option<LoadAverage>,
+    pub load_end: Option<LoadAverage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+}
+
+fn read_number<T: std::str::FromStr>(path: impl AsRef<Path>) -> Option<T> {
+    read_trim(path.as_ref())?.parse().ok()
+}
+
+/// The bracketed (active) word of a sysfs choice such as `always [madvise] never`.
+fn active_choice(text: String) -> String {
+    text.split_whitespace()
+        .find(|w| w.starts_with('['))
+        .map(|w| w.trim_matches(['[', ']']).to_string())
+        .unwrap_or(text)
+}
+
+fn queue_of(node: &Path) -> Option<BlockQueue> {
+    let queue = node.join("queue");
+    Some(BlockQueue {
+        name: node.file_name()?.to_string_lossy().into_owned(),
+        model: read_trim(&node.join("device/model")),
+        rotational: read_trim(&queue.join("rotational")).map(|r| r == "1"),
+        scheduler: read_trim(&queue.join("scheduler")).map(active_choice),
+        nr_requests: read_number(queue.join("nr_requests")),
+        read_ahead_kb: read_number(queue.join("read_ahead_kb")),
+        write_cache: read_trim(&queue.join("write_cache")),
+        logical_block_size: read_number(queue.join("logical_block_size")),
+        physical_block_size: read_number(queue.join("physical_block_size")),
+    })
+}
+
+/// `node` and everything below it: a partition's disk, the devices a device-mapper or md
+/// device is built on (sysfs `slaves`), depth first.
+fn chain_below(node: &Path, out: &mut Vec<BlockQueue>) {
+    if out.len() > 16 {
+        return; // no real stack is this deep; a sysfs loop must not recurse forever
+    }
+    if node.join("partition").exists() {
+        // A partition has no queue of its own: its disk, next in the chain, has the settings.
+        out.push(empty_queue(node));
+        if let Some(disk) = node.parent() {
+            chain_below(disk, out);
+        }
+        return;
+    }
+    out.extend(queue_of(node));
+    let mut slaves: Vec<PathBuf> = std::fs::read_dir(node.join("slaves"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.path().canonicalize().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    slaves.sort();
+    for slave in slaves {
+        chain_below(&slave, out);
+    }
+}
+
+fn empty_queue(node: &Path) -> BlockQueue {
+    BlockQueue {
+        name: node
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        model: None,
+        rotational: None,
+        scheduler: None,
+        nr_requests: None,
+        read_ahead_kb: None,
+        write_cache: None,
+        logical_block_size: None,
+        physical_block_size: None,
+    }
+}
+
+fn chain_of_device(major: u32, minor: u32) -> Vec<BlockQueue> {
+    let mut out = Vec::new();
+    if let Some(node) = sysfs_node(major, minor) {
+        chain_below(&node, &mut out);
+    }
+    out
+}
+
+/// The chain behind `path`: a block device itself, or the filesystem holding a file or
+/// directory and the devices below that filesystem.
+pub fn backing_chain(path: &Path) -> Option<BackingChain> {
+    let meta = path.metadata().ok()?;
+    if meta.file_type().is_block_device() {
+        let rdev = meta.rdev();
+        return Some(BackingChain {
+            path: path.to_path_buf(),
+            fstype: None,
+            mount_source: None,
+            mount_options: None,
+            devices: chain_of_device(rustix::fs::major(rdev), rustix::fs::minor(rdev)),
+        });
+    }
+    let mount = mounts::mount_containing(path);
+    let mut devices = chain_of_device(rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev()));
+    if devices.is_empty() {
+        // btrfs reports an anonymous st_dev; its mount source names the real device.
+        let source = mount.as_ref().map(|m| Path::new(&m.source).to_path_buf());
+        if let Some(rdev) = source.and_then(|s| s.metadata().ok()).map(|m| m.rdev()) {
+            devices = chain_of_device(rustix::fs::major(rdev), rustix::fs::minor(rdev));
+        }
+    }
+    Some(BackingChain {
+        path: path.to_path_buf(),
+        fstype: mount.as_ref().map(|m| m.fstype.clone()),
+        mount_source: mount.as_ref().map(|m| m.source.clone()),
+        mount_options: mount.map(|m| m.options),
+        devices,
+    })
+}
+
+/// `systemd-detect-virt --vm` or `--container`: `none`, or what it detected.
+fn detect_virt(flag: &str) -> Option<String> {
+    let tool = tools::find("systemd-detect-virt")?;
+    let run = tools::run(&tool, &[flag.to_string()]).ok()?;
+    // It exits non-zero and prints `none` when there is none.
+    Some(run.output.trim().to_string()).filter(|w| !w.is_empty())
+}
+
+/// The hypervisor the machine runs under, or `none`; without systemd-detect-virt, the CPU's
+/// `hypervisor` flag says only whether there is one.
+fn virtual_machine() -> String {
+    detect_virt("--vm").unwrap_or_else(|| {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let hypervisor = cpuinfo
+            .lines()
+            .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+        if hypervisor { "virtual" } else { "none" }.to_string()
+    })
+}
+
+impl StorageStack {
+    /// The stack under `target` as the system reports it now.
+    pub fn collect(target: &TargetSpec) -> StorageStack {
+        let backing = match target {
+            TargetSpec::Image { dir, .. } => backing_chain(dir),
+            TargetSpec::Device { path, .. } => backing_chain(path),
+            TargetSpec::Dir { path } => backing_chain(path),
+        };
+        let vm = |name: &str| read_number::<u64>(Path::new("/proc/sys/vm").join(name));
+        StorageStack {
+            kernel_release: rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned(),
+            backing,
+            vm: VmTunables {
+                dirty_ratio: vm("dirty_ratio"),
+                dirty_background_ratio: vm("dirty_background_ratio"),
+                dirty_bytes: vm("dirty_bytes"),
+                dirty_background_bytes: vm("dirty_background_bytes"),
+                dirty_expire_centisecs: vm("dirty_expire_centisecs"),
+                dirty_writeback_centisecs: vm("dirty_writeback_centisecs"),
+                swappiness: vm("swappiness"),
+            },
+            transparent_hugepages: read_trim(Path::new(
+                "/sys/kernel/mm/transparent_hugepage/enabled",
+            ))
+            .map(active_choice),
+            cpu_governor: read_trim(Path::new(
+                "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+            )),
+            virtual_machine: virtual_machine(),
+            container: detect_virt("--container"),
+        }
+    }
+
+    /// A short, stable name of this exact stack: FNV-1a (64 bit) of its JSON form, 12 hex
+    /// digits (std's hashers may change between Rust releases; this must not).
+    pub fn hash(&self) -> String {
+        let text = serde_json::to_string(self).expect("a stack serializes");
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in text.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("{:012x}", h >> 16)
+    }
+
+    /// Every leaf as `path = value` (`backing.devices.0.scheduler = mq-deadline`).
+    fn leaves(&self) -> BTreeMap<String, String> {
+        fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+            let join = |k: &str| {
+                if prefix.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{prefix}.{k}")
+                }
+            };
+            match v {
+                serde_json::Value::Object(map) => {
+                    map.iter().for_each(|(k, v)| walk(&join(k), v, out))
+                }
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, v)| walk(&join(&i.to_string()), v, out)),
+                serde_json::Value::String(s) => {
+                    out.insert(prefix.to_string(), s.clone());
+                }
+                other => {
+                    out.insert(prefix.to_string(), other.to_string());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(
+            "",
+            &serde_json::to_value(self).expect("a stack serializes"),
+            &mut out,
+        );
+        out
+    }
+
+    /// What differs from `other`, one `item: this → other` line each (empty when identical).
+    pub fn differences(&self, other: &StorageStack) -> Vec<String> {
+        let (a, b) = (self.leaves(), other.leaves());
+        let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        keys.into_iter()
+            .filter(|k| a.get(*k) != b.get(*k))
+            .map(|k| {
+                let show = |v: Option<&String>| v.map_or("(absent)".to_string(), |v| v.clone());
+                format!("{k}: {} → {}", show(a.get(k)), show(b.get(k)))
+            })
+            .collect()
+    }
+}
+
+impl SuiteTestbed {
+    /// The stack under `target` now, with the load average.
+    pub fn collect(target: &TargetSpec) -> SuiteTestbed {
+        let stack = StorageStack::collect(target);
+        SuiteTestbed {
+            stack_hash: stack.hash(),
+            stack,
+            load_start: load_average(),
+            load_end: None,
+        }
+    }
+
+    /// The stack as a run about to start sees it, against the suite's.
+    pub fn run_start(&self, target: &TargetSpec) -> RunTestbed {
+        let now = StorageStack::collect(target);
+        RunTestbed {
+            stack_hash: now.hash(),
+            load_start: load_average(),
+            load_end: None,
+            changed: self.stack.differences(&now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack() -> StorageStack {
+        StorageStack::collect(&TargetSpec::Dir { path: "/".into() })
+    }
+
+    #[test]
+    fn identical_stacks_share_a_hash_and_differences_are_named() {
+        let a = stack();
+        let mut b = a.clone();
+        assert_eq!(a.hash(), b.hash());
+        assert_eq!(a.hash().len(), 12);
+        assert!(a.differences(&b).is_empty());
+        b.vm.dirty_ratio = Some(a.vm.dirty_ratio.unwrap_or(0) + 1);
+        b.kernel_release = "0.0-other".into();
+        assert_ne!(a.hash(), b.hash());
+        let diff = a.differences(&b);
+        assert_eq!(diff.len(), 2, "{diff:?}");
+        assert!(
+            diff.iter().any(|d| d.starts_with("vm.dirty_ratio: ")),
+            "{diff:?}"
+        );
+        assert!(diff.iter().any(|d| d.ends_with("→ 0.0-other")), "{diff:?}");
+    }
+
+    #[test]
+    fn the_load_average_is_read() {
+        let load = load_average().expect("/proc/loadavg");
+        assert!(load.iter().all(|l| *l >= 0.0));
+    }
+}
