@@ -197,6 +197,7 @@ fn presets_counts_hold_on_a_created_tree() {
         "small-deep",
         "medium-shallow",
         "medium-deep",
+        "quick",
         "quick-shallow",
         "quick-deep",
     ] {

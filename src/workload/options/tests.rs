@@ -87,7 +87,7 @@ fn comma_lists_of_workloads_split_at_kind_names() {
         [
             "atomic:quick",
             "archive:tiny,pool-first",
-            "tree:quick-shallow"
+            "tree:quick"
         ]
     );
     let alias = WorkloadSpec::parse_list("ffsb-large-write:threads=4,tree:small-deep").unwrap();
