@@ -108,7 +108,11 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
                 "alignio" => p.alignio = boolean()?,
                 "bufferio" => {
                     if boolean()? {
-                        return Err(unsupported("fsbench does not use stdio buffering"));
+                        // FFSB 6.0-RC1 sets a flag for it that no I/O path reads
+                        // (fs_get_libcio is never called): its I/O stays the same calls.
+                        p.notes.push(format!(
+                            "{name}, line {line_no}: bufferio=1 is read as FFSB 6.0-RC1 honours it: it prints \"bufferedio = on\" but makes the same unbuffered system calls, and so does fsbench"
+                        ));
                     }
                 }
                 "callout" => {

@@ -194,3 +194,25 @@ fn files_are_named_and_spread_as_ffsb_6_does() {
     );
     assert_eq!(names.file(7, 0).to_str().unwrap(), "datafile7");
 }
+
+#[test]
+fn bufferio_is_read_as_ffsb_6_honours_it() {
+    let buffered = FFSB6_PROFILE.replace("directio = 0", "directio = 0\nbufferio = 1");
+    let p = profile::parse(&buffered, "six.ffsb").unwrap();
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("line 2: bufferio=1") && n.contains("same unbuffered")),
+        "{:?}",
+        p.notes
+    );
+    let plain = profile::parse(FFSB6_PROFILE, "six.ffsb").unwrap();
+    assert_eq!(
+        FfsbParams {
+            notes: Vec::new(),
+            ..p
+        },
+        plain,
+        "the same I/O"
+    );
+}
