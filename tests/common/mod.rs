@@ -11,11 +11,14 @@ use std::process::{Command, Output};
 pub fn fsbench(state: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fsbench"));
     c.env("FSBENCH_STATE_DIR", state);
-    c.env(
-        "XDG_DATA_HOME",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("fsbench-tests-data"),
-    );
+    c.env("XDG_DATA_HOME", test_data_home());
     c
+}
+
+/// The `XDG_DATA_HOME` of every fsbench the tests start: the default results database lives
+/// there, never in the user's home.
+pub fn test_data_home() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("fsbench-tests-data")
 }
 
 pub fn is_root() -> bool {
