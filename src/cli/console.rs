@@ -33,6 +33,13 @@ impl Observer for Console {
                 format!("; {} of {planned} runs already done", plan.already_done)
             }
         );
+        // Said once the suite is known to be valid, so it never comes before an input error.
+        if plan.result.suite.purpose.is_empty() {
+            eprintln!(
+                "fsbench: no purpose stated; say why you run this benchmark with --purpose \
+                 (a result without one is hard to judge later)"
+            );
+        }
         Ok(())
     }
 

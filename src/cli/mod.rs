@@ -17,7 +17,7 @@ use anyhow::Context;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
-use crate::report::table::Style;
+use crate::report::fit::View;
 use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::runner::{
     self,
@@ -72,7 +72,11 @@ enum Command {
     },
     /// A suite's tables, system and configurations, from the results database
     Show {
+        /// The suite's ID (`fsbench list` shows them)
         id: i64,
+        /// Every figure's statistics and every warning, not only the summary
+        #[arg(long)]
+        all: bool,
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
         output_format: OutputFormat,
     },
@@ -90,6 +94,7 @@ enum Command {
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {
+        /// The suite's ID (`fsbench list` shows them)
         id: i64,
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
         format: ExportFormat,
@@ -223,6 +228,9 @@ struct RunArgs {
     /// No progress bars
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Every figure's statistics ("All figures") and every warning, not only the summary
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
     #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "name", "purpose"])]
     resume: Option<i64>,
@@ -340,12 +348,6 @@ impl RunArgs {
                 .into());
             }
         }
-        if suite.purpose.is_empty() {
-            eprintln!(
-                "fsbench: no purpose stated; say why you run this benchmark with --purpose \
-                 (a result without one is hard to judge later)"
-            );
-        }
         Ok(suite)
     }
 }
@@ -399,20 +401,20 @@ impl Observer for DbSink {
         let id = self.id.expect("started before finishing");
         self.store.finish_suite(id, result)?;
         eprintln!(
-            "fsbench: suite ID {id} {:?}; see it again with `fsbench show {id}`",
+            "fsbench: suite ID {id} {}; see it again with `fsbench show {id}`",
             result.status
         );
         Ok(())
     }
 }
 
-fn print_result(result: &SuiteResult, format: OutputFormat) -> anyhow::Result<()> {
+fn print_result(result: &SuiteResult, format: OutputFormat, verbose: bool) -> anyhow::Result<()> {
     match format {
         // FFSB's own report first, for users who compare with FFSB's output.
         OutputFormat::Table => write_stdout(&format!(
             "{}{}",
             report::ffsb::render(result),
-            report::table::render(result, Style::Terminal)
+            report::table::render(result, &View::terminal(verbose))
         )),
         OutputFormat::Json => write_stdout(&(report::json::render(result) + "\n")),
     }
@@ -520,7 +522,7 @@ fn run_suite(
         &mut Observers(vec![&mut sink, &mut console]),
     )?;
     result.id = sink.id;
-    let printed = print_result(&result, args.output_format);
+    let printed = print_result(&result, args.output_format, args.verbose);
     // The run's own error says more than a closed stdout.
     if let Some(e) = error {
         return Err(e);

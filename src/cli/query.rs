@@ -117,7 +117,11 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             }
             write_stdout(&format!("{t}\n"))?;
         }
-        Command::Show { id, output_format } => print_result(&store.load(*id)?, *output_format)?,
+        Command::Show {
+            id,
+            all,
+            output_format,
+        } => print_result(&store.load(*id)?, *output_format, *all)?,
         Command::Compare(args) => return compare_cmd(args, &store),
         Command::Rank {
             columns,
@@ -137,7 +141,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             let text = match format {
                 ExportFormat::Json => report::json::render(&result) + "\n",
                 ExportFormat::Csv => report::csv::render(&result)?,
-                ExportFormat::Markdown => report::table::render(&result, Style::Markdown),
+                ExportFormat::Markdown => report::table::render(&result, &View::markdown()),
                 ExportFormat::Iozone => report::iozone::render(&result)?,
             };
             write_output(output.as_deref(), &text)?;

@@ -1,13 +1,16 @@
-//! Terminal tables: per workload, the fdtree article's two tables (phase times and rates, one
-//! row per configuration, mean ± stddev), then the full statistics, latency and lifecycle.
+//! Terminal tables: the verdicts first, then per workload the fdtree article's two tables
+//! (phase times and rates, one row per configuration, mean ± stddev), the workload's own
+//! figures (every figure's statistics and the latency per call with `--verbose`), then the
+//! warnings and the configurations.
 
 use std::fmt::Write;
 
 use comfy_table::{CellAlignment, Table, presets};
 
-use super::figure;
+use super::fit::{Grid, View, fit};
 use super::matrix::Matrix;
-use crate::measure::{LatencySummary, figure_name};
+use super::{column_decimals, fixed};
+use super::{details, warnings};
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
 use crate::stats::Summary;
 use crate::units::format_bytes;
@@ -19,7 +22,7 @@ pub enum Style {
     Markdown,
 }
 
-fn new_table(style: Style, header: Vec<String>) -> Table {
+pub(super) fn new_table(style: Style, header: Vec<String>) -> Table {
     let mut t = Table::new();
     t.load_style(match style {
         Style::Terminal => presets::UTF8_FULL_CONDENSED,
@@ -29,7 +32,7 @@ fn new_table(style: Style, header: Vec<String>) -> Table {
     t
 }
 
-fn right_align(t: &mut Table) {
+pub(super) fn right_align(t: &mut Table) {
     for i in 1..t.column_count() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
@@ -37,11 +40,29 @@ fn right_align(t: &mut Table) {
     }
 }
 
-/// `mean ± stddev`, or the lone value of a single run.
-fn mean_sd(s: &Summary) -> String {
-    match s.stddev {
-        Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
-        None => figure(s.mean),
+/// `mean ± stddev` of each summary (the lone value of a single run; `-` where there is none),
+/// divided by `divisor` (1024 shows KiB/s in MiB/s), all with one precision so that they
+/// line up.
+fn mean_sd_column(summaries: &[Option<&Summary>], divisor: f64) -> Vec<String> {
+    let decimals = column_decimals(summaries.iter().flatten().map(|s| s.mean / divisor));
+    let value = |v: f64| fixed(v / divisor, decimals);
+    summaries
+        .iter()
+        .map(|s| {
+            s.map_or("-".into(), |s| match s.stddev {
+                Some(sd) => format!("{} ± {}", value(s.mean), value(sd)),
+                None => value(s.mean),
+            })
+        })
+        .collect()
+}
+
+/// A figure's name with its unit, once: `create tx/s`, `extents (count)`.
+fn with_unit(name: &str, unit: &str) -> String {
+    if name.ends_with(unit) {
+        name.to_string()
+    } else {
+        format!("{name} ({unit})")
     }
 }
 
@@ -50,7 +71,7 @@ const SHORT: &str = " †";
 
 impl Style {
     /// A line of a list: indented for a terminal, a (nested) Markdown list item otherwise.
-    fn item(self, level: usize, text: &str) -> String {
+    pub(super) fn item(self, level: usize, text: &str) -> String {
         let indent = "  ".repeat(level);
         match self {
             Style::Terminal => format!("{indent}{text}\n"),
@@ -66,7 +87,7 @@ impl Style {
     }
 
     /// A table with its caption (Markdown needs blank lines around tables).
-    fn table(self, caption: &str, table: &Table) -> String {
+    pub(super) fn table(self, caption: &str, table: &Table) -> String {
         match self {
             Style::Terminal => format!("{caption}\n{table}\n"),
             Style::Markdown => format!("{caption}\n\n{table}\n\n"),
@@ -96,7 +117,10 @@ fn device_text(r: &SuiteResult) -> String {
     )
 }
 
-pub fn render(r: &SuiteResult, style: Style) -> String {
+/// The suite's results: what was asked and the answers first, then the tables, the
+/// warnings and what was run on.
+pub fn render(r: &SuiteResult, view: &View) -> String {
+    let style = view.style;
     let s = &r.system;
     let mut out = match style {
         Style::Terminal => String::new(),
@@ -116,8 +140,8 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
     } else {
         &r.suite.purpose
     };
-    out.push_str(&style.item(0, &format!("Purpose: {purpose}")));
-    out.push_str(&style.item(
+    out.push_str(&view.item(0, &format!("Purpose: {purpose}")));
+    out.push_str(&view.item(
         0,
         &format!(
             "System:  Linux {} {}, {} ({} CPUs), {} RAM",
@@ -128,13 +152,31 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
             format_bytes(s.memory_bytes)
         ),
     ));
-    out.push_str(&style.item(
+    out.push_str(&view.item(
         0,
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
-    out.push_str(&style.item(0, "Configurations:"));
+    render_answers(&mut out, r, view);
+    for spec in &r.suite.workloads {
+        render_workload(
+            &mut out,
+            r,
+            view,
+            &spec.label(),
+            &spec.describe(),
+            &spec.phases(),
+        );
+    }
+    let warning_lines = warnings::lines(r, view.verbose);
+    if !warning_lines.is_empty() {
+        out.push_str(&style.heading("Warnings"));
+        for w in &warning_lines {
+            out.push_str(&view.item(1, &format!("! {w}")));
+        }
+    }
+    out.push_str(&style.heading("Configurations"));
     for c in &r.configurations {
-        out.push_str(&style.item(1, &c.config.label));
+        out.push_str(&view.item(1, &c.config.label));
         let details = [
             ("mkfs:   ", &c.mkfs_command),
             ("version:", &c.mkfs_version),
@@ -143,29 +185,12 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         ];
         for (name, value) in details {
             if let Some(v) = value {
-                out.push_str(&style.item(3, &format!("{name} {v}")));
+                out.push_str(&view.item(3, &format!("{name} {v}")));
             }
         }
     }
     for sk in &r.skipped {
-        out.push_str(&style.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
-    }
-    for spec in &r.suite.workloads {
-        render_workload(
-            &mut out,
-            r,
-            style,
-            &spec.label(),
-            &spec.describe(),
-            &spec.phases(),
-        );
-    }
-    render_answers(&mut out, r, style);
-    if !r.warnings.is_empty() {
-        out.push_str(&style.heading("Warnings"));
-        for w in &r.warnings {
-            out.push_str(&style.item(1, &format!("! {}", w.message)));
-        }
+        out.push_str(&view.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
     }
     let failed = r.runs.iter().filter(|x| x.status != RunStatus::Ok).count();
     let _ = writeln!(
@@ -173,11 +198,11 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         "\n{} run(s) recorded, {} excluded from the statistics; suite {}{}",
         r.runs.len(),
         failed,
-        serde_json::to_string(&r.status)
-            .unwrap_or_default()
-            .trim_matches('"'),
+        r.status,
+        // An interruption's error says no more than the status.
         r.error
             .as_ref()
+            .filter(|e| **e != r.status.to_string())
             .map(|e| format!(": {e}"))
             .unwrap_or_default()
     );
@@ -190,7 +215,7 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
 
 /// One line per phase and configuration against the first configuration, with the
 /// corrections applied (the noise threshold is `compare`'s default).
-fn render_answers(out: &mut String, r: &SuiteResult, style: Style) {
+fn render_answers(out: &mut String, r: &SuiteResult, view: &View) {
     use crate::stats::compare::{DEFAULT_NOISE_PERCENT, compare, suite_columns};
     let columns = suite_columns(r);
     if columns.len() < 2 {
@@ -201,11 +226,15 @@ fn render_answers(out: &mut String, r: &SuiteResult, style: Style) {
     if answers.is_empty() {
         return;
     }
-    out.push_str(&style.heading(&format!("Verdicts against {}", columns[0].config)));
+    out.push_str(
+        &view
+            .style
+            .heading(&format!("Verdicts against {}", columns[0].config)),
+    );
     for a in &answers {
-        out.push_str(&style.item(0, &super::compare::answer_line(&columns, &comparison, a)));
+        out.push_str(&view.item(0, &super::compare::answer_line(&columns, &comparison, a)));
     }
-    out.push_str(&style.item(
+    out.push_str(&view.item(
         0,
         &format!(
             "{} Noise threshold {DEFAULT_NOISE_PERCENT}%; `fsbench compare` shows every figure.",
@@ -219,11 +248,12 @@ fn render_answers(out: &mut String, r: &SuiteResult, style: Style) {
 fn render_figures(
     out: &mut String,
     r: &SuiteResult,
-    style: Style,
+    view: &View,
     workload: &str,
     configs: &[&str],
     phases: &[crate::workload::PhaseInfo],
 ) {
+    let style = view.style;
     let runs: Vec<_> = r.runs.iter().filter(|x| x.workload == workload).collect();
     let mut rows: Vec<(&str, &str, &str)> = Vec::new();
     for p in runs.iter().flat_map(|run| &run.phases) {
@@ -241,31 +271,38 @@ fn render_figures(
             .find(|p| p.name == phase)
             .map_or(phase.to_string(), |p| p.title.to_string())
     };
-    let cell = |c: &str, phase: &str, name: &str| {
-        r.summary(c, workload, phase, name)
-            .map_or("-".into(), |s| mean_sd(&s.summary))
+    // One figure's cells across the configurations.
+    let cells = |phase: &str, name: &str| {
+        let summaries: Vec<_> = configs
+            .iter()
+            .map(|c| r.summary(c, workload, phase, name).map(|s| &s.summary))
+            .collect();
+        mean_sd_column(&summaries, 1.0)
     };
     // A few figures read best as the seed articles laid them out, a row per configuration;
     // many (FFSB's per-operation figures) as a row per figure.
     let table = if rows.is_empty() {
         None
     } else if rows.len() <= 6 {
-        let mut table = new_table(
-            style,
-            std::iter::once("Configuration".to_string())
-                .chain(
-                    rows.iter()
-                        .map(|(p, n, u)| format!("{} {n} ({u})", title(p))),
-                )
+        let columns: Vec<Vec<String>> = rows.iter().map(|(p, n, _)| cells(p, n)).collect();
+        let grid = Grid {
+            corner: ["Configuration".into(), "Figure".into()],
+            columns: rows
+                .iter()
+                .map(|(p, n, u)| format!("{} {}", title(p), with_unit(n, u)))
                 .collect(),
-        );
-        for c in configs {
-            let mut row = vec![c.to_string()];
-            row.extend(rows.iter().map(|(p, n, _)| cell(c, p, n)));
-            table.add_row(row);
-        }
-        right_align(&mut table);
-        Some(table)
+            rows: configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        c.to_string(),
+                        columns.iter().map(|col| col[i].clone()).collect(),
+                    )
+                })
+                .collect(),
+        };
+        Some(grid.table(view))
     } else {
         let mut table = new_table(
             style,
@@ -276,8 +313,8 @@ fn render_figures(
                 .collect(),
         );
         for (phase, name, unit) in &rows {
-            let mut row = vec![title(phase), format!("{name} ({unit})")];
-            row.extend(configs.iter().map(|c| cell(c, phase, name)));
+            let mut row = vec![title(phase), with_unit(name, unit)];
+            row.extend(cells(phase, name));
             table.add_row(row);
         }
         for i in 2..table.column_count() {
@@ -285,6 +322,7 @@ fn render_figures(
                 col.set_cell_alignment(CellAlignment::Right);
             }
         }
+        fit(&mut table, view.width);
         Some(table)
     };
     if let Some(table) = table {
@@ -303,18 +341,19 @@ fn render_figures(
         }
     }
     for n in notes {
-        out.push_str(&style.item(0, &format!("note: {n}")));
+        out.push_str(&view.item(0, &format!("note: {n}")));
     }
 }
 
 fn render_workload(
     out: &mut String,
     r: &SuiteResult,
-    style: Style,
+    view: &View,
     workload: &str,
     description: &str,
     phases: &[crate::workload::PhaseInfo],
 ) {
+    let style = view.style;
     let find = |config: &str, phase: &str, metric: &str| -> Option<&MetricSummary> {
         r.summary(config, workload, phase, metric)
     };
@@ -328,7 +367,8 @@ fn render_workload(
                 .any(|s| s.config == *c && s.workload == workload)
         })
         .collect();
-    out.push_str(&style.heading(&format!("{workload} — {description}")));
+    out.push_str(&style.heading(workload));
+    out.push_str(&view.item(0, description));
     if configs.is_empty() {
         let _ = writeln!(out, "no successful runs");
         return;
@@ -337,52 +377,75 @@ fn render_workload(
         find(config, phase, "time").is_some_and(|s| s.summary.mean < r.suite.min_phase_secs)
     };
 
-    let mut times = new_table(
-        style,
-        std::iter::once("Configuration".to_string())
-            .chain(phases.iter().map(|p| format!("{} (s)", p.title)))
-            .collect(),
-    );
-    for c in &configs {
-        let mut row = vec![c.to_string()];
-        for p in phases {
-            let cell = find(c, &p.name, "time").map_or("-".into(), |s| mean_sd(&s.summary));
-            row.push(if short(c, &p.name) {
-                cell + SHORT
-            } else {
-                cell
-            });
+    // A phase table: per column (phase and figure) its cells down the configurations, in the
+    // column's unit, marked when the phase was too short.
+    let grid = |columns: &[(String, &str, &str, f64)]| {
+        let cells: Vec<Vec<String>> = columns
+            .iter()
+            .map(|(_, phase, metric, divisor)| {
+                let summaries: Vec<_> = configs
+                    .iter()
+                    .map(|c| find(c, phase, metric).map(|s| &s.summary))
+                    .collect();
+                let texts = mean_sd_column(&summaries, *divisor);
+                configs
+                    .iter()
+                    .zip(texts)
+                    .map(|(c, t)| if short(c, phase) { t + SHORT } else { t })
+                    .collect()
+            })
+            .collect();
+        Grid {
+            corner: ["Configuration".into(), "Phase".into()],
+            columns: columns.iter().map(|(title, ..)| title.clone()).collect(),
+            rows: configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        c.to_string(),
+                        cells.iter().map(|col| col[i].clone()).collect(),
+                    )
+                })
+                .collect(),
         }
-        times.add_row(row);
-    }
-    right_align(&mut times);
+    };
+    let time_columns: Vec<_> = phases
+        .iter()
+        .map(|p| (p.title.to_string(), p.name.as_ref(), "time", 1.0))
+        .collect();
     let n = find(configs[0], &phases[0].name, "time").map_or(0, |s| s.summary.n);
     out.push_str(&style.table(
-        &format!("Phase times, mean ± stddev over {n} run(s):"),
-        &times,
+        &format!("Phase times in s, mean ± stddev over {n} run(s):"),
+        &grid(&time_columns).table(view),
     ));
 
-    let mut header = vec!["Configuration".to_string()];
-    let mut columns = Vec::new();
+    // Throughput in MiB/s, as in every table; a column only where some configuration has it.
+    let mut rate_columns = Vec::new();
     for p in phases {
-        header.push(format!("{} ({}/s)", p.title, p.unit));
-        columns.push((p.name.as_ref(), "rate"));
+        rate_columns.push((
+            format!("{} ({}/s)", p.title, p.unit),
+            p.name.as_ref(),
+            "rate",
+            1.0,
+        ));
         if p.moves_data {
-            header.push(format!("{} (KiB/s)", p.title));
-            columns.push((p.name.as_ref(), "throughput"));
+            rate_columns.push((
+                format!("{} (MiB/s)", p.title),
+                p.name.as_ref(),
+                "throughput",
+                1024.0,
+            ));
         }
     }
-    let mut rates = new_table(style, header);
-    for c in &configs {
-        let mut row = vec![c.to_string()];
-        for (phase, metric) in &columns {
-            let cell = find(c, phase, metric).map_or("-".into(), |s| mean_sd(&s.summary));
-            row.push(if short(c, phase) { cell + SHORT } else { cell });
-        }
-        rates.add_row(row);
+    rate_columns
+        .retain(|(_, phase, metric, _)| configs.iter().any(|c| find(c, phase, metric).is_some()));
+    if !rate_columns.is_empty() {
+        out.push_str(&style.table(
+            "Rates, mean of per-run rates ± stddev:",
+            &grid(&rate_columns).table(view),
+        ));
     }
-    right_align(&mut rates);
-    out.push_str(&style.table("Rates, mean of per-run rates ± stddev:", &rates));
     for run in r.runs.iter().filter(|x| x.workload == workload) {
         if let Some(what) = &run.incomplete {
             let _ = writeln!(
@@ -403,131 +466,19 @@ fn render_workload(
         );
     }
 
-    render_figures(out, r, style, workload, &configs, phases);
-    render_matrix(out, r, style, workload, &configs);
+    render_figures(out, r, view, workload, &configs, phases);
+    render_matrix(out, r, view, workload, &configs);
 
-    let mut detail = new_table(
-        style,
-        [
-            "Configuration",
-            "Phase",
-            "Figure",
-            "n",
-            "Mean",
-            "Stddev",
-            "Min",
-            "Median",
-            "Max",
-            "CV %",
-            "95% CI",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    for s in r.summaries.iter().filter(|s| s.workload == workload) {
-        let m = &s.summary;
-        let opt = |v: Option<f64>| v.map_or("-".into(), figure);
-        let ci = match (m.ci95_low, m.ci95_high) {
-            (Some(lo), Some(hi)) => format!("{} – {}", figure(lo), figure(hi)),
-            _ => "-".into(),
-        };
-        detail.add_row(vec![
-            s.config.clone(),
-            s.phase.clone(),
-            format!("{} ({})", figure_name(&s.metric, &s.dims), s.unit),
-            m.n.to_string(),
-            figure(m.mean),
-            opt(m.stddev),
-            figure(m.min),
-            figure(m.median),
-            figure(m.max),
-            opt(m.cv_percent),
-            ci,
-        ]);
+    if view.verbose {
+        out.push_str(&details::all_figures(r, view, workload));
+        out.push_str(&details::latency(r, view, workload, &configs, phases));
     }
-    for i in 3..detail.column_count() {
-        if let Some(col) = detail.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    out.push_str(&style.table(
-        "All figures (rates are means of per-run rates; 95% CI of the mean: log-normal (Cox) for positive figures, Student's t cut at 0 where a run measured 0):",
-        &detail,
-    ));
-
-    let mut latency = new_table(
-        style,
-        [
-            "Configuration",
-            "Phase",
-            "Operation",
-            "Calls/run",
-            "p50 µs",
-            "p99 µs",
-            "p99.9 µs",
-            "Max µs",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    for c in &configs {
-        for p in phases {
-            let runs: Vec<_> = r
-                .runs
-                .iter()
-                .filter(|x| x.status == RunStatus::Ok && x.config == *c && x.workload == workload)
-                .filter_map(|x| x.phases.iter().find(|ph| ph.name == p.name))
-                .collect();
-            let mut ops: Vec<&String> = runs
-                .iter()
-                .flat_map(|ph| ph.measurement.latency.keys())
-                .collect();
-            ops.sort();
-            ops.dedup();
-            for op in ops {
-                let parts: Vec<_> = runs
-                    .iter()
-                    .filter_map(|ph| ph.measurement.latency.get(op))
-                    .collect();
-                let per_run =
-                    figure(parts.iter().map(|l| l.count as f64).sum::<f64>() / parts.len() as f64);
-                let Some(all) = LatencySummary::merge(parts.iter().copied()) else {
-                    continue;
-                };
-                let us = |ns: u64| figure(ns as f64 / 1000.0);
-                latency.add_row(vec![
-                    c.to_string(),
-                    p.name.to_string(),
-                    op.clone(),
-                    per_run,
-                    us(all.p50_ns),
-                    us(all.p99_ns),
-                    us(all.p999_ns),
-                    us(all.max_ns),
-                ]);
-            }
-        }
-    }
-    for i in 3..latency.column_count() {
-        if let Some(col) = latency.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    out.push_str(&style.table(
-        "Latency per system call, all runs' calls together:",
-        &latency,
-    ));
 }
 
 /// A matrix figure (IOzone's throughput): per first dimension (test) a table, the second
 /// down and the third across, in MiB/s.
-fn render_matrix(
-    out: &mut String,
-    r: &SuiteResult,
-    style: Style,
-    workload: &str,
-    configs: &[&str],
-) {
+fn render_matrix(out: &mut String, r: &SuiteResult, view: &View, workload: &str, configs: &[&str]) {
+    let style = view.style;
     let summaries = r
         .summaries
         .iter()
@@ -547,25 +498,29 @@ fn render_matrix(
         let mut t = new_table(style, header);
         for c in configs {
             for row_value in &m.rows {
+                let cells: Vec<_> = m
+                    .cols
+                    .iter()
+                    .map(|col_value| m.get(c, table, row_value, col_value))
+                    .collect();
+                if cells.iter().all(Option::is_none) {
+                    continue;
+                }
+                // A cell the matrix does not have (a record larger than the file) stays blank.
+                let texts = mean_sd_column(&cells, scale)
+                    .into_iter()
+                    .zip(&cells)
+                    .map(|(text, cell)| if cell.is_some() { text } else { String::new() });
                 let mut row = vec![c.to_string(), row_value.to_string()];
-                let mut any = false;
-                for col_value in &m.cols {
-                    let s = m.get(c, table, row_value, col_value);
-                    any |= s.is_some();
-                    row.push(s.map_or(String::new(), |s| {
-                        let scaled = |v: f64| figure(v / scale);
-                        match s.stddev {
-                            Some(sd) => format!("{} ± {}", scaled(s.mean), scaled(sd)),
-                            None => scaled(s.mean),
-                        }
-                    }));
-                }
-                if any {
-                    t.add_row(row);
-                }
+                row.extend(texts);
+                t.add_row(row);
             }
         }
+        if t.row_count() == 0 {
+            continue;
+        }
         right_align(&mut t);
+        fit(&mut t, view.width);
         out.push_str(&style.table(
             &format!(
                 "{table}: {unit} (mean ± stddev), {} down, {} across:",
