@@ -439,7 +439,7 @@ fn a_panic_unmounts_and_detaches() {
 #[test]
 fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
     if !is_root() || !has_tool("setpriv") {
-        println!("SKIPPED non-root behaviour: needs root (to become nobody) and setpriv");
+        skip("non-root behaviour: needs root (to become nobody) and setpriv");
         return;
     }
     let dir = tempdir();

@@ -44,9 +44,7 @@ fn report_renders_in_chromium_without_errors() {
         return;
     }
     let Some(browser) = chromium() else {
-        println!(
-            "SKIPPED HTML report in Chromium: chromium is not installed (scripts/test.sh installs it)"
-        );
+        skip("HTML report in Chromium: chromium is not installed (scripts/test.sh installs it)");
         return;
     };
     let dir = tempdir();
