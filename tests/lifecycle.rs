@@ -189,8 +189,8 @@ fn suite_file_states_its_purpose() {
     assert!(table.contains("suite `mail`"), "{table}");
     assert!(table.contains("Purpose: Which filesystem for a maildir server?"));
     assert!(table.contains("noatime"));
-    assert!(table.contains("Phase times in s") && table.contains("Directory create"));
-    assert!(table.contains("File create (MiB/s)"));
+    assert!(table.contains("Phase times in s") && table.contains("dir-create"));
+    assert!(table.contains("file-create (MiB/s)"));
     std::fs::remove_file(&suite).unwrap();
     assert_nothing_left(dir.path());
 }

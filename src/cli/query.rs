@@ -99,7 +99,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                 "ID",
                 "Started",
                 "Name",
-                "Configurations",
+                "Filesystems",
                 "Workloads",
                 "Runs",
                 "Status",
@@ -107,14 +107,17 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             for s in store.list(*limit)? {
                 t.add_row(vec![
                     s.id.to_string(),
-                    s.started_at,
+                    // To the minute, as a person reads it: 2026-11-23 06:00.
+                    s.started_at.replace('T', " ").chars().take(16).collect(),
                     s.name,
-                    s.configurations.to_string(),
-                    s.workloads.to_string(),
+                    s.configurations.join(", "),
+                    s.workloads.join(", "),
                     format!("{}/{}", s.runs_done, s.runs_planned),
                     s.status,
                 ]);
             }
+            // Wrapped to the terminal's width; a pipe gets the full lines.
+            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
             write_stdout(&format!("{t}\n"))?;
         }
         Command::Show {

@@ -150,7 +150,7 @@ fn workload_section(
         h2 { "Workload " (workload) }
         p { (description) }
         @for info in phases.iter() {
-            h3 { (info.title) }
+            h3 { (info.name) }
             div.charts {
                 @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ') && k.dims.is_empty()) {
                     figure { (PreEscaped(chart(suites, columns, key))) }
@@ -163,7 +163,7 @@ fn workload_section(
             @let series = progress_series(suites, columns, workload, &info.name);
             @if !series.is_empty() {
                 @let refs: Vec<(usize, String, &[[u64; 2]])> = series.iter().map(|(c, l, s)| (*c, l.clone(), s.as_slice())).collect();
-                figure { (PreEscaped(charts::progress(&info.title, info.unit, &refs, &legend_names))) }
+                figure { (PreEscaped(charts::progress(&info.name, info.unit, &refs, &legend_names))) }
             }
             (latency_table(suites, columns, workload, &info.name))
         }

@@ -127,10 +127,12 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
         Style::Markdown => "# ".to_string(),
     };
     let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
+    let labels: Vec<String> = r.configurations.iter().map(|c| c.config.label.clone()).collect();
     let _ = writeln!(
         out,
         "fsbench {} — suite `{}`{id}",
-        s.fsbench_version, r.suite.name
+        s.fsbench_version,
+        r.suite.display_name(&labels)
     );
     if style == Style::Markdown {
         out.push('\n');
@@ -251,7 +253,6 @@ fn render_figures(
     view: &View,
     workload: &str,
     configs: &[&str],
-    phases: &[crate::workload::PhaseInfo],
 ) {
     let style = view.style;
     let runs: Vec<_> = r.runs.iter().filter(|x| x.workload == workload).collect();
@@ -265,12 +266,6 @@ fn render_figures(
             }
         }
     }
-    let title = |phase: &str| {
-        phases
-            .iter()
-            .find(|p| p.name == phase)
-            .map_or(phase.to_string(), |p| p.title.to_string())
-    };
     // One figure's cells across the configurations.
     let cells = |phase: &str, name: &str| {
         let summaries: Vec<_> = configs
@@ -289,7 +284,7 @@ fn render_figures(
             corner: ["Configuration".into(), "Figure".into()],
             columns: rows
                 .iter()
-                .map(|(p, n, u)| format!("{} {}", title(p), with_unit(n, u)))
+                .map(|(p, n, u)| format!("{p} {}", with_unit(n, u)))
                 .collect(),
             rows: configs
                 .iter()
@@ -313,7 +308,7 @@ fn render_figures(
                 .collect(),
         );
         for (phase, name, unit) in &rows {
-            let mut row = vec![title(phase), with_unit(name, unit)];
+            let mut row = vec![phase.to_string(), with_unit(name, unit)];
             row.extend(cells(phase, name));
             table.add_row(row);
         }
@@ -412,7 +407,7 @@ fn render_workload(
     };
     let time_columns: Vec<_> = phases
         .iter()
-        .map(|p| (p.title.to_string(), p.name.as_ref(), "time", 1.0))
+        .map(|p| (p.name.to_string(), p.name.as_ref(), "time", 1.0))
         .collect();
     let n = find(configs[0], &phases[0].name, "time").map_or(0, |s| s.summary.n);
     out.push_str(&style.table(
@@ -424,14 +419,14 @@ fn render_workload(
     let mut rate_columns = Vec::new();
     for p in phases {
         rate_columns.push((
-            format!("{} ({}/s)", p.title, p.unit),
+            format!("{} ({}/s)", p.name, p.unit),
             p.name.as_ref(),
             "rate",
             1.0,
         ));
         if p.moves_data {
             rate_columns.push((
-                format!("{} (MiB/s)", p.title),
+                format!("{} (MiB/s)", p.name),
                 p.name.as_ref(),
                 "throughput",
                 1024.0,
@@ -466,7 +461,7 @@ fn render_workload(
         );
     }
 
-    render_figures(out, r, view, workload, &configs, phases);
+    render_figures(out, r, view, workload, &configs);
     render_matrix(out, r, view, workload, &configs);
 
     if view.verbose {

@@ -68,7 +68,7 @@ fn every_line_fits_80_and_120_columns() {
             .filter(|l| l.chars().count() > usize::from(width))
             .collect();
         assert!(wide.is_empty(), "wider than {width}: {wide:#?}\n{text}");
-        assert!(text.contains("Directory create"), "{text}");
+        assert!(text.contains("dir-create"), "{text}");
     }
     // Without a width (a pipe, a file), the full layout: a configuration per row.
     let full = render(&r, &terminal(None, false));

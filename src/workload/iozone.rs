@@ -24,10 +24,7 @@ pub use offsets::*;
 mod params;
 pub use params::*;
 
-pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed(
-    "matrix",
-    "Throughput matrix",
-    "records",
+pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("matrix", "records",
     true,
 )];
 
