@@ -1,5 +1,6 @@
 //! The commands that read the results database: list, show, export, compare, rank, report.
 
+use super::output::write_output;
 use super::*;
 
 /// Loads the suites that `specs` (ID or ID:CONFIG) name, and the columns they select.
@@ -74,14 +75,6 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes `text` to the file `path`, or to stdout without one or when it is `-`.
-pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
-    match path.filter(|p| *p != Path::new("-")) {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
-        None => write_stdout(text),
-    }
-}
-
 /// The commands that read the results database.
 pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     if !db.exists() {
@@ -141,13 +134,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         }
         Command::Export { id, format, output } => {
             let result = store.load(*id)?;
-            let text = match format {
-                ExportFormat::Json => report::json::render(&result) + "\n",
-                ExportFormat::Csv => report::csv::render(&result)?,
-                ExportFormat::Markdown => report::table::render(&result, &View::markdown()),
-                ExportFormat::Iozone => report::iozone::render(&result)?,
-            };
-            write_output(output.as_deref(), &text)?;
+            write_output(output.as_deref(), &output::export_text(&result, *format)?)?;
         }
         Command::Report(args) => {
             let (suites, columns) = load_columns(&store, &args.columns)?;

@@ -127,7 +127,11 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
         Style::Markdown => "# ".to_string(),
     };
     let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
-    let labels: Vec<String> = r.configurations.iter().map(|c| c.config.label.clone()).collect();
+    let labels: Vec<String> = r
+        .configurations
+        .iter()
+        .map(|c| c.config.label.clone())
+        .collect();
     let _ = writeln!(
         out,
         "fsbench {} — suite `{}`{id}",

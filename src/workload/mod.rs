@@ -71,11 +71,7 @@ pub struct PhaseInfo {
 }
 
 impl PhaseInfo {
-    pub const fn fixed(
-        name: &'static str,
-        unit: &'static str,
-        moves_data: bool,
-    ) -> PhaseInfo {
+    pub const fn fixed(name: &'static str, unit: &'static str, moves_data: bool) -> PhaseInfo {
         PhaseInfo {
             name: Cow::Borrowed(name),
             unit,
