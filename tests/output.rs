@@ -43,3 +43,24 @@ fn run_writes_the_exports_that_export_writes() {
     assert_eq!(doc["runs"], exported["runs"]);
     assert_eq!(doc["summaries"], exported["summaries"]);
 }
+
+#[test]
+fn db_is_refused_by_commands_that_store_nothing() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["fdtree", "-d", "1", "-f", "1", "-s", "1", "-l", "1", "-o"])
+        .arg(dir.path()));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("`fsbench fdtree` stores nothing"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Refused before anything ran or was stored.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(!db.exists());
+}

@@ -555,21 +555,42 @@ fn install_signal_handlers(progress: &Progress) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--db` with a command that stores nothing would silently mean nothing.
+fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
+    let command = match cli.command {
+        Command::Fdtree(_) => "fdtree",
+        Command::Archive { .. } => "archive",
+        Command::Clean => "clean",
+        _ => return Ok(()),
+    };
+    if cli.db.is_some() {
+        return Err(invalid(format!(
+            "--db: `fsbench {command}` stores nothing in the results database; `fsbench run` \
+             stores its runs (fdtree's tree: `fsbench run -w tree:dirs=D,files=F,size=S,levels=L`)"
+        )));
+    }
+    Ok(())
+}
+
 /// Entry point of the `fsbench` binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
-    let outcome = install_signal_handlers(&progress).and_then(|()| match &cli.command {
-        Command::Run(args) => run(args, &db, progress.clone()),
-        Command::Ffsb(args) => ffsb(args, &db, progress.clone()),
-        Command::Fdtree(args) => fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS),
-        Command::Clean => clean(),
-        Command::Archive { command } => {
-            archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
-        }
-        other => query(other, &db),
-    });
+    let outcome = install_signal_handlers(&progress)
+        .and_then(|()| refuse_unused_db(&cli))
+        .and_then(|()| match &cli.command {
+            Command::Run(args) => run(args, &db, progress.clone()),
+            Command::Ffsb(args) => ffsb(args, &db, progress.clone()),
+            Command::Fdtree(args) => {
+                fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
+            }
+            Command::Clean => clean(),
+            Command::Archive { command } => {
+                archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
+            }
+            other => query(other, &db),
+        });
     match outcome {
         Ok(code) => code,
         Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => die_by_sigpipe(),
