@@ -294,7 +294,7 @@ pub fn progress(
     );
     let height = top + 220.0 + bottom;
     let (pw, ph) = (WIDTH - left - right, 220.0);
-    let max_t = nice_ceiling(
+    let time_axis = Axis::to(
         series
             .iter()
             .flat_map(|(_, _, s)| s.iter().map(|p| p[0]))
@@ -302,13 +302,16 @@ pub fn progress(
             .unwrap_or(0) as f64
             / 1000.0,
     );
-    let max_u = nice_ceiling(
+    // Units are whole: a step below 1 would label fractions of a file.
+    let unit_axis = Axis::to(
         series
             .iter()
             .flat_map(|(_, _, s)| s.iter().map(|p| p[1]))
             .max()
-            .unwrap_or(0) as f64,
+            .unwrap_or(0)
+            .max(5) as f64,
     );
+    let (max_t, max_u) = (time_axis.end(), unit_axis.end());
     let mut doc = Document::new()
         .set("viewBox", (0, 0, WIDTH, height))
         .set("width", WIDTH)
@@ -337,9 +340,8 @@ pub fn progress(
             )
             .add(text(x + 14.0, y, &short(name)));
     }
-    for k in 0..=4 {
-        let f = k as f64 / 4.0;
-        let (x, y) = (left + f * pw, top + ph - f * ph);
+    for (k, label) in unit_axis.values().iter().enumerate() {
+        let y = top + ph - ph * k as f64 / unit_axis.ticks as f64;
         doc = doc
             .add(
                 Line::new()
@@ -349,11 +351,15 @@ pub fn progress(
                     .set("y2", y)
                     .set("stroke", "#ddd"),
             )
-            .add(text(4.0, y + 4.0, &figure(f * max_u)))
-            .add(text(x - 10.0, top + ph + 16.0, &figure(f * max_t)));
+            .add(text(left - 6.0, y + 4.0, label).set("text-anchor", "end"));
+    }
+    for (k, label) in time_axis.values().iter().enumerate() {
+        let x = left + pw * k as f64 / time_axis.ticks as f64;
+        doc = doc.add(text(x, top + ph + 16.0, label).set("text-anchor", "middle"));
     }
     doc = doc
         .add(text(left + pw / 2.0 - 30.0, top + ph + 34.0, "seconds"))
+        .add(text(4.0, top - 6.0, unit))
         .add(
             Line::new()
                 .set("x1", left)

@@ -31,7 +31,7 @@ blockquote { border-left: 4px solid #0072B2; margin: .5em 0; padding: .3em 1em; 
 .noise { color: #555; }
 .swatch { display: inline-block; width: .8em; height: .8em; margin-right: .3em; vertical-align: middle; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
-figure { margin: 0; break-inside: avoid; flex: 1 1 460px; min-width: 0; }
+figure { margin: 0; break-inside: avoid; flex: 1 1 100%; min-width: 0; }
 svg.chart { width: 100%; height: auto; }
 table { display: block; max-width: 100%; overflow-x: auto; }
 nav ul { columns: 2; }
