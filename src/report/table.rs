@@ -460,7 +460,7 @@ fn render_workload(
     {
         let _ = writeln!(
             out,
-            "† shorter than {} s: too short to measure reliably; use a larger preset",
+            "† shorter than {} s: too short to measure reliably (see the warnings)",
             r.suite.min_phase_secs
         );
     }
