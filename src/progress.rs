@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::measure::Progress;
 
@@ -69,12 +69,18 @@ impl PhaseProgress {
     }
 }
 
-/// A progress bar on stderr (drawn only when stderr is a terminal) following `progress`
-/// until [`PhaseBar::finish`] clears it.
+/// A progress line on stderr (drawn only when stderr is a terminal) following `progress`
+/// until [`PhaseBar::finish`] clears it: the suite's progress (`prefix`), the phase's name
+/// and run (`message`), a bar, the units done, the rate and the phase's ETA, in 80 columns.
 pub(crate) struct PhaseBar(Poller<ProgressBar>);
 
 impl PhaseBar {
-    pub(crate) fn start(message: String, total: u64, progress: Arc<Progress>) -> PhaseBar {
+    pub(crate) fn start(
+        prefix: String,
+        message: String,
+        total: u64,
+        progress: Arc<Progress>,
+    ) -> PhaseBar {
         // An unknown total (a time-based phase) draws a counter without a bar's end.
         let bar = ProgressBar::with_draw_target(
             Some(total).filter(|t| *t > 0),
@@ -82,11 +88,18 @@ impl PhaseBar {
         );
         bar.set_style(
             ProgressStyle::with_template(
-                "{msg:40!} [{bar:25}] {human_pos}/{human_len} {per_sec:>12} ETA {eta}",
+                "{prefix} {wide_msg} [{bar:10}] {human_pos}/{human_len} {rate} ETA {eta}",
             )
             .expect("static template")
+            .with_key(
+                "rate",
+                |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}", human_rate(state.per_sec()));
+                },
+            )
             .progress_chars("=> "),
         );
+        bar.set_prefix(prefix);
         bar.set_message(message);
         PhaseBar(Poller::start(progress, bar, |bar, done| {
             bar.set_position(done)
@@ -100,9 +113,41 @@ impl PhaseBar {
     }
 }
 
+/// A rate as a person reads it: `523/s`, `14.2 k/s`, `1.35 M/s`.
+pub(crate) fn human_rate(per_sec: f64) -> String {
+    match per_sec {
+        r if !r.is_finite() => "-/s".into(),
+        r if r >= 1e6 => format!("{:.2} M/s", r / 1e6),
+        r if r >= 1e3 => format!("{:.1} k/s", r / 1e3),
+        r if r >= 10.0 => format!("{r:.0}/s"),
+        r => format!("{r:.1}/s"),
+    }
+}
+
+/// A duration as a person reads it: `45s`, `2m10s`, `1h05m`.
+pub(crate) fn short_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_and_durations_read_at_a_glance() {
+        assert_eq!(human_rate(14_176.859_266_181_3), "14.2 k/s");
+        assert_eq!(human_rate(1_349_999.0), "1.35 M/s");
+        assert_eq!(human_rate(523.4), "523/s");
+        assert_eq!(human_rate(2.25), "2.2/s");
+        assert_eq!(short_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(short_duration(Duration::from_secs(130)), "2m10s");
+        assert_eq!(short_duration(Duration::from_secs(3900)), "1h05m");
+    }
 
     #[test]
     fn series_ends_with_final_count() {

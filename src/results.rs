@@ -31,6 +31,14 @@ pub enum SuiteStatus {
     Incomplete,
 }
 
+/// The status as stored and printed: `completed`, `interrupted`, …
+impl std::fmt::Display for SuiteStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(name.as_str().unwrap_or_default())
+    }
+}
+
 /// Everything one `fsbench run` produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SuiteResult {

@@ -185,8 +185,10 @@ pub struct SuiteListing {
     pub started_at: String,
     pub name: String,
     pub status: String,
-    pub configurations: usize,
-    pub workloads: usize,
+    /// The configurations' labels, in the suite's order.
+    pub configurations: Vec<String>,
+    /// The workloads' labels.
+    pub workloads: Vec<String>,
     pub runs_done: usize,
     pub runs_planned: usize,
 }

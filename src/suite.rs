@@ -296,6 +296,16 @@ impl Default for Suite {
 }
 
 impl Suite {
+    /// The suite's name, or where none was given, what it runs on what:
+    /// `tree:quick-shallow on ext4, xfs, btrfs`.
+    pub fn display_name(&self, configurations: &[String]) -> String {
+        if self.name != default_name() {
+            return self.name.clone();
+        }
+        let workloads: Vec<String> = self.workloads.iter().map(|w| w.label()).collect();
+        format!("{} on {}", workloads.join(", "), configurations.join(", "))
+    }
+
     /// Reads a suite file; its name defaults to the file's stem.
     pub fn from_file(path: &Path) -> anyhow::Result<Suite> {
         let text = crate::workload::read_text_file(path, "suite file")?;

@@ -44,7 +44,7 @@ fn tar_available() -> bool {
 #[test]
 fn gnu_tar_and_fsbench_extract_the_same_tree() {
     if !tar_available() {
-        println!("SKIPPED GNU tar comparison: tar is not installed");
+        skip("GNU tar comparison: tar is not installed");
         return;
     }
     let dir = tempdir();

@@ -663,7 +663,10 @@ fn a_closed_stdout_ends_every_command_quietly() {
         let out = with_closed_stdout(state.path(), &args);
         assert_ended_by_sigpipe(&args, &out);
         // The run completed and was saved before the output was written.
-        assert!(text(&out.stderr).contains("Completed"), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("completed; see it again"),
+            "{args:?}"
+        );
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     let report_args = ["--db", db, "report", "1", "2", "-o", "-"];

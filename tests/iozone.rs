@@ -131,14 +131,25 @@ fn every_cell_moves_its_file_on_every_thread() {
             "missing {title}"
         );
     }
-    let table = text(
-        &run(fsbench(state.path())
-            .arg("--db")
-            .arg(&db)
-            .args(["show", &id]))
-        .stdout,
+    let show = |extra: &[&str]| {
+        text(
+            &run(fsbench(state.path())
+                .arg("--db")
+                .arg(&db)
+                .args(["show", &id])
+                .args(extra))
+            .stdout,
+        )
+    };
+    // By default a line per test (geometric mean, best and worst cell); the matrices with --all.
+    let table = show(&[]);
+    assert!(
+        table.contains("Geometric mean") && table.lines().any(|l| l.contains("backward-read")),
+        "{table}"
     );
-    assert!(table.contains("backward-read: MiB/s"), "{table}");
+    assert!(!table.contains("backward-read: MiB/s"), "{table}");
+    let all = show(&["--all"]);
+    assert!(all.contains("backward-read: MiB/s"), "{all}");
 }
 
 fn direct_run(fs: &str, tool: &str, records: &str) -> Option<std::process::Output> {

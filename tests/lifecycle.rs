@@ -189,8 +189,8 @@ fn suite_file_states_its_purpose() {
     assert!(table.contains("suite `mail`"), "{table}");
     assert!(table.contains("Purpose: Which filesystem for a maildir server?"));
     assert!(table.contains("noatime"));
-    assert!(table.contains("Directory create (s)"));
-    assert!(table.contains("File create (KiB/s)"));
+    assert!(table.contains("Phase times in s") && table.contains("dir-create"));
+    assert!(table.contains("file-create (MiB/s)"));
     std::fs::remove_file(&suite).unwrap();
     assert_nothing_left(dir.path());
 }
@@ -443,7 +443,7 @@ fn a_panic_unmounts_and_detaches() {
 #[test]
 fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
     if !is_root() || !has_tool("setpriv") {
-        println!("SKIPPED non-root behaviour: needs root (to become nobody) and setpriv");
+        skip("non-root behaviour: needs root (to become nobody) and setpriv");
         return;
     }
     let dir = tempdir();

@@ -133,7 +133,7 @@ fn alloc_shrinking_its_file_to_fit_is_a_note_everywhere_and_said_in_order() {
             "[2/2] tmpfs (existing dir) alloc:size=256M,methods=fallocate fallocate: {shrink}"
         )),
         position("run 2 ·"),
-        position("Completed"),
+        position("completed; see it again"),
     ];
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}\n{err}");
 }

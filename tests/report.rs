@@ -44,9 +44,7 @@ fn report_renders_in_chromium_without_errors() {
         return;
     }
     let Some(browser) = chromium() else {
-        println!(
-            "SKIPPED HTML report in Chromium: chromium is not installed (scripts/test.sh installs it)"
-        );
+        skip("HTML report in Chromium: chromium is not installed (scripts/test.sh installs it)");
         return;
     };
     let dir = tempdir();
@@ -132,6 +130,8 @@ fn report_renders_in_chromium_without_errors() {
     assert!(!dom.contains("<script>alert(1)"));
     assert!(dom.contains("Is &lt;b&gt;tmpfs&lt;/b&gt; faster than tmpfs? &amp; why"));
     for section in [
+        "Contents",
+        "Summary",
         "Warnings",
         "Comparison",
         "Raw runs",
@@ -161,5 +161,33 @@ fn report_renders_in_chromium_without_errors() {
     );
     if let Some(keep) = std::env::var_os("FSBENCH_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
+    }
+
+    // At a phone-sized width nothing sticks out sideways: a copy of the page with a probe
+    // that writes the document's scroll width next to the window's into the DOM.
+    let probe = dir.path().join("probe.html");
+    let probed = html.replace(
+        "</body>",
+        "<script>document.body.dataset.fit = document.documentElement.scrollWidth + ' ' + \
+         window.innerWidth;</script></body>",
+    );
+    std::fs::write(&probe, probed).unwrap();
+    for width in [800, 1400] {
+        let (dom, _) = headless(
+            &browser,
+            &probe,
+            profile.path(),
+            &[&format!("--window-size={width},2000"), "--dump-dom"],
+        );
+        let fit = dom
+            .split("data-fit=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the probe ran");
+        let (scroll, window) = fit.split_once(' ').unwrap();
+        assert!(
+            scroll.parse::<u32>().unwrap() <= window.parse::<u32>().unwrap(),
+            "at {width} px the page is {scroll} px wide"
+        );
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{run, status};
+use common::{run, skip, status};
 use fsbench::stats::correction::{benjamini_hochberg, holm};
 use fsbench::stats::difference::Welch;
 use fsbench::stats::difference::{Difference, mann_whitney_p};
@@ -31,9 +31,7 @@ fn scipy_python() -> Option<&'static str> {
             && status(Command::new(p).args(["-c", "import scipy"])).success()
     });
     if found.is_none() {
-        println!(
-            "SKIPPED SciPy comparison: no python3 with scipy (scripts/test.sh installs python3-scipy)"
-        );
+        skip("SciPy comparison: no python3 with scipy (scripts/test.sh installs python3-scipy)");
     }
     found
 }

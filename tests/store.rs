@@ -74,6 +74,12 @@ fn a_run_round_trips_through_the_database() {
 
     let list = text(&run(fsbench(state.path()).arg("--db").arg(&db).arg("list")).stdout);
     assert!(list.contains("completed") && list.contains("3/3"), "{list}");
+    // An unnamed suite is named by what it ran on what; its row names both.
+    let label = ran["configurations"][0]["label"].as_str().unwrap();
+    assert!(
+        list.contains(&format!("tree:d3-f2-s1-l2 on {label}")),
+        "{list}"
+    );
     let table = text(
         &run(fsbench(state.path())
             .arg("--db")

@@ -22,6 +22,7 @@ pub enum ArchiveCommand {
         /// `--workload archive:...`
         #[arg(default_value = "tiny")]
         shape: String,
+        /// The tar file to write (`.gz` or `.zst` compresses it)
         #[arg(short = 'o', long)]
         output: PathBuf,
     },

@@ -1,7 +1,9 @@
 //! The console: what a person watching a run sees on stderr — a line per suite, skipped
 //! configuration, finished run, workload note and diagnostic, and a progress bar per phase.
 
-use crate::progress::PhaseBar;
+use std::time::Instant;
+
+use crate::progress::{PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
 use crate::runner::observer::{Diagnostic, Observer, PhaseStart, SuitePlan};
 
@@ -9,20 +11,54 @@ use crate::runner::observer::{Diagnostic, Observer, PhaseStart, SuitePlan};
 pub(crate) struct Console {
     bars: bool,
     bar: Option<PhaseBar>,
+    /// Runs of the suite in all, and done (a resumed suite's earlier ones included).
+    planned: usize,
+    done: usize,
+    /// When this process started running the suite, and the runs it finished since: the
+    /// suite's ETA is their mean time × the runs left.
+    started: Instant,
+    finished_here: u32,
 }
 
 impl Console {
     pub(crate) fn new(bars: bool) -> Console {
-        Console { bars, bar: None }
+        Console {
+            bars,
+            bar: None,
+            planned: 0,
+            done: 0,
+            started: Instant::now(),
+            finished_here: 0,
+        }
+    }
+
+    /// `runs 3/9, suite ETA 2m10s`: the whole suite's progress for the progress line.
+    fn suite_progress(&self) -> String {
+        let left = self.planned.saturating_sub(self.done) as u32;
+        let eta = (self.finished_here > 0).then(|| {
+            let per_run = self.started.elapsed() / self.finished_here;
+            format!(", suite ETA {}", short_duration(per_run * left))
+        });
+        format!(
+            "runs {}/{}{}",
+            self.done,
+            self.planned,
+            eta.unwrap_or_default()
+        )
     }
 }
 
 impl Observer for Console {
     fn suite_started(&mut self, plan: &SuitePlan) -> anyhow::Result<()> {
         let planned = plan.configurations * plan.workloads * plan.runs as usize;
+        (self.planned, self.done) = (planned, plan.already_done);
+        self.started = Instant::now();
+        let labels: Vec<String> = (plan.result.configurations.iter())
+            .map(|c| c.config.label.clone())
+            .collect();
         eprintln!(
             "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
-            plan.result.suite.name,
+            plan.result.suite.display_name(&labels),
             plan.configurations,
             plan.workloads,
             plan.runs,
@@ -33,6 +69,13 @@ impl Observer for Console {
                 format!("; {} of {planned} runs already done", plan.already_done)
             }
         );
+        // Said once the suite is known to be valid, so it never comes before an input error.
+        if plan.result.suite.purpose.is_empty() {
+            eprintln!(
+                "fsbench: no purpose stated; say why you run this benchmark with --purpose \
+                 (a result without one is hard to judge later)"
+            );
+        }
         Ok(())
     }
 
@@ -43,7 +86,9 @@ impl Observer for Console {
     fn phase_started(&mut self, start: &PhaseStart) {
         if self.bars {
             self.bar = Some(PhaseBar::start(
-                format!("{} {}", start.label, start.phase),
+                self.suite_progress(),
+                // The phase first: a narrow terminal cuts the line's end.
+                format!("{} · {}", start.phase, start.label),
                 start.expected_units,
                 start.progress.clone(),
             ));
@@ -66,6 +111,8 @@ impl Observer for Console {
     /// One line per finished run, for logs and people watching (a failed run has its
     /// diagnostic instead).
     fn run_finished(&mut self, r: &RunRecord, _: Option<&str>) -> anyhow::Result<()> {
+        self.done += 1;
+        self.finished_here += 1;
         if !matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed) {
             return Ok(());
         }

@@ -4,7 +4,10 @@ mod archive;
 mod auto_runs;
 mod console;
 mod fdtree;
+mod output;
 mod query;
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,12 +15,9 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use anyhow::Context;
-
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
-use crate::report::table::Style;
 use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::runner::{
     self,
@@ -30,6 +30,7 @@ use crate::testbed::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
 use crate::units::parse_size;
 use crate::workload::WorkloadSpec;
+use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 
 #[derive(Debug, Parser)]
@@ -72,7 +73,12 @@ enum Command {
     },
     /// A suite's tables, system and configurations, from the results database
     Show {
+        /// The suite's ID (`fsbench list` shows them)
         id: i64,
+        /// Every figure's statistics and every warning, not only the summary
+        #[arg(long)]
+        all: bool,
+        /// Tables for a person, or the JSON document `run --output-format json` prints
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
         output_format: OutputFormat,
     },
@@ -90,7 +96,9 @@ enum Command {
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {
+        /// The suite's ID (`fsbench list` shows them)
         id: i64,
+        /// The file format
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
         format: ExportFormat,
         /// Write to this file instead of stdout (`-`: stdout)
@@ -103,8 +111,11 @@ enum Command {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ExportFormat {
+    /// The versioned JSON document: every run and summary
     Json,
+    /// One row per figure of every run and per summary, in long form
     Csv,
+    /// The tables, every figure included
     Markdown,
     /// IOzone's -R report layout of the throughput matrices
     Iozone,
@@ -122,6 +133,7 @@ struct CompareArgs {
     /// means the difference is bounded within it
     #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
     noise: f64,
+    /// A table and the one-line answers, or JSON
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     output_format: OutputFormat,
 }
@@ -142,7 +154,9 @@ struct ReportArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum OutputFormat {
+    /// Tables for a person
     Table,
+    /// One versioned JSON document
     Json,
 }
 
@@ -227,6 +241,18 @@ struct RunArgs {
     /// No progress bars
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Every figure's statistics ("All figures") and every warning, not only the summary
+    #[arg(long, short = 'v')]
+    verbose: bool,
+    /// Also write the results as `fsbench export --format json` does to this file
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// Also write the results as CSV (`fsbench export --format csv`) to this file
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Also write the results as Markdown (`fsbench export --format markdown`) to this file
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
     #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose"])]
     resume: Option<i64>,
@@ -358,12 +384,6 @@ impl RunArgs {
                 .into());
             }
         }
-        if suite.purpose.is_empty() {
-            eprintln!(
-                "fsbench: no purpose stated; say why you run this benchmark with --purpose \
-                 (a result without one is hard to judge later)"
-            );
-        }
         Ok(suite)
     }
 }
@@ -417,52 +437,11 @@ impl Observer for DbSink {
         let id = self.id.expect("started before finishing");
         self.store.finish_suite(id, result)?;
         eprintln!(
-            "fsbench: suite ID {id} {:?}; see it again with `fsbench show {id}`",
+            "fsbench: suite ID {id} {}; see it again with `fsbench show {id}`",
             result.status
         );
         Ok(())
     }
-}
-
-fn print_result(result: &SuiteResult, format: OutputFormat) -> anyhow::Result<()> {
-    match format {
-        // FFSB's own report first, for users who compare with FFSB's output.
-        OutputFormat::Table => write_stdout(&format!(
-            "{}{}",
-            report::ffsb::render(result),
-            report::table::render(result, Style::Terminal)
-        )),
-        OutputFormat::Json => write_stdout(&(report::json::render(result) + "\n")),
-    }
-}
-
-/// Its reader closed stdout (`fsbench show 1 | head -1`).
-#[derive(Debug, thiserror::Error)]
-#[error("stdout closed")]
-struct StdoutClosed;
-
-/// Every command's stdout goes through here. A closed stdout is an error like any other, so
-/// what is running unwinds and cleans up (a run unmounts everything) before `main` ends the
-/// process by SIGPIPE, quietly, as Unix tools end.
-fn write_stdout(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
-        written => written.context("cannot write to stdout"),
-    }
-}
-
-/// Ends the process by SIGPIPE, as `cat` or `grep` end when their reader goes away (the
-/// shell sees status 141).
-fn die_by_sigpipe() -> ExitCode {
-    // SAFETY: restores the default action of SIGPIPE (Rust ignores it) and raises it; neither
-    // touches memory of this program.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::raise(libc::SIGPIPE);
-    }
-    ExitCode::from(128 + libc::SIGPIPE as u8)
 }
 
 /// `fsbench ffsb PROFILE`: the profile as the suite's one workload, with `run`'s options.
@@ -538,11 +517,13 @@ fn run_suite(
         &mut Observers(vec![&mut sink, &mut console]),
     )?;
     result.id = sink.id;
-    let printed = print_result(&result, args.output_format);
-    // The run's own error says more than a closed stdout.
+    let printed = print_result(&result, args.output_format, args.verbose);
+    let exported = output::export_files(&result, args);
+    // The run's own error says more than a failed export or a closed stdout.
     if let Some(e) = error {
         return Err(e);
     }
+    exported?;
     printed?;
     let fsck_failed = result
         .runs
@@ -592,21 +573,42 @@ fn install_signal_handlers(progress: &Progress) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--db` with a command that stores nothing would silently mean nothing.
+fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
+    let command = match cli.command {
+        Command::Fdtree(_) => "fdtree",
+        Command::Archive { .. } => "archive",
+        Command::Clean => "clean",
+        _ => return Ok(()),
+    };
+    if cli.db.is_some() {
+        return Err(invalid(format!(
+            "--db: `fsbench {command}` stores nothing in the results database; `fsbench run` \
+             stores its runs (fdtree's tree: `fsbench run -w tree:dirs=D,files=F,size=S,levels=L`)"
+        )));
+    }
+    Ok(())
+}
+
 /// Entry point of the `fsbench` binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
-    let outcome = install_signal_handlers(&progress).and_then(|()| match &cli.command {
-        Command::Run(args) => run(args, &db, progress.clone()),
-        Command::Ffsb(args) => ffsb(args, &db, progress.clone()),
-        Command::Fdtree(args) => fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS),
-        Command::Clean => clean(),
-        Command::Archive { command } => {
-            archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
-        }
-        other => query(other, &db),
-    });
+    let outcome = install_signal_handlers(&progress)
+        .and_then(|()| refuse_unused_db(&cli))
+        .and_then(|()| match &cli.command {
+            Command::Run(args) => run(args, &db, progress.clone()),
+            Command::Ffsb(args) => ffsb(args, &db, progress.clone()),
+            Command::Fdtree(args) => {
+                fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
+            }
+            Command::Clean => clean(),
+            Command::Archive { command } => {
+                archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
+            }
+            other => query(other, &db),
+        });
     match outcome {
         Ok(code) => code,
         Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => die_by_sigpipe(),

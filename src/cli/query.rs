@@ -1,5 +1,6 @@
 //! The commands that read the results database: list, show, export, compare, rank, report.
 
+use super::output::write_output;
 use super::*;
 
 /// Loads the suites that `specs` (ID or ID:CONFIG) name, and the columns they select.
@@ -82,14 +83,6 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes `text` to the file `path`, or to stdout without one or when it is `-`.
-pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
-    match path.filter(|p| *p != Path::new("-")) {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
-        None => write_stdout(text),
-    }
-}
-
 /// The commands that read the results database.
 pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     if !db.exists() {
@@ -107,7 +100,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                 "ID",
                 "Started",
                 "Name",
-                "Configurations",
+                "Filesystems",
                 "Workloads",
                 "Runs",
                 "Status",
@@ -115,17 +108,24 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             for s in store.list(*limit)? {
                 t.add_row(vec![
                     s.id.to_string(),
-                    s.started_at,
+                    // To the minute, as a person reads it: 2026-11-23 06:00.
+                    s.started_at.replace('T', " ").chars().take(16).collect(),
                     s.name,
-                    s.configurations.to_string(),
-                    s.workloads.to_string(),
+                    s.configurations.join(", "),
+                    s.workloads.join(", "),
                     format!("{}/{}", s.runs_done, s.runs_planned),
                     s.status,
                 ]);
             }
+            // Wrapped to the terminal's width; a pipe gets the full lines.
+            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
             write_stdout(&format!("{t}\n"))?;
         }
-        Command::Show { id, output_format } => print_result(&store.load(*id)?, *output_format)?,
+        Command::Show {
+            id,
+            all,
+            output_format,
+        } => print_result(&store.load(*id)?, *output_format, *all)?,
         Command::Compare(args) => return compare_cmd(args, &store),
         Command::Rank {
             columns,
@@ -142,13 +142,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         }
         Command::Export { id, format, output } => {
             let result = store.load(*id)?;
-            let text = match format {
-                ExportFormat::Json => report::json::render(&result) + "\n",
-                ExportFormat::Csv => report::csv::render(&result)?,
-                ExportFormat::Markdown => report::table::render(&result, Style::Markdown),
-                ExportFormat::Iozone => report::iozone::render(&result)?,
-            };
-            write_output(output.as_deref(), &text)?;
+            write_output(output.as_deref(), &output::export_text(&result, *format)?)?;
         }
         Command::Report(args) => {
             let (suites, columns) = load_columns(&store, &args.columns)?;

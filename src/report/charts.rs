@@ -39,21 +39,23 @@ fn short(label: &str) -> String {
     }
 }
 
-/// One horizontal bar per configuration: the mean, with the 95% CI as an error bar.
+/// One horizontal bar per configuration (its color's index, its name, its figure): the mean,
+/// with the 95% CI as an error bar.
 pub fn bars(
     title: &str,
     unit: &str,
     higher_is_better: bool,
-    bars: &[(String, Option<&Summary>)],
+    bars: &[(usize, String, Option<&Summary>)],
 ) -> String {
     let top = 30.0;
     let height = top + ROW * bars.len() as f64 + 30.0;
     let max = bars
         .iter()
-        .filter_map(|(_, s)| s.map(|s| s.ci95_high.unwrap_or(s.mean).max(s.max)))
+        .filter_map(|(_, _, s)| s.map(|s| s.ci95_high.unwrap_or(s.mean).max(s.max)))
         .fold(0.0f64, f64::max);
     let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
-    let scale = if max > 0.0 { plot / max } else { 0.0 };
+    let axis = Axis::to(max);
+    let scale = plot / axis.end();
     let direction = if higher_is_better {
         "higher is better"
     } else {
@@ -74,7 +76,7 @@ pub fn bars(
             )
             .set("font-weight", "bold"),
         );
-    for (i, (label, summary)) in bars.iter().enumerate() {
+    for (i, (color_index, label, summary)) in bars.iter().enumerate() {
         let y = top + ROW * i as f64;
         let mut row =
             Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label.as_str())));
@@ -87,7 +89,7 @@ pub fn bars(
                         .set("y", y + 3.0)
                         .set("width", w)
                         .set("height", ROW - 8.0)
-                        .set("fill", color(i))
+                        .set("fill", color(*color_index))
                         .add(Title::new(format!(
                             "{label}: mean {} {unit}, n = {}",
                             figure(s.mean),
@@ -137,22 +139,23 @@ pub fn bars(
                 .set("y2", axis_y)
                 .set("stroke", "#666"),
         )
-        .add(text(LABEL_WIDTH - 3.0, axis_y + 16.0, "0"))
-        .add(text(LABEL_WIDTH + plot - 40.0, axis_y + 16.0, &figure(max)));
+        .add(axis.labels(plot, axis_y, unit));
     doc.to_string()
 }
 
 /// Every run of every configuration as a dot on one axis from 0, a row per configuration,
-/// in run order from light to dark: what the mean and its interval summarize.
-pub fn strip(title: &str, unit: &str, rows: &[(String, Option<&Summary>)]) -> String {
+/// in run order from light to dark: what the mean and its interval summarize. Rows as in
+/// [`bars`].
+pub fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Summary>)]) -> String {
     let top = 30.0;
     let height = top + ROW * rows.len() as f64 + 30.0;
     let max = rows
         .iter()
-        .filter_map(|(_, s)| s.map(|s| s.max))
+        .filter_map(|(_, _, s)| s.map(|s| s.max))
         .fold(0.0f64, f64::max);
     let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
-    let scale = if max > 0.0 { plot / max } else { 0.0 };
+    let axis = Axis::to(max);
+    let scale = plot / axis.end();
     let mut doc = Document::new()
         .set("viewBox", (0, 0, WIDTH, height))
         .set("width", WIDTH)
@@ -168,7 +171,7 @@ pub fn strip(title: &str, unit: &str, rows: &[(String, Option<&Summary>)]) -> St
             )
             .set("font-weight", "bold"),
         );
-    for (i, (label, summary)) in rows.iter().enumerate() {
+    for (i, (color_index, label, summary)) in rows.iter().enumerate() {
         let y = top + ROW * i as f64;
         let mut row =
             Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label.as_str())));
@@ -180,7 +183,7 @@ pub fn strip(title: &str, unit: &str, rows: &[(String, Option<&Summary>)]) -> St
                     .set("cx", LABEL_WIDTH + v.max(0.0) * scale)
                     .set("cy", y + ROW / 2.0 - 1.0)
                     .set("r", 4)
-                    .set("fill", color(i))
+                    .set("fill", color(*color_index))
                     .set("fill-opacity", shade)
                     .set("stroke", "#222")
                     .set("stroke-width", 0.5)
@@ -208,9 +211,58 @@ pub fn strip(title: &str, unit: &str, rows: &[(String, Option<&Summary>)]) -> St
             .set("y2", axis_y)
             .set("stroke", "#666"),
     )
-    .add(text(LABEL_WIDTH - 3.0, axis_y + 16.0, "0"))
-    .add(text(LABEL_WIDTH + plot - 40.0, axis_y + 16.0, &figure(max)))
+    .add(axis.labels(plot, axis_y, unit))
     .to_string()
+}
+
+/// A value axis from 0: ticks every 1, 2 or 5 × 10^k, four to six of them, the last at or
+/// above the largest value (0, 2, 4, 6, 8, 10 for 8.046).
+struct Axis {
+    step: f64,
+    ticks: usize,
+}
+
+impl Axis {
+    fn to(max: f64) -> Axis {
+        let step = nice_ceiling(max / 5.0);
+        let ticks = ((max / step).ceil() as usize).max(1);
+        Axis { step, ticks }
+    }
+
+    fn end(&self) -> f64 {
+        self.step * self.ticks as f64
+    }
+
+    /// The tick values as labels: as many decimals as the step needs (none for whole steps).
+    fn values(&self) -> Vec<String> {
+        let decimals = (-self.step.log10().floor()).max(0.0) as usize;
+        (0..=self.ticks)
+            .map(|i| super::fixed(self.step * i as f64, decimals))
+            .collect()
+    }
+
+    /// The tick labels under a plot `plot` wide, the last with the unit.
+    fn labels(&self, plot: f64, y: f64, unit: &str) -> Group {
+        let values = self.values();
+        let last = values.len() - 1;
+        values
+            .into_iter()
+            .enumerate()
+            .fold(Group::new(), |g, (i, v)| {
+                let x = LABEL_WIDTH + plot * i as f64 / self.ticks as f64;
+                let label = if i == last { format!("{v} {unit}") } else { v };
+                let anchor = if i == last { "start" } else { "middle" };
+                g.add(
+                    Line::new()
+                        .set("x1", x)
+                        .set("y1", y)
+                        .set("x2", x)
+                        .set("y2", y + 4.0)
+                        .set("stroke", "#666"),
+                )
+                .add(text(x, y + 16.0, &label).set("text-anchor", anchor))
+            })
+    }
 }
 
 /// "Nice" axis maximum: 1, 2 or 5 times a power of ten, at least `v`.
@@ -232,7 +284,7 @@ pub fn progress(
     title: &str,
     unit: &str,
     series: &[(usize, String, &[[u64; 2]])],
-    legend: &[String],
+    legend: &[(usize, String)],
 ) -> String {
     let (left, right, top, bottom) = (
         70.0,
@@ -242,7 +294,7 @@ pub fn progress(
     );
     let height = top + 220.0 + bottom;
     let (pw, ph) = (WIDTH - left - right, 220.0);
-    let max_t = nice_ceiling(
+    let time_axis = Axis::to(
         series
             .iter()
             .flat_map(|(_, _, s)| s.iter().map(|p| p[0]))
@@ -250,13 +302,16 @@ pub fn progress(
             .unwrap_or(0) as f64
             / 1000.0,
     );
-    let max_u = nice_ceiling(
+    // Units are whole: a step below 1 would label fractions of a file.
+    let unit_axis = Axis::to(
         series
             .iter()
             .flat_map(|(_, _, s)| s.iter().map(|p| p[1]))
             .max()
-            .unwrap_or(0) as f64,
+            .unwrap_or(0)
+            .max(5) as f64,
     );
+    let (max_t, max_u) = (time_axis.end(), unit_axis.end());
     let mut doc = Document::new()
         .set("viewBox", (0, 0, WIDTH, height))
         .set("width", WIDTH)
@@ -272,7 +327,7 @@ pub fn progress(
             )
             .set("font-weight", "bold"),
         );
-    for (i, name) in legend.iter().enumerate() {
+    for (i, (color_index, name)) in legend.iter().enumerate() {
         let (x, y) = (left + (i % 3) as f64 * 210.0, 30.0 + (i / 3) as f64 * 16.0);
         doc = doc
             .add(
@@ -281,13 +336,12 @@ pub fn progress(
                     .set("y", y - 9.0)
                     .set("width", 10)
                     .set("height", 10)
-                    .set("fill", color(i)),
+                    .set("fill", color(*color_index)),
             )
             .add(text(x + 14.0, y, &short(name)));
     }
-    for k in 0..=4 {
-        let f = k as f64 / 4.0;
-        let (x, y) = (left + f * pw, top + ph - f * ph);
+    for (k, label) in unit_axis.values().iter().enumerate() {
+        let y = top + ph - ph * k as f64 / unit_axis.ticks as f64;
         doc = doc
             .add(
                 Line::new()
@@ -297,11 +351,15 @@ pub fn progress(
                     .set("y2", y)
                     .set("stroke", "#ddd"),
             )
-            .add(text(4.0, y + 4.0, &figure(f * max_u)))
-            .add(text(x - 10.0, top + ph + 16.0, &figure(f * max_t)));
+            .add(text(left - 6.0, y + 4.0, label).set("text-anchor", "end"));
+    }
+    for (k, label) in time_axis.values().iter().enumerate() {
+        let x = left + pw * k as f64 / time_axis.ticks as f64;
+        doc = doc.add(text(x, top + ph + 16.0, label).set("text-anchor", "middle"));
     }
     doc = doc
         .add(text(left + pw / 2.0 - 30.0, top + ph + 34.0, "seconds"))
+        .add(text(4.0, top - 6.0, unit))
         .add(
             Line::new()
                 .set("x1", left)
@@ -444,8 +502,8 @@ mod tests {
             "files/s",
             true,
             &[
-                ("<script>alert(1)</script>".into(), Some(&s)),
-                ("b".into(), None),
+                (0, "<script>alert(1)</script>".into(), Some(&s)),
+                (1, "b".into(), None),
             ],
         );
         assert!(!svg.contains("<script>"), "{svg}");
@@ -470,6 +528,14 @@ mod tests {
     }
 
     #[test]
+    fn axes_tick_at_round_numbers() {
+        assert_eq!(Axis::to(8.046).values(), ["0", "2", "4", "6", "8", "10"]);
+        assert_eq!(Axis::to(0.37).values(), ["0.0", "0.1", "0.2", "0.3", "0.4"]);
+        assert_eq!(Axis::to(26_140.0).values().last().unwrap(), "30,000");
+        assert_eq!(Axis::to(0.0).values(), ["0", "1"]);
+    }
+
+    #[test]
     fn nice_ceilings() {
         assert_eq!(nice_ceiling(0.0), 1.0);
         assert_eq!(nice_ceiling(3.2), 5.0);
@@ -485,7 +551,7 @@ mod tests {
             "p",
             "files",
             &[(0, "r1".into(), a), (1, "r2".into(), b)],
-            &["x".into(), "y".into()],
+            &[(0, "x".into()), (1, "y".into())],
         );
         assert_eq!(svg.matches("<polyline").count(), 2);
     }

@@ -3,8 +3,10 @@
 pub mod charts;
 pub mod compare;
 pub mod csv;
+mod details;
 pub mod fdtree;
 pub mod ffsb;
+pub mod fit;
 pub mod html;
 pub mod iozone;
 pub mod json;
@@ -12,6 +14,9 @@ pub mod matrix;
 pub mod rank;
 pub mod stack;
 pub mod table;
+#[cfg(test)]
+mod terminal_tests;
+mod warnings;
 
 /// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.
 pub fn figure(v: f64) -> String {
@@ -23,13 +28,7 @@ pub fn figure(v: f64) -> String {
     if a >= 1e15 || (a > 0.0 && a < 1e-9) {
         format!("{v:.2e}")
     } else if a >= 1000.0 {
-        let rounded = format!("{v:.1}");
-        let (int, frac) = rounded.split_once('.').unwrap_or((&rounded, "0"));
-        let (sign, digits) = int.strip_prefix('-').map_or(("", int), |d| ("-", d));
-        format!(
-            "{sign}{}.{frac}",
-            crate::units::group_thousands(digits.parse().unwrap_or(0))
-        )
+        fixed(v, 1)
     } else if a >= 100.0 {
         format!("{v:.1}")
     } else if a >= 10.0 {
@@ -43,9 +42,58 @@ pub fn figure(v: f64) -> String {
     }
 }
 
+/// The decimals that give the largest of `values` three significant digits: one precision
+/// for a whole column, so that its numbers line up (26,141 · 0.278 · 0.0095).
+pub fn column_decimals(values: impl IntoIterator<Item = f64>) -> usize {
+    let largest = values
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .map(f64::abs)
+        .fold(0.0, f64::max);
+    if largest == 0.0 {
+        return 0;
+    }
+    (2 - largest.log10().floor() as i32).clamp(0, 6) as usize
+}
+
+/// `v` with `decimals` decimals and thousands separators: 1,234.5.
+pub fn fixed(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let rounded = format!("{:.decimals$}", v.abs());
+    let (int, frac) = rounded
+        .split_once('.')
+        .map_or((rounded.as_str(), String::new()), |(i, f)| {
+            (i, format!(".{f}"))
+        });
+    let sign = if v < 0.0 && rounded.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        "-"
+    } else {
+        ""
+    };
+    format!(
+        "{sign}{}{frac}",
+        crate::units::group_thousands(int.parse().unwrap_or(0))
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::figure;
+    use super::{column_decimals, figure, fixed};
+
+    #[test]
+    fn a_column_shares_one_precision() {
+        assert_eq!(column_decimals([26_140.9, 1_626.3]), 0);
+        assert_eq!(column_decimals([0.278, 0.016]), 3);
+        assert_eq!(column_decimals([0.00946, 0.014]), 4);
+        assert_eq!(column_decimals([0.0]), 0);
+        assert_eq!(fixed(26_140.9, 0), "26,141");
+        assert_eq!(fixed(0.00946, 4), "0.0095");
+        assert_eq!(fixed(-1234.56, 1), "-1,234.6");
+        assert_eq!(fixed(-0.0001, 2), "0.00");
+        assert_eq!(fixed(f64::INFINITY, 2), "-");
+    }
 
     #[test]
     fn figures_read_at_a_glance() {

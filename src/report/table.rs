@@ -1,13 +1,16 @@
-//! Terminal tables: per workload, the fdtree article's two tables (phase times and rates, one
-//! row per configuration, mean ± stddev), then the full statistics, latency and lifecycle.
+//! Terminal tables: the verdicts first, then per workload the fdtree article's two tables
+//! (phase times and rates, one row per configuration, mean ± stddev), the workload's own
+//! figures (every figure's statistics and the latency per call with `--verbose`), then the
+//! warnings and the configurations.
 
 use std::fmt::Write;
 
 use comfy_table::{CellAlignment, Table, presets};
 
-use super::figure;
+use super::fit::{Grid, View, fit};
 use super::matrix::Matrix;
-use crate::measure::{LatencySummary, figure_name};
+use super::{column_decimals, fixed};
+use super::{details, warnings};
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
 use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
 use crate::stats::Summary;
@@ -20,7 +23,7 @@ pub enum Style {
     Markdown,
 }
 
-fn new_table(style: Style, header: Vec<String>) -> Table {
+pub(super) fn new_table(style: Style, header: Vec<String>) -> Table {
     let mut t = Table::new();
     t.load_style(match style {
         Style::Terminal => presets::UTF8_FULL_CONDENSED,
@@ -30,7 +33,7 @@ fn new_table(style: Style, header: Vec<String>) -> Table {
     t
 }
 
-fn right_align(t: &mut Table) {
+pub(super) fn right_align(t: &mut Table) {
     for i in 1..t.column_count() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
@@ -38,22 +41,40 @@ fn right_align(t: &mut Table) {
     }
 }
 
-/// `mean ± stddev`, or the lone value of a single run.
-fn mean_sd(s: &Summary) -> String {
-    match s.stddev {
-        Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
-        None => figure(s.mean),
+/// `mean ± stddev` of each summary (the lone value of a single run; `-` where there is none),
+/// divided by `divisor` (1024 shows KiB/s in MiB/s), all with one precision so that they
+/// line up.
+fn mean_sd_column(summaries: &[Option<&Summary>], divisor: f64) -> Vec<String> {
+    let decimals = column_decimals(summaries.iter().flatten().map(|s| s.mean / divisor));
+    let value = |v: f64| fixed(v / divisor, decimals);
+    summaries
+        .iter()
+        .map(|s| {
+            s.map_or("-".into(), |s| match s.stddev {
+                Some(sd) => format!("{} ± {}", value(s.mean), value(sd)),
+                None => value(s.mean),
+            })
+        })
+        .collect()
+}
+
+/// A figure's name with its unit, once: `create tx/s`, `extents (count)`.
+fn with_unit(name: &str, unit: &str) -> String {
+    if name.ends_with(unit) {
+        name.to_string()
+    } else {
+        format!("{name} ({unit})")
     }
 }
 
 /// Short-phase marker used in the tables and explained below them.
 const SHORT: &str = " †";
-/// Marks a rate over 80% of the harness ceiling.
+/// Marks a rate over the harness-bound share of fsbench's own ceiling on this machine.
 const HARNESS_BOUND: &str = " ‼";
 
 impl Style {
     /// A line of a list: indented for a terminal, a (nested) Markdown list item otherwise.
-    fn item(self, level: usize, text: &str) -> String {
+    pub(super) fn item(self, level: usize, text: &str) -> String {
         let indent = "  ".repeat(level);
         match self {
             Style::Terminal => format!("{indent}{text}\n"),
@@ -69,7 +90,7 @@ impl Style {
     }
 
     /// A table with its caption (Markdown needs blank lines around tables).
-    fn table(self, caption: &str, table: &Table) -> String {
+    pub(super) fn table(self, caption: &str, table: &Table) -> String {
         match self {
             Style::Terminal => format!("{caption}\n{table}\n"),
             Style::Markdown => format!("{caption}\n\n{table}\n\n"),
@@ -99,17 +120,26 @@ fn device_text(r: &SuiteResult) -> String {
     )
 }
 
-pub fn render(r: &SuiteResult, style: Style) -> String {
+/// The suite's results: what was asked and the answers first, then the tables, the
+/// warnings and what was run on.
+pub fn render(r: &SuiteResult, view: &View) -> String {
+    let style = view.style;
     let s = &r.system;
     let mut out = match style {
         Style::Terminal => String::new(),
         Style::Markdown => "# ".to_string(),
     };
     let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
+    let labels: Vec<String> = r
+        .configurations
+        .iter()
+        .map(|c| c.config.label.clone())
+        .collect();
     let _ = writeln!(
         out,
         "fsbench {} — suite `{}`{id}",
-        s.fsbench_version, r.suite.name
+        s.fsbench_version,
+        r.suite.display_name(&labels)
     );
     if style == Style::Markdown {
         out.push('\n');
@@ -119,8 +149,8 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
     } else {
         &r.suite.purpose
     };
-    out.push_str(&style.item(0, &format!("Purpose: {purpose}")));
-    out.push_str(&style.item(
+    out.push_str(&view.item(0, &format!("Purpose: {purpose}")));
+    out.push_str(&view.item(
         0,
         &format!(
             "System:  Linux {} {}, {} ({} CPUs), {} RAM",
@@ -131,32 +161,32 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
             format_bytes(s.memory_bytes)
         ),
     ));
-    out.push_str(&style.item(
+    out.push_str(&view.item(
         0,
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
-    if let Some(loops) = r.loop_summary() {
-        out.push_str(&style.item(1, &loops));
+    render_testbed(&mut out, r, view);
+    render_answers(&mut out, r, view);
+    for spec in &r.suite.workloads {
+        render_workload(
+            &mut out,
+            r,
+            view,
+            &spec.label(),
+            &spec.describe(),
+            &spec.phases(),
+        );
     }
-    if let Some(t) = &r.testbed {
-        let mut lines = super::stack::describe(t).into_iter();
-        if let Some(first) = lines.next() {
-            out.push_str(&style.item(0, &format!("Storage {first}")));
-        }
-        for line in lines {
-            out.push_str(&style.item(1, &line));
+    let warning_lines = warnings::lines(r, view.verbose);
+    if !warning_lines.is_empty() {
+        out.push_str(&style.heading("Warnings"));
+        for w in &warning_lines {
+            out.push_str(&view.item(1, &format!("! {w}")));
         }
     }
-    let ceilings = super::stack::ceiling_lines(r);
-    if !ceilings.is_empty() {
-        out.push_str(&style.item(0, "Harness ceiling (each phase on tmpfs, this machine):"));
-        for line in ceilings {
-            out.push_str(&style.item(1, &line));
-        }
-    }
-    out.push_str(&style.item(0, "Configurations:"));
+    out.push_str(&style.heading("Configurations"));
     for c in &r.configurations {
-        out.push_str(&style.item(1, &c.config.label));
+        out.push_str(&view.item(1, &c.config.label));
         let details = [
             ("mkfs:   ", &c.mkfs_command),
             ("version:", &c.mkfs_version),
@@ -165,29 +195,12 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         ];
         for (name, value) in details {
             if let Some(v) = value {
-                out.push_str(&style.item(3, &format!("{name} {v}")));
+                out.push_str(&view.item(3, &format!("{name} {v}")));
             }
         }
     }
     for sk in &r.skipped {
-        out.push_str(&style.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
-    }
-    for spec in &r.suite.workloads {
-        render_workload(
-            &mut out,
-            r,
-            style,
-            &spec.label(),
-            &spec.describe(),
-            &spec.phases(),
-        );
-    }
-    render_answers(&mut out, r, style);
-    if !r.warnings.is_empty() {
-        out.push_str(&style.heading("Warnings"));
-        for w in &r.warnings {
-            out.push_str(&style.item(1, &format!("! {}", w.message)));
-        }
+        out.push_str(&view.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
     }
     let failed = r.runs.iter().filter(|x| x.status != RunStatus::Ok).count();
     let _ = writeln!(
@@ -195,11 +208,11 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
         "\n{} run(s) recorded, {} excluded from the statistics; suite {}{}",
         r.runs.len(),
         failed,
-        serde_json::to_string(&r.status)
-            .unwrap_or_default()
-            .trim_matches('"'),
+        r.status,
+        // An interruption's error says no more than the status.
         r.error
             .as_ref()
+            .filter(|e| **e != r.status.to_string())
             .map(|e| format!(": {e}"))
             .unwrap_or_default()
     );
@@ -210,9 +223,32 @@ pub fn render(r: &SuiteResult, style: Style) -> String {
     }
 }
 
+/// The loop devices as sysfs showed them, the storage stack and the harness ceilings.
+fn render_testbed(out: &mut String, r: &SuiteResult, view: &View) {
+    if let Some(loops) = r.loop_summary() {
+        out.push_str(&view.item(1, &loops));
+    }
+    if let Some(t) = &r.testbed {
+        let mut lines = super::stack::describe(t).into_iter();
+        if let Some(first) = lines.next() {
+            out.push_str(&view.item(0, &format!("Storage {first}")));
+        }
+        for line in lines {
+            out.push_str(&view.item(1, &line));
+        }
+    }
+    let ceilings = super::stack::ceiling_lines(r);
+    if !ceilings.is_empty() {
+        out.push_str(&view.item(0, "Harness ceiling (each phase on tmpfs, this machine):"));
+        for line in ceilings {
+            out.push_str(&view.item(1, &line));
+        }
+    }
+}
+
 /// One line per phase and configuration against the first configuration, with the
 /// corrections applied (the noise threshold is `compare`'s default).
-fn render_answers(out: &mut String, r: &SuiteResult, style: Style) {
+fn render_answers(out: &mut String, r: &SuiteResult, view: &View) {
     use crate::stats::compare::{DEFAULT_NOISE_PERCENT, compare, suite_columns};
     let columns = suite_columns(r);
     if columns.len() < 2 {
@@ -223,11 +259,15 @@ fn render_answers(out: &mut String, r: &SuiteResult, style: Style) {
     if answers.is_empty() {
         return;
     }
-    out.push_str(&style.heading(&format!("Verdicts against {}", columns[0].config)));
+    out.push_str(
+        &view
+            .style
+            .heading(&format!("Verdicts against {}", columns[0].config)),
+    );
     for a in &answers {
-        out.push_str(&style.item(0, &super::compare::answer_line(&columns, &comparison, a)));
+        out.push_str(&view.item(0, &super::compare::answer_line(&columns, &comparison, a)));
     }
-    out.push_str(&style.item(
+    out.push_str(&view.item(
         0,
         &format!(
             "{} Noise threshold {DEFAULT_NOISE_PERCENT}%; `fsbench compare` shows every figure.",
@@ -241,11 +281,11 @@ fn render_answers(out: &mut String, r: &SuiteResult, style: Style) {
 fn render_figures(
     out: &mut String,
     r: &SuiteResult,
-    style: Style,
+    view: &View,
     workload: &str,
     configs: &[&str],
-    phases: &[crate::workload::PhaseInfo],
 ) {
+    let style = view.style;
     let runs: Vec<_> = r.runs.iter().filter(|x| x.workload == workload).collect();
     let mut rows: Vec<(&str, &str, &str)> = Vec::new();
     for p in runs.iter().flat_map(|run| &run.phases) {
@@ -257,37 +297,38 @@ fn render_figures(
             }
         }
     }
-    let title = |phase: &str| {
-        phases
+    // One figure's cells across the configurations.
+    let cells = |phase: &str, name: &str| {
+        let summaries: Vec<_> = configs
             .iter()
-            .find(|p| p.name == phase)
-            .map_or(phase.to_string(), |p| p.title.to_string())
-    };
-    let cell = |c: &str, phase: &str, name: &str| {
-        r.summary(c, workload, phase, name)
-            .map_or("-".into(), |s| mean_sd(&s.summary))
+            .map(|c| r.summary(c, workload, phase, name).map(|s| &s.summary))
+            .collect();
+        mean_sd_column(&summaries, 1.0)
     };
     // A few figures read best as the seed articles laid them out, a row per configuration;
     // many (FFSB's per-operation figures) as a row per figure.
     let table = if rows.is_empty() {
         None
     } else if rows.len() <= 6 {
-        let mut table = new_table(
-            style,
-            std::iter::once("Configuration".to_string())
-                .chain(
-                    rows.iter()
-                        .map(|(p, n, u)| format!("{} {n} ({u})", title(p))),
-                )
+        let columns: Vec<Vec<String>> = rows.iter().map(|(p, n, _)| cells(p, n)).collect();
+        let grid = Grid {
+            corner: ["Configuration".into(), "Figure".into()],
+            columns: rows
+                .iter()
+                .map(|(p, n, u)| format!("{p} {}", with_unit(n, u)))
                 .collect(),
-        );
-        for c in configs {
-            let mut row = vec![c.to_string()];
-            row.extend(rows.iter().map(|(p, n, _)| cell(c, p, n)));
-            table.add_row(row);
-        }
-        right_align(&mut table);
-        Some(table)
+            rows: configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        c.to_string(),
+                        columns.iter().map(|col| col[i].clone()).collect(),
+                    )
+                })
+                .collect(),
+        };
+        Some(grid.table(view))
     } else {
         let mut table = new_table(
             style,
@@ -298,8 +339,8 @@ fn render_figures(
                 .collect(),
         );
         for (phase, name, unit) in &rows {
-            let mut row = vec![title(phase), format!("{name} ({unit})")];
-            row.extend(configs.iter().map(|c| cell(c, phase, name)));
+            let mut row = vec![phase.to_string(), with_unit(name, unit)];
+            row.extend(cells(phase, name));
             table.add_row(row);
         }
         for i in 2..table.column_count() {
@@ -307,6 +348,7 @@ fn render_figures(
                 col.set_cell_alignment(CellAlignment::Right);
             }
         }
+        fit(&mut table, view.width);
         Some(table)
     };
     if let Some(table) = table {
@@ -325,18 +367,19 @@ fn render_figures(
         }
     }
     for n in notes {
-        out.push_str(&style.item(0, &format!("note: {n}")));
+        out.push_str(&view.item(0, &format!("note: {n}")));
     }
 }
 
 fn render_workload(
     out: &mut String,
     r: &SuiteResult,
-    style: Style,
+    view: &View,
     workload: &str,
     description: &str,
     phases: &[crate::workload::PhaseInfo],
 ) {
+    let style = view.style;
     let find = |config: &str, phase: &str, metric: &str| -> Option<&MetricSummary> {
         r.summary(config, workload, phase, metric)
     };
@@ -350,7 +393,8 @@ fn render_workload(
                 .any(|s| s.config == *c && s.workload == workload)
         })
         .collect();
-    out.push_str(&style.heading(&format!("{workload} — {description}")));
+    out.push_str(&style.heading(workload));
+    out.push_str(&view.item(0, description));
     if configs.is_empty() {
         let _ = writeln!(out, "no successful runs");
         return;
@@ -361,67 +405,93 @@ fn render_workload(
     let harness_bound = |config: &str, phase: &str| {
         find(config, phase, "harness %").is_some_and(|s| s.summary.mean > HARNESS_BOUND_PERCENT)
     };
-
-    let mut times = new_table(
-        style,
-        std::iter::once("Configuration".to_string())
-            .chain(phases.iter().map(|p| format!("{} (s)", p.title)))
-            .collect(),
-    );
-    for c in &configs {
-        let mut row = vec![c.to_string()];
-        for p in phases {
-            let cell = find(c, &p.name, "time").map_or("-".into(), |s| mean_sd(&s.summary));
-            row.push(if short(c, &p.name) {
-                cell + SHORT
-            } else {
-                cell
-            });
+    let marks = |config: &str, phase: &str, metric: &str| {
+        let mut m = String::new();
+        if short(config, phase) {
+            m.push_str(SHORT);
         }
-        times.add_row(row);
-    }
-    right_align(&mut times);
+        if metric != "time" && harness_bound(config, phase) {
+            m.push_str(HARNESS_BOUND);
+        }
+        m
+    };
+
+    // A phase table: per column (phase and figure) its cells down the configurations, in the
+    // column's unit, marked when the phase was too short.
+    let grid = |columns: &[(String, &str, &str, f64)]| {
+        let cells: Vec<Vec<String>> = columns
+            .iter()
+            .map(|(_, phase, metric, divisor)| {
+                let summaries: Vec<_> = configs
+                    .iter()
+                    .map(|c| find(c, phase, metric).map(|s| &s.summary))
+                    .collect();
+                let texts = mean_sd_column(&summaries, *divisor);
+                configs
+                    .iter()
+                    .zip(texts)
+                    .map(|(c, t)| t + &marks(c, phase, metric))
+                    .collect()
+            })
+            .collect();
+        Grid {
+            corner: ["Configuration".into(), "Phase".into()],
+            columns: columns.iter().map(|(title, ..)| title.clone()).collect(),
+            rows: configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    (
+                        c.to_string(),
+                        cells.iter().map(|col| col[i].clone()).collect(),
+                    )
+                })
+                .collect(),
+        }
+    };
+    let time_columns: Vec<_> = phases
+        .iter()
+        .map(|p| (p.name.to_string(), p.name.as_ref(), "time", 1.0))
+        .collect();
     let n = find(configs[0], &phases[0].name, "time").map_or(0, |s| s.summary.n);
     out.push_str(&style.table(
-        &format!("Phase times, mean ± stddev over {n} run(s):"),
-        &times,
+        &format!("Phase times in s, mean ± stddev over {n} run(s):"),
+        &grid(&time_columns).table(view),
     ));
 
-    let mut header = vec!["Configuration".to_string()];
-    let mut columns = Vec::new();
+    // Throughput in MiB/s, as in every table; a column only where some configuration has it.
+    let mut rate_columns = Vec::new();
     for p in phases {
-        header.push(format!("{} ({}/s)", p.title, p.unit));
-        columns.push((p.name.as_ref(), "rate"));
+        rate_columns.push((
+            format!("{} ({}/s)", p.name, p.unit),
+            p.name.as_ref(),
+            "rate",
+            1.0,
+        ));
         // The steady-state rate (MSER-5) beside the whole phase's, where a run had one.
-        if configs
-            .iter()
-            .any(|c| find(c, &p.name, "steady rate").is_some())
-        {
-            header.push(format!("{} steady ({}/s)", p.title, p.unit));
-            columns.push((p.name.as_ref(), "steady rate"));
-        }
+        rate_columns.push((
+            format!("{} steady ({}/s)", p.name, p.unit),
+            p.name.as_ref(),
+            "steady rate",
+            1.0,
+        ));
         if p.moves_data {
-            header.push(format!("{} (KiB/s)", p.title));
-            columns.push((p.name.as_ref(), "throughput"));
+            rate_columns.push((
+                format!("{} (MiB/s)", p.name),
+                p.name.as_ref(),
+                "throughput",
+                1024.0,
+            ));
         }
     }
-    let mut rates = new_table(style, header);
-    for c in &configs {
-        let mut row = vec![c.to_string()];
-        for (phase, metric) in &columns {
-            let mut cell = find(c, phase, metric).map_or("-".into(), |s| mean_sd(&s.summary));
-            if short(c, phase) {
-                cell += SHORT;
-            }
-            if harness_bound(c, phase) {
-                cell += HARNESS_BOUND;
-            }
-            row.push(cell);
-        }
-        rates.add_row(row);
+    rate_columns
+        .retain(|(_, phase, metric, _)| configs.iter().any(|c| find(c, phase, metric).is_some()));
+    if !rate_columns.is_empty() {
+        out.push_str(&style.table(
+            "Rates, mean of per-run rates ± stddev:",
+            &grid(&rate_columns).table(view),
+        ));
     }
-    right_align(&mut rates);
-    out.push_str(&style.table("Rates, mean of per-run rates ± stddev:", &rates));
     for run in r.runs.iter().filter(|x| x.workload == workload) {
         if let Some(what) = &run.incomplete {
             let _ = writeln!(
@@ -437,7 +507,7 @@ fn render_workload(
     {
         let _ = writeln!(
             out,
-            "† shorter than {} s: too short to measure reliably; use a larger preset",
+            "† shorter than {} s: too short to measure reliably (see the warnings)",
             r.suite.min_phase_secs
         );
     }
@@ -451,131 +521,19 @@ fn render_workload(
             "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
         );
     }
-    render_figures(out, r, style, workload, &configs, phases);
-    render_matrix(out, r, style, workload, &configs);
+    render_figures(out, r, view, workload, &configs);
+    render_matrix(out, r, view, workload, &configs);
 
-    let mut detail = new_table(
-        style,
-        [
-            "Configuration",
-            "Phase",
-            "Figure",
-            "n",
-            "Mean",
-            "Stddev",
-            "Min",
-            "Median",
-            "Max",
-            "CV %",
-            "95% CI",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    for s in r.summaries.iter().filter(|s| s.workload == workload) {
-        let m = &s.summary;
-        let opt = |v: Option<f64>| v.map_or("-".into(), figure);
-        let ci = match (m.ci95_low, m.ci95_high) {
-            (Some(lo), Some(hi)) => format!("{} – {}", figure(lo), figure(hi)),
-            _ => "-".into(),
-        };
-        detail.add_row(vec![
-            s.config.clone(),
-            s.phase.clone(),
-            format!("{} ({})", figure_name(&s.metric, &s.dims), s.unit),
-            m.n.to_string(),
-            figure(m.mean),
-            opt(m.stddev),
-            figure(m.min),
-            figure(m.median),
-            figure(m.max),
-            opt(m.cv_percent),
-            ci,
-        ]);
+    if view.verbose {
+        out.push_str(&details::all_figures(r, view, workload));
+        out.push_str(&details::latency(r, view, workload, &configs, phases));
     }
-    for i in 3..detail.column_count() {
-        if let Some(col) = detail.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    out.push_str(&style.table(
-        "All figures (rates are means of per-run rates; 95% CI of the mean: log-normal (Cox) for positive figures, Student's t cut at 0 where a run measured 0):",
-        &detail,
-    ));
-
-    let mut latency = new_table(
-        style,
-        [
-            "Configuration",
-            "Phase",
-            "Operation",
-            "Calls/run",
-            "p50 µs",
-            "p99 µs",
-            "p99.9 µs",
-            "Max µs",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    for c in &configs {
-        for p in phases {
-            let runs: Vec<_> = r
-                .runs
-                .iter()
-                .filter(|x| x.status == RunStatus::Ok && x.config == *c && x.workload == workload)
-                .filter_map(|x| x.phases.iter().find(|ph| ph.name == p.name))
-                .collect();
-            let mut ops: Vec<&String> = runs
-                .iter()
-                .flat_map(|ph| ph.measurement.latency.keys())
-                .collect();
-            ops.sort();
-            ops.dedup();
-            for op in ops {
-                let parts: Vec<_> = runs
-                    .iter()
-                    .filter_map(|ph| ph.measurement.latency.get(op))
-                    .collect();
-                let per_run =
-                    figure(parts.iter().map(|l| l.count as f64).sum::<f64>() / parts.len() as f64);
-                let Some(all) = LatencySummary::merge(parts.iter().copied()) else {
-                    continue;
-                };
-                let us = |ns: u64| figure(ns as f64 / 1000.0);
-                latency.add_row(vec![
-                    c.to_string(),
-                    p.name.to_string(),
-                    op.clone(),
-                    per_run,
-                    us(all.p50_ns),
-                    us(all.p99_ns),
-                    us(all.p999_ns),
-                    us(all.max_ns),
-                ]);
-            }
-        }
-    }
-    for i in 3..latency.column_count() {
-        if let Some(col) = latency.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    out.push_str(&style.table(
-        "Latency per system call, all runs' calls together:",
-        &latency,
-    ));
 }
 
 /// A matrix figure (IOzone's throughput): per first dimension (test) a table, the second
 /// down and the third across, in MiB/s.
-fn render_matrix(
-    out: &mut String,
-    r: &SuiteResult,
-    style: Style,
-    workload: &str,
-    configs: &[&str],
-) {
+fn render_matrix(out: &mut String, r: &SuiteResult, view: &View, workload: &str, configs: &[&str]) {
+    let style = view.style;
     let summaries = r
         .summaries
         .iter()
@@ -589,31 +547,41 @@ fn render_matrix(
     } else {
         (m.unit.as_str(), 1.0)
     };
+    // On a terminal a line per test and configuration; the matrices with --verbose, in the
+    // Markdown export, and cell by cell in `fsbench export`.
+    if style == Style::Terminal && !view.verbose {
+        render_matrix_summary(out, view, &m, configs, unit, scale);
+        return;
+    }
     for table in &m.tables {
         let mut header = vec!["Configuration".to_string(), m.names[1].clone()];
         header.extend(m.cols.iter().map(ToString::to_string));
         let mut t = new_table(style, header);
         for c in configs {
             for row_value in &m.rows {
+                let cells: Vec<_> = m
+                    .cols
+                    .iter()
+                    .map(|col_value| m.get(c, table, row_value, col_value))
+                    .collect();
+                if cells.iter().all(Option::is_none) {
+                    continue;
+                }
+                // A cell the matrix does not have (a record larger than the file) stays blank.
+                let texts = mean_sd_column(&cells, scale)
+                    .into_iter()
+                    .zip(&cells)
+                    .map(|(text, cell)| if cell.is_some() { text } else { String::new() });
                 let mut row = vec![c.to_string(), row_value.to_string()];
-                let mut any = false;
-                for col_value in &m.cols {
-                    let s = m.get(c, table, row_value, col_value);
-                    any |= s.is_some();
-                    row.push(s.map_or(String::new(), |s| {
-                        let scaled = |v: f64| figure(v / scale);
-                        match s.stddev {
-                            Some(sd) => format!("{} ± {}", scaled(s.mean), scaled(sd)),
-                            None => scaled(s.mean),
-                        }
-                    }));
-                }
-                if any {
-                    t.add_row(row);
-                }
+                row.extend(texts);
+                t.add_row(row);
             }
         }
+        if t.row_count() == 0 {
+            continue;
+        }
         right_align(&mut t);
+        fit(&mut t, view.width);
         out.push_str(&style.table(
             &format!(
                 "{table}: {unit} (mean ± stddev), {} down, {} across:",
@@ -622,4 +590,70 @@ fn render_matrix(
             &t,
         ));
     }
+}
+
+/// Per test (first dimension) and configuration: the geometric mean of the cells' means and
+/// the best and worst cell.
+fn render_matrix_summary(
+    out: &mut String,
+    view: &View,
+    m: &Matrix,
+    configs: &[&str],
+    unit: &str,
+    divisor: f64,
+) {
+    let mut t = new_table(
+        view.style,
+        [
+            m.names[0].as_str(),
+            "Configuration",
+            "Geometric mean",
+            "Best cell",
+            "Worst cell",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    for table in &m.tables {
+        for c in configs {
+            let cells: Vec<(f64, String)> = m
+                .rows
+                .iter()
+                .flat_map(|r| m.cols.iter().map(move |col| (r, col)))
+                .filter_map(|(r, col)| {
+                    let s = m.get(c, table, r, col)?;
+                    Some((s.mean / divisor, format!("{r}/{col}")))
+                })
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
+            let decimals = column_decimals(cells.iter().map(|(v, _)| *v));
+            let positive: Vec<f64> = cells.iter().map(|(v, _)| *v).filter(|v| *v > 0.0).collect();
+            let geometric = (!positive.is_empty()).then(|| {
+                (positive.iter().map(|v| v.ln()).sum::<f64>() / positive.len() as f64).exp()
+            });
+            let by_value = |a: &&(f64, String), b: &&(f64, String)| a.0.total_cmp(&b.0);
+            let cell_text = |(v, at): &(f64, String)| format!("{} at {at}", fixed(*v, decimals));
+            let best = cells.iter().max_by(by_value).map(cell_text);
+            let worst = cells.iter().min_by(by_value).map(cell_text);
+            t.add_row(vec![
+                table.to_string(),
+                c.to_string(),
+                geometric.map_or("-".into(), |g| fixed(g, decimals)),
+                best.unwrap_or_default(),
+                worst.unwrap_or_default(),
+            ]);
+        }
+    }
+    right_align(&mut t);
+    fit(&mut t, view.width);
+    out.push_str(&view.style.table(
+        &format!(
+            "{} in {unit}, mean over runs, per {} and configuration ({} / {} cells; \
+             --verbose shows the matrices, `fsbench export` every cell):",
+            m.metric, m.names[0], m.names[1], m.names[2]
+        ),
+        &t,
+    ));
 }

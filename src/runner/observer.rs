@@ -231,8 +231,8 @@ mod tests {
     }
 
     const PHASES: &[PhaseInfo] = &[
-        PhaseInfo::fixed("first", "First", "units", false),
-        PhaseInfo::fixed("second", "Second", "units", false),
+        PhaseInfo::fixed("first", "units", false),
+        PhaseInfo::fixed("second", "units", false),
     ];
 
     impl Workload for Counting {

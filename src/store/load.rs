@@ -293,8 +293,9 @@ impl Store {
     /// The most recent suites, newest first.
     pub fn list(&self, limit: usize) -> anyhow::Result<Vec<SuiteListing>> {
         let mut stmt = self.conn.prepare(
-            "SELECT s.id, s.started_at, s.name, s.status, s.definition, s.pid, s.pid_start, s.boot_id,
-                    (SELECT COUNT(*) FROM configurations c WHERE c.suite_id = s.id),
+            "SELECT s.id, s.started_at, s.status, s.definition, s.pid, s.pid_start, s.boot_id,
+                    (SELECT group_concat(c.label, char(31) ORDER BY c.position)
+                     FROM configurations c WHERE c.suite_id = s.id),
                     (SELECT COUNT(*) FROM runs r WHERE r.suite_id = s.id AND r.status IN ('ok', 'fsck-failed'))
              FROM suites s ORDER BY s.id DESC LIMIT ?1",
         )?;
@@ -304,19 +305,17 @@ impl Store {
                 r.get::<_, String>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
+                r.get::<_, i64>(4)?,
                 r.get::<_, i64>(5)?,
-                r.get::<_, i64>(6)?,
+                r.get::<_, Option<String>>(6)?,
                 r.get::<_, Option<String>>(7)?,
                 r.get::<_, i64>(8)? as usize,
-                r.get::<_, i64>(9)? as usize,
             ))
         })?;
         rows.map(|row| {
             let (
                 id,
                 started_at,
-                name,
                 status,
                 definition,
                 pid,
@@ -326,6 +325,12 @@ impl Store {
                 runs_done,
             ) = row?;
             let suite: Suite = from_json(&definition, "suite definition")?;
+            // Labels joined by the unit separator, which no label contains.
+            let configurations: Vec<String> = configurations
+                .iter()
+                .flat_map(|labels| labels.split('\u{1f}'))
+                .map(String::from)
+                .collect();
             let status = match status.as_str() {
                 "running" if !claimer_alive(pid, pid_start, boot.as_deref()) => {
                     "incomplete".to_string()
@@ -335,12 +340,12 @@ impl Store {
             Ok(SuiteListing {
                 id,
                 started_at,
-                name,
                 status,
+                runs_planned: configurations.len() * suite.workloads.len() * suite.runs as usize,
+                name: suite.display_name(&configurations),
                 configurations,
-                workloads: suite.workloads.len(),
+                workloads: suite.workloads.iter().map(|w| w.label()).collect(),
                 runs_done,
-                runs_planned: configurations * suite.workloads.len() * suite.runs as usize,
             })
         })
         .collect()

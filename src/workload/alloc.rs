@@ -317,7 +317,6 @@ impl AllocParams {
             .iter()
             .map(|m| PhaseInfo {
                 name: Cow::Owned(m.name()),
-                title: Cow::Owned(m.title()),
                 unit: "MiB",
                 moves_data: false,
             })

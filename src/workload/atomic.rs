@@ -14,13 +14,13 @@ use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
 
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo::fixed("mkdir", "mkdir", "dirs", false),
-    PhaseInfo::fixed("touch", "touch", "files", false),
-    PhaseInfo::fixed("echo", "echo >>", "appends", true),
-    PhaseInfo::fixed("cat", "cat", "files", true),
-    PhaseInfo::fixed("dd", "dd", "files", true),
-    PhaseInfo::fixed("rm", "rm", "files", false),
-    PhaseInfo::fixed("rmdir", "rmdir", "dirs", false),
+    PhaseInfo::fixed("mkdir", "dirs", false),
+    PhaseInfo::fixed("touch", "files", false),
+    PhaseInfo::fixed("echo", "appends", true),
+    PhaseInfo::fixed("cat", "files", true),
+    PhaseInfo::fixed("dd", "files", true),
+    PhaseInfo::fixed("rm", "files", false),
+    PhaseInfo::fixed("rmdir", "dirs", false),
 ];
 
 /// Loop counts and dd's shape.

@@ -61,10 +61,9 @@ use options::WorkloadKind;
 /// allocation method it was asked for.
 #[derive(Debug, Clone)]
 pub struct PhaseInfo {
-    /// Machine name, e.g. `dir-create`.
+    /// The phase's one name in every output (tables, JSON, CSV, the report), e.g.
+    /// `dir-create`.
     pub name: Cow<'static, str>,
-    /// Column title in tables, e.g. `Directory create`.
-    pub title: Cow<'static, str>,
     /// What one unit of the phase is, e.g. `dirs`: rates are printed as `dirs/s`.
     pub unit: &'static str,
     /// Whether the phase writes or reads data, so KiB/s is meaningful.
@@ -72,15 +71,9 @@ pub struct PhaseInfo {
 }
 
 impl PhaseInfo {
-    pub const fn fixed(
-        name: &'static str,
-        title: &'static str,
-        unit: &'static str,
-        moves_data: bool,
-    ) -> PhaseInfo {
+    pub const fn fixed(name: &'static str, unit: &'static str, moves_data: bool) -> PhaseInfo {
         PhaseInfo {
             name: Cow::Borrowed(name),
-            title: Cow::Borrowed(title),
             unit,
             moves_data,
         }

@@ -30,10 +30,10 @@ pub const BLOCK: usize = 4096;
 pub const MAX_LEVELS: u32 = 100;
 
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo::fixed("dir-create", "Directory create", "dirs", false),
-    PhaseInfo::fixed("file-create", "File create", "files", true),
-    PhaseInfo::fixed("file-remove", "File remove", "files", false),
-    PhaseInfo::fixed("dir-remove", "Directory remove", "dirs", false),
+    PhaseInfo::fixed("dir-create", "dirs", false),
+    PhaseInfo::fixed("file-create", "files", true),
+    PhaseInfo::fixed("file-remove", "files", false),
+    PhaseInfo::fixed("dir-remove", "dirs", false),
 ];
 
 /// Index of each phase in [`PHASES`], fdtree's four.
@@ -46,8 +46,8 @@ pub const DIR_REMOVE: usize = 3;
 /// a stat of every file (mdtest -T), then a read of every file (mdtest -E).
 const FILE_STAT: usize = 4;
 const FILE_READ: usize = 5;
-const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "File stat", "files", false);
-const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "File read", "files", true);
+const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "files", false);
+const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "files", true);
 
 /// fdtree's options; the numbers fit `u32`.
 const OPTIONS: &[OptionDef] = &[

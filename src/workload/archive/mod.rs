@@ -46,8 +46,8 @@ pub struct Entry<'a> {
 }
 
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo::fixed("extract", "Extract", "entries", true),
-    PhaseInfo::fixed("remove", "Remove (rm -rf)", "entries", false),
+    PhaseInfo::fixed("extract", "entries", true),
+    PhaseInfo::fixed("remove", "entries", false),
 ];
 
 /// The order `rm -rf` visits the top level in: the seed found it changes the time on ext4.
@@ -59,6 +59,14 @@ pub enum RemoveOrder {
     Directory,
     PoolFirst,
     BackupsFirst,
+}
+
+/// The order as the `order` option spells it: `directory`, `pool-first`, `backups-first`.
+impl std::fmt::Display for RemoveOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(name.as_str().unwrap_or_default())
+    }
 }
 
 /// The generated archive's shape, one option per [`Shape`] field.
@@ -353,7 +361,7 @@ impl ArchiveParams {
             Source::Generated { shape, .. } => {
                 let (entries, bytes, _) = shape.totals();
                 format!(
-                    "BackupPC-shaped archive: {} pool files, {} hosts × {} backups × {} files, {} popular links; {} entries, {} MiB; rm order {:?}",
+                    "BackupPC-shaped archive: {} pool files, {} hosts × {} backups × {} files, {} popular links; {} entries, {} MiB; removal order {}",
                     group_thousands(shape.pool_files),
                     shape.hosts,
                     shape.backups_per_host,
@@ -365,7 +373,7 @@ impl ArchiveParams {
                 )
             }
             Source::File { path } => format!(
-                "archive file {}; rm order {:?}",
+                "archive file {}; removal order {}",
                 path.display(),
                 self.remove_order
             ),

@@ -33,11 +33,11 @@ pub use params::*;
 mod parts;
 pub use parts::*;
 
-const SETUP_PHASE: PhaseInfo = PhaseInfo::fixed("setup", "Create file set", "files", true);
-const REMOVE_PHASE: PhaseInfo = PhaseInfo::fixed("remove", "Remove (rm -rf)", "entries", false);
+const SETUP_PHASE: PhaseInfo = PhaseInfo::fixed("setup", "files", true);
+const REMOVE_PHASE: PhaseInfo = PhaseInfo::fixed("remove", "entries", false);
 pub const PHASES: &[PhaseInfo] = &[
     SETUP_PHASE,
-    PhaseInfo::fixed("run", "Thread groups", "transactions", true),
+    PhaseInfo::fixed("run", "transactions", true),
     REMOVE_PHASE,
 ];
 /// `time=0` without `num_ops`: FFSB only builds the file set ("Setup complete, exiting").
