@@ -6,6 +6,7 @@ mod console;
 mod fdtree;
 mod output;
 mod query;
+mod run;
 #[cfg(test)]
 mod tests;
 
@@ -393,149 +394,6 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// The command line as given, and the suite file's text, as recorded with the suite.
-fn command_record(args: &RunArgs) -> String {
-    let argv: Vec<String> = std::env::args().collect();
-    let mut text =
-        shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "));
-    if let Some(path) = &args.suite
-        && let Ok(contents) = std::fs::read_to_string(path)
-    {
-        text.push_str(&format!("\n\n# suite file {}\n{contents}", path.display()));
-    }
-    text
-}
-
-/// Saves every run in the results database as soon as it finishes.
-struct DbSink {
-    store: Store,
-    id: Option<i64>,
-    command: String,
-}
-
-impl Observer for DbSink {
-    fn suite_started(&mut self, plan: &SuitePlan) -> anyhow::Result<()> {
-        // A resumed suite was claimed before it was loaded.
-        let id = match self.id {
-            Some(id) => id,
-            None => self.store.begin_suite(plan.result, &self.command)?,
-        };
-        self.id = Some(id);
-        eprintln!(
-            "fsbench: suite ID {id}, saved run by run in {} (if interrupted: fsbench run --resume {id})",
-            self.store.path().display()
-        );
-        Ok(())
-    }
-
-    fn run_finished(&mut self, run: &RunRecord, mkfs_command: Option<&str>) -> anyhow::Result<()> {
-        let id = self.id.expect("started before runs");
-        self.store.record_run(id, run, mkfs_command)
-    }
-
-    fn suite_finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
-        let id = self.id.expect("started before finishing");
-        self.store.finish_suite(id, result)?;
-        eprintln!(
-            "fsbench: suite ID {id} {}; see it again with `fsbench show {id}`",
-            result.status
-        );
-        Ok(())
-    }
-}
-
-/// `fsbench ffsb PROFILE`: the profile as the suite's one workload, with `run`'s options.
-fn ffsb(args: &FfsbArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
-    let run_args = &args.run;
-    if run_args.suite.is_some()
-        || !run_args.workloads.is_empty()
-        || !run_args.archive.is_empty()
-        || run_args.resume.is_some()
-    {
-        return Err(invalid(
-            "fsbench ffsb runs one profile; use `fsbench run` for suites, other workloads and --resume",
-        ));
-    }
-    let mut params = crate::workload::ffsb::FfsbParams::from_file(&args.profile)?;
-    if let Some(t) = args.time {
-        params.time = Some(t);
-        params.validate()?;
-    }
-    if let Some(location) = &params.fileset.location {
-        eprintln!(
-            "fsbench: ffsb: location={location} is not used: every run gets a fresh filesystem on the target (--dir runs in an existing directory)"
-        );
-    }
-    let mut suite = run_args.suite()?;
-    if run_args.purpose.is_none() {
-        // Not the default suite's purpose: this is the profile's run.
-        suite.purpose = String::new();
-    }
-    suite.workloads = vec![WorkloadSpec::Ffsb(params)];
-    run_suite(
-        run_args,
-        suite,
-        None,
-        Store::open_for_writing(db)?,
-        progress,
-    )
-}
-
-fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
-    let mut store = Store::open_for_writing(db)?;
-    let (suite, previous) = match args.resume {
-        Some(id) => {
-            // Claimed before loading, so the runs found done stay done: no other process
-            // adds to the suite while this one holds it.
-            store.claim_suite(id)?;
-            let previous = store.load(id)?;
-            (previous.suite.clone(), Some(previous))
-        }
-        None => (args.suite()?, None),
-    };
-    run_suite(args, suite, previous, store, progress)
-}
-
-fn run_suite(
-    args: &RunArgs,
-    suite: Suite,
-    previous: Option<SuiteResult>,
-    store: Store,
-    progress: Arc<Progress>,
-) -> anyhow::Result<ExitCode> {
-    let mut sink = DbSink {
-        store,
-        id: args.resume,
-        command: command_record(args),
-    };
-    let mut console = console::Console::new(!args.quiet);
-    let options = runner::RunOptions { progress };
-    let (mut result, error) = runner::run_suite(
-        &suite,
-        previous,
-        &options,
-        &mut Observers(vec![&mut sink, &mut console]),
-    )?;
-    result.id = sink.id;
-    let printed = print_result(&result, args.output_format, args.verbose);
-    let exported = output::export_files(&result, args);
-    // The run's own error says more than a failed export or a closed stdout.
-    if let Some(e) = error {
-        return Err(e);
-    }
-    exported?;
-    printed?;
-    let fsck_failed = result
-        .runs
-        .iter()
-        .any(|r| r.status == RunStatus::FsckFailed);
-    Ok(if fsck_failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
 fn clean() -> anyhow::Result<ExitCode> {
     let actions = scratch::clean_stale()?;
     if actions.is_empty() {
@@ -598,8 +456,8 @@ pub fn main() -> ExitCode {
     let outcome = install_signal_handlers(&progress)
         .and_then(|()| refuse_unused_db(&cli))
         .and_then(|()| match &cli.command {
-            Command::Run(args) => run(args, &db, progress.clone()),
-            Command::Ffsb(args) => ffsb(args, &db, progress.clone()),
+            Command::Run(args) => run::run(args, &db, progress.clone()),
+            Command::Ffsb(args) => run::ffsb(args, &db, progress.clone()),
             Command::Fdtree(args) => {
                 fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
             }

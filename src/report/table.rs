@@ -16,6 +16,9 @@ use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
 use crate::stats::Summary;
 use crate::units::format_bytes;
 
+mod matrices;
+use matrices::render_matrix;
+
 /// Where the tables go: a terminal, or a Markdown document (`fsbench export --format markdown`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -528,132 +531,4 @@ fn render_workload(
         out.push_str(&details::all_figures(r, view, workload));
         out.push_str(&details::latency(r, view, workload, &configs, phases));
     }
-}
-
-/// A matrix figure (IOzone's throughput): per first dimension (test) a table, the second
-/// down and the third across, in MiB/s.
-fn render_matrix(out: &mut String, r: &SuiteResult, view: &View, workload: &str, configs: &[&str]) {
-    let style = view.style;
-    let summaries = r
-        .summaries
-        .iter()
-        .filter(|s| s.workload == workload)
-        .map(|s| (s.config.clone(), s));
-    let Some(m) = Matrix::of(summaries) else {
-        return;
-    };
-    let (unit, scale) = if m.unit == "KiB/s" {
-        ("MiB/s", 1024.0)
-    } else {
-        (m.unit.as_str(), 1.0)
-    };
-    // On a terminal a line per test and configuration; the matrices with --verbose, in the
-    // Markdown export, and cell by cell in `fsbench export`.
-    if style == Style::Terminal && !view.verbose {
-        render_matrix_summary(out, view, &m, configs, unit, scale);
-        return;
-    }
-    for table in &m.tables {
-        let mut header = vec!["Configuration".to_string(), m.names[1].clone()];
-        header.extend(m.cols.iter().map(ToString::to_string));
-        let mut t = new_table(style, header);
-        for c in configs {
-            for row_value in &m.rows {
-                let cells: Vec<_> = m
-                    .cols
-                    .iter()
-                    .map(|col_value| m.get(c, table, row_value, col_value))
-                    .collect();
-                if cells.iter().all(Option::is_none) {
-                    continue;
-                }
-                // A cell the matrix does not have (a record larger than the file) stays blank.
-                let texts = mean_sd_column(&cells, scale)
-                    .into_iter()
-                    .zip(&cells)
-                    .map(|(text, cell)| if cell.is_some() { text } else { String::new() });
-                let mut row = vec![c.to_string(), row_value.to_string()];
-                row.extend(texts);
-                t.add_row(row);
-            }
-        }
-        if t.row_count() == 0 {
-            continue;
-        }
-        right_align(&mut t);
-        fit(&mut t, view.width);
-        out.push_str(&style.table(
-            &format!(
-                "{table}: {unit} (mean ± stddev), {} down, {} across:",
-                m.names[1], m.names[2]
-            ),
-            &t,
-        ));
-    }
-}
-
-/// Per test (first dimension) and configuration: the geometric mean of the cells' means and
-/// the best and worst cell.
-fn render_matrix_summary(
-    out: &mut String,
-    view: &View,
-    m: &Matrix,
-    configs: &[&str],
-    unit: &str,
-    divisor: f64,
-) {
-    let mut t = new_table(
-        view.style,
-        [
-            m.names[0].as_str(),
-            "Configuration",
-            "Geometric mean",
-            "Best cell",
-            "Worst cell",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    for table in &m.tables {
-        for c in configs {
-            let cells: Vec<(f64, String)> = m
-                .rows
-                .iter()
-                .flat_map(|r| m.cols.iter().map(move |col| (r, col)))
-                .filter_map(|(r, col)| {
-                    let s = m.get(c, table, r, col)?;
-                    Some((s.mean / divisor, format!("{r}/{col}")))
-                })
-                .collect();
-            if cells.is_empty() {
-                continue;
-            }
-            let decimals = column_decimals(cells.iter().map(|(v, _)| *v));
-            let positive: Vec<f64> = cells.iter().map(|(v, _)| *v).filter(|v| *v > 0.0).collect();
-            let geometric = (!positive.is_empty()).then(|| {
-                (positive.iter().map(|v| v.ln()).sum::<f64>() / positive.len() as f64).exp()
-            });
-            let by_value = |a: &&(f64, String), b: &&(f64, String)| a.0.total_cmp(&b.0);
-            let cell_text = |(v, at): &(f64, String)| format!("{} at {at}", fixed(*v, decimals));
-            let best = cells.iter().max_by(by_value).map(cell_text);
-            let worst = cells.iter().min_by(by_value).map(cell_text);
-            t.add_row(vec![
-                table.to_string(),
-                c.to_string(),
-                geometric.map_or("-".into(), |g| fixed(g, decimals)),
-                best.unwrap_or_default(),
-                worst.unwrap_or_default(),
-            ]);
-        }
-    }
-    right_align(&mut t);
-    fit(&mut t, view.width);
-    out.push_str(&view.style.table(
-        &format!(
-            "{} in {unit}, mean over runs, per {} and configuration ({} / {} cells; \
-             --verbose shows the matrices, `fsbench export` every cell):",
-            m.metric, m.names[0], m.names[1], m.names[2]
-        ),
-        &t,
-    ));
 }
