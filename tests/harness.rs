@@ -41,6 +41,11 @@ fn a_tmpfs_phase_is_harness_bound_and_the_ceiling_is_cached() {
     assert!(out.status.success(), "exit {:?}", out.status);
     assert!(text(&out.stderr).contains("measuring the harness ceiling"));
     let doc = json(&out);
+    // The target is described as what it is: no image, loop device or disk.
+    let target = doc["target"]["description"].as_str().unwrap();
+    assert!(target.contains("fresh tmpfs mount per run"), "{target}");
+    assert!(!target.contains("loop image"), "{target}");
+    assert!(doc["target"]["device"].is_null());
     let ceiling = &doc["ceilings"][0];
     assert_eq!(ceiling["workload"], "tree:d12-f6-s1-l3");
     let phases: Vec<&str> = ceiling["phases"]

@@ -160,6 +160,12 @@ fn several_configurations_of_one_filesystem() {
     );
     let tmpfs = runs.iter().find(|r| r["config"] == "tmpfs").unwrap();
     assert!(tmpfs["fsck"].is_null());
+    let target = doc["target"]["description"].as_str().unwrap();
+    assert!(
+        target.contains("loop image")
+            && target.contains("tmpfs configurations mount a fresh tmpfs"),
+        "{target}"
+    );
     assert!(tmpfs["mount_options"].as_str().unwrap().contains("size="));
     assert_nothing_left(dir.path());
 }

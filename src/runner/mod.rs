@@ -82,7 +82,29 @@ fn resolve_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>
     Ok((configs, skipped))
 }
 
-fn describe_target(target: &Target) -> TargetInfo {
+fn describe_target(target: &Target, configs: &[FsConfig]) -> TargetInfo {
+    // tmpfs has no image, loop device or disk: each run mounts a fresh one in memory.
+    let is_tmpfs = |c: &FsConfig| c.fs == Some(FsType::Tmpfs);
+    if !configs.is_empty()
+        && configs.iter().all(is_tmpfs)
+        && !matches!(target.spec(), TargetSpec::Dir { .. })
+    {
+        return TargetInfo {
+            description: "a fresh tmpfs mount per run (in memory: no image, loop device or disk)"
+                .into(),
+            image_size: None,
+            device: None,
+        };
+    }
+    let mut info = describe_image_or_device(target);
+    if configs.iter().any(is_tmpfs) {
+        info.description
+            .push_str("; tmpfs configurations mount a fresh tmpfs instead (in memory)");
+    }
+    info
+}
+
+fn describe_image_or_device(target: &Target) -> TargetInfo {
     match target.spec() {
         TargetSpec::Image { dir, .. } => TargetInfo {
             description: format!(
@@ -185,7 +207,10 @@ pub(crate) fn run_suite(
             error: None,
             suite: suite.clone(),
             system: SystemInfo::collect(),
-            target: describe_target(&target),
+            target: describe_target(
+                &target,
+                &configs.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
+            ),
             configurations: configs
                 .iter()
                 .map(|(c, t)| ConfigInfo {
