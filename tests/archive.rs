@@ -200,20 +200,10 @@ fn emlink_is_counted_and_the_run_marked_incomplete() {
     let state = tempdir();
     let db = state.path().join("results.db");
     // ext4 allows 65,000 links to one inode; the popular pool file gets 66,000 more.
-    let out = run(fsbench(state.path())
+    let out = run(json_run(state.path())
         .arg("--db")
         .arg(&db)
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--fs",
-            "ext4",
-            "--runs",
-            "1",
-            "--image-dir",
-        ])
+        .args(["--fs", "ext4", "--runs", "1", "--image-dir"])
         .arg(dir.path())
         .args([
             "-w",

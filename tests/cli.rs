@@ -414,12 +414,8 @@ fn fdtree_create_then_remove() {
 fn json_output_is_one_versioned_document_on_stdout() {
     let dir = tempdir();
     let state = tempdir();
-    let out = run(fsbench(state.path())
+    let out = run(json_run(state.path())
         .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
             "--purpose",
             "test <json>",
             "-w",
@@ -550,16 +546,8 @@ fn fdtree_remove_with_other_parameters_fails_loudly() {
 fn atomic_loops_count_and_time_every_operation() {
     let dir = tempdir();
     let state = tempdir();
-    let out = run(fsbench(state.path())
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--runs",
-            "1",
-            "--dir",
-        ])
+    let out = run(json_run(state.path())
+        .args(["--runs", "1", "--dir"])
         .arg(dir.path())
         .args(["-w", "atomic:count=200,dd-count=20,dd-blocks=2,dd-bs=8k"]));
     assert!(out.status.success());
@@ -755,8 +743,8 @@ fn a_run_on_a_loop_mount_cleans_up_before_a_closed_stdout_ends_it() {
 fn tree_stat_and_read_phases_visit_every_file_as_mdtest_does() {
     let dir = tempdir();
     let state = tempdir();
-    let out = run(fsbench(state.path())
-        .args(["run", "-q", "--output-format", "json", "--runs", "1"])
+    let out = run(json_run(state.path())
+        .args(["--runs", "1"])
         .args([
             "-w",
             "tree:dirs=3,files=4,size=2,levels=2,stat,read",

@@ -16,18 +16,10 @@ fn every_cell_moves_its_file_on_every_thread() {
     let dir = tempdir();
     let state = tempdir();
     let db = state.path().join("results.db");
-    let out = run(fsbench(state.path())
+    let out = run(json_run(state.path())
         .arg("--db")
         .arg(&db)
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--runs",
-            "1",
-            "--dir",
-        ])
+        .args(["--runs", "1", "--dir"])
         .arg(dir.path())
         .args([
             "-w",
@@ -158,18 +150,8 @@ fn direct_run(fs: &str, tool: &str, records: &str) -> Option<std::process::Outpu
     }
     let dir = tempdir();
     let state = tempdir();
-    let out = run(fsbench(state.path())
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--runs",
-            "1",
-            "--fs",
-            fs,
-            "--image-dir",
-        ])
+    let out = run(json_run(state.path())
+        .args(["--runs", "1", "--fs", fs, "--image-dir"])
         .arg(dir.path())
         .args([
             "-w",
@@ -242,16 +224,8 @@ fn files_that_do_not_fit_the_target_are_skipped() {
         )
         .success()
     );
-    let out = run(fsbench(state.path())
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--runs",
-            "1",
-            "--dir",
-        ])
+    let out = run(json_run(state.path())
+        .args(["--runs", "1", "--dir"])
         .arg(&small)
         .args(["-w", "iozone:sizes=1m+64m,records=1m,tests=0"]));
     status(std::process::Command::new("umount").arg(&small));
@@ -273,16 +247,8 @@ fn every_threads_file_is_removed_after_its_cell() {
     // Larger file first: a file left behind by one cell would be too large for the next.
     let dir = tempdir();
     let state = tempdir();
-    let out = run(fsbench(state.path())
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--runs",
-            "1",
-            "--dir",
-        ])
+    let out = run(json_run(state.path())
+        .args(["--runs", "1", "--dir"])
         .arg(dir.path())
         .args(["-w", "iozone:sizes=1m+256k,records=64k,tests=0+1,threads=3"]));
     assert!(out.status.success());
@@ -389,18 +355,10 @@ fn the_iozone_export_reads_like_iozone_s_own_output() {
     let dir = tempdir();
     let state = tempdir();
     let db = state.path().join("results.db");
-    let out = run(fsbench(state.path())
+    let out = run(json_run(state.path())
         .arg("--db")
         .arg(&db)
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--runs",
-            "1",
-            "--dir",
-        ])
+        .args(["--runs", "1", "--dir"])
         .arg(dir.path())
         .args([
             "-w",

@@ -13,10 +13,7 @@ use common::*;
 const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
 
 fn run_json(dir: &Path, state: &Path, args: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let out = run(fsbench(state)
-        .args(["run", "-q", "--output-format", "json", "--image-dir"])
-        .arg(dir)
-        .args(args));
+    let out = run(json_run(state).args(["--image-dir"]).arg(dir).args(args));
     let doc = json(&out);
     (out, doc)
 }

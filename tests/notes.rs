@@ -48,18 +48,10 @@ fn run_small(
     let small = SmallTmpfs::mount(dir.path(), size);
     let limit = Duration::from_secs(300);
     let out = output_within(
-        fsbench(state.path())
+        json_run(state.path())
             .arg("--db")
             .arg(&db)
-            .args([
-                "run",
-                "-q",
-                "--output-format",
-                "json",
-                "--runs",
-                runs,
-                "--dir",
-            ])
+            .args(["--runs", runs, "--dir"])
             .arg(&small.0)
             .args(["-w", workload, "--purpose", "notes test"]),
         limit,

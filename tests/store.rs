@@ -10,18 +10,10 @@ use std::time::{Duration, Instant};
 use common::*;
 
 fn db_run(db: &Path, state: &Path, dir: &Path, extra: &[&str]) -> std::process::Output {
-    run(fsbench(state)
+    run(json_run(state)
         .arg("--db")
         .arg(db)
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--purpose",
-            "store test",
-            "--dir",
-        ])
+        .args(["--purpose", "store test", "--dir"])
         .arg(dir)
         .args(extra))
 }
@@ -289,14 +281,10 @@ fn a_killed_suite_keeps_its_runs_and_resumes() {
     assert_eq!(ok, kept);
     assert!(run(fsbench(state.path()).arg("clean")).status.success());
 
-    let out = run(fsbench(state.path()).arg("--db").arg(&db).args([
-        "run",
-        "-q",
-        "--output-format",
-        "json",
-        "--resume",
-        "1",
-    ]));
+    let out = run(json_run(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["--resume", "1"]));
     assert!(out.status.success());
     let resumed = json(&out);
     assert_eq!(resumed["id"], 1);
@@ -344,10 +332,10 @@ fn two_concurrent_resumes_run_the_missing_runs_once() {
     .unwrap();
     drop(conn);
     let resume = || {
-        fsbench(state.path())
+        json_run(state.path())
             .arg("--db")
             .arg(&db)
-            .args(["run", "-q", "--output-format", "json", "--resume", "1"])
+            .args(["--resume", "1"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -513,14 +501,10 @@ fn resume_finds_done_runs_by_key_not_by_label() {
     )
     .unwrap();
     drop(conn);
-    let resumed = run(fsbench(state.path()).arg("--db").arg(&db).args([
-        "run",
-        "-q",
-        "--output-format",
-        "json",
-        "--resume",
-        "1",
-    ]));
+    let resumed = run(json_run(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["--resume", "1"]));
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     assert_eq!(committed_runs(&db, 1), 2, "resume ran the done runs again");
     let runs = json(&resumed)["runs"].as_array().unwrap().len();

@@ -55,7 +55,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
             .iter()
             .zip(spec.map(|s| s.phases()).unwrap_or_default().iter())
         {
-            for f in phase_metrics(p, info.unit, info.moves_data) {
+            for f in phase_metrics(p, info) {
                 figures.push((p.name.clone(), f));
             }
         }

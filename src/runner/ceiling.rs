@@ -44,8 +44,8 @@ pub struct Ceiling {
 impl Ceiling {
     /// The phase's rate as a percentage of its ceiling, when both are known.
     pub fn percent_of(&self, phase: &PhaseRecord) -> Option<f64> {
-        // A matrix phase (figures with dimensions) has no single rate to compare.
-        if phase.unsupported.is_some() || phase.figures.iter().any(|f| !f.dims.is_empty()) {
+        // A matrix phase (iozone) gets no ceiling, so the search below finds none for it.
+        if phase.unsupported.is_some() {
             return None;
         }
         let ceiling = self.phases.iter().find(|c| c.phase == phase.name)?.rate;

@@ -5,21 +5,20 @@ use crate::measure::{Dim, Figure};
 use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::stats::Summary;
 use crate::stats::compare::{FigureKey, Role, phases_with_rate, role_of};
+use crate::workload::PhaseInfo;
 
 /// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
 /// workload's own figures.
-pub fn phase_metrics(p: &PhaseRecord, unit: &str, moves_data: bool) -> Vec<Figure> {
+pub fn phase_metrics(p: &PhaseRecord, info: &PhaseInfo) -> Vec<Figure> {
     if p.unsupported.is_some() {
         return Vec::new();
     }
     let m = &p.measurement;
     let mut out = vec![Figure::new("time", "s", false, m.elapsed_secs())];
-    // A phase broken down by dimensions (a throughput matrix) measured many things: one
-    // overall rate would mix them all.
-    if p.figures.iter().all(|f| f.dims.is_empty()) {
-        let rate = format!("{unit}/s");
+    if info.has_rate {
+        let rate = format!("{}/s", info.unit);
         out.push(Figure::new("rate", &rate, true, m.ops_per_sec()));
-        if moves_data {
+        if info.moves_data {
             out.push(Figure::new("throughput", "KiB/s", true, m.kib_per_sec()));
         }
         // The phase's shape: its rate once warmed up, the rate until the first thread was
@@ -62,7 +61,7 @@ impl SuiteResult {
             };
             let mut values = Vec::new();
             for (p, info) in run.phases.iter().zip(spec.phases().iter()) {
-                for f in phase_metrics(p, info.unit, info.moves_data) {
+                for f in phase_metrics(p, info) {
                     values.push((p.name.clone(), f));
                 }
             }

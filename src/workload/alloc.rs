@@ -319,6 +319,7 @@ impl AllocParams {
                 name: Cow::Owned(m.name()),
                 unit: "MiB",
                 moves_data: false,
+                has_rate: true,
             })
             .collect()
     }

@@ -24,7 +24,7 @@ pub use offsets::*;
 mod params;
 pub use params::*;
 
-pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("matrix", "records", true)];
+pub const PHASES: &[PhaseInfo] = &[PhaseInfo::matrix("matrix", "records")];
 
 /// IOzone's tests: (name, IOzone group number `-i`, the `-R` report title).
 pub const TESTS: &[(&str, u8, &str)] = &[

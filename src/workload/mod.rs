@@ -68,6 +68,9 @@ pub struct PhaseInfo {
     pub unit: &'static str,
     /// Whether the phase writes or reads data, so KiB/s is meaningful.
     pub moves_data: bool,
+    /// Whether one rate sums the phase up; a matrix (IOzone's cells) measures many things,
+    /// and one overall rate would mix them all.
+    pub has_rate: bool,
 }
 
 impl PhaseInfo {
@@ -76,6 +79,17 @@ impl PhaseInfo {
             name: Cow::Borrowed(name),
             unit,
             moves_data,
+            has_rate: true,
+        }
+    }
+
+    /// A phase whose figures are a matrix of cells, with no overall rate.
+    pub const fn matrix(name: &'static str, unit: &'static str) -> PhaseInfo {
+        PhaseInfo {
+            name: Cow::Borrowed(name),
+            unit,
+            moves_data: true,
+            has_rate: false,
         }
     }
 }

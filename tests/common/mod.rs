@@ -15,6 +15,14 @@ pub fn fsbench(state: &Path) -> Command {
     c
 }
 
+/// `fsbench run`, quiet, with its results as one JSON document on stdout: what most tests
+/// start from (they add `--runs`, `--dir` or `--fs`, `-w` and `--db` as they need).
+pub fn json_run(state: &Path) -> Command {
+    let mut c = fsbench(state);
+    c.args(["run", "-q", "--output-format", "json"]);
+    c
+}
+
 /// The `XDG_DATA_HOME` of every fsbench the tests start: the default results database lives
 /// there, never in the user's home.
 pub fn test_data_home() -> PathBuf {
