@@ -51,7 +51,7 @@ static void create_dirs(int dir, unsigned level) {
         if (mkdirat(dir, n, 0755) < 0) die("mkdirat");
         units++;
     }
-    each_subdir(dir, level, create_dirs);
+    if (level > 1) each_subdir(dir, level, create_dirs);
 }
 
 static void create_files(int dir, unsigned level) {

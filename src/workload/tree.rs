@@ -3,7 +3,8 @@
 //!
 //! fdtree.bash names a directory `L<level>D<n>` and a file `L<level>F<n>`, where the level counts
 //! down from `levels` at the root to 0 at the leaves and `n` counts down from `dirs` (or
-//! `files`) to 1. Directory create makes a directory's children, then recurses into each;
+//! `files`) to 1. Directory create makes a directory's children, then recurses into each
+//! that has children of its own (fdtree.bash also cds into the leaves; that only costs calls);
 //! directory remove recurses first, then removes the children; file create and remove visit a
 //! directory's files, then recurse. The root `LEVEL0.<host>.<pid>` is made in the directory
 //! create phase and removed in the directory remove phase, as fdtree times it.
