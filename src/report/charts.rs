@@ -39,6 +39,23 @@ fn short(label: &str) -> String {
     }
 }
 
+/// A chart's SVG document, `WIDTH` wide: its class, tooltip title and bold heading.
+fn frame(class: &str, height: f64, tooltip: &str, heading: &str) -> Document {
+    Document::new()
+        .set("viewBox", (0, 0, WIDTH, height))
+        .set("width", WIDTH)
+        .set("height", height)
+        .set("class", format!("chart {class}"))
+        .set("role", "img")
+        .add(Title::new(tooltip))
+        .add(text(0.0, 16.0, heading).set("font-weight", "bold"))
+}
+
+/// A row of a per-configuration chart, starting with its (shortened) label at height `y`.
+fn row_label(label: &str, y: f64) -> Group {
+    Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label)))
+}
+
 /// One horizontal bar per configuration (its color's index, its name, its figure): the mean,
 /// with the 95% CI as an error bar.
 pub fn bars(
@@ -61,25 +78,15 @@ pub fn bars(
     } else {
         "lower is better"
     };
-    let mut doc = Document::new()
-        .set("viewBox", (0, 0, WIDTH, height))
-        .set("width", WIDTH)
-        .set("height", height)
-        .set("class", "chart bar-chart")
-        .set("role", "img")
-        .add(Title::new(format!("{title} ({unit})")))
-        .add(
-            text(
-                0.0,
-                16.0,
-                &format!("{title} ({unit}, {direction}; bars: mean, whiskers: 95% CI)"),
-            )
-            .set("font-weight", "bold"),
-        );
+    let mut doc = frame(
+        "bar-chart",
+        height,
+        &format!("{title} ({unit})"),
+        &format!("{title} ({unit}, {direction}; bars: mean, whiskers: 95% CI)"),
+    );
     for (i, (color_index, label, summary)) in bars.iter().enumerate() {
         let y = top + ROW * i as f64;
-        let mut row =
-            Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label.as_str())));
+        let mut row = row_label(label, y);
         match summary {
             Some(s) => {
                 let w = (s.mean * scale).max(0.5);
@@ -156,25 +163,15 @@ pub fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Summary>)]
     let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
     let axis = Axis::to(max);
     let scale = plot / axis.end();
-    let mut doc = Document::new()
-        .set("viewBox", (0, 0, WIDTH, height))
-        .set("width", WIDTH)
-        .set("height", height)
-        .set("class", "chart strip-chart")
-        .set("role", "img")
-        .add(Title::new(format!("{title} ({unit}): every run")))
-        .add(
-            text(
-                0.0,
-                16.0,
-                &format!("{title} ({unit}): every run, in run order (light → dark)"),
-            )
-            .set("font-weight", "bold"),
-        );
+    let mut doc = frame(
+        "strip-chart",
+        height,
+        &format!("{title} ({unit}): every run"),
+        &format!("{title} ({unit}): every run, in run order (light → dark)"),
+    );
     for (i, (color_index, label, summary)) in rows.iter().enumerate() {
         let y = top + ROW * i as f64;
-        let mut row =
-            Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label.as_str())));
+        let mut row = row_label(label, y);
         let values = summary.map_or(&[][..], |s| s.values.as_slice());
         for (run, v) in values.iter().enumerate() {
             let shade = 0.35 + 0.65 * (run + 1) as f64 / values.len() as f64;
