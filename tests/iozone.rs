@@ -334,11 +334,61 @@ fn parse_iozone_excel(text: &str) -> Vec<(String, Cells)> {
     reports
 }
 
+/// IOzone's normal table: its two header lines and its rows.
+struct NormalTable {
+    header: [String; 2],
+    /// (file KiB, record KiB, the row's length, each column's KiB/s or blank).
+    rows: Vec<(u64, u64, usize, Vec<Option<u64>>)>,
+}
+
+/// IOzone's normal table parsed by column, as a script written against IOzone 3.489's real
+/// output would: the header line starting with `kB  reclen` and the line above it, then
+/// rows of `%16lld%8lld` and fields of IOzone's widths (write, rewrite, read, reread,
+/// random read, random write, bkwd read, record rewrite, stride read, fwrite, frewrite,
+/// fread, freread) until the blank line; a blank field is a test not run.
+fn parse_iozone_table(text: &str) -> NormalTable {
+    const WIDTHS: [usize; 13] = [9, 9, 9, 9, 9, 9, 9, 10, 10, 9, 9, 9, 9];
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("kB  reclen"))
+        .expect("the table's header");
+    let mut rows = Vec::new();
+    for line in lines[at + 1..].iter().take_while(|l| !l.is_empty()) {
+        let number = |s: &str| s.trim().parse::<u64>().unwrap_or_else(|_| panic!("{line}"));
+        let (mut fields, mut pos) = (Vec::new(), 24);
+        for width in WIDTHS {
+            let field = line.get(pos..(pos + width).min(line.len())).unwrap_or("");
+            fields.push((!field.trim().is_empty()).then(|| number(field)));
+            pos += width;
+        }
+        rows.push((
+            number(&line[..16]),
+            number(&line[16..24]),
+            line.len(),
+            fields,
+        ));
+    }
+    NormalTable {
+        header: [lines[at - 1].to_string(), lines[at].to_string()],
+        rows,
+    }
+}
+
 #[test]
 fn the_iozone_export_reads_like_iozone_s_own_output() {
-    // The parser first reads IOzone 3.489's real output (`iozone -a -n 64k -g 128k -i 0 -i 1
-    // -R`): 64 KiB files have five records, 128 KiB files six.
-    let real = parse_iozone_excel(include_str!("fixtures/iozone_3.489_excel.txt"));
+    // The parsers first read IOzone 3.489's real output (`iozone -a -n 64k -g 128k -i 0 -i 1
+    // -i 2 -R`): 64 KiB files have five records, 128 KiB files six.
+    let real_text = include_str!("fixtures/iozone_3.489_R.txt");
+    let real = parse_iozone_excel(real_text);
+    let real_table = parse_iozone_table(real_text);
+    assert_eq!(real_table.rows.len(), 5 + 6);
+    assert!(
+        real_table
+            .rows
+            .iter()
+            .all(|r| r.3[..6].iter().all(Option::is_some) && r.3[6..].iter().all(Option::is_none))
+    );
     let titles: Vec<&str> = real.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
         titles,
@@ -346,7 +396,9 @@ fn the_iozone_export_reads_like_iozone_s_own_output() {
             "Writer report",
             "Re-writer report",
             "Reader report",
-            "Re-Reader report"
+            "Re-Reader report",
+            "Random read report",
+            "Random write report"
         ]
     );
     assert_eq!(real[0].1.len(), 5 + 6);
@@ -362,7 +414,7 @@ fn the_iozone_export_reads_like_iozone_s_own_output() {
         .arg(dir.path())
         .args([
             "-w",
-            "iozone:sizes=64k+128k,records=4k+8k+16k+32k+64k+128k,tests=0+1",
+            "iozone:sizes=64k+128k,records=4k+8k+16k+32k+64k+128k,tests=0+1+2",
         ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let id = json(&out)["id"].as_i64().unwrap().to_string();
@@ -375,15 +427,25 @@ fn the_iozone_export_reads_like_iozone_s_own_output() {
     );
     let ours = parse_iozone_excel(&export);
     let titles: Vec<&str> = ours.iter().map(|(t, _)| t.as_str()).collect();
-    assert_eq!(
-        titles,
-        [
-            "Writer report",
-            "Re-writer report",
-            "Reader report",
-            "Re-Reader report"
-        ]
-    );
+    let real_titles: Vec<&str> = real.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(titles, real_titles);
+    // The normal table: IOzone's header to the byte, the same rows, each as long as
+    // IOzone's (its blanks for the tests not run included), the same columns filled.
+    let table = parse_iozone_table(&export);
+    assert_eq!(table.header, real_table.header);
+    let shape = |t: &NormalTable| -> Vec<(u64, u64, usize, Vec<bool>)> {
+        t.rows
+            .iter()
+            .map(|r| (r.0, r.1, r.2, r.3.iter().map(Option::is_some).collect()))
+            .collect()
+    };
+    assert_eq!(shape(&table), shape(&real_table));
+    // Its cells are the Excel section's.
+    for (file, record, _, fields) in &table.rows {
+        for (column, (_, cells)) in ours.iter().enumerate() {
+            assert_eq!(fields[column], cells.get(&(*file, *record)).copied());
+        }
+    }
     for ((_, theirs), (title, mine)) in real.iter().zip(&ours) {
         let (a, b): (Vec<_>, Vec<_>) = (theirs.keys().collect(), mine.keys().collect());
         assert_eq!(a, b, "{title}: the same cells");

@@ -2,8 +2,8 @@
 //! configuration (one IOzone run) the preamble lines that apply, `iozone test complete.`,
 //! `Excel output is below:` and per test a block titled and laid out as IOzone's dump_report
 //! prints it, to the space: record sizes in KiB across, file sizes in KiB down, KiB/s in the
-//! cells (fsbench's mean over runs). IOzone's normal table before the Excel section is not
-//! reproduced.
+//! cells (fsbench's mean over runs). Before it, IOzone's normal table: its two header lines
+//! and a row per file and record size with every test's KiB/s in IOzone's field widths.
 
 use std::fmt::Write;
 
@@ -59,6 +59,7 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
                 .find(|s| s.config == *config && s.workload == *workload)
                 .map_or(0, |s| s.summary.n);
             preamble(&mut out, workload, config, runs, m, params);
+            normal_table(&mut out, m, config);
             out.push_str("\niozone test complete.\nExcel output is below:\n");
             for test in &m.tables {
                 let name = test.to_string();
@@ -109,6 +110,91 @@ fn preamble(
         );
     }
     out.push_str("\tExcel chart generation enabled\n\tOutput is in kBytes/sec\n");
+}
+
+/// IOzone's test groups in its `func[]` order (`mix` at 8 is not fsbench's), each with the
+/// printf widths of its cells and the blank it prints instead when the group was not asked
+/// for (`test_output[]`, whose fread entry is a column narrower than its data).
+const GROUPS: [(&[usize], usize); 11] = [
+    (&[9, 9], 18),
+    (&[9, 9], 18),
+    (&[9, 9], 18),
+    (&[9], 9),
+    (&[10], 10),
+    (&[10], 10),
+    (&[9, 9], 18),
+    (&[9, 9], 17),
+    (&[], 0),
+    (&[9, 9], 18),
+    (&[8, 9], 18),
+];
+
+/// IOzone's normal table (its `print_header` for plain I/O, then `begin`'s rows): `%16lld%8lld`
+/// file and record KiB, then each test group's rates, or its blank when the group was not
+/// run. Groups after fread appear only when the suite ran pwrite or pread, as in a build with
+/// `HAVE_PREAD`, whose header IOzone does not widen.
+fn normal_table(out: &mut String, m: &Matrix<'_>, config: &str) {
+    let header = |cells: [&str; 15]| {
+        let widths = [16, 8, 9, 9, 8, 10, 8, 9, 9, 9, 9, 9, 9, 9, 9];
+        let mut line = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            // CONTROL_STRING3 puts a space before its 8th, 10th and 11th fields.
+            if matches!(i, 7 | 9 | 10) {
+                line.push(' ');
+            }
+            let _ = write!(line, "{cell:>width$}");
+        }
+        line + "\n"
+    };
+    out.push_str(&header([
+        " ", " ", " ", " ", " ", " ", "random", "random", "bkwd", "record", "stride", "", "", "",
+        "",
+    ]));
+    out.push_str(&header([
+        "kB", "reclen", "write", "rewrite", "read", "reread", "read", "write", "read", "rewrite",
+        "read", "fwrite", "frewrite", "fread", "freread",
+    ]));
+    let tests: Vec<(&DimValue, u8, usize)> = m
+        .tables
+        .iter()
+        .filter_map(|t| {
+            let name = t.to_string();
+            let group = TESTS.iter().position(|x| x.0 == name)?;
+            let first = TESTS.iter().position(|x| x.1 == TESTS[group].1)?;
+            Some((t, TESTS[group].1, group - first))
+        })
+        .collect();
+    let last_group = tests.iter().map(|t| t.1).max().unwrap_or(0).max(8);
+    for f in &m.rows {
+        for rec in &m.cols {
+            let rate = |group: u8, index: usize| {
+                let (test, ..) = tests.iter().find(|t| t.1 == group && t.2 == index)?;
+                m.get(config, test, f, rec).map(|s| s.mean as u64)
+            };
+            if !tests.iter().any(|t| rate(t.1, t.2).is_some()) {
+                continue;
+            }
+            let _ = write!(out, "{:16}{:8}", kib(f), kib(rec));
+            for (group, (widths, blank)) in GROUPS.iter().enumerate().take(last_group as usize + 1)
+            {
+                let group = group as u8;
+                if widths
+                    .iter()
+                    .enumerate()
+                    .all(|(i, _)| rate(group, i).is_none())
+                {
+                    let _ = write!(out, "{:blank$}", "");
+                    continue;
+                }
+                for (i, width) in widths.iter().enumerate() {
+                    // Record rewrite and stride read print " %9lld".
+                    let (pad, width) = if *width == 10 { (" ", 9) } else { ("", *width) };
+                    let _ = write!(out, "{pad}{:width$}", rate(group, i).unwrap_or(0));
+                }
+            }
+            out.push('\n');
+        }
+    }
 }
 
 /// One test's block as IOzone's `dump_report` prints it: six spaces, then `  "<KiB>"` per
