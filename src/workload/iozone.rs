@@ -211,13 +211,15 @@ impl Iozone {
         Ok(())
     }
 
-    /// One test of one cell on every thread's file.
+    /// One test of one cell on every thread's file, each thread with its own buffer of
+    /// `buffers` (allocated once per phase and kept warm, as IOzone's one main buffer is).
     fn run_test(
         &self,
         dir: BorrowedFd<'_>,
         test: &str,
         file_size: u64,
         record: u64,
+        buffers: &mut [Aligned],
     ) -> Result<CellResult, FsbenchError> {
         let io = io_of(test);
         let writes = matches!(io, Io::Write | Io::PWrite(_) | Io::StdioWrite);
@@ -227,21 +229,32 @@ impl Iozone {
         let barrier = Barrier::new(threads);
         let cpu = CpuTimes::now();
         let start = Instant::now();
-        let results: Vec<Result<(u64, f64), FsbenchError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let barrier = &barrier;
-                    s.spawn(move || self.thread_io(dir, t, io, writes, file_size, record, barrier))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(FsbenchError::Failed("I/O thread panicked".into())))
-                })
-                .collect()
-        });
+        let results: Vec<Result<(u64, f64), FsbenchError>> = if let [buf] = buffers {
+            // One thread does its I/O on the calling thread, as IOzone does without -t: no
+            // thread to start, and the caches stay the ones the previous test warmed.
+            vec![self.thread_io(dir, 0, io, writes, file_size, record, buf, &barrier)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = buffers
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(t, buf)| {
+                        let barrier = &barrier;
+                        s.spawn(move || {
+                            self.thread_io(dir, t, io, writes, file_size, record, buf, barrier)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(FsbenchError::Failed("I/O thread panicked".into()))
+                        })
+                    })
+                    .collect()
+            })
+        };
         let elapsed = start.elapsed();
         let cpu = CpuTimes::now().since(&cpu);
         let mut bytes = 0;
@@ -280,13 +293,14 @@ impl Iozone {
         writes: bool,
         size: u64,
         record: u64,
+        buf: &mut Aligned,
         barrier: &Barrier,
     ) -> Result<(u64, f64), FsbenchError> {
         let name = thread_file(t);
         let name = std::ffi::CStr::from_bytes_with_nul(&name).expect("NUL-terminated");
         let file: OwnedFd = rustix::fs::openat(dir, name, self.flags(writes), Mode::from(0o644))
             .map_err(|e| FsbenchError::Failed(format!("open {name:?}: {e}")))?;
-        let mut buf = Aligned::new(record as usize);
+        let buf = &mut buf.buf()[..record as usize];
         let n = size / record;
         barrier.wait();
         let start = Instant::now();
@@ -295,9 +309,9 @@ impl Iozone {
             Io::Write | Io::Read => {
                 for _ in 0..n {
                     moved += if writes {
-                        write_all(&file, buf.buf())?
+                        write_all(&file, buf)?
                     } else {
-                        read_full(&file, buf.buf())?
+                        read_full(&file, buf)?
                     };
                 }
             }
@@ -305,9 +319,9 @@ impl Iozone {
                 for i in Offsets::new(pattern, n) {
                     let off = i * record;
                     moved += if writes {
-                        pwrite_all(&file, buf.buf(), off)?
+                        pwrite_all(&file, buf, off)?
                     } else {
-                        pread_full(&file, buf.buf(), off)?
+                        pread_full(&file, buf, off)?
                     };
                 }
             }
@@ -315,7 +329,7 @@ impl Iozone {
                 let mut out =
                     BufWriter::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
                 for _ in 0..n {
-                    out.write_all(buf.buf())
+                    out.write_all(buf)
                         .map_err(|e| FsbenchError::Failed(format!("fwrite: {e}")))?;
                     moved += record;
                 }
@@ -326,7 +340,7 @@ impl Iozone {
                 let mut input =
                     std::io::BufReader::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
                 for _ in 0..n {
-                    std::io::Read::read_exact(&mut input, buf.buf())
+                    std::io::Read::read_exact(&mut input, buf)
                         .map_err(|e| FsbenchError::Failed(format!("fread: {e}")))?;
                     moved += record;
                 }
@@ -369,10 +383,11 @@ impl Iozone {
         dir: BorrowedFd<'_>,
         size: u64,
         record: u64,
+        buf: &mut Aligned,
     ) -> Result<(), FsbenchError> {
         let barrier = Barrier::new(1);
         for t in 0..self.params.threads as usize {
-            self.thread_io(dir, t, Io::Write, true, size, record, &barrier)?;
+            self.thread_io(dir, t, Io::Write, true, size, record, buf, &barrier)?;
         }
         Ok(())
     }
@@ -482,12 +497,16 @@ impl Workload for Iozone {
                 format_bytes(free)
             ));
         }
+        let largest_record = cells.iter().map(|c| c.1).max().unwrap_or(0);
+        let mut buffers: Vec<Aligned> = (0..threads)
+            .map(|_| Aligned::new(largest_record as usize))
+            .collect();
         for (file_size, record) in cells {
             if !has_write {
-                self.prepare_files(dir, file_size, record)?;
+                self.prepare_files(dir, file_size, record, &mut buffers[0])?;
             }
             for (test, _, _) in self.params.tests() {
-                let cell = self.run_test(dir, test, file_size, record)?;
+                let cell = self.run_test(dir, test, file_size, record, &mut buffers)?;
                 rec.units_done(
                     (file_size / record) * self.params.threads as u64,
                     cell.bytes,
