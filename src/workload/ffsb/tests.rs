@@ -193,6 +193,14 @@ fn files_are_named_and_spread_as_ffsb_6_does() {
         "{places:?}"
     );
     assert_eq!(names.file(7, 0).to_str().unwrap(), "datafile7");
+    // Under a root, the same place below it, whatever was built in between.
+    let mut whole = worker::Names::under(b"/mnt/x/data/");
+    let relative = names.file(12, 3).to_str().unwrap().to_string();
+    whole.dir(1);
+    assert_eq!(
+        whole.file(12, 3).to_str().unwrap(),
+        format!("/mnt/x/data/{relative}")
+    );
 }
 
 #[test]

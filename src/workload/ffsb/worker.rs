@@ -8,14 +8,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
 use crate::error::FsbenchError;
 use crate::extents::Mapper;
 use crate::measure::{CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram};
-use crate::workload::{Aligned, pread_full, push_decimal, pwrite_all, write_all};
+use crate::workload::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
 pub use fileset::*;
@@ -83,8 +83,11 @@ impl Worker<'_> {
         rustix::fs::openat(self.shared.data, path, flags, Mode::empty())
     }
 
-    /// Reads (or writes) `size`-byte file's range as read/write do: `amount` bytes in
-    /// `block`-byte calls, at random offsets or sequentially from a random one.
+    /// Reads (or writes) a `size`-byte file's range as FFSB's read and write do, call for
+    /// call, so that a transaction costs what FFSB's does: `amount` bytes in `block`-byte
+    /// read/write calls, sequentially after one lseek to a random offset (none when the
+    /// amount is the whole file), or each block after its own lseek; skipping reads start at
+    /// 0 and lseek past `read_skipsize` after each block.
     fn range(&mut self, file: &OwnedFd, size: u64, write: bool) -> Result<(), Errno> {
         let g = self.group;
         let (amount, block, random) = if write {
@@ -99,33 +102,41 @@ impl Worker<'_> {
         // FFSB counts every write call but only whole read blocks, except for skipping reads,
         // where the last partial block counts too.
         let counts = |n: u64| write || n == block || g.read_skip;
-        let io = |w: &mut Self, off: u64, n: u64| -> Result<(), Errno> {
+        let io = |w: &mut Self, n: u64| -> Result<(), Errno> {
             let buf = &mut w.buf.buf()[..n as usize];
             if write {
-                w.stats.written_bytes += pwrite_all(file, buf, off)? as u64;
+                w.stats.written_bytes += write_all(file, buf)? as u64;
             } else {
-                w.stats.read_bytes += pread_full(file, buf, off)? as u64;
+                w.stats.read_bytes += read_full(file, buf)? as u64;
             }
             w.blocks += u64::from(counts(n));
             Ok(())
         };
+        let seek = |to: SeekFrom| rustix::fs::seek(file, to).map(drop);
         if random {
             // As FFSB: `amount / block` calls (none when a block is larger than the amount).
             for _ in 0..amount / block {
-                let off = self.offset(size - block);
-                io(self, off, block)?;
+                seek(SeekFrom::Start(self.offset(size - block)))?;
+                io(self, block)?;
+            }
+        } else if !write && g.read_skip {
+            for _ in 0..amount / block {
+                io(self, block)?;
+                seek(SeekFrom::Current(g.read_skipsize as i64))?;
+            }
+            if amount % block > 0 {
+                io(self, amount % block)?;
             }
         } else {
             let amount = amount.min(size);
-            let mut off = self.offset(size - amount);
-            let end = off + amount;
-            while off < end {
-                let n = block.min(end - off);
-                io(self, off, n)?;
-                off += n;
-                if !write && g.read_skip {
-                    off += g.read_skipsize;
-                }
+            if size > amount {
+                seek(SeekFrom::Start(self.offset(size - amount)))?;
+            }
+            let mut left = amount;
+            while left > 0 {
+                let n = block.min(left);
+                io(self, n)?;
+                left -= n;
             }
         }
         Ok(())
@@ -220,6 +231,16 @@ impl Worker<'_> {
             Op::Append | Op::AppendFsync => self.open(id, OFlags::WRONLY | OFlags::APPEND)?,
             _ => self.open(id, OFlags::WRONLY)?,
         };
+        if matches!(
+            op,
+            Op::Read | Op::Readall | Op::Write | Op::WriteFsync | Op::Writeall | Op::WriteallFsync
+        ) {
+            // FFSB learns the size by stat()ing the file's name after opening it
+            // (ffsb_get_filesize); fsbench knows it, but makes the same call so that a
+            // transaction is the same work.
+            let path = self.names.file(id, self.shared.params.fileset.num_dirs);
+            rustix::fs::statat(self.shared.data, path, AtFlags::empty())?;
+        }
         match op {
             Op::Read => self.range(&file, size, false)?,
             Op::Write | Op::WriteFsync => self.range(&file, size, true)?,
@@ -228,7 +249,7 @@ impl Worker<'_> {
                 let mut off = 0;
                 while off < size {
                     let n = block.min(size - off) as usize;
-                    let got = pread_full(&file, &mut self.buf.buf()[..n], off)?;
+                    let got = read_full(&file, &mut self.buf.buf()[..n])?;
                     self.stats.read_bytes += got as u64;
                     // FFSB's readall counts whole blocks only.
                     self.blocks += u64::from(n as u64 == block);
@@ -326,7 +347,8 @@ pub fn run_groups(
     files: &Mutex<FileTable>,
     rec: &mut PhaseRecorder,
 ) -> Result<(RunTotals, CpuTimes), FsbenchError> {
-    use std::os::fd::AsFd;
+    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::unix::ffi::OsStrExt;
     let shared = Shared {
         params,
         data: data.as_fd(),
@@ -339,6 +361,14 @@ pub fn run_groups(
         progress: rec.progress(),
         next_dir: AtomicU64::new(0),
     };
+    // FFSB opens, stats and unlinks its files by their whole path from `/`, and each
+    // component is a lookup the filesystem's dentry cache serves: the same paths, the same
+    // work. Untimed, once: where the path cannot be known, paths stay relative.
+    let root = std::fs::read_link(format!("/proc/self/fd/{}", data.as_raw_fd()))
+        .ok()
+        .filter(|p| p.is_absolute())
+        .map(|p| [p.as_os_str().as_bytes(), b"/"].concat())
+        .unwrap_or_default();
     let clock = lap_clock();
     let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
         let gate = shared.gate.write().expect("not poisoned");
@@ -356,7 +386,7 @@ pub fn run_groups(
                     thread,
                     rng: Rng::new(u64::from(thread) + 1),
                     buf: Aligned::new(buffer),
-                    names: Names::default(),
+                    names: Names::under(&root),
                     other: Names::default(),
                     metaops: 0,
                     stats: ThreadStats::new(),

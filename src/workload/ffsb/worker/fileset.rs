@@ -75,16 +75,27 @@ fn spread(id: u32) -> u64 {
 
 /// NUL-terminated names built in place.
 pub struct Names {
-    buf: [u8; 64],
+    buf: Vec<u8>,
+    /// Put before every file path: the data directory's absolute path, so that a path is
+    /// walked from `/` as FFSB's are (empty: paths relative to the data directory).
+    root: Box<[u8]>,
 }
 
 impl Default for Names {
     fn default() -> Self {
-        Names { buf: [0; 64] }
+        Names::under(b"")
     }
 }
 
 impl Names {
+    /// Names whose file paths start with `root` (ending in `/`).
+    pub(crate) fn under(root: &[u8]) -> Names {
+        Names {
+            buf: vec![0; root.len() + 64],
+            root: root.into(),
+        }
+    }
+
     pub(super) fn finish(&mut self, end: usize) -> &CStr {
         self.buf[end] = 0;
         CStr::from_bytes_with_nul(&self.buf[..=end]).expect("one NUL at the end")
@@ -107,10 +118,11 @@ impl Names {
     /// (here by a hash of the number, so the name is known again without storing it).
     pub fn file(&mut self, id: u32, dirs: u32) -> &CStr {
         let place = spread(id) % (u64::from(dirs) + 1);
-        let mut at = 0;
+        let mut at = self.root.len();
+        self.buf[..at].copy_from_slice(&self.root);
         if place > 0 {
-            self.buf[..7].copy_from_slice(b"datadir");
-            at = push_decimal(&mut self.buf, 7, place - 1);
+            self.buf[at..at + 7].copy_from_slice(b"datadir");
+            at = push_decimal(&mut self.buf, at + 7, place - 1);
             self.buf[at] = b'/';
             at += 1;
         }
