@@ -361,7 +361,8 @@ fn render_figures(
     for run in &runs {
         for p in &run.phases {
             let unsupported = p.unsupported.iter().map(|u| format!("unsupported: {u}"));
-            for n in p.notes.iter().cloned().chain(unsupported) {
+            let idle = p.idle.iter().map(|i| format!("nothing to measure ({i})"));
+            for n in p.notes.iter().cloned().chain(unsupported).chain(idle) {
                 let line = format!("{} · {}: {n}", run.config, p.name);
                 if !notes.contains(&line) {
                     notes.push(line);
@@ -452,11 +453,19 @@ fn render_workload(
                 .collect(),
         }
     };
+    // A phase no configuration measured (one with nothing to do) has no column; its note
+    // says why.
+    let has_data =
+        |phase: &str, metric: &str| configs.iter().any(|c| find(c, phase, metric).is_some());
     let time_columns: Vec<_> = phases
         .iter()
+        .filter(|p| has_data(&p.name, "time"))
         .map(|p| (p.name.to_string(), p.name.as_ref(), "time", 1.0))
         .collect();
-    let n = find(configs[0], &phases[0].name, "time").map_or(0, |s| s.summary.n);
+    let n = time_columns
+        .first()
+        .and_then(|(_, phase, ..)| find(configs[0], phase, "time"))
+        .map_or(0, |s| s.summary.n);
     out.push_str(&style.table(
         &format!("Phase times in s, mean ± stddev over {n} run(s):"),
         &grid(&time_columns).table(view),
@@ -487,8 +496,7 @@ fn render_workload(
             ));
         }
     }
-    rate_columns
-        .retain(|(_, phase, metric, _)| configs.iter().any(|c| find(c, phase, metric).is_some()));
+    rate_columns.retain(|(_, phase, metric, _)| has_data(phase, metric));
     if !rate_columns.is_empty() {
         out.push_str(&style.table(
             "Rates, mean of per-run rates ± stddev:",

@@ -45,7 +45,7 @@ impl Ceiling {
     /// The phase's rate as a percentage of its ceiling, when both are known.
     pub fn percent_of(&self, phase: &PhaseRecord) -> Option<f64> {
         // A matrix phase (iozone) gets no ceiling, so the search below finds none for it.
-        if phase.unsupported.is_some() {
+        if phase.unsupported.is_some() || phase.idle.is_some() {
             return None;
         }
         let ceiling = self.phases.iter().find(|c| c.phase == phase.name)?.rate;
@@ -112,6 +112,10 @@ fn measure(
             &label,
             &mut Silent,
         )?;
+        // A phase with nothing to do has no rate to be a ceiling.
+        if p.idle.is_some() {
+            continue;
+        }
         phases.push(PhaseCeiling {
             phase: p.name.clone(),
             rate: p.measurement.ops_per_sec(),

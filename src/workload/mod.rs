@@ -104,6 +104,9 @@ pub struct PhaseOutput {
     pub notes: Vec<String>,
     /// Why the phase measured nothing (a method the filesystem lacks): it has no figures.
     pub unsupported: Option<String>,
+    /// Why the phase had nothing to do (`no files`: an empty file set): it has no figures, so
+    /// no rate of 0 that would read as a measurement.
+    pub idle: Option<String>,
 }
 
 /// What happens to the filesystem between a phase and the next.
@@ -496,6 +499,20 @@ impl WorkloadSpec {
     /// One line describing what the workload does, with its totals.
     pub fn describe(&self) -> String {
         self.params().describe()
+    }
+
+    /// How to give this workload more work, in the settings it has (a profile's or archive
+    /// file's own, or the option table's).
+    pub(crate) fn more_work_advice(&self) -> String {
+        match self {
+            WorkloadSpec::Ffsb(p) if p.profile.is_some() => {
+                "a longer `time` or a larger file set (`num_files`) in the profile".into()
+            }
+            WorkloadSpec::Archive(p) if matches!(p.source, archive::Source::File { .. }) => {
+                "a larger archive file".into()
+            }
+            _ => self.kind().more_work_advice(),
+        }
     }
 
     pub fn phases(&self) -> Cow<'static, [PhaseInfo]> {
