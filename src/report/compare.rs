@@ -57,7 +57,7 @@ pub fn render(columns: &[Column], comparison: &Comparison) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Workload".to_string(), "Phase".into(), "Figure".into()];
-    header.extend(columns.iter().map(Column::name));
+    header.extend(columns.iter().map(|c| c.name(columns)));
     t.set_header(header);
     for r in &comparison.rows {
         let k = &r.key;
@@ -77,7 +77,7 @@ pub fn render(columns: &[Column], comparison: &Comparison) -> String {
     }
     format!(
         "{}\n{t}\n{}\n{}",
-        legend(comparison, &columns[comparison.baseline].name()),
+        legend(comparison, &columns[comparison.baseline].name(columns)),
         corrections_text(comparison),
         answers_text(columns, comparison)
     )
@@ -105,12 +105,13 @@ fn factor(v: f64) -> String {
     }
 }
 
-/// One phase's answer, as hyperfine gives it: `tree dir-create: #1 xfs 3.450 × faster than
-/// #1 ext4 (95% CI 3.330–3.570; p < 0.001 after correction; 10 runs each)`.
+/// One phase's answer, as hyperfine gives it: `tree dir-create: xfs 3.450 × faster than
+/// ext4 (95% CI 3.330–3.570; p < 0.001 after correction; 10 runs each)` (`#ID` before each
+/// configuration when several suites are compared).
 pub fn answer_line(columns: &[Column], comparison: &Comparison, a: &Answer) -> String {
     let (name, base) = (
-        columns[a.column].name(),
-        columns[comparison.baseline].name(),
+        columns[a.column].name(columns),
+        columns[comparison.baseline].name(columns),
     );
     let runs = if a.runs[0] == a.runs[1] {
         format!("{} runs each", a.runs[0])

@@ -128,7 +128,7 @@ fn summary(suites: &[SuiteResult], columns: &[Column], comparison: &Comparison) 
 }
 
 fn legend(columns: &[Column], i: usize) -> Markup {
-    html! { span.swatch style=(format!("background:{}", charts::color(i))) {} (columns[i].name()) }
+    html! { span.swatch style=(format!("background:{}", charts::color(i))) {} (columns[i].name(columns)) }
 }
 
 fn suite_section(s: &SuiteResult, columns: &[Column]) -> Markup {
@@ -248,7 +248,7 @@ fn heatmaps(suites: &[SuiteResult], columns: &[Column], workload: &str) -> Marku
     let summaries = columns.iter().flat_map(|col| {
         col.summaries(suites)
             .filter(move |s| s.workload == workload)
-            .map(move |s| (col.name(), s))
+            .map(move |s| (col.name(columns), s))
     });
     let Some(m) = Matrix::of(summaries) else {
         return html! {};
@@ -265,8 +265,8 @@ fn heatmaps(suites: &[SuiteResult], columns: &[Column], workload: &str) -> Marku
         @for table in &m.tables {
             h3 { "Matrix: " (m.metric) " of " (table) }
             div.charts {
-                @for col in columns.iter().filter(|c| m.has(&c.name(), table)) {
-                    @let name = col.name();
+                @for col in columns.iter().filter(|c| m.has(&c.name(columns), table)) {
+                    @let name = col.name(columns);
                     @let value = |i: usize, j: usize| m.get(&name, table, &m.rows[i], &m.cols[j]).map(|s| s.mean / scale);
                     figure { (PreEscaped(charts::heatmap(&format!("{name} {table}"), unit, [&m.names[1], &m.names[2]], &rows, &cols, &value))) }
                 }
@@ -284,7 +284,7 @@ fn chart_rows<'a>(
     columns
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| Some((i, c.name(), Some(c.summary(suites, key)?))))
+        .filter_map(|(i, c)| Some((i, c.name(columns), Some(c.summary(suites, key)?))))
         .collect()
 }
 
@@ -313,7 +313,7 @@ fn trend_notes(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> V
             t.significant().then(|| {
                 format!(
                     "Trend: {}'s {} {} in run order (Spearman ρ = {:.2}, p = {:.3} < {ALPHA_TREND}): the runs are not independent repeats; look for a cause (a filling disk, a warming device, other load).",
-                    c.name(),
+                    c.name(columns),
                     key.metric,
                     if t.rho > 0.0 { "rises" } else { "falls" },
                     t.rho,
@@ -347,7 +347,7 @@ fn series_legend(
     present.dedup();
     present
         .into_iter()
-        .map(|c| (c, columns[c].name()))
+        .map(|c| (c, columns[c].name(columns)))
         .collect()
 }
 
@@ -368,7 +368,7 @@ fn progress_series(
             {
                 out.push((
                     i,
-                    format!("{} run {}", col.name(), run.run),
+                    format!("{} run {}", col.name(columns), run.run),
                     p.progress.clone(),
                 ));
             }
@@ -424,7 +424,7 @@ fn latency_table(
 fn comparison_section(columns: &[Column], comparison: &Comparison) -> Markup {
     html! {
         h2 #comparison { "Comparison" }
-        p { (compare::legend(comparison, &columns[0].name())) }
+        p { (compare::legend(comparison, &columns[0].name(columns))) }
         p { (compare::corrections_text(comparison)) " The one-line answers are in the summary." }
         table {
             tr { th { "Workload" } th { "Phase" } th { "Figure" } @for i in 0..columns.len() { th { (legend(columns, i)) } } }
