@@ -84,8 +84,7 @@ const TAIL_UNKNOWN: usize = 22;
 /// The bar's widest, and narrowest worth drawing.
 const BAR_MAX: usize = 10;
 const BAR_MIN: usize = 4;
-/// Columns a configuration gets before the bar does; the workload's only with this many.
-const CONFIG_WANTED: usize = 24;
+/// The workload's label is shown only with this many columns left for it.
 const WORKLOAD_MIN: usize = 8;
 
 /// Fits the names into a line of `width` columns after `prefix`: the message and the bar's
@@ -98,28 +97,25 @@ fn layout(width: usize, prefix: &str, names: &LineNames, known_total: bool) -> (
     };
     // One column spare: a line that reaches the last column wraps on some terminals.
     let room = width.saturating_sub(1 + prefix.chars().count() + 3 + tail);
-    let phase = names.phase.chars().count();
-    let config_len = names.config.0.chars().count();
-    let wanted = phase + 1 + config_len.min(CONFIG_WANTED);
-    let bar = if known_total {
-        room.saturating_sub(wanted + 3).min(BAR_MAX)
+    let mut left = room.saturating_sub(names.phase.chars().count());
+    let mut msg = names.phase.to_string();
+    // The names first, then the bar with what is left: the share done is printed anyway.
+    let mut add = |label: &str, all: &[String], least: usize| {
+        if left > least && !label.is_empty() {
+            let cut = distinguishing(label, all, left - 1);
+            left = left.saturating_sub(1 + cut.chars().count());
+            msg = format!("{msg} {cut}");
+        }
+    };
+    add(names.config.0, names.config.1, 1);
+    if let Some((workload, all)) = names.workload {
+        add(workload, all, WORKLOAD_MIN);
+    }
+    let bar = if known_total && left >= BAR_MIN + 3 {
+        (left - 3).min(BAR_MAX)
     } else {
         0
     };
-    let bar = if bar < BAR_MIN { 0 } else { bar };
-    let mut left = room.saturating_sub(if bar > 0 { bar + 3 } else { 0 });
-    let mut msg = names.phase.to_string();
-    left = left.saturating_sub(phase);
-    if left > 1 && !names.config.0.is_empty() {
-        let config = distinguishing(names.config.0, names.config.1, left - 1);
-        left = left.saturating_sub(1 + config.chars().count());
-        msg = format!("{msg} {config}");
-    }
-    if let Some((workload, all)) = names.workload
-        && left > WORKLOAD_MIN
-    {
-        msg = format!("{msg} {}", distinguishing(workload, all, left - 1));
-    }
     (msg, bar)
 }
 
