@@ -73,7 +73,7 @@ pub fn render(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
                 @for s in suites { (suite_section(s, columns)) }
                 (warnings(suites, columns))
                 @for w in &workloads { (workload_section(suites, columns, &keys, w)) }
-                (comparison_section(columns, &comparison))
+                (comparison_section(columns, &comparison, &workloads))
                 h2 #raw { "Raw runs" }
                 @for s in suites { (raw_runs(s)) }
             }
@@ -216,6 +216,9 @@ fn workload_section(
         p { (description) }
         @for info in phases.iter() {
             h3 { (info.name) }
+            @if let Some(reason) = idle(suites, workload, &info.name) {
+                p { "Nothing to measure: " (reason) "." }
+            } @else {
             div.charts {
                 @for key in keys.iter().filter(|k| k.workload == workload && k.phase == info.name && k.metric != "cpu" && !k.metric.contains(' ') && k.dims.is_empty()) {
                     figure { (PreEscaped(chart(suites, columns, key))) }
@@ -225,13 +228,9 @@ fn workload_section(
                     }
                 }
             }
-            @let series = progress_series(suites, columns, workload, &info.name);
-            @if !series.is_empty() {
-                @let refs: Vec<(usize, String, &[[u64; 2]])> = series.iter().map(|(c, l, s)| (*c, l.clone(), s.as_slice())).collect();
-                @let legend = series_legend(columns, &series);
-                figure { (PreEscaped(charts::progress(&info.name, info.unit, &refs, &legend))) }
-            }
+            (over_time(suites, columns, workload, info))
             (latency_table(suites, columns, workload, &info.name))
+            }
         }
         (heatmaps(suites, columns, workload))
         h3 { "Lifecycle" }
@@ -338,43 +337,60 @@ fn column_runs<'a>(
         .collect()
 }
 
-/// The legend of progress curves: only the configurations with a curve, in their colors.
-fn series_legend(
-    columns: &[Column],
-    series: &[(usize, String, Vec<[u64; 2]>)],
-) -> Vec<(usize, String)> {
-    let mut present: Vec<usize> = series.iter().map(|(c, ..)| *c).collect();
-    present.dedup();
-    present
-        .into_iter()
-        .map(|c| (c, columns[c].name(columns)))
-        .collect()
+/// Why a phase had nothing to do, when it had nothing to do in every run (an empty file set).
+fn idle<'a>(suites: &'a [SuiteResult], workload: &str, phase: &str) -> Option<&'a str> {
+    let mut phases = (suites.iter().flat_map(|s| &s.runs))
+        .filter(|r| r.workload == workload)
+        .flat_map(|r| r.phases.iter().filter(|p| p.name == phase));
+    let first = phases.next()?.idle.as_deref()?;
+    phases.all(|p| p.idle.is_some()).then_some(first)
 }
 
-fn progress_series(
+/// A phase over time: its progress curve and, under it on the same time axis, the latency
+/// of its calls per interval (where the phase's own thread timed calls).
+fn over_time(
     suites: &[SuiteResult],
     columns: &[Column],
     workload: &str,
-    phase: &str,
-) -> Vec<(usize, String, Vec<[u64; 2]>)> {
-    let mut out = Vec::new();
+    info: &PhaseInfo,
+) -> Markup {
+    let mut runs = Vec::new();
     for (i, col) in columns.iter().enumerate() {
         for run in column_runs(suites, col, workload) {
-            if let Some(p) = run
-                .phases
-                .iter()
-                .find(|p| p.name == phase)
-                .filter(|p| !p.progress.is_empty())
-            {
-                out.push((
-                    i,
-                    format!("{} run {}", col.name(columns), run.run),
-                    p.progress.clone(),
-                ));
+            if let Some(p) = run.phases.iter().find(|p| p.name == info.name) {
+                runs.push((i, format!("{} run {}", col.name(columns), run.run), p));
             }
         }
     }
-    out
+    let progress: Vec<(usize, String, &[[u64; 2]])> = (runs.iter())
+        .filter(|(.., p)| !p.progress.is_empty())
+        .map(|(i, label, p)| (*i, label.clone(), p.progress.as_slice()))
+        .collect();
+    let latency: Vec<_> = (runs.iter())
+        .filter(|(.., p)| !p.measurement.latency_timeline.is_empty())
+        .map(|(i, label, p)| (*i, label.clone(), &p.measurement.latency_timeline))
+        .collect();
+    let secs = (runs.iter())
+        .map(|(.., p)| {
+            let progress = p.progress.last().map_or(0, |s| s[0]) as f64 / 1000.0;
+            let t = &p.measurement.latency_timeline;
+            progress.max((t.points.len() as u64 * t.interval_ms) as f64 / 1000.0)
+        })
+        .fold(0.0, f64::max);
+    // The legend: only the configurations with a curve, in their colors.
+    let mut present: Vec<usize> = runs.iter().map(|(i, ..)| *i).collect();
+    present.dedup();
+    let legend: Vec<(usize, String)> = (present.into_iter())
+        .map(|c| (c, columns[c].name(columns)))
+        .collect();
+    html! {
+        @if !progress.is_empty() {
+            figure { (PreEscaped(charts::progress(&info.name, info.unit, &progress, &legend, secs))) }
+        }
+        @if !latency.is_empty() {
+            figure { (PreEscaped(charts::latency(&info.name, &latency, &legend, secs))) }
+        }
+    }
 }
 
 fn latency_table(
@@ -419,25 +435,40 @@ fn latency_table(
     }
 }
 
-/// The comparison table: only the figures that at least two configurations have (a figure of
-/// one configuration has nothing to compare with).
-fn comparison_section(columns: &[Column], comparison: &Comparison) -> Markup {
+/// The comparison, a table per workload: only the figures that at least two configurations
+/// have (a figure of one configuration has nothing to compare with), and only the
+/// configurations that have any of them (suites of other workloads would be columns of `-`).
+fn comparison_section(columns: &[Column], comparison: &Comparison, workloads: &[&str]) -> Markup {
+    let shared = |workload: &str| {
+        let rows: Vec<_> = (comparison.rows.iter())
+            .filter(|r| r.key.workload == workload && r.cells.iter().flatten().count() >= 2)
+            .collect();
+        let present: Vec<usize> = (0..columns.len())
+            .filter(|&i| rows.iter().any(|r| r.cells[i].is_some()))
+            .collect();
+        (rows, present)
+    };
     html! {
         h2 #comparison { "Comparison" }
         p { (compare::legend(comparison, &columns[0].name(columns))) }
         p { (compare::corrections_text(comparison)) " The one-line answers are in the summary." }
-        table {
-            tr { th { "Workload" } th { "Phase" } th { "Figure" } @for i in 0..columns.len() { th { (legend(columns, i)) } } }
-            @for r in comparison.rows.iter().filter(|r| r.cells.iter().flatten().count() >= 2) {
-                tr {
-                    td { (r.key.workload) } td { (r.key.phase) }
-                    td { (r.key.label()) }
-                    @for c in &r.cells {
-                        @match c {
-                            None => td { "-" },
-                            Some(c) => td.num class=(verdict_class(c.verdict)) {
-                                (compare::cell_text(c))
-                            },
+        @for w in workloads {
+            @let (rows, present) = shared(w);
+            @if !rows.is_empty() {
+                table {
+                    caption { (w) }
+                    tr { th { "Phase" } th { "Figure" } @for i in &present { th { (legend(columns, *i)) } } }
+                    @for r in &rows {
+                        tr {
+                            td { (r.key.phase) } td { (r.key.label()) }
+                            @for c in present.iter().map(|i| &r.cells[*i]) {
+                                @match c {
+                                    None => td { "-" },
+                                    Some(c) => td.num class=(verdict_class(c.verdict)) {
+                                        (compare::cell_text(c))
+                                    },
+                                }
+                            }
                         }
                     }
                 }
