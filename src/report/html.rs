@@ -50,11 +50,17 @@ pub fn render(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
             workloads.push(&k.workload);
         }
     }
+    // Each suite by what it ran on what, as `list` names it.
     let title = suites
         .iter()
-        .map(|s| format!("#{} {}", s.id.unwrap_or(0), s.suite.name))
+        .map(|s| {
+            let labels: Vec<String> = (s.configurations.iter())
+                .map(|c| c.config.label.clone())
+                .collect();
+            format!("#{} {}", s.id.unwrap_or(0), s.suite.display_name(&labels))
+        })
         .collect::<Vec<_>>()
-        .join(", ");
+        .join("; ");
     let page = html! {
         (DOCTYPE)
         html lang="en" {

@@ -109,6 +109,10 @@ pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
                 .iter()
                 .filter(|p| p.rate > 0.0)
                 .map(|p| {
+                    // A matrix has no one rate: its cells are its ceiling.
+                    if !p.cells.is_empty() {
+                        return format!("{} {} cells (throughput each)", p.phase, p.cells.len());
+                    }
                     let unit = phases
                         .iter()
                         .find(|i| i.name == p.phase)

@@ -48,6 +48,14 @@ fn group_line(r: &SuiteResult, kind: WarningKind, group: &[&Warning]) -> Option<
             ),
             "add runs (--runs 10) or quiet the machine".into(),
         ),
+        WarningKind::HarnessBound => (
+            format!(
+                "rates are over {}% of the harness ceiling",
+                crate::runner::ceiling::HARNESS_BOUND_PERCENT
+            ),
+            "those figures are mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+                .into(),
+        ),
         _ => return None,
     };
     let mut named: Vec<String> = group
