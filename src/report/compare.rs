@@ -91,7 +91,10 @@ pub fn answers_text(columns: &[Column], comparison: &Comparison) -> String {
     }
     let mut out = String::from("\nAnswers, per phase:\n");
     for a in &answers {
-        out.push_str(&format!("  {}\n", answer_line(columns, comparison, a)));
+        out.push_str(&format!(
+            "  {}\n",
+            answer_line(&names(columns), comparison, a)
+        ));
     }
     out
 }
@@ -107,12 +110,14 @@ fn factor(v: f64) -> String {
 
 /// One phase's answer, as hyperfine gives it: `tree dir-create: xfs 3.450 × faster than
 /// ext4 (95% CI 3.330–3.570; p < 0.001 after correction; 10 runs each)` (`#ID` before each
-/// configuration when several suites are compared).
-pub fn answer_line(columns: &[Column], comparison: &Comparison, a: &Answer) -> String {
-    let (name, base) = (
-        columns[a.column].name(columns),
-        columns[comparison.baseline].name(columns),
-    );
+/// configuration when several suites are compared). `names` are the compared columns'.
+/// The columns' names, each among all of them.
+pub fn names(columns: &[Column]) -> Vec<String> {
+    columns.iter().map(|c| c.name(columns)).collect()
+}
+
+pub fn answer_line(names: &[String], comparison: &Comparison, a: &Answer) -> String {
+    let (name, base) = (&names[a.column], &names[comparison.baseline]);
     let runs = if a.runs[0] == a.runs[1] {
         format!("{} runs each", a.runs[0])
     } else {

@@ -268,7 +268,10 @@ fn render_answers(out: &mut String, r: &SuiteResult, view: &View) {
             .heading(&format!("Verdicts against {}", columns[0].config)),
     );
     for a in &answers {
-        out.push_str(&view.item(0, &super::compare::answer_line(&columns, &comparison, a)));
+        out.push_str(&view.item(
+            0,
+            &super::compare::answer_line(&super::compare::names(&columns), &comparison, a),
+        ));
     }
     out.push_str(&view.item(
         0,
