@@ -33,6 +33,7 @@ blockquote { border-left: 4px solid #0072B2; margin: .5em 0; padding: .3em 1em; 
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 figure { margin: 0; break-inside: avoid; flex: 1 1 100%; min-width: 0; }
 svg.chart { width: 100%; height: auto; }
+@media (max-width: 900px) { svg.chart:not(.heatmap) text { font-size: 16px; } }
 table { display: block; max-width: 100%; overflow-x: auto; }
 nav ul { columns: 2; }
 code { font-size: 12px; }
