@@ -524,21 +524,26 @@ fn render_workload(
         .iter()
         .any(|c| phases.iter().any(|p| short(c, &p.name)))
     {
-        let _ = writeln!(
-            out,
-            "† shorter than {} s: too short to measure reliably (see the warnings)",
-            r.suite.min_phase_secs
-        );
+        out.push_str(&view.item(
+            0,
+            &format!(
+                "† shorter than {} s: too short to measure reliably (see the warnings)",
+                r.suite.min_phase_secs
+            ),
+        ));
     }
 
     if configs
         .iter()
         .any(|c| phases.iter().any(|p| harness_bound(c, &p.name)))
     {
-        let _ = writeln!(
-            out,
-            "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
-        );
+        // Wrapped at words by the view, as every long line.
+        out.push_str(&view.item(
+            0,
+            &format!(
+                "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+            ),
+        ));
     }
     render_figures(out, r, view, workload, &configs);
     render_matrix(out, r, view, workload, &configs);
