@@ -501,20 +501,6 @@ impl WorkloadSpec {
         self.params().describe()
     }
 
-    /// How to give this workload more work, in the settings it has (a profile's or archive
-    /// file's own, or the option table's).
-    pub(crate) fn more_work_advice(&self) -> String {
-        match self {
-            WorkloadSpec::Ffsb(p) if p.profile.is_some() => {
-                "a longer `time` or a larger file set (`num_files`) in the profile".into()
-            }
-            WorkloadSpec::Archive(p) if matches!(p.source, archive::Source::File { .. }) => {
-                "a larger archive file".into()
-            }
-            _ => self.kind().more_work_advice(),
-        }
-    }
-
     pub fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         self.params().phases()
     }
