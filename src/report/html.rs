@@ -2,6 +2,7 @@
 //! user supplied is escaped (maud escapes everything not marked `PreEscaped`; the charts come
 //! from the `svg` crate, which escapes its text nodes).
 
+use crate::runner::ceiling::HARNESS_PERCENT;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::charts;
@@ -291,9 +292,10 @@ fn workload_section(
 
 /// Per first dimension (IOzone's test) and configuration, a matrix figure as a heat map.
 fn heatmaps(suites: &[SuiteResult], columns: &[Column], workload: &str) -> Markup {
+    // The cells' own figure (throughput), not their harness %, which follows it.
     let summaries = columns.iter().flat_map(|col| {
         col.summaries(suites)
-            .filter(move |s| s.workload == workload)
+            .filter(move |s| s.workload == workload && s.metric != HARNESS_PERCENT)
             .map(move |s| (col.name(columns), s))
     });
     let Some(m) = Matrix::of(summaries) else {
