@@ -24,6 +24,9 @@ use crate::error::FsbenchError;
 
 mod figure;
 pub use figure::*;
+mod timeline;
+use timeline::Timeline;
+pub use timeline::{FIRST_INTERVAL_MS, LatencyPoint, LatencyTimeline};
 
 /// Operation types with a latency histogram of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +147,7 @@ pub struct PhaseRecorder {
     lap: u64,
     usage: CpuTimes,
     progress: Arc<Progress>,
+    timeline: Timeline,
 }
 
 impl PhaseRecorder {
@@ -165,6 +169,7 @@ impl PhaseRecorder {
             clock,
             usage: CpuTimes::now(),
             progress,
+            timeline: Timeline::default(),
         }
     }
 
@@ -183,6 +188,7 @@ impl PhaseRecorder {
         self.lap = now;
         let hist = self.histograms[op as usize].get_or_insert_with(new_histogram);
         hist.saturating_record(ns.max(1));
+        self.timeline.record(ns);
         match result {
             Ok(v) => Ok(Some(v)),
             Err(e) => self.fail(e),
@@ -293,6 +299,7 @@ impl PhaseRecorder {
                 .collect(),
             refused: self.refused,
             failures: self.failures,
+            latency_timeline: self.timeline.finish(),
         }
     }
 }
@@ -328,6 +335,10 @@ pub struct PhaseMeasurement {
     /// The first few failures and refusals, with their paths.
     #[serde(default)]
     pub failures: Vec<String>,
+    /// p50, p99 and max of the calls per interval of the phase (calls timed on the phase's
+    /// own thread; worker threads' calls are in `latency` only).
+    #[serde(default, skip_serializing_if = "LatencyTimeline::is_empty")]
+    pub latency_timeline: LatencyTimeline,
 }
 
 impl PhaseMeasurement {

@@ -69,35 +69,162 @@ impl PhaseProgress {
     }
 }
 
+/// What the progress line names: the phase (always in full), the configuration and, when
+/// the suite has several, the workload; each label with every label it must be told from.
+pub(crate) struct LineNames<'a> {
+    pub(crate) phase: &'a str,
+    pub(crate) config: (&'a str, &'a [String]),
+    pub(crate) workload: Option<(&'a str, &'a [String])>,
+}
+
+/// Columns the line takes besides its names and bar: ` 100% 999.9 k/s ETA 10m05s` with a
+/// known total, ` 127,551,000 999.9 k/s` without.
+const TAIL_KNOWN: usize = 26;
+const TAIL_UNKNOWN: usize = 22;
+/// The bar's widest, and narrowest worth drawing.
+const BAR_MAX: usize = 10;
+const BAR_MIN: usize = 4;
+/// The workload's label is shown only with this many columns left for it.
+const WORKLOAD_MIN: usize = 8;
+
+/// Fits the names into a line of `width` columns after `prefix`: the message and the bar's
+/// width (0: no bar). The phase is never cut; the configuration keeps what tells it apart.
+fn layout(width: usize, prefix: &str, names: &LineNames, known_total: bool) -> (String, usize) {
+    let tail = if known_total {
+        TAIL_KNOWN
+    } else {
+        TAIL_UNKNOWN
+    };
+    // One column spare: a line that reaches the last column wraps on some terminals.
+    let room = width.saturating_sub(1 + prefix.chars().count() + 3 + tail);
+    let mut left = room.saturating_sub(names.phase.chars().count());
+    let mut msg = names.phase.to_string();
+    // The names first, then the bar with what is left: the share done is printed anyway.
+    let mut add = |label: &str, all: &[String], least: usize| {
+        if left > least && !label.is_empty() {
+            let cut = distinguishing(label, all, left - 1);
+            left = left.saturating_sub(1 + cut.chars().count());
+            msg = format!("{msg} {cut}");
+        }
+    };
+    add(names.config.0, names.config.1, 1);
+    if let Some((workload, all)) = names.workload {
+        add(workload, all, WORKLOAD_MIN);
+    }
+    let bar = if known_total && left >= BAR_MIN + 3 {
+        (left - 3).min(BAR_MAX)
+    } else {
+        0
+    };
+    (msg, bar)
+}
+
+/// `label` in at most `max` characters, keeping what tells it apart from the other labels
+/// in `all`: the part they share at the start and end gives way first (`…writeback` for
+/// `ext4:mount=data=writeback` beside `ext4:mount=data=ordered`), then its own middle.
+pub(crate) fn distinguishing(label: &str, all: &[String], max: usize) -> String {
+    let chars: Vec<char> = label.chars().collect();
+    if chars.len() <= max {
+        return label.to_string();
+    }
+    let shared = |rev: bool| {
+        all.iter()
+            .filter(|o| *o != label)
+            .map(|o| {
+                let other: Vec<char> = o.chars().collect();
+                let pairs = chars.len().min(other.len());
+                (0..pairs)
+                    .take_while(|&i| {
+                        let (a, b) = if rev {
+                            (chars[chars.len() - 1 - i], other[other.len() - 1 - i])
+                        } else {
+                            (chars[i], other[i])
+                        };
+                        a == b
+                    })
+                    .count()
+            })
+            // The most alike label decides what must stay.
+            .max()
+            .unwrap_or(0)
+    };
+    let (mut start, mut end) = (shared(false), chars.len() - shared(true).min(chars.len()));
+    if start >= end {
+        (start, end) = (0, chars.len());
+    }
+    let marks = usize::from(start > 0) + usize::from(end < chars.len());
+    if max <= marks + 1 {
+        return middle_cut(label, max);
+    }
+    let core: String = chars[start..end].iter().collect();
+    let core = middle_cut(&core, max - marks);
+    // Room left over shows the label's start (its filesystem) before the shared part's cut.
+    let spare = max - marks - core.chars().count();
+    let head: String = chars[..start.min(spare)].iter().collect();
+    format!(
+        "{head}{}{core}{}",
+        if start > 0 { "…" } else { "" },
+        if end < chars.len() { "…" } else { "" }
+    )
+}
+
+/// `text` in at most `max` characters: its start and end around `…`.
+fn middle_cut(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max {
+        return text.to_string();
+    }
+    let head = max / 2;
+    let tail = max.saturating_sub(head + 1);
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// The width of the terminal on stderr (80 when it cannot be told).
+fn stderr_width() -> usize {
+    rustix::termios::tcgetwinsize(std::io::stderr())
+        .ok()
+        .map(|w| usize::from(w.ws_col))
+        .filter(|w| *w > 0)
+        .unwrap_or(80)
+}
+
 /// A progress line on stderr (drawn only when stderr is a terminal) following `progress`
-/// until [`PhaseBar::finish`] clears it: the suite's progress (`prefix`), the phase's name
-/// and run (`message`), a bar, the units done, the rate and the phase's ETA, in 80 columns.
+/// until [`PhaseBar::finish`] clears it: the suite's progress (`prefix`), the phase's full
+/// name and its configuration, a bar, the share done, the rate and the phase's ETA, fitted
+/// to the terminal's width.
 pub(crate) struct PhaseBar(Poller<ProgressBar>);
 
 impl PhaseBar {
     pub(crate) fn start(
         prefix: String,
-        message: String,
+        names: &LineNames,
         total: u64,
         progress: Arc<Progress>,
     ) -> PhaseBar {
         // An unknown total (a time-based phase) draws a counter without a bar's end.
-        let bar = ProgressBar::with_draw_target(
-            Some(total).filter(|t| *t > 0),
-            ProgressDrawTarget::stderr(),
-        );
+        let total = Some(total).filter(|t| *t > 0);
+        let (message, bar_width) = layout(stderr_width(), &prefix, names, total.is_some());
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+        let template = match (total, bar_width) {
+            (None, _) => "{prefix} · {msg} {human_pos} {rate}".to_string(),
+            (Some(_), 0) => "{prefix} · {msg} {percent:>3}% {rate} ETA {eta}".to_string(),
+            (Some(_), w) => {
+                format!("{{prefix}} · {{msg}} [{{bar:{w}}}] {{percent:>3}}% {{rate}} ETA {{eta}}")
+            }
+        };
         bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix} {wide_msg} [{bar:10}] {human_pos}/{human_len} {rate} ETA {eta}",
-            )
-            .expect("static template")
-            .with_key(
-                "rate",
-                |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ = write!(w, "{}", human_rate(state.per_sec()));
-                },
-            )
-            .progress_chars("=> "),
+            ProgressStyle::with_template(&template)
+                .expect("the template's keys are indicatif's")
+                .with_key(
+                    "rate",
+                    |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{}", human_rate(state.per_sec()));
+                    },
+                )
+                .progress_chars("=> "),
         );
         bar.set_prefix(prefix);
         bar.set_message(message);
@@ -147,6 +274,60 @@ mod tests {
         assert_eq!(short_duration(Duration::from_secs(45)), "45s");
         assert_eq!(short_duration(Duration::from_secs(130)), "2m10s");
         assert_eq!(short_duration(Duration::from_secs(3900)), "1h05m");
+    }
+
+    #[test]
+    fn the_line_fits_and_keeps_the_phase_and_what_tells_configurations_apart() {
+        let configs: Vec<String> = [
+            "ext4:mkfs=-O ^has_journal:mount=data=writeback",
+            "ext4:mkfs=-O ^has_journal:mount=data=ordered",
+            "xfs",
+        ]
+        .map(String::from)
+        .to_vec();
+        let workloads = vec!["tree:quick".to_string(), "ffsb:large-write".to_string()];
+        let prefix = "runs 13/120, 1h05m left";
+        for width in 60..=200 {
+            let cases = [
+                (&configs[0], true, "…wr"),
+                (&configs[1], false, "…or"),
+                (&configs[2], true, "xfs"),
+            ];
+            for (config, known, telling) in cases {
+                let names = LineNames {
+                    phase: "posix-fallocate",
+                    config: (config, &configs),
+                    workload: Some(("ffsb:large-write", &workloads)),
+                };
+                let (msg, bar) = layout(width, prefix, &names, known);
+                // The widest the line gets: bar, 100%, a rate and an ETA at their widest.
+                let tail = if known {
+                    format!(
+                        " 100% 999.9 k/s ETA 10m05s{}",
+                        if bar > 0 { " []" } else { "" }
+                    )
+                } else {
+                    " 127,551,000 999.9 k/s".to_string()
+                };
+                let line = format!("{prefix} · {msg}{tail}{}", "=".repeat(bar));
+                if width >= 80 {
+                    assert!(line.chars().count() < width, "{width}: {line}");
+                }
+                assert!(msg.starts_with("posix-fallocate"), "{msg}");
+                if width >= 80 {
+                    // What tells it apart, at least: `…writeback` or the whole label.
+                    let whole = msg.contains(config.as_str());
+                    assert!(whole || msg.contains(telling), "{width}: {msg}");
+                }
+                if width >= 120 {
+                    assert!(msg.contains(&config[..3]), "{width}: {msg}");
+                }
+            }
+        }
+        assert_eq!(distinguishing(&configs[0], &configs, 12), "ex…writeback");
+        assert_eq!(distinguishing(&configs[0], &configs, 10), "…writeback");
+        assert_eq!(distinguishing(&configs[1], &configs, 12), "ext4…ordered");
+        assert_eq!(distinguishing("a-very-long-label", &[], 9), "a-ve…abel");
     }
 
     #[test]

@@ -183,6 +183,9 @@ pub struct PhaseRecord {
     /// fallocate on ext2). Such a phase has no figures, rather than a meaningless time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsupported: Option<String>,
+    /// Why the phase had nothing to do (`no files`): no figures, only this in the outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
     /// Steady state after warm-up (MSER-5) and first-done / last-done of several threads.
     #[serde(default, skip_serializing_if = "PhaseShape::is_empty")]
     pub shape: PhaseShape,
@@ -266,6 +269,15 @@ impl SuiteResult {
         }
     }
 
+    /// How to give the workload labelled `workload` more work, in its own settings.
+    pub(crate) fn more_work_advice(&self, workload: &str) -> String {
+        self.suite
+            .workloads
+            .iter()
+            .find(|w| w.label() == workload)
+            .map_or_else(|| "a larger workload".into(), |w| w.more_work_advice())
+    }
+
     /// The summary of one figure without dimensions, if any run produced it.
     pub fn summary(
         &self,
@@ -320,8 +332,13 @@ impl SuiteResult {
                 warnings.push(scope(
                     WarningKind::ShortPhase,
                     format!(
-                        "{} / {} / {}: {:.3} s is too short to measure (under {} s); use a larger preset",
-                        s.config, s.workload, s.phase, s.summary.mean, self.suite.min_phase_secs
+                        "{} / {} / {}: {:.3} s is too short to measure (under {} s); give it more work: {}",
+                        s.config,
+                        s.workload,
+                        s.phase,
+                        s.summary.mean,
+                        self.suite.min_phase_secs,
+                        self.more_work_advice(&s.workload)
                     ),
                 ));
             }

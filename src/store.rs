@@ -167,6 +167,12 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE suites ADD COLUMN ceilings TEXT;
     ALTER TABLE phases ADD COLUMN shape TEXT;",
     ),
+    // Why a phase had nothing to do (an empty file set), and each phase's latency over time
+    // (p50, p99 and max per interval) beside its progress series.
+    Migration::Sql(
+        "ALTER TABLE phases ADD COLUMN idle TEXT;
+    ALTER TABLE progress ADD COLUMN latency TEXT;",
+    ),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -479,8 +485,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
                  caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported,
-                 shape)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 shape, idle)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 run_id,
                 idx as i64,
@@ -498,6 +504,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 to_json(&p.notes),
                 p.unsupported,
                 (!p.shape.is_empty()).then(|| to_json(&p.shape)),
+                p.idle,
             ],
         )?;
         for (errno, count) in &m.errors {
@@ -527,8 +534,13 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             )?;
         }
         tx.execute(
-            "INSERT INTO progress (run_id, idx, series) VALUES (?1, ?2, ?3)",
-            params![run_id, idx as i64, to_json(&p.progress)],
+            "INSERT INTO progress (run_id, idx, series, latency) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                run_id,
+                idx as i64,
+                to_json(&p.progress),
+                (!m.latency_timeline.is_empty()).then(|| to_json(&m.latency_timeline)),
+            ],
         )?;
     }
     Ok(())

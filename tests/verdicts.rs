@@ -55,6 +55,7 @@ fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
             errors: Default::default(),
             refused: 0,
             failures: Vec::new(),
+            latency_timeline: Default::default(),
         },
         caches_dropped: true,
         sync_after_ns: None,
@@ -62,6 +63,7 @@ fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
         figures,
         notes: Vec::new(),
         unsupported: None,
+        idle: None,
         shape: Default::default(),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::progress::{PhaseBar, short_duration};
+use crate::progress::{LineNames, PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
 use crate::runner::observer::{Diagnostic, Observer, PhaseStart, SuitePlan};
 
@@ -18,6 +18,11 @@ pub(crate) struct Console {
     /// suite's ETA is their mean time × the runs left.
     started: Instant,
     finished_here: u32,
+    /// The suite's configuration and workload labels (the line tells them apart), and the
+    /// current run's.
+    configs: Vec<String>,
+    workloads: Vec<String>,
+    run: (String, String),
 }
 
 impl Console {
@@ -29,15 +34,18 @@ impl Console {
             done: 0,
             started: Instant::now(),
             finished_here: 0,
+            configs: Vec::new(),
+            workloads: Vec::new(),
+            run: Default::default(),
         }
     }
 
-    /// `runs 3/9, suite ETA 2m10s`: the whole suite's progress for the progress line.
+    /// `runs 3/9, 2m10s left`: the whole suite's progress for the progress line.
     fn suite_progress(&self) -> String {
         let left = self.planned.saturating_sub(self.done) as u32;
         let eta = (self.finished_here > 0).then(|| {
             let per_run = self.started.elapsed() / self.finished_here;
-            format!(", suite ETA {}", short_duration(per_run * left))
+            format!(", {} left", short_duration(per_run * left))
         });
         format!(
             "runs {}/{}{}",
@@ -55,6 +63,10 @@ impl Observer for Console {
         self.started = Instant::now();
         let labels: Vec<String> = (plan.result.configurations.iter())
             .map(|c| c.config.label.clone())
+            .collect();
+        self.configs = labels.clone();
+        self.workloads = (plan.result.suite.workloads.iter())
+            .map(|w| w.label())
             .collect();
         eprintln!(
             "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
@@ -79,16 +91,29 @@ impl Observer for Console {
         Ok(())
     }
 
+    fn run_started(&mut self, _label: &str, run: &RunRecord) {
+        self.run = (run.config.clone(), run.workload.clone());
+    }
+
     fn config_skipped(&mut self, s: &Skipped) {
         eprintln!("fsbench: skipping {}: {}", s.label, s.reason);
     }
 
     fn phase_started(&mut self, start: &PhaseStart) {
         if self.bars {
+            let names = LineNames {
+                phase: start.phase,
+                // Outside a suite's runs (a command's own phases), the label the event gives.
+                config: if self.run.0.is_empty() {
+                    (start.label, &[])
+                } else {
+                    (&self.run.0, &self.configs)
+                },
+                workload: (self.workloads.len() > 1).then_some((&self.run.1, &self.workloads[..])),
+            };
             self.bar = Some(PhaseBar::start(
                 self.suite_progress(),
-                // The phase first: a narrow terminal cuts the line's end.
-                format!("{} · {}", start.phase, start.label),
+                &names,
                 start.expected_units,
                 start.progress.clone(),
             ));

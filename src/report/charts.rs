@@ -1,8 +1,11 @@
 //! Inline SVG charts for the HTML report: horizontal bars with 95% CI error bars, strip plots
-//! of every run, and progress curves. Built with the `svg` crate, which escapes every text node.
+//! of every run, progress curves and latency over time (time.rs), heat maps. Built with the `svg` crate, which escapes every text node.
 
 use svg::Document;
-use svg::node::element::{Circle, Group, Line, Polyline, Rectangle, Text, Title};
+use svg::node::element::{Circle, Group, Line, Rectangle, Text, Title};
+
+mod time;
+pub use time::{latency, progress};
 
 use super::figure;
 use crate::stats::Summary;
@@ -17,36 +20,49 @@ pub fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
-const WIDTH: f64 = 720.0;
-const LABEL_WIDTH: f64 = 230.0;
-const VALUE_WIDTH: f64 = 150.0;
+/// The report's widest content (its CSS `max-width`): a chart this wide is drawn at its own
+/// size there, so its 13-pixel text reads as the tables' text does, and shrinks with a
+/// narrower window (never grows past it).
+pub(super) const WIDTH: f64 = 1100.0;
+const LABEL_WIDTH: f64 = 300.0;
+const VALUE_WIDTH: f64 = 200.0;
 const ROW: f64 = 26.0;
+/// Whiskers past this multiple of the largest value (a 2-run interval can be astronomic) are
+/// cut at the axis's end, so they do not squash every bar to nothing.
+const WHISKER_LIMIT: f64 = 3.0;
 
-fn text(x: f64, y: f64, content: &str) -> Text {
+pub(super) fn text(x: f64, y: f64, content: &str) -> Text {
     Text::new(content)
         .set("x", x)
         .set("y", y)
-        .set("font-size", 12)
+        .set("font-size", 13)
         .set("font-family", "sans-serif")
 }
 
-/// Up to 30 characters of a label, so long configuration names do not push the bars away.
-fn short(label: &str) -> String {
-    if label.chars().count() > 30 {
-        label.chars().take(29).chain(['…']).collect()
+/// Up to 40 characters of a label, so long configuration names do not push the bars away.
+pub(super) fn short(label: &str) -> String {
+    if label.chars().count() > 40 {
+        label.chars().take(39).chain(['…']).collect()
     } else {
         label.to_string()
     }
 }
 
-/// A chart's SVG document, `WIDTH` wide: its class, tooltip title and bold heading.
-fn frame(class: &str, height: f64, tooltip: &str, heading: &str) -> Document {
+/// An SVG document `width` × `height` that scales down with the page but never up (its
+/// text keeps its size).
+pub(super) fn document(class: &str, width: f64, height: f64) -> Document {
     Document::new()
-        .set("viewBox", (0, 0, WIDTH, height))
-        .set("width", WIDTH)
+        .set("viewBox", (0, 0, width, height))
+        .set("width", width)
         .set("height", height)
+        .set("style", format!("max-width: {width}px"))
         .set("class", format!("chart {class}"))
         .set("role", "img")
+}
+
+/// A chart's SVG document, `WIDTH` wide: its class, tooltip title and bold heading.
+fn frame(class: &str, height: f64, tooltip: &str, heading: &str) -> Document {
+    document(class, WIDTH, height)
         .add(Title::new(tooltip))
         .add(text(0.0, 16.0, heading).set("font-weight", "bold"))
 }
@@ -66,12 +82,15 @@ pub fn bars(
 ) -> String {
     let top = 30.0;
     let height = top + ROW * bars.len() as f64 + 30.0;
-    let max = bars
-        .iter()
-        .filter_map(|(_, _, s)| s.map(|s| s.ci95_high.unwrap_or(s.mean).max(s.max)))
-        .fold(0.0f64, f64::max);
+    let largest = |f: fn(&Summary) -> f64| {
+        bars.iter()
+            .filter_map(|(_, _, s)| s.map(f))
+            .fold(0.0f64, f64::max)
+    };
+    let values = largest(|s| s.mean.max(s.max));
+    let max = largest(|s| s.ci95_high.unwrap_or(s.mean)).min(WHISKER_LIMIT * values);
     let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
-    let axis = Axis::to(max);
+    let axis = Axis::to(max.max(values));
     let scale = plot / axis.end();
     let direction = if higher_is_better {
         "higher is better"
@@ -104,15 +123,18 @@ pub fn bars(
                         ))),
                 );
                 if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
+                    let cut = hi > axis.end();
                     let (x1, x2, yc) = (
-                        LABEL_WIDTH + lo.max(0.0) * scale,
-                        LABEL_WIDTH + hi * scale,
+                        LABEL_WIDTH + lo.clamp(0.0, axis.end()) * scale,
+                        LABEL_WIDTH + hi.min(axis.end()) * scale,
                         y + ROW / 2.0 - 1.0,
                     );
+                    // A cut whisker has no end cap: it goes on past the axis.
+                    let cap = if cut { 0.0 } else { 6.0 };
                     for (xa, ya, xb, yb) in [
                         (x1, yc, x2, yc),
                         (x1, yc - 6.0, x1, yc + 6.0),
-                        (x2, yc - 6.0, x2, yc + 6.0),
+                        (x2, yc - cap, x2, yc + cap),
                     ] {
                         row = row.add(
                             Line::new()
@@ -214,24 +236,24 @@ pub fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Summary>)]
 
 /// A value axis from 0: ticks every 1, 2 or 5 × 10^k, four to six of them, the last at or
 /// above the largest value (0, 2, 4, 6, 8, 10 for 8.046).
-struct Axis {
+pub(super) struct Axis {
     step: f64,
-    ticks: usize,
+    pub(super) ticks: usize,
 }
 
 impl Axis {
-    fn to(max: f64) -> Axis {
+    pub(super) fn to(max: f64) -> Axis {
         let step = nice_ceiling(max / 5.0);
         let ticks = ((max / step).ceil() as usize).max(1);
         Axis { step, ticks }
     }
 
-    fn end(&self) -> f64 {
+    pub(super) fn end(&self) -> f64 {
         self.step * self.ticks as f64
     }
 
     /// The tick values as labels: as many decimals as the step needs (none for whole steps).
-    fn values(&self) -> Vec<String> {
+    pub(super) fn values(&self) -> Vec<String> {
         let decimals = (-self.step.log10().floor()).max(0.0) as usize;
         (0..=self.ticks)
             .map(|i| super::fixed(self.step * i as f64, decimals))
@@ -275,135 +297,6 @@ fn nice_ceiling(v: f64) -> f64 {
         .unwrap_or(10.0 * p)
 }
 
-/// Units completed over time, one line per run, colored by configuration: stalls show as
-/// flat stretches (the lkml article's files-removed-against-time plot).
-pub fn progress(
-    title: &str,
-    unit: &str,
-    series: &[(usize, String, &[[u64; 2]])],
-    legend: &[(usize, String)],
-) -> String {
-    let (left, right, top, bottom) = (
-        70.0,
-        20.0,
-        30.0 + 16.0 * legend.len().div_ceil(3) as f64,
-        40.0,
-    );
-    let height = top + 220.0 + bottom;
-    let (pw, ph) = (WIDTH - left - right, 220.0);
-    let time_axis = Axis::to(
-        series
-            .iter()
-            .flat_map(|(_, _, s)| s.iter().map(|p| p[0]))
-            .max()
-            .unwrap_or(0) as f64
-            / 1000.0,
-    );
-    // Units are whole: a step below 1 would label fractions of a file.
-    let unit_axis = Axis::to(
-        series
-            .iter()
-            .flat_map(|(_, _, s)| s.iter().map(|p| p[1]))
-            .max()
-            .unwrap_or(0)
-            .max(5) as f64,
-    );
-    let (max_t, max_u) = (time_axis.end(), unit_axis.end());
-    let mut doc = Document::new()
-        .set("viewBox", (0, 0, WIDTH, height))
-        .set("width", WIDTH)
-        .set("height", height)
-        .set("class", "chart progress-chart")
-        .set("role", "img")
-        .add(Title::new(title))
-        .add(
-            text(
-                0.0,
-                16.0,
-                &format!("{title}: {unit} completed over time (one line per run)"),
-            )
-            .set("font-weight", "bold"),
-        );
-    for (i, (color_index, name)) in legend.iter().enumerate() {
-        let (x, y) = (left + (i % 3) as f64 * 210.0, 30.0 + (i / 3) as f64 * 16.0);
-        doc = doc
-            .add(
-                Rectangle::new()
-                    .set("x", x)
-                    .set("y", y - 9.0)
-                    .set("width", 10)
-                    .set("height", 10)
-                    .set("fill", color(*color_index)),
-            )
-            .add(text(x + 14.0, y, &short(name)));
-    }
-    for (k, label) in unit_axis.values().iter().enumerate() {
-        let y = top + ph - ph * k as f64 / unit_axis.ticks as f64;
-        doc = doc
-            .add(
-                Line::new()
-                    .set("x1", left)
-                    .set("y1", y)
-                    .set("x2", left + pw)
-                    .set("y2", y)
-                    .set("stroke", "#ddd"),
-            )
-            .add(text(left - 6.0, y + 4.0, label).set("text-anchor", "end"));
-    }
-    for (k, label) in time_axis.values().iter().enumerate() {
-        let x = left + pw * k as f64 / time_axis.ticks as f64;
-        doc = doc.add(text(x, top + ph + 16.0, label).set("text-anchor", "middle"));
-    }
-    doc = doc
-        .add(text(left + pw / 2.0 - 30.0, top + ph + 34.0, "seconds"))
-        .add(text(4.0, top - 6.0, unit))
-        .add(
-            Line::new()
-                .set("x1", left)
-                .set("y1", top + ph)
-                .set("x2", left + pw)
-                .set("y2", top + ph)
-                .set("stroke", "#666"),
-        )
-        .add(
-            Line::new()
-                .set("x1", left)
-                .set("y1", top)
-                .set("x2", left)
-                .set("y2", top + ph)
-                .set("stroke", "#666"),
-        );
-    for (config, label, points) in series {
-        let coords: Vec<String> = points
-            .iter()
-            .map(|p| {
-                let x = left + p[0] as f64 / 1000.0 / max_t * pw;
-                let y = top + ph - p[1] as f64 / max_u * ph;
-                format!("{x:.1},{y:.1}")
-            })
-            .collect();
-        let line: svg::node::element::Element = if coords.len() == 1 {
-            let (x, y) = coords[0].split_once(',').unwrap();
-            Circle::new()
-                .set("cx", x)
-                .set("cy", y)
-                .set("r", 2)
-                .set("fill", color(*config))
-                .into()
-        } else {
-            Polyline::new()
-                .set("points", coords.join(" "))
-                .set("fill", "none")
-                .set("stroke", color(*config))
-                .set("stroke-width", 1.5)
-                .set("opacity", 0.8)
-                .into()
-        };
-        doc = doc.add(Group::new().add(Title::new(label.as_str())).add(line));
-    }
-    doc.to_string()
-}
-
 /// A heat map of a throughput matrix: file sizes down, record sizes across, each cell colored
 /// by its value on a log scale (light = slow, dark = fast) and labelled with it.
 /// A heat map of one matrix: `axes` names its rows' and columns' dimensions, `rows` and
@@ -429,12 +322,7 @@ pub fn heatmap(
     let (lo, hi) = values
         .iter()
         .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
-    let mut doc = Document::new()
-        .set("viewBox", (0, 0, width, height))
-        .set("width", width)
-        .set("height", height)
-        .set("class", "chart heatmap")
-        .set("role", "img")
+    let mut doc = document("heatmap", width, height)
         .add(Title::new(format!("{title} ({unit})")))
         .add(
             text(
@@ -538,18 +426,5 @@ mod tests {
         assert_eq!(nice_ceiling(3.2), 5.0);
         assert_eq!(nice_ceiling(12.0), 20.0);
         assert_eq!(nice_ceiling(1000.0), 1000.0);
-    }
-
-    #[test]
-    fn progress_draws_one_line_per_run() {
-        let a: &[[u64; 2]] = &[[0, 0], [100, 50], [200, 100]];
-        let b: &[[u64; 2]] = &[[0, 0], [150, 100]];
-        let svg = progress(
-            "p",
-            "files",
-            &[(0, "r1".into(), a), (1, "r2".into(), b)],
-            &[(0, "x".into()), (1, "y".into())],
-        );
-        assert_eq!(svg.matches("<polyline").count(), 2);
     }
 }

@@ -57,7 +57,7 @@ pub fn render(columns: &[Column], comparison: &Comparison) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Workload".to_string(), "Phase".into(), "Figure".into()];
-    header.extend(columns.iter().map(Column::name));
+    header.extend(columns.iter().map(|c| c.name(columns)));
     t.set_header(header);
     for r in &comparison.rows {
         let k = &r.key;
@@ -77,7 +77,7 @@ pub fn render(columns: &[Column], comparison: &Comparison) -> String {
     }
     format!(
         "{}\n{t}\n{}\n{}",
-        legend(comparison, &columns[comparison.baseline].name()),
+        legend(comparison, &columns[comparison.baseline].name(columns)),
         corrections_text(comparison),
         answers_text(columns, comparison)
     )
@@ -91,7 +91,10 @@ pub fn answers_text(columns: &[Column], comparison: &Comparison) -> String {
     }
     let mut out = String::from("\nAnswers, per phase:\n");
     for a in &answers {
-        out.push_str(&format!("  {}\n", answer_line(columns, comparison, a)));
+        out.push_str(&format!(
+            "  {}\n",
+            answer_line(&names(columns), comparison, a)
+        ));
     }
     out
 }
@@ -105,13 +108,16 @@ fn factor(v: f64) -> String {
     }
 }
 
-/// One phase's answer, as hyperfine gives it: `tree dir-create: #1 xfs 3.450 × faster than
-/// #1 ext4 (95% CI 3.330–3.570; p < 0.001 after correction; 10 runs each)`.
-pub fn answer_line(columns: &[Column], comparison: &Comparison, a: &Answer) -> String {
-    let (name, base) = (
-        columns[a.column].name(),
-        columns[comparison.baseline].name(),
-    );
+/// One phase's answer, as hyperfine gives it: `tree dir-create: xfs 3.450 × faster than
+/// ext4 (95% CI 3.330–3.570; p < 0.001 after correction; 10 runs each)` (`#ID` before each
+/// configuration when several suites are compared). `names` are the compared columns'.
+/// The columns' names, each among all of them.
+pub fn names(columns: &[Column]) -> Vec<String> {
+    columns.iter().map(|c| c.name(columns)).collect()
+}
+
+pub fn answer_line(names: &[String], comparison: &Comparison, a: &Answer) -> String {
+    let (name, base) = (&names[a.column], &names[comparison.baseline]);
     let runs = if a.runs[0] == a.runs[1] {
         format!("{} runs each", a.runs[0])
     } else {

@@ -107,6 +107,7 @@ mod tests {
             errors: Default::default(),
             refused: 0,
             failures: Vec::new(),
+            latency_timeline: Default::default(),
         };
         let b = phase_block(tree::FILE_CREATE, 1.5, 1.75, &m);
         assert!(

@@ -5,14 +5,13 @@ use comfy_table::{CellAlignment, Table, presets};
 
 use super::compare::p_text;
 use super::figure;
-use crate::stats::compare::Column;
 use crate::stats::rank::{Placing, Ranking};
 
 pub fn render(r: &Ranking) -> String {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Discipline".to_string()];
-    header.extend(r.columns.iter().map(Column::name));
+    header.extend(r.columns.iter().map(|c| c.name(&r.columns)));
     header.push("Significant differences".into());
     t.set_header(header);
     let num = |v: f64| {
@@ -80,7 +79,7 @@ pub fn render(r: &Ranking) -> String {
             format!(
                 "{}. {} — {} points",
                 ahead + 1,
-                r.columns[c].name(),
+                r.columns[c].name(&r.columns),
                 num(r.totals[c])
             )
         })

@@ -103,10 +103,16 @@ pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
         .map(|c| {
             let spec = r.suite.workloads.iter().find(|w| w.label() == c.workload);
             let phases = spec.map(|s| s.phases()).unwrap_or_default();
+            // A phase with nothing to do (an empty file set) has no rate to show.
             let rates: Vec<String> = c
                 .phases
                 .iter()
+                .filter(|p| p.rate > 0.0)
                 .map(|p| {
+                    // A matrix has no one rate: its cells are its ceiling.
+                    if !p.cells.is_empty() {
+                        return format!("{} {} cells (throughput each)", p.phase, p.cells.len());
+                    }
                     let unit = phases
                         .iter()
                         .find(|i| i.name == p.phase)

@@ -268,7 +268,10 @@ fn render_answers(out: &mut String, r: &SuiteResult, view: &View) {
             .heading(&format!("Verdicts against {}", columns[0].config)),
     );
     for a in &answers {
-        out.push_str(&view.item(0, &super::compare::answer_line(&columns, &comparison, a)));
+        out.push_str(&view.item(
+            0,
+            &super::compare::answer_line(&super::compare::names(&columns), &comparison, a),
+        ));
     }
     out.push_str(&view.item(
         0,
@@ -357,20 +360,26 @@ fn render_figures(
     if let Some(table) = table {
         out.push_str(&style.table("Workload figures, mean ± stddev:", &table));
     }
-    let mut notes: Vec<String> = Vec::new();
+    // A note once per phase and text, naming every configuration it applies to.
+    let mut notes: Vec<(String, String, Vec<&str>)> = Vec::new();
     for run in &runs {
         for p in &run.phases {
             let unsupported = p.unsupported.iter().map(|u| format!("unsupported: {u}"));
-            for n in p.notes.iter().cloned().chain(unsupported) {
-                let line = format!("{} · {}: {n}", run.config, p.name);
-                if !notes.contains(&line) {
-                    notes.push(line);
+            let idle = p.idle.iter().map(|i| format!("nothing to measure ({i})"));
+            for n in p.notes.iter().cloned().chain(unsupported).chain(idle) {
+                match notes.iter_mut().find(|(ph, t, _)| *ph == p.name && *t == n) {
+                    Some((.., configs)) if !configs.contains(&run.config.as_str()) => {
+                        configs.push(&run.config)
+                    }
+                    Some(_) => {}
+                    None => notes.push((p.name.clone(), n, vec![&run.config])),
                 }
             }
         }
     }
-    for n in notes {
-        out.push_str(&view.item(0, &format!("note: {n}")));
+    for (phase, n, configs) in notes {
+        let line = format!("note: {} · {phase}: {n}", configs.join(", "));
+        out.push_str(&view.item(0, &line));
     }
 }
 
@@ -452,11 +461,19 @@ fn render_workload(
                 .collect(),
         }
     };
+    // A phase no configuration measured (one with nothing to do) has no column; its note
+    // says why.
+    let has_data =
+        |phase: &str, metric: &str| configs.iter().any(|c| find(c, phase, metric).is_some());
     let time_columns: Vec<_> = phases
         .iter()
+        .filter(|p| has_data(&p.name, "time"))
         .map(|p| (p.name.to_string(), p.name.as_ref(), "time", 1.0))
         .collect();
-    let n = find(configs[0], &phases[0].name, "time").map_or(0, |s| s.summary.n);
+    let n = time_columns
+        .first()
+        .and_then(|(_, phase, ..)| find(configs[0], phase, "time"))
+        .map_or(0, |s| s.summary.n);
     out.push_str(&style.table(
         &format!("Phase times in s, mean ± stddev over {n} run(s):"),
         &grid(&time_columns).table(view),
@@ -487,8 +504,7 @@ fn render_workload(
             ));
         }
     }
-    rate_columns
-        .retain(|(_, phase, metric, _)| configs.iter().any(|c| find(c, phase, metric).is_some()));
+    rate_columns.retain(|(_, phase, metric, _)| has_data(phase, metric));
     if !rate_columns.is_empty() {
         out.push_str(&style.table(
             "Rates, mean of per-run rates ± stddev:",
@@ -508,21 +524,26 @@ fn render_workload(
         .iter()
         .any(|c| phases.iter().any(|p| short(c, &p.name)))
     {
-        let _ = writeln!(
-            out,
-            "† shorter than {} s: too short to measure reliably (see the warnings)",
-            r.suite.min_phase_secs
-        );
+        out.push_str(&view.item(
+            0,
+            &format!(
+                "† shorter than {} s: too short to measure reliably (see the warnings)",
+                r.suite.min_phase_secs
+            ),
+        ));
     }
 
     if configs
         .iter()
         .any(|c| phases.iter().any(|p| harness_bound(c, &p.name)))
     {
-        let _ = writeln!(
-            out,
-            "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
-        );
+        // Wrapped at words by the view, as every long line.
+        out.push_str(&view.item(
+            0,
+            &format!(
+                "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+            ),
+        ));
     }
     render_figures(out, r, view, workload, &configs);
     render_matrix(out, r, view, workload, &configs);

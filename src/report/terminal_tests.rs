@@ -86,6 +86,9 @@ fn verdicts_lead_and_all_figures_wait_for_verbose() {
     let verdicts = text.find("Verdicts against ext4").expect("verdicts");
     let times = text.find("Phase times").expect("phase times");
     assert!(verdicts < times, "{text}");
+    // One suite: its configurations need no `#ID` to tell them apart.
+    let lines = &text[verdicts..times];
+    assert!(lines.contains(" ext4") && !lines.contains('#'), "{lines}");
     assert!(!text.contains("All figures"), "{text}");
     let verbose = render(&r, &terminal(Some(80), true));
     assert!(verbose.contains("All figures"), "{verbose}");

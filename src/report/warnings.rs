@@ -39,14 +39,22 @@ fn group_line(r: &SuiteResult, kind: WarningKind, group: &[&Warning]) -> Option<
                 "phases are shorter than {} s, too short to measure",
                 r.suite.min_phase_secs
             ),
-            "give the workload more work",
+            more_work(r, group),
         ),
         WarningKind::HighVariation => (
             format!(
                 "rates vary by more than {}% (CV) across runs",
                 r.suite.max_cv_percent
             ),
-            "add runs (--runs 10) or quiet the machine",
+            "add runs (--runs 10) or quiet the machine".into(),
+        ),
+        WarningKind::HarnessBound => (
+            format!(
+                "rates are over {}% of the harness ceiling",
+                crate::runner::ceiling::HARNESS_BOUND_PERCENT
+            ),
+            "those figures are mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+                .into(),
         ),
         _ => return None,
     };
@@ -72,6 +80,29 @@ fn group_line(r: &SuiteResult, kind: WarningKind, group: &[&Warning]) -> Option<
         group.len(),
         named.join(", ")
     ))
+}
+
+/// Advice for the workloads of `group`, each in its own settings: `size=` for FFSB's
+/// large-write, a larger preset or `dirs=` for the tree.
+fn more_work(r: &SuiteResult, group: &[&Warning]) -> String {
+    let mut workloads: Vec<&str> = Vec::new();
+    for w in group {
+        if let Some(name) = w.workload.as_deref()
+            && !workloads.contains(&name)
+        {
+            workloads.push(name);
+        }
+    }
+    match workloads.as_slice() {
+        [one] => format!("give it more work: {}", r.more_work_advice(one)),
+        several => {
+            let each: Vec<String> = several
+                .iter()
+                .map(|w| format!("{w}: {}", r.more_work_advice(w)))
+                .collect();
+            format!("give them more work ({})", each.join("; "))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -109,5 +140,31 @@ mod tests {
         // A lone warning keeps its own message.
         assert_eq!(grouped[1], r.warnings[5].message);
         assert_eq!(lines(&r, true).len(), 6);
+    }
+
+    #[test]
+    fn short_phases_are_told_the_settings_their_workload_has() {
+        let mut r = SuiteResult::for_tests();
+        r.suite.workloads =
+            crate::workload::WorkloadSpec::parse_list("ffsb-large-write,tree:quick").unwrap();
+        let ffsb = r.suite.workloads[0].label();
+        let short = |workload: &str, phase: &str| Warning {
+            workload: Some(workload.into()),
+            ..warning(WarningKind::ShortPhase, phase)
+        };
+        r.warnings = vec![short(&ffsb, "run"), short(&ffsb, "remove")];
+        let line = &lines(&r, false)[0];
+        assert!(
+            line.contains("give it more work: larger `size=`, `threads=`")
+                && !line.contains("preset"),
+            "{line}"
+        );
+        let tree = r.suite.workloads[1].label();
+        r.warnings.push(short(&tree, "dir-create"));
+        let line = &lines(&r, false)[0];
+        assert!(
+            line.contains("tree:quick: a larger tree preset or larger `dirs=`"),
+            "{line}"
+        );
     }
 }

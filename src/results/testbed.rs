@@ -2,26 +2,54 @@
 //! stack that changed mid-suite, phases that never reached a steady state.
 
 use super::{RunRecord, RunStatus, SuiteResult, Warning, WarningKind};
-use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
+use crate::runner::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
 use crate::testbed::loopdev::LoopInfo;
 
 impl SuiteResult {
-    /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling.
+    /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling, and
+    /// one warning per matrix phase (IOzone's) with such cells, counting them.
     pub(super) fn harness_warnings(&self) -> Vec<Warning> {
-        self.summaries
-            .iter()
-            .filter(|s| s.metric == "harness %" && s.summary.mean > HARNESS_BOUND_PERCENT)
-            .map(|s| Warning {
+        let bound = (self.summaries.iter())
+            .filter(|s| s.metric == HARNESS_PERCENT && s.summary.mean > HARNESS_BOUND_PERCENT);
+        let mut warnings: Vec<Warning> = Vec::new();
+        for s in bound {
+            let scope = |message| Warning {
                 kind: WarningKind::HarnessBound,
                 config: Some(s.config.clone()),
                 workload: Some(s.workload.clone()),
                 phase: Some(s.phase.clone()),
-                message: format!(
+                message,
+            };
+            if s.dims.is_empty() {
+                warnings.push(scope(format!(
                     "{} / {} / {}: harness-bound ({:.0}% of the harness ceiling): the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's",
                     s.config, s.workload, s.phase, s.summary.mean
-                ),
-            })
-            .collect()
+                )));
+                continue;
+            }
+            let same = |w: &Warning| {
+                w.config.as_deref() == Some(&s.config)
+                    && w.workload.as_deref() == Some(&s.workload)
+                    && w.phase.as_deref() == Some(&s.phase)
+            };
+            if warnings.iter().any(same) {
+                continue;
+            }
+            let cells = (self.summaries.iter())
+                .filter(|o| o.metric == HARNESS_PERCENT && !o.dims.is_empty())
+                .filter(|o| o.config == s.config && o.workload == s.workload && o.phase == s.phase);
+            let (over, all) = cells.fold((0, 0), |(over, all), o| {
+                (
+                    over + usize::from(o.summary.mean > HARNESS_BOUND_PERCENT),
+                    all + 1,
+                )
+            });
+            warnings.push(scope(format!(
+                "{} / {} / {}: {over} of {all} cells harness-bound (over {HARNESS_BOUND_PERCENT}% of the same cell on tmpfs): their figures are mostly fsbench's and the kernel's VFS and page cache cost, not the filesystem's",
+                s.config, s.workload, s.phase
+            )));
+        }
+        warnings
     }
 
     /// What the runs' loop devices did, read back from sysfs (`None` without loop devices).

@@ -13,6 +13,7 @@ use super::observer::{Diagnostic, Observer};
 use super::phases::{PhaseSettings, run_phase};
 use crate::drivers::FsType;
 use crate::error::FsbenchError;
+use crate::measure::Figure;
 use crate::results::PhaseRecord;
 use crate::suite::FsConfig;
 use crate::sysinfo::SystemInfo;
@@ -21,6 +22,8 @@ use crate::workload::WorkloadSpec;
 
 /// Above this share of the ceiling a phase is harness-bound.
 pub const HARNESS_BOUND_PERCENT: f64 = 80.0;
+/// The figure that says it: a phase's (or a matrix cell's) rate as a share of the ceiling.
+pub const HARNESS_PERCENT: &str = "harness %";
 
 /// One phase's rate on tmpfs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -28,7 +31,14 @@ pub struct PhaseCeiling {
     pub phase: String,
     /// Units per second.
     pub rate: f64,
+    /// A matrix phase's cells (IOzone's): each cell's throughput on tmpfs, for a harness %
+    /// per cell where the phase has no one rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<Figure>,
 }
+
+/// The figure of a matrix cell that its harness % compares.
+const CELL_FIGURE: &str = "throughput";
 
 /// A workload's ceiling on one machine, kernel and fsbench version.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -42,10 +52,35 @@ pub struct Ceiling {
 }
 
 impl Ceiling {
+    /// A matrix phase's `harness %` per cell: each cell's throughput as a percentage of the
+    /// same cell's on tmpfs (cells the ceiling lacks, skipped there for space, get none).
+    pub fn cell_percents(&self, phase: &PhaseRecord) -> Vec<Figure> {
+        let Some(ceiling) = self.phases.iter().find(|c| c.phase == phase.name) else {
+            return Vec::new();
+        };
+        (phase.figures.iter())
+            .filter(|f| f.name == CELL_FIGURE && !f.dims.is_empty())
+            .filter_map(|f| {
+                let top = ceiling.cells.iter().find(|c| c.dims == f.dims)?.value;
+                (top > 0.0).then(|| {
+                    Figure::new(HARNESS_PERCENT, "%", false, 100.0 * f.value / top).at(&f.dims)
+                })
+            })
+            .collect()
+    }
+
+    /// Whether the cache's ceiling serves `spec`: measured on this machine, kernel and fsbench
+    /// version, with cells for its matrix phases (an older cache entry has none).
+    fn serves(&self, spec: &WorkloadSpec, system: &SystemInfo) -> bool {
+        let matrices = spec.phases().iter().filter(|p| !p.has_rate).count();
+        self.matches(&spec.label(), system)
+            && self.phases.iter().filter(|p| !p.cells.is_empty()).count() >= matrices
+    }
+
     /// The phase's rate as a percentage of its ceiling, when both are known.
     pub fn percent_of(&self, phase: &PhaseRecord) -> Option<f64> {
         // A matrix phase (iozone) gets no ceiling, so the search below finds none for it.
-        if phase.unsupported.is_some() {
+        if phase.unsupported.is_some() || phase.idle.is_some() {
             return None;
         }
         let ceiling = self.phases.iter().find(|c| c.phase == phase.name)?.rate;
@@ -112,9 +147,17 @@ fn measure(
             &label,
             &mut Silent,
         )?;
+        // A phase with nothing to do has no rate to be a ceiling.
+        if p.idle.is_some() {
+            continue;
+        }
+        let cells = (p.figures.into_iter())
+            .filter(|f| f.name == CELL_FIGURE && !f.dims.is_empty())
+            .collect();
         phases.push(PhaseCeiling {
-            phase: p.name.clone(),
+            phase: p.name,
             rate: p.measurement.ops_per_sec(),
+            cells,
         });
     }
     fresh.finish()?;
@@ -141,7 +184,7 @@ pub(crate) fn ceilings(
     let mut found = Vec::new();
     for spec in workloads {
         let label = spec.label();
-        if let Some(c) = cache.iter().find(|c| c.matches(&label, &system)) {
+        if let Some(c) = cache.iter().find(|c| c.serves(spec, &system)) {
             found.push(c.clone());
             continue;
         }

@@ -329,6 +329,8 @@ pub(crate) fn run_suite(
                     .find(|c| c.workload == label_of_workload);
                 for phase in &mut record.phases {
                     phase.shape.harness_percent = ceiling.and_then(|c| c.percent_of(phase));
+                    let cells = ceiling.map(|c| c.cell_percents(phase)).unwrap_or_default();
+                    phase.figures.extend(cells);
                 }
                 let info = result.configurations.get_mut(config_key.0 as usize);
                 if let Some(info) = info

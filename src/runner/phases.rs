@@ -106,6 +106,7 @@ fn measure_phase(
         figures: output.figures,
         notes: output.notes,
         unsupported: output.unsupported,
+        idle: output.idle,
         shape,
     })
 }

@@ -21,8 +21,14 @@ pub struct Column {
 }
 
 impl Column {
-    pub fn name(&self) -> String {
-        format!("#{} {}", self.suite_id, self.config)
+    /// The column's name among `all` compared: its configuration's label, after its suite's
+    /// `#ID` only where several suites are compared.
+    pub fn name(&self, all: &[Column]) -> String {
+        if all.iter().all(|c| c.suite_id == self.suite_id) {
+            self.config.clone()
+        } else {
+            format!("#{} {}", self.suite_id, self.config)
+        }
     }
 
     fn suite<'a>(&self, suites: &'a [SuiteResult]) -> Option<&'a SuiteResult> {

@@ -10,7 +10,7 @@ use crate::workload::PhaseInfo;
 /// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
 /// workload's own figures.
 pub fn phase_metrics(p: &PhaseRecord, info: &PhaseInfo) -> Vec<Figure> {
-    if p.unsupported.is_some() {
+    if p.unsupported.is_some() || p.idle.is_some() {
         return Vec::new();
     }
     let m = &p.measurement;

@@ -199,7 +199,7 @@ impl Store {
     pub(super) fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
-                    refused, failures, figures, notes, unsupported, shape
+                    refused, failures, figures, notes, unsupported, shape, idle
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -217,6 +217,7 @@ impl Store {
                         errors: Default::default(),
                         refused: r.get::<_, i64>(9)? as u64,
                         failures: Vec::new(),
+                        latency_timeline: Default::default(),
                     },
                     caches_dropped: r.get(7)?,
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
@@ -224,6 +225,7 @@ impl Store {
                     figures: Vec::new(),
                     notes: Vec::new(),
                     unsupported: r.get(13)?,
+                    idle: r.get(15)?,
                     shape: Default::default(),
                 },
                 r.get::<_, String>(10)?,
@@ -274,16 +276,19 @@ impl Store {
                 let (op, summary) = l?;
                 m.latency.insert(op, summary);
             }
-            let series: Option<String> = self
+            let series: Option<(String, Option<String>)> = self
                 .conn
                 .query_row(
-                    "SELECT series FROM progress WHERE run_id = ?1 AND idx = ?2",
+                    "SELECT series, latency FROM progress WHERE run_id = ?1 AND idx = ?2",
                     params![run_id, idx],
-                    |r| r.get(0),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .optional()?;
-            if let Some(series) = series {
+            if let Some((series, latency)) = series {
                 phase.progress = from_json(&series, "progress series")?;
+                if let Some(latency) = latency {
+                    phase.measurement.latency_timeline = from_json(&latency, "latency timeline")?;
+                }
             }
             phases.push(phase);
         }

@@ -185,6 +185,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "seed-1g",
+    more_work: &["size"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Alloc),
 };

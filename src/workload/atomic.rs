@@ -100,6 +100,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "quick",
+    more_work: &["count", "dd-count"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Atomic),
 };

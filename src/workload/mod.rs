@@ -104,6 +104,9 @@ pub struct PhaseOutput {
     pub notes: Vec<String>,
     /// Why the phase measured nothing (a method the filesystem lacks): it has no figures.
     pub unsupported: Option<String>,
+    /// Why the phase had nothing to do (`no files`: an empty file set): it has no figures, so
+    /// no rate of 0 that would read as a measurement.
+    pub idle: Option<String>,
 }
 
 /// What happens to the filesystem between a phase and the next.

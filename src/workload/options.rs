@@ -81,6 +81,8 @@ pub(crate) struct WorkloadKind {
     pub presets: &'static [Preset],
     /// The preset used when none is given.
     pub default_preset: &'static str,
+    /// The options that give a phase more work, for advice on phases too short to measure.
+    pub more_work: &'static [&'static str],
     /// Other workload names that mean this one with a preset (`ffsb-large-write`).
     pub aliases: &'static [(&'static str, &'static str)],
     pub build: fn(&Parsed) -> anyhow::Result<WorkloadSpec>,
@@ -111,7 +113,35 @@ pub(crate) struct Parsed {
     values: Vec<Option<(OptValue, Origin)>>,
 }
 
+impl WorkloadSpec {
+    /// How to give this workload more work, in the settings it has (a profile's or archive
+    /// file's own, or the option table's).
+    pub(crate) fn more_work_advice(&self) -> String {
+        match self {
+            WorkloadSpec::Ffsb(p) if p.profile.is_some() => {
+                "a longer `time` or a larger file set (`num_files`) in the profile".into()
+            }
+            WorkloadSpec::Archive(p) if matches!(p.source, super::archive::Source::File { .. }) => {
+                "a larger archive file".into()
+            }
+            _ => self.kind().more_work_advice(),
+        }
+    }
+}
+
 impl WorkloadKind {
+    /// How to give the workload more work, naming only what it has: a larger preset where
+    /// there are several, and its options that grow the work (`size=`, `threads=`).
+    pub(crate) fn more_work_advice(&self) -> String {
+        let keys: Vec<String> = self.more_work.iter().map(|k| format!("`{k}=`")).collect();
+        let keys = keys.join(", ");
+        if self.presets.len() > 1 {
+            format!("a larger {} preset or larger {keys}", self.name)
+        } else {
+            format!("larger {keys}")
+        }
+    }
+
     fn option(&self, key: &str) -> Option<usize> {
         let key = key.trim().replace('_', "-");
         self.options

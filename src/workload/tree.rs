@@ -180,6 +180,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "quick",
+    more_work: &["dirs", "files", "levels"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Tree),
 };

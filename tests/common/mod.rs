@@ -240,11 +240,16 @@ pub fn matrix_cells(doc: &serde_json::Value) -> Vec<serde_json::Value> {
                 && c["file_size"] == place["file_size"]
                 && c["record_size"] == place["record_size"]
         };
-        if !cells.last().is_some_and(same) {
-            cells.push(place);
-        }
+        // A cell's figures need not be together (its harness % comes after every cell).
+        let at = match cells.iter().position(same) {
+            Some(i) => i,
+            None => {
+                cells.push(place);
+                cells.len() - 1
+            }
+        };
         let name = f["name"].as_str().unwrap().to_string();
-        cells.last_mut().unwrap()[name] = f["value"].clone();
+        cells[at][name] = f["value"].clone();
     }
     cells
 }

@@ -2,6 +2,7 @@
 //! cell), or with `--verbose` the whole matrix.
 
 use super::*;
+use crate::runner::ceiling::HARNESS_PERCENT;
 
 /// A matrix figure (IOzone's throughput): per first dimension (test) a table, the second
 /// down and the third across, in MiB/s.
@@ -13,12 +14,14 @@ pub(super) fn render_matrix(
     configs: &[&str],
 ) {
     let style = view.style;
-    let summaries = r
-        .summaries
-        .iter()
-        .filter(|s| s.workload == workload)
-        .map(|s| (s.config.clone(), s));
-    let Some(m) = Matrix::of(summaries) else {
+    let matrix = |harness: bool| {
+        Matrix::of(
+            (r.summaries.iter())
+                .filter(|s| s.workload == workload && (s.metric == HARNESS_PERCENT) == harness)
+                .map(|s| (s.config.clone(), s)),
+        )
+    };
+    let Some(m) = matrix(false) else {
         return;
     };
     let (unit, scale) = if m.unit == "KiB/s" {
@@ -29,7 +32,11 @@ pub(super) fn render_matrix(
     // On a terminal a line per test and configuration; the matrices with --verbose, in the
     // Markdown export, and cell by cell in `fsbench export`.
     if style == Style::Terminal && !view.verbose {
-        render_matrix_summary(out, view, &m, configs, unit, scale);
+        let harness = matrix(true);
+        render_matrix_summary(out, view, &m, harness.as_ref(), configs, unit, scale);
+        if harness.is_none() {
+            out.push_str(&view.item(0, &no_cell_ceiling(r, workload)));
+        }
         return;
     }
     for table in &m.tables {
@@ -71,28 +78,49 @@ pub(super) fn render_matrix(
     }
 }
 
-/// Per test (first dimension) and configuration: the geometric mean of the cells' means and
-/// the best and worst cell.
+/// Why a matrix has no harness % per cell: no tmpfs ceiling was measured for the workload, or
+/// the one cached has no cells.
+fn no_cell_ceiling(r: &SuiteResult, workload: &str) -> String {
+    let reason = if r.ceilings.iter().any(|c| c.workload == workload) {
+        "the harness ceiling has no cells"
+    } else {
+        "no harness ceiling: it is measured on tmpfs, as root, for targets fsbench makes filesystems on, and the workload must run there"
+    };
+    format!("harness % per cell: n/a ({reason})")
+}
+
+/// The geometric mean of positive values (`None` without any).
+fn geometric_mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values
+        .filter(|v| *v > 0.0)
+        .fold((0.0, 0usize), |(sum, n), v| (sum + v.ln(), n + 1));
+    (n > 0).then(|| (sum / n as f64).exp())
+}
+
+/// Per test (first dimension) and configuration: the geometric mean of the cells' means, the
+/// best and worst cell, and the cells' harness % (geometric mean and largest) where known.
 fn render_matrix_summary(
     out: &mut String,
     view: &View,
     m: &Matrix,
+    harness: Option<&Matrix>,
     configs: &[&str],
     unit: &str,
     divisor: f64,
 ) {
-    let mut t = new_table(
-        view.style,
-        [
-            m.names[0].as_str(),
-            "Configuration",
-            "Geometric mean",
-            "Best cell",
-            "Worst cell",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
+    let mut header: Vec<String> = [
+        m.names[0].as_str(),
+        "Configuration",
+        "Geometric mean",
+        "Best cell",
+        "Worst cell",
+    ]
+    .map(String::from)
+    .to_vec();
+    if harness.is_some() {
+        header.push("Harness %".into());
+    }
+    let mut t = new_table(view.style, header);
     for table in &m.tables {
         for c in configs {
             let cells: Vec<(f64, String)> = m
@@ -108,21 +136,30 @@ fn render_matrix_summary(
                 continue;
             }
             let decimals = column_decimals(cells.iter().map(|(v, _)| *v));
-            let positive: Vec<f64> = cells.iter().map(|(v, _)| *v).filter(|v| *v > 0.0).collect();
-            let geometric = (!positive.is_empty()).then(|| {
-                (positive.iter().map(|v| v.ln()).sum::<f64>() / positive.len() as f64).exp()
-            });
+            let geometric = geometric_mean(cells.iter().map(|(v, _)| *v));
             let by_value = |a: &&(f64, String), b: &&(f64, String)| a.0.total_cmp(&b.0);
             let cell_text = |(v, at): &(f64, String)| format!("{} at {at}", fixed(*v, decimals));
             let best = cells.iter().max_by(by_value).map(cell_text);
             let worst = cells.iter().min_by(by_value).map(cell_text);
-            t.add_row(vec![
+            let mut row = vec![
                 table.to_string(),
                 c.to_string(),
                 geometric.map_or("-".into(), |g| fixed(g, decimals)),
                 best.unwrap_or_default(),
                 worst.unwrap_or_default(),
-            ]);
+            ];
+            if let Some(h) = harness {
+                let percents: Vec<f64> = (m.rows.iter())
+                    .flat_map(|r| m.cols.iter().map(move |col| (r, col)))
+                    .filter_map(|(r, col)| Some(h.get(c, table, r, col)?.mean))
+                    .collect();
+                let largest = percents.iter().copied().reduce(f64::max);
+                row.push(match (geometric_mean(percents.iter().copied()), largest) {
+                    (Some(g), Some(max)) => format!("{g:.0}, max {max:.0}"),
+                    _ => "n/a".into(),
+                });
+            }
+            t.add_row(row);
         }
     }
     right_align(&mut t);
@@ -130,8 +167,16 @@ fn render_matrix_summary(
     out.push_str(&view.style.table(
         &format!(
             "{} in {unit}, mean over runs, per {} and configuration ({} / {} cells; \
-             --verbose shows the matrices, `fsbench export` every cell):",
-            m.metric, m.names[0], m.names[1], m.names[2]
+             --verbose shows the matrices, `fsbench export` every cell){}:",
+            m.metric,
+            m.names[0],
+            m.names[1],
+            m.names[2],
+            if harness.is_some() {
+                "; harness %: each cell against the same cell on tmpfs (geometric mean, largest)"
+            } else {
+                ""
+            }
         ),
         &t,
     ));

@@ -213,6 +213,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "tiny",
+    more_work: &["pool", "backups", "files"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Archive),
 };

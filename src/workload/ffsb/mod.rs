@@ -218,6 +218,10 @@ impl Workload for Ffsb {
         let phase = self.kind(phase);
         if phase == SETUP {
             out.notes.append(&mut self.notes);
+            // large-write's files are made by its run: there is no set to build.
+            if self.params.fileset.num_files == 0 {
+                out.idle = Some("no files: the file set is empty".into());
+            }
         }
         if phase != RUN {
             return Ok(out);

@@ -69,6 +69,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     presets: PRESETS,
     default_preset: "large-write",
     // The and the seed's name for the preset.
+    more_work: &["size", "threads"],
     aliases: &[("ffsb-large-write", "large-write")],
     build: |p| build(p).map(WorkloadSpec::Ffsb),
 };

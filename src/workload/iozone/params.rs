@@ -119,6 +119,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "quick",
+    more_work: &["max", "sizes"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Iozone),
 };

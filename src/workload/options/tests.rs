@@ -168,3 +168,32 @@ fn every_preset_parses_and_validates_and_labels_with_its_name() {
         }
     }
 }
+
+#[test]
+fn advice_for_more_work_names_settings_the_workload_has() {
+    for kind in WORKLOADS {
+        assert!(!kind.more_work.is_empty(), "{}", kind.name);
+        for key in kind.more_work {
+            assert!(kind.option(key).is_some(), "{}: {key}", kind.name);
+        }
+    }
+    // FFSB's large-write has one preset: no "larger preset" to choose.
+    let ffsb = WorkloadSpec::parse("ffsb-large-write")
+        .unwrap()
+        .more_work_advice();
+    assert_eq!(ffsb, "larger `size=`, `threads=`");
+    let tree = WorkloadSpec::parse("tree:quick")
+        .unwrap()
+        .more_work_advice();
+    assert!(
+        tree.contains("larger tree preset") && tree.contains("`dirs=`"),
+        "{tree}"
+    );
+    let iozone = WorkloadSpec::parse("iozone:quick")
+        .unwrap()
+        .more_work_advice();
+    assert!(
+        iozone.contains("`max=`") && iozone.contains("`sizes=`"),
+        "{iozone}"
+    );
+}

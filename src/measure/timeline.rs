@@ -1,0 +1,299 @@
+//! Latency over time: the calls of a phase binned by when they ended, with p50, p99 and the
+//! maximum of every interval, so that a stall shows where in the phase it happened.
+//!
+//! Each interval keeps a small fixed-size log-linear histogram (16 buckets per octave: a
+//! percentile is within 6% of the exact one; the maximum is exact). Intervals start at
+//! [`FIRST_INTERVAL_MS`]; when [`MAX_INTERVALS`] are full, adjacent pairs are merged (their
+//! histograms add exactly) and the width doubles, so memory is bounded whatever the
+//! phase's length. A call is placed by the lap clock's running sum, which is the time since
+//! the phase started, so the hot path adds one integer and increments one counter.
+
+use serde::{Deserialize, Serialize};
+
+/// The width of the intervals until the phase outgrows [`MAX_INTERVALS`] of them.
+pub const FIRST_INTERVAL_MS: u64 = 100;
+/// Intervals kept (even, so that pairs merge): 128 to 256 points per phase.
+const MAX_INTERVALS: usize = 256;
+/// Sub-buckets per octave, as a power of two: 16 buckets per doubling.
+const SUB_BITS: u32 = 4;
+const SUB: usize = 1 << SUB_BITS;
+/// Octaves above the linear first [`SUB`] nanoseconds, up to 2^42 ns (73 minutes; longer
+/// calls fall in the last bucket, with their exact maximum kept).
+const OCTAVES: usize = 42 - SUB_BITS as usize + 1;
+const BUCKETS: usize = SUB * (OCTAVES + 1);
+
+/// One interval's calls.
+#[derive(Clone)]
+struct Bins {
+    counts: Box<[u32; BUCKETS]>,
+    calls: u64,
+    max_ns: u64,
+}
+
+impl Bins {
+    fn new() -> Bins {
+        Bins {
+            counts: Box::new([0; BUCKETS]),
+            calls: 0,
+            max_ns: 0,
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, ns: u64) {
+        self.counts[bucket(ns)] += 1;
+        self.calls += 1;
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    fn add(&mut self, other: &Bins) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.calls += other.calls;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The latency below which `q` of the calls fall: its bucket's upper bound, never above
+    /// the maximum.
+    fn quantile(&self, q: f64) -> u64 {
+        let rank = ((self.calls as f64 * q).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, n) in self.counts.iter().enumerate() {
+            seen += u64::from(*n);
+            if seen >= rank {
+                return upper_bound(i).min(self.max_ns);
+            }
+        }
+        self.max_ns
+    }
+
+    fn point(&self) -> LatencyPoint {
+        LatencyPoint {
+            calls: self.calls,
+            p50_ns: if self.calls == 0 {
+                0
+            } else {
+                self.quantile(0.5)
+            },
+            p99_ns: if self.calls == 0 {
+                0
+            } else {
+                self.quantile(0.99)
+            },
+            max_ns: self.max_ns,
+        }
+    }
+}
+
+/// The bucket of a latency: linear below [`SUB`] ns, then [`SUB`] per octave.
+#[inline]
+fn bucket(ns: u64) -> usize {
+    if ns < SUB as u64 {
+        return ns as usize;
+    }
+    let octave = (63 - ns.leading_zeros()) as usize; // ≥ SUB_BITS
+    let sub = (ns >> (octave - SUB_BITS as usize)) as usize & (SUB - 1);
+    let index = (octave - SUB_BITS as usize + 1) * SUB + sub;
+    index.min(BUCKETS - 1)
+}
+
+/// The largest latency that falls in bucket `i`.
+fn upper_bound(i: usize) -> u64 {
+    if i < SUB {
+        return i as u64;
+    }
+    let octave = i / SUB - 1 + SUB_BITS as usize;
+    let sub = (i % SUB) as u64;
+    let low = (SUB as u64 + sub) << (octave - SUB_BITS as usize);
+    low + (1u64 << (octave - SUB_BITS as usize)) - 1
+}
+
+/// Records the calls of one phase by interval.
+pub struct Timeline {
+    width_ns: u64,
+    /// Where the current interval ends, in nanoseconds since the phase started.
+    end_ns: u64,
+    /// The running sum of the laps: the time since the phase started.
+    now_ns: u64,
+    closed: Vec<Bins>,
+    current: Bins,
+}
+
+impl Default for Timeline {
+    fn default() -> Timeline {
+        let width_ns = FIRST_INTERVAL_MS * 1_000_000;
+        Timeline {
+            width_ns,
+            end_ns: width_ns,
+            now_ns: 0,
+            closed: Vec::new(),
+            current: Bins::new(),
+        }
+    }
+}
+
+impl Timeline {
+    /// A call that took `ns` and ended the lap that started where the previous call ended.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.now_ns += ns;
+        if self.now_ns >= self.end_ns {
+            self.roll();
+        }
+        self.current.record(ns);
+    }
+
+    /// Closes intervals until the one holding `now_ns` is current (empty ones for a stall).
+    #[cold]
+    fn roll(&mut self) {
+        while self.now_ns >= self.end_ns {
+            if self.closed.len() == MAX_INTERVALS {
+                self.merge_pairs();
+                // The current interval now ends at the doubled width (its start is unchanged,
+                // since an even number of intervals precedes it).
+                self.end_ns = (self.closed.len() as u64 + 1) * self.width_ns;
+                continue;
+            }
+            let full = std::mem::replace(&mut self.current, Bins::new());
+            self.closed.push(full);
+            self.end_ns += self.width_ns;
+        }
+    }
+
+    fn merge_pairs(&mut self) {
+        let mut merged = Vec::with_capacity(MAX_INTERVALS);
+        for pair in self.closed.chunks(2) {
+            let mut bins = pair[0].clone();
+            if let Some(second) = pair.get(1) {
+                bins.add(second);
+            }
+            merged.push(bins);
+        }
+        self.closed = merged;
+        self.width_ns *= 2;
+    }
+
+    /// The series: every closed interval and the last, partial one (when it saw a call).
+    pub fn finish(self) -> LatencyTimeline {
+        let mut points: Vec<LatencyPoint> = self.closed.iter().map(Bins::point).collect();
+        if self.current.calls > 0 {
+            points.push(self.current.point());
+        }
+        LatencyTimeline {
+            interval_ms: self.width_ns / 1_000_000,
+            points,
+        }
+    }
+}
+
+/// The latency of a phase's calls per interval, from the phase's start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencyTimeline {
+    /// Every interval's width; interval `i` covers [i × width, (i + 1) × width).
+    pub interval_ms: u64,
+    pub points: Vec<LatencyPoint>,
+}
+
+impl LatencyTimeline {
+    pub fn is_empty(&self) -> bool {
+        self.points.iter().all(|p| p.calls == 0)
+    }
+}
+
+/// One interval: the calls that ended in it and their latencies (all operation types).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencyPoint {
+    pub calls: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn buckets_bound_their_values_within_six_percent() {
+        let mut last = 0;
+        for ns in [
+            0u64,
+            1,
+            15,
+            16,
+            17,
+            31,
+            32,
+            1000,
+            4095,
+            4096,
+            123_456_789,
+            1 << 41,
+        ] {
+            let b = bucket(ns);
+            assert!(b >= last, "{ns}");
+            last = b;
+            let upper = upper_bound(b);
+            assert!(upper >= ns, "{ns}: {upper}");
+            assert!(upper as f64 <= ns as f64 * 1.0625 + 1.0, "{ns}: {upper}");
+        }
+        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn a_stall_shows_in_the_interval_it_ended_in() {
+        let mut t = Timeline::default();
+        // 2 s of 10 µs calls, then one 750 ms call, then 1 s more of 10 µs calls.
+        for _ in 0..200_000 {
+            t.record(10_000);
+        }
+        t.record(750 * MS);
+        for _ in 0..100_000 {
+            t.record(10_000);
+        }
+        let series = t.finish();
+        assert_eq!(series.interval_ms, 100);
+        let worst = series
+            .points
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, p)| p.max_ns)
+            .unwrap();
+        // It ended at 2.75 s: interval 27 (2.7–2.8 s); the 6 before it saw no call (the 20th
+        // has the call that ended at 2.0 s exactly).
+        assert_eq!(worst.0, 27, "{series:?}");
+        assert_eq!(worst.1.max_ns, 750 * MS);
+        assert!(series.points[21..27].iter().all(|p| p.calls == 0));
+        let quiet = &series.points[5];
+        assert_eq!(quiet.calls, 10_000);
+        assert!((10_000..=10_625).contains(&quiet.p50_ns), "{quiet:?}");
+        assert!(quiet.p99_ns <= quiet.max_ns && quiet.max_ns == 10_000);
+        let total: u64 = series.points.iter().map(|p| p.calls).sum();
+        assert_eq!(total, 300_001);
+    }
+
+    #[test]
+    fn long_phases_merge_intervals_and_keep_the_spike() {
+        let mut t = Timeline::default();
+        // 100 s of 1 ms calls with a 2 s call ending at 60 s.
+        for i in 0..100_000u64 {
+            t.record(if i == 58_000 { 2_000 * MS } else { MS });
+        }
+        let series = t.finish();
+        assert!(series.points.len() <= MAX_INTERVALS + 1);
+        assert!(series.points.len() > MAX_INTERVALS / 2);
+        assert_eq!(series.interval_ms, 400);
+        let worst = series
+            .points
+            .iter()
+            .position(|p| p.max_ns == 2_000 * MS)
+            .unwrap();
+        let at = worst as u64 * series.interval_ms;
+        assert!((59_600..=60_000).contains(&at), "{at}");
+        let total: u64 = series.points.iter().map(|p| p.calls).sum();
+        assert_eq!(total, 100_000);
+    }
+}
