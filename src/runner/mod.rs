@@ -301,6 +301,7 @@ pub(crate) fn run_suite(
                     incomplete: None,
                     loop_device: None,
                     testbed: Some(testbed.run_start(&suite.target)),
+                    preparation: None,
                 };
                 let label = format!(
                     "[{}/{}] {} {}",
