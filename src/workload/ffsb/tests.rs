@@ -55,7 +55,7 @@ fn profile_errors_name_the_line() {
     assert!(profile::parse(&open, "t.ffsb").is_err());
     let aging = SEED_PROFILE.replace("num_dirs=0", "agefs=1");
     let e = profile::parse(&aging, "t.ffsb").unwrap_err().to_string();
-    assert!(e.contains("line 11") && e.contains("aging thread group"), "{e}");
+    assert!(e.contains("line 9") && e.contains("aging thread group"), "{e}");
     let init = SEED_PROFILE.replace("num_dirs=0", "init_util=0.5");
     let e = profile::parse(&init, "t.ffsb").unwrap_err().to_string();
     assert!(e.contains("not supported") && e.contains("--fill"), "{e}");
