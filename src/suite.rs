@@ -475,7 +475,10 @@ impl Suite {
         }
         let asks = self.age.as_deref().is_some_and(|a| a != "none")
             || self.fill.iter().any(|f| *f > 0)
-            || self.configs.iter().any(|c| c.age.is_some() || c.fill.is_some());
+            || self
+                .configs
+                .iter()
+                .any(|c| c.age.is_some() || c.fill.is_some());
         if asks && !self.target.makes_filesystems() {
             return Err(invalid(
                 "aging and fill levels fill the filesystem: they need a filesystem fsbench makes (not --dir)",

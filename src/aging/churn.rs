@@ -185,7 +185,12 @@ impl Churn<'_> {
                 .rng
                 .poisson(self.profile.depth_mean)
                 .clamp(1, self.profile.max_depth);
-            let deepest = depths.iter().copied().filter(|d| *d < depth).max().unwrap_or(0);
+            let deepest = depths
+                .iter()
+                .copied()
+                .filter(|d| *d < depth)
+                .max()
+                .unwrap_or(0);
             let candidates = depths.iter().filter(|d| **d == deepest).count() as u64;
             let nth = self.rng.below(candidates) as usize;
             let parent = (depths.iter().enumerate())
@@ -241,7 +246,10 @@ impl Churn<'_> {
                 }
             }
             Op::Append => {
-                let n = self.profile.sizes.draw(&mut self.rng, self.profile.write_block);
+                let n = self
+                    .profile
+                    .sizes
+                    .draw(&mut self.rng, self.profile.write_block);
                 let index = self.rng.below(self.live.len() as u64) as usize;
                 let f = self.live[index];
                 let grow = self.round(f.size + n) - self.round(f.size);
@@ -269,7 +277,12 @@ impl Churn<'_> {
 
     fn open(&mut self, f: Live, flags: OFlags) -> Result<OwnedFd, Errno> {
         let name = self.name.file(b'f', f.id);
-        rustix::fs::openat(&self.dirs[f.dir as usize], name, flags | OFlags::CLOEXEC, Mode::from(0o644))
+        rustix::fs::openat(
+            &self.dirs[f.dir as usize],
+            name,
+            flags | OFlags::CLOEXEC,
+            Mode::from(0o644),
+        )
     }
 
     fn create(&mut self, size: u64) -> Result<(), Errno> {
@@ -357,7 +370,10 @@ impl Churn<'_> {
                 let want = target - usage.used;
                 let mut added = 0;
                 while added < want {
-                    let size = self.profile.sizes.draw(&mut self.rng, cap.min(want - added).max(1));
+                    let size = self
+                        .profile
+                        .sizes
+                        .draw(&mut self.rng, cap.min(want - added).max(1));
                     self.create(size).map_err(|e| errno_error("write", e))?;
                     added += self.round(size);
                 }

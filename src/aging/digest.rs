@@ -40,11 +40,7 @@ fn open_dir(parent: BorrowedFd<'_>, name: &str) -> rustix::io::Result<OwnedFd> {
 
 /// Calls `visit(path, size)` for every entry below `dir` (directories with size 0), in
 /// name order, depth first. A check, not a hot loop: it sorts each directory's names.
-fn walk(
-    dir: OwnedFd,
-    path: &str,
-    visit: &mut dyn FnMut(&str, u64),
-) -> Result<(), FsbenchError> {
+fn walk(dir: OwnedFd, path: &str, visit: &mut dyn FnMut(&str, u64)) -> Result<(), FsbenchError> {
     let fail = |e: rustix::io::Errno| FsbenchError::Failed(format!("reading {path}: {e}"));
     let mut names = Vec::new();
     for entry in Dir::read_from(&dir).map_err(fail)? {

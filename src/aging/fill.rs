@@ -44,7 +44,9 @@ pub fn fill_to(
         FsbenchError::Failed(format!("filling to {level}%: {what} failed: {e}"))
     };
     let dir = super::make_dir(root, FILL_DIR)?;
-    let buf: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let buf: Vec<u8> = (0..1u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
     let (mut files, mut written) = (0u64, 0u64);
     let mut name = String::with_capacity(16);
     for _ in 0..20 {

@@ -29,9 +29,10 @@ pub struct Probe {
 /// Allocates a tenth of the free space (whole MiB) as one file, counts its extents, removes
 /// it. `None` where the filesystem cannot fallocate (ext2, ext3) or has under 1 MiB free.
 pub fn probe(root: BorrowedFd<'_>) -> Result<Option<Probe>, FsbenchError> {
-    let fail = |what: &str, e: Errno| FsbenchError::Failed(format!("free-space probe: {what}: {e}"));
+    let fail =
+        |what: &str, e: Errno| FsbenchError::Failed(format!("free-space probe: {what}: {e}"));
     let usage = Usage::of(root)?;
-    let bytes = (usage.total - usage.used) / 10 >> 20 << 20;
+    let bytes = (usage.total - usage.used) / 10 / (1 << 20) * (1 << 20);
     if bytes == 0 {
         return Ok(None);
     }
@@ -82,7 +83,10 @@ pub fn native_view(fs: FsType, device: &Path, mountpoint: Option<&Path>) -> Opti
     let dev = device.display().to_string();
     let (tool, args): (&str, Vec<String>) = match fs {
         FsType::Ext2 | FsType::Ext3 | FsType::Ext4 => ("e2freefrag", vec![dev]),
-        FsType::Xfs => ("xfs_db", vec!["-r".into(), "-c".into(), "freesp -s".into(), dev]),
+        FsType::Xfs => (
+            "xfs_db",
+            vec!["-r".into(), "-c".into(), "freesp -s".into(), dev],
+        ),
         FsType::Btrfs => (
             "btrfs",
             vec![
@@ -98,7 +102,10 @@ pub fn native_view(fs: FsType, device: &Path, mountpoint: Option<&Path>) -> Opti
     let run = tools::run(&program, &args).ok()?;
     let mut output = run.output;
     if output.len() > 8192 {
-        let cut = (0..=8192).rev().find(|i| output.is_char_boundary(*i)).unwrap_or(0);
+        let cut = (0..=8192)
+            .rev()
+            .find(|i| output.is_char_boundary(*i))
+            .unwrap_or(0);
         output.truncate(cut);
         output.push_str("\n[…]");
     }

@@ -214,7 +214,10 @@ impl AgeProfile {
             ));
         }
         if !(self.write_multiple >= 0.0 && self.write_multiple <= 1000.0) {
-            return bad(format!("write_multiple {} is not in [0, 1000]", self.write_multiple));
+            return bad(format!(
+                "write_multiple {} is not in [0, 1000]",
+                self.write_multiple
+            ));
         }
         if self.dirs == 0 || self.dirs > MAX_DIRS {
             return bad(format!("dirs {} is not in 1..={MAX_DIRS}", self.dirs));
@@ -236,11 +239,12 @@ impl AgeProfile {
                 tail_alpha,
                 max,
                 ..
-            } => {
-                if !(*sigma >= 0.0 && (0.0..=1.0).contains(tail) && *tail_alpha > 0.0 && *max > 0)
-                {
-                    return bad("sizes: sigma ≥ 0, tail in [0, 1], tail_alpha > 0, max > 0".into());
-                }
+            } if !(*sigma >= 0.0
+                && (0.0..=1.0).contains(tail)
+                && *tail_alpha > 0.0
+                && *max > 0) =>
+            {
+                return bad("sizes: sigma ≥ 0, tail in [0, 1], tail_alpha > 0, max > 0".into());
             }
             SizeDist::Uniform { min, max } if min > max || *max == 0 => {
                 return bad(format!("sizes: min {min} is above max {max}"));
@@ -367,9 +371,18 @@ mod tests {
         .unwrap();
         let p = resolve(path.to_str().unwrap()).unwrap().unwrap();
         assert_eq!(p.name, "old");
-        assert_eq!(p.sizes, SizeDist::Uniform { min: 4096, max: 1 << 20 });
-        std::fs::write(&path, "target_util_percent = 99\n[sizes]\nkind = \"uniform\"\nmin = 1\nmax = 2\n")
-            .unwrap();
+        assert_eq!(
+            p.sizes,
+            SizeDist::Uniform {
+                min: 4096,
+                max: 1 << 20
+            }
+        );
+        std::fs::write(
+            &path,
+            "target_util_percent = 99\n[sizes]\nkind = \"uniform\"\nmin = 1\nmax = 2\n",
+        )
+        .unwrap();
         let e = resolve(path.to_str().unwrap()).unwrap_err().to_string();
         assert!(e.contains("target_util_percent 99"), "{e}");
         std::fs::write(&path, "target_util_percent = 50\nbogus = 1\n").unwrap();
@@ -381,7 +394,9 @@ mod tests {
     fn the_hybrid_distribution_has_its_median_and_cap() {
         let g = geriatrix_like();
         let mut rng = Rng::new(1);
-        let mut sizes: Vec<u64> = (0..20_001).map(|_| g.sizes.draw(&mut rng, 64 << 20)).collect();
+        let mut sizes: Vec<u64> = (0..20_001)
+            .map(|_| g.sizes.draw(&mut rng, 64 << 20))
+            .collect();
         sizes.sort_unstable();
         let median = sizes[10_000] as f64;
         // e^9.48 ≈ 13,100 bytes.

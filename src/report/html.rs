@@ -71,6 +71,7 @@ pub fn render(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
                 (contents(suites, &workloads))
                 (summary(suites, columns, &comparison))
                 @for s in suites { (suite_section(s, columns)) }
+                (super::aging::html_section(suites))
                 (warnings(suites, columns))
                 @for w in &workloads { (workload_section(suites, columns, &keys, w)) }
                 (comparison_section(columns, &comparison))

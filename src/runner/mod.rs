@@ -5,6 +5,7 @@ mod auto;
 pub mod ceiling;
 pub(crate) mod observer;
 pub mod phases;
+mod prepare;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -177,6 +178,7 @@ pub(crate) fn run_suite(
 ) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
     suite.validate()?;
     let (configs, skipped) = resolve_configs(suite)?;
+    let configs = prepare::expand(configs, suite);
     let force = matches!(suite.target, TargetSpec::Device { force: true, .. });
     for (config, _) in &configs {
         let words = config.mkfs.iter().map(String::as_str);
@@ -190,6 +192,7 @@ pub(crate) fn run_suite(
         .iter()
         .map(WorkloadSpec::space_needed)
         .try_fold(SpaceNeed::default(), |need, w| anyhow::Ok(need.max(w?)))?;
+    let need = prepare::sizing_need(need, &configs)?;
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
     let mut result = match previous {
@@ -271,6 +274,7 @@ pub(crate) fn run_suite(
         already_done: done.len(),
     })?;
     let mut error = None;
+    let mut preparer = prepare::Preparer::default();
     let started = std::time::Instant::now();
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
@@ -280,6 +284,15 @@ pub(crate) fn run_suite(
             for (w, spec) in suite.workloads.iter().enumerate() {
                 let workload_key = WorkloadKey(w as u32);
                 if done.contains(&(round + 1, config_key, workload_key)) {
+                    continue;
+                }
+                if let Some(reason) = prepare::refusal(&target, config, spec)? {
+                    let label = format!("{} {}", config.label, spec.label());
+                    if !result.skipped.iter().any(|s| s.label == label) {
+                        let skipped = Skipped { label, reason };
+                        observer.config_skipped(&skipped);
+                        result.skipped.push(skipped);
+                    }
                     continue;
                 }
                 let mut record = RunRecord {
@@ -312,8 +325,8 @@ pub(crate) fn run_suite(
                 );
                 observer.run_started(&label, &record);
                 let outcome = run_once(
-                    &mut target,
-                    resolved,
+                    (&mut target, &mut preparer),
+                    (resolved, (config_key, workload_key)),
                     spec,
                     &settings,
                     &label,
@@ -409,8 +422,8 @@ pub(crate) fn run_suite(
 
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
 fn run_once(
-    target: &mut Target,
-    (config, tools): &Resolved,
+    (target, preparer): (&mut Target, &mut prepare::Preparer),
+    (resolved, keys): (&Resolved, (ConfigKey, WorkloadKey)),
     spec: &WorkloadSpec,
     settings: &PhaseSettings,
     label: &str,
@@ -420,9 +433,13 @@ fn run_once(
     if settings.progress.cancel.load(Ordering::Relaxed) {
         return Err(FsbenchError::Interrupted.into());
     }
-    let mut fresh = target
-        .fresh(config, tools)
-        .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
+    let config = &resolved.0;
+    let mut fresh_fs = |target: &mut Target, observer: &mut dyn Observer| {
+        (preparer.fresh(target, resolved, keys, spec, settings, label, observer))
+            .with_context(|| format!("cannot prepare a fresh {}", config.label))
+    };
+    let (mut fresh, preparation) = fresh_fs(target, observer)?;
+    record.preparation = preparation;
     record.mkfs_secs = fresh.mkfs_secs;
     record.mount_options = fresh.mount_options.clone();
     record.source = fresh.source.clone();
@@ -447,9 +464,7 @@ fn run_once(
             Boundary::Remount => fresh.remount()?,
             Boundary::Remake => {
                 let teardown = fresh.finish()?;
-                fresh = target
-                    .fresh(config, tools)
-                    .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
+                fresh = fresh_fs(target, observer)?.0;
                 Some(teardown)
             }
         };

@@ -29,14 +29,22 @@ impl FfsbAging {
     /// From the aging thread group; operations that do not change the layout (reads, stat,
     /// metaop) have no counterpart and are left out.
     pub(super) fn new(desired_util: f64, group: &ThreadGroup) -> FfsbAging {
-        let weight = |ops: &[Op]| ops.iter().map(|op| group.weights.get(op).copied().unwrap_or(0)).sum();
+        let weight = |ops: &[Op]| {
+            ops.iter()
+                .map(|op| group.weights.get(op).copied().unwrap_or(0))
+                .sum()
+        };
         FfsbAging {
             desired_util_ppm: (desired_util * 1e6).round() as u32,
             create: weight(&[Op::Create, Op::CreateFsync]),
             append: weight(&[Op::Append, Op::AppendFsync]),
             overwrite: weight(&[Op::Write, Op::WriteFsync, Op::Writeall, Op::WriteallFsync]),
             delete: weight(&[Op::Delete]),
-            write_size: if group.write_size > 0 { group.write_size } else { 4096 },
+            write_size: if group.write_size > 0 {
+                group.write_size
+            } else {
+                4096
+            },
         }
     }
 
@@ -53,7 +61,10 @@ impl FfsbAging {
             }
         };
         AgeProfile {
-            name: format!("ffsb agefs (desired_util {})", f64::from(self.desired_util_ppm) / 1e6),
+            name: format!(
+                "ffsb agefs (desired_util {})",
+                f64::from(self.desired_util_ppm) / 1e6
+            ),
             seed: 1,
             target_util_percent: f64::from(self.desired_util_ppm) / 1e4,
             write_multiple: 0.0,

@@ -157,7 +157,9 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
                             .ok()
                             .filter(|u| (0.0..=0.95).contains(u))
                             .ok_or_else(|| {
-                                err(format!("desired_util: `{value}` is not a fraction from 0 to 0.95"))
+                                err(format!(
+                                    "desired_util: `{value}` is not a fraction from 0 to 0.95"
+                                ))
                             })?;
                     }
                     // The size of the ten files FFSB starts aging with; the churn's own sizes
