@@ -50,6 +50,11 @@ pub struct Preparation {
     /// The prepared tree as this run saw it before its phases (paths and sizes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree_digest: Option<String>,
+    /// Bytes and inodes left for the workload once prepared.
+    #[serde(default)]
+    pub free_bytes: u64,
+    #[serde(default)]
+    pub free_inodes: u64,
 }
 
 /// Used and total space as `df` counts them: total = used + available to the caller.
@@ -58,6 +63,7 @@ pub struct Usage {
     pub used: u64,
     pub total: u64,
     pub block: u64,
+    pub free_inodes: u64,
 }
 
 impl Usage {
@@ -69,6 +75,7 @@ impl Usage {
             used,
             total: used + st.f_bavail * st.f_frsize,
             block: st.f_frsize,
+            free_inodes: st.f_favail,
         })
     }
 
@@ -118,6 +125,9 @@ pub fn prepare(
         prep.fill = Some(fill::fill_to(root, level, progress)?);
     }
     prep.probe_prepared = probe::probe(root)?;
+    let usage = Usage::of(root)?;
+    prep.free_bytes = usage.total - usage.used;
+    prep.free_inodes = usage.free_inodes;
     Ok(prep)
 }
 

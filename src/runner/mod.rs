@@ -286,7 +286,22 @@ pub(crate) fn run_suite(
                 if done.contains(&(round + 1, config_key, workload_key)) {
                     continue;
                 }
-                if let Some(reason) = prepare::refusal(&target, config, spec)? {
+                let label = format!(
+                    "[{}/{}] {} {}",
+                    round + 1,
+                    suite.runs,
+                    config.label,
+                    spec.label()
+                );
+                let run = prepare::RunContext {
+                    resolved,
+                    keys: (config_key, workload_key),
+                    spec,
+                    settings: &settings,
+                    label: &label,
+                };
+                // A failure to prepare is the run's: run_once meets it again and records it.
+                if let Ok(Some(reason)) = preparer.refusal(&mut target, &run, observer) {
                     let label = format!("{} {}", config.label, spec.label());
                     if !result.skipped.iter().any(|s| s.label == label) {
                         let skipped = Skipped { label, reason };
@@ -316,23 +331,8 @@ pub(crate) fn run_suite(
                     testbed: Some(testbed.run_start(&suite.target)),
                     preparation: None,
                 };
-                let label = format!(
-                    "[{}/{}] {} {}",
-                    round + 1,
-                    suite.runs,
-                    config.label,
-                    spec.label()
-                );
                 observer.run_started(&label, &record);
-                let outcome = run_once(
-                    (&mut target, &mut preparer),
-                    (resolved, (config_key, workload_key)),
-                    spec,
-                    &settings,
-                    &label,
-                    &mut record,
-                    observer,
-                );
+                let outcome = run_once((&mut target, &mut preparer), &run, &mut record, observer);
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
                 }
@@ -423,19 +423,17 @@ pub(crate) fn run_suite(
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
 fn run_once(
     (target, preparer): (&mut Target, &mut prepare::Preparer),
-    (resolved, keys): (&Resolved, (ConfigKey, WorkloadKey)),
-    spec: &WorkloadSpec,
-    settings: &PhaseSettings,
-    label: &str,
+    run: &prepare::RunContext,
     record: &mut RunRecord,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<Option<String>> {
+    let (spec, settings, label) = (run.spec, run.settings, run.label);
     if settings.progress.cancel.load(Ordering::Relaxed) {
         return Err(FsbenchError::Interrupted.into());
     }
-    let config = &resolved.0;
+    let config = &run.resolved.0;
     let mut fresh_fs = |target: &mut Target, observer: &mut dyn Observer| {
-        (preparer.fresh(target, resolved, keys, spec, settings, label, observer))
+        (preparer.fresh(target, run, observer))
             .with_context(|| format!("cannot prepare a fresh {}", config.label))
     };
     let (mut fresh, preparation) = fresh_fs(target, observer)?;

@@ -86,38 +86,14 @@ pub(super) fn sizing_need(need: SpaceNeed, configs: &[Resolved]) -> anyhow::Resu
     })
 }
 
-/// Why `spec` cannot run on `config` at its level, with the numbers, or `None` when it can:
-/// a workload needing more than the level leaves is refused, not run into ENOSPC.
-pub(super) fn refusal(
-    target: &Target,
-    config: &FsConfig,
-    spec: &WorkloadSpec,
-) -> anyhow::Result<Option<String>> {
-    let plan = plan(config, spec)?;
-    if plan.is_empty() || target.image_size() == 0 {
-        return Ok(None);
-    }
-    let level = plan.level_percent();
-    let left = (target.image_size() as f64 * (100.0 - level) / 100.0) as u64;
-    let need = spec.space_needed()?.bytes;
-    // A tenth of what is left goes to the filesystem's own metadata and reserve.
-    Ok((need > left / 10 * 9).then(|| {
-        format!(
-            "refused at {level:.0}% used: {} needs about {}, and about {} of the {} image would be left (use a larger --image-size)",
-            spec.label(),
-            format_bytes(need),
-            format_bytes(left / 10 * 9),
-            format_bytes(target.image_size())
-        )
-    }))
-}
-
 /// A template image and what was done to make it.
 struct Template {
     path: PathBuf,
     prep: Preparation,
     mkfs_secs: Option<f64>,
     mkfs_command: Option<String>,
+    /// A run has started from it (the first that does made it, as far as its record says).
+    used: bool,
 }
 
 /// The templates of a suite, made on first use.
@@ -126,56 +102,80 @@ pub(super) struct Preparer {
     templates: HashMap<(ConfigKey, Option<WorkloadKey>), Template>,
 }
 
+/// What a run is: its configuration, keys, workload and label, and where it reports.
+pub(super) struct RunContext<'a> {
+    pub(super) resolved: &'a Resolved,
+    pub(super) keys: (ConfigKey, WorkloadKey),
+    pub(super) spec: &'a WorkloadSpec,
+    pub(super) settings: &'a PhaseSettings,
+    pub(super) label: &'a str,
+}
+
 impl Preparer {
-    /// The run's filesystem: fresh, or aged and filled (a copy of the configuration's
-    /// template on loop images, made now if this is its first run).
-    #[allow(clippy::too_many_arguments)] // the run's identity, target and observer
-    pub(super) fn fresh(
+    /// Why the run cannot be done at its configuration's level, with the numbers, or `None`
+    /// when it can: a workload needing more space or inodes than preparing the filesystem
+    /// left is refused, not run into ENOSPC. On loop images the template is made first and
+    /// its free space is the answer; elsewhere the image size gives an estimate.
+    pub(super) fn refusal(
         &mut self,
         target: &mut Target,
-        (config, tools): &Resolved,
-        keys: (ConfigKey, WorkloadKey),
-        spec: &WorkloadSpec,
-        settings: &PhaseSettings,
-        label: &str,
+        run: &RunContext,
         observer: &mut dyn Observer,
-    ) -> anyhow::Result<(FreshFs, Option<Preparation>)> {
-        let plan = plan(config, spec)?;
+    ) -> anyhow::Result<Option<String>> {
+        let plan = plan(&run.resolved.0, run.spec)?;
         if plan.is_empty() {
-            return Ok((target.fresh(config, tools)?, None));
+            return Ok(None);
         }
-        let fs = config.fs.expect("aging needs a filesystem fsbench makes");
-        let size = target.image_size();
-        if !target.takes_templates(config) {
-            let fresh = target.fresh(config, tools)?;
-            let what = format!(
-                "{} before this run (a device has no snapshot to copy: every run is prepared again)",
-                describe(&plan)
-            );
-            let mut prep = prepare(&fresh, &plan, &what, size, settings, label, observer)?;
-            prep.in_place = true;
-            if probe::native_needs_mount(fs) {
-                prep.native.extend(probe::native_view(
-                    fs,
-                    fresh.device().unwrap_or(fresh.path()),
-                    Some(fresh.path()),
-                ));
-            }
-            prep.tree_digest = digest::tree_digest(fresh.dir().as_fd())?.map(|d| d.0);
-            observer.preparation_finished(label, Some(&prep));
-            return Ok((fresh, Some(prep)));
-        }
-        let key = (keys.0, spec.age_profile().map(|_| keys.1));
-        let made_here = !self.templates.contains_key(&key);
-        if made_here {
+        let need = run.spec.space_needed()?;
+        let level = plan.level_percent();
+        let (free, inodes) = if target.takes_templates(&run.resolved.0) {
+            let t = self.template(target, run, &plan, observer)?;
+            (t.prep.free_bytes, Some(t.prep.free_inodes))
+        } else {
+            (
+                (target.image_size() as f64 * (100.0 - level) / 100.0) as u64,
+                None,
+            )
+        };
+        // A tenth of what is left goes to the filesystem's own metadata and reserve.
+        let room = free / 10 * 9;
+        let short_of_inodes = inodes.filter(|i| need.inodes > *i);
+        Ok((need.bytes > room || short_of_inodes.is_some()).then(|| {
+            let inodes = short_of_inodes.map_or(String::new(), |i| {
+                format!(", and {} inodes where {} are free", need.inodes, i)
+            });
+            format!(
+                "refused at {level:.0}% used: {} needs about {} where about {} is left{inodes} (use a larger --image-size)",
+                run.spec.label(),
+                format_bytes(need.bytes),
+                format_bytes(room),
+            )
+        }))
+    }
+
+    /// The configuration's template, made (aged, filled, probed, checked, kept) if it does
+    /// not exist yet.
+    fn template(
+        &mut self,
+        target: &mut Target,
+        run: &RunContext,
+        plan: &Plan,
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<&mut Template> {
+        let (config, tools) = run.resolved;
+        let key = (run.keys.0, run.spec.age_profile().map(|_| run.keys.1));
+        if !self.templates.contains_key(&key) {
+            let fs = config
+                .fs
+                .expect("templates are of filesystems fsbench makes");
             let fresh = target.fresh(config, tools)?;
             let (mkfs_secs, mkfs_command) = (fresh.mkfs_secs, fresh.mkfs_command.clone());
             let what = format!(
                 "{} once for every run of {} (kept as a template image)",
-                describe(&plan),
+                describe(plan),
                 config.label
             );
-            let mut prep = prepare(&fresh, &plan, &what, size, settings, label, observer)?;
+            let mut prep = prepare(&fresh, plan, &what, target.image_size(), run, observer)?;
             if probe::native_needs_mount(fs) {
                 prep.native
                     .extend(probe::native_view(fs, fresh.path(), Some(fresh.path())));
@@ -194,27 +194,63 @@ impl Preparer {
                 copy: String::new(),
                 copy_secs: 0.0,
             });
+            observer.preparation_finished(run.label, Some(&prep));
             let template = Template {
                 path,
                 prep,
                 mkfs_secs,
                 mkfs_command,
+                used: false,
             };
             self.templates.insert(key, template);
         }
-        let template = &self.templates[&key];
-        let mut fresh = target.fresh_from(config, tools, Some(&template.path))?;
+        Ok(self.templates.get_mut(&key).expect("made above"))
+    }
+
+    /// The run's filesystem: fresh, or aged and filled (a copy of the configuration's
+    /// template on loop images, made now if need be).
+    pub(super) fn fresh(
+        &mut self,
+        target: &mut Target,
+        run: &RunContext,
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<(FreshFs, Option<Preparation>)> {
+        let (config, tools) = run.resolved;
+        let plan = plan(config, run.spec)?;
+        if plan.is_empty() {
+            return Ok((target.fresh(config, tools)?, None));
+        }
+        if !target.takes_templates(config) {
+            let fs = config.fs.expect("aging needs a filesystem fsbench makes");
+            let fresh = target.fresh(config, tools)?;
+            let what = format!(
+                "{} before this run (a device has no snapshot to copy: every run is prepared again)",
+                describe(&plan)
+            );
+            let mut prep = prepare(&fresh, &plan, &what, target.image_size(), run, observer)?;
+            prep.in_place = true;
+            if probe::native_needs_mount(fs) {
+                prep.native
+                    .extend(probe::native_view(fs, fresh.path(), Some(fresh.path())));
+            }
+            prep.tree_digest = digest::tree_digest(fresh.dir().as_fd())?.map(|d| d.0);
+            observer.preparation_finished(run.label, Some(&prep));
+            return Ok((fresh, Some(prep)));
+        }
+        let template = self.template(target, run, &plan, observer)?;
+        let made_here = !std::mem::replace(&mut template.used, true);
+        let (path, mut prep) = (template.path.clone(), template.prep.clone());
+        let (mkfs_secs, mkfs_command) = (template.mkfs_secs, template.mkfs_command.clone());
+        let mut fresh = target.fresh_from(config, tools, Some(&path))?;
         // The filesystem was made once, for the template, by the run that made it.
-        fresh.mkfs_command = template.mkfs_command.clone();
-        fresh.mkfs_secs = template.mkfs_secs.filter(|_| made_here);
-        let mut prep = template.prep.clone();
+        fresh.mkfs_command = mkfs_command;
+        fresh.mkfs_secs = mkfs_secs.filter(|_| made_here);
         if let (Some(t), Some((how, secs))) = (prep.template.as_mut(), fresh.copied) {
             t.made_here = made_here;
             t.copy = how.to_string();
             t.copy_secs = secs;
         }
         prep.tree_digest = digest::tree_digest(fresh.dir().as_fd())?.map(|d| d.0);
-        observer.preparation_finished(label, Some(&prep));
         Ok((fresh, Some(prep)))
     }
 }
@@ -240,10 +276,10 @@ fn prepare(
     plan: &Plan,
     what: &str,
     image_size: u64,
-    settings: &PhaseSettings,
-    label: &str,
+    run: &RunContext,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<Preparation> {
+    let (settings, label) = (run.settings, run.label);
     let written = plan
         .age
         .as_ref()

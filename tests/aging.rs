@@ -1,0 +1,286 @@
+//! Aged filesystems and fill levels on real loop images: the churn is deterministic and
+//! reaches its utilisation on ext4, xfs and btrfs with fsck clean afterwards, the template is
+//! made once per configuration and every run starts from the same tree, the free-space probe
+//! sees aging, fill levels hold, and an FFSB `agefs=1` profile runs.
+
+mod common;
+
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use common::*;
+use fsbench::aging::{Usage, churn, digest, probe, profile};
+use fsbench::drivers::FsType;
+use fsbench::measure::Progress;
+use fsbench::suite::FsConfig;
+use fsbench::testbed::{FreshFs, Target, TargetSpec, Teardown};
+use fsbench::workload::SpaceNeed;
+
+/// A fresh `fs` on a loop image of `size` in `dir`, handed to `f`, then torn down (fsck run).
+fn on_fresh<R>(dir: &Path, fs: FsType, size: u64, f: impl FnOnce(&FreshFs) -> R) -> (R, Teardown) {
+    let spec = TargetSpec::Image {
+        dir: dir.to_path_buf(),
+        size: Some(size),
+        loop_cache: false,
+    };
+    let mut target = Target::open(&spec, SpaceNeed::default(), &[fs]).unwrap();
+    let config = FsConfig::new(fs, Vec::new(), String::new(), None);
+    let tools = fs.driver().toolset().unwrap();
+    let fresh = target.fresh(&config, &tools).unwrap();
+    let out = f(&fresh);
+    (out, fresh.finish().unwrap())
+}
+
+fn light() -> profile::AgeProfile {
+    profile::resolve("light").unwrap().unwrap()
+}
+
+#[test]
+fn utilisation_reaches_the_target_on_ext4_xfs_and_btrfs_and_fsck_is_clean() {
+    for (fs, tool) in [
+        (FsType::Ext4, "mkfs.ext4"),
+        (FsType::Xfs, "mkfs.xfs"),
+        (FsType::Btrfs, "mkfs.btrfs"),
+    ] {
+        if !can_run(&format!("aging utilisation on {fs}"), &[tool, "losetup"]) {
+            continue;
+        }
+        let dir = tempdir();
+        let progress = Progress::default();
+        let ((stats, util), teardown) = on_fresh(dir.path(), fs, 512 << 20, |fresh| {
+            let stats = churn::age(fresh.dir().as_fd(), &light(), &progress).unwrap();
+            rustix::fs::syncfs(fresh.dir()).unwrap();
+            (stats, Usage::of(fresh.dir()).unwrap().percent())
+        });
+        assert!((util - 50.0).abs() <= 2.0, "{fs}: {util}% used, {stats:?}");
+        assert!((stats.util_percent - 50.0).abs() <= 2.0, "{fs}: {stats:?}");
+        // The capacity written at least once, by creates, appends, overwrites and deletes.
+        assert!(
+            stats.bytes_written >= stats.capacity_bytes,
+            "{fs}: {stats:?}"
+        );
+        assert!(
+            stats.creates > 0 && stats.appends > 0 && stats.overwrites > 0 && stats.deletes > 0
+        );
+        assert!(progress.done.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        let fsck = teardown.fsck.unwrap();
+        assert!(fsck.clean, "{fs}: {:?}", fsck.output);
+        assert_nothing_left(dir.path());
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_tree() {
+    if !can_run("aging determinism", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let dir = tempdir();
+    let tree = |seed: u64| {
+        let mut profile = light();
+        profile.seed = seed;
+        on_fresh(dir.path(), FsType::Ext4, 256 << 20, |fresh| {
+            churn::age(fresh.dir().as_fd(), &profile, &Progress::default()).unwrap();
+            digest::tree_digest(fresh.dir().as_fd()).unwrap().unwrap()
+        })
+        .0
+    };
+    let (first, second, other) = (tree(7), tree(7), tree(8));
+    assert_eq!(
+        first, second,
+        "paths and sizes differ between two runs of one seed"
+    );
+    assert!(first.1 > 100, "{first:?}");
+    assert_ne!(first.0, other.0, "another seed gave the same tree");
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
+    if !can_run("free-space probe", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let dir = tempdir();
+    let mut profile = profile::resolve("geriatrix-like").unwrap().unwrap();
+    profile.write_multiple = 2.0;
+    let ((fresh_probe, aged_probe), teardown) =
+        on_fresh(dir.path(), FsType::Ext4, 512 << 20, |fresh| {
+            let root = fresh.dir().as_fd();
+            let before = probe::probe(root).unwrap().unwrap();
+            churn::age(root, &profile, &Progress::default()).unwrap();
+            (before, probe::probe(root).unwrap().unwrap())
+        });
+    assert_eq!(fresh_probe.fragments, 1, "{fresh_probe:?}");
+    assert!(aged_probe.fragments > 1, "{aged_probe:?}");
+    assert!(teardown.fsck.unwrap().clean);
+    // e2freefrag, the native view, reads the same filesystem.
+    assert_nothing_left(dir.path());
+}
+
+/// `fsbench run` with `args`, JSON out; the document.
+fn suite(dir: &Path, state: &Path, args: &[&str]) -> serde_json::Value {
+    let out = run(json_run(state)
+        .arg("--image-dir")
+        .arg(dir)
+        .args(["--image-size", "512M"])
+        .args(args));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_nothing_left(dir);
+    json(&out)
+}
+
+const SMALL_TREE: &str = "tree:dirs=4,files=4,size=1,levels=2";
+
+#[test]
+fn the_template_is_made_once_per_configuration_and_every_run_starts_from_it() {
+    if !can_run("aging templates", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let doc = suite(
+        dir.path(),
+        state.path(),
+        &[
+            "--fs",
+            "ext4",
+            "--fs",
+            "ext4:age=light",
+            "--runs",
+            "3",
+            "-w",
+            SMALL_TREE,
+        ],
+    );
+    let runs = doc["runs"].as_array().unwrap();
+    let of = |config: &str| -> Vec<&serde_json::Value> {
+        runs.iter().filter(|r| r["config"] == config).collect()
+    };
+    let (fresh, aged) = (of("ext4"), of("ext4 age=light"));
+    assert_eq!((fresh.len(), aged.len()), (3, 3));
+    // mkfs: once per fresh run, once for the aged configuration's template.
+    let mkfs =
+        |runs: &[&serde_json::Value]| runs.iter().filter(|r| r["mkfs_secs"].is_f64()).count();
+    assert_eq!((mkfs(&fresh), mkfs(&aged)), (3, 1));
+    assert!(fresh.iter().all(|r| r.get("preparation").is_none()));
+    let preps: Vec<&serde_json::Value> = aged.iter().map(|r| &r["preparation"]).collect();
+    let made = preps
+        .iter()
+        .filter(|p| p["template"]["made_here"] == true)
+        .count();
+    assert_eq!(made, 1);
+    for p in &preps {
+        assert_eq!(p["template"]["checksum"], preps[0]["template"]["checksum"]);
+        assert_eq!(
+            p["tree_digest"], preps[0]["tree_digest"],
+            "runs started from different trees"
+        );
+        assert!(["reflink", "sparse copy"].contains(&p["template"]["copy"].as_str().unwrap()));
+        let util = p["aging"]["util_percent"].as_f64().unwrap();
+        assert!((util - 50.0).abs() <= 2.0, "{util}");
+    }
+    assert!(preps[0]["tree_digest"].is_string());
+}
+
+#[test]
+fn fill_levels_run_at_their_utilisation_and_a_workload_too_big_is_refused() {
+    if !can_run("fill levels", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let doc = suite(
+        dir.path(),
+        state.path(),
+        &[
+            "--fs",
+            "ext4",
+            "--fill",
+            "0,60",
+            "--runs",
+            "1",
+            "-w",
+            SMALL_TREE,
+            "-w",
+            "alloc:size=200m,methods=fallocate",
+        ],
+    );
+    let labels: Vec<&str> = doc["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["ext4 @ 0%", "ext4 @ 60%"]);
+    let runs = doc["runs"].as_array().unwrap();
+    let at60: Vec<_> = runs
+        .iter()
+        .filter(|r| r["config"] == "ext4 @ 60%")
+        .collect();
+    // The tree runs at 60%; the 200 MiB allocation does not fit what 60% leaves of 512 MiB.
+    assert_eq!(at60.len(), 1, "{at60:?}");
+    let fill = &at60[0]["preparation"]["fill"];
+    let util = fill["util_percent"].as_f64().unwrap();
+    assert!((58.0..=61.0).contains(&util), "{fill}");
+    let skipped = doc["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(
+            |s| s["label"].as_str().unwrap().starts_with("ext4 @ 60% alloc")
+                && s["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("refused at 60% used")
+        ),
+        "{skipped:?}"
+    );
+    assert_eq!(
+        runs.iter().filter(|r| r["config"] == "ext4 @ 0%").count(),
+        2
+    );
+}
+
+#[test]
+fn an_agefs_ffsb_profile_runs() {
+    if !can_run("ffsb agefs", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let profile = state.path().join("aged.ffsb");
+    std::fs::write(
+        &profile,
+        "time=1\n[filesystem]\n\tnum_files=20\n\tnum_dirs=2\n\tmin_filesize=4k\n\tmax_filesize=256k\n\
+         \tagefs=1\n\tdesired_util=0.30\n\t[threadgroup]\n\t\tnum_threads=2\n\t\tcreate_weight=10\n\
+         \t\tappend_weight=10\n\t\tdelete_weight=1\n\t\twrite_size=64k\n\t\twrite_blocksize=4k\n\t[end]\n[end]\n\
+         [threadgroup]\n\tnum_threads=2\n\tread_weight=1\n\tread_size=4k\n\tread_blocksize=4k\n[end]\n",
+    )
+    .unwrap();
+    let out = run(fsbench(state.path())
+        .arg("ffsb")
+        .arg(&profile)
+        .args([
+            "--fs",
+            "ext4",
+            "--runs",
+            "1",
+            "-q",
+            "--output-format",
+            "json",
+            "--image-dir",
+        ])
+        .arg(dir.path())
+        .args(["--image-size", "512M"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_nothing_left(dir.path());
+    let doc = json(&out);
+    let run = &doc["runs"][0];
+    assert_eq!(run["status"], "ok");
+    let aging = &run["preparation"]["aging"];
+    assert!(
+        aging["profile"].as_str().unwrap().starts_with("ffsb agefs"),
+        "{aging}"
+    );
+    let util = aging["util_percent"].as_f64().unwrap();
+    assert!((28.0..=32.0).contains(&util), "{aging}");
+    assert!(
+        text(&out.stderr).contains("aging (ffsb agefs"),
+        "{}",
+        text(&out.stderr)
+    );
+}
