@@ -100,10 +100,9 @@ fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
         return;
     }
     let dir = tempdir();
-    let mut profile = profile::resolve("geriatrix-like").unwrap().unwrap();
-    profile.write_multiple = 2.0;
+    let profile = profile::resolve("geriatrix-like").unwrap().unwrap();
     let ((fresh_probe, aged_probe), teardown) =
-        on_fresh(dir.path(), FsType::Ext4, 512 << 20, |fresh| {
+        on_fresh(dir.path(), FsType::Ext4, 1 << 30, |fresh| {
             let root = fresh.dir().as_fd();
             let before = probe::probe(root).unwrap().unwrap();
             churn::age(root, &profile, &Progress::default()).unwrap();
@@ -112,7 +111,6 @@ fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
     assert_eq!(fresh_probe.fragments, 1, "{fresh_probe:?}");
     assert!(aged_probe.fragments > 1, "{aged_probe:?}");
     assert!(teardown.fsck.unwrap().clean);
-    // e2freefrag, the native view, reads the same filesystem.
     assert_nothing_left(dir.path());
 }
 
@@ -178,6 +176,53 @@ fn the_template_is_made_once_per_configuration_and_every_run_starts_from_it() {
         assert!((util - 50.0).abs() <= 2.0, "{util}");
     }
     assert!(preps[0]["tree_digest"].is_string());
+    // The filesystem's own view of its free space, where e2freefrag is installed.
+    if has_tool("e2freefrag") {
+        let native = &preps[0]["native"][0];
+        assert!(
+            native["command"]
+                .as_str()
+                .unwrap()
+                .starts_with("e2freefrag")
+        );
+        assert!(
+            native["output"].as_str().unwrap().contains("Free blocks"),
+            "{native}"
+        );
+    }
+}
+
+#[test]
+fn a_device_is_aged_before_every_run_and_the_output_says_so() {
+    if !can_run("aging a device", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(512 << 20)
+        .unwrap();
+    let out = run(json_run(state.path()).arg("--device").arg(&image).args([
+        "--fs", "ext4", "--age", "light", "--runs", "2", "-w", SMALL_TREE,
+    ]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("before this run (a device has no snapshot")
+            .count(),
+        2,
+        "{stderr}"
+    );
+    let doc = json(&out);
+    for r in doc["runs"].as_array().unwrap() {
+        assert_eq!(r["preparation"]["in_place"], true, "{r}");
+        assert!(r["preparation"].get("template").is_none());
+        assert!(r["mkfs_secs"].is_f64());
+    }
+    std::fs::remove_file(&image).unwrap();
+    assert_nothing_left(dir.path());
 }
 
 #[test]

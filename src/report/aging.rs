@@ -44,14 +44,16 @@ pub(crate) fn summary(prep: &Preparation) -> String {
         probe_text(&prep.probe_fresh),
         probe_text(&prep.probe_prepared)
     ));
-    if let Some(t) = &prep.template {
-        parts.push(format!(
+    match &prep.template {
+        Some(t) if t.copy.is_empty() => parts.push(format!("template {}", t.checksum)),
+        Some(t) => parts.push(format!(
             "template {}{} ({} in {:.2} s)",
             t.checksum,
             if t.made_here { " made by this run" } else { "" },
             t.copy,
             t.copy_secs
-        ));
+        )),
+        None => {}
     }
     if prep.in_place {
         parts.push("prepared again before this run (no snapshot on a device)".into());
