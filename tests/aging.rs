@@ -231,10 +231,13 @@ fn fill_levels_run_at_their_utilisation_and_a_workload_too_big_is_refused() {
         return;
     }
     let (dir, state) = (tempdir(), tempdir());
+    let db = state.path().join("results.db");
     let doc = suite(
         dir.path(),
         state.path(),
         &[
+            "--db",
+            db.to_str().unwrap(),
             "--fs",
             "ext4",
             "--fill",
@@ -278,6 +281,30 @@ fn fill_levels_run_at_their_utilisation_and_a_workload_too_big_is_refused() {
     assert_eq!(
         runs.iter().filter(|r| r["config"] == "ext4 @ 0%").count(),
         2
+    );
+    // Saved and read back: the terminal's fill-level table and the report's curves.
+    let id = doc["id"].as_i64().unwrap().to_string();
+    let show = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["show", &id]));
+    let shown = text(&show.stdout);
+    assert!(
+        shown.contains("Fill levels (mean rate per phase)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("ext4 · tree:") && shown.contains("60%"),
+        "{shown}"
+    );
+    assert!(shown.contains("filled to 60%"), "{shown}");
+    let report = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["report", &id, "-o", "-"]));
+    let html = text(&report.stdout);
+    assert!(
+        html.contains("Aged and filled filesystems") && html.contains("against the fill level")
     );
 }
 
