@@ -109,8 +109,8 @@ pub(crate) fn lines(r: &SuiteResult, verbose: bool) -> Vec<String> {
 }
 
 /// A phase's mean rate per fill level, per configuration without its level: `(base label,
-/// workload, phase, unit) → level → mean`.
-type Curves = BTreeMap<(String, String, String, String), BTreeMap<u8, f64>>;
+/// workload, phase, unit) → level → mean`, in the order the phases ran.
+type Curves = Vec<((String, String, String, String), BTreeMap<u8, f64>)>;
 
 fn curves(r: &SuiteResult) -> Curves {
     let mut out = Curves::new();
@@ -131,33 +131,42 @@ fn curves(r: &SuiteResult) -> Curves {
                 s.phase.clone(),
                 s.unit.clone(),
             );
-            out.entry(key).or_default().insert(level, s.summary.mean);
+            let place = out.iter().position(|(k, _)| *k == key);
+            let place = place.unwrap_or_else(|| {
+                out.push((key, BTreeMap::new()));
+                out.len() - 1
+            });
+            out[place].1.insert(level, s.summary.mean);
         }
     }
-    out.retain(|_, levels| levels.len() > 1);
+    out.retain(|(_, levels)| levels.len() > 1);
+    // Grouped by configuration and workload, phases in the order they ran (a stable sort).
+    out.sort_by(|a, b| (&a.0.0, &a.0.1).cmp(&(&b.0.0, &b.0.1)));
     out
 }
 
-/// The fill-level table: a phase per row, a level per column (means; fits 80 columns for up
-/// to five levels).
+/// The fill-level table: per configuration and workload, a phase per row and a level per
+/// column (means; fits 80 columns for up to five levels).
 pub(crate) fn fill_table(r: &SuiteResult) -> Vec<String> {
     let curves = curves(r);
-    let mut levels: Vec<u8> = curves.values().flat_map(|l| l.keys().copied()).collect();
+    let mut levels: Vec<u8> = curves.iter().flat_map(|(_, l)| l.keys().copied()).collect();
     levels.sort_unstable();
     levels.dedup();
     if curves.is_empty() {
         return Vec::new();
     }
-    let mut header = format!("{:<34}", "configuration · phase (rate)");
-    for l in &levels {
-        let _ = write!(header, "{:>9}", format!("{l}%"));
-    }
-    let mut out = vec![header];
+    let mut out = Vec::new();
+    let mut group = None;
     for ((base, workload, phase, unit), by_level) in &curves {
-        let mut row = format!(
-            "{:<34}",
-            clip(&format!("{base} · {workload} {phase} {unit}"), 33)
-        );
+        if group != Some((base, workload)) {
+            group = Some((base, workload));
+            let mut header = format!("{:<34}", clip(&format!("{base} · {workload}"), 33));
+            for l in &levels {
+                let _ = write!(header, "{:>9}", format!("{l}%"));
+            }
+            out.push(header);
+        }
+        let mut row = format!("  {:<32}", clip(&format!("{phase} ({unit})"), 31));
         for l in &levels {
             let cell = by_level.get(l).map_or("-".into(), |v| super::figure(*v));
             let _ = write!(row, "{cell:>9}");
@@ -183,7 +192,7 @@ pub(crate) fn html_section(suites: &[SuiteResult]) -> Markup {
         .flat_map(|s| prepared(s).into_iter().map(move |p| (s.id, p)))
         .collect();
     let curves: Vec<Curves> = suites.iter().map(curves).collect();
-    if prepared.is_empty() && curves.iter().all(BTreeMap::is_empty) {
+    if prepared.is_empty() && curves.iter().all(Vec::is_empty) {
         return html! {};
     }
     html! {
@@ -208,7 +217,7 @@ pub(crate) fn html_section(suites: &[SuiteResult]) -> Markup {
             @for (key, by_level) in c {
                 figure {
                     (PreEscaped(curve_svg(by_level)))
-                    figcaption { (key.0) " · " (key.1) " " (key.2) ": " (key.3) "/s against the fill level (% used)" }
+                    figcaption { (key.0) " · " (key.1) " " (key.2) ": " (key.3) " against the fill level (% used)" }
                 }
             }
         }
