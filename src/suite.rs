@@ -177,7 +177,7 @@ impl FsConfig {
         }
         let mkfs = split_words(mkfs.as_deref().unwrap_or(""))?;
         check_label(label.as_deref())?;
-        let fill = fill.map(|f| parse_fill(&f)).transpose()?;
+        let fill = fill.map(|f| crate::aging::parse_fill(&f)).transpose()?;
         let labelled = label.is_some();
         let mut config = FsConfig::new(fs, mkfs, mount.unwrap_or_default(), label);
         config.prepared(age, fill, labelled);
@@ -425,7 +425,7 @@ impl Suite {
         if !(self.max_cv_percent > 0.0 && self.max_cv_percent.is_finite()) {
             return Err(invalid("max_cv_percent must be a positive number"));
         }
-        self.validate_preparation()?;
+        crate::aging::validate(self)?;
         let mut labels = std::collections::HashSet::new();
         for c in &self.configs {
             if !labels.insert(&c.label) {
@@ -445,44 +445,6 @@ impl Suite {
                     "--fs makes filesystems, but --dir runs on an existing one: use one or the other",
                 ));
             }
-        }
-        Ok(())
-    }
-}
-
-/// A fill level: a whole percentage from 0 to 95 (a fuller filesystem leaves no room to
-/// measure anything).
-pub fn parse_fill(text: &str) -> anyhow::Result<u8> {
-    match text.trim().trim_end_matches('%').parse::<u8>() {
-        Ok(level) if level <= 95 => Ok(level),
-        _ => Err(invalid(format!(
-            "fill level `{text}` is not a whole percentage from 0 to 95"
-        ))),
-    }
-}
-
-impl Suite {
-    /// Aging profiles resolve, fill levels are percentages, and neither is asked of an
-    /// existing directory, which fsbench must not fill.
-    fn validate_preparation(&self) -> anyhow::Result<()> {
-        let ages = self.configs.iter().filter_map(|c| c.age.as_deref());
-        for age in self.age.as_deref().into_iter().chain(ages) {
-            crate::aging::profile::resolve(age)?;
-        }
-        let fills = self.configs.iter().filter_map(|c| c.fill);
-        for level in self.fill.iter().copied().chain(fills) {
-            parse_fill(&level.to_string())?;
-        }
-        let asks = self.age.as_deref().is_some_and(|a| a != "none")
-            || self.fill.iter().any(|f| *f > 0)
-            || self
-                .configs
-                .iter()
-                .any(|c| c.age.is_some() || c.fill.is_some());
-        if asks && !self.target.makes_filesystems() {
-            return Err(invalid(
-                "aging and fill levels fill the filesystem: they need a filesystem fsbench makes (not --dir)",
-            ));
         }
         Ok(())
     }

@@ -18,8 +18,9 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::error::FsbenchError;
+use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
+use crate::suite::Suite;
 pub use churn::AgingStats;
 pub use fill::FillStats;
 pub use probe::{NativeView, Probe};
@@ -159,4 +160,87 @@ pub(crate) fn write_all_at(fd: &OwnedFd, buf: &[u8], offset: u64, len: u64) -> R
         done += written as u64;
     }
     Ok(())
+}
+
+/// A fill level: a whole percentage from 0 to 95 (a fuller filesystem leaves no room to
+/// measure anything).
+pub fn parse_fill(text: &str) -> anyhow::Result<u8> {
+    match text.trim().trim_end_matches('%').parse::<u8>() {
+        Ok(level) if level <= 95 => Ok(level),
+        _ => Err(invalid(format!(
+            "fill level `{text}` is not a whole percentage from 0 to 95"
+        ))),
+    }
+}
+
+/// Aging profiles resolve, fill levels are percentages, and neither is asked of an existing
+/// directory, which fsbench must not fill.
+pub(crate) fn validate(suite: &Suite) -> anyhow::Result<()> {
+    let ages = suite.configs.iter().filter_map(|c| c.age.as_deref());
+    for age in suite.age.as_deref().into_iter().chain(ages) {
+        profile::resolve(age)?;
+    }
+    let fills = suite.configs.iter().filter_map(|c| c.fill);
+    for level in suite.fill.iter().copied().chain(fills) {
+        parse_fill(&level.to_string())?;
+    }
+    let asks = suite.age.as_deref().is_some_and(|a| a != "none")
+        || suite.fill.iter().any(|f| *f > 0)
+        || suite
+            .configs
+            .iter()
+            .any(|c| c.age.is_some() || c.fill.is_some());
+    if asks && !suite.target.makes_filesystems() {
+        return Err(invalid(
+            "aging and fill levels fill the filesystem: they need a filesystem fsbench makes (not --dir)",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::FsConfig;
+
+    #[test]
+    fn configurations_name_their_age_and_fill() {
+        let c = FsConfig::parse_cli("ext4:age=light:fill=50").unwrap();
+        assert_eq!((c[0].age.as_deref(), c[0].fill), (Some("light"), Some(50)));
+        assert_eq!(c[0].label, "ext4 age=light @ 50%");
+        let named = FsConfig::parse_cli("xfs:age=geriatrix-like:label=old").unwrap();
+        assert_eq!(named[0].label, "old");
+        assert!(FsConfig::parse_cli("ext4:fill=96").is_err());
+        let toml = "[[config]]\nfs = \"ext4\"\nage = \"light\"\nfill = 30\n";
+        let suite: Suite = toml::from_str(toml).unwrap();
+        assert_eq!(suite.configs[0].label, "ext4 age=light @ 30%");
+    }
+
+    #[test]
+    fn bad_profiles_levels_and_directories_are_refused() {
+        let mut suite = Suite {
+            workloads: Suite::default_workloads(),
+            age: Some("ancient".into()),
+            ..Suite::default()
+        };
+        assert!(
+            suite
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("ancient")
+        );
+        suite.age = Some("light".into());
+        suite.validate().unwrap();
+        suite.target = crate::testbed::TargetSpec::Dir {
+            path: "/tmp".into(),
+        };
+        let e = suite.validate().unwrap_err().to_string();
+        assert!(e.contains("not --dir"), "{e}");
+        suite.age = None;
+        suite.fill = vec![0];
+        suite.validate().unwrap();
+        assert_eq!(parse_fill("90%").unwrap(), 90);
+        assert!(parse_fill("x").is_err());
+    }
 }

@@ -233,7 +233,7 @@ struct RunArgs {
     age: Option<String>,
     /// Measure at these fill levels (percent used), e.g. 0,50,90: each configuration runs
     /// at each level, on a filesystem filled with a deterministic file set
-    #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = crate::suite::parse_fill)]
+    #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = crate::aging::parse_fill)]
     fill: Vec<u8>,
     /// Do not sync and drop caches before each phase
     #[arg(long)]
