@@ -356,3 +356,53 @@ fn an_agefs_ffsb_profile_runs() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn clean_removes_a_killed_suite_s_template() {
+    if !can_run(
+        "clean after SIGKILL with a template",
+        &["mkfs.ext4", "losetup"],
+    ) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let mut child = fsbench(state.path())
+        .args([
+            "run",
+            "-q",
+            "--fs",
+            "ext4",
+            "--age",
+            "light",
+            "-w",
+            "tree:quick",
+        ])
+        .args(["--runs", "2", "--image-size", "1G", "--image-dir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let template = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .any(|scratch| scratch.path().join("template0.img").exists())
+    };
+    // Killed once the template is kept and a run's copy is mounted.
+    let deadline = std::time::Instant::now() + limit();
+    while !(template() && !mounts_below(dir.path()).is_empty()) {
+        assert!(std::time::Instant::now() < deadline, "no template was made");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the suite ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = run(fsbench(state.path()).arg("clean"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+}
