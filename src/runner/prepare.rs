@@ -79,9 +79,11 @@ pub(super) fn sizing_need(need: SpaceNeed, configs: &[Resolved]) -> anyhow::Resu
         };
         level = level.max(plan.level_percent());
     }
+    // What the workload cannot run without must fit beside the level; what it would use in
+    // full (a set that shrinks to fit, as FFSB's large-write) need not.
     let room = (100.0 - level).max(5.0) / 100.0;
     Ok(SpaceNeed {
-        ideal_bytes: (need.bytes.max(need.ideal_bytes) as f64 / room) as u64,
+        ideal_bytes: need.ideal_bytes.max((need.bytes as f64 / room) as u64),
         ..need
     })
 }
