@@ -27,7 +27,8 @@ pub struct Probe {
 }
 
 /// Allocates a tenth of the free space (whole MiB) as one file, counts its extents, removes
-/// it. `None` where the filesystem cannot fallocate (ext2, ext3) or has under 1 MiB free.
+/// it. `None` where the filesystem cannot fallocate (ext2, ext3) or map extents (tmpfs), or
+/// has under 1 MiB free.
 pub fn probe(root: BorrowedFd<'_>) -> Result<Option<Probe>, FsbenchError> {
     let fail =
         |what: &str, e: Errno| FsbenchError::Failed(format!("free-space probe: {what}: {e}"));
@@ -44,12 +45,13 @@ pub fn probe(root: BorrowedFd<'_>) -> Result<Option<Probe>, FsbenchError> {
     )
     .map_err(|e| fail("create", e))?;
     let allocated = rustix::fs::fallocate(&fd, FallocateFlags::empty(), 0, bytes);
-    let counted = match allocated {
-        Ok(()) => Some(Mapper::new().count(&fd).map_err(|e| fail("FIEMAP", e))?),
+    // No fallocate (ext2, ext3) or no FIEMAP (tmpfs): no probe.
+    let counted = match allocated.and_then(|()| Mapper::new().count(&fd)) {
+        Ok(count) => Some(count),
         Err(Errno::OPNOTSUPP) => None,
         Err(e) => {
             let _ = rustix::fs::unlinkat(root, PROBE, AtFlags::empty());
-            return Err(fail("fallocate", e));
+            return Err(fail("fallocate or FIEMAP", e));
         }
     };
     drop(fd);

@@ -56,7 +56,7 @@ pub(crate) fn summary(prep: &Preparation) -> String {
         None => {}
     }
     if prep.in_place {
-        parts.push("prepared again before this run (no snapshot on a device)".into());
+        parts.push("prepared again before this run (no image to copy)".into());
     }
     parts.join("; ")
 }
