@@ -209,7 +209,7 @@ fn a_device_is_aged_before_every_run_and_the_output_says_so() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert_eq!(
-        stderr.matches("before this run (no image to copy").count(),
+        stderr.matches("every run is prepared again").count(),
         2,
         "{stderr}"
     );
