@@ -110,6 +110,15 @@ fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
         });
     assert_eq!(fresh_probe.fragments, 1, "{fresh_probe:?}");
     assert!(aged_probe.fragments > 1, "{aged_probe:?}");
+    // Half the free space in one file: more pieces still, aged more than fresh.
+    assert!(
+        aged_probe.half_fragments > fresh_probe.half_fragments,
+        "{fresh_probe:?} {aged_probe:?}"
+    );
+    assert!(
+        aged_probe.half_fragments >= aged_probe.fragments,
+        "{aged_probe:?}"
+    );
     assert!(teardown.fsck.unwrap().clean);
     assert_nothing_left(dir.path());
 }

@@ -12,31 +12,53 @@ use serde::{Deserialize, Serialize};
 use super::Usage;
 use crate::drivers::FsType;
 use crate::error::FsbenchError;
-use crate::extents::Mapper;
+use crate::extents::{ExtentCount, Mapper};
 use crate::tools;
 
 const PROBE: &str = ".fsbench-probe";
 
-/// The probe's result: a file of `bytes` allocated in one call took this many pieces.
+/// The probe's result: a file of `bytes` (a tenth of the free space) allocated in one call
+/// took this many pieces; so did one of half the free space, which sees fragmentation that
+/// still leaves a tenth's worth of contiguous space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probe {
     pub bytes: u64,
     pub extents: u64,
     /// Physically discontiguous pieces (as filefrag counts): the figure to compare.
     pub fragments: u64,
+    #[serde(default)]
+    pub half_bytes: u64,
+    #[serde(default)]
+    pub half_fragments: u64,
 }
 
-/// Allocates a tenth of the free space (whole MiB) as one file, counts its extents, removes
-/// it. `None` where the filesystem cannot fallocate (ext2, ext3) or map extents (tmpfs), or
-/// has under 1 MiB free.
+/// Allocates a tenth, then half, of the free space (whole MiB) as one file, counts its
+/// extents, removes it. `None` where the filesystem cannot fallocate (ext2, ext3) or map
+/// extents (tmpfs), or has under 10 MiB free.
 pub fn probe(root: BorrowedFd<'_>) -> Result<Option<Probe>, FsbenchError> {
-    let fail =
-        |what: &str, e: Errno| FsbenchError::Failed(format!("free-space probe: {what}: {e}"));
     let usage = Usage::of(root)?;
-    let bytes = (usage.total - usage.used) / 10 / (1 << 20) * (1 << 20);
-    if bytes == 0 {
+    let free = usage.total - usage.used;
+    let share = |part: u64| free / part / (1 << 20) * (1 << 20);
+    let (tenth, half) = (share(10), share(2));
+    if tenth == 0 {
         return Ok(None);
     }
+    let (Some(small), Some(large)) = (allocate(root, tenth)?, allocate(root, half)?) else {
+        return Ok(None);
+    };
+    Ok(Some(Probe {
+        bytes: tenth,
+        extents: small.extents,
+        fragments: small.fragments,
+        half_bytes: half,
+        half_fragments: large.fragments,
+    }))
+}
+
+/// One probe file of `bytes`: allocated, counted, removed (and the removal synced).
+fn allocate(root: BorrowedFd<'_>, bytes: u64) -> Result<Option<ExtentCount>, FsbenchError> {
+    let fail =
+        |what: &str, e: Errno| FsbenchError::Failed(format!("free-space probe: {what}: {e}"));
     let fd = rustix::fs::openat(
         root,
         PROBE,
@@ -57,11 +79,7 @@ pub fn probe(root: BorrowedFd<'_>) -> Result<Option<Probe>, FsbenchError> {
     drop(fd);
     rustix::fs::unlinkat(root, PROBE, AtFlags::empty()).map_err(|e| fail("remove", e))?;
     rustix::fs::syncfs(root).map_err(|e| fail("syncfs", e))?;
-    Ok(counted.map(|c| Probe {
-        bytes,
-        extents: c.extents,
-        fragments: c.fragments,
-    }))
+    Ok(counted)
 }
 
 /// One native tool's view of the free space.

@@ -14,6 +14,10 @@ fn probe_text(p: &Option<Probe>) -> String {
     p.map_or("-".into(), |p| p.fragments.to_string())
 }
 
+fn half_probe_text(p: &Option<Probe>) -> String {
+    p.map_or("-".into(), |p| p.half_fragments.to_string())
+}
+
 /// One line: what preparing a run's filesystem did.
 pub(crate) fn summary(prep: &Preparation) -> String {
     let mut parts = Vec::new();
@@ -40,9 +44,11 @@ pub(crate) fn summary(prep: &Preparation) -> String {
         ));
     }
     parts.push(format!(
-        "free-space probe {} → {} fragment(s)",
+        "free-space probe (fragments, fresh → prepared) 10%: {} → {}, 50%: {} → {}",
         probe_text(&prep.probe_fresh),
-        probe_text(&prep.probe_prepared)
+        probe_text(&prep.probe_prepared),
+        half_probe_text(&prep.probe_fresh),
+        half_probe_text(&prep.probe_prepared)
     ));
     match &prep.template {
         Some(t) if t.copy.is_empty() => parts.push(format!("template {}", t.checksum)),
@@ -199,13 +205,14 @@ pub(crate) fn html_section(suites: &[SuiteResult]) -> Markup {
         h2 #aging { "Aged and filled filesystems" }
         @if !prepared.is_empty() {
             table {
-                tr { th { "Suite" } th { "Configuration" } th { "Preparation" } th { "Free-space probe (fragments): fresh → prepared" } }
+                tr { th { "Suite" } th { "Configuration" } th { "Preparation" } th { "Free-space probe (fragments of 10% / 50% of the free space): fresh → prepared" } }
                 @for (id, (label, prep, same)) in &prepared {
                     tr {
                         td { (id.unwrap_or(0)) }
                         td { (label) }
                         td { (summary(prep)) @if let Some(d) = &prep.tree_digest { br; "starting tree " code { (d) } ", the same in " (same) " run(s)" } }
-                        td { (probe_text(&prep.probe_fresh)) " → " (probe_text(&prep.probe_prepared)) }
+                        td { "10%: " (probe_text(&prep.probe_fresh)) " → " (probe_text(&prep.probe_prepared)) br;
+                             "50%: " (half_probe_text(&prep.probe_fresh)) " → " (half_probe_text(&prep.probe_prepared)) }
                     }
                     @for view in &prep.native {
                         tr { td {} td {} td colspan="2" { details { summary { code { (view.command) } } pre { (view.output) } } } }
