@@ -64,6 +64,8 @@ pub struct Usage {
     pub used: u64,
     pub total: u64,
     pub block: u64,
+    /// Inodes free for the caller; unlimited (u64::MAX) where the filesystem has no fixed
+    /// number of them.
     pub free_inodes: u64,
 }
 
@@ -76,7 +78,12 @@ impl Usage {
             used,
             total: used + st.f_bavail * st.f_frsize,
             block: st.f_frsize,
-            free_inodes: st.f_favail,
+            // btrfs has no inode table (f_files 0): inodes are not what runs out.
+            free_inodes: if st.f_files == 0 {
+                u64::MAX
+            } else {
+                st.f_favail
+            },
         })
     }
 
