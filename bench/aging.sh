@@ -1,6 +1,7 @@
 #!/bin/sh
 # Aged filesystems and fill levels (issue 17): the figures of its closing note, as root.
-#   1. aged (geriatrix-like) against fresh, tree:quick-shallow and ffsb-large-write, on ext4,
+#   1. aged (geriatrix-like) against fresh, tree:quick-shallow and ffsb-large-write (8 MiB
+#      files: without size= its files shrink to the free space, less on the aged one), on ext4,
 #      xfs and btrfs, with the verdicts (`fsbench compare`) and each aging's time, bytes,
 #      utilisation and free-space probe before → after (the "Aged and filled" section);
 #   2. the fill-level curve of tree:quick on ext4 at 0, 50 and 90% used;
@@ -18,7 +19,7 @@ last_id() { "$FSBENCH" --db "$DB" list | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { id = $
 
 echo "== 1. aged against fresh ($RUNS runs, $IMAGE_SIZE images; results in $DB)"
 run --fs ext4 --fs ext4:age=geriatrix-like --fs xfs --fs xfs:age=geriatrix-like \
-    --fs btrfs --fs btrfs:age=geriatrix-like -w tree:quick-shallow -w ffsb-large-write \
+    --fs btrfs --fs btrfs:age=geriatrix-like -w tree:quick-shallow -w ffsb-large-write:size=8m \
     --runs "$RUNS" --image-size "$IMAGE_SIZE" --purpose "Aged (geriatrix-like) against fresh"
 ID=$(last_id)
 for fs in ext4 xfs btrfs; do
