@@ -14,8 +14,10 @@ fn probe_text(p: &Option<Probe>) -> String {
     p.map_or("-".into(), |p| p.fragments.to_string())
 }
 
+/// The half-free-space probe (records from before it have none).
 fn half_probe_text(p: &Option<Probe>) -> String {
-    p.map_or("-".into(), |p| p.half_fragments.to_string())
+    p.filter(|p| p.half_bytes > 0)
+        .map_or("-".into(), |p| p.half_fragments.to_string())
 }
 
 /// One line: what preparing a run's filesystem did.
