@@ -8,6 +8,7 @@
 //! Modules are `pub(crate)` unless the integration tests use them, so rustc flags anything
 //! nothing uses; the public ones are the parts the tests drive directly.
 
+pub mod aging;
 pub(crate) mod cli;
 pub mod drivers;
 pub(crate) mod error;

@@ -146,6 +146,9 @@ pub struct RunRecord {
     /// load average around it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub testbed: Option<RunTestbed>,
+    /// How its filesystem was aged and filled before the phases (none: fresh).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparation: Option<crate::aging::Preparation>,
 }
 
 impl RunRecord {

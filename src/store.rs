@@ -167,12 +167,15 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE suites ADD COLUMN ceilings TEXT;
     ALTER TABLE phases ADD COLUMN shape TEXT;",
     ),
-    // Why a phase had nothing to do (an empty file set), and each phase's latency over time
+    // 10: why a phase had nothing to do (an empty file set), and each phase's latency over time
     // (p50, p99 and max per interval) beside its progress series.
     Migration::Sql(
         "ALTER TABLE phases ADD COLUMN idle TEXT;
     ALTER TABLE progress ADD COLUMN latency TEXT;",
     ),
+    // 11: how a run's filesystem was aged and filled before its phases (JSON), with the
+    // template it was copied from and the free-space probes.
+    Migration::Sql("ALTER TABLE runs ADD COLUMN preparation TEXT;"),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -454,8 +457,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
              mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-             config_key, workload_key, loop_device, testbed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+             config_key, workload_key, loop_device, testbed, preparation)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
         params![
             suite_id,
             run.run,
@@ -477,6 +480,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.workload_key.0,
             run.loop_device.as_ref().map(to_json),
             run.testbed.as_ref().map(to_json),
+            run.preparation.as_ref().map(to_json),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

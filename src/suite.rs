@@ -21,6 +21,12 @@ pub struct FsConfig {
     pub mkfs: Vec<String>,
     /// Mount options as requested (what the kernel applied is recorded per run).
     pub mount: String,
+    /// Aging profile (`light`, `geriatrix-like`, a TOML file) run before the phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age: Option<String>,
+    /// Percent of the space filled before the phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<u8>,
 }
 
 #[derive(Deserialize)]
@@ -33,6 +39,8 @@ struct RawFsConfig {
     mkfs: MkfsArgs,
     #[serde(default)]
     mount: String,
+    age: Option<String>,
+    fill: Option<u8>,
 }
 
 /// mkfs arguments as one shell-quoted string or as a list.
@@ -55,15 +63,19 @@ impl TryFrom<RawFsConfig> for FsConfig {
             MkfsArgs::Line(line) => split_words(&line)?,
             MkfsArgs::List(list) => list,
         };
-        Ok(match raw.fs {
-            Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label),
+        let mut config = match raw.fs {
+            Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label.clone()),
             None => FsConfig {
-                label: raw.label.unwrap_or_else(|| "existing dir".into()),
+                label: raw.label.clone().unwrap_or_else(|| "existing dir".into()),
                 fs: None,
                 mkfs,
                 mount: raw.mount,
+                age: None,
+                fill: None,
             },
-        })
+        };
+        config.prepared(raw.age, raw.fill, raw.label.is_some());
+        Ok(config)
     }
 }
 
@@ -98,7 +110,24 @@ impl FsConfig {
             fs: Some(fs),
             mkfs,
             mount,
+            age: None,
+            fill: None,
         }
+    }
+
+    /// Sets the aging profile and fill level; a label fsbench made says them, so that an aged
+    /// and a fresh configuration of one filesystem are told apart.
+    fn prepared(&mut self, age: Option<String>, fill: Option<u8>, labelled: bool) {
+        if !labelled {
+            if let Some(a) = &age {
+                self.label.push_str(&format!(" age={a}"));
+            }
+            if let Some(f) = fill {
+                self.label.push_str(&format!(" @ {f}%"));
+            }
+        }
+        self.age = age;
+        self.fill = fill;
     }
 
     /// The configuration of an existing directory, labelled with its filesystem type.
@@ -108,11 +137,14 @@ impl FsConfig {
             fs: None,
             mkfs: Vec::new(),
             mount: String::new(),
+            age: None,
+            fill: None,
         }
     }
 
     /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or
-    /// `FS:mkfs=ARGS:mount=OPTS:label=NAME` (one configuration; any key may be left out).
+    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:label=NAME` (one configuration; any
+    /// key may be left out).
     pub fn parse_cli(text: &str) -> anyhow::Result<Vec<FsConfig>> {
         let Some((fs, rest)) = text.split_once(':') else {
             return text
@@ -130,10 +162,13 @@ impl FsConfig {
         };
         let fs: FsType = fs.parse()?;
         let (mut mkfs, mut mount, mut label) = (None, None, None);
+        let (mut age, mut fill) = (None, None);
         for (key, value) in split_keyed(rest)? {
             let slot = match key {
                 "mkfs" => &mut mkfs,
                 "mount" => &mut mount,
+                "age" => &mut age,
+                "fill" => &mut fill,
                 _ => &mut label,
             };
             if slot.replace(value.to_string()).is_some() {
@@ -142,23 +177,22 @@ impl FsConfig {
         }
         let mkfs = split_words(mkfs.as_deref().unwrap_or(""))?;
         check_label(label.as_deref())?;
-        Ok(vec![FsConfig::new(
-            fs,
-            mkfs,
-            mount.unwrap_or_default(),
-            label,
-        )])
+        let fill = fill.map(|f| crate::aging::parse_fill(&f)).transpose()?;
+        let labelled = label.is_some();
+        let mut config = FsConfig::new(fs, mkfs, mount.unwrap_or_default(), label);
+        config.prepared(age, fill, labelled);
+        Ok(vec![config])
     }
 }
 
 /// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
 /// so values may contain `=`, `,` and other colons.
 fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
-    const KEYS: [&str; 3] = ["mkfs=", "mount=", "label="];
+    const KEYS: [&str; 5] = ["mkfs=", "mount=", "label=", "age=", "fill="];
     let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
     let Some(first) = starts_key(text) else {
         return Err(invalid(format!(
-            "in --fs, expected mkfs=, mount= or label= after the filesystem, found `{text}`"
+            "in --fs, expected mkfs=, mount=, age=, fill= or label= after the filesystem, found `{text}`"
         )));
     };
     let mut out = Vec::new();
@@ -214,6 +248,12 @@ pub struct Suite {
     /// Figures whose coefficient of variation exceeds this (percent) are flagged as noisy.
     #[serde(default = "default_max_cv")]
     pub max_cv_percent: f64,
+    /// Aging profile of every configuration that names none (`--age`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age: Option<String>,
+    /// Fill levels (percent, `--fill 0,50,90`): each configuration is measured at each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fill: Vec<u8>,
 }
 
 /// When `--runs auto` stops: after at least [`AutoRuns::MIN_RUNS`] rounds, once every primary
@@ -291,6 +331,8 @@ impl Default for Suite {
             drop_caches: true,
             min_phase_secs: default_min_phase(),
             max_cv_percent: default_max_cv(),
+            age: None,
+            fill: Vec::new(),
         }
     }
 }
@@ -383,6 +425,7 @@ impl Suite {
         if !(self.max_cv_percent > 0.0 && self.max_cv_percent.is_finite()) {
             return Err(invalid("max_cv_percent must be a positive number"));
         }
+        crate::aging::validate(self)?;
         let mut labels = std::collections::HashSet::new();
         for c in &self.configs {
             if !labels.insert(&c.label) {

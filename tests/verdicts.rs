@@ -131,6 +131,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
                 incomplete: None,
                 loop_device: None,
                 testbed: None,
+                preparation: None,
             };
             store.record_run(id, &record, None).unwrap();
         }

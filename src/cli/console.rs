@@ -3,9 +3,10 @@
 
 use std::time::Instant;
 
+use crate::aging::Preparation;
 use crate::progress::{LineNames, PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
-use crate::runner::observer::{Diagnostic, Observer, PhaseStart, SuitePlan};
+use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan};
 
 /// Prints a run's events on stderr; draws progress bars when `bars` (and stderr is a terminal).
 pub(crate) struct Console {
@@ -117,6 +118,32 @@ impl Observer for Console {
                 start.expected_units,
                 start.progress.clone(),
             ));
+        }
+    }
+
+    fn preparation_started(&mut self, start: &PreparationStart) {
+        eprintln!("fsbench: {}: {}", start.label, start.what);
+        if self.bars {
+            let names = LineNames {
+                phase: "preparing (MiB written)",
+                config: (start.label, &self.configs),
+                workload: None,
+            };
+            self.bar = Some(PhaseBar::start(
+                self.suite_progress(),
+                &names,
+                start.expected_mib,
+                start.progress.clone(),
+            ));
+        }
+    }
+
+    fn preparation_finished(&mut self, label: &str, prep: Option<&Preparation>) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish();
+        }
+        if let Some(prep) = prep {
+            eprintln!("fsbench: {label}: {}", crate::report::aging::summary(prep));
         }
     }
 

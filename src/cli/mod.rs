@@ -227,6 +227,14 @@ struct RunArgs {
     /// Why this benchmark is run (recorded and printed with the results)
     #[arg(long)]
     purpose: Option<String>,
+    /// Age every configuration before its phases: none, light, geriatrix-like or a TOML
+    /// profile file. Loop images are aged once per configuration and copied for each run
+    #[arg(long, value_name = "PROFILE")]
+    age: Option<String>,
+    /// Measure at these fill levels (percent used), e.g. 0,50,90: each configuration runs
+    /// at each level, on a filesystem filled with a deterministic file set
+    #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = crate::aging::parse_fill)]
+    fill: Vec<u8>,
     /// Do not sync and drop caches before each phase
     #[arg(long)]
     no_drop_caches: bool,
@@ -255,7 +263,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill"])]
     resume: Option<i64>,
 }
 
@@ -316,6 +324,12 @@ impl RunArgs {
         }
         if self.no_drop_caches {
             suite.drop_caches = false;
+        }
+        if let Some(age) = &self.age {
+            suite.age = Some(age.clone());
+        }
+        if !self.fill.is_empty() {
+            suite.fill = self.fill.clone();
         }
         if let Some(v) = self.min_phase_secs {
             suite.min_phase_secs = v;

@@ -81,6 +81,7 @@ pub fn render(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
                 (contents(suites, &workloads))
                 (summary(suites, &comparisons))
                 @for s in suites { (suite_section(s, columns)) }
+                (super::aging::html_section(suites))
                 (warnings(suites, columns))
                 @for w in &workloads { (workload_section(suites, columns, &keys, w)) }
                 (comparison_section(columns, &comparisons))

@@ -1,5 +1,6 @@
 //! Reports of a suite's results: terminal tables, JSON, and fdtree's own format.
 
+pub(crate) mod aging;
 pub mod charts;
 pub mod compare;
 pub mod csv;

@@ -180,6 +180,7 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
             &spec.phases(),
         );
     }
+    render_preparation(&mut out, r, view);
     let warning_lines = warnings::lines(r, view.verbose);
     if !warning_lines.is_empty() {
         out.push_str(&style.heading("Warnings"));
@@ -223,6 +224,28 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
         Style::Terminal => out,
         // Markdown renderers pass HTML through: user strings must not become markup.
         Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
+    }
+}
+
+/// What aging and filling did per configuration, and the rates against the fill level.
+fn render_preparation(out: &mut String, r: &SuiteResult, view: &View) {
+    let sections = [
+        (
+            "Aged and filled filesystems",
+            super::aging::lines(r, view.verbose),
+        ),
+        (
+            "Fill levels (mean rate per phase)",
+            super::aging::fill_table(r),
+        ),
+    ];
+    for (heading, lines) in sections {
+        if !lines.is_empty() {
+            out.push_str(&view.style.heading(heading));
+            for line in &lines {
+                out.push_str(&view.item(1, line));
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@ mod auto;
 pub mod ceiling;
 pub(crate) mod observer;
 pub mod phases;
+mod prepare;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -177,6 +178,7 @@ pub(crate) fn run_suite(
 ) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
     suite.validate()?;
     let (configs, skipped) = resolve_configs(suite)?;
+    let configs = prepare::expand(configs, suite);
     let force = matches!(suite.target, TargetSpec::Device { force: true, .. });
     for (config, _) in &configs {
         let words = config.mkfs.iter().map(String::as_str);
@@ -190,6 +192,7 @@ pub(crate) fn run_suite(
         .iter()
         .map(WorkloadSpec::space_needed)
         .try_fold(SpaceNeed::default(), |need, w| anyhow::Ok(need.max(w?)))?;
+    let need = prepare::sizing_need(need, &configs)?;
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
     let mut result = match previous {
@@ -271,6 +274,7 @@ pub(crate) fn run_suite(
         already_done: done.len(),
     })?;
     let mut error = None;
+    let mut preparer = prepare::Preparer::default();
     let started = std::time::Instant::now();
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
@@ -280,6 +284,30 @@ pub(crate) fn run_suite(
             for (w, spec) in suite.workloads.iter().enumerate() {
                 let workload_key = WorkloadKey(w as u32);
                 if done.contains(&(round + 1, config_key, workload_key)) {
+                    continue;
+                }
+                let label = format!(
+                    "[{}/{}] {} {}",
+                    round + 1,
+                    suite.runs,
+                    config.label,
+                    spec.label()
+                );
+                let run = prepare::RunContext {
+                    resolved,
+                    keys: (config_key, workload_key),
+                    spec,
+                    settings: &settings,
+                    label: &label,
+                };
+                // A failure to prepare is the run's: run_once meets it again and records it.
+                if let Ok(Some(reason)) = preparer.refusal(&mut target, &run, observer) {
+                    let label = format!("{} {}", config.label, spec.label());
+                    if !result.skipped.iter().any(|s| s.label == label) {
+                        let skipped = Skipped { label, reason };
+                        observer.config_skipped(&skipped);
+                        result.skipped.push(skipped);
+                    }
                     continue;
                 }
                 let mut record = RunRecord {
@@ -301,24 +329,10 @@ pub(crate) fn run_suite(
                     incomplete: None,
                     loop_device: None,
                     testbed: Some(testbed.run_start(&suite.target)),
+                    preparation: None,
                 };
-                let label = format!(
-                    "[{}/{}] {} {}",
-                    round + 1,
-                    suite.runs,
-                    config.label,
-                    spec.label()
-                );
                 observer.run_started(&label, &record);
-                let outcome = run_once(
-                    &mut target,
-                    resolved,
-                    spec,
-                    &settings,
-                    &label,
-                    &mut record,
-                    observer,
-                );
+                let outcome = run_once((&mut target, &mut preparer), &run, &mut record, observer);
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
                 }
@@ -410,20 +424,22 @@ pub(crate) fn run_suite(
 
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
 fn run_once(
-    target: &mut Target,
-    (config, tools): &Resolved,
-    spec: &WorkloadSpec,
-    settings: &PhaseSettings,
-    label: &str,
+    (target, preparer): (&mut Target, &mut prepare::Preparer),
+    run: &prepare::RunContext,
     record: &mut RunRecord,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<Option<String>> {
+    let (spec, settings, label) = (run.spec, run.settings, run.label);
     if settings.progress.cancel.load(Ordering::Relaxed) {
         return Err(FsbenchError::Interrupted.into());
     }
-    let mut fresh = target
-        .fresh(config, tools)
-        .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
+    let config = &run.resolved.0;
+    let mut fresh_fs = |target: &mut Target, observer: &mut dyn Observer| {
+        (preparer.fresh(target, run, observer))
+            .with_context(|| format!("cannot prepare a fresh {}", config.label))
+    };
+    let (mut fresh, preparation) = fresh_fs(target, observer)?;
+    record.preparation = preparation;
     record.mkfs_secs = fresh.mkfs_secs;
     record.mount_options = fresh.mount_options.clone();
     record.source = fresh.source.clone();
@@ -448,9 +464,7 @@ fn run_once(
             Boundary::Remount => fresh.remount()?,
             Boundary::Remake => {
                 let teardown = fresh.finish()?;
-                fresh = target
-                    .fresh(config, tools)
-                    .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
+                fresh = fresh_fs(target, observer)?.0;
                 Some(teardown)
             }
         };

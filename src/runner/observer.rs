@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::aging::Preparation;
 use crate::measure::Progress;
 use crate::results::{PhaseRecord, RunRecord, Skipped, SuiteResult};
 
@@ -28,6 +29,16 @@ pub(crate) struct PhaseStart<'a> {
     pub(crate) expected_units: u64,
     /// The phase's counters: its progress is `done`, which the hot loop stores and observers
     /// read on a thread of their own (an event per unit would cost the loop).
+    pub(crate) progress: &'a Arc<Progress>,
+}
+
+/// A run's filesystem about to be aged or filled.
+pub(crate) struct PreparationStart<'a> {
+    pub(crate) label: &'a str,
+    /// What is done and how often: `aging (light) once for every run of ext4 (template image)`.
+    pub(crate) what: &'a str,
+    /// MiB it will write, about; `progress.done` counts them.
+    pub(crate) expected_mib: u64,
     pub(crate) progress: &'a Arc<Progress>,
 }
 
@@ -115,6 +126,10 @@ pub(crate) trait Observer {
     /// A run about to make its filesystem; `run` has only its identity filled in.
     fn run_started(&mut self, _label: &str, _run: &RunRecord) {}
     fn phase_started(&mut self, _start: &PhaseStart) {}
+    /// The run's filesystem is being aged or filled (once per configuration, or per run).
+    fn preparation_started(&mut self, _start: &PreparationStart) {}
+    /// The run's filesystem is prepared (`None`: it failed).
+    fn preparation_finished(&mut self, _label: &str, _prep: Option<&Preparation>) {}
     /// The phase ended, with its record, or without one when it failed.
     fn phase_finished(&mut self, _label: &str, _phase: Option<&PhaseRecord>) {}
     /// After each run, finished or failed, with the mkfs command line it used.
@@ -164,6 +179,14 @@ impl Observer for Observers<'_> {
     }
     fn phase_started(&mut self, start: &PhaseStart) {
         self.0.iter_mut().for_each(|o| o.phase_started(start));
+    }
+    fn preparation_started(&mut self, start: &PreparationStart) {
+        self.0.iter_mut().for_each(|o| o.preparation_started(start));
+    }
+    fn preparation_finished(&mut self, label: &str, prep: Option<&Preparation>) {
+        self.0
+            .iter_mut()
+            .for_each(|o| o.preparation_finished(label, prep));
     }
     fn phase_finished(&mut self, label: &str, phase: Option<&PhaseRecord>) {
         self.0

@@ -119,7 +119,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
                     mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-                    config_key, workload_key, loop_device, testbed
+                    config_key, workload_key, loop_device, testbed, preparation
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -138,6 +138,7 @@ impl Store {
                 (
                     r.get::<_, Option<String>>(18)?,
                     r.get::<_, Option<String>>(19)?,
+                    r.get::<_, Option<String>>(20)?,
                 ),
                 RunRecord {
                     run: r.get(1)?,
@@ -158,19 +159,23 @@ impl Store {
                     incomplete: r.get(15)?,
                     loop_device: None,
                     testbed: None,
+                    preparation: None,
                 },
             ))
         })?;
         let mut runs = Vec::new();
         for row in rows {
-            let (run_id, status, (config_key, workload_key), (loop_device, testbed), mut run) =
-                row?;
+            let (run_id, status, keys, (loop_device, testbed, preparation), mut run) = row?;
+            let (config_key, workload_key) = keys;
             run.status = parse_status(&status)?;
             run.loop_device = loop_device
                 .map(|text| from_json(&text, "loop device"))
                 .transpose()?;
             run.testbed = testbed
                 .map(|text| from_json(&text, "run's storage stack"))
+                .transpose()?;
+            run.preparation = preparation
+                .map(|text| from_json(&text, "run's preparation"))
                 .transpose()?;
             // Runs written before keys were stored are found by their labels, once.
             let config_key = config_key.or_else(|| {

@@ -164,6 +164,29 @@ impl Target {
 
     /// A fresh filesystem (or fresh directory) for one run of `config`.
     pub fn fresh(&mut self, config: &FsConfig, tools: &Toolset) -> anyhow::Result<FreshFs> {
+        self.fresh_from(config, tools, None)
+    }
+
+    /// Whether runs of `config` can start from a copy of a template image (loop images).
+    pub fn takes_templates(&self, config: &FsConfig) -> bool {
+        matches!(self.spec, TargetSpec::Image { .. })
+            && config.fs.is_some_and(|fs| fs != FsType::Tmpfs)
+    }
+
+    /// Where template image `n` is kept: in the scratch directory, so that it goes with it
+    /// on success, error, signal and `fsbench clean`.
+    pub fn template_path(&self, n: usize) -> PathBuf {
+        self.scratch.path().join(format!("template{n}.img"))
+    }
+
+    /// Like [`Target::fresh`], but with `template` the run's image is a copy of that image
+    /// (a reflink where possible) and is mounted without mkfs.
+    pub fn fresh_from(
+        &mut self,
+        config: &FsConfig,
+        tools: &Toolset,
+        template: Option<&Path>,
+    ) -> anyhow::Result<FreshFs> {
         self.runs += 1;
         let run_dir = self.scratch.path().join(format!("run{}", self.runs));
         std::fs::create_dir(&run_dir)
@@ -184,6 +207,7 @@ impl Target {
             mount_options: String::new(),
             source: String::new(),
             loop_info: None,
+            copied: None,
         };
         let Some(fs) = config.fs else {
             let entry = mounts::mount_containing(&run_dir);
@@ -214,7 +238,14 @@ impl Target {
                 }
                 _ => {
                     let image = run_dir.join("image");
-                    create_image(&image, self.image_size)?;
+                    match template {
+                        Some(t) => {
+                            let start = Instant::now();
+                            let how = crate::aging::image::copy(t, &image)?;
+                            fresh.copied = Some((how, start.elapsed().as_secs_f64()));
+                        }
+                        None => create_image(&image, self.image_size)?,
+                    }
                     fresh.image = Some(image.clone());
                     let attached = loopdev::attach(&image, direct_io)?;
                     fresh.loop_device = Some(attached.device.clone());
@@ -223,7 +254,7 @@ impl Target {
                 }
             })
         };
-        if let (Some(dev), Some(mkfs)) = (&device, &tools.mkfs) {
+        if let (Some(dev), Some(mkfs), None) = (&device, &tools.mkfs, &fresh.copied) {
             let args = fs
                 .driver()
                 .mkfs_args(&config.mkfs, &dev.display().to_string());
@@ -380,6 +411,9 @@ pub struct FreshFs {
     pub source: String,
     /// The loop device as sysfs showed it once mounted; `None` without a loop device.
     pub loop_info: Option<LoopInfo>,
+    /// How the image was copied from a template (`reflink`, `sparse copy`) and how long it
+    /// took; `None` for a freshly made filesystem.
+    pub copied: Option<(&'static str, f64)>,
 }
 
 impl FreshFs {
@@ -390,6 +424,38 @@ impl FreshFs {
 
     pub fn path(&self) -> &Path {
         &self.root
+    }
+
+    /// The device the filesystem is on (none for tmpfs and directories).
+    pub fn device(&self) -> Option<&Path> {
+        self.device.as_deref()
+    }
+
+    /// sync → unmount → fsck → `inspect(device)` → detach, keeping the image as `dest` (a
+    /// template). The image stays only when fsck found it clean.
+    pub fn finish_as_template(
+        mut self,
+        dest: &Path,
+        inspect: impl FnOnce(&Path),
+    ) -> anyhow::Result<Teardown> {
+        let teardown = self.unmount_and_check()?;
+        if let Some(fsck) = teardown.fsck.as_ref().filter(|f| !f.clean) {
+            anyhow::bail!(
+                "fsck found the prepared filesystem inconsistent: {}",
+                fsck.output.as_deref().unwrap_or("").trim_end()
+            );
+        }
+        if let Some(dev) = &self.device {
+            inspect(dev);
+        }
+        if let Some(dev) = self.loop_device.take() {
+            scratch::detach_loop(&dev)?;
+        }
+        let image = self.image.take().context("a template needs a loop image")?;
+        std::fs::rename(&image, dest)
+            .with_context(|| format!("cannot keep {} as {}", image.display(), dest.display()))?;
+        self.release()?;
+        Ok(teardown)
     }
 
     /// sync → unmount (timed) → fsck (timed) → detach → remove the image.

@@ -521,6 +521,14 @@ impl WorkloadSpec {
         self.params().instantiate()
     }
 
+    /// The aging the workload itself asks for before its phases (FFSB's `agefs=1`).
+    pub fn age_profile(&self) -> Option<crate::aging::AgeProfile> {
+        match self {
+            WorkloadSpec::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
+            _ => None,
+        }
+    }
+
     /// Checks parameters; the runner calls it before anything is created.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.params().validate()?;

@@ -7,6 +7,7 @@
 //! number below the total weight, and picks files at random from the shared file set. Each
 //! transaction is one operation on one file (a whole create, a whole read of `read_size`).
 
+pub mod aging;
 pub mod profile;
 mod worker;
 

@@ -180,6 +180,9 @@ pub struct FileSet {
     /// Shrink file sizes so that the files fit the target (the preset does).
     #[serde(default)]
     pub fit: bool,
+    /// `agefs=1`: the filesystem is aged before the file set is made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aging: Option<super::aging::FfsbAging>,
 }
 
 impl FileSet {

@@ -13,6 +13,8 @@ enum Section {
     Global,
     Filesystem,
     ThreadGroup,
+    /// The thread group inside `[filesystem]`: FFSB's aging group (`agefs=1`).
+    AgingGroup,
     Stats,
 }
 
@@ -31,6 +33,8 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
     let mut section = Section::Global;
     let mut filesystems = 0u32;
     let mut declared: [Option<(u32, usize)>; 2] = [None, None];
+    // agefs (and its line), desired_util, and the aging thread group.
+    let (mut agefs, mut desired_util, mut aging_group) = (None, 0.0, None::<ThreadGroup>);
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
         let err = |msg: String| invalid(format!("{name}, line {line_no}: {msg}"));
@@ -66,12 +70,14 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
                     Section::ThreadGroup
                 }
                 (Section::Filesystem, "threadgroup") => {
-                    return Err(err(
-                        "a thread group inside [filesystem] ages the filesystem (agefs); aging is not implemented: every run starts from a fresh filesystem".into(),
-                    ));
+                    if aging_group.replace(ThreadGroup::default()).is_some() {
+                        return Err(err("a second aging thread group in [filesystem]".into()));
+                    }
+                    Section::AgingGroup
                 }
                 (Section::ThreadGroup, "stats") => Section::Stats,
                 (Section::Stats, "end") => Section::ThreadGroup,
+                (Section::AgingGroup, "end") => Section::Filesystem,
                 (Section::Filesystem | Section::ThreadGroup, "end") => Section::Global,
                 (_, _) => return Err(err(format!("unexpected section [{inner}] here"))),
             };
@@ -144,17 +150,37 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
                             .map_err(|_| err(format!("size_weight: `{w}` is not a weight")))?;
                         fs.size_weights.push((s, w));
                     }
-                    "agefs" | "desired_util" | "init_util" | "init_size" | "age_blocksize" => {
+                    "agefs" => agefs = Some((boolean()?, line_no)),
+                    "desired_util" => {
+                        desired_util = value
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|u| (0.0..=0.95).contains(u))
+                            .ok_or_else(|| {
+                                err(format!(
+                                    "desired_util: `{value}` is not a fraction from 0 to 0.95"
+                                ))
+                            })?;
+                    }
+                    // The size of the ten files FFSB starts aging with; the churn's own sizes
+                    // are the file set's, so it changes nothing here.
+                    "age_blocksize" => {
+                        size()?;
+                    }
+                    "init_util" | "init_size" => {
                         return Err(unsupported(
-                            "aging a filesystem is not implemented; every run starts from a fresh one",
+                            "fsbench fills with `fill = [...]` / --fill (percent used) instead",
                         ));
                     }
                     "clone" => return Err(unsupported("there is one filesystem per run")),
                     _ => return Err(err(format!("unknown filesystem key `{key}`"))),
                 }
             }
-            Section::ThreadGroup => {
-                let tg = p.groups.last_mut().expect("inside a thread group");
+            Section::AgingGroup | Section::ThreadGroup => {
+                let tg = match section {
+                    Section::AgingGroup => aging_group.as_mut().expect("inside the aging group"),
+                    _ => p.groups.last_mut().expect("inside a thread group"),
+                };
                 if let Some(op) = key.strip_suffix("_weight").and_then(Op::from_name) {
                     tg.set_weight(op, number()?);
                     continue;
@@ -211,6 +237,25 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<FfsbParams> {
         p.notes.push(format!(
             "{name}, line {line}: `{what}` is an FFSB 5 key that FFSB 6 rejects; read for FFSB 5 profiles (it matches the sections)"
         ));
+    }
+    match (agefs, aging_group) {
+        (Some((true, line)), None) => {
+            return Err(invalid(format!(
+                "{name}, line {line}: agefs=1 needs the aging thread group inside [filesystem] (FFSB: \"No age threadgroup in profile\")"
+            )));
+        }
+        (Some((true, line)), Some(_)) if desired_util <= 0.0 => {
+            return Err(invalid(format!(
+                "{name}, line {line}: agefs=1 needs desired_util (the fraction used to age to)"
+            )));
+        }
+        (Some((true, _)), Some(group)) => {
+            p.fileset.aging = Some(super::aging::FfsbAging::new(desired_util, &group));
+        }
+        (_, Some(_)) => p.notes.push(format!(
+            "{name}: the thread group inside [filesystem] is FFSB's aging group; with agefs=0 FFSB does not run it, nor does fsbench"
+        )),
+        (_, None) => {}
     }
     p.validate().map_err(|e| invalid(format!("{name}: {e}")))?;
     Ok(p)

@@ -55,7 +55,13 @@ fn profile_errors_name_the_line() {
     assert!(profile::parse(&open, "t.ffsb").is_err());
     let aging = SEED_PROFILE.replace("num_dirs=0", "agefs=1");
     let e = profile::parse(&aging, "t.ffsb").unwrap_err().to_string();
-    assert!(e.contains("not supported"), "{e}");
+    assert!(
+        e.contains("line 9") && e.contains("aging thread group"),
+        "{e}"
+    );
+    let init = SEED_PROFILE.replace("num_dirs=0", "init_util=0.5");
+    let e = profile::parse(&init, "t.ffsb").unwrap_err().to_string();
+    assert!(e.contains("not supported") && e.contains("--fill"), "{e}");
 }
 
 #[test]
@@ -158,13 +164,47 @@ fn ffsb5_counts_are_read_with_a_note_and_ffsb_aborts_are_errors() {
         e.contains("read_size 8192 is larger than the smallest file (4096)"),
         "{e}"
     );
-    // A thread group inside [filesystem] ages it: refused by name.
-    let aging = FFSB6_PROFILE.replace(
+    // A thread group inside [filesystem] is FFSB's aging group: run with agefs=1 (and
+    // desired_util), noted and left out without, as FFSB leaves it.
+    let group = "\t[threadgroup]\n\t\tcreate_weight = 10\n\t\tappend_weight = 10\n\t\t\
+                 delete_weight = 1\n\t\twrite_size = 400\n\t\twrite_blocksize = 1024\n\t[end]\n";
+    let idle = FFSB6_PROFILE.replace(
         "[end]\n\n[threadgroup]",
-        "[threadgroup]\n[end]\n[end]\n[threadgroup]",
+        &format!("{group}[end]\n\n[threadgroup]"),
     );
-    let e = profile::parse(&aging, "six.ffsb").unwrap_err().to_string();
-    assert!(e.contains("agefs"), "{e}");
+    let p = profile::parse(&idle, "six.ffsb").unwrap();
+    assert!(
+        p.fileset.aging.is_none() && p.notes[0].contains("aging group"),
+        "{:?}",
+        p.notes
+    );
+    let aged = idle.replace(
+        "num_dirs\t= 3",
+        "num_dirs\t= 3\n\tagefs = 1\n\tdesired_util = 0.3",
+    );
+    let p = profile::parse(&aged, "six.ffsb").unwrap();
+    let aging = p.fileset.aging.clone().unwrap();
+    assert_eq!(
+        (
+            aging.desired_util_ppm,
+            aging.create,
+            aging.append,
+            aging.delete
+        ),
+        (300_000, 10, 10, 1)
+    );
+    let profile = aging.profile(&p.fileset);
+    assert_eq!(
+        (profile.target_util_percent, profile.write_block),
+        (30.0, 400)
+    );
+    let e = profile::parse(
+        &aged.replace("desired_util = 0.3", "desired_util = 2"),
+        "six.ffsb",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("desired_util"), "{e}");
     let unknown = FFSB6_PROFILE.replace("[filesystem]", "[filesystems]");
     let e = profile::parse(&unknown, "six.ffsb")
         .unwrap_err()

@@ -1,0 +1,388 @@
+//! The aging churn: seeded creates, appends, overwrites and deletes in a directory tree until
+//! the filesystem is as full as the profile asks and has been written as much.
+//!
+//! Hot-loop rules: every call is an `*at()` call on a directory descriptor held open, names
+//! are built in a stack buffer, one data buffer is reused, and the only state that grows is
+//! 16 bytes per live file (the churn must pick files to append to and delete; the live set is
+//! bounded by the filesystem's size over the smallest file).
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use super::profile::{AgeProfile, Rng};
+use super::{Usage, write_all_at};
+use crate::error::FsbenchError;
+use crate::measure::Progress;
+
+/// The directory the aged tree lives in, below the filesystem's root.
+pub const AGED_DIR: &str = "aged";
+
+/// What aging did, stored with every run that starts from the aged filesystem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgingStats {
+    pub profile: String,
+    pub seed: u64,
+    pub secs: f64,
+    pub bytes_written: u64,
+    /// Files and directories in the aged tree at the end.
+    pub files: u64,
+    pub dirs: u32,
+    pub creates: u64,
+    pub appends: u64,
+    pub overwrites: u64,
+    pub deletes: u64,
+    /// Writes that found the filesystem full (the churn then deletes and re-reads statvfs).
+    #[serde(default)]
+    pub enospc: u64,
+    pub target_util_percent: f64,
+    /// statvfs's utilisation after the churn and a sync.
+    pub util_percent: f64,
+    /// Used + available bytes (df's size of the filesystem).
+    pub capacity_bytes: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Live {
+    id: u32,
+    dir: u16,
+    size: u64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Create,
+    Append,
+    Overwrite,
+    Delete,
+}
+
+/// `f<id>` NUL-terminated in place.
+struct Name([u8; 16]);
+
+impl Name {
+    fn file(&mut self, prefix: u8, id: u32) -> &CStr {
+        self.0[0] = prefix;
+        let mut digits = [0u8; 10];
+        let (mut n, mut len) = (id, 0);
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for i in 0..len {
+            self.0[1 + i] = digits[len - 1 - i];
+        }
+        self.0[1 + len] = 0;
+        CStr::from_bytes_with_nul(&self.0[..len + 2]).expect("one NUL at the end")
+    }
+}
+
+struct Churn<'a> {
+    profile: &'a AgeProfile,
+    rng: Rng,
+    dirs: Vec<OwnedFd>,
+    live: Vec<Live>,
+    next_id: u32,
+    name: Name,
+    buf: Vec<u8>,
+    block: u64,
+    /// Used bytes as fsbench accounts them (file sizes in whole blocks), so decisions do not
+    /// depend on when the filesystem updates statvfs: the same seed, the same tree.
+    est_used: u64,
+    stats: AgingStats,
+    progress: &'a Progress,
+}
+
+/// Ages the filesystem of `root` by `profile`. `progress.done` counts MiB written.
+pub fn age(
+    root: BorrowedFd<'_>,
+    profile: &AgeProfile,
+    progress: &Progress,
+) -> Result<AgingStats, FsbenchError> {
+    let start = Instant::now();
+    let usage = Usage::of(root)?;
+    let aged = super::make_dir(root, AGED_DIR)?;
+    let mut rng = Rng::new(profile.seed);
+    let mut buf = vec![0u8; 1 << 20];
+    for chunk in buf.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes()[..chunk.len()]);
+    }
+    let mut churn = Churn {
+        profile,
+        rng,
+        dirs: vec![aged],
+        live: Vec::new(),
+        next_id: 0,
+        name: Name([0; 16]),
+        buf,
+        block: usage.block.max(512),
+        est_used: usage.used,
+        stats: AgingStats {
+            profile: profile.name.clone(),
+            seed: profile.seed,
+            secs: 0.0,
+            bytes_written: 0,
+            files: 0,
+            dirs: profile.dirs,
+            creates: 0,
+            appends: 0,
+            overwrites: 0,
+            deletes: 0,
+            enospc: 0,
+            target_util_percent: profile.target_util_percent,
+            util_percent: 0.0,
+            capacity_bytes: usage.total,
+        },
+        progress,
+    };
+    churn.make_dirs()?;
+    let total = usage.total;
+    let target = (total as f64 * profile.target_util_percent / 100.0) as u64;
+    let write_target = (total as f64 * profile.write_multiple) as u64;
+    // Half a point either side: statvfs's own accounting (metadata, CoW) adds to it.
+    let tolerance = total / 200;
+    let cap = (total / 16).max(1);
+    loop {
+        churn.check_cancel()?;
+        let at_target = churn.est_used + tolerance >= target;
+        if churn.stats.bytes_written >= write_target && at_target {
+            break;
+        }
+        let op = churn.pick(target, tolerance);
+        churn.step(op, cap, target + tolerance)?;
+    }
+    churn.settle(root, target, cap)?;
+    let usage = Usage::of(root)?;
+    churn.stats.util_percent = usage.percent();
+    churn.stats.files = churn.live.len() as u64;
+    churn.stats.secs = start.elapsed().as_secs_f64();
+    Ok(churn.stats)
+}
+
+impl Churn<'_> {
+    fn check_cancel(&self) -> Result<(), FsbenchError> {
+        if self.progress.cancel.load(Ordering::Relaxed) {
+            return Err(FsbenchError::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// Directories at Poisson depths, each below a directory one level up (or the deepest
+    /// there is), all held open.
+    fn make_dirs(&mut self) -> Result<(), FsbenchError> {
+        let mut depths = vec![0u32];
+        for i in 1..self.profile.dirs {
+            let depth = self
+                .rng
+                .poisson(self.profile.depth_mean)
+                .clamp(1, self.profile.max_depth);
+            let deepest = depths
+                .iter()
+                .copied()
+                .filter(|d| *d < depth)
+                .max()
+                .unwrap_or(0);
+            let candidates = depths.iter().filter(|d| **d == deepest).count() as u64;
+            let nth = self.rng.below(candidates) as usize;
+            let parent = (depths.iter().enumerate())
+                .filter(|(_, d)| **d == deepest)
+                .nth(nth)
+                .map_or(0, |(p, _)| p);
+            let name = self.name.file(b'd', i);
+            let fd = super::make_dir(self.dirs[parent].as_fd(), name)?;
+            self.dirs.push(fd);
+            depths.push(deepest + 1);
+        }
+        Ok(())
+    }
+
+    /// The profile's operation, steered: above the target only deletes, and nothing but
+    /// creates while there is nothing to work on.
+    fn pick(&mut self, target: u64, tolerance: u64) -> Op {
+        if self.live.is_empty() {
+            return Op::Create;
+        }
+        if self.est_used > target + tolerance {
+            return Op::Delete;
+        }
+        let w = self.profile.ops;
+        let total = u64::from(w.create + w.append + w.overwrite + w.delete);
+        let mut pick = self.rng.below(total);
+        for (op, weight) in [
+            (Op::Create, w.create),
+            (Op::Append, w.append),
+            (Op::Overwrite, w.overwrite),
+        ] {
+            if pick < u64::from(weight) {
+                return op;
+            }
+            pick -= u64::from(weight);
+        }
+        Op::Delete
+    }
+
+    fn round(&self, size: u64) -> u64 {
+        size.div_ceil(self.block) * self.block
+    }
+
+    /// One operation; a create or append that would pass `ceiling` deletes instead.
+    fn step(&mut self, op: Op, cap: u64, ceiling: u64) -> Result<(), FsbenchError> {
+        let result = match op {
+            Op::Create => {
+                let size = self.profile.sizes.draw(&mut self.rng, cap);
+                if self.est_used + self.round(size) > ceiling && !self.live.is_empty() {
+                    self.delete()
+                } else {
+                    self.create(size)
+                }
+            }
+            Op::Append => {
+                let n = self
+                    .profile
+                    .sizes
+                    .draw(&mut self.rng, self.profile.write_block);
+                let index = self.rng.below(self.live.len() as u64) as usize;
+                let f = self.live[index];
+                let grow = self.round(f.size + n) - self.round(f.size);
+                if self.est_used + grow > ceiling {
+                    self.delete()
+                } else {
+                    self.append(index, n)
+                }
+            }
+            Op::Overwrite => self.overwrite(),
+            Op::Delete => self.delete(),
+        };
+        match result {
+            Err(Errno::NOSPC) => {
+                // Full before fsbench's count says so (metadata, CoW): believe statvfs.
+                self.stats.enospc += 1;
+                let root = self.dirs[0].as_fd();
+                let _ = rustix::fs::syncfs(root);
+                self.est_used = self.est_used.max(Usage::of(root)?.used);
+                self.delete().map_err(|e| errno_error("unlink", e))
+            }
+            other => other.map_err(|e| errno_error("write", e)),
+        }
+    }
+
+    fn open(&mut self, f: Live, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let name = self.name.file(b'f', f.id);
+        rustix::fs::openat(
+            &self.dirs[f.dir as usize],
+            name,
+            flags | OFlags::CLOEXEC,
+            Mode::from(0o644),
+        )
+    }
+
+    fn create(&mut self, size: u64) -> Result<(), Errno> {
+        let f = Live {
+            id: self.next_id,
+            dir: self.rng.below(self.dirs.len() as u64) as u16,
+            size,
+        };
+        self.next_id += 1;
+        let fd = self.open(f, OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY)?;
+        if let Err(e) = self.write(&fd, 0, size) {
+            drop(fd);
+            let name = self.name.file(b'f', f.id);
+            let _ = rustix::fs::unlinkat(&self.dirs[f.dir as usize], name, AtFlags::empty());
+            return Err(e);
+        }
+        self.est_used += self.round(size);
+        self.live.push(f);
+        self.stats.creates += 1;
+        Ok(())
+    }
+
+    fn append(&mut self, index: usize, n: u64) -> Result<(), Errno> {
+        let f = self.live[index];
+        let fd = self.open(f, OFlags::WRONLY)?;
+        self.write(&fd, f.size, n)?;
+        self.est_used += self.round(f.size + n) - self.round(f.size);
+        self.live[index].size += n;
+        self.stats.appends += 1;
+        Ok(())
+    }
+
+    fn overwrite(&mut self) -> Result<(), Errno> {
+        let index = self.rng.below(self.live.len() as u64) as usize;
+        let f = self.live[index];
+        let n = f.size.min(self.profile.write_block);
+        let offset = self.rng.below(f.size - n + 1);
+        let fd = self.open(f, OFlags::WRONLY)?;
+        self.write(&fd, offset, n)?;
+        self.stats.overwrites += 1;
+        Ok(())
+    }
+
+    fn delete(&mut self) -> Result<(), Errno> {
+        if self.live.is_empty() {
+            return Ok(());
+        }
+        let index = self.rng.below(self.live.len() as u64) as usize;
+        let f = self.live.swap_remove(index);
+        let name = self.name.file(b'f', f.id);
+        rustix::fs::unlinkat(&self.dirs[f.dir as usize], name, AtFlags::empty())?;
+        self.est_used = self.est_used.saturating_sub(self.round(f.size));
+        self.stats.deletes += 1;
+        Ok(())
+    }
+
+    fn write(&mut self, fd: &OwnedFd, offset: u64, len: u64) -> Result<(), Errno> {
+        write_all_at(fd, &self.buf, offset, len)?;
+        self.stats.bytes_written += len;
+        self.progress
+            .done
+            .store(self.stats.bytes_written >> 20, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Brings statvfs's utilisation within a point of the target: fsbench's count leaves out
+    /// metadata and copy-on-write, which only the filesystem knows.
+    fn settle(&mut self, root: BorrowedFd<'_>, target: u64, cap: u64) -> Result<(), FsbenchError> {
+        for _ in 0..50 {
+            self.check_cancel()?;
+            rustix::fs::syncfs(root).map_err(|e| errno_error("syncfs", e))?;
+            let usage = Usage::of(root)?;
+            let point = usage.total / 100;
+            if usage.used.abs_diff(target) <= point * 8 / 10 {
+                break;
+            }
+            if usage.used > target {
+                let mut freed = 0;
+                while freed < usage.used - target && !self.live.is_empty() {
+                    let before = self.est_used;
+                    self.delete().map_err(|e| errno_error("unlink", e))?;
+                    freed += before - self.est_used;
+                }
+            } else {
+                let want = target - usage.used;
+                let mut added = 0;
+                while added < want {
+                    let size = self
+                        .profile
+                        .sizes
+                        .draw(&mut self.rng, cap.min(want - added).max(1));
+                    self.create(size).map_err(|e| errno_error("write", e))?;
+                    added += self.round(size);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn errno_error(what: &str, e: Errno) -> FsbenchError {
+    FsbenchError::Failed(format!("aging: {what} failed: {e}"))
+}
