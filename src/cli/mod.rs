@@ -453,7 +453,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
-    let outcome = install_signal_handlers(&progress)
+    let mpi_run = matches!(cli.command, Command::Run(_));
+    let outcome = crate::launcher::refuse_uncoordinated(mpi_run)
+        .and_then(|()| install_signal_handlers(&progress))
         .and_then(|()| refuse_unused_db(&cli))
         .and_then(|()| match &cli.command {
             Command::Run(args) => run::run(args, &db, progress.clone()),

@@ -127,7 +127,10 @@ fn run_suite(
         command: command_record(args),
     };
     let mut console = console::Console::new(!args.quiet);
-    let options = runner::RunOptions { progress };
+    let options = runner::RunOptions {
+        progress,
+        executor: None,
+    };
     let (mut result, error) = runner::run_suite(
         &suite,
         previous,

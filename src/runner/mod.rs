@@ -22,7 +22,7 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::stack::{self, SuiteTestbed};
-use crate::testbed::{Target, TargetSpec, Teardown, device, mounts};
+use crate::testbed::{FreshFs, Target, TargetSpec, Teardown, device, mounts};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 use observer::{Diagnostic, Observer, SuitePlan};
@@ -161,8 +161,28 @@ fn loop_mode(spec: &TargetSpec) -> &'static str {
 }
 
 /// How to run a suite.
-pub struct RunOptions {
+pub struct RunOptions<'a> {
     pub progress: Arc<Progress>,
+    /// Runs each run in place of [`run_once`]: under MPI, every rank's share of it.
+    pub executor: Option<&'a dyn RunExecutor>,
+}
+
+/// One run (fresh filesystem, every phase, teardown) done some other way than [`run_once`];
+/// returns the mkfs command line used.
+pub(crate) trait RunExecutor {
+    fn run(&self, run: RunContext<'_>, observer: &mut dyn Observer)
+    -> anyhow::Result<Option<String>>;
+}
+
+/// What a run is given: the target, the configuration, the workload and the record to fill.
+pub(crate) struct RunContext<'a> {
+    pub(crate) target: &'a mut Target,
+    pub(crate) config: &'a FsConfig,
+    pub(crate) tools: &'a Toolset,
+    pub(crate) spec: &'a WorkloadSpec,
+    pub(crate) settings: &'a PhaseSettings,
+    pub(crate) label: &'a str,
+    pub(crate) record: &'a mut RunRecord,
 }
 
 /// Runs `suite`, or with `previous` the runs of that earlier, interrupted suite that did not
@@ -310,15 +330,19 @@ pub(crate) fn run_suite(
                     spec.label()
                 );
                 observer.run_started(&label, &record);
-                let outcome = run_once(
-                    &mut target,
-                    resolved,
+                let context = RunContext {
+                    target: &mut target,
+                    config: &resolved.0,
+                    tools: &resolved.1,
                     spec,
-                    &settings,
-                    &label,
-                    &mut record,
-                    observer,
-                );
+                    settings: &settings,
+                    label: &label,
+                    record: &mut record,
+                };
+                let outcome = match options.executor {
+                    Some(executor) => executor.run(context, observer),
+                    None => run_once(context, observer),
+                };
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
                 }
@@ -407,25 +431,20 @@ pub(crate) fn run_suite(
 }
 
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
-fn run_once(
-    target: &mut Target,
-    (config, tools): &Resolved,
-    spec: &WorkloadSpec,
-    settings: &PhaseSettings,
-    label: &str,
-    record: &mut RunRecord,
-    observer: &mut dyn Observer,
-) -> anyhow::Result<Option<String>> {
+fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<Option<String>> {
+    let RunContext {
+        target,
+        config,
+        tools,
+        spec,
+        settings,
+        label,
+        record,
+    } = run;
     if settings.progress.cancel.load(Ordering::Relaxed) {
         return Err(FsbenchError::Interrupted.into());
     }
-    let mut fresh = target
-        .fresh(config, tools)
-        .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
-    record.mkfs_secs = fresh.mkfs_secs;
-    record.mount_options = fresh.mount_options.clone();
-    record.source = fresh.source.clone();
-    record.loop_device = fresh.loop_info.clone();
+    let mut fresh = fresh_for_run(target, config, tools, record)?;
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
     let phase_count = workload.phases().len();
@@ -461,6 +480,34 @@ fn run_once(
         }
         record.phases.push(phase);
     }
+    finish_run(fresh, record, label, observer)?;
+    Ok(mkfs_command)
+}
+
+/// A fresh filesystem for a run, with where it is and how it was made in the record.
+pub(crate) fn fresh_for_run(
+    target: &mut Target,
+    config: &FsConfig,
+    tools: &Toolset,
+    record: &mut RunRecord,
+) -> anyhow::Result<FreshFs> {
+    let fresh = target
+        .fresh(config, tools)
+        .with_context(|| format!("cannot prepare a fresh {}", config.label))?;
+    record.mkfs_secs = fresh.mkfs_secs;
+    record.mount_options = fresh.mount_options.clone();
+    record.source = fresh.source.clone();
+    record.loop_device = fresh.loop_info.clone();
+    Ok(fresh)
+}
+
+/// After a run's phases: what failed in them, the unmount and the final fsck.
+pub(crate) fn finish_run(
+    fresh: FreshFs,
+    record: &mut RunRecord,
+    label: &str,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<()> {
     record.incomplete = record.failure_summary();
     if let Some(what) = &record.incomplete {
         observer.diagnostic(&Diagnostic::IncompleteTree { label, what });
@@ -478,7 +525,7 @@ fn run_once(
         });
     }
     record.fsck = teardown.fsck;
-    Ok(mkfs_command)
+    Ok(())
 }
 
 /// The figures of an unmount and fsck right after `phase`: `unmount`, `time+unmount` (the
