@@ -13,6 +13,9 @@ pub mod drivers;
 pub(crate) mod error;
 pub mod extents;
 pub mod measure;
+pub(crate) mod launcher;
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 pub(crate) mod progress;
 pub(crate) mod report;
 pub mod results;

@@ -4,6 +4,8 @@ mod archive;
 mod auto_runs;
 mod console;
 mod fdtree;
+#[cfg(feature = "mpi")]
+mod mpi_run;
 mod output;
 mod query;
 mod run;
@@ -257,6 +259,9 @@ struct RunArgs {
     /// Run what an interrupted suite did not finish (its definition comes from the database)
     #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose"])]
     resume: Option<i64>,
+    #[cfg(feature = "mpi")]
+    #[command(flatten)]
+    mpi: mpi_run::MpiArgs,
 }
 
 /// `--workload`'s long help, generated from the workloads' option tables.
