@@ -72,11 +72,21 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
     };
     let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let progress = summed_progress(ranks, first_start);
-    let fastest = m.iter().map(|m| m.elapsed_ns).min().unwrap_or(0);
+    // First-done: the moment the first rank finished, from the earliest start.
+    let offsets = offsets_ms(ranks, first_start);
+    let first_done = ranks
+        .iter()
+        .zip(&offsets)
+        .map(|(r, o)| o + r.record.measurement.elapsed_ns / 1_000_000)
+        .min()
+        .unwrap_or(0);
     let threads = (ranks.len() >= 2).then(|| {
         ThreadsDone::new(
             ranks.len() as u32,
-            (fastest as f64 / 1e9, units_at(&progress, fastest / 1_000_000)),
+            (
+                first_done as f64 / 1e3,
+                total_at(ranks, &offsets, first_done),
+            ),
             (measurement.elapsed_secs(), measurement.ops),
         )
     });
@@ -267,36 +277,43 @@ fn units_at(progress: &[[u64; 2]], ms: u64) -> u64 {
         .map_or(0, |s| s[1])
 }
 
+/// Each rank's start after the earliest, in ms.
+fn offsets_ms(ranks: &[RankPhase], first_start: u64) -> Vec<u64> {
+    ranks
+        .iter()
+        .map(|r| (r.start_ns - first_start) / 1_000_000)
+        .collect()
+}
+
+/// Units all ranks had done `t` ms after the earliest start: a finished rank all of its own.
+fn total_at(ranks: &[RankPhase], offsets: &[u64], t: u64) -> u64 {
+    ranks
+        .iter()
+        .zip(offsets)
+        .map(|(r, &o)| match t.checked_sub(o) {
+            None => 0,
+            Some(local) if local >= r.record.measurement.elapsed_ns / 1_000_000 => {
+                r.record.measurement.ops
+            }
+            Some(local) => units_at(&r.record.progress, local),
+        })
+        .sum()
+}
+
 /// Every rank's progress, shifted to the earliest start and summed on the sampling grid.
 fn summed_progress(ranks: &[RankPhase], first_start: u64) -> Vec<[u64; 2]> {
     let step = SAMPLE_INTERVAL.as_millis() as u64;
-    let offsets: Vec<u64> = ranks
-        .iter()
-        .map(|r| (r.start_ns - first_start) / 1_000_000)
-        .collect();
+    let offsets = offsets_ms(ranks, first_start);
     let end = ranks
         .iter()
         .zip(&offsets)
         .map(|(r, o)| o + r.record.measurement.elapsed_ns / 1_000_000)
         .max()
         .unwrap_or(0);
-    let total_at = |t: u64| -> u64 {
-        ranks
-            .iter()
-            .zip(&offsets)
-            .map(|(r, &o)| match t.checked_sub(o) {
-                None => 0,
-                Some(local) if local >= r.record.measurement.elapsed_ns / 1_000_000 => {
-                    r.record.measurement.ops
-                }
-                Some(local) => units_at(&r.record.progress, local),
-            })
-            .sum()
-    };
     let mut series: Vec<[u64; 2]> = (0..=end / step)
-        .map(|i| [i * step, total_at(i * step)])
+        .map(|i| [i * step, total_at(ranks, &offsets, i * step)])
         .collect();
-    series.push([end, total_at(end)]);
+    series.push([end, total_at(ranks, &offsets, end)]);
     series.dedup_by_key(|s| s[0]);
     series
 }
