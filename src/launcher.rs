@@ -41,7 +41,10 @@ pub(crate) fn launched_ranks() -> Option<(String, u64)> {
 /// `run` then coordinates with the other ranks.
 #[cfg(feature = "mpi")]
 pub(crate) fn launched() -> bool {
-    SIZE_VARS.iter().chain(RANK_VARS).any(|v| std::env::var_os(v).is_some())
+    SIZE_VARS
+        .iter()
+        .chain(RANK_VARS)
+        .any(|v| std::env::var_os(v).is_some())
 }
 
 /// Refuses a start as one of several ranks that would not coordinate: any command of a binary

@@ -12,8 +12,8 @@ pub(crate) mod cli;
 pub mod drivers;
 pub(crate) mod error;
 pub mod extents;
-pub mod measure;
 pub(crate) mod launcher;
+pub mod measure;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 pub(crate) mod progress;

@@ -135,10 +135,7 @@ pub(super) fn run_suite(
         command: command_record(args),
     };
     let mut console = console::Console::new(!args.quiet);
-    let options = runner::RunOptions {
-        progress,
-        executor,
-    };
+    let options = runner::RunOptions { progress, executor };
     let (mut result, error) = runner::run_suite(
         &suite,
         previous,

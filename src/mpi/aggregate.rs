@@ -137,7 +137,10 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
             figures.push(Figure::new("rank-rate", &unit, true, rank_rate(m)).at(&at));
         }
     }
-    let rates: Vec<f64> = ranks.iter().map(|r| rank_rate(&r.record.measurement)).collect();
+    let rates: Vec<f64> = ranks
+        .iter()
+        .map(|r| rank_rate(&r.record.measurement))
+        .collect();
     if cx.info.has_rate && !rates.is_empty() {
         let n = rates.len() as f64;
         let mean = rates.iter().sum::<f64>() / n;
@@ -180,10 +183,25 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
             .collect();
         let min = counts.iter().copied().min().unwrap_or(0);
         let max = counts.iter().copied().max().unwrap_or(0);
-        figures.push(Figure::new("stonewall-items-min", cx.info.unit, true, min as f64));
-        figures.push(Figure::new("stonewall-items-max", cx.info.unit, true, max as f64));
+        figures.push(Figure::new(
+            "stonewall-items-min",
+            cx.info.unit,
+            true,
+            min as f64,
+        ));
+        figures.push(Figure::new(
+            "stonewall-items-max",
+            cx.info.unit,
+            true,
+            max as f64,
+        ));
         let reached: u64 = counts.iter().sum();
-        figures.push(Figure::new("rate-stonewall", &unit, true, reached as f64 / secs));
+        figures.push(Figure::new(
+            "rate-stonewall",
+            &unit,
+            true,
+            reached as f64 / secs,
+        ));
     }
     figures
 }

@@ -128,11 +128,25 @@ impl Comm {
     pub(crate) fn barrier<T>(&self, outcome: anyhow::Result<T>) -> anyhow::Result<T> {
         match outcome {
             Ok(v) => self.exchange(Ok(Vec::new())).map(|_| v),
-            Err(e) => {
-                let message = describe(&e);
-                Err(self.exchange(Err(message)).err().unwrap_or(e))
-            }
+            Err(e) => Err(self.failed(e)),
         }
+    }
+
+    /// [`Comm::exchange`] of a step's `anyhow` outcome: every rank's payload.
+    pub(crate) fn barrier_sharing(
+        &self,
+        outcome: anyhow::Result<Vec<u8>>,
+    ) -> anyhow::Result<Vec<Vec<u8>>> {
+        match outcome {
+            Ok(payload) => self.exchange(Ok(payload)),
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    /// This rank's own error, told to the others; it keeps its kind (and exit code) here.
+    fn failed(&self, e: anyhow::Error) -> anyhow::Error {
+        let _ = self.exchange(Err(describe(&e)));
+        e.context(self.who(self.rank))
     }
 
     /// Rank 0's bytes, on every rank (`mine` is ignored elsewhere).

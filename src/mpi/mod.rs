@@ -32,7 +32,9 @@ use rank::{Job, TOKEN_FILE};
 enum Command {
     Run(Box<Job>),
     /// No more runs; `failed`: rank 0's suite ended with an error.
-    Stop { failed: bool },
+    Stop {
+        failed: bool,
+    },
 }
 
 /// This process as one of the ranks.
@@ -62,15 +64,13 @@ impl Session {
         prepared: Option<anyhow::Result<Suite>>,
     ) -> anyhow::Result<Suite> {
         let mine = match prepared {
-            Some(suite) => suite
-                .and_then(|s| {
-                    self.check(&s)?;
-                    Ok(serde_json::to_vec(&s)?)
-                })
-                .map_err(|e| comm::describe(&e)),
+            Some(suite) => suite.and_then(|s| {
+                self.check(&s)?;
+                Ok(serde_json::to_vec(&s)?)
+            }),
             None => Ok(Vec::new()),
         };
-        let all = self.comm.exchange(mine)?;
+        let all = self.comm.barrier_sharing(mine)?;
         serde_json::from_slice(&all[0]).context("rank 0's suite does not parse")
     }
 
@@ -115,8 +115,7 @@ impl Session {
             let bytes = self.comm.broadcast(Vec::new());
             match serde_json::from_slice(&bytes).context("rank 0's command does not parse")? {
                 Command::Run(job) => {
-                    if let Err(e) = rank::run_share(&self.comm, &job, &self.progress, &mut Silent)
-                    {
+                    if let Err(e) = rank::run_share(&self.comm, &job, &self.progress, &mut Silent) {
                         failure = Some(e);
                     }
                 }
@@ -158,9 +157,9 @@ fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
             "it measures how one filesystem lays out one file per method (extents, fragmentation); \
              figures of several clients do not add up",
         ),
-        WorkloadSpec::Ffsb(_) => Some(
-            "FFSB runs its own thread groups for a time; run it with threads instead of ranks",
-        ),
+        WorkloadSpec::Ffsb(_) => {
+            Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
+        }
     }
 }
 

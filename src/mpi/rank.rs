@@ -64,7 +64,9 @@ pub(crate) fn run_share(
     let removed = remove_own(&top, &own).with_context(|| {
         format!(
             "cannot remove {}",
-            job.dir.join(String::from_utf8_lossy(&own).as_ref()).display()
+            job.dir
+                .join(String::from_utf8_lossy(&own).as_ref())
+                .display()
         )
     });
     let removed = comm.barrier(removed);
@@ -120,7 +122,9 @@ fn make_own(top: &OwnedFd, job: &Job, own: &[u8]) -> anyhow::Result<()> {
     rustix::fs::mkdirat(top, own, Mode::from(0o755)).with_context(|| {
         format!(
             "cannot create {}",
-            job.dir.join(String::from_utf8_lossy(own).as_ref()).display()
+            job.dir
+                .join(String::from_utf8_lossy(own).as_ref())
+                .display()
         )
     })
 }

@@ -170,8 +170,11 @@ pub struct RunOptions<'a> {
 /// One run (fresh filesystem, every phase, teardown) done some other way than [`run_once`];
 /// returns the mkfs command line used.
 pub(crate) trait RunExecutor {
-    fn run(&self, run: RunContext<'_>, observer: &mut dyn Observer)
-    -> anyhow::Result<Option<String>>;
+    fn run(
+        &self,
+        run: RunContext<'_>,
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<Option<String>>;
 }
 
 /// What a run is given: the target, the configuration, the workload and the record to fill.
