@@ -9,7 +9,11 @@ use common::*;
 #[test]
 fn several_ranks_without_coordination_are_refused() {
     let state = tempdir();
-    for (var, value) in [("OMPI_COMM_WORLD_SIZE", "4"), ("PMI_SIZE", "2"), ("PMIX_RANK", "3")] {
+    for (var, value) in [
+        ("OMPI_COMM_WORLD_SIZE", "4"),
+        ("PMI_SIZE", "2"),
+        ("PMIX_RANK", "3"),
+    ] {
         let mut cmd = fsbench(state.path());
         // `run` is refused without MPI; with it, `list` is (only `run` coordinates ranks).
         let args: &[&str] = if cfg!(feature = "mpi") {
@@ -20,7 +24,10 @@ fn several_ranks_without_coordination_are_refused() {
         let out = run(cmd.env(var, value).args(args));
         assert_eq!(out.status.code(), Some(2), "{var}: {}", text(&out.stderr));
         let stderr = text(&out.stderr);
-        assert!(stderr.contains("MPI ranks") && stderr.contains(var), "{stderr}");
+        assert!(
+            stderr.contains("MPI ranks") && stderr.contains(var),
+            "{stderr}"
+        );
         assert!(out.stdout.is_empty());
     }
 }

@@ -93,7 +93,20 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Flag,
         "a file-read phase after file create, reading every file whole (mdtest -E)",
     ),
+    OptionDef {
+        min: 1,
+        max: MAX_THREADS as u64,
+        default: Some("1"),
+        ..OptionDef::new(
+            "threads",
+            OptKind::Count,
+            "threads, each on a tree of its own (one node's scaling, as fxmark)",
+        )
+    },
 ];
+
+/// More threads than this measure the scheduler, not the filesystem.
+const MAX_THREADS: u32 = 1024;
 
 /// Named parameter sets: the article's four and two quick ones for the default suite.
 const PRESETS: &[Preset] = &[
@@ -189,6 +202,7 @@ fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
     Ok(TreeParams {
         stat: p.flag("stat"),
         read: p.flag("read"),
+        threads: p.small("threads").expect("threads has a default"),
         ..TreeParams::new(n("dirs"), n("files"), n("size"), n("levels"))
     })
 }
@@ -213,6 +227,13 @@ pub struct TreeParams {
     /// mdtest's file read phase.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read: bool,
+    /// Threads, each on a tree of its own (the totals are all threads').
+    #[serde(skip_serializing_if = "is_one")]
+    pub threads: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// The suite-file form: a preset, explicit numbers, or a preset with some numbers overridden.
@@ -234,6 +255,7 @@ impl TreeParams {
             levels,
             stat: false,
             read: false,
+            threads: 1,
         }
         .named()
     }
@@ -280,6 +302,9 @@ impl TreeParams {
                 name.push_str(flag);
             }
         }
+        if self.threads > 1 {
+            name.push_str(&format!(",threads={}", self.threads));
+        }
         name
     }
 
@@ -314,6 +339,7 @@ impl TreeParams {
         for _ in 0..=self.levels {
             dirs = (self.dirs as u64).checked_mul(dirs)?.checked_add(1)?;
         }
+        let dirs = dirs.checked_mul(self.threads.max(1) as u64)?;
         let files = dirs.checked_mul(self.files as u64)?;
         let kib = files.checked_mul(self.size as u64)?.checked_mul(4)?;
         // Beyond a billion entries no filesystem test here is meaningful.
@@ -339,6 +365,10 @@ impl TreeParams {
             (true, false) => "; every file stat'ed (mdtest -T)",
             (false, true) => "; every file read (mdtest -E)",
             (false, false) => "",
+        };
+        let extra = match self.threads {
+            0 | 1 => extra.to_string(),
+            n => format!("{extra}; {n} threads, each on a tree of its own"),
         };
         format!(
             "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB{extra}",
@@ -441,6 +471,9 @@ impl Workload for Tree {
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
+        if self.params.threads > 1 {
+            return threads::run_phase(self, phase, dir, rec);
+        }
         let levels = self.params.levels;
         match self.kinds[phase] {
             DIR_CREATE => {
@@ -482,6 +515,7 @@ impl Workload for Tree {
     }
 }
 
+mod threads;
 mod walk;
 use walk::FileStep;
 

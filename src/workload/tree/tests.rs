@@ -98,3 +98,41 @@ fn mdtest_phases_come_between_create_and_remove() {
     assert_eq!(plain.label(), "tree:quick-shallow");
     assert_eq!(plain.phases().len(), 4);
 }
+
+#[test]
+fn threads_each_walk_a_tree_of_their_own() {
+    use std::sync::Arc;
+    let params = TreeParams::parse("dirs=2,files=3,levels=2,threads=3,stat").unwrap();
+    assert_eq!(params.name(), "d2-f3-s1-l2,stat,threads=3");
+    assert_eq!((params.total_dirs(), params.total_files()), (21, 63));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = rustix::fs::open(
+        scratch.path(),
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        Mode::empty(),
+    )
+    .unwrap();
+    let mut tree = Tree::new(params, "root".into());
+    let progress = Arc::new(crate::measure::Progress::default());
+    let roots = |path: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    for phase in 0..tree.phases().len() {
+        let mut rec = PhaseRecorder::start("phase", progress.clone());
+        tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
+        let m = rec.finish();
+        assert_eq!(m.ops, tree.expected_units(phase), "phase {phase}");
+        assert!(m.errors.is_empty(), "phase {phase}: {:?}", m.errors);
+        if phase == 0 {
+            assert_eq!(roots(scratch.path()), ["root.t0", "root.t1", "root.t2"]);
+        }
+    }
+    // Every thread's first-done is known, and every tree is gone.
+    assert_eq!(progress.threads().0, 3 * 5);
+    assert!(roots(scratch.path()).is_empty());
+}
