@@ -136,3 +136,33 @@ fn threads_each_walk_a_tree_of_their_own() {
     assert_eq!(progress.threads().0, 3 * 5);
     assert!(roots(scratch.path()).is_empty());
 }
+
+#[test]
+fn io500_shaped_presets_and_byte_sizes() {
+    let hard = TreeParams::parse("mdtest-hard").unwrap();
+    assert_eq!(
+        (hard.file_bytes(), hard.stat, hard.read),
+        (3901, true, true)
+    );
+    assert_eq!(hard.name(), "mdtest-hard");
+    assert_eq!(hard.total_kib(), (10_000 * 3901u64).div_ceil(1024));
+    let easy = WorkloadSpec::parse_list("mdtest-easy").unwrap();
+    assert_eq!(easy[0].label(), "tree:mdtest-easy");
+    let WorkloadSpec::Tree(easy) = &easy[0] else {
+        panic!("mdtest-easy is a tree");
+    };
+    assert_eq!((easy.file_bytes(), easy.levels, easy.stat), (0, 0, true));
+    // Without the preset's flag it is a tree of its own; the old presets keep their flags.
+    assert_eq!(
+        TreeParams::parse("mdtest-easy,stat=false").unwrap().name(),
+        "d1-f20000-s0-l0"
+    );
+    assert_eq!(
+        TreeParams::parse("small-shallow,stat").unwrap().name(),
+        "small-shallow,stat"
+    );
+    assert_eq!(
+        TreeParams::parse("quick,bytes=100").unwrap().name(),
+        "d25-f1-s1-l3,bytes=100"
+    );
+}
