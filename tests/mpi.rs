@@ -177,6 +177,16 @@ fn aggregate_is_the_ranks_items_over_the_slowest_rank_and_every_tree_is_removed(
         "left behind: {:?}",
         target.entries()
     );
+    // The report, made without MPI from rank 0's database, has a per-rank chart per phase.
+    let db = target.dir.join("results.db");
+    let report = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["report", "1", "-o", "-"]));
+    assert!(report.status.success());
+    let html = text(&report.stdout);
+    assert!(html.contains("file-stat per rank, "), "no per-rank chart");
+    assert!(html.contains("rank 3"));
 }
 
 #[test]
