@@ -191,4 +191,8 @@ impl RunExecutor for Session {
         finish_run(fresh, run.record, run.label, observer)?;
         Ok(mkfs_command)
     }
+
+    fn parallel(&self) -> bool {
+        true
+    }
 }

@@ -175,6 +175,9 @@ pub(crate) trait RunExecutor {
         run: RunContext<'_>,
         observer: &mut dyn Observer,
     ) -> anyhow::Result<Option<String>>;
+    /// Whether several processes share each phase (then one process's harness ceiling does
+    /// not apply).
+    fn parallel(&self) -> bool;
 }
 
 /// What a run is given: the target, the configuration, the workload and the record to fill.
@@ -283,7 +286,9 @@ pub(crate) fn run_suite(
         progress: options.progress.clone(),
     };
     // Before the suite starts: a failure (or Ctrl-C) here is one before any run.
-    if result.ceilings.is_empty() {
+    // One process's ceiling says nothing of several ranks' sum: MPI runs go without.
+    let single = options.executor.is_none_or(|e| !e.parallel());
+    if result.ceilings.is_empty() && single {
         result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
     }
     observer.suite_started(&SuitePlan {
