@@ -34,7 +34,7 @@ impl Target {
         std::fs::create_dir(&dir).unwrap();
         let mounted = status(
             Command::new("mount")
-                .args(["-t", "tmpfs", "-o", "size=512M", "tmpfs"])
+                .args(["-t", "tmpfs", "-o", "size=4G", "tmpfs"])
                 .arg(&dir),
         );
         assert!(
@@ -347,5 +347,51 @@ fn a_singleton_without_mpirun_runs_as_always() {
     assert!(
         create.get("figures").is_none(),
         "no rank figures without MPI"
+    );
+}
+
+#[test]
+fn sigterm_to_the_ranks_cleans_up_and_exits_130() {
+    if !can_run_mpi("sigterm_to_the_ranks_cleans_up_and_exits_130") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (state, target, pids) = (tempdir(), Target::new(), tempdir());
+    // Each rank says its pid (exec keeps it), then is fsbench.
+    let wrapper = format!(
+        "echo $$ > {}/pid.$OMPI_COMM_WORLD_RANK; exec \"$@\"",
+        pids.path().display()
+    );
+    let tree = "tree:dirs=30,files=40,levels=2,size=0";
+    let mut cmd = mpirun(4, state.path(), &target, &wrapper, &["-w", tree]);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_of = |rank: u32| {
+        std::fs::read_to_string(pids.path().join(format!("pid.{rank}")))
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+    };
+    let started = std::time::Instant::now();
+    while (0..4).any(|r| pid_of(r).is_none()) && started.elapsed() < LIMIT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Well into the runs, as a batch system's SIGTERM would come.
+    std::thread::sleep(Duration::from_secs(3));
+    for rank in 0..4 {
+        let pid = pid_of(rank).expect("every rank started");
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let out = wait_drained_within(child, LIMIT);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("Exit code:    130"), "{stderr}");
+    assert!(stderr.contains("fsbench: error: interrupted"), "{stderr}");
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
     );
 }

@@ -96,32 +96,38 @@ impl Comm {
     }
 
     /// The barrier of every step: each rank gives its outcome; every rank gets every rank's
-    /// payload, or, if any rank failed, an error naming each failed rank, its host and error.
-    pub(crate) fn exchange(&self, mine: Result<Vec<u8>, String>) -> anyhow::Result<Vec<Vec<u8>>> {
+    /// payload, or, if any rank failed, an error naming each failed rank, its host and error,
+    /// of the failed ranks' kind (so every rank exits with their code).
+    pub(crate) fn exchange(&self, mine: Result<Vec<u8>, Failure>) -> anyhow::Result<Vec<Vec<u8>>> {
         let framed = match mine {
             Ok(mut payload) => {
                 payload.insert(0, 0);
                 payload
             }
-            Err(e) => [&[1u8][..], e.as_bytes()].concat(),
+            Err(f) => [&[1u8, f.code][..], f.message.as_bytes()].concat(),
         };
         let all = self.all_gather(&framed);
-        let failures: Vec<String> = all
+        let failed: Vec<(usize, u8, String)> = all
             .iter()
             .enumerate()
             .filter(|(_, m)| m.first() == Some(&1))
-            .map(|(r, m)| format!("{}: {}", self.who(r), String::from_utf8_lossy(&m[1..])))
+            .map(|(r, m)| (r, m[1], String::from_utf8_lossy(&m[2..]).into_owned()))
             .collect();
-        if failures.is_empty() {
+        let Some(&(_, code, _)) = failed.first() else {
             return Ok(all.into_iter().map(|mut m| m.split_off(1)).collect());
+        };
+        let same = failed.iter().all(|f| f.1 == code);
+        let message = failed
+            .iter()
+            .map(|(r, _, m)| format!("{}: {m}", self.who(*r)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(match code {
+            130 if same => FsbenchError::Interrupted,
+            2 if same => FsbenchError::InvalidInput(message),
+            _ => FsbenchError::Failed(message),
         }
-        let interrupted = failures.iter().all(|f| f.ends_with(INTERRUPTED));
-        let message = failures.join("; ");
-        Err(if interrupted {
-            anyhow::Error::new(FsbenchError::Interrupted).context(message)
-        } else {
-            FsbenchError::Failed(message).into()
-        })
+        .into())
     }
 
     /// [`Comm::exchange`] of a step's `anyhow` outcome with nothing to share.
@@ -145,7 +151,7 @@ impl Comm {
 
     /// This rank's own error, told to the others; it keeps its kind (and exit code) here.
     fn failed(&self, e: anyhow::Error) -> anyhow::Error {
-        let _ = self.exchange(Err(describe(&e)));
+        let _ = self.exchange(Err(Failure::of(&e)));
         e.context(self.who(self.rank))
     }
 
@@ -164,15 +170,21 @@ impl Comm {
     }
 }
 
-/// How an interrupted rank's error ends, so that all-interrupted exits 130.
-const INTERRUPTED: &str = "interrupted";
+/// A rank's error as the others get it: its exit code and one line.
+pub(crate) struct Failure {
+    code: u8,
+    message: String,
+}
 
-/// An error as one line for the other ranks.
-pub(crate) fn describe(e: &anyhow::Error) -> String {
-    if e.chain()
-        .any(|c| matches!(c.downcast_ref(), Some(FsbenchError::Interrupted)))
-    {
-        return INTERRUPTED.to_string();
+impl Failure {
+    pub(crate) fn of(e: &anyhow::Error) -> Failure {
+        let code = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<FsbenchError>())
+            .map_or(1, FsbenchError::exit_code);
+        Failure {
+            code,
+            message: format!("{e:#}"),
+        }
     }
-    format!("{e:#}")
 }

@@ -192,7 +192,7 @@ impl RunExecutor for Session {
         Ok(mkfs_command)
     }
 
-    fn parallel(&self) -> bool {
-        true
+    fn processes(&self) -> u64 {
+        self.comm.size as u64
     }
 }

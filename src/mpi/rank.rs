@@ -10,7 +10,7 @@ use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::{self, RankPhase};
-use super::comm::Comm;
+use super::comm::{Comm, Failure};
 use crate::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
 use crate::results::PhaseRecord;
 use crate::rmtree;
@@ -199,7 +199,7 @@ fn run_phases(
         let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
         let end_ns = realtime_ns();
         let mine = outcome
-            .map_err(|e| super::comm::describe(&e.into()))
+            .map_err(|e| Failure::of(&e.into()))
             .and_then(|mut record| {
                 record.caches_dropped = caches_dropped;
                 let phase = RankPhase {
@@ -208,7 +208,7 @@ fn run_phases(
                     end_ns,
                     acted_on,
                 };
-                serde_json::to_vec(&phase).map_err(|e| e.to_string())
+                serde_json::to_vec(&phase).map_err(|e| Failure::of(&e.into()))
             });
         let all = comm.exchange(mine)?;
         if comm.rank == 0 {

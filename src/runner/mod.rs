@@ -175,9 +175,9 @@ pub(crate) trait RunExecutor {
         run: RunContext<'_>,
         observer: &mut dyn Observer,
     ) -> anyhow::Result<Option<String>>;
-    /// Whether several processes share each phase (then one process's harness ceiling does
-    /// not apply).
-    fn parallel(&self) -> bool;
+    /// Processes that each run every phase (MPI ranks): the space they need adds up, and
+    /// one process's harness ceiling does not apply to their sum.
+    fn processes(&self) -> u64;
 }
 
 /// What a run is given: the target, the configuration, the workload and the record to fill.
@@ -216,6 +216,12 @@ pub(crate) fn run_suite(
         .iter()
         .map(WorkloadSpec::space_needed)
         .try_fold(SpaceNeed::default(), |need, w| anyhow::Ok(need.max(w?)))?;
+    let processes = options.executor.map_or(1, |e| e.processes());
+    let need = SpaceNeed {
+        bytes: need.bytes.saturating_mul(processes),
+        inodes: need.inodes.saturating_mul(processes),
+        ideal_bytes: need.ideal_bytes.saturating_mul(processes),
+    };
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
     let mut result = match previous {
@@ -287,7 +293,7 @@ pub(crate) fn run_suite(
     };
     // Before the suite starts: a failure (or Ctrl-C) here is one before any run.
     // One process's ceiling says nothing of several ranks' sum: MPI runs go without.
-    let single = options.executor.is_none_or(|e| !e.parallel());
+    let single = processes == 1;
     if result.ceilings.is_empty() && single {
         result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
     }
