@@ -167,6 +167,8 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE suites ADD COLUMN ceilings TEXT;
     ALTER TABLE phases ADD COLUMN shape TEXT;",
     ),
+    // 10: under MPI, every rank's progress series beside the phase's summed one.
+    Migration::Sql("ALTER TABLE progress ADD COLUMN ranks TEXT NOT NULL DEFAULT '[]';"),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -527,8 +529,13 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             )?;
         }
         tx.execute(
-            "INSERT INTO progress (run_id, idx, series) VALUES (?1, ?2, ?3)",
-            params![run_id, idx as i64, to_json(&p.progress)],
+            "INSERT INTO progress (run_id, idx, series, ranks) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                run_id,
+                idx as i64,
+                to_json(&p.progress),
+                to_json(&p.rank_progress)
+            ],
         )?;
     }
     Ok(())

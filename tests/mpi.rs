@@ -187,6 +187,18 @@ fn aggregate_is_the_ranks_items_over_the_slowest_rank_and_every_tree_is_removed(
     let html = text(&report.stdout);
     assert!(html.contains("file-stat per rank, "), "no per-rank chart");
     assert!(html.contains("rank 3"));
+    // Every rank's progress series is kept in the database, on the common start.
+    let export = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["export", "1", "--format", "json"]));
+    let stored = json(&export);
+    let create = &stored["runs"][0]["phases"][1];
+    let series = create["rank_progress"].as_array().unwrap();
+    assert_eq!(series.len(), 4);
+    for s in series {
+        assert_eq!(s.as_array().unwrap().last().unwrap()[1], TREE_FILES as u64);
+    }
 }
 
 #[test]

@@ -107,6 +107,7 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
         measurement,
         caches_dropped: records.iter().all(|r| r.caches_dropped),
         sync_after_ns: None,
+        rank_progress: aligned_progress(ranks, first_start),
         progress,
         figures,
         notes,
@@ -316,6 +317,15 @@ fn total_at(ranks: &[RankPhase], offsets: &[u64], t: u64) -> u64 {
             Some(local) => units_at(&r.record.progress, local),
         })
         .sum()
+}
+
+/// Each rank's own progress, its times shifted to the earliest rank's start.
+fn aligned_progress(ranks: &[RankPhase], first_start: u64) -> Vec<Vec<[u64; 2]>> {
+    ranks
+        .iter()
+        .zip(offsets_ms(ranks, first_start))
+        .map(|(r, o)| r.record.progress.iter().map(|s| [s[0] + o, s[1]]).collect())
+        .collect()
 }
 
 /// Every rank's progress, shifted to the earliest start and summed on the sampling grid.

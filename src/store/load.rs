@@ -221,6 +221,7 @@ impl Store {
                     caches_dropped: r.get(7)?,
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
                     progress: Vec::new(),
+                    rank_progress: Vec::new(),
                     figures: Vec::new(),
                     notes: Vec::new(),
                     unsupported: r.get(13)?,
@@ -274,16 +275,17 @@ impl Store {
                 let (op, summary) = l?;
                 m.latency.insert(op, summary);
             }
-            let series: Option<String> = self
+            let series: Option<(String, String)> = self
                 .conn
                 .query_row(
-                    "SELECT series FROM progress WHERE run_id = ?1 AND idx = ?2",
+                    "SELECT series, ranks FROM progress WHERE run_id = ?1 AND idx = ?2",
                     params![run_id, idx],
-                    |r| r.get(0),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .optional()?;
-            if let Some(series) = series {
+            if let Some((series, ranks)) = series {
                 phase.progress = from_json(&series, "progress series")?;
+                phase.rank_progress = from_json(&ranks, "ranks' progress series")?;
             }
             phases.push(phase);
         }

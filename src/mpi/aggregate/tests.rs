@@ -24,6 +24,7 @@ fn rank(ops: u64, ms: u64, start_ms: u64, errors: &[rustix::io::Errno]) -> RankP
             sync_after_ns: None,
             // Half the units by half the time, all by the end.
             progress: vec![[0, 0], [ms / 2, ops / 2], [ms, ops]],
+            rank_progress: Vec::new(),
             figures: vec![Figure::new("extents", "", false, 1.0)],
             notes: Vec::new(),
             unsupported: None,
@@ -86,6 +87,8 @@ fn aggregate_rate_is_total_items_over_the_slowest_rank() {
     assert_eq!(a.figures.iter().filter(|f| f.name == "extents").count(), 4);
     // The summed series ends at every unit, at the slowest rank's end from the common start.
     assert_eq!(*a.progress.last().unwrap(), [4030, 300]);
+    // Each rank's own series, shifted to the common start.
+    assert_eq!(a.rank_progress[2], [[30, 0], [2030, 50], [4030, 100]]);
     let threads = a.shape.threads.unwrap();
     assert_eq!(threads.threads, 3);
     assert!(a.notes.iter().any(|n| n.contains("slowest: rank 2 on b")));
