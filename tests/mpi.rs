@@ -407,3 +407,35 @@ fn sigterm_to_the_ranks_cleans_up_and_exits_130() {
         target.entries()
     );
 }
+
+#[test]
+fn threads_and_ranks_compose() {
+    if !can_run_mpi("threads_and_ranks_compose") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (state, target) = (tempdir(), Target::new());
+    let tree = "tree:dirs=3,files=20,levels=2,threads=3";
+    let out = output_within(
+        &mut mpirun(2, state.path(), &target, "", &["-w", tree, "--shift", "1"]),
+        LIMIT,
+    );
+    let doc = succeeded(&out);
+    for phase in doc["runs"][0]["phases"].as_array().unwrap() {
+        let per_thread = if phase["name"].as_str().unwrap().starts_with("dir") {
+            TREE_DIRS
+        } else {
+            TREE_FILES
+        };
+        for rank in 0..2 {
+            assert_eq!(figure(phase, "rank-items", Some(rank)), 3.0 * per_thread);
+        }
+        assert_eq!(phase["ops"].as_f64().unwrap(), 6.0 * per_thread);
+        assert!(phase["errors"].as_object().unwrap().is_empty());
+    }
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}
