@@ -374,7 +374,7 @@ fn sigterm_to_the_ranks_cleans_up_and_exits_130() {
         "echo $$ > {}/pid.$OMPI_COMM_WORLD_RANK; exec \"$@\"",
         pids.path().display()
     );
-    let tree = "tree:dirs=30,files=40,levels=2,size=0";
+    let tree = "tree:dirs=30,files=150,levels=2,size=0";
     let mut cmd = mpirun(4, state.path(), &target, &wrapper, &["-w", tree]);
     let child = cmd
         .stdout(std::process::Stdio::piped())
@@ -391,7 +391,7 @@ fn sigterm_to_the_ranks_cleans_up_and_exits_130() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Well into the runs, as a batch system's SIGTERM would come.
-    std::thread::sleep(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(2));
     for rank in 0..4 {
         let pid = pid_of(rank).expect("every rank started");
         unsafe { libc::kill(pid, libc::SIGTERM) };
