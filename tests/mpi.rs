@@ -374,6 +374,7 @@ fn sigterm_to_the_ranks_cleans_up_and_exits_130() {
         "echo $$ > {}/pid.$OMPI_COMM_WORLD_RANK; exec \"$@\"",
         pids.path().display()
     );
+    // 140,000 files per rank: the signal lands in the middle of file create.
     let tree = "tree:dirs=30,files=150,levels=2,size=0";
     let mut cmd = mpirun(4, state.path(), &target, &wrapper, &["-w", tree]);
     let child = cmd
