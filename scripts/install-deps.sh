@@ -6,9 +6,12 @@ tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:moun
 if [ "${1:-}" = "--tests" ]; then
     # setpriv: the not-root tests; sfdisk and partx: the partition test; unshare: the PID
     # namespace test; chromium: the HTML report test; tar and zstd: the archive
-    # comparison with GNU tar; scipy: statistics checks.
+    # comparison with GNU tar; scipy: statistics checks; mpirun, mpicc (Open MPI's headers
+    # and libraries) and libclang (bindgen): the build with --features mpi and its tests;
+    # strace: the MPI tests slow a rank with it and read the names a rank opened.
     tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
-        sfdisk:fdisk partx:util-linux unshare:util-linux)
+        sfdisk:fdisk partx:util-linux unshare:util-linux mpirun:openmpi-bin
+        mpicc:libopenmpi-dev strace:strace)
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2
@@ -27,6 +30,10 @@ done
 if [ "${1:-}" = "--tests" ] && ! python3 -c 'import scipy' 2>/dev/null &&
     ! /usr/bin/python3 -c 'import scipy' 2>/dev/null; then
     missing+=(python3-scipy)
+fi
+# bindgen (the mpi crate's build) loads libclang; it has no command to look for.
+if [ "${1:-}" = "--tests" ] && ! compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null; then
+    missing+=(libclang-dev)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "install-deps: installing ${missing[*]}" >&2

@@ -10,11 +10,16 @@ if ! command -v cargo >/dev/null; then
 fi
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy --all-targets --features mpi --quiet -- -D warnings
 # Every spawned process in the tests has its own time limit; this is the backstop, so that CI
 # fails instead of hanging whatever a test does (the whole suite takes about 5 minutes here).
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 timeout --kill-after=60 45m cargo test --all-targets 2>&1 | tee "$log"
+# With MPI built in: its unit tests and the tests that run `mpirun -np 4` (about a minute
+# more, most of it the build).
+timeout --kill-after=60 15m cargo test --features mpi --lib --test mpi --test launcher 2>&1 |
+    tee -a "$log"
 # A test that cannot run says SKIPPED on stderr. CI runs as root with everything installed,
 # so a skip there is a failure; elsewhere the skips are listed once more at the end.
 if grep -q '^SKIPPED ' "$log"; then

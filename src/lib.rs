@@ -13,7 +13,10 @@ pub(crate) mod cli;
 pub mod drivers;
 pub(crate) mod error;
 pub mod extents;
+pub(crate) mod launcher;
 pub mod measure;
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 pub(crate) mod progress;
 pub(crate) mod report;
 pub mod results;

@@ -248,6 +248,39 @@ impl PhaseRecorder {
         }
     }
 
+    /// A recorder for a worker thread of this phase: a counter of its own, the same cancel
+    /// flag. [`PhaseRecorder::absorb`] adds what it measured.
+    pub fn worker(&self) -> PhaseRecorder {
+        let progress = Progress {
+            cancel: self.progress.cancel.clone(),
+            ..Progress::default()
+        };
+        PhaseRecorder::start(&self.phase, Arc::new(progress))
+    }
+
+    /// Adds everything a worker thread's recorder measured to this phase's.
+    pub fn absorb(&mut self, worker: PhaseRecorder) {
+        for (mine, theirs) in self.histograms.iter_mut().zip(worker.histograms) {
+            match (mine.as_mut(), theirs) {
+                (Some(m), Some(t)) => m.add(&t).expect("histograms of the same bounds add"),
+                (None, theirs) => *mine = theirs,
+                (Some(_), None) => {}
+            }
+        }
+        for (name, h) in &worker.merged {
+            self.add_latency(name, h);
+        }
+        for (e, n) in worker.errors {
+            self.add_errors(e, n);
+        }
+        self.refused += worker.refused;
+        let room = FAILURE_SAMPLES.saturating_sub(self.failures.len());
+        self.failures.extend(worker.failures.into_iter().take(room));
+        self.ops += worker.ops;
+        self.bytes += worker.bytes;
+        self.progress.done.store(self.ops, Ordering::Relaxed);
+    }
+
     /// Adds `n` failed calls with `errno` counted by a worker thread.
     pub fn add_errors(&mut self, errno: i32, n: u64) {
         *self.errors.entry(errno).or_default() += n;

@@ -175,6 +175,9 @@ pub struct PhaseRecord {
     pub sync_after_ns: Option<u64>,
     /// Units completed, sampled every 100 ms: [milliseconds since start, units].
     pub progress: Vec<[u64; 2]>,
+    /// Under MPI, each rank's own series (by rank), its times from the earliest rank's start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_progress: Vec<Vec<[u64; 2]>>,
     /// The workload's own figures (extents, transactions per operation, fsck after the phase,
     /// the cells of a throughput matrix as figures with dimensions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -176,6 +176,8 @@ const MIGRATIONS: &[Migration] = &[
     // 11: how a run's filesystem was aged and filled before its phases (JSON), with the
     // template it was copied from and the free-space probes.
     Migration::Sql("ALTER TABLE runs ADD COLUMN preparation TEXT;"),
+    // 12: under MPI, every rank's progress series beside the phase's summed one.
+    Migration::Sql("ALTER TABLE progress ADD COLUMN ranks TEXT NOT NULL DEFAULT '[]';"),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -538,12 +540,13 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             )?;
         }
         tx.execute(
-            "INSERT INTO progress (run_id, idx, series, latency) VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO progress (run_id, idx, series, latency, ranks) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![
                 run_id,
                 idx as i64,
                 to_json(&p.progress),
                 (!m.latency_timeline.is_empty()).then(|| to_json(&m.latency_timeline)),
+                to_json(&p.rank_progress)
             ],
         )?;
     }

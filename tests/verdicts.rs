@@ -59,6 +59,7 @@ fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
         },
         caches_dropped: true,
         sync_after_ns: None,
+        rank_progress: Vec::new(),
         progress: Vec::new(),
         figures,
         notes: Vec::new(),

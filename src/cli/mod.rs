@@ -4,6 +4,8 @@ mod archive;
 mod auto_runs;
 mod console;
 mod fdtree;
+#[cfg(feature = "mpi")]
+mod mpi_run;
 mod output;
 mod query;
 mod run;
@@ -265,6 +267,9 @@ struct RunArgs {
     /// Run what an interrupted suite did not finish (its definition comes from the database)
     #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill"])]
     resume: Option<i64>,
+    #[cfg(feature = "mpi")]
+    #[command(flatten)]
+    mpi: mpi_run::MpiArgs,
 }
 
 /// `--workload`'s long help, generated from the workloads' option tables.
@@ -467,7 +472,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
-    let outcome = install_signal_handlers(&progress)
+    let mpi_run = matches!(cli.command, Command::Run(_));
+    let outcome = crate::launcher::refuse_uncoordinated(mpi_run)
+        .and_then(|()| install_signal_handlers(&progress))
         .and_then(|()| refuse_unused_db(&cli))
         .and_then(|()| match &cli.command {
             Command::Run(args) => run::run(args, &db, progress.clone()),

@@ -96,10 +96,15 @@ pub(super) fn ffsb(
         None,
         Store::open_for_writing(db)?,
         progress,
+        None,
     )
 }
 
 pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
+    #[cfg(feature = "mpi")]
+    if crate::launcher::launched() {
+        return super::mpi_run::run(args, db, progress);
+    }
     let mut store = Store::open_for_writing(db)?;
     let (suite, previous) = match args.resume {
         Some(id) => {
@@ -111,15 +116,18 @@ pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
         }
         None => (args.suite()?, None),
     };
-    run_suite(args, suite, previous, store, progress)
+    run_suite(args, suite, previous, store, progress, None)
 }
 
-fn run_suite(
+/// The suite run with the database and the console watching, then printed and exported;
+/// `executor` runs each run (MPI's rank 0) instead of the runner itself.
+pub(super) fn run_suite(
     args: &RunArgs,
     suite: Suite,
     previous: Option<SuiteResult>,
     store: Store,
     progress: Arc<Progress>,
+    executor: Option<&dyn runner::RunExecutor>,
 ) -> anyhow::Result<ExitCode> {
     let mut sink = DbSink {
         store,
@@ -127,7 +135,7 @@ fn run_suite(
         command: command_record(args),
     };
     let mut console = console::Console::new(!args.quiet);
-    let options = runner::RunOptions { progress };
+    let options = runner::RunOptions { progress, executor };
     let (mut result, error) = runner::run_suite(
         &suite,
         previous,

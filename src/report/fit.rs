@@ -19,11 +19,12 @@ pub struct View {
 
 impl View {
     /// The terminal's view: fitted to stdout's width when stdout is a terminal (comfy-table
-    /// asks the terminal), the full layout when it is a pipe or a file.
+    /// asks the terminal), the full layout when it is a pipe or a file. A terminal that says
+    /// it has no columns (mpirun's pseudo-terminal) counts as none.
     pub fn terminal(verbose: bool) -> View {
         View {
             style: Style::Terminal,
-            width: Table::new().width(),
+            width: Table::new().width().filter(|w| *w > 0),
             verbose,
         }
     }

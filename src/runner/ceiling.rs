@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::observer::{Diagnostic, Observer};
+use super::observer::{Diagnostic, Observer, Silent};
 use super::phases::{PhaseSettings, run_phase};
 use crate::drivers::FsType;
 use crate::error::FsbenchError;
@@ -118,10 +118,6 @@ fn save_cache(ceilings: &[Ceiling]) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
 }
-
-/// Runs no events anywhere: the ceiling's phases are not the suite's.
-struct Silent;
-impl Observer for Silent {}
 
 /// Every phase of `spec` once on a fresh tmpfs of `target`.
 fn measure(

@@ -23,7 +23,7 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::stack::{self, SuiteTestbed};
-use crate::testbed::{Target, TargetSpec, Teardown, device, mounts};
+use crate::testbed::{FreshFs, Target, TargetSpec, Teardown, device, mounts};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 use observer::{Diagnostic, Observer, SuitePlan};
@@ -162,8 +162,32 @@ fn loop_mode(spec: &TargetSpec) -> &'static str {
 }
 
 /// How to run a suite.
-pub struct RunOptions {
+pub struct RunOptions<'a> {
     pub progress: Arc<Progress>,
+    /// Runs each run in place of [`run_once`]: under MPI, every rank's share of it.
+    pub executor: Option<&'a dyn RunExecutor>,
+}
+
+/// One run (fresh filesystem, every phase, teardown) done some other way than [`run_once`];
+/// returns the mkfs command line used.
+pub(crate) trait RunExecutor {
+    fn run(
+        &self,
+        run: RunContext<'_>,
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<Option<String>>;
+    /// Processes that each run every phase (MPI ranks): the space they need adds up, and
+    /// one process's harness ceiling does not apply to their sum.
+    fn processes(&self) -> u64;
+}
+
+/// What a run is given: the target, the preparer of aged and filled filesystems, what the run
+/// is (configuration, workload, label) and the record to fill.
+pub(crate) struct RunContext<'a> {
+    pub(crate) target: &'a mut Target,
+    pub(crate) preparer: &'a mut prepare::Preparer,
+    pub(crate) what: &'a prepare::RunSpec<'a>,
+    pub(crate) record: &'a mut RunRecord,
 }
 
 /// Runs `suite`, or with `previous` the runs of that earlier, interrupted suite that did not
@@ -192,6 +216,12 @@ pub(crate) fn run_suite(
         .iter()
         .map(WorkloadSpec::space_needed)
         .try_fold(SpaceNeed::default(), |need, w| anyhow::Ok(need.max(w?)))?;
+    let processes = options.executor.map_or(1, |e| e.processes());
+    let need = SpaceNeed {
+        bytes: need.bytes.saturating_mul(processes),
+        inodes: need.inodes.saturating_mul(processes),
+        ideal_bytes: need.ideal_bytes.saturating_mul(processes),
+    };
     let need = prepare::sizing_need(need, &configs)?;
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
@@ -263,7 +293,9 @@ pub(crate) fn run_suite(
         progress: options.progress.clone(),
     };
     // Before the suite starts: a failure (or Ctrl-C) here is one before any run.
-    if result.ceilings.is_empty() {
+    // One process's ceiling says nothing of several ranks' sum: MPI runs go without.
+    let single = processes == 1;
+    if result.ceilings.is_empty() && single {
         result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
     }
     observer.suite_started(&SuitePlan {
@@ -293,7 +325,7 @@ pub(crate) fn run_suite(
                     config.label,
                     spec.label()
                 );
-                let run = prepare::RunContext {
+                let run = prepare::RunSpec {
                     resolved,
                     keys: (config_key, workload_key),
                     spec,
@@ -332,7 +364,16 @@ pub(crate) fn run_suite(
                     preparation: None,
                 };
                 observer.run_started(&label, &record);
-                let outcome = run_once((&mut target, &mut preparer), &run, &mut record, observer);
+                let context = RunContext {
+                    target: &mut target,
+                    preparer: &mut preparer,
+                    what: &run,
+                    record: &mut record,
+                };
+                let outcome = match options.executor {
+                    Some(executor) => executor.run(context, observer),
+                    None => run_once(context, observer),
+                };
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
                 }
@@ -423,27 +464,18 @@ pub(crate) fn run_suite(
 }
 
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
-fn run_once(
-    (target, preparer): (&mut Target, &mut prepare::Preparer),
-    run: &prepare::RunContext,
-    record: &mut RunRecord,
-    observer: &mut dyn Observer,
-) -> anyhow::Result<Option<String>> {
-    let (spec, settings, label) = (run.spec, run.settings, run.label);
+fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<Option<String>> {
+    let RunContext {
+        target,
+        preparer,
+        what,
+        record,
+    } = run;
+    let (spec, settings, label) = (what.spec, what.settings, what.label);
     if settings.progress.cancel.load(Ordering::Relaxed) {
         return Err(FsbenchError::Interrupted.into());
     }
-    let config = &run.resolved.0;
-    let mut fresh_fs = |target: &mut Target, observer: &mut dyn Observer| {
-        (preparer.fresh(target, run, observer))
-            .with_context(|| format!("cannot prepare a fresh {}", config.label))
-    };
-    let (mut fresh, preparation) = fresh_fs(target, observer)?;
-    record.preparation = preparation;
-    record.mkfs_secs = fresh.mkfs_secs;
-    record.mount_options = fresh.mount_options.clone();
-    record.source = fresh.source.clone();
-    record.loop_device = fresh.loop_info.clone();
+    let mut fresh = fresh_for_run(target, preparer, what, record, observer)?;
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
     let phase_count = workload.phases().len();
@@ -464,7 +496,7 @@ fn run_once(
             Boundary::Remount => fresh.remount()?,
             Boundary::Remake => {
                 let teardown = fresh.finish()?;
-                fresh = fresh_fs(target, observer)?.0;
+                fresh = fresh_fs(target, preparer, what, observer)?.0;
                 Some(teardown)
             }
         };
@@ -477,6 +509,45 @@ fn run_once(
         }
         record.phases.push(phase);
     }
+    finish_run(fresh, record, label, observer)?;
+    Ok(mkfs_command)
+}
+
+/// A fresh filesystem for a run, aged and filled as its configuration asks.
+fn fresh_fs(
+    target: &mut Target,
+    preparer: &mut prepare::Preparer,
+    what: &prepare::RunSpec,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<(FreshFs, Option<crate::aging::Preparation>)> {
+    (preparer.fresh(target, what, observer))
+        .with_context(|| format!("cannot prepare a fresh {}", what.resolved.0.label))
+}
+
+/// A fresh filesystem for a run, with where it is, how it was made and prepared in the record.
+pub(crate) fn fresh_for_run(
+    target: &mut Target,
+    preparer: &mut prepare::Preparer,
+    what: &prepare::RunSpec,
+    record: &mut RunRecord,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<FreshFs> {
+    let (fresh, preparation) = fresh_fs(target, preparer, what, observer)?;
+    record.preparation = preparation;
+    record.mkfs_secs = fresh.mkfs_secs;
+    record.mount_options = fresh.mount_options.clone();
+    record.source = fresh.source.clone();
+    record.loop_device = fresh.loop_info.clone();
+    Ok(fresh)
+}
+
+/// After a run's phases: what failed in them, the unmount and the final fsck.
+pub(crate) fn finish_run(
+    fresh: FreshFs,
+    record: &mut RunRecord,
+    label: &str,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<()> {
     record.incomplete = record.failure_summary();
     if let Some(what) = &record.incomplete {
         observer.diagnostic(&Diagnostic::IncompleteTree { label, what });
@@ -494,7 +565,7 @@ fn run_once(
         });
     }
     record.fsck = teardown.fsck;
-    Ok(mkfs_command)
+    Ok(())
 }
 
 /// The figures of an unmount and fsck right after `phase`: `unmount`, `time+unmount` (the

@@ -151,6 +151,11 @@ pub(crate) trait Observer {
 /// after all were told (a console still prints the run a database could not save).
 pub(crate) struct Observers<'a>(pub(crate) Vec<&'a mut dyn Observer>);
 
+/// Tells no one: the ceiling's phases are not the suite's, and MPI ranks other than 0 report
+/// through rank 0.
+pub(crate) struct Silent;
+impl Observer for Silent {}
+
 impl Observers<'_> {
     fn each(
         &mut self,

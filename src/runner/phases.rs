@@ -103,6 +103,7 @@ fn measure_phase(
         caches_dropped,
         sync_after_ns,
         progress,
+        rank_progress: Vec::new(),
         figures: output.figures,
         notes: output.notes,
         unsupported: output.unsupported,

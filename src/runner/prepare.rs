@@ -100,17 +100,17 @@ struct Template {
 
 /// The templates of a suite, made on first use.
 #[derive(Default)]
-pub(super) struct Preparer {
+pub(crate) struct Preparer {
     templates: HashMap<(ConfigKey, Option<WorkloadKey>), Template>,
 }
 
 /// What a run is: its configuration, keys, workload and label, and where it reports.
-pub(super) struct RunContext<'a> {
-    pub(super) resolved: &'a Resolved,
+pub(crate) struct RunSpec<'a> {
+    pub(crate) resolved: &'a Resolved,
     pub(super) keys: (ConfigKey, WorkloadKey),
-    pub(super) spec: &'a WorkloadSpec,
-    pub(super) settings: &'a PhaseSettings,
-    pub(super) label: &'a str,
+    pub(crate) spec: &'a WorkloadSpec,
+    pub(crate) settings: &'a PhaseSettings,
+    pub(crate) label: &'a str,
 }
 
 impl Preparer {
@@ -121,7 +121,7 @@ impl Preparer {
     pub(super) fn refusal(
         &mut self,
         target: &mut Target,
-        run: &RunContext,
+        run: &RunSpec,
         observer: &mut dyn Observer,
     ) -> anyhow::Result<Option<String>> {
         let plan = plan(&run.resolved.0, run.spec)?;
@@ -160,7 +160,7 @@ impl Preparer {
     fn template(
         &mut self,
         target: &mut Target,
-        run: &RunContext,
+        run: &RunSpec,
         plan: &Plan,
         observer: &mut dyn Observer,
     ) -> anyhow::Result<&mut Template> {
@@ -214,7 +214,7 @@ impl Preparer {
     pub(super) fn fresh(
         &mut self,
         target: &mut Target,
-        run: &RunContext,
+        run: &RunSpec,
         observer: &mut dyn Observer,
     ) -> anyhow::Result<(FreshFs, Option<Preparation>)> {
         let (config, tools) = run.resolved;
@@ -278,7 +278,7 @@ fn prepare(
     plan: &Plan,
     what: &str,
     image_size: u64,
-    run: &RunContext,
+    run: &RunSpec,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<Preparation> {
     let (settings, label) = (run.settings, run.label);

@@ -227,6 +227,7 @@ impl Store {
                     caches_dropped: r.get(7)?,
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
                     progress: Vec::new(),
+                    rank_progress: Vec::new(),
                     figures: Vec::new(),
                     notes: Vec::new(),
                     unsupported: r.get(13)?,
@@ -281,19 +282,20 @@ impl Store {
                 let (op, summary) = l?;
                 m.latency.insert(op, summary);
             }
-            let series: Option<(String, Option<String>)> = self
+            let series: Option<(String, Option<String>, String)> = self
                 .conn
                 .query_row(
-                    "SELECT series, latency FROM progress WHERE run_id = ?1 AND idx = ?2",
+                    "SELECT series, latency, ranks FROM progress WHERE run_id = ?1 AND idx = ?2",
                     params![run_id, idx],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                 )
                 .optional()?;
-            if let Some((series, latency)) = series {
+            if let Some((series, latency, ranks)) = series {
                 phase.progress = from_json(&series, "progress series")?;
                 if let Some(latency) = latency {
                     phase.measurement.latency_timeline = from_json(&latency, "latency timeline")?;
                 }
+                phase.rank_progress = from_json(&ranks, "ranks' progress series")?;
             }
             phases.push(phase);
         }

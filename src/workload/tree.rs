@@ -93,7 +93,29 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Flag,
         "a file-read phase after file create, reading every file whole (mdtest -E)",
     ),
+    OptionDef {
+        unit: "bytes",
+        max: u32::MAX as u64,
+        ..OptionDef::new(
+            "bytes",
+            OptKind::Count,
+            "file size in bytes instead of blocks (mdtest -w, -e)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: MAX_THREADS as u64,
+        default: Some("1"),
+        ..OptionDef::new(
+            "threads",
+            OptKind::Count,
+            "threads, each on a tree of its own (one node's scaling, as fxmark)",
+        )
+    },
 ];
+
+/// More threads than this measure the scheduler, not the filesystem.
+const MAX_THREADS: u32 = 1024;
 
 /// Named parameter sets: the article's four and two quick ones for the default suite.
 const PRESETS: &[Preset] = &[
@@ -171,6 +193,33 @@ const PRESETS: &[Preset] = &[
         ],
         help: "88,573 dirs and files, ten levels deep",
     },
+    // IO500's mdtest-easy: empty files in a directory per rank (-u -L -F, no -w); IO500 sets
+    // the count so the phase runs 300 s; these are per rank.
+    Preset {
+        name: "mdtest-easy",
+        values: &[
+            ("dirs", "1"),
+            ("files", "20000"),
+            ("size", "0"),
+            ("levels", "0"),
+            ("stat", "true"),
+        ],
+        help: "IO500's mdtest-easy shape (not an official IO500 result)",
+    },
+    // IO500's mdtest-hard: 3901-byte files written, stat'ed, read (-w 3901 -e 3901 -F).
+    Preset {
+        name: "mdtest-hard",
+        values: &[
+            ("dirs", "1"),
+            ("files", "10000"),
+            ("size", "0"),
+            ("levels", "0"),
+            ("bytes", "3901"),
+            ("stat", "true"),
+            ("read", "true"),
+        ],
+        help: "IO500's mdtest-hard shape (not an official IO500 result)",
+    },
 ];
 
 /// The tree workload's row in the registry.
@@ -181,17 +230,23 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     presets: PRESETS,
     default_preset: "quick",
     more_work: &["dirs", "files", "levels"],
-    aliases: &[],
+    aliases: &[
+        ("mdtest-easy", "mdtest-easy"),
+        ("mdtest-hard", "mdtest-hard"),
+    ],
     build: |p| build(p).map(WorkloadSpec::Tree),
 };
 
 fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
     let n = |name| p.small(name).expect("tree options have preset values");
-    Ok(TreeParams {
+    let params = TreeParams {
         stat: p.flag("stat"),
         read: p.flag("read"),
+        threads: p.small("threads").expect("threads has a default"),
+        bytes: p.small("bytes"),
         ..TreeParams::new(n("dirs"), n("files"), n("size"), n("levels"))
-    })
+    };
+    Ok(params.named())
 }
 
 /// fdtree's four parameters (`-d -f -s -l`) and the preset they came from, if any.
@@ -214,6 +269,16 @@ pub struct TreeParams {
     /// mdtest's file read phase.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read: bool,
+    /// Threads, each on a tree of its own (the totals are all threads').
+    #[serde(skip_serializing_if = "is_one")]
+    pub threads: u32,
+    /// File size in bytes, instead of `size` blocks (mdtest's `-w`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u32>,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// The suite-file form: a preset, explicit numbers, or a preset with some numbers overridden.
@@ -235,30 +300,49 @@ impl TreeParams {
             levels,
             stat: false,
             read: false,
+            threads: 1,
+            bytes: None,
         }
         .named()
     }
 
-    /// Attaches the preset name whose numbers these are, if one matches.
+    /// Attaches the preset name whose values these are, if one matches: its numbers and
+    /// byte size, and the flags it lists (`small-shallow,stat` is the preset with a flag).
     fn named(mut self) -> TreeParams {
-        let values = [self.dirs, self.files, self.size, self.levels].map(u64::from);
         self.preset = PRESETS
             .iter()
             .find(|preset| {
-                let row = |key| {
-                    preset
-                        .values
-                        .iter()
-                        .find(|(k, _)| *k == key)
-                        .map(|(_, v)| v.parse::<u64>().ok())
-                };
-                ["dirs", "files", "size", "levels"]
+                let listed = |key: &str| preset.values.iter().find(|(k, _)| *k == key);
+                let numbers = ["dirs", "files", "size", "levels", "bytes"]
                     .iter()
-                    .zip(values)
-                    .all(|(key, v)| row(*key) == Some(Some(v)))
+                    .all(|key| listed(key).map(|(_, v)| v.to_string()) == self.value_of(key));
+                numbers
+                    && ["stat", "read"]
+                        .iter()
+                        .all(|key| listed(key).is_none() || self.value_of(key).is_some())
             })
             .map(|preset| preset.name.to_string());
         self
+    }
+
+    /// An option's value as a preset spells it; `None` when unset (or a flag off).
+    fn value_of(&self, key: &str) -> Option<String> {
+        match key {
+            "dirs" => Some(self.dirs.to_string()),
+            "files" => Some(self.files.to_string()),
+            "size" => Some(self.size.to_string()),
+            "levels" => Some(self.levels.to_string()),
+            "bytes" => self.bytes.map(|b| b.to_string()),
+            "stat" => self.stat.then(|| "true".to_string()),
+            "read" => self.read.then(|| "true".to_string()),
+            _ => None,
+        }
+    }
+
+    /// Bytes in each file: `bytes`, or `size` blocks.
+    pub(crate) fn file_bytes(&self) -> u64 {
+        self.bytes
+            .map_or(u64::from(self.size) * BLOCK as u64, u64::from)
     }
 
     /// Parses the part after `tree:`: a preset and/or `dirs=N,files=N,size=N,levels=N`
@@ -276,10 +360,20 @@ impl TreeParams {
                 self.dirs, self.files, self.size, self.levels
             )
         });
-        for (flag, on) in [(",stat", self.stat), (",read", self.read)] {
-            if on {
-                name.push_str(flag);
+        let preset = PRESETS
+            .iter()
+            .find(|p| Some(p.name) == self.preset.as_deref());
+        let in_preset = |key: &str| preset.is_some_and(|p| p.values.iter().any(|(k, _)| *k == key));
+        for (flag, on) in [("stat", self.stat), ("read", self.read)] {
+            if on && !in_preset(flag) {
+                name.push_str(&format!(",{flag}"));
             }
+        }
+        if let Some(bytes) = self.bytes.filter(|_| !in_preset("bytes")) {
+            name.push_str(&format!(",bytes={bytes}"));
+        }
+        if self.threads > 1 {
+            name.push_str(&format!(",threads={}", self.threads));
         }
         name
     }
@@ -315,8 +409,9 @@ impl TreeParams {
         for _ in 0..=self.levels {
             dirs = (self.dirs as u64).checked_mul(dirs)?.checked_add(1)?;
         }
+        let dirs = dirs.checked_mul(self.threads.max(1) as u64)?;
         let files = dirs.checked_mul(self.files as u64)?;
-        let kib = files.checked_mul(self.size as u64)?.checked_mul(4)?;
+        let kib = files.checked_mul(self.file_bytes())?.div_ceil(1024);
         // Beyond a billion entries no filesystem test here is meaningful.
         (dirs.checked_add(files)? <= 1_000_000_000).then_some((dirs, files, kib))
     }
@@ -340,6 +435,14 @@ impl TreeParams {
             (true, false) => "; every file stat'ed (mdtest -T)",
             (false, true) => "; every file read (mdtest -E)",
             (false, false) => "",
+        };
+        let extra = match self.bytes {
+            Some(b) => format!("; files of {b} bytes{extra}"),
+            None => extra.to_string(),
+        };
+        let extra = match self.threads {
+            0 | 1 => extra,
+            n => format!("{extra}; {n} threads, each on a tree of its own"),
         };
         format!(
             "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB{extra}",
@@ -442,6 +545,9 @@ impl Workload for Tree {
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
+        if self.params.threads > 1 {
+            return threads::run_phase(self, phase, dir, rec);
+        }
         let levels = self.params.levels;
         match self.kinds[phase] {
             DIR_CREATE => {
@@ -483,6 +589,7 @@ impl Workload for Tree {
     }
 }
 
+mod threads;
 mod walk;
 use walk::FileStep;
 

@@ -98,3 +98,71 @@ fn mdtest_phases_come_between_create_and_remove() {
     assert_eq!(plain.label(), "tree:quick-shallow");
     assert_eq!(plain.phases().len(), 4);
 }
+
+#[test]
+fn threads_each_walk_a_tree_of_their_own() {
+    use std::sync::Arc;
+    let params = TreeParams::parse("dirs=2,files=3,levels=2,threads=3,stat").unwrap();
+    assert_eq!(params.name(), "d2-f3-s1-l2,stat,threads=3");
+    assert_eq!((params.total_dirs(), params.total_files()), (21, 63));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = rustix::fs::open(
+        scratch.path(),
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        Mode::empty(),
+    )
+    .unwrap();
+    let mut tree = Tree::new(params, "root".into());
+    let progress = Arc::new(crate::measure::Progress::default());
+    let roots = |path: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    for phase in 0..tree.phases().len() {
+        let mut rec = PhaseRecorder::start("phase", progress.clone());
+        tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
+        let m = rec.finish();
+        assert_eq!(m.ops, tree.expected_units(phase), "phase {phase}");
+        assert!(m.errors.is_empty(), "phase {phase}: {:?}", m.errors);
+        if phase == 0 {
+            assert_eq!(roots(scratch.path()), ["root.t0", "root.t1", "root.t2"]);
+        }
+    }
+    // Every thread's first-done is known, and every tree is gone.
+    assert_eq!(progress.threads().0, 3 * 5);
+    assert!(roots(scratch.path()).is_empty());
+}
+
+#[test]
+fn io500_shaped_presets_and_byte_sizes() {
+    let hard = TreeParams::parse("mdtest-hard").unwrap();
+    assert_eq!(
+        (hard.file_bytes(), hard.stat, hard.read),
+        (3901, true, true)
+    );
+    assert_eq!(hard.name(), "mdtest-hard");
+    assert_eq!(hard.total_kib(), (10_000 * 3901u64).div_ceil(1024));
+    let easy = WorkloadSpec::parse_list("mdtest-easy").unwrap();
+    assert_eq!(easy[0].label(), "tree:mdtest-easy");
+    let WorkloadSpec::Tree(easy) = &easy[0] else {
+        panic!("mdtest-easy is a tree");
+    };
+    assert_eq!((easy.file_bytes(), easy.levels, easy.stat), (0, 0, true));
+    // Without the preset's flag it is a tree of its own; the old presets keep their flags.
+    assert_eq!(
+        TreeParams::parse("mdtest-easy,stat=false").unwrap().name(),
+        "d1-f20000-s0-l0"
+    );
+    assert_eq!(
+        TreeParams::parse("small-shallow,stat").unwrap().name(),
+        "small-shallow,stat"
+    );
+    assert_eq!(
+        TreeParams::parse("quick,bytes=100").unwrap().name(),
+        "d25-f1-s1-l3,bytes=100"
+    );
+}

@@ -159,19 +159,28 @@ impl Tree {
             return Ok(());
         };
         let mut written = 0u64;
-        for _ in 0..self.params.size {
-            written += self.write_block(&file, rec)?;
+        let mut left = self.params.file_bytes();
+        while left > 0 {
+            let len = left.min(BLOCK as u64) as usize;
+            written += self.write_block(&file, len, rec)?;
+            left -= len as u64;
         }
         drop(file);
         rec.record(OpKind::Close, Ok(()))?;
         rec.unit_done(written)
     }
 
-    /// Writes one 4 KiB block as dd does, finishing short writes; returns bytes written.
-    fn write_block(&self, file: &OwnedFd, rec: &mut PhaseRecorder) -> Result<u64, FsbenchError> {
+    /// Writes one block (4 KiB as dd does, or the rest of a byte size), finishing short
+    /// writes; returns bytes written.
+    fn write_block(
+        &self,
+        file: &OwnedFd,
+        len: usize,
+        rec: &mut PhaseRecorder,
+    ) -> Result<u64, FsbenchError> {
         let mut done = 0;
-        while done < BLOCK {
-            let result = rustix::io::write(file, &self.block[done..]);
+        while done < len {
+            let result = rustix::io::write(file, &self.block[done..len]);
             match rec.record(OpKind::Write, result)? {
                 Some(0) | None => break,
                 Some(n) => done += n,
@@ -194,7 +203,7 @@ impl Tree {
         // The size written, in 4 KiB calls, as mdtest reads its `-e` bytes: no call to find
         // the end (and none for empty files, which mdtest only opens and closes).
         let mut read = 0u64;
-        let want = u64::from(self.params.size) * BLOCK as u64;
+        let want = self.params.file_bytes();
         while read < want {
             match rec.record(OpKind::Read, rustix::io::read(&file, &mut self.block))? {
                 Some(0) | None => break,

@@ -1,0 +1,60 @@
+//! `mpirun -np N fsbench run ...`: the same command and suite as a single process, the ranks
+//! counted by the launcher. Rank 0 builds the suite, owns the database and prints; the other
+//! ranks follow it and print nothing but their errors.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::RunArgs;
+use super::run::run_suite;
+use crate::error::invalid;
+use crate::measure::Progress;
+use crate::mpi::{MpiOptions, Session};
+use crate::store::Store;
+
+/// The options that only mean something under a launcher.
+#[derive(Debug, clap::Args)]
+pub(super) struct MpiArgs {
+    /// MPI: every rank works in the run's directory instead of a directory of its own
+    /// (mdtest without -u; tree only)
+    #[arg(long)]
+    shared_dir: bool,
+    /// MPI: stat, read and remove phases act on rank (r+K) mod N's files, so that a client's
+    /// own cache cannot answer (mdtest -N) [default: ranks per node]
+    #[arg(long, value_name = "K")]
+    shift: Option<usize>,
+    /// MPI: also count each rank's items at SECS into each phase: rate-stonewall (mdtest -W)
+    #[arg(long, value_name = "SECS")]
+    stonewall: Option<f64>,
+}
+
+pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
+    if args.resume.is_some() {
+        return Err(invalid(
+            "--resume: a suite run under MPI cannot be resumed; run it again",
+        ));
+    }
+    let options = MpiOptions {
+        shared_dir: args.mpi.shared_dir,
+        shift: args.mpi.shift,
+        stonewall: args.mpi.stonewall,
+    };
+    let session = Session::start(options, progress.clone())?;
+    if !session.is_leader() {
+        session.share_suite(None)?;
+        session.follow()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The database is opened before the suite is shared: if it cannot be, no rank starts.
+    let prepared = args
+        .suite()
+        .and_then(|suite| Ok((suite, Store::open_for_writing(db)?)));
+    let (suite, store) = match prepared {
+        Ok((suite, store)) => (session.share_suite(Some(Ok(suite)))?, store),
+        Err(e) => return session.share_suite(Some(Err(e))).map(|_| ExitCode::FAILURE),
+    };
+    let outcome = run_suite(args, suite, None, store, progress, Some(&session));
+    session.stop(!matches!(outcome, Ok(ExitCode::SUCCESS)));
+    outcome
+}

@@ -1,0 +1,362 @@
+//! One phase's record from every rank's: mdtest's and IO500's aggregate rate (Σ items ÷ the
+//! slowest rank's phase time), IOR's bandwidth (Σ bytes ÷ latest end − earliest start), the
+//! per-rank spread as figures with a `rank` dimension, merged latency histograms and errors.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{Dim, DimValue, Figure, LatencySummary, PhaseMeasurement};
+use crate::progress::SAMPLE_INTERVAL;
+use crate::results::PhaseRecord;
+use crate::shape::{self, PhaseShape, ThreadsDone};
+use crate::workload::PhaseInfo;
+
+/// One rank's phase, as it sends it to rank 0.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RankPhase {
+    pub(crate) record: PhaseRecord,
+    /// Wall-clock (CLOCK_REALTIME) start and end, ns: ranks on different nodes share no other.
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+    /// Whose files the rank acted on (its own, or another rank's under shift).
+    pub(crate) acted_on: usize,
+}
+
+/// What the aggregate needs besides the ranks' phases.
+pub(crate) struct Context<'a> {
+    pub(crate) info: &'a PhaseInfo,
+    pub(crate) hosts: &'a [String],
+    pub(crate) stonewall_secs: Option<f64>,
+}
+
+/// Slowest ranks named in a note.
+const SLOWEST_NAMED: usize = 3;
+/// Failure samples kept across ranks, as one rank keeps.
+const FAILURES_KEPT: usize = 10;
+
+/// The phase's record for the run: totals over ranks, the slowest rank's time.
+pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
+    let records: Vec<&PhaseRecord> = ranks.iter().map(|r| &r.record).collect();
+    let m: Vec<&PhaseMeasurement> = records.iter().map(|r| &r.measurement).collect();
+    let sum = |f: fn(&PhaseMeasurement) -> u64| m.iter().map(|m| f(m)).sum::<u64>();
+    let mut latency = BTreeMap::new();
+    for op in m.iter().flat_map(|m| m.latency.keys()) {
+        if latency.contains_key(op) {
+            continue;
+        }
+        if let Some(merged) = LatencySummary::merge(m.iter().filter_map(|m| m.latency.get(op))) {
+            latency.insert(op.clone(), merged);
+        }
+    }
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    for (e, n) in m.iter().flat_map(|m| &m.errors) {
+        *errors.entry(e.clone()).or_default() += n;
+    }
+    let failures = m
+        .iter()
+        .enumerate()
+        .flat_map(|(r, m)| m.failures.iter().map(move |f| format!("rank {r}: {f}")))
+        .take(FAILURES_KEPT)
+        .collect();
+    let measurement = PhaseMeasurement {
+        elapsed_ns: m.iter().map(|m| m.elapsed_ns).max().unwrap_or(0),
+        ops: sum(|m| m.ops),
+        bytes: sum(|m| m.bytes),
+        cpu_user_ns: sum(|m| m.cpu_user_ns),
+        cpu_system_ns: sum(|m| m.cpu_system_ns),
+        latency,
+        errors,
+        refused: sum(|m| m.refused),
+        failures,
+        // Percentiles of several ranks' intervals cannot be merged: the slowest rank's, the
+        // one whose stalls set the phase's time.
+        latency_timeline: m
+            .iter()
+            .max_by_key(|m| m.elapsed_ns)
+            .map(|m| m.latency_timeline.clone())
+            .unwrap_or_default(),
+    };
+    let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
+    let progress = summed_progress(ranks, first_start);
+    // First-done: the moment the first rank finished, from the earliest start.
+    let offsets = offsets_ms(ranks, first_start);
+    let first_done = ranks
+        .iter()
+        .zip(&offsets)
+        .map(|(r, o)| o + r.record.measurement.elapsed_ns / 1_000_000)
+        .min()
+        .unwrap_or(0);
+    let threads = (ranks.len() >= 2).then(|| {
+        ThreadsDone::new(
+            ranks.len() as u32,
+            (
+                first_done as f64 / 1e3,
+                total_at(ranks, &offsets, first_done),
+            ),
+            (measurement.elapsed_secs(), measurement.ops),
+        )
+    });
+    let mut figures = rank_figures(ranks, cx);
+    figures.extend(workload_figures(&records));
+    let mut notes = notes(ranks, cx);
+    for (r, record) in records.iter().enumerate() {
+        notes.extend(record.notes.iter().map(|n| format!("rank {r}: {n}")));
+    }
+    notes.dedup();
+    PhaseRecord {
+        name: records[0].name.clone(),
+        idle: records
+            .iter()
+            .all(|r| r.idle.is_some())
+            .then(|| records[0].idle.clone())
+            .flatten(),
+        shape: PhaseShape {
+            steady: shape::steady_state(&progress),
+            threads,
+            harness_percent: None,
+        },
+        measurement,
+        caches_dropped: records.iter().all(|r| r.caches_dropped),
+        sync_after_ns: None,
+        rank_progress: aligned_progress(ranks, first_start),
+        progress,
+        figures,
+        notes,
+        unsupported: records.iter().find_map(|r| r.unsupported.clone()),
+    }
+}
+
+fn rank_dim(rank: usize) -> [Dim; 1] {
+    [Dim::new("rank", DimValue::Count(rank as u64))]
+}
+
+/// Units per second of one rank's phase.
+fn rank_rate(m: &PhaseMeasurement) -> f64 {
+    m.ops as f64 / m.elapsed_secs().max(1e-9)
+}
+
+/// Every rank's items, time and rate; their spread; the start skew; IOR's bandwidth; the
+/// stonewall's counts and rate.
+fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
+    let unit = format!("{}/s", cx.info.unit);
+    let mut figures = Vec::new();
+    for (r, rank) in ranks.iter().enumerate() {
+        let m = &rank.record.measurement;
+        let at = rank_dim(r);
+        figures.push(Figure::new("rank-items", cx.info.unit, true, m.ops as f64).at(&at));
+        figures.push(Figure::new("rank-time", "s", false, m.elapsed_secs()).at(&at));
+        if cx.info.has_rate {
+            figures.push(Figure::new("rank-rate", &unit, true, rank_rate(m)).at(&at));
+        }
+    }
+    let rates: Vec<f64> = ranks
+        .iter()
+        .map(|r| rank_rate(&r.record.measurement))
+        .collect();
+    if cx.info.has_rate && !rates.is_empty() {
+        let n = rates.len() as f64;
+        let mean = rates.iter().sum::<f64>() / n;
+        let var = rates.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = rates.iter().copied().fold(0.0, f64::max);
+        for (name, value) in [
+            ("rank-rate-min", min),
+            ("rank-rate-max", max),
+            ("rank-rate-mean", mean),
+        ] {
+            figures.push(Figure::new(name, &unit, true, value));
+        }
+        figures.push(Figure::new("rank-rate-stddev", &unit, false, var.sqrt()));
+    }
+    let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
+    let last_start = ranks.iter().map(|r| r.start_ns).max().unwrap_or(0);
+    let last_end = ranks.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    figures.push(Figure::new(
+        "start-skew",
+        "s",
+        false,
+        (last_start - first_start) as f64 / 1e9,
+    ));
+    if cx.info.moves_data {
+        let bytes: u64 = ranks.iter().map(|r| r.record.measurement.bytes).sum();
+        let span = last_end.saturating_sub(first_start).max(1) as f64 / 1e9;
+        figures.push(Figure::new(
+            "bandwidth-ior",
+            "KiB/s",
+            true,
+            bytes as f64 / 1024.0 / span,
+        ));
+    }
+    if let Some(secs) = cx.stonewall_secs {
+        let ms = (secs * 1000.0) as u64;
+        let counts: Vec<u64> = ranks
+            .iter()
+            .map(|r| units_at(&r.record.progress, ms))
+            .collect();
+        let min = counts.iter().copied().min().unwrap_or(0);
+        let max = counts.iter().copied().max().unwrap_or(0);
+        figures.push(Figure::new(
+            "stonewall-items-min",
+            cx.info.unit,
+            true,
+            min as f64,
+        ));
+        figures.push(Figure::new(
+            "stonewall-items-max",
+            cx.info.unit,
+            true,
+            max as f64,
+        ));
+        let reached: u64 = counts.iter().sum();
+        figures.push(Figure::new(
+            "rate-stonewall",
+            &unit,
+            true,
+            reached as f64 / secs,
+        ));
+    }
+    figures
+}
+
+/// The workload's own figures: each rank's under its `rank`, and over ranks (rates summed,
+/// anything else averaged) under the figure's own dimensions.
+fn workload_figures(records: &[&PhaseRecord]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let mut totals: Vec<(Figure, usize)> = Vec::new();
+    for (r, record) in records.iter().enumerate() {
+        for f in &record.figures {
+            let mut dims = rank_dim(r).to_vec();
+            dims.extend(f.dims.iter().cloned());
+            out.push(f.clone().at(&dims));
+            match totals
+                .iter_mut()
+                .find(|(t, _)| t.name == f.name && t.dims == f.dims)
+            {
+                Some((t, n)) => {
+                    t.value += f.value;
+                    *n += 1;
+                }
+                None => totals.push((f.clone(), 1)),
+            }
+        }
+    }
+    for (mut total, n) in totals {
+        if !total.unit.ends_with("/s") {
+            total.value /= n as f64;
+        }
+        out.push(total);
+    }
+    out
+}
+
+/// What a reader must know: how the aggregate is computed, who was slowest, what shift did.
+fn notes(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<String> {
+    let mut hosts = cx.hosts.to_vec();
+    hosts.sort();
+    hosts.dedup();
+    let mut notes = vec![format!(
+        "{} MPI ranks on {} node(s): rate = Σ items ÷ the slowest rank's phase time (mdtest, IO500)",
+        ranks.len(),
+        hosts.len()
+    )];
+    let mut by_time: Vec<usize> = (0..ranks.len()).collect();
+    by_time.sort_by_key(|&r| std::cmp::Reverse(ranks[r].record.measurement.elapsed_ns));
+    let slowest: Vec<String> = by_time
+        .iter()
+        .take(SLOWEST_NAMED.min(ranks.len().saturating_sub(1)))
+        .map(|&r| {
+            let m = &ranks[r].record.measurement;
+            format!(
+                "rank {r} on {} ({:.3} s, {:.0} {}/s)",
+                cx.hosts[r],
+                m.elapsed_secs(),
+                rank_rate(m),
+                cx.info.unit
+            )
+        })
+        .collect();
+    if !slowest.is_empty() {
+        notes.push(format!("slowest: {}", slowest.join(", ")));
+    }
+    let shifted: Vec<String> = ranks
+        .iter()
+        .enumerate()
+        .filter(|(r, p)| p.acted_on != *r)
+        .map(|(r, p)| format!("{r}→{}", p.acted_on))
+        .collect();
+    if !shifted.is_empty() {
+        notes.push(format!(
+            "ranks acted on other ranks' files (shift; defeats client caches): {}",
+            shifted.join(", ")
+        ));
+    }
+    if let Some(secs) = cx.stonewall_secs {
+        notes.push(format!(
+            "stonewall {secs} s: rate-stonewall = Σ items each rank had done at {secs} s ÷ {secs} s; every rank then finished its items (wear-out), so later phases see equal counts"
+        ));
+    }
+    notes
+}
+
+/// Units done by `ms` after the start in a progress series (the last sample at or before it).
+fn units_at(progress: &[[u64; 2]], ms: u64) -> u64 {
+    progress
+        .iter()
+        .take_while(|s| s[0] <= ms)
+        .last()
+        .map_or(0, |s| s[1])
+}
+
+/// Each rank's start after the earliest, in ms.
+fn offsets_ms(ranks: &[RankPhase], first_start: u64) -> Vec<u64> {
+    ranks
+        .iter()
+        .map(|r| (r.start_ns - first_start) / 1_000_000)
+        .collect()
+}
+
+/// Units all ranks had done `t` ms after the earliest start: a finished rank all of its own.
+fn total_at(ranks: &[RankPhase], offsets: &[u64], t: u64) -> u64 {
+    ranks
+        .iter()
+        .zip(offsets)
+        .map(|(r, &o)| match t.checked_sub(o) {
+            None => 0,
+            Some(local) if local >= r.record.measurement.elapsed_ns / 1_000_000 => {
+                r.record.measurement.ops
+            }
+            Some(local) => units_at(&r.record.progress, local),
+        })
+        .sum()
+}
+
+/// Each rank's own progress, its times shifted to the earliest rank's start.
+fn aligned_progress(ranks: &[RankPhase], first_start: u64) -> Vec<Vec<[u64; 2]>> {
+    ranks
+        .iter()
+        .zip(offsets_ms(ranks, first_start))
+        .map(|(r, o)| r.record.progress.iter().map(|s| [s[0] + o, s[1]]).collect())
+        .collect()
+}
+
+/// Every rank's progress, shifted to the earliest start and summed on the sampling grid.
+fn summed_progress(ranks: &[RankPhase], first_start: u64) -> Vec<[u64; 2]> {
+    let step = SAMPLE_INTERVAL.as_millis() as u64;
+    let offsets = offsets_ms(ranks, first_start);
+    let end = ranks
+        .iter()
+        .zip(&offsets)
+        .map(|(r, o)| o + r.record.measurement.elapsed_ns / 1_000_000)
+        .max()
+        .unwrap_or(0);
+    let mut series: Vec<[u64; 2]> = (0..=end / step)
+        .map(|i| [i * step, total_at(ranks, &offsets, i * step)])
+        .collect();
+    series.push([end, total_at(ranks, &offsets, end)]);
+    series.dedup_by_key(|s| s[0]);
+    series
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,96 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::measure::{OpKind, PhaseRecorder, Progress};
+
+/// A rank's phase of `ops` units over `ms` milliseconds, started `start_ms` after time 0.
+fn rank(ops: u64, ms: u64, start_ms: u64, errors: &[rustix::io::Errno]) -> RankPhase {
+    let mut rec = PhaseRecorder::start("file-create", Arc::new(Progress::default()));
+    for _ in 0..ops {
+        rec.record(OpKind::Create, Ok(())).unwrap();
+        rec.unit_done(10).unwrap();
+    }
+    for e in errors {
+        rec.record::<()>(OpKind::Create, Err(*e)).unwrap();
+    }
+    let mut measurement = rec.finish();
+    measurement.elapsed_ns = ms * 1_000_000;
+    let start_ns = start_ms * 1_000_000;
+    RankPhase {
+        record: PhaseRecord {
+            name: "file-create".into(),
+            measurement,
+            caches_dropped: true,
+            sync_after_ns: None,
+            // Half the units by half the time, all by the end.
+            progress: vec![[0, 0], [ms / 2, ops / 2], [ms, ops]],
+            rank_progress: Vec::new(),
+            figures: vec![Figure::new("extents", "", false, 1.0)],
+            notes: Vec::new(),
+            unsupported: None,
+            idle: None,
+            shape: PhaseShape::default(),
+        },
+        start_ns,
+        end_ns: start_ns + ms * 1_000_000,
+        acted_on: 0,
+    }
+}
+
+fn figure(record: &PhaseRecord, name: &str, rank: Option<u64>) -> f64 {
+    record
+        .figures
+        .iter()
+        .find(|f| {
+            f.name == name
+                && match rank {
+                    Some(r) => f.dims == [Dim::new("rank", DimValue::Count(r))],
+                    None => f.dims.is_empty(),
+                }
+        })
+        .unwrap_or_else(|| panic!("no figure {name} {rank:?}"))
+        .value
+}
+
+#[test]
+fn aggregate_rate_is_total_items_over_the_slowest_rank() {
+    let info = PhaseInfo::fixed("file-create", "files", true);
+    let hosts = vec!["a".to_string(), "a".to_string(), "b".to_string()];
+    let cx = Context {
+        info: &info,
+        hosts: &hosts,
+        stonewall_secs: Some(0.5),
+    };
+    let ranks = [
+        rank(100, 1000, 0, &[]),
+        rank(100, 2000, 10, &[rustix::io::Errno::EXIST]),
+        rank(100, 4000, 30, &[rustix::io::Errno::EXIST]),
+    ];
+    let a = aggregate(&ranks, &cx);
+    assert_eq!(a.measurement.ops, 300);
+    assert_eq!(a.measurement.bytes, 3000);
+    assert_eq!(a.measurement.elapsed_ns, 4_000_000_000);
+    assert_eq!(a.measurement.ops_per_sec(), 75.0);
+    assert_eq!(a.measurement.errors["EEXIST"], 2);
+    assert_eq!(a.measurement.latency["create"].count, 302);
+    assert_eq!(figure(&a, "rank-items", Some(2)), 100.0);
+    assert_eq!(figure(&a, "rank-rate", Some(0)), 100.0);
+    assert_eq!(figure(&a, "rank-rate-min", None), 25.0);
+    assert_eq!(figure(&a, "rank-rate-max", None), 100.0);
+    assert!((figure(&a, "start-skew", None) - 0.03).abs() < 1e-9);
+    // IOR: all bytes over the latest end minus the earliest start.
+    assert!((figure(&a, "bandwidth-ior", None) - 3000.0 / 1024.0 / 4.03).abs() < 1e-9);
+    // At 0.5 s rank 0 had done half; the others had not reached their first mid-sample.
+    assert_eq!(figure(&a, "stonewall-items-max", None), 50.0);
+    assert_eq!(figure(&a, "stonewall-items-min", None), 0.0);
+    assert_eq!(figure(&a, "rate-stonewall", None), 100.0);
+    // A workload figure per rank, and averaged over ranks.
+    assert_eq!(a.figures.iter().filter(|f| f.name == "extents").count(), 4);
+    // The summed series ends at every unit, at the slowest rank's end from the common start.
+    assert_eq!(*a.progress.last().unwrap(), [4030, 300]);
+    // Each rank's own series, shifted to the common start.
+    assert_eq!(a.rank_progress[2], [[30, 0], [2030, 50], [4030, 100]]);
+    let threads = a.shape.threads.unwrap();
+    assert_eq!(threads.threads, 3);
+    assert!(a.notes.iter().any(|n| n.contains("slowest: rank 2 on b")));
+}
