@@ -31,8 +31,10 @@ if [ "${1:-}" = "--tests" ] && ! python3 -c 'import scipy' 2>/dev/null &&
     ! /usr/bin/python3 -c 'import scipy' 2>/dev/null; then
     missing+=(python3-scipy)
 fi
-# bindgen (the mpi crate's build) loads libclang; it has no command to look for.
-if [ "${1:-}" = "--tests" ] && ! compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null; then
+# bindgen (the mpi crate's build) loads libclang and needs clang's own headers (stddef.h),
+# which libclang-dev brings; it has no command to look for.
+if [ "${1:-}" = "--tests" ] && ! dpkg-query -W -f='${Status}' libclang-dev 2>/dev/null |
+    grep -q 'ok installed'; then
     missing+=(libclang-dev)
 fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -9,6 +9,7 @@ use super::charts;
 use super::compare;
 use super::figure;
 use super::matrix::Matrix;
+use super::ranks::rank_charts;
 use crate::measure::{DimValue, LatencySummary};
 use crate::results::{RunStatus, SuiteResult};
 use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};
@@ -287,43 +288,6 @@ fn workload_section(
         div.charts {
             @for key in keys.iter().filter(|k| k.workload == workload && k.phase == "lifecycle") {
                 figure { (PreEscaped(chart(suites, columns, key))) }
-            }
-        }
-    }
-}
-
-/// Under MPI: per configuration, every rank's rate in the phase (mean over runs, 95% CI), so
-/// that stragglers stand out.
-fn rank_charts(
-    suites: &[SuiteResult],
-    columns: &[Column],
-    keys: &[FigureKey],
-    workload: &str,
-    phase: &str,
-) -> Markup {
-    let rank_of = |k: &FigureKey| match k.dims.as_slice() {
-        [d] if d.name == "rank" => match d.value {
-            DimValue::Count(r) => Some(r),
-            _ => None,
-        },
-        _ => None,
-    };
-    let mut ranks: Vec<(u64, &FigureKey)> = keys
-        .iter()
-        .filter(|k| k.workload == workload && k.phase == phase && k.metric == "rank-rate")
-        .filter_map(|k| Some((rank_of(k)?, k)))
-        .collect();
-    ranks.sort_by_key(|(r, _)| *r);
-    if ranks.is_empty() {
-        return html! {};
-    }
-    html! {
-        div.charts {
-            @for (i, col) in columns.iter().enumerate() {
-                @let rows: Vec<_> = ranks.iter().map(|(r, k)| (i, format!("rank {r}"), col.summary(suites, k))).collect();
-                @if rows.iter().any(|r| r.2.is_some()) {
-                    figure { (PreEscaped(charts::bars(&format!("{phase} per rank, {}", col.name(columns)), &ranks[0].1.unit, true, &rows))) }
-                }
             }
         }
     }

@@ -13,6 +13,7 @@ pub mod iozone;
 pub mod json;
 pub mod matrix;
 pub mod rank;
+mod ranks;
 pub mod stack;
 pub mod table;
 #[cfg(test)]

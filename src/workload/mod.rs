@@ -562,48 +562,4 @@ fn check_buffers(label: &str, buffers: u64, available: Option<u64>) -> anyhow::R
 }
 
 #[cfg(test)]
-mod limit_tests {
-    use super::*;
-
-    #[test]
-    fn fitting_never_exceeds_its_share() {
-        // 80% of 10 GiB over 128 files, in 1 GiB blocks: none fits, so nothing is promised.
-        assert_eq!(fitting_size(10 << 30, 128, 1 << 30), 0);
-        for (free, files, align) in [(1000, 3, 7), (u64::MAX, 16, 4096), (5 << 30, 128, 65536)] {
-            let size = fitting_size(free, files, align);
-            assert_eq!(size % align, 0);
-            assert!(size as u128 * files as u128 <= free as u128 * 4 / 5);
-        }
-    }
-
-    #[test]
-    fn buffers_beyond_half_the_memory_are_refused() {
-        assert!(check_buffers("w", 1 << 30, Some(4 << 30)).is_ok());
-        let e = check_buffers("ffsb:large-write", 128 << 30, Some(23 << 30)).unwrap_err();
-        let text = e.to_string();
-        assert!(
-            text.contains("128.0 GiB") && text.contains("23.0 GiB"),
-            "{text}"
-        );
-        assert!(check_buffers("w", 128 << 30, None).is_ok());
-    }
-
-    #[test]
-    fn overflowing_space_is_an_error_not_a_small_number() {
-        // The case: 16 files of 2^60 bytes wrapped around to a need that passed the
-        // free-space check; 15 gave "need about 512.0 PiB".
-        let profile = |files: u32| {
-            format!(
-                "time=1\n[filesystem0]\nnum_files={files}\nnum_dirs=1\nmin_filesize=1152921504606846976\nmax_filesize=1152921504606846976\n[end0]\n[threadgroup0]\nnum_threads=1\nread_weight=1\nread_size=4096\nread_blocksize=4096\n[end0]\n"
-            )
-        };
-        for files in [15, 16] {
-            let w = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(files), "t").unwrap());
-            let e = w.space_needed().unwrap_err().to_string();
-            assert!(e.contains("beyond 16 EiB"), "{files}: {e}");
-        }
-        let thirteen = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(13), "t").unwrap());
-        let need = thirteen.space_needed().unwrap().bytes;
-        assert!(need >= 13 << 60, "{need}");
-    }
-}
+mod limit_tests;

@@ -146,9 +146,14 @@ impl ThreadGroup {
         self.weights.values().map(|w| u64::from(*w)).sum()
     }
 
-    /// FFSB's choice: walk the weights, subtracting, until the draw falls inside one.
+    /// FFSB's choice: walk the weights, subtracting, until the draw falls inside one. The draw
+    /// is FFSB's `getrandom(sum)`: as many random bytes as the sum needs (one below 256), modulo
+    /// the sum, so its small bias is FFSB's too (weights 4/2/1/1/2 give read 104/256 = 40.6%,
+    /// not 40%) and `% op weight` means what FFSB prints.
     pub fn choose(&self, draw: u64) -> Op {
-        let mut left = draw % self.total_weight().max(1);
+        let total = self.total_weight().max(1);
+        let bytes = (64 - total.leading_zeros()).div_ceil(8).clamp(1, 4);
+        let mut left = (draw & (u64::MAX >> (64 - 8 * bytes))) % total;
         for (op, w) in &self.weights {
             let w = u64::from(*w);
             if left < w {

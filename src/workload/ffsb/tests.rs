@@ -86,6 +86,31 @@ fn sizes_weights_and_spaces_parse() {
 }
 
 #[test]
+fn operations_are_drawn_with_ffsb_s_byte_modulo_bias() {
+    let mut g = ThreadGroup::default();
+    for (op, w) in [
+        (Op::Read, 4),
+        (Op::Write, 2),
+        (Op::Create, 1),
+        (Op::Delete, 1),
+        (Op::Stat, 2),
+    ] {
+        g.set_weight(op, w);
+    }
+    // FFSB draws one random byte for a sum below 256, modulo 10: 0-5 come 26 times in 256,
+    // 6-9 25 times; only the low byte of fsbench's draw counts.
+    let mut picks = std::collections::BTreeMap::new();
+    for draw in 0..256u64 {
+        *picks.entry(g.choose(draw | 0xABCD_0000)).or_insert(0) += 1;
+    }
+    let counts: Vec<u32> = [Op::Read, Op::Write, Op::Create, Op::Delete, Op::Stat]
+        .iter()
+        .map(|op| picks[op])
+        .collect();
+    assert_eq!(counts, [104, 52, 25, 25, 50]);
+}
+
+#[test]
 fn large_write_preset_and_validation() {
     let p = FfsbParams::parse("large-write").unwrap();
     assert_eq!(p.groups[0].num_threads, 128);

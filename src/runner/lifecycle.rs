@@ -1,0 +1,106 @@
+//! A run's fresh filesystem, from its making (and aging) to its last unmount and fsck.
+
+use anyhow::Context;
+
+use super::observer::{Diagnostic, Observer};
+use super::prepare;
+use crate::measure::Figure;
+use crate::results::{PhaseRecord, RunRecord, RunStatus};
+use crate::testbed::{FreshFs, Target, Teardown};
+
+/// A fresh filesystem for a run, aged and filled as its configuration asks.
+pub(super) fn fresh_fs(
+    target: &mut Target,
+    preparer: &mut prepare::Preparer,
+    what: &prepare::RunSpec,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<(FreshFs, Option<crate::aging::Preparation>)> {
+    (preparer.fresh(target, what, observer))
+        .with_context(|| format!("cannot prepare a fresh {}", what.resolved.0.label))
+}
+
+/// A fresh filesystem for a run, with where it is, how it was made and prepared in the record.
+pub(crate) fn fresh_for_run(
+    target: &mut Target,
+    preparer: &mut prepare::Preparer,
+    what: &prepare::RunSpec,
+    record: &mut RunRecord,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<FreshFs> {
+    let (fresh, preparation) = fresh_fs(target, preparer, what, observer)?;
+    record.preparation = preparation;
+    record.mkfs_secs = fresh.mkfs_secs;
+    record.mount_options = fresh.mount_options.clone();
+    record.source = fresh.source.clone();
+    record.loop_device = fresh.loop_info.clone();
+    Ok(fresh)
+}
+
+/// After a run's phases: what failed in them, the unmount and the final fsck.
+pub(crate) fn finish_run(
+    fresh: FreshFs,
+    record: &mut RunRecord,
+    label: &str,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<()> {
+    record.incomplete = record.failure_summary();
+    if let Some(what) = &record.incomplete {
+        observer.diagnostic(&Diagnostic::IncompleteTree { label, what });
+    }
+    let teardown = fresh.finish()?;
+    record.unmount_secs = teardown.unmount_secs;
+    if let Some(fsck) = &teardown.fsck
+        && !fsck.clean
+    {
+        record.status = RunStatus::FsckFailed;
+        observer.diagnostic(&Diagnostic::FsckInconsistent {
+            label,
+            after_phase: None,
+            output: fsck.output.as_deref().unwrap_or(""),
+        });
+    }
+    record.fsck = teardown.fsck;
+    Ok(())
+}
+
+/// The figures of an unmount and fsck right after `phase`: `unmount`, `time+unmount` (the
+/// phase, the sync after it and the unmount: until its data was on disk, as alloc-perf's
+/// second round timed it) and `fsck`.
+pub(super) fn record_checkpoint(
+    phase: &mut PhaseRecord,
+    t: &Teardown,
+    record: &mut RunRecord,
+    label: &str,
+    observer: &mut dyn Observer,
+) {
+    if let Some(unmount) = t.unmount_secs {
+        phase
+            .figures
+            .push(Figure::new("unmount", "s", false, unmount));
+        phase.figures.push(Figure::new(
+            "time+unmount",
+            "s",
+            false,
+            phase.measurement.elapsed_secs()
+                + phase.sync_after_ns.unwrap_or(0) as f64 / 1e9
+                + unmount,
+        ));
+    }
+    if let Some(fsck) = &t.fsck {
+        phase
+            .figures
+            .push(Figure::new("fsck", "s", false, fsck.secs));
+        if !fsck.clean {
+            record.status = RunStatus::FsckFailed;
+            observer.diagnostic(&Diagnostic::FsckInconsistent {
+                label,
+                after_phase: Some(&phase.name),
+                output: fsck.output.as_deref().unwrap_or(""),
+            });
+            phase.notes.push(format!(
+                "fsck found the filesystem inconsistent: {}",
+                fsck.output.as_deref().unwrap_or("").trim_end()
+            ));
+        }
+    }
+}
