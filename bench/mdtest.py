@@ -44,6 +44,11 @@ def run_mdtest(work):
     cmd = [MPIRUN, "--oversubscribe", "-np", "1", "taskset", "-c", CPU, MDTEST, "-z", str(DEPTH), "-b",
            str(BRANCH), "-I", str(ITEMS), "-F", "-u", "-d", work]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800, env=env).stdout
+    return parse_rates(out)
+
+
+def parse_rates(out):
+    """mdtest's summary rows (their max column): {fsbench phase: items/s}."""
     rates = {}
     for line in out.splitlines():
         m = ROW.match(line)

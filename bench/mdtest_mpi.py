@@ -16,7 +16,6 @@ DEPTH=3, THREADS=1,2,4 and SHM=/dev/shm override the defaults.
 """
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -37,9 +36,8 @@ ITEMS = int(os.environ.get("ITEMS", "40"))
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 TREE = f"tree:dirs={BRANCH},files={ITEMS},size=0,levels={DEPTH},stat,read"
 
-PHASES = {"File creation": "file-create", "File stat": "file-stat", "File read": "file-read",
-          "File removal": "file-remove", "Tree creation": "dir-create", "Tree removal": "dir-remove"}
-ROW = re.compile(r"^\s+(File creation|File stat|File read|File removal|Tree creation|Tree removal)\s+([\d.]+)")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mdtest import PHASES, parse_rates  # noqa: E402  (mdtest's output, read one way)
 
 
 def mpirun(np):
@@ -50,12 +48,7 @@ def run_mdtest(np, work):
     cmd = mpirun(np) + [MDTEST, "-z", str(DEPTH), "-b", str(BRANCH), "-I", str(ITEMS), "-F", "-u",
                         "-d", work]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=3600, env=ENV).stdout
-    rates = {}
-    for line in out.splitlines():
-        m = ROW.match(line)
-        if m:
-            rates[PHASES[m.group(1)]] = float(m.group(2))
-    return rates
+    return parse_rates(out)
 
 
 def run_fsbench(prefix, work, workload):
