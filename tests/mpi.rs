@@ -187,6 +187,12 @@ fn aggregate_is_the_ranks_items_over_the_slowest_rank_and_every_tree_is_removed(
     let html = text(&report.stdout);
     assert!(html.contains("file-stat per rank, "), "no per-rank chart");
     assert!(html.contains("rank 3"));
+    // And each phase's progress per rank, naming the first and the last rank done.
+    assert!(
+        html.contains("completed over time (one line per rank)"),
+        "no per-rank progress chart"
+    );
+    assert!(html.contains(" done first at "), "no first-done caption");
     // Every rank's progress series is kept in the database, on the common start.
     let export = run(fsbench(state.path())
         .arg("--db")

@@ -9,7 +9,7 @@ use super::charts;
 use super::compare;
 use super::figure;
 use super::matrix::Matrix;
-use super::ranks::rank_charts;
+use super::ranks::{rank_charts, rank_progress};
 use crate::measure::{DimValue, LatencySummary};
 use crate::results::{RunStatus, SuiteResult};
 use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};
@@ -279,6 +279,7 @@ fn workload_section(
                 }
             }
             (rank_charts(suites, columns, keys, workload, &info.name))
+            (rank_progress(suites, columns, workload, info, column_runs))
             (over_time(suites, columns, workload, info))
             (latency_table(suites, columns, workload, &info.name))
             }
@@ -437,7 +438,7 @@ fn over_time(
         .collect();
     html! {
         @if !progress.is_empty() {
-            figure { (PreEscaped(charts::progress(&info.name, info.unit, &progress, &legend, secs))) }
+            figure { (PreEscaped(charts::progress(&info.name, info.unit, "run", &progress, &legend, secs))) }
         }
         @if !latency.is_empty() {
             figure { (PreEscaped(charts::latency(&info.name, &latency, &legend, secs))) }

@@ -4,8 +4,9 @@ use maud::{Markup, PreEscaped, html};
 
 use super::charts;
 use crate::measure::DimValue;
-use crate::results::SuiteResult;
+use crate::results::{RunRecord, SuiteResult};
 use crate::stats::compare::{Column, FigureKey};
+use crate::workload::PhaseInfo;
 
 /// Under MPI: per configuration, every rank's rate in the phase (mean over runs, 95% CI), so
 /// that stragglers stand out.
@@ -41,5 +42,81 @@ pub(super) fn rank_charts(
                 }
             }
         }
+    }
+}
+
+/// Under MPI: per configuration, every rank's progress over its last run's phase, from the
+/// common start, one line per rank, so first-done and last-done ranks and stalls of one
+/// client show; the caption names the first and the last rank done.
+pub(super) fn rank_progress<'a>(
+    suites: &'a [SuiteResult],
+    columns: &[Column],
+    workload: &str,
+    info: &PhaseInfo,
+    runs_of: impl Fn(&'a [SuiteResult], &Column, &str) -> Vec<&'a RunRecord>,
+) -> Markup {
+    let charts: Vec<(String, Option<String>)> = (columns.iter())
+        .filter_map(|col| {
+            let run = runs_of(suites, col, workload).into_iter().last()?;
+            let phase = run.phases.iter().find(|p| p.name == info.name)?;
+            let ranks = &phase.rank_progress;
+            if ranks.len() < 2 {
+                return None;
+            }
+            let series: Vec<(usize, String, &[[u64; 2]])> = (ranks.iter().enumerate())
+                .map(|(r, s)| (r, format!("rank {r}"), s.as_slice()))
+                .collect();
+            let legend: Vec<(usize, String)> =
+                (0..ranks.len()).map(|r| (r, format!("rank {r}"))).collect();
+            let ends: Vec<u64> = ranks.iter().map(|s| s.last().map_or(0, |p| p[0])).collect();
+            let secs = ends.iter().copied().max().unwrap_or(0) as f64 / 1000.0;
+            let title = format!(
+                "{} per rank, {} run {}",
+                info.name,
+                col.name(columns),
+                run.run
+            );
+            let svg = charts::progress(&title, info.unit, "rank", &series, &legend, secs);
+            Some((svg, done_caption(&ends)))
+        })
+        .collect();
+    html! {
+        @if !charts.is_empty() {
+            div.charts {
+                @for (svg, caption) in &charts {
+                    figure {
+                        (PreEscaped(svg))
+                        @if let Some(c) = caption { figcaption { (c) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// "rank 2 done first at 0.41 s, rank 0 last at 0.97 s (2.4× later)" from each rank's end.
+fn done_caption(ends_ms: &[u64]) -> Option<String> {
+    let (first, first_ms) = ends_ms.iter().enumerate().min_by_key(|(_, e)| **e)?;
+    let (last, last_ms) = ends_ms.iter().enumerate().max_by_key(|(_, e)| **e)?;
+    let later = match *first_ms {
+        0 => String::new(),
+        f => format!(" ({:.1}× later)", *last_ms as f64 / f as f64),
+    };
+    Some(format!(
+        "rank {first} done first at {:.2} s, rank {last} last at {:.2} s{later}",
+        *first_ms as f64 / 1000.0,
+        *last_ms as f64 / 1000.0
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_caption_names_the_first_and_the_last_rank_done() {
+        assert_eq!(
+            super::done_caption(&[970, 410, 600]).as_deref(),
+            Some("rank 1 done first at 0.41 s, rank 0 last at 0.97 s (2.4× later)")
+        );
+        assert_eq!(super::done_caption(&[]), None);
     }
 }

@@ -142,10 +142,11 @@ fn horizontal(y: f64, x1: f64, x2: f64, stroke: &str) -> Line {
 
 /// Units completed over time, one line per run, colored by configuration: stalls show as
 /// flat stretches (the lkml article's files-removed-against-time plot). `max_secs` is the
-/// time axis's extent, shared with the latency chart below it.
+/// time axis's extent, shared with the latency chart below it; `per` what a line is.
 pub fn progress(
     title: &str,
     unit: &str,
+    per: &str,
     series: &[(usize, String, &[[u64; 2]])],
     legend: &[(usize, String)],
     max_secs: f64,
@@ -164,7 +165,7 @@ pub fn progress(
         .collect();
     let mut frame = TimeFrame::new(
         "progress-chart",
-        &format!("{title}: {unit} completed over time (one line per run)"),
+        &format!("{title}: {unit} completed over time (one line per {per})"),
         legend,
         &y_labels,
         unit,
@@ -271,6 +272,7 @@ mod tests {
         let svg = progress(
             "p",
             "files",
+            "run",
             &[(0, "r1".into(), a), (1, "r2".into(), b)],
             &[(0, "x".into()), (1, "y".into())],
             0.2,
