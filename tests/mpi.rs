@@ -422,3 +422,37 @@ fn threads_and_ranks_compose() {
         target.entries()
     );
 }
+
+#[test]
+fn threads_and_ranks_share_one_tree_under_shared_dir() {
+    if !can_run_mpi("threads_and_ranks_share_one_tree_under_shared_dir") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (state, target) = (tempdir(), Target::new());
+    let tree = "tree:dirs=3,files=20,levels=2,threads=3,stat";
+    let args = ["-w", tree, "--shared-dir", "--shift", "1"];
+    let doc = succeeded(&output_within(
+        &mut mpirun(2, state.path(), &target, "", &args),
+        LIMIT,
+    ));
+    for phase in doc["runs"][0]["phases"].as_array().unwrap() {
+        let name = phase["name"].as_str().unwrap();
+        let items: Vec<f64> = (0..2)
+            .map(|r| figure(phase, "rank-items", Some(r)))
+            .collect();
+        // One tree's directories, by rank 0's thread 0; six threads' files in it, each
+        // thread's stat'ed and removed by its peer on the other rank without a miss.
+        let want = match name.starts_with("dir") {
+            true => [TREE_DIRS, 0.0],
+            false => [3.0 * TREE_FILES; 2],
+        };
+        assert_eq!(items, want, "{name}");
+        assert!(phase["errors"].as_object().unwrap().is_empty(), "{name}");
+    }
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}
