@@ -221,6 +221,12 @@ impl PhaseRecorder {
         }
     }
 
+    /// Starts the next operation's latency now: the time since the last one was a wait (for
+    /// other MPI ranks), not an operation.
+    pub fn skip_lap(&mut self) {
+        self.lap = self.clock.raw();
+    }
+
     /// Counts `n` units and `bytes` at once (for workloads that measure their own batches).
     pub fn units_done(&mut self, n: u64, bytes: u64) -> Result<(), FsbenchError> {
         if n == 0 {

@@ -6,119 +6,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use common::mpi::*;
 use common::*;
-
-/// Four ranks busy-wait in their barriers: one MPI test at a time on a small machine.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-/// The longest an MPI run of these tests may take (a few seconds each here).
-const LIMIT: Duration = Duration::from_secs(180);
-const TREE: &str = "tree:dirs=3,files=20,levels=2,stat,read";
-const TREE_DIRS: f64 = 13.0;
-const TREE_FILES: f64 = 260.0;
-
-/// A tmpfs of the test's own as the shared target, unmounted at the end.
-struct Target {
-    dir: PathBuf,
-    _parent: tempfile::TempDir,
-}
-
-impl Target {
-    fn new() -> Target {
-        let parent = tempdir();
-        let dir = parent.path().join("shared");
-        std::fs::create_dir(&dir).unwrap();
-        let mounted = status(
-            Command::new("mount")
-                .args(["-t", "tmpfs", "-o", "size=4G", "tmpfs"])
-                .arg(&dir),
-        );
-        assert!(
-            mounted.success(),
-            "cannot mount a tmpfs on {}",
-            dir.display()
-        );
-        Target {
-            dir,
-            _parent: parent,
-        }
-    }
-
-    fn entries(&self) -> Vec<String> {
-        std::fs::read_dir(&self.dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n != "results.db")
-            .collect()
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = output_within(Command::new("umount").arg(&self.dir), limit());
-    }
-}
-
-fn can_run_mpi(test: &str) -> bool {
-    can_run(test, &["mpirun"])
-}
-
-/// `mpirun -np N` of `wrapper` (a shell script given `$@` = fsbench and its arguments; `""`
-/// for none) running `fsbench run -q --output-format json --dir TARGET ARGS`.
-fn mpirun(np: u32, state: &Path, target: &Target, wrapper: &str, args: &[&str]) -> Command {
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("FSBENCH_STATE_DIR", state)
-        .env("XDG_DATA_HOME", test_data_home())
-        .args(["--oversubscribe", "-np", &np.to_string()]);
-    if !wrapper.is_empty() {
-        c.args(["sh", "-c", wrapper, "sh"]);
-    }
-    c.arg(env!("CARGO_BIN_EXE_fsbench"))
-        .arg("--db")
-        .arg(target.dir.join("results.db"))
-        .args([
-            "run",
-            "-q",
-            "--output-format",
-            "json",
-            "--no-drop-caches",
-            "--runs",
-            "1",
-        ])
-        .arg("--dir")
-        .arg(&target.dir)
-        .args(args);
-    c
-}
-
-/// The value of figure `name` at `rank` (or without a rank) in a phase of the JSON document.
-fn figure(phase: &serde_json::Value, name: &str, rank: Option<u64>) -> f64 {
-    phase["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| {
-            f["name"] == name
-                && match rank {
-                    Some(r) => f["dims"][0]["name"] == "rank" && f["dims"][0]["count"] == r,
-                    None => f.get("dims").is_none(),
-                }
-        })
-        .unwrap_or_else(|| panic!("no figure {name} at rank {rank:?} in {}", phase["name"]))["value"]
-        .as_f64()
-        .unwrap()
-}
-
-fn succeeded(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "mpirun failed: {}", text(&out.stderr));
-    json(out)
-}
 
 #[test]
 fn aggregate_is_the_ranks_items_over_the_slowest_rank_and_every_tree_is_removed() {
@@ -270,29 +161,149 @@ fn a_slowed_rank_shows_in_the_stonewall_counts_and_wear_out_equalises_them() {
     let (state, target) = (tempdir(), Target::new());
     // strace stops rank 1 at every system call: it creates files several times slower.
     let wrapper = "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then exec strace -f -o /dev/null \"$@\"; fi; exec \"$@\"";
-    let tree = "tree:dirs=3,files=300,levels=2";
-    let args = ["-w", tree, "--stonewall", "0.3"];
+    // 130,000 files per rank: no rank here makes them all in 0.5 s, so every rank stops.
+    let tree = "tree:dirs=3,files=10000,levels=2,size=0,stat,read";
+    let whole_tree = 130_000.0;
+    let args = ["-w", tree, "--stonewall", "0.5"];
     let doc = succeeded(&output_within(
         &mut mpirun(4, state.path(), &target, wrapper, &args),
         LIMIT,
     ));
-    let create = &doc["runs"][0]["phases"][1];
+    let phases = doc["runs"][0]["phases"].as_array().unwrap();
+    let create = &phases[1];
     assert_eq!(create["name"], "file-create");
     let min = figure(create, "stonewall-items-min", None);
     let max = figure(create, "stonewall-items-max", None);
     assert!(min < max, "stonewall counts min {min} max {max}");
-    assert!(figure(create, "rate-stonewall", None) > 0.0);
-    // Wear-out: every rank finished its items, so the next phases saw equal counts.
+    // The slowed rank really stopped at the deadline, short of its tree; so did the fastest.
+    let slowed = figure(create, "rank-stonewall-items", Some(1));
+    assert_eq!(slowed, min, "the straced rank is the slowest");
+    assert!(max < whole_tree, "a rank made {max} files in 0.5 s");
+    let stopped = figure(create, "stonewall-time", None);
+    assert!(stopped >= 0.5, "stopped at {stopped} s");
+    let reached: f64 = (0..4)
+        .map(|r| figure(create, "rank-stonewall-items", Some(r)))
+        .sum();
+    let rate = figure(create, "rate-stonewall", None);
+    assert!((rate - reached / stopped).abs() <= rate * 1e-9, "{rate}");
+    // Wear-out: every rank made the maximum, within file create; the later phases acted on
+    // exactly as many (the first ones of each rank's walk: no error for a file never made).
+    assert_eq!(figure(create, "stonewall-items-wear-out", None), max);
+    let file_phases = phases
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().starts_with("file"));
+    assert_eq!(file_phases.clone().count(), 4);
+    for phase in file_phases {
+        for r in 0..4 {
+            assert_eq!(
+                figure(phase, "rank-items", Some(r)),
+                max,
+                "{} rank {r}",
+                phase["name"]
+            );
+        }
+        assert!(
+            phase["errors"].as_object().unwrap().is_empty(),
+            "{}: {}",
+            phase["name"],
+            phase["errors"]
+        );
+    }
+    assert!(create["notes"].to_string().contains("wear-out"));
+    // Nothing left: the directories were empty when dir-remove came.
+    let dir_remove = phases.last().unwrap();
+    assert_eq!(dir_remove["ops"].as_f64().unwrap(), 4.0 * TREE_DIRS);
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}
+
+/// The files a rank's trace touched by `syscall` (openat with `O_CREAT` as `create`), as the
+/// owners' ranks in their names (`L2F20.r3`).
+fn owners_touched(trace: &str, syscall: &str) -> Vec<u32> {
+    trace
+        .lines()
+        .filter_map(|line| {
+            let call = line.split_whitespace().nth(1)?;
+            let creates = call.starts_with("openat(") && line.contains("O_CREAT");
+            let wanted = match syscall {
+                "create" => creates,
+                "openat" => call.starts_with("openat(") && !creates,
+                other => call.starts_with(&format!("{other}(")),
+            };
+            let name = line.split('"').nth(1)?;
+            let owner = name.strip_prefix('L')?.split_once(".r")?.1;
+            wanted.then(|| owner.parse().ok()).flatten()
+        })
+        .collect()
+}
+
+#[test]
+fn a_shared_dir_is_one_tree_rank_0_makes_and_every_rank_fills_with_its_own_files() {
+    if !can_run_mpi("a_shared_dir_is_one_tree") || !can_run("a_shared_dir_is_one_tree", &["strace"])
+    {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (state, target, traces) = (tempdir(), Target::new(), tempdir());
+    let wrapper = format!(
+        "exec strace -f -qq -e trace=openat,mkdirat,newfstatat,statx,unlinkat -o {}/trace.$OMPI_COMM_WORLD_RANK \"$@\"",
+        traces.path().display()
+    );
+    let args = ["-w", TREE, "--shared-dir", "--shift", "1"];
+    let mut cmd = mpirun(4, state.path(), &target, &wrapper, &args);
+    let doc = succeeded(&output_within(&mut cmd, LIMIT));
     for phase in doc["runs"][0]["phases"].as_array().unwrap() {
+        let name = phase["name"].as_str().unwrap();
         let items: Vec<f64> = (0..4)
             .map(|r| figure(phase, "rank-items", Some(r)))
             .collect();
-        assert!(
-            items.iter().all(|i| *i == items[0]),
-            "{}: {items:?}",
-            phase["name"]
-        );
+        if name.starts_with("dir") {
+            // One tree: rank 0 alone makes and removes its directories.
+            assert_eq!(items, [TREE_DIRS, 0.0, 0.0, 0.0], "{name}");
+            assert!(
+                phase["notes"].to_string().contains("one shared tree"),
+                "{name}"
+            );
+        } else {
+            assert_eq!(items, [TREE_FILES; 4], "{name}");
+        }
+        assert!(phase["errors"].as_object().unwrap().is_empty(), "{name}");
     }
+    for rank in 0..4u32 {
+        let next = (rank + 1) % 4;
+        let trace = std::fs::read_to_string(traces.path().join(format!("trace.{rank}"))).unwrap();
+        let made_dirs = trace.lines().any(|l| l.contains("mkdirat("));
+        assert_eq!(made_dirs, rank == 0, "rank {rank} made directories");
+        assert!(trace.contains("\"tree.shared\""), "rank {rank}");
+        assert!(!trace.contains("tree.r"), "rank {rank}: a tree of its own");
+        // Its own files created, rank r+1's stat'ed, read and removed, no one else's.
+        let created = owners_touched(&trace, "create");
+        assert_eq!(created.len(), TREE_FILES as usize, "rank {rank}");
+        assert!(
+            created.iter().all(|&o| o == rank),
+            "rank {rank}: {created:?}"
+        );
+        let stats = [
+            owners_touched(&trace, "newfstatat"),
+            owners_touched(&trace, "statx"),
+        ]
+        .concat();
+        let read = owners_touched(&trace, "openat");
+        let removed = owners_touched(&trace, "unlinkat");
+        for (phase, touched) in [("stat", stats), ("read", read), ("remove", removed)] {
+            assert_eq!(touched.len(), TREE_FILES as usize, "rank {rank} {phase}");
+            assert!(
+                touched.iter().all(|&o| o == next),
+                "rank {rank} {phase}: {touched:?}"
+            );
+        }
+    }
+    let stat = &doc["runs"][0]["phases"][2];
+    assert_eq!(stat["name"], "file-stat");
+    assert!(stat["notes"].to_string().contains("0→1, 1→2, 2→3, 3→0"));
     assert!(
         target.entries().is_empty(),
         "left behind: {:?}",
@@ -348,6 +359,24 @@ fn workloads_that_make_no_sense_under_mpi_are_refused_with_the_reason() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("cannot run under MPI: it measures how one filesystem"));
     assert!(out.stdout.is_empty());
+    // The stonewall stops tree's file create only; elsewhere it is refused, not just counted.
+    let out = output_within(
+        &mut mpirun(
+            2,
+            state.path(),
+            &target,
+            "",
+            &["-w", "atomic", "--stonewall", "1"],
+        ),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--stonewall: atomic")
+            && text(&out.stderr).contains("only tree's file create"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -365,53 +394,6 @@ fn a_singleton_without_mpirun_runs_as_always() {
     assert!(
         create.get("figures").is_none(),
         "no rank figures without MPI"
-    );
-}
-
-#[test]
-fn sigterm_to_the_ranks_cleans_up_and_exits_130() {
-    if !can_run_mpi("sigterm_to_the_ranks_cleans_up_and_exits_130") {
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (state, target, pids) = (tempdir(), Target::new(), tempdir());
-    // Each rank says its pid (exec keeps it), then is fsbench.
-    let wrapper = format!(
-        "echo $$ > {}/pid.$OMPI_COMM_WORLD_RANK; exec \"$@\"",
-        pids.path().display()
-    );
-    // 140,000 files per rank: the signal lands in the middle of file create.
-    let tree = "tree:dirs=30,files=150,levels=2,size=0";
-    let mut cmd = mpirun(4, state.path(), &target, &wrapper, &["-w", tree]);
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid_of = |rank: u32| {
-        std::fs::read_to_string(pids.path().join(format!("pid.{rank}")))
-            .ok()
-            .and_then(|p| p.trim().parse::<i32>().ok())
-    };
-    let started = std::time::Instant::now();
-    while (0..4).any(|r| pid_of(r).is_none()) && started.elapsed() < LIMIT {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Well into the runs, as a batch system's SIGTERM would come.
-    std::thread::sleep(Duration::from_secs(2));
-    for rank in 0..4 {
-        let pid = pid_of(rank).expect("every rank started");
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-    }
-    let out = wait_drained_within(child, LIMIT);
-    assert!(!out.status.success());
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("Exit code:    130"), "{stderr}");
-    assert!(stderr.contains("fsbench: error: interrupted"), "{stderr}");
-    assert!(
-        target.entries().is_empty(),
-        "left behind: {:?}",
-        target.entries()
     );
 }
 
@@ -439,6 +421,40 @@ fn threads_and_ranks_compose() {
         }
         assert_eq!(phase["ops"].as_f64().unwrap(), 6.0 * per_thread);
         assert!(phase["errors"].as_object().unwrap().is_empty());
+    }
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}
+
+#[test]
+fn threads_and_ranks_share_one_tree_under_shared_dir() {
+    if !can_run_mpi("threads_and_ranks_share_one_tree_under_shared_dir") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (state, target) = (tempdir(), Target::new());
+    let tree = "tree:dirs=3,files=20,levels=2,threads=3,stat";
+    let args = ["-w", tree, "--shared-dir", "--shift", "1"];
+    let doc = succeeded(&output_within(
+        &mut mpirun(2, state.path(), &target, "", &args),
+        LIMIT,
+    ));
+    for phase in doc["runs"][0]["phases"].as_array().unwrap() {
+        let name = phase["name"].as_str().unwrap();
+        let items: Vec<f64> = (0..2)
+            .map(|r| figure(phase, "rank-items", Some(r)))
+            .collect();
+        // One tree's directories, by rank 0's thread 0; six threads' files in it, each
+        // thread's stat'ed and removed by its peer on the other rank without a miss.
+        let want = match name.starts_with("dir") {
+            true => [TREE_DIRS, 0.0],
+            false => [3.0 * TREE_FILES; 2],
+        };
+        assert_eq!(items, want, "{name}");
+        assert!(phase["errors"].as_object().unwrap().is_empty(), "{name}");
     }
     assert!(
         target.entries().is_empty(),

@@ -16,15 +16,16 @@ use crate::store::Store;
 /// The options that only mean something under a launcher.
 #[derive(Debug, clap::Args)]
 pub(super) struct MpiArgs {
-    /// MPI: every rank works in the run's directory instead of a directory of its own
-    /// (mdtest without -u; tree only)
+    /// MPI: one tree for all ranks (mdtest without -u; tree only): rank 0 makes and removes
+    /// its directories, every rank adds files named with its rank
     #[arg(long)]
     shared_dir: bool,
     /// MPI: stat, read and remove phases act on rank (r+K) mod N's files, so that a client's
     /// own cache cannot answer (mdtest -N) [default: ranks per node]
     #[arg(long, value_name = "K")]
     shift: Option<usize>,
-    /// MPI: also count each rank's items at SECS into each phase: rate-stonewall (mdtest -W)
+    /// MPI: every rank stops tree's file create at SECS; the laggards then go on to the most
+    /// any rank made (wear-out); rate-stonewall (mdtest -W)
     #[arg(long, value_name = "SECS")]
     stonewall: Option<f64>,
 }

@@ -11,6 +11,7 @@ use crate::progress::SAMPLE_INTERVAL;
 use crate::results::PhaseRecord;
 use crate::shape::{self, PhaseShape, ThreadsDone};
 use crate::workload::PhaseInfo;
+use crate::workload::tree::Agreed;
 
 /// One rank's phase, as it sends it to rank 0.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -21,12 +22,16 @@ pub(crate) struct RankPhase {
     pub(crate) end_ns: u64,
     /// Whose files the rank acted on (its own, or another rank's under shift).
     pub(crate) acted_on: usize,
+    /// The stonewall of a stonewalled phase (file create).
+    #[serde(default)]
+    pub(crate) stonewall: Option<Agreed>,
 }
 
 /// What the aggregate needs besides the ranks' phases.
 pub(crate) struct Context<'a> {
     pub(crate) info: &'a PhaseInfo,
     pub(crate) hosts: &'a [String],
+    /// The stonewall's deadline (`--stonewall`), for the notes.
     pub(crate) stonewall_secs: Option<f64>,
 }
 
@@ -188,34 +193,43 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
             bytes as f64 / 1024.0 / span,
         ));
     }
-    if let Some(secs) = cx.stonewall_secs {
-        let ms = (secs * 1000.0) as u64;
-        let counts: Vec<u64> = ranks
-            .iter()
-            .map(|r| units_at(&r.record.progress, ms))
-            .collect();
-        let min = counts.iter().copied().min().unwrap_or(0);
-        let max = counts.iter().copied().max().unwrap_or(0);
-        figures.push(Figure::new(
-            "stonewall-items-min",
-            cx.info.unit,
-            true,
-            min as f64,
-        ));
-        figures.push(Figure::new(
-            "stonewall-items-max",
-            cx.info.unit,
-            true,
-            max as f64,
-        ));
-        let reached: u64 = counts.iter().sum();
-        figures.push(Figure::new(
-            "rate-stonewall",
-            &unit,
-            true,
-            reached as f64 / secs,
-        ));
+    let stonewalls: Option<Vec<Agreed>> = ranks.iter().map(|r| r.stonewall).collect();
+    if let Some(walls) = stonewalls.filter(|w| !w.is_empty()) {
+        figures.extend(stonewall_figures(&walls, cx));
     }
+    figures
+}
+
+/// mdtest's stonewall figures: each rank's count at the deadline, their min and max (before
+/// wear-out), the count after it, and `rate-stonewall` = Σ counts at the deadline ÷ the time
+/// the last rank stopped (mdtest's stonewall time: the deadline, or the end if all finished
+/// before it).
+fn stonewall_figures(walls: &[Agreed], cx: &Context<'_>) -> Vec<Figure> {
+    let unit = cx.info.unit;
+    let mut figures: Vec<Figure> = walls
+        .iter()
+        .enumerate()
+        .map(|(r, w)| {
+            Figure::new("rank-stonewall-items", unit, true, w.reached as f64).at(&rank_dim(r))
+        })
+        .collect();
+    let reached = walls.iter().map(|w| w.reached);
+    let min = reached.clone().min().unwrap_or(0);
+    let max = reached.clone().max().unwrap_or(0);
+    let stopped = walls.iter().map(|w| w.secs).fold(0.0, f64::max);
+    let after = walls.iter().map(|w| w.items).max().unwrap_or(0);
+    figures.extend([
+        Figure::new("stonewall-items-min", unit, true, min as f64),
+        Figure::new("stonewall-items-max", unit, true, max as f64),
+        Figure::new("stonewall-items-wear-out", unit, true, after as f64),
+        Figure::new("stonewall-time", "s", false, stopped),
+        Figure::new(
+            "rate-stonewall",
+            &format!("{unit}/s"),
+            true,
+            reached.sum::<u64>() as f64 / stopped.max(1e-9),
+        ),
+    ]);
     figures
 }
 
@@ -291,9 +305,12 @@ fn notes(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<String> {
             shifted.join(", ")
         ));
     }
-    if let Some(secs) = cx.stonewall_secs {
+    if let (Some(secs), true) = (
+        cx.stonewall_secs,
+        ranks.iter().any(|r| r.stonewall.is_some()),
+    ) {
         notes.push(format!(
-            "stonewall {secs} s: rate-stonewall = Σ items each rank had done at {secs} s ÷ {secs} s; every rank then finished its items (wear-out), so later phases see equal counts"
+            "stonewall {secs} s (mdtest -W): every rank stopped creating at {secs} s; rate-stonewall = Σ files made by then ÷ the time the last rank stopped; the ranks then went on to the most any had made (wear-out, in the phase's time), and the later phases act on that many files of each rank"
         ));
     }
     notes

@@ -1,7 +1,7 @@
 //! The ranks' communication: every barrier is an exchange of each rank's outcome, so a rank's
 //! error ends every rank at the next barrier instead of leaving the others waiting forever.
 
-use mpi::collective::{CommunicatorCollectives, Root};
+use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -168,6 +168,16 @@ impl Comm {
         root.broadcast_into(&mut buf[..]);
         buf
     }
+}
+
+/// The stonewall's agreement (a collective, mdtest's `MPI_Allreduce` of `MPI_MAX`): the
+/// largest count of any rank, or `u64::MAX` if a rank failed. A plain function on the world
+/// communicator, so that the workload can hold it without holding the [`Comm`].
+pub(crate) fn agree_max(count: u64, failed: bool) -> u64 {
+    let mine = if failed { u64::MAX } else { count };
+    let mut most = 0u64;
+    SimpleCommunicator::world().all_reduce_into(&mine, &mut most, SystemOperation::max());
+    most
 }
 
 /// A rank's error as the others get it: its exit code and one line.

@@ -105,6 +105,13 @@ impl Session {
         {
             return Err(invalid("--stonewall must be a positive number of seconds"));
         }
+        if self.options.stonewall.is_some() {
+            for spec in &suite.workloads {
+                if let Some(why) = stonewall_refusal(spec) {
+                    return Err(invalid(format!("--stonewall: {}: {why}", spec.label())));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -160,6 +167,23 @@ fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
         WorkloadSpec::Ffsb(_) => {
             Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
         }
+    }
+}
+
+/// Why `--stonewall` cannot stop a workload at its deadline; `None` for tree's file create.
+/// Refused rather than only counted: a count taken from the progress series while every rank
+/// still did all its work would be a different figure under mdtest's name.
+fn stonewall_refusal(spec: &WorkloadSpec) -> Option<&'static str> {
+    match spec {
+        WorkloadSpec::Tree(p) if p.threads > 1 => Some(
+            "a rank's threads would have to stop and agree among themselves as well; give \
+             the threads as ranks (mpirun -np) instead",
+        ),
+        WorkloadSpec::Tree(_) => None,
+        _ => Some(
+            "only tree's file create stops at the deadline (mdtest -W stops file creation); \
+             this workload's phases are of fixed sizes that its later phases need whole",
+        ),
     }
 }
 

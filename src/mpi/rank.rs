@@ -1,9 +1,11 @@
-//! One rank's share of a run: check the target, make its own directory, run every phase
-//! between barriers (on another rank's files where `shift` says so), remove what it made.
+//! One rank's share of a run: check the target, make its own directory (or share the one
+//! tree), run every phase between barriers (on another rank's files where `shift` says so),
+//! remove what it made.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use rustix::fs::{Mode, OFlags};
@@ -16,7 +18,7 @@ use crate::results::PhaseRecord;
 use crate::rmtree;
 use crate::runner::observer::Observer;
 use crate::runner::phases::{PhaseSettings, run_phase};
-use crate::workload::tree::Tree;
+use crate::workload::tree::{Share, Stonewall, Tree};
 use crate::workload::{Workload, WorkloadSpec};
 
 /// The file rank 0 writes in the run's directory; every rank must read the same token there.
@@ -25,13 +27,13 @@ pub(crate) const TOKEN_FILE: &str = ".fsbench-mpi-token";
 /// How ranks share the work (the same for every run of a suite).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct MpiOptions {
-    /// All ranks in the run's directory, instead of one directory per rank (mdtest without
-    /// `-u`).
+    /// One tree for all ranks, rank 0 making its directories, every rank adding its own files
+    /// (mdtest without `-u`), instead of a directory and tree per rank.
     pub(crate) shared_dir: bool,
     /// Stat, read and remove phases act on rank (r + K) mod N's files; `None`: the ranks per
     /// node (mdtest `-N`).
     pub(crate) shift: Option<usize>,
-    /// Count each rank's items at this many seconds into a phase (mdtest `-W`).
+    /// Stop file create at this many seconds; wear-out to the ranks' maximum (mdtest `-W`).
     pub(crate) stonewall: Option<f64>,
 }
 
@@ -46,8 +48,11 @@ pub(crate) struct Job {
     pub(crate) options: MpiOptions,
 }
 
-/// Phases that may act on another rank's files.
+/// Phases that may act on another rank's files; in a shared tree not dir-remove, which rank
+/// 0 alone does.
 const SHIFTED_PHASES: &[&str] = &["file-stat", "file-read", "file-remove", "dir-remove"];
+/// The one tree of every rank under `--shared-dir`.
+const SHARED_TREE: &str = "tree.shared";
 
 /// This rank's share of `job`. On rank 0 the phases' records over every rank; elsewhere
 /// `None`. Every rank removes what it made, whatever happened.
@@ -59,15 +64,19 @@ pub(crate) fn run_share(
 ) -> anyhow::Result<Option<Vec<PhaseRecord>>> {
     let top = comm.barrier(open_checked(&job.dir, &job.token))?;
     let own = own_name(job, comm.rank);
-    let made = comm.barrier(make_own(&top, job, &own));
+    let made = comm.barrier(make_own(&top, job, own.as_deref()));
     let outcome = made.and_then(|()| run_phases(comm, job, &top, progress, observer));
-    let removed = remove_own(&top, &own).with_context(|| {
-        format!(
-            "cannot remove {}",
-            job.dir
-                .join(String::from_utf8_lossy(&own).as_ref())
-                .display()
-        )
+    // Every rank has left its phases here (they end at a barrier): no rank adds files to a
+    // shared tree while rank 0 removes it.
+    let removed = own.as_deref().map_or(Ok(()), |own| {
+        remove_own(&top, own).with_context(|| {
+            format!(
+                "cannot remove {}",
+                job.dir
+                    .join(String::from_utf8_lossy(own).as_ref())
+                    .display()
+            )
+        })
     });
     let removed = comm.barrier(removed);
     let records = outcome?;
@@ -99,26 +108,21 @@ fn open_checked(dir: &Path, token: &str) -> anyhow::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// The entry a rank owns in the run's directory: its directory, or with a shared directory
-/// its tree's root.
-fn own_name(job: &Job, rank: usize) -> Vec<u8> {
-    if job.options.shared_dir {
-        tree_base(rank).into_bytes()
-    } else {
-        format!("rank.{rank}").into_bytes()
+/// The entry a rank owns in the run's directory and removes at the end: its directory; with
+/// a shared directory rank 0 owns the one tree (every rank's files are in it), the others
+/// nothing.
+fn own_name(job: &Job, rank: usize) -> Option<Vec<u8>> {
+    match job.options.shared_dir {
+        true => (rank == 0).then(|| SHARED_TREE.as_bytes().to_vec()),
+        false => Some(format!("rank.{rank}").into_bytes()),
     }
 }
 
-/// The tree root of `rank`: distinct per rank, so ranks can share a directory and find each
-/// other's trees.
-fn tree_base(rank: usize) -> String {
-    format!("tree.r{rank}")
-}
-
-fn make_own(top: &OwnedFd, job: &Job, own: &[u8]) -> anyhow::Result<()> {
-    if job.options.shared_dir {
+/// Makes the rank's directory (a shared tree's root is made in dir-create, by rank 0).
+fn make_own(top: &OwnedFd, job: &Job, own: Option<&[u8]>) -> anyhow::Result<()> {
+    let Some(own) = own.filter(|_| !job.options.shared_dir) else {
         return Ok(());
-    }
+    };
     rustix::fs::mkdirat(top, own, Mode::from(0o755)).with_context(|| {
         format!(
             "cannot create {}",
@@ -141,12 +145,25 @@ fn remove_own(top: &OwnedFd, own: &[u8]) -> anyhow::Result<()> {
     }
 }
 
-/// The workload instance of `rank` (a tree knows its root by the rank).
-fn instance(spec: &WorkloadSpec, rank: usize) -> Box<dyn Workload> {
-    match spec {
-        WorkloadSpec::Tree(p) => Box::new(Tree::new(p.clone(), tree_base(rank))),
-        other => other.instantiate(),
+/// The workload instance of `rank`: a tree of its own (`tree.r<rank>`, distinct so that
+/// shifted ranks find each other's), or its share of the one shared tree, its files named
+/// with its rank; with the run's stonewall.
+fn instance(job: &Job, rank: usize, stonewall: Option<&Stonewall>) -> Box<dyn Workload> {
+    let WorkloadSpec::Tree(p) = &job.spec else {
+        return job.spec.instantiate();
+    };
+    let mut tree = match job.options.shared_dir {
+        true => Tree::new(p.clone(), SHARED_TREE.into()).shared(Share {
+            makes_dirs: rank == 0,
+            rank: Some(rank as u32),
+            thread: None,
+        }),
+        false => Tree::new(p.clone(), format!("tree.r{rank}")),
+    };
+    if let Some(s) = stonewall {
+        tree = tree.with_stonewall(s.clone());
     }
+    Box::new(tree)
 }
 
 /// Every phase between barriers; each rank's record goes to rank 0 at the barrier after it.
@@ -168,10 +185,17 @@ fn run_phases(
         }
     };
     let own_dir = comm.barrier(dir_of(comm.rank))?;
-    let mut own = instance(&job.spec, comm.rank);
+    let stonewall = job
+        .options
+        .stonewall
+        .map(|secs| Stonewall::new(Duration::from_secs_f64(secs), super::comm::agree_max));
+    let mut own = instance(job, comm.rank, stonewall.as_ref());
     // The other rank's directory exists: every rank made its own before this barrier.
     let mut theirs = match shifts {
-        true => Some((comm.barrier(dir_of(other))?, instance(&job.spec, other))),
+        true => Some((
+            comm.barrier(dir_of(other))?,
+            instance(job, other, stonewall.as_ref()),
+        )),
         false => None,
     };
     let settings = PhaseSettings {
@@ -189,15 +213,20 @@ fn run_phases(
             .iter()
             .zip(&comm.hosts)
             .any(|(d, h)| h == my_host && d.first() == Some(&1));
+        let shifted = SHIFTED_PHASES.contains(&info.name.as_ref())
+            && !(job.options.shared_dir && info.name == "dir-remove");
         let (workload, dir, acted_on) = match &mut theirs {
-            Some((dir, w)) if SHIFTED_PHASES.contains(&info.name.as_ref()) => {
-                (w.as_mut(), &*dir, other)
-            }
+            Some((dir, w)) if shifted => (w.as_mut(), &*dir, other),
             _ => (own.as_mut(), &own_dir, comm.rank),
         };
         let start_ns = realtime_ns();
         let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
         let end_ns = realtime_ns();
+        let stonewalled = stonewall.as_ref().filter(|_| info.name == "file-create");
+        if let Some(s) = stonewalled {
+            // Whatever ended this rank's phase, the others wait for its word.
+            s.abandon();
+        }
         let mine = outcome
             .map_err(|e| Failure::of(&e.into()))
             .and_then(|mut record| {
@@ -207,6 +236,7 @@ fn run_phases(
                     start_ns,
                     end_ns,
                     acted_on,
+                    stonewall: stonewalled.and_then(|s| s.agreed.get().copied()),
                 };
                 serde_json::to_vec(&phase).map_err(|e| Failure::of(&e.into()))
             });

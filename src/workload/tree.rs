@@ -19,8 +19,8 @@ use std::os::fd::{AsFd, BorrowedFd};
 use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
+use super::options::{Parsed, WorkloadKind};
+use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -50,178 +50,6 @@ const FILE_READ: usize = 5;
 const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "files", false);
 const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "files", true);
 
-/// fdtree's options; the numbers fit `u32`.
-const OPTIONS: &[OptionDef] = &[
-    OptionDef {
-        aliases: &["d"],
-        min: 1,
-        max: u32::MAX as u64,
-        ..OptionDef::new(
-            "dirs",
-            OptKind::Count,
-            "subdirectories per directory (fdtree -d)",
-        )
-    },
-    OptionDef {
-        aliases: &["f"],
-        min: 1,
-        max: u32::MAX as u64,
-        ..OptionDef::new("files", OptKind::Count, "files per directory (fdtree -f)")
-    },
-    OptionDef {
-        aliases: &["s"],
-        unit: "4 KiB blocks",
-        max: u32::MAX as u64,
-        ..OptionDef::new("size", OptKind::Count, "file size (fdtree -s)")
-    },
-    OptionDef {
-        aliases: &["l"],
-        max: MAX_LEVELS as u64,
-        ..OptionDef::new(
-            "levels",
-            OptKind::Count,
-            "levels below the root (fdtree -l)",
-        )
-    },
-    OptionDef::new(
-        "stat",
-        OptKind::Flag,
-        "a file-stat phase after file create (mdtest -T)",
-    ),
-    OptionDef::new(
-        "read",
-        OptKind::Flag,
-        "a file-read phase after file create, reading every file whole (mdtest -E)",
-    ),
-    OptionDef {
-        unit: "bytes",
-        max: u32::MAX as u64,
-        ..OptionDef::new(
-            "bytes",
-            OptKind::Count,
-            "file size in bytes instead of blocks (mdtest -w, -e)",
-        )
-    },
-    OptionDef {
-        min: 1,
-        max: MAX_THREADS as u64,
-        default: Some("1"),
-        ..OptionDef::new(
-            "threads",
-            OptKind::Count,
-            "threads, each on a tree of its own (one node's scaling, as fxmark)",
-        )
-    },
-];
-
-/// More threads than this measure the scheduler, not the filesystem.
-const MAX_THREADS: u32 = 1024;
-
-/// Named parameter sets: the article's four and two quick ones for the default suite.
-const PRESETS: &[Preset] = &[
-    Preset {
-        name: "small-shallow",
-        values: &[
-            ("dirs", "20"),
-            ("files", "40"),
-            ("size", "1"),
-            ("levels", "3"),
-        ],
-        help: "the article's",
-    },
-    Preset {
-        name: "small-deep",
-        values: &[
-            ("dirs", "3"),
-            ("files", "4"),
-            ("size", "1"),
-            ("levels", "10"),
-        ],
-        help: "the article's",
-    },
-    Preset {
-        name: "medium-shallow",
-        values: &[
-            ("dirs", "17"),
-            ("files", "10"),
-            ("size", "1000"),
-            ("levels", "2"),
-        ],
-        help: "the article's",
-    },
-    Preset {
-        name: "medium-deep",
-        values: &[
-            ("dirs", "2"),
-            ("files", "2"),
-            ("size", "1000"),
-            ("levels", "10"),
-        ],
-        help: "the article's",
-    },
-    // The default: one file per directory, so that the directory phases are not drowned by
-    // the file phases, and small enough that the default suite (3 filesystems × 3 runs on
-    // direct-I/O loop images) takes a few minutes; on ext4 here each phase takes 1–7 s.
-    Preset {
-        name: "quick",
-        values: &[
-            ("dirs", "25"),
-            ("files", "1"),
-            ("size", "1"),
-            ("levels", "3"),
-        ],
-        help: "16,276 dirs and files; the default",
-    },
-    // Fifteen times the default: 5–50 s per phase on a direct-I/O ext4 loop image here.
-    Preset {
-        name: "quick-shallow",
-        values: &[
-            ("dirs", "50"),
-            ("files", "1"),
-            ("size", "1"),
-            ("levels", "3"),
-        ],
-        help: "127,551 dirs and files",
-    },
-    Preset {
-        name: "quick-deep",
-        values: &[
-            ("dirs", "3"),
-            ("files", "1"),
-            ("size", "1"),
-            ("levels", "10"),
-        ],
-        help: "88,573 dirs and files, ten levels deep",
-    },
-    // IO500's mdtest-easy: empty files in a directory per rank (-u -L -F, no -w); IO500 sets
-    // the count so the phase runs 300 s; these are per rank.
-    Preset {
-        name: "mdtest-easy",
-        values: &[
-            ("dirs", "1"),
-            ("files", "20000"),
-            ("size", "0"),
-            ("levels", "0"),
-            ("stat", "true"),
-        ],
-        help: "IO500's mdtest-easy shape (not an official IO500 result)",
-    },
-    // IO500's mdtest-hard: 3901-byte files written, stat'ed, read (-w 3901 -e 3901 -F).
-    Preset {
-        name: "mdtest-hard",
-        values: &[
-            ("dirs", "1"),
-            ("files", "10000"),
-            ("size", "0"),
-            ("levels", "0"),
-            ("bytes", "3901"),
-            ("stat", "true"),
-            ("read", "true"),
-        ],
-        help: "IO500's mdtest-hard shape (not an official IO500 result)",
-    },
-];
-
 /// The tree workload's row in the registry.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "tree",
@@ -243,6 +71,7 @@ fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
         stat: p.flag("stat"),
         read: p.flag("read"),
         threads: p.small("threads").expect("threads has a default"),
+        shared: p.flag("shared"),
         bytes: p.small("bytes"),
         ..TreeParams::new(n("dirs"), n("files"), n("size"), n("levels"))
     };
@@ -272,6 +101,9 @@ pub struct TreeParams {
     /// Threads, each on a tree of its own (the totals are all threads').
     #[serde(skip_serializing_if = "is_one")]
     pub threads: u32,
+    /// The threads share one tree (mdtest without -u).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
     /// File size in bytes, instead of `size` blocks (mdtest's `-w`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u32>,
@@ -301,6 +133,7 @@ impl TreeParams {
             stat: false,
             read: false,
             threads: 1,
+            shared: false,
             bytes: None,
         }
         .named()
@@ -375,6 +208,9 @@ impl TreeParams {
         if self.threads > 1 {
             name.push_str(&format!(",threads={}", self.threads));
         }
+        if self.shared {
+            name.push_str(",shared");
+        }
         name
     }
 
@@ -386,6 +222,12 @@ impl TreeParams {
         }
         if self.files == 0 {
             return Err(invalid("tree: files per directory (-f) must be at least 1"));
+        }
+        if self.shared && self.threads < 2 {
+            return Err(invalid(
+                "tree: shared is the threads' sharing of one tree: give threads=N (N ≥ 2); \
+                 under MPI, --shared-dir shares it between ranks",
+            ));
         }
         if self.levels > MAX_LEVELS {
             return Err(invalid(format!(
@@ -405,12 +247,15 @@ impl TreeParams {
     /// (directories, files, KiB), or `None` on overflow.
     fn checked_totals(&self) -> Option<(u64, u64, u64)> {
         // fdtree: ndtot = 1 + d * ndtot, once per level and once for the root.
-        let mut dirs: u64 = 0;
+        let mut one_tree: u64 = 0;
         for _ in 0..=self.levels {
-            dirs = (self.dirs as u64).checked_mul(dirs)?.checked_add(1)?;
+            one_tree = (self.dirs as u64).checked_mul(one_tree)?.checked_add(1)?;
         }
-        let dirs = dirs.checked_mul(self.threads.max(1) as u64)?;
-        let files = dirs.checked_mul(self.files as u64)?;
+        let threads = self.threads.max(1) as u64;
+        let dirs = one_tree.checked_mul(if self.shared { 1 } else { threads })?;
+        let files = one_tree
+            .checked_mul(threads)?
+            .checked_mul(self.files as u64)?;
         let kib = files.checked_mul(self.file_bytes())?.div_ceil(1024);
         // Beyond a billion entries no filesystem test here is meaningful.
         (dirs.checked_add(files)? <= 1_000_000_000).then_some((dirs, files, kib))
@@ -440,9 +285,10 @@ impl TreeParams {
             Some(b) => format!("; files of {b} bytes{extra}"),
             None => extra.to_string(),
         };
-        let extra = match self.threads {
-            0 | 1 => extra,
-            n => format!("{extra}; {n} threads, each on a tree of its own"),
+        let extra = match (self.threads, self.shared) {
+            (0 | 1, _) => extra,
+            (n, false) => format!("{extra}; {n} threads, each on a tree of its own"),
+            (n, true) => format!("{extra}; {n} threads sharing one tree, each its own files"),
         };
         format!(
             "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB{extra}",
@@ -502,7 +348,8 @@ pub fn default_base_name() -> String {
     format!("LEVEL0.{short}.{}", std::process::id())
 }
 
-/// The tree workload: its parameters and the root directory's name.
+/// The tree workload: its parameters, the root directory's name, and who this one is when
+/// several processes or threads share the tree.
 pub struct Tree {
     params: TreeParams,
     /// Which phase each index runs.
@@ -510,6 +357,25 @@ pub struct Tree {
     base: CString,
     /// One block: zeros to write, the buffer to read into.
     block: Vec<u8>,
+    /// One of several sharing the tree; `None`: the tree is this one's alone.
+    share: Option<Share>,
+    /// mdtest's `-W` on file create (MPI), and the count the ranks agreed on.
+    stonewall: Option<Stonewall>,
+    /// A file phase's place in the walk order: files visited, and the count it stops at.
+    visited: u64,
+    limit: u64,
+    /// Armed while a stonewalled file create runs.
+    deadline: Option<stonewall::Deadline>,
+}
+
+/// Who one sharer of a tree is (mdtest without `-u`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Share {
+    /// Makes and removes the directories (rank 0's thread 0); the others only add files.
+    pub(crate) makes_dirs: bool,
+    /// In its files' names (`L0F1.r2.t3`), so that sharers never touch each other's files.
+    pub(crate) rank: Option<u32>,
+    pub(crate) thread: Option<u32>,
 }
 
 impl Tree {
@@ -519,11 +385,51 @@ impl Tree {
             params,
             base: CString::new(base).expect("base name has no NUL"),
             block: vec![0; BLOCK],
+            share: None,
+            stonewall: None,
+            visited: 0,
+            limit: u64::MAX,
+            deadline: None,
+        }
+    }
+
+    /// This tree, shared with others; `share` says who this one is.
+    pub(crate) fn shared(self, share: Share) -> Tree {
+        Tree {
+            share: Some(share),
+            ..self
+        }
+    }
+
+    /// This tree with mdtest's stonewall on its file create.
+    #[cfg_attr(
+        all(not(feature = "mpi"), not(test)),
+        expect(dead_code, reason = "only MPI's ranks agree")
+    )]
+    pub(crate) fn with_stonewall(self, stonewall: Stonewall) -> Tree {
+        Tree {
+            stonewall: Some(stonewall),
+            ..self
         }
     }
 
     pub fn base_name(&self) -> &str {
         self.base.to_str().expect("base name is UTF-8")
+    }
+
+    /// Whether this one does the directory phases: its own tree's, or as the sharers' maker.
+    fn makes_dirs(&self) -> bool {
+        self.share.is_none_or(|s| s.makes_dirs)
+    }
+
+    /// Shared with other threads or processes (by the option, or as a sharer).
+    fn is_shared(&self) -> bool {
+        self.params.shared || self.share.is_some()
+    }
+
+    /// Files the phases after file create visit: as many as the stonewall agreed, or all.
+    fn files_made(&self) -> Option<u64> {
+        Some(self.stonewall.as_ref()?.agreed.get()?.items)
     }
 }
 
@@ -534,8 +440,10 @@ impl Workload for Tree {
 
     fn expected_units(&self, phase: usize) -> u64 {
         match self.kinds[phase] {
+            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => 0,
             DIR_CREATE | DIR_REMOVE => self.params.total_dirs(),
-            _ => self.params.total_files(),
+            FILE_CREATE => self.params.total_files(),
+            _ => self.files_made().unwrap_or(self.params.total_files()),
         }
     }
 
@@ -549,7 +457,11 @@ impl Workload for Tree {
             return threads::run_phase(self, phase, dir, rec);
         }
         let levels = self.params.levels;
+        self.visited = 0;
+        self.limit = u64::MAX;
         match self.kinds[phase] {
+            // mdtest without -u: rank 0 alone makes and removes the shared tree.
+            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => Ok(()),
             DIR_CREATE => {
                 let made = rustix::fs::mkdirat(dir, &self.base, Mode::from(0o755));
                 let failure = made.err();
@@ -564,6 +476,10 @@ impl Workload for Tree {
                 let base = self.open_base(dir, rec)?;
                 self.create_dirs(base.as_fd(), levels, rec)
             }
+            FILE_CREATE if self.stonewall.is_some() => {
+                let base = self.open_base(dir, rec)?;
+                stonewall::create_files(self, base.as_fd(), rec)
+            }
             kind @ (FILE_CREATE | FILE_STAT | FILE_READ | FILE_REMOVE) => {
                 let step = match kind {
                     FILE_CREATE => FileStep::Create,
@@ -571,6 +487,10 @@ impl Workload for Tree {
                     FILE_READ => FileStep::Read,
                     _ => FileStep::Remove,
                 };
+                if kind != FILE_CREATE {
+                    // After a stonewall, the files made: the first ones in the walk order.
+                    self.limit = self.files_made().unwrap_or(u64::MAX);
+                }
                 let base = self.open_base(dir, rec)?;
                 self.walk_files(base.as_fd(), levels, rec, step)
             }
@@ -587,10 +507,36 @@ impl Workload for Tree {
             _ => unreachable!("tree has six phases at most"),
         }
     }
+
+    fn after_phase(
+        &mut self,
+        phase: usize,
+        _dir: BorrowedFd<'_>,
+    ) -> Result<PhaseOutput, FsbenchError> {
+        let dirs = matches!(self.kinds[phase], DIR_CREATE | DIR_REMOVE);
+        if !(dirs && self.is_shared() && self.makes_dirs()) {
+            return Ok(PhaseOutput::default());
+        }
+        Ok(PhaseOutput {
+            notes: vec![
+                "one shared tree (mdtest without -u): one process alone (MPI rank 0's thread 0) \
+                 makes and removes its directories; the others do no items here and add only \
+                 their own files"
+                    .into(),
+            ],
+            ..PhaseOutput::default()
+        })
+    }
 }
 
+mod presets;
+mod stonewall;
 mod threads;
 mod walk;
+use presets::{OPTIONS, PRESETS};
+#[cfg(feature = "mpi")]
+pub(crate) use stonewall::Agreed;
+pub(crate) use stonewall::Stonewall;
 use walk::FileStep;
 
 #[cfg(test)]

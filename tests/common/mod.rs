@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
 /// The fsbench binary with a private state directory, so `fsbench clean` in one test never
 /// touches another's suites, and a results database in this build's target directory rather
 /// than the user's home (tests that look at the database pass --db): builds of other

@@ -34,6 +34,7 @@ fn rank(ops: u64, ms: u64, start_ms: u64, errors: &[rustix::io::Errno]) -> RankP
         start_ns,
         end_ns: start_ns + ms * 1_000_000,
         acted_on: 0,
+        stonewall: None,
     }
 }
 
@@ -61,11 +62,19 @@ fn aggregate_rate_is_total_items_over_the_slowest_rank() {
         hosts: &hosts,
         stonewall_secs: Some(0.5),
     };
-    let ranks = [
+    let mut ranks = [
         rank(100, 1000, 0, &[]),
         rank(100, 2000, 10, &[rustix::io::Errno::EXIST]),
         rank(100, 4000, 30, &[rustix::io::Errno::EXIST]),
     ];
+    // Stopped at 0.5 s with 50, 20 and 10 files made; the last to stop at 0.51 s.
+    for (r, (reached, secs)) in [(50, 0.5), (20, 0.51), (10, 0.5)].into_iter().enumerate() {
+        ranks[r].stonewall = Some(Agreed {
+            reached,
+            secs,
+            items: 50,
+        });
+    }
     let a = aggregate(&ranks, &cx);
     assert_eq!(a.measurement.ops, 300);
     assert_eq!(a.measurement.bytes, 3000);
@@ -80,10 +89,14 @@ fn aggregate_rate_is_total_items_over_the_slowest_rank() {
     assert!((figure(&a, "start-skew", None) - 0.03).abs() < 1e-9);
     // IOR: all bytes over the latest end minus the earliest start.
     assert!((figure(&a, "bandwidth-ior", None) - 3000.0 / 1024.0 / 4.03).abs() < 1e-9);
-    // At 0.5 s rank 0 had done half; the others had not reached their first mid-sample.
+    // The counts at the deadline, the count after wear-out, Σ counts ÷ the last stop.
     assert_eq!(figure(&a, "stonewall-items-max", None), 50.0);
-    assert_eq!(figure(&a, "stonewall-items-min", None), 0.0);
-    assert_eq!(figure(&a, "rate-stonewall", None), 100.0);
+    assert_eq!(figure(&a, "stonewall-items-min", None), 10.0);
+    assert_eq!(figure(&a, "rank-stonewall-items", Some(1)), 20.0);
+    assert_eq!(figure(&a, "stonewall-items-wear-out", None), 50.0);
+    assert_eq!(figure(&a, "stonewall-time", None), 0.51);
+    assert!((figure(&a, "rate-stonewall", None) - 80.0 / 0.51).abs() < 1e-9);
+    assert!(a.notes.iter().any(|n| n.contains("wear-out")));
     // A workload figure per rank, and averaged over ranks.
     assert_eq!(a.figures.iter().filter(|f| f.name == "extents").count(), 4);
     // The summed series ends at every unit, at the slowest rank's end from the common start.

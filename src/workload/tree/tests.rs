@@ -166,3 +166,160 @@ fn io500_shaped_presets_and_byte_sizes() {
         "d25-f1-s1-l3,bytes=100"
     );
 }
+
+/// The directory `scratch` as a descriptor, for running phases in it.
+fn open_scratch(scratch: &tempfile::TempDir) -> std::os::fd::OwnedFd {
+    rustix::fs::open(
+        scratch.path(),
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        Mode::empty(),
+    )
+    .unwrap()
+}
+
+/// Names in `path`, sorted.
+fn names_in(path: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs every phase of `tree` in `dir`, calling `after` with each phase's index and ops;
+/// every phase but a stonewalled file create does the units it expects, without an error.
+fn run_all(tree: &mut Tree, dir: &std::os::fd::OwnedFd, mut after: impl FnMut(usize, u64)) {
+    let progress = std::sync::Arc::new(crate::measure::Progress::default());
+    for phase in 0..tree.phases().len() {
+        let mut rec = PhaseRecorder::start("phase", progress.clone());
+        tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
+        let m = rec.finish();
+        assert!(m.errors.is_empty(), "phase {phase}: {:?}", m.errors);
+        if !(tree.stonewall.is_some() && tree.kinds[phase] == FILE_CREATE) {
+            assert_eq!(m.ops, tree.expected_units(phase), "phase {phase}");
+        }
+        after(phase, m.ops);
+    }
+}
+
+#[test]
+fn a_shared_trees_files_carry_their_owners_rank_and_thread() {
+    let mut n = Name::new();
+    let share = |rank, thread| {
+        Some(Share {
+            makes_dirs: false,
+            rank,
+            thread,
+        })
+    };
+    assert_eq!(
+        n.owned(0, b'F', 3, share(Some(2), None)).to_str(),
+        Ok("L0F3.r2")
+    );
+    assert_eq!(
+        n.owned(1, b'F', 9, share(None, Some(4))).to_str(),
+        Ok("L1F9.t4")
+    );
+    let longest = n.owned(
+        MAX_LEVELS,
+        b'F',
+        u32::MAX,
+        share(Some(u32::MAX), Some(u32::MAX)),
+    );
+    assert_eq!(
+        longest.to_str(),
+        Ok("L100F4294967295.r4294967295.t4294967295")
+    );
+}
+
+#[test]
+fn shared_threads_fill_one_tree_that_thread_0_makes_and_removes() {
+    let params = TreeParams::parse("dirs=2,files=3,levels=1,threads=3,shared,stat").unwrap();
+    assert_eq!(params.name(), "d2-f3-s1-l1,stat,threads=3,shared");
+    // One tree's 3 directories; every thread's 3 files in each.
+    assert_eq!((params.total_dirs(), params.total_files()), (3, 27));
+    let alone = TreeParams::parse("dirs=2,files=3,levels=1,shared").unwrap();
+    assert!(alone.validate().is_err(), "shared needs threads");
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = open_scratch(&scratch);
+    let mut tree = Tree::new(params, "root".into());
+    let root = scratch.path().join("root");
+    run_all(&mut tree, &dir, |phase, ops| match phase {
+        0 => {
+            assert_eq!(ops, 3);
+            assert_eq!(names_in(scratch.path()), ["root"]);
+            assert_eq!(names_in(&root), ["L1D1", "L1D2"]);
+        }
+        1 => {
+            assert_eq!(ops, 27);
+            let mut want: Vec<String> = (0..3)
+                .flat_map(|t| (1..=3).map(move |f| format!("L1F{f}.t{t}")))
+                .chain(["L1D1".into(), "L1D2".into()])
+                .collect();
+            want.sort();
+            assert_eq!(names_in(&root), want);
+            assert_eq!(names_in(&root.join("L1D2")).len(), 9);
+        }
+        _ => {}
+    });
+    assert!(names_in(scratch.path()).is_empty());
+    // The directory phases note who made the tree.
+    let out = tree.after_phase(0, dir.as_fd()).unwrap();
+    assert!(out.notes[0].contains("one shared tree"));
+}
+
+/// The stonewall's counts, as the fake agreement saw them.
+static REACHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// One rank's agreement, as if another rank had made 3,000 files.
+fn another_made_3000(count: u64, failed: bool) -> u64 {
+    assert!(!failed);
+    REACHED.store(count, std::sync::atomic::Ordering::Relaxed);
+    count.max(3000)
+}
+
+#[test]
+fn the_stonewall_stops_file_create_and_wears_out_to_the_agreed_count() {
+    let params = TreeParams::parse("dirs=3,files=20000,levels=1,size=0,stat,read").unwrap();
+    let total = params.total_files();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = open_scratch(&scratch);
+    let stonewall = Stonewall::new(std::time::Duration::from_millis(1), another_made_3000);
+    let agreed = stonewall.agreed.clone();
+    let mut tree = Tree::new(params, "root".into()).with_stonewall(stonewall);
+    let mut ops = Vec::new();
+    run_all(&mut tree, &dir, |_, n| ops.push(n));
+    let wall = *agreed.get().expect("file create agreed");
+    let reached = REACHED.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(wall.reached, reached);
+    // 80,000 files do not fit in a millisecond: it stopped, then went on to the agreed 3,000
+    // (or to its own count, if that was more).
+    assert!(reached < total, "reached {reached} of {total}");
+    assert_eq!(wall.items, reached.max(3000));
+    assert!(wall.secs >= 0.001);
+    // Create, stat, read and remove all saw that many files, the first ones of the walk: no
+    // error for a file never made (run_all checks), and the whole tree went away.
+    assert_eq!(&ops[1..5], [wall.items; 4]);
+    assert_eq!(ops[0], 4);
+    assert!(names_in(scratch.path()).is_empty());
+}
+
+/// Calls of the fake agreement below that said "failed".
+static FAILED_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn count_failures(_count: u64, failed: bool) -> u64 {
+    if failed {
+        FAILED_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    u64::MAX
+}
+
+#[test]
+fn a_rank_that_never_agreed_gives_its_word_as_a_failure_once() {
+    let stonewall = Stonewall::new(std::time::Duration::from_secs(1), count_failures);
+    stonewall.abandon();
+    stonewall.abandon();
+    assert_eq!(FAILED_CALLS.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(stonewall.agreed.get().map(|a| a.items), Some(0));
+}

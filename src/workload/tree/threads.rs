@@ -1,12 +1,14 @@
 //! `threads=N`: each thread walks a tree of its own (`<root>.t<i>`) with a recorder of its
 //! own; the phase's recorder gets their sum. One node's many-core scaling without MPI, as
-//! fxmark measures it; under MPI every rank runs its threads.
+//! fxmark measures it; under MPI every rank runs its threads. With `shared` (or under MPI's
+//! `--shared-dir`) the threads share one tree as ranks do: thread 0 makes and removes its
+//! directories, each thread adds files named with its number.
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{Tree, TreeParams};
+use super::{DIR_CREATE, DIR_REMOVE, Share, Tree, TreeParams};
 use crate::error::FsbenchError;
 use crate::measure::PhaseRecorder;
 use crate::workload::Workload;
@@ -15,13 +17,22 @@ use crate::workload::Workload;
 const POLL: Duration = Duration::from_millis(10);
 
 impl Tree {
-    /// Thread `i`'s tree: the same shape, under a root of its own.
+    /// Thread `i`'s tree: the same shape, under a root of its own, or the shared root.
     fn thread(&self, i: u32) -> Tree {
         let params = TreeParams {
             threads: 1,
+            shared: false,
             ..self.params.clone()
         };
-        Tree::new(params, format!("{}.t{i}", self.base_name()))
+        if !self.is_shared() {
+            return Tree::new(params, format!("{}.t{i}", self.base_name()));
+        }
+        let share = Share {
+            makes_dirs: self.makes_dirs() && i == 0,
+            rank: self.share.and_then(|s| s.rank),
+            thread: Some(i),
+        };
+        Tree::new(params, self.base_name().to_string()).shared(share)
     }
 }
 
@@ -33,6 +44,13 @@ pub(super) fn run_phase(
     dir: BorrowedFd<'_>,
     rec: &mut PhaseRecorder,
 ) -> Result<(), FsbenchError> {
+    if tree.is_shared() && matches!(tree.kinds[phase], DIR_CREATE | DIR_REMOVE) {
+        // One tree's directories: its maker's thread 0 alone, as one rank does under MPI.
+        return match tree.makes_dirs() {
+            true => tree.thread(0).run_phase(phase, dir, rec),
+            false => Ok(()),
+        };
+    }
     let shared = rec.progress().clone();
     let workers: Vec<(Tree, PhaseRecorder)> = (0..tree.params.threads)
         .map(|i| (tree.thread(i), rec.worker()))

@@ -3,25 +3,33 @@
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::Ordering;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::{BLOCK, Tree};
+use super::{BLOCK, Share, Tree};
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::workload::push_decimal;
 
-/// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing.
+/// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing; a shared
+/// tree's files end in their owner's `.r<rank>` and `.t<thread>`.
 pub(super) struct Name {
-    buf: [u8; 24],
+    // "L100F4294967295.r4294967295.t4294967295" and its NUL fit.
+    buf: [u8; 48],
 }
 
 impl Name {
     pub(super) fn new() -> Name {
-        Name { buf: [0; 24] }
+        Name { buf: [0; 48] }
     }
 
     pub(super) fn of(&mut self, level: u32, kind: u8, n: u32) -> &CStr {
+        self.owned(level, kind, n, None)
+    }
+
+    /// The name with `share`'s owner in it, if the tree is shared.
+    pub(super) fn owned(&mut self, level: u32, kind: u8, n: u32, share: Option<Share>) -> &CStr {
         let mut i = 0;
         self.buf[i] = b'L';
         i += 1;
@@ -29,6 +37,13 @@ impl Name {
         self.buf[i] = kind;
         i += 1;
         i = push_decimal(&mut self.buf, i, n as u64);
+        let owner = share.map_or([None, None], |s| [s.rank, s.thread]);
+        for (tag, id) in [b'r', b't'].into_iter().zip(owner) {
+            if let Some(id) = id {
+                self.buf[i..i + 2].copy_from_slice(&[b'.', tag]);
+                i = push_decimal(&mut self.buf, i + 2, id as u64);
+            }
+        }
         self.buf[i] = 0;
         CStr::from_bytes_with_nul(&self.buf[..=i]).expect("digits and letters only")
     }
@@ -77,6 +92,10 @@ impl Tree {
     ) -> Result<(), FsbenchError> {
         let mut name = Name::new();
         for nd in (1..=self.params.dirs).rev() {
+            // A file phase stopped by the stonewall opens no more directories.
+            if self.visited >= self.limit {
+                break;
+            }
             if let Some(child) = Self::open_dir(rec, dir, name.of(level, b'D', nd))? {
                 visit(self, child.as_fd(), level - 1, rec)?;
                 drop(child);
@@ -111,7 +130,7 @@ impl Tree {
     }
 
     /// A file phase: `step` on each file of `dir` (`L<level>F<n>`, n counting down), then
-    /// the same in each subdirectory, as fdtree visits files.
+    /// the same in each subdirectory, as fdtree visits files; it stops after `limit` files.
     pub(super) fn walk_files(
         &mut self,
         dir: BorrowedFd<'_>,
@@ -121,7 +140,11 @@ impl Tree {
     ) -> Result<(), FsbenchError> {
         let mut name = Name::new();
         for nf in (1..=self.params.files).rev() {
-            let file = name.of(level, b'F', nf);
+            if self.visited >= self.limit {
+                return Ok(());
+            }
+            self.visited += 1;
+            let file = name.owned(level, b'F', nf, self.share);
             match step {
                 FileStep::Create => self.create_file(dir, file, rec)?,
                 FileStep::Read => self.read_file(dir, file, rec)?,
@@ -137,6 +160,14 @@ impl Tree {
                         rec.unit_done(0)?;
                     }
                 }
+            }
+            // One relaxed load per file; the stonewall's timer sets it.
+            if self
+                .deadline
+                .as_ref()
+                .is_some_and(|d| d.passed.load(Ordering::Relaxed))
+            {
+                self.reach_stonewall(rec)?;
             }
         }
         if level > 0 {
