@@ -18,7 +18,7 @@ trap 'rm -f "$log"' EXIT
 timeout --kill-after=60 45m cargo test --all-targets 2>&1 | tee "$log"
 # With MPI built in: its unit tests and the tests that run `mpirun -np 4` (about a minute
 # more, most of it the build).
-timeout --kill-after=60 15m cargo test --features mpi --lib --test mpi --test launcher 2>&1 |
+timeout --kill-after=60 15m cargo test --features mpi --lib --test mpi --test mpi_signals --test launcher 2>&1 |
     tee -a "$log"
 # A test that cannot run says SKIPPED on stderr. CI runs as root with everything installed,
 # so a skip there is a failure; elsewhere the skips are listed once more at the end.
