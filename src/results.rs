@@ -149,6 +149,9 @@ pub struct RunRecord {
     /// How its filesystem was aged and filled before the phases (none: fresh).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preparation: Option<crate::aging::Preparation>,
+    /// The free-space probe after the run's phases (`probe_after`), before the last unmount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_after: Option<crate::aging::Probe>,
 }
 
 impl RunRecord {

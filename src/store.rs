@@ -178,6 +178,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql("ALTER TABLE runs ADD COLUMN preparation TEXT;"),
     // 12: under MPI, every rank's progress series beside the phase's summed one.
     Migration::Sql("ALTER TABLE progress ADD COLUMN ranks TEXT NOT NULL DEFAULT '[]';"),
+    // 13: the free-space probe after each run's phases (JSON), where the suite asked for it.
+    Migration::Sql("ALTER TABLE runs ADD COLUMN probe_after TEXT;"),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -459,8 +461,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
              mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-             config_key, workload_key, loop_device, testbed, preparation)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+             config_key, workload_key, loop_device, testbed, preparation, probe_after)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
         params![
             suite_id,
             run.run,
@@ -483,6 +485,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.loop_device.as_ref().map(to_json),
             run.testbed.as_ref().map(to_json),
             run.preparation.as_ref().map(to_json),
+            run.probe_after.as_ref().map(to_json),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

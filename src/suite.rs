@@ -254,6 +254,9 @@ pub struct Suite {
     /// Fill levels (percent, `--fill 0,50,90`): each configuration is measured at each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fill: Vec<u8>,
+    /// The free-space probe again after each run's phases (`--probe-after-run`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe_after: bool,
 }
 
 /// When `--runs auto` stops: after at least [`AutoRuns::MIN_RUNS`] rounds, once every primary
@@ -333,6 +336,7 @@ impl Default for Suite {
             max_cv_percent: default_max_cv(),
             age: None,
             fill: Vec::new(),
+            probe_after: false,
         }
     }
 }

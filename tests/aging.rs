@@ -73,28 +73,36 @@ fn utilisation_reaches_the_target_on_ext4_xfs_and_btrfs_and_fsck_is_clean() {
 }
 
 #[test]
-fn the_same_seed_gives_the_same_tree() {
-    if !can_run("aging determinism", &["mkfs.ext4", "losetup"]) {
-        return;
+fn the_same_seed_gives_the_same_tree_on_ext4_xfs_and_btrfs() {
+    for (fs, tool) in [
+        (FsType::Ext4, "mkfs.ext4"),
+        (FsType::Xfs, "mkfs.xfs"),
+        (FsType::Btrfs, "mkfs.btrfs"),
+    ] {
+        if !can_run(&format!("aging determinism on {fs}"), &[tool, "losetup"]) {
+            continue;
+        }
+        let dir = tempdir();
+        // The smallest image each takes (xfs needs 300 MiB), so the trees stay small.
+        let size = fs.driver().min_size.max(256 << 20);
+        let tree = |seed: u64| {
+            let mut profile = light();
+            profile.seed = seed;
+            on_fresh(dir.path(), fs, size, |fresh| {
+                churn::age(fresh.dir().as_fd(), &profile, &Progress::default()).unwrap();
+                digest::tree_digest(fresh.dir().as_fd()).unwrap().unwrap()
+            })
+            .0
+        };
+        let (first, second, other) = (tree(7), tree(7), tree(8));
+        assert_eq!(
+            first, second,
+            "{fs}: paths and sizes differ between two runs of one seed"
+        );
+        assert!(first.1 > 100, "{fs}: {first:?}");
+        assert_ne!(first.0, other.0, "{fs}: another seed gave the same tree");
+        assert_nothing_left(dir.path());
     }
-    let dir = tempdir();
-    let tree = |seed: u64| {
-        let mut profile = light();
-        profile.seed = seed;
-        on_fresh(dir.path(), FsType::Ext4, 256 << 20, |fresh| {
-            churn::age(fresh.dir().as_fd(), &profile, &Progress::default()).unwrap();
-            digest::tree_digest(fresh.dir().as_fd()).unwrap().unwrap()
-        })
-        .0
-    };
-    let (first, second, other) = (tree(7), tree(7), tree(8));
-    assert_eq!(
-        first, second,
-        "paths and sizes differ between two runs of one seed"
-    );
-    assert!(first.1 > 100, "{first:?}");
-    assert_ne!(first.0, other.0, "another seed gave the same tree");
-    assert_nothing_left(dir.path());
 }
 
 #[test]
@@ -171,6 +179,8 @@ fn the_template_is_made_once_per_configuration_and_every_run_starts_from_it() {
         |runs: &[&serde_json::Value]| runs.iter().filter(|r| r["mkfs_secs"].is_f64()).count();
     assert_eq!((mkfs(&fresh), mkfs(&aged)), (3, 1));
     assert!(fresh.iter().all(|r| r.get("preparation").is_none()));
+    // Not asked for: no probe after the runs.
+    assert!(runs.iter().all(|r| r.get("probe_after").is_none()));
     let preps: Vec<&serde_json::Value> = aged.iter().map(|r| &r["preparation"]).collect();
     let made = preps
         .iter()
@@ -202,6 +212,76 @@ fn the_template_is_made_once_per_configuration_and_every_run_starts_from_it() {
             "{native}"
         );
     }
+}
+
+#[test]
+fn the_free_space_probe_runs_after_every_run_when_asked() {
+    if !can_run("free-space probe after each run", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let (dir, state, data) = (tempdir(), tempdir(), tempdir());
+    let db = data.path().join("results.db");
+    let out = run(json_run(state.path())
+        .arg("--db")
+        .arg(&db)
+        .arg("--image-dir")
+        .arg(dir.path())
+        .args(["--image-size", "512M", "--probe-after-run", "--runs", "2"])
+        .args(["--fs", "ext4", "--fs", "ext4:age=light", "-w", SMALL_TREE]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_nothing_left(dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.matches("free space after the run in").count(),
+        4,
+        "{stderr}"
+    );
+    let doc = json(&out);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let free = |r: &serde_json::Value| r["probe_after"]["bytes"].as_u64().unwrap();
+    for r in runs {
+        let p = &r["probe_after"];
+        let n = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"));
+        assert!(n("extents") >= 1 && n("fragments") >= 1, "{p}");
+        assert!(n("fragments") <= n("extents"), "{p}");
+        // A tenth and a half of what the run left free, in whole MiB, on a 512 MiB image.
+        assert!(n("bytes") >= 10 << 20 && n("bytes") % (1 << 20) == 0, "{p}");
+        assert!(
+            n("half_bytes") >= 4 * n("bytes") && n("half_bytes") < 256 << 20,
+            "{p}"
+        );
+        assert!(n("half_fragments") >= 1, "{p}");
+    }
+    // Each on its run's own filesystem: half full once aged, so a smaller probe.
+    let of = |c: &'static str| runs.iter().filter(move |r| r["config"] == c);
+    let fresh_min = of("ext4").map(free).min().unwrap();
+    let aged_max = of("ext4 age=light").map(free).max().unwrap();
+    assert!(aged_max * 3 / 2 < fresh_min, "{aged_max} {fresh_min}");
+    // Stored and read back: the terminal, the JSON export and the report show it.
+    let id = doc["id"].as_i64().unwrap().to_string();
+    let db_args = |c: &mut std::process::Command| {
+        c.arg("--db").arg(&db);
+    };
+    let mut show = fsbench(state.path());
+    db_args(&mut show);
+    let shown = text(&run(show.args(["show", &id])).stdout);
+    assert!(shown.contains("Free space after the runs"), "{shown}");
+    assert!(
+        shown.contains("ext4 age=light · tree:")
+            && shown.contains("prepared → after each of 2 run(s)"),
+        "{shown}"
+    );
+    let mut export = fsbench(state.path());
+    db_args(&mut export);
+    let exported = json(&run(export.args(["export", &id])));
+    for (stored, measured) in exported["runs"].as_array().unwrap().iter().zip(runs) {
+        assert_eq!(stored["probe_after"], measured["probe_after"]);
+    }
+    let mut report = fsbench(state.path());
+    db_args(&mut report);
+    let html = text(&run(report.args(["report", &id, "-o", "-"])).stdout);
+    assert!(html.contains("Free space after the runs"));
 }
 
 #[test]
@@ -397,7 +477,7 @@ fn clean_removes_a_killed_suite_s_template() {
         std::fs::read_dir(dir.path())
             .unwrap()
             .flatten()
-            .any(|scratch| scratch.path().join("template0.img").exists())
+            .any(|kept| kept.path().join("template-c0.img").exists())
     };
     // Killed once the template is kept and a run's copy is mounted.
     let deadline = std::time::Instant::now() + limit();

@@ -133,6 +133,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
                 loop_device: None,
                 testbed: None,
                 preparation: None,
+                probe_after: None,
             };
             store.record_run(id, &record, None).unwrap();
         }

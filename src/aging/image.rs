@@ -21,6 +21,10 @@ pub struct TemplateInfo {
     /// `reflink` or `sparse copy`.
     pub copy: String,
     pub copy_secs: f64,
+    /// Where the template image was kept: a resume of an interrupted suite starts from it
+    /// when it is still there with this checksum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<std::path::PathBuf>,
 }
 
 /// Copies `from` to the new file `to`: a reflink where possible, else a sparse copy.

@@ -202,6 +202,11 @@ pub(crate) fn validate(suite: &Suite) -> anyhow::Result<()> {
             "aging and fill levels fill the filesystem: they need a filesystem fsbench makes (not --dir)",
         ));
     }
+    if suite.probe_after && !suite.target.makes_filesystems() {
+        return Err(invalid(
+            "the free-space probe allocates half the free space: it needs a filesystem fsbench makes (not --dir)",
+        ));
+    }
     Ok(())
 }
 
@@ -247,6 +252,12 @@ mod tests {
         suite.age = None;
         suite.fill = vec![0];
         suite.validate().unwrap();
+        suite.probe_after = true;
+        let e = suite.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("free-space probe") && e.contains("not --dir"),
+            "{e}"
+        );
         assert_eq!(parse_fill("90%").unwrap(), 90);
         assert!(parse_fill("x").is_err());
     }

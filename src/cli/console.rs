@@ -186,6 +186,9 @@ impl Observer for Console {
             )),
             None => {}
         }
+        if let Some(p) = &r.probe_after {
+            parts.push(crate::report::aging::after_run_text(p));
+        }
         if let Some(f) = &r.fsck {
             parts.push(format!(
                 "fsck {:.2} s {}",

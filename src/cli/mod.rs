@@ -61,7 +61,8 @@ enum Command {
     Fdtree(fdtree::FdtreeArgs),
     /// Run an FFSB profile file as a suite: fresh filesystems, repeated runs, statistics
     Ffsb(Box<FfsbArgs>),
-    /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs
+    /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs,
+    /// and the template images an interrupted suite kept for its resume
     Clean,
     /// Generate a BackupPC-shaped tar archive, or extract one with fsbench's extractor
     Archive {
@@ -237,6 +238,10 @@ struct RunArgs {
     /// at each level, on a filesystem filled with a deterministic file set
     #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = crate::aging::parse_fill)]
     fill: Vec<u8>,
+    /// Probe the free space again after each run's phases, before its filesystem is
+    /// unmounted (fallocate, count the pieces, remove), as after aging
+    #[arg(long)]
+    probe_after_run: bool,
     /// Do not sync and drop caches before each phase
     #[arg(long)]
     no_drop_caches: bool,
@@ -265,7 +270,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "probe_after_run"])]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
@@ -335,6 +340,9 @@ impl RunArgs {
         }
         if !self.fill.is_empty() {
             suite.fill = self.fill.clone();
+        }
+        if self.probe_after_run {
+            suite.probe_after = true;
         }
         if let Some(v) = self.min_phase_secs {
             suite.min_phase_secs = v;

@@ -212,7 +212,7 @@ impl RunExecutor for Session {
         let outcome = rank::run_share(&self.comm, &job, &run.what.settings.progress, observer);
         let _ = std::fs::remove_file(&token_path);
         run.record.phases = outcome?.unwrap_or_default();
-        finish_run(fresh, run.record, run.what.label, observer)?;
+        finish_run(fresh, run.what, run.record, observer)?;
         Ok(mkfs_command)
     }
 

@@ -116,6 +116,95 @@ pub(crate) fn lines(r: &SuiteResult, verbose: bool) -> Vec<String> {
     out
 }
 
+/// A run's free-space probe after its phases, as the console says it.
+pub(crate) fn after_run_text(p: &Probe) -> String {
+    format!(
+        "free space after the run in {} / {} fragments (10% / 50% of it)",
+        p.fragments,
+        half_probe_text(&Some(*p))
+    )
+}
+
+/// The free-space probes after the runs of one configuration and workload, beside the
+/// probe its runs started from (an aged or filled filesystem's; none for a fresh one).
+struct AfterRuns<'a> {
+    config: &'a str,
+    workload: &'a str,
+    prepared: Option<Probe>,
+    after: Vec<Probe>,
+}
+
+fn after_runs(r: &SuiteResult) -> Vec<AfterRuns<'_>> {
+    let mut out: Vec<AfterRuns> = Vec::new();
+    for run in &r.runs {
+        let Some(probe) = run.probe_after else {
+            continue;
+        };
+        let prepared = run.preparation.as_ref().and_then(|p| p.probe_prepared);
+        let place = out
+            .iter()
+            .position(|a| a.config == run.config && a.workload == run.workload);
+        match place {
+            Some(i) => out[i].after.push(probe),
+            None => out.push(AfterRuns {
+                config: &run.config,
+                workload: &run.workload,
+                prepared,
+                after: vec![probe],
+            }),
+        }
+    }
+    out
+}
+
+/// `3` or `2–5`: the fewest and most fragments of the runs.
+fn range(values: impl Iterator<Item = u64> + Clone) -> String {
+    let (lo, hi) = (values.clone().min(), values.max());
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+        (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+        _ => "-".into(),
+    }
+}
+
+impl AfterRuns<'_> {
+    /// `10%: 3 → 2–4, 50%: 9 → 8–12` (prepared → after the runs), or only the runs'.
+    fn text(&self) -> String {
+        let tenth = range(self.after.iter().map(|p| p.fragments));
+        let half = range(
+            self.after
+                .iter()
+                .filter(|p| p.half_bytes > 0)
+                .map(|p| p.half_fragments),
+        );
+        match self.prepared {
+            Some(_) => format!(
+                "10%: {} → {tenth}, 50%: {} → {half}",
+                probe_text(&self.prepared),
+                half_probe_text(&self.prepared)
+            ),
+            None => format!("10%: {tenth}, 50%: {half}"),
+        }
+    }
+
+    fn what(&self) -> String {
+        let n = self.after.len();
+        match self.prepared {
+            Some(_) => format!("fragments, prepared → after each of {n} run(s)"),
+            None => format!("fragments after each of {n} run(s)"),
+        }
+    }
+}
+
+/// The terminal's and Markdown's lines of the probes after the runs (`probe_after`): one per
+/// configuration and workload.
+pub(crate) fn after_lines(r: &SuiteResult) -> Vec<String> {
+    after_runs(r)
+        .iter()
+        .map(|a| format!("{} · {}: {} ({})", a.config, a.workload, a.text(), a.what()))
+        .collect()
+}
+
 /// A phase's mean rate per fill level, per configuration without its level: `(base label,
 /// workload, phase, unit) → level → mean`, in the order the phases ran.
 type Curves = Vec<((String, String, String, String), BTreeMap<u8, f64>)>;
@@ -200,11 +289,13 @@ pub(crate) fn html_section(suites: &[SuiteResult]) -> Markup {
         .flat_map(|s| prepared(s).into_iter().map(move |p| (s.id, p)))
         .collect();
     let curves: Vec<Curves> = suites.iter().map(curves).collect();
-    if prepared.is_empty() && curves.iter().all(Vec::is_empty) {
-        return html! {};
-    }
+    let after: Vec<_> = suites
+        .iter()
+        .flat_map(|s| after_runs(s).into_iter().map(move |a| (s.id, a)))
+        .collect();
+    let aged = !prepared.is_empty() || curves.iter().any(|c| !c.is_empty());
     html! {
-        h2 #aging { "Aged and filled filesystems" }
+        @if aged { h2 #aging { "Aged and filled filesystems" } }
         @if !prepared.is_empty() {
             table {
                 tr { th { "Suite" } th { "Configuration" } th { "Preparation" } th { "Free-space probe (fragments of 10% / 50% of the free space): fresh → prepared" } }
@@ -227,6 +318,16 @@ pub(crate) fn html_section(suites: &[SuiteResult]) -> Markup {
                 figure {
                     (PreEscaped(curve_svg(by_level)))
                     figcaption { (key.0) " · " (key.1) " " (key.2) ": " (key.3) " against the fill level (% used)" }
+                }
+            }
+        }
+        @if !after.is_empty() {
+            h2 #probe-after { "Free space after the runs" }
+            p { "The free-space probe after each run's phases, before its last unmount: the fragments of a file of 10% and of 50% of the free space, the fewest–most over the runs, beside the probe of the prepared filesystem the runs started from." }
+            table {
+                tr { th { "Suite" } th { "Configuration" } th { "Workload" } th { "Free-space probe" } }
+                @for (id, a) in &after {
+                    tr { td { (id.unwrap_or(0)) } td { (a.config) } td { (a.workload) } td { (a.text()) " (" (a.what()) ")" } }
                 }
             }
         }

@@ -235,6 +235,10 @@ fn render_preparation(out: &mut String, r: &SuiteResult, view: &View) {
             super::aging::lines(r, view.verbose),
         ),
         (
+            "Free space after the runs (free-space probe)",
+            super::aging::after_lines(r),
+        ),
+        (
             "Fill levels (mean rate per phase)",
             super::aging::fill_table(r),
         ),

@@ -1,5 +1,7 @@
 //! A run's fresh filesystem, from its making (and aging) to its last unmount and fsck.
 
+use std::os::fd::AsFd;
+
 use anyhow::Context;
 
 use super::observer::{Diagnostic, Observer};
@@ -36,13 +38,21 @@ pub(crate) fn fresh_for_run(
     Ok(fresh)
 }
 
-/// After a run's phases: what failed in them, the unmount and the final fsck.
+/// After a run's phases: what failed in them, the free-space probe where asked for, the
+/// unmount and the final fsck.
 pub(crate) fn finish_run(
     fresh: FreshFs,
+    what: &prepare::RunSpec,
     record: &mut RunRecord,
-    label: &str,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<()> {
+    let label = what.label;
+    if what.probe_after {
+        // On the filesystem as the phases left it: the figures are taken, the unmount
+        // and fsck below are the run's own.
+        record.probe_after = crate::aging::probe::probe(fresh.dir().as_fd())
+            .with_context(|| format!("{label}: free-space probe after the run"))?;
+    }
     record.incomplete = record.failure_summary();
     if let Some(what) = &record.incomplete {
         observer.diagnostic(&Diagnostic::IncompleteTree { label, what });

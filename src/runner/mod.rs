@@ -226,6 +226,10 @@ pub(crate) fn run_suite(
     let need = prepare::sizing_need(need, &configs)?;
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
+    let mut preparer = match &previous {
+        Some(previous) => prepare::Preparer::resuming(previous),
+        None => prepare::Preparer::default(),
+    };
     let mut result = match previous {
         Some(mut previous) => {
             previous.status = SuiteStatus::Running;
@@ -307,7 +311,6 @@ pub(crate) fn run_suite(
         already_done: done.len(),
     })?;
     let mut error = None;
-    let mut preparer = prepare::Preparer::default();
     let started = std::time::Instant::now();
     'rounds: for round in 0..suite.runs {
         for position in 0..configs.len() {
@@ -332,6 +335,7 @@ pub(crate) fn run_suite(
                     spec,
                     settings: &settings,
                     label: &label,
+                    probe_after: suite.probe_after,
                 };
                 // A failure to prepare is the run's: run_once meets it again and records it.
                 if let Ok(Some(reason)) = preparer.refusal(&mut target, &run, observer) {
@@ -363,6 +367,7 @@ pub(crate) fn run_suite(
                     loop_device: None,
                     testbed: Some(testbed.run_start(&suite.target)),
                     preparation: None,
+                    probe_after: None,
                 };
                 observer.run_started(&label, &record);
                 let context = RunContext {
@@ -447,6 +452,14 @@ pub(crate) fn run_suite(
             }
         }
     }
+    preparer.adopt_unused(&mut target);
+    // An interrupted or failed suite can be resumed (not under MPI): its templates stay for it.
+    if error.is_some() && options.executor.is_none() {
+        let kept = target.keep_templates();
+        if !kept.is_empty() {
+            observer.diagnostic(&Diagnostic::TemplatesKept(&kept));
+        }
+    }
     drop(target);
     if let Some(t) = result.testbed.as_mut() {
         t.load_end = stack::load_average();
@@ -510,6 +523,6 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
         }
         record.phases.push(phase);
     }
-    finish_run(fresh, record, label, observer)?;
+    finish_run(fresh, what, record, observer)?;
     Ok(mkfs_command)
 }

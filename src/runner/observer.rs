@@ -72,6 +72,15 @@ pub(crate) enum Diagnostic<'a> {
         workload: &'a str,
         error: &'a anyhow::Error,
     },
+    /// A resumed suite's template of configuration `label`, kept by its earlier attempt:
+    /// reused (`what` is where, with its checksum) or made again (`what` says why).
+    Template {
+        label: &'a str,
+        reused: bool,
+        what: &'a str,
+    },
+    /// An interrupted suite's template images are kept for a resume, in `dirs`.
+    TemplatesKept(&'a [std::path::PathBuf]),
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -108,6 +117,26 @@ impl fmt::Display for Diagnostic<'_> {
             Diagnostic::NoCeiling { workload, error } => write!(
                 f,
                 "no harness ceiling for {workload} (it cannot run on tmpfs: {error:#}); its phases get no harness %"
+            ),
+            Diagnostic::Template {
+                label,
+                reused: true,
+                what,
+            } => write!(
+                f,
+                "{label}: reusing the template image the interrupted attempt kept, {what}: no mkfs, aging or filling"
+            ),
+            Diagnostic::Template { label, what, .. } => write!(
+                f,
+                "{label}: making the template image again: the one the interrupted attempt kept cannot be used ({what})"
+            ),
+            Diagnostic::TemplatesKept(dirs) => write!(
+                f,
+                "kept the template images in {} for a resume of this suite (--resume), which starts from them instead of aging again; `fsbench clean` removes them",
+                dirs.iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }

@@ -7,12 +7,14 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+use anyhow::Context;
+
 use super::Resolved;
-use super::observer::{Observer, PreparationStart};
+use super::observer::{Diagnostic, Observer, PreparationStart};
 use super::phases::PhaseSettings;
 use crate::aging::image::{self, TemplateInfo};
 use crate::aging::{self, Plan, Preparation, digest, probe, profile};
-use crate::results::{ConfigKey, WorkloadKey};
+use crate::results::{ConfigKey, SuiteResult, WorkloadKey};
 use crate::suite::{FsConfig, Suite};
 use crate::testbed::{FreshFs, Target};
 use crate::units::format_bytes;
@@ -98,10 +100,16 @@ struct Template {
     used: bool,
 }
 
-/// The templates of a suite, made on first use.
+/// Which template: a configuration's, or a configuration's for one workload (one that ages
+/// the filesystem itself, as FFSB's agefs).
+type TemplateKey = (ConfigKey, Option<WorkloadKey>);
+
+/// The templates of a suite, made on first use (or, resumed, taken from the earlier attempt).
 #[derive(Default)]
 pub(crate) struct Preparer {
-    templates: HashMap<(ConfigKey, Option<WorkloadKey>), Template>,
+    templates: HashMap<TemplateKey, Template>,
+    /// What an earlier attempt of a resumed suite recorded of the templates it kept.
+    earlier: HashMap<TemplateKey, Template>,
 }
 
 /// What a run is: its configuration, keys, workload and label, and where it reports.
@@ -111,9 +119,105 @@ pub(crate) struct RunSpec<'a> {
     pub(crate) spec: &'a WorkloadSpec,
     pub(crate) settings: &'a PhaseSettings,
     pub(crate) label: &'a str,
+    /// Probe the free space after the phases, before the last unmount (`probe_after`).
+    pub(crate) probe_after: bool,
 }
 
 impl Preparer {
+    /// A resumed suite's preparer: the templates its earlier attempt kept, as its last run
+    /// of each recorded them (path, checksum, preparation) and the configuration's mkfs.
+    pub(super) fn resuming(previous: &SuiteResult) -> Preparer {
+        let mut earlier = HashMap::new();
+        for run in &previous.runs {
+            let Some(prep) = &run.preparation else {
+                continue;
+            };
+            let Some(path) = prep.template.as_ref().and_then(|t| t.kept.clone()) else {
+                continue;
+            };
+            let own = previous
+                .workload_of(run)
+                .is_some_and(|w| w.age_profile().is_some());
+            let key = (run.config_key, own.then_some(run.workload_key));
+            let info = previous.configurations.get(run.config_key.0 as usize);
+            earlier.insert(
+                key,
+                Template {
+                    path,
+                    prep: Preparation {
+                        tree_digest: None,
+                        ..prep.clone()
+                    },
+                    mkfs_secs: None,
+                    mkfs_command: info.and_then(|i| i.mkfs_command.clone()),
+                    // Made by the earlier attempt: no run of this one made it.
+                    used: true,
+                },
+            );
+        }
+        Preparer {
+            earlier,
+            ..Preparer::default()
+        }
+    }
+
+    /// The template the earlier attempt kept for `key`, when its image is still there with
+    /// the checksum its runs recorded; otherwise says why it is made again.
+    fn reuse(
+        &mut self,
+        target: &mut Target,
+        key: TemplateKey,
+        label: &str,
+        observer: &mut dyn Observer,
+    ) -> Option<Template> {
+        let earlier = self.earlier.remove(&key)?;
+        let path = earlier.path.clone();
+        let recorded = earlier.prep.template.as_ref().map(|t| t.checksum.clone());
+        let outcome = (|| {
+            if !path.exists() {
+                anyhow::bail!("{} is gone", path.display());
+            }
+            // Its directory is this suite's now: removed or kept with the others.
+            target.adopt_templates(&path)?;
+            let found = image::checksum(&path)?;
+            if Some(&found) != recorded.as_ref() {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
+                anyhow::bail!(
+                    "{} has checksum {found}, not the {} its runs recorded",
+                    path.display(),
+                    recorded.as_deref().unwrap_or("none")
+                );
+            }
+            Ok(())
+        })();
+        let diagnostic = Diagnostic::Template {
+            label,
+            reused: outcome.is_ok(),
+            what: &match &outcome {
+                Ok(()) => format!(
+                    "{} (checksum {} as recorded)",
+                    path.display(),
+                    recorded.as_deref().unwrap_or_default()
+                ),
+                Err(e) => format!("{e:#}"),
+            },
+        };
+        observer.diagnostic(&diagnostic);
+        outcome.ok().map(|()| earlier)
+    }
+
+    /// Takes over the directories of the earlier attempt's templates that no run needed
+    /// (their configurations' runs were all done), so that they go with this suite's.
+    pub(super) fn adopt_unused(&mut self, target: &mut Target) {
+        for (_, earlier) in self.earlier.drain() {
+            if earlier.path.exists() {
+                // Left for `fsbench clean` if another process holds it.
+                let _ = target.adopt_templates(&earlier.path);
+            }
+        }
+    }
+
     /// Why the run cannot be done at its configuration's level, with the numbers, or `None`
     /// when it can: a workload needing more space or inodes than preparing the filesystem
     /// left is refused, not run into ENOSPC. On loop images the template is made first and
@@ -155,8 +259,8 @@ impl Preparer {
         }))
     }
 
-    /// The configuration's template, made (aged, filled, probed, checked, kept) if it does
-    /// not exist yet.
+    /// The configuration's template: the one an interrupted attempt kept, or made (aged,
+    /// filled, probed, checked, kept) if it does not exist yet.
     fn template(
         &mut self,
         target: &mut Target,
@@ -164,49 +268,16 @@ impl Preparer {
         plan: &Plan,
         observer: &mut dyn Observer,
     ) -> anyhow::Result<&mut Template> {
-        let (config, tools) = run.resolved;
         let key = (run.keys.0, run.spec.age_profile().map(|_| run.keys.1));
         if !self.templates.contains_key(&key) {
-            let fs = config
-                .fs
-                .expect("templates are of filesystems fsbench makes");
-            let fresh = target.fresh(config, tools)?;
-            let (mkfs_secs, mkfs_command) = (fresh.mkfs_secs, fresh.mkfs_command.clone());
-            let what = format!(
-                "{} once for every run of {} (kept as a template image)",
-                describe(plan),
-                config.label
-            );
-            let mut prep = prepare(&fresh, plan, &what, target.image_size(), run, observer)?;
-            if probe::native_needs_mount(fs) {
-                prep.native
-                    .extend(probe::native_view(fs, fresh.path(), Some(fresh.path())));
-            }
-            let path = target.template_path(self.templates.len());
-            let mut native = None;
-            fresh.finish_as_template(&path, |dev| {
-                if !probe::native_needs_mount(fs) {
-                    native = probe::native_view(fs, dev, None);
-                }
-            })?;
-            prep.native.extend(native);
-            prep.template = Some(TemplateInfo {
-                checksum: image::checksum(&path)?,
-                made_here: false,
-                copy: String::new(),
-                copy_secs: 0.0,
-            });
-            observer.preparation_finished(run.label, Some(&prep));
-            let template = Template {
-                path,
-                prep,
-                mkfs_secs,
-                mkfs_command,
-                used: false,
+            let label = &run.resolved.0.label;
+            let template = match self.reuse(target, key, label, observer) {
+                Some(kept) => kept,
+                None => make_template(target, run, plan, key, observer)?,
             };
-            self.templates.insert(key, template);
+            return Ok(self.templates.entry(key).or_insert(template));
         }
-        Ok(self.templates.get_mut(&key).expect("made above"))
+        Ok(self.templates.get_mut(&key).expect("checked above"))
     }
 
     /// The run's filesystem: fresh, or aged and filled (a copy of the configuration's
@@ -255,6 +326,60 @@ impl Preparer {
         prep.tree_digest = digest::tree_digest(fresh.dir().as_fd())?.map(|d| d.0);
         Ok((fresh, Some(prep)))
     }
+}
+
+/// The template of `key`, made: `run`'s configuration made, aged and filled as `plan` says,
+/// probed, checked and kept.
+fn make_template(
+    target: &mut Target,
+    run: &RunSpec,
+    plan: &Plan,
+    key: TemplateKey,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<Template> {
+    let (config, tools) = run.resolved;
+    let fs = config
+        .fs
+        .expect("templates are of filesystems fsbench makes");
+    let fresh = target.fresh(config, tools)?;
+    let (mkfs_secs, mkfs_command) = (fresh.mkfs_secs, fresh.mkfs_command.clone());
+    let what = format!(
+        "{} once for every run of {} (kept as a template image)",
+        describe(plan),
+        config.label
+    );
+    let mut prep = prepare(&fresh, plan, &what, target.image_size(), run, observer)?;
+    if probe::native_needs_mount(fs) {
+        prep.native
+            .extend(probe::native_view(fs, fresh.path(), Some(fresh.path())));
+    }
+    let name = match key.1 {
+        Some(w) => format!("template-c{}-w{}.img", key.0.0, w.0),
+        None => format!("template-c{}.img", key.0.0),
+    };
+    let path = target.template_path(&name)?;
+    let mut native = None;
+    fresh.finish_as_template(&path, |dev| {
+        if !probe::native_needs_mount(fs) {
+            native = probe::native_view(fs, dev, None);
+        }
+    })?;
+    prep.native.extend(native);
+    prep.template = Some(TemplateInfo {
+        checksum: image::checksum(&path)?,
+        made_here: false,
+        copy: String::new(),
+        copy_secs: 0.0,
+        kept: Some(path.clone()),
+    });
+    observer.preparation_finished(run.label, Some(&prep));
+    Ok(Template {
+        path,
+        prep,
+        mkfs_secs,
+        mkfs_command,
+        used: false,
+    })
 }
 
 /// `aging (light) and filling to 50%`.

@@ -119,7 +119,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
                     mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-                    config_key, workload_key, loop_device, testbed, preparation
+                    config_key, workload_key, loop_device, testbed, preparation, probe_after
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -139,6 +139,7 @@ impl Store {
                     r.get::<_, Option<String>>(18)?,
                     r.get::<_, Option<String>>(19)?,
                     r.get::<_, Option<String>>(20)?,
+                    r.get::<_, Option<String>>(21)?,
                 ),
                 RunRecord {
                     run: r.get(1)?,
@@ -160,12 +161,14 @@ impl Store {
                     loop_device: None,
                     testbed: None,
                     preparation: None,
+                    probe_after: None,
                 },
             ))
         })?;
         let mut runs = Vec::new();
         for row in rows {
-            let (run_id, status, keys, (loop_device, testbed, preparation), mut run) = row?;
+            let (run_id, status, keys, (loop_device, testbed, preparation, probe_after), mut run) =
+                row?;
             let (config_key, workload_key) = keys;
             run.status = parse_status(&status)?;
             run.loop_device = loop_device
@@ -176,6 +179,9 @@ impl Store {
                 .transpose()?;
             run.preparation = preparation
                 .map(|text| from_json(&text, "run's preparation"))
+                .transpose()?;
+            run.probe_after = probe_after
+                .map(|text| from_json(&text, "run's free-space probe"))
                 .transpose()?;
             // Runs written before keys were stored are found by their labels, once.
             let config_key = config_key.or_else(|| {

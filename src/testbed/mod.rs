@@ -92,6 +92,10 @@ impl TargetSpec {
 pub struct Target {
     spec: TargetSpec,
     scratch: Scratch,
+    /// Where template images are kept, apart from `scratch` so that they can outlive an
+    /// interrupted suite (the first made here or adopted from an earlier attempt; more when
+    /// a resume adopts another's).
+    templates: Vec<Scratch>,
     image_size: u64,
     device_kind: Option<DeviceKind>,
     runs: u32,
@@ -148,6 +152,7 @@ impl Target {
         Ok(Target {
             spec: spec.clone(),
             scratch,
+            templates: Vec::new(),
             image_size,
             device_kind,
             runs: 0,
@@ -173,10 +178,40 @@ impl Target {
             && config.fs.is_some_and(|fs| fs != FsType::Tmpfs)
     }
 
-    /// Where template image `n` is kept: in the scratch directory, so that it goes with it
-    /// on success, error, signal and `fsbench clean`.
-    pub fn template_path(&self, n: usize) -> PathBuf {
-        self.scratch.path().join(format!("template{n}.img"))
+    /// Where template image `name` is kept: in a directory of their own beside the scratch
+    /// directory (made now if need be), which goes with the suite unless
+    /// [`Target::keep_templates`] says otherwise, and with `fsbench clean`.
+    pub fn template_path(&mut self, name: &str) -> anyhow::Result<PathBuf> {
+        if self.templates.is_empty() {
+            let base = self
+                .scratch
+                .path()
+                .parent()
+                .context("scratch has a parent")?;
+            let dir = Scratch::create_named(base, scratch::PREFIXES[1])?;
+            self.templates.push(dir);
+        }
+        Ok(self.templates[0].path().join(name))
+    }
+
+    /// Takes over the directory of a template an earlier attempt of the suite kept, so that
+    /// it is removed (or kept) with this one's.
+    pub(crate) fn adopt_templates(&mut self, template: &Path) -> anyhow::Result<()> {
+        let dir = template.parent().context("a template is in a directory")?;
+        if !self.templates.iter().any(|t| t.path() == dir) {
+            self.templates.push(Scratch::adopt(dir)?);
+        }
+        Ok(())
+    }
+
+    /// Keeps the template images past this target's end (an interrupted suite that can be
+    /// resumed); returns their directories.
+    pub(crate) fn keep_templates(&mut self) -> Vec<PathBuf> {
+        self.templates.iter_mut().for_each(|t| t.keep(true));
+        self.templates
+            .iter()
+            .map(|t| t.path().to_path_buf())
+            .collect()
     }
 
     /// Like [`Target::fresh`], but with `template` the run's image is a copy of that image

@@ -64,10 +64,18 @@ fn pid_namespace() -> Option<u64> {
     std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
 }
 
-/// Whether `name` is one fsbench gives scratch directories: `fsbench.<pid>` or
-/// `fsbench.<pid>.<n>`.
+/// The names of a suite's scratch directory (`fsbench.<pid>`) and of the directory its
+/// template images are kept in (`fsbench-templates.<pid>`), which outlives an interrupted
+/// suite so that a resume can start from them.
+pub(crate) const PREFIXES: [&str; 2] = ["fsbench", "fsbench-templates"];
+
+/// Whether `name` is one fsbench gives scratch directories: a prefix, `.<pid>` and maybe
+/// `.<n>`.
 fn is_scratch_name(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("fsbench.") else {
+    let Some(rest) = PREFIXES
+        .iter()
+        .find_map(|p| name.strip_prefix(p)?.strip_prefix('.'))
+    else {
         return false;
     };
     let mut parts = rest.split('.');
@@ -87,6 +95,9 @@ pub struct Scratch {
     /// An exclusive lock on the state's lock file, held while the suite runs: `clean` sees a
     /// live owner by it, in any PID namespace, and the kernel drops it when the owner dies.
     _lock: std::fs::File,
+    /// Left in place when dropped, state file and all, for a later process to adopt or
+    /// `fsbench clean` to remove.
+    keep: bool,
 }
 
 impl Scratch {
@@ -94,7 +105,12 @@ impl Scratch {
     /// names the directory before it exists, so a SIGKILL at any moment leaves nothing that
     /// `fsbench clean` cannot find.
     pub fn create(parent: &Path) -> anyhow::Result<Scratch> {
-        let (mut scratch, name) = Scratch::reserve(parent)?;
+        Scratch::create_named(parent, PREFIXES[0])
+    }
+
+    /// Like [`Scratch::create`], named `prefix.<pid>[.n]` (one of [`PREFIXES`]).
+    pub(crate) fn create_named(parent: &Path, prefix: &str) -> anyhow::Result<Scratch> {
+        let (mut scratch, name) = Scratch::reserve(parent, prefix)?;
         let dir = parent.join(&name);
         // On failure, dropping `scratch` removes its state and lock files.
         std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -109,7 +125,7 @@ impl Scratch {
 
     /// Claims a scratch name: its state file, created exclusively and locked, naming the
     /// directory that is about to be made. Returns the name.
-    fn reserve(parent: &Path) -> anyhow::Result<(Scratch, String)> {
+    fn reserve(parent: &Path, prefix: &str) -> anyhow::Result<(Scratch, String)> {
         use std::os::fd::AsFd;
         let pid = std::process::id();
         let base = parent
@@ -120,8 +136,8 @@ impl Scratch {
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
         for n in 0..1000 {
             let name = match n {
-                0 => format!("fsbench.{pid}"),
-                n => format!("fsbench.{pid}.{n}"),
+                0 => format!("{prefix}.{pid}"),
+                n => format!("{prefix}.{pid}.{n}"),
             };
             if base.join(&name).symlink_metadata().is_ok() {
                 continue;
@@ -155,6 +171,7 @@ impl Scratch {
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
+                keep: false,
             };
             if let Err(e) = scratch.save() {
                 let _ = std::fs::remove_file(&lock_path);
@@ -163,6 +180,59 @@ impl Scratch {
             return Ok((scratch, name));
         }
         anyhow::bail!("cannot create a scratch directory in {}", parent.display())
+    }
+
+    /// Takes over `dir`, a directory an earlier fsbench kept ([`Scratch::keep`]): its state
+    /// file now names this process, which holds its lock. Refused while another process
+    /// holds it, or when no state file of this state directory names `dir`.
+    pub(crate) fn adopt(dir: &Path) -> anyhow::Result<Scratch> {
+        use std::os::fd::AsFd;
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| is_scratch_name(n))
+            .with_context(|| format!("{} is not a directory fsbench made", dir.display()))?;
+        let state_file = state_dir().join(format!("{name}.json"));
+        let lock_path = state_file.with_extension("lock");
+        let lock = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open {}", lock_path.display()))?;
+        rustix::fs::flock(
+            lock.as_fd(),
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        )
+        .with_context(|| format!("{} is in use by another fsbench", dir.display()))?;
+        let mut state: State = std::fs::read(&state_file)
+            .map_err(anyhow::Error::from)
+            .and_then(|b| Ok(serde_json::from_slice(&b)?))
+            .with_context(|| format!("cannot read state file {}", state_file.display()))?;
+        if state.scratch != dir {
+            anyhow::bail!(
+                "state file {} names {}, not {}",
+                state_file.display(),
+                state.scratch.display(),
+                dir.display()
+            );
+        }
+        check_scratch_dir(&state)?;
+        let pid = std::process::id();
+        state.pid = pid;
+        state.start_ticks = process_start_ticks(pid).unwrap_or(0);
+        state.pid_namespace = pid_namespace();
+        let scratch = Scratch {
+            state,
+            state_file,
+            _lock: lock,
+            keep: false,
+        };
+        scratch.save()?;
+        Ok(scratch)
+    }
+
+    /// Whether dropping this leaves the directory in place (see [`Scratch::adopt`]).
+    pub(crate) fn keep(&mut self, keep: bool) {
+        self.keep = keep;
     }
 
     pub fn path(&self) -> &Path {
@@ -189,6 +259,9 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
         match undo(&self.state) {
             Ok(_) => {
                 let _ = std::fs::remove_file(&self.state_file);
@@ -410,7 +483,12 @@ mod tests {
 
     #[test]
     fn only_fsbench_names_are_scratch_names() {
-        for ok in ["fsbench.12", "fsbench.12.3"] {
+        for ok in [
+            "fsbench.12",
+            "fsbench.12.3",
+            "fsbench-templates.12",
+            "fsbench-templates.12.3",
+        ] {
             assert!(is_scratch_name(ok), "{ok}");
         }
         for bad in [
@@ -419,6 +497,8 @@ mod tests {
             "fsbench.1.2.3",
             "home",
             "fsbench.1.",
+            "fsbench-templates",
+            "fsbench-other.12",
             "/",
         ] {
             assert!(!is_scratch_name(bad), "{bad}");
@@ -431,7 +511,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         // SAFETY: this test alone sets the variable, before anything reads it.
         unsafe { std::env::set_var("FSBENCH_STATE_DIR", state.path()) };
-        let (scratch, name) = Scratch::reserve(base.path()).unwrap();
+        let (scratch, name) = Scratch::reserve(base.path(), PREFIXES[0]).unwrap();
         let recorded: State =
             serde_json::from_slice(&std::fs::read(&scratch.state_file).unwrap()).unwrap();
         assert!(recorded.scratch.ends_with(&name));
@@ -442,6 +522,24 @@ mod tests {
         // Its owner alive (the lock is held): `clean` leaves it alone.
         assert!(owner_alive(&recorded, &scratch.state_file).is_some());
         drop(scratch);
+        assert!(std::fs::read_dir(state.path()).unwrap().next().is_none());
+
+        // (The same state directory: the variable is this test's.) A kept directory stays
+        // with its state file, and another process adopts it, once at a time.
+        let mut kept = Scratch::create_named(base.path(), PREFIXES[1]).unwrap();
+        let dir = kept.path().to_path_buf();
+        std::fs::write(dir.join("template-c0.img"), b"t").unwrap();
+        kept.keep(true);
+        drop(kept);
+        assert!(dir.join("template-c0.img").exists());
+        let adopted = Scratch::adopt(&dir).unwrap();
+        assert!(Scratch::adopt(&dir).is_err(), "adopted twice at once");
+        assert!(
+            Scratch::adopt(base.path()).is_err(),
+            "not fsbench's directory"
+        );
+        drop(adopted);
+        assert!(!dir.exists());
         assert!(std::fs::read_dir(state.path()).unwrap().next().is_none());
     }
 
