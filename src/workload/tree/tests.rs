@@ -114,14 +114,6 @@ fn threads_each_walk_a_tree_of_their_own() {
     .unwrap();
     let mut tree = Tree::new(params, "root".into());
     let progress = Arc::new(crate::measure::Progress::default());
-    let roots = |path: &std::path::Path| {
-        let mut names: Vec<String> = std::fs::read_dir(path)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-    };
     for phase in 0..tree.phases().len() {
         let mut rec = PhaseRecorder::start("phase", progress.clone());
         tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
@@ -129,12 +121,12 @@ fn threads_each_walk_a_tree_of_their_own() {
         assert_eq!(m.ops, tree.expected_units(phase), "phase {phase}");
         assert!(m.errors.is_empty(), "phase {phase}: {:?}", m.errors);
         if phase == 0 {
-            assert_eq!(roots(scratch.path()), ["root.t0", "root.t1", "root.t2"]);
+            assert_eq!(names_in(scratch.path()), ["root.t0", "root.t1", "root.t2"]);
         }
     }
     // Every thread's first-done is known, and every tree is gone.
     assert_eq!(progress.threads().0, 3 * 5);
-    assert!(roots(scratch.path()).is_empty());
+    assert!(names_in(scratch.path()).is_empty());
 }
 
 #[test]
