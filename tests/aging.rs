@@ -126,10 +126,10 @@ fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
         aged_probe.half_fragments > fresh_probe.half_fragments,
         "{fresh_probe:?} {aged_probe:?}"
     );
-    assert!(
-        aged_probe.half_fragments >= aged_probe.fragments,
-        "{aged_probe:?}"
-    );
+    // Not `half_fragments >= fragments`: ext4's allocator serves a large request from its
+    // largest free extents, a small one near its goal, so half the free space can come in
+    // fewer pieces than a tenth (89 against 153 once here).
+    assert!(aged_probe.half_bytes > aged_probe.bytes, "{aged_probe:?}");
     assert!(teardown.fsck.unwrap().clean);
     assert_nothing_left(dir.path());
 }

@@ -1,22 +1,15 @@
 //! Fresh-filesystem lifecycle on real loop devices: mkfs → mount → phases → unmount → fsck,
-//! safety refusals, and cleanup on error, Ctrl-C, SIGKILL (`fsbench clean`) and panic.
+//! and the safety refusals (cleanup on interruption: `tests/interrupts.rs`).
 
 mod common;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
 const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
-
-fn run_json(dir: &Path, state: &Path, args: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let out = run(json_run(state).args(["--image-dir"]).arg(dir).args(args));
-    let doc = json(&out);
-    (out, doc)
-}
 
 fn check_fresh_runs(fs: &str, tool: &str) {
     if !can_run(&format!("{fs} lifecycle"), &[tool]) {
@@ -24,7 +17,7 @@ fn check_fresh_runs(fs: &str, tool: &str) {
     }
     let dir = tempdir();
     let state = tempdir();
-    let (out, doc) = run_json(
+    let (out, doc) = image_run_json(
         dir.path(),
         state.path(),
         &["--fs", fs, "-w", TINY, "--runs", "2"],
@@ -101,7 +94,7 @@ fn several_configurations_of_one_filesystem() {
     }
     let dir = tempdir();
     let state = tempdir();
-    let (out, doc) = run_json(
+    let (out, doc) = image_run_json(
         dir.path(),
         state.path(),
         &[
@@ -297,152 +290,6 @@ fn mounted_and_root_devices_are_refused() {
     }
 }
 
-/// Starts a long run and waits until its filesystem is mounted below `dir` (its loop device's:
-/// the harness ceiling's tmpfs comes first, with no loop device).
-fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
-    let child = fsbench(state)
-        .args([
-            "run",
-            "-q",
-            "--fs",
-            "ext4",
-            "-w",
-            "tree:small-deep",
-            "--runs",
-            "1",
-            "--image-dir",
-        ])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // The first suite of a state directory measures its harness ceiling on tmpfs first
-    // (tree:small-deep takes a while on a loaded machine): the test's own time limit.
-    let deadline = Instant::now() + limit();
-    while mounts_below(dir).is_empty() || loops_below(dir).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the run never mounted its filesystem"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Let the workload get going.
-    std::thread::sleep(Duration::from_millis(300));
-    child
-}
-
-#[test]
-fn clean_undoes_a_killed_run() {
-    if !can_run("clean after SIGKILL", &["mkfs.ext4"]) {
-        return;
-    }
-    let dir = tempdir();
-    let state = tempdir();
-    let mut child = start_long_run(dir.path(), state.path());
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(
-        !mounts_below(dir.path()).is_empty(),
-        "SIGKILL cannot clean up; the mount must still be there"
-    );
-    assert!(!loops_below(dir.path()).is_empty());
-    let out = run(fsbench(state.path()).arg("clean"));
-    assert!(out.status.success());
-    let said = text(&out.stdout);
-    assert!(
-        said.contains("unmounted") && said.contains("detached") && said.contains("removed"),
-        "{said}"
-    );
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
-    // Nothing left to do the second time.
-    let again = run(fsbench(state.path()).arg("clean"));
-    assert!(again.status.success());
-    assert!(text(&again.stdout).is_empty());
-}
-
-#[test]
-fn ctrl_c_unmounts_and_detaches() {
-    if !can_run("Ctrl-C cleanup", &["mkfs.ext4"]) {
-        return;
-    }
-    let dir = tempdir();
-    let state = tempdir();
-    let child = start_long_run(dir.path(), state.path());
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
-    let out = wait_drained_within(child, Duration::from_secs(120));
-    assert_eq!(out.status.code(), Some(130));
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
-}
-
-#[test]
-fn disk_full_is_a_clear_error_and_keeps_completed_runs() {
-    if !can_run("disk full", &["mkfs.ext4"]) {
-        return;
-    }
-    let dir = tempdir();
-    let state = tempdir();
-    // 64 inodes (mke2fs rounds up a little) cannot hold this tree's 1,110 files.
-    let (out, doc) = run_json(
-        dir.path(),
-        state.path(),
-        &[
-            "--fs",
-            "ext4",
-            "--fs",
-            "ext4:mkfs=-N 64:label=few-inodes",
-            "-w",
-            "tree:dirs=10,files=10,size=1,levels=2",
-            "--runs",
-            "2",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(5));
-    assert!(text(&out.stderr).contains("filesystem full (ENOSPC)"));
-    assert_eq!(doc["status"], "failed");
-    let runs = doc["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
-    assert_eq!(runs[0]["status"], "ok");
-    assert_eq!(runs[1]["status"], "failed");
-    assert!(runs[1]["error"].as_str().unwrap().contains("ENOSPC"));
-    assert_nothing_left(dir.path());
-}
-
-#[test]
-fn a_panic_unmounts_and_detaches() {
-    if !can_run("panic cleanup", &["mkfs.ext4"]) {
-        return;
-    }
-    use fsbench::drivers::FsType;
-    use fsbench::suite::FsConfig;
-    use fsbench::testbed::{Target, TargetSpec};
-    use fsbench::workload::SpaceNeed;
-    let dir = tempdir();
-    let path = dir.path().to_path_buf();
-    let result = std::panic::catch_unwind(move || {
-        let spec = TargetSpec::Image {
-            dir: path.clone(),
-            size: Some(256 << 20),
-            loop_cache: false,
-        };
-        let mut target = Target::open(&spec, SpaceNeed::default(), &[FsType::Ext4]).unwrap();
-        let config = FsConfig::new(FsType::Ext4, Vec::new(), String::new(), None);
-        let tools = FsType::Ext4.driver().toolset().unwrap();
-        let fresh = target.fresh(&config, &tools).unwrap();
-        assert_eq!(mounts_below(&path).len(), 1);
-        std::fs::write(fresh.path().join("file"), b"data").unwrap();
-        panic!("injected panic while mounted");
-    });
-    assert!(result.is_err());
-    assert_nothing_left(dir.path());
-}
-
 #[test]
 fn non_root_cannot_make_filesystems_but_can_run_in_a_directory() {
     if !is_root() || !has_tool("setpriv") {
@@ -501,90 +348,6 @@ fn detach(dev: &str) {
 }
 
 #[test]
-fn sighup_unmounts_and_detaches() {
-    if !can_run("sighup_unmounts_and_detaches", &["mkfs.ext4"]) {
-        return;
-    }
-    let (dir, state) = (tempdir(), tempdir());
-    let child = start_long_run(dir.path(), state.path());
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::HUP,
-    )
-    .unwrap();
-    let out = wait_drained_within(child, Duration::from_secs(120));
-    assert_eq!(out.status.code(), Some(130));
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
-}
-
-#[test]
-fn ctrl_c_while_mount_runs_is_an_interruption() {
-    if !can_run(
-        "ctrl_c_while_mount_runs_is_an_interruption",
-        &["mkfs.ext4", "mount"],
-    ) {
-        return;
-    }
-    let (dir, state, bin) = (tempdir(), tempdir(), tempdir());
-    // A `mount` that is slow to start, so Ctrl-C reaches the process group while it runs.
-    let marker = bin.path().join("mount-started");
-    let real = fsbench::tools::find("mount").unwrap();
-    let wrapper = bin.path().join("mount");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\ntouch '{}'\nsleep 5\nexec '{}' \"$@\"\n",
-            marker.display(),
-            real.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let child = fsbench(state.path())
-        .env("PATH", path)
-        .args([
-            "run",
-            "-q",
-            "--fs",
-            "ext4",
-            "-w",
-            TINY,
-            "--runs",
-            "1",
-            "--image-dir",
-        ])
-        .arg(dir.path())
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !marker.exists() {
-        assert!(Instant::now() < deadline, "mount never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let group = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
-    let out = wait_drained_within(child, Duration::from_secs(120));
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(!err.contains("killed by a signal"), "{err}");
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
-}
-
-#[test]
 fn devices_named_in_mkfs_options_go_through_the_device_checks() {
     if !can_run(
         "devices_named_in_mkfs_options_go_through_the_device_checks",
@@ -633,61 +396,6 @@ fn devices_named_in_mkfs_options_go_through_the_device_checks() {
         "{}",
         text(&log_file.stderr)
     );
-    assert_nothing_left(dir.path());
-}
-
-#[test]
-fn clean_leaves_a_run_in_another_pid_namespace_alone() {
-    if !can_run(
-        "clean_leaves_a_run_in_another_pid_namespace_alone",
-        &["mkfs.ext4", "unshare"],
-    ) {
-        return;
-    }
-    let (dir, state) = (tempdir(), tempdir());
-    // fsbench is pid 1 in its namespace; from here, pid 1 is init, with another start time.
-    let child = Command::new("unshare")
-        .args(["--pid", "--fork", env!("CARGO_BIN_EXE_fsbench")])
-        .args([
-            "run",
-            "-q",
-            "--fs",
-            "ext4",
-            "-w",
-            "tree:small-deep",
-            "--runs",
-            "1",
-            "--image-dir",
-        ])
-        .arg(dir.path())
-        .env("FSBENCH_STATE_DIR", state.path())
-        .env("XDG_DATA_HOME", test_data_home())
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // After the harness ceiling's run on tmpfs (see start_long_run).
-    let deadline = Instant::now() + limit();
-    while mounts_below(dir.path()).is_empty() || loops_below(dir.path()).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the run never mounted its filesystem"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let cleaned = run(fsbench(state.path()).arg("clean"));
-    let said = text(&cleaned.stdout);
-    let still_mounted = !mounts_below(dir.path()).is_empty();
-    let group = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
-    let out = wait_drained_within(child, Duration::from_secs(120));
-    assert!(
-        said.contains("alone") && !said.contains("detached"),
-        "{said}"
-    );
-    assert!(still_mounted, "clean undid a live run");
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert_nothing_left(dir.path());
 }
 

@@ -256,3 +256,31 @@ pub fn matrix_cells(doc: &serde_json::Value) -> Vec<serde_json::Value> {
     }
     cells
 }
+
+/// Runs fsbench with `args` and checks that it fails with exit `code`, says `needle` on
+/// stderr and prints nothing on stdout.
+pub fn fails_with(args: &[&str], code: i32, needle: &str) {
+    let state = tempdir();
+    let out = run(fsbench(state.path()).args(args));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected `{needle}` in:\n{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?}: an error printed data on stdout"
+    );
+}
+
+/// `fsbench run` on loop images in `dir`, JSON out: the output and the document.
+pub fn image_run_json(
+    dir: &Path,
+    state: &Path,
+    args: &[&str],
+) -> (std::process::Output, serde_json::Value) {
+    let out = run(json_run(state).args(["--image-dir"]).arg(dir).args(args));
+    let doc = json(&out);
+    (out, doc)
+}
