@@ -121,15 +121,11 @@ impl Ffsb {
                 )));
             }
         }
-        let block = match self.params.fileset.create_blocksize {
-            0 => 64 << 10,
-            b => b,
-        };
         worker::make_file_set(
             &data,
             &self.params,
             sizes,
-            block,
+            self.params.fileset.create_block(),
             &mut self.files.lock().expect("not poisoned"),
             rec,
         )

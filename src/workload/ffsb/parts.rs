@@ -179,7 +179,7 @@ pub struct FileSet {
     /// `size_weight SIZE WEIGHT` lines: file sizes drawn by weight instead of a range.
     #[serde(default)]
     pub size_weights: Vec<(u64, u32)>,
-    /// Write size when making the file set; 0 means 64 KiB.
+    /// Write size when making the file set; 0 means FFSB's default, 4 KiB.
     #[serde(default)]
     pub create_blocksize: u64,
     /// Shrink file sizes so that the files fit the target (the preset does).
@@ -191,6 +191,16 @@ pub struct FileSet {
 }
 
 impl FileSet {
+    /// The write size that makes the file set: the profile's `create_blocksize`, or FFSB's
+    /// default (`FFSB_FS_DEFAULT_CREATE_BLOCKSIZE`, 4 KiB), so that the files are written as
+    /// FFSB writes them.
+    pub(super) fn create_block(&self) -> u64 {
+        match self.create_blocksize {
+            0 => 4096,
+            b => b,
+        }
+    }
+
     /// The smallest size a file of the set can have.
     pub(super) fn smallest(&self) -> u64 {
         self.size_weights

@@ -38,6 +38,15 @@ fn the_seed_profile_parses_as_written() {
 }
 
 #[test]
+fn the_file_set_is_written_in_ffsb_s_create_blocksize() {
+    let p = profile::parse(SEED_PROFILE, "seed.ffsb").unwrap();
+    assert_eq!(p.fileset.create_block(), 4096, "FFSB's default");
+    let text = SEED_PROFILE.replace("num_dirs=0", "num_dirs=0\n    create_blocksize=64k");
+    let p = profile::parse(&text, "seed.ffsb").unwrap();
+    assert_eq!(p.fileset.create_block(), 64 << 10);
+}
+
+#[test]
 fn profile_errors_name_the_line() {
     let typo = SEED_PROFILE.replace("write_blocksize", "write_blocksise");
     let e = profile::parse(&typo, "t.ffsb").unwrap_err().to_string();
