@@ -356,19 +356,24 @@ impl Churn<'_> {
             rustix::fs::syncfs(root).map_err(|e| errno_error("syncfs", e))?;
             free_speculative_preallocation(root);
             let usage = Usage::of(root)?;
-            let point = usage.total / 100;
-            if usage.used.abs_diff(target) <= point * 8 / 10 {
+            let point = (usage.total / 100).max(1);
+            let off = usage.used.abs_diff(target);
+            if off <= point * 8 / 10 {
                 break;
             }
+            // In whole points: two runs of one seed differ by a few blocks of the
+            // filesystem's own accounting (btrfs's metadata, written as its transactions
+            // happened to commit), and a correction to the byte would then differ by a file.
+            let amount = ((off + point / 2) / point).max(1) * point;
             if usage.used > target {
                 let mut freed = 0;
-                while freed < usage.used - target && !self.live.is_empty() {
+                while freed < amount && !self.live.is_empty() {
                     let before = self.est_used;
                     self.delete().map_err(|e| errno_error("unlink", e))?;
                     freed += before - self.est_used;
                 }
             } else {
-                let want = target - usage.used;
+                let want = amount;
                 let mut added = 0;
                 while added < want {
                     let size = self
