@@ -373,13 +373,12 @@ impl Churn<'_> {
                     freed += before - self.est_used;
                 }
             } else {
-                let want = amount;
                 let mut added = 0;
-                while added < want {
+                while added < amount {
                     let size = self
                         .profile
                         .sizes
-                        .draw(&mut self.rng, cap.min(want - added).max(1));
+                        .draw(&mut self.rng, cap.min(amount - added).max(1));
                     self.create(size).map_err(|e| errno_error("write", e))?;
                     added += self.round(size);
                 }

@@ -279,7 +279,7 @@ fn workload_section(
                 }
             }
             (rank_charts(suites, columns, keys, workload, &info.name))
-            (rank_progress(suites, columns, workload, info, column_runs))
+            (rank_progress(suites, columns, workload, info))
             (over_time(suites, columns, workload, info))
             (latency_table(suites, columns, workload, &info.name))
             }
@@ -377,7 +377,7 @@ fn trend_notes(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> V
 }
 
 /// The successful runs of one column's workload.
-fn column_runs<'a>(
+pub(super) fn column_runs<'a>(
     suites: &'a [SuiteResult],
     col: &Column,
     workload: &str,

@@ -3,8 +3,9 @@
 use maud::{Markup, PreEscaped, html};
 
 use super::charts;
+use super::html::column_runs;
 use crate::measure::DimValue;
-use crate::results::{RunRecord, SuiteResult};
+use crate::results::SuiteResult;
 use crate::stats::compare::{Column, FigureKey};
 use crate::workload::PhaseInfo;
 
@@ -48,16 +49,15 @@ pub(super) fn rank_charts(
 /// Under MPI: per configuration, every rank's progress over its last run's phase, from the
 /// common start, one line per rank, so first-done and last-done ranks and stalls of one
 /// client show; the caption names the first and the last rank done.
-pub(super) fn rank_progress<'a>(
-    suites: &'a [SuiteResult],
+pub(super) fn rank_progress(
+    suites: &[SuiteResult],
     columns: &[Column],
     workload: &str,
     info: &PhaseInfo,
-    runs_of: impl Fn(&'a [SuiteResult], &Column, &str) -> Vec<&'a RunRecord>,
 ) -> Markup {
     let charts: Vec<(String, Option<String>)> = (columns.iter())
         .filter_map(|col| {
-            let run = runs_of(suites, col, workload).into_iter().last()?;
+            let run = column_runs(suites, col, workload).into_iter().last()?;
             let phase = run.phases.iter().find(|p| p.name == info.name)?;
             let ranks = &phase.rank_progress;
             if ranks.len() < 2 {

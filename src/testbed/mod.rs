@@ -207,7 +207,7 @@ impl Target {
     /// Keeps the template images past this target's end (an interrupted suite that can be
     /// resumed); returns their directories.
     pub(crate) fn keep_templates(&mut self) -> Vec<PathBuf> {
-        self.templates.iter_mut().for_each(|t| t.keep(true));
+        self.templates.iter_mut().for_each(Scratch::keep);
         self.templates
             .iter()
             .map(|t| t.path().to_path_buf())

@@ -230,9 +230,9 @@ impl Scratch {
         Ok(scratch)
     }
 
-    /// Whether dropping this leaves the directory in place (see [`Scratch::adopt`]).
-    pub(crate) fn keep(&mut self, keep: bool) {
-        self.keep = keep;
+    /// Dropping this leaves the directory in place, for [`Scratch::adopt`] or `clean`.
+    pub(crate) fn keep(&mut self) {
+        self.keep = true;
     }
 
     pub fn path(&self) -> &Path {
@@ -529,7 +529,7 @@ mod tests {
         let mut kept = Scratch::create_named(base.path(), PREFIXES[1]).unwrap();
         let dir = kept.path().to_path_buf();
         std::fs::write(dir.join("template-c0.img"), b"t").unwrap();
-        kept.keep(true);
+        kept.keep();
         drop(kept);
         assert!(dir.join("template-c0.img").exists());
         let adopted = Scratch::adopt(&dir).unwrap();
