@@ -14,6 +14,16 @@ transactions (each one `write_blocksize` bytes) and compared. Per round and prof
 fsbench ÷ FFSB for read and write throughput and Trans/sec, and both tools' % Trans and
 % Op Weight; at the end the medians. Targets: throughput and Trans/sec within ±5%; % Op
 Weight within binomial bounds (4 standard deviations).
+
+A third program runs in the same rotation: bench/ffsb_plain.c, FFSB's operations with the
+system calls FFSB makes and nothing else (no statistics, one mutex around the file table).
+Where fsbench and FFSB differ, fsbench ÷ plain and FFSB ÷ plain say which of the two sits
+further from the system calls' own rate.
+
+On a VM whose kernel hands freed memory back to the host at once (free page reporting,
+/sys/module/page_reporting), each run's tmpfs pages are faulted in again on the host and a
+run's speed depends on what ran before it; the script says so and how to defer the
+reporting while it runs.
 """
 import json
 import math
@@ -27,10 +37,12 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FSBENCH = os.path.join(ROOT, "target/release/fsbench")
+C_BIN = os.path.join(ROOT, "bench/ffsb_plain")
 FFSB = os.environ.get("FFSB")
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 SECONDS = int(os.environ.get("SECONDS_PER_RUN", "4"))
 SHM = os.environ.get("SHM", "/dev/shm")
+ONLY = os.environ.get("PROFILES", "seed-scaled,mixed").split(",")
 
 PROFILES = {
     "seed-scaled": ("""time = {time}
@@ -47,7 +59,10 @@ PROFILES = {
 	write_blocksize = 65536
 	create_weight = 1
 [end]
-""", {"write_blocksize": 65536}),
+""", {"write_blocksize": 65536,
+       # bench/ffsb_plain.c's arguments after DIR: threads, files, dirs, min, max, read
+       # size and block, write size and block, weights of read write create delete stat.
+       "plain": [8, 0, 0, 64 << 20, 64 << 20, 0, 65536, 65536, 65536, 0, 0, 1, 0, 0]}),
     "mixed": ("""time = {time}
 [filesystem]
 	location = {dir}
@@ -68,7 +83,8 @@ PROFILES = {
 	write_size = 32k
 	write_blocksize = 4k
 [end]
-""", {"write_blocksize": 4096}),
+""", {"write_blocksize": 4096,
+       "plain": [4, 2000, 10, 64 << 10, 256 << 10, 64 << 10, 4096, 32 << 10, 4096, 4, 2, 1, 1, 2]}),
 }
 
 ROW = re.compile(r"^\s*(\S+) :\s+(\d+)\t\s*([\d.]+)\t\s*([\d.]+)%\t\t\s*([\d.]+)%\t\s+(\S+)$")
@@ -142,31 +158,71 @@ def executions(rows):
     return None
 
 
+def run_plain(settings, work):
+    out = subprocess.run([C_BIN, work, str(settings["plain"][0]), str(SECONDS), *map(str, settings["plain"][1:])],
+                         check=True, capture_output=True, text=True, timeout=SECONDS * 20 + 120).stdout
+    return {"tps": float(out.split()[-1])}
+
+
+def page_reporting_warning():
+    """A warning when freed memory goes back to the host within a second (see above)."""
+    params = "/sys/module/page_reporting/parameters"
+    try:
+        with open(os.path.join(params, "min_free_ms")) as f:
+            delay = int(f.read())
+        with open(os.path.join(params, "max_waiting_mib")) as f:
+            waiting = int(f.read())
+    except (OSError, ValueError):
+        return None
+    if delay >= 1000:
+        return None
+    return (f"free page reporting hands freed memory to the host after {delay} ms: a run's speed depends on "
+            f"what ran before it; defer it while this runs with `echo 60000 > {params}/min_free_ms; "
+            f"echo 20000 > {params}/max_waiting_mib` (and put back {delay} and {waiting} after)")
+
+
 def main():
+    warning = page_reporting_warning()
+    if warning:
+        print(f"bench/ffsb_fidelity.py: {warning}", file=sys.stderr)
     if not FFSB or not os.access(FFSB, os.X_OK):
         print("bench/ffsb_fidelity.py: set FFSB=/path/to/ffsb (build jrsantos/FFSB: ./configure && make); skipped")
         return 0
     if not os.access(FSBENCH, os.X_OK):
         print("build fsbench first: cargo build --release", file=sys.stderr)
         return 1
-    ratios = {name: {"read": [], "write": [], "tps": []} for name in PROFILES}
+    subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", C_BIN, os.path.join(ROOT, "bench/ffsb_plain.c")],
+                   check=True)
+    ratios = {name: {"read": [], "write": [], "tps": [], "fsbench/plain": [], "ffsb/plain": []}
+              for name in PROFILES}
+    tools = ["ffsb", "fsbench", "plain"]
     for r in range(1, ROUNDS + 1):
         for name, (profile, settings) in PROFILES.items():
+            if name not in ONLY:
+                continue
             results = {}
-            order = ["ffsb", "fsbench"] if r % 2 else ["fsbench", "ffsb"]
-            for tool in order:
+            # Each tool goes first, second and third in turn.
+            for tool in tools[r % 3:] + tools[:r % 3]:
                 work = tempfile.mkdtemp(dir=SHM, prefix="ffsb-fidelity.")
                 try:
                     subprocess.run(["sync"], check=True)
-                    results[tool] = run_ffsb(profile, settings, work) if tool == "ffsb" else run_fsbench(profile, work)
+                    if tool == "ffsb":
+                        results[tool] = run_ffsb(profile, settings, work)
+                    elif tool == "fsbench":
+                        results[tool] = run_fsbench(profile, work)
+                    else:
+                        results[tool] = run_plain(settings, work)
                 finally:
                     shutil.rmtree(work)
-            f, b = results["ffsb"], results["fsbench"]
+            f, b, c = results["ffsb"], results["fsbench"], results["plain"]
             line = [f"round {r} {name}:"]
             for key in ["read", "write", "tps"]:
                 if f[key] > 0:
                     ratios[name][key].append(b[key] / f[key])
                     line.append(f"{key} {b[key]:.1f}/{f[key]:.1f}={b[key] / f[key]:.3f}")
+            ratios[name]["fsbench/plain"].append(b["tps"] / c["tps"])
+            ratios[name]["ffsb/plain"].append(f["tps"] / c["tps"])
+            line.append(f"plain {c['tps']:.1f}: fsbench {b['tps'] / c['tps']:.3f} ffsb {f['tps'] / c['tps']:.3f}")
             print(" ".join(line))
             n_f, n_b = executions(f["rows"]), executions(b["rows"])
             for op in f["rows"]:
@@ -178,10 +234,12 @@ def main():
                     bound = f" (|Δ| {abs(fo['weight'] - bo['weight']):.3f} vs 4σ {4 * sd:.3f})"
                 print(f"    {op:>8}: % Trans ffsb {fo['trans']:7.3f} fsbench {bo['trans']:7.3f}; "
                       f"% Op Weight ffsb {fo['weight']:7.3f} fsbench {bo['weight']:7.3f}{bound}")
-    print("\nmedians, fsbench ÷ FFSB (write corrected for FFSB's whole-file count):")
+    print("\nmedians (write corrected for FFSB's whole-file count; tps = Trans/sec):")
     for name, keys in ratios.items():
+        if name not in ONLY:
+            continue
         parts = [f"{k} {statistics.median(v):.3f}" for k, v in keys.items() if v]
-        print(f"  {name}: " + ", ".join(parts))
+        print(f"  {name}: fsbench/ffsb " + ", ".join(parts))
     return 0
 
 

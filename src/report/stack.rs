@@ -88,6 +88,11 @@ pub fn describe(t: &SuiteTestbed) -> Vec<String> {
         value(vm.dirty_writeback_centisecs),
         value(vm.swappiness)
     ));
+    if let Some(reporting) = &s.free_page_reporting {
+        lines.push(format!(
+            "free page reporting: {reporting} (freed memory goes back to the host; tmpfs and page-cache runs depend on what ran before them)"
+        ));
+    }
     lines.push(format!(
         "load average: {} at start, {} at end",
         load_text(t.load_start),

@@ -69,6 +69,21 @@ pub struct StorageStack {
     pub virtual_machine: String,
     /// The container fsbench runs in (systemd-detect-virt), if it can tell.
     pub container: Option<String>,
+    /// Free page reporting's settings where the kernel has it: a VM guest hands freed memory
+    /// back to the host, and the next allocation of it is faulted in again there, so that
+    /// runs on tmpfs or the page cache change speed with what ran before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_page_reporting: Option<String>,
+}
+
+/// `order 9` (the smallest block reported, as a page order) and, where the kernel has the
+/// setting, `, after 0 ms` (how long a block stays free first); `None` without the module.
+fn free_page_reporting(params: &Path) -> Option<String> {
+    let order = read_trim(&params.join("page_reporting_order"))?;
+    Some(match read_trim(&params.join("min_free_ms")) {
+        Some(ms) => format!("order {order}, after {ms} ms"),
+        None => format!("order {order}"),
+    })
 }
 
 /// The 1, 5 and 15 minute load averages (`/proc/loadavg`).
@@ -267,6 +282,9 @@ impl StorageStack {
             )),
             virtual_machine: virtual_machine(),
             container: detect_virt("--container"),
+            free_page_reporting: free_page_reporting(Path::new(
+                "/sys/module/page_reporting/parameters",
+            )),
         }
     }
 
@@ -380,6 +398,26 @@ mod tests {
             "{diff:?}"
         );
         assert!(diff.iter().any(|d| d.ends_with("→ 0.0-other")), "{diff:?}");
+    }
+
+    #[test]
+    fn free_page_reporting_is_read_from_its_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(free_page_reporting(dir.path()), None);
+        std::fs::write(dir.path().join("page_reporting_order"), "9\n").unwrap();
+        assert_eq!(free_page_reporting(dir.path()).as_deref(), Some("order 9"));
+        std::fs::write(dir.path().join("min_free_ms"), "0\n").unwrap();
+        assert_eq!(
+            free_page_reporting(dir.path()).as_deref(),
+            Some("order 9, after 0 ms")
+        );
+        // This machine's, as the stack records it.
+        let here = Path::new("/sys/module/page_reporting/parameters");
+        assert_eq!(
+            stack().free_page_reporting,
+            free_page_reporting(here),
+            "the stack carries the module's settings"
+        );
     }
 
     #[test]
