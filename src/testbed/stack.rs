@@ -77,8 +77,19 @@ pub struct StorageStack {
 }
 
 /// `order 9` (the smallest block reported, as a page order) and, where the kernel has the
-/// setting, `, after 0 ms` (how long a block stays free first); `None` without the module.
-fn free_page_reporting(params: &Path) -> Option<String> {
+/// setting, `, after 0 ms` (how long a block stays free first), when a virtio balloon under
+/// `balloons` offers free page reporting (feature bit 5, VIRTIO_BALLOON_F_REPORTING); `None`
+/// otherwise, as on bare metal, whose kernels often have the module with no one using it.
+fn free_page_reporting(params: &Path, balloons: &Path) -> Option<String> {
+    let reports = std::fs::read_dir(balloons)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|device| read_trim(&device.path().join("features")))
+        .any(|bits| bits.as_bytes().get(5) == Some(&b'1'));
+    if !reports {
+        return None;
+    }
     let order = read_trim(&params.join("page_reporting_order"))?;
     Some(match read_trim(&params.join("min_free_ms")) {
         Some(ms) => format!("order {order}, after {ms} ms"),
@@ -282,9 +293,10 @@ impl StorageStack {
             )),
             virtual_machine: virtual_machine(),
             container: detect_virt("--container"),
-            free_page_reporting: free_page_reporting(Path::new(
-                "/sys/module/page_reporting/parameters",
-            )),
+            free_page_reporting: free_page_reporting(
+                Path::new("/sys/module/page_reporting/parameters"),
+                Path::new("/sys/bus/virtio/drivers/virtio_balloon"),
+            ),
         }
     }
 
@@ -401,22 +413,26 @@ mod tests {
     }
 
     #[test]
-    fn free_page_reporting_is_read_from_its_parameters() {
+    fn free_page_reporting_is_recorded_only_when_a_balloon_reports() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(free_page_reporting(dir.path()), None);
-        std::fs::write(dir.path().join("page_reporting_order"), "9\n").unwrap();
-        assert_eq!(free_page_reporting(dir.path()).as_deref(), Some("order 9"));
-        std::fs::write(dir.path().join("min_free_ms"), "0\n").unwrap();
+        let (params, balloons) = (dir.path().join("params"), dir.path().join("balloon"));
+        let device = balloons.join("virtio0");
+        std::fs::create_dir_all(&params).unwrap();
+        std::fs::create_dir_all(&device).unwrap();
+        std::fs::write(params.join("page_reporting_order"), "9\n").unwrap();
+        // The module with no balloon, or a balloon without the feature: nothing is reported.
+        assert_eq!(free_page_reporting(&params, &dir.path().join("none")), None);
+        std::fs::write(device.join("features"), "0110000000000000\n").unwrap();
+        assert_eq!(free_page_reporting(&params, &balloons), None);
+        std::fs::write(device.join("features"), "0110010000000000\n").unwrap();
         assert_eq!(
-            free_page_reporting(dir.path()).as_deref(),
-            Some("order 9, after 0 ms")
+            free_page_reporting(&params, &balloons).as_deref(),
+            Some("order 9")
         );
-        // This machine's, as the stack records it.
-        let here = Path::new("/sys/module/page_reporting/parameters");
+        std::fs::write(params.join("min_free_ms"), "0\n").unwrap();
         assert_eq!(
-            stack().free_page_reporting,
-            free_page_reporting(here),
-            "the stack carries the module's settings"
+            free_page_reporting(&params, &balloons).as_deref(),
+            Some("order 9, after 0 ms")
         );
     }
 
