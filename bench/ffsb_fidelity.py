@@ -193,13 +193,12 @@ def main():
         return 1
     subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", C_BIN, os.path.join(ROOT, "bench/ffsb_plain.c")],
                    check=True)
+    chosen = {name: p for name, p in PROFILES.items() if name in ONLY}
     ratios = {name: {"read": [], "write": [], "tps": [], "fsbench/plain": [], "ffsb/plain": []}
-              for name in PROFILES}
+              for name in chosen}
     tools = ["ffsb", "fsbench", "plain"]
     for r in range(1, ROUNDS + 1):
-        for name, (profile, settings) in PROFILES.items():
-            if name not in ONLY:
-                continue
+        for name, (profile, settings) in chosen.items():
             results = {}
             # Each tool goes first, second and third in turn.
             for tool in tools[r % 3:] + tools[:r % 3]:
@@ -236,8 +235,6 @@ def main():
                       f"% Op Weight ffsb {fo['weight']:7.3f} fsbench {bo['weight']:7.3f}{bound}")
     print("\nmedians (write corrected for FFSB's whole-file count; tps = Trans/sec):")
     for name, keys in ratios.items():
-        if name not in ONLY:
-            continue
         parts = [f"{k} {statistics.median(v):.3f}" for k, v in keys.items() if v]
         print(f"  {name}: fsbench/ffsb " + ", ".join(parts))
     return 0

@@ -274,15 +274,7 @@ fn emlink_is_counted_and_the_run_marked_incomplete() {
 
 #[test]
 fn a_million_entries_in_bounded_memory() {
-    let shm = Path::new("/dev/shm");
-    let dir = if shm.is_dir() {
-        tempfile::Builder::new()
-            .prefix("fsbench-test.")
-            .tempdir_in(shm)
-            .unwrap()
-    } else {
-        tempdir()
-    };
+    let dir = tmpfs_tempdir();
     let state = tempdir();
     let child = fsbench(state.path())
         .args([

@@ -43,19 +43,6 @@ fn walk(root: &Path) -> (u64, u64, u64) {
     (dirs, files, bytes)
 }
 
-/// A directory for big trees: tmpfs when there is one, else the disk.
-fn tree_dir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::Builder::new()
-            .prefix("fsbench-test.")
-            .tempdir_in(shm)
-            .unwrap()
-    } else {
-        tempdir()
-    }
-}
-
 #[test]
 fn presets_counts_hold_on_a_created_tree() {
     use fsbench::workload::tree::TreeParams;
@@ -72,7 +59,7 @@ fn presets_counts_hold_on_a_created_tree() {
         // The medium presets write 12-16 GB; their shape is checked with empty files and
         // their data volume by the formula fdtree uses (KiB = 4 × files × blocks).
         let size = if p.size > 1 { 0 } else { p.size };
-        let dir = tree_dir();
+        let dir = tmpfs_tempdir();
         let state = tempdir();
         let out = run(fsbench(state.path())
             .args([

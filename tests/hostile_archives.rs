@@ -556,15 +556,7 @@ fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 
 #[test]
 fn hostile_archives_change_nothing_outside_the_target() {
-    let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() {
-        tempfile::Builder::new()
-            .prefix("fsbench-hostile.")
-            .tempdir_in(shm)
-            .unwrap()
-    } else {
-        tempdir()
-    };
+    let base = tmpfs_tempdir();
     let ran = run_corpus(base.path(), false);
     assert!(ran >= 40, "only {ran} archives");
     println!("hostile archives: {ran} extracted, 0 escaped");

@@ -145,6 +145,19 @@ pub fn tempdir() -> tempfile::TempDir {
         .unwrap()
 }
 
+/// A scratch directory for big trees: on tmpfs when there is one, else [`tempdir`]'s.
+pub fn tmpfs_tempdir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::Builder::new()
+            .prefix("fsbench-test.")
+            .tempdir_in(shm)
+            .unwrap()
+    } else {
+        tempdir()
+    }
+}
+
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
