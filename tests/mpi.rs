@@ -13,10 +13,9 @@ use common::*;
 
 #[test]
 fn aggregate_is_the_ranks_items_over_the_slowest_rank_and_every_tree_is_removed() {
-    if !can_run_mpi("aggregate_is_the_ranks_items_over_the_slowest_rank") {
+    let Some(_one) = mpi_test("aggregate_is_the_ranks_items_over_the_slowest_rank", &[]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target) = (tempdir(), Target::new());
     let out = output_within(
         &mut mpirun(4, state.path(), &target, "", &["-w", TREE]),
@@ -100,15 +99,12 @@ fn aggregate_is_the_ranks_items_over_the_slowest_rank_and_every_tree_is_removed(
 
 #[test]
 fn shift_makes_each_rank_stat_read_and_remove_the_next_ranks_files() {
-    if !can_run_mpi("shift_makes_each_rank_stat_the_next_ranks_files")
-        || !can_run(
-            "shift_makes_each_rank_stat_the_next_ranks_files",
-            &["strace"],
-        )
-    {
+    let Some(_one) = mpi_test(
+        "shift_makes_each_rank_stat_the_next_ranks_files",
+        &["strace"],
+    ) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target, traces) = (tempdir(), Target::new(), tempdir());
     // Each rank's directory opens, by name, in a trace of its own.
     let wrapper = format!(
@@ -152,12 +148,9 @@ fn shift_makes_each_rank_stat_read_and_remove_the_next_ranks_files() {
 
 #[test]
 fn a_slowed_rank_shows_in_the_stonewall_counts_and_wear_out_equalises_them() {
-    if !can_run_mpi("a_slowed_rank_shows_in_the_stonewall_counts")
-        || !can_run("a_slowed_rank_shows_in_the_stonewall_counts", &["strace"])
-    {
+    let Some(_one) = mpi_test("a_slowed_rank_shows_in_the_stonewall_counts", &["strace"]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target) = (tempdir(), Target::new());
     // strace stops rank 1 at every system call: it creates files several times slower.
     let wrapper = "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then exec strace -f -o /dev/null \"$@\"; fi; exec \"$@\"";
@@ -242,11 +235,9 @@ fn owners_touched(trace: &str, syscall: &str) -> Vec<u32> {
 
 #[test]
 fn a_shared_dir_is_one_tree_rank_0_makes_and_every_rank_fills_with_its_own_files() {
-    if !can_run_mpi("a_shared_dir_is_one_tree") || !can_run("a_shared_dir_is_one_tree", &["strace"])
-    {
+    let Some(_one) = mpi_test("a_shared_dir_is_one_tree", &["strace"]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target, traces) = (tempdir(), Target::new(), tempdir());
     let wrapper = format!(
         "exec strace -f -qq -e trace=openat,mkdirat,newfstatat,statx,unlinkat -o {}/trace.$OMPI_COMM_WORLD_RANK \"$@\"",
@@ -313,12 +304,9 @@ fn a_shared_dir_is_one_tree_rank_0_makes_and_every_rank_fills_with_its_own_files
 
 #[test]
 fn a_rank_that_cannot_write_ends_every_rank_with_its_name_and_error() {
-    if !can_run_mpi("a_rank_that_cannot_write_ends_every_rank")
-        || !can_run("a_rank_that_cannot_write_ends_every_rank", &["unshare"])
-    {
+    let Some(_one) = mpi_test("a_rank_that_cannot_write_ends_every_rank", &["unshare"]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target) = (tempdir(), Target::new());
     // Rank 2 sees the shared directory read-only (its own mount namespace).
     let wrapper = format!(
@@ -347,10 +335,9 @@ fn a_rank_that_cannot_write_ends_every_rank_with_its_name_and_error() {
 
 #[test]
 fn workloads_that_make_no_sense_under_mpi_are_refused_with_the_reason() {
-    if !can_run_mpi("workloads_that_make_no_sense_under_mpi_are_refused") {
+    let Some(_one) = mpi_test("workloads_that_make_no_sense_under_mpi_are_refused", &[]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target) = (tempdir(), Target::new());
     let out = output_within(
         &mut mpirun(2, state.path(), &target, "", &["-w", "alloc"]),
@@ -381,7 +368,7 @@ fn workloads_that_make_no_sense_under_mpi_are_refused_with_the_reason() {
 
 #[test]
 fn a_singleton_without_mpirun_runs_as_always() {
-    if !can_run_mpi("a_singleton_without_mpirun_runs_as_always") {
+    if !can_run("a_singleton_without_mpirun_runs_as_always", &["mpirun"]) {
         return;
     }
     let (state, target) = (tempdir(), Target::new());
@@ -399,10 +386,9 @@ fn a_singleton_without_mpirun_runs_as_always() {
 
 #[test]
 fn threads_and_ranks_compose() {
-    if !can_run_mpi("threads_and_ranks_compose") {
+    let Some(_one) = mpi_test("threads_and_ranks_compose", &[]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target) = (tempdir(), Target::new());
     let tree = "tree:dirs=3,files=20,levels=2,threads=3";
     let out = output_within(
@@ -431,10 +417,9 @@ fn threads_and_ranks_compose() {
 
 #[test]
 fn threads_and_ranks_share_one_tree_under_shared_dir() {
-    if !can_run_mpi("threads_and_ranks_share_one_tree_under_shared_dir") {
+    let Some(_one) = mpi_test("threads_and_ranks_share_one_tree_under_shared_dir", &[]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target) = (tempdir(), Target::new());
     let tree = "tree:dirs=3,files=20,levels=2,threads=3,stat";
     let args = ["-w", tree, "--shared-dir", "--shift", "1"];

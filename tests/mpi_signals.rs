@@ -12,10 +12,9 @@ use common::*;
 
 #[test]
 fn sigterm_to_the_ranks_cleans_up_and_exits_130() {
-    if !can_run_mpi("sigterm_to_the_ranks_cleans_up_and_exits_130") {
+    let Some(_one) = mpi_test("sigterm_to_the_ranks_cleans_up_and_exits_130", &[]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target, pids) = (tempdir(), Target::new(), tempdir());
     // Each rank says its pid (exec keeps it), then is fsbench.
     let wrapper = format!(
@@ -134,10 +133,9 @@ fn alive(pid: i32) -> bool {
 // leaves nothing behind.
 #[test]
 fn ctrl_c_to_mpirun_with_time_to_clean_up_leaves_nothing() {
-    if !can_run_mpi("ctrl_c_to_mpirun_with_time_to_clean_up_leaves_nothing") {
+    let Some(_one) = mpi_test("ctrl_c_to_mpirun_with_time_to_clean_up_leaves_nothing", &[]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target, pids) = (tempdir(), Target::new(), tempdir());
     let (child, pid_of) = start_long_suite(&target, state.path(), pids.path(), Some("8"));
     std::thread::sleep(Duration::from_secs(2));
@@ -162,10 +160,9 @@ fn ctrl_c_to_mpirun_with_time_to_clean_up_leaves_nothing() {
 
 #[test]
 fn ctrl_c_to_mpirun_by_default_ends_every_rank_and_clean_removes_the_rest() {
-    if !can_run_mpi("ctrl_c_to_mpirun_by_default_ends_every_rank") {
+    let Some(_one) = mpi_test("ctrl_c_to_mpirun_by_default_ends_every_rank", &[]) else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let (state, target, pids) = (tempdir(), Target::new(), tempdir());
     let (child, pid_of) = start_long_suite(&target, state.path(), pids.path(), None);
     std::thread::sleep(Duration::from_secs(2));

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::*;
@@ -58,8 +58,13 @@ impl Drop for Target {
     }
 }
 
-pub fn can_run_mpi(test: &str) -> bool {
-    can_run(test, &["mpirun"])
+/// `None` (the test said SKIPPED) without `mpirun` or one of `tools`; else the lock that runs
+/// MPI tests one at a time, held for the test.
+pub fn mpi_test(test: &str, tools: &[&str]) -> Option<MutexGuard<'static, ()>> {
+    let needs: Vec<&str> = std::iter::once("mpirun")
+        .chain(tools.iter().copied())
+        .collect();
+    can_run(test, &needs).then(|| ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// `mpirun -np N` of `wrapper` (a shell script given `$@` = fsbench and its arguments; `""`
