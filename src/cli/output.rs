@@ -17,12 +17,18 @@ pub(super) fn print_result(
     verbose: bool,
 ) -> anyhow::Result<()> {
     match format {
-        // FFSB's own report first, for users who compare with FFSB's output.
-        OutputFormat::Table => write_stdout(&format!(
-            "{}{}",
-            report::ffsb::render(result),
-            report::table::render(result, &View::terminal(verbose))
-        )),
+        // FFSB's own report first, for users who compare with FFSB's output; the answer
+        // leads the tables and ends them, where a long run's reader looks.
+        OutputFormat::Table => {
+            let view = View::terminal(verbose);
+            let mut answer = String::new();
+            report::table::render_conclusions(&mut answer, result, &view);
+            write_stdout(&format!(
+                "{}{}{answer}",
+                report::ffsb::render(result),
+                report::table::render(result, &view)
+            ))
+        }
         OutputFormat::Json => write_stdout(&(report::json::render(result) + "\n")),
     }
 }

@@ -164,6 +164,7 @@ fn summary(suites: &[SuiteResult], comparisons: &[WorkloadComparison]) -> Markup
         h2 #summary { "Summary" }
         @for s in suites {
             blockquote { strong { "#" (s.id.unwrap_or(0)) " purpose: " } @if s.suite.purpose.is_empty() { em { "none stated" } } @else { (s.suite.purpose) } }
+            @for line in super::answer::lines(s) { p.answer { strong { "#" (s.id.unwrap_or(0)) ": " } (line) } }
         }
         @if answers.is_empty() { p { "No verdicts: comparing needs two configurations with at least 2 runs each." } }
         ul {

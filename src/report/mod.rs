@@ -1,6 +1,7 @@
 //! Reports of a suite's results: terminal tables, JSON, and fdtree's own format.
 
 pub(crate) mod aging;
+pub mod answer;
 pub mod charts;
 pub mod compare;
 pub mod csv;

@@ -169,6 +169,7 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
     render_testbed(&mut out, r, view);
+    render_conclusions(&mut out, r, view);
     render_answers(&mut out, r, view);
     for spec in &r.suite.workloads {
         render_workload(
@@ -272,6 +273,17 @@ fn render_testbed(out: &mut String, r: &SuiteResult, view: &View) {
         out.push_str(&view.item(0, "Harness ceiling (each phase on tmpfs, this machine):"));
         for line in ceilings {
             out.push_str(&view.item(1, &line));
+        }
+    }
+}
+
+/// The answer, one line per workload.
+pub fn render_conclusions(out: &mut String, r: &SuiteResult, view: &View) {
+    let lines = super::answer::lines(r);
+    if !lines.is_empty() {
+        out.push_str(&view.style.heading("Answer"));
+        for line in &lines {
+            out.push_str(&view.item(0, line));
         }
     }
 }

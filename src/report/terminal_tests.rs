@@ -9,7 +9,7 @@ use crate::suite::FsConfig;
 use crate::workload::WorkloadSpec;
 
 /// Three configurations of the tree workload, every phase's time, rate and throughput over
-/// four runs, ext4 a little slower than the others.
+/// four runs, ext4 a little faster than the others.
 fn three_filesystems() -> SuiteResult {
     let mut r = SuiteResult::for_tests();
     r.id = Some(7);
@@ -86,6 +86,18 @@ fn verdicts_lead_and_all_figures_wait_for_verbose() {
     let verdicts = text.find("Verdicts against ext4").expect("verdicts");
     let times = text.find("Phase times").expect("phase times");
     assert!(verdicts < times, "{text}");
+    // The answer first, in one line per workload: ext4's times are the shortest.
+    let answer = text.find("== Answer ==").expect("answer");
+    assert!(answer < verdicts, "{text}");
+    let answer = text[answer..verdicts]
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert!(
+        answer
+            .join(" ")
+            .contains("ext4 is fastest overall (ahead in 4 of 4 phases"),
+        "{text}"
+    );
     // One suite: its configurations need no `#ID` to tell them apart.
     let lines = &text[verdicts..times];
     assert!(lines.contains(" ext4") && !lines.contains('#'), "{lines}");

@@ -3,6 +3,7 @@
 //! ranking ([`rank`]). Rendering is in [`crate::report`].
 
 pub mod compare;
+pub mod conclusion;
 pub mod correction;
 pub mod difference;
 pub(crate) mod rank;
