@@ -97,5 +97,33 @@ pub fn render(r: &Ranking) -> String {
              Warning: these points ignore noise: a difference far inside the runs' spread earns a full place."
         }
     };
-    format!("{how}\n{t}\n{}\n", standings.join("\n"))
+    format!(
+        "{how}\n{t}\n{}\n{}",
+        standings.join("\n"),
+        uneven_warning(r)
+    )
+}
+
+/// Totals over different numbers of disciplines (suites of different workloads) do not
+/// compare: say so, with each configuration's count.
+fn uneven_warning(r: &Ranking) -> String {
+    let counts: Vec<usize> = (0..r.columns.len())
+        .map(|c| {
+            r.disciplines
+                .iter()
+                .filter(|d| d.entries[c].is_some())
+                .count()
+        })
+        .collect();
+    if counts.iter().all(|&n| n == counts[0]) {
+        return String::new();
+    }
+    let each: Vec<String> = (r.columns.iter().zip(&counts))
+        .map(|(c, n)| format!("{} {n}", c.name(&r.columns)))
+        .collect();
+    format!(
+        "Warning: the configurations were ranked in different numbers of disciplines ({}): \
+         their totals do not compare; rank suites of the same workloads together.\n",
+        each.join(", ")
+    )
 }

@@ -92,8 +92,9 @@ fn significant_pairs(
     (significant, pairs.len())
 }
 
-/// Each present column's group: by significance, a column joins the group of the best column
-/// it is not significantly worse than; by equal footing, only equal means share.
+/// Each present column's group: by significance, a column joins the group above it when no
+/// member of that group is significantly better (so two configurations the verdicts tell
+/// apart never share a place); by equal footing, only equal means share.
 fn groups(
     order: &[usize],
     means: &[Option<f64>],
@@ -102,14 +103,11 @@ fn groups(
 ) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for &c in order {
-        let joins = groups.last().is_some_and(|g| {
-            let leader = g[0];
-            match placing {
-                Placing::Significance => !significant
-                    .iter()
-                    .any(|s| s.better == leader && s.worse == c),
-                Placing::EqualFooting => means[leader] == means[c],
-            }
+        let joins = groups.last().is_some_and(|g| match placing {
+            Placing::Significance => !significant
+                .iter()
+                .any(|s| g.contains(&s.better) && s.worse == c),
+            Placing::EqualFooting => means[g[0]] == means[c],
         });
         match groups.last_mut() {
             Some(g) if joins => g.push(c),
@@ -212,7 +210,11 @@ mod tests {
                 config: c.into(),
             })
             .to_vec();
-        let r = rank(&[s], cols, Placing::EqualFooting);
+        let r = rank(
+            std::slice::from_ref(&s),
+            cols.clone(),
+            Placing::EqualFooting,
+        );
         assert_eq!(r.disciplines.len(), 2, "time is not a discipline");
         // p1: a 3, b 2, c 1. p2: c 3, a and b tie for places 2-3: 1.5 each.
         assert_eq!(r.totals, [4.5, 3.5, 4.0]);
@@ -220,6 +222,16 @@ mod tests {
         let text = crate::report::rank::render(&r);
         // One suite: its `#ID` would tell nothing apart.
         assert!(text.contains("1. a — 4.5 points"), "{text}");
+        assert!(!text.contains("different numbers of disciplines"), "{text}");
+        // Without c's p2, c's total comes from one discipline and the others' from two.
+        s.summaries
+            .retain(|f| !(f.config == "c" && f.phase == "p2"));
+        let r = rank(&[s], cols, Placing::EqualFooting);
+        let text = crate::report::rank::render(&r);
+        assert!(
+            text.contains("different numbers of disciplines (a 2, b 2, c 1)"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -273,5 +285,22 @@ mod tests {
             .map(|e| e.unwrap().1)
             .collect();
         assert_eq!(places, [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn a_significant_pair_never_shares_a_place() {
+        // a leads; b is not apart from a, nor c from a, but b is significantly ahead of c:
+        // b shares a's place, c does not share it.
+        let groups = groups(
+            &[0, 1, 2],
+            &[Some(3.0), Some(2.0), Some(1.0)],
+            &[Significant {
+                better: 1,
+                worse: 2,
+                p_adjusted: 0.01,
+            }],
+            Placing::Significance,
+        );
+        assert_eq!(groups, [vec![0, 1], vec![2]]);
     }
 }
