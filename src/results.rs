@@ -234,6 +234,8 @@ pub enum WarningKind {
     HarnessBound,
     /// Loop devices buffered in the host's page cache: figures partly the host's memory.
     LoopBuffered,
+    /// The load average was above the CPUs, or other fsbench runs ran, when the suite began.
+    BusyMachine,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -381,6 +383,14 @@ impl SuiteResult {
                 ),
             });
         }
+        let busy = self.testbed.iter().flat_map(|t| t.busy(self.system.cpus));
+        warnings.extend(busy.map(|message| Warning {
+            kind: WarningKind::BusyMachine,
+            config: None,
+            workload: None,
+            phase: None,
+            message,
+        }));
         warnings.extend(self.loop_warning());
         warnings.extend(self.stack_warning());
         warnings.extend(self.steady_state_warnings());

@@ -272,6 +272,9 @@ pub(crate) fn run_suite(
         .testbed
         .get_or_insert_with(|| SuiteTestbed::collect(&suite.target))
         .clone();
+    for line in testbed.busy(result.system.cpus) {
+        observer.diagnostic(&Diagnostic::BusyMachine(&line));
+    }
     // Each configuration's key: its place in the suite's configurations (a resumed suite's
     // own, found by the configuration itself, not its label).
     let keys = configs

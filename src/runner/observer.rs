@@ -81,6 +81,10 @@ pub(crate) enum Diagnostic<'a> {
     },
     /// An interrupted suite's template images are kept for a resume, in `dirs`.
     TemplatesKept(&'a [std::path::PathBuf]),
+    /// The machine is busy as the suite starts (a sentence of [`SuiteTestbed::busy`]).
+    ///
+    /// [`SuiteTestbed::busy`]: crate::testbed::stack::SuiteTestbed::busy
+    BusyMachine(&'a str),
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -107,6 +111,7 @@ impl fmt::Display for Diagnostic<'_> {
                 write!(f, "cannot save how the suite ended: {e:#}")
             }
             Diagnostic::AutoRunsStopped(stop) => write!(f, "{stop}"),
+            Diagnostic::BusyMachine(what) => write!(f, "warning: {what}"),
             Diagnostic::MeasuringCeiling { workload } => write!(
                 f,
                 "measuring the harness ceiling of {workload} on tmpfs (once per machine, kernel and fsbench version)"

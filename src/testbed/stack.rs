@@ -107,6 +107,44 @@ pub fn load_average() -> Option<LoadAverage> {
     Some([fields.next()??, fields.next()??, fields.next()??])
 }
 
+/// fsbench processes other than this one, its children and, under an MPI launcher, its
+/// sibling ranks.
+fn other_fsbench_processes() -> Vec<u32> {
+    let me = std::process::id();
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the command's closing parenthesis: state, then the parent.
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let comm = |pid: u32| read_trim(Path::new(&format!("/proc/{pid}/comm")));
+    let my_parent = parent(me);
+    let launched = my_parent.and_then(comm).is_some_and(|c| {
+        [
+            "mpirun",
+            "mpiexec",
+            "orterun",
+            "orted",
+            "prterun",
+            "prted",
+            "hydra_pmi_proxy",
+        ]
+        .contains(&c.as_str())
+    });
+    let pids = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    pids.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me && comm(pid).as_deref() == Some("fsbench"))
+        .filter(|&pid| {
+            let p = parent(pid);
+            p != Some(me) && !(launched && p == my_parent)
+        })
+        .collect()
+}
+
 /// The stack of a suite: collected once when it starts, and its hash.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SuiteTestbed {
@@ -115,6 +153,9 @@ pub struct SuiteTestbed {
     pub stack_hash: String,
     pub load_start: Option<LoadAverage>,
     pub load_end: Option<LoadAverage>,
+    /// Other fsbench processes running when the suite started (their PIDs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_fsbench: Vec<u32>,
 }
 
 /// The stack as one run saw it: its hash, the load around the run, and what differs from the
@@ -370,7 +411,28 @@ impl SuiteTestbed {
             stack,
             load_start: load_average(),
             load_end: None,
+            other_fsbench: other_fsbench_processes(),
         }
+    }
+
+    /// What made the machine busy when the suite started, one sentence each: a load average
+    /// above the number of CPUs, other fsbench runs.
+    pub fn busy(&self, cpus: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some([one, ..]) = self.load_start.filter(|l| l[0] > cpus as f64) {
+            out.push(format!(
+                "the machine was busy when the suite started: load average {one:.1} on {cpus} CPUs; its figures are partly the other work's"
+            ));
+        }
+        if !self.other_fsbench.is_empty() {
+            let pids: Vec<String> = self.other_fsbench.iter().map(u32::to_string).collect();
+            out.push(format!(
+                "{} other fsbench process(es) ran when the suite started (PID {}): runs side by side measure each other",
+                pids.len(),
+                pids.join(", ")
+            ));
+        }
+        out
     }
 
     /// The stack as a run about to start sees it, against the suite's.
@@ -388,6 +450,50 @@ impl SuiteTestbed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_machine_and_other_fsbench_runs_are_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("fsbench");
+        std::fs::copy("/bin/sleep", &other).unwrap();
+        // Through a shell that stays its parent, so it is no child of this process.
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "\"$0\" 20; true"])
+            .arg(&other)
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut testbed = SuiteTestbed::collect(&TargetSpec::Dir { path: "/".into() });
+        // Other fsbench runs on the machine may be seen too: this one must be.
+        let ours = |pids: &[u32]| {
+            pids.iter().any(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == other)
+            })
+        };
+        while !ours(&testbed.other_fsbench) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            testbed.other_fsbench = other_fsbench_processes();
+        }
+        let found = ours(&testbed.other_fsbench);
+        let _ = std::process::Command::new("pkill")
+            .args(["-f", &other.to_string_lossy()])
+            .status();
+        let _ = shell.kill();
+        let _ = shell.wait();
+        assert!(found, "{:?}", testbed.other_fsbench);
+        testbed.load_start = Some([9.5, 1.0, 1.0]);
+        testbed.other_fsbench = vec![4242];
+        let busy = testbed.busy(2);
+        assert_eq!(busy.len(), 2, "{busy:?}");
+        assert!(busy[0].contains("load average 9.5 on 2 CPUs"), "{busy:?}");
+        assert!(
+            busy[1].contains("1 other fsbench process(es) ran when the suite started (PID 4242)"),
+            "{busy:?}"
+        );
+        testbed.load_start = Some([1.5, 1.0, 1.0]);
+        testbed.other_fsbench.clear();
+        assert!(testbed.busy(2).is_empty());
+    }
 
     fn stack() -> StorageStack {
         StorageStack::collect(&TargetSpec::Dir { path: "/".into() })
