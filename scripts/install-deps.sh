@@ -5,11 +5,12 @@ set -euo pipefail
 tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux)
 if [ "${1:-}" = "--tests" ]; then
     # setpriv: the not-root tests; sfdisk and partx: the partition test; unshare: the PID
-    # namespace test; chromium: the HTML report test; tar and zstd: the archive
-    # comparison with GNU tar; scipy: statistics checks; mpirun, mpicc (Open MPI's headers
+    # namespace test; chromium: the HTML report test; tar, zstd, xz, bzip2 and lzop: the
+    # archive comparison with GNU tar (lzop also reads .lzo archives for fsbench itself); scipy: statistics checks; mpirun, mpicc (Open MPI's headers
     # and libraries) and libclang (bindgen): the build with --features mpi and its tests;
     # strace: the MPI tests slow a rank with it and read the names a rank opened.
     tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
+        xz:xz-utils bzip2:bzip2 lzop:lzop
         sfdisk:fdisk partx:util-linux unshare:util-linux mpirun:openmpi-bin
         mpicc:libopenmpi-dev strace:strace)
 fi

@@ -51,12 +51,43 @@ fn gnu_tar_and_fsbench_extract_the_same_tree() {
     let state = tempdir();
     // Long pool paths, links, empty files, a few regular files and a popular pool file.
     let shape = "tiny,popular=300,regular=20,empty=50";
-    for name in ["a.tar", "a.tar.gz", "a.tar.zst"] {
+    // fsbench writes plain, gzip and zstd; the compressors themselves write the others.
+    let compressors = [
+        ("a.tar.xz", "xz"),
+        ("a.tar.bz2", "bzip2"),
+        ("a.tar.lzo", "lzop"),
+    ];
+    for name in [
+        "a.tar",
+        "a.tar.gz",
+        "a.tar.zst",
+        "a.tar.xz",
+        "a.tar.bz2",
+        "a.tar.lzo",
+    ] {
         let tarball = dir.path().join(name);
+        let compressor = compressors.iter().find(|c| c.0 == name).map(|c| c.1);
+        if compressor.is_some_and(|tool| !has_tool(tool)) {
+            skip(&format!(
+                "{name}: {} is not installed (scripts/test.sh installs it)",
+                compressor.unwrap_or_default()
+            ));
+            continue;
+        }
+        let generated = match compressor {
+            Some(_) => dir.path().join("plain.tar"),
+            None => tarball.clone(),
+        };
         let out = run(fsbench(state.path())
             .args(["archive", "generate", shape, "-o"])
-            .arg(&tarball));
+            .arg(&generated));
         assert!(out.status.success(), "{name}");
+        if let Some(tool) = compressor {
+            let compressed = run(Command::new(tool).arg("-c").arg(&generated));
+            assert!(compressed.status.success(), "{tool}");
+            std::fs::write(&tarball, compressed.stdout).unwrap();
+            std::fs::remove_file(&generated).unwrap();
+        }
         let (gnu, ours) = (dir.path().join("gnu"), dir.path().join("ours"));
         std::fs::create_dir(&gnu).unwrap();
         std::fs::create_dir(&ours).unwrap();
@@ -302,4 +333,36 @@ fn a_million_entries_in_bounded_memory() {
     println!("peak RSS for {entries} entries extracted and removed: {rss_mib:.1} MiB");
     assert!(rss_mib < 32.0, "peak RSS {rss_mib:.1} MiB");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_damaged_compressed_archive_is_a_clear_error() {
+    let dir = tempdir();
+    let state = tempdir();
+    for (name, head) in [
+        ("bad.tar.xz", &b"\xfd7zXZ\0garbage"[..]),
+        ("bad.tar.bz2", b"BZh9garbage"),
+        ("bad.tar.lzo", b"\x89LZO\0\r\n\x1a\ngarbage"),
+    ] {
+        if name.ends_with(".lzo") && !has_tool("lzop") {
+            skip("damaged .lzo archive: lzop is not installed (scripts/test.sh installs it)");
+            continue;
+        }
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, head).unwrap();
+        let out_dir = dir.path().join(format!("{name}.out"));
+        std::fs::create_dir(&out_dir).unwrap();
+        let out = run(fsbench(state.path())
+            .args(["archive", "extract"])
+            .arg(&bad)
+            .arg("-C")
+            .arg(&out_dir));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: {stderr}");
+        assert!(
+            stderr.contains("cannot read") && stderr.contains(name),
+            "{name}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
 }

@@ -28,7 +28,7 @@ pub enum ArchiveCommand {
     },
     /// Extract an archive into a directory (as `tar -xf FILE -C DIR`) and print the figures
     Extract {
-        /// A tar file (plain, gzip or zstd), or `generated:SHAPE` for a generated archive
+        /// A tar file (plain, gzip, zstd, xz, bzip2 or lzop), or `generated:SHAPE` for a generated archive
         archive: String,
         /// Directory to extract into
         #[arg(short = 'C', long)]

@@ -189,7 +189,7 @@ struct RunArgs {
     /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
     #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
     workloads: Vec<String>,
-    /// Extract (then rm -rf) this tar archive (plain, gzip or zstd) as a workload
+    /// Extract (then rm -rf) this tar archive (plain, gzip, zstd, xz, bzip2 or lzop) as a workload
     #[arg(long, value_name = "FILE")]
     archive: Vec<PathBuf>,
     /// Runs per configuration and workload, or `auto`: rounds until every phase's primary

@@ -70,6 +70,7 @@ fn measure_phase(
 ) -> Result<PhaseRecord, FsbenchError> {
     let phases = workload.phases();
     let info = &phases[index];
+    workload.before_phase(index)?;
     settings.progress.reset_threads();
     let started = Instant::now();
     let sampler = PhaseProgress::start(settings.progress.clone());

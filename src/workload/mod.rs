@@ -158,6 +158,10 @@ pub trait Workload: Send {
     fn phases(&self) -> Cow<'static, [PhaseInfo]>;
     /// Units phase `phase` will complete, for progress bars and checks.
     fn expected_units(&self, phase: usize) -> u64;
+    /// Untimed work just before phase `phase` starts its clock (decompressing an archive).
+    fn before_phase(&mut self, _phase: usize) -> Result<(), FsbenchError> {
+        Ok(())
+    }
     /// Runs one phase in `dir`, recording into `rec`.
     fn run_phase(
         &mut self,

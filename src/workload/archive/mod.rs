@@ -1,14 +1,15 @@
 //! The archive workload (seed 003): extract a BackupPC-shaped archive — a pool of files, then
 //! millions of hard links to them — and `rm -rf` the result. The archive is generated on the
-//! fly (no multi-GB tar on disk) or read from a user's tar file (plain, gzip or zstd).
+//! fly (no multi-GB tar on disk) or read from a user's tar file (plain or compressed: gzip, zstd, xz, bzip2, lzop).
 
+mod compressed;
 pub(crate) mod extract;
 pub(crate) mod generate;
 pub mod tarfile;
 
 use std::io::{BufReader, Read};
 use std::os::fd::BorrowedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -81,7 +82,7 @@ const OPTIONS: &[OptionDef] = &[
     OptionDef::new(
         "file",
         OptKind::Text,
-        "extract this tar file (plain, gzip or zstd) instead",
+        "extract this tar file (plain or compressed: gzip, zstd, xz, bzip2, lzop) instead",
     ),
     OptionDef {
         default: Some("directory"),
@@ -412,6 +413,8 @@ pub struct Archive {
     expected: u64,
     /// Entries extracted, so that remove knows how many units to expect.
     extracted: u64,
+    /// A compressed tar file decompressed before the extraction (in memory).
+    unpacked: Option<std::fs::File>,
 }
 
 impl Archive {
@@ -432,29 +435,17 @@ impl Archive {
             target,
             expected,
             extracted: 0,
+            unpacked: None,
         }
     }
 }
 
-/// Opens a tar file, decompressing gzip or zstd by their magic numbers.
-pub fn open_tar(path: &Path) -> Result<Box<dyn Read>, FsbenchError> {
-    let fail =
-        |e: std::io::Error| FsbenchError::Failed(format!("cannot read {}: {e}", path.display()));
-    let mut file = BufReader::with_capacity(1 << 20, std::fs::File::open(path).map_err(fail)?);
-    let magic = std::io::BufRead::fill_buf(&mut file).map_err(fail)?;
-    Ok(if magic.starts_with(&[0x1f, 0x8b]) {
-        Box::new(flate2::read::MultiGzDecoder::new(file))
-    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Box::new(zstd::stream::read::Decoder::with_buffer(file).map_err(fail)?)
-    } else {
-        Box::new(file)
-    })
-}
-
-/// Extracts the archive of `params` into `target` (a directory).
+/// Extracts the archive of `params` into `target` (a directory); a tar file from
+/// `unpacked` where it was decompressed before the phase.
 pub fn extract_into(
     params: &ArchiveParams,
     target: BorrowedFd<'_>,
+    unpacked: Option<&mut std::fs::File>,
     rec: &mut PhaseRecorder,
 ) -> Result<(), FsbenchError> {
     let mut extractor = Extractor::new(target);
@@ -471,7 +462,11 @@ pub fn extract_into(
             let fail = |e: std::io::Error| {
                 FsbenchError::Failed(format!("reading {}: {e}", path.display()))
             };
-            let mut reader = tarfile::TarReader::new(open_tar(path)?);
+            let stream: Box<dyn Read + '_> = match unpacked {
+                Some(file) => Box::new(BufReader::with_capacity(1 << 20, file)),
+                None => compressed::open_tar(path)?,
+            };
+            let mut reader = tarfile::TarReader::new(stream);
             let mut outcome = Ok(());
             loop {
                 let next = reader.next(&mut |entry, data| {
@@ -494,6 +489,14 @@ pub fn extract_into(
 }
 
 impl Workload for Archive {
+    /// A compressed tar file is decompressed here, untimed, not during the extraction.
+    fn before_phase(&mut self, phase: usize) -> Result<(), FsbenchError> {
+        if let (0, Source::File { path }) = (phase, &self.params.source) {
+            self.unpacked = compressed::unpack_if_compressed(path)?;
+        }
+        Ok(())
+    }
+
     fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
         std::borrow::Cow::Borrowed(PHASES)
     }
@@ -530,8 +533,10 @@ impl Workload for Archive {
             let outcome = extract_into(
                 &self.params,
                 target.as_ref().map_or(dir, |t| t.as_fd()),
+                self.unpacked.as_mut(),
                 rec,
             );
+            self.unpacked = None;
             self.extracted = rec.units();
             return outcome;
         }
