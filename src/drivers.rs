@@ -76,6 +76,9 @@ pub struct OptionNames {
     pub mkfs: &'static [(&'static str, &'static str, Names)],
     /// (mount option key, what its value names).
     pub mount: &'static [(&'static str, Names)],
+    /// (mkfs option naming a device, the fsck flag that must name it too): xfs_repair cannot
+    /// check a filesystem whose external log it is not given.
+    pub fsck: &'static [(&'static str, &'static str)],
 }
 
 /// mke2fs(8) 1.47 and the ext4 mount options (ext2 and ext3 mount through ext4 too). Quota
@@ -93,6 +96,8 @@ const EXT_NAMES: OptionNames = OptionNames {
         ("journal_path", Names::Device),
         ("journal_dev", Names::DeviceNumber),
     ],
+    // e2fsck finds an external journal by the UUID its superblock records.
+    fsck: &[],
 };
 
 /// mkfs.xfs(8) 6.x (`-l`/`-r` take `name=` and `file` as `-d` does, undocumented) and the
@@ -113,6 +118,12 @@ const XFS_NAMES: OptionNames = OptionNames {
         ("-p", "", Names::ReadFile),
     ],
     mount: &[("logdev", Names::Device), ("rtdev", Names::Device)],
+    fsck: &[
+        ("-l logdev", "-l"),
+        ("-l name", "-l"),
+        ("-r rtdev", "-r"),
+        ("-r name", "-r"),
+    ],
 };
 
 /// mkfs.btrfs(8) 6.x (every positional word is a further device) and the btrfs mount options.
@@ -143,6 +154,8 @@ const BTRFS_NAMES: OptionNames = OptionNames {
         ("--rootdir", "", Names::ReadFile),
     ],
     mount: &[("device", Names::Device)],
+    // btrfs check finds the other devices by scanning.
+    fsck: &[],
 };
 
 const NO_NAMES: OptionNames = OptionNames {
@@ -150,6 +163,7 @@ const NO_NAMES: OptionNames = OptionNames {
     long_with_value: &[],
     mkfs: &[],
     mount: &[],
+    fsck: &[],
 };
 
 /// ext2, ext3 and ext4 share e2fsprogs and differ only in the mkfs name and minimum size.
@@ -300,12 +314,14 @@ impl Driver {
             .collect()
     }
 
-    /// The read-only fsck argument list for `device`.
-    pub fn fsck_args(&self, device: &str) -> Vec<String> {
+    /// The read-only fsck argument list for `device`, with `extra` (the external devices
+    /// mkfs was given) before it.
+    pub fn fsck_args(&self, extra: &[String], device: &str) -> Vec<String> {
         self.fsck
             .map(|(_, args)| args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             .unwrap_or_default()
             .into_iter()
+            .chain(extra.iter().cloned())
             .chain([device.to_string()])
             .collect()
     }
@@ -337,7 +353,7 @@ mod tests {
             ["-O", "^has_journal", "/dev/loop0"]
         );
         assert_eq!(
-            FsType::Btrfs.driver().fsck_args("/dev/loop1"),
+            FsType::Btrfs.driver().fsck_args(&[], "/dev/loop1"),
             ["check", "--readonly", "/dev/loop1"]
         );
     }

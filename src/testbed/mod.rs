@@ -244,6 +244,10 @@ impl Target {
             image: None,
             fs: config.fs,
             fsck: tools.fsck.clone(),
+            fsck_extra: config
+                .fs
+                .map(|fs| named::fsck_args(fs, &config.mkfs))
+                .unwrap_or_default(),
             mkfs_secs: None,
             mkfs_command: None,
             mount_args: Vec::new(),
@@ -451,6 +455,8 @@ pub struct FreshFs {
     image: Option<PathBuf>,
     fs: Option<FsType>,
     fsck: Option<PathBuf>,
+    /// fsck's arguments naming the external devices mkfs was given.
+    fsck_extra: Vec<String>,
     pub mkfs_secs: Option<f64>,
     pub mkfs_command: Option<String>,
     /// `mount`'s arguments, for mounting again after a checkpoint.
@@ -545,7 +551,9 @@ impl FreshFs {
             teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
         }
         if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
-            let args = fs.driver().fsck_args(&dev.display().to_string());
+            let args = fs
+                .driver()
+                .fsck_args(&self.fsck_extra, &dev.display().to_string());
             let run = tools::run_in(fsck, &args, &self.tool_dir)?;
             teardown.fsck = Some(FsckOutcome {
                 clean: run.success,

@@ -122,6 +122,20 @@ fn option_value(table: &OptionNames, option: &str, value: &str) -> Vec<Named> {
     found
 }
 
+/// The arguments that tell `fs`'s fsck about the external devices mkfs arguments `mkfs` name
+/// (xfs_repair's `-l LOGDEV`).
+pub(crate) fn fsck_args(fs: FsType, mkfs: &[String]) -> Vec<String> {
+    let table = fs.driver().names;
+    mkfs_words(table, mkfs)
+        .into_iter()
+        .filter_map(|n| {
+            let (_, flag) = table.fsck.iter().find(|(o, _)| *o == n.option)?;
+            Some([flag.to_string(), n.token])
+        })
+        .flatten()
+        .collect()
+}
+
 /// The mount options of `options` that may name a device. mount(8)'s own `loop` is refused:
 /// fsbench attaches its loop devices itself, and one mount attached would be nobody's to undo.
 fn mount_words(table: &OptionNames, options: &str) -> anyhow::Result<Vec<Named>> {
@@ -303,96 +317,91 @@ pub(crate) fn check<'a>(
 }
 
 fn check_named(n: &Named, fs: FsType, cwd: &Path, consent: &mut Consent) -> anyhow::Result<()> {
-    let place = |n: &Named| {
-        let tool = if n.mount { "mount" } else { "mkfs" };
-        format!("{} in the {fs} {tool} options", n.shown())
-    };
+    let tool = if n.mount { "mount" } else { "mkfs" };
+    let place = format!("{} in the {fs} {tool} options", n.shown());
     let relative = !n.token.starts_with('/') && !is_tag(&n.token, true);
     match n.names {
-        Some(Names::WrittenFile) => Err(refused(
-            Path::new(&n.token),
-            format!(
-                "{} makes mkfs write a file, outside the scratch directory: fsbench writes nothing it was not given",
-                place(n)
-            ),
-        )),
+        Some(Names::WrittenFile) => {
+            let file = if n.token.is_empty() {
+                &n.option
+            } else {
+                &n.token
+            };
+            Err(refused(
+                Path::new(file),
+                format!(
+                    "{place} makes mkfs write a file outside its scratch directory: fsbench writes nothing it was not given"
+                ),
+            ))
+        }
         Some(Names::ReadFile) if relative => Err(invalid(format!(
-            "{}: give an absolute path (mkfs runs in an empty directory)",
-            place(n)
+            "{place}: give an absolute path (mkfs runs in an empty directory)"
         ))),
         Some(Names::ReadFile) => Ok(()),
         Some(Names::DeviceNumber) => {
             let Some(rdev) = device_number(&n.token) else {
-                return Err(invalid(format!("{}: not a device number", place(n))));
+                return Err(invalid(format!("{place}: not a device number")));
             };
-            let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
             if consent.allows(Identity::Block(rdev)) {
                 return Ok(());
             }
-            Err(refused(
-                Path::new(&format!("device {major}:{minor}")),
-                format!(
-                    "{} names it, and it is not the target{}",
-                    place(n),
-                    HOW_TO_CONSENT
-                ),
-            ))
+            let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
+            let path = device::sysfs_node(major, minor)
+                .and_then(|node| Some(Path::new("/dev").join(node.file_name()?)))
+                .unwrap_or_else(|| PathBuf::from(format!("device {major}:{minor}")));
+            Err(unconsented(&place, &path, &format!(" (device {major}:{minor})"), true))
         }
         Some(Names::Device) | None => {
             let device_expected = n.names.is_some();
             let (paths, how) = resolve(&n.token, cwd, device_expected)?;
             if paths.is_empty() && device_expected {
+                let how = if how.is_empty() { how } else { format!(" ({how})") };
                 return Err(refused(
                     Path::new(&n.token),
-                    format!("{} names nothing that exists ({how})", place(n)).replace(" ()", ""),
+                    format!("{place} names nothing that exists{how}"),
                 ));
             }
+            let how = if how.is_empty() {
+                how
+            } else {
+                format!(" ({} {how})", n.token)
+            };
             for path in paths {
-                let meta = path.metadata().ok();
-                let id = meta.as_ref().and_then(identity);
+                let id = path.metadata().ok().as_ref().and_then(identity);
                 let is_block = matches!(id, Some(Identity::Block(_)));
-                if !device_expected && !is_block {
-                    continue;
-                }
-                let resolved = if how.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({} {how})", n.token)
-                };
                 match id {
+                    _ if !device_expected && !is_block => {}
                     Some(id) if consent.allows(id) => {
                         if relative {
                             return Err(invalid(format!(
-                                "{}: give the device as an absolute path (mkfs and mount run in an empty directory)",
-                                place(n)
+                                "{place}: give the device as an absolute path (mkfs and mount run in an empty directory)"
                             )));
                         }
                     }
-                    _ => {
-                        let holds = device::signature(&path)
-                            .ok()
-                            .flatten()
-                            .map(|s| format!("; it holds an existing {s}"))
-                            .unwrap_or_default();
-                        let what = if is_block {
-                            ""
-                        } else {
-                            " (not a block device)"
-                        };
-                        return Err(refused(
-                            &path,
-                            format!(
-                                "{} names it{resolved}{what}, and it is not the target{holds}{}",
-                                place(n),
-                                if is_block { HOW_TO_CONSENT } else { "" }
-                            ),
-                        ));
-                    }
+                    _ => return Err(unconsented(&place, &path, &how, is_block)),
                 }
             }
             Ok(())
         }
     }
+}
+
+/// The refusal of `path`, named by the option at `place` (resolved as `how` says) though it is
+/// neither the target nor consented to.
+fn unconsented(place: &str, path: &Path, how: &str, is_block: bool) -> anyhow::Error {
+    let holds = device::signature(path)
+        .ok()
+        .flatten()
+        .map(|s| format!("; it holds an existing {s}"))
+        .unwrap_or_default();
+    let (what, consent) = match is_block {
+        true => ("", HOW_TO_CONSENT),
+        false => (" (not a block device)", ""),
+    };
+    refused(
+        path,
+        format!("{place} names it{how}{what}, and it is not the target{holds}{consent}"),
+    )
 }
 
 const HOW_TO_CONSENT: &str = ". fsbench writes only to devices it is given: to let mkfs and mount use it too, \
@@ -462,6 +471,16 @@ mod tests {
             !btrfs.iter().any(|n| n.1 == "single" && n.2.is_some()),
             "{btrfs:?}"
         );
+    }
+
+    #[test]
+    fn fsck_is_told_of_external_devices() {
+        let mkfs = words("-l logdev=/dev/a,size=64m -r rtdev=/dev/b");
+        assert_eq!(
+            fsck_args(FsType::Xfs, &mkfs),
+            ["-l", "/dev/a", "-r", "/dev/b"]
+        );
+        assert!(fsck_args(FsType::Ext4, &words("-J device=/dev/a")).is_empty());
     }
 
     #[test]
