@@ -349,13 +349,22 @@ fn check_named(n: &Named, fs: FsType, cwd: &Path, consent: &mut Consent) -> anyh
             let path = device::sysfs_node(major, minor)
                 .and_then(|node| Some(Path::new("/dev").join(node.file_name()?)))
                 .unwrap_or_else(|| PathBuf::from(format!("device {major}:{minor}")));
-            Err(unconsented(&place, &path, &format!(" (device {major}:{minor})"), true))
+            Err(unconsented(
+                &place,
+                &path,
+                &format!(" (device {major}:{minor})"),
+                true,
+            ))
         }
         Some(Names::Device) | None => {
             let device_expected = n.names.is_some();
             let (paths, how) = resolve(&n.token, cwd, device_expected)?;
             if paths.is_empty() && device_expected {
-                let how = if how.is_empty() { how } else { format!(" ({how})") };
+                let how = if how.is_empty() {
+                    how
+                } else {
+                    format!(" ({how})")
+                };
                 return Err(refused(
                     Path::new(&n.token),
                     format!("{place} names nothing that exists{how}"),
@@ -364,7 +373,7 @@ fn check_named(n: &Named, fs: FsType, cwd: &Path, consent: &mut Consent) -> anyh
             let how = if how.is_empty() {
                 how
             } else {
-                format!(" ({} {how})", n.token)
+                format!(", {} {how}", n.token)
             };
             for path in paths {
                 let id = path.metadata().ok().as_ref().and_then(identity);
@@ -396,11 +405,13 @@ fn unconsented(place: &str, path: &Path, how: &str, is_block: bool) -> anyhow::E
         .unwrap_or_default();
     let (what, consent) = match is_block {
         true => ("", HOW_TO_CONSENT),
-        false => (" (not a block device)", ""),
+        false => (", not a block device", ""),
     };
     refused(
         path,
-        format!("{place} names it{how}{what}, and it is not the target{holds}{consent}"),
+        format!(
+            "named in the mkfs or mount options ({place}{how}{what}), it is not the target{holds}{consent}"
+        ),
     )
 }
 
