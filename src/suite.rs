@@ -591,6 +591,37 @@ mod tests {
     }
 
     #[test]
+    fn extra_devices_in_a_suite_file() {
+        let toml = "[[extra_device]]\npath = \"/dev/loop3\"\n\
+                    [[extra_device]]\npath = \"/dev/loop4\"\nforce = true\n";
+        let suite: Suite = toml::from_str(toml).unwrap();
+        assert_eq!(
+            suite.extra_devices,
+            [
+                ExtraDevice {
+                    path: "/dev/loop3".into(),
+                    force: false
+                },
+                ExtraDevice {
+                    path: "/dev/loop4".into(),
+                    force: true
+                }
+            ]
+        );
+        assert!(
+            toml::from_str::<Suite>("[[extra_device]]\npath = \"/x\"\nforse = true\n").is_err()
+        );
+        let dir = Suite {
+            target: TargetSpec::Dir {
+                path: "/tmp".into(),
+            },
+            workloads: Suite::default_workloads(),
+            ..suite
+        };
+        assert!(dir.validate().unwrap_err().to_string().contains("--dir"));
+    }
+
+    #[test]
     fn runs_auto_in_a_suite_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("auto.toml");
