@@ -15,38 +15,19 @@ use common::*;
 const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
 const TOOLS: &[&str] = &["mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "blkid", "losetup"];
 
-/// A loop device attached for the test (detached when dropped) over an image in its own
-/// directory.
-struct Loop {
-    dev: String,
-    _dir: tempfile::TempDir,
+/// What fsbench must not have touched on a device.
+trait Untouched {
+    /// `blkid -p` of the device: its signature, UUID and label.
+    fn signature(&self) -> String;
+    /// The device's first MiB, hashed.
+    fn first_mib(&self) -> u64;
 }
 
-impl Loop {
-    /// A blank image of `mib` MiB, attached.
-    fn blank(mib: u64) -> Loop {
-        let dir = tempdir();
-        let image = dir.path().join("image");
-        std::fs::File::create(&image)
-            .unwrap()
-            .set_len(mib << 20)
-            .unwrap();
-        let out = run(Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&image));
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        Loop {
-            dev: text(&out.stdout).trim().to_string(),
-            _dir: dir,
-        }
-    }
-
-    /// `blkid -p` of the device: its signature, UUID and label.
+impl Untouched for LoopDevice {
     fn signature(&self) -> String {
         text(&run(Command::new("blkid").args(["-p", "-o", "export", &self.dev])).stdout)
     }
 
-    /// The device's first MiB, hashed.
     fn first_mib(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut bytes = vec![0; 1 << 20];
@@ -60,15 +41,9 @@ impl Loop {
     }
 }
 
-impl Drop for Loop {
-    fn drop(&mut self) {
-        status(Command::new("losetup").args(["-d", &self.dev]));
-    }
-}
-
 /// A victim: a loop device holding an ext4 filesystem with a UUID and label of its own.
 struct Victim {
-    device: Loop,
+    device: LoopDevice,
     uuid: String,
     label: String,
 }
@@ -79,7 +54,7 @@ fn victim() -> Victim {
     let pid = std::process::id();
     let uuid = format!("{pid:08x}-{n:04x}-4000-8000-00000000fb25");
     let label = format!("fsbv{pid}.{n}");
-    let device = Loop::blank(64);
+    let device = LoopDevice::blank(64);
     let made = status(
         Command::new("mkfs.ext4")
             .args(["-q", "-F", "-U", &uuid, "-L", &label])
@@ -112,6 +87,14 @@ const OPTIONS: &[(&str, &str)] = &[
     ("tmpfs:mount=mpol={}", "`mpol="),
 ];
 
+/// An empty 1 GiB image file in `dir`, for `--device FILE --force`.
+fn empty_target(dir: &Path) -> std::path::PathBuf {
+    let target = dir.join("target.img");
+    let file = std::fs::File::create(&target).unwrap();
+    file.set_len(1 << 30).unwrap();
+    target
+}
+
 /// `fsbench run` of `config` from /dev, on loop images in `images` or, with `force`, on the
 /// device `forced_target` given with --force.
 fn refused_run(config: &str, images: &Path, forced_target: Option<&Path>) -> std::process::Output {
@@ -135,11 +118,7 @@ fn every_device_naming_option_of_every_driver_is_refused_in_every_form() {
     }
     let victim = victim();
     let (images, targets) = (tempdir(), tempdir());
-    let forced_target = targets.path().join("target.img");
-    std::fs::File::create(&forced_target)
-        .unwrap()
-        .set_len(1 << 30)
-        .unwrap();
+    let forced_target = empty_target(targets.path());
     let (signature, first_mib) = (victim.device.signature(), victim.device.first_mib());
     assert!(signature.contains(&victim.uuid), "{signature}");
     let dev = victim.device.dev.as_str();
@@ -201,11 +180,7 @@ fn mkfs_options_that_write_files_are_refused_and_write_nothing() {
         return;
     }
     let (images, files, targets) = (tempdir(), tempdir(), tempdir());
-    let forced_target = targets.path().join("target.img");
-    std::fs::File::create(&forced_target)
-        .unwrap()
-        .set_len(1 << 30)
-        .unwrap();
+    let forced_target = empty_target(targets.path());
     let undo = files.path().join("undo");
     let xfs_image = files.path().join("x.img");
     let cases = [
@@ -262,7 +237,7 @@ fn a_consented_extra_device_holds_the_xfs_external_log() {
     if !can_run("consented extra device", TOOLS) {
         return;
     }
-    let log = Loop::blank(100);
+    let log = LoopDevice::blank(100);
     let images = tempdir();
     let state = tempdir();
     let config = format!("xfs:mkfs=-l logdev={0},size=64m:mount=logdev={0}", log.dev);
