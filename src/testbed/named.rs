@@ -223,7 +223,7 @@ fn resolve(token: &str, cwd: &Path, any_tag: bool) -> anyhow::Result<(Vec<PathBu
     } else {
         format!("relative to {}", cwd.display())
     };
-    let exists = path.symlink_metadata().is_ok();
+    let exists = !token.is_empty() && path.symlink_metadata().is_ok();
     Ok((if exists { vec![path] } else { Vec::new() }, how))
 }
 
@@ -539,6 +539,7 @@ mod tests {
         let (paths, how) = resolve("null", Path::new("/dev"), true).unwrap();
         assert_eq!(paths, [PathBuf::from("/dev/null")]);
         assert_eq!(how, "relative to /dev");
+        assert!(resolve("", Path::new("/dev"), true).unwrap().0.is_empty());
         assert!(
             resolve("no-such-thing", Path::new("/dev"), true)
                 .unwrap()
