@@ -13,7 +13,6 @@ use common::*;
 /// A loop-mounted filesystem made for one test, unmounted and detached when dropped.
 struct Mounted {
     mnt: PathBuf,
-    dev: String,
     _mnt_dir: tempfile::TempDir,
     _device: LoopDevice,
 }
@@ -21,17 +20,16 @@ struct Mounted {
 impl Mounted {
     fn new(fs: &str, size_mib: u64) -> Mounted {
         let device = LoopDevice::blank(size_mib);
-        let dev = device.dev.clone();
+        let dev = &device.dev;
         let force = if fs.starts_with("ext") { "-F" } else { "-f" };
-        let st = status(Command::new(format!("mkfs.{fs}")).args([force, "-q", &dev]));
+        let st = status(Command::new(format!("mkfs.{fs}")).args([force, "-q", dev]));
         assert!(st.success(), "mkfs.{fs}");
         let mnt_dir = tempdir();
         let mnt = mnt_dir.path().to_path_buf();
-        let st = status(Command::new("mount").arg(&dev).arg(&mnt));
+        let st = status(Command::new("mount").arg(dev).arg(&mnt));
         assert!(st.success(), "mount");
         Mounted {
             mnt,
-            dev,
             _mnt_dir: mnt_dir,
             _device: device,
         }
