@@ -45,7 +45,126 @@ pub struct Driver {
     pub package: &'static str,
     /// Smallest device the mkfs tool accepts, in bytes.
     pub min_size: u64,
+    /// Which words of its mkfs arguments and mount options name a device or a file.
+    pub names: &'static OptionNames,
 }
+
+/// What a word of mkfs arguments or mount options names outside the filesystem being made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Names {
+    /// A device (or file) the tool writes to: an external log or journal, a further btrfs
+    /// device, the data section named apart from the device fsbench appends.
+    Device,
+    /// A device by its number (ext4's `journal_dev=`).
+    DeviceNumber,
+    /// A file the tool creates or writes (an undo file, a regular-file image).
+    WrittenFile,
+    /// A file or directory the tool only reads (files to copy in, a configuration file).
+    ReadFile,
+}
+
+/// Which words of one driver's mkfs arguments and mount options name a device or a file.
+/// Every positional mkfs word names a device (fsbench appends the target itself).
+#[derive(Debug)]
+pub struct OptionNames {
+    /// Short mkfs options that take a value (the next word, or the rest of this one), as in
+    /// the tool's getopt string.
+    pub short_with_value: &'static str,
+    /// Long mkfs options (without `--`) that take a value.
+    pub long_with_value: &'static [&'static str],
+    /// (mkfs option, sub-option key or "" for the whole value, what it names).
+    pub mkfs: &'static [(&'static str, &'static str, Names)],
+    /// (mount option key, what its value names).
+    pub mount: &'static [(&'static str, Names)],
+    /// (mkfs option naming a device, the fsck flag that must name it too): xfs_repair cannot
+    /// check a filesystem whose external log it is not given.
+    pub fsck: &'static [(&'static str, &'static str)],
+}
+
+/// mke2fs(8) 1.47 and the ext4 mount options (ext2 and ext3 mount through ext4 too). Quota
+/// files (`usrjquota=`) are paths inside the filesystem being mounted: nothing outside.
+const EXT_NAMES: OptionNames = OptionNames {
+    short_with_value: "bdegilmorstCEGIJLMNORTUz",
+    long_with_value: &[],
+    mkfs: &[
+        ("-J", "device", Names::Device),
+        ("-z", "", Names::WrittenFile),
+        ("-d", "", Names::ReadFile),
+        ("-l", "", Names::ReadFile),
+    ],
+    mount: &[
+        ("journal_path", Names::Device),
+        ("journal_dev", Names::DeviceNumber),
+    ],
+    // e2fsck finds an external journal by the UUID its superblock records.
+    fsck: &[],
+};
+
+/// mkfs.xfs(8) 6.x (`-l`/`-r` take `name=` and `file` as `-d` does, undocumented) and the
+/// xfs mount options.
+const XFS_NAMES: OptionNames = OptionNames {
+    short_with_value: "bcdilLmnprs",
+    long_with_value: &[],
+    mkfs: &[
+        ("-d", "name", Names::Device),
+        ("-d", "file", Names::WrittenFile),
+        ("-l", "logdev", Names::Device),
+        ("-l", "name", Names::Device),
+        ("-l", "file", Names::WrittenFile),
+        ("-r", "rtdev", Names::Device),
+        ("-r", "name", Names::Device),
+        ("-r", "file", Names::WrittenFile),
+        ("-c", "options", Names::ReadFile),
+        ("-p", "", Names::ReadFile),
+    ],
+    mount: &[("logdev", Names::Device), ("rtdev", Names::Device)],
+    fsck: &[
+        ("-l logdev", "-l"),
+        ("-l name", "-l"),
+        ("-r rtdev", "-r"),
+        ("-r name", "-r"),
+    ],
+};
+
+/// mkfs.btrfs(8) 6.x (every positional word is a further device) and the btrfs mount options.
+const BTRFS_NAMES: OptionNames = OptionNames {
+    short_with_value: "AbdlLmnORrsUu",
+    long_with_value: &[
+        "alloc-start",
+        "byte-count",
+        "checksum",
+        "compress",
+        "csum",
+        "data",
+        "device-uuid",
+        "features",
+        "inode-flags",
+        "label",
+        "leafsize",
+        "metadata",
+        "nodesize",
+        "rootdir",
+        "runtime-features",
+        "sectorsize",
+        "subvol",
+        "uuid",
+    ],
+    mkfs: &[
+        ("-r", "", Names::ReadFile),
+        ("--rootdir", "", Names::ReadFile),
+    ],
+    mount: &[("device", Names::Device)],
+    // btrfs check finds the other devices by scanning.
+    fsck: &[],
+};
+
+const NO_NAMES: OptionNames = OptionNames {
+    short_with_value: "",
+    long_with_value: &[],
+    mkfs: &[],
+    mount: &[],
+    fsck: &[],
+};
 
 /// ext2, ext3 and ext4 share e2fsprogs and differ only in the mkfs name and minimum size.
 const fn ext_driver(fs: FsType, name: &'static str, mkfs: &'static str, min_size: u64) -> Driver {
@@ -60,6 +179,7 @@ const fn ext_driver(fs: FsType, name: &'static str, mkfs: &'static str, min_size
         version_flag: "-V",
         package: "e2fsprogs",
         min_size,
+        names: &EXT_NAMES,
     }
 }
 
@@ -79,6 +199,7 @@ pub const DRIVERS: &[Driver] = &[
         version_flag: "-V",
         package: "xfsprogs",
         min_size: 300 << 20,
+        names: &XFS_NAMES,
     },
     Driver {
         fs: FsType::Btrfs,
@@ -91,6 +212,7 @@ pub const DRIVERS: &[Driver] = &[
         version_flag: "--version",
         package: "btrfs-progs",
         min_size: 128 << 20,
+        names: &BTRFS_NAMES,
     },
     Driver {
         fs: FsType::Tmpfs,
@@ -103,6 +225,7 @@ pub const DRIVERS: &[Driver] = &[
         version_flag: "",
         package: "",
         min_size: 0,
+        names: &NO_NAMES,
     },
 ];
 
@@ -191,12 +314,14 @@ impl Driver {
             .collect()
     }
 
-    /// The read-only fsck argument list for `device`.
-    pub fn fsck_args(&self, device: &str) -> Vec<String> {
+    /// The read-only fsck argument list for `device`, with `extra` (the external devices
+    /// mkfs was given) before it.
+    pub fn fsck_args(&self, extra: &[String], device: &str) -> Vec<String> {
         self.fsck
             .map(|(_, args)| args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             .unwrap_or_default()
             .into_iter()
+            .chain(extra.iter().cloned())
             .chain([device.to_string()])
             .collect()
     }
@@ -228,7 +353,7 @@ mod tests {
             ["-O", "^has_journal", "/dev/loop0"]
         );
         assert_eq!(
-            FsType::Btrfs.driver().fsck_args("/dev/loop1"),
+            FsType::Btrfs.driver().fsck_args(&[], "/dev/loop1"),
             ["check", "--readonly", "/dev/loop1"]
         );
     }

@@ -257,6 +257,25 @@ pub struct Suite {
     /// The free-space probe again after each run's phases (`--probe-after-run`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe_after: bool,
+    /// Devices besides the target that mkfs or mount options may name (`--extra-device`):
+    /// fsbench writes to no other.
+    #[serde(
+        default,
+        rename = "extra_device",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub extra_devices: Vec<ExtraDevice>,
+}
+
+/// A device the user consented to, besides the target: an external log or journal, a further
+/// btrfs device. It is checked as the target is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraDevice {
+    pub path: std::path::PathBuf,
+    /// Overwrite it even when it carries a filesystem or partition table (`--force-extra-device`).
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// When `--runs auto` stops: after at least [`AutoRuns::MIN_RUNS`] rounds, once every primary
@@ -337,6 +356,7 @@ impl Default for Suite {
             age: None,
             fill: Vec::new(),
             probe_after: false,
+            extra_devices: Vec::new(),
         }
     }
 }
@@ -419,6 +439,11 @@ impl Suite {
         }
         if self.workloads.is_empty() {
             return Err(invalid("the suite has no workloads"));
+        }
+        if !self.extra_devices.is_empty() && !self.target.makes_filesystems() {
+            return Err(invalid(
+                "--extra-device applies only where fsbench makes filesystems, not to --dir",
+            ));
         }
         for w in &self.workloads {
             w.validate()?;
@@ -563,6 +588,37 @@ mod tests {
         };
         s.runs = 0;
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn extra_devices_in_a_suite_file() {
+        let toml = "[[extra_device]]\npath = \"/dev/loop3\"\n\
+                    [[extra_device]]\npath = \"/dev/loop4\"\nforce = true\n";
+        let suite: Suite = toml::from_str(toml).unwrap();
+        assert_eq!(
+            suite.extra_devices,
+            [
+                ExtraDevice {
+                    path: "/dev/loop3".into(),
+                    force: false
+                },
+                ExtraDevice {
+                    path: "/dev/loop4".into(),
+                    force: true
+                }
+            ]
+        );
+        assert!(
+            toml::from_str::<Suite>("[[extra_device]]\npath = \"/x\"\nforse = true\n").is_err()
+        );
+        let dir = Suite {
+            target: TargetSpec::Dir {
+                path: "/tmp".into(),
+            },
+            workloads: Suite::default_workloads(),
+            ..suite
+        };
+        assert!(dir.validate().unwrap_err().to_string().contains("--dir"));
     }
 
     #[test]

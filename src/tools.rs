@@ -46,29 +46,100 @@ pub struct ToolRun {
 
 /// Runs `program args...` to completion with stdin closed, capturing stdout and stderr together.
 pub fn run(program: &Path, args: &[String]) -> anyhow::Result<ToolRun> {
+    run_with(program, args, None)
+}
+
+/// [`run`] with `dir` as the working directory: mkfs and mount run in an empty directory,
+/// so that no relative path in their options reaches anything.
+pub fn run_in(program: &Path, args: &[String], dir: &Path) -> anyhow::Result<ToolRun> {
+    run_with(program, args, Some(dir))
+}
+
+fn run_with(program: &Path, args: &[String], dir: Option<&Path>) -> anyhow::Result<ToolRun> {
     let start = Instant::now();
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let out = command
         .output()
         .with_context(|| format!("cannot start {}", program.display()))?;
-    let elapsed = start.elapsed();
+    Ok(tool_run(&out, start.elapsed()))
+}
+
+fn tool_run(out: &std::process::Output, elapsed: Duration) -> ToolRun {
     let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
     output.push_str(&String::from_utf8_lossy(&out.stderr));
-    Ok(ToolRun {
+    ToolRun {
         success: out.status.success(),
         code: out.status.code(),
         signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
         output,
         elapsed,
-    })
+    }
+}
+
+/// [`run`] for a tool that may wait on a device (blkid probing every device): killed, and an
+/// error, after `limit`.
+pub fn run_within(program: &Path, args: &[String], limit: Duration) -> anyhow::Result<ToolRun> {
+    use std::io::Read;
+    let start = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", program.display()))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!(
+                "`{} {}` did not finish within {} s",
+                program.display(),
+                args.join(" "),
+                limit.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
+    Ok(tool_run(&out, start.elapsed()))
 }
 
 /// Like [`run`], but a non-zero exit is an error carrying the command line and its output. A
 /// tool ended by SIGINT, SIGTERM or SIGHUP was interrupted with fsbench (Ctrl-C reaches the
 /// whole process group): that is an interruption, not a failure of the tool.
 pub fn run_ok(program: &Path, args: &[String]) -> anyhow::Result<ToolRun> {
-    let result = run(program, args)?;
+    checked(program, args, run(program, args)?)
+}
+
+/// [`run_ok`] with `dir` as the working directory (see [`run_in`]).
+pub fn run_ok_in(program: &Path, args: &[String], dir: &Path) -> anyhow::Result<ToolRun> {
+    checked(program, args, run_in(program, args, dir)?)
+}
+
+fn checked(program: &Path, args: &[String], result: ToolRun) -> anyhow::Result<ToolRun> {
     if result
         .signal
         .is_some_and(|s| [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&s))

@@ -13,42 +13,33 @@ use common::*;
 /// A loop-mounted filesystem made for one test, unmounted and detached when dropped.
 struct Mounted {
     mnt: PathBuf,
-    dev: String,
-    _dir: tempfile::TempDir,
+    _mnt_dir: tempfile::TempDir,
+    _device: LoopDevice,
 }
 
 impl Mounted {
     fn new(fs: &str, size_mib: u64) -> Mounted {
-        let dir = tempdir();
-        let image = dir.path().join("image");
-        std::fs::File::create(&image)
-            .unwrap()
-            .set_len(size_mib << 20)
-            .unwrap();
-        let out = run(Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&image));
-        assert!(out.status.success(), "losetup: {}", text(&out.stderr));
-        let dev = text(&out.stdout).trim().to_string();
+        let device = LoopDevice::blank(size_mib);
+        let dev = &device.dev;
         let force = if fs.starts_with("ext") { "-F" } else { "-f" };
-        let st = status(Command::new(format!("mkfs.{fs}")).args([force, "-q", &dev]));
+        let st = status(Command::new(format!("mkfs.{fs}")).args([force, "-q", dev]));
         assert!(st.success(), "mkfs.{fs}");
-        let mnt = dir.path().join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        let st = status(Command::new("mount").arg(&dev).arg(&mnt));
+        let mnt_dir = tempdir();
+        let mnt = mnt_dir.path().to_path_buf();
+        let st = status(Command::new("mount").arg(dev).arg(&mnt));
         assert!(st.success(), "mount");
         Mounted {
             mnt,
-            dev,
-            _dir: dir,
+            _mnt_dir: mnt_dir,
+            _device: device,
         }
     }
 }
 
 impl Drop for Mounted {
+    /// Unmounted before its loop device (a field, dropped after this) is detached.
     fn drop(&mut self) {
         status(Command::new("umount").arg(&self.mnt));
-        status(Command::new("losetup").args(["-d", &self.dev]));
     }
 }
 

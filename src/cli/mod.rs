@@ -28,7 +28,7 @@ use crate::runner::{
 };
 use crate::stats::compare::{self, Column};
 use crate::store::Store;
-use crate::suite::{DEFAULT_PURPOSE, FsConfig, Suite};
+use crate::suite::{DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
 use crate::testbed::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
 use crate::units::parse_size;
@@ -211,9 +211,20 @@ struct RunArgs {
     /// Make the filesystems on this block device (or image file); ALL ITS DATA IS LOST
     #[arg(long, value_name = "DEVICE", conflicts_with_all = ["image_dir", "image_size"])]
     device: Option<PathBuf>,
-    /// Overwrite a device that carries a filesystem or partition table
+    /// Overwrite the --device that carries a filesystem or partition table (that device
+    /// alone: a device named inside mkfs or mount options needs --force-extra-device)
     #[arg(long)]
     force: bool,
+    /// Let mkfs and mount options write to this device too (xfs `-l logdev=`, `-r rtdev=`,
+    /// ext4 `-J device=`, a further btrfs device); it is checked as --device is. Any other
+    /// device or file named in the options, by path, relative path, UUID= or LABEL=, is
+    /// refused. Repeatable
+    #[arg(long, value_name = "DEVICE")]
+    extra_device: Vec<PathBuf>,
+    /// --extra-device that may be overwritten even though it carries a filesystem or
+    /// partition table. Repeatable
+    #[arg(long, value_name = "DEVICE")]
+    force_extra_device: Vec<PathBuf>,
     /// Directory for the loop images [default: /var/tmp]
     #[arg(long, value_name = "DIR")]
     image_dir: Option<PathBuf>,
@@ -270,7 +281,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "probe_after_run"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "probe_after_run"])]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
@@ -360,7 +371,7 @@ impl RunArgs {
             };
         } else if let Some(device) = &self.device {
             suite.target = TargetSpec::Device {
-                path: device.clone(),
+                path: absolute(device),
                 force: self.force,
                 loop_cache: false,
             };
@@ -386,6 +397,14 @@ impl RunArgs {
                     ));
                 }
             }
+        }
+        let extra = self.extra_device.iter().map(|p| (p, false));
+        let forced = self.force_extra_device.iter().map(|p| (p, true));
+        for (path, force) in extra.chain(forced) {
+            suite.extra_devices.push(ExtraDevice {
+                path: absolute(path),
+                force,
+            });
         }
         if self.force {
             match &mut suite.target {

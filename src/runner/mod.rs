@@ -22,7 +22,7 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::stack::{self, SuiteTestbed};
-use crate::testbed::{Target, TargetSpec, device, mounts};
+use crate::testbed::{Target, TargetSpec, device, mounts, named};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
@@ -204,11 +204,11 @@ pub(crate) fn run_suite(
     suite.validate()?;
     let (configs, skipped) = resolve_configs(suite)?;
     let configs = prepare::expand(configs, suite);
-    let force = matches!(suite.target, TargetSpec::Device { force: true, .. });
-    for (config, _) in &configs {
-        let words = config.mkfs.iter().map(String::as_str);
-        device::check_option_devices(words.chain([config.mount.as_str()]), force)?;
-    }
+    named::check(
+        configs.iter().map(|(c, _)| c),
+        &suite.target,
+        &suite.extra_devices,
+    )?;
     for s in &skipped {
         observer.config_skipped(s);
     }

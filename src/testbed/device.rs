@@ -82,7 +82,7 @@ pub enum DeviceKind {
     ImageFile,
 }
 
-fn refused(path: &Path, reason: impl Into<String>) -> anyhow::Error {
+pub(super) fn refused(path: &Path, reason: impl Into<String>) -> anyhow::Error {
     FsbenchError::Refused {
         path: path.to_path_buf(),
         reason: reason.into(),
@@ -110,59 +110,10 @@ fn mounted(device_node: &Path) -> Option<PathBuf> {
         .map(|(_, _, target)| target)
 }
 
-/// Option names whose value is a device mkfs or mount writes to (xfs's external log and
-/// realtime devices, ext4's external journal, btrfs's extra devices).
-const DEVICE_OPTIONS: &[&str] = &["logdev", "rtdev", "device", "journal_path", "journal_dev"];
-
-/// Checks every device named inside mkfs arguments or mount options as `--device` is checked
-/// (mounted, in use, or without `force` holding a signature: refused), so that an option such
-/// as `-l logdev=/dev/sdb` cannot write to a device fsbench was not given. A value of a device
-/// option that is not a block device (a regular file, say) is refused too.
-pub fn check_option_devices<'a>(
-    words: impl IntoIterator<Item = &'a str>,
-    force: bool,
-) -> anyhow::Result<()> {
-    for word in words {
-        for item in word.split(',') {
-            let (key, value) = item.split_once('=').unwrap_or(("", item));
-            if !value.starts_with('/') {
-                continue;
-            }
-            let path = Path::new(value);
-            let is_block = path
-                .metadata()
-                .is_ok_and(|m| m.file_type().is_block_device());
-            if is_block || value.starts_with("/dev/") {
-                if !is_block {
-                    return Err(refused(
-                        path,
-                        "named in mkfs or mount options, but not a block device",
-                    ));
-                }
-                check_device(path, force).map_err(|e| match e.downcast::<FsbenchError>() {
-                    Ok(FsbenchError::Refused { path, reason }) => refused(
-                        &path,
-                        format!("{reason} (it is named in the mkfs or mount options)"),
-                    ),
-                    Ok(other) => other.into(),
-                    Err(e) => e,
-                })?;
-            } else if DEVICE_OPTIONS.contains(&key.trim_start_matches('-')) {
-                return Err(refused(
-                    path,
-                    format!(
-                        "`{key}=` in the mkfs or mount options names a device, and this is not one"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Refuses a device that is mounted, holds the root filesystem, is in use, or (without
-/// `force`) carries a filesystem or partition-table signature.
-pub fn check_device(path: &Path, force: bool) -> anyhow::Result<DeviceKind> {
+/// `force`) carries a filesystem or partition-table signature; `force_flag` is the flag that
+/// would overwrite it, for the refusal to name.
+pub fn check_device(path: &Path, force: bool, force_flag: &str) -> anyhow::Result<DeviceKind> {
     let meta = path
         .metadata()
         .map_err(|e| refused(path, format!("cannot access it: {e}")))?;
@@ -236,7 +187,7 @@ pub fn check_device(path: &Path, force: bool) -> anyhow::Result<DeviceKind> {
     if !force && let Some(signature) = signature(path)? {
         return Err(refused(
             path,
-            format!("blkid finds an existing {signature} on it; pass --force to overwrite it"),
+            format!("blkid finds an existing {signature} on it; pass {force_flag} to overwrite it"),
         ));
     }
     Ok(kind)

@@ -4,6 +4,7 @@
 pub(crate) mod device;
 pub(crate) mod loopdev;
 pub mod mounts;
+pub(crate) mod named;
 pub mod scratch;
 pub(crate) mod stack;
 
@@ -129,7 +130,7 @@ impl Target {
                 (dir.clone(), size, None)
             }
             TargetSpec::Device { path, force, .. } => {
-                let kind = device::check_device(path, *force)?;
+                let kind = device::check_device(path, *force, "--force")?;
                 let size = device_size(path)?;
                 check_image_size(size, need, fs_types)?;
                 (default_image_dir(), size, Some(kind))
@@ -149,8 +150,13 @@ impl Target {
             }
         };
         let scratch = Scratch::create(&parent)?;
+        let mut spec = spec.clone();
+        // The tools run in an empty directory: a relative device path would name nothing.
+        if let TargetSpec::Device { path, .. } = &mut spec {
+            *path = std::path::absolute(&*path)?;
+        }
         Ok(Target {
-            spec: spec.clone(),
+            spec,
             scratch,
             templates: Vec::new(),
             image_size,
@@ -226,7 +232,9 @@ impl Target {
         let run_dir = self.scratch.path().join(format!("run{}", self.runs));
         std::fs::create_dir(&run_dir)
             .with_context(|| format!("cannot create {}", run_dir.display()))?;
+        let tool_dir = run_dir.join("empty");
         let mut fresh = FreshFs {
+            tool_dir: tool_dir.clone(),
             run_dir: run_dir.clone(),
             root: run_dir.clone(),
             root_fd: None,
@@ -236,6 +244,10 @@ impl Target {
             image: None,
             fs: config.fs,
             fsck: tools.fsck.clone(),
+            fsck_extra: config
+                .fs
+                .map(|fs| named::fsck_args(fs, &config.mkfs))
+                .unwrap_or_default(),
             mkfs_secs: None,
             mkfs_command: None,
             mount_args: Vec::new(),
@@ -257,6 +269,10 @@ impl Target {
             return Ok(fresh);
         };
         // From here on, anything that fails is undone by FreshFs's Drop.
+        // mkfs, mount and fsck run in an empty directory of their own, so that no relative
+        // path in their options reaches anything.
+        std::fs::create_dir(&tool_dir)
+            .with_context(|| format!("cannot create {}", tool_dir.display()))?;
         let direct_io = self.spec.loop_direct_io();
         let mut loop_fallback = None;
         let device = if fs == FsType::Tmpfs {
@@ -293,7 +309,7 @@ impl Target {
             let args = fs
                 .driver()
                 .mkfs_args(&config.mkfs, &dev.display().to_string());
-            let run = tools::run_ok(mkfs, &args)?;
+            let run = tools::run_ok_in(mkfs, &args, &tool_dir)?;
             fresh.mkfs_secs = Some(run.elapsed.as_secs_f64());
             fresh.mkfs_command = Some(format!("{} {}", mkfs.display(), args.join(" ")));
         }
@@ -318,7 +334,8 @@ impl Target {
         }
         args.extend([source.clone(), mnt.display().to_string()]);
         let mount = tools::require("mount", "mount")?;
-        tools::run_ok(&mount, &args).context("mount failed (are the mount options valid?)")?;
+        tools::run_ok_in(&mount, &args, &tool_dir)
+            .context("mount failed (are the mount options valid?)")?;
         fresh.mount_args = args;
         fresh.mountpoint = Some(mnt.clone());
         let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;
@@ -427,6 +444,8 @@ pub struct Teardown {
 pub struct FreshFs {
     /// Everything of this run lives below it: image, mount point or work tree.
     run_dir: PathBuf,
+    /// The empty directory mkfs, mount and fsck run in.
+    tool_dir: PathBuf,
     /// The directory workloads run in (the mount point, or `run_dir` for a directory target).
     root: PathBuf,
     root_fd: Option<OwnedFd>,
@@ -436,6 +455,8 @@ pub struct FreshFs {
     image: Option<PathBuf>,
     fs: Option<FsType>,
     fsck: Option<PathBuf>,
+    /// fsck's arguments naming the external devices mkfs was given.
+    fsck_extra: Vec<String>,
     pub mkfs_secs: Option<f64>,
     pub mkfs_command: Option<String>,
     /// `mount`'s arguments, for mounting again after a checkpoint.
@@ -512,7 +533,8 @@ impl FreshFs {
         }
         let teardown = self.unmount_and_check()?;
         let mount = tools::require("mount", "mount")?;
-        tools::run_ok(&mount, &self.mount_args).context("mounting again failed")?;
+        tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)
+            .context("mounting again failed")?;
         self.mountpoint = Some(mnt.clone());
         self.root_fd = Some(open_dir(&mnt)?);
         Ok(Some(teardown))
@@ -529,7 +551,10 @@ impl FreshFs {
             teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
         }
         if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
-            let run = tools::run(fsck, &fs.driver().fsck_args(&dev.display().to_string()))?;
+            let args = fs
+                .driver()
+                .fsck_args(&self.fsck_extra, &dev.display().to_string());
+            let run = tools::run_in(fsck, &args, &self.tool_dir)?;
             teardown.fsck = Some(FsckOutcome {
                 clean: run.success,
                 secs: run.elapsed.as_secs_f64(),

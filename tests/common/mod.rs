@@ -297,3 +297,35 @@ pub fn image_run_json(
     let doc = json(&out);
     (out, doc)
 }
+
+/// A loop device attached for a test over a blank image of its own, detached when dropped.
+pub struct LoopDevice {
+    pub dev: String,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopDevice {
+    /// A blank (sparse) image of `mib` MiB, attached.
+    pub fn blank(mib: u64) -> LoopDevice {
+        let dir = tempdir();
+        let image = dir.path().join("image");
+        std::fs::File::create(&image)
+            .unwrap()
+            .set_len(mib << 20)
+            .unwrap();
+        let out = run(Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&image));
+        assert!(out.status.success(), "losetup: {}", text(&out.stderr));
+        LoopDevice {
+            dev: text(&out.stdout).trim().to_string(),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        status(Command::new("losetup").args(["-d", &self.dev]));
+    }
+}
