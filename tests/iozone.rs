@@ -92,6 +92,25 @@ fn every_cell_moves_its_file_on_every_thread() {
         .stdout,
     );
     let lines: Vec<&str> = export.lines().collect();
+    // The normal table names every column it fills, pwrite and pread too, above its data.
+    let header = lines
+        .iter()
+        .position(|l| l.contains("reclen"))
+        .expect("normal table header");
+    assert!(
+        lines[header]
+            .trim_end()
+            .ends_with("pwrite repwrite   pread  repread"),
+        "{}",
+        lines[header]
+    );
+    assert_eq!(
+        lines[header].trim_end().len(),
+        lines[header + 1].trim_end().len(),
+        "{}\n{}",
+        lines[header],
+        lines[header + 1]
+    );
     let writer = lines
         .iter()
         .position(|l| *l == "\"Writer report\"")

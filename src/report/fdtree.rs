@@ -51,10 +51,17 @@ pub fn date() -> String {
 
 /// The TIME IN, OUT, TOTAL block of one phase; `tin` and `tout` are seconds since the start.
 pub fn phase_block(phase: usize, tin: f64, tout: f64, m: &PhaseMeasurement) -> String {
-    let total = m.elapsed_secs();
     let rate = m.ops_per_sec();
     let mut out = String::new();
-    let times = format!("{tin:.3}, {tout:.3}, {total:.3}");
+    // In whole milliseconds, so that TOTAL is OUT − IN as printed, as fdtree's is.
+    let (tin_ms, tout_ms) = ((tin * 1e3).round() as i64, (tout * 1e3).round() as i64);
+    let ms = |v: i64| v as f64 / 1e3;
+    let times = format!(
+        "{:.3}, {:.3}, {:.3}",
+        ms(tin_ms),
+        ms(tout_ms),
+        ms(tout_ms - tin_ms)
+    );
     match phase {
         tree::DIR_CREATE => {
             let _ = writeln!(out, "DIRECTORY CREATE TIME IN, OUT, TOTAL = {times}");
@@ -116,5 +123,8 @@ mod tests {
         );
         assert!(b.contains("File creates per second      =  4000.0"), "{b}");
         assert!(b.contains("KiB per second               =  16000.0"), "{b}");
+        // Rounded apart, IN and OUT still give TOTAL by subtraction (not 0.008).
+        let b = phase_block(tree::FILE_CREATE, 0.0136, 0.0214, &m);
+        assert!(b.contains("= 0.014, 0.021, 0.007\n"), "{b}");
     }
 }

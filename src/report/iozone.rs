@@ -165,6 +165,41 @@ fn normal_table(out: &mut String, m: &Matrix<'_>, config: &str) {
         })
         .collect();
     let last_group = tests.iter().map(|t| t.1).max().unwrap_or(0).max(8);
+    // IOzone does not name the pwrite and pread columns; fsbench does, above their data.
+    if last_group > 8 {
+        let ran = |group: u8| tests.iter().any(|t| t.1 == group);
+        let titled = out.lines().last().map_or(0, |l| l.chars().count());
+        let start = 24
+            + (0..9)
+                .map(|g| match GROUPS[g] {
+                    (widths, _) if ran(g as u8) => widths.iter().sum::<usize>(),
+                    (_, blank) => blank,
+                })
+                .sum::<usize>();
+        let mut names = String::new();
+        for (group, labels) in [(9, ["pwrite", "repwrite"]), (10, ["pread", "repread"])] {
+            if group > last_group as usize {
+                break;
+            }
+            match GROUPS[group] {
+                (widths, _) if ran(group as u8) => {
+                    for (label, width) in labels.iter().zip(widths.iter()) {
+                        let _ = write!(names, "{label:>width$}");
+                    }
+                }
+                (_, blank) => {
+                    let _ = write!(names, "{:blank$}", "");
+                }
+            }
+        }
+        out.pop();
+        let _ = writeln!(
+            out,
+            "{:pad$}{names}",
+            "",
+            pad = start.saturating_sub(titled)
+        );
+    }
     for f in &m.rows {
         for rec in &m.cols {
             let rate = |group: u8, index: usize| {
