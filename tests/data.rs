@@ -356,6 +356,15 @@ fn ffsb_profile_runs_with_operation_counts_near_the_weights() {
     assert_eq!(calls("stat"), stat);
     assert!((4.0 * create..=16.0 * create).contains(&calls("create")));
     let all_calls = calls("read") + calls("write") + calls("create") + calls("stat");
+    // The phase's rate counts operations and says so; FFSB's transactions/s is its own.
+    let rate_unit = doc["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phase"] == "run" && s["metric"] == "rate")
+        .map(|s| s["unit"].clone());
+    assert_eq!(rate_unit, Some("operations/s".into()));
+    assert!(mean(&doc, "ext4", "run", "transactions/s").is_some());
     let share = mean(&doc, "ext4", "run", "read % trans").unwrap();
     assert!(
         (share - 100.0 * calls("read") / all_calls).abs() < 1e-9,

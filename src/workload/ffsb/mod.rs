@@ -38,7 +38,9 @@ const SETUP_PHASE: PhaseInfo = PhaseInfo::fixed("setup", "files", true);
 const REMOVE_PHASE: PhaseInfo = PhaseInfo::fixed("remove", "entries", false);
 pub const PHASES: &[PhaseInfo] = &[
     SETUP_PHASE,
-    PhaseInfo::fixed("run", "transactions", true),
+    // Operations run, one per weighted choice: FFSB's "transactions" count blocks, and its
+    // `transactions/s` figure keeps that name and meaning.
+    PhaseInfo::fixed("run", "operations", true),
     REMOVE_PHASE,
 ];
 /// `time=0` without `num_ops`: FFSB only builds the file set ("Setup complete, exiting").
