@@ -97,6 +97,9 @@ enum Command {
         /// significance
         #[arg(long)]
         equal_footing: bool,
+        /// Rank each workload (a family of disciplines) on its own, then all together
+        #[arg(long)]
+        per_workload: bool,
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {

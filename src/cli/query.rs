@@ -130,6 +130,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         Command::Rank {
             columns,
             equal_footing,
+            per_workload,
         } => {
             use crate::stats::rank::{Placing, rank};
             let (suites, columns) = load_columns(&store, columns)?;
@@ -138,7 +139,20 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             } else {
                 Placing::Significance
             };
-            write_stdout(&report::rank::render(&rank(&suites, columns, placing)))?;
+            let ranking = rank(&suites, columns, placing);
+            let mut text = String::new();
+            if *per_workload {
+                for workload in ranking.workloads() {
+                    let family = ranking.of_workload(workload);
+                    text.push_str(&format!(
+                        "== {workload} ==\n{}\n",
+                        report::rank::render(&family)
+                    ));
+                }
+                text.push_str("== All workloads ==\n");
+            }
+            text.push_str(&report::rank::render(&ranking));
+            write_stdout(&text)?;
         }
         Command::Export { id, format, output } => {
             let result = store.load(*id)?;

@@ -117,6 +117,42 @@ fn groups(
     groups
 }
 
+impl Ranking {
+    /// The workloads ranked, in the order of their first discipline.
+    pub fn workloads(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for d in &self.disciplines {
+            if !out.contains(&d.key.workload.as_str()) {
+                out.push(&d.key.workload);
+            }
+        }
+        out
+    }
+
+    /// The ranking in one workload's disciplines alone (one family, as the seed article
+    /// ranked the IOzone tests and the shell loops apart): places are per discipline, so
+    /// only the totals change.
+    pub fn of_workload(&self, workload: &str) -> Ranking {
+        let disciplines: Vec<Discipline> = (self.disciplines.iter())
+            .filter(|d| d.key.workload == workload)
+            .cloned()
+            .collect();
+        let totals = (0..self.columns.len())
+            .map(|c| {
+                (disciplines.iter())
+                    .filter_map(|d| d.entries[c].map(|e| e.2))
+                    .sum()
+            })
+            .collect();
+        Ranking {
+            placing: self.placing,
+            columns: self.columns.clone(),
+            disciplines,
+            totals,
+        }
+    }
+}
+
 pub fn rank(suites: &[SuiteResult], columns: Vec<Column>, placing: Placing) -> Ranking {
     let mut totals = vec![0.0; columns.len()];
     let keys = figure_keys(suites, &columns);
@@ -216,6 +252,22 @@ mod tests {
             Placing::EqualFooting,
         );
         assert_eq!(r.disciplines.len(), 2, "time is not a discipline");
+        // One family alone: p2's points only.
+        let mut other = s.clone();
+        for f in &mut other.summaries {
+            if f.phase == "p2" {
+                f.workload = "w2".into();
+            }
+        }
+        let two = rank(
+            std::slice::from_ref(&other),
+            cols.clone(),
+            Placing::EqualFooting,
+        );
+        assert_eq!(two.workloads(), ["w", "w2"]);
+        assert_eq!(two.of_workload("w2").totals, [1.5, 1.5, 3.0]);
+        assert_eq!(two.of_workload("w").totals, [3.0, 2.0, 1.0]);
+        assert_eq!(two.totals, r.totals);
         // p1: a 3, b 2, c 1. p2: c 3, a and b tie for places 2-3: 1.5 each.
         assert_eq!(r.totals, [4.5, 3.5, 4.0]);
         assert_eq!(r.disciplines[1].entries[0], Some((5.0, 2.5, 1.5)));
