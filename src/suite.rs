@@ -27,6 +27,9 @@ pub struct FsConfig {
     /// Percent of the space filled before the phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fill: Option<u8>,
+    /// The I/O scheduler set on the device's queue for each run (`bfq`, `mq-deadline`...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -41,6 +44,7 @@ struct RawFsConfig {
     mount: String,
     age: Option<String>,
     fill: Option<u8>,
+    sched: Option<String>,
 }
 
 /// mkfs arguments as one shell-quoted string or as a list.
@@ -72,9 +76,11 @@ impl TryFrom<RawFsConfig> for FsConfig {
                 mount: raw.mount,
                 age: None,
                 fill: None,
+                sched: None,
             },
         };
         config.prepared(raw.age, raw.fill, raw.label.is_some());
+        config.scheduled(raw.sched, raw.label.is_some());
         Ok(config)
     }
 }
@@ -112,7 +118,16 @@ impl FsConfig {
             mount,
             age: None,
             fill: None,
+            sched: None,
         }
+    }
+
+    /// Sets the I/O scheduler; a label fsbench made says it.
+    pub fn scheduled(&mut self, sched: Option<String>, labelled: bool) {
+        if let (Some(s), false) = (&sched, labelled) {
+            self.label.push_str(&format!(" sched={s}"));
+        }
+        self.sched = sched;
     }
 
     /// Sets the aging profile and fill level; a label fsbench made says them, so that an aged
@@ -139,12 +154,13 @@ impl FsConfig {
             mount: String::new(),
             age: None,
             fill: None,
+            sched: None,
         }
     }
 
     /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or
-    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:label=NAME` (one configuration; any
-    /// key may be left out).
+    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:label=NAME` (one
+    /// configuration; any key may be left out).
     pub fn parse_cli(text: &str) -> anyhow::Result<Vec<FsConfig>> {
         let Some((fs, rest)) = text.split_once(':') else {
             return text
@@ -162,13 +178,14 @@ impl FsConfig {
         };
         let fs: FsType = fs.parse()?;
         let (mut mkfs, mut mount, mut label) = (None, None, None);
-        let (mut age, mut fill) = (None, None);
+        let (mut age, mut fill, mut sched) = (None, None, None);
         for (key, value) in split_keyed(rest)? {
             let slot = match key {
                 "mkfs" => &mut mkfs,
                 "mount" => &mut mount,
                 "age" => &mut age,
                 "fill" => &mut fill,
+                "sched" => &mut sched,
                 _ => &mut label,
             };
             if slot.replace(value.to_string()).is_some() {
@@ -181,6 +198,7 @@ impl FsConfig {
         let labelled = label.is_some();
         let mut config = FsConfig::new(fs, mkfs, mount.unwrap_or_default(), label);
         config.prepared(age, fill, labelled);
+        config.scheduled(sched, labelled);
         Ok(vec![config])
     }
 }
@@ -188,11 +206,11 @@ impl FsConfig {
 /// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
 /// so values may contain `=`, `,` and other colons.
 fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
-    const KEYS: [&str; 5] = ["mkfs=", "mount=", "label=", "age=", "fill="];
+    const KEYS: [&str; 6] = ["mkfs=", "mount=", "label=", "age=", "fill=", "sched="];
     let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
     let Some(first) = starts_key(text) else {
         return Err(invalid(format!(
-            "in --fs, expected mkfs=, mount=, age=, fill= or label= after the filesystem, found `{text}`"
+            "in --fs, expected mkfs=, mount=, age=, fill=, sched= or label= after the filesystem, found `{text}`"
         )));
     };
     let mut out = Vec::new();
@@ -254,6 +272,9 @@ pub struct Suite {
     /// Fill levels (percent, `--fill 0,50,90`): each configuration is measured at each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fill: Vec<u8>,
+    /// I/O schedulers (`--sched mq-deadline,bfq`): each configuration runs under each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sched: Vec<String>,
     /// The free-space probe again after each run's phases (`--probe-after-run`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe_after: bool,
@@ -355,6 +376,7 @@ impl Default for Suite {
             max_cv_percent: default_max_cv(),
             age: None,
             fill: Vec::new(),
+            sched: Vec::new(),
             probe_after: false,
             extra_devices: Vec::new(),
         }
@@ -439,6 +461,25 @@ impl Suite {
         }
         if self.workloads.is_empty() {
             return Err(invalid("the suite has no workloads"));
+        }
+        let no_queue = |c: &&FsConfig| {
+            !self.target.makes_filesystems() || c.fs == Some(crate::drivers::FsType::Tmpfs)
+        };
+        if !self.sched.is_empty() && !self.target.makes_filesystems() {
+            return Err(invalid(
+                "--sched needs a block device (a loop image or --device); --dir has no I/O queue",
+            ));
+        }
+        if let Some(c) = self
+            .configs
+            .iter()
+            .filter(|c| c.sched.is_some())
+            .find(no_queue)
+        {
+            return Err(invalid(format!(
+                "`{}`: sched= needs a block device (a loop image or --device); tmpfs and --dir have no I/O queue",
+                c.label
+            )));
         }
         if !self.extra_devices.is_empty() && !self.target.makes_filesystems() {
             return Err(invalid(

@@ -252,6 +252,11 @@ struct RunArgs {
     /// at each level, on a filesystem filled with a deterministic file set
     #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = crate::aging::parse_fill)]
     fill: Vec<u8>,
+    /// Run each configuration under each of these I/O schedulers of its device's queue
+    /// (e.g. mq-deadline,bfq), set before each run and put back after; one configuration
+    /// takes `FS:sched=NAME`
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    sched: Vec<String>,
     /// Probe the free space again after each run's phases, before its filesystem is
     /// unmounted (fallocate, count the pieces, remove), as after aging
     #[arg(long)]
@@ -284,7 +289,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "probe_after_run"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "probe_after_run"])]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
@@ -354,6 +359,9 @@ impl RunArgs {
         }
         if !self.fill.is_empty() {
             suite.fill = self.fill.clone();
+        }
+        if !self.sched.is_empty() {
+            suite.sched = self.sched.clone();
         }
         if self.probe_after_run {
             suite.probe_after = true;

@@ -29,7 +29,13 @@ pub(crate) fn fresh_for_run(
     record: &mut RunRecord,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<FreshFs> {
-    let (fresh, preparation) = fresh_fs(target, preparer, what, observer)?;
+    let (mut fresh, preparation) = fresh_fs(target, preparer, what, observer)?;
+    if let Some(name) = &what.resolved.0.sched {
+        let set = fresh.set_scheduler(name)?;
+        if let Some(testbed) = record.testbed.as_mut() {
+            testbed.scheduler = Some(set);
+        }
+    }
     record.preparation = preparation;
     record.mkfs_secs = fresh.mkfs_secs;
     record.mount_options = fresh.mount_options.clone();

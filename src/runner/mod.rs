@@ -40,6 +40,28 @@ type Resolved = (FsConfig, Toolset);
 /// Resolves the configurations to run: the suite's own (their tools must exist), or the
 /// default filesystems whose tools are installed, listing the others as skipped.
 fn resolve_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)> {
+    let (configs, skipped) = suite_configs(suite)?;
+    if suite.sched.is_empty() {
+        return Ok((configs, skipped));
+    }
+    // `--sched a,b`: every configuration under each scheduler (tmpfs has no queue).
+    let mut each = Vec::new();
+    for (config, tools) in configs {
+        if config.fs == Some(FsType::Tmpfs) || config.sched.is_some() {
+            each.push((config, tools));
+            continue;
+        }
+        for name in &suite.sched {
+            let mut scheduled = config.clone();
+            scheduled.scheduled(Some(name.clone()), false);
+            each.push((scheduled, tools.clone()));
+        }
+    }
+    Ok((each, skipped))
+}
+
+/// The suite's configurations, or the default ones whose tools are here.
+fn suite_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)> {
     if let TargetSpec::Dir { path } = &suite.target {
         let fstype = mounts::mount_containing(path).map_or("unknown".to_string(), |m| m.fstype);
         return Ok((

@@ -5,6 +5,7 @@ pub(crate) mod device;
 pub(crate) mod loopdev;
 pub mod mounts;
 pub(crate) mod named;
+pub mod queue;
 pub mod scratch;
 pub(crate) mod stack;
 
@@ -255,6 +256,7 @@ impl Target {
             source: String::new(),
             loop_info: None,
             copied: None,
+            scheduler: None,
         };
         let Some(fs) = config.fs else {
             let entry = mounts::mount_containing(&run_dir);
@@ -470,6 +472,8 @@ pub struct FreshFs {
     /// How the image was copied from a template (`reflink`, `sparse copy`) and how long it
     /// took; `None` for a freshly made filesystem.
     pub copied: Option<(&'static str, f64)>,
+    /// The I/O scheduler set for the run, put back before the device is let go.
+    scheduler: Option<queue::Scheduler>,
 }
 
 impl FreshFs {
@@ -485,6 +489,15 @@ impl FreshFs {
     /// The device the filesystem is on (none for tmpfs and directories).
     pub fn device(&self) -> Option<&Path> {
         self.device.as_deref()
+    }
+
+    /// Sets I/O scheduler `name` on the device's queue until the run ends; says what it did.
+    pub fn set_scheduler(&mut self, name: &str) -> anyhow::Result<String> {
+        let device = (self.device.clone()).context("sched= needs a block device")?;
+        let set = queue::Scheduler::set(&device, name)?;
+        let said = set.description.clone();
+        self.scheduler = Some(set);
+        Ok(said)
     }
 
     /// sync → unmount → fsck → `inspect(device)` → detach, keeping the image as `dest` (a
@@ -569,6 +582,9 @@ impl FreshFs {
         self.root_fd.take();
         if let Some(mnt) = self.mountpoint.take() {
             scratch::unmount(&mnt)?;
+        }
+        if let Some(mut scheduler) = self.scheduler.take() {
+            scheduler.restore()?;
         }
         if let Some(dev) = self.loop_device.take() {
             scratch::detach_loop(&dev)?;

@@ -167,6 +167,9 @@ pub struct RunTestbed {
     pub load_end: Option<LoadAverage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,
+    /// The I/O scheduler the run set (`bfq on /dev/loop3 (was mq-deadline)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 fn read_number<T: std::str::FromStr>(path: impl AsRef<Path>) -> Option<T> {
@@ -443,6 +446,7 @@ impl SuiteTestbed {
             load_start: load_average(),
             load_end: None,
             changed: self.stack.differences(&now),
+            scheduler: None,
         }
     }
 }
