@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod tarball;
 
 /// The fsbench binary with a private state directory, so `fsbench clean` in one test never
 /// touches another's suites, and a results database in this build's target directory rather
