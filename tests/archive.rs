@@ -303,3 +303,38 @@ fn a_million_entries_in_bounded_memory() {
     assert!(rss_mib < 32.0, "peak RSS {rss_mib:.1} MiB");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn an_archive_whose_name_holds_commas_is_read_as_a_file_name() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let tarball = dir.path().join("my,archive.tar");
+    let out = run(fsbench(state.path())
+        .args(["archive", "generate", "tiny", "-o"])
+        .arg(&tarball));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let out = run(fsbench(state.path())
+        .args(["archive", "extract"])
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&target));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(json(&out)[0]["ops"].as_u64().unwrap() > 0);
+    // The same name given to `run --archive`: a run of that file, named after it.
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = run(json_run(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args(["--runs", "1", "--dir"])
+        .arg(&work)
+        .arg("--archive")
+        .arg(&tarball));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("my,archive.tar"),
+        "{}",
+        text(&out.stdout)
+    );
+}
