@@ -277,3 +277,42 @@ fn purge_at(dir: BorrowedFd<'_>, name: &[u8]) -> Result<(), Errno> {
     }
     rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn purge_removes_a_tree_and_nothing_a_symlink_in_it_names() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), "precious").unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let top = base.path().join("run1");
+        for d in 0..300 {
+            std::fs::create_dir_all(top.join(format!("data/datadir{d}"))).unwrap();
+        }
+        std::fs::create_dir_all(top.join("a/b/c")).unwrap();
+        std::fs::write(top.join("a/b/c/f"), "x").unwrap();
+        std::fs::write(top.join("a/f"), "x").unwrap();
+        symlink(outside.path(), top.join("a/link")).unwrap();
+        symlink(outside.path().join("keep"), top.join("data/datadir7/l")).unwrap();
+        super::purge(&top).unwrap();
+        assert!(!top.exists());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("keep")).unwrap(),
+            "precious"
+        );
+        assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn purge_of_a_symlink_removes_nothing_it_names() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), "x").unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let link = base.path().join("run1");
+        symlink(outside.path(), &link).unwrap();
+        assert!(super::purge(&link).is_err());
+        assert!(outside.path().join("keep").exists());
+    }
+}

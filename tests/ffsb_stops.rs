@@ -215,7 +215,7 @@ fn enospc_after_many_entries_says_it_cleans_up_and_does_so_quickly() {
             .unwrap();
         let started = Instant::now();
         let out = wait_drained_within(child, Duration::from_secs(300));
-        // Making the entries and removing them take about 3 s each here.
+        // Making the entries and removing them take a few seconds each here.
         let took = started.elapsed();
         assert!(took < Duration::from_secs(60), "took {took:?}");
         let stderr = text(&out.stderr);
