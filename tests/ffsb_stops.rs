@@ -128,10 +128,17 @@ fn count_files(dir: &Path) -> usize {
     n
 }
 
-/// Runs `test` with a tmpfs of 256 MiB and `inodes` inodes mounted on a fresh directory,
-/// unmounted afterwards whatever happens.
-fn with_small_tmpfs(inodes: u64, test: impl FnOnce(&Path)) {
-    let dir = tempdir();
+/// As root: runs `test` with the FFSB profile `profile` written to a file and a tmpfs of
+/// 256 MiB and `inodes` inodes mounted on a fresh directory, unmounted afterwards whatever
+/// happens; `test` gets the mount point, a state directory and the profile's path. Afterwards
+/// the tmpfs must be empty: the run's directory and the scratch directory are gone.
+fn on_small_tmpfs(name: &str, inodes: u64, profile: &str, test: impl FnOnce(&Path, &Path, &Path)) {
+    if !can_run(name, &[]) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let path = state.path().join("profile.ffsb");
+    std::fs::write(&path, profile).unwrap();
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let options = format!("size=256m,nr_inodes={inodes}");
@@ -143,72 +150,46 @@ fn with_small_tmpfs(inodes: u64, test: impl FnOnce(&Path)) {
         )
         .success()
     );
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&mnt)));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        test(&mnt, state.path(), &path);
+        assert_empty(&mnt);
+    }));
     status(Command::new("umount").arg(&mnt));
     outcome.unwrap_or_else(|e| std::panic::resume_unwind(e));
 }
 
 #[test]
 fn a_file_set_with_more_entries_than_free_inodes_is_refused_at_once() {
-    if !can_run(
-        "a_file_set_with_more_entries_than_free_inodes_is_refused_at_once",
-        &[],
-    ) {
-        return;
-    }
     // The issue's profile: a hundred million directories on a 256 MiB tmpfs made three
     // million of them until ENOSPC, then took 79 s to remove them.
-    with_small_tmpfs(3_000_000, |mnt| {
-        let state = tempdir();
-        let profile = state.path().join("huge.ffsb");
-        std::fs::write(
-            &profile,
-            "time=1\n[filesystem0]\n\tnum_files=1000\n\tnum_dirs=100000000\n\
-             \tmin_filesize=4096\n\tmax_filesize=4096\n[end0]\n[threadgroup0]\n\
-             \tnum_threads=2\n\tread_weight=1\n\tread_size=4096\n\tread_blocksize=4096\n[end0]\n",
-        )
-        .unwrap();
+    let profile = "time=1\n[filesystem0]\n\tnum_files=1000\n\tnum_dirs=100000000\n\
+                   \tmin_filesize=4096\n\tmax_filesize=4096\n[end0]\n[threadgroup0]\n\
+                   \tnum_threads=2\n\tread_weight=1\n\tread_size=4096\n\tread_blocksize=4096\n[end0]\n";
+    let name = "a_file_set_with_more_entries_than_free_inodes_is_refused_at_once";
+    on_small_tmpfs(name, 3_000_000, profile, |mnt, state, profile| {
         let started = Instant::now();
-        let out = output_within(
-            &mut ffsb(state.path(), &profile, mnt),
-            Duration::from_secs(60),
-        );
+        let out = output_within(&mut ffsb(state, profile, mnt), Duration::from_secs(60));
         assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
         assert!(
             text(&out.stderr).contains("free inodes but the workloads need about 100,002,024"),
             "{}",
             text(&out.stderr)
         );
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            started.elapsed()
-        );
-        assert_empty(mnt);
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "{took:?}");
     });
 }
 
 #[test]
 fn enospc_after_many_entries_says_it_cleans_up_and_does_so_quickly() {
-    if !can_run(
-        "enospc_after_many_entries_says_it_cleans_up_and_does_so_quickly",
-        &[],
-    ) {
-        return;
-    }
     // Directories made in the timed run until the tmpfs has no inode left: no estimate
     // foresees that, so the run hits ENOSPC with 200,000 entries to remove.
-    with_small_tmpfs(200_000, |mnt| {
-        let state = tempdir();
-        let profile = state.path().join("mkdirs.ffsb");
-        std::fs::write(
-            &profile,
-            "time=600\n[filesystem0]\n\tnum_files=10\n\tmin_filesize=4096\n\
-             \tmax_filesize=4096\n[end0]\n[threadgroup0]\n\tnum_threads=2\n\
-             \tcreatedir_weight=1\n[end0]\n",
-        )
-        .unwrap();
-        let child = ffsb(state.path(), &profile, mnt)
+    let profile = "time=600\n[filesystem0]\n\tnum_files=10\n\tmin_filesize=4096\n\
+                   \tmax_filesize=4096\n[end0]\n[threadgroup0]\n\tnum_threads=2\n\
+                   \tcreatedir_weight=1\n[end0]\n";
+    let name = "enospc_after_many_entries_says_it_cleans_up_and_does_so_quickly";
+    on_small_tmpfs(name, 200_000, profile, |mnt, state, profile| {
+        let child = ffsb(state, profile, mnt)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -229,16 +210,5 @@ fn enospc_after_many_entries_says_it_cleans_up_and_does_so_quickly() {
             .position(|l| l.contains("error: filesystem full (ENOSPC)"))
             .unwrap();
         assert!(cleaning < failed, "{stderr}");
-        assert_empty(mnt);
     });
-}
-
-/// The tmpfs's root holds nothing: the run's directory and the scratch directory are gone.
-fn assert_empty(mnt: &Path) {
-    let left: Vec<_> = std::fs::read_dir(mnt)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
 }

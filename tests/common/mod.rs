@@ -118,6 +118,11 @@ pub fn assert_nothing_left(dir: &Path) {
         "left attached: {:?}",
         loops_below(dir)
     );
+    assert_empty(dir);
+}
+
+/// Asserts `dir` holds nothing.
+pub fn assert_empty(dir: &Path) {
     let entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
