@@ -444,20 +444,24 @@ pub fn run_groups(
                 }
             }
         }
-        // An interrupt only sets a flag; this wakes the threads asleep in `op_delay` for it.
-        // It ends when `stop` is set, by a failure or after the timed part.
-        let watcher = std::thread::Builder::new()
-            .name("ffsb-watch".into())
-            .stack_size(64 << 10)
-            .spawn_scoped(s, || {
-                while !shared.stop.load(Ordering::Relaxed) {
-                    if shared.progress.cancel.load(Ordering::Relaxed) {
-                        shared.halt();
+        // An interrupt only sets a flag; this wakes the threads asleep in `op_delay` for it
+        // (without a delay, threads look at the flag before every transaction). It ends
+        // when `stop` is set, by a failure or after the timed part.
+        let delayed = params.groups.iter().any(|g| g.op_delay_ms > 0);
+        let watcher = delayed.then(|| {
+            std::thread::Builder::new()
+                .name("ffsb-watch".into())
+                .stack_size(64 << 10)
+                .spawn_scoped(s, || {
+                    while !shared.stop.load(Ordering::Relaxed) {
+                        if shared.progress.cancel.load(Ordering::Relaxed) {
+                            shared.halt();
+                        }
+                        std::thread::sleep(INTERRUPT_POLL);
                     }
-                    std::thread::sleep(INTERRUPT_POLL);
-                }
-            });
-        if let Err(e) = watcher {
+                })
+        });
+        if let Some(Err(e)) = watcher {
             spawn_error.get_or_insert(FsbenchError::Failed(format!(
                 "ffsb: cannot start the thread that watches for interrupts: {e}"
             )));
