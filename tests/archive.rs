@@ -366,3 +366,65 @@ fn a_damaged_compressed_archive_is_a_clear_error() {
         assert!(!stderr.contains("panicked"), "{name}: {stderr}");
     }
 }
+
+#[test]
+fn an_archive_whose_name_holds_commas_is_read_as_a_file_name() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let tarball = dir.path().join("my,archive.tar");
+    let out = run(fsbench(state.path())
+        .args(["archive", "generate", "tiny", "-o"])
+        .arg(&tarball));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let out = run(fsbench(state.path())
+        .args(["archive", "extract"])
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&target));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(json(&out)[0]["ops"].as_u64().unwrap() > 0);
+    // The same name given to `run --archive`: a run of that file, named after it.
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = run(json_run(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args(["--runs", "1", "--dir"])
+        .arg(&work)
+        .arg("--archive")
+        .arg(&tarball));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("my,archive.tar"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_pax_record_too_short_for_its_newline_is_an_error_in_a_run_too() {
+    use common::tarball::{end, file, member};
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    // `2 ` panicked the reader (exit 101) in `archive extract` and in `run --archive`.
+    let tarball = dir.path().join("pax.tar");
+    std::fs::write(
+        &tarball,
+        end(vec![member("PaxHeader", b'x', b"2 ", ""), file("a", "x")]),
+    )
+    .unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = run(json_run(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args(["--runs", "1", "--dir"])
+        .arg(&work)
+        .arg("--archive")
+        .arg(&tarball));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("bad PAX record length"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_empty(&work);
+}

@@ -11,91 +11,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::tarball::*;
 use common::*;
-
-/// One tar header block: ustar, with the fields given; the checksum computed unless `bad_sum`.
-fn header(name: &[u8], kind: u8, size_field: &[u8], link: &[u8], bad_sum: bool) -> Vec<u8> {
-    let mut h = vec![0u8; 512];
-    h[..name.len().min(100)].copy_from_slice(&name[..name.len().min(100)]);
-    h[100..107].copy_from_slice(b"0000644");
-    h[108..115].copy_from_slice(b"0000000");
-    h[116..123].copy_from_slice(b"0000000");
-    h[124..124 + size_field.len()].copy_from_slice(size_field);
-    h[136..147].copy_from_slice(b"00000000000");
-    h[156] = kind;
-    h[157..157 + link.len().min(100)].copy_from_slice(&link[..link.len().min(100)]);
-    h[257..263].copy_from_slice(b"ustar\0");
-    h[263..265].copy_from_slice(b"00");
-    let sum: u32 = h
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                b as u32
-            }
-        })
-        .sum::<u32>()
-        + if bad_sum { 1 } else { 0 };
-    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
-    h[155] = b' ';
-    h
-}
-
-fn octal_size(n: usize) -> Vec<u8> {
-    format!("{n:011o}").into_bytes()
-}
-
-/// A member with its data, padded to blocks.
-fn member(name: &str, kind: u8, data: &[u8], link: &str) -> Vec<u8> {
-    let mut out = header(
-        name.as_bytes(),
-        kind,
-        &octal_size(data.len()),
-        link.as_bytes(),
-        false,
-    );
-    out.extend_from_slice(data);
-    out.resize(out.len().div_ceil(512) * 512, 0);
-    out
-}
-
-fn file(name: &str, data: &str) -> Vec<u8> {
-    member(name, b'0', data.as_bytes(), "")
-}
-fn directory(name: &str) -> Vec<u8> {
-    member(name, b'5', b"", "")
-}
-fn symlink(name: &str, to: &str) -> Vec<u8> {
-    member(name, b'2', b"", to)
-}
-fn hardlink(name: &str, to: &str) -> Vec<u8> {
-    member(name, b'1', b"", to)
-}
-/// A GNU long-name (`L`) or long-link (`K`) extension member.
-fn gnu_long(kind: u8, value: &str) -> Vec<u8> {
-    let mut data = value.as_bytes().to_vec();
-    data.push(0);
-    member("././@LongLink", kind, &data, "")
-}
-/// A PAX extended header with the given records.
-fn pax(records: &[(&str, &str)]) -> Vec<u8> {
-    let mut data = Vec::new();
-    for (k, v) in records {
-        let body = format!(" {k}={v}\n");
-        let mut len = body.len() + 1;
-        while format!("{len}{body}").len() != len {
-            len += 1;
-        }
-        data.extend_from_slice(format!("{len}{body}").as_bytes());
-    }
-    member("PaxHeader", b'x', &data, "")
-}
-fn end(mut parts: Vec<Vec<u8>>) -> Vec<u8> {
-    parts.push(vec![0; 1024]);
-    parts.concat()
-}
 
 /// What extracting an archive must do.
 enum Expect {
@@ -379,6 +296,11 @@ fn corpus() -> Vec<(&'static str, Vec<u8>, Expect)> {
             end(vec![header(b"a", b'0', b"9999", b"", false)]),
             Error("bad octal"),
         ),
+        (
+            "PAX record `2 `",
+            end(vec![member("PaxHeader", b'x', b"2 ", ""), file("a", "x")]),
+            Error("bad PAX record length"),
+        ),
         ("NUL in name", end(vec![file("a\0b", "x")]), Clean),
         (
             "replace canary link",
@@ -386,6 +308,34 @@ fn corpus() -> Vec<(&'static str, Vec<u8>, Expect)> {
             Clean,
         ),
     ]
+    .into_iter()
+    .chain(huge_sized_members())
+    .collect()
+}
+
+/// A member of size 2^64 − 1 that has no data (a directory, link, global or volume header)
+/// followed by a block that is a valid header: wrapping size arithmetic once read that
+/// header and extracted the smuggled member.
+fn huge_sized_members() -> Vec<(&'static str, Vec<u8>, Expect)> {
+    let size = [
+        0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    ];
+    [
+        ("2^64-1 directory", b'5'),
+        ("2^64-1 global header", b'g'),
+        ("2^64-1 volume header", b'V'),
+        ("2^64-1 hard link", b'1'),
+        ("2^64-1 symlink", b'2'),
+    ]
+    .into_iter()
+    .map(|(name, kind)| {
+        let bytes = end(vec![
+            header(b"d", kind, &size, b"x", false),
+            file("smuggled", "x"),
+        ]);
+        (name, bytes, Expect::Error("more than any archive holds"))
+    })
+    .collect()
 }
 
 struct Outcome {
@@ -539,18 +489,7 @@ fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     let field = at - block;
     h[field..field + 100 - (field - 157)].fill(0);
     h[field..field + to.len()].copy_from_slice(to);
-    let sum: u32 = h
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                b as u32
-            }
-        })
-        .sum();
-    h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    set_checksum(&mut h);
     [&bytes[..block], &h[..], &bytes[block + 512..]].concat()
 }
 

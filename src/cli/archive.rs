@@ -2,7 +2,7 @@
 //! remove) an archive with fsbench's extractor, outside a suite.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -80,7 +80,7 @@ pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<
         } => {
             let params = match archive.strip_prefix("generated:") {
                 Some(shape) => ArchiveParams::parse(shape)?,
-                None => ArchiveParams::parse(&format!("file={archive}"))?,
+                None => ArchiveParams::from_file(Path::new(archive))?,
             };
             params.validate()?;
             match dir.metadata() {

@@ -33,6 +33,7 @@ use crate::testbed::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
 use crate::units::parse_size;
 use crate::workload::WorkloadSpec;
+use crate::workload::archive::ArchiveParams;
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 
@@ -318,21 +319,23 @@ impl RunArgs {
                 .flatten()
                 .collect();
         }
-        let archives = self
-            .archive
-            .iter()
-            .map(|a| format!("archive:file={}", a.display()));
-        let given: Vec<String> = self.workloads.iter().cloned().chain(archives).collect();
-        if !given.is_empty() {
-            suite.workloads = given
+        let given = !self.workloads.is_empty() || !self.archive.is_empty();
+        if given {
+            let mut workloads: Vec<WorkloadSpec> = self
+                .workloads
                 .iter()
                 .map(|w| WorkloadSpec::parse_list(w))
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()
                 .collect();
+            // An archive's name is a file name, commas and all, not workload options.
+            for archive in &self.archive {
+                workloads.push(WorkloadSpec::Archive(ArchiveParams::from_file(archive)?));
+            }
+            suite.workloads = workloads;
         }
-        let default_suite = self.suite.is_none() && given.is_empty();
+        let default_suite = self.suite.is_none() && !given;
         if suite.workloads.is_empty() {
             suite.workloads = Suite::default_workloads();
         }

@@ -22,7 +22,7 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::stack::{self, SuiteTestbed};
-use crate::testbed::{Target, TargetSpec, device, mounts, named};
+use crate::testbed::{FreshFs, Target, TargetSpec, device, mounts, named};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
@@ -502,6 +502,26 @@ pub(crate) fn run_suite(
     Ok((result, error))
 }
 
+/// Undoes the run whose phase failed with `error`, and returns the error. On a directory
+/// target that removes what the run made file by file, which for millions of files takes a
+/// while: it says so first.
+fn undo_failed_run(
+    fresh: FreshFs,
+    label: &str,
+    error: anyhow::Error,
+    observer: &mut dyn Observer,
+) -> anyhow::Error {
+    if fresh.removes_files() {
+        observer.diagnostic(&Diagnostic::CleaningUp {
+            label,
+            error: &error,
+            dir: fresh.path(),
+        });
+    }
+    drop(fresh);
+    error
+}
+
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
 fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<Option<String>> {
     let RunContext {
@@ -519,14 +539,18 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     let mut workload = spec.instantiate();
     let phase_count = workload.phases().len();
     for index in 0..phase_count {
-        let mut phase = run_phase(
+        let outcome = run_phase(
             workload.as_mut(),
             index,
             fresh.dir(),
             settings,
             label,
             observer,
-        )?;
+        );
+        let mut phase = match outcome {
+            Ok(phase) => phase,
+            Err(e) => return Err(undo_failed_run(fresh, label, e.into(), observer)),
+        };
         let boundary = workload.boundary_after(index);
         let checkpoint = match boundary {
             Boundary::Keep => None,

@@ -57,6 +57,13 @@ pub(crate) enum Diagnostic<'a> {
         label: &'a str,
         error: &'a anyhow::Error,
     },
+    /// The run failed (or was interrupted) on a directory target; what it made is being
+    /// removed, file by file, before the failure is reported.
+    CleaningUp {
+        label: &'a str,
+        error: &'a anyhow::Error,
+        dir: &'a std::path::Path,
+    },
     /// The failed run could not be saved (the failure itself ends the suite).
     FailedRunNotSaved(&'a anyhow::Error),
     /// How the suite ended could not be saved.
@@ -106,6 +113,11 @@ impl fmt::Display for Diagnostic<'_> {
                 )
             }
             Diagnostic::RunFailed { label, error } => write!(f, "{label}: {error:#}"),
+            Diagnostic::CleaningUp { label, error, dir } => write!(
+                f,
+                "{label}: {error:#}; cleaning up: removing what the run made in {} …",
+                dir.display()
+            ),
             Diagnostic::FailedRunNotSaved(e) => write!(f, "cannot save the failed run: {e:#}"),
             Diagnostic::SuiteEndNotSaved(e) => {
                 write!(f, "cannot save how the suite ended: {e:#}")

@@ -21,7 +21,7 @@ use crate::drivers::{FsType, Toolset};
 use crate::error::{FsbenchError, invalid};
 use crate::suite::FsConfig;
 use crate::tools;
-use crate::units::format_bytes;
+use crate::units::{format_bytes, group_thousands};
 use crate::workload::SpaceNeed;
 use device::DeviceKind;
 use loopdev::LoopInfo;
@@ -145,6 +145,20 @@ impl Target {
                         path.display(),
                         format_bytes(free),
                         format_bytes(need.bytes)
+                    )));
+                }
+                // Millions of entries made until ENOSPC would take as long again to remove.
+                let inodes = crate::workload::free_inodes(rustix::fs::open(
+                    path,
+                    rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )?);
+                if need.inodes > inodes {
+                    return Err(invalid(format!(
+                        "{} has {} free inodes but the workloads need about {}",
+                        path.display(),
+                        group_thousands(inodes),
+                        group_thousands(need.inodes)
                     )));
                 }
                 (path.clone(), 0, None)
@@ -486,6 +500,12 @@ impl FreshFs {
         &self.root
     }
 
+    /// Whether undoing the run removes its files one by one (a directory target, with no
+    /// filesystem of its own to unmount or image to delete): slow for millions of them.
+    pub fn removes_files(&self) -> bool {
+        self.fs.is_none()
+    }
+
     /// The device the filesystem is on (none for tmpfs and directories).
     pub fn device(&self) -> Option<&Path> {
         self.device.as_deref()
@@ -594,7 +614,7 @@ impl FreshFs {
                 .with_context(|| format!("cannot remove {}", image.display()))?;
         }
         if self.run_dir.exists() && mounts::mounts_below(&self.run_dir).is_empty() {
-            std::fs::remove_dir_all(&self.run_dir)
+            crate::rmtree::purge(&self.run_dir)
                 .with_context(|| format!("cannot remove {}", self.run_dir.display()))?;
         }
         Ok(())

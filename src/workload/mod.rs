@@ -208,6 +208,15 @@ pub fn free_bytes(fd: impl AsFd) -> u64 {
     rustix::fs::fstatvfs(fd).map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
+/// Inodes free on the filesystem of `fd`; unknown, or a filesystem that makes inodes as it
+/// needs them (btrfs reports none): unlimited.
+pub fn free_inodes(fd: impl AsFd) -> u64 {
+    rustix::fs::fstatvfs(fd)
+        .ok()
+        .filter(|s| s.f_files > 0)
+        .map_or(u64::MAX, |s| s.f_favail)
+}
+
 /// The size of each of `files` files that makes them fit the filesystem of `dir`: `wanted`,
 /// or less so that together they take at most 80% of the free space, rounded down to a
 /// multiple of `align`. The second value is the free space, when the size had to shrink, for

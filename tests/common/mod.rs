@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod tarball;
 
 /// The fsbench binary with a private state directory, so `fsbench clean` in one test never
 /// touches another's suites, and a results database in this build's target directory rather
@@ -117,6 +118,11 @@ pub fn assert_nothing_left(dir: &Path) {
         "left attached: {:?}",
         loops_below(dir)
     );
+    assert_empty(dir);
+}
+
+/// Asserts `dir` holds nothing.
+pub fn assert_empty(dir: &Path) {
     let entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()

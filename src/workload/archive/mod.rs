@@ -9,8 +9,9 @@ pub mod tarfile;
 
 use std::io::{BufReader, Read};
 use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
@@ -233,10 +234,8 @@ fn build(p: &Parsed) -> anyhow::Result<ArchiveParams> {
             )));
         }
         return Ok(ArchiveParams {
-            source: Source::File {
-                path: std::path::absolute(path)?,
-            },
             remove_order,
+            ..ArchiveParams::from_file(Path::new(path))?
         });
     }
     let n = |key| {
@@ -300,6 +299,17 @@ impl ArchiveParams {
     /// max-size, seed, order (directory, pool-first, backups-first).
     pub fn parse(args: &str) -> anyhow::Result<ArchiveParams> {
         build(&KIND.parse_cli(args)?)
+    }
+
+    /// A tar file taken by name as it is, never parsed as options (a name may hold commas).
+    pub fn from_file(path: &Path) -> anyhow::Result<ArchiveParams> {
+        Ok(ArchiveParams {
+            source: Source::File {
+                path: std::path::absolute(path)
+                    .with_context(|| format!("archive {}", path.display()))?,
+            },
+            remove_order: RemoveOrder::default(),
+        })
     }
 
     pub fn name(&self) -> String {

@@ -203,7 +203,8 @@ impl<R: Read> TarReader<R> {
         visit: &mut dyn FnMut(&Entry<'_>, &mut dyn Read) -> io::Result<()>,
     ) -> io::Result<bool> {
         loop {
-            // Whatever the previous member left unread, and its padding.
+            // Whatever the previous member left unread, and its padding (no overflow: the
+            // size check below bounds both).
             let leftover = self.remaining + self.padding;
             self.remaining = 0;
             self.padding = 0;
@@ -241,8 +242,18 @@ impl<R: Read> TarReader<R> {
                 }));
             }
             let size = number(&self.header[124..136])?;
+            // A size that wraps when rounded up to whole blocks would make the next data
+            // block read as a header (a member smuggled past the one that named it); GNU tar
+            // stops with an error there too. With this check, `remaining + padding` below
+            // never exceeds `size + padding`.
+            let padded = size.checked_next_multiple_of(BLOCK as u64).ok_or_else(|| {
+                bad(format!(
+                    "tar header at byte {} gives a member size of {size} bytes, more than any archive holds",
+                    self.offset - BLOCK as u64
+                ))
+            })?;
             self.remaining = size;
-            self.padding = (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64;
+            self.padding = padded - size;
             let typeflag = self.header[156];
             match typeflag {
                 b'L' | b'K' => {
@@ -354,7 +365,8 @@ impl<R: Read> TarReader<R> {
                 .ok()
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| bad("bad PAX record length"))?;
-            if len <= space || len > rest.len() {
+            // A record holds at least its length, a space and its closing newline.
+            if len < space + 2 || len > rest.len() || rest[len - 1] != b'\n' {
                 return Err(bad("bad PAX record length"));
             }
             let record = &rest[space + 1..len - 1];

@@ -25,7 +25,7 @@ use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
 use crate::measure::{CpuTimes, Figure, OpKind, PhaseRecorder};
 use crate::rmtree;
-use crate::units::{compact_size, format_bytes};
+use crate::units::{compact_size, format_bytes, group_thousands};
 use worker::{FileTable, RunTotals};
 
 mod params;
@@ -107,6 +107,18 @@ impl Ffsb {
     /// Makes `data/` (with its `dirN`), `meta/` and the file set, as FFSB does before timing.
     fn setup(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
         let sizes = self.sizes_for(dir)?;
+        // A set that can never fit is refused before any of it is made: millions of
+        // directories made until ENOSPC would take as long again to remove.
+        let fileset = &self.params.fileset;
+        let inodes = u64::from(fileset.num_dirs) + u64::from(fileset.num_files) + 2;
+        let free = super::free_inodes(dir);
+        if inodes > free {
+            return Err(FsbenchError::InvalidInput(format!(
+                "ffsb: the file set's {} directories and files need more inodes than the {} free: use smaller num_dirs and num_files, or a filesystem with more inodes",
+                group_thousands(inodes),
+                group_thousands(free)
+            )));
+        }
         for name in ["data", "meta"] {
             let made = rustix::fs::mkdirat(dir, name, Mode::from(0o755));
             if rec.record(OpKind::Mkdir, made)?.is_none() {

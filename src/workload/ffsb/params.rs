@@ -25,6 +25,10 @@ pub struct FfsbParams {
     pub groups: Vec<ThreadGroup>,
 }
 
+/// The longest `op_delay`: FFSB's profiles pause milliseconds; a minute between operations
+/// measures nothing, and 2^32 − 1 ms is 49 days.
+const MAX_OP_DELAY_MS: u32 = 60_000;
+
 pub(super) const OPTIONS: &[OptionDef] = &[
     OptionDef::new(
         "profile",
@@ -193,6 +197,12 @@ impl FfsbParams {
             }
             if g.weights.is_empty() {
                 return Err(err("no operation has a weight"));
+            }
+            if g.op_delay_ms > MAX_OP_DELAY_MS {
+                return Err(err(&format!(
+                    "op_delay={} ms is more than a minute between operations (at most {MAX_OP_DELAY_MS})",
+                    g.op_delay_ms
+                )));
             }
             if self.time.is_none() && g.ops_per_thread.is_none() {
                 return Err(err(

@@ -5,7 +5,7 @@
 use std::ffi::CStr;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
@@ -24,6 +24,9 @@ mod totals;
 pub use totals::RunTotals;
 use totals::{ThreadStats, index};
 
+/// How often a watcher thread looks for an interrupt while the workers run.
+const INTERRUPT_POLL: Duration = Duration::from_millis(10);
+
 /// What the threads share.
 struct Shared<'a> {
     params: &'a FfsbParams,
@@ -31,13 +34,41 @@ struct Shared<'a> {
     meta: BorrowedFd<'a>,
     files: &'a Mutex<FileTable>,
     sizes: (u64, u64),
-    /// Set by the first thread that fails, so the others stop.
+    /// Set by the first thread that fails, or on an interrupt, so the others stop.
     stop: AtomicBool,
+    /// Wakes the threads sleeping out `op_delay` when `stop` is set.
+    wake: Condvar,
+    wake_lock: Mutex<()>,
     deadline: OnceLock<Option<Instant>>,
     /// Held for writing while threads are started; they wait on it to begin together.
     gate: RwLock<()>,
     progress: &'a crate::measure::Progress,
     next_dir: AtomicU64,
+}
+
+impl Shared<'_> {
+    /// Stops every thread, waking those asleep in `op_delay`.
+    fn halt(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Under the lock: a thread between its check of `stop` and its wait gets the wakeup.
+        let _guard = self.wake_lock.lock();
+        self.wake.notify_all();
+    }
+
+    /// Sleeps `delay` between transactions, but not past the phase's end, nor once the
+    /// threads are told to stop: a profile's `op_delay` never outlasts a signal or the time.
+    fn pause(&self, delay: Duration, deadline: Option<Instant>) {
+        let now = Instant::now();
+        let until = deadline.map_or(now + delay, |d| d.min(now + delay));
+        let Ok(guard) = self.wake_lock.lock() else {
+            return;
+        };
+        let _ = self
+            .wake
+            .wait_timeout_while(guard, until.saturating_duration_since(now), |_| {
+                !self.stop.load(Ordering::Relaxed)
+            });
+    }
 }
 
 /// One thread's state: everything a transaction needs, allocated once.
@@ -288,11 +319,12 @@ impl Worker<'_> {
         let deadline = shared.deadline.get().copied().flatten();
         let mut done = 0u64;
         loop {
-            if shared.stop.load(Ordering::Relaxed) {
-                break;
-            }
+            // An interrupt also sets `stop` (to wake the sleepers): it is checked first.
             if shared.progress.cancel.load(Ordering::Relaxed) {
                 return Err(FsbenchError::Interrupted);
+            }
+            if shared.stop.load(Ordering::Relaxed) {
+                break;
             }
             if self.group.ops_per_thread.is_some_and(|n| done >= n)
                 || deadline.is_some_and(|d| Instant::now() >= d)
@@ -322,14 +354,15 @@ impl Worker<'_> {
                 Ok(false) => self.stats.no_file += 1,
                 Err(e) => {
                     if let Some(fatal) = fatal_error(e, "run", done) {
-                        shared.stop.store(true, Ordering::Relaxed);
+                        shared.halt();
                         return Err(fatal);
                     }
                     *self.stats.errors.entry(e.raw_os_error()).or_default() += 1;
                 }
             }
             if self.group.op_delay_ms > 0 {
-                std::thread::sleep(Duration::from_millis(u64::from(self.group.op_delay_ms)));
+                let delay = Duration::from_millis(u64::from(self.group.op_delay_ms));
+                shared.pause(delay, deadline);
             }
         }
         shared.progress.thread_finished();
@@ -356,6 +389,8 @@ pub fn run_groups(
         files,
         sizes,
         stop: AtomicBool::new(false),
+        wake: Condvar::new(),
+        wake_lock: Mutex::new(()),
         deadline: OnceLock::new(),
         gate: RwLock::new(()),
         progress: rec.progress(),
@@ -403,11 +438,34 @@ pub fn run_groups(
                         spawn_error = Some(FsbenchError::Failed(format!(
                             "ffsb: cannot start thread {thread}: {e}"
                         )));
-                        shared.stop.store(true, Ordering::Relaxed);
+                        shared.halt();
                         break;
                     }
                 }
             }
+        }
+        // An interrupt only sets a flag; this wakes the threads asleep in `op_delay` for it
+        // (without a delay, threads look at the flag before every transaction). It ends
+        // when `stop` is set, by a failure or after the timed part.
+        let delayed = params.groups.iter().any(|g| g.op_delay_ms > 0);
+        let watcher = delayed.then(|| {
+            std::thread::Builder::new()
+                .name("ffsb-watch".into())
+                .stack_size(64 << 10)
+                .spawn_scoped(s, || {
+                    while !shared.stop.load(Ordering::Relaxed) {
+                        if shared.progress.cancel.load(Ordering::Relaxed) {
+                            shared.halt();
+                        }
+                        std::thread::sleep(INTERRUPT_POLL);
+                    }
+                })
+        });
+        if let Some(Err(e)) = watcher {
+            spawn_error.get_or_insert(FsbenchError::Failed(format!(
+                "ffsb: cannot start the thread that watches for interrupts: {e}"
+            )));
+            shared.halt();
         }
         let _ = shared.deadline.set(
             params
@@ -432,6 +490,7 @@ pub fn run_groups(
             ))));
         }
         let runtime = start.elapsed();
+        shared.halt();
         if let Some(e) = spawn_error {
             results.push(Err(e));
         }
