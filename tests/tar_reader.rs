@@ -303,7 +303,7 @@ fn seeded_fuzz_of_mutated_archives_never_panics_or_escapes() {
             remove_order: Default::default(),
         };
         let mut rec = PhaseRecorder::start("extract", progress.clone());
-        let _ = extract_into(&params, dir.as_fd(), &mut rec);
+        let _ = extract_into(&params, dir.as_fd(), None, &mut rec);
         drop(dir);
         std::fs::remove_dir_all(&target).unwrap();
         std::fs::remove_file(&archive).unwrap();
