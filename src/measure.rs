@@ -97,13 +97,27 @@ const FAILURE_SAMPLES: usize = 10;
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Operations completed in the current phase.
-    pub done: AtomicU64,
+    pub done: Counter,
     /// Set by Ctrl-C / SIGTERM; phases stop at the next operation.
     pub cancel: Arc<AtomicBool>,
     /// Worker threads of a multi-threaded phase that finished their share, and when the
     /// first did with the units all threads had done then (for first-done / last-done rates).
     pub threads_finished: AtomicU32,
     pub first_thread_finished: Mutex<Option<(Instant, u64)>>,
+}
+
+/// A counter on a cache line of its own: one thread writes it at every unit and another
+/// reads it, and no other thread's counter shares its line (worker threads' counters are
+/// allocated side by side, and would take the line from each other at every unit).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct Counter(AtomicU64);
+
+impl std::ops::Deref for Counter {
+    type Target = AtomicU64;
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
 }
 
 impl Progress {

@@ -44,6 +44,7 @@ pub(crate) mod atomic;
 pub mod ffsb;
 pub mod iozone;
 pub(crate) mod options;
+pub(crate) mod parallel;
 pub mod tree;
 
 use std::borrow::Cow;

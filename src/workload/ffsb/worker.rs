@@ -14,7 +14,10 @@ use rustix::io::Errno;
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
 use crate::error::FsbenchError;
 use crate::extents::Mapper;
-use crate::measure::{CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram};
+use crate::measure::{
+    Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
+};
+use crate::workload::parallel::Crew;
 use crate::workload::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
@@ -55,6 +58,8 @@ struct Worker<'a> {
     other: Names,
     metaops: u64,
     stats: ThreadStats,
+    /// Transactions done, for the progress bar: this thread's alone.
+    done: &'a Counter,
 }
 
 impl Worker<'_> {
@@ -287,6 +292,7 @@ impl Worker<'_> {
         let shared = self.shared;
         let deadline = shared.deadline.get().copied().flatten();
         let mut done = 0u64;
+        let mut counted = 0u64;
         loop {
             if shared.stop.load(Ordering::Relaxed) {
                 break;
@@ -317,7 +323,8 @@ impl Worker<'_> {
                     self.stats.latency[i]
                         .get_or_insert_with(new_histogram)
                         .saturating_record(ns.max(1));
-                    shared.progress.done.fetch_add(1, Ordering::Relaxed);
+                    counted += 1;
+                    self.done.store(counted, Ordering::Relaxed);
                 }
                 Ok(false) => self.stats.no_file += 1,
                 Err(e) => {
@@ -370,6 +377,9 @@ pub fn run_groups(
         .map(|p| [p.as_os_str().as_bytes(), b"/"].concat())
         .unwrap_or_default();
     let clock = lap_clock();
+    let workers: u32 = params.groups.iter().map(|g| g.num_threads).sum();
+    let counts: Vec<Counter> = (0..workers).map(|_| Counter::default()).collect();
+    let crew = Crew::new(counts.len());
     let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
         let gate = shared.gate.write().expect("not poisoned");
         let mut handles = Vec::new();
@@ -390,13 +400,18 @@ pub fn run_groups(
                     other: Names::default(),
                     metaops: 0,
                     stats: ThreadStats::new(),
+                    done: &counts[thread as usize],
                 };
                 thread += 1;
-                let clock = clock.clone();
+                let (clock, crew, shared) = (clock.clone(), &crew, &shared);
+                let work = move || {
+                    let keep = [shared.data, shared.meta];
+                    crew.work(&keep, || worker.run(clock)).and_then(|r| r)
+                };
                 match std::thread::Builder::new()
                     .name(format!("ffsb-{thread}"))
                     .stack_size(256 << 10)
-                    .spawn_scoped(s, move || worker.run(clock))
+                    .spawn_scoped(s, work)
                 {
                     Ok(h) => handles.push(h),
                     Err(e) => {
@@ -417,6 +432,8 @@ pub fn run_groups(
         let cpu = CpuTimes::now();
         let start = Instant::now();
         drop(gate);
+        let done: Vec<_> = counts.iter().map(|c| &**c).collect();
+        crew.wait(&handles, &done, shared.progress);
         let mut results: Vec<Result<(usize, ThreadStats), FsbenchError>> = handles
             .into_iter()
             .map(|h| {
