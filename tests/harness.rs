@@ -111,3 +111,47 @@ fn a_tmpfs_phase_is_harness_bound_and_the_ceiling_is_cached() {
     assert_nothing_left(images.path());
     assert_no_state_left(state.path());
 }
+
+#[test]
+fn a_threaded_workloads_ceiling_is_measured_at_its_thread_count() {
+    if !can_run("harness ceiling at N threads", &[]) {
+        return;
+    }
+    let (state, images, data) = (tempdir(), tempdir(), tempdir());
+    let db = data.path().join("results.db");
+    let db = db.to_str().unwrap();
+    let out = run(fsbench(state.path())
+        .args([
+            "--db",
+            db,
+            "run",
+            "--fs",
+            "tmpfs",
+            "-w",
+            &format!("{TREE},threads=3"),
+        ])
+        .args([
+            "--runs",
+            "1",
+            "-q",
+            "--output-format",
+            "json",
+            "--image-dir",
+        ])
+        .arg(images.path()));
+    assert!(out.status.success(), "exit {:?}", out.status);
+    let doc = json(&out);
+    let ceiling = &doc["ceilings"][0];
+    assert_eq!(ceiling["workload"], "tree:d12-f6-s1-l3,threads=3");
+    assert_eq!(ceiling["threads"], 3);
+    // Shown where the ceiling is shown, with its thread count.
+    let id = doc["id"].as_i64().unwrap().to_string();
+    let show = run(fsbench(state.path()).args(["--db", db, "show", &id]));
+    let shown = text(&show.stdout);
+    assert!(
+        shown.contains("tree:d12-f6-s1-l3,threads=3 at 3 threads: dir-create"),
+        "{shown}"
+    );
+    assert_nothing_left(images.path());
+    assert_no_state_left(state.path());
+}

@@ -377,8 +377,9 @@ pub fn run_groups(
         .map(|p| [p.as_os_str().as_bytes(), b"/"].concat())
         .unwrap_or_default();
     let clock = lap_clock();
-    let workers: u32 = params.groups.iter().map(|g| g.num_threads).sum();
-    let counts: Vec<Counter> = (0..workers).map(|_| Counter::default()).collect();
+    let counts: Vec<Counter> = (0..params.total_threads())
+        .map(|_| Counter::default())
+        .collect();
     let crew = Crew::new(counts.len());
     let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
         let gate = shared.gate.write().expect("not poisoned");
