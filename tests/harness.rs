@@ -3,9 +3,27 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 
 const TREE: &str = "tree:dirs=12,files=6,size=1,levels=3";
+
+/// `workload` on a fresh tmpfs per run, `runs` times, recorded in `db`; JSON on stdout.
+fn tmpfs_suite(
+    state: &Path,
+    db: &Path,
+    images: &Path,
+    workload: &str,
+    runs: &str,
+) -> std::process::Output {
+    run(fsbench(state)
+        .arg("--db")
+        .arg(db)
+        .args(["run", "--fs", "tmpfs", "-w", workload, "--runs", runs, "-q"])
+        .args(["--output-format", "json", "--image-dir"])
+        .arg(images))
+}
 
 #[test]
 fn a_tmpfs_phase_is_harness_bound_and_the_ceiling_is_cached() {
@@ -16,27 +34,7 @@ fn a_tmpfs_phase_is_harness_bound_and_the_ceiling_is_cached() {
     let images = tempdir();
     let data = tempdir();
     let db = data.path().join("results.db");
-    let suite = || {
-        run(fsbench(state.path())
-            .args([
-                "--db",
-                db.to_str().unwrap(),
-                "run",
-                "--fs",
-                "tmpfs",
-                "-w",
-                TREE,
-            ])
-            .args([
-                "--runs",
-                "2",
-                "-q",
-                "--output-format",
-                "json",
-                "--image-dir",
-            ])
-            .arg(images.path()))
-    };
+    let suite = || tmpfs_suite(state.path(), &db, images.path(), TREE, "2");
     let out = suite();
     assert!(out.status.success(), "exit {:?}", out.status);
     assert!(text(&out.stderr).contains("measuring the harness ceiling"));
@@ -119,26 +117,8 @@ fn a_threaded_workloads_ceiling_is_measured_at_its_thread_count() {
     }
     let (state, images, data) = (tempdir(), tempdir(), tempdir());
     let db = data.path().join("results.db");
-    let db = db.to_str().unwrap();
-    let out = run(fsbench(state.path())
-        .args([
-            "--db",
-            db,
-            "run",
-            "--fs",
-            "tmpfs",
-            "-w",
-            &format!("{TREE},threads=3"),
-        ])
-        .args([
-            "--runs",
-            "1",
-            "-q",
-            "--output-format",
-            "json",
-            "--image-dir",
-        ])
-        .arg(images.path()));
+    let workload = format!("{TREE},threads=3");
+    let out = tmpfs_suite(state.path(), &db, images.path(), &workload, "1");
     assert!(out.status.success(), "exit {:?}", out.status);
     let doc = json(&out);
     let ceiling = &doc["ceilings"][0];
@@ -146,7 +126,7 @@ fn a_threaded_workloads_ceiling_is_measured_at_its_thread_count() {
     assert_eq!(ceiling["threads"], 3);
     // Shown where the ceiling is shown, with its thread count.
     let id = doc["id"].as_i64().unwrap().to_string();
-    let show = run(fsbench(state.path()).args(["--db", db, "show", &id]));
+    let show = run(fsbench(state.path()).args(["--db", db.to_str().unwrap(), "show", &id]));
     let shown = text(&show.stdout);
     assert!(
         shown.contains("tree:d12-f6-s1-l3,threads=3 at 3 threads: dir-create"),
