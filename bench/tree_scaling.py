@@ -10,8 +10,9 @@ which program goes first. Prints, per phase and N, fsbench's rate as a fraction 
 processes' from the median times (and from the best times: interference only adds time).
 Target: >= 0.95 in every phase at every count, up to 16 threads.
 
-TREE=DIRS,FILES,SIZE,LEVELS sets each thread's tree (default 20,4,1,3: 8,421 directories and
-33,684 files of 4 KiB, 138 MB of tmpfs per thread; with `stat`, a file-stat phase too).
+TREE=DIRS,FILES,SIZE,LEVELS sets each thread's tree (default 30,2,1,3: 27,931 directories
+and 55,862 files of 4 KiB, about 300 MB of tmpfs per thread, so that the directory phases
+last long enough to measure); the workload runs with `stat`, so a file-stat phase too.
 """
 import json
 import os
@@ -27,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 FSBENCH = os.path.join(ROOT, "target/release/fsbench")
 C_BIN = os.path.join(ROOT, "bench/fdtree_c")
-TREE = [int(v) for v in os.environ.get("TREE", "20,4,1,3").split(",")]
+TREE = [int(v) for v in os.environ.get("TREE", "30,2,1,3").split(",")]
 PHASES = ["dir-create", "file-create", "file-stat", "file-remove", "dir-remove"]
 
 
