@@ -121,10 +121,11 @@ impl std::ops::Deref for Counter {
 }
 
 impl Progress {
-    /// A worker thread of a multi-threaded phase finished its share of the work.
-    pub fn thread_finished(&self) {
+    /// A worker thread of a multi-threaded phase finished its share of the work, when all
+    /// threads had done `units` (their own counters' sum: `done` is only polled).
+    pub fn thread_finished(&self, units: u64) {
         if let Ok(mut first) = self.first_thread_finished.lock() {
-            first.get_or_insert_with(|| (Instant::now(), self.done.load(Ordering::Relaxed)));
+            first.get_or_insert_with(|| (Instant::now(), units));
         }
         self.threads_finished.fetch_add(1, Ordering::Relaxed);
     }

@@ -78,24 +78,32 @@ fn close_range(first: u32, last: u32) -> std::io::Result<()> {
 }
 
 /// The workers of one parallel phase, as the phase's thread sees them: it sums their counts
-/// into the progress counter every [`POLL`] and is woken as soon as the last one finishes
+/// into the phase's progress every [`POLL`] and is woken as soon as the last one finishes
 /// (not up to a poll later, which the phase's time would include).
-pub(crate) struct Crew {
+pub(crate) struct Crew<'a> {
+    counts: Vec<&'a AtomicU64>,
+    progress: &'a Progress,
     left: AtomicUsize,
     phase_thread: Thread,
 }
 
-impl Crew {
-    /// On the phase's thread, before starting `workers` threads.
-    pub(crate) fn new(workers: usize) -> Crew {
+impl<'a> Crew<'a> {
+    /// On the phase's thread, before starting a worker per counter of `counts`.
+    pub(crate) fn new(counts: Vec<&'a AtomicU64>, progress: &'a Progress) -> Crew<'a> {
         Crew {
-            left: AtomicUsize::new(workers),
+            left: AtomicUsize::new(counts.len()),
+            counts,
+            progress,
             phase_thread: std::thread::current(),
         }
     }
 
+    fn units(&self) -> u64 {
+        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
     /// One worker's `work`, on its thread, with a descriptor table of its own (see
-    /// [`with_private_fds`]); tells the phase's thread when it is done, also by a panic.
+    /// [`with_private_fds`]); says when it is done (the first-done time), also by a panic.
     pub(crate) fn work<R>(
         &self,
         keep: &[BorrowedFd<'_>],
@@ -106,16 +114,10 @@ impl Crew {
     }
 
     /// Until every worker has finished (or every thread of `handles` has, if some were
-    /// never started), sets `progress.done` to the sum of `counts`.
-    pub(crate) fn wait<T>(
-        &self,
-        handles: &[ScopedJoinHandle<'_, T>],
-        counts: &[&AtomicU64],
-        progress: &Progress,
-    ) {
+    /// never started), sets the progress's count to the workers' sum.
+    pub(crate) fn wait<T>(&self, handles: &[ScopedJoinHandle<'_, T>]) {
         loop {
-            let done = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-            progress.done.store(done, Ordering::Relaxed);
+            self.progress.done.store(self.units(), Ordering::Relaxed);
             if self.left.load(Ordering::Acquire) == 0 || handles.iter().all(|h| h.is_finished()) {
                 return;
             }
@@ -125,12 +127,14 @@ impl Crew {
 }
 
 /// Counts a worker out of its crew when dropped, waking the phase's thread after the last.
-struct Finished<'a>(&'a Crew);
+struct Finished<'a, 'b>(&'a Crew<'b>);
 
-impl Drop for Finished<'_> {
+impl Drop for Finished<'_, '_> {
     fn drop(&mut self) {
-        if self.0.left.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.phase_thread.unpark();
+        let crew = self.0;
+        crew.progress.thread_finished(crew.units());
+        if crew.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            crew.phase_thread.unpark();
         }
     }
 }
@@ -206,17 +210,18 @@ mod tests {
 
     #[test]
     fn a_crew_wakes_its_phase_thread_when_the_last_worker_ends() {
-        // Threads joined without parking (a scope's end parks, and would take the wake-up).
-        let crew = std::sync::Arc::new(Crew::new(2));
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                let crew = crew.clone();
-                std::thread::spawn(move || crew.work(&[], || ()).unwrap())
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
+        let (count, progress) = (AtomicU64::new(0), Progress::default());
+        let crew = Crew::new(vec![&count, &count], &progress);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..2)
+                .map(|_| s.spawn(|| crew.work(&[], || ()).unwrap()))
+                .collect();
+            // Joined one by one, without parking (the scope's end parks, and would take the
+            // wake-up).
+            for w in workers {
+                w.join().unwrap();
+            }
+        });
         // The last worker left the phase thread a wake-up: this returns at once.
         let parked = Instant::now();
         std::thread::park_timeout(Duration::from_secs(10));
@@ -225,13 +230,15 @@ mod tests {
 
     #[test]
     fn a_panicking_worker_still_counts_out() {
-        let crew = Crew::new(1);
-        let progress = Progress::default();
+        let (count, progress) = (AtomicU64::new(7), Progress::default());
+        let crew = Crew::new(vec![&count], &progress);
         std::thread::scope(|s| {
             let h = s.spawn(|| crew.work(&[], || panic!("worker fails")));
-            crew.wait(std::slice::from_ref(&h), &[], &progress);
+            crew.wait(std::slice::from_ref(&h));
             assert!(h.join().is_err());
         });
         assert_eq!(crew.left.load(Ordering::Relaxed), 0);
+        // Its first-done carries the units done then, not the last poll's.
+        assert_eq!(progress.threads().1.map(|(_, units)| units), Some(7));
     }
 }

@@ -339,7 +339,6 @@ impl Worker<'_> {
                 std::thread::sleep(Duration::from_millis(u64::from(self.group.op_delay_ms)));
             }
         }
-        shared.progress.thread_finished();
         Ok((self.group_index, self.stats))
     }
 }
@@ -380,7 +379,7 @@ pub fn run_groups(
     let counts: Vec<Counter> = (0..params.total_threads())
         .map(|_| Counter::default())
         .collect();
-    let crew = Crew::new(counts.len());
+    let crew = Crew::new(counts.iter().map(|c| &**c).collect(), rec.progress());
     let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
         let gate = shared.gate.write().expect("not poisoned");
         let mut handles = Vec::new();
@@ -433,8 +432,7 @@ pub fn run_groups(
         let cpu = CpuTimes::now();
         let start = Instant::now();
         drop(gate);
-        let done: Vec<_> = counts.iter().map(|c| &**c).collect();
-        crew.wait(&handles, &done, shared.progress);
+        crew.wait(&handles);
         let mut results: Vec<Result<(usize, ThreadStats), FsbenchError>> = handles
             .into_iter()
             .map(|h| {

@@ -51,23 +51,20 @@ pub(super) fn run_phase(
     let workers: Vec<(Tree, PhaseRecorder)> = (0..tree.params.threads)
         .map(|i| (tree.thread(i), rec.worker()))
         .collect();
-    let crew = Crew::new(workers.len());
+    let counters: Vec<_> = workers.iter().map(|(_, r)| r.progress().clone()).collect();
+    let crew = Crew::new(counters.iter().map(|c| &*c.done).collect(), &shared);
     let results = std::thread::scope(|s| {
-        let (handles, counters): (Vec<_>, Vec<_>) = workers
+        let handles: Vec<_> = workers
             .into_iter()
             .map(|(mut t, mut r)| {
-                let counter = r.progress().clone();
-                let (shared, crew) = (&shared, &crew);
-                let handle = s.spawn(move || {
+                let crew = &crew;
+                s.spawn(move || {
                     let outcome = crew.work(&[dir], || t.run_phase(phase, dir, &mut r));
-                    shared.thread_finished();
                     (outcome.and_then(|o| o), r)
-                });
-                (handle, counter)
+                })
             })
-            .unzip();
-        let counts: Vec<_> = counters.iter().map(|c| &*c.done).collect();
-        crew.wait(&handles, &counts, &shared);
+            .collect();
+        crew.wait(&handles);
         handles
             .into_iter()
             .map(|h| h.join().expect("a tree thread panicked"))
