@@ -68,13 +68,18 @@ def main():
         db = os.path.join(work, "results.db")
         tree_dir = os.path.join(work, "trees")
         os.mkdir(tree_dir)
-        for n in threads:
+        for done, n in enumerate(threads):
             for rnd in range(ROUNDS):
                 order = [("processes", run_processes), ("fsbench", lambda n, w: run_fsbench(n, w, db))]
                 for tool, fn in order if rnd % 2 == 0 else order[::-1]:
                     settle()
                     for phase, (secs, units) in fn(n, tree_dir).items():
                         times[(n, phase, tool)].append((secs, units))
+            # The table so far, so that a long run shows its counts as they come.
+            report(threads[:done + 1], times)
+
+
+def report(threads, times):
     cores = os.cpu_count()
     print(f"tree {','.join(map(str, TREE))} (dirs,files,size,levels) per thread / process, with stat, on tmpfs; "
           f"{cores} cores; {ROUNDS} rounds, alternated")
@@ -95,7 +100,7 @@ def main():
     over = [n for n in threads if n > cores]
     if over:
         print(f"counts over {cores} cores ({', '.join(map(str, over))}) are oversubscribed")
-    print(f"worst ratio (medians): {worst:.3f}  (target >= 0.95)")
+    print(f"worst ratio (medians): {worst:.3f}  (target >= 0.95)", flush=True)
 
 
 if __name__ == "__main__":
