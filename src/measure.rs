@@ -97,7 +97,7 @@ const FAILURE_SAMPLES: usize = 10;
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Operations completed in the current phase.
-    pub done: AtomicU64,
+    pub done: Counter,
     /// Set by Ctrl-C / SIGTERM; phases stop at the next operation.
     pub cancel: Arc<AtomicBool>,
     /// Worker threads of a multi-threaded phase that finished their share, and when the
@@ -106,11 +106,26 @@ pub struct Progress {
     pub first_thread_finished: Mutex<Option<(Instant, u64)>>,
 }
 
+/// A counter on a cache line of its own: one thread writes it at every unit and another
+/// reads it, and no other thread's counter shares its line (worker threads' counters are
+/// allocated side by side, and would take the line from each other at every unit).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct Counter(AtomicU64);
+
+impl std::ops::Deref for Counter {
+    type Target = AtomicU64;
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
 impl Progress {
-    /// A worker thread of a multi-threaded phase finished its share of the work.
-    pub fn thread_finished(&self) {
+    /// A worker thread of a multi-threaded phase finished its share of the work, when all
+    /// threads had done `units` (their own counters' sum: `done` is only polled).
+    pub fn thread_finished(&self, units: u64) {
         if let Ok(mut first) = self.first_thread_finished.lock() {
-            first.get_or_insert_with(|| (Instant::now(), self.done.load(Ordering::Relaxed)));
+            first.get_or_insert_with(|| (Instant::now(), units));
         }
         self.threads_finished.fetch_add(1, Ordering::Relaxed);
     }

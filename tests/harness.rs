@@ -3,9 +3,27 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 
 const TREE: &str = "tree:dirs=12,files=6,size=1,levels=3";
+
+/// `workload` on a fresh tmpfs per run, `runs` times, recorded in `db`; JSON on stdout.
+fn tmpfs_suite(
+    state: &Path,
+    db: &Path,
+    images: &Path,
+    workload: &str,
+    runs: &str,
+) -> std::process::Output {
+    run(fsbench(state)
+        .arg("--db")
+        .arg(db)
+        .args(["run", "--fs", "tmpfs", "-w", workload, "--runs", runs, "-q"])
+        .args(["--output-format", "json", "--image-dir"])
+        .arg(images))
+}
 
 #[test]
 fn a_tmpfs_phase_is_harness_bound_and_the_ceiling_is_cached() {
@@ -16,27 +34,7 @@ fn a_tmpfs_phase_is_harness_bound_and_the_ceiling_is_cached() {
     let images = tempdir();
     let data = tempdir();
     let db = data.path().join("results.db");
-    let suite = || {
-        run(fsbench(state.path())
-            .args([
-                "--db",
-                db.to_str().unwrap(),
-                "run",
-                "--fs",
-                "tmpfs",
-                "-w",
-                TREE,
-            ])
-            .args([
-                "--runs",
-                "2",
-                "-q",
-                "--output-format",
-                "json",
-                "--image-dir",
-            ])
-            .arg(images.path()))
-    };
+    let suite = || tmpfs_suite(state.path(), &db, images.path(), TREE, "2");
     let out = suite();
     assert!(out.status.success(), "exit {:?}", out.status);
     assert!(text(&out.stderr).contains("measuring the harness ceiling"));
@@ -108,6 +106,32 @@ fn a_tmpfs_phase_is_harness_bound_and_the_ceiling_is_cached() {
     assert!(again.status.success());
     assert!(!text(&again.stderr).contains("measuring the harness ceiling"));
     assert_eq!(json(&again)["ceilings"][0], *ceiling);
+    assert_nothing_left(images.path());
+    assert_no_state_left(state.path());
+}
+
+#[test]
+fn a_threaded_workloads_ceiling_is_measured_at_its_thread_count() {
+    if !can_run("harness ceiling at N threads", &[]) {
+        return;
+    }
+    let (state, images, data) = (tempdir(), tempdir(), tempdir());
+    let db = data.path().join("results.db");
+    let workload = format!("{TREE},threads=3");
+    let out = tmpfs_suite(state.path(), &db, images.path(), &workload, "1");
+    assert!(out.status.success(), "exit {:?}", out.status);
+    let doc = json(&out);
+    let ceiling = &doc["ceilings"][0];
+    assert_eq!(ceiling["workload"], "tree:d12-f6-s1-l3,threads=3");
+    assert_eq!(ceiling["threads"], 3);
+    // Shown where the ceiling is shown, with its thread count.
+    let id = doc["id"].as_i64().unwrap().to_string();
+    let show = run(fsbench(state.path()).args(["--db", db.to_str().unwrap(), "show", &id]));
+    let shown = text(&show.stdout);
+    assert!(
+        shown.contains("tree:d12-f6-s1-l3,threads=3 at 3 threads: dir-create"),
+        "{shown}"
+    );
     assert_nothing_left(images.path());
     assert_no_state_left(state.path());
 }

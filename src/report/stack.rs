@@ -125,8 +125,12 @@ pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
                     format!("{} {} {unit}/s", p.phase, super::figure(p.rate))
                 })
                 .collect();
+            let threads = match c.threads {
+                0 | 1 => String::new(),
+                n => format!(" at {n} threads"),
+            };
             format!(
-                "{}: {} (measured {}, fsbench {})",
+                "{}{threads}: {} (measured {}, fsbench {})",
                 c.workload,
                 rates.join(", "),
                 c.measured_at,

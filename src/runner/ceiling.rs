@@ -1,8 +1,9 @@
 //! The harness's own ceiling: each workload's phases run once on a fresh tmpfs, where the
 //! filesystem costs next to nothing, give the rate fsbench and the kernel's VFS reach on
 //! their own. A phase measured elsewhere at more than [`HARNESS_BOUND_PERCENT`] of that rate
-//! says more about fsbench than about the filesystem. Ceilings are measured once per
-//! machine, kernel and fsbench version and cached in the state directory.
+//! says more about fsbench than about the filesystem. A workload's ceiling is measured at its
+//! own thread count (a run at N threads is compared with how far fsbench goes at N), once per
+//! machine, kernel and fsbench version, and cached in the state directory.
 
 use std::path::PathBuf;
 
@@ -48,6 +49,10 @@ pub struct Ceiling {
     pub cpu_model: String,
     pub kernel_release: String,
     pub measured_at: String,
+    /// The threads it ran on, the workload's; 0 in caches older than the count (measured
+    /// when threads shared one descriptor table), which are measured again.
+    #[serde(default)]
+    pub threads: u32,
     pub phases: Vec<PhaseCeiling>,
 }
 
@@ -74,6 +79,7 @@ impl Ceiling {
     fn serves(&self, spec: &WorkloadSpec, system: &SystemInfo) -> bool {
         let matrices = spec.phases().iter().filter(|p| !p.has_rate).count();
         self.matches(&spec.label(), system)
+            && self.threads == spec.threads()
             && self.phases.iter().filter(|p| !p.cells.is_empty()).count() >= matrices
     }
 
@@ -163,6 +169,7 @@ fn measure(
         cpu_model: system.cpu_model.clone(),
         kernel_release: system.kernel_release.clone(),
         measured_at: super::now(),
+        threads: spec.threads(),
         phases,
     })
 }

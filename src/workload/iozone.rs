@@ -13,6 +13,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::parallel::with_private_fds;
 use super::{Aligned, PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{CpuTimes, Dim, DimValue, Figure, PhaseRecorder};
@@ -241,7 +242,10 @@ impl Iozone {
                     .map(|(t, buf)| {
                         let barrier = &barrier;
                         s.spawn(move || {
-                            self.thread_io(dir, t, io, writes, file_size, record, buf, barrier)
+                            with_private_fds(&[dir], || {
+                                self.thread_io(dir, t, io, writes, file_size, record, buf, barrier)
+                            })
+                            .and_then(|r| r)
                         })
                     })
                     .collect();

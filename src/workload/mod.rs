@@ -7,7 +7,7 @@
 /// Implements [`WorkloadParams`] with the parameter type's own methods of the same names.
 macro_rules! workload_params {
     ($params:ty, |$p:ident| phases: $phases:expr, instantiate: $new:expr
-     $(, buffers: $buffers:expr)? $(,)?) => {
+     $(, buffers: $buffers:expr)? $(, threads: $threads:expr)? $(,)?) => {
         impl $crate::workload::WorkloadParams for $params {
             fn name(&self) -> String {
                 <$params>::name(self)
@@ -24,6 +24,10 @@ macro_rules! workload_params {
             $(fn buffer_bytes(&self) -> u64 {
                 let $p = self;
                 $buffers
+            })?
+            $(fn threads(&self) -> u32 {
+                let $p = self;
+                $threads
             })?
             fn phases(&self) -> std::borrow::Cow<'static, [$crate::workload::PhaseInfo]> {
                 #[allow(unused_variables)] // most workloads have fixed phases
@@ -44,6 +48,7 @@ pub(crate) mod atomic;
 pub mod ffsb;
 pub mod iozone;
 pub(crate) mod options;
+pub(crate) mod parallel;
 pub mod tree;
 
 use std::borrow::Cow;
@@ -348,6 +353,10 @@ pub(crate) trait WorkloadParams {
     fn buffer_bytes(&self) -> u64 {
         0
     }
+    /// Threads that make its calls at once (the harness ceiling is measured at this count).
+    fn threads(&self) -> u32 {
+        1
+    }
     fn phases(&self) -> Cow<'static, [PhaseInfo]>;
     /// A fresh instance, ready for its first phase.
     fn instantiate(&self) -> Box<dyn Workload>;
@@ -516,6 +525,11 @@ impl WorkloadSpec {
 
     pub fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         self.params().phases()
+    }
+
+    /// Threads that make its calls at once.
+    pub fn threads(&self) -> u32 {
+        self.params().threads()
     }
 
     /// What the workload needs; an error when its sizes and counts overflow 64 bits (a need

@@ -338,7 +338,8 @@ impl TreeParams {
 }
 
 workload_params!(TreeParams, |p| phases: p.phases(),
-    instantiate: Tree::new(p.clone(), default_base_name()));
+    instantiate: Tree::new(p.clone(), default_base_name()),
+    threads: p.threads);
 
 /// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
 pub fn default_base_name() -> String {

@@ -414,4 +414,5 @@ impl FfsbParams {
 
 workload_params!(FfsbParams, |p| phases: p.phases(),
     instantiate: Ffsb::new(p.clone()),
-    buffers: FfsbParams::buffer_bytes(p));
+    buffers: FfsbParams::buffer_bytes(p),
+    threads: u32::try_from(p.total_threads()).unwrap_or(u32::MAX));

@@ -14,7 +14,10 @@ use rustix::io::Errno;
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
 use crate::error::FsbenchError;
 use crate::extents::Mapper;
-use crate::measure::{CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram};
+use crate::measure::{
+    Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
+};
+use crate::workload::parallel::Crew;
 use crate::workload::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
@@ -86,6 +89,8 @@ struct Worker<'a> {
     other: Names,
     metaops: u64,
     stats: ThreadStats,
+    /// Transactions done, for the progress bar: this thread's alone.
+    done: &'a Counter,
 }
 
 impl Worker<'_> {
@@ -318,6 +323,7 @@ impl Worker<'_> {
         let shared = self.shared;
         let deadline = shared.deadline.get().copied().flatten();
         let mut done = 0u64;
+        let mut counted = 0u64;
         loop {
             // An interrupt also sets `stop` (to wake the sleepers): it is checked first.
             if shared.progress.cancel.load(Ordering::Relaxed) {
@@ -349,7 +355,8 @@ impl Worker<'_> {
                     self.stats.latency[i]
                         .get_or_insert_with(new_histogram)
                         .saturating_record(ns.max(1));
-                    shared.progress.done.fetch_add(1, Ordering::Relaxed);
+                    counted += 1;
+                    self.done.store(counted, Ordering::Relaxed);
                 }
                 Ok(false) => self.stats.no_file += 1,
                 Err(e) => {
@@ -365,7 +372,6 @@ impl Worker<'_> {
                 shared.pause(delay, deadline);
             }
         }
-        shared.progress.thread_finished();
         Ok((self.group_index, self.stats))
     }
 }
@@ -405,6 +411,10 @@ pub fn run_groups(
         .map(|p| [p.as_os_str().as_bytes(), b"/"].concat())
         .unwrap_or_default();
     let clock = lap_clock();
+    let counts: Vec<Counter> = (0..params.total_threads())
+        .map(|_| Counter::default())
+        .collect();
+    let crew = Crew::new(counts.iter().map(|c| &**c).collect(), rec.progress());
     let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
         let gate = shared.gate.write().expect("not poisoned");
         let mut handles = Vec::new();
@@ -425,13 +435,18 @@ pub fn run_groups(
                     other: Names::default(),
                     metaops: 0,
                     stats: ThreadStats::new(),
+                    done: &counts[thread as usize],
                 };
                 thread += 1;
-                let clock = clock.clone();
+                let (clock, crew, shared) = (clock.clone(), &crew, &shared);
+                let work = move || {
+                    let keep = [shared.data, shared.meta];
+                    crew.work(&keep, || worker.run(clock)).and_then(|r| r)
+                };
                 match std::thread::Builder::new()
                     .name(format!("ffsb-{thread}"))
                     .stack_size(256 << 10)
-                    .spawn_scoped(s, move || worker.run(clock))
+                    .spawn_scoped(s, work)
                 {
                     Ok(h) => handles.push(h),
                     Err(e) => {
@@ -475,6 +490,7 @@ pub fn run_groups(
         let cpu = CpuTimes::now();
         let start = Instant::now();
         drop(gate);
+        crew.wait(&handles);
         let mut results: Vec<Result<(usize, ThreadStats), FsbenchError>> = handles
             .into_iter()
             .map(|h| {

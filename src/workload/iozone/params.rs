@@ -298,4 +298,5 @@ impl IozoneParams {
 
 workload_params!(IozoneParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
     instantiate: Iozone::new(p.clone()),
-    buffers: IozoneParams::buffer_bytes(p));
+    buffers: IozoneParams::buffer_bytes(p),
+    threads: p.threads);

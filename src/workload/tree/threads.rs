@@ -5,16 +5,12 @@
 //! directories, each thread adds files named with its number.
 
 use std::os::fd::BorrowedFd;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use super::{DIR_CREATE, DIR_REMOVE, Share, Tree, TreeParams};
 use crate::error::FsbenchError;
 use crate::measure::PhaseRecorder;
 use crate::workload::Workload;
-
-/// How often the threads' counts are summed for the progress bar and series.
-const POLL: Duration = Duration::from_millis(10);
+use crate::workload::parallel::Crew;
 
 impl Tree {
     /// Thread `i`'s tree: the same shape, under a root of its own, or the shared root.
@@ -36,8 +32,8 @@ impl Tree {
     }
 }
 
-/// Phase `phase` of every thread's tree at once; the first error of any thread ends it (once
-/// every thread is done).
+/// Phase `phase` of every thread's tree at once, each thread with a descriptor table of its
+/// own; the first error of any thread ends it (once every thread is done).
 pub(super) fn run_phase(
     tree: &Tree,
     phase: usize,
@@ -55,28 +51,23 @@ pub(super) fn run_phase(
     let workers: Vec<(Tree, PhaseRecorder)> = (0..tree.params.threads)
         .map(|i| (tree.thread(i), rec.worker()))
         .collect();
+    let counters: Vec<_> = workers.iter().map(|(_, r)| r.progress().clone()).collect();
+    let crew = Crew::new(counters.iter().map(|c| &*c.done).collect(), &shared);
     let results = std::thread::scope(|s| {
-        let running: Vec<_> = workers
+        let handles: Vec<_> = workers
             .into_iter()
             .map(|(mut t, mut r)| {
-                let counter = r.progress().clone();
-                let shared = &shared;
-                let handle = s.spawn(move || {
-                    let outcome = t.run_phase(phase, dir, &mut r);
-                    shared.thread_finished();
-                    (outcome, r)
-                });
-                (handle, counter)
+                let crew = &crew;
+                s.spawn(move || {
+                    let outcome = crew.work(&[dir], || t.run_phase(phase, dir, &mut r));
+                    (outcome.and_then(|o| o), r)
+                })
             })
             .collect();
-        while !running.iter().all(|(h, _)| h.is_finished()) {
-            let done = running.iter().map(|(_, c)| c.done.load(Ordering::Relaxed));
-            shared.done.store(done.sum(), Ordering::Relaxed);
-            std::thread::sleep(POLL);
-        }
-        running
+        crew.wait(&handles);
+        handles
             .into_iter()
-            .map(|(h, _)| h.join().expect("a tree thread panicked"))
+            .map(|h| h.join().expect("a tree thread panicked"))
             .collect::<Vec<_>>()
     });
     let mut first_error = None;
