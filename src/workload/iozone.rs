@@ -242,10 +242,15 @@ impl Iozone {
                     .map(|(t, buf)| {
                         let barrier = &barrier;
                         s.spawn(move || {
-                            with_private_fds(&[dir], || {
+                            let outcome = with_private_fds(&[dir], || {
                                 self.thread_io(dir, t, io, writes, file_size, record, buf, barrier)
+                            });
+                            // A thread that could not start still meets the others at the
+                            // barrier, or they would wait for it forever.
+                            outcome.unwrap_or_else(|e| {
+                                barrier.wait();
+                                Err(e)
                             })
-                            .and_then(|r| r)
                         })
                     })
                     .collect();
@@ -302,11 +307,13 @@ impl Iozone {
     ) -> Result<(u64, f64), FsbenchError> {
         let name = thread_file(t);
         let name = std::ffi::CStr::from_bytes_with_nul(&name).expect("NUL-terminated");
-        let file: OwnedFd = rustix::fs::openat(dir, name, self.flags(writes), Mode::from(0o644))
-            .map_err(|e| FsbenchError::Failed(format!("open {name:?}: {e}")))?;
+        let opened = rustix::fs::openat(dir, name, self.flags(writes), Mode::from(0o644));
+        // Every thread meets the others at the barrier, an open that failed too.
+        barrier.wait();
+        let file: OwnedFd =
+            opened.map_err(|e| FsbenchError::Failed(format!("open {name:?}: {e}")))?;
         let buf = &mut buf.buf()[..record as usize];
         let n = size / record;
-        barrier.wait();
         let start = Instant::now();
         let mut moved = 0u64;
         match io {

@@ -97,3 +97,32 @@ fn times_are_iozone_s_less_its_timer_resolution() {
     assert_eq!(iozone_time(0.0), 1e-6);
     assert!((iozone_time(2.0) - 1.999_999).abs() < 1e-12);
 }
+
+#[test]
+fn a_thread_that_cannot_open_its_file_fails_the_cell_without_hanging_the_others() {
+    use std::os::fd::AsFd;
+    use std::sync::Arc;
+    let scratch = tempfile::tempdir().unwrap();
+    // Thread 1's file is a directory: its open fails, thread 0's succeeds.
+    std::fs::create_dir(scratch.path().join("iozone.tmp.0001")).unwrap();
+    let dir = rustix::fs::open(
+        scratch.path(),
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        Mode::empty(),
+    )
+    .unwrap();
+    let params = IozoneParams::parse("sizes=64k,records=4k,tests=0,threads=2").unwrap();
+    let mut iozone = Iozone::new(params);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let progress = Arc::new(crate::measure::Progress::default());
+        let mut rec = PhaseRecorder::start("matrix", progress);
+        let outcome = iozone.run_phase(0, dir.as_fd(), &mut rec);
+        let _ = done.send(outcome.map(|_| ()).map_err(|e| e.to_string()));
+    });
+    let outcome = finished
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the cell ended instead of waiting forever at its barrier");
+    let error = outcome.expect_err("the cell failed");
+    assert!(error.contains("iozone.tmp.0001"), "{error}");
+}
