@@ -33,6 +33,7 @@ use crate::testbed::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
 use crate::units::parse_size;
 use crate::workload::WorkloadSpec;
+use crate::workload::command::CommandParams;
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 
@@ -79,8 +80,9 @@ enum Command {
     Show {
         /// The suite's ID (`fsbench list` shows them)
         id: i64,
-        /// Every figure's statistics and every warning, not only the summary
-        #[arg(long)]
+        /// Every figure's statistics and every warning, not only the summary, and what the
+        /// command workload's commands wrote (the last 64 KiB of stdout and stderr)
+        #[arg(long, visible_alias = "verbose", short = 'v')]
         all: bool,
         /// Tables for a person, or the JSON document `run --output-format json` prints
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
@@ -192,6 +194,27 @@ struct RunArgs {
     /// Extract (then rm -rf) this tar archive (plain, gzip or zstd) as a workload
     #[arg(long, value_name = "FILE")]
     archive: Vec<PathBuf>,
+    /// Your own workload: a timed phase NAME=COMMAND, run with `sh -c` in the run's fresh
+    /// directory (FSBENCH_DIR and FSBENCH_RUN set). Repeat for more phases, in order. The
+    /// COMMAND is taken whole, commas and `=` included: quote it once for your shell, e.g.
+    /// --command-phase 'pack=tar -cf a.tar src && tar -xf a.tar -C out'
+    #[arg(long, value_name = "NAME=COMMAND")]
+    command_phase: Vec<String>,
+    /// Your own workload's untimed setup command, before its first phase
+    #[arg(long, value_name = "COMMAND", requires = "command_phase")]
+    command_setup: Option<String>,
+    /// Your own workload's untimed cleanup command, after its last phase (a timed cleanup is
+    /// one more --command-phase)
+    #[arg(long, value_name = "COMMAND", requires = "command_phase")]
+    command_cleanup: Option<String>,
+    /// Seconds each of your commands may run; past it its whole process tree is killed and
+    /// the run fails [default: 3600]
+    #[arg(long, value_name = "SECS", requires = "command_phase")]
+    command_timeout: Option<u64>,
+    /// Space your commands need on the filesystem under test, e.g. 2G (sizes loop images;
+    /// a target with less is refused) [default: 512M]
+    #[arg(long, value_name = "SIZE", requires = "command_phase")]
+    command_space: Option<String>,
     /// Runs per configuration and workload, or `auto`: rounds until every phase's primary
     /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3]
     #[arg(long, short = 'n', value_parser = auto_runs::parse_runs)]
@@ -270,7 +293,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "probe_after_run"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "command_phase", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "probe_after_run"])]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
@@ -304,16 +327,29 @@ impl RunArgs {
             .iter()
             .map(|a| format!("archive:file={}", a.display()));
         let given: Vec<String> = self.workloads.iter().cloned().chain(archives).collect();
-        if !given.is_empty() {
+        let commands = (!self.command_phase.is_empty())
+            .then(|| {
+                CommandParams::from_flags(
+                    self.command_setup.clone(),
+                    &self.command_phase,
+                    self.command_cleanup.clone(),
+                    self.command_timeout,
+                    self.command_space.as_deref().map(parse_size).transpose()?,
+                )
+            })
+            .transpose()?;
+        if !given.is_empty() || commands.is_some() {
             suite.workloads = given
                 .iter()
                 .map(|w| WorkloadSpec::parse_list(w))
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()
+                .chain(commands.map(WorkloadSpec::Command))
                 .collect();
         }
-        let default_suite = self.suite.is_none() && given.is_empty();
+        let default_suite =
+            self.suite.is_none() && given.is_empty() && self.command_phase.is_empty();
         if suite.workloads.is_empty() {
             suite.workloads = Suite::default_workloads();
         }
