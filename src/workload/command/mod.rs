@@ -347,11 +347,14 @@ impl Commands {
             timeout: Duration::from_secs(self.params.timeout),
             cancel: &self.cancel,
         })?;
-        self.kept.push(KeptOutput {
-            step: step.to_string(),
-            stdout: finished.stdout.text(),
-            stderr: finished.stderr.text(),
-        });
+        let (stdout, stderr) = (finished.stdout.text(), finished.stderr.text());
+        if !stdout.is_empty() || !stderr.is_empty() {
+            self.kept.push(KeptOutput {
+                step: step.to_string(),
+                stdout,
+                stderr,
+            });
+        }
         let ended = match finished.exit {
             Exit::Code(0) => return Ok(finished),
             Exit::Code(code) => format!("exited with status {code}"),
