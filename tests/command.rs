@@ -316,3 +316,86 @@ fn two_filesystems_are_compared_and_ranked_on_the_commands() {
     }
     assert_nothing_left(images.path());
 }
+
+/// The cgroup v2 directory a process is in, where it is one of fsbench's.
+fn fsbench_cgroup_of(pid: i32) -> Option<std::path::PathBuf> {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (fields, tail) = l.split_once(" - ")?;
+        tail.starts_with("cgroup2 ")
+            .then(|| fields.split_whitespace().nth(4).map(str::to_string))?
+    })?;
+    let dir = Path::new(&mount).join(path.trim_start_matches('/'));
+    let name = dir.file_name()?.to_str()?;
+    name.starts_with("fsbench-").then_some(dir)
+}
+
+#[test]
+fn what_a_killed_fsbench_left_running_is_killed_by_the_next() {
+    if !is_root() {
+        skip("command: a killed fsbench's cgroup: needs root (cgroups)");
+        return;
+    }
+    let (target, state, scratch) = (tmpfs_tempdir(), tempdir(), tempdir());
+    let db = scratch.path().join("results.db");
+    let pids = scratch.path().join("pids");
+    let phase = format!(
+        "slow=sleep 1000 & echo $! >> {p}; echo $$ >> {p}; wait",
+        p = pids.display()
+    );
+    let child = json_run(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["--runs", "1", "--command-space", "16M", "--dir"])
+        .arg(target.path())
+        .args(["--command-phase", &phase])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let fsbench_pid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let listed = loop {
+        let listed: Vec<i32> = std::fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if listed.len() == 2 || Instant::now() > deadline {
+            break listed;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    unsafe { libc::kill(fsbench_pid, libc::SIGKILL) };
+    let _ = wait_drained_within(child, Duration::from_secs(30));
+    assert_eq!(listed.len(), 2, "the phase did not start: {listed:?}");
+    let (sleep, shell) = (listed[0], listed[1]);
+    let cgroup = fsbench_cgroup_of(sleep);
+    // The shell dies with fsbench (its parent-death signal).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gone(shell) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gone(shell), "the command's shell outlived fsbench");
+    let Some(cgroup) = cgroup else {
+        unsafe { libc::kill(sleep, libc::SIGKILL) };
+        skip("command: a killed fsbench's cgroup: no cgroup v2 here to put commands in");
+        return;
+    };
+    assert!(!gone(sleep) && cgroup.is_dir());
+    let out = run_commands(
+        target.path(),
+        state.path(),
+        &db,
+        &["--command-phase", "ok=true"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        gone(sleep),
+        "the killed fsbench's background process lives on"
+    );
+    assert!(!cgroup.exists(), "{} is left", cgroup.display());
+    let _ = run(fsbench(state.path()).arg("clean"));
+}

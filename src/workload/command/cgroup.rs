@@ -42,6 +42,7 @@ impl Cgroup {
             .find_map(|l| l.strip_prefix("0::"))
             .ok_or("fsbench is in no cgroup v2")?;
         let parent = mount.join(own.trim_start_matches('/'));
+        remove_stale(&parent);
         let name = format!(
             "fsbench-{}-{}",
             std::process::id(),
@@ -134,6 +135,36 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         self.kill_all(Duration::from_secs(5));
         let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// Removes the cgroups (and kills what they hold) that an fsbench killed outright left in
+/// `parent`: those named after a process that is no fsbench any more.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("fsbench-"))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, serial)| serial.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if pid != std::process::id() && comm.trim() != "fsbench" {
+            let procs = CString::new(entry.path().join("cgroup.procs").as_os_str().as_bytes());
+            if let Ok(procs) = procs {
+                // Its Drop kills what is left and removes it.
+                drop(Cgroup {
+                    path: entry.path(),
+                    procs,
+                });
+            }
+        }
     }
 }
 
