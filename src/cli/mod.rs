@@ -187,7 +187,8 @@ struct RunArgs {
     /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
-    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb);
+    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb,
+    /// command);
     /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
     #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
     workloads: Vec<String>,
