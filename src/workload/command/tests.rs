@@ -61,7 +61,12 @@ fn bad_phases_are_refused_with_reasons() {
 }
 
 #[test]
-fn the_option_form_needs_a_file() {
-    let e = WorkloadSpec::parse("command").unwrap_err().to_string();
-    assert!(e.contains("--command-phase"), "{e}");
+fn without_a_file_the_preset_is_the_tar_demo() {
+    let spec = WorkloadSpec::parse("command:timeout=60").unwrap();
+    let WorkloadSpec::Command(p) = &spec else {
+        panic!("{spec:?}")
+    };
+    assert_eq!(spec.label(), "command:tar");
+    assert_eq!(p.timeout, 60);
+    assert_eq!(p.phase.len(), 3);
 }
