@@ -124,11 +124,12 @@ impl Tree {
     /// Waits for the shell; its status and the resources it and its waited-for children used.
     fn reap(&mut self) -> Result<(i32, libc::rusage), FsbenchError> {
         let mut status = 0;
-        // SAFETY: wait4 writes a plain struct and an int; the pid is our own child.
+        // SAFETY: rusage is plain data, valid all zeros.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = self.pid.as_raw_nonzero().get();
         loop {
-            let r =
-                unsafe { libc::wait4(self.pid.as_raw_nonzero().get(), &mut status, 0, &mut usage) };
+            // SAFETY: wait4 writes only the int and the struct it is given; `pid` is our child.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
             if r >= 0 {
                 self.reaped = true;
                 return Ok((status, usage));
