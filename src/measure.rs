@@ -161,6 +161,8 @@ pub struct PhaseRecorder {
     clock: quanta::Clock,
     lap: u64,
     usage: CpuTimes,
+    /// CPU time of processes the phase ran (a user's command), beside fsbench's own.
+    children: CpuTimes,
     progress: Arc<Progress>,
     timeline: Timeline,
 }
@@ -183,6 +185,7 @@ impl PhaseRecorder {
             lap: clock.raw(),
             clock,
             usage: CpuTimes::now(),
+            children: CpuTimes::default(),
             progress,
             timeline: Timeline::default(),
         }
@@ -250,6 +253,12 @@ impl PhaseRecorder {
         }
         self.ops += n - 1;
         self.unit_done(bytes)
+    }
+
+    /// Adds the CPU time of processes the phase ran to the phase's.
+    pub fn add_cpu(&mut self, user: Duration, system: Duration) {
+        self.children.user += user;
+        self.children.system += system;
     }
 
     /// The counter and cancel flag worker threads share with the progress bar.
@@ -328,7 +337,11 @@ impl PhaseRecorder {
     /// Ends the phase and summarizes it.
     pub fn finish(self) -> PhaseMeasurement {
         let elapsed = self.started.elapsed();
-        let cpu = CpuTimes::now().since(&self.usage);
+        let own = CpuTimes::now().since(&self.usage);
+        let cpu = CpuTimes {
+            user: own.user + self.children.user,
+            system: own.system + self.children.system,
+        };
         let latency = OpKind::ALL
             .iter()
             .zip(&self.histograms)
@@ -489,7 +502,7 @@ impl LatencySummary {
 }
 
 /// User and system CPU time of the whole process (all threads), from getrusage.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct CpuTimes {
     pub user: Duration,
     pub system: Duration,

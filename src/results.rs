@@ -152,6 +152,18 @@ pub struct RunRecord {
     /// The free-space probe after the run's phases (`probe_after`), before the last unmount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_after: Option<crate::aging::Probe>,
+    /// What the user's commands wrote (the command workload), step by step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<KeptOutput>,
+}
+
+/// The end of what one command of a run wrote (at most 64 KiB of each stream).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct KeptOutput {
+    /// `setup`, `phase `NAME``, `NAME items` or `cleanup`.
+    pub step: String,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl RunRecord {

@@ -16,8 +16,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::error::invalid;
 use crate::measure::{LatencySummary, PhaseMeasurement};
 use crate::results::{
-    ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
-    SuiteStatus, TargetInfo, WorkloadKey,
+    ConfigInfo, ConfigKey, KeptOutput, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped,
+    SuiteResult, SuiteStatus, TargetInfo, WorkloadKey,
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
@@ -180,6 +180,17 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql("ALTER TABLE progress ADD COLUMN ranks TEXT NOT NULL DEFAULT '[]';"),
     // 13: the free-space probe after each run's phases (JSON), where the suite asked for it.
     Migration::Sql("ALTER TABLE runs ADD COLUMN probe_after TEXT;"),
+    // 14: the end of what a run's commands wrote (the command workload), step by step.
+    Migration::Sql(
+        "CREATE TABLE run_output (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        step TEXT NOT NULL,
+        stdout TEXT NOT NULL,
+        stderr TEXT NOT NULL,
+        PRIMARY KEY (run_id, idx)
+    );",
+    ),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -489,6 +500,12 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         ],
     )?;
     let run_id = tx.last_insert_rowid();
+    for (idx, o) in run.output.iter().enumerate() {
+        tx.execute(
+            "INSERT INTO run_output (run_id, idx, step, stdout, stderr) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![run_id, idx as i64, o.step, o.stdout, o.stderr],
+        )?;
+    }
     for (idx, p) in run.phases.iter().enumerate() {
         let m = &p.measurement;
         tx.execute(

@@ -70,6 +70,11 @@ fn archive_suite() {
 }
 
 #[test]
+fn command_suite() {
+    suite_runs("command.toml");
+}
+
+#[test]
 fn mixed_ffsb_profile() {
     let path = example("ffsb/mixed.ffsb");
     runs_cleanly(

@@ -346,6 +346,13 @@ fn workloads_that_make_no_sense_under_mpi_are_refused_with_the_reason() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("cannot run under MPI: it measures how one filesystem"));
     assert!(out.stdout.is_empty());
+    // The user's commands would run once per rank, unsynchronized.
+    let out = output_within(
+        &mut mpirun(2, state.path(), &target, "", &["--command-phase", "x=true"]),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("command:x cannot run under MPI: your commands"));
     // The stonewall stops tree's file create only; elsewhere it is refused, not just counted.
     let out = output_within(
         &mut mpirun(

@@ -134,6 +134,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
                 testbed: None,
                 preparation: None,
                 probe_after: None,
+                output: Vec::new(),
             };
             store.record_run(id, &record, None).unwrap();
         }

@@ -34,6 +34,7 @@ use crate::tools;
 use crate::units::parse_size;
 use crate::workload::WorkloadSpec;
 use crate::workload::archive::ArchiveParams;
+use crate::workload::command::CommandParams;
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 
@@ -80,8 +81,9 @@ enum Command {
     Show {
         /// The suite's ID (`fsbench list` shows them)
         id: i64,
-        /// Every figure's statistics and every warning, not only the summary
-        #[arg(long)]
+        /// Every figure's statistics and every warning, not only the summary, and what the
+        /// command workload's commands wrote (the last 64 KiB of stdout and stderr)
+        #[arg(long, visible_alias = "verbose", short = 'v')]
         all: bool,
         /// Tables for a person, or the JSON document `run --output-format json` prints
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
@@ -189,13 +191,35 @@ struct RunArgs {
     /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
-    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb);
+    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb,
+    /// command);
     /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
     #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
     workloads: Vec<String>,
     /// Extract (then rm -rf) this tar archive (plain, gzip, zstd, xz, bzip2 or lzop) as a workload
     #[arg(long, value_name = "FILE")]
     archive: Vec<PathBuf>,
+    /// Your own workload: a timed phase NAME=COMMAND, run with `sh -c` in the run's fresh
+    /// directory (FSBENCH_DIR and FSBENCH_RUN set). Repeat for more phases, in order. The
+    /// COMMAND is taken whole, commas and `=` included: quote it once for your shell, e.g.
+    /// --command-phase 'pack=tar -cf a.tar src && tar -xf a.tar -C out'
+    #[arg(long, value_name = "NAME=COMMAND")]
+    command_phase: Vec<String>,
+    /// Your own workload's untimed setup command, before its first phase
+    #[arg(long, value_name = "COMMAND", requires = "command_phase")]
+    command_setup: Option<String>,
+    /// Your own workload's untimed cleanup command, after its last phase (a timed cleanup is
+    /// one more --command-phase)
+    #[arg(long, value_name = "COMMAND", requires = "command_phase")]
+    command_cleanup: Option<String>,
+    /// Seconds each of your commands may run; past it its whole process tree is killed and
+    /// the run fails [default: 3600]
+    #[arg(long, value_name = "SECS", requires = "command_phase")]
+    command_timeout: Option<u64>,
+    /// Space your commands need on the filesystem under test, e.g. 2G (sizes loop images;
+    /// a target with less is refused) [default: 512M]
+    #[arg(long, value_name = "SIZE", requires = "command_phase")]
+    command_space: Option<String>,
     /// Runs per configuration and workload, or `auto`: rounds until every phase's primary
     /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3]
     #[arg(long, short = 'n', value_parser = auto_runs::parse_runs)]
@@ -290,7 +314,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "probe_after_run"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "command_phase", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "probe_after_run"])]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
@@ -319,7 +343,18 @@ impl RunArgs {
                 .flatten()
                 .collect();
         }
-        let given = !self.workloads.is_empty() || !self.archive.is_empty();
+        let commands = (!self.command_phase.is_empty())
+            .then(|| {
+                CommandParams::from_flags(
+                    self.command_setup.clone(),
+                    &self.command_phase,
+                    self.command_cleanup.clone(),
+                    self.command_timeout,
+                    self.command_space.as_deref().map(parse_size).transpose()?,
+                )
+            })
+            .transpose()?;
+        let given = !self.workloads.is_empty() || !self.archive.is_empty() || commands.is_some();
         if given {
             let mut workloads: Vec<WorkloadSpec> = self
                 .workloads
@@ -328,6 +363,7 @@ impl RunArgs {
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()
+                .chain(commands.map(WorkloadSpec::Command))
                 .collect();
             // An archive's name is a file name, commas and all, not workload options.
             for archive in &self.archive {

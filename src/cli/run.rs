@@ -68,6 +68,7 @@ pub(super) fn ffsb(
     if run_args.suite.is_some()
         || !run_args.workloads.is_empty()
         || !run_args.archive.is_empty()
+        || !run_args.command_phase.is_empty()
         || run_args.resume.is_some()
     {
         return Err(invalid(

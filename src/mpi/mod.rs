@@ -167,6 +167,9 @@ fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
         WorkloadSpec::Ffsb(_) => {
             Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
         }
+        WorkloadSpec::Command(_) => Some(
+            "your commands would run once per rank with nothing to line their phases up; run              your own parallel program (mpirun inside a phase) instead",
+        ),
     }
 }
 

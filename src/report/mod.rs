@@ -12,6 +12,7 @@ pub mod fit;
 pub mod html;
 pub mod iozone;
 pub mod json;
+mod kept_output;
 pub mod matrix;
 pub mod rank;
 mod ranks;

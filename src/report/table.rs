@@ -85,7 +85,7 @@ impl Style {
         }
     }
 
-    fn heading(self, text: &str) -> String {
+    pub(super) fn heading(self, text: &str) -> String {
         match self {
             Style::Terminal => format!("\n== {text} ==\n"),
             Style::Markdown => format!("\n## {text}\n\n"),
@@ -206,6 +206,9 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
     }
     for sk in &r.skipped {
         out.push_str(&view.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
+    }
+    if view.verbose {
+        super::kept_output::render(&mut out, r, view);
     }
     let failed = r.runs.iter().filter(|x| x.status != RunStatus::Ok).count();
     let _ = writeln!(

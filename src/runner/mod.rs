@@ -9,6 +9,7 @@ pub mod phases;
 mod prepare;
 
 use std::collections::HashSet;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -393,6 +394,7 @@ pub(crate) fn run_suite(
                     testbed: Some(testbed.run_start(&suite.target)),
                     preparation: None,
                     probe_after: None,
+                    output: Vec::new(),
                 };
                 observer.run_started(&label, &record);
                 let context = RunContext {
@@ -537,41 +539,51 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     let mut fresh = fresh_for_run(target, preparer, what, record, observer)?;
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
-    let phase_count = workload.phases().len();
-    for index in 0..phase_count {
-        let outcome = run_phase(
-            workload.as_mut(),
-            index,
-            fresh.dir(),
-            settings,
-            label,
-            observer,
-        );
-        let mut phase = match outcome {
-            Ok(phase) => phase,
-            Err(e) => return Err(undo_failed_run(fresh, label, e.into(), observer)),
-        };
-        let boundary = workload.boundary_after(index);
-        let checkpoint = match boundary {
-            Boundary::Keep => None,
-            // The last phase needs no fresh filesystem after it, only the check.
-            Boundary::Remount | Boundary::Remake if index + 1 == phase_count => fresh.remount()?,
-            Boundary::Remount => fresh.remount()?,
-            Boundary::Remake => {
-                let teardown = fresh.finish()?;
-                fresh = fresh_fs(target, preparer, what, observer)?.0;
-                Some(teardown)
+    let phases = || -> anyhow::Result<_> {
+        workload.setup(fresh.dir().as_fd(), record.run, &settings.progress.cancel)?;
+        let phase_count = workload.phases().len();
+        for index in 0..phase_count {
+            let outcome = run_phase(
+                workload.as_mut(),
+                index,
+                fresh.dir(),
+                settings,
+                label,
+                observer,
+            );
+            let mut phase = match outcome {
+                Ok(phase) => phase,
+                Err(e) => return Err(undo_failed_run(fresh, label, e.into(), observer)),
+            };
+            let boundary = workload.boundary_after(index);
+            let checkpoint = match boundary {
+                Boundary::Keep => None,
+                // The last phase needs no fresh filesystem after it, only the check.
+                Boundary::Remount | Boundary::Remake if index + 1 == phase_count => {
+                    fresh.remount()?
+                }
+                Boundary::Remount => fresh.remount()?,
+                Boundary::Remake => {
+                    let teardown = fresh.finish()?;
+                    fresh = fresh_fs(target, preparer, what, observer)?.0;
+                    Some(teardown)
+                }
+            };
+            match checkpoint {
+                Some(teardown) => record_checkpoint(&mut phase, &teardown, record, label, observer),
+                None if boundary != Boundary::Keep => phase.notes.push(
+                    "not unmounted and checked after this phase: the target cannot be remounted (tmpfs or a directory)".into(),
+                ),
+                None => {}
             }
-        };
-        match checkpoint {
-            Some(teardown) => record_checkpoint(&mut phase, &teardown, record, label, observer),
-            None if boundary != Boundary::Keep => phase.notes.push(
-                "not unmounted and checked after this phase: the target cannot be remounted (tmpfs or a directory)".into(),
-            ),
-            None => {}
+            record.phases.push(phase);
         }
-        record.phases.push(phase);
-    }
+        Ok(fresh)
+    };
+    let outcome = phases();
+    // Kept whether the run failed or not: a failed command's output says why.
+    record.output = workload.kept_output();
+    let fresh = outcome?;
     finish_run(fresh, what, record, observer)?;
     Ok(mkfs_command)
 }

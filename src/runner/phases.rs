@@ -85,6 +85,10 @@ fn measure_phase(
         start.elapsed().as_nanos() as u64
     });
     let output = workload.after_phase(index, dir.as_fd())?;
+    let mut measurement = measurement;
+    if let Some(units) = output.units {
+        measurement.ops = units;
+    }
     let threads = match settings.progress.threads() {
         (n, Some((first, first_units))) if n >= 2 => Some(ThreadsDone::new(
             n,

@@ -162,6 +162,7 @@ impl Store {
                     testbed: None,
                     preparation: None,
                     probe_after: None,
+                    output: Vec::new(),
                 },
             ))
         })?;
@@ -202,9 +203,24 @@ impl Store {
             run.config_key = ConfigKey(config_key.unwrap_or(u32::MAX));
             run.workload_key = WorkloadKey(workload_key.unwrap_or(u32::MAX));
             run.phases = self.load_phases(run_id)?;
+            run.output = self.load_output(run_id)?;
             runs.push(run);
         }
         Ok(runs)
+    }
+
+    fn load_output(&self, run_id: i64) -> anyhow::Result<Vec<KeptOutput>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT step, stdout, stderr FROM run_output WHERE run_id = ?1 ORDER BY idx",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(KeptOutput {
+                step: r.get(0)?,
+                stdout: r.get(1)?,
+                stderr: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     pub(super) fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {

@@ -45,6 +45,7 @@ macro_rules! workload_params {
 pub(crate) mod alloc;
 pub mod archive;
 pub(crate) mod atomic;
+pub mod command;
 pub mod ffsb;
 pub mod iozone;
 pub(crate) mod options;
@@ -112,6 +113,9 @@ pub struct PhaseOutput {
     /// Why the phase had nothing to do (`no files`: an empty file set): it has no figures, so
     /// no rate of 0 that would read as a measurement.
     pub idle: Option<String>,
+    /// Units of work known only after the phase (a user's command that prints a count):
+    /// they replace the phase's count.
+    pub units: Option<u64>,
 }
 
 /// What happens to the filesystem between a phase and the next.
@@ -163,6 +167,16 @@ pub trait Workload: Send {
     fn phases(&self) -> Cow<'static, [PhaseInfo]>;
     /// Units phase `phase` will complete, for progress bars and checks.
     fn expected_units(&self, phase: usize) -> u64;
+    /// Untimed work before the first phase, on the run's fresh filesystem (the user's setup
+    /// command); `round` is the run's, `cancel` the flag Ctrl-C sets.
+    fn setup(
+        &mut self,
+        _dir: BorrowedFd<'_>,
+        _round: u32,
+        _cancel: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<(), FsbenchError> {
+        Ok(())
+    }
     /// Untimed work just before phase `phase` starts its clock (decompressing an archive).
     fn before_phase(&mut self, _phase: usize) -> Result<(), FsbenchError> {
         Ok(())
@@ -186,6 +200,10 @@ pub trait Workload: Send {
     /// What the runner does to the filesystem after phase `phase`.
     fn boundary_after(&self, _phase: usize) -> Boundary {
         Boundary::Keep
+    }
+    /// The output of the commands the run ran (the tails kept), failed ones included.
+    fn kept_output(&mut self) -> Vec<crate::results::KeptOutput> {
+        Vec::new()
     }
 }
 
@@ -408,6 +426,7 @@ workloads! {
     Iozone(iozone::IozoneParams) = iozone::KIND,
     Alloc(alloc::AllocParams) = alloc::KIND,
     Ffsb(ffsb::FfsbParams) = ffsb::KIND,
+    Command(command::CommandParams) = command::KIND,
 }
 
 /// The registered workload called `name` (or an alias of one, with its preset).
@@ -493,9 +512,16 @@ impl WorkloadSpec {
         if kind.knows_all(&map) {
             return from_options(&map);
         }
+        // A list of tables (the command workload's phases) is no option: the parameters'
+        // own serde reads it, and its error is the one to show.
+        let has_tables = map.values().any(|v| {
+            v.as_array()
+                .is_some_and(|a| a.iter().any(|i| i.is_object()))
+        });
         // Databases store the parameters' own fields; a suite file uses options.
         match WorkloadSpec::from_stored(kind.name, serde_json::Value::Object(map.clone())) {
             Some(Ok(spec)) => Ok(spec),
+            Some(Err(e)) if has_tables => Err(invalid(format!("{}: {e}", kind.name))),
             _ => from_options(&map),
         }
     }
@@ -554,6 +580,12 @@ impl WorkloadSpec {
             WorkloadSpec::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
             _ => None,
         }
+    }
+
+    /// Whether its phases are the user's commands, which fsbench's own harness ceiling
+    /// says nothing about.
+    pub fn runs_user_commands(&self) -> bool {
+        matches!(self, WorkloadSpec::Command(_))
     }
 
     /// Checks parameters; the runner calls it before anything is created.

@@ -124,6 +124,7 @@ impl WorkloadSpec {
             WorkloadSpec::Archive(p) if matches!(p.source, super::archive::Source::File { .. }) => {
                 "a larger archive file".into()
             }
+            WorkloadSpec::Command(_) => "commands that do more".into(),
             _ => self.kind().more_work_advice(),
         }
     }

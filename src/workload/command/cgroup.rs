@@ -1,0 +1,221 @@
+//! A cgroup v2 per command: every process the command starts lands in it (however it forks
+//! or detaches), so its figures are the whole tree's and one write kills the whole tree.
+//!
+//! The cgroup is made below the one fsbench runs in. fsbench changes no controller setting:
+//! the figures whose controller that cgroup does not pass down (memory, io) come from the
+//! rusage / `/proc/PID/io` fallback, and the phase says so.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a cgroup measured once its processes were gone.
+#[derive(Debug, Default)]
+pub(super) struct CgroupUsage {
+    /// User and system CPU time (`cpu.stat`, present without the cpu controller).
+    pub cpu: Option<(Duration, Duration)>,
+    /// Bytes read from and written to block devices, summed over devices (`io.stat`).
+    pub io: Option<(u64, u64)>,
+    /// The tree's peak memory (`memory.peak`).
+    pub peak_memory: Option<u64>,
+}
+
+pub(super) struct Cgroup {
+    path: PathBuf,
+    /// `cgroup.procs`, ready for the child to join between fork and exec (no allocation).
+    procs: CString,
+}
+
+/// Distinct names for the cgroups of one fsbench process.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+impl Cgroup {
+    /// A fresh cgroup below fsbench's own; the error says why there is none.
+    pub fn create() -> Result<Cgroup, String> {
+        let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
+        let own = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+        let own = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .ok_or("fsbench is in no cgroup v2")?;
+        let parent = mount.join(own.trim_start_matches('/'));
+        remove_stale(&parent);
+        let name = format!(
+            "fsbench-{}-{}",
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = parent.join(name);
+        std::fs::create_dir(&path)
+            .map_err(|e| format!("cannot create a cgroup in {}: {e}", parent.display()))?;
+        let procs = CString::new(path.join("cgroup.procs").as_os_str().as_bytes())
+            .map_err(|_| "the cgroup's path holds a NUL byte".to_string())?;
+        Ok(Cgroup { path, procs })
+    }
+
+    pub fn procs_path(&self) -> &std::ffi::CStr {
+        &self.procs
+    }
+
+    /// Controllers this cgroup has (those its parent passes down).
+    fn has_controller(&self, name: &str) -> bool {
+        std::fs::read_to_string(self.path.join("cgroup.controllers"))
+            .is_ok_and(|c| c.split_whitespace().any(|w| w == name))
+    }
+
+    /// Why a figure falls back: the controllers missing for memory and io.
+    pub fn missing_controllers(&self) -> Vec<&'static str> {
+        ["memory", "io"]
+            .into_iter()
+            .filter(|c| !self.has_controller(c))
+            .collect()
+    }
+
+    /// Kills every process in the cgroup (`cgroup.kill`; one by one on kernels before 5.14)
+    /// and waits up to `limit` for them to be gone; whether they are.
+    pub fn kill_all(&self, limit: Duration) -> bool {
+        if std::fs::write(self.path.join("cgroup.kill"), "1").is_err() {
+            self.kill_listed();
+        }
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.is_empty() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            // A process that forked while it was listed is killed on the next look.
+            self.kill_listed();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn kill_listed(&self) {
+        let Ok(procs) = std::fs::read_to_string(self.path.join("cgroup.procs")) else {
+            return;
+        };
+        for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+
+    /// No live process left (zombies not yet reaped leave `populated` at 0 too).
+    fn is_empty(&self) -> bool {
+        std::fs::read_to_string(self.path.join("cgroup.events"))
+            .map(|e| e.lines().any(|l| l == "populated 0"))
+            .unwrap_or(true)
+    }
+
+    pub fn usage(&self) -> CgroupUsage {
+        let read = |file: &str| std::fs::read_to_string(self.path.join(file)).ok();
+        let cpu = read("cpu.stat").and_then(|stat| {
+            let usec = |key: &str| flat_value(&stat, key).map(Duration::from_micros);
+            Some((usec("user_usec")?, usec("system_usec")?))
+        });
+        let io = read("io.stat")
+            .filter(|_| self.has_controller("io"))
+            .map(|stat| io_bytes(&stat));
+        let peak_memory = read("memory.peak").and_then(|p| p.trim().parse().ok());
+        CgroupUsage {
+            cpu,
+            io,
+            peak_memory,
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    /// Nothing the command started outlives it; the empty cgroup goes.
+    fn drop(&mut self) {
+        self.kill_all(Duration::from_secs(5));
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// Removes the cgroups (and kills what they hold) that an fsbench killed outright left in
+/// `parent`: those named after a process that is no fsbench any more.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("fsbench-"))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, serial)| serial.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if pid != std::process::id() && comm.trim() != "fsbench" {
+            let procs = CString::new(entry.path().join("cgroup.procs").as_os_str().as_bytes());
+            if let Ok(procs) = procs {
+                // Its Drop kills what is left and removes it.
+                drop(Cgroup {
+                    path: entry.path(),
+                    procs,
+                });
+            }
+        }
+    }
+}
+
+/// Where the cgroup v2 hierarchy is mounted (`/sys/fs/cgroup`, or `…/unified` on a hybrid
+/// system), from the mount table.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    table.lines().find_map(|line| {
+        let (fields, tail) = line.split_once(" - ")?;
+        let point = fields.split_whitespace().nth(4)?;
+        (tail.split_whitespace().next()? == "cgroup2").then(|| Path::new(point).to_path_buf())
+    })
+}
+
+/// `key value` from a flat-keyed cgroup file.
+fn flat_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok())?
+    })
+}
+
+/// `rbytes` and `wbytes` summed over the devices of an `io.stat`.
+fn io_bytes(stat: &str) -> (u64, u64) {
+    let mut total = (0, 0);
+    for field in stat.split_whitespace() {
+        if let Some(v) = field.strip_prefix("rbytes=") {
+            total.0 += v.parse::<u64>().unwrap_or(0);
+        } else if let Some(v) = field.strip_prefix("wbytes=") {
+            total.1 += v.parse::<u64>().unwrap_or(0);
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_stat_sums_every_device() {
+        let stat = "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n\
+                    7:3 rbytes=100 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n";
+        assert_eq!(io_bytes(stat), (4196, 8192));
+    }
+
+    #[test]
+    fn cpu_stat_values_are_read_by_key() {
+        let stat = "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n";
+        assert_eq!(flat_value(stat, "user_usec"), Some(1000));
+        assert_eq!(flat_value(stat, "system_usec"), Some(500));
+        assert_eq!(flat_value(stat, "nr_periods"), None);
+    }
+}
