@@ -1,3 +1,4 @@
+use super::calls::fitting_size;
 use super::*;
 
 #[test]

@@ -45,6 +45,7 @@ macro_rules! workload_params {
 pub(crate) mod alloc;
 pub mod archive;
 pub(crate) mod atomic;
+mod calls;
 pub mod command;
 pub mod ffsb;
 pub mod iozone;
@@ -53,15 +54,15 @@ pub(crate) mod parallel;
 pub mod tree;
 
 use std::borrow::Cow;
-use std::os::fd::{AsFd, BorrowedFd};
-
-use rustix::io::Errno;
+use std::os::fd::BorrowedFd;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{Figure, PhaseRecorder};
 use options::WorkloadKind;
+
+pub use calls::*;
 
 /// Description of one phase. Most workloads have a fixed list; `alloc` has one phase per
 /// allocation method it was asked for.
@@ -205,156 +206,6 @@ pub trait Workload: Send {
     fn kept_output(&mut self) -> Vec<crate::results::KeptOutput> {
         Vec::new()
     }
-}
-
-/// A buffer aligned for O_DIRECT (4 KiB covers every device's logical block).
-pub struct Aligned {
-    raw: Vec<u8>,
-    offset: usize,
-    len: usize,
-}
-
-impl Aligned {
-    pub fn new(len: usize) -> Aligned {
-        let raw = vec![0x5a; len + 4096];
-        let offset = raw.as_ptr().align_offset(4096);
-        Aligned { raw, offset, len }
-    }
-
-    pub fn buf(&mut self) -> &mut [u8] {
-        &mut self.raw[self.offset..self.offset + self.len]
-    }
-}
-
-/// Bytes free for the caller on the filesystem of `fd` (unknown: unlimited).
-pub fn free_bytes(fd: impl AsFd) -> u64 {
-    rustix::fs::fstatvfs(fd).map_or(u64::MAX, |s| s.f_bavail.saturating_mul(s.f_frsize))
-}
-
-/// Inodes free on the filesystem of `fd`; unknown, or a filesystem that makes inodes as it
-/// needs them (btrfs reports none): unlimited.
-pub fn free_inodes(fd: impl AsFd) -> u64 {
-    rustix::fs::fstatvfs(fd)
-        .ok()
-        .filter(|s| s.f_files > 0)
-        .map_or(u64::MAX, |s| s.f_favail)
-}
-
-/// The size of each of `files` files that makes them fit the filesystem of `dir`: `wanted`,
-/// or less so that together they take at most 80% of the free space, rounded down to a
-/// multiple of `align`. The second value is the free space, when the size had to shrink, for
-/// saying so. When not even `align` bytes per file fit, it is an error: rounding up would
-/// promise more than fits.
-pub fn fit_size(
-    dir: BorrowedFd<'_>,
-    wanted: u64,
-    files: u64,
-    align: u64,
-) -> Result<(u64, Option<u64>), FsbenchError> {
-    let free = free_bytes(dir);
-    let fits = fitting_size(free, files, align);
-    if fits >= wanted {
-        Ok((wanted, None))
-    } else if fits == 0 {
-        Err(FsbenchError::InvalidInput(format!(
-            "{files} file(s) of at least {} each do not fit in 80% of the {} free: use a larger image (--image-size) or a smaller block size",
-            crate::units::format_bytes(align),
-            crate::units::format_bytes(free)
-        )))
-    } else {
-        Ok((fits, Some(free)))
-    }
-}
-
-/// The largest multiple of `align` that `files` files of that size may each take of 80% of
-/// `free` bytes (integer arithmetic: no rounding can exceed the share).
-fn fitting_size(free: u64, files: u64, align: u64) -> u64 {
-    (free / 5 * 4 / files.max(1)) / align.max(1) * align.max(1)
-}
-
-/// Reads a small text file a user named (a suite file, an FFSB profile): a regular file of at
-/// most 1 MiB, so that `/dev/zero` or a FIFO is refused instead of read forever.
-pub(crate) fn read_text_file(path: &std::path::Path, what: &str) -> anyhow::Result<String> {
-    use std::io::Read;
-    const LIMIT: u64 = 1 << 20;
-    let fail =
-        |e: &dyn std::fmt::Display| invalid(format!("cannot read {what} {}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
-    let meta = file.metadata().map_err(|e| fail(&e))?;
-    if !meta.is_file() {
-        return Err(fail(&"not a regular file"));
-    }
-    let mut text = String::new();
-    file.take(LIMIT + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| fail(&e))?;
-    if text.len() as u64 > LIMIT {
-        return Err(fail(&"larger than 1 MiB"));
-    }
-    Ok(text)
-}
-
-/// Writes all of `buf` (short writes continue); the bytes written.
-pub fn write_all(file: impl AsFd, buf: &[u8]) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        done += rustix::io::write(&file, &buf[done..])?;
-    }
-    Ok(done)
-}
-
-/// Writes all of `buf` at `off`; the bytes written.
-pub fn pwrite_all(file: impl AsFd, buf: &[u8], off: u64) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        done += rustix::io::pwrite(&file, &buf[done..], off + done as u64)?;
-    }
-    Ok(done)
-}
-
-/// Reads until `buf` is full or the file ends; the bytes read.
-pub fn read_full(file: impl AsFd, buf: &mut [u8]) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::read(&file, &mut buf[done..])? {
-            0 => break,
-            n => done += n,
-        }
-    }
-    Ok(done)
-}
-
-/// Reads at `off` until `buf` is full or the file ends; the bytes read.
-pub fn pread_full(file: impl AsFd, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::pread(&file, &mut buf[done..], off + done as u64)? {
-            0 => break,
-            n => done += n,
-        }
-    }
-    Ok(done)
-}
-
-/// Writes `value`'s decimal digits into `buf` at `at`; returns the index after them. Names in
-/// hot loops are built this way, without allocating.
-pub fn push_decimal(buf: &mut [u8], mut at: usize, value: u64) -> usize {
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    let mut v = value;
-    loop {
-        digits[len] = b'0' + (v % 10) as u8;
-        len += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for d in digits[..len].iter().rev() {
-        buf[at] = *d;
-        at += 1;
-    }
-    at
 }
 
 /// What every workload's parameters offer the runner; [`WorkloadSpec`] dispatches to it.

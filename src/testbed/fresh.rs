@@ -1,0 +1,204 @@
+//! One run's fresh filesystem, from its making to its teardown: unmount and fsck timed,
+//! everything undone on drop.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use super::loopdev::LoopInfo;
+use super::{mounts, open_dir, queue, scratch};
+use crate::drivers::FsType;
+use crate::tools;
+
+/// The result of a read-only fsck.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FsckOutcome {
+    pub clean: bool,
+    pub secs: f64,
+    /// fsck's output, kept when it was not clean.
+    pub output: Option<String>,
+}
+
+/// Timings of a run's end.
+#[derive(Debug, Clone, Default)]
+pub struct Teardown {
+    pub unmount_secs: Option<f64>,
+    pub fsck: Option<FsckOutcome>,
+}
+
+/// One run's fresh filesystem. [`FreshFs::finish`] tears it down with timings; dropping it
+/// without finishing (on error or panic) undoes everything without.
+pub struct FreshFs {
+    /// Everything of this run lives below it: image, mount point or work tree.
+    pub(super) run_dir: PathBuf,
+    /// The empty directory mkfs, mount and fsck run in.
+    pub(super) tool_dir: PathBuf,
+    /// The directory workloads run in (the mount point, or `run_dir` for a directory target).
+    pub(super) root: PathBuf,
+    pub(super) root_fd: Option<OwnedFd>,
+    pub(super) mountpoint: Option<PathBuf>,
+    pub(super) device: Option<PathBuf>,
+    pub(super) loop_device: Option<PathBuf>,
+    pub(super) image: Option<PathBuf>,
+    pub(super) fs: Option<FsType>,
+    pub(super) fsck: Option<PathBuf>,
+    /// fsck's arguments naming the external devices mkfs was given.
+    pub(super) fsck_extra: Vec<String>,
+    pub mkfs_secs: Option<f64>,
+    pub mkfs_command: Option<String>,
+    /// `mount`'s arguments, for mounting again after a checkpoint.
+    pub(super) mount_args: Vec<String>,
+    /// Options as /proc/self/mounts shows them.
+    pub mount_options: String,
+    /// The device (or `tmpfs`, or the existing directory's mount source).
+    pub source: String,
+    /// The loop device as sysfs showed it once mounted; `None` without a loop device.
+    pub loop_info: Option<LoopInfo>,
+    /// How the image was copied from a template (`reflink`, `sparse copy`) and how long it
+    /// took; `None` for a freshly made filesystem.
+    pub copied: Option<(&'static str, f64)>,
+    /// The I/O scheduler set for the run, put back before the device is let go.
+    pub(super) scheduler: Option<queue::Scheduler>,
+}
+
+impl FreshFs {
+    /// The directory workloads run in.
+    pub fn dir(&self) -> &OwnedFd {
+        self.root_fd.as_ref().expect("open until finished")
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether undoing the run removes its files one by one (a directory target, with no
+    /// filesystem of its own to unmount or image to delete): slow for millions of them.
+    pub fn removes_files(&self) -> bool {
+        self.fs.is_none()
+    }
+
+    /// The device the filesystem is on (none for tmpfs and directories).
+    pub fn device(&self) -> Option<&Path> {
+        self.device.as_deref()
+    }
+
+    /// Sets I/O scheduler `name` on the device's queue until the run ends; says what it did.
+    pub fn set_scheduler(&mut self, name: &str) -> anyhow::Result<String> {
+        let device = (self.device.clone()).context("sched= needs a block device")?;
+        let set = queue::Scheduler::set(&device, name)?;
+        let said = set.description.clone();
+        self.scheduler = Some(set);
+        Ok(said)
+    }
+
+    /// sync → unmount → fsck → `inspect(device)` → detach, keeping the image as `dest` (a
+    /// template). The image stays only when fsck found it clean.
+    pub fn finish_as_template(
+        mut self,
+        dest: &Path,
+        inspect: impl FnOnce(&Path),
+    ) -> anyhow::Result<Teardown> {
+        let teardown = self.unmount_and_check()?;
+        if let Some(fsck) = teardown.fsck.as_ref().filter(|f| !f.clean) {
+            anyhow::bail!(
+                "fsck found the prepared filesystem inconsistent: {}",
+                fsck.output.as_deref().unwrap_or("").trim_end()
+            );
+        }
+        if let Some(dev) = &self.device {
+            inspect(dev);
+        }
+        if let Some(dev) = self.loop_device.take() {
+            scratch::detach_loop(&dev)?;
+        }
+        let image = self.image.take().context("a template needs a loop image")?;
+        std::fs::rename(&image, dest)
+            .with_context(|| format!("cannot keep {} as {}", image.display(), dest.display()))?;
+        self.release()?;
+        Ok(teardown)
+    }
+
+    /// sync → unmount (timed) → fsck (timed) → detach → remove the image.
+    pub fn finish(mut self) -> anyhow::Result<Teardown> {
+        let teardown = self.unmount_and_check()?;
+        self.release()?;
+        Ok(teardown)
+    }
+
+    /// Unmount (timed), fsck (timed), mount again with the same options: the data is on disk,
+    /// checked with the files in place, and caches are cold. `None` where that cannot be done
+    /// without losing the files (tmpfs) or the target is a plain directory.
+    pub fn remount(&mut self) -> anyhow::Result<Option<Teardown>> {
+        let Some(mnt) = self.mountpoint.clone() else {
+            return Ok(None);
+        };
+        if self.device.is_none() {
+            return Ok(None);
+        }
+        let teardown = self.unmount_and_check()?;
+        let mount = tools::require("mount", "mount")?;
+        tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)
+            .context("mounting again failed")?;
+        self.mountpoint = Some(mnt.clone());
+        self.root_fd = Some(open_dir(&mnt)?);
+        Ok(Some(teardown))
+    }
+
+    fn unmount_and_check(&mut self) -> anyhow::Result<Teardown> {
+        let mut teardown = Teardown::default();
+        if let Some(fd) = self.root_fd.take() {
+            let _ = rustix::fs::syncfs(&fd);
+        }
+        if let Some(mnt) = self.mountpoint.take() {
+            let start = Instant::now();
+            scratch::unmount(&mnt)?;
+            teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
+        }
+        if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
+            let args = fs
+                .driver()
+                .fsck_args(&self.fsck_extra, &dev.display().to_string());
+            let run = tools::run_in(fsck, &args, &self.tool_dir)?;
+            teardown.fsck = Some(FsckOutcome {
+                clean: run.success,
+                secs: run.elapsed.as_secs_f64(),
+                output: (!run.success).then_some(run.output),
+            });
+        }
+        Ok(teardown)
+    }
+
+    /// Undoes whatever is still set up; safe to call more than once.
+    fn release(&mut self) -> anyhow::Result<()> {
+        self.root_fd.take();
+        if let Some(mnt) = self.mountpoint.take() {
+            scratch::unmount(&mnt)?;
+        }
+        if let Some(mut scheduler) = self.scheduler.take() {
+            scheduler.restore()?;
+        }
+        if let Some(dev) = self.loop_device.take() {
+            scratch::detach_loop(&dev)?;
+        }
+        if let Some(image) = self.image.take() {
+            std::fs::remove_file(&image)
+                .with_context(|| format!("cannot remove {}", image.display()))?;
+        }
+        if self.run_dir.exists() && mounts::mounts_below(&self.run_dir).is_empty() {
+            crate::rmtree::purge(&self.run_dir)
+                .with_context(|| format!("cannot remove {}", self.run_dir.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for FreshFs {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            eprintln!("fsbench: cleanup of {} failed: {e:#}", self.root.display());
+        }
+    }
+}
