@@ -45,7 +45,7 @@ struct RawFsConfig {
 
 /// mkfs arguments as one shell-quoted string or as a list.
 #[derive(Deserialize, Default)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "`mkfs`: a string or a list of strings")]
 enum MkfsArgs {
     #[default]
     None,
@@ -366,7 +366,14 @@ impl Suite {
                 .entry("auto_runs")
                 .or_insert_with(|| toml::Table::new().into());
         }
-        let mut suite: Suite = table.try_into().map_err(|e| bad(&e))?;
+        // The table has lost where each value was; parsing the text again names the line and key.
+        let mut suite: Suite =
+            table
+                .try_into()
+                .map_err(|e| match toml::from_str::<Suite>(&text) {
+                    Err(located) if located.span().is_some() => bad(&located),
+                    _ => bad(&e),
+                })?;
         if let Some(a) = suite.auto_runs.clone() {
             suite.set_auto_runs(a);
         }
@@ -581,5 +588,29 @@ mod tests {
         );
         std::fs::write(&path, "runs = \"often\"\n").unwrap();
         assert!(Suite::from_file(&path).is_err());
+    }
+
+    #[test]
+    fn type_errors_name_the_line_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("typed.toml");
+        for (text, line, key) in [
+            ("runs = 2\n[[config]]\nfs = 3\n", 3, "fs = 3"),
+            ("[[config]]\nfs = \"ext4\"\nmkfs = 1\n", 3, "mkfs = 1"),
+            ("name = \"n\"\nruns = \"x\"\n", 2, "runs = \"x\""),
+            (
+                "[auto_runs]\ntarget_ci_percent = \"x\"\n",
+                2,
+                "target_ci_percent",
+            ),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Suite::from_file(&path).unwrap_err().to_string();
+            assert!(err.contains(&format!("line {line}")), "{text}: {err}");
+            assert!(err.contains(key), "{text}: {err}");
+        }
+        std::fs::write(&path, "[[config]]\nfs = \"ext4\"\nmkfs = 1\n").unwrap();
+        let err = Suite::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains("a string or a list of strings"), "{err}");
     }
 }
