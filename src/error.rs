@@ -18,13 +18,13 @@ pub enum FsbenchError {
     #[error("refusing {}: {reason}", path.display())]
     Refused { path: PathBuf, reason: String },
     /// The filesystem under test ran out of space or inodes.
-    #[error(
-        "filesystem full ({errno}) after {ops} operations in phase `{phase}`: use a larger image (--image-size) or a smaller workload"
-    )]
+    #[error("filesystem full ({errno}) after {ops} operations in phase `{phase}`: {remedy}")]
     DiskFull {
         phase: String,
         ops: u64,
         errno: String,
+        /// What to do, for the kind of target; the runner, which knows it, sets it.
+        remedy: &'static str,
     },
     /// A phase or lifecycle step failed in a way the user must look at.
     #[error("{0}")]

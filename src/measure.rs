@@ -541,6 +541,7 @@ pub fn fatal_error(errno: Errno, phase: &str, ops: u64) -> Option<FsbenchError> 
             phase: phase.to_string(),
             ops,
             errno: name,
+            remedy: "use a larger target or a smaller workload",
         });
     }
     (errno == Errno::IO || errno == Errno::ROFS).then(|| {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use crate::error::invalid;
+use crate::error::{FsbenchError, invalid};
 use crate::measure::{LatencySummary, PhaseMeasurement};
 use crate::results::{
     ConfigInfo, ConfigKey, KeptOutput, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped,
@@ -268,16 +268,25 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
+        refuse_empty_file(path)?;
         let conn = Connection::open(path)
             .with_context(|| format!("cannot open results database {}", path.display()))?;
+        // SQLite falls back to read-only when it cannot open the file for writing (mode, directory
+        // or a read-only filesystem); say so now rather than fail at the first write of a run.
+        if writing && conn.is_readonly(c"main")? {
+            return Err(FsbenchError::Failed(format!(
+                "the results database {} is read-only (file mode, directory or filesystem); \
+                 make it writable or pass --db with a writable path",
+                path.display()
+            ))
+            .into());
+        }
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Each attempt waits this long; `write_patiently` retries up to `patience()`.
         conn.busy_timeout(recovery::patience().min(std::time::Duration::from_secs(10)))?;
         let pending = recovery::pending_files(path);
-        let version = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0));
-        if writing || !pending.is_empty() || version.map_or(true, |v| v as usize != STORE_VERSION) {
-            recovery::check_integrity(&conn, path)?;
-        }
+        // Readers check too, so that `list` or `show` on a damaged file gives the same hint as `run`.
+        recovery::check_integrity(&conn, path)?;
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -575,3 +584,17 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
 
 #[cfg(test)]
 mod tests;
+
+/// Refuses a zero-length file: SQLite would silently take it as a new, empty database, hiding a
+/// truncated database or an fsbench interrupted between creating the file and its first write.
+fn refuse_empty_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() == 0 => Err(FsbenchError::Failed(format!(
+            "the results database {} is an empty file, not a database (truncated, or an \
+             interrupted first run); delete it or pass --db with a new path",
+            path.display()
+        ))
+        .into()),
+        _ => Ok(()),
+    }
+}

@@ -49,7 +49,7 @@ struct RawFsConfig {
 
 /// mkfs arguments as one shell-quoted string or as a list.
 #[derive(Deserialize, Default)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "`mkfs`: a string or a list of strings")]
 enum MkfsArgs {
     #[default]
     None,
@@ -408,7 +408,14 @@ impl Suite {
                 .entry("auto_runs")
                 .or_insert_with(|| toml::Table::new().into());
         }
-        let mut suite: Suite = table.try_into().map_err(|e| bad(&e))?;
+        // The table has lost where each value was; parsing the text again names the line and key.
+        let mut suite: Suite =
+            table
+                .try_into()
+                .map_err(|e| match toml::from_str::<Suite>(&text) {
+                    Err(located) if located.span().is_some() => bad(&located),
+                    _ => bad(&e),
+                })?;
         if let Some(a) = suite.auto_runs.clone() {
             suite.set_auto_runs(a);
         }
@@ -550,133 +557,4 @@ pub mod opt_size {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_plain_lists_and_keyed_configs() {
-        let list = FsConfig::parse_cli("ext4,xfs,btrfs").unwrap();
-        assert_eq!(list.len(), 3);
-        assert_eq!(list[1].fs, Some(FsType::Xfs));
-        let one = FsConfig::parse_cli("ext4:mkfs=-O ^has_journal -I 256").unwrap();
-        assert_eq!(one[0].mkfs, ["-O", "^has_journal", "-I", "256"]);
-        assert_eq!(one[0].label, "ext4 -O ^has_journal -I 256");
-        let two = FsConfig::parse_cli("ext3:mount=data=writeback,noatime:label=wb").unwrap();
-        assert_eq!(two[0].mount, "data=writeback,noatime");
-        assert_eq!(two[0].label, "wb");
-        let colon = FsConfig::parse_cli("xfs:mkfs=-L a:b:mount=noatime").unwrap();
-        assert_eq!(colon[0].mkfs, ["-L", "a:b"]);
-        assert_eq!(colon[0].mount, "noatime");
-    }
-
-    #[test]
-    fn rejects_bad_configs() {
-        assert!(FsConfig::parse_cli("zfs").is_err());
-        assert!(FsConfig::parse_cli("ext4:bogus=1").is_err());
-        assert!(FsConfig::parse_cli("ext4:mount=a:mount=b").is_err());
-        assert!(FsConfig::parse_cli("ext4:mkfs=-L 'open").is_err());
-    }
-
-    #[test]
-    fn suite_file_round_trip() {
-        let text = r#"
-            name = "mail"
-            purpose = "Which filesystem for a maildir server?"
-            runs = 5
-            [target]
-            kind = "image"
-            size = "8G"
-            loop_cache = true
-            [[config]]
-            fs = "ext4"
-            mkfs = "-O ^has_journal"
-            [[config]]
-            fs = "ext3"
-            mount = "data=writeback"
-            label = "ext3-wb"
-            [[workload]]
-            kind = "tree"
-            preset = "small-shallow"
-        "#;
-        let suite: Suite = toml::from_str(text).unwrap();
-        suite.validate().unwrap();
-        assert_eq!(suite.runs, 5);
-        assert_eq!(
-            suite.target,
-            TargetSpec::Image {
-                dir: "/var/tmp".into(),
-                size: Some(8 << 30),
-                loop_cache: true,
-            }
-        );
-        assert_eq!(suite.configs[0].mkfs, ["-O", "^has_journal"]);
-        assert_eq!(suite.configs[1].label, "ext3-wb");
-        let again: Suite = toml::from_str(&toml::to_string(&suite).unwrap()).unwrap();
-        assert_eq!(again, suite);
-    }
-
-    #[test]
-    fn suite_file_errors_name_the_problem() {
-        let err = toml::from_str::<Suite>("runz = 3").unwrap_err().to_string();
-        assert!(err.contains("runz"), "{err}");
-        let err = toml::from_str::<Suite>("[[workload]]\nkind = \"nope\"")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("nope"), "{err}");
-        let mut s = Suite {
-            workloads: Suite::default_workloads(),
-            ..Suite::default()
-        };
-        s.runs = 0;
-        assert!(s.validate().is_err());
-    }
-
-    #[test]
-    fn extra_devices_in_a_suite_file() {
-        let toml = "[[extra_device]]\npath = \"/dev/loop3\"\n\
-                    [[extra_device]]\npath = \"/dev/loop4\"\nforce = true\n";
-        let suite: Suite = toml::from_str(toml).unwrap();
-        assert_eq!(
-            suite.extra_devices,
-            [
-                ExtraDevice {
-                    path: "/dev/loop3".into(),
-                    force: false
-                },
-                ExtraDevice {
-                    path: "/dev/loop4".into(),
-                    force: true
-                }
-            ]
-        );
-        assert!(
-            toml::from_str::<Suite>("[[extra_device]]\npath = \"/x\"\nforse = true\n").is_err()
-        );
-        let dir = Suite {
-            target: TargetSpec::Dir {
-                path: "/tmp".into(),
-            },
-            workloads: Suite::default_workloads(),
-            ..suite
-        };
-        assert!(dir.validate().unwrap_err().to_string().contains("--dir"));
-    }
-
-    #[test]
-    fn runs_auto_in_a_suite_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("auto.toml");
-        std::fs::write(&path, "runs = \"auto\"\n[auto_runs]\nmax_runs = 12\n").unwrap();
-        let suite = Suite::from_file(&path).unwrap();
-        let auto = suite.auto_runs.clone().unwrap();
-        assert_eq!((auto.max_runs, auto.target_ci_percent), (12, 5.0));
-        assert_eq!(suite.runs, 12);
-        std::fs::write(&path, "runs = \"auto\"\n").unwrap();
-        assert_eq!(
-            Suite::from_file(&path).unwrap().auto_runs,
-            Some(AutoRuns::default())
-        );
-        std::fs::write(&path, "runs = \"often\"\n").unwrap();
-        assert!(Suite::from_file(&path).is_err());
-    }
-}
+mod tests;

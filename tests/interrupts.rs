@@ -110,6 +110,7 @@ fn disk_full_is_a_clear_error_and_keeps_completed_runs() {
     );
     assert_eq!(out.status.code(), Some(5));
     assert!(text(&out.stderr).contains("filesystem full (ENOSPC)"));
+    assert!(text(&out.stderr).contains("--image-size"));
     assert_eq!(doc["status"], "failed");
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -287,4 +288,44 @@ fn clean_leaves_a_run_in_another_pid_namespace_alone() {
     assert!(still_mounted, "clean undid a live run");
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert_nothing_left(dir.path());
+}
+
+/// A `--dir` target has no image to enlarge: the advice on a full filesystem says so.
+#[test]
+fn disk_full_on_a_dir_target_does_not_suggest_image_size() {
+    if !can_run("disk full on --dir", &["mount"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let mount = |args: &[&str]| {
+        status(
+            std::process::Command::new("mount")
+                .args(args)
+                .arg(dir.path()),
+        )
+        .success()
+    };
+    // 64 inodes cannot hold this tree's 1,110 files.
+    assert!(mount(&[
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=64m,nr_inodes=64",
+        "tmpfs"
+    ]));
+    let out = run(json_run(state.path()).arg("--dir").arg(dir.path()).args([
+        "-w",
+        "tree:dirs=10,files=10,size=1,levels=2",
+        "--runs",
+        "1",
+    ]));
+    assert!(status(std::process::Command::new("umount").arg(dir.path())).success());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("filesystem full") && err.contains("--dir"),
+        "{err}"
+    );
+    assert!(!err.contains("--image-size"), "{err}");
 }

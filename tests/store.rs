@@ -510,3 +510,88 @@ fn resume_finds_done_runs_by_key_not_by_label() {
     let runs = json(&resumed)["runs"].as_array().unwrap().len();
     assert_eq!(runs, 2);
 }
+
+/// A damaged file, an empty file and a read-only database each get an error that names the
+/// path and says what to do, on the commands that only read as well as on `run`.
+#[test]
+fn query_commands_explain_a_damaged_empty_or_read_only_database() {
+    let state = tempdir();
+    let damaged = state.path().join("damaged.db");
+    std::fs::write(&damaged, vec![0x5au8; 8192]).unwrap();
+    for command in [&["list"][..], &["show", "1"]] {
+        let out = run(fsbench(state.path())
+            .arg("--db")
+            .arg(&damaged)
+            .args(command));
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{command:?}");
+        assert!(
+            err.contains("is damaged") && err.contains(".recover"),
+            "{command:?}: {err}"
+        );
+    }
+
+    let empty = state.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let out = run(fsbench(state.path()).arg("--db").arg(&empty).arg("list"));
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("empty file") && err.contains(&empty.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::metadata(&empty).unwrap().len(),
+        0,
+        "the empty file is left as it was"
+    );
+
+    if !can_run("read-only results database", &["mount"]) {
+        return;
+    }
+    let dir = tempdir();
+    let db = state.path().join("results.db");
+    assert!(
+        db_run(
+            &db,
+            state.path(),
+            dir.path(),
+            &["-w", "tree:dirs=1,files=1,size=1,levels=1", "--runs", "1"]
+        )
+        .status
+        .success()
+    );
+    // A tmpfs of its own, remounted read-only: never a shared mount.
+    let ro = tempdir();
+    let mount = |args: &[&str]| {
+        status(
+            std::process::Command::new("mount")
+                .args(args)
+                .arg(ro.path()),
+        )
+        .success()
+    };
+    assert!(mount(&["-t", "tmpfs", "-o", "size=4m", "tmpfs"]));
+    let ro_db = ro.path().join("results.db");
+    std::fs::copy(&db, &ro_db).unwrap();
+    assert!(mount(&["-o", "remount,ro"]));
+    // Reading it works; recording into it is refused with its path.
+    assert!(
+        run(fsbench(state.path()).arg("--db").arg(&ro_db).arg("list"))
+            .status
+            .success()
+    );
+    let out = db_run(
+        &ro_db,
+        state.path(),
+        dir.path(),
+        &["-w", "tree:dirs=1,files=1,size=1,levels=1", "--runs", "1"],
+    );
+    assert!(status(std::process::Command::new("umount").arg(ro.path())).success());
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("read-only") && err.contains(&ro_db.display().to_string()),
+        "{err}"
+    );
+}

@@ -436,7 +436,10 @@ pub(crate) fn run_suite(
                             .run_finished(&record, mkfs_command.as_deref())
                             .err()
                     }
-                    Err(e) => {
+                    Err(mut e) => {
+                        if let Some(FsbenchError::DiskFull { remedy, .. }) = e.downcast_mut() {
+                            *remedy = space_remedy(&suite.target);
+                        }
                         let interrupted =
                             matches!(e.downcast_ref(), Some(FsbenchError::Interrupted));
                         record.status = if interrupted {
@@ -586,4 +589,15 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     let fresh = outcome?;
     finish_run(fresh, what, record, observer)?;
     Ok(mkfs_command)
+}
+
+/// What to do when the filesystem under test fills up: only images have a size to give.
+fn space_remedy(target: &TargetSpec) -> &'static str {
+    match target {
+        TargetSpec::Image { .. } => "use a larger image (--image-size) or a smaller workload",
+        TargetSpec::Dir { .. } => {
+            "free space in the --dir filesystem, use a --dir with more room, or a smaller workload"
+        }
+        TargetSpec::Device { .. } => "use a larger device or a smaller workload",
+    }
 }

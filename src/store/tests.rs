@@ -203,3 +203,37 @@ fn refuses_a_newer_schema() {
     let err = Store::open(&path).err().unwrap().to_string();
     assert!(err.contains("newer than this fsbench understands"), "{err}");
 }
+
+#[test]
+fn refuses_a_zero_length_file_and_leaves_it_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.db");
+    std::fs::write(&path, b"").unwrap();
+    let err = Store::open(&path).err().unwrap().to_string();
+    assert!(
+        err.contains("empty file") && err.contains("new path"),
+        "{err}"
+    );
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+}
+
+#[test]
+fn reading_a_damaged_database_gives_the_recovery_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.db");
+    drop(Store::open(&path).unwrap());
+    // Keep the valid header page (and its user_version), damage every page after it.
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 4096, "{}", bytes.len());
+    let page = u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+    for b in &mut bytes[page..] {
+        *b = 0x5a;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Store::open(&path).err().unwrap().to_string();
+    assert!(
+        err.contains("is damaged") && err.contains(".recover"),
+        "{err}"
+    );
+}
