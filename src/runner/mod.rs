@@ -436,10 +436,8 @@ pub(crate) fn run_suite(
                             .run_finished(&record, mkfs_command.as_deref())
                             .err()
                     }
-                    Err(mut e) => {
-                        if let Some(FsbenchError::DiskFull { remedy, .. }) = e.downcast_mut() {
-                            *remedy = space_remedy(&suite.target);
-                        }
+                    Err(e) => {
+                        let e = with_remedy(e, &suite.target);
                         let interrupted =
                             matches!(e.downcast_ref(), Some(FsbenchError::Interrupted));
                         record.status = if interrupted {
@@ -556,7 +554,10 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
             );
             let mut phase = match outcome {
                 Ok(phase) => phase,
-                Err(e) => return Err(undo_failed_run(fresh, label, e.into(), observer)),
+                Err(e) => {
+                    let e = with_remedy(e.into(), target.spec());
+                    return Err(undo_failed_run(fresh, label, e, observer));
+                }
             };
             let boundary = workload.boundary_after(index);
             let checkpoint = match boundary {
@@ -589,6 +590,14 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     let fresh = outcome?;
     finish_run(fresh, what, record, observer)?;
     Ok(mkfs_command)
+}
+
+/// `error` with the advice for a full filesystem on `target`, where it is one.
+fn with_remedy(mut error: anyhow::Error, target: &TargetSpec) -> anyhow::Error {
+    if let Some(FsbenchError::DiskFull { remedy, .. }) = error.downcast_mut() {
+        *remedy = space_remedy(target);
+    }
+    error
 }
 
 /// What to do when the filesystem under test fills up: only images have a size to give.
