@@ -434,7 +434,9 @@ fn a_run_finished_while_the_database_is_locked_is_kept_and_imported() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let lock = loop {
         assert!(Instant::now() < deadline, "the suite was never recorded");
-        if let Ok(conn) = rusqlite::Connection::open(&db)
+        // Never creating the file: a zero-length one at --db is refused, not taken as new.
+        let existing = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE;
+        if let Ok(conn) = rusqlite::Connection::open_with_flags(&db, existing)
             && conn
                 .query_row("SELECT COUNT(*) FROM suites", [], |r| r.get::<_, i64>(0))
                 .is_ok_and(|n| n == 1)
