@@ -111,6 +111,8 @@ fn conclude(
     let mut runs_to_resolve: Option<Option<usize>> = None;
     for ri in rows(&comparisons[0]) {
         let phase = comparisons[0].rows[ri].key.phase.clone();
+        let counted = comparisons[0].rows[ri].cells.iter().flatten();
+        runs = counted.fold(runs, |fewest, c| fewest.min(c.summary.n));
         let reason = columns
             .iter()
             .find_map(|c| left_out(&c.config, workload, &phase));
@@ -145,7 +147,6 @@ fn conclude(
                 let Some(d) = cell(a, b).and_then(|c| c.difference.as_ref()) else {
                     continue;
                 };
-                runs = runs.min(d.runs[0].min(d.runs[1]));
                 let bound = ((d.ratio_low - 1.0).abs()).max((d.ratio_high - 1.0).abs()) * 100.0;
                 largest = largest.max(bound);
                 let pairs = measured.len() * (measured.len() - 1) / 2;
@@ -308,6 +309,9 @@ mod tests {
                 reason: "too short".into()
             }
         );
+        assert_eq!(c[0].runs, 5);
+        // Every phase left out: the runs are still counted.
+        let c = conclusions(&s, 2.0, &|_, _, _| Some("too short".to_string()));
         assert_eq!(c[0].runs, 5);
     }
 }
