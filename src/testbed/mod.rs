@@ -1,6 +1,7 @@
 //! Where a suite runs and the fresh-filesystem lifecycle of every run:
 //! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
 
+pub mod clean;
 pub(crate) mod device;
 pub(crate) mod loopdev;
 pub mod mounts;
@@ -148,7 +149,10 @@ impl Target {
                 (path.clone(), 0, None)
             }
         };
-        let scratch = Scratch::create(&parent)?;
+        let mut scratch = Scratch::create(&parent)?;
+        if let (TargetSpec::Device { path, .. }, Some(DeviceKind::Block)) = (spec, device_kind) {
+            scratch.note_device(path)?;
+        }
         Ok(Target {
             spec: spec.clone(),
             scratch,
@@ -268,6 +272,7 @@ impl Target {
                     self.scratch.note_attached_file(path)?;
                     let attached = loopdev::attach(path, direct_io)?;
                     fresh.loop_device = Some(attached.device.clone());
+                    self.scratch.note_loop(&attached.device, path)?;
                     loop_fallback = attached.fallback;
                     attached.device
                 }
