@@ -14,7 +14,8 @@ use common::*;
 const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
 
 /// Starts a long run and waits until its filesystem is mounted below `dir` (its loop device's:
-/// the harness ceiling's tmpfs comes first, with no loop device).
+/// the harness ceiling's tmpfs comes first, with no loop device). Its output is piped: wait
+/// for it with `wait_drained_within`.
 fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
     let child = fsbench(state)
         .args([
@@ -29,8 +30,8 @@ fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
             "--image-dir",
         ])
         .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // The first suite of a state directory measures its harness ceiling on tmpfs first
@@ -57,7 +58,7 @@ fn clean_undoes_a_killed_run() {
     let state = tempdir();
     let mut child = start_long_run(dir.path(), state.path());
     child.kill().unwrap();
-    child.wait().unwrap();
+    wait_drained_within(child, Duration::from_secs(60));
     assert!(
         !mounts_below(dir.path()).is_empty(),
         "SIGKILL cannot clean up; the mount must still be there"
@@ -84,6 +85,61 @@ fn ctrl_c_unmounts_and_detaches() {
         return;
     }
     signal_cleans_up(rustix::process::Signal::INT);
+}
+
+#[test]
+fn a_second_signal_says_what_it_leaves_for_clean() {
+    if !can_run(
+        "a_second_signal_says_what_it_leaves_for_clean",
+        &["mkfs.ext4"],
+    ) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let child = start_long_run(dir.path(), state.path());
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    // The second only once the first is taken (two pending SIGINTs would be one), while the
+    // first's cleanup runs.
+    let pending = format!("/proc/{}/status", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&pending)
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("ShdPnd:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the first SIGINT was never taken"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let scratch = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("fsbench."))
+        })
+        .expect("a second signal exits before the scratch directory is removed");
+    assert!(
+        err.contains("second signal")
+            && err.contains(&format!("leaving {}", scratch.display()))
+            && err.contains(&state.path().display().to_string())
+            && err.contains("`fsbench clean` removes them"),
+        "{err}"
+    );
+    let cleaned = run(fsbench(state.path()).arg("clean"));
+    assert!(cleaned.status.success(), "{}", text(&cleaned.stderr));
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
 }
 
 #[test]
