@@ -79,9 +79,14 @@ fn umount(target: &Path) {
     status(Command::new("umount").arg(target));
 }
 
-/// Detaches a user's loop device (best effort, as [`umount`]).
+/// Detaches a user's loop device (best effort, as [`umount`]) and waits for it to go: udev
+/// may still hold it a moment.
 fn detach(device: &Path) {
     status(Command::new("losetup").arg("-d").arg(device));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while backing_file(device).is_some() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -16,13 +16,13 @@ const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
 /// Starts a long run and waits until its filesystem is mounted below `dir` (its loop device's:
 /// the harness ceiling's tmpfs comes first, with no loop device). Its output is piped: wait
 /// for it with `wait_drained_within`.
-fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
+fn start_long_run(dir: &Path, state: &Path, fs: &str) -> std::process::Child {
     let child = fsbench(state)
         .args([
             "run",
             "-q",
             "--fs",
-            "ext4",
+            fs,
             "-w",
             "tree:small-deep",
             "--runs",
@@ -54,9 +54,23 @@ fn clean_undoes_a_killed_run() {
     if !can_run("clean after SIGKILL", &["mkfs.ext4"]) {
         return;
     }
+    killed_run_is_cleaned("ext4");
+}
+
+/// btrfs's mounts show an anonymous device number in mountinfo: `clean` knows its own mount
+/// by the mount's source.
+#[test]
+fn clean_undoes_a_killed_btrfs_run() {
+    if !can_run("clean_undoes_a_killed_btrfs_run", &["mkfs.btrfs"]) {
+        return;
+    }
+    killed_run_is_cleaned("btrfs");
+}
+
+fn killed_run_is_cleaned(fs: &str) {
     let dir = tempdir();
     let state = tempdir();
-    let mut child = start_long_run(dir.path(), state.path());
+    let mut child = start_long_run(dir.path(), state.path(), fs);
     child.kill().unwrap();
     wait_drained_within(child, Duration::from_secs(60));
     assert!(
@@ -65,7 +79,7 @@ fn clean_undoes_a_killed_run() {
     );
     assert!(!loops_below(dir.path()).is_empty());
     let out = run(fsbench(state.path()).arg("clean"));
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stdout);
     assert!(
         said.contains("unmounted") && said.contains("detached") && said.contains("removed"),
@@ -96,7 +110,7 @@ fn a_second_signal_says_what_it_leaves_for_clean() {
         return;
     }
     let (dir, state) = (tempdir(), tempdir());
-    let child = start_long_run(dir.path(), state.path());
+    let child = start_long_run(dir.path(), state.path(), "ext4");
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     // The second only once the first is taken (two pending SIGINTs would be one), while the
@@ -216,7 +230,7 @@ fn sighup_unmounts_and_detaches() {
 /// left in its state directory.
 fn signal_cleans_up(signal: rustix::process::Signal) {
     let (dir, state) = (tempdir(), tempdir());
-    let child = start_long_run(dir.path(), state.path());
+    let child = start_long_run(dir.path(), state.path(), "ext4");
     rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal).unwrap();
     let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));

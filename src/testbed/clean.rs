@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::mounts;
 use super::scratch::{
     MARKER, State, detach_loop_within, is_scratch_name, loop_devices, pid_namespace,
     process_start_ticks, state_dir, unmount,
 };
+use super::{device, mounts};
 
 /// How long `fsbench clean` waits for one loop device to go: a device something else holds
 /// open is reported, not waited for.
@@ -102,7 +102,8 @@ fn has_marker(dir: &Path, token: Option<&str>) -> bool {
 /// The device number of the block device at `path`.
 fn rdev(path: &Path) -> Option<(u32, u32)> {
     let st = rustix::fs::stat(path).ok()?;
-    Some((rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)))
+    (rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::BlockDevice)
+        .then(|| (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)))
 }
 
 /// The image fsbench makes for a run: `<scratch>/run<N>/image`.
@@ -143,12 +144,8 @@ fn mount_is_ours(state: &State, target: &Path, loops: &[(PathBuf, PathBuf)]) -> 
     if entry.fstype == "tmpfs" && entry.source == "tmpfs" {
         return true;
     }
-    let Some(dev) = mounts::mounted_devices()
-        .into_iter()
-        .rev()
-        .find(|(_, _, t)| t == target)
-        .map(|(major, minor, _)| (major, minor))
-    else {
+    // By the source, not mountinfo's device number: btrfs shows an anonymous one there.
+    let Some(dev) = rdev(Path::new(&entry.source)) else {
         return false;
     };
     let ours_loop = loops
@@ -157,20 +154,13 @@ fn mount_is_ours(state: &State, target: &Path, loops: &[(PathBuf, PathBuf)]) -> 
     ours_loop || state.device.as_deref().and_then(rdev) == Some(dev)
 }
 
-/// Why `device` cannot be detached now without waiting: mounted, or held by another device.
+/// Why `device` cannot be detached now without waiting: mounted, or held by something else.
 fn loop_in_use(device: &Path) -> Option<String> {
-    let dev = rdev(device)?;
-    if let Some((_, _, at)) = mounts::mounted_devices()
-        .into_iter()
-        .find(|(major, minor, _)| (*major, *minor) == dev)
-    {
+    let (major, minor) = rdev(device)?;
+    if let Some(at) = device::sysfs_node(major, minor).and_then(|node| device::mounted(&node)) {
         return Some(format!("mounted at {}", at.display()));
     }
-    let holders = Path::new("/sys/block")
-        .join(device.file_name()?)
-        .join("holders");
-    let holder = std::fs::read_dir(holders).ok()?.flatten().next()?;
-    Some(format!("held by {}", holder.file_name().to_string_lossy()))
+    device::held(device).map(|e| format!("busy ({e})"))
 }
 
 /// Undoes what `state`'s run made, each step verified; waits at most `patience` for a loop
