@@ -56,6 +56,14 @@ fn losetup(file: &Path) -> PathBuf {
     PathBuf::from(text(&out.stdout).trim())
 }
 
+/// A 64 MiB image at `image`, attached as a user would and made ext4; returns the device.
+fn ext4_on_loop(image: &Path) -> PathBuf {
+    sparse_file(image, 64 << 20);
+    let device = losetup(image);
+    assert!(status(Command::new("mkfs.ext4").arg("-q").arg(&device)).success());
+    device
+}
+
 fn backing_file(device: &Path) -> Option<String> {
     let sys = Path::new("/sys/block")
         .join(device.file_name().unwrap())
@@ -200,10 +208,7 @@ fn a_user_filesystem_mounted_below_a_scratch_dir_stays_mounted() {
     let tmpfs = state.scratch.join("userfs");
     mount(&["-t", "tmpfs", "tmpfs"], &tmpfs);
     std::fs::write(tmpfs.join("notes"), b"keep me").unwrap();
-    let image = user.path().join("user.img");
-    sparse_file(&image, 64 << 20);
-    let device = losetup(&image);
-    assert!(status(Command::new("mkfs.ext4").arg("-q").arg(&device)).success());
+    let device = ext4_on_loop(&user.path().join("user.img"));
     let run_mnt = state.scratch.join("run1/mnt");
     mount(&[device.to_str().unwrap()], &run_mnt);
 
@@ -224,6 +229,7 @@ fn a_user_filesystem_mounted_below_a_scratch_dir_stays_mounted() {
     let (out, _) = clean(state_dir.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_nothing_left(base.path());
+    assert_no_state_left(state_dir.path());
 }
 
 #[test]
@@ -240,9 +246,7 @@ fn a_busy_loop_device_is_reported_and_the_other_state_files_are_cleaned() {
     let busy = stale(state_dir.path(), base.path(), 10);
     let image = busy.scratch.join("run1/image");
     std::fs::create_dir(image.parent().unwrap()).unwrap();
-    sparse_file(&image, 64 << 20);
-    let device = losetup(&image);
-    assert!(status(Command::new("mkfs.ext4").arg("-q").arg(&device)).success());
+    let device = ext4_on_loop(&image);
     let run_mnt = busy.scratch.join("run1/mnt");
     mount(&[device.to_str().unwrap()], &run_mnt);
     let user_mnt = elsewhere.path().join("mnt");
