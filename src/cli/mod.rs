@@ -439,8 +439,9 @@ fn clean() -> anyhow::Result<ExitCode> {
         eprintln!("fsbench: left: {why}");
     }
     eprintln!(
-        "fsbench: clean left {} thing(s) it could not verify as fsbench's or undo (above); \
-         the rest is cleaned",
+        "fsbench: clean left {} thing(s) it could not verify as fsbench's or undo (above) and \
+         cleaned the rest; a kept state file goes once what it names is dealt with (or by \
+         hand, if that is nothing of fsbench's)",
         report.left.len()
     );
     Ok(ExitCode::FAILURE)

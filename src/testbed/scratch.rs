@@ -230,6 +230,7 @@ impl Scratch {
         let state_dir = state_dir();
         std::fs::create_dir_all(&state_dir)
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
+        let marker = random_token()?;
         for n in 0..1000 {
             let name = match n {
                 0 => format!("{prefix}.{pid}"),
@@ -264,7 +265,7 @@ impl Scratch {
                     base: Some(base.clone()),
                     scratch: base.join(&name),
                     attached_files: Vec::new(),
-                    marker: Some(random_token()?),
+                    marker: Some(marker),
                     device: None,
                     loops: Vec::new(),
                 },
