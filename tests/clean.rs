@@ -299,3 +299,69 @@ fn a_busy_loop_device_is_reported_and_the_other_state_files_are_cleaned() {
     assert_nothing_left(base.path());
     assert_no_state_left(state_dir.path());
 }
+
+#[test]
+fn clean_detaches_the_loop_device_a_killed_run_recorded_for_a_given_image() {
+    if !can_run(
+        "clean_detaches_the_loop_device_a_killed_run_recorded_for_a_given_image",
+        &["mkfs.ext4"],
+    ) {
+        return;
+    }
+    let (user, state_dir) = (tempdir(), tempdir());
+    let image = user.path().join("given.img");
+    sparse_file(&image, 1 << 30);
+    let mut child = fsbench(state_dir.path())
+        .args([
+            "run",
+            "-q",
+            "--fs",
+            "ext4",
+            "-w",
+            "tree:small-deep",
+            "--runs",
+            "1",
+        ])
+        .arg("--device")
+        .arg(&image)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // After the harness ceiling's run on tmpfs: the given image attached and mounted.
+    let deadline = Instant::now() + limit();
+    let mounted = || {
+        loops_below(user.path()).into_iter().find(|device| {
+            fsbench::testbed::mounts::mounts()
+                .iter()
+                .any(|m| Path::new(&m.source) == device)
+        })
+    };
+    let device = loop {
+        if let Some(device) = mounted() {
+            break device;
+        }
+        assert!(Instant::now() < deadline, "the run never mounted the image");
+        if child.try_wait().unwrap().is_some() {
+            let out = wait_drained_within(child, Duration::from_secs(10));
+            panic!("the run ended early: {}", text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    wait_drained_within(child, Duration::from_secs(60));
+    let (out, _) = clean(state_dir.path());
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        said.contains(&format!(
+            "detached {} ({})",
+            device.display(),
+            image.display()
+        )),
+        "{said}"
+    );
+    assert!(loops_below(user.path()).is_empty());
+    assert!(image.exists(), "the given image is the user's");
+    assert_no_state_left(state_dir.path());
+}
