@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use common::*;
+use fsbench::testbed::scratch::MARKER;
 
 /// Runs of suite 1 committed as ok so far, read straight from the database.
 fn committed_runs(db: &Path) -> i64 {
@@ -25,12 +26,21 @@ fn committed_runs(db: &Path) -> i64 {
     .unwrap_or(0)
 }
 
-/// Every file below `dir`, one level of directories down.
+/// Every file below `dir`, one level of directories down, but the marker fsbench writes into
+/// each directory it makes (which every such directory must carry).
 fn files_below(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         match std::fs::read_dir(entry.path()) {
-            Ok(inner) => out.extend(inner.flatten().map(|e| e.path())),
+            Ok(inner) => {
+                assert!(entry.path().join(MARKER).is_file(), "{:?}", entry.path());
+                out.extend(
+                    inner
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| !p.ends_with(MARKER)),
+                );
+            }
             Err(_) => out.push(entry.path()),
         }
     }

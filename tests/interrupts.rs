@@ -14,14 +14,15 @@ use common::*;
 const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
 
 /// Starts a long run and waits until its filesystem is mounted below `dir` (its loop device's:
-/// the harness ceiling's tmpfs comes first, with no loop device).
-fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
+/// the harness ceiling's tmpfs comes first, with no loop device). Its output is piped: wait
+/// for it with `wait_drained_within`.
+fn start_long_run(dir: &Path, state: &Path, fs: &str) -> std::process::Child {
     let child = fsbench(state)
         .args([
             "run",
             "-q",
             "--fs",
-            "ext4",
+            fs,
             "-w",
             "tree:small-deep",
             "--runs",
@@ -29,8 +30,8 @@ fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
             "--image-dir",
         ])
         .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // The first suite of a state directory measures its harness ceiling on tmpfs first
@@ -53,18 +54,32 @@ fn clean_undoes_a_killed_run() {
     if !can_run("clean after SIGKILL", &["mkfs.ext4"]) {
         return;
     }
+    killed_run_is_cleaned("ext4");
+}
+
+/// btrfs's mounts show an anonymous device number in mountinfo: `clean` knows its own mount
+/// by the mount's source.
+#[test]
+fn clean_undoes_a_killed_btrfs_run() {
+    if !can_run("clean_undoes_a_killed_btrfs_run", &["mkfs.btrfs"]) {
+        return;
+    }
+    killed_run_is_cleaned("btrfs");
+}
+
+fn killed_run_is_cleaned(fs: &str) {
     let dir = tempdir();
     let state = tempdir();
-    let mut child = start_long_run(dir.path(), state.path());
+    let mut child = start_long_run(dir.path(), state.path(), fs);
     child.kill().unwrap();
-    child.wait().unwrap();
+    wait_drained_within(child, Duration::from_secs(60));
     assert!(
         !mounts_below(dir.path()).is_empty(),
         "SIGKILL cannot clean up; the mount must still be there"
     );
     assert!(!loops_below(dir.path()).is_empty());
     let out = run(fsbench(state.path()).arg("clean"));
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stdout);
     assert!(
         said.contains("unmounted") && said.contains("detached") && said.contains("removed"),
@@ -84,6 +99,61 @@ fn ctrl_c_unmounts_and_detaches() {
         return;
     }
     signal_cleans_up(rustix::process::Signal::INT);
+}
+
+#[test]
+fn a_second_signal_says_what_it_leaves_for_clean() {
+    if !can_run(
+        "a_second_signal_says_what_it_leaves_for_clean",
+        &["mkfs.ext4"],
+    ) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let child = start_long_run(dir.path(), state.path(), "ext4");
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    // The second only once the first is taken (two pending SIGINTs would be one), while the
+    // first's cleanup runs.
+    let pending = format!("/proc/{}/status", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&pending)
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("ShdPnd:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the first SIGINT was never taken"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let scratch = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("fsbench."))
+        })
+        .expect("a second signal exits before the scratch directory is removed");
+    assert!(
+        err.contains("second signal")
+            && err.contains(&format!("leaving {}", scratch.display()))
+            && err.contains(&state.path().display().to_string())
+            && err.contains("`fsbench clean` removes them"),
+        "{err}"
+    );
+    let cleaned = run(fsbench(state.path()).arg("clean"));
+    assert!(cleaned.status.success(), "{}", text(&cleaned.stderr));
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
 }
 
 #[test]
@@ -161,7 +231,7 @@ fn sighup_unmounts_and_detaches() {
 /// left in its state directory.
 fn signal_cleans_up(signal: rustix::process::Signal) {
     let (dir, state) = (tempdir(), tempdir());
-    let child = start_long_run(dir.path(), state.path());
+    let child = start_long_run(dir.path(), state.path(), "ext4");
     rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal).unwrap();
     let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));

@@ -491,27 +491,49 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 fn clean() -> anyhow::Result<ExitCode> {
-    let actions = scratch::clean_stale()?;
-    if actions.is_empty() {
+    let report = crate::testbed::clean::clean_stale();
+    if report.done.is_empty() && report.left.is_empty() {
         eprintln!(
             "fsbench: nothing to clean in {}",
             scratch::state_dir().display()
         );
     }
-    for a in actions {
+    for a in &report.done {
         write_stdout(&format!("{a}\n"))?;
     }
-    Ok(ExitCode::SUCCESS)
+    if report.left.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for why in &report.left {
+        eprintln!("fsbench: left: {why}");
+    }
+    eprintln!(
+        "fsbench: clean left {} thing(s) it could not verify as fsbench's or undo (above) and \
+         cleaned the rest; a kept state file goes once what it names is dealt with (or by \
+         hand, if that is nothing of fsbench's)",
+        report.left.len()
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, `tmux kill-session`) set the cancel flag:
 /// the running phase stops at its next operation and everything is unmounted and detached. A
-/// second signal exits at once; everything made is recorded in the state file before it is
-/// made, so `fsbench clean` undoes what is left.
+/// second signal exits at once, saying what it leaves; everything made is recorded in the
+/// state file before it is made, so `fsbench clean` undoes what is left.
 fn install_signal_handlers(progress: &Progress) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use std::sync::atomic::Ordering;
     for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, progress.cancel.clone())?;
+        let cancel = progress.cancel.clone();
+        // SAFETY: an atomic load, write(2) and _exit are async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if cancel.load(Ordering::SeqCst) {
+                    scratch::write_leaving_note();
+                    signal_hook::low_level::exit(130);
+                }
+            })?;
+        }
         signal_hook::flag::register(sig, progress.cancel.clone())?;
     }
     // After a hang-up the terminal is gone and writing to it fails (EIO): diagnostics go to

@@ -90,9 +90,20 @@ pub(super) fn refused(path: &Path, reason: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// Why the block device at `path` cannot be opened exclusively: the kernel's own word that
+/// something (a mount, device-mapper, md, another exclusive opener) holds it.
+pub(crate) fn held(path: &Path) -> Option<rustix::io::Errno> {
+    rustix::fs::open(
+        path,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::EXCL | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .err()
+}
+
 /// Device numbers of every mounted filesystem, with btrfs's anonymous numbers resolved
 /// through the mount source.
-fn mounted(device_node: &Path) -> Option<PathBuf> {
+pub(crate) fn mounted(device_node: &Path) -> Option<PathBuf> {
     let sources = mounts::mounts().into_iter().filter_map(|m| {
         let rdev = Path::new(&m.source).metadata().ok()?;
         rdev.file_type().is_block_device().then(|| {
@@ -167,12 +178,7 @@ pub fn check_device(path: &Path, force: bool, force_flag: &str) -> anyhow::Resul
                 format!("it is in use by {}", holders.join(", ")),
             ));
         }
-        // The kernel's own word: an exclusive open fails on a device anything holds.
-        if let Err(e) = rustix::fs::open(
-            path,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::EXCL | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        ) {
+        if let Some(e) = held(path) {
             return Err(refused(path, format!("device busy ({e})")));
         }
     } else if let Some((loopdev, _)) = scratch::loop_devices()

@@ -1,6 +1,7 @@
 //! Where a suite runs and the fresh-filesystem lifecycle of every run:
 //! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
 
+pub mod clean;
 pub(crate) mod device;
 mod fresh;
 pub(crate) mod loopdev;
@@ -166,11 +167,14 @@ impl Target {
                 (path.clone(), 0, None)
             }
         };
-        let scratch = Scratch::create(&parent)?;
+        let mut scratch = Scratch::create(&parent)?;
         let mut spec = spec.clone();
         // The tools run in an empty directory: a relative device path would name nothing.
         if let TargetSpec::Device { path, .. } = &mut spec {
             *path = std::path::absolute(&*path)?;
+            if device_kind == Some(DeviceKind::Block) {
+                scratch.note_device(path)?;
+            }
         }
         Ok(Target {
             spec,
@@ -302,6 +306,7 @@ impl Target {
                     self.scratch.note_attached_file(path)?;
                     let attached = loopdev::attach(path, direct_io)?;
                     fresh.loop_device = Some(attached.device.clone());
+                    self.scratch.note_loop(&attached.device, path)?;
                     loop_fallback = attached.fallback;
                     attached.device
                 }

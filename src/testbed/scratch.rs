@@ -1,17 +1,18 @@
 //! The scratch directory: everything fsbench creates for a suite (images, mount points, the
-//! work tree) lives below one directory, recorded in a state file. Undoing a suite is then one
-//! generic step — unmount what is mounted below it, detach loop devices backed by files below
-//! it, remove it — used on success, on error, on panic (Drop) and by `fsbench clean` after a
-//! SIGKILL.
+//! work tree) lives below one directory, recorded in a state file and marked by a file whose
+//! token the state file holds. Undoing a suite is then one generic step ([`super::clean`]) —
+//! unmount fsbench's own mounts below it, detach the loop devices it attached, remove it —
+//! used on success, on error, on panic (Drop) and by `fsbench clean` after a SIGKILL.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use rustix::mount::UnmountFlags;
 use serde::{Deserialize, Serialize};
 
-use super::mounts;
+use super::{clean, mounts};
 use crate::tools;
 
 /// What a running suite has created, as saved in its state file.
@@ -29,8 +30,41 @@ pub struct State {
     #[serde(default)]
     pub base: Option<PathBuf>,
     pub scratch: PathBuf,
-    /// User-given image files fsbench attached to loop devices (they are not removed).
+    /// User-given image files fsbench attaches to loop devices (they are not removed),
+    /// recorded before they are attached.
     pub attached_files: Vec<PathBuf>,
+    /// The random token of the marker file fsbench wrote into `scratch` when it made it:
+    /// `clean` removes only a directory that carries it.
+    #[serde(default)]
+    pub marker: Option<String>,
+    /// The block device the suite mounts (`--device`), whose mounts below `scratch` are
+    /// fsbench's own.
+    #[serde(default)]
+    pub device: Option<PathBuf>,
+    /// The loop device each of `attached_files` was last attached to, recorded once attached:
+    /// `clean` detaches a loop device of a user's file only when it is named here.
+    #[serde(default)]
+    pub loops: Vec<AttachedLoop>,
+}
+
+/// A loop device fsbench attached to a user's image file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AttachedLoop {
+    pub device: PathBuf,
+    pub file: PathBuf,
+}
+
+/// The file fsbench writes into every scratch directory it makes, holding [`State::marker`].
+pub const MARKER: &str = ".fsbench-scratch";
+
+/// 128 random bits in hex: a scratch directory's marker token.
+fn random_token() -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Where state files live: `$FSBENCH_STATE_DIR`, `/var/lib/fsbench/state` for root, or
@@ -59,9 +93,62 @@ pub fn process_start_ticks(pid: u32) -> Option<u64> {
 }
 
 /// The inode of this process's PID namespace.
-fn pid_namespace() -> Option<u64> {
+pub(super) fn pid_namespace() -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+}
+
+/// What a second signal says it leaves behind (the scratch directory it names, the message):
+/// set when a process makes its first scratch directory, read by the signal handler, so never
+/// freed (a few hundred bytes a suite).
+static LEAVING_NOTE: AtomicPtr<(PathBuf, Box<[u8]>)> = AtomicPtr::new(std::ptr::null_mut());
+
+fn set_leaving_note(scratch: &Path) {
+    let note = format!(
+        "fsbench: second signal: exiting at once, leaving {} (with what is mounted and \
+         attached below it) and its state file in {}; `fsbench clean` removes them\n",
+        scratch.display(),
+        state_dir().display()
+    );
+    let note = Box::into_raw(Box::new((
+        scratch.to_path_buf(),
+        note.into_bytes().into_boxed_slice(),
+    )));
+    if LEAVING_NOTE
+        .compare_exchange(
+            std::ptr::null_mut(),
+            note,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        // SAFETY: never published, so no one else can see it.
+        drop(unsafe { Box::from_raw(note) });
+    }
+}
+
+/// Forgets the note once `scratch` is undone or kept (it is left in place either way).
+fn forget_leaving_note(scratch: &Path) {
+    let note = LEAVING_NOTE.load(Ordering::Acquire);
+    // SAFETY: a published note is never freed.
+    if !note.is_null() && unsafe { &(*note).0 } == scratch {
+        LEAVING_NOTE.store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+/// Writes to stderr what this process leaves behind when it exits now: for a signal handler,
+/// so it only loads a pointer and calls write(2).
+pub fn write_leaving_note() {
+    let note = LEAVING_NOTE.load(Ordering::Acquire);
+    if note.is_null() {
+        return;
+    }
+    // SAFETY: a published note is never freed; write(2) is async-signal-safe.
+    unsafe {
+        let bytes = &(*note).1;
+        libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len());
+    }
 }
 
 /// The names of a suite's scratch directory (`fsbench.<pid>`) and of the directory its
@@ -71,7 +158,7 @@ pub(crate) const PREFIXES: [&str; 2] = ["fsbench", "fsbench-templates"];
 
 /// Whether `name` is one fsbench gives scratch directories: a prefix, `.<pid>` and maybe
 /// `.<n>`.
-fn is_scratch_name(name: &str) -> bool {
+pub(super) fn is_scratch_name(name: &str) -> bool {
     let Some(rest) = PREFIXES
         .iter()
         .find_map(|p| name.strip_prefix(p)?.strip_prefix('.'))
@@ -114,12 +201,21 @@ impl Scratch {
         let dir = parent.join(&name);
         // On failure, dropping `scratch` removes its state and lock files.
         std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        // Killed before the marker is written, the directory is empty, which `clean` removes.
+        let token = scratch.state.marker.as_deref().unwrap_or_default();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(MARKER))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, token.as_bytes()))
+            .with_context(|| format!("cannot mark {}", dir.display()))?;
         let made = dir.canonicalize()?;
         if made != scratch.state.scratch {
             // The base was reached through a symlink: record where the directory really is.
             scratch.state.scratch = made;
             scratch.save()?;
         }
+        set_leaving_note(&scratch.state.scratch);
         Ok(scratch)
     }
 
@@ -134,6 +230,7 @@ impl Scratch {
         let state_dir = state_dir();
         std::fs::create_dir_all(&state_dir)
             .with_context(|| format!("cannot create state directory {}", state_dir.display()))?;
+        let marker = random_token()?;
         for n in 0..1000 {
             let name = match n {
                 0 => format!("{prefix}.{pid}"),
@@ -168,6 +265,9 @@ impl Scratch {
                     base: Some(base.clone()),
                     scratch: base.join(&name),
                     attached_files: Vec::new(),
+                    marker: Some(marker),
+                    device: None,
+                    loops: Vec::new(),
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
@@ -215,7 +315,9 @@ impl Scratch {
                 dir.display()
             );
         }
-        check_scratch_dir(&state)?;
+        if clean::check_scratch_dir(&state)? != clean::Found::Marked {
+            anyhow::bail!("{} is not a directory fsbench made", dir.display());
+        }
         let pid = std::process::id();
         state.pid = pid;
         state.start_ticks = process_start_ticks(pid).unwrap_or(0);
@@ -248,6 +350,22 @@ impl Scratch {
         Ok(())
     }
 
+    /// Records the loop device fsbench has just attached `file` (one of the attached files) to.
+    pub fn note_loop(&mut self, device: &Path, file: &Path) -> anyhow::Result<()> {
+        self.state.loops.retain(|l| l.file != file);
+        self.state.loops.push(AttachedLoop {
+            device: device.to_path_buf(),
+            file: file.to_path_buf(),
+        });
+        self.save()
+    }
+
+    /// Records the block device the suite mounts below its scratch directory.
+    pub fn note_device(&mut self, device: &Path) -> anyhow::Result<()> {
+        self.state.device = Some(device.to_path_buf());
+        self.save()
+    }
+
     fn save(&self) -> anyhow::Result<()> {
         let tmp = self.state_file.with_extension("tmp");
         std::fs::write(&tmp, serde_json::to_vec_pretty(&self.state)?)
@@ -259,19 +377,21 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if self.keep {
-            return;
-        }
-        match undo(&self.state) {
-            Ok(_) => {
+        if !self.keep {
+            let undone = clean::undo(&self.state, DETACH_PATIENCE);
+            if undone.left.is_empty() {
                 let _ = std::fs::remove_file(&self.state_file);
                 let _ = std::fs::remove_file(self.state_file.with_extension("lock"));
+            } else {
+                eprintln!(
+                    "fsbench: cleanup incomplete ({}); run `fsbench clean` to finish it (state in {})",
+                    undone.left.join("; "),
+                    self.state_file.display()
+                );
             }
-            Err(e) => eprintln!(
-                "fsbench: cleanup incomplete ({e:#}); run `fsbench clean` to finish it (state in {})",
-                self.state_file.display()
-            ),
         }
+        // Only now: a second signal during the undo still says what it leaves.
+        forget_leaving_note(&self.state.scratch);
     }
 }
 
@@ -311,8 +431,16 @@ pub fn loop_devices() -> Vec<(PathBuf, PathBuf)> {
         .collect()
 }
 
+/// How long a suite waits for a loop device it detaches to be gone.
+const DETACH_PATIENCE: Duration = Duration::from_secs(10);
+
 /// Detaches `device`, retrying while udev or the kernel still hold it.
 pub fn detach_loop(device: &Path) -> anyhow::Result<()> {
+    detach_loop_within(device, DETACH_PATIENCE)
+}
+
+/// [`detach_loop`], waiting at most `patience` for the device to be gone.
+pub(crate) fn detach_loop_within(device: &Path, patience: Duration) -> anyhow::Result<()> {
     let losetup = tools::require("losetup", "util-linux")?;
     let args = ["-d".to_string(), device.display().to_string()];
     let mut last = None;
@@ -334,147 +462,18 @@ pub fn detach_loop(device: &Path) -> anyhow::Result<()> {
     let backing = Path::new("/sys/block")
         .join(device.file_name().unwrap_or_default())
         .join("loop/backing_file");
-    for _ in 0..100 {
+    let start = std::time::Instant::now();
+    while start.elapsed() < patience {
         if !backing.exists() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     anyhow::bail!(
-        "{} is still attached 10 s after detaching (held open by another process)",
-        device.display()
+        "{} is still attached {} s after detaching (held open by another process)",
+        device.display(),
+        patience.as_secs()
     )
-}
-
-/// Undoes everything `state` records. Returns what it did, one line per action.
-pub fn undo(state: &State) -> anyhow::Result<Vec<String>> {
-    let mut done = Vec::new();
-    let scratch = &state.scratch;
-    // Before anything is unmounted below it: a state file naming `/` must undo nothing.
-    check_scratch_dir(state)?;
-    for target in mounts::mounts_below(scratch) {
-        unmount(&target)?;
-        done.push(format!("unmounted {}", target.display()));
-    }
-    for (device, backing) in loop_devices() {
-        if backing.starts_with(scratch) || state.attached_files.contains(&backing) {
-            detach_loop(&device)?;
-            done.push(format!(
-                "detached {} ({})",
-                device.display(),
-                backing.display()
-            ));
-        }
-    }
-    if scratch.symlink_metadata().is_ok() {
-        // Never recurse into anything still mounted: that could be a user's filesystem.
-        if let Some(still) = mounts::mounts_below(scratch).first() {
-            anyhow::bail!(
-                "{} is still mounted; not removing {}",
-                still.display(),
-                scratch.display()
-            );
-        }
-        std::fs::remove_dir_all(scratch)
-            .with_context(|| format!("cannot remove {}", scratch.display()))?;
-        done.push(format!("removed {}", scratch.display()));
-    }
-    Ok(done)
-}
-
-/// Refuses to remove a directory fsbench did not make: it must carry fsbench's name, sit
-/// directly in the recorded base, be a real directory (not a symlink) and belong to us.
-fn check_scratch_dir(state: &State) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let scratch = &state.scratch;
-    let named = scratch
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(is_scratch_name);
-    let placed = state
-        .base
-        .as_deref()
-        .is_none_or(|base| scratch.parent() == Some(base));
-    // A directory not made yet (the owner died right after recording its intent) is fine.
-    let ours = scratch.symlink_metadata().map_or(true, |meta| {
-        meta.is_dir() && meta.uid() == rustix::process::geteuid().as_raw()
-    });
-    if named && placed && ours {
-        Ok(())
-    } else {
-        anyhow::bail!(
-            "{} is not a scratch directory fsbench made (name, place or owner differ); left alone",
-            scratch.display()
-        )
-    }
-}
-
-/// Whether the suite of a state file may still be running, and why. A held lock is certain;
-/// without a lock file (an older fsbench), the pid and start time decide, and a different PID
-/// namespace (the pid means nothing here) counts as alive.
-fn owner_alive(state: &State, state_file: &Path) -> Option<String> {
-    use std::os::fd::AsFd;
-    let lock_path = state_file.with_extension("lock");
-    if let Ok(lock) = std::fs::OpenOptions::new().write(true).open(&lock_path) {
-        return match rustix::fs::flock(
-            lock.as_fd(),
-            rustix::fs::FlockOperation::NonBlockingLockExclusive,
-        ) {
-            Ok(()) => None,
-            Err(_) => Some(format!("its fsbench (pid {}) holds its lock", state.pid)),
-        };
-    }
-    if state.pid_namespace.is_some() && state.pid_namespace != pid_namespace() {
-        return Some(format!(
-            "pid {} belongs to another PID namespace, so whether it runs cannot be told",
-            state.pid
-        ));
-    }
-    (state.pid != std::process::id()
-        && process_start_ticks(state.pid).is_some_and(|t| t == state.start_ticks))
-    .then(|| format!("fsbench pid {} is still running", state.pid))
-}
-
-/// Undoes what suites that are no longer running left behind (`fsbench clean`).
-/// Returns the actions taken; suites still running are left alone and reported.
-pub fn clean_stale() -> anyhow::Result<Vec<String>> {
-    let dir = state_dir();
-    let mut report = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(report);
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "json") {
-            continue;
-        }
-        let state: State = match std::fs::read(&path)
-            .map_err(anyhow::Error::from)
-            .and_then(|b| Ok(serde_json::from_slice(&b)?))
-        {
-            Ok(s) => s,
-            Err(e) => {
-                report.push(format!(
-                    "skipped unreadable state file {}: {e}",
-                    path.display()
-                ));
-                continue;
-            }
-        };
-        if let Some(why) = owner_alive(&state, &path) {
-            report.push(format!("left {} alone: {why}", state.scratch.display()));
-            continue;
-        }
-        if let Err(e) = check_scratch_dir(&state) {
-            report.push(format!("left {} alone: {e:#}", state.scratch.display()));
-            continue;
-        }
-        report.extend(undo(&state)?);
-        std::fs::remove_file(&path)?;
-        let _ = std::fs::remove_file(path.with_extension("lock"));
-        report.push(format!("removed state file {}", path.display()));
-    }
-    Ok(report)
 }
 
 #[cfg(test)]
@@ -520,7 +519,7 @@ mod tests {
             "made before its intent was recorded"
         );
         // Its owner alive (the lock is held): `clean` leaves it alone.
-        assert!(owner_alive(&recorded, &scratch.state_file).is_some());
+        assert!(clean::owner_alive(&recorded, &scratch.state_file).is_some());
         drop(scratch);
         assert!(std::fs::read_dir(state.path()).unwrap().next().is_none());
 
@@ -541,29 +540,6 @@ mod tests {
         drop(adopted);
         assert!(!dir.exists());
         assert!(std::fs::read_dir(state.path()).unwrap().next().is_none());
-    }
-
-    #[test]
-    fn a_state_file_naming_another_directory_undoes_nothing() {
-        let base = tempfile::tempdir().unwrap();
-        let precious = base.path().join("precious");
-        std::fs::create_dir(&precious).unwrap();
-        let state = State {
-            pid: u32::MAX,
-            start_ticks: 0,
-            pid_namespace: None,
-            base: Some(base.path().to_path_buf()),
-            scratch: precious.clone(),
-            attached_files: Vec::new(),
-        };
-        assert!(undo(&state).is_err());
-        assert!(precious.exists());
-        let root = State {
-            scratch: PathBuf::from("/"),
-            base: None,
-            ..state
-        };
-        assert!(undo(&root).is_err());
     }
 
     #[test]
