@@ -2,6 +2,7 @@
 
 mod archive;
 mod auto_runs;
+mod clean;
 mod console;
 mod fdtree;
 #[cfg(feature = "mpi")]
@@ -490,32 +491,6 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn clean() -> anyhow::Result<ExitCode> {
-    let report = crate::testbed::clean::clean_stale();
-    if report.done.is_empty() && report.left.is_empty() {
-        eprintln!(
-            "fsbench: nothing to clean in {}",
-            scratch::state_dir().display()
-        );
-    }
-    for a in &report.done {
-        write_stdout(&format!("{a}\n"))?;
-    }
-    if report.left.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    for why in &report.left {
-        eprintln!("fsbench: left: {why}");
-    }
-    eprintln!(
-        "fsbench: clean left {} thing(s) it could not verify as fsbench's or undo (above) and \
-         cleaned the rest; a kept state file goes once what it names is dealt with (or by \
-         hand, if that is nothing of fsbench's)",
-        report.left.len()
-    );
-    Ok(ExitCode::FAILURE)
-}
-
 /// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, `tmux kill-session`) set the cancel flag:
 /// the running phase stops at its next operation and everything is unmounted and detached. A
 /// second signal exits at once, saying what it leaves; everything made is recorded in the
@@ -581,7 +556,7 @@ pub fn main() -> ExitCode {
             Command::Fdtree(args) => {
                 fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
             }
-            Command::Clean => clean(),
+            Command::Clean => clean::clean(),
             Command::Archive { command } => {
                 archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
             }

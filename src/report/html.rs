@@ -11,7 +11,7 @@ use super::figure;
 use super::matrix::Matrix;
 use super::ranks::{rank_charts, rank_progress};
 use crate::measure::{DimValue, LatencySummary};
-use crate::results::{RunStatus, SuiteResult};
+use crate::results::SuiteResult;
 use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};
 use crate::units::format_bytes;
 use std::borrow::Cow;
@@ -377,20 +377,6 @@ fn trend_notes(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> V
         .collect()
 }
 
-/// The successful runs of one column's workload.
-pub(super) fn column_runs<'a>(
-    suites: &'a [SuiteResult],
-    col: &Column,
-    workload: &str,
-) -> Vec<&'a crate::results::RunRecord> {
-    suites
-        .iter()
-        .filter(|s| s.id.unwrap_or(0) == col.suite_id)
-        .flat_map(|s| &s.runs)
-        .filter(|r| r.status == RunStatus::Ok && r.config == col.config && r.workload == workload)
-        .collect()
-}
-
 /// Why a phase had nothing to do, when it had nothing to do in every run (an empty file set).
 fn idle<'a>(suites: &'a [SuiteResult], workload: &str, phase: &str) -> Option<&'a str> {
     let mut phases = (suites.iter().flat_map(|s| &s.runs))
@@ -410,7 +396,7 @@ fn over_time(
 ) -> Markup {
     let mut runs = Vec::new();
     for (i, col) in columns.iter().enumerate() {
-        for run in column_runs(suites, col, workload) {
+        for run in col.runs(suites, workload) {
             if let Some(p) = run.phases.iter().find(|p| p.name == info.name) {
                 runs.push((i, format!("{} run {}", col.name(columns), run.run), p));
             }
@@ -456,7 +442,7 @@ fn latency_table(
     let us = |ns: u64| figure(ns as f64 / 1000.0);
     let mut rows = Vec::new();
     for (i, col) in columns.iter().enumerate() {
-        let runs = column_runs(suites, col, workload);
+        let runs = col.runs(suites, workload);
         let phases: Vec<_> = runs
             .iter()
             .filter_map(|r| r.phases.iter().find(|p| p.name == phase))

@@ -3,7 +3,6 @@
 use maud::{Markup, PreEscaped, html};
 
 use super::charts;
-use super::html::column_runs;
 use crate::measure::DimValue;
 use crate::results::SuiteResult;
 use crate::stats::compare::{Column, FigureKey};
@@ -57,7 +56,7 @@ pub(super) fn rank_progress(
 ) -> Markup {
     let charts: Vec<(String, Option<String>)> = (columns.iter())
         .filter_map(|col| {
-            let run = column_runs(suites, col, workload).into_iter().last()?;
+            let run = col.runs(suites, workload).into_iter().last()?;
             let phase = run.phases.iter().find(|p| p.name == info.name)?;
             let ranks = &phase.rank_progress;
             if ranks.len() < 2 {

@@ -6,9 +6,10 @@ use anyhow::Context;
 
 use super::observer::{Diagnostic, Observer};
 use super::prepare;
+use crate::error::FsbenchError;
 use crate::measure::Figure;
 use crate::results::{PhaseRecord, RunRecord, RunStatus};
-use crate::testbed::{FreshFs, Target, Teardown};
+use crate::testbed::{FreshFs, Target, TargetSpec, Teardown};
 
 /// A fresh filesystem for a run, aged and filled as its configuration asks.
 pub(super) fn fresh_fs(
@@ -118,5 +119,44 @@ pub(super) fn record_checkpoint(
                 fsck.output.as_deref().unwrap_or("").trim_end()
             ));
         }
+    }
+}
+
+/// Undoes the run whose phase failed with `error`, and returns the error. On a directory
+/// target that removes what the run made file by file, which for millions of files takes a
+/// while: it says so first.
+pub(super) fn undo_failed_run(
+    fresh: FreshFs,
+    label: &str,
+    error: anyhow::Error,
+    observer: &mut dyn Observer,
+) -> anyhow::Error {
+    if fresh.removes_files() {
+        observer.diagnostic(&Diagnostic::CleaningUp {
+            label,
+            error: &error,
+            dir: fresh.path(),
+        });
+    }
+    drop(fresh);
+    error
+}
+
+/// `error` with the advice for a full filesystem on `target`, where it is one.
+pub(super) fn with_remedy(mut error: anyhow::Error, target: &TargetSpec) -> anyhow::Error {
+    if let Some(FsbenchError::DiskFull { remedy, .. }) = error.downcast_mut() {
+        *remedy = space_remedy(target);
+    }
+    error
+}
+
+/// What to do when the filesystem under test fills up: only images have a size to give.
+fn space_remedy(target: &TargetSpec) -> &'static str {
+    match target {
+        TargetSpec::Image { .. } => "use a larger image (--image-size) or a smaller workload",
+        TargetSpec::Dir { .. } => {
+            "free space in the --dir filesystem, use a --dir with more room, or a smaller workload"
+        }
+        TargetSpec::Device { .. } => "use a larger device or a smaller workload",
     }
 }

@@ -23,11 +23,12 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::stack::{self, SuiteTestbed};
-use crate::testbed::{FreshFs, Target, TargetSpec, device, mounts, named};
+use crate::testbed::{Target, TargetSpec, device, mounts, named};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
 use lifecycle::{fresh_fs, record_checkpoint};
+use lifecycle::{undo_failed_run, with_remedy};
 use observer::{Diagnostic, Observer, SuitePlan};
 use phases::{PhaseSettings, run_phase};
 
@@ -505,26 +506,6 @@ pub(crate) fn run_suite(
     Ok((result, error))
 }
 
-/// Undoes the run whose phase failed with `error`, and returns the error. On a directory
-/// target that removes what the run made file by file, which for millions of files takes a
-/// while: it says so first.
-fn undo_failed_run(
-    fresh: FreshFs,
-    label: &str,
-    error: anyhow::Error,
-    observer: &mut dyn Observer,
-) -> anyhow::Error {
-    if fresh.removes_files() {
-        observer.diagnostic(&Diagnostic::CleaningUp {
-            label,
-            error: &error,
-            dir: fresh.path(),
-        });
-    }
-    drop(fresh);
-    error
-}
-
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.
 fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<Option<String>> {
     let RunContext {
@@ -590,23 +571,4 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     let fresh = outcome?;
     finish_run(fresh, what, record, observer)?;
     Ok(mkfs_command)
-}
-
-/// `error` with the advice for a full filesystem on `target`, where it is one.
-fn with_remedy(mut error: anyhow::Error, target: &TargetSpec) -> anyhow::Error {
-    if let Some(FsbenchError::DiskFull { remedy, .. }) = error.downcast_mut() {
-        *remedy = space_remedy(target);
-    }
-    error
-}
-
-/// What to do when the filesystem under test fills up: only images have a size to give.
-fn space_remedy(target: &TargetSpec) -> &'static str {
-    match target {
-        TargetSpec::Image { .. } => "use a larger image (--image-size) or a smaller workload",
-        TargetSpec::Dir { .. } => {
-            "free space in the --dir filesystem, use a --dir with more room, or a smaller workload"
-        }
-        TargetSpec::Device { .. } => "use a larger device or a smaller workload",
-    }
 }

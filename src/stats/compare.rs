@@ -47,6 +47,22 @@ impl Column {
             .filter(move |s| s.config == config)
     }
 
+    /// The successful runs of this column's `workload`.
+    pub fn runs<'a>(
+        &self,
+        suites: &'a [SuiteResult],
+        workload: &str,
+    ) -> Vec<&'a crate::results::RunRecord> {
+        (self.suite(suites).into_iter())
+            .flat_map(|s| &s.runs)
+            .filter(|r| {
+                r.status == crate::results::RunStatus::Ok
+                    && r.config == self.config
+                    && r.workload == workload
+            })
+            .collect()
+    }
+
     /// This column's summary of one figure (a search: [`SummaryIndex`] for many).
     pub fn summary<'a>(&self, suites: &'a [SuiteResult], key: &FigureKey) -> Option<&'a Summary> {
         self.summaries(suites)

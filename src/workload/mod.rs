@@ -450,6 +450,23 @@ impl WorkloadSpec {
     }
 }
 
+impl WorkloadSpec {
+    /// How to give this workload more work, in the settings it has (a profile's or archive
+    /// file's own, or the option table's).
+    pub(crate) fn more_work_advice(&self) -> String {
+        match self {
+            WorkloadSpec::Ffsb(p) if p.profile.is_some() => {
+                "a longer `time` or a larger file set (`num_files`) in the profile".into()
+            }
+            WorkloadSpec::Archive(p) if matches!(p.source, archive::Source::File { .. }) => {
+                "a larger archive file".into()
+            }
+            WorkloadSpec::Command(_) => "commands that do more".into(),
+            _ => self.kind().more_work_advice(),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for WorkloadSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = serde_json::Value::deserialize(d)?;

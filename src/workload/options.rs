@@ -113,23 +113,6 @@ pub(crate) struct Parsed {
     values: Vec<Option<(OptValue, Origin)>>,
 }
 
-impl WorkloadSpec {
-    /// How to give this workload more work, in the settings it has (a profile's or archive
-    /// file's own, or the option table's).
-    pub(crate) fn more_work_advice(&self) -> String {
-        match self {
-            WorkloadSpec::Ffsb(p) if p.profile.is_some() => {
-                "a longer `time` or a larger file set (`num_files`) in the profile".into()
-            }
-            WorkloadSpec::Archive(p) if matches!(p.source, super::archive::Source::File { .. }) => {
-                "a larger archive file".into()
-            }
-            WorkloadSpec::Command(_) => "commands that do more".into(),
-            _ => self.kind().more_work_advice(),
-        }
-    }
-}
-
 impl WorkloadKind {
     /// How to give the workload more work, naming only what it has: a larger preset where
     /// there are several, and its options that grow the work (`size=`, `threads=`).

@@ -1,0 +1,33 @@
+//! `fsbench clean`: undo what killed runs left, say what it could not.
+
+use std::process::ExitCode;
+
+use super::output::write_stdout;
+use crate::testbed::scratch;
+
+/// Cleans every stale state file; what is done goes to stdout, what is left to stderr.
+pub(super) fn clean() -> anyhow::Result<ExitCode> {
+    let report = crate::testbed::clean::clean_stale();
+    if report.done.is_empty() && report.left.is_empty() {
+        eprintln!(
+            "fsbench: nothing to clean in {}",
+            scratch::state_dir().display()
+        );
+    }
+    for a in &report.done {
+        write_stdout(&format!("{a}\n"))?;
+    }
+    if report.left.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for why in &report.left {
+        eprintln!("fsbench: left: {why}");
+    }
+    eprintln!(
+        "fsbench: clean left {} thing(s) it could not verify as fsbench's or undo (above) and \
+         cleaned the rest; a kept state file goes once what it names is dealt with (or by \
+         hand, if that is nothing of fsbench's)",
+        report.left.len()
+    );
+    Ok(ExitCode::FAILURE)
+}
