@@ -551,6 +551,11 @@ pub fn main() -> ExitCode {
         .and_then(|()| install_signal_handlers(&progress))
         .and_then(|()| refuse_unused_db(&cli))
         .and_then(|()| match &cli.command {
+            // Under mpirun every rank runs the suite together (rank 0 leads).
+            #[cfg(feature = "mpi")]
+            Command::Run(args) if crate::launcher::launched() => {
+                mpi_run::run(args, &db, progress.clone())
+            }
             Command::Run(args) => run::run(args, &db, progress.clone()),
             Command::Ffsb(args) => run::ffsb(args, &db, progress.clone()),
             Command::Fdtree(args) => {

@@ -102,10 +102,6 @@ pub(super) fn ffsb(
 }
 
 pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
-    #[cfg(feature = "mpi")]
-    if crate::launcher::launched() {
-        return super::mpi_run::run(args, db, progress);
-    }
     let mut store = Store::open_for_writing(db)?;
     let (suite, previous) = match args.resume {
         Some(id) => {
