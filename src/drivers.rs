@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
 
+mod kernel;
+
 /// A filesystem fsbench knows how to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -21,6 +23,11 @@ pub enum FsType {
     Xfs,
     Btrfs,
     Tmpfs,
+    Nilfs2,
+    Jfs,
+    Reiserfs,
+    F2fs,
+    Bcachefs,
 }
 
 /// How one filesystem is made, checked and versioned.
@@ -47,6 +54,8 @@ pub struct Driver {
     pub min_size: u64,
     /// Which words of its mkfs arguments and mount options name a device or a file.
     pub names: &'static OptionNames,
+    /// The kernel configuration option that provides the filesystem (named when it is missing).
+    pub kernel_option: &'static str,
 }
 
 /// What a word of mkfs arguments or mount options names outside the filesystem being made.
@@ -158,6 +167,87 @@ const BTRFS_NAMES: OptionNames = OptionNames {
     fsck: &[],
 };
 
+/// mkfs.nilfs2(8) 2.2: nothing names a device or a file.
+const NILFS2_NAMES: OptionNames = OptionNames {
+    short_with_value: "bBLmO",
+    long_with_value: &[],
+    mkfs: &[],
+    mount: &[],
+    fsck: &[],
+};
+
+/// mkfs.jfs(8) 1.1: `-j` is an external journal device, `-J device=` one to format as a log.
+const JFS_NAMES: OptionNames = OptionNames {
+    short_with_value: "jJLs",
+    long_with_value: &[],
+    mkfs: &[("-j", "", Names::Device), ("-J", "device", Names::Device)],
+    mount: &[],
+    fsck: &[("-j", "-j")],
+};
+
+/// mkreiserfs(8) 3.6: an external journal device and a bad-blocks list to read.
+const REISERFS_NAMES: OptionNames = OptionNames {
+    short_with_value: "bjsotBhul",
+    long_with_value: &[
+        "block-size",
+        "journal-device",
+        "journal-size",
+        "journal-offset",
+        "transaction-max-size",
+        "badblocks",
+        "hash",
+        "uuid",
+        "label",
+        "format",
+    ],
+    mkfs: &[
+        ("-j", "", Names::Device),
+        ("--journal-device", "", Names::Device),
+        ("-B", "", Names::ReadFile),
+        ("--badblocks", "", Names::ReadFile),
+    ],
+    mount: &[("jdev", Names::Device)],
+    fsck: &[("-j", "-j"), ("--journal-device", "-j")],
+};
+
+/// mkfs.f2fs(8) 1.15: `-c` lists further devices (a list fsbench cannot resolve is refused).
+const F2FS_NAMES: OptionNames = OptionNames {
+    short_with_value: "acdeEloOCRsStwzU",
+    long_with_value: &[],
+    mkfs: &[("-c", "", Names::Device)],
+    mount: &[],
+    fsck: &[],
+};
+
+/// `bcachefs format` 1.x: every positional word is a further device.
+const BCACHEFS_NAMES: OptionNames = OptionNames {
+    short_with_value: "LU",
+    long_with_value: &[
+        "block_size",
+        "btree_node_size",
+        "compression",
+        "background_compression",
+        "data_checksum",
+        "metadata_checksum",
+        "data_replicas",
+        "metadata_replicas",
+        "replicas",
+        "encrypted",
+        "fs_label",
+        "label",
+        "uuid",
+        "fs_size",
+        "bucket",
+        "group",
+        "discard",
+        "durability",
+        "source",
+    ],
+    mkfs: &[("--source", "", Names::ReadFile)],
+    mount: &[],
+    fsck: &[],
+};
+
 const NO_NAMES: OptionNames = OptionNames {
     short_with_value: "",
     long_with_value: &[],
@@ -167,7 +257,13 @@ const NO_NAMES: OptionNames = OptionNames {
 };
 
 /// ext2, ext3 and ext4 share e2fsprogs and differ only in the mkfs name and minimum size.
-const fn ext_driver(fs: FsType, name: &'static str, mkfs: &'static str, min_size: u64) -> Driver {
+const fn ext_driver(
+    fs: FsType,
+    name: &'static str,
+    mkfs: &'static str,
+    min_size: u64,
+    kernel_option: &'static str,
+) -> Driver {
     Driver {
         fs,
         name,
@@ -180,14 +276,15 @@ const fn ext_driver(fs: FsType, name: &'static str, mkfs: &'static str, min_size
         package: "e2fsprogs",
         min_size,
         names: &EXT_NAMES,
+        kernel_option,
     }
 }
 
 /// The driver table.
 pub const DRIVERS: &[Driver] = &[
-    ext_driver(FsType::Ext2, "ext2", "mkfs.ext2", 1 << 20),
-    ext_driver(FsType::Ext3, "ext3", "mkfs.ext3", 8 << 20),
-    ext_driver(FsType::Ext4, "ext4", "mkfs.ext4", 8 << 20),
+    ext_driver(FsType::Ext2, "ext2", "mkfs.ext2", 1 << 20, "CONFIG_EXT4_USE_FOR_EXT2"),
+    ext_driver(FsType::Ext3, "ext3", "mkfs.ext3", 8 << 20, "CONFIG_EXT4_FS"),
+    ext_driver(FsType::Ext4, "ext4", "mkfs.ext4", 8 << 20, "CONFIG_EXT4_FS"),
     Driver {
         fs: FsType::Xfs,
         name: "xfs",
@@ -200,6 +297,7 @@ pub const DRIVERS: &[Driver] = &[
         package: "xfsprogs",
         min_size: 300 << 20,
         names: &XFS_NAMES,
+        kernel_option: "CONFIG_XFS_FS",
     },
     Driver {
         fs: FsType::Btrfs,
@@ -213,6 +311,7 @@ pub const DRIVERS: &[Driver] = &[
         package: "btrfs-progs",
         min_size: 128 << 20,
         names: &BTRFS_NAMES,
+        kernel_option: "CONFIG_BTRFS_FS",
     },
     Driver {
         fs: FsType::Tmpfs,
@@ -226,6 +325,80 @@ pub const DRIVERS: &[Driver] = &[
         package: "",
         min_size: 0,
         names: &NO_NAMES,
+        kernel_option: "CONFIG_TMPFS",
+    },
+    Driver {
+        fs: FsType::Nilfs2,
+        name: "nilfs2",
+        mkfs: Some("mkfs.nilfs2"),
+        mkfs_force: &["-f", "-q"],
+        mkfs_defaults: &[],
+        // nilfs-tools has no fsck: the log-structured format recovers at mount.
+        fsck: None,
+        fsck_version_flag: "",
+        version_flag: "-V",
+        package: "nilfs-tools",
+        min_size: 128 << 20,
+        names: &NILFS2_NAMES,
+        kernel_option: "CONFIG_NILFS2_FS",
+    },
+    Driver {
+        fs: FsType::Jfs,
+        name: "jfs",
+        mkfs: Some("mkfs.jfs"),
+        // -q also skips the "continue?" question.
+        mkfs_force: &["-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("fsck.jfs", &["-f", "-n"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "jfsutils",
+        min_size: 16 << 20,
+        names: &JFS_NAMES,
+        kernel_option: "CONFIG_JFS_FS",
+    },
+    Driver {
+        fs: FsType::Reiserfs,
+        name: "reiserfs",
+        mkfs: Some("mkfs.reiserfs"),
+        // One -f still asks on a whole disk; two never ask.
+        mkfs_force: &["-f", "-f", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("reiserfsck", &["--check", "--yes", "--quiet"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "reiserfsprogs",
+        min_size: 64 << 20,
+        names: &REISERFS_NAMES,
+        kernel_option: "CONFIG_REISERFS_FS (removed from Linux 6.13)",
+    },
+    Driver {
+        fs: FsType::F2fs,
+        name: "f2fs",
+        mkfs: Some("mkfs.f2fs"),
+        mkfs_force: &["-f", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("fsck.f2fs", &["--dry-run", "-f"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "f2fs-tools",
+        min_size: 64 << 20,
+        names: &F2FS_NAMES,
+        kernel_option: "CONFIG_F2FS_FS",
+    },
+    Driver {
+        fs: FsType::Bcachefs,
+        name: "bcachefs",
+        mkfs: Some("bcachefs"),
+        mkfs_force: &["format", "--force"],
+        mkfs_defaults: &[],
+        fsck: Some(("bcachefs", &["fsck", "-n"])),
+        fsck_version_flag: "version",
+        version_flag: "version",
+        package: "bcachefs-tools",
+        min_size: 64 << 20,
+        names: &BCACHEFS_NAMES,
+        kernel_option: "CONFIG_BCACHEFS_FS (out of tree since Linux 6.18: the bcachefs-dkms package)",
     },
 ];
 
@@ -282,7 +455,9 @@ pub struct Toolset {
 
 impl Driver {
     /// Resolves this driver's tools, or names the package to install.
+    /// A filesystem the running kernel lacks is refused first, naming its kernel option.
     pub fn toolset(&self) -> Result<Toolset, FsbenchError> {
+        kernel::require(self)?;
         let Some(mkfs_name) = self.mkfs else {
             return Ok(Toolset::default());
         };
@@ -355,6 +530,46 @@ mod tests {
         assert_eq!(
             FsType::Btrfs.driver().fsck_args(&[], "/dev/loop1"),
             ["check", "--readonly", "/dev/loop1"]
+        );
+    }
+
+    #[test]
+    fn command_lines_of_filesystems_from_outside_the_big_three() {
+        let dev = "/dev/loop7";
+        let cases: [(FsType, &[&str], &[&str]); 5] = [
+            (FsType::Nilfs2, &["-f", "-q", dev], &[]),
+            (FsType::Jfs, &["-q", dev], &["-f", "-n", dev]),
+            (
+                FsType::Reiserfs,
+                &["-f", "-f", "-q", dev],
+                &["--check", "--yes", "--quiet", dev],
+            ),
+            (FsType::F2fs, &["-f", "-q", dev], &["--dry-run", "-f", dev]),
+            (
+                FsType::Bcachefs,
+                &["format", "--force", dev],
+                &["fsck", "-n", dev],
+            ),
+        ];
+        for (fs, mkfs, fsck) in cases {
+            let d = fs.driver();
+            assert_eq!(d.mkfs_args(&[], dev), mkfs, "{fs}");
+            if d.fsck.is_some() {
+                assert_eq!(d.fsck_args(&[], dev), fsck, "{fs}");
+            }
+            assert!(!d.package.is_empty() && d.kernel_option.starts_with("CONFIG_"));
+        }
+        assert_eq!(FsType::Nilfs2.driver().mkfs, Some("mkfs.nilfs2"));
+        assert!(FsType::Nilfs2.driver().fsck.is_none());
+        assert_eq!(FsType::Jfs.driver().fsck.unwrap().0, "fsck.jfs");
+        assert_eq!(FsType::Reiserfs.driver().fsck.unwrap().0, "reiserfsck");
+        assert_eq!(FsType::Bcachefs.driver().mkfs, Some("bcachefs"));
+        // A user's options go between the force flags and the device.
+        assert_eq!(
+            FsType::Jfs
+                .driver()
+                .mkfs_args(&["-L".into(), "x".into()], dev),
+            ["-q", "-L", "x", dev]
         );
     }
 }
