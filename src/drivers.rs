@@ -282,7 +282,13 @@ const fn ext_driver(
 
 /// The driver table.
 pub const DRIVERS: &[Driver] = &[
-    ext_driver(FsType::Ext2, "ext2", "mkfs.ext2", 1 << 20, "CONFIG_EXT4_USE_FOR_EXT2"),
+    ext_driver(
+        FsType::Ext2,
+        "ext2",
+        "mkfs.ext2",
+        1 << 20,
+        "CONFIG_EXT4_USE_FOR_EXT2",
+    ),
     ext_driver(FsType::Ext3, "ext3", "mkfs.ext3", 8 << 20, "CONFIG_EXT4_FS"),
     ext_driver(FsType::Ext4, "ext4", "mkfs.ext4", 8 << 20, "CONFIG_EXT4_FS"),
     Driver {
