@@ -28,6 +28,7 @@ pub enum FsType {
     Reiserfs,
     F2fs,
     Bcachefs,
+    Ntfs,
 }
 
 /// How one filesystem is made, checked and versioned.
@@ -56,6 +57,9 @@ pub struct Driver {
     pub names: &'static OptionNames,
     /// The kernel configuration option that provides the filesystem (named when it is missing).
     pub kernel_option: &'static str,
+    /// For a FUSE filesystem, the daemon: `mount -t` takes its name (its `mount.NAME` helper
+    /// starts it), and the kernel needs `fuse` rather than a filesystem of the driver's name.
+    pub fuse_daemon: Option<&'static str>,
 }
 
 /// What a word of mkfs arguments or mount options names outside the filesystem being made.
@@ -248,6 +252,23 @@ const BCACHEFS_NAMES: OptionNames = OptionNames {
     fsck: &[],
 };
 
+/// mkntfs(8) 2022: nothing names a device or a file.
+const NTFS_NAMES: OptionNames = OptionNames {
+    short_with_value: "LcspHSz",
+    long_with_value: &[
+        "label",
+        "cluster-size",
+        "sector-size",
+        "partition-start",
+        "heads",
+        "sectors-per-track",
+        "mft-zone-multiplier",
+    ],
+    mkfs: &[],
+    mount: &[],
+    fsck: &[],
+};
+
 const NO_NAMES: OptionNames = OptionNames {
     short_with_value: "",
     long_with_value: &[],
@@ -277,6 +298,7 @@ const fn ext_driver(
         min_size,
         names: &EXT_NAMES,
         kernel_option,
+        fuse_daemon: None,
     }
 }
 
@@ -304,6 +326,7 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 300 << 20,
         names: &XFS_NAMES,
         kernel_option: "CONFIG_XFS_FS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Btrfs,
@@ -318,6 +341,7 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 128 << 20,
         names: &BTRFS_NAMES,
         kernel_option: "CONFIG_BTRFS_FS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Tmpfs,
@@ -332,6 +356,7 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 0,
         names: &NO_NAMES,
         kernel_option: "CONFIG_TMPFS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Nilfs2,
@@ -347,6 +372,7 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 128 << 20,
         names: &NILFS2_NAMES,
         kernel_option: "CONFIG_NILFS2_FS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Jfs,
@@ -362,6 +388,7 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 16 << 20,
         names: &JFS_NAMES,
         kernel_option: "CONFIG_JFS_FS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Reiserfs,
@@ -377,6 +404,7 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 64 << 20,
         names: &REISERFS_NAMES,
         kernel_option: "CONFIG_REISERFS_FS (removed from Linux 6.13)",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::F2fs,
@@ -391,6 +419,7 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 64 << 20,
         names: &F2FS_NAMES,
         kernel_option: "CONFIG_F2FS_FS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Bcachefs,
@@ -405,6 +434,23 @@ pub const DRIVERS: &[Driver] = &[
         min_size: 64 << 20,
         names: &BCACHEFS_NAMES,
         kernel_option: "CONFIG_BCACHEFS_FS (out of tree since Linux 6.18: the bcachefs-dkms package)",
+        fuse_daemon: None,
+    },
+    Driver {
+        fs: FsType::Ntfs,
+        name: "ntfs",
+        mkfs: Some("mkntfs"),
+        // -Q skips zeroing the device and the bad-sector scan.
+        mkfs_force: &["-F", "-Q", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("ntfsfix", &["-n"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "ntfs-3g",
+        min_size: 16 << 20,
+        names: &NTFS_NAMES,
+        kernel_option: "CONFIG_FUSE_FS",
+        fuse_daemon: Some("ntfs-3g"),
     },
 ];
 
@@ -472,7 +518,12 @@ impl Driver {
             Some((prog, _)) => Some(tools::require(prog, self.package)?),
             None => None,
         };
-        let version = tools::version_line(&mkfs, self.version_flag);
+        let mut version = tools::version_line(&mkfs, self.version_flag);
+        if let Some(daemon) = self.fuse_daemon {
+            // The daemon does the filesystem's work: its version is the one that matters.
+            let daemon = tools::version_line(&tools::require(daemon, self.package)?, "--version");
+            version = [version, daemon].into_iter().flatten().reduce(|a, b| format!("{a}; {b}"));
+        }
         let fsck_version = fsck
             .as_ref()
             .and_then(|f| tools::version_line(f, self.fsck_version_flag));
@@ -482,6 +533,11 @@ impl Driver {
             version,
             fsck_version,
         })
+    }
+
+    /// The type `mount -t` takes: the FUSE daemon's for a FUSE filesystem.
+    pub fn mount_type(&self) -> &'static str {
+        self.fuse_daemon.unwrap_or(self.name)
     }
 
     /// The full mkfs argument list for `device`: force flags, fsbench's defaults, the user's.

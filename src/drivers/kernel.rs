@@ -14,15 +14,20 @@ const MODPROBE_LIMIT: Duration = Duration::from_secs(10);
 /// Refuses `driver` when the kernel has no such filesystem: not in `/proc/filesystems`, and
 /// still not there after `modprobe fs-NAME` (the alias mount's own autoload asks for).
 pub(super) fn require(driver: &Driver) -> Result<(), FsbenchError> {
-    if listed_now(driver.name) {
+    let name = if driver.fuse_daemon.is_some() {
+        "fuse"
+    } else {
+        driver.name
+    };
+    if listed_now(name) {
         return Ok(());
     }
     let tried = match tools::find("modprobe") {
         None => "modprobe is not installed (Debian package `kmod`)".to_string(),
         Some(modprobe) => {
-            let alias = format!("fs-{}", driver.name);
+            let alias = format!("fs-{name}");
             match tools::run_within(&modprobe, &[alias.clone()], MODPROBE_LIMIT) {
-                Ok(run) if run.success && listed_now(driver.name) => return Ok(()),
+                Ok(run) if run.success && listed_now(name) => return Ok(()),
                 Ok(run) => format!(
                     "`modprobe {alias}`: {}",
                     run.output
@@ -41,7 +46,7 @@ pub(super) fn require(driver: &Driver) -> Result<(), FsbenchError> {
 /// The refusal for `driver`, with what loading its module answered.
 fn lacks(driver: &Driver, tried: &str) -> FsbenchError {
     FsbenchError::KernelLacks {
-        fs: driver.name.to_string(),
+        fs: driver.fuse_daemon.map_or(driver.name, |_| "fuse").to_string(),
         tried: tried.to_string(),
         option: driver.kernel_option.to_string(),
         package: driver.package.to_string(),

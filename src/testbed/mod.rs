@@ -328,7 +328,7 @@ impl Target {
         let source = device
             .as_ref()
             .map_or("tmpfs".to_string(), |d| d.display().to_string());
-        let mut args = vec!["-t".to_string(), fs.name().to_string()];
+        let mut args = vec!["-t".to_string(), fs.driver().mount_type().to_string()];
         if !options.is_empty() {
             args.extend(["-o".to_string(), options]);
         }
@@ -548,6 +548,10 @@ impl FreshFs {
         if let Some(mnt) = self.mountpoint.take() {
             let start = Instant::now();
             scratch::unmount(&mnt)?;
+            // A FUSE daemon's writes end when it exits: that is part of unmounting.
+            if let (Some(dev), Some(true)) = (&self.device, self.fs.map(is_fuse)) {
+                scratch::wait_released(dev)?;
+            }
             teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
         }
         if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
@@ -569,6 +573,9 @@ impl FreshFs {
         self.root_fd.take();
         if let Some(mnt) = self.mountpoint.take() {
             scratch::unmount(&mnt)?;
+            if let (Some(dev), Some(true)) = (&self.device, self.fs.map(is_fuse)) {
+                scratch::wait_released(dev)?;
+            }
         }
         if let Some(dev) = self.loop_device.take() {
             scratch::detach_loop(&dev)?;
@@ -583,6 +590,10 @@ impl FreshFs {
         }
         Ok(())
     }
+}
+
+fn is_fuse(fs: FsType) -> bool {
+    fs.driver().fuse_daemon.is_some()
 }
 
 impl Drop for FreshFs {
