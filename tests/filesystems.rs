@@ -57,3 +57,56 @@ fn a_filesystem_the_kernel_lacks_is_refused_before_anything_is_made() {
         assert_no_state_left(state.path());
     }
 }
+
+/// ntfs through ntfs-3g runs for real: fresh mkntfs per run, FUSE mount, fsck clean after
+/// the daemon let go of the device, the daemon's version recorded, nothing left behind.
+#[test]
+fn ntfs_runs_through_its_fuse_daemon() {
+    if !can_run("ntfs", &["mkntfs", "ntfs-3g", "ntfsfix"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let db_dir = tempdir();
+    let db = db_dir.path().join("results.db");
+    let (out, doc) = image_run_json(
+        dir.path(),
+        state.path(),
+        &[
+            "--fs",
+            "ntfs",
+            "-w",
+            "tree:quick",
+            "-n",
+            "2",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["fsck"]["clean"], true, "{r}");
+        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
+        assert!(
+            r["mount_options"].as_str().unwrap().contains("allow_other"),
+            "{r}"
+        );
+    }
+    let config = &doc["configurations"][0];
+    let version = config["mkfs_version"].as_str().unwrap();
+    assert!(
+        version.contains("mkntfs") && version.contains("ntfs-3g"),
+        "{version}"
+    );
+    assert!(
+        config["mkfs_command"]
+            .as_str()
+            .unwrap()
+            .contains("mkntfs -F -Q -q /dev/loop")
+    );
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+}

@@ -46,7 +46,10 @@ pub(super) fn require(driver: &Driver) -> Result<(), FsbenchError> {
 /// The refusal for `driver`, with what loading its module answered.
 fn lacks(driver: &Driver, tried: &str) -> FsbenchError {
     FsbenchError::KernelLacks {
-        fs: driver.fuse_daemon.map_or(driver.name, |_| "fuse").to_string(),
+        fs: driver
+            .fuse_daemon
+            .map_or(driver.name, |_| "fuse")
+            .to_string(),
         tried: tried.to_string(),
         option: driver.kernel_option.to_string(),
         package: driver.package.to_string(),

@@ -547,11 +547,7 @@ impl FreshFs {
         }
         if let Some(mnt) = self.mountpoint.take() {
             let start = Instant::now();
-            scratch::unmount(&mnt)?;
-            // A FUSE daemon's writes end when it exits: that is part of unmounting.
-            if let (Some(dev), Some(true)) = (&self.device, self.fs.map(is_fuse)) {
-                scratch::wait_released(dev)?;
-            }
+            self.unmount(&mnt)?;
             teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
         }
         if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
@@ -568,14 +564,23 @@ impl FreshFs {
         Ok(teardown)
     }
 
+    /// Unmounts `mnt`; a FUSE daemon's writes end only when it exits and lets go of the
+    /// device, which is part of unmounting.
+    fn unmount(&self, mnt: &Path) -> anyhow::Result<()> {
+        scratch::unmount(mnt)?;
+        match (&self.device, self.fs) {
+            (Some(dev), Some(fs)) if fs.driver().fuse_daemon.is_some() => {
+                scratch::wait_released(dev)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Undoes whatever is still set up; safe to call more than once.
     fn release(&mut self) -> anyhow::Result<()> {
         self.root_fd.take();
         if let Some(mnt) = self.mountpoint.take() {
-            scratch::unmount(&mnt)?;
-            if let (Some(dev), Some(true)) = (&self.device, self.fs.map(is_fuse)) {
-                scratch::wait_released(dev)?;
-            }
+            self.unmount(&mnt)?;
         }
         if let Some(dev) = self.loop_device.take() {
             scratch::detach_loop(&dev)?;
@@ -590,10 +595,6 @@ impl FreshFs {
         }
         Ok(())
     }
-}
-
-fn is_fuse(fs: FsType) -> bool {
-    fs.driver().fuse_daemon.is_some()
 }
 
 impl Drop for FreshFs {
