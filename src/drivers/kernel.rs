@@ -26,7 +26,7 @@ pub(super) fn require(driver: &Driver) -> Result<(), FsbenchError> {
         None => "modprobe is not installed (Debian package `kmod`)".to_string(),
         Some(modprobe) => {
             let alias = format!("fs-{name}");
-            match tools::run_within(&modprobe, &[alias.clone()], MODPROBE_LIMIT) {
+            match tools::run_within(&modprobe, std::slice::from_ref(&alias), MODPROBE_LIMIT) {
                 Ok(run) if run.success && listed_now(name) => return Ok(()),
                 Ok(run) => format!(
                     "`modprobe {alias}`: {}",
