@@ -15,13 +15,13 @@ const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
 
 /// Starts a long run and waits until its filesystem is mounted below `dir` (its loop device's:
 /// the harness ceiling's tmpfs comes first, with no loop device).
-fn start_long_run(dir: &Path, state: &Path) -> std::process::Child {
+fn start_long_run(fs: &str, dir: &Path, state: &Path) -> std::process::Child {
     let child = fsbench(state)
         .args([
             "run",
             "-q",
             "--fs",
-            "ext4",
+            fs,
             "-w",
             "tree:small-deep",
             "--runs",
@@ -53,9 +53,23 @@ fn clean_undoes_a_killed_run() {
     if !can_run("clean after SIGKILL", &["mkfs.ext4"]) {
         return;
     }
+    clean_undoes_a_killed_run_of("ext4");
+}
+
+/// A killed run's FUSE mount: `clean` unmounts it (its daemon then exits and lets go of the
+/// loop device) and detaches the device.
+#[test]
+fn clean_undoes_a_killed_ntfs_run() {
+    if !can_run("clean after SIGKILL on ntfs", &["mkntfs", "ntfs-3g"]) {
+        return;
+    }
+    clean_undoes_a_killed_run_of("ntfs");
+}
+
+fn clean_undoes_a_killed_run_of(fs: &str) {
     let dir = tempdir();
     let state = tempdir();
-    let mut child = start_long_run(dir.path(), state.path());
+    let mut child = start_long_run(fs, dir.path(), state.path());
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
@@ -64,7 +78,7 @@ fn clean_undoes_a_killed_run() {
     );
     assert!(!loops_below(dir.path()).is_empty());
     let out = run(fsbench(state.path()).arg("clean"));
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stdout);
     assert!(
         said.contains("unmounted") && said.contains("detached") && said.contains("removed"),
@@ -83,7 +97,15 @@ fn ctrl_c_unmounts_and_detaches() {
     if !can_run("Ctrl-C cleanup", &["mkfs.ext4"]) {
         return;
     }
-    signal_cleans_up(rustix::process::Signal::INT);
+    signal_cleans_up("ext4", rustix::process::Signal::INT);
+}
+
+#[test]
+fn ctrl_c_unmounts_ntfs_and_waits_for_its_daemon() {
+    if !can_run("Ctrl-C cleanup on ntfs", &["mkntfs", "ntfs-3g"]) {
+        return;
+    }
+    signal_cleans_up("ntfs", rustix::process::Signal::INT);
 }
 
 #[test]
@@ -153,14 +175,14 @@ fn sighup_unmounts_and_detaches() {
     if !can_run("sighup_unmounts_and_detaches", &["mkfs.ext4"]) {
         return;
     }
-    signal_cleans_up(rustix::process::Signal::HUP);
+    signal_cleans_up("ext4", rustix::process::Signal::HUP);
 }
 
 /// A long run on a loop mount gets `signal`: it exits 130 with nothing mounted, attached or
 /// left in its state directory.
-fn signal_cleans_up(signal: rustix::process::Signal) {
+fn signal_cleans_up(fs: &str, signal: rustix::process::Signal) {
     let (dir, state) = (tempdir(), tempdir());
-    let child = start_long_run(dir.path(), state.path());
+    let child = start_long_run(fs, dir.path(), state.path());
     rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal).unwrap();
     let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));
