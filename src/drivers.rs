@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
 
+mod kernel;
+mod names;
+
+use names::*;
+
 /// A filesystem fsbench knows how to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -21,6 +26,12 @@ pub enum FsType {
     Xfs,
     Btrfs,
     Tmpfs,
+    Nilfs2,
+    Jfs,
+    Reiserfs,
+    F2fs,
+    Bcachefs,
+    Ntfs,
 }
 
 /// How one filesystem is made, checked and versioned.
@@ -47,6 +58,11 @@ pub struct Driver {
     pub min_size: u64,
     /// Which words of its mkfs arguments and mount options name a device or a file.
     pub names: &'static OptionNames,
+    /// The kernel configuration option that provides the filesystem (named when it is missing).
+    pub kernel_option: &'static str,
+    /// For a FUSE filesystem, the daemon: `mount -t` takes its name (its `mount.NAME` helper
+    /// starts it), and the kernel needs `fuse` rather than a filesystem of the driver's name.
+    pub fuse_daemon: Option<&'static str>,
 }
 
 /// What a word of mkfs arguments or mount options names outside the filesystem being made.
@@ -81,93 +97,14 @@ pub struct OptionNames {
     pub fsck: &'static [(&'static str, &'static str)],
 }
 
-/// mke2fs(8) 1.47 and the ext4 mount options (ext2 and ext3 mount through ext4 too). Quota
-/// files (`usrjquota=`) are paths inside the filesystem being mounted: nothing outside.
-const EXT_NAMES: OptionNames = OptionNames {
-    short_with_value: "bdegilmorstCEGIJLMNORTUz",
-    long_with_value: &[],
-    mkfs: &[
-        ("-J", "device", Names::Device),
-        ("-z", "", Names::WrittenFile),
-        ("-d", "", Names::ReadFile),
-        ("-l", "", Names::ReadFile),
-    ],
-    mount: &[
-        ("journal_path", Names::Device),
-        ("journal_dev", Names::DeviceNumber),
-    ],
-    // e2fsck finds an external journal by the UUID its superblock records.
-    fsck: &[],
-};
-
-/// mkfs.xfs(8) 6.x (`-l`/`-r` take `name=` and `file` as `-d` does, undocumented) and the
-/// xfs mount options.
-const XFS_NAMES: OptionNames = OptionNames {
-    short_with_value: "bcdilLmnprs",
-    long_with_value: &[],
-    mkfs: &[
-        ("-d", "name", Names::Device),
-        ("-d", "file", Names::WrittenFile),
-        ("-l", "logdev", Names::Device),
-        ("-l", "name", Names::Device),
-        ("-l", "file", Names::WrittenFile),
-        ("-r", "rtdev", Names::Device),
-        ("-r", "name", Names::Device),
-        ("-r", "file", Names::WrittenFile),
-        ("-c", "options", Names::ReadFile),
-        ("-p", "", Names::ReadFile),
-    ],
-    mount: &[("logdev", Names::Device), ("rtdev", Names::Device)],
-    fsck: &[
-        ("-l logdev", "-l"),
-        ("-l name", "-l"),
-        ("-r rtdev", "-r"),
-        ("-r name", "-r"),
-    ],
-};
-
-/// mkfs.btrfs(8) 6.x (every positional word is a further device) and the btrfs mount options.
-const BTRFS_NAMES: OptionNames = OptionNames {
-    short_with_value: "AbdlLmnORrsUu",
-    long_with_value: &[
-        "alloc-start",
-        "byte-count",
-        "checksum",
-        "compress",
-        "csum",
-        "data",
-        "device-uuid",
-        "features",
-        "inode-flags",
-        "label",
-        "leafsize",
-        "metadata",
-        "nodesize",
-        "rootdir",
-        "runtime-features",
-        "sectorsize",
-        "subvol",
-        "uuid",
-    ],
-    mkfs: &[
-        ("-r", "", Names::ReadFile),
-        ("--rootdir", "", Names::ReadFile),
-    ],
-    mount: &[("device", Names::Device)],
-    // btrfs check finds the other devices by scanning.
-    fsck: &[],
-};
-
-const NO_NAMES: OptionNames = OptionNames {
-    short_with_value: "",
-    long_with_value: &[],
-    mkfs: &[],
-    mount: &[],
-    fsck: &[],
-};
-
 /// ext2, ext3 and ext4 share e2fsprogs and differ only in the mkfs name and minimum size.
-const fn ext_driver(fs: FsType, name: &'static str, mkfs: &'static str, min_size: u64) -> Driver {
+const fn ext_driver(
+    fs: FsType,
+    name: &'static str,
+    mkfs: &'static str,
+    min_size: u64,
+    kernel_option: &'static str,
+) -> Driver {
     Driver {
         fs,
         name,
@@ -180,14 +117,22 @@ const fn ext_driver(fs: FsType, name: &'static str, mkfs: &'static str, min_size
         package: "e2fsprogs",
         min_size,
         names: &EXT_NAMES,
+        kernel_option,
+        fuse_daemon: None,
     }
 }
 
 /// The driver table.
 pub const DRIVERS: &[Driver] = &[
-    ext_driver(FsType::Ext2, "ext2", "mkfs.ext2", 1 << 20),
-    ext_driver(FsType::Ext3, "ext3", "mkfs.ext3", 8 << 20),
-    ext_driver(FsType::Ext4, "ext4", "mkfs.ext4", 8 << 20),
+    ext_driver(
+        FsType::Ext2,
+        "ext2",
+        "mkfs.ext2",
+        1 << 20,
+        "CONFIG_EXT4_USE_FOR_EXT2",
+    ),
+    ext_driver(FsType::Ext3, "ext3", "mkfs.ext3", 8 << 20, "CONFIG_EXT4_FS"),
+    ext_driver(FsType::Ext4, "ext4", "mkfs.ext4", 8 << 20, "CONFIG_EXT4_FS"),
     Driver {
         fs: FsType::Xfs,
         name: "xfs",
@@ -200,6 +145,8 @@ pub const DRIVERS: &[Driver] = &[
         package: "xfsprogs",
         min_size: 300 << 20,
         names: &XFS_NAMES,
+        kernel_option: "CONFIG_XFS_FS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Btrfs,
@@ -213,6 +160,8 @@ pub const DRIVERS: &[Driver] = &[
         package: "btrfs-progs",
         min_size: 128 << 20,
         names: &BTRFS_NAMES,
+        kernel_option: "CONFIG_BTRFS_FS",
+        fuse_daemon: None,
     },
     Driver {
         fs: FsType::Tmpfs,
@@ -226,6 +175,102 @@ pub const DRIVERS: &[Driver] = &[
         package: "",
         min_size: 0,
         names: &NO_NAMES,
+        kernel_option: "CONFIG_TMPFS",
+        fuse_daemon: None,
+    },
+    Driver {
+        fs: FsType::Nilfs2,
+        name: "nilfs2",
+        mkfs: Some("mkfs.nilfs2"),
+        mkfs_force: &["-f", "-q"],
+        mkfs_defaults: &[],
+        // nilfs-tools has no fsck: the log-structured format recovers at mount.
+        fsck: None,
+        fsck_version_flag: "",
+        version_flag: "-V",
+        package: "nilfs-tools",
+        min_size: 128 << 20,
+        names: &NILFS2_NAMES,
+        kernel_option: "CONFIG_NILFS2_FS",
+        fuse_daemon: None,
+    },
+    Driver {
+        fs: FsType::Jfs,
+        name: "jfs",
+        mkfs: Some("mkfs.jfs"),
+        // -q also skips the "continue?" question.
+        mkfs_force: &["-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("fsck.jfs", &["-f", "-n"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "jfsutils",
+        min_size: 16 << 20,
+        names: &JFS_NAMES,
+        kernel_option: "CONFIG_JFS_FS",
+        fuse_daemon: None,
+    },
+    Driver {
+        fs: FsType::Reiserfs,
+        name: "reiserfs",
+        mkfs: Some("mkfs.reiserfs"),
+        // One -f still asks on a whole disk; two never ask.
+        mkfs_force: &["-f", "-f", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("reiserfsck", &["--check", "--yes", "--quiet"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "reiserfsprogs",
+        min_size: 64 << 20,
+        names: &REISERFS_NAMES,
+        kernel_option: "CONFIG_REISERFS_FS (removed from Linux 6.13)",
+        fuse_daemon: None,
+    },
+    Driver {
+        fs: FsType::F2fs,
+        name: "f2fs",
+        mkfs: Some("mkfs.f2fs"),
+        mkfs_force: &["-f", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("fsck.f2fs", &["--dry-run", "-f"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "f2fs-tools",
+        min_size: 64 << 20,
+        names: &F2FS_NAMES,
+        kernel_option: "CONFIG_F2FS_FS",
+        fuse_daemon: None,
+    },
+    Driver {
+        fs: FsType::Bcachefs,
+        name: "bcachefs",
+        mkfs: Some("bcachefs"),
+        mkfs_force: &["format", "--force"],
+        mkfs_defaults: &[],
+        fsck: Some(("bcachefs", &["fsck", "-n"])),
+        fsck_version_flag: "version",
+        version_flag: "version",
+        package: "bcachefs-tools",
+        min_size: 64 << 20,
+        names: &BCACHEFS_NAMES,
+        kernel_option: "CONFIG_BCACHEFS_FS (out of tree since Linux 6.18: the bcachefs-dkms package)",
+        fuse_daemon: None,
+    },
+    Driver {
+        fs: FsType::Ntfs,
+        name: "ntfs",
+        mkfs: Some("mkntfs"),
+        // -Q skips zeroing the device and the bad-sector scan.
+        mkfs_force: &["-F", "-Q", "-q"],
+        mkfs_defaults: &[],
+        fsck: Some(("ntfsfix", &["-n"])),
+        fsck_version_flag: "-V",
+        version_flag: "-V",
+        package: "ntfs-3g",
+        min_size: 16 << 20,
+        names: &NTFS_NAMES,
+        kernel_option: "CONFIG_FUSE_FS",
+        fuse_daemon: Some("ntfs-3g"),
     },
 ];
 
@@ -282,7 +327,9 @@ pub struct Toolset {
 
 impl Driver {
     /// Resolves this driver's tools, or names the package to install.
+    /// A filesystem the running kernel lacks is refused first, naming its kernel option.
     pub fn toolset(&self) -> Result<Toolset, FsbenchError> {
+        kernel::require(self)?;
         let Some(mkfs_name) = self.mkfs else {
             return Ok(Toolset::default());
         };
@@ -291,7 +338,15 @@ impl Driver {
             Some((prog, _)) => Some(tools::require(prog, self.package)?),
             None => None,
         };
-        let version = tools::version_line(&mkfs, self.version_flag);
+        let mut version = tools::version_line(&mkfs, self.version_flag);
+        if let Some(daemon) = self.fuse_daemon {
+            // The daemon does the filesystem's work: its version is the one that matters.
+            let daemon = tools::version_line(&tools::require(daemon, self.package)?, "--version");
+            version = [version, daemon]
+                .into_iter()
+                .flatten()
+                .reduce(|a, b| format!("{a}; {b}"));
+        }
         let fsck_version = fsck
             .as_ref()
             .and_then(|f| tools::version_line(f, self.fsck_version_flag));
@@ -301,6 +356,11 @@ impl Driver {
             version,
             fsck_version,
         })
+    }
+
+    /// The type `mount -t` takes: the FUSE daemon's for a FUSE filesystem.
+    pub fn mount_type(&self) -> &'static str {
+        self.fuse_daemon.unwrap_or(self.name)
     }
 
     /// The full mkfs argument list for `device`: force flags, fsbench's defaults, the user's.
@@ -355,6 +415,46 @@ mod tests {
         assert_eq!(
             FsType::Btrfs.driver().fsck_args(&[], "/dev/loop1"),
             ["check", "--readonly", "/dev/loop1"]
+        );
+    }
+
+    #[test]
+    fn command_lines_of_filesystems_from_outside_the_big_three() {
+        let dev = "/dev/loop7";
+        let cases: [(FsType, &[&str], &[&str]); 5] = [
+            (FsType::Nilfs2, &["-f", "-q", dev], &[]),
+            (FsType::Jfs, &["-q", dev], &["-f", "-n", dev]),
+            (
+                FsType::Reiserfs,
+                &["-f", "-f", "-q", dev],
+                &["--check", "--yes", "--quiet", dev],
+            ),
+            (FsType::F2fs, &["-f", "-q", dev], &["--dry-run", "-f", dev]),
+            (
+                FsType::Bcachefs,
+                &["format", "--force", dev],
+                &["fsck", "-n", dev],
+            ),
+        ];
+        for (fs, mkfs, fsck) in cases {
+            let d = fs.driver();
+            assert_eq!(d.mkfs_args(&[], dev), mkfs, "{fs}");
+            if d.fsck.is_some() {
+                assert_eq!(d.fsck_args(&[], dev), fsck, "{fs}");
+            }
+            assert!(!d.package.is_empty() && d.kernel_option.starts_with("CONFIG_"));
+        }
+        assert_eq!(FsType::Nilfs2.driver().mkfs, Some("mkfs.nilfs2"));
+        assert!(FsType::Nilfs2.driver().fsck.is_none());
+        assert_eq!(FsType::Jfs.driver().fsck.unwrap().0, "fsck.jfs");
+        assert_eq!(FsType::Reiserfs.driver().fsck.unwrap().0, "reiserfsck");
+        assert_eq!(FsType::Bcachefs.driver().mkfs, Some("bcachefs"));
+        // A user's options go between the force flags and the device.
+        assert_eq!(
+            FsType::Jfs
+                .driver()
+                .mkfs_args(&["-L".into(), "x".into()], dev),
+            ["-q", "-L", "x", dev]
         );
     }
 }

@@ -11,6 +11,16 @@ pub enum FsbenchError {
     /// A tool fsbench needs is not installed.
     #[error("{tool} not found: install the Debian package `{package}`")]
     ToolMissing { tool: String, package: String },
+    /// The running kernel has no such filesystem, even after trying to load its module.
+    #[error(
+        "the kernel has no `{fs}` filesystem (not in /proc/filesystems; {tried}): boot a kernel with {option} or install its module; its tools are in the Debian package `{package}`"
+    )]
+    KernelLacks {
+        fs: String,
+        tried: String,
+        option: String,
+        package: String,
+    },
     /// The operation needs root (mkfs, mount, losetup, drop_caches).
     #[error("{0} needs root privileges; run as root or use --dir")]
     NotRoot(String),
@@ -40,7 +50,9 @@ impl FsbenchError {
         match self {
             FsbenchError::InvalidInput(_) => 2,
             FsbenchError::Refused { .. } => 3,
-            FsbenchError::ToolMissing { .. } | FsbenchError::NotRoot(_) => 4,
+            FsbenchError::ToolMissing { .. }
+            | FsbenchError::KernelLacks { .. }
+            | FsbenchError::NotRoot(_) => 4,
             FsbenchError::DiskFull { .. } => 5,
             FsbenchError::Failed(_) => 1,
             FsbenchError::Interrupted => 130,

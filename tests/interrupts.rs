@@ -67,6 +67,16 @@ fn clean_undoes_a_killed_btrfs_run() {
     killed_run_is_cleaned("btrfs");
 }
 
+/// A killed run's FUSE mount: `clean` unmounts it (its daemon then exits and lets go of the
+/// loop device) and detaches the device.
+#[test]
+fn clean_undoes_a_killed_ntfs_run() {
+    if !can_run("clean after SIGKILL on ntfs", &["mkntfs", "ntfs-3g"]) {
+        return;
+    }
+    killed_run_is_cleaned("ntfs");
+}
+
 fn killed_run_is_cleaned(fs: &str) {
     let dir = tempdir();
     let state = tempdir();
@@ -98,7 +108,15 @@ fn ctrl_c_unmounts_and_detaches() {
     if !can_run("Ctrl-C cleanup", &["mkfs.ext4"]) {
         return;
     }
-    signal_cleans_up(rustix::process::Signal::INT);
+    signal_cleans_up("ext4", rustix::process::Signal::INT);
+}
+
+#[test]
+fn ctrl_c_unmounts_ntfs_and_waits_for_its_daemon() {
+    if !can_run("Ctrl-C cleanup on ntfs", &["mkntfs", "ntfs-3g"]) {
+        return;
+    }
+    signal_cleans_up("ntfs", rustix::process::Signal::INT);
 }
 
 #[test]
@@ -224,14 +242,14 @@ fn sighup_unmounts_and_detaches() {
     if !can_run("sighup_unmounts_and_detaches", &["mkfs.ext4"]) {
         return;
     }
-    signal_cleans_up(rustix::process::Signal::HUP);
+    signal_cleans_up("ext4", rustix::process::Signal::HUP);
 }
 
 /// A long run on a loop mount gets `signal`: it exits 130 with nothing mounted, attached or
 /// left in its state directory.
-fn signal_cleans_up(signal: rustix::process::Signal) {
+fn signal_cleans_up(fs: &str, signal: rustix::process::Signal) {
     let (dir, state) = (tempdir(), tempdir());
-    let child = start_long_run(dir.path(), state.path(), "ext4");
+    let child = start_long_run(dir.path(), state.path(), fs);
     rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal).unwrap();
     let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));

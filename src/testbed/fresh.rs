@@ -154,7 +154,7 @@ impl FreshFs {
         }
         if let Some(mnt) = self.mountpoint.take() {
             let start = Instant::now();
-            scratch::unmount(&mnt)?;
+            self.unmount(&mnt)?;
             teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
         }
         if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
@@ -171,11 +171,23 @@ impl FreshFs {
         Ok(teardown)
     }
 
+    /// Unmounts `mnt`; a FUSE daemon's writes end only when it exits and lets go of the
+    /// device, which is part of unmounting.
+    fn unmount(&self, mnt: &Path) -> anyhow::Result<()> {
+        scratch::unmount(mnt)?;
+        match (&self.device, self.fs) {
+            (Some(dev), Some(fs)) if fs.driver().fuse_daemon.is_some() => {
+                scratch::wait_released(dev)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Undoes whatever is still set up; safe to call more than once.
     fn release(&mut self) -> anyhow::Result<()> {
         self.root_fd.take();
         if let Some(mnt) = self.mountpoint.take() {
-            scratch::unmount(&mnt)?;
+            self.unmount(&mnt)?;
         }
         if let Some(mut scheduler) = self.scheduler.take() {
             scheduler.restore()?;

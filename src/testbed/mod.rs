@@ -351,7 +351,7 @@ impl Target {
         let source = device
             .as_ref()
             .map_or("tmpfs".to_string(), |d| d.display().to_string());
-        let mut args = vec!["-t".to_string(), fs.name().to_string()];
+        let mut args = vec!["-t".to_string(), fs.driver().mount_type().to_string()];
         if !options.is_empty() {
             args.extend(["-o".to_string(), options]);
         }

@@ -415,6 +415,23 @@ pub fn unmount(target: &Path) -> anyhow::Result<()> {
     )
 }
 
+/// Waits until no process holds `device` exclusively: a FUSE daemon (ntfs-3g) goes on
+/// writing and holds its device for a moment after its mount is gone.
+pub fn wait_released(device: &Path) -> anyhow::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        match rustix::fs::open(device, OFlags::RDONLY | OFlags::EXCL, Mode::empty()) {
+            Err(rustix::io::Errno::BUSY) => std::thread::sleep(Duration::from_millis(20)),
+            _ => return Ok(()),
+        }
+    }
+    anyhow::bail!(
+        "{} is still held 10 s after unmounting (its FUSE daemon did not exit)",
+        device.display()
+    )
+}
+
 /// Loop devices and their backing files, from sysfs.
 pub fn loop_devices() -> Vec<(PathBuf, PathBuf)> {
     let Ok(entries) = std::fs::read_dir("/sys/block") else {

@@ -1,0 +1,112 @@
+//! Filesystems beyond ext, xfs, btrfs and tmpfs: refused before anything is made where the
+//! kernel lacks them, run for real where it has them.
+
+mod common;
+
+use common::*;
+
+/// (filesystem, the kernel option its refusal names, the Debian package of its tools)
+const KERNEL_DEPENDENT: [(&str, &str, &str); 5] = [
+    ("nilfs2", "CONFIG_NILFS2_FS", "nilfs-tools"),
+    ("jfs", "CONFIG_JFS_FS", "jfsutils"),
+    ("reiserfs", "CONFIG_REISERFS_FS", "reiserfsprogs"),
+    ("f2fs", "CONFIG_F2FS_FS", "f2fs-tools"),
+    ("bcachefs", "CONFIG_BCACHEFS_FS", "bcachefs-tools"),
+];
+
+#[test]
+fn a_filesystem_the_kernel_lacks_is_refused_before_anything_is_made() {
+    if !can_run("kernel refusals", &[]) {
+        return;
+    }
+    for (fs, option, package) in KERNEL_DEPENDENT {
+        let dir = tempdir();
+        let state = tempdir();
+        let db_dir = tempdir();
+        let db = db_dir.path().join("results.db");
+        let out = run(fsbench(state.path())
+            .args([
+                "run",
+                "-q",
+                "--fs",
+                fs,
+                "-w",
+                "tree:quick",
+                "-n",
+                "1",
+                "--db",
+            ])
+            .arg(&db)
+            .arg("--image-dir")
+            .arg(dir.path()));
+        let err = text(&out.stderr);
+        if err.contains("the kernel has no") {
+            assert_eq!(out.status.code(), Some(4), "{fs}: {err}");
+            for want in [
+                format!("no `{fs}` filesystem"),
+                option.into(),
+                format!("`{package}`"),
+            ] {
+                assert!(err.contains(&want), "{fs}: `{want}` missing from: {err}");
+            }
+        } else if !out.status.success() {
+            // The kernel has it: the only acceptable failure is a missing tool, named by package.
+            assert!(err.contains(&format!("`{package}`")), "{fs}: {err}");
+        }
+        assert_nothing_left(dir.path());
+        assert_no_state_left(state.path());
+    }
+}
+
+/// ntfs through ntfs-3g runs for real: fresh mkntfs per run, FUSE mount, fsck clean after
+/// the daemon let go of the device, the daemon's version recorded, nothing left behind.
+#[test]
+fn ntfs_runs_through_its_fuse_daemon() {
+    if !can_run("ntfs", &["mkntfs", "ntfs-3g", "ntfsfix"]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let db_dir = tempdir();
+    let db = db_dir.path().join("results.db");
+    let (out, doc) = image_run_json(
+        dir.path(),
+        state.path(),
+        &[
+            "--fs",
+            "ntfs",
+            "-w",
+            "tree:quick",
+            "-n",
+            "2",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["fsck"]["clean"], true, "{r}");
+        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
+        assert!(
+            r["mount_options"].as_str().unwrap().contains("allow_other"),
+            "{r}"
+        );
+    }
+    let config = &doc["configurations"][0];
+    let version = config["mkfs_version"].as_str().unwrap();
+    assert!(
+        version.contains("mkntfs") && version.contains("ntfs-3g"),
+        "{version}"
+    );
+    assert!(
+        config["mkfs_command"]
+            .as_str()
+            .unwrap()
+            .contains("mkntfs -F -Q -q /dev/loop")
+    );
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+}
