@@ -268,7 +268,8 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        refuse_empty_file(path)?;
+        recovery::create_whole(path)?;
+        recovery::refuse_empty_file(path)?;
         let conn = Connection::open(path)
             .with_context(|| format!("cannot open results database {}", path.display()))?;
         // SQLite falls back to read-only when it cannot open the file for writing (mode, directory
@@ -584,17 +585,3 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
 
 #[cfg(test)]
 mod tests;
-
-/// Refuses a zero-length file: SQLite would silently take it as a new, empty database, hiding a
-/// truncated database or an fsbench interrupted between creating the file and its first write.
-fn refuse_empty_file(path: &Path) -> anyhow::Result<()> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() && meta.len() == 0 => Err(FsbenchError::Failed(format!(
-            "the results database {} is an empty file, not a database (truncated, or an \
-             interrupted first run); delete it or pass --db with a new path",
-            path.display()
-        ))
-        .into()),
-        _ => Ok(()),
-    }
-}

@@ -56,6 +56,52 @@ pub(crate) fn write_patiently<T>(
     }
 }
 
+/// Creates a missing database under a temporary name, schema and all, and links it into place,
+/// so that no process ever sees it half made: a zero-length file then only ever means a
+/// damaged one. Two processes creating it at once both succeed; the first link wins.
+pub(crate) fn create_whole(path: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".{name}.new.{}.{n}", std::process::id()));
+    let made = (|| {
+        let conn = Connection::open(&tmp)
+            .with_context(|| format!("cannot create results database {}", tmp.display()))?;
+        let mut store = super::Store {
+            conn,
+            path: tmp.clone(),
+        };
+        store.migrate()?;
+        drop(store);
+        match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                Err(e).with_context(|| format!("cannot create {}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    })();
+    // The temporary name goes whatever happened; the linked name keeps the data.
+    let _ = std::fs::remove_file(&tmp);
+    made
+}
+
+/// Refuses a zero-length file: SQLite would silently take it as a new, empty database, hiding a
+/// truncated one.
+pub(crate) fn refuse_empty_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() == 0 => Err(FsbenchError::Failed(format!(
+            "the results database {} is an empty file, not a database (truncated?); delete it \
+             or pass --db with a new path",
+            path.display()
+        ))
+        .into()),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a damaged database before anything is written to it.
 pub(crate) fn check_integrity(conn: &Connection, path: &Path) -> anyhow::Result<()> {
     let verdict = conn

@@ -237,3 +237,23 @@ fn reading_a_damaged_database_gives_the_recovery_hint() {
         "{err}"
     );
 }
+
+#[test]
+fn processes_opening_a_new_database_at_once_all_get_it_whole() {
+    for _ in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        let opened: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| Store::open(&path).map(|_| ()).map_err(|e| e.to_string())))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(opened.iter().all(Result::is_ok), "{opened:?}");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["new.db"], "no temporary file is left");
+    }
+}
