@@ -29,7 +29,7 @@ use crate::runner::{
 };
 use crate::stats::compare::{self, Column};
 use crate::store::Store;
-use crate::suite::{DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
+use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
 use crate::testbed::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
 use crate::units::parse_size;
@@ -376,6 +376,14 @@ impl RunArgs {
         let default_suite = self.suite.is_none() && !given;
         if suite.workloads.is_empty() {
             suite.workloads = Suite::default_workloads();
+        }
+        // The default run answers its question in about three minutes: rounds until the
+        // figures are precise enough, or until the time is up (see the README).
+        if default_suite && self.runs.is_none() {
+            suite.set_auto_runs(AutoRuns {
+                max_secs: Some(DEFAULT_MAX_SECS),
+                ..AutoRuns::default()
+            });
         }
         auto_runs::apply(
             &mut suite,
