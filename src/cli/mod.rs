@@ -476,11 +476,11 @@ impl RunArgs {
         // directory here instead, and says so. An explicit request for mkfs fails instead.
         if !tools::is_root() && suite.target.makes_filesystems() {
             if self.suite.is_none() && !explicit_target && self.fs.is_empty() {
-                eprintln!(
+                console::say(&format!(
                     "fsbench: not root, so no filesystems can be made (mkfs, mount and loop \
                      devices need root) and caches cannot be dropped; running on a fresh \
                      directory under the current directory instead"
-                );
+                ));
                 suite.target = TargetSpec::Dir {
                     path: PathBuf::from("."),
                 };
@@ -580,7 +580,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => die_by_sigpipe(),
         Err(e) => {
-            eprintln!("fsbench: error: {e:#}");
+            console::say(&format!("fsbench: error: {e:#}"));
             let code = e
                 .chain()
                 .find_map(|c| c.downcast_ref::<FsbenchError>())

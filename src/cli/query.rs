@@ -141,7 +141,10 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             let html = report::html::render(&suites, &columns, args.noise);
             write_output(Some(&args.output), &html)?;
             if args.output != Path::new("-") {
-                eprintln!("fsbench: report written to {}", args.output.display());
+                super::console::say(&format!(
+                    "fsbench: report written to {}",
+                    args.output.display()
+                ));
             }
         }
         Command::Run(_)
