@@ -94,10 +94,10 @@ impl Observer for Console {
         ));
         // Said once the suite is known to be valid, so it never comes before an input error.
         if plan.result.suite.purpose.is_empty() {
-            say(&format!(
+            say(
                 "fsbench: no purpose stated; say why you run this benchmark with --purpose \
-                 (a result without one is hard to judge later)"
-            ));
+                 (a result without one is hard to judge later)",
+            );
         }
         Ok(())
     }

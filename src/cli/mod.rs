@@ -476,11 +476,11 @@ impl RunArgs {
         // directory here instead, and says so. An explicit request for mkfs fails instead.
         if !tools::is_root() && suite.target.makes_filesystems() {
             if self.suite.is_none() && !explicit_target && self.fs.is_empty() {
-                console::say(&format!(
+                console::say(
                     "fsbench: not root, so no filesystems can be made (mkfs, mount and loop \
                      devices need root) and caches cannot be dropped; running on a fresh \
-                     directory under the current directory instead"
-                ));
+                     directory under the current directory instead",
+                );
                 suite.target = TargetSpec::Dir {
                     path: PathBuf::from("."),
                 };
