@@ -73,45 +73,63 @@ fn merged(texts: &[String]) -> String {
 /// The notes of `runs`' phases (and what a phase did not support or had nothing to do), one
 /// line per phase and note skeleton, naming the configurations and counting the runs.
 pub(super) fn render(out: &mut String, runs: &[&RunRecord], view: &View) {
-    // (phase, skeleton) → the notes' texts, the configurations, the runs.
-    let mut notes: Vec<(String, String, Vec<String>, Vec<&str>, usize)> = Vec::new();
+    let mut notes: Vec<Said> = Vec::new();
     for run in runs {
         for p in &run.phases {
             let unsupported = p.unsupported.iter().map(|u| format!("unsupported: {u}"));
             let idle = p.idle.iter().map(|i| format!("nothing to measure ({i})"));
             for n in p.notes.iter().cloned().chain(unsupported).chain(idle) {
                 let key = skeleton(&n);
-                match notes
+                let said = match notes
                     .iter_mut()
-                    .find(|(ph, k, ..)| *ph == p.name && *k == key)
+                    .position(|s| s.phase == p.name && s.key == key)
                 {
-                    Some((_, _, texts, configs, count)) => {
-                        if !configs.contains(&run.config.as_str()) {
-                            configs.push(&run.config);
-                        }
-                        if !texts.contains(&n) {
-                            texts.push(n);
-                        }
-                        *count += 1;
+                    Some(i) => &mut notes[i],
+                    None => {
+                        notes.push(Said {
+                            phase: p.name.clone(),
+                            key,
+                            texts: Vec::new(),
+                            configs: Vec::new(),
+                            runs: 0,
+                        });
+                        notes.last_mut().expect("just pushed")
                     }
-                    None => notes.push((p.name.clone(), key, vec![n], vec![&run.config], 1)),
+                };
+                if !said.configs.contains(&run.config.as_str()) {
+                    said.configs.push(&run.config);
                 }
+                if !said.texts.contains(&n) {
+                    said.texts.push(n);
+                }
+                said.runs += 1;
             }
         }
     }
-    for (phase, _, texts, configs, count) in notes {
-        let runs = if count > 1 {
-            format!(" ({count} runs)")
+    for s in notes {
+        let runs = if s.runs > 1 {
+            format!(" ({} runs)", s.runs)
         } else {
             String::new()
         };
         let line = format!(
-            "note: {} · {phase}: {}{runs}",
-            configs.join(", "),
-            merged(&texts)
+            "note: {} · {}: {}{runs}",
+            s.configs.join(", "),
+            s.phase,
+            merged(&s.texts)
         );
         out.push_str(&view.item(0, &line));
     }
+}
+
+/// The notes of one phase that share a skeleton: their texts, the configurations and how
+/// many runs said one of them.
+struct Said<'a> {
+    phase: String,
+    key: String,
+    texts: Vec<String>,
+    configs: Vec<&'a str>,
+    runs: usize,
 }
 
 #[cfg(test)]
