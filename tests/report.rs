@@ -142,6 +142,12 @@ fn report_renders_in_chromium_without_errors() {
         assert!(dom.contains(section), "missing section {section}");
     }
 
+    // The answers and the charts lead; the verdict list and the suites' details follow.
+    let at = |what: &str| dom.find(what).unwrap_or_else(|| panic!("no {what}"));
+    let chart = at("class=\"chart");
+    assert!(at("id=\"summary\"") < chart, "the summary first");
+    assert!(chart < at("id=\"comparison\"") && chart < at("id=\"suite-"));
+
     let shot = dir.path().join("report.png");
     let (_, stderr) = headless(
         &browser,
