@@ -110,10 +110,10 @@ fn contents(suites: &[SuiteResult], workloads: &[&str]) -> Markup {
             h2 { "Contents" }
             ul {
                 li { a href="#summary" { "Summary" } }
-                @for s in suites { @let id = s.id.unwrap_or(0); li { a href=(format!("#suite-{id}")) { "Suite #" (id) } } }
-                li { a href="#warnings" { "Warnings" } }
                 @for w in workloads { li { a href=(format!("#{}", anchor(w))) { "Workload " (w) } } }
                 li { a href="#comparison" { "Comparison" } }
+                @for s in suites { @let id = s.id.unwrap_or(0); li { a href=(format!("#suite-{id}")) { "Suite #" (id) } } }
+                li { a href="#warnings" { "Warnings" } }
                 li { a href="#raw" { "Raw runs" } }
             }
         }
