@@ -106,6 +106,15 @@ pub(super) const PRESETS: &[Preset] = &[
         help: "auto mode up to 16 MiB files",
     },
     Preset {
+        name: "fast",
+        values: &[
+            ("sizes", "4m+64m"),
+            ("records", "4k+1m"),
+            ("tests", "0+1+2"),
+        ],
+        help: "4 and 64 MiB files, 4 KiB and 1 MiB records, write, read and random",
+    },
+    Preset {
         name: "seq-1m",
         values: &[("sizes", "1g"), ("records", "1m"), ("tests", "0+1")],
         help: "sequential 1 MiB records on a 1 GiB file",

@@ -46,6 +46,16 @@ fn presets_supply_values_and_keys_override_in_any_order() {
         (Some(&(1 << 20)), &[0, 1][..])
     );
     assert!(err("iozone:sizes=1m,max=4m").contains("not both"));
+    // The fast preset: 2 file sizes × 2 record sizes of 3 test groups, less the 4 KiB records
+    // of the 64 MiB file (IOzone's rule for files over 16 MiB).
+    let WorkloadSpec::Iozone(p) = WorkloadSpec::parse("iozone:fast").unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        p.cells(),
+        [(4 << 20, 4 << 10), (4 << 20, 1 << 20), (64 << 20, 1 << 20)]
+    );
+    assert_eq!(p.groups, [0, 1, 2]);
 }
 
 #[test]
