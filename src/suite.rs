@@ -30,6 +30,9 @@ pub struct FsConfig {
     /// The I/O scheduler set on the device's queue for each run (`bfq`, `mq-deadline`...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched: Option<String>,
+    /// Background load during each run's phases (`cpu:2+io:1`; see testbed::background).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -45,6 +48,7 @@ struct RawFsConfig {
     age: Option<String>,
     fill: Option<u8>,
     sched: Option<String>,
+    background: Option<String>,
 }
 
 /// mkfs arguments as one shell-quoted string or as a list.
@@ -77,10 +81,12 @@ impl TryFrom<RawFsConfig> for FsConfig {
                 age: None,
                 fill: None,
                 sched: None,
+                background: None,
             },
         };
         config.prepared(raw.age, raw.fill, raw.label.is_some());
         config.scheduled(raw.sched, raw.label.is_some());
+        config.loaded(raw.background, raw.label.is_some())?;
         Ok(config)
     }
 }
@@ -119,6 +125,7 @@ impl FsConfig {
             age: None,
             fill: None,
             sched: None,
+            background: None,
         }
     }
 
@@ -128,6 +135,18 @@ impl FsConfig {
             self.label.push_str(&format!(" sched={s}"));
         }
         self.sched = sched;
+    }
+
+    /// Sets the background load (`none` runs without one but says so in the label, beside
+    /// the loaded configurations of `--background none,cpu:2`); a label fsbench made says it.
+    pub fn loaded(&mut self, load: Option<String>, labelled: bool) -> anyhow::Result<()> {
+        let Some(text) = load else { return Ok(()) };
+        let parsed = crate::testbed::background::Load::parse(&text).map_err(invalid)?;
+        if !labelled {
+            self.label.push_str(&format!(" bg={text}"));
+        }
+        self.background = parsed.map(|_| text);
+        Ok(())
     }
 
     /// Sets the aging profile and fill level; a label fsbench made says them, so that an aged
@@ -155,11 +174,12 @@ impl FsConfig {
             age: None,
             fill: None,
             sched: None,
+            background: None,
         }
     }
 
     /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or
-    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:label=NAME` (one
+    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:bg=LOAD:label=NAME` (one
     /// configuration; any key may be left out).
     pub fn parse_cli(text: &str) -> anyhow::Result<Vec<FsConfig>> {
         let Some((fs, rest)) = text.split_once(':') else {
@@ -178,7 +198,7 @@ impl FsConfig {
         };
         let fs: FsType = fs.parse()?;
         let (mut mkfs, mut mount, mut label) = (None, None, None);
-        let (mut age, mut fill, mut sched) = (None, None, None);
+        let (mut age, mut fill, mut sched, mut background) = (None, None, None, None);
         for (key, value) in split_keyed(rest)? {
             let slot = match key {
                 "mkfs" => &mut mkfs,
@@ -186,6 +206,7 @@ impl FsConfig {
                 "age" => &mut age,
                 "fill" => &mut fill,
                 "sched" => &mut sched,
+                "bg" => &mut background,
                 _ => &mut label,
             };
             if slot.replace(value.to_string()).is_some() {
@@ -199,6 +220,7 @@ impl FsConfig {
         let mut config = FsConfig::new(fs, mkfs, mount.unwrap_or_default(), label);
         config.prepared(age, fill, labelled);
         config.scheduled(sched, labelled);
+        config.loaded(background, labelled)?;
         Ok(vec![config])
     }
 }
@@ -206,11 +228,13 @@ impl FsConfig {
 /// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
 /// so values may contain `=`, `,` and other colons.
 fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
-    const KEYS: [&str; 6] = ["mkfs=", "mount=", "label=", "age=", "fill=", "sched="];
+    const KEYS: [&str; 7] = [
+        "mkfs=", "mount=", "label=", "age=", "fill=", "sched=", "bg=",
+    ];
     let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
     let Some(first) = starts_key(text) else {
         return Err(invalid(format!(
-            "in --fs, expected mkfs=, mount=, age=, fill=, sched= or label= after the filesystem, found `{text}`"
+            "in --fs, expected mkfs=, mount=, age=, fill=, sched=, bg= or label= after the filesystem, found `{text}`"
         )));
     };
     let mut out = Vec::new();
@@ -275,6 +299,9 @@ pub struct Suite {
     /// I/O schedulers (`--sched mq-deadline,bfq`): each configuration runs under each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sched: Vec<String>,
+    /// Background loads (`--background none,cpu:2`): each configuration runs under each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background: Vec<String>,
     /// The free-space probe again after each run's phases (`--probe-after-run`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe_after: bool,
@@ -381,6 +408,7 @@ impl Default for Suite {
             age: None,
             fill: Vec::new(),
             sched: Vec::new(),
+            background: Vec::new(),
             probe_after: false,
             extra_devices: Vec::new(),
         }
@@ -491,6 +519,17 @@ impl Suite {
                 "`{}`: sched= needs a block device (a loop image or --device); tmpfs and --dir have no I/O queue",
                 c.label
             )));
+        }
+        // Disk workers write beside the run's filesystem, which a directory target lacks.
+        let loads = (self.background.iter())
+            .chain(self.configs.iter().filter_map(|c| c.background.as_ref()));
+        for text in loads {
+            let load = crate::testbed::background::Load::parse(text).map_err(invalid)?;
+            if load.is_some_and(|l| l.io > 0) && !self.target.makes_filesystems() {
+                return Err(invalid(format!(
+                    "background `{text}`: io load needs a filesystem fsbench makes (its files go beside the image); with --dir they would land in the measured directory"
+                )));
+            }
         }
         if !self.extra_devices.is_empty() && !self.target.makes_filesystems() {
             return Err(invalid(

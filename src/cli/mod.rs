@@ -284,6 +284,12 @@ struct RunArgs {
     /// takes `FS:sched=NAME`
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     sched: Vec<String>,
+    /// Run each configuration under each of these background loads from stress-ng: none,
+    /// cpu:N (N CPU workers), io:N (N disk workers writing beside the image), or cpu:N+io:M;
+    /// started before each run's phases and stopped after; one configuration takes
+    /// `FS:bg=LOAD`
+    #[arg(long, value_name = "LOADS", value_delimiter = ',')]
+    background: Vec<String>,
     /// Probe the free space again after each run's phases, before its filesystem is
     /// unmounted (fallocate, count the pieces, remove), as after aging
     #[arg(long)]
@@ -316,7 +322,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "command_phase", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "probe_after_run"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "command_phase", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "background", "probe_after_run"])]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
@@ -411,6 +417,9 @@ impl RunArgs {
         }
         if !self.sched.is_empty() {
             suite.sched = self.sched.clone();
+        }
+        if !self.background.is_empty() {
+            suite.background = self.background.clone();
         }
         if self.probe_after_run {
             suite.probe_after = true;

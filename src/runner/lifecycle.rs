@@ -37,6 +37,10 @@ pub(crate) fn fresh_for_run(
             testbed.scheduler = Some(set);
         }
     }
+    // Last, so that the load is on while the phases run and not while the filesystem is made.
+    if let Some(load) = &what.resolved.0.background {
+        fresh.start_background(load)?;
+    }
     record.preparation = preparation;
     record.mkfs_secs = fresh.mkfs_secs;
     record.mount_options = fresh.mount_options.clone();
@@ -48,12 +52,27 @@ pub(crate) fn fresh_for_run(
 /// After a run's phases: what failed in them, the free-space probe where asked for, the
 /// unmount and the final fsck.
 pub(crate) fn finish_run(
-    fresh: FreshFs,
+    mut fresh: FreshFs,
     what: &prepare::RunSpec,
     record: &mut RunRecord,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<()> {
     let label = what.label;
+    // A load that stopped on its own fails this run (its figures were not taken under the
+    // load it names), not the suite.
+    match fresh.stop_background() {
+        Some(Ok(load)) => {
+            if let Some(t) = record.testbed.as_mut() {
+                t.background = Some(load);
+            }
+        }
+        Some(Err(e)) => {
+            record.status = RunStatus::Failed;
+            record.error = Some(format!("{e:#}"));
+            observer.diagnostic(&Diagnostic::RunFailed { label, error: &e });
+        }
+        None => {}
+    }
     if what.probe_after {
         // On the filesystem as the phases left it: the figures are taken, the unmount
         // and fsck below are the run's own.

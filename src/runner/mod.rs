@@ -43,6 +43,7 @@ type Resolved = (FsConfig, Toolset);
 /// default filesystems whose tools are installed, listing the others as skipped.
 fn resolve_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)> {
     let (configs, skipped) = suite_configs(suite)?;
+    let configs = under_each_load(configs, &suite.background)?;
     if suite.sched.is_empty() {
         return Ok((configs, skipped));
     }
@@ -60,6 +61,27 @@ fn resolve_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>
         }
     }
     Ok((each, skipped))
+}
+
+/// `--background none,cpu:2`: every configuration under each load (one that names its own
+/// keeps it).
+fn under_each_load(configs: Vec<Resolved>, loads: &[String]) -> anyhow::Result<Vec<Resolved>> {
+    if loads.is_empty() {
+        return Ok(configs);
+    }
+    let mut each = Vec::new();
+    for (config, tools) in configs {
+        if config.background.is_some() {
+            each.push((config, tools));
+            continue;
+        }
+        for load in loads {
+            let mut loaded = config.clone();
+            loaded.loaded(Some(load.clone()), false)?;
+            each.push((loaded, tools.clone()));
+        }
+    }
+    Ok(each)
 }
 
 /// The suite's configurations, or the default ones whose tools are here.

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::background::{BackgroundLoad, BackgroundRecord, Load};
 use super::loopdev::LoopInfo;
 use super::{mounts, open_dir, queue, scratch};
 use crate::drivers::FsType;
@@ -62,6 +63,8 @@ pub struct FreshFs {
     pub copied: Option<(&'static str, f64)>,
     /// The I/O scheduler set for the run, put back before the device is let go.
     pub(super) scheduler: Option<queue::Scheduler>,
+    /// The background load during the run's phases, stopped before anything is undone.
+    pub(super) background: Option<BackgroundLoad>,
 }
 
 impl FreshFs {
@@ -183,8 +186,32 @@ impl FreshFs {
         }
     }
 
+    /// Starts the background load `text` (`cpu:2+io:1`); its disk workers' files go to the
+    /// run's directory beside the image, never onto the measured filesystem.
+    pub fn start_background(&mut self, text: &str) -> anyhow::Result<()> {
+        let Some(load) = Load::parse(text).map_err(anyhow::Error::msg)? else {
+            return Ok(());
+        };
+        anyhow::ensure!(
+            load.io == 0 || self.run_dir != self.root,
+            "background `{text}`: io load needs a filesystem fsbench makes"
+        );
+        self.background = Some(BackgroundLoad::start(
+            &load,
+            &self.run_dir.join("background"),
+        )?);
+        Ok(())
+    }
+
+    /// Stops the background load, if one runs: what it cost, or an error where it had
+    /// stopped on its own during the run.
+    pub fn stop_background(&mut self) -> Option<anyhow::Result<BackgroundRecord>> {
+        self.background.take().map(BackgroundLoad::stop)
+    }
+
     /// Undoes whatever is still set up; safe to call more than once.
     fn release(&mut self) -> anyhow::Result<()> {
+        self.background.take();
         self.root_fd.take();
         if let Some(mnt) = self.mountpoint.take() {
             self.unmount(&mnt)?;

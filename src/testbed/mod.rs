@@ -1,6 +1,7 @@
 //! Where a suite runs and the fresh-filesystem lifecycle of every run:
 //! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
 
+pub mod background;
 pub mod clean;
 pub(crate) mod device;
 mod fresh;
@@ -277,6 +278,7 @@ impl Target {
             loop_info: None,
             copied: None,
             scheduler: None,
+            background: None,
         };
         let Some(fs) = config.fs else {
             let entry = mounts::mount_containing(&run_dir);

@@ -170,6 +170,9 @@ pub struct RunTestbed {
     /// The I/O scheduler the run set (`bfq on /dev/loop3 (was mq-deadline)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
+    /// The background load during the phases, and what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<super::background::BackgroundRecord>,
 }
 
 fn read_number<T: std::str::FromStr>(path: impl AsRef<Path>) -> Option<T> {
@@ -447,6 +450,7 @@ impl SuiteTestbed {
             load_end: None,
             changed: self.stack.differences(&now),
             scheduler: None,
+            background: None,
         }
     }
 }
