@@ -125,6 +125,8 @@ impl BackgroundLoad {
 
     /// Stops the load and says what it cost; an error if it had stopped on its own (the
     /// run's figures were then not taken under the load it names).
+    // Reaped with wait4, which gives its resource use; Child::wait would not.
+    #[allow(clippy::zombie_processes)]
     pub(crate) fn stop(mut self) -> anyhow::Result<BackgroundRecord> {
         let child = self.child.take().expect("running until stopped");
         let pid = child.id() as libc::pid_t;
