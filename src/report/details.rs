@@ -3,8 +3,7 @@
 
 use comfy_table::CellAlignment;
 
-use super::fit::{View, fit};
-use super::table::new_table;
+use super::fit::{View, fit, new_table};
 use super::{column_decimals, figure, fixed};
 use crate::measure::{LatencySummary, figure_name};
 use crate::results::{RunStatus, SuiteResult};

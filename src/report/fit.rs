@@ -3,9 +3,58 @@
 //! (comfy-table's dynamic arrangement). Without a width (stdout is not a terminal, or
 //! Markdown) a table keeps its full, stable layout.
 
-use comfy_table::{ContentArrangement, Table};
+use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
-use super::table::{Style, new_table, right_align};
+/// Where the tables go: a terminal, or a Markdown document (`fsbench export --format markdown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Terminal,
+    Markdown,
+}
+
+pub(super) fn new_table(style: Style, header: Vec<String>) -> Table {
+    let mut t = Table::new();
+    t.load_style(match style {
+        Style::Terminal => presets::UTF8_FULL_CONDENSED,
+        Style::Markdown => presets::ASCII_MARKDOWN,
+    });
+    t.set_header(header);
+    t
+}
+
+pub(super) fn right_align(t: &mut Table) {
+    for i in 1..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+impl Style {
+    /// A line of a list: indented for a terminal, a (nested) Markdown list item otherwise.
+    pub(super) fn item(self, level: usize, text: &str) -> String {
+        let indent = "  ".repeat(level);
+        match self {
+            Style::Terminal => format!("{indent}{text}\n"),
+            Style::Markdown => format!("{indent}- {}\n", text.replace('`', "'")),
+        }
+    }
+
+    pub(super) fn heading(self, text: &str) -> String {
+        match self {
+            Style::Terminal => format!("\n== {text} ==\n"),
+            Style::Markdown => format!("\n## {text}\n\n"),
+        }
+    }
+
+    /// A table with its caption (Markdown needs blank lines around tables).
+    pub(super) fn table(self, caption: &str, table: &Table) -> String {
+        match self {
+            Style::Terminal => format!("{caption}\n{table}\n"),
+            Style::Markdown => format!("{caption}\n\n{table}\n\n"),
+        }
+    }
+}
 
 /// How a suite's results are rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

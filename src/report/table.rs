@@ -5,9 +5,10 @@
 
 use std::fmt::Write;
 
-use comfy_table::{CellAlignment, Table, presets};
+use comfy_table::CellAlignment;
 
-use super::fit::{Grid, View, fit};
+pub use super::fit::Style;
+use super::fit::{Grid, View, fit, new_table, right_align};
 use super::matrix::Matrix;
 use super::{column_decimals, fixed};
 use super::{details, warnings};
@@ -18,31 +19,6 @@ use crate::units::format_bytes;
 
 mod matrices;
 use matrices::render_matrix;
-
-/// Where the tables go: a terminal, or a Markdown document (`fsbench export --format markdown`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    Terminal,
-    Markdown,
-}
-
-pub(super) fn new_table(style: Style, header: Vec<String>) -> Table {
-    let mut t = Table::new();
-    t.load_style(match style {
-        Style::Terminal => presets::UTF8_FULL_CONDENSED,
-        Style::Markdown => presets::ASCII_MARKDOWN,
-    });
-    t.set_header(header);
-    t
-}
-
-pub(super) fn right_align(t: &mut Table) {
-    for i in 1..t.column_count() {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-}
 
 /// `mean ± stddev` of each summary (the lone value of a single run; `-` where there is none),
 /// divided by `divisor` (1024 shows KiB/s in MiB/s), all with one precision so that they
@@ -74,32 +50,6 @@ fn with_unit(name: &str, unit: &str) -> String {
 const SHORT: &str = " †";
 /// Marks a rate over the harness-bound share of fsbench's own ceiling on this machine.
 const HARNESS_BOUND: &str = " ‼";
-
-impl Style {
-    /// A line of a list: indented for a terminal, a (nested) Markdown list item otherwise.
-    pub(super) fn item(self, level: usize, text: &str) -> String {
-        let indent = "  ".repeat(level);
-        match self {
-            Style::Terminal => format!("{indent}{text}\n"),
-            Style::Markdown => format!("{indent}- {}\n", text.replace('`', "'")),
-        }
-    }
-
-    pub(super) fn heading(self, text: &str) -> String {
-        match self {
-            Style::Terminal => format!("\n== {text} ==\n"),
-            Style::Markdown => format!("\n## {text}\n\n"),
-        }
-    }
-
-    /// A table with its caption (Markdown needs blank lines around tables).
-    pub(super) fn table(self, caption: &str, table: &Table) -> String {
-        match self {
-            Style::Terminal => format!("{caption}\n{table}\n"),
-            Style::Markdown => format!("{caption}\n\n{table}\n\n"),
-        }
-    }
-}
 
 fn device_text(r: &SuiteResult) -> String {
     let Some(d) = &r.target.device else {

@@ -10,10 +10,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::scratch::{
-    MARKER, State, detach_loop_within, is_scratch_name, loop_devices, pid_namespace,
-    process_start_ticks, state_dir, unmount,
-};
+use super::detach::{detach_loop_within, loop_devices, unmount};
+use super::state::{MARKER, State, is_scratch_name, pid_namespace, process_start_ticks, state_dir};
 use super::{device, mounts};
 
 /// How long `fsbench clean` waits for one loop device to go: a device something else holds

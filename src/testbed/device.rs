@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{mounts, scratch};
+use super::{detach, mounts};
 use crate::error::FsbenchError;
 use crate::tools;
 
@@ -181,7 +181,7 @@ pub fn check_device(path: &Path, force: bool, force_flag: &str) -> anyhow::Resul
         if let Some(e) = held(path) {
             return Err(refused(path, format!("device busy ({e})")));
         }
-    } else if let Some((loopdev, _)) = scratch::loop_devices()
+    } else if let Some((loopdev, _)) = detach::loop_devices()
         .into_iter()
         .find(|(_, backing)| path.canonicalize().is_ok_and(|p| &p == backing))
     {

@@ -3,6 +3,7 @@
 
 pub mod background;
 pub mod clean;
+mod detach;
 pub(crate) mod device;
 mod fresh;
 pub(crate) mod loopdev;
@@ -11,6 +12,7 @@ pub(crate) mod named;
 pub mod queue;
 pub mod scratch;
 pub(crate) mod stack;
+mod state;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

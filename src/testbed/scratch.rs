@@ -6,56 +6,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::time::Duration;
 
 use anyhow::Context;
-use rustix::mount::UnmountFlags;
-use serde::{Deserialize, Serialize};
 
-use super::{clean, mounts};
-use crate::tools;
-
-/// What a running suite has created, as saved in its state file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct State {
-    pub pid: u32,
-    /// Start time of the process (clock ticks since boot), so a reused pid is not mistaken.
-    pub start_ticks: u64,
-    /// The owner's PID namespace (the inode of /proc/self/ns/pid): a pid means nothing to a
-    /// `clean` in another namespace.
-    #[serde(default)]
-    pub pid_namespace: Option<u64>,
-    /// The directory the scratch directory was made in; `clean` removes only a directory of
-    /// fsbench's naming directly inside it.
-    #[serde(default)]
-    pub base: Option<PathBuf>,
-    pub scratch: PathBuf,
-    /// User-given image files fsbench attaches to loop devices (they are not removed),
-    /// recorded before they are attached.
-    pub attached_files: Vec<PathBuf>,
-    /// The random token of the marker file fsbench wrote into `scratch` when it made it:
-    /// `clean` removes only a directory that carries it.
-    #[serde(default)]
-    pub marker: Option<String>,
-    /// The block device the suite mounts (`--device`), whose mounts below `scratch` are
-    /// fsbench's own.
-    #[serde(default)]
-    pub device: Option<PathBuf>,
-    /// The loop device each of `attached_files` was last attached to, recorded once attached:
-    /// `clean` detaches a loop device of a user's file only when it is named here.
-    #[serde(default)]
-    pub loops: Vec<AttachedLoop>,
-}
-
-/// A loop device fsbench attached to a user's image file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AttachedLoop {
-    pub device: PathBuf,
-    pub file: PathBuf,
-}
-
-/// The file fsbench writes into every scratch directory it makes, holding [`State::marker`].
-pub const MARKER: &str = ".fsbench-scratch";
+use super::clean;
+use super::detach::DETACH_PATIENCE;
+pub use super::detach::{detach_loop, loop_devices, unmount, wait_released};
+pub use super::state::{AttachedLoop, MARKER, State, process_start_ticks, state_dir};
+pub(crate) use super::state::{PREFIXES, is_scratch_name, pid_namespace};
 
 /// 128 random bits in hex: a scratch directory's marker token.
 fn random_token() -> anyhow::Result<String> {
@@ -65,37 +23,6 @@ fn random_token() -> anyhow::Result<String> {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .context("cannot read /dev/urandom")?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Where state files live: `$FSBENCH_STATE_DIR`, `/var/lib/fsbench/state` for root, or
-/// `$XDG_STATE_HOME/fsbench` (default `~/.local/state/fsbench`).
-pub fn state_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("FSBENCH_STATE_DIR") {
-        return PathBuf::from(dir);
-    }
-    if tools::is_root() {
-        return PathBuf::from("/var/lib/fsbench/state");
-    }
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("fsbench")
-}
-
-/// Start time of process `pid` in clock ticks since boot; with the pid it names a process
-/// uniquely, since pids are reused.
-pub fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces; fields after its closing parenthesis are plain.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-/// The inode of this process's PID namespace.
-pub(super) fn pid_namespace() -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
 }
 
 /// What a second signal says it leaves behind (the scratch directory it names, the message):
@@ -148,29 +75,6 @@ pub fn write_leaving_note() {
     unsafe {
         let bytes = &(*note).1;
         libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len());
-    }
-}
-
-/// The names of a suite's scratch directory (`fsbench.<pid>`) and of the directory its
-/// template images are kept in (`fsbench-templates.<pid>`), which outlives an interrupted
-/// suite so that a resume can start from them.
-pub(crate) const PREFIXES: [&str; 2] = ["fsbench", "fsbench-templates"];
-
-/// Whether `name` is one fsbench gives scratch directories: a prefix, `.<pid>` and maybe
-/// `.<n>`.
-pub(super) fn is_scratch_name(name: &str) -> bool {
-    let Some(rest) = PREFIXES
-        .iter()
-        .find_map(|p| name.strip_prefix(p)?.strip_prefix('.'))
-    else {
-        return false;
-    };
-    let mut parts = rest.split('.');
-    let digits =
-        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    digits(parts.next()) && {
-        let n = parts.next();
-        n.is_none() || (digits(n) && parts.next().is_none())
     }
 }
 
@@ -393,104 +297,6 @@ impl Drop for Scratch {
         // Only now: a second signal during the undo still says what it leaves.
         forget_leaving_note(&self.state.scratch);
     }
-}
-
-/// Unmounts `target`, retrying while it is briefly busy; falls back to a lazy unmount.
-pub fn unmount(target: &Path) -> anyhow::Result<()> {
-    for _ in 0..50 {
-        match rustix::mount::unmount(target, UnmountFlags::empty()) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::BUSY) => std::thread::sleep(Duration::from_millis(100)),
-            Err(rustix::io::Errno::INVAL) if mounts::mount_at(target).is_none() => return Ok(()),
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot unmount {}", target.display()));
-            }
-        }
-    }
-    rustix::mount::unmount(target, UnmountFlags::DETACH)
-        .with_context(|| format!("cannot unmount {} (busy)", target.display()))?;
-    anyhow::bail!(
-        "{} stayed busy for 5 s and was detached lazily",
-        target.display()
-    )
-}
-
-/// Waits until no process holds `device` exclusively: a FUSE daemon (ntfs-3g) goes on
-/// writing and holds its device for a moment after its mount is gone.
-pub fn wait_released(device: &Path) -> anyhow::Result<()> {
-    use rustix::fs::{Mode, OFlags};
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
-        match rustix::fs::open(device, OFlags::RDONLY | OFlags::EXCL, Mode::empty()) {
-            Err(rustix::io::Errno::BUSY) => std::thread::sleep(Duration::from_millis(20)),
-            _ => return Ok(()),
-        }
-    }
-    anyhow::bail!(
-        "{} is still held 10 s after unmounting (its FUSE daemon did not exit)",
-        device.display()
-    )
-}
-
-/// Loop devices and their backing files, from sysfs.
-pub fn loop_devices() -> Vec<(PathBuf, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir("/sys/block") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
-            let backing = backing.trim_end().trim_end_matches(" (deleted)");
-            Some((PathBuf::from("/dev").join(name), PathBuf::from(backing)))
-        })
-        .collect()
-}
-
-/// How long a suite waits for a loop device it detaches to be gone.
-const DETACH_PATIENCE: Duration = Duration::from_secs(10);
-
-/// Detaches `device`, retrying while udev or the kernel still hold it.
-pub fn detach_loop(device: &Path) -> anyhow::Result<()> {
-    detach_loop_within(device, DETACH_PATIENCE)
-}
-
-/// [`detach_loop`], waiting at most `patience` for the device to be gone.
-pub(crate) fn detach_loop_within(device: &Path, patience: Duration) -> anyhow::Result<()> {
-    let losetup = tools::require("losetup", "util-linux")?;
-    let args = ["-d".to_string(), device.display().to_string()];
-    let mut last = None;
-    for _ in 0..20 {
-        match tools::run_ok(&losetup, &args) {
-            Ok(_) => {
-                last = None;
-                break;
-            }
-            Err(e) => last = Some(e),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    if let Some(e) = last {
-        return Err(e);
-    }
-    // While anything else (udev, a probing tool) holds the device open, the kernel only marks
-    // it for automatic detach; wait until it is really gone, so nothing is left attached.
-    let backing = Path::new("/sys/block")
-        .join(device.file_name().unwrap_or_default())
-        .join("loop/backing_file");
-    let start = std::time::Instant::now();
-    while start.elapsed() < patience {
-        if !backing.exists() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    anyhow::bail!(
-        "{} is still attached {} s after detaching (held open by another process)",
-        device.display(),
-        patience.as_secs()
-    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,105 @@
+//! The state file's record of what a suite made, and the names and facts that decide what
+//! is fsbench's: read by the suite that writes it and by `fsbench clean`, which trusts only
+//! what it names.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools;
+
+/// What a running suite has created, as saved in its state file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct State {
+    pub pid: u32,
+    /// Start time of the process (clock ticks since boot), so a reused pid is not mistaken.
+    pub start_ticks: u64,
+    /// The owner's PID namespace (the inode of /proc/self/ns/pid): a pid means nothing to a
+    /// `clean` in another namespace.
+    #[serde(default)]
+    pub pid_namespace: Option<u64>,
+    /// The directory the scratch directory was made in; `clean` removes only a directory of
+    /// fsbench's naming directly inside it.
+    #[serde(default)]
+    pub base: Option<PathBuf>,
+    pub scratch: PathBuf,
+    /// User-given image files fsbench attaches to loop devices (they are not removed),
+    /// recorded before they are attached.
+    pub attached_files: Vec<PathBuf>,
+    /// The random token of the marker file fsbench wrote into `scratch` when it made it:
+    /// `clean` removes only a directory that carries it.
+    #[serde(default)]
+    pub marker: Option<String>,
+    /// The block device the suite mounts (`--device`), whose mounts below `scratch` are
+    /// fsbench's own.
+    #[serde(default)]
+    pub device: Option<PathBuf>,
+    /// The loop device each of `attached_files` was last attached to, recorded once attached:
+    /// `clean` detaches a loop device of a user's file only when it is named here.
+    #[serde(default)]
+    pub loops: Vec<AttachedLoop>,
+}
+
+/// A loop device fsbench attached to a user's image file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AttachedLoop {
+    pub device: PathBuf,
+    pub file: PathBuf,
+}
+
+/// The file fsbench writes into every scratch directory it makes, holding [`State::marker`].
+pub const MARKER: &str = ".fsbench-scratch";
+
+/// Where state files live: `$FSBENCH_STATE_DIR`, `/var/lib/fsbench/state` for root, or
+/// `$XDG_STATE_HOME/fsbench` (default `~/.local/state/fsbench`).
+pub fn state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FSBENCH_STATE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if tools::is_root() {
+        return PathBuf::from("/var/lib/fsbench/state");
+    }
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("fsbench")
+}
+
+/// Start time of process `pid` in clock ticks since boot; with the pid it names a process
+/// uniquely, since pids are reused.
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces; fields after its closing parenthesis are plain.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The inode of this process's PID namespace.
+pub(crate) fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+}
+
+/// The names of a suite's scratch directory (`fsbench.<pid>`) and of the directory its
+/// template images are kept in (`fsbench-templates.<pid>`), which outlives an interrupted
+/// suite so that a resume can start from them.
+pub(crate) const PREFIXES: [&str; 2] = ["fsbench", "fsbench-templates"];
+
+/// Whether `name` is one fsbench gives scratch directories: a prefix, `.<pid>` and maybe
+/// `.<n>`.
+pub(crate) fn is_scratch_name(name: &str) -> bool {
+    let Some(rest) = PREFIXES
+        .iter()
+        .find_map(|p| name.strip_prefix(p)?.strip_prefix('.'))
+    else {
+        return false;
+    };
+    let mut parts = rest.split('.');
+    let digits =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    digits(parts.next()) && {
+        let n = parts.next();
+        n.is_none() || (digits(n) && parts.next().is_none())
+    }
+}
