@@ -32,6 +32,7 @@ pub enum FsType {
     F2fs,
     Bcachefs,
     Ntfs,
+    Zfs,
 }
 
 /// How one filesystem is made, checked and versioned.
@@ -272,6 +273,24 @@ pub const DRIVERS: &[Driver] = &[
         kernel_option: "CONFIG_FUSE_FS",
         fuse_daemon: Some("ntfs-3g"),
     },
+    Driver {
+        fs: FsType::Zfs,
+        name: "zfs",
+        // `zpool create`, with the pool and dataset properties (see testbed/zfs.rs).
+        mkfs: Some("zpool"),
+        mkfs_force: &[],
+        mkfs_defaults: &[],
+        // zfs has no offline check: `zpool scrub` checks a live pool, which fsbench does not run.
+        fsck: None,
+        fsck_version_flag: "",
+        version_flag: "",
+        package: "zfs-fuse",
+        // zpool's smallest vdev.
+        min_size: 64 << 20,
+        names: &ZFS_NAMES,
+        kernel_option: "CONFIG_FUSE_FS",
+        fuse_daemon: Some("zfs-fuse"),
+    },
 ];
 
 impl FsType {
@@ -338,6 +357,9 @@ impl Driver {
             Some((prog, _)) => Some(tools::require(prog, self.package)?),
             None => None,
         };
+        if self.fs == FsType::Zfs {
+            return crate::testbed::zfs::toolset(mkfs, self.package);
+        }
         let mut version = tools::version_line(&mkfs, self.version_flag);
         if let Some(daemon) = self.fuse_daemon {
             // The daemon does the filesystem's work: its version is the one that matters.
@@ -397,8 +419,8 @@ mod tests {
             assert_eq!(d.name.parse::<FsType>().unwrap(), d.fs);
             assert_eq!(d.fs.driver().name, d.name);
         }
-        let err = "zfs".parse::<FsType>().unwrap_err().to_string();
-        assert!(err.contains("unknown filesystem `zfs`"), "{err}");
+        let err = "ufs".parse::<FsType>().unwrap_err().to_string();
+        assert!(err.contains("unknown filesystem `ufs`"), "{err}");
         assert!(err.contains("ext4"), "{err}");
     }
 

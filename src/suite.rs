@@ -42,6 +42,10 @@ struct RawFsConfig {
     mkfs: MkfsArgs,
     #[serde(default)]
     mount: String,
+    /// zfs's pool properties (`ashift=12,autoexpand=on`), in place of `mkfs`.
+    pool: Option<String>,
+    /// zfs's dataset properties (`recordsize=16k,atime=off`), in place of `mount`.
+    dataset: Option<String>,
     age: Option<String>,
     fill: Option<u8>,
     sched: Option<String>,
@@ -60,13 +64,30 @@ enum MkfsArgs {
 impl TryFrom<RawFsConfig> for FsConfig {
     type Error = anyhow::Error;
 
-    fn try_from(raw: RawFsConfig) -> anyhow::Result<FsConfig> {
+    fn try_from(mut raw: RawFsConfig) -> anyhow::Result<FsConfig> {
         check_label(raw.label.as_deref())?;
-        let mkfs = match raw.mkfs {
+        let mut mkfs = match std::mem::take(&mut raw.mkfs) {
             MkfsArgs::None => Vec::new(),
             MkfsArgs::Line(line) => split_words(&line)?,
             MkfsArgs::List(list) => list,
         };
+        if let Some(fs) = raw.fs {
+            let given = [
+                ("mkfs", !mkfs.is_empty()),
+                ("mount", !raw.mount.is_empty()),
+                ("pool", raw.pool.is_some()),
+                ("dataset", raw.dataset.is_some()),
+            ];
+            for (key, _) in given.iter().filter(|(_, set)| *set) {
+                zfs_keys(fs, key)?;
+            }
+        }
+        if let Some(pool) = raw.pool.take() {
+            mkfs = pool_words(&pool);
+        }
+        if let Some(dataset) = raw.dataset.take() {
+            raw.mount = dataset;
+        }
         let mut config = match raw.fs {
             Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label.clone()),
             None => FsConfig {
@@ -103,11 +124,15 @@ impl FsConfig {
     pub fn new(fs: FsType, mkfs: Vec<String>, mount: String, label: Option<String>) -> FsConfig {
         let label = label.unwrap_or_else(|| {
             let mut parts = vec![fs.name().to_string()];
-            if !mkfs.is_empty() {
-                parts.push(mkfs.join(" "));
+            match fs {
+                FsType::Zfs if !mkfs.is_empty() => parts.push(format!("pool={}", mkfs.join(","))),
+                _ if !mkfs.is_empty() => parts.push(mkfs.join(" ")),
+                _ => {}
             }
-            if !mount.is_empty() {
-                parts.push(format!("-o {mount}"));
+            match fs {
+                FsType::Zfs if !mount.is_empty() => parts.push(format!("dataset={mount}")),
+                _ if !mount.is_empty() => parts.push(format!("-o {mount}")),
+                _ => {}
             }
             parts.join(" ")
         });
@@ -180,9 +205,10 @@ impl FsConfig {
         let (mut mkfs, mut mount, mut label) = (None, None, None);
         let (mut age, mut fill, mut sched) = (None, None, None);
         for (key, value) in split_keyed(rest)? {
+            zfs_keys(fs, key)?;
             let slot = match key {
-                "mkfs" => &mut mkfs,
-                "mount" => &mut mount,
+                "mkfs" | "pool" => &mut mkfs,
+                "mount" | "dataset" => &mut mount,
                 "age" => &mut age,
                 "fill" => &mut fill,
                 "sched" => &mut sched,
@@ -192,7 +218,10 @@ impl FsConfig {
                 return Err(invalid(format!("`{key}=` given twice in --fs `{text}`")));
             }
         }
-        let mkfs = split_words(mkfs.as_deref().unwrap_or(""))?;
+        let mkfs = match fs {
+            FsType::Zfs => pool_words(mkfs.as_deref().unwrap_or("")),
+            _ => split_words(mkfs.as_deref().unwrap_or(""))?,
+        };
         check_label(label.as_deref())?;
         let fill = fill.map(|f| crate::aging::parse_fill(&f)).transpose()?;
         let labelled = label.is_some();
@@ -203,14 +232,40 @@ impl FsConfig {
     }
 }
 
+/// zfs takes `pool=` and `dataset=` properties where other filesystems take `mkfs=` and
+/// `mount=` options.
+fn zfs_keys(fs: FsType, key: &str) -> anyhow::Result<()> {
+    let (zfs, other) = (["pool", "dataset"], ["mkfs", "mount"]);
+    match (fs == FsType::Zfs, zfs.iter().position(|k| *k == key), other.iter().position(|k| *k == key)) {
+        (true, _, Some(i)) => Err(invalid(format!(
+            "zfs takes `{}=` properties, not `{key}=` (e.g. zfs:pool=ashift=12:dataset=recordsize=16k)",
+            zfs[i]
+        ))),
+        (false, Some(_), _) => Err(invalid(format!(
+            "`{key}=` is for zfs; {fs} takes mkfs= and mount="
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// zfs pool properties `ashift=12,autoexpand=on` as words.
+fn pool_words(text: &str) -> Vec<String> {
+    text.split(',')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
 /// so values may contain `=`, `,` and other colons.
 fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
-    const KEYS: [&str; 6] = ["mkfs=", "mount=", "label=", "age=", "fill=", "sched="];
+    const KEYS: [&str; 8] = [
+        "mkfs=", "mount=", "pool=", "dataset=", "label=", "age=", "fill=", "sched=",
+    ];
     let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
     let Some(first) = starts_key(text) else {
         return Err(invalid(format!(
-            "in --fs, expected mkfs=, mount=, age=, fill=, sched= or label= after the filesystem, found `{text}`"
+            "in --fs, expected mkfs=, mount=, pool=, dataset=, age=, fill=, sched= or label= after the filesystem, found `{text}`"
         )));
     };
     let mut out = Vec::new();

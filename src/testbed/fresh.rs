@@ -62,6 +62,8 @@ pub struct FreshFs {
     pub copied: Option<(&'static str, f64)>,
     /// The I/O scheduler set for the run, put back before the device is let go.
     pub(super) scheduler: Option<queue::Scheduler>,
+    /// zfs's daemon and pool, which take the place of mkfs and mount.
+    pub(super) zfs: Option<super::zfs::Pool>,
 }
 
 impl FreshFs {
@@ -139,9 +141,13 @@ impl FreshFs {
             return Ok(None);
         }
         let teardown = self.unmount_and_check()?;
-        let mount = tools::require("mount", "mount")?;
-        tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)
-            .context("mounting again failed")?;
+        if let Some(pool) = &self.zfs {
+            pool.mount().context("mounting the zfs dataset again failed")?;
+        } else {
+            let mount = tools::require("mount", "mount")?;
+            tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)
+                .context("mounting again failed")?;
+        }
         self.mountpoint = Some(mnt.clone());
         self.root_fd = Some(open_dir(&mnt)?);
         Ok(Some(teardown))
@@ -174,6 +180,13 @@ impl FreshFs {
     /// Unmounts `mnt`; a FUSE daemon's writes end only when it exits and lets go of the
     /// device, which is part of unmounting.
     fn unmount(&self, mnt: &Path) -> anyhow::Result<()> {
+        if let Some(pool) = &self.zfs {
+            // Through zfs-fuse, which holds the device until its pool is destroyed.
+            return match mounts::mount_at(mnt) {
+                Some(_) => pool.unmount(),
+                None => Ok(()),
+            };
+        }
         scratch::unmount(mnt)?;
         match (&self.device, self.fs) {
             (Some(dev), Some(fs)) if fs.driver().fuse_daemon.is_some() => {
@@ -191,6 +204,9 @@ impl FreshFs {
         }
         if let Some(mut scheduler) = self.scheduler.take() {
             scheduler.restore()?;
+        }
+        if let Some(mut pool) = self.zfs.take() {
+            pool.release()?;
         }
         if let Some(dev) = self.loop_device.take() {
             scratch::detach_loop(&dev)?;

@@ -301,7 +301,13 @@ pub(crate) fn check<'a>(
     for config in configs {
         let Some(fs) = config.fs else { continue };
         let table = fs.driver().names;
-        let mut named = mkfs_words(table, &config.mkfs);
+        let mut named = if fs == FsType::Zfs {
+            // Pool properties are NAME=VALUE words, read as mount options are.
+            super::zfs::check_properties(&config.mkfs, &config.mount)?;
+            mount_words(table, &config.mkfs.join(","))?
+        } else {
+            mkfs_words(table, &config.mkfs)
+        };
         named.extend(mount_words(table, &config.mount)?);
         for n in &named {
             check_named(n, fs, &cwd, &mut consent)?;

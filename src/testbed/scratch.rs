@@ -45,6 +45,9 @@ pub struct State {
     /// `clean` detaches a loop device of a user's file only when it is named here.
     #[serde(default)]
     pub loops: Vec<AttachedLoop>,
+    /// The zfs-fuse daemons and pools the suite's zfs runs started, recorded once started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zfs: Vec<super::zfs::Record>,
 }
 
 /// A loop device fsbench attached to a user's image file.
@@ -268,6 +271,7 @@ impl Scratch {
                     marker: Some(marker),
                     device: None,
                     loops: Vec::new(),
+                    zfs: Vec::new(),
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
@@ -357,6 +361,12 @@ impl Scratch {
             device: device.to_path_buf(),
             file: file.to_path_buf(),
         });
+        self.save()
+    }
+
+    /// Records the zfs-fuse daemon (and the pool it is to hold) a run has just started.
+    pub(crate) fn note_zfs(&mut self, record: super::zfs::Record) -> anyhow::Result<()> {
+        self.state.zfs.push(record);
         self.save()
     }
 

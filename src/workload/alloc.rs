@@ -553,7 +553,7 @@ impl Workload for Alloc {
                 }
                 Err(e) => out
                     .notes
-                    .push(format!("extents not counted: FIEMAP failed ({e})")),
+                    .push(crate::extents::not_counted(e)),
             }
         }
         drop(file);

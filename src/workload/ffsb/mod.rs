@@ -277,7 +277,7 @@ impl Workload for Ffsb {
             Ok(None) => {}
             Err(e) => out
                 .notes
-                .push(format!("extents not counted: FIEMAP failed ({e})")),
+                .push(crate::extents::not_counted(e)),
         }
         Ok(out)
     }
