@@ -71,22 +71,18 @@ impl TryFrom<RawFsConfig> for FsConfig {
             MkfsArgs::Line(line) => split_words(&line)?,
             MkfsArgs::List(list) => list,
         };
-        if let Some(fs) = raw.fs {
-            let given = [
-                ("mkfs", !mkfs.is_empty()),
-                ("mount", !raw.mount.is_empty()),
-                ("pool", raw.pool.is_some()),
-                ("dataset", raw.dataset.is_some()),
-            ];
-            for (key, _) in given.iter().filter(|(_, set)| *set) {
-                zfs_keys(fs, key)?;
-            }
-        }
+        // A saved zfs configuration keeps its properties in `mkfs` and `mount`, so those are
+        // read for zfs too, but not beside `pool` and `dataset`.
         if let Some(pool) = raw.pool.take() {
+            pool_or_dataset(raw.fs, "pool", mkfs.is_empty())?;
             mkfs = pool_words(&pool);
         }
         if let Some(dataset) = raw.dataset.take() {
+            pool_or_dataset(raw.fs, "dataset", raw.mount.is_empty())?;
             raw.mount = dataset;
+        }
+        if raw.fs == Some(FsType::Zfs) {
+            crate::testbed::zfs::check_properties(&mkfs, &raw.mount)?;
         }
         let mut config = match raw.fs {
             Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label.clone()),
@@ -222,6 +218,9 @@ impl FsConfig {
             FsType::Zfs => pool_words(mkfs.as_deref().unwrap_or("")),
             _ => split_words(mkfs.as_deref().unwrap_or(""))?,
         };
+        if fs == FsType::Zfs {
+            crate::testbed::zfs::check_properties(&mkfs, mount.as_deref().unwrap_or(""))?;
+        }
         check_label(label.as_deref())?;
         let fill = fill.map(|f| crate::aging::parse_fill(&f)).transpose()?;
         let labelled = label.is_some();
@@ -236,7 +235,11 @@ impl FsConfig {
 /// `mount=` options.
 fn zfs_keys(fs: FsType, key: &str) -> anyhow::Result<()> {
     let (zfs, other) = (["pool", "dataset"], ["mkfs", "mount"]);
-    match (fs == FsType::Zfs, zfs.iter().position(|k| *k == key), other.iter().position(|k| *k == key)) {
+    match (
+        fs == FsType::Zfs,
+        zfs.iter().position(|k| *k == key),
+        other.iter().position(|k| *k == key),
+    ) {
         (true, _, Some(i)) => Err(invalid(format!(
             "zfs takes `{}=` properties, not `{key}=` (e.g. zfs:pool=ashift=12:dataset=recordsize=16k)",
             zfs[i]
@@ -246,6 +249,22 @@ fn zfs_keys(fs: FsType, key: &str) -> anyhow::Result<()> {
         ))),
         _ => Ok(()),
     }
+}
+
+/// `pool` or `dataset` in a suite file: for zfs only, and not beside `mkfs` or `mount`.
+fn pool_or_dataset(fs: Option<FsType>, key: &str, alone: bool) -> anyhow::Result<()> {
+    if fs != Some(FsType::Zfs) {
+        return Err(invalid(format!(
+            "`{key}` is for zfs; give mkfs and mount instead"
+        )));
+    }
+    if !alone {
+        return Err(invalid(format!(
+            "zfs's `{key}` properties are given twice (also as `{}`)",
+            if key == "pool" { "mkfs" } else { "mount" }
+        )));
+    }
+    Ok(())
 }
 
 /// zfs pool properties `ashift=12,autoexpand=on` as words.

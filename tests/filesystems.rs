@@ -110,3 +110,82 @@ fn ntfs_runs_through_its_fuse_daemon() {
     assert_nothing_left(dir.path());
     assert_no_state_left(state.path());
 }
+
+/// zfs through zfs-fuse runs for real: a daemon and pool per run with the configuration's
+/// properties, recorded with the run, no fsck (said), fragments unsupported, the pool
+/// destroyed and the daemon stopped, nothing left behind.
+#[test]
+fn zfs_runs_through_zfs_fuse() {
+    if !can_run_zfs("zfs") {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let db_dir = tempdir();
+    let db = db_dir.path().join("results.db");
+    let (out, doc) = image_run_json(
+        dir.path(),
+        state.path(),
+        &[
+            "--fs",
+            "zfs:pool=ashift=12:dataset=recordsize=16k,compression=on",
+            "-w",
+            "tree:quick",
+            "-n",
+            "2",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["fsck"].is_null(), "{r}");
+        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
+        let options = r["mount_options"].as_str().unwrap();
+        for want in [
+            "ashift=12",
+            "recordsize=16K",
+            "compression=on",
+            "cachefile=none",
+        ] {
+            assert!(options.contains(want), "{want} missing from {options}");
+        }
+    }
+    let config = &doc["configurations"][0];
+    assert!(
+        config["mkfs_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("zfs-fuse "),
+        "{config}"
+    );
+    assert!(config["fsck_version"].as_str().unwrap().starts_with("none"));
+    let command = config["mkfs_command"].as_str().unwrap();
+    assert!(
+        command.contains("zpool create -f -o cachefile=none -o ashift=12 -O recordsize=16k"),
+        "{command}"
+    );
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+    assert!(
+        zfs_daemons().is_empty(),
+        "left running: {:?}",
+        zfs_daemons()
+    );
+}
+
+/// Properties fsbench sets itself, and mkfs=/mount= for zfs, are refused before anything runs.
+#[test]
+fn zfs_properties_fsbench_sets_are_refused() {
+    for (fs, want) in [
+        ("zfs:dataset=mountpoint=/home", "fsbench sets"),
+        ("zfs:pool=cachefile=/etc/passwd", "fsbench sets"),
+        ("zfs:mkfs=-o ashift=12", "takes `pool=`"),
+        ("ext4:pool=ashift=12", "is for zfs"),
+    ] {
+        fails_with(&["run", "--fs", fs, "-w", "tree:quick"], 2, want);
+    }
+}

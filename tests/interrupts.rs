@@ -119,6 +119,45 @@ fn ctrl_c_unmounts_ntfs_and_waits_for_its_daemon() {
     signal_cleans_up("ntfs", rustix::process::Signal::INT);
 }
 
+/// zfs's daemon runs in a process group of its own, so Ctrl-C reaches fsbench, which destroys
+/// the pool and stops the daemon; a SIGKILLed run's daemon and pool are `clean`'s. One test,
+/// one after the other: zfs-fuse has one control socket per machine.
+#[test]
+fn ctrl_c_and_clean_after_sigkill_on_zfs() {
+    if !can_run_zfs("Ctrl-C and SIGKILL on zfs") {
+        return;
+    }
+    signal_cleans_up("zfs", rustix::process::Signal::INT);
+    assert!(
+        zfs_daemons().is_empty(),
+        "left running: {:?}",
+        zfs_daemons()
+    );
+    let (dir, state) = (tempdir(), tempdir());
+    let mut child = start_long_run(dir.path(), state.path(), "zfs");
+    child.kill().unwrap();
+    wait_drained_within(child, Duration::from_secs(60));
+    assert_eq!(zfs_daemons().len(), 1, "the killed run's daemon goes on");
+    let out = run(fsbench(state.path()).arg("clean"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    for want in [
+        "destroyed zfs pool",
+        "stopped zfs-fuse",
+        "detached",
+        "removed",
+    ] {
+        assert!(said.contains(want), "{want} missing from: {said}");
+    }
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+    assert!(
+        zfs_daemons().is_empty(),
+        "left running: {:?}",
+        zfs_daemons()
+    );
+}
+
 #[test]
 fn a_second_signal_says_what_it_leaves_for_clean() {
     if !can_run(

@@ -17,8 +17,51 @@ fn parses_plain_lists_and_keyed_configs() {
 }
 
 #[test]
+fn zfs_takes_pool_and_dataset_properties() {
+    let c =
+        &FsConfig::parse_cli("zfs:pool=ashift=12,autoexpand=on:dataset=recordsize=16k").unwrap()[0];
+    assert_eq!(c.mkfs, ["ashift=12", "autoexpand=on"]);
+    assert_eq!(c.mount, "recordsize=16k");
+    assert_eq!(
+        c.label,
+        "zfs pool=ashift=12,autoexpand=on dataset=recordsize=16k"
+    );
+    for (bad, want) in [
+        ("zfs:mkfs=-o ashift=12", "takes `pool=`"),
+        ("zfs:mount=noatime", "takes `dataset=`"),
+        ("ext4:dataset=atime=off", "is for zfs"),
+        ("zfs:dataset=mountpoint=/home", "fsbench sets"),
+        ("zfs:pool=ashift", "NAME=VALUE"),
+    ] {
+        let err = FsConfig::parse_cli(bad).unwrap_err().to_string();
+        assert!(err.contains(want), "{bad}: {err}");
+    }
+    let suite: Suite =
+        toml::from_str("[[config]]\nfs = \"zfs\"\npool = \"ashift=12\"\ndataset = \"atime=off\"\n")
+            .unwrap();
+    assert_eq!(suite.configs[0].mkfs, ["ashift=12"]);
+    assert_eq!(suite.configs[0].mount, "atime=off");
+    // As saved with results: read back the same.
+    let again: Suite = toml::from_str(&toml::to_string(&suite).unwrap()).unwrap();
+    assert_eq!(again.configs, suite.configs);
+    for (bad, want) in [
+        ("fs = \"ext4\"\npool = \"ashift=12\"", "is for zfs"),
+        (
+            "fs = \"zfs\"\nmount = \"a=b\"\ndataset = \"c=d\"",
+            "given twice",
+        ),
+        ("fs = \"zfs\"\ndataset = \"mountpoint=/\"", "fsbench sets"),
+    ] {
+        let err = toml::from_str::<Suite>(&format!("[[config]]\n{bad}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn rejects_bad_configs() {
-    assert!(FsConfig::parse_cli("zfs").is_err());
+    assert!(FsConfig::parse_cli("ufs").is_err());
     assert!(FsConfig::parse_cli("ext4:bogus=1").is_err());
     assert!(FsConfig::parse_cli("ext4:mount=a:mount=b").is_err());
     assert!(FsConfig::parse_cli("ext4:mkfs=-L 'open").is_err());

@@ -142,7 +142,8 @@ impl FreshFs {
         }
         let teardown = self.unmount_and_check()?;
         if let Some(pool) = &self.zfs {
-            pool.mount().context("mounting the zfs dataset again failed")?;
+            pool.mount()
+                .context("mounting the zfs dataset again failed")?;
         } else {
             let mount = tools::require("mount", "mount")?;
             tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)

@@ -302,8 +302,8 @@ pub(crate) fn check<'a>(
         let Some(fs) = config.fs else { continue };
         let table = fs.driver().names;
         let mut named = if fs == FsType::Zfs {
-            // Pool properties are NAME=VALUE words, read as mount options are.
-            super::zfs::check_properties(&config.mkfs, &config.mount)?;
+            // Pool properties are NAME=VALUE words (suite.rs checked them), read as mount
+            // options are.
             mount_words(table, &config.mkfs.join(","))?
         } else {
             mkfs_words(table, &config.mkfs)

@@ -60,7 +60,10 @@ pub(crate) fn toolset(zpool: PathBuf, package: &str) -> Result<Toolset, FsbenchE
         mkfs: Some(zpool),
         fsck: None,
         version: Some(version),
-        fsck_version: None,
+        // Said where the other filesystems' fsck version is.
+        fsck_version: Some(
+            "none: zfs has no offline check (zpool scrub checks a live pool)".into(),
+        ),
     })
 }
 
@@ -104,7 +107,9 @@ pub(crate) fn check_properties(pool: &[String], dataset: &str) -> anyhow::Result
     let pool = pool.iter().flat_map(|p| p.split(',')).map(|p| ("pool", p));
     let dataset = dataset.split(',').map(|p| ("dataset", p));
     for (what, item) in pool.chain(dataset).filter(|(_, p)| !p.is_empty()) {
-        let Some((name, value)) = item.split_once('=').filter(|(n, v)| !n.is_empty() && !v.is_empty())
+        let Some((name, value)) = item
+            .split_once('=')
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
         else {
             return Err(invalid(format!(
                 "zfs {what} property `{item}`: expected NAME=VALUE (e.g. `{what}=recordsize=16k`)"
@@ -140,7 +145,9 @@ pub(crate) fn create_args(
     pool: &[String],
     dataset: &str,
 ) -> Vec<String> {
-    let mut args: Vec<String> = ["create", "-f", "-o", "cachefile=none"].map(String::from).into();
+    let mut args: Vec<String> = ["create", "-f", "-o", "cachefile=none"]
+        .map(String::from)
+        .into();
     args.extend(property_args(pool, dataset));
     args.extend([
         "-O".into(),
@@ -269,7 +276,9 @@ impl Pool {
             .map(|text| {
                 let lines = text.lines().map(str::trim);
                 let set = lines.filter(|l| !l.is_empty() && !l.starts_with('#'));
-                set.map(|l| l.replace(' ', "")).collect::<Vec<_>>().join(", ")
+                set.map(|l| l.replace(' ', ""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             })
             .unwrap_or_default();
         format!("pool: {pool}; dataset: {dataset}; {ZFSRC}: {zfsrc}")
@@ -396,7 +405,10 @@ fn stop_foreign(pid: u32) -> anyhow::Result<()> {
         if start.elapsed() > STOP_LIMIT {
             rustix::process::kill_process(raw, rustix::process::Signal::KILL)
                 .with_context(|| format!("cannot kill zfs-fuse (pid {pid})"))?;
-            anyhow::bail!("zfs-fuse (pid {pid}) ignored SIGTERM for {} s and was killed", STOP_LIMIT.as_secs());
+            anyhow::bail!(
+                "zfs-fuse (pid {pid}) ignored SIGTERM for {} s and was killed",
+                STOP_LIMIT.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -455,7 +467,11 @@ mod tests {
             ("ashift", "", "NAME=VALUE"),
             ("", "compression=", "NAME=VALUE"),
         ] {
-            let pool: Vec<String> = [pool].into_iter().filter(|p| !p.is_empty()).map(String::from).collect();
+            let pool: Vec<String> = [pool]
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect();
             let err = check_properties(&pool, dataset).unwrap_err().to_string();
             assert!(err.contains(want), "{pool:?} {dataset}: {err}");
         }

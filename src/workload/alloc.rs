@@ -551,9 +551,7 @@ impl Workload for Alloc {
                         count.fragments as f64,
                     ));
                 }
-                Err(e) => out
-                    .notes
-                    .push(crate::extents::not_counted(e)),
+                Err(e) => out.notes.push(crate::extents::not_counted(e)),
             }
         }
         drop(file);
