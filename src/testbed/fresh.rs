@@ -180,8 +180,8 @@ impl FreshFs {
 
     /// Unmounts `mnt`; a FUSE daemon's writes end only when it exits and lets go of the
     /// device, which is part of unmounting.
-    fn unmount(&self, mnt: &Path) -> anyhow::Result<()> {
-        if let Some(pool) = &self.zfs {
+    fn unmount(&mut self, mnt: &Path) -> anyhow::Result<()> {
+        if let Some(pool) = &mut self.zfs {
             // Through zfs-fuse, which holds the device until its pool is destroyed.
             return match mounts::mount_at(mnt) {
                 Some(_) => pool.unmount(),

@@ -284,8 +284,19 @@ impl Pool {
         format!("pool: {pool}; dataset: {dataset}; {ZFSRC}: {zfsrc}")
     }
 
-    /// Unmounts the dataset through zfs-fuse, waiting until the mount is gone.
-    pub(crate) fn unmount(&self) -> anyhow::Result<()> {
+    /// Whether the daemon still runs (it may die mid-run).
+    fn daemon_alive(&mut self) -> bool {
+        self.daemon
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Unmounts the dataset through zfs-fuse, waiting until the mount is gone; a dead
+    /// daemon's mount (every call on it fails, so the run has failed) is the kernel's to undo.
+    pub(crate) fn unmount(&mut self) -> anyhow::Result<()> {
+        if !self.daemon_alive() {
+            return super::scratch::unmount(&self.mnt);
+        }
         let args = ["unmount".to_string(), self.name.clone()];
         tools::run_ok_in(&self.zfs, &args, &self.tool_dir)?;
         self.wait_mounted(false)
@@ -300,7 +311,9 @@ impl Pool {
 
     /// Destroys the pool and stops the daemon; safe to call more than once.
     pub(crate) fn release(&mut self) -> anyhow::Result<()> {
-        let destroyed = if std::mem::take(&mut self.created) {
+        // A pool dies with its daemon: it is in no cache file to be imported again.
+        let alive = self.daemon_alive();
+        let destroyed = if std::mem::take(&mut self.created) && alive {
             destroy(&self.zpool, &self.name, &self.tool_dir)
         } else {
             Ok(())
