@@ -58,6 +58,29 @@ fn a_filesystem_the_kernel_lacks_is_refused_before_anything_is_made() {
     }
 }
 
+/// Two runs of each of `workloads` on `fs` (a `--fs` value), on loop images in a directory
+/// of their own; asserts they succeeded, timed their unmount and left nothing behind, and
+/// returns the JSON document.
+fn two_runs(fs: &str, workloads: &[&str]) -> serde_json::Value {
+    let dir = tempdir();
+    let state = tempdir();
+    let db_dir = tempdir();
+    let db = db_dir.path().join("results.db");
+    let mut args = vec!["--fs", fs, "-n", "2", "--db", db.to_str().unwrap()];
+    args.extend(workloads.iter().flat_map(|w| ["-w", w]));
+    let (out, doc) = image_run_json(dir.path(), state.path(), &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * workloads.len());
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
+    }
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+    doc
+}
+
 /// ntfs through ntfs-3g runs for real: fresh mkntfs per run, FUSE mount, fsck clean after
 /// the daemon let go of the device, the daemon's version recorded, nothing left behind.
 #[test]
@@ -65,31 +88,9 @@ fn ntfs_runs_through_its_fuse_daemon() {
     if !can_run("ntfs", &["mkntfs", "ntfs-3g", "ntfsfix"]) {
         return;
     }
-    let dir = tempdir();
-    let state = tempdir();
-    let db_dir = tempdir();
-    let db = db_dir.path().join("results.db");
-    let (out, doc) = image_run_json(
-        dir.path(),
-        state.path(),
-        &[
-            "--fs",
-            "ntfs",
-            "-w",
-            "tree:quick",
-            "-n",
-            "2",
-            "--db",
-            db.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let runs = doc["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
-    for r in runs {
-        assert_eq!(r["status"], "ok", "{r}");
+    let doc = two_runs("ntfs", &["tree:quick"]);
+    for r in doc["runs"].as_array().unwrap() {
         assert_eq!(r["fsck"]["clean"], true, "{r}");
-        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
         assert!(
             r["mount_options"].as_str().unwrap().contains("allow_other"),
             "{r}"
@@ -107,8 +108,6 @@ fn ntfs_runs_through_its_fuse_daemon() {
             .unwrap()
             .contains("mkntfs -F -Q -q /dev/loop")
     );
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
 }
 
 /// zfs through zfs-fuse runs for real: a daemon and pool per run with the configuration's
@@ -119,31 +118,12 @@ fn zfs_runs_through_zfs_fuse() {
     if !can_run_zfs("zfs") {
         return;
     }
-    let dir = tempdir();
-    let state = tempdir();
-    let db_dir = tempdir();
-    let db = db_dir.path().join("results.db");
-    let (out, doc) = image_run_json(
-        dir.path(),
-        state.path(),
-        &[
-            "--fs",
-            "zfs:pool=ashift=12:dataset=recordsize=16k,compression=on",
-            "-w",
-            "tree:quick",
-            "-n",
-            "2",
-            "--db",
-            db.to_str().unwrap(),
-        ],
+    let doc = two_runs(
+        "zfs:pool=ashift=12:dataset=recordsize=16k,compression=on",
+        &["tree:quick", "alloc:size=8m,methods=chunk-4096"],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let runs = doc["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
-    for r in runs {
-        assert_eq!(r["status"], "ok", "{r}");
+    for r in doc["runs"].as_array().unwrap() {
         assert!(r["fsck"].is_null(), "{r}");
-        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
         let options = r["mount_options"].as_str().unwrap();
         for want in [
             "ashift=12",
@@ -152,6 +132,21 @@ fn zfs_runs_through_zfs_fuse() {
             "cachefile=none",
         ] {
             assert!(options.contains(want), "{want} missing from {options}");
+        }
+        // No FIEMAP through FUSE: said, never a count of 0.
+        for p in r["phases"].as_array().unwrap() {
+            assert!(
+                !p["figures"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f["name"] == "extents"),
+                "{p}"
+            );
+        }
+        if r["workload"].as_str().unwrap().starts_with("alloc") {
+            let notes = r["phases"][0]["notes"].to_string();
+            assert!(notes.contains("extents: unsupported"), "{notes}");
         }
     }
     let config = &doc["configurations"][0];
@@ -168,13 +163,7 @@ fn zfs_runs_through_zfs_fuse() {
         command.contains("zpool create -f -o cachefile=none -o ashift=12 -O recordsize=16k"),
         "{command}"
     );
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
-    assert!(
-        zfs_daemons().is_empty(),
-        "left running: {:?}",
-        zfs_daemons()
-    );
+    assert_no_zfs_daemon();
 }
 
 /// Properties fsbench sets itself, and mkfs=/mount= for zfs, are refused before anything runs.

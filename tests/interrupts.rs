@@ -140,11 +140,7 @@ fn ctrl_c_sigkill_and_a_dying_daemon_on_zfs() {
     assert_no_state_left(state.path());
 
     signal_cleans_up("zfs", rustix::process::Signal::INT);
-    assert!(
-        zfs_daemons().is_empty(),
-        "left running: {:?}",
-        zfs_daemons()
-    );
+    assert_no_zfs_daemon();
     let (dir, state) = (tempdir(), tempdir());
     let mut child = start_long_run(dir.path(), state.path(), "zfs");
     child.kill().unwrap();
@@ -163,11 +159,7 @@ fn ctrl_c_sigkill_and_a_dying_daemon_on_zfs() {
     }
     assert_nothing_left(dir.path());
     assert_no_state_left(state.path());
-    assert!(
-        zfs_daemons().is_empty(),
-        "left running: {:?}",
-        zfs_daemons()
-    );
+    assert_no_zfs_daemon();
 }
 
 #[test]

@@ -134,6 +134,11 @@ pub fn zfs_daemons() -> Vec<u32> {
         .collect()
 }
 
+pub fn assert_no_zfs_daemon() {
+    let left = zfs_daemons();
+    assert!(left.is_empty(), "zfs-fuse left running: {left:?}");
+}
+
 /// Whether a zfs test can run: its tools, and no zfs-fuse daemon of someone else's, which
 /// fsbench refuses to share (in CI, where nothing else runs one, the test must run).
 pub fn can_run_zfs(test: &str) -> bool {
