@@ -138,8 +138,8 @@ fn zfs_runs_through_zfs_fuse() {
             assert!(
                 !p["figures"]
                     .as_array()
-                    .unwrap()
-                    .iter()
+                    .into_iter()
+                    .flatten()
                     .any(|f| f["name"] == "extents"),
                 "{p}"
             );
