@@ -13,8 +13,11 @@ use crate::tools;
 
 mod kernel;
 mod names;
+mod user;
 
 use names::*;
+pub(crate) use user::Slots;
+pub use user::UserDriver;
 
 /// A filesystem fsbench knows how to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -33,6 +36,8 @@ pub enum FsType {
     Bcachefs,
     Ntfs,
     Zfs,
+    /// A driver a suite file defines; its configuration carries it (drivers/user.rs).
+    User,
 }
 
 /// How one filesystem is made, checked and versioned.
@@ -293,8 +298,29 @@ pub const DRIVERS: &[Driver] = &[
     },
 ];
 
+/// What a user driver's configuration is where the table is asked (its own commands are in
+/// the configuration's [`UserDriver`]): nothing made, checked or refused by a built-in rule.
+const USER_ROW: Driver = Driver {
+    fs: FsType::User,
+    name: "user",
+    mkfs: None,
+    mkfs_force: &[],
+    mkfs_defaults: &[],
+    fsck: None,
+    fsck_version_flag: "",
+    version_flag: "",
+    package: "",
+    min_size: 0,
+    names: &NO_NAMES,
+    kernel_option: "",
+    fuse_daemon: None,
+};
+
 impl FsType {
     pub fn driver(self) -> &'static Driver {
+        if self == FsType::User {
+            return &USER_ROW;
+        }
         DRIVERS
             .iter()
             .find(|d| d.fs == self)

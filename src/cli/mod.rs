@@ -340,7 +340,7 @@ impl RunArgs {
             suite.configs = self
                 .fs
                 .iter()
-                .map(|f| FsConfig::parse_cli(f))
+                .map(|f| FsConfig::parse_cli_with(f, &suite.drivers))
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()

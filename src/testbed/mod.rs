@@ -282,6 +282,7 @@ impl Target {
             copied: None,
             scheduler: None,
             zfs: None,
+            user: None,
         };
         let Some(fs) = config.fs else {
             let entry = mounts::mount_containing(&run_dir);
@@ -333,8 +334,13 @@ impl Target {
                 }
             })
         };
-        if let (FsType::Zfs, Some(dev)) = (fs, &device) {
-            self.make_pool(&mut fresh, config, dev)?;
+        let made = match (&config.driver, fs, &device) {
+            (Some(driver), _, Some(dev)) => Some(fresh.make_user(driver, config, tools, dev)),
+            (None, FsType::Zfs, Some(dev)) => Some(self.make_pool(&mut fresh, config, dev)),
+            _ => None,
+        };
+        if let Some(made) = made {
+            made?;
             fresh.loop_info = fresh
                 .loop_device
                 .as_deref()

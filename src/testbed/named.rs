@@ -301,7 +301,15 @@ pub(crate) fn check<'a>(
     for config in configs {
         let Some(fs) = config.fs else { continue };
         let table = fs.driver().names;
-        let mut named = if fs == FsType::Zfs {
+        let mut named = if config.driver.is_some() {
+            // A user driver's mkfs words mean nothing fsbench knows: each that is a block
+            // device (or a file) is checked as a device argument would be.
+            config
+                .mkfs
+                .iter()
+                .map(|w| Named::new("a device argument", w, None))
+                .collect()
+        } else if fs == FsType::Zfs {
             // Pool properties are NAME=VALUE words (suite.rs checked them), read as mount
             // options are.
             mount_words(table, &config.mkfs.join(","))?

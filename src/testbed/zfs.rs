@@ -243,20 +243,8 @@ impl Pool {
     }
 
     fn wait_mounted(&self, mounted: bool) -> anyhow::Result<()> {
-        let start = Instant::now();
-        while mounts::mount_at(&self.mnt).is_some() != mounted {
-            if start.elapsed() > START_LIMIT {
-                anyhow::bail!(
-                    "zfs-fuse's mount of {} at {} did not {} within {} s",
-                    self.name,
-                    self.mnt.display(),
-                    if mounted { "appear" } else { "go" },
-                    START_LIMIT.as_secs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(())
+        let what = format!("zfs-fuse's mount of {}", self.name);
+        mounts::wait_for(&self.mnt, mounted, START_LIMIT, &what)
     }
 
     /// Pool properties set by the user or fsbench, then the dataset's, then the daemon's
