@@ -178,3 +178,140 @@ fn zfs_properties_fsbench_sets_are_refused() {
         fails_with(&["run", "--fs", fs, "-w", "tree:quick"], 2, want);
     }
 }
+
+/// Two user-defined drivers of a suite file: ext4 through its own commands and ntfs through
+/// ntfs-3g's FUSE command, run for real by name in `--fs`.
+const USER_DRIVERS: &str = r#"
+[[driver]]
+name = "myext4"
+package = "e2fsprogs"
+mkfs = "mkfs.ext4 -F -q {options} {device}"
+mount_type = "ext4"
+fsck = "e2fsck -f -n {device}"
+
+[[driver]]
+name = "myntfs"
+package = "ntfs-3g"
+mkfs = "mkntfs -F -Q -q {device}"
+mount = "ntfs-3g {device} {mountpoint}"
+fsck = "ntfsfix -n {device}"
+fiemap = false
+fallocate = false
+"#;
+
+#[test]
+fn user_drivers_run_for_real() {
+    if !can_run(
+        "user drivers",
+        &["mkfs.ext4", "mkntfs", "ntfs-3g", "ntfsfix"],
+    ) {
+        return;
+    }
+    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+    let suite = files.path().join("drivers.toml");
+    std::fs::write(&suite, USER_DRIVERS).unwrap();
+    let db = files.path().join("results.db");
+    let (out, doc) = image_run_json(
+        dir.path(),
+        state.path(),
+        &[
+            suite.to_str().unwrap(),
+            "--fs",
+            "myext4:mkfs=-O ^has_journal",
+            "--fs",
+            "myntfs",
+            "-w",
+            "tree:quick",
+            "-n",
+            "1",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["fsck"]["clean"], true, "{r}");
+        assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
+    }
+    let configs = doc["configurations"].as_array().unwrap();
+    let command = configs[0]["mkfs_command"].as_str().unwrap();
+    assert!(
+        command.contains("mkfs.ext4 -F -q -O ^has_journal /dev/loop"),
+        "{command}"
+    );
+    assert_eq!(configs[1]["label"], "myntfs");
+    assert_eq!(
+        configs[1]["driver"]["mount"],
+        "ntfs-3g {device} {mountpoint}"
+    );
+    let version = configs[1]["mkfs_version"].as_str().unwrap();
+    assert!(
+        version.contains("no FIEMAP, no fallocate, O_DIRECT"),
+        "{version}"
+    );
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+}
+
+/// A driver whose template lacks `{device}` or takes a built-in's name is refused before
+/// anything is made; one whose mkfs fails or whose mount never appears fails clearly and
+/// leaves nothing behind.
+#[test]
+fn bad_user_drivers_are_refused_and_leave_nothing() {
+    if !can_run("bad user drivers", &["mkfs.ext4"]) {
+        return;
+    }
+    let cases = [
+        (
+            "mkfs = \"mkfs.ext4 -F\"\nmount_type = \"ext4\"",
+            2,
+            "lacks {device}",
+        ),
+        (
+            "mkfs = \"false {device}\"\nmount_type = \"ext4\"",
+            1,
+            "false /dev/loop",
+        ),
+        (
+            "mkfs = \"mkfs.ext4 -F -q {device}\"\nmount = \"true {device} {mountpoint}\"",
+            1,
+            "mounted nothing",
+        ),
+    ];
+    for (driver, code, want) in cases {
+        let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+        let suite = files.path().join("bad.toml");
+        std::fs::write(&suite, format!("[[driver]]\nname = \"bad\"\n{driver}\n")).unwrap();
+        let out = run(fsbench(state.path())
+            .args([
+                "run",
+                "-q",
+                suite.to_str().unwrap(),
+                "--fs",
+                "bad",
+                "-w",
+                "tree:quick",
+            ])
+            .args(["-n", "1", "--image-dir"])
+            .arg(dir.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{driver}: {err}");
+        assert!(err.contains(want), "{driver}: `{want}` missing from {err}");
+        assert_nothing_left(dir.path());
+        assert_no_state_left(state.path());
+    }
+    let state = tempdir();
+    let files = tempdir();
+    let suite = files.path().join("clash.toml");
+    std::fs::write(
+        &suite,
+        "[[driver]]\nname = \"ext4\"\nmkfs = \"m {device}\"\nmount_type = \"ext4\"\n",
+    )
+    .unwrap();
+    let out = run(fsbench(state.path()).args(["run", suite.to_str().unwrap(), "--fs", "ext4"]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("built-in"));
+}
