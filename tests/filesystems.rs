@@ -195,6 +195,7 @@ package = "ntfs-3g"
 mkfs = "mkntfs -F -Q -q {device}"
 mount = "ntfs-3g {device} {mountpoint}"
 fsck = "ntfsfix -n {device}"
+unmount = "fusermount -u {mountpoint}"
 fiemap = false
 fallocate = false
 "#;

@@ -60,6 +60,35 @@ fn zfs_takes_pool_and_dataset_properties() {
 }
 
 #[test]
+fn user_drivers_are_found_by_name_and_kept_with_their_configuration() {
+    let text = r#"
+        [[driver]]
+        name = "myext4"
+        mkfs = "mkfs.ext4 -F -q {options} {device}"
+        mount_type = "ext4"
+        [[config]]
+        fs = "myext4"
+        mkfs = "-O ^has_journal"
+    "#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let suite = Suite::from_file(&path).unwrap();
+    let config = &suite.configs[0];
+    assert_eq!(config.fs, Some(FsType::User));
+    assert_eq!(config.label, "myext4 -O ^has_journal");
+    assert_eq!(config.driver.as_ref().unwrap().name, "myext4");
+    // Saved with the results and read back without the suite file.
+    let again: FsConfig = serde_json::from_str(&serde_json::to_string(config).unwrap()).unwrap();
+    assert_eq!(&again, config);
+    let cli = FsConfig::parse_cli_with("myext4:mount=noatime", &suite.drivers).unwrap();
+    assert_eq!(cli[0].label, "myext4 -o noatime");
+    let err = FsConfig::parse_cli_with("other", &suite.drivers).unwrap_err();
+    assert!(err.to_string().contains("drivers myext4"), "{err}");
+    assert!(FsConfig::parse_cli("user").is_err());
+}
+
+#[test]
 fn rejects_bad_configs() {
     assert!(FsConfig::parse_cli("ufs").is_err());
     assert!(FsConfig::parse_cli("ext4:bogus=1").is_err());
