@@ -5,7 +5,7 @@ thread and per process), starting every phase together, on tmpfs (/dev/shm), whe
 filesystem is as fast as it gets and any bottleneck of fsbench's own process shows.
 
 N runs over 1, 2, 4, ... up to the machine's cores, plus the counts in EXTRA (or the first
-argument), e.g. `EXTRA=8,16` to oversubscribe a small machine. Per N, ROUNDS rounds alternate
+argument), e.g. `EXTRA=8,16` to oversubscribe a small machine; COUNTS=4,8 runs those alone. Per N, ROUNDS rounds alternate
 which program goes first. Prints, per phase and N, fsbench's rate as a fraction of the
 processes' from the median times (and from the best times: interference only adds time).
 Target: >= 0.95 in every phase at every count, up to 16 threads.
@@ -13,6 +13,11 @@ Target: >= 0.95 in every phase at every count, up to 16 threads.
 TREE=DIRS,FILES,SIZE,LEVELS sets each thread's tree (default 30,2,1,3: 27,931 directories
 and 55,862 files of 4 KiB, about 300 MB of tmpfs per thread, so that the directory phases
 last long enough to measure); the workload runs with `stat`, so a file-stat phase too.
+
+PREBUILT=1 uses target/release/fsbench and bench/fdtree_c as they are (built elsewhere, e.g.
+for a machine with no compiler: `cargo build --release` and
+`cc -O2 -o bench/fdtree_c bench/fdtree.c` here, then carry both). SCRATCH names the tmpfs
+directory to work in (default /dev/shm).
 """
 import json
 import os
@@ -26,7 +31,7 @@ from common import settle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
-FSBENCH = os.path.join(ROOT, "target/release/fsbench")
+FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
 C_BIN = os.path.join(ROOT, "bench/fdtree_c")
 TREE = [int(v) for v in os.environ.get("TREE", "30,2,1,3").split(",")]
 PHASES = ["dir-create", "file-create", "file-stat", "file-remove", "dir-remove"]
@@ -36,6 +41,8 @@ def counts():
     """1, 2, 4, ... up to the cores, and the extra counts asked for."""
     cores = os.cpu_count() or 1
     found = {1 << i for i in range(cores.bit_length()) if 1 << i <= cores} | {cores}
+    if os.environ.get("COUNTS"):
+        return sorted({int(n) for n in os.environ["COUNTS"].split(",") if n})
     extra = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("EXTRA", "")
     found |= {int(n) for n in extra.split(",") if n}
     return sorted(found)
@@ -60,11 +67,12 @@ def run_fsbench(n, work, db):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    subprocess.run(["cc", "-O2", "-Wall", "-o", C_BIN, os.path.join(ROOT, "bench/fdtree.c")], check=True)
+    if os.environ.get("PREBUILT") != "1":
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+        subprocess.run(["cc", "-O2", "-Wall", "-o", C_BIN, os.path.join(ROOT, "bench/fdtree.c")], check=True)
     threads = counts()
     times = defaultdict(list)
-    with tempfile.TemporaryDirectory(prefix="fsbench-scaling.", dir="/dev/shm") as work:
+    with tempfile.TemporaryDirectory(prefix="fsbench-scaling.", dir=os.environ.get("SCRATCH", "/dev/shm")) as work:
         db = os.path.join(work, "results.db")
         tree_dir = os.path.join(work, "trees")
         os.mkdir(tree_dir)

@@ -156,6 +156,10 @@ fn default_max_cv() -> f64 {
     10.0
 }
 
+/// How long the default suite (no workload, no suite file, no --runs) starts new rounds of
+/// `--runs auto`.
+pub const DEFAULT_MAX_SECS: f64 = 180.0;
+
 /// The purpose of the default suite, stated as the article asks.
 pub const DEFAULT_PURPOSE: &str = "Quick look at metadata performance (fdtree trees of small \
      files) of the filesystems installed here, each freshly made for every run.";

@@ -66,11 +66,11 @@ pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<
             };
             written.with_context(|| format!("cannot write {}", output.display()))?;
             let (entries, bytes, _) = shape.totals();
-            eprintln!(
+            super::console::say(&format!(
                 "fsbench: wrote {} ({entries} entries, {} bytes of file data)",
                 output.display(),
                 bytes
-            );
+            ));
             Ok(())
         }
         ArchiveCommand::Extract {
@@ -125,7 +125,7 @@ pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<
                     &mut console,
                 )?;
                 let m = &record.measurement;
-                eprintln!(
+                super::console::say(&format!(
                     "fsbench: {}: {} entries in {:.3} s: {:.1} entries/s, {:.1} MiB/s{}",
                     record.name,
                     m.ops,
@@ -135,9 +135,9 @@ pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<
                     m.failure_summary()
                         .map(|f| format!("; INCOMPLETE TREE: {f}"))
                         .unwrap_or_default()
-                );
+                ));
                 for f in &m.failures {
-                    eprintln!("fsbench:   {f}");
+                    super::console::say(&format!("fsbench:   {f}"));
                 }
                 records.push(record);
             }

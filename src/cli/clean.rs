@@ -9,10 +9,10 @@ use crate::testbed::scratch;
 pub(super) fn clean() -> anyhow::Result<ExitCode> {
     let report = crate::testbed::clean::clean_stale();
     if report.done.is_empty() && report.left.is_empty() {
-        eprintln!(
+        super::console::say(&format!(
             "fsbench: nothing to clean in {}",
             scratch::state_dir().display()
-        );
+        ));
     }
     for a in &report.done {
         write_stdout(&format!("{a}\n"))?;
@@ -21,13 +21,13 @@ pub(super) fn clean() -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for why in &report.left {
-        eprintln!("fsbench: left: {why}");
+        super::console::say(&format!("fsbench: left: {why}"));
     }
-    eprintln!(
+    super::console::say(&format!(
         "fsbench: clean left {} thing(s) it could not verify as fsbench's or undo (above) and \
          cleaned the rest; a kept state file goes once what it names is dealt with (or by \
          hand, if that is nothing of fsbench's)",
         report.left.len()
-    );
+    ));
     Ok(ExitCode::FAILURE)
 }

@@ -8,6 +8,16 @@ use crate::progress::{LineNames, PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
 use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan};
 
+/// `text` on stderr, wrapped at words to the terminal's width with the lines it continues
+/// on indented, so that no word breaks in two; as one line where stderr is no terminal.
+pub(crate) fn say(text: &str) {
+    let width = rustix::termios::tcgetwinsize(std::io::stderr())
+        .ok()
+        .map(|w| w.ws_col)
+        .filter(|w| *w >= 40);
+    eprint!("{}", crate::report::fit::wrap(text, width, 0, 4));
+}
+
 /// Prints a run's events on stderr; draws progress bars when `bars` (and stderr is a terminal).
 pub(crate) struct Console {
     bars: bool,
@@ -69,7 +79,7 @@ impl Observer for Console {
         self.workloads = (plan.result.suite.workloads.iter())
             .map(|w| w.label())
             .collect();
-        eprintln!(
+        say(&format!(
             "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
             plan.result.suite.display_name(&labels),
             plan.configurations,
@@ -81,12 +91,12 @@ impl Observer for Console {
             } else {
                 format!("; {} of {planned} runs already done", plan.already_done)
             }
-        );
+        ));
         // Said once the suite is known to be valid, so it never comes before an input error.
         if plan.result.suite.purpose.is_empty() {
-            eprintln!(
+            say(
                 "fsbench: no purpose stated; say why you run this benchmark with --purpose \
-                 (a result without one is hard to judge later)"
+                 (a result without one is hard to judge later)",
             );
         }
         Ok(())
@@ -97,7 +107,7 @@ impl Observer for Console {
     }
 
     fn config_skipped(&mut self, s: &Skipped) {
-        eprintln!("fsbench: skipping {}: {}", s.label, s.reason);
+        say(&format!("fsbench: skipping {}: {}", s.label, s.reason));
     }
 
     fn phase_started(&mut self, start: &PhaseStart) {
@@ -122,7 +132,7 @@ impl Observer for Console {
     }
 
     fn preparation_started(&mut self, start: &PreparationStart) {
-        eprintln!("fsbench: {}: {}", start.label, start.what);
+        say(&format!("fsbench: {}: {}", start.label, start.what));
         if self.bars {
             let names = LineNames {
                 phase: "preparing (MiB written)",
@@ -143,7 +153,10 @@ impl Observer for Console {
             bar.finish();
         }
         if let Some(prep) = prep {
-            eprintln!("fsbench: {label}: {}", crate::report::aging::summary(prep));
+            say(&format!(
+                "fsbench: {label}: {}",
+                crate::report::aging::summary(prep)
+            ));
         }
     }
 
@@ -156,7 +169,7 @@ impl Observer for Console {
             .iter()
             .flat_map(|p| p.notes.iter().map(move |n| (p, n)))
         {
-            eprintln!("fsbench: {label} {}: {note}", p.name);
+            say(&format!("fsbench: {label} {}: {note}", p.name));
         }
     }
 
@@ -196,17 +209,17 @@ impl Observer for Console {
                 if f.clean { "clean" } else { "NOT CLEAN" }
             ));
         }
-        eprintln!(
+        say(&format!(
             "fsbench: run {} · {} · {}: {}",
             r.run,
             r.config,
             r.workload,
             parts.join(", ")
-        );
+        ));
         Ok(())
     }
 
     fn diagnostic(&mut self, diagnostic: &Diagnostic) {
-        eprintln!("fsbench: {diagnostic}");
+        say(&format!("fsbench: {diagnostic}"));
     }
 }

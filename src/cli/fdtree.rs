@@ -187,11 +187,11 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
             &mut console,
         )
         .inspect_err(|_| {
-            eprintln!(
+            super::console::say(&format!(
                 "fsbench: the partial tree is left at {}; remove it with `fsbench fdtree -R -o {}`",
                 shown.display(),
                 args.dir.display()
-            );
+            ));
         })?;
         // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
         let tout = tin + record.measurement.elapsed_secs();
@@ -212,19 +212,19 @@ pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
             }
         }
         for (errno, n) in &record.measurement.errors {
-            eprintln!(
+            super::console::say(&format!(
                 "fsbench: {}: {n} failed calls ({errno})",
                 workload.phases()[index].name
-            );
+            ));
             failed_calls += n;
         }
     }
     if create && !remove {
-        eprintln!(
+        super::console::say(&format!(
             "fsbench: tree left at {}; remove it with `fsbench fdtree -R -o {}`",
             shown.display(),
             args.dir.display()
-        );
+        ));
     }
     if failed_calls > 0 {
         return Err(FsbenchError::Failed(format!(

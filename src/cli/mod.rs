@@ -29,7 +29,7 @@ use crate::runner::{
 };
 use crate::stats::compare::{self, Column};
 use crate::store::Store;
-use crate::suite::{DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
+use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
 use crate::testbed::{TargetSpec, default_image_dir, scratch};
 use crate::tools;
 use crate::units::parse_size;
@@ -378,6 +378,14 @@ impl RunArgs {
         if suite.workloads.is_empty() {
             suite.workloads = Suite::default_workloads();
         }
+        // The default run answers its question in about three minutes: rounds until the
+        // figures are precise enough, or until the time is up (see the README).
+        if default_suite && self.runs.is_none() {
+            suite.set_auto_runs(AutoRuns {
+                max_secs: Some(DEFAULT_MAX_SECS),
+                ..AutoRuns::default()
+            });
+        }
         auto_runs::apply(
             &mut suite,
             self.runs,
@@ -469,10 +477,10 @@ impl RunArgs {
         // directory here instead, and says so. An explicit request for mkfs fails instead.
         if !tools::is_root() && suite.target.makes_filesystems() {
             if self.suite.is_none() && !explicit_target && self.fs.is_empty() {
-                eprintln!(
+                console::say(
                     "fsbench: not root, so no filesystems can be made (mkfs, mount and loop \
                      devices need root) and caches cannot be dropped; running on a fresh \
-                     directory under the current directory instead"
+                     directory under the current directory instead",
                 );
                 suite.target = TargetSpec::Dir {
                     path: PathBuf::from("."),
@@ -573,7 +581,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => die_by_sigpipe(),
         Err(e) => {
-            eprintln!("fsbench: error: {e:#}");
+            console::say(&format!("fsbench: error: {e:#}"));
             let code = e
                 .chain()
                 .find_map(|c| c.downcast_ref::<FsbenchError>())

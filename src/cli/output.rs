@@ -25,7 +25,7 @@ pub(super) fn print_result(
             report::table::render_conclusions(&mut answer, result, &view);
             write_stdout(&format!(
                 "{}{}{answer}",
-                report::ffsb::render(result),
+                report::ffsb::render(result, view.width),
                 report::table::render(result, &view)
             ))
         }

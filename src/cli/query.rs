@@ -61,9 +61,10 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     let stack_warnings = crate::report::stack::compare_warnings(&suites, &columns);
     match args.output_format {
         OutputFormat::Table => {
-            let mut text = report::compare::render(&columns, &comparison);
+            let width = report::fit::View::terminal(false).width;
+            let mut text = report::compare::render(&columns, &comparison, width);
             for w in &stack_warnings {
-                text.push_str(&format!("! {w}\n"));
+                text.push_str(&report::fit::wrap(&format!("! {w}"), width, 0, 2));
             }
             write_stdout(&text)?
         }
@@ -94,32 +95,8 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open(db)?;
     match command {
         Command::List { limit } => {
-            let mut t = comfy_table::Table::new();
-            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
-            t.set_header([
-                "ID",
-                "Started",
-                "Name",
-                "Filesystems",
-                "Workloads",
-                "Runs",
-                "Status",
-            ]);
-            for s in store.list(*limit)? {
-                t.add_row(vec![
-                    s.id.to_string(),
-                    // To the minute, as a person reads it: 2026-11-23 06:00.
-                    s.started_at.replace('T', " ").chars().take(16).collect(),
-                    s.name,
-                    s.configurations.join(", "),
-                    s.workloads.join(", "),
-                    format!("{}/{}", s.runs_done, s.runs_planned),
-                    s.status,
-                ]);
-            }
-            // Wrapped to the terminal's width; a pipe gets the full lines.
-            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-            write_stdout(&format!("{t}\n"))?;
+            let width = report::fit::View::terminal(false).width;
+            write_stdout(&list_text(&store.list(*limit)?, width))?;
         }
         Command::Show {
             id,
@@ -140,18 +117,19 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                 Placing::Significance
             };
             let ranking = rank(&suites, columns, placing);
+            let width = report::fit::View::terminal(false).width;
             let mut text = String::new();
             if *per_workload {
                 for workload in ranking.workloads() {
                     let family = ranking.of_workload(workload);
                     text.push_str(&format!(
                         "== {workload} ==\n{}\n",
-                        report::rank::render(&family)
+                        report::rank::render(&family, width)
                     ));
                 }
                 text.push_str("== All workloads ==\n");
             }
-            text.push_str(&report::rank::render(&ranking));
+            text.push_str(&report::rank::render(&ranking, width));
             write_stdout(&text)?;
         }
         Command::Export { id, format, output } => {
@@ -163,7 +141,10 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             let html = report::html::render(&suites, &columns, args.noise);
             write_output(Some(&args.output), &html)?;
             if args.output != Path::new("-") {
-                eprintln!("fsbench: report written to {}", args.output.display());
+                super::console::say(&format!(
+                    "fsbench: report written to {}",
+                    args.output.display()
+                ));
             }
         }
         Command::Run(_)
@@ -175,4 +156,57 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The suites as a table; on a terminal too narrow for it, one block per suite whose lists
+/// wrap between their items, never inside a name.
+pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16>) -> String {
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header([
+        "ID",
+        "Started",
+        "Name",
+        "Filesystems",
+        "Workloads",
+        "Runs",
+        "Status",
+    ]);
+    // To the minute, as a person reads it: 2026-11-23 06:00.
+    let started = |s: &crate::store::SuiteListing| -> String {
+        s.started_at.replace('T', " ").chars().take(16).collect()
+    };
+    for s in suites {
+        t.add_row(vec![
+            s.id.to_string(),
+            started(s),
+            s.name.clone(),
+            s.configurations.join(", "),
+            s.workloads.join(", "),
+            format!("{}/{}", s.runs_done, s.runs_planned),
+            s.status.clone(),
+        ]);
+    }
+    let Some(width) = width.filter(|w| report::fit::rendered_width(&t) > usize::from(*w)) else {
+        return format!("{t}\n");
+    };
+    let mut out = String::new();
+    for s in suites {
+        let head = format!(
+            "#{} {} · {} · {}/{} runs · {}",
+            s.id,
+            started(s),
+            s.status,
+            s.runs_done,
+            s.runs_planned,
+            s.name
+        );
+        out.push_str(&report::fit::wrap(&head, Some(width), 0, 4));
+        for items in [&s.configurations, &s.workloads] {
+            // Non-breaking spaces inside an item keep it whole when the line wraps.
+            let joined: Vec<String> = items.iter().map(|i| i.replace(' ', "\u{a0}")).collect();
+            out.push_str(&report::fit::wrap(&joined.join(", "), Some(width), 4, 6));
+        }
+    }
+    out
 }

@@ -35,10 +35,10 @@ impl Observer for DbSink {
             None => self.store.begin_suite(plan.result, &self.command)?,
         };
         self.id = Some(id);
-        eprintln!(
+        super::console::say(&format!(
             "fsbench: suite ID {id}, saved run by run in {} (if interrupted: fsbench run --resume {id})",
             self.store.path().display()
-        );
+        ));
         Ok(())
     }
 
@@ -50,10 +50,10 @@ impl Observer for DbSink {
     fn suite_finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
         let id = self.id.expect("started before finishing");
         self.store.finish_suite(id, result)?;
-        eprintln!(
+        super::console::say(&format!(
             "fsbench: suite ID {id} {}; see it again with `fsbench show {id}`",
             result.status
-        );
+        ));
         Ok(())
     }
 }
@@ -81,9 +81,9 @@ pub(super) fn ffsb(
         params.validate()?;
     }
     if let Some(location) = &params.fileset.location {
-        eprintln!(
+        super::console::say(&format!(
             "fsbench: ffsb: location={location} is not used: every run gets a fresh filesystem on the target (--dir runs in an existing directory)"
-        );
+        ));
     }
     let mut suite = run_args.suite()?;
     if run_args.purpose.is_none() {

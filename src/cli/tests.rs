@@ -25,3 +25,61 @@ fn every_argument_has_help() {
     check(&Cli::command(), "fsbench", &mut missing);
     assert!(missing.is_empty(), "without help: {missing:?}");
 }
+
+/// The default run (no workload, no suite file, no --runs) rounds until its figures are
+/// precise or three minutes have passed; anything the user chose stays as chosen.
+#[test]
+fn the_default_run_has_auto_runs_with_a_time_cap() {
+    use crate::suite::{AutoRuns, DEFAULT_MAX_SECS};
+    use clap::Parser;
+    let auto = |args: &[&str]| -> Option<AutoRuns> {
+        let argv = ["fsbench", "run", "--dir", "/tmp"].iter().chain(args);
+        let Cli {
+            command: super::Command::Run(run),
+            ..
+        } = Cli::try_parse_from(argv).expect("parses")
+        else {
+            unreachable!("a run")
+        };
+        run.suite().expect("a suite").auto_runs
+    };
+    assert_eq!(auto(&[]).and_then(|a| a.max_secs), Some(DEFAULT_MAX_SECS));
+    assert_eq!(
+        auto(&["--max-time", "60s"]).and_then(|a| a.max_secs),
+        Some(60.0)
+    );
+    assert_eq!(auto(&["--runs", "4"]), None);
+    assert_eq!(auto(&["-w", "tree:quick"]), None);
+}
+
+/// `list` on a narrow terminal: blocks whose lines fit and never break inside a label.
+#[test]
+fn list_fits_80_columns_without_breaking_a_name() {
+    let suite = crate::store::SuiteListing {
+        id: 12,
+        started_at: "2026-11-23T06:00:12Z".into(),
+        name: "a suite with a rather long name".into(),
+        status: "completed".into(),
+        configurations: ["ext4", "xfs:mkfs=-m crc=1", "btrfs", "tmpfs (existing dir)"]
+            .map(String::from)
+            .to_vec(),
+        workloads: [
+            "tree:quick",
+            "archive:small",
+            "iozone:quick",
+            "ffsb-large-write",
+        ]
+        .map(String::from)
+        .to_vec(),
+        runs_done: 9,
+        runs_planned: 48,
+    };
+    let text = super::query::list_text(std::slice::from_ref(&suite), Some(40));
+    assert!(text.lines().all(|l| l.chars().count() <= 40), "{text}");
+    for name in suite.configurations.iter().chain(&suite.workloads) {
+        let whole = name.replace(' ', "\u{a0}");
+        assert!(text.contains(&whole), "`{name}` broken: {text}");
+    }
+    // A pipe gets the table.
+    assert!(super::query::list_text(&[suite], None).contains('┆'));
+}

@@ -82,22 +82,35 @@ pub fn line(c: &Conclusion) -> String {
     let mut parts = Vec::new();
     match leaders.as_slice() {
         [] if decided > 0 => parts.push(format!(
-            "no difference larger than {largest:.0}% found{}",
+            "{}{}",
+            // Beyond 100% the bound is a factor, and a percentage would read as a finding.
+            if largest > 100.0 {
+                format!(
+                    "undecided: the runs vary too much to tell (differences up to {:.0} × \
+                     not excluded)",
+                    1.0 + largest / 100.0
+                )
+            } else {
+                format!("no difference larger than {largest:.0}% found")
+            },
             match c.runs_to_resolve {
                 Some(n) => format!("; about {n} runs each would resolve {RESOLUTION_PERCENT}%"),
                 None => String::new(),
             }
         )),
         [] => {}
-        [(configs, phases, f)] if configs.len() == 1 => parts.push(format!(
-            "{} is fastest overall (ahead in {} of {decided} phases{})",
-            configs[0],
-            phases.len(),
-            match factors(f).as_str() {
-                "" => String::new(),
-                range => format!(", {range}"),
-            }
-        )),
+        // "Overall" only where it leads in most phases; else the phases are named.
+        [(configs, phases, f)] if configs.len() == 1 && phases.len() * 2 > decided => {
+            parts.push(format!(
+                "{} is fastest overall (ahead in {} of {decided} phases{})",
+                configs[0],
+                phases.len(),
+                match factors(f).as_str() {
+                    "" => String::new(),
+                    range => format!(", {range}"),
+                }
+            ))
+        }
         _ => {
             let each: Vec<String> = (leaders.iter())
                 .map(|(configs, phases, f)| {
@@ -207,6 +220,33 @@ mod tests {
             line(&c),
             "tree:quick (5 runs each) — xfs leads in dir-create (1.5 ×); ext4 and btrfs \
              share the lead in file-create (1.1 ×); file-remove undecided"
+        );
+    }
+
+    #[test]
+    fn a_leader_in_few_phases_is_not_fastest_overall_and_noise_is_not_a_finding() {
+        let open = |largest| Outcome::Open {
+            largest,
+            runs_needed: Some(197),
+        };
+        let c = conclusion(
+            vec![
+                ("dir-create", leads(&["xfs"], 1.5)),
+                ("file-create", open(40.0)),
+                ("file-remove", open(40.0)),
+            ],
+            Some(197),
+        );
+        assert_eq!(
+            line(&c),
+            "tree:quick (5 runs each) — xfs leads in dir-create (1.5 ×); file-create and \
+             file-remove undecided"
+        );
+        let c = conclusion(vec![("file-create", open(2439.0))], Some(197));
+        assert_eq!(
+            line(&c),
+            "tree:quick (5 runs each) — undecided: the runs vary too much to tell \
+             (differences up to 25 × not excluded); about 197 runs each would resolve 3%"
         );
     }
 

@@ -3,6 +3,7 @@
 //! [`crate::stats::compare`]).
 
 use super::figure;
+use super::fit::{fit, rendered_width, wrap};
 use crate::stats::compare::{Answer, Cell, Column, Comparison, Verdict};
 use crate::stats::difference::TestMethod;
 
@@ -51,8 +52,10 @@ pub fn corrections_text(comparison: &Comparison) -> String {
     }
 }
 
-/// The comparison as a terminal table, then the one-line answers.
-pub fn render(columns: &[Column], comparison: &Comparison) -> String {
+/// The comparison as a terminal table, then the one-line answers. With a terminal's
+/// `width`, a table wider than it becomes one row per phase and configuration, and the text
+/// wraps at words; without one (a pipe, a file), the full layout.
+pub fn render(columns: &[Column], comparison: &Comparison, width: Option<u16>) -> String {
     use comfy_table::{CellAlignment, Table, presets};
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
@@ -75,12 +78,85 @@ pub fn render(columns: &[Column], comparison: &Comparison) -> String {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
+    let table = match width {
+        Some(w) if rendered_width(&t) > usize::from(w) => narrow_table(columns, comparison, w),
+        _ => t,
+    };
+    let answers = answers_text(columns, comparison)
+        .lines()
+        .map(|l| wrap(l.trim_start(), width, l.len() - l.trim_start().len(), 6))
+        .collect::<String>();
     format!(
-        "{}\n{t}\n{}\n{}",
-        legend(comparison, &columns[comparison.baseline].name(columns)),
-        corrections_text(comparison),
-        answers_text(columns, comparison)
+        "{}{table}\n{}{answers}",
+        wrap(
+            &legend(comparison, &columns[comparison.baseline].name(columns)),
+            width,
+            0,
+            0
+        ),
+        wrap(&corrections_text(comparison), width, 0, 2),
     )
+}
+
+/// The comparison for a narrow terminal: per figure, one row per configuration with its
+/// mean ± σ, difference to the baseline and verdict (the CI of the mean is left to the
+/// full layout), wrapped to `width` where even that is too wide.
+fn narrow_table(columns: &[Column], comparison: &Comparison, width: u16) -> comfy_table::Table {
+    use comfy_table::{Table, presets};
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED);
+    t.set_header([
+        "Phase, figure",
+        "Config",
+        "Mean ± σ",
+        "Difference",
+        "Verdict",
+    ]);
+    let names = names(columns);
+    // The workload is named only where there are several.
+    let workloads = comparison.rows.iter().map(|r| &r.key.workload);
+    let several = workloads
+        .clone()
+        .any(|w| Some(w) != comparison.rows.first().map(|r| &r.key.workload));
+    for r in &comparison.rows {
+        let k = &r.key;
+        for (i, cell) in r.cells.iter().enumerate() {
+            let label = if i == 0 && several {
+                format!("{}\n{}\n{}", k.workload, k.phase, k.label())
+            } else if i == 0 {
+                format!("{}\n{}", k.phase, k.label())
+            } else {
+                String::new()
+            };
+            let Some(c) = cell else {
+                t.add_row(vec![label, names[i].clone(), "-".into()]);
+                continue;
+            };
+            let mean = mean_sd(&c.summary).replace(" ± ", "\n± ");
+            let (diff, verdict) = if c.verdict == Verdict::Baseline {
+                ("baseline".to_string(), String::new())
+            } else {
+                let diff = c.diff_percent().map_or("-".into(), |(d, lo, hi)| {
+                    format!("{d:+.1}%\n[{lo:+.1}, {hi:+.1}]")
+                });
+                let p = c.p_adjusted.map_or("-".into(), p_text);
+                let verdict = match (c.verdict, c.runs_needed) {
+                    (Verdict::Undecided, Some(n)) => format!("? ~{n} runs"),
+                    (Verdict::Undecided, None) => "? many runs".into(),
+                    (v, _) => v.marker().to_string(),
+                };
+                (format!("{diff}\n{p}"), verdict)
+            };
+            t.add_row(vec![label, names[i].clone(), mean, diff, verdict]);
+        }
+    }
+    for i in [2, 3] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    fit(&mut t, Some(width));
+    t
 }
 
 /// The one-line answers, one per phase and compared configuration, under a heading.
@@ -165,13 +241,18 @@ fn runs_needed_text(n: Option<usize>) -> String {
     }
 }
 
+/// `mean ± σ`, or the mean alone from one run.
+fn mean_sd(s: &crate::stats::Summary) -> String {
+    match s.stddev {
+        Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
+        None => figure(s.mean),
+    }
+}
+
 /// A cell as text: mean ± σ and the CI, then difference, p-value and verdict.
 pub fn cell_text(c: &Cell) -> String {
     let s = &c.summary;
-    let mut text = match s.stddev {
-        Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
-        None => figure(s.mean),
-    };
+    let mut text = mean_sd(s);
     if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
         text.push_str(&format!("\n[{} – {}]", figure(lo), figure(hi)));
     }

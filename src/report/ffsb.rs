@@ -49,7 +49,7 @@ fn printsize(bytes: f64) -> String {
 }
 
 /// The report for every FFSB workload and configuration of `r`.
-pub fn render(r: &SuiteResult) -> String {
+pub fn render(r: &SuiteResult, width: Option<u16>) -> String {
     let mut out = String::new();
     for spec in &r.suite.workloads {
         let WorkloadSpec::Ffsb(params) = spec else {
@@ -90,7 +90,7 @@ pub fn render(r: &SuiteResult) -> String {
             for (title, dims) in &blocks {
                 let get = |metric: &str| mean(metric, dims).map(|(m, _)| m);
                 let _ = writeln!(out, "{title}\n===============");
-                out.push_str(&op_table(&get));
+                out.push_str(&op_table(&get, width.is_some_and(|w| w < FFSB_WIDTH)));
                 out.push('\n');
             }
             if let (Some(user), Some(system)) = (
@@ -106,11 +106,21 @@ pub fn render(r: &SuiteResult) -> String {
     out
 }
 
-/// One block of FFSB's results: the operation table, transactions per second, throughput.
-fn op_table(get: &dyn Fn(&str) -> Option<f64>) -> String {
+/// How wide FFSB's operation table is, its tabs expanded: a terminal narrower than this gets
+/// the same columns closer together.
+const FFSB_WIDTH: u16 = 96;
+
+/// One block of FFSB's results: the operation table (FFSB's layout, or the same columns
+/// closer together when `narrow`), transactions per second, throughput.
+fn op_table(get: &dyn Fn(&str) -> Option<f64>, narrow: bool) -> String {
     let mut out = String::new();
-    out.push_str("             Op Name   Transactions\t Trans/sec\t% Trans\t    % Op Weight\t   Throughput\n");
-    out.push_str("             =======   ============\t =========\t=======\t    ===========\t   ==========\n");
+    if narrow {
+        out.push_str("     Op Name   Transactions   Trans/sec  % Trans  % Op Weight  Throughput\n");
+        out.push_str("     =======   ============   =========  =======  ===========  ==========\n");
+    } else {
+        out.push_str("             Op Name   Transactions\t Trans/sec\t% Trans\t    % Op Weight\t   Throughput\n");
+        out.push_str("             =======   ============\t =========\t=======\t    ===========\t   ==========\n");
+    }
     for op in Op::ALL {
         let name = op.name();
         let Some(tx) = get(&format!("{name} transactions")) else {
@@ -120,14 +130,19 @@ fn op_table(get: &dyn Fn(&str) -> Option<f64>) -> String {
         let throughput = get(&format!("{name} op throughput")).map_or("NA".to_string(), |mib| {
             format!("{}/sec", printsize(mib * 1048576.0))
         });
-        let _ = writeln!(
-            out,
-            "{name:>20} : {:>12}\t{:>10.2}\t{:>6.3}%\t\t{:>6.3}%\t  {throughput:>11}",
-            tx.round() as u64,
-            field("tx/s"),
-            field("% trans"),
-            field("% op weight"),
-        );
+        let (tx, rate) = (tx.round() as u64, field("tx/s"));
+        let (share, weight) = (field("% trans"), field("% op weight"));
+        let _ = if narrow {
+            writeln!(
+                out,
+                "{name:>12} : {tx:>12} {rate:>11.2} {share:>7.3}% {weight:>11.3}% {throughput:>11}"
+            )
+        } else {
+            writeln!(
+                out,
+                "{name:>20} : {tx:>12}\t{rate:>10.2}\t{share:>6.3}%\t\t{weight:>6.3}%\t  {throughput:>11}"
+            )
+        };
     }
     let _ = writeln!(
         out,
@@ -168,5 +183,36 @@ mod tests {
         assert_eq!(printsize(1.5 * 1073741824.0), "1.5GB");
         assert_eq!(printsize(512.0), "512B");
         assert_eq!(printsize(2048.0), "2KB");
+    }
+
+    #[test]
+    fn a_narrow_terminal_gets_ffsbs_columns_closer_together() {
+        let get = |name: &str| match name {
+            "read transactions" => Some(2_272_952.0),
+            "read tx/s" => Some(36_740.88),
+            "read % trans" => Some(52.618),
+            "read % op weight" => Some(40.7),
+            "read op throughput" => Some(144.0),
+            "transactions/s" => Some(69_826.35),
+            _ => None,
+        };
+        let ffsb = op_table(&get, false);
+        assert!(ffsb.contains("read : ") && ffsb.contains('\t'), "{ffsb}");
+        let narrow = op_table(&get, true);
+        assert!(!narrow.contains('\t'), "{narrow}");
+        assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+        for figure in [
+            "2272952",
+            "36740.88",
+            "52.618%",
+            "40.700%",
+            "144MB/sec",
+            "69826.35",
+        ] {
+            assert!(
+                narrow.contains(figure) && ffsb.contains(figure),
+                "{figure}: {narrow}"
+            );
+        }
     }
 }

@@ -42,35 +42,41 @@ impl View {
     /// continuation lines indented under the item's start.
     pub(super) fn item(&self, level: usize, text: &str) -> String {
         let indent = 2 * level;
-        let width = self.width.map(usize::from).filter(|w| *w > indent + 20);
-        let (Style::Terminal, Some(width)) = (self.style, width) else {
-            return self.style.item(level, text);
+        let width = self.width.filter(|w| usize::from(*w) > indent + 20);
+        match (self.style, width) {
+            (Style::Terminal, Some(_)) => wrap(text, width, indent, indent + 4),
+            _ => self.style.item(level, text),
+        }
+    }
+}
+
+/// `text` wrapped at word boundaries to `width` columns, each of its lines (paragraphs) on
+/// its own: the first line of each indented by `indent` spaces, the lines it continues on by
+/// `hang`. Without a width, each paragraph stays one line (a pipe, a file). Ends in a newline.
+pub(crate) fn wrap(text: &str, width: Option<u16>, indent: usize, hang: usize) -> String {
+    let mut out = String::new();
+    for paragraph in text.lines() {
+        let Some(width) = width.map(usize::from) else {
+            out.push_str(&format!("{}{paragraph}\n", " ".repeat(indent)));
+            continue;
         };
-        let mut lines: Vec<String> = Vec::new();
         let mut line = String::new();
-        for word in text.split(' ') {
-            let prefix = if lines.is_empty() { indent } else { indent + 4 };
+        let mut prefix = indent;
+        for word in paragraph.split(' ') {
             if !line.is_empty() && prefix + line.chars().count() + 1 + word.chars().count() > width
             {
-                lines.push(std::mem::take(&mut line));
+                out.push_str(&format!("{}{line}\n", " ".repeat(prefix)));
+                line.clear();
+                prefix = hang;
             }
             if !line.is_empty() {
                 line.push(' ');
             }
             line.push_str(word);
         }
-        lines.push(line);
-        lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                format!(
-                    "{}{l}\n",
-                    " ".repeat(if i == 0 { indent } else { indent + 4 })
-                )
-            })
-            .collect()
+        out.push_str(&format!("{}{line}\n", " ".repeat(prefix)));
     }
+    out
 }
 
 /// The widest line of a rendered table, in characters.

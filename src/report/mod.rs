@@ -14,6 +14,7 @@ pub mod iozone;
 pub mod json;
 mod kept_output;
 pub mod matrix;
+mod notes;
 pub mod rank;
 mod ranks;
 pub mod stack;

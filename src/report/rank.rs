@@ -5,60 +5,78 @@ use comfy_table::{CellAlignment, Table, presets};
 
 use super::compare::p_text;
 use super::figure;
+use super::fit::{fit, rendered_width, wrap};
 use crate::stats::rank::{Placing, Ranking};
 
-pub fn render(r: &Ranking) -> String {
+/// The ranking as text. With a terminal's `width`, a table wider than it becomes one row per
+/// discipline and configuration, and the text wraps at words; without one, the full layout.
+pub fn render(r: &Ranking, width: Option<u16>) -> String {
+    let places: Vec<Vec<String>> = r
+        .disciplines
+        .iter()
+        .map(|d| {
+            (d.entries.iter())
+                .map(|e| {
+                    e.map_or("-".into(), |(_, place, _)| {
+                        // A shared place shows the places it spans: its average is `place`.
+                        let sharing = d.entries.iter().flatten().filter(|o| o.1 == place).count();
+                        let span = (sharing as f64 - 1.0) / 2.0;
+                        if sharing > 1 {
+                            format!("{}–{}", num(place - span), num(place + span))
+                        } else {
+                            num(place)
+                        }
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let significant: Vec<String> = r
+        .disciplines
+        .iter()
+        .map(|d| {
+            let pairs: Vec<String> = (d.significant.iter())
+                .map(|s| {
+                    format!(
+                        "{} > {} ({})",
+                        r.columns[s.better].config,
+                        r.columns[s.worse].config,
+                        p_text(s.p_adjusted)
+                    )
+                })
+                .collect();
+            if d.tests == 0 {
+                "no tests (fewer than 2 runs)".into()
+            } else if pairs.is_empty() {
+                format!("none of {} pairs", d.tests)
+            } else {
+                pairs.join("\n")
+            }
+        })
+        .collect();
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Discipline".to_string()];
     header.extend(r.columns.iter().map(|c| c.name(&r.columns)));
     header.push("Significant differences".into());
     t.set_header(header);
-    let num = |v: f64| {
-        if v.fract() == 0.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v:.1}")
-        }
-    };
-    for d in &r.disciplines {
+    for (i, d) in r.disciplines.iter().enumerate() {
         let k = &d.key;
         let mut row = vec![format!(
             "{} {} {} ({})",
             k.workload, k.phase, k.metric, k.unit
         )];
-        for e in &d.entries {
-            row.push(e.map_or("-".into(), |(mean, place, points)| {
-                // A shared place shows the places it spans: its average is `place`.
-                let sharing = d.entries.iter().flatten().filter(|o| o.1 == place).count();
-                let span = (sharing as f64 - 1.0) / 2.0;
-                let places = if sharing > 1 {
-                    format!("places {}–{}", num(place - span), num(place + span))
+        for (e, place) in d.entries.iter().zip(&places[i]) {
+            row.push(e.map_or("-".into(), |(mean, _, points)| {
+                let word = if place.contains('–') {
+                    "places"
                 } else {
-                    format!("place {}", num(place))
+                    "place"
                 };
-                format!("{} · {places} · {} pts", figure(mean), num(points))
+                format!("{} · {word} {place} · {} pts", figure(mean), num(points))
             }));
         }
-        let pairs: Vec<String> = d
-            .significant
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} > {} ({})",
-                    r.columns[s.better].config,
-                    r.columns[s.worse].config,
-                    p_text(s.p_adjusted)
-                )
-            })
-            .collect();
-        row.push(if d.tests == 0 {
-            "no tests (fewer than 2 runs)".into()
-        } else if pairs.is_empty() {
-            format!("none of {} pairs", d.tests)
-        } else {
-            pairs.join("\n")
-        });
+        row.push(significant[i].clone());
         t.add_row(row);
     }
     let mut total = vec!["Total points".to_string()];
@@ -69,6 +87,10 @@ pub fn render(r: &Ranking) -> String {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
+    let t = match width {
+        Some(w) if rendered_width(&t) > usize::from(w) => narrow_table(r, &places, &significant, w),
+        _ => t,
+    };
     let mut order: Vec<usize> = (0..r.columns.len()).collect();
     order.sort_by(|a, b| r.totals[*b].total_cmp(&r.totals[*a]));
     let standings: Vec<String> = order
@@ -98,10 +120,71 @@ pub fn render(r: &Ranking) -> String {
         }
     };
     format!(
-        "{how}\n{t}\n{}\n{}",
+        "{}{t}\n{}\n{}",
+        wrap(how, width, 0, 0),
         standings.join("\n"),
-        uneven_warning(r)
+        wrap(&uneven_warning(r), width, 0, 2)
     )
+}
+
+/// A number of places or points: `2`, `2.5`.
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The ranking for a narrow terminal: per discipline, one row per configuration (mean,
+/// place, points), the significant differences under the discipline's name.
+fn narrow_table(r: &Ranking, places: &[Vec<String>], significant: &[String], width: u16) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED);
+    t.set_header(["Discipline", "Config", "Mean", "Place", "Points"]);
+    for (i, d) in r.disciplines.iter().enumerate() {
+        let k = &d.key;
+        for (c, e) in d.entries.iter().enumerate() {
+            let label = if c == 0 {
+                format!(
+                    "{} {}\n{} ({})\nsignificant: {}",
+                    k.workload, k.phase, k.metric, k.unit, significant[i]
+                )
+            } else {
+                String::new()
+            };
+            let name = r.columns[c].name(&r.columns);
+            t.add_row(match e {
+                Some((mean, _, points)) => {
+                    vec![
+                        label,
+                        name,
+                        figure(*mean),
+                        places[i][c].clone(),
+                        num(*points),
+                    ]
+                }
+                None => vec![label, name, "-".into()],
+            });
+        }
+    }
+    for (c, total) in r.totals.iter().enumerate() {
+        let label = if c == 0 { "Total points" } else { "" };
+        t.add_row(vec![
+            label.to_string(),
+            r.columns[c].name(&r.columns),
+            String::new(),
+            String::new(),
+            num(*total),
+        ]);
+    }
+    for i in 2..5 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    fit(&mut t, Some(width));
+    t
 }
 
 /// Totals over different numbers of disciplines (suites of different workloads) do not

@@ -402,27 +402,7 @@ fn render_figures(
     if let Some(table) = table {
         out.push_str(&style.table("Workload figures, mean ± stddev:", &table));
     }
-    // A note once per phase and text, naming every configuration it applies to.
-    let mut notes: Vec<(String, String, Vec<&str>)> = Vec::new();
-    for run in &runs {
-        for p in &run.phases {
-            let unsupported = p.unsupported.iter().map(|u| format!("unsupported: {u}"));
-            let idle = p.idle.iter().map(|i| format!("nothing to measure ({i})"));
-            for n in p.notes.iter().cloned().chain(unsupported).chain(idle) {
-                match notes.iter_mut().find(|(ph, t, _)| *ph == p.name && *t == n) {
-                    Some((.., configs)) if !configs.contains(&run.config.as_str()) => {
-                        configs.push(&run.config)
-                    }
-                    Some(_) => {}
-                    None => notes.push((p.name.clone(), n, vec![&run.config])),
-                }
-            }
-        }
-    }
-    for (phase, n, configs) in notes {
-        let line = format!("note: {} · {phase}: {n}", configs.join(", "));
-        out.push_str(&view.item(0, &line));
-    }
+    super::notes::render(out, &runs, view);
 }
 
 fn render_workload(

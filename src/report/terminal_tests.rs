@@ -111,3 +111,36 @@ fn verdicts_lead_and_all_figures_wait_for_verbose() {
         "{full}"
     );
 }
+
+/// Every line of `text` fits `width` characters.
+fn assert_fits(text: &str, width: usize) {
+    let wide: Vec<&str> = (text.lines())
+        .filter(|l| l.chars().count() > width)
+        .collect();
+    assert!(wide.is_empty(), "wider than {width}: {wide:#?}\n{text}");
+}
+
+#[test]
+fn compare_and_rank_fit_80_columns_and_keep_their_full_layout_in_a_pipe() {
+    use crate::stats::compare::{compare, suite_columns};
+    use crate::stats::rank::{Placing, rank};
+    let r = three_filesystems();
+    let columns = suite_columns(&r);
+    let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);
+    let narrow = super::compare::render(&columns, &comparison, Some(80));
+    assert_fits(&narrow, 80);
+    // One row per configuration, each with its verdict against ext4.
+    assert!(
+        narrow.contains("baseline") && narrow.contains("btrfs"),
+        "{narrow}"
+    );
+    let full = super::compare::render(&columns, &comparison, None);
+    assert!(full.lines().any(|l| l.chars().count() > 80), "{full}");
+    let ranking = rank(std::slice::from_ref(&r), columns, Placing::Significance);
+    let narrow = super::rank::render(&ranking, Some(80));
+    assert_fits(&narrow, 80);
+    assert!(
+        narrow.contains("Total points") && narrow.contains("1. ext4"),
+        "{narrow}"
+    );
+}

@@ -271,7 +271,7 @@ mod tests {
         // p1: a 3, b 2, c 1. p2: c 3, a and b tie for places 2-3: 1.5 each.
         assert_eq!(r.totals, [4.5, 3.5, 4.0]);
         assert_eq!(r.disciplines[1].entries[0], Some((5.0, 2.5, 1.5)));
-        let text = crate::report::rank::render(&r);
+        let text = crate::report::rank::render(&r, None);
         // One suite: its `#ID` would tell nothing apart.
         assert!(text.contains("1. a — 4.5 points"), "{text}");
         assert!(!text.contains("different numbers of disciplines"), "{text}");
@@ -279,7 +279,7 @@ mod tests {
         s.summaries
             .retain(|f| !(f.config == "c" && f.phase == "p2"));
         let r = rank(&[s], cols, Placing::EqualFooting);
-        let text = crate::report::rank::render(&r);
+        let text = crate::report::rank::render(&r, None);
         assert!(
             text.contains("different numbers of disciplines (a 2, b 2, c 1)"),
             "{text}"

@@ -358,7 +358,9 @@ impl Store {
                 configurations,
                 runs_done,
             ) = row?;
-            let suite: Suite = from_json(&definition, "suite definition")?;
+            // A suite this fsbench cannot read (one written by a newer version, with a
+            // workload it does not know) is listed as such, and the others still are.
+            let suite: Option<Suite> = from_json(&definition, "suite definition").ok();
             // Labels joined by the unit separator, which no label contains.
             let configurations: Vec<String> = configurations
                 .iter()
@@ -370,6 +372,18 @@ impl Store {
                     "incomplete".to_string()
                 }
                 s => s.to_string(),
+            };
+            let Some(suite) = suite else {
+                return Ok(SuiteListing {
+                    id,
+                    started_at,
+                    status,
+                    runs_planned: runs_done,
+                    name: "?".into(),
+                    configurations,
+                    workloads: vec!["(not readable by this version of fsbench)".into()],
+                    runs_done,
+                });
             };
             Ok(SuiteListing {
                 id,

@@ -257,3 +257,53 @@ fn processes_opening_a_new_database_at_once_all_get_it_whole() {
         assert_eq!(names, ["new.db"], "no temporary file is left");
     }
 }
+
+/// A suite written by a newer fsbench (a workload this one does not know) is listed as
+/// unreadable, and the suites around it still are.
+#[test]
+fn list_shows_a_suite_it_cannot_read_and_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("newer.db");
+    let first = version_one_database(&path);
+    let store = Store::open(&path).unwrap();
+    let definition: String = store
+        .conn
+        .query_row(
+            "SELECT definition FROM suites WHERE id = ?1",
+            [first],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let newer = definition.replacen(
+        "\"workload\":[]",
+        "\"workload\":[{\"kind\":\"a-workload-from-the-future\"}]",
+        1,
+    );
+    assert_ne!(
+        newer, definition,
+        "the definition has a workload list: {definition}"
+    );
+    store
+        .conn
+        .execute(
+            "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
+                 started_at, finished_at, status, pid, pid_start)
+             SELECT name, purpose, command, ?1, system, target, skipped, started_at,
+                 finished_at, status, pid, pid_start FROM suites WHERE id = ?2",
+            params![newer, first],
+        )
+        .unwrap();
+    let second = store.conn.last_insert_rowid();
+    let listed = store.list(10).unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0].id, second);
+    assert!(
+        listed[0].workloads[0].contains("not readable"),
+        "{listed:?}"
+    );
+    assert_eq!(listed[1].id, first);
+    assert!(
+        listed[1].workloads.is_empty() && listed[1].name != "?",
+        "{listed:?}"
+    );
+}
