@@ -44,4 +44,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-deps: installing ${missing[*]}" >&2
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # The package starts its daemon as a service; fsbench starts its own per zfs run and
+    # refuses to share zfs-fuse's one control socket with another.
+    if [[ " ${missing[*]} " == *" zfs-fuse "* ]]; then
+        systemctl disable --now zfs-fuse.service 2>/dev/null ||
+            /etc/init.d/zfs-fuse stop 2>/dev/null || true
+    fi
 fi
