@@ -9,12 +9,13 @@ if [ "${1:-}" = "--tests" ]; then
     # archive comparison with GNU tar (lzop also reads .lzo archives for fsbench itself); scipy: statistics checks; mpirun, mpicc (Open MPI's headers
     # and libraries) and libclang (bindgen): the build with --features mpi and its tests;
     # strace: the MPI tests slow a rank with it and read the names a rank opened;
-    # mkntfs and ntfs-3g: the ntfs test; stress-ng: the background-load tests.
+    # mkntfs and ntfs-3g: the ntfs test; zfs-fuse, zpool and zfs: the zfs test; stress-ng:
+    # the background-load tests.
     tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
         xz:xz-utils bzip2:bzip2 lzop:lzop
         sfdisk:fdisk partx:util-linux unshare:util-linux mpirun:openmpi-bin
         mpicc:libopenmpi-dev strace:strace mkntfs:ntfs-3g ntfs-3g:ntfs-3g
-        stress-ng:stress-ng pkill:procps)
+        zfs-fuse:zfs-fuse zpool:zfs-fuse zfs:zfs-fuse stress-ng:stress-ng pkill:procps)
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2
@@ -44,4 +45,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-deps: installing ${missing[*]}" >&2
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # The package starts its daemon as a service; fsbench starts its own per zfs run and
+    # refuses to share zfs-fuse's one control socket with another.
+    if [[ " ${missing[*]} " == *" zfs-fuse "* ]]; then
+        systemctl disable --now zfs-fuse.service 2>/dev/null ||
+            /etc/init.d/zfs-fuse stop 2>/dev/null || true
+    fi
 fi

@@ -13,8 +13,12 @@ use crate::tools;
 
 mod kernel;
 mod names;
+mod user;
+pub(crate) mod zfs;
 
 use names::*;
+pub(crate) use user::Slots;
+pub use user::UserDriver;
 
 /// A filesystem fsbench knows how to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,6 +36,9 @@ pub enum FsType {
     F2fs,
     Bcachefs,
     Ntfs,
+    Zfs,
+    /// A driver a suite file defines; its configuration carries it (drivers/user.rs).
+    User,
 }
 
 /// How one filesystem is made, checked and versioned.
@@ -272,10 +279,49 @@ pub const DRIVERS: &[Driver] = &[
         kernel_option: "CONFIG_FUSE_FS",
         fuse_daemon: Some("ntfs-3g"),
     },
+    Driver {
+        fs: FsType::Zfs,
+        name: "zfs",
+        // `zpool create`, with the pool and dataset properties (see testbed/zfs.rs).
+        mkfs: Some("zpool"),
+        mkfs_force: &[],
+        mkfs_defaults: &[],
+        // zfs has no offline check: `zpool scrub` checks a live pool, which fsbench does not run.
+        fsck: None,
+        fsck_version_flag: "",
+        version_flag: "",
+        package: "zfs-fuse",
+        // zpool's smallest vdev.
+        min_size: 64 << 20,
+        names: &ZFS_NAMES,
+        kernel_option: "CONFIG_FUSE_FS",
+        fuse_daemon: Some("zfs-fuse"),
+    },
 ];
+
+/// What a user driver's configuration is where the table is asked (its own commands are in
+/// the configuration's [`UserDriver`]): nothing made, checked or refused by a built-in rule.
+const USER_ROW: Driver = Driver {
+    fs: FsType::User,
+    name: "user",
+    mkfs: None,
+    mkfs_force: &[],
+    mkfs_defaults: &[],
+    fsck: None,
+    fsck_version_flag: "",
+    version_flag: "",
+    package: "",
+    min_size: 0,
+    names: &NO_NAMES,
+    kernel_option: "",
+    fuse_daemon: None,
+};
 
 impl FsType {
     pub fn driver(self) -> &'static Driver {
+        if self == FsType::User {
+            return &USER_ROW;
+        }
         DRIVERS
             .iter()
             .find(|d| d.fs == self)
@@ -338,6 +384,9 @@ impl Driver {
             Some((prog, _)) => Some(tools::require(prog, self.package)?),
             None => None,
         };
+        if self.fs == FsType::Zfs {
+            return zfs::toolset(mkfs, self.package);
+        }
         let mut version = tools::version_line(&mkfs, self.version_flag);
         if let Some(daemon) = self.fuse_daemon {
             // The daemon does the filesystem's work: its version is the one that matters.
@@ -397,8 +446,8 @@ mod tests {
             assert_eq!(d.name.parse::<FsType>().unwrap(), d.fs);
             assert_eq!(d.fs.driver().name, d.name);
         }
-        let err = "zfs".parse::<FsType>().unwrap_err().to_string();
-        assert!(err.contains("unknown filesystem `zfs`"), "{err}");
+        let err = "ufs".parse::<FsType>().unwrap_err().to_string();
+        assert!(err.contains("unknown filesystem `ufs`"), "{err}");
         assert!(err.contains("ext4"), "{err}");
     }
 

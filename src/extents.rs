@@ -12,6 +12,8 @@ const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
 /// Write dirty data back first, so delayed allocations have their final place.
 const FIEMAP_FLAG_SYNC: u32 = 0x1;
 const FIEMAP_EXTENT_LAST: u32 = 0x1;
+/// `statfs`'s type of every FUSE filesystem (ntfs-3g, zfs-fuse).
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 /// Extents fetched per ioctl; files with more take several calls.
 const BATCH: usize = 292;
 
@@ -57,6 +59,17 @@ pub struct ExtentCount {
     pub fragments: u64,
 }
 
+/// The note of a phase whose extents could not be counted: `unsupported` where the filesystem
+/// has no FIEMAP (FUSE), never a count of 0.
+pub fn not_counted(e: Errno) -> String {
+    match e {
+        Errno::OPNOTSUPP | Errno::NOTTY => {
+            "extents: unsupported (the filesystem has no FIEMAP)".to_string()
+        }
+        e => format!("extents not counted: FIEMAP failed ({e})"),
+    }
+}
+
 /// Reusable ioctl buffer, so counting many files allocates once.
 pub struct Mapper {
     request: Box<Request>,
@@ -89,6 +102,11 @@ impl Mapper {
         file: impl AsFd,
         mut visit: impl FnMut(&RawExtent) -> bool,
     ) -> Result<(), Errno> {
+        // FUSE answers FIEMAP with no extents at all: a count of 0, never a real one.
+        let st = rustix::fs::fstatfs(file.as_fd())?;
+        if st.f_type as i64 == FUSE_SUPER_MAGIC {
+            return Err(Errno::OPNOTSUPP);
+        }
         let fd = file.as_fd().as_raw_fd();
         let mut start = 0u64;
         loop {

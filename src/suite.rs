@@ -5,260 +5,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::drivers::FsType;
+use crate::drivers::{FsType, UserDriver};
 use crate::error::invalid;
 use crate::testbed::TargetSpec;
 use crate::workload::WorkloadSpec;
-
-/// One filesystem configuration: a filesystem and how it is made and mounted.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(try_from = "RawFsConfig")]
-pub struct FsConfig {
-    pub label: String,
-    /// `None` for an existing directory (`--dir`): no mkfs, no mount.
-    pub fs: Option<FsType>,
-    /// Extra mkfs arguments, after fsbench's defaults.
-    pub mkfs: Vec<String>,
-    /// Mount options as requested (what the kernel applied is recorded per run).
-    pub mount: String,
-    /// Aging profile (`light`, `geriatrix-like`, a TOML file) run before the phases.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub age: Option<String>,
-    /// Percent of the space filled before the phases.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fill: Option<u8>,
-    /// The I/O scheduler set on the device's queue for each run (`bfq`, `mq-deadline`...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sched: Option<String>,
-    /// Background load during each run's phases (`cpu:2+io:1`; see testbed::background).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub background: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFsConfig {
-    /// Absent only for an existing directory's configuration, as saved with its results.
-    fs: Option<FsType>,
-    label: Option<String>,
-    #[serde(default)]
-    mkfs: MkfsArgs,
-    #[serde(default)]
-    mount: String,
-    age: Option<String>,
-    fill: Option<u8>,
-    sched: Option<String>,
-    background: Option<String>,
-}
-
-/// mkfs arguments as one shell-quoted string or as a list.
-#[derive(Deserialize, Default)]
-#[serde(untagged, expecting = "`mkfs`: a string or a list of strings")]
-enum MkfsArgs {
-    #[default]
-    None,
-    Line(String),
-    List(Vec<String>),
-}
-
-impl TryFrom<RawFsConfig> for FsConfig {
-    type Error = anyhow::Error;
-
-    fn try_from(raw: RawFsConfig) -> anyhow::Result<FsConfig> {
-        check_label(raw.label.as_deref())?;
-        let mkfs = match raw.mkfs {
-            MkfsArgs::None => Vec::new(),
-            MkfsArgs::Line(line) => split_words(&line)?,
-            MkfsArgs::List(list) => list,
-        };
-        let mut config = match raw.fs {
-            Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label.clone()),
-            None => FsConfig {
-                label: raw.label.clone().unwrap_or_else(|| "existing dir".into()),
-                fs: None,
-                mkfs,
-                mount: raw.mount,
-                age: None,
-                fill: None,
-                sched: None,
-                background: None,
-            },
-        };
-        config.prepared(raw.age, raw.fill, raw.label.is_some());
-        config.scheduled(raw.sched, raw.label.is_some());
-        config.loaded(raw.background, raw.label.is_some())?;
-        Ok(config)
-    }
-}
-
-/// A label names a configuration in every table and finds its results again: never blank.
-fn check_label(label: Option<&str>) -> anyhow::Result<()> {
-    match label {
-        Some(l) if l.trim().is_empty() => Err(invalid(
-            "an empty configuration label: give `label=NAME` a name or leave it out",
-        )),
-        _ => Ok(()),
-    }
-}
-
-fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
-    shlex::split(line).ok_or_else(|| invalid(format!("unbalanced quotes in mkfs options `{line}`")))
-}
-
-impl FsConfig {
-    pub fn new(fs: FsType, mkfs: Vec<String>, mount: String, label: Option<String>) -> FsConfig {
-        let label = label.unwrap_or_else(|| {
-            let mut parts = vec![fs.name().to_string()];
-            if !mkfs.is_empty() {
-                parts.push(mkfs.join(" "));
-            }
-            if !mount.is_empty() {
-                parts.push(format!("-o {mount}"));
-            }
-            parts.join(" ")
-        });
-        FsConfig {
-            label,
-            fs: Some(fs),
-            mkfs,
-            mount,
-            age: None,
-            fill: None,
-            sched: None,
-            background: None,
-        }
-    }
-
-    /// Sets the I/O scheduler; a label fsbench made says it.
-    pub fn scheduled(&mut self, sched: Option<String>, labelled: bool) {
-        if let (Some(s), false) = (&sched, labelled) {
-            self.label.push_str(&format!(" sched={s}"));
-        }
-        self.sched = sched;
-    }
-
-    /// Sets the background load (`none` runs without one but says so in the label, beside
-    /// the loaded configurations of `--background none,cpu:2`); a label fsbench made says it.
-    pub fn loaded(&mut self, load: Option<String>, labelled: bool) -> anyhow::Result<()> {
-        let Some(text) = load else { return Ok(()) };
-        let parsed = crate::testbed::background::Load::parse(&text).map_err(invalid)?;
-        if !labelled {
-            self.label.push_str(&format!(" bg={text}"));
-        }
-        self.background = parsed.map(|_| text);
-        Ok(())
-    }
-
-    /// Sets the aging profile and fill level; a label fsbench made says them, so that an aged
-    /// and a fresh configuration of one filesystem are told apart.
-    fn prepared(&mut self, age: Option<String>, fill: Option<u8>, labelled: bool) {
-        if !labelled {
-            if let Some(a) = &age {
-                self.label.push_str(&format!(" age={a}"));
-            }
-            if let Some(f) = fill {
-                self.label.push_str(&format!(" @ {f}%"));
-            }
-        }
-        self.age = age;
-        self.fill = fill;
-    }
-
-    /// The configuration of an existing directory, labelled with its filesystem type.
-    pub fn existing(fstype: &str) -> FsConfig {
-        FsConfig {
-            label: format!("{fstype} (existing dir)"),
-            fs: None,
-            mkfs: Vec::new(),
-            mount: String::new(),
-            age: None,
-            fill: None,
-            sched: None,
-            background: None,
-        }
-    }
-
-    /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or
-    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:bg=LOAD:label=NAME` (one
-    /// configuration; any key may be left out).
-    pub fn parse_cli(text: &str) -> anyhow::Result<Vec<FsConfig>> {
-        let Some((fs, rest)) = text.split_once(':') else {
-            return text
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(|name| {
-                    Ok(FsConfig::new(
-                        name.parse()?,
-                        Vec::new(),
-                        String::new(),
-                        None,
-                    ))
-                })
-                .collect();
-        };
-        let fs: FsType = fs.parse()?;
-        let (mut mkfs, mut mount, mut label) = (None, None, None);
-        let (mut age, mut fill, mut sched, mut background) = (None, None, None, None);
-        for (key, value) in split_keyed(rest)? {
-            let slot = match key {
-                "mkfs" => &mut mkfs,
-                "mount" => &mut mount,
-                "age" => &mut age,
-                "fill" => &mut fill,
-                "sched" => &mut sched,
-                "bg" => &mut background,
-                _ => &mut label,
-            };
-            if slot.replace(value.to_string()).is_some() {
-                return Err(invalid(format!("`{key}=` given twice in --fs `{text}`")));
-            }
-        }
-        let mkfs = split_words(mkfs.as_deref().unwrap_or(""))?;
-        check_label(label.as_deref())?;
-        let fill = fill.map(|f| crate::aging::parse_fill(&f)).transpose()?;
-        let labelled = label.is_some();
-        let mut config = FsConfig::new(fs, mkfs, mount.unwrap_or_default(), label);
-        config.prepared(age, fill, labelled);
-        config.scheduled(sched, labelled);
-        config.loaded(background, labelled)?;
-        Ok(vec![config])
-    }
-}
-
-/// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
-/// so values may contain `=`, `,` and other colons.
-fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
-    const KEYS: [&str; 7] = [
-        "mkfs=", "mount=", "label=", "age=", "fill=", "sched=", "bg=",
-    ];
-    let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
-    let Some(first) = starts_key(text) else {
-        return Err(invalid(format!(
-            "in --fs, expected mkfs=, mount=, age=, fill=, sched=, bg= or label= after the filesystem, found `{text}`"
-        )));
-    };
-    let mut out = Vec::new();
-    let mut key = first;
-    let mut value_start = first.len();
-    let mut i = value_start;
-    while i <= text.len() {
-        let at_end = i == text.len();
-        let next = (!at_end && text.as_bytes()[i] == b':')
-            .then(|| starts_key(&text[i + 1..]))
-            .flatten();
-        if at_end || next.is_some() {
-            out.push((key.trim_end_matches('='), &text[value_start..i]));
-            if let Some(k) = next {
-                key = k;
-                value_start = i + 1 + k.len();
-                i = value_start;
-                continue;
-            }
-        }
-        i += 1;
-    }
-    Ok(out)
-}
 
 /// A complete, validated description of a benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -313,6 +63,31 @@ pub struct Suite {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub extra_devices: Vec<ExtraDevice>,
+    /// Filesystems the suite file defines (`[[driver]]`), usable in `--fs` by name.
+    #[serde(default, rename = "driver", skip_serializing_if = "Vec::is_empty")]
+    pub drivers: Vec<UserDriver>,
+}
+
+/// Gives each `[[config]]` whose `fs` names a `[[driver]]` that driver's table (`fs` becomes
+/// `"user"`), so that the configuration carries its driver.
+fn user_drivers_into_configs(table: &mut toml::Table) {
+    let Some(toml::Value::Array(drivers)) = table.get("driver").cloned() else {
+        return;
+    };
+    let Some(toml::Value::Array(configs)) = table.get_mut("config") else {
+        return;
+    };
+    for config in configs.iter_mut().filter_map(|c| c.as_table_mut()) {
+        let fs = config
+            .get("fs")
+            .and_then(|f| f.as_str())
+            .map(str::to_string);
+        let named = |d: &&toml::Value| d.get("name").and_then(|n| n.as_str()) == fs.as_deref();
+        if let Some(driver) = drivers.iter().find(named) {
+            config.insert("fs".into(), FsType::User.name().into());
+            config.insert("driver".into(), driver.clone());
+        }
+    }
 }
 
 /// A device the user consented to, besides the target: an external log or journal, a further
@@ -411,6 +186,7 @@ impl Default for Suite {
             background: Vec::new(),
             probe_after: false,
             extra_devices: Vec::new(),
+            drivers: Vec::new(),
         }
     }
 }
@@ -440,6 +216,7 @@ impl Suite {
                 .entry("auto_runs")
                 .or_insert_with(|| toml::Table::new().into());
         }
+        user_drivers_into_configs(&mut table);
         // The table has lost where each value was; parsing the text again names the line and key.
         let mut suite: Suite =
             table
@@ -475,6 +252,12 @@ impl Suite {
 
     /// Checks everything that can be checked before anything is created.
     pub fn validate(&self) -> anyhow::Result<()> {
+        for (i, d) in self.drivers.iter().enumerate() {
+            d.validate()?;
+            if self.drivers[..i].iter().any(|e| e.name == d.name) {
+                return Err(invalid(format!("[[driver]] `{}` is defined twice", d.name)));
+            }
+        }
         if let Some(a) = &self.auto_runs {
             if !(a.target_ci_percent > 0.0 && a.target_ci_percent.is_finite()) {
                 return Err(invalid("--target-ci must be a positive percentage"));
@@ -601,3 +384,6 @@ pub mod opt_size {
 
 #[cfg(test)]
 mod tests;
+
+mod config;
+pub use config::FsConfig;

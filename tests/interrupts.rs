@@ -119,6 +119,49 @@ fn ctrl_c_unmounts_ntfs_and_waits_for_its_daemon() {
     signal_cleans_up("ntfs", rustix::process::Signal::INT);
 }
 
+/// zfs's daemon runs in a process group of its own, so Ctrl-C reaches fsbench, which destroys
+/// the pool and stops the daemon; a SIGKILLed run's daemon and pool are `clean`'s; a daemon
+/// that dies mid-run fails the run and leaves no mount. One test, one case after the other:
+/// zfs-fuse has one control socket per machine.
+#[test]
+fn ctrl_c_sigkill_and_a_dying_daemon_on_zfs() {
+    if !can_run_zfs("Ctrl-C, SIGKILL and a dying daemon on zfs") {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let child = start_long_run(dir.path(), state.path(), "zfs");
+    let daemon = zfs_daemons();
+    assert_eq!(daemon.len(), 1, "{daemon:?}");
+    let pid = rustix::process::Pid::from_raw(daemon[0] as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+
+    signal_cleans_up("zfs", rustix::process::Signal::INT);
+    assert_no_zfs_daemon();
+    let (dir, state) = (tempdir(), tempdir());
+    let mut child = start_long_run(dir.path(), state.path(), "zfs");
+    child.kill().unwrap();
+    wait_drained_within(child, Duration::from_secs(60));
+    assert_eq!(zfs_daemons().len(), 1, "the killed run's daemon goes on");
+    let out = run(fsbench(state.path()).arg("clean"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    for want in [
+        "destroyed zfs pool",
+        "stopped zfs-fuse",
+        "detached",
+        "removed",
+    ] {
+        assert!(said.contains(want), "{want} missing from: {said}");
+    }
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+    assert_no_zfs_daemon();
+}
+
 #[test]
 fn a_second_signal_says_what_it_leaves_for_clean() {
     if !can_run(

@@ -189,8 +189,9 @@ struct RunArgs {
     suite: Option<PathBuf>,
     /// Filesystem configurations: `ext4,xfs,btrfs`, or one per flag as
     /// `FS:mkfs=ARGS:mount=OPTS:label=NAME` (e.g. 'ext4:mkfs=-O ^has_journal').
-    /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs, ntfs (ntfs-3g), nilfs2, jfs, reiserfs, f2fs,
-    /// bcachefs (refused where the kernel lacks them)
+    /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs, ntfs (ntfs-3g), zfs (zfs-fuse; properties as
+    /// `zfs:pool=ashift=12:dataset=recordsize=16k`), nilfs2, jfs, reiserfs, f2fs, bcachefs
+    /// (refused where the kernel lacks them), and the suite file's `[[driver]]` names
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
     /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb,
@@ -345,7 +346,7 @@ impl RunArgs {
             suite.configs = self
                 .fs
                 .iter()
-                .map(|f| FsConfig::parse_cli(f))
+                .map(|f| FsConfig::parse_cli_with(f, &suite.drivers))
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()

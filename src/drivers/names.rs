@@ -177,6 +177,10 @@ pub(super) const NTFS_NAMES: OptionNames = OptionNames {
     fsck: &[],
 };
 
+/// zfs-fuse's pool (`pool=`) and dataset (`dataset=`) properties are read as mount options
+/// are (testbed/zfs.rs refuses those fsbench sets itself: cachefile, altroot, mountpoint).
+pub(super) const ZFS_NAMES: OptionNames = NO_NAMES;
+
 pub(super) const NO_NAMES: OptionNames = OptionNames {
     short_with_value: "",
     long_with_value: &[],

@@ -100,7 +100,11 @@ fn suite_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)>
             .map(|c| {
                 let fs =
                     c.fs.expect("configurations of a filesystem target name a filesystem");
-                Ok((c.clone(), fs.driver().toolset()?))
+                let tools = match &c.driver {
+                    Some(driver) => driver.toolset()?,
+                    None => fs.driver().toolset()?,
+                };
+                Ok((c.clone(), tools))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         return Ok((resolved, Vec::new()));

@@ -297,7 +297,7 @@ impl Preparer {
             let fs = config.fs.expect("aging needs a filesystem fsbench makes");
             let fresh = target.fresh(config, tools)?;
             let what = format!(
-                "{} before this run (no image to copy on a device or tmpfs: every run is prepared again)",
+                "{} before this run (no image to copy on a device, tmpfs or zfs: every run is prepared again)",
                 describe(&plan)
             );
             let mut prep = prepare(&fresh, &plan, &what, target.image_size(), run, observer)?;

@@ -17,8 +17,80 @@ fn parses_plain_lists_and_keyed_configs() {
 }
 
 #[test]
+fn zfs_takes_pool_and_dataset_properties() {
+    let c =
+        &FsConfig::parse_cli("zfs:pool=ashift=12,autoexpand=on:dataset=recordsize=16k").unwrap()[0];
+    assert_eq!(c.mkfs, ["ashift=12", "autoexpand=on"]);
+    assert_eq!(c.mount, "recordsize=16k");
+    assert_eq!(
+        c.label,
+        "zfs pool=ashift=12,autoexpand=on dataset=recordsize=16k"
+    );
+    for (bad, want) in [
+        ("zfs:mkfs=-o ashift=12", "takes `pool=`"),
+        ("zfs:mount=noatime", "takes `dataset=`"),
+        ("ext4:dataset=atime=off", "is for zfs"),
+        ("zfs:dataset=mountpoint=/home", "fsbench sets"),
+        ("zfs:pool=ashift", "NAME=VALUE"),
+    ] {
+        let err = FsConfig::parse_cli(bad).unwrap_err().to_string();
+        assert!(err.contains(want), "{bad}: {err}");
+    }
+    let suite: Suite =
+        toml::from_str("[[config]]\nfs = \"zfs\"\npool = \"ashift=12\"\ndataset = \"atime=off\"\n")
+            .unwrap();
+    assert_eq!(suite.configs[0].mkfs, ["ashift=12"]);
+    assert_eq!(suite.configs[0].mount, "atime=off");
+    // As saved with results: read back the same.
+    let again: Suite = toml::from_str(&toml::to_string(&suite).unwrap()).unwrap();
+    assert_eq!(again.configs, suite.configs);
+    for (bad, want) in [
+        ("fs = \"ext4\"\npool = \"ashift=12\"", "is for zfs"),
+        (
+            "fs = \"zfs\"\nmount = \"a=b\"\ndataset = \"c=d\"",
+            "given twice",
+        ),
+        ("fs = \"zfs\"\ndataset = \"mountpoint=/\"", "fsbench sets"),
+    ] {
+        let err = toml::from_str::<Suite>(&format!("[[config]]\n{bad}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn user_drivers_are_found_by_name_and_kept_with_their_configuration() {
+    let text = r#"
+        [[driver]]
+        name = "myext4"
+        mkfs = "mkfs.ext4 -F -q {options} {device}"
+        mount_type = "ext4"
+        [[config]]
+        fs = "myext4"
+        mkfs = "-O ^has_journal"
+    "#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let suite = Suite::from_file(&path).unwrap();
+    let config = &suite.configs[0];
+    assert_eq!(config.fs, Some(FsType::User));
+    assert_eq!(config.label, "myext4 -O ^has_journal");
+    assert_eq!(config.driver.as_ref().unwrap().name, "myext4");
+    // Saved with the results and read back without the suite file.
+    let again: FsConfig = serde_json::from_str(&serde_json::to_string(config).unwrap()).unwrap();
+    assert_eq!(&again, config);
+    let cli = FsConfig::parse_cli_with("myext4:mount=noatime", &suite.drivers).unwrap();
+    assert_eq!(cli[0].label, "myext4 -o noatime");
+    let err = FsConfig::parse_cli_with("other", &suite.drivers).unwrap_err();
+    assert!(err.to_string().contains("drivers myext4"), "{err}");
+    assert!(FsConfig::parse_cli("user").is_err());
+}
+
+#[test]
 fn rejects_bad_configs() {
-    assert!(FsConfig::parse_cli("zfs").is_err());
+    assert!(FsConfig::parse_cli("ufs").is_err());
     assert!(FsConfig::parse_cli("ext4:bogus=1").is_err());
     assert!(FsConfig::parse_cli("ext4:mount=a:mount=b").is_err());
     assert!(FsConfig::parse_cli("ext4:mkfs=-L 'open").is_err());

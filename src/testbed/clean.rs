@@ -142,6 +142,9 @@ fn mount_is_ours(state: &State, target: &Path, loops: &[(PathBuf, PathBuf)]) -> 
     if entry.fstype == "tmpfs" && entry.source == "tmpfs" {
         return true;
     }
+    if super::zfs::mount_is_recorded(&entry, &state.zfs) {
+        return true;
+    }
     // By the source, not mountinfo's device number: btrfs shows an anonymous one there.
     let Some(dev) = rdev(Path::new(&entry.source)) else {
         return false;
@@ -175,6 +178,9 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
         }
     };
     if found == Found::Marked {
+        // A live daemon unmounts its dataset and lets go of the loop device once its pool is
+        // destroyed and it is stopped.
+        super::zfs::undo(&state.zfs, &mut undone.done, &mut undone.left);
         undo_mounts_and_loops(state, patience, &mut undone);
     }
     if found == Found::Absent {
@@ -366,6 +372,7 @@ mod tests {
             marker: Some("token".into()),
             device: None,
             loops: Vec::new(),
+            zfs: Vec::new(),
         }
     }
 

@@ -11,8 +11,12 @@ use serde::{Deserialize, Serialize};
 use super::background::{BackgroundLoad, BackgroundRecord, Load};
 use super::loopdev::LoopInfo;
 use super::{mounts, open_dir, queue, scratch};
-use crate::drivers::FsType;
+use crate::drivers::{FsType, Slots, Toolset, UserDriver};
+use crate::suite::FsConfig;
 use crate::tools;
+
+/// A user driver's mount command for one run: the program and its arguments.
+type MountCommand = (PathBuf, Vec<String>);
 
 /// The result of a read-only fsck.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -65,6 +69,10 @@ pub struct FreshFs {
     pub(super) scheduler: Option<queue::Scheduler>,
     /// The background load during the run's phases, stopped before anything is undone.
     pub(super) background: Option<BackgroundLoad>,
+    /// zfs's daemon and pool, which take the place of mkfs and mount.
+    pub(super) zfs: Option<super::zfs::Pool>,
+    /// A user driver's commands, and its mount command as expanded for this run.
+    pub(super) user: Option<(UserDriver, Option<MountCommand>)>,
 }
 
 impl FreshFs {
@@ -142,10 +150,13 @@ impl FreshFs {
             return Ok(None);
         }
         let teardown = self.unmount_and_check()?;
-        let mount = tools::require("mount", "mount")?;
-        tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)
-            .context("mounting again failed")?;
         self.mountpoint = Some(mnt.clone());
+        if let Some(pool) = &self.zfs {
+            pool.mount()
+                .context("mounting the zfs dataset again failed")?;
+        } else {
+            self.mount().context("mounting again failed")?;
+        }
         self.root_fd = Some(open_dir(&mnt)?);
         Ok(Some(teardown))
     }
@@ -161,9 +172,20 @@ impl FreshFs {
             teardown.unmount_secs = Some(start.elapsed().as_secs_f64());
         }
         if let (Some(dev), Some(fsck), Some(fs)) = (&self.device, &self.fsck, self.fs) {
-            let args = fs
-                .driver()
-                .fsck_args(&self.fsck_extra, &dev.display().to_string());
+            let args = match &self.user {
+                Some((driver, _)) => {
+                    let template = driver.fsck.as_deref().context("a user driver's fsck")?;
+                    let slots = Slots {
+                        device: dev,
+                        mountpoint: &self.root,
+                        options: &[],
+                    };
+                    UserDriver::expand(template, &slots)?.1
+                }
+                None => fs
+                    .driver()
+                    .fsck_args(&self.fsck_extra, &dev.display().to_string()),
+            };
             let run = tools::run_in(fsck, &args, &self.tool_dir)?;
             teardown.fsck = Some(FsckOutcome {
                 clean: run.success,
@@ -176,9 +198,32 @@ impl FreshFs {
 
     /// Unmounts `mnt`; a FUSE daemon's writes end only when it exits and lets go of the
     /// device, which is part of unmounting.
-    fn unmount(&self, mnt: &Path) -> anyhow::Result<()> {
-        scratch::unmount(mnt)?;
+    fn unmount(&mut self, mnt: &Path) -> anyhow::Result<()> {
+        if let Some(pool) = &mut self.zfs {
+            // Through zfs-fuse, which holds the device until its pool is destroyed.
+            return match mounts::mount_at(mnt) {
+                Some(_) => pool.unmount(),
+                None => Ok(()),
+            };
+        }
+        let user_unmount = self.user.as_ref().and_then(|(d, _)| d.unmount.as_deref());
+        match (user_unmount, &self.device) {
+            (Some(template), Some(dev)) => {
+                let slots = Slots {
+                    device: dev,
+                    mountpoint: mnt,
+                    options: &[],
+                };
+                let (program, args) = UserDriver::expand(template, &slots)?;
+                let program = tools::require(&program.display().to_string(), "that provides it")?;
+                tools::run_ok_in(&program, &args, &self.tool_dir)?;
+                mounts::wait_for(mnt, false, MOUNT_LIMIT, "the unmounted filesystem")?;
+            }
+            _ => scratch::unmount(mnt)?,
+        }
+        let fuse = self.user.as_ref().map(|(_, command)| command.is_some());
         match (&self.device, self.fs) {
+            (Some(dev), Some(_)) if fuse == Some(true) => scratch::wait_released(dev),
             (Some(dev), Some(fs)) if fs.driver().fuse_daemon.is_some() => {
                 scratch::wait_released(dev)
             }
@@ -219,6 +264,9 @@ impl FreshFs {
         if let Some(mut scheduler) = self.scheduler.take() {
             scheduler.restore()?;
         }
+        if let Some(mut pool) = self.zfs.take() {
+            pool.release()?;
+        }
         if let Some(dev) = self.loop_device.take() {
             scratch::detach_loop(&dev)?;
         }
@@ -230,6 +278,92 @@ impl FreshFs {
             crate::rmtree::purge(&self.run_dir)
                 .with_context(|| format!("cannot remove {}", self.run_dir.display()))?;
         }
+        Ok(())
+    }
+}
+
+/// How long a user driver's mount may take to appear, or its unmount to go.
+const MOUNT_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl FreshFs {
+    /// A user driver's mkfs and mount in place of a built-in's (the mount point is made).
+    pub(super) fn make_user(
+        &mut self,
+        driver: &UserDriver,
+        config: &FsConfig,
+        tools: &Toolset,
+        device: &Path,
+    ) -> anyhow::Result<()> {
+        let mnt = self.run_dir.join("mnt");
+        std::fs::create_dir(&mnt)?;
+        let mut slots = Slots {
+            device,
+            mountpoint: &mnt,
+            options: &config.mkfs,
+        };
+        if self.copied.is_none() {
+            let mkfs = tools.mkfs.as_ref().context("a user driver has mkfs")?;
+            let args = UserDriver::expand(&driver.mkfs, &slots)?.1;
+            let run = tools::run_ok_in(mkfs, &args, &self.tool_dir)?;
+            self.mkfs_secs = Some(run.elapsed.as_secs_f64());
+            self.mkfs_command = Some(format!("{} {}", mkfs.display(), args.join(" ")));
+        }
+        let options = [config.mount.clone()];
+        slots.options = if config.mount.is_empty() {
+            &[]
+        } else {
+            &options
+        };
+        let command = match (&driver.mount_type, &driver.mount) {
+            (Some(kind), _) => {
+                let mut args = vec!["-t".to_string(), kind.clone()];
+                if !config.mount.is_empty() {
+                    args.extend(["-o".to_string(), config.mount.clone()]);
+                }
+                args.extend([device.display().to_string(), mnt.display().to_string()]);
+                self.mount_args = args;
+                None
+            }
+            (None, Some(template)) => {
+                let (program, args) = UserDriver::expand(template, &slots)?;
+                let package = driver.package.as_deref().unwrap_or("that provides it");
+                Some((
+                    tools::require(&program.display().to_string(), package)?,
+                    args,
+                ))
+            }
+            (None, None) => anyhow::bail!("user driver `{}` has no mount", driver.name),
+        };
+        self.device = Some(device.to_path_buf());
+        self.user = Some((driver.clone(), command));
+        // Set first: a mount command that fails half-way is undone all the same.
+        self.mountpoint = Some(mnt.clone());
+        self.mount()?;
+        let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;
+        self.mount_options = entry.options;
+        self.source = device.display().to_string();
+        self.root = mnt.clone();
+        self.root_fd = Some(open_dir(&mnt)?);
+        Ok(())
+    }
+
+    /// Mounts at the mount point with `mount` (its arguments kept) or a user driver's mount
+    /// command, which must make the mount appear within [`MOUNT_LIMIT`].
+    fn mount(&mut self) -> anyhow::Result<()> {
+        let mnt = self.mountpoint.clone().context("a mount point")?;
+        let command = self.user.as_ref().and_then(|(_, c)| c.as_ref());
+        if let Some((program, args)) = command {
+            tools::run_ok_in(program, args, &self.tool_dir)?;
+            let what = format!(
+                "the mount of {}",
+                self.device.as_deref().unwrap_or(&mnt).display()
+            );
+            return mounts::wait_for(&mnt, true, MOUNT_LIMIT, &what).with_context(|| {
+                format!("`{} {}` mounted nothing", program.display(), args.join(" "))
+            });
+        }
+        let mount = tools::require("mount", "mount")?;
+        tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)?;
         Ok(())
     }
 }

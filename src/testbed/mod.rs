@@ -13,6 +13,7 @@ pub mod queue;
 pub mod scratch;
 pub(crate) mod stack;
 mod state;
+pub mod zfs;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -204,8 +205,11 @@ impl Target {
 
     /// Whether runs of `config` can start from a copy of a template image (loop images).
     pub fn takes_templates(&self, config: &FsConfig) -> bool {
+        // A zfs pool's image names its pool: a copy would need importing under a new name.
         matches!(self.spec, TargetSpec::Image { .. })
-            && config.fs.is_some_and(|fs| fs != FsType::Tmpfs)
+            && config
+                .fs
+                .is_some_and(|fs| fs != FsType::Tmpfs && fs != FsType::Zfs)
     }
 
     /// Where template image `name` is kept: in a directory of their own beside the scratch
@@ -281,6 +285,8 @@ impl Target {
             copied: None,
             scheduler: None,
             background: None,
+            zfs: None,
+            user: None,
         };
         let Some(fs) = config.fs else {
             let entry = mounts::mount_containing(&run_dir);
@@ -332,6 +338,19 @@ impl Target {
                 }
             })
         };
+        let made = match (&config.driver, fs, &device) {
+            (Some(driver), _, Some(dev)) => Some(fresh.make_user(driver, config, tools, dev)),
+            (None, FsType::Zfs, Some(dev)) => Some(self.make_pool(&mut fresh, config, dev)),
+            _ => None,
+        };
+        if let Some(made) = made {
+            made?;
+            fresh.loop_info = fresh
+                .loop_device
+                .as_deref()
+                .map(|dev| loopdev::read_back(dev, direct_io, loop_fallback));
+            return Ok(fresh);
+        }
         if let (Some(dev), Some(mkfs), None) = (&device, &tools.mkfs, &fresh.copied) {
             let args = fs
                 .driver()
@@ -376,6 +395,38 @@ impl Target {
             .as_deref()
             .map(|dev| loopdev::read_back(dev, direct_io, loop_fallback));
         Ok(fresh)
+    }
+}
+
+impl Target {
+    /// zfs instead of mkfs and mount: a daemon of the run's own, a pool on `device` with the
+    /// configuration's properties, its root dataset mounted at the run's mount point.
+    fn make_pool(
+        &mut self,
+        fresh: &mut FreshFs,
+        config: &FsConfig,
+        device: &Path,
+    ) -> anyhow::Result<()> {
+        let scratch_name = self.scratch.path().file_name().unwrap_or_default();
+        let name = format!("{}-run{}", scratch_name.to_string_lossy(), self.runs);
+        let mnt = fresh.run_dir.join("mnt");
+        std::fs::create_dir(&mnt)?;
+        let log = fresh.run_dir.join("zfs-fuse.log");
+        let (pool, record) = zfs::Pool::start(&name, &mnt, &fresh.tool_dir, &log)?;
+        let pool = fresh.zfs.insert(pool);
+        self.scratch.note_zfs(record)?;
+        let args = zfs::create_args(&name, device, &mnt, &config.mkfs, &config.mount);
+        fresh.mountpoint = Some(mnt.clone());
+        fresh.mkfs_secs = Some(pool.create(&args)?);
+        let zpool = tools::find("zpool").unwrap_or_else(|| PathBuf::from("zpool"));
+        fresh.mkfs_command = Some(format!("{} {}", zpool.display(), args.join(" ")));
+        fresh.device = Some(device.to_path_buf());
+        let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;
+        fresh.mount_options = format!("{}; {}", entry.options, pool.properties());
+        fresh.source = name;
+        fresh.root = mnt.clone();
+        fresh.root_fd = Some(open_dir(&mnt)?);
+        Ok(())
     }
 }
 

@@ -53,6 +53,29 @@ pub fn mount_at(target: &Path) -> Option<MountEntry> {
     mounts().into_iter().rev().find(|m| m.target == target)
 }
 
+/// Waits until a mount at `target` is there (`present`) or gone, at most `limit`; `what`
+/// names the mount in the error.
+pub(crate) fn wait_for(
+    target: &Path,
+    present: bool,
+    limit: std::time::Duration,
+    what: &str,
+) -> anyhow::Result<()> {
+    let start = std::time::Instant::now();
+    while mount_at(target).is_some() != present {
+        if start.elapsed() > limit {
+            anyhow::bail!(
+                "{what} at {} did not {} within {} s",
+                target.display(),
+                if present { "appear" } else { "go" },
+                limit.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(())
+}
+
 /// The mount holding `path`: the longest mount target that is a prefix of it.
 pub fn mount_containing(path: &Path) -> Option<MountEntry> {
     let path = path.canonicalize().ok()?;

@@ -301,7 +301,21 @@ pub(crate) fn check<'a>(
     for config in configs {
         let Some(fs) = config.fs else { continue };
         let table = fs.driver().names;
-        let mut named = mkfs_words(table, &config.mkfs);
+        let mut named = if config.driver.is_some() {
+            // A user driver's mkfs words mean nothing fsbench knows: each that is a block
+            // device (or a file) is checked as a device argument would be.
+            config
+                .mkfs
+                .iter()
+                .map(|w| Named::new("a device argument", w, None))
+                .collect()
+        } else if fs == FsType::Zfs {
+            // Pool properties are NAME=VALUE words (suite.rs checked them), read as mount
+            // options are.
+            mount_words(table, &config.mkfs.join(","))?
+        } else {
+            mkfs_words(table, &config.mkfs)
+        };
         named.extend(mount_words(table, &config.mount)?);
         for n in &named {
             check_named(n, fs, &cwd, &mut consent)?;

@@ -172,6 +172,7 @@ impl Scratch {
                     marker: Some(marker),
                     device: None,
                     loops: Vec::new(),
+                    zfs: Vec::new(),
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
@@ -261,6 +262,12 @@ impl Scratch {
             device: device.to_path_buf(),
             file: file.to_path_buf(),
         });
+        self.save()
+    }
+
+    /// Records the zfs-fuse daemon (and the pool it is to hold) a run has just started.
+    pub(crate) fn note_zfs(&mut self, record: super::zfs::Record) -> anyhow::Result<()> {
+        self.state.zfs.push(record);
         self.save()
     }
 

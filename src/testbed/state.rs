@@ -38,6 +38,9 @@ pub struct State {
     /// `clean` detaches a loop device of a user's file only when it is named here.
     #[serde(default)]
     pub loops: Vec<AttachedLoop>,
+    /// The zfs-fuse daemons and pools the suite's zfs runs started, recorded once started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zfs: Vec<ZfsRecord>,
 }
 
 /// A loop device fsbench attached to a user's image file.
@@ -102,4 +105,13 @@ pub(crate) fn is_scratch_name(name: &str) -> bool {
         let n = parts.next();
         n.is_none() || (digits(n) && parts.next().is_none())
     }
+}
+
+/// The pool and daemon a run made, as its state file records them for `fsbench clean`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZfsRecord {
+    pub pool: String,
+    pub daemon_pid: u32,
+    /// With the pid, names the daemon uniquely (pids are reused).
+    pub daemon_start_ticks: u64,
 }

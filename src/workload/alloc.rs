@@ -551,9 +551,7 @@ impl Workload for Alloc {
                         count.fragments as f64,
                     ));
                 }
-                Err(e) => out
-                    .notes
-                    .push(format!("extents not counted: FIEMAP failed ({e})")),
+                Err(e) => out.notes.push(crate::extents::not_counted(e)),
             }
         }
         drop(file);

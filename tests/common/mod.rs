@@ -121,6 +121,40 @@ pub fn assert_nothing_left(dir: &Path) {
     assert_empty(dir);
 }
 
+/// The pids of running zfs-fuse daemons (a zfs test asserts fsbench left none).
+pub fn zfs_daemons() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim_end() == "zfs-fuse")
+        })
+        .collect()
+}
+
+pub fn assert_no_zfs_daemon() {
+    let left = zfs_daemons();
+    assert!(left.is_empty(), "zfs-fuse left running: {left:?}");
+}
+
+/// Whether a zfs test can run: its tools, and no zfs-fuse daemon of someone else's, which
+/// fsbench refuses to share (in CI, where nothing else runs one, the test must run).
+pub fn can_run_zfs(test: &str) -> bool {
+    if !can_run(test, &["zfs-fuse", "zpool", "zfs"]) {
+        return false;
+    }
+    let running = zfs_daemons();
+    if !running.is_empty() && std::env::var_os("CI").is_none() {
+        skip(&format!(
+            "{test}: a zfs-fuse daemon already runs (pid {running:?})"
+        ));
+        return false;
+    }
+    true
+}
+
 /// Asserts `dir` holds nothing.
 pub fn assert_empty(dir: &Path) {
     let entries: Vec<_> = std::fs::read_dir(dir)

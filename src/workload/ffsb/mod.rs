@@ -275,9 +275,7 @@ impl Workload for Ffsb {
                     .push(Figure::new("extents max", "per file", false, max as f64));
             }
             Ok(None) => {}
-            Err(e) => out
-                .notes
-                .push(format!("extents not counted: FIEMAP failed ({e})")),
+            Err(e) => out.notes.push(crate::extents::not_counted(e)),
         }
         Ok(out)
     }
