@@ -39,6 +39,10 @@ pub enum FsbenchError {
     /// A phase or lifecycle step failed in a way the user must look at.
     #[error("{0}")]
     Failed(String),
+    /// The run lost what it ran on (its FUSE daemon died): that run failed, and the suite
+    /// goes on with the next.
+    #[error("{0}")]
+    RunLost(String),
     /// The user pressed Ctrl-C or sent SIGTERM.
     #[error("interrupted")]
     Interrupted,

@@ -481,7 +481,9 @@ pub(crate) fn run_suite(
                         if let Err(store_error) = observer.run_finished(&record, None) {
                             observer.diagnostic(&Diagnostic::FailedRunNotSaved(&store_error));
                         }
-                        Some(e)
+                        // A run that lost its daemon failed alone; the suite goes on.
+                        let lost = matches!(e.downcast_ref(), Some(FsbenchError::RunLost(_)));
+                        (!lost).then_some(e)
                     }
                 };
                 result.runs.push(record);
@@ -562,7 +564,10 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
             let mut phase = match outcome {
                 Ok(phase) => phase,
                 Err(e) => {
-                    let e = with_remedy(e.into(), target.spec());
+                    let mut e = with_remedy(e.into(), target.spec());
+                    if let Some(lost) = fresh.lost_daemon() {
+                        e = FsbenchError::RunLost(format!("{lost} during the run: {e:#}")).into();
+                    }
                     return Err(undo_failed_run(fresh, label, e, observer));
                 }
             };

@@ -248,6 +248,12 @@ impl FreshFs {
         Ok(())
     }
 
+    /// What the run lost, if its filesystem's daemon (zfs-fuse) died under it.
+    pub fn lost_daemon(&mut self) -> Option<String> {
+        let pool = self.zfs.as_mut()?;
+        (!pool.daemon_alive()).then(|| format!("the zfs-fuse daemon of pool {} died", pool.name))
+    }
+
     /// Stops the background load, if one runs: what it cost, or an error where it had
     /// stopped on its own during the run.
     pub fn stop_background(&mut self) -> Option<anyhow::Result<BackgroundRecord>> {

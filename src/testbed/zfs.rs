@@ -205,7 +205,7 @@ impl Pool {
     }
 
     /// Whether the daemon still runs (it may die mid-run).
-    fn daemon_alive(&mut self) -> bool {
+    pub(crate) fn daemon_alive(&mut self) -> bool {
         self.daemon
             .as_mut()
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
