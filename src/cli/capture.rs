@@ -1,0 +1,230 @@
+//! `fsbench capture`: runs a command under strace and writes its file-system calls beneath a
+//! root, with the root's state before it ran, as a trace for the replay workload; `--show`
+//! summarizes a trace.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::error::{FsbenchError, invalid};
+use crate::measure::Progress;
+use crate::units::{format_bytes, group_thousands};
+use crate::workload::replay::strace::{Parser, STRACE_ARGS};
+use crate::workload::replay::trace::{Call, TraceWriter};
+use crate::workload::replay::{Summary, snapshot};
+
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// The trace file to write (zstd-compressed; outside the root)
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "TRACE",
+        required_unless_present = "show"
+    )]
+    output: Option<PathBuf>,
+    /// The directory whose calls are recorded [default: the working directory]
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Seconds the command may run before its whole process tree is killed
+    #[arg(long, default_value_t = 3600, value_name = "SECS")]
+    timeout: u64,
+    /// Summarize a trace instead: calls per kind, bytes, threads, files
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "root"])]
+    show: Option<PathBuf>,
+    /// The command and its arguments (after `--`)
+    #[arg(last = true, required_unless_present = "show", value_name = "CMD")]
+    command: Vec<String>,
+}
+
+pub fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
+    if let Some(trace) = &args.show {
+        return show(trace);
+    }
+    let output = args.output.as_deref().expect("clap requires -o");
+    let cwd = std::env::current_dir().context("the working directory")?;
+    let root = args.root.clone().unwrap_or_else(|| cwd.clone());
+    let root = root
+        .canonicalize()
+        .map_err(|e| invalid(format!("--root {}: {e}", root.display())))?;
+    if !root.is_dir() {
+        return Err(invalid(format!(
+            "--root {}: not a directory",
+            root.display()
+        )));
+    }
+    let out_dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => cwd.clone(),
+    };
+    let out_dir = out_dir
+        .canonicalize()
+        .map_err(|e| invalid(format!("-o {}: {e}", output.display())))?;
+    if out_dir.starts_with(&root) {
+        return Err(invalid(format!(
+            "-o {}: the trace must be written outside the root {} (it would change what is \
+             captured)",
+            output.display(),
+            root.display()
+        )));
+    }
+    let strace = crate::tools::require("strace", "strace")?;
+    find_command(&args.command[0])?;
+    let name = output.file_name().unwrap_or_default().to_string_lossy();
+    let partial = out_dir.join(format!(".{name}.partial-{}", std::process::id()));
+    let raw = out_dir.join(format!(".{name}.strace-{}", std::process::id()));
+    let outcome = capture(args, &strace, &root, &cwd, &partial, &raw, &progress);
+    let _ = std::fs::remove_file(&raw);
+    match outcome {
+        Ok(summary) => {
+            std::fs::rename(&partial, output)
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            println!("{summary}");
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(e)
+        }
+    }
+}
+
+/// A command that does not exist is told apart from one that fails under capture.
+fn find_command(cmd: &str) -> anyhow::Result<()> {
+    let found = if cmd.contains('/') {
+        Path::new(cmd).is_file()
+    } else {
+        crate::tools::find(cmd).is_some()
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(invalid(format!("command not found: `{cmd}`")))
+    }
+}
+
+fn capture(
+    args: &CaptureArgs,
+    strace: &Path,
+    root: &Path,
+    cwd: &Path,
+    partial: &Path,
+    raw: &Path,
+    progress: &Progress,
+) -> anyhow::Result<String> {
+    let file = std::fs::File::create(partial)
+        .with_context(|| format!("cannot create {}", partial.display()))?;
+    let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root)?;
+    let entries = snapshot(root, &mut writer)?;
+    let started = Instant::now();
+    let mut child = Command::new(strace)
+        .args(STRACE_ARGS)
+        .arg("-o")
+        .arg(raw)
+        .arg("--")
+        .args(&args.command)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("cannot start {}", strace.display()))?;
+    let limit = Duration::from_secs(args.timeout);
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for the command")? {
+            break status;
+        }
+        let stop = if progress.cancel.load(Ordering::Relaxed) {
+            Some(FsbenchError::Interrupted)
+        } else if started.elapsed() > limit {
+            Some(FsbenchError::Failed(format!(
+                "the command ran past --timeout {}s: killed, no trace written",
+                args.timeout
+            )))
+        } else {
+            None
+        };
+        if let Some(e) = stop {
+            let pgid = rustix::process::Pid::from_child(&child);
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            let _ = child.wait();
+            return Err(e.into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let wall = started.elapsed();
+    if !status.success() {
+        return Err(FsbenchError::Failed(format!(
+            "`{}` failed under capture ({status}): no trace written",
+            args.command.join(" ")
+        ))
+        .into());
+    }
+    let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
+    let mut input = BufReader::with_capacity(1 << 20, input);
+    let mut parser = Parser::new(root, cwd);
+    let (mut line, mut call) = (Vec::with_capacity(4096), Call::default());
+    while input.read_until(b'\n', &mut line)? > 0 {
+        let text = String::from_utf8_lossy(&line);
+        if parser
+            .line(text.trim_end_matches('\n'), &mut call)
+            .is_some()
+        {
+            writer.call(&call)?;
+        }
+        line.clear();
+    }
+    let calls = writer.calls;
+    writer.finish(parser.dropped)?.into_inner()?.sync_all()?;
+    Ok(format!(
+        "captured {} calls beneath {} ({} entries there before), {} outside it not \
+         recorded; the command took {:.3} s under capture",
+        group_thousands(calls),
+        root.display(),
+        group_thousands(entries),
+        group_thousands(parser.dropped),
+        wall.as_secs_f64()
+    ))
+}
+
+/// `capture --show`: what a trace holds.
+fn show(trace: &Path) -> anyhow::Result<()> {
+    let s = Summary::of(trace)?;
+    println!("trace     {}", trace.display());
+    println!("root      {}", s.root.display());
+    println!(
+        "before    {} entries, {}",
+        group_thousands(s.initial_entries),
+        format_bytes(s.initial_bytes)
+    );
+    println!(
+        "calls     {} ({} failed), {} threads, {} files, over {:.3} s",
+        group_thousands(s.calls.values().sum()),
+        group_thousands(s.errors),
+        s.threads,
+        group_thousands(s.files as u64),
+        s.duration_us as f64 / 1e6
+    );
+    println!(
+        "bytes     {} read, {} written",
+        format_bytes(s.read),
+        format_bytes(s.written)
+    );
+    println!(
+        "dropped   {} calls outside the root",
+        group_thousands(s.dropped)
+    );
+    for (kind, n) in &s.calls {
+        let note = if kind.replayed() {
+            ""
+        } else {
+            "  (recorded, not replayed)"
+        };
+        println!("  {:<12}{:>12}{note}", kind.name(), group_thousands(*n));
+    }
+    Ok(())
+}
