@@ -20,6 +20,7 @@ use crate::error::invalid;
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
 pub(crate) const VERSION: u32 = 1;
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// The replayed kinds of call; each a family of system calls (`read` is read, pread64,
 /// readv, preadv and preadv2).
@@ -339,8 +340,16 @@ impl TraceReader {
                 path.display()
             ))
         };
-        if !r.next_line().map_err(|_| not_trace())? {
-            return Err(not_trace());
+        // A zstd frame that does not decode is a damaged trace; anything else is no trace.
+        let mut magic = [0u8; 4];
+        let compressed = std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| magic == ZSTD_MAGIC);
+        match r.next_line() {
+            Ok(true) => {}
+            Err(e) if compressed => return Err(e),
+            Ok(false) if compressed => return Err(r.damaged("empty")),
+            _ => return Err(not_trace()),
         }
         let head = String::from_utf8_lossy(&r.line).into_owned();
         let version = head
