@@ -42,9 +42,9 @@ pub(crate) struct Parser {
     /// Where relative paths start, per thread (a process's threads learn it separately).
     cwd: HashMap<u32, Vec<u8>>,
     /// The first half of each thread's unfinished call, with its start.
-    unfinished: HashMap<u32, (f64, String)>,
+    unfinished: HashMap<u32, (u64, String)>,
     /// The first timestamp, which trace times are relative to.
-    epoch: Option<f64>,
+    epoch: Option<u64>,
     start_cwd: Vec<u8>,
     /// Calls not replayed: outside the root, on pipes, sockets, or of no replayed kind.
     pub dropped: u64,
@@ -73,7 +73,7 @@ impl Parser {
     pub(crate) fn line(&mut self, line: &str, call: &mut Call) -> Option<()> {
         let mut parts = line.splitn(3, ' ');
         let tid: u32 = parts.next()?.parse().ok()?;
-        let time: f64 = parts.next()?.parse().ok()?;
+        let time = micros(parts.next()?)?;
         let rest = parts.next()?;
         let (time, text) = if let Some(first) = rest.strip_suffix(" <unfinished ...>") {
             self.unfinished.insert(tid, (time, first.to_string()));
@@ -89,7 +89,7 @@ impl Parser {
         let outcome = self.call(tid, &text, call);
         if outcome.is_some() {
             call.tid = tid;
-            call.start_us = ((time - epoch) * 1e6).max(0.0) as u64;
+            call.start_us = time.saturating_sub(epoch);
         }
         outcome
     }
@@ -544,7 +544,7 @@ fn parse_number(text: &str) -> Option<i64> {
 /// `RET[<path>] [ERRNO (text)] <DUR>`: the value, the errno, microseconds.
 fn parse_result(text: &str) -> Option<(i64, i32, u64)> {
     let dur_at = text.rfind(" <")?;
-    let dur: f64 = text[dur_at + 2..].strip_suffix('>')?.parse().ok()?;
+    let dur = micros(text[dur_at + 2..].strip_suffix('>')?)?;
     let body = &text[..dur_at];
     let (value, rest) = body.split_once(' ').unwrap_or((body, ""));
     let Arg::Num(ret, _) = parse_arg(value) else {
@@ -555,7 +555,19 @@ fn parse_result(text: &str) -> Option<(i64, i32, u64)> {
     } else {
         0
     };
-    Some((ret, errno, (dur * 1e6) as u64))
+    Some((ret, errno, dur))
+}
+
+/// `SECONDS.FRACTION` in microseconds, exactly (no float rounding).
+fn micros(text: &str) -> Option<u64> {
+    let (secs, frac) = text.split_once('.').unwrap_or((text, ""));
+    let mut us: u64 = secs.parse::<u64>().ok()?.checked_mul(1_000_000)?;
+    let mut scale = 100_000;
+    for d in frac.bytes().take(6) {
+        us += u64::from(d.checked_sub(b'0').filter(|d| *d < 10)?) * scale;
+        scale /= 10;
+    }
+    Some(us)
 }
 
 /// The number of errno `name` (the common ones; others count as EIO-like `-1`).
