@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::process::Command;
 
 use common::*;
