@@ -94,15 +94,7 @@ pub(crate) fn recreate(dir: BorrowedFd<'_>, entries: &[Entry]) -> Result<u64, Fs
                 shown(path)
             ))
         };
-        let at: Option<OwnedFd> = if parent.is_empty() {
-            None
-        } else {
-            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            Some(
-                rustix::fs::openat2(dir, &parent, flags, Mode::empty(), BENEATH)
-                    .map_err(|e| fail("the directory of", e))?,
-            )
-        };
+        let at = open_dir(dir, &parent).map_err(|e| fail("the directory of", e))?;
         let at = at.as_ref().map_or(dir, |f| f.as_fd());
         match e {
             Entry::Dir(_) => {
@@ -131,15 +123,8 @@ pub(crate) fn recreate(dir: BorrowedFd<'_>, entries: &[Entry]) -> Result<u64, Fs
                     refused += 1;
                     continue;
                 };
-                let from = if first_parent.is_empty() {
-                    None
-                } else {
-                    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-                    Some(
-                        rustix::fs::openat2(dir, &first_parent, flags, Mode::empty(), BENEATH)
-                            .map_err(|e| fail("the link's target of", e))?,
-                    )
-                };
+                let from =
+                    open_dir(dir, &first_parent).map_err(|e| fail("the link's target of", e))?;
                 let from = from.as_ref().map_or(dir, |f| f.as_fd());
                 rustix::fs::linkat(from, first_name, at, name, AtFlags::empty())
                     .map_err(|e| fail("hard link", e))?
@@ -147,4 +132,13 @@ pub(crate) fn recreate(dir: BorrowedFd<'_>, entries: &[Entry]) -> Result<u64, Fs
         }
     }
     Ok(refused)
+}
+
+/// Directory `path` below `dir`, never through a symlink; `None` for `dir` itself.
+fn open_dir(dir: BorrowedFd<'_>, path: &[u8]) -> rustix::io::Result<Option<OwnedFd>> {
+    if path.is_empty() {
+        return Ok(None);
+    }
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    rustix::fs::openat2(dir, path, flags, Mode::empty(), BENEATH).map(Some)
 }
