@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 
+use super::output::write_stdout;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::units::{format_bytes, group_thousands};
@@ -86,7 +87,7 @@ pub fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
         Ok(summary) => {
             std::fs::rename(&partial, output)
                 .with_context(|| format!("cannot write {}", output.display()))?;
-            println!("{summary}");
+            write_stdout(&format!("{summary}\n"))?;
             Ok(())
         }
         Err(e) => {
@@ -193,28 +194,35 @@ fn capture(
 
 /// `capture --show`: what a trace holds.
 fn show(trace: &Path) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
     let s = Summary::of(trace)?;
-    println!("trace     {}", trace.display());
-    println!("root      {}", s.root.display());
-    println!(
+    let mut out = String::new();
+    let calls: u64 = s.calls.values().sum();
+    let _ = writeln!(out, "trace     {}", trace.display());
+    let _ = writeln!(out, "root      {}", s.root.display());
+    let _ = writeln!(
+        out,
         "before    {} entries, {}",
         group_thousands(s.initial_entries),
         format_bytes(s.initial_bytes)
     );
-    println!(
+    let _ = writeln!(
+        out,
         "calls     {} ({} failed), {} threads, {} files, over {:.3} s",
-        group_thousands(s.calls.values().sum()),
+        group_thousands(calls),
         group_thousands(s.errors),
         s.threads,
         group_thousands(s.files as u64),
         s.duration_us as f64 / 1e6
     );
-    println!(
+    let _ = writeln!(
+        out,
         "bytes     {} read, {} written",
         format_bytes(s.read),
         format_bytes(s.written)
     );
-    println!(
+    let _ = writeln!(
+        out,
         "dropped   {} calls outside the root",
         group_thousands(s.dropped)
     );
@@ -224,7 +232,12 @@ fn show(trace: &Path) -> anyhow::Result<()> {
         } else {
             "  (recorded, not replayed)"
         };
-        println!("  {:<12}{:>12}{note}", kind.name(), group_thousands(*n));
+        let _ = writeln!(
+            out,
+            "  {:<12}{:>12}{note}",
+            kind.name(),
+            group_thousands(*n)
+        );
     }
-    Ok(())
+    write_stdout(&out)
 }
