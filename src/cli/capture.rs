@@ -15,11 +15,11 @@ use clap::Args;
 
 use super::output::write_stdout;
 use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
+use crate::measure::{PhaseRecorder, Progress};
 use crate::units::{format_bytes, group_thousands};
 use crate::workload::replay::strace::{Parser, STRACE_ARGS};
 use crate::workload::replay::trace::{Call, TraceWriter};
-use crate::workload::replay::{Summary, snapshot};
+use crate::workload::replay::{Summary, replay_into, snapshot};
 
 #[derive(Debug, Args)]
 pub struct CaptureArgs {
@@ -28,7 +28,7 @@ pub struct CaptureArgs {
         short = 'o',
         long,
         value_name = "TRACE",
-        required_unless_present = "show"
+        required_unless_present_any = ["show", "replay"]
     )]
     output: Option<PathBuf>,
     /// The directory whose calls are recorded [default: the working directory]
@@ -38,16 +38,26 @@ pub struct CaptureArgs {
     #[arg(long, default_value_t = 3600, value_name = "SECS")]
     timeout: u64,
     /// Summarize a trace instead: calls per kind, bytes, threads, files
-    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "root"])]
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "root", "replay"])]
     show: Option<PathBuf>,
+    /// Replay a trace into the empty directory -C DIR instead (as the replay workload's
+    /// run does), leaving what it made there: calls per kind and differences printed
+    #[arg(long, value_name = "TRACE", requires = "dir", conflicts_with_all = ["output", "root"])]
+    replay: Option<PathBuf>,
+    /// The directory --replay replays into
+    #[arg(short = 'C', long, value_name = "DIR", requires = "replay")]
+    dir: Option<PathBuf>,
     /// The command and its arguments (after `--`)
-    #[arg(last = true, required_unless_present = "show", value_name = "CMD")]
+    #[arg(last = true, required_unless_present_any = ["show", "replay"], value_name = "CMD")]
     command: Vec<String>,
 }
 
 pub fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     if let Some(trace) = &args.show {
         return show(trace);
+    }
+    if let (Some(trace), Some(dir)) = (&args.replay, &args.dir) {
+        return replay(trace, dir, progress);
     }
     let output = args.output.as_deref().expect("clap requires -o");
     let cwd = std::env::current_dir().context("the working directory")?;
@@ -238,6 +248,41 @@ fn show(trace: &Path) -> anyhow::Result<()> {
             kind.name(),
             group_thousands(*n)
         );
+    }
+    write_stdout(&out)
+}
+
+/// `capture --replay TRACE -C DIR`: one replay outside a suite, its tree left in DIR.
+fn replay(trace: &Path, dir: &Path, progress: Arc<Progress>) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    let empty = std::fs::read_dir(dir)
+        .map_err(|e| invalid(format!("-C {}: {e}", dir.display())))?
+        .next()
+        .is_none();
+    if !empty {
+        return Err(invalid(format!(
+            "-C {}: not empty; the replay recreates the trace's initial state in an empty \
+             directory",
+            dir.display()
+        )));
+    }
+    let target = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    let mut rec = PhaseRecorder::start("replay", progress);
+    let report = replay_into(trace, std::os::fd::AsFd::as_fd(&target), &mut rec)?;
+    let m = rec.finish();
+    let mut out = format!(
+        "replayed {} calls in {:.3} s into {}\n",
+        group_thousands(m.ops),
+        m.elapsed_secs(),
+        dir.display()
+    );
+    for (kind, n) in &report.calls {
+        let captured = report.captured.get(kind).copied().unwrap_or(0);
+        let mark = if captured == *n { "" } else { "  (differs)" };
+        let _ = writeln!(out, "  {kind:<12}{n:>12}  captured {captured:>12}{mark}");
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "note: {note}");
     }
     write_stdout(&out)
 }
