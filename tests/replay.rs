@@ -174,6 +174,58 @@ fn sqlite3_wal_replayed_makes_the_same_calls_and_tree() {
     assert!(report.captured["write"] > 10, "{:?}", report.captured);
 }
 
+#[test]
+fn git_clone_and_checkout_replayed_make_the_same_calls_and_tree() {
+    if !can_capture("git capture and replay", &["git"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let repo = work.path().join("repo");
+    let git = |args: &[&str]| {
+        let mut c = Command::new("git");
+        c.args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ]);
+        assert!(
+            status(c.arg("-C").arg(&repo).args(args)).success(),
+            "{args:?}"
+        );
+    };
+    std::fs::create_dir(&repo).unwrap();
+    git(&["init", "-q"]);
+    source_tree(&repo);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "one"]);
+    git(&["checkout", "-qb", "other"]);
+    std::fs::write(repo.join("a/f1"), b"changed").unwrap();
+    std::fs::remove_file(repo.join("big")).unwrap();
+    git(&["commit", "-qam", "two"]);
+    git(&["checkout", "-q", "main"]);
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("git.trace");
+    // --no-local: the objects travel through git's pack protocol, as from a server, and
+    // are not hard links to a repository outside the root.
+    capture(
+        &orig,
+        &trace,
+        &[
+            "sh",
+            "-c",
+            "git clone -q --no-local ../repo c && git -C c checkout -q other",
+        ],
+    );
+    let replayed = work.path().join("replayed");
+    let report = replay(&trace, &replayed);
+    assert_faithful(&report, &orig, &replayed);
+    assert_eq!(tree(&replayed)["c/a/f1"], ('f', 7, 1));
+}
+
 /// A trace written by hand: `entries` then `calls` (tab-separated fields as documented).
 fn hand_trace(path: &Path, version: u32, entries: &[&str], calls: &[&str]) {
     let mut text = format!("fsbench-trace {version}\nroot\t/nowhere\n");
