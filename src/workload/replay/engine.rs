@@ -483,8 +483,8 @@ impl<'a> Thread<'a> {
                 op.kind.name()
             ));
         }
-        match fatal_error(Errno::from_raw_os_error(here), "replay", 0) {
-            Some(e) if here != 0 => Err(e),
+        match (here != 0).then(|| fatal_error(Errno::from_raw_os_error(here), "replay", 0)) {
+            Some(Some(e)) => Err(e),
             _ => Ok(()),
         }
     }
