@@ -65,10 +65,11 @@ impl Parser {
 
     /// Parses one line; `Some` with the call when it is one to record.
     pub(crate) fn line(&mut self, line: &str, call: &mut Call) -> Option<()> {
-        let mut parts = line.splitn(3, ' ');
-        let tid: u32 = parts.next()?.parse().ok()?;
-        let time = micros(parts.next()?)?;
-        let rest = parts.next()?;
+        // strace pads thread ids to five columns: `42    1795665584.073292 ...`.
+        let (tid, rest) = line.trim_start().split_once(' ')?;
+        let tid: u32 = tid.parse().ok()?;
+        let (time, rest) = rest.trim_start().split_once(' ')?;
+        let time = micros(time)?;
         let (time, text) = if let Some(first) = rest.strip_suffix(" <unfinished ...>") {
             self.unfinished.insert(tid, (time, first.to_string()));
             return None;
