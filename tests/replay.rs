@@ -131,6 +131,18 @@ fn tar_x_replayed_makes_the_same_calls_and_tree() {
         assert_eq!(phase["latency"][kind]["count"], *n, "{kind}");
     }
     assert_eq!(phase["ops"], report.captured.values().sum::<u64>());
+    // With the recorded think times: the same calls, and at least the capture's pauses.
+    let think = format!("replay:think,trace={}", trace.display());
+    let out = run(json_run(state.path())
+        .args(["--runs", "1", "-w", &think, "--dir"])
+        .arg(&run_dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["runs"][0]["workload"], "replay:tar.trace,think");
+    assert_eq!(
+        doc["runs"][0]["phases"][0]["ops"],
+        report.captured.values().sum::<u64>()
+    );
 
     // On a loop ext4 as root: a fresh filesystem, the same calls.
     if can_run("replay on a loop ext4", &["mkfs.ext4"]) {
