@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -29,7 +29,7 @@ const SAMPLES: usize = 10;
 /// A thread's progress: calls done, on a cache line of its own.
 #[repr(align(64))]
 #[derive(Default)]
-pub(crate) struct Done(AtomicU32);
+pub(crate) struct Done(pub AtomicU64);
 
 /// What one replay thread measured.
 pub(crate) struct Replayed {
@@ -52,7 +52,7 @@ pub(crate) fn replay_thread(
     dir: BorrowedFd<'_>,
     done: &[Done],
     think: bool,
-    cancel: &AtomicBool,
+    halt: &Halt<'_>,
 ) -> Result<Replayed, FsbenchError> {
     let calls = &loaded.threads[me];
     let mut t = Thread {
@@ -78,7 +78,9 @@ pub(crate) fn replay_thread(
     let clock = lap_clock();
     for (i, op) in calls.ops.iter().enumerate() {
         for dep in &calls.deps[op.deps.0 as usize..op.deps.1 as usize] {
-            wait_for(&done[dep.thread as usize], dep.index, cancel)?;
+            if !wait_for(&done[dep.thread as usize], dep.index, halt)? {
+                return Ok(t.out);
+            }
         }
         if think && op.think_us > 0 {
             std::thread::sleep(Duration::from_micros(op.think_us));
@@ -91,31 +93,49 @@ pub(crate) fn replay_thread(
             .saturating_record(ns.max(1));
         t.out.calls[op.kind as usize] += 1;
         t.check(op, outcome)?;
-        done[me].0.store(i as u32 + 1, Ordering::Release);
-        if i % 1024 == 0 && cancel.load(Ordering::Relaxed) {
-            return Err(FsbenchError::Interrupted);
+        done[me].0.store(i as u64 + 1, Ordering::Release);
+        if i % 1024 == 0 && !halt.go_on()? {
+            return Ok(t.out);
         }
     }
     Ok(t.out)
 }
 
-/// Waits until `done` passes `index`: spinning briefly, then yielding, then sleeping.
-fn wait_for(done: &Done, index: u32, cancel: &AtomicBool) -> Result<(), FsbenchError> {
+/// Why replay threads stop early: the user's Ctrl-C, or another thread's failure (that
+/// thread's error is the phase's; the others stop quietly).
+pub(crate) struct Halt<'a> {
+    pub user: &'a AtomicBool,
+    pub failed: AtomicBool,
+}
+
+impl Halt<'_> {
+    /// Whether to go on; an error when the user asked to stop.
+    fn go_on(&self) -> Result<bool, FsbenchError> {
+        if self.user.load(Ordering::Relaxed) {
+            return Err(FsbenchError::Interrupted);
+        }
+        Ok(!self.failed.load(Ordering::Relaxed))
+    }
+}
+
+/// Waits until `done` passes `index`: spinning briefly, then yielding, then sleeping; false
+/// when the replay stops first.
+fn wait_for(done: &Done, index: u32, halt: &Halt<'_>) -> Result<bool, FsbenchError> {
     let mut tries = 0u32;
-    while done.0.load(Ordering::Acquire) <= index {
+    while done.0.load(Ordering::Acquire) <= u64::from(index) {
         tries += 1;
         if tries < 100 {
             std::hint::spin_loop();
         } else if tries < 1000 {
             std::thread::yield_now();
         } else {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(FsbenchError::Interrupted);
+            if !halt.go_on()? {
+                return Ok(false);
             }
             std::thread::sleep(Duration::from_micros(50));
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// How a call came out: its value, a refusal (a path outside the directory), or an errno.

@@ -18,11 +18,12 @@ use std::sync::atomic::AtomicBool;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::parallel::Crew;
 use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, errno_name};
 use crate::units::group_thousands;
-use engine::{Done, Replayed};
+use engine::{Done, Halt, Replayed};
 use load::Loaded;
 pub(crate) use state::snapshot;
 use trace::{Call, Entry, Kind, TraceReader};
@@ -307,26 +308,36 @@ impl Workload for Replay {
             .loaded
             .as_ref()
             .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
-        let cancel = rec.progress().cancel.clone();
+        let user = rec.progress().cancel.clone();
+        let halt = Halt {
+            user: &user,
+            failed: AtomicBool::new(false),
+        };
         let think = self.params.mode == Pace::Think;
         let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
+        // The threads' counts of calls done are also the progress bar's.
+        let crew = Crew::new(done.iter().map(|d| &d.0).collect(), rec.progress());
         let outcomes: Vec<Result<Replayed, FsbenchError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..loaded.threads.len())
                 .map(|me| {
-                    let (done, cancel) = (&done, &cancel);
+                    let (done, halt, crew) = (&done, &halt, &crew);
                     s.spawn(move || {
-                        let outcome = super::parallel::with_private_fds(&[dir], || {
-                            engine::replay_thread(loaded, me, dir, done, think, cancel)
-                        })
-                        .and_then(|r| r);
+                        let _guard = StopOthersOnPanic(&halt.failed);
+                        let outcome = crew
+                            .work(&[dir], || {
+                                engine::replay_thread(loaded, me, dir, done, think, halt)
+                            })
+                            .and_then(|r| r);
                         // A thread that stops early lets the others past their waits.
                         if outcome.is_err() {
-                            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                            halt.failed
+                                .store(true, std::sync::atomic::Ordering::Relaxed);
                         }
                         outcome
                     })
                 })
                 .collect();
+            crew.wait(&handles);
             handles
                 .into_iter()
                 .map(|h| {
@@ -444,5 +455,16 @@ impl Workload for Replay {
             notes,
             ..PhaseOutput::default()
         })
+    }
+}
+
+/// Stops the other replay threads when a replay thread panics (they may wait for its calls).
+struct StopOthersOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOthersOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
