@@ -394,9 +394,51 @@ fn bad_input_gets_a_clear_message() {
             "command not found: `no-such-command-fsbench`",
         );
         fails_with(
-            &["capture", "-o", t, "--root", r, "--", "sh", "-c", "exit 3"],
+            &[
+                "capture",
+                "-o",
+                t,
+                "--root",
+                r,
+                "--",
+                "sh",
+                "-c",
+                "echo why >&2; exit 3",
+            ],
             1,
-            "failed under capture (exit status: 3): no trace written",
+            "failed (exit status: 3) under capture: no trace written",
+        );
+        assert!(!trace.exists());
+        fails_with(
+            &[
+                "capture",
+                "-o",
+                t,
+                "--root",
+                r,
+                "--",
+                "sh",
+                "-c",
+                "echo why >&2; exit 3",
+            ],
+            1,
+            "its last lines of stderr:\nwhy",
+        );
+        fails_with(
+            &[
+                "capture",
+                "--timeout",
+                "1",
+                "-o",
+                t,
+                "--root",
+                r,
+                "--",
+                "sleep",
+                "30",
+            ],
+            1,
+            "ran past --timeout 1s and was killed under capture",
         );
         assert!(!trace.exists());
         let inside = root.join("t.trace");

@@ -3,11 +3,8 @@
 //! summarizes a trace.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -17,6 +14,7 @@ use super::output::write_stdout;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, Progress};
 use crate::units::{format_bytes, group_thousands};
+use crate::workload::command::process::{self, Exit, Step};
 use crate::workload::replay::strace::{Parser, STRACE_ARGS};
 use crate::workload::replay::trace::{Call, TraceWriter};
 use crate::workload::replay::{Summary, replay_into, snapshot};
@@ -134,46 +132,50 @@ fn capture(
         .with_context(|| format!("cannot create {}", partial.display()))?;
     let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root)?;
     let entries = snapshot(root, &mut writer)?;
+    // As the command workload runs its commands: `sh -c` in a process group and a cgroup of
+    // its own, output drained into tails, the whole tree killed on timeout, Ctrl-C or error
+    // (and by the next fsbench that runs commands, if this one is SIGKILLed).
+    let words = [strace.as_os_str().to_string_lossy().into_owned()]
+        .into_iter()
+        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
+        .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
+        .chain(args.command.iter().cloned());
+    let words: Vec<String> = words.collect();
+    let line = shlex::try_join(words.iter().map(String::as_str))
+        .map_err(|e| invalid(format!("the command cannot be quoted for sh: {e}")))?;
     let started = Instant::now();
-    let mut child = Command::new(strace)
-        .args(STRACE_ARGS)
-        .arg("-o")
-        .arg(raw)
-        .arg("--")
-        .args(&args.command)
-        .process_group(0)
-        .spawn()
-        .with_context(|| format!("cannot start {}", strace.display()))?;
-    let limit = Duration::from_secs(args.timeout);
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for the command")? {
-            break status;
-        }
-        let stop = if progress.cancel.load(Ordering::Relaxed) {
-            Some(FsbenchError::Interrupted)
-        } else if started.elapsed() > limit {
-            Some(FsbenchError::Failed(format!(
-                "the command ran past --timeout {}s: killed, no trace written",
-                args.timeout
-            )))
-        } else {
-            None
-        };
-        if let Some(e) = stop {
-            let pgid = rustix::process::Pid::from_child(&child);
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-            let _ = child.wait();
-            return Err(e.into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let finished = process::run(&Step {
+        command: &format!("exec {line}"),
+        dir: cwd,
+        run: 0,
+        timeout: Duration::from_secs(args.timeout),
+        cancel: &progress.cancel,
+    })?;
     let wall = started.elapsed();
-    if !status.success() {
-        return Err(FsbenchError::Failed(format!(
-            "`{}` failed under capture ({status}): no trace written",
-            args.command.join(" ")
+    let what = args.command.join(" ");
+    let failed = |how: String| {
+        let stderr = finished.stderr.last_lines(20);
+        Err(FsbenchError::Failed(format!(
+            "`{what}` {how} under capture: no trace written{}{}",
+            if stderr.is_empty() {
+                ""
+            } else {
+                "; its last lines of stderr:\n"
+            },
+            stderr
         ))
-        .into());
+        .into())
+    };
+    match finished.exit {
+        Exit::Code(0) => {}
+        Exit::Code(code) => return failed(format!("failed (exit status: {code})")),
+        Exit::Signal(sig) => return failed(format!("was killed by signal {sig}")),
+        Exit::TimedOut => {
+            return failed(format!(
+                "ran past --timeout {}s and was killed",
+                args.timeout
+            ));
+        }
     }
     let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
     let mut input = BufReader::with_capacity(1 << 20, input);
