@@ -212,8 +212,12 @@ impl<'a> Thread<'a> {
         }
     }
 
+    /// Maps traced descriptor `n` to `fd`; an open that failed in the capture (no number)
+    /// and succeeds here is closed at once.
     fn set_fd(&mut self, n: i32, fd: OwnedFd) {
-        let n = n.max(0) as usize;
+        let Ok(n) = usize::try_from(n) else {
+            return;
+        };
         if self.fds.len() <= n {
             self.fds.resize_with(n + 1, || None);
         }
