@@ -207,7 +207,7 @@ fn capture(
 /// `capture --show`: what a trace holds.
 fn show(trace: &Path) -> anyhow::Result<()> {
     use std::fmt::Write as _;
-    let s = Summary::of(trace)?;
+    let s = Summary::of(Some(trace))?;
     let mut out = String::new();
     let calls: u64 = s.calls.values().sum();
     let _ = writeln!(out, "trace     {}", trace.display());

@@ -73,7 +73,7 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    pub fn read(path: &Path) -> anyhow::Result<Loaded> {
+    pub fn read(path: Option<&Path>) -> anyhow::Result<Loaded> {
         let mut reader = TraceReader::open(path)?;
         let mut loaded = Loaded::default();
         while let Some(e) = reader.entry()? {

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::Crew;
 use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
-use crate::error::{FsbenchError, invalid};
+use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, errno_name};
 use crate::units::group_thousands;
 use engine::{Done, Halt, Replayed};
@@ -42,7 +42,9 @@ pub enum Pace {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayParams {
-    pub trace: PathBuf,
+    /// The trace file; none: the built-in demo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<PathBuf>,
     #[serde(default)]
     pub mode: Pace,
 }
@@ -51,7 +53,7 @@ const OPTIONS: &[OptionDef] = &[
     OptionDef::new(
         "trace",
         OptKind::Text,
-        "the trace file `fsbench capture -o FILE` wrote (required)",
+        "the trace file `fsbench capture -o FILE` wrote (default: the built-in demo)",
     ),
     OptionDef {
         default: Some("fast"),
@@ -63,18 +65,12 @@ const OPTIONS: &[OptionDef] = &[
     },
 ];
 
-const PRESETS: &[Preset] = &[
-    Preset {
-        name: "fast",
-        values: &[("mode", "fast")],
-        help: "as fast as possible (give trace=FILE)",
-    },
-    Preset {
-        name: "think",
-        values: &[("mode", "think")],
-        help: "with the recorded think times (give trace=FILE)",
-    },
-];
+const PRESETS: &[Preset] = &[Preset {
+    name: "demo",
+    values: &[],
+    help: "a built-in trace (give trace=FILE for yours): sh making 50 small files, copying, \
+           renaming, linking and removing them, 958 calls of 8 processes",
+}];
 
 /// The replay workload's row in the registry.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
@@ -83,20 +79,15 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
               the root's initial state made untimed, then the calls, one thread per traced thread",
     options: OPTIONS,
     presets: PRESETS,
-    default_preset: "fast",
+    default_preset: "demo",
     more_work: &["trace"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Replay),
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
-    let trace = p.text("trace").ok_or_else(|| {
-        invalid(
-            "replay: give the trace to replay: -w replay:trace=FILE (made by `fsbench capture`)",
-        )
-    })?;
     let params = ReplayParams {
-        trace: PathBuf::from(trace),
+        trace: p.text("trace").map(PathBuf::from),
         mode: if p.text("mode") == Some("think") {
             Pace::Think
         } else {
@@ -111,10 +102,13 @@ pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("replay", "calls", true)];
 
 impl ReplayParams {
     pub fn name(&self) -> String {
-        let file = self.trace.file_name().map_or_else(
-            || self.trace.display().to_string(),
-            |f| f.to_string_lossy().into_owned(),
-        );
+        let file = match &self.trace {
+            None => "demo".to_string(),
+            Some(t) => t.file_name().map_or_else(
+                || t.display().to_string(),
+                |f| f.to_string_lossy().into_owned(),
+            ),
+        };
         match self.mode {
             Pace::Fast => file,
             Pace::Think => format!("{file},think"),
@@ -126,25 +120,28 @@ impl ReplayParams {
             Pace::Fast => "as fast as possible",
             Pace::Think => "with the recorded think times",
         };
-        match Summary::of(&self.trace) {
+        let file = self.trace.as_ref().map_or_else(
+            || "the built-in demo".to_string(),
+            |t| t.display().to_string(),
+        );
+        match Summary::of(self.trace.as_deref()) {
             Ok(s) => format!(
-                "replays {} calls of {} threads captured under {} ({}), {pace}",
+                "replays {} calls of {} threads captured under {} ({file}), {pace}",
                 group_thousands(s.replayed()),
                 s.threads,
                 s.root.display(),
-                self.trace.display()
             ),
-            Err(e) => format!("replays {}: {e:#}", self.trace.display()),
+            Err(e) => format!("replays {file}: {e:#}"),
         }
     }
 
     /// Reads the whole trace: a damaged one or one of another version is refused here.
     pub fn validate(&self) -> anyhow::Result<()> {
-        Summary::of(&self.trace).map(drop)
+        Summary::of(self.trace.as_deref()).map(drop)
     }
 
     pub fn space_needed(&self) -> Option<SpaceNeed> {
-        let s = Summary::of(&self.trace).ok()?;
+        let s = Summary::of(self.trace.as_deref()).ok()?;
         let bytes = s
             .initial_bytes
             .checked_add(s.written)?
@@ -177,7 +174,8 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn of(path: &Path) -> anyhow::Result<Summary> {
+    /// The trace in `path`, or the built-in demo.
+    pub fn of(path: Option<&Path>) -> anyhow::Result<Summary> {
         let mut r = TraceReader::open(path)?;
         let mut s = Summary {
             root: r.root.clone(),
@@ -246,7 +244,7 @@ pub fn replay_into(
     rec: &mut PhaseRecorder,
 ) -> Result<ReplayReport, FsbenchError> {
     let mut replay = Replay::new(ReplayParams {
-        trace: trace.to_path_buf(),
+        trace: Some(trace.to_path_buf()),
         mode: Pace::Fast,
     });
     replay.setup(dir, 1, &Arc::new(AtomicBool::new(false)))?;
@@ -291,7 +289,7 @@ impl Workload for Replay {
         _round: u32,
         _cancel: &Arc<AtomicBool>,
     ) -> Result<(), FsbenchError> {
-        let loaded = Loaded::read(&self.params.trace)
+        let loaded = Loaded::read(self.params.trace.as_deref())
             .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
         self.refused_entries = state::recreate(dir, &loaded.entries)?;
         self.loaded = Some(loaded);

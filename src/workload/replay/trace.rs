@@ -21,6 +21,9 @@ use crate::error::invalid;
 pub(crate) const MAGIC: &str = "fsbench-trace";
 pub(crate) const VERSION: u32 = 1;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// The replay workload's `demo` preset: `sh -c` making, copying, renaming and removing small
+/// files, captured by `fsbench capture` (see the README).
+const DEMO: &[u8] = include_bytes!("demo.trace");
 
 /// The replayed kinds of call; each a family of system calls (`read` is read, pread64,
 /// readv, preadv and preadv2).
@@ -320,10 +323,28 @@ pub struct TraceReader {
 }
 
 impl TraceReader {
-    pub fn open(path: &Path) -> anyhow::Result<TraceReader> {
+    /// The trace in file `path`, or the built-in demo for `None`.
+    pub fn open(path: Option<&Path>) -> anyhow::Result<TraceReader> {
+        let Some(path) = path else {
+            let demo = Box::new(std::io::Cursor::new(DEMO));
+            return TraceReader::read(demo, Path::new("the built-in demo trace"), true);
+        };
         let file = std::fs::File::open(path)
             .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
-        let decoder = zstd::Decoder::new(file)
+        // A zstd frame that does not decode is a damaged trace; anything else is no trace.
+        let mut magic = [0u8; 4];
+        let compressed = std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| magic == ZSTD_MAGIC);
+        TraceReader::read(Box::new(file), path, compressed)
+    }
+
+    fn read(
+        input: Box<dyn Read + Send>,
+        path: &Path,
+        compressed: bool,
+    ) -> anyhow::Result<TraceReader> {
+        let decoder = zstd::Decoder::new(input)
             .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
         let mut r = TraceReader {
             input: BufReader::with_capacity(1 << 16, Box::new(decoder)),
@@ -340,11 +361,6 @@ impl TraceReader {
                 path.display()
             ))
         };
-        // A zstd frame that does not decode is a damaged trace; anything else is no trace.
-        let mut magic = [0u8; 4];
-        let compressed = std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok_and(|()| magic == ZSTD_MAGIC);
         match r.next_line() {
             Ok(true) => {}
             Err(e) if compressed => return Err(e),
@@ -505,7 +521,7 @@ mod tests {
         };
         w.call(&call).unwrap();
         w.finish(3).unwrap();
-        let mut r = TraceReader::open(&file).unwrap();
+        let mut r = TraceReader::open(Some(&file)).unwrap();
         assert_eq!(r.root, Path::new("/r 1"));
         for e in &entries {
             assert_eq!(r.entry().unwrap().as_ref(), Some(e));
@@ -519,13 +535,13 @@ mod tests {
         // Cut in the middle of the compressed stream: a clear error, never a panic.
         let bytes = std::fs::read(&file).unwrap();
         std::fs::write(&file, &bytes[..bytes.len() - 12]).unwrap();
-        let outcome = TraceReader::open(&file).and_then(|mut r| {
+        let outcome = TraceReader::open(Some(&file)).and_then(|mut r| {
             while r.call(&mut back)? {}
             Ok(())
         });
         assert!(format!("{:#}", outcome.unwrap_err()).contains("damaged"));
         std::fs::write(&file, b"fsbench-trace 1\n").unwrap();
-        let e = TraceReader::open(&file).err().unwrap();
+        let e = TraceReader::open(Some(&file)).err().unwrap();
         assert!(e.to_string().contains("not an fsbench trace"), "{e}");
     }
 }
