@@ -2,7 +2,9 @@
 # Installs the Debian packages fsbench needs (with --tests: also what the test suite needs).
 # Does nothing when not root or not on Debian: tests that need a missing tool then skip and say so.
 set -euo pipefail
-tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux)
+# strace: `fsbench capture` records a program's calls with it.
+tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux
+    strace:strace)
 if [ "${1:-}" = "--tests" ]; then
     # setpriv: the not-root tests; sfdisk and partx: the partition test; unshare: the PID
     # namespace test; chromium: the HTML report test; tar, zstd, xz, bzip2 and lzop: the
@@ -10,12 +12,13 @@ if [ "${1:-}" = "--tests" ]; then
     # and libraries) and libclang (bindgen): the build with --features mpi and its tests;
     # strace: the MPI tests slow a rank with it and read the names a rank opened;
     # mkntfs and ntfs-3g: the ntfs test; zfs-fuse, zpool and zfs: the zfs test; stress-ng:
-    # the background-load tests.
+    # the background-load tests; sqlite3 and git: programs captured and replayed.
     tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
         xz:xz-utils bzip2:bzip2 lzop:lzop
         sfdisk:fdisk partx:util-linux unshare:util-linux mpirun:openmpi-bin
-        mpicc:libopenmpi-dev strace:strace mkntfs:ntfs-3g ntfs-3g:ntfs-3g
-        zfs-fuse:zfs-fuse zpool:zfs-fuse zfs:zfs-fuse stress-ng:stress-ng pkill:procps)
+        mpicc:libopenmpi-dev mkntfs:ntfs-3g ntfs-3g:ntfs-3g
+        zfs-fuse:zfs-fuse zpool:zfs-fuse zfs:zfs-fuse stress-ng:stress-ng pkill:procps
+        sqlite3:sqlite3 git:git)
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2

@@ -58,7 +58,7 @@ impl FsbenchError {
             | FsbenchError::KernelLacks { .. }
             | FsbenchError::NotRoot(_) => 4,
             FsbenchError::DiskFull { .. } => 5,
-            FsbenchError::Failed(_) => 1,
+            FsbenchError::Failed(_) | FsbenchError::RunLost(_) => 1,
             FsbenchError::Interrupted => 130,
         }
     }

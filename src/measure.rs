@@ -574,6 +574,12 @@ pub fn errno_name(errno: i32) -> String {
         (libc::EBUSY, "EBUSY"),
         (libc::ELOOP, "ELOOP"),
         (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+        (libc::EAGAIN, "EAGAIN"),
+        (libc::EXDEV, "EXDEV"),
+        (libc::ENOTTY, "ENOTTY"),
+        (libc::ESPIPE, "ESPIPE"),
+        (libc::ENODATA, "ENODATA"),
+        (libc::ENOSYS, "ENOSYS"),
     ];
     NAMES
         .iter()

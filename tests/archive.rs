@@ -3,39 +3,9 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::process::Command;
 
 use common::*;
-
-/// Every entry below `root`: path → (type, size, link count).
-fn tree(root: &Path) -> BTreeMap<String, (char, u64, u64)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            let m = std::fs::symlink_metadata(e.path()).unwrap();
-            let kind = if m.is_dir() {
-                'd'
-            } else if m.file_type().is_symlink() {
-                'l'
-            } else {
-                'f'
-            };
-            let size = if m.is_dir() { 0 } else { m.len() };
-            out.insert(
-                e.path().strip_prefix(root).unwrap().display().to_string(),
-                (kind, size, m.nlink()),
-            );
-            if m.is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    out
-}
 
 fn tar_available() -> bool {
     has_tool("tar") && status(Command::new("tar").arg("--version")).success()

@@ -2,6 +2,7 @@
 
 mod archive;
 mod auto_runs;
+mod capture;
 mod clean;
 mod console;
 mod fdtree;
@@ -64,6 +65,9 @@ enum Command {
     Fdtree(fdtree::FdtreeArgs),
     /// Run an FFSB profile file as a suite: fresh filesystems, repeated runs, statistics
     Ffsb(Box<FfsbArgs>),
+    /// Record a command's file-system calls beneath a root into a trace, for
+    /// `-w replay:trace=FILE`; `--show TRACE` summarizes one
+    Capture(capture::CaptureArgs),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs,
     /// and the template images an interrupted suite kept for its resume
     Clean,
@@ -549,6 +553,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
         Command::Fdtree(_) => "fdtree",
         Command::Archive { .. } => "archive",
         Command::Clean => "clean",
+        Command::Capture(_) => "capture",
         _ => return Ok(()),
     };
     if cli.db.is_some() {
@@ -581,6 +586,9 @@ pub fn main() -> ExitCode {
                 fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
             }
             Command::Clean => clean::clean(),
+            Command::Capture(args) => {
+                capture::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
+            }
             Command::Archive { command } => {
                 archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
             }

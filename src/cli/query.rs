@@ -151,6 +151,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         | Command::Ffsb(_)
         | Command::Fdtree(_)
         | Command::Clean
+        | Command::Capture(_)
         | Command::Archive { .. } => {
             unreachable!("handled in main")
         }

@@ -167,6 +167,10 @@ fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
         WorkloadSpec::Ffsb(_) => {
             Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
         }
+        WorkloadSpec::Replay(_) => Some(
+            "it replays one program's calls on one directory; N ranks would replay N copies \
+             of the same paths, each in a directory of its own",
+        ),
         WorkloadSpec::Command(_) => Some(
             "your commands would run once per rank with nothing to line their phases up; run              your own parallel program (mpirun inside a phase) instead",
         ),

@@ -51,6 +51,7 @@ pub mod ffsb;
 pub mod iozone;
 pub(crate) mod options;
 pub(crate) mod parallel;
+pub mod replay;
 pub mod tree;
 
 use std::borrow::Cow;
@@ -278,6 +279,7 @@ workloads! {
     Alloc(alloc::AllocParams) = alloc::KIND,
     Ffsb(ffsb::FfsbParams) = ffsb::KIND,
     Command(command::CommandParams) = command::KIND,
+    Replay(replay::ReplayParams) = replay::KIND,
 }
 
 /// The registered workload called `name` (or an alias of one, with its preset).
@@ -462,6 +464,7 @@ impl WorkloadSpec {
                 "a larger archive file".into()
             }
             WorkloadSpec::Command(_) => "commands that do more".into(),
+            WorkloadSpec::Replay(_) => "a trace of a program that does more".into(),
             _ => self.kind().more_work_advice(),
         }
     }

@@ -369,3 +369,31 @@ impl Drop for LoopDevice {
         status(Command::new("losetup").args(["-d", &self.dev]));
     }
 }
+
+/// Every entry below `root`: path → (type, size, link count).
+pub fn tree(root: &Path) -> std::collections::BTreeMap<String, (char, u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            let kind = if m.is_dir() {
+                'd'
+            } else if m.file_type().is_symlink() {
+                'l'
+            } else {
+                'f'
+            };
+            let size = if m.is_dir() { 0 } else { m.len() };
+            out.insert(
+                e.path().strip_prefix(root).unwrap().display().to_string(),
+                (kind, size, m.nlink()),
+            );
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}

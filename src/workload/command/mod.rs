@@ -4,7 +4,7 @@
 //! what one phase's work counts.
 
 mod cgroup;
-mod process;
+pub(crate) mod process;
 
 use std::borrow::Cow;
 use std::os::fd::{AsRawFd, BorrowedFd};

@@ -18,14 +18,14 @@ use super::cgroup::Cgroup;
 use crate::error::FsbenchError;
 
 /// Bytes of each stream kept: the tail.
-pub(super) const TAIL_BYTES: usize = 64 << 10;
+pub(crate) const TAIL_BYTES: usize = 64 << 10;
 
 /// How long a stream may stay open once every process of the command is killed (a process
 /// that escaped both its group and, without cgroups, any kill, holding the pipe).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// What to run, where, and for how long at most.
-pub(super) struct Step<'a> {
+pub(crate) struct Step<'a> {
     pub command: &'a str,
     pub dir: &'a Path,
     /// The run's round, for `FSBENCH_RUN`.
@@ -36,7 +36,7 @@ pub(super) struct Step<'a> {
 
 /// How the command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Exit {
+pub(crate) enum Exit {
     Code(i32),
     Signal(i32),
     TimedOut,
@@ -44,7 +44,7 @@ pub(super) enum Exit {
 
 /// What the command's process tree used.
 #[derive(Debug, Default)]
-pub(super) struct Usage {
+pub(crate) struct Usage {
     pub cpu_user: Duration,
     pub cpu_system: Duration,
     /// Bytes read from and written to block devices.
@@ -56,7 +56,7 @@ pub(super) struct Usage {
     pub notes: Vec<String>,
 }
 
-pub(super) struct Finished {
+pub(crate) struct Finished {
     pub exit: Exit,
     pub stdout: Tail,
     pub stderr: Tail,
@@ -65,7 +65,7 @@ pub(super) struct Finished {
 
 /// The last [`TAIL_BYTES`] of a stream, and how many came before them.
 #[derive(Debug, Default)]
-pub(super) struct Tail {
+pub(crate) struct Tail {
     bytes: Vec<u8>,
     dropped: u64,
 }
@@ -156,7 +156,7 @@ impl Drop for Tree {
 }
 
 /// Runs `step` to its end; an error only when it could not be run or the user interrupted it.
-pub(super) fn run(step: &Step<'_>) -> Result<Finished, FsbenchError> {
+pub(crate) fn run(step: &Step<'_>) -> Result<Finished, FsbenchError> {
     let (mut tree, stdout, stderr, mut notes) = spawn(step)?;
     let pidfd = rustix::process::pidfd_open(tree.pid, PidfdFlags::empty())
         .map_err(|e| FsbenchError::Failed(format!("cannot watch the command: {e}")))?;

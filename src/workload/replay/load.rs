@@ -1,0 +1,168 @@
+//! A trace read for replay: the calls of each traced thread in its order, their paths in one
+//! buffer per thread, and the orderings between threads that a result depends on, as ARTC
+//! finds them (Weiss et al., FAST'13): per path, a call that changes it waits for the other
+//! threads' earlier calls on it, and a call that reads it waits for the last change.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::trace::{Call, Entry, Kind, TraceReader};
+
+/// `O_CREAT | O_TRUNC`: an open that changes its path.
+const CHANGING_OPEN: u64 = 0o100 | 0o1000;
+
+/// One call as a replay thread makes it.
+#[derive(Debug, Clone)]
+pub(crate) struct Op {
+    pub kind: Kind,
+    pub errno: i32,
+    pub fd: i32,
+    pub fd2: i32,
+    pub a: u64,
+    pub b: i64,
+    pub path: (u32, u32),
+    pub path2: (u32, u32),
+    /// Microseconds since the previous call of the thread ended (think mode).
+    pub think_us: u64,
+    /// The range of the thread's `deps` this call waits for.
+    pub deps: (u32, u32),
+}
+
+/// "Wait until thread `thread` has done its call `index`."
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dep {
+    pub thread: u32,
+    pub index: u32,
+}
+
+/// One traced thread's calls.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadCalls {
+    pub ops: Vec<Op>,
+    pub deps: Vec<Dep>,
+    pub paths: Vec<u8>,
+    /// The longest read or write, for the thread's buffer.
+    pub max_len: u64,
+    last_end_us: u64,
+}
+
+impl ThreadCalls {
+    pub fn path(&self, span: (u32, u32)) -> &[u8] {
+        &self.paths[span.0 as usize..span.1 as usize]
+    }
+}
+
+/// Who last changed a path, and who read it since, per thread.
+#[derive(Default)]
+struct PathUse {
+    writer: Option<Dep>,
+    readers: Vec<Dep>,
+}
+
+/// A whole trace, ready to replay.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    pub entries: Vec<Entry>,
+    pub threads: Vec<ThreadCalls>,
+    /// Calls of each replayed kind the capture recorded.
+    pub captured: [u64; Kind::ALL.len()],
+    /// Calls the capture counted but did not record (outside the root, pipes...).
+    pub dropped: u64,
+    /// Whether a symlink may exist below the root: paths are then resolved in the kernel.
+    pub symlinks: bool,
+}
+
+impl Loaded {
+    pub fn read(path: Option<&Path>) -> anyhow::Result<Loaded> {
+        let mut reader = TraceReader::open(path)?;
+        let mut loaded = Loaded::default();
+        while let Some(e) = reader.entry()? {
+            loaded.symlinks |= matches!(e, Entry::Symlink(..));
+            loaded.entries.push(e);
+        }
+        let mut index: HashMap<u32, usize> = HashMap::new();
+        let mut uses: HashMap<Vec<u8>, PathUse> = HashMap::new();
+        let mut call = Call::default();
+        let mut wanted: Vec<Dep> = Vec::new();
+        while reader.call(&mut call)? {
+            let kind = call.kind();
+            loaded.captured[kind as usize] += 1;
+            if !kind.replayed() {
+                continue;
+            }
+            loaded.symlinks |= kind == Kind::Symlink;
+            let t = *index.entry(call.tid).or_insert_with(|| {
+                loaded.threads.push(ThreadCalls::default());
+                loaded.threads.len() - 1
+            });
+            let me = Dep {
+                thread: t as u32,
+                index: loaded.threads[t].ops.len() as u32,
+            };
+            // The resources: the path, its parent (read), the second path of a rename or link.
+            wanted.clear();
+            let changes = kind.modifies() || (kind == Kind::Open && call.a & CHANGING_OPEN != 0);
+            let mut touch = |path: &[u8], write: bool, wanted: &mut Vec<Dep>| {
+                let u = uses.entry(path.to_vec()).or_default();
+                wanted.extend(u.writer.filter(|w| w.thread != me.thread));
+                if write {
+                    wanted.extend(u.readers.iter().filter(|r| r.thread != me.thread));
+                    u.writer = Some(me);
+                    u.readers.clear();
+                } else {
+                    match u.readers.iter_mut().find(|r| r.thread == me.thread) {
+                        Some(r) => *r = me,
+                        None => u.readers.push(me),
+                    }
+                }
+            };
+            touch(&call.path, changes, &mut wanted);
+            if let Some(i) = call.path.iter().rposition(|&c| c == b'/') {
+                touch(&call.path[..i], false, &mut wanted);
+            }
+            if matches!(kind, Kind::Rename | Kind::Link | Kind::Copy) {
+                touch(&call.path2, true, &mut wanted);
+            }
+            // One wait per other thread: its latest call.
+            wanted.sort_by_key(|d| (d.thread, std::cmp::Reverse(d.index)));
+            wanted.dedup_by_key(|d| d.thread);
+            let th = &mut loaded.threads[t];
+            let dep_start = th.deps.len() as u32;
+            th.deps.extend_from_slice(&wanted);
+            let span = |p: &[u8], paths: &mut Vec<u8>| {
+                let start = paths.len() as u32;
+                paths.extend_from_slice(p);
+                (start, paths.len() as u32)
+            };
+            let path = span(&call.path, &mut th.paths);
+            let path2 = span(&call.path2, &mut th.paths);
+            if matches!(
+                kind,
+                Kind::Read | Kind::Write | Kind::Readlink | Kind::Getdents
+            ) {
+                th.max_len = th.max_len.max(call.a);
+            }
+            let think_us = call.start_us.saturating_sub(th.last_end_us);
+            th.last_end_us = call.start_us + call.dur_us;
+            th.ops.push(Op {
+                kind,
+                errno: call.errno,
+                fd: call.fd,
+                fd2: call.fd2,
+                a: call.a,
+                b: call.b,
+                path,
+                path2,
+                think_us: if me.index == 0 { 0 } else { think_us },
+                deps: (dep_start, th.deps.len() as u32),
+            });
+        }
+        loaded.dropped = reader.totals.map_or(0, |t| t.1);
+        Ok(loaded)
+    }
+
+    /// Calls that a replay makes.
+    pub fn replayed_calls(&self) -> u64 {
+        self.threads.iter().map(|t| t.ops.len() as u64).sum()
+    }
+}
