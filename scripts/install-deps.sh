@@ -9,11 +9,12 @@ if [ "${1:-}" = "--tests" ]; then
     # archive comparison with GNU tar (lzop also reads .lzo archives for fsbench itself); scipy: statistics checks; mpirun, mpicc (Open MPI's headers
     # and libraries) and libclang (bindgen): the build with --features mpi and its tests;
     # strace: the MPI tests slow a rank with it and read the names a rank opened;
-    # mkntfs and ntfs-3g: the ntfs test.
+    # mkntfs and ntfs-3g: the ntfs test; fio: bench/fio_compare.py.
     tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
         xz:xz-utils bzip2:bzip2 lzop:lzop
         sfdisk:fdisk partx:util-linux unshare:util-linux mpirun:openmpi-bin
-        mpicc:libopenmpi-dev strace:strace mkntfs:ntfs-3g ntfs-3g:ntfs-3g)
+        mpicc:libopenmpi-dev strace:strace mkntfs:ntfs-3g ntfs-3g:ntfs-3g
+        fio:fio)
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2

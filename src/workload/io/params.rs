@@ -1,0 +1,588 @@
+//! The io workload's parameters: fio's job options, one table, and what they imply.
+
+use serde::{Deserialize, Serialize};
+
+use super::super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::super::{SpaceNeed, WorkloadSpec};
+use crate::error::invalid;
+use crate::units::{compact_size, format_bytes};
+
+/// fio's `rw=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    ReadWrite,
+    RandRw,
+}
+
+impl Rw {
+    const NAMES: &'static [&'static str] = &[
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "readwrite",
+        "randrw",
+    ];
+
+    fn parse(text: &str) -> Rw {
+        match text {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "readwrite" => Rw::ReadWrite,
+            _ => Rw::RandRw,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Rw::NAMES[self as usize]
+    }
+
+    pub fn random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+
+    /// The share of reads in percent, given `rwmixread` for the mixed ones.
+    pub fn read_percent(self, rwmixread: u32) -> u32 {
+        match self {
+            Rw::Read | Rw::RandRead => 100,
+            Rw::Write | Rw::RandWrite => 0,
+            Rw::ReadWrite | Rw::RandRw => rwmixread,
+        }
+    }
+}
+
+/// fio's `ioengine=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    Psync,
+    Pvsync2,
+    IoUring,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Psync => "psync",
+            Engine::Pvsync2 => "pvsync2",
+            Engine::IoUring => "io_uring",
+        }
+    }
+}
+
+/// fio's `random_distribution=`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind", content = "value")]
+pub enum Distribution {
+    Random,
+    Zipf(f64),
+    Pareto(f64),
+    /// Standard deviation in percent of the file's blocks.
+    Normal(f64),
+}
+
+impl Distribution {
+    fn parse(text: &str) -> anyhow::Result<Distribution> {
+        let (kind, value) = text.split_once(':').unwrap_or((text, ""));
+        let number = |what: &str, ok: fn(f64) -> bool| -> anyhow::Result<f64> {
+            value
+                .parse::<f64>()
+                .ok()
+                .filter(|v| ok(*v))
+                .ok_or_else(|| invalid(format!("io: `random-distribution={text}`: {what}")))
+        };
+        Ok(match kind {
+            "random" if value.is_empty() => Distribution::Random,
+            "zipf" => Distribution::Zipf(number("zipf:θ needs θ > 0 and θ ≠ 1", |v| {
+                v > 0.0 && v != 1.0 && v.is_finite()
+            })?),
+            "pareto" => Distribution::Pareto(number("pareto:h needs 0 < h < 1", |v| {
+                v > 0.0 && v < 1.0
+            })?),
+            "normal" => Distribution::Normal(number("normal:σ needs 0 < σ ≤ 100 (percent)", |v| {
+                v > 0.0 && v <= 100.0
+            })?),
+            _ => {
+                return Err(invalid(format!(
+                    "io: `random-distribution` is random, zipf:θ, pareto:h or normal:σ; got `{text}`"
+                )));
+            }
+        })
+    }
+
+    fn text(self) -> String {
+        match self {
+            Distribution::Random => "random".into(),
+            Distribution::Zipf(v) => format!("zipf:{v}"),
+            Distribution::Pareto(v) => format!("pareto:{v}"),
+            Distribution::Normal(v) => format!("normal:{v}"),
+        }
+    }
+}
+
+/// One job description; `numjobs` copies of it run at once, each on files of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    pub rw: Rw,
+    pub rwmixread: u32,
+    /// Block sizes and their percentages (`bs` alone: one at 100%).
+    pub bssplit: Vec<(u64, u32)>,
+    /// Bytes of I/O per job and pass, over its files.
+    pub size: u64,
+    /// Each file's size.
+    pub filesize: u64,
+    pub nrfiles: u32,
+    pub numjobs: u32,
+    /// Where I/O starts in each file.
+    pub offset: u64,
+    pub direct: bool,
+    pub invalidate: bool,
+    pub engine: Engine,
+    pub iodepth: u32,
+    pub iodepth_batch_submit: u32,
+    pub iodepth_batch_complete_min: u32,
+    pub sqpoll: bool,
+    pub hipri: bool,
+    pub fixedbufs: bool,
+    pub registerfiles: bool,
+    pub fsync: u32,
+    pub fdatasync: u32,
+    pub end_fsync: bool,
+    pub fsync_on_close: bool,
+    pub runtime_ms: u64,
+    pub time_based: bool,
+    pub ramp_ms: u64,
+    pub number_ios: u64,
+    pub loops: u32,
+    pub rate_iops: u64,
+    /// Bytes per second.
+    pub rate: u64,
+    pub randrepeat: bool,
+    pub randseed: u64,
+    pub distribution: Distribution,
+    pub norandommap: bool,
+}
+
+pub(super) const OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        default: Some("randread"),
+        ..OptionDef::new("rw", OptKind::Choice(Rw::NAMES), "I/O pattern")
+    },
+    OptionDef {
+        max: 100,
+        default: Some("50"),
+        ..OptionDef::new("rwmixread", OptKind::Count, "reads in % of readwrite/randrw")
+    },
+    OptionDef {
+        min: 1,
+        max: 256 << 20,
+        default: Some("4k"),
+        ..OptionDef::new("bs", OptKind::Size, "block size")
+    },
+    OptionDef::new(
+        "bssplit",
+        OptKind::Text,
+        "block sizes by share, fio's SIZE/PCT:SIZE/PCT (e.g. 4k/80:64k/20)",
+    ),
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("size", OptKind::Size, "bytes of I/O per job and pass")
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("filesize", OptKind::Size, "each file's size; default size/nrfiles")
+    },
+    OptionDef {
+        min: 1,
+        max: 65536,
+        default: Some("1"),
+        ..OptionDef::new("nrfiles", OptKind::Count, "files per job")
+    },
+    OptionDef {
+        min: 1,
+        max: 1024,
+        default: Some("1"),
+        ..OptionDef::new("numjobs", OptKind::Count, "jobs, threads with private descriptor tables")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("offset", OptKind::Size, "where I/O starts in each file")
+    },
+    OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new("invalidate", OptKind::Flag, "drop the files' cached pages before I/O")
+    },
+    OptionDef {
+        default: Some("psync"),
+        ..OptionDef::new(
+            "ioengine",
+            OptKind::Choice(&["psync", "pvsync2", "io_uring"]),
+            "how I/O is issued",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 4096,
+        default: Some("1"),
+        ..OptionDef::new("iodepth", OptKind::Count, "I/Os in flight (io_uring)")
+    },
+    OptionDef {
+        min: 1,
+        max: 4096,
+        ..OptionDef::new("iodepth-batch-submit", OptKind::Count, "I/Os queued before a submit; default 1")
+    },
+    OptionDef {
+        min: 1,
+        max: 4096,
+        default: Some("1"),
+        ..OptionDef::new("iodepth-batch-complete-min", OptKind::Count, "completions waited for at least")
+    },
+    OptionDef::new("sqpoll", OptKind::Flag, "io_uring: a kernel thread polls the submission queue"),
+    OptionDef::new("hipri", OptKind::Flag, "polled completions (the device must poll)"),
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new("fixedbufs", OptKind::Flag, "io_uring: registered buffers")
+    },
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new("registerfiles", OptKind::Flag, "io_uring: registered files")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("fsync", OptKind::Count, "fsync after every N writes")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("fdatasync", OptKind::Count, "fdatasync after every N writes")
+    },
+    OptionDef::new("end-fsync", OptKind::Flag, "fsync every file at the end (timed)"),
+    OptionDef::new("fsync-on-close", OptKind::Flag, "fsync a file when it is closed (timed)"),
+    OptionDef::new("runtime", OptKind::Text, "time limit: N[us|ms|s|m|h], seconds bare"),
+    OptionDef::new("time-based", OptKind::Flag, "run for `runtime`, repeating the pass"),
+    OptionDef::new("ramp-time", OptKind::Text, "I/O before the timed phase, not measured"),
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("number-ios", OptKind::Count, "stop after N I/Os per job (0: no limit)")
+    },
+    OptionDef {
+        min: 1,
+        max: 1 << 20,
+        default: Some("1"),
+        ..OptionDef::new("loops", OptKind::Count, "passes over the files")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("rate-iops", OptKind::Count, "I/Os per second per job, open loop")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("rate", OptKind::Size, "bytes per second per job, open loop")
+    },
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new("randrepeat", OptKind::Flag, "the same offsets at every run")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("randseed", OptKind::Count, "seed of the offsets (with randrepeat)")
+    },
+    OptionDef {
+        default: Some("random"),
+        ..OptionDef::new("random-distribution", OptKind::Text, "random, zipf:θ, pareto:h, normal:σ")
+    },
+    OptionDef::new("norandommap", OptKind::Flag, "random blocks may repeat within a pass"),
+];
+
+pub(super) const PRESETS: &[Preset] = &[
+    Preset {
+        name: "randread-4k",
+        values: &[("rw", "randread"), ("bs", "4k"), ("size", "64m")],
+        help: "4 KiB random reads over a 64 MiB file, psync",
+    },
+    Preset {
+        name: "randwrite-4k",
+        values: &[("rw", "randwrite"), ("bs", "4k"), ("size", "64m")],
+        help: "4 KiB random writes over a 64 MiB file, psync",
+    },
+    Preset {
+        name: "seqwrite-128k",
+        values: &[
+            ("rw", "write"),
+            ("bs", "128k"),
+            ("size", "256m"),
+            ("end-fsync", "true"),
+        ],
+        help: "128 KiB sequential writes of a 256 MiB file, fsync at the end",
+    },
+];
+
+/// The io workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "io",
+    summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring, queue depth, rate limits",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "randread-4k",
+    more_work: &["size", "runtime"],
+    aliases: &[],
+    build: |p| build(p).map(WorkloadSpec::Io),
+};
+
+/// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
+fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| invalid(format!("io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)")))?;
+    let ms = match unit {
+        "us" => Some(n / 1000),
+        "ms" => Some(n),
+        "" | "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => None,
+    };
+    ms.ok_or_else(|| invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h")))
+}
+
+/// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
+fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
+    let bad = || invalid(format!("io: `bssplit={text}` is SIZE/PCT:SIZE/PCT..., percentages adding up to 100"));
+    let split: Vec<(u64, u32)> = text
+        .split(':')
+        .map(|part| {
+            let (size, pct) = part.split_once('/').ok_or_else(bad)?;
+            let size = crate::units::parse_size(size).map_err(|_| bad())?;
+            let pct: u32 = pct.parse().map_err(|_| bad())?;
+            if size == 0 || size > 256 << 20 {
+                return Err(bad());
+            }
+            Ok((size, pct))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if split.iter().map(|s| s.1).sum::<u32>() != 100 {
+        return Err(bad());
+    }
+    Ok(split)
+}
+
+pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
+    let size = p
+        .num("size")
+        .ok_or_else(|| invalid("io: `size` is needed"))?;
+    let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
+    let bssplit = match p.text("bssplit") {
+        Some(text) if p.explicit("bs") => {
+            return Err(invalid(format!("io: give `bs` or `bssplit={text}`, not both")));
+        }
+        Some(text) => parse_bssplit(text)?,
+        None => vec![(p.num("bs").expect("bs has a default"), 100)],
+    };
+    let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
+    let custom = p.first_explicit(&["rw", "bs", "bssplit", "size"]);
+    let iodepth = p.small("iodepth").expect("iodepth has a default");
+    let engine = match p.text("ioengine").expect("ioengine has a default") {
+        "psync" => Engine::Psync,
+        "pvsync2" => Engine::Pvsync2,
+        _ => Engine::IoUring,
+    };
+    Ok(IoParams {
+        preset: custom.is_none().then(|| p.preset.name.to_string()),
+        rw: Rw::parse(p.text("rw").expect("rw has a default")),
+        rwmixread: p.small("rwmixread").expect("has a default"),
+        bssplit,
+        size,
+        filesize: p.num("filesize").unwrap_or(size / u64::from(nrfiles)),
+        nrfiles,
+        numjobs: p.small("numjobs").expect("has a default"),
+        offset: p.num("offset").expect("has a default"),
+        direct: p.flag("direct"),
+        invalidate: p.flag("invalidate"),
+        engine,
+        iodepth,
+        iodepth_batch_submit: p.small("iodepth-batch-submit").unwrap_or(1),
+        iodepth_batch_complete_min: p.small("iodepth-batch-complete-min").expect("default"),
+        sqpoll: p.flag("sqpoll"),
+        hipri: p.flag("hipri"),
+        fixedbufs: p.flag("fixedbufs"),
+        registerfiles: p.flag("registerfiles"),
+        fsync: p.num("fsync").expect("default") as u32,
+        fdatasync: p.num("fdatasync").expect("default") as u32,
+        end_fsync: p.flag("end-fsync"),
+        fsync_on_close: p.flag("fsync-on-close"),
+        runtime_ms: time("runtime")?,
+        time_based: p.flag("time-based"),
+        ramp_ms: time("ramp-time")?,
+        number_ios: p.num("number-ios").expect("default"),
+        loops: p.small("loops").expect("default"),
+        rate_iops: p.num("rate-iops").expect("default"),
+        rate: p.num("rate").expect("default"),
+        randrepeat: p.flag("randrepeat"),
+        randseed: p.num("randseed").expect("default"),
+        distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
+        norandommap: p.flag("norandommap"),
+    })
+}
+
+impl IoParams {
+    #[cfg(test)]
+    pub(crate) fn parse(args: &str) -> anyhow::Result<IoParams> {
+        build(&KIND.parse_cli(args)?)
+    }
+
+    pub fn max_bs(&self) -> u64 {
+        self.bssplit.iter().map(|b| b.0).max().unwrap_or(0)
+    }
+
+    pub fn min_bs(&self) -> u64 {
+        self.bssplit.iter().map(|b| b.0).min().unwrap_or(0)
+    }
+
+    /// I/Os in flight per job: the engine's depth (the synchronous ones have one).
+    pub fn depth(&self) -> u32 {
+        match self.engine {
+            Engine::IoUring => self.iodepth,
+            Engine::Psync | Engine::Pvsync2 => 1,
+        }
+    }
+
+    /// The bytes one file's I/O covers: from `offset` to its end.
+    pub fn region(&self) -> u64 {
+        self.filesize.saturating_sub(self.offset)
+    }
+
+    pub fn name(&self) -> String {
+        let mut name = self.preset.clone().unwrap_or_else(|| {
+            let bs = if self.bssplit.len() == 1 {
+                compact_size(self.bssplit[0].0)
+            } else {
+                let parts: Vec<String> = self
+                    .bssplit
+                    .iter()
+                    .map(|(s, p)| format!("{}/{p}", compact_size(*s)))
+                    .collect();
+                parts.join(":")
+            };
+            format!("{},bs={bs},size={}", self.rw.name(), compact_size(self.size))
+        });
+        name.push_str(&format!(",{}", self.engine.name()));
+        if self.depth() > 1 {
+            name.push_str(&format!(",iodepth={}", self.iodepth));
+        }
+        if self.direct {
+            name.push_str(",direct");
+        }
+        if self.numjobs > 1 {
+            name.push_str(&format!(",numjobs={}", self.numjobs));
+        }
+        if self.rate_iops > 0 {
+            name.push_str(&format!(",rate_iops={}", self.rate_iops));
+        }
+        if self.rate > 0 {
+            name.push_str(&format!(",rate={}", compact_size(self.rate)));
+        }
+        if self.time_based {
+            name.push_str(&format!(",runtime={}ms", self.runtime_ms));
+        }
+        name
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let no = |msg: String| Err(invalid(format!("io: {msg}")));
+        if self.offset >= self.filesize {
+            return no(format!(
+                "`offset` ({}) leaves nothing of a {} file",
+                format_bytes(self.offset),
+                format_bytes(self.filesize)
+            ));
+        }
+        if self.region() < self.max_bs() {
+            return no(format!(
+                "each file's I/O region ({}) is smaller than a block ({})",
+                format_bytes(self.region()),
+                format_bytes(self.max_bs())
+            ));
+        }
+        if self.time_based && self.runtime_ms == 0 {
+            return no("`time-based` needs a `runtime`".into());
+        }
+        if self.rate > 0 && self.rate_iops > 0 {
+            return no("give `rate` or `rate-iops`, not both".into());
+        }
+        if self.fsync > 0 && self.fdatasync > 0 {
+            return no("give `fsync` or `fdatasync`, not both".into());
+        }
+        if self.engine != Engine::IoUring {
+            if self.iodepth > 1 {
+                return no(format!(
+                    "{} is synchronous (one I/O in flight): `iodepth={}` needs ioengine=io_uring",
+                    self.engine.name(),
+                    self.iodepth
+                ));
+            }
+            if self.sqpoll {
+                return no("`sqpoll` needs ioengine=io_uring".into());
+            }
+        }
+        if self.engine == Engine::Psync && self.hipri {
+            return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
+        }
+        if self.hipri && !self.direct {
+            return no("`hipri` (polled completions) needs `direct`".into());
+        }
+        if self.iodepth_batch_submit > self.depth() || self.iodepth_batch_complete_min > self.depth()
+        {
+            return no(format!(
+                "`iodepth-batch-submit` and `iodepth-batch-complete-min` are at most iodepth ({})",
+                self.depth()
+            ));
+        }
+        if self.filesize.checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs)).is_none() {
+            return no("files × size overflow 64 bits".into());
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        let limit = if self.time_based {
+            format!("for {} s", self.runtime_ms as f64 / 1000.0)
+        } else {
+            format!("{} pass(es) of {}", self.loops, format_bytes(self.size))
+        };
+        format!(
+            "fio-style {} I/O, {} job(s) × {} file(s) of {}, {} at depth {}, {limit}; distribution {}",
+            self.rw.name(),
+            self.numjobs,
+            self.nrfiles,
+            format_bytes(self.filesize),
+            self.engine.name(),
+            self.depth(),
+            self.distribution.text()
+        )
+    }
+
+    /// Every job's I/O buffers: one block per slot in flight, aligned.
+    pub fn buffer_bytes(&self) -> u64 {
+        (self.max_bs() + 4096)
+            .saturating_mul(u64::from(self.depth()))
+            .saturating_mul(u64::from(self.numjobs))
+    }
+
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let files = u64::from(self.nrfiles).checked_mul(u64::from(self.numjobs))?;
+        let bytes = self.filesize.checked_mul(files)?.checked_mul(21)? / 20;
+        Some(SpaceNeed::exactly(bytes, files + 8))
+    }
+}
