@@ -323,8 +323,7 @@ impl PhaseRecorder {
     /// [`PhaseRecorder::absorb`], the worker's timeline too: for workers that place their
     /// calls in time themselves ([`PhaseRecorder::record_ended_at`]), whose series add up.
     pub fn absorb_with_timeline(&mut self, mut worker: PhaseRecorder) {
-        self.timeline
-            .absorb(std::mem::take(&mut worker.timeline));
+        self.timeline.absorb(std::mem::take(&mut worker.timeline));
         self.absorb(worker);
     }
 

@@ -167,6 +167,7 @@ pub(crate) fn filesystem_name(dir: BorrowedFd<'_>) -> String {
         0x5846_5342 => "xfs".into(),
         0x9123_683e => "btrfs".into(),
         0x0102_1994 => "tmpfs".into(),
+        0x8584_58f6 => "ramfs".into(),
         other => format!("the filesystem (magic {other:#x})"),
     }
 }

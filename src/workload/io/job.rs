@@ -312,12 +312,9 @@ impl<'a> Job<'a> {
             let result = match (io.read, v2) {
                 (true, false) => rustix::io::pread(fd, buf, io.offset),
                 (false, false) => rustix::io::pwrite(fd, buf, io.offset),
-                (true, true) => rustix::io::preadv2(
-                    fd,
-                    &mut [std::io::IoSliceMut::new(buf)],
-                    io.offset,
-                    hipri,
-                ),
+                (true, true) => {
+                    rustix::io::preadv2(fd, &mut [std::io::IoSliceMut::new(buf)], io.offset, hipri)
+                }
                 (false, true) => {
                     rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], io.offset, hipri)
                 }

@@ -22,17 +22,17 @@ mod params;
 mod pattern;
 mod uring;
 
-pub use params::{Distribution, Engine, IoParams, Rw};
-pub(crate) use params::KIND;
 use job::{Job, JobOut, Span};
+pub(crate) use params::KIND;
+pub use params::{Distribution, Engine, IoParams, Rw};
 use pattern::Pattern;
 
 pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("io", "ios", true)];
 
 /// The completion latency percentiles fio prints.
 pub const PERCENTILES: &[f64] = &[
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9,
-    99.95, 99.99,
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
 ];
 
 workload_params!(IoParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
@@ -99,8 +99,9 @@ impl Io {
             for f in 0..p.nrfiles as usize {
                 let name = job::file_name(j, f);
                 let failed = |e: rustix::io::Errno| {
-                    crate::measure::fatal_error(e, "layout", 0)
-                        .unwrap_or_else(|| FsbenchError::Failed(format!("io: laying out {name}: {e}")))
+                    crate::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
+                        FsbenchError::Failed(format!("io: laying out {name}: {e}"))
+                    })
                 };
                 let fd = rustix::fs::openat(
                     dir,
@@ -228,34 +229,48 @@ impl Io {
             }
             let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
             let at = [Dim::new("direction", DimValue::Text(dir.into()))];
-            self.figures.push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
+            self.figures
+                .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
             self.figures
                 .push(Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at));
             let sum = |pick: fn(&JobOut) -> &Histogram<u64>| {
                 let mut total = crate::measure::new_histogram();
                 for o in outs {
-                    total.add(pick(o)).expect("histograms of the same bounds add");
+                    total
+                        .add(pick(o))
+                        .expect("histograms of the same bounds add");
                 }
                 total
             };
-            let clat = if d == 0 { sum(|o| &o.clat[0]) } else { sum(|o| &o.clat[1]) };
-            let slat = if d == 0 { sum(|o| &o.slat[0]) } else { sum(|o| &o.slat[1]) };
+            let clat = if d == 0 {
+                sum(|o| &o.clat[0])
+            } else {
+                sum(|o| &o.clat[1])
+            };
+            let slat = if d == 0 {
+                sum(|o| &o.slat[0])
+            } else {
+                sum(|o| &o.slat[1])
+            };
             let mut points: Vec<(String, u64)> = PERCENTILES
                 .iter()
                 .map(|q| (format!("p{q}"), clat.value_at_percentile(*q)))
                 .collect();
             points.push(("max".into(), clat.max()));
             for (name, ns) in points {
-                let at = [
-                    at[0].clone(),
-                    Dim::new("percentile", DimValue::Text(name)),
-                ];
+                let at = [at[0].clone(), Dim::new("percentile", DimValue::Text(name))];
                 self.figures
                     .push(Figure::new("clat", "µs", false, ns as f64 / 1000.0).at(&at));
             }
             if !slat.is_empty() {
-                for (name, ns) in [("p50", slat.value_at_percentile(50.0)), ("p99", slat.value_at_percentile(99.0))] {
-                    let at = [at[0].clone(), Dim::new("percentile", DimValue::Text(name.into()))];
+                for (name, ns) in [
+                    ("p50", slat.value_at_percentile(50.0)),
+                    ("p99", slat.value_at_percentile(99.0)),
+                ] {
+                    let at = [
+                        at[0].clone(),
+                        Dim::new("percentile", DimValue::Text(name.into())),
+                    ];
                     self.figures
                         .push(Figure::new("slat", "µs", false, ns as f64 / 1000.0).at(&at));
                 }
@@ -281,10 +296,13 @@ fn device_polls(dir: BorrowedFd<'_>) -> bool {
     };
     let (major, minor) = (rustix::fs::major(st.st_dev), rustix::fs::minor(st.st_dev));
     let base = format!("/sys/dev/block/{major}:{minor}");
-    [format!("{base}/queue/io_poll"), format!("{base}/../queue/io_poll")]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .is_some_and(|v| v.trim() == "1")
+    [
+        format!("{base}/queue/io_poll"),
+        format!("{base}/../queue/io_poll"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .is_some_and(|v| v.trim() == "1")
 }
 
 impl Workload for Io {

@@ -103,12 +103,14 @@ impl Distribution {
             "zipf" => Distribution::Zipf(number("zipf:θ needs θ > 0 and θ ≠ 1", |v| {
                 v > 0.0 && v != 1.0 && v.is_finite()
             })?),
-            "pareto" => Distribution::Pareto(number("pareto:h needs 0 < h < 1", |v| {
-                v > 0.0 && v < 1.0
-            })?),
-            "normal" => Distribution::Normal(number("normal:σ needs 0 < σ ≤ 100 (percent)", |v| {
-                v > 0.0 && v <= 100.0
-            })?),
+            "pareto" => {
+                Distribution::Pareto(number("pareto:h needs 0 < h < 1", |v| v > 0.0 && v < 1.0)?)
+            }
+            "normal" => {
+                Distribution::Normal(number("normal:σ needs 0 < σ ≤ 100 (percent)", |v| {
+                    v > 0.0 && v <= 100.0
+                })?)
+            }
             _ => {
                 return Err(invalid(format!(
                     "io: `random-distribution` is random, zipf:θ, pareto:h or normal:σ; got `{text}`"
@@ -181,7 +183,11 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     OptionDef {
         max: 100,
         default: Some("50"),
-        ..OptionDef::new("rwmixread", OptKind::Count, "reads in % of readwrite/randrw")
+        ..OptionDef::new(
+            "rwmixread",
+            OptKind::Count,
+            "reads in % of readwrite/randrw",
+        )
     },
     OptionDef {
         min: 1,
@@ -200,7 +206,11 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         min: 1,
-        ..OptionDef::new("filesize", OptKind::Size, "each file's size; default size/nrfiles")
+        ..OptionDef::new(
+            "filesize",
+            OptKind::Size,
+            "each file's size; default size/nrfiles",
+        )
     },
     OptionDef {
         min: 1,
@@ -212,7 +222,11 @@ pub(super) const OPTIONS: &[OptionDef] = &[
         min: 1,
         max: 1024,
         default: Some("1"),
-        ..OptionDef::new("numjobs", OptKind::Count, "jobs, threads with private descriptor tables")
+        ..OptionDef::new(
+            "numjobs",
+            OptKind::Count,
+            "jobs, threads with private descriptor tables",
+        )
     },
     OptionDef {
         default: Some("0"),
@@ -221,7 +235,11 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
     OptionDef {
         default: Some("true"),
-        ..OptionDef::new("invalidate", OptKind::Flag, "drop the files' cached pages before I/O")
+        ..OptionDef::new(
+            "invalidate",
+            OptKind::Flag,
+            "drop the files' cached pages before I/O",
+        )
     },
     OptionDef {
         default: Some("psync"),
@@ -240,16 +258,32 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     OptionDef {
         min: 1,
         max: 4096,
-        ..OptionDef::new("iodepth-batch-submit", OptKind::Count, "I/Os queued before a submit; default 1")
+        ..OptionDef::new(
+            "iodepth-batch-submit",
+            OptKind::Count,
+            "I/Os queued before a submit; default 1",
+        )
     },
     OptionDef {
         min: 1,
         max: 4096,
         default: Some("1"),
-        ..OptionDef::new("iodepth-batch-complete-min", OptKind::Count, "completions waited for at least")
+        ..OptionDef::new(
+            "iodepth-batch-complete-min",
+            OptKind::Count,
+            "completions waited for at least",
+        )
     },
-    OptionDef::new("sqpoll", OptKind::Flag, "io_uring: a kernel thread polls the submission queue"),
-    OptionDef::new("hipri", OptKind::Flag, "polled completions (the device must poll)"),
+    OptionDef::new(
+        "sqpoll",
+        OptKind::Flag,
+        "io_uring: a kernel thread polls the submission queue",
+    ),
+    OptionDef::new(
+        "hipri",
+        OptKind::Flag,
+        "polled completions (the device must poll)",
+    ),
     OptionDef {
         default: Some("true"),
         ..OptionDef::new("fixedbufs", OptKind::Flag, "io_uring: registered buffers")
@@ -264,16 +298,44 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         default: Some("0"),
-        ..OptionDef::new("fdatasync", OptKind::Count, "fdatasync after every N writes")
+        ..OptionDef::new(
+            "fdatasync",
+            OptKind::Count,
+            "fdatasync after every N writes",
+        )
     },
-    OptionDef::new("end-fsync", OptKind::Flag, "fsync every file at the end (timed)"),
-    OptionDef::new("fsync-on-close", OptKind::Flag, "fsync a file when it is closed (timed)"),
-    OptionDef::new("runtime", OptKind::Text, "time limit: N[us|ms|s|m|h], seconds bare"),
-    OptionDef::new("time-based", OptKind::Flag, "run for `runtime`, repeating the pass"),
-    OptionDef::new("ramp-time", OptKind::Text, "I/O before the timed phase, not measured"),
+    OptionDef::new(
+        "end-fsync",
+        OptKind::Flag,
+        "fsync every file at the end (timed)",
+    ),
+    OptionDef::new(
+        "fsync-on-close",
+        OptKind::Flag,
+        "fsync a file when it is closed (timed)",
+    ),
+    OptionDef::new(
+        "runtime",
+        OptKind::Text,
+        "time limit: N[us|ms|s|m|h], seconds bare",
+    ),
+    OptionDef::new(
+        "time-based",
+        OptKind::Flag,
+        "run for `runtime`, repeating the pass",
+    ),
+    OptionDef::new(
+        "ramp-time",
+        OptKind::Text,
+        "I/O before the timed phase, not measured",
+    ),
     OptionDef {
         default: Some("0"),
-        ..OptionDef::new("number-ios", OptKind::Count, "stop after N I/Os per job (0: no limit)")
+        ..OptionDef::new(
+            "number-ios",
+            OptKind::Count,
+            "stop after N I/Os per job (0: no limit)",
+        )
     },
     OptionDef {
         min: 1,
@@ -283,7 +345,11 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         default: Some("0"),
-        ..OptionDef::new("rate-iops", OptKind::Count, "I/Os per second per job, open loop")
+        ..OptionDef::new(
+            "rate-iops",
+            OptKind::Count,
+            "I/Os per second per job, open loop",
+        )
     },
     OptionDef {
         default: Some("0"),
@@ -295,13 +361,25 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         default: Some("0"),
-        ..OptionDef::new("randseed", OptKind::Count, "seed of the offsets (with randrepeat)")
+        ..OptionDef::new(
+            "randseed",
+            OptKind::Count,
+            "seed of the offsets (with randrepeat)",
+        )
     },
     OptionDef {
         default: Some("random"),
-        ..OptionDef::new("random-distribution", OptKind::Text, "random, zipf:θ, pareto:h, normal:σ")
+        ..OptionDef::new(
+            "random-distribution",
+            OptKind::Text,
+            "random, zipf:θ, pareto:h, normal:σ",
+        )
     },
-    OptionDef::new("norandommap", OptKind::Flag, "random blocks may repeat within a pass"),
+    OptionDef::new(
+        "norandommap",
+        OptKind::Flag,
+        "random blocks may repeat within a pass",
+    ),
 ];
 
 pub(super) const PRESETS: &[Preset] = &[
@@ -341,11 +419,15 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
 
 /// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
 fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| invalid(format!("io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)")))?;
+    let n: u64 = digits.parse().map_err(|_| {
+        invalid(format!(
+            "io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)"
+        ))
+    })?;
     let ms = match unit {
         "us" => Some(n / 1000),
         "ms" => Some(n),
@@ -359,7 +441,11 @@ fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
 
 /// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
 fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
-    let bad = || invalid(format!("io: `bssplit={text}` is SIZE/PCT:SIZE/PCT..., percentages adding up to 100"));
+    let bad = || {
+        invalid(format!(
+            "io: `bssplit={text}` is SIZE/PCT:SIZE/PCT..., percentages adding up to 100"
+        ))
+    };
     let split: Vec<(u64, u32)> = text
         .split(':')
         .map(|part| {
@@ -385,7 +471,9 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
     let bssplit = match p.text("bssplit") {
         Some(text) if p.explicit("bs") => {
-            return Err(invalid(format!("io: give `bs` or `bssplit={text}`, not both")));
+            return Err(invalid(format!(
+                "io: give `bs` or `bssplit={text}`, not both"
+            )));
         }
         Some(text) => parse_bssplit(text)?,
         None => vec![(p.num("bs").expect("bs has a default"), 100)],
@@ -475,7 +563,11 @@ impl IoParams {
                     .collect();
                 parts.join(":")
             };
-            format!("{},bs={bs},size={}", self.rw.name(), compact_size(self.size))
+            format!(
+                "{},bs={bs},size={}",
+                self.rw.name(),
+                compact_size(self.size)
+            )
         });
         name.push_str(&format!(",{}", self.engine.name()));
         if self.depth() > 1 {
@@ -542,14 +634,19 @@ impl IoParams {
         if self.hipri && !self.direct {
             return no("`hipri` (polled completions) needs `direct`".into());
         }
-        if self.iodepth_batch_submit > self.depth() || self.iodepth_batch_complete_min > self.depth()
+        if self.iodepth_batch_submit > self.depth()
+            || self.iodepth_batch_complete_min > self.depth()
         {
             return no(format!(
                 "`iodepth-batch-submit` and `iodepth-batch-complete-min` are at most iodepth ({})",
                 self.depth()
             ));
         }
-        if self.filesize.checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs)).is_none() {
+        if self
+            .filesize
+            .checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs))
+            .is_none()
+        {
             return no("files × size overflow 64 bits".into());
         }
         Ok(())

@@ -345,7 +345,10 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 256, "no block twice");
-        assert!(ios.iter().all(|n| n.offset % 4096 == 0 && n.offset < 512 << 10));
+        assert!(
+            ios.iter()
+                .all(|n| n.offset % 4096 == 0 && n.offset < 512 << 10)
+        );
     }
 
     #[test]

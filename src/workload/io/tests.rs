@@ -8,7 +8,10 @@ fn options_read_as_fio_reads_them() {
     assert_eq!(p.rwmixread, 70);
     assert_eq!(p.bssplit, vec![(8192, 100)]);
     assert_eq!(p.filesize, 8 << 20);
-    assert_eq!((p.engine, p.iodepth, p.iodepth_batch_submit), (Engine::IoUring, 32, 8));
+    assert_eq!(
+        (p.engine, p.iodepth, p.iodepth_batch_submit),
+        (Engine::IoUring, 32, 8)
+    );
     assert_eq!((p.runtime_ms, p.ramp_ms, p.rate_iops), (2000, 500, 100));
     assert!(p.time_based && p.randrepeat && p.invalidate);
     p.validate().unwrap();
@@ -17,7 +20,10 @@ fn options_read_as_fio_reads_them() {
 #[test]
 fn contradictions_are_refused_with_the_options_named() {
     for (args, needle) in [
-        ("ioengine=psync,iodepth=8", "`iodepth=8` needs ioengine=io_uring"),
+        (
+            "ioengine=psync,iodepth=8",
+            "`iodepth=8` needs ioengine=io_uring",
+        ),
         ("time_based", "`time-based` needs a `runtime`"),
         ("rate=1m,rate_iops=10", "not both"),
         ("size=1m,offset=1m", "`offset`"),
@@ -29,9 +35,13 @@ fn contradictions_are_refused_with_the_options_named() {
             .to_string();
         assert!(err.contains(needle), "{args}: {err}");
     }
-    let err = IoParams::parse("bssplit=4k/50:8k/40").unwrap_err().to_string();
+    let err = IoParams::parse("bssplit=4k/50:8k/40")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("adding up to 100"), "{err}");
-    let err = IoParams::parse("random_distribution=zipf:1").unwrap_err().to_string();
+    let err = IoParams::parse("random_distribution=zipf:1")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("θ ≠ 1"), "{err}");
     let err = IoParams::parse("runtime=5x").unwrap_err().to_string();
     assert!(err.contains("units are"), "{err}");

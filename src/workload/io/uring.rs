@@ -49,9 +49,7 @@ fn unavailable(e: &std::io::Error) -> FsbenchError {
         Some(libc::EPERM) => format!(
             "io_uring is refused (EPERM): sysctl kernel.io_uring_disabled is {disabled} (0 allows it; 1 allows only root and kernel.io_uring_group) or a seccomp filter forbids it"
         ),
-        _ => format!(
-            "io_uring_setup failed ({e}); sysctl kernel.io_uring_disabled is {disabled}"
-        ),
+        _ => format!("io_uring_setup failed ({e}); sysctl kernel.io_uring_disabled is {disabled}"),
     };
     FsbenchError::InvalidInput(format!("io: ioengine=io_uring: {cause}"))
 }
@@ -72,7 +70,8 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
     let params = job.params;
     let mut ring = ring(params)?;
     let fds: Vec<RawFd> = job.files.iter().map(|f| f.as_raw_fd()).collect();
-    let setup = |e: std::io::Error, what: &str| FsbenchError::Failed(format!("io: io_uring {what}: {e}"));
+    let setup =
+        |e: std::io::Error, what: &str| FsbenchError::Failed(format!("io: io_uring {what}: {e}"));
     if params.registerfiles {
         ring.submitter()
             .register_files(&fds)
@@ -195,7 +194,9 @@ impl State {
                         Ok(_) => {}
                         Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
                         Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                        Err(e) => return Err(FsbenchError::Failed(format!("io: io_uring wait: {e}"))),
+                        Err(e) => {
+                            return Err(FsbenchError::Failed(format!("io: io_uring wait: {e}")));
+                        }
                     }
                 }
                 None => match ring.submit_and_wait(want) {
@@ -209,7 +210,9 @@ impl State {
             cq.sync();
             for cqe in &mut cq {
                 let slot = cqe.user_data() as u16;
-                let s = self.slots[slot as usize].take().expect("a completion of an I/O in flight");
+                let s = self.slots[slot as usize]
+                    .take()
+                    .expect("a completion of an I/O in flight");
                 self.free.push(slot);
                 self.inflight -= 1;
                 let result = if cqe.result() < 0 {
@@ -228,13 +231,19 @@ impl State {
     }
 
     /// Submits the queued I/Os, stamping their submission time.
-    fn submit(&mut self, ring: &mut IoUring, want: usize, job: &Job<'_>) -> Result<(), FsbenchError> {
+    fn submit(
+        &mut self,
+        ring: &mut IoUring,
+        want: usize,
+        job: &Job<'_>,
+    ) -> Result<(), FsbenchError> {
         loop {
             match ring.submit_and_wait(want) {
                 Ok(_) => break,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 Err(e) => {
-                    let errno = rustix::io::Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO));
+                    let errno =
+                        rustix::io::Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO));
                     return Err(io_error(errno, "io_uring submit", &job.rec));
                 }
             }
@@ -251,15 +260,29 @@ impl State {
 }
 
 /// The submission entry of `io` in slot `slot`.
-fn entry(params: &IoParams, io: Next, slot: u16, fds: &[RawFd], iovecs: &[libc::iovec]) -> squeue::Entry {
+fn entry(
+    params: &IoParams,
+    io: Next,
+    slot: u16,
+    fds: &[RawFd],
+    iovecs: &[libc::iovec],
+) -> squeue::Entry {
     let buf = iovecs[slot as usize].iov_base.cast::<u8>();
     macro_rules! build {
         ($fd:expr) => {
             match (io.read, params.fixedbufs) {
-                (true, true) => opcode::ReadFixed::new($fd, buf, io.len, slot).offset(io.offset).build(),
-                (false, true) => opcode::WriteFixed::new($fd, buf, io.len, slot).offset(io.offset).build(),
-                (true, false) => opcode::Read::new($fd, buf, io.len).offset(io.offset).build(),
-                (false, false) => opcode::Write::new($fd, buf, io.len).offset(io.offset).build(),
+                (true, true) => opcode::ReadFixed::new($fd, buf, io.len, slot)
+                    .offset(io.offset)
+                    .build(),
+                (false, true) => opcode::WriteFixed::new($fd, buf, io.len, slot)
+                    .offset(io.offset)
+                    .build(),
+                (true, false) => opcode::Read::new($fd, buf, io.len)
+                    .offset(io.offset)
+                    .build(),
+                (false, false) => opcode::Write::new($fd, buf, io.len)
+                    .offset(io.offset)
+                    .build(),
             }
         };
     }
