@@ -20,12 +20,13 @@ use crate::measure::{Dim, DimValue, Figure, PhaseRecorder, Progress};
 mod job;
 mod params;
 mod pattern;
+mod table;
 mod uring;
 
 use job::{Job, JobOut, Span};
-pub(crate) use params::KIND;
 pub use params::{Distribution, Engine, IoParams, Rw};
 use pattern::Pattern;
+pub(crate) use table::KIND;
 
 pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("io", "ios", true)];
 
