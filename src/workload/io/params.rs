@@ -223,10 +223,19 @@ fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
 }
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
+    let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
+    let offset = p.num("offset").expect("offset has a default");
+    // As fio: `size` alone is split over the files, each `offset` longer; `filesize` alone
+    // makes `size` the files' sum.
     let size = p
         .num("size")
-        .ok_or_else(|| invalid("io: `size` is needed"))?;
-    let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
+        .filter(|_| p.explicit("size") || !p.explicit("filesize"));
+    let (size, filesize) = match (size, p.num("filesize")) {
+        (Some(size), Some(filesize)) => (size, filesize),
+        (Some(size), None) => (size, offset.saturating_add(size / u64::from(nrfiles))),
+        (None, Some(filesize)) => (filesize.saturating_mul(u64::from(nrfiles)), filesize),
+        (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
+    };
     let bssplit = match p.text("bssplit") {
         Some(text) if p.explicit("bs") => {
             return Err(invalid(format!(
@@ -250,10 +259,10 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         rwmixread: p.small("rwmixread").expect("has a default"),
         bssplit,
         size,
-        filesize: p.num("filesize").unwrap_or(size / u64::from(nrfiles)),
+        filesize,
         nrfiles,
         numjobs: p.small("numjobs").expect("has a default"),
-        offset: p.num("offset").expect("has a default"),
+        offset,
         direct: p.flag("direct"),
         invalidate: p.flag("invalidate"),
         engine,
@@ -327,7 +336,9 @@ impl IoParams {
                 compact_size(self.size)
             )
         });
-        name.push_str(&format!(",{}", self.engine.name()));
+        if self.engine != Engine::Psync {
+            name.push_str(&format!(",{}", self.engine.name()));
+        }
         if self.depth() > 1 {
             name.push_str(&format!(",iodepth={}", self.iodepth));
         }

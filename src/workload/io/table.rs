@@ -38,7 +38,7 @@ const OPTIONS: &[OptionDef] = &[
         ..OptionDef::new(
             "filesize",
             OptKind::Size,
-            "each file's size; default size/nrfiles",
+            "each file's size; default offset + size/nrfiles",
         )
     },
     OptionDef {

@@ -26,7 +26,7 @@ fn contradictions_are_refused_with_the_options_named() {
         ),
         ("time_based", "`time-based` needs a `runtime`"),
         ("rate=1m,rate_iops=10", "not both"),
-        ("size=1m,offset=1m", "`offset`"),
+        ("size=1m,filesize=1m,offset=1m", "`offset`"),
         ("hipri,ioengine=pvsync2", "needs `direct`"),
     ] {
         let err = IoParams::parse(args)
@@ -45,4 +45,18 @@ fn contradictions_are_refused_with_the_options_named() {
     assert!(err.contains("θ ≠ 1"), "{err}");
     let err = IoParams::parse("runtime=5x").unwrap_err().to_string();
     assert!(err.contains("units are"), "{err}");
+}
+
+#[test]
+fn size_filesize_and_offset_relate_as_in_fio() {
+    // fio lays out a 2 MiB file for size=1m,offset=1m and reads 1 MiB from its middle.
+    let p = IoParams::parse("size=1m,offset=1m").unwrap();
+    assert_eq!(
+        (p.size, p.filesize, p.region()),
+        (1 << 20, 2 << 20, 1 << 20)
+    );
+    // filesize=2m,nrfiles=2 alone moves both files' bytes.
+    let p = IoParams::parse("filesize=2m,nrfiles=2").unwrap();
+    assert_eq!((p.size, p.filesize), (4 << 20, 2 << 20));
+    assert!(IoParams::parse("preset=randread-4k,size=0").is_err());
 }
