@@ -155,7 +155,12 @@ impl State {
                 let prepped = Instant::now();
                 // SAFETY: the entry's buffer is slot `slot`'s, which no other I/O uses until
                 // this one completes, and lives until the ring is gone.
-                unsafe { ring.submission().push(&entry) }.expect("a free slot has room");
+                while unsafe { ring.submission().push(&entry) }.is_err() {
+                    // With sqpoll the kernel thread posts a batch's completions before it
+                    // moves the queue's head past the batch: the room comes a moment later.
+                    let _ = ring.submit();
+                    std::thread::yield_now();
+                }
                 self.slots[slot as usize] = Some(Slot {
                     io,
                     prepped,
