@@ -142,7 +142,13 @@ impl<'a> Job<'a> {
             Engine::IoUring => super::uring::run(&mut self),
             Engine::Psync | Engine::Pvsync2 => self.run_sync(),
         }
-        .and_then(|()| self.finish_files());
+        .and_then(|()| {
+            // Ctrl-C ends the ramp too, which counts no I/O that would notice it.
+            if self.rec.progress().cancel.load(Ordering::Relaxed) {
+                return Err(FsbenchError::Interrupted);
+            }
+            self.finish_files()
+        });
         if outcome.is_err() {
             self.halt.store(true, Ordering::Relaxed);
         }
@@ -155,7 +161,7 @@ impl<'a> Job<'a> {
     /// it was the last), the time is up, `number_ios` are done, or another job failed.
     #[inline]
     pub(crate) fn next_io(&mut self, passes: &mut u32) -> Option<Next> {
-        if self.halt.load(Ordering::Relaxed) {
+        if self.halt.load(Ordering::Relaxed) || self.rec.progress().cancel.load(Ordering::Relaxed) {
             return None;
         }
         if self.span.measured && self.params.number_ios > 0 && self.issued >= self.params.number_ios

@@ -427,15 +427,18 @@ impl IoParams {
         } else {
             format!("{} pass(es) of {}", self.loops, format_bytes(self.size))
         };
+        let skew = match self.distribution {
+            Distribution::Random => String::new(),
+            d => format!(", {}", d.text()),
+        };
         format!(
-            "fio-style {} I/O, {} job(s) × {} file(s) of {}, {} at depth {}, {limit}; distribution {}",
+            "fio-style {}{skew}: {} job(s) × {} file(s) of {}, {} at depth {}, {limit}",
             self.rw.name(),
             self.numjobs,
             self.nrfiles,
             format_bytes(self.filesize),
             self.engine.name(),
             self.depth(),
-            self.distribution.text()
         )
     }
 
