@@ -193,8 +193,8 @@ struct RunArgs {
     /// bcachefs (refused where the kernel lacks them)
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
-    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb,
-    /// command);
+    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, io, alloc,
+    /// ffsb, command);
     /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
     #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
     workloads: Vec<String>,

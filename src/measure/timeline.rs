@@ -348,4 +348,28 @@ mod tests {
         let total: u64 = series.points.iter().map(|p| p.calls).sum();
         assert_eq!(total, 100_000);
     }
+
+    #[test]
+    fn workers_timelines_add_up_interval_by_interval_at_the_wider_width() {
+        // One worker: 1 s of calls at 1 ms ending every 10 ms; the other: 60 s, whose
+        // intervals have widened, with one 2 s stall at 30 s.
+        let mut short = Timeline::default();
+        for i in 1..=100 {
+            short.record_at(i * 10 * MS, MS);
+        }
+        let mut long = Timeline::default();
+        for i in 1..=6000 {
+            long.record_at(i * 10 * MS, if i == 3000 { 2000 * MS } else { MS });
+        }
+        let mut phase = Timeline::default();
+        phase.absorb(short);
+        phase.absorb(long);
+        let series = phase.finish();
+        assert_eq!(series.interval_ms, 400);
+        assert_eq!(series.points.iter().map(|p| p.calls).sum::<u64>(), 6100);
+        // The first 400 ms hold both workers' calls; the stall is where it ended.
+        assert_eq!(series.points[0].calls, 39 + 39);
+        let stall = series.points.iter().position(|p| p.max_ns == 2000 * MS);
+        assert_eq!(stall, Some(30_000 / 400));
+    }
 }
