@@ -130,7 +130,18 @@ fn rate_iops_is_kept_and_latency_counts_from_the_schedule() {
             (970.0..=1010.0).contains(&iops),
             "{engine}: {iops} IO/s for 1000"
         );
-        let notes = doc["runs"][0]["phases"][0]["notes"].to_string();
+        // The lateness of the issues is measured beside the latency that includes it.
+        let phase = &doc["runs"][0]["phases"][0];
+        let lag = phase["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "issue lag");
+        assert!(
+            lag.is_some_and(|f| f["value"].as_f64() > Some(0.0)),
+            "{engine}"
+        );
+        let notes = phase["notes"].to_string();
         assert!(notes.contains("scheduled time"), "{notes}");
     }
 }

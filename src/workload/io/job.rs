@@ -25,6 +25,9 @@ pub(crate) struct JobOut {
     /// Per direction (read, write): submission and completion latency.
     pub slat: [Histogram<u64>; 2],
     pub clat: [Histogram<u64>; 2],
+    /// Open loop: how late each I/O was issued after its scheduled time (the harness's
+    /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
+    pub lag: Histogram<u64>,
     pub ios: [u64; 2],
     pub bytes: [u64; 2],
     /// From the common start to the job's end (its final syncs included).
@@ -36,6 +39,7 @@ impl JobOut {
         JobOut {
             slat: [new_histogram(), new_histogram()],
             clat: [new_histogram(), new_histogram()],
+            lag: new_histogram(),
             ios: [0; 2],
             bytes: [0; 2],
             elapsed: Duration::ZERO,
@@ -236,6 +240,10 @@ impl<'a> Job<'a> {
         self.out.clat[d].saturating_record(clat.max(1));
         if let Some(s) = slat_ns {
             self.out.slat[d].saturating_record(s.max(1));
+        }
+        if self.interval_ns.is_some() {
+            let lag = submitted.saturating_duration_since(due).as_nanos() as u64;
+            self.out.lag.saturating_record(lag.max(1));
         }
         let at = done.saturating_duration_since(self.start).as_nanos() as u64;
         let op = if io.read { OpKind::Read } else { OpKind::Write };

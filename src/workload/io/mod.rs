@@ -277,13 +277,41 @@ impl Io {
                 }
             }
         }
-        let asked = self.params.rate_iops as f64 * f64::from(self.params.numjobs);
-        if asked > 0.0 {
-            let done: u64 = outs.iter().map(|o| o.ios[0] + o.ios[1]).sum();
-            let rate = done as f64 / secs;
+        let mut lag = crate::measure::new_histogram();
+        for o in outs {
+            lag.add(&o.lag).expect("histograms of the same bounds add");
+        }
+        if !lag.is_empty() {
+            for (name, ns) in [
+                ("p50", lag.value_at_percentile(50.0)),
+                ("p99", lag.value_at_percentile(99.0)),
+            ] {
+                let at = [Dim::new("percentile", DimValue::Text(name.into()))];
+                self.figures
+                    .push(Figure::new("issue lag", "µs", false, ns as f64 / 1000.0).at(&at));
+            }
+        }
+        let p = &self.params;
+        if p.rate_iops > 0 || p.rate > 0 {
+            let jobs = f64::from(p.numjobs);
+            let ios: u64 = outs.iter().map(|o| o.ios[0] + o.ios[1]).sum();
+            let bytes: u64 = outs.iter().map(|o| o.bytes[0] + o.bytes[1]).sum();
+            let achieved = if p.rate_iops > 0 {
+                format!(
+                    "{:.0} of {:.0} IO/s",
+                    ios as f64 / secs,
+                    p.rate_iops as f64 * jobs
+                )
+            } else {
+                let kib = |b: f64| b / 1024.0;
+                format!(
+                    "{:.0} of {:.0} KiB/s",
+                    kib(bytes as f64 / secs),
+                    kib(p.rate as f64 * jobs)
+                )
+            };
             self.notes.push(format!(
-                "open loop at rate_iops={} per job: latency (`read`, `write`) counts from each I/O's scheduled time, so a stall is not hidden by the I/Os it delayed; achieved {rate:.0} of {asked:.0} IO/s",
-                self.params.rate_iops
+                "open loop: latency (`read`, `write`) counts from each I/O's scheduled time, so a stall is not hidden by the I/Os it delayed; `issue lag` is how late I/Os were issued (a late wake-up of the job counts too); achieved {achieved}"
             ));
         }
     }
