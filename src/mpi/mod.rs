@@ -167,6 +167,10 @@ fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
         WorkloadSpec::Ffsb(_) => {
             Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
         }
+        WorkloadSpec::Io(_) => Some(
+            "its ranks would need their own files and IOR's aggregation of IOPS and bandwidth, \
+             which it does not have yet; run its jobs as threads (numjobs=N)",
+        ),
         WorkloadSpec::Command(_) => Some(
             "your commands would run once per rank with nothing to line their phases up; run              your own parallel program (mpirun inside a phase) instead",
         ),
