@@ -97,6 +97,11 @@ fn every_engine_moves_its_bytes_on_tmpfs_with_its_syncs() {
             (writes / 64..=writes / 64 + 2 + 4).contains(&syncs),
             "{engine}: {syncs} syncs for {writes} writes"
         );
+        let notes = doc["runs"][0]["phases"][0]["notes"].to_string();
+        assert!(
+            notes.contains("layout (untimed, before the phase): 4 file(s) of 4.0 MiB"),
+            "{notes}"
+        );
         let uring = engine.contains("io_uring");
         assert_eq!(latency.get("read slat").is_some(), uring, "{engine}");
     }

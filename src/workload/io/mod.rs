@@ -361,8 +361,15 @@ impl Workload for Io {
         cancel: &Arc<AtomicBool>,
     ) -> Result<(), FsbenchError> {
         self.check(dir)?;
+        let started = Instant::now();
         self.layout(dir)?;
         let p = &self.params;
+        self.notes.push(format!(
+            "layout (untimed, before the phase): {} file(s) of {} in {:.2} s",
+            p.nrfiles * p.numjobs,
+            crate::units::format_bytes(p.filesize),
+            started.elapsed().as_secs_f64()
+        ));
         self.patterns = (0..p.numjobs)
             .map(|j| {
                 let seed = if p.randrepeat {
