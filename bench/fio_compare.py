@@ -11,7 +11,9 @@ on tmpfs and (as root) on a fresh ext4 loop image attached with direct I/O:
 Prints fsbench / fio for IOPS and bandwidth (target >= 0.95) and for p50 and p99 completion
 latency (target within +-10% where both are closed loop); the open-loop job also prints the
 p99 of the total latency (fsbench counts it from each I/O's scheduled time, fio from its
-issue). fio's path is in FIO (default `fio`); without it the bench says so and stops.
+issue). For the psync jobs bench/io_plain.c (the same calls and nothing else, built with
+cc when there is one) runs beside both, to tell the tools' own costs from the filesystem's.
+fio's path is in FIO (default `fio`); without it the bench says so and stops.
 SIZE (default 256M) is each job's file; TMPFS_ONLY=1 skips the ext4 image.
 """
 import json
@@ -79,21 +81,55 @@ def fsbench(work, db, opts):
             "lat p99": phase["latency"][d]["p99_ns"] / 1000}
 
 
-def compare(work, db, where):
+def plain(work, plain_bin, opts):
+    """bench/io_plain.c on a file laid out as the tools lay theirs out."""
+    path = os.path.join(work, "plain.0.0")
+    size = parse_size(SIZE)
+    chunk = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+        os.fsync(f.fileno())
+    settle()
+    rw = "write" if "write" in opts["rw"] else "read"
+    out = subprocess.run([plain_bin, path, str(size), str(parse_size(opts["bs"])), rw, opts.get("direct", "0")],
+                         check=True, capture_output=True, text=True).stdout
+    os.remove(path)
+    r = json.loads(out)
+    return {"iops": r["iops"], "bw": r["iops"], "p50": r["p50"], "p99": r["p99"], "lat p99": r["p99"]}
+
+
+def parse_size(text):
+    units = {"k": 10, "m": 20, "g": 30}
+    t = text.lower()
+    return int(t[:-1]) << units[t[-1]] if t[-1] in units else int(t)
+
+
+def compare(work, db, where, plain_bin):
     print(f"\n== {where}: {ROUNDS} rounds, alternated, medians; fsbench / fio ==")
     for name, opts, open_loop in JOBS:
-        res = {"fio": [], "fsbench": []}
+        tools = ["fio", "fsbench"]
+        if plain_bin and opts["ioengine"] == "psync" and not open_loop and opts["bs"] == "4k":
+            tools.append("plain")
+        res = {t: [] for t in tools}
+        run = {"fio": lambda: fio(work, opts), "fsbench": lambda: fsbench(work, db, opts),
+               "plain": lambda: plain(work, plain_bin, opts)}
         for rnd in range(ROUNDS):
-            order = ["fio", "fsbench"] if rnd % 2 == 0 else ["fsbench", "fio"]
+            # Each tool first in turn.
+            order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]
             for tool in order:
                 settle()
-                res[tool].append(fio(work, opts) if tool == "fio" else fsbench(work, db, opts))
+                res[tool].append(run[tool]())
         med = {t: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for t, rs in res.items()}
         a, b = med["fsbench"], med["fio"]
         ratio = lambda k: a[k] / b[k] if b[k] else float("nan")
         line = (f"{name:34} IOPS {a['iops']:9.0f} / {b['iops']:9.0f} = {ratio('iops'):.3f}"
                 f"  bw {ratio('bw'):.3f}  clat p50 {a['p50']:.1f}/{b['p50']:.1f} us = {ratio('p50'):.3f}"
                 f"  p99 {a['p99']:.1f}/{b['p99']:.1f} us = {ratio('p99'):.3f}")
+        if "plain" in med:
+            c = med["plain"]
+            line += (f"  plain C {c['iops']:.0f} IOPS (fsbench {a['iops'] / c['iops']:.3f}, fio {b['iops'] / c['iops']:.3f}),"
+                     f" clat p50 {c['p50']:.1f} p99 {c['p99']:.1f} us")
         if open_loop:
             line += f"  total-lat p99 {a['lat p99']:.1f}/{b['lat p99']:.1f} us (open loop: not a target)"
         print(line, flush=True)
@@ -110,9 +146,14 @@ def main():
           f"against {FSBENCH}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="fio-compare.") as tmp:
         db = os.path.join(tmp, "results.db")
+        plain_bin = os.path.join(tmp, "io_plain")
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None or subprocess.run([cc, "-O2", "-o", plain_bin, os.path.join(ROOT, "bench/io_plain.c")]).returncode:
+            print("no C compiler: the plain program is left out")
+            plain_bin = None
         work = tempfile.mkdtemp(prefix="fio-compare.", dir="/dev/shm")
         try:
-            compare(work, db, "tmpfs")
+            compare(work, db, "tmpfs", plain_bin)
         finally:
             shutil.rmtree(work)
         if os.environ.get("TMPFS_ONLY") or os.geteuid() != 0:
@@ -121,7 +162,7 @@ def main():
         with fresh_ext4(tmp, direct_io=True) as mnt:
             work = os.path.join(mnt, "work")
             os.mkdir(work)
-            compare(work, db, "ext4 on a loop image with direct I/O")
+            compare(work, db, "ext4 on a loop image with direct I/O", plain_bin)
     return 0
 
 
