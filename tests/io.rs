@@ -326,3 +326,134 @@ fn io_uring_forbidden_is_refused_before_any_io_naming_the_cause() {
     );
     assert_nothing_left(dir.path());
 }
+
+/// Every path of `value` down to its leaves, with the leaf's JSON type (`read.iops: number`).
+fn shape(value: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                shape(v, &format!("{at}.{k}"), out);
+            }
+        }
+        serde_json::Value::Number(_) => out.push(format!("{at}: number")),
+        serde_json::Value::String(_) => out.push(format!("{at}: string")),
+        other => out.push(format!(
+            "{at}: {}",
+            if other.is_array() { "array" } else { "other" }
+        )),
+    }
+}
+
+/// The paths fio's JSON consumers read (fio_jsonplus_clat2csv, fio-plot, dashboards).
+const READ_BY_CONSUMERS: &[&str] = &[
+    ".jobname: string",
+    ".groupid: number",
+    ".error: number",
+    ".read.iops: number",
+    ".read.bw: number",
+    ".read.bw_bytes: number",
+    ".read.total_ios: number",
+    ".read.clat_ns.min: number",
+    ".read.clat_ns.max: number",
+    ".read.clat_ns.mean: number",
+    ".read.clat_ns.N: number",
+    ".read.lat_ns.mean: number",
+    ".read.slat_ns.mean: number",
+    ".write.iops: number",
+    ".job options.rw: string",
+];
+
+#[test]
+fn a_fio_job_file_runs_prints_fio_s_summary_and_exports_fio_s_json() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let jobfile = state.path().join("jobs.fio");
+    std::fs::write(
+        &jobfile,
+        "[global]\nsize=4m\nbs=4k\n\n[rand]\nrw=randread\nioengine=io_uring\niodepth=8\n\n[seq]\nstonewall\nrw=write\nbs=64k\nend_fsync=1\n",
+    )
+    .unwrap();
+    let db = state.path().join("results.db");
+    let out = run(fsbench(state.path())
+        .args(["fio", "-q", "--runs", "2", "--db"])
+        .arg(&db)
+        .arg(&jobfile)
+        .arg("--dir")
+        .arg(dir.path()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    for line in [
+        "rand: (groupid=0, jobs=1)",
+        "  read: IOPS=",
+        "    clat percentiles (usec):",
+        "     |  1.00th=[",
+        "   READ: bw=",
+        "seq: (groupid=1, jobs=1)",
+        "  WRITE: bw=",
+    ] {
+        assert!(summary.contains(line), "`{line}` in:\n{summary}");
+    }
+    let export = run(fsbench(state.path())
+        .args(["export", "1", "--format", "fio-json", "--db"])
+        .arg(&db));
+    assert!(export.status.success(), "{}", text(&export.stderr));
+    let ours = json(&export);
+    let jobs = ours["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[0]["read"]["total_ios"], 2 * 1024, "both runs' I/Os");
+    assert_eq!(jobs[1]["write"]["total_ios"], 2 * 64);
+    let mut paths = Vec::new();
+    shape(&jobs[0], "", &mut paths);
+    for p in READ_BY_CONSUMERS {
+        assert!(
+            paths.iter().any(|have| have == p),
+            "{p} missing in {paths:?}"
+        );
+    }
+    // fio's own output, where fio is installed: the same percentile keys, the same types at
+    // every path a consumer reads.
+    if !has_tool("fio") {
+        skip("fio-json against fio's own: fio is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let fio = run(Command::new("fio")
+        .args([
+            "--name=rand",
+            "--size=4m",
+            "--bs=4k",
+            "--rw=randread",
+            "--ioengine=io_uring",
+        ])
+        .args(["--iodepth=8", "--output-format=json"])
+        .arg(format!("--directory={}", dir.path().display())));
+    assert!(fio.status.success(), "{}", text(&fio.stderr));
+    let theirs: serde_json::Value = serde_json::from_slice(&fio.stdout).unwrap();
+    let mut their_paths = Vec::new();
+    shape(&theirs["jobs"][0], "", &mut their_paths);
+    for p in READ_BY_CONSUMERS {
+        assert!(their_paths.iter().any(|have| have == p), "fio has no {p}");
+    }
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v["read"]["clat_ns"]["percentile"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(keys(&jobs[0]), keys(&theirs["jobs"][0]));
+    for f in std::fs::read_dir(dir.path()).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+}
+
+#[test]
+fn a_job_file_s_unknown_option_is_refused_with_its_line() {
+    let state = tempdir();
+    let jobfile = state.path().join("jobs.fio");
+    std::fs::write(&jobfile, "[a]\nsize=1m\nverify=crc32c\n").unwrap();
+    fails_with(
+        &["fio", jobfile.to_str().unwrap(), "--dir", "/nonexistent"],
+        2,
+        "jobs.fio:3: fio option `verify` is not implemented",
+    );
+}

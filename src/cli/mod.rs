@@ -64,6 +64,8 @@ enum Command {
     Fdtree(fdtree::FdtreeArgs),
     /// Run an FFSB profile file as a suite: fresh filesystems, repeated runs, statistics
     Ffsb(Box<FfsbArgs>),
+    /// Run a fio job file's jobs as the io workload: fresh filesystems, runs, statistics
+    Fio(Box<FioArgs>),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs,
     /// and the template images an interrupted suite kept for its resume
     Clean,
@@ -130,6 +132,8 @@ enum ExportFormat {
     Markdown,
     /// IOzone's -R report layout of the throughput matrices
     Iozone,
+    /// fio's --output-format=json layout of the io workload's jobs
+    FioJson,
 }
 
 #[derive(Debug, clap::Args)]
@@ -179,6 +183,15 @@ struct FfsbArgs {
     /// Run the thread groups this many seconds instead of the profile's `time`
     #[arg(long, value_name = "SECS")]
     time: Option<u32>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct FioArgs {
+    /// fio job file: [global] and job sections, include, ${VAR}; jobs one after the other
+    /// (`stonewall`)
+    jobfile: PathBuf,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -559,6 +572,7 @@ pub fn main() -> ExitCode {
             }
             Command::Run(args) => run::run(args, &db, progress.clone()),
             Command::Ffsb(args) => run::ffsb(args, &db, progress.clone()),
+            Command::Fio(args) => run::fio(args, &db, progress.clone()),
             Command::Fdtree(args) => {
                 fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
             }

@@ -18,6 +18,7 @@ use crate::error::FsbenchError;
 use crate::measure::{Dim, DimValue, Figure, PhaseRecorder, Progress};
 
 mod job;
+pub(crate) mod jobfile;
 mod params;
 mod pattern;
 mod table;

@@ -135,6 +135,9 @@ impl Distribution {
 pub struct IoParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+    /// The job's name in a fio job file (`[name]`), which names it in labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
     pub rw: Rw,
     pub rwmixread: u32,
     /// Block sizes and their percentages (`bs` alone: one at 100%).
@@ -255,6 +258,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     };
     Ok(IoParams {
         preset: custom.is_none().then(|| p.preset.name.to_string()),
+        job: None,
         rw: Rw::parse(p.text("rw").expect("rw has a default")),
         rwmixread: p.small("rwmixread").expect("has a default"),
         bssplit,
@@ -319,23 +323,27 @@ impl IoParams {
     }
 
     pub fn name(&self) -> String {
-        let mut name = self.preset.clone().unwrap_or_else(|| {
-            let bs = if self.bssplit.len() == 1 {
-                compact_size(self.bssplit[0].0)
-            } else {
-                let parts: Vec<String> = self
-                    .bssplit
-                    .iter()
-                    .map(|(s, p)| format!("{}/{p}", compact_size(*s)))
-                    .collect();
-                parts.join(":")
-            };
-            format!(
-                "{},bs={bs},size={}",
-                self.rw.name(),
-                compact_size(self.size)
-            )
-        });
+        let mut name = self
+            .job
+            .clone()
+            .or_else(|| self.preset.clone())
+            .unwrap_or_else(|| {
+                let bs = if self.bssplit.len() == 1 {
+                    compact_size(self.bssplit[0].0)
+                } else {
+                    let parts: Vec<String> = self
+                        .bssplit
+                        .iter()
+                        .map(|(s, p)| format!("{}/{p}", compact_size(*s)))
+                        .collect();
+                    parts.join(":")
+                };
+                format!(
+                    "{},bs={bs},size={}",
+                    self.rw.name(),
+                    compact_size(self.size)
+                )
+            });
         if self.engine != Engine::Psync {
             name.push_str(&format!(",{}", self.engine.name()));
         }
