@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::invalid;
 use crate::measure::{Dim, DimValue, LatencySummary};
-use crate::results::{RunStatus, SuiteResult};
+use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::workload::WorkloadSpec;
 use crate::workload::io::{IoParams, PERCENTILES};
 
@@ -44,32 +44,24 @@ impl JobView<'_> {
         self.mean(metric, &[Dim::new("direction", DimValue::Text(dir.into()))])
     }
 
+    /// The job's successful runs on its configuration.
+    fn ok_runs(&self) -> impl Iterator<Item = &RunRecord> {
+        self.r.runs.iter().filter(|run| {
+            run.config == self.config && run.workload == self.label && run.status == RunStatus::Ok
+        })
+    }
+
     /// The latency histogram `name` of every successful run, merged.
     fn latency(&self, name: &str) -> Option<LatencySummary> {
         let parts: Vec<&LatencySummary> = self
-            .r
-            .runs
-            .iter()
-            .filter(|run| {
-                run.config == self.config
-                    && run.workload == self.label
-                    && run.status == RunStatus::Ok
-            })
+            .ok_runs()
             .filter_map(|run| run.phases.first()?.measurement.latency.get(name))
             .collect();
         LatencySummary::merge(parts)
     }
 
     fn runs(&self) -> usize {
-        self.r
-            .runs
-            .iter()
-            .filter(|run| {
-                run.config == self.config
-                    && run.workload == self.label
-                    && run.status == RunStatus::Ok
-            })
-            .count()
+        self.ok_runs().count()
     }
 }
 
