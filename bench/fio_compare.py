@@ -144,7 +144,8 @@ def main():
         return 1
     print(subprocess.run([FIO, "--version"], capture_output=True, text=True).stdout.strip(),
           f"against {FSBENCH}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    with tempfile.TemporaryDirectory(prefix="fio-compare.") as tmp:
+    # The loop image on the machine's disk (a direct-I/O loop device over tmpfs means little).
+    with tempfile.TemporaryDirectory(prefix="fio-compare.", dir="/var/tmp") as tmp:
         db = os.path.join(tmp, "results.db")
         plain_bin = os.path.join(tmp, "io_plain")
         cc = shutil.which("cc") or shutil.which("gcc")
