@@ -12,13 +12,14 @@ if [ "${1:-}" = "--tests" ]; then
     # and libraries) and libclang (bindgen): the build with --features mpi and its tests;
     # strace: the MPI tests slow a rank with it and read the names a rank opened;
     # mkntfs and ntfs-3g: the ntfs test; zfs-fuse, zpool and zfs: the zfs test; stress-ng:
-    # the background-load tests; sqlite3 and git: programs captured and replayed.
+    # the background-load tests; sqlite3 and git: programs captured and replayed; fio: the
+    # io workload's tests and bench/fio_compare.py.
     tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
         xz:xz-utils bzip2:bzip2 lzop:lzop
         sfdisk:fdisk partx:util-linux unshare:util-linux mpirun:openmpi-bin
         mpicc:libopenmpi-dev mkntfs:ntfs-3g ntfs-3g:ntfs-3g
         zfs-fuse:zfs-fuse zpool:zfs-fuse zfs:zfs-fuse stress-ng:stress-ng pkill:procps
-        sqlite3:sqlite3 git:git)
+        sqlite3:sqlite3 git:git fio:fio)
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2

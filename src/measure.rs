@@ -213,6 +213,15 @@ impl PhaseRecorder {
         }
     }
 
+    /// Records a call of type `op` that ended `at_ns` after the phase started and took `ns`
+    /// (calls in flight at once, or latency counted from a scheduled time: not laps).
+    #[inline]
+    pub fn record_ended_at(&mut self, op: OpKind, at_ns: u64, ns: u64) {
+        let hist = self.histograms[op as usize].get_or_insert_with(new_histogram);
+        hist.saturating_record(ns.max(1));
+        self.timeline.record_at(at_ns, ns);
+    }
+
     #[cold]
     fn fail<T>(&mut self, errno: Errno) -> Result<Option<T>, FsbenchError> {
         *self.errors.entry(errno.raw_os_error()).or_default() += 1;
@@ -311,6 +320,13 @@ impl PhaseRecorder {
         self.progress.done.store(self.ops, Ordering::Relaxed);
     }
 
+    /// [`PhaseRecorder::absorb`], the worker's timeline too: for workers that place their
+    /// calls in time themselves ([`PhaseRecorder::record_ended_at`]), whose series add up.
+    pub fn absorb_with_timeline(&mut self, mut worker: PhaseRecorder) {
+        self.timeline.absorb(std::mem::take(&mut worker.timeline));
+        self.absorb(worker);
+    }
+
     /// Adds `n` failed calls with `errno` counted by a worker thread.
     pub fn add_errors(&mut self, errno: i32, n: u64) {
         *self.errors.entry(errno).or_default() += n;
@@ -403,7 +419,8 @@ pub struct PhaseMeasurement {
     #[serde(default)]
     pub failures: Vec<String>,
     /// p50, p99 and max of the calls per interval of the phase (calls timed on the phase's
-    /// own thread; worker threads' calls are in `latency` only).
+    /// own thread, and the io workload's jobs; other worker threads' calls are in `latency`
+    /// only).
     #[serde(default, skip_serializing_if = "LatencyTimeline::is_empty")]
     pub latency_timeline: LatencyTimeline,
 }

@@ -1,5 +1,5 @@
 //! Every file under `examples/` runs: each suite as it is (one run per configuration), the
-//! FFSB profiles with `fsbench ffsb` (the seed's 128 × 1 GiB scaled down to fit a test).
+//! fio job files with `fsbench fio`, the FFSB profiles with `fsbench ffsb` (the seed's 128 × 1 GiB scaled down to fit a test).
 
 mod common;
 
@@ -52,6 +52,20 @@ fn atomic_suite() {
 #[test]
 fn iozone_suite() {
     suite_runs("iozone.toml");
+}
+
+#[test]
+fn io_suite() {
+    suite_runs("io.toml");
+}
+
+#[test]
+fn fio_job_file() {
+    let path = example("fio/randread-then-write.fio");
+    runs_cleanly(
+        "fio job file",
+        &["fio", path.to_str().unwrap(), "--fs", "ext4"],
+    );
 }
 
 #[test]

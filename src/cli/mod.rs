@@ -68,6 +68,8 @@ enum Command {
     /// Record a command's file-system calls beneath a root into a trace, for
     /// `-w replay:trace=FILE`; `--show TRACE` summarizes one
     Capture(capture::CaptureArgs),
+    /// Run a fio job file's jobs as the io workload: fresh filesystems, runs, statistics
+    Fio(Box<FioArgs>),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs,
     /// and the template images an interrupted suite kept for its resume
     Clean,
@@ -134,6 +136,8 @@ enum ExportFormat {
     Markdown,
     /// IOzone's -R report layout of the throughput matrices
     Iozone,
+    /// fio's --output-format=json layout of the io workload's jobs
+    FioJson,
 }
 
 #[derive(Debug, clap::Args)]
@@ -188,6 +192,15 @@ struct FfsbArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct FioArgs {
+    /// fio job file: [global] and job sections, include, ${VAR}; jobs one after the other
+    /// (`stonewall`)
+    jobfile: PathBuf,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, clap::Args)]
 struct RunArgs {
     /// Suite file (TOML); options given here override it
     suite: Option<PathBuf>,
@@ -198,8 +211,8 @@ struct RunArgs {
     /// (refused where the kernel lacks them), and the suite file's `[[driver]]` names
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
-    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, alloc, ffsb,
-    /// command);
+    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, io, alloc,
+    /// ffsb, command);
     /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
     #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
     workloads: Vec<String>,
@@ -582,6 +595,7 @@ pub fn main() -> ExitCode {
             }
             Command::Run(args) => run::run(args, &db, progress.clone()),
             Command::Ffsb(args) => run::ffsb(args, &db, progress.clone()),
+            Command::Fio(args) => run::fio(args, &db, progress.clone()),
             Command::Fdtree(args) => {
                 fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
             }

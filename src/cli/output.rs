@@ -17,15 +17,16 @@ pub(super) fn print_result(
     verbose: bool,
 ) -> anyhow::Result<()> {
     match format {
-        // FFSB's own report first, for users who compare with FFSB's output; the answer
+        // FFSB's and fio's own reports first, for users who compare with FFSB's output; the answer
         // leads the tables and ends them, where a long run's reader looks.
         OutputFormat::Table => {
             let view = View::terminal(verbose);
             let mut answer = String::new();
             report::table::render_conclusions(&mut answer, result, &view);
             write_stdout(&format!(
-                "{}{}{answer}",
+                "{}{}{}{answer}",
                 report::ffsb::render(result, view.width),
+                report::fio::render(result),
                 report::table::render(result, &view)
             ))
         }
@@ -77,6 +78,7 @@ pub(super) fn export_text(result: &SuiteResult, format: ExportFormat) -> anyhow:
         ExportFormat::Csv => report::csv::render(result)?,
         ExportFormat::Markdown => report::table::render(result, &View::markdown()),
         ExportFormat::Iozone => report::iozone::render(result)?,
+        ExportFormat::FioJson => report::fio::json(result)?,
     })
 }
 

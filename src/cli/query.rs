@@ -149,6 +149,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         }
         Command::Run(_)
         | Command::Ffsb(_)
+        | Command::Fio(_)
         | Command::Fdtree(_)
         | Command::Clean
         | Command::Capture(_)

@@ -65,16 +65,7 @@ pub(super) fn ffsb(
     progress: Arc<Progress>,
 ) -> anyhow::Result<ExitCode> {
     let run_args = &args.run;
-    if run_args.suite.is_some()
-        || !run_args.workloads.is_empty()
-        || !run_args.archive.is_empty()
-        || !run_args.command_phase.is_empty()
-        || run_args.resume.is_some()
-    {
-        return Err(invalid(
-            "fsbench ffsb runs one profile; use `fsbench run` for suites, other workloads and --resume",
-        ));
-    }
+    only_run_options(run_args, "fsbench ffsb runs one profile")?;
     let mut params = crate::workload::ffsb::FfsbParams::from_file(&args.profile)?;
     if let Some(t) = args.time {
         params.time = Some(t);
@@ -91,6 +82,41 @@ pub(super) fn ffsb(
         suite.purpose = String::new();
     }
     suite.workloads = vec![WorkloadSpec::Ffsb(params)];
+    run_suite(
+        run_args,
+        suite,
+        None,
+        Store::open_for_writing(db)?,
+        progress,
+        None,
+    )
+}
+
+/// Refuses what only `fsbench run` takes: a suite file, other workloads, --resume.
+fn only_run_options(run_args: &RunArgs, what: &str) -> anyhow::Result<()> {
+    if run_args.suite.is_some()
+        || !run_args.workloads.is_empty()
+        || !run_args.archive.is_empty()
+        || !run_args.command_phase.is_empty()
+        || run_args.resume.is_some()
+    {
+        return Err(invalid(format!(
+            "{what}; use `fsbench run` for suites, other workloads and --resume"
+        )));
+    }
+    Ok(())
+}
+
+/// `fsbench fio JOBFILE`: the job file's jobs as the suite's workloads, in order.
+pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
+    let run_args = &args.run;
+    only_run_options(run_args, "fsbench fio runs one job file")?;
+    let jobs = crate::workload::io::jobfile::read(&args.jobfile)?;
+    let mut suite = run_args.suite()?;
+    if run_args.purpose.is_none() {
+        suite.purpose = String::new();
+    }
+    suite.workloads = jobs.into_iter().map(WorkloadSpec::Io).collect();
     run_suite(
         run_args,
         suite,

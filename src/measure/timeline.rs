@@ -109,6 +109,19 @@ fn upper_bound(i: usize) -> u64 {
     low + (1u64 << (octave - SUB_BITS as usize)) - 1
 }
 
+/// Adjacent intervals merged pairwise: the series at twice the width.
+fn pairs(bins: Vec<Bins>) -> Vec<Bins> {
+    let mut merged = Vec::with_capacity(bins.len().div_ceil(2));
+    for pair in bins.chunks(2) {
+        let mut sum = pair[0].clone();
+        if let Some(second) = pair.get(1) {
+            sum.add(second);
+        }
+        merged.push(sum);
+    }
+    merged
+}
+
 /// Records the calls of one phase by interval.
 pub struct Timeline {
     width_ns: u64,
@@ -144,6 +157,53 @@ impl Timeline {
         self.current.record(ns);
     }
 
+    /// A call that ended `at_ns` after the phase started and took `ns`: for calls in flight
+    /// at once, whose latencies do not add up to the phase's time (a late one is placed in
+    /// the current interval).
+    #[inline]
+    pub fn record_at(&mut self, at_ns: u64, ns: u64) {
+        self.now_ns = self.now_ns.max(at_ns);
+        if self.now_ns >= self.end_ns {
+            self.roll();
+        }
+        self.current.record(ns);
+    }
+
+    /// Adds the calls another timeline of the same phase recorded (a worker thread's),
+    /// interval by interval, at the wider of the two widths.
+    pub fn absorb(&mut self, other: Timeline) {
+        let all = |t: Timeline| {
+            let mut bins = t.closed;
+            bins.push(t.current);
+            (bins, t.width_ns, t.now_ns)
+        };
+        let (mut mine, mut width, now) = all(std::mem::take(self));
+        let (mut theirs, mut their_width, their_now) = all(other);
+        while width < their_width {
+            mine = pairs(mine);
+            width *= 2;
+        }
+        while their_width < width {
+            theirs = pairs(theirs);
+            their_width *= 2;
+        }
+        if theirs.len() > mine.len() {
+            std::mem::swap(&mut mine, &mut theirs);
+        }
+        for (m, t) in mine.iter_mut().zip(&theirs) {
+            m.add(t);
+        }
+        while mine.len() > MAX_INTERVALS + 1 {
+            mine = pairs(mine);
+            width *= 2;
+        }
+        self.current = mine.pop().expect("a timeline has a current interval");
+        self.closed = mine;
+        self.width_ns = width;
+        self.end_ns = (self.closed.len() as u64 + 1) * width;
+        self.now_ns = now.max(their_now);
+    }
+
     /// Closes intervals until the one holding `now_ns` is current (empty ones for a stall).
     #[cold]
     fn roll(&mut self) {
@@ -162,15 +222,7 @@ impl Timeline {
     }
 
     fn merge_pairs(&mut self) {
-        let mut merged = Vec::with_capacity(MAX_INTERVALS);
-        for pair in self.closed.chunks(2) {
-            let mut bins = pair[0].clone();
-            if let Some(second) = pair.get(1) {
-                bins.add(second);
-            }
-            merged.push(bins);
-        }
-        self.closed = merged;
+        self.closed = pairs(std::mem::take(&mut self.closed));
         self.width_ns *= 2;
     }
 
@@ -295,5 +347,29 @@ mod tests {
         assert!((59_600..=60_000).contains(&at), "{at}");
         let total: u64 = series.points.iter().map(|p| p.calls).sum();
         assert_eq!(total, 100_000);
+    }
+
+    #[test]
+    fn workers_timelines_add_up_interval_by_interval_at_the_wider_width() {
+        // One worker: 1 s of calls at 1 ms ending every 10 ms; the other: 60 s, whose
+        // intervals have widened, with one 2 s stall at 30 s.
+        let mut short = Timeline::default();
+        for i in 1..=100 {
+            short.record_at(i * 10 * MS, MS);
+        }
+        let mut long = Timeline::default();
+        for i in 1..=6000 {
+            long.record_at(i * 10 * MS, if i == 3000 { 2000 * MS } else { MS });
+        }
+        let mut phase = Timeline::default();
+        phase.absorb(short);
+        phase.absorb(long);
+        let series = phase.finish();
+        assert_eq!(series.interval_ms, 400);
+        assert_eq!(series.points.iter().map(|p| p.calls).sum::<u64>(), 6100);
+        // The first 400 ms hold both workers' calls; the stall is where it ended.
+        assert_eq!(series.points[0].calls, 39 + 39);
+        let stall = series.points.iter().position(|p| p.max_ns == 2000 * MS);
+        assert_eq!(stall, Some(30_000 / 400));
     }
 }

@@ -171,6 +171,10 @@ fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
             "it replays one program's calls on one directory; N ranks would replay N copies \
              of the same paths, each in a directory of its own",
         ),
+        WorkloadSpec::Io(_) => Some(
+            "its ranks would need their own files and IOR's aggregation of IOPS and bandwidth, \
+             which it does not have yet; run its jobs as threads (numjobs=N)",
+        ),
         WorkloadSpec::Command(_) => Some(
             "your commands would run once per rank with nothing to line their phases up; run              your own parallel program (mpirun inside a phase) instead",
         ),

@@ -8,6 +8,7 @@ pub mod csv;
 mod details;
 pub mod fdtree;
 pub mod ffsb;
+pub mod fio;
 pub mod fit;
 pub mod html;
 pub mod iozone;

@@ -156,3 +156,48 @@ pub fn push_decimal(buf: &mut [u8], mut at: usize, value: u64) -> usize {
     }
     at
 }
+
+/// The filesystem type of `dir`, for messages (from fstatfs's magic number).
+pub(crate) fn filesystem_name(dir: BorrowedFd<'_>) -> String {
+    let magic = rustix::fs::fstatfs(dir)
+        .map(|s| s.f_type as u64)
+        .unwrap_or(0);
+    match magic {
+        0xef53 => "ext2/3/4".into(),
+        0x5846_5342 => "xfs".into(),
+        0x9123_683e => "btrfs".into(),
+        0x0102_1994 => "tmpfs".into(),
+        0x8584_58f6 => "ramfs".into(),
+        other => format!("the filesystem (magic {other:#x})"),
+    }
+}
+
+/// Refuses O_DIRECT where the filesystem of `dir` refuses it, naming the filesystem; else
+/// its name and the alignment O_DIRECT needs there (its logical block size), from a probe
+/// file made and removed in `dir`.
+pub(crate) fn direct_alignment(dir: BorrowedFd<'_>) -> Result<(String, u64), FsbenchError> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    let fs = filesystem_name(dir);
+    let probe = ".fsbench-direct-probe";
+    let opened = rustix::fs::openat(
+        dir,
+        probe,
+        OFlags::RDWR | OFlags::CREATE | OFlags::DIRECT | OFlags::CLOEXEC,
+        Mode::from(0o600),
+    );
+    let _ = rustix::fs::unlinkat(dir, probe, AtFlags::empty());
+    let file = opened.map_err(|e| {
+        FsbenchError::InvalidInput(format!("{fs} refuses O_DIRECT ({e}); run without `direct`"))
+    })?;
+    let align = rustix::fs::statx(
+        &file,
+        "",
+        AtFlags::EMPTY_PATH,
+        rustix::fs::StatxFlags::DIOALIGN,
+    )
+    .ok()
+    .map(|s| s.stx_dio_offset_align as u64)
+    .filter(|a| *a > 0)
+    .unwrap_or(4096);
+    Ok((fs, align))
+}

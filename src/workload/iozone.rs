@@ -176,28 +176,7 @@ impl Iozone {
         if !self.params.direct {
             return Ok(());
         }
-        let fs = filesystem_name(dir);
-        let probe = ".fsbench-direct-probe";
-        let opened = rustix::fs::openat(
-            dir,
-            probe,
-            OFlags::RDWR | OFlags::CREATE | OFlags::DIRECT | OFlags::CLOEXEC,
-            Mode::from(0o600),
-        );
-        let _ = rustix::fs::unlinkat(dir, probe, AtFlags::empty());
-        let file = opened.map_err(|e| {
-            FsbenchError::InvalidInput(format!("{fs} refuses O_DIRECT ({e}); run without `direct`"))
-        })?;
-        let align = rustix::fs::statx(
-            &file,
-            "",
-            AtFlags::EMPTY_PATH,
-            rustix::fs::StatxFlags::DIOALIGN,
-        )
-        .ok()
-        .map(|s| s.stx_dio_offset_align as u64)
-        .filter(|a| *a > 0)
-        .unwrap_or(4096);
+        let (fs, align) = super::direct_alignment(dir)?;
         if let Some(bad) = self
             .params
             .record_sizes
@@ -446,20 +425,6 @@ fn pread_full(file: &OwnedFd, buf: &mut [u8], off: u64) -> Result<u64, FsbenchEr
     super::pread_full(file, buf, off)
         .map(|n| n as u64)
         .map_err(io_err)
-}
-
-/// The filesystem type of `dir`, for messages (from fstatfs's magic number).
-fn filesystem_name(dir: BorrowedFd<'_>) -> String {
-    let magic = rustix::fs::fstatfs(dir)
-        .map(|s| s.f_type as u64)
-        .unwrap_or(0);
-    match magic {
-        0xef53 => "ext2/3/4".into(),
-        0x5846_5342 => "xfs".into(),
-        0x9123_683e => "btrfs".into(),
-        0x0102_1994 => "tmpfs".into(),
-        other => format!("the filesystem (magic {other:#x})"),
-    }
 }
 
 impl Workload for Iozone {

@@ -48,6 +48,7 @@ pub(crate) mod atomic;
 mod calls;
 pub mod command;
 pub mod ffsb;
+pub mod io;
 pub mod iozone;
 pub(crate) mod options;
 pub(crate) mod parallel;
@@ -276,6 +277,7 @@ workloads! {
     Archive(archive::ArchiveParams) = archive::KIND,
     Atomic(atomic::AtomicParams) = atomic::KIND,
     Iozone(iozone::IozoneParams) = iozone::KIND,
+    Io(io::IoParams) = io::KIND,
     Alloc(alloc::AllocParams) = alloc::KIND,
     Ffsb(ffsb::FfsbParams) = ffsb::KIND,
     Command(command::CommandParams) = command::KIND,

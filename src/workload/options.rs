@@ -126,6 +126,11 @@ impl WorkloadKind {
         }
     }
 
+    /// Whether `key` names one of the options (`_` or `-`, or an alias).
+    pub(crate) fn has_option(&self, key: &str) -> bool {
+        self.option(key).is_some()
+    }
+
     fn option(&self, key: &str) -> Option<usize> {
         let key = key.trim().replace('_', "-");
         self.options
@@ -230,7 +235,7 @@ impl WorkloadKind {
     }
 
     /// Applies the one rule to `(key, value)` pairs; `preset` is a key like the others.
-    fn parse_pairs(&'static self, pairs: &[(String, String)]) -> anyhow::Result<Parsed> {
+    pub(crate) fn parse_pairs(&'static self, pairs: &[(String, String)]) -> anyhow::Result<Parsed> {
         let mut preset = None;
         let mut values: Vec<Option<(OptValue, Origin)>> = vec![None; self.options.len()];
         for (key, value) in pairs {

@@ -1,0 +1,368 @@
+//! One job's I/O: its files opened in its own descriptor table, its I/Os issued by the
+//! engine, each one's latencies recorded (no allocation per I/O), until the pass, the
+//! runtime or `number_ios` ends it.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rustix::fs::{Mode, OFlags};
+
+use super::params::{Engine, IoParams};
+use super::pattern::{Next, Pattern, Rng};
+use crate::error::FsbenchError;
+use crate::measure::{OpKind, PhaseRecorder, new_histogram};
+use crate::workload::Aligned;
+
+/// Job `job`'s file `file`: `io.JOB.FILE`, as fio names a job's files `NAME.JOB.FILE`.
+pub(crate) fn file_name(job: u32, file: usize) -> String {
+    format!("io.{job}.{file}")
+}
+
+/// What a job measured besides its recorder's counts and total latency.
+pub(crate) struct JobOut {
+    /// Per direction (read, write): submission and completion latency.
+    pub slat: [Histogram<u64>; 2],
+    pub clat: [Histogram<u64>; 2],
+    /// Open loop: how late each I/O was issued after its scheduled time (the harness's
+    /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
+    pub lag: Histogram<u64>,
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    /// From the common start to the job's end (its final syncs included).
+    pub elapsed: Duration,
+}
+
+impl JobOut {
+    fn new() -> JobOut {
+        JobOut {
+            slat: [new_histogram(), new_histogram()],
+            clat: [new_histogram(), new_histogram()],
+            lag: new_histogram(),
+            ios: [0; 2],
+            bytes: [0; 2],
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+/// How long a job runs and whether it is measured (the ramp is not).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    pub measured: bool,
+    /// Passes end it unless it is time-based: then only the deadline does.
+    pub time_based: bool,
+    pub limit: Option<Duration>,
+}
+
+/// One job on its thread.
+pub(crate) struct Job<'a> {
+    pub params: &'a IoParams,
+    pub files: Vec<OwnedFd>,
+    pub pattern: &'a mut Pattern,
+    pub bufs: Vec<Aligned>,
+    pub rec: PhaseRecorder,
+    pub out: JobOut,
+    pub halt: &'a AtomicBool,
+    pub span: Span,
+    pub start: Instant,
+    /// Writes since the last fsync, and whether a file was written (for end_fsync).
+    writes: u32,
+    written: Vec<bool>,
+    /// Open loop: the interval between scheduled issues, and the next one's number.
+    interval_ns: Option<f64>,
+    issued: u64,
+}
+
+impl<'a> Job<'a> {
+    /// Opens the job's files (in the calling thread's descriptor table) and drops their
+    /// cached pages when asked (fio's `invalidate`).
+    pub(crate) fn open(
+        params: &'a IoParams,
+        dir: BorrowedFd<'_>,
+        job: u32,
+        pattern: &'a mut Pattern,
+        rec: PhaseRecorder,
+        halt: &'a AtomicBool,
+        span: Span,
+    ) -> Result<Job<'a>, FsbenchError> {
+        let writes = params.rw.read_percent(params.rwmixread) < 100;
+        let mut flags = if writes { OFlags::RDWR } else { OFlags::RDONLY } | OFlags::CLOEXEC;
+        if params.direct {
+            flags |= OFlags::DIRECT;
+        }
+        let files = (0..params.nrfiles as usize)
+            .map(|f| {
+                let name = file_name(job, f);
+                let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
+                    .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
+                if params.invalidate && !params.direct {
+                    let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
+                }
+                Ok(fd)
+            })
+            .collect::<Result<Vec<_>, FsbenchError>>()?;
+        let mut fill = Rng::new(u64::from(job) + 1);
+        let bufs = (0..params.depth())
+            .map(|_| {
+                let mut b = Aligned::new(params.max_bs() as usize);
+                // Random contents, as fio's: a compressing filesystem gets no free ride.
+                for chunk in b.buf().chunks_mut(8) {
+                    let v = fill.next().to_le_bytes();
+                    chunk.copy_from_slice(&v[..chunk.len()]);
+                }
+                b
+            })
+            .collect();
+        let rate = if params.rate_iops > 0 {
+            Some(1e9 / params.rate_iops as f64)
+        } else if params.rate > 0 {
+            Some(1e9 * pattern.mean_bs() / params.rate as f64)
+        } else {
+            None
+        };
+        Ok(Job {
+            params,
+            written: vec![false; files.len()],
+            files,
+            pattern,
+            bufs,
+            rec,
+            out: JobOut::new(),
+            halt,
+            span,
+            start: Instant::now(),
+            writes: 0,
+            interval_ns: rate,
+            issued: 0,
+        })
+    }
+
+    /// Runs the job from `start` (every job's common start) to its end.
+    pub(crate) fn run(mut self, start: Instant) -> Result<(PhaseRecorder, JobOut), FsbenchError> {
+        self.start = start;
+        let outcome = match self.params.engine {
+            Engine::IoUring => super::uring::run(&mut self),
+            Engine::Psync | Engine::Pvsync2 => self.run_sync(),
+        }
+        .and_then(|()| {
+            // Ctrl-C ends the ramp too, which counts no I/O that would notice it.
+            if self.rec.progress().cancel.load(Ordering::Relaxed) {
+                return Err(FsbenchError::Interrupted);
+            }
+            self.finish_files()
+        });
+        if outcome.is_err() {
+            self.halt.store(true, Ordering::Relaxed);
+        }
+        outcome?;
+        self.out.elapsed = self.start.elapsed();
+        Ok((self.rec, self.out))
+    }
+
+    /// The next I/O, or `None` when the job is done: a pass ended (the next starts unless
+    /// it was the last), the time is up, `number_ios` are done, or another job failed.
+    #[inline]
+    pub(crate) fn next_io(&mut self, passes: &mut u32) -> Option<Next> {
+        if self.halt.load(Ordering::Relaxed) || self.rec.progress().cancel.load(Ordering::Relaxed) {
+            return None;
+        }
+        if self.span.measured && self.params.number_ios > 0 && self.issued >= self.params.number_ios
+        {
+            return None;
+        }
+        if let Some(limit) = self.span.limit
+            && self.start.elapsed() >= limit
+        {
+            return None;
+        }
+        loop {
+            if let Some(next) = self.pattern.next() {
+                return Some(next);
+            }
+            *passes += 1;
+            if !self.span.time_based && *passes >= self.params.loops {
+                return None;
+            }
+            self.pattern.new_pass();
+        }
+    }
+
+    /// When the next I/O is due: now without a rate; else on the open-loop schedule, which a
+    /// late I/O does not move (its latency counts from here: no coordinated omission).
+    #[inline]
+    pub(crate) fn scheduled(&mut self) -> Option<Instant> {
+        let interval = self.interval_ns?;
+        let at = self.start + Duration::from_nanos((self.issued as f64 * interval) as u64);
+        Some(at)
+    }
+
+    /// Counts an I/O as issued (for the schedule).
+    #[inline]
+    pub(crate) fn count_issue(&mut self) {
+        self.issued += 1;
+    }
+
+    /// Sleeps until `at`: the last stretch spins, since a sleep overshoots by the timer slack.
+    pub(crate) fn wait_until(at: Instant) {
+        loop {
+            let now = Instant::now();
+            if now >= at {
+                return;
+            }
+            let left = at - now;
+            if left > Duration::from_micros(200) {
+                std::thread::sleep(left - Duration::from_micros(100));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Records one completed I/O: its completion latency from `submitted`, its total latency
+    /// from `due` (the scheduled time, or its submission), and its submission latency.
+    #[inline]
+    pub(crate) fn complete(
+        &mut self,
+        io: Next,
+        done: Instant,
+        submitted: Instant,
+        due: Instant,
+        slat_ns: Option<u64>,
+    ) -> Result<(), FsbenchError> {
+        if !self.span.measured {
+            return Ok(());
+        }
+        let d = usize::from(!io.read);
+        let clat = done.saturating_duration_since(submitted).as_nanos() as u64;
+        let lat = done.saturating_duration_since(due).as_nanos() as u64;
+        self.out.clat[d].saturating_record(clat.max(1));
+        if let Some(s) = slat_ns {
+            self.out.slat[d].saturating_record(s.max(1));
+        }
+        if self.interval_ns.is_some() {
+            let lag = submitted.saturating_duration_since(due).as_nanos() as u64;
+            self.out.lag.saturating_record(lag.max(1));
+        }
+        let at = done.saturating_duration_since(self.start).as_nanos() as u64;
+        let op = if io.read { OpKind::Read } else { OpKind::Write };
+        self.rec.record_ended_at(op, at, lat);
+        self.out.ios[d] += 1;
+        self.out.bytes[d] += u64::from(io.len);
+        self.rec.unit_done(u64::from(io.len))
+    }
+
+    /// Counts a completed write; true when `fsync=N` or `fdatasync=N` is due now (the
+    /// engine then syncs with nothing in flight, as fio quiesces first).
+    #[inline]
+    pub(crate) fn note_write(&mut self, file: usize) -> bool {
+        self.written[file] = true;
+        let every = self.params.fsync.max(self.params.fdatasync);
+        if every == 0 {
+            return false;
+        }
+        self.writes += 1;
+        if self.writes < every {
+            return false;
+        }
+        self.writes = 0;
+        true
+    }
+
+    /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
+    pub(crate) fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
+        self.sync(file, self.params.fdatasync > 0)
+    }
+
+    fn sync(&mut self, file: usize, data_only: bool) -> Result<(), FsbenchError> {
+        let before = Instant::now();
+        let fd = self.files[file].as_fd();
+        let result = if data_only {
+            rustix::fs::fdatasync(fd)
+        } else {
+            rustix::fs::fsync(fd)
+        };
+        let done = Instant::now();
+        if self.span.measured {
+            let at = done.saturating_duration_since(self.start).as_nanos() as u64;
+            let ns = done.saturating_duration_since(before).as_nanos() as u64;
+            self.rec.record_ended_at(OpKind::Fsync, at, ns);
+        }
+        result.map_err(|e| io_error(e, "fsync", &self.rec))
+    }
+
+    /// `end_fsync` and `fsync_on_close`: the written files synced, in the timed part.
+    fn finish_files(&mut self) -> Result<(), FsbenchError> {
+        if !self.span.measured || !(self.params.end_fsync || self.params.fsync_on_close) {
+            return Ok(());
+        }
+        for file in 0..self.files.len() {
+            if self.written[file] || self.params.fsync_on_close {
+                self.sync(file, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The synchronous engines: one I/O at a time, `pread`/`pwrite` or `preadv2`/`pwritev2`.
+    fn run_sync(&mut self) -> Result<(), FsbenchError> {
+        let mut passes = 0;
+        let hipri = if self.params.hipri {
+            rustix::io::ReadWriteFlags::HIPRI
+        } else {
+            rustix::io::ReadWriteFlags::empty()
+        };
+        let v2 = self.params.engine == Engine::Pvsync2;
+        while let Some(io) = self.next_io(&mut passes) {
+            let scheduled = self.scheduled();
+            if let Some(at) = scheduled {
+                Self::wait_until(at);
+            }
+            self.count_issue();
+            let fd = self.files[io.file].as_fd();
+            let buf = &mut self.bufs[0].buf()[..io.len as usize];
+            let submitted = Instant::now();
+            let result = match (io.read, v2) {
+                (true, false) => rustix::io::pread(fd, buf, io.offset),
+                (false, false) => rustix::io::pwrite(fd, buf, io.offset),
+                (true, true) => {
+                    rustix::io::preadv2(fd, &mut [std::io::IoSliceMut::new(buf)], io.offset, hipri)
+                }
+                (false, true) => {
+                    rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], io.offset, hipri)
+                }
+            };
+            let done = Instant::now();
+            check_len(result, io, &self.rec)?;
+            self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
+            if !io.read && self.note_write(io.file) {
+                self.sync_writes(io.file)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An I/O that failed or moved less than asked ends the job (fio's default,
+/// `continue_on_error=none`); a full disk says so.
+pub(crate) fn check_len(
+    result: Result<usize, rustix::io::Errno>,
+    io: Next,
+    rec: &PhaseRecorder,
+) -> Result<(), FsbenchError> {
+    let what = if io.read { "read" } else { "write" };
+    match result {
+        Ok(n) if n == io.len as usize => Ok(()),
+        Ok(n) => Err(FsbenchError::Failed(format!(
+            "io: short {what}: {n} of {} bytes at offset {} of file {}",
+            io.len, io.offset, io.file
+        ))),
+        Err(e) => Err(io_error(e, what, rec)),
+    }
+}
+
+pub(crate) fn io_error(e: rustix::io::Errno, what: &str, rec: &PhaseRecorder) -> FsbenchError {
+    crate::measure::fatal_error(e, "io", rec.units())
+        .unwrap_or_else(|| FsbenchError::Failed(format!("io: {what}: {e}")))
+}

@@ -1,0 +1,465 @@
+//! The io workload's parameters: fio's job options, one table, and what they imply.
+
+use serde::{Deserialize, Serialize};
+
+use super::super::SpaceNeed;
+use super::super::options::Parsed;
+use crate::error::invalid;
+use crate::units::{compact_size, format_bytes};
+
+/// fio's `rw=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    ReadWrite,
+    RandRw,
+}
+
+impl Rw {
+    pub(super) const NAMES: &'static [&'static str] = &[
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "readwrite",
+        "randrw",
+    ];
+
+    fn parse(text: &str) -> Rw {
+        match text {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "readwrite" => Rw::ReadWrite,
+            _ => Rw::RandRw,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        Rw::NAMES[self as usize]
+    }
+
+    pub fn random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+
+    /// The share of reads in percent, given `rwmixread` for the mixed ones.
+    pub fn read_percent(self, rwmixread: u32) -> u32 {
+        match self {
+            Rw::Read | Rw::RandRead => 100,
+            Rw::Write | Rw::RandWrite => 0,
+            Rw::ReadWrite | Rw::RandRw => rwmixread,
+        }
+    }
+}
+
+/// fio's `ioengine=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    Psync,
+    Pvsync2,
+    IoUring,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Psync => "psync",
+            Engine::Pvsync2 => "pvsync2",
+            Engine::IoUring => "io_uring",
+        }
+    }
+}
+
+/// fio's `random_distribution=`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind", content = "value")]
+pub enum Distribution {
+    Random,
+    Zipf(f64),
+    Pareto(f64),
+    /// Standard deviation in percent of the file's blocks.
+    Normal(f64),
+}
+
+impl Distribution {
+    fn parse(text: &str) -> anyhow::Result<Distribution> {
+        let (kind, value) = text.split_once(':').unwrap_or((text, ""));
+        let number = |what: &str, ok: fn(f64) -> bool| -> anyhow::Result<f64> {
+            value
+                .parse::<f64>()
+                .ok()
+                .filter(|v| ok(*v))
+                .ok_or_else(|| invalid(format!("io: `random-distribution={text}`: {what}")))
+        };
+        Ok(match kind {
+            "random" if value.is_empty() => Distribution::Random,
+            "zipf" => Distribution::Zipf(number("zipf:θ needs θ > 0 and θ ≠ 1", |v| {
+                v > 0.0 && v != 1.0 && v.is_finite()
+            })?),
+            "pareto" => {
+                Distribution::Pareto(number("pareto:h needs 0 < h < 1", |v| v > 0.0 && v < 1.0)?)
+            }
+            "normal" => {
+                Distribution::Normal(number("normal:σ needs 0 < σ ≤ 100 (percent)", |v| {
+                    v > 0.0 && v <= 100.0
+                })?)
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "io: `random-distribution` is random, zipf:θ, pareto:h or normal:σ; got `{text}`"
+                )));
+            }
+        })
+    }
+
+    fn text(self) -> String {
+        match self {
+            Distribution::Random => "random".into(),
+            Distribution::Zipf(v) => format!("zipf:{v}"),
+            Distribution::Pareto(v) => format!("pareto:{v}"),
+            Distribution::Normal(v) => format!("normal:{v}"),
+        }
+    }
+}
+
+/// One job description; `numjobs` copies of it run at once, each on files of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// The job's name in a fio job file (`[name]`), which names it in labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    pub rw: Rw,
+    pub rwmixread: u32,
+    /// Block sizes and their percentages (`bs` alone: one at 100%).
+    pub bssplit: Vec<(u64, u32)>,
+    /// Bytes of I/O per job and pass, over its files.
+    pub size: u64,
+    /// Each file's size.
+    pub filesize: u64,
+    pub nrfiles: u32,
+    pub numjobs: u32,
+    /// Where I/O starts in each file.
+    pub offset: u64,
+    pub direct: bool,
+    pub invalidate: bool,
+    pub engine: Engine,
+    pub iodepth: u32,
+    pub iodepth_batch_submit: u32,
+    pub iodepth_batch_complete_min: u32,
+    pub sqpoll: bool,
+    pub hipri: bool,
+    pub fixedbufs: bool,
+    pub registerfiles: bool,
+    pub fsync: u32,
+    pub fdatasync: u32,
+    pub end_fsync: bool,
+    pub fsync_on_close: bool,
+    pub runtime_ms: u64,
+    pub time_based: bool,
+    pub ramp_ms: u64,
+    pub number_ios: u64,
+    pub loops: u32,
+    pub rate_iops: u64,
+    /// Bytes per second.
+    pub rate: u64,
+    pub randrepeat: bool,
+    pub randseed: u64,
+    pub distribution: Distribution,
+    pub norandommap: bool,
+}
+
+/// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
+fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| {
+        invalid(format!(
+            "io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)"
+        ))
+    })?;
+    let ms = match unit {
+        "us" => Some(n / 1000),
+        "ms" => Some(n),
+        "" | "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => None,
+    };
+    ms.ok_or_else(|| invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h")))
+}
+
+/// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
+fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
+    let bad = || {
+        invalid(format!(
+            "io: `bssplit={text}` is SIZE/PCT:SIZE/PCT..., percentages adding up to 100"
+        ))
+    };
+    let split: Vec<(u64, u32)> = text
+        .split(':')
+        .map(|part| {
+            let (size, pct) = part.split_once('/').ok_or_else(bad)?;
+            let size = crate::units::parse_size(size).map_err(|_| bad())?;
+            let pct: u32 = pct.parse().map_err(|_| bad())?;
+            if size == 0 || size > 256 << 20 {
+                return Err(bad());
+            }
+            Ok((size, pct))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if split.iter().map(|s| s.1).sum::<u32>() != 100 {
+        return Err(bad());
+    }
+    Ok(split)
+}
+
+pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
+    let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
+    let offset = p.num("offset").expect("offset has a default");
+    // As fio: `size` alone is split over the files, each `offset` longer; `filesize` alone
+    // makes `size` the files' sum.
+    let size = p
+        .num("size")
+        .filter(|_| p.explicit("size") || !p.explicit("filesize"));
+    let (size, filesize) = match (size, p.num("filesize")) {
+        (Some(size), Some(filesize)) => (size, filesize),
+        (Some(size), None) => (size, offset.saturating_add(size / u64::from(nrfiles))),
+        (None, Some(filesize)) => (filesize.saturating_mul(u64::from(nrfiles)), filesize),
+        (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
+    };
+    let bssplit = match p.text("bssplit") {
+        Some(text) if p.explicit("bs") => {
+            return Err(invalid(format!(
+                "io: give `bs` or `bssplit={text}`, not both"
+            )));
+        }
+        Some(text) => parse_bssplit(text)?,
+        None => vec![(p.num("bs").expect("bs has a default"), 100)],
+    };
+    let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
+    let custom = p.first_explicit(&["rw", "bs", "bssplit", "size"]);
+    let iodepth = p.small("iodepth").expect("iodepth has a default");
+    let engine = match p.text("ioengine").expect("ioengine has a default") {
+        "psync" => Engine::Psync,
+        "pvsync2" => Engine::Pvsync2,
+        _ => Engine::IoUring,
+    };
+    Ok(IoParams {
+        preset: custom.is_none().then(|| p.preset.name.to_string()),
+        job: None,
+        rw: Rw::parse(p.text("rw").expect("rw has a default")),
+        rwmixread: p.small("rwmixread").expect("has a default"),
+        bssplit,
+        size,
+        filesize,
+        nrfiles,
+        numjobs: p.small("numjobs").expect("has a default"),
+        offset,
+        direct: p.flag("direct"),
+        invalidate: p.flag("invalidate"),
+        engine,
+        iodepth,
+        iodepth_batch_submit: p.small("iodepth-batch-submit").unwrap_or(1),
+        iodepth_batch_complete_min: p.small("iodepth-batch-complete-min").expect("default"),
+        sqpoll: p.flag("sqpoll"),
+        hipri: p.flag("hipri"),
+        fixedbufs: p.flag("fixedbufs"),
+        registerfiles: p.flag("registerfiles"),
+        fsync: p.small("fsync").expect("default"),
+        fdatasync: p.small("fdatasync").expect("default"),
+        end_fsync: p.flag("end-fsync"),
+        fsync_on_close: p.flag("fsync-on-close"),
+        runtime_ms: time("runtime")?,
+        time_based: p.flag("time-based"),
+        ramp_ms: time("ramp-time")?,
+        number_ios: p.num("number-ios").expect("default"),
+        loops: p.small("loops").expect("default"),
+        rate_iops: p.num("rate-iops").expect("default"),
+        rate: p.num("rate").expect("default"),
+        randrepeat: p.flag("randrepeat"),
+        randseed: p.num("randseed").expect("default"),
+        distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
+        norandommap: p.flag("norandommap"),
+    })
+}
+
+impl IoParams {
+    #[cfg(test)]
+    pub(crate) fn parse(args: &str) -> anyhow::Result<IoParams> {
+        build(&super::KIND.parse_cli(args)?)
+    }
+
+    pub fn max_bs(&self) -> u64 {
+        self.bssplit.iter().map(|b| b.0).max().unwrap_or(0)
+    }
+
+    pub fn min_bs(&self) -> u64 {
+        self.bssplit.iter().map(|b| b.0).min().unwrap_or(0)
+    }
+
+    /// I/Os in flight per job: the engine's depth (the synchronous ones have one).
+    pub fn depth(&self) -> u32 {
+        match self.engine {
+            Engine::IoUring => self.iodepth,
+            Engine::Psync | Engine::Pvsync2 => 1,
+        }
+    }
+
+    /// The bytes one file's I/O covers: from `offset` to its end.
+    pub fn region(&self) -> u64 {
+        self.filesize.saturating_sub(self.offset)
+    }
+
+    pub fn name(&self) -> String {
+        let mut name = self
+            .job
+            .clone()
+            .or_else(|| self.preset.clone())
+            .unwrap_or_else(|| {
+                let bs = if self.bssplit.len() == 1 {
+                    compact_size(self.bssplit[0].0)
+                } else {
+                    let parts: Vec<String> = self
+                        .bssplit
+                        .iter()
+                        .map(|(s, p)| format!("{}/{p}", compact_size(*s)))
+                        .collect();
+                    parts.join(":")
+                };
+                format!(
+                    "{},bs={bs},size={}",
+                    self.rw.name(),
+                    compact_size(self.size)
+                )
+            });
+        if self.engine != Engine::Psync {
+            name.push_str(&format!(",{}", self.engine.name()));
+        }
+        if self.depth() > 1 {
+            name.push_str(&format!(",iodepth={}", self.iodepth));
+        }
+        if self.direct {
+            name.push_str(",direct");
+        }
+        if self.numjobs > 1 {
+            name.push_str(&format!(",numjobs={}", self.numjobs));
+        }
+        if self.rate_iops > 0 {
+            name.push_str(&format!(",rate_iops={}", self.rate_iops));
+        }
+        if self.rate > 0 {
+            name.push_str(&format!(",rate={}", compact_size(self.rate)));
+        }
+        if self.time_based {
+            name.push_str(&format!(",runtime={}ms", self.runtime_ms));
+        }
+        name
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let no = |msg: String| Err(invalid(format!("io: {msg}")));
+        if self.offset >= self.filesize {
+            return no(format!(
+                "`offset` ({}) leaves nothing of a {} file",
+                format_bytes(self.offset),
+                format_bytes(self.filesize)
+            ));
+        }
+        if self.region() < self.max_bs() {
+            return no(format!(
+                "each file's I/O region ({}) is smaller than a block ({})",
+                format_bytes(self.region()),
+                format_bytes(self.max_bs())
+            ));
+        }
+        if self.time_based && self.runtime_ms == 0 {
+            return no("`time-based` needs a `runtime`".into());
+        }
+        if self.rate > 0 && self.rate_iops > 0 {
+            return no("give `rate` or `rate-iops`, not both".into());
+        }
+        if self.fsync > 0 && self.fdatasync > 0 {
+            return no("give `fsync` or `fdatasync`, not both".into());
+        }
+        if self.engine != Engine::IoUring {
+            if self.iodepth > 1 {
+                return no(format!(
+                    "{} is synchronous (one I/O in flight): `iodepth={}` needs ioengine=io_uring",
+                    self.engine.name(),
+                    self.iodepth
+                ));
+            }
+            if self.sqpoll {
+                return no("`sqpoll` needs ioengine=io_uring".into());
+            }
+        }
+        if self.engine == Engine::Psync && self.hipri {
+            return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
+        }
+        if self.hipri && !self.direct {
+            return no("`hipri` (polled completions) needs `direct`".into());
+        }
+        if self.iodepth_batch_submit > self.depth()
+            || self.iodepth_batch_complete_min > self.depth()
+        {
+            return no(format!(
+                "`iodepth-batch-submit` and `iodepth-batch-complete-min` are at most iodepth ({})",
+                self.depth()
+            ));
+        }
+        if self
+            .filesize
+            .checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs))
+            .is_none()
+        {
+            return no("files × size overflow 64 bits".into());
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self) -> String {
+        let limit = if self.time_based {
+            format!("for {} s", self.runtime_ms as f64 / 1000.0)
+        } else {
+            format!("{} pass(es) of {}", self.loops, format_bytes(self.size))
+        };
+        let skew = match self.distribution {
+            Distribution::Random => String::new(),
+            d => format!(", {}", d.text()),
+        };
+        format!(
+            "fio-style {}{skew}: {} job(s) × {} file(s) of {}, {} at depth {}, {limit}",
+            self.rw.name(),
+            self.numjobs,
+            self.nrfiles,
+            format_bytes(self.filesize),
+            self.engine.name(),
+            self.depth(),
+        )
+    }
+
+    /// Every job's I/O buffers: one block per slot in flight, aligned.
+    pub fn buffer_bytes(&self) -> u64 {
+        (self.max_bs() + 4096)
+            .saturating_mul(u64::from(self.depth()))
+            .saturating_mul(u64::from(self.numjobs))
+    }
+
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let files = u64::from(self.nrfiles).checked_mul(u64::from(self.numjobs))?;
+        let bytes = self.filesize.checked_mul(files)?.checked_mul(21)? / 20;
+        Some(SpaceNeed::exactly(bytes, files + 8))
+    }
+}

@@ -1,0 +1,248 @@
+//! The io workload's option table and presets: fio's option names (`_` or `-` both work).
+
+use super::params::{Rw, build};
+use crate::workload::WorkloadSpec;
+use crate::workload::options::{OptKind, OptionDef, Preset, WorkloadKind};
+
+const OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        default: Some("randread"),
+        ..OptionDef::new("rw", OptKind::Choice(Rw::NAMES), "I/O pattern")
+    },
+    OptionDef {
+        max: 100,
+        default: Some("50"),
+        ..OptionDef::new(
+            "rwmixread",
+            OptKind::Count,
+            "reads in % of readwrite/randrw",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 256 << 20,
+        default: Some("4k"),
+        ..OptionDef::new("bs", OptKind::Size, "block size")
+    },
+    OptionDef::new(
+        "bssplit",
+        OptKind::Text,
+        "block sizes by share, fio's SIZE/PCT:SIZE/PCT (e.g. 4k/80:64k/20)",
+    ),
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("size", OptKind::Size, "bytes of I/O per job and pass")
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new(
+            "filesize",
+            OptKind::Size,
+            "each file's size; default offset + size/nrfiles",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 65536,
+        default: Some("1"),
+        ..OptionDef::new("nrfiles", OptKind::Count, "files per job")
+    },
+    OptionDef {
+        min: 1,
+        max: 1024,
+        default: Some("1"),
+        ..OptionDef::new(
+            "numjobs",
+            OptKind::Count,
+            "jobs, threads with private descriptor tables",
+        )
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("offset", OptKind::Size, "where I/O starts in each file")
+    },
+    OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new(
+            "invalidate",
+            OptKind::Flag,
+            "drop the files' cached pages before I/O",
+        )
+    },
+    OptionDef {
+        default: Some("psync"),
+        ..OptionDef::new(
+            "ioengine",
+            OptKind::Choice(&["psync", "pvsync2", "io_uring"]),
+            "how I/O is issued",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 4096,
+        default: Some("1"),
+        ..OptionDef::new("iodepth", OptKind::Count, "I/Os in flight (io_uring)")
+    },
+    OptionDef {
+        min: 1,
+        max: 4096,
+        ..OptionDef::new(
+            "iodepth-batch-submit",
+            OptKind::Count,
+            "I/Os queued before a submit; default 1",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 4096,
+        default: Some("1"),
+        ..OptionDef::new(
+            "iodepth-batch-complete-min",
+            OptKind::Count,
+            "completions waited for at least",
+        )
+    },
+    OptionDef::new(
+        "sqpoll",
+        OptKind::Flag,
+        "io_uring: a kernel thread polls the submission queue",
+    ),
+    OptionDef::new(
+        "hipri",
+        OptKind::Flag,
+        "polled completions (the device must poll)",
+    ),
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new("fixedbufs", OptKind::Flag, "io_uring: registered buffers")
+    },
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new("registerfiles", OptKind::Flag, "io_uring: registered files")
+    },
+    OptionDef {
+        max: u32::MAX as u64,
+        default: Some("0"),
+        ..OptionDef::new("fsync", OptKind::Count, "fsync after every N writes")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "fdatasync",
+            OptKind::Count,
+            "fdatasync after every N writes",
+        )
+    },
+    OptionDef::new(
+        "end-fsync",
+        OptKind::Flag,
+        "fsync every file at the end (timed)",
+    ),
+    OptionDef::new(
+        "fsync-on-close",
+        OptKind::Flag,
+        "fsync a file when it is closed (timed)",
+    ),
+    OptionDef::new(
+        "runtime",
+        OptKind::Text,
+        "time limit: N[us|ms|s|m|h], seconds bare",
+    ),
+    OptionDef::new(
+        "time-based",
+        OptKind::Flag,
+        "run for `runtime`, repeating the pass",
+    ),
+    OptionDef::new(
+        "ramp-time",
+        OptKind::Text,
+        "I/O before the timed phase, not measured",
+    ),
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "number-ios",
+            OptKind::Count,
+            "stop after N I/Os per job (0: no limit)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 1 << 20,
+        default: Some("1"),
+        ..OptionDef::new("loops", OptKind::Count, "passes over the files")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "rate-iops",
+            OptKind::Count,
+            "I/Os per second per job, open loop",
+        )
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new("rate", OptKind::Size, "bytes per second per job, open loop")
+    },
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new("randrepeat", OptKind::Flag, "the same offsets at every run")
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "randseed",
+            OptKind::Count,
+            "seed of the offsets (with randrepeat)",
+        )
+    },
+    OptionDef {
+        default: Some("random"),
+        ..OptionDef::new(
+            "random-distribution",
+            OptKind::Text,
+            "random, zipf:θ, pareto:h, normal:σ",
+        )
+    },
+    OptionDef::new(
+        "norandommap",
+        OptKind::Flag,
+        "random blocks may repeat within a pass",
+    ),
+];
+
+const PRESETS: &[Preset] = &[
+    Preset {
+        name: "randread-4k",
+        values: &[("rw", "randread"), ("bs", "4k"), ("size", "64m")],
+        help: "4 KiB random reads over a 64 MiB file, psync",
+    },
+    Preset {
+        name: "randwrite-4k",
+        values: &[("rw", "randwrite"), ("bs", "4k"), ("size", "64m")],
+        help: "4 KiB random writes over a 64 MiB file, psync",
+    },
+    Preset {
+        name: "seqwrite-128k",
+        values: &[
+            ("rw", "write"),
+            ("bs", "128k"),
+            ("size", "256m"),
+            ("end-fsync", "true"),
+        ],
+        help: "128 KiB sequential writes of a 256 MiB file, fsync at the end",
+    },
+];
+
+/// The io workload's row in the registry.
+pub(crate) const KIND: WorkloadKind = WorkloadKind {
+    name: "io",
+    summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring, queue depth, rate limits",
+    options: OPTIONS,
+    presets: PRESETS,
+    default_preset: "randread-4k",
+    more_work: &["size", "runtime"],
+    aliases: &[],
+    build: |p| build(p).map(WorkloadSpec::Io),
+};

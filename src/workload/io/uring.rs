@@ -1,0 +1,300 @@
+//! The io_uring engine: up to `iodepth` I/Os in flight, submitted in batches of
+//! `iodepth_batch_submit`, reaped `iodepth_batch_complete_min` at least at a time, with
+//! registered files and buffers, `sqpoll` and polled completions (`hipri`) as asked.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Instant;
+
+use io_uring::{IoUring, opcode, squeue, types};
+
+use super::job::{Job, check_len, io_error};
+use super::params::IoParams;
+use super::pattern::Next;
+use crate::error::FsbenchError;
+
+/// An I/O in flight in slot `i` (whose buffer is `i`).
+#[derive(Clone, Copy)]
+struct Slot {
+    io: Next,
+    /// When it was prepared, submitted, and when it was due (its scheduled time, or its
+    /// preparation).
+    prepped: Instant,
+    submitted: Instant,
+    due: Instant,
+}
+
+/// A ring as the job's options ask for it; the error names why io_uring is unavailable.
+pub(crate) fn ring(params: &IoParams) -> Result<IoUring, FsbenchError> {
+    let mut builder = IoUring::builder();
+    if params.sqpoll {
+        builder.setup_sqpoll(1000);
+    }
+    if params.hipri {
+        builder.setup_iopoll();
+    }
+    builder
+        .build(params.iodepth.next_power_of_two())
+        .map_err(|e| unavailable(&e))
+}
+
+/// Why io_uring cannot be used, naming the cause and the sysctl.
+fn unavailable(e: &std::io::Error) -> FsbenchError {
+    let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "absent".into());
+    let cause = match e.raw_os_error() {
+        Some(libc::ENOSYS) => {
+            "the kernel has no io_uring (ENOSYS: built without CONFIG_IO_URING, or too old)".into()
+        }
+        Some(libc::EPERM) => format!(
+            "io_uring is refused (EPERM): sysctl kernel.io_uring_disabled is {disabled} (0 allows it; 1 allows only root and kernel.io_uring_group) or a seccomp filter forbids it"
+        ),
+        _ => format!("io_uring_setup failed ({e}); sysctl kernel.io_uring_disabled is {disabled}"),
+    };
+    FsbenchError::InvalidInput(format!("io: ioengine=io_uring: {cause}"))
+}
+
+/// Refuses io_uring before any I/O when the kernel, its sysctl or a seccomp filter forbids it.
+pub(crate) fn check_available(params: &IoParams) -> Result<(), FsbenchError> {
+    if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        && v.trim() == "2"
+    {
+        return Err(FsbenchError::InvalidInput(
+            "io: ioengine=io_uring: io_uring is disabled (sysctl kernel.io_uring_disabled = 2): set it to 0, or use ioengine=psync or pvsync2".into(),
+        ));
+    }
+    ring(params).map(drop)
+}
+
+pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
+    let params = job.params;
+    let mut ring = ring(params)?;
+    let fds: Vec<RawFd> = job.files.iter().map(|f| f.as_raw_fd()).collect();
+    let setup =
+        |e: std::io::Error, what: &str| FsbenchError::Failed(format!("io: io_uring {what}: {e}"));
+    if params.registerfiles {
+        ring.submitter()
+            .register_files(&fds)
+            .map_err(|e| setup(e, "register_files"))?;
+    }
+    let iovecs: Vec<libc::iovec> = job
+        .bufs
+        .iter_mut()
+        .map(|b| {
+            let buf = b.buf();
+            libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            }
+        })
+        .collect();
+    if params.fixedbufs {
+        // SAFETY: the buffers live in `job` and are neither moved nor freed before the ring
+        // is dropped at the end of this function, after every I/O completed.
+        unsafe { ring.submitter().register_buffers(&iovecs) }
+            .map_err(|e| setup(e, "register_buffers"))?;
+    }
+    let mut state = State {
+        slots: vec![None; iovecs.len()],
+        free: (0..iovecs.len() as u16).rev().collect(),
+        queued: Vec::with_capacity(iovecs.len()),
+        inflight: 0,
+    };
+    let outcome = state.run(job, &mut ring, &fds, &iovecs);
+    if outcome.is_err() {
+        // The kernel may still write the buffers: wait for what is in flight before they go.
+        while state.inflight > 0 && ring.submit_and_wait(1).is_ok() {
+            state.inflight -= ring.completion().count();
+        }
+    }
+    outcome
+}
+
+struct State {
+    slots: Vec<Option<Slot>>,
+    free: Vec<u16>,
+    /// Slots prepared and not yet submitted.
+    queued: Vec<u16>,
+    inflight: usize,
+}
+
+impl State {
+    fn run(
+        &mut self,
+        job: &mut Job<'_>,
+        ring: &mut IoUring,
+        fds: &[RawFd],
+        iovecs: &[libc::iovec],
+    ) -> Result<(), FsbenchError> {
+        let params = job.params;
+        let batch = params.iodepth_batch_submit as usize;
+        let complete_min = params.iodepth_batch_complete_min as usize;
+        let mut passes = 0;
+        let mut pending: Option<Next> = None;
+        let mut finished = false;
+        // A file to sync once nothing is in flight (fsync=N).
+        let mut sync: Option<usize> = None;
+        loop {
+            let mut wait_for: Option<Instant> = None;
+            while sync.is_none() && !finished && !self.free.is_empty() {
+                let Some(io) = pending.take().or_else(|| job.next_io(&mut passes)) else {
+                    finished = true;
+                    break;
+                };
+                let due = job.scheduled();
+                if let Some(at) = due
+                    && at > Instant::now()
+                {
+                    pending = Some(io);
+                    wait_for = Some(at);
+                    break;
+                }
+                job.count_issue();
+                let slot = self.free.pop().expect("a free slot");
+                let entry = entry(params, io, slot, fds, iovecs);
+                let prepped = Instant::now();
+                // SAFETY: the entry's buffer is slot `slot`'s, which no other I/O uses until
+                // this one completes, and lives until the ring is gone.
+                while unsafe { ring.submission().push(&entry) }.is_err() {
+                    // With sqpoll the kernel thread posts a batch's completions before it
+                    // moves the queue's head past the batch: the room comes a moment later.
+                    let _ = ring.submit();
+                    std::thread::yield_now();
+                }
+                self.slots[slot as usize] = Some(Slot {
+                    io,
+                    prepped,
+                    submitted: prepped,
+                    due: due.unwrap_or(prepped),
+                });
+                self.queued.push(slot);
+                if self.queued.len() >= batch {
+                    self.submit(ring, 0, job)?;
+                }
+            }
+            if !self.queued.is_empty() {
+                self.submit(ring, 0, job)?;
+            }
+            if self.inflight == 0 {
+                if let Some(file) = sync.take() {
+                    job.sync_writes(file)?;
+                    continue;
+                }
+                if finished {
+                    return Ok(());
+                }
+                if let Some(at) = wait_for {
+                    Job::wait_until(at);
+                }
+                continue;
+            }
+            let want = complete_min.min(self.inflight);
+            match wait_for {
+                // Open loop: wait for a completion, but no longer than the next I/O is due.
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    let ts = types::Timespec::from(left);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    match ring.submitter().submit_with_args(1, &args) {
+                        Ok(_) => {}
+                        Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                        Err(e) => {
+                            return Err(FsbenchError::Failed(format!("io: io_uring wait: {e}")));
+                        }
+                    }
+                }
+                None => match ring.submit_and_wait(want) {
+                    Ok(_) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                    Err(e) => return Err(FsbenchError::Failed(format!("io: io_uring wait: {e}"))),
+                },
+            }
+            let done = Instant::now();
+            let mut cq = ring.completion();
+            cq.sync();
+            for cqe in &mut cq {
+                let slot = cqe.user_data() as u16;
+                let s = self.slots[slot as usize]
+                    .take()
+                    .expect("a completion of an I/O in flight");
+                self.free.push(slot);
+                self.inflight -= 1;
+                let result = if cqe.result() < 0 {
+                    Err(rustix::io::Errno::from_raw_os_error(-cqe.result()))
+                } else {
+                    Ok(cqe.result() as usize)
+                };
+                check_len(result, s.io, &job.rec)?;
+                let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
+                job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
+                if !s.io.read && job.note_write(s.io.file) {
+                    sync = Some(s.io.file);
+                }
+            }
+        }
+    }
+
+    /// Submits the queued I/Os, stamping their submission time.
+    fn submit(
+        &mut self,
+        ring: &mut IoUring,
+        want: usize,
+        job: &Job<'_>,
+    ) -> Result<(), FsbenchError> {
+        loop {
+            match ring.submit_and_wait(want) {
+                Ok(_) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) => {
+                    let errno =
+                        rustix::io::Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO));
+                    return Err(io_error(errno, "io_uring submit", &job.rec));
+                }
+            }
+        }
+        let now = Instant::now();
+        for slot in self.queued.drain(..) {
+            if let Some(s) = self.slots[slot as usize].as_mut() {
+                s.submitted = now;
+            }
+        }
+        self.inflight = self.slots.iter().filter(|s| s.is_some()).count();
+        Ok(())
+    }
+}
+
+/// The submission entry of `io` in slot `slot`.
+fn entry(
+    params: &IoParams,
+    io: Next,
+    slot: u16,
+    fds: &[RawFd],
+    iovecs: &[libc::iovec],
+) -> squeue::Entry {
+    let buf = iovecs[slot as usize].iov_base.cast::<u8>();
+    macro_rules! build {
+        ($fd:expr) => {
+            match (io.read, params.fixedbufs) {
+                (true, true) => opcode::ReadFixed::new($fd, buf, io.len, slot)
+                    .offset(io.offset)
+                    .build(),
+                (false, true) => opcode::WriteFixed::new($fd, buf, io.len, slot)
+                    .offset(io.offset)
+                    .build(),
+                (true, false) => opcode::Read::new($fd, buf, io.len)
+                    .offset(io.offset)
+                    .build(),
+                (false, false) => opcode::Write::new($fd, buf, io.len)
+                    .offset(io.offset)
+                    .build(),
+            }
+        };
+    }
+    let entry = if params.registerfiles {
+        build!(types::Fixed(io.file as u32))
+    } else {
+        build!(types::Fd(fds[io.file]))
+    };
+    entry.user_data(u64::from(slot))
+}
