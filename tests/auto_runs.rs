@@ -58,7 +58,8 @@ fn runs_auto_stops_on_the_ci_target_or_the_cap() {
 fn runs_auto_options_are_checked() {
     let state = tempdir();
     for (args, message) in [
-        (&["--max-runs", "5"][..], "need --runs auto"),
+        // The default suite is `--runs auto` already; a chosen workload is not.
+        (&["-w", "tree:quick", "--max-runs", "5"][..], "need --runs auto"),
         (&["--runs", "auto", "--max-runs", "2"][..], "at least 3"),
         (
             &["--runs", "auto", "--target-ci", "0"][..],
