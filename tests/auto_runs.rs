@@ -59,7 +59,10 @@ fn runs_auto_options_are_checked() {
     let state = tempdir();
     for (args, message) in [
         // The default suite is `--runs auto` already; a chosen workload is not.
-        (&["-w", "tree:quick", "--max-runs", "5"][..], "need --runs auto"),
+        (
+            &["-w", "tree:quick", "--max-runs", "5"][..],
+            "need --runs auto",
+        ),
         (&["--runs", "auto", "--max-runs", "2"][..], "at least 3"),
         (
             &["--runs", "auto", "--target-ci", "0"][..],

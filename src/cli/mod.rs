@@ -11,6 +11,7 @@ mod mpi_run;
 mod output;
 mod query;
 mod run;
+mod signals;
 #[cfg(test)]
 mod tests;
 
@@ -31,7 +32,7 @@ use crate::runner::{
 use crate::stats::compare::{self, Column};
 use crate::store::Store;
 use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
-use crate::testbed::{TargetSpec, default_image_dir, scratch};
+use crate::testbed::{TargetSpec, default_image_dir};
 use crate::tools;
 use crate::units::parse_size;
 use crate::workload::WorkloadSpec;
@@ -527,39 +528,6 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, `tmux kill-session`) set the cancel flag:
-/// the running phase stops at its next operation and everything is unmounted and detached. A
-/// second signal exits at once, saying what it leaves; everything made is recorded in the
-/// state file before it is made, so `fsbench clean` undoes what is left.
-fn install_signal_handlers(progress: &Progress) -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    use std::sync::atomic::Ordering;
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
-        let cancel = progress.cancel.clone();
-        // SAFETY: an atomic load, write(2) and _exit are async-signal-safe.
-        unsafe {
-            signal_hook::low_level::register(sig, move || {
-                if cancel.load(Ordering::SeqCst) {
-                    scratch::write_leaving_note();
-                    signal_hook::low_level::exit(130);
-                }
-            })?;
-        }
-        signal_hook::flag::register(sig, progress.cancel.clone())?;
-    }
-    // After a hang-up the terminal is gone and writing to it fails (EIO): diagnostics go to
-    // /dev/null instead, so that the cleanup's messages cannot turn into a panic mid-way.
-    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-    let null = std::os::fd::IntoRawFd::into_raw_fd(null);
-    // SAFETY: dup2 is async-signal-safe; the descriptor stays open for the process's life.
-    unsafe {
-        signal_hook::low_level::register(SIGHUP, move || {
-            libc::dup2(null, libc::STDERR_FILENO);
-        })?;
-    }
-    Ok(())
-}
-
 /// `--db` with a command that stores nothing would silently mean nothing.
 fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
     let command = match cli.command {
@@ -585,7 +553,7 @@ pub fn main() -> ExitCode {
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
     let mpi_run = matches!(cli.command, Command::Run(_));
     let outcome = crate::launcher::refuse_uncoordinated(mpi_run)
-        .and_then(|()| install_signal_handlers(&progress))
+        .and_then(|()| signals::install_signal_handlers(&progress))
         .and_then(|()| refuse_unused_db(&cli))
         .and_then(|()| match &cli.command {
             // Under mpirun every rank runs the suite together (rank 0 leads).

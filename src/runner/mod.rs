@@ -3,6 +3,7 @@
 
 mod auto;
 pub mod ceiling;
+mod configs;
 mod lifecycle;
 pub(crate) mod observer;
 pub mod phases;
@@ -13,7 +14,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::drivers::{FsType, Toolset};
+use crate::drivers::FsType;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::results::{
@@ -23,9 +24,10 @@ use crate::results::{
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::stack::{self, SuiteTestbed};
-use crate::testbed::{Target, TargetSpec, device, mounts, named};
+use crate::testbed::{Target, TargetSpec, device, named};
 use crate::units::format_bytes;
 use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
+use configs::resolve_configs;
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
 use lifecycle::{fresh_fs, record_checkpoint};
 use lifecycle::{undo_failed_run, with_remedy};
@@ -34,104 +36,6 @@ use phases::{PhaseSettings, run_phase};
 
 pub(crate) fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-/// A configuration with its installed tools.
-type Resolved = (FsConfig, Toolset);
-
-/// Resolves the configurations to run: the suite's own (their tools must exist), or the
-/// default filesystems whose tools are installed, listing the others as skipped.
-fn resolve_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)> {
-    let (configs, skipped) = suite_configs(suite)?;
-    let configs = under_each_load(configs, &suite.background)?;
-    if suite.sched.is_empty() {
-        return Ok((configs, skipped));
-    }
-    // `--sched a,b`: every configuration under each scheduler (tmpfs has no queue).
-    let mut each = Vec::new();
-    for (config, tools) in configs {
-        if config.fs == Some(FsType::Tmpfs) || config.sched.is_some() {
-            each.push((config, tools));
-            continue;
-        }
-        for name in &suite.sched {
-            let mut scheduled = config.clone();
-            scheduled.scheduled(Some(name.clone()), false);
-            each.push((scheduled, tools.clone()));
-        }
-    }
-    Ok((each, skipped))
-}
-
-/// `--background none,cpu:2`: every configuration under each load (one that names its own
-/// keeps it).
-fn under_each_load(configs: Vec<Resolved>, loads: &[String]) -> anyhow::Result<Vec<Resolved>> {
-    if loads.is_empty() {
-        return Ok(configs);
-    }
-    let mut each = Vec::new();
-    for (config, tools) in configs {
-        if config.background.is_some() {
-            each.push((config, tools));
-            continue;
-        }
-        for load in loads {
-            let mut loaded = config.clone();
-            loaded.loaded(Some(load.clone()), false)?;
-            each.push((loaded, tools.clone()));
-        }
-    }
-    Ok(each)
-}
-
-/// The suite's configurations, or the default ones whose tools are here.
-fn suite_configs(suite: &Suite) -> anyhow::Result<(Vec<Resolved>, Vec<Skipped>)> {
-    if let TargetSpec::Dir { path } = &suite.target {
-        let fstype = mounts::mount_containing(path).map_or("unknown".to_string(), |m| m.fstype);
-        return Ok((
-            vec![(FsConfig::existing(&fstype), Toolset::default())],
-            Vec::new(),
-        ));
-    }
-    if !suite.configs.is_empty() {
-        let resolved = suite
-            .configs
-            .iter()
-            .map(|c| {
-                let fs =
-                    c.fs.expect("configurations of a filesystem target name a filesystem");
-                let tools = match &c.driver {
-                    Some(driver) => driver.toolset()?,
-                    None => fs.driver().toolset()?,
-                };
-                Ok((c.clone(), tools))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        return Ok((resolved, Vec::new()));
-    }
-    let mut configs = Vec::new();
-    let mut skipped = Vec::new();
-    for fs in FsType::DEFAULTS {
-        let config = FsConfig::new(fs, Vec::new(), String::new(), None);
-        match fs.driver().toolset() {
-            Ok(tools) => configs.push((config, tools)),
-            Err(e) => skipped.push(Skipped {
-                label: config.label,
-                reason: e.to_string(),
-            }),
-        }
-    }
-    if configs.is_empty() {
-        return Err(invalid(format!(
-            "none of the default filesystems can be made here: {}",
-            skipped
-                .iter()
-                .map(|s| s.reason.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )));
-    }
-    Ok((configs, skipped))
 }
 
 fn describe_target(target: &Target, configs: &[FsConfig]) -> TargetInfo {

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 
-use super::Resolved;
+use super::configs::Resolved;
 use super::observer::{Diagnostic, Observer, PreparationStart};
 use super::phases::PhaseSettings;
 use crate::aging::image::{self, TemplateInfo};
