@@ -7,7 +7,7 @@ use common::*;
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_code() {
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["run", "--fs", "zfs"], 2, "unknown filesystem `zfs`"),
+        (&["run", "--fs", "minix"], 2, "unknown filesystem `minix`"),
         (
             &["run", "--dir", ".", "--runs", "0"],
             2,
