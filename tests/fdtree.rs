@@ -187,10 +187,11 @@ fn fdtree_prints_fdtrees_report_with_real_numbers() {
             r > 0.0,
             "fdtree printed 0 for fast phases; fsbench must not"
         );
-        // The rate is units over the unrounded time; the printed time has 3 decimals.
+        // The rate is units over the unrounded time; the printed TOTAL is OUT − IN as
+        // printed, two times of 3 decimals each, so it is off by up to 0.001 s.
         let implied = units / r;
         assert!(
-            (implied - total).abs() <= 0.0006 + total * 0.01,
+            (implied - total).abs() <= 0.0011 + total * 0.01,
             "{} vs {}",
             implied,
             total
