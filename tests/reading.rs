@@ -179,8 +179,9 @@ fn iozone_cells_get_a_harness_percent_and_reports_compare_only_what_suites_share
         .arg(&page));
     assert!(out.status.success());
     let html = std::fs::read_to_string(&page).unwrap();
+    // The comparison section, up to the suites' details that follow it.
     let comparison =
-        &html[html.find("id=\"comparison\"").unwrap()..html.find("id=\"raw\"").unwrap()];
+        &html[html.find("id=\"comparison\"").unwrap()..html.find("id=\"suite-").unwrap()];
     // A table per workload, each with its own suite's two configurations only.
     assert_eq!(comparison.matches("<table>").count(), 2, "{comparison}");
     for table in comparison.split("<table>").skip(1) {
