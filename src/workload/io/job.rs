@@ -16,6 +16,9 @@ use crate::measure::{OpKind, PhaseRecorder, new_histogram};
 use crate::workload::Aligned;
 
 /// Job `job`'s file `file`: `io.JOB.FILE`, as fio names a job's files `NAME.JOB.FILE`.
+/// An asynchronous engine's issue-and-complete loop over a job.
+pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
+
 pub(crate) fn file_name(job: u32, file: usize) -> String {
     format!("io.{job}.{file}")
 }
@@ -139,12 +142,17 @@ impl<'a> Job<'a> {
         })
     }
 
-    /// Runs the job from `start` (every job's common start) to its end.
-    pub(crate) fn run(mut self, start: Instant) -> Result<(PhaseRecorder, JobOut), FsbenchError> {
+    /// Runs the job from `start` (every job's common start) to its end, its I/O issued by
+    /// `engine` (io_uring's loop; `None`: the synchronous calls).
+    pub(crate) fn run(
+        mut self,
+        start: Instant,
+        engine: Option<IssueLoop>,
+    ) -> Result<(PhaseRecorder, JobOut), FsbenchError> {
         self.start = start;
-        let outcome = match self.params.engine {
-            Engine::IoUring => super::uring::run(&mut self),
-            Engine::Psync | Engine::Pvsync2 => self.run_sync(),
+        let outcome = match engine {
+            Some(issue) => issue(&mut self),
+            None => self.run_sync(),
         }
         .and_then(|()| {
             // Ctrl-C ends the ramp too, which counts no I/O that would notice it.

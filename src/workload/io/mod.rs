@@ -161,7 +161,10 @@ impl Io {
                     crew.work(&[dir], || {
                         let job = Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
                         drop(gate.read());
-                        job.run(Instant::now())
+                        // The asynchronous engine's loop is uring's; job.rs knows none.
+                        let engine = (params.engine == Engine::IoUring)
+                            .then_some(uring::run as job::IssueLoop);
+                        job.run(Instant::now(), engine)
                     })
                     .and_then(|r| r)
                 };
