@@ -4,16 +4,19 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{Dim, Figure, PhaseMeasurement};
-use crate::runner::ceiling::Ceiling;
 use crate::shape::PhaseShape;
-use crate::stats::Summary;
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
 use crate::testbed::loopdev::LoopInfo;
 
+pub mod ceiling;
+mod summary;
 mod testbed;
+
+use ceiling::Ceiling;
+pub use summary::{CiMethod, Summary};
 use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 
 /// Version of the JSON document; bumped on any incompatible change.
@@ -265,9 +268,10 @@ impl SuiteResult {
         self.suite.workloads.get(run.workload_key.0 as usize)
     }
 
-    /// An empty result on this machine, for unit tests of what consumes results.
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> SuiteResult {
+    /// An empty result on this machine, for unit tests of what consumes results (statistics,
+    /// store and reports test against it from their own crates).
+    #[doc(hidden)]
+    pub fn for_tests() -> SuiteResult {
         SuiteResult {
             schema_version: SCHEMA_VERSION,
             id: None,

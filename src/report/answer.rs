@@ -3,7 +3,7 @@
 //! how many runs would close it (computed in [`crate::stats::conclusion`]).
 
 use crate::results::SuiteResult;
-use crate::runner::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
+use crate::results::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
 use crate::stats::compare::DEFAULT_NOISE_PERCENT;
 use crate::stats::conclusion::{Conclusion, Outcome, RESOLUTION_PERCENT, conclusions};
 

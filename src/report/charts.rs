@@ -8,7 +8,7 @@ mod time;
 pub use time::{latency, progress};
 
 use super::figure;
-use crate::stats::Summary;
+use crate::results::Summary;
 
 /// Colors of configurations, in order; chosen to stay distinct in print and for color vision
 /// deficiencies (Okabe–Ito).
@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn labels_are_escaped_and_bars_scaled() {
-        let s = Summary::of(&[10.0, 12.0, 11.0]).unwrap();
+        let s = summarize(&[10.0, 12.0, 11.0]).unwrap();
         let svg = bars(
             "Rate <x>",
             "files/s",

@@ -242,7 +242,7 @@ fn runs_needed_text(n: Option<usize>) -> String {
 }
 
 /// `mean ± σ`, or the mean alone from one run.
-fn mean_sd(s: &crate::stats::Summary) -> String {
+fn mean_sd(s: &crate::results::Summary) -> String {
     match s.stddev {
         Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
         None => figure(s.mean),

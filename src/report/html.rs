@@ -2,7 +2,7 @@
 //! user supplied is escaped (maud escapes everything not marked `PreEscaped`; the charts come
 //! from the `svg` crate, which escapes its text nodes).
 
-use crate::runner::ceiling::HARNESS_PERCENT;
+use crate::results::ceiling::HARNESS_PERCENT;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::charts;
@@ -327,7 +327,7 @@ fn chart_rows<'a>(
     suites: &'a [SuiteResult],
     columns: &[Column],
     key: &FigureKey,
-) -> Vec<(usize, String, Option<&'a crate::stats::Summary>)> {
+) -> Vec<(usize, String, Option<&'a crate::results::Summary>)> {
     columns
         .iter()
         .enumerate()

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::measure::DimValue;
 use crate::results::MetricSummary;
-use crate::stats::Summary;
+use crate::results::Summary;
 
 /// One figure's matrix over some columns (configurations, possibly of several suites).
 pub struct Matrix<'a> {
@@ -102,7 +102,7 @@ mod tests {
                 .collect(),
             unit: "KiB/s".into(),
             higher_is_better: true,
-            summary: Summary::of(&[mean]).unwrap(),
+            summary: summarize(&[mean]).unwrap(),
         }
     }
 

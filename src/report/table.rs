@@ -13,8 +13,8 @@ use super::matrix::Matrix;
 use super::{column_decimals, fixed};
 use super::{details, warnings};
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
-use crate::runner::ceiling::HARNESS_BOUND_PERCENT;
-use crate::stats::Summary;
+use crate::results::ceiling::HARNESS_BOUND_PERCENT;
+use crate::results::Summary;
 use crate::units::format_bytes;
 
 mod matrices;

@@ -51,7 +51,7 @@ fn group_line(r: &SuiteResult, kind: WarningKind, group: &[&Warning]) -> Option<
         WarningKind::HarnessBound => (
             format!(
                 "rates are over {}% of the harness ceiling",
-                crate::runner::ceiling::HARNESS_BOUND_PERCENT
+                crate::results::ceiling::HARNESS_BOUND_PERCENT
             ),
             "those figures are mostly fsbench's and the kernel's VFS cost, not the filesystem's"
                 .into(),

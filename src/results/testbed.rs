@@ -2,7 +2,7 @@
 //! stack that changed mid-suite, phases that never reached a steady state.
 
 use super::{RunRecord, RunStatus, SuiteResult, Warning, WarningKind};
-use crate::runner::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
+use crate::results::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
 use crate::testbed::loopdev::LoopInfo;
 
 impl SuiteResult {

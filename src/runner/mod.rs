@@ -405,8 +405,8 @@ pub(crate) fn run_suite(
             }
         }
         if let Some(auto) = &suite.auto_runs {
-            result.summarize();
-            let widest = result.widest_primary_ci_percent();
+            crate::stats::summary::summarize_runs(&mut result);
+            let widest = crate::stats::summary::widest_primary_ci_percent(&result);
             if let Some(stop) = auto::stop_after(auto, round + 1, widest, started.elapsed()) {
                 observer.diagnostic(&Diagnostic::AutoRunsStopped(&stop));
                 break;
@@ -429,7 +429,7 @@ pub(crate) fn run_suite(
         result.status = SuiteStatus::Completed;
     }
     result.finished_at = now();
-    result.summarize();
+    crate::stats::summary::summarize_runs(&mut result);
     result.analyze();
     if let Err(e) = observer.suite_finished(&result) {
         observer.diagnostic(&Diagnostic::SuiteEndNotSaved(&e));

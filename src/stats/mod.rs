@@ -10,102 +10,51 @@ pub(crate) mod rank;
 pub(crate) mod summary;
 pub mod trend;
 
-use serde::{Deserialize, Serialize};
+use crate::results::{CiMethod, Summary};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Confidence level of every interval fsbench prints.
 pub const CONFIDENCE: f64 = 0.95;
 
-/// How a figure's confidence interval was computed. Every figure fsbench measures is a
-/// non-negative quantity (times, rates, throughputs, CPU %, counts), and most are skewed:
-/// the interval must not leave the possible range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CiMethod {
-    /// All values positive: Cox's interval of the mean of a log-normal sample, computed on
-    /// the log scale (with Student's t), so it is always positive and as skewed as the data.
-    LogNormalCox,
-    /// Some value is zero: Student's t interval of the mean, cut at zero.
-    StudentTAtZero,
-    /// Some value is negative (no bound is known): Student's t interval of the mean.
-    StudentT,
-}
-
-/// The spread of one figure across runs. Fields that need two or more runs are `None` with one.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Summary {
-    pub n: usize,
-    pub mean: f64,
-    /// Sample standard deviation (n - 1 in the denominator).
-    pub stddev: Option<f64>,
-    pub min: f64,
-    pub max: f64,
-    pub median: f64,
-    /// Coefficient of variation: stddev / mean, in percent.
-    pub cv_percent: Option<f64>,
-    /// Two-sided 95% confidence interval of the mean, by `ci_method`.
-    pub ci95_low: Option<f64>,
-    pub ci95_high: Option<f64>,
-    pub ci_method: CiMethod,
-    /// The runs' values in run order: for tests of differences, strip plots and trends
-    /// (not in the JSON document, which has the runs themselves).
-    #[serde(skip)]
-    pub values: Vec<f64>,
-}
-
-impl Summary {
-    /// Summarizes `values` (in run order); `None` when there are none or any is not finite.
-    pub fn of(values: &[f64]) -> Option<Summary> {
-        if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
-            return None;
-        }
-        let n = values.len();
-        let mean = values.iter().sum::<f64>() / n as f64;
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
-        let ci_method = if sorted[0] > 0.0 {
-            CiMethod::LogNormalCox
-        } else if sorted[0] == 0.0 {
-            CiMethod::StudentTAtZero
-        } else {
-            CiMethod::StudentT
-        };
-        let stddev = (n >= 2).then(|| sample_variance(values).sqrt());
-        let (ci95_low, ci95_high) = match confidence_interval(values, ci_method) {
-            Some((lo, hi)) => (Some(lo), Some(hi)),
-            None => (None, None),
-        };
-        Some(Summary {
-            n,
-            mean,
-            stddev,
-            min: sorted[0],
-            max: sorted[n - 1],
-            median,
-            cv_percent: stddev.and_then(|sd| (mean != 0.0).then(|| sd / mean.abs() * 100.0)),
-            ci95_low,
-            ci95_high,
-            ci_method,
-            values: values.to_vec(),
-        })
+/// Summarizes `values` (in run order); `None` when there are none or any is not finite.
+pub fn summarize(values: &[f64]) -> Option<Summary> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return None;
     }
-
-    /// Cuts the interval at a known upper bound (a CPU percentage: 100 × CPUs).
-    pub fn bounded_above(mut self, max: f64) -> Summary {
-        self.ci95_high = self.ci95_high.map(|h| h.min(max));
-        self
-    }
-
-    /// The interval's half-width relative to the mean, in percent: half of (high - low) / mean.
-    pub fn ci95_relative_half_width(&self) -> Option<f64> {
-        let (lo, hi) = (self.ci95_low?, self.ci95_high?);
-        (self.mean != 0.0).then(|| (hi - lo) / 2.0 / self.mean.abs() * 100.0)
-    }
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    let ci_method = if sorted[0] > 0.0 {
+        CiMethod::LogNormalCox
+    } else if sorted[0] == 0.0 {
+        CiMethod::StudentTAtZero
+    } else {
+        CiMethod::StudentT
+    };
+    let stddev = (n >= 2).then(|| sample_variance(values).sqrt());
+    let (ci95_low, ci95_high) = match confidence_interval(values, ci_method) {
+        Some((lo, hi)) => (Some(lo), Some(hi)),
+        None => (None, None),
+    };
+    Some(Summary {
+        n,
+        mean,
+        stddev,
+        min: sorted[0],
+        max: sorted[n - 1],
+        median,
+        cv_percent: stddev.and_then(|sd| (mean != 0.0).then(|| sd / mean.abs() * 100.0)),
+        ci95_low,
+        ci95_high,
+        ci_method,
+        values: values.to_vec(),
+    })
 }
 
 /// Arithmetic mean.
@@ -174,7 +123,7 @@ mod tests {
     #[test]
     fn summary_of_textbook_sample() {
         // Sample 2,4,4,4,5,5,7,9: mean 5, sample variance 32/7.
-        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
         assert_eq!(s.n, 8);
         assert!(close(s.mean, 5.0, 1e-12));
         let sd = (32.0f64 / 7.0).sqrt();
@@ -198,7 +147,7 @@ mod tests {
         let base = [
             322.0, 323.0, 324.0, 325.0, 327.0, 327.0, 329.0, 330.0, 332.0, 333.0,
         ];
-        let s = Summary::of(&base).unwrap();
+        let s = summarize(&base).unwrap();
         let (lo, hi) = confidence_interval(&base, CiMethod::StudentT).unwrap();
         assert!(close(
             (hi - lo) / 2.0,
@@ -240,26 +189,26 @@ mod tests {
 
     #[test]
     fn single_run_has_no_spread() {
-        let s = Summary::of(&[3.0]).unwrap();
+        let s = summarize(&[3.0]).unwrap();
         assert_eq!(s.stddev, None);
         assert_eq!(s.ci95_low, None);
         assert_eq!(s.median, 3.0);
-        assert!(Summary::of(&[]).is_none());
-        assert!(Summary::of(&[1.0, f64::NAN]).is_none());
+        assert!(summarize(&[]).is_none());
+        assert!(summarize(&[1.0, f64::NAN]).is_none());
     }
 
     #[test]
     fn intervals_stay_in_the_possible_range() {
         // Two runs far apart: Student's t would reach far below zero (mean 5, half-width 57).
-        let skewed = Summary::of(&[1.0, 9.0]).unwrap();
+        let skewed = summarize(&[1.0, 9.0]).unwrap();
         assert_eq!(skewed.ci_method, CiMethod::LogNormalCox);
         assert!(skewed.ci95_low.unwrap() > 0.0);
         let (t_low, _) = confidence_interval(&[1.0, 9.0], CiMethod::StudentT).unwrap();
         assert!(t_low < 0.0);
-        let with_zero = Summary::of(&[0.0, 1.0, 8.0]).unwrap();
+        let with_zero = summarize(&[0.0, 1.0, 8.0]).unwrap();
         assert_eq!(with_zero.ci_method, CiMethod::StudentTAtZero);
         assert_eq!(with_zero.ci95_low, Some(0.0));
-        let cpu = Summary::of(&[150.0, 199.0]).unwrap().bounded_above(200.0);
+        let cpu = summarize(&[150.0, 199.0]).unwrap().bounded_above(200.0);
         assert_eq!(cpu.ci95_high, Some(200.0));
     }
 }

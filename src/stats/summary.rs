@@ -1,9 +1,10 @@
 //! Summaries of a suite's runs: every figure of every successful run, grouped by
 //! (configuration, workload, phase, metric, dimensions) and summarized across runs.
 
+use crate::stats::summarize;
 use crate::measure::{Dim, Figure};
 use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
-use crate::stats::Summary;
+use crate::results::Summary;
 use crate::stats::compare::{FigureKey, Role, phases_with_rate, role_of};
 use crate::workload::PhaseInfo;
 
@@ -46,80 +47,78 @@ pub fn phase_metrics(p: &PhaseRecord, info: &PhaseInfo) -> Vec<Figure> {
     out
 }
 
-impl SuiteResult {
-    /// Summaries of every figure of the successful runs, in suite order.
-    pub fn summarize(&mut self) {
-        /// Identifies one figure of one configuration: (config, workload, phase, metric, dims).
-        type Key = (String, String, String, String, Vec<Dim>);
-        // The figures in the order first seen, with their unit, direction and per-run values;
-        // an index by key, since a matrix has thousands of figures.
-        let mut figures: Vec<(Key, String, bool, Vec<f64>)> = Vec::new();
-        let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
-        for run in self.runs.iter().filter(|r| r.status == RunStatus::Ok) {
-            let Some(spec) = self.workload_of(run) else {
-                continue;
-            };
-            let mut values = Vec::new();
-            for (p, info) in run.phases.iter().zip(spec.phases().iter()) {
-                for f in phase_metrics(p, info) {
-                    values.push((p.name.clone(), f));
-                }
+/// Summaries of every figure of the successful runs, in suite order.
+pub fn summarize_runs(result: &mut SuiteResult) {
+    /// Identifies one figure of one configuration: (config, workload, phase, metric, dims).
+    type Key = (String, String, String, String, Vec<Dim>);
+    // The figures in the order first seen, with their unit, direction and per-run values;
+    // an index by key, since a matrix has thousands of figures.
+    let mut figures: Vec<(Key, String, bool, Vec<f64>)> = Vec::new();
+    let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+    for run in result.runs.iter().filter(|r| r.status == RunStatus::Ok) {
+        let Some(spec) = result.workload_of(run) else {
+            continue;
+        };
+        let mut values = Vec::new();
+        for (p, info) in run.phases.iter().zip(spec.phases().iter()) {
+            for f in phase_metrics(p, info) {
+                values.push((p.name.clone(), f));
             }
-            let lifecycle = [
-                ("mkfs", run.mkfs_secs),
-                ("unmount", run.unmount_secs),
-                ("fsck", run.fsck.as_ref().map(|f| f.secs)),
-            ];
-            for (metric, v) in lifecycle {
-                if let Some(v) = v {
-                    values.push(("lifecycle".to_string(), Figure::new(metric, "s", false, v)));
-                }
+        }
+        let lifecycle = [
+            ("mkfs", run.mkfs_secs),
+            ("unmount", run.unmount_secs),
+            ("fsck", run.fsck.as_ref().map(|f| f.secs)),
+        ];
+        for (metric, v) in lifecycle {
+            if let Some(v) = v {
+                values.push(("lifecycle".to_string(), Figure::new(metric, "s", false, v)));
             }
-            for (phase, f) in values {
-                let key = (
-                    run.config.clone(),
-                    run.workload.clone(),
-                    phase,
-                    f.name,
-                    f.dims,
-                );
-                match index.get(&key) {
-                    Some(&i) => figures[i].3.push(f.value),
-                    None => {
-                        index.insert(key.clone(), figures.len());
-                        figures.push((key, f.unit, f.higher_is_better, vec![f.value]));
-                    }
+        }
+        for (phase, f) in values {
+            let key = (
+                run.config.clone(),
+                run.workload.clone(),
+                phase,
+                f.name,
+                f.dims,
+            );
+            match index.get(&key) {
+                Some(&i) => figures[i].3.push(f.value),
+                None => {
+                    index.insert(key.clone(), figures.len());
+                    figures.push((key, f.unit, f.higher_is_better, vec![f.value]));
                 }
             }
         }
-        let config_pos = |label: &str| {
-            self.configurations
-                .iter()
-                .position(|c| c.config.label == label)
-        };
-        let workload_pos =
-            |label: &str| self.suite.workloads.iter().position(|w| w.label() == label);
-        figures.sort_by_key(|(k, ..)| (config_pos(&k.0), workload_pos(&k.1)));
-        let cpus = self.system.cpus;
-        self.summaries = figures
-            .into_iter()
-            .filter_map(
-                |((config, workload, phase, metric, dims), unit, higher_is_better, v)| {
-                    let summary = bounded(Summary::of(&v)?, &metric, &unit, cpus);
-                    Some(MetricSummary {
-                        config,
-                        workload,
-                        phase,
-                        metric,
-                        dims,
-                        unit,
-                        higher_is_better,
-                        summary,
-                    })
-                },
-            )
-            .collect();
     }
+    let config_pos = |label: &str| {
+        result.configurations
+            .iter()
+            .position(|c| c.config.label == label)
+    };
+    let workload_pos =
+        |label: &str| result.suite.workloads.iter().position(|w| w.label() == label);
+    figures.sort_by_key(|(k, ..)| (config_pos(&k.0), workload_pos(&k.1)));
+    let cpus = result.system.cpus;
+    result.summaries = figures
+        .into_iter()
+        .filter_map(
+            |((config, workload, phase, metric, dims), unit, higher_is_better, v)| {
+                let summary = bounded(summarize(&v)?, &metric, &unit, cpus);
+                Some(MetricSummary {
+                    config,
+                    workload,
+                    phase,
+                    metric,
+                    dims,
+                    unit,
+                    higher_is_better,
+                    summary,
+                })
+            },
+        )
+        .collect();
 }
 
 /// A percentage of CPU time cannot exceed 100 per CPU: its interval is cut there (other
@@ -132,20 +131,18 @@ fn bounded(summary: Summary, metric: &str, unit: &str, cpus: usize) -> Summary {
     }
 }
 
-impl SuiteResult {
-    /// The widest 95% CI half-width of any primary figure (a phase's verdict figure), in
-    /// percent of its mean: what `--runs auto` drives down. `None` while one has no interval.
-    pub fn widest_primary_ci_percent(&self) -> Option<f64> {
-        let keys: Vec<FigureKey> = self.summaries.iter().map(FigureKey::of).collect();
-        let with_rate = phases_with_rate(&keys);
-        self.summaries
-            .iter()
-            .zip(&keys)
-            .filter(|(_, key)| {
-                let has_rate = with_rate.contains(&(key.workload.as_str(), key.phase.as_str()));
-                role_of(key, has_rate) == Role::Primary
-            })
-            .map(|(s, _)| s.summary.ci95_relative_half_width())
-            .try_fold(0.0f64, |widest, w| Some(widest.max(w?)))
-    }
+/// The widest 95% CI half-width of any primary figure (a phase's verdict figure), in
+/// percent of its mean: what `--runs auto` drives down. `None` while one has no interval.
+pub fn widest_primary_ci_percent(result: &SuiteResult) -> Option<f64> {
+    let keys: Vec<FigureKey> = result.summaries.iter().map(FigureKey::of).collect();
+    let with_rate = phases_with_rate(&keys);
+    result.summaries
+        .iter()
+        .zip(&keys)
+        .filter(|(_, key)| {
+            let has_rate = with_rate.contains(&(key.workload.as_str(), key.phase.as_str()));
+            role_of(key, has_rate) == Role::Primary
+        })
+        .map(|(s, _)| s.summary.ci95_relative_half_width())
+        .try_fold(0.0f64, |widest, w| Some(widest.max(w?)))
 }

@@ -78,7 +78,7 @@ impl Store {
                 .transpose()?
                 .unwrap_or_default(),
         };
-        result.summarize();
+        crate::stats::summary::summarize_runs(&mut result);
         result.analyze();
         Ok(result)
     }
