@@ -15,9 +15,9 @@ pub mod ceiling;
 mod summary;
 mod testbed;
 
+use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 use ceiling::Ceiling;
 pub use summary::{CiMethod, Summary};
-use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 
 /// Version of the JSON document; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;

@@ -6,10 +6,11 @@ mod common;
 use std::process::Command;
 
 use common::{run, skip, status};
+use fsbench::results::CiMethod;
 use fsbench::stats::correction::{benjamini_hochberg, holm};
 use fsbench::stats::difference::Welch;
 use fsbench::stats::difference::{Difference, mann_whitney_p};
-use fsbench::stats::{CiMethod, Summary, confidence_interval};
+use fsbench::stats::{confidence_interval, summarize};
 
 /// Deterministic pseudo-random samples (a 64-bit LCG), so failures can be reproduced.
 fn samples(seed: u64, n: usize, mean: f64, spread: f64) -> Vec<f64> {
@@ -99,7 +100,7 @@ fn welch_and_confidence_intervals_match_scipy() {
     let lines = scipy_lines(python, &script);
     assert_eq!(lines.len(), cases.len());
     for (case, ((a, b), v)) in cases.iter().zip(lines).enumerate() {
-        let sa = Summary::of(a).unwrap();
+        let sa = summarize(a).unwrap();
         let p = Welch::of(a, b).unwrap().p_value;
         assert!(
             (p - v[0]).abs() < 1e-9,

@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn labels_are_escaped_and_bars_scaled() {
-        let s = summarize(&[10.0, 12.0, 11.0]).unwrap();
+        let s = crate::stats::summarize(&[10.0, 12.0, 11.0]).unwrap();
         let svg = bars(
             "Rate <x>",
             "files/s",

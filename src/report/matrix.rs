@@ -102,7 +102,7 @@ mod tests {
                 .collect(),
             unit: "KiB/s".into(),
             higher_is_better: true,
-            summary: summarize(&[mean]).unwrap(),
+            summary: crate::stats::summarize(&[mean]).unwrap(),
         }
     }
 

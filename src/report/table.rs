@@ -12,9 +12,9 @@ use super::fit::{Grid, View, fit, new_table, right_align};
 use super::matrix::Matrix;
 use super::{column_decimals, fixed};
 use super::{details, warnings};
-use crate::results::{MetricSummary, RunStatus, SuiteResult};
-use crate::results::ceiling::HARNESS_BOUND_PERCENT;
 use crate::results::Summary;
+use crate::results::ceiling::HARNESS_BOUND_PERCENT;
+use crate::results::{MetricSummary, RunStatus, SuiteResult};
 use crate::units::format_bytes;
 
 mod matrices;

@@ -4,7 +4,6 @@
 use super::fit::View;
 use super::table::{Style, render};
 use crate::results::{ConfigInfo, MetricSummary, SuiteResult};
-use crate::results::Summary;
 use crate::suite::FsConfig;
 use crate::workload::WorkloadSpec;
 
@@ -42,7 +41,7 @@ fn three_filesystems() -> SuiteResult {
                     dims: Vec::new(),
                     unit: unit.into(),
                     higher_is_better,
-                    summary: summarize(&values).unwrap(),
+                    summary: crate::stats::summarize(&values).unwrap(),
                 });
             }
         }

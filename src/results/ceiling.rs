@@ -60,7 +60,6 @@ impl Ceiling {
             .collect()
     }
 
-
     /// The phase's rate as a percentage of its ceiling, when both are known.
     pub fn percent_of(&self, phase: &PhaseRecord) -> Option<f64> {
         // A matrix phase (iozone) gets no ceiling, so the search below finds none for it.
@@ -79,4 +78,3 @@ impl Ceiling {
             && self.kernel_release == system.kernel_release
     }
 }
-

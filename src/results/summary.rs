@@ -52,4 +52,3 @@ impl Summary {
         (self.mean != 0.0).then(|| (hi - lo) / 2.0 / self.mean.abs() * 100.0)
     }
 }
-

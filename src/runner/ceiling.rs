@@ -25,7 +25,12 @@ fn serves(ceiling: &Ceiling, spec: &WorkloadSpec, system: &SystemInfo) -> bool {
     let matrices = spec.phases().iter().filter(|p| !p.has_rate).count();
     ceiling.matches(&spec.label(), system)
         && ceiling.threads == spec.threads()
-        && ceiling.phases.iter().filter(|p| !p.cells.is_empty()).count() >= matrices
+        && ceiling
+            .phases
+            .iter()
+            .filter(|p| !p.cells.is_empty())
+            .count()
+            >= matrices
 }
 
 /// In a directory of its own, so that `fsbench clean` never takes it for a suite's state.

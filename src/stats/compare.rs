@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use crate::error::invalid;
 use crate::measure::{Dim, figure_name};
-use crate::results::{MetricSummary, SuiteResult};
 use crate::results::Summary;
+use crate::results::{MetricSummary, SuiteResult};
 use crate::stats::correction::Correction;
 use crate::stats::difference::Difference;
 
@@ -528,7 +528,7 @@ mod tests {
             dims: Vec::new(),
             unit: "files/s".into(),
             higher_is_better: true,
-            summary: summarize(values).unwrap(),
+            summary: crate::stats::summarize(values).unwrap(),
         }];
         s
     }

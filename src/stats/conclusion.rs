@@ -206,7 +206,6 @@ fn speedup(ratio: f64, higher_is_better: bool) -> f64 {
 mod tests {
     use super::*;
     use crate::results::{ConfigInfo, MetricSummary};
-    use crate::results::Summary;
     use crate::suite::FsConfig;
 
     /// A suite with one rate figure per (config, phase).
@@ -226,7 +225,7 @@ mod tests {
                 dims: Vec::new(),
                 unit: "files/s".into(),
                 higher_is_better: true,
-                summary: summarize(values).unwrap(),
+                summary: crate::stats::summarize(values).unwrap(),
             });
         }
         for config in configs {

@@ -215,7 +215,6 @@ pub fn rank(suites: &[SuiteResult], columns: Vec<Column>, placing: Placing) -> R
 mod tests {
     use super::*;
     use crate::results::MetricSummary;
-    use crate::results::Summary;
 
     #[test]
     fn points_by_place_with_ties() {
@@ -229,7 +228,7 @@ mod tests {
             dims: Vec::new(),
             unit: "u".into(),
             higher_is_better: hib,
-            summary: summarize(&[v]).unwrap(),
+            summary: crate::stats::summarize(&[v]).unwrap(),
         };
         s.summaries = vec![
             fig("a", "p1", "rate", true, 30.0),
@@ -298,7 +297,7 @@ mod tests {
             dims: Vec::new(),
             unit: "u".into(),
             higher_is_better: true,
-            summary: summarize(values).unwrap(),
+            summary: crate::stats::summarize(values).unwrap(),
         };
         s.summaries = vec![
             fig("a", &[100.0, 104.0, 97.0, 102.0, 99.0]),

@@ -1,11 +1,11 @@
 //! Summaries of a suite's runs: every figure of every successful run, grouped by
 //! (configuration, workload, phase, metric, dimensions) and summarized across runs.
 
-use crate::stats::summarize;
 use crate::measure::{Dim, Figure};
-use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::results::Summary;
+use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::stats::compare::{FigureKey, Role, phases_with_rate, role_of};
+use crate::stats::summarize;
 use crate::workload::PhaseInfo;
 
 /// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
@@ -93,12 +93,18 @@ pub fn summarize_runs(result: &mut SuiteResult) {
         }
     }
     let config_pos = |label: &str| {
-        result.configurations
+        result
+            .configurations
             .iter()
             .position(|c| c.config.label == label)
     };
-    let workload_pos =
-        |label: &str| result.suite.workloads.iter().position(|w| w.label() == label);
+    let workload_pos = |label: &str| {
+        result
+            .suite
+            .workloads
+            .iter()
+            .position(|w| w.label() == label)
+    };
     figures.sort_by_key(|(k, ..)| (config_pos(&k.0), workload_pos(&k.1)));
     let cpus = result.system.cpus;
     result.summaries = figures
@@ -136,7 +142,8 @@ fn bounded(summary: Summary, metric: &str, unit: &str, cpus: usize) -> Summary {
 pub fn widest_primary_ci_percent(result: &SuiteResult) -> Option<f64> {
     let keys: Vec<FigureKey> = result.summaries.iter().map(FigureKey::of).collect();
     let with_rate = phases_with_rate(&keys);
-    result.summaries
+    result
+        .summaries
         .iter()
         .zip(&keys)
         .filter(|(_, key)| {
