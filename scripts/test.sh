@@ -8,18 +8,18 @@ if ! command -v cargo >/dev/null; then
     echo "test.sh: cargo not found; install Rust (https://rustup.rs) first" >&2
     exit 1
 fi
-cargo fmt --check
-cargo clippy --all-targets --quiet -- -D warnings
-cargo clippy --all-targets --features mpi --quiet -- -D warnings
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo clippy --workspace --all-targets --features fsbench/mpi --quiet -- -D warnings
 # Every spawned process in the tests has its own time limit; this is the backstop, so that CI
 # fails instead of hanging whatever a test does (the whole suite, MPI part included, took
 # 9 min 18 s here with warm builds).
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-timeout --kill-after=60 45m cargo test --all-targets 2>&1 | tee "$log"
+timeout --kill-after=60 45m cargo test --workspace --all-targets 2>&1 | tee "$log"
 # With MPI built in: its unit tests and the tests that run `mpirun -np 4` (about a minute
 # more, most of it the build).
-timeout --kill-after=60 15m cargo test --features mpi --lib --test mpi --test mpi_signals --test launcher 2>&1 |
+timeout --kill-after=60 15m cargo test --workspace --features fsbench/mpi --lib --test mpi --test mpi_signals --test launcher 2>&1 |
     tee -a "$log"
 # A test that cannot run says SKIPPED on stderr. CI runs as root with everything installed,
 # so a skip there is a failure; elsewhere the skips are listed once more at the end.

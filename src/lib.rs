@@ -1,35 +1,25 @@
 //! fsbench: a Linux filesystem benchmark that does the seed articles' methodology right.
 //!
-//! Architecture, in the order data flows:
-//! [`cli`] → [`suite`] (what to run) → [`runner`] (runs × configurations on fresh filesystems
-//! from [`testbed`] and [`drivers`]) → [`workload`] (one module per benchmark) → [`measure`] →
-//! [`results`] and [`stats`] → [`report`].
+//! This crate is the command line over the workspace's crates, from the ground up:
+//! `fsbench-measure` (errors, units, the measuring) → `fsbench-core` (records, workloads,
+//! drivers, testbed, aging) → `fsbench-stats` → `fsbench-store` and `fsbench-engine` (rounds,
+//! runs, the phase loop, MPI) → `fsbench-report` → this crate's [`cli`]. A crate cannot name
+//! one above it, so the direction is the compiler's to keep.
 //!
-//! Modules are `pub(crate)` unless the integration tests use them, so rustc flags anything
-//! nothing uses; the public ones are the parts the tests drive directly.
+//! The lower crates' modules are re-exported under their old names for the integration tests.
 
-pub mod aging;
-pub(crate) mod cli;
-pub mod drivers;
-pub(crate) mod error;
-pub mod extents;
-pub(crate) mod launcher;
-pub mod measure;
+pub use fsbench_core::{
+    aging, drivers, error, extents, measure, progress, results, suite, sysinfo, testbed, tools,
+    units, workload,
+};
 #[cfg(feature = "mpi")]
-pub(crate) mod mpi;
-pub(crate) mod progress;
-pub(crate) mod report;
-pub mod results;
-pub(crate) mod rmtree;
-pub(crate) mod runner;
-pub(crate) mod shape;
-pub mod stats;
-pub mod store;
-pub mod suite;
-pub mod sysinfo;
-pub mod testbed;
-pub mod tools;
-pub(crate) mod units;
-pub mod workload;
+use fsbench_engine::mpi;
+use fsbench_engine::runner;
+use fsbench_report as report;
+pub use fsbench_stats as stats;
+pub use fsbench_store as store;
+
+mod cli;
+mod launcher;
 
 pub use cli::main;

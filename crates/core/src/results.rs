@@ -1,0 +1,442 @@
+//! The result data model — runs, phases, summaries, warnings — shared by the terminal tables,
+//! the JSON document and (later) the results database.
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{Dim, Figure, PhaseMeasurement};
+use crate::shape::PhaseShape;
+use crate::suite::{FsConfig, Suite};
+use crate::sysinfo::SystemInfo;
+use crate::testbed::FsckOutcome;
+use crate::testbed::device::BlockInfo;
+use crate::testbed::loopdev::LoopInfo;
+
+pub mod ceiling;
+mod summary;
+mod testbed;
+
+use crate::testbed::stack::{RunTestbed, SuiteTestbed};
+use ceiling::Ceiling;
+pub use summary::{CiMethod, Summary};
+
+/// Version of the JSON document; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuiteStatus {
+    /// Still running (as seen from the results database).
+    Running,
+    Completed,
+    Interrupted,
+    Failed,
+    /// Its process died without saying how it ended (SIGKILL, power loss): resumable.
+    Incomplete,
+}
+
+/// The status as stored and printed: `completed`, `interrupted`, …
+impl std::fmt::Display for SuiteStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(name.as_str().unwrap_or_default())
+    }
+}
+
+/// Everything one `fsbench run` produced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SuiteResult {
+    pub schema_version: u32,
+    /// ID in the results database, when saved there.
+    pub id: Option<i64>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub status: SuiteStatus,
+    pub error: Option<String>,
+    pub suite: Suite,
+    pub system: SystemInfo,
+    pub target: TargetInfo,
+    pub configurations: Vec<ConfigInfo>,
+    pub skipped: Vec<Skipped>,
+    pub runs: Vec<RunRecord>,
+    pub summaries: Vec<MetricSummary>,
+    pub warnings: Vec<Warning>,
+    /// The storage stack under the suite, its hash and the load average at start and end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<SuiteTestbed>,
+    /// The harness ceilings of the suite's workloads on this machine (their phases on tmpfs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ceilings: Vec<Ceiling>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub description: String,
+    pub image_size: Option<u64>,
+    /// The device written to: the block device, or the one holding the images or directory.
+    pub device: Option<BlockInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigInfo {
+    #[serde(flatten)]
+    pub config: FsConfig,
+    pub mkfs_version: Option<String>,
+    pub fsck_version: Option<String>,
+    /// The full mkfs command line of the first run.
+    pub mkfs_command: Option<String>,
+    /// Mount options as /proc/self/mounts showed them in the first run.
+    pub mount_options: Option<String>,
+}
+
+/// A configuration that did not run, and why.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Skipped {
+    pub label: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    Ok,
+    /// fsck found the filesystem inconsistent after the run.
+    FsckFailed,
+    Failed,
+    Interrupted,
+}
+
+/// Which configuration of its suite a run belongs to: its position in
+/// [`SuiteResult::configurations`]. Stored with every run, so that resume and reports find a
+/// run's configuration without matching label text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ConfigKey(pub u32);
+
+/// Which workload of its suite a run belongs to: its position in the suite's `workloads`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WorkloadKey(pub u32);
+
+/// One run of one workload on one freshly made configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Round, from 1; every configuration runs once per round.
+    pub run: u32,
+    /// Position within the round (configurations are rotated every round).
+    pub position: u32,
+    pub config_key: ConfigKey,
+    pub workload_key: WorkloadKey,
+    /// The configuration's label and the workload's, for people and tables.
+    pub config: String,
+    pub workload: String,
+    pub started_at: String,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    pub source: String,
+    pub mkfs_secs: Option<f64>,
+    pub mount_options: String,
+    pub phases: Vec<PhaseRecord>,
+    pub unmount_secs: Option<f64>,
+    pub fsck: Option<FsckOutcome>,
+    /// Set when calls failed or members were refused: the run completed, but the tree it
+    /// made is not the whole tree (as btrfs "fails the test" on hard links in seed 003).
+    #[serde(default)]
+    pub incomplete: Option<String>,
+    /// The run's loop device as sysfs showed it while mounted (direct I/O or buffered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_device: Option<LoopInfo>,
+    /// The stack as this run saw it (its hash, what changed since the suite started) and the
+    /// load average around it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<RunTestbed>,
+    /// How its filesystem was aged and filled before the phases (none: fresh).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparation: Option<crate::aging::Preparation>,
+    /// The free-space probe after the run's phases (`probe_after`), before the last unmount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_after: Option<crate::aging::Probe>,
+    /// What the user's commands wrote (the command workload), step by step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<KeptOutput>,
+}
+
+/// The end of what one command of a run wrote (at most 64 KiB of each stream).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct KeptOutput {
+    /// `setup`, `phase `NAME``, `NAME items` or `cleanup`.
+    pub step: String,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl RunRecord {
+    /// What failed, phase by phase, e.g. `extract: EMLINK ×1,001`.
+    pub fn failure_summary(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .phases
+            .iter()
+            .filter_map(|p| Some(format!("{}: {}", p.name, p.measurement.failure_summary()?)))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// One phase of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseRecord {
+    pub name: String,
+    #[serde(flatten)]
+    pub measurement: PhaseMeasurement,
+    /// Whether caches were synced and dropped right before the phase.
+    pub caches_dropped: bool,
+    /// Time the sync right after the phase took: deferred work the phase left behind.
+    pub sync_after_ns: Option<u64>,
+    /// Units completed, sampled every 100 ms: [milliseconds since start, units].
+    pub progress: Vec<[u64; 2]>,
+    /// Under MPI, each rank's own series (by rank), its times from the earliest rank's start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_progress: Vec<Vec<[u64; 2]>>,
+    /// The workload's own figures (extents, transactions per operation, fsck after the phase,
+    /// the cells of a throughput matrix as figures with dimensions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<Figure>,
+    /// What a reader must know about this phase's figures (e.g. a method not supported).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Why the phase measured nothing: an operation the filesystem does not support (native
+    /// fallocate on ext2). Such a phase has no figures, rather than a meaningless time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsupported: Option<String>,
+    /// Why the phase had nothing to do (`no files`): no figures, only this in the outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
+    /// Steady state after warm-up (MSER-5) and first-done / last-done of several threads.
+    #[serde(default, skip_serializing_if = "PhaseShape::is_empty")]
+    pub shape: PhaseShape,
+}
+
+/// The statistics of one figure of one configuration across its successful runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricSummary {
+    pub config: String,
+    pub workload: String,
+    /// A phase name, or `lifecycle` for mkfs, unmount and fsck.
+    pub phase: String,
+    pub metric: String,
+    /// The figure's place in a breakdown (an IOzone cell's test, file and record size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dims: Vec<Dim>,
+    pub unit: String,
+    pub higher_is_better: bool,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarningKind {
+    FewRuns,
+    ShortPhase,
+    HighVariation,
+    CachesNotDropped,
+    IncompleteTree,
+    FsckFailed,
+    /// The storage stack (tunables, queue settings, kernel) changed while the suite ran.
+    StackChanged,
+    /// A phase's rate never settled within its time (MSER-5's warm-up past half the phase).
+    NoSteadyState,
+    /// A phase's rate is over 80% of the harness ceiling: mostly fsbench's and the VFS's cost.
+    HarnessBound,
+    /// Loop devices buffered in the host's page cache: figures partly the host's memory.
+    LoopBuffered,
+    /// The load average was above the CPUs, or other fsbench runs ran, when the suite began.
+    BusyMachine,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub config: Option<String>,
+    pub workload: Option<String>,
+    pub phase: Option<String>,
+    pub message: String,
+}
+
+impl SuiteResult {
+    /// The workload a run ran (by its stored key, not its label).
+    pub fn workload_of(&self, run: &RunRecord) -> Option<&crate::workload::WorkloadSpec> {
+        self.suite.workloads.get(run.workload_key.0 as usize)
+    }
+
+    /// An empty result on this machine, for unit tests of what consumes results (statistics,
+    /// store and reports test against it from their own crates).
+    #[doc(hidden)]
+    pub fn for_tests() -> SuiteResult {
+        SuiteResult {
+            schema_version: SCHEMA_VERSION,
+            id: None,
+            started_at: String::new(),
+            finished_at: String::new(),
+            status: SuiteStatus::Completed,
+            error: None,
+            suite: Suite::default(),
+            system: SystemInfo::collect(),
+            target: TargetInfo {
+                description: "test".into(),
+                image_size: None,
+                device: None,
+            },
+            configurations: Vec::new(),
+            skipped: Vec::new(),
+            runs: Vec::new(),
+            summaries: Vec::new(),
+            warnings: Vec::new(),
+            testbed: None,
+            ceilings: Vec::new(),
+        }
+    }
+
+    /// How to give the workload labelled `workload` more work, in its own settings.
+    pub fn more_work_advice(&self, workload: &str) -> String {
+        self.suite
+            .workloads
+            .iter()
+            .find(|w| w.label() == workload)
+            .map_or_else(|| "a larger workload".into(), |w| w.more_work_advice())
+    }
+
+    /// The summary of one figure without dimensions, if any run produced it.
+    pub fn summary(
+        &self,
+        config: &str,
+        workload: &str,
+        phase: &str,
+        metric: &str,
+    ) -> Option<&MetricSummary> {
+        self.summaries.iter().find(|s| {
+            s.config == config
+                && s.workload == workload
+                && s.phase == phase
+                && s.metric == metric
+                && s.dims.is_empty()
+        })
+    }
+
+    /// Warnings that say what to do: short phases, noisy figures, few runs, errors, fsck.
+    pub fn analyze(&mut self) {
+        let mut warnings = Vec::new();
+        let ok_runs = self
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Ok)
+            .count();
+        if ok_runs > 0 && self.suite.runs < 3 {
+            warnings.push(Warning {
+                kind: WarningKind::FewRuns,
+                config: None,
+                workload: None,
+                phase: None,
+                message: format!(
+                    "only {} run(s) per configuration: {}; use --runs 3 or more (10 as the fdtree article did)",
+                    self.suite.runs,
+                    if self.suite.runs < 2 {
+                        "no spread, no confidence interval and no verdict"
+                    } else {
+                        "the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided"
+                    }
+                ),
+            });
+        }
+        for s in &self.summaries {
+            let scope = |kind, message| Warning {
+                kind,
+                config: Some(s.config.clone()),
+                workload: Some(s.workload.clone()),
+                phase: Some(s.phase.clone()),
+                message,
+            };
+            if s.metric == "time" && s.summary.mean < self.suite.min_phase_secs {
+                warnings.push(scope(
+                    WarningKind::ShortPhase,
+                    format!(
+                        "{} / {} / {}: {:.3} s is too short to measure (under {} s); give it more work: {}",
+                        s.config,
+                        s.workload,
+                        s.phase,
+                        s.summary.mean,
+                        self.suite.min_phase_secs,
+                        self.more_work_advice(&s.workload)
+                    ),
+                ));
+            }
+            if s.metric == "rate"
+                && let Some(cv) = s.summary.cv_percent
+                && cv > self.suite.max_cv_percent
+            {
+                warnings.push(scope(
+                    WarningKind::HighVariation,
+                    format!(
+                        "{} / {} / {}: rate varies by {cv:.1}% (CV) across runs, over {}%; add runs or quiet the machine",
+                        s.config, s.workload, s.phase, self.suite.max_cv_percent
+                    ),
+                ));
+            }
+        }
+        let undropped = self
+            .runs
+            .iter()
+            .flat_map(|r| &r.phases)
+            .filter(|p| !p.caches_dropped)
+            .count();
+        if self.suite.drop_caches && undropped > 0 {
+            warnings.push(Warning {
+                kind: WarningKind::CachesNotDropped,
+                config: None,
+                workload: None,
+                phase: None,
+                message: format!(
+                    "caches were not dropped before {undropped} phase(s) (needs root): later phases may read from memory"
+                ),
+            });
+        }
+        let busy = self.testbed.iter().flat_map(|t| t.busy(self.system.cpus));
+        warnings.extend(busy.map(|message| Warning {
+            kind: WarningKind::BusyMachine,
+            config: None,
+            workload: None,
+            phase: None,
+            message,
+        }));
+        warnings.extend(self.loop_warning());
+        warnings.extend(self.stack_warning());
+        warnings.extend(self.steady_state_warnings());
+        warnings.extend(self.harness_warnings());
+        for r in &self.runs {
+            if let Some(what) = &r.incomplete {
+                warnings.push(Warning {
+                    kind: WarningKind::IncompleteTree,
+                    config: Some(r.config.clone()),
+                    workload: Some(r.workload.clone()),
+                    phase: None,
+                    message: format!(
+                        "{} / {} run {}: incomplete tree ({what})",
+                        r.config, r.workload, r.run
+                    ),
+                });
+            }
+            if r.status == RunStatus::FsckFailed {
+                warnings.push(Warning {
+                    kind: WarningKind::FsckFailed,
+                    config: Some(r.config.clone()),
+                    workload: Some(r.workload.clone()),
+                    phase: None,
+                    message: format!(
+                        "{} / {} run {}: fsck found the filesystem inconsistent; the run is excluded from the statistics",
+                        r.config, r.workload, r.run
+                    ),
+                });
+            }
+        }
+        self.warnings = warnings;
+    }
+}

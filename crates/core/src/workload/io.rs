@@ -1,0 +1,447 @@
+//! fio's data path (issue 28): `numjobs` jobs, each a thread with a descriptor table of its
+//! own and files of its own, issuing I/O as fio's options say (rw patterns, block sizes,
+//! psync/pvsync2/io_uring at a queue depth, syncs, runtime, open-loop rates). The files are
+//! laid out untimed before the one timed phase, `io`; its figures are fio's: IOPS,
+//! bandwidth, submission and completion latency percentiles per direction.
+
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rustix::fs::{Mode, OFlags};
+
+use super::parallel::Crew;
+use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
+use crate::error::FsbenchError;
+use crate::measure::{Dim, DimValue, Figure, PhaseRecorder, Progress};
+
+mod job;
+pub mod jobfile;
+mod params;
+mod pattern;
+mod table;
+mod uring;
+
+use job::{Job, JobOut, Span};
+pub use params::{Distribution, Engine, IoParams, Rw};
+use pattern::Pattern;
+pub(crate) use table::KIND;
+
+pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("io", "ios", true)];
+
+/// The completion latency percentiles fio prints.
+pub const PERCENTILES: &[f64] = &[
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+workload_params!(IoParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
+    instantiate: Io::new(p.clone()),
+    buffers: IoParams::buffer_bytes(p),
+    threads: p.numjobs);
+
+pub struct Io {
+    params: IoParams,
+    /// Each job's offsets, kept from the ramp to the timed phase.
+    patterns: Vec<Pattern>,
+    figures: Vec<Figure>,
+    notes: Vec<String>,
+}
+
+impl Io {
+    pub fn new(params: IoParams) -> Io {
+        Io {
+            params,
+            patterns: Vec::new(),
+            figures: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Everything that would make the I/O fail, refused before any of it: io_uring
+    /// unavailable, O_DIRECT refused or misaligned, polling the device cannot do.
+    fn check(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+        let p = &self.params;
+        if p.engine == Engine::IoUring {
+            uring::check_available(p)?;
+        }
+        if p.direct {
+            let (fs, align) = super::direct_alignment(dir)?;
+            let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
+            let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
+            for (what, v) in sizes {
+                if v % align != 0 {
+                    return Err(FsbenchError::InvalidInput(format!(
+                        "io: with `direct`, {what} must be a multiple of {fs}'s logical block size ({align} bytes); {v} is not"
+                    )));
+                }
+            }
+        }
+        if p.hipri && !device_polls(dir) {
+            return Err(FsbenchError::InvalidInput(
+                "io: `hipri` needs a device that polls (its queue/io_poll is 0 or absent, as on loop devices and most virtual disks): run without `hipri`".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// fio's "Laying out IO file": every job's files made at their size, untimed. Files only
+    /// written get their blocks allocated; files that are read are written in full.
+    fn layout(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+        let p = &self.params;
+        let reads = p.rw.read_percent(p.rwmixread) > 0;
+        let mut buf = Aligned::new(1 << 20);
+        let mut fill = pattern::Rng::new(p.randseed);
+        for chunk in buf.buf().chunks_mut(8) {
+            chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
+        }
+        for j in 0..p.numjobs {
+            for f in 0..p.nrfiles as usize {
+                let name = job::file_name(j, f);
+                let failed = |e: rustix::io::Errno| {
+                    crate::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
+                        FsbenchError::Failed(format!("io: laying out {name}: {e}"))
+                    })
+                };
+                let fd = rustix::fs::openat(
+                    dir,
+                    &name,
+                    OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+                    Mode::from(0o644),
+                )
+                .map_err(failed)?;
+                if reads {
+                    let mut at = 0;
+                    while at < p.filesize {
+                        let n = (p.filesize - at).min(1 << 20) as usize;
+                        super::pwrite_all(&fd, &buf.buf()[..n], at).map_err(failed)?;
+                        at += n as u64;
+                    }
+                } else {
+                    let allocated = rustix::fs::fallocate(
+                        &fd,
+                        rustix::fs::FallocateFlags::empty(),
+                        0,
+                        p.filesize,
+                    );
+                    if allocated.is_err() {
+                        rustix::fs::ftruncate(&fd, p.filesize).map_err(failed)?;
+                    }
+                }
+                rustix::fs::fsync(&fd).map_err(failed)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs every job at once, each on its thread; their recorders and figures summed.
+    fn run_jobs(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+        span: Span,
+    ) -> Result<Vec<JobOut>, FsbenchError> {
+        let params = &self.params;
+        let n = params.numjobs as usize;
+        let workers: Vec<PhaseRecorder> = (0..n).map(|_| rec.worker()).collect();
+        let progress: Vec<Arc<Progress>> = workers.iter().map(|w| w.progress().clone()).collect();
+        let crew = Crew::new(progress.iter().map(|p| &*p.done).collect(), rec.progress());
+        // Held while the jobs start and open their files; released, they start together.
+        let gate = RwLock::new(());
+        let halt = AtomicBool::new(false);
+        let results = std::thread::scope(|s| {
+            let closed = gate.write().expect("not poisoned");
+            let mut handles = Vec::with_capacity(n);
+            let mut spawn_error = None;
+            for (j, (pattern, worker)) in self.patterns.iter_mut().zip(workers).enumerate() {
+                let (crew, gate, halt) = (&crew, &gate, &halt);
+                let work = move || {
+                    crew.work(&[dir], || {
+                        let job = Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
+                        drop(gate.read());
+                        // The asynchronous engine's loop is uring's; job.rs knows none.
+                        let engine = (params.engine == Engine::IoUring)
+                            .then_some(uring::run as job::IssueLoop);
+                        job.run(Instant::now(), engine)
+                    })
+                    .and_then(|r| r)
+                };
+                match std::thread::Builder::new()
+                    .name(format!("io-{j}"))
+                    .spawn_scoped(s, work)
+                {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        spawn_error = Some(FsbenchError::Failed(format!(
+                            "io: cannot start job {j}'s thread: {e}"
+                        )));
+                        break;
+                    }
+                }
+            }
+            if spawn_error.is_some() {
+                // The started jobs stop at their first I/O.
+                halt.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            drop(closed);
+            crew.wait(&handles);
+            let mut results: Vec<_> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(FsbenchError::Failed("io: a job panicked".into())))
+                })
+                .collect();
+            results.extend(spawn_error.map(Err));
+            results
+        });
+        let mut outs = Vec::with_capacity(n);
+        let mut first_error = None;
+        for r in results {
+            match r {
+                Ok((worker, out)) => {
+                    rec.absorb_with_timeline(worker);
+                    outs.push(out);
+                }
+                Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(outs),
+        }
+    }
+
+    /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest
+    /// job's time, completion latency percentiles, total latency, submission latency.
+    fn figures(&mut self, outs: &[JobOut]) {
+        let secs = outs
+            .iter()
+            .map(|o| o.elapsed)
+            .max()
+            .unwrap_or(Duration::ZERO)
+            .as_secs_f64()
+            .max(1e-9);
+        for (d, dir) in ["read", "write"].into_iter().enumerate() {
+            let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
+            if ios == 0 {
+                continue;
+            }
+            let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
+            let at = [Dim::new("direction", DimValue::Text(dir.into()))];
+            self.figures
+                .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
+            self.figures
+                .push(Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at));
+            let sum = |pick: fn(&JobOut) -> &Histogram<u64>| {
+                let mut total = crate::measure::new_histogram();
+                for o in outs {
+                    total
+                        .add(pick(o))
+                        .expect("histograms of the same bounds add");
+                }
+                total
+            };
+            let clat = if d == 0 {
+                sum(|o| &o.clat[0])
+            } else {
+                sum(|o| &o.clat[1])
+            };
+            let slat = if d == 0 {
+                sum(|o| &o.slat[0])
+            } else {
+                sum(|o| &o.slat[1])
+            };
+            let mut points: Vec<(String, u64)> = PERCENTILES
+                .iter()
+                .map(|q| (format!("p{q}"), clat.value_at_percentile(*q)))
+                .collect();
+            points.push(("max".into(), clat.max()));
+            for (name, ns) in points {
+                let at = [at[0].clone(), Dim::new("percentile", DimValue::Text(name))];
+                self.figures
+                    .push(Figure::new("clat", "µs", false, ns as f64 / 1000.0).at(&at));
+            }
+            if !slat.is_empty() {
+                for (name, ns) in [
+                    ("p50", slat.value_at_percentile(50.0)),
+                    ("p99", slat.value_at_percentile(99.0)),
+                ] {
+                    let at = [
+                        at[0].clone(),
+                        Dim::new("percentile", DimValue::Text(name.into())),
+                    ];
+                    self.figures
+                        .push(Figure::new("slat", "µs", false, ns as f64 / 1000.0).at(&at));
+                }
+            }
+        }
+        let mut lag = crate::measure::new_histogram();
+        for o in outs {
+            lag.add(&o.lag).expect("histograms of the same bounds add");
+        }
+        if !lag.is_empty() {
+            for (name, ns) in [
+                ("p50", lag.value_at_percentile(50.0)),
+                ("p99", lag.value_at_percentile(99.0)),
+            ] {
+                let at = [Dim::new("percentile", DimValue::Text(name.into()))];
+                self.figures
+                    .push(Figure::new("issue lag", "µs", false, ns as f64 / 1000.0).at(&at));
+            }
+        }
+        let p = &self.params;
+        if p.rate_iops > 0 || p.rate > 0 {
+            let jobs = f64::from(p.numjobs);
+            let ios: u64 = outs.iter().map(|o| o.ios[0] + o.ios[1]).sum();
+            let bytes: u64 = outs.iter().map(|o| o.bytes[0] + o.bytes[1]).sum();
+            let achieved = if p.rate_iops > 0 {
+                format!(
+                    "{:.0} of {:.0} IO/s",
+                    ios as f64 / secs,
+                    p.rate_iops as f64 * jobs
+                )
+            } else {
+                let kib = |b: f64| b / 1024.0;
+                format!(
+                    "{:.0} of {:.0} KiB/s",
+                    kib(bytes as f64 / secs),
+                    kib(p.rate as f64 * jobs)
+                )
+            };
+            self.notes.push(format!(
+                "open loop: latency (`read`, `write`) counts from each I/O's scheduled time, so a stall is not hidden by the I/Os it delayed; `issue lag` is how late I/Os were issued (a late wake-up of the job counts too); achieved {achieved}"
+            ));
+        }
+    }
+}
+
+/// Whether the block device under `dir` completes polled I/O (its `queue/io_poll` is 1; a
+/// partition's queue is its disk's).
+fn device_polls(dir: BorrowedFd<'_>) -> bool {
+    let Ok(st) = rustix::fs::fstat(dir) else {
+        return false;
+    };
+    let (major, minor) = (rustix::fs::major(st.st_dev), rustix::fs::minor(st.st_dev));
+    let base = format!("/sys/dev/block/{major}:{minor}");
+    [
+        format!("{base}/queue/io_poll"),
+        format!("{base}/../queue/io_poll"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .is_some_and(|v| v.trim() == "1")
+}
+
+impl Workload for Io {
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+        std::borrow::Cow::Borrowed(PHASES)
+    }
+
+    fn expected_units(&self, _: usize) -> u64 {
+        let p = &self.params;
+        let per_job = if p.time_based {
+            0
+        } else {
+            p.size / p.max_bs().max(1) * u64::from(p.loops)
+        };
+        let per_job = match p.number_ios {
+            0 => per_job,
+            n => per_job.min(n),
+        };
+        per_job * u64::from(p.numjobs)
+    }
+
+    /// The checks, the layout and the ramp: all before the timed phase, none measured.
+    fn setup(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        round: u32,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<(), FsbenchError> {
+        self.check(dir)?;
+        let started = Instant::now();
+        self.layout(dir)?;
+        let p = &self.params;
+        self.notes.push(format!(
+            "layout (untimed, before the phase): {} file(s) of {} in {:.2} s",
+            p.nrfiles * p.numjobs,
+            crate::units::format_bytes(p.filesize),
+            started.elapsed().as_secs_f64()
+        ));
+        self.patterns = (0..p.numjobs)
+            .map(|j| {
+                let seed = if p.randrepeat {
+                    p.randseed
+                } else {
+                    p.randseed ^ u64::from(round) ^ crate::measure::lap_clock().raw()
+                };
+                Pattern::new(p, seed.wrapping_add(u64::from(j).wrapping_mul(0x9e37_79b9)))
+            })
+            .collect();
+        if p.ramp_ms > 0 {
+            let progress = Arc::new(Progress {
+                cancel: cancel.clone(),
+                ..Progress::default()
+            });
+            let mut ramp = PhaseRecorder::start("ramp", progress);
+            let span = Span {
+                measured: false,
+                time_based: true,
+                limit: Some(Duration::from_millis(p.ramp_ms)),
+            };
+            self.run_jobs(dir, &mut ramp, span)?;
+        }
+        Ok(())
+    }
+
+    fn run_phase(
+        &mut self,
+        _: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let p = &self.params;
+        for pattern in &mut self.patterns {
+            pattern.new_pass();
+        }
+        let span = Span {
+            measured: true,
+            time_based: p.time_based,
+            limit: (p.runtime_ms > 0).then(|| Duration::from_millis(p.runtime_ms)),
+        };
+        let outs = self.run_jobs(dir, rec, span)?;
+        for (d, name) in ["read", "write"].into_iter().enumerate() {
+            let mut clat = crate::measure::new_histogram();
+            let mut slat = crate::measure::new_histogram();
+            for o in &outs {
+                clat.add(&o.clat[d]).expect("same bounds");
+                slat.add(&o.slat[d]).expect("same bounds");
+            }
+            if !clat.is_empty() {
+                rec.add_latency(&format!("{name} clat"), &clat);
+            }
+            if !slat.is_empty() {
+                rec.add_latency(&format!("{name} slat"), &slat);
+            }
+        }
+        self.figures(&outs);
+        Ok(())
+    }
+
+    fn after_phase(&mut self, _: usize, _: BorrowedFd<'_>) -> Result<PhaseOutput, FsbenchError> {
+        Ok(PhaseOutput {
+            figures: std::mem::take(&mut self.figures),
+            notes: std::mem::take(&mut self.notes),
+            ..Default::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

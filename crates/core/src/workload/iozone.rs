@@ -1,0 +1,521 @@
+//! An IOzone-style throughput matrix (seed 002): for every file size × record size cell, the
+//! IOzone tests in IOzone's order — write, rewrite, read, reread, random read and write,
+//! backward read, record rewrite, stride read, fwrite/fread (optional), pwrite, pread — each on
+//! N threads with a file each. One phase, `matrix`, holds the cells; each cell's throughput is
+//! a figure of its own.
+
+use std::io::{BufWriter, Write};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::Barrier;
+use std::time::Instant;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::parallel::with_private_fds;
+use super::{Aligned, PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
+use crate::error::{FsbenchError, invalid};
+use crate::measure::{CpuTimes, Dim, DimValue, Figure, PhaseRecorder};
+use crate::units::{compact_size, format_bytes};
+
+mod offsets;
+pub use offsets::*;
+
+mod params;
+pub use params::*;
+
+pub const PHASES: &[PhaseInfo] = &[PhaseInfo::matrix("matrix", "records")];
+
+/// IOzone's tests: (name, IOzone group number `-i`, the `-R` report title).
+pub const TESTS: &[(&str, u8, &str)] = &[
+    ("write", 0, "Writer report"),
+    ("rewrite", 0, "Re-writer report"),
+    ("read", 1, "Reader report"),
+    ("reread", 1, "Re-Reader report"),
+    ("random-read", 2, "Random read report"),
+    ("random-write", 2, "Random write report"),
+    ("backward-read", 3, "Backward read report"),
+    ("record-rewrite", 4, "Record rewrite report"),
+    ("stride-read", 5, "Stride read report"),
+    ("fwrite", 6, "Fwrite report"),
+    ("refwrite", 6, "Re-Fwrite report"),
+    ("fread", 7, "Fread report"),
+    ("refread", 7, "Re-Fread report"),
+    ("pwrite", 9, "Pwrite report"),
+    ("repwrite", 9, "Re-Pwrite report"),
+    ("pread", 10, "Pread report"),
+    ("repread", 10, "Re-Pread report"),
+];
+
+/// IOzone's stride: read a record, skip 17.
+const STRIDE: u64 = 17;
+
+/// One cell of one test: every thread's file, aggregated.
+pub struct CellResult {
+    pub bytes: u64,
+    /// From the start barrier to the last thread's end.
+    pub elapsed_ns: u64,
+    pub cpu_ns: u64,
+    pub threads: u32,
+    /// The threads' own KiB/s: lowest, mean, highest.
+    pub thread_rates: [f64; 3],
+    pub caches_dropped: bool,
+}
+
+/// The names of a cell's dimensions, in the order the matrix views use them: one table per
+/// test, file sizes down, record sizes across.
+pub const DIMENSIONS: [&str; 3] = ["test", "file size", "record size"];
+
+impl CellResult {
+    /// The cell as figures at its place in the matrix: throughput as IOzone reports it (the
+    /// sum of every thread's own rate, each timed from its first to its last I/O call, as
+    /// IOzone's "Children see throughput"; with one thread, IOzone's `-a` figure), CPU over the
+    /// cell's wall time, bytes moved and, with several threads, their spread.
+    pub fn figures(&self, test: &str, file_size: u64, record: u64) -> Vec<Figure> {
+        let dims = [
+            Dim::new(DIMENSIONS[0], DimValue::Text(test.to_string())),
+            Dim::new(DIMENSIONS[1], DimValue::Bytes(file_size)),
+            Dim::new(DIMENSIONS[2], DimValue::Bytes(record)),
+        ];
+        let cpu = self.cpu_ns as f64 / self.elapsed_ns.max(1) as f64 * 100.0;
+        let children_see = self.thread_rates[1] * self.threads as f64;
+        let mut out = vec![
+            Figure::new("throughput", "KiB/s", true, children_see),
+            Figure::new("cpu", "%", false, cpu),
+            Figure::new("bytes", "B", true, self.bytes as f64),
+        ];
+        if self.threads > 1 {
+            let names = ["thread min", "thread avg", "thread max"];
+            for (name, v) in names.into_iter().zip(self.thread_rates) {
+                out.push(Figure::new(name, "KiB/s", true, v));
+            }
+        }
+        out.into_iter().map(|f| f.at(&dims)).collect()
+    }
+}
+
+/// IOzone's timer resolution: it times with gettimeofday and prints "Time Resolution =
+/// 0.000001 seconds" in its header.
+const IOZONE_TIME_RES: f64 = 1e-6;
+
+/// A test's time as IOzone computes it: the measured time less its timer's resolution, and
+/// never below that resolution (write_perf_test: `time - time_res`, then `time_res` when under
+/// a microsecond). It matters for small files only: a 64 KiB file read from memory in 5 µs
+/// gets 20% more KiB/s, and fsbench's figure must mean what IOzone's does.
+fn iozone_time(measured: f64) -> f64 {
+    let t = measured - IOZONE_TIME_RES;
+    if t < 1e-6 { IOZONE_TIME_RES } else { t }
+}
+
+/// What a test does with each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Io {
+    Write,
+    Read,
+    /// Positioned (pread/pwrite) in the given pattern.
+    PWrite(Pattern),
+    PRead(Pattern),
+    StdioWrite,
+    StdioRead,
+}
+
+fn io_of(test: &str) -> Io {
+    match test {
+        "write" | "rewrite" => Io::Write,
+        "read" | "reread" => Io::Read,
+        "random-read" => Io::PRead(Pattern::Random),
+        "random-write" => Io::PWrite(Pattern::Random),
+        "backward-read" => Io::PRead(Pattern::Backward),
+        "record-rewrite" => Io::PWrite(Pattern::Same),
+        "stride-read" => Io::PRead(Pattern::Stride),
+        "fwrite" | "refwrite" => Io::StdioWrite,
+        "fread" | "refread" => Io::StdioRead,
+        "pwrite" | "repwrite" => Io::PWrite(Pattern::Sequential),
+        _ => Io::PRead(Pattern::Sequential),
+    }
+}
+
+pub struct Iozone {
+    params: IozoneParams,
+    /// Every cell's figures, in IOzone's order.
+    figures: Vec<Figure>,
+    /// Which cells were skipped, and why.
+    notes: Vec<String>,
+    /// Read tests that ran with caches in place (not root, or `no-drop`).
+    reads_without_drop: usize,
+}
+
+impl Iozone {
+    pub fn new(params: IozoneParams) -> Iozone {
+        Iozone {
+            params,
+            figures: Vec::new(),
+            notes: Vec::new(),
+            reads_without_drop: 0,
+        }
+    }
+
+    fn flags(&self, write: bool) -> OFlags {
+        let mut f = if write {
+            OFlags::RDWR | OFlags::CREATE
+        } else {
+            OFlags::RDONLY
+        } | OFlags::CLOEXEC;
+        if self.params.direct {
+            f |= OFlags::DIRECT;
+        }
+        if self.params.sync && write {
+            f |= OFlags::SYNC;
+        }
+        f
+    }
+
+    /// Refuses O_DIRECT on a filesystem without it, or records it cannot align, before any I/O.
+    fn check_direct(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+        if !self.params.direct {
+            return Ok(());
+        }
+        let (fs, align) = super::direct_alignment(dir)?;
+        if let Some(bad) = self
+            .params
+            .record_sizes
+            .iter()
+            .chain(&self.params.file_sizes)
+            .find(|r| *r % align != 0)
+        {
+            return Err(FsbenchError::InvalidInput(format!(
+                "O_DIRECT on {fs} needs sizes that are multiples of {align} bytes (its logical block size); {bad} is not"
+            )));
+        }
+        Ok(())
+    }
+
+    /// One test of one cell on every thread's file, each thread with its own buffer of
+    /// `buffers` (allocated once per phase and kept warm, as IOzone's one main buffer is).
+    fn run_test(
+        &self,
+        dir: BorrowedFd<'_>,
+        test: &str,
+        file_size: u64,
+        record: u64,
+        buffers: &mut [Aligned],
+    ) -> Result<CellResult, FsbenchError> {
+        let io = io_of(test);
+        let writes = matches!(io, Io::Write | Io::PWrite(_) | Io::StdioWrite);
+        let caches_dropped =
+            !writes && self.params.drop_caches && crate::measure::sync_and_drop_caches(dir);
+        let threads = self.params.threads as usize;
+        let barrier = Barrier::new(threads);
+        let cpu = CpuTimes::now();
+        let start = Instant::now();
+        let results: Vec<Result<(u64, f64), FsbenchError>> = if let [buf] = buffers {
+            // One thread does its I/O on the calling thread, as IOzone does without -t: no
+            // thread to start, and the caches stay the ones the previous test warmed.
+            vec![self.thread_io(dir, 0, io, writes, file_size, record, buf, &barrier)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = buffers
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(t, buf)| {
+                        let barrier = &barrier;
+                        s.spawn(move || {
+                            let outcome = with_private_fds(&[dir], || {
+                                self.thread_io(dir, t, io, writes, file_size, record, buf, barrier)
+                            });
+                            // A thread that could not start still meets the others at the
+                            // barrier, or they would wait for it forever.
+                            outcome.unwrap_or_else(|e| {
+                                barrier.wait();
+                                Err(e)
+                            })
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(FsbenchError::Failed("I/O thread panicked".into()))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        let elapsed = start.elapsed();
+        let cpu = CpuTimes::now().since(&cpu);
+        let mut bytes = 0;
+        let mut rates = Vec::with_capacity(threads);
+        for r in results {
+            let (b, secs) = r?;
+            if b != file_size {
+                return Err(FsbenchError::Failed(format!(
+                    "{test}: moved {b} bytes of a {file_size}-byte file"
+                )));
+            }
+            bytes += b;
+            rates.push(b as f64 / 1024.0 / secs.max(1e-9));
+        }
+        Ok(CellResult {
+            bytes,
+            elapsed_ns: elapsed.as_nanos() as u64,
+            cpu_ns: (cpu.user + cpu.system).as_nanos() as u64,
+            threads: self.params.threads,
+            thread_rates: [
+                rates.iter().copied().fold(f64::INFINITY, f64::min),
+                rates.iter().sum::<f64>() / rates.len() as f64,
+                rates.iter().copied().fold(0.0, f64::max),
+            ],
+            caches_dropped: writes || caches_dropped,
+        })
+    }
+
+    /// One thread's part: open (untimed), the I/O, fsync and close as asked; (bytes, seconds).
+    #[allow(clippy::too_many_arguments)]
+    fn thread_io(
+        &self,
+        dir: BorrowedFd<'_>,
+        t: usize,
+        io: Io,
+        writes: bool,
+        size: u64,
+        record: u64,
+        buf: &mut Aligned,
+        barrier: &Barrier,
+    ) -> Result<(u64, f64), FsbenchError> {
+        let name = thread_file(t);
+        let name = std::ffi::CStr::from_bytes_with_nul(&name).expect("NUL-terminated");
+        let opened = rustix::fs::openat(dir, name, self.flags(writes), Mode::from(0o644));
+        // Every thread meets the others at the barrier, an open that failed too.
+        barrier.wait();
+        let file: OwnedFd =
+            opened.map_err(|e| FsbenchError::Failed(format!("open {name:?}: {e}")))?;
+        let buf = &mut buf.buf()[..record as usize];
+        let n = size / record;
+        let start = Instant::now();
+        let mut moved = 0u64;
+        match io {
+            Io::Write | Io::Read => {
+                for _ in 0..n {
+                    moved += if writes {
+                        write_all(&file, buf)?
+                    } else {
+                        read_full(&file, buf)?
+                    };
+                }
+            }
+            Io::PWrite(pattern) | Io::PRead(pattern) => {
+                for i in Offsets::new(pattern, n) {
+                    let off = i * record;
+                    moved += if writes {
+                        pwrite_all(&file, buf, off)?
+                    } else {
+                        pread_full(&file, buf, off)?
+                    };
+                }
+            }
+            Io::StdioWrite => {
+                let mut out =
+                    BufWriter::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+                for _ in 0..n {
+                    out.write_all(buf)
+                        .map_err(|e| FsbenchError::Failed(format!("fwrite: {e}")))?;
+                    moved += record;
+                }
+                out.flush()
+                    .map_err(|e| FsbenchError::Failed(format!("fflush: {e}")))?;
+            }
+            Io::StdioRead => {
+                let mut input =
+                    std::io::BufReader::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+                for _ in 0..n {
+                    std::io::Read::read_exact(&mut input, buf)
+                        .map_err(|e| FsbenchError::Failed(format!("fread: {e}")))?;
+                    moved += record;
+                }
+            }
+        }
+        if writes && self.params.fsync {
+            rustix::fs::fsync(&file).map_err(io_err)?;
+        }
+        let secs_before_checks = iozone_time(start.elapsed().as_secs_f64());
+        if writes {
+            // Not timed: the file must have exactly the cell's size after every write test.
+            let st = rustix::fs::fstat(&file).map_err(io_err)?;
+            if st.st_size as u64 != size {
+                return Err(FsbenchError::Failed(format!(
+                    "file {name:?} is {} bytes after writing, not {size}",
+                    st.st_size
+                )));
+            }
+        }
+        if writes && !self.params.fsync && !self.params.close {
+            // Not timed: IOzone flushes a written file before the next test ("clean up before
+            // read starts") unless `-e` or `-c` ended its timing with a flush or close.
+            rustix::fs::fsync(&file).map_err(io_err)?;
+        }
+        if self.params.close {
+            let before_close = Instant::now();
+            drop(file);
+            return Ok((
+                moved,
+                secs_before_checks + before_close.elapsed().as_secs_f64(),
+            ));
+        }
+        drop(file);
+        Ok((moved, secs_before_checks))
+    }
+
+    /// Creates every thread's file at its full size (untimed), for cells without a write test.
+    fn prepare_files(
+        &self,
+        dir: BorrowedFd<'_>,
+        size: u64,
+        record: u64,
+        buf: &mut Aligned,
+    ) -> Result<(), FsbenchError> {
+        let barrier = Barrier::new(1);
+        for t in 0..self.params.threads as usize {
+            self.thread_io(dir, t, Io::Write, true, size, record, buf, &barrier)?;
+        }
+        Ok(())
+    }
+}
+
+/// Thread `t`'s file, `iozone.tmp.NNNN\0`: one name for creating and removing it (threads
+/// are at most 1024, so four digits suffice).
+fn thread_file(t: usize) -> [u8; 16] {
+    let mut name = *b"iozone.tmp.0000\0";
+    let mut v = t;
+    for digit in name[11..15].iter_mut().rev() {
+        *digit = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    name
+}
+
+fn io_err(e: impl std::fmt::Display) -> FsbenchError {
+    FsbenchError::Failed(format!("I/O: {e}"))
+}
+
+fn check_disk_full(e: rustix::io::Errno) -> FsbenchError {
+    crate::measure::fatal_error(e, "matrix", 0).unwrap_or_else(|| io_err(e))
+}
+
+fn write_all(file: &OwnedFd, buf: &[u8]) -> Result<u64, FsbenchError> {
+    super::write_all(file, buf)
+        .map(|n| n as u64)
+        .map_err(check_disk_full)
+}
+
+fn pwrite_all(file: &OwnedFd, buf: &[u8], off: u64) -> Result<u64, FsbenchError> {
+    super::pwrite_all(file, buf, off)
+        .map(|n| n as u64)
+        .map_err(check_disk_full)
+}
+
+fn read_full(file: &OwnedFd, buf: &mut [u8]) -> Result<u64, FsbenchError> {
+    super::read_full(file, buf)
+        .map(|n| n as u64)
+        .map_err(io_err)
+}
+
+fn pread_full(file: &OwnedFd, buf: &mut [u8], off: u64) -> Result<u64, FsbenchError> {
+    super::pread_full(file, buf, off)
+        .map(|n| n as u64)
+        .map_err(io_err)
+}
+
+impl Workload for Iozone {
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+        std::borrow::Cow::Borrowed(PHASES)
+    }
+
+    fn expected_units(&self, _: usize) -> u64 {
+        let tests = self.params.tests().count() as u64;
+        self.params
+            .cells()
+            .iter()
+            .map(|(f, r)| f / r * tests * self.params.threads as u64)
+            .sum()
+    }
+
+    fn run_phase(
+        &mut self,
+        _: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        self.check_direct(dir)?;
+        let has_write = self.params.groups.contains(&0);
+        // The largest file whose threads' copies fit the target (the workloads' one rule).
+        let threads = self.params.threads as u64;
+        let wanted = self.params.file_sizes.iter().copied().max().unwrap_or(0);
+        let (largest, free) = super::fit_size(dir, wanted, threads, 1)?;
+        let (cells, skipped): (Vec<_>, Vec<_>) = self
+            .params
+            .cells()
+            .into_iter()
+            .partition(|(f, _)| *f <= largest);
+        if let Some(free) = free
+            && !skipped.is_empty()
+        {
+            let mut sizes: Vec<u64> = skipped.iter().map(|(f, _)| *f).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            self.notes.push(format!(
+                "skipping files of {} and larger ({} of {} cells, file sizes {}): {threads} thread(s)' files of that size do not fit in 80% of the {} free",
+                format_bytes(sizes[0]),
+                skipped.len(),
+                skipped.len() + cells.len(),
+                sizes.iter().map(|s| compact_size(*s)).collect::<Vec<_>>().join("+"),
+                format_bytes(free)
+            ));
+        }
+        let largest_record = cells.iter().map(|c| c.1).max().unwrap_or(0);
+        let mut buffers: Vec<Aligned> = (0..threads)
+            .map(|_| Aligned::new(largest_record as usize))
+            .collect();
+        for (file_size, record) in cells {
+            if !has_write {
+                self.prepare_files(dir, file_size, record, &mut buffers[0])?;
+            }
+            for (test, _, _) in self.params.tests() {
+                let cell = self.run_test(dir, test, file_size, record, &mut buffers)?;
+                rec.units_done(
+                    (file_size / record) * self.params.threads as u64,
+                    cell.bytes,
+                )?;
+                self.reads_without_drop += usize::from(!cell.caches_dropped);
+                self.figures.extend(cell.figures(test, file_size, record));
+            }
+            for t in 0..self.params.threads as usize {
+                let _ = rustix::fs::unlinkat(dir, &thread_file(t)[..15], AtFlags::empty());
+            }
+        }
+        Ok(())
+    }
+
+    fn after_phase(
+        &mut self,
+        _: usize,
+        _: BorrowedFd<'_>,
+    ) -> Result<super::PhaseOutput, FsbenchError> {
+        if std::mem::take(&mut self.reads_without_drop) > 0 {
+            self.notes.push(if self.params.drop_caches {
+                "caches could not be dropped before the read tests (needs root): reads may come from memory".to_string()
+            } else {
+                "caches were kept before the read tests (no-drop): reads may come from memory".to_string()
+            });
+        }
+        Ok(super::PhaseOutput {
+            figures: std::mem::take(&mut self.figures),
+            notes: std::mem::take(&mut self.notes),
+            ..Default::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

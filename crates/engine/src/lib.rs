@@ -1,0 +1,14 @@
+//! The engine: the plan of rounds, each run's lifecycle on a fresh filesystem, the one phase
+//! loop, observers, the harness ceiling and MPI ranks.
+
+#[cfg(feature = "mpi")]
+use fsbench_core::rmtree;
+use fsbench_core::{
+    aging, drivers, error, measure, progress, results, shape, suite, sysinfo, testbed, units,
+    workload,
+};
+use fsbench_stats as stats;
+
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod runner;

@@ -1,0 +1,230 @@
+//! Scale-out under MPI: `mpirun -np N fsbench run ...`, with mdtest's and IOR's semantics.
+//!
+//! Rank 0 leads: it builds and checks the suite, runs the ordinary runner (rounds, fresh
+//! filesystems, the database, the console) with itself as the [`RunExecutor`], and tells the
+//! other ranks each run to do; they follow until it says stop. Within a run every rank does
+//! its share of each phase between barriers (`rank`), and rank 0 makes one record of the
+//! ranks' records (`aggregate`), so statistics, compare and report work unchanged. Every
+//! barrier exchanges the ranks' outcomes (`comm`): one rank's error ends them all there.
+
+mod aggregate;
+mod comm;
+mod rank;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FsbenchError, invalid};
+use crate::measure::Progress;
+use crate::runner::observer::{Observer, Silent};
+use crate::runner::{RunContext, RunExecutor, finish_run, fresh_for_run};
+use crate::suite::Suite;
+use crate::testbed::TargetSpec;
+use crate::workload::WorkloadSpec;
+use comm::Comm;
+pub use rank::MpiOptions;
+use rank::{Job, TOKEN_FILE};
+
+/// What rank 0 tells the others between runs.
+#[derive(Serialize, Deserialize)]
+enum Command {
+    Run(Box<Job>),
+    /// No more runs; `failed`: rank 0's suite ended with an error.
+    Stop {
+        failed: bool,
+    },
+}
+
+/// This process as one of the ranks.
+pub struct Session {
+    comm: Comm,
+    options: MpiOptions,
+    progress: Arc<Progress>,
+}
+
+impl Session {
+    pub fn start(options: MpiOptions, progress: Arc<Progress>) -> anyhow::Result<Session> {
+        Ok(Session {
+            comm: Comm::init()?,
+            options,
+            progress,
+        })
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.comm.rank == 0
+    }
+
+    /// Rank 0's suite on every rank (`prepared` is rank 0's, checked for MPI here), or its
+    /// error on every rank.
+    pub fn share_suite(&self, prepared: Option<anyhow::Result<Suite>>) -> anyhow::Result<Suite> {
+        let mine = match prepared {
+            Some(suite) => suite.and_then(|s| {
+                self.check(&s)?;
+                Ok(serde_json::to_vec(&s)?)
+            }),
+            None => Ok(Vec::new()),
+        };
+        let all = self.comm.barrier_sharing(mine)?;
+        serde_json::from_slice(&all[0]).context("rank 0's suite does not parse")
+    }
+
+    /// Whether the suite can run under MPI: the workloads that make sense, a target all
+    /// ranks can reach.
+    fn check(&self, suite: &Suite) -> anyhow::Result<()> {
+        if self.comm.nodes() > 1 && !matches!(suite.target, TargetSpec::Dir { .. }) {
+            return Err(invalid(format!(
+                "the ranks run on {} nodes: a fresh filesystem per run (mkfs, tmpfs) is \
+                 possible only when all ranks share one node; give the shared filesystem with \
+                 --dir",
+                self.comm.nodes()
+            )));
+        }
+        for spec in &suite.workloads {
+            if let Some(why) = refusal(spec) {
+                return Err(invalid(format!(
+                    "{} cannot run under MPI: {why}",
+                    spec.label()
+                )));
+            }
+            if self.options.shared_dir && !matches!(spec, WorkloadSpec::Tree(_)) {
+                return Err(invalid(format!(
+                    "--shared-dir: {} names its files the same on every rank; only tree runs \
+                     in a shared directory",
+                    spec.label()
+                )));
+            }
+        }
+        if let Some(s) = self.options.stonewall
+            && !(s.is_finite() && s > 0.0)
+        {
+            return Err(invalid("--stonewall must be a positive number of seconds"));
+        }
+        if self.options.stonewall.is_some() {
+            for spec in &suite.workloads {
+                if let Some(why) = stonewall_refusal(spec) {
+                    return Err(invalid(format!("--stonewall: {}: {why}", spec.label())));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ranks other than 0: every run rank 0 announces, until it says stop.
+    pub fn follow(&self) -> anyhow::Result<()> {
+        let mut failure = None;
+        loop {
+            let bytes = self.comm.broadcast(Vec::new());
+            match serde_json::from_slice(&bytes).context("rank 0's command does not parse")? {
+                Command::Run(job) => {
+                    if let Err(e) = rank::run_share(&self.comm, &job, &self.progress, &mut Silent) {
+                        failure = Some(e);
+                    }
+                }
+                Command::Stop { failed } => {
+                    return match failure {
+                        Some(e) => Err(e),
+                        None if failed => Err(FsbenchError::Failed(
+                            "rank 0's suite failed (it says why)".into(),
+                        )
+                        .into()),
+                        None => Ok(()),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Rank 0, after its suite: the others stop following.
+    pub fn stop(&self, failed: bool) {
+        let stop = serde_json::to_vec(&Command::Stop { failed }).expect("a command serializes");
+        self.comm.broadcast(stop);
+    }
+}
+
+/// Why a workload makes no sense under MPI; `None` for those that run.
+fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
+    match spec {
+        WorkloadSpec::Tree(_) | WorkloadSpec::Atomic(_) => None,
+        WorkloadSpec::Iozone(p) if p.groups.iter().all(|g| *g <= 1) => None,
+        WorkloadSpec::Iozone(_) => Some(
+            "only IOzone's sequential tests (-i 0, -i 1) are IOR-like bandwidth; its random and \
+             strided tests measure one client's access pattern",
+        ),
+        WorkloadSpec::Archive(_) => Some(
+            "it extracts one archive that one client reads; N ranks would measure N copies of \
+             the archive's reads, not the filesystem",
+        ),
+        WorkloadSpec::Alloc(_) => Some(
+            "it measures how one filesystem lays out one file per method (extents, fragmentation); \
+             figures of several clients do not add up",
+        ),
+        WorkloadSpec::Ffsb(_) => {
+            Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
+        }
+        WorkloadSpec::Replay(_) => Some(
+            "it replays one program's calls on one directory; N ranks would replay N copies \
+             of the same paths, each in a directory of its own",
+        ),
+        WorkloadSpec::Io(_) => Some(
+            "its ranks would need their own files and IOR's aggregation of IOPS and bandwidth, \
+             which it does not have yet; run its jobs as threads (numjobs=N)",
+        ),
+        WorkloadSpec::Command(_) => Some(
+            "your commands would run once per rank with nothing to line their phases up; run              your own parallel program (mpirun inside a phase) instead",
+        ),
+    }
+}
+
+/// Why `--stonewall` cannot stop a workload at its deadline; `None` for tree's file create.
+/// Refused rather than only counted: a count taken from the progress series while every rank
+/// still did all its work would be a different figure under mdtest's name.
+fn stonewall_refusal(spec: &WorkloadSpec) -> Option<&'static str> {
+    match spec {
+        WorkloadSpec::Tree(p) if p.threads > 1 => Some(
+            "a rank's threads would have to stop and agree among themselves as well; give \
+             the threads as ranks (mpirun -np) instead",
+        ),
+        WorkloadSpec::Tree(_) => None,
+        _ => Some(
+            "only tree's file create stops at the deadline (mdtest -W stops file creation); \
+             this workload's phases are of fixed sizes that its later phases need whole",
+        ),
+    }
+}
+
+impl RunExecutor for Session {
+    fn run(
+        &self,
+        run: RunContext<'_>,
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<Option<String>> {
+        let fresh = fresh_for_run(run.target, run.preparer, run.what, run.record, observer)?;
+        let mkfs_command = fresh.mkfs_command.clone();
+        let token_path = fresh.path().join(TOKEN_FILE);
+        let token = format!("{}.{:?}", std::process::id(), std::time::SystemTime::now());
+        std::fs::write(&token_path, &token)
+            .with_context(|| format!("cannot write {}", token_path.display()))?;
+        let job = Job {
+            spec: run.what.spec.clone(),
+            dir: fresh.path().to_path_buf(),
+            token,
+            label: run.what.label.to_string(),
+            settle: run.what.settings.settle,
+            options: self.options.clone(),
+        };
+        self.comm
+            .broadcast(serde_json::to_vec(&Command::Run(Box::new(job.clone())))?);
+        let outcome = rank::run_share(&self.comm, &job, &run.what.settings.progress, observer);
+        let _ = std::fs::remove_file(&token_path);
+        run.record.phases = outcome?.unwrap_or_default();
+        finish_run(fresh, run.what, run.record, observer)?;
+        Ok(mkfs_command)
+    }
+
+    fn processes(&self) -> u64 {
+        self.comm.size as u64
+    }
+}

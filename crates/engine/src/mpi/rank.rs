@@ -1,0 +1,264 @@
+//! One rank's share of a run: check the target, make its own directory (or share the one
+//! tree), run every phase between barriers (on another rank's files where `shift` says so),
+//! remove what it made.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::aggregate::{self, RankPhase};
+use super::comm::{Comm, Failure};
+use crate::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
+use crate::results::PhaseRecord;
+use crate::rmtree;
+use crate::runner::observer::Observer;
+use crate::runner::phases::{PhaseSettings, run_phase};
+use crate::workload::tree::{Share, Stonewall, Tree};
+use crate::workload::{Workload, WorkloadSpec};
+
+/// The file rank 0 writes in the run's directory; every rank must read the same token there.
+pub(crate) const TOKEN_FILE: &str = ".fsbench-mpi-token";
+
+/// How ranks share the work (the same for every run of a suite).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MpiOptions {
+    /// One tree for all ranks, rank 0 making its directories, every rank adding its own files
+    /// (mdtest without `-u`), instead of a directory and tree per rank.
+    pub shared_dir: bool,
+    /// Stat, read and remove phases act on rank (r + K) mod N's files; `None`: the ranks per
+    /// node (mdtest `-N`).
+    pub shift: Option<usize>,
+    /// Stop file create at this many seconds; wear-out to the ranks' maximum (mdtest `-W`).
+    pub stonewall: Option<f64>,
+}
+
+/// A run, as rank 0 tells the others.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Job {
+    pub(crate) spec: WorkloadSpec,
+    pub(crate) dir: PathBuf,
+    pub(crate) token: String,
+    pub(crate) label: String,
+    pub(crate) settle: bool,
+    pub(crate) options: MpiOptions,
+}
+
+/// Phases that may act on another rank's files; in a shared tree not dir-remove, which rank
+/// 0 alone does.
+const SHIFTED_PHASES: &[&str] = &["file-stat", "file-read", "file-remove", "dir-remove"];
+/// The one tree of every rank under `--shared-dir`.
+const SHARED_TREE: &str = "tree.shared";
+
+/// This rank's share of `job`. On rank 0 the phases' records over every rank; elsewhere
+/// `None`. Every rank removes what it made, whatever happened.
+pub(crate) fn run_share(
+    comm: &Comm,
+    job: &Job,
+    progress: &Arc<Progress>,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<Option<Vec<PhaseRecord>>> {
+    let top = comm.barrier(open_checked(&job.dir, &job.token))?;
+    let own = own_name(job, comm.rank);
+    let made = comm.barrier(make_own(&top, job, own.as_deref()));
+    let outcome = made.and_then(|()| run_phases(comm, job, &top, progress, observer));
+    // Every rank has left its phases here (they end at a barrier): no rank adds files to a
+    // shared tree while rank 0 removes it.
+    let removed = own.as_deref().map_or(Ok(()), |own| {
+        remove_own(&top, own).with_context(|| {
+            format!(
+                "cannot remove {}",
+                job.dir
+                    .join(String::from_utf8_lossy(own).as_ref())
+                    .display()
+            )
+        })
+    });
+    let removed = comm.barrier(removed);
+    let records = outcome?;
+    removed?;
+    Ok(records)
+}
+
+fn open_dir(at: impl AsFd, path: &Path) -> anyhow::Result<OwnedFd> {
+    rustix::fs::openat(
+        at,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open {}", path.display()))
+}
+
+/// The run's directory, if it is the one rank 0 made (the same token in it).
+fn open_checked(dir: &Path, token: &str) -> anyhow::Result<OwnedFd> {
+    let fd = open_dir(rustix::fs::CWD, dir)?;
+    let found = std::fs::read_to_string(dir.join(TOKEN_FILE)).unwrap_or_default();
+    if found != token {
+        anyhow::bail!(
+            "does not see rank 0's target directory {} (its token file is missing or differs): \
+             every rank must see the same directory, e.g. on a shared filesystem",
+            dir.display()
+        );
+    }
+    Ok(fd)
+}
+
+/// The entry a rank owns in the run's directory and removes at the end: its directory; with
+/// a shared directory rank 0 owns the one tree (every rank's files are in it), the others
+/// nothing.
+fn own_name(job: &Job, rank: usize) -> Option<Vec<u8>> {
+    match job.options.shared_dir {
+        true => (rank == 0).then(|| SHARED_TREE.as_bytes().to_vec()),
+        false => Some(format!("rank.{rank}").into_bytes()),
+    }
+}
+
+/// Makes the rank's directory (a shared tree's root is made in dir-create, by rank 0).
+fn make_own(top: &OwnedFd, job: &Job, own: Option<&[u8]>) -> anyhow::Result<()> {
+    let Some(own) = own.filter(|_| !job.options.shared_dir) else {
+        return Ok(());
+    };
+    rustix::fs::mkdirat(top, own, Mode::from(0o755)).with_context(|| {
+        format!(
+            "cannot create {}",
+            job.dir
+                .join(String::from_utf8_lossy(own).as_ref())
+                .display()
+        )
+    })
+}
+
+/// Removes the rank's own entry; nothing to remove is fine (a failure before it was made).
+fn remove_own(top: &OwnedFd, own: &[u8]) -> anyhow::Result<()> {
+    // Its own progress: a signal that stopped the run must not stop the cleanup.
+    let mut rec = PhaseRecorder::start("cleanup", Arc::new(Progress::default()));
+    rmtree::remove(top.as_fd(), own, &mut rec)?;
+    let m = rec.finish();
+    match m.errors.iter().find(|(e, _)| e.as_str() != "ENOENT") {
+        Some((e, n)) => anyhow::bail!("{e} ×{n}: {}", m.failures.join("; ")),
+        None => Ok(()),
+    }
+}
+
+/// The workload instance of `rank`: a tree of its own (`tree.r<rank>`, distinct so that
+/// shifted ranks find each other's), or its share of the one shared tree, its files named
+/// with its rank; with the run's stonewall.
+fn instance(job: &Job, rank: usize, stonewall: Option<&Stonewall>) -> Box<dyn Workload> {
+    let WorkloadSpec::Tree(p) = &job.spec else {
+        return job.spec.instantiate();
+    };
+    let mut tree = match job.options.shared_dir {
+        true => Tree::new(p.clone(), SHARED_TREE.into()).shared(Share {
+            makes_dirs: rank == 0,
+            rank: Some(rank as u32),
+            thread: None,
+        }),
+        false => Tree::new(p.clone(), format!("tree.r{rank}")),
+    };
+    if let Some(s) = stonewall {
+        tree = tree.with_stonewall(s.clone());
+    }
+    Box::new(tree)
+}
+
+/// Every phase between barriers; each rank's record goes to rank 0 at the barrier after it.
+fn run_phases(
+    comm: &Comm,
+    job: &Job,
+    top: &OwnedFd,
+    progress: &Arc<Progress>,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<Option<Vec<PhaseRecord>>> {
+    let shift = job.options.shift.unwrap_or(comm.local_size) % comm.size;
+    let other = (comm.rank + shift) % comm.size;
+    let shifts = shift != 0 && matches!(job.spec, WorkloadSpec::Tree(_));
+    let dir_of = |rank: usize| -> anyhow::Result<OwnedFd> {
+        if job.options.shared_dir {
+            Ok(rustix::io::dup(top)?)
+        } else {
+            open_dir(top, Path::new(&format!("rank.{rank}")))
+        }
+    };
+    let own_dir = comm.barrier(dir_of(comm.rank))?;
+    let stonewall = job
+        .options
+        .stonewall
+        .map(|secs| Stonewall::new(Duration::from_secs_f64(secs), super::comm::agree_max));
+    let mut own = instance(job, comm.rank, stonewall.as_ref());
+    // The other rank's directory exists: every rank made its own before this barrier.
+    let mut theirs = match shifts {
+        true => Some((
+            comm.barrier(dir_of(other))?,
+            instance(job, other, stonewall.as_ref()),
+        )),
+        false => None,
+    };
+    let settings = PhaseSettings {
+        settle: false,
+        progress: progress.clone(),
+    };
+    let phases = own.phases();
+    let mut records = Vec::new();
+    for (index, info) in phases.iter().enumerate() {
+        // One rank per node drops the node's caches; everyone waits for every node.
+        let dropped = job.settle && comm.local_rank == 0 && sync_and_drop_caches(top);
+        let drops = comm.exchange(Ok(vec![dropped as u8]))?;
+        let my_host = &comm.hosts[comm.rank];
+        let caches_dropped = drops
+            .iter()
+            .zip(&comm.hosts)
+            .any(|(d, h)| h == my_host && d.first() == Some(&1));
+        let shifted = SHIFTED_PHASES.contains(&info.name.as_ref())
+            && !(job.options.shared_dir && info.name == "dir-remove");
+        let (workload, dir, acted_on) = match &mut theirs {
+            Some((dir, w)) if shifted => (w.as_mut(), &*dir, other),
+            _ => (own.as_mut(), &own_dir, comm.rank),
+        };
+        let start_ns = realtime_ns();
+        let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
+        let end_ns = realtime_ns();
+        let stonewalled = stonewall.as_ref().filter(|_| info.name == "file-create");
+        if let Some(s) = stonewalled {
+            // Whatever ended this rank's phase, the others wait for its word.
+            s.abandon();
+        }
+        let mine = outcome
+            .map_err(|e| Failure::of(&e.into()))
+            .and_then(|mut record| {
+                record.caches_dropped = caches_dropped;
+                let phase = RankPhase {
+                    record,
+                    start_ns,
+                    end_ns,
+                    acted_on,
+                    stonewall: stonewalled.and_then(|s| s.agreed.get().copied()),
+                };
+                serde_json::to_vec(&phase).map_err(|e| Failure::of(&e.into()))
+            });
+        let all = comm.exchange(mine)?;
+        if comm.rank == 0 {
+            let ranks = all
+                .iter()
+                .map(|b| serde_json::from_slice::<RankPhase>(b))
+                .collect::<Result<Vec<_>, _>>()
+                .context("a rank's phase record does not parse")?;
+            let cx = aggregate::Context {
+                info,
+                hosts: &comm.hosts,
+                stonewall_secs: job.options.stonewall,
+            };
+            records.push(aggregate::aggregate(&ranks, &cx));
+        }
+    }
+    Ok((comm.rank == 0).then_some(records))
+}
+
+fn realtime_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}

@@ -1,0 +1,118 @@
+//! Running a workload's phases on a prepared directory. This is the unit a coordinator calls
+//! between barriers: caches are settled before each phase, the phase is measured, and the
+//! deferred work it left is timed by a sync right after it.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::FsbenchError;
+use crate::measure::sync_and_drop_caches;
+use crate::measure::{PhaseRecorder, Progress};
+use crate::progress::PhaseProgress;
+use crate::results::PhaseRecord;
+use crate::runner::observer::{Observer, PhaseStart};
+use crate::shape::{self, PhaseShape, ThreadsDone};
+
+use crate::workload::Workload;
+
+/// How phases are run.
+#[derive(Debug, Clone)]
+pub struct PhaseSettings {
+    /// Sync and drop caches before each phase and time a sync after it (suites). fdtree
+    /// compatibility mode does neither, as fdtree.bash did not.
+    pub settle: bool,
+    pub progress: Arc<Progress>,
+}
+
+/// Runs phase `index` of `workload` in `dir`, telling `observer` when it starts and ends;
+/// `label` names the run in those events.
+pub fn run_phase(
+    workload: &mut dyn Workload,
+    index: usize,
+    dir: &OwnedFd,
+    settings: &PhaseSettings,
+    label: &str,
+    observer: &mut dyn Observer,
+) -> Result<PhaseRecord, FsbenchError> {
+    let caches_dropped = settings.settle && sync_and_drop_caches(dir);
+    if settings
+        .progress
+        .cancel
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return Err(FsbenchError::Interrupted);
+    }
+    // The sampler's first sample must not see the previous phase's count.
+    settings
+        .progress
+        .done
+        .store(0, std::sync::atomic::Ordering::Relaxed);
+    let phases = workload.phases();
+    observer.phase_started(&PhaseStart {
+        label,
+        phase: &phases[index].name,
+        expected_units: workload.expected_units(index),
+        progress: &settings.progress,
+    });
+    let outcome = measure_phase(workload, index, dir, settings, caches_dropped);
+    observer.phase_finished(label, outcome.as_ref().ok());
+    outcome
+}
+
+/// The measured part of [`run_phase`], from its start to the workload's own figures.
+fn measure_phase(
+    workload: &mut dyn Workload,
+    index: usize,
+    dir: &OwnedFd,
+    settings: &PhaseSettings,
+    caches_dropped: bool,
+) -> Result<PhaseRecord, FsbenchError> {
+    let phases = workload.phases();
+    let info = &phases[index];
+    workload.before_phase(index)?;
+    settings.progress.reset_threads();
+    let started = Instant::now();
+    let sampler = PhaseProgress::start(settings.progress.clone());
+    let mut recorder = PhaseRecorder::start(&info.name, settings.progress.clone());
+    let outcome = workload.run_phase(index, dir.as_fd(), &mut recorder);
+    let measurement = recorder.finish();
+    let progress = sampler.finish();
+    outcome?;
+    let sync_after_ns = settings.settle.then(|| {
+        let start = Instant::now();
+        let _ = rustix::fs::syncfs(dir);
+        start.elapsed().as_nanos() as u64
+    });
+    let output = workload.after_phase(index, dir.as_fd())?;
+    let mut measurement = measurement;
+    if let Some(units) = output.units {
+        measurement.ops = units;
+    }
+    let threads = match settings.progress.threads() {
+        (n, Some((first, first_units))) if n >= 2 => Some(ThreadsDone::new(
+            n,
+            (first.duration_since(started).as_secs_f64(), first_units),
+            (measurement.elapsed_secs(), measurement.ops),
+        )),
+        _ => None,
+    };
+    let shape = PhaseShape {
+        steady: shape::steady_state(&progress),
+        threads,
+        harness_percent: None,
+    };
+    Ok(PhaseRecord {
+        name: info.name.to_string(),
+        measurement,
+        caches_dropped,
+        sync_after_ns,
+        progress,
+        rank_progress: Vec::new(),
+        figures: output.figures,
+        notes: output.notes,
+        unsupported: output.unsupported,
+        idle: output.idle,
+        shape,
+    })
+}

@@ -1,0 +1,121 @@
+//! Reports of a suite's results: terminal tables, JSON, and fdtree's own format.
+
+use fsbench_core::{error, measure, results, testbed, units, workload};
+use fsbench_stats as stats;
+
+pub mod aging;
+pub mod answer;
+pub mod charts;
+pub mod compare;
+pub mod csv;
+mod details;
+pub mod fdtree;
+pub mod ffsb;
+pub mod fio;
+pub mod fit;
+pub mod html;
+pub mod iozone;
+pub mod json;
+mod kept_output;
+pub mod matrix;
+mod notes;
+pub mod rank;
+mod ranks;
+pub mod stack;
+pub mod table;
+#[cfg(test)]
+mod terminal_tests;
+mod warnings;
+
+/// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.
+pub fn figure(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    // Beyond what digits can show (the bounds of wide intervals): an exponent.
+    if a >= 1e15 || (a > 0.0 && a < 1e-9) {
+        format!("{v:.2e}")
+    } else if a >= 1000.0 {
+        fixed(v, 1)
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 0.01 || a == 0.0 {
+        format!("{v:.3}")
+    } else {
+        // Three significant digits without an exponent: 0.00442.
+        let decimals = (2.0 - a.log10().floor()).min(12.0) as usize;
+        format!("{v:.decimals$}")
+    }
+}
+
+/// The decimals that give the largest of `values` three significant digits: one precision
+/// for a whole column, so that its numbers line up (26,141 · 0.278 · 0.0095).
+pub fn column_decimals(values: impl IntoIterator<Item = f64>) -> usize {
+    let largest = values
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .map(f64::abs)
+        .fold(0.0, f64::max);
+    if largest == 0.0 {
+        return 0;
+    }
+    (2 - largest.log10().floor() as i32).clamp(0, 6) as usize
+}
+
+/// `v` with `decimals` decimals and thousands separators: 1,234.5.
+pub fn fixed(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let rounded = format!("{:.decimals$}", v.abs());
+    let (int, frac) = rounded
+        .split_once('.')
+        .map_or((rounded.as_str(), String::new()), |(i, f)| {
+            (i, format!(".{f}"))
+        });
+    let sign = if v < 0.0 && rounded.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        "-"
+    } else {
+        ""
+    };
+    format!(
+        "{sign}{}{frac}",
+        crate::units::group_thousands(int.parse().unwrap_or(0))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{column_decimals, figure, fixed};
+
+    #[test]
+    fn a_column_shares_one_precision() {
+        assert_eq!(column_decimals([26_140.9, 1_626.3]), 0);
+        assert_eq!(column_decimals([0.278, 0.016]), 3);
+        assert_eq!(column_decimals([0.00946, 0.014]), 4);
+        assert_eq!(column_decimals([0.0]), 0);
+        assert_eq!(fixed(26_140.9, 0), "26,141");
+        assert_eq!(fixed(0.00946, 4), "0.0095");
+        assert_eq!(fixed(-1234.56, 1), "-1,234.6");
+        assert_eq!(fixed(-0.0001, 2), "0.00");
+        assert_eq!(fixed(f64::INFINITY, 2), "-");
+    }
+
+    #[test]
+    fn figures_read_at_a_glance() {
+        assert_eq!(figure(0.5123), "0.512");
+        assert_eq!(figure(12.345), "12.35");
+        assert_eq!(figure(342.9), "342.9");
+        assert_eq!(figure(70889.8), "70,889.8");
+        assert_eq!(figure(-1234.5), "-1,234.5");
+        assert_eq!(figure(0.0), "0.000");
+        assert_eq!(figure(0.004423), "0.00442");
+        assert_eq!(figure(0.0000123), "0.0000123");
+        assert_eq!(figure(f64::NAN), "-");
+        assert_eq!(figure(1.5e42), "1.50e42");
+        assert_eq!(figure(2.0e-12), "2.00e-12");
+    }
+}
