@@ -4,7 +4,7 @@
 use crate::measure::{Dim, Figure};
 use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::stats::Summary;
-use crate::stats::compare::{FigureKey, Role, phases_with_rate, role_of};
+use crate::stats::compare::{FigureKey, PhaseRoles, Role};
 use crate::workload::PhaseInfo;
 
 /// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
@@ -137,14 +137,11 @@ impl SuiteResult {
     /// percent of its mean: what `--runs auto` drives down. `None` while one has no interval.
     pub fn widest_primary_ci_percent(&self) -> Option<f64> {
         let keys: Vec<FigureKey> = self.summaries.iter().map(FigureKey::of).collect();
-        let with_rate = phases_with_rate(&keys);
+        let roles = PhaseRoles::new(std::slice::from_ref(self), &keys);
         self.summaries
             .iter()
             .zip(&keys)
-            .filter(|(_, key)| {
-                let has_rate = with_rate.contains(&(key.workload.as_str(), key.phase.as_str()));
-                role_of(key, has_rate) == Role::Primary
-            })
+            .filter(|(_, key)| roles.role(key) == Role::Primary)
             .map(|(s, _)| s.summary.ci95_relative_half_width())
             .try_fold(0.0f64, |widest, w| Some(widest.max(w?)))
     }

@@ -321,6 +321,7 @@ impl AllocParams {
                 unit: "MiB",
                 moves_data: false,
                 has_rate: true,
+                timed: true,
             })
             .collect()
     }

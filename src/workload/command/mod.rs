@@ -308,6 +308,7 @@ impl CommandParams {
                 unit: "items",
                 moves_data: false,
                 has_rate: p.items.is_some() || p.items_cmd.is_some(),
+                timed: true,
             })
             .collect()
     }
