@@ -86,6 +86,9 @@ pub(crate) struct WorkloadKind {
     /// Other workload names that mean this one with a preset (`ffsb-large-write`).
     pub aliases: &'static [(&'static str, &'static str)],
     pub build: fn(&Parsed) -> anyhow::Result<WorkloadSpec>,
+    /// Why the workload (as these parameters make it) cannot run under MPI; `None`: each rank
+    /// runs it in a directory of its own and rank 0 aggregates their phases.
+    pub mpi_refusal: fn(&WorkloadSpec) -> Option<&'static str>,
 }
 
 /// A parsed option value.
