@@ -88,6 +88,10 @@ pub(crate) struct WorkloadKind {
     pub build: fn(&Parsed) -> anyhow::Result<WorkloadSpec>,
     /// Why the workload (as these parameters make it) cannot run under MPI; `None`: each rank
     /// runs it in a directory of its own and rank 0 aggregates their phases.
+    #[cfg_attr(
+        not(feature = "mpi"),
+        expect(dead_code, reason = "only an MPI build runs ranks")
+    )]
     pub mpi_refusal: fn(&WorkloadSpec) -> Option<&'static str>,
 }
 
