@@ -492,6 +492,10 @@ fn the_layout_is_an_untimed_phase_shown_but_never_compared() {
     let show = cli(&["show", "1"]);
     assert!(show.contains("layout (untimed)"), "{show}");
     assert!(show.contains("layout (files/s)"), "{show}");
+    // Nor warned about: a layout shorter than a second is no measurement to redo.
+    let warnings = show.split("== Warnings ==").nth(1).unwrap();
+    assert!(warnings.contains(" io"), "{warnings}");
+    assert!(!warnings.contains("layout"), "{warnings}");
     // Compared: never. Its cells carry no difference and the verdict `untimed`.
     let doc: serde_json::Value =
         serde_json::from_str(&cli(&["compare", "1", "--output-format", "json"])).unwrap();

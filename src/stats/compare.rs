@@ -253,17 +253,7 @@ impl<'a> PhaseRoles<'a> {
             .filter(|k| k.metric == "rate" && k.dims.is_empty())
             .map(|k| (k.workload.as_str(), k.phase.as_str()))
             .collect();
-        let untimed = suites
-            .iter()
-            .flat_map(|s| &s.suite.workloads)
-            .flat_map(|w| {
-                let label = w.label();
-                (w.phases().iter())
-                    .filter(|p| !p.timed)
-                    .map(|p| (label.clone(), p.name.to_string()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let untimed = suites.iter().flat_map(|s| s.untimed_phases()).collect();
         PhaseRoles { with_rate, untimed }
     }
 
