@@ -68,7 +68,8 @@ def fsbench(work, db, opts):
     spec = f"io:size={SIZE},runtime={RUNTIME},{spec}"
     out = subprocess.run([FSBENCH, "--db", db, "run", "-q", "--output-format", "json", "--runs", "1",
                           "--dir", work, "-w", spec], check=True, capture_output=True, text=True).stdout
-    phase = json.loads(out)["runs"][0]["phases"][0]
+    # The timed phase `io`, after the untimed `layout`.
+    phase = next(p for p in json.loads(out)["runs"][0]["phases"] if p["name"] == "io")
     d = "write" if "write" in opts["rw"] else "read"
 
     def fig(name, pct=None):

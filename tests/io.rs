@@ -37,7 +37,7 @@ fn io_run(
 
 /// The figure `name` of direction `dir` (and percentile `pct`), from the first run's phase.
 fn figure(doc: &serde_json::Value, name: &str, dir: &str, pct: Option<&str>) -> Option<f64> {
-    let phase = &doc["runs"][0]["phases"][0];
+    let phase = &doc["runs"][0]["phases"][1];
     phase["figures"].as_array()?.iter().find_map(|f| {
         let dims = f["dims"].as_array()?;
         let dim = |n: &str| {
@@ -55,7 +55,7 @@ fn figure(doc: &serde_json::Value, name: &str, dir: &str, pct: Option<&str>) -> 
 /// Checks a finished run's counts: `ios` I/Os of 4 KiB, split between reads and writes as
 /// the figures say, with fio's percentiles in order.
 fn check_counts(doc: &serde_json::Value, ios: u64, what: &str) {
-    let phase = &doc["runs"][0]["phases"][0];
+    let phase = &doc["runs"][0]["phases"][1];
     assert_eq!(phase["name"], "io", "{what}");
     assert_eq!(phase["ops"].as_u64(), Some(ios), "{what}");
     assert_eq!(phase["bytes"].as_u64(), Some(ios * 4096), "{what}");
@@ -89,7 +89,7 @@ fn every_engine_moves_its_bytes_on_tmpfs_with_its_syncs() {
         let (out, doc) = io_run(dir.path(), None, &workload);
         assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
         check_counts(&doc, 2 * 2048, engine);
-        let latency = &doc["runs"][0]["phases"][0]["latency"];
+        let latency = &doc["runs"][0]["phases"][1]["latency"];
         let writes = latency["write"]["count"].as_u64().unwrap();
         // Each job's writes / 64 syncs, and one end_fsync per written file (2 per job).
         let syncs = latency["fsync"]["count"].as_u64().unwrap();
@@ -97,11 +97,12 @@ fn every_engine_moves_its_bytes_on_tmpfs_with_its_syncs() {
             (writes / 64..=writes / 64 + 2 + 4).contains(&syncs),
             "{engine}: {syncs} syncs for {writes} writes"
         );
-        let notes = doc["runs"][0]["phases"][0]["notes"].to_string();
-        assert!(
-            notes.contains("layout (untimed, before the phase): 4 file(s) of 4.0 MiB"),
-            "{notes}"
-        );
+        // The layout is its own phase before `io`: 4 files, read ones written in full.
+        let layout = &doc["runs"][0]["phases"][0];
+        assert_eq!(layout["name"], "layout", "{engine}");
+        assert_eq!(layout["ops"].as_u64(), Some(4), "{engine}");
+        assert_eq!(layout["bytes"].as_u64(), Some(4 * (4 << 20)), "{engine}");
+        assert!(layout["elapsed_ns"].as_u64().unwrap() > 0, "{engine}");
         let uring = engine.contains("io_uring");
         assert_eq!(latency.get("read slat").is_some(), uring, "{engine}");
     }
@@ -136,7 +137,7 @@ fn rate_iops_is_kept_and_latency_counts_from_the_schedule() {
             "{engine}: {iops} IO/s for 1000"
         );
         // The lateness of the issues is measured beside the latency that includes it.
-        let phase = &doc["runs"][0]["phases"][0];
+        let phase = &doc["runs"][0]["phases"][1];
         let lag = phase["figures"]
             .as_array()
             .unwrap()
@@ -456,4 +457,67 @@ fn a_job_file_s_unknown_option_is_refused_with_its_line() {
         2,
         "jobs.fio:3: fio option `verify` is not implemented",
     );
+}
+
+#[test]
+fn the_layout_is_an_untimed_phase_shown_but_never_compared() {
+    if !can_run("io's untimed layout across two tmpfs configurations", &[]) {
+        return;
+    }
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let cli = |args: &[&str]| {
+        let out = run(fsbench(state.path()).arg("--db").arg(&db).args(args));
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let image_dir = dir.path().to_str().unwrap();
+    cli(&[
+        "run",
+        "-q",
+        "--image-dir",
+        image_dir,
+        "--fs",
+        "tmpfs",
+        "--fs",
+        "tmpfs:mount=noatime",
+        "-w",
+        "io:rw=randread,bs=4k,size=4m,nrfiles=2",
+        "--runs",
+        "2",
+    ]);
+    assert_nothing_left(dir.path());
+    // Shown: its time and rates in the tables, marked untimed.
+    let show = cli(&["show", "1"]);
+    assert!(show.contains("layout (untimed)"), "{show}");
+    assert!(show.contains("layout (files/s)"), "{show}");
+    // Nor warned about: a layout shorter than a second is no measurement to redo.
+    let warnings = show.split("== Warnings ==").nth(1).unwrap();
+    assert!(warnings.contains(" io"), "{warnings}");
+    assert!(!warnings.contains("layout"), "{warnings}");
+    // Compared: never. Its cells carry no difference and the verdict `untimed`.
+    let doc: serde_json::Value =
+        serde_json::from_str(&cli(&["compare", "1", "--output-format", "json"])).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    let phase_rows = |phase: &'static str| rows.iter().filter(move |r| r["phase"] == phase);
+    assert!(phase_rows("layout").count() >= 3, "time, rate, throughput");
+    for row in phase_rows("layout") {
+        assert_eq!(row["role"], "untimed", "{row}");
+        let other = &row["cells"][1];
+        assert_eq!(other["verdict"], "untimed", "{row}");
+        assert!(other["difference"].is_null(), "{row}");
+    }
+    assert!(phase_rows("io").any(|r| r["role"] == "primary"));
+    let answers = doc["answers"].as_array().unwrap();
+    assert!(answers.iter().all(|a| a["phase"] == "io"), "{answers:?}");
+    // Ranked: only io's rate is a discipline.
+    let rank = cli(&["rank", "1"]);
+    assert!(rank.contains("io rate (ios/s)"), "{rank}");
+    assert!(!rank.contains("layout"), "{rank}");
+    // The answer and the phase verdicts (up to the workload's tables) name io only.
+    let verdicts = show.split("== Answer ==").nth(1).unwrap();
+    let verdicts = verdicts.split("== io:").next().unwrap();
+    assert!(verdicts.contains(" io"), "{verdicts}");
+    assert!(!verdicts.contains("layout"), "{verdicts}");
 }

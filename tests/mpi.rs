@@ -454,3 +454,60 @@ fn threads_and_ranks_share_one_tree_under_shared_dir() {
         target.entries()
     );
 }
+
+#[test]
+fn io_ranks_use_their_own_files_and_aggregate_as_ior() {
+    let Some(_one) = mpi_test("io_ranks_use_their_own_files_and_aggregate_as_ior", &[]) else {
+        return;
+    };
+    let (state, target) = (tempdir(), Target::new());
+    // Per rank: 2 jobs × 2 files × 1 MiB, written once in 4 KiB writes (512 I/Os).
+    let io = "io:rw=write,bs=4k,size=2m,nrfiles=2,numjobs=2";
+    let out = output_within(
+        &mut mpirun(3, state.path(), &target, "", &["-w", io]),
+        LIMIT,
+    );
+    let doc = succeeded(&out);
+    let phases = doc["runs"][0]["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["layout", "io"]);
+    let phase = &phases[1];
+    let per_rank_bytes = 2 * (2 << 20) as u64;
+    assert_eq!(phase["bytes"].as_u64(), Some(3 * per_rank_bytes));
+    assert_eq!(phase["ops"].as_u64(), Some(3 * 1024));
+    for r in 0..3 {
+        assert_eq!(figure(phase, "rank-items", Some(r)), 1024.0, "rank {r}");
+    }
+    // IOR: Σ bytes (and I/Os) ÷ (latest end − earliest start).
+    let span = (0..3)
+        .map(|r| figure(phase, "rank-end", Some(r)))
+        .fold(0.0, f64::max);
+    let starts: Vec<f64> = (0..3)
+        .map(|r| figure(phase, "rank-start", Some(r)))
+        .collect();
+    assert_eq!(starts.iter().copied().fold(f64::INFINITY, f64::min), 0.0);
+    let bw = figure(phase, "bandwidth-ior", None);
+    let expected = (3 * per_rank_bytes) as f64 / 1024.0 / span;
+    assert!(
+        (bw - expected).abs() <= expected * 1e-6,
+        "{bw} vs {expected}"
+    );
+    let iops = figure(phase, "rate-ior", None);
+    assert!(
+        (iops - 3072.0 / span).abs() <= iops * 1e-6,
+        "{iops} vs {span} s"
+    );
+    // The completion latencies of every rank's writes, merged.
+    assert_eq!(
+        phase["latency"]["write clat"]["count"].as_u64(),
+        Some(3 * 1024)
+    );
+    // Each rank laid out and wrote its own files, in its own directory, all removed.
+    let layout = &phases[0];
+    assert_eq!(layout["ops"].as_u64(), Some(3 * 4));
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}

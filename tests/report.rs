@@ -197,3 +197,106 @@ fn report_renders_in_chromium_without_errors() {
         );
     }
 }
+
+#[test]
+fn a_suite_varying_iodepth_and_bs_charts_iops_and_p99_against_them() {
+    if !can_run("io sweep charts over two tmpfs configurations", &[]) {
+        return;
+    }
+    let (dir, state) = (tempdir(), tempdir());
+    let db = state.path().join("results.db");
+    let io = |more: &str| format!("io:rw=randread,size=2m,ioengine=io_uring,{more}");
+    let workloads = [
+        io("bs=4k,iodepth=1"),
+        io("bs=4k,iodepth=4"),
+        io("bs=4k,iodepth=16"),
+        io("bs=16k,iodepth=4"),
+    ];
+    let mut cmd = fsbench(state.path());
+    cmd.arg("--db").arg(&db).args(["run", "-q", "--image-dir"]);
+    cmd.arg(dir.path()).args([
+        "--fs",
+        "tmpfs",
+        "--fs",
+        "tmpfs:mount=noatime",
+        "--runs",
+        "1",
+    ]);
+    for w in &workloads {
+        cmd.args(["-w", w]);
+    }
+    let out = run(&mut cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["report", "1", "-o", "-"]));
+    let html = text(&report.stdout);
+    let export = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["export", "1", "--format", "json"]));
+    let doc = json(&export);
+    // The stored mean of `metric` (at `pct`) of a workload on a configuration.
+    let mean = |config: &str, workload: &str, metric: &str, pct: Option<&str>| -> f64 {
+        let s = doc["summaries"].as_array().unwrap().iter().find(|s| {
+            s["config"] == config
+                && s["workload"] == format!("io:randread,{workload}")
+                && s["metric"] == metric
+                && s["dims"][0]["text"] == "read"
+                && pct.is_none_or(|p| s["dims"][1]["text"] == p)
+        });
+        s.unwrap_or_else(|| panic!("{config} {workload} {metric}"))["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    // iodepth: IOPS and p99 (read); bs: the same two. 4 charts, one line per configuration.
+    assert_eq!(html.matches("class=\"chart sweep-chart\"").count(), 4);
+    assert!(html.contains("IOPS against iodepth (one line per configuration)"));
+    assert!(html.contains("p99 read completion latency against bs"));
+    // Each line's tooltip gives its points in the parameter's order: the stored means.
+    let tooltips = |config: &str, parameter: &str| -> Vec<Vec<(String, f64)>> {
+        let start = format!("<title>{config}: {parameter}=");
+        html.match_indices(&start)
+            .map(|(i, _)| {
+                let body = &html[i + "<title>".len() + config.len() + 2..];
+                let body = &body[..body.find("</title>").unwrap()];
+                (body.split(", ").filter(|p| p.contains('=')))
+                    .map(|p| {
+                        let (name, value) = p.split_once(": ").unwrap();
+                        let value = value.replace(',', "").parse::<f64>().unwrap();
+                        (name.to_string(), value)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let depths = [
+        ("iodepth=1", "bs=4K,size=2M,io_uring"),
+        ("iodepth=4", "bs=4K,size=2M,io_uring,iodepth=4"),
+        ("iodepth=16", "bs=4K,size=2M,io_uring,iodepth=16"),
+    ];
+    let sizes = [
+        ("bs=4K", "bs=4K,size=2M,io_uring,iodepth=4"),
+        ("bs=16K", "bs=16K,size=2M,io_uring,iodepth=4"),
+    ];
+    for config in ["tmpfs", "tmpfs -o noatime"] {
+        for (parameter, points) in [("iodepth", &depths[..]), ("bs", &sizes[..])] {
+            let lines = tooltips(config, parameter);
+            assert_eq!(lines.len(), 2, "{config} {parameter}: IOPS and p99");
+            for (line, (metric, pct)) in lines.iter().zip([("iops", None), ("clat", Some("p99"))]) {
+                let names: Vec<&str> = line.iter().map(|(n, _)| n.as_str()).collect();
+                let expected: Vec<&str> = points.iter().map(|(n, _)| *n).collect();
+                assert_eq!(names, expected, "{config} {metric}");
+                for ((_, shown), (name, workload)) in line.iter().zip(points) {
+                    let stored = mean(config, workload, metric, pct);
+                    assert!(
+                        (shown - stored).abs() <= stored * 1e-3,
+                        "{config} {metric} {name}: shown {shown}, stored {stored}"
+                    );
+                }
+            }
+        }
+    }
+    assert_nothing_left(dir.path());
+}

@@ -296,6 +296,19 @@ impl SuiteResult {
         }
     }
 
+    /// The (workload label, phase) pairs its workloads mark untimed (io's layout): shown,
+    /// never compared nor warned about.
+    pub fn untimed_phases(&self) -> Vec<(String, String)> {
+        let phases = (self.suite.workloads.iter()).flat_map(|w| {
+            let label = w.label();
+            (w.phases().iter())
+                .filter(|p| !p.timed)
+                .map(|p| (label.clone(), p.name.to_string()))
+                .collect::<Vec<_>>()
+        });
+        phases.collect()
+    }
+
     /// How to give the workload labelled `workload` more work, in its own settings.
     pub fn more_work_advice(&self, workload: &str) -> String {
         self.suite
@@ -347,7 +360,10 @@ impl SuiteResult {
                 ),
             });
         }
-        for s in &self.summaries {
+        let untimed = self.untimed_phases();
+        let timed =
+            |s: &&MetricSummary| !(untimed.iter()).any(|(w, p)| *w == s.workload && *p == s.phase);
+        for s in self.summaries.iter().filter(timed) {
             let scope = |kind, message| Warning {
                 kind,
                 config: Some(s.config.clone()),

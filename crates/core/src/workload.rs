@@ -50,7 +50,7 @@ pub mod command;
 pub mod ffsb;
 pub mod io;
 pub mod iozone;
-pub(crate) mod options;
+pub mod options;
 pub(crate) mod parallel;
 pub mod replay;
 pub mod tree;
@@ -80,6 +80,9 @@ pub struct PhaseInfo {
     /// Whether one rate sums the phase up; a matrix (IOzone's cells) measures many things,
     /// and one overall rate would mix them all.
     pub has_rate: bool,
+    /// Whether the phase is compared: an untimed one (io's file layout, set-up the user
+    /// should see) is recorded and shown, but left out of verdicts, ranks and answers.
+    pub timed: bool,
 }
 
 impl PhaseInfo {
@@ -89,6 +92,18 @@ impl PhaseInfo {
             unit,
             moves_data,
             has_rate: true,
+            timed: true,
+        }
+    }
+
+    /// A phase recorded and shown but never compared (set-up, as io's file layout).
+    pub const fn untimed(name: &'static str, unit: &'static str, moves_data: bool) -> PhaseInfo {
+        PhaseInfo {
+            name: Cow::Borrowed(name),
+            unit,
+            moves_data,
+            has_rate: true,
+            timed: false,
         }
     }
 
@@ -99,6 +114,7 @@ impl PhaseInfo {
             unit,
             moves_data: true,
             has_rate: false,
+            timed: true,
         }
     }
 }
@@ -249,7 +265,7 @@ macro_rules! workloads {
         pub(crate) const WORKLOADS: &[&options::WorkloadKind] = &[$(&$kind),*];
 
         impl WorkloadSpec {
-            pub(crate) fn kind(&self) -> &'static options::WorkloadKind {
+            pub fn kind(&self) -> &'static options::WorkloadKind {
                 match self {
                     $(WorkloadSpec::$variant(_) => &$kind),*
                 }

@@ -83,7 +83,7 @@ impl Session {
             )));
         }
         for spec in &suite.workloads {
-            if let Some(why) = refusal(spec) {
+            if let Some(why) = (spec.kind().mpi_refusal)(spec) {
                 return Err(invalid(format!(
                     "{} cannot run under MPI: {why}",
                     spec.label()
@@ -144,40 +144,6 @@ impl Session {
     }
 }
 
-/// Why a workload makes no sense under MPI; `None` for those that run.
-fn refusal(spec: &WorkloadSpec) -> Option<&'static str> {
-    match spec {
-        WorkloadSpec::Tree(_) | WorkloadSpec::Atomic(_) => None,
-        WorkloadSpec::Iozone(p) if p.groups.iter().all(|g| *g <= 1) => None,
-        WorkloadSpec::Iozone(_) => Some(
-            "only IOzone's sequential tests (-i 0, -i 1) are IOR-like bandwidth; its random and \
-             strided tests measure one client's access pattern",
-        ),
-        WorkloadSpec::Archive(_) => Some(
-            "it extracts one archive that one client reads; N ranks would measure N copies of \
-             the archive's reads, not the filesystem",
-        ),
-        WorkloadSpec::Alloc(_) => Some(
-            "it measures how one filesystem lays out one file per method (extents, fragmentation); \
-             figures of several clients do not add up",
-        ),
-        WorkloadSpec::Ffsb(_) => {
-            Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
-        }
-        WorkloadSpec::Replay(_) => Some(
-            "it replays one program's calls on one directory; N ranks would replay N copies \
-             of the same paths, each in a directory of its own",
-        ),
-        WorkloadSpec::Io(_) => Some(
-            "its ranks would need their own files and IOR's aggregation of IOPS and bandwidth, \
-             which it does not have yet; run its jobs as threads (numjobs=N)",
-        ),
-        WorkloadSpec::Command(_) => Some(
-            "your commands would run once per rank with nothing to line their phases up; run              your own parallel program (mpirun inside a phase) instead",
-        ),
-    }
-}
-
 /// Why `--stonewall` cannot stop a workload at its deadline; `None` for tree's file create.
 /// Refused rather than only counted: a count taken from the progress series while every rank
 /// still did all its work would be a different figure under mdtest's name.
@@ -212,6 +178,7 @@ impl RunExecutor for Session {
             dir: fresh.path().to_path_buf(),
             token,
             label: run.what.label.to_string(),
+            round: run.record.run,
             settle: run.what.settings.settle,
             options: self.options.clone(),
         };

@@ -1,10 +1,13 @@
 //! Inline SVG charts for the HTML report: horizontal bars with 95% CI error bars, strip plots
-//! of every run, progress curves and latency over time (time.rs), heat maps. Built with the `svg` crate, which escapes every text node.
+//! of every run, progress curves and latency over time (time.rs), a figure against a
+//! parameter (sweep.rs), heat maps. Built with the `svg` crate, which escapes every text node.
 
 use svg::Document;
 use svg::node::element::{Circle, Group, Line, Rectangle, Text, Title};
 
+mod sweep;
 mod time;
+pub use sweep::sweep;
 pub use time::{latency, progress};
 
 use super::figure;

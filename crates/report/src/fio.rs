@@ -55,7 +55,10 @@ impl JobView<'_> {
     fn latency(&self, name: &str) -> Option<LatencySummary> {
         let parts: Vec<&LatencySummary> = self
             .ok_runs()
-            .filter_map(|run| run.phases.first()?.measurement.latency.get(name))
+            .filter_map(|run| {
+                let io = run.phases.iter().find(|p| p.name == "io")?;
+                io.measurement.latency.get(name)
+            })
             .collect();
         LatencySummary::merge(parts)
     }

@@ -83,6 +83,7 @@ pub fn render(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
                 // The answers and the charts first; the verdicts and the details under them.
                 (summary(suites, &comparisons))
                 @for w in &workloads { (workload_section(suites, columns, &keys, w)) }
+                (super::io_sweep::html_section(suites, columns))
                 (comparison_section(columns, &comparisons))
                 @for s in suites { (suite_section(s, columns)) }
                 (super::aging::html_section(suites))

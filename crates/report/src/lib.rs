@@ -14,6 +14,7 @@ pub mod ffsb;
 pub mod fio;
 pub mod fit;
 pub mod html;
+mod io_sweep;
 pub mod iozone;
 pub mod json;
 mod kept_output;

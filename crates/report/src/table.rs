@@ -440,7 +440,13 @@ fn render_workload(
     let time_columns: Vec<_> = phases
         .iter()
         .filter(|p| has_data(&p.name, "time"))
-        .map(|p| (p.name.to_string(), p.name.as_ref(), "time", 1.0))
+        .map(|p| {
+            let head = match p.timed {
+                true => p.name.to_string(),
+                false => format!("{} (untimed)", p.name),
+            };
+            (head, p.name.as_ref(), "time", 1.0)
+        })
         .collect();
     let n = time_columns
         .first()
@@ -515,6 +521,15 @@ fn render_workload(
             &format!(
                 "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
             ),
+        ));
+    }
+    if time_columns
+        .iter()
+        .any(|(head, ..)| head.ends_with("(untimed)"))
+    {
+        out.push_str(&view.item(
+            0,
+            "untimed: set-up recorded to be seen, left out of verdicts, ranks and answers",
         ));
     }
     render_figures(out, r, view, workload, &configs);

@@ -199,6 +199,8 @@ pub enum Role {
     MatrixCell,
     /// Any other figure: CPU, sync-after, mkfs/unmount/fsck, a workload's own figures.
     Secondary,
+    /// A figure of an untimed phase (io's file layout): shown, never tested.
+    Untimed,
 }
 
 impl Role {
@@ -217,13 +219,14 @@ impl Role {
             Role::Derived => "derived figures",
             Role::MatrixCell => "matrix cells",
             Role::Secondary => "other figures",
+            Role::Untimed => "untimed phases",
         }
     }
 }
 
 /// The role of `key` in a phase that has a rate figure or not (the phase's figures decide
 /// what is primary: its rate, or its time where it has none, as a matrix phase).
-pub fn role_of(key: &FigureKey, phase_has_rate: bool) -> Role {
+fn role_of(key: &FigureKey, phase_has_rate: bool) -> Role {
     match key.metric.as_str() {
         _ if key.phase == "lifecycle" => Role::Secondary,
         // A figure with dimensions is one cell of a breakdown (IOzone's test × file × record).
@@ -235,12 +238,34 @@ pub fn role_of(key: &FigureKey, phase_has_rate: bool) -> Role {
     }
 }
 
-/// The phases (workload, phase) that have a rate figure among `keys`.
-pub fn phases_with_rate(keys: &[FigureKey]) -> HashSet<(&str, &str)> {
-    keys.iter()
-        .filter(|k| k.metric == "rate" && k.dims.is_empty())
-        .map(|k| (k.workload.as_str(), k.phase.as_str()))
-        .collect()
+/// What each phase of the suites is: whether it has a rate figure (among the figures
+/// compared) and whether its workload marks it untimed ([`crate::workload::PhaseInfo`]).
+pub struct PhaseRoles<'a> {
+    with_rate: HashSet<(&'a str, &'a str)>,
+    /// (workload, phase): few, so a list.
+    untimed: Vec<(String, String)>,
+}
+
+impl<'a> PhaseRoles<'a> {
+    pub fn new(suites: &[SuiteResult], keys: &'a [FigureKey]) -> PhaseRoles<'a> {
+        let with_rate = keys
+            .iter()
+            .filter(|k| k.metric == "rate" && k.dims.is_empty())
+            .map(|k| (k.workload.as_str(), k.phase.as_str()))
+            .collect();
+        let untimed = suites.iter().flat_map(|s| s.untimed_phases()).collect();
+        PhaseRoles { with_rate, untimed }
+    }
+
+    /// The role of `key`: an untimed phase's figures are never tested.
+    pub fn role(&self, key: &FigureKey) -> Role {
+        let untimed = (self.untimed.iter()).any(|(w, p)| *w == key.workload && *p == key.phase);
+        if untimed {
+            return Role::Untimed;
+        }
+        let has_rate = (self.with_rate).contains(&(key.workload.as_str(), key.phase.as_str()));
+        role_of(key, has_rate)
+    }
 }
 
 /// What a comparison says about one cell.
@@ -257,6 +282,8 @@ pub enum Verdict {
     Undecided,
     /// Fewer than two runs on a side, or no baseline figure: no test.
     Untested,
+    /// A figure of an untimed phase (set-up): never compared.
+    Untimed,
 }
 
 impl Verdict {
@@ -273,6 +300,7 @@ impl Verdict {
             Verdict::Same => "≈ same",
             Verdict::Undecided => "? undecided",
             Verdict::Untested => "? untested (fewer than 2 runs)",
+            Verdict::Untimed => "– untimed (not compared)",
         }
     }
 }
@@ -355,21 +383,23 @@ pub fn compare(
 ) -> Comparison {
     let keys = figure_keys(suites, columns);
     let index = SummaryIndex::new(suites, columns);
-    let with_rate = phases_with_rate(&keys);
+    let roles = PhaseRoles::new(suites, &keys);
     let mut rows: Vec<Row> = keys
         .iter()
         .map(|key| {
-            let base = index.get(baseline, key);
+            let role = roles.role(key);
+            // An untimed phase's figures are shown with no difference to judge.
+            let base = index.get(baseline, key).filter(|_| role != Role::Untimed);
             let cells = (0..columns.len())
                 .map(|i| {
                     let summary = index.get(i, key)?.clone();
                     let difference = base
                         .filter(|_| i != baseline)
                         .and_then(|b| Difference::of(&summary.values, &b.values));
-                    let verdict = if i == baseline {
-                        Verdict::Baseline
-                    } else {
-                        Verdict::Untested
+                    let verdict = match (i == baseline, role) {
+                        (true, _) => Verdict::Baseline,
+                        (false, Role::Untimed) => Verdict::Untimed,
+                        (false, _) => Verdict::Untested,
                     };
                     Some(Cell {
                         summary,
@@ -382,10 +412,7 @@ pub fn compare(
                 .collect();
             Row {
                 key: key.clone(),
-                role: role_of(
-                    key,
-                    with_rate.contains(&(key.workload.as_str(), key.phase.as_str())),
-                ),
+                role,
                 cells,
             }
         })

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::compare::{ALPHA, Column, FigureKey, Role, figure_keys, phases_with_rate, role_of};
+use crate::compare::{ALPHA, Column, FigureKey, PhaseRoles, Role, figure_keys};
 use crate::correction::Correction;
 use crate::difference::Difference;
 use crate::results::SuiteResult;
@@ -154,13 +154,10 @@ impl Ranking {
 pub fn rank(suites: &[SuiteResult], columns: Vec<Column>, placing: Placing) -> Ranking {
     let mut totals = vec![0.0; columns.len()];
     let keys = figure_keys(suites, &columns);
-    let with_rate = phases_with_rate(&keys);
+    let roles = PhaseRoles::new(suites, &keys);
     let disciplines = keys
         .iter()
-        .filter(|k| {
-            let has_rate = with_rate.contains(&(k.workload.as_str(), k.phase.as_str()));
-            role_of(k, has_rate) == Role::Primary
-        })
+        .filter(|k| roles.role(k) == Role::Primary)
         .map(|key| {
             let summaries: Vec<_> = columns.iter().map(|c| c.summary(suites, key)).collect();
             let means: Vec<Option<f64>> = summaries.iter().map(|s| s.map(|s| s.mean)).collect();

@@ -1,7 +1,7 @@
 //! Summaries of a suite's runs: every figure of every successful run, grouped by
 //! (configuration, workload, phase, metric, dimensions) and summarized across runs.
 
-use crate::compare::{FigureKey, Role, phases_with_rate, role_of};
+use crate::compare::{FigureKey, PhaseRoles, Role};
 use crate::measure::{Dim, Figure};
 use crate::results::Summary;
 use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
@@ -141,15 +141,12 @@ fn bounded(summary: Summary, metric: &str, unit: &str, cpus: usize) -> Summary {
 /// percent of its mean: what `--runs auto` drives down. `None` while one has no interval.
 pub fn widest_primary_ci_percent(result: &SuiteResult) -> Option<f64> {
     let keys: Vec<FigureKey> = result.summaries.iter().map(FigureKey::of).collect();
-    let with_rate = phases_with_rate(&keys);
+    let roles = PhaseRoles::new(std::slice::from_ref(result), &keys);
     result
         .summaries
         .iter()
         .zip(&keys)
-        .filter(|(_, key)| {
-            let has_rate = with_rate.contains(&(key.workload.as_str(), key.phase.as_str()));
-            role_of(key, has_rate) == Role::Primary
-        })
+        .filter(|(_, key)| roles.role(key) == Role::Primary)
         .map(|(s, _)| s.summary.ci95_relative_half_width())
         .try_fold(0.0f64, |widest, w| Some(widest.max(w?)))
 }

@@ -9,8 +9,10 @@ impl SuiteResult {
     /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling, and
     /// one warning per matrix phase (IOzone's) with such cells, counting them.
     pub(super) fn harness_warnings(&self) -> Vec<Warning> {
+        let untimed = self.untimed_phases();
         let bound = (self.summaries.iter())
-            .filter(|s| s.metric == HARNESS_PERCENT && s.summary.mean > HARNESS_BOUND_PERCENT);
+            .filter(|s| s.metric == HARNESS_PERCENT && s.summary.mean > HARNESS_BOUND_PERCENT)
+            .filter(|s| !(untimed.iter()).any(|(w, p)| *w == s.workload && *p == s.phase));
         let mut warnings: Vec<Warning> = Vec::new();
         for s in bound {
             let scope = |message| Warning {

@@ -188,6 +188,12 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["size"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Alloc),
+    mpi_refusal: |_| {
+        Some(
+            "it measures how one filesystem lays out one file per method (extents, \
+             fragmentation); figures of several clients do not add up",
+        )
+    },
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AllocParams> {
@@ -321,6 +327,7 @@ impl AllocParams {
                 unit: "MiB",
                 moves_data: false,
                 has_rate: true,
+                timed: true,
             })
             .collect()
     }

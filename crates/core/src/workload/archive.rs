@@ -218,6 +218,12 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["pool", "backups", "files"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Archive),
+    mpi_refusal: |_| {
+        Some(
+            "it extracts one archive that one client reads; N ranks would measure N copies of \
+             the archive's reads, not the filesystem",
+        )
+    },
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ArchiveParams> {

@@ -154,6 +154,12 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["file"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Command),
+    mpi_refusal: |_| {
+        Some(
+            "your commands would run once per rank with nothing to line their phases up; run \
+             your own parallel program (mpirun inside a phase) instead",
+        )
+    },
 };
 
 fn build(p: &Parsed) -> anyhow::Result<CommandParams> {
@@ -308,6 +314,7 @@ impl CommandParams {
                 unit: "items",
                 moves_data: false,
                 has_rate: p.items.is_some() || p.items_cmd.is_some(),
+                timed: true,
             })
             .collect()
     }

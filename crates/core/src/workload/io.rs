@@ -1,8 +1,9 @@
 //! fio's data path (issue 28): `numjobs` jobs, each a thread with a descriptor table of its
 //! own and files of its own, issuing I/O as fio's options say (rw patterns, block sizes,
 //! psync/pvsync2/io_uring at a queue depth, syncs, runtime, open-loop rates). The files are
-//! laid out untimed before the one timed phase, `io`; its figures are fio's: IOPS,
-//! bandwidth, submission and completion latency percentiles per direction.
+//! laid out in the untimed phase `layout` (recorded and shown, never compared) before the
+//! timed phase, `io`; its figures are fio's: IOPS, bandwidth, submission and completion
+//! latency percentiles per direction.
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::AtomicBool;
@@ -29,7 +30,12 @@ pub use params::{Distribution, Engine, IoParams, Rw};
 use pattern::Pattern;
 pub(crate) use table::KIND;
 
-pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("io", "ios", true)];
+pub const PHASES: &[PhaseInfo] = &[
+    PhaseInfo::untimed("layout", "files", true),
+    PhaseInfo::fixed("io", "ios", true),
+];
+/// The index of the layout phase in [`PHASES`]; the timed `io` phase follows it.
+const LAYOUT: usize = 0;
 
 /// The completion latency percentiles fio prints.
 pub const PERCENTILES: &[f64] = &[
@@ -48,6 +54,9 @@ pub struct Io {
     patterns: Vec<Pattern>,
     figures: Vec<Figure>,
     notes: Vec<String>,
+    /// The run's round and Ctrl-C flag, for the ramp between the phases.
+    round: u32,
+    cancel: Arc<AtomicBool>,
 }
 
 impl Io {
@@ -57,6 +66,8 @@ impl Io {
             patterns: Vec::new(),
             figures: Vec::new(),
             notes: Vec::new(),
+            round: 0,
+            cancel: Arc::default(),
         }
     }
 
@@ -87,9 +98,10 @@ impl Io {
         Ok(())
     }
 
-    /// fio's "Laying out IO file": every job's files made at their size, untimed. Files only
-    /// written get their blocks allocated; files that are read are written in full.
-    fn layout(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+    /// fio's "Laying out IO file": every job's files made at their size, one unit per file
+    /// with the bytes written. Files only written get their blocks allocated; files that are
+    /// read are written in full.
+    fn layout(&self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
         let p = &self.params;
         let reads = p.rw.read_percent(p.rwmixread) > 0;
         let mut buf = Aligned::new(1 << 20);
@@ -112,8 +124,8 @@ impl Io {
                     Mode::from(0o644),
                 )
                 .map_err(failed)?;
+                let mut at = 0;
                 if reads {
-                    let mut at = 0;
                     while at < p.filesize {
                         let n = (p.filesize - at).min(1 << 20) as usize;
                         super::pwrite_all(&fd, &buf.buf()[..n], at).map_err(failed)?;
@@ -131,7 +143,39 @@ impl Io {
                     }
                 }
                 rustix::fs::fsync(&fd).map_err(failed)?;
+                rec.unit_done(at)?;
             }
+        }
+        Ok(())
+    }
+
+    /// The offsets of each job for this round, then the untimed ramp (`ramp_time`) on the
+    /// laid-out files.
+    fn prepare_jobs(&mut self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+        let p = &self.params;
+        let round = self.round;
+        self.patterns = (0..p.numjobs)
+            .map(|j| {
+                let seed = if p.randrepeat {
+                    p.randseed
+                } else {
+                    p.randseed ^ u64::from(round) ^ crate::measure::lap_clock().raw()
+                };
+                Pattern::new(p, seed.wrapping_add(u64::from(j).wrapping_mul(0x9e37_79b9)))
+            })
+            .collect();
+        if p.ramp_ms > 0 {
+            let progress = Arc::new(Progress {
+                cancel: self.cancel.clone(),
+                ..Progress::default()
+            });
+            let mut ramp = PhaseRecorder::start("ramp", progress);
+            let span = Span {
+                measured: false,
+                time_based: true,
+                limit: Some(Duration::from_millis(p.ramp_ms)),
+            };
+            self.run_jobs(dir, &mut ramp, span)?;
         }
         Ok(())
     }
@@ -343,8 +387,11 @@ impl Workload for Io {
         std::borrow::Cow::Borrowed(PHASES)
     }
 
-    fn expected_units(&self, _: usize) -> u64 {
+    fn expected_units(&self, phase: usize) -> u64 {
         let p = &self.params;
+        if phase == LAYOUT {
+            return u64::from(p.nrfiles) * u64::from(p.numjobs);
+        }
         let per_job = if p.time_based {
             0
         } else {
@@ -357,55 +404,27 @@ impl Workload for Io {
         per_job * u64::from(p.numjobs)
     }
 
-    /// The checks, the layout and the ramp: all before the timed phase, none measured.
+    /// The checks, before any file is made.
     fn setup(
         &mut self,
         dir: BorrowedFd<'_>,
         round: u32,
         cancel: &Arc<AtomicBool>,
     ) -> Result<(), FsbenchError> {
-        self.check(dir)?;
-        let started = Instant::now();
-        self.layout(dir)?;
-        let p = &self.params;
-        self.notes.push(format!(
-            "layout (untimed, before the phase): {} file(s) of {} in {:.2} s",
-            p.nrfiles * p.numjobs,
-            crate::units::format_bytes(p.filesize),
-            started.elapsed().as_secs_f64()
-        ));
-        self.patterns = (0..p.numjobs)
-            .map(|j| {
-                let seed = if p.randrepeat {
-                    p.randseed
-                } else {
-                    p.randseed ^ u64::from(round) ^ crate::measure::lap_clock().raw()
-                };
-                Pattern::new(p, seed.wrapping_add(u64::from(j).wrapping_mul(0x9e37_79b9)))
-            })
-            .collect();
-        if p.ramp_ms > 0 {
-            let progress = Arc::new(Progress {
-                cancel: cancel.clone(),
-                ..Progress::default()
-            });
-            let mut ramp = PhaseRecorder::start("ramp", progress);
-            let span = Span {
-                measured: false,
-                time_based: true,
-                limit: Some(Duration::from_millis(p.ramp_ms)),
-            };
-            self.run_jobs(dir, &mut ramp, span)?;
-        }
-        Ok(())
+        self.round = round;
+        self.cancel = cancel.clone();
+        self.check(dir)
     }
 
     fn run_phase(
         &mut self,
-        _: usize,
+        phase: usize,
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
+        if phase == LAYOUT {
+            return self.layout(dir, rec);
+        }
         let p = &self.params;
         for pattern in &mut self.patterns {
             pattern.new_pass();
@@ -434,7 +453,16 @@ impl Workload for Io {
         Ok(())
     }
 
-    fn after_phase(&mut self, _: usize, _: BorrowedFd<'_>) -> Result<PhaseOutput, FsbenchError> {
+    /// After the layout (and its sync), the jobs' offsets and the ramp: untimed.
+    fn after_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+    ) -> Result<PhaseOutput, FsbenchError> {
+        if phase == LAYOUT {
+            self.prepare_jobs(dir)?;
+            return Ok(PhaseOutput::default());
+        }
         Ok(PhaseOutput {
             figures: std::mem::take(&mut self.figures),
             notes: std::mem::take(&mut self.notes),

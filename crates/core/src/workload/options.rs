@@ -15,7 +15,7 @@ use crate::units::{compact_size, parse_size};
 
 /// How an option's value is written.
 #[derive(Debug)]
-pub(crate) enum OptKind {
+pub enum OptKind {
     /// A non-negative integer (`k`, `m`, `g` multiply by powers of 1024).
     Count,
     /// Bytes, with a unit: `4k`, `1m`, `8G`.
@@ -32,7 +32,7 @@ pub(crate) enum OptKind {
 
 /// One row of a workload's option table.
 #[derive(Debug)]
-pub(crate) struct OptionDef {
+pub struct OptionDef {
     pub name: &'static str,
     /// Other spellings (fdtree's letters for tree).
     pub aliases: &'static [&'static str],
@@ -65,7 +65,7 @@ impl OptionDef {
 
 /// A named set of option values, written as `key=value` as a user would.
 #[derive(Debug)]
-pub(crate) struct Preset {
+pub struct Preset {
     pub name: &'static str,
     pub values: &'static [(&'static str, &'static str)],
     pub help: &'static str,
@@ -74,7 +74,7 @@ pub(crate) struct Preset {
 /// One registered workload: its stable name (stored in databases; never change it), its
 /// option table and presets, and how parsed options become its parameters.
 #[derive(Debug)]
-pub(crate) struct WorkloadKind {
+pub struct WorkloadKind {
     pub name: &'static str,
     pub summary: &'static str,
     pub options: &'static [OptionDef],
@@ -86,6 +86,9 @@ pub(crate) struct WorkloadKind {
     /// Other workload names that mean this one with a preset (`ffsb-large-write`).
     pub aliases: &'static [(&'static str, &'static str)],
     pub build: fn(&Parsed) -> anyhow::Result<WorkloadSpec>,
+    /// Why the workload (as these parameters make it) cannot run under MPI; `None`: each rank
+    /// runs it in a directory of its own and rank 0 aggregates their phases.
+    pub mpi_refusal: fn(&WorkloadSpec) -> Option<&'static str>,
 }
 
 /// A parsed option value.
@@ -107,7 +110,7 @@ pub(crate) enum Origin {
 
 /// A workload's options after parsing: every option's value (if it has one) and its origin.
 #[derive(Debug)]
-pub(crate) struct Parsed {
+pub struct Parsed {
     pub kind: &'static WorkloadKind,
     pub preset: &'static Preset,
     values: Vec<Option<(OptValue, Origin)>>,

@@ -83,6 +83,12 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["trace"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Replay),
+    mpi_refusal: |_| {
+        Some(
+            "it replays one program's calls on one directory; N ranks would replay N copies \
+             of the same paths, each in a directory of its own",
+        )
+    },
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {

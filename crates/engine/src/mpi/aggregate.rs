@@ -145,10 +145,15 @@ fn rank_rate(m: &PhaseMeasurement) -> f64 {
 /// stonewall's counts and rate.
 fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
     let unit = format!("{}/s", cx.info.unit);
+    let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let mut figures = Vec::new();
     for (r, rank) in ranks.iter().enumerate() {
         let m = &rank.record.measurement;
         let at = rank_dim(r);
+        // When the rank started and ended, from the earliest start: the IOR aggregates' span.
+        let since = |ns: u64| (ns - first_start) as f64 / 1e9;
+        figures.push(Figure::new("rank-start", "s", false, since(rank.start_ns)).at(&at));
+        figures.push(Figure::new("rank-end", "s", false, since(rank.end_ns)).at(&at));
         figures.push(Figure::new("rank-items", cx.info.unit, true, m.ops as f64).at(&at));
         figures.push(Figure::new("rank-time", "s", false, m.elapsed_secs()).at(&at));
         if cx.info.has_rate {
@@ -174,7 +179,6 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
         }
         figures.push(Figure::new("rank-rate-stddev", &unit, false, var.sqrt()));
     }
-    let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let last_start = ranks.iter().map(|r| r.start_ns).max().unwrap_or(0);
     let last_end = ranks.iter().map(|r| r.end_ns).max().unwrap_or(0);
     figures.push(Figure::new(
@@ -184,14 +188,19 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
         (last_start - first_start) as f64 / 1e9,
     ));
     if cx.info.moves_data {
-        let bytes: u64 = ranks.iter().map(|r| r.record.measurement.bytes).sum();
+        // IOR's aggregates: what all ranks moved over the span from the earliest start to
+        // the latest end (the ranks start together, after a barrier).
+        let sum = |f: fn(&PhaseMeasurement) -> u64| -> f64 {
+            ranks.iter().map(|r| f(&r.record.measurement)).sum::<u64>() as f64
+        };
         let span = last_end.saturating_sub(first_start).max(1) as f64 / 1e9;
         figures.push(Figure::new(
             "bandwidth-ior",
             "KiB/s",
             true,
-            bytes as f64 / 1024.0 / span,
+            sum(|m| m.bytes) / 1024.0 / span,
         ));
+        figures.push(Figure::new("rate-ior", &unit, true, sum(|m| m.ops) / span));
     }
     let stonewalls: Option<Vec<Agreed>> = ranks.iter().map(|r| r.stonewall).collect();
     if let Some(walls) = stonewalls.filter(|w| !w.is_empty()) {

@@ -44,6 +44,8 @@ pub(crate) struct Job {
     pub(crate) dir: PathBuf,
     pub(crate) token: String,
     pub(crate) label: String,
+    /// The run's round (seeds a workload's random offsets as without MPI).
+    pub(crate) round: u32,
     pub(crate) settle: bool,
     pub(crate) options: MpiOptions,
 }
@@ -190,6 +192,9 @@ fn run_phases(
         .stonewall
         .map(|secs| Stonewall::new(Duration::from_secs_f64(secs), super::comm::agree_max));
     let mut own = instance(job, comm.rank, stonewall.as_ref());
+    // The workload's untimed set-up on every rank (io's checks, before any I/O).
+    let set_up = own.setup(own_dir.as_fd(), job.round, &progress.cancel);
+    comm.barrier(set_up.map_err(anyhow::Error::from))?;
     // The other rank's directory exists: every rank made its own before this barrier.
     let mut theirs = match shifts {
         true => Some((

@@ -13,27 +13,49 @@ const RIGHT: f64 = 20.0;
 const BOTTOM: f64 = 40.0;
 const PLOT_HEIGHT: f64 = 220.0;
 
-/// A chart with a time axis: heading, legend of configurations, horizontal grid lines with
-/// `y_labels` (fractions of the height from the bottom) and the time axis below.
-struct TimeFrame {
-    doc: Document,
+/// The horizontal axis of a [`TimeFrame`]: its extent, its labelled ticks and its title.
+pub(super) struct XAxis {
+    pub(super) end: f64,
+    pub(super) ticks: Vec<(f64, String)>,
+    pub(super) title: String,
+}
+
+impl XAxis {
+    /// Seconds from 0 to a round value past `max_secs`.
+    fn seconds(max_secs: f64) -> XAxis {
+        let time = Axis::to(max_secs);
+        let ticks = (time.values().into_iter().enumerate())
+            .map(|(k, label)| (time.end() * k as f64 / time.ticks as f64, label))
+            .collect();
+        XAxis {
+            end: time.end(),
+            ticks,
+            title: "seconds".into(),
+        }
+    }
+}
+
+/// A chart with lines over an x axis (time, or a parameter's values): heading, legend of
+/// configurations, horizontal grid lines with `y_labels` (fractions of the height from the
+/// bottom) and the x axis below.
+pub(super) struct TimeFrame {
+    pub(super) doc: Document,
     top: f64,
     width: f64,
-    time: Axis,
+    x_end: f64,
 }
 
 impl TimeFrame {
-    fn new(
+    pub(super) fn new(
         class: &str,
         heading: &str,
         legend: &[(usize, String)],
         y_labels: &[(f64, String)],
         y_unit: &str,
-        max_secs: f64,
+        x: XAxis,
     ) -> TimeFrame {
         let top = 30.0 + 16.0 * legend.len().div_ceil(3) as f64;
         let width = WIDTH - LEFT - RIGHT;
-        let time = Axis::to(max_secs);
         let mut doc = document(class, WIDTH, top + PLOT_HEIGHT + BOTTOM)
             .add(Title::new(heading))
             .add(text(0.0, 16.0, heading).set("font-weight", "bold"));
@@ -56,15 +78,15 @@ impl TimeFrame {
                 .add(horizontal(y, LEFT, LEFT + width, "#ddd"))
                 .add(text(LEFT - 6.0, y + 4.0, label).set("text-anchor", "end"));
         }
-        for (k, label) in time.values().iter().enumerate() {
-            let x = LEFT + width * k as f64 / time.ticks as f64;
+        for (at, label) in &x.ticks {
+            let x = LEFT + width * at / x.end;
             doc = doc.add(text(x, top + PLOT_HEIGHT + 16.0, label).set("text-anchor", "middle"));
         }
         doc = doc
             .add(text(
                 LEFT + width / 2.0 - 30.0,
                 top + PLOT_HEIGHT + 34.0,
-                "seconds",
+                &x.title,
             ))
             .add(text(4.0, top - 6.0, y_unit))
             .add(horizontal(top + PLOT_HEIGHT, LEFT, LEFT + width, "#666"))
@@ -80,20 +102,26 @@ impl TimeFrame {
             doc,
             top,
             width,
-            time,
+            x_end: x.end,
         }
     }
 
-    /// The point at `secs` and `fraction` of the height.
-    fn at(&self, secs: f64, fraction: f64) -> (f64, f64) {
+    /// The point at `x` and `fraction` of the height.
+    fn at(&self, x: f64, fraction: f64) -> (f64, f64) {
         (
-            LEFT + secs / self.time.end() * self.width,
+            LEFT + x / self.x_end * self.width,
             self.top + PLOT_HEIGHT - fraction * PLOT_HEIGHT,
         )
     }
 
     /// A run's line (a dot when it has one point), its tooltip `label`.
-    fn line(&mut self, config: usize, label: &str, points: &[(f64, f64)], dash: Option<&str>) {
+    pub(super) fn line(
+        &mut self,
+        config: usize,
+        label: &str,
+        points: &[(f64, f64)],
+        dash: Option<&str>,
+    ) {
         let coords: Vec<String> = points
             .iter()
             .map(|(s, f)| {
@@ -169,7 +197,7 @@ pub fn progress(
         legend,
         &y_labels,
         unit,
-        max_secs,
+        XAxis::seconds(max_secs),
     );
     for (config, label, samples) in series {
         let points: Vec<(f64, f64)> = samples
@@ -227,7 +255,7 @@ pub fn latency(
         legend,
         &y_labels,
         "latency",
-        max_secs,
+        XAxis::seconds(max_secs),
     );
     for (config, label, timeline) in series {
         let width = timeline.interval_ms as f64 / 1000.0;

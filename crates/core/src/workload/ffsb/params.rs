@@ -76,6 +76,9 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["size", "threads"],
     aliases: &[("ffsb-large-write", "large-write")],
     build: |p| build(p).map(WorkloadSpec::Ffsb),
+    mpi_refusal: |_| {
+        Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
+    },
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {

@@ -245,4 +245,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["size", "runtime"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Io),
+    // Each rank its own files (in its own directory), aggregated as IOR does.
+    mpi_refusal: |_| None,
 };

@@ -131,6 +131,13 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["max", "sizes"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Iozone),
+    mpi_refusal: |spec| match spec {
+        WorkloadSpec::Iozone(p) if p.groups.iter().any(|g| *g > 1) => Some(
+            "only IOzone's sequential tests (-i 0, -i 1) are IOR-like bandwidth; its random and \
+             strided tests measure one client's access pattern",
+        ),
+        _ => None,
+    },
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IozoneParams> {
