@@ -7,6 +7,8 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use rustix::io::Errno;
 
+use crate::drivers::Capability;
+
 /// `_IOWR('f', 11, struct fiemap)`.
 const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
 /// Write dirty data back first, so delayed allocations have their final place.
@@ -73,6 +75,8 @@ pub fn not_counted(e: Errno) -> String {
 /// Reusable ioctl buffer, so counting many files allocates once.
 pub struct Mapper {
     request: Box<Request>,
+    /// False where the filesystem's driver declares no FIEMAP: nothing is asked of it.
+    fiemap: bool,
 }
 
 impl Default for Mapper {
@@ -93,7 +97,14 @@ impl Mapper {
                 reserved: 0,
                 extents: [RawExtent::default(); BATCH],
             }),
+            fiemap: true,
         }
+    }
+
+    /// Holds the mapper to what the filesystem is declared to lack (a user driver's flags):
+    /// without FIEMAP every count is "unsupported", as on FUSE.
+    pub fn declare_lacks(&mut self, lacks: &[Capability]) {
+        self.fiemap = !lacks.contains(&Capability::Fiemap);
     }
 
     /// Visits `file`'s extents in logical order; stops early when `visit` returns false.
@@ -104,7 +115,7 @@ impl Mapper {
     ) -> Result<(), Errno> {
         // FUSE answers FIEMAP with no extents at all: a count of 0, never a real one.
         let st = rustix::fs::fstatfs(file.as_fd())?;
-        if st.f_type as i64 == FUSE_SUPER_MAGIC {
+        if !self.fiemap || st.f_type as i64 == FUSE_SUPER_MAGIC {
             return Err(Errno::OPNOTSUPP);
         }
         let fd = file.as_fd().as_raw_fd();

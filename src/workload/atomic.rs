@@ -103,6 +103,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["count", "dd-count"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Atomic),
+    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AtomicParams> {

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde_json::Value as Json;
 
 use super::WorkloadSpec;
+use crate::drivers::Capability;
 use crate::error::invalid;
 use crate::units::{compact_size, parse_size};
 
@@ -86,6 +87,19 @@ pub(crate) struct WorkloadKind {
     /// Other workload names that mean this one with a preset (`ffsb-large-write`).
     pub aliases: &'static [(&'static str, &'static str)],
     pub build: fn(&Parsed) -> anyhow::Result<WorkloadSpec>,
+    /// What its settings may need of the filesystem: a user driver that declares it lacks
+    /// one is refused before anything is made.
+    pub needs: &'static [Need],
+}
+
+/// A capability some of a workload's settings need.
+#[derive(Debug)]
+pub(crate) struct Need {
+    pub capability: Capability,
+    /// The setting, as the refusal names it: "`direct`".
+    pub option: &'static str,
+    /// Whether `spec` (always this row's workload) uses it.
+    pub uses: fn(&WorkloadSpec) -> bool,
 }
 
 /// A parsed option value.

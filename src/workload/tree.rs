@@ -63,6 +63,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
         ("mdtest-hard", "mdtest-hard"),
     ],
     build: |p| build(p).map(WorkloadSpec::Tree),
+    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<TreeParams> {

@@ -154,6 +154,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["file"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Command),
+    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<CommandParams> {

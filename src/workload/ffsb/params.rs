@@ -76,6 +76,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["size", "threads"],
     aliases: &[("ffsb-large-write", "large-write")],
     build: |p| build(p).map(WorkloadSpec::Ffsb),
+    needs: &[Need {
+        capability: Capability::Direct,
+        option: "profile's `directio`",
+        uses: |s| matches!(s, WorkloadSpec::Ffsb(p) if p.directio),
+    }],
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {

@@ -131,6 +131,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["max", "sizes"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Iozone),
+    needs: &[Need {
+        capability: Capability::Direct,
+        option: "`direct`",
+        uses: |s| matches!(s, WorkloadSpec::Iozone(p) if p.direct),
+    }],
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IozoneParams> {

@@ -17,9 +17,10 @@ use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::Crew;
 use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use crate::drivers::Capability;
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, errno_name};
 use crate::units::group_thousands;
@@ -83,6 +84,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     more_work: &["trace"],
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Replay),
+    needs: &[Need {
+        capability: Capability::HardLinks,
+        option: "`trace` (its link calls)",
+        uses: |s| matches!(s, WorkloadSpec::Replay(p) if p.links()),
+    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
@@ -140,6 +146,12 @@ impl ReplayParams {
         Summary::of(self.trace.as_deref()).map(drop)
     }
 
+    /// Whether the trace makes hard links, in its initial state or its calls.
+    fn links(&self) -> bool {
+        Summary::of(self.trace.as_deref())
+            .is_ok_and(|s| s.initial_links > 0 || s.calls.get(&Kind::Link).is_some_and(|n| *n > 0))
+    }
+
     pub fn space_needed(&self) -> Option<SpaceNeed> {
         let s = Summary::of(self.trace.as_deref()).ok()?;
         let bytes = s
@@ -168,6 +180,8 @@ pub struct Summary {
     pub files: usize,
     pub initial_entries: u64,
     pub initial_bytes: u64,
+    /// Further names of files in the initial state.
+    pub initial_links: u64,
     pub creates: u64,
     pub dropped: u64,
     pub duration_us: u64,
@@ -183,8 +197,10 @@ impl Summary {
         };
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
-            if let Entry::File(_, size) = e {
-                s.initial_bytes += size;
+            match e {
+                Entry::File(_, size) => s.initial_bytes += size,
+                Entry::HardLink(..) => s.initial_links += 1,
+                _ => {}
             }
         }
         let (mut tids, mut files) = (HashSet::new(), HashSet::new());
