@@ -316,3 +316,96 @@ fn bad_user_drivers_are_refused_and_leave_nothing() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("built-in"));
 }
+
+/// ext4 through a user driver that declares it lacks everything it may lack.
+const LEAN_DRIVER: &str = r#"
+[[driver]]
+name = "lean"
+package = "e2fsprogs"
+mkfs = "mkfs.ext4 -F -q {options} {device}"
+mount_type = "ext4"
+fiemap = false
+fallocate = false
+o_direct = false
+hard_links = false
+"#;
+
+/// Each workload setting that needs what the driver declares it lacks is refused before
+/// anything is made, naming the driver, its flag and the setting.
+#[test]
+fn a_user_driver_lacking_a_capability_refuses_the_workloads_that_need_it() {
+    let cases = [
+        ("io:rw=read,size=4m,direct", "`o_direct = false`", "io's `direct`"),
+        ("iozone:quick,direct", "`o_direct = false`", "iozone's `direct`"),
+        (
+            "alloc:size=8m,methods=chunk-4096+fallocate",
+            "`fallocate = false`",
+            "alloc's `methods=fallocate`",
+        ),
+        (
+            "archive:tiny",
+            "`hard_links = false`",
+            "archive's generated archive",
+        ),
+        ("replay", "`hard_links = false`", "replay's `trace`"),
+    ];
+    for (workload, flag, setting) in cases {
+        let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+        let suite = files.path().join("lean.toml");
+        std::fs::write(&suite, LEAN_DRIVER).unwrap();
+        let out = run(fsbench(state.path())
+            .args(["run", "-q", suite.to_str().unwrap(), "--fs", "lean"])
+            .args(["-w", workload, "-n", "1", "--image-dir"])
+            .arg(dir.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{workload}: {err}");
+        for want in ["user driver `lean`", flag, setting] {
+            assert!(err.contains(want), "{workload}: `{want}` missing from {err}");
+        }
+        assert_nothing_left(dir.path());
+        assert_no_state_left(state.path());
+    }
+}
+
+/// With `fiemap = false` fragments are "unsupported", never counted (ext4 has FIEMAP: the
+/// declaration is what is obeyed), and the free-space probe is not run; what the driver
+/// lacks nothing of runs as usual.
+#[test]
+fn fragments_are_unsupported_on_a_user_driver_without_fiemap() {
+    if !can_run("user driver without FIEMAP", &["mkfs.ext4"]) {
+        return;
+    }
+    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+    let suite = files.path().join("lean.toml");
+    std::fs::write(&suite, LEAN_DRIVER).unwrap();
+    let db = files.path().join("results.db");
+    let (out, doc) = image_run_json(
+        dir.path(),
+        state.path(),
+        &[
+            suite.to_str().unwrap(),
+            "--fs",
+            "lean",
+            "-w",
+            "alloc:size=8m,methods=chunk-4096",
+            "-n",
+            "1",
+            "--probe-after-run",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = &doc["runs"][0];
+    assert_eq!(run["status"], "ok", "{run}");
+    assert!(run["probe_after"].is_null(), "{run}");
+    let phase = &run["phases"][0];
+    let figures = phase["figures"].as_array().into_iter().flatten();
+    for f in figures {
+        assert!(f["name"] != "extents" && f["name"] != "fragments", "{f}");
+    }
+    let notes = phase["notes"].to_string();
+    assert!(notes.contains("extents: unsupported"), "{notes}");
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+}

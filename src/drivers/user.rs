@@ -147,7 +147,7 @@ impl UserDriver {
         {
             Some(need) => Err(invalid(format!(
                 "user driver `{}` declares `{} = false`, but {}'s {} needs {}: \
-                 leave that out, or run {} on another filesystem",
+                 change that setting, or run {} on another filesystem",
                 self.name,
                 need.capability.key(),
                 kind.name,
