@@ -335,8 +335,16 @@ hard_links = false
 #[test]
 fn a_user_driver_lacking_a_capability_refuses_the_workloads_that_need_it() {
     let cases = [
-        ("io:rw=read,size=4m,direct", "`o_direct = false`", "io's `direct`"),
-        ("iozone:quick,direct", "`o_direct = false`", "iozone's `direct`"),
+        (
+            "io:rw=read,size=4m,direct",
+            "`o_direct = false`",
+            "io's `direct`",
+        ),
+        (
+            "iozone:quick,direct",
+            "`o_direct = false`",
+            "iozone's `direct`",
+        ),
         (
             "alloc:size=8m,methods=chunk-4096+fallocate",
             "`fallocate = false`",
@@ -360,7 +368,10 @@ fn a_user_driver_lacking_a_capability_refuses_the_workloads_that_need_it() {
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{workload}: {err}");
         for want in ["user driver `lean`", flag, setting] {
-            assert!(err.contains(want), "{workload}: `{want}` missing from {err}");
+            assert!(
+                err.contains(want),
+                "{workload}: `{want}` missing from {err}"
+            );
         }
         assert_nothing_left(dir.path());
         assert_no_state_left(state.path());

@@ -217,7 +217,7 @@ impl Summary {
             let moved = c.result.max(0) as u64;
             match kind {
                 Kind::Read => s.read += moved,
-                Kind::Write | Kind::Copy => s.written += moved,
+                Kind::Write | Kind::Copy | Kind::Sendfile => s.written += moved,
                 Kind::Open if c.a & 0o100 != 0 => s.creates += 1,
                 Kind::Mkdir | Kind::Symlink | Kind::Link => s.creates += 1,
                 _ => {}
