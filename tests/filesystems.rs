@@ -208,15 +208,9 @@ fn user_drivers_run_for_real() {
     ) {
         return;
     }
-    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
-    let suite = files.path().join("drivers.toml");
-    std::fs::write(&suite, USER_DRIVERS).unwrap();
-    let db = files.path().join("results.db");
-    let (out, doc) = image_run_json(
-        dir.path(),
-        state.path(),
+    let doc = user_driver_json(
+        USER_DRIVERS,
         &[
-            suite.to_str().unwrap(),
             "--fs",
             "myext4:mkfs=-O ^has_journal",
             "--fs",
@@ -225,11 +219,8 @@ fn user_drivers_run_for_real() {
             "tree:quick",
             "-n",
             "1",
-            "--db",
-            db.to_str().unwrap(),
         ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     for r in runs {
@@ -253,8 +244,38 @@ fn user_drivers_run_for_real() {
         version.contains("no FIEMAP, no fallocate, O_DIRECT"),
         "{version}"
     );
+}
+
+/// `fsbench run` of `workload` on loop images with `--fs NAME`, where `suite` (a suite
+/// file's text) defines the driver; asserts that nothing is left behind, returns the exit
+/// status and stderr.
+fn run_user_driver(suite: &str, name: &str, workload: &str) -> (Option<i32>, String) {
+    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+    let path = files.path().join("drivers.toml");
+    std::fs::write(&path, suite).unwrap();
+    let out = run(fsbench(state.path())
+        .args(["run", "-q", path.to_str().unwrap(), "--fs", name])
+        .args(["-w", workload, "-n", "1", "--image-dir"])
+        .arg(dir.path()));
     assert_nothing_left(dir.path());
     assert_no_state_left(state.path());
+    (out.status.code(), text(&out.stderr))
+}
+
+/// `fsbench run` with `args`, results as JSON, on loop images, where `suite` (a suite file's
+/// text) defines the drivers; asserts it succeeded and left nothing behind.
+fn user_driver_json(suite: &str, args: &[&str]) -> serde_json::Value {
+    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+    let path = files.path().join("drivers.toml");
+    std::fs::write(&path, suite).unwrap();
+    let db = files.path().join("results.db");
+    let mut all = vec![path.to_str().unwrap(), "--db", db.to_str().unwrap()];
+    all.extend(args);
+    let (out, doc) = image_run_json(dir.path(), state.path(), &all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+    doc
 }
 
 /// A driver whose template lacks `{device}` or takes a built-in's name is refused before
@@ -283,26 +304,10 @@ fn bad_user_drivers_are_refused_and_leave_nothing() {
         ),
     ];
     for (driver, code, want) in cases {
-        let (dir, state, files) = (tempdir(), tempdir(), tempdir());
-        let suite = files.path().join("bad.toml");
-        std::fs::write(&suite, format!("[[driver]]\nname = \"bad\"\n{driver}\n")).unwrap();
-        let out = run(fsbench(state.path())
-            .args([
-                "run",
-                "-q",
-                suite.to_str().unwrap(),
-                "--fs",
-                "bad",
-                "-w",
-                "tree:quick",
-            ])
-            .args(["-n", "1", "--image-dir"])
-            .arg(dir.path()));
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{driver}: {err}");
+        let suite = format!("[[driver]]\nname = \"bad\"\n{driver}\n");
+        let (status, err) = run_user_driver(&suite, "bad", "tree:quick");
+        assert_eq!(status, Some(code), "{driver}: {err}");
         assert!(err.contains(want), "{driver}: `{want}` missing from {err}");
-        assert_nothing_left(dir.path());
-        assert_no_state_left(state.path());
     }
     let state = tempdir();
     let files = tempdir();
@@ -358,43 +363,27 @@ fn a_user_driver_lacking_a_capability_refuses_the_workloads_that_need_it() {
         ("replay", "`hard_links = false`", "replay's `trace`"),
     ];
     for (workload, flag, setting) in cases {
-        let (dir, state, files) = (tempdir(), tempdir(), tempdir());
-        let suite = files.path().join("lean.toml");
-        std::fs::write(&suite, LEAN_DRIVER).unwrap();
-        let out = run(fsbench(state.path())
-            .args(["run", "-q", suite.to_str().unwrap(), "--fs", "lean"])
-            .args(["-w", workload, "-n", "1", "--image-dir"])
-            .arg(dir.path()));
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{workload}: {err}");
+        let (status, err) = run_user_driver(LEAN_DRIVER, "lean", workload);
+        assert_eq!(status, Some(2), "{workload}: {err}");
         for want in ["user driver `lean`", flag, setting] {
             assert!(
                 err.contains(want),
                 "{workload}: `{want}` missing from {err}"
             );
         }
-        assert_nothing_left(dir.path());
-        assert_no_state_left(state.path());
     }
 }
 
 /// With `fiemap = false` fragments are "unsupported", never counted (ext4 has FIEMAP: the
-/// declaration is what is obeyed), and the free-space probe is not run; what the driver
-/// lacks nothing of runs as usual.
+/// declaration is what is obeyed), and the free-space probe is not run.
 #[test]
 fn fragments_are_unsupported_on_a_user_driver_without_fiemap() {
     if !can_run("user driver without FIEMAP", &["mkfs.ext4"]) {
         return;
     }
-    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
-    let suite = files.path().join("lean.toml");
-    std::fs::write(&suite, LEAN_DRIVER).unwrap();
-    let db = files.path().join("results.db");
-    let (out, doc) = image_run_json(
-        dir.path(),
-        state.path(),
+    let doc = user_driver_json(
+        LEAN_DRIVER,
         &[
-            suite.to_str().unwrap(),
             "--fs",
             "lean",
             "-w",
@@ -402,11 +391,8 @@ fn fragments_are_unsupported_on_a_user_driver_without_fiemap() {
             "-n",
             "1",
             "--probe-after-run",
-            "--db",
-            db.to_str().unwrap(),
         ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let run = &doc["runs"][0];
     assert_eq!(run["status"], "ok", "{run}");
     assert!(run["probe_after"].is_null(), "{run}");
@@ -417,6 +403,4 @@ fn fragments_are_unsupported_on_a_user_driver_without_fiemap() {
     }
     let notes = phase["notes"].to_string();
     assert!(notes.contains("extents: unsupported"), "{notes}");
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
 }
