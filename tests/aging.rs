@@ -115,9 +115,9 @@ fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
     let ((fresh_probe, aged_probe), teardown) =
         on_fresh(dir.path(), FsType::Ext4, 1 << 30, |fresh| {
             let root = fresh.dir().as_fd();
-            let before = probe::probe(root).unwrap().unwrap();
+            let before = probe::probe(root, &[]).unwrap().unwrap();
             churn::age(root, &profile, &Progress::default()).unwrap();
-            (before, probe::probe(root).unwrap().unwrap())
+            (before, probe::probe(root, &[]).unwrap().unwrap())
         });
     assert_eq!(fresh_probe.fragments, 1, "{fresh_probe:?}");
     assert!(aged_probe.fragments > 1, "{aged_probe:?}");

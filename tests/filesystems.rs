@@ -208,15 +208,9 @@ fn user_drivers_run_for_real() {
     ) {
         return;
     }
-    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
-    let suite = files.path().join("drivers.toml");
-    std::fs::write(&suite, USER_DRIVERS).unwrap();
-    let db = files.path().join("results.db");
-    let (out, doc) = image_run_json(
-        dir.path(),
-        state.path(),
+    let doc = user_driver_json(
+        USER_DRIVERS,
         &[
-            suite.to_str().unwrap(),
             "--fs",
             "myext4:mkfs=-O ^has_journal",
             "--fs",
@@ -225,11 +219,8 @@ fn user_drivers_run_for_real() {
             "tree:quick",
             "-n",
             "1",
-            "--db",
-            db.to_str().unwrap(),
         ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     for r in runs {
@@ -253,8 +244,38 @@ fn user_drivers_run_for_real() {
         version.contains("no FIEMAP, no fallocate, O_DIRECT"),
         "{version}"
     );
+}
+
+/// `fsbench run` of `workload` on loop images with `--fs NAME`, where `suite` (a suite
+/// file's text) defines the driver; asserts that nothing is left behind, returns the exit
+/// status and stderr.
+fn run_user_driver(suite: &str, name: &str, workload: &str) -> (Option<i32>, String) {
+    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+    let path = files.path().join("drivers.toml");
+    std::fs::write(&path, suite).unwrap();
+    let out = run(fsbench(state.path())
+        .args(["run", "-q", path.to_str().unwrap(), "--fs", name])
+        .args(["-w", workload, "-n", "1", "--image-dir"])
+        .arg(dir.path()));
     assert_nothing_left(dir.path());
     assert_no_state_left(state.path());
+    (out.status.code(), text(&out.stderr))
+}
+
+/// `fsbench run` with `args`, results as JSON, on loop images, where `suite` (a suite file's
+/// text) defines the drivers; asserts it succeeded and left nothing behind.
+fn user_driver_json(suite: &str, args: &[&str]) -> serde_json::Value {
+    let (dir, state, files) = (tempdir(), tempdir(), tempdir());
+    let path = files.path().join("drivers.toml");
+    std::fs::write(&path, suite).unwrap();
+    let db = files.path().join("results.db");
+    let mut all = vec![path.to_str().unwrap(), "--db", db.to_str().unwrap()];
+    all.extend(args);
+    let (out, doc) = image_run_json(dir.path(), state.path(), &all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_nothing_left(dir.path());
+    assert_no_state_left(state.path());
+    doc
 }
 
 /// A driver whose template lacks `{device}` or takes a built-in's name is refused before
@@ -283,26 +304,10 @@ fn bad_user_drivers_are_refused_and_leave_nothing() {
         ),
     ];
     for (driver, code, want) in cases {
-        let (dir, state, files) = (tempdir(), tempdir(), tempdir());
-        let suite = files.path().join("bad.toml");
-        std::fs::write(&suite, format!("[[driver]]\nname = \"bad\"\n{driver}\n")).unwrap();
-        let out = run(fsbench(state.path())
-            .args([
-                "run",
-                "-q",
-                suite.to_str().unwrap(),
-                "--fs",
-                "bad",
-                "-w",
-                "tree:quick",
-            ])
-            .args(["-n", "1", "--image-dir"])
-            .arg(dir.path()));
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{driver}: {err}");
+        let suite = format!("[[driver]]\nname = \"bad\"\n{driver}\n");
+        let (status, err) = run_user_driver(&suite, "bad", "tree:quick");
+        assert_eq!(status, Some(code), "{driver}: {err}");
         assert!(err.contains(want), "{driver}: `{want}` missing from {err}");
-        assert_nothing_left(dir.path());
-        assert_no_state_left(state.path());
     }
     let state = tempdir();
     let files = tempdir();
@@ -315,4 +320,87 @@ fn bad_user_drivers_are_refused_and_leave_nothing() {
     let out = run(fsbench(state.path()).args(["run", suite.to_str().unwrap(), "--fs", "ext4"]));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("built-in"));
+}
+
+/// ext4 through a user driver that declares it lacks everything it may lack.
+const LEAN_DRIVER: &str = r#"
+[[driver]]
+name = "lean"
+package = "e2fsprogs"
+mkfs = "mkfs.ext4 -F -q {options} {device}"
+mount_type = "ext4"
+fiemap = false
+fallocate = false
+o_direct = false
+hard_links = false
+"#;
+
+/// Each workload setting that needs what the driver declares it lacks is refused before
+/// anything is made, naming the driver, its flag and the setting.
+#[test]
+fn a_user_driver_lacking_a_capability_refuses_the_workloads_that_need_it() {
+    let cases = [
+        (
+            "io:rw=read,size=4m,direct",
+            "`o_direct = false`",
+            "io's `direct`",
+        ),
+        (
+            "iozone:quick,direct",
+            "`o_direct = false`",
+            "iozone's `direct`",
+        ),
+        (
+            "alloc:size=8m,methods=chunk-4096+fallocate",
+            "`fallocate = false`",
+            "alloc's `methods=fallocate`",
+        ),
+        (
+            "archive:tiny",
+            "`hard_links = false`",
+            "archive's generated archive",
+        ),
+        ("replay", "`hard_links = false`", "replay's `trace`"),
+    ];
+    for (workload, flag, setting) in cases {
+        let (status, err) = run_user_driver(LEAN_DRIVER, "lean", workload);
+        assert_eq!(status, Some(2), "{workload}: {err}");
+        for want in ["user driver `lean`", flag, setting] {
+            assert!(
+                err.contains(want),
+                "{workload}: `{want}` missing from {err}"
+            );
+        }
+    }
+}
+
+/// With `fiemap = false` fragments are "unsupported", never counted (ext4 has FIEMAP: the
+/// declaration is what is obeyed), and the free-space probe is not run.
+#[test]
+fn fragments_are_unsupported_on_a_user_driver_without_fiemap() {
+    if !can_run("user driver without FIEMAP", &["mkfs.ext4"]) {
+        return;
+    }
+    let doc = user_driver_json(
+        LEAN_DRIVER,
+        &[
+            "--fs",
+            "lean",
+            "-w",
+            "alloc:size=8m,methods=chunk-4096",
+            "-n",
+            "1",
+            "--probe-after-run",
+        ],
+    );
+    let run = &doc["runs"][0];
+    assert_eq!(run["status"], "ok", "{run}");
+    assert!(run["probe_after"].is_null(), "{run}");
+    let phase = &run["phases"][0];
+    let figures = phase["figures"].as_array().into_iter().flatten();
+    for f in figures {
+        assert!(f["name"] != "extents" && f["name"] != "fragments", "{f}");
+    }
+    let notes = phase["notes"].to_string();
+    assert!(notes.contains("extents: unsupported"), "{notes}");
 }

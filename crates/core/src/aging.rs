@@ -18,6 +18,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
+use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::suite::Suite;
@@ -101,6 +102,8 @@ impl Usage {
 pub struct Plan {
     pub age: Option<AgeProfile>,
     pub fill_percent: Option<u8>,
+    /// What the filesystem is declared to lack (a user driver's flags), for the probe.
+    pub lacks: Vec<Capability>,
 }
 
 impl Plan {
@@ -123,7 +126,7 @@ pub fn prepare(
     progress: &Progress,
 ) -> Result<Preparation, FsbenchError> {
     let mut prep = Preparation {
-        probe_fresh: probe::probe(root)?,
+        probe_fresh: probe::probe(root, &plan.lacks)?,
         ..Preparation::default()
     };
     if let Some(profile) = &plan.age {
@@ -132,7 +135,7 @@ pub fn prepare(
     if let Some(level) = plan.fill_percent.filter(|l| *l > 0) {
         prep.fill = Some(fill::fill_to(root, level, progress)?);
     }
-    prep.probe_prepared = probe::probe(root)?;
+    prep.probe_prepared = probe::probe(root, &plan.lacks)?;
     let usage = Usage::of(root)?;
     prep.free_bytes = usage.total - usage.used;
     prep.free_inodes = usage.free_inodes;

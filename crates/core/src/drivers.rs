@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
 
+mod caps;
 mod kernel;
 mod names;
 mod user;
 pub(crate) mod zfs;
 
+pub use caps::Capability;
 use names::*;
 pub(crate) use user::Slots;
 pub use user::UserDriver;

@@ -321,6 +321,9 @@ impl Suite {
         }
         for w in &self.workloads {
             w.validate()?;
+            for driver in self.configs.iter().filter_map(|c| c.driver.as_ref()) {
+                driver.check_needs(w)?;
+            }
         }
         if !(self.min_phase_secs >= 0.0 && self.min_phase_secs.is_finite()) {
             return Err(invalid("min_phase_secs must be a non-negative number"));

@@ -196,6 +196,9 @@ pub trait Workload: Send {
     ) -> Result<(), FsbenchError> {
         Ok(())
     }
+    /// What the filesystem under test is declared to lack (a user driver's flags), told
+    /// before setup: a workload that counts extents says "unsupported" without FIEMAP.
+    fn filesystem_lacks(&mut self, _lacks: &[crate::drivers::Capability]) {}
     /// Untimed work just before phase `phase` starts its clock (decompressing an archive).
     fn before_phase(&mut self, _phase: usize) -> Result<(), FsbenchError> {
         Ok(())

@@ -453,6 +453,7 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     let mut fresh = fresh_for_run(target, preparer, what, record, observer)?;
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
+    workload.filesystem_lacks(&what.resolved.0.lacks());
     let phases = || -> anyhow::Result<_> {
         workload.setup(fresh.dir().as_fd(), record.run, &settings.progress.cancel)?;
         let phase_count = workload.phases().len();

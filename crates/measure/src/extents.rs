@@ -73,6 +73,8 @@ pub fn not_counted(e: Errno) -> String {
 /// Reusable ioctl buffer, so counting many files allocates once.
 pub struct Mapper {
     request: Box<Request>,
+    /// False where the filesystem's driver declares no FIEMAP: nothing is asked of it.
+    fiemap: bool,
 }
 
 impl Default for Mapper {
@@ -93,7 +95,14 @@ impl Mapper {
                 reserved: 0,
                 extents: [RawExtent::default(); BATCH],
             }),
+            fiemap: true,
         }
+    }
+
+    /// Holds the mapper to whether the filesystem is declared to have FIEMAP (a user
+    /// driver's flag): without it every count is "unsupported", as on FUSE.
+    pub fn declare_fiemap(&mut self, has: bool) {
+        self.fiemap = has;
     }
 
     /// Visits `file`'s extents in logical order; stops early when `visit` returns false.
@@ -104,7 +113,7 @@ impl Mapper {
     ) -> Result<(), Errno> {
         // FUSE answers FIEMAP with no extents at all: a count of 0, never a real one.
         let st = rustix::fs::fstatfs(file.as_fd())?;
-        if st.f_type as i64 == FUSE_SUPER_MAGIC {
+        if !self.fiemap || st.f_type as i64 == FUSE_SUPER_MAGIC {
             return Err(Errno::OPNOTSUPP);
         }
         let fd = file.as_fd().as_raw_fd();

@@ -10,7 +10,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::Usage;
-use crate::drivers::FsType;
+use crate::drivers::{Capability, FsType};
 use crate::error::FsbenchError;
 use crate::extents::{ExtentCount, Mapper};
 use crate::tools;
@@ -34,8 +34,12 @@ pub struct Probe {
 
 /// Allocates a tenth, then half, of the free space (whole MiB) as one file, counts its
 /// extents, removes it. `None` where the filesystem cannot fallocate (ext2, ext3) or map
-/// extents (tmpfs), or has under 10 MiB free.
-pub fn probe(root: BorrowedFd<'_>) -> Result<Option<Probe>, FsbenchError> {
+/// extents (tmpfs), or is declared to lack either (`lacks`: a user driver's flags), or has
+/// under 10 MiB free.
+pub fn probe(root: BorrowedFd<'_>, lacks: &[Capability]) -> Result<Option<Probe>, FsbenchError> {
+    if lacks.contains(&Capability::Fallocate) || lacks.contains(&Capability::Fiemap) {
+        return Ok(None);
+    }
     let usage = Usage::of(root)?;
     let free = usage.total - usage.used;
     let share = |part: u64| free / part / (1 << 20) * (1 << 20);

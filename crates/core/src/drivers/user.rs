@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{FsType, Toolset};
+use super::{Capability, FsType, Toolset};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
+use crate::workload::WorkloadSpec;
 
 /// One `[[driver]]` table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,7 +33,8 @@ pub struct UserDriver {
     /// `fusermount -u {mountpoint}`; without it, umount(2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmount: Option<String>,
-    /// What the filesystem supports, as the user declares it (recorded with the results).
+    /// What the filesystem supports, as the user declares it: a workload that needs what it
+    /// lacks is refused, and fragment counts and the free-space probe say "unsupported".
     #[serde(default = "yes")]
     pub fiemap: bool,
     #[serde(default = "yes")]
@@ -116,21 +118,56 @@ impl UserDriver {
         })
     }
 
+    /// Whether the table declares `capability`.
+    pub fn has(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::Fiemap => self.fiemap,
+            Capability::Fallocate => self.fallocate,
+            Capability::Direct => self.o_direct,
+            Capability::HardLinks => self.hard_links,
+        }
+    }
+
+    /// What the table declares the filesystem lacks.
+    pub fn lacks(&self) -> Vec<Capability> {
+        Capability::ALL
+            .into_iter()
+            .filter(|c| !self.has(*c))
+            .collect()
+    }
+
+    /// Refuses `workload` where it needs what this driver declares it lacks, naming the
+    /// driver, the flag and the workload's option: before anything is made.
+    pub(crate) fn check_needs(&self, workload: &WorkloadSpec) -> anyhow::Result<()> {
+        let kind = workload.kind();
+        match kind
+            .needs
+            .iter()
+            .find(|n| !self.has(n.capability) && (n.uses)(workload))
+        {
+            Some(need) => Err(invalid(format!(
+                "user driver `{}` declares `{} = false`, but {}'s {} needs {}: \
+                 change that setting, or run {} on another filesystem",
+                self.name,
+                need.capability.key(),
+                kind.name,
+                need.option,
+                need.capability.what(),
+                kind.name,
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The declared capabilities: `FIEMAP, fallocate, O_DIRECT, hard links` or what lacks.
     fn declared(&self) -> String {
-        let flags = [
-            (self.fiemap, "FIEMAP"),
-            (self.fallocate, "fallocate"),
-            (self.o_direct, "O_DIRECT"),
-            (self.hard_links, "hard links"),
-        ];
-        let said: Vec<String> = flags
+        let said: Vec<String> = Capability::ALL
             .iter()
-            .map(|(has, what)| {
-                if *has {
-                    what.to_string()
+            .map(|c| {
+                if self.has(*c) {
+                    c.what().to_string()
                 } else {
-                    format!("no {what}")
+                    format!("no {}", c.what())
                 }
             })
             .collect();

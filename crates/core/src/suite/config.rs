@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::drivers::{FsType, UserDriver};
+use crate::drivers::{Capability, FsType, UserDriver};
 use crate::error::invalid;
 
 /// One filesystem configuration: a filesystem and how it is made and mounted.
@@ -160,6 +160,13 @@ impl FsConfig {
             background: None,
             driver: None,
         }
+    }
+
+    /// What its driver is declared to lack (a user driver's flags; built-ins are probed).
+    pub fn lacks(&self) -> Vec<Capability> {
+        self.driver
+            .as_ref()
+            .map_or_else(Vec::new, UserDriver::lacks)
     }
 
     /// Makes this a configuration of user driver `driver`; a label fsbench made names it.

@@ -14,8 +14,9 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
 use crate::measure::{Figure, OpKind, PhaseRecorder};
@@ -194,6 +195,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              fragmentation); figures of several clients do not add up",
         )
     },
+    needs: &[Need {
+        capability: Capability::Fallocate,
+        option: "`methods=fallocate`",
+        uses: |s| matches!(s, WorkloadSpec::Alloc(p) if p.methods.contains(&Method::Fallocate)),
+    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AllocParams> {
@@ -492,6 +498,11 @@ fn fill_window(file: &OwnedFd, offset: u64, len: usize) -> Result<(), Errno> {
 }
 
 impl Workload for Alloc {
+    fn filesystem_lacks(&mut self, lacks: &[Capability]) {
+        self.mapper
+            .declare_fiemap(!lacks.contains(&crate::drivers::Capability::Fiemap));
+    }
+
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         Cow::Owned(self.params.phases())
     }

@@ -15,8 +15,9 @@ use anyhow::Context;
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
+use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
 use crate::rmtree;
@@ -224,6 +225,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              the archive's reads, not the filesystem",
         )
     },
+    needs: &[Need {
+        capability: Capability::HardLinks,
+        option: "generated archive (without `file=`)",
+        uses: |s| matches!(s, WorkloadSpec::Archive(p) if matches!(p.source, Source::Generated { .. })),
+    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ArchiveParams> {

@@ -104,6 +104,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Atomic),
     mpi_refusal: |_| None,
+    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AtomicParams> {

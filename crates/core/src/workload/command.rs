@@ -160,6 +160,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              your own parallel program (mpirun inside a phase) instead",
         )
     },
+    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<CommandParams> {

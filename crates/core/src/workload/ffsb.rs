@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
 use crate::measure::{CpuTimes, Figure, OpKind, PhaseRecorder};
@@ -57,6 +58,7 @@ pub struct Ffsb {
     totals: Option<RunTotals>,
     cpu: Option<CpuTimes>,
     notes: Vec<String>,
+    mapper: Mapper,
 }
 
 impl Ffsb {
@@ -68,6 +70,7 @@ impl Ffsb {
             files: Arc::new(Mutex::new(FileTable::default())),
             totals: None,
             cpu: None,
+            mapper: Mapper::new(),
         }
     }
 
@@ -173,6 +176,11 @@ impl Ffsb {
 }
 
 impl Workload for Ffsb {
+    fn filesystem_lacks(&mut self, lacks: &[Capability]) {
+        self.mapper
+            .declare_fiemap(!lacks.contains(&crate::drivers::Capability::Fiemap));
+    }
+
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         self.params.phases()
     }
@@ -265,9 +273,9 @@ impl Workload for Ffsb {
         }
         // Fragmentation of every file left, after the sync that followed the phase.
         let data = open_dir(dir, "data")?;
-        let mut mapper = Mapper::new();
         let files = self.files.lock().expect("not poisoned");
-        match worker::count_extents(&data, &files, self.params.fileset.num_dirs, &mut mapper) {
+        let dirs = self.params.fileset.num_dirs;
+        match worker::count_extents(&data, &files, dirs, &mut self.mapper) {
             Ok(Some((avg, max))) => {
                 out.figures
                     .push(Figure::new("extents avg", "per file", false, avg));

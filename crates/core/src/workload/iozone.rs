@@ -12,9 +12,10 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::with_private_fds;
 use super::{Aligned, PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
+use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{CpuTimes, Dim, DimValue, Figure, PhaseRecorder};
 use crate::units::{compact_size, format_bytes};

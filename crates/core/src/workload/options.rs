@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde_json::Value as Json;
 
 use super::WorkloadSpec;
+use crate::drivers::Capability;
 use crate::error::invalid;
 use crate::units::{compact_size, parse_size};
 
@@ -89,6 +90,19 @@ pub struct WorkloadKind {
     /// Why the workload (as these parameters make it) cannot run under MPI; `None`: each rank
     /// runs it in a directory of its own and rank 0 aggregates their phases.
     pub mpi_refusal: fn(&WorkloadSpec) -> Option<&'static str>,
+    /// What its settings may need of the filesystem: a user driver that declares it lacks
+    /// one is refused before anything is made.
+    pub needs: &'static [Need],
+}
+
+/// A capability some of a workload's settings need.
+#[derive(Debug)]
+pub struct Need {
+    pub capability: Capability,
+    /// The setting, as the refusal names it: "`direct`".
+    pub option: &'static str,
+    /// Whether `spec` (always this row's workload) uses it.
+    pub uses: fn(&WorkloadSpec) -> bool,
 }
 
 /// A parsed option value.

@@ -17,9 +17,10 @@ use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::Crew;
 use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use crate::drivers::Capability;
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, errno_name};
 use crate::units::group_thousands;
@@ -89,6 +90,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              of the same paths, each in a directory of its own",
         )
     },
+    needs: &[Need {
+        capability: Capability::HardLinks,
+        option: "`trace` (its link calls)",
+        uses: |s| matches!(s, WorkloadSpec::Replay(p) if p.links()),
+    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
@@ -146,6 +152,12 @@ impl ReplayParams {
         Summary::of(self.trace.as_deref()).map(drop)
     }
 
+    /// Whether the trace makes hard links, in its initial state or its calls.
+    fn links(&self) -> bool {
+        Summary::of(self.trace.as_deref())
+            .is_ok_and(|s| s.initial_links > 0 || s.calls.get(&Kind::Link).is_some_and(|n| *n > 0))
+    }
+
     pub fn space_needed(&self) -> Option<SpaceNeed> {
         let s = Summary::of(self.trace.as_deref()).ok()?;
         let bytes = s
@@ -174,6 +186,8 @@ pub struct Summary {
     pub files: usize,
     pub initial_entries: u64,
     pub initial_bytes: u64,
+    /// Further names of files in the initial state.
+    pub initial_links: u64,
     pub creates: u64,
     pub dropped: u64,
     pub duration_us: u64,
@@ -189,8 +203,10 @@ impl Summary {
         };
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
-            if let Entry::File(_, size) = e {
-                s.initial_bytes += size;
+            match e {
+                Entry::File(_, size) => s.initial_bytes += size,
+                Entry::HardLink(..) => s.initial_links += 1,
+                _ => {}
             }
         }
         let (mut tids, mut files) = (HashSet::new(), HashSet::new());
@@ -207,7 +223,7 @@ impl Summary {
             let moved = c.result.max(0) as u64;
             match kind {
                 Kind::Read => s.read += moved,
-                Kind::Write | Kind::Copy => s.written += moved,
+                Kind::Write | Kind::Copy | Kind::Sendfile => s.written += moved,
                 Kind::Open if c.a & 0o100 != 0 => s.creates += 1,
                 Kind::Mkdir | Kind::Symlink | Kind::Link => s.creates += 1,
                 _ => {}

@@ -64,6 +64,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     ],
     build: |p| build(p).map(WorkloadSpec::Tree),
     mpi_refusal: |_| None,
+    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<TreeParams> {

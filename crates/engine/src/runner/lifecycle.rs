@@ -76,8 +76,9 @@ pub(crate) fn finish_run(
     if what.probe_after {
         // On the filesystem as the phases left it: the figures are taken, the unmount
         // and fsck below are the run's own.
-        record.probe_after = crate::aging::probe::probe(fresh.dir().as_fd())
-            .with_context(|| format!("{label}: free-space probe after the run"))?;
+        record.probe_after =
+            crate::aging::probe::probe(fresh.dir().as_fd(), &what.resolved.0.lacks())
+                .with_context(|| format!("{label}: free-space probe after the run"))?;
     }
     record.incomplete = record.failure_summary();
     if let Some(what) = &record.incomplete {

@@ -61,6 +61,7 @@ fn plan(config: &FsConfig, spec: &WorkloadSpec) -> anyhow::Result<Plan> {
     Ok(Plan {
         age,
         fill_percent: config.fill,
+        lacks: config.lacks(),
     })
 }
 
@@ -78,6 +79,7 @@ pub(super) fn sizing_need(need: SpaceNeed, configs: &[Resolved]) -> anyhow::Resu
         let plan = Plan {
             age,
             fill_percent: config.fill,
+            lacks: Vec::new(),
         };
         level = level.max(plan.level_percent());
     }

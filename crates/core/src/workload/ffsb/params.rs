@@ -79,6 +79,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     mpi_refusal: |_| {
         Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
     },
+    needs: &[Need {
+        capability: Capability::Direct,
+        option: "profile's `directio`",
+        uses: |s| matches!(s, WorkloadSpec::Ffsb(p) if p.directio),
+    }],
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {

@@ -1,8 +1,9 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
 use super::params::{Rw, build};
+use crate::drivers::Capability;
 use crate::workload::WorkloadSpec;
-use crate::workload::options::{OptKind, OptionDef, Preset, WorkloadKind};
+use crate::workload::options::{Need, OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
     OptionDef {
@@ -247,4 +248,9 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     build: |p| build(p).map(WorkloadSpec::Io),
     // Each rank its own files (in its own directory), aggregated as IOR does.
     mpi_refusal: |_| None,
+    needs: &[Need {
+        capability: Capability::Direct,
+        option: "`direct`",
+        uses: |s| matches!(s, WorkloadSpec::Io(p) if p.direct),
+    }],
 };

@@ -138,6 +138,11 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
         ),
         _ => None,
     },
+    needs: &[Need {
+        capability: Capability::Direct,
+        option: "`direct`",
+        uses: |s| matches!(s, WorkloadSpec::Iozone(p) if p.direct),
+    }],
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IozoneParams> {

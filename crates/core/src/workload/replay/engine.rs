@@ -10,17 +10,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+
+mod paths;
 
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
 use crate::error::FsbenchError;
 use crate::measure::{errno_name, fatal_error, lap_clock, new_histogram};
 use crate::units::shown;
-use crate::workload::archive::extract::split_member;
+use paths::{BENEATH, normalized, resolution, resolve};
 
-const BENEATH: ResolveFlags = ResolveFlags::BENEATH;
 /// The most one read or write moves at once (a larger recorded one is made in pieces).
 const BUFFER_MAX: u64 = 16 << 20;
 /// Mismatches described by name, per thread.
@@ -177,7 +178,7 @@ impl<'a> Thread<'a> {
                 let Some(p) = normalized(path, &mut self.parent, &mut self.full) else {
                     return Outcome::Refused;
                 };
-                match rustix::fs::openat2(self.dir, p, flags, mode, BENEATH) {
+                match rustix::fs::openat2(self.dir, p, flags, mode, resolution(op.a)) {
                     Ok(fd) => {
                         self.set_fd(op.fd2, fd);
                         Outcome::Done
@@ -202,7 +203,8 @@ impl<'a> Thread<'a> {
             | Kind::SyncRange
             | Kind::Fallocate
             | Kind::Dup
-            | Kind::Copy => self.by_fd(op),
+            | Kind::Copy
+            | Kind::Sendfile => self.by_fd(op),
             Kind::Truncate | Kind::Stat | Kind::Chmod | Kind::Chown | Kind::Utimens
                 if op.fd >= 0 =>
             {
@@ -335,7 +337,7 @@ impl<'a> Thread<'a> {
                 }
                 Err(e) => Err(e),
             },
-            Kind::Copy => {
+            Kind::Copy | Kind::Sendfile => {
                 let out_op = Op {
                     fd: op.fd2,
                     path: op.path2,
@@ -349,7 +351,13 @@ impl<'a> Thread<'a> {
                 else {
                     return Outcome::Failed(Errno::BADF);
                 };
-                let r = rustix::fs::copy_file_range(from, None, to, None, op.a as usize);
+                // From the recorded input offset (-1: the descriptor's own position).
+                let mut at = u64::try_from(op.b).ok();
+                let r = if op.kind == Kind::Sendfile {
+                    rustix::fs::sendfile(to, from, at.as_mut(), op.a as usize)
+                } else {
+                    rustix::fs::copy_file_range(from, at.as_mut(), to, None, op.a as usize)
+                };
                 moved(r, &mut self.out.bytes)
             }
             _ => unreachable!("calls by path go to by_path"),
@@ -511,53 +519,6 @@ impl<'a> Thread<'a> {
             Some(Some(e)) => Err(e),
             _ => Ok(()),
         }
-    }
-}
-
-/// `path` lexically normalized into `full` (`.` for the directory itself); `None` for an
-/// absolute or climbing path.
-fn normalized<'b>(path: &[u8], parent: &mut Vec<u8>, full: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    full.clear();
-    if path == b"." {
-        full.push(b'.');
-        return Some(full);
-    }
-    let name = split_member(path, parent)?;
-    full.extend_from_slice(parent);
-    if !full.is_empty() {
-        full.push(b'/');
-    }
-    full.extend_from_slice(name);
-    Some(full)
-}
-
-/// The directory to make an `*at()` call in for `path`, and the name in it: the directory
-/// itself with the normalized path when no symlink can exist below it, else the parent
-/// opened beneath it by the kernel (held open by the first value).
-fn resolve<'b>(
-    root: BorrowedFd<'_>,
-    symlinks: bool,
-    path: &'b [u8],
-    parent: &mut Vec<u8>,
-    full: &'b mut Vec<u8>,
-) -> Result<(Option<OwnedFd>, &'b [u8]), Outcome> {
-    if !symlinks {
-        return normalized(path, parent, full)
-            .map(|p| (None, p))
-            .ok_or(Outcome::Refused);
-    }
-    if path == b"." {
-        return Ok((None, path));
-    }
-    let name = split_member(path, parent).ok_or(Outcome::Refused)?;
-    if parent.is_empty() {
-        return Ok((None, name));
-    }
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    match rustix::fs::openat2(root, &parent[..], flags, Mode::empty(), BENEATH) {
-        Ok(fd) => Ok((Some(fd), name)),
-        Err(Errno::XDEV) => Err(Outcome::Refused),
-        Err(e) => Err(Outcome::Failed(e)),
     }
 }
 

@@ -120,7 +120,10 @@ impl Loaded {
             if let Some(i) = call.path.iter().rposition(|&c| c == b'/') {
                 touch(&call.path[..i], false, &mut wanted);
             }
-            if matches!(kind, Kind::Rename | Kind::Link | Kind::Copy) {
+            if matches!(
+                kind,
+                Kind::Rename | Kind::Link | Kind::Copy | Kind::Sendfile
+            ) {
                 touch(&call.path2, true, &mut wanted);
             }
             // One wait per other thread: its latest call.

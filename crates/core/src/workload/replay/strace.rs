@@ -11,6 +11,9 @@ mod syntax;
 use super::trace::{Call, Kind};
 use syntax::{Arg, micros, parse_result, split_args};
 
+/// `RESOLVE_IN_ROOT` of linux/openat2.h.
+const RESOLVE_IN_ROOT: i64 = 0x10;
+
 /// strace's arguments, before the command (`-o FILE` comes after): every thread and child,
 /// absolute start times and durations, descriptors' paths, flags as numbers, no data, and
 /// only the calls fsbench records (a seccomp filter lets every other call run unstopped).
@@ -30,9 +33,9 @@ pub const STRACE_ARGS: &[&str] = &[
     "-e",
     // `?`: a call this architecture lacks (open, stat on arm64) is no error.
     "trace=?open,?openat,?openat2,?creat,?close,?read,?pread64,?readv,?preadv,?preadv2,\
-     ?write,?pwrite64,?writev,?pwritev,?pwritev2,?copy_file_range,?lseek,?fsync,?fdatasync,\
-     ?sync_file_range,?truncate,?ftruncate,?fallocate,?mkdir,?mkdirat,?rmdir,?unlink,\
-     ?unlinkat,?rename,?renameat,?renameat2,?link,?linkat,?symlink,?symlinkat,?readlink,\
+     ?write,?pwrite64,?writev,?pwritev,?pwritev2,?copy_file_range,?sendfile,?sendfile64,\
+     ?lseek,?fsync,?fdatasync,?sync_file_range,?truncate,?ftruncate,?fallocate,?mkdir,\
+     ?mkdirat,?rmdir,?unlink,?unlinkat,?rename,?renameat,?renameat2,?link,?linkat,?symlink,?symlinkat,?readlink,\
      ?readlinkat,?stat,?lstat,?fstat,?newfstatat,?statx,?getdents64,?chmod,?fchmod,\
      ?fchmodat,?chown,?fchown,?lchown,?fchownat,?utimensat,?dup,?dup2,?dup3,?fcntl,?mmap,\
      ?chdir,?fchdir,?clone,?clone3,?fork,?vfork",
@@ -198,7 +201,17 @@ impl Parser {
         if dir.is_some() && dirpath.is_none() && path.first() != Some(&b'/') {
             return None;
         }
-        if !self.absolute(tid, dirpath, path) {
+        // openat2's RESOLVE_IN_ROOT: an absolute path, and `..`, stay below the directory.
+        let in_root = name == "openat2"
+            && args.get(2).and_then(|h| h.field("resolve")).unwrap_or(0) & RESOLVE_IN_ROOT != 0;
+        if in_root {
+            dirpath?;
+            self.absolute(tid, Some(b"/"), path);
+            let below = std::mem::take(&mut self.abs);
+            if !self.absolute(tid, dirpath, &below[1..]) {
+                return None;
+            }
+        } else if !self.absolute(tid, dirpath, path) {
             return None;
         }
         call.path = self.relative()?;
@@ -211,7 +224,13 @@ impl Parser {
                 call.a = num(2)? as u64;
                 call.b = num(3).unwrap_or(0);
             }
-            "openat2" => return None, // its flags are in a struct: not replayed yet
+            // `struct open_how`: flags, with the RESOLVE_* flags above them (see trace.rs).
+            "openat2" => {
+                let how = args.get(2)?;
+                let resolve = how.field("resolve")? as u64;
+                call.a = how.field("flags")? as u64 & u64::from(u32::MAX) | resolve << 32;
+                call.b = how.field("mode")?;
+            }
             // creat is open(O_CREAT|O_WRONLY|O_TRUNC).
             "creat" => {
                 call.a = 0o1101;
@@ -277,6 +296,7 @@ impl Parser {
             "read" | "pread64" | "readv" | "preadv" | "preadv2" => Kind::Read,
             "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => Kind::Write,
             "copy_file_range" => Kind::Copy,
+            "sendfile" | "sendfile64" => Kind::Sendfile,
             "lseek" => Kind::Lseek,
             "fsync" => Kind::Fsync,
             "fdatasync" => Kind::Fdatasync,
@@ -293,7 +313,12 @@ impl Parser {
             "mmap" => Kind::Mmap,
             _ => return None,
         };
-        let fd_arg = if kind == Kind::Mmap { 4 } else { 0 };
+        // sendfile(out, in, ...): the input is the descriptor it works on, as copy_file_range's.
+        let fd_arg = match name {
+            "mmap" => 4,
+            "sendfile" | "sendfile64" => 1,
+            _ => 0,
+        };
         self.fd_call(kind, args, fd_arg, call)?;
         let len = |ret: i64, asked: Option<i64>| {
             if ret > 0 {
@@ -313,14 +338,20 @@ impl Parser {
                 call.a = len(call.result, None);
                 call.b = num(3)?;
             }
-            "copy_file_range" => {
-                let Some(Arg::Num(out, Some(p))) = args.get(2) else {
+            "copy_file_range" | "sendfile" | "sendfile64" => {
+                let sendfile = name != "copy_file_range";
+                let Some(Arg::Num(out, Some(p))) = args.get(if sendfile { 0 } else { 2 }) else {
                     return None;
                 };
                 call.fd2 = *out as i32;
                 self.abs.clone_from(p);
                 call.path2 = self.relative()?;
                 call.a = call.result.max(0) as u64;
+                // The input offset: `[N]` (sendfile: `[N] => [M]`), NULL for the position.
+                call.b = match args.get(if sendfile { 2 } else { 1 }) {
+                    Some(Arg::Offset(n)) => *n,
+                    _ => -1,
+                };
             }
             "lseek" => {
                 call.b = num(1)?;

@@ -35,6 +35,7 @@ pub enum Kind {
     Read,
     Write,
     Copy,
+    Sendfile,
     Lseek,
     Fsync,
     Fdatasync,
@@ -59,12 +60,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 25] = [
+    pub const ALL: [Kind; 26] = [
         Kind::Open,
         Kind::Close,
         Kind::Read,
         Kind::Write,
         Kind::Copy,
+        Kind::Sendfile,
         Kind::Lseek,
         Kind::Fsync,
         Kind::Fdatasync,
@@ -94,6 +96,7 @@ impl Kind {
             "read",
             "write",
             "copy",
+            "sendfile",
             "lseek",
             "fsync",
             "fdatasync",
@@ -132,6 +135,7 @@ impl Kind {
             self,
             Kind::Write
                 | Kind::Copy
+                | Kind::Sendfile
                 | Kind::Truncate
                 | Kind::Fallocate
                 | Kind::Mkdir

@@ -6,7 +6,26 @@ pub(super) enum Arg {
     Str(Vec<u8>),
     /// A number and, for a descriptor, the path strace decoded.
     Num(i64, Option<Vec<u8>>),
+    /// A number behind a pointer, `[5]`, or one the call changed, `[5] => [9]`: the first.
+    Offset(i64),
+    /// A structure's numeric fields: openat2's `{flags=0x241, mode=0640, resolve=0xc}`.
+    Fields(Vec<(String, i64)>),
     Other,
+}
+
+impl Arg {
+    /// Field `name` of a structure; strace leaves out fields that are 0.
+    pub(super) fn field(&self, name: &str) -> Option<i64> {
+        match self {
+            Arg::Fields(fields) => Some(
+                fields
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map_or(0, |(_, v)| *v),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// Splits `ARGS) = RESULT` into the arguments and the text after `) = `.
@@ -23,6 +42,8 @@ pub(super) fn split_args(text: &str) -> Option<(Vec<Arg>, &str)> {
                 }
             }
             b'(' | b'{' | b'[' | b'<' => depth += 1,
+            // `[5] => [9]`: an arrow, not a descriptor's path closing.
+            b'>' if i > 0 && bytes[i - 1] == b'=' => {}
             b'}' | b']' | b'>' => depth -= 1,
             b')' if depth == 0 => {
                 let last = text[start..i].trim();
@@ -50,6 +71,19 @@ fn parse_arg(text: &str) -> Arg {
     }
     if text == "NULL" {
         return Arg::Num(0, None);
+    }
+    if let Some(inner) = text.strip_prefix('[') {
+        let before = inner.split_once(']').and_then(|(n, _)| parse_number(n));
+        return before.map_or(Arg::Other, Arg::Offset);
+    }
+    if let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+        let fields = inner.split(", ").map(|field| {
+            let (key, value) = field.split_once('=')?;
+            Some((key.trim().to_string(), parse_number(value)?))
+        });
+        return fields
+            .collect::<Option<_>>()
+            .map_or(Arg::Other, Arg::Fields);
     }
     let (number, decor) = match text.find('<') {
         Some(i) if text.ends_with('>') => (&text[..i], decode_path(&text[i + 1..text.len() - 1])),

@@ -39,3 +39,33 @@ fn strace_lines_become_calls_relative_to_the_root() {
     // The child's working directory is its parent's.
     assert_eq!((calls[4].tid, &calls[4].path[..]), (9, &b"sub"[..]));
 }
+
+#[test]
+fn openat2_keeps_its_open_how_and_sendfile_and_copies_their_offset() {
+    let (calls, dropped) = parse(&[
+        r#"5 10.000000 openat2(-100</r/d>, "a", {flags=0x241, mode=0640, resolve=0xc}, 24) = 3</r/d/a> <0.000010>"#,
+        r#"5 10.000100 openat2(3</r/d>, "/b/../c", {flags=0, resolve=0x10}, 24) = 4</r/d/c> <0.000010>"#,
+        r#"5 10.000200 openat2(-100</r>, "/etc/passwd", {flags=0}, 24) = 5</etc/passwd> <0.000010>"#,
+        r#"5 10.000300 sendfile(3</r/d/a>, 4</r/d/c>, NULL, 6) = 6 <0.000010>"#,
+        r#"5 10.000400 copy_file_range(4</r/d/c>, [2], 3</r/d/a>, NULL, 6, 0) = 6 <0.000010>"#,
+        r#"5 10.000500 sendfile(3</r/d/a>, 4</r/d/c>, [5] => [9], 4) = 4 <0.000010>"#,
+    ]);
+    assert_eq!(dropped, 1, "{calls:?}");
+    use Kind::*;
+    let kinds: Vec<Kind> = calls.iter().map(Call::kind).collect();
+    assert_eq!(kinds, [Open, Open, Sendfile, Copy, Sendfile]);
+    assert_eq!(calls[0].path, b"d/a");
+    let open = &calls[0];
+    assert_eq!((open.a, open.b, open.fd2), (0x241 | 0xc << 32, 0o640, 3));
+    // RESOLVE_IN_ROOT: the absolute path is below the directory descriptor.
+    assert_eq!((&calls[1].path[..], calls[1].a), (&b"d/c"[..], 0x10 << 32));
+    // sendfile(out, in): works on the input, writes to the output; B: the input offset.
+    let send = &calls[2];
+    assert_eq!((send.fd, send.fd2, send.a, send.b), (4, 3, 6, -1));
+    assert_eq!(
+        (&send.path[..], &send.path2[..]),
+        (&b"d/c"[..], &b"d/a"[..])
+    );
+    assert_eq!((calls[3].fd, calls[3].fd2, calls[3].b), (4, 3, 2));
+    assert_eq!((calls[4].a, calls[4].b), (4, 5));
+}
