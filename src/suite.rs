@@ -49,6 +49,10 @@ pub struct Suite {
     /// I/O schedulers (`--sched mq-deadline,bfq`): each configuration runs under each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sched: Vec<String>,
+    /// Set each scheduler on a loop image's backing disk too (`--sched-backing`): it is the
+    /// whole machine's, so only with this consent; put back after every run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sched_backing: bool,
     /// Background loads (`--background none,cpu:2`): each configuration runs under each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub background: Vec<String>,
@@ -183,6 +187,7 @@ impl Default for Suite {
             age: None,
             fill: Vec::new(),
             sched: Vec::new(),
+            sched_backing: false,
             background: Vec::new(),
             probe_after: false,
             extra_devices: Vec::new(),
@@ -291,6 +296,23 @@ impl Suite {
             return Err(invalid(
                 "--sched needs a block device (a loop image or --device); --dir has no I/O queue",
             ));
+        }
+        if self.sched_backing {
+            let loop_image = match &self.target {
+                TargetSpec::Image { .. } => true,
+                TargetSpec::Device { path, .. } => path.is_file(),
+                TargetSpec::Dir { .. } => false,
+            };
+            if !loop_image {
+                return Err(invalid(
+                    "--sched-backing needs a loop image (--image-dir, or --device naming an image file): only a loop device has a backing disk",
+                ));
+            }
+            if self.sched.is_empty() && self.configs.iter().all(|c| c.sched.is_none()) {
+                return Err(invalid(
+                    "--sched-backing sets the backing disk to each run's I/O scheduler: give --sched or FS:sched=NAME",
+                ));
+            }
         }
         if let Some(c) = self
             .configs

@@ -293,6 +293,7 @@ pub(crate) fn run_suite(
                     settings: &settings,
                     label: &label,
                     probe_after: suite.probe_after,
+                    sched_backing: suite.sched_backing,
                 };
                 // A failure to prepare is the run's: run_once meets it again and records it.
                 if let Ok(Some(reason)) = preparer.refusal(&mut target, &run, observer) {

@@ -65,8 +65,9 @@ pub struct FreshFs {
     /// How the image was copied from a template (`reflink`, `sparse copy`) and how long it
     /// took; `None` for a freshly made filesystem.
     pub copied: Option<(&'static str, f64)>,
-    /// The I/O scheduler set for the run, put back before the device is let go.
-    pub(super) scheduler: Option<queue::Scheduler>,
+    /// The I/O schedulers set for the run (the device's, and with `--sched-backing` a loop
+    /// device's backing disk's), put back before the device is let go.
+    pub(super) schedulers: Vec<queue::Scheduler>,
     /// The background load during the run's phases, stopped before anything is undone.
     pub(super) background: Option<BackgroundLoad>,
     /// zfs's daemon and pool, which take the place of mkfs and mount.
@@ -96,13 +97,33 @@ impl FreshFs {
         self.device.as_deref()
     }
 
-    /// Sets I/O scheduler `name` on the device's queue until the run ends; says what it did.
-    pub fn set_scheduler(&mut self, name: &str) -> anyhow::Result<String> {
+    /// Sets I/O scheduler `name` on the device's queue until the run ends, and where
+    /// `backing` on a loop device's backing disk's too (`note` records that queue first).
+    /// Says what it set, and for a loop device what it did to the backing disk's queue.
+    pub fn set_scheduler(
+        &mut self,
+        name: &str,
+        backing: bool,
+        note: impl FnOnce(super::state::QueueRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<(String, Option<String>)> {
         let device = (self.device.clone()).context("sched= needs a block device")?;
         let set = queue::Scheduler::set(&device, name)?;
         let said = set.description.clone();
-        self.scheduler = Some(set);
-        Ok(said)
+        self.schedulers.push(set);
+        let Some(dev) = self.loop_device.clone() else {
+            return Ok((said, None));
+        };
+        if !backing {
+            let left = queue::backing_untouched(&dev);
+            return Ok((
+                said,
+                Some(format!("not set: {left} (--sched-backing sets it)")),
+            ));
+        }
+        let set = queue::set_backing(&dev, name, note)?;
+        let backing_said = set.description.clone();
+        self.schedulers.push(set);
+        Ok((said, Some(backing_said)))
     }
 
     /// sync → unmount → fsck → `inspect(device)` → detach, keeping the image as `dest` (a
@@ -267,9 +288,9 @@ impl FreshFs {
         if let Some(mnt) = self.mountpoint.take() {
             self.unmount(&mnt)?;
         }
-        if let Some(mut scheduler) = self.scheduler.take() {
-            scheduler.restore()?;
-        }
+        // Each is put back even when another cannot be: the backing disk's is the machine's.
+        let restored: Vec<_> = self.schedulers.iter_mut().map(|s| s.restore()).collect();
+        restored.into_iter().collect::<anyhow::Result<()>>()?;
         if let Some(mut pool) = self.zfs.take() {
             pool.release()?;
         }

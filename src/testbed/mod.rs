@@ -199,6 +199,11 @@ impl Target {
     }
 
     /// A fresh filesystem (or fresh directory) for one run of `config`.
+    /// Records a queue's scheduler before a run changes it, for `fsbench clean`.
+    pub(crate) fn note_queue(&mut self, record: state::QueueRecord) -> anyhow::Result<()> {
+        self.scratch.note_queue(record)
+    }
+
     pub fn fresh(&mut self, config: &FsConfig, tools: &Toolset) -> anyhow::Result<FreshFs> {
         self.fresh_from(config, tools, None)
     }
@@ -283,7 +288,7 @@ impl Target {
             source: String::new(),
             loop_info: None,
             copied: None,
-            scheduler: None,
+            schedulers: Vec::new(),
             background: None,
             zfs: None,
             user: None,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::state::QueueRecord;
 use crate::error::invalid;
 
 /// The `queue/scheduler` file of `device`'s queue: its own, or its disk's for a partition.
@@ -52,7 +53,11 @@ impl Scheduler {
     /// offers (writing one the kernel has as a module loads it, so bfq and kyber work even
     /// when not yet listed).
     pub fn set(device: &Path, wanted: &str) -> anyhow::Result<Scheduler> {
-        let file = scheduler_file(device)?;
+        Scheduler::set_file(scheduler_file(device)?, device, wanted)
+    }
+
+    /// Sets `wanted` on the queue whose `scheduler` file is `file` (of `device`).
+    fn set_file(file: PathBuf, device: &Path, wanted: &str) -> anyhow::Result<Scheduler> {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let (offered, previous) = parse(&text);
@@ -102,6 +107,105 @@ impl Drop for Scheduler {
     }
 }
 
+/// The whole disk holding loop device `device`'s backing file (`/dev/vda` for an image on
+/// `/dev/vda1`), found through sysfs: `loop/backing_file`, its filesystem's device number,
+/// and a partition's parent.
+pub fn backing_disk(device: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let name = device.file_name().unwrap_or_default();
+    let sys = Path::new("/sys/class/block").join(name);
+    let file = std::fs::read_to_string(sys.join("loop/backing_file"))
+        .with_context(|| format!("{} is not a loop device", device.display()))?;
+    let file = Path::new(file.trim_end());
+    let dev = std::fs::metadata(file)
+        .with_context(|| format!("cannot stat {}", file.display()))?
+        .dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mut node = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
+        .with_context(|| {
+            format!(
+                "{} is on no block device (device {major}:{minor}: tmpfs, overlay?); it has no backing disk queue",
+                file.display()
+            )
+        })?;
+    if node.join("partition").exists() {
+        node.pop();
+    }
+    let disk = node.file_name().context("a sysfs block node has a name")?;
+    Ok(Path::new("/dev").join(disk))
+}
+
+/// The backing disk's scheduler set alongside loop device `device`'s (`--sched-backing`):
+/// it affects the whole machine, so fsbench does it only when asked, and has `note` record
+/// the scheduler to put back (for `fsbench clean`) before it changes anything.
+pub fn set_backing(
+    device: &Path,
+    wanted: &str,
+    note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
+) -> anyhow::Result<Scheduler> {
+    let disk = backing_disk(device)?;
+    let file = scheduler_file(&disk)?;
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    if let Some(previous) = parse(&text).1 {
+        note(QueueRecord {
+            file: file.clone(),
+            previous,
+        })?;
+    }
+    Scheduler::set_file(file, &disk, wanted).with_context(|| {
+        format!(
+            "--sched-backing: {} holds {}",
+            disk.display(),
+            device.display()
+        )
+    })
+}
+
+/// The backing disk a run left alone without `--sched-backing`: `/dev/vda keeps mq-deadline`.
+pub fn backing_untouched(device: &Path) -> String {
+    let Ok(disk) = backing_disk(device) else {
+        return "no backing disk queue found".into();
+    };
+    let current = scheduler_file(&disk)
+        .ok()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| parse(&t).1)
+        .unwrap_or_else(|| "unknown".into());
+    format!("{} keeps {current}", disk.display())
+}
+
+/// `fsbench clean`'s undo of schedulers a crashed suite left set: each recorded queue gets
+/// its previous one back. Only a sysfs `queue/scheduler` file and a name its queue offers are
+/// written, whatever the state file says.
+pub(super) fn undo(records: &[QueueRecord], done: &mut Vec<String>, left: &mut Vec<String>) {
+    for r in records {
+        let sane = r.file.starts_with("/sys/") && r.file.ends_with("queue/scheduler");
+        let text = std::fs::read_to_string(&r.file).unwrap_or_default();
+        let (offered, current) = parse(&text);
+        if !sane || !offered.contains(&r.previous) {
+            left.push(format!(
+                "I/O scheduler `{}` not put back in {}: not a queue offering it",
+                r.previous,
+                r.file.display()
+            ));
+        } else if current.as_ref() != Some(&r.previous) {
+            match std::fs::write(&r.file, &r.previous) {
+                Ok(()) => done.push(format!(
+                    "put the I/O scheduler `{}` back in {}",
+                    r.previous,
+                    r.file.display()
+                )),
+                Err(e) => left.push(format!(
+                    "cannot put the I/O scheduler `{}` back in {}: {e}",
+                    r.previous,
+                    r.file.display()
+                )),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +217,22 @@ mod tests {
         assert_eq!(current.as_deref(), Some("mq-deadline"));
         assert_eq!(parse("[none] \n").1.as_deref(), Some("none"));
         assert_eq!(parse("").1, None);
+    }
+
+    #[test]
+    fn clean_writes_only_a_sysfs_queue_offering_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("queue/scheduler");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "none [bfq]\n").unwrap();
+        let record = QueueRecord {
+            file: file.clone(),
+            previous: "none".into(),
+        };
+        let (mut done, mut left) = (Vec::new(), Vec::new());
+        undo(&[record], &mut done, &mut left);
+        assert!(done.is_empty());
+        assert!(left[0].contains("not a queue offering it"), "{left:?}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "none [bfq]\n");
     }
 }

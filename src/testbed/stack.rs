@@ -170,6 +170,10 @@ pub struct RunTestbed {
     /// The I/O scheduler the run set (`bfq on /dev/loop3 (was mq-deadline)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
+    /// For a loop image, the backing disk's queue: set (`bfq on /dev/vda (was mq-deadline)`,
+    /// with `--sched-backing`) or not (`not set: /dev/vda keeps mq-deadline ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_scheduler: Option<String>,
     /// The background load during the phases, and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<super::background::BackgroundRecord>,
@@ -450,6 +454,7 @@ impl SuiteTestbed {
             load_end: None,
             changed: self.stack.differences(&now),
             scheduler: None,
+            backing_scheduler: None,
             background: None,
         }
     }
