@@ -53,6 +53,10 @@ pub struct Suite {
     /// whole machine's, so only with this consent; put back after every run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sched_backing: bool,
+    /// Seconds the raw device is written and then read before the first mkfs
+    /// (`--baseline 3s`): its own speed, a baseline for the filesystems' figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<f64>,
     /// Background loads (`--background none,cpu:2`): each configuration runs under each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub background: Vec<String>,
@@ -188,6 +192,7 @@ impl Default for Suite {
             fill: Vec::new(),
             sched: Vec::new(),
             sched_backing: false,
+            baseline: None,
             background: Vec::new(),
             probe_after: false,
             extra_devices: Vec::new(),
@@ -296,6 +301,18 @@ impl Suite {
             return Err(invalid(
                 "--sched needs a block device (a loop image or --device); --dir has no I/O queue",
             ));
+        }
+        if let Some(secs) = self.baseline {
+            if !self.target.makes_filesystems() {
+                return Err(invalid(
+                    "--baseline needs a block device (a loop image or --device); --dir has none",
+                ));
+            }
+            if !(0.1..=600.0).contains(&secs) {
+                return Err(invalid(format!(
+                    "--baseline {secs} s: give 0.1 s to 10 minutes (a few seconds is enough)"
+                )));
+            }
         }
         if self.sched_backing {
             let loop_image = match &self.target {

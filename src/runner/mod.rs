@@ -260,6 +260,16 @@ pub(crate) fn run_suite(
     if result.ceilings.is_empty() && single {
         result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
     }
+    // The raw device before its first mkfs (a resumed suite keeps the one it measured).
+    if let (Some(secs), Some(t)) = (suite.baseline, result.testbed.as_mut())
+        && t.baseline.is_none()
+    {
+        let limit = std::time::Duration::from_secs_f64(secs);
+        let measured = target
+            .baseline(limit)
+            .map_err(|e| e.context("raw-device baseline"));
+        t.baseline = Some(measured?);
+    }
     observer.suite_started(&SuitePlan {
         result: &result,
         configurations: configs.len(),

@@ -2,6 +2,7 @@
 //! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
 
 pub mod background;
+pub mod baseline;
 pub mod clean;
 mod detach;
 pub(crate) mod device;

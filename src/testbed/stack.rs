@@ -156,6 +156,9 @@ pub struct SuiteTestbed {
     /// Other fsbench processes running when the suite started (their PIDs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_fsbench: Vec<u32>,
+    /// The raw device's own speed before the first mkfs (`--baseline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<super::baseline::RawBaseline>,
 }
 
 /// The stack as one run saw it: its hash, the load around the run, and what differs from the
@@ -422,6 +425,7 @@ impl SuiteTestbed {
             load_start: load_average(),
             load_end: None,
             other_fsbench: other_fsbench_processes(),
+            baseline: None,
         }
     }
 
