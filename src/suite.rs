@@ -314,6 +314,24 @@ impl Suite {
                 )));
             }
         }
+        if let Some(c) = self.configs.iter().find(|c| c.wcache.is_some()) {
+            let refusal = match &self.target {
+                _ if c.fs == Some(crate::drivers::FsType::Tmpfs) => {
+                    Some("wcache= needs --device: tmpfs has no device".to_string())
+                }
+                TargetSpec::Image { dir, .. } => Some(crate::testbed::queue::loop_refusal(dir)),
+                TargetSpec::Device { path, .. } if path.is_file() => {
+                    Some(crate::testbed::queue::loop_refusal(path))
+                }
+                TargetSpec::Device { .. } => None,
+                TargetSpec::Dir { .. } => {
+                    Some("wcache= needs --device: --dir has no device".to_string())
+                }
+            };
+            if let Some(why) = refusal {
+                return Err(invalid(format!("`{}`: {why}", c.label)));
+            }
+        }
         if self.sched_backing {
             let loop_image = match &self.target {
                 TargetSpec::Image { .. } => true,

@@ -44,6 +44,12 @@ pub(crate) fn fresh_for_run(
             testbed.backing_scheduler = backing;
         }
     }
+    if let Some(on) = what.resolved.0.wcache {
+        let set = fresh.set_write_cache(on, |r| target.note_queue(r))?;
+        if let Some(testbed) = record.testbed.as_mut() {
+            testbed.write_cache = Some(set);
+        }
+    }
     // Last, so that the load is on while the phases run and not while the filesystem is made.
     if let Some(load) = &what.resolved.0.background {
         fresh.start_background(load)?;

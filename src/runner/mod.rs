@@ -260,6 +260,13 @@ pub(crate) fn run_suite(
     if result.ceilings.is_empty() && single {
         result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
     }
+    // A write-cache change the device refuses is an error before any run.
+    let mut caches: Vec<bool> = configs.iter().filter_map(|(c, _)| c.wcache).collect();
+    caches.sort();
+    caches.dedup();
+    for on in caches {
+        target.try_write_cache(on)?;
+    }
     // The raw device before its first mkfs (a resumed suite keeps the one it measured).
     if let (Some(secs), Some(t)) = (suite.baseline, result.testbed.as_mut())
         && t.baseline.is_none()

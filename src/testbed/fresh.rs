@@ -65,9 +65,10 @@ pub struct FreshFs {
     /// How the image was copied from a template (`reflink`, `sparse copy`) and how long it
     /// took; `None` for a freshly made filesystem.
     pub copied: Option<(&'static str, f64)>,
-    /// The I/O schedulers set for the run (the device's, and with `--sched-backing` a loop
-    /// device's backing disk's), put back before the device is let go.
-    pub(super) schedulers: Vec<queue::Scheduler>,
+    /// The queue settings changed for the run (I/O schedulers: the device's, and with
+    /// `--sched-backing` a loop device's backing disk's; the write cache), put back before
+    /// the device is let go.
+    pub(super) queue_settings: Vec<queue::Setting>,
     /// The background load during the run's phases, stopped before anything is undone.
     pub(super) background: Option<BackgroundLoad>,
     /// zfs's daemon and pool, which take the place of mkfs and mount.
@@ -97,6 +98,20 @@ impl FreshFs {
         self.device.as_deref()
     }
 
+    /// Sets the device's write cache on or off until the run ends (`note` records it first);
+    /// says what it did.
+    pub fn set_write_cache(
+        &mut self,
+        on: bool,
+        note: impl FnOnce(super::state::QueueRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<String> {
+        let device = (self.device.clone()).context("wcache= needs a block device")?;
+        let set = queue::set_write_cache(&device, on, note)?;
+        let said = set.description.clone();
+        self.queue_settings.push(set);
+        Ok(said)
+    }
+
     /// Sets I/O scheduler `name` on the device's queue until the run ends, and where
     /// `backing` on a loop device's backing disk's too (`note` records that queue first).
     /// Says what it set, and for a loop device what it did to the backing disk's queue.
@@ -107,9 +122,9 @@ impl FreshFs {
         note: impl FnOnce(super::state::QueueRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<(String, Option<String>)> {
         let device = (self.device.clone()).context("sched= needs a block device")?;
-        let set = queue::Scheduler::set(&device, name)?;
+        let set = queue::Setting::set(&device, name)?;
         let said = set.description.clone();
-        self.schedulers.push(set);
+        self.queue_settings.push(set);
         let Some(dev) = self.loop_device.clone() else {
             return Ok((said, None));
         };
@@ -122,7 +137,7 @@ impl FreshFs {
         }
         let set = queue::set_backing(&dev, name, note)?;
         let backing_said = set.description.clone();
-        self.schedulers.push(set);
+        self.queue_settings.push(set);
         Ok((said, Some(backing_said)))
     }
 
@@ -289,7 +304,9 @@ impl FreshFs {
             self.unmount(&mnt)?;
         }
         // Each is put back even when another cannot be: the backing disk's is the machine's.
-        let restored: Vec<_> = self.schedulers.iter_mut().map(|s| s.restore()).collect();
+        let restored: Vec<_> = (self.queue_settings.iter_mut())
+            .map(|s| s.restore())
+            .collect();
         restored.into_iter().collect::<anyhow::Result<()>>()?;
         if let Some(mut pool) = self.zfs.take() {
             pool.release()?;

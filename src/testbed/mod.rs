@@ -289,7 +289,7 @@ impl Target {
             source: String::new(),
             loop_info: None,
             copied: None,
-            schedulers: Vec::new(),
+            queue_settings: Vec::new(),
             background: None,
             zfs: None,
             user: None,

@@ -9,20 +9,26 @@ use anyhow::Context;
 use super::state::QueueRecord;
 use crate::error::invalid;
 
+mod wcache;
+pub use wcache::{loop_refusal, set as set_write_cache};
+
 /// The `queue/scheduler` file of `device`'s queue: its own, or its disk's for a partition.
 fn scheduler_file(device: &Path) -> anyhow::Result<PathBuf> {
+    queue_file(device, "scheduler")
+}
+
+/// The `queue/NAME` file of `device`'s queue: its own, or its disk's for a partition.
+fn queue_file(device: &Path, setting: &str) -> anyhow::Result<PathBuf> {
     let real = std::fs::canonicalize(device)
         .with_context(|| format!("cannot resolve {}", device.display()))?;
     let name = real.file_name().unwrap_or_default();
     let class = std::fs::canonicalize(Path::new("/sys/class/block").join(name))
         .with_context(|| format!("{} is not a block device in sysfs", device.display()))?;
-    [
-        class.join("queue/scheduler"),
-        class.join("../queue/scheduler"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
-    .with_context(|| format!("{} has no I/O scheduler in sysfs", device.display()))
+    let file = Path::new("queue").join(setting);
+    [class.join(&file), class.join("..").join(&file)]
+        .into_iter()
+        .find(|p| p.exists())
+        .with_context(|| format!("{} has no {} in sysfs", device.display(), file.display()))
 }
 
 /// The schedulers a queue offers and the one in use: `none [mq-deadline] kyber bfq`.
@@ -39,25 +45,26 @@ pub fn parse(text: &str) -> (Vec<String>, Option<String>) {
     (offered, current)
 }
 
-/// A scheduler set on a queue; [`Scheduler::restore`] (or dropping it) puts the previous back.
+/// A queue setting (its scheduler, its write cache) changed for a run; [`Setting::restore`]
+/// (or dropping it) puts the previous back.
 #[derive(Debug)]
-pub struct Scheduler {
+pub struct Setting {
     file: PathBuf,
     previous: Option<String>,
     /// `bfq on loop3 (was mq-deadline)`, for the run's record.
     pub description: String,
 }
 
-impl Scheduler {
+impl Setting {
     /// Sets `wanted` on `device`'s queue. An unknown name is refused naming those the queue
     /// offers (writing one the kernel has as a module loads it, so bfq and kyber work even
     /// when not yet listed).
-    pub fn set(device: &Path, wanted: &str) -> anyhow::Result<Scheduler> {
-        Scheduler::set_file(scheduler_file(device)?, device, wanted)
+    pub fn set(device: &Path, wanted: &str) -> anyhow::Result<Setting> {
+        Setting::set_file(scheduler_file(device)?, device, wanted)
     }
 
     /// Sets `wanted` on the queue whose `scheduler` file is `file` (of `device`).
-    fn set_file(file: PathBuf, device: &Path, wanted: &str) -> anyhow::Result<Scheduler> {
+    fn set_file(file: PathBuf, device: &Path, wanted: &str) -> anyhow::Result<Setting> {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let (offered, previous) = parse(&text);
@@ -78,7 +85,7 @@ impl Scheduler {
             )));
         }
         let was = previous.as_deref().unwrap_or("unknown");
-        Ok(Scheduler {
+        Ok(Setting {
             description: format!("{wanted} on {} (was {was})", device.display()),
             file,
             previous,
@@ -89,17 +96,14 @@ impl Scheduler {
     pub fn restore(&mut self) -> anyhow::Result<()> {
         if let Some(previous) = self.previous.take() {
             std::fs::write(&self.file, &previous).with_context(|| {
-                format!(
-                    "cannot put the I/O scheduler `{previous}` back in {}",
-                    self.file.display()
-                )
+                format!("cannot put `{previous}` back in {}", self.file.display())
             })?;
         }
         Ok(())
     }
 }
 
-impl Drop for Scheduler {
+impl Drop for Setting {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
             eprintln!("fsbench: {e:#}");
@@ -142,7 +146,7 @@ pub fn set_backing(
     device: &Path,
     wanted: &str,
     note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
-) -> anyhow::Result<Scheduler> {
+) -> anyhow::Result<Setting> {
     let disk = backing_disk(device)?;
     let file = scheduler_file(&disk)?;
     let text = std::fs::read_to_string(&file)
@@ -153,7 +157,7 @@ pub fn set_backing(
             previous,
         })?;
     }
-    Scheduler::set_file(file, &disk, wanted).with_context(|| {
+    Setting::set_file(file, &disk, wanted).with_context(|| {
         format!(
             "--sched-backing: {} holds {}",
             disk.display(),
@@ -175,29 +179,31 @@ pub fn backing_untouched(device: &Path) -> String {
     format!("{} keeps {current}", disk.display())
 }
 
-/// `fsbench clean`'s undo of schedulers a crashed suite left set: each recorded queue gets
-/// its previous one back. Only a sysfs `queue/scheduler` file and a name its queue offers are
-/// written, whatever the state file says.
+/// `fsbench clean`'s undo of queue settings a crashed suite left: each recorded queue gets
+/// its previous scheduler or write cache back. Only a sysfs `queue/scheduler` or
+/// `queue/write_cache` file and a value it offers are written, whatever the state file says.
 pub(super) fn undo(records: &[QueueRecord], done: &mut Vec<String>, left: &mut Vec<String>) {
     for r in records {
-        let sane = r.file.starts_with("/sys/") && r.file.ends_with("queue/scheduler");
         let text = std::fs::read_to_string(&r.file).unwrap_or_default();
-        let (offered, current) = parse(&text);
+        let (sane, offered, current) = if r.file.ends_with("queue/write_cache") {
+            let offered = wcache::VALUES.map(String::from).to_vec();
+            (true, offered, Some(text.trim().to_string()))
+        } else {
+            let (offered, current) = parse(&text);
+            (r.file.ends_with("queue/scheduler"), offered, current)
+        };
+        let sane = sane && r.file.starts_with("/sys/");
         if !sane || !offered.contains(&r.previous) {
             left.push(format!(
-                "I/O scheduler `{}` not put back in {}: not a queue offering it",
+                "`{}` not put back in {}: not a queue setting offering it",
                 r.previous,
                 r.file.display()
             ));
         } else if current.as_ref() != Some(&r.previous) {
             match std::fs::write(&r.file, &r.previous) {
-                Ok(()) => done.push(format!(
-                    "put the I/O scheduler `{}` back in {}",
-                    r.previous,
-                    r.file.display()
-                )),
+                Ok(()) => done.push(format!("put `{}` back in {}", r.previous, r.file.display())),
                 Err(e) => left.push(format!(
-                    "cannot put the I/O scheduler `{}` back in {}: {e}",
+                    "cannot put `{}` back in {}: {e}",
                     r.previous,
                     r.file.display()
                 )),
@@ -232,7 +238,10 @@ mod tests {
         let (mut done, mut left) = (Vec::new(), Vec::new());
         undo(&[record], &mut done, &mut left);
         assert!(done.is_empty());
-        assert!(left[0].contains("not a queue offering it"), "{left:?}");
+        assert!(
+            left[0].contains("not a queue setting offering it"),
+            "{left:?}"
+        );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "none [bfq]\n");
     }
 }

@@ -177,6 +177,9 @@ pub struct RunTestbed {
     /// with `--sched-backing`) or not (`not set: /dev/vda keeps mq-deadline ...`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backing_scheduler: Option<String>,
+    /// The write cache the run set (`write through on /dev/sdb (was write back)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
     /// The background load during the phases, and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<super::background::BackgroundRecord>,
@@ -459,6 +462,7 @@ impl SuiteTestbed {
             changed: self.stack.differences(&now),
             scheduler: None,
             backing_scheduler: None,
+            write_cache: None,
             background: None,
         }
     }
