@@ -47,15 +47,9 @@ fn a_loop_image_is_written_and_read_before_the_first_mkfs() {
 
     // A directory has no device to measure: refused before anything runs.
     let dir = tempdir();
+    let dir = dir.path().to_str().unwrap();
     fails_with(
-        &[
-            "run",
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--baseline",
-            "-w",
-            TINY,
-        ],
+        &["run", "--dir", dir, "--baseline", "-w", TINY],
         2,
         "--baseline needs a block device",
     );

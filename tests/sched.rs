@@ -46,17 +46,7 @@ fn a_device_gets_its_scheduler_back_and_unknown_ones_are_named() {
     let device = LoopDevice::blank(64);
     let before = scheduler(&device.dev);
     let state = tempdir();
-    let out = run(json_run(state.path()).args([
-        "--device",
-        &device.dev,
-        "--force",
-        "--fs",
-        "ext4:sched=kyber",
-        "--runs",
-        "1",
-        "-w",
-        TINY,
-    ]));
+    let out = device_run(state.path(), &device.dev, "ext4:sched=kyber", TINY);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc = json(&out);
     let said = doc["runs"][0]["testbed"]["scheduler"].as_str().unwrap();
@@ -70,17 +60,7 @@ fn a_device_gets_its_scheduler_back_and_unknown_ones_are_named() {
         "the device's scheduler is put back"
     );
 
-    let out = run(json_run(state.path()).args([
-        "--device",
-        &device.dev,
-        "--force",
-        "--fs",
-        "ext4:sched=cfq",
-        "--runs",
-        "1",
-        "-w",
-        TINY,
-    ]));
+    let out = device_run(state.path(), &device.dev, "ext4:sched=cfq", TINY);
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -184,15 +164,9 @@ fn the_backing_disk_is_changed_only_with_consent_and_always_put_back() {
 
     // Consent where there is no backing disk, or nothing to set: refused before any run.
     let dir = tempdir();
+    let dir = dir.path().to_str().unwrap();
     fails_with(
-        &[
-            "run",
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--sched-backing",
-            "-w",
-            TINY,
-        ],
+        &["run", "--dir", dir, "--sched-backing", "-w", TINY],
         2,
         "--sched-backing needs a loop image",
     );

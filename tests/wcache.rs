@@ -20,17 +20,7 @@ fn a_device_runs_with_its_write_cache_off_and_gets_it_back() {
     let device = LoopDevice::blank(64);
     let before = write_cache(&device.dev);
     let state = tempdir();
-    let out = run(json_run(state.path()).args([
-        "--device",
-        &device.dev,
-        "--force",
-        "--fs",
-        "ext4:wcache=off",
-        "--runs",
-        "1",
-        "-w",
-        TINY,
-    ]));
+    let out = device_run(state.path(), &device.dev, "ext4:wcache=off", TINY);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc = json(&out);
     let run = &doc["runs"][0];
