@@ -45,9 +45,36 @@ fn a_device_gets_its_scheduler_back_and_unknown_ones_are_named() {
     }
     let device = LoopDevice::blank(64);
     let before = scheduler(&device.dev);
-    let state = tempdir();
-    let out = device_run(state.path(), &device.dev, "ext4:sched=kyber", TINY);
+    let (state, seen) = (tempdir(), tempdir());
+    // What the state file says during the run: the queue to put back after a crash.
+    let peek = seen.path().join("state");
+    let phase = format!(
+        "peek=cat {}/*.json > {}",
+        state.path().display(),
+        peek.display()
+    );
+    let out = run(json_run(state.path()).args([
+        "--device",
+        &device.dev,
+        "--force",
+        "--fs",
+        "ext4:sched=kyber",
+        "--runs",
+        "1",
+        "--command-phase",
+        &phase,
+        "--command-space",
+        "8M",
+    ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let recorded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&peek).unwrap()).unwrap();
+    let queue = &recorded["queues"][0];
+    assert!(
+        queue["file"].as_str().unwrap().ends_with("queue/scheduler"),
+        "{recorded}"
+    );
+    assert_eq!(queue["previous"], active(&before), "{recorded}");
     let doc = json(&out);
     let said = doc["runs"][0]["testbed"]["scheduler"].as_str().unwrap();
     assert!(

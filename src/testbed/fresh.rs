@@ -113,7 +113,8 @@ impl FreshFs {
     }
 
     /// Sets I/O scheduler `name` on the device's queue until the run ends, and where
-    /// `backing` on a loop device's backing disk's too (`note` records that queue first).
+    /// `backing` on a loop device's backing disk's too (`note` records a queue that is not
+    /// fsbench's own loop device's first: the disk's, or a `--device`'s).
     /// Says what it set, and for a loop device what it did to the backing disk's queue.
     pub fn set_scheduler(
         &mut self,
@@ -122,12 +123,16 @@ impl FreshFs {
         note: impl FnOnce(super::state::QueueRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<(String, Option<String>)> {
         let device = (self.device.clone()).context("sched= needs a block device")?;
+        let Some(dev) = self.loop_device.clone() else {
+            // A user's device: its scheduler is in the state file before it is changed.
+            let set = queue::set_noted(&device, name, note)?;
+            let said = set.description.clone();
+            self.queue_settings.push(set);
+            return Ok((said, None));
+        };
         let set = queue::Setting::set(&device, name)?;
         let said = set.description.clone();
         self.queue_settings.push(set);
-        let Some(dev) = self.loop_device.clone() else {
-            return Ok((said, None));
-        };
         if !backing {
             let left = queue::backing_untouched(&dev);
             return Ok((

@@ -148,7 +148,23 @@ pub fn set_backing(
     note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
 ) -> anyhow::Result<Setting> {
     let disk = backing_disk(device)?;
-    let file = scheduler_file(&disk)?;
+    set_noted(&disk, wanted, note).with_context(|| {
+        format!(
+            "--sched-backing: {} holds {}",
+            disk.display(),
+            device.display()
+        )
+    })
+}
+
+/// Sets `wanted` on a queue that is not fsbench's (a user's `--device`, a loop image's
+/// disk), having `note` record the scheduler to put back first, for `fsbench clean`.
+pub fn set_noted(
+    device: &Path,
+    wanted: &str,
+    note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
+) -> anyhow::Result<Setting> {
+    let file = scheduler_file(device)?;
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
     if let Some(previous) = parse(&text).1 {
@@ -157,13 +173,7 @@ pub fn set_backing(
             previous,
         })?;
     }
-    Setting::set_file(file, &disk, wanted).with_context(|| {
-        format!(
-            "--sched-backing: {} holds {}",
-            disk.display(),
-            device.display()
-        )
-    })
+    Setting::set_file(file, device, wanted)
 }
 
 /// The backing disk a run left alone without `--sched-backing`: `/dev/vda keeps mq-deadline`.
