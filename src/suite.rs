@@ -308,9 +308,9 @@ impl Suite {
                     "--baseline needs a block device (a loop image or --device); --dir has none",
                 ));
             }
-            if !(0.1..=600.0).contains(&secs) {
+            if !(0.1..=60.0).contains(&secs) {
                 return Err(invalid(format!(
-                    "--baseline {secs} s: give 0.1 s to 10 minutes (a few seconds is enough)"
+                    "--baseline {secs} s: give 0.1 to 60 s (a few seconds is enough; Ctrl-C waits for it)"
                 )));
             }
         }

@@ -272,8 +272,7 @@ pub(crate) fn run_suite(
         && t.baseline.is_none()
     {
         let limit = std::time::Duration::from_secs_f64(secs);
-        let measured = target
-            .baseline(limit)
+        let measured = (target.baseline(limit, &settings.progress.cancel))
             .map_err(|e| e.context("raw-device baseline"));
         t.baseline = Some(measured?);
     }

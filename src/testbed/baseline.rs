@@ -3,6 +3,7 @@
 //! to be made a filesystem anyway) then read, each for a few seconds.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -41,8 +42,13 @@ pub struct RawBaseline {
 }
 
 /// Writes `device` (when `write`) and then reads it, sequentially from its start and round
-/// again at its end, for `limit` each.
-pub fn measure(device: &Path, limit: Duration, write: bool) -> anyhow::Result<RawBaseline> {
+/// again at its end, for `limit` each; stops with an error once `cancel` is set (Ctrl-C).
+pub fn measure(
+    device: &Path,
+    limit: Duration,
+    write: bool,
+    cancel: &AtomicBool,
+) -> anyhow::Result<RawBaseline> {
     let flags = if write { OFlags::RDWR } else { OFlags::RDONLY };
     let fd = rustix::fs::open(
         device,
@@ -64,7 +70,7 @@ pub fn measure(device: &Path, limit: Duration, write: bool) -> anyhow::Result<Ra
         anyhow::anyhow!("raw-device baseline: {what} {}: {e}", device.display())
     };
     let write = if write {
-        let pass = timed(limit, requests_in, |offset| {
+        let pass = timed(limit, requests_in, cancel, |offset| {
             rustix::io::pwrite(&fd, buf, offset).map_err(|e| fail("writing", e))
         })?;
         // The data on the device, not in its cache: the flush is part of the writing.
@@ -77,7 +83,7 @@ pub fn measure(device: &Path, limit: Duration, write: bool) -> anyhow::Result<Ra
     } else {
         None
     };
-    let read = timed(limit, requests_in, |offset| {
+    let read = timed(limit, requests_in, cancel, |offset| {
         rustix::io::pread(&fd, &mut *buf, offset).map_err(|e| fail("reading", e))
     })?;
     Ok(RawBaseline {
@@ -91,11 +97,15 @@ pub fn measure(device: &Path, limit: Duration, write: bool) -> anyhow::Result<Ra
 fn timed(
     limit: Duration,
     requests_in: u64,
+    cancel: &AtomicBool,
     mut request: impl FnMut(u64) -> anyhow::Result<usize>,
 ) -> anyhow::Result<Pass> {
     let start = Instant::now();
     let mut requests = 0u64;
     while start.elapsed() < limit {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(crate::error::FsbenchError::Interrupted.into());
+        }
         let offset = (requests % requests_in) * MIB as u64;
         let done = request(offset)?;
         if done != MIB {
@@ -129,11 +139,15 @@ impl super::Target {
     /// The raw-device baseline of this target, before its first mkfs: the device itself, a
     /// user's image file on a loop device, or an image of the runs' size made for it (and
     /// removed after).
-    pub fn baseline(&mut self, limit: Duration) -> anyhow::Result<RawBaseline> {
+    pub fn baseline(
+        &mut self,
+        limit: Duration,
+        cancel: &AtomicBool,
+    ) -> anyhow::Result<RawBaseline> {
         let direct_io = self.spec.loop_direct_io();
         let (file, made) = match (&self.spec, self.device_kind) {
             (super::TargetSpec::Device { path, .. }, Some(super::DeviceKind::Block)) => {
-                return measure(&path.clone(), limit, true);
+                return measure(&path.clone(), limit, true, cancel);
             }
             (super::TargetSpec::Device { path, .. }, _) => {
                 let path = path.clone();
@@ -156,7 +170,7 @@ impl super::Target {
             } else {
                 self.scratch.note_loop(&a.device, &file)
             };
-            let measured = noted.and_then(|()| measure(&a.device, limit, true));
+            let measured = noted.and_then(|()| measure(&a.device, limit, true, cancel));
             let detached = super::scratch::detach_loop(&a.device);
             let measured = measured?;
             detached.map(|()| measured)
