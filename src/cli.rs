@@ -303,6 +303,16 @@ struct RunArgs {
     /// takes `FS:sched=NAME`
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     sched: Vec<String>,
+    /// Set each run's I/O scheduler on the disk holding a loop image too (the whole
+    /// machine's queue: only with this flag; put back after every run, and by `fsbench
+    /// clean` after a crash)
+    #[arg(long)]
+    sched_backing: bool,
+    /// Before the first mkfs, write and then read the raw device (or a loop image) for this
+    /// long each with O_DIRECT 1 MiB requests: its own speed, shown beside the figures as a
+    /// baseline (like `hdparm -t`) [default: 3s]
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "3s", value_parser = auto_runs::parse_duration)]
+    baseline: Option<f64>,
     /// Run each configuration under each of these background loads from stress-ng: none,
     /// cpu:N (N CPU workers), io:N (N disk workers writing beside the image), or cpu:N+io:M;
     /// started before each run's phases and stopped after; one configuration takes
@@ -341,7 +351,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "command_phase", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "background", "probe_after_run"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "command_phase", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "sched_backing", "baseline", "background", "probe_after_run"])]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
@@ -436,6 +446,12 @@ impl RunArgs {
         }
         if !self.sched.is_empty() {
             suite.sched = self.sched.clone();
+        }
+        if self.sched_backing {
+            suite.sched_backing = true;
+        }
+        if self.baseline.is_some() {
+            suite.baseline = self.baseline;
         }
         if !self.background.is_empty() {
             suite.background = self.background.clone();

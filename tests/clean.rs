@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use fsbench::testbed::scratch::{AttachedLoop, MARKER, State};
+use fsbench::testbed::scratch::{AttachedLoop, MARKER, QueueRecord, State};
 
 /// A state file for `base/fsbench.<n>` whose owner is gone (no lock file, no such pid), and
 /// the directory itself, marked as fsbench marks the directories it makes.
@@ -30,6 +30,7 @@ fn stale(state_dir: &Path, base: &Path, n: u32) -> State {
         device: None,
         loops: Vec::new(),
         zfs: Vec::new(),
+        queues: Vec::new(),
     };
     save(state_dir, &state);
     state
@@ -116,6 +117,7 @@ fn a_user_directory_named_like_scratch_survives_a_damaged_state_file() {
         device: None,
         loops: Vec::new(),
         zfs: Vec::new(),
+        queues: Vec::new(),
     };
     save(state_dir.path(), &state);
     let (out, _) = clean(state_dir.path());
@@ -368,4 +370,64 @@ fn clean_detaches_the_loop_device_a_killed_run_recorded_for_a_given_image() {
     assert!(loops_below(user.path()).is_empty());
     assert!(image.exists(), "the given image is the user's");
     assert_no_state_left(state_dir.path());
+}
+
+/// Puts a queue's scheduler back when dropped, whatever the test did.
+struct Restore(PathBuf, String);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, &self.1);
+    }
+}
+
+#[test]
+fn a_crashed_suites_backing_disk_scheduler_is_put_back() {
+    use std::os::unix::fs::MetadataExt;
+    if !can_run("clean puts a disk's I/O scheduler back", &[]) {
+        return;
+    }
+    let (base, state_dir) = (tempdir(), tempdir());
+    let dev = std::fs::metadata(base.path()).unwrap().dev();
+    let node = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+    let Ok(mut node) = std::fs::canonicalize(node) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the test directory is on no disk"
+        );
+        return skip("clean puts a disk's I/O scheduler back: the test directory is on no disk");
+    };
+    if node.join("partition").exists() {
+        node.pop();
+    }
+    let file = node.join("queue/scheduler");
+    let before = std::fs::read_to_string(&file).unwrap();
+    let active = |t: &str| {
+        let w = t.split_whitespace().find(|w| w.starts_with('['));
+        w.unwrap().trim_matches(['[', ']']).to_string()
+    };
+    let previous = active(&before);
+    let _restore = Restore(file.clone(), previous.clone());
+    // What a suite killed mid-run with --sched-backing leaves: the disk under its scheduler.
+    let other = if previous == "bfq" {
+        "mq-deadline"
+    } else {
+        "bfq"
+    };
+    std::fs::write(&file, other).unwrap();
+    let mut state = stale(state_dir.path(), base.path(), 7);
+    state.queues.push(QueueRecord {
+        file: file.clone(),
+        previous: previous.clone(),
+    });
+    save(state_dir.path(), &state);
+    let (out, _) = clean(state_dir.path());
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        active(&std::fs::read_to_string(&file).unwrap()),
+        previous,
+        "{said}"
+    );
+    assert!(said.contains(&format!("put `{previous}` back")), "{said}");
 }

@@ -397,3 +397,12 @@ pub fn tree(root: &Path) -> std::collections::BTreeMap<String, (char, u64, u64)>
     }
     out
 }
+
+/// `fsbench run` of one configuration (`FS:KEY=VALUE...`) and `workload` on `--device dev`
+/// (forced), one run, JSON out.
+pub fn device_run(state: &Path, dev: &str, fs: &str, workload: &str) -> Output {
+    let args = [
+        "--device", dev, "--force", "--fs", fs, "--runs", "1", "-w", workload,
+    ];
+    run(json_run(state).args(args))
+}

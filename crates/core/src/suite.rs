@@ -49,6 +49,14 @@ pub struct Suite {
     /// I/O schedulers (`--sched mq-deadline,bfq`): each configuration runs under each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sched: Vec<String>,
+    /// Set each scheduler on a loop image's backing disk too (`--sched-backing`): it is the
+    /// whole machine's, so only with this consent; put back after every run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sched_backing: bool,
+    /// Seconds the raw device is written and then read before the first mkfs
+    /// (`--baseline 3s`): its own speed, a baseline for the filesystems' figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<f64>,
     /// Background loads (`--background none,cpu:2`): each configuration runs under each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub background: Vec<String>,
@@ -183,6 +191,8 @@ impl Default for Suite {
             age: None,
             fill: Vec::new(),
             sched: Vec::new(),
+            sched_backing: false,
+            baseline: None,
             background: Vec::new(),
             probe_after: false,
             extra_devices: Vec::new(),
@@ -291,6 +301,53 @@ impl Suite {
             return Err(invalid(
                 "--sched needs a block device (a loop image or --device); --dir has no I/O queue",
             ));
+        }
+        if let Some(secs) = self.baseline {
+            if !self.target.makes_filesystems() {
+                return Err(invalid(
+                    "--baseline needs a block device (a loop image or --device); --dir has none",
+                ));
+            }
+            if !(0.1..=60.0).contains(&secs) {
+                return Err(invalid(format!(
+                    "--baseline {secs} s: give 0.1 to 60 s (a few seconds is enough; Ctrl-C waits for it)"
+                )));
+            }
+        }
+        if let Some(c) = self.configs.iter().find(|c| c.wcache.is_some()) {
+            let refusal = match &self.target {
+                _ if c.fs == Some(crate::drivers::FsType::Tmpfs) => {
+                    Some("wcache= needs --device: tmpfs has no device".to_string())
+                }
+                TargetSpec::Image { dir, .. } => Some(crate::testbed::queue::loop_refusal(dir)),
+                TargetSpec::Device { path, .. } if path.is_file() => {
+                    Some(crate::testbed::queue::loop_refusal(path))
+                }
+                TargetSpec::Device { .. } => None,
+                TargetSpec::Dir { .. } => {
+                    Some("wcache= needs --device: --dir has no device".to_string())
+                }
+            };
+            if let Some(why) = refusal {
+                return Err(invalid(format!("`{}`: {why}", c.label)));
+            }
+        }
+        if self.sched_backing {
+            let loop_image = match &self.target {
+                TargetSpec::Image { .. } => true,
+                TargetSpec::Device { path, .. } => path.is_file(),
+                TargetSpec::Dir { .. } => false,
+            };
+            if !loop_image {
+                return Err(invalid(
+                    "--sched-backing needs a loop image (--image-dir, or --device naming an image file): only a loop device has a backing disk",
+                ));
+            }
+            if self.sched.is_empty() && self.configs.iter().all(|c| c.sched.is_none()) {
+                return Err(invalid(
+                    "--sched-backing sets the backing disk to each run's I/O scheduler: give --sched or FS:sched=NAME",
+                ));
+            }
         }
         if let Some(c) = self
             .configs

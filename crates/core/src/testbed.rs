@@ -2,6 +2,7 @@
 //! (attach) → mkfs → mount → phases → sync → unmount (timed) → fsck (timed) → (detach).
 
 pub mod background;
+pub mod baseline;
 pub mod clean;
 mod detach;
 pub mod device;
@@ -199,6 +200,11 @@ impl Target {
     }
 
     /// A fresh filesystem (or fresh directory) for one run of `config`.
+    /// Records a queue's scheduler before a run changes it, for `fsbench clean`.
+    pub fn note_queue(&mut self, record: state::QueueRecord) -> anyhow::Result<()> {
+        self.scratch.note_queue(record)
+    }
+
     pub fn fresh(&mut self, config: &FsConfig, tools: &Toolset) -> anyhow::Result<FreshFs> {
         self.fresh_from(config, tools, None)
     }
@@ -283,7 +289,7 @@ impl Target {
             source: String::new(),
             loop_info: None,
             copied: None,
-            scheduler: None,
+            queue_settings: Vec::new(),
             background: None,
             zfs: None,
             user: None,

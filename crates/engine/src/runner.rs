@@ -260,6 +260,22 @@ pub fn run_suite(
     if result.ceilings.is_empty() && single {
         result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
     }
+    // A write-cache change the device refuses is an error before any run.
+    let mut caches: Vec<bool> = configs.iter().filter_map(|(c, _)| c.wcache).collect();
+    caches.sort();
+    caches.dedup();
+    for on in caches {
+        target.try_write_cache(on)?;
+    }
+    // The raw device before its first mkfs (a resumed suite keeps the one it measured).
+    if let (Some(secs), Some(t)) = (suite.baseline, result.testbed.as_mut())
+        && t.baseline.is_none()
+    {
+        let limit = std::time::Duration::from_secs_f64(secs);
+        let measured = (target.baseline(limit, &settings.progress.cancel))
+            .map_err(|e| e.context("raw-device baseline"));
+        t.baseline = Some(measured?);
+    }
     observer.suite_started(&SuitePlan {
         result: &result,
         configurations: configs.len(),
@@ -293,6 +309,7 @@ pub fn run_suite(
                     settings: &settings,
                     label: &label,
                     probe_after: suite.probe_after,
+                    sched_backing: suite.sched_backing,
                 };
                 // A failure to prepare is the run's: run_once meets it again and records it.
                 if let Ok(Some(reason)) = preparer.refusal(&mut target, &run, observer) {

@@ -93,6 +93,9 @@ pub fn describe(t: &SuiteTestbed) -> Vec<String> {
             "free page reporting: {reporting} (freed memory goes back to the host; tmpfs and page-cache runs depend on what ran before them)"
         ));
     }
+    if let Some(b) = &t.baseline {
+        lines.push(crate::testbed::stack::raw::describe(b));
+    }
     lines.push(format!(
         "load average: {} at start, {} at end",
         load_text(t.load_start),

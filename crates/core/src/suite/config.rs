@@ -25,6 +25,9 @@ pub struct FsConfig {
     /// The I/O scheduler set on the device's queue for each run (`bfq`, `mq-deadline`...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched: Option<String>,
+    /// The device's write cache for each run (`wcache=on|off`: sysfs `queue/write_cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wcache: Option<bool>,
     /// Background load during each run's phases (`cpu:2+io:1`; see testbed::background).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<String>,
@@ -50,6 +53,7 @@ struct RawFsConfig {
     age: Option<String>,
     fill: Option<u8>,
     sched: Option<String>,
+    wcache: Option<bool>,
     background: Option<String>,
     driver: Option<UserDriver>,
 }
@@ -97,6 +101,7 @@ impl TryFrom<RawFsConfig> for FsConfig {
                 age: None,
                 fill: None,
                 sched: None,
+                wcache: None,
                 background: None,
                 driver: None,
             },
@@ -114,6 +119,7 @@ impl TryFrom<RawFsConfig> for FsConfig {
         }
         config.prepared(raw.age, raw.fill, raw.label.is_some());
         config.scheduled(raw.sched, raw.label.is_some());
+        config.cached(raw.wcache, raw.label.is_some());
         config.loaded(raw.background, raw.label.is_some())?;
         Ok(config)
     }
@@ -157,6 +163,7 @@ impl FsConfig {
             age: None,
             fill: None,
             sched: None,
+            wcache: None,
             background: None,
             driver: None,
         }
@@ -183,6 +190,15 @@ impl FsConfig {
             self.label.push_str(&format!(" sched={s}"));
         }
         self.sched = sched;
+    }
+
+    /// Sets the write cache (`wcache=on|off`); a label fsbench made says it.
+    pub fn cached(&mut self, on: Option<bool>, labelled: bool) {
+        if let (Some(on), false) = (on, labelled) {
+            self.label
+                .push_str(if on { " wcache=on" } else { " wcache=off" });
+        }
+        self.wcache = on;
     }
 
     /// Sets the background load (`none` runs without one but says so in the label, beside
@@ -222,13 +238,14 @@ impl FsConfig {
             age: None,
             fill: None,
             sched: None,
+            wcache: None,
             background: None,
             driver: None,
         }
     }
 
     /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or
-    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:bg=LOAD:label=NAME` (one
+    /// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:bg=LOAD:wcache=on|off:label=NAME` (one
     /// configuration; any key may be left out).
     pub fn parse_cli(text: &str) -> anyhow::Result<Vec<FsConfig>> {
         FsConfig::parse_cli_with(text, &[])
@@ -253,6 +270,7 @@ impl FsConfig {
         let (fs, driver) = resolve(name, drivers)?;
         let (mut mkfs, mut mount, mut label) = (None, None, None);
         let (mut age, mut fill, mut sched, mut background) = (None, None, None, None);
+        let mut wcache = None;
         for (key, value) in split_keyed(rest)? {
             zfs_keys(fs, key)?;
             let slot = match key {
@@ -262,6 +280,7 @@ impl FsConfig {
                 "fill" => &mut fill,
                 "sched" => &mut sched,
                 "bg" => &mut background,
+                "wcache" => &mut wcache,
                 _ => &mut label,
             };
             if slot.replace(value.to_string()).is_some() {
@@ -284,8 +303,20 @@ impl FsConfig {
         }
         config.prepared(age, fill, labelled);
         config.scheduled(sched, labelled);
+        config.cached(wcache.as_deref().map(parse_wcache).transpose()?, labelled);
         config.loaded(background, labelled)?;
         Ok(vec![config])
+    }
+}
+
+/// `wcache=on` or `wcache=off`.
+fn parse_wcache(text: &str) -> anyhow::Result<bool> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(invalid(format!(
+            "wcache=`{text}`: expected on (`write back`: the kernel sends flushes) or off (`write through`: it does not)"
+        ))),
     }
 }
 
@@ -354,13 +385,14 @@ fn pool_words(text: &str) -> Vec<String> {
 /// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
 /// so values may contain `=`, `,` and other colons.
 fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
-    const KEYS: [&str; 9] = [
+    const KEYS: [&str; 10] = [
         "mkfs=", "mount=", "pool=", "dataset=", "label=", "age=", "fill=", "sched=", "bg=",
+        "wcache=",
     ];
     let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
     let Some(first) = starts_key(text) else {
         return Err(invalid(format!(
-            "in --fs, expected mkfs=, mount=, pool=, dataset=, age=, fill=, sched=, bg= or label= after the filesystem, found `{text}`"
+            "in --fs, expected mkfs=, mount=, pool=, dataset=, age=, fill=, sched=, bg=, wcache= or label= after the filesystem, found `{text}`"
         )));
     };
     let mut out = Vec::new();

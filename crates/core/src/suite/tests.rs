@@ -220,3 +220,29 @@ fn extra_devices_in_a_suite_file() {
     };
     assert!(dir.validate().unwrap_err().to_string().contains("--dir"));
 }
+
+#[test]
+fn the_write_cache_is_on_or_off_and_refused_on_loop_images() {
+    let c = &FsConfig::parse_cli("ext4:wcache=off:mount=noatime").unwrap()[0];
+    assert_eq!(
+        (c.wcache, c.label.as_str()),
+        (Some(false), "ext4 -o noatime wcache=off")
+    );
+    let on = &FsConfig::parse_cli("xfs:wcache=on:label=cached").unwrap()[0];
+    assert_eq!((on.wcache, on.label.as_str()), (Some(true), "cached"));
+    let err = FsConfig::parse_cli("ext4:wcache=yes")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("expected on (`write back`"), "{err}");
+    let suite: Suite = toml::from_str(
+        "[[config]]\nfs = \"ext4\"\nwcache = false\n[[workload]]\nkind = \"tree\"\n",
+    )
+    .unwrap();
+    assert_eq!(suite.configs[0].wcache, Some(false));
+    // The default target is a loop image: refused, with what the backing disk has.
+    let err = suite.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("a loop device has no write cache of its own; the backing disk's is"),
+        "{err}"
+    );
+}

@@ -181,6 +181,7 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
         // A live daemon unmounts its dataset and lets go of the loop device once its pool is
         // destroyed and it is stopped.
         super::zfs::undo(&state.zfs, &mut undone.done, &mut undone.left);
+        super::queue::undo(&state.queues, &mut undone.done, &mut undone.left);
         undo_mounts_and_loops(state, patience, &mut undone);
     }
     if found == Found::Absent {
@@ -373,6 +374,7 @@ mod tests {
             device: None,
             loops: Vec::new(),
             zfs: Vec::new(),
+            queues: Vec::new(),
         }
     }
 

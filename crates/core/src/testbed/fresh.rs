@@ -65,8 +65,10 @@ pub struct FreshFs {
     /// How the image was copied from a template (`reflink`, `sparse copy`) and how long it
     /// took; `None` for a freshly made filesystem.
     pub copied: Option<(&'static str, f64)>,
-    /// The I/O scheduler set for the run, put back before the device is let go.
-    pub(super) scheduler: Option<queue::Scheduler>,
+    /// The queue settings changed for the run (I/O schedulers: the device's, and with
+    /// `--sched-backing` a loop device's backing disk's; the write cache), put back before
+    /// the device is let go.
+    pub(super) queue_settings: Vec<queue::Setting>,
     /// The background load during the run's phases, stopped before anything is undone.
     pub(super) background: Option<BackgroundLoad>,
     /// zfs's daemon and pool, which take the place of mkfs and mount.
@@ -96,13 +98,52 @@ impl FreshFs {
         self.device.as_deref()
     }
 
-    /// Sets I/O scheduler `name` on the device's queue until the run ends; says what it did.
-    pub fn set_scheduler(&mut self, name: &str) -> anyhow::Result<String> {
-        let device = (self.device.clone()).context("sched= needs a block device")?;
-        let set = queue::Scheduler::set(&device, name)?;
+    /// Sets the device's write cache on or off until the run ends (`note` records it first);
+    /// says what it did.
+    pub fn set_write_cache(
+        &mut self,
+        on: bool,
+        note: impl FnOnce(super::state::QueueRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<String> {
+        let device = (self.device.clone()).context("wcache= needs a block device")?;
+        let set = queue::set_write_cache(&device, on, note)?;
         let said = set.description.clone();
-        self.scheduler = Some(set);
+        self.queue_settings.push(set);
         Ok(said)
+    }
+
+    /// Sets I/O scheduler `name` on the device's queue until the run ends, and where
+    /// `backing` on a loop device's backing disk's too (`note` records a queue that is not
+    /// fsbench's own loop device's first: the disk's, or a `--device`'s).
+    /// Says what it set, and for a loop device what it did to the backing disk's queue.
+    pub fn set_scheduler(
+        &mut self,
+        name: &str,
+        backing: bool,
+        note: impl FnOnce(super::state::QueueRecord) -> anyhow::Result<()>,
+    ) -> anyhow::Result<(String, Option<String>)> {
+        let device = (self.device.clone()).context("sched= needs a block device")?;
+        let Some(dev) = self.loop_device.clone() else {
+            // A user's device: its scheduler is in the state file before it is changed.
+            let set = queue::set_noted(&device, name, note)?;
+            let said = set.description.clone();
+            self.queue_settings.push(set);
+            return Ok((said, None));
+        };
+        let set = queue::Setting::set(&device, name)?;
+        let said = set.description.clone();
+        self.queue_settings.push(set);
+        if !backing {
+            let left = queue::backing_untouched(&dev);
+            return Ok((
+                said,
+                Some(format!("not set: {left} (--sched-backing sets it)")),
+            ));
+        }
+        let set = queue::set_backing(&dev, name, note)?;
+        let backing_said = set.description.clone();
+        self.queue_settings.push(set);
+        Ok((said, Some(backing_said)))
     }
 
     /// sync → unmount → fsck → `inspect(device)` → detach, keeping the image as `dest` (a
@@ -267,9 +308,11 @@ impl FreshFs {
         if let Some(mnt) = self.mountpoint.take() {
             self.unmount(&mnt)?;
         }
-        if let Some(mut scheduler) = self.scheduler.take() {
-            scheduler.restore()?;
-        }
+        // Each is put back even when another cannot be: the backing disk's is the machine's.
+        let restored: Vec<_> = (self.queue_settings.iter_mut())
+            .map(|s| s.restore())
+            .collect();
+        restored.into_iter().collect::<anyhow::Result<()>>()?;
         if let Some(mut pool) = self.zfs.take() {
             pool.release()?;
         }

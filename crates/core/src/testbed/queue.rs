@@ -6,22 +6,29 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::state::QueueRecord;
 use crate::error::invalid;
+
+mod wcache;
+pub use wcache::{loop_refusal, set as set_write_cache};
 
 /// The `queue/scheduler` file of `device`'s queue: its own, or its disk's for a partition.
 fn scheduler_file(device: &Path) -> anyhow::Result<PathBuf> {
+    queue_file(device, "scheduler")
+}
+
+/// The `queue/NAME` file of `device`'s queue: its own, or its disk's for a partition.
+fn queue_file(device: &Path, setting: &str) -> anyhow::Result<PathBuf> {
     let real = std::fs::canonicalize(device)
         .with_context(|| format!("cannot resolve {}", device.display()))?;
     let name = real.file_name().unwrap_or_default();
     let class = std::fs::canonicalize(Path::new("/sys/class/block").join(name))
         .with_context(|| format!("{} is not a block device in sysfs", device.display()))?;
-    [
-        class.join("queue/scheduler"),
-        class.join("../queue/scheduler"),
-    ]
-    .into_iter()
-    .find(|p| p.exists())
-    .with_context(|| format!("{} has no I/O scheduler in sysfs", device.display()))
+    let file = Path::new("queue").join(setting);
+    [class.join(&file), class.join("..").join(&file)]
+        .into_iter()
+        .find(|p| p.exists())
+        .with_context(|| format!("{} has no {} in sysfs", device.display(), file.display()))
 }
 
 /// The schedulers a queue offers and the one in use: `none [mq-deadline] kyber bfq`.
@@ -38,21 +45,26 @@ pub fn parse(text: &str) -> (Vec<String>, Option<String>) {
     (offered, current)
 }
 
-/// A scheduler set on a queue; [`Scheduler::restore`] (or dropping it) puts the previous back.
+/// A queue setting (its scheduler, its write cache) changed for a run; [`Setting::restore`]
+/// (or dropping it) puts the previous back.
 #[derive(Debug)]
-pub struct Scheduler {
+pub struct Setting {
     file: PathBuf,
     previous: Option<String>,
     /// `bfq on loop3 (was mq-deadline)`, for the run's record.
     pub description: String,
 }
 
-impl Scheduler {
+impl Setting {
     /// Sets `wanted` on `device`'s queue. An unknown name is refused naming those the queue
     /// offers (writing one the kernel has as a module loads it, so bfq and kyber work even
     /// when not yet listed).
-    pub fn set(device: &Path, wanted: &str) -> anyhow::Result<Scheduler> {
-        let file = scheduler_file(device)?;
+    pub fn set(device: &Path, wanted: &str) -> anyhow::Result<Setting> {
+        Setting::set_file(scheduler_file(device)?, device, wanted)
+    }
+
+    /// Sets `wanted` on the queue whose `scheduler` file is `file` (of `device`).
+    fn set_file(file: PathBuf, device: &Path, wanted: &str) -> anyhow::Result<Setting> {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let (offered, previous) = parse(&text);
@@ -73,7 +85,7 @@ impl Scheduler {
             )));
         }
         let was = previous.as_deref().unwrap_or("unknown");
-        Ok(Scheduler {
+        Ok(Setting {
             description: format!("{wanted} on {} (was {was})", device.display()),
             file,
             previous,
@@ -84,20 +96,128 @@ impl Scheduler {
     pub fn restore(&mut self) -> anyhow::Result<()> {
         if let Some(previous) = self.previous.take() {
             std::fs::write(&self.file, &previous).with_context(|| {
-                format!(
-                    "cannot put the I/O scheduler `{previous}` back in {}",
-                    self.file.display()
-                )
+                format!("cannot put `{previous}` back in {}", self.file.display())
             })?;
         }
         Ok(())
     }
 }
 
-impl Drop for Scheduler {
+impl Drop for Setting {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
             eprintln!("fsbench: {e:#}");
+        }
+    }
+}
+
+/// The whole disk holding loop device `device`'s backing file (`/dev/vda` for an image on
+/// `/dev/vda1`), found through sysfs: `loop/backing_file`, its filesystem's device number,
+/// and a partition's parent.
+pub fn backing_disk(device: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let name = device.file_name().unwrap_or_default();
+    let sys = Path::new("/sys/class/block").join(name);
+    let file = std::fs::read_to_string(sys.join("loop/backing_file"))
+        .with_context(|| format!("{} is not a loop device", device.display()))?;
+    let file = Path::new(file.trim_end());
+    let dev = std::fs::metadata(file)
+        .with_context(|| format!("cannot stat {}", file.display()))?
+        .dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mut node = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
+        .with_context(|| {
+            format!(
+                "{} is on no block device (device {major}:{minor}: tmpfs, overlay?); it has no backing disk queue",
+                file.display()
+            )
+        })?;
+    if node.join("partition").exists() {
+        node.pop();
+    }
+    let disk = node.file_name().context("a sysfs block node has a name")?;
+    Ok(Path::new("/dev").join(disk))
+}
+
+/// The backing disk's scheduler set alongside loop device `device`'s (`--sched-backing`):
+/// it affects the whole machine, so fsbench does it only when asked, and has `note` record
+/// the scheduler to put back (for `fsbench clean`) before it changes anything.
+pub fn set_backing(
+    device: &Path,
+    wanted: &str,
+    note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
+) -> anyhow::Result<Setting> {
+    let disk = backing_disk(device)?;
+    set_noted(&disk, wanted, note).with_context(|| {
+        format!(
+            "--sched-backing: {} holds {}",
+            disk.display(),
+            device.display()
+        )
+    })
+}
+
+/// Sets `wanted` on a queue that is not fsbench's (a user's `--device`, a loop image's
+/// disk), having `note` record the scheduler to put back first, for `fsbench clean`.
+pub fn set_noted(
+    device: &Path,
+    wanted: &str,
+    note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
+) -> anyhow::Result<Setting> {
+    let file = scheduler_file(device)?;
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    if let Some(previous) = parse(&text).1 {
+        note(QueueRecord {
+            file: file.clone(),
+            previous,
+        })?;
+    }
+    Setting::set_file(file, device, wanted)
+}
+
+/// The backing disk a run left alone without `--sched-backing`: `/dev/vda keeps mq-deadline`.
+pub fn backing_untouched(device: &Path) -> String {
+    let Ok(disk) = backing_disk(device) else {
+        return "no backing disk queue found".into();
+    };
+    let current = scheduler_file(&disk)
+        .ok()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| parse(&t).1)
+        .unwrap_or_else(|| "unknown".into());
+    format!("{} keeps {current}", disk.display())
+}
+
+/// `fsbench clean`'s undo of queue settings a crashed suite left: each recorded queue gets
+/// its previous scheduler or write cache back. Only a sysfs `queue/scheduler` or
+/// `queue/write_cache` file and a value it offers are written, whatever the state file says.
+pub(super) fn undo(records: &[QueueRecord], done: &mut Vec<String>, left: &mut Vec<String>) {
+    for r in records {
+        let text = std::fs::read_to_string(&r.file).unwrap_or_default();
+        let (sane, offered, current) = if r.file.ends_with("queue/write_cache") {
+            let offered = wcache::VALUES.map(String::from).to_vec();
+            (true, offered, Some(text.trim().to_string()))
+        } else {
+            let (offered, current) = parse(&text);
+            (r.file.ends_with("queue/scheduler"), offered, current)
+        };
+        let sane = sane && r.file.starts_with("/sys/");
+        if !sane || !offered.contains(&r.previous) {
+            left.push(format!(
+                "`{}` not put back in {}: not a queue setting offering it",
+                r.previous,
+                r.file.display()
+            ));
+        } else if current.as_ref() != Some(&r.previous) {
+            match std::fs::write(&r.file, &r.previous) {
+                Ok(()) => done.push(format!("put `{}` back in {}", r.previous, r.file.display())),
+                Err(e) => left.push(format!(
+                    "cannot put `{}` back in {}: {e}",
+                    r.previous,
+                    r.file.display()
+                )),
+            }
         }
     }
 }
@@ -113,5 +233,25 @@ mod tests {
         assert_eq!(current.as_deref(), Some("mq-deadline"));
         assert_eq!(parse("[none] \n").1.as_deref(), Some("none"));
         assert_eq!(parse("").1, None);
+    }
+
+    #[test]
+    fn clean_writes_only_a_sysfs_queue_offering_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("queue/scheduler");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "none [bfq]\n").unwrap();
+        let record = QueueRecord {
+            file: file.clone(),
+            previous: "none".into(),
+        };
+        let (mut done, mut left) = (Vec::new(), Vec::new());
+        undo(&[record], &mut done, &mut left);
+        assert!(done.is_empty());
+        assert!(
+            left[0].contains("not a queue setting offering it"),
+            "{left:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "none [bfq]\n");
     }
 }

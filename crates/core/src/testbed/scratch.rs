@@ -12,7 +12,7 @@ use anyhow::Context;
 use super::clean;
 use super::detach::DETACH_PATIENCE;
 pub use super::detach::{detach_loop, loop_devices, unmount, wait_released};
-pub use super::state::{AttachedLoop, MARKER, State, process_start_ticks, state_dir};
+pub use super::state::{AttachedLoop, MARKER, QueueRecord, State, process_start_ticks, state_dir};
 pub(crate) use super::state::{PREFIXES, is_scratch_name, pid_namespace};
 
 /// 128 random bits in hex: a scratch directory's marker token.
@@ -173,6 +173,7 @@ impl Scratch {
                     device: None,
                     loops: Vec::new(),
                     zfs: Vec::new(),
+                    queues: Vec::new(),
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
@@ -268,6 +269,15 @@ impl Scratch {
     /// Records the zfs-fuse daemon (and the pool it is to hold) a run has just started.
     pub(crate) fn note_zfs(&mut self, record: super::zfs::Record) -> anyhow::Result<()> {
         self.state.zfs.push(record);
+        self.save()
+    }
+
+    /// Records a queue's scheduler before a run changes it (once: the first is the original).
+    pub(crate) fn note_queue(&mut self, record: QueueRecord) -> anyhow::Result<()> {
+        if self.state.queues.iter().any(|q| q.file == record.file) {
+            return Ok(());
+        }
+        self.state.queues.push(record);
         self.save()
     }
 

@@ -14,6 +14,8 @@ use super::device::{read_trim, sysfs_node};
 use super::{TargetSpec, mounts};
 use crate::tools;
 
+pub mod raw;
+
 /// One block device of the chain, with its request-queue settings (a partition's queue facts
 /// are its disk's, so a partition is followed by its disk).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -156,6 +158,9 @@ pub struct SuiteTestbed {
     /// Other fsbench processes running when the suite started (their PIDs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_fsbench: Vec<u32>,
+    /// The raw device's own speed before the first mkfs (`--baseline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<raw::RawBaseline>,
 }
 
 /// The stack as one run saw it: its hash, the load around the run, and what differs from the
@@ -170,6 +175,13 @@ pub struct RunTestbed {
     /// The I/O scheduler the run set (`bfq on /dev/loop3 (was mq-deadline)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<String>,
+    /// For a loop image, the backing disk's queue: set (`bfq on /dev/vda (was mq-deadline)`,
+    /// with `--sched-backing`) or not (`not set: /dev/vda keeps mq-deadline ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_scheduler: Option<String>,
+    /// The write cache the run set (`write through on /dev/sdb (was write back)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
     /// The background load during the phases, and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<super::background::BackgroundRecord>,
@@ -418,6 +430,7 @@ impl SuiteTestbed {
             load_start: load_average(),
             load_end: None,
             other_fsbench: other_fsbench_processes(),
+            baseline: None,
         }
     }
 
@@ -450,6 +463,8 @@ impl SuiteTestbed {
             load_end: None,
             changed: self.stack.differences(&now),
             scheduler: None,
+            backing_scheduler: None,
+            write_cache: None,
             background: None,
         }
     }

@@ -41,6 +41,17 @@ pub struct State {
     /// The zfs-fuse daemons and pools the suite's zfs runs started, recorded once started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zfs: Vec<ZfsRecord>,
+    /// Queues whose I/O scheduler a run set outside what fsbench made (the backing disk,
+    /// `--sched-backing`), recorded before they are changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueRecord>,
+}
+
+/// A queue's `scheduler` file and the scheduler to put back in it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QueueRecord {
+    pub file: PathBuf,
+    pub previous: String,
 }
 
 /// A loop device fsbench attached to a user's image file.

@@ -32,9 +32,22 @@ pub(crate) fn fresh_for_run(
 ) -> anyhow::Result<FreshFs> {
     let (mut fresh, preparation) = fresh_fs(target, preparer, what, observer)?;
     if let Some(name) = &what.resolved.0.sched {
-        let set = fresh.set_scheduler(name)?;
+        let (set, backing) =
+            fresh.set_scheduler(name, what.sched_backing, |r| target.note_queue(r))?;
+        observer.diagnostic(&Diagnostic::Scheduler {
+            label: what.label,
+            set: &set,
+            backing: backing.as_deref(),
+        });
         if let Some(testbed) = record.testbed.as_mut() {
             testbed.scheduler = Some(set);
+            testbed.backing_scheduler = backing;
+        }
+    }
+    if let Some(on) = what.resolved.0.wcache {
+        let set = fresh.set_write_cache(on, |r| target.note_queue(r))?;
+        if let Some(testbed) = record.testbed.as_mut() {
+            testbed.write_cache = Some(set);
         }
     }
     // Last, so that the load is on while the phases run and not while the filesystem is made.

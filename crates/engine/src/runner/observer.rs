@@ -92,6 +92,13 @@ pub enum Diagnostic<'a> {
     ///
     /// [`SuiteTestbed::busy`]: crate::testbed::stack::SuiteTestbed::busy
     BusyMachine(&'a str),
+    /// The queues a run set its I/O scheduler on, and a loop image's backing disk's, set
+    /// or not.
+    Scheduler {
+        label: &'a str,
+        set: &'a str,
+        backing: Option<&'a str>,
+    },
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -147,6 +154,17 @@ impl fmt::Display for Diagnostic<'_> {
                 f,
                 "{label}: making the template image again: the one the interrupted attempt kept cannot be used ({what})"
             ),
+            Diagnostic::Scheduler {
+                label,
+                set,
+                backing,
+            } => {
+                write!(f, "{label}: I/O scheduler {set}")?;
+                match backing {
+                    Some(b) => write!(f, "; backing disk: {b}"),
+                    None => Ok(()),
+                }
+            }
             Diagnostic::TemplatesKept(dirs) => write!(
                 f,
                 "kept the template images in {} for a resume of this suite (--resume), which starts from them instead of aging again; `fsbench clean` removes them",

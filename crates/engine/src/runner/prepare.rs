@@ -123,6 +123,8 @@ pub(crate) struct RunSpec<'a> {
     pub(crate) label: &'a str,
     /// Probe the free space after the phases, before the last unmount (`probe_after`).
     pub(crate) probe_after: bool,
+    /// Set the scheduler on a loop image's backing disk too (`--sched-backing`).
+    pub(crate) sched_backing: bool,
 }
 
 impl Preparer {
