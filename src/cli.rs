@@ -4,6 +4,7 @@ mod archive;
 mod auto_runs;
 mod capture;
 mod clean;
+mod compare_args;
 mod console;
 mod fdtree;
 #[cfg(feature = "mpi")]
@@ -14,6 +15,8 @@ mod run;
 mod signals;
 #[cfg(test)]
 mod tests;
+
+use compare_args::{CompareArgs, ReportArgs};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -139,37 +142,6 @@ enum ExportFormat {
     Iozone,
     /// fio's --output-format=json layout of the io workload's jobs
     FioJson,
-}
-
-#[derive(Debug, clap::Args)]
-struct CompareArgs {
-    /// Configurations: ID (all of a suite's) or ID:CONFIG, from one suite or several
-    #[arg(required = true)]
-    columns: Vec<String>,
-    /// The column the others are compared with [default: the first]
-    #[arg(long, value_name = "ID:CONFIG")]
-    baseline: Option<String>,
-    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
-    /// means the difference is bounded within it
-    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
-    noise: f64,
-    /// A table and the one-line answers, or JSON
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    output_format: OutputFormat,
-}
-
-#[derive(Debug, clap::Args)]
-struct ReportArgs {
-    /// Suites (ID) or single configurations (ID:CONFIG); the first is the baseline
-    #[arg(required = true)]
-    columns: Vec<String>,
-    /// Output file (`-`: stdout)
-    #[arg(short = 'o', long, default_value = "report.html")]
-    output: PathBuf,
-    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
-    /// means the difference is bounded within it
-    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
-    noise: f64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -21,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
-use crate::suite::Suite;
 pub use churn::AgingStats;
 pub use fill::FillStats;
 pub use probe::{NativeView, Probe};
@@ -180,88 +179,5 @@ pub fn parse_fill(text: &str) -> anyhow::Result<u8> {
         _ => Err(invalid(format!(
             "fill level `{text}` is not a whole percentage from 0 to 95"
         ))),
-    }
-}
-
-/// Aging profiles resolve, fill levels are percentages, and neither is asked of an existing
-/// directory, which fsbench must not fill.
-pub(crate) fn validate(suite: &Suite) -> anyhow::Result<()> {
-    let ages = suite.configs.iter().filter_map(|c| c.age.as_deref());
-    for age in suite.age.as_deref().into_iter().chain(ages) {
-        profile::resolve(age)?;
-    }
-    let fills = suite.configs.iter().filter_map(|c| c.fill);
-    for level in suite.fill.iter().copied().chain(fills) {
-        parse_fill(&level.to_string())?;
-    }
-    let asks = suite.age.as_deref().is_some_and(|a| a != "none")
-        || suite.fill.iter().any(|f| *f > 0)
-        || suite
-            .configs
-            .iter()
-            .any(|c| c.age.is_some() || c.fill.is_some());
-    if asks && !suite.target.makes_filesystems() {
-        return Err(invalid(
-            "aging and fill levels fill the filesystem: they need a filesystem fsbench makes (not --dir)",
-        ));
-    }
-    if suite.probe_after && !suite.target.makes_filesystems() {
-        return Err(invalid(
-            "the free-space probe allocates half the free space: it needs a filesystem fsbench makes (not --dir)",
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::suite::FsConfig;
-
-    #[test]
-    fn configurations_name_their_age_and_fill() {
-        let c = FsConfig::parse_cli("ext4:age=light:fill=50").unwrap();
-        assert_eq!((c[0].age.as_deref(), c[0].fill), (Some("light"), Some(50)));
-        assert_eq!(c[0].label, "ext4 age=light @ 50%");
-        let named = FsConfig::parse_cli("xfs:age=geriatrix-like:label=old").unwrap();
-        assert_eq!(named[0].label, "old");
-        assert!(FsConfig::parse_cli("ext4:fill=96").is_err());
-        let toml = "[[config]]\nfs = \"ext4\"\nage = \"light\"\nfill = 30\n";
-        let suite: Suite = toml::from_str(toml).unwrap();
-        assert_eq!(suite.configs[0].label, "ext4 age=light @ 30%");
-    }
-
-    #[test]
-    fn bad_profiles_levels_and_directories_are_refused() {
-        let mut suite = Suite {
-            workloads: Suite::default_workloads(),
-            age: Some("ancient".into()),
-            ..Suite::default()
-        };
-        assert!(
-            suite
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("ancient")
-        );
-        suite.age = Some("light".into());
-        suite.validate().unwrap();
-        suite.target = crate::testbed::TargetSpec::Dir {
-            path: "/tmp".into(),
-        };
-        let e = suite.validate().unwrap_err().to_string();
-        assert!(e.contains("not --dir"), "{e}");
-        suite.age = None;
-        suite.fill = vec![0];
-        suite.validate().unwrap();
-        suite.probe_after = true;
-        let e = suite.validate().unwrap_err().to_string();
-        assert!(
-            e.contains("free-space probe") && e.contains("not --dir"),
-            "{e}"
-        );
-        assert_eq!(parse_fill("90%").unwrap(), 90);
-        assert!(parse_fill("x").is_err());
     }
 }

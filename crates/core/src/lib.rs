@@ -2,10 +2,11 @@
 //! workloads behind one registry, the filesystems' drivers, the testbed and aging.
 
 pub use fsbench_measure::{
-    error, extents, measure, progress, rmtree, shape, sysinfo, tools, units,
+    calls, error, extents, measure, progress, rmtree, shape, sysinfo, tools, units,
 };
 
 pub mod aging;
+pub mod config;
 pub mod drivers;
 pub mod results;
 pub mod suite;

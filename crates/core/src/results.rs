@@ -16,6 +16,7 @@ mod summary;
 mod testbed;
 
 use crate::testbed::stack::{RunTestbed, SuiteTestbed};
+use crate::workload::KeptOutput;
 use ceiling::Ceiling;
 pub use summary::{CiMethod, Summary};
 
@@ -158,15 +159,6 @@ pub struct RunRecord {
     /// What the user's commands wrote (the command workload), step by step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output: Vec<KeptOutput>,
-}
-
-/// The end of what one command of a run wrote (at most 64 KiB of each stream).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct KeptOutput {
-    /// `setup`, `phase `NAME``, `NAME items` or `cleanup`.
-    pub step: String,
-    pub stdout: String,
-    pub stderr: String,
 }
 
 impl RunRecord {

@@ -98,17 +98,6 @@ fn user_drivers_into_configs(table: &mut toml::Table) {
     }
 }
 
-/// A device the user consented to, besides the target: an external log or journal, a further
-/// btrfs device. It is checked as the target is.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ExtraDevice {
-    pub path: std::path::PathBuf,
-    /// Overwrite it even when it carries a filesystem or partition table (`--force-extra-device`).
-    #[serde(default)]
-    pub force: bool,
-}
-
 /// When `--runs auto` stops: after at least [`AutoRuns::MIN_RUNS`] rounds, once every primary
 /// figure's 95% CI half-width is below `target_ci_percent` of its mean, or after `max_runs`
 /// rounds, or once `max_secs` have passed, whichever comes first.
@@ -214,7 +203,7 @@ impl Suite {
 
     /// Reads a suite file; its name defaults to the file's stem.
     pub fn from_file(path: &Path) -> anyhow::Result<Suite> {
-        let text = crate::workload::read_text_file(path, "suite file")?;
+        let text = crate::calls::read_text_file(path, "suite file")?;
         let bad =
             |e: &dyn std::fmt::Display| invalid(format!("suite file {}: {e}", path.display()));
         let mut table: toml::Table = toml::from_str(&text).map_err(|e| bad(&e))?;
@@ -379,7 +368,7 @@ impl Suite {
         for w in &self.workloads {
             w.validate()?;
             for driver in self.configs.iter().filter_map(|c| c.driver.as_ref()) {
-                driver.check_needs(w)?;
+                w.check_needs(driver)?;
             }
         }
         if !(self.min_phase_secs >= 0.0 && self.min_phase_secs.is_finite()) {
@@ -388,7 +377,7 @@ impl Suite {
         if !(self.max_cv_percent > 0.0 && self.max_cv_percent.is_finite()) {
             return Err(invalid("max_cv_percent must be a positive number"));
         }
-        crate::aging::validate(self)?;
+        self.validate_aging()?;
         let mut labels = std::collections::HashSet::new();
         for c in &self.configs {
             if !labels.insert(&c.label) {
@@ -413,37 +402,39 @@ impl Suite {
     }
 }
 
-/// Serde helper: an optional byte size written as `"8G"` or as a number of bytes.
-pub mod opt_size {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Size {
-        Bytes(u64),
-        Text(String),
-    }
-
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(b) => s.serialize_u64(*b),
-            None => s.serialize_none(),
+impl Suite {
+    /// Aging profiles resolve, fill levels are percentages, and neither is asked of an
+    /// existing directory, which fsbench must not fill.
+    fn validate_aging(&self) -> anyhow::Result<()> {
+        let ages = self.configs.iter().filter_map(|c| c.age.as_deref());
+        for age in self.age.as_deref().into_iter().chain(ages) {
+            crate::aging::profile::resolve(age)?;
         }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        match Option::<Size>::deserialize(d)? {
-            None => Ok(None),
-            Some(Size::Bytes(b)) => Ok(Some(b)),
-            Some(Size::Text(t)) => crate::units::parse_size(&t)
-                .map(Some)
-                .map_err(serde::de::Error::custom),
+        let fills = self.configs.iter().filter_map(|c| c.fill);
+        for level in self.fill.iter().copied().chain(fills) {
+            crate::aging::parse_fill(&level.to_string())?;
         }
+        let asks = self.age.as_deref().is_some_and(|a| a != "none")
+            || self.fill.iter().any(|f| *f > 0)
+            || self
+                .configs
+                .iter()
+                .any(|c| c.age.is_some() || c.fill.is_some());
+        if asks && !self.target.makes_filesystems() {
+            return Err(invalid(
+                "aging and fill levels fill the filesystem: they need a filesystem fsbench makes (not --dir)",
+            ));
+        }
+        if self.probe_after && !self.target.makes_filesystems() {
+            return Err(invalid(
+                "the free-space probe allocates half the free space: it needs a filesystem fsbench makes (not --dir)",
+            ));
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests;
 
-mod config;
-pub use config::FsConfig;
+pub use crate::config::{ExtraDevice, FsConfig};

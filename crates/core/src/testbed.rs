@@ -24,9 +24,9 @@ use anyhow::Context;
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
+use crate::config::FsConfig;
 use crate::drivers::{FsType, Toolset};
 use crate::error::{FsbenchError, invalid};
-use crate::suite::FsConfig;
 use crate::tools;
 use crate::units::{format_bytes, group_thousands};
 use crate::workload::SpaceNeed;
@@ -43,7 +43,7 @@ pub enum TargetSpec {
     Image {
         #[serde(default = "default_image_dir")]
         dir: PathBuf,
-        #[serde(default, with = "crate::suite::opt_size")]
+        #[serde(default, with = "crate::units::opt_size")]
         size: Option<u64>,
         /// Buffered loop devices (through the host's page cache) instead of direct I/O.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -156,7 +156,7 @@ impl Target {
                     )));
                 }
                 // Millions of entries made until ENOSPC would take as long again to remove.
-                let inodes = crate::workload::free_inodes(rustix::fs::open(
+                let inodes = crate::calls::free_inodes(rustix::fs::open(
                     path,
                     rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
                     rustix::fs::Mode::empty(),

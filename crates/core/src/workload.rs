@@ -45,7 +45,6 @@ macro_rules! workload_params {
 pub(crate) mod alloc;
 pub mod archive;
 pub(crate) mod atomic;
-mod calls;
 pub mod command;
 pub mod ffsb;
 pub mod io;
@@ -64,7 +63,7 @@ use crate::error::{FsbenchError, invalid};
 use crate::measure::{Figure, PhaseRecorder};
 use options::WorkloadKind;
 
-pub use calls::*;
+pub use crate::calls::*;
 
 /// Description of one phase. Most workloads have a fixed list; `alloc` has one phase per
 /// allocation method it was asked for.
@@ -149,6 +148,15 @@ pub enum Boundary {
     Remake,
 }
 
+/// The end of what one command of a run wrote (at most 64 KiB of each stream).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct KeptOutput {
+    /// `setup`, `phase `NAME``, `NAME items` or `cleanup`.
+    pub step: String,
+    pub stdout: String,
+    pub stderr: String,
+}
+
 /// Space and inodes a workload needs on the filesystem under test.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpaceNeed {
@@ -224,7 +232,7 @@ pub trait Workload: Send {
         Boundary::Keep
     }
     /// The output of the commands the run ran (the tails kept), failed ones included.
-    fn kept_output(&mut self) -> Vec<crate::results::KeptOutput> {
+    fn kept_output(&mut self) -> Vec<KeptOutput> {
         Vec::new()
     }
 }
@@ -268,6 +276,32 @@ macro_rules! workloads {
         pub(crate) const WORKLOADS: &[&options::WorkloadKind] = &[$(&$kind),*];
 
         impl WorkloadSpec {
+    /// Refuses this workload where it needs what `driver` declares it lacks, naming the
+    /// driver, the flag and the workload's option: before anything is made.
+    pub(crate) fn check_needs(&self, driver: &crate::drivers::UserDriver) -> anyhow::Result<()> {
+        let kind = self.kind();
+        match kind
+            .needs
+            .iter()
+            .find(|n| !driver.has(n.capability) && (n.uses)(self))
+        {
+            Some(need) => Err(invalid(format!(
+                "user driver `{}` declares `{} = false`, but {}'s {} needs {}: \
+                 change that setting, or run {} on another filesystem",
+                driver.name,
+                need.capability.key(),
+                kind.name,
+                need.option,
+                need.capability.what(),
+                kind.name,
+            ))),
+            None => Ok(()),
+        }
+    }
+
+}
+
+impl WorkloadSpec {
             pub fn kind(&self) -> &'static options::WorkloadKind {
                 match self {
                     $(WorkloadSpec::$variant(_) => &$kind),*

@@ -2,6 +2,7 @@
 //! itself (the phase recorder, latency histograms, timelines, progress) that every layer
 //! above uses and that uses nothing of fsbench.
 
+pub mod calls;
 pub mod error;
 pub mod extents;
 pub mod measure;

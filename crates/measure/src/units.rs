@@ -119,3 +119,32 @@ mod tests {
         assert_eq!(compact_size(1000), "1000");
     }
 }
+
+/// Serde helper: an optional byte size written as `"8G"` or as a number of bytes.
+pub mod opt_size {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => s.serialize_u64(*b),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        match Option::<Size>::deserialize(d)? {
+            None => Ok(None),
+            Some(Size::Bytes(b)) => Ok(Some(b)),
+            Some(Size::Text(t)) => crate::units::parse_size(&t)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}

@@ -19,12 +19,13 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{LatencySummary, PhaseMeasurement};
 use crate::results::{
-    ConfigInfo, ConfigKey, KeptOutput, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped,
-    SuiteResult, SuiteStatus, TargetInfo, WorkloadKey,
+    ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
+    SuiteStatus, TargetInfo, WorkloadKey,
 };
 use crate::suite::{FsConfig, Suite};
 use crate::sysinfo::SystemInfo;
 use crate::testbed::FsckOutcome;
+use crate::workload::KeptOutput;
 use claim::{boot_id, claimer_alive};
 
 /// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released

@@ -193,7 +193,7 @@ fn geriatrix_like() -> AgeProfile {
 }
 
 fn from_file(path: &Path) -> anyhow::Result<AgeProfile> {
-    let text = crate::workload::read_text_file(path, "aging profile")?;
+    let text = crate::calls::read_text_file(path, "aging profile")?;
     let mut profile: AgeProfile = toml::from_str(&text)
         .map_err(|e| invalid(format!("aging profile {}: {e}", path.display())))?;
     if profile.name.is_empty() {
@@ -422,7 +422,7 @@ mod size {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        crate::suite::opt_size::deserialize(d)?
+        crate::units::opt_size::deserialize(d)?
             .ok_or_else(|| serde::de::Error::custom("a size is required"))
     }
 }

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use super::{Capability, FsType, Toolset};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
-use crate::workload::WorkloadSpec;
 
 /// One `[[driver]]` table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -134,29 +133,6 @@ impl UserDriver {
             .into_iter()
             .filter(|c| !self.has(*c))
             .collect()
-    }
-
-    /// Refuses `workload` where it needs what this driver declares it lacks, naming the
-    /// driver, the flag and the workload's option: before anything is made.
-    pub(crate) fn check_needs(&self, workload: &WorkloadSpec) -> anyhow::Result<()> {
-        let kind = workload.kind();
-        match kind
-            .needs
-            .iter()
-            .find(|n| !self.has(n.capability) && (n.uses)(workload))
-        {
-            Some(need) => Err(invalid(format!(
-                "user driver `{}` declares `{} = false`, but {}'s {} needs {}: \
-                 change that setting, or run {} on another filesystem",
-                self.name,
-                need.capability.key(),
-                kind.name,
-                need.option,
-                need.capability.what(),
-                kind.name,
-            ))),
-            None => Ok(()),
-        }
     }
 
     /// The declared capabilities: `FIEMAP, fallocate, O_DIRECT, hard links` or what lacks.

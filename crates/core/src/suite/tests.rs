@@ -246,3 +246,50 @@ fn the_write_cache_is_on_or_off_and_refused_on_loop_images() {
         "{err}"
     );
 }
+
+#[test]
+fn configurations_name_their_age_and_fill() {
+    let c = FsConfig::parse_cli("ext4:age=light:fill=50").unwrap();
+    assert_eq!((c[0].age.as_deref(), c[0].fill), (Some("light"), Some(50)));
+    assert_eq!(c[0].label, "ext4 age=light @ 50%");
+    let named = FsConfig::parse_cli("xfs:age=geriatrix-like:label=old").unwrap();
+    assert_eq!(named[0].label, "old");
+    assert!(FsConfig::parse_cli("ext4:fill=96").is_err());
+    let toml = "[[config]]\nfs = \"ext4\"\nage = \"light\"\nfill = 30\n";
+    let suite: Suite = toml::from_str(toml).unwrap();
+    assert_eq!(suite.configs[0].label, "ext4 age=light @ 30%");
+}
+
+#[test]
+fn bad_profiles_levels_and_directories_are_refused() {
+    let mut suite = Suite {
+        workloads: Suite::default_workloads(),
+        age: Some("ancient".into()),
+        ..Suite::default()
+    };
+    assert!(
+        suite
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("ancient")
+    );
+    suite.age = Some("light".into());
+    suite.validate().unwrap();
+    suite.target = crate::testbed::TargetSpec::Dir {
+        path: "/tmp".into(),
+    };
+    let e = suite.validate().unwrap_err().to_string();
+    assert!(e.contains("not --dir"), "{e}");
+    suite.age = None;
+    suite.fill = vec![0];
+    suite.validate().unwrap();
+    suite.probe_after = true;
+    let e = suite.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("free-space probe") && e.contains("not --dir"),
+        "{e}"
+    );
+    assert_eq!(crate::aging::parse_fill("90%").unwrap(), 90);
+    assert!(crate::aging::parse_fill("x").is_err());
+}

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::background::{BackgroundLoad, BackgroundRecord, Load};
 use super::loopdev::LoopInfo;
 use super::{mounts, open_dir, queue, scratch};
+use crate::config::FsConfig;
 use crate::drivers::{FsType, Slots, Toolset, UserDriver};
-use crate::suite::FsConfig;
 use crate::tools;
 
 /// A user driver's mount command for one run: the program and its arguments.

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use super::TargetSpec;
 use super::device::{self, DeviceKind, refused};
+use crate::config::{ExtraDevice, FsConfig};
 use crate::drivers::{FsType, Names, OptionNames};
 use crate::error::invalid;
-use crate::suite::{ExtraDevice, FsConfig};
 use crate::tools;
 
 /// One word of the options that may name a device or a file.

@@ -16,10 +16,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use super::{KeptOutput, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{Figure, PhaseRecorder};
-use crate::results::KeptOutput;
 use process::{Exit, Finished, Step};
 
 /// The most a phase may be given to run: a week.

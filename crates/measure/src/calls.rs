@@ -68,13 +68,13 @@ pub fn fit_size(
 
 /// The largest multiple of `align` that `files` files of that size may each take of 80% of
 /// `free` bytes (integer arithmetic: no rounding can exceed the share).
-pub(super) fn fitting_size(free: u64, files: u64, align: u64) -> u64 {
+pub fn fitting_size(free: u64, files: u64, align: u64) -> u64 {
     (free / 5 * 4 / files.max(1)) / align.max(1) * align.max(1)
 }
 
 /// Reads a small text file a user named (a suite file, an FFSB profile): a regular file of at
 /// most 1 MiB, so that `/dev/zero` or a FIFO is refused instead of read forever.
-pub(crate) fn read_text_file(path: &std::path::Path, what: &str) -> anyhow::Result<String> {
+pub fn read_text_file(path: &std::path::Path, what: &str) -> anyhow::Result<String> {
     use std::io::Read;
     const LIMIT: u64 = 1 << 20;
     let fail =
@@ -158,7 +158,7 @@ pub fn push_decimal(buf: &mut [u8], mut at: usize, value: u64) -> usize {
 }
 
 /// The filesystem type of `dir`, for messages (from fstatfs's magic number).
-pub(crate) fn filesystem_name(dir: BorrowedFd<'_>) -> String {
+pub fn filesystem_name(dir: BorrowedFd<'_>) -> String {
     let magic = rustix::fs::fstatfs(dir)
         .map(|s| s.f_type as u64)
         .unwrap_or(0);
@@ -175,7 +175,7 @@ pub(crate) fn filesystem_name(dir: BorrowedFd<'_>) -> String {
 /// Refuses O_DIRECT where the filesystem of `dir` refuses it, naming the filesystem; else
 /// its name and the alignment O_DIRECT needs there (its logical block size), from a probe
 /// file made and removed in `dir`.
-pub(crate) fn direct_alignment(dir: BorrowedFd<'_>) -> Result<(String, u64), FsbenchError> {
+pub fn direct_alignment(dir: BorrowedFd<'_>) -> Result<(String, u64), FsbenchError> {
     use rustix::fs::{AtFlags, Mode, OFlags};
     let fs = filesystem_name(dir);
     let probe = ".fsbench-direct-probe";

@@ -417,3 +417,14 @@ fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
     }
     Ok(out)
 }
+
+/// A device the user consented to, besides the target: an external log or journal, a further
+/// btrfs device. It is checked as the target is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraDevice {
+    pub path: std::path::PathBuf,
+    /// Overwrite it even when it carries a filesystem or partition table (`--force-extra-device`).
+    #[serde(default)]
+    pub force: bool,
+}

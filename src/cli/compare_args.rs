@@ -1,0 +1,37 @@
+//! The arguments of `compare` and `report` (shared by the views that compare configurations).
+
+use std::path::PathBuf;
+
+use super::OutputFormat;
+use crate::stats::compare;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct CompareArgs {
+    /// Configurations: ID (all of a suite's) or ID:CONFIG, from one suite or several
+    #[arg(required = true)]
+    pub(super) columns: Vec<String>,
+    /// The column the others are compared with [default: the first]
+    #[arg(long, value_name = "ID:CONFIG")]
+    pub(super) baseline: Option<String>,
+    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
+    /// means the difference is bounded within it
+    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
+    pub(super) noise: f64,
+    /// A table and the one-line answers, or JSON
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub(super) output_format: OutputFormat,
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct ReportArgs {
+    /// Suites (ID) or single configurations (ID:CONFIG); the first is the baseline
+    #[arg(required = true)]
+    pub(super) columns: Vec<String>,
+    /// Output file (`-`: stdout)
+    #[arg(short = 'o', long, default_value = "report.html")]
+    pub(super) output: PathBuf,
+    /// Noise threshold: a verdict needs a difference of at least this percentage; "≈ same"
+    /// means the difference is bounded within it
+    #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
+    pub(super) noise: f64,
+}
