@@ -114,6 +114,11 @@ enum Command {
         /// Rank each workload (a family of disciplines) on its own, then all together
         #[arg(long)]
         per_workload: bool,
+        /// Rank a named group of workloads on its own, then all together: NAME=WORKLOAD,
+        /// a label (`iozone:quick`) or a kind (`iozone`); repeat it to add members or groups
+        /// (`--group tests=iozone --group loops=atomic --group loops=tree:quick`)
+        #[arg(long, value_name = "NAME=WORKLOAD")]
+        group: Vec<String>,
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {

@@ -192,3 +192,59 @@ fn iozone_cells_get_a_harness_percent_and_reports_compare_only_what_suites_share
     }
     assert!(!comparison.contains("<td>-</td>"), "{comparison}");
 }
+
+/// `rank --group`: each named group of workloads ranked on its own, its totals the sums of
+/// its members' disciplines, so the groups' points add up to the total's.
+#[test]
+fn rank_ranks_named_groups_of_workloads_and_refuses_an_unknown_member() {
+    if !can_run("rank --group", &[]) {
+        return;
+    }
+    let (state, dir) = (tempdir(), tempdir());
+    let db = state.path().join("results.db");
+    let out = run(json_run(state.path())
+        .arg("--db")
+        .arg(&db)
+        .arg("--image-dir")
+        .arg(dir.path())
+        .args(["--fs", "tmpfs", "--fs", "tmpfs:mount=noatime:label=b"])
+        .args(["-w", "atomic:count=50,dd-count=5,dd-blocks=2,dd-bs=4k"])
+        .args(["-w", "tree:quick-shallow", "--runs", "2"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rank = |args: &[&str]| {
+        run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["rank", "1"])
+            .args(args))
+    };
+    let out = rank(&["--group", "loops=atomic", "--group", "trees=tree"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    // Each section's points per configuration, from its "N. CONFIG — P points" lines.
+    let points = |section: &str| -> Vec<(String, f64)> {
+        let body = page.split(&format!("== {section} ==\n")).nth(1).unwrap();
+        let body = body.split("\n== ").next().unwrap();
+        let mut out: Vec<(String, f64)> = (body.lines())
+            .filter_map(|l| {
+                let (head, tail) = l.trim().split_once(" — ")?;
+                let config = head.split_once(". ")?.1.to_string();
+                Some((config, tail.strip_suffix(" points")?.parse().ok()?))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    };
+    let (loops, trees, all) = (points("loops"), points("trees"), points("All workloads"));
+    assert_eq!(all.len(), 2, "{page}");
+    for i in 0..2 {
+        assert_eq!(loops[i].0, all[i].0, "{page}");
+        assert!((loops[i].1 + trees[i].1 - all[i].1).abs() < 1e-9, "{page}");
+        assert!(loops[i].1 > 0.0 && trees[i].1 > 0.0, "{page}");
+    }
+    let loops_section = page.split("== trees ==").next().unwrap();
+    assert!(!loops_section.contains("file-create"), "{page}");
+    let out = rank(&["--group", "x=iozone"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no ranked workload is"), "{}", text(&out.stderr));
+}

@@ -108,6 +108,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             columns,
             equal_footing,
             per_workload,
+            group,
         } => {
             use crate::stats::rank::{Placing, rank};
             let (suites, columns) = load_columns(&store, columns)?;
@@ -127,6 +128,14 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                         report::rank::render(&family, width)
                     ));
                 }
+            }
+            for (name, members) in groups(&ranking, group)? {
+                text.push_str(&format!(
+                    "== {name} ==\n{}\n",
+                    report::rank::render(&ranking.of_workloads(&members), width)
+                ));
+            }
+            if *per_workload || !group.is_empty() {
                 text.push_str("== All workloads ==\n");
             }
             text.push_str(&report::rank::render(&ranking, width));
@@ -211,4 +220,35 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
         }
     }
     out
+}
+
+/// `--group NAME=WORKLOAD` options as named groups of the ranking's workloads, in the order
+/// first named.
+fn groups<'a>(
+    ranking: &'a crate::stats::rank::Ranking,
+    options: &[String],
+) -> anyhow::Result<Vec<(String, Vec<&'a str>)>> {
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    for option in options {
+        let Some((name, member)) = option
+            .split_once('=')
+            .filter(|(n, m)| !n.is_empty() && !m.is_empty())
+        else {
+            return Err(invalid(format!(
+                "--group {option}: expected NAME=WORKLOAD (a workload's label or kind)"
+            )));
+        };
+        let members = ranking.members(member)?;
+        match out.iter_mut().find(|(n, _)| n == name) {
+            Some((_, have)) => {
+                for m in members {
+                    if !have.contains(&m) {
+                        have.push(m);
+                    }
+                }
+            }
+            None => out.push((name.to_string(), members)),
+        }
+    }
+    Ok(out)
 }

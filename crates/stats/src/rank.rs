@@ -131,8 +131,13 @@ impl Ranking {
     /// ranked the IOzone tests and the shell loops apart): places are per discipline, so
     /// only the totals change.
     pub fn of_workload(&self, workload: &str) -> Ranking {
+        self.of_workloads(&[workload])
+    }
+
+    /// The ranking in the disciplines of a named group of workloads (`--group`).
+    pub fn of_workloads(&self, workloads: &[&str]) -> Ranking {
         let disciplines: Vec<Discipline> = (self.disciplines.iter())
-            .filter(|d| d.key.workload == workload)
+            .filter(|d| workloads.contains(&d.key.workload.as_str()))
             .cloned()
             .collect();
         let totals = (0..self.columns.len())
@@ -148,6 +153,22 @@ impl Ranking {
             disciplines,
             totals,
         }
+    }
+
+    /// The workloads a group's member names: its label (`iozone:quick`) or every label of
+    /// its kind (`iozone`). A member that names none is an error naming those there are.
+    pub fn members(&self, member: &str) -> anyhow::Result<Vec<&str>> {
+        let all = self.workloads();
+        let found: Vec<&str> = (all.iter().copied())
+            .filter(|w| *w == member || w.split(':').next() == Some(member))
+            .collect();
+        if found.is_empty() {
+            return Err(crate::error::invalid(format!(
+                "--group names `{member}`, which no ranked workload is: the workloads are {}",
+                all.join(", ")
+            )));
+        }
+        Ok(found)
     }
 }
 
