@@ -237,7 +237,7 @@ impl Suite {
 
     /// The workloads every default `fsbench run` uses.
     pub fn default_workloads() -> Vec<WorkloadSpec> {
-        ["tree:quick"]
+        ["tree:default"]
             .iter()
             .map(|w| WorkloadSpec::parse(w).expect("built-in presets parse"))
             .collect()
