@@ -541,6 +541,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
 
 /// Entry point of the `fsbench` binary.
 pub fn main() -> ExitCode {
+    crate::diag::set_sink(console::say);
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);

@@ -9,7 +9,7 @@
 //! The lower crates' modules are re-exported under their old names for the integration tests.
 
 pub use fsbench_core::{
-    aging, drivers, error, extents, measure, progress, results, suite, sysinfo, testbed, tools,
+    aging, diag, drivers, error, extents, measure, progress, results, suite, sysinfo, testbed, tools,
     units, workload,
 };
 #[cfg(feature = "mpi")]

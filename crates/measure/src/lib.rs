@@ -3,6 +3,7 @@
 //! above uses and that uses nothing of fsbench.
 
 pub mod calls;
+pub mod diag;
 pub mod error;
 pub mod extents;
 pub mod measure;

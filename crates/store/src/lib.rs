@@ -312,7 +312,7 @@ impl Store {
         });
         match imported {
             Ok(p) => {
-                eprintln!(
+                fsbench_core::diag::say(&format!(
                     "fsbench: imported run {} of {} {} (suite {}) from {} into {}",
                     p.run.run,
                     p.run.config,
@@ -320,18 +320,18 @@ impl Store {
                     p.suite_id,
                     file.display(),
                     self.path.display()
-                );
+                ));
                 if let Err(e) = std::fs::remove_file(file) {
-                    eprintln!(
+                    fsbench_core::diag::say(&format!(
                         "fsbench: cannot remove {} ({e}); remove it, or its run is imported again",
                         file.display()
-                    );
+                    ));
                 }
             }
-            Err(e) => eprintln!(
+            Err(e) => fsbench_core::diag::say(&format!(
                 "fsbench: cannot import the saved run {} yet ({e:#}); it is kept and tried again",
                 file.display()
-            ),
+            )),
         }
     }
 

@@ -106,7 +106,7 @@ impl Setting {
 impl Drop for Setting {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("fsbench: {e:#}");
+            crate::diag::say(&format!("fsbench: {e:#}"));
         }
     }
 }

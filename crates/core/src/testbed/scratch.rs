@@ -304,11 +304,11 @@ impl Drop for Scratch {
                 let _ = std::fs::remove_file(&self.state_file);
                 let _ = std::fs::remove_file(self.state_file.with_extension("lock"));
             } else {
-                eprintln!(
+                crate::diag::say(&format!(
                     "fsbench: cleanup incomplete ({}); run `fsbench clean` to finish it (state in {})",
                     undone.left.join("; "),
                     self.state_file.display()
-                );
+                ));
             }
         }
         // Only now: a second signal during the undo still says what it leaves.

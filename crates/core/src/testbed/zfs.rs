@@ -248,7 +248,7 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            eprintln!("fsbench: cleanup of zfs pool {} failed: {e:#}", self.name);
+            crate::diag::say(&format!("fsbench: cleanup of zfs pool {} failed: {e:#}", self.name));
         }
     }
 }
