@@ -246,5 +246,9 @@ fn rank_ranks_named_groups_of_workloads_and_refuses_an_unknown_member() {
     assert!(!loops_section.contains("file-create"), "{page}");
     let out = rank(&["--group", "x=iozone"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("no ranked workload is"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no ranked workload is"),
+        "{}",
+        text(&out.stderr)
+    );
 }

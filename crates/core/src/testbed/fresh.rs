@@ -420,7 +420,10 @@ impl FreshFs {
 impl Drop for FreshFs {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            crate::diag::say(&format!("fsbench: cleanup of {} failed: {e:#}", self.root.display()));
+            crate::diag::say(&format!(
+                "fsbench: cleanup of {} failed: {e:#}",
+                self.root.display()
+            ));
         }
     }
 }

@@ -248,7 +248,10 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            crate::diag::say(&format!("fsbench: cleanup of zfs pool {} failed: {e:#}", self.name));
+            crate::diag::say(&format!(
+                "fsbench: cleanup of zfs pool {} failed: {e:#}",
+                self.name
+            ));
         }
     }
 }
