@@ -89,7 +89,7 @@ impl TryFrom<RawFsConfig> for FsConfig {
             raw.mount = dataset;
         }
         if raw.fs == Some(FsType::Zfs) {
-            crate::testbed::zfs::check_properties(&mkfs, &raw.mount)?;
+            crate::drivers::zfs::check_properties(&mkfs, &raw.mount)?;
         }
         let mut config = match raw.fs {
             Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label.clone()),
@@ -205,7 +205,7 @@ impl FsConfig {
     /// the loaded configurations of `--background none,cpu:2`); a label fsbench made says it.
     pub fn loaded(&mut self, load: Option<String>, labelled: bool) -> anyhow::Result<()> {
         let Some(text) = load else { return Ok(()) };
-        let parsed = crate::testbed::background::Load::parse(&text).map_err(invalid)?;
+        let parsed = Load::parse(&text).map_err(invalid)?;
         if !labelled {
             self.label.push_str(&format!(" bg={text}"));
         }
@@ -292,7 +292,7 @@ impl FsConfig {
             _ => split_words(mkfs.as_deref().unwrap_or(""))?,
         };
         if fs == FsType::Zfs {
-            crate::testbed::zfs::check_properties(&mkfs, mount.as_deref().unwrap_or(""))?;
+            crate::drivers::zfs::check_properties(&mkfs, mount.as_deref().unwrap_or(""))?;
         }
         check_label(label.as_deref())?;
         let fill = fill.map(|f| crate::aging::parse_fill(&f)).transpose()?;
@@ -427,4 +427,35 @@ pub struct ExtraDevice {
     /// Overwrite it even when it carries a filesystem or partition table (`--force-extra-device`).
     #[serde(default)]
     pub force: bool,
+}
+
+/// A background load: stress-ng's CPU workers and disk workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    pub cpu: u32,
+    pub io: u32,
+}
+
+impl Load {
+    /// `none`, `cpu:N`, `io:N` or both joined by `+` (`cpu:2+io:1`); `None` for `none`.
+    pub fn parse(text: &str) -> Result<Option<Load>, String> {
+        if text == "none" {
+            return Ok(None);
+        }
+        let mut load = Load { cpu: 0, io: 0 };
+        for part in text.split('+') {
+            let (kind, count) = part.split_once(':').ok_or_else(|| {
+                format!("background `{text}`: expected none, cpu:N, io:N or cpu:N+io:M")
+            })?;
+            let n: u32 = (count.parse().ok())
+                .filter(|n| (1..=1024).contains(n))
+                .ok_or_else(|| format!("background `{part}`: expected 1 to 1024 workers"))?;
+            match kind {
+                "cpu" => load.cpu = n,
+                "io" => load.io = n,
+                _ => return Err(format!("background `{part}`: the loads are cpu and io")),
+            }
+        }
+        Ok(Some(load))
+    }
 }

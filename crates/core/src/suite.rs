@@ -353,7 +353,7 @@ impl Suite {
         let loads = (self.background.iter())
             .chain(self.configs.iter().filter_map(|c| c.background.as_ref()));
         for text in loads {
-            let load = crate::testbed::background::Load::parse(text).map_err(invalid)?;
+            let load = crate::config::Load::parse(text).map_err(invalid)?;
             if load.is_some_and(|l| l.io > 0) && !self.target.makes_filesystems() {
                 return Err(invalid(format!(
                     "background `{text}`: io load needs a filesystem fsbench makes (its files go beside the image); with --dir they would land in the measured directory"

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::Toolset;
-use crate::error::FsbenchError;
+use crate::error::{FsbenchError, invalid};
 use crate::tools;
 
 /// zfs-fuse's control socket, fixed in the daemon and in zpool and zfs.
@@ -64,5 +64,59 @@ pub(crate) fn refuse_foreign_daemon() -> Result<(), FsbenchError> {
                  daemon's pools: stop it first (`/etc/init.d/zfs-fuse stop`)"
             ),
         }),
+    }
+}
+
+/// Properties fsbench sets itself: where the pool's cache file goes (nowhere) and where its
+/// dataset is mounted (the run's mount point).
+const SET_BY_FSBENCH: [&str; 3] = ["cachefile", "altroot", "mountpoint"];
+
+/// Checks pool and dataset properties before anything is made: `name=value` items, none of
+/// [`SET_BY_FSBENCH`]. (testbed/named.rs checks their values as it checks mount options'.)
+pub(crate) fn check_properties(pool: &[String], dataset: &str) -> anyhow::Result<()> {
+    let pool = pool.iter().flat_map(|p| p.split(',')).map(|p| ("pool", p));
+    let dataset = dataset.split(',').map(|p| ("dataset", p));
+    for (what, item) in pool.chain(dataset).filter(|(_, p)| !p.is_empty()) {
+        let Some((name, value)) = item
+            .split_once('=')
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+        else {
+            return Err(invalid(format!(
+                "zfs {what} property `{item}`: expected NAME=VALUE (e.g. `{what}=recordsize=16k`)"
+            )));
+        };
+        if SET_BY_FSBENCH.contains(&name) {
+            return Err(invalid(format!(
+                "zfs {what} property `{name}={value}`: fsbench sets {} itself (no cache file, the \
+                 dataset mounted at the run's mount point); leave it out",
+                SET_BY_FSBENCH.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_fsbench_sets_or_without_a_value_are_refused() {
+        assert!(check_properties(&["ashift=12".into()], "recordsize=16k,atime=off").is_ok());
+        for (pool, dataset, want) in [
+            ("cachefile=/etc/x", "", "fsbench sets"),
+            ("", "mountpoint=/home", "fsbench sets"),
+            ("altroot=/", "", "fsbench sets"),
+            ("ashift", "", "NAME=VALUE"),
+            ("", "compression=", "NAME=VALUE"),
+        ] {
+            let pool: Vec<String> = [pool]
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect();
+            let err = check_properties(&pool, dataset).unwrap_err().to_string();
+            assert!(err.contains(want), "{pool:?} {dataset}: {err}");
+        }
     }
 }

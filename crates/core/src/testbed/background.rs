@@ -13,41 +13,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::config::Load;
 use crate::tools;
 
 /// How long stress-ng has to stop its workers after SIGTERM before they are killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// A background load: stress-ng's CPU workers and disk workers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Load {
-    pub cpu: u32,
-    pub io: u32,
-}
-
 impl Load {
-    /// `none`, `cpu:N`, `io:N` or both joined by `+` (`cpu:2+io:1`); `None` for `none`.
-    pub fn parse(text: &str) -> Result<Option<Load>, String> {
-        if text == "none" {
-            return Ok(None);
-        }
-        let mut load = Load { cpu: 0, io: 0 };
-        for part in text.split('+') {
-            let (kind, count) = part.split_once(':').ok_or_else(|| {
-                format!("background `{text}`: expected none, cpu:N, io:N or cpu:N+io:M")
-            })?;
-            let n: u32 = (count.parse().ok())
-                .filter(|n| (1..=1024).contains(n))
-                .ok_or_else(|| format!("background `{part}`: expected 1 to 1024 workers"))?;
-            match kind {
-                "cpu" => load.cpu = n,
-                "io" => load.io = n,
-                _ => return Err(format!("background `{part}`: the loads are cpu and io")),
-            }
-        }
-        Ok(Some(load))
-    }
-
     /// stress-ng's arguments; the disk workers' files go to `dir`.
     fn args(&self, dir: &Path) -> Vec<String> {
         let mut args = Vec::new();

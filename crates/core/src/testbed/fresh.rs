@@ -8,10 +8,11 @@ use std::time::Instant;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::background::{BackgroundLoad, BackgroundRecord, Load};
+use super::background::{BackgroundLoad, BackgroundRecord};
 use super::loopdev::LoopInfo;
 use super::{mounts, open_dir, queue, scratch};
 use crate::config::FsConfig;
+use crate::config::Load;
 use crate::drivers::{FsType, Slots, Toolset, UserDriver};
 use crate::tools;
 

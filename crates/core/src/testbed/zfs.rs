@@ -17,7 +17,6 @@ use super::mounts;
 pub use super::state::ZfsRecord as Record;
 use super::state::process_start_ticks;
 use crate::drivers::zfs::{DAEMON, PACKAGE, SOCKET, is_daemon, refuse_foreign_daemon};
-use crate::error::invalid;
 use crate::tools;
 
 /// How long the daemon may take to listen, and a new mount to appear or go.
@@ -28,35 +27,6 @@ const BUSY_LIMIT: Duration = Duration::from_secs(30);
 const STOP_LIMIT: Duration = Duration::from_secs(20);
 /// The daemon's settings file, recorded with each run (it sets the ARC size and FUSE caching).
 const ZFSRC: &str = "/etc/zfs/zfsrc";
-
-/// Properties fsbench sets itself: where the pool's cache file goes (nowhere) and where its
-/// dataset is mounted (the run's mount point).
-const SET_BY_FSBENCH: [&str; 3] = ["cachefile", "altroot", "mountpoint"];
-
-/// Checks pool and dataset properties before anything is made: `name=value` items, none of
-/// [`SET_BY_FSBENCH`]. (named.rs checks their values as it checks mount options'.)
-pub(crate) fn check_properties(pool: &[String], dataset: &str) -> anyhow::Result<()> {
-    let pool = pool.iter().flat_map(|p| p.split(',')).map(|p| ("pool", p));
-    let dataset = dataset.split(',').map(|p| ("dataset", p));
-    for (what, item) in pool.chain(dataset).filter(|(_, p)| !p.is_empty()) {
-        let Some((name, value)) = item
-            .split_once('=')
-            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
-        else {
-            return Err(invalid(format!(
-                "zfs {what} property `{item}`: expected NAME=VALUE (e.g. `{what}=recordsize=16k`)"
-            )));
-        };
-        if SET_BY_FSBENCH.contains(&name) {
-            return Err(invalid(format!(
-                "zfs {what} property `{name}={value}`: fsbench sets {} itself (no cache file, the \
-                 dataset mounted at the run's mount point); leave it out",
-                SET_BY_FSBENCH.join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// Pool and dataset properties as `-o`/`-O` arguments: `pool` holds `name=value` words,
 /// `dataset` a comma-separated list.
@@ -391,26 +361,6 @@ mod tests {
                 "/dev/loop3"
             ]
         );
-    }
-
-    #[test]
-    fn properties_fsbench_sets_or_without_a_value_are_refused() {
-        assert!(check_properties(&["ashift=12".into()], "recordsize=16k,atime=off").is_ok());
-        for (pool, dataset, want) in [
-            ("cachefile=/etc/x", "", "fsbench sets"),
-            ("", "mountpoint=/home", "fsbench sets"),
-            ("altroot=/", "", "fsbench sets"),
-            ("ashift", "", "NAME=VALUE"),
-            ("", "compression=", "NAME=VALUE"),
-        ] {
-            let pool: Vec<String> = [pool]
-                .into_iter()
-                .filter(|p| !p.is_empty())
-                .map(String::from)
-                .collect();
-            let err = check_properties(&pool, dataset).unwrap_err().to_string();
-            assert!(err.contains(want), "{pool:?} {dataset}: {err}");
-        }
     }
 
     #[test]

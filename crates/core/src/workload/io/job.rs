@@ -103,6 +103,14 @@ impl<'a> Job<'a> {
                 if params.invalidate && !params.direct {
                     let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
                 }
+                // fio's `fadvise_hint` (on by default): random I/O asks for no readahead, or
+                // each buffered miss would bring its neighbours in for later random reads.
+                let hint = if params.rw.random() {
+                    rustix::fs::Advice::Random
+                } else {
+                    rustix::fs::Advice::Sequential
+                };
+                let _ = rustix::fs::fadvise(&fd, 0, None, hint);
                 Ok(fd)
             })
             .collect::<Result<Vec<_>, FsbenchError>>()?;
