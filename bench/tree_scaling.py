@@ -17,7 +17,8 @@ last long enough to measure); the workload runs with `stat`, so a file-stat phas
 PREBUILT=1 uses target/release/fsbench and bench/fdtree_c as they are (built elsewhere, e.g.
 for a machine with no compiler: `cargo build --release` and
 `cc -O2 -o bench/fdtree_c bench/fdtree.c` here, then carry both). SCRATCH names the tmpfs
-directory to work in (default /dev/shm).
+directory to work in (default /dev/shm). RAW=FILE also writes every round's (seconds, units)
+per count, phase and program there, as JSON.
 """
 import json
 import os
@@ -85,6 +86,9 @@ def main():
                         times[(n, phase, tool)].append((secs, units))
             # The table so far, so that a long run shows its counts as they come.
             report(threads[:done + 1], times)
+            if os.environ.get("RAW"):
+                with open(os.environ["RAW"], "w") as f:
+                    json.dump([[n, phase, tool, runs] for (n, phase, tool), runs in times.items()], f)
 
 
 def report(threads, times):

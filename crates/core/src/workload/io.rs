@@ -189,9 +189,9 @@ impl Io {
     ) -> Result<Vec<JobOut>, FsbenchError> {
         let params = &self.params;
         let n = params.numjobs as usize;
-        let workers: Vec<PhaseRecorder> = (0..n).map(|_| rec.worker()).collect();
-        let progress: Vec<Arc<Progress>> = workers.iter().map(|w| w.progress().clone()).collect();
+        let progress: Vec<Arc<Progress>> = (0..n).map(|_| rec.worker_progress()).collect();
         let crew = Crew::new(progress.iter().map(|p| &*p.done).collect(), rec.progress());
+        let phase_rec: &PhaseRecorder = rec;
         // Held while the jobs start and open their files; released, they start together.
         let gate = RwLock::new(());
         let halt = AtomicBool::new(false);
@@ -199,10 +199,14 @@ impl Io {
             let closed = gate.write().expect("not poisoned");
             let mut handles = Vec::with_capacity(n);
             let mut spawn_error = None;
-            for (j, (pattern, worker)) in self.patterns.iter_mut().zip(workers).enumerate() {
+            for (j, (pattern, counter)) in self.patterns.iter_mut().zip(&progress).enumerate() {
                 let (crew, gate, halt) = (&crew, &gate, &halt);
                 let work = move || {
                     crew.work(&[dir], || {
+                        // Made (and the pattern's state moved) on the job's own thread, so
+                        // that what a job writes at every I/O is on no other job's cache line.
+                        let worker = phase_rec.worker(counter.clone());
+                        pattern.move_here();
                         let job = Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
                         drop(gate.read());
                         // The asynchronous engine's loop is uring's; job.rs knows none.

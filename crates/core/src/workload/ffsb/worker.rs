@@ -423,23 +423,27 @@ pub fn run_groups(
         for (group_index, group) in params.groups.iter().enumerate() {
             let buffer = group.read_blocksize.max(group.write_blocksize).max(4096) as usize;
             for _ in 0..group.num_threads {
-                let worker = Worker {
-                    shared: &shared,
-                    group,
-                    group_index,
-                    blocks: 0,
-                    thread,
-                    rng: Rng::new(u64::from(thread) + 1),
-                    buf: Aligned::new(buffer),
-                    names: Names::under(&root),
-                    other: Names::default(),
-                    metaops: 0,
-                    stats: ThreadStats::new(),
-                    done: &counts[thread as usize],
-                };
+                let me = thread;
                 thread += 1;
-                let (clock, crew, shared) = (clock.clone(), &crew, &shared);
+                let (clock, crew, shared, root, done) =
+                    (clock.clone(), &crew, &shared, &root, &counts[me as usize]);
                 let work = move || {
+                    // Made here, on its own thread, so that its buffers, names and counts,
+                    // written at every operation, are on no other thread's cache line.
+                    let worker = Worker {
+                        shared,
+                        group,
+                        group_index,
+                        blocks: 0,
+                        thread: me,
+                        rng: Rng::new(u64::from(me) + 1),
+                        buf: Aligned::new(buffer),
+                        names: Names::under(root),
+                        other: Names::default(),
+                        metaops: 0,
+                        stats: ThreadStats::new(),
+                        done,
+                    };
                     let keep = [shared.data, shared.meta];
                     crew.work(&keep, || worker.run(clock)).and_then(|r| r)
                 };

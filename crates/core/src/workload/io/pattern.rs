@@ -194,8 +194,10 @@ pub(crate) struct Next {
     pub read: bool,
 }
 
-/// The sequence of one job's I/Os.
+/// The sequence of one job's I/Os. Jobs' patterns lie side by side, and each is written at
+/// every I/O by its own job's thread: each starts on a cache line (pair) of its own.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct Pattern {
     rng: Rng,
     picker: Picker,
@@ -217,6 +219,19 @@ pub(crate) struct Pattern {
 }
 
 impl Pattern {
+    /// Moves what the pattern writes at every I/O (positions, maps) into memory allocated on
+    /// the calling thread, a job's own, off the cache lines of the jobs made beside it.
+    pub(crate) fn move_here(&mut self) {
+        self.positions = Vec::from(&self.positions[..]);
+        self.maps = self
+            .maps
+            .iter()
+            .map(|m| Map {
+                words: Vec::from(&m.words[..]),
+            })
+            .collect();
+    }
+
     pub(crate) fn new(p: &IoParams, seed: u64) -> Pattern {
         let mut rng = Rng::new(seed);
         let min_bs = p.min_bs();

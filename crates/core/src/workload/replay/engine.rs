@@ -27,8 +27,9 @@ const BUFFER_MAX: u64 = 16 << 20;
 /// Mismatches described by name, per thread.
 const SAMPLES: usize = 10;
 
-/// A thread's progress: calls done, on a cache line of its own.
-#[repr(align(64))]
+/// A thread's progress: calls done, on a cache line pair of its own (the prefetcher fetches
+/// lines in pairs).
+#[repr(align(128))]
 #[derive(Default)]
 pub(crate) struct Done(pub AtomicU64);
 

@@ -48,17 +48,21 @@ pub(super) fn run_phase(
         };
     }
     let shared = rec.progress().clone();
-    let workers: Vec<(Tree, PhaseRecorder)> = (0..tree.params.threads)
-        .map(|i| (tree.thread(i), rec.worker()))
+    let counters: Vec<_> = (0..tree.params.threads)
+        .map(|_| rec.worker_progress())
         .collect();
-    let counters: Vec<_> = workers.iter().map(|(_, r)| r.progress().clone()).collect();
     let crew = Crew::new(counters.iter().map(|c| &*c.done).collect(), &shared);
+    let phase_rec: &PhaseRecorder = rec;
     let results = std::thread::scope(|s| {
-        let handles: Vec<_> = workers
-            .into_iter()
-            .map(|(mut t, mut r)| {
+        let handles: Vec<_> = counters
+            .iter()
+            .enumerate()
+            .map(|(i, counter)| {
                 let crew = &crew;
                 s.spawn(move || {
+                    // The tree and the recorder are made here, on the worker's thread, so
+                    // that what they write at every call is on no other worker's cache line.
+                    let (mut t, mut r) = (tree.thread(i as u32), phase_rec.worker(counter.clone()));
                     let outcome = crew.work(&[dir], || t.run_phase(phase, dir, &mut r));
                     (outcome.and_then(|o| o), r)
                 })
