@@ -109,7 +109,9 @@ pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
     r.ceilings
         .iter()
         .map(|c| {
-            let phases = r.workload_record(&c.workload).map_or(&[][..], |w| &w.phases);
+            let phases = r
+                .workload_record(&c.workload)
+                .map_or(&[][..], |w| &w.phases);
             // A phase with nothing to do (an empty file set) has no rate to show.
             let rates: Vec<String> = c
                 .phases

@@ -95,9 +95,8 @@ pub fn summarize_runs(result: &mut SuiteResult) {
             .iter()
             .position(|c| c.config.label == label)
     };
-    let workload_pos = |label: &str| {
-        (result.workload_records.iter()).position(|w| w.label == label)
-    };
+    let workload_pos =
+        |label: &str| (result.workload_records.iter()).position(|w| w.label == label);
     figures.sort_by_key(|(k, ..)| (config_pos(&k.0), workload_pos(&k.1)));
     let cpus = result.system.cpus;
     result.summaries = figures
