@@ -12,8 +12,8 @@ use crate::testbed::device::BlockInfo;
 use crate::testbed::loopdev::LoopInfo;
 
 pub mod ceiling;
+mod run_warnings;
 mod summary;
-mod testbed;
 
 use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 use crate::workload::{KeptOutput, PhaseInfo};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{Dim, DimValue, Figure, LatencySummary, PhaseMeasurement};
-use crate::progress::SAMPLE_INTERVAL;
+use crate::phase_progress::SAMPLE_INTERVAL;
 use crate::results::PhaseRecord;
 use crate::shape::{self, PhaseShape, ThreadsDone};
 use crate::workload::PhaseInfo;
