@@ -9,8 +9,8 @@
 //! The lower crates' modules are re-exported under their old names for the integration tests.
 
 pub use fsbench_core::{
-    aging, diag, drivers, error, extents, measure, progress, results, suite, sysinfo, testbed,
-    tools, units, workload,
+    aging, diag, drivers, error, extents, measure, phase_progress, results, suite, sysinfo,
+    testbed, tools, units, workload,
 };
 #[cfg(feature = "mpi")]
 use fsbench_engine::mpi;

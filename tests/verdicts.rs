@@ -108,7 +108,9 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
         warnings: Vec::new(),
         testbed: None,
         ceilings: Vec::new(),
+        workload_records: Vec::new(),
     };
+    result.record_workloads();
     let mut store = Store::open(db).unwrap();
     let id = store.begin_suite(&result, "synthetic").unwrap();
     for (c, config_runs) in runs.iter().enumerate() {

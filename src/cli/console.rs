@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::aging::Preparation;
-use crate::progress::{LineNames, PhaseBar, short_duration};
+use crate::phase_progress::{LineNames, PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
 use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan};
 

@@ -2,7 +2,7 @@
 //! workloads behind one registry, the filesystems' drivers, the testbed and aging.
 
 pub use fsbench_measure::{
-    calls, diag, error, extents, measure, progress, rmtree, shape, sysinfo, tools, units,
+    calls, diag, error, extents, measure, phase_progress, rmtree, shape, sysinfo, tools, units,
 };
 
 pub mod aging;

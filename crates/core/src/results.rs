@@ -12,11 +12,11 @@ use crate::testbed::device::BlockInfo;
 use crate::testbed::loopdev::LoopInfo;
 
 pub mod ceiling;
+mod run_warnings;
 mod summary;
-mod testbed;
 
 use crate::testbed::stack::{RunTestbed, SuiteTestbed};
-use crate::workload::KeptOutput;
+use crate::workload::{KeptOutput, PhaseInfo};
 use ceiling::Ceiling;
 pub use summary::{CiMethod, Summary};
 
@@ -67,6 +67,20 @@ pub struct SuiteResult {
     /// The harness ceilings of the suite's workloads on this machine (their phases on tmpfs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ceilings: Vec<Ceiling>,
+    /// The suite's workloads as they ran, by workload key: statistics and reports read
+    /// these, never today's workload code. Empty in a suite stored by an older fsbench until
+    /// [`SuiteResult::record_workloads`] fills it.
+    #[serde(default)]
+    pub workload_records: Vec<WorkloadRecord>,
+}
+
+/// What statistics and reports need of a workload, recorded when the suite is made: its
+/// label, description and phases (names, units, directions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadRecord {
+    pub label: String,
+    pub description: String,
+    pub phases: Vec<PhaseInfo>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -260,6 +274,32 @@ impl SuiteResult {
         self.suite.workloads.get(run.workload_key.0 as usize)
     }
 
+    /// Records what its workloads' code says of them, unless a record covering every
+    /// workload is there already: when the suite is made, and once when a suite stored by an
+    /// older fsbench (without the record) is loaded.
+    pub fn record_workloads(&mut self) {
+        if self.workload_records.len() == self.suite.workloads.len() {
+            return;
+        }
+        self.workload_records = (self.suite.workloads.iter())
+            .map(|w| WorkloadRecord {
+                label: w.label(),
+                description: w.describe(),
+                phases: w.phases().into_owned(),
+            })
+            .collect();
+    }
+
+    /// The recorded phases of the workload a run ran (by its key); none when unrecorded.
+    pub fn phases_of(&self, run: &RunRecord) -> &[PhaseInfo] {
+        (self.workload_records.get(run.workload_key.0 as usize)).map_or(&[], |w| &w.phases)
+    }
+
+    /// The record of the workload labelled `workload`.
+    pub fn workload_record(&self, workload: &str) -> Option<&WorkloadRecord> {
+        self.workload_records.iter().find(|w| w.label == workload)
+    }
+
     /// An empty result on this machine, for unit tests of what consumes results (statistics,
     /// store and reports test against it from their own crates).
     #[doc(hidden)]
@@ -285,18 +325,17 @@ impl SuiteResult {
             warnings: Vec::new(),
             testbed: None,
             ceilings: Vec::new(),
+            workload_records: Vec::new(),
         }
     }
 
     /// The (workload label, phase) pairs its workloads mark untimed (io's layout): shown,
     /// never compared nor warned about.
     pub fn untimed_phases(&self) -> Vec<(String, String)> {
-        let phases = (self.suite.workloads.iter()).flat_map(|w| {
-            let label = w.label();
-            (w.phases().iter())
+        let phases = (self.workload_records.iter()).flat_map(|w| {
+            (w.phases.iter())
                 .filter(|p| !p.timed)
-                .map(|p| (label.clone(), p.name.to_string()))
-                .collect::<Vec<_>>()
+                .map(|p| (w.label.clone(), p.name.to_string()))
         });
         phases.collect()
     }

@@ -67,14 +67,15 @@ use options::WorkloadKind;
 pub use crate::calls::*;
 
 /// Description of one phase. Most workloads have a fixed list; `alloc` has one phase per
-/// allocation method it was asked for.
-#[derive(Debug, Clone)]
+/// allocation method it was asked for. Recorded with the suite (see
+/// [`crate::results::WorkloadRecord`]), so reports read it from there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseInfo {
     /// The phase's one name in every output (tables, JSON, CSV, the report), e.g.
     /// `dir-create`.
     pub name: Cow<'static, str>,
     /// What one unit of the phase is, e.g. `dirs`: rates are printed as `dirs/s`.
-    pub unit: &'static str,
+    pub unit: Cow<'static, str>,
     /// Whether the phase writes or reads data, so KiB/s is meaningful.
     pub moves_data: bool,
     /// Whether one rate sums the phase up; a matrix (IOzone's cells) measures many things,
@@ -89,7 +90,7 @@ impl PhaseInfo {
     pub const fn fixed(name: &'static str, unit: &'static str, moves_data: bool) -> PhaseInfo {
         PhaseInfo {
             name: Cow::Borrowed(name),
-            unit,
+            unit: Cow::Borrowed(unit),
             moves_data,
             has_rate: true,
             timed: true,
@@ -100,7 +101,7 @@ impl PhaseInfo {
     pub const fn untimed(name: &'static str, unit: &'static str, moves_data: bool) -> PhaseInfo {
         PhaseInfo {
             name: Cow::Borrowed(name),
-            unit,
+            unit: Cow::Borrowed(unit),
             moves_data,
             has_rate: true,
             timed: false,
@@ -111,7 +112,7 @@ impl PhaseInfo {
     pub const fn matrix(name: &'static str, unit: &'static str) -> PhaseInfo {
         PhaseInfo {
             name: Cow::Borrowed(name),
-            unit,
+            unit: Cow::Borrowed(unit),
             moves_data: true,
             has_rate: false,
             timed: true,

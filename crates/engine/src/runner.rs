@@ -219,8 +219,10 @@ pub fn run_suite(
             warnings: Vec::new(),
             testbed: None,
             ceilings: Vec::new(),
+            workload_records: Vec::new(),
         },
     };
+    result.record_workloads();
     // A resumed suite keeps the stack it started on; its new runs say what changed since.
     let testbed = result
         .testbed

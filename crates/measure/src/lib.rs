@@ -7,7 +7,7 @@ pub mod diag;
 pub mod error;
 pub mod extents;
 pub mod measure;
-pub mod progress;
+pub mod phase_progress;
 pub mod rmtree;
 pub mod shape;
 pub mod sysinfo;

@@ -48,13 +48,8 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
     let id = r.id.map_or(String::new(), |i| i.to_string());
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for run in &r.runs {
-        let spec = r.workload_of(run);
         let mut figures: Vec<(String, Figure)> = Vec::new();
-        for (p, info) in run
-            .phases
-            .iter()
-            .zip(spec.map(|s| s.phases()).unwrap_or_default().iter())
-        {
+        for (p, info) in run.phases.iter().zip(r.phases_of(run)) {
             for f in phase_metrics(p, info) {
                 figures.push((p.name.clone(), f));
             }

@@ -14,7 +14,6 @@ use crate::measure::{DimValue, LatencySummary};
 use crate::results::SuiteResult;
 use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};
 use crate::units::format_bytes;
-use std::borrow::Cow;
 
 use crate::workload::PhaseInfo;
 
@@ -237,16 +236,10 @@ fn warnings(suites: &[SuiteResult], columns: &[Column]) -> Markup {
     }
 }
 
-/// The phases of `workload` as its spec describes them (from whichever suite has it).
-fn phase_infos(
-    suites: &[SuiteResult],
-    workload: &str,
-) -> Option<(Cow<'static, [PhaseInfo]>, String)> {
-    suites
-        .iter()
-        .flat_map(|s| &s.suite.workloads)
-        .find(|w| w.label() == workload)
-        .map(|w| (w.phases(), w.describe()))
+/// The phases and description of `workload` as recorded (by whichever suite has it).
+fn phase_infos<'a>(suites: &'a [SuiteResult], workload: &str) -> (&'a [PhaseInfo], &'a str) {
+    let record = suites.iter().find_map(|s| s.workload_record(workload));
+    record.map_or((&[], ""), |w| (&w.phases, &w.description))
 }
 
 fn workload_section(
@@ -255,8 +248,7 @@ fn workload_section(
     keys: &[FigureKey],
     workload: &str,
 ) -> Markup {
-    let (phases, description) =
-        phase_infos(suites, workload).unwrap_or((Cow::Borrowed(&[]), String::new()));
+    let (phases, description) = phase_infos(suites, workload);
     html! {
         h2 id=(anchor(workload)) { "Workload " (workload) }
         p { (description) }
@@ -420,7 +412,7 @@ fn over_time(
         .collect();
     html! {
         @if !progress.is_empty() {
-            figure { (PreEscaped(charts::progress(&info.name, info.unit, "run", &progress, &legend, secs))) }
+            figure { (PreEscaped(charts::progress(&info.name, &info.unit, "run", &progress, &legend, secs))) }
         }
         @if !latency.is_empty() {
             figure { (PreEscaped(charts::latency(&info.name, &latency, &legend, secs))) }

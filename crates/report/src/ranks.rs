@@ -75,7 +75,7 @@ pub(super) fn rank_progress(
                 col.name(columns),
                 run.run
             );
-            let svg = charts::progress(&title, info.unit, "rank", &series, &legend, secs);
+            let svg = charts::progress(&title, &info.unit, "rank", &series, &legend, secs);
             Some((svg, done_caption(&ends)))
         })
         .collect();

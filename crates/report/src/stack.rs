@@ -109,8 +109,9 @@ pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
     r.ceilings
         .iter()
         .map(|c| {
-            let spec = r.suite.workloads.iter().find(|w| w.label() == c.workload);
-            let phases = spec.map(|s| s.phases()).unwrap_or_default();
+            let phases = r
+                .workload_record(&c.workload)
+                .map_or(&[][..], |w| &w.phases);
             // A phase with nothing to do (an empty file set) has no rate to show.
             let rates: Vec<String> = c
                 .phases
@@ -124,7 +125,7 @@ pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
                     let unit = phases
                         .iter()
                         .find(|i| i.name == p.phase)
-                        .map_or("units", |i| i.unit);
+                        .map_or("units", |i| &i.unit);
                     format!("{} {} {unit}/s", p.phase, super::figure(p.rate))
                 })
                 .collect();

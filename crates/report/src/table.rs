@@ -121,15 +121,8 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
     render_testbed(&mut out, r, view);
     render_conclusions(&mut out, r, view);
     render_answers(&mut out, r, view);
-    for spec in &r.suite.workloads {
-        render_workload(
-            &mut out,
-            r,
-            view,
-            &spec.label(),
-            &spec.describe(),
-            &spec.phases(),
-        );
+    for w in &r.workload_records {
+        render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
     }
     render_preparation(&mut out, r, view);
     let warning_lines = warnings::lines(r, view.verbose);

@@ -13,6 +13,7 @@ fn three_filesystems() -> SuiteResult {
     let mut r = SuiteResult::for_tests();
     r.id = Some(7);
     r.suite.workloads = WorkloadSpec::parse_list("tree:quick-shallow").unwrap();
+    r.record_workloads();
     let spec = r.suite.workloads[0].clone();
     for (i, fs) in ["ext4", "xfs", "btrfs"].into_iter().enumerate() {
         r.configurations.push(ConfigInfo {

@@ -56,11 +56,8 @@ pub fn summarize_runs(result: &mut SuiteResult) {
     let mut figures: Vec<(Key, String, bool, Vec<f64>)> = Vec::new();
     let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for run in result.runs.iter().filter(|r| r.status == RunStatus::Ok) {
-        let Some(spec) = result.workload_of(run) else {
-            continue;
-        };
         let mut values = Vec::new();
-        for (p, info) in run.phases.iter().zip(spec.phases().iter()) {
+        for (p, info) in run.phases.iter().zip(result.phases_of(run)) {
             for f in phase_metrics(p, info) {
                 values.push((p.name.clone(), f));
             }
@@ -98,13 +95,8 @@ pub fn summarize_runs(result: &mut SuiteResult) {
             .iter()
             .position(|c| c.config.label == label)
     };
-    let workload_pos = |label: &str| {
-        result
-            .suite
-            .workloads
-            .iter()
-            .position(|w| w.label() == label)
-    };
+    let workload_pos =
+        |label: &str| (result.workload_records.iter()).position(|w| w.label == label);
     figures.sort_by_key(|(k, ..)| (config_pos(&k.0), workload_pos(&k.1)));
     let cpus = result.system.cpus;
     result.summaries = figures

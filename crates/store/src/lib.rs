@@ -195,6 +195,10 @@ const MIGRATIONS: &[Migration] = &[
         PRIMARY KEY (run_id, idx)
     );",
     ),
+    // 15: the suite's workloads as they ran (JSON: label, description, phases with units and
+    // directions), so reports read them, not today's workload code. Older suites get them
+    // from their workloads' code when loaded.
+    Migration::Sql("ALTER TABLE suites ADD COLUMN workloads TEXT;"),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -373,8 +377,8 @@ impl Store {
         recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
                 "INSERT INTO suites (name, purpose, command, definition, system, target, skipped,
-                 started_at, status, pid, pid_start, boot_id, testbed, ceilings)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13)",
+                 started_at, status, pid, pid_start, boot_id, testbed, ceilings, workloads)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     result.suite.name,
                     result.suite.purpose,
@@ -389,6 +393,7 @@ impl Store {
                     boot_id(),
                     result.testbed.as_ref().map(to_json),
                     to_json(&result.ceilings),
+                    to_json(&result.workload_records),
                 ],
             )?;
             let id = tx.last_insert_rowid();

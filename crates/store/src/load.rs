@@ -9,7 +9,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT definition, system, target, skipped, started_at, finished_at, status, error, pid, pid_start,
-                        boot_id, testbed, ceilings
+                        boot_id, testbed, ceilings, workloads
                  FROM suites WHERE id = ?1",
                 [id],
                 |r| {
@@ -27,6 +27,7 @@ impl Store {
                         r.get::<_, Option<String>>(10)?,
                         r.get::<_, Option<String>>(11)?,
                         r.get::<_, Option<String>>(12)?,
+                        r.get::<_, Option<String>>(13)?,
                     ))
                 },
             )
@@ -46,6 +47,7 @@ impl Store {
             boot,
             testbed,
             ceilings,
+            workloads,
         ) = row;
         let suite: Suite = from_json(&definition, "suite definition")?;
         let status = match status.as_str() {
@@ -77,7 +79,13 @@ impl Store {
                 .map(|text| from_json(&text, "harness ceilings"))
                 .transpose()?
                 .unwrap_or_default(),
+            workload_records: workloads
+                .map(|text| from_json(&text, "workload records"))
+                .transpose()?
+                .unwrap_or_default(),
         };
+        // A suite stored by an older fsbench has no record: its workloads' code says it, once.
+        result.record_workloads();
         crate::stats::summary::summarize_runs(&mut result);
         result.analyze();
         Ok(result)

@@ -330,7 +330,7 @@ impl AllocParams {
             .iter()
             .map(|m| PhaseInfo {
                 name: Cow::Owned(m.name()),
-                unit: "MiB",
+                unit: Cow::Borrowed("MiB"),
                 moves_data: false,
                 has_rate: true,
                 timed: true,

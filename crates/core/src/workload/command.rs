@@ -311,7 +311,7 @@ impl CommandParams {
         (self.phase.iter())
             .map(|p| PhaseInfo {
                 name: Cow::Owned(p.name.clone()),
-                unit: "items",
+                unit: Cow::Borrowed("items"),
                 moves_data: false,
                 has_rate: p.items.is_some() || p.items_cmd.is_some(),
                 timed: true,

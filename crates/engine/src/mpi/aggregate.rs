@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{Dim, DimValue, Figure, LatencySummary, PhaseMeasurement};
-use crate::progress::SAMPLE_INTERVAL;
+use crate::phase_progress::SAMPLE_INTERVAL;
 use crate::results::PhaseRecord;
 use crate::shape::{self, PhaseShape, ThreadsDone};
 use crate::workload::PhaseInfo;
@@ -154,7 +154,7 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
         let since = |ns: u64| (ns - first_start) as f64 / 1e9;
         figures.push(Figure::new("rank-start", "s", false, since(rank.start_ns)).at(&at));
         figures.push(Figure::new("rank-end", "s", false, since(rank.end_ns)).at(&at));
-        figures.push(Figure::new("rank-items", cx.info.unit, true, m.ops as f64).at(&at));
+        figures.push(Figure::new("rank-items", &cx.info.unit, true, m.ops as f64).at(&at));
         figures.push(Figure::new("rank-time", "s", false, m.elapsed_secs()).at(&at));
         if cx.info.has_rate {
             figures.push(Figure::new("rank-rate", &unit, true, rank_rate(m)).at(&at));
@@ -214,7 +214,7 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
 /// the last rank stopped (mdtest's stonewall time: the deadline, or the end if all finished
 /// before it).
 fn stonewall_figures(walls: &[Agreed], cx: &Context<'_>) -> Vec<Figure> {
-    let unit = cx.info.unit;
+    let unit: &str = &cx.info.unit;
     let mut figures: Vec<Figure> = walls
         .iter()
         .enumerate()

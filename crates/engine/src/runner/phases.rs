@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::error::FsbenchError;
 use crate::measure::sync_and_drop_caches;
 use crate::measure::{PhaseRecorder, Progress};
-use crate::progress::PhaseProgress;
+use crate::phase_progress::PhaseProgress;
 use crate::results::PhaseRecord;
 use crate::runner::observer::{Observer, PhaseStart};
 use crate::shape::{self, PhaseShape, ThreadsDone};

@@ -1,5 +1,6 @@
-//! Warnings and summaries about the testbed under the runs: buffered loop devices, a storage
-//! stack that changed mid-suite, phases that never reached a steady state.
+//! Warnings about what the runs ran under and how their phases went: buffered loop devices
+//! (and their summary), a storage stack that changed mid-suite, phases that never reached a
+//! steady state or were harness-bound.
 
 use super::{RunRecord, RunStatus, SuiteResult, Warning, WarningKind};
 use crate::results::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
