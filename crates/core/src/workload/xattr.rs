@@ -104,12 +104,27 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
 };
 
 fn build(p: &Parsed) -> anyhow::Result<XattrParams> {
-    let custom = p.first_explicit(&["files", "attrs", "size"]);
+    let (files, attrs, size) = (
+        p.num("files").expect("xattr options have preset values"),
+        p.small("attrs").expect("preset value"),
+        p.small("size").expect("preset value"),
+    );
+    // Named by its values, as tree's are: a preset written out in full (a suite file's table,
+    // a stored suite) is that preset.
+    let value = |key: &str| match key {
+        "files" => files.to_string(),
+        "attrs" => attrs.to_string(),
+        _ => size.to_string(),
+    };
+    let preset = PRESETS
+        .iter()
+        .find(|preset| preset.values.iter().all(|(k, v)| value(k) == *v))
+        .map(|preset| preset.name.to_string());
     Ok(XattrParams {
-        preset: custom.is_none().then(|| p.preset.name.to_string()),
-        files: p.num("files").expect("xattr options have preset values"),
-        attrs: p.small("attrs").expect("preset value"),
-        size: p.small("size").expect("preset value"),
+        preset,
+        files,
+        attrs,
+        size,
     })
 }
 
