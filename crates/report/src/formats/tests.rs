@@ -4,8 +4,7 @@ use crate::workload::WORKLOADS;
 #[test]
 fn an_unknown_format_is_refused_naming_the_known_ones() {
     let e = named("nope")
-        .err()
-        .expect("no report is called nope")
+        .expect_err("no report is called nope")
         .to_string();
     assert!(e.contains("unknown report format `nope`"), "{e}");
     for r in REPORTS {
