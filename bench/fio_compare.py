@@ -11,8 +11,10 @@ on tmpfs and (as root) on a fresh ext4 loop image attached with direct I/O:
 Prints fsbench / fio for IOPS and bandwidth (target >= 0.95) and for p50 and p99 completion
 latency (target within +-10% where both are closed loop); the open-loop job also prints the
 p99 of the total latency (fsbench counts it from each I/O's scheduled time, fio from its
-issue). For the psync jobs bench/io_plain.c (the same calls and nothing else, built with
-cc when there is one) runs beside both, to tell the tools' own costs from the filesystem's.
+issue). For the closed-loop 4 KiB jobs bench/io_plain.c (the same calls and nothing else:
+pread/pwrite, or the same io_uring ring and enters; built with cc when there is one) runs
+beside both, to tell the tools' own costs from the filesystem's. ONLY=TEXT runs the jobs
+whose name holds TEXT.
 fio's path is in FIO (default `fio`); without it the bench says so and stops.
 SIZE (default 256M) is each job's file; TMPFS_ONLY=1 skips the ext4 image.
 """
@@ -93,7 +95,8 @@ def plain(work, plain_bin, opts):
         os.fsync(f.fileno())
     settle()
     rw = "write" if "write" in opts["rw"] else "read"
-    out = subprocess.run([plain_bin, path, str(size), str(parse_size(opts["bs"])), rw, opts.get("direct", "0")],
+    depth = [opts["iodepth"]] if opts["ioengine"] == "io_uring" else []
+    out = subprocess.run([plain_bin, path, str(size), str(parse_size(opts["bs"])), rw, opts.get("direct", "0"), *depth],
                          check=True, capture_output=True, text=True).stdout
     os.remove(path)
     r = json.loads(out)
@@ -109,8 +112,10 @@ def parse_size(text):
 def compare(work, db, where, plain_bin):
     print(f"\n== {where}: {ROUNDS} rounds, alternated, medians; fsbench / fio ==")
     for name, opts, open_loop in JOBS:
+        if os.environ.get("ONLY", "") not in name:
+            continue
         tools = ["fio", "fsbench"]
-        if plain_bin and opts["ioengine"] == "psync" and not open_loop and opts["bs"] == "4k":
+        if plain_bin and not open_loop and opts["bs"] == "4k":
             tools.append("plain")
         res = {t: [] for t in tools}
         run = {"fio": lambda: fio(work, opts), "fsbench": lambda: fsbench(work, db, opts),

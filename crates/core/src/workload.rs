@@ -53,6 +53,7 @@ pub mod options;
 pub(crate) mod parallel;
 pub mod replay;
 pub mod tree;
+pub(crate) mod xattr;
 
 use std::borrow::Cow;
 use std::os::fd::BorrowedFd;
@@ -335,6 +336,7 @@ workloads! {
     Ffsb(ffsb::FfsbParams) = ffsb::KIND,
     Command(command::CommandParams) = command::KIND,
     Replay(replay::ReplayParams) = replay::KIND,
+    Xattr(xattr::XattrParams) = xattr::KIND,
 }
 
 /// The registered workload called `name` (or an alias of one, with its preset).

@@ -49,10 +49,12 @@ pub enum OpKind {
     Allocate,
     Fsync,
     Stat,
+    /// setxattr, getxattr, listxattr or removexattr on an open file.
+    Xattr,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 14] = [
+    pub const ALL: [OpKind; 15] = [
         OpKind::Mkdir,
         OpKind::OpenDir,
         OpKind::Create,
@@ -67,6 +69,7 @@ impl OpKind {
         OpKind::Allocate,
         OpKind::Fsync,
         OpKind::Stat,
+        OpKind::Xattr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,6 +88,7 @@ impl OpKind {
             OpKind::Allocate => "allocate",
             OpKind::Fsync => "fsync",
             OpKind::Stat => "stat",
+            OpKind::Xattr => "xattr",
         }
     }
 }

@@ -82,12 +82,12 @@ pub(super) fn render(out: &mut String, runs: &[&RunRecord], view: &View) {
                 let key = skeleton(&n);
                 let said = match notes
                     .iter_mut()
-                    .position(|s| s.phase == p.name && s.key == key)
+                    .position(|s| s.phases[0] == p.name && s.key == key)
                 {
                     Some(i) => &mut notes[i],
                     None => {
                         notes.push(Said {
-                            phase: p.name.clone(),
+                            phases: vec![p.name.clone()],
                             key,
                             texts: Vec::new(),
                             configs: Vec::new(),
@@ -106,7 +106,7 @@ pub(super) fn render(out: &mut String, runs: &[&RunRecord], view: &View) {
             }
         }
     }
-    for s in notes {
+    for s in across_phases(notes) {
         let runs = if s.runs > 1 {
             format!(" ({} runs)", s.runs)
         } else {
@@ -115,17 +115,34 @@ pub(super) fn render(out: &mut String, runs: &[&RunRecord], view: &View) {
         let line = format!(
             "note: {} · {}: {}{runs}",
             s.configs.join(", "),
-            s.phase,
+            s.phases.join(", "),
             merged(&s.texts)
         );
         out.push_str(&view.item(0, &line));
     }
 }
 
-/// The notes of one phase that share a skeleton: their texts, the configurations and how
-/// many runs said one of them.
+/// One line for what several phases said alike, in the same configurations and runs (a
+/// filesystem that supports none of a workload's attribute phases says why once, not four
+/// times).
+fn across_phases(notes: Vec<Said<'_>>) -> Vec<Said<'_>> {
+    let mut lines: Vec<Said> = Vec::new();
+    for s in notes {
+        let alike = lines.iter_mut().find(|l| {
+            (&l.key, &l.texts, &l.configs, l.runs) == (&s.key, &s.texts, &s.configs, s.runs)
+        });
+        match alike {
+            Some(line) => line.phases.extend(s.phases),
+            None => lines.push(s),
+        }
+    }
+    lines
+}
+
+/// The notes of one phase (or of several, alike) that share a skeleton: their texts, the
+/// configurations and how many runs said one of them.
 struct Said<'a> {
-    phase: String,
+    phases: Vec<String>,
     key: String,
     texts: Vec<String>,
     configs: Vec<&'a str>,
@@ -151,5 +168,36 @@ mod tests {
             "the 6.0–12.25 GiB written fit in the 23.5 GiB of RAM: write throughput is the cache's"
         );
         assert_eq!(merged(&texts[..1]), texts[0]);
+    }
+
+    #[test]
+    fn a_note_said_alike_by_several_phases_is_one_line_naming_them() {
+        let said = |phase: &str, text: &str, config| Said {
+            phases: vec![phase.to_string()],
+            key: skeleton(text),
+            texts: vec![text.to_string()],
+            configs: vec![config],
+            runs: 2,
+        };
+        let why = "unsupported: no user.* attributes";
+        let lines = across_phases(vec![
+            said("set", why, "ext4"),
+            said("get", why, "ext4"),
+            said("get", why, "xfs"),
+            said("list", "unsupported: another reason", "ext4"),
+            said("remove", why, "ext4"),
+        ]);
+        let named: Vec<(Vec<String>, &str)> = lines
+            .iter()
+            .map(|l| (l.phases.clone(), l.configs[0]))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (vec!["set".into(), "get".into(), "remove".into()], "ext4"),
+                (vec!["get".into()], "xfs"),
+                (vec!["list".into()], "ext4"),
+            ]
+        );
     }
 }
