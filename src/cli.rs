@@ -16,17 +16,19 @@ mod signals;
 #[cfg(test)]
 mod tests;
 
-use compare_args::{CompareArgs, ReportArgs};
+use compare_args::{CompareArgs, CompareFormat, ReportArgs};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand};
 
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
+use crate::report::formats::Report;
 use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::runner::{
     self,
@@ -97,8 +99,8 @@ enum Command {
         #[arg(long, visible_alias = "verbose", short = 'v')]
         all: bool,
         /// Tables for a person, or the JSON document `run --output-format json` prints
-        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-        output_format: OutputFormat,
+        #[arg(long, value_parser = stdout_formats(), default_value = "table")]
+        output_format: &'static dyn Report,
     },
     /// Configurations side by side: mean ± 95% CI, difference, Welch p-value, verdict
     Compare(CompareArgs),
@@ -125,8 +127,8 @@ enum Command {
         /// The suite's ID (`fsbench list` shows them)
         id: i64,
         /// The file format
-        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
-        format: ExportFormat,
+        #[arg(long, value_parser = export_formats(), default_value = "json")]
+        format: &'static dyn Report,
         /// Write to this file instead of stdout (`-`: stdout)
         #[arg(short = 'o', long)]
         output: Option<PathBuf>,
@@ -135,26 +137,24 @@ enum Command {
     Report(ReportArgs),
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ExportFormat {
-    /// The versioned JSON document: every run and summary
-    Json,
-    /// One row per figure of every run and per summary, in long form
-    Csv,
-    /// The tables, every figure included
-    Markdown,
-    /// IOzone's -R report layout of the throughput matrices
-    Iozone,
-    /// fio's --output-format=json layout of the io workload's jobs
-    FioJson,
+/// The reports of the registry that `offered` gives a help line, as `--format` values.
+fn formats(
+    offered: fn(&dyn Report) -> Option<&'static str>,
+) -> impl TypedValueParser<Value = &'static dyn Report> {
+    let values = (report::formats::REPORTS.iter())
+        .filter_map(move |r| Some(PossibleValue::new(r.name()).help(offered(*r)?)));
+    PossibleValuesParser::new(values)
+        .map(|name| report::formats::named(&name).expect("clap took a registry name"))
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum OutputFormat {
-    /// Tables for a person
-    Table,
-    /// One versioned JSON document
-    Json,
+/// `fsbench export --format`'s values.
+fn export_formats() -> impl TypedValueParser<Value = &'static dyn Report> {
+    formats(|r| r.exported().then(|| r.describe()))
+}
+
+/// `run`'s and `show`'s `--output-format` values.
+fn stdout_formats() -> impl TypedValueParser<Value = &'static dyn Report> {
+    formats(|r| r.on_stdout())
 }
 
 #[derive(Debug, clap::Args)]
@@ -310,8 +310,8 @@ struct RunArgs {
     #[arg(long, value_name = "PERCENT")]
     max_cv: Option<f64>,
     /// Output on stdout
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    output_format: OutputFormat,
+    #[arg(long, value_parser = stdout_formats(), default_value = "table")]
+    output_format: &'static dyn Report,
     /// No progress bars
     #[arg(long, short = 'q')]
     quiet: bool,

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use super::OutputFormat;
 use crate::stats::compare;
 
 #[derive(Debug, clap::Args)]
@@ -18,8 +17,17 @@ pub(super) struct CompareArgs {
     #[arg(long, default_value_t = compare::DEFAULT_NOISE_PERCENT, value_name = "PERCENT")]
     pub(super) noise: f64,
     /// A table and the one-line answers, or JSON
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub(super) output_format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub(super) output_format: CompareFormat,
+}
+
+/// What `compare` writes: a comparison, which no suite report renders.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(super) enum CompareFormat {
+    /// Tables for a person
+    Table,
+    /// One versioned JSON document
+    Json,
 }
 
 #[derive(Debug, clap::Args)]

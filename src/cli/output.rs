@@ -6,32 +6,18 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use super::{ExportFormat, OutputFormat, RunArgs};
-use crate::report;
+use super::RunArgs;
 use crate::report::fit::View;
+use crate::report::formats::{Report, named};
 use crate::results::SuiteResult;
 
+/// `run`'s and `show`'s report on stdout.
 pub(super) fn print_result(
     result: &SuiteResult,
-    format: OutputFormat,
+    format: &dyn Report,
     verbose: bool,
 ) -> anyhow::Result<()> {
-    match format {
-        // FFSB's and fio's own reports first, for users who compare with FFSB's output; the answer
-        // leads the tables and ends them, where a long run's reader looks.
-        OutputFormat::Table => {
-            let view = View::terminal(verbose);
-            let mut answer = String::new();
-            report::table::render_conclusions(&mut answer, result, &view);
-            write_stdout(&format!(
-                "{}{}{}{answer}",
-                report::ffsb::render(result, view.width),
-                report::fio::render(result),
-                report::table::render(result, &view)
-            ))
-        }
-        OutputFormat::Json => write_stdout(&(report::json::render(result) + "\n")),
-    }
+    write_stdout(&format.render(result, &View::terminal(verbose))?)
 }
 
 /// Its reader closed stdout (`fsbench show 1 | head -1`).
@@ -72,27 +58,21 @@ pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()
 }
 
 /// A suite's results in one of `fsbench export`'s formats.
-pub(super) fn export_text(result: &SuiteResult, format: ExportFormat) -> anyhow::Result<String> {
-    Ok(match format {
-        ExportFormat::Json => report::json::render(result) + "\n",
-        ExportFormat::Csv => report::csv::render(result)?,
-        ExportFormat::Markdown => report::table::render(result, &View::markdown()),
-        ExportFormat::Iozone => report::iozone::render(result)?,
-        ExportFormat::FioJson => report::fio::json(result)?,
-    })
+pub(super) fn export_text(result: &SuiteResult, format: &dyn Report) -> anyhow::Result<String> {
+    format.render(result, &View::file())
 }
 
 /// `run --export-json/--export-csv/--export-markdown FILE`: the files `fsbench export` would
 /// write, as hyperfine writes its exports at the end of a run.
 pub(super) fn export_files(result: &SuiteResult, args: &RunArgs) -> anyhow::Result<()> {
     let exports = [
-        (&args.export_json, ExportFormat::Json),
-        (&args.export_csv, ExportFormat::Csv),
-        (&args.export_markdown, ExportFormat::Markdown),
+        (&args.export_json, "json"),
+        (&args.export_csv, "csv"),
+        (&args.export_markdown, "markdown"),
     ];
     for (path, format) in exports {
         if let Some(path) = path {
-            write_output(Some(path), &export_text(result, format)?)?;
+            write_output(Some(path), &export_text(result, named(format)?)?)?;
         }
     }
     Ok(())

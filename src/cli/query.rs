@@ -60,7 +60,7 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     let comparison = compare::compare(&suites, &columns, 0, args.noise);
     let stack_warnings = crate::report::stack::compare_warnings(&suites, &columns);
     match args.output_format {
-        OutputFormat::Table => {
+        CompareFormat::Table => {
             let width = report::fit::View::terminal(false).width;
             let mut text = report::compare::render(&columns, &comparison, width);
             for w in &stack_warnings {
@@ -68,7 +68,7 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
             }
             write_stdout(&text)?
         }
-        OutputFormat::Json => write_stdout(
+        CompareFormat::Json => write_stdout(
             &(serde_json::to_string_pretty(&serde_json::json!({
                 "schema_version": crate::results::SCHEMA_VERSION,
                 "columns": columns,
@@ -125,20 +125,20 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                     let family = ranking.of_workload(workload);
                     text.push_str(&format!(
                         "== {workload} ==\n{}\n",
-                        report::rank::render(&family, width)
+                        report::ranking::render(&family, width)
                     ));
                 }
             }
             for (name, members) in groups(&ranking, group)? {
                 text.push_str(&format!(
                     "== {name} ==\n{}\n",
-                    report::rank::render(&ranking.of_workloads(&members), width)
+                    report::ranking::render(&ranking.of_workloads(&members), width)
                 ));
             }
             if *per_workload || !group.is_empty() {
                 text.push_str("== All workloads ==\n");
             }
-            text.push_str(&report::rank::render(&ranking, width));
+            text.push_str(&report::ranking::render(&ranking, width));
             write_stdout(&text)?;
         }
         Command::Export { id, format, output } => {

@@ -275,7 +275,7 @@ macro_rules! workloads {
         }
 
         /// Every workload, in the order `--help` lists them.
-        pub(crate) const WORKLOADS: &[&options::WorkloadKind] = &[$(&$kind),*];
+        pub const WORKLOADS: &[&options::WorkloadKind] = &[$(&$kind),*];
 
         impl WorkloadSpec {
     /// Refuses this workload where it needs what `driver` declares it lacks, naming the
@@ -487,10 +487,7 @@ impl WorkloadSpec {
 
     /// The aging the workload itself asks for before its phases (FFSB's `agefs=1`).
     pub fn age_profile(&self) -> Option<crate::aging::AgeProfile> {
-        match self {
-            WorkloadSpec::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
-            _ => None,
-        }
+        (self.kind().age_profile)(self)
     }
 
     /// Whether its phases are the user's commands, which fsbench's own harness ceiling

@@ -77,13 +77,16 @@ fn prepared(r: &SuiteResult) -> Vec<(String, &Preparation, usize)> {
         let Some(prep) = &run.preparation else {
             continue;
         };
-        let label = match prep
-            .aging
-            .as_ref()
-            .filter(|a| a.profile.starts_with("ffsb"))
-        {
-            Some(_) => format!("{} {}", run.config, run.workload),
-            None => run.config.clone(),
+        // A workload that ages by itself (its row says so) was aged per workload.
+        let own_aging = || {
+            (r.suite.workloads.iter())
+                .find(|w| w.label() == run.workload)
+                .is_some_and(|w| w.age_profile().is_some())
+        };
+        let label = if prep.aging.is_some() && own_aging() {
+            format!("{} {}", run.config, run.workload)
+        } else {
+            run.config.clone()
         };
         match out.iter_mut().find(|(l, _, _)| *l == label) {
             Some((_, first, same)) => {

@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use crate::error::invalid;
 use crate::measure::{Dim, DimValue};
 use crate::results::SuiteResult;
 use crate::workload::WorkloadSpec;
@@ -46,6 +47,16 @@ fn printsize(bytes: f64) -> String {
         }
     }
     format!("{}B", g3(bytes))
+}
+
+/// `fsbench export --format ffsb`: the report, refused for a suite without an ffsb workload.
+pub(crate) fn report(r: &SuiteResult, width: Option<u16>) -> anyhow::Result<String> {
+    if !(r.suite.workloads.iter()).any(|w| matches!(w, WorkloadSpec::Ffsb(_))) {
+        return Err(invalid(
+            "this suite has no ffsb workload to export as FFSB's report (run `fsbench ffsb PROFILE` or -w ffsb:...)",
+        ));
+    }
+    Ok(render(r, width))
 }
 
 /// The report for every FFSB workload and configuration of `r`.

@@ -131,6 +131,16 @@ fn bandwidth(kib_per_sec: f64) -> String {
     format!("{b}/s ({d}/s)")
 }
 
+/// `fsbench export --format fio`: the summary, refused for a suite without a job file's jobs.
+pub(crate) fn summary(r: &SuiteResult) -> anyhow::Result<String> {
+    if !jobs(r).iter().any(|j| j.params.job.is_some()) {
+        return Err(invalid(
+            "this suite has no job of a fio job file to summarize as fio does (run `fsbench fio JOBFILE`)",
+        ));
+    }
+    Ok(render(r))
+}
+
 /// The summary fio prints for each job and group, for the jobs of a job file.
 pub fn render(r: &SuiteResult) -> String {
     let mut out = String::new();

@@ -78,6 +78,15 @@ impl View {
         }
     }
 
+    /// What an export writes to a file: every table in its full layout, every figure.
+    pub fn file() -> View {
+        View {
+            style: Style::Terminal,
+            width: None,
+            verbose: true,
+        }
+    }
+
     /// The complete document `export --format markdown` writes.
     pub fn markdown() -> View {
         View {

@@ -9,7 +9,7 @@ use super::charts;
 use super::compare;
 use super::figure;
 use super::matrix::Matrix;
-use super::ranks::{rank_charts, rank_progress};
+use super::mpi_ranks::{rank_charts, rank_progress};
 use crate::measure::{DimValue, LatencySummary};
 use crate::results::SuiteResult;
 use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};

@@ -1,4 +1,5 @@
-//! Reports of a suite's results: terminal tables, JSON, and fdtree's own format.
+//! Reports of a suite's results behind one trait ([`formats::Report`]): terminal tables,
+//! Markdown, CSV, JSON, HTML and the tools' own formats.
 
 use fsbench_core::{error, measure, results, testbed, units, workload};
 use fsbench_stats as stats;
@@ -7,23 +8,24 @@ pub mod aging;
 pub mod answer;
 pub mod charts;
 pub mod compare;
-pub mod csv;
+mod csv;
 mod details;
 pub mod fdtree;
-pub mod ffsb;
-pub mod fio;
+mod ffsb;
+mod fio;
 pub mod fit;
+pub mod formats;
 pub mod html;
 mod io_sweep;
-pub mod iozone;
-pub mod json;
+mod iozone;
+mod json;
 mod kept_output;
-pub mod matrix;
+mod matrix;
+mod mpi_ranks;
 mod notes;
-pub mod rank;
-mod ranks;
+pub mod ranking;
 pub mod stack;
-pub mod table;
+mod table;
 #[cfg(test)]
 mod terminal_tests;
 mod warnings;

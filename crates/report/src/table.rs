@@ -17,8 +17,8 @@ use crate::results::ceiling::HARNESS_BOUND_PERCENT;
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
 use crate::units::format_bytes;
 
-mod matrices;
-use matrices::render_matrix;
+mod matrix_tables;
+use matrix_tables::render_matrix;
 
 /// `mean ± stddev` of each summary (the lone value of a single run; `-` where there is none),
 /// divided by `divisor` (1024 shows KiB/s in MiB/s), all with one precision so that they

@@ -137,7 +137,7 @@ fn compare_and_rank_fit_80_columns_and_keep_their_full_layout_in_a_pipe() {
     let full = super::compare::render(&columns, &comparison, None);
     assert!(full.lines().any(|l| l.chars().count() > 80), "{full}");
     let ranking = rank(std::slice::from_ref(&r), columns, Placing::Significance);
-    let narrow = super::rank::render(&ranking, Some(80));
+    let narrow = super::ranking::render(&ranking, Some(80));
     assert_fits(&narrow, 80);
     assert!(
         narrow.contains("Total points") && narrow.contains("1. ext4"),

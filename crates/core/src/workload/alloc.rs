@@ -195,6 +195,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              fragmentation); figures of several clients do not add up",
         )
     },
+    age_profile: |_| None,
+    reports: &[],
     needs: &[Need {
         capability: Capability::Fallocate,
         option: "`methods=fallocate`",

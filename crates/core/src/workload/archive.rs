@@ -225,6 +225,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              the archive's reads, not the filesystem",
         )
     },
+    age_profile: |_| None,
+    reports: &[],
     needs: &[Need {
         capability: Capability::HardLinks,
         option: "generated archive (without `file=`)",

@@ -104,6 +104,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Atomic),
     mpi_refusal: |_| None,
+    age_profile: |_| None,
+    reports: &[],
     needs: &[],
 };
 

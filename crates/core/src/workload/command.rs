@@ -159,6 +159,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              your own parallel program (mpirun inside a phase) instead",
         )
     },
+    age_profile: |_| None,
+    reports: &[],
     needs: &[],
 };
 

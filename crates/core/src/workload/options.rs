@@ -93,6 +93,11 @@ pub struct WorkloadKind {
     /// What its settings may need of the filesystem: a user driver that declares it lacks
     /// one is refused before anything is made.
     pub needs: &'static [Need],
+    /// The aging it asks for itself before its phases (FFSB's `agefs=1`), if any.
+    pub age_profile: fn(&WorkloadSpec) -> Option<crate::aging::AgeProfile>,
+    /// The report formats of its own (`fsbench export --format NAME`, by name in fsbench's
+    /// report registry): a text report among them also leads the terminal's tables.
+    pub reports: &'static [&'static str],
 }
 
 /// A capability some of a workload's settings need.

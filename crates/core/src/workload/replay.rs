@@ -90,6 +90,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
              of the same paths, each in a directory of its own",
         )
     },
+    age_profile: |_| None,
+    reports: &[],
     needs: &[Need {
         capability: Capability::HardLinks,
         option: "`trace` (its link calls)",

@@ -64,6 +64,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     ],
     build: |p| build(p).map(WorkloadSpec::Tree),
     mpi_refusal: |_| None,
+    age_profile: |_| None,
+    reports: &[],
     needs: &[],
 };
 

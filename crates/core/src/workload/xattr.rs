@@ -100,6 +100,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     aliases: &[],
     build: |p| build(p).map(WorkloadSpec::Xattr),
     mpi_refusal: |_| None,
+    age_profile: |_| None,
+    reports: &[],
     needs: &[],
 };
 

@@ -79,6 +79,12 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     mpi_refusal: |_| {
         Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
     },
+    // FFSB's `agefs=1` ages the file set by the profile's own operations.
+    age_profile: |s| match s {
+        WorkloadSpec::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
+        _ => None,
+    },
+    reports: &["ffsb"],
     needs: &[Need {
         capability: Capability::Direct,
         option: "profile's `directio`",

@@ -248,6 +248,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     build: |p| build(p).map(WorkloadSpec::Io),
     // Each rank its own files (in its own directory), aggregated as IOR does.
     mpi_refusal: |_| None,
+    age_profile: |_| None,
+    reports: &["fio", "fio-json"],
     needs: &[Need {
         capability: Capability::Direct,
         option: "`direct`",

@@ -138,6 +138,8 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
         ),
         _ => None,
     },
+    age_profile: |_| None,
+    reports: &["iozone"],
     needs: &[Need {
         capability: Capability::Direct,
         option: "`direct`",
