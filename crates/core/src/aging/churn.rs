@@ -151,9 +151,18 @@ pub fn age(
     // Half a point either side: statvfs's own accounting (metadata, CoW) adds to it.
     let tolerance = total / 200;
     let cap = (total / 16).max(1);
+    // The peak first: files over the whole device, which the deletes down to the target
+    // then leave holes among.
+    let peak = (total as f64 * profile.peak_util_percent / 100.0) as u64;
+    while churn.est_used + tolerance < peak {
+        churn.check_cancel()?;
+        let op = churn.pick(peak, tolerance);
+        churn.step(op, cap, peak + tolerance)?;
+    }
     loop {
         churn.check_cancel()?;
-        let at_target = churn.est_used + tolerance >= target;
+        // Within the band: a churn down from its peak is not there yet.
+        let at_target = churn.est_used.abs_diff(target) <= tolerance;
         if churn.stats.bytes_written >= write_target && at_target {
             break;
         }
