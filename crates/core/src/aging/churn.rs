@@ -218,6 +218,10 @@ impl Churn<'_> {
     /// creates while there is nothing to work on.
     fn pick(&mut self, target: u64, tolerance: u64) -> Op {
         if self.live.is_empty() {
+            // Nothing left to delete: what the count says is used is the filesystem's own.
+            if let Ok(usage) = Usage::of(self.dirs[0].as_fd()) {
+                self.est_used = self.est_used.min(usage.used);
+            }
             return Op::Create;
         }
         if self.est_used > target + tolerance {
@@ -277,6 +281,9 @@ impl Churn<'_> {
                 self.stats.enospc += 1;
                 let root = self.dirs[0].as_fd();
                 let _ = rustix::fs::syncfs(root);
+                // xfs's preallocation past appended files' ends is not used space: counted,
+                // it stood for half the device, and a churn down to 50% emptied the tree.
+                free_speculative_preallocation(root);
                 self.est_used = self.est_used.max(Usage::of(root)?.used);
                 self.delete().map_err(|e| errno_error("unlink", e))
             }
