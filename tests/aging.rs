@@ -134,6 +134,31 @@ fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
     assert_nothing_left(dir.path());
 }
 
+#[test]
+fn light_ages_a_1gib_ext4_by_the_probe_it_reports() {
+    if !can_run("light aging on a 1 GiB ext4", &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let dir = tempdir();
+    let ((fresh_probe, aged_probe, stats), teardown) =
+        on_fresh(dir.path(), FsType::Ext4, 1 << 30, |fresh| {
+            let root = fresh.dir().as_fd();
+            let before = probe::probe(root, &[]).unwrap().unwrap();
+            let stats = churn::age(root, &light(), &Progress::default()).unwrap();
+            (before, probe::probe(root, &[]).unwrap().unwrap(), stats)
+        });
+    // Churned straight to 50%, this left the back of the device one free run: 3 fragments
+    // fresh, 1 aged at half the free space. The peak spreads files over all of it first.
+    assert!(
+        aged_probe.fragments > fresh_probe.fragments
+            && aged_probe.half_fragments > fresh_probe.half_fragments,
+        "{fresh_probe:?} {aged_probe:?}"
+    );
+    assert!((stats.util_percent - 50.0).abs() <= 2.0, "{stats:?}");
+    assert!(teardown.fsck.unwrap().clean);
+    assert_nothing_left(dir.path());
+}
+
 /// `fsbench run` with `args`, JSON out; the document.
 fn suite(dir: &Path, state: &Path, args: &[&str]) -> serde_json::Value {
     let out = run(json_run(state)

@@ -34,8 +34,8 @@ fn start_long_run(dir: &Path, state: &Path, fs: &str) -> std::process::Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The first suite of a state directory measures its harness ceiling on tmpfs first
-    // (tree:small-deep takes a while on a loaded machine): the test's own time limit.
+    // The suite measures its harness ceiling on tmpfs before its round (tree:small-deep
+    // takes a while on a loaded machine): the test's own time limit.
     let deadline = Instant::now() + limit();
     while mounts_below(dir).is_empty() || loops_below(dir).is_empty() {
         assert!(

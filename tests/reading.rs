@@ -117,7 +117,7 @@ fn latency_over_time_is_recorded_stored_and_drawn() {
         phases(&stored, "dir-remove").next().unwrap()["latency_timeline"],
         phases(&doc, "dir-remove").next().unwrap()["latency_timeline"]
     );
-    // Drawn: one latency chart under each phase's progress curve.
+    // Drawn: under each phase's progress curve, one latency chart per configuration.
     let page = state.path().join("report.html");
     let out = run(fsbench(state.path())
         .arg("--db")
@@ -126,7 +126,7 @@ fn latency_over_time_is_recorded_stored_and_drawn() {
         .arg(&page));
     assert!(out.status.success());
     let html = std::fs::read_to_string(&page).unwrap();
-    assert_eq!(html.matches("class=\"chart latency-chart\"").count(), 4);
+    assert_eq!(html.matches("class=\"chart latency-chart\"").count(), 4 * 2);
     let progress = html.find("class=\"chart progress-chart\"").unwrap();
     let latency = html.find("class=\"chart latency-chart\"").unwrap();
     assert!(progress < latency);

@@ -11,6 +11,7 @@ use crate::testbed::FsckOutcome;
 use crate::testbed::device::BlockInfo;
 use crate::testbed::loopdev::LoopInfo;
 
+mod aged;
 pub mod ceiling;
 mod run_warnings;
 mod summary;
@@ -253,10 +254,14 @@ pub enum WarningKind {
     NoSteadyState,
     /// A phase's rate is over 80% of the harness ceiling: mostly fsbench's and the VFS's cost.
     HarnessBound,
+    /// Phases that ran faster than their round's harness ceiling: not comparable, never bound.
+    CeilingOutrun,
     /// Loop devices buffered in the host's page cache: figures partly the host's memory.
     LoopBuffered,
     /// The load average was above the CPUs, or other fsbench runs ran, when the suite began.
     BusyMachine,
+    /// An aged configuration whose free space the aging left no more fragmented than fresh.
+    NotAged,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -458,6 +463,7 @@ impl SuiteResult {
         warnings.extend(self.stack_warning());
         warnings.extend(self.steady_state_warnings());
         warnings.extend(self.harness_warnings());
+        warnings.extend(self.aging_warnings());
         for r in &self.runs {
             if let Some(what) = &r.incomplete {
                 warnings.push(Warning {

@@ -256,12 +256,8 @@ pub fn run_suite(
         settle: suite.drop_caches,
         progress: options.progress.clone(),
     };
-    // Before the suite starts: a failure (or Ctrl-C) here is one before any run.
     // One process's ceiling says nothing of several ranks' sum: MPI runs go without.
     let single = processes == 1;
-    if result.ceilings.is_empty() && single {
-        result.ceilings = ceiling::ceilings(&mut target, &suite.workloads, &settings, observer)?;
-    }
     // A write-cache change the device refuses is an error before any run.
     let mut caches: Vec<bool> = configs.iter().filter_map(|(c, _)| c.wcache).collect();
     caches.sort();
@@ -288,6 +284,35 @@ pub fn run_suite(
     let mut error = None;
     let started = std::time::Instant::now();
     'rounds: for round in 0..suite.runs {
+        let to_do = |key, w| !done.contains(&(round + 1, key, WorkloadKey(w as u32)));
+        let open = keys
+            .iter()
+            .any(|&k| (0..suite.workloads.len()).any(|w| to_do(k, w)));
+        // The ceiling sees the machine as this round's runs will (a resumed suite's rounds
+        // that are done keep theirs). An error here ends the suite like a run's.
+        if single && open {
+            let first = !result.ceilings.iter().any(|c| c.round > 0);
+            let measured = ceiling::measure_round(
+                &mut target,
+                &suite.workloads,
+                &settings,
+                observer,
+                (round + 1, first),
+                &result.ceilings,
+            );
+            match measured {
+                Ok(found) => {
+                    result.ceilings.retain(|c| c.round != round + 1);
+                    result.ceilings.extend(found);
+                }
+                Err(e) => {
+                    result.status = SuiteStatus::Interrupted;
+                    result.error = Some(format!("{e:#}"));
+                    error = Some(e);
+                    break 'rounds;
+                }
+            }
+        }
         for position in 0..configs.len() {
             let index = (round as usize + position) % configs.len();
             let (resolved, config_key) = (&configs[index], keys[index]);
@@ -360,11 +385,8 @@ pub fn run_suite(
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
                 }
-                let label_of_workload = spec.label();
-                let ceiling = result
-                    .ceilings
-                    .iter()
-                    .find(|c| c.workload == label_of_workload);
+                let ceiling =
+                    crate::results::ceiling::for_run(&result.ceilings, &spec.label(), round + 1);
                 for phase in &mut record.phases {
                     phase.shape.harness_percent = ceiling.and_then(|c| c.percent_of(phase));
                     let cells = ceiling.map(|c| c.cell_percents(phase)).unwrap_or_default();

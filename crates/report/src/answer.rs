@@ -3,17 +3,17 @@
 //! how many runs would close it (computed in [`crate::stats::conclusion`]).
 
 use crate::results::SuiteResult;
-use crate::results::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
+use crate::results::ceiling::{HARNESS_PERCENT, harness_bound};
 use crate::stats::compare::DEFAULT_NOISE_PERCENT;
 use crate::stats::conclusion::{Conclusion, Outcome, RESOLUTION_PERCENT, conclusions};
 
 /// One line per workload of `suite` with two or more configurations measured.
 pub fn lines(suite: &SuiteResult) -> Vec<String> {
     let left_out = |config: &str, workload: &str, phase: &str| {
-        let mean = |metric| Some(suite.summary(config, workload, phase, metric)?.summary.mean);
-        if mean("time").is_some_and(|t| t < suite.suite.min_phase_secs) {
+        let summary = |metric| Some(&suite.summary(config, workload, phase, metric)?.summary);
+        if summary("time").is_some_and(|t| t.mean < suite.suite.min_phase_secs) {
             Some(format!("shorter than {} s", suite.suite.min_phase_secs))
-        } else if mean(HARNESS_PERCENT).is_some_and(|h| h > HARNESS_BOUND_PERCENT) {
+        } else if summary(HARNESS_PERCENT).is_some_and(harness_bound) {
             Some("harness-bound".to_string())
         } else {
             None

@@ -8,7 +8,7 @@ use svg::node::element::{Circle, Group, Line, Rectangle, Text, Title};
 mod sweep;
 mod time;
 pub use sweep::sweep;
-pub use time::{latency, progress};
+pub use time::{LatencyRuns, latency, progress};
 
 use super::figure;
 use crate::results::Summary;

@@ -393,10 +393,23 @@ fn over_time(
         .filter(|(.., p)| !p.progress.is_empty())
         .map(|(i, label, p)| (*i, label.clone(), p.progress.as_slice()))
         .collect();
-    let latency: Vec<_> = (runs.iter())
+    // Per configuration, its runs in order of their phase times (the chart draws the middle).
+    let mut latency: Vec<charts::LatencyRuns> = Vec::new();
+    let mut timed: Vec<_> = (runs.iter())
         .filter(|(.., p)| !p.measurement.latency_timeline.is_empty())
-        .map(|(i, label, p)| (*i, label.clone(), &p.measurement.latency_timeline))
         .collect();
+    timed.sort_by_key(|(i, _, p)| (*i, p.measurement.elapsed_ns));
+    for (i, label, p) in timed {
+        if latency.last().is_none_or(|c| c.config != *i) {
+            latency.push(charts::LatencyRuns {
+                config: *i,
+                name: columns[*i].name(columns),
+                runs: Vec::new(),
+            });
+        }
+        let runs = &mut latency.last_mut().expect("pushed above").runs;
+        runs.push((label.clone(), &p.measurement.latency_timeline));
+    }
     let secs = (runs.iter())
         .map(|(.., p)| {
             let progress = p.progress.last().map_or(0, |s| s[0]) as f64 / 1000.0;
@@ -414,8 +427,8 @@ fn over_time(
         @if !progress.is_empty() {
             figure { (PreEscaped(charts::progress(&info.name, &info.unit, "run", &progress, &legend, secs))) }
         }
-        @if !latency.is_empty() {
-            figure { (PreEscaped(charts::latency(&info.name, &latency, &legend, secs))) }
+        @for svg in charts::latency(&info.name, &latency, secs) {
+            figure { (PreEscaped(svg)) }
         }
     }
 }

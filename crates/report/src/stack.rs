@@ -104,11 +104,22 @@ pub fn describe(t: &SuiteTestbed) -> Vec<String> {
     lines
 }
 
-/// The harness ceilings of the suite's workloads, a line per workload with each phase's rate.
+/// The harness ceilings of the suite's workloads, a line per workload with each phase's rate
+/// (the median of the rounds' ceilings, where each round measured its own).
 pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
-    r.ceilings
-        .iter()
-        .map(|c| {
+    let mut workloads: Vec<&str> = Vec::new();
+    for c in &r.ceilings {
+        if !workloads.contains(&c.workload.as_str()) {
+            workloads.push(&c.workload);
+        }
+    }
+    workloads
+        .into_iter()
+        .map(|workload| {
+            let rounds: Vec<_> = (r.ceilings.iter())
+                .filter(|c| c.workload == workload)
+                .collect();
+            let c = rounds[0];
             let phases = r
                 .workload_record(&c.workload)
                 .map_or(&[][..], |w| &w.phases);
@@ -126,18 +137,27 @@ pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
                         .iter()
                         .find(|i| i.name == p.phase)
                         .map_or("units", |i| &i.unit);
-                    format!("{} {} {unit}/s", p.phase, super::figure(p.rate))
+                    let all: Vec<f64> = (rounds.iter())
+                        .flat_map(|c| c.phases.iter().filter(|o| o.phase == p.phase))
+                        .map(|o| o.rate)
+                        .collect();
+                    let median = crate::stats::summarize(&all).map_or(p.rate, |s| s.median);
+                    format!("{} {} {unit}/s", p.phase, super::figure(median))
                 })
                 .collect();
             let threads = match c.threads {
                 0 | 1 => String::new(),
                 n => format!(" at {n} threads"),
             };
+            let when = match rounds.len() {
+                1 if c.round == 0 => format!("measured {}", c.measured_at),
+                1 => "measured before its round".to_string(),
+                n => format!("median of {n} rounds, each measured before its round"),
+            };
             format!(
-                "{}{threads}: {} (measured {}, fsbench {})",
+                "{}{threads}: {} ({when}, fsbench {})",
                 c.workload,
                 rates.join(", "),
-                c.measured_at,
                 c.fsbench_version
             )
         })

@@ -13,7 +13,7 @@ use super::matrix::Matrix;
 use super::{column_decimals, fixed};
 use super::{details, warnings};
 use crate::results::Summary;
-use crate::results::ceiling::HARNESS_BOUND_PERCENT;
+use crate::results::ceiling::{self, HARNESS_BOUND_PERCENT};
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
 use crate::units::format_bytes;
 
@@ -380,7 +380,7 @@ fn render_workload(
         find(config, phase, "time").is_some_and(|s| s.summary.mean < r.suite.min_phase_secs)
     };
     let harness_bound = |config: &str, phase: &str| {
-        find(config, phase, "harness %").is_some_and(|s| s.summary.mean > HARNESS_BOUND_PERCENT)
+        find(config, phase, "harness %").is_some_and(|s| ceiling::harness_bound(&s.summary))
     };
     let marks = |config: &str, phase: &str, metric: &str| {
         let mut m = String::new();

@@ -461,18 +461,20 @@ impl Store {
         })
     }
 
-    /// Records how the suite ended and the warnings of its results.
+    /// Records how the suite ended, the harness ceilings its rounds measured and the
+    /// warnings of its results.
     pub fn finish_suite(&mut self, suite_id: i64, result: &SuiteResult) -> anyhow::Result<()> {
         recovery::write_patiently(&mut self.conn, |tx| {
             tx.execute(
                 "UPDATE suites SET status = ?2, error = ?3, finished_at = ?4,
-                     testbed = COALESCE(?5, testbed) WHERE id = ?1",
+                     testbed = COALESCE(?5, testbed), ceilings = ?6 WHERE id = ?1",
                 params![
                     suite_id,
                     status_name(&result.status),
                     result.error,
                     result.finished_at,
                     result.testbed.as_ref().map(to_json),
+                    to_json(&result.ceilings),
                 ],
             )?;
             tx.execute("DELETE FROM warnings WHERE suite_id = ?1", [suite_id])?;

@@ -151,9 +151,18 @@ pub fn age(
     // Half a point either side: statvfs's own accounting (metadata, CoW) adds to it.
     let tolerance = total / 200;
     let cap = (total / 16).max(1);
+    // The peak first: files over the whole device, which the deletes down to the target
+    // then leave holes among.
+    let peak = (total as f64 * profile.peak_util_percent / 100.0) as u64;
+    while churn.est_used + tolerance < peak {
+        churn.check_cancel()?;
+        let op = churn.pick(peak, tolerance);
+        churn.step(op, cap, peak + tolerance)?;
+    }
     loop {
         churn.check_cancel()?;
-        let at_target = churn.est_used + tolerance >= target;
+        // Within the band: a churn down from its peak is not there yet.
+        let at_target = churn.est_used.abs_diff(target) <= tolerance;
         if churn.stats.bytes_written >= write_target && at_target {
             break;
         }
@@ -209,6 +218,10 @@ impl Churn<'_> {
     /// creates while there is nothing to work on.
     fn pick(&mut self, target: u64, tolerance: u64) -> Op {
         if self.live.is_empty() {
+            // Nothing left to delete: what the count says is used is the filesystem's own.
+            if let Ok(usage) = Usage::of(self.dirs[0].as_fd()) {
+                self.est_used = self.est_used.min(usage.used);
+            }
             return Op::Create;
         }
         if self.est_used > target + tolerance {
@@ -268,6 +281,9 @@ impl Churn<'_> {
                 self.stats.enospc += 1;
                 let root = self.dirs[0].as_fd();
                 let _ = rustix::fs::syncfs(root);
+                // xfs's preallocation past appended files' ends is not used space: counted,
+                // it stood for half the device, and a churn down to 50% emptied the tree.
+                free_speculative_preallocation(root);
                 self.est_used = self.est_used.max(Usage::of(root)?.used);
                 self.delete().map_err(|e| errno_error("unlink", e))
             }

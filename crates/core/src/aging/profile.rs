@@ -20,6 +20,12 @@ pub struct AgeProfile {
     pub seed: u64,
     /// Used space (df's `Use%`: used ÷ (used + available)) the churn ends at, ±1 point.
     pub target_util_percent: f64,
+    /// Used space the churn first grows to before it thins the tree down to the target (0:
+    /// none), so that live files and the holes between them span the whole device, not its
+    /// first part: on a 1 GiB ext4 (one flex group) a churn straight to 50% left the rest of
+    /// the device one free run, less fragmented than fresh by the probe.
+    #[serde(default)]
+    pub peak_util_percent: f64,
     /// Bytes to write in all, in multiples of the filesystem's size (at least what the target
     /// utilisation takes): the churn continues at the target until this much is written.
     #[serde(default)]
@@ -134,13 +140,15 @@ pub fn resolve(spec: &str) -> anyhow::Result<Option<AgeProfile>> {
     Ok(Some(profile))
 }
 
-/// `light`: quick enough for CI on a 256–512 MiB image. Half full, the capacity written once,
-/// files mostly 16 KiB–1 MiB (lognormal around 64 KiB), a shallow tree of 32 directories.
+/// `light`: quick enough for CI on a 256–512 MiB image. Grown to 90% full, thinned to half,
+/// the capacity written once, files mostly 16 KiB–1 MiB (lognormal around 64 KiB), a shallow
+/// tree of 32 directories.
 fn light() -> AgeProfile {
     AgeProfile {
         name: "light".into(),
         seed: default_seed(),
         target_util_percent: 50.0,
+        peak_util_percent: 90.0,
         write_multiple: 1.0,
         sizes: SizeDist::Hybrid {
             mu: (64.0f64 * 1024.0).ln(),
@@ -170,6 +178,7 @@ fn geriatrix_like() -> AgeProfile {
         name: "geriatrix-like".into(),
         seed: default_seed(),
         target_util_percent: 70.0,
+        peak_util_percent: 0.0,
         write_multiple: 5.0,
         sizes: SizeDist::Hybrid {
             mu: 9.48,
@@ -211,6 +220,12 @@ impl AgeProfile {
             return bad(format!(
                 "target_util_percent {} is not in (0, 95]",
                 self.target_util_percent
+            ));
+        }
+        let peak = self.peak_util_percent;
+        if peak != 0.0 && !(peak >= self.target_util_percent && peak <= 95.0) {
+            return bad(format!(
+                "peak_util_percent {peak} is neither 0 nor in [target_util_percent, 95]"
             ));
         }
         if !(self.write_multiple >= 0.0 && self.write_multiple <= 1000.0) {
@@ -352,7 +367,15 @@ mod tests {
     #[test]
     fn presets_resolve_and_validate() {
         assert_eq!(resolve("none").unwrap(), None);
-        assert_eq!(resolve("light").unwrap().unwrap().target_util_percent, 50.0);
+        let light = resolve("light").unwrap().unwrap();
+        assert_eq!(
+            (light.peak_util_percent, light.target_util_percent),
+            (90.0, 50.0)
+        );
+        let mut low = light.clone();
+        low.peak_util_percent = 40.0;
+        let e = low.validate().unwrap_err().to_string();
+        assert!(e.contains("peak_util_percent 40"), "{e}");
         let g = resolve("geriatrix-like").unwrap().unwrap();
         assert_eq!((g.target_util_percent, g.write_multiple), (70.0, 5.0));
         let e = resolve("ancient").unwrap_err().to_string();

@@ -5,10 +5,21 @@ use serde::{Deserialize, Serialize};
 
 use crate::measure::Figure;
 use crate::results::PhaseRecord;
-use crate::sysinfo::SystemInfo;
+use crate::results::summary::Summary;
 
 /// Above this share of the ceiling a phase is harness-bound.
 pub const HARNESS_BOUND_PERCENT: f64 = 80.0;
+
+/// A harness % summary says harness-bound: over [`HARNESS_BOUND_PERCENT`] on average, and no
+/// run past its round's ceiling (a ceiling a phase outran bounds nothing).
+pub fn harness_bound(percent: &Summary) -> bool {
+    percent.mean > HARNESS_BOUND_PERCENT && !outran(percent)
+}
+
+/// Some run was faster than the ceiling measured in its round: the ceiling is not comparable.
+pub fn outran(percent: &Summary) -> bool {
+    percent.max > 100.0
+}
 /// The figure that says it: a phase's (or a matrix cell's) rate as a share of the ceiling.
 pub const HARNESS_PERCENT: &str = "harness %";
 
@@ -27,16 +38,19 @@ pub struct PhaseCeiling {
 /// The figure of a matrix cell that its harness % compares.
 pub const CELL_FIGURE: &str = "throughput";
 
-/// A workload's ceiling on one machine, kernel and fsbench version.
+/// A workload's ceiling in one round of a suite, on its machine, kernel and fsbench version.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Ceiling {
     pub workload: String,
+    /// The round it was measured in, right before that round's runs; 0 in suites from before
+    /// ceilings were measured per round (one ceiling then serves every run).
+    #[serde(default)]
+    pub round: u32,
     pub fsbench_version: String,
     pub cpu_model: String,
     pub kernel_release: String,
     pub measured_at: String,
-    /// The threads it ran on, the workload's; 0 in caches older than the count (measured
-    /// when threads shared one descriptor table), which are measured again.
+    /// The threads it ran on, the workload's; 0 in suites older than the count.
     #[serde(default)]
     pub threads: u32,
     pub phases: Vec<PhaseCeiling>,
@@ -70,11 +84,10 @@ impl Ceiling {
         let rate = phase.measurement.ops_per_sec();
         (ceiling > 0.0 && rate.is_finite()).then(|| 100.0 * rate / ceiling)
     }
+}
 
-    pub fn matches(&self, workload: &str, system: &SystemInfo) -> bool {
-        self.workload == workload
-            && self.fsbench_version == system.fsbench_version
-            && self.cpu_model == system.cpu_model
-            && self.kernel_release == system.kernel_release
-    }
+/// The ceiling that serves run `run` of `workload`: its own round's, else a suite's only one.
+pub fn for_run<'a>(ceilings: &'a [Ceiling], workload: &str, run: u32) -> Option<&'a Ceiling> {
+    let of = |round| (ceilings.iter()).find(|c| c.workload == workload && c.round == round);
+    of(run).or_else(|| of(0))
 }

@@ -3,18 +3,43 @@
 //! steady state or were harness-bound.
 
 use super::{RunRecord, RunStatus, SuiteResult, Warning, WarningKind};
-use crate::results::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT};
+use crate::results::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT, harness_bound, outran};
 use crate::testbed::loopdev::LoopInfo;
 
 impl SuiteResult {
-    /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling, and
-    /// one warning per matrix phase (IOzone's) with such cells, counting them.
+    /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling, one
+    /// warning per matrix phase (IOzone's) with such cells, counting them, and one for all
+    /// the phases and cells that outran their round's ceiling.
     pub(super) fn harness_warnings(&self) -> Vec<Warning> {
         let untimed = self.untimed_phases();
-        let bound = (self.summaries.iter())
-            .filter(|s| s.metric == HARNESS_PERCENT && s.summary.mean > HARNESS_BOUND_PERCENT)
+        let timed = (self.summaries.iter())
+            .filter(|s| s.metric == HARNESS_PERCENT)
             .filter(|s| !(untimed.iter()).any(|(w, p)| *w == s.workload && *p == s.phase));
+        let (outrun, timed): (Vec<_>, Vec<_>) = timed.partition(|s| outran(&s.summary));
+        let bound = timed.into_iter().filter(|s| harness_bound(&s.summary));
         let mut warnings: Vec<Warning> = Vec::new();
+        if !outrun.is_empty() {
+            let mut named: Vec<String> = Vec::new();
+            for s in &outrun {
+                let name = format!("{} {} {}", s.config, s.workload, s.phase);
+                if !named.contains(&name) {
+                    named.push(name);
+                }
+            }
+            let more = if named.len() > 4 { ", …" } else { "" };
+            named.truncate(4);
+            warnings.push(Warning {
+                kind: WarningKind::CeilingOutrun,
+                config: None,
+                workload: None,
+                phase: None,
+                message: format!(
+                    "ceiling not comparable: the phase ran faster than the ceiling measured in its round, {} time(s) ({}{more}); not called harness-bound",
+                    outrun.len(),
+                    named.join(", ")
+                ),
+            });
+        }
         for s in bound {
             let scope = |message| Warning {
                 kind: WarningKind::HarnessBound,
@@ -42,10 +67,7 @@ impl SuiteResult {
                 .filter(|o| o.metric == HARNESS_PERCENT && !o.dims.is_empty())
                 .filter(|o| o.config == s.config && o.workload == s.workload && o.phase == s.phase);
             let (over, all) = cells.fold((0, 0), |(over, all), o| {
-                (
-                    over + usize::from(o.summary.mean > HARNESS_BOUND_PERCENT),
-                    all + 1,
-                )
+                (over + usize::from(harness_bound(&o.summary)), all + 1)
             });
             warnings.push(scope(format!(
                 "{} / {} / {}: {over} of {all} cells harness-bound (over {HARNESS_BOUND_PERCENT}% of the same cell on tmpfs): their figures are mostly fsbench's and the kernel's VFS and page cache cost, not the filesystem's",
@@ -143,5 +165,69 @@ impl SuiteResult {
                 loops.len()
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::results::summary::{CiMethod, Summary};
+    use crate::results::{MetricSummary, SuiteResult, WarningKind};
+
+    /// A `harness %` summary of `phase` on ext4 with these per-run values.
+    fn percent(phase: &str, values: &[f64]) -> MetricSummary {
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let max = values.iter().copied().fold(f64::MIN, f64::max);
+        let min = values.iter().copied().fold(f64::MAX, f64::min);
+        MetricSummary {
+            config: "ext4".into(),
+            workload: "tree:quick".into(),
+            phase: phase.into(),
+            metric: super::HARNESS_PERCENT.into(),
+            dims: Vec::new(),
+            unit: "%".into(),
+            higher_is_better: false,
+            summary: Summary {
+                n: values.len(),
+                mean,
+                stddev: None,
+                min,
+                max,
+                median: mean,
+                cv_percent: None,
+                ci95_low: None,
+                ci95_high: None,
+                ci_method: CiMethod::LogNormalCox,
+                values: values.to_vec(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_phase_that_outran_its_ceiling_is_never_harness_bound_and_is_said_once() {
+        let mut r = SuiteResult::for_tests();
+        r.summaries = vec![
+            percent("dir-create", &[85.0, 95.0]),
+            // 34,230 files/s against a ceiling of 21,178: 162%, and 70% in the other round.
+            percent("file-create", &[162.0, 70.0]),
+            percent("file-remove", &[101.0, 120.0]),
+            percent("dir-remove", &[20.0, 30.0]),
+        ];
+        let warnings = r.harness_warnings();
+        let bound: Vec<_> = (warnings.iter())
+            .filter(|w| w.kind == WarningKind::HarnessBound)
+            .map(|w| w.phase.as_deref().unwrap())
+            .collect();
+        assert_eq!(bound, ["dir-create"]);
+        let outrun: Vec<_> = (warnings.iter())
+            .filter(|w| w.kind == WarningKind::CeilingOutrun)
+            .collect();
+        assert_eq!(outrun.len(), 1, "{warnings:?}");
+        let message = &outrun[0].message;
+        assert!(
+            message.starts_with(
+                "ceiling not comparable: the phase ran faster than the ceiling measured in its round, 2 time(s) (ext4 tree:quick file-create, ext4 tree:quick file-remove);"
+            ),
+            "{message}"
+        );
     }
 }

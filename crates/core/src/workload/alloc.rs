@@ -165,7 +165,7 @@ const PRESETS: &[Preset] = &[
     Preset {
         name: "seed-1g",
         values: &[("size", "1g")],
-        help: "the first article: 1 GiB files in 5 GB partitions",
+        help: "the first article: 1 GiB files in 5 GB partitions; 4.6 s a run on tmpfs here",
     },
     Preset {
         name: "seed-4g",
@@ -175,7 +175,7 @@ const PRESETS: &[Preset] = &[
     Preset {
         name: "quick",
         values: &[("size", "256m")],
-        help: "a look",
+        help: "a look; 1.3 s a run on tmpfs here",
     },
 ];
 

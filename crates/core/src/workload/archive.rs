@@ -175,7 +175,7 @@ const PRESETS: &[Preset] = &[
             ("backups", "2"),
             ("files", "1000"),
         ],
-        help: "a look",
+        help: "a look; 0.1 s a run on tmpfs here",
     },
     Preset {
         name: "small",
@@ -185,7 +185,7 @@ const PRESETS: &[Preset] = &[
             ("backups", "3"),
             ("files", "4000"),
         ],
-        help: "a few seconds",
+        help: "a few seconds; 0.6 s a run on tmpfs here",
     },
     Preset {
         name: "seed-1pct",
@@ -195,7 +195,7 @@ const PRESETS: &[Preset] = &[
             ("backups", "5"),
             ("files", "5200"),
         ],
-        help: "1% of the seed's pool",
+        help: "1% of the seed's pool; 3.2 s a run on tmpfs here",
     },
     Preset {
         name: "seed-10pct",
@@ -205,7 +205,7 @@ const PRESETS: &[Preset] = &[
             ("backups", "10"),
             ("files", "13000"),
         ],
-        help: "10% of the seed's pool, over a million entries",
+        help: "10% of the seed's pool, over a million entries; 14 s a run on tmpfs here",
     },
 ];
 

@@ -70,7 +70,7 @@ const PRESETS: &[Preset] = &[Preset {
     name: "demo",
     values: &[],
     help: "a built-in trace (give trace=FILE for yours): sh making 50 small files, copying, \
-           renaming, linking and removing them, 958 calls of 8 processes",
+           renaming, linking and removing them, 958 calls of 8 processes; under 0.1 s a run on tmpfs here",
 }];
 
 /// The replay workload's row in the registry.

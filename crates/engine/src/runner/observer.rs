@@ -70,10 +70,8 @@ pub enum Diagnostic<'a> {
     SuiteEndNotSaved(&'a anyhow::Error),
     /// `--runs auto` ended the rounds.
     AutoRunsStopped(&'a super::auto::AutoStop),
-    /// A workload's harness ceiling is being measured on tmpfs (once per machine).
+    /// A workload's harness ceiling is being measured on tmpfs (said in the first round).
     MeasuringCeiling { workload: &'a str },
-    /// The measured ceiling could not be cached (it is measured again next time).
-    CeilingNotCached(&'a anyhow::Error),
     /// The workload could not run on tmpfs: its phases get no harness %.
     NoCeiling {
         workload: &'a str,
@@ -133,11 +131,8 @@ impl fmt::Display for Diagnostic<'_> {
             Diagnostic::BusyMachine(what) => write!(f, "warning: {what}"),
             Diagnostic::MeasuringCeiling { workload } => write!(
                 f,
-                "measuring the harness ceiling of {workload} on tmpfs (once per machine, kernel and fsbench version)"
+                "measuring the harness ceiling of {workload} on tmpfs (before each round)"
             ),
-            Diagnostic::CeilingNotCached(e) => {
-                write!(f, "cannot cache the harness ceiling: {e:#}")
-            }
             Diagnostic::NoCeiling { workload, error } => write!(
                 f,
                 "no harness ceiling for {workload} (it cannot run on tmpfs: {error:#}); its phases get no harness %"

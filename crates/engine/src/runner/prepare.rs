@@ -390,8 +390,11 @@ fn make_template(
 fn describe(plan: &Plan) -> String {
     let mut parts = Vec::new();
     if let Some(age) = &plan.age {
+        let peak = Some(age.peak_util_percent)
+            .filter(|p| *p > 0.0)
+            .map_or(String::new(), |p| format!("{p:.0}% then "));
         parts.push(format!(
-            "aging ({}: {:.0}% used, {}× its size written)",
+            "aging ({}: {peak}{:.0}% used, {}× its size written)",
             age.name, age.target_util_percent, age.write_multiple
         ));
     }

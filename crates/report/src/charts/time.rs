@@ -2,7 +2,7 @@
 //! per interval, drawn on the same frame and time axis so that one sits under the other.
 
 use svg::Document;
-use svg::node::element::{Circle, Group, Line, Polyline, Rectangle, Title};
+use svg::node::element::{Circle, Group, Line, Polygon, Polyline, Rectangle, Title};
 
 use super::{Axis, WIDTH, color, document, short, text};
 use crate::measure::LatencyTimeline;
@@ -159,6 +159,28 @@ impl TimeFrame {
     }
 }
 
+impl TimeFrame {
+    /// A shaded band in `config`'s color through (x, low, high) points, left to right.
+    fn band(&mut self, config: usize, points: &[(f64, f64, f64)]) {
+        if points.len() < 2 {
+            return;
+        }
+        let upper = points.iter().map(|(x, _, high)| self.at(*x, *high));
+        let lower = points.iter().rev().map(|(x, low, _)| self.at(*x, *low));
+        let coords: Vec<String> = (upper.chain(lower))
+            .map(|(x, y)| format!("{x:.1},{y:.1}"))
+            .collect();
+        use svg::Node;
+        self.doc.append(
+            Polygon::new()
+                .set("points", coords.join(" "))
+                .set("fill", color(config))
+                .set("opacity", 0.2)
+                .set("class", "band"),
+        );
+    }
+}
+
 fn horizontal(y: f64, x1: f64, x2: f64, stroke: &str) -> Line {
     Line::new()
         .set("x1", x1)
@@ -219,18 +241,25 @@ fn latency_label(ns: f64) -> String {
     }
 }
 
-/// The latency of each run's calls per interval on a log scale, under the phase's progress
-/// curve: p50 dotted, p99 dashed, max solid, so a stall shows as a spike where it ended.
-pub fn latency(
-    title: &str,
-    series: &[(usize, String, &LatencyTimeline)],
-    legend: &[(usize, String)],
-    max_secs: f64,
-) -> String {
+/// Which latency of an interval a line draws.
+type Pick = fn(&crate::measure::LatencyPoint) -> u64;
+
+/// One configuration's runs of a phase for [`latency`]: its color, name and each run's
+/// label and timeline, in order of the runs' phase times (the middle one is drawn).
+pub struct LatencyRuns<'a> {
+    pub config: usize,
+    pub name: String,
+    pub runs: Vec<(String, &'a LatencyTimeline)>,
+}
+
+/// The latency of the calls per interval on a log scale, under the phase's progress curve:
+/// one small multiple per configuration, on one scale, so that ten runs of three of them are
+/// not thirty tangled lines. Each draws its median run (p50 dotted, p99 dashed, max solid:
+/// a stall shows as a spike where it ended) over a band that spans every run's p99.
+pub fn latency(title: &str, configs: &[LatencyRuns<'_>], max_secs: f64) -> Vec<String> {
     let values = || {
-        series
-            .iter()
-            .flat_map(|(_, _, t)| t.points.iter())
+        (configs.iter().flat_map(|c| c.runs.iter()))
+            .flat_map(|(_, t)| t.points.iter())
             .filter(|p| p.calls > 0)
     };
     let low = values().map(|p| p.p50_ns.max(1)).min().unwrap_or(1) as f64;
@@ -247,45 +276,75 @@ pub fn latency(
             ((d as f64 - from) / (to - from), latency_label(ns))
         })
         .collect();
-    let mut frame = TimeFrame::new(
-        "latency-chart",
-        &format!(
-            "{title}: latency of the calls per interval (p50 dotted, p99 dashed, max solid; log scale)"
-        ),
-        legend,
-        &y_labels,
-        "latency",
-        XAxis::seconds(max_secs),
-    );
-    for (config, label, timeline) in series {
-        let width = timeline.interval_ms as f64 / 1000.0;
-        // An interval where no call ended has no latency: the line skips it.
-        let points = |pick: fn(&crate::measure::LatencyPoint) -> u64| -> Vec<(f64, f64)> {
-            (timeline.points.iter().enumerate())
-                .filter(|(_, p)| p.calls > 0)
-                .map(|(i, p)| ((i as f64 + 0.5) * width, fraction(pick(p))))
-                .collect()
-        };
-        frame.line(
-            *config,
-            &format!("{label} p50"),
-            &points(|p| p.p50_ns),
-            Some("2 3"),
-        );
-        frame.line(
-            *config,
-            &format!("{label} p99"),
-            &points(|p| p.p99_ns),
-            Some("6 3"),
-        );
-        frame.line(
-            *config,
-            &format!("{label} max"),
-            &points(|p| p.max_ns),
-            None,
-        );
-    }
-    frame.doc.to_string()
+    configs
+        .iter()
+        .filter(|c| !c.runs.is_empty())
+        .map(|c| {
+            let (label, timeline) = &c.runs[c.runs.len() / 2];
+            let heading = match c.runs.len() {
+                1 => format!(
+                    "{title}: latency per interval (p50 dotted, p99 dashed, max solid; log scale)"
+                ),
+                n => format!(
+                    "{title}: latency per interval, median run ({label}; p50 dotted, p99 dashed, max solid; band: p99 of all {n} runs; log scale)"
+                ),
+            };
+            let mut frame = TimeFrame::new(
+                "latency-chart",
+                &heading,
+                &[(c.config, c.name.clone())],
+                &y_labels,
+                "latency",
+                XAxis::seconds(max_secs),
+            );
+            if c.runs.len() > 1 {
+                frame.band(c.config, &p99_band(&c.runs, &fraction));
+            }
+            let width = timeline.interval_ms as f64 / 1000.0;
+            // An interval where no call ended has no latency: the line skips it.
+            let points = |pick: Pick| -> Vec<(f64, f64)> {
+                (timeline.points.iter().enumerate())
+                    .filter(|(_, p)| p.calls > 0)
+                    .map(|(i, p)| ((i as f64 + 0.5) * width, fraction(pick(p))))
+                    .collect()
+            };
+            let lines: [(&str, Pick, Option<&str>); 3] = [
+                ("p50", |p| p.p50_ns, Some("2 3")),
+                ("p99", |p| p.p99_ns, Some("6 3")),
+                ("max", |p| p.max_ns, None),
+            ];
+            for (name, pick, dash) in lines {
+                frame.line(c.config, &format!("{label} {name}"), &points(pick), dash);
+            }
+            frame.doc.to_string()
+        })
+        .collect()
+}
+
+/// Per interval where some run's calls ended: its time and the lowest and highest p99 of
+/// the runs there, as fractions of the plot's height.
+fn p99_band(
+    runs: &[(String, &LatencyTimeline)],
+    fraction: &dyn Fn(u64) -> f64,
+) -> Vec<(f64, f64, f64)> {
+    let intervals = (runs.iter())
+        .map(|(_, t)| t.points.len())
+        .max()
+        .unwrap_or(0);
+    let width = runs
+        .first()
+        .map_or(0.1, |(_, t)| t.interval_ms as f64 / 1000.0);
+    (0..intervals)
+        .filter_map(|i| {
+            let p99s = (runs.iter())
+                .filter_map(|(_, t)| t.points.get(i).filter(|p| p.calls > 0))
+                .map(|p| p.p99_ns);
+            let (low, high) = p99s.fold(None, |range: Option<(u64, u64)>, v| {
+                Some(range.map_or((v, v), |(l, h)| (l.min(v), h.max(v))))
+            })?;
+            Some(((i as f64 + 0.5) * width, fraction(low), fraction(high)))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -322,7 +381,13 @@ mod tests {
             interval_ms: 100,
             points,
         };
-        let svg = latency("rm", &[(0, "ext4 run 1".into(), &timeline)], &[], 2.0);
+        let one = LatencyRuns {
+            config: 0,
+            name: "ext4".into(),
+            runs: vec![("ext4 run 1".into(), &timeline)],
+        };
+        let svgs = latency("rm", &[one], 2.0);
+        let svg = &svgs[0];
         // Three lines (p50, p99, max); decades from 10 µs to 10 s.
         assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
         assert!(
@@ -340,5 +405,40 @@ mod tests {
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap();
         assert_eq!(peak.0, 705.0, "{coords}");
+    }
+
+    #[test]
+    fn many_runs_make_one_small_multiple_per_configuration_with_its_median_run_and_a_band() {
+        let point = |p99_ns| LatencyPoint {
+            calls: 10,
+            p50_ns: 1_000,
+            p99_ns,
+            max_ns: p99_ns * 2,
+        };
+        let timelines: Vec<LatencyTimeline> = (1..=12)
+            .map(|k| LatencyTimeline {
+                interval_ms: 100,
+                points: vec![point(k * 10_000); 10],
+            })
+            .collect();
+        let configs: Vec<LatencyRuns> = (0..3)
+            .map(|c| LatencyRuns {
+                config: c,
+                name: format!("fs{c}"),
+                runs: (timelines.iter().enumerate())
+                    .map(|(k, t)| (format!("fs{c} run {}", k + 1), t))
+                    .collect(),
+            })
+            .collect();
+        let svgs = latency("rm", &configs, 1.0);
+        // 3 charts of 3 lines each, not 36 runs × 3 lines in one.
+        assert_eq!(svgs.len(), 3);
+        for (c, svg) in svgs.iter().enumerate() {
+            assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
+            assert_eq!(svg.matches("class=\"band\"").count(), 1, "{svg}");
+            // The middle of 12 runs (in phase-time order) is the 7th.
+            assert!(svg.contains(&format!("median run (fs{c} run 7;")), "{svg}");
+            assert!(svg.contains("band: p99 of all 12 runs"), "{svg}");
+        }
     }
 }

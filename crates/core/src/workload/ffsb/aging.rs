@@ -67,6 +67,7 @@ impl FfsbAging {
             ),
             seed: 1,
             target_util_percent: f64::from(self.desired_util_ppm) / 1e4,
+            peak_util_percent: 0.0,
             write_multiple: 0.0,
             sizes,
             dirs: 1,

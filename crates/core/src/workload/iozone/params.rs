@@ -98,12 +98,12 @@ pub(super) const PRESETS: &[Preset] = &[
     Preset {
         name: "auto",
         values: &[("max", "512m")],
-        help: "IOzone's auto mode",
+        help: "IOzone's auto mode; over 20 s a run on tmpfs here",
     },
     Preset {
         name: "quick",
         values: &[("max", "16m")],
-        help: "auto mode up to 16 MiB files",
+        help: "auto mode up to 16 MiB files; over 20 s a run on tmpfs here",
     },
     Preset {
         name: "fast",
@@ -112,12 +112,12 @@ pub(super) const PRESETS: &[Preset] = &[
             ("records", "4k+1m"),
             ("tests", "0+1+2"),
         ],
-        help: "4 and 64 MiB files, 4 KiB and 1 MiB records, write, read and random",
+        help: "4 and 64 MiB files, 4 KiB and 1 MiB records, write, read and random; 0.7 s a run on tmpfs here",
     },
     Preset {
         name: "seq-1m",
         values: &[("sizes", "1g"), ("records", "1m"), ("tests", "0+1")],
-        help: "sequential 1 MiB records on a 1 GiB file",
+        help: "sequential 1 MiB records on a 1 GiB file; 2.2 s a run on tmpfs here",
     },
 ];
 

@@ -86,7 +86,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("size", "1"),
             ("levels", "3"),
         ],
-        help: "the article's",
+        help: "the article's; 15 s a run on tmpfs here",
     },
     Preset {
         name: "small-deep",
@@ -96,7 +96,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("size", "1"),
             ("levels", "10"),
         ],
-        help: "the article's",
+        help: "the article's; 16 s a run on tmpfs here",
     },
     Preset {
         name: "medium-shallow",
@@ -129,7 +129,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("size", "1"),
             ("levels", "3"),
         ],
-        help: "16,276 dirs and files",
+        help: "16,276 dirs and files; 2.2 s a run on tmpfs here",
     },
     // The default run's: four times `quick`, so that every phase lasts over 1 s on ext4, xfs
     // and btrfs of direct-I/O loop images on a quiet 2-CPU VM (xfs's dir-create, the
@@ -142,7 +142,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("size", "1"),
             ("levels", "3"),
         ],
-        help: "65,641 dirs and files; the default run's",
+        help: "65,641 dirs and files; the default run's; 4.7 s a run on tmpfs here",
     },
     // Twice the default: 5–50 s per phase on a direct-I/O ext4 loop image under load here.
     Preset {
@@ -153,7 +153,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("size", "1"),
             ("levels", "3"),
         ],
-        help: "127,551 dirs and files",
+        help: "127,551 dirs and files; 11 s a run on tmpfs here",
     },
     Preset {
         name: "quick-deep",
@@ -163,7 +163,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("size", "1"),
             ("levels", "10"),
         ],
-        help: "88,573 dirs and files, ten levels deep",
+        help: "88,573 dirs and files, ten levels deep; 6.2 s a run on tmpfs here",
     },
     // IO500's mdtest-easy: empty files in a directory per rank (-u -L -F, no -w); IO500 sets
     // the count so the phase runs 300 s; these are per rank.
@@ -176,7 +176,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("levels", "0"),
             ("stat", "true"),
         ],
-        help: "IO500's mdtest-easy shape (not an official IO500 result)",
+        help: "IO500's mdtest-easy shape (not an official IO500 result); 0.9 s a run on tmpfs here",
     },
     // IO500's mdtest-hard: 3901-byte files written, stat'ed, read (-w 3901 -e 3901 -F).
     Preset {
@@ -190,6 +190,6 @@ pub(super) const PRESETS: &[Preset] = &[
             ("stat", "true"),
             ("read", "true"),
         ],
-        help: "IO500's mdtest-hard shape (not an official IO500 result)",
+        help: "IO500's mdtest-hard shape (not an official IO500 result); 0.5 s a run on tmpfs here",
     },
 ];
