@@ -75,17 +75,17 @@ const PRESETS: &[Preset] = &[
     Preset {
         name: "quick",
         values: &[("files", "2000"), ("attrs", "4"), ("size", "32")],
-        help: "a look at the default's values on fewer files",
+        help: "a look at the default's values on fewer files; 0.1 s a run on tmpfs here",
     },
     Preset {
         name: "default",
-        values: &[("files", "50000"), ("attrs", "4"), ("size", "32")],
-        help: "small values, kept in the inode where the filesystem can",
+        values: &[("files", "60000"), ("attrs", "4"), ("size", "32")],
+        help: "small values, kept in the inode where the filesystem can; 3.3 s a run on tmpfs here",
     },
     Preset {
         name: "block",
         values: &[("files", "20000"), ("attrs", "2"), ("size", "1024")],
-        help: "2 KiB of values per file: past the inode, in a block of their own",
+        help: "2 KiB of values per file: past the inode, in a block of their own; 1.0 s a run on tmpfs here",
     },
 ];
 
@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn parses_validates_and_names_in_place() {
         let p = XattrParams::parse("").unwrap();
-        assert_eq!((p.files, p.attrs, p.size), (50_000, 4, 32));
+        assert_eq!((p.files, p.attrs, p.size), (60_000, 4, 32));
         let q = XattrParams::parse("files=1500,attrs=3,size=2k").unwrap();
         assert_eq!(
             (q.dirs(), q.size, q.name().as_str()),
