@@ -79,8 +79,8 @@ const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "default",
-        values: &[("files", "60000"), ("attrs", "4"), ("size", "32")],
-        help: "small values, kept in the inode where the filesystem can; 3.3 s a run on tmpfs here",
+        values: &[("files", "80000"), ("attrs", "4"), ("size", "32")],
+        help: "small values, kept in the inode where the filesystem can; 4.5 s a run on tmpfs here",
     },
     Preset {
         name: "block",
@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn parses_validates_and_names_in_place() {
         let p = XattrParams::parse("").unwrap();
-        assert_eq!((p.files, p.attrs, p.size), (60_000, 4, 32));
+        assert_eq!((p.files, p.attrs, p.size), (80_000, 4, 32));
         let q = XattrParams::parse("files=1500,attrs=3,size=2k").unwrap();
         assert_eq!(
             (q.dirs(), q.size, q.name().as_str()),
