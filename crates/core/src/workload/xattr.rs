@@ -294,8 +294,8 @@ impl Xattr {
         outcome
     }
 
-    /// `each` on every file, open read-only, directory by directory; one unit per call of
-    /// `each` that returns `Some(bytes)`.
+    /// `each` on every file, open read-only, directory by directory (`each` counts the
+    /// units: attributes or files).
     fn each_file(
         &mut self,
         dir: BorrowedFd<'_>,
