@@ -93,18 +93,12 @@ impl TryFrom<RawFsConfig> for FsConfig {
         }
         let mut config = match raw.fs {
             Some(fs) => FsConfig::new(fs, mkfs, raw.mount, raw.label.clone()),
-            None => FsConfig {
-                label: raw.label.clone().unwrap_or_else(|| "existing dir".into()),
-                fs: None,
+            None => FsConfig::plain(
+                raw.label.clone().unwrap_or_else(|| "existing dir".into()),
+                None,
                 mkfs,
-                mount: raw.mount,
-                age: None,
-                fill: None,
-                sched: None,
-                wcache: None,
-                background: None,
-                driver: None,
-            },
+                raw.mount,
+            ),
         };
         match (raw.driver, raw.fs) {
             (Some(driver), Some(FsType::User)) => {
@@ -155,9 +149,15 @@ impl FsConfig {
             }
             parts.join(" ")
         });
+        FsConfig::plain(label, Some(fs), mkfs, mount)
+    }
+
+    /// A configuration of `fs` with `mkfs` and `mount` and nothing else (no aging, fill,
+    /// scheduler, write cache, background load or user driver).
+    fn plain(label: String, fs: Option<FsType>, mkfs: Vec<String>, mount: String) -> FsConfig {
         FsConfig {
             label,
-            fs: Some(fs),
+            fs,
             mkfs,
             mount,
             age: None,
@@ -230,18 +230,12 @@ impl FsConfig {
 
     /// The configuration of an existing directory, labelled with its filesystem type.
     pub fn existing(fstype: &str) -> FsConfig {
-        FsConfig {
-            label: format!("{fstype} (existing dir)"),
-            fs: None,
-            mkfs: Vec::new(),
-            mount: String::new(),
-            age: None,
-            fill: None,
-            sched: None,
-            wcache: None,
-            background: None,
-            driver: None,
-        }
+        FsConfig::plain(
+            format!("{fstype} (existing dir)"),
+            None,
+            Vec::new(),
+            String::new(),
+        )
     }
 
     /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or

@@ -276,12 +276,13 @@ impl State {
             }
         }
         let now = Instant::now();
+        // Every queued I/O is in flight now (the ring takes all its entries).
+        self.inflight += self.queued.len();
         for slot in self.queued.drain(..) {
             if let Some(s) = self.slots[slot as usize].as_mut() {
                 s.submitted = now;
             }
         }
-        self.inflight = self.slots.iter().filter(|s| s.is_some()).count();
         Ok(())
     }
 }
