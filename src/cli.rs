@@ -40,7 +40,7 @@ use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, ExtraDevice, FsC
 use crate::testbed::{TargetSpec, default_image_dir};
 use crate::tools;
 use crate::units::parse_size;
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use crate::workload::archive::ArchiveParams;
 use crate::workload::command::CommandParams;
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
@@ -337,7 +337,7 @@ struct RunArgs {
 
 /// `--workload`'s long help, generated from the workloads' option tables.
 fn workload_help() -> String {
-    WorkloadSpec::help()
+    Params::help()
 }
 
 impl RunArgs {
@@ -370,20 +370,20 @@ impl RunArgs {
             .transpose()?;
         let given = !self.workloads.is_empty() || !self.archive.is_empty() || commands.is_some();
         if given {
-            let mut workloads: Vec<WorkloadSpec> = self
+            let mut workloads: Vec<Params> = self
                 .workloads
                 .iter()
-                .map(|w| WorkloadSpec::parse_list(w))
+                .map(|w| Params::parse_list(w))
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()
-                .chain(commands.map(WorkloadSpec::Command))
+                .chain(commands.map(Params::Command))
                 .collect();
             // An archive's name is a file name, commas and all, not workload options.
             for archive in &self.archive {
-                workloads.push(WorkloadSpec::Archive(ArchiveParams::from_file(archive)?));
+                workloads.push(Params::Archive(ArchiveParams::from_file(archive)?));
             }
-            suite.workloads = workloads;
+            suite.workloads = workloads.iter().map(Params::spec).collect();
         }
         let default_suite = self.suite.is_none() && !given;
         if suite.workloads.is_empty() {

@@ -4,7 +4,7 @@
 //! without a panic. The case counts are bounded so the suite stays fast (a few seconds).
 
 use fsbench::suite::{FsConfig, Suite};
-use fsbench::workload::WorkloadSpec;
+use fsbench::workload::Params;
 use fsbench::workload::archive::tarfile::TarReader;
 use fsbench::workload::ffsb::profile;
 use proptest::prelude::*;
@@ -12,7 +12,7 @@ use proptest::prelude::*;
 const CASES: u32 = 2000;
 
 /// Everything a parsed workload offers must work without a panic.
-fn exercise(spec: &WorkloadSpec) {
+fn exercise(spec: &Params) {
     let _ = spec.validate();
     assert!(!spec.label().is_empty());
     let _ = spec.phases();
@@ -202,7 +202,7 @@ proptest! {
     fn workload_specs_parse_or_say_why(text in workload_text()) {
         // A workload that would read a file (an FFSB profile, a tar archive) reads only regular
         // files; these strings name none that exist.
-        match WorkloadSpec::parse(&text) {
+        match Params::parse(&text) {
             Ok(spec) => exercise(&spec),
             Err(e) => assert_clear(&e, &text),
         }
@@ -210,7 +210,7 @@ proptest! {
 
     #[test]
     fn arbitrary_workload_strings_never_panic(text in "\\PC{0,40}") {
-        match WorkloadSpec::parse(&text) {
+        match Params::parse(&text) {
             Ok(spec) => exercise(&spec),
             Err(e) => assert_clear(&e, &text),
         }
@@ -232,7 +232,7 @@ proptest! {
     fn ffsb_profiles_parse_or_say_why(lines in prop::collection::vec(profile_line(), 0..24)) {
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&WorkloadSpec::Ffsb(params)),
+            Ok(params) => exercise(&Params::Ffsb(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }
@@ -252,7 +252,7 @@ proptest! {
         }
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&WorkloadSpec::Ffsb(params)),
+            Ok(params) => exercise(&Params::Ffsb(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }
@@ -264,7 +264,10 @@ proptest! {
             Ok(suite) => {
                 let _ = suite.validate();
                 for w in &suite.workloads {
-                    exercise(w);
+                    match Params::of(w) {
+                        Ok(w) => exercise(&w),
+                        Err(e) => assert_clear(&e, &text),
+                    }
                 }
             }
             Err(e) => prop_assert!(!e.to_string().trim().is_empty()),

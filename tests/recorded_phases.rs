@@ -12,7 +12,7 @@ use common::*;
 use fsbench::results::{ConfigInfo, RunRecord, SuiteResult, SuiteStatus};
 use fsbench::store::Store;
 use fsbench::suite::FsConfig;
-use fsbench::workload::WorkloadSpec;
+use fsbench::workload::Params;
 use serde_json::json;
 
 /// A completed suite of `tree:quick-shallow` on one configuration, recorded as this fsbench
@@ -22,7 +22,7 @@ fn suite(edit: impl FnOnce(&mut SuiteResult)) -> SuiteResult {
     r.started_at = "then".into();
     r.status = SuiteStatus::Completed;
     r.suite.runs = 3;
-    r.suite.workloads = WorkloadSpec::parse_list("tree:quick-shallow").unwrap();
+    r.suite.workloads = vec![Params::parse("tree:quick-shallow").unwrap().spec()];
     r.configurations.push(ConfigInfo {
         config: FsConfig::existing("a"),
         mkfs_version: None,
@@ -30,7 +30,7 @@ fn suite(edit: impl FnOnce(&mut SuiteResult)) -> SuiteResult {
         mkfs_command: None,
         mount_options: None,
     });
-    r.record_workloads();
+    r.record_workloads().unwrap();
     edit(&mut r);
     r
 }
@@ -103,7 +103,7 @@ fn reports_and_statistics_use_the_recorded_phases() {
         ];
     });
     // Today's workload code says otherwise: the outputs below can only come from the record.
-    let today = r.suite.workloads[0].phases();
+    let today = Params::of(&r.suite.workloads[0]).unwrap().phases();
     assert_eq!((&*today[1].name, &*today[1].unit), ("file-create", "files"));
     assert!(today[1].moves_data && today[3].timed);
 

@@ -10,7 +10,7 @@ use fsbench::stats::compare::{ALPHA, Column, Role, Verdict, compare, suite_colum
 use fsbench::store::Store;
 use fsbench::suite::{FsConfig, Suite};
 use fsbench::sysinfo::SystemInfo;
-use fsbench::workload::WorkloadSpec;
+use fsbench::workload::Params;
 
 /// Deterministic standard normal draws (SplitMix64 and Box–Muller): independent streams for
 /// nearby seeds, so failures reproduce and runs are not correlated.
@@ -75,7 +75,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
     let configs = ["a", "b"].map(FsConfig::existing);
     let suite = Suite {
         runs: runs[0].len() as u32,
-        workloads: WorkloadSpec::parse_list("tree:quick-shallow").unwrap(),
+        workloads: vec![Params::parse("tree:quick-shallow").unwrap().spec()],
         ..Suite::default()
     };
     let mut result = SuiteResult {
@@ -110,7 +110,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
         ceilings: Vec::new(),
         workload_records: Vec::new(),
     };
-    result.record_workloads();
+    result.record_workloads().unwrap();
     let mut store = Store::open(db).unwrap();
     let id = store.begin_suite(&result, "synthetic").unwrap();
     for (c, config_runs) in runs.iter().enumerate() {
@@ -121,7 +121,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
                 config_key: ConfigKey(c as u32),
                 workload_key: WorkloadKey(0),
                 config: configs[c].label.clone(),
-                workload: result.suite.workloads[0].label(),
+                workload: result.workload_records[0].label.clone(),
                 started_at: "now".into(),
                 status: RunStatus::Ok,
                 error: None,

@@ -76,8 +76,8 @@ impl Observer for Console {
             .map(|c| c.config.label.clone())
             .collect();
         self.configs = labels.clone();
-        self.workloads = (plan.result.suite.workloads.iter())
-            .map(|w| w.label())
+        self.workloads = (plan.result.workload_records.iter())
+            .map(|w| w.label.clone())
             .collect();
         say(&format!(
             "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",

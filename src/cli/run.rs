@@ -81,7 +81,7 @@ pub(super) fn ffsb(
         // Not the default suite's purpose: this is the profile's run.
         suite.purpose = String::new();
     }
-    suite.workloads = vec![WorkloadSpec::Ffsb(params)];
+    suite.workloads = vec![Params::Ffsb(params).spec()];
     run_suite(
         run_args,
         suite,
@@ -116,7 +116,7 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
     if run_args.purpose.is_none() {
         suite.purpose = String::new();
     }
-    suite.workloads = jobs.into_iter().map(WorkloadSpec::Io).collect();
+    suite.workloads = jobs.into_iter().map(|j| Params::Io(j).spec()).collect();
     run_suite(
         run_args,
         suite,

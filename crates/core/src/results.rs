@@ -17,7 +17,7 @@ mod run_warnings;
 mod summary;
 
 use crate::testbed::stack::{RunTestbed, SuiteTestbed};
-use crate::workload::{KeptOutput, PhaseInfo};
+use crate::workload::{KeptOutput, Params, PhaseInfo};
 use ceiling::Ceiling;
 pub use summary::{CiMethod, Summary};
 
@@ -274,25 +274,24 @@ pub struct Warning {
 }
 
 impl SuiteResult {
-    /// The workload a run ran (by its stored key, not its label).
-    pub fn workload_of(&self, run: &RunRecord) -> Option<&crate::workload::WorkloadSpec> {
-        self.suite.workloads.get(run.workload_key.0 as usize)
-    }
-
     /// Records what its workloads' code says of them, unless a record covering every
     /// workload is there already: when the suite is made, and once when a suite stored by an
     /// older fsbench (without the record) is loaded.
-    pub fn record_workloads(&mut self) {
+    pub fn record_workloads(&mut self) -> anyhow::Result<()> {
         if self.workload_records.len() == self.suite.workloads.len() {
-            return;
+            return Ok(());
         }
         self.workload_records = (self.suite.workloads.iter())
-            .map(|w| WorkloadRecord {
-                label: w.label(),
-                description: w.describe(),
-                phases: w.phases().into_owned(),
+            .map(|w| {
+                let w = Params::of(w)?;
+                Ok(WorkloadRecord {
+                    label: w.label(),
+                    description: w.describe(),
+                    phases: w.phases().into_owned(),
+                })
             })
-            .collect();
+            .collect::<anyhow::Result<_>>()?;
+        Ok(())
     }
 
     /// The recorded phases of the workload a run ran (by its key); none when unrecorded.
@@ -350,6 +349,7 @@ impl SuiteResult {
         self.suite
             .workloads
             .iter()
+            .filter_map(|w| Params::of(w).ok())
             .find(|w| w.label() == workload)
             .map_or_else(|| "a larger workload".into(), |w| w.more_work_advice())
     }

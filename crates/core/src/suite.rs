@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::drivers::{FsType, UserDriver};
 use crate::error::invalid;
 use crate::testbed::TargetSpec;
-use crate::workload::WorkloadSpec;
+use crate::workload::{Params, WorkloadSpec};
 
 /// A complete, validated description of a benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -197,7 +197,7 @@ impl Suite {
         if self.name != default_name() {
             return self.name.clone();
         }
-        let workloads: Vec<String> = self.workloads.iter().map(|w| w.label()).collect();
+        let workloads: Vec<String> = self.workloads.iter().map(Params::label_of).collect();
         format!("{} on {}", workloads.join(", "), configurations.join(", "))
     }
 
@@ -224,6 +224,12 @@ impl Suite {
                     Err(located) if located.span().is_some() => bad(&located),
                     _ => bad(&e),
                 })?;
+        // Options become the parameters' own fields, as a database keeps them.
+        for (i, w) in suite.workloads.iter_mut().enumerate() {
+            *w = Params::of(w)
+                .map_err(|e| bad(&format!("[[workload]] {}: {e:#}", i + 1)))?
+                .spec();
+        }
         if let Some(a) = suite.auto_runs.clone() {
             suite.set_auto_runs(a);
         }
@@ -239,7 +245,7 @@ impl Suite {
     pub fn default_workloads() -> Vec<WorkloadSpec> {
         ["tree:default"]
             .iter()
-            .map(|w| WorkloadSpec::parse(w).expect("built-in presets parse"))
+            .map(|w| Params::parse(w).expect("built-in presets parse").spec())
             .collect()
     }
 
@@ -366,6 +372,7 @@ impl Suite {
             ));
         }
         for w in &self.workloads {
+            let w = Params::of(w)?;
             w.validate()?;
             for driver in self.configs.iter().filter_map(|c| c.driver.as_ref()) {
                 w.check_needs(driver)?;

@@ -239,7 +239,7 @@ pub trait Workload: Send {
     }
 }
 
-/// What every workload's parameters offer the runner; [`WorkloadSpec`] dispatches to it.
+/// What every workload's parameters offer the runner; [`Params`] dispatches to it.
 pub(crate) trait WorkloadParams {
     /// The label's part after `KIND:` (a preset's name, or the settings).
     fn name(&self) -> String;
@@ -266,18 +266,18 @@ pub(crate) trait WorkloadParams {
 /// variant's lowercase name is the stable `kind` stored in databases and suite files.
 macro_rules! workloads {
     ($($variant:ident($params:ty) = $kind:path),* $(,)?) => {
-        /// What a suite asks to run: parsed from `--workload` or a suite file, validated,
-        /// serializable.
+        /// One workload's parameters, typed: what the engine runs. Parsed from `--workload`
+        /// or read from a suite's [`WorkloadSpec`] ([`Params::of`]), validated.
         #[derive(Debug, Clone, PartialEq, Serialize)]
         #[serde(tag = "kind", rename_all = "lowercase")]
-        pub enum WorkloadSpec {
+        pub enum Params {
             $($variant($params)),*
         }
 
         /// Every workload, in the order `--help` lists them.
         pub const WORKLOADS: &[&options::WorkloadKind] = &[$(&$kind),*];
 
-        impl WorkloadSpec {
+        impl Params {
     /// Refuses this workload where it needs what `driver` declares it lacks, naming the
     /// driver, the flag and the workload's option: before anything is made.
     pub(crate) fn check_needs(&self, driver: &crate::drivers::UserDriver) -> anyhow::Result<()> {
@@ -303,23 +303,23 @@ macro_rules! workloads {
 
 }
 
-impl WorkloadSpec {
+impl Params {
             pub fn kind(&self) -> &'static options::WorkloadKind {
                 match self {
-                    $(WorkloadSpec::$variant(_) => &$kind),*
+                    $(Params::$variant(_) => &$kind),*
                 }
             }
 
             pub(crate) fn params(&self) -> &dyn WorkloadParams {
                 match self {
-                    $(WorkloadSpec::$variant(p) => p),*
+                    $(Params::$variant(p) => p),*
                 }
             }
 
             /// The form databases store (the parameters' own serde), for `kind`.
-            fn from_stored(kind: &str, value: serde_json::Value) -> Option<serde_json::Result<WorkloadSpec>> {
+            fn from_stored(kind: &str, value: serde_json::Value) -> Option<serde_json::Result<Params>> {
                 $(if kind == $kind.name {
-                    return Some(serde_json::from_value::<$params>(value).map(WorkloadSpec::$variant));
+                    return Some(serde_json::from_value::<$params>(value).map(Params::$variant));
                 })*
                 None
             }
@@ -353,6 +353,11 @@ fn kind_named(name: &str) -> Option<(&'static WorkloadKind, Option<&'static str>
     })
 }
 
+/// The registered workload of a kept spec's `kind` (none for a kind this fsbench lacks).
+pub fn registered(kind: &str) -> Option<&'static WorkloadKind> {
+    WORKLOADS.iter().copied().find(|k| k.name == kind)
+}
+
 fn unknown_workload(name: &str) -> anyhow::Error {
     let mut names: Vec<&str> = WORKLOADS.iter().map(|k| k.name).collect();
     names.extend(WORKLOADS.iter().flat_map(|k| k.aliases.iter().map(|a| a.0)));
@@ -362,10 +367,10 @@ fn unknown_workload(name: &str) -> anyhow::Error {
     ))
 }
 
-impl WorkloadSpec {
+impl Params {
     /// Parses one `KIND[:ARGS]`, e.g. `tree:small-shallow` or `tree:dirs=3,files=4,size=1,levels=10`.
-    pub fn parse(text: &str) -> anyhow::Result<WorkloadSpec> {
-        let mut specs = WorkloadSpec::parse_list(text)?;
+    pub fn parse(text: &str) -> anyhow::Result<Params> {
+        let mut specs = Params::parse_list(text)?;
         if specs.len() != 1 {
             return Err(invalid(format!(
                 "`{text}` names {} workloads where one is expected",
@@ -377,7 +382,7 @@ impl WorkloadSpec {
 
     /// Parses a `-w` value: one workload or several separated by commas, each starting with
     /// its kind (`atomic:quick,archive:tiny`, `tree,atomic`).
-    pub fn parse_list(text: &str) -> anyhow::Result<Vec<WorkloadSpec>> {
+    pub fn parse_list(text: &str) -> anyhow::Result<Vec<Params>> {
         let starts_workload = |item: &str| {
             let name = item.split_once(':').map_or(item, |(k, _)| k).trim();
             kind_named(name).is_some()
@@ -406,7 +411,7 @@ impl WorkloadSpec {
     }
 
     /// A suite file's `[[workload]]` table or a stored spec, both as JSON.
-    fn from_value(value: serde_json::Value) -> anyhow::Result<WorkloadSpec> {
+    fn from_value(value: serde_json::Value) -> anyhow::Result<Params> {
         let serde_json::Value::Object(mut map) = value else {
             return Err(invalid("a workload is a table with `kind = \"...\"`"));
         };
@@ -430,7 +435,7 @@ impl WorkloadSpec {
                 .is_some_and(|a| a.iter().any(|i| i.is_object()))
         });
         // Databases store the parameters' own fields; a suite file uses options.
-        match WorkloadSpec::from_stored(kind.name, serde_json::Value::Object(map.clone())) {
+        match Params::from_stored(kind.name, serde_json::Value::Object(map.clone())) {
             Some(Ok(spec)) => Ok(spec),
             Some(Err(e)) if has_tables => Err(invalid(format!("{}: {e}", kind.name))),
             _ => from_options(&map),
@@ -493,7 +498,7 @@ impl WorkloadSpec {
     /// Whether its phases are the user's commands, which fsbench's own harness ceiling
     /// says nothing about.
     pub fn runs_user_commands(&self) -> bool {
-        matches!(self, WorkloadSpec::Command(_))
+        matches!(self, Params::Command(_))
     }
 
     /// Checks parameters; the runner calls it before anything is created.
@@ -507,28 +512,62 @@ impl WorkloadSpec {
     }
 }
 
-impl WorkloadSpec {
+impl Params {
     /// How to give this workload more work, in the settings it has (a profile's or archive
     /// file's own, or the option table's).
     pub(crate) fn more_work_advice(&self) -> String {
         match self {
-            WorkloadSpec::Ffsb(p) if p.profile.is_some() => {
+            Params::Ffsb(p) if p.profile.is_some() => {
                 "a longer `time` or a larger file set (`num_files`) in the profile".into()
             }
-            WorkloadSpec::Archive(p) if matches!(p.source, archive::Source::File { .. }) => {
+            Params::Archive(p) if matches!(p.source, archive::Source::File { .. }) => {
                 "a larger archive file".into()
             }
-            WorkloadSpec::Command(_) => "commands that do more".into(),
-            WorkloadSpec::Replay(_) => "a trace of a program that does more".into(),
+            Params::Command(_) => "commands that do more".into(),
+            Params::Replay(_) => "a trace of a program that does more".into(),
             _ => self.kind().more_work_advice(),
         }
     }
 }
 
-impl<'de> Deserialize<'de> for WorkloadSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = serde_json::Value::deserialize(d)?;
-        WorkloadSpec::from_value(value).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+/// What a suite asks to run, as it is kept: the workload's registered name and its
+/// parameters. Suite files give options (`preset = "quick"`), databases the parameters' own
+/// fields; [`Params::of`] reads either.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    pub kind: String,
+    #[serde(flatten)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Params {
+    /// The typed parameters of `spec`, as this fsbench reads them.
+    pub fn of(spec: &WorkloadSpec) -> anyhow::Result<Params> {
+        let mut map = spec.params.clone();
+        map.insert("kind".into(), spec.kind.clone().into());
+        Params::from_value(serde_json::Value::Object(map))
+    }
+
+    /// The label of a kept spec (`tree:default`), or what it is where this fsbench cannot
+    /// read its parameters (a suite stored by a newer version).
+    pub fn label_of(spec: &WorkloadSpec) -> String {
+        Params::of(spec).map_or_else(
+            |_| format!("{} (not readable by this version of fsbench)", spec.kind),
+            |p| p.label(),
+        )
+    }
+
+    /// The form a suite keeps: the parameters' own fields.
+    pub fn spec(&self) -> WorkloadSpec {
+        let value = serde_json::to_value(self).expect("parameters serialize");
+        let serde_json::Value::Object(mut params) = value else {
+            unreachable!("a tagged enum serializes to a map")
+        };
+        let kind = match params.remove("kind") {
+            Some(serde_json::Value::String(kind)) => kind,
+            _ => unreachable!("the tag is a string"),
+        };
+        WorkloadSpec { kind, params }
     }
 }
 

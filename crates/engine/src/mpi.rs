@@ -22,7 +22,7 @@ use crate::runner::observer::{Observer, Silent};
 use crate::runner::{RunContext, RunExecutor, finish_run, fresh_for_run};
 use crate::suite::Suite;
 use crate::testbed::TargetSpec;
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use comm::Comm;
 pub use rank::MpiOptions;
 use rank::{Job, TOKEN_FILE};
@@ -89,7 +89,7 @@ impl Session {
                     spec.label()
                 )));
             }
-            if self.options.shared_dir && !matches!(spec, WorkloadSpec::Tree(_)) {
+            if self.options.shared_dir && !matches!(spec, Params::Tree(_)) {
                 return Err(invalid(format!(
                     "--shared-dir: {} names its files the same on every rank; only tree runs \
                      in a shared directory",
@@ -147,13 +147,13 @@ impl Session {
 /// Why `--stonewall` cannot stop a workload at its deadline; `None` for tree's file create.
 /// Refused rather than only counted: a count taken from the progress series while every rank
 /// still did all its work would be a different figure under mdtest's name.
-fn stonewall_refusal(spec: &WorkloadSpec) -> Option<&'static str> {
+fn stonewall_refusal(spec: &Params) -> Option<&'static str> {
     match spec {
-        WorkloadSpec::Tree(p) if p.threads > 1 => Some(
+        Params::Tree(p) if p.threads > 1 => Some(
             "a rank's threads would have to stop and agree among themselves as well; give \
              the threads as ranks (mpirun -np) instead",
         ),
-        WorkloadSpec::Tree(_) => None,
+        Params::Tree(_) => None,
         _ => Some(
             "only tree's file create stops at the deadline (mdtest -W stops file creation); \
              this workload's phases are of fixed sizes that its later phases need whole",

@@ -26,7 +26,7 @@ use crate::sysinfo::SystemInfo;
 use crate::testbed::stack::{self, SuiteTestbed};
 use crate::testbed::{Target, TargetSpec, device, named};
 use crate::units::format_bytes;
-use crate::workload::{Boundary, SpaceNeed, WorkloadSpec};
+use crate::workload::{Boundary, Params, SpaceNeed};
 use configs::resolve_configs;
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
 use lifecycle::{fresh_fs, record_checkpoint};
@@ -156,6 +156,9 @@ pub fn run_suite(
     observer: &mut dyn Observer,
 ) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
     suite.validate()?;
+    let workloads = (suite.workloads.iter())
+        .map(Params::of)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let (configs, skipped) = resolve_configs(suite)?;
     let configs = prepare::expand(configs, suite);
     named::check(
@@ -166,10 +169,8 @@ pub fn run_suite(
     for s in &skipped {
         observer.config_skipped(s);
     }
-    let need = suite
-        .workloads
-        .iter()
-        .map(WorkloadSpec::space_needed)
+    let need = (workloads.iter())
+        .map(Params::space_needed)
         .try_fold(SpaceNeed::default(), |need, w| anyhow::Ok(need.max(w?)))?;
     let processes = options.executor.map_or(1, |e| e.processes());
     let need = SpaceNeed {
@@ -181,7 +182,7 @@ pub fn run_suite(
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
     let mut preparer = match &previous {
-        Some(previous) => prepare::Preparer::resuming(previous),
+        Some(previous) => prepare::Preparer::resuming(previous, &workloads),
         None => prepare::Preparer::default(),
     };
     let mut result = match previous {
@@ -222,7 +223,7 @@ pub fn run_suite(
             workload_records: Vec::new(),
         },
     };
-    result.record_workloads();
+    result.record_workloads()?;
     // A resumed suite keeps the stack it started on; its new runs say what changed since.
     let testbed = result
         .testbed
@@ -294,7 +295,7 @@ pub fn run_suite(
             let first = !result.ceilings.iter().any(|c| c.round > 0);
             let measured = ceiling::measure_round(
                 &mut target,
-                &suite.workloads,
+                &workloads,
                 &settings,
                 observer,
                 (round + 1, first),
@@ -317,7 +318,7 @@ pub fn run_suite(
             let index = (round as usize + position) % configs.len();
             let (resolved, config_key) = (&configs[index], keys[index]);
             let config = &resolved.0;
-            for (w, spec) in suite.workloads.iter().enumerate() {
+            for (w, spec) in workloads.iter().enumerate() {
                 let workload_key = WorkloadKey(w as u32);
                 if done.contains(&(round + 1, config_key, workload_key)) {
                     continue;

@@ -79,9 +79,9 @@ fn prepared(r: &SuiteResult) -> Vec<(String, &Preparation, usize)> {
         };
         // A workload that ages by itself (its row says so) was aged per workload.
         let own_aging = || {
-            (r.suite.workloads.iter())
-                .find(|w| w.label() == run.workload)
-                .is_some_and(|w| w.age_profile().is_some())
+            (crate::typed_workloads(r).iter())
+                .find(|(label, _)| *label == run.workload)
+                .is_some_and(|(_, w)| w.age_profile().is_some())
         };
         let label = if prep.aging.is_some() && own_aging() {
             format!("{} {}", run.config, run.workload)

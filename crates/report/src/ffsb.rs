@@ -9,7 +9,7 @@ use std::fmt::Write;
 use crate::error::invalid;
 use crate::measure::{Dim, DimValue};
 use crate::results::SuiteResult;
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use crate::workload::ffsb::Op;
 
 /// C's `%.3g`: three significant digits, trailing zeros dropped, an exponent for large and
@@ -51,7 +51,7 @@ fn printsize(bytes: f64) -> String {
 
 /// `fsbench export --format ffsb`: the report, refused for a suite without an ffsb workload.
 pub(crate) fn report(r: &SuiteResult, width: Option<u16>) -> anyhow::Result<String> {
-    if !(r.suite.workloads.iter()).any(|w| matches!(w, WorkloadSpec::Ffsb(_))) {
+    if !(crate::typed_workloads(r).iter()).any(|(_, w)| matches!(w, Params::Ffsb(_))) {
         return Err(invalid(
             "this suite has no ffsb workload to export as FFSB's report (run `fsbench ffsb PROFILE` or -w ffsb:...)",
         ));
@@ -62,11 +62,10 @@ pub(crate) fn report(r: &SuiteResult, width: Option<u16>) -> anyhow::Result<Stri
 /// The report for every FFSB workload and configuration of `r`.
 pub fn render(r: &SuiteResult, width: Option<u16>) -> String {
     let mut out = String::new();
-    for spec in &r.suite.workloads {
-        let WorkloadSpec::Ffsb(params) = spec else {
+    for (label, spec) in crate::typed_workloads(r) {
+        let Params::Ffsb(params) = spec else {
             continue;
         };
-        let label = spec.label();
         for c in &r.configurations {
             let config = &c.config.label;
             let mean = |metric: &str, dims: &[Dim]| {

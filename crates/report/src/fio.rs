@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::error::invalid;
 use crate::measure::{Dim, DimValue, LatencySummary};
 use crate::results::{RunRecord, RunStatus, SuiteResult};
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use crate::workload::io::{IoParams, PERCENTILES};
 
 const DIRECTIONS: [&str; 2] = ["read", "write"];
@@ -20,7 +20,7 @@ const DIRECTIONS: [&str; 2] = ["read", "write"];
 struct JobView<'a> {
     label: String,
     config: &'a str,
-    params: &'a IoParams,
+    params: IoParams,
     group: usize,
     r: &'a SuiteResult,
 }
@@ -71,9 +71,10 @@ impl JobView<'_> {
 /// Every io workload of `r` on every configuration, in order; a job's group is its place.
 fn jobs(r: &SuiteResult) -> Vec<JobView<'_>> {
     let mut out = Vec::new();
+    let typed = crate::typed_workloads(r);
     for c in &r.configurations {
-        let ios = r.suite.workloads.iter().filter_map(|w| match w {
-            WorkloadSpec::Io(p) => Some((w.label(), p)),
+        let ios = typed.iter().filter_map(|(label, w)| match w {
+            Params::Io(p) => Some((label.clone(), p.clone())),
             _ => None,
         });
         for (group, (label, params)) in ios.enumerate() {
@@ -237,7 +238,7 @@ pub fn json(r: &SuiteResult) -> anyhow::Result<String> {
                 "jobname": job.params.job.clone().unwrap_or_else(|| job.label.clone()),
                 "groupid": job.group,
                 "error": 0,
-                "job options": options(job.params),
+                "job options": options(&job.params),
                 "fsbench": {"configuration": job.config, "workload": job.label, "runs": job.runs()},
             });
             for dir in DIRECTIONS {

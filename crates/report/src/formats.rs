@@ -81,7 +81,8 @@ impl Report for Terminal {
             ..*view
         };
         let own: Vec<&str> = (suite.suite.workloads.iter())
-            .flat_map(|w| w.kind().reports.iter().copied())
+            .filter_map(|w| crate::workload::registered(&w.kind))
+            .flat_map(|k| k.reports.iter().copied())
             .collect();
         let mut out = String::new();
         for report in REPORTS.iter().filter(|r| own.contains(&r.name())) {

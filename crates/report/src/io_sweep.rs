@@ -8,7 +8,7 @@ use super::charts;
 use crate::measure::DimValue;
 use crate::results::SuiteResult;
 use crate::stats::compare::Column;
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use crate::workload::io::IoParams;
 
 /// A swept parameter: its name, its value in a workload (`None`: not one value, as a
@@ -46,9 +46,9 @@ struct Sweep<'a> {
 
 /// The sweeps of `suite`: io workloads alike but for one parameter, two values or more.
 fn sweeps(suite: &SuiteResult) -> Vec<Sweep<'static>> {
-    let io: Vec<(String, &IoParams)> = (suite.suite.workloads.iter())
-        .filter_map(|w| match w {
-            WorkloadSpec::Io(p) => Some((w.label(), p)),
+    let io: Vec<(String, IoParams)> = (crate::typed_workloads(suite).into_iter())
+        .filter_map(|(label, w)| match w {
+            Params::Io(p) => Some((label, p)),
             _ => None,
         })
         .collect();
@@ -59,7 +59,7 @@ fn sweeps(suite: &SuiteResult) -> Vec<Sweep<'static>> {
             let Some(value) = (parameter.value)(p) else {
                 continue;
             };
-            let mut rest = (*p).clone();
+            let mut rest = p.clone();
             (parameter.without)(&mut rest);
             match groups.iter_mut().find(|(r, _)| *r == rest) {
                 Some((_, points)) => points.push((value, label.clone())),

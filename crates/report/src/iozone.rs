@@ -11,16 +11,15 @@ use super::matrix::Matrix;
 use crate::error::invalid;
 use crate::measure::DimValue;
 use crate::results::SuiteResult;
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use crate::workload::iozone::{DIMENSIONS, IozoneParams, TESTS};
 
 /// The suite's IOzone matrices: per workload whose figures are broken down by IOzone's
 /// dimensions, its throughput matrix.
 fn matrices(r: &SuiteResult) -> Vec<(String, Matrix<'_>)> {
-    r.suite
-        .workloads
+    r.workload_records
         .iter()
-        .map(|w| w.label())
+        .map(|w| w.label.clone())
         .filter_map(|w| {
             let m = Matrix::of(
                 r.summaries
@@ -41,9 +40,10 @@ pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
         ));
     }
     let mut out = String::new();
+    let typed = crate::typed_workloads(r);
     for (workload, m) in &matrices {
-        let params = r.suite.workloads.iter().find_map(|w| match w {
-            WorkloadSpec::Iozone(p) if w.label() == *workload => Some(p),
+        let params = typed.iter().find_map(|(label, w)| match w {
+            Params::Iozone(p) if label == workload => Some(p),
             _ => None,
         });
         // IOzone's header lists every record size of the run, measured in a row or not.

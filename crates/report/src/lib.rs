@@ -30,6 +30,20 @@ mod table;
 mod terminal_tests;
 mod warnings;
 
+/// The suite's workloads that this fsbench can read, typed, each with its recorded label:
+/// for the reports of a workload's own (FFSB's, fio's, IOzone's), which need its settings.
+fn typed_workloads(r: &results::SuiteResult) -> Vec<(String, workload::Params)> {
+    let typed = r.suite.workloads.iter().enumerate().filter_map(|(i, w)| {
+        let p = workload::Params::of(w).ok()?;
+        let label = r
+            .workload_records
+            .get(i)
+            .map_or_else(|| p.label(), |w| w.label.clone());
+        Some((label, p))
+    });
+    typed.collect()
+}
+
 /// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.
 pub fn figure(v: f64) -> String {
     if !v.is_finite() {

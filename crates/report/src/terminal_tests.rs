@@ -4,7 +4,7 @@
 use super::fit::View;
 use super::table::{Style, render};
 use crate::results::{ConfigInfo, MetricSummary, SuiteResult};
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use fsbench_core::suite::FsConfig;
 
 /// Three configurations of the tree workload, every phase's time, rate and throughput over
@@ -12,9 +12,9 @@ use fsbench_core::suite::FsConfig;
 fn three_filesystems() -> SuiteResult {
     let mut r = SuiteResult::for_tests();
     r.id = Some(7);
-    r.suite.workloads = WorkloadSpec::parse_list("tree:quick-shallow").unwrap();
-    r.record_workloads();
-    let spec = r.suite.workloads[0].clone();
+    let spec = Params::parse("tree:quick-shallow").unwrap();
+    r.suite.workloads = vec![spec.spec()];
+    r.record_workloads().unwrap();
     for (i, fs) in ["ext4", "xfs", "btrfs"].into_iter().enumerate() {
         r.configurations.push(ConfigInfo {
             config: FsConfig::parse_cli(fs).unwrap().remove(0),

@@ -145,9 +145,9 @@ mod tests {
     #[test]
     fn short_phases_are_told_the_settings_their_workload_has() {
         let mut r = SuiteResult::for_tests();
-        r.suite.workloads =
-            crate::workload::WorkloadSpec::parse_list("ffsb-large-write,tree:quick").unwrap();
-        let ffsb = r.suite.workloads[0].label();
+        let typed = crate::workload::Params::parse_list("ffsb-large-write,tree:quick").unwrap();
+        r.suite.workloads = typed.iter().map(|w| w.spec()).collect();
+        let ffsb = typed[0].label();
         let short = |workload: &str, phase: &str| Warning {
             workload: Some(workload.into()),
             ..warning(WarningKind::ShortPhase, phase)
@@ -159,7 +159,7 @@ mod tests {
                 && !line.contains("preset"),
             "{line}"
         );
-        let tree = r.suite.workloads[1].label();
+        let tree = typed[1].label();
         r.warnings.push(short(&tree, "dir-create"));
         let line = &lines(&r, false)[0];
         assert!(

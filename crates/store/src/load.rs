@@ -1,6 +1,7 @@
 //! Reading suites back: a suite with its configurations, runs and phases, and the list.
 
 use super::*;
+use crate::workload::Params;
 
 impl Store {
     /// The suite as it was run, with summaries and warnings recomputed from the raw runs.
@@ -85,7 +86,7 @@ impl Store {
                 .unwrap_or_default(),
         };
         // A suite stored by an older fsbench has no record: its workloads' code says it, once.
-        result.record_workloads();
+        result.record_workloads()?;
         crate::stats::summary::summarize_runs(&mut result);
         result.analyze();
         Ok(result)
@@ -203,7 +204,7 @@ impl Store {
                 let place = suite
                     .workloads
                     .iter()
-                    .position(|w| w.label() == run.workload);
+                    .position(|w| Params::label_of(w) == run.workload);
                 place.map(|p| p as u32)
             });
             // One its suite does not have (a damaged row) points nowhere: the run is kept and
@@ -366,8 +367,8 @@ impl Store {
                 configurations,
                 runs_done,
             ) = row?;
-            // A suite this fsbench cannot read (one written by a newer version, with a
-            // workload it does not know) is listed as such, and the others still are.
+            // A suite this fsbench cannot read (one written by a newer version) is listed as
+            // such, and the others still are; so is a workload it does not know.
             let suite: Option<Suite> = from_json(&definition, "suite definition").ok();
             // Labels joined by the unit separator, which no label contains.
             let configurations: Vec<String> = configurations
@@ -400,7 +401,7 @@ impl Store {
                 runs_planned: configurations.len() * suite.workloads.len() * suite.runs as usize,
                 name: suite.display_name(&configurations),
                 configurations,
-                workloads: suite.workloads.iter().map(|w| w.label()).collect(),
+                workloads: suite.workloads.iter().map(Params::label_of).collect(),
                 runs_done,
             })
         })

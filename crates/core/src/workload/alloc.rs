@@ -15,7 +15,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
@@ -188,7 +188,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "seed-1g",
     more_work: &["size"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Alloc),
+    build: |p| build(p).map(Params::Alloc),
     mpi_refusal: |_| {
         Some(
             "it measures how one filesystem lays out one file per method (extents, \
@@ -200,7 +200,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     needs: &[Need {
         capability: Capability::Fallocate,
         option: "`methods=fallocate`",
-        uses: |s| matches!(s, WorkloadSpec::Alloc(p) if p.methods.contains(&Method::Fallocate)),
+        uses: |s| matches!(s, Params::Alloc(p) if p.methods.contains(&Method::Fallocate)),
     }],
 };
 

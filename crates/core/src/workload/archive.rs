@@ -16,7 +16,7 @@ use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
+use super::{Params, PhaseInfo, SpaceNeed, Workload};
 use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
@@ -218,7 +218,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "tiny",
     more_work: &["pool", "backups", "files"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Archive),
+    build: |p| build(p).map(Params::Archive),
     mpi_refusal: |_| {
         Some(
             "it extracts one archive that one client reads; N ranks would measure N copies of \
@@ -230,7 +230,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     needs: &[Need {
         capability: Capability::HardLinks,
         option: "generated archive (without `file=`)",
-        uses: |s| matches!(s, WorkloadSpec::Archive(p) if matches!(p.source, Source::Generated { .. })),
+        uses: |s| matches!(s, Params::Archive(p) if matches!(p.source, Source::Generated { .. })),
     }],
 };
 

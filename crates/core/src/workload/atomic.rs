@@ -8,7 +8,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{PhaseInfo, SpaceNeed, Workload, WorkloadSpec, push_decimal};
+use super::{Params, PhaseInfo, SpaceNeed, Workload, push_decimal};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -102,7 +102,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "quick",
     more_work: &["count", "dd-count"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Atomic),
+    build: |p| build(p).map(Params::Atomic),
     mpi_refusal: |_| None,
     age_profile: |_| None,
     reports: &[],

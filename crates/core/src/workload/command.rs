@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{KeptOutput, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use super::{KeptOutput, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{Figure, PhaseRecorder};
 use process::{Exit, Finished, Step};
@@ -152,7 +152,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "tar",
     more_work: &["file"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Command),
+    build: |p| build(p).map(Params::Command),
     mpi_refusal: |_| {
         Some(
             "your commands would run once per rank with nothing to line their phases up; run \

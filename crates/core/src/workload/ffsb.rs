@@ -20,7 +20,7 @@ use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Boundary, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;

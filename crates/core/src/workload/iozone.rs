@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::with_private_fds;
-use super::{Aligned, PhaseInfo, SpaceNeed, Workload, WorkloadSpec};
+use super::{Aligned, Params, PhaseInfo, SpaceNeed, Workload};
 use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{CpuTimes, Dim, DimValue, Figure, PhaseRecorder};

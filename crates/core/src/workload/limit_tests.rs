@@ -34,11 +34,11 @@ fn overflowing_space_is_an_error_not_a_small_number() {
         )
     };
     for files in [15, 16] {
-        let w = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(files), "t").unwrap());
+        let w = Params::Ffsb(ffsb::profile::parse(&profile(files), "t").unwrap());
         let e = w.space_needed().unwrap_err().to_string();
         assert!(e.contains("beyond 16 EiB"), "{files}: {e}");
     }
-    let thirteen = WorkloadSpec::Ffsb(ffsb::profile::parse(&profile(13), "t").unwrap());
+    let thirteen = Params::Ffsb(ffsb::profile::parse(&profile(13), "t").unwrap());
     let need = thirteen.space_needed().unwrap().bytes;
     assert!(need >= 13 << 60, "{need}");
 }

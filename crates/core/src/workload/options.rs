@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value as Json;
 
-use super::WorkloadSpec;
+use super::Params;
 use crate::drivers::Capability;
 use crate::error::invalid;
 use crate::units::{compact_size, parse_size};
@@ -86,15 +86,15 @@ pub struct WorkloadKind {
     pub more_work: &'static [&'static str],
     /// Other workload names that mean this one with a preset (`ffsb-large-write`).
     pub aliases: &'static [(&'static str, &'static str)],
-    pub build: fn(&Parsed) -> anyhow::Result<WorkloadSpec>,
+    pub build: fn(&Parsed) -> anyhow::Result<Params>,
     /// Why the workload (as these parameters make it) cannot run under MPI; `None`: each rank
     /// runs it in a directory of its own and rank 0 aggregates their phases.
-    pub mpi_refusal: fn(&WorkloadSpec) -> Option<&'static str>,
+    pub mpi_refusal: fn(&Params) -> Option<&'static str>,
     /// What its settings may need of the filesystem: a user driver that declares it lacks
     /// one is refused before anything is made.
     pub needs: &'static [Need],
     /// The aging it asks for itself before its phases (FFSB's `agefs=1`), if any.
-    pub age_profile: fn(&WorkloadSpec) -> Option<crate::aging::AgeProfile>,
+    pub age_profile: fn(&Params) -> Option<crate::aging::AgeProfile>,
     /// The report formats of its own (`fsbench export --format NAME`, by name in fsbench's
     /// report registry): a text report among them also leads the terminal's tables.
     pub reports: &'static [&'static str],
@@ -107,7 +107,7 @@ pub struct Need {
     /// The setting, as the refusal names it: "`direct`".
     pub option: &'static str,
     /// Whether `spec` (always this row's workload) uses it.
-    pub uses: fn(&WorkloadSpec) -> bool,
+    pub uses: fn(&Params) -> bool,
 }
 
 /// A parsed option value.

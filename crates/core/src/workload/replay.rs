@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::Crew;
-use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::drivers::Capability;
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, errno_name};
@@ -83,7 +83,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "demo",
     more_work: &["trace"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Replay),
+    build: |p| build(p).map(Params::Replay),
     mpi_refusal: |_| {
         Some(
             "it replays one program's calls on one directory; N ranks would replay N copies \
@@ -95,7 +95,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     needs: &[Need {
         capability: Capability::HardLinks,
         option: "`trace` (its link calls)",
-        uses: |s| matches!(s, WorkloadSpec::Replay(p) if p.links()),
+        uses: |s| matches!(s, Params::Replay(p) if p.links()),
     }],
 };
 

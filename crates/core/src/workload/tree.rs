@@ -20,7 +20,7 @@ use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
 use super::options::{Parsed, WorkloadKind};
-use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec};
+use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -62,7 +62,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
         ("mdtest-easy", "mdtest-easy"),
         ("mdtest-hard", "mdtest-hard"),
     ],
-    build: |p| build(p).map(WorkloadSpec::Tree),
+    build: |p| build(p).map(Params::Tree),
     mpi_refusal: |_| None,
     age_profile: |_| None,
     reports: &[],

@@ -12,7 +12,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec, push_decimal};
+use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload, push_decimal};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -98,7 +98,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "default",
     more_work: &["files", "attrs"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Xattr),
+    build: |p| build(p).map(Params::Xattr),
     mpi_refusal: |_| None,
     age_profile: |_| None,
     reports: &[],

@@ -19,7 +19,7 @@ use crate::rmtree;
 use crate::runner::observer::Observer;
 use crate::runner::phases::{PhaseSettings, run_phase};
 use crate::workload::tree::{Share, Stonewall, Tree};
-use crate::workload::{Workload, WorkloadSpec};
+use crate::workload::{Params, Workload};
 
 /// The file rank 0 writes in the run's directory; every rank must read the same token there.
 pub(crate) const TOKEN_FILE: &str = ".fsbench-mpi-token";
@@ -40,7 +40,7 @@ pub struct MpiOptions {
 /// A run, as rank 0 tells the others.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Job {
-    pub(crate) spec: WorkloadSpec,
+    pub(crate) spec: Params,
     pub(crate) dir: PathBuf,
     pub(crate) token: String,
     pub(crate) label: String,
@@ -151,7 +151,7 @@ fn remove_own(top: &OwnedFd, own: &[u8]) -> anyhow::Result<()> {
 /// shifted ranks find each other's), or its share of the one shared tree, its files named
 /// with its rank; with the run's stonewall.
 fn instance(job: &Job, rank: usize, stonewall: Option<&Stonewall>) -> Box<dyn Workload> {
-    let WorkloadSpec::Tree(p) = &job.spec else {
+    let Params::Tree(p) = &job.spec else {
         return job.spec.instantiate();
     };
     let mut tree = match job.options.shared_dir {
@@ -178,7 +178,7 @@ fn run_phases(
 ) -> anyhow::Result<Option<Vec<PhaseRecord>>> {
     let shift = job.options.shift.unwrap_or(comm.local_size) % comm.size;
     let other = (comm.rank + shift) % comm.size;
-    let shifts = shift != 0 && matches!(job.spec, WorkloadSpec::Tree(_));
+    let shifts = shift != 0 && matches!(job.spec, Params::Tree(_));
     let dir_of = |rank: usize| -> anyhow::Result<OwnedFd> {
         if job.options.shared_dir {
             Ok(rustix::io::dup(top)?)

@@ -16,12 +16,12 @@ use crate::results::ceiling::{CELL_FIGURE, Ceiling, PhaseCeiling};
 use crate::suite::FsConfig;
 use crate::sysinfo::SystemInfo;
 use crate::testbed::Target;
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 
 /// Every phase of `spec` once on a fresh tmpfs of `target`.
 fn measure(
     target: &mut Target,
-    spec: &WorkloadSpec,
+    spec: &Params,
     settings: &PhaseSettings,
     system: &SystemInfo,
     round: u32,
@@ -74,7 +74,7 @@ fn measure(
 /// (`first`) says so; later rounds leave out workloads that got no ceiling in it.
 pub(crate) fn measure_round(
     target: &mut Target,
-    workloads: &[WorkloadSpec],
+    workloads: &[Params],
     settings: &PhaseSettings,
     observer: &mut dyn Observer,
     (round, first): (u32, bool),

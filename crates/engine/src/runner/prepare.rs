@@ -18,7 +18,7 @@ use crate::results::{ConfigKey, SuiteResult, WorkloadKey};
 use crate::suite::{FsConfig, Suite};
 use crate::testbed::{FreshFs, Target};
 use crate::units::format_bytes;
-use crate::workload::{SpaceNeed, WorkloadSpec};
+use crate::workload::{Params, SpaceNeed};
 
 /// Each configuration with the suite's aging profile where it names none, and once per fill
 /// level of the suite (`ext4 @ 50%`) where it names no level of its own.
@@ -48,7 +48,7 @@ pub(super) fn expand(configs: Vec<Resolved>, suite: &Suite) -> Vec<Resolved> {
 
 /// How `config` is prepared for `spec`: the workload's own aging (FFSB's agefs) or the
 /// configuration's, and its fill level.
-fn plan(config: &FsConfig, spec: &WorkloadSpec) -> anyhow::Result<Plan> {
+fn plan(config: &FsConfig, spec: &Params) -> anyhow::Result<Plan> {
     let age = match spec.age_profile() {
         Some(own) => Some(own),
         None => config
@@ -118,7 +118,7 @@ pub(crate) struct Preparer {
 pub(crate) struct RunSpec<'a> {
     pub(crate) resolved: &'a Resolved,
     pub(super) keys: (ConfigKey, WorkloadKey),
-    pub(crate) spec: &'a WorkloadSpec,
+    pub(crate) spec: &'a Params,
     pub(crate) settings: &'a PhaseSettings,
     pub(crate) label: &'a str,
     /// Probe the free space after the phases, before the last unmount (`probe_after`).
@@ -130,7 +130,7 @@ pub(crate) struct RunSpec<'a> {
 impl Preparer {
     /// A resumed suite's preparer: the templates its earlier attempt kept, as its last run
     /// of each recorded them (path, checksum, preparation) and the configuration's mkfs.
-    pub(super) fn resuming(previous: &SuiteResult) -> Preparer {
+    pub(super) fn resuming(previous: &SuiteResult, workloads: &[Params]) -> Preparer {
         let mut earlier = HashMap::new();
         for run in &previous.runs {
             let Some(prep) = &run.preparation else {
@@ -139,8 +139,7 @@ impl Preparer {
             let Some(path) = prep.template.as_ref().and_then(|t| t.kept.clone()) else {
                 continue;
             };
-            let own = previous
-                .workload_of(run)
+            let own = (workloads.get(run.workload_key.0 as usize))
                 .is_some_and(|w| w.age_profile().is_some());
             let key = (run.config_key, own.then_some(run.workload_key));
             let info = previous.configurations.get(run.config_key.0 as usize);

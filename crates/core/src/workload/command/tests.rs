@@ -1,9 +1,9 @@
 use super::*;
 
-fn spec(text: &str) -> anyhow::Result<WorkloadSpec> {
+fn spec(text: &str) -> anyhow::Result<Params> {
     let suite: toml::Table = toml::from_str(text).expect("valid TOML");
     let value = serde_json::to_value(&suite).expect("JSON");
-    serde_json::from_value(value["workload"][0].clone()).map_err(|e| anyhow::anyhow!("{e}"))
+    Params::of(&serde_json::from_value(value["workload"][0].clone())?)
 }
 
 #[test]
@@ -17,7 +17,7 @@ timeout = 60
 space = "64M""#,
     )
     .unwrap();
-    let WorkloadSpec::Command(p) = &spec else {
+    let Params::Command(p) = &spec else {
         panic!("{spec:?}")
     };
     assert_eq!(p.setup.as_deref(), Some("mkdir src, dst"));
@@ -27,8 +27,8 @@ space = "64M""#,
     let phases = spec.phases();
     assert!(phases[0].has_rate && phases[1].has_rate);
     // Stored and read back as it was.
-    let stored = serde_json::to_value(&spec).unwrap();
-    let back: WorkloadSpec = serde_json::from_value(stored).unwrap();
+    let stored = serde_json::to_value(spec.spec()).unwrap();
+    let back = Params::of(&serde_json::from_value(stored).unwrap()).unwrap();
     assert_eq!(back, spec);
 }
 
@@ -62,8 +62,8 @@ fn bad_phases_are_refused_with_reasons() {
 
 #[test]
 fn without_a_file_the_preset_is_the_tar_demo() {
-    let spec = WorkloadSpec::parse("command:timeout=60").unwrap();
-    let WorkloadSpec::Command(p) = &spec else {
+    let spec = Params::parse("command:timeout=60").unwrap();
+    let Params::Command(p) = &spec else {
         panic!("{spec:?}")
     };
     assert_eq!(spec.label(), "command:tar");

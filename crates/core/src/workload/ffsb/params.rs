@@ -75,20 +75,20 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     // The and the seed's name for the preset.
     more_work: &["size", "threads"],
     aliases: &[("ffsb-large-write", "large-write")],
-    build: |p| build(p).map(WorkloadSpec::Ffsb),
+    build: |p| build(p).map(Params::Ffsb),
     mpi_refusal: |_| {
         Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
     },
     // FFSB's `agefs=1` ages the file set by the profile's own operations.
     age_profile: |s| match s {
-        WorkloadSpec::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
+        Params::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
         _ => None,
     },
     reports: &["ffsb"],
     needs: &[Need {
         capability: Capability::Direct,
         option: "profile's `directio`",
-        uses: |s| matches!(s, WorkloadSpec::Ffsb(p) if p.directio),
+        uses: |s| matches!(s, Params::Ffsb(p) if p.directio),
     }],
 };
 

@@ -2,7 +2,7 @@
 
 use super::params::{Rw, build};
 use crate::drivers::Capability;
-use crate::workload::WorkloadSpec;
+use crate::workload::Params;
 use crate::workload::options::{Need, OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
@@ -245,7 +245,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "randread-4k",
     more_work: &["size", "runtime"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Io),
+    build: |p| build(p).map(Params::Io),
     // Each rank its own files (in its own directory), aggregated as IOR does.
     mpi_refusal: |_| None,
     age_profile: |_| None,
@@ -253,6 +253,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     needs: &[Need {
         capability: Capability::Direct,
         option: "`direct`",
-        uses: |s| matches!(s, WorkloadSpec::Io(p) if p.direct),
+        uses: |s| matches!(s, Params::Io(p) if p.direct),
     }],
 };

@@ -130,9 +130,9 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "quick",
     more_work: &["max", "sizes"],
     aliases: &[],
-    build: |p| build(p).map(WorkloadSpec::Iozone),
+    build: |p| build(p).map(Params::Iozone),
     mpi_refusal: |spec| match spec {
-        WorkloadSpec::Iozone(p) if p.groups.iter().any(|g| *g > 1) => Some(
+        Params::Iozone(p) if p.groups.iter().any(|g| *g > 1) => Some(
             "only IOzone's sequential tests (-i 0, -i 1) are IOR-like bandwidth; its random and \
              strided tests measure one client's access pattern",
         ),
@@ -143,7 +143,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     needs: &[Need {
         capability: Capability::Direct,
         option: "`direct`",
-        uses: |s| matches!(s, WorkloadSpec::Iozone(p) if p.direct),
+        uses: |s| matches!(s, Params::Iozone(p) if p.direct),
     }],
 };
 

@@ -1,7 +1,7 @@
-use crate::workload::{WORKLOADS, WorkloadSpec};
+use crate::workload::{Params, WORKLOADS, WorkloadSpec};
 
 fn err(text: &str) -> String {
-    format!("{:#}", WorkloadSpec::parse(text).unwrap_err())
+    format!("{:#}", Params::parse(text).unwrap_err())
 }
 
 #[test]
@@ -16,7 +16,7 @@ fn types_and_ranges_come_from_the_table() {
     assert!(err("alloc:fresh=disk").contains("`fresh` is one of file, fs; got `disk`"));
     assert!(err("iozone:direct=maybe").contains("is a flag"));
     assert!(err("iozone:tests=0+8").contains("`tests` is one of"));
-    let WorkloadSpec::Atomic(a) = WorkloadSpec::parse("atomic:dd-bs=8k").unwrap() else {
+    let Params::Atomic(a) = Params::parse("atomic:dd-bs=8k").unwrap() else {
         panic!()
     };
     assert_eq!(a.dd_block_size, 8192);
@@ -24,21 +24,21 @@ fn types_and_ranges_come_from_the_table() {
 
 #[test]
 fn presets_supply_values_and_keys_override_in_any_order() {
-    let before = WorkloadSpec::parse("tree:small-deep,levels=2").unwrap();
-    let after = WorkloadSpec::parse("tree:levels=2,small-deep").unwrap();
-    let keyed = WorkloadSpec::parse("tree:levels=2,preset=small-deep").unwrap();
+    let before = Params::parse("tree:small-deep,levels=2").unwrap();
+    let after = Params::parse("tree:levels=2,small-deep").unwrap();
+    let keyed = Params::parse("tree:levels=2,preset=small-deep").unwrap();
     assert_eq!(before, after);
     assert_eq!(before, keyed);
     assert_eq!(before.label(), "tree:d3-f4-s1-l2");
     // Flags and keys keep the preset whichever comes first.
-    let a = WorkloadSpec::parse("iozone:direct,threads=2,auto").unwrap();
-    let b = WorkloadSpec::parse("iozone:auto,threads=2,direct").unwrap();
+    let a = Params::parse("iozone:direct,threads=2,auto").unwrap();
+    let b = Params::parse("iozone:auto,threads=2,direct").unwrap();
     assert_eq!(a, b);
-    let WorkloadSpec::Iozone(p) = a else { panic!() };
+    let Params::Iozone(p) = a else { panic!() };
     assert_eq!(p.file_sizes.last(), Some(&(512 << 20)));
     assert!(p.direct && p.threads == 2);
     // A preset's `sizes` gives way to an explicit `max`, and the reverse.
-    let WorkloadSpec::Iozone(p) = WorkloadSpec::parse("iozone:max=1m,seq-1m").unwrap() else {
+    let Params::Iozone(p) = Params::parse("iozone:max=1m,seq-1m").unwrap() else {
         panic!()
     };
     assert_eq!(
@@ -48,7 +48,7 @@ fn presets_supply_values_and_keys_override_in_any_order() {
     assert!(err("iozone:sizes=1m,max=4m").contains("not both"));
     // The fast preset: 2 file sizes × 2 record sizes of 3 test groups, less the 4 KiB records
     // of the 64 MiB file (IOzone's rule for files over 16 MiB).
-    let WorkloadSpec::Iozone(p) = WorkloadSpec::parse("iozone:fast").unwrap() else {
+    let Params::Iozone(p) = Params::parse("iozone:fast").unwrap() else {
         panic!()
     };
     assert_eq!(
@@ -70,14 +70,11 @@ fn duplicates_two_presets_and_unknown_keys_are_refused() {
 
 #[test]
 fn lists_flags_and_plus_stay_inside_a_value() {
-    let spec =
-        WorkloadSpec::parse("alloc:methods=mmap+chunk-4k,chunks=8k+16k,durable=unmount").unwrap();
-    let WorkloadSpec::Alloc(p) = &spec else {
-        panic!()
-    };
+    let spec = Params::parse("alloc:methods=mmap+chunk-4k,chunks=8k+16k,durable=unmount").unwrap();
+    let Params::Alloc(p) = &spec else { panic!() };
     let names: Vec<String> = p.methods.iter().map(|m| m.name()).collect();
     assert_eq!(names, ["mmap", "chunk-8192", "chunk-16384"]);
-    let WorkloadSpec::Iozone(p) = WorkloadSpec::parse("iozone:stdio,no-drop,sync").unwrap() else {
+    let Params::Iozone(p) = Params::parse("iozone:stdio,no-drop,sync").unwrap() else {
         panic!()
     };
     assert!(p.groups.contains(&6) && p.groups.contains(&7) && !p.drop_caches && p.sync);
@@ -89,24 +86,20 @@ fn lists_flags_and_plus_stay_inside_a_value() {
 
 #[test]
 fn comma_lists_of_workloads_split_at_kind_names() {
-    let specs =
-        WorkloadSpec::parse_list("atomic:quick,archive:tiny,order=pool-first,tree").unwrap();
+    let specs = Params::parse_list("atomic:quick,archive:tiny,order=pool-first,tree").unwrap();
     let labels: Vec<String> = specs.iter().map(|s| s.label()).collect();
     assert_eq!(
         labels,
         ["atomic:quick", "archive:tiny,pool-first", "tree:quick"]
     );
-    let alias = WorkloadSpec::parse_list("ffsb-large-write:threads=4,tree:small-deep").unwrap();
+    let alias = Params::parse_list("ffsb-large-write:threads=4,tree:small-deep").unwrap();
     assert_eq!(
         alias[0].label(),
         "ffsb:large-write,threads=4,size=1G,block=64K"
     );
     assert!(
-        format!(
-            "{:#}",
-            WorkloadSpec::parse("atomic:quick,tree").unwrap_err()
-        )
-        .contains("names 2 workloads")
+        format!("{:#}", Params::parse("atomic:quick,tree").unwrap_err())
+            .contains("names 2 workloads")
     );
     assert!(err("bogus:x").contains("unknown workload `bogus`"));
 }
@@ -120,7 +113,7 @@ fn suite_file_tables_use_the_same_options() {
          [[workload]]\nkind = \"atomic\"\ndd_count = 10\n",
     )
     .unwrap();
-    let labels: Vec<String> = suite.workloads.iter().map(|w| w.label()).collect();
+    let labels: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
     assert_eq!(
         labels,
         [
@@ -130,12 +123,12 @@ fn suite_file_tables_use_the_same_options() {
         ]
     );
     assert_eq!(
-        suite.workloads[0],
-        WorkloadSpec::parse("atomic:quick").unwrap()
+        Params::of(&suite.workloads[0]).unwrap(),
+        Params::parse("atomic:quick").unwrap()
     );
-    let typo = toml::from_str::<crate::suite::Suite>("[[workload]]\nkind = \"tree\"\ndirz = 3")
-        .unwrap_err()
-        .to_string();
+    let typo: crate::suite::Suite =
+        toml::from_str("[[workload]]\nkind = \"tree\"\ndirz = 3").unwrap();
+    let typo = Params::of(&typo.workloads[0]).unwrap_err().to_string();
     assert!(
         typo.contains("unknown tree option `dirz` (did you mean `dirs`?)"),
         "{typo}"
@@ -144,7 +137,7 @@ fn suite_file_tables_use_the_same_options() {
 
 #[test]
 fn help_lists_every_workload_option_and_preset() {
-    let help = WorkloadSpec::help();
+    let help = Params::help();
     for kind in WORKLOADS {
         assert!(help.contains(&format!("\n{}:", kind.name)), "{}", kind.name);
         for o in kind.options {
@@ -168,13 +161,14 @@ fn help_lists_every_workload_option_and_preset() {
 fn every_preset_parses_and_validates_and_labels_with_its_name() {
     for kind in WORKLOADS {
         for p in kind.presets {
-            let spec = WorkloadSpec::parse(&format!("{}:{}", kind.name, p.name)).unwrap();
+            let spec = Params::parse(&format!("{}:{}", kind.name, p.name)).unwrap();
             spec.validate().unwrap();
             assert_eq!(spec.label(), format!("{}:{}", kind.name, p.name));
             // The stable kind name is what serde writes.
             let json = serde_json::to_value(&spec).unwrap();
             assert_eq!(json["kind"], kind.name);
-            assert_eq!(serde_json::from_value::<WorkloadSpec>(json).unwrap(), spec);
+            let kept: WorkloadSpec = serde_json::from_value(json).unwrap();
+            assert_eq!(Params::of(&kept).unwrap(), spec);
         }
     }
 }
@@ -188,20 +182,16 @@ fn advice_for_more_work_names_settings_the_workload_has() {
         }
     }
     // FFSB's large-write has one preset: no "larger preset" to choose.
-    let ffsb = WorkloadSpec::parse("ffsb-large-write")
+    let ffsb = Params::parse("ffsb-large-write")
         .unwrap()
         .more_work_advice();
     assert_eq!(ffsb, "larger `size=`, `threads=`");
-    let tree = WorkloadSpec::parse("tree:quick")
-        .unwrap()
-        .more_work_advice();
+    let tree = Params::parse("tree:quick").unwrap().more_work_advice();
     assert!(
         tree.contains("larger tree preset") && tree.contains("`dirs=`"),
         "{tree}"
     );
-    let iozone = WorkloadSpec::parse("iozone:quick")
-        .unwrap()
-        .more_work_advice();
+    let iozone = Params::parse("iozone:quick").unwrap().more_work_advice();
     assert!(
         iozone.contains("`max=`") && iozone.contains("`sizes=`"),
         "{iozone}"

@@ -64,9 +64,9 @@ fn suite_file_form_deserializes() {
 
 #[test]
 fn mdtest_phases_come_between_create_and_remove() {
-    let spec = WorkloadSpec::parse("tree:quick-shallow,read,stat").unwrap();
+    let spec = Params::parse("tree:quick-shallow,read,stat").unwrap();
     assert_eq!(spec.label(), "tree:quick-shallow,stat,read");
-    assert_eq!(WorkloadSpec::parse(&spec.label()).unwrap(), spec);
+    assert_eq!(Params::parse(&spec.label()).unwrap(), spec);
     let phases = spec.phases();
     let names: Vec<&str> = phases.iter().map(|p| p.name.as_ref()).collect();
     assert_eq!(
@@ -80,8 +80,7 @@ fn mdtest_phases_come_between_create_and_remove() {
             "dir-remove"
         ]
     );
-    let WorkloadSpec::Tree(only_read) = WorkloadSpec::parse("tree:d=2,f=2,s=1,l=1,read").unwrap()
-    else {
+    let Params::Tree(only_read) = Params::parse("tree:d=2,f=2,s=1,l=1,read").unwrap() else {
         panic!()
     };
     assert_eq!(
@@ -94,7 +93,7 @@ fn mdtest_phases_come_between_create_and_remove() {
             .ends_with("every file read (mdtest -E)")
     );
     // Without the flags: fdtree's four, labelled as before.
-    let plain = WorkloadSpec::parse("tree:quick-shallow").unwrap();
+    let plain = Params::parse("tree:quick-shallow").unwrap();
     assert_eq!(plain.label(), "tree:quick-shallow");
     assert_eq!(plain.phases().len(), 4);
 }
@@ -146,9 +145,9 @@ fn io500_shaped_presets_and_byte_sizes() {
     );
     assert_eq!(hard.name(), "mdtest-hard");
     assert_eq!(hard.total_kib(), (10_000 * 3901u64).div_ceil(1024));
-    let easy = WorkloadSpec::parse_list("mdtest-easy").unwrap();
+    let easy = Params::parse_list("mdtest-easy").unwrap();
     assert_eq!(easy[0].label(), "tree:mdtest-easy");
-    let WorkloadSpec::Tree(easy) = &easy[0] else {
+    let Params::Tree(easy) = &easy[0] else {
         panic!("mdtest-easy is a tree");
     };
     assert_eq!((easy.file_bytes(), easy.levels, easy.stat), (0, 0, true));
