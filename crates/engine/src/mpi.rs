@@ -82,7 +82,10 @@ impl Session {
                 self.comm.nodes()
             )));
         }
-        for spec in &suite.workloads {
+        let workloads = (suite.workloads.iter())
+            .map(Params::of)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for spec in &workloads {
             if let Some(why) = (spec.kind().mpi_refusal)(spec) {
                 return Err(invalid(format!(
                     "{} cannot run under MPI: {why}",
@@ -103,7 +106,7 @@ impl Session {
             return Err(invalid("--stonewall must be a positive number of seconds"));
         }
         if self.options.stonewall.is_some() {
-            for spec in &suite.workloads {
+            for spec in &workloads {
                 if let Some(why) = stonewall_refusal(spec) {
                     return Err(invalid(format!("--stonewall: {}: {why}", spec.label())));
                 }
@@ -174,7 +177,7 @@ impl RunExecutor for Session {
         std::fs::write(&token_path, &token)
             .with_context(|| format!("cannot write {}", token_path.display()))?;
         let job = Job {
-            spec: run.what.spec.clone(),
+            spec: run.what.spec.spec(),
             dir: fresh.path().to_path_buf(),
             token,
             label: run.what.label.to_string(),

@@ -19,7 +19,7 @@ use crate::rmtree;
 use crate::runner::observer::Observer;
 use crate::runner::phases::{PhaseSettings, run_phase};
 use crate::workload::tree::{Share, Stonewall, Tree};
-use crate::workload::{Params, Workload};
+use crate::workload::{Params, Workload, WorkloadSpec};
 
 /// The file rank 0 writes in the run's directory; every rank must read the same token there.
 pub(crate) const TOKEN_FILE: &str = ".fsbench-mpi-token";
@@ -40,7 +40,7 @@ pub struct MpiOptions {
 /// A run, as rank 0 tells the others.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Job {
-    pub(crate) spec: Params,
+    pub(crate) spec: WorkloadSpec,
     pub(crate) dir: PathBuf,
     pub(crate) token: String,
     pub(crate) label: String,
@@ -150,9 +150,14 @@ fn remove_own(top: &OwnedFd, own: &[u8]) -> anyhow::Result<()> {
 /// The workload instance of `rank`: a tree of its own (`tree.r<rank>`, distinct so that
 /// shifted ranks find each other's), or its share of the one shared tree, its files named
 /// with its rank; with the run's stonewall.
-fn instance(job: &Job, rank: usize, stonewall: Option<&Stonewall>) -> Box<dyn Workload> {
-    let Params::Tree(p) = &job.spec else {
-        return job.spec.instantiate();
+fn instance(
+    job: &Job,
+    spec: &Params,
+    rank: usize,
+    stonewall: Option<&Stonewall>,
+) -> Box<dyn Workload> {
+    let Params::Tree(p) = spec else {
+        return spec.instantiate();
     };
     let mut tree = match job.options.shared_dir {
         true => Tree::new(p.clone(), SHARED_TREE.into()).shared(Share {
@@ -178,7 +183,8 @@ fn run_phases(
 ) -> anyhow::Result<Option<Vec<PhaseRecord>>> {
     let shift = job.options.shift.unwrap_or(comm.local_size) % comm.size;
     let other = (comm.rank + shift) % comm.size;
-    let shifts = shift != 0 && matches!(job.spec, Params::Tree(_));
+    let spec = Params::of(&job.spec)?;
+    let shifts = shift != 0 && matches!(spec, Params::Tree(_));
     let dir_of = |rank: usize| -> anyhow::Result<OwnedFd> {
         if job.options.shared_dir {
             Ok(rustix::io::dup(top)?)
@@ -191,7 +197,7 @@ fn run_phases(
         .options
         .stonewall
         .map(|secs| Stonewall::new(Duration::from_secs_f64(secs), super::comm::agree_max));
-    let mut own = instance(job, comm.rank, stonewall.as_ref());
+    let mut own = instance(job, &spec, comm.rank, stonewall.as_ref());
     // The workload's untimed set-up on every rank (io's checks, before any I/O).
     let set_up = own.setup(own_dir.as_fd(), job.round, &progress.cancel);
     comm.barrier(set_up.map_err(anyhow::Error::from))?;
@@ -199,7 +205,7 @@ fn run_phases(
     let mut theirs = match shifts {
         true => Some((
             comm.barrier(dir_of(other))?,
-            instance(job, other, stonewall.as_ref()),
+            instance(job, &spec, other, stonewall.as_ref()),
         )),
         false => None,
     };
