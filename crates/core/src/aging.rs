@@ -14,9 +14,10 @@ pub mod profile;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use fsbench_model::aging::Preparation;
+use fsbench_model::filesystem::Capability;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
-use fsbench_model::filesystem::Capability;
 
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;

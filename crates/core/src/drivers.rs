@@ -15,8 +15,8 @@ mod user;
 pub(crate) mod zfs;
 
 use names::*;
-pub(crate) use user::{Slots, expand};
 pub use user::UserDriverExt;
+pub(crate) use user::{Slots, expand};
 
 /// How one filesystem is made, checked and versioned.
 #[derive(Debug)]
@@ -107,7 +107,6 @@ const fn ext_driver(
 pub const DRIVERS: &[Driver] = &[
     ext_driver(
         FsType::Ext2,
-        "ext2",
         "mkfs.ext2",
         1 << 20,
         "CONFIG_EXT4_USE_FOR_EXT2",
@@ -363,7 +362,7 @@ impl Driver {
 
     /// The type `mount -t` takes: the FUSE daemon's for a FUSE filesystem.
     pub fn mount_type(&self) -> &'static str {
-        self.fuse_daemon.unwrap_or(self.name)
+        self.fuse_daemon.unwrap_or(self.fs.name())
     }
 
     /// The full mkfs argument list for `device`: force flags, fsbench's defaults, the user's.

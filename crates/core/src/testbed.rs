@@ -21,16 +21,17 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use rustix::fs::{Mode, OFlags};
 use fsbench_model::testbed::{TargetSpec, default_image_dir};
+use rustix::fs::{Mode, OFlags};
 
 use crate::config::FsConfig;
-use crate::drivers::{FsType, Toolset};
+use crate::drivers::{FsTypeExt, Toolset};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
-use crate::units::{format_bytes, group_thousands};
 use crate::workload::SpaceNeed;
 use device::DeviceKind;
+use fsbench_model::filesystem::FsType;
+use fsbench_model::units::{format_bytes, group_thousands};
 use scratch::Scratch;
 
 pub use fresh::{FreshFs, Teardown};

@@ -15,18 +15,18 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rustix::io::Errno;
-use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
 
 use crate::error::FsbenchError;
 
 mod errno;
 mod timeline;
 pub use errno::{errno_name, fatal_error};
-use timeline::Timeline;
 pub use timeline::FIRST_INTERVAL_MS;
+use timeline::Timeline;
 
 /// Operation types with a latency histogram of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use fsbench_model::aging::AgingStats;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use fsbench_model::aging::AgingStats;
 
 use super::profile::{AgeProfile, Rng};
 use super::{Usage, write_all_at};

@@ -6,8 +6,8 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use rustix::fs::{Mode, OFlags};
 use fsbench_model::aging::FillStats;
+use rustix::fs::{Mode, OFlags};
 
 use super::{Usage, write_all_at};
 use crate::error::FsbenchError;

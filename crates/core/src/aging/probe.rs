@@ -5,10 +5,10 @@
 use std::os::fd::BorrowedFd;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags};
-use rustix::io::Errno;
 use fsbench_model::aging::{NativeView, Probe};
 use fsbench_model::filesystem::{Capability, FsType};
+use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 use super::Usage;
 use crate::error::FsbenchError;

@@ -70,7 +70,8 @@ fn listed(proc_filesystems: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drivers::FsType;
+    use crate::drivers::FsTypeExt;
+    use fsbench_model::filesystem::FsType;
 
     #[test]
     fn proc_filesystems_lines_are_matched_by_whole_name() {

@@ -188,8 +188,7 @@ mod tests {
             mountpoint: Path::new("/s/run1/mnt"),
             options: &options,
         };
-        let (program, args) =
-            expand("mkfs.ext4 -F -q {options} {device}", &slots).unwrap();
+        let (program, args) = expand("mkfs.ext4 -F -q {options} {device}", &slots).unwrap();
         assert_eq!(program, Path::new("mkfs.ext4"));
         assert_eq!(args, ["-F", "-q", "-O", "^has_journal", "/dev/loop3"]);
         let none = Slots {

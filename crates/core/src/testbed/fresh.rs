@@ -13,8 +13,8 @@ use super::{mounts, open_dir, queue, scratch};
 use crate::config::FsConfig;
 use crate::config::Load;
 use crate::drivers::{FsTypeExt, Slots, Toolset, expand};
-use fsbench_model::filesystem::{FsType, UserDriver};
 use crate::tools;
+use fsbench_model::filesystem::{FsType, UserDriver};
 
 /// A user driver's mount command for one run: the program and its arguments.
 type MountCommand = (PathBuf, Vec<String>);
