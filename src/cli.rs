@@ -37,12 +37,12 @@ use crate::runner::{
 use crate::stats::compare::{self, Column};
 use crate::store::Store;
 use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
-use crate::testbed::{TargetSpec, default_image_dir};
 use crate::tools;
 use crate::units::parse_size;
 use crate::workload::Params;
 use crate::workload::archive::ArchiveParams;
 use crate::workload::command::CommandParams;
+use fsbench_model::testbed::{TargetSpec, default_image_dir};
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 

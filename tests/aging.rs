@@ -10,11 +10,13 @@ use std::path::Path;
 
 use common::*;
 use fsbench::aging::{Usage, churn, digest, probe, profile};
-use fsbench::drivers::FsType;
+use fsbench::drivers::FsTypeExt;
 use fsbench::measure::Progress;
 use fsbench::suite::FsConfig;
-use fsbench::testbed::{FreshFs, Target, TargetSpec, Teardown};
+use fsbench::testbed::{FreshFs, Target, Teardown};
 use fsbench::workload::SpaceNeed;
+use fsbench_model::filesystem::FsType;
+use fsbench_model::testbed::TargetSpec;
 
 /// A fresh `fs` on a loop image of `size` in `dir`, handed to `f`, then torn down (fsck run).
 fn on_fresh<R>(dir: &Path, fs: FsType, size: u64, f: impl FnOnce(&FreshFs) -> R) -> (R, Teardown) {

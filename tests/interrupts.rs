@@ -267,10 +267,12 @@ fn a_panic_unmounts_and_detaches() {
     if !can_run("panic cleanup", &["mkfs.ext4"]) {
         return;
     }
-    use fsbench::drivers::FsType;
+    use fsbench::drivers::FsTypeExt;
     use fsbench::suite::FsConfig;
-    use fsbench::testbed::{Target, TargetSpec};
+    use fsbench::testbed::Target;
     use fsbench::workload::SpaceNeed;
+    use fsbench_model::filesystem::FsType;
+    use fsbench_model::testbed::TargetSpec;
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     let result = std::panic::catch_unwind(move || {

@@ -1,7 +1,6 @@
 //! Verdicts on synthetic suites: runs with known differences and spreads are saved through
 //! the results database (no filesystem is run), loaded back and compared.
 
-use fsbench::measure::{Dim, DimValue, Figure, PhaseMeasurement};
 use fsbench::results::{
     ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, SuiteResult,
     SuiteStatus, TargetInfo, WorkloadKey,
@@ -9,8 +8,10 @@ use fsbench::results::{
 use fsbench::stats::compare::{ALPHA, Column, Role, Verdict, compare, suite_columns};
 use fsbench::store::Store;
 use fsbench::suite::{FsConfig, Suite};
-use fsbench::sysinfo::SystemInfo;
+use fsbench::sysinfo::SystemInfoExt;
 use fsbench::workload::Params;
+use fsbench_model::measurement::{Dim, DimValue, Figure, PhaseMeasurement};
+use fsbench_model::system::SystemInfo;
 
 /// Deterministic standard normal draws (SplitMix64 and Box–Muller): independent streams for
 /// nearby seeds, so failures reproduce and runs are not correlated.

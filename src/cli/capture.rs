@@ -13,11 +13,11 @@ use clap::Args;
 use super::output::write_stdout;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, Progress};
-use crate::units::{format_bytes, group_thousands};
 use crate::workload::command::process::{self, Exit, Step};
 use crate::workload::replay::strace::{Parser, STRACE_ARGS};
 use crate::workload::replay::trace::{Call, TraceWriter};
 use crate::workload::replay::{Summary, replay_into, snapshot};
+use fsbench_model::units::{format_bytes, group_thousands};
 
 #[derive(Debug, Args)]
 pub struct CaptureArgs {

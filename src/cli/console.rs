@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
-use crate::aging::Preparation;
 use crate::phase_progress::{LineNames, PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
 use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan};
+use fsbench_model::aging::Preparation;
 
 /// `text` on stderr, wrapped at words to the terminal's width with the lines it continues
 /// on indented, so that no word breaks in two; as one line where stderr is no terminal.

@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::drivers::{Capability, FsType, UserDriver};
+use crate::drivers::{FsTypeExt, UserDriverExt};
 use crate::error::invalid;
+use fsbench_model::filesystem::{Capability, FsType, UserDriver};
 
 /// One filesystem configuration: a filesystem and how it is made and mounted.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -318,7 +319,7 @@ fn parse_wcache(text: &str) -> anyhow::Result<bool> {
 fn resolve(name: &str, drivers: &[UserDriver]) -> anyhow::Result<(FsType, Option<UserDriver>)> {
     match drivers.iter().find(|d| d.name == name.trim()) {
         Some(d) => Ok((FsType::User, Some(d.clone()))),
-        None => match name.parse::<FsType>() {
+        None => match FsType::parse(name) {
             Ok(fs) => Ok((fs, None)),
             Err(e) if drivers.is_empty() => Err(e),
             Err(e) => {

@@ -2,52 +2,26 @@
 //!
 //! Like fio's engine table, every filesystem fsbench can create is one row of [`DRIVERS`].
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use fsbench_model::filesystem::FsType;
 
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
 
-mod caps;
 mod kernel;
 mod names;
 mod user;
 pub(crate) mod zfs;
 
-pub use caps::Capability;
 use names::*;
-pub(crate) use user::Slots;
-pub use user::UserDriver;
-
-/// A filesystem fsbench knows how to create.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FsType {
-    Ext2,
-    Ext3,
-    Ext4,
-    Xfs,
-    Btrfs,
-    Tmpfs,
-    Nilfs2,
-    Jfs,
-    Reiserfs,
-    F2fs,
-    Bcachefs,
-    Ntfs,
-    Zfs,
-    /// A driver a suite file defines; its configuration carries it (drivers/user.rs).
-    User,
-}
+pub use user::UserDriverExt;
+pub(crate) use user::{Slots, expand};
 
 /// How one filesystem is made, checked and versioned.
 #[derive(Debug)]
 pub struct Driver {
     pub fs: FsType,
-    pub name: &'static str,
     /// mkfs program; `None` for filesystems with no on-disk format (tmpfs).
     pub mkfs: Option<&'static str>,
     /// Arguments that make mkfs overwrite without asking and print little.
@@ -109,14 +83,12 @@ pub struct OptionNames {
 /// ext2, ext3 and ext4 share e2fsprogs and differ only in the mkfs name and minimum size.
 const fn ext_driver(
     fs: FsType,
-    name: &'static str,
     mkfs: &'static str,
     min_size: u64,
     kernel_option: &'static str,
 ) -> Driver {
     Driver {
         fs,
-        name,
         mkfs: Some(mkfs),
         mkfs_force: &["-F", "-q"],
         mkfs_defaults: &["-E", "lazy_itable_init=0,lazy_journal_init=0"],
@@ -135,16 +107,14 @@ const fn ext_driver(
 pub const DRIVERS: &[Driver] = &[
     ext_driver(
         FsType::Ext2,
-        "ext2",
         "mkfs.ext2",
         1 << 20,
         "CONFIG_EXT4_USE_FOR_EXT2",
     ),
-    ext_driver(FsType::Ext3, "ext3", "mkfs.ext3", 8 << 20, "CONFIG_EXT4_FS"),
-    ext_driver(FsType::Ext4, "ext4", "mkfs.ext4", 8 << 20, "CONFIG_EXT4_FS"),
+    ext_driver(FsType::Ext3, "mkfs.ext3", 8 << 20, "CONFIG_EXT4_FS"),
+    ext_driver(FsType::Ext4, "mkfs.ext4", 8 << 20, "CONFIG_EXT4_FS"),
     Driver {
         fs: FsType::Xfs,
-        name: "xfs",
         mkfs: Some("mkfs.xfs"),
         mkfs_force: &["-f", "-q"],
         mkfs_defaults: &[],
@@ -159,7 +129,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Btrfs,
-        name: "btrfs",
         mkfs: Some("mkfs.btrfs"),
         mkfs_force: &["-f", "-q"],
         mkfs_defaults: &[],
@@ -174,7 +143,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Tmpfs,
-        name: "tmpfs",
         mkfs: None,
         mkfs_force: &[],
         mkfs_defaults: &[],
@@ -189,7 +157,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Nilfs2,
-        name: "nilfs2",
         mkfs: Some("mkfs.nilfs2"),
         mkfs_force: &["-f", "-q"],
         mkfs_defaults: &[],
@@ -205,7 +172,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Jfs,
-        name: "jfs",
         mkfs: Some("mkfs.jfs"),
         // -q also skips the "continue?" question.
         mkfs_force: &["-q"],
@@ -221,7 +187,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Reiserfs,
-        name: "reiserfs",
         mkfs: Some("mkfs.reiserfs"),
         // One -f still asks on a whole disk; two never ask.
         mkfs_force: &["-f", "-f", "-q"],
@@ -237,7 +202,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::F2fs,
-        name: "f2fs",
         mkfs: Some("mkfs.f2fs"),
         mkfs_force: &["-f", "-q"],
         mkfs_defaults: &[],
@@ -252,7 +216,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Bcachefs,
-        name: "bcachefs",
         mkfs: Some("bcachefs"),
         mkfs_force: &["format", "--force"],
         mkfs_defaults: &[],
@@ -267,7 +230,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Ntfs,
-        name: "ntfs",
         mkfs: Some("mkntfs"),
         // -Q skips zeroing the device and the bad-sector scan.
         mkfs_force: &["-F", "-Q", "-q"],
@@ -283,7 +245,6 @@ pub const DRIVERS: &[Driver] = &[
     },
     Driver {
         fs: FsType::Zfs,
-        name: "zfs",
         // `zpool create`, with the pool and dataset properties (see testbed/zfs.rs).
         mkfs: Some("zpool"),
         mkfs_force: &[],
@@ -305,7 +266,6 @@ pub const DRIVERS: &[Driver] = &[
 /// the configuration's [`UserDriver`]): nothing made, checked or refused by a built-in rule.
 const USER_ROW: Driver = Driver {
     fs: FsType::User,
-    name: "user",
     mkfs: None,
     mkfs_force: &[],
     mkfs_defaults: &[],
@@ -319,8 +279,16 @@ const USER_ROW: Driver = Driver {
     fuse_daemon: None,
 };
 
-impl FsType {
-    pub fn driver(self) -> &'static Driver {
+/// The driver table's side of a filesystem type: its row, and its name read from user text
+/// with fsbench's error.
+pub trait FsTypeExt: Sized {
+    fn driver(self) -> &'static Driver;
+    /// The built-in filesystem named `name` (as `--fs` and suite files write it).
+    fn parse(name: &str) -> anyhow::Result<Self>;
+}
+
+impl FsTypeExt for FsType {
+    fn driver(self) -> &'static Driver {
         if self == FsType::User {
             return &USER_ROW;
         }
@@ -330,32 +298,15 @@ impl FsType {
             .expect("every FsType has a driver")
     }
 
-    pub fn name(self) -> &'static str {
-        self.driver().name
-    }
-
-    /// Filesystems the default suite compares.
-    pub const DEFAULTS: [FsType; 3] = [FsType::Ext4, FsType::Xfs, FsType::Btrfs];
-}
-
-impl fmt::Display for FsType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for FsType {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> anyhow::Result<FsType> {
+    fn parse(name: &str) -> anyhow::Result<FsType> {
         DRIVERS
             .iter()
-            .find(|d| d.name == s.trim())
             .map(|d| d.fs)
+            .find(|fs| fs.name() == name.trim())
             .ok_or_else(|| {
-                let known: Vec<_> = DRIVERS.iter().map(|d| d.name).collect();
+                let known: Vec<_> = DRIVERS.iter().map(|d| d.fs.name()).collect();
                 invalid(format!(
-                    "unknown filesystem `{s}`: fsbench knows {}",
+                    "unknown filesystem `{name}`: fsbench knows {}",
                     known.join(", ")
                 ))
             })
@@ -411,7 +362,7 @@ impl Driver {
 
     /// The type `mount -t` takes: the FUSE daemon's for a FUSE filesystem.
     pub fn mount_type(&self) -> &'static str {
-        self.fuse_daemon.unwrap_or(self.name)
+        self.fuse_daemon.unwrap_or(self.fs.name())
     }
 
     /// The full mkfs argument list for `device`: force flags, fsbench's defaults, the user's.
@@ -445,10 +396,11 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for d in DRIVERS {
-            assert_eq!(d.name.parse::<FsType>().unwrap(), d.fs);
-            assert_eq!(d.fs.driver().name, d.name);
+            assert_eq!(FsType::parse(d.fs.name()).unwrap(), d.fs);
+            assert_eq!(d.fs.driver().fs, d.fs);
         }
-        let err = "ufs".parse::<FsType>().unwrap_err().to_string();
+        assert_eq!(DRIVERS.len(), FsType::BUILT_IN.len());
+        let err = FsType::parse("ufs").unwrap_err().to_string();
         assert!(err.contains("unknown filesystem `ufs`"), "{err}");
         assert!(err.contains("ext4"), "{err}");
     }

@@ -3,22 +3,23 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{Dim, Figure, PhaseMeasurement};
-use crate::shape::PhaseShape;
 use crate::suite::{FsConfig, Suite};
-use crate::sysinfo::SystemInfo;
-use crate::testbed::FsckOutcome;
-use crate::testbed::device::BlockInfo;
-use crate::testbed::loopdev::LoopInfo;
+use crate::sysinfo::SystemInfoExt;
+use fsbench_model::measurement::PhaseShape;
+use fsbench_model::measurement::{Dim, Figure, PhaseMeasurement};
+use fsbench_model::system::SystemInfo;
+use fsbench_model::testbed::BlockInfo;
+use fsbench_model::testbed::FsckOutcome;
+use fsbench_model::testbed::LoopInfo;
 
 mod aged;
 pub mod ceiling;
 mod run_warnings;
 mod summary;
 
-use crate::testbed::stack::{RunTestbed, SuiteTestbed};
 use crate::workload::{KeptOutput, Params, PhaseInfo};
 use ceiling::Ceiling;
+use fsbench_model::testbed::{RunTestbed, SuiteTestbed};
 pub use summary::{CiMethod, Summary};
 
 /// Version of the JSON document; bumped on any incompatible change.
@@ -167,10 +168,10 @@ pub struct RunRecord {
     pub testbed: Option<RunTestbed>,
     /// How its filesystem was aged and filled before the phases (none: fresh).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preparation: Option<crate::aging::Preparation>,
+    pub preparation: Option<fsbench_model::aging::Preparation>,
     /// The free-space probe after the run's phases (`probe_after`), before the last unmount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe_after: Option<crate::aging::Probe>,
+    pub probe_after: Option<fsbench_model::aging::Probe>,
     /// What the user's commands wrote (the command workload), step by step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output: Vec<KeptOutput>,

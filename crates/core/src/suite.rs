@@ -5,10 +5,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::drivers::{FsType, UserDriver};
+use crate::drivers::UserDriverExt;
 use crate::error::invalid;
-use crate::testbed::TargetSpec;
 use crate::workload::{Params, WorkloadSpec};
+use fsbench_model::filesystem::{FsType, UserDriver};
+use fsbench_model::testbed::TargetSpec;
 
 /// A complete, validated description of a benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -141,7 +142,7 @@ fn default_runs() -> u32 {
 }
 fn default_target() -> TargetSpec {
     TargetSpec::Image {
-        dir: crate::testbed::default_image_dir(),
+        dir: fsbench_model::testbed::default_image_dir(),
         size: None,
         loop_cache: false,
     }
@@ -290,7 +291,8 @@ impl Suite {
             return Err(invalid("the suite has no workloads"));
         }
         let no_queue = |c: &&FsConfig| {
-            !self.target.makes_filesystems() || c.fs == Some(crate::drivers::FsType::Tmpfs)
+            !self.target.makes_filesystems()
+                || c.fs == Some(fsbench_model::filesystem::FsType::Tmpfs)
         };
         if !self.sched.is_empty() && !self.target.makes_filesystems() {
             return Err(invalid(
@@ -311,7 +313,7 @@ impl Suite {
         }
         if let Some(c) = self.configs.iter().find(|c| c.wcache.is_some()) {
             let refusal = match &self.target {
-                _ if c.fs == Some(crate::drivers::FsType::Tmpfs) => {
+                _ if c.fs == Some(fsbench_model::filesystem::FsType::Tmpfs) => {
                     Some("wcache= needs --device: tmpfs has no device".to_string())
                 }
                 TargetSpec::Image { dir, .. } => Some(crate::testbed::queue::loop_refusal(dir)),

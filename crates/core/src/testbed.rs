@@ -21,81 +21,33 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
+use fsbench_model::testbed::{TargetSpec, default_image_dir};
 use rustix::fs::{Mode, OFlags};
-use serde::{Deserialize, Serialize};
 
 use crate::config::FsConfig;
-use crate::drivers::{FsType, Toolset};
+use crate::drivers::{FsTypeExt, Toolset};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
-use crate::units::{format_bytes, group_thousands};
 use crate::workload::SpaceNeed;
 use device::DeviceKind;
+use fsbench_model::filesystem::FsType;
+use fsbench_model::units::{format_bytes, group_thousands};
 use scratch::Scratch;
 
-pub use fresh::{FreshFs, FsckOutcome, Teardown};
-
-/// Where the filesystems under test live.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub enum TargetSpec {
-    /// A fresh sparse loop image per run in `dir`; `size` in bytes (`None`: sized to the workloads).
-    Image {
-        #[serde(default = "default_image_dir")]
-        dir: PathBuf,
-        #[serde(default, with = "crate::units::opt_size")]
-        size: Option<u64>,
-        /// Buffered loop devices (through the host's page cache) instead of direct I/O.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        loop_cache: bool,
-    },
-    /// A real block device (or an existing image file), re-made for every run.
-    Device {
-        path: PathBuf,
-        #[serde(default)]
-        force: bool,
-        /// For an image file: a buffered loop device instead of direct I/O.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        loop_cache: bool,
-    },
-    /// A fresh subdirectory of an existing directory; no mkfs, no unmount, no fsck.
-    Dir { path: PathBuf },
-}
-
-/// Loop images go to /var/tmp: on disk (unlike a tmpfs /tmp) and kept out of the way.
-pub fn default_image_dir() -> PathBuf {
-    PathBuf::from("/var/tmp")
-}
+pub use fresh::{FreshFs, Teardown};
 
 /// Smallest image fsbench makes: room for every filesystem's own metadata.
 const MIN_IMAGE: u64 = 1 << 30;
 
-impl TargetSpec {
-    /// Whether runs make filesystems (and so need root).
-    pub fn makes_filesystems(&self) -> bool {
-        !matches!(self, TargetSpec::Dir { .. })
-    }
-
-    /// Whether loop devices this target attaches use direct I/O (not `loop_cache`).
-    pub fn loop_direct_io(&self) -> bool {
-        match self {
-            TargetSpec::Image { loop_cache, .. } | TargetSpec::Device { loop_cache, .. } => {
-                !loop_cache
-            }
-            TargetSpec::Dir { .. } => false,
-        }
-    }
-
-    /// Image size for `need`: room for the data, and for ext4's one inode per 16 KiB.
-    pub fn image_size_for(need: SpaceNeed) -> u64 {
-        let by_bytes = need.bytes.max(need.ideal_bytes).saturating_mul(3) / 2;
-        let by_inodes = need.inodes.saturating_mul(20 << 10);
-        let size = by_bytes
-            .max(by_inodes)
-            .saturating_add(256 << 20)
-            .max(MIN_IMAGE);
-        size.div_ceil(64 << 20).saturating_mul(64 << 20)
-    }
+/// Image size for `need`: room for the data, and for ext4's one inode per 16 KiB.
+fn image_size_for(need: SpaceNeed) -> u64 {
+    let by_bytes = need.bytes.max(need.ideal_bytes).saturating_mul(3) / 2;
+    let by_inodes = need.inodes.saturating_mul(20 << 10);
+    let size = by_bytes
+        .max(by_inodes)
+        .saturating_add(256 << 20)
+        .max(MIN_IMAGE);
+    size.div_ceil(64 << 20).saturating_mul(64 << 20)
 }
 
 /// An opened target: its scratch directory and everything checked once per suite.
@@ -122,7 +74,7 @@ impl Target {
         }
         let (parent, image_size, device_kind) = match spec {
             TargetSpec::Image { dir, size, .. } => {
-                let size = size.unwrap_or_else(|| TargetSpec::image_size_for(need));
+                let size = size.unwrap_or_else(|| image_size_for(need));
                 check_image_size(size, need, fs_types)?;
                 check_directory(dir)?;
                 // A sparse image larger than the space behind it would turn a full host

@@ -61,7 +61,8 @@ use std::os::fd::BorrowedFd;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FsbenchError, invalid};
-use crate::measure::{Figure, PhaseRecorder};
+use crate::measure::PhaseRecorder;
+use fsbench_model::measurement::Figure;
 use options::WorkloadKind;
 
 pub use crate::calls::*;
@@ -208,7 +209,7 @@ pub trait Workload: Send {
     }
     /// What the filesystem under test is declared to lack (a user driver's flags), told
     /// before setup: a workload that counts extents says "unsupported" without FIEMAP.
-    fn filesystem_lacks(&mut self, _lacks: &[crate::drivers::Capability]) {}
+    fn filesystem_lacks(&mut self, _lacks: &[fsbench_model::filesystem::Capability]) {}
     /// Untimed work just before phase `phase` starts its clock (decompressing an archive).
     fn before_phase(&mut self, _phase: usize) -> Result<(), FsbenchError> {
         Ok(())
@@ -280,7 +281,7 @@ macro_rules! workloads {
         impl Params {
     /// Refuses this workload where it needs what `driver` declares it lacks, naming the
     /// driver, the flag and the workload's option: before anything is made.
-    pub(crate) fn check_needs(&self, driver: &crate::drivers::UserDriver) -> anyhow::Result<()> {
+    pub(crate) fn check_needs(&self, driver: &fsbench_model::filesystem::UserDriver) -> anyhow::Result<()> {
         let kind = self.kind();
         match kind
             .needs
@@ -578,8 +579,8 @@ fn check_buffers(label: &str, buffers: u64, available: Option<u64>) -> anyhow::R
     match available {
         Some(available) if buffers > available / 2 => Err(invalid(format!(
             "{label}: needs {} of I/O buffers (threads × block or record size), more than half of the {} of memory available: use fewer threads or smaller blocks",
-            crate::units::format_bytes(buffers),
-            crate::units::format_bytes(available)
+            fsbench_model::units::format_bytes(buffers),
+            fsbench_model::units::format_bytes(available)
         ))),
         _ => Ok(()),
     }

@@ -4,7 +4,7 @@
 #[cfg(feature = "mpi")]
 use fsbench_core::rmtree;
 use fsbench_core::{
-    aging, drivers, error, measure, phase_progress, results, shape, suite, sysinfo, testbed, units,
+    aging, drivers, error, measure, phase_progress, results, shape, suite, sysinfo, testbed,
     workload,
 };
 use fsbench_stats as stats;

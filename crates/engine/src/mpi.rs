@@ -21,9 +21,9 @@ use crate::measure::Progress;
 use crate::runner::observer::{Observer, Silent};
 use crate::runner::{RunContext, RunExecutor, finish_run, fresh_for_run};
 use crate::suite::Suite;
-use crate::testbed::TargetSpec;
 use crate::workload::Params;
 use comm::Comm;
+use fsbench_model::testbed::TargetSpec;
 pub use rank::MpiOptions;
 use rank::{Job, TOKEN_FILE};
 

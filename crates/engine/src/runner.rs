@@ -14,7 +14,6 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::drivers::FsType;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::results::{
@@ -22,12 +21,16 @@ use crate::results::{
     TargetInfo, WorkloadKey,
 };
 use crate::suite::{FsConfig, Suite};
-use crate::sysinfo::SystemInfo;
-use crate::testbed::stack::{self, SuiteTestbed};
-use crate::testbed::{Target, TargetSpec, device, named};
-use crate::units::format_bytes;
+use crate::sysinfo::SystemInfoExt;
+use crate::testbed::stack::{self, SuiteTestbedExt};
+use crate::testbed::{Target, device, named};
 use crate::workload::{Boundary, Params, SpaceNeed};
 use configs::resolve_configs;
+use fsbench_model::filesystem::FsType;
+use fsbench_model::system::SystemInfo;
+use fsbench_model::testbed::SuiteTestbed;
+use fsbench_model::testbed::TargetSpec;
+use fsbench_model::units::format_bytes;
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
 use lifecycle::{fresh_fs, record_checkpoint};
 use lifecycle::{undo_failed_run, with_remedy};

@@ -58,8 +58,8 @@ pub fn fit_size(
     } else if fits == 0 {
         Err(FsbenchError::InvalidInput(format!(
             "{files} file(s) of at least {} each do not fit in 80% of the {} free: use a larger image (--image-size) or a smaller block size",
-            crate::units::format_bytes(align),
-            crate::units::format_bytes(free)
+            fsbench_model::units::format_bytes(align),
+            fsbench_model::units::format_bytes(free)
         )))
     } else {
         Ok((fits, Some(free)))

@@ -15,20 +15,18 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
 
 use crate::error::FsbenchError;
 
 mod errno;
-mod figure;
-pub use figure::*;
 mod timeline;
 pub use errno::{errno_name, fatal_error};
+pub use timeline::FIRST_INTERVAL_MS;
 use timeline::Timeline;
-pub use timeline::{FIRST_INTERVAL_MS, LatencyPoint, LatencyTimeline};
 
 /// Operation types with a latency histogram of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -413,85 +411,20 @@ pub fn new_histogram() -> Histogram<u64> {
         .expect("static histogram bounds are valid")
 }
 
-/// What a phase measured.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PhaseMeasurement {
-    pub elapsed_ns: u64,
-    /// Units completed (directories or files, as the phase defines).
-    pub ops: u64,
-    pub bytes: u64,
-    pub cpu_user_ns: u64,
-    pub cpu_system_ns: u64,
-    /// Per operation type.
-    pub latency: BTreeMap<String, LatencySummary>,
-    /// Failed system calls by errno name.
-    pub errors: BTreeMap<String, u64>,
-    /// Archive members refused because they would land outside the target.
-    #[serde(default)]
-    pub refused: u64,
-    /// The first few failures and refusals, with their paths.
-    #[serde(default)]
-    pub failures: Vec<String>,
-    /// p50, p99 and max of the calls per interval of the phase (calls timed on the phase's
-    /// own thread, and the io workload's jobs; other worker threads' calls are in `latency`
-    /// only).
-    #[serde(default, skip_serializing_if = "LatencyTimeline::is_empty")]
-    pub latency_timeline: LatencyTimeline,
+/// Behaviour over the stored latency record: making it from a histogram, decoding its
+/// histogram and merging several (hdrhistogram and base64 are measure's, not the model's).
+pub trait LatencySummaryExt: Sized {
+    /// The percentiles of `h`, with `h` encoded.
+    fn of(h: &Histogram<u64>) -> Self;
+    /// The histogram, decoded; `None` if it was not recorded (older results) or is damaged.
+    fn decode(&self) -> Option<Histogram<u64>>;
+    /// Percentiles of several runs' histograms merged: the latency of all their calls.
+    fn merge<'a>(parts: impl IntoIterator<Item = &'a Self>) -> Option<Self>
+    where
+        Self: 'a;
 }
 
-impl PhaseMeasurement {
-    /// Failed calls and refusals, e.g. `EMLINK ×1,001, refused ×2`; `None` when there were none.
-    pub fn failure_summary(&self) -> Option<String> {
-        let mut parts: Vec<String> = self
-            .errors
-            .iter()
-            .map(|(e, n)| format!("{e} ×{}", crate::units::group_thousands(*n)))
-            .collect();
-        if self.refused > 0 {
-            parts.push(format!(
-                "refused ×{}",
-                crate::units::group_thousands(self.refused)
-            ));
-        }
-        (!parts.is_empty()).then(|| parts.join(", "))
-    }
-    pub fn elapsed_secs(&self) -> f64 {
-        self.elapsed_ns as f64 / 1e9
-    }
-
-    /// Units per second.
-    pub fn ops_per_sec(&self) -> f64 {
-        self.ops as f64 / self.elapsed_secs()
-    }
-
-    pub fn kib_per_sec(&self) -> f64 {
-        self.bytes as f64 / 1024.0 / self.elapsed_secs()
-    }
-
-    /// CPU time (user + system) as a percentage of elapsed time.
-    pub fn cpu_percent(&self) -> f64 {
-        (self.cpu_user_ns + self.cpu_system_ns) as f64 / self.elapsed_ns as f64 * 100.0
-    }
-}
-
-/// Percentiles of one operation type, in nanoseconds, and the histogram they came from.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LatencySummary {
-    pub count: u64,
-    pub mean_ns: f64,
-    pub min_ns: u64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub max_ns: u64,
-    /// The whole histogram, HdrHistogram's V2 encoding in base64, so that any percentile can
-    /// be recomputed and runs can be merged.
-    #[serde(default)]
-    pub histogram: String,
-}
-
-impl LatencySummary {
+impl LatencySummaryExt for LatencySummary {
     fn of(h: &Histogram<u64>) -> LatencySummary {
         let mut encoded = Vec::new();
         V2Serializer::new()
@@ -510,16 +443,12 @@ impl LatencySummary {
         }
     }
 
-    /// The histogram, decoded; `None` if it was not recorded (older results) or is damaged.
-    pub fn decode(&self) -> Option<Histogram<u64>> {
+    fn decode(&self) -> Option<Histogram<u64>> {
         let bytes = BASE64.decode(&self.histogram).ok()?;
         Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
     }
 
-    /// Percentiles of several runs' histograms merged: the latency of all their calls.
-    pub fn merge<'a>(
-        parts: impl IntoIterator<Item = &'a LatencySummary>,
-    ) -> Option<LatencySummary> {
+    fn merge<'a>(parts: impl IntoIterator<Item = &'a LatencySummary>) -> Option<LatencySummary> {
         let mut total: Option<Histogram<u64>> = None;
         for part in parts {
             let h = part.decode()?;

@@ -1,20 +1,6 @@
-//! The system a suite ran on, recorded with every result.
+//! The system a suite ran on, as the kernel says (the record is the model's).
 
-use serde::{Deserialize, Serialize};
-
-/// Kernel, CPU and memory of the machine.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SystemInfo {
-    pub hostname: String,
-    pub kernel_release: String,
-    pub kernel_version: String,
-    pub arch: String,
-    pub cpu_model: String,
-    pub cpus: usize,
-    pub memory_bytes: u64,
-    pub fsbench_version: String,
-    pub root: bool,
-}
+use fsbench_model::system::SystemInfo;
 
 /// A `/proc/meminfo` field in bytes, e.g. `MemAvailable:`.
 fn meminfo_bytes(field: &str) -> Option<u64> {
@@ -35,8 +21,14 @@ pub fn available_memory() -> Option<u64> {
     meminfo_bytes("MemAvailable:")
 }
 
-impl SystemInfo {
-    pub fn collect() -> SystemInfo {
+/// Gathering the system record: it reads /proc and uname, so it lives here, not in the model.
+pub trait SystemInfoExt {
+    /// Kernel, CPU and memory of this machine now.
+    fn collect() -> SystemInfo;
+}
+
+impl SystemInfoExt for SystemInfo {
+    fn collect() -> SystemInfo {
         let uname = rustix::system::uname();
         let text = |s: &std::ffi::CStr| s.to_string_lossy().into_owned();
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();

@@ -7,8 +7,8 @@ use std::fmt::Write;
 use maud::{Markup, PreEscaped, html};
 
 use crate::results::SuiteResult;
-use crate::units::format_bytes;
-use fsbench_core::aging::{Preparation, Probe};
+use fsbench_model::aging::{Preparation, Probe};
+use fsbench_model::units::format_bytes;
 
 fn probe_text(p: &Option<Probe>) -> String {
     p.map_or("-".into(), |p| p.fragments.to_string())

@@ -5,10 +5,11 @@ use comfy_table::CellAlignment;
 
 use super::fit::{View, fit, new_table};
 use super::{column_decimals, figure, fixed};
-use crate::measure::{LatencySummary, figure_name};
+use crate::measure::LatencySummaryExt;
 use crate::results::{RunStatus, SuiteResult};
-use crate::units::group_thousands;
 use crate::workload::PhaseInfo;
+use fsbench_model::measurement::{LatencySummary, figure_name};
+use fsbench_model::units::group_thousands;
 
 fn align_right_from(table: &mut comfy_table::Table, first: usize) {
     for i in first..table.column_count() {

@@ -7,10 +7,10 @@
 use std::fmt::Write;
 
 use crate::error::invalid;
-use crate::measure::{Dim, DimValue};
 use crate::results::SuiteResult;
 use crate::workload::Params;
 use crate::workload::ffsb::Op;
+use fsbench_model::measurement::{Dim, DimValue};
 
 /// C's `%.3g`: three significant digits, trailing zeros dropped, an exponent for large and
 /// small values.

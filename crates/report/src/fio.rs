@@ -9,10 +9,11 @@ use std::fmt::Write;
 use serde_json::{Map, Value, json};
 
 use crate::error::invalid;
-use crate::measure::{Dim, DimValue, LatencySummary};
+use crate::measure::LatencySummaryExt;
 use crate::results::{RunRecord, RunStatus, SuiteResult};
 use crate::workload::Params;
 use crate::workload::io::{IoParams, PERCENTILES};
+use fsbench_model::measurement::{Dim, DimValue, LatencySummary};
 
 const DIRECTIONS: [&str; 2] = ["read", "write"];
 

@@ -10,10 +10,11 @@ use super::compare;
 use super::figure;
 use super::matrix::Matrix;
 use super::mpi_ranks::{rank_charts, rank_progress};
-use crate::measure::{DimValue, LatencySummary};
+use crate::measure::LatencySummaryExt;
 use crate::results::SuiteResult;
 use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};
-use crate::units::format_bytes;
+use fsbench_model::measurement::{DimValue, LatencySummary};
+use fsbench_model::units::format_bytes;
 
 use crate::workload::PhaseInfo;
 

@@ -5,11 +5,11 @@
 use maud::{Markup, PreEscaped, html};
 
 use super::charts;
-use crate::measure::DimValue;
 use crate::results::SuiteResult;
 use crate::stats::compare::Column;
 use crate::workload::Params;
 use crate::workload::io::IoParams;
+use fsbench_model::measurement::DimValue;
 
 /// A swept parameter: its name, its value in a workload (`None`: not one value, as a
 /// `bssplit`), and the workload with it set aside (what the others must share).
@@ -33,7 +33,7 @@ const PARAMETERS: [Parameter; 2] = [
             [(bs, _)] => Some(*bs),
             _ => None,
         },
-        label: crate::units::compact_size,
+        label: fsbench_model::units::compact_size,
         without: |p| p.bssplit.clear(),
     },
 ];

@@ -9,10 +9,10 @@ use std::fmt::Write;
 
 use super::matrix::Matrix;
 use crate::error::invalid;
-use crate::measure::DimValue;
 use crate::results::SuiteResult;
 use crate::workload::Params;
 use crate::workload::iozone::{DIMENSIONS, IozoneParams, TESTS};
+use fsbench_model::measurement::DimValue;
 
 /// The suite's IOzone matrices: per workload whose figures are broken down by IOzone's
 /// dimensions, its throughput matrix.

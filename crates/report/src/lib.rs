@@ -1,7 +1,7 @@
 //! Reports of a suite's results behind one trait ([`formats::Report`]): terminal tables,
 //! Markdown, CSV, JSON, HTML and the tools' own formats.
 
-use fsbench_core::{error, measure, results, testbed, units, workload};
+use fsbench_core::{error, measure, results, workload};
 use fsbench_stats as stats;
 
 pub mod aging;
@@ -100,7 +100,7 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     };
     format!(
         "{sign}{}{frac}",
-        crate::units::group_thousands(int.parse().unwrap_or(0))
+        fsbench_model::units::group_thousands(int.parse().unwrap_or(0))
     )
 }
 

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use crate::measure::DimValue;
 use crate::results::MetricSummary;
 use crate::results::Summary;
+use fsbench_model::measurement::DimValue;
 
 /// One figure's matrix over some columns (configurations, possibly of several suites).
 pub struct Matrix<'a> {
@@ -86,7 +86,7 @@ impl<'a> Matrix<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::Dim;
+    use fsbench_model::measurement::Dim;
 
     fn summary(config: &str, dims: [DimValue; 3], mean: f64) -> MetricSummary {
         let names = ["test", "file size", "record size"];

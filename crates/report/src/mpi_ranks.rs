@@ -3,10 +3,10 @@
 use maud::{Markup, PreEscaped, html};
 
 use super::charts;
-use crate::measure::DimValue;
 use crate::results::SuiteResult;
 use crate::stats::compare::{Column, FigureKey};
 use crate::workload::PhaseInfo;
+use fsbench_model::measurement::DimValue;
 
 /// Under MPI: per configuration, every rank's rate in the phase (mean over runs, 95% CI), so
 /// that stragglers stand out.

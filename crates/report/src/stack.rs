@@ -3,7 +3,7 @@
 
 use crate::results::SuiteResult;
 use crate::stats::compare::Column;
-use crate::testbed::stack::{BlockQueue, LoadAverage, SuiteTestbed};
+use fsbench_model::testbed::{BlockQueue, LoadAverage, SuiteTestbed};
 
 fn load_text(load: Option<LoadAverage>) -> String {
     load.map_or("unknown".to_string(), |[a, b, c]| {
@@ -94,7 +94,7 @@ pub fn describe(t: &SuiteTestbed) -> Vec<String> {
         ));
     }
     if let Some(b) = &t.baseline {
-        lines.push(crate::testbed::stack::raw::describe(b));
+        lines.push(fsbench_model::testbed::raw::describe(b));
     }
     lines.push(format!(
         "load average: {} at start, {} at end",

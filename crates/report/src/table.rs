@@ -15,7 +15,7 @@ use super::{details, warnings};
 use crate::results::Summary;
 use crate::results::ceiling::{self, HARNESS_BOUND_PERCENT};
 use crate::results::{MetricSummary, RunStatus, SuiteResult};
-use crate::units::format_bytes;
+use fsbench_model::units::format_bytes;
 
 mod matrix_tables;
 use matrix_tables::render_matrix;

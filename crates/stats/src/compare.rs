@@ -9,9 +9,9 @@ use serde::Serialize;
 use crate::correction::Correction;
 use crate::difference::Difference;
 use crate::error::invalid;
-use crate::measure::{Dim, figure_name};
 use crate::results::Summary;
 use crate::results::{MetricSummary, SuiteResult};
+use fsbench_model::measurement::{Dim, figure_name};
 
 /// One compared configuration: a suite and one of its configurations.
 #[derive(Debug, Clone, Serialize)]

@@ -2,7 +2,7 @@
 //! of a suite's runs ([`summary`]), comparisons of configurations ([`compare`]) and their
 //! ranking ([`rank`]). Rendering is in the reports.
 
-use fsbench_core::{error, measure, results, workload};
+use fsbench_core::{error, results, workload};
 
 pub mod compare;
 pub mod conclusion;

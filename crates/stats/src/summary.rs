@@ -2,11 +2,11 @@
 //! (configuration, workload, phase, metric, dimensions) and summarized across runs.
 
 use crate::compare::{FigureKey, PhaseRoles, Role};
-use crate::measure::{Dim, Figure};
 use crate::results::Summary;
 use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::summarize;
 use crate::workload::PhaseInfo;
+use fsbench_model::measurement::{Dim, Figure};
 
 /// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
 /// workload's own figures.

@@ -3,7 +3,7 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
-use fsbench_core::{error, measure, results, suite, sysinfo, testbed, workload};
+use fsbench_core::{error, results, suite, testbed, workload};
 use fsbench_stats as stats;
 
 mod claim;
@@ -17,16 +17,16 @@ use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::error::{FsbenchError, invalid};
-use crate::measure::{LatencySummary, PhaseMeasurement};
 use crate::results::{
     ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
     SuiteStatus, TargetInfo, WorkloadKey,
 };
 use crate::suite::{FsConfig, Suite};
-use crate::sysinfo::SystemInfo;
-use crate::testbed::FsckOutcome;
 use crate::workload::KeptOutput;
 use claim::{boot_id, claimer_alive};
+use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
+use fsbench_model::system::SystemInfo;
+use fsbench_model::testbed::FsckOutcome;
 
 /// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released
 /// step: add a new one.

@@ -1,6 +1,6 @@
 use super::*;
-use crate::measure::Figure;
 use crate::results::SuiteResult;
+use fsbench_model::measurement::Figure;
 
 /// A database as the first schema version left it, holding one suite with one run.
 fn version_one_database(path: &Path) -> i64 {
@@ -102,9 +102,12 @@ fn matrix_cells_of_schema_seven_become_figures_with_dimensions() {
     );
     assert_eq!(
         dims[0].value,
-        crate::measure::DimValue::Text("write".into())
+        fsbench_model::measurement::DimValue::Text("write".into())
     );
-    assert_eq!(dims[1].value, crate::measure::DimValue::Bytes(1 << 20));
+    assert_eq!(
+        dims[1].value,
+        fsbench_model::measurement::DimValue::Bytes(1 << 20)
+    );
     let value = |name: &str| write.iter().find(|f| f.name == name).unwrap().value;
     // IOzone's "Children see throughput": the threads' own rates added up (2 × 4,000).
     assert_eq!(value("throughput"), 8000.0);
@@ -114,7 +117,7 @@ fn matrix_cells_of_schema_seven_become_figures_with_dimensions() {
     assert_eq!(value("thread max"), 5000.0);
     assert_eq!(
         figures[7].dims[0].value,
-        crate::measure::DimValue::Text("read".into())
+        fsbench_model::measurement::DimValue::Text("read".into())
     );
 }
 

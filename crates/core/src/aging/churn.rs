@@ -11,9 +11,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use fsbench_model::aging::AgingStats;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
 
 use super::profile::{AgeProfile, Rng};
 use super::{Usage, write_all_at};
@@ -22,30 +22,6 @@ use crate::measure::Progress;
 
 /// The directory the aged tree lives in, below the filesystem's root.
 pub const AGED_DIR: &str = "aged";
-
-/// What aging did, stored with every run that starts from the aged filesystem.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgingStats {
-    pub profile: String,
-    pub seed: u64,
-    pub secs: f64,
-    pub bytes_written: u64,
-    /// Files and directories in the aged tree at the end.
-    pub files: u64,
-    pub dirs: u32,
-    pub creates: u64,
-    pub appends: u64,
-    pub overwrites: u64,
-    pub deletes: u64,
-    /// Writes that found the filesystem full (the churn then deletes and re-reads statvfs).
-    #[serde(default)]
-    pub enospc: u64,
-    pub target_util_percent: f64,
-    /// statvfs's utilisation after the churn and a sync.
-    pub util_percent: f64,
-    /// Used + available bytes (df's size of the filesystem).
-    pub capacity_bytes: u64,
-}
 
 #[derive(Clone, Copy)]
 struct Live {

@@ -6,8 +6,8 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use fsbench_model::aging::FillStats;
 use rustix::fs::{Mode, OFlags};
-use serde::{Deserialize, Serialize};
 
 use super::{Usage, write_all_at};
 use crate::error::FsbenchError;
@@ -18,19 +18,6 @@ pub const FILL_DIR: &str = "fill";
 
 /// Files of the fill are this large (the last of a round smaller).
 const FILE_SIZE: u64 = 8 << 20;
-
-/// What filling did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FillStats {
-    pub level_percent: u8,
-    pub files: u64,
-    pub bytes_written: u64,
-    pub secs: f64,
-    /// statvfs's utilisation after the fill and a sync.
-    pub util_percent: f64,
-    /// Bytes free (available to the caller) at that level.
-    pub free_bytes: u64,
-}
 
 /// Fills the filesystem of `root` to `level` percent used (within a point; never above by
 /// more than a file's rounding). A filesystem already fuller is left as it is.

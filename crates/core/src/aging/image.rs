@@ -9,23 +9,6 @@ use std::path::Path;
 use anyhow::Context;
 use rustix::fs::SeekFrom;
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
-
-/// The template a run's image is a copy of.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TemplateInfo {
-    /// [`checksum`] of the template image.
-    pub checksum: String,
-    /// This run made the template (its aging and fill were done here, once).
-    pub made_here: bool,
-    /// `reflink` or `sparse copy`.
-    pub copy: String,
-    pub copy_secs: f64,
-    /// Where the template image was kept: a resume of an interrupted suite starts from it
-    /// when it is still there with this checksum.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kept: Option<std::path::PathBuf>,
-}
 
 /// Copies `from` to the new file `to`: a reflink where possible, else a sparse copy.
 /// Returns how (`reflink` or `sparse copy`).

@@ -5,32 +5,17 @@
 use std::os::fd::BorrowedFd;
 use std::path::Path;
 
+use fsbench_model::aging::{NativeView, Probe};
+use fsbench_model::filesystem::{Capability, FsType};
 use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags};
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
 
 use super::Usage;
-use crate::drivers::{Capability, FsType};
 use crate::error::FsbenchError;
 use crate::extents::{ExtentCount, Mapper};
 use crate::tools;
 
 const PROBE: &str = ".fsbench-probe";
-
-/// The probe's result: a file of `bytes` (a tenth of the free space) allocated in one call
-/// took this many pieces; so did one of half the free space, which sees fragmentation that
-/// still leaves a tenth's worth of contiguous space.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Probe {
-    pub bytes: u64,
-    pub extents: u64,
-    /// Physically discontiguous pieces (as filefrag counts): the figure to compare.
-    pub fragments: u64,
-    #[serde(default)]
-    pub half_bytes: u64,
-    #[serde(default)]
-    pub half_fragments: u64,
-}
 
 /// Allocates a tenth, then half, of the free space (whole MiB) as one file, counts its
 /// extents, removes it. `None` where the filesystem cannot fallocate (ext2, ext3) or map
@@ -84,15 +69,6 @@ fn allocate(root: BorrowedFd<'_>, bytes: u64) -> Result<Option<ExtentCount>, Fsb
     rustix::fs::unlinkat(root, PROBE, AtFlags::empty()).map_err(|e| fail("remove", e))?;
     rustix::fs::syncfs(root).map_err(|e| fail("syncfs", e))?;
     Ok(counted)
-}
-
-/// One native tool's view of the free space.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NativeView {
-    /// The command line run.
-    pub command: String,
-    /// Its output (at most 8 KiB of it).
-    pub output: String,
 }
 
 /// Whether `fs`'s native view needs the filesystem mounted (btrfs) or unmounted (the others

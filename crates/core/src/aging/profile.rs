@@ -445,7 +445,7 @@ mod size {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        crate::units::opt_size::deserialize(d)?
+        fsbench_model::units::opt_size::deserialize(d)?
             .ok_or_else(|| serde::de::Error::custom("a size is required"))
     }
 }

@@ -17,7 +17,7 @@ pub(super) fn require(driver: &Driver) -> Result<(), FsbenchError> {
     let name = if driver.fuse_daemon.is_some() {
         "fuse"
     } else {
-        driver.name
+        driver.fs.name()
     };
     if listed_now(name) {
         return Ok(());
@@ -48,7 +48,7 @@ fn lacks(driver: &Driver, tried: &str) -> FsbenchError {
     FsbenchError::KernelLacks {
         fs: driver
             .fuse_daemon
-            .map_or(driver.name, |_| "fuse")
+            .map_or(driver.fs.name(), |_| "fuse")
             .to_string(),
         tried: tried.to_string(),
         option: driver.kernel_option.to_string(),
@@ -70,7 +70,8 @@ fn listed(proc_filesystems: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drivers::FsType;
+    use crate::drivers::FsTypeExt;
+    use fsbench_model::filesystem::FsType;
 
     #[test]
     fn proc_filesystems_lines_are_matched_by_whole_name() {
@@ -104,8 +105,8 @@ mod tests {
     fn filesystems_the_kernel_lists_pass() {
         let text = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
         for d in super::super::DRIVERS {
-            if listed(&text, d.name) {
-                assert!(require(d).is_ok(), "{}", d.name);
+            if listed(&text, d.fs.name()) {
+                assert!(require(d).is_ok(), "{}", d.fs);
             }
         }
     }

@@ -4,49 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use fsbench_model::filesystem::{Capability, FsType, UserDriver};
 
-use super::{Capability, FsType, Toolset};
+use super::{FsTypeExt, Toolset};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
-
-/// One `[[driver]]` table.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct UserDriver {
-    pub name: String,
-    /// The Debian package a missing program is named with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub package: Option<String>,
-    /// `mkfs.ext4 -F -q {options} {device}`.
-    pub mkfs: String,
-    /// `mount -t` type (a kernel filesystem), or else:
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mount_type: Option<String>,
-    /// a FUSE mount command: `ntfs-3g {device} {mountpoint}` (`{options}`: the mount options).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mount: Option<String>,
-    /// Read-only check: `e2fsck -f -n {device}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fsck: Option<String>,
-    /// `fusermount -u {mountpoint}`; without it, umount(2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unmount: Option<String>,
-    /// What the filesystem supports, as the user declares it: a workload that needs what it
-    /// lacks is refused, and fragment counts and the free-space probe say "unsupported".
-    #[serde(default = "yes")]
-    pub fiemap: bool,
-    #[serde(default = "yes")]
-    pub fallocate: bool,
-    #[serde(default = "yes")]
-    pub o_direct: bool,
-    #[serde(default = "yes")]
-    pub hard_links: bool,
-}
-
-fn yes() -> bool {
-    true
-}
 
 /// Where a template's words go.
 pub(crate) struct Slots<'a> {
@@ -56,9 +18,16 @@ pub(crate) struct Slots<'a> {
     pub options: &'a [String],
 }
 
-impl UserDriver {
+/// What fsbench does with a `[[driver]]` table: checks it and finds its programs.
+pub trait UserDriverExt {
     /// Refuses a driver that cannot work: a built-in's name, a template without its device.
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()>;
+    /// Resolves the templates' programs, or names the package to install.
+    fn toolset(&self) -> Result<Toolset, FsbenchError>;
+}
+
+impl UserDriverExt for UserDriver {
+    fn validate(&self) -> anyhow::Result<()> {
         let name = self.name.trim();
         let bad = |why: String| invalid(format!("[[driver]] `{}`: {why}", self.name));
         if name.is_empty() || name.contains([',', ':']) || name.contains(char::is_whitespace) {
@@ -66,7 +35,7 @@ impl UserDriver {
                 "a name without spaces, commas or colons is needed".into()
             ));
         }
-        if name.parse::<FsType>().is_ok() || name == FsType::User.name() {
+        if FsType::parse(name).is_ok() || name == FsType::User.name() {
             return Err(bad(
                 "the name is a built-in filesystem's; choose another".into()
             ));
@@ -98,8 +67,7 @@ impl UserDriver {
         Ok(())
     }
 
-    /// Resolves the templates' programs, or names the package to install.
-    pub fn toolset(&self) -> Result<Toolset, FsbenchError> {
+    fn toolset(&self) -> Result<Toolset, FsbenchError> {
         let package = self.package.as_deref().unwrap_or("that provides it");
         let program = |template: &str| {
             let word = split(template).ok().and_then(|w| w.into_iter().next());
@@ -112,64 +80,46 @@ impl UserDriver {
         Ok(Toolset {
             mkfs: Some(program(&self.mkfs)?),
             fsck,
-            version: Some(format!("user driver `{}` ({})", self.name, self.declared())),
+            version: Some(format!("user driver `{}` ({})", self.name, declared(self))),
             fsck_version: None,
         })
     }
+}
 
-    /// Whether the table declares `capability`.
-    pub fn has(&self, capability: Capability) -> bool {
-        match capability {
-            Capability::Fiemap => self.fiemap,
-            Capability::Fallocate => self.fallocate,
-            Capability::Direct => self.o_direct,
-            Capability::HardLinks => self.hard_links,
-        }
-    }
-
-    /// What the table declares the filesystem lacks.
-    pub fn lacks(&self) -> Vec<Capability> {
-        Capability::ALL
-            .into_iter()
-            .filter(|c| !self.has(*c))
-            .collect()
-    }
-
-    /// The declared capabilities: `FIEMAP, fallocate, O_DIRECT, hard links` or what lacks.
-    fn declared(&self) -> String {
-        let said: Vec<String> = Capability::ALL
-            .iter()
-            .map(|c| {
-                if self.has(*c) {
-                    c.what().to_string()
-                } else {
-                    format!("no {}", c.what())
-                }
-            })
-            .collect();
-        format!("declares {}", said.join(", "))
-    }
-
-    /// `template`'s words with its slots filled: a word `{options}` becomes the options
-    /// (none: no word), and `{device}`, `{mountpoint}`, `{options}` inside words their text.
-    pub(crate) fn expand(template: &str, slots: &Slots) -> anyhow::Result<(PathBuf, Vec<String>)> {
-        let mut words = split(template)?.into_iter();
-        let program = PathBuf::from(words.next().unwrap_or_default());
-        let joined = slots.options.join(",");
-        let mut args = Vec::new();
-        for word in words {
-            if word == "{options}" {
-                args.extend(slots.options.iter().cloned());
-                continue;
+/// The declared capabilities: `FIEMAP, fallocate, O_DIRECT, hard links` or what lacks.
+fn declared(driver: &UserDriver) -> String {
+    let said: Vec<String> = Capability::ALL
+        .iter()
+        .map(|c| {
+            if driver.has(*c) {
+                c.what().to_string()
+            } else {
+                format!("no {}", c.what())
             }
-            args.push(
-                word.replace("{device}", &slots.device.display().to_string())
-                    .replace("{mountpoint}", &slots.mountpoint.display().to_string())
-                    .replace("{options}", &joined),
-            );
+        })
+        .collect();
+    format!("declares {}", said.join(", "))
+}
+
+/// `template`'s words with its slots filled: a word `{options}` becomes the options
+/// (none: no word), and `{device}`, `{mountpoint}`, `{options}` inside words their text.
+pub(crate) fn expand(template: &str, slots: &Slots) -> anyhow::Result<(PathBuf, Vec<String>)> {
+    let mut words = split(template)?.into_iter();
+    let program = PathBuf::from(words.next().unwrap_or_default());
+    let joined = slots.options.join(",");
+    let mut args = Vec::new();
+    for word in words {
+        if word == "{options}" {
+            args.extend(slots.options.iter().cloned());
+            continue;
         }
-        Ok((program, args))
+        args.push(
+            word.replace("{device}", &slots.device.display().to_string())
+                .replace("{mountpoint}", &slots.mountpoint.display().to_string())
+                .replace("{options}", &joined),
+        );
     }
+    Ok((program, args))
 }
 
 fn split(template: &str) -> anyhow::Result<Vec<String>> {
@@ -238,15 +188,14 @@ mod tests {
             mountpoint: Path::new("/s/run1/mnt"),
             options: &options,
         };
-        let (program, args) =
-            UserDriver::expand("mkfs.ext4 -F -q {options} {device}", &slots).unwrap();
+        let (program, args) = expand("mkfs.ext4 -F -q {options} {device}", &slots).unwrap();
         assert_eq!(program, Path::new("mkfs.ext4"));
         assert_eq!(args, ["-F", "-q", "-O", "^has_journal", "/dev/loop3"]);
         let none = Slots {
             options: &[],
             ..slots
         };
-        let (_, args) = UserDriver::expand("fuse {device} {mountpoint} {options}", &none).unwrap();
+        let (_, args) = expand("fuse {device} {mountpoint} {options}", &none).unwrap();
         assert_eq!(args, ["/dev/loop3", "/s/run1/mnt"]);
     }
 }

@@ -4,7 +4,7 @@
 
 use super::{RunRecord, RunStatus, SuiteResult, Warning, WarningKind};
 use crate::results::ceiling::{HARNESS_BOUND_PERCENT, HARNESS_PERCENT, harness_bound, outran};
-use crate::testbed::loopdev::LoopInfo;
+use fsbench_model::testbed::LoopInfo;
 
 impl SuiteResult {
     /// Phases whose mean rate is over [`HARNESS_BOUND_PERCENT`] of the harness ceiling, one

@@ -277,7 +277,7 @@ fn bad_profiles_levels_and_directories_are_refused() {
     );
     suite.age = Some("light".into());
     suite.validate().unwrap();
-    suite.target = crate::testbed::TargetSpec::Dir {
+    suite.target = fsbench_model::testbed::TargetSpec::Dir {
         path: "/tmp".into(),
     };
     let e = suite.validate().unwrap_err().to_string();

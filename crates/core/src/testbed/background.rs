@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use fsbench_model::testbed::BackgroundRecord;
 
 use crate::config::Load;
 use crate::tools;
@@ -34,17 +34,6 @@ impl Load {
         args.extend(["--timeout".into(), "86400".into(), "--quiet".into()]);
         args
     }
-}
-
-/// What the background load of a run was and what it cost, as stored with the run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct BackgroundRecord {
-    pub command: String,
-    pub version: Option<String>,
-    pub secs: f64,
-    /// The load's own CPU time, its workers' included.
-    pub cpu_user_secs: f64,
-    pub cpu_system_secs: f64,
 }
 
 /// A running background load; dropped without [`BackgroundLoad::stop`], it is killed.

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::stack::raw::{Pass, RawBaseline};
 use anyhow::Context;
+use fsbench_model::testbed::raw::{Pass, RawBaseline};
 use rustix::fs::{Mode, OFlags, SeekFrom};
 
 /// One request's size.

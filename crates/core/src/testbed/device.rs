@@ -4,24 +4,11 @@
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use fsbench_model::testbed::BlockInfo;
 
 use super::{detach, mounts};
 use crate::error::FsbenchError;
 use crate::tools;
-
-/// What sysfs says about a block device (for a partition, queue facts come from its disk).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct BlockInfo {
-    pub name: String,
-    pub model: Option<String>,
-    pub size_bytes: u64,
-    pub rotational: Option<bool>,
-    pub scheduler: Option<String>,
-    pub logical_block_size: Option<u32>,
-    /// For a loop device: its backing file.
-    pub backing_file: Option<PathBuf>,
-}
 
 pub(crate) fn read_trim(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)

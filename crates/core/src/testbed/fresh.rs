@@ -6,27 +6,18 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use fsbench_model::testbed::{BackgroundRecord, FsckOutcome, LoopInfo};
 
-use super::background::{BackgroundLoad, BackgroundRecord};
-use super::loopdev::LoopInfo;
+use super::background::BackgroundLoad;
 use super::{mounts, open_dir, queue, scratch};
 use crate::config::FsConfig;
 use crate::config::Load;
-use crate::drivers::{FsType, Slots, Toolset, UserDriver};
+use crate::drivers::{FsTypeExt, Slots, Toolset, expand};
 use crate::tools;
+use fsbench_model::filesystem::{FsType, UserDriver};
 
 /// A user driver's mount command for one run: the program and its arguments.
 type MountCommand = (PathBuf, Vec<String>);
-
-/// The result of a read-only fsck.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct FsckOutcome {
-    pub clean: bool,
-    pub secs: f64,
-    /// fsck's output, kept when it was not clean.
-    pub output: Option<String>,
-}
 
 /// Timings of a run's end.
 #[derive(Debug, Clone, Default)]
@@ -222,7 +213,7 @@ impl FreshFs {
                         mountpoint: &self.root,
                         options: &[],
                     };
-                    UserDriver::expand(template, &slots)?.1
+                    expand(template, &slots)?.1
                 }
                 None => fs
                     .driver()
@@ -256,7 +247,7 @@ impl FreshFs {
                     mountpoint: mnt,
                     options: &[],
                 };
-                let (program, args) = UserDriver::expand(template, &slots)?;
+                let (program, args) = expand(template, &slots)?;
                 let program = tools::require(&program.display().to_string(), "that provides it")?;
                 tools::run_ok_in(&program, &args, &self.tool_dir)?;
                 mounts::wait_for(mnt, false, MOUNT_LIMIT, "the unmounted filesystem")?;
@@ -353,7 +344,7 @@ impl FreshFs {
         };
         if self.copied.is_none() {
             let mkfs = tools.mkfs.as_ref().context("a user driver has mkfs")?;
-            let args = UserDriver::expand(&driver.mkfs, &slots)?.1;
+            let args = expand(&driver.mkfs, &slots)?.1;
             let run = tools::run_ok_in(mkfs, &args, &self.tool_dir)?;
             self.mkfs_secs = Some(run.elapsed.as_secs_f64());
             self.mkfs_command = Some(format!("{} {}", mkfs.display(), args.join(" ")));
@@ -375,7 +366,7 @@ impl FreshFs {
                 None
             }
             (None, Some(template)) => {
-                let (program, args) = UserDriver::expand(template, &slots)?;
+                let (program, args) = expand(template, &slots)?;
                 let package = driver.package.as_deref().unwrap_or("that provides it");
                 Some((
                     tools::require(&program.display().to_string(), package)?,

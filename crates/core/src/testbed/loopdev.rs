@@ -13,28 +13,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use fsbench_model::testbed::LoopInfo;
 
 use super::{device, mounts};
 use crate::tools;
 
 /// The loop block size when the backing file's device is unknown (tmpfs): the kernel's default.
 const DEFAULT_SECTOR: u32 = 512;
-
-/// A run's loop device as the kernel had it while the filesystem was mounted.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LoopInfo {
-    pub device: PathBuf,
-    /// sysfs `loop/dio` read back while mounted: the image bypasses the host's page cache.
-    pub direct_io: bool,
-    /// The loop device's logical block size (sysfs `queue/logical_block_size`).
-    pub logical_block_size: Option<u32>,
-    /// Why the loop is buffered although direct I/O was asked for (the backing filesystem
-    /// refuses O_DIRECT, or the kernel did not enable it). `None` when direct I/O is on or
-    /// buffered loops were asked for (`--loop-cache`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<String>,
-}
 
 /// A loop device attached by [`attach`].
 pub struct Attached {

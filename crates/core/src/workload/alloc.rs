@@ -16,11 +16,13 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
-use crate::measure::{Figure, OpKind, PhaseRecorder};
-use crate::units::{compact_size, format_bytes, parse_size};
+use crate::measure::{OpKind, PhaseRecorder};
+use crate::units::parse_size;
+use fsbench_model::filesystem::Capability;
+use fsbench_model::measurement::Figure;
+use fsbench_model::units::{compact_size, format_bytes};
 
 /// An allocation method, named as in the seed's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -502,7 +504,7 @@ fn fill_window(file: &OwnedFd, offset: u64, len: usize) -> Result<(), Errno> {
 impl Workload for Alloc {
     fn filesystem_lacks(&mut self, lacks: &[Capability]) {
         self.mapper
-            .declare_fiemap(!lacks.contains(&crate::drivers::Capability::Fiemap));
+            .declare_fiemap(!lacks.contains(&fsbench_model::filesystem::Capability::Fiemap));
     }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {

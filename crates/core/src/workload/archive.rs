@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Params, PhaseInfo, SpaceNeed, Workload};
-use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
 use crate::rmtree;
-use crate::units::group_thousands;
 use extract::Extractor;
+use fsbench_model::filesystem::Capability;
+use fsbench_model::units::group_thousands;
 use generate::Shape;
 
 /// What kind of member an entry is.

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{KeptOutput, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
-use crate::measure::{Figure, PhaseRecorder};
+use crate::measure::PhaseRecorder;
+use fsbench_model::measurement::Figure;
 use process::{Exit, Finished, Step};
 
 /// The most a phase may be given to run: a week.

@@ -21,12 +21,13 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
 use crate::extents::Mapper;
-use crate::measure::{CpuTimes, Figure, OpKind, PhaseRecorder};
+use crate::measure::{CpuTimes, OpKind, PhaseRecorder};
 use crate::rmtree;
-use crate::units::{compact_size, format_bytes, group_thousands};
+use fsbench_model::filesystem::Capability;
+use fsbench_model::measurement::Figure;
+use fsbench_model::units::{compact_size, format_bytes, group_thousands};
 use worker::{FileTable, RunTotals};
 
 mod params;
@@ -178,7 +179,7 @@ impl Ffsb {
 impl Workload for Ffsb {
     fn filesystem_lacks(&mut self, lacks: &[Capability]) {
         self.mapper
-            .declare_fiemap(!lacks.contains(&crate::drivers::Capability::Fiemap));
+            .declare_fiemap(!lacks.contains(&fsbench_model::filesystem::Capability::Fiemap));
     }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {

@@ -16,7 +16,8 @@ use rustix::fs::{Mode, OFlags};
 use super::parallel::Crew;
 use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
 use crate::error::FsbenchError;
-use crate::measure::{Dim, DimValue, Figure, PhaseRecorder, Progress};
+use crate::measure::{PhaseRecorder, Progress};
+use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 mod job;
 pub mod jobfile;

@@ -15,10 +15,11 @@ use serde::{Deserialize, Serialize};
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::with_private_fds;
 use super::{Aligned, Params, PhaseInfo, SpaceNeed, Workload};
-use crate::drivers::Capability;
 use crate::error::{FsbenchError, invalid};
-use crate::measure::{CpuTimes, Dim, DimValue, Figure, PhaseRecorder};
-use crate::units::{compact_size, format_bytes};
+use crate::measure::{CpuTimes, PhaseRecorder};
+use fsbench_model::filesystem::Capability;
+use fsbench_model::measurement::{Dim, DimValue, Figure};
+use fsbench_model::units::{compact_size, format_bytes};
 
 mod offsets;
 pub use offsets::*;

@@ -10,9 +10,10 @@ use std::fmt::Write as _;
 use serde_json::Value as Json;
 
 use super::Params;
-use crate::drivers::Capability;
 use crate::error::invalid;
-use crate::units::{compact_size, parse_size};
+use crate::units::parse_size;
+use fsbench_model::filesystem::Capability;
+use fsbench_model::units::compact_size;
 
 /// How an option's value is written.
 #[derive(Debug)]

@@ -23,7 +23,7 @@ use super::options::{Parsed, WorkloadKind};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
-use crate::units::group_thousands;
+use fsbench_model::units::group_thousands;
 
 /// fdtree's block: file sizes are given in 4 KiB blocks.
 pub const BLOCK: usize = 4096;

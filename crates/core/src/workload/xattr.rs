@@ -15,7 +15,7 @@ use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload, push_decimal};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
-use crate::units::group_thousands;
+use fsbench_model::units::group_thousands;
 
 pub const PHASES: &[PhaseInfo] = &[
     PhaseInfo::fixed("create", "files", false),

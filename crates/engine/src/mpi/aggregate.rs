@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{Dim, DimValue, Figure, LatencySummary, PhaseMeasurement};
 use crate::phase_progress::SAMPLE_INTERVAL;
 use crate::results::PhaseRecord;
-use crate::shape::{self, PhaseShape, ThreadsDone};
+use crate::shape;
 use crate::workload::PhaseInfo;
 use crate::workload::tree::Agreed;
+use fsbench_model::measurement::{Dim, DimValue, Figure, LatencySummary, PhaseMeasurement};
+use fsbench_model::measurement::{PhaseShape, ThreadsDone};
 
 /// One rank's phase, as it sends it to rank 0.
 #[derive(Debug, Clone, Serialize, Deserialize)]

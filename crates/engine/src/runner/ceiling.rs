@@ -10,13 +10,15 @@ use anyhow::Context;
 
 use super::observer::{Diagnostic, Observer, Silent};
 use super::phases::{PhaseSettings, run_phase};
-use crate::drivers::FsType;
+use crate::drivers::FsTypeExt;
 use crate::error::FsbenchError;
 use crate::results::ceiling::{CELL_FIGURE, Ceiling, PhaseCeiling};
 use crate::suite::FsConfig;
-use crate::sysinfo::SystemInfo;
+use crate::sysinfo::SystemInfoExt;
 use crate::testbed::Target;
 use crate::workload::Params;
+use fsbench_model::filesystem::FsType;
+use fsbench_model::system::SystemInfo;
 
 /// Every phase of `spec` once on a fresh tmpfs of `target`.
 fn measure(

@@ -1,11 +1,14 @@
 //! The configurations a suite runs: its own or the default filesystems whose tools are
 //! here, each multiplied by the suite's background loads and I/O schedulers.
 
-use crate::drivers::{FsType, Toolset};
+use crate::drivers::{FsTypeExt, Toolset, UserDriverExt};
+
 use crate::error::invalid;
 use crate::results::Skipped;
 use crate::suite::{FsConfig, Suite};
-use crate::testbed::{TargetSpec, mounts};
+use crate::testbed::mounts;
+use fsbench_model::filesystem::FsType;
+use fsbench_model::testbed::TargetSpec;
 
 /// A configuration with its installed tools.
 pub(super) type Resolved = (FsConfig, Toolset);

@@ -7,9 +7,10 @@ use anyhow::Context;
 use super::observer::{Diagnostic, Observer};
 use super::prepare;
 use crate::error::FsbenchError;
-use crate::measure::Figure;
 use crate::results::{PhaseRecord, RunRecord, RunStatus};
-use crate::testbed::{FreshFs, Target, TargetSpec, Teardown};
+use crate::testbed::{FreshFs, Target, Teardown};
+use fsbench_model::measurement::Figure;
+use fsbench_model::testbed::TargetSpec;
 
 /// A fresh filesystem for a run, aged and filled as its configuration asks.
 pub(super) fn fresh_fs(
@@ -17,7 +18,7 @@ pub(super) fn fresh_fs(
     preparer: &mut prepare::Preparer,
     what: &prepare::RunSpec,
     observer: &mut dyn Observer,
-) -> anyhow::Result<(FreshFs, Option<crate::aging::Preparation>)> {
+) -> anyhow::Result<(FreshFs, Option<fsbench_model::aging::Preparation>)> {
     (preparer.fresh(target, what, observer))
         .with_context(|| format!("cannot prepare a fresh {}", what.resolved.0.label))
 }

@@ -5,9 +5,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::aging::Preparation;
 use crate::measure::Progress;
 use crate::results::{PhaseRecord, RunRecord, Skipped, SuiteResult};
+use fsbench_model::aging::Preparation;
 
 /// The suite about to run.
 pub struct SuitePlan<'a> {
@@ -88,7 +88,7 @@ pub enum Diagnostic<'a> {
     TemplatesKept(&'a [std::path::PathBuf]),
     /// The machine is busy as the suite starts (a sentence of [`SuiteTestbed::busy`]).
     ///
-    /// [`SuiteTestbed::busy`]: crate::testbed::stack::SuiteTestbed::busy
+    /// [`SuiteTestbed::busy`]: fsbench_model::testbed::SuiteTestbed::busy
     BusyMachine(&'a str),
     /// The queues a run set its I/O scheduler on, and a loop image's backing disk's, set
     /// or not.

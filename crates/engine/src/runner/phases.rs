@@ -12,7 +12,8 @@ use crate::measure::{PhaseRecorder, Progress};
 use crate::phase_progress::PhaseProgress;
 use crate::results::PhaseRecord;
 use crate::runner::observer::{Observer, PhaseStart};
-use crate::shape::{self, PhaseShape, ThreadsDone};
+use crate::shape;
+use fsbench_model::measurement::{PhaseShape, ThreadsDone};
 
 use crate::workload::Workload;
 

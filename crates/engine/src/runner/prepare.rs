@@ -12,13 +12,15 @@ use anyhow::Context;
 use super::configs::Resolved;
 use super::observer::{Diagnostic, Observer, PreparationStart};
 use super::phases::PhaseSettings;
-use crate::aging::image::{self, TemplateInfo};
-use crate::aging::{self, Plan, Preparation, digest, probe, profile};
+use crate::aging::image;
+use crate::aging::{self, Plan, digest, probe, profile};
 use crate::results::{ConfigKey, SuiteResult, WorkloadKey};
 use crate::suite::{FsConfig, Suite};
 use crate::testbed::{FreshFs, Target};
-use crate::units::format_bytes;
 use crate::workload::{Params, SpaceNeed};
+use fsbench_model::aging::Preparation;
+use fsbench_model::aging::TemplateInfo;
+use fsbench_model::units::format_bytes;
 
 /// Each configuration with the suite's aging profile where it names none, and once per fill
 /// level of the suite (`ext4 @ 50%`) where it names no level of its own.

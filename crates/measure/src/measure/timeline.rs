@@ -8,7 +8,7 @@
 //! phase's length. A call is placed by the lap clock's running sum, which is the time since
 //! the phase started, so the hot path adds one integer and increments one counter.
 
-use serde::{Deserialize, Serialize};
+use fsbench_model::measurement::{LatencyPoint, LatencyTimeline};
 
 /// The width of the intervals until the phase outgrows [`MAX_INTERVALS`] of them.
 pub const FIRST_INTERVAL_MS: u64 = 100;
@@ -237,29 +237,6 @@ impl Timeline {
             points,
         }
     }
-}
-
-/// The latency of a phase's calls per interval, from the phase's start.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct LatencyTimeline {
-    /// Every interval's width; interval `i` covers [i × width, (i + 1) × width).
-    pub interval_ms: u64,
-    pub points: Vec<LatencyPoint>,
-}
-
-impl LatencyTimeline {
-    pub fn is_empty(&self) -> bool {
-        self.points.iter().all(|p| p.calls == 0)
-    }
-}
-
-/// One interval: the calls that ended in it and their latencies (all operation types).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct LatencyPoint {
-    pub calls: u64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
-    pub max_ns: u64,
 }
 
 #[cfg(test)]

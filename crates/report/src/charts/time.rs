@@ -5,7 +5,7 @@ use svg::Document;
 use svg::node::element::{Circle, Group, Line, Polygon, Polyline, Rectangle, Title};
 
 use super::{Axis, WIDTH, color, document, short, text};
-use crate::measure::LatencyTimeline;
+use fsbench_model::measurement::LatencyTimeline;
 
 /// The plot's margins and height.
 const LEFT: f64 = 80.0;
@@ -242,7 +242,7 @@ fn latency_label(ns: f64) -> String {
 }
 
 /// Which latency of an interval a line draws.
-type Pick = fn(&crate::measure::LatencyPoint) -> u64;
+type Pick = fn(&fsbench_model::measurement::LatencyPoint) -> u64;
 
 /// One configuration's runs of a phase for [`latency`]: its color, name and each run's
 /// label and timeline, in order of the runs' phase times (the middle one is drawn).
@@ -350,7 +350,7 @@ fn p99_band(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::LatencyPoint;
+    use fsbench_model::measurement::LatencyPoint;
 
     #[test]
     fn progress_draws_one_line_per_run() {

@@ -62,7 +62,7 @@ impl crate::testbed::Target {
     pub fn try_write_cache(&mut self, on: bool) -> anyhow::Result<()> {
         let device = match (&self.spec, self.device_kind) {
             (
-                crate::testbed::TargetSpec::Device { path, .. },
+                fsbench_model::testbed::TargetSpec::Device { path, .. },
                 Some(crate::testbed::DeviceKind::Block),
             ) => path.clone(),
             _ => anyhow::bail!("wcache= needs --device naming a block device"),

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::super::SpaceNeed;
 use super::super::options::Parsed;
 use crate::error::invalid;
-use crate::units::{compact_size, format_bytes};
+use fsbench_model::units::{compact_size, format_bytes};
 
 /// fio's `rw=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! The raw-device baseline's record (`--baseline`): what the storage stack keeps of it and
-//! how it reads; measuring it is `testbed::baseline`'s.
+//! how it reads; measuring it is the testbed's (core's `testbed::baseline`).
 
 use serde::{Deserialize, Serialize};
 
