@@ -25,6 +25,7 @@ use std::sync::Arc;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
+use crate::config::ExtraDevice;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
@@ -36,7 +37,7 @@ use crate::runner::{
 };
 use crate::stats::compare::{self, Column};
 use crate::store::Store;
-use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, ExtraDevice, FsConfig, Suite};
+use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, Suite};
 use crate::tools;
 use crate::units::parse_size;
 use crate::workload::Params;
@@ -344,14 +345,14 @@ impl RunArgs {
     /// The suite: the file's (or the default), with the command line applied on top.
     fn suite(&self) -> anyhow::Result<Suite> {
         let mut suite = match &self.suite {
-            Some(path) => Suite::from_file(path)?,
+            Some(path) => crate::define::read_suite(path)?,
             None => Suite::default(),
         };
         if !self.fs.is_empty() {
             suite.configs = self
                 .fs
                 .iter()
-                .map(|f| FsConfig::parse_cli_with(f, &suite.drivers))
+                .map(|f| crate::define::parse_fs_with(f, &suite.drivers))
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()
@@ -387,7 +388,7 @@ impl RunArgs {
         }
         let default_suite = self.suite.is_none() && !given;
         if suite.workloads.is_empty() {
-            suite.workloads = Suite::default_workloads();
+            suite.workloads = crate::define::default_workloads();
         }
         // The default run answers its question in about three minutes: rounds until the
         // figures are precise enough, or until the time is up (see the README).

@@ -9,12 +9,13 @@
 //! The lower crates' modules are re-exported under their old names for the integration tests.
 
 pub use fsbench_core::{
-    aging, diag, drivers, error, extents, measure, phase_progress, results, suite, sysinfo,
-    testbed, tools, units, workload,
+    aging, define, diag, drivers, error, extents, measure, phase_progress, sysinfo, testbed, tools,
+    units, workload,
 };
 #[cfg(feature = "mpi")]
 use fsbench_engine::mpi;
 use fsbench_engine::runner;
+pub use fsbench_model::{config, results, suite};
 use fsbench_report as report;
 pub use fsbench_stats as stats;
 pub use fsbench_store as store;

@@ -10,9 +10,9 @@ use std::path::Path;
 
 use common::*;
 use fsbench::aging::{Usage, churn, digest, probe, profile};
+use fsbench::config::FsConfig;
 use fsbench::drivers::FsTypeExt;
 use fsbench::measure::Progress;
-use fsbench::suite::FsConfig;
 use fsbench::testbed::{FreshFs, Target, Teardown};
 use fsbench::workload::SpaceNeed;
 use fsbench_model::filesystem::FsType;

@@ -3,7 +3,6 @@
 //! error, and never panics or hangs; what parses also validates, describes and sizes itself
 //! without a panic. The case counts are bounded so the suite stays fast (a few seconds).
 
-use fsbench::suite::{FsConfig, Suite};
 use fsbench::workload::Params;
 use fsbench::workload::archive::tarfile::TarReader;
 use fsbench::workload::ffsb::profile;
@@ -222,7 +221,7 @@ proptest! {
         rest in "(:(mkfs|mount|label)=[a-zA-Z0-9 ^,=:'\"/_-]{0,16}){0,3}",
     ) {
         let text = format!("{fs}{rest}");
-        match FsConfig::parse_cli(&text) {
+        match fsbench::define::parse_fs(&text) {
             Ok(configs) => prop_assert!(configs.iter().all(|c| !c.label.is_empty())),
             Err(e) => assert_clear(&e, &text),
         }
@@ -260,9 +259,9 @@ proptest! {
     #[test]
     fn suite_files_parse_or_say_why(lines in prop::collection::vec(suite_line(), 0..12)) {
         let text = lines.join("\n");
-        match toml::from_str::<Suite>(&text) {
+        match fsbench::define::parse_suite(&text) {
             Ok(suite) => {
-                let _ = suite.validate();
+                let _ = fsbench::define::validate(&suite);
                 for w in &suite.workloads {
                     match Params::of(w) {
                         Ok(w) => exercise(&w),
@@ -270,7 +269,7 @@ proptest! {
                     }
                 }
             }
-            Err(e) => prop_assert!(!e.to_string().trim().is_empty()),
+            Err(e) => assert_clear(&e, &text),
         }
     }
 }

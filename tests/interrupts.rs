@@ -267,8 +267,8 @@ fn a_panic_unmounts_and_detaches() {
     if !can_run("panic cleanup", &["mkfs.ext4"]) {
         return;
     }
+    use fsbench::config::FsConfig;
     use fsbench::drivers::FsTypeExt;
-    use fsbench::suite::FsConfig;
     use fsbench::testbed::Target;
     use fsbench::workload::SpaceNeed;
     use fsbench_model::filesystem::FsType;

@@ -9,9 +9,9 @@ mod common;
 use std::path::Path;
 
 use common::*;
+use fsbench::config::FsConfig;
 use fsbench::results::{ConfigInfo, RunRecord, SuiteResult, SuiteStatus};
 use fsbench::store::Store;
-use fsbench::suite::FsConfig;
 use fsbench::workload::Params;
 use serde_json::json;
 
@@ -30,7 +30,7 @@ fn suite(edit: impl FnOnce(&mut SuiteResult)) -> SuiteResult {
         mkfs_command: None,
         mount_options: None,
     });
-    r.record_workloads().unwrap();
+    fsbench::workload::record_workloads(&mut r).unwrap();
     edit(&mut r);
     r
 }

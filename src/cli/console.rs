@@ -81,7 +81,7 @@ impl Observer for Console {
             .collect();
         say(&format!(
             "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
-            plan.result.suite.display_name(&labels),
+            plan.result.display_name(),
             plan.configurations,
             plan.workloads,
             plan.runs,

@@ -24,12 +24,12 @@ use anyhow::Context;
 use fsbench_model::testbed::{TargetSpec, default_image_dir};
 use rustix::fs::{Mode, OFlags};
 
-use crate::config::FsConfig;
 use crate::drivers::{FsTypeExt, Toolset};
 use crate::error::{FsbenchError, invalid};
 use crate::tools;
 use crate::workload::SpaceNeed;
 use device::DeviceKind;
+use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::units::{format_bytes, group_thousands};
 use scratch::Scratch;

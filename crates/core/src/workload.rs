@@ -58,68 +58,17 @@ pub(crate) mod xattr;
 use std::borrow::Cow;
 use std::os::fd::BorrowedFd;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
 use fsbench_model::measurement::Figure;
+use fsbench_model::results::{SuiteResult, WorkloadRecord};
+use fsbench_model::suite::Suite;
+use fsbench_model::workload::{KeptOutput, PhaseInfo, WorkloadSpec};
 use options::WorkloadKind;
 
 pub use crate::calls::*;
-
-/// Description of one phase. Most workloads have a fixed list; `alloc` has one phase per
-/// allocation method it was asked for. Recorded with the suite (see
-/// [`crate::results::WorkloadRecord`]), so reports read it from there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseInfo {
-    /// The phase's one name in every output (tables, JSON, CSV, the report), e.g.
-    /// `dir-create`.
-    pub name: Cow<'static, str>,
-    /// What one unit of the phase is, e.g. `dirs`: rates are printed as `dirs/s`.
-    pub unit: Cow<'static, str>,
-    /// Whether the phase writes or reads data, so KiB/s is meaningful.
-    pub moves_data: bool,
-    /// Whether one rate sums the phase up; a matrix (IOzone's cells) measures many things,
-    /// and one overall rate would mix them all.
-    pub has_rate: bool,
-    /// Whether the phase is compared: an untimed one (io's file layout, set-up the user
-    /// should see) is recorded and shown, but left out of verdicts, ranks and answers.
-    pub timed: bool,
-}
-
-impl PhaseInfo {
-    pub const fn fixed(name: &'static str, unit: &'static str, moves_data: bool) -> PhaseInfo {
-        PhaseInfo {
-            name: Cow::Borrowed(name),
-            unit: Cow::Borrowed(unit),
-            moves_data,
-            has_rate: true,
-            timed: true,
-        }
-    }
-
-    /// A phase recorded and shown but never compared (set-up, as io's file layout).
-    pub const fn untimed(name: &'static str, unit: &'static str, moves_data: bool) -> PhaseInfo {
-        PhaseInfo {
-            name: Cow::Borrowed(name),
-            unit: Cow::Borrowed(unit),
-            moves_data,
-            has_rate: true,
-            timed: false,
-        }
-    }
-
-    /// A phase whose figures are a matrix of cells, with no overall rate.
-    pub const fn matrix(name: &'static str, unit: &'static str) -> PhaseInfo {
-        PhaseInfo {
-            name: Cow::Borrowed(name),
-            unit: Cow::Borrowed(unit),
-            moves_data: true,
-            has_rate: false,
-            timed: true,
-        }
-    }
-}
 
 /// What a phase reports besides its measurement, gathered untimed after it (and its sync).
 #[derive(Debug, Default)]
@@ -149,15 +98,6 @@ pub enum Boundary {
     Remount,
     /// Unmount and fsck as for `Remount`, then a freshly made filesystem for the next phase.
     Remake,
-}
-
-/// The end of what one command of a run wrote (at most 64 KiB of each stream).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct KeptOutput {
-    /// `setup`, `phase `NAME``, `NAME items` or `cleanup`.
-    pub step: String,
-    pub stdout: String,
-    pub stderr: String,
 }
 
 /// Space and inodes a workload needs on the filesystem under test.
@@ -513,10 +453,38 @@ impl Params {
     }
 }
 
+/// How to give the workload labelled `workload` more work, in its own settings.
+pub fn more_work_advice(suite: &Suite, workload: &str) -> String {
+    (suite.workloads.iter())
+        .filter_map(|w| Params::of(w).ok())
+        .find(|w| w.label() == workload)
+        .map_or_else(|| "a larger workload".into(), |w| w.more_work_advice())
+}
+
+/// Records what its workloads' code says of them, unless a record covering every workload
+/// is there already: when the suite is made, and once when a suite stored by an older
+/// fsbench (without the record) is loaded.
+pub fn record_workloads(result: &mut SuiteResult) -> anyhow::Result<()> {
+    if result.workload_records.len() == result.suite.workloads.len() {
+        return Ok(());
+    }
+    result.workload_records = (result.suite.workloads.iter())
+        .map(|w| {
+            let w = Params::of(w)?;
+            Ok(WorkloadRecord {
+                label: w.label(),
+                description: w.describe(),
+                phases: w.phases().into_owned(),
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(())
+}
+
 impl Params {
     /// How to give this workload more work, in the settings it has (a profile's or archive
     /// file's own, or the option table's).
-    pub(crate) fn more_work_advice(&self) -> String {
+    fn more_work_advice(&self) -> String {
         match self {
             Params::Ffsb(p) if p.profile.is_some() => {
                 "a longer `time` or a larger file set (`num_files`) in the profile".into()
@@ -529,16 +497,6 @@ impl Params {
             _ => self.kind().more_work_advice(),
         }
     }
-}
-
-/// What a suite asks to run, as it is kept: the workload's registered name and its
-/// parameters. Suite files give options (`preset = "quick"`), databases the parameters' own
-/// fields; [`Params::of`] reads either.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkloadSpec {
-    pub kind: String,
-    #[serde(flatten)]
-    pub params: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Params {

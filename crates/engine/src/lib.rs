@@ -4,9 +4,9 @@
 #[cfg(feature = "mpi")]
 use fsbench_core::rmtree;
 use fsbench_core::{
-    aging, drivers, error, measure, phase_progress, results, shape, suite, sysinfo, testbed,
-    workload,
+    aging, define, drivers, error, measure, phase_progress, shape, sysinfo, testbed, workload,
 };
+use fsbench_model::{results, suite};
 use fsbench_stats as stats;
 
 #[cfg(feature = "mpi")]

@@ -14,18 +14,20 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::define;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::results::{
     ConfigInfo, ConfigKey, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult, SuiteStatus,
     TargetInfo, WorkloadKey,
 };
-use crate::suite::{FsConfig, Suite};
+use crate::suite::Suite;
 use crate::sysinfo::SystemInfoExt;
 use crate::testbed::stack::{self, SuiteTestbedExt};
 use crate::testbed::{Target, device, named};
 use crate::workload::{Boundary, Params, SpaceNeed};
 use configs::resolve_configs;
+use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::system::SystemInfo;
 use fsbench_model::testbed::SuiteTestbed;
@@ -158,7 +160,7 @@ pub fn run_suite(
     options: &RunOptions,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<(SuiteResult, Option<anyhow::Error>)> {
-    suite.validate()?;
+    define::validate(suite)?;
     let workloads = (suite.workloads.iter())
         .map(Params::of)
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -226,7 +228,7 @@ pub fn run_suite(
             workload_records: Vec::new(),
         },
     };
-    result.record_workloads()?;
+    crate::workload::record_workloads(&mut result)?;
     // A resumed suite keeps the stack it started on; its new runs say what changed since.
     let testbed = result
         .testbed
@@ -475,7 +477,7 @@ pub fn run_suite(
     }
     result.finished_at = now();
     crate::stats::summary::summarize_runs(&mut result);
-    result.analyze();
+    crate::stats::warnings::analyze(&mut result);
     if let Err(e) = observer.suite_finished(&result) {
         observer.diagnostic(&Diagnostic::SuiteEndNotSaved(&e));
         error.get_or_insert(e);

@@ -3,8 +3,12 @@
 //! dependency on anything else of fsbench. Behaviour over them lives in the crates above.
 
 pub mod aging;
+pub mod config;
 pub mod filesystem;
 pub mod measurement;
+pub mod results;
+pub mod suite;
 pub mod system;
 pub mod testbed;
 pub mod units;
+pub mod workload;

@@ -7,9 +7,9 @@ use super::fit::{View, fit, new_table};
 use super::{column_decimals, figure, fixed};
 use crate::measure::LatencySummaryExt;
 use crate::results::{RunStatus, SuiteResult};
-use crate::workload::PhaseInfo;
 use fsbench_model::measurement::{LatencySummary, figure_name};
 use fsbench_model::units::group_thousands;
+use fsbench_model::workload::PhaseInfo;
 
 fn align_right_from(table: &mut comfy_table::Table, first: usize) {
     for i in first..table.column_count() {

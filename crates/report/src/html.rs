@@ -16,7 +16,7 @@ use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys}
 use fsbench_model::measurement::{DimValue, LatencySummary};
 use fsbench_model::units::format_bytes;
 
-use crate::workload::PhaseInfo;
+use fsbench_model::workload::PhaseInfo;
 
 const CSS: &str = "
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #111; padding: 0 1em; }
@@ -58,12 +58,7 @@ pub fn render(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
     // Each suite by what it ran on what, as `list` names it.
     let title = suites
         .iter()
-        .map(|s| {
-            let labels: Vec<String> = (s.configurations.iter())
-                .map(|c| c.config.label.clone())
-                .collect();
-            format!("#{} {}", s.id.unwrap_or(0), s.suite.display_name(&labels))
-        })
+        .map(|s| format!("#{} {}", s.id.unwrap_or(0), s.display_name()))
         .collect::<Vec<_>>()
         .join("; ");
     let page = html! {
@@ -180,13 +175,8 @@ fn legend(columns: &[Column], i: usize) -> Markup {
 fn suite_section(s: &SuiteResult, columns: &[Column]) -> Markup {
     let sys = &s.system;
     let id = s.id.unwrap_or(0);
-    let labels: Vec<String> = s
-        .configurations
-        .iter()
-        .map(|c| c.config.label.clone())
-        .collect();
     html! {
-        h2 id=(format!("suite-{id}")) { "Suite #" (id) ": " (s.suite.display_name(&labels)) }
+        h2 id=(format!("suite-{id}")) { "Suite #" (id) ": " (s.display_name()) }
         blockquote { strong { "Purpose: " } @if s.suite.purpose.is_empty() { em { "none stated" } } @else { (s.suite.purpose) } }
         table {
             tr { th { "Status" } td { (format!("{:?}", s.status).to_lowercase()) @if let Some(e) = &s.error { " — " (e) } } }
@@ -199,7 +189,7 @@ fn suite_section(s: &SuiteResult, columns: &[Column]) -> Markup {
                     @if let Some(r) = d.rotational { (if r { ", rotational" } else { ", non-rotational" }) }
                     @if let Some(sch) = &d.scheduler { ", scheduler " (sch) }
                 }
-                @if let Some(loops) = s.loop_summary() { br; (loops) } } }
+                @if let Some(loops) = crate::stats::warnings::loop_summary(s) { br; (loops) } } }
             @let ceilings = super::stack::ceiling_lines(s);
             @if !ceilings.is_empty() {
                 tr { th { "Harness ceiling (each phase on tmpfs)" } td { @for (i, line) in ceilings.iter().enumerate() { @if i > 0 { br; } (line) } } }

@@ -1,7 +1,8 @@
 //! Reports of a suite's results behind one trait ([`formats::Report`]): terminal tables,
 //! Markdown, CSV, JSON, HTML and the tools' own formats.
 
-use fsbench_core::{error, measure, results, workload};
+use fsbench_core::{error, measure, workload};
+use fsbench_model::results;
 use fsbench_stats as stats;
 
 pub mod aging;

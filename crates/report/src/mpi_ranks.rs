@@ -5,8 +5,8 @@ use maud::{Markup, PreEscaped, html};
 use super::charts;
 use crate::results::SuiteResult;
 use crate::stats::compare::{Column, FigureKey};
-use crate::workload::PhaseInfo;
 use fsbench_model::measurement::DimValue;
+use fsbench_model::workload::PhaseInfo;
 
 /// Under MPI: per configuration, every rank's rate in the phase (mean over runs, 95% CI), so
 /// that stragglers stand out.

@@ -83,16 +83,11 @@ pub fn render(r: &SuiteResult, view: &View) -> String {
         Style::Markdown => "# ".to_string(),
     };
     let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
-    let labels: Vec<String> = r
-        .configurations
-        .iter()
-        .map(|c| c.config.label.clone())
-        .collect();
     let _ = writeln!(
         out,
         "fsbench {} — suite `{}`{id}",
         s.fsbench_version,
-        r.suite.display_name(&labels)
+        r.display_name()
     );
     if style == Style::Markdown {
         out.push('\n');
@@ -202,7 +197,7 @@ fn render_preparation(out: &mut String, r: &SuiteResult, view: &View) {
 
 /// The loop devices as sysfs showed them, the storage stack and the harness ceilings.
 fn render_testbed(out: &mut String, r: &SuiteResult, view: &View) {
-    if let Some(loops) = r.loop_summary() {
+    if let Some(loops) = crate::stats::warnings::loop_summary(r) {
         out.push_str(&view.item(1, &loops));
     }
     if let Some(t) = &r.testbed {
@@ -354,7 +349,7 @@ fn render_workload(
     view: &View,
     workload: &str,
     description: &str,
-    phases: &[crate::workload::PhaseInfo],
+    phases: &[fsbench_model::workload::PhaseInfo],
 ) {
     let style = view.style;
     let find = |config: &str, phase: &str, metric: &str| -> Option<&MetricSummary> {

@@ -5,7 +5,6 @@ use super::fit::View;
 use super::table::{Style, render};
 use crate::results::{ConfigInfo, MetricSummary, SuiteResult};
 use crate::workload::Params;
-use fsbench_core::suite::FsConfig;
 
 /// Three configurations of the tree workload, every phase's time, rate and throughput over
 /// four runs, ext4 a little faster than the others.
@@ -14,10 +13,10 @@ fn three_filesystems() -> SuiteResult {
     r.id = Some(7);
     let spec = Params::parse("tree:quick-shallow").unwrap();
     r.suite.workloads = vec![spec.spec()];
-    r.record_workloads().unwrap();
+    crate::workload::record_workloads(&mut r).unwrap();
     for (i, fs) in ["ext4", "xfs", "btrfs"].into_iter().enumerate() {
         r.configurations.push(ConfigInfo {
-            config: FsConfig::parse_cli(fs).unwrap().remove(0),
+            config: fsbench_core::define::parse_fs(fs).unwrap().remove(0),
             mkfs_version: None,
             fsck_version: None,
             mkfs_command: None,

@@ -94,11 +94,14 @@ fn more_work(r: &SuiteResult, group: &[&Warning]) -> String {
         }
     }
     match workloads.as_slice() {
-        [one] => format!("give it more work: {}", r.more_work_advice(one)),
+        [one] => format!(
+            "give it more work: {}",
+            crate::workload::more_work_advice(&r.suite, one)
+        ),
         several => {
             let each: Vec<String> = several
                 .iter()
-                .map(|w| format!("{w}: {}", r.more_work_advice(w)))
+                .map(|w| format!("{w}: {}", crate::workload::more_work_advice(&r.suite, w)))
                 .collect();
             format!("give them more work ({})", each.join("; "))
         }

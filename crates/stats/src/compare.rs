@@ -239,7 +239,7 @@ fn role_of(key: &FigureKey, phase_has_rate: bool) -> Role {
 }
 
 /// What each phase of the suites is: whether it has a rate figure (among the figures
-/// compared) and whether its workload marks it untimed ([`crate::workload::PhaseInfo`]).
+/// compared) and whether its workload marks it untimed ([`fsbench_model::workload::PhaseInfo`]).
 pub struct PhaseRoles<'a> {
     with_rate: HashSet<(&'a str, &'a str)>,
     /// (workload, phase): few, so a list.

@@ -206,7 +206,6 @@ fn speedup(ratio: f64, higher_is_better: bool) -> f64 {
 mod tests {
     use super::*;
     use crate::results::{ConfigInfo, MetricSummary};
-    use fsbench_core::suite::FsConfig;
 
     /// A suite with one rate figure per (config, phase).
     fn suite(figures: &[(&str, &str, &[f64])]) -> SuiteResult {
@@ -230,7 +229,7 @@ mod tests {
         }
         for config in configs {
             s.configurations.push(ConfigInfo {
-                config: FsConfig::parse_cli(config).unwrap().remove(0),
+                config: fsbench_core::define::parse_fs(config).unwrap().remove(0),
                 mkfs_version: None,
                 fsck_version: None,
                 mkfs_command: None,

@@ -2,7 +2,8 @@
 //! of a suite's runs ([`summary`]), comparisons of configurations ([`compare`]) and their
 //! ranking ([`rank`]). Rendering is in the reports.
 
-use fsbench_core::{error, results, workload};
+use fsbench_core::{error, workload};
+use fsbench_model::results;
 
 pub mod compare;
 pub mod conclusion;
@@ -11,6 +12,7 @@ pub mod difference;
 pub mod rank;
 pub mod summary;
 pub mod trend;
+pub mod warnings;
 
 use crate::results::{CiMethod, Summary};
 use statrs::distribution::{ContinuousCDF, StudentsT};

@@ -5,8 +5,8 @@ use crate::compare::{FigureKey, PhaseRoles, Role};
 use crate::results::Summary;
 use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::summarize;
-use crate::workload::PhaseInfo;
 use fsbench_model::measurement::{Dim, Figure};
+use fsbench_model::workload::PhaseInfo;
 
 /// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the
 /// workload's own figures.

@@ -3,7 +3,8 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
-use fsbench_core::{error, results, suite, testbed, workload};
+use fsbench_core::{error, testbed, workload};
+use fsbench_model::{results, suite};
 use fsbench_stats as stats;
 
 mod claim;
@@ -21,12 +22,13 @@ use crate::results::{
     ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
     SuiteStatus, TargetInfo, WorkloadKey,
 };
-use crate::suite::{FsConfig, Suite};
-use crate::workload::KeptOutput;
+use crate::suite::Suite;
 use claim::{boot_id, claimer_alive};
+use fsbench_model::config::FsConfig;
 use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
 use fsbench_model::system::SystemInfo;
 use fsbench_model::testbed::FsckOutcome;
+use fsbench_model::workload::KeptOutput;
 
 /// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released
 /// step: add a new one.

@@ -86,9 +86,9 @@ impl Store {
                 .unwrap_or_default(),
         };
         // A suite stored by an older fsbench has no record: its workloads' code says it, once.
-        result.record_workloads()?;
+        crate::workload::record_workloads(&mut result)?;
         crate::stats::summary::summarize_runs(&mut result);
-        result.analyze();
+        crate::stats::warnings::analyze(&mut result);
         Ok(result)
     }
 
@@ -394,14 +394,15 @@ impl Store {
                     runs_done,
                 });
             };
+            let workloads: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
             Ok(SuiteListing {
                 id,
                 started_at,
                 status,
                 runs_planned: configurations.len() * suite.workloads.len() * suite.runs as usize,
-                name: suite.display_name(&configurations),
+                name: suite.display_name(&workloads, &configurations),
                 configurations,
-                workloads: suite.workloads.iter().map(Params::label_of).collect(),
+                workloads,
                 runs_done,
             })
         })

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use fsbench_model::testbed::BackgroundRecord;
 
-use crate::config::Load;
+use crate::define::Load;
 use crate::tools;
 
 /// How long stress-ng has to stop its workers after SIGTERM before they are killed.

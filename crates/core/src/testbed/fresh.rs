@@ -10,10 +10,10 @@ use fsbench_model::testbed::{BackgroundRecord, FsckOutcome, LoopInfo};
 
 use super::background::BackgroundLoad;
 use super::{mounts, open_dir, queue, scratch};
-use crate::config::FsConfig;
-use crate::config::Load;
+use crate::define::Load;
 use crate::drivers::{FsTypeExt, Slots, Toolset, expand};
 use crate::tools;
+use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::{FsType, UserDriver};
 
 /// A user driver's mount command for one run: the program and its arguments.

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use super::TargetSpec;
 use super::device::{self, DeviceKind, refused};
-use crate::config::{ExtraDevice, FsConfig};
 use crate::drivers::{FsTypeExt, Names, OptionNames};
 use crate::error::invalid;
 use crate::tools;
+use fsbench_model::config::{ExtraDevice, FsConfig};
 use fsbench_model::filesystem::FsType;
 
 /// One word of the options that may name a device or a file.

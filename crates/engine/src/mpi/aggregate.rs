@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use crate::phase_progress::SAMPLE_INTERVAL;
 use crate::results::PhaseRecord;
 use crate::shape;
-use crate::workload::PhaseInfo;
 use crate::workload::tree::Agreed;
 use fsbench_model::measurement::{Dim, DimValue, Figure, LatencySummary, PhaseMeasurement};
 use fsbench_model::measurement::{PhaseShape, ThreadsDone};
+use fsbench_model::workload::PhaseInfo;
 
 /// One rank's phase, as it sends it to rank 0.
 #[derive(Debug, Clone, Serialize, Deserialize)]

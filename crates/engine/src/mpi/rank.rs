@@ -19,7 +19,8 @@ use crate::rmtree;
 use crate::runner::observer::Observer;
 use crate::runner::phases::{PhaseSettings, run_phase};
 use crate::workload::tree::{Share, Stonewall, Tree};
-use crate::workload::{Params, Workload, WorkloadSpec};
+use crate::workload::{Params, Workload};
+use fsbench_model::workload::WorkloadSpec;
 
 /// The file rank 0 writes in the run's directory; every rank must read the same token there.
 pub(crate) const TOKEN_FILE: &str = ".fsbench-mpi-token";

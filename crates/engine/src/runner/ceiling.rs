@@ -13,10 +13,10 @@ use super::phases::{PhaseSettings, run_phase};
 use crate::drivers::FsTypeExt;
 use crate::error::FsbenchError;
 use crate::results::ceiling::{CELL_FIGURE, Ceiling, PhaseCeiling};
-use crate::suite::FsConfig;
 use crate::sysinfo::SystemInfoExt;
 use crate::testbed::Target;
 use crate::workload::Params;
+use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::system::SystemInfo;
 

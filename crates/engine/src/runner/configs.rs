@@ -1,12 +1,14 @@
 //! The configurations a suite runs: its own or the default filesystems whose tools are
 //! here, each multiplied by the suite's background loads and I/O schedulers.
 
+use crate::define;
 use crate::drivers::{FsTypeExt, Toolset, UserDriverExt};
 
 use crate::error::invalid;
 use crate::results::Skipped;
-use crate::suite::{FsConfig, Suite};
+use crate::suite::Suite;
 use crate::testbed::mounts;
+use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::testbed::TargetSpec;
 
@@ -51,7 +53,7 @@ fn under_each_load(configs: Vec<Resolved>, loads: &[String]) -> anyhow::Result<V
         }
         for load in loads {
             let mut loaded = config.clone();
-            loaded.loaded(Some(load.clone()), false)?;
+            define::load(&mut loaded, Some(load.clone()), false)?;
             each.push((loaded, tools.clone()));
         }
     }

@@ -277,7 +277,8 @@ mod tests {
     use crate::error::FsbenchError;
     use crate::measure::PhaseRecorder;
     use crate::runner::phases::{PhaseSettings, run_phase};
-    use crate::workload::{PhaseInfo, PhaseOutput, Workload};
+    use crate::workload::{PhaseOutput, Workload};
+    use fsbench_model::workload::PhaseInfo;
 
     /// Every event as a line, in order.
     #[derive(Default)]

@@ -15,11 +15,12 @@ use super::phases::PhaseSettings;
 use crate::aging::image;
 use crate::aging::{self, Plan, digest, probe, profile};
 use crate::results::{ConfigKey, SuiteResult, WorkloadKey};
-use crate::suite::{FsConfig, Suite};
+use crate::suite::Suite;
 use crate::testbed::{FreshFs, Target};
 use crate::workload::{Params, SpaceNeed};
 use fsbench_model::aging::Preparation;
 use fsbench_model::aging::TemplateInfo;
+use fsbench_model::config::FsConfig;
 use fsbench_model::units::format_bytes;
 
 /// Each configuration with the suite's aging profile where it names none, and once per fill

@@ -106,7 +106,7 @@ fn comma_lists_of_workloads_split_at_kind_names() {
 
 #[test]
 fn suite_file_tables_use_the_same_options() {
-    let suite: crate::suite::Suite = toml::from_str(
+    let suite: fsbench_model::suite::Suite = toml::from_str(
         "[[workload]]\nkind = \"atomic\"\npreset = \"quick\"\n\
          [[workload]]\nkind = \"iozone\"\npreset = \"auto\"\n\
          sizes = [\"1m\", \"4m\"]\ndirect = true\nthreads = 2\n\
@@ -126,7 +126,7 @@ fn suite_file_tables_use_the_same_options() {
         Params::of(&suite.workloads[0]).unwrap(),
         Params::parse("atomic:quick").unwrap()
     );
-    let typo: crate::suite::Suite =
+    let typo: fsbench_model::suite::Suite =
         toml::from_str("[[workload]]\nkind = \"tree\"\ndirz = 3").unwrap();
     let typo = Params::of(&typo.workloads[0]).unwrap_err().to_string();
     assert!(

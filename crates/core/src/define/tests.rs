@@ -1,25 +1,29 @@
 use super::*;
+use fsbench_model::config::{ExtraDevice, FsConfig};
+use fsbench_model::filesystem::FsType;
+use fsbench_model::suite::{AutoRuns, Suite};
+use fsbench_model::testbed::TargetSpec;
+use fsbench_model::workload::WorkloadSpec;
 
 #[test]
 fn parses_plain_lists_and_keyed_configs() {
-    let list = FsConfig::parse_cli("ext4,xfs,btrfs").unwrap();
+    let list = parse_fs("ext4,xfs,btrfs").unwrap();
     assert_eq!(list.len(), 3);
     assert_eq!(list[1].fs, Some(FsType::Xfs));
-    let one = FsConfig::parse_cli("ext4:mkfs=-O ^has_journal -I 256").unwrap();
+    let one = parse_fs("ext4:mkfs=-O ^has_journal -I 256").unwrap();
     assert_eq!(one[0].mkfs, ["-O", "^has_journal", "-I", "256"]);
     assert_eq!(one[0].label, "ext4 -O ^has_journal -I 256");
-    let two = FsConfig::parse_cli("ext3:mount=data=writeback,noatime:label=wb").unwrap();
+    let two = parse_fs("ext3:mount=data=writeback,noatime:label=wb").unwrap();
     assert_eq!(two[0].mount, "data=writeback,noatime");
     assert_eq!(two[0].label, "wb");
-    let colon = FsConfig::parse_cli("xfs:mkfs=-L a:b:mount=noatime").unwrap();
+    let colon = parse_fs("xfs:mkfs=-L a:b:mount=noatime").unwrap();
     assert_eq!(colon[0].mkfs, ["-L", "a:b"]);
     assert_eq!(colon[0].mount, "noatime");
 }
 
 #[test]
 fn zfs_takes_pool_and_dataset_properties() {
-    let c =
-        &FsConfig::parse_cli("zfs:pool=ashift=12,autoexpand=on:dataset=recordsize=16k").unwrap()[0];
+    let c = &parse_fs("zfs:pool=ashift=12,autoexpand=on:dataset=recordsize=16k").unwrap()[0];
     assert_eq!(c.mkfs, ["ashift=12", "autoexpand=on"]);
     assert_eq!(c.mount, "recordsize=16k");
     assert_eq!(
@@ -33,16 +37,16 @@ fn zfs_takes_pool_and_dataset_properties() {
         ("zfs:dataset=mountpoint=/home", "fsbench sets"),
         ("zfs:pool=ashift", "NAME=VALUE"),
     ] {
-        let err = FsConfig::parse_cli(bad).unwrap_err().to_string();
+        let err = parse_fs(bad).unwrap_err().to_string();
         assert!(err.contains(want), "{bad}: {err}");
     }
     let suite: Suite =
-        toml::from_str("[[config]]\nfs = \"zfs\"\npool = \"ashift=12\"\ndataset = \"atime=off\"\n")
+        parse_suite("[[config]]\nfs = \"zfs\"\npool = \"ashift=12\"\ndataset = \"atime=off\"\n")
             .unwrap();
     assert_eq!(suite.configs[0].mkfs, ["ashift=12"]);
     assert_eq!(suite.configs[0].mount, "atime=off");
     // As saved with results: read back the same.
-    let again: Suite = toml::from_str(&toml::to_string(&suite).unwrap()).unwrap();
+    let again: Suite = parse_suite(&toml::to_string(&suite).unwrap()).unwrap();
     assert_eq!(again.configs, suite.configs);
     for (bad, want) in [
         ("fs = \"ext4\"\npool = \"ashift=12\"", "is for zfs"),
@@ -52,7 +56,7 @@ fn zfs_takes_pool_and_dataset_properties() {
         ),
         ("fs = \"zfs\"\ndataset = \"mountpoint=/\"", "fsbench sets"),
     ] {
-        let err = toml::from_str::<Suite>(&format!("[[config]]\n{bad}\n"))
+        let err = parse_suite(&format!("[[config]]\n{bad}\n"))
             .unwrap_err()
             .to_string();
         assert!(err.contains(want), "{bad}: {err}");
@@ -73,7 +77,7 @@ fn user_drivers_are_found_by_name_and_kept_with_their_configuration() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
     std::fs::write(&path, text).unwrap();
-    let suite = Suite::from_file(&path).unwrap();
+    let suite = read_suite(&path).unwrap();
     let config = &suite.configs[0];
     assert_eq!(config.fs, Some(FsType::User));
     assert_eq!(config.label, "myext4 -O ^has_journal");
@@ -81,19 +85,19 @@ fn user_drivers_are_found_by_name_and_kept_with_their_configuration() {
     // Saved with the results and read back without the suite file.
     let again: FsConfig = serde_json::from_str(&serde_json::to_string(config).unwrap()).unwrap();
     assert_eq!(&again, config);
-    let cli = FsConfig::parse_cli_with("myext4:mount=noatime", &suite.drivers).unwrap();
+    let cli = parse_fs_with("myext4:mount=noatime", &suite.drivers).unwrap();
     assert_eq!(cli[0].label, "myext4 -o noatime");
-    let err = FsConfig::parse_cli_with("other", &suite.drivers).unwrap_err();
+    let err = parse_fs_with("other", &suite.drivers).unwrap_err();
     assert!(err.to_string().contains("drivers myext4"), "{err}");
-    assert!(FsConfig::parse_cli("user").is_err());
+    assert!(parse_fs("user").is_err());
 }
 
 #[test]
 fn rejects_bad_configs() {
-    assert!(FsConfig::parse_cli("ufs").is_err());
-    assert!(FsConfig::parse_cli("ext4:bogus=1").is_err());
-    assert!(FsConfig::parse_cli("ext4:mount=a:mount=b").is_err());
-    assert!(FsConfig::parse_cli("ext4:mkfs=-L 'open").is_err());
+    assert!(parse_fs("ufs").is_err());
+    assert!(parse_fs("ext4:bogus=1").is_err());
+    assert!(parse_fs("ext4:mount=a:mount=b").is_err());
+    assert!(parse_fs("ext4:mkfs=-L 'open").is_err());
 }
 
 #[test]
@@ -117,8 +121,8 @@ fn suite_file_round_trip() {
         kind = "tree"
         preset = "small-shallow"
     "#;
-    let suite: Suite = toml::from_str(text).unwrap();
-    suite.validate().unwrap();
+    let suite: Suite = parse_suite(text).unwrap();
+    validate(&suite).unwrap();
     assert_eq!(suite.runs, 5);
     assert_eq!(
         suite.target,
@@ -130,25 +134,35 @@ fn suite_file_round_trip() {
     );
     assert_eq!(suite.configs[0].mkfs, ["-O", "^has_journal"]);
     assert_eq!(suite.configs[1].label, "ext3-wb");
-    let again: Suite = toml::from_str(&toml::to_string(&suite).unwrap()).unwrap();
+    let again: Suite = parse_suite(&toml::to_string(&suite).unwrap()).unwrap();
     assert_eq!(again, suite);
 }
 
 #[test]
 fn suite_file_errors_name_the_problem() {
-    let err = toml::from_str::<Suite>("runz = 3").unwrap_err().to_string();
+    let err = parse_suite("runz = 3").unwrap_err().to_string();
     assert!(err.contains("runz"), "{err}");
-    // A suite keeps its workloads as written; what this fsbench cannot run is said before
-    // anything is made.
-    let kept: Suite = toml::from_str("[[workload]]\nkind = \"nope\"").unwrap();
-    let err = kept.validate().unwrap_err().to_string();
+    let err = parse_suite("[[workload]]\nkind = \"nope\"").unwrap_err();
+    assert!(
+        format!("{err:#}").contains("[[workload]] 1: unknown workload `nope`"),
+        "{err:#}"
+    );
+    // A kept suite whose workload this fsbench cannot run is refused before anything is made.
+    let kept = Suite {
+        workloads: vec![WorkloadSpec {
+            kind: "nope".into(),
+            params: Default::default(),
+        }],
+        ..Suite::default()
+    };
+    let err = validate(&kept).unwrap_err().to_string();
     assert!(err.contains("nope"), "{err}");
     let mut s = Suite {
-        workloads: Suite::default_workloads(),
+        workloads: default_workloads(),
         ..Suite::default()
     };
     s.runs = 0;
-    assert!(s.validate().is_err());
+    assert!(validate(&s).is_err());
 }
 
 #[test]
@@ -156,17 +170,17 @@ fn runs_auto_in_a_suite_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("auto.toml");
     std::fs::write(&path, "runs = \"auto\"\n[auto_runs]\nmax_runs = 12\n").unwrap();
-    let suite = Suite::from_file(&path).unwrap();
+    let suite = read_suite(&path).unwrap();
     let auto = suite.auto_runs.clone().unwrap();
     assert_eq!((auto.max_runs, auto.target_ci_percent), (12, 5.0));
     assert_eq!(suite.runs, 12);
     std::fs::write(&path, "runs = \"auto\"\n").unwrap();
     assert_eq!(
-        Suite::from_file(&path).unwrap().auto_runs,
+        read_suite(&path).unwrap().auto_runs,
         Some(AutoRuns::default())
     );
     std::fs::write(&path, "runs = \"often\"\n").unwrap();
-    assert!(Suite::from_file(&path).is_err());
+    assert!(read_suite(&path).is_err());
 }
 
 #[test]
@@ -184,12 +198,12 @@ fn type_errors_name_the_line_and_key() {
         ),
     ] {
         std::fs::write(&path, text).unwrap();
-        let err = Suite::from_file(&path).unwrap_err().to_string();
+        let err = read_suite(&path).unwrap_err().to_string();
         assert!(err.contains(&format!("line {line}")), "{text}: {err}");
         assert!(err.contains(key), "{text}: {err}");
     }
     std::fs::write(&path, "[[config]]\nfs = \"ext4\"\nmkfs = 1\n").unwrap();
-    let err = Suite::from_file(&path).unwrap_err().to_string();
+    let err = read_suite(&path).unwrap_err().to_string();
     assert!(err.contains("a string or a list of strings"), "{err}");
 }
 
@@ -197,7 +211,7 @@ fn type_errors_name_the_line_and_key() {
 fn extra_devices_in_a_suite_file() {
     let toml = "[[extra_device]]\npath = \"/dev/loop3\"\n\
                 [[extra_device]]\npath = \"/dev/loop4\"\nforce = true\n";
-    let suite: Suite = toml::from_str(toml).unwrap();
+    let suite: Suite = parse_suite(toml).unwrap();
     assert_eq!(
         suite.extra_devices,
         [
@@ -211,37 +225,34 @@ fn extra_devices_in_a_suite_file() {
             }
         ]
     );
-    assert!(toml::from_str::<Suite>("[[extra_device]]\npath = \"/x\"\nforse = true\n").is_err());
+    assert!(parse_suite("[[extra_device]]\npath = \"/x\"\nforse = true\n").is_err());
     let dir = Suite {
         target: TargetSpec::Dir {
             path: "/tmp".into(),
         },
-        workloads: Suite::default_workloads(),
+        workloads: default_workloads(),
         ..suite
     };
-    assert!(dir.validate().unwrap_err().to_string().contains("--dir"));
+    assert!(validate(&dir).unwrap_err().to_string().contains("--dir"));
 }
 
 #[test]
 fn the_write_cache_is_on_or_off_and_refused_on_loop_images() {
-    let c = &FsConfig::parse_cli("ext4:wcache=off:mount=noatime").unwrap()[0];
+    let c = &parse_fs("ext4:wcache=off:mount=noatime").unwrap()[0];
     assert_eq!(
         (c.wcache, c.label.as_str()),
         (Some(false), "ext4 -o noatime wcache=off")
     );
-    let on = &FsConfig::parse_cli("xfs:wcache=on:label=cached").unwrap()[0];
+    let on = &parse_fs("xfs:wcache=on:label=cached").unwrap()[0];
     assert_eq!((on.wcache, on.label.as_str()), (Some(true), "cached"));
-    let err = FsConfig::parse_cli("ext4:wcache=yes")
-        .unwrap_err()
-        .to_string();
+    let err = parse_fs("ext4:wcache=yes").unwrap_err().to_string();
     assert!(err.contains("expected on (`write back`"), "{err}");
-    let suite: Suite = toml::from_str(
-        "[[config]]\nfs = \"ext4\"\nwcache = false\n[[workload]]\nkind = \"tree\"\n",
-    )
-    .unwrap();
+    let suite: Suite =
+        parse_suite("[[config]]\nfs = \"ext4\"\nwcache = false\n[[workload]]\nkind = \"tree\"\n")
+            .unwrap();
     assert_eq!(suite.configs[0].wcache, Some(false));
     // The default target is a loop image: refused, with what the backing disk has.
-    let err = suite.validate().unwrap_err().to_string();
+    let err = validate(&suite).unwrap_err().to_string();
     assert!(
         err.contains("a loop device has no write cache of its own; the backing disk's is"),
         "{err}"
@@ -250,43 +261,42 @@ fn the_write_cache_is_on_or_off_and_refused_on_loop_images() {
 
 #[test]
 fn configurations_name_their_age_and_fill() {
-    let c = FsConfig::parse_cli("ext4:age=light:fill=50").unwrap();
+    let c = parse_fs("ext4:age=light:fill=50").unwrap();
     assert_eq!((c[0].age.as_deref(), c[0].fill), (Some("light"), Some(50)));
     assert_eq!(c[0].label, "ext4 age=light @ 50%");
-    let named = FsConfig::parse_cli("xfs:age=geriatrix-like:label=old").unwrap();
+    let named = parse_fs("xfs:age=geriatrix-like:label=old").unwrap();
     assert_eq!(named[0].label, "old");
-    assert!(FsConfig::parse_cli("ext4:fill=96").is_err());
+    assert!(parse_fs("ext4:fill=96").is_err());
     let toml = "[[config]]\nfs = \"ext4\"\nage = \"light\"\nfill = 30\n";
-    let suite: Suite = toml::from_str(toml).unwrap();
+    let suite: Suite = parse_suite(toml).unwrap();
     assert_eq!(suite.configs[0].label, "ext4 age=light @ 30%");
 }
 
 #[test]
 fn bad_profiles_levels_and_directories_are_refused() {
     let mut suite = Suite {
-        workloads: Suite::default_workloads(),
+        workloads: default_workloads(),
         age: Some("ancient".into()),
         ..Suite::default()
     };
     assert!(
-        suite
-            .validate()
+        validate(&suite)
             .unwrap_err()
             .to_string()
             .contains("ancient")
     );
     suite.age = Some("light".into());
-    suite.validate().unwrap();
+    validate(&suite).unwrap();
     suite.target = fsbench_model::testbed::TargetSpec::Dir {
         path: "/tmp".into(),
     };
-    let e = suite.validate().unwrap_err().to_string();
+    let e = validate(&suite).unwrap_err().to_string();
     assert!(e.contains("not --dir"), "{e}");
     suite.age = None;
     suite.fill = vec![0];
-    suite.validate().unwrap();
+    validate(&suite).unwrap();
     suite.probe_after = true;
-    let e = suite.validate().unwrap_err().to_string();
+    let e = validate(&suite).unwrap_err().to_string();
     assert!(
         e.contains("free-space probe") && e.contains("not --dir"),
         "{e}"

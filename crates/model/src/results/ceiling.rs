@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::measurement::Figure;
 use crate::results::PhaseRecord;
 use crate::results::summary::Summary;
-use fsbench_model::measurement::Figure;
 
 /// Above this share of the ceiling a phase is harness-bound.
 pub const HARNESS_BOUND_PERCENT: f64 = 80.0;

@@ -1,25 +1,19 @@
-//! The result data model — runs, phases, summaries, warnings — shared by the terminal tables,
-//! the JSON document and (later) the results database.
+//! The results of a suite — runs, phases, summaries, warnings — as the terminal tables, the
+//! JSON document and the results database read them.
 
 use serde::{Deserialize, Serialize};
 
-use crate::suite::{FsConfig, Suite};
-use crate::sysinfo::SystemInfoExt;
-use fsbench_model::measurement::PhaseShape;
-use fsbench_model::measurement::{Dim, Figure, PhaseMeasurement};
-use fsbench_model::system::SystemInfo;
-use fsbench_model::testbed::BlockInfo;
-use fsbench_model::testbed::FsckOutcome;
-use fsbench_model::testbed::LoopInfo;
+use crate::config::FsConfig;
+use crate::measurement::{Dim, Figure, PhaseMeasurement, PhaseShape};
+use crate::suite::Suite;
+use crate::system::SystemInfo;
+use crate::testbed::{BlockInfo, FsckOutcome, LoopInfo, RunTestbed, SuiteTestbed};
+use crate::workload::{KeptOutput, PhaseInfo};
 
-mod aged;
 pub mod ceiling;
-mod run_warnings;
 mod summary;
 
-use crate::workload::{KeptOutput, Params, PhaseInfo};
 use ceiling::Ceiling;
-use fsbench_model::testbed::{RunTestbed, SuiteTestbed};
 pub use summary::{CiMethod, Summary};
 
 /// Version of the JSON document; bumped on any incompatible change.
@@ -71,7 +65,8 @@ pub struct SuiteResult {
     pub ceilings: Vec<Ceiling>,
     /// The suite's workloads as they ran, by workload key: statistics and reports read
     /// these, never today's workload code. Empty in a suite stored by an older fsbench until
-    /// [`SuiteResult::record_workloads`] fills it.
+    /// The workloads' code fills it when the suite is made, and once on load for a suite
+    /// stored before the record.
     #[serde(default)]
     pub workload_records: Vec<WorkloadRecord>,
 }
@@ -168,10 +163,10 @@ pub struct RunRecord {
     pub testbed: Option<RunTestbed>,
     /// How its filesystem was aged and filled before the phases (none: fresh).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preparation: Option<fsbench_model::aging::Preparation>,
+    pub preparation: Option<crate::aging::Preparation>,
     /// The free-space probe after the run's phases (`probe_after`), before the last unmount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe_after: Option<fsbench_model::aging::Probe>,
+    pub probe_after: Option<crate::aging::Probe>,
     /// What the user's commands wrote (the command workload), step by step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output: Vec<KeptOutput>,
@@ -275,24 +270,18 @@ pub struct Warning {
 }
 
 impl SuiteResult {
-    /// Records what its workloads' code says of them, unless a record covering every
-    /// workload is there already: when the suite is made, and once when a suite stored by an
-    /// older fsbench (without the record) is loaded.
-    pub fn record_workloads(&mut self) -> anyhow::Result<()> {
-        if self.workload_records.len() == self.suite.workloads.len() {
-            return Ok(());
-        }
-        self.workload_records = (self.suite.workloads.iter())
-            .map(|w| {
-                let w = Params::of(w)?;
-                Ok(WorkloadRecord {
-                    label: w.label(),
-                    description: w.describe(),
-                    phases: w.phases().into_owned(),
-                })
-            })
-            .collect::<anyhow::Result<_>>()?;
-        Ok(())
+    /// The suite's name, or what it runs on what (its recorded workloads' and its
+    /// configurations' labels).
+    pub fn display_name(&self) -> String {
+        let workloads: Vec<String> = self
+            .workload_records
+            .iter()
+            .map(|w| w.label.clone())
+            .collect();
+        let configurations: Vec<String> = (self.configurations.iter())
+            .map(|c| c.config.label.clone())
+            .collect();
+        self.suite.display_name(&workloads, &configurations)
     }
 
     /// The recorded phases of the workload a run ran (by its key); none when unrecorded.
@@ -317,7 +306,17 @@ impl SuiteResult {
             status: SuiteStatus::Completed,
             error: None,
             suite: Suite::default(),
-            system: SystemInfo::collect(),
+            system: SystemInfo {
+                hostname: "test".into(),
+                kernel_release: String::new(),
+                kernel_version: String::new(),
+                arch: std::env::consts::ARCH.into(),
+                cpu_model: String::new(),
+                cpus: 1,
+                memory_bytes: 0,
+                fsbench_version: env!("CARGO_PKG_VERSION").into(),
+                root: false,
+            },
             target: TargetInfo {
                 description: "test".into(),
                 image_size: None,
@@ -345,16 +344,6 @@ impl SuiteResult {
         phases.collect()
     }
 
-    /// How to give the workload labelled `workload` more work, in its own settings.
-    pub fn more_work_advice(&self, workload: &str) -> String {
-        self.suite
-            .workloads
-            .iter()
-            .filter_map(|w| Params::of(w).ok())
-            .find(|w| w.label() == workload)
-            .map_or_else(|| "a larger workload".into(), |w| w.more_work_advice())
-    }
-
     /// The summary of one figure without dimensions, if any run produced it.
     pub fn summary(
         &self,
@@ -370,127 +359,5 @@ impl SuiteResult {
                 && s.metric == metric
                 && s.dims.is_empty()
         })
-    }
-
-    /// Warnings that say what to do: short phases, noisy figures, few runs, errors, fsck.
-    pub fn analyze(&mut self) {
-        let mut warnings = Vec::new();
-        let ok_runs = self
-            .runs
-            .iter()
-            .filter(|r| r.status == RunStatus::Ok)
-            .count();
-        if ok_runs > 0 && self.suite.runs < 3 {
-            warnings.push(Warning {
-                kind: WarningKind::FewRuns,
-                config: None,
-                workload: None,
-                phase: None,
-                message: format!(
-                    "only {} run(s) per configuration: {}; use --runs 3 or more (10 as the fdtree article did)",
-                    self.suite.runs,
-                    if self.suite.runs < 2 {
-                        "no spread, no confidence interval and no verdict"
-                    } else {
-                        "the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided"
-                    }
-                ),
-            });
-        }
-        let untimed = self.untimed_phases();
-        let timed =
-            |s: &&MetricSummary| !(untimed.iter()).any(|(w, p)| *w == s.workload && *p == s.phase);
-        for s in self.summaries.iter().filter(timed) {
-            let scope = |kind, message| Warning {
-                kind,
-                config: Some(s.config.clone()),
-                workload: Some(s.workload.clone()),
-                phase: Some(s.phase.clone()),
-                message,
-            };
-            if s.metric == "time" && s.summary.mean < self.suite.min_phase_secs {
-                warnings.push(scope(
-                    WarningKind::ShortPhase,
-                    format!(
-                        "{} / {} / {}: {:.3} s is too short to measure (under {} s); give it more work: {}",
-                        s.config,
-                        s.workload,
-                        s.phase,
-                        s.summary.mean,
-                        self.suite.min_phase_secs,
-                        self.more_work_advice(&s.workload)
-                    ),
-                ));
-            }
-            if s.metric == "rate"
-                && let Some(cv) = s.summary.cv_percent
-                && cv > self.suite.max_cv_percent
-            {
-                warnings.push(scope(
-                    WarningKind::HighVariation,
-                    format!(
-                        "{} / {} / {}: rate varies by {cv:.1}% (CV) across runs, over {}%; add runs or quiet the machine",
-                        s.config, s.workload, s.phase, self.suite.max_cv_percent
-                    ),
-                ));
-            }
-        }
-        let undropped = self
-            .runs
-            .iter()
-            .flat_map(|r| &r.phases)
-            .filter(|p| !p.caches_dropped)
-            .count();
-        if self.suite.drop_caches && undropped > 0 {
-            warnings.push(Warning {
-                kind: WarningKind::CachesNotDropped,
-                config: None,
-                workload: None,
-                phase: None,
-                message: format!(
-                    "caches were not dropped before {undropped} phase(s) (needs root): later phases may read from memory"
-                ),
-            });
-        }
-        let busy = self.testbed.iter().flat_map(|t| t.busy(self.system.cpus));
-        warnings.extend(busy.map(|message| Warning {
-            kind: WarningKind::BusyMachine,
-            config: None,
-            workload: None,
-            phase: None,
-            message,
-        }));
-        warnings.extend(self.loop_warning());
-        warnings.extend(self.stack_warning());
-        warnings.extend(self.steady_state_warnings());
-        warnings.extend(self.harness_warnings());
-        warnings.extend(self.aging_warnings());
-        for r in &self.runs {
-            if let Some(what) = &r.incomplete {
-                warnings.push(Warning {
-                    kind: WarningKind::IncompleteTree,
-                    config: Some(r.config.clone()),
-                    workload: Some(r.workload.clone()),
-                    phase: None,
-                    message: format!(
-                        "{} / {} run {}: incomplete tree ({what})",
-                        r.config, r.workload, r.run
-                    ),
-                });
-            }
-            if r.status == RunStatus::FsckFailed {
-                warnings.push(Warning {
-                    kind: WarningKind::FsckFailed,
-                    config: Some(r.config.clone()),
-                    workload: Some(r.workload.clone()),
-                    phase: None,
-                    message: format!(
-                        "{} / {} run {}: fsck found the filesystem inconsistent; the run is excluded from the statistics",
-                        r.config, r.workload, r.run
-                    ),
-                });
-            }
-        }
-        self.warnings = warnings;
     }
 }
