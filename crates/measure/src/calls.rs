@@ -1,6 +1,7 @@
 //! What the workloads share at the system-call level: aligned buffers, free space, sizes
 //! that fit it, and the whole-buffer read and write loops.
 
+use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use rustix::io::Errno;
@@ -155,6 +156,15 @@ pub fn push_decimal(buf: &mut [u8], mut at: usize, value: u64) -> usize {
         at += 1;
     }
     at
+}
+
+/// `prefix` and `n`'s digits, NUL-terminated, written at the start of `buf`: a name for a
+/// hot loop's `*at()` call, passed on without a copy and without allocating.
+pub fn numbered_name<'a>(buf: &'a mut [u8], prefix: &[u8], n: u64) -> &'a CStr {
+    buf[..prefix.len()].copy_from_slice(prefix);
+    let end = push_decimal(buf, prefix.len(), n);
+    buf[end] = 0;
+    CStr::from_bytes_with_nul(&buf[..=end]).expect("a prefix without NUL, then digits")
 }
 
 /// The filesystem type of `dir`, for messages (from fstatfs's magic number).
