@@ -126,6 +126,17 @@ impl<'a> Crew<'a> {
     }
 }
 
+/// Each thread's outcome, in order; a thread that panicked failed with `panicked`.
+pub(crate) fn join_all<T>(
+    handles: Vec<ScopedJoinHandle<'_, Result<T, FsbenchError>>>,
+    panicked: &str,
+) -> Vec<Result<T, FsbenchError>> {
+    let failed = || Err(FsbenchError::Failed(panicked.to_string()));
+    (handles.into_iter())
+        .map(|h| h.join().unwrap_or_else(|_| failed()))
+        .collect()
+}
+
 /// Counts a worker out of its crew when dropped, waking the phase's thread after the last.
 struct Finished<'a, 'b>(&'a Crew<'b>);
 
