@@ -1,6 +1,13 @@
-//! Byte sizes as users write them (`8G`, `512MiB`, `4096`) and as fsbench prints them.
+//! Byte sizes as users write them (`8G`, `512MiB`, `4096`) and as fsbench prints them, and
+//! `NAME=VALUE` items.
 
 use crate::error::invalid;
+
+/// `item`'s name and value when it is written `NAME=VALUE` with neither empty.
+pub fn name_value(item: &str) -> Option<(&str, &str)> {
+    item.split_once('=')
+        .filter(|(name, value)| !name.is_empty() && !value.is_empty())
+}
 
 /// Parses a size with an optional binary suffix: k, m, g, t, p (also KiB, MB, ...; all powers of 1024).
 pub fn parse_size(text: &str) -> anyhow::Result<u64> {
