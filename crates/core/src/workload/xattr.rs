@@ -12,7 +12,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec, push_decimal};
+use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadSpec, numbered_name};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use crate::units::group_thousands;
@@ -114,13 +114,13 @@ fn build(p: &Parsed) -> anyhow::Result<XattrParams> {
     // Named by its values, as tree's are: a preset written out in full (a suite file's table,
     // a stored suite) is that preset.
     let value = |key: &str| match key {
-        "files" => files.to_string(),
-        "attrs" => attrs.to_string(),
-        _ => size.to_string(),
+        "files" => Some(files.to_string()),
+        "attrs" => Some(attrs.to_string()),
+        _ => Some(size.to_string()),
     };
     let preset = PRESETS
         .iter()
-        .find(|preset| preset.values.iter().all(|(k, v)| value(k) == *v))
+        .find(|preset| preset.matches(&["files", "attrs", "size"], value))
         .map(|preset| preset.name.to_string());
     Ok(XattrParams {
         preset,
@@ -216,10 +216,7 @@ impl Name {
     }
 
     fn of(&mut self, prefix: &[u8], n: u64) -> &CStr {
-        self.buf[..prefix.len()].copy_from_slice(prefix);
-        let end = push_decimal(&mut self.buf, prefix.len(), n);
-        self.buf[end] = 0;
-        CStr::from_bytes_with_nul(&self.buf[..=end]).expect("a prefix and digits")
+        numbered_name(&mut self.buf, prefix, n)
     }
 }
 
