@@ -211,3 +211,20 @@ pub fn direct_alignment(dir: BorrowedFd<'_>) -> Result<(String, u64), FsbenchErr
     .unwrap_or(4096);
     Ok((fs, align))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_names_end_in_one_nul() {
+        let mut buf = [0xff; 24];
+        assert_eq!(numbered_name(&mut buf, b"user.x.", 0), c"user.x.0");
+        assert_eq!(
+            numbered_name(&mut buf, b"f", u64::MAX),
+            c"f18446744073709551615"
+        );
+        // A shorter name over a longer one: its NUL ends it.
+        assert_eq!(numbered_name(&mut buf, b"d", 7), c"d7");
+    }
+}

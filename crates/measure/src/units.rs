@@ -99,6 +99,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn name_value_wants_both_sides() {
+        assert_eq!(name_value("recordsize=16k"), Some(("recordsize", "16k")));
+        assert_eq!(name_value("a=b=c"), Some(("a", "b=c")));
+        for item in ["recordsize", "=16k", "recordsize=", "="] {
+            assert_eq!(name_value(item), None, "{item}");
+        }
+    }
+
+    #[test]
     fn parses_binary_suffixes() {
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert_eq!(parse_size("8G").unwrap(), 8 << 30);

@@ -488,6 +488,10 @@ mod tests {
     fn parses_validates_and_names_in_place() {
         let p = XattrParams::parse("").unwrap();
         assert_eq!((p.files, p.attrs, p.size), (80_000, 4, 32));
+        // A preset written out in full is that preset; one value off, none.
+        let written = XattrParams::parse("files=20000,attrs=2,size=1k").unwrap();
+        assert_eq!(written.preset.as_deref(), Some("block"));
+        assert_eq!(XattrParams::parse("block,size=1025").unwrap().preset, None);
         let q = XattrParams::parse("files=1500,attrs=3,size=2k").unwrap();
         assert_eq!(
             (q.dirs(), q.size, q.name().as_str()),
