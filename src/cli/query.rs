@@ -230,10 +230,7 @@ fn groups<'a>(
 ) -> anyhow::Result<Vec<(String, Vec<&'a str>)>> {
     let mut out: Vec<(String, Vec<&str>)> = Vec::new();
     for option in options {
-        let Some((name, member)) = option
-            .split_once('=')
-            .filter(|(n, m)| !n.is_empty() && !m.is_empty())
-        else {
+        let Some((name, member)) = crate::units::name_value(option) else {
             return Err(invalid(format!(
                 "--group {option}: expected NAME=WORKLOAD (a workload's label or kind)"
             )));

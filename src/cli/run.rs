@@ -76,12 +76,22 @@ pub(super) fn ffsb(
             "fsbench: ffsb: location={location} is not used: every run gets a fresh filesystem on the target (--dir runs in an existing directory)"
         ));
     }
+    run_given(run_args, vec![Params::Ffsb(params).spec()], db, progress)
+}
+
+/// `run`'s options with `workloads` (read from a tool's own file) as the suite's workloads.
+fn run_given(
+    run_args: &RunArgs,
+    workloads: Vec<fsbench_model::workload::WorkloadSpec>,
+    db: &Path,
+    progress: Arc<Progress>,
+) -> anyhow::Result<ExitCode> {
     let mut suite = run_args.suite()?;
     if run_args.purpose.is_none() {
-        // Not the default suite's purpose: this is the profile's run.
+        // Not the default suite's purpose: this is the file's run.
         suite.purpose = String::new();
     }
-    suite.workloads = vec![Params::Ffsb(params).spec()];
+    suite.workloads = workloads;
     run_suite(
         run_args,
         suite,
@@ -112,19 +122,8 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
     let run_args = &args.run;
     only_run_options(run_args, "fsbench fio runs one job file")?;
     let jobs = crate::workload::io::jobfile::read(&args.jobfile)?;
-    let mut suite = run_args.suite()?;
-    if run_args.purpose.is_none() {
-        suite.purpose = String::new();
-    }
-    suite.workloads = jobs.into_iter().map(|j| Params::Io(j).spec()).collect();
-    run_suite(
-        run_args,
-        suite,
-        None,
-        Store::open_for_writing(db)?,
-        progress,
-        None,
-    )
+    let workloads = jobs.into_iter().map(|j| Params::Io(j).spec()).collect();
+    run_given(run_args, workloads, db, progress)
 }
 
 pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {

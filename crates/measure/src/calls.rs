@@ -1,6 +1,7 @@
 //! What the workloads share at the system-call level: aligned buffers, free space, sizes
 //! that fit it, and the whole-buffer read and write loops.
 
+use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use rustix::io::Errno;
@@ -157,6 +158,15 @@ pub fn push_decimal(buf: &mut [u8], mut at: usize, value: u64) -> usize {
     at
 }
 
+/// `prefix` and `n`'s digits, NUL-terminated, written at the start of `buf`: a name for a
+/// hot loop's `*at()` call, passed on without a copy and without allocating.
+pub fn numbered_name<'a>(buf: &'a mut [u8], prefix: &[u8], n: u64) -> &'a CStr {
+    buf[..prefix.len()].copy_from_slice(prefix);
+    let end = push_decimal(buf, prefix.len(), n);
+    buf[end] = 0;
+    CStr::from_bytes_with_nul(&buf[..=end]).expect("a prefix without NUL, then digits")
+}
+
 /// The filesystem type of `dir`, for messages (from fstatfs's magic number).
 pub fn filesystem_name(dir: BorrowedFd<'_>) -> String {
     let magic = rustix::fs::fstatfs(dir)
@@ -200,4 +210,21 @@ pub fn direct_alignment(dir: BorrowedFd<'_>) -> Result<(String, u64), FsbenchErr
     .filter(|a| *a > 0)
     .unwrap_or(4096);
     Ok((fs, align))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_names_end_in_one_nul() {
+        let mut buf = [0xff; 24];
+        assert_eq!(numbered_name(&mut buf, b"user.x.", 0), c"user.x.0");
+        assert_eq!(
+            numbered_name(&mut buf, b"f", u64::MAX),
+            c"f18446744073709551615"
+        );
+        // A shorter name over a longer one: its NUL ends it.
+        assert_eq!(numbered_name(&mut buf, b"d", 7), c"d7");
+    }
 }

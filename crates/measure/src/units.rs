@@ -1,6 +1,13 @@
-//! Sizes as users write them, with fsbench's error, and paths as messages show them.
+//! Sizes as users write them, with fsbench's error, `NAME=VALUE` items, and paths as
+//! messages show them.
 
 use crate::error::invalid;
+
+/// `item`'s name and value when it is written `NAME=VALUE` with neither empty.
+pub fn name_value(item: &str) -> Option<(&str, &str)> {
+    item.split_once('=')
+        .filter(|(name, value)| !name.is_empty() && !value.is_empty())
+}
 
 /// Parses a size with an optional binary suffix: k, m, g, t, p (also KiB, MB, ...; all powers of 1024).
 pub fn parse_size(text: &str) -> anyhow::Result<u64> {
@@ -25,6 +32,15 @@ pub fn shown(path: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_value_wants_both_sides() {
+        assert_eq!(name_value("recordsize=16k"), Some(("recordsize", "16k")));
+        assert_eq!(name_value("a=b=c"), Some(("a", "b=c")));
+        for item in ["recordsize", "=16k", "recordsize=", "="] {
+            assert_eq!(name_value(item), None, "{item}");
+        }
+    }
 
     #[test]
     fn a_bad_size_is_invalid_input() {

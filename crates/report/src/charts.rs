@@ -30,6 +30,10 @@ pub(super) const WIDTH: f64 = 1100.0;
 const LABEL_WIDTH: f64 = 300.0;
 const VALUE_WIDTH: f64 = 200.0;
 const ROW: f64 = 26.0;
+/// Where a per-configuration chart's first row starts, below its heading.
+const TOP: f64 = 30.0;
+/// The value axis's width in a per-configuration chart, between the labels and the values.
+const PLOT: f64 = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
 /// Whiskers past this multiple of the largest value (a 2-run interval can be astronomic) are
 /// cut at the axis's end, so they do not squash every bar to nothing.
 const WHISKER_LIMIT: f64 = 3.0;
@@ -70,6 +74,28 @@ fn frame(class: &str, height: f64, tooltip: &str, heading: &str) -> Document {
         .add(text(0.0, 16.0, heading).set("font-weight", "bold"))
 }
 
+/// A per-configuration chart's document: its heading, `rows` rows from [`TOP`] down, and the
+/// axis under them.
+fn rows_frame(class: &str, rows: usize, tooltip: &str, heading: &str) -> Document {
+    frame(class, TOP + ROW * rows as f64 + 30.0, tooltip, heading)
+}
+
+/// A per-configuration chart finished: the value axis from 0 to `axis`'s end under its `rows`
+/// rows, and the line its bars or dots start from.
+fn with_axis(doc: Document, rows: usize, axis: &Axis, unit: &str) -> String {
+    let axis_y = TOP + ROW * rows as f64 + 4.0;
+    doc.add(
+        Line::new()
+            .set("x1", LABEL_WIDTH)
+            .set("y1", TOP)
+            .set("x2", LABEL_WIDTH)
+            .set("y2", axis_y)
+            .set("stroke", "#666"),
+    )
+    .add(axis.labels(axis_y, unit))
+    .to_string()
+}
+
 /// A row of a per-configuration chart, starting with its (shortened) label at height `y`.
 fn row_label(label: &str, y: f64) -> Group {
     Group::new().add(text(0.0, y + 15.0, &short(label)).add(Title::new(label)))
@@ -83,8 +109,6 @@ pub fn bars(
     higher_is_better: bool,
     bars: &[(usize, String, Option<&Summary>)],
 ) -> String {
-    let top = 30.0;
-    let height = top + ROW * bars.len() as f64 + 30.0;
     let largest = |f: fn(&Summary) -> f64| {
         bars.iter()
             .filter_map(|(_, _, s)| s.map(f))
@@ -92,22 +116,21 @@ pub fn bars(
     };
     let values = largest(|s| s.mean.max(s.max));
     let max = largest(|s| s.ci95_high.unwrap_or(s.mean)).min(WHISKER_LIMIT * values);
-    let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
     let axis = Axis::to(max.max(values));
-    let scale = plot / axis.end();
+    let scale = PLOT / axis.end();
     let direction = if higher_is_better {
         "higher is better"
     } else {
         "lower is better"
     };
-    let mut doc = frame(
+    let mut doc = rows_frame(
         "bar-chart",
-        height,
+        bars.len(),
         &format!("{title} ({unit})"),
         &format!("{title} ({unit}, {direction}; bars: mean, whiskers: 95% CI)"),
     );
     for (i, (color_index, label, summary)) in bars.iter().enumerate() {
-        let y = top + ROW * i as f64;
+        let y = TOP + ROW * i as f64;
         let mut row = row_label(label, y);
         match summary {
             Some(s) => {
@@ -161,41 +184,27 @@ pub fn bars(
         }
         doc = doc.add(row);
     }
-    let axis_y = top + ROW * bars.len() as f64 + 4.0;
-    doc = doc
-        .add(
-            Line::new()
-                .set("x1", LABEL_WIDTH)
-                .set("y1", top)
-                .set("x2", LABEL_WIDTH)
-                .set("y2", axis_y)
-                .set("stroke", "#666"),
-        )
-        .add(axis.labels(plot, axis_y, unit));
-    doc.to_string()
+    with_axis(doc, bars.len(), &axis, unit)
 }
 
 /// Every run of every configuration as a dot on one axis from 0, a row per configuration,
 /// in run order from light to dark: what the mean and its interval summarize. Rows as in
 /// [`bars`].
 pub fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Summary>)]) -> String {
-    let top = 30.0;
-    let height = top + ROW * rows.len() as f64 + 30.0;
     let max = rows
         .iter()
         .filter_map(|(_, _, s)| s.map(|s| s.max))
         .fold(0.0f64, f64::max);
-    let plot = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
     let axis = Axis::to(max);
-    let scale = plot / axis.end();
-    let mut doc = frame(
+    let scale = PLOT / axis.end();
+    let mut doc = rows_frame(
         "strip-chart",
-        height,
+        rows.len(),
         &format!("{title} ({unit}): every run"),
         &format!("{title} ({unit}): every run, in run order (light → dark)"),
     );
     for (i, (color_index, label, summary)) in rows.iter().enumerate() {
-        let y = top + ROW * i as f64;
+        let y = TOP + ROW * i as f64;
         let mut row = row_label(label, y);
         let values = summary.map_or(&[][..], |s| s.values.as_slice());
         for (run, v) in values.iter().enumerate() {
@@ -224,17 +233,7 @@ pub fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Summary>)]
         row = row.add(text(WIDTH - VALUE_WIDTH + 8.0, y + 15.0, &note));
         doc = doc.add(row);
     }
-    let axis_y = top + ROW * rows.len() as f64 + 4.0;
-    doc.add(
-        Line::new()
-            .set("x1", LABEL_WIDTH)
-            .set("y1", top)
-            .set("x2", LABEL_WIDTH)
-            .set("y2", axis_y)
-            .set("stroke", "#666"),
-    )
-    .add(axis.labels(plot, axis_y, unit))
-    .to_string()
+    with_axis(doc, rows.len(), &axis, unit)
 }
 
 /// A value axis from 0: ticks every 1, 2 or 5 × 10^k, four to six of them, the last at or
@@ -263,15 +262,15 @@ impl Axis {
             .collect()
     }
 
-    /// The tick labels under a plot `plot` wide, the last with the unit.
-    fn labels(&self, plot: f64, y: f64, unit: &str) -> Group {
+    /// The tick labels under the plot ([`PLOT`] wide), the last with the unit.
+    fn labels(&self, y: f64, unit: &str) -> Group {
         let values = self.values();
         let last = values.len() - 1;
         values
             .into_iter()
             .enumerate()
             .fold(Group::new(), |g, (i, v)| {
-                let x = LABEL_WIDTH + plot * i as f64 / self.ticks as f64;
+                let x = LABEL_WIDTH + PLOT * i as f64 / self.ticks as f64;
                 let label = if i == last { format!("{v} {unit}") } else { v };
                 let anchor = if i == last { "start" } else { "middle" };
                 g.add(

@@ -6,7 +6,7 @@ use comfy_table::CellAlignment;
 use super::fit::{View, fit, new_table};
 use super::{column_decimals, figure, fixed};
 use crate::measure::LatencySummaryExt;
-use crate::results::{RunStatus, SuiteResult};
+use crate::results::{PhaseRecord, RunStatus, SuiteResult};
 use fsbench_model::measurement::{LatencySummary, figure_name};
 use fsbench_model::units::group_thousands;
 use fsbench_model::workload::PhaseInfo;
@@ -68,6 +68,25 @@ pub(super) fn all_figures(r: &SuiteResult, view: &View, workload: &str) -> Strin
     )
 }
 
+/// Each system call timed in any of `phases`, in name order, with its latencies in those of
+/// them that timed it.
+pub(super) fn latency_by_call<'a>(
+    phases: &[&'a PhaseRecord],
+) -> Vec<(&'a String, Vec<&'a LatencySummary>)> {
+    let mut ops: Vec<&String> = phases
+        .iter()
+        .flat_map(|p| p.measurement.latency.keys())
+        .collect();
+    ops.sort();
+    ops.dedup();
+    let parts = |op: &String| {
+        (phases.iter())
+            .filter_map(|p| p.measurement.latency.get(op))
+            .collect()
+    };
+    ops.into_iter().map(|op| (op, parts(op))).collect()
+}
+
 /// Latency percentiles per system call, a table per configuration (phase and call down),
 /// all runs' calls together; nothing for a configuration without latencies.
 pub(super) fn latency(
@@ -87,17 +106,7 @@ pub(super) fn latency(
                 .filter(|x| x.status == RunStatus::Ok && x.config == *c && x.workload == workload)
                 .filter_map(|x| x.phases.iter().find(|ph| ph.name == p.name))
                 .collect();
-            let mut ops: Vec<&String> = runs
-                .iter()
-                .flat_map(|ph| ph.measurement.latency.keys())
-                .collect();
-            ops.sort();
-            ops.dedup();
-            for op in ops {
-                let parts: Vec<_> = runs
-                    .iter()
-                    .filter_map(|ph| ph.measurement.latency.get(op))
-                    .collect();
+            for (op, parts) in latency_by_call(&runs) {
                 let calls: u64 = parts.iter().map(|l| l.count).sum();
                 let Some(all) = LatencySummary::merge(parts.iter().copied()) else {
                     continue;

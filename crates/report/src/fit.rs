@@ -166,6 +166,24 @@ pub(super) struct Grid {
 }
 
 impl Grid {
+    /// From its columns (a title, then a cell per row), a row per label of `rows`.
+    pub(super) fn of_columns(
+        corner: [String; 2],
+        rows: &[&str],
+        columns: Vec<(String, Vec<String>)>,
+    ) -> Grid {
+        Grid {
+            corner,
+            rows: (rows.iter().enumerate())
+                .map(|(i, label)| {
+                    let cells = columns.iter().map(|(_, cells)| cells[i].clone());
+                    (label.to_string(), cells.collect())
+                })
+                .collect(),
+            columns: columns.into_iter().map(|(title, _)| title).collect(),
+        }
+    }
+
     fn build(style: Style, corner: &str, columns: &[String], rows: Vec<Vec<String>>) -> Table {
         let mut t = new_table(
             style,

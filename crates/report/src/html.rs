@@ -438,16 +438,8 @@ fn latency_table(
             .iter()
             .filter_map(|r| r.phases.iter().find(|p| p.name == phase))
             .collect();
-        let mut ops: Vec<&String> = phases
-            .iter()
-            .flat_map(|p| p.measurement.latency.keys())
-            .collect();
-        ops.sort();
-        ops.dedup();
-        for op in ops {
-            if let Some(l) =
-                LatencySummary::merge(phases.iter().filter_map(|p| p.measurement.latency.get(op)))
-            {
+        for (op, parts) in super::details::latency_by_call(&phases) {
+            if let Some(l) = LatencySummary::merge(parts) {
                 rows.push((i, op.clone(), l));
             }
         }

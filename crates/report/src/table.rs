@@ -296,25 +296,11 @@ fn render_figures(
     let table = if rows.is_empty() {
         None
     } else if rows.len() <= 6 {
-        let columns: Vec<Vec<String>> = rows.iter().map(|(p, n, _)| cells(p, n)).collect();
-        let grid = Grid {
-            corner: ["Configuration".into(), "Figure".into()],
-            columns: rows
-                .iter()
-                .map(|(p, n, u)| format!("{p} {}", with_unit(n, u)))
-                .collect(),
-            rows: configs
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    (
-                        c.to_string(),
-                        columns.iter().map(|col| col[i].clone()).collect(),
-                    )
-                })
-                .collect(),
-        };
-        Some(grid.table(view))
+        let columns = (rows.iter())
+            .map(|(p, n, u)| (format!("{p} {}", with_unit(n, u)), cells(p, n)))
+            .collect();
+        let corner = ["Configuration".into(), "Figure".into()];
+        Some(Grid::of_columns(corner, configs, columns).table(view))
     } else {
         let mut table = new_table(
             style,
@@ -391,35 +377,21 @@ fn render_workload(
     // A phase table: per column (phase and figure) its cells down the configurations, in the
     // column's unit, marked when the phase was too short.
     let grid = |columns: &[(String, &str, &str, f64)]| {
-        let cells: Vec<Vec<String>> = columns
+        let columns = columns
             .iter()
-            .map(|(_, phase, metric, divisor)| {
+            .map(|(title, phase, metric, divisor)| {
                 let summaries: Vec<_> = configs
                     .iter()
                     .map(|c| find(c, phase, metric).map(|s| &s.summary))
                     .collect();
                 let texts = mean_sd_column(&summaries, *divisor);
-                configs
-                    .iter()
-                    .zip(texts)
+                let cells = (configs.iter().zip(texts))
                     .map(|(c, t)| t + &marks(c, phase, metric))
-                    .collect()
+                    .collect();
+                (title.clone(), cells)
             })
             .collect();
-        Grid {
-            corner: ["Configuration".into(), "Phase".into()],
-            columns: columns.iter().map(|(title, ..)| title.clone()).collect(),
-            rows: configs
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    (
-                        c.to_string(),
-                        cells.iter().map(|col| col[i].clone()).collect(),
-                    )
-                })
-                .collect(),
-        }
+        Grid::of_columns(["Configuration".into(), "Phase".into()], &configs, columns)
     };
     // A phase no configuration measured (one with nothing to do) has no column; its note
     // says why.

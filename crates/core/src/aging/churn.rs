@@ -17,6 +17,7 @@ use rustix::io::Errno;
 
 use super::profile::{AgeProfile, Rng};
 use super::{Usage, write_all_at};
+use crate::calls::numbered_name;
 use crate::error::FsbenchError;
 use crate::measure::Progress;
 
@@ -43,22 +44,7 @@ struct Name([u8; 16]);
 
 impl Name {
     fn file(&mut self, prefix: u8, id: u32) -> &CStr {
-        self.0[0] = prefix;
-        let mut digits = [0u8; 10];
-        let (mut n, mut len) = (id, 0);
-        loop {
-            digits[len] = b'0' + (n % 10) as u8;
-            len += 1;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        for i in 0..len {
-            self.0[1 + i] = digits[len - 1 - i];
-        }
-        self.0[1 + len] = 0;
-        CStr::from_bytes_with_nul(&self.0[..len + 2]).expect("one NUL at the end")
+        numbered_name(&mut self.0, &[prefix], u64::from(id))
     }
 }
 

@@ -77,10 +77,7 @@ pub(crate) fn check_properties(pool: &[String], dataset: &str) -> anyhow::Result
     let pool = pool.iter().flat_map(|p| p.split(',')).map(|p| ("pool", p));
     let dataset = dataset.split(',').map(|p| ("dataset", p));
     for (what, item) in pool.chain(dataset).filter(|(_, p)| !p.is_empty()) {
-        let Some((name, value)) = item
-            .split_once('=')
-            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
-        else {
+        let Some((name, value)) = crate::units::name_value(item) else {
             return Err(invalid(format!(
                 "zfs {what} property `{item}`: expected NAME=VALUE (e.g. `{what}=recordsize=16k`)"
             )));

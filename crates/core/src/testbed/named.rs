@@ -192,11 +192,8 @@ fn is_tag(token: &str, anywhere: bool) -> bool {
             .iter()
             .any(|t| token.starts_with(t) && token.len() > t.len());
     }
-    token.split_once('=').is_some_and(|(name, value)| {
-        !name.is_empty()
-            && !value.is_empty()
-            && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
-    })
+    crate::units::name_value(token)
+        .is_some_and(|(name, _)| name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
 }
 
 /// The devices blkid finds for tag `token`, its cache bypassed (a stale cache would name a

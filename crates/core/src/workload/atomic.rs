@@ -2,13 +2,14 @@
 //! rmdir, each repeated in its own directory with raw system calls, where the article ran a
 //! shell command per operation.
 
+use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, SpaceNeed, Workload, push_decimal};
+use super::{Params, PhaseInfo, SpaceNeed, Workload, numbered_name};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
@@ -197,10 +198,8 @@ struct Name {
 }
 
 impl Name {
-    fn of(&mut self, prefix: u8, n: u64) -> &[u8] {
-        self.buf[0] = prefix;
-        let len = push_decimal(&mut self.buf, 1, n);
-        &self.buf[..len]
+    fn of(&mut self, prefix: u8, n: u64) -> &CStr {
+        numbered_name(&mut self.buf, &[prefix], n)
     }
 }
 
@@ -418,6 +417,6 @@ mod tests {
         );
         assert!(AtomicParams::parse("loops=3").is_err());
         let mut n = Name { buf: [0; 24] };
-        assert_eq!(n.of(b'f', 12345), b"f12345");
+        assert_eq!(n.of(b'f', 12345), c"f12345");
     }
 }

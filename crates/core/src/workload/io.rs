@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
 
-use super::parallel::Crew;
+use super::parallel::{Crew, join_all};
 use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, Progress};
@@ -236,13 +236,7 @@ impl Io {
             }
             drop(closed);
             crew.wait(&handles);
-            let mut results: Vec<_> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(FsbenchError::Failed("io: a job panicked".into())))
-                })
-                .collect();
+            let mut results = join_all(handles, "io: a job panicked");
             results.extend(spawn_error.map(Err));
             results
         });

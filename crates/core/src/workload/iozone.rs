@@ -13,7 +13,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::parallel::with_private_fds;
+use super::parallel::{join_all, with_private_fds};
 use super::{Aligned, Params, PhaseInfo, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{CpuTimes, PhaseRecorder};
@@ -235,14 +235,7 @@ impl Iozone {
                         })
                     })
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(FsbenchError::Failed("I/O thread panicked".into()))
-                        })
-                    })
-                    .collect()
+                join_all(handles, "I/O thread panicked")
             })
         };
         let elapsed = start.elapsed();

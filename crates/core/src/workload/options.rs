@@ -73,6 +73,15 @@ pub struct Preset {
     pub help: &'static str,
 }
 
+impl Preset {
+    /// Whether its values of `keys` are `value_of`'s, as written (`None`: the preset does not
+    /// list the key), so that parameters written out in full are named as the preset.
+    pub(crate) fn matches(&self, keys: &[&str], value_of: impl Fn(&str) -> Option<String>) -> bool {
+        let listed = |key: &str| (self.values.iter()).find_map(|(k, v)| (*k == key).then_some(*v));
+        (keys.iter()).all(|key| listed(key).map(str::to_string) == value_of(key))
+    }
+}
+
 /// One registered workload: its stable name (stored in databases; never change it), its
 /// option table and presets, and how parsed options become its parameters.
 #[derive(Debug)]

@@ -126,6 +126,17 @@ impl<'a> Crew<'a> {
     }
 }
 
+/// Each thread's outcome, in order; a thread that panicked failed with `panicked`.
+pub(crate) fn join_all<T>(
+    handles: Vec<ScopedJoinHandle<'_, Result<T, FsbenchError>>>,
+    panicked: &str,
+) -> Vec<Result<T, FsbenchError>> {
+    let failed = || Err(FsbenchError::Failed(panicked.to_string()));
+    (handles.into_iter())
+        .map(|h| h.join().unwrap_or_else(|_| failed()))
+        .collect()
+}
+
 /// Counts a worker out of its crew when dropped, waking the phase's thread after the last.
 struct Finished<'a, 'b>(&'a Crew<'b>);
 
@@ -240,5 +251,26 @@ mod tests {
         assert_eq!(crew.left.load(Ordering::Relaxed), 0);
         // Its first-done carries the units done then, not the last poll's.
         assert_eq!(progress.threads().1.map(|(_, units)| units), Some(7));
+    }
+
+    #[test]
+    fn join_all_keeps_order_and_names_a_panic() {
+        let outcomes = std::thread::scope(|s| {
+            let handles = vec![
+                s.spawn(|| Ok(1)),
+                s.spawn(|| panic!("worker fails")),
+                s.spawn(|| Err(FsbenchError::Failed("its own".into()))),
+            ];
+            join_all(handles, "a test thread panicked")
+        });
+        let texts: Vec<String> = (outcomes.iter())
+            .map(|o| match o {
+                Ok(n) => n.to_string(),
+                Err(e) => e.to_string(),
+            })
+            .collect();
+        assert_eq!(texts[0], "1");
+        assert!(texts[1].contains("a test thread panicked"), "{texts:?}");
+        assert!(texts[2].contains("its own"), "{texts:?}");
     }
 }

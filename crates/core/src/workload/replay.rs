@@ -18,7 +18,7 @@ use std::sync::atomic::AtomicBool;
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::parallel::Crew;
+use super::parallel::{Crew, join_all};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, errno_name};
@@ -360,14 +360,7 @@ impl Workload for Replay {
                 })
                 .collect();
             crew.wait(&handles);
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(FsbenchError::Failed("a replay thread panicked".into()))
-                    })
-                })
-                .collect()
+            join_all(handles, "a replay thread panicked")
         });
         let mut report = ReplayReport::default();
         for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {

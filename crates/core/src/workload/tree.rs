@@ -149,14 +149,12 @@ impl TreeParams {
         self.preset = PRESETS
             .iter()
             .find(|preset| {
-                let listed = |key: &str| preset.values.iter().find(|(k, _)| *k == key);
-                let numbers = ["dirs", "files", "size", "levels", "bytes"]
-                    .iter()
-                    .all(|key| listed(key).map(|(_, v)| v.to_string()) == self.value_of(key));
-                numbers
+                let listed = |key: &str| preset.values.iter().any(|(k, _)| *k == key);
+                let numbers = ["dirs", "files", "size", "levels", "bytes"];
+                preset.matches(&numbers, |key| self.value_of(key))
                     && ["stat", "read"]
                         .iter()
-                        .all(|key| listed(key).is_none() || self.value_of(key).is_some())
+                        .all(|key| !listed(key) || self.value_of(key).is_some())
             })
             .map(|preset| preset.name.to_string());
         self

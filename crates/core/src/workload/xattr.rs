@@ -12,7 +12,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload, push_decimal};
+use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload, numbered_name};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
@@ -114,13 +114,13 @@ fn build(p: &Parsed) -> anyhow::Result<XattrParams> {
     // Named by its values, as tree's are: a preset written out in full (a suite file's table,
     // a stored suite) is that preset.
     let value = |key: &str| match key {
-        "files" => files.to_string(),
-        "attrs" => attrs.to_string(),
-        _ => size.to_string(),
+        "files" => Some(files.to_string()),
+        "attrs" => Some(attrs.to_string()),
+        _ => Some(size.to_string()),
     };
     let preset = PRESETS
         .iter()
-        .find(|preset| preset.values.iter().all(|(k, v)| value(k) == *v))
+        .find(|preset| preset.matches(&["files", "attrs", "size"], value))
         .map(|preset| preset.name.to_string());
     Ok(XattrParams {
         preset,
@@ -216,10 +216,7 @@ impl Name {
     }
 
     fn of(&mut self, prefix: &[u8], n: u64) -> &CStr {
-        self.buf[..prefix.len()].copy_from_slice(prefix);
-        let end = push_decimal(&mut self.buf, prefix.len(), n);
-        self.buf[end] = 0;
-        CStr::from_bytes_with_nul(&self.buf[..=end]).expect("a prefix and digits")
+        numbered_name(&mut self.buf, prefix, n)
     }
 }
 
@@ -491,6 +488,10 @@ mod tests {
     fn parses_validates_and_names_in_place() {
         let p = XattrParams::parse("").unwrap();
         assert_eq!((p.files, p.attrs, p.size), (80_000, 4, 32));
+        // A preset written out in full is that preset; one value off, none.
+        let written = XattrParams::parse("files=20000,attrs=2,size=1k").unwrap();
+        assert_eq!(written.preset.as_deref(), Some("block"));
+        assert_eq!(XattrParams::parse("block,size=1025").unwrap().preset, None);
         let q = XattrParams::parse("files=1500,attrs=3,size=2k").unwrap();
         assert_eq!(
             (q.dirs(), q.size, q.name().as_str()),

@@ -87,12 +87,7 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
     let progress = summed_progress(ranks, first_start);
     // First-done: the moment the first rank finished, from the earliest start.
     let offsets = offsets_ms(ranks, first_start);
-    let first_done = ranks
-        .iter()
-        .zip(&offsets)
-        .map(|(r, o)| o + r.record.measurement.elapsed_ns / 1_000_000)
-        .min()
-        .unwrap_or(0);
+    let first_done = ends_ms(ranks, &offsets).min().unwrap_or(0);
     let threads = (ranks.len() >= 2).then(|| {
         ThreadsDone::new(
             ranks.len() as u32,
@@ -343,6 +338,12 @@ fn offsets_ms(ranks: &[RankPhase], first_start: u64) -> Vec<u64> {
         .collect()
 }
 
+/// Each rank's end after the earliest start, in ms, from its start's offset (see
+/// [`offsets_ms`]).
+fn ends_ms<'a>(ranks: &'a [RankPhase], offsets: &'a [u64]) -> impl Iterator<Item = u64> + 'a {
+    (ranks.iter().zip(offsets)).map(|(r, o)| o + r.record.measurement.elapsed_ns / 1_000_000)
+}
+
 /// Units all ranks had done `t` ms after the earliest start: a finished rank all of its own.
 fn total_at(ranks: &[RankPhase], offsets: &[u64], t: u64) -> u64 {
     ranks
@@ -371,12 +372,7 @@ fn aligned_progress(ranks: &[RankPhase], first_start: u64) -> Vec<Vec<[u64; 2]>>
 fn summed_progress(ranks: &[RankPhase], first_start: u64) -> Vec<[u64; 2]> {
     let step = SAMPLE_INTERVAL.as_millis() as u64;
     let offsets = offsets_ms(ranks, first_start);
-    let end = ranks
-        .iter()
-        .zip(&offsets)
-        .map(|(r, o)| o + r.record.measurement.elapsed_ns / 1_000_000)
-        .max()
-        .unwrap_or(0);
+    let end = ends_ms(ranks, &offsets).max().unwrap_or(0);
     let mut series: Vec<[u64; 2]> = (0..=end / step)
         .map(|i| [i * step, total_at(ranks, &offsets, i * step)])
         .collect();

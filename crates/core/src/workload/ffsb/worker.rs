@@ -17,7 +17,7 @@ use crate::extents::Mapper;
 use crate::measure::{
     Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
 };
-use crate::workload::parallel::Crew;
+use crate::workload::parallel::{Crew, join_all};
 use crate::workload::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
@@ -495,13 +495,7 @@ pub fn run_groups(
         let start = Instant::now();
         drop(gate);
         crew.wait(&handles);
-        let mut results: Vec<Result<(usize, ThreadStats), FsbenchError>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(FsbenchError::Failed("ffsb thread panicked".into())))
-            })
-            .collect();
+        let mut results = join_all(handles, "ffsb thread panicked");
         let threads_time = start.elapsed();
         // FFSB's run time ends after the sync that follows the last thread (main.c).
         if let Err(e) = rustix::fs::syncfs(data) {

@@ -76,6 +76,11 @@ fn aggregate_rate_is_total_items_over_the_slowest_rank() {
         });
     }
     let a = aggregate(&ranks, &cx);
+    // Ends 1000, 2010 and 4030 ms after the first start: the first done at 1 s, the summed
+    // progress ending with the last, all 300 files made.
+    let threads = a.shape.threads.as_ref().expect("three ranks");
+    assert_eq!(threads.first_done_secs, 1.0);
+    assert_eq!(a.progress.last(), Some(&[4030, 300]));
     assert_eq!(a.measurement.ops, 300);
     assert_eq!(a.measurement.bytes, 3000);
     assert_eq!(a.measurement.elapsed_ns, 4_000_000_000);

@@ -102,9 +102,7 @@ impl Names {
     }
 
     pub(super) fn prefixed(&mut self, prefix: &[u8], n: u64) -> &CStr {
-        self.buf[..prefix.len()].copy_from_slice(prefix);
-        let end = push_decimal(&mut self.buf, prefix.len(), n);
-        self.finish(end)
+        crate::workload::numbered_name(&mut self.buf, prefix, n)
     }
 
     /// `datadirN`, a directory of the file set, named as FFSB 6 names it (its base name
