@@ -15,6 +15,7 @@ pub use fsbench_core::{
 #[cfg(feature = "mpi")]
 use fsbench_engine::mpi;
 use fsbench_engine::runner;
+pub use fsbench_model as model;
 pub use fsbench_model::{config, results, suite};
 use fsbench_report as report;
 pub use fsbench_stats as stats;

@@ -33,7 +33,7 @@ fn on_fresh<R>(dir: &Path, fs: FsType, size: u64, f: impl FnOnce(&FreshFs) -> R)
     (out, fresh.finish().unwrap())
 }
 
-fn light() -> profile::AgeProfile {
+fn light() -> fsbench::model::aging::AgeProfile {
     profile::resolve("light").unwrap().unwrap()
 }
 

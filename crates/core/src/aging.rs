@@ -14,6 +14,7 @@ pub mod profile;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use fsbench_model::aging::AgeProfile;
 use fsbench_model::aging::Preparation;
 use fsbench_model::filesystem::Capability;
 use rustix::fs::{Mode, OFlags};
@@ -21,7 +22,6 @@ use rustix::io::Errno;
 
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
-pub use profile::AgeProfile;
 
 /// Used and total space as `df` counts them: total = used + available to the caller.
 #[derive(Debug, Clone, Copy)]

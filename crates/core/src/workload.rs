@@ -432,7 +432,7 @@ impl Params {
     }
 
     /// The aging the workload itself asks for before its phases (FFSB's `agefs=1`).
-    pub fn age_profile(&self) -> Option<crate::aging::AgeProfile> {
+    pub fn age_profile(&self) -> Option<fsbench_model::aging::AgeProfile> {
         (self.kind().age_profile)(self)
     }
 

@@ -15,11 +15,12 @@ use fsbench_model::aging::AgingStats;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::profile::{AgeProfile, Rng};
+use super::profile::{Rng, SizeDistExt};
 use super::{Usage, write_all_at};
 use crate::calls::numbered_name;
 use crate::error::FsbenchError;
 use crate::measure::Progress;
+use fsbench_model::aging::AgeProfile;
 
 /// The directory the aged tree lives in, below the filesystem's root.
 pub const AGED_DIR: &str = "aged";

@@ -3,125 +3,8 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::invalid;
-
-/// How a filesystem is aged: a seeded churn of creates, appends, overwrites and deletes until
-/// `target_util_percent` of the space is used and `write_multiple` × the capacity has been
-/// written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgeProfile {
-    /// The preset's name or the file's stem, as reports show it.
-    #[serde(default)]
-    pub name: String,
-    #[serde(default = "default_seed")]
-    pub seed: u64,
-    /// Used space (df's `Use%`: used ÷ (used + available)) the churn ends at, ±1 point.
-    pub target_util_percent: f64,
-    /// Used space the churn first grows to before it thins the tree down to the target (0:
-    /// none), so that live files and the holes between them span the whole device, not its
-    /// first part: on a 1 GiB ext4 (one flex group) a churn straight to 50% left the rest of
-    /// the device one free run, less fragmented than fresh by the probe.
-    #[serde(default)]
-    pub peak_util_percent: f64,
-    /// Bytes to write in all, in multiples of the filesystem's size (at least what the target
-    /// utilisation takes): the churn continues at the target until this much is written.
-    #[serde(default)]
-    pub write_multiple: f64,
-    pub sizes: SizeDist,
-    /// Directories the files are spread over (the root included), at most 256.
-    #[serde(default = "default_dirs")]
-    pub dirs: u32,
-    /// Mean depth of a directory below the root (Poisson), capped at `max_depth`.
-    #[serde(default = "default_depth_mean")]
-    pub depth_mean: f64,
-    #[serde(default = "default_max_depth")]
-    pub max_depth: u32,
-    /// Relative weights of the operations.
-    #[serde(default)]
-    pub ops: OpWeights,
-    /// The largest single append or overwrite.
-    #[serde(default = "default_write_block", with = "size")]
-    pub write_block: u64,
-}
-
-/// Relative weights of the churn's operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OpWeights {
-    pub create: u32,
-    pub append: u32,
-    pub overwrite: u32,
-    pub delete: u32,
-}
-
-impl Default for OpWeights {
-    fn default() -> OpWeights {
-        OpWeights {
-            create: 4,
-            append: 2,
-            overwrite: 1,
-            delete: 3,
-        }
-    }
-}
-
-/// A file-size distribution (bytes).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SizeDist {
-    /// A lognormal body (`mu`, `sigma` of ln bytes) with a Pareto tail: a share `tail` of the
-    /// files is drawn from Pareto(`tail_alpha`, `tail_min`) instead. Capped at `max` and at a
-    /// sixteenth of the filesystem, so one file never fills a small image.
-    Hybrid {
-        mu: f64,
-        sigma: f64,
-        #[serde(default)]
-        tail: f64,
-        #[serde(default = "default_alpha")]
-        tail_alpha: f64,
-        #[serde(default = "default_tail_min", with = "size")]
-        tail_min: u64,
-        #[serde(with = "size")]
-        max: u64,
-    },
-    /// Uniform between `min` and `max`.
-    Uniform {
-        #[serde(with = "size")]
-        min: u64,
-        #[serde(with = "size")]
-        max: u64,
-    },
-    /// Sizes with weights (FFSB's `size_weight`).
-    Weighted { sizes: Vec<(u64, u32)> },
-}
-
-fn default_seed() -> u64 {
-    17
-}
-fn default_dirs() -> u32 {
-    64
-}
-fn default_depth_mean() -> f64 {
-    2.0
-}
-fn default_max_depth() -> u32 {
-    8
-}
-fn default_write_block() -> u64 {
-    1 << 20
-}
-fn default_alpha() -> f64 {
-    0.91
-}
-fn default_tail_min() -> u64 {
-    512 << 20
-}
-
-/// The most directories a profile may ask for: each is held open during the churn.
-pub const MAX_DIRS: u32 = 256;
+use fsbench_model::aging::{AgeProfile, MAX_DIRS, OpWeights, SizeDist};
 
 /// `age = ...`: no aging, a preset, or a profile file.
 pub fn resolve(spec: &str) -> anyhow::Result<Option<AgeProfile>> {
@@ -146,7 +29,7 @@ pub fn resolve(spec: &str) -> anyhow::Result<Option<AgeProfile>> {
 fn light() -> AgeProfile {
     AgeProfile {
         name: "light".into(),
-        seed: default_seed(),
+        seed: fsbench_model::aging::default_seed(),
         target_util_percent: 50.0,
         peak_util_percent: 90.0,
         write_multiple: 1.0,
@@ -154,15 +37,15 @@ fn light() -> AgeProfile {
             mu: (64.0f64 * 1024.0).ln(),
             sigma: 1.5,
             tail: 0.0,
-            tail_alpha: default_alpha(),
-            tail_min: default_tail_min(),
+            tail_alpha: fsbench_model::aging::default_alpha(),
+            tail_min: fsbench_model::aging::default_tail_min(),
             max: 4 << 20,
         },
         dirs: 32,
         depth_mean: 1.5,
         max_depth: 4,
         ops: OpWeights::default(),
-        write_block: default_write_block(),
+        write_block: fsbench_model::aging::default_write_block(),
     }
 }
 
@@ -176,7 +59,7 @@ fn light() -> AgeProfile {
 fn geriatrix_like() -> AgeProfile {
     AgeProfile {
         name: "geriatrix-like".into(),
-        seed: default_seed(),
+        seed: fsbench_model::aging::default_seed(),
         target_util_percent: 70.0,
         peak_util_percent: 0.0,
         write_multiple: 5.0,
@@ -197,7 +80,7 @@ fn geriatrix_like() -> AgeProfile {
             overwrite: 1,
             delete: 4,
         },
-        write_block: default_write_block(),
+        write_block: fsbench_model::aging::default_write_block(),
     }
 }
 
@@ -213,8 +96,13 @@ fn from_file(path: &Path) -> anyhow::Result<AgeProfile> {
     Ok(profile)
 }
 
-impl AgeProfile {
-    pub fn validate(&self) -> anyhow::Result<()> {
+/// Checks of a profile's settings, which a user's file may get wrong.
+pub trait AgeProfileExt {
+    fn validate(&self) -> anyhow::Result<()>;
+}
+
+impl AgeProfileExt for AgeProfile {
+    fn validate(&self) -> anyhow::Result<()> {
         let bad = |what: String| Err(invalid(format!("aging profile `{}`: {what}", self.name)));
         if !(self.target_util_percent > 0.0 && self.target_util_percent <= 95.0) {
             return bad(format!(
@@ -321,9 +209,14 @@ impl Rng {
     }
 }
 
-impl SizeDist {
+/// Drawing from a distribution.
+pub trait SizeDistExt {
     /// One file size, at most `cap` (and at least 1 byte).
-    pub fn draw(&self, rng: &mut Rng, cap: u64) -> u64 {
+    fn draw(&self, rng: &mut Rng, cap: u64) -> u64;
+}
+
+impl SizeDistExt for SizeDist {
+    fn draw(&self, rng: &mut Rng, cap: u64) -> u64 {
         let size = match self {
             SizeDist::Hybrid {
                 mu,
@@ -433,19 +326,5 @@ mod tests {
         assert!((0..100).all(|_| a.next_u64() == b.next_u64()));
         let mean = (0..10_000).map(|_| a.poisson(6.49) as f64).sum::<f64>() / 1e4;
         assert!((6.2..6.8).contains(&mean), "{mean}");
-    }
-}
-
-/// Serde helper: a byte size written as `"4k"` or as a number of bytes.
-mod size {
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(*v)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        fsbench_model::units::opt_size::deserialize(d)?
-            .ok_or_else(|| serde::de::Error::custom("a size is required"))
     }
 }

@@ -104,7 +104,7 @@ pub struct WorkloadKind {
     /// one is refused before anything is made.
     pub needs: &'static [Need],
     /// The aging it asks for itself before its phases (FFSB's `agefs=1`), if any.
-    pub age_profile: fn(&Params) -> Option<crate::aging::AgeProfile>,
+    pub age_profile: fn(&Params) -> Option<fsbench_model::aging::AgeProfile>,
     /// The report formats of its own (`fsbench export --format NAME`, by name in fsbench's
     /// report registry): a text report among them also leads the terminal's tables.
     pub reports: &'static [&'static str],

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{FileSet, Op, ThreadGroup};
-use crate::aging::profile::{AgeProfile, OpWeights, SizeDist};
+use fsbench_model::aging::{AgeProfile, OpWeights, SizeDist};
 
 /// The aging of an `agefs=1` profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
