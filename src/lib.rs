@@ -8,10 +8,6 @@
 //!
 //! The lower crates' modules are re-exported under their old names for the integration tests.
 
-pub use fsbench_core::{
-    aging, define, diag, drivers, error, extents, measure, phase_progress, sysinfo, testbed, tools,
-    units, workload,
-};
 #[cfg(feature = "mpi")]
 use fsbench_engine::mpi;
 use fsbench_engine::runner;
@@ -20,6 +16,11 @@ pub use fsbench_model::{config, results, suite};
 use fsbench_report as report;
 pub use fsbench_stats as stats;
 pub use fsbench_store as store;
+pub use fsbench_testbed::{
+    aging, define, diag, drivers, error, extents, measure, phase_progress, sysinfo, testbed, tools,
+    units,
+};
+pub use fsbench_workloads as workload;
 
 mod cli;
 mod launcher;

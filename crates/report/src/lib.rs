@@ -1,9 +1,10 @@
 //! Reports of a suite's results behind one trait ([`formats::Report`]): terminal tables,
 //! Markdown, CSV, JSON, HTML and the tools' own formats.
 
-use fsbench_core::{error, measure, workload};
 use fsbench_model::results;
 use fsbench_stats as stats;
+use fsbench_testbed::{error, measure};
+use fsbench_workloads as workload;
 
 pub mod aging;
 pub mod answer;

@@ -16,7 +16,7 @@ fn three_filesystems() -> SuiteResult {
     crate::workload::record_workloads(&mut r).unwrap();
     for (i, fs) in ["ext4", "xfs", "btrfs"].into_iter().enumerate() {
         r.configurations.push(ConfigInfo {
-            config: fsbench_core::define::parse_fs(fs).unwrap().remove(0),
+            config: fsbench_testbed::define::parse_fs(fs).unwrap().remove(0),
             mkfs_version: None,
             fsck_version: None,
             mkfs_command: None,

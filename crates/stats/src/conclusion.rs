@@ -229,7 +229,7 @@ mod tests {
         }
         for config in configs {
             s.configurations.push(ConfigInfo {
-                config: fsbench_core::define::parse_fs(config).unwrap().remove(0),
+                config: fsbench_testbed::define::parse_fs(config).unwrap().remove(0),
                 mkfs_version: None,
                 fsck_version: None,
                 mkfs_command: None,

@@ -2,8 +2,9 @@
 //! of a suite's runs ([`summary`]), comparisons of configurations ([`compare`]) and their
 //! ranking ([`rank`]). Rendering is in the reports.
 
-use fsbench_core::{error, workload};
+use fsbench_measure::error;
 use fsbench_model::results;
+use fsbench_workloads as workload;
 
 pub mod compare;
 pub mod conclusion;

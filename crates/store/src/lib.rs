@@ -3,9 +3,10 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
-use fsbench_core::{error, testbed, workload};
 use fsbench_model::{results, suite};
 use fsbench_stats as stats;
+use fsbench_testbed::{error, testbed};
+use fsbench_workloads as workload;
 
 mod claim;
 mod legacy;
@@ -318,7 +319,7 @@ impl Store {
         });
         match imported {
             Ok(p) => {
-                fsbench_core::diag::say(&format!(
+                fsbench_testbed::diag::say(&format!(
                     "fsbench: imported run {} of {} {} (suite {}) from {} into {}",
                     p.run.run,
                     p.run.config,
@@ -328,13 +329,13 @@ impl Store {
                     self.path.display()
                 ));
                 if let Err(e) = std::fs::remove_file(file) {
-                    fsbench_core::diag::say(&format!(
+                    fsbench_testbed::diag::say(&format!(
                         "fsbench: cannot remove {} ({e}); remove it, or its run is imported again",
                         file.display()
                     ));
                 }
             }
-            Err(e) => fsbench_core::diag::say(&format!(
+            Err(e) => fsbench_testbed::diag::say(&format!(
                 "fsbench: cannot import the saved run {} yet ({e:#}); it is kept and tried again",
                 file.display()
             )),

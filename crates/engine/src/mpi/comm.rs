@@ -34,7 +34,7 @@ impl Comm {
         // A panicking rank would leave the others in a collective forever: abort them all.
         std::panic::set_hook(Box::new(move |info| {
             default_hook(info);
-            fsbench_core::diag::say(&format!(
+            fsbench_testbed::diag::say(&format!(
                 "fsbench: rank {rank} panicked; aborting every rank"
             ));
             SimpleCommunicator::world().abort(101);

@@ -1,7 +1,7 @@
 //! The tree workload's options and named parameter sets (fdtree's, the article's, IO500's).
 
 use super::MAX_LEVELS;
-use crate::workload::options::{OptKind, OptionDef, Preset};
+use crate::options::{OptKind, OptionDef, Preset};
 
 /// fdtree's options; the numbers fit `u32`.
 pub(super) const OPTIONS: &[OptionDef] = &[

@@ -1,4 +1,4 @@
-use crate::workload::{Params, WORKLOADS, WorkloadSpec};
+use crate::{Params, WORKLOADS, WorkloadSpec};
 
 fn err(text: &str) -> String {
     format!("{:#}", Params::parse(text).unwrap_err())

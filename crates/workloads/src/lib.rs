@@ -1,6 +1,8 @@
-//! Workloads: each a re-implementation of one seed benchmark behind the [`Workload`] trait.
+//! Workloads: each a re-implementation of one seed benchmark (or the user's own commands and
+//! captured calls) behind the [`Workload`] trait, each one folder and one row of the
+//! registry ([`workloads!`]), its options one table ([`options::WorkloadKind`]).
 //!
-//! A workload is a sequence of phases. The runner (or, later, an MPI coordinator) calls
+//! A workload is a sequence of phases. The runner (or an MPI rank) calls
 //! [`Workload::run_phase`] for each phase in turn, with caches dropped and barriers in between,
 //! so phases must not depend on anything but the workload's own state and the directory.
 
@@ -8,7 +10,7 @@
 macro_rules! workload_params {
     ($params:ty, |$p:ident| phases: $phases:expr, instantiate: $new:expr
      $(, buffers: $buffers:expr)? $(, threads: $threads:expr)? $(,)?) => {
-        impl $crate::workload::WorkloadParams for $params {
+        impl $crate::WorkloadParams for $params {
             fn name(&self) -> String {
                 <$params>::name(self)
             }
@@ -18,7 +20,7 @@ macro_rules! workload_params {
             fn validate(&self) -> anyhow::Result<()> {
                 <$params>::validate(self)
             }
-            fn space_needed(&self) -> Option<$crate::workload::SpaceNeed> {
+            fn space_needed(&self) -> Option<$crate::SpaceNeed> {
                 <$params>::space_needed(self)
             }
             $(fn buffer_bytes(&self) -> u64 {
@@ -29,12 +31,12 @@ macro_rules! workload_params {
                 let $p = self;
                 $threads
             })?
-            fn phases(&self) -> std::borrow::Cow<'static, [$crate::workload::PhaseInfo]> {
+            fn phases(&self) -> std::borrow::Cow<'static, [$crate::PhaseInfo]> {
                 #[allow(unused_variables)] // most workloads have fixed phases
                 let $p = self;
                 $phases
             }
-            fn instantiate(&self) -> Box<dyn $crate::workload::Workload> {
+            fn instantiate(&self) -> Box<dyn $crate::Workload> {
                 let $p = self;
                 Box::new($new)
             }
@@ -59,6 +61,8 @@ use std::borrow::Cow;
 use std::os::fd::BorrowedFd;
 
 use serde::Serialize;
+
+use fsbench_measure::{calls, error, extents, measure, rmtree, sysinfo, units};
 
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
@@ -221,7 +225,7 @@ macro_rules! workloads {
         impl Params {
     /// Refuses this workload where it needs what `driver` declares it lacks, naming the
     /// driver, the flag and the workload's option: before anything is made.
-    pub(crate) fn check_needs(&self, driver: &fsbench_model::filesystem::UserDriver) -> anyhow::Result<()> {
+    pub fn check_needs(&self, driver: &fsbench_model::filesystem::UserDriver) -> anyhow::Result<()> {
         let kind = self.kind();
         match kind
             .needs

@@ -10,7 +10,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use super::{BLOCK, Share, Tree};
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder};
-use crate::workload::push_decimal;
+use crate::push_decimal;
 
 /// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing; a shared
 /// tree's files end in their owner's `.r<rank>` and `.t<thread>`.

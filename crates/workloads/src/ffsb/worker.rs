@@ -17,8 +17,8 @@ use crate::extents::Mapper;
 use crate::measure::{
     Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
 };
-use crate::workload::parallel::{Crew, join_all};
-use crate::workload::{Aligned, push_decimal, read_full, write_all};
+use crate::parallel::{Crew, join_all};
+use crate::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
 pub use fileset::*;

@@ -126,7 +126,7 @@ fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::
             path.display()
         )));
     }
-    let text = crate::workload::read_text_file(path, "fio job file")?;
+    let text = crate::read_text_file(path, "fio job file")?;
     for (i, raw) in text.lines().enumerate() {
         let at = format!("{}:{}", path.display(), i + 1);
         let line = raw.trim();

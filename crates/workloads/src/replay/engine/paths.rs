@@ -6,7 +6,7 @@ use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use super::Outcome;
-use crate::workload::archive::extract::split_member;
+use crate::archive::extract::split_member;
 
 pub(super) const BENEATH: ResolveFlags = ResolveFlags::BENEATH;
 

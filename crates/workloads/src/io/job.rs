@@ -11,9 +11,9 @@ use rustix::fs::{Mode, OFlags};
 
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
+use crate::Aligned;
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder, new_histogram};
-use crate::workload::Aligned;
 
 /// Job `job`'s file `file`: `io.JOB.FILE`, as fio names a job's files `NAME.JOB.FILE`.
 /// An asynchronous engine's issue-and-complete loop over a job.

@@ -1,8 +1,8 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
 use super::params::{Rw, build};
-use crate::workload::Params;
-use crate::workload::options::{Need, OptKind, OptionDef, Preset, WorkloadKind};
+use crate::Params;
+use crate::options::{Need, OptKind, OptionDef, Preset, WorkloadKind};
 use fsbench_model::filesystem::Capability;
 
 const OPTIONS: &[OptionDef] = &[

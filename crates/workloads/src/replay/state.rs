@@ -12,9 +12,9 @@ use std::path::Path;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::trace::{Entry, TraceWriter};
+use crate::archive::extract::split_member;
 use crate::error::{FsbenchError, invalid};
 use crate::units::shown;
-use crate::workload::archive::extract::split_member;
 
 /// Lists everything below `root` into `out`, parents before children, names sorted.
 pub fn snapshot<W: Write>(root: &Path, out: &mut TraceWriter<W>) -> anyhow::Result<u64> {
