@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::LatencySummaryExt;
 use crate::phase_progress::SAMPLE_INTERVAL;
 use crate::results::PhaseRecord;
 use crate::shape;
