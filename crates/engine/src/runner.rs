@@ -18,8 +18,8 @@ use crate::define;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::results::{
-    ConfigInfo, ConfigKey, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult, SuiteStatus,
-    TargetInfo, WorkloadKey,
+    ConfigInfo, ConfigKey, RunRecord, RunStatus, Skipped, SuiteResult, SuiteStatus, TargetInfo,
+    WorkloadKey,
 };
 use crate::suite::Suite;
 use crate::sysinfo::SystemInfoExt;
@@ -196,21 +196,8 @@ pub fn run_suite(
             previous.error = None;
             previous
         }
-        None => SuiteResult {
-            schema_version: SCHEMA_VERSION,
-            id: None,
-            started_at: now(),
-            finished_at: String::new(),
-            status: SuiteStatus::Running,
-            error: None,
-            suite: suite.clone(),
-            system: SystemInfo::collect(),
-            target: describe_target(
-                &target,
-                &configs.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
-            ),
-            configurations: configs
-                .iter()
+        None => {
+            let configurations = (configs.iter())
                 .map(|(c, t)| ConfigInfo {
                     config: c.clone(),
                     mkfs_version: t.version.clone(),
@@ -218,15 +205,19 @@ pub fn run_suite(
                     mkfs_command: None,
                     mount_options: None,
                 })
-                .collect(),
-            skipped,
-            runs: Vec::new(),
-            summaries: Vec::new(),
-            warnings: Vec::new(),
-            testbed: None,
-            ceilings: Vec::new(),
-            workload_records: Vec::new(),
-        },
+                .collect();
+            let made: Vec<FsConfig> = configs.iter().map(|(c, _)| c.clone()).collect();
+            let target = describe_target(&target, &made);
+            let system = SystemInfo::collect();
+            SuiteResult::new(
+                suite.clone(),
+                system,
+                target,
+                configurations,
+                skipped,
+                now(),
+            )
+        }
     };
     crate::workload::record_workloads(&mut result)?;
     // A resumed suite keeps the stack it started on; its new runs say what changed since.

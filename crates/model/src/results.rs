@@ -294,36 +294,27 @@ impl SuiteResult {
         self.workload_records.iter().find(|w| w.label == workload)
     }
 
-    /// An empty result on this machine, for unit tests of what consumes results (statistics,
-    /// store and reports test against it from their own crates).
-    #[doc(hidden)]
-    pub fn for_tests() -> SuiteResult {
+    /// A suite's result as it starts: what it runs, on what, and nothing run yet.
+    pub fn new(
+        suite: Suite,
+        system: SystemInfo,
+        target: TargetInfo,
+        configurations: Vec<ConfigInfo>,
+        skipped: Vec<Skipped>,
+        started_at: String,
+    ) -> SuiteResult {
         SuiteResult {
             schema_version: SCHEMA_VERSION,
             id: None,
-            started_at: String::new(),
+            started_at,
             finished_at: String::new(),
-            status: SuiteStatus::Completed,
+            status: SuiteStatus::Running,
             error: None,
-            suite: Suite::default(),
-            system: SystemInfo {
-                hostname: "test".into(),
-                kernel_release: String::new(),
-                kernel_version: String::new(),
-                arch: std::env::consts::ARCH.into(),
-                cpu_model: String::new(),
-                cpus: 1,
-                memory_bytes: 0,
-                fsbench_version: env!("CARGO_PKG_VERSION").into(),
-                root: false,
-            },
-            target: TargetInfo {
-                description: "test".into(),
-                image_size: None,
-                device: None,
-            },
-            configurations: Vec::new(),
-            skipped: Vec::new(),
+            suite,
+            system,
+            target,
+            configurations,
+            skipped,
             runs: Vec::new(),
             summaries: Vec::new(),
             warnings: Vec::new(),
@@ -331,6 +322,39 @@ impl SuiteResult {
             ceilings: Vec::new(),
             workload_records: Vec::new(),
         }
+    }
+
+    /// An empty, completed result of the default suite on a made-up machine, for unit tests
+    /// of what consumes results (statistics, store and reports test against it from their
+    /// own crates).
+    #[doc(hidden)]
+    pub fn for_tests() -> SuiteResult {
+        let system = SystemInfo {
+            hostname: "test".into(),
+            kernel_release: String::new(),
+            kernel_version: String::new(),
+            arch: std::env::consts::ARCH.into(),
+            cpu_model: String::new(),
+            cpus: 1,
+            memory_bytes: 0,
+            fsbench_version: env!("CARGO_PKG_VERSION").into(),
+            root: false,
+        };
+        let target = TargetInfo {
+            description: "test".into(),
+            image_size: None,
+            device: None,
+        };
+        let mut r = SuiteResult::new(
+            Suite::default(),
+            system,
+            target,
+            Vec::new(),
+            Vec::new(),
+            String::new(),
+        );
+        r.status = SuiteStatus::Completed;
+        r
     }
 
     /// The (workload label, phase) pairs its workloads mark untimed (io's layout): shown,
