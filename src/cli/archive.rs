@@ -15,7 +15,7 @@ use crate::runner::phases::{PhaseSettings, run_phase};
 use crate::workload::archive::{Archive, ArchiveParams, Source};
 
 #[derive(Debug, Subcommand)]
-pub enum ArchiveCommand {
+pub(super) enum ArchiveCommand {
     /// Write a generated archive as a tar file (gzip or zstd when the name ends .gz/.tgz/.zst)
     Generate {
         /// A preset (tiny, small, seed-1pct, seed-10pct) and/or KEY=N settings, as for
@@ -39,7 +39,7 @@ pub enum ArchiveCommand {
     },
 }
 
-pub fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<()> {
+pub(super) fn run(command: &ArchiveCommand, progress: Arc<Progress>) -> anyhow::Result<()> {
     match command {
         ArchiveCommand::Generate { shape, output } => {
             let params = ArchiveParams::parse(shape)?;

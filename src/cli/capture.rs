@@ -20,7 +20,7 @@ use crate::workload::replay::{Summary, replay_into, snapshot};
 use fsbench_model::units::{format_bytes, group_thousands};
 
 #[derive(Debug, Args)]
-pub struct CaptureArgs {
+pub(super) struct CaptureArgs {
     /// The trace file to write (zstd-compressed; outside the root)
     #[arg(
         short = 'o',
@@ -50,7 +50,7 @@ pub struct CaptureArgs {
     command: Vec<String>,
 }
 
-pub fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
+pub(super) fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     if let Some(trace) = &args.show {
         return show(trace);
     }

@@ -18,7 +18,7 @@ use crate::workload::tree::{self, Tree, TreeParams};
 /// fdtree.bash's options. Unset numbers take fdtree's defaults (-l 4 -d 10 -f 10 -s 10), except
 /// with -R, where they are read from the tree that -C left.
 #[derive(Debug, Args)]
-pub struct FdtreeArgs {
+pub(super) struct FdtreeArgs {
     /// Levels below the root directory [default: 4]
     #[arg(short = 'l')]
     pub levels: Option<u32>,
@@ -122,7 +122,7 @@ fn existing_tree(dir: &Path) -> anyhow::Result<String> {
     }
 }
 
-pub fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
+pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
     match args.dir.metadata() {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {

@@ -256,11 +256,11 @@ pub const MAX_DIRS: u32 = 256;
 mod size {
     use serde::{Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(*v)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         crate::units::opt_size::deserialize(d)?
             .ok_or_else(|| serde::de::Error::custom("a size is required"))
     }

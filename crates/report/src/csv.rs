@@ -42,7 +42,7 @@ const HEADER: [&str; 20] = [
     "dims",
 ];
 
-pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
+pub(crate) fn render(r: &SuiteResult) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(HEADER)?;
     let id = r.id.map_or(String::new(), |i| i.to_string());

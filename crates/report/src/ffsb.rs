@@ -60,7 +60,7 @@ pub(crate) fn report(r: &SuiteResult, width: Option<u16>) -> anyhow::Result<Stri
 }
 
 /// The report for every FFSB workload and configuration of `r`.
-pub fn render(r: &SuiteResult, width: Option<u16>) -> String {
+pub(crate) fn render(r: &SuiteResult, width: Option<u16>) -> String {
     let mut out = String::new();
     for (label, spec) in crate::typed_workloads(r) {
         let Params::Ffsb(params) = spec else {

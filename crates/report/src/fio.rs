@@ -144,7 +144,7 @@ pub(crate) fn summary(r: &SuiteResult) -> anyhow::Result<String> {
 }
 
 /// The summary fio prints for each job and group, for the jobs of a job file.
-pub fn render(r: &SuiteResult) -> String {
+pub(crate) fn render(r: &SuiteResult) -> String {
     let mut out = String::new();
     for job in jobs(r).iter().filter(|j| j.params.job.is_some()) {
         let n = job.runs();
@@ -225,7 +225,7 @@ fn options(p: &IoParams) -> Value {
 }
 
 /// `fsbench export ID --format fio-json`: one fio job per configuration and io workload.
-pub fn json(r: &SuiteResult) -> anyhow::Result<String> {
+pub(crate) fn json(r: &SuiteResult) -> anyhow::Result<String> {
     let jobs = jobs(r);
     if jobs.is_empty() {
         return Err(invalid(

@@ -32,7 +32,7 @@ fn matrices(r: &SuiteResult) -> Vec<(String, Matrix<'_>)> {
         .collect()
 }
 
-pub fn render(r: &SuiteResult) -> anyhow::Result<String> {
+pub(crate) fn render(r: &SuiteResult) -> anyhow::Result<String> {
     let matrices = matrices(r);
     if matrices.is_empty() {
         return Err(invalid(

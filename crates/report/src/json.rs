@@ -2,6 +2,6 @@
 
 use crate::results::SuiteResult;
 
-pub fn render(result: &SuiteResult) -> String {
+pub(crate) fn render(result: &SuiteResult) -> String {
     serde_json::to_string_pretty(result).expect("results serialize")
 }

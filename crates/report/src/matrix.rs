@@ -9,7 +9,7 @@ use crate::results::Summary;
 use fsbench_model::measurement::DimValue;
 
 /// One figure's matrix over some columns (configurations, possibly of several suites).
-pub struct Matrix<'a> {
+pub(crate) struct Matrix<'a> {
     pub phase: String,
     pub metric: String,
     pub unit: String,
@@ -26,7 +26,7 @@ pub struct Matrix<'a> {
 impl<'a> Matrix<'a> {
     /// The matrix of the first figure with three dimensions among `summaries` (each with the
     /// name of the column it belongs to), over every summary of that phase and figure.
-    pub fn of(summaries: impl IntoIterator<Item = (String, &'a MetricSummary)>) -> Option<Self> {
+    pub(crate) fn of(summaries: impl IntoIterator<Item = (String, &'a MetricSummary)>) -> Option<Self> {
         let mut matrix: Option<Matrix<'a>> = None;
         for (column, s) in summaries {
             let [a, b, c] = &s.dims[..] else {
@@ -62,7 +62,7 @@ impl<'a> Matrix<'a> {
     }
 
     /// The summary of one cell of one column.
-    pub fn get(
+    pub(crate) fn get(
         &self,
         column: &str,
         table: &DimValue,
@@ -74,7 +74,7 @@ impl<'a> Matrix<'a> {
     }
 
     /// Whether `column` has any cell in `table` (an empty map is not drawn).
-    pub fn has(&self, column: &str, table: &DimValue) -> bool {
+    pub(crate) fn has(&self, column: &str, table: &DimValue) -> bool {
         self.rows.iter().any(|r| {
             self.cols
                 .iter()

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use comfy_table::CellAlignment;
 
-pub use super::fit::Style;
+pub(crate) use super::fit::Style;
 use super::fit::{Grid, View, fit, new_table, right_align};
 use super::matrix::Matrix;
 use super::{column_decimals, fixed};
@@ -75,7 +75,7 @@ fn device_text(r: &SuiteResult) -> String {
 
 /// The suite's results: what was asked and the answers first, then the tables, the
 /// warnings and what was run on.
-pub fn render(r: &SuiteResult, view: &View) -> String {
+pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
     let style = view.style;
     let s = &r.system;
     let mut out = match style {
@@ -219,7 +219,7 @@ fn render_testbed(out: &mut String, r: &SuiteResult, view: &View) {
 }
 
 /// The answer, one line per workload.
-pub fn render_conclusions(out: &mut String, r: &SuiteResult, view: &View) {
+pub(crate) fn render_conclusions(out: &mut String, r: &SuiteResult, view: &View) {
     let lines = super::answer::lines(r);
     if !lines.is_empty() {
         out.push_str(&view.style.heading("Answer"));

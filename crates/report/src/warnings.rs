@@ -7,7 +7,7 @@ use crate::results::{SuiteResult, Warning, WarningKind};
 const NAMED: usize = 3;
 
 /// The warning lines of a suite, grouped unless `verbose`.
-pub fn lines(r: &SuiteResult, verbose: bool) -> Vec<String> {
+pub(crate) fn lines(r: &SuiteResult, verbose: bool) -> Vec<String> {
     if verbose {
         return r.warnings.iter().map(|w| w.message.clone()).collect();
     }

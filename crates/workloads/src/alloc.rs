@@ -347,7 +347,7 @@ workload_params!(AllocParams, |p| phases: Cow::Owned(AllocParams::phases(p)),
     instantiate: Alloc::new(p.clone()),
     buffers: AllocParams::buffer_bytes(p));
 
-pub struct Alloc {
+pub(crate) struct Alloc {
     params: AllocParams,
     /// The size in use: the parameter, or what fits the target.
     size: Option<u64>,
@@ -364,7 +364,7 @@ const FILE: &str = "alloc.file";
 const MMAP_WINDOW: u64 = 256 << 20;
 
 impl Alloc {
-    pub fn new(params: AllocParams) -> Alloc {
+    pub(crate) fn new(params: AllocParams) -> Alloc {
         Alloc {
             params,
             size: None,

@@ -14,7 +14,7 @@ use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
-pub const PHASES: &[PhaseInfo] = &[
+pub(crate) const PHASES: &[PhaseInfo] = &[
     PhaseInfo::fixed("mkdir", "dirs", false),
     PhaseInfo::fixed("touch", "files", false),
     PhaseInfo::fixed("echo", "appends", true),
@@ -207,13 +207,13 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::CLOEXEC);
 
-pub struct Atomic {
+pub(crate) struct Atomic {
     params: AtomicParams,
     buf: Vec<u8>,
 }
 
 impl Atomic {
-    pub fn new(params: AtomicParams) -> Atomic {
+    pub(crate) fn new(params: AtomicParams) -> Atomic {
         let size = params.dd_block_size as usize;
         Atomic {
             params,

@@ -17,7 +17,7 @@ use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
-pub const PHASES: &[PhaseInfo] = &[
+pub(crate) const PHASES: &[PhaseInfo] = &[
     PhaseInfo::fixed("create", "files", false),
     PhaseInfo::fixed("set", "attrs", true),
     PhaseInfo::fixed("get", "attrs", true),
@@ -225,7 +225,7 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::CLOEXEC);
 const PROBE: &str = ".fsbench-xattr-probe";
 
-pub struct Xattr {
+pub(crate) struct Xattr {
     params: XattrParams,
     /// The value every attribute is set to.
     value: Vec<u8>,
@@ -236,7 +236,7 @@ pub struct Xattr {
 }
 
 impl Xattr {
-    pub fn new(params: XattrParams) -> Xattr {
+    pub(crate) fn new(params: XattrParams) -> Xattr {
         let size = params.size as usize;
         let read = size.max(params.list_bytes());
         Xattr {

@@ -123,7 +123,7 @@ fn pairs(bins: Vec<Bins>) -> Vec<Bins> {
 }
 
 /// Records the calls of one phase by interval.
-pub struct Timeline {
+pub(super) struct Timeline {
     width_ns: u64,
     /// Where the current interval ends, in nanoseconds since the phase started.
     end_ns: u64,
@@ -149,7 +149,7 @@ impl Default for Timeline {
 impl Timeline {
     /// A call that took `ns` and ended the lap that started where the previous call ended.
     #[inline]
-    pub fn record(&mut self, ns: u64) {
+    pub(super) fn record(&mut self, ns: u64) {
         self.now_ns += ns;
         if self.now_ns >= self.end_ns {
             self.roll();
@@ -161,7 +161,7 @@ impl Timeline {
     /// at once, whose latencies do not add up to the phase's time (a late one is placed in
     /// the current interval).
     #[inline]
-    pub fn record_at(&mut self, at_ns: u64, ns: u64) {
+    pub(super) fn record_at(&mut self, at_ns: u64, ns: u64) {
         self.now_ns = self.now_ns.max(at_ns);
         if self.now_ns >= self.end_ns {
             self.roll();
@@ -171,7 +171,7 @@ impl Timeline {
 
     /// Adds the calls another timeline of the same phase recorded (a worker thread's),
     /// interval by interval, at the wider of the two widths.
-    pub fn absorb(&mut self, other: Timeline) {
+    pub(super) fn absorb(&mut self, other: Timeline) {
         let all = |t: Timeline| {
             let mut bins = t.closed;
             bins.push(t.current);
@@ -227,7 +227,7 @@ impl Timeline {
     }
 
     /// The series: every closed interval and the last, partial one (when it saw a call).
-    pub fn finish(self) -> LatencyTimeline {
+    pub(super) fn finish(self) -> LatencyTimeline {
         let mut points: Vec<LatencyPoint> = self.closed.iter().map(Bins::point).collect();
         if self.current.calls > 0 {
             points.push(self.current.point());

@@ -22,7 +22,7 @@ use crate::tools;
 const DEFAULT_SECTOR: u32 = 512;
 
 /// A loop device attached by [`attach`].
-pub struct Attached {
+pub(crate) struct Attached {
     pub device: PathBuf,
     /// Set when direct I/O was asked for but the backing filesystem refuses it.
     pub fallback: Option<String>,
@@ -33,14 +33,14 @@ fn sysfs_loop(device: &Path) -> PathBuf {
 }
 
 /// Whether `device` does direct I/O on its backing file now (sysfs `loop/dio`).
-pub fn direct_io(device: &Path) -> Option<bool> {
+pub(crate) fn direct_io(device: &Path) -> Option<bool> {
     let text = std::fs::read_to_string(sysfs_loop(device).join("loop/dio")).ok()?;
     Some(text.trim() == "1")
 }
 
 /// `device`'s state now, with `fallback` as recorded when it was attached; a loop that was
 /// asked for direct I/O and reads back without it gets a fallback reason of its own.
-pub fn read_back(device: &Path, wanted_direct_io: bool, fallback: Option<String>) -> LoopInfo {
+pub(crate) fn read_back(device: &Path, wanted_direct_io: bool, fallback: Option<String>) -> LoopInfo {
     let direct_io = direct_io(device).unwrap_or(false);
     let logical_block_size =
         std::fs::read_to_string(sysfs_loop(device).join("queue/logical_block_size"))
@@ -97,7 +97,7 @@ fn refuses_direct_io(file: &Path) -> anyhow::Result<Option<String>> {
 /// Attaches `file` to a free loop device with the backing device's logical block size, with
 /// direct I/O when `direct_io` and the backing filesystem allows it (otherwise buffered, and
 /// the reason is returned).
-pub fn attach(file: &Path, direct_io: bool) -> anyhow::Result<Attached> {
+pub(crate) fn attach(file: &Path, direct_io: bool) -> anyhow::Result<Attached> {
     let losetup = tools::require("losetup", "mount")?;
     let fallback = if direct_io {
         refuses_direct_io(file)?

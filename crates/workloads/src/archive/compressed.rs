@@ -14,7 +14,7 @@ use crate::error::FsbenchError;
 
 /// How a tar file is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
+pub(super) enum Compression {
     None,
     Gzip,
     Zstd,
@@ -25,7 +25,7 @@ pub enum Compression {
 
 impl Compression {
     /// The compression whose magic number `head` starts with.
-    pub fn detect(head: &[u8]) -> Compression {
+    pub(super) fn detect(head: &[u8]) -> Compression {
         const MAGIC: [(&[u8], Compression); 5] = [
             (&[0x1f, 0x8b], Compression::Gzip),
             (&[0x28, 0xb5, 0x2f, 0xfd], Compression::Zstd),
@@ -60,7 +60,7 @@ fn open(path: &Path) -> Result<(BufReader<File>, Compression), FsbenchError> {
 
 /// The tar file at `path` as a stream of plain tar, decompressing as it is read (lzop
 /// archives through [`unpack`] first).
-pub fn open_tar(path: &Path) -> Result<Box<dyn Read>, FsbenchError> {
+pub(super) fn open_tar(path: &Path) -> Result<Box<dyn Read>, FsbenchError> {
     let (file, compression) = open(path)?;
     Ok(match compression {
         Compression::None => Box::new(file),
@@ -85,7 +85,7 @@ fn memory_limit() -> u64 {
 
 /// The tar file at `path` decompressed into memory and rewound, or `None` where it is plain
 /// (read from its file as it is). Refused when it would take over half the free memory.
-pub fn unpack_if_compressed(path: &Path) -> Result<Option<File>, FsbenchError> {
+pub(super) fn unpack_if_compressed(path: &Path) -> Result<Option<File>, FsbenchError> {
     match open(path)?.1 {
         Compression::None => Ok(None),
         _ => unpack(path).map(Some),

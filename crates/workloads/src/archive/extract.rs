@@ -27,7 +27,7 @@ const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLI
 
 /// Normalizes a member path into `parent` (components joined by `/`) and returns its last
 /// component, or `None` when the path is absolute, climbs with `..`, or is empty.
-pub fn split_member<'p>(path: &'p [u8], parent: &mut Vec<u8>) -> Option<&'p [u8]> {
+pub(crate) fn split_member<'p>(path: &'p [u8], parent: &mut Vec<u8>) -> Option<&'p [u8]> {
     if path.first() == Some(&b'/') {
         return None;
     }
@@ -58,7 +58,7 @@ struct CachedDir {
 }
 
 /// Extracts entries below `root`.
-pub struct Extractor<'a> {
+pub(crate) struct Extractor<'a> {
     root: BorrowedFd<'a>,
     parent: CachedDir,
     link_parent: CachedDir,
@@ -79,7 +79,7 @@ enum Parent {
 }
 
 impl<'a> Extractor<'a> {
-    pub fn new(root: BorrowedFd<'a>) -> Extractor<'a> {
+    pub(crate) fn new(root: BorrowedFd<'a>) -> Extractor<'a> {
         let empty = rustix::fs::Dir::read_from(root)
             .map(|mut d| {
                 d.all(|e| e.is_ok_and(|e| matches!(e.file_name().to_bytes(), b"." | b"..")))
@@ -144,7 +144,7 @@ impl<'a> Extractor<'a> {
     }
 
     /// Extracts one entry; `data` yields a file's content.
-    pub fn extract(
+    pub(crate) fn extract(
         &mut self,
         e: &Entry<'_>,
         data: &mut dyn Read,

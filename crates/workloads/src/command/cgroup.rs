@@ -33,7 +33,7 @@ static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 impl Cgroup {
     /// A fresh cgroup below fsbench's own; the error says why there is none.
-    pub fn create() -> Result<Cgroup, String> {
+    pub(super) fn create() -> Result<Cgroup, String> {
         let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
@@ -56,7 +56,7 @@ impl Cgroup {
         Ok(Cgroup { path, procs })
     }
 
-    pub fn procs_path(&self) -> &std::ffi::CStr {
+    pub(super) fn procs_path(&self) -> &std::ffi::CStr {
         &self.procs
     }
 
@@ -67,7 +67,7 @@ impl Cgroup {
     }
 
     /// Why a figure falls back: the controllers missing for memory and io.
-    pub fn missing_controllers(&self) -> Vec<&'static str> {
+    pub(super) fn missing_controllers(&self) -> Vec<&'static str> {
         ["memory", "io"]
             .into_iter()
             .filter(|c| !self.has_controller(c))
@@ -76,7 +76,7 @@ impl Cgroup {
 
     /// Kills every process in the cgroup (`cgroup.kill`; one by one on kernels before 5.14)
     /// and waits up to `limit` for them to be gone; whether they are.
-    pub fn kill_all(&self, limit: Duration) -> bool {
+    pub(super) fn kill_all(&self, limit: Duration) -> bool {
         if std::fs::write(self.path.join("cgroup.kill"), "1").is_err() {
             self.kill_listed();
         }
@@ -112,7 +112,7 @@ impl Cgroup {
             .unwrap_or(true)
     }
 
-    pub fn usage(&self) -> CgroupUsage {
+    pub(super) fn usage(&self) -> CgroupUsage {
         let read = |file: &str| std::fs::read_to_string(self.path.join(file)).ok();
         let cpu = read("cpu.stat").and_then(|stat| {
             let usec = |key: &str| flat_value(&stat, key).map(Duration::from_micros);

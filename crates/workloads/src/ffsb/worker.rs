@@ -21,10 +21,10 @@ use crate::parallel::{Crew, join_all};
 use crate::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
-pub use fileset::*;
+pub(super) use fileset::*;
 
 mod totals;
-pub use totals::RunTotals;
+pub(super) use totals::RunTotals;
 use totals::{ThreadStats, index};
 
 /// How often a watcher thread looks for an interrupt while the workers run.
@@ -378,7 +378,7 @@ impl Worker<'_> {
 
 /// Runs every thread group's threads from one start until all are done; returns the totals
 /// and the CPU time of the timed part.
-pub fn run_groups(
+pub(super) fn run_groups(
     params: &FfsbParams,
     data: &OwnedFd,
     meta: &OwnedFd,

@@ -47,7 +47,7 @@ pub(crate) struct ThreadCalls {
 }
 
 impl ThreadCalls {
-    pub fn path(&self, span: (u32, u32)) -> &[u8] {
+    pub(super) fn path(&self, span: (u32, u32)) -> &[u8] {
         &self.paths[span.0 as usize..span.1 as usize]
     }
 }
@@ -73,7 +73,7 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    pub fn read(path: Option<&Path>) -> anyhow::Result<Loaded> {
+    pub(super) fn read(path: Option<&Path>) -> anyhow::Result<Loaded> {
         let mut reader = TraceReader::open(path)?;
         let mut loaded = Loaded::default();
         while let Some(e) = reader.entry()? {
@@ -165,7 +165,7 @@ impl Loaded {
     }
 
     /// Calls that a replay makes.
-    pub fn replayed_calls(&self) -> u64 {
+    pub(super) fn replayed_calls(&self) -> u64 {
         self.threads.iter().map(|t| t.ops.len() as u64).sum()
     }
 }

@@ -15,7 +15,7 @@ use crate::testbed::state::QueueRecord;
 pub(super) const VALUES: [&str; 2] = ["write back", "write through"];
 
 /// `wcache=on|off` as the value written to `queue/write_cache`.
-pub fn value(on: bool) -> &'static str {
+pub(super) fn value(on: bool) -> &'static str {
     if on { VALUES[0] } else { VALUES[1] }
 }
 

@@ -12,13 +12,13 @@ pub(super) struct Slot {
 /// The file set: every file ever made has a slot (its number names it), the live ones are
 /// listed for picking at random. 16 bytes per file, as FFSB keeps its own list.
 #[derive(Debug, Default)]
-pub struct FileTable {
+pub(crate) struct FileTable {
     pub(super) live: Vec<u32>,
     slots: Vec<Slot>,
 }
 
 impl FileTable {
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.live.len()
     }
 
@@ -74,7 +74,7 @@ fn spread(id: u32) -> u64 {
 }
 
 /// NUL-terminated names built in place.
-pub struct Names {
+pub(crate) struct Names {
     buf: Vec<u8>,
     /// Put before every file path: the data directory's absolute path, so that a path is
     /// walked from `/` as FFSB's are (empty: paths relative to the data directory).
@@ -107,14 +107,14 @@ impl Names {
 
     /// `datadirN`, a directory of the file set, named as FFSB 6 names it (its base name
     /// `data` before `dir`).
-    pub fn dir(&mut self, d: u32) -> &CStr {
+    pub(crate) fn dir(&mut self, d: u32) -> &CStr {
         self.prefixed(b"datadir", u64::from(d))
     }
 
     /// File `id`'s path below `data/`, as FFSB 6 names and spreads its files: `datafile<id>`
     /// at the top or `datadir<k>/datafile<id>`, one of the `dirs + 1` places chosen at random
     /// (here by a hash of the number, so the name is known again without storing it).
-    pub fn file(&mut self, id: u32, dirs: u32) -> &CStr {
+    pub(crate) fn file(&mut self, id: u32, dirs: u32) -> &CStr {
         let place = spread(id) % (u64::from(dirs) + 1);
         let mut at = self.root.len();
         self.buf[..at].copy_from_slice(&self.root);
@@ -189,7 +189,7 @@ pub(super) fn fill(file: &OwnedFd, buf: &mut Aligned, size: u64, block: u64) -> 
 }
 
 /// Makes the file set before the timed part, single-threaded, each file one unit.
-pub fn make_file_set(
+pub(crate) fn make_file_set(
     data: &OwnedFd,
     params: &FfsbParams,
     sizes: (u64, u64),
@@ -226,7 +226,7 @@ pub fn make_file_set(
 }
 
 /// Average and largest fragment count of the set's files; `None` when there are none.
-pub fn count_extents(
+pub(crate) fn count_extents(
     data: &OwnedFd,
     table: &FileTable,
     dirs: u32,

@@ -122,7 +122,7 @@ impl ThreadStats {
 }
 
 /// Everything the thread groups did.
-pub struct RunTotals {
+pub(crate) struct RunTotals {
     /// Per thread group, in the profile's order.
     pub(super) groups: Vec<ThreadStats>,
     pub(super) total: ThreadStats,
@@ -158,7 +158,7 @@ impl RunTotals {
     /// FFSB's report as figures: the total's table (no dimensions), each thread group's when
     /// there are several (dimension `thread group`), fsbench's throughput without the final
     /// sync beside FFSB's, and CPU as user and system percentages of the run time.
-    pub fn figures(&self, cpu: &CpuTimes) -> Vec<Figure> {
+    pub(crate) fn figures(&self, cpu: &CpuTimes) -> Vec<Figure> {
         let runtime = self.runtime.as_secs_f64().max(1e-9);
         let mut out = Vec::new();
         self.total.figures(runtime, &[], &mut out);
@@ -190,11 +190,11 @@ impl RunTotals {
     }
 
     /// Bytes the transactions wrote.
-    pub fn written(&self) -> u64 {
+    pub(crate) fn written(&self) -> u64 {
         self.total.written_bytes
     }
 
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         let s = &self.total;
         let mut notes: Vec<String> = s
             .errors
