@@ -8,7 +8,7 @@ use crate::stats::compare::DEFAULT_NOISE_PERCENT;
 use crate::stats::conclusion::{Conclusion, Outcome, RESOLUTION_PERCENT, conclusions};
 
 /// One line per workload of `suite` with two or more configurations measured.
-pub fn lines(suite: &SuiteResult) -> Vec<String> {
+pub(crate) fn lines(suite: &SuiteResult) -> Vec<String> {
     let left_out = |config: &str, workload: &str, phase: &str| {
         let summary = |metric| Some(&suite.summary(config, workload, phase, metric)?.summary);
         if summary("time").is_some_and(|t| t.mean < suite.suite.min_phase_secs) {
@@ -49,7 +49,7 @@ fn factors(values: &[f64]) -> String {
 
 /// One workload's answer: `tree:quick (5 runs each) — xfs is fastest overall (ahead in 3 of
 /// 4 phases, 1.2–2.1 ×); equivalent within ±4% in file-remove`.
-pub fn line(c: &Conclusion) -> String {
+pub(crate) fn line(c: &Conclusion) -> String {
     // Leaders and the phases they lead, in order of first appearance.
     let mut leaders: Vec<(Vec<String>, Vec<String>, Vec<f64>)> = Vec::new();
     let (mut equivalent, mut open, mut left_out) = (Vec::new(), Vec::new(), Vec::new());

@@ -7,19 +7,19 @@ use svg::node::element::{Circle, Group, Line, Rectangle, Text, Title};
 
 mod sweep;
 mod time;
-pub use sweep::sweep;
-pub use time::{LatencyRuns, latency, progress};
+pub(crate) use sweep::sweep;
+pub(crate) use time::{LatencyRuns, latency, progress};
 
 use super::figure;
 use crate::results::Summary;
 
 /// Colors of configurations, in order; chosen to stay distinct in print and for color vision
 /// deficiencies (Okabe–Ito).
-pub const PALETTE: [&str; 8] = [
+pub(crate) const PALETTE: [&str; 8] = [
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
 ];
 
-pub fn color(i: usize) -> &'static str {
+pub(crate) fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -103,7 +103,7 @@ fn row_label(label: &str, y: f64) -> Group {
 
 /// One horizontal bar per configuration (its color's index, its name, its figure): the mean,
 /// with the 95% CI as an error bar.
-pub fn bars(
+pub(crate) fn bars(
     title: &str,
     unit: &str,
     higher_is_better: bool,
@@ -190,7 +190,7 @@ pub fn bars(
 /// Every run of every configuration as a dot on one axis from 0, a row per configuration,
 /// in run order from light to dark: what the mean and its interval summarize. Rows as in
 /// [`bars`].
-pub fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Summary>)]) -> String {
+pub(crate) fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Summary>)]) -> String {
     let max = rows
         .iter()
         .filter_map(|(_, _, s)| s.map(|s| s.max))
@@ -303,7 +303,7 @@ fn nice_ceiling(v: f64) -> f64 {
 /// by its value on a log scale (light = slow, dark = fast) and labelled with it.
 /// A heat map of one matrix: `axes` names its rows' and columns' dimensions, `rows` and
 /// `cols` label them, `value(row, col)` by position.
-pub fn heatmap(
+pub(crate) fn heatmap(
     title: &str,
     unit: &str,
     axes: [&str; 2],

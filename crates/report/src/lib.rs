@@ -7,8 +7,8 @@ use fsbench_testbed::{error, measure};
 use fsbench_workloads as workload;
 
 pub mod aging;
-pub mod answer;
-pub mod charts;
+mod answer;
+mod charts;
 pub mod compare;
 mod csv;
 mod details;

@@ -26,7 +26,9 @@ pub(crate) struct Matrix<'a> {
 impl<'a> Matrix<'a> {
     /// The matrix of the first figure with three dimensions among `summaries` (each with the
     /// name of the column it belongs to), over every summary of that phase and figure.
-    pub(crate) fn of(summaries: impl IntoIterator<Item = (String, &'a MetricSummary)>) -> Option<Self> {
+    pub(crate) fn of(
+        summaries: impl IntoIterator<Item = (String, &'a MetricSummary)>,
+    ) -> Option<Self> {
         let mut matrix: Option<Matrix<'a>> = None;
         for (column, s) in summaries {
             let [a, b, c] = &s.dims[..] else {

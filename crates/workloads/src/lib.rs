@@ -51,7 +51,7 @@ pub mod command;
 pub mod ffsb;
 pub mod io;
 pub mod iozone;
-pub mod options;
+mod options;
 pub(crate) mod parallel;
 pub mod replay;
 pub mod tree;

@@ -6,7 +6,7 @@ use super::time::{TimeFrame, XAxis};
 
 /// `title`'s `unit` against `parameter`, whose values label the x axis in order; `series`:
 /// per configuration (its color index and name) its value at each parameter value, if any.
-pub fn sweep(
+pub(crate) fn sweep(
     title: &str,
     unit: &str,
     parameter: &str,

@@ -193,7 +193,7 @@ fn horizontal(y: f64, x1: f64, x2: f64, stroke: &str) -> Line {
 /// Units completed over time, one line per run, colored by configuration: stalls show as
 /// flat stretches (the lkml article's files-removed-against-time plot). `max_secs` is the
 /// time axis's extent, shared with the latency chart below it; `per` what a line is.
-pub fn progress(
+pub(crate) fn progress(
     title: &str,
     unit: &str,
     per: &str,
@@ -246,7 +246,7 @@ type Pick = fn(&fsbench_model::measurement::LatencyPoint) -> u64;
 
 /// One configuration's runs of a phase for [`latency`]: its color, name and each run's
 /// label and timeline, in order of the runs' phase times (the middle one is drawn).
-pub struct LatencyRuns<'a> {
+pub(crate) struct LatencyRuns<'a> {
     pub config: usize,
     pub name: String,
     pub runs: Vec<(String, &'a LatencyTimeline)>,
@@ -256,7 +256,7 @@ pub struct LatencyRuns<'a> {
 /// one small multiple per configuration, on one scale, so that ten runs of three of them are
 /// not thirty tangled lines. Each draws its median run (p50 dotted, p99 dashed, max solid:
 /// a stall shows as a spike where it ended) over a band that spans every run's p99.
-pub fn latency(title: &str, configs: &[LatencyRuns<'_>], max_secs: f64) -> Vec<String> {
+pub(crate) fn latency(title: &str, configs: &[LatencyRuns<'_>], max_secs: f64) -> Vec<String> {
     let values = || {
         (configs.iter().flat_map(|c| c.runs.iter()))
             .flat_map(|(_, t)| t.points.iter())

@@ -40,7 +40,11 @@ pub(crate) fn direct_io(device: &Path) -> Option<bool> {
 
 /// `device`'s state now, with `fallback` as recorded when it was attached; a loop that was
 /// asked for direct I/O and reads back without it gets a fallback reason of its own.
-pub(crate) fn read_back(device: &Path, wanted_direct_io: bool, fallback: Option<String>) -> LoopInfo {
+pub(crate) fn read_back(
+    device: &Path,
+    wanted_direct_io: bool,
+    fallback: Option<String>,
+) -> LoopInfo {
     let direct_io = direct_io(device).unwrap_or(false);
     let logical_block_size =
         std::fs::read_to_string(sysfs_loop(device).join("queue/logical_block_size"))
