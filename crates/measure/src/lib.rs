@@ -1,6 +1,6 @@
-//! The ground floor: errors, units, the system record, external tools, and the measuring
-//! itself (the phase recorder, latency histograms, timelines, progress) that every layer
-//! above uses and that uses nothing of fsbench.
+//! Errors, units as users write them, the system as the kernel reports it, external tools,
+//! and the measuring itself (the phase recorder, latency histograms, timelines, progress)
+//! that every layer above uses; below it only the records (`fsbench-model`).
 
 pub mod calls;
 pub mod diag;

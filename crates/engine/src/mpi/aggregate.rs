@@ -11,8 +11,9 @@ use crate::phase_progress::SAMPLE_INTERVAL;
 use crate::results::PhaseRecord;
 use crate::shape;
 use crate::workload::tree::Agreed;
-use fsbench_model::measurement::{Dim, DimValue, Figure, LatencySummary, PhaseMeasurement};
-use fsbench_model::measurement::{PhaseShape, ThreadsDone};
+use fsbench_model::measurement::{
+    Dim, DimValue, Figure, LatencySummary, PhaseMeasurement, PhaseShape, ThreadsDone,
+};
 use fsbench_model::workload::PhaseInfo;
 
 /// One rank's phase, as it sends it to rank 0.

@@ -18,8 +18,7 @@ use crate::results::{ConfigKey, SuiteResult, WorkloadKey};
 use crate::suite::Suite;
 use crate::testbed::{FreshFs, Target};
 use crate::workload::{Params, SpaceNeed};
-use fsbench_model::aging::Preparation;
-use fsbench_model::aging::TemplateInfo;
+use fsbench_model::aging::{Preparation, TemplateInfo};
 use fsbench_model::config::FsConfig;
 use fsbench_model::units::format_bytes;
 

@@ -206,3 +206,48 @@ pub struct BackgroundRecord {
     pub cpu_user_secs: f64,
     pub cpu_system_secs: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack() -> StorageStack {
+        StorageStack {
+            kernel_release: "6.12.0".into(),
+            backing: None,
+            vm: VmTunables {
+                dirty_ratio: Some(20),
+                dirty_background_ratio: Some(10),
+                dirty_bytes: Some(0),
+                dirty_background_bytes: Some(0),
+                dirty_expire_centisecs: Some(3000),
+                dirty_writeback_centisecs: Some(500),
+                swappiness: Some(60),
+            },
+            transparent_hugepages: Some("madvise".into()),
+            cpu_governor: None,
+            virtual_machine: "kvm".into(),
+            container: None,
+            free_page_reporting: None,
+        }
+    }
+
+    #[test]
+    fn identical_stacks_share_a_hash_and_differences_are_named() {
+        let a = stack();
+        let mut b = a.clone();
+        assert_eq!(a.hash(), b.hash());
+        assert_eq!(a.hash().len(), 12);
+        assert!(a.differences(&b).is_empty());
+        b.vm.dirty_ratio = Some(a.vm.dirty_ratio.unwrap_or(0) + 1);
+        b.kernel_release = "0.0-other".into();
+        assert_ne!(a.hash(), b.hash());
+        let diff = a.differences(&b);
+        assert_eq!(diff.len(), 2, "{diff:?}");
+        assert!(
+            diff.iter().any(|d| d.starts_with("vm.dirty_ratio: ")),
+            "{diff:?}"
+        );
+        assert!(diff.iter().any(|d| d.ends_with("→ 0.0-other")), "{diff:?}");
+    }
+}

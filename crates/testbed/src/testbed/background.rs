@@ -19,21 +19,20 @@ use crate::tools;
 /// How long stress-ng has to stop its workers after SIGTERM before they are killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-impl Load {
-    /// stress-ng's arguments; the disk workers' files go to `dir`.
-    fn args(&self, dir: &Path) -> Vec<String> {
-        let mut args = Vec::new();
-        if self.cpu > 0 {
-            args.extend(["--cpu".into(), self.cpu.to_string()]);
-        }
-        if self.io > 0 {
-            args.extend(["--hdd".into(), self.io.to_string()]);
-            args.extend(["--hdd-bytes".into(), "128m".into()]);
-            args.extend(["--temp-path".into(), dir.display().to_string()]);
-        }
-        args.extend(["--timeout".into(), "86400".into(), "--quiet".into()]);
-        args
+/// stress-ng's arguments for `load`; the disk workers' files go to `dir`. A free function,
+/// not a method: `Load` is a record, and records are the model's.
+fn stress_args(load: &Load, dir: &Path) -> Vec<String> {
+    let mut args = Vec::new();
+    if load.cpu > 0 {
+        args.extend(["--cpu".into(), load.cpu.to_string()]);
     }
+    if load.io > 0 {
+        args.extend(["--hdd".into(), load.io.to_string()]);
+        args.extend(["--hdd-bytes".into(), "128m".into()]);
+        args.extend(["--temp-path".into(), dir.display().to_string()]);
+    }
+    args.extend(["--timeout".into(), "86400".into(), "--quiet".into()]);
+    args
 }
 
 /// A running background load; dropped without [`BackgroundLoad::stop`], it is killed.
@@ -52,7 +51,7 @@ impl BackgroundLoad {
         let stress = tools::require("stress-ng", "stress-ng")?;
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot make {} for the background load", dir.display()))?;
-        let args = load.args(dir);
+        let args = stress_args(load, dir);
         let log = dir.join("stress-ng.log");
         let stderr = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
@@ -186,7 +185,7 @@ mod tests {
         assert!(Load::parse("cpu").unwrap_err().contains("expected none"));
         assert!(Load::parse("cpu:0").unwrap_err().contains("1 to 1024"));
         assert!(Load::parse("gpu:1").unwrap_err().contains("cpu and io"));
-        let args = Load { cpu: 1, io: 2 }.args(Path::new("/x"));
+        let args = stress_args(&Load { cpu: 1, io: 2 }, Path::new("/x"));
         assert_eq!(
             args[..6],
             ["--cpu", "1", "--hdd", "2", "--hdd-bytes", "128m"]

@@ -344,29 +344,6 @@ mod tests {
         assert!(testbed.busy(2).is_empty());
     }
 
-    fn stack() -> StorageStack {
-        StorageStack::collect(&TargetSpec::Dir { path: "/".into() })
-    }
-
-    #[test]
-    fn identical_stacks_share_a_hash_and_differences_are_named() {
-        let a = stack();
-        let mut b = a.clone();
-        assert_eq!(a.hash(), b.hash());
-        assert_eq!(a.hash().len(), 12);
-        assert!(a.differences(&b).is_empty());
-        b.vm.dirty_ratio = Some(a.vm.dirty_ratio.unwrap_or(0) + 1);
-        b.kernel_release = "0.0-other".into();
-        assert_ne!(a.hash(), b.hash());
-        let diff = a.differences(&b);
-        assert_eq!(diff.len(), 2, "{diff:?}");
-        assert!(
-            diff.iter().any(|d| d.starts_with("vm.dirty_ratio: ")),
-            "{diff:?}"
-        );
-        assert!(diff.iter().any(|d| d.ends_with("→ 0.0-other")), "{diff:?}");
-    }
-
     #[test]
     fn free_page_reporting_is_recorded_only_when_a_balloon_reports() {
         let dir = tempfile::tempdir().unwrap();
