@@ -8,7 +8,7 @@ use crate::stats::compare::{Answer, Cell, Column, Comparison, Verdict};
 use crate::stats::difference::TestMethod;
 
 /// A p-value as printed: `p < 0.001` or `p = 0.016`.
-pub fn p_text(p: f64) -> String {
+pub(crate) fn p_text(p: f64) -> String {
     if p < 0.001 {
         "p < 0.001".into()
     } else {
@@ -17,7 +17,7 @@ pub fn p_text(p: f64) -> String {
 }
 
 /// What the cells and verdict words mean, for the table's caption (terminal and HTML).
-pub fn legend(comparison: &Comparison, baseline: &str) -> String {
+pub(crate) fn legend(comparison: &Comparison, baseline: &str) -> String {
     let noise = comparison.noise_percent;
     format!(
         "Baseline: {baseline}. Cells: mean ± σ (sample standard deviation), [95% CI of the mean]; \
@@ -32,7 +32,7 @@ pub fn legend(comparison: &Comparison, baseline: &str) -> String {
 }
 
 /// The corrections applied, e.g. `Holm over 6 phase verdicts; Benjamini–Hochberg over 3,410 matrix cells`.
-pub fn corrections_text(comparison: &Comparison) -> String {
+pub(crate) fn corrections_text(comparison: &Comparison) -> String {
     let families: Vec<String> = comparison
         .families
         .iter()
@@ -160,7 +160,7 @@ fn narrow_table(columns: &[Column], comparison: &Comparison, width: u16) -> comf
 }
 
 /// The one-line answers, one per phase and compared configuration, under a heading.
-pub fn answers_text(columns: &[Column], comparison: &Comparison) -> String {
+pub(crate) fn answers_text(columns: &[Column], comparison: &Comparison) -> String {
     let answers = comparison.answers();
     if answers.is_empty() {
         return String::new();
@@ -250,7 +250,7 @@ fn mean_sd(s: &crate::results::Summary) -> String {
 }
 
 /// A cell as text: mean ± σ and the CI, then difference, p-value and verdict.
-pub fn cell_text(c: &Cell) -> String {
+pub(crate) fn cell_text(c: &Cell) -> String {
     let s = &c.summary;
     let mut text = mean_sd(s);
     if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {

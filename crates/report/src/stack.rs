@@ -106,7 +106,7 @@ pub fn describe(t: &SuiteTestbed) -> Vec<String> {
 
 /// The harness ceilings of the suite's workloads, a line per workload with each phase's rate
 /// (the median of the rounds' ceilings, where each round measured its own).
-pub fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
+pub(crate) fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
     let mut workloads: Vec<&str> = Vec::new();
     for c in &r.ceilings {
         if !workloads.contains(&c.workload.as_str()) {

@@ -78,7 +78,7 @@ impl Column {
 
 /// Every column's summaries by figure: a matrix has thousands of figures, and a search per
 /// figure and column would be quadratic.
-pub struct SummaryIndex<'a>(Vec<HashMap<FigureKey, &'a Summary>>);
+pub(crate) struct SummaryIndex<'a>(Vec<HashMap<FigureKey, &'a Summary>>);
 
 impl<'a> SummaryIndex<'a> {
     pub fn new(suites: &'a [SuiteResult], columns: &[Column]) -> SummaryIndex<'a> {
@@ -240,7 +240,7 @@ fn role_of(key: &FigureKey, phase_has_rate: bool) -> Role {
 
 /// What each phase of the suites is: whether it has a rate figure (among the figures
 /// compared) and whether its workload marks it untimed ([`fsbench_model::workload::PhaseInfo`]).
-pub struct PhaseRoles<'a> {
+pub(crate) struct PhaseRoles<'a> {
     with_rate: HashSet<(&'a str, &'a str)>,
     /// (workload, phase): few, so a list.
     untimed: Vec<(String, String)>,

@@ -10,7 +10,7 @@ use crate::results::SuiteResult;
 
 /// A phase whose pairs all differ by less than this (the 95% interval of every pair's
 /// difference inside ± it) is called equivalent within its bound; above it, undecided.
-pub const EQUIVALENCE_LIMIT_PERCENT: f64 = 10.0;
+pub(crate) const EQUIVALENCE_LIMIT_PERCENT: f64 = 10.0;
 /// The resolution the "runs would resolve" estimate is given for.
 pub const RESOLUTION_PERCENT: f64 = 3.0;
 

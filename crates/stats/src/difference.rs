@@ -13,9 +13,9 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use super::{CONFIDENCE, mean, sample_variance, t_quantile};
 
 /// Runs each side needs before a skewed sample is tested by ranks rather than by t.
-pub const RANK_TEST_MIN_RUNS: usize = 8;
+pub(crate) const RANK_TEST_MIN_RUNS: usize = 8;
 /// Sample skewness (of the logs) beyond which the rank test is used.
-pub const RANK_TEST_SKEWNESS: f64 = 1.0;
+pub(crate) const RANK_TEST_SKEWNESS: f64 = 1.0;
 /// The most runs a "need about N" estimate names.
 pub const MAX_RUNS_ESTIMATE: usize = 1000;
 
@@ -131,7 +131,7 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Sample skewness (the biased g1 = m3 / m2^1.5); 0 without spread.
-pub fn skewness(values: &[f64]) -> f64 {
+pub(crate) fn skewness(values: &[f64]) -> f64 {
     let m = mean(values);
     let n = values.len() as f64;
     let m2 = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / n;

@@ -104,7 +104,7 @@ const fn ext_driver(
 }
 
 /// The driver table.
-pub const DRIVERS: &[Driver] = &[
+pub(crate) const DRIVERS: &[Driver] = &[
     ext_driver(
         FsType::Ext2,
         "mkfs.ext2",
@@ -365,7 +365,7 @@ impl Driver {
     }
 
     /// The full mkfs argument list for `device`: force flags, fsbench's defaults, the user's.
-    pub fn mkfs_args(&self, user_args: &[String], device: &str) -> Vec<String> {
+    pub(crate) fn mkfs_args(&self, user_args: &[String], device: &str) -> Vec<String> {
         self.mkfs_force
             .iter()
             .chain(self.mkfs_defaults)
@@ -377,7 +377,7 @@ impl Driver {
 
     /// The read-only fsck argument list for `device`, with `extra` (the external devices
     /// mkfs was given) before it.
-    pub fn fsck_args(&self, extra: &[String], device: &str) -> Vec<String> {
+    pub(crate) fn fsck_args(&self, extra: &[String], device: &str) -> Vec<String> {
         self.fsck
             .map(|(_, args)| args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
             .unwrap_or_default()

@@ -308,7 +308,7 @@ impl AllocParams {
 
     /// One file at a time (the previous is removed first); a preset shrinks to fit.
     /// Bytes of I/O buffers the workload allocates: the largest write chunk.
-    pub fn buffer_bytes(&self) -> u64 {
+    pub(crate) fn buffer_bytes(&self) -> u64 {
         self.methods
             .iter()
             .map(|m| match m {

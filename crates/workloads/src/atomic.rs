@@ -166,7 +166,7 @@ impl AtomicParams {
     }
 
     /// Bytes of I/O buffers the workload allocates.
-    pub fn buffer_bytes(&self) -> u64 {
+    pub(crate) fn buffer_bytes(&self) -> u64 {
         u64::from(self.dd_block_size).max(4096)
     }
 

@@ -336,7 +336,7 @@ workload_params!(CommandParams, |p| phases: p.phase_infos(),
     instantiate: Commands::new(p.clone()));
 
 /// The workload's state through one run.
-pub struct Commands {
+pub(crate) struct Commands {
     params: CommandParams,
     /// `FSBENCH_RUN`: the run's round.
     round: u32,

@@ -28,7 +28,7 @@ use fsbench_model::units::group_thousands;
 /// fdtree's block: file sizes are given in 4 KiB blocks.
 pub const BLOCK: usize = 4096;
 /// Deeper trees would need more descriptors than a default `ulimit -n` allows.
-pub const MAX_LEVELS: u32 = 100;
+pub(crate) const MAX_LEVELS: u32 = 100;
 
 pub const PHASES: &[PhaseInfo] = &[
     PhaseInfo::fixed("dir-create", "dirs", false),
@@ -41,7 +41,7 @@ pub const PHASES: &[PhaseInfo] = &[
 pub const DIR_CREATE: usize = 0;
 pub const FILE_CREATE: usize = 1;
 pub const FILE_REMOVE: usize = 2;
-pub const DIR_REMOVE: usize = 3;
+pub(crate) const DIR_REMOVE: usize = 3;
 
 /// mdtest's phases that fdtree lacks, between file create and file remove when asked for:
 /// a stat of every file (mdtest -T), then a read of every file (mdtest -E).

@@ -13,7 +13,7 @@ pub struct Pass {
 }
 
 impl Pass {
-    pub fn bytes_per_sec(&self) -> f64 {
+    pub(crate) fn bytes_per_sec(&self) -> f64 {
         self.bytes as f64 / self.secs.max(1e-9)
     }
 }

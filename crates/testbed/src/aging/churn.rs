@@ -23,7 +23,7 @@ use crate::measure::Progress;
 use fsbench_model::aging::AgeProfile;
 
 /// The directory the aged tree lives in, below the filesystem's root.
-pub const AGED_DIR: &str = "aged";
+pub(crate) const AGED_DIR: &str = "aged";
 
 #[derive(Clone, Copy)]
 struct Live {

@@ -14,14 +14,14 @@ use crate::error::FsbenchError;
 use crate::measure::Progress;
 
 /// The directory the fill files live in.
-pub const FILL_DIR: &str = "fill";
+pub(crate) const FILL_DIR: &str = "fill";
 
 /// Files of the fill are this large (the last of a round smaller).
 const FILE_SIZE: u64 = 8 << 20;
 
 /// Fills the filesystem of `root` to `level` percent used (within a point; never above by
 /// more than a file's rounding). A filesystem already fuller is left as it is.
-pub fn fill_to(
+pub(crate) fn fill_to(
     root: BorrowedFd<'_>,
     level: u8,
     progress: &Progress,

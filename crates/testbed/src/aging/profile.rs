@@ -97,7 +97,7 @@ fn from_file(path: &Path) -> anyhow::Result<AgeProfile> {
 }
 
 /// Checks of a profile's settings, which a user's file may get wrong.
-pub trait AgeProfileExt {
+pub(crate) trait AgeProfileExt {
     fn validate(&self) -> anyhow::Result<()>;
 }
 
@@ -196,7 +196,7 @@ impl Rng {
     }
 
     /// Poisson(λ) by Knuth's product method (λ here is small).
-    pub fn poisson(&mut self, lambda: f64) -> u32 {
+    pub(crate) fn poisson(&mut self, lambda: f64) -> u32 {
         let limit = (-lambda).exp();
         let (mut k, mut p) = (0u32, 1.0);
         loop {
@@ -210,7 +210,7 @@ impl Rng {
 }
 
 /// Drawing from a distribution.
-pub trait SizeDistExt {
+pub(crate) trait SizeDistExt {
     /// One file size, at most `cap` (and at least 1 byte).
     fn draw(&self, rng: &mut Rng, cap: u64) -> u64;
 }

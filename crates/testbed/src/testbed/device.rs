@@ -63,7 +63,7 @@ pub fn block_info_of_path(path: &Path) -> Option<BlockInfo> {
 
 /// What `--device` names, once checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceKind {
+pub(crate) enum DeviceKind {
     Block,
     /// A regular file, attached to a loop device for each run.
     ImageFile,
@@ -111,7 +111,11 @@ pub(crate) fn mounted(device_node: &Path) -> Option<PathBuf> {
 /// Refuses a device that is mounted, holds the root filesystem, is in use, or (without
 /// `force`) carries a filesystem or partition-table signature; `force_flag` is the flag that
 /// would overwrite it, for the refusal to name.
-pub fn check_device(path: &Path, force: bool, force_flag: &str) -> anyhow::Result<DeviceKind> {
+pub(crate) fn check_device(
+    path: &Path,
+    force: bool,
+    force_flag: &str,
+) -> anyhow::Result<DeviceKind> {
     let meta = path
         .metadata()
         .map_err(|e| refused(path, format!("cannot access it: {e}")))?;

@@ -49,7 +49,7 @@ pub fn mounts() -> Vec<MountEntry> {
 }
 
 /// The mount exactly at `target` (the last one, if several are stacked).
-pub fn mount_at(target: &Path) -> Option<MountEntry> {
+pub(crate) fn mount_at(target: &Path) -> Option<MountEntry> {
     mounts().into_iter().rev().find(|m| m.target == target)
 }
 
@@ -99,7 +99,7 @@ pub fn mounts_below(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// (major, minor, mount target) of every mounted filesystem, from /proc/self/mountinfo.
-pub fn mounted_devices() -> Vec<(u32, u32, PathBuf)> {
+pub(crate) fn mounted_devices() -> Vec<(u32, u32, PathBuf)> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     text.lines()
         .filter_map(|line| {

@@ -93,7 +93,7 @@ impl Setting {
     }
 
     /// Puts the previous scheduler back; safe to call more than once.
-    pub fn restore(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn restore(&mut self) -> anyhow::Result<()> {
         if let Some(previous) = self.previous.take() {
             std::fs::write(&self.file, &previous).with_context(|| {
                 format!("cannot put `{previous}` back in {}", self.file.display())
@@ -114,7 +114,7 @@ impl Drop for Setting {
 /// The whole disk holding loop device `device`'s backing file (`/dev/vda` for an image on
 /// `/dev/vda1`), found through sysfs: `loop/backing_file`, its filesystem's device number,
 /// and a partition's parent.
-pub fn backing_disk(device: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn backing_disk(device: &Path) -> anyhow::Result<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let name = device.file_name().unwrap_or_default();
     let sys = Path::new("/sys/class/block").join(name);
@@ -142,7 +142,7 @@ pub fn backing_disk(device: &Path) -> anyhow::Result<PathBuf> {
 /// The backing disk's scheduler set alongside loop device `device`'s (`--sched-backing`):
 /// it affects the whole machine, so fsbench does it only when asked, and has `note` record
 /// the scheduler to put back (for `fsbench clean`) before it changes anything.
-pub fn set_backing(
+pub(crate) fn set_backing(
     device: &Path,
     wanted: &str,
     note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
@@ -159,7 +159,7 @@ pub fn set_backing(
 
 /// Sets `wanted` on a queue that is not fsbench's (a user's `--device`, a loop image's
 /// disk), having `note` record the scheduler to put back first, for `fsbench clean`.
-pub fn set_noted(
+pub(crate) fn set_noted(
     device: &Path,
     wanted: &str,
     note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
@@ -177,7 +177,7 @@ pub fn set_noted(
 }
 
 /// The backing disk a run left alone without `--sched-backing`: `/dev/vda keeps mq-deadline`.
-pub fn backing_untouched(device: &Path) -> String {
+pub(crate) fn backing_untouched(device: &Path) -> String {
     let Ok(disk) = backing_disk(device) else {
         return "no backing disk queue found".into();
     };

@@ -80,7 +80,7 @@ pub fn write_leaving_note() {
 
 /// The scratch directory of the running suite. Dropping it undoes everything below it.
 #[derive(Debug)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     state: State,
     state_file: PathBuf,
     /// An exclusive lock on the state's lock file, held while the suite runs: `clean` sees a
@@ -248,7 +248,7 @@ impl Scratch {
     }
 
     /// Records a user's image file before fsbench attaches it to a loop device.
-    pub fn note_attached_file(&mut self, file: &Path) -> anyhow::Result<()> {
+    pub(crate) fn note_attached_file(&mut self, file: &Path) -> anyhow::Result<()> {
         if !self.state.attached_files.iter().any(|f| f == file) {
             self.state.attached_files.push(file.to_path_buf());
             self.save()?;
@@ -257,7 +257,7 @@ impl Scratch {
     }
 
     /// Records the loop device fsbench has just attached `file` (one of the attached files) to.
-    pub fn note_loop(&mut self, device: &Path, file: &Path) -> anyhow::Result<()> {
+    pub(crate) fn note_loop(&mut self, device: &Path, file: &Path) -> anyhow::Result<()> {
         self.state.loops.retain(|l| l.file != file);
         self.state.loops.push(AttachedLoop {
             device: device.to_path_buf(),
@@ -282,7 +282,7 @@ impl Scratch {
     }
 
     /// Records the block device the suite mounts below its scratch directory.
-    pub fn note_device(&mut self, device: &Path) -> anyhow::Result<()> {
+    pub(crate) fn note_device(&mut self, device: &Path) -> anyhow::Result<()> {
         self.state.device = Some(device.to_path_buf());
         self.save()
     }

@@ -164,7 +164,7 @@ fn chain_of_device(major: u32, minor: u32) -> Vec<BlockQueue> {
 
 /// The chain behind `path`: a block device itself, or the filesystem holding a file or
 /// directory and the devices below that filesystem.
-pub fn backing_chain(path: &Path) -> Option<BackingChain> {
+pub(crate) fn backing_chain(path: &Path) -> Option<BackingChain> {
     let meta = path.metadata().ok()?;
     if meta.file_type().is_block_device() {
         let rdev = meta.rdev();
@@ -215,7 +215,7 @@ fn virtual_machine() -> String {
 }
 
 /// Collecting the stack record from the system (sysfs, /proc, systemd-detect-virt).
-pub trait StorageStackExt {
+pub(crate) trait StorageStackExt {
     /// The stack under `target` as the system reports it now.
     fn collect(target: &TargetSpec) -> StorageStack;
 }

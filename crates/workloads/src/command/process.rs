@@ -18,7 +18,7 @@ use super::cgroup::Cgroup;
 use crate::error::FsbenchError;
 
 /// Bytes of each stream kept: the tail.
-pub const TAIL_BYTES: usize = 64 << 10;
+pub(crate) const TAIL_BYTES: usize = 64 << 10;
 
 /// How long a stream may stay open once every process of the command is killed (a process
 /// that escaped both its group and, without cgroups, any kill, holding the pipe).

@@ -121,7 +121,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {
 impl FfsbParams {
     /// The seed's profile's shape: `threads` threads each creating one file of `size` bytes
     /// with `block`-byte writes; sizes shrink to fit the target.
-    pub fn large_write(threads: u32, size: u64, block: u64) -> FfsbParams {
+    pub(crate) fn large_write(threads: u32, size: u64, block: u64) -> FfsbParams {
         let mut group = ThreadGroup {
             num_threads: threads,
             write_size: block,
@@ -175,12 +175,12 @@ impl FfsbParams {
     }
 
     /// The thread groups' time limit, if they have one.
-    pub fn run_time(&self) -> Option<u32> {
+    pub(crate) fn run_time(&self) -> Option<u32> {
         self.time.filter(|t| *t > 0)
     }
 
     /// `time=0` and no `num_ops`: only the file set is built and removed.
-    pub fn setup_only(&self) -> bool {
+    pub(crate) fn setup_only(&self) -> bool {
         self.time == Some(0) && self.groups.iter().all(|g| g.ops_per_thread.is_none())
     }
 
@@ -375,7 +375,7 @@ impl FfsbParams {
 
     /// Bytes of I/O buffers the workload allocates: one (aligned) block buffer per thread, as
     /// every thread holds its own while the groups run.
-    pub fn buffer_bytes(&self) -> u64 {
+    pub(crate) fn buffer_bytes(&self) -> u64 {
         self.groups
             .iter()
             .map(|g| {

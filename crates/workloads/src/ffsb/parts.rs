@@ -134,7 +134,7 @@ pub struct ThreadGroup {
 }
 
 impl ThreadGroup {
-    pub fn set_weight(&mut self, op: Op, weight: u32) {
+    pub(crate) fn set_weight(&mut self, op: Op, weight: u32) {
         if weight == 0 {
             self.weights.remove(&op);
         } else {

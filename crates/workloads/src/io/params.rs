@@ -49,7 +49,7 @@ impl Rw {
     }
 
     /// The share of reads in percent, given `rwmixread` for the mixed ones.
-    pub fn read_percent(self, rwmixread: u32) -> u32 {
+    pub(crate) fn read_percent(self, rwmixread: u32) -> u32 {
         match self {
             Rw::Read | Rw::RandRead => 100,
             Rw::Write | Rw::RandWrite => 0,
@@ -318,7 +318,7 @@ impl IoParams {
     }
 
     /// The bytes one file's I/O covers: from `offset` to its end.
-    pub fn region(&self) -> u64 {
+    pub(crate) fn region(&self) -> u64 {
         self.filesize.saturating_sub(self.offset)
     }
 
@@ -451,7 +451,7 @@ impl IoParams {
     }
 
     /// Every job's I/O buffers: one block per slot in flight, aligned.
-    pub fn buffer_bytes(&self) -> u64 {
+    pub(crate) fn buffer_bytes(&self) -> u64 {
         (self.max_bs() + 4096)
             .saturating_mul(u64::from(self.depth()))
             .saturating_mul(u64::from(self.numjobs))

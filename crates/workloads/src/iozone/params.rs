@@ -301,7 +301,7 @@ impl IozoneParams {
 
     /// The smallest file must fit; larger ones that do not are skipped at run time.
     /// Bytes of I/O buffers the workload allocates: one record (aligned) per thread.
-    pub fn buffer_bytes(&self) -> u64 {
+    pub(crate) fn buffer_bytes(&self) -> u64 {
         let record = self.record_sizes.iter().copied().max().unwrap_or(0);
         record
             .saturating_add(4096)

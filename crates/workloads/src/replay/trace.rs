@@ -130,7 +130,7 @@ impl Kind {
 
     /// Whether the call changes the names or the data of what it touches (for ordering
     /// calls of different threads on one path).
-    pub fn modifies(self) -> bool {
+    pub(crate) fn modifies(self) -> bool {
         matches!(
             self,
             Kind::Write
@@ -315,7 +315,7 @@ fn unescape(field: &[u8], out: &mut Vec<u8>) -> Option<()> {
 }
 
 /// Reads a trace: [`TraceReader::open`] checks the header, then entries, then calls.
-pub struct TraceReader {
+pub(crate) struct TraceReader {
     input: BufReader<Box<dyn Read + Send>>,
     path: PathBuf,
     line: Vec<u8>,
