@@ -1,6 +1,7 @@
-//! The ground floor: the records fsbench stores and reads back (measurements, the system,
-//! the testbed and its stack, filesystems, aging), as plain serde data with no I/O and no
-//! dependency on anything else of fsbench. Behaviour over them lives in the crates above.
+//! The ground floor: the records fsbench stores and reads back (the suite, its
+//! configurations and workload specs, results, measurements, the system, the testbed and
+//! its stack, filesystems, aging), as plain serde data with no I/O and no dependency on
+//! anything else of fsbench. Behaviour over them lives in the crates above.
 
 pub mod aging;
 pub mod config;

@@ -1,6 +1,7 @@
 //! Statistics in one place: the spread every figure is reported with (here), the summaries
 //! of a suite's runs ([`summary`]), comparisons of configurations ([`compare`]) and their
-//! ranking ([`rank`]). Rendering is in the reports.
+//! ranking ([`rank`]), and the warnings a suite's results call for ([`warnings`]).
+//! Rendering is in the reports.
 
 use fsbench_measure::error;
 use fsbench_model::results;
