@@ -73,17 +73,16 @@ pub fn summary(prep: &Preparation) -> String {
 /// runs. `(label, preparation, runs that share its template and started from its tree)`.
 fn prepared(r: &SuiteResult) -> Vec<(String, &Preparation, usize)> {
     let mut out: Vec<(String, &Preparation, usize)> = Vec::new();
+    // The workloads that age by themselves (their rows say so) were aged per workload.
+    let own_aging: Vec<String> = (crate::typed_workloads(r).into_iter())
+        .filter(|(_, w)| w.age_profile().is_some())
+        .map(|(label, _)| label)
+        .collect();
     for run in &r.runs {
         let Some(prep) = &run.preparation else {
             continue;
         };
-        // A workload that ages by itself (its row says so) was aged per workload.
-        let own_aging = || {
-            (crate::typed_workloads(r).iter())
-                .find(|(label, _)| *label == run.workload)
-                .is_some_and(|(_, w)| w.age_profile().is_some())
-        };
-        let label = if prep.aging.is_some() && own_aging() {
+        let label = if prep.aging.is_some() && own_aging.contains(&run.workload) {
             format!("{} {}", run.config, run.workload)
         } else {
             run.config.clone()

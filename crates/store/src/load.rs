@@ -176,6 +176,8 @@ impl Store {
             ))
         })?;
         let mut runs = Vec::new();
+        // Runs written before keys were stored are found by their labels (once per suite).
+        let labels: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
         for row in rows {
             let (run_id, status, keys, (loop_device, testbed, preparation, probe_after), mut run) =
                 row?;
@@ -201,10 +203,7 @@ impl Store {
                 place.map(|p| p as u32)
             });
             let workload_key = workload_key.or_else(|| {
-                let place = suite
-                    .workloads
-                    .iter()
-                    .position(|w| Params::label_of(w) == run.workload);
+                let place = labels.iter().position(|w| *w == run.workload);
                 place.map(|p| p as u32)
             });
             // One its suite does not have (a damaged row) points nowhere: the run is kept and
