@@ -19,7 +19,8 @@ trap 'rm -f "$log"' EXIT
 timeout --kill-after=60 45m cargo test --workspace --all-targets 2>&1 | tee "$log"
 # With MPI built in: its unit tests and the tests that run `mpirun -np 4` (about a minute
 # more, most of it the build).
-timeout --kill-after=60 15m cargo test --workspace --features fsbench/mpi --lib --test mpi --test mpi_signals --test launcher 2>&1 |
+timeout --kill-after=60 15m cargo test --workspace --features fsbench/mpi --lib 2>&1 | tee -a "$log"
+timeout --kill-after=60 15m cargo test --features fsbench/mpi --test it -- mpi:: mpi_signals:: launcher:: 2>&1 |
     tee -a "$log"
 # A test that cannot run says SKIPPED on stderr. CI runs as root with everything installed,
 # so a skip there is a failure; elsewhere the skips are listed once more at the end.

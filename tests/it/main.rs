@@ -1,0 +1,51 @@
+//! The integration tests, one binary (each file a module): `cargo test --test it` runs them,
+//! `cargo test --test it MODULE::` one file's. Tests that change something the whole machine
+//! shares (the zfs-fuse daemon, the backing disk's scheduler, a load, MPI) hold
+//! `common::machine_wide()`.
+
+mod common;
+
+mod aging;
+mod aging_resume;
+mod archive;
+mod auto_runs;
+mod background;
+mod baseline;
+mod clean;
+mod cli;
+mod closed_stdout;
+mod command;
+mod data;
+mod examples;
+mod fdtree;
+mod ffsb_stops;
+mod filesystems;
+mod fuzz;
+mod harness;
+mod hostile_archives;
+mod interrupts;
+mod io;
+mod iozone;
+mod launcher;
+mod lifecycle;
+mod limits;
+mod loop_direct_io;
+mod mpi;
+mod mpi_signals;
+mod notes;
+mod option_devices;
+mod output;
+mod reading;
+mod recorded_phases;
+mod replay;
+mod report;
+mod sched;
+mod shape;
+mod stack;
+mod stats_scipy;
+mod store;
+mod tar_reader;
+mod verdicts;
+mod wcache;
+mod workload_specs;
+mod xattr;
