@@ -7,6 +7,7 @@ mod clean;
 mod compare_args;
 mod console;
 mod fdtree;
+mod generate;
 #[cfg(feature = "mpi")]
 mod mpi_run;
 mod output;
@@ -136,6 +137,12 @@ enum Command {
     },
     /// A self-contained HTML report of one or more suites
     Report(ReportArgs),
+    /// Man pages or shell completions, for installing fsbench
+    #[command(hide = true)]
+    Generate {
+        #[command(subcommand)]
+        what: generate::Generated,
+    },
 }
 
 /// The reports of the registry that `offered` gives a help line, as `--format` values.
@@ -529,6 +536,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
         Command::Archive { .. } => "archive",
         Command::Clean => "clean",
         Command::Capture(_) => "capture",
+        Command::Generate { .. } => "generate",
         _ => return Ok(()),
     };
     if cli.db.is_some() {
@@ -569,6 +577,7 @@ pub fn main() -> ExitCode {
             Command::Archive { command } => {
                 archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
             }
+            Command::Generate { what } => generate::generate(what).map(|()| ExitCode::SUCCESS),
             other => query(other, &db),
         });
     match outcome {

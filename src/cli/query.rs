@@ -162,7 +162,8 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         | Command::Fdtree(_)
         | Command::Clean
         | Command::Capture(_)
-        | Command::Archive { .. } => {
+        | Command::Archive { .. }
+        | Command::Generate { .. } => {
             unreachable!("handled in main")
         }
     }

@@ -21,6 +21,7 @@ mod fdtree;
 mod ffsb_stops;
 mod filesystems;
 mod fuzz;
+mod generate;
 mod harness;
 mod hostile_archives;
 mod interrupts;
