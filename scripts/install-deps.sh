@@ -2,9 +2,10 @@
 # Installs the Debian packages fsbench needs (with --tests: also what the test suite needs).
 # Does nothing when not root or not on Debian: tests that need a missing tool then skip and say so.
 set -euo pipefail
-# strace: `fsbench capture` records a program's calls with it.
+# strace: `fsbench capture` records a program's calls with it; man: `man fsbench` reads the
+# pages scripts/run.sh installs.
 tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux
-    strace:strace)
+    strace:strace man:man-db)
 if [ "${1:-}" = "--tests" ]; then
     # setpriv: the not-root tests; sfdisk and partx: the partition test; unshare: the PID
     # namespace test; chromium: the HTML report test; tar, zstd, xz, bzip2 and lzop: the
@@ -20,6 +21,17 @@ if [ "${1:-}" = "--tests" ]; then
         mpicc:libopenmpi-dev mkntfs:ntfs-3g ntfs-3g:ntfs-3g
         zfs-fuse:zfs-fuse zpool:zfs-fuse zfs:zfs-fuse stress-ng:stress-ng pkill:procps
         sqlite3:sqlite3 git:git fio:fio)
+fi
+# mdbook builds and tests the book (docs/). Debian has no package of it; crates.io's is built
+# once into cargo's bin directory (about 3.5 minutes on 2 cores, without the `serve` and `watch`
+# features nobody uses in CI), pinned so that every machine builds the same book. Cargo needs
+# no root, so this comes before the Debian part.
+mdbook_version=0.5.4
+if [ "${1:-}" = "--tests" ] && command -v cargo >/dev/null &&
+    [ "$(mdbook --version 2>/dev/null)" != "mdbook v$mdbook_version" ]; then
+    echo "install-deps: building mdbook $mdbook_version (cargo install)" >&2
+    cargo install --quiet --locked --version "$mdbook_version" --no-default-features \
+        --features search mdbook
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "install-deps: not root on Debian; skipping package installation" >&2

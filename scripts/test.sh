@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what the tests need (as root on Debian), then checks
-# formatting and lints and runs every test. CI runs exactly this.
+# formatting and lints, builds and checks the book, and runs every test. CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
@@ -11,6 +11,14 @@ fi
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy --workspace --all-targets --features fsbench/mpi --quiet -- -D warnings
+# The book: mdbook's own checks (a chapter SUMMARY.md names must exist), every relative link
+# and anchor resolved, and its Rust examples compiled and run (code blocks in other languages
+# are marked so and not run). The command lines in its shell examples are parsed by a unit
+# test of the CLI.
+PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
+mdbook build docs
+python3 scripts/check-links.py
+mdbook test docs
 # Every spawned process in the tests has its own time limit; this is the backstop, so that CI
 # fails instead of hanging whatever a test does (the whole suite, MPI part included, took
 # 9 min 18 s here with warm builds).

@@ -6,6 +6,8 @@ mod capture;
 mod clean;
 mod compare_args;
 mod console;
+#[cfg(test)]
+mod doc_commands;
 mod fdtree;
 mod generate;
 #[cfg(feature = "mpi")]
