@@ -1,5 +1,5 @@
 #!/bin/sh
-# Aged filesystems and fill levels (issue 17): the figures of its closing note, as root.
+# Aged filesystems and fill levels: the figures of aged against fresh filesystems, as root.
 #   1. aged (geriatrix-like) against fresh, tree:quick-shallow and ffsb-large-write (8 MiB
 #      files: without size= its files shrink to the free space, less on the aged one), on ext4,
 #      xfs and btrfs, with the verdicts (`fsbench compare`) and each aging's time, bytes,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The io workload against fio (issue 28, part 3): the same jobs in fio and in fsbench's io
+"""The io workload against fio: the same jobs in fio and in fsbench's io
 workload, alternated (each tool first in every other round), ROUNDS (>= 5) rounds, medians,
 on tmpfs and (as root) on a fresh ext4 loop image attached with direct I/O:
 

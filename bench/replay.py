@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Capture and replay of real programs nobody here wrote (issue 27, part 4): `git clone` of a
+"""Capture and replay of real programs nobody here wrote: `git clone` of a
 local repository with history then a checkout of another branch, `tar -x` of the archive
 workload's generated tar, `sqlite3` inserts and updates in WAL mode, and `make -j2` of a
 small C project. For each, on tmpfs (/dev/shm):

@@ -51,6 +51,11 @@ if [ "${1:-}" = "--tests" ] && ! python3 -c 'import scipy' 2>/dev/null &&
     ! /usr/bin/python3 -c 'import scipy' 2>/dev/null; then
     missing+=(python3-scipy)
 fi
+# Bash loads the completions scripts/run.sh installs through bash-completion, which has no
+# command to look for.
+if [ ! -f /usr/share/bash-completion/bash_completion ]; then
+    missing+=(bash-completion)
+fi
 # bindgen (the mpi crate's build) loads libclang and needs clang's own headers (stddef.h),
 # which libclang-dev brings; it has no command to look for.
 if [ "${1:-}" = "--tests" ] && ! dpkg-query -W -f='${Status}' libclang-dev 2>/dev/null |

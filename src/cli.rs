@@ -113,8 +113,8 @@ enum Command {
         /// Suites whose configurations are ranked (ID or ID:CONFIG)
         #[arg(required = true)]
         columns: Vec<String>,
-        /// Place by mean alone, as the seed article did (ignores noise) instead of by
-        /// significance
+        /// Place by mean alone, as the Linux Magazine filesystem tests did (ignores noise) instead
+        /// of by significance
         #[arg(long)]
         equal_footing: bool,
         /// Rank each workload (a family of disciplines) on its own, then all together

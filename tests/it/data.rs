@@ -425,7 +425,7 @@ fn ffsb_profiles_with_typos_are_refused_with_the_line_and_the_seed_s_needs_its_s
         err.contains("typo.ffsb, line 15") && err.contains("read_blocksise"),
         "{err}"
     );
-    // The seed's profile as written: 128 threads each writing 1 GiB files for 600 s.
+    // The FFSB report's profile as written: 128 threads each writing 1 GiB files for 600 s.
     let seed = dir.path().join("seed.ffsb");
     std::fs::write(
         &seed,

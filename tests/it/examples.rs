@@ -1,5 +1,6 @@
-//! Every file under `examples/` runs: each suite as it is (one run per configuration), the
-//! fio job files with `fsbench fio`, the FFSB profiles with `fsbench ffsb` (the seed's 128 × 1 GiB scaled down to fit a test).
+//! Every file under `examples/` runs: each suite as it is (one run per configuration), the fio job
+//! files with `fsbench fio`, the FFSB profiles with `fsbench ffsb` (the FFSB report's 128 × 1 GiB
+//! scaled down to fit a test).
 
 use std::path::{Path, PathBuf};
 

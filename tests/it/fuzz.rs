@@ -274,7 +274,7 @@ proptest! {
     }
 }
 
-/// The seed's FFSB profile (seed 001), as users have it.
+/// The FFSB large-file write report's profile, as users have it.
 const SEED_PROFILE: &str = "num_filesystems=1
 num_threadgroups=1
 directio=0

@@ -58,7 +58,7 @@ fn option_flags(line: &str) -> Option<String> {
         return None;
     }
     let flags = line
-        .split(|c: char| c == ' ' || c == '=')
+        .split([' ', '='])
         .take_while(|w| w.starts_with('-'))
         .collect::<Vec<_>>()
         .join(" ");

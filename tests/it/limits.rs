@@ -1,5 +1,5 @@
 //! Limits on what user input may ask for: buffer memory, files that cannot fit, inputs that
-//! are not files (issue 10, items 11 and 12; the arithmetic itself is unit-tested).
+//! are not files (the arithmetic itself is unit-tested).
 use crate::common::*;
 
 #[test]

@@ -150,8 +150,9 @@ pub struct RunRecord {
     pub phases: Vec<PhaseRecord>,
     pub unmount_secs: Option<f64>,
     pub fsck: Option<FsckOutcome>,
-    /// Set when calls failed or members were refused: the run completed, but the tree it
-    /// made is not the whole tree (as btrfs "fails the test" on hard links in seed 003).
+    /// Set when calls failed or members were refused: the run completed, but the tree it made is
+    /// not the whole tree (as btrfs "fails the test" on hard links in the BackupPC tar report to
+    /// the kernel mailing list).
     #[serde(default)]
     pub incomplete: Option<String>,
     /// The run's loop device as sysfs showed it while mounted (direct I/O or buffered).

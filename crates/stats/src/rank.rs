@@ -2,7 +2,7 @@
 //! time where there is none), so no phase counts twice. By default configurations are placed
 //! by significance: sorted by their geometric mean, a configuration shares the place of the
 //! best one it is not significantly different from (Holm-corrected pairwise tests within the
-//! discipline). The seed's equal-footing points (Linux Magazine, seed 002: by mean only)
+//! discipline). The Linux Magazine filesystem tests' equal-footing points (by mean only)
 //! remain available. Either way place p of k earns k − p + 1 points, ties sharing the average
 //! of their places, and every place is shown so the totals can be checked by hand.
 
@@ -19,7 +19,7 @@ use crate::results::SuiteResult;
 pub enum Placing {
     /// Configurations not significantly different share a place.
     Significance,
-    /// By mean alone, as the seed article did: ignores noise.
+    /// By mean alone, as the Linux Magazine filesystem tests did: ignores noise.
     EqualFooting,
 }
 
@@ -127,9 +127,9 @@ impl Ranking {
         out
     }
 
-    /// The ranking in one workload's disciplines alone (one family, as the seed article
-    /// ranked the IOzone tests and the shell loops apart): places are per discipline, so
-    /// only the totals change.
+    /// The ranking in one workload's disciplines alone (one family, as the Linux Magazine tests
+    /// ranked the IOzone tests and the shell loops apart): places are per discipline, so only the
+    /// totals change.
     pub fn of_workload(&self, workload: &str) -> Ranking {
         self.of_workloads(&[workload])
     }

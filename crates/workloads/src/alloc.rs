@@ -1,9 +1,10 @@
-//! alloc-perf (seed 004): one file of a given size allocated by each method in turn —
-//! posix_fallocate, native fallocate, mmap + memset, write() in chunks — each timed from open
-//! until the data is durable (fsync, optionally unmount), each followed by the file's fragment
-//! count from FIEMAP. One phase per method, so every method's time is a figure with its spread.
+//! alloc-perf (Amit Shah's file-allocation articles): one file of a given size allocated by each
+//! method in turn — posix_fallocate, native fallocate, mmap + memset, write() in chunks — each
+//! timed from open until the data is durable (fsync, optionally unmount), each followed by the
+//! file's fragment count from FIEMAP. One phase per method, so every method's time is a figure
+//! with its spread.
 //!
-//! Unlike the seed's program, native fallocate is reported unsupported where the filesystem
+//! Unlike alloc-perf itself, native fallocate is reported unsupported where the filesystem
 //! lacks it (ext2, ext3) instead of silently becoming a slow zero-writing loop; posix_fallocate
 //! keeps glibc's fallback, as applications see it.
 
@@ -24,7 +25,7 @@ use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::{compact_size, format_bytes};
 
-/// An allocation method, named as in the seed's table.
+/// An allocation method, named as in the articles' table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     PosixFallocate,
@@ -100,7 +101,7 @@ pub enum Fresh {
 #[serde(rename_all = "lowercase")]
 pub enum Durable {
     Fsync,
-    /// fsync, then also the unmount right after (`time+unmount`), as the seed's second round.
+    /// fsync, then also the unmount right after (`time+unmount`), as the second article timed it.
     Unmount,
 }
 

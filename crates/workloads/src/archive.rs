@@ -1,6 +1,7 @@
-//! The archive workload (seed 003): extract a BackupPC-shaped archive — a pool of files, then
-//! millions of hard links to them — and `rm -rf` the result. The archive is generated on the
-//! fly (no multi-GB tar on disk) or read from a user's tar file (plain or compressed: gzip, zstd, xz, bzip2, lzop).
+//! The archive workload, after the BackupPC tar reported to the kernel mailing list: extract a
+//! BackupPC-shaped archive — a pool of files, then millions of hard links to them — and `rm -rf`
+//! the result. The archive is generated on the fly (no multi-GB tar on disk) or read from a user's
+//! tar file (plain or compressed: gzip, zstd, xz, bzip2, lzop).
 
 mod compressed;
 pub(crate) mod extract;
@@ -53,7 +54,8 @@ pub const PHASES: &[PhaseInfo] = &[
     PhaseInfo::fixed("remove", "entries", false),
 ];
 
-/// The order `rm -rf` visits the top level in: the seed found it changes the time on ext4.
+/// The order `rm -rf` visits the top level in: the BackupPC report found it changes the time on
+/// ext4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum RemoveOrder {
@@ -164,8 +166,8 @@ const OPTIONS: &[OptionDef] = &[
     },
 ];
 
-/// Presets: counts in the seed's proportions (≈23 links per pool file, ≈0.8% empty files),
-/// with small files so that data does not dominate.
+/// Presets: counts in the BackupPC report's proportions (≈23 links per pool file, ≈0.8% empty
+/// files), with small files so that data does not dominate.
 const PRESETS: &[Preset] = &[
     Preset {
         name: "tiny",

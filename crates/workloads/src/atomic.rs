@@ -1,4 +1,4 @@
-//! The Linux Magazine article's "atomic" loops (seed 002): mkdir, touch, echo, cat, dd, rm and
+//! The Linux Magazine filesystem tests' "atomic" loops: mkdir, touch, echo, cat, dd, rm and
 //! rmdir, each repeated in its own directory with raw system calls, where the article ran a
 //! shell command per operation.
 

@@ -1,7 +1,8 @@
-//! FFSB (seed 001): thread groups, each with a thread count and weighted operations, run on a
-//! file set made before the timed part; time-based (`time`) or a fixed number of operations
-//! per thread. Phases: `setup` (the file set), `run` (the thread groups, then unmount and fsck
-//! with the files in place: FFSB's e2fsck time), `remove` (`rm -rf` of the file set).
+//! FFSB (the large-file write report's benchmark): thread groups, each with a thread count and
+//! weighted operations, run on a file set made before the timed part; time-based (`time`) or a
+//! fixed number of operations per thread. Phases: `setup` (the file set), `run` (the thread
+//! groups, then unmount and fsck with the files in place: FFSB's e2fsck time), `remove` (`rm -rf`
+//! of the file set).
 //!
 //! As FFSB does it, each thread picks its next operation by cumulative weight from a random
 //! number below the total weight, and picks files at random from the shared file set. Each

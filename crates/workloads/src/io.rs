@@ -1,4 +1,4 @@
-//! fio's data path (issue 28): `numjobs` jobs, each a thread with a descriptor table of its
+//! fio's data path: `numjobs` jobs, each a thread with a descriptor table of its
 //! own and files of its own, issuing I/O as fio's options say (rw patterns, block sizes,
 //! psync/pvsync2/io_uring at a queue depth, syncs, runtime, open-loop rates). The files are
 //! laid out in the untimed phase `layout` (recorded and shown, never compared) before the

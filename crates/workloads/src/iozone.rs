@@ -1,8 +1,8 @@
-//! An IOzone-style throughput matrix (seed 002): for every file size × record size cell, the
-//! IOzone tests in IOzone's order — write, rewrite, read, reread, random read and write,
-//! backward read, record rewrite, stride read, fwrite/fread (optional), pwrite, pread — each on
-//! N threads with a file each. One phase, `matrix`, holds the cells; each cell's throughput is
-//! a figure of its own.
+//! An IOzone-style throughput matrix (the Linux Magazine filesystem tests): for every file size ×
+//! record size cell, the IOzone tests in IOzone's order — write, rewrite, read, reread, random
+//! read and write, backward read, record rewrite, stride read, fwrite/fread (optional), pwrite,
+//! pread — each on N threads with a file each. One phase, `matrix`, holds the cells; each cell's
+//! throughput is a figure of its own.
 
 use std::io::{BufWriter, Write};
 use std::os::fd::{BorrowedFd, OwnedFd};

@@ -1,5 +1,5 @@
-//! The fdtree metadata tree (seed 000): directory create, file create, file remove,
-//! directory remove, over exactly fdtree.bash's tree, names and order.
+//! The fdtree metadata tree (Layton's Linux Magazine article): directory create, file create, file
+//! remove, directory remove, over exactly fdtree.bash's tree, names and order.
 //!
 //! fdtree.bash names a directory `L<level>D<n>` and a file `L<level>F<n>`, where the level counts
 //! down from `levels` at the root to 0 at the leaves and `n` counts down from `dirs` (or

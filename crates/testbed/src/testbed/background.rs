@@ -1,6 +1,6 @@
 //! Background load as a configuration dimension (`--background none,cpu:2,io:1`, `FS:bg=cpu:2`):
 //! stress-ng, started once the run's filesystem is ready and stopped after its phases, so
-//! that "with the desktop running" (the seed's fourth article) is a measured configuration,
+//! that "with the desktop running" (as the alloc-perf articles measured) is a configuration,
 //! not noise. Its own CPU time is recorded with the run. It runs in a session of its own and
 //! dies with fsbench (`PR_SET_PDEATHSIG`), so nothing outlives a killed run.
 

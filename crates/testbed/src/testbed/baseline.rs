@@ -1,5 +1,5 @@
-//! The raw device's own speed before any filesystem is made on it (`--baseline 3s`, seed
-//! 001's `hdparm -t`): sequential 1 MiB requests with O_DIRECT, written (the device is about
+//! The raw device's own speed before any filesystem is made on it (`--baseline 3s`, the FFSB
+//! report's `hdparm -t`): sequential 1 MiB requests with O_DIRECT, written (the device is about
 //! to be made a filesystem anyway) then read, each for a few seconds.
 
 use std::path::Path;

@@ -1,5 +1,5 @@
-//! A block device's I/O scheduler as a configuration's dimension (`ext4:sched=bfq`, seed
-//! 001's CFQ comparison): set on the device's queue for a run and put back as it was after
+//! A block device's I/O scheduler as a configuration's dimension (`ext4:sched=bfq`, the FFSB
+//! report's CFQ comparison): set on the device's queue for a run and put back as it was after
 //! it — before a loop device is detached, so a recycled one is never touched.
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! `lzop` tool (no maintained crate reads its container). Recognised by their magic numbers,
 //! not their names. A compressed archive is decompressed before the timed extraction, untimed,
 //! into memory (a memfd), so the extraction times the filesystem, not the decompressor — as
-//! the seed's `tar --lzop -x` did not.
+//! the BackupPC report's `tar --lzop -x` did not.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};

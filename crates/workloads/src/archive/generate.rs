@@ -1,10 +1,10 @@
-//! A deterministic generator of BackupPC-shaped archives (seed 003): a pool
+//! A deterministic generator of BackupPC-shaped archives (as in the BackupPC tar report): a pool
 //! `cpool/X/Y/Z/<32 hex digits>` of files with zeroed content, then backup trees
-//! `pc/<host>/<n>/...` whose files are hard links to pool files, interspersed with empty and a
-//! few regular files, and optionally many links to one popular pool file (what hit btrfs's and
-//! nilfs2's link limits in the seed).
+//! `pc/<host>/<n>/...` whose files are hard links to pool files, interspersed with empty and a few
+//! regular files, and optionally many links to one popular pool file (what hit btrfs's and
+//! nilfs2's link limits in that report).
 //!
-//! Every entry is computed from its position and the seed, so the generator holds no list of
+//! Every entry is computed from its position and the generator's seed, so it holds no list of
 //! what it produced: memory is constant in the archive's size.
 
 use std::fmt::Write as _;

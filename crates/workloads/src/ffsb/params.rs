@@ -58,7 +58,8 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     },
 ];
 
-/// The seed's profile: 128 threads each writing a 1 GiB file in 64 KiB writes.
+/// The FFSB large-file write report's profile: 128 threads each writing a 1 GiB file in 64 KiB
+/// writes.
 pub(super) const PRESETS: &[Preset] = &[Preset {
     name: "large-write",
     values: &[("threads", "128"), ("size", "1g"), ("block", "64k")],
@@ -72,7 +73,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "large-write",
-    // The and the seed's name for the preset.
+    // The name the preset is known by.
     more_work: &["size", "threads"],
     aliases: &[("ffsb-large-write", "large-write")],
     build: |p| build(p).map(Params::Ffsb),
@@ -119,7 +120,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {
 }
 
 impl FfsbParams {
-    /// The seed's profile's shape: `threads` threads each creating one file of `size` bytes
+    /// The large-write profile's shape: `threads` threads each creating one file of `size` bytes
     /// with `block`-byte writes; sizes shrink to fit the target.
     pub(crate) fn large_write(threads: u32, size: u64, block: u64) -> FfsbParams {
         let mut group = ThreadGroup {

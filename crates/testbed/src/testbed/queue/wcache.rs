@@ -1,7 +1,7 @@
-//! A device's write cache as a configuration's dimension (`ext4:wcache=off`, seed 002 turned
-//! the disks' caches off): sysfs `queue/write_cache`, which decides whether the kernel sends
-//! the device flushes (`write back`) or not (`write through`); the device's own cache is not
-//! changed (that is `hdparm -W`).
+//! A device's write cache as a configuration's dimension (`ext4:wcache=off`; the Linux Magazine
+//! filesystem tests turned the disks' caches off): sysfs `queue/write_cache`, which decides
+//! whether the kernel sends the device flushes (`write back`) or not (`write through`); the
+//! device's own cache is not changed (that is `hdparm -W`).
 
 use std::path::Path;
 
