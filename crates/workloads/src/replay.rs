@@ -13,16 +13,16 @@ use std::collections::{BTreeMap, HashSet};
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::{Crew, join_all};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::FsbenchError;
+use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, errno_name};
-use engine::{Done, Halt, Replayed};
+use engine::{Done, Halt, Shared};
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::group_thousands;
 use load::Loaded;
@@ -164,7 +164,7 @@ impl ReplayParams {
         let s = Summary::of(self.trace.as_deref()).ok()?;
         let bytes = s
             .initial_bytes
-            .checked_add(s.written)?
+            .checked_add(s.may_write)?
             .checked_add(1 << 20)?;
         Some(SpaceNeed::exactly(
             bytes,
@@ -191,6 +191,8 @@ pub struct Summary {
     /// Further names of files in the initial state.
     pub initial_links: u64,
     pub creates: u64,
+    /// Bytes the replay's calls may write (their recorded lengths), for the space it needs.
+    pub may_write: u64,
     pub dropped: u64,
     pub duration_us: u64,
 }
@@ -203,10 +205,19 @@ impl Summary {
             root: r.root.clone(),
             ..Summary::default()
         };
+        let beyond = |what: &str| {
+            invalid(format!(
+                "trace {}: {what} add up to more than 16 EiB",
+                path.map_or_else(|| "demo".into(), |p| p.display().to_string())
+            ))
+        };
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
             match e {
-                Entry::File(_, size) => s.initial_bytes += size,
+                Entry::File(_, size) => {
+                    s.initial_bytes = (s.initial_bytes.checked_add(size))
+                        .ok_or_else(|| beyond("the initial state's files"))?;
+                }
                 Entry::HardLink(..) => s.initial_links += 1,
                 _ => {}
             }
@@ -221,14 +232,24 @@ impl Summary {
                 files.insert(c.path.clone());
             }
             s.errors += u64::from(c.errno != 0);
-            s.duration_us = s.duration_us.max(c.start_us + c.dur_us);
+            s.duration_us = s.duration_us.max(c.start_us.saturating_add(c.dur_us));
             let moved = c.result.max(0) as u64;
             match kind {
-                Kind::Read => s.read += moved,
-                Kind::Write | Kind::Copy | Kind::Sendfile => s.written += moved,
+                Kind::Read => s.read = s.read.saturating_add(moved),
+                Kind::Write | Kind::Copy | Kind::Sendfile => {
+                    s.written = s.written.saturating_add(moved);
+                }
                 Kind::Open if c.a & 0o100 != 0 => s.creates += 1,
                 Kind::Mkdir | Kind::Symlink | Kind::Link => s.creates += 1,
                 _ => {}
+            }
+            // What the replay may write: the recorded lengths, whatever the capture's results.
+            if matches!(
+                kind,
+                Kind::Write | Kind::Copy | Kind::Sendfile | Kind::Fallocate | Kind::SetXattr
+            ) {
+                s.may_write = (s.may_write.checked_add(c.a))
+                    .ok_or_else(|| beyond("the lengths its calls write"))?;
             }
         }
         s.threads = tids.len();
@@ -271,7 +292,8 @@ pub fn replay_into(
         trace: Some(trace.to_path_buf()),
         mode: Pace::Fast,
     });
-    replay.setup(dir, 1, &Arc::new(AtomicBool::new(false)))?;
+    let cancel = rec.progress().cancel.clone();
+    replay.setup(dir, 1, &cancel)?;
     replay.run_phase(0, dir, rec)?;
     let notes = replay.after_phase(0, dir)?.notes;
     let mut report = replay.report.take().unwrap_or_default();
@@ -311,11 +333,11 @@ impl Workload for Replay {
         &mut self,
         dir: BorrowedFd<'_>,
         _round: u32,
-        _cancel: &Arc<AtomicBool>,
+        cancel: &Arc<AtomicBool>,
     ) -> Result<(), FsbenchError> {
         let loaded = Loaded::read(self.params.trace.as_deref())
             .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
-        self.refused_entries = state::recreate(dir, &loaded.entries)?;
+        self.refused_entries = state::recreate(dir, &loaded.entries, cancel)?;
         self.loaded = Some(loaded);
         Ok(())
     }
@@ -335,33 +357,56 @@ impl Workload for Replay {
             user: &user,
             failed: AtomicBool::new(false),
         };
-        let think = self.params.mode == Pace::Think;
         let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
-        // The threads' counts of calls done are also the progress bar's.
-        let crew = Crew::new(done.iter().map(|d| &d.0).collect(), rec.progress());
-        let outcomes: Vec<Result<Replayed, FsbenchError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..loaded.threads.len())
-                .map(|me| {
-                    let (done, halt, crew) = (&done, &halt, &crew);
-                    s.spawn(move || {
-                        let _guard = StopOthersOnPanic(&halt.failed);
+        let shared = Shared {
+            loaded,
+            dir,
+            done: &done,
+            workers: loaded.threads.len().min(engine::WORKERS_MAX),
+            think: self.params.mode == Pace::Think,
+            halt: &halt,
+        };
+        let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
+        // The workers' counts of calls made are also the progress bar's.
+        let crew = Crew::new(made.iter().map(|d| &d.0).collect(), rec.progress());
+        let (outcomes, not_started) = std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(shared.workers);
+            let mut not_started = None;
+            for (me, made) in made.iter().enumerate() {
+                let (shared, crew) = (&shared, &crew);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("replay-{me}"))
+                    .stack_size(engine::WORKER_STACK)
+                    .spawn_scoped(s, move || {
+                        let _guard = StopOthersOnPanic(&shared.halt.failed);
                         let outcome = crew
-                            .work(&[dir], || {
-                                engine::replay_thread(loaded, me, dir, done, think, halt)
-                            })
+                            .work(&[dir], || engine::replay_worker(shared, me, &made.0))
                             .and_then(|r| r);
-                        // A thread that stops early lets the others past their waits.
+                        // A worker that stops early lets the others past their waits.
                         if outcome.is_err() {
-                            halt.failed
-                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                            shared.halt.failed.store(true, Ordering::Relaxed);
                         }
                         outcome
-                    })
-                })
-                .collect();
+                    });
+                match spawned {
+                    Ok(handle) => handles.push(handle),
+                    Err(e) => {
+                        halt.failed.store(true, Ordering::Relaxed);
+                        not_started = Some(FsbenchError::Failed(format!(
+                            "cannot start replay thread {} of {}: {e}",
+                            me + 1,
+                            shared.workers
+                        )));
+                        break;
+                    }
+                }
+            }
             crew.wait(&handles);
-            join_all(handles, "a replay thread panicked")
+            (join_all(handles, "a replay thread panicked"), not_started)
         });
+        if let Some(e) = not_started {
+            return Err(e);
+        }
         let mut report = ReplayReport::default();
         for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
             if kind.replayed() && n > 0 {
@@ -479,7 +524,7 @@ struct StopOthersOnPanic<'a>(&'a AtomicBool);
 impl Drop for StopOthersOnPanic<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.0.store(true, Ordering::Relaxed);
         }
     }
 }

@@ -68,8 +68,6 @@ pub(crate) struct Loaded {
     pub captured: [u64; Kind::ALL.len()],
     /// Calls the capture counted but did not record (outside the root, pipes...).
     pub dropped: u64,
-    /// Whether a symlink may exist below the root: paths are then resolved in the kernel.
-    pub symlinks: bool,
 }
 
 impl Loaded {
@@ -77,7 +75,6 @@ impl Loaded {
         let mut reader = TraceReader::open(path)?;
         let mut loaded = Loaded::default();
         while let Some(e) = reader.entry()? {
-            loaded.symlinks |= matches!(e, Entry::Symlink(..));
             loaded.entries.push(e);
         }
         let mut index: HashMap<u32, usize> = HashMap::new();
@@ -90,7 +87,6 @@ impl Loaded {
             if !kind.replayed() {
                 continue;
             }
-            loaded.symlinks |= kind == Kind::Symlink;
             let t = *index.entry(call.tid).or_insert_with(|| {
                 loaded.threads.push(ThreadCalls::default());
                 loaded.threads.len() - 1
@@ -139,14 +135,11 @@ impl Loaded {
             };
             let path = span(&call.path, &mut th.paths);
             let path2 = span(&call.path2, &mut th.paths);
-            if matches!(
-                kind,
-                Kind::Read | Kind::Write | Kind::Readlink | Kind::Getdents
-            ) {
+            if kind.uses_buffer() {
                 th.max_len = th.max_len.max(call.a);
             }
             let think_us = call.start_us.saturating_sub(th.last_end_us);
-            th.last_end_us = call.start_us + call.dur_us;
+            th.last_end_us = call.start_us.saturating_add(call.dur_us);
             th.ops.push(Op {
                 kind,
                 errno: call.errno,

@@ -17,10 +17,22 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::invalid;
+use fsbench_model::units::{format_bytes, group_thousands};
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
 pub(crate) const VERSION: u32 = 1;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// The longest line read: a call's two paths of PATH_MAX bytes, every byte escaped, and its
+/// numbers fit three times over. A longer one is damage, not a call.
+pub const LINE_MAX: usize = 64 << 10;
+/// The most entries and calls a trace may hold together: a replay holds them in memory
+/// (about 100 bytes a call, with its paths), so this bounds its memory whatever the trace.
+pub const RECORDS_MAX: u64 = 1 << 20;
+/// The most bytes of paths (and symlink targets) a trace may hold, for the same reason.
+pub const PATH_BYTES_MAX: u64 = 32 << 20;
+/// The largest zstd window a trace may need (8 MiB; `fsbench capture` writes 2 MiB ones):
+/// the decoder allocates the window a frame asks for.
+const WINDOW_LOG_MAX: u32 = 23;
 /// The replay workload's `demo` preset: `sh -c` making, copying, renaming and removing small
 /// files, captured by `fsbench capture` (see the README).
 const DEMO: &[u8] = include_bytes!("demo.trace");
@@ -55,12 +67,16 @@ pub enum Kind {
     Chown,
     Utimens,
     Dup,
+    GetXattr,
+    SetXattr,
+    ListXattr,
+    RemoveXattr,
     /// Recorded, never replayed: a mapping's accesses are page faults, not calls.
     Mmap,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 26] = [
+    pub const ALL: [Kind; 30] = [
         Kind::Open,
         Kind::Close,
         Kind::Read,
@@ -86,6 +102,10 @@ impl Kind {
         Kind::Chown,
         Kind::Utimens,
         Kind::Dup,
+        Kind::GetXattr,
+        Kind::SetXattr,
+        Kind::ListXattr,
+        Kind::RemoveXattr,
         Kind::Mmap,
     ];
 
@@ -116,6 +136,10 @@ impl Kind {
             "chown",
             "utimens",
             "dup",
+            "getxattr",
+            "setxattr",
+            "listxattr",
+            "removexattr",
             "mmap",
         ][self as usize]
     }
@@ -126,6 +150,20 @@ impl Kind {
 
     pub fn replayed(self) -> bool {
         self != Kind::Mmap
+    }
+
+    /// Whether the call moves bytes through the replay's buffer (its length in A).
+    pub(crate) fn uses_buffer(self) -> bool {
+        matches!(
+            self,
+            Kind::Read
+                | Kind::Write
+                | Kind::Readlink
+                | Kind::Getdents
+                | Kind::GetXattr
+                | Kind::SetXattr
+                | Kind::ListXattr
+        )
     }
 
     /// Whether the call changes the names or the data of what it touches (for ordering
@@ -147,6 +185,8 @@ impl Kind {
                 | Kind::Chmod
                 | Kind::Chown
                 | Kind::Utimens
+                | Kind::SetXattr
+                | Kind::RemoveXattr
         )
     }
 }
@@ -320,6 +360,9 @@ pub(crate) struct TraceReader {
     path: PathBuf,
     line: Vec<u8>,
     line_no: u64,
+    /// Entries and calls read, and the bytes of their paths (see [`RECORDS_MAX`]).
+    records: u64,
+    path_bytes: u64,
     pub root: PathBuf,
     /// The totals of the last line, once the calls are read.
     pub totals: Option<(u64, u64)>,
@@ -349,12 +392,15 @@ impl TraceReader {
         compressed: bool,
     ) -> anyhow::Result<TraceReader> {
         let decoder = zstd::Decoder::new(input)
+            .and_then(|mut d| d.window_log_max(WINDOW_LOG_MAX).map(|()| d))
             .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
         let mut r = TraceReader {
             input: BufReader::with_capacity(1 << 16, Box::new(decoder)),
             path: path.to_path_buf(),
             line: Vec::with_capacity(4096),
             line_no: 0,
+            records: 0,
+            path_bytes: 0,
             root: PathBuf::new(),
             totals: None,
             in_calls: false,
@@ -400,11 +446,12 @@ impl TraceReader {
         ))
     }
 
-    /// The next line into `self.line`, without its newline; false at the end.
+    /// The next line into `self.line`, without its newline; false at the end. A line is
+    /// read up to [`LINE_MAX`] bytes, never further.
     fn next_line(&mut self) -> anyhow::Result<bool> {
         self.line.clear();
-        let n = self
-            .input
+        let n = (&mut self.input)
+            .take(LINE_MAX as u64 + 1)
             .read_until(b'\n', &mut self.line)
             .map_err(|e| invalid(format!("{}: damaged trace: {e}", self.path.display())))?;
         self.line_no += 1;
@@ -412,9 +459,34 @@ impl TraceReader {
             return Ok(false);
         }
         if self.line.pop() != Some(b'\n') {
+            if self.line.len() > LINE_MAX {
+                return Err(self.damaged(&format!(
+                    "a line longer than {} bytes",
+                    group_thousands(LINE_MAX as u64)
+                )));
+            }
             return Err(self.damaged("cut short"));
         }
         Ok(true)
+    }
+
+    /// Counts one more entry or call with `path_bytes` bytes of paths: an error past the
+    /// limits on what a replay holds.
+    fn count(&mut self, path_bytes: usize) -> anyhow::Result<()> {
+        self.records += 1;
+        self.path_bytes = self.path_bytes.saturating_add(path_bytes as u64);
+        if self.records > RECORDS_MAX || self.path_bytes > PATH_BYTES_MAX {
+            return Err(invalid(format!(
+                "{}: too large to replay at line {}: fsbench replays traces of up to {} \
+                 entries and calls and {} of paths (it holds them in memory); capture a \
+                 shorter run",
+                self.path.display(),
+                self.line_no,
+                group_thousands(RECORDS_MAX),
+                format_bytes(PATH_BYTES_MAX)
+            )));
+        }
+        Ok(())
     }
 
     /// The next entry of the initial state, `None` after the last.
@@ -429,13 +501,14 @@ impl TraceReader {
             self.in_calls = true;
             return Ok(None);
         }
-        let fields: Vec<&[u8]> = self.line.split(|&b| b == b'\t').collect();
+        let mut fields = [&[][..]; 3];
+        let count = split_fields(&self.line, &mut fields);
         let path = |i: usize| -> Option<Vec<u8>> {
             let mut p = Vec::new();
             unescape(fields.get(i)?, &mut p)?;
             (!p.is_empty()).then_some(p)
         };
-        let entry = match (fields[0], fields.len()) {
+        let entry = match (fields[0], count.unwrap_or(0)) {
             (b"d", 2) => path(1).map(Entry::Dir),
             (b"f", 3) => path(1)
                 .zip(number(fields[2]))
@@ -444,9 +517,13 @@ impl TraceReader {
             (b"h", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::HardLink(p, t)),
             _ => None,
         };
-        entry
-            .map(Some)
-            .ok_or_else(|| self.damaged("not an entry of the initial state"))
+        let entry = entry.ok_or_else(|| self.damaged("not an entry of the initial state"))?;
+        let bytes = match &entry {
+            Entry::Dir(p) | Entry::File(p, _) => p.len(),
+            Entry::Symlink(p, t) | Entry::HardLink(p, t) => p.len() + t.len(),
+        };
+        self.count(bytes)?;
+        Ok(Some(entry))
     }
 
     /// Reads the next call into `call` (its buffers reused); false after the last, with
@@ -458,14 +535,15 @@ impl TraceReader {
         if !self.next_line()? {
             return Err(self.damaged("cut short: no `end` line"));
         }
-        let fields: Vec<&[u8]> = self.line.split(|&b| b == b'\t').collect();
-        if fields[0] == b"end" && fields.len() == 3 {
+        let mut fields = [&[][..]; 12];
+        let count = split_fields(&self.line, &mut fields);
+        if fields[0] == b"end" && count == Some(3) {
             let totals = number(fields[1]).zip(number(fields[2]));
             self.totals = Some(totals.ok_or_else(|| self.damaged("bad `end` line"))?);
             return Ok(false);
         }
         let parsed = (|| {
-            if fields.len() != 12 {
+            if count != Some(12) {
                 return None;
             }
             call.tid = number(fields[0])?;
@@ -482,8 +560,23 @@ impl TraceReader {
             unescape(fields[11], &mut call.path2)
         })();
         parsed.ok_or_else(|| self.damaged("not a call"))?;
+        if call.start_us.checked_add(call.dur_us).is_none() {
+            return Err(self.damaged("a call that ends after 2^64 µs"));
+        }
+        self.count(call.path.len() + call.path2.len())?;
         Ok(true)
     }
+}
+
+/// Splits `line` at tabs into `out`; the number of fields, `None` when there are more than
+/// `out` holds (nothing is allocated, whatever the line).
+fn split_fields<'l, const N: usize>(line: &'l [u8], out: &mut [&'l [u8]; N]) -> Option<usize> {
+    let mut n = 0;
+    for field in line.split(|&b| b == b'\t') {
+        *out.get_mut(n)? = field;
+        n += 1;
+    }
+    Some(n)
 }
 
 fn number<T: std::str::FromStr>(field: &[u8]) -> Option<T> {
