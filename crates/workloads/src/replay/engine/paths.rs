@@ -151,3 +151,41 @@ impl ProcFd {
         CStr::from_bytes_until_nul(&self.0).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::{AsFd, AsRawFd};
+
+    use rustix::fs::{Mode, OFlags};
+
+    use super::ProcFd;
+
+    #[test]
+    fn proc_fd_names_the_threads_own_descriptor() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, process) = (dir.path().join("mine"), dir.path().join("process"));
+        std::fs::write(&mine, b"").unwrap();
+        std::fs::write(&process, b"").unwrap();
+        let open = |p: &std::path::Path| {
+            rustix::fs::open(p, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).unwrap()
+        };
+        let theirs = open(&process);
+        let number = theirs.as_raw_fd();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: affects this thread only, which then replaces its copy of `number`.
+                assert_eq!(unsafe { libc::unshare(libc::CLONE_FILES) }, 0);
+                unsafe { libc::close(number) };
+                let own = open(&mine);
+                // The same number: the process's table still has the other file there.
+                assert_eq!(own.as_raw_fd(), number);
+                let named = rustix::fs::stat(ProcFd::of(own.as_fd()).name()).unwrap();
+                let real = rustix::fs::fstat(&own).unwrap();
+                assert_eq!((named.st_dev, named.st_ino), (real.st_dev, real.st_ino));
+            });
+        });
+        let still = rustix::fs::fstat(&theirs).unwrap();
+        let process_file = rustix::fs::stat(&process).unwrap();
+        assert_eq!(still.st_ino, process_file.st_ino);
+    }
+}
