@@ -349,3 +349,54 @@ race_tests! {
     listxattr_stays_beneath: looks("listxattr");
     llistxattr_stays_beneath: looks("llistxattr");
 }
+
+/// The attack as it was found: chmod of `d/x` in one thread, rename-exchange of `s/x` and
+/// `s/y` (`s` → `d`, `d/y` → a file outside) in another, through the command line.
+#[test]
+fn a_shared_trace_cannot_chmod_a_file_outside() {
+    let work = tempdir();
+    let canary = work.path().join("canary");
+    std::fs::write(&canary, b"keep").unwrap();
+    std::fs::set_permissions(&canary, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .unwrap();
+    let before = seen(&canary);
+    let link = format!("l\td/y\t{}", canary.display());
+    let mut trace = TraceText::new(&["d\td", "f\td/x\t4", &link, "l\ts\td"]);
+    for i in 0..ROUNDS as u64 {
+        trace.call(1, 2 * i, "chmod\t0\t0\t-1\t-1\t511\t-1\td/x\t-");
+        trace.call(2, 2 * i + 1, "rename\t0\t0\t-1\t-1\t2\t-1\ts/x\ts/y");
+    }
+    let file = work.path().join("chmod.trace");
+    trace.write(&file);
+    let state = tempdir();
+    for round in 0..3 {
+        let dir = work.path().join(format!("replay{round}"));
+        std::fs::create_dir(&dir).unwrap();
+        let out = run(fsbench(state.path())
+            .args(["capture", "--replay"])
+            .arg(&file)
+            .arg("-C")
+            .arg(&dir));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(seen(&canary), before, "round {round}");
+    }
+    let dir = work.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let workload = format!("replay:trace={}", file.display());
+    let out = run(json_run(state.path())
+        .args(["--runs", "3", "-w", &workload, "--dir"])
+        .arg(&dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(seen(&canary), before);
+    if can_run("the chmod race on a loop ext4", &["mkfs.ext4"]) {
+        let images = tempdir();
+        let (out, _) = image_run_json(
+            images.path(),
+            state.path(),
+            &["--fs", "ext4", "--runs", "1", "-w", &workload],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(seen(&canary), before);
+        assert_nothing_left(images.path());
+    }
+}
