@@ -39,6 +39,7 @@ mod output;
 mod reading;
 mod recorded_phases;
 mod replay;
+mod replay_bounds;
 mod report;
 mod sched;
 mod shape;

@@ -161,15 +161,7 @@ impl ReplayParams {
     }
 
     pub fn space_needed(&self) -> Option<SpaceNeed> {
-        let s = Summary::of(self.trace.as_deref()).ok()?;
-        let bytes = s
-            .initial_bytes
-            .checked_add(s.may_write)?
-            .checked_add(1 << 20)?;
-        Some(SpaceNeed::exactly(
-            bytes,
-            s.initial_entries + s.creates + 16,
-        ))
+        Summary::of(self.trace.as_deref()).ok()?.space_needed()
     }
 }
 
@@ -256,6 +248,18 @@ impl Summary {
         s.files = files.len();
         s.dropped = r.totals.map_or(0, |t| t.1);
         Ok(s)
+    }
+
+    /// The space and inodes a replay needs: the initial state and what its calls may write
+    /// (`None`: beyond 16 EiB).
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let bytes = (self.initial_bytes)
+            .checked_add(self.may_write)?
+            .checked_add(1 << 20)?;
+        Some(SpaceNeed::exactly(
+            bytes,
+            self.initial_entries + self.creates + 16,
+        ))
     }
 
     /// Calls a replay makes (all but the recorded-only kinds).

@@ -458,7 +458,7 @@ impl TraceReader {
         if n == 0 {
             return Ok(false);
         }
-        if self.line.pop() != Some(b'\n') {
+        if self.line.last() != Some(&b'\n') {
             if self.line.len() > LINE_MAX {
                 return Err(self.damaged(&format!(
                     "a line longer than {} bytes",
@@ -467,6 +467,7 @@ impl TraceReader {
             }
             return Err(self.damaged("cut short"));
         }
+        self.line.pop();
         Ok(true)
     }
 
