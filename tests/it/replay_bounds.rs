@@ -15,6 +15,23 @@ use crate::traces::{TraceText, rle_trace};
 /// The memory a replay stays under, whatever the trace (see the replay's documentation).
 const MEMORY: u64 = 256 << 20;
 
+/// Runs `cmd` within the bound: its address space limited to [`MEMORY`], and its peak
+/// resident memory asserted under it. glibc reserves 64 MiB of address space for each
+/// thread's malloc arena, which it barely touches: two arenas, so that the limit measures
+/// memory, not reservations.
+fn bounded(cmd: &mut Command) -> Output {
+    let child = limited(cmd)
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, usage) = wait_drained_with_usage(child, limit());
+    let peak = usage.ru_maxrss as u64 * 1024;
+    assert!(peak < MEMORY, "{peak} bytes resident at the peak");
+    out
+}
+
 /// `cmd` limited to [`MEMORY`] of address space.
 fn limited(cmd: &mut Command) -> &mut Command {
     // SAFETY: setrlimit is async-signal-safe and touches no memory of this process.
@@ -46,15 +63,18 @@ fn ended(out: &Output, code: i32) -> String {
 fn replay(trace: &Path, dir: &Path) -> Output {
     std::fs::create_dir_all(dir).unwrap();
     let state = tempdir();
-    run(limited(fsbench(state.path()).args(["capture", "--replay"]))
-        .arg(trace)
-        .arg("-C")
-        .arg(dir))
+    bounded(
+        fsbench(state.path())
+            .args(["capture", "--replay"])
+            .arg(trace)
+            .arg("-C")
+            .arg(dir),
+    )
 }
 
 fn show(trace: &Path) -> Output {
     let state = tempdir();
-    run(limited(fsbench(state.path()).args(["capture", "--show"])).arg(trace))
+    bounded(fsbench(state.path()).args(["capture", "--show"]).arg(trace))
 }
 
 #[test]
@@ -156,9 +176,11 @@ fn sizes_beyond_64_bits_are_refused_before_anything_is_made() {
     assert_empty(&dir);
     let state = tempdir();
     let workload = format!("replay:trace={}", trace.display());
-    let out = run(limited(&mut json_run(state.path()))
-        .args(["--runs", "1", "-w", &workload, "--dir"])
-        .arg(&dir));
+    let out = bounded(
+        json_run(state.path())
+            .args(["--runs", "1", "-w", &workload, "--dir"])
+            .arg(&dir),
+    );
     let err = ended(&out, 2);
     assert!(err.contains("free but the workloads need about"), "{err}");
     assert_empty(&dir);
@@ -178,6 +200,7 @@ fn a_pause_of_days_ends_at_the_first_ctrl_c() {
     let state = tempdir();
     let workload = format!("replay:trace={},mode=think", trace.display());
     let child = limited(&mut json_run(state.path()))
+        .env("MALLOC_ARENA_MAX", "2")
         .args(["--runs", "1", "-w", &workload, "--dir"])
         .arg(&dir)
         .stdout(Stdio::piped())
@@ -227,4 +250,39 @@ fn paths_beyond_the_limit_are_refused_by_their_line() {
         let err = ended(&out, 2);
         assert!(err.contains("too large to replay at line 563"), "{err}");
     }
+}
+
+/// The largest trace a replay takes — its most entries and calls, nearly its most bytes of
+/// paths, calls of several kinds from 64 threads — replays within the bound.
+#[test]
+fn the_largest_trace_replays_within_the_bound() {
+    let work = tempdir();
+    let trace = work.path().join("largest.trace");
+    let kinds = [
+        "stat\t-1\t2\t-1\t-1\t1\t-1",
+        "chmod\t-1\t2\t-1\t-1\t420\t-1",
+        "mkdir\t-1\t2\t-1\t-1\t493\t-1",
+        "readlink\t-1\t2\t-1\t-1\t64\t-1",
+        "utimens\t-1\t2\t-1\t-1\t1\t-1",
+        "getxattr\t-1\t2\t-1\t-1\t64\t1",
+    ];
+    let mut t = TraceText::new(&[]);
+    let records = 1u32 << 19;
+    let long = "x".repeat(40);
+    for i in 0..records {
+        let kind = kinds[i as usize % kinds.len()];
+        // Every path another, under a directory that is not there: each call fails fast.
+        let call = format!("{kind}\td{}/{long}{i:09}\tuser.k", i % 1000);
+        t.call(i % 64, u64::from(i), &call);
+    }
+    t.write(&trace);
+    let out = replay(&trace, &work.path().join("run"));
+    ended(&out, 0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("replayed 524,288 calls"), "{stdout}");
+    // One more is one too many.
+    t.call(0, u64::from(records), "stat\t0\t0\t-1\t-1\t1\t-1\t.\t-");
+    t.write(&trace);
+    let err = ended(&show(&trace), 2);
+    assert!(err.contains("too large to replay at line 524292"), "{err}");
 }

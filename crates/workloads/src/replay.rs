@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -220,9 +220,7 @@ impl Summary {
             let kind = c.kind();
             *s.calls.entry(kind).or_default() += 1;
             tids.insert(c.tid);
-            if !files.contains(&c.path) {
-                files.insert(c.path.clone());
-            }
+            files.insert(load::path_key(&c.path));
             s.errors += u64::from(c.errno != 0);
             s.duration_us = s.duration_us.max(c.start_us.saturating_add(c.dur_us));
             let moved = c.result.max(0) as u64;
@@ -362,6 +360,7 @@ impl Workload for Replay {
             failed: AtomicBool::new(false),
         };
         let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
+        let latencies: Vec<_> = Kind::ALL.iter().map(|_| Mutex::new(None)).collect();
         let shared = Shared {
             loaded,
             dir,
@@ -369,6 +368,7 @@ impl Workload for Replay {
             workers: loaded.threads.len().min(engine::WORKERS_MAX),
             think: self.params.mode == Pace::Think,
             halt: &halt,
+            latencies: &latencies,
         };
         let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
         // The workers' counts of calls made are also the progress bar's.
@@ -411,6 +411,11 @@ impl Workload for Replay {
         if let Some(e) = not_started {
             return Err(e);
         }
+        for (kind, h) in Kind::ALL.iter().zip(latencies) {
+            if let Some(h) = h.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                rec.add_latency(kind.name(), &h);
+            }
+        }
         let mut report = ReplayReport::default();
         for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
             if kind.replayed() && n > 0 {
@@ -429,11 +434,6 @@ impl Workload for Replay {
                     continue;
                 }
             };
-            for (kind, h) in Kind::ALL.iter().zip(&r.latency) {
-                if let Some(h) = h {
-                    rec.add_latency(kind.name(), h);
-                }
-            }
             for (kind, n) in Kind::ALL.iter().zip(r.calls) {
                 if n > 0 {
                     *report.calls.entry(kind.name()).or_default() += n;

@@ -11,21 +11,24 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use rustix::io::Errno;
 
 mod calls;
+mod latencies;
 mod paths;
 
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
 use crate::error::FsbenchError;
-use crate::measure::{lap_clock, new_histogram};
+use crate::measure::lap_clock;
 use calls::{Fds, Worker};
+use latencies::Latencies;
+pub(crate) use latencies::Shared as SharedLatencies;
 
 /// The most worker threads a replay runs, whatever the number of traced threads: each
-/// holds a buffer and a latency histogram per kind of call (0.26 MiB each), so the bound
-/// keeps a replay's memory bounded for any trace. Traced threads beyond it share workers.
+/// holds a stack, a buffer of up to 1 MiB and its traced threads' descriptors, so the
+/// bound keeps a replay's memory bounded for any trace. Traced threads beyond it share
+/// workers.
 pub(crate) const WORKERS_MAX: usize = 16;
 /// A worker's stack: it recurses nowhere, and 16 default stacks would be 32 MiB.
 pub(crate) const WORKER_STACK: usize = 512 << 10;
@@ -40,9 +43,8 @@ const DEPENDENCY_POLL: Duration = Duration::from_micros(50);
 #[derive(Default)]
 pub(crate) struct Done(pub AtomicU64);
 
-/// What one worker measured.
+/// What one worker measured (its latencies go to the shared histograms).
 pub(crate) struct Replayed {
-    pub latency: Vec<Option<Histogram<u64>>>,
     pub calls: [u64; Kind::ALL.len()],
     pub bytes: u64,
     /// (kind, errno here or 0, errno in the capture or 0) → calls.
@@ -89,6 +91,7 @@ pub(crate) struct Shared<'a> {
     /// With the recorded time between a thread's calls.
     pub think: bool,
     pub halt: &'a Halt<'a>,
+    pub latencies: &'a SharedLatencies,
 }
 
 /// One traced thread, as its worker replays it.
@@ -148,6 +151,7 @@ pub(crate) fn replay_worker(
         .collect();
     let longest = traced.iter().map(|t| t.calls.max_len).max().unwrap_or(0);
     let mut worker = Worker::new(shared.dir, longest, shared.halt.user);
+    let mut latencies = Latencies::new(shared.latencies);
     let clock = lap_clock();
     let mut idle = 0u32;
     while !traced.is_empty() {
@@ -180,7 +184,8 @@ pub(crate) fn replay_worker(
                 if shared.think {
                     t.last_end = Instant::now();
                 }
-                worker.record(op, t.calls, outcome, ns)?;
+                latencies.record(op.kind, ns);
+                worker.record(op, t.calls, outcome)?;
                 t.next += 1;
                 shared.done[t.index].0.store(t.next as u64, Ordering::Release);
                 made.fetch_add(1, Ordering::Relaxed);
@@ -233,7 +238,6 @@ fn wait(idle: &mut u32, held: &Held, halt: &Halt<'_>) -> Result<bool, FsbenchErr
 impl Default for Replayed {
     fn default() -> Replayed {
         Replayed {
-            latency: Kind::ALL.iter().map(|_| None).collect(),
             calls: [0; Kind::ALL.len()],
             bytes: 0,
             mismatches: BTreeMap::new(),
@@ -241,11 +245,5 @@ impl Default for Replayed {
             refused: 0,
             reopened: 0,
         }
-    }
-}
-
-impl Replayed {
-    fn latency(&mut self, kind: Kind) -> &mut Histogram<u64> {
-        self.latency[kind as usize].get_or_insert_with(new_histogram)
     }
 }

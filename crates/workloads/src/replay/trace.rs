@@ -27,7 +27,7 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 pub const LINE_MAX: usize = 64 << 10;
 /// The most entries and calls a trace may hold together: a replay holds them in memory
 /// (about 100 bytes a call, with its paths), so this bounds its memory whatever the trace.
-pub const RECORDS_MAX: u64 = 1 << 20;
+pub const RECORDS_MAX: u64 = 1 << 19;
 /// The most bytes of paths (and symlink targets) a trace may hold, for the same reason.
 pub const PATH_BYTES_MAX: u64 = 32 << 20;
 /// The largest zstd window a trace may need (8 MiB; `fsbench capture` writes 2 MiB ones):

@@ -403,16 +403,14 @@ impl<'a> Worker<'a> {
         outcome.map_or_else(Outcome::Failed, |()| Outcome::Done)
     }
 
-    /// Counts and times the call and compares its outcome with the capture's: a difference
+    /// Counts the call and compares its outcome with the capture's: a difference
     /// is counted and described; a full or failing filesystem ends the replay.
     pub(super) fn record(
         &mut self,
         op: &Op,
         calls: &ThreadCalls,
         outcome: Outcome,
-        ns: u64,
     ) -> Result<(), FsbenchError> {
-        self.out.latency(op.kind).saturating_record(ns.max(1));
         self.out.calls[op.kind as usize] += 1;
         let here = match outcome {
             Outcome::Done => 0,
