@@ -4,6 +4,7 @@
 //! finish; a stop ends a pause at once, and a replay that cannot fit is refused before it
 //! makes anything.
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -285,4 +286,65 @@ fn the_largest_trace_replays_within_the_bound() {
     t.write(&trace);
     let err = ended(&show(&trace), 2);
     assert!(err.contains("too large to replay at line 524292"), "{err}");
+}
+
+/// With fewer threads allowed than the replay starts (RLIMIT_NPROC, which binds a user that
+/// is not root), the replay ends with an error that says so, not a panic.
+#[test]
+fn a_thread_that_cannot_start_is_an_error() {
+    if !is_root() {
+        skip("a_thread_that_cannot_start_is_an_error: needs root (to run as nobody)");
+        return;
+    }
+    let work = tempdir();
+    std::fs::set_permissions(work.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    let trace = work.path().join("threads.trace");
+    let mut t = TraceText::new(&[]);
+    for tid in 0..8 {
+        t.call(tid, u64::from(tid), "stat\t0\t0\t-1\t-1\t1\t-1\t.\t-");
+    }
+    t.write(&trace);
+    std::fs::set_permissions(&trace, PermissionsExt::from_mode(0o644)).unwrap();
+    let dir = work.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    const NOBODY: u32 = 65534;
+    std::os::unix::fs::chown(&dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    // Three threads of the user's besides those it runs already: fsbench's own, and a few
+    // of the replay's.
+    let threads = nobody_threads() + 3;
+    let state = tempdir();
+    let mut cmd = fsbench(state.path());
+    cmd.args(["capture", "--replay"]).arg(&trace).arg("-C").arg(&dir);
+    // SAFETY: setrlimit, setgroups, setgid and setuid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: threads,
+                rlim_max: threads,
+            };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0
+                || libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(NOBODY) != 0
+                || libc::setuid(NOBODY) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let err = ended(&run(&mut cmd), 1);
+    assert!(err.contains("cannot start replay thread"), "{err}");
+}
+
+/// Threads that run as nobody now.
+fn nobody_threads() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok()))
+        .filter_map(|e| std::fs::read_dir(e.path().join("task")).ok())
+        .flat_map(|tasks| tasks.flatten())
+        .filter(|task| task.metadata().is_ok_and(|m| m.uid() == 65534))
+        .count() as u64
 }
