@@ -7,9 +7,7 @@
 //! listxattr) ask for names that exist only outside: reaching one would succeed where the
 //! capture failed, a difference the replay counts.
 
-use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,64 +16,12 @@ use std::thread::JoinHandle;
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, Timespec, Timestamps, XattrFlags};
 
 use crate::common::*;
-use crate::traces::TraceText;
+use crate::traces::{TraceText, seen};
 use fsbench::measure::{PhaseRecorder, Progress};
 use fsbench::workload::replay::{ReplayReport, replay_into};
 
 /// Rounds of each kind's calls against the racing threads.
 const ROUNDS: usize = 2000;
-
-/// What a change to a file, directory or symlink would show.
-#[derive(Debug, PartialEq, Eq)]
-struct Seen {
-    mode: u32,
-    owner: (u32, u32),
-    size: u64,
-    links: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-    content: Vec<u8>,
-    xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
-}
-
-/// Everything below `root`, by path, never following a symlink.
-fn seen(root: &Path) -> BTreeMap<String, Seen> {
-    let mut all = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        let m = std::fs::symlink_metadata(&path).unwrap();
-        let content = if m.is_file() {
-            std::fs::read(&path).unwrap()
-        } else if m.is_symlink() {
-            std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()
-        } else {
-            for e in std::fs::read_dir(&path).unwrap() {
-                stack.push(e.unwrap().path());
-            }
-            Vec::new()
-        };
-        let mut xattrs = BTreeMap::new();
-        let mut names = vec![0u8; 4096];
-        let n = rustix::fs::llistxattr(&path, &mut names[..]).unwrap_or(0);
-        for name in names[..n].split(|&b| b == 0).filter(|n| !n.is_empty()) {
-            let mut value = vec![0u8; 4096];
-            let v = rustix::fs::lgetxattr(&path, name, &mut value[..]).unwrap();
-            xattrs.insert(name.to_vec(), value[..v].to_vec());
-        }
-        let seen = Seen {
-            mode: m.mode(),
-            owner: (m.uid(), m.gid()),
-            size: m.size(),
-            links: m.nlink(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-            content,
-            xattrs,
-        };
-        all.insert(path.display().to_string(), seen);
-    }
-    all
-}
 
 /// The files outside the run that a breach would change: `out/canary`, and `out/dir` with
 /// what the replayed names would reach there (`x`, `z`, `zl`, the empty directory `n`...),

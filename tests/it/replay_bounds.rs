@@ -7,58 +7,11 @@
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::traces::{TraceText, rle_trace};
-
-/// The memory a replay stays under, whatever the trace (see the replay's documentation).
-const MEMORY: u64 = 256 << 20;
-
-/// Runs `cmd` within the bound: its address space limited to [`MEMORY`], and its peak
-/// resident memory asserted under it. glibc reserves 64 MiB of address space for each
-/// thread's malloc arena, which it barely touches: two arenas, so that the limit measures
-/// memory, not reservations.
-fn bounded(cmd: &mut Command) -> Output {
-    let child = limited(cmd)
-        .env("MALLOC_ARENA_MAX", "2")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (out, usage) = wait_drained_with_usage(child, limit());
-    let peak = usage.ru_maxrss as u64 * 1024;
-    assert!(peak < MEMORY, "{peak} bytes resident at the peak");
-    out
-}
-
-/// `cmd` limited to [`MEMORY`] of address space.
-fn limited(cmd: &mut Command) -> &mut Command {
-    // SAFETY: setrlimit is async-signal-safe and touches no memory of this process.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: MEMORY,
-                rlim_max: MEMORY,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    }
-}
-
-/// Asserts fsbench ended by itself with exit `code`: no signal, no abort, no panic.
-fn ended(out: &Output, code: i32) -> String {
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "{err}");
-    for sign in ["panicked", "memory allocation", "RUST_BACKTRACE"] {
-        assert!(!err.contains(sign), "{err}");
-    }
-    err
-}
+use crate::traces::{TraceText, bounded, ended, limited, rle_trace};
 
 /// `capture --replay trace -C dir` under the memory limit.
 fn replay(trace: &Path, dir: &Path) -> Output {

@@ -1,8 +1,15 @@
-//! Traces written by hand for the replay's tests: valid ones with chosen calls, and hostile
-//! ones (a line of gigabytes that compresses to kilobytes).
+//! Traces written by hand for the replay's tests — valid ones with chosen calls, hostile
+//! ones (a line of gigabytes that compresses to kilobytes) — and what the tests look at:
+//! fsbench run within the memory bound, and everything about the files outside a run.
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use crate::common::*;
 
 /// A trace's text: its initial state, then calls (tab-separated fields as documented, from
 /// KIND on), each with its thread and start.
@@ -71,4 +78,103 @@ pub fn rle_trace(path: &Path, head: &str, byte: u8, repeats: u32) {
         out.push(byte);
     }
     std::fs::write(path, out).unwrap();
+}
+
+/// The memory a replay stays under, whatever the trace (see the replay's documentation).
+pub const MEMORY: u64 = 256 << 20;
+
+/// Runs `cmd` within the bound: its address space limited to [`MEMORY`], and its peak
+/// resident memory asserted under it. glibc reserves 64 MiB of address space for each
+/// thread's malloc arena, which it barely touches: two arenas, so that the limit measures
+/// memory, not reservations.
+pub fn bounded(cmd: &mut Command) -> Output {
+    let child = limited(cmd)
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, usage) = wait_drained_with_usage(child, limit());
+    let peak = usage.ru_maxrss as u64 * 1024;
+    assert!(peak < MEMORY, "{peak} bytes resident at the peak");
+    out
+}
+
+/// `cmd` limited to [`MEMORY`] of address space.
+pub fn limited(cmd: &mut Command) -> &mut Command {
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of this process.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: MEMORY,
+                rlim_max: MEMORY,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Asserts fsbench ended by itself with exit `code`: no signal, no abort, no panic.
+pub fn ended(out: &Output, code: i32) -> String {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    for sign in ["panicked", "memory allocation", "RUST_BACKTRACE"] {
+        assert!(!err.contains(sign), "{err}");
+    }
+    err
+}
+
+/// What a change to a file, directory or symlink would show.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Seen {
+    mode: u32,
+    owner: (u32, u32),
+    size: u64,
+    links: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    content: Vec<u8>,
+    xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+/// Everything below `root`, by path, never following a symlink.
+pub fn seen(root: &Path) -> BTreeMap<String, Seen> {
+    let mut all = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let m = std::fs::symlink_metadata(&path).unwrap();
+        let content = if m.is_file() {
+            std::fs::read(&path).unwrap()
+        } else if m.is_symlink() {
+            std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()
+        } else {
+            for e in std::fs::read_dir(&path).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+            Vec::new()
+        };
+        let mut xattrs = BTreeMap::new();
+        let mut names = vec![0u8; 4096];
+        let n = rustix::fs::llistxattr(&path, &mut names[..]).unwrap_or(0);
+        for name in names[..n].split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            let mut value = vec![0u8; 4096];
+            let v = rustix::fs::lgetxattr(&path, name, &mut value[..]).unwrap();
+            xattrs.insert(name.to_vec(), value[..v].to_vec());
+        }
+        let seen = Seen {
+            mode: m.mode(),
+            owner: (m.uid(), m.gid()),
+            size: m.size(),
+            links: m.nlink(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+            content,
+            xattrs,
+        };
+        all.insert(path.display().to_string(), seen);
+    }
+    all
 }
