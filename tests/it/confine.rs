@@ -42,7 +42,11 @@ fn outside(work: &Path) -> PathBuf {
     for name in ["canary", "dir", "dir/x", "dir/z", "dir/n", "dir/w/x"] {
         let path = out.join(name);
         rustix::fs::setxattr(&path, "user.k", b"v", XattrFlags::empty()).unwrap();
-        let mode = if name.starts_with("dir/n") { 0o755 } else { 0o640 };
+        let mode = if name.starts_with("dir/n") {
+            0o755
+        } else {
+            0o640
+        };
         rustix::fs::chmod(&path, Mode::from_raw_mode(mode)).unwrap();
         let times = Timestamps {
             last_access: old,
@@ -187,7 +191,9 @@ fn round(kind: &str, i: usize) -> Vec<String> {
         "readlink" => one(format!("readlink\t-1\t{ENOENT}\t-1\t-1\t64\t-1\t{d}/zl\t-")),
         "stat" | "lstat" => {
             let follow = u8::from(kind == "stat");
-            one(format!("stat\t-1\t{ENOENT}\t-1\t-1\t{follow}\t-1\t{d}/z\t-"))
+            one(format!(
+                "stat\t-1\t{ENOENT}\t-1\t-1\t{follow}\t-1\t{d}/z\t-"
+            ))
         }
         "getxattr" | "lgetxattr" => {
             let follow = u8::from(kind == "getxattr");
@@ -196,7 +202,9 @@ fn round(kind: &str, i: usize) -> Vec<String> {
         }
         "listxattr" | "llistxattr" => {
             let follow = u8::from(kind == "listxattr");
-            one(format!("listxattr\t-1\t{ENOENT}\t-1\t-1\t256\t{follow}\t{d}/z\t-"))
+            one(format!(
+                "listxattr\t-1\t{ENOENT}\t-1\t-1\t256\t{follow}\t{d}/z\t-"
+            ))
         }
         "setxattr" | "lsetxattr" => {
             let follow = u8::from(kind == "setxattr");
@@ -230,7 +238,11 @@ fn races(kind: &str) -> ReplayReport {
     let outcome = replay_into(&file, target.as_fd(), &mut rec);
     let swaps = racers.stop();
     let report = outcome.unwrap_or_else(|e| panic!("{kind}: {e}"));
-    assert_eq!(seen(&out), before, "{kind} changed something outside the run");
+    assert_eq!(
+        seen(&out),
+        before,
+        "{kind} changed something outside the run"
+    );
     let mut names: Vec<_> = std::fs::read_dir(work.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -303,8 +315,7 @@ fn a_shared_trace_cannot_chmod_a_file_outside() {
     let work = tempdir();
     let canary = work.path().join("canary");
     std::fs::write(&canary, b"keep").unwrap();
-    std::fs::set_permissions(&canary, std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .unwrap();
+    std::fs::set_permissions(&canary, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     let before = seen(&canary);
     let link = format!("l\td/y\t{}", canary.display());
     let mut trace = TraceText::new(&["d\td", "f\td/x\t4", &link, "l\ts\td"]);

@@ -324,7 +324,11 @@ fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool) {
     let dir = work.path().join("run");
     std::fs::create_dir(&dir).unwrap();
     let state = tempdir();
-    let show = bounded(fsbench(state.path()).args(["capture", "--show"]).arg(&trace));
+    let show = bounded(
+        fsbench(state.path())
+            .args(["capture", "--show"])
+            .arg(&trace),
+    );
     let replay = bounded(
         fsbench(state.path())
             .args(["capture", "--replay"])
@@ -337,7 +341,10 @@ fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool) {
         assert!(matches!(out.status.code(), Some(0..=2)), "{err}\n{text}");
         assert!(!err.contains("panicked"), "{err}\n{text}");
         if !out.status.success() {
-            assert!(err.starts_with("fsbench: error: ") && err.len() < 4096, "{err}");
+            assert!(
+                err.starts_with("fsbench: error: ") && err.len() < 4096,
+                "{err}"
+            );
         }
     }
     assert_eq!(seen(&outside), before, "{text}");
@@ -352,10 +359,22 @@ fn text_of(bytes: &[u8]) -> String {
 /// A path field of a trace: names that exist, names that climb out or are absolute, NUL,
 /// no path at all.
 fn trace_path() -> impl Strategy<Value = String> {
-    let named = ["a", "a/b", "a/b/c", "s", "s/x", "l", "l/canary", ".", "d/e", "a/h", "a/x"];
+    let named = [
+        "a", "a/b", "a/b/c", "s", "s/x", "l", "l/canary", ".", "d/e", "a/h", "a/x",
+    ];
     let hostile = [
-        "..", "../x", "OUTSIDE/canary", "/", "a/../../x", "%00", "a%00b", "-", "a%2Fb",
-        "a//b/./c", "s/../../canary", "%2E%2E/x",
+        "..",
+        "../x",
+        "OUTSIDE/canary",
+        "/",
+        "a/../../x",
+        "%00",
+        "a%00b",
+        "-",
+        "a%2Fb",
+        "a//b/./c",
+        "s/../../canary",
+        "%2E%2E/x",
     ];
     prop_oneof![
         16 => prop::sample::select(named.to_vec()).prop_map(String::from),
@@ -402,9 +421,14 @@ fn damaged_line() -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-z0-9\t%-]{0,30}",
         trace_call().prop_map(|c| c.replacen("\t0\t", "\tbogus\t", 1)),
-        Just(format!("1\t{}\t2\tstat\t0\t0\t-1\t-1\t1\t-1\ta\t-", u64::MAX - 1)),
+        Just(format!(
+            "1\t{}\t2\tstat\t0\t0\t-1\t-1\t1\t-1\ta\t-",
+            u64::MAX - 1
+        )),
         trace_call().prop_map(|c| c.replacen('\t', "\t%zz", 1)),
-        trace_call().prop_map(|c| c.rsplit_once('\t').map_or(c.clone(), |(head, _)| head.into())),
+        trace_call().prop_map(|c| c
+            .rsplit_once('\t')
+            .map_or(c.clone(), |(head, _)| head.into())),
     ]
 }
 
@@ -424,12 +448,18 @@ fn trace_call() -> impl Strategy<Value = String> {
     );
     let outcome = (
         edges(-1i64..5000, vec![i64::MAX, i64::MIN]),
-        edges(prop::sample::select(vec![0i32, 0, 0, 2, 9, 13]), vec![-1, i32::MAX]),
+        edges(
+            prop::sample::select(vec![0i32, 0, 0, 2, 9, 13]),
+            vec![-1, i32::MAX],
+        ),
     );
     let args = (
         fd(),
         fd(),
-        edges(0u64..5000, vec![0o101, 0o1101, 0o301, 1, 2, 1 << 40, u64::MAX]),
+        edges(
+            0u64..5000,
+            vec![0o101, 0o1101, 0o301, 1, 2, 1 << 40, u64::MAX],
+        ),
         edges(-1i64..4096, vec![i64::MAX, i64::MIN]),
     );
     (

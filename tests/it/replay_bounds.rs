@@ -124,7 +124,11 @@ fn sizes_beyond_64_bits_are_refused_before_anything_is_made() {
     t.write(&trace);
     let show = show(&trace);
     ended(&show, 0);
-    assert!(text(&show.stdout).contains("4.0 EiB"), "{}", text(&show.stdout));
+    assert!(
+        text(&show.stdout).contains("4.0 EiB"),
+        "{}",
+        text(&show.stdout)
+    );
     let err = ended(&replay(&trace, &dir), 2);
     assert!(err.contains("free but the workloads need about"), "{err}");
     assert_empty(&dir);
@@ -182,11 +186,15 @@ fn a_pause_of_days_ends_at_the_first_ctrl_c() {
 
 /// Whether a file `name` exists at any depth below `dir`.
 fn found_below(dir: &Path, name: &str) -> bool {
-    std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
-        let path = e.path();
-        path.file_name().is_some_and(|n| n == name)
-            || (path.is_dir() && !path.is_symlink() && found_below(&path, name))
-    })
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let path = e.path();
+            path.file_name().is_some_and(|n| n == name)
+                || (path.is_dir() && !path.is_symlink() && found_below(&path, name))
+        })
 }
 
 #[test]
@@ -197,7 +205,11 @@ fn paths_beyond_the_limit_are_refused_by_their_line() {
     let name = "n".repeat(30_000);
     let mut t = TraceText::new(&[]);
     for i in 0..600 {
-        t.call(1, i, &format!("rename\t-1\t2\t-1\t-1\t0\t-1\t{name}\t{name}"));
+        t.call(
+            1,
+            i,
+            &format!("rename\t-1\t2\t-1\t-1\t0\t-1\t{name}\t{name}"),
+        );
     }
     t.write(&trace);
     for out in [show(&trace), replay(&trace, &work.path().join("run"))] {
@@ -267,7 +279,10 @@ fn a_thread_that_cannot_start_is_an_error() {
     let threads = nobody_threads() + 3;
     let state = tempdir();
     let mut cmd = fsbench(state.path());
-    cmd.args(["capture", "--replay"]).arg(&trace).arg("-C").arg(&dir);
+    cmd.args(["capture", "--replay"])
+        .arg(&trace)
+        .arg("-C")
+        .arg(&dir);
     // SAFETY: setrlimit, setgroups, setgid and setuid are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
@@ -295,7 +310,11 @@ fn nobody_threads() -> u64 {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok()))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
         .filter_map(|e| std::fs::read_dir(e.path().join("task")).ok())
         .flat_map(|tasks| tasks.flatten())
         .filter(|task| task.metadata().is_ok_and(|m| m.uid() == 65534))

@@ -149,7 +149,10 @@ pub fn seen(root: &Path) -> BTreeMap<String, Seen> {
         let content = if m.is_file() {
             std::fs::read(&path).unwrap()
         } else if m.is_symlink() {
-            std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()
+            std::fs::read_link(&path)
+                .unwrap()
+                .into_os_string()
+                .into_encoded_bytes()
         } else {
             for e in std::fs::read_dir(&path).unwrap() {
                 stack.push(e.unwrap().path());

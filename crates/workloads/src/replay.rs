@@ -12,17 +12,15 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::parallel::{Crew, join_all};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, errno_name};
-use engine::{Done, Halt, Shared};
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::group_thousands;
 use load::Loaded;
@@ -320,140 +318,17 @@ impl Replay {
             refused_entries: 0,
         }
     }
-}
 
-impl Workload for Replay {
-    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        Cow::Borrowed(PHASES)
-    }
-
-    fn expected_units(&self, _phase: usize) -> u64 {
-        self.loaded.as_ref().map_or(0, Loaded::replayed_calls)
-    }
-
-    fn setup(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        _round: u32,
-        cancel: &Arc<AtomicBool>,
-    ) -> Result<(), FsbenchError> {
-        let loaded = Loaded::read(self.params.trace.as_deref())
-            .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
-        self.refused_entries = state::recreate(dir, &loaded.entries, cancel)?;
-        self.loaded = Some(loaded);
-        Ok(())
-    }
-
-    fn run_phase(
-        &mut self,
-        _phase: usize,
-        dir: BorrowedFd<'_>,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        let loaded = self
-            .loaded
-            .as_ref()
-            .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
-        let user = rec.progress().cancel.clone();
-        let halt = Halt {
-            user: &user,
-            failed: AtomicBool::new(false),
-        };
-        let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
-        let latencies: Vec<_> = Kind::ALL.iter().map(|_| Mutex::new(None)).collect();
-        let shared = Shared {
-            loaded,
-            dir,
-            done: &done,
-            workers: loaded.threads.len().min(engine::WORKERS_MAX),
-            think: self.params.mode == Pace::Think,
-            halt: &halt,
-            latencies: &latencies,
-        };
-        let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
-        // The workers' counts of calls made are also the progress bar's.
-        let crew = Crew::new(made.iter().map(|d| &d.0).collect(), rec.progress());
-        let (outcomes, not_started) = std::thread::scope(|s| {
-            let mut handles = Vec::with_capacity(shared.workers);
-            let mut not_started = None;
-            for (me, made) in made.iter().enumerate() {
-                let (shared, crew) = (&shared, &crew);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("replay-{me}"))
-                    .stack_size(engine::WORKER_STACK)
-                    .spawn_scoped(s, move || {
-                        let _guard = StopOthersOnPanic(&shared.halt.failed);
-                        let outcome = crew
-                            .work(&[dir], || engine::replay_worker(shared, me, &made.0))
-                            .and_then(|r| r);
-                        // A worker that stops early lets the others past their waits.
-                        if outcome.is_err() {
-                            shared.halt.failed.store(true, Ordering::Relaxed);
-                        }
-                        outcome
-                    });
-                match spawned {
-                    Ok(handle) => handles.push(handle),
-                    Err(e) => {
-                        halt.failed.store(true, Ordering::Relaxed);
-                        not_started = Some(FsbenchError::Failed(format!(
-                            "cannot start replay thread {} of {}: {e}",
-                            me + 1,
-                            shared.workers
-                        )));
-                        break;
-                    }
-                }
-            }
-            crew.wait(&handles);
-            (join_all(handles, "a replay thread panicked"), not_started)
-        });
-        if let Some(e) = not_started {
-            return Err(e);
-        }
-        for (kind, h) in Kind::ALL.iter().zip(latencies) {
-            if let Some(h) = h.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                rec.add_latency(kind.name(), &h);
-            }
-        }
-        let mut report = ReplayReport::default();
-        for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
-            if kind.replayed() && n > 0 {
-                report.captured.insert(kind.name(), n);
-            }
-        }
-        let mut mismatches: BTreeMap<(Kind, i32, i32), u64> = BTreeMap::new();
-        let mut samples = Vec::new();
-        let mut reopened = 0;
-        let mut first_error = None;
-        for outcome in outcomes {
-            let r = match outcome {
-                Ok(r) => r,
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            for (kind, n) in Kind::ALL.iter().zip(r.calls) {
-                if n > 0 {
-                    *report.calls.entry(kind.name()).or_default() += n;
-                }
-            }
-            rec.units_done(r.calls.iter().sum(), r.bytes)?;
-            for (key, n) in r.mismatches {
-                *mismatches.entry(key).or_default() += n;
-                if key.1 != 0 {
-                    rec.add_errors(key.1, n);
-                }
-            }
-            report.refused += r.refused;
-            reopened += r.reopened;
-            samples.extend(r.samples);
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        report.mismatched = mismatches.values().sum();
+    /// What the replay's notes say: the calls that came out otherwise, what was refused,
+    /// a few of them named, descriptors opened by path, calls the capture did not record.
+    fn notes(
+        &self,
+        report: &ReplayReport,
+        mismatches: &BTreeMap<(Kind, i32, i32), u64>,
+        samples: &[String],
+        reopened: u64,
+        dropped: u64,
+    ) -> Vec<String> {
         let mut notes = Vec::new();
         if report.mismatched > 0 {
             let kinds: Vec<String> = mismatches
@@ -493,14 +368,90 @@ impl Workload for Replay {
                  another thread's) were opened by their path first"
             ));
         }
-        if loaded.dropped > 0 {
+        if dropped > 0 {
             notes.push(format!(
                 "the capture counted {} calls outside the root (libraries, pipes, /proc...): \
                  not replayed",
-                group_thousands(loaded.dropped)
+                group_thousands(dropped)
             ));
         }
-        report.notes = notes;
+        notes
+    }
+}
+
+impl Workload for Replay {
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn expected_units(&self, _phase: usize) -> u64 {
+        self.loaded.as_ref().map_or(0, Loaded::replayed_calls)
+    }
+
+    fn setup(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        _round: u32,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<(), FsbenchError> {
+        let loaded = Loaded::read(self.params.trace.as_deref())
+            .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
+        self.refused_entries = state::recreate(dir, &loaded.entries, cancel)?;
+        self.loaded = Some(loaded);
+        Ok(())
+    }
+
+    fn run_phase(
+        &mut self,
+        _phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let loaded = self
+            .loaded
+            .as_ref()
+            .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
+        let think = self.params.mode == Pace::Think;
+        let outcomes = engine::replay(loaded, dir, think, rec)?;
+        let mut report = ReplayReport::default();
+        for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
+            if kind.replayed() && n > 0 {
+                report.captured.insert(kind.name(), n);
+            }
+        }
+        let mut mismatches: BTreeMap<(Kind, i32, i32), u64> = BTreeMap::new();
+        let mut samples = Vec::new();
+        let mut reopened = 0;
+        let mut first_error = None;
+        for outcome in outcomes {
+            let r = match outcome {
+                Ok(r) => r,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
+            for (kind, n) in Kind::ALL.iter().zip(r.calls) {
+                if n > 0 {
+                    *report.calls.entry(kind.name()).or_default() += n;
+                }
+            }
+            rec.units_done(r.calls.iter().sum(), r.bytes)?;
+            for (key, n) in r.mismatches {
+                *mismatches.entry(key).or_default() += n;
+                if key.1 != 0 {
+                    rec.add_errors(key.1, n);
+                }
+            }
+            report.refused += r.refused;
+            reopened += r.reopened;
+            samples.extend(r.samples);
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        report.mismatched = mismatches.values().sum();
+        report.notes = self.notes(&report, &mismatches, &samples, reopened, loaded.dropped);
         self.report = Some(report);
         Ok(())
     }
@@ -519,16 +470,5 @@ impl Workload for Replay {
             notes,
             ..PhaseOutput::default()
         })
-    }
-}
-
-/// Stops the other replay threads when a replay thread panics (they may wait for its calls).
-struct StopOthersOnPanic<'a>(&'a AtomicBool);
-
-impl Drop for StopOthersOnPanic<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.store(true, Ordering::Relaxed);
-        }
     }
 }

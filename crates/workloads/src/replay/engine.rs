@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,18 +21,19 @@ mod paths;
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
 use crate::error::FsbenchError;
-use crate::measure::lap_clock;
+use crate::measure::{PhaseRecorder, lap_clock};
+use crate::parallel::{Crew, join_all};
 use calls::{Fds, Worker};
 use latencies::Latencies;
-pub(crate) use latencies::Shared as SharedLatencies;
+use latencies::Shared as SharedLatencies;
 
 /// The most worker threads a replay runs, whatever the number of traced threads: each
 /// holds a stack, a buffer of up to 1 MiB and its traced threads' descriptors, so the
 /// bound keeps a replay's memory bounded for any trace. Traced threads beyond it share
 /// workers.
-pub(crate) const WORKERS_MAX: usize = 16;
+const WORKERS_MAX: usize = 16;
 /// A worker's stack: it recurses nowhere, and 16 default stacks would be 32 MiB.
-pub(crate) const WORKER_STACK: usize = 512 << 10;
+const WORKER_STACK: usize = 512 << 10;
 /// The longest a worker sleeps before looking at the stop flags again.
 const PAUSE_MAX: Duration = Duration::from_millis(10);
 /// How long a worker sleeps while its traced threads wait for other threads' calls.
@@ -41,7 +43,7 @@ const DEPENDENCY_POLL: Duration = Duration::from_micros(50);
 /// traced thread's calls done, or a worker's.
 #[repr(align(128))]
 #[derive(Default)]
-pub(crate) struct Done(pub AtomicU64);
+struct Done(AtomicU64);
 
 /// What one worker measured (its latencies go to the shared histograms).
 pub(crate) struct Replayed {
@@ -66,9 +68,9 @@ enum Outcome {
 
 /// Why replay threads stop early: the user's Ctrl-C, or another thread's failure (that
 /// thread's error is the phase's; the others stop quietly).
-pub(crate) struct Halt<'a> {
-    pub user: &'a AtomicBool,
-    pub failed: AtomicBool,
+struct Halt<'a> {
+    user: &'a AtomicBool,
+    failed: AtomicBool,
 }
 
 impl Halt<'_> {
@@ -81,17 +83,102 @@ impl Halt<'_> {
     }
 }
 
+/// Replays every traced thread of `loaded` below `dir` on at most [`WORKERS_MAX`] workers,
+/// each with a descriptor table of its own; their latencies go to `rec`. A worker that
+/// fails stops the others; one that cannot start is the phase's error.
+pub(crate) fn replay(
+    loaded: &Loaded,
+    dir: BorrowedFd<'_>,
+    think: bool,
+    rec: &mut PhaseRecorder,
+) -> Result<Vec<Result<Replayed, FsbenchError>>, FsbenchError> {
+    let user = rec.progress().cancel.clone();
+    let halt = Halt {
+        user: &user,
+        failed: AtomicBool::new(false),
+    };
+    let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
+    let latencies: Vec<_> = Kind::ALL.iter().map(|_| Mutex::new(None)).collect();
+    let shared = Shared {
+        loaded,
+        dir,
+        done: &done,
+        workers: loaded.threads.len().min(WORKERS_MAX),
+        think,
+        halt: &halt,
+        latencies: &latencies,
+    };
+    let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
+    // The workers' counts of calls made are also the progress bar's.
+    let crew = Crew::new(made.iter().map(|d| &d.0).collect(), rec.progress());
+    let (outcomes, not_started) = std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(shared.workers);
+        let mut not_started = None;
+        for (me, made) in made.iter().enumerate() {
+            let (shared, crew) = (&shared, &crew);
+            let spawned = std::thread::Builder::new()
+                .name(format!("replay-{me}"))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || {
+                    let _guard = StopOthersOnPanic(&shared.halt.failed);
+                    let outcome = crew
+                        .work(&[dir], || replay_worker(shared, me, &made.0))
+                        .and_then(|r| r);
+                    // A worker that stops early lets the others past their waits.
+                    if outcome.is_err() {
+                        shared.halt.failed.store(true, Ordering::Relaxed);
+                    }
+                    outcome
+                });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    halt.failed.store(true, Ordering::Relaxed);
+                    not_started = Some(FsbenchError::Failed(format!(
+                        "cannot start replay thread {} of {}: {e}",
+                        me + 1,
+                        shared.workers
+                    )));
+                    break;
+                }
+            }
+        }
+        crew.wait(&handles);
+        (join_all(handles, "a replay thread panicked"), not_started)
+    });
+    if let Some(e) = not_started {
+        return Err(e);
+    }
+    for (kind, h) in Kind::ALL.iter().zip(latencies) {
+        if let Some(h) = h.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            rec.add_latency(kind.name(), &h);
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Stops the other workers when a worker panics (they may wait for its calls).
+struct StopOthersOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOthersOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// What a worker shares with the others.
-pub(crate) struct Shared<'a> {
-    pub loaded: &'a Loaded,
-    pub dir: BorrowedFd<'a>,
+struct Shared<'a> {
+    loaded: &'a Loaded,
+    dir: BorrowedFd<'a>,
     /// Calls done, per traced thread.
-    pub done: &'a [Done],
-    pub workers: usize,
+    done: &'a [Done],
+    workers: usize,
     /// With the recorded time between a thread's calls.
-    pub think: bool,
-    pub halt: &'a Halt<'a>,
-    pub latencies: &'a SharedLatencies,
+    think: bool,
+    halt: &'a Halt<'a>,
+    latencies: &'a SharedLatencies,
 }
 
 /// One traced thread, as its worker replays it.
@@ -132,7 +219,7 @@ struct Held {
 }
 
 /// Replays worker `me`'s traced threads below `shared.dir`, counting its calls in `made`.
-pub(crate) fn replay_worker(
+fn replay_worker(
     shared: &Shared<'_>,
     me: usize,
     made: &AtomicU64,
@@ -187,7 +274,9 @@ pub(crate) fn replay_worker(
                 latencies.record(op.kind, ns);
                 worker.record(op, t.calls, outcome)?;
                 t.next += 1;
-                shared.done[t.index].0.store(t.next as u64, Ordering::Release);
+                shared.done[t.index]
+                    .0
+                    .store(t.next as u64, Ordering::Release);
                 made.fetch_add(1, Ordering::Relaxed);
                 moved = true;
                 if !shared.halt.go_on()? {
@@ -226,7 +315,9 @@ fn wait(idle: &mut u32, held: &Held, halt: &Halt<'_>) -> Result<bool, FsbenchErr
             DEPENDENCY_POLL
         } else {
             held.until.map_or(PAUSE_MAX, |until| {
-                until.saturating_duration_since(Instant::now()).min(PAUSE_MAX)
+                until
+                    .saturating_duration_since(Instant::now())
+                    .min(PAUSE_MAX)
             })
         };
         std::thread::sleep(pause);

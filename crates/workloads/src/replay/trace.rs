@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 use crate::error::invalid;
 use fsbench_model::units::{format_bytes, group_thousands};
 
+mod kind;
+
+pub use kind::Kind;
+
 pub(crate) const MAGIC: &str = "fsbench-trace";
 pub(crate) const VERSION: u32 = 1;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -36,160 +40,6 @@ const WINDOW_LOG_MAX: u32 = 23;
 /// The replay workload's `demo` preset: `sh -c` making, copying, renaming and removing small
 /// files, captured by `fsbench capture` (see the README).
 const DEMO: &[u8] = include_bytes!("demo.trace");
-
-/// The replayed kinds of call; each a family of system calls (`read` is read, pread64,
-/// readv, preadv and preadv2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum Kind {
-    Open,
-    Close,
-    Read,
-    Write,
-    Copy,
-    Sendfile,
-    Lseek,
-    Fsync,
-    Fdatasync,
-    SyncRange,
-    Truncate,
-    Fallocate,
-    Mkdir,
-    Rmdir,
-    Unlink,
-    Rename,
-    Link,
-    Symlink,
-    Readlink,
-    Stat,
-    Getdents,
-    Chmod,
-    Chown,
-    Utimens,
-    Dup,
-    GetXattr,
-    SetXattr,
-    ListXattr,
-    RemoveXattr,
-    /// Recorded, never replayed: a mapping's accesses are page faults, not calls.
-    Mmap,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 30] = [
-        Kind::Open,
-        Kind::Close,
-        Kind::Read,
-        Kind::Write,
-        Kind::Copy,
-        Kind::Sendfile,
-        Kind::Lseek,
-        Kind::Fsync,
-        Kind::Fdatasync,
-        Kind::SyncRange,
-        Kind::Truncate,
-        Kind::Fallocate,
-        Kind::Mkdir,
-        Kind::Rmdir,
-        Kind::Unlink,
-        Kind::Rename,
-        Kind::Link,
-        Kind::Symlink,
-        Kind::Readlink,
-        Kind::Stat,
-        Kind::Getdents,
-        Kind::Chmod,
-        Kind::Chown,
-        Kind::Utimens,
-        Kind::Dup,
-        Kind::GetXattr,
-        Kind::SetXattr,
-        Kind::ListXattr,
-        Kind::RemoveXattr,
-        Kind::Mmap,
-    ];
-
-    pub fn name(self) -> &'static str {
-        [
-            "open",
-            "close",
-            "read",
-            "write",
-            "copy",
-            "sendfile",
-            "lseek",
-            "fsync",
-            "fdatasync",
-            "sync-range",
-            "truncate",
-            "fallocate",
-            "mkdir",
-            "rmdir",
-            "unlink",
-            "rename",
-            "link",
-            "symlink",
-            "readlink",
-            "stat",
-            "getdents",
-            "chmod",
-            "chown",
-            "utimens",
-            "dup",
-            "getxattr",
-            "setxattr",
-            "listxattr",
-            "removexattr",
-            "mmap",
-        ][self as usize]
-    }
-
-    fn named(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    pub fn replayed(self) -> bool {
-        self != Kind::Mmap
-    }
-
-    /// Whether the call moves bytes through the replay's buffer (its length in A).
-    pub(crate) fn uses_buffer(self) -> bool {
-        matches!(
-            self,
-            Kind::Read
-                | Kind::Write
-                | Kind::Readlink
-                | Kind::Getdents
-                | Kind::GetXattr
-                | Kind::SetXattr
-                | Kind::ListXattr
-        )
-    }
-
-    /// Whether the call changes the names or the data of what it touches (for ordering
-    /// calls of different threads on one path).
-    pub(crate) fn modifies(self) -> bool {
-        matches!(
-            self,
-            Kind::Write
-                | Kind::Copy
-                | Kind::Sendfile
-                | Kind::Truncate
-                | Kind::Fallocate
-                | Kind::Mkdir
-                | Kind::Rmdir
-                | Kind::Unlink
-                | Kind::Rename
-                | Kind::Link
-                | Kind::Symlink
-                | Kind::Chmod
-                | Kind::Chown
-                | Kind::Utimens
-                | Kind::SetXattr
-                | Kind::RemoveXattr
-        )
-    }
-}
 
 /// One entry of the root's initial state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -641,5 +491,24 @@ mod tests {
         std::fs::write(&file, b"fsbench-trace 1\n").unwrap();
         let e = TraceReader::open(Some(&file)).err().unwrap();
         assert!(e.to_string().contains("not an fsbench trace"), "{e}");
+    }
+
+    #[test]
+    fn a_line_is_read_up_to_its_limit_and_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t");
+        let with_root = |len: usize| {
+            let root = format!("root\t{}\n", "r".repeat(len - "root\t".len()));
+            let text = format!("{MAGIC} {VERSION}\n{root}calls\nend\t0\t0\n");
+            std::fs::write(&file, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+            TraceReader::open(Some(&file)).map(|r| r.root.as_os_str().len())
+        };
+        assert_eq!(with_root(LINE_MAX).unwrap(), LINE_MAX - 5);
+        let e = with_root(LINE_MAX + 1).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("at line 2: a line longer than 65,536 bytes"),
+            "{e}"
+        );
     }
 }

@@ -192,7 +192,10 @@ impl<'a> Worker<'a> {
             )),
             Kind::Truncate => done(rustix::fs::ftruncate(fd, op.a)),
             Kind::Stat => rustix::fs::fstat(fd).map(|_| 0),
-            Kind::Chmod => done(rustix::fs::fchmod(fd, Mode::from_bits_truncate(op.a as u32))),
+            Kind::Chmod => done(rustix::fs::fchmod(
+                fd,
+                Mode::from_bits_truncate(op.a as u32),
+            )),
             // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
             Kind::Chown => done(rustix::fs::fchown(fd, None, None)),
             Kind::Utimens => done(rustix::fs::futimens(fd, &now())),
@@ -201,15 +204,7 @@ impl<'a> Worker<'a> {
                     Ok(n) => n,
                     Err(o) => return o,
                 };
-                let buf = &mut self.buf[..len];
-                match op.kind {
-                    Kind::GetXattr => rustix::fs::fgetxattr(fd, name, buf).map(|n| n as u64),
-                    Kind::SetXattr => {
-                        done(rustix::fs::fsetxattr(fd, name, buf, xattr_flags(op)))
-                    }
-                    Kind::ListXattr => rustix::fs::flistxattr(fd, buf).map(|n| n as u64),
-                    _ => done(rustix::fs::fremovexattr(fd, name)),
-                }
+                fd_xattr(fd, name, &mut self.buf[..len], op)
             }
             Kind::Dup => match rustix::io::fcntl_dupfd_cloexec(fd, 0) {
                 Ok(new) => {
@@ -221,18 +216,11 @@ impl<'a> Worker<'a> {
                 Err(e) => Err(e),
             },
             Kind::Copy | Kind::Sendfile => {
-                let to = fds.0[&op.fd2].as_fd();
-                // From the recorded input offset (-1: the descriptor's own position).
-                let mut at = offset;
-                let r = if op.kind == Kind::Sendfile {
-                    rustix::fs::sendfile(to, fd, at.as_mut(), op.a as usize)
-                } else {
-                    rustix::fs::copy_file_range(fd, at.as_mut(), to, None, op.a as usize)
-                };
-                r.map(|n| {
-                    self.out.bytes = self.out.bytes.saturating_add(n as u64);
-                    n as u64
-                })
+                let copied = copy(fd, fds.0[&op.fd2].as_fd(), op, offset);
+                if let Ok(n) = copied {
+                    self.out.bytes = self.out.bytes.saturating_add(n);
+                }
+                copied
             }
             _ => unreachable!("calls by path go to by_path"),
         };
@@ -248,7 +236,13 @@ impl<'a> Worker<'a> {
         match op.kind {
             Kind::Truncate => {
                 return match self.scratch.normalized(path).and_then(|p| {
-                    open_beneath(root, p, OFlags::WRONLY | OFlags::NOCTTY, Mode::empty(), BENEATH)
+                    open_beneath(
+                        root,
+                        p,
+                        OFlags::WRONLY | OFlags::NOCTTY,
+                        Mode::empty(),
+                        BENEATH,
+                    )
                 }) {
                     Ok(fd) => done(rustix::fs::ftruncate(fd, op.a)),
                     Err(o) => o,
@@ -492,6 +486,37 @@ fn transfer(
         }
     }
     Ok(moved)
+}
+
+/// copy_file_range or sendfile of the recorded length, from the recorded input offset
+/// (-1: the descriptor's own position).
+fn copy(
+    from: BorrowedFd<'_>,
+    to: BorrowedFd<'_>,
+    op: &Op,
+    mut offset: Option<u64>,
+) -> rustix::io::Result<u64> {
+    let copied = if op.kind == Kind::Sendfile {
+        rustix::fs::sendfile(to, from, offset.as_mut(), op.a as usize)
+    } else {
+        rustix::fs::copy_file_range(from, offset.as_mut(), to, None, op.a as usize)
+    };
+    copied.map(|n| n as u64)
+}
+
+/// An xattr call on a descriptor.
+fn fd_xattr(
+    fd: BorrowedFd<'_>,
+    name: &std::ffi::CStr,
+    buf: &mut [u8],
+    op: &Op,
+) -> rustix::io::Result<u64> {
+    match op.kind {
+        Kind::GetXattr => rustix::fs::fgetxattr(fd, name, buf).map(|n| n as u64),
+        Kind::SetXattr => rustix::fs::fsetxattr(fd, name, buf, xattr_flags(op)).map(|()| 0),
+        Kind::ListXattr => rustix::fs::flistxattr(fd, buf).map(|n| n as u64),
+        _ => rustix::fs::fremovexattr(fd, name).map(|()| 0),
+    }
 }
 
 fn getdents(fd: BorrowedFd<'_>, buf: &mut [u8]) -> rustix::io::Result<u64> {

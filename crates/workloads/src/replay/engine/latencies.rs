@@ -14,7 +14,7 @@ use crate::replay::trace::Kind;
 const BATCH: usize = 4096;
 
 /// The phase's histograms, one per kind, made when a call of the kind is first recorded.
-pub(crate) type Shared = [Mutex<Option<Histogram<u64>>>];
+pub(super) type Shared = [Mutex<Option<Histogram<u64>>>];
 
 /// A worker's latencies not yet recorded; recorded when the buffer is full and when it is
 /// dropped, however the worker ends.
