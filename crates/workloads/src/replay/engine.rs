@@ -240,7 +240,7 @@ fn replay_worker(
     let mut worker = Worker::new(shared.dir, longest, shared.halt.user);
     let mut latencies = Latencies::new(shared.latencies);
     let clock = lap_clock();
-    let mut idle = 0u32;
+    let (mut idle, mut calls) = (0u32, 0u64);
     while !traced.is_empty() {
         let mut held = Held::default();
         let mut moved = false;
@@ -277,7 +277,8 @@ fn replay_worker(
                 shared.done[t.index]
                     .0
                     .store(t.next as u64, Ordering::Release);
-                made.fetch_add(1, Ordering::Relaxed);
+                calls += 1;
+                made.store(calls, Ordering::Relaxed);
                 moved = true;
                 if !shared.halt.go_on()? {
                     return Ok(worker.out);
