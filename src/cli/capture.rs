@@ -13,6 +13,7 @@ use clap::Args;
 use super::output::write_stdout;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, Progress};
+use crate::testbed::check_dir_space;
 use crate::workload::command::process::{self, Exit, Step};
 use crate::workload::replay::strace::{Parser, STRACE_ARGS};
 use crate::workload::replay::trace::{Call, TraceWriter};
@@ -223,7 +224,7 @@ fn show(trace: &Path) -> anyhow::Result<()> {
         "calls     {} ({} failed), {} threads, {} files, over {:.3} s",
         group_thousands(calls),
         group_thousands(s.errors),
-        s.threads,
+        group_thousands(s.threads as u64),
         group_thousands(s.files as u64),
         s.duration_us as f64 / 1e6
     );
@@ -268,6 +269,14 @@ fn replay(trace: &Path, dir: &Path, progress: Arc<Progress>) -> anyhow::Result<(
             dir.display()
         )));
     }
+    // As `run --dir` does: a replay that cannot fit is refused before it makes anything.
+    let need = Summary::of(Some(trace))?.space_needed().ok_or_else(|| {
+        invalid(format!(
+            "{}: the space its replay needs is beyond 16 EiB",
+            trace.display()
+        ))
+    })?;
+    check_dir_space(dir, need).map_err(|e| invalid(format!("-C {e:#}")))?;
     let target = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
     let mut rec = PhaseRecorder::start("replay", progress);
     let report = replay_into(trace, std::os::fd::AsFd::as_fd(&target), &mut rec)?;

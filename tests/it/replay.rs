@@ -3,7 +3,6 @@
 //! as the capture recorded and leaves the tree the program left; hostile traces that touch
 //! nothing outside the run's directory; bad input with clear messages.
 
-use std::io::Write;
 use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -11,6 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use crate::common::*;
+use crate::traces::hand_trace;
 use fsbench::measure::{PhaseRecorder, Progress};
 use fsbench::workload::replay::{ReplayReport, replay_into};
 
@@ -316,27 +316,6 @@ fn openat2_sendfile_and_copy_file_range_are_replayed() {
     for name in ["d/a.txt", "d/b.txt", "d/c.txt"] {
         assert_eq!(t[name], ('f', 15, 1), "{name}: {t:?}");
     }
-}
-
-/// A trace written by hand: `entries` then `calls` (tab-separated fields as documented,
-/// from KIND on).
-fn hand_trace(path: &Path, version: u32, entries: &[&str], calls: &[&str]) {
-    let mut text = format!("fsbench-trace {version}\nroot\t/nowhere\n");
-    for e in entries {
-        text.push_str(e);
-        text.push('\n');
-    }
-    text.push_str("calls\n");
-    for (i, c) in calls.iter().enumerate() {
-        // `TID:` before a call gives its thread (1 by default).
-        let (tid, c) = c.split_once(':').unwrap_or(("1", c));
-        text.push_str(&format!("{tid}\t{i}\t1\t{c}\n"));
-    }
-    text.push_str(&format!("end\t{}\t0\n", calls.len()));
-    let file = std::fs::File::create(path).unwrap();
-    let mut z = zstd::Encoder::new(file, 3).unwrap();
-    z.write_all(text.as_bytes()).unwrap();
-    z.finish().unwrap();
 }
 
 #[test]

@@ -97,30 +97,7 @@ impl Target {
                 (default_image_dir(), size, Some(kind))
             }
             TargetSpec::Dir { path } => {
-                check_directory(path)?;
-                let free = free_bytes(path)?;
-                if need.bytes > free {
-                    return Err(invalid(format!(
-                        "{} has {} free but the workloads need about {}",
-                        path.display(),
-                        format_bytes(free),
-                        format_bytes(need.bytes)
-                    )));
-                }
-                // Millions of entries made until ENOSPC would take as long again to remove.
-                let inodes = crate::calls::free_inodes(rustix::fs::open(
-                    path,
-                    rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
-                    rustix::fs::Mode::empty(),
-                )?);
-                if need.inodes > inodes {
-                    return Err(invalid(format!(
-                        "{} has {} free inodes but the workloads need about {}",
-                        path.display(),
-                        group_thousands(inodes),
-                        group_thousands(need.inodes)
-                    )));
-                }
+                check_dir_space(path, need)?;
                 (path.clone(), 0, None)
             }
         };
@@ -395,6 +372,36 @@ pub(super) fn open_dir(path: &Path) -> anyhow::Result<OwnedFd> {
         Mode::empty(),
     )
     .with_context(|| format!("cannot open {}", path.display()))
+}
+
+/// Checks that directory `path` is one, with the space and inodes `need` asks for free on
+/// its filesystem: what `run --dir` and `capture --replay -C` check before making anything.
+pub fn check_dir_space(path: &Path, need: SpaceNeed) -> anyhow::Result<()> {
+    check_directory(path)?;
+    let free = free_bytes(path)?;
+    if need.bytes > free {
+        return Err(invalid(format!(
+            "{} has {} free but the workloads need about {}",
+            path.display(),
+            format_bytes(free),
+            format_bytes(need.bytes)
+        )));
+    }
+    // Millions of entries made until ENOSPC would take as long again to remove.
+    let inodes = crate::calls::free_inodes(rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    if need.inodes > inodes {
+        return Err(invalid(format!(
+            "{} has {} free inodes but the workloads need about {}",
+            path.display(),
+            group_thousands(inodes),
+            group_thousands(need.inodes)
+        )));
+    }
+    Ok(())
 }
 
 fn check_directory(path: &Path) -> anyhow::Result<()> {

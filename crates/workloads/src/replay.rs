@@ -18,11 +18,9 @@ use std::sync::atomic::AtomicBool;
 use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::parallel::{Crew, join_all};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::FsbenchError;
+use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, errno_name};
-use engine::{Done, Halt, Replayed};
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::group_thousands;
 use load::Loaded;
@@ -161,15 +159,7 @@ impl ReplayParams {
     }
 
     pub fn space_needed(&self) -> Option<SpaceNeed> {
-        let s = Summary::of(self.trace.as_deref()).ok()?;
-        let bytes = s
-            .initial_bytes
-            .checked_add(s.written)?
-            .checked_add(1 << 20)?;
-        Some(SpaceNeed::exactly(
-            bytes,
-            s.initial_entries + s.creates + 16,
-        ))
+        Summary::of(self.trace.as_deref()).ok()?.space_needed()
     }
 }
 
@@ -191,6 +181,8 @@ pub struct Summary {
     /// Further names of files in the initial state.
     pub initial_links: u64,
     pub creates: u64,
+    /// Bytes the replay's calls may write (their recorded lengths), for the space it needs.
+    pub may_write: u64,
     pub dropped: u64,
     pub duration_us: u64,
 }
@@ -203,10 +195,19 @@ impl Summary {
             root: r.root.clone(),
             ..Summary::default()
         };
+        let beyond = |what: &str| {
+            invalid(format!(
+                "trace {}: {what} add up to more than 16 EiB",
+                path.map_or_else(|| "demo".into(), |p| p.display().to_string())
+            ))
+        };
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
             match e {
-                Entry::File(_, size) => s.initial_bytes += size,
+                Entry::File(_, size) => {
+                    s.initial_bytes = (s.initial_bytes.checked_add(size))
+                        .ok_or_else(|| beyond("the initial state's files"))?;
+                }
                 Entry::HardLink(..) => s.initial_links += 1,
                 _ => {}
             }
@@ -217,24 +218,44 @@ impl Summary {
             let kind = c.kind();
             *s.calls.entry(kind).or_default() += 1;
             tids.insert(c.tid);
-            if !files.contains(&c.path) {
-                files.insert(c.path.clone());
-            }
+            files.insert(load::path_key(&c.path));
             s.errors += u64::from(c.errno != 0);
-            s.duration_us = s.duration_us.max(c.start_us + c.dur_us);
+            s.duration_us = s.duration_us.max(c.start_us.saturating_add(c.dur_us));
             let moved = c.result.max(0) as u64;
             match kind {
-                Kind::Read => s.read += moved,
-                Kind::Write | Kind::Copy | Kind::Sendfile => s.written += moved,
+                Kind::Read => s.read = s.read.saturating_add(moved),
+                Kind::Write | Kind::Copy | Kind::Sendfile => {
+                    s.written = s.written.saturating_add(moved);
+                }
                 Kind::Open if c.a & 0o100 != 0 => s.creates += 1,
                 Kind::Mkdir | Kind::Symlink | Kind::Link => s.creates += 1,
                 _ => {}
+            }
+            // What the replay may write: the recorded lengths, whatever the capture's results.
+            if matches!(
+                kind,
+                Kind::Write | Kind::Copy | Kind::Sendfile | Kind::Fallocate | Kind::SetXattr
+            ) {
+                s.may_write = (s.may_write.checked_add(c.a))
+                    .ok_or_else(|| beyond("the lengths its calls write"))?;
             }
         }
         s.threads = tids.len();
         s.files = files.len();
         s.dropped = r.totals.map_or(0, |t| t.1);
         Ok(s)
+    }
+
+    /// The space and inodes a replay needs: the initial state and what its calls may write
+    /// (`None`: beyond 16 EiB).
+    pub fn space_needed(&self) -> Option<SpaceNeed> {
+        let bytes = (self.initial_bytes)
+            .checked_add(self.may_write)?
+            .checked_add(1 << 20)?;
+        Some(SpaceNeed::exactly(
+            bytes,
+            self.initial_entries + self.creates + 16,
+        ))
     }
 
     /// Calls a replay makes (all but the recorded-only kinds).
@@ -271,7 +292,8 @@ pub fn replay_into(
         trace: Some(trace.to_path_buf()),
         mode: Pace::Fast,
     });
-    replay.setup(dir, 1, &Arc::new(AtomicBool::new(false)))?;
+    let cancel = rec.progress().cancel.clone();
+    replay.setup(dir, 1, &cancel)?;
     replay.run_phase(0, dir, rec)?;
     let notes = replay.after_phase(0, dir)?.notes;
     let mut report = replay.report.take().unwrap_or_default();
@@ -296,115 +318,17 @@ impl Replay {
             refused_entries: 0,
         }
     }
-}
 
-impl Workload for Replay {
-    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        Cow::Borrowed(PHASES)
-    }
-
-    fn expected_units(&self, _phase: usize) -> u64 {
-        self.loaded.as_ref().map_or(0, Loaded::replayed_calls)
-    }
-
-    fn setup(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        _round: u32,
-        _cancel: &Arc<AtomicBool>,
-    ) -> Result<(), FsbenchError> {
-        let loaded = Loaded::read(self.params.trace.as_deref())
-            .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
-        self.refused_entries = state::recreate(dir, &loaded.entries)?;
-        self.loaded = Some(loaded);
-        Ok(())
-    }
-
-    fn run_phase(
-        &mut self,
-        _phase: usize,
-        dir: BorrowedFd<'_>,
-        rec: &mut PhaseRecorder,
-    ) -> Result<(), FsbenchError> {
-        let loaded = self
-            .loaded
-            .as_ref()
-            .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
-        let user = rec.progress().cancel.clone();
-        let halt = Halt {
-            user: &user,
-            failed: AtomicBool::new(false),
-        };
-        let think = self.params.mode == Pace::Think;
-        let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
-        // The threads' counts of calls done are also the progress bar's.
-        let crew = Crew::new(done.iter().map(|d| &d.0).collect(), rec.progress());
-        let outcomes: Vec<Result<Replayed, FsbenchError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..loaded.threads.len())
-                .map(|me| {
-                    let (done, halt, crew) = (&done, &halt, &crew);
-                    s.spawn(move || {
-                        let _guard = StopOthersOnPanic(&halt.failed);
-                        let outcome = crew
-                            .work(&[dir], || {
-                                engine::replay_thread(loaded, me, dir, done, think, halt)
-                            })
-                            .and_then(|r| r);
-                        // A thread that stops early lets the others past their waits.
-                        if outcome.is_err() {
-                            halt.failed
-                                .store(true, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        outcome
-                    })
-                })
-                .collect();
-            crew.wait(&handles);
-            join_all(handles, "a replay thread panicked")
-        });
-        let mut report = ReplayReport::default();
-        for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
-            if kind.replayed() && n > 0 {
-                report.captured.insert(kind.name(), n);
-            }
-        }
-        let mut mismatches: BTreeMap<(Kind, i32, i32), u64> = BTreeMap::new();
-        let mut samples = Vec::new();
-        let mut reopened = 0;
-        let mut first_error = None;
-        for outcome in outcomes {
-            let r = match outcome {
-                Ok(r) => r,
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            for (kind, h) in Kind::ALL.iter().zip(&r.latency) {
-                if let Some(h) = h {
-                    rec.add_latency(kind.name(), h);
-                }
-            }
-            for (kind, n) in Kind::ALL.iter().zip(r.calls) {
-                if n > 0 {
-                    *report.calls.entry(kind.name()).or_default() += n;
-                }
-            }
-            rec.units_done(r.calls.iter().sum(), r.bytes)?;
-            for (key, n) in r.mismatches {
-                *mismatches.entry(key).or_default() += n;
-                if key.1 != 0 {
-                    rec.add_errors(key.1, n);
-                }
-            }
-            report.refused += r.refused;
-            reopened += r.reopened;
-            samples.extend(r.samples);
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        report.mismatched = mismatches.values().sum();
+    /// What the replay's notes say: the calls that came out otherwise, what was refused,
+    /// a few of them named, descriptors opened by path, calls the capture did not record.
+    fn notes(
+        &self,
+        report: &ReplayReport,
+        mismatches: &BTreeMap<(Kind, i32, i32), u64>,
+        samples: &[String],
+        reopened: u64,
+        dropped: u64,
+    ) -> Vec<String> {
         let mut notes = Vec::new();
         if report.mismatched > 0 {
             let kinds: Vec<String> = mismatches
@@ -444,14 +368,90 @@ impl Workload for Replay {
                  another thread's) were opened by their path first"
             ));
         }
-        if loaded.dropped > 0 {
+        if dropped > 0 {
             notes.push(format!(
                 "the capture counted {} calls outside the root (libraries, pipes, /proc...): \
                  not replayed",
-                group_thousands(loaded.dropped)
+                group_thousands(dropped)
             ));
         }
-        report.notes = notes;
+        notes
+    }
+}
+
+impl Workload for Replay {
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn expected_units(&self, _phase: usize) -> u64 {
+        self.loaded.as_ref().map_or(0, Loaded::replayed_calls)
+    }
+
+    fn setup(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        _round: u32,
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<(), FsbenchError> {
+        let loaded = Loaded::read(self.params.trace.as_deref())
+            .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
+        self.refused_entries = state::recreate(dir, &loaded.entries, cancel)?;
+        self.loaded = Some(loaded);
+        Ok(())
+    }
+
+    fn run_phase(
+        &mut self,
+        _phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let loaded = self
+            .loaded
+            .as_ref()
+            .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
+        let think = self.params.mode == Pace::Think;
+        let outcomes = engine::replay(loaded, dir, think, rec)?;
+        let mut report = ReplayReport::default();
+        for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
+            if kind.replayed() && n > 0 {
+                report.captured.insert(kind.name(), n);
+            }
+        }
+        let mut mismatches: BTreeMap<(Kind, i32, i32), u64> = BTreeMap::new();
+        let mut samples = Vec::new();
+        let mut reopened = 0;
+        let mut first_error = None;
+        for outcome in outcomes {
+            let r = match outcome {
+                Ok(r) => r,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
+            for (kind, n) in Kind::ALL.iter().zip(r.calls) {
+                if n > 0 {
+                    *report.calls.entry(kind.name()).or_default() += n;
+                }
+            }
+            rec.units_done(r.calls.iter().sum(), r.bytes)?;
+            for (key, n) in r.mismatches {
+                *mismatches.entry(key).or_default() += n;
+                if key.1 != 0 {
+                    rec.add_errors(key.1, n);
+                }
+            }
+            report.refused += r.refused;
+            reopened += r.reopened;
+            samples.extend(r.samples);
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        report.mismatched = mismatches.values().sum();
+        report.notes = self.notes(&report, &mismatches, &samples, reopened, loaded.dropped);
         self.report = Some(report);
         Ok(())
     }
@@ -470,16 +470,5 @@ impl Workload for Replay {
             notes,
             ..PhaseOutput::default()
         })
-    }
-}
-
-/// Stops the other replay threads when a replay thread panics (they may wait for its calls).
-struct StopOthersOnPanic<'a>(&'a AtomicBool);
-
-impl Drop for StopOthersOnPanic<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
     }
 }

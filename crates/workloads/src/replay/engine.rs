@@ -1,41 +1,52 @@
-//! The timed replay: one thread per traced thread, each with a descriptor table of its own,
-//! making its calls in its order after the other threads' calls it depends on. Every path is
-//! resolved beneath the run's directory by the kernel (`RESOLVE_BENEATH`) or, in a trace that
-//! never makes a symlink, checked lexically as archive extraction does: nothing outside is
-//! ever touched.
+//! The timed replay: each traced thread's calls in its order, each after the other threads'
+//! calls it depends on, made by a bounded pool of worker threads. A worker takes the traced
+//! threads `me`, `me + workers`, ... and makes, in turn, whichever of their next calls may
+//! go: a traced thread waiting for another never holds up the others of its worker, and the
+//! earliest call not yet made can always go, so the pool never deadlocks. Every path is
+//! resolved beneath the run's directory by the kernel ([`paths`]): nothing outside is ever
+//! touched.
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
+mod calls;
+mod latencies;
 mod paths;
 
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
 use crate::error::FsbenchError;
-use crate::measure::{errno_name, fatal_error, lap_clock, new_histogram};
-use crate::units::shown;
-use paths::{BENEATH, normalized, resolution, resolve};
+use crate::measure::{PhaseRecorder, lap_clock};
+use crate::parallel::{Crew, join_all};
+use calls::{Fds, Worker};
+use latencies::Latencies;
+use latencies::Shared as SharedLatencies;
 
-/// The most one read or write moves at once (a larger recorded one is made in pieces).
-const BUFFER_MAX: u64 = 16 << 20;
-/// Mismatches described by name, per thread.
-const SAMPLES: usize = 10;
+/// The most worker threads a replay runs, whatever the number of traced threads: each
+/// holds a stack, a buffer of up to 1 MiB and its traced threads' descriptors, so the
+/// bound keeps a replay's memory bounded for any trace. Traced threads beyond it share
+/// workers.
+const WORKERS_MAX: usize = 16;
+/// A worker's stack: it recurses nowhere, and 16 default stacks would be 32 MiB.
+const WORKER_STACK: usize = 512 << 10;
+/// The longest a worker sleeps before looking at the stop flags again.
+const PAUSE_MAX: Duration = Duration::from_millis(10);
+/// How long a worker sleeps while its traced threads wait for other threads' calls.
+const DEPENDENCY_POLL: Duration = Duration::from_micros(50);
 
-/// A thread's progress: calls done, on a cache line pair of its own (the prefetcher fetches
-/// lines in pairs).
+/// A counter on a cache line pair of its own (the prefetcher fetches lines in pairs): a
+/// traced thread's calls done, or a worker's.
 #[repr(align(128))]
 #[derive(Default)]
-pub(crate) struct Done(pub AtomicU64);
+struct Done(AtomicU64);
 
-/// What one replay thread measured.
+/// What one worker measured (its latencies go to the shared histograms).
 pub(crate) struct Replayed {
-    pub latency: Vec<Option<Histogram<u64>>>,
     pub calls: [u64; Kind::ALL.len()],
     pub bytes: u64,
     /// (kind, errno here or 0, errno in the capture or 0) → calls.
@@ -47,67 +58,19 @@ pub(crate) struct Replayed {
     pub reopened: u64,
 }
 
-/// Replays thread `me`'s calls below `dir`.
-pub(crate) fn replay_thread(
-    loaded: &Loaded,
-    me: usize,
-    dir: BorrowedFd<'_>,
-    done: &[Done],
-    think: bool,
-    halt: &Halt<'_>,
-) -> Result<Replayed, FsbenchError> {
-    let calls = &loaded.threads[me];
-    let mut t = Thread {
-        dir,
-        calls,
-        symlinks: loaded.symlinks,
-        fds: Vec::new(),
-        buf: vec![0x5a; calls.max_len.clamp(4096, BUFFER_MAX) as usize],
-        parent: Vec::with_capacity(256),
-        parent2: Vec::with_capacity(256),
-        full: Vec::with_capacity(256),
-        full2: Vec::with_capacity(256),
-        out: Replayed {
-            latency: Kind::ALL.iter().map(|_| None).collect(),
-            calls: [0; Kind::ALL.len()],
-            bytes: 0,
-            mismatches: BTreeMap::new(),
-            samples: Vec::new(),
-            refused: 0,
-            reopened: 0,
-        },
-    };
-    let clock = lap_clock();
-    for (i, op) in calls.ops.iter().enumerate() {
-        for dep in &calls.deps[op.deps.0 as usize..op.deps.1 as usize] {
-            if !wait_for(&done[dep.thread as usize], dep.index, halt)? {
-                return Ok(t.out);
-            }
-        }
-        if think && op.think_us > 0 {
-            std::thread::sleep(Duration::from_micros(op.think_us));
-        }
-        let start = clock.raw();
-        let outcome = t.call(op);
-        let ns = clock.delta_as_nanos(start, clock.raw());
-        t.out.latency[op.kind as usize]
-            .get_or_insert_with(new_histogram)
-            .saturating_record(ns.max(1));
-        t.out.calls[op.kind as usize] += 1;
-        t.check(op, outcome)?;
-        done[me].0.store(i as u64 + 1, Ordering::Release);
-        if i % 1024 == 0 && !halt.go_on()? {
-            return Ok(t.out);
-        }
-    }
-    Ok(t.out)
+/// How a call came out: done, failed with an errno, or refused (its path leads outside the
+/// run's directory).
+enum Outcome {
+    Done,
+    Failed(Errno),
+    Refused,
 }
 
 /// Why replay threads stop early: the user's Ctrl-C, or another thread's failure (that
 /// thread's error is the phase's; the others stop quietly).
-pub(crate) struct Halt<'a> {
-    pub user: &'a AtomicBool,
-    pub failed: AtomicBool,
+struct Halt<'a> {
+    user: &'a AtomicBool,
+    failed: AtomicBool,
 }
 
 impl Halt<'_> {
@@ -120,433 +83,259 @@ impl Halt<'_> {
     }
 }
 
-/// Waits until `done` passes `index`: spinning briefly, then yielding, then sleeping; false
-/// when the replay stops first.
-fn wait_for(done: &Done, index: u32, halt: &Halt<'_>) -> Result<bool, FsbenchError> {
-    let mut tries = 0u32;
-    while done.0.load(Ordering::Acquire) <= u64::from(index) {
-        tries += 1;
-        if tries < 100 {
-            std::hint::spin_loop();
-        } else if tries < 1000 {
-            std::thread::yield_now();
-        } else {
-            if !halt.go_on()? {
-                return Ok(false);
+/// Replays every traced thread of `loaded` below `dir` on at most [`WORKERS_MAX`] workers,
+/// each with a descriptor table of its own; their latencies go to `rec`. A worker that
+/// fails stops the others; one that cannot start is the phase's error.
+pub(crate) fn replay(
+    loaded: &Loaded,
+    dir: BorrowedFd<'_>,
+    think: bool,
+    rec: &mut PhaseRecorder,
+) -> Result<Vec<Result<Replayed, FsbenchError>>, FsbenchError> {
+    let user = rec.progress().cancel.clone();
+    let halt = Halt {
+        user: &user,
+        failed: AtomicBool::new(false),
+    };
+    let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
+    let latencies: Vec<_> = Kind::ALL.iter().map(|_| Mutex::new(None)).collect();
+    let shared = Shared {
+        loaded,
+        dir,
+        done: &done,
+        workers: loaded.threads.len().min(WORKERS_MAX),
+        think,
+        halt: &halt,
+        latencies: &latencies,
+    };
+    let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
+    // The workers' counts of calls made are also the progress bar's.
+    let crew = Crew::new(made.iter().map(|d| &d.0).collect(), rec.progress());
+    let (outcomes, not_started) = std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(shared.workers);
+        let mut not_started = None;
+        for (me, made) in made.iter().enumerate() {
+            let (shared, crew) = (&shared, &crew);
+            let spawned = std::thread::Builder::new()
+                .name(format!("replay-{me}"))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || {
+                    let _guard = StopOthersOnPanic(&shared.halt.failed);
+                    let outcome = crew
+                        .work(&[dir], || replay_worker(shared, me, &made.0))
+                        .and_then(|r| r);
+                    // A worker that stops early lets the others past their waits.
+                    if outcome.is_err() {
+                        shared.halt.failed.store(true, Ordering::Relaxed);
+                    }
+                    outcome
+                });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    halt.failed.store(true, Ordering::Relaxed);
+                    not_started = Some(FsbenchError::Failed(format!(
+                        "cannot start replay thread {} of {}: {e}",
+                        me + 1,
+                        shared.workers
+                    )));
+                    break;
+                }
             }
-            std::thread::sleep(Duration::from_micros(50));
         }
+        crew.wait(&handles);
+        (join_all(handles, "a replay thread panicked"), not_started)
+    });
+    if let Some(e) = not_started {
+        return Err(e);
+    }
+    for (kind, h) in Kind::ALL.iter().zip(latencies) {
+        if let Some(h) = h.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            rec.add_latency(kind.name(), &h);
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Stops the other workers when a worker panics (they may wait for its calls).
+struct StopOthersOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOthersOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a worker shares with the others.
+struct Shared<'a> {
+    loaded: &'a Loaded,
+    dir: BorrowedFd<'a>,
+    /// Calls done, per traced thread.
+    done: &'a [Done],
+    workers: usize,
+    /// With the recorded time between a thread's calls.
+    think: bool,
+    halt: &'a Halt<'a>,
+    latencies: &'a SharedLatencies,
+}
+
+/// One traced thread, as its worker replays it.
+struct Traced<'a> {
+    /// Its place in `Shared::done`.
+    index: usize,
+    calls: &'a ThreadCalls,
+    /// Its next call, and how many of that call's dependencies are known to be done.
+    next: usize,
+    waited: u32,
+    fds: Fds,
+    /// When its last call ended (think mode).
+    last_end: Instant,
+}
+
+impl Traced<'_> {
+    /// Whether the other threads' calls that `op` depends on are all done.
+    fn ready(&mut self, op: &Op, done: &[Done]) -> bool {
+        self.waited = self.waited.max(op.deps.0);
+        while self.waited < op.deps.1 {
+            let dep = self.calls.deps[self.waited as usize];
+            if done[dep.thread as usize].0.load(Ordering::Acquire) <= u64::from(dep.index) {
+                return false;
+            }
+            self.waited += 1;
+        }
+        true
+    }
+}
+
+/// What held a worker's traced threads back in one pass over them.
+#[derive(Default)]
+struct Held {
+    /// Some wait for another thread's call.
+    by_others: bool,
+    /// The earliest end of a recorded pause (think mode).
+    until: Option<Instant>,
+}
+
+/// Replays worker `me`'s traced threads below `shared.dir`, counting its calls in `made`.
+fn replay_worker(
+    shared: &Shared<'_>,
+    me: usize,
+    made: &AtomicU64,
+) -> Result<Replayed, FsbenchError> {
+    let start = Instant::now();
+    let mut traced: Vec<Traced<'_>> = (me..shared.loaded.threads.len())
+        .step_by(shared.workers.max(1))
+        .map(|index| Traced {
+            index,
+            calls: &shared.loaded.threads[index],
+            next: 0,
+            waited: 0,
+            fds: Fds::default(),
+            last_end: start,
+        })
+        .collect();
+    let longest = traced.iter().map(|t| t.calls.max_len).max().unwrap_or(0);
+    let mut worker = Worker::new(shared.dir, longest, shared.halt.user);
+    let mut latencies = Latencies::new(shared.latencies);
+    let clock = lap_clock();
+    let (mut idle, mut calls) = (0u32, 0u64);
+    while !traced.is_empty() {
+        let mut held = Held::default();
+        let mut moved = false;
+        let mut i = 0;
+        while i < traced.len() {
+            let t = &mut traced[i];
+            while let Some(op) = t.calls.ops.get(t.next) {
+                if !t.ready(op, shared.done) {
+                    held.by_others = true;
+                    break;
+                }
+                if shared.think && op.think_us > 0 {
+                    // A pause too long to end in this machine's time never does: the
+                    // thread waits until the run is stopped.
+                    let due = t.last_end.checked_add(Duration::from_micros(op.think_us));
+                    match due {
+                        Some(due) if Instant::now() >= due => {}
+                        Some(due) => {
+                            held.until = Some(held.until.map_or(due, |u| u.min(due)));
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                let begin = clock.raw();
+                let outcome = worker.call(&mut t.fds, t.calls, op);
+                let ns = clock.delta_as_nanos(begin, clock.raw());
+                if shared.think {
+                    t.last_end = Instant::now();
+                }
+                latencies.record(op.kind, ns);
+                worker.record(op, t.calls, outcome)?;
+                t.next += 1;
+                shared.done[t.index]
+                    .0
+                    .store(t.next as u64, Ordering::Release);
+                calls += 1;
+                made.store(calls, Ordering::Relaxed);
+                moved = true;
+                if !shared.halt.go_on()? {
+                    return Ok(worker.out);
+                }
+            }
+            if t.next == t.calls.ops.len() {
+                // Its descriptors are closed here, as the traced thread's were at its exit.
+                traced.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        if moved {
+            idle = 0;
+        } else if !wait(&mut idle, &held, shared.halt)? {
+            return Ok(worker.out);
+        }
+    }
+    Ok(worker.out)
+}
+
+/// Waits a little for a held thread: spinning briefly, then yielding, then sleeping (never
+/// past the end of a pause, never longer than [`PAUSE_MAX`]); false when the replay stops.
+fn wait(idle: &mut u32, held: &Held, halt: &Halt<'_>) -> Result<bool, FsbenchError> {
+    *idle = idle.saturating_add(1);
+    if *idle < 100 {
+        std::hint::spin_loop();
+    } else if *idle < 1000 {
+        std::thread::yield_now();
+    } else {
+        if !halt.go_on()? {
+            return Ok(false);
+        }
+        let pause = if held.by_others {
+            DEPENDENCY_POLL
+        } else {
+            held.until.map_or(PAUSE_MAX, |until| {
+                until
+                    .saturating_duration_since(Instant::now())
+                    .min(PAUSE_MAX)
+            })
+        };
+        std::thread::sleep(pause);
     }
     Ok(true)
 }
 
-/// How a call came out: its value, a refusal (a path outside the directory), or an errno.
-enum Outcome {
-    Done,
-    Failed(Errno),
-    Refused,
-}
-
-impl From<rustix::io::Result<u64>> for Outcome {
-    fn from(r: rustix::io::Result<u64>) -> Outcome {
-        r.map_or_else(Outcome::Failed, |_| Outcome::Done)
-    }
-}
-
-struct Thread<'a> {
-    dir: BorrowedFd<'a>,
-    calls: &'a ThreadCalls,
-    symlinks: bool,
-    /// The replay's descriptor for each traced descriptor number.
-    fds: Vec<Option<OwnedFd>>,
-    buf: Vec<u8>,
-    parent: Vec<u8>,
-    parent2: Vec<u8>,
-    full: Vec<u8>,
-    full2: Vec<u8>,
-    out: Replayed,
-}
-
-impl<'a> Thread<'a> {
-    fn call(&mut self, op: &Op) -> Outcome {
-        let calls = self.calls;
-        let path = calls.path(op.path);
-        match op.kind {
-            Kind::Open => {
-                let flags = OFlags::from_bits_retain(op.a as u32 & !(libc::O_DIRECT as u32))
-                    | OFlags::CLOEXEC;
-                let mode = Mode::from_bits_truncate(op.b as u32);
-                let Some(p) = normalized(path, &mut self.parent, &mut self.full) else {
-                    return Outcome::Refused;
-                };
-                match rustix::fs::openat2(self.dir, p, flags, mode, resolution(op.a)) {
-                    Ok(fd) => {
-                        self.set_fd(op.fd2, fd);
-                        Outcome::Done
-                    }
-                    Err(Errno::XDEV) => Outcome::Refused,
-                    Err(e) => Outcome::Failed(e),
-                }
-            }
-            Kind::Close => match self.fd(op) {
-                Ok(()) => {
-                    self.fds[op.fd as usize] = None;
-                    Outcome::Done
-                }
-                Err(o) => o,
-            },
-            Kind::Read
-            | Kind::Write
-            | Kind::Getdents
-            | Kind::Lseek
-            | Kind::Fsync
-            | Kind::Fdatasync
-            | Kind::SyncRange
-            | Kind::Fallocate
-            | Kind::Dup
-            | Kind::Copy
-            | Kind::Sendfile => self.by_fd(op),
-            Kind::Truncate | Kind::Stat | Kind::Chmod | Kind::Chown | Kind::Utimens
-                if op.fd >= 0 =>
-            {
-                self.by_fd(op)
-            }
-            _ => self.by_path(op),
+/// A fresh worker's record.
+impl Default for Replayed {
+    fn default() -> Replayed {
+        Replayed {
+            calls: [0; Kind::ALL.len()],
+            bytes: 0,
+            mismatches: BTreeMap::new(),
+            samples: Vec::new(),
+            refused: 0,
+            reopened: 0,
         }
     }
-
-    /// Maps traced descriptor `n` to `fd`; an open that failed in the capture (no number)
-    /// and succeeds here is closed at once.
-    fn set_fd(&mut self, n: i32, fd: OwnedFd) {
-        let Ok(n) = usize::try_from(n) else {
-            return;
-        };
-        if self.fds.len() <= n {
-            self.fds.resize_with(n + 1, || None);
-        }
-        self.fds[n] = Some(fd);
-    }
-
-    /// Makes traced descriptor `op.fd` mapped: one the thread did not open is opened by
-    /// its path beneath the directory, for reading and writing where it may be (a
-    /// directory, a read-only file: for reading).
-    fn fd(&mut self, op: &Op) -> Result<(), Outcome> {
-        let n = op.fd.max(0) as usize;
-        if self.fds.get(n).is_some_and(Option::is_some) {
-            return Ok(());
-        }
-        let path = self.calls.path(op.path);
-        let Some(p) = normalized(path, &mut self.parent, &mut self.full) else {
-            return Err(Outcome::Refused);
-        };
-        let flags = OFlags::CLOEXEC | OFlags::NOCTTY;
-        let mut opened =
-            rustix::fs::openat2(self.dir, p, flags | OFlags::RDWR, Mode::empty(), BENEATH);
-        if matches!(
-            opened,
-            Err(Errno::ISDIR | Errno::ACCESS | Errno::PERM | Errno::ROFS | Errno::TXTBSY)
-        ) {
-            opened = rustix::fs::openat2(self.dir, p, flags, Mode::empty(), BENEATH);
-        }
-        match opened {
-            Ok(fd) => {
-                self.out.reopened += 1;
-                self.set_fd(op.fd, fd);
-                Ok(())
-            }
-            Err(Errno::XDEV) => Err(Outcome::Refused),
-            Err(e) => Err(Outcome::Failed(e)),
-        }
-    }
-
-    fn by_fd(&mut self, op: &Op) -> Outcome {
-        if let Err(o) = self.fd(op) {
-            return o;
-        }
-        let fd = self.fds[op.fd as usize].as_ref().expect("mapped above");
-        let len = (op.a.min(self.buf.len() as u64)) as usize;
-        let buf = &mut self.buf[..len];
-        let moved = |r: rustix::io::Result<usize>, bytes: &mut u64| {
-            r.map(|n| {
-                *bytes += n as u64;
-                n as u64
-            })
-        };
-        let bytes = &mut self.out.bytes;
-        let outcome: rustix::io::Result<u64> = match op.kind {
-            Kind::Read if op.b >= 0 => moved(rustix::io::pread(fd, buf, op.b as u64), bytes),
-            Kind::Read => moved(rustix::io::read(fd, buf), bytes),
-            Kind::Write if op.b >= 0 => moved(rustix::io::pwrite(fd, buf, op.b as u64), bytes),
-            Kind::Write => moved(rustix::io::write(fd, buf), bytes),
-            Kind::Getdents => {
-                // SAFETY: getdents64 writes at most `len` bytes into the thread's buffer.
-                let n = unsafe {
-                    libc::syscall(
-                        libc::SYS_getdents64,
-                        fd.as_raw_fd(),
-                        buf.as_mut_ptr(),
-                        buf.len(),
-                    )
-                };
-                if n < 0 {
-                    Err(Errno::from_raw_os_error(errno()))
-                } else {
-                    Ok(n as u64)
-                }
-            }
-            Kind::Lseek => {
-                use rustix::fs::SeekFrom;
-                let pos = match op.a {
-                    0 => SeekFrom::Start(op.b as u64),
-                    1 => SeekFrom::Current(op.b),
-                    2 => SeekFrom::End(op.b),
-                    3 => SeekFrom::Data(op.b as u64),
-                    _ => SeekFrom::Hole(op.b as u64),
-                };
-                rustix::fs::seek(fd, pos)
-            }
-            Kind::Fsync => rustix::fs::fsync(fd).map(|()| 0),
-            Kind::Fdatasync => rustix::fs::fdatasync(fd).map(|()| 0),
-            Kind::SyncRange => {
-                // SAFETY: a plain system call on a descriptor the thread owns.
-                let r = unsafe { libc::sync_file_range(fd.as_raw_fd(), 0, 0, 2) };
-                if r < 0 {
-                    Err(Errno::from_raw_os_error(errno()))
-                } else {
-                    Ok(0)
-                }
-            }
-            Kind::Fallocate => rustix::fs::fallocate(
-                fd,
-                rustix::fs::FallocateFlags::from_bits_retain(op.fd2 as u32),
-                op.b.max(0) as u64,
-                op.a,
-            )
-            .map(|()| 0),
-            Kind::Truncate => rustix::fs::ftruncate(fd, op.a).map(|()| 0),
-            Kind::Stat => rustix::fs::fstat(fd).map(|_| 0),
-            Kind::Chmod => {
-                rustix::fs::fchmod(fd, Mode::from_bits_truncate(op.a as u32)).map(|()| 0)
-            }
-            // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
-            Kind::Chown => rustix::fs::fchown(fd, None, None).map(|()| 0),
-            Kind::Utimens => rustix::fs::futimens(fd, &now()).map(|()| 0),
-            Kind::Dup => match rustix::io::fcntl_dupfd_cloexec(fd, 0) {
-                Ok(new) => {
-                    self.set_fd(op.fd2, new);
-                    Ok(0)
-                }
-                Err(e) => Err(e),
-            },
-            Kind::Copy | Kind::Sendfile => {
-                let out_op = Op {
-                    fd: op.fd2,
-                    path: op.path2,
-                    ..op.clone()
-                };
-                if let Err(o) = self.fd(&out_op) {
-                    return o;
-                }
-                let (Some(Some(from)), Some(Some(to))) =
-                    (self.fds.get(op.fd as usize), self.fds.get(op.fd2 as usize))
-                else {
-                    return Outcome::Failed(Errno::BADF);
-                };
-                // From the recorded input offset (-1: the descriptor's own position).
-                let mut at = u64::try_from(op.b).ok();
-                let r = if op.kind == Kind::Sendfile {
-                    rustix::fs::sendfile(to, from, at.as_mut(), op.a as usize)
-                } else {
-                    rustix::fs::copy_file_range(from, at.as_mut(), to, None, op.a as usize)
-                };
-                moved(r, &mut self.out.bytes)
-            }
-            _ => unreachable!("calls by path go to by_path"),
-        };
-        outcome.into()
-    }
-
-    fn by_path(&mut self, op: &Op) -> Outcome {
-        let (root, calls) = (self.dir, self.calls);
-        let path = calls.path(op.path);
-        let done = |r: rustix::io::Result<()>| Outcome::from(r.map(|()| 0));
-        // Calls that follow the final name: opened beneath the directory by the kernel.
-        let follow = match op.kind {
-            Kind::Truncate => Some(OFlags::WRONLY),
-            Kind::Stat if op.a == 1 && self.symlinks => Some(OFlags::PATH),
-            _ => None,
-        };
-        if let Some(flags) = follow {
-            let Some(p) = normalized(path, &mut self.parent, &mut self.full) else {
-                return Outcome::Refused;
-            };
-            return match rustix::fs::openat2(
-                root,
-                p,
-                flags | OFlags::CLOEXEC,
-                Mode::empty(),
-                BENEATH,
-            ) {
-                Ok(fd) if op.kind == Kind::Truncate => done(rustix::fs::ftruncate(fd, op.a)),
-                Ok(fd) => Outcome::from(rustix::fs::fstat(fd).map(|_| 0)),
-                Err(Errno::XDEV) => Outcome::Refused,
-                Err(e) => Outcome::Failed(e),
-            };
-        }
-        let (held, name) =
-            match resolve(root, self.symlinks, path, &mut self.parent, &mut self.full) {
-                Ok(r) => r,
-                Err(o) => return o,
-            };
-        let dir = held.as_ref().map_or(root, |f| f.as_fd());
-        let nofollow = AtFlags::SYMLINK_NOFOLLOW;
-        match op.kind {
-            Kind::Mkdir => done(rustix::fs::mkdirat(
-                dir,
-                name,
-                Mode::from_bits_truncate(op.a as u32),
-            )),
-            Kind::Rmdir => done(rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)),
-            Kind::Unlink => done(rustix::fs::unlinkat(
-                dir,
-                name,
-                AtFlags::from_bits_retain(op.a as u32) & AtFlags::REMOVEDIR,
-            )),
-            Kind::Symlink => done(rustix::fs::symlinkat(calls.path(op.path2), dir, name)),
-            Kind::Readlink => {
-                let buf = &mut self.buf;
-                // SAFETY: readlinkat writes at most buf.len() bytes into buf.
-                let r = with_c_path(name, |c| unsafe {
-                    libc::readlinkat(dir.as_raw_fd(), c, buf.as_mut_ptr().cast(), buf.len())
-                });
-                if r < 0 {
-                    Outcome::Failed(Errno::from_raw_os_error(errno()))
-                } else {
-                    Outcome::Done
-                }
-            }
-            Kind::Stat => {
-                let flags = if op.a == 1 {
-                    AtFlags::empty()
-                } else {
-                    nofollow
-                };
-                Outcome::from(rustix::fs::statat(dir, name, flags).map(|_| 0))
-            }
-            Kind::Chmod => {
-                // chmod follows a final symlink, which could lead anywhere: refused.
-                if rustix::fs::statat(dir, name, nofollow)
-                    .is_ok_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode).is_symlink())
-                {
-                    return Outcome::Refused;
-                }
-                done(rustix::fs::chmodat(
-                    dir,
-                    name,
-                    Mode::from_bits_truncate(op.a as u32),
-                    AtFlags::empty(),
-                ))
-            }
-            // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
-            Kind::Chown => done(rustix::fs::chownat(dir, name, None, None, nofollow)),
-            Kind::Utimens => done(rustix::fs::utimensat(dir, name, &now(), nofollow)),
-            Kind::Rename | Kind::Link => {
-                let path2 = calls.path(op.path2);
-                let (held2, name2) = match resolve(
-                    root,
-                    self.symlinks,
-                    path2,
-                    &mut self.parent2,
-                    &mut self.full2,
-                ) {
-                    Ok(r) => r,
-                    Err(o) => return o,
-                };
-                let dir2 = held2.as_ref().map_or(root, |f| f.as_fd());
-                if op.kind == Kind::Link {
-                    done(rustix::fs::linkat(dir, name, dir2, name2, AtFlags::empty()))
-                } else {
-                    let flags = rustix::fs::RenameFlags::from_bits_retain(op.a as u32);
-                    done(rustix::fs::renameat_with(dir, name, dir2, name2, flags))
-                }
-            }
-            _ => Outcome::Failed(Errno::NOSYS),
-        }
-    }
-
-    /// Compares the outcome with the capture's: a difference is counted and described.
-    fn check(&mut self, op: &Op, outcome: Outcome) -> Result<(), FsbenchError> {
-        let here = match outcome {
-            Outcome::Done => 0,
-            Outcome::Failed(e) => e.raw_os_error(),
-            Outcome::Refused => {
-                self.out.refused += 1;
-                if self.out.samples.len() < SAMPLES {
-                    let path = shown(self.calls.path(op.path));
-                    self.out.samples.push(format!(
-                        "{} {path}: refused, outside the run's directory",
-                        op.kind.name()
-                    ));
-                }
-                return Ok(());
-            }
-        };
-        if (here == 0) == (op.errno == 0) {
-            return Ok(());
-        }
-        *self
-            .out
-            .mismatches
-            .entry((op.kind, here, op.errno))
-            .or_default() += 1;
-        if self.out.samples.len() < SAMPLES {
-            let path = shown(self.calls.path(op.path));
-            let there = if op.errno == 0 {
-                "succeeded".to_string()
-            } else {
-                errno_name(op.errno)
-            };
-            let now = if here == 0 {
-                "succeeded".to_string()
-            } else {
-                errno_name(here)
-            };
-            self.out.samples.push(format!(
-                "{} {path}: {now} here, {there} in the capture",
-                op.kind.name()
-            ));
-        }
-        match (here != 0).then(|| fatal_error(Errno::from_raw_os_error(here), "replay", 0)) {
-            Some(Some(e)) => Err(e),
-            _ => Ok(()),
-        }
-    }
-}
-
-fn now() -> rustix::fs::Timestamps {
-    let omit_none = rustix::fs::Timespec {
-        tv_sec: 0,
-        tv_nsec: libc::UTIME_NOW,
-    };
-    rustix::fs::Timestamps {
-        last_access: omit_none,
-        last_modification: omit_none,
-    }
-}
-
-fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
-}
-
-/// Calls `f` with `path` as a C string (on the stack when short).
-fn with_c_path<R>(path: &[u8], f: impl FnOnce(*const libc::c_char) -> R) -> R {
-    let mut stack = [0u8; 512];
-    if path.len() < stack.len() && !path.contains(&0) {
-        stack[..path.len()].copy_from_slice(path);
-        return f(stack.as_ptr().cast());
-    }
-    let owned = std::ffi::CString::new(path.to_vec()).unwrap_or_default();
-    f(owned.as_ptr())
 }

@@ -52,11 +52,49 @@ impl ThreadCalls {
     }
 }
 
-/// Who last changed a path, and who read it since, per thread.
+/// Who last changed a path, and the first thread to read it since (its latest read).
 #[derive(Default)]
 struct PathUse {
     writer: Option<Dep>,
-    readers: Vec<Dep>,
+    reader: Option<Dep>,
+}
+
+/// What each path's calls so far mean for the next: a few bytes a path, its key a hash
+/// (see [`path_key`]). A path read by several threads since its last change — rare — keeps
+/// the other threads' latest reads apart.
+#[derive(Default)]
+struct Resources {
+    uses: HashMap<u64, PathUse>,
+    more_readers: HashMap<u64, Vec<Dep>>,
+}
+
+impl Resources {
+    /// Call `me` uses `path` (changes it when `write`): the other threads' calls it must
+    /// wait for go into `wanted`.
+    fn touch(&mut self, path: &[u8], me: Dep, write: bool, wanted: &mut Vec<Dep>) {
+        let key = path_key(path);
+        let u = self.uses.entry(key).or_default();
+        let other = |d: &Dep| d.thread != me.thread;
+        wanted.extend(u.writer.filter(other));
+        if write {
+            wanted.extend(u.reader.take().filter(other));
+            if let Some(more) = self.more_readers.remove(&key) {
+                wanted.extend(more.into_iter().filter(other));
+            }
+            u.writer = Some(me);
+            return;
+        }
+        match &mut u.reader {
+            Some(r) if r.thread != me.thread => {
+                let more = self.more_readers.entry(key).or_default();
+                match more.iter_mut().find(|r| r.thread == me.thread) {
+                    Some(r) => *r = me,
+                    None => more.push(me),
+                }
+            }
+            reader => *reader = Some(me),
+        }
+    }
 }
 
 /// A whole trace, ready to replay.
@@ -68,8 +106,6 @@ pub(crate) struct Loaded {
     pub captured: [u64; Kind::ALL.len()],
     /// Calls the capture counted but did not record (outside the root, pipes...).
     pub dropped: u64,
-    /// Whether a symlink may exist below the root: paths are then resolved in the kernel.
-    pub symlinks: bool,
 }
 
 impl Loaded {
@@ -77,11 +113,10 @@ impl Loaded {
         let mut reader = TraceReader::open(path)?;
         let mut loaded = Loaded::default();
         while let Some(e) = reader.entry()? {
-            loaded.symlinks |= matches!(e, Entry::Symlink(..));
             loaded.entries.push(e);
         }
         let mut index: HashMap<u32, usize> = HashMap::new();
-        let mut uses: HashMap<Vec<u8>, PathUse> = HashMap::new();
+        let mut resources = Resources::default();
         let mut call = Call::default();
         let mut wanted: Vec<Dep> = Vec::new();
         while reader.call(&mut call)? {
@@ -90,7 +125,6 @@ impl Loaded {
             if !kind.replayed() {
                 continue;
             }
-            loaded.symlinks |= kind == Kind::Symlink;
             let t = *index.entry(call.tid).or_insert_with(|| {
                 loaded.threads.push(ThreadCalls::default());
                 loaded.threads.len() - 1
@@ -102,29 +136,15 @@ impl Loaded {
             // The resources: the path, its parent (read), the second path of a rename or link.
             wanted.clear();
             let changes = kind.modifies() || (kind == Kind::Open && call.a & CHANGING_OPEN != 0);
-            let mut touch = |path: &[u8], write: bool, wanted: &mut Vec<Dep>| {
-                let u = uses.entry(path.to_vec()).or_default();
-                wanted.extend(u.writer.filter(|w| w.thread != me.thread));
-                if write {
-                    wanted.extend(u.readers.iter().filter(|r| r.thread != me.thread));
-                    u.writer = Some(me);
-                    u.readers.clear();
-                } else {
-                    match u.readers.iter_mut().find(|r| r.thread == me.thread) {
-                        Some(r) => *r = me,
-                        None => u.readers.push(me),
-                    }
-                }
-            };
-            touch(&call.path, changes, &mut wanted);
+            resources.touch(&call.path, me, changes, &mut wanted);
             if let Some(i) = call.path.iter().rposition(|&c| c == b'/') {
-                touch(&call.path[..i], false, &mut wanted);
+                resources.touch(&call.path[..i], me, false, &mut wanted);
             }
             if matches!(
                 kind,
                 Kind::Rename | Kind::Link | Kind::Copy | Kind::Sendfile
             ) {
-                touch(&call.path2, true, &mut wanted);
+                resources.touch(&call.path2, me, true, &mut wanted);
             }
             // One wait per other thread: its latest call.
             wanted.sort_by_key(|d| (d.thread, std::cmp::Reverse(d.index)));
@@ -139,14 +159,11 @@ impl Loaded {
             };
             let path = span(&call.path, &mut th.paths);
             let path2 = span(&call.path2, &mut th.paths);
-            if matches!(
-                kind,
-                Kind::Read | Kind::Write | Kind::Readlink | Kind::Getdents
-            ) {
+            if kind.uses_buffer() {
                 th.max_len = th.max_len.max(call.a);
             }
             let think_us = call.start_us.saturating_sub(th.last_end_us);
-            th.last_end_us = call.start_us + call.dur_us;
+            th.last_end_us = call.start_us.saturating_add(call.dur_us);
             th.ops.push(Op {
                 kind,
                 errno: call.errno,
@@ -168,4 +185,12 @@ impl Loaded {
     pub(super) fn replayed_calls(&self) -> u64 {
         self.threads.iter().map(|t| t.ops.len() as u64).sum()
     }
+}
+
+/// A path's key among the resources: a 64-bit hash, not the path, so that the per-path
+/// state takes the same memory whatever the paths' lengths. Two paths of one key (about one
+/// chance in 2^64 a pair) are only ordered as if they were one.
+pub(super) fn path_key(path: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(path)
 }

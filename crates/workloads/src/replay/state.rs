@@ -8,6 +8,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
@@ -76,11 +77,20 @@ const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLI
 
 /// Makes the initial state again below `dir`; files are filled with a pattern. An entry
 /// outside the directory (`..`, absolute) is refused; one that cannot be made is an error.
-pub(crate) fn recreate(dir: BorrowedFd<'_>, entries: &[Entry]) -> Result<u64, FsbenchError> {
+/// `cancel` (Ctrl-C) stops it between entries and between MiB of a file.
+pub(crate) fn recreate(
+    dir: BorrowedFd<'_>,
+    entries: &[Entry],
+    cancel: &AtomicBool,
+) -> Result<u64, FsbenchError> {
     let mut parent = Vec::new();
     let mut refused = 0;
     let pattern = vec![0x5a_u8; 1 << 20];
+    let stopped = || cancel.load(Ordering::Relaxed);
     for e in entries {
+        if stopped() {
+            return Err(FsbenchError::Interrupted);
+        }
         let path = match e {
             Entry::Dir(p) | Entry::File(p, _) | Entry::Symlink(p, _) | Entry::HardLink(p, _) => p,
         };
@@ -112,6 +122,9 @@ pub(crate) fn recreate(dir: BorrowedFd<'_>, entries: &[Entry]) -> Result<u64, Fs
                     .map_err(|e| fail("file", e))?;
                 let mut left = *size;
                 while left > 0 {
+                    if stopped() {
+                        return Err(FsbenchError::Interrupted);
+                    }
                     let n = left.min(pattern.len() as u64) as usize;
                     let w = rustix::io::write(&file, &pattern[..n]).map_err(|e| fail("file", e))?;
                     left -= w as u64;

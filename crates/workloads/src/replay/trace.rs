@@ -17,139 +17,29 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::invalid;
+use fsbench_model::units::{format_bytes, group_thousands};
+
+mod kind;
+
+pub use kind::Kind;
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
 pub(crate) const VERSION: u32 = 1;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// The longest line read: a call's two paths of PATH_MAX bytes, every byte escaped, and its
+/// numbers fit three times over. A longer one is damage, not a call.
+pub const LINE_MAX: usize = 64 << 10;
+/// The most entries and calls a trace may hold together: a replay holds them in memory
+/// (about 100 bytes a call, with its paths), so this bounds its memory whatever the trace.
+pub const RECORDS_MAX: u64 = 1 << 19;
+/// The most bytes of paths (and symlink targets) a trace may hold, for the same reason.
+pub const PATH_BYTES_MAX: u64 = 32 << 20;
+/// The largest zstd window a trace may need (8 MiB; `fsbench capture` writes 2 MiB ones):
+/// the decoder allocates the window a frame asks for.
+const WINDOW_LOG_MAX: u32 = 23;
 /// The replay workload's `demo` preset: `sh -c` making, copying, renaming and removing small
 /// files, captured by `fsbench capture` (see the README).
 const DEMO: &[u8] = include_bytes!("demo.trace");
-
-/// The replayed kinds of call; each a family of system calls (`read` is read, pread64,
-/// readv, preadv and preadv2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum Kind {
-    Open,
-    Close,
-    Read,
-    Write,
-    Copy,
-    Sendfile,
-    Lseek,
-    Fsync,
-    Fdatasync,
-    SyncRange,
-    Truncate,
-    Fallocate,
-    Mkdir,
-    Rmdir,
-    Unlink,
-    Rename,
-    Link,
-    Symlink,
-    Readlink,
-    Stat,
-    Getdents,
-    Chmod,
-    Chown,
-    Utimens,
-    Dup,
-    /// Recorded, never replayed: a mapping's accesses are page faults, not calls.
-    Mmap,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 26] = [
-        Kind::Open,
-        Kind::Close,
-        Kind::Read,
-        Kind::Write,
-        Kind::Copy,
-        Kind::Sendfile,
-        Kind::Lseek,
-        Kind::Fsync,
-        Kind::Fdatasync,
-        Kind::SyncRange,
-        Kind::Truncate,
-        Kind::Fallocate,
-        Kind::Mkdir,
-        Kind::Rmdir,
-        Kind::Unlink,
-        Kind::Rename,
-        Kind::Link,
-        Kind::Symlink,
-        Kind::Readlink,
-        Kind::Stat,
-        Kind::Getdents,
-        Kind::Chmod,
-        Kind::Chown,
-        Kind::Utimens,
-        Kind::Dup,
-        Kind::Mmap,
-    ];
-
-    pub fn name(self) -> &'static str {
-        [
-            "open",
-            "close",
-            "read",
-            "write",
-            "copy",
-            "sendfile",
-            "lseek",
-            "fsync",
-            "fdatasync",
-            "sync-range",
-            "truncate",
-            "fallocate",
-            "mkdir",
-            "rmdir",
-            "unlink",
-            "rename",
-            "link",
-            "symlink",
-            "readlink",
-            "stat",
-            "getdents",
-            "chmod",
-            "chown",
-            "utimens",
-            "dup",
-            "mmap",
-        ][self as usize]
-    }
-
-    fn named(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    pub fn replayed(self) -> bool {
-        self != Kind::Mmap
-    }
-
-    /// Whether the call changes the names or the data of what it touches (for ordering
-    /// calls of different threads on one path).
-    pub(crate) fn modifies(self) -> bool {
-        matches!(
-            self,
-            Kind::Write
-                | Kind::Copy
-                | Kind::Sendfile
-                | Kind::Truncate
-                | Kind::Fallocate
-                | Kind::Mkdir
-                | Kind::Rmdir
-                | Kind::Unlink
-                | Kind::Rename
-                | Kind::Link
-                | Kind::Symlink
-                | Kind::Chmod
-                | Kind::Chown
-                | Kind::Utimens
-        )
-    }
-}
 
 /// One entry of the root's initial state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -320,6 +210,9 @@ pub(crate) struct TraceReader {
     path: PathBuf,
     line: Vec<u8>,
     line_no: u64,
+    /// Entries and calls read, and the bytes of their paths (see [`RECORDS_MAX`]).
+    records: u64,
+    path_bytes: u64,
     pub root: PathBuf,
     /// The totals of the last line, once the calls are read.
     pub totals: Option<(u64, u64)>,
@@ -349,12 +242,15 @@ impl TraceReader {
         compressed: bool,
     ) -> anyhow::Result<TraceReader> {
         let decoder = zstd::Decoder::new(input)
+            .and_then(|mut d| d.window_log_max(WINDOW_LOG_MAX).map(|()| d))
             .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
         let mut r = TraceReader {
             input: BufReader::with_capacity(1 << 16, Box::new(decoder)),
             path: path.to_path_buf(),
             line: Vec::with_capacity(4096),
             line_no: 0,
+            records: 0,
+            path_bytes: 0,
             root: PathBuf::new(),
             totals: None,
             in_calls: false,
@@ -400,21 +296,48 @@ impl TraceReader {
         ))
     }
 
-    /// The next line into `self.line`, without its newline; false at the end.
+    /// The next line into `self.line`, without its newline; false at the end. A line is
+    /// read up to [`LINE_MAX`] bytes, never further.
     fn next_line(&mut self) -> anyhow::Result<bool> {
         self.line.clear();
-        let n = self
-            .input
+        let n = (&mut self.input)
+            .take(LINE_MAX as u64 + 1)
             .read_until(b'\n', &mut self.line)
             .map_err(|e| invalid(format!("{}: damaged trace: {e}", self.path.display())))?;
         self.line_no += 1;
         if n == 0 {
             return Ok(false);
         }
-        if self.line.pop() != Some(b'\n') {
+        if self.line.last() != Some(&b'\n') {
+            if self.line.len() > LINE_MAX {
+                return Err(self.damaged(&format!(
+                    "a line longer than {} bytes",
+                    group_thousands(LINE_MAX as u64)
+                )));
+            }
             return Err(self.damaged("cut short"));
         }
+        self.line.pop();
         Ok(true)
+    }
+
+    /// Counts one more entry or call with `path_bytes` bytes of paths: an error past the
+    /// limits on what a replay holds.
+    fn count(&mut self, path_bytes: usize) -> anyhow::Result<()> {
+        self.records += 1;
+        self.path_bytes = self.path_bytes.saturating_add(path_bytes as u64);
+        if self.records > RECORDS_MAX || self.path_bytes > PATH_BYTES_MAX {
+            return Err(invalid(format!(
+                "{}: too large to replay at line {}: fsbench replays traces of up to {} \
+                 entries and calls and {} of paths (it holds them in memory); capture a \
+                 shorter run",
+                self.path.display(),
+                self.line_no,
+                group_thousands(RECORDS_MAX),
+                format_bytes(PATH_BYTES_MAX)
+            )));
+        }
+        Ok(())
     }
 
     /// The next entry of the initial state, `None` after the last.
@@ -429,13 +352,14 @@ impl TraceReader {
             self.in_calls = true;
             return Ok(None);
         }
-        let fields: Vec<&[u8]> = self.line.split(|&b| b == b'\t').collect();
+        let mut fields = [&[][..]; 3];
+        let count = split_fields(&self.line, &mut fields);
         let path = |i: usize| -> Option<Vec<u8>> {
             let mut p = Vec::new();
             unescape(fields.get(i)?, &mut p)?;
             (!p.is_empty()).then_some(p)
         };
-        let entry = match (fields[0], fields.len()) {
+        let entry = match (fields[0], count.unwrap_or(0)) {
             (b"d", 2) => path(1).map(Entry::Dir),
             (b"f", 3) => path(1)
                 .zip(number(fields[2]))
@@ -444,9 +368,13 @@ impl TraceReader {
             (b"h", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::HardLink(p, t)),
             _ => None,
         };
-        entry
-            .map(Some)
-            .ok_or_else(|| self.damaged("not an entry of the initial state"))
+        let entry = entry.ok_or_else(|| self.damaged("not an entry of the initial state"))?;
+        let bytes = match &entry {
+            Entry::Dir(p) | Entry::File(p, _) => p.len(),
+            Entry::Symlink(p, t) | Entry::HardLink(p, t) => p.len() + t.len(),
+        };
+        self.count(bytes)?;
+        Ok(Some(entry))
     }
 
     /// Reads the next call into `call` (its buffers reused); false after the last, with
@@ -458,14 +386,15 @@ impl TraceReader {
         if !self.next_line()? {
             return Err(self.damaged("cut short: no `end` line"));
         }
-        let fields: Vec<&[u8]> = self.line.split(|&b| b == b'\t').collect();
-        if fields[0] == b"end" && fields.len() == 3 {
+        let mut fields = [&[][..]; 12];
+        let count = split_fields(&self.line, &mut fields);
+        if fields[0] == b"end" && count == Some(3) {
             let totals = number(fields[1]).zip(number(fields[2]));
             self.totals = Some(totals.ok_or_else(|| self.damaged("bad `end` line"))?);
             return Ok(false);
         }
         let parsed = (|| {
-            if fields.len() != 12 {
+            if count != Some(12) {
                 return None;
             }
             call.tid = number(fields[0])?;
@@ -482,8 +411,23 @@ impl TraceReader {
             unescape(fields[11], &mut call.path2)
         })();
         parsed.ok_or_else(|| self.damaged("not a call"))?;
+        if call.start_us.checked_add(call.dur_us).is_none() {
+            return Err(self.damaged("a call that ends after 2^64 µs"));
+        }
+        self.count(call.path.len() + call.path2.len())?;
         Ok(true)
     }
+}
+
+/// Splits `line` at tabs into `out`; the number of fields, `None` when there are more than
+/// `out` holds (nothing is allocated, whatever the line).
+fn split_fields<'l, const N: usize>(line: &'l [u8], out: &mut [&'l [u8]; N]) -> Option<usize> {
+    let mut n = 0;
+    for field in line.split(|&b| b == b'\t') {
+        *out.get_mut(n)? = field;
+        n += 1;
+    }
+    Some(n)
 }
 
 fn number<T: std::str::FromStr>(field: &[u8]) -> Option<T> {
@@ -547,5 +491,24 @@ mod tests {
         std::fs::write(&file, b"fsbench-trace 1\n").unwrap();
         let e = TraceReader::open(Some(&file)).err().unwrap();
         assert!(e.to_string().contains("not an fsbench trace"), "{e}");
+    }
+
+    #[test]
+    fn a_line_is_read_up_to_its_limit_and_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t");
+        let with_root = |len: usize| {
+            let root = format!("root\t{}\n", "r".repeat(len - "root\t".len()));
+            let text = format!("{MAGIC} {VERSION}\n{root}calls\nend\t0\t0\n");
+            std::fs::write(&file, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+            TraceReader::open(Some(&file)).map(|r| r.root.as_os_str().len())
+        };
+        assert_eq!(with_root(LINE_MAX).unwrap(), LINE_MAX - 5);
+        let e = with_root(LINE_MAX + 1).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("at line 2: a line longer than 65,536 bytes"),
+            "{e}"
+        );
     }
 }

@@ -1,0 +1,568 @@
+//! One replayed call: on a traced descriptor mapped to the replay's, or on a path resolved
+//! beneath the run's directory ([`super::paths`]).
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::fs::{AtFlags, Mode, OFlags, XattrFlags};
+use rustix::io::Errno;
+
+use super::paths::{
+    BENEATH, ProcFd, Scratch, c_string, file, open_beneath, parent_and_name, resolution,
+};
+use super::{Outcome, Replayed};
+use crate::error::FsbenchError;
+use crate::measure::{errno_name, fatal_error};
+use crate::replay::load::{Op, ThreadCalls};
+use crate::replay::trace::Kind;
+use crate::units::shown;
+
+/// The most one read or write moves at once: a longer recorded one is made in pieces of it.
+const BUFFER_MAX: u64 = 1 << 20;
+/// Mismatches described by name, per worker.
+const SAMPLES: usize = 10;
+
+/// A traced thread's descriptors: the replay's descriptor for each traced number. A map,
+/// not a table indexed by number: a trace may name any number.
+#[derive(Default)]
+pub(super) struct Fds(HashMap<i32, OwnedFd>);
+
+/// A worker's means of making calls: the run's directory, a buffer, what it measured.
+pub(super) struct Worker<'a> {
+    dir: BorrowedFd<'a>,
+    /// The user's stop: a long read or write stops between its pieces.
+    user: &'a AtomicBool,
+    buf: Vec<u8>,
+    /// For the first and second path of a call, and C strings (symlink targets, xattr
+    /// names).
+    scratch: Scratch,
+    scratch2: Scratch,
+    text: Vec<u8>,
+    pub out: Replayed,
+}
+
+impl<'a> Worker<'a> {
+    /// A worker whose threads read and write at most `longest` bytes at once.
+    pub(super) fn new(dir: BorrowedFd<'a>, longest: u64, user: &'a AtomicBool) -> Worker<'a> {
+        Worker {
+            dir,
+            user,
+            buf: vec![0x5a; longest.clamp(4096, BUFFER_MAX) as usize],
+            scratch: Scratch::default(),
+            scratch2: Scratch::default(),
+            text: Vec::with_capacity(256),
+            out: Replayed::default(),
+        }
+    }
+
+    pub(super) fn call(&mut self, fds: &mut Fds, calls: &ThreadCalls, op: &Op) -> Outcome {
+        match op.kind {
+            Kind::Open => self.open(fds, calls.path(op.path), op),
+            Kind::Close => match self.mapped(fds, calls, op.fd, op.path) {
+                Ok(()) => {
+                    fds.0.remove(&op.fd);
+                    Outcome::Done
+                }
+                Err(o) => o,
+            },
+            Kind::Read
+            | Kind::Write
+            | Kind::Getdents
+            | Kind::Lseek
+            | Kind::Fsync
+            | Kind::Fdatasync
+            | Kind::SyncRange
+            | Kind::Fallocate
+            | Kind::Dup
+            | Kind::Copy
+            | Kind::Sendfile => self.by_fd(fds, calls, op),
+            Kind::Truncate
+            | Kind::Stat
+            | Kind::Chmod
+            | Kind::Chown
+            | Kind::Utimens
+            | Kind::GetXattr
+            | Kind::SetXattr
+            | Kind::ListXattr
+            | Kind::RemoveXattr
+                if op.fd >= 0 =>
+            {
+                self.by_fd(fds, calls, op)
+            }
+            _ => self.by_path(calls, op),
+        }
+    }
+
+    fn open(&mut self, fds: &mut Fds, path: &[u8], op: &Op) -> Outcome {
+        let flags =
+            OFlags::from_bits_retain(op.a as u32 & !(libc::O_DIRECT as u32)) | OFlags::CLOEXEC;
+        let mode = Mode::from_bits_truncate(op.b as u32);
+        let opened = (self.scratch.normalized(path))
+            .and_then(|p| open_beneath(self.dir, p, flags, mode, resolution(op.a)));
+        match opened {
+            Ok(fd) => {
+                // An open that failed in the capture (no number) is closed at once.
+                if op.fd2 >= 0 {
+                    fds.0.insert(op.fd2, fd);
+                }
+                Outcome::Done
+            }
+            Err(o) => o,
+        }
+    }
+
+    /// Makes traced descriptor `n` mapped: one the thread did not open is opened by its
+    /// path beneath the directory, for reading and writing where it may be (a directory, a
+    /// read-only file: for reading). A negative number is no descriptor.
+    fn mapped(
+        &mut self,
+        fds: &mut Fds,
+        calls: &ThreadCalls,
+        n: i32,
+        path: (u32, u32),
+    ) -> Result<(), Outcome> {
+        if n < 0 {
+            return Err(Outcome::Failed(Errno::BADF));
+        }
+        if fds.0.contains_key(&n) {
+            return Ok(());
+        }
+        let p = self.scratch.normalized(calls.path(path))?;
+        let flags = OFlags::NOCTTY;
+        let mut opened = open_beneath(self.dir, p, flags | OFlags::RDWR, Mode::empty(), BENEATH);
+        if matches!(
+            opened,
+            Err(Outcome::Failed(
+                Errno::ISDIR | Errno::ACCESS | Errno::PERM | Errno::ROFS | Errno::TXTBSY
+            ))
+        ) {
+            opened = open_beneath(self.dir, p, flags, Mode::empty(), BENEATH);
+        }
+        self.out.reopened += 1;
+        fds.0.insert(n, opened?);
+        Ok(())
+    }
+
+    fn by_fd(&mut self, fds: &mut Fds, calls: &ThreadCalls, op: &Op) -> Outcome {
+        if let Err(o) = self.mapped(fds, calls, op.fd, op.path) {
+            return o;
+        }
+        if matches!(op.kind, Kind::Copy | Kind::Sendfile)
+            && let Err(o) = self.mapped(fds, calls, op.fd2, op.path2)
+        {
+            return o;
+        }
+        let fd = fds.0[&op.fd].as_fd();
+        let len = op.a.min(self.buf.len() as u64) as usize;
+        let offset = u64::try_from(op.b).ok();
+        let done = |r: rustix::io::Result<()>| r.map(|()| 0);
+        let outcome: rustix::io::Result<u64> = match op.kind {
+            Kind::Read | Kind::Write => {
+                let moved = transfer(fd, &mut self.buf, op, offset, self.user);
+                if let Ok(n) = moved {
+                    self.out.bytes = self.out.bytes.saturating_add(n);
+                }
+                moved
+            }
+            Kind::Getdents => getdents(fd, &mut self.buf[..len]),
+            Kind::Lseek => {
+                use rustix::fs::SeekFrom;
+                let pos = match op.a {
+                    0 => SeekFrom::Start(op.b as u64),
+                    1 => SeekFrom::Current(op.b),
+                    2 => SeekFrom::End(op.b),
+                    3 => SeekFrom::Data(op.b as u64),
+                    _ => SeekFrom::Hole(op.b as u64),
+                };
+                rustix::fs::seek(fd, pos)
+            }
+            Kind::Fsync => done(rustix::fs::fsync(fd)),
+            Kind::Fdatasync => done(rustix::fs::fdatasync(fd)),
+            Kind::SyncRange => {
+                // SAFETY: a plain system call on a descriptor the thread owns.
+                let r = unsafe { libc::sync_file_range(fd.as_raw_fd(), 0, 0, 2) };
+                if r < 0 { Err(last_errno()) } else { Ok(0) }
+            }
+            Kind::Fallocate => done(rustix::fs::fallocate(
+                fd,
+                rustix::fs::FallocateFlags::from_bits_retain(op.fd2 as u32),
+                op.b.max(0) as u64,
+                op.a,
+            )),
+            Kind::Truncate => done(rustix::fs::ftruncate(fd, op.a)),
+            Kind::Stat => rustix::fs::fstat(fd).map(|_| 0),
+            Kind::Chmod => done(rustix::fs::fchmod(
+                fd,
+                Mode::from_bits_truncate(op.a as u32),
+            )),
+            // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
+            Kind::Chown => done(rustix::fs::fchown(fd, None, None)),
+            Kind::Utimens => done(rustix::fs::futimens(fd, &now())),
+            Kind::GetXattr | Kind::SetXattr | Kind::ListXattr | Kind::RemoveXattr => {
+                let name = match xattr_name(&mut self.text, calls, op) {
+                    Ok(n) => n,
+                    Err(o) => return o,
+                };
+                fd_xattr(fd, name, &mut self.buf[..len], op)
+            }
+            Kind::Dup => match rustix::io::fcntl_dupfd_cloexec(fd, 0) {
+                Ok(new) => {
+                    if op.fd2 >= 0 {
+                        fds.0.insert(op.fd2, new);
+                    }
+                    Ok(0)
+                }
+                Err(e) => Err(e),
+            },
+            Kind::Copy | Kind::Sendfile => {
+                let copied = copy(fd, fds.0[&op.fd2].as_fd(), op, offset);
+                if let Ok(n) = copied {
+                    self.out.bytes = self.out.bytes.saturating_add(n);
+                }
+                copied
+            }
+            _ => unreachable!("calls by path go to by_path"),
+        };
+        outcome.map_or_else(Outcome::Failed, |_| Outcome::Done)
+    }
+
+    fn by_path(&mut self, calls: &ThreadCalls, op: &Op) -> Outcome {
+        let path = calls.path(op.path);
+        let follows = op.a == 1;
+        let root = self.dir;
+        let done = |r: rustix::io::Result<()>| r.map_or_else(Outcome::Failed, |()| Outcome::Done);
+        // Calls that follow the last symlink: made on the file itself, opened beneath.
+        match op.kind {
+            Kind::Truncate => {
+                return match self.scratch.normalized(path).and_then(|p| {
+                    open_beneath(
+                        root,
+                        p,
+                        OFlags::WRONLY | OFlags::NOCTTY,
+                        Mode::empty(),
+                        BENEATH,
+                    )
+                }) {
+                    Ok(fd) => done(rustix::fs::ftruncate(fd, op.a)),
+                    Err(o) => o,
+                };
+            }
+            // chmod always follows.
+            Kind::Chmod => {
+                return match file(root, path, true, &mut self.scratch) {
+                    Ok(fd) => {
+                        let mode = Mode::from_bits_truncate(op.a as u32);
+                        let name = ProcFd::of(fd.as_fd());
+                        done(rustix::fs::chmodat(
+                            rustix::fs::CWD,
+                            name.name(),
+                            mode,
+                            AtFlags::empty(),
+                        ))
+                    }
+                    Err(o) => o,
+                };
+            }
+            Kind::Stat | Kind::Chown | Kind::Utimens if follows => {
+                let fd = match file(root, path, true, &mut self.scratch) {
+                    Ok(fd) => fd,
+                    Err(o) => return o,
+                };
+                return match op.kind {
+                    Kind::Stat => done(rustix::fs::fstat(&fd).map(drop)),
+                    // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
+                    Kind::Chown => done(rustix::fs::chownat(
+                        &fd,
+                        c"",
+                        None,
+                        None,
+                        AtFlags::EMPTY_PATH,
+                    )),
+                    _ => {
+                        let name = ProcFd::of(fd.as_fd());
+                        done(rustix::fs::utimensat(
+                            rustix::fs::CWD,
+                            name.name(),
+                            &now(),
+                            AtFlags::empty(),
+                        ))
+                    }
+                };
+            }
+            Kind::GetXattr | Kind::SetXattr | Kind::ListXattr | Kind::RemoveXattr => {
+                return self.xattr(calls, op, op.b == 1);
+            }
+            _ => {}
+        }
+        self.in_parent(calls, op)
+    }
+
+    /// Calls that do not follow the last name: made on it in its directory, opened beneath.
+    fn in_parent(&mut self, calls: &ThreadCalls, op: &Op) -> Outcome {
+        let root = self.dir;
+        let (held, name) = match parent_and_name(root, calls.path(op.path), &mut self.scratch) {
+            Ok(r) => r,
+            Err(o) => return o,
+        };
+        let dir = held.as_ref().map_or(root, |f| f.as_fd());
+        let nofollow = AtFlags::SYMLINK_NOFOLLOW;
+        let done = |r: rustix::io::Result<()>| r.map_or_else(Outcome::Failed, |()| Outcome::Done);
+        match op.kind {
+            Kind::Mkdir => done(rustix::fs::mkdirat(
+                dir,
+                name,
+                Mode::from_bits_truncate(op.a as u32),
+            )),
+            Kind::Rmdir => done(rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)),
+            Kind::Unlink => done(rustix::fs::unlinkat(
+                dir,
+                name,
+                AtFlags::from_bits_retain(op.a as u32) & AtFlags::REMOVEDIR,
+            )),
+            Kind::Symlink => {
+                self.text.clear();
+                self.text.extend_from_slice(calls.path(op.path2));
+                match c_string(&mut self.text) {
+                    Ok(target) => done(rustix::fs::symlinkat(target, dir, name)),
+                    Err(o) => o,
+                }
+            }
+            Kind::Readlink => {
+                // SAFETY: readlinkat writes at most buf.len() bytes into buf.
+                let r = unsafe {
+                    libc::readlinkat(
+                        dir.as_raw_fd(),
+                        name.as_ptr(),
+                        self.buf.as_mut_ptr().cast(),
+                        self.buf.len(),
+                    )
+                };
+                if r < 0 {
+                    Outcome::Failed(last_errno())
+                } else {
+                    Outcome::Done
+                }
+            }
+            Kind::Stat => done(rustix::fs::statat(dir, name, nofollow).map(drop)),
+            // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
+            Kind::Chown => done(rustix::fs::chownat(dir, name, None, None, nofollow)),
+            Kind::Utimens => done(rustix::fs::utimensat(dir, name, &now(), nofollow)),
+            Kind::Rename | Kind::Link => {
+                let second = parent_and_name(root, calls.path(op.path2), &mut self.scratch2);
+                let (held2, name2) = match second {
+                    Ok(r) => r,
+                    Err(o) => return o,
+                };
+                let dir2 = held2.as_ref().map_or(root, |f| f.as_fd());
+                if op.kind == Kind::Link {
+                    done(rustix::fs::linkat(dir, name, dir2, name2, AtFlags::empty()))
+                } else {
+                    let flags = rustix::fs::RenameFlags::from_bits_retain(op.a as u32);
+                    done(rustix::fs::renameat_with(dir, name, dir2, name2, flags))
+                }
+            }
+            _ => Outcome::Failed(Errno::NOSYS),
+        }
+    }
+
+    /// An xattr call by path: on the file, opened beneath, by its `/proc/thread-self/fd`
+    /// name. Without `follow` (lgetxattr...), on a last symlink itself: refused, as no call
+    /// reaches a symlink's own attributes through a descriptor.
+    fn xattr(&mut self, calls: &ThreadCalls, op: &Op, follow: bool) -> Outcome {
+        let fd = match file(self.dir, calls.path(op.path), follow, &mut self.scratch) {
+            Ok(fd) => fd,
+            Err(o) => return o,
+        };
+        if !follow
+            && rustix::fs::fstat(&fd)
+                .is_ok_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode).is_symlink())
+        {
+            return Outcome::Refused;
+        }
+        let file = ProcFd::of(fd.as_fd());
+        let name = match xattr_name(&mut self.text, calls, op) {
+            Ok(n) => n,
+            Err(o) => return o,
+        };
+        let len = op.a.min(self.buf.len() as u64) as usize;
+        let buf = &mut self.buf[..len];
+        let file = file.name();
+        let outcome = match op.kind {
+            Kind::GetXattr => rustix::fs::getxattr(file, name, buf).map(drop),
+            Kind::SetXattr => rustix::fs::setxattr(file, name, buf, xattr_flags(op)),
+            Kind::ListXattr => rustix::fs::listxattr(file, buf).map(drop),
+            _ => rustix::fs::removexattr(file, name),
+        };
+        outcome.map_or_else(Outcome::Failed, |()| Outcome::Done)
+    }
+
+    /// Counts the call and compares its outcome with the capture's: a difference
+    /// is counted and described; a full or failing filesystem ends the replay.
+    pub(super) fn record(
+        &mut self,
+        op: &Op,
+        calls: &ThreadCalls,
+        outcome: Outcome,
+    ) -> Result<(), FsbenchError> {
+        self.out.calls[op.kind as usize] += 1;
+        let here = match outcome {
+            Outcome::Done => 0,
+            Outcome::Failed(e) => e.raw_os_error(),
+            Outcome::Refused => {
+                self.out.refused += 1;
+                if self.out.samples.len() < SAMPLES {
+                    let path = shown(calls.path(op.path));
+                    self.out.samples.push(format!(
+                        "{} {path}: refused, outside the run's directory",
+                        op.kind.name()
+                    ));
+                }
+                return Ok(());
+            }
+        };
+        if (here == 0) == (op.errno == 0) {
+            return Ok(());
+        }
+        *self
+            .out
+            .mismatches
+            .entry((op.kind, here, op.errno))
+            .or_default() += 1;
+        if self.out.samples.len() < SAMPLES {
+            let path = shown(calls.path(op.path));
+            let side = |e: i32| {
+                if e == 0 {
+                    "succeeded".to_string()
+                } else {
+                    errno_name(e)
+                }
+            };
+            self.out.samples.push(format!(
+                "{} {path}: {} here, {} in the capture",
+                op.kind.name(),
+                side(here),
+                side(op.errno)
+            ));
+        }
+        match (here != 0).then(|| fatal_error(Errno::from_raw_os_error(here), "replay", 0)) {
+            Some(Some(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A read or write of the recorded length (A), from the recorded offset (B; -1: the
+/// descriptor's position), in pieces of the buffer; what it moved. A piece that moves less
+/// than asked ends it, as the end of a file ends a read; so does the user's stop.
+fn transfer(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    op: &Op,
+    offset: Option<u64>,
+    user: &AtomicBool,
+) -> rustix::io::Result<u64> {
+    let mut moved = 0u64;
+    while moved < op.a && !user.load(Ordering::Relaxed) {
+        let want = (op.a - moved).min(buf.len() as u64) as usize;
+        let piece = &mut buf[..want];
+        let at = offset.map(|o| o.checked_add(moved).ok_or(Errno::FBIG));
+        let n = match (op.kind, at) {
+            (Kind::Read, Some(at)) => rustix::io::pread(fd, piece, at?),
+            (Kind::Read, None) => rustix::io::read(fd, piece),
+            (_, Some(at)) => rustix::io::pwrite(fd, piece, at?),
+            (_, None) => rustix::io::write(fd, piece),
+        };
+        match n {
+            Ok(n) => {
+                moved += n as u64;
+                if n < want {
+                    break;
+                }
+            }
+            // What a call moved before it failed is what it did, as the kernel reports it.
+            Err(_) if moved > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(moved)
+}
+
+/// copy_file_range or sendfile of the recorded length, from the recorded input offset
+/// (-1: the descriptor's own position).
+fn copy(
+    from: BorrowedFd<'_>,
+    to: BorrowedFd<'_>,
+    op: &Op,
+    mut offset: Option<u64>,
+) -> rustix::io::Result<u64> {
+    let copied = if op.kind == Kind::Sendfile {
+        rustix::fs::sendfile(to, from, offset.as_mut(), op.a as usize)
+    } else {
+        rustix::fs::copy_file_range(from, offset.as_mut(), to, None, op.a as usize)
+    };
+    copied.map(|n| n as u64)
+}
+
+/// An xattr call on a descriptor.
+fn fd_xattr(
+    fd: BorrowedFd<'_>,
+    name: &std::ffi::CStr,
+    buf: &mut [u8],
+    op: &Op,
+) -> rustix::io::Result<u64> {
+    match op.kind {
+        Kind::GetXattr => rustix::fs::fgetxattr(fd, name, buf).map(|n| n as u64),
+        Kind::SetXattr => rustix::fs::fsetxattr(fd, name, buf, xattr_flags(op)).map(|()| 0),
+        Kind::ListXattr => rustix::fs::flistxattr(fd, buf).map(|n| n as u64),
+        _ => rustix::fs::fremovexattr(fd, name).map(|()| 0),
+    }
+}
+
+fn getdents(fd: BorrowedFd<'_>, buf: &mut [u8]) -> rustix::io::Result<u64> {
+    // SAFETY: getdents64 writes at most `buf.len()` bytes into the buffer.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_getdents64,
+            fd.as_raw_fd(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        Err(last_errno())
+    } else {
+        Ok(n as u64)
+    }
+}
+
+/// The attribute's name (PATH2) as a C string in `text`.
+fn xattr_name<'t>(
+    text: &'t mut Vec<u8>,
+    calls: &ThreadCalls,
+    op: &Op,
+) -> Result<&'t std::ffi::CStr, Outcome> {
+    text.clear();
+    text.extend_from_slice(calls.path(op.path2));
+    c_string(text)
+}
+
+/// setxattr's XATTR_CREATE and XATTR_REPLACE (FD2).
+fn xattr_flags(op: &Op) -> XattrFlags {
+    XattrFlags::from_bits_truncate(op.fd2 as u32)
+}
+
+fn now() -> rustix::fs::Timestamps {
+    let omit_none = rustix::fs::Timespec {
+        tv_sec: 0,
+        tv_nsec: libc::UTIME_NOW,
+    };
+    rustix::fs::Timestamps {
+        last_access: omit_none,
+        last_modification: omit_none,
+    }
+}
+
+fn last_errno() -> Errno {
+    Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO)
+}
