@@ -23,6 +23,7 @@ mod filesystems;
 mod fuzz;
 mod harness;
 mod hostile_archives;
+mod input_refusals;
 mod interrupts;
 mod io;
 mod iozone;
