@@ -306,15 +306,7 @@ fn two_filesystems_are_compared_and_ranked_on_the_commands() {
 
 /// The cgroup v2 directory a process is in, where it is one of fsbench's.
 fn fsbench_cgroup_of(pid: i32) -> Option<std::path::PathBuf> {
-    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mount = mounts.lines().find_map(|l| {
-        let (fields, tail) = l.split_once(" - ")?;
-        tail.starts_with("cgroup2 ")
-            .then(|| fields.split_whitespace().nth(4).map(str::to_string))?
-    })?;
-    let dir = Path::new(&mount).join(path.trim_start_matches('/'));
+    let dir = cgroup_of(pid)?;
     let name = dir.file_name()?.to_str()?;
     name.starts_with("fsbench-").then_some(dir)
 }

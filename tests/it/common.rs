@@ -111,6 +111,19 @@ pub fn gone(pid: i32) -> bool {
     }
 }
 
+/// The cgroup v2 directory process `pid` is in.
+pub fn cgroup_of(pid: i32) -> Option<PathBuf> {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (fields, tail) = l.split_once(" - ")?;
+        tail.starts_with("cgroup2 ")
+            .then(|| fields.split_whitespace().nth(4).map(str::to_string))?
+    })?;
+    Some(Path::new(&mount).join(path.trim_start_matches('/')))
+}
+
 /// The pid a command wrote into `file`, waited for up to [`limit`]; 0 if it never did.
 pub fn pid_written(file: &Path) -> i32 {
     let deadline = std::time::Instant::now() + limit();

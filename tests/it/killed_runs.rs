@@ -148,19 +148,6 @@ fn clean_finishes_a_killed_command_phase_whose_grandchild_keeps_ntfs_busy() {
     clean_after_a_killed_command_phase("ntfs");
 }
 
-/// The cgroup v2 directory process `pid` is in.
-fn cgroup_of(pid: i32) -> Option<std::path::PathBuf> {
-    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mount = mounts.lines().find_map(|l| {
-        let (fields, tail) = l.split_once(" - ")?;
-        tail.starts_with("cgroup2 ")
-            .then(|| fields.split_whitespace().nth(4).map(str::to_string))?
-    })?;
-    Some(Path::new(&mount).join(path.trim_start_matches('/')))
-}
-
 /// A SIGKILLed capture leaves strace's raw text, the partial trace and the command's cgroup:
 /// `clean` removes all of it (killing what still runs in the cgroup), saying what the partial
 /// trace was; the trace itself was never written.

@@ -42,29 +42,14 @@ fn run_driver(driver: &str, fs: &str, cwd: &Path) -> std::process::Output {
     out
 }
 
-#[test]
-fn a_user_driver_naming_another_device_is_refused_and_leaves_it_unchanged() {
-    if !can_run(
-        "user driver device rule",
-        &["mkfs.ext4", "blkid", "losetup"],
-    ) {
-        return;
-    }
-    let victim = LoopDevice::blank(64);
-    let uuid = format!("{:08x}-0000-4000-8000-00000000d5e1", std::process::id());
-    let made = status(
-        Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-U", &uuid])
-            .arg(&victim.dev),
-    );
-    assert!(made.success());
-    let before = fingerprint(&victim.dev);
-    let dev = victim.dev.as_str();
+/// Each way a driver may name `dev` (whose UUID is `uuid`): the driver's table lines, the
+/// `--fs` word, and the token its refusal must name.
+fn cases(dev: &str, uuid: &str) -> Vec<(String, String, String)> {
     let up = "../".repeat(12);
     let relative = format!("{up}{}", dev.trim_start_matches('/'));
     let options = "mkfs = \"mkfs.ext4 -F -q {options} {device}\"\nmount_type = \"ext4\"";
     let mkfs = |template: &str| format!("mkfs = \"{template}\"\nmount_type = \"ext4\"");
-    let cases = [
+    vec![
         (
             mkfs(&format!("mkfs.ext4 -F -q -J device={dev} {{device}}")),
             "mine".to_string(),
@@ -114,7 +99,27 @@ fn a_user_driver_naming_another_device_is_refused_and_leaves_it_unchanged() {
             "mine".into(),
             "{device}1".into(),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn a_user_driver_naming_another_device_is_refused_and_leaves_it_unchanged() {
+    if !can_run(
+        "user driver device rule",
+        &["mkfs.ext4", "blkid", "losetup"],
+    ) {
+        return;
+    }
+    let victim = LoopDevice::blank(64);
+    let uuid = format!("{:08x}-0000-4000-8000-00000000d5e1", std::process::id());
+    let made = status(
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-U", &uuid])
+            .arg(&victim.dev),
+    );
+    assert!(made.success());
+    let before = fingerprint(&victim.dev);
+    let cases = cases(&victim.dev, &uuid);
     for (driver, fs, token) in &cases {
         let out = run_driver(driver, fs, Path::new("/"));
         let err = text(&out.stderr);
