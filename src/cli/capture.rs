@@ -14,6 +14,7 @@ use super::output::write_stdout;
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{PhaseRecorder, Progress};
 use crate::testbed::check_dir_space;
+use crate::testbed::scratch::Scratch;
 use crate::workload::command::process::{self, Exit, Step};
 use crate::workload::replay::strace::{Parser, STRACE_ARGS};
 use crate::workload::replay::trace::{Call, TraceWriter};
@@ -87,23 +88,23 @@ pub(super) fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result
     }
     let strace = crate::tools::require("strace", "strace")?;
     find_command(&args.command[0])?;
-    let name = output.file_name().unwrap_or_default().to_string_lossy();
-    let partial = out_dir.join(format!(".{name}.partial-{}", std::process::id()));
-    let raw = out_dir.join(format!(".{name}.strace-{}", std::process::id()));
-    let outcome = capture(args, &strace, &root, &cwd, &partial, &raw, &progress);
-    let _ = std::fs::remove_file(&raw);
-    match outcome {
-        Ok(summary) => {
-            std::fs::rename(&partial, output)
-                .with_context(|| format!("cannot write {}", output.display()))?;
-            write_stdout(&format!("{summary}\n"))?;
-            Ok(())
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            Err(e)
-        }
-    }
+    // The trace is written, and strace writes its raw text, in a scratch directory beside
+    // the trace that a state file names (with the cgroup the command runs in): `fsbench
+    // clean` removes both after a SIGKILL, and kills what the command left running.
+    let mut scratch = Scratch::create(&out_dir)?;
+    scratch.note_made_by(format!(
+        "what `fsbench capture -o {0}` had made when it was killed: its partial trace and \
+         strace's raw text; {0} was not written",
+        output.display()
+    ))?;
+    let partial = scratch.path().join("trace.partial");
+    let raw = scratch.path().join("strace.txt");
+    let summary = capture(args, &strace, &root, &cwd, &partial, &raw, &progress)?;
+    std::fs::rename(&partial, output)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    drop(scratch);
+    write_stdout(&format!("{summary}\n"))?;
+    Ok(())
 }
 
 /// A command that does not exist is told apart from one that fails under capture.

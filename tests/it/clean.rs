@@ -29,6 +29,8 @@ fn stale(state_dir: &Path, base: &Path, n: u32) -> State {
         loops: Vec::new(),
         zfs: Vec::new(),
         queues: Vec::new(),
+        cgroup_parent: None,
+        made_by: None,
     };
     save(state_dir, &state);
     state
@@ -116,6 +118,8 @@ fn a_user_directory_named_like_scratch_survives_a_damaged_state_file() {
         loops: Vec::new(),
         zfs: Vec::new(),
         queues: Vec::new(),
+        cgroup_parent: None,
+        made_by: None,
     };
     save(state_dir.path(), &state);
     let (out, _) = clean(state_dir.path());
@@ -418,6 +422,7 @@ fn a_crashed_suites_backing_disk_scheduler_is_put_back() {
     state.queues.push(QueueRecord {
         file: file.clone(),
         previous: previous.clone(),
+        loop_device: None,
     });
     save(state_dir.path(), &state);
     let (out, _) = clean(state_dir.path());

@@ -167,17 +167,6 @@ fn a_failing_command_fails_the_run_with_the_end_of_its_stderr() {
     );
 }
 
-/// Whether process `pid` is gone (or a zombie nobody reaped yet: dead all the same).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|s| s.trim_start().starts_with('Z')),
-    }
-}
-
 #[test]
 fn a_timeout_kills_the_whole_process_tree() {
     let (target, state, scratch) = (tmpfs_tempdir(), tempdir(), tempdir());
@@ -317,15 +306,7 @@ fn two_filesystems_are_compared_and_ranked_on_the_commands() {
 
 /// The cgroup v2 directory a process is in, where it is one of fsbench's.
 fn fsbench_cgroup_of(pid: i32) -> Option<std::path::PathBuf> {
-    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mount = mounts.lines().find_map(|l| {
-        let (fields, tail) = l.split_once(" - ")?;
-        tail.starts_with("cgroup2 ")
-            .then(|| fields.split_whitespace().nth(4).map(str::to_string))?
-    })?;
-    let dir = Path::new(&mount).join(path.trim_start_matches('/'));
+    let dir = cgroup_of(pid)?;
     let name = dir.file_name()?.to_str()?;
     name.starts_with("fsbench-").then_some(dir)
 }
@@ -396,4 +377,76 @@ fn what_a_killed_fsbench_left_running_is_killed_by_the_next() {
     );
     assert!(!cgroup.exists(), "{} is left", cgroup.display());
     let _ = run(fsbench(state.path()).arg("clean"));
+}
+
+/// A live run's command phase survives a second fsbench starting one, whatever the first's
+/// process name (a binary installed under another name) or PID namespace (its pid means
+/// another process here): only a cgroup whose run is dead (its lock free) is stale.
+#[test]
+fn a_live_run_keeps_its_phase_whatever_its_name_or_pid_namespace() {
+    if !is_root() {
+        skip("command: a live run's cgroup: needs root (cgroups)");
+        return;
+    }
+    let bin = tempdir();
+    let renamed = bin.path().join("fsb-renamed");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fsbench"), &renamed).unwrap();
+    let mut ways = vec![("a binary under another name", vec![renamed.clone()])];
+    if has_tool("unshare") {
+        let unshare = ["unshare", "--pid", "--fork"].map(std::path::PathBuf::from);
+        ways.push(("another PID namespace", [&unshare[..], &[renamed]].concat()));
+    } else {
+        skip("command: a live run in another PID namespace: no unshare");
+    }
+    for (how, argv) in ways {
+        let (target, state, scratch) = (tmpfs_tempdir(), tempdir(), tempdir());
+        let (ready, go) = (scratch.path().join("ready"), scratch.path().join("go"));
+        // Waits (at most a minute) for the test to say go, then succeeds.
+        let phase = format!(
+            "held=echo $$ > {r}; i=0; while [ ! -e {g} ] && [ $i -lt 600 ]; do sleep 0.1; \
+             i=$((i+1)); done; test -e {g}",
+            r = ready.display(),
+            g = go.display()
+        );
+        let first = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("FSBENCH_STATE_DIR", state.path())
+            .env("XDG_DATA_HOME", test_data_home())
+            .args(["run", "-q", "--output-format", "json", "--db"])
+            .arg(scratch.path().join("first.db"))
+            .args(["--runs", "1", "--command-space", "16M", "--dir"])
+            .arg(target.path())
+            .args(["--command-phase", &phase])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + limit();
+        while !ready.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let shell: i32 = std::fs::read_to_string(&ready)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        let (other_target, other_state) = (tmpfs_tempdir(), tempdir());
+        let second = run_commands(
+            other_target.path(),
+            other_state.path(),
+            &scratch.path().join("second.db"),
+            &["--command-phase", "quick=true"],
+        );
+        let alive = shell > 0 && !gone(shell);
+        std::fs::write(&go, b"").unwrap();
+        let out = wait_drained_within(first, limit());
+        assert!(shell > 0, "{how}: the first run's phase never started");
+        assert!(second.status.success(), "{}", text(&second.stderr));
+        assert!(
+            alive,
+            "{how}: the second fsbench killed the live run's phase"
+        );
+        assert!(out.status.success(), "{how}: {}", text(&out.stderr));
+        assert_eq!(json(&out)["runs"][0]["status"], "ok", "{how}");
+    }
 }

@@ -100,6 +100,45 @@ pub fn status(cmd: &mut Command) -> std::process::ExitStatus {
     output_within(cmd, limit()).status
 }
 
+/// Whether process `pid` is gone (or a zombie nobody reaped yet: dead all the same).
+pub fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
+/// The cgroup v2 directory process `pid` is in.
+pub fn cgroup_of(pid: i32) -> Option<PathBuf> {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (fields, tail) = l.split_once(" - ")?;
+        tail.starts_with("cgroup2 ")
+            .then(|| fields.split_whitespace().nth(4).map(str::to_string))?
+    })?;
+    Some(Path::new(&mount).join(path.trim_start_matches('/')))
+}
+
+/// The pid a command wrote into `file`, waited for up to [`limit`]; 0 if it never did.
+pub fn pid_written(file: &Path) -> i32 {
+    let deadline = std::time::Instant::now() + limit();
+    loop {
+        let pid = std::fs::read_to_string(file).unwrap_or_default();
+        if let Ok(pid) = pid.trim().parse() {
+            return pid;
+        }
+        if std::time::Instant::now() > deadline {
+            return 0;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Mount points at or below `dir`.
 pub fn mounts_below(dir: &Path) -> Vec<PathBuf> {
     fsbench::testbed::mounts::mounts_below(dir)

@@ -527,6 +527,9 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
                     Some(teardown)
                 }
             };
+            if let Some(teardown) = &checkpoint {
+                lifecycle::fsck_not_interrupted(teardown, settings)?;
+            }
             match checkpoint {
                 Some(teardown) => record_checkpoint(&mut phase, &teardown, record, label, observer),
                 None if boundary != Boundary::Keep => phase.notes.push(

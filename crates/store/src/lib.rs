@@ -275,6 +275,7 @@ impl Store {
     }
 
     fn open_checked(path: &Path, writing: bool) -> anyhow::Result<Store> {
+        recovery::refuse_non_regular(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;

@@ -88,6 +88,20 @@ pub(crate) fn create_whole(path: &Path) -> anyhow::Result<()> {
     made
 }
 
+/// Refuses a database path that is neither a regular file nor absent (`/dev/null`, a
+/// directory, a FIFO): SQLite would open a device as an empty database and make its journal
+/// beside it (`/dev/null-journal`).
+pub(crate) fn refuse_non_regular(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(crate::error::invalid(format!(
+            "--db {}: not a regular file (a results database is a regular file, or a path \
+             where none exists yet)",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a zero-length file: SQLite would silently take it as a new, empty database, hiding a
 /// truncated one.
 pub(crate) fn refuse_empty_file(path: &Path) -> anyhow::Result<()> {

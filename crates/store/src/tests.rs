@@ -222,6 +222,30 @@ fn refuses_a_zero_length_file_and_leaves_it_untouched() {
 }
 
 #[test]
+fn a_path_that_is_no_regular_file_is_refused_and_nothing_made_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("socket.db");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    for path in [Path::new("/dev/null"), dir.path(), &socket] {
+        for writing in [false, true] {
+            let opened = match writing {
+                true => Store::open_for_writing(path),
+                false => Store::open(path),
+            };
+            let err = opened.err().unwrap().to_string();
+            assert!(
+                err.contains("not a regular file"),
+                "{}: {err}",
+                path.display()
+            );
+        }
+    }
+    assert!(!Path::new("/dev/null-journal").exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[test]
 fn reading_a_damaged_database_gives_the_recovery_hint() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("damaged.db");

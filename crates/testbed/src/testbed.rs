@@ -7,6 +7,7 @@ pub mod clean;
 mod detach;
 pub mod device;
 mod fresh;
+mod fuse_daemons;
 pub(crate) mod loopdev;
 pub mod mounts;
 pub mod named;
@@ -315,7 +316,7 @@ impl Target {
         }
         args.extend([source.clone(), mnt.display().to_string()]);
         let mount = tools::require("mount", "mount")?;
-        tools::run_ok_in(&mount, &args, &tool_dir)
+        tools::run_ok_in_within(&mount, &args, &tool_dir, tools::MOUNT_LIMIT)
             .context("mount failed (are the mount options valid?)")?;
         fresh.mount_args = args;
         fresh.mountpoint = Some(mnt.clone());

@@ -3,7 +3,7 @@
 //! time and the process tree's CPU, bytes and peak memory, with a rate where the user says
 //! what one phase's work counts.
 
-mod cgroup;
+pub mod cgroup;
 pub mod process;
 
 use std::borrow::Cow;

@@ -99,6 +99,7 @@ pub(crate) fn finish_run(
         observer.diagnostic(&Diagnostic::IncompleteTree { label, what });
     }
     let teardown = fresh.finish()?;
+    fsck_not_interrupted(&teardown, what.settings)?;
     record.unmount_secs = teardown.unmount_secs;
     if let Some(fsck) = &teardown.fsck
         && !fsck.clean
@@ -111,6 +112,24 @@ pub(crate) fn finish_run(
         });
     }
     record.fsck = teardown.fsck;
+    Ok(())
+}
+
+/// An fsck that found fault while the suite was being interrupted (Ctrl-C reaches it too, and
+/// e2fsck exits "canceled" then) is an interruption, not a finding.
+pub(super) fn fsck_not_interrupted(
+    teardown: &Teardown,
+    settings: &super::PhaseSettings,
+) -> anyhow::Result<()> {
+    let unclean = teardown.fsck.as_ref().is_some_and(|f| !f.clean);
+    if unclean
+        && settings
+            .progress
+            .cancel
+            .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return Err(FsbenchError::Interrupted.into());
+    }
     Ok(())
 }
 

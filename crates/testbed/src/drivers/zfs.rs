@@ -54,17 +54,74 @@ pub(crate) fn is_daemon(pid: u32) -> bool {
 }
 
 pub(crate) fn refuse_foreign_daemon() -> Result<(), FsbenchError> {
-    match running_daemons().first() {
-        None => Ok(()),
-        Some(pid) => Err(FsbenchError::Refused {
-            path: PathBuf::from(SOCKET),
-            reason: format!(
-                "a zfs-fuse daemon fsbench did not start is running (pid {pid}); fsbench starts \
-                 its own for each zfs run, and zfs-fuse's one control socket would reach that \
-                 daemon's pools: stop it first (`/etc/init.d/zfs-fuse stop`)"
-            ),
-        }),
+    let Some(pid) = running_daemons().first().copied() else {
+        return Ok(());
+    };
+    let reason = match started_by_fsbench(pid) {
+        Some(Starter::Running { run, scratch }) => format!(
+            "another fsbench run ({run}) holds the zfs-fuse daemon (pid {pid}) for its pool in              {}; zfs-fuse has one control socket per machine, so zfs runs go one at a time:              run this once that one has ended",
+            scratch.display()
+        ),
+        Some(Starter::Killed { scratch }) => format!(
+            "the zfs-fuse daemon (pid {pid}) of a killed fsbench run ({}) is still running;              `fsbench clean` (with that run's state directory) stops it",
+            scratch.display()
+        ),
+        None => format!(
+            "a zfs-fuse daemon fsbench did not start is running (pid {pid}); fsbench starts              its own for each zfs run, and zfs-fuse's one control socket would reach that              daemon's pools: stop it first (`/etc/init.d/zfs-fuse stop`)"
+        ),
+    };
+    Err(FsbenchError::Refused {
+        path: PathBuf::from(SOCKET),
+        reason,
+    })
+}
+
+/// Who started a daemon fsbench starts: a run still running, or one killed since.
+enum Starter {
+    Running { run: String, scratch: PathBuf },
+    Killed { scratch: PathBuf },
+}
+
+/// Whether daemon `pid` is one an fsbench run started, by where fsbench starts it: in the
+/// empty tool directory of a run below a scratch directory carrying fsbench's marker; and
+/// whether the run that started it (its parent) still runs.
+fn started_by_fsbench(pid: u32) -> Option<Starter> {
+    use crate::testbed::scratch::{MARKER, is_scratch_name};
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+    let scratch = cwd.parent()?.parent()?;
+    let named = (scratch.file_name()?.to_str()).is_some_and(is_scratch_name);
+    if !named || cwd.file_name()? != "empty" || !scratch.join(MARKER).is_file() {
+        return None;
     }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ppid: u32 = stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{ppid}/cmdline")).unwrap_or_default();
+    let words: Vec<String> = (cmdline.split(|b| *b == 0))
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    // Orphaned, the daemon is init's or a subreaper's, which has nothing of the run open;
+    // the run that started it holds its state file's lock, `<scratch name>.lock`.
+    let lock_name = format!("{}.lock", scratch.file_name()?.to_str()?);
+    let holds_lock = std::fs::read_dir(format!("/proc/{ppid}/fd")).is_ok_and(|fds| {
+        fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|p| p.file_name().is_some_and(|n| *n == *lock_name))
+        })
+    });
+    let parent_started_it = ppid > 1 && holds_lock;
+    let scratch = scratch.to_path_buf();
+    Some(match parent_started_it {
+        true => Starter::Running {
+            run: format!("pid {ppid}: `{}`", words.join(" ")),
+            scratch,
+        },
+        false => Starter::Killed { scratch },
+    })
 }
 
 /// Properties fsbench sets itself: where the pool's cache file goes (nowhere) and where its

@@ -4,6 +4,11 @@
 //! one fsbench makes (`run<N>/mnt` inside that directory, of this run's image, the recorded
 //! device or a tmpfs), a loop device must be backed by the image fsbench made there or be the
 //! one it recorded for a user's file. Anything else is left and reported.
+//!
+//! What a killed run started is finished first, in this order: what its commands left
+//! running in their cgroups (it keeps mounts busy), its zfs pools and daemons, the FUSE
+//! daemons serving its devices; then its queue settings are put back, its mounts unmounted,
+//! its loop devices detached and its directory removed.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -168,6 +173,7 @@ fn loop_in_use(device: &Path) -> Option<String> {
 /// device to go.
 pub fn undo(state: &State, patience: Duration) -> Undone {
     let mut undone = Undone::default();
+    undo_cgroups(state, &mut undone);
     let scratch = &state.scratch;
     // Before anything is unmounted below it: a state file naming `/` must undo nothing.
     let found = match check_scratch_dir(state) {
@@ -181,7 +187,12 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
         // A live daemon unmounts its dataset and lets go of the loop device once its pool is
         // destroyed and it is stopped.
         super::zfs::undo(&state.zfs, &mut undone.done, &mut undone.left);
-        super::queue::undo(&state.queues, &mut undone.done, &mut undone.left);
+        let loops = loop_devices();
+        stop_fuse_daemons(state, &loops, &mut undone);
+        let still_ours = |device: &Path| {
+            (loops.iter()).any(|(d, backing)| d == device && loop_is_ours(state, d, backing))
+        };
+        super::queue::undo(&state.queues, still_ours, &mut undone);
         undo_mounts_and_loops(state, patience, &mut undone);
     }
     if found == Found::Absent {
@@ -208,13 +219,68 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
         // rmdir removes only an empty directory: nothing to lose.
         _ => std::fs::remove_dir(scratch),
     };
+    let made_by = (state.made_by.as_deref()).map_or(String::new(), |m| format!(" ({m})"));
     match removed {
-        Ok(()) => undone.done.push(format!("removed {}", scratch.display())),
+        Ok(()) => undone
+            .done
+            .push(format!("removed {}{made_by}", scratch.display())),
         Err(e) => undone
             .left
             .push(format!("cannot remove {}: {e}", scratch.display())),
     }
     undone
+}
+
+/// Kills what the run's commands left in their cgroups and removes those, unless the state
+/// file names a place outside the cgroup hierarchy. Done whatever its scratch directory holds:
+/// the cgroups are found by the run's pid and decided stale by their lock.
+fn undo_cgroups(state: &State, undone: &mut Undone) {
+    use crate::workload::command::cgroup;
+    let Some(parent) = &state.cgroup_parent else {
+        return;
+    };
+    if !cgroup::in_hierarchy(parent) {
+        undone.left.push(format!(
+            "{} is not a cgroup v2 directory; no cgroup of the run looked for there",
+            parent.display()
+        ));
+        return;
+    }
+    for said in cgroup::sweep(parent, Some(state.pid)) {
+        match said {
+            Ok(done) => undone.done.push(done),
+            Err(left) => undone.left.push(left),
+        }
+    }
+}
+
+/// Stops the FUSE daemons serving the run's devices (its loop devices, the recorded
+/// `--device` for a daemon whose command line names the scratch directory).
+fn stop_fuse_daemons(state: &State, loops: &[(PathBuf, PathBuf)], undone: &mut Undone) {
+    let ours = loops
+        .iter()
+        .filter(|(device, backing)| loop_is_ours(state, device, backing))
+        .map(|(device, _)| (device.as_path(), true));
+    let given = state.device.as_deref().map(|d| (d, false));
+    for (device, loop_of_ours) in ours.chain(given) {
+        for pid in super::fuse_daemons::serving(device) {
+            if !loop_of_ours && !names_scratch(pid, &state.scratch) {
+                continue;
+            }
+            match super::fuse_daemons::stop(pid, device) {
+                Ok(done) => undone.done.push(done),
+                Err(left) => undone.left.push(left),
+            }
+        }
+    }
+}
+
+/// Whether process `pid`'s command line names `scratch` (a FUSE daemon names its mount point).
+fn names_scratch(pid: u32, scratch: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    (cmdline.split(|b| *b == 0))
+        .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)).starts_with(scratch))
 }
 
 /// Unmounts fsbench's own mounts below the (marked) scratch directory, then detaches the loop
@@ -375,6 +441,8 @@ mod tests {
             loops: Vec::new(),
             zfs: Vec::new(),
             queues: Vec::new(),
+            cgroup_parent: None,
+            made_by: None,
         }
     }
 

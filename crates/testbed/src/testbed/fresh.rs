@@ -105,26 +105,23 @@ impl FreshFs {
     }
 
     /// Sets I/O scheduler `name` on the device's queue until the run ends, and where
-    /// `backing` on a loop device's backing disk's too (`note` records a queue that is not
-    /// fsbench's own loop device's first: the disk's, or a `--device`'s).
-    /// Says what it set, and for a loop device what it did to the backing disk's queue.
+    /// `backing` on a loop device's backing disk's too, each claimed for the run and recorded
+    /// with `note` before it is changed. Says what it set, and for a loop device what it did
+    /// to the backing disk's queue.
     pub fn set_scheduler(
         &mut self,
         name: &str,
         backing: bool,
-        note: impl FnOnce(super::state::QueueRecord) -> anyhow::Result<()>,
+        mut note: impl FnMut(super::state::QueueRecord) -> anyhow::Result<()>,
     ) -> anyhow::Result<(String, Option<String>)> {
         let device = (self.device.clone()).context("sched= needs a block device")?;
-        let Some(dev) = self.loop_device.clone() else {
-            // A user's device: its scheduler is in the state file before it is changed.
-            let set = queue::set_noted(&device, name, note)?;
-            let said = set.description.clone();
-            self.queue_settings.push(set);
-            return Ok((said, None));
-        };
-        let set = queue::Setting::set(&device, name)?;
+        let loop_device = self.loop_device.clone();
+        let set = queue::set_noted(&device, name, loop_device.as_deref(), &mut note)?;
         let said = set.description.clone();
         self.queue_settings.push(set);
+        let Some(dev) = loop_device else {
+            return Ok((said, None));
+        };
         if !backing {
             let left = queue::backing_untouched(&dev);
             return Ok((
@@ -220,6 +217,10 @@ impl FreshFs {
                     .fsck_args(&self.fsck_extra, &dev.display().to_string()),
             };
             let run = tools::run_in(fsck, &args, &self.tool_dir)?;
+            // Ctrl-C reaches fsck too: what it says then is no finding.
+            if tools::was_interrupted(&run) {
+                return Err(crate::error::FsbenchError::Interrupted.into());
+            }
             teardown.fsck = Some(FsckOutcome {
                 clean: run.success,
                 secs: run.elapsed.as_secs_f64(),
@@ -249,7 +250,7 @@ impl FreshFs {
                 };
                 let (program, args) = expand(template, &slots)?;
                 let program = tools::require(&program.display().to_string(), "that provides it")?;
-                tools::run_ok_in(&program, &args, &self.tool_dir)?;
+                tools::run_ok_in_within(&program, &args, &self.tool_dir, tools::MOUNT_LIMIT)?;
                 mounts::wait_for(mnt, false, MOUNT_LIMIT, "the unmounted filesystem")?;
             }
             _ => scratch::unmount(mnt)?,
@@ -394,7 +395,7 @@ impl FreshFs {
         let mnt = self.mountpoint.clone().context("a mount point")?;
         let command = self.user.as_ref().and_then(|(_, c)| c.as_ref());
         if let Some((program, args)) = command {
-            tools::run_ok_in(program, args, &self.tool_dir)?;
+            tools::run_ok_in_within(program, args, &self.tool_dir, tools::MOUNT_LIMIT)?;
             let what = format!(
                 "the mount of {}",
                 self.device.as_deref().unwrap_or(&mnt).display()
@@ -404,7 +405,7 @@ impl FreshFs {
             });
         }
         let mount = tools::require("mount", "mount")?;
-        tools::run_ok_in(&mount, &self.mount_args, &self.tool_dir)?;
+        tools::run_ok_in_within(&mount, &self.mount_args, &self.tool_dir, tools::MOUNT_LIMIT)?;
         Ok(())
     }
 }

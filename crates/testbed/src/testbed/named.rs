@@ -2,7 +2,8 @@
 //! one is resolved before anything runs — relative to the working directory, `UUID=`-style
 //! tags through blkid, devices compared by number so that a symlink is its device — and
 //! anything that is not the target itself or a device consented to with `--extra-device` is
-//! refused, as is every option that makes mkfs write a file.
+//! refused, as is every option that makes mkfs write a file. A user driver's templates and
+//! options are held to the same rule word by word ([`user_driver`]).
 
 use std::fs::Metadata;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -17,6 +18,8 @@ use crate::tools;
 use fsbench_model::config::{ExtraDevice, FsConfig};
 use fsbench_model::filesystem::FsType;
 
+mod user_driver;
+
 /// One word of the options that may name a device or a file.
 #[derive(Debug, PartialEq)]
 struct Named {
@@ -27,6 +30,9 @@ struct Named {
     names: Option<Names>,
     /// A mount option (else a word of the mkfs arguments).
     mount: bool,
+    /// Where a user driver's word is (`` `-Jdevice=/dev/loop3` in user driver `x`'s mkfs
+    /// template ``): said in place of the option.
+    source: Option<String>,
 }
 
 impl Named {
@@ -36,6 +42,7 @@ impl Named {
             token: token.to_string(),
             names,
             mount: false,
+            source: None,
         }
     }
 
@@ -299,14 +306,8 @@ pub fn check<'a>(
     for config in configs {
         let Some(fs) = config.fs else { continue };
         let table = fs.driver().names;
-        let mut named = if config.driver.is_some() {
-            // A user driver's mkfs words mean nothing fsbench knows: each that is a block
-            // device (or a file) is checked as a device argument would be.
-            config
-                .mkfs
-                .iter()
-                .map(|w| Named::new("a device argument", w, None))
-                .collect()
+        let mut named = if let Some(driver) = &config.driver {
+            user_driver::words(driver, config)?
         } else if fs == FsType::Zfs {
             // Pool properties are NAME=VALUE words (suite.rs checked them), read as mount
             // options are.
@@ -330,7 +331,10 @@ pub fn check<'a>(
 
 fn check_named(n: &Named, fs: FsType, cwd: &Path, consent: &mut Consent) -> anyhow::Result<()> {
     let tool = if n.mount { "mount" } else { "mkfs" };
-    let place = format!("{} in the {fs} {tool} options", n.shown());
+    let place = match &n.source {
+        Some(source) => format!("`{}` in {source}", n.token),
+        None => format!("{} in the {fs} {tool} options", n.shown()),
+    };
     let relative = !n.token.starts_with('/') && !is_tag(&n.token, true);
     match n.names {
         Some(Names::WrittenFile) => {

@@ -1,7 +1,13 @@
 //! A block device's I/O scheduler as a configuration's dimension (`ext4:sched=bfq`, the FFSB
 //! report's CFQ comparison): set on the device's queue for a run and put back as it was after
 //! it — before a loop device is detached, so a recycled one is never touched.
+//!
+//! A queue setting is one run's at a time: the run holds an exclusive `flock` on the
+//! setting's sysfs file from before it records the value to put back until it has put it
+//! back, so a second run that wants the same queue is refused, naming the first, and no run's
+//! phases run under a setting another run made.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -9,6 +15,7 @@ use anyhow::Context;
 use super::state::QueueRecord;
 use crate::error::invalid;
 
+mod claim;
 mod wcache;
 pub use wcache::{loop_refusal, set as set_write_cache};
 
@@ -53,18 +60,20 @@ pub struct Setting {
     previous: Option<String>,
     /// `bfq on loop3 (was mq-deadline)`, for the run's record.
     pub description: String,
+    /// The run's claim on the setting, let go once it is put back.
+    _claim: OwnedFd,
 }
 
 impl Setting {
-    /// Sets `wanted` on `device`'s queue. An unknown name is refused naming those the queue
-    /// offers (writing one the kernel has as a module loads it, so bfq and kyber work even
-    /// when not yet listed).
-    pub fn set(device: &Path, wanted: &str) -> anyhow::Result<Setting> {
-        Setting::set_file(scheduler_file(device)?, device, wanted)
-    }
-
-    /// Sets `wanted` on the queue whose `scheduler` file is `file` (of `device`).
-    fn set_file(file: PathBuf, device: &Path, wanted: &str) -> anyhow::Result<Setting> {
+    /// Sets `wanted` on the queue whose `scheduler` file is `file` (of `device`), claimed. An
+    /// unknown name is refused naming those the queue offers (writing one the kernel has as a
+    /// module loads it, so bfq and kyber work even when not yet listed).
+    fn set_file(
+        file: PathBuf,
+        device: &Path,
+        wanted: &str,
+        claim: OwnedFd,
+    ) -> anyhow::Result<Setting> {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let (offered, previous) = parse(&text);
@@ -89,6 +98,7 @@ impl Setting {
             description: format!("{wanted} on {} (was {was})", device.display()),
             file,
             previous,
+            _claim: claim,
         })
     }
 
@@ -148,7 +158,7 @@ pub(crate) fn set_backing(
     note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
 ) -> anyhow::Result<Setting> {
     let disk = backing_disk(device)?;
-    set_noted(&disk, wanted, note).with_context(|| {
+    set_noted(&disk, wanted, None, note).with_context(|| {
         format!(
             "--sched-backing: {} holds {}",
             disk.display(),
@@ -157,23 +167,26 @@ pub(crate) fn set_backing(
     })
 }
 
-/// Sets `wanted` on a queue that is not fsbench's (a user's `--device`, a loop image's
-/// disk), having `note` record the scheduler to put back first, for `fsbench clean`.
+/// Claims `device`'s queue and sets `wanted` on it, having `note` record the scheduler to
+/// put back first, for `fsbench clean` (`loop_device`: the run's own loop device it is).
 pub(crate) fn set_noted(
     device: &Path,
     wanted: &str,
+    loop_device: Option<&Path>,
     note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
 ) -> anyhow::Result<Setting> {
     let file = scheduler_file(device)?;
+    let claim = claim::take(&file, device, "I/O scheduler")?;
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
     if let Some(previous) = parse(&text).1 {
         note(QueueRecord {
             file: file.clone(),
             previous,
+            loop_device: loop_device.map(Path::to_path_buf),
         })?;
     }
-    Setting::set_file(file, device, wanted)
+    Setting::set_file(file, device, wanted, claim)
 }
 
 /// The backing disk a run left alone without `--sched-backing`: `/dev/vda keeps mq-deadline`.
@@ -191,9 +204,18 @@ pub(crate) fn backing_untouched(device: &Path) -> String {
 
 /// `fsbench clean`'s undo of queue settings a crashed suite left: each recorded queue gets
 /// its previous scheduler or write cache back. Only a sysfs `queue/scheduler` or
-/// `queue/write_cache` file and a value it offers are written, whatever the state file says.
-pub(super) fn undo(records: &[QueueRecord], done: &mut Vec<String>, left: &mut Vec<String>) {
+/// `queue/write_cache` file and a value it offers are written, whatever the state file says;
+/// a loop device's only while `still_ours` says it is the run's; a queue another run holds
+/// now is left (its value is that run's until it ends).
+pub(super) fn undo(
+    records: &[QueueRecord],
+    still_ours: impl Fn(&Path) -> bool,
+    undone: &mut super::clean::Undone,
+) {
     for r in records {
+        if r.loop_device.as_deref().is_some_and(|d| !still_ours(d)) {
+            continue;
+        }
         let text = std::fs::read_to_string(&r.file).unwrap_or_default();
         let (sane, offered, current) = if r.file.ends_with("queue/write_cache") {
             let offered = wcache::VALUES.map(String::from).to_vec();
@@ -204,20 +226,36 @@ pub(super) fn undo(records: &[QueueRecord], done: &mut Vec<String>, left: &mut V
         };
         let sane = sane && r.file.starts_with("/sys/");
         if !sane || !offered.contains(&r.previous) {
-            left.push(format!(
+            undone.left.push(format!(
                 "`{}` not put back in {}: not a queue setting offering it",
                 r.previous,
                 r.file.display()
             ));
-        } else if current.as_ref() != Some(&r.previous) {
-            match std::fs::write(&r.file, &r.previous) {
-                Ok(()) => done.push(format!("put `{}` back in {}", r.previous, r.file.display())),
-                Err(e) => left.push(format!(
-                    "cannot put `{}` back in {}: {e}",
+            continue;
+        }
+        if current.as_ref() == Some(&r.previous) {
+            continue;
+        }
+        let _claim = match claim::take(&r.file, &r.file, "setting") {
+            Ok(claim) => claim,
+            Err(e) => {
+                undone.left.push(format!(
+                    "`{}` not put back in {}: {e:#}; run `fsbench clean` again once that run ends",
                     r.previous,
                     r.file.display()
-                )),
+                ));
+                continue;
             }
+        };
+        match std::fs::write(&r.file, &r.previous) {
+            Ok(()) => {
+                (undone.done).push(format!("put `{}` back in {}", r.previous, r.file.display()))
+            }
+            Err(e) => undone.left.push(format!(
+                "cannot put `{}` back in {}: {e}",
+                r.previous,
+                r.file.display()
+            )),
         }
     }
 }
@@ -244,13 +282,15 @@ mod tests {
         let record = QueueRecord {
             file: file.clone(),
             previous: "none".into(),
+            loop_device: None,
         };
-        let (mut done, mut left) = (Vec::new(), Vec::new());
-        undo(&[record], &mut done, &mut left);
-        assert!(done.is_empty());
+        let mut undone = crate::testbed::clean::Undone::default();
+        undo(&[record], |_| true, &mut undone);
+        assert!(undone.done.is_empty());
         assert!(
-            left[0].contains("not a queue setting offering it"),
-            "{left:?}"
+            undone.left[0].contains("not a queue setting offering it"),
+            "{:?}",
+            undone.left
         );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "none [bfq]\n");
     }

@@ -15,6 +15,11 @@ pub use super::detach::{detach_loop, loop_devices, unmount, wait_released};
 pub use super::state::{AttachedLoop, MARKER, QueueRecord, State, process_start_ticks, state_dir};
 pub(crate) use super::state::{PREFIXES, is_scratch_name, pid_namespace};
 
+/// Where this process's commands get their cgroups, if the machine has cgroup v2.
+fn command_cgroups() -> Option<PathBuf> {
+    crate::workload::command::cgroup::parent().ok()
+}
+
 /// 128 random bits in hex: a scratch directory's marker token.
 fn random_token() -> anyhow::Result<String> {
     use std::io::Read;
@@ -78,9 +83,10 @@ pub fn write_leaving_note() {
     }
 }
 
-/// The scratch directory of the running suite. Dropping it undoes everything below it.
+/// The scratch directory of the running suite (or capture). Dropping it undoes everything
+/// below it.
 #[derive(Debug)]
-pub(crate) struct Scratch {
+pub struct Scratch {
     state: State,
     state_file: PathBuf,
     /// An exclusive lock on the state's lock file, held while the suite runs: `clean` sees a
@@ -174,6 +180,8 @@ impl Scratch {
                     loops: Vec::new(),
                     zfs: Vec::new(),
                     queues: Vec::new(),
+                    cgroup_parent: command_cgroups(),
+                    made_by: None,
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
@@ -228,6 +236,7 @@ impl Scratch {
         state.pid = pid;
         state.start_ticks = process_start_ticks(pid).unwrap_or(0);
         state.pid_namespace = pid_namespace();
+        state.cgroup_parent = command_cgroups();
         let scratch = Scratch {
             state,
             state_file,
@@ -278,6 +287,12 @@ impl Scratch {
             return Ok(());
         }
         self.state.queues.push(record);
+        self.save()
+    }
+
+    /// Records what made the state file where it is not a suite, for `clean` to say.
+    pub fn note_made_by(&mut self, what: String) -> anyhow::Result<()> {
+        self.state.made_by = Some(what);
         self.save()
     }
 

@@ -45,13 +45,26 @@ pub struct State {
     /// `--sched-backing`), recorded before they are changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueRecord>,
+    /// The cgroup the run's commands get cgroups of their own in (`fsbench-PID-N`, locked
+    /// while their maker lives): `clean` kills what is left in those of `pid`, and removes
+    /// them, before it unmounts anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_parent: Option<PathBuf>,
+    /// What made the state file, where it is not a suite (`fsbench capture -o TRACE`):
+    /// `clean` says it with what it removes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made_by: Option<String>,
 }
 
-/// A queue's `scheduler` file and the scheduler to put back in it.
+/// A queue's `scheduler` (or `write_cache`) file and the value to put back in it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct QueueRecord {
     pub file: PathBuf,
     pub previous: String,
+    /// The loop device of the run whose queue it is: `clean` puts it back only while that
+    /// device is still the run's (a detached one may be someone else's by now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_device: Option<PathBuf>,
 }
 
 /// A loop device fsbench attached to a user's image file.

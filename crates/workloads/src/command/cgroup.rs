@@ -4,12 +4,20 @@
 //! The cgroup is made below the one fsbench runs in. fsbench changes no controller setting:
 //! the figures whose controller that cgroup does not pass down (memory, io) come from the
 //! rusage / `/proc/PID/io` fallback, and the phase says so.
+//!
+//! Its maker holds an exclusive `flock` on the cgroup's directory for as long as the cgroup
+//! lives; the kernel drops it when the maker dies, however it dies. A cgroup nobody holds is
+//! a killed fsbench's: the next one (or `fsbench clean`) kills what is left in it and removes
+//! it. A name, a pid or a PID namespace decides nothing.
 
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use rustix::fs::{FlockOperation, Mode, OFlags};
 
 /// What a cgroup measured once its processes were gone.
 #[derive(Debug, Default)]
@@ -26,34 +34,57 @@ pub(super) struct Cgroup {
     path: PathBuf,
     /// `cgroup.procs`, ready for the child to join between fork and exec (no allocation).
     procs: CString,
+    /// The lock on the cgroup's directory that says its maker lives (close-on-exec, so no
+    /// command inherits it); released after the cgroup is removed.
+    _lock: OwnedFd,
 }
+
+/// How long a stale cgroup's processes may take to die once killed.
+const KILL_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Distinct names for the cgroups of one fsbench process.
 static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 impl Cgroup {
-    /// A fresh cgroup below fsbench's own; the error says why there is none.
-    pub(super) fn create() -> Result<Cgroup, String> {
-        let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
-        let own = std::fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-        let own = own
-            .lines()
-            .find_map(|l| l.strip_prefix("0::"))
-            .ok_or("fsbench is in no cgroup v2")?;
-        let parent = mount.join(own.trim_start_matches('/'));
-        remove_stale(&parent);
-        let name = format!(
-            "fsbench-{}-{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = parent.join(name);
-        std::fs::create_dir(&path)
-            .map_err(|e| format!("cannot create a cgroup in {}: {e}", parent.display()))?;
-        let procs = CString::new(path.join("cgroup.procs").as_os_str().as_bytes())
-            .map_err(|_| "the cgroup's path holds a NUL byte".to_string())?;
-        Ok(Cgroup { path, procs })
+    /// A fresh cgroup below fsbench's own, locked as its maker's, after killed fsbench
+    /// processes' cgroups are swept: with what the sweep could not undo. The error says why
+    /// there is none.
+    pub(super) fn create() -> Result<(Cgroup, Vec<String>), String> {
+        let parent = parent()?;
+        let unswept = sweep(&parent, None).into_iter().filter_map(Result::err);
+        let unswept = unswept.collect();
+        // A name taken (a run in another PID namespace has the same pid) or a cgroup another
+        // fsbench's sweep took in the instant before it was locked: the next name.
+        for _ in 0..16 {
+            let name = format!(
+                "fsbench-{}-{}",
+                std::process::id(),
+                SERIAL.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = parent.join(name);
+            match std::fs::create_dir(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(format!(
+                        "cannot create a cgroup in {}: {e}",
+                        parent.display()
+                    ));
+                }
+                Ok(()) => {}
+            }
+            let Some(lock) = try_lock(&path) else {
+                continue;
+            };
+            let procs = CString::new(path.join("cgroup.procs").as_os_str().as_bytes())
+                .map_err(|_| "the cgroup's path holds a NUL byte".to_string())?;
+            let cgroup = Cgroup {
+                path,
+                procs,
+                _lock: lock,
+            };
+            return Ok((cgroup, unswept));
+        }
+        Err(format!("cannot claim a cgroup in {}", parent.display()))
     }
 
     pub(super) fn procs_path(&self) -> &std::ffi::CStr {
@@ -138,33 +169,103 @@ impl Drop for Cgroup {
     }
 }
 
-/// Removes the cgroups (and kills what they hold) that an fsbench killed outright left in
-/// `parent`: those named after a process that is no fsbench any more.
-fn remove_stale(parent: &Path) {
+/// Where fsbench makes the cgroups of its commands: below the cgroup it runs in.
+pub fn parent() -> Result<PathBuf, String> {
+    let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    let own = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("fsbench is in no cgroup v2")?;
+    Ok(mount.join(own.trim_start_matches('/')))
+}
+
+/// The directory's lock, if no one else holds it.
+fn try_lock(dir: &Path) -> Option<OwnedFd> {
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive).ok()?;
+    Some(fd)
+}
+
+/// The pid in a name fsbench gives its cgroups, `fsbench-PID-SERIAL`.
+fn maker_pid(name: &str) -> Option<u32> {
+    let (pid, serial) = name.strip_prefix("fsbench-")?.split_once('-')?;
+    serial.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+/// Kills what is left in the cgroups of `parent` that killed fsbench processes made (those
+/// of pid `maker` only, if given) and removes them: one line each on what was done, or why
+/// it could not be. A cgroup whose maker lives (it holds the lock) is left alone, silently.
+pub fn sweep(parent: &Path, maker: Option<u32>) -> Vec<Result<String, String>> {
     let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
+        return Vec::new();
     };
+    let mut said = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("fsbench-"))
-            .and_then(|n| n.split_once('-'))
-            .and_then(|(pid, serial)| serial.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
-        else {
+        let Some(pid) = name.to_str().and_then(maker_pid) else {
             continue;
         };
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if pid != std::process::id() && comm.trim() != "fsbench" {
-            let procs = CString::new(entry.path().join("cgroup.procs").as_os_str().as_bytes());
-            if let Ok(procs) = procs {
-                // Its Drop kills what is left and removes it.
-                drop(Cgroup {
-                    path: entry.path(),
-                    procs,
-                });
-            }
+        if maker.is_some_and(|m| m != pid) {
+            continue;
         }
+        let path = entry.path();
+        let Some(lock) = try_lock(&path) else {
+            continue;
+        };
+        let Ok(procs) = CString::new(path.join("cgroup.procs").as_os_str().as_bytes()) else {
+            continue;
+        };
+        // Dropped once removed: its Drop finds nothing left to kill or remove.
+        let stale = Cgroup {
+            path,
+            procs,
+            _lock: lock,
+        };
+        said.push(stale.remove());
+    }
+    said
+}
+
+/// Whether `parent` is a directory in the cgroup v2 hierarchy (a state file names it).
+pub fn in_hierarchy(parent: &Path) -> bool {
+    cgroup2_mount().is_some_and(|mount| parent.starts_with(mount)) && parent.is_dir()
+}
+
+impl Cgroup {
+    /// Kills what is left in a stale cgroup, waits for it to empty and removes it.
+    fn remove(&self) -> Result<String, String> {
+        let left = self.process_count();
+        if !self.kill_all(KILL_PATIENCE) {
+            return Err(format!(
+                "the processes in cgroup {} did not die within {} s of SIGKILL; it is left",
+                self.path.display(),
+                KILL_PATIENCE.as_secs()
+            ));
+        }
+        std::fs::remove_dir(&self.path)
+            .map_err(|e| format!("cannot remove cgroup {}: {e}", self.path.display()))?;
+        Ok(match left {
+            0 => format!("removed cgroup {}", self.path.display()),
+            n => format!(
+                "killed {n} process(es) left in cgroup {} and removed it",
+                self.path.display()
+            ),
+        })
+    }
+
+    /// How many processes the cgroup holds now.
+    fn process_count(&self) -> usize {
+        std::fs::read_to_string(self.path.join("cgroup.procs"))
+            .map(|p| p.lines().count())
+            .unwrap_or(0)
     }
 }
 

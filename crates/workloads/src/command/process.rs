@@ -210,7 +210,10 @@ pub fn run(step: &Step<'_>) -> Result<Finished, FsbenchError> {
 fn spawn(step: &Step<'_>) -> Result<(Tree, File, File, Vec<String>), FsbenchError> {
     let mut notes = Vec::new();
     let mut cgroup = match Cgroup::create() {
-        Ok(c) => Some(c),
+        Ok((c, unswept)) => {
+            notes.extend(unswept);
+            Some(c)
+        }
         Err(why) => {
             notes.push(why);
             None

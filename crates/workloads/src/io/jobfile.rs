@@ -119,6 +119,22 @@ fn substitute(text: &str, at: &str) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Whether a (trimmed, non-comment) line has a job file's shape: `[name]`, `include FILE`, or
+/// an option whose name is fio's kind of word.
+fn is_job_line(line: &str) -> bool {
+    if line.starts_with('[') {
+        return line.ends_with(']');
+    }
+    if line.starts_with("include ") {
+        return true;
+    }
+    let key = line.split_once('=').map_or(line, |(key, _)| key).trim();
+    !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::Result<()> {
     if depth > MAX_DEPTH {
         return Err(invalid(format!(
@@ -132,6 +148,14 @@ fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::
         let line = raw.trim();
         if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
             continue;
+        }
+        // An included file may be anything (`include /etc/shadow`): errors quote only what
+        // has a job file's shape.
+        if !is_job_line(line) {
+            return Err(invalid(format!(
+                "{at}: not a job file's line (`[section]`, `key=value`, `key` or `include \
+                 FILE`); not quoted"
+            )));
         }
         let line = substitute(line, &at)?;
         if let Some(name) = line.strip_prefix('[') {
@@ -249,5 +273,25 @@ mod tests {
         }
         let path = write(dir.path(), "loop.fio", "include loop.fio\n");
         assert!(format!("{:#}", read(&path).unwrap_err()).contains("a cycle"));
+    }
+
+    #[test]
+    fn an_included_file_that_is_no_job_file_is_not_quoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "root:$6$s3cr3tHash:19000:0:99999:7:::";
+        for text in [
+            format!("{secret}\n"),
+            "[unclosed s3cr3t\n".to_string(),
+            "key with s3cr3t spaces=1\n".to_string(),
+            "pass${s3cr3t=1\n".to_string(),
+        ] {
+            write(dir.path(), "shadow", &text);
+            let path = write(dir.path(), "job.fio", "[a]\nsize=1m\ninclude shadow\n");
+            let err = format!("{:#}", read(&path).unwrap_err());
+            assert!(
+                err.contains("shadow:1: not a job file's line") && !err.contains("s3cr3t"),
+                "{text:?}: {err}"
+            );
+        }
     }
 }

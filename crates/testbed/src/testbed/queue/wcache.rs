@@ -28,6 +28,7 @@ pub fn set(
     note: impl FnOnce(QueueRecord) -> anyhow::Result<()>,
 ) -> anyhow::Result<Setting> {
     let file = super::queue_file(device, "write_cache")?;
+    let claim = super::claim::take(&file, device, "write cache")?;
     let previous = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?
         .trim()
@@ -36,6 +37,7 @@ pub fn set(
     note(QueueRecord {
         file: file.clone(),
         previous: previous.clone(),
+        loop_device: None,
     })?;
     let written = std::fs::write(&file, wanted);
     let now = std::fs::read_to_string(&file).unwrap_or_default();
@@ -53,6 +55,7 @@ pub fn set(
         description: format!("{wanted} on {} (was {previous})", device.display()),
         file,
         previous: Some(previous),
+        _claim: claim,
     })
 }
 
