@@ -9,13 +9,16 @@ use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart
 use fsbench_model::aging::Preparation;
 
 /// `text` on stderr, wrapped at words to the terminal's width with the lines it continues
-/// on indented, so that no word breaks in two; as one line where stderr is no terminal.
+/// on indented, so that no word breaks in two; as one line where stderr is no terminal. A
+/// closed stderr (`2>&1 | head -0`) loses the text and nothing else: the run goes on.
 pub(crate) fn say(text: &str) {
+    use std::io::Write;
     let width = rustix::termios::tcgetwinsize(std::io::stderr())
         .ok()
         .map(|w| w.ws_col)
         .filter(|w| *w >= 40);
-    eprint!("{}", crate::report::fit::wrap(text, width, 0, 4));
+    let wrapped = crate::report::fit::wrap(text, width, 0, 4);
+    let _ = std::io::stderr().write_all(wrapped.as_bytes());
 }
 
 /// Prints a run's events on stderr; draws progress bars when `bars` (and stderr is a terminal).

@@ -43,3 +43,53 @@ fn run_sh_runs_the_binary_cargo_built_in_cargo_target_dir() {
         "fsbench from CARGO_TARGET_DIR: list --limit 1\n"
     );
 }
+
+/// Runs `args` with stderr (and with `stdout_too`, stdout) a pipe whose reader has gone, as
+/// in `fsbench … 2>&1 | head -0`.
+fn with_closed_stderr(state: &Path, args: &[&str], stdout_too: bool) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut command = fsbench(state);
+    command.args(args).stderr(writer.try_clone().unwrap());
+    if stdout_too {
+        command.stdout(writer);
+    } else {
+        command.stdout(std::process::Stdio::piped());
+    }
+    let child = command.spawn().unwrap();
+    wait_drained_within(child, limit())
+}
+
+#[test]
+fn a_closed_stderr_never_panics() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let args = [
+        "--db",
+        db.to_str().unwrap(),
+        "run",
+        "-w",
+        "tree:dirs=2,files=2,size=1,levels=1",
+        "--runs",
+        "2",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ];
+    // Both closed: the run goes on, and ends by SIGPIPE as it writes its tables.
+    let out = with_closed_stderr(state.path(), &args, true);
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+    // Only stderr: the tables still come, and the run is saved.
+    let out = with_closed_stderr(state.path(), &args, false);
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(
+        text(&out.stdout).contains("Phase times"),
+        "{}",
+        text(&out.stdout)
+    );
+    // An error says nothing where nothing can be said, and keeps its exit code.
+    let out = with_closed_stderr(state.path(), &["run", "--runs", "0", "--dir", "."], false);
+    assert_eq!(out.status.code(), Some(2), "{:?}", out.status);
+    assert_empty(dir.path());
+}
