@@ -57,8 +57,9 @@ use query::query;
                   with its spread (stddev, CV, 95% CI) over repeated, interleaved runs."
 )]
 struct Cli {
-    /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]
-    #[arg(long, global = true, value_name = "PATH")]
+    /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]; also taken after the
+    /// commands that use it
+    #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -90,6 +91,8 @@ enum Command {
         /// How many suites
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        #[command(flatten)]
+        database: Database,
     },
     /// A suite's tables, system and configurations, from the results database
     Show {
@@ -102,6 +105,8 @@ enum Command {
         /// Tables for a person, or the JSON document `run --output-format json` prints
         #[arg(long, value_parser = stdout_formats(), default_value = "table")]
         output_format: &'static dyn Report,
+        #[command(flatten)]
+        database: Database,
     },
     /// Configurations side by side: mean ± 95% CI, difference, Welch p-value, verdict
     Compare(CompareArgs),
@@ -122,6 +127,8 @@ enum Command {
         /// (`--group tests=iozone --group loops=atomic --group loops=tree:quick`)
         #[arg(long, value_name = "NAME=WORKLOAD")]
         group: Vec<String>,
+        #[command(flatten)]
+        database: Database,
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {
@@ -133,9 +140,20 @@ enum Command {
         /// Write to this file instead of stdout (`-`: stdout)
         #[arg(short = 'o', long)]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        database: Database,
     },
     /// A self-contained HTML report of one or more suites
     Report(ReportArgs),
+}
+
+/// `--db` after a command that reads or writes the results database; the commands that use
+/// none (capture, fdtree, archive, clean) neither take nor list it.
+#[derive(Debug, Clone, clap::Args)]
+struct Database {
+    /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]
+    #[arg(long = "db", value_name = "PATH")]
+    path: Option<PathBuf>,
 }
 
 /// The reports of the registry that `offered` gives a help line, as `--format` values.
@@ -183,6 +201,8 @@ struct FioArgs {
 struct RunArgs {
     /// Suite file (TOML); options given here override it
     suite: Option<PathBuf>,
+    #[command(flatten)]
+    database: Database,
     /// Filesystem configurations: `ext4,xfs,btrfs`, or one per flag as
     /// `FS:mkfs=ARGS:mount=OPTS:label=NAME` (e.g. 'ext4:mkfs=-O ^has_journal').
     /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs, ntfs (ntfs-3g), zfs (zfs-fuse; properties as
@@ -220,7 +240,9 @@ struct RunArgs {
     #[arg(long, value_name = "SIZE", requires = "command_phase")]
     command_space: Option<String>,
     /// Runs per configuration and workload, or `auto`: rounds until every phase's primary
-    /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3]
+    /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3; a bare
+    /// `fsbench run`, with no workload, suite file or --runs: auto, up to 30 rounds within
+    /// about 3 minutes]
     #[arg(long, short = 'n', value_parser = auto_runs::parse_runs)]
     runs: Option<auto_runs::RunCount>,
     /// With --runs auto: the CI half-width to reach, in percent of the mean [default: 5%]
@@ -522,6 +544,27 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+impl Command {
+    /// The database given after the command, if any.
+    fn database(&self) -> Option<&Path> {
+        let given = match self {
+            Command::Run(args) => &args.database,
+            Command::Ffsb(args) => &args.run.database,
+            Command::Fio(args) => &args.run.database,
+            Command::List { database, .. }
+            | Command::Show { database, .. }
+            | Command::Rank { database, .. }
+            | Command::Export { database, .. } => database,
+            Command::Compare(args) => &args.database,
+            Command::Report(args) => &args.database,
+            Command::Fdtree(_) | Command::Capture(_) | Command::Clean | Command::Archive { .. } => {
+                return None;
+            }
+        };
+        given.path.as_deref()
+    }
+}
+
 /// `--db` with a command that stores nothing would silently mean nothing.
 fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
     let command = match cli.command {
@@ -545,7 +588,9 @@ pub fn main() -> ExitCode {
     crate::diag::set_sink(console::say);
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
-    let db = cli.db.clone().unwrap_or_else(Store::default_path);
+    let db = (cli.command.database().map(Path::to_path_buf))
+        .or_else(|| cli.db.clone())
+        .unwrap_or_else(Store::default_path);
     let mpi_run = matches!(cli.command, Command::Run(_));
     let outcome = crate::launcher::refuse_uncoordinated(mpi_run)
         .and_then(|()| signals::install_signal_handlers(&progress))

@@ -83,3 +83,25 @@ fn list_fits_80_columns_without_breaking_a_name() {
     // A pipe gets the table.
     assert!(super::query::list_text(&[suite], None).contains('┆'));
 }
+
+/// `--runs` says what a bare run does, with the numbers the default suite uses.
+#[test]
+fn runs_help_states_the_default_runs_budget() {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let run = cli.find_subcommand("run").expect("run");
+    let runs = (run.get_arguments())
+        .find(|a| a.get_id() == "runs")
+        .expect("--runs");
+    let help = runs
+        .get_help()
+        .expect("help")
+        .to_string()
+        .replace('\n', " ");
+    let budget = format!(
+        "up to {} rounds within about {} minutes",
+        crate::suite::AutoRuns::default().max_runs,
+        crate::suite::DEFAULT_MAX_SECS / 60.0
+    );
+    assert!(help.contains(&budget), "{help}");
+}

@@ -93,3 +93,105 @@ fn a_closed_stderr_never_panics() {
     assert_eq!(out.status.code(), Some(2), "{:?}", out.status);
     assert_empty(dir.path());
 }
+
+#[test]
+fn misspelt_workloads_and_presets_get_did_you_mean() {
+    for (workload, hint) in [
+        ("tre", "unknown workload `tre` (did you mean `tree`?)"),
+        ("mdtest-esy", "(did you mean `mdtest-easy`?)"),
+        (
+            "tree:quik",
+            "unknown tree preset `quik` (did you mean `quick`?)",
+        ),
+        ("xattr:blok", "(did you mean `block`?)"),
+        ("tree:dirz=3", "(did you mean `dirs`?)"),
+    ] {
+        fails_with(&["run", "--dir", ".", "-w", workload], 2, hint);
+    }
+    // Nothing near: the list alone, no guess.
+    fails_with(
+        &["run", "--dir", ".", "-w", "tree:huge"],
+        2,
+        "unknown tree preset `huge`: choose one of",
+    );
+}
+
+#[test]
+fn only_the_commands_that_use_the_database_take_and_list_db() {
+    let state = tempdir();
+    let help = |command: &str| {
+        let out = run(fsbench(state.path()).args([command, "--help"]));
+        assert!(out.status.success());
+        text(&out.stdout)
+    };
+    for command in ["capture", "fdtree", "clean"] {
+        assert!(
+            !help(command).contains("--db"),
+            "{command}: {}",
+            help(command)
+        );
+    }
+    for command in ["run", "show", "list", "compare", "rank", "export", "report"] {
+        assert!(help(command).contains("--db <PATH>"), "{command}");
+    }
+    fails_with(
+        &["capture", "--db", "x.db", "-o", "t", "--", "true"],
+        2,
+        "--db",
+    );
+    fails_with(
+        &["--db", "x.db", "capture", "-o", "t", "--", "true"],
+        2,
+        "stores nothing",
+    );
+}
+
+#[test]
+fn compare_takes_the_baseline_by_its_label() {
+    use crate::verdicts::{exact_sample, phase, saved_suite};
+    let dir = tempdir();
+    let db = dir.path().join("results.db");
+    let config = |seed, secs| {
+        let times = exact_sample(seed, 3, secs, 1.0);
+        times
+            .iter()
+            .map(|&t| vec![phase("dir-create", t, Vec::new())])
+            .collect::<Vec<_>>()
+    };
+    saved_suite(&db, &[config(1, 10.0), config(2, 5.0)]);
+    saved_suite(&db, &[config(3, 10.0), config(4, 5.0)]);
+    let compare = |args: &[&str]| {
+        run(fsbench(dir.path())
+            .arg("--db")
+            .arg(&db)
+            .arg("compare")
+            .args(args))
+    };
+    let out = compare(&["1", "--baseline", "b (existing dir)"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.starts_with("Baseline: b (existing dir)."), "{table}");
+    assert!(
+        table.contains("a (existing dir) 2.0") && table.contains("slower than b (existing dir)"),
+        "{table}"
+    );
+    // Two suites have the label: which one is asked, by ID:CONFIG.
+    let out = compare(&["1", "2", "--baseline", "b (existing dir)"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("name one: 1:b (existing dir), 2:b (existing dir)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        compare(&["1", "2", "--baseline", "2:b (existing dir)"])
+            .status
+            .success()
+    );
+    let out = compare(&["1", "--baseline", "c"]);
+    assert!(
+        text(&out.stderr).contains("no compared configuration has that label"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -46,7 +46,7 @@ mod stack;
 mod stats_scipy;
 mod store;
 mod tar_reader;
-mod verdicts;
+pub(crate) mod verdicts;
 mod wcache;
 mod workload_specs;
 mod xattr;

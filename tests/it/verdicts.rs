@@ -32,7 +32,7 @@ fn normals(seed: u64, n: usize) -> Vec<f64> {
 }
 
 /// `n` values with exactly this mean and coefficient of variation (draws standardized).
-fn exact_sample(seed: u64, n: usize, mean: f64, cv_percent: f64) -> Vec<f64> {
+pub(crate) fn exact_sample(seed: u64, n: usize, mean: f64, cv_percent: f64) -> Vec<f64> {
     let z = normals(seed, n);
     let m = z.iter().sum::<f64>() / n as f64;
     let sd = (z.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
@@ -44,7 +44,7 @@ fn exact_sample(seed: u64, n: usize, mean: f64, cv_percent: f64) -> Vec<f64> {
 const OPS: u64 = 100_000;
 
 /// A phase of `secs` seconds with OPS units done, and the workload's own `figures`.
-fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
+pub(crate) fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
     PhaseRecord {
         name: name.into(),
         measurement: PhaseMeasurement {
@@ -71,10 +71,13 @@ fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
     }
 }
 
-/// Saves a two-configuration suite whose runs have these phases (`runs[config][round]`),
-/// and loads it back.
-fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteResult {
-    let configs = ["a", "b"].map(FsConfig::existing);
+/// Saves a suite of configurations `a`, `b`, … (up to `e`) whose runs have these phases
+/// (`runs[config][round]`), and loads it back.
+pub(crate) fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteResult {
+    let configs: Vec<FsConfig> = ["a", "b", "c", "d", "e"][..runs.len()]
+        .iter()
+        .map(|c| FsConfig::existing(c))
+        .collect();
     let suite = Suite {
         runs: runs[0].len() as u32,
         workloads: vec![Params::parse("tree:quick-shallow").unwrap().spec()],
