@@ -195,3 +195,35 @@ fn compare_takes_the_baseline_by_its_label() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_workloads_default_preset_is_the_one_named_default() {
+    let state = tempdir();
+    let out = run(fsbench(state.path()).args(["run", "--help"]));
+    let help = text(&out.stdout);
+    // Per workload (a line `KIND:[PRESET,]…`), its presets and the one marked `(default)`.
+    let mut kinds: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    for line in help.lines().map(str::trim) {
+        if let Some((kind, _)) = line.split_once(":[PRESET,]") {
+            kinds.push((kind.to_string(), Vec::new(), Vec::new()));
+        } else if let (Some(rest), Some(k)) = (line.strip_prefix("preset "), kinds.last_mut()) {
+            let name = rest.split([' ', ':']).next().unwrap().to_string();
+            if rest.starts_with(&format!("{name} (default)")) {
+                k.2.push(name.clone());
+            }
+            k.1.push(name);
+        }
+    }
+    assert!(kinds.len() >= 8, "{kinds:?}");
+    for (kind, presets, marked) in &kinds {
+        assert!(marked.len() <= 1, "{kind}: {marked:?}");
+        if presets.iter().any(|p| p == "default") {
+            assert_eq!(marked, &["default"], "{kind}");
+        }
+    }
+    assert!(
+        kinds
+            .iter()
+            .any(|(k, _, m)| k == "tree" && m == &["default"])
+    );
+}
