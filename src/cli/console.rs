@@ -37,6 +37,9 @@ pub(crate) struct Console {
     configs: Vec<String>,
     workloads: Vec<String>,
     run: (String, String),
+    /// The skeletons of the workload notes said so far: each is said once per suite (the
+    /// results keep every run's, and `show` lists them).
+    notes_said: Vec<String>,
 }
 
 impl Console {
@@ -51,6 +54,7 @@ impl Console {
             configs: Vec::new(),
             workloads: Vec::new(),
             run: Default::default(),
+            notes_said: Vec::new(),
         }
     }
 
@@ -167,12 +171,20 @@ impl Observer for Console {
         if let Some(bar) = self.bar.take() {
             bar.finish();
         }
-        // Workload notes (shrinks, skips) said as they happen; they are in the results too.
+        // Workload notes (shrinks, skips) said as they happen, each once per suite: a note
+        // every run and phase repeats would bury the progress; the results keep them all.
         for (p, note) in phase
             .iter()
             .flat_map(|p| p.notes.iter().map(move |n| (p, n)))
         {
-            say(&format!("fsbench: {label} {}: {note}", p.name));
+            let skeleton = crate::report::notes::skeleton(note);
+            if !self.notes_said.contains(&skeleton) {
+                self.notes_said.push(skeleton);
+                say(&format!(
+                    "fsbench: {label} {}: {note} (said once for the suite)",
+                    p.name
+                ));
+            }
         }
     }
 

@@ -24,7 +24,7 @@ mod json;
 mod kept_output;
 mod matrix;
 mod mpi_ranks;
-mod notes;
+pub mod notes;
 pub mod ranking;
 pub mod stack;
 mod table;
