@@ -449,6 +449,15 @@ fn render_workload(
             &grid(&rate_columns).table(view),
         ));
     }
+    if rate_columns
+        .iter()
+        .any(|(_, _, metric, _)| *metric == "steady rate")
+    {
+        out.push_str(&view.item(
+            0,
+            "steady: the rate once warmed up (MSER-5), over the runs that settled; - where none did",
+        ));
+    }
     for run in r.runs.iter().filter(|x| x.workload == workload) {
         if let Some(what) = &run.incomplete {
             let _ = writeln!(
