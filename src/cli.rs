@@ -251,7 +251,8 @@ struct RunArgs {
     /// With --runs auto: the most rounds [default: 30]
     #[arg(long, value_name = "N")]
     max_runs: Option<u32>,
-    /// With --runs auto: start no round after this long (e.g. 90s, 30m, 2h)
+    /// With --runs auto: end within this long (e.g. 90s, 30m, 2h): no run starts that the
+    /// runs before it say would end past it
     #[arg(long, value_name = "DURATION", value_parser = auto_runs::parse_duration)]
     max_time: Option<f64>,
     /// Run in a fresh subdirectory of an existing directory (no mkfs, no root needed)

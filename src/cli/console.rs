@@ -1,7 +1,7 @@
 //! The console: what a person watching a run sees on stderr — a line per suite, skipped
 //! configuration, finished run, workload note and diagnostic, and a progress bar per phase.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::phase_progress::{LineNames, PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
@@ -25,9 +25,12 @@ pub(crate) fn say(text: &str) {
 pub(crate) struct Console {
     bars: bool,
     bar: Option<PhaseBar>,
-    /// Runs of the suite in all, and done (a resumed suite's earlier ones included).
+    /// Runs of the suite in all (with `--runs auto`, at most), and done (a resumed suite's
+    /// earlier ones included).
     planned: usize,
     done: usize,
+    /// `--runs auto`'s time budget: the suite ends within it.
+    budget: Option<Duration>,
     /// When this process started running the suite, and the runs it finished since: the
     /// suite's ETA is their mean time × the runs left.
     started: Instant,
@@ -49,6 +52,7 @@ impl Console {
             bar: None,
             planned: 0,
             done: 0,
+            budget: None,
             started: Instant::now(),
             finished_here: 0,
             configs: Vec::new(),
@@ -58,19 +62,41 @@ impl Console {
         }
     }
 
-    /// `runs 3/9, 2m10s left`: the whole suite's progress for the progress line.
+    /// `runs 3/9, 2m10s left`: the whole suite's progress for the progress line and the
+    /// run lines (`runs 3/≤90, at most 2m10s left` with `--runs auto`: it may stop sooner).
     fn suite_progress(&self) -> String {
         let left = self.planned.saturating_sub(self.done) as u32;
-        let eta = (self.finished_here > 0).then(|| {
-            let per_run = self.started.elapsed() / self.finished_here;
-            format!(", {} left", short_duration(per_run * left))
-        });
+        let by_runs =
+            (self.finished_here > 0).then(|| self.started.elapsed() / self.finished_here * left);
+        let by_budget = self
+            .budget
+            .map(|b| b.saturating_sub(self.started.elapsed()));
+        let eta = match (by_runs, by_budget) {
+            (Some(runs), Some(budget)) => Some(runs.min(budget)),
+            (runs, budget) => runs.or(budget),
+        };
+        let (at_most, up_to) = match self.budget {
+            Some(_) => ("at most ", "≤"),
+            None => ("", ""),
+        };
+        let eta = eta.map(|d| format!(", {at_most}{} left", short_duration(d)));
         format!(
-            "runs {}/{}{}",
+            "runs {}/{up_to}{}{}",
             self.done,
             self.planned,
             eta.unwrap_or_default()
         )
+    }
+}
+
+/// `3 minutes`, `90 seconds`, `1h30m`: a budget as said in a sentence.
+fn spoken_duration(d: Duration) -> String {
+    match d.as_secs() {
+        s if s % 60 == 0 && s < 3600 => {
+            format!("{} minute{}", s / 60, if s == 60 { "" } else { "s" })
+        }
+        s if s < 60 => format!("{s} seconds"),
+        _ => short_duration(d),
     }
 }
 
@@ -79,6 +105,8 @@ impl Observer for Console {
         let planned = plan.configurations * plan.workloads * plan.runs as usize;
         (self.planned, self.done) = (planned, plan.already_done);
         self.started = Instant::now();
+        let auto = plan.result.suite.auto_runs.as_ref();
+        self.budget = auto.and_then(|a| a.max_secs).map(Duration::from_secs_f64);
         let labels: Vec<String> = (plan.result.configurations.iter())
             .map(|c| c.config.label.clone())
             .collect();
@@ -86,12 +114,23 @@ impl Observer for Console {
         self.workloads = (plan.result.workload_records.iter())
             .map(|w| w.label.clone())
             .collect();
+        // With `--runs auto` the runs are at most so many, and the time a budget: said as such.
+        let runs = match auto {
+            None => format!("{} run(s)", plan.runs),
+            Some(a) => format!(
+                "up to {} runs{} (--runs auto: rounds until every phase's 95% CI is within \
+                 ±{}% of its mean)",
+                plan.runs,
+                self.budget
+                    .map_or(String::new(), |b| format!(", about {}", spoken_duration(b))),
+                a.target_ci_percent
+            ),
+        };
         say(&format!(
-            "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
+            "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {runs} on {}{}",
             plan.result.display_name(),
             plan.configurations,
             plan.workloads,
-            plan.runs,
             plan.result.target.description,
             if plan.already_done == 0 {
                 String::new()
@@ -224,12 +263,14 @@ impl Observer for Console {
                 if f.clean { "clean" } else { "NOT CLEAN" }
             ));
         }
+        // The suite's progress on every run's line: in a pipe or a log there is no bar.
         say(&format!(
-            "fsbench: run {} · {} · {}: {}",
+            "fsbench: run {} · {} · {}: {} [{}]",
             r.run,
             r.config,
             r.workload,
-            parts.join(", ")
+            parts.join(", "),
+            self.suite_progress()
         ));
         Ok(())
     }
