@@ -270,3 +270,72 @@ fn a_thousand_null_matrix_cells_make_few_false_discoveries() {
     );
     assert!(discoveries <= 1, "{discoveries} false discoveries");
 }
+
+/// Three configurations where one pair is decided and the noisy third is told apart from
+/// neither: the answer names that pair, never a shared lead, and `show` prints every pair's
+/// verdict it rests on.
+#[test]
+fn show_answers_from_the_pairwise_verdicts_it_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let config = |seed, secs, cv| {
+        exact_sample(seed, 5, secs, cv)
+            .iter()
+            .map(|&s| vec![phase("dir-create", s, Vec::new())])
+            .collect::<Vec<_>>()
+    };
+    let suite = saved_suite(
+        &db,
+        &[
+            config(11, 15.0, 1.0),
+            config(12, 12.0, 45.0),
+            config(13, 10.0, 1.0),
+        ],
+    );
+    let id = suite.id.unwrap().to_string();
+    let state = crate::common::tempdir();
+    let out = crate::common::run(
+        crate::common::fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["show", &id]),
+    );
+    let show = crate::common::text(&out.stdout);
+    let section = |name: &str| {
+        let start = show
+            .find(&format!("== {name} =="))
+            .unwrap_or_else(|| panic!("{show}"));
+        let rest = &show[start + name.len() + 6..];
+        rest[..rest.find("\n== ").unwrap_or(rest.len())].to_string()
+    };
+    let (a, b, c) = ("a (existing dir)", "b (existing dir)", "c (existing dir)");
+    let answer = section("Answer");
+    assert!(
+        answer.contains(&format!(
+            "dir-create: {c} is 1.50 × faster than {a}; not told apart: {a} and {b}, {b} and {c}"
+        )),
+        "{answer}"
+    );
+    assert!(!answer.contains("share the lead"), "{answer}");
+    let verdicts = section("Verdicts, every pair");
+    for (who, sign) in [
+        (format!("{b} "), "?"),
+        (format!("{c} "), "▲"),
+        (format!("{c} "), "?"),
+    ] {
+        assert!(
+            verdicts
+                .lines()
+                .any(|l| l.contains(sign) && l.contains(&who)),
+            "{who}{sign}: {verdicts}"
+        );
+    }
+    assert!(
+        verdicts.contains(&format!("▲ {c} 1.50")) && verdicts.contains(&format!("than {a}")),
+        "{verdicts}"
+    );
+    assert!(
+        verdicts.contains("Holm over 3 phase verdicts"),
+        "{verdicts}"
+    );
+}

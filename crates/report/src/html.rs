@@ -28,6 +28,7 @@ caption { text-align: left; font-weight: bold; padding: .3em 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: pre-line; }
 blockquote { border-left: 4px solid #0072B2; margin: .5em 0; padding: .3em 1em; background: #f4f8fb; }
 .warning { color: #8a4b00; }
+p.answer.phase { margin: .2em 0 .2em 2em; }
 .better { color: #006b3c; font-weight: bold; }
 .worse { color: #b00020; font-weight: bold; }
 .noise { color: #555; }
@@ -158,7 +159,10 @@ fn summary(suites: &[SuiteResult], comparisons: &[WorkloadComparison]) -> Markup
         h2 #summary { "Summary" }
         @for s in suites {
             blockquote { strong { "#" (s.id.unwrap_or(0)) " purpose: " } @if s.suite.purpose.is_empty() { em { "none stated" } } @else { (s.suite.purpose) } }
-            @for line in super::answer::lines(s) { p.answer { strong { "#" (s.id.unwrap_or(0)) ": " } (line) } }
+            @for (level, line) in super::answer::lines(s) {
+                @if level == 0 { p.answer { strong { "#" (s.id.unwrap_or(0)) ": " } (line) } }
+                @else { p.answer.phase { (line) } }
+            }
         }
         @if comparisons.iter().all(|c| c.answers().is_empty()) { p { "No verdicts: comparing needs two configurations with at least 2 runs each." } }
         @else { p { a href="#comparison" { "Every verdict, phase by phase" } ", under the charts." } }

@@ -218,46 +218,41 @@ fn render_testbed(out: &mut String, r: &SuiteResult, view: &View) {
     }
 }
 
-/// The answer, one line per workload.
+/// The answer: per workload a headline and a line per phase.
 pub(crate) fn render_conclusions(out: &mut String, r: &SuiteResult, view: &View) {
     let lines = super::answer::lines(r);
     if !lines.is_empty() {
         out.push_str(&view.style.heading("Answer"));
-        for line in &lines {
-            out.push_str(&view.item(0, line));
+        for (level, line) in &lines {
+            out.push_str(&view.item(*level, line));
         }
     }
 }
 
-/// One line per phase and configuration against the first configuration, with the
-/// corrections applied (the noise threshold is `compare`'s default).
+/// The verdicts the answer rests on: with two configurations, the second against the first;
+/// with more, every pair, corrected together (the noise threshold is `compare`'s default).
 fn render_answers(out: &mut String, r: &SuiteResult, view: &View) {
-    use crate::stats::compare::{DEFAULT_NOISE_PERCENT, compare, suite_columns};
-    let columns = suite_columns(r);
-    if columns.len() < 2 {
-        return;
-    }
-    let comparison = compare(std::slice::from_ref(r), &columns, 0, DEFAULT_NOISE_PERCENT);
-    let answers = comparison.answers();
+    use crate::stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
+    let pairs = pairwise(r, DEFAULT_NOISE_PERCENT);
+    let answers = pairs.answers();
     if answers.is_empty() {
         return;
     }
-    out.push_str(
-        &view
-            .style
-            .heading(&format!("Verdicts against {}", columns[0].config)),
-    );
-    for a in &answers {
-        out.push_str(&view.item(
-            0,
-            &super::compare::answer_line(&super::compare::names(&columns), &comparison, a),
-        ));
+    let heading = match pairs.columns.as_slice() {
+        [first, _] => format!("Verdicts against {}", first.config),
+        _ => "Verdicts, every pair".to_string(),
+    };
+    out.push_str(&view.style.heading(&heading));
+    let names = super::compare::names(&pairs.columns);
+    for (baseline, a) in &answers {
+        let comparison = &pairs.by_baseline[*baseline];
+        out.push_str(&view.item(0, &super::compare::answer_line(&names, comparison, a)));
     }
     out.push_str(&view.item(
         0,
         &format!(
             "{} Noise threshold {DEFAULT_NOISE_PERCENT}%; `fsbench compare` shows every figure.",
-            super::compare::corrections_text(&comparison)
+            super::compare::corrections_text(&pairs.by_baseline[0])
         ),
     ));
 }

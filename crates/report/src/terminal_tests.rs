@@ -82,10 +82,10 @@ fn every_line_fits_80_and_120_columns() {
 fn verdicts_lead_and_all_figures_wait_for_verbose() {
     let r = three_filesystems();
     let text = render(&r, &terminal(Some(80), false));
-    let verdicts = text.find("Verdicts against ext4").expect("verdicts");
+    let verdicts = text.find("Verdicts, every pair").expect("verdicts");
     let times = text.find("Phase times").expect("phase times");
     assert!(verdicts < times, "{text}");
-    // The answer first, in one line per workload: ext4's times are the shortest.
+    // The answer first, a headline per workload: ext4's times are the shortest.
     let answer = text.find("== Answer ==").expect("answer");
     assert!(answer < verdicts, "{text}");
     let answer = text[answer..verdicts]
@@ -94,7 +94,7 @@ fn verdicts_lead_and_all_figures_wait_for_verbose() {
     assert!(
         answer
             .join(" ")
-            .contains("ext4 is fastest overall (ahead in 4 of 4 phases"),
+            .contains("ext4 is fastest overall (leads in 4 of 4 phases)"),
         "{text}"
     );
     // One suite: its configurations need no `#ID` to tell them apart.
