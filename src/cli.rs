@@ -30,7 +30,7 @@ use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
 use crate::report::formats::Report;
-use crate::results::{RunRecord, RunStatus, SuiteResult};
+use crate::results::{RunRecord, RunStatus, SuiteResult, SuiteStatus};
 use crate::runner::{
     self,
     observer::{Observer, Observers, SuitePlan},

@@ -227,3 +227,83 @@ fn a_workloads_default_preset_is_the_one_named_default() {
             .any(|(k, _, m)| k == "tree" && m == &["default"])
     );
 }
+
+#[test]
+fn mount_options_the_kernel_refuses_end_the_suite_before_anything_is_measured() {
+    if !can_run("mount options tried first", &["mkfs.ext4", "mkfs.xfs"]) {
+        return;
+    }
+    let images = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    for (fs, reason) in [
+        ("ext4:mount=noatme", "ext4: Unknown parameter 'noatme'"),
+        ("xfs:mount=logbufs=99", "XFS (loop"),
+    ] {
+        let out = run(fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args([
+                "run",
+                "--fs",
+                fs,
+                "-w",
+                "tree:dirs=2,files=2,size=1,levels=1",
+            ])
+            .args(["--runs", "2", "--purpose", "typo", "--image-dir"])
+            .arg(images.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        // The kernel's reason, said once, before any harness ceiling or suite.
+        assert!(
+            err.contains(&format!(
+                "--fs {}: the kernel refused the mount: {reason}",
+                fs.replace(":mount=", " -o ")
+            )),
+            "{err}"
+        );
+        assert!(err.contains("before the suite started"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains("wrong fs type"), "{err}");
+        assert_nothing_left(images.path());
+    }
+    let list = run(fsbench(state.path()).arg("--db").arg(&db).arg("list"));
+    assert_eq!(
+        text(&list.stdout)
+            .lines()
+            .filter(|l| l.contains("typo"))
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn a_suite_that_measured_nothing_is_not_kept() {
+    let dir = tempdir();
+    let state = tempdir();
+    let db = state.path().join("results.db");
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-q",
+            "--purpose",
+            "fails at once",
+            "--runs",
+            "2",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .args(["--command-phase", "boom=exit 3"]));
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("measured nothing: not kept"), "{err}");
+    let list = run(fsbench(state.path()).arg("--db").arg(&db).arg("list"));
+    assert!(
+        !text(&list.stdout).contains("fails at once"),
+        "{}",
+        text(&list.stdout)
+    );
+    assert_empty(dir.path());
+}

@@ -8,6 +8,7 @@ mod lifecycle;
 pub mod observer;
 pub mod phases;
 mod prepare;
+mod trial;
 
 use std::collections::HashSet;
 use std::os::fd::AsFd;
@@ -185,6 +186,9 @@ pub fn run_suite(
     let need = prepare::sizing_need(need, &configs)?;
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
+    if previous.is_none() {
+        trial::try_options(&mut target, &configs)?;
+    }
     let mut preparer = match &previous {
         Some(previous) => prepare::Preparer::resuming(previous, &workloads),
         None => prepare::Preparer::default(),
