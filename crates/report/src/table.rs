@@ -74,7 +74,7 @@ fn device_text(r: &SuiteResult) -> String {
 }
 
 /// The suite's results: what was asked and the answers first, then the tables, the
-/// warnings and what was run on.
+/// warnings, and last what was run on (system, target, storage stack, ceilings).
 pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
     let style = view.style;
     let s = &r.system;
@@ -83,14 +83,15 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         Style::Markdown => "# ".to_string(),
     };
     let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
-    let _ = writeln!(
-        out,
+    let title = format!(
         "fsbench {} — suite `{}`{id}",
         s.fsbench_version,
         r.display_name()
     );
-    if style == Style::Markdown {
-        out.push('\n');
+    match style {
+        // Wrapped as any long line on a terminal: a suite's name lists its configurations.
+        Style::Terminal => out.push_str(&super::fit::wrap(&title, view.width, 0, 4)),
+        Style::Markdown => out.push_str(&format!("{title}\n\n")),
     }
     let purpose = if r.suite.purpose.is_empty() {
         "(none stated)"
@@ -98,6 +99,21 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         &r.suite.purpose
     };
     out.push_str(&view.item(0, &format!("Purpose: {purpose}")));
+    render_conclusions(&mut out, r, view);
+    render_answers(&mut out, r, view);
+    for w in &r.workload_records {
+        render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
+    }
+    render_preparation(&mut out, r, view);
+    let warning_lines = warnings::lines(r, view.verbose);
+    if !warning_lines.is_empty() {
+        out.push_str(&style.heading("Warnings"));
+        for w in &warning_lines {
+            out.push_str(&view.item(1, &format!("! {w}")));
+        }
+    }
+    // What it ran on, after what it found: the details a reader looks up, not reads first.
+    out.push_str(&style.heading("System and storage"));
     out.push_str(&view.item(
         0,
         &format!(
@@ -114,19 +130,6 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
     render_testbed(&mut out, r, view);
-    render_conclusions(&mut out, r, view);
-    render_answers(&mut out, r, view);
-    for w in &r.workload_records {
-        render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
-    }
-    render_preparation(&mut out, r, view);
-    let warning_lines = warnings::lines(r, view.verbose);
-    if !warning_lines.is_empty() {
-        out.push_str(&style.heading("Warnings"));
-        for w in &warning_lines {
-            out.push_str(&view.item(1, &format!("! {w}")));
-        }
-    }
     out.push_str(&style.heading("Configurations"));
     for c in &r.configurations {
         out.push_str(&view.item(1, &c.config.label));
@@ -286,16 +289,20 @@ fn render_figures(
             .collect();
         mean_sd_column(&summaries, 1.0)
     };
-    // A few figures read best as the seed articles laid them out, a row per configuration;
-    // many (FFSB's per-operation figures) as a row per figure.
-    let table = if rows.is_empty() {
-        None
-    } else if rows.len() <= 6 {
+    let grid = || {
         let columns = (rows.iter())
             .map(|(p, n, u)| (format!("{p} {}", with_unit(n, u)), cells(p, n)))
             .collect();
         let corner = ["Configuration".into(), "Figure".into()];
-        Some(Grid::of_columns(corner, configs, columns).table(view))
+        Grid::of_columns(corner, configs, columns)
+    };
+    // A few figures read best as the seed articles laid them out, a row per configuration;
+    // many (FFSB's per-operation figures) as a row per figure, or where the terminal is too
+    // narrow for that, as the grid fits them.
+    let table = if rows.is_empty() {
+        None
+    } else if rows.len() <= 6 {
+        Some(grid().table(view))
     } else {
         let mut table = new_table(
             style,
@@ -315,8 +322,10 @@ fn render_figures(
                 col.set_cell_alignment(CellAlignment::Right);
             }
         }
-        fit(&mut table, view.width);
-        Some(table)
+        match fit(&mut table, view.width) {
+            true => Some(table),
+            false => Some(grid().table(view)),
+        }
     };
     if let Some(table) = table {
         out.push_str(&style.table("Workload figures, mean ± stddev:", &table));

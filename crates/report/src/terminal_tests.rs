@@ -88,6 +88,10 @@ fn verdicts_lead_and_all_figures_wait_for_verbose() {
     // The answer first, a headline per workload: ext4's times are the shortest.
     let answer = text.find("== Answer ==").expect("answer");
     assert!(answer < verdicts, "{text}");
+    // The system and storage details after the tables, not before the answer.
+    let system = text.find("System:").expect("system");
+    assert!(times < system, "{text}");
+    assert!(text[..answer].lines().count() <= 3, "{text}");
     let answer = text[answer..verdicts]
         .split_whitespace()
         .collect::<Vec<_>>();
@@ -142,4 +146,94 @@ fn compare_and_rank_fit_80_columns_and_keep_their_full_layout_in_a_pipe() {
         narrow.contains("Total points") && narrow.contains("1. ext4"),
         "{narrow}"
     );
+}
+
+/// Four configurations with long labels and a command workload's many figures per phase.
+fn long_labels_and_many_figures() -> (SuiteResult, Vec<String>) {
+    let mut r = SuiteResult::for_tests();
+    let spec = Params::parse_list("command:tar").unwrap().remove(0);
+    r.suite.workloads = vec![spec.spec()];
+    crate::workload::record_workloads(&mut r).unwrap();
+    let labels = [
+        "ext4-noatime",
+        "xfs-logbsize-256k",
+        "btrfs-compress-zstd",
+        "ext4-journal-data",
+    ];
+    let figures = [
+        "cpu user (s)",
+        "cpu system (s)",
+        "block read (MiB)",
+        "block written (MiB)",
+        "chars read (MiB)",
+        "chars written (MiB)",
+        "peak memory (MiB)",
+    ];
+    for (i, label) in labels.iter().enumerate() {
+        let fs = ["ext4", "xfs", "btrfs", "ext4"][i];
+        let config = format!("{fs}:label={label}");
+        r.configurations.push(ConfigInfo {
+            config: fsbench_testbed::define::parse_fs(&config)
+                .unwrap()
+                .remove(0),
+            mkfs_version: None,
+            fsck_version: None,
+            mkfs_command: None,
+            mount_options: None,
+        });
+        let mut phases = Vec::new();
+        for p in spec.phases().iter() {
+            let mut phase = serde_json::json!({"name": p.name, "elapsed_ns": 1, "ops": 1,
+                "bytes": 0, "cpu_user_ns": 0, "cpu_system_ns": 0, "caches_dropped": true,
+                "progress": [], "latency": {}, "errors": {}, "figures": []});
+            for (k, f) in figures.iter().enumerate() {
+                let (name, unit) = f.rsplit_once(" (").unwrap();
+                phase["figures"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(serde_json::json!({
+                    "name": name, "unit": unit.trim_end_matches(')'), "higher_is_better": false,
+                    "value": 1.0 + k as f64}));
+                let values: Vec<f64> = [0.98, 1.0, 1.01]
+                    .map(|x| x * 1234.5 / (k + 1) as f64)
+                    .to_vec();
+                r.summaries.push(MetricSummary {
+                    config: label.to_string(),
+                    workload: spec.label(),
+                    phase: p.name.to_string(),
+                    metric: name.into(),
+                    dims: Vec::new(),
+                    unit: unit.trim_end_matches(')').into(),
+                    higher_is_better: false,
+                    summary: crate::stats::summarize(&values).unwrap(),
+                });
+            }
+            phases.push(phase);
+        }
+        let run = serde_json::json!({"run": 1, "position": 1, "config_key": i,
+            "workload_key": 0, "config": label, "workload": spec.label(), "started_at": "",
+            "status": "ok", "source": "", "mount_options": "", "phases": phases});
+        r.runs.push(serde_json::from_value(run).unwrap());
+    }
+    (r, labels.map(String::from).to_vec())
+}
+
+#[test]
+fn no_word_of_a_table_is_broken_at_80_columns() {
+    let (r, labels) = long_labels_and_many_figures();
+    for width in [80, 100] {
+        let text = render(&r, &terminal(Some(width), false));
+        assert_fits(&text, usize::from(width));
+        let figures = text.split("Workload figures").nth(1).expect("figures");
+        for whole in labels
+            .iter()
+            .map(String::as_str)
+            .chain(["written", "(MiB)", "memory"])
+        {
+            assert!(
+                figures.contains(whole),
+                "{width}: `{whole}` broken:\n{figures}"
+            );
+        }
+    }
 }
