@@ -20,6 +20,10 @@ pub(super) struct CompareArgs {
     /// A table and the one-line answers, or JSON
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub(super) output_format: CompareFormat,
+    /// Every figure in the table (times, throughput, CPU, sync, the workloads' own), not
+    /// only the phases' verdicts
+    #[arg(long)]
+    pub(super) details: bool,
     #[command(flatten)]
     pub(super) database: super::Database,
 }

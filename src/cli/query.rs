@@ -54,7 +54,7 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     match args.output_format {
         CompareFormat::Table => {
             let width = report::fit::View::terminal(false).width;
-            let mut text = report::compare::render(&columns, &comparison, width);
+            let mut text = report::compare::render(&columns, &comparison, width, args.details);
             for w in &stack_warnings {
                 text.push_str(&report::fit::wrap(&format!("! {w}"), width, 0, 2));
             }

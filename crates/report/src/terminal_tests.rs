@@ -130,14 +130,14 @@ fn compare_and_rank_fit_80_columns_and_keep_their_full_layout_in_a_pipe() {
     let r = three_filesystems();
     let columns = suite_columns(&r);
     let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);
-    let narrow = super::compare::render(&columns, &comparison, Some(80));
+    let narrow = super::compare::render(&columns, &comparison, Some(80), true);
     assert_fits(&narrow, 80);
     // One row per configuration, each with its verdict against ext4.
     assert!(
         narrow.contains("baseline") && narrow.contains("btrfs"),
         "{narrow}"
     );
-    let full = super::compare::render(&columns, &comparison, None);
+    let full = super::compare::render(&columns, &comparison, None, true);
     assert!(full.lines().any(|l| l.chars().count() > 80), "{full}");
     let ranking = rank(std::slice::from_ref(&r), columns, Placing::Significance);
     let narrow = super::ranking::render(&ranking, Some(80));
@@ -236,4 +236,39 @@ fn no_word_of_a_table_is_broken_at_80_columns() {
             );
         }
     }
+}
+
+#[test]
+fn compare_leads_with_the_phases_verdicts_and_keeps_what_its_header_promises() {
+    use crate::stats::compare::{compare, suite_columns};
+    let r = three_filesystems();
+    let columns = suite_columns(&r);
+    let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);
+    let summary = super::compare::render(&columns, &comparison, Some(80), false);
+    let details = super::compare::render(&columns, &comparison, Some(80), true);
+    assert_fits(&summary, 80);
+    // The phases' rates only; the times and throughputs on request.
+    assert!(!summary.contains("time (s)"), "{summary}");
+    assert!(details.contains("time (s)"), "{details}");
+    assert!(
+        summary.contains("more figures") && summary.contains("--details"),
+        "{summary}"
+    );
+    assert!(
+        summary.lines().count() < details.lines().count(),
+        "{summary}"
+    );
+    // The header promises the 95% CI of the mean: the narrow cells carry it.
+    assert!(
+        summary.replace('\n', " ").contains("[95% CI of the mean]"),
+        "{summary}"
+    );
+    let rate = (comparison.rows.iter())
+        .find(|r| r.key.metric == "rate")
+        .unwrap();
+    let ci = rate.cells[0].as_ref().unwrap().summary.ci95_low.unwrap();
+    assert!(
+        summary.contains(&format!("[{} –", super::figure(ci))),
+        "{summary}"
+    );
 }
