@@ -26,7 +26,7 @@ pub(crate) fn legend(comparison: &Comparison, baseline: &str) -> String {
          ▲ better / ▼ worse: significant (corrected p < {}) and |difference| ≥ {noise}%; \
          ≈ same: the difference's 95% CI lies within ±{noise}%; \
          ? undecided: neither, with the runs there are (about how many runs per side would tell). \
-         A phase's verdict is its rate's (its time's without one); time and KiB/s share it. ↑/↓ = higher/lower is better.",
+         A phase's verdict is its rate's (its time's without one); time and MiB/s share it. ↑/↓ = higher/lower is better.",
         comparison.alpha, comparison.alpha
     )
 }
@@ -74,11 +74,12 @@ pub fn render(
     t.set_header(header);
     for r in &rows {
         let k = &r.key;
-        let mut row = vec![k.workload.clone(), k.phase.clone(), k.label()];
+        let mut row = vec![k.workload.clone(), k.phase.clone(), super::shown_label(k)];
+        let divisor = super::shown_unit(&k.unit).1;
         for cell in &r.cells {
             row.push(match cell {
                 None => "-".into(),
-                Some(c) => cell_text(c),
+                Some(c) => cell_text(c, divisor),
             });
         }
         t.add_row(row);
@@ -144,9 +145,9 @@ fn narrow_table(columns: &[Column], rows: &[&Row], width: u16) -> comfy_table::T
         let k = &r.key;
         for (i, cell) in r.cells.iter().enumerate() {
             let label = if i == 0 && several {
-                format!("{}\n{}\n{}", k.workload, k.phase, k.label())
+                format!("{}\n{}\n{}", k.workload, k.phase, super::shown_label(k))
             } else if i == 0 {
-                format!("{}\n{}", k.phase, k.label())
+                format!("{}\n{}", k.phase, super::shown_label(k))
             } else {
                 String::new()
             };
@@ -154,8 +155,9 @@ fn narrow_table(columns: &[Column], rows: &[&Row], width: u16) -> comfy_table::T
                 t.add_row(vec![label, names[i].clone(), "-".into()]);
                 continue;
             };
-            let mut mean = mean_sd(&c.summary).replace(" ± ", "\n± ");
-            if let (Some(lo), Some(hi)) = (c.summary.ci95_low, c.summary.ci95_high) {
+            let shown = super::shown_summary(&c.summary, super::shown_unit(&k.unit).1);
+            let mut mean = mean_sd(&shown).replace(" ± ", "\n± ");
+            if let (Some(lo), Some(hi)) = (shown.ci95_low, shown.ci95_high) {
                 mean.push_str(&format!("\n[{} – {}]", figure(lo), figure(hi)));
             }
             let (diff, verdict) = if c.verdict == Verdict::Baseline {
@@ -274,9 +276,10 @@ fn mean_sd(s: &crate::results::Summary) -> String {
     }
 }
 
-/// A cell as text: mean ± σ and the CI, then difference, p-value and verdict.
-pub(crate) fn cell_text(c: &Cell) -> String {
-    let s = &c.summary;
+/// A cell as text, its figures divided by `divisor` (its shown unit's): mean ± σ and the CI,
+/// then difference, p-value and verdict.
+pub(crate) fn cell_text(c: &Cell, divisor: f64) -> String {
+    let s = &super::shown_summary(&c.summary, divisor);
     let mut text = mean_sd(s);
     if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
         text.push_str(&format!("\n[{} – {}]", figure(lo), figure(hi)));

@@ -438,11 +438,12 @@ fn render_workload(
             1.0,
         ));
         if p.moves_data {
+            let (unit, divisor) = super::shown_unit("KiB/s");
             rate_columns.push((
-                format!("{} (MiB/s)", p.name),
+                format!("{} ({unit})", p.name),
                 p.name.as_ref(),
                 "throughput",
-                1024.0,
+                divisor,
             ));
         }
     }

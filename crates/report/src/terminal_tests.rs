@@ -272,3 +272,23 @@ fn compare_leads_with_the_phases_verdicts_and_keeps_what_its_header_promises() {
         "{summary}"
     );
 }
+
+/// One unit rule for data rates wherever people read them: the terminal's tables, `compare`
+/// and the HTML report's tables and charts all say MiB/s (the data keep KiB/s).
+#[test]
+fn throughput_is_mib_per_second_in_every_view() {
+    use crate::stats::compare::{compare, suite_columns};
+    let r = three_filesystems();
+    let columns = suite_columns(&r);
+    let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);
+    let views = [
+        render(&r, &terminal(None, true)),
+        super::compare::render(&columns, &comparison, None, true),
+        super::html::render(std::slice::from_ref(&r), &columns, 2.0),
+    ];
+    // 510,204 KiB/s ÷ 12.345 s = 41,329.6 KiB/s = 40.36 MiB/s for ext4's file-create.
+    for text in &views {
+        assert!(text.contains("MiB/s") && !text.contains("KiB/s"), "{text}");
+        assert!(text.contains("40.3") || text.contains("40.4"), "{text}");
+    }
+}
