@@ -127,6 +127,10 @@ enum Command {
         /// (`--group tests=iozone --group loops=atomic --group loops=tree:quick`)
         #[arg(long, value_name = "NAME=WORKLOAD")]
         group: Vec<String>,
+        /// Weight phases by what matters to you: PHASE=W, a phase's points count W times in
+        /// the totals (`--weight read=3,delete=0.5`); other phases count once
+        #[arg(long, value_name = "PHASE=W", value_delimiter = ',')]
+        weight: Vec<String>,
         #[command(flatten)]
         database: Database,
     },

@@ -141,6 +141,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             equal_footing,
             per_workload,
             group,
+            weight,
             ..
         } => {
             use crate::stats::rank::{Placing, rank};
@@ -150,7 +151,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             } else {
                 Placing::Significance
             };
-            let ranking = rank(&suites, columns, placing);
+            let ranking = rank(&suites, columns, placing).weighted(&weights(weight)?)?;
             let width = report::fit::View::terminal(false).width;
             let mut text = String::new();
             if *per_workload {
@@ -255,6 +256,22 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
         }
     }
     out
+}
+
+/// `--weight PHASE=W` options as (phase, weight) pairs.
+fn weights(options: &[String]) -> anyhow::Result<Vec<(String, f64)>> {
+    (options.iter())
+        .map(|option| {
+            let (phase, weight) = crate::units::name_value(option)
+                .and_then(|(p, w)| Some((p, w.trim().parse::<f64>().ok()?)))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "--weight {option}: expected PHASE=W, a phase's name and a number"
+                    ))
+                })?;
+            Ok((phase.trim().to_string(), weight))
+        })
+        .collect()
 }
 
 /// `--group NAME=WORKLOAD` options as named groups of the ranking's workloads, in the order

@@ -307,3 +307,58 @@ fn a_suite_that_measured_nothing_is_not_kept() {
     );
     assert_empty(dir.path());
 }
+
+#[test]
+fn rank_weights_phases_by_what_matters_and_says_so() {
+    use crate::verdicts::{exact_sample, phase, saved_suite};
+    let dir = tempdir();
+    let db = dir.path().join("results.db");
+    // a creates files twice as fast as b; b removes them twice as fast.
+    let config = |seed, create: f64, remove: f64| {
+        let (c, r) = (
+            exact_sample(seed, 4, create, 1.0),
+            exact_sample(seed + 1, 4, remove, 1.0),
+        );
+        (c.iter().zip(&r))
+            .map(|(&c, &r)| {
+                vec![
+                    phase("file-create", c, Vec::new()),
+                    phase("file-remove", r, Vec::new()),
+                ]
+            })
+            .collect::<Vec<_>>()
+    };
+    saved_suite(&db, &[config(1, 5.0, 10.0), config(3, 10.0, 5.0)]);
+    let rank = |extra: &[&str]| {
+        let out = run(fsbench(dir.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["rank", "1"])
+            .args(extra));
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (_, even, _) = rank(&[]);
+    assert!(even.contains("1. a (existing dir) — 3 points"), "{even}");
+    assert!(!even.contains("Weighted"), "{even}");
+    let (code, weighted, err) = rank(&["--weight", "file-create=3,file-remove=0.5"]);
+    assert_eq!(code, Some(0), "{err}");
+    let said = weighted.replace('\n', " ");
+    assert!(
+        said.contains(
+            "Weighted (--weight): file-create × 3, file-remove × 0.5; every other phase × 1"
+        ),
+        "{weighted}"
+    );
+    // a: 2 × 3 + 1 × 0.5 = 6.5; b: 1 × 3 + 2 × 0.5 = 4.
+    assert!(
+        weighted.contains("1. a (existing dir) — 6.5 points"),
+        "{weighted}"
+    );
+    assert!(
+        weighted.contains("2. b (existing dir) — 4 points"),
+        "{weighted}"
+    );
+    let (code, _, err) = rank(&["--weight", "read=3"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no ranked phase is called `read`"), "{err}");
+}
