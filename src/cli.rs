@@ -246,7 +246,7 @@ struct RunArgs {
     /// Runs per configuration and workload, or `auto`: rounds until every phase's primary
     /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3; a bare
     /// `fsbench run`, with no workload, suite file or --runs: auto, up to 30 rounds within
-    /// about 3 minutes]
+    /// about 5 minutes]
     #[arg(long, short = 'n', value_parser = auto_runs::parse_runs)]
     runs: Option<auto_runs::RunCount>,
     /// With --runs auto: the CI half-width to reach, in percent of the mean [default: 5%]
@@ -417,7 +417,7 @@ impl RunArgs {
         if suite.workloads.is_empty() {
             suite.workloads = crate::define::default_workloads();
         }
-        // The default run answers its question in about three minutes: rounds until the
+        // The default run answers its question within its budget: rounds until the
         // figures are precise enough, or until the time is up (see the README).
         if default_suite && self.runs.is_none() {
             suite.set_auto_runs(AutoRuns {

@@ -27,7 +27,7 @@ fn every_argument_has_help() {
 }
 
 /// The default run (no workload, no suite file, no --runs) rounds until its figures are
-/// precise or three minutes have passed; anything the user chose stays as chosen.
+/// precise or its time budget would run out; anything the user chose stays as chosen.
 #[test]
 fn the_default_run_has_auto_runs_with_a_time_cap() {
     use crate::suite::{AutoRuns, DEFAULT_MAX_SECS};

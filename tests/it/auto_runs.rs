@@ -161,7 +161,7 @@ fn the_default_run_states_its_budget_honestly() {
     let out = wait_drained_within(child, limit());
     assert!(!out.status.success());
     assert!(
-        header.contains("× up to 30 runs, about 3 minutes (--runs auto"),
+        header.contains("× up to 30 runs, about 5 minutes (--runs auto"),
         "{header}"
     );
     assert_nothing_left(dir.path());
