@@ -6,6 +6,7 @@ mod capture;
 mod clean;
 mod compare_args;
 mod console;
+mod database;
 mod fdtree;
 #[cfg(feature = "mpi")]
 mod mpi_run;
@@ -17,6 +18,7 @@ mod signals;
 mod tests;
 
 use compare_args::{CompareArgs, CompareFormat, ReportArgs};
+use database::Database;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -149,15 +151,6 @@ enum Command {
     },
     /// A self-contained HTML report of one or more suites
     Report(ReportArgs),
-}
-
-/// `--db` after a command that reads or writes the results database; the commands that use
-/// none (capture, fdtree, archive, clean) neither take nor list it.
-#[derive(Debug, Clone, clap::Args)]
-struct Database {
-    /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]
-    #[arg(long = "db", value_name = "PATH")]
-    path: Option<PathBuf>,
 }
 
 /// The reports of the registry that `offered` gives a help line, as `--format` values.
@@ -547,27 +540,6 @@ impl RunArgs {
 /// `path` made absolute, so a stored suite means the same place when resumed elsewhere.
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-impl Command {
-    /// The database given after the command, if any.
-    fn database(&self) -> Option<&Path> {
-        let given = match self {
-            Command::Run(args) => &args.database,
-            Command::Ffsb(args) => &args.run.database,
-            Command::Fio(args) => &args.run.database,
-            Command::List { database, .. }
-            | Command::Show { database, .. }
-            | Command::Rank { database, .. }
-            | Command::Export { database, .. } => database,
-            Command::Compare(args) => &args.database,
-            Command::Report(args) => &args.database,
-            Command::Fdtree(_) | Command::Capture(_) | Command::Clean | Command::Archive { .. } => {
-                return None;
-            }
-        };
-        given.path.as_deref()
-    }
 }
 
 /// `--db` with a command that stores nothing would silently mean nothing.

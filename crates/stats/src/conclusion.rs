@@ -89,87 +89,26 @@ fn conclude(
         .map(|(i, _)| i);
     let mut phases = Vec::new();
     let mut runs = usize::MAX;
-    for ri in rows {
-        let phase = comparisons[0].rows[ri].key.phase.clone();
-        // cell(b, j): configuration j against baseline b in this phase.
-        let cell = |b: usize, j: usize| comparisons[b].rows[ri].cells[j].as_ref();
+    for row in rows {
+        let phase = PhaseCells { pairs, row };
         let measured: Vec<usize> = (0..columns.len())
-            .filter(|&j| cell(j, j).is_some())
+            .filter(|&j| phase.cell(j, j).is_some())
             .collect();
         runs = (measured.iter()).fold(runs, |fewest, &j| {
-            fewest.min(cell(j, j).map_or(usize::MAX, |c| c.summary.n))
+            fewest.min(phase.cell(j, j).map_or(usize::MAX, |c| c.summary.n))
         });
         if measured.len() < 2 {
             continue;
         }
-        let verdict = |a: usize, b: usize| cell(a, b).map_or(Verdict::Untested, |c| c.verdict);
-        // `a` beats `b`: `b` is worse against `a` as baseline.
-        let beats = |a: usize, b: usize| verdict(a, b) == Verdict::Worse;
-        let higher = comparisons[0].rows[ri].key.higher_is_better;
-        let speedup = |a: usize, b: usize| {
-            let ratio = cell(a, b)
-                .and_then(|c| c.difference.as_ref())
-                .map(|d| d.ratio);
-            ratio.map_or(f64::NAN, |r| if higher { 1.0 / r } else { r })
-        };
-        let name = |j: usize| columns[j].config.clone();
-        let pairs_of = || {
-            let m = &measured;
-            m.iter()
-                .flat_map(move |&a| m.iter().filter(move |&&b| b > a).map(move |&b| (a, b)))
-        };
-        let decided: Vec<(usize, usize)> = pairs_of()
-            .flat_map(|(a, b)| [(a, b), (b, a)])
-            .filter(|&(a, b)| beats(a, b))
-            .collect();
-        let top: Vec<usize> = (measured.iter().copied())
-            .filter(|&a| !decided.iter().any(|&(_, loser)| loser == a))
-            .collect();
-        let behind: Vec<usize> = (measured.iter().copied())
-            .filter(|j| !top.contains(j))
-            .collect();
-        let outcome =
-            if !decided.is_empty() && top.iter().all(|&a| behind.iter().all(|&b| beats(a, b))) {
-                let factor = (top.iter())
-                    .flat_map(|&a| behind.iter().map(move |&b| speedup(a, b)))
-                    .fold(f64::INFINITY, f64::min);
-                Outcome::Leads {
-                    configs: top.iter().map(|&a| name(a)).collect(),
-                    behind: behind.iter().map(|&b| name(b)).collect(),
-                    factor,
-                }
-            } else if !decided.is_empty() {
-                Outcome::Ahead {
-                    pairs: (decided.iter())
-                        .map(|&(a, b)| (name(a), name(b), speedup(a, b)))
-                        .collect(),
-                }
-            } else if pairs_of().all(|(a, b)| verdict(a, b) == Verdict::Same) {
-                Outcome::Same {
-                    within: comparisons[0].noise_percent,
-                }
-            } else {
-                let (mut largest, mut needed): (f64, Option<usize>) = (0.0, Some(0));
-                let tests = pairs.tests.max(1) as f64;
-                for (a, b) in pairs_of() {
-                    let Some(d) = cell(a, b).and_then(|c| c.difference.as_ref()) else {
-                        continue;
-                    };
-                    let bound = ((d.ratio_low - 1.0).abs()).max((d.ratio_high - 1.0).abs()) * 100.0;
-                    largest = largest.max(bound);
-                    let n = d.runs_needed(RESOLUTION_PERCENT, ALPHA / tests);
-                    needed = needed.zip(n).map(|(x, y)| x.max(y));
-                }
-                Outcome::Open {
-                    largest,
-                    runs_needed: needed,
-                }
-            };
-        let caveat = (measured.iter()).find_map(|&j| caveat(&columns[j].config, workload, &phase));
+        let name = &comparisons[0].rows[row].key.phase;
+        let caveat = (measured.iter()).find_map(|&j| caveat(&columns[j].config, workload, name));
         phases.push(PhaseOutcome {
-            phase,
-            outcome,
-            configs: measured.iter().map(|&j| name(j)).collect(),
+            phase: name.clone(),
+            outcome: phase.outcome(&measured),
+            configs: measured
+                .iter()
+                .map(|&j| columns[j].config.clone())
+                .collect(),
             caveat,
         });
     }
@@ -177,6 +116,112 @@ fn conclude(
         workload: workload.to_string(),
         phases,
         runs: if runs == usize::MAX { 0 } else { runs },
+    }
+}
+
+/// One phase's cells in every comparison of the pairs.
+struct PhaseCells<'a> {
+    pairs: &'a Pairwise,
+    /// The phase's primary row.
+    row: usize,
+}
+
+impl PhaseCells<'_> {
+    /// Configuration `j` against baseline `b`.
+    fn cell(&self, b: usize, j: usize) -> Option<&crate::compare::Cell> {
+        self.pairs.by_baseline[b].rows[self.row].cells[j].as_ref()
+    }
+
+    fn verdict(&self, a: usize, b: usize) -> Verdict {
+        self.cell(a, b).map_or(Verdict::Untested, |c| c.verdict)
+    }
+
+    /// `a` beats `b`: `b` is worse against `a` as baseline.
+    fn beats(&self, a: usize, b: usize) -> bool {
+        self.verdict(a, b) == Verdict::Worse
+    }
+
+    /// How many times faster `a` is than `b`.
+    fn speedup(&self, a: usize, b: usize) -> f64 {
+        let higher = self.pairs.by_baseline[0].rows[self.row]
+            .key
+            .higher_is_better;
+        let ratio = (self.cell(a, b))
+            .and_then(|c| c.difference.as_ref())
+            .map(|d| d.ratio);
+        ratio.map_or(f64::NAN, |r| if higher { 1.0 / r } else { r })
+    }
+
+    /// What the verdicts between the `measured` configurations say.
+    fn outcome(&self, measured: &[usize]) -> Outcome {
+        let name = |j: usize| self.pairs.columns[j].config.clone();
+        let pairs: Vec<(usize, usize)> = (measured.iter())
+            .flat_map(|&a| {
+                measured
+                    .iter()
+                    .filter(move |&&b| b > a)
+                    .map(move |&b| (a, b))
+            })
+            .collect();
+        let decided: Vec<(usize, usize)> = (pairs.iter())
+            .flat_map(|&(a, b)| [(a, b), (b, a)])
+            .filter(|&(a, b)| self.beats(a, b))
+            .collect();
+        let top: Vec<usize> = (measured.iter().copied())
+            .filter(|&a| !decided.iter().any(|&(_, loser)| loser == a))
+            .collect();
+        let behind: Vec<usize> = (measured.iter().copied())
+            .filter(|j| !top.contains(j))
+            .collect();
+        let clean = top
+            .iter()
+            .all(|&a| behind.iter().all(|&b| self.beats(a, b)));
+        if !decided.is_empty() && clean {
+            let factor = (top.iter())
+                .flat_map(|&a| behind.iter().map(move |&b| (a, b)))
+                .map(|(a, b)| self.speedup(a, b))
+                .fold(f64::INFINITY, f64::min);
+            Outcome::Leads {
+                configs: top.iter().map(|&a| name(a)).collect(),
+                behind: behind.iter().map(|&b| name(b)).collect(),
+                factor,
+            }
+        } else if !decided.is_empty() {
+            let said = decided
+                .iter()
+                .map(|&(a, b)| (name(a), name(b), self.speedup(a, b)));
+            Outcome::Ahead {
+                pairs: said.collect(),
+            }
+        } else if pairs
+            .iter()
+            .all(|&(a, b)| self.verdict(a, b) == Verdict::Same)
+        {
+            Outcome::Same {
+                within: self.pairs.by_baseline[0].noise_percent,
+            }
+        } else {
+            self.open(&pairs)
+        }
+    }
+
+    /// No pair decided: the widest pair's bound, and the runs that would resolve it.
+    fn open(&self, pairs: &[(usize, usize)]) -> Outcome {
+        let (mut largest, mut needed): (f64, Option<usize>) = (0.0, Some(0));
+        let tests = self.pairs.tests.max(1) as f64;
+        for &(a, b) in pairs {
+            let Some(d) = self.cell(a, b).and_then(|c| c.difference.as_ref()) else {
+                continue;
+            };
+            let bound = ((d.ratio_low - 1.0).abs()).max((d.ratio_high - 1.0).abs()) * 100.0;
+            largest = largest.max(bound);
+            let n = d.runs_needed(RESOLUTION_PERCENT, ALPHA / tests);
+            needed = needed.zip(n).map(|(x, y)| x.max(y));
+        }
+        Outcome::Open {
+            largest,
+            runs_needed: needed,
+        }
     }
 }
 
