@@ -166,3 +166,42 @@ fn the_default_run_states_its_budget_honestly() {
     );
     assert_nothing_left(dir.path());
 }
+
+#[test]
+fn a_budget_that_ends_before_three_runs_says_to_give_it_more_time() {
+    let dir = tempdir();
+    let state = tempdir();
+    // Runs of 2 s in a budget of 5 s: the third would end past it.
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--purpose",
+            "budget",
+        ])
+        .args(["--no-drop-caches", "--dir"])
+        .arg(dir.path())
+        .args(["--command-phase", "nap=sleep 2", "--runs", "auto"])
+        .args(["--target-ci", "0.0001", "--max-time", "5s"]));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc = json(&out);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{stderr}");
+    assert!(
+        stderr.contains("stopped after 2 rounds: the time budget"),
+        "{stderr}"
+    );
+    let few = (doc["warnings"].as_array().unwrap().iter())
+        .find(|w| w["kind"] == "few-runs")
+        .unwrap_or_else(|| panic!("{}", doc["warnings"]));
+    let message = few["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("only 2 run(s) per configuration")
+            && message.contains("give --runs auto more time (--max-time)"),
+        "{message}"
+    );
+}

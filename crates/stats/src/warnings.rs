@@ -30,11 +30,16 @@ pub fn analyze(r: &mut SuiteResult) {
             workload: None,
             phase: None,
             message: format!(
-                "only {runs} run(s) per configuration: {}; use --runs 3 or more (10 as the fdtree article did)",
+                "only {runs} run(s) per configuration: {}; {}",
                 if runs < 2 {
                     "no spread, no confidence interval and no verdict"
                 } else {
                     "the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided"
+                },
+                // `--runs auto` stopped by its time budget: the budget is what to change.
+                match &r.suite.auto_runs {
+                    Some(_) => "give --runs auto more time (--max-time), a smaller workload, or a quieter machine",
+                    None => "use --runs 3 or more (10 as the fdtree article did)",
                 }
             ),
         });
