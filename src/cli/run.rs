@@ -59,10 +59,14 @@ impl Observer for DbSink {
 
     fn suite_finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
         let id = self.id.expect("started before finishing");
-        // A new suite that failed before any run completed is no result: not kept, unless a
-        // resume can start from what it kept.
-        let measured =
-            (result.runs.iter()).any(|r| matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed));
+        // A new suite that failed before any run measured or said anything (a filesystem that
+        // would not mount) is no result: not kept, unless a resume can start from what it
+        // kept. A failed run's phases and its commands' output stay: they say why.
+        let measured = result.runs.iter().any(|r| {
+            matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed)
+                || !r.phases.is_empty()
+                || (r.output.iter()).any(|o| !o.stdout.is_empty() || !o.stderr.is_empty())
+        });
         let keep = measured || self.resumed || self.templates_kept;
         if result.status == SuiteStatus::Failed && !keep {
             self.store.forget_suite(id)?;
