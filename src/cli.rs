@@ -6,6 +6,7 @@ mod capture;
 mod clean;
 mod compare_args;
 mod console;
+mod database;
 #[cfg(test)]
 mod doc_commands;
 mod fdtree;
@@ -20,6 +21,7 @@ mod signals;
 mod tests;
 
 use compare_args::{CompareArgs, CompareFormat, ReportArgs};
+use database::Database;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,7 +35,7 @@ use crate::error::{FsbenchError, invalid};
 use crate::measure::Progress;
 use crate::report;
 use crate::report::formats::Report;
-use crate::results::{RunRecord, RunStatus, SuiteResult};
+use crate::results::{RunRecord, RunStatus, SuiteResult, SuiteStatus};
 use crate::runner::{
     self,
     observer::{Observer, Observers, SuitePlan},
@@ -60,8 +62,9 @@ use query::query;
                   with its spread (stddev, CV, 95% CI) over repeated, interleaved runs."
 )]
 struct Cli {
-    /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]
-    #[arg(long, global = true, value_name = "PATH")]
+    /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]; also taken after the
+    /// commands that use it
+    #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -93,6 +96,8 @@ enum Command {
         /// How many suites
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        #[command(flatten)]
+        database: Database,
     },
     /// A suite's tables, system and configurations, from the results database
     Show {
@@ -105,6 +110,8 @@ enum Command {
         /// Tables for a person, or the JSON document `run --output-format json` prints
         #[arg(long, value_parser = stdout_formats(), default_value = "table")]
         output_format: &'static dyn Report,
+        #[command(flatten)]
+        database: Database,
     },
     /// Configurations side by side: mean ± 95% CI, difference, Welch p-value, verdict
     Compare(CompareArgs),
@@ -125,6 +132,12 @@ enum Command {
         /// (`--group tests=iozone --group loops=atomic --group loops=tree:quick`)
         #[arg(long, value_name = "NAME=WORKLOAD")]
         group: Vec<String>,
+        /// Weight phases by what matters to you: PHASE=W, a phase's points count W times in
+        /// the totals (`--weight read=3,delete=0.5`); other phases count once
+        #[arg(long, value_name = "PHASE=W", value_delimiter = ',')]
+        weight: Vec<String>,
+        #[command(flatten)]
+        database: Database,
     },
     /// A suite's raw runs and summaries as JSON, CSV or Markdown
     Export {
@@ -136,6 +149,8 @@ enum Command {
         /// Write to this file instead of stdout (`-`: stdout)
         #[arg(short = 'o', long)]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        database: Database,
     },
     /// A self-contained HTML report of one or more suites
     Report(ReportArgs),
@@ -192,6 +207,8 @@ struct FioArgs {
 struct RunArgs {
     /// Suite file (TOML); options given here override it
     suite: Option<PathBuf>,
+    #[command(flatten)]
+    database: Database,
     /// Filesystem configurations: `ext4,xfs,btrfs`, or one per flag as
     /// `FS:mkfs=ARGS:mount=OPTS:label=NAME` (e.g. 'ext4:mkfs=-O ^has_journal').
     /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs, ntfs (ntfs-3g), zfs (zfs-fuse; properties as
@@ -229,7 +246,9 @@ struct RunArgs {
     #[arg(long, value_name = "SIZE", requires = "command_phase")]
     command_space: Option<String>,
     /// Runs per configuration and workload, or `auto`: rounds until every phase's primary
-    /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3]
+    /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3; a bare
+    /// `fsbench run`, with no workload, suite file or --runs: auto, up to 30 rounds within
+    /// about 5 minutes]
     #[arg(long, short = 'n', value_parser = auto_runs::parse_runs)]
     runs: Option<auto_runs::RunCount>,
     /// With --runs auto: the CI half-width to reach, in percent of the mean [default: 5%]
@@ -238,7 +257,8 @@ struct RunArgs {
     /// With --runs auto: the most rounds [default: 30]
     #[arg(long, value_name = "N")]
     max_runs: Option<u32>,
-    /// With --runs auto: start no round after this long (e.g. 90s, 30m, 2h)
+    /// With --runs auto: end within this long (e.g. 90s, 30m, 2h): no run starts that the
+    /// runs before it say would end past it
     #[arg(long, value_name = "DURATION", value_parser = auto_runs::parse_duration)]
     max_time: Option<f64>,
     /// Run in a fresh subdirectory of an existing directory (no mkfs, no root needed)
@@ -399,7 +419,7 @@ impl RunArgs {
         if suite.workloads.is_empty() {
             suite.workloads = crate::define::default_workloads();
         }
-        // The default run answers its question in about three minutes: rounds until the
+        // The default run answers its question within its budget: rounds until the
         // figures are precise enough, or until the time is up (see the README).
         if default_suite && self.runs.is_none() {
             suite.set_auto_runs(AutoRuns {
@@ -555,7 +575,9 @@ pub fn main() -> ExitCode {
     crate::diag::set_sink(console::say);
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
-    let db = cli.db.clone().unwrap_or_else(Store::default_path);
+    let db = (cli.command.database().map(Path::to_path_buf))
+        .or_else(|| cli.db.clone())
+        .unwrap_or_else(Store::default_path);
     let mpi_run = matches!(cli.command, Command::Run(_));
     let outcome = crate::launcher::refuse_uncoordinated(mpi_run)
         .and_then(|()| signals::install_signal_handlers(&progress))

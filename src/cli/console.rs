@@ -1,7 +1,7 @@
 //! The console: what a person watching a run sees on stderr — a line per suite, skipped
 //! configuration, finished run, workload note and diagnostic, and a progress bar per phase.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::phase_progress::{LineNames, PhaseBar, short_duration};
 use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
@@ -9,22 +9,28 @@ use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart
 use fsbench_model::aging::Preparation;
 
 /// `text` on stderr, wrapped at words to the terminal's width with the lines it continues
-/// on indented, so that no word breaks in two; as one line where stderr is no terminal.
+/// on indented, so that no word breaks in two; as one line where stderr is no terminal. A
+/// closed stderr (`2>&1 | head -0`) loses the text and nothing else: the run goes on.
 pub(crate) fn say(text: &str) {
+    use std::io::Write;
     let width = rustix::termios::tcgetwinsize(std::io::stderr())
         .ok()
         .map(|w| w.ws_col)
         .filter(|w| *w >= 40);
-    eprint!("{}", crate::report::fit::wrap(text, width, 0, 4));
+    let wrapped = crate::report::fit::wrap(text, width, 0, 4);
+    let _ = std::io::stderr().write_all(wrapped.as_bytes());
 }
 
 /// Prints a run's events on stderr; draws progress bars when `bars` (and stderr is a terminal).
 pub(crate) struct Console {
     bars: bool,
     bar: Option<PhaseBar>,
-    /// Runs of the suite in all, and done (a resumed suite's earlier ones included).
+    /// Runs of the suite in all (with `--runs auto`, at most), and done (a resumed suite's
+    /// earlier ones included).
     planned: usize,
     done: usize,
+    /// `--runs auto`'s time budget: the suite ends within it.
+    budget: Option<Duration>,
     /// When this process started running the suite, and the runs it finished since: the
     /// suite's ETA is their mean time × the runs left.
     started: Instant,
@@ -34,6 +40,9 @@ pub(crate) struct Console {
     configs: Vec<String>,
     workloads: Vec<String>,
     run: (String, String),
+    /// The skeletons of the workload notes said so far: each is said once per suite (the
+    /// results keep every run's, and `show` lists them).
+    notes_said: Vec<String>,
 }
 
 impl Console {
@@ -43,27 +52,51 @@ impl Console {
             bar: None,
             planned: 0,
             done: 0,
+            budget: None,
             started: Instant::now(),
             finished_here: 0,
             configs: Vec::new(),
             workloads: Vec::new(),
             run: Default::default(),
+            notes_said: Vec::new(),
         }
     }
 
-    /// `runs 3/9, 2m10s left`: the whole suite's progress for the progress line.
+    /// `runs 3/9, 2m10s left`: the whole suite's progress for the progress line and the
+    /// run lines (`runs 3/≤90, at most 2m10s left` with `--runs auto`: it may stop sooner).
     fn suite_progress(&self) -> String {
         let left = self.planned.saturating_sub(self.done) as u32;
-        let eta = (self.finished_here > 0).then(|| {
-            let per_run = self.started.elapsed() / self.finished_here;
-            format!(", {} left", short_duration(per_run * left))
-        });
+        let by_runs =
+            (self.finished_here > 0).then(|| self.started.elapsed() / self.finished_here * left);
+        let by_budget = self
+            .budget
+            .map(|b| b.saturating_sub(self.started.elapsed()));
+        let eta = match (by_runs, by_budget) {
+            (Some(runs), Some(budget)) => Some(runs.min(budget)),
+            (runs, budget) => runs.or(budget),
+        };
+        let (at_most, up_to) = match self.budget {
+            Some(_) => ("at most ", "≤"),
+            None => ("", ""),
+        };
+        let eta = eta.map(|d| format!(", {at_most}{} left", short_duration(d)));
         format!(
-            "runs {}/{}{}",
+            "runs {}/{up_to}{}{}",
             self.done,
             self.planned,
             eta.unwrap_or_default()
         )
+    }
+}
+
+/// `3 minutes`, `90 seconds`, `1h30m`: a budget as said in a sentence.
+fn spoken_duration(d: Duration) -> String {
+    match d.as_secs() {
+        s if s % 60 == 0 && s < 3600 => {
+            format!("{} minute{}", s / 60, if s == 60 { "" } else { "s" })
+        }
+        s if s < 60 => format!("{s} seconds"),
+        _ => short_duration(d),
     }
 }
 
@@ -72,6 +105,8 @@ impl Observer for Console {
         let planned = plan.configurations * plan.workloads * plan.runs as usize;
         (self.planned, self.done) = (planned, plan.already_done);
         self.started = Instant::now();
+        let auto = plan.result.suite.auto_runs.as_ref();
+        self.budget = auto.and_then(|a| a.max_secs).map(Duration::from_secs_f64);
         let labels: Vec<String> = (plan.result.configurations.iter())
             .map(|c| c.config.label.clone())
             .collect();
@@ -79,12 +114,23 @@ impl Observer for Console {
         self.workloads = (plan.result.workload_records.iter())
             .map(|w| w.label.clone())
             .collect();
+        // With `--runs auto` the runs are at most so many, and the time a budget: said as such.
+        let runs = match auto {
+            None => format!("{} run(s)", plan.runs),
+            Some(a) => format!(
+                "up to {} runs{} (--runs auto: rounds until every phase's 95% CI is within \
+                 ±{}% of its mean)",
+                plan.runs,
+                self.budget
+                    .map_or(String::new(), |b| format!(", about {}", spoken_duration(b))),
+                a.target_ci_percent
+            ),
+        };
         say(&format!(
-            "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {} run(s) on {}{}",
+            "fsbench: suite `{}`: {} configuration(s) × {} workload(s) × {runs} on {}{}",
             plan.result.display_name(),
             plan.configurations,
             plan.workloads,
-            plan.runs,
             plan.result.target.description,
             if plan.already_done == 0 {
                 String::new()
@@ -164,12 +210,20 @@ impl Observer for Console {
         if let Some(bar) = self.bar.take() {
             bar.finish();
         }
-        // Workload notes (shrinks, skips) said as they happen; they are in the results too.
+        // Workload notes (shrinks, skips) said as they happen, each once per suite: a note
+        // every run and phase repeats would bury the progress; the results keep them all.
         for (p, note) in phase
             .iter()
             .flat_map(|p| p.notes.iter().map(move |n| (p, n)))
         {
-            say(&format!("fsbench: {label} {}: {note}", p.name));
+            let skeleton = crate::report::notes::skeleton(note);
+            if !self.notes_said.contains(&skeleton) {
+                self.notes_said.push(skeleton);
+                say(&format!(
+                    "fsbench: {label} {}: {note} (said once for the suite)",
+                    p.name
+                ));
+            }
         }
     }
 
@@ -209,12 +263,14 @@ impl Observer for Console {
                 if f.clean { "clean" } else { "NOT CLEAN" }
             ));
         }
+        // The suite's progress on every run's line: in a pipe or a log there is no bar.
         say(&format!(
-            "fsbench: run {} · {} · {}: {}",
+            "fsbench: run {} · {} · {}: {} [{}]",
             r.run,
             r.config,
             r.workload,
-            parts.join(", ")
+            parts.join(", "),
+            self.suite_progress()
         ));
         Ok(())
     }

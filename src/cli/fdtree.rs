@@ -202,13 +202,13 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         ))?;
         if args.debug {
             for (op, l) in &record.measurement.latency {
-                eprintln!(
+                super::console::say(&format!(
                     "  {op:9} calls {:>9}  p50 {:>9.1} µs  p99 {:>9.1} µs  max {:>10.1} µs",
                     l.count,
                     l.p50_ns as f64 / 1e3,
                     l.p99_ns as f64 / 1e3,
                     l.max_ns as f64 / 1e3
-                );
+                ));
             }
         }
         for (errno, n) in &record.measurement.errors {

@@ -42,15 +42,7 @@ pub(super) fn load_columns(
 pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<ExitCode> {
     let (suites, mut columns) = load_columns(store, &args.columns)?;
     if let Some(b) = &args.baseline {
-        let (_, wanted) = load_columns(store, std::slice::from_ref(b))?;
-        let pos = columns
-            .iter()
-            .position(|c| c.suite_id == wanted[0].suite_id && c.config == wanted[0].config)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "--baseline {b} is not among the compared configurations"
-                ))
-            })?;
+        let pos = baseline_position(store, &columns, b)?;
         let base = columns.remove(pos);
         columns.insert(0, base);
     }
@@ -62,7 +54,7 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     match args.output_format {
         CompareFormat::Table => {
             let width = report::fit::View::terminal(false).width;
-            let mut text = report::compare::render(&columns, &comparison, width);
+            let mut text = report::compare::render(&columns, &comparison, width, args.details);
             for w in &stack_warnings {
                 text.push_str(&report::fit::wrap(&format!("! {w}"), width, 0, 2));
             }
@@ -84,6 +76,45 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where `--baseline` is among the compared `columns`: given as ID:CONFIG, or as a
+/// configuration's label alone (`xfs`) where one compared column has it.
+fn baseline_position(store: &Store, columns: &[Column], given: &str) -> anyhow::Result<usize> {
+    let by_label: Vec<usize> = (0..columns.len())
+        .filter(|&i| columns[i].config == given)
+        .collect();
+    let by_id = || -> anyhow::Result<usize> {
+        let (_, wanted) = load_columns(store, &[given.to_string()])?;
+        (columns.iter())
+            .position(|c| c.suite_id == wanted[0].suite_id && c.config == wanted[0].config)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "--baseline {given} is not among the compared configurations"
+                ))
+            })
+    };
+    match by_label.as_slice() {
+        [one] => Ok(*one),
+        [] if given.starts_with(|c: char| c.is_ascii_digit()) => by_id(),
+        [] => {
+            let labels: Vec<String> = columns.iter().map(|c| c.name(columns)).collect();
+            Err(invalid(format!(
+                "--baseline {given}: no compared configuration has that label; they are: {}",
+                labels.join(", ")
+            )))
+        }
+        several => {
+            let specs: Vec<String> = (several.iter())
+                .map(|&i| format!("{}:{}", columns[i].suite_id, columns[i].config))
+                .collect();
+            Err(invalid(format!(
+                "--baseline {given}: {} compared suites have it; name one: {}",
+                several.len(),
+                specs.join(", ")
+            )))
+        }
+    }
+}
+
 /// The commands that read the results database.
 pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     if !db.exists() {
@@ -94,7 +125,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     }
     let store = Store::open(db)?;
     match command {
-        Command::List { limit } => {
+        Command::List { limit, .. } => {
             let width = report::fit::View::terminal(false).width;
             write_stdout(&list_text(&store.list(*limit)?, width))?;
         }
@@ -102,6 +133,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             id,
             all,
             output_format,
+            ..
         } => print_result(&store.load(*id)?, *output_format, *all)?,
         Command::Compare(args) => return compare_cmd(args, &store),
         Command::Rank {
@@ -109,6 +141,8 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             equal_footing,
             per_workload,
             group,
+            weight,
+            ..
         } => {
             use crate::stats::rank::{Placing, rank};
             let (suites, columns) = load_columns(&store, columns)?;
@@ -117,7 +151,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             } else {
                 Placing::Significance
             };
-            let ranking = rank(&suites, columns, placing);
+            let ranking = rank(&suites, columns, placing).weighted(&weights(weight)?)?;
             let width = report::fit::View::terminal(false).width;
             let mut text = String::new();
             if *per_workload {
@@ -141,7 +175,9 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             text.push_str(&report::ranking::render(&ranking, width));
             write_stdout(&text)?;
         }
-        Command::Export { id, format, output } => {
+        Command::Export {
+            id, format, output, ..
+        } => {
             let result = store.load(*id)?;
             write_output(output.as_deref(), &output::export_text(&result, *format)?)?;
         }
@@ -221,6 +257,22 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
         }
     }
     out
+}
+
+/// `--weight PHASE=W` options as (phase, weight) pairs.
+fn weights(options: &[String]) -> anyhow::Result<Vec<(String, f64)>> {
+    (options.iter())
+        .map(|option| {
+            let (phase, weight) = crate::units::name_value(option)
+                .and_then(|(p, w)| Some((p, w.trim().parse::<f64>().ok()?)))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "--weight {option}: expected PHASE=W, a phase's name and a number"
+                    ))
+                })?;
+            Ok((phase.trim().to_string(), weight))
+        })
+        .collect()
 }
 
 /// `--group NAME=WORKLOAD` options as named groups of the ranking's workloads, in the order

@@ -25,6 +25,10 @@ struct DbSink {
     store: Store,
     id: Option<i64>,
     command: String,
+    /// A resumed suite (its earlier runs stay), and whether template images were kept for
+    /// a resume: either keeps the suite whatever this attempt measured.
+    resumed: bool,
+    templates_kept: bool,
 }
 
 impl Observer for DbSink {
@@ -47,8 +51,30 @@ impl Observer for DbSink {
         self.store.record_run(id, run, mkfs_command)
     }
 
+    fn diagnostic(&mut self, diagnostic: &runner::observer::Diagnostic) {
+        if let runner::observer::Diagnostic::TemplatesKept(_) = diagnostic {
+            self.templates_kept = true;
+        }
+    }
+
     fn suite_finished(&mut self, result: &SuiteResult) -> anyhow::Result<()> {
         let id = self.id.expect("started before finishing");
+        // A new suite that failed before any run measured or said anything (a filesystem that
+        // would not mount) is no result: not kept, unless a resume can start from what it
+        // kept. A failed run's phases and its commands' output stay: they say why.
+        let measured = result.runs.iter().any(|r| {
+            matches!(r.status, RunStatus::Ok | RunStatus::FsckFailed)
+                || !r.phases.is_empty()
+                || (r.output.iter()).any(|o| !o.stdout.is_empty() || !o.stderr.is_empty())
+        });
+        let keep = measured || self.resumed || self.templates_kept;
+        if result.status == SuiteStatus::Failed && !keep {
+            self.store.forget_suite(id)?;
+            super::console::say(&format!(
+                "fsbench: suite ID {id} measured nothing: not kept in the results database"
+            ));
+            return Ok(());
+        }
         self.store.finish_suite(id, result)?;
         super::console::say(&format!(
             "fsbench: suite ID {id} {}; see it again with `fsbench show {id}`",
@@ -155,6 +181,8 @@ pub(super) fn run_suite(
         store,
         id: args.resume,
         command: command_record(args),
+        resumed: args.resume.is_some(),
+        templates_kept: false,
     };
     let mut console = console::Console::new(!args.quiet);
     let options = runner::RunOptions { progress, executor };

@@ -27,7 +27,7 @@ fn every_argument_has_help() {
 }
 
 /// The default run (no workload, no suite file, no --runs) rounds until its figures are
-/// precise or three minutes have passed; anything the user chose stays as chosen.
+/// precise or its time budget would run out; anything the user chose stays as chosen.
 #[test]
 fn the_default_run_has_auto_runs_with_a_time_cap() {
     use crate::suite::{AutoRuns, DEFAULT_MAX_SECS};
@@ -82,4 +82,26 @@ fn list_fits_80_columns_without_breaking_a_name() {
     }
     // A pipe gets the table.
     assert!(super::query::list_text(&[suite], None).contains('┆'));
+}
+
+/// `--runs` says what a bare run does, with the numbers the default suite uses.
+#[test]
+fn runs_help_states_the_default_runs_budget() {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let run = cli.find_subcommand("run").expect("run");
+    let runs = (run.get_arguments())
+        .find(|a| a.get_id() == "runs")
+        .expect("--runs");
+    let help = runs
+        .get_help()
+        .expect("help")
+        .to_string()
+        .replace('\n', " ");
+    let budget = format!(
+        "up to {} rounds within about {} minutes",
+        crate::suite::AutoRuns::default().max_runs,
+        crate::suite::DEFAULT_MAX_SECS / 60.0
+    );
+    assert!(help.contains(&budget), "{help}");
 }

@@ -81,3 +81,127 @@ fn runs_auto_options_are_checked() {
         );
     }
 }
+
+#[test]
+fn the_time_budget_ends_the_runs_within_it() {
+    let dir = tempdir();
+    let state = tempdir();
+    // Runs of about a second each, and a target no run reaches: only the budget stops them.
+    let budget = 5.0;
+    let started = std::time::Instant::now();
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--purpose",
+            "budget",
+        ])
+        .args(["--no-drop-caches", "--dir"])
+        .arg(dir.path())
+        .args(["--command-phase", "nap=sleep 1", "--runs", "auto"])
+        .args(["--target-ci", "0.0001", "--max-time", &format!("{budget}s")]));
+    let took = started.elapsed().as_secs_f64();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let runs = json(&out)["runs"].as_array().unwrap().len();
+    assert!((2..=5).contains(&runs), "{runs} runs: {stderr}");
+    assert!(
+        stderr.contains(&format!("stopped after {runs} rounds: the time budget")),
+        "{stderr}"
+    );
+    // Within the budget, but for starting and summing up.
+    assert!(
+        took < budget + 2.0,
+        "{took:.1} s for a budget of {budget} s"
+    );
+    // A line per run with the suite's progress, for a pipe or a log.
+    assert!(
+        stderr.contains(&format!("[runs {runs}/≤30, at most")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_default_run_states_its_budget_honestly() {
+    use std::process::Stdio;
+    let dir = tempdir();
+    let state = tempdir();
+    let log = state.path().join("stderr");
+    let mut child = fsbench(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args(["run", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Its header comes before its first run; then Ctrl-C ends it.
+    let deadline = std::time::Instant::now() + limit();
+    let header = loop {
+        let said = std::fs::read_to_string(&log).unwrap();
+        if let Some(line) = said.lines().find(|l| l.contains("configuration(s) ×")) {
+            break line.to_string();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no header: {said}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let out = wait_drained_within(child, limit());
+    assert!(!out.status.success());
+    assert!(
+        header.contains("× up to 30 runs, about 5 minutes (--runs auto"),
+        "{header}"
+    );
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn a_budget_that_ends_before_three_runs_says_to_give_it_more_time() {
+    let dir = tempdir();
+    let state = tempdir();
+    // Runs of 2 s in a budget of 5 s: the third would end past it.
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args([
+            "run",
+            "-q",
+            "--output-format",
+            "json",
+            "--purpose",
+            "budget",
+        ])
+        .args(["--no-drop-caches", "--dir"])
+        .arg(dir.path())
+        .args(["--command-phase", "nap=sleep 2", "--runs", "auto"])
+        .args(["--target-ci", "0.0001", "--max-time", "5s"]));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc = json(&out);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{stderr}");
+    assert!(
+        stderr.contains("stopped after 2 rounds: the time budget"),
+        "{stderr}"
+    );
+    let few = (doc["warnings"].as_array().unwrap().iter())
+        .find(|w| w["kind"] == "few-runs")
+        .unwrap_or_else(|| panic!("{}", doc["warnings"]));
+    let message = few["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("only 2 run(s) per configuration")
+            && message.contains("give --runs auto more time (--max-time)"),
+        "{message}"
+    );
+}

@@ -143,3 +143,28 @@ fn a_threaded_workloads_ceiling_is_measured_at_its_thread_count() {
     assert_nothing_left(images.path());
     assert_no_state_left(state.path());
 }
+
+#[test]
+fn a_workload_with_a_setup_gets_its_ceiling() {
+    if !can_run("harness ceiling of replay", &[]) {
+        return;
+    }
+    let state = tempdir();
+    let images = tempdir();
+    let data = tempdir();
+    let db = data.path().join("results.db");
+    // The replay's trace is loaded in its setup: the ceiling pass must run it too.
+    let out = tmpfs_suite(state.path(), &db, images.path(), "replay", "1");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("no harness ceiling"), "{stderr}");
+    let doc = json(&out);
+    let ceilings = doc["ceilings"].as_array().unwrap();
+    assert_eq!(ceilings.len(), 1, "{ceilings:?}");
+    assert_eq!(ceilings[0]["workload"], "replay:demo");
+    let phases = ceilings[0]["phases"].as_array().unwrap();
+    assert!(
+        !phases.is_empty() && phases.iter().all(|p| p["rate"].as_f64().unwrap() > 0.0),
+        "{phases:?}"
+    );
+}

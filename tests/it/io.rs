@@ -492,6 +492,7 @@ fn the_layout_is_an_untimed_phase_shown_but_never_compared() {
     assert!(show.contains("layout (files/s)"), "{show}");
     // Nor warned about: a layout shorter than a second is no measurement to redo.
     let warnings = show.split("== Warnings ==").nth(1).unwrap();
+    let warnings = warnings.split("\n== ").next().unwrap();
     assert!(warnings.contains(" io"), "{warnings}");
     assert!(!warnings.contains("layout"), "{warnings}");
     // Compared: never. Its cells carry no difference and the verdict `untimed`.

@@ -106,7 +106,8 @@ fn alloc_shrinking_its_file_to_fit_is_a_note_everywhere_and_said_in_order() {
         "the database keeps the notes"
     );
     assert!(table.contains(shrink), "{table}");
-    // The console says it when the phase ends: after the suite's start, before the run's line.
+    // The console says it when the phase ends, once for the suite: after the suite's start,
+    // before the first run's line, and not again.
     let position = |needle: &str| {
         err.lines()
             .position(|l| l.contains(needle))
@@ -116,16 +117,15 @@ fn alloc_shrinking_its_file_to_fit_is_a_note_everywhere_and_said_in_order() {
         position("suite ID"),
         position("suite `"),
         position(&format!(
-            "[1/2] tmpfs (existing dir) alloc:size=256M,methods=fallocate fallocate: {shrink}"
+            "[1/2] tmpfs (existing dir) alloc:size=256M,methods=fallocate fallocate: {shrink} \
+             (said once for the suite)"
         )),
         position("run 1 ·"),
-        position(&format!(
-            "[2/2] tmpfs (existing dir) alloc:size=256M,methods=fallocate fallocate: {shrink}"
-        )),
         position("run 2 ·"),
         position("completed; see it again"),
     ];
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}\n{err}");
+    assert_eq!(err.matches(shrink).count(), 1, "{err}");
 }
 
 #[test]
@@ -147,4 +147,39 @@ fn iozone_cells_that_do_not_fit_are_one_note_everywhere() {
         .map(|c| c["file_size"].as_u64().unwrap())
         .collect();
     assert_eq!(sizes, [1 << 20, 1 << 20], "write and rewrite of 1 MiB only");
+}
+
+#[test]
+fn a_command_suite_says_each_note_once_not_once_per_run_and_phase() {
+    let dir = tempdir();
+    let state = tempdir();
+    let runs = 6;
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args(["run", "-q", "--output-format", "json", "--dir"])
+        .arg(dir.path())
+        .args(["--runs", &runs.to_string(), "--purpose", "notes once"])
+        .args(["--command-phase", "write=head -c 100000 /dev/zero > f"])
+        .args(["--command-phase", "read=cat f > /dev/null"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let doc = json(&out);
+    let notes: Vec<&str> = (doc["runs"].as_array().unwrap().iter())
+        .flat_map(|r| r["phases"].as_array().unwrap())
+        .flat_map(|p| p["notes"].as_array().unwrap())
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let mut distinct = notes.clone();
+    distinct.sort();
+    distinct.dedup();
+    for note in &distinct {
+        assert!(err.matches(note).count() <= 1, "said again: {note}\n{err}");
+    }
+    // The suite's three lines, a line per run, and each distinct note once (besides the
+    // warnings about a machine others load).
+    let lines = (err.lines())
+        .filter(|l| !l.starts_with("fsbench: warning:"))
+        .count();
+    assert!(lines <= 3 + runs + distinct.len(), "{lines} lines:\n{err}");
 }

@@ -174,3 +174,35 @@ fn every_report_renders_a_suite_with_its_workload() {
         }
     }
 }
+
+#[test]
+fn a_phase_counted_only_at_its_end_has_no_steady_column() {
+    let dir = tempdir();
+    let state = tempdir();
+    // Over the 4 s the steady-state analysis needs, its items counted at the end.
+    let commands = state.path().join("wait.toml");
+    std::fs::write(
+        &commands,
+        "[[phase]]\nname = \"wait\"\nrun = \"sleep 4.5\"\nitems = 10\n",
+    )
+    .unwrap();
+    let out = run(fsbench(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .args([
+            "run",
+            "-q",
+            "--runs",
+            "2",
+            "--purpose",
+            "counted at the end",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .arg("-w")
+        .arg(format!("command:file={}", commands.display())));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains("wait (items/s)"), "{table}");
+    assert!(!table.contains("steady"), "{table}");
+}

@@ -32,7 +32,7 @@ fn normals(seed: u64, n: usize) -> Vec<f64> {
 }
 
 /// `n` values with exactly this mean and coefficient of variation (draws standardized).
-fn exact_sample(seed: u64, n: usize, mean: f64, cv_percent: f64) -> Vec<f64> {
+pub(crate) fn exact_sample(seed: u64, n: usize, mean: f64, cv_percent: f64) -> Vec<f64> {
     let z = normals(seed, n);
     let m = z.iter().sum::<f64>() / n as f64;
     let sd = (z.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
@@ -44,7 +44,7 @@ fn exact_sample(seed: u64, n: usize, mean: f64, cv_percent: f64) -> Vec<f64> {
 const OPS: u64 = 100_000;
 
 /// A phase of `secs` seconds with OPS units done, and the workload's own `figures`.
-fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
+pub(crate) fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
     PhaseRecord {
         name: name.into(),
         measurement: PhaseMeasurement {
@@ -71,10 +71,13 @@ fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord {
     }
 }
 
-/// Saves a two-configuration suite whose runs have these phases (`runs[config][round]`),
-/// and loads it back.
-fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteResult {
-    let configs = ["a", "b"].map(FsConfig::existing);
+/// Saves a suite of configurations `a`, `b`, … (up to `e`) whose runs have these phases
+/// (`runs[config][round]`), and loads it back.
+pub(crate) fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteResult {
+    let configs: Vec<FsConfig> = ["a", "b", "c", "d", "e"][..runs.len()]
+        .iter()
+        .map(|c| FsConfig::existing(c))
+        .collect();
     let suite = Suite {
         runs: runs[0].len() as u32,
         workloads: vec![Params::parse("tree:quick-shallow").unwrap().spec()],
@@ -266,4 +269,73 @@ fn a_thousand_null_matrix_cells_make_few_false_discoveries() {
         "{uncorrected} uncorrected p < {ALPHA}"
     );
     assert!(discoveries <= 1, "{discoveries} false discoveries");
+}
+
+/// Three configurations where one pair is decided and the noisy third is told apart from
+/// neither: the answer names that pair, never a shared lead, and `show` prints every pair's
+/// verdict it rests on.
+#[test]
+fn show_answers_from_the_pairwise_verdicts_it_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let config = |seed, secs, cv| {
+        exact_sample(seed, 5, secs, cv)
+            .iter()
+            .map(|&s| vec![phase("dir-create", s, Vec::new())])
+            .collect::<Vec<_>>()
+    };
+    let suite = saved_suite(
+        &db,
+        &[
+            config(11, 15.0, 1.0),
+            config(12, 12.0, 45.0),
+            config(13, 10.0, 1.0),
+        ],
+    );
+    let id = suite.id.unwrap().to_string();
+    let state = crate::common::tempdir();
+    let out = crate::common::run(
+        crate::common::fsbench(state.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["show", &id]),
+    );
+    let show = crate::common::text(&out.stdout);
+    let section = |name: &str| {
+        let start = show
+            .find(&format!("== {name} =="))
+            .unwrap_or_else(|| panic!("{show}"));
+        let rest = &show[start + name.len() + 6..];
+        rest[..rest.find("\n== ").unwrap_or(rest.len())].to_string()
+    };
+    let (a, b, c) = ("a (existing dir)", "b (existing dir)", "c (existing dir)");
+    let answer = section("Answer");
+    assert!(
+        answer.contains(&format!(
+            "dir-create: {c} is 1.50 × faster than {a}; not told apart: {a} and {b}, {b} and {c}"
+        )),
+        "{answer}"
+    );
+    assert!(!answer.contains("share the lead"), "{answer}");
+    let verdicts = section("Verdicts, every pair");
+    for (who, sign) in [
+        (format!("{b} "), "?"),
+        (format!("{c} "), "▲"),
+        (format!("{c} "), "?"),
+    ] {
+        assert!(
+            verdicts
+                .lines()
+                .any(|l| l.contains(sign) && l.contains(&who)),
+            "{who}{sign}: {verdicts}"
+        );
+    }
+    assert!(
+        verdicts.contains(&format!("▲ {c} 1.50")) && verdicts.contains(&format!("than {a}")),
+        "{verdicts}"
+    );
+    assert!(
+        verdicts.contains("Holm over 3 phase verdicts"),
+        "{verdicts}"
+    );
 }

@@ -8,6 +8,7 @@ mod lifecycle;
 pub mod observer;
 pub mod phases;
 mod prepare;
+mod trial;
 
 use std::collections::HashSet;
 use std::os::fd::AsFd;
@@ -185,6 +186,9 @@ pub fn run_suite(
     let need = prepare::sizing_need(need, &configs)?;
     let fs_types: Vec<FsType> = configs.iter().filter_map(|(c, _)| c.fs).collect();
     let mut target = Target::open(&suite.target, need, &fs_types)?;
+    if previous.is_none() {
+        trial::try_options(&mut target, &configs)?;
+    }
     let mut preparer = match &previous {
         Some(previous) => prepare::Preparer::resuming(previous, &workloads),
         None => prepare::Preparer::default(),
@@ -279,6 +283,7 @@ pub fn run_suite(
     })?;
     let mut error = None;
     let started = std::time::Instant::now();
+    let mut budget = auto::Budget::new(suite.auto_runs.as_ref());
     'rounds: for round in 0..suite.runs {
         let to_do = |key, w| !done.contains(&(round + 1, key, WorkloadKey(w as u32)));
         let open = keys
@@ -286,6 +291,11 @@ pub fn run_suite(
             .any(|&k| (0..suite.workloads.len()).any(|w| to_do(k, w)));
         // The ceiling sees the machine as this round's runs will (a resumed suite's rounds
         // that are done keep theirs). An error here ends the suite like a run's.
+        if open && budget.would_overrun(None) {
+            stop_out_of_time(suite, &mut result, round, observer);
+            break 'rounds;
+        }
+        let ceiling_started = std::time::Instant::now();
         if single && open {
             let first = !result.ceilings.iter().any(|c| c.round > 0);
             let measured = ceiling::measure_round(
@@ -300,6 +310,7 @@ pub fn run_suite(
                 Ok(found) => {
                     result.ceilings.retain(|c| c.round != round + 1);
                     result.ceilings.extend(found);
+                    budget.ceiling_took(ceiling_started.elapsed());
                 }
                 Err(e) => {
                     result.status = SuiteStatus::Interrupted;
@@ -318,6 +329,11 @@ pub fn run_suite(
                 if done.contains(&(round + 1, config_key, workload_key)) {
                     continue;
                 }
+                if budget.would_overrun(Some((index, w))) {
+                    stop_out_of_time(suite, &mut result, round, observer);
+                    break 'rounds;
+                }
+                let run_started = std::time::Instant::now();
                 let label = format!(
                     "[{}/{}] {} {}",
                     round + 1,
@@ -381,6 +397,7 @@ pub fn run_suite(
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
                 }
+                budget.run_took((index, w), run_started.elapsed());
                 let ceiling =
                     crate::results::ceiling::for_run(&result.ceilings, &spec.label(), round + 1);
                 for phase in &mut record.phases {
@@ -473,6 +490,23 @@ pub fn run_suite(
         error.get_or_insert(e);
     }
     Ok((result, error))
+}
+
+/// Says that `--max-time` ends the suite before the next run of round `round` (from 0).
+fn stop_out_of_time(
+    suite: &Suite,
+    result: &mut SuiteResult,
+    round: u32,
+    observer: &mut dyn Observer,
+) {
+    let Some(auto) = &suite.auto_runs else {
+        return;
+    };
+    crate::stats::summary::summarize_runs(result);
+    let widest = crate::stats::summary::widest_primary_ci_percent(result);
+    let partial = (result.runs.iter()).filter(|r| r.run == round + 1).count();
+    let stop = auto::out_of_time(auto, (round, partial), widest);
+    observer.diagnostic(&Diagnostic::AutoRunsStopped(&stop));
 }
 
 /// One run: fresh filesystem, every phase, teardown. Returns the mkfs command line used.

@@ -12,10 +12,13 @@ pub fn set_sink(sink: fn(&str)) {
     let _ = SINK.set(sink);
 }
 
-/// Tells the user `line` (without its newline).
+/// Tells the user `line` (without its newline); a closed stderr loses it, nothing else.
 pub fn say(line: &str) {
+    use std::io::Write;
     match SINK.get() {
         Some(sink) => sink(line),
-        None => eprintln!("{line}"),
+        None => {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
     }
 }

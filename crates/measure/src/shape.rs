@@ -58,9 +58,14 @@ fn mser_truncation(batches: &[f64]) -> usize {
 }
 
 /// MSER-5 on `progress` ([ms since start, units done] samples every 100 ms). `None` when the
-/// series is too short.
+/// series is too short, or tells nothing before its end: a phase that counts its units only
+/// when it is over (a command's items) has no shape, and a "steady rate" of 0 would be noise.
 pub fn steady_state(progress: &[[u64; 2]]) -> Option<SteadyState> {
     let intervals = intervals(progress);
+    let (_, before_last) = intervals.split_last()?;
+    if before_last.iter().all(|i| i.units == 0) {
+        return None;
+    }
     let batches: Vec<&[Interval]> = intervals.chunks_exact(BATCH).collect();
     if batches.len() < MIN_BATCHES {
         return None;
@@ -168,6 +173,13 @@ mod tests {
         assert!(s.warmup_secs <= 2.0, "{s:?}");
         let mean = rates.iter().sum::<f64>() / rates.len() as f64;
         assert!((s.rate - mean).abs() / mean < 0.05, "{} vs {mean}", s.rate);
+    }
+
+    #[test]
+    fn a_phase_counted_only_at_its_end_has_no_steady_state() {
+        let mut rates = vec![0.0; 99];
+        rates.push(20_000.0);
+        assert_eq!(steady_state(&series(&rates)), None);
     }
 
     #[test]

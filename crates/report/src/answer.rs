@@ -1,28 +1,38 @@
-//! The suite's answer in one line per workload, as every view leads with it: who leads in
-//! which phases and by how much, where the configurations are equivalent, what is open and
-//! how many runs would close it (computed in [`crate::stats::conclusion`]).
+//! The suite's answer, as every view leads with it: per workload a headline (who is fastest
+//! overall, or that it depends on the phase, or that the runs cannot tell), then a line per
+//! phase that says what its verdicts say, in the user's terms. Computed in
+//! [`crate::stats::conclusion`] from the verdicts of every pair, which `show` prints too.
 
 use crate::results::SuiteResult;
 use crate::results::ceiling::{HARNESS_PERCENT, harness_bound};
-use crate::stats::compare::DEFAULT_NOISE_PERCENT;
-use crate::stats::conclusion::{Conclusion, Outcome, RESOLUTION_PERCENT, conclusions};
+use crate::stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
+use crate::stats::conclusion::{
+    Conclusion, Outcome, PhaseOutcome, RESOLUTION_PERCENT, conclusions,
+};
 
-/// One line per workload of `suite` with two or more configurations measured.
-pub(crate) fn lines(suite: &SuiteResult) -> Vec<String> {
-    let left_out = |config: &str, workload: &str, phase: &str| {
+/// The answer's lines, each with its level: 0 for a workload's headline, 1 for its phases.
+pub(crate) fn lines(suite: &SuiteResult) -> Vec<(usize, String)> {
+    let caveat = |config: &str, workload: &str, phase: &str| {
         let summary = |metric| Some(&suite.summary(config, workload, phase, metric)?.summary);
         if summary("time").is_some_and(|t| t.mean < suite.suite.min_phase_secs) {
-            Some(format!("shorter than {} s", suite.suite.min_phase_secs))
+            Some(format!("under {} s", suite.suite.min_phase_secs))
         } else if summary(HARNESS_PERCENT).is_some_and(harness_bound) {
-            Some("harness-bound".to_string())
+            Some("harness-bound, mostly fsbench's own cost".to_string())
         } else {
             None
         }
     };
-    conclusions(suite, DEFAULT_NOISE_PERCENT, &left_out)
+    let pairs = pairwise(suite, DEFAULT_NOISE_PERCENT);
+    conclusions(&pairs, &caveat)
         .iter()
-        .map(line)
+        .flat_map(workload_lines)
         .collect()
+}
+
+/// A workload's headline, then its phases.
+pub(crate) fn workload_lines(c: &Conclusion) -> Vec<(usize, String)> {
+    let phases = c.phases.iter().map(|p| (1, phase_line(p, c.runs)));
+    std::iter::once((0, headline(c))).chain(phases).collect()
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -34,241 +44,141 @@ fn and_list(items: &[String]) -> String {
     }
 }
 
-/// A factor range as read: `1.5 ×`, `1.2–2.1 ×`.
-fn factors(values: &[f64]) -> String {
-    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = values.iter().copied().fold(0.0, f64::max);
-    if values.is_empty() {
-        String::new()
-    } else if format!("{low:.1}") == format!("{high:.1}") {
-        format!("{low:.1} ×")
-    } else {
-        format!("{low:.1}–{high:.1} ×")
-    }
+/// A speed-up as read: `1.75 ×` (two decimals: a verdict needs 2% at least).
+fn times(factor: f64) -> String {
+    format!("{factor:.2} ×")
 }
 
-/// One workload's answer: `tree:quick (5 runs each) — xfs is fastest overall (ahead in 3 of
-/// 4 phases, 1.2–2.1 ×); equivalent within ±4% in file-remove`.
-pub(crate) fn line(c: &Conclusion) -> String {
-    // Leaders and the phases they lead, in order of first appearance.
-    let mut leaders: Vec<(Vec<String>, Vec<String>, Vec<f64>)> = Vec::new();
-    let (mut equivalent, mut open, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
-    let mut largest: f64 = 0.0;
-    for p in &c.phases {
-        match &p.outcome {
-            Outcome::Leads { configs, factor } => {
-                let i = match leaders.iter().position(|(l, ..)| l == configs) {
-                    Some(i) => i,
-                    None => {
-                        leaders.push((configs.clone(), Vec::new(), Vec::new()));
-                        leaders.len() - 1
-                    }
-                };
-                leaders[i].1.push(p.phase.clone());
-                leaders[i].2.extend(factor);
-            }
-            Outcome::Equivalent { within } => {
-                largest = largest.max(*within);
-                equivalent.push(format!("{} (±{within:.0}%)", p.phase));
-            }
-            Outcome::Open { largest: l, .. } => {
-                largest = largest.max(*l);
-                open.push(p.phase.clone());
-            }
-            Outcome::LeftOut { reason } => left_out.push(format!("{} ({reason})", p.phase)),
+/// `xfs is fastest overall (leads in 3 of 4 phases)`, `it depends on the phase: …`, or what
+/// the runs could not tell.
+fn headline(c: &Conclusion) -> String {
+    let n = c.phases.len();
+    let configs = c
+        .phases
+        .first()
+        .map(|p| p.configs.clone())
+        .unwrap_or_default();
+    let lead = |p: &PhaseOutcome| match &p.outcome {
+        Outcome::Leads { configs, .. } => Some(configs.clone()),
+        _ => None,
+    };
+    // Each group of leaders and the phases it leads, in order of first appearance.
+    let mut groups: Vec<(Vec<String>, usize)> = Vec::new();
+    for leaders in c.phases.iter().filter_map(lead) {
+        match groups.iter_mut().find(|(g, _)| *g == leaders) {
+            Some((_, count)) => *count += 1,
+            None => groups.push((leaders, 1)),
         }
     }
-    let decided = c.phases.len() - left_out.len();
-    let mut parts = Vec::new();
-    match leaders.as_slice() {
-        [] if decided > 0 => parts.push(format!(
-            "{}{}",
-            // Beyond 100% the bound is a factor, and a percentage would read as a finding.
-            if largest > 100.0 {
-                format!(
-                    "undecided: the runs vary too much to tell (differences up to {:.0} × \
-                     not excluded)",
-                    1.0 + largest / 100.0
-                )
-            } else {
-                format!("no difference larger than {largest:.0}% found")
-            },
-            match c.runs_to_resolve {
-                Some(n) => format!("; about {n} runs each would resolve {RESOLUTION_PERCENT}%"),
-                None => String::new(),
-            }
-        )),
-        [] => {}
-        // "Overall" only where it leads in most phases; else the phases are named.
-        [(configs, phases, f)] if configs.len() == 1 && phases.len() * 2 > decided => {
-            parts.push(format!(
-                "{} is fastest overall (ahead in {} of {decided} phases{})",
-                configs[0],
-                phases.len(),
-                match factors(f).as_str() {
-                    "" => String::new(),
-                    range => format!(", {range}"),
-                }
-            ))
-        }
+    let ahead = (c.phases.iter()).any(|p| matches!(p.outcome, Outcome::Ahead { .. }));
+    let all_same = (c.phases.iter()).all(|p| matches!(p.outcome, Outcome::Same { .. }));
+    let what = match groups.as_slice() {
+        _ if n == 0 => "nothing to compare".to_string(),
+        [] if all_same => format!("{} perform the same in every phase", and_list(&configs)),
+        [] if !ahead => format!(
+            "no difference shown: {} runs each cannot tell {} apart on this machine",
+            c.runs,
+            and_list(&configs)
+        ),
+        [] => "some pairs differ, but no configuration leads a phase".to_string(),
+        // "Overall" only where one leads alone in most phases and nothing else is ahead.
+        [(leaders, count)] if leaders.len() == 1 && count * 2 > n && !ahead => format!(
+            "{} is fastest overall (leads in {count} of {n} phases)",
+            leaders[0]
+        ),
         _ => {
-            let each: Vec<String> = (leaders.iter())
-                .map(|(configs, phases, f)| {
-                    let who = if configs.len() == 1 {
-                        format!("{} leads", configs[0])
-                    } else {
-                        format!("{} share the lead", and_list(configs))
-                    };
-                    let by = match factors(f).as_str() {
-                        "" => String::new(),
-                        range => format!(" ({range})"),
-                    };
-                    format!("{who} in {}{by}", and_list(phases))
+            let each: Vec<String> = (groups.iter())
+                .map(|(leaders, count)| match leaders.as_slice() {
+                    [one] => format!("{one} leads in {count}"),
+                    several => format!("{} share the lead in {count}", and_list(several)),
                 })
                 .collect();
-            parts.push(each.join("; "));
+            format!(
+                "no configuration is fastest overall: {} of {n} phases",
+                each.join(", ")
+            )
         }
-    }
-    if !leaders.is_empty() && !equivalent.is_empty() {
-        parts.push(format!("equivalent in {}", and_list(&equivalent)));
-    }
-    if !leaders.is_empty() && !open.is_empty() {
-        parts.push(format!("{} undecided", and_list(&open)));
-    }
-    if !left_out.is_empty() {
-        parts.push(format!("left out: {}", and_list(&left_out)));
-    }
-    format!(
-        "{} ({} runs each) — {}",
-        c.workload,
-        c.runs,
-        if parts.is_empty() {
-            "nothing to compare".to_string()
-        } else {
-            parts.join("; ")
+    };
+    format!("{} ({} runs each): {what}", c.workload, c.runs)
+}
+
+/// One phase's verdicts in the user's terms: `dir-create: xfs leads, 1.75 × faster than
+/// ext4`, `file-remove: ext4 and xfs are within 8% of each other: 5 runs each cannot tell
+/// them apart on this machine`.
+pub(crate) fn phase_line(p: &PhaseOutcome, runs: usize) -> String {
+    let configs = and_list(&p.configs);
+    let said = match &p.outcome {
+        Outcome::Leads {
+            configs: leaders,
+            behind,
+            factor,
+        } => {
+            let at_least = if leaders.len() * behind.len() > 1 {
+                "at least "
+            } else {
+                ""
+            };
+            let who = match leaders.as_slice() {
+                [one] => format!("{one} leads"),
+                several => format!("{} share the lead", and_list(several)),
+            };
+            format!(
+                "{who}, {at_least}{} faster than {}",
+                times(*factor),
+                and_list(behind)
+            )
         }
-    )
+        Outcome::Ahead { pairs } => {
+            let decided: Vec<String> = (pairs.iter())
+                .map(|(a, b, f)| format!("{a} is {} faster than {b}", times(*f)))
+                .collect();
+            let told = |a: &str, b: &str| {
+                (pairs.iter()).any(|(x, y, _)| (x == a && y == b) || (x == b && y == a))
+            };
+            let mut apart = Vec::new();
+            for (i, a) in p.configs.iter().enumerate() {
+                for b in &p.configs[i + 1..] {
+                    if !told(a, b) {
+                        apart.push(format!("{a} and {b}"));
+                    }
+                }
+            }
+            format!(
+                "{}; not told apart: {}",
+                decided.join(", "),
+                apart.join(", ")
+            )
+        }
+        Outcome::Same { within } => format!("{configs} perform the same (within ±{within}%)"),
+        Outcome::Open {
+            largest,
+            runs_needed,
+        } => {
+            // Beyond 100% the bound is a factor, and a percentage would read as a finding.
+            let bound = if *largest > 100.0 {
+                format!("may differ by up to {:.0} ×", 1.0 + largest / 100.0)
+            } else {
+                format!("are within {largest:.0}% of each other")
+            };
+            let resolve = match runs_needed {
+                Some(n) => format!(" (about {n} runs each would resolve {RESOLUTION_PERCENT}%)"),
+                None => format!(
+                    " (resolving {RESOLUTION_PERCENT}% would take over {} runs each)",
+                    crate::stats::difference::MAX_RUNS_ESTIMATE
+                ),
+            };
+            format!(
+                "{configs} {bound}: {runs} runs each cannot tell them apart on this \
+                 machine{resolve}"
+            )
+        }
+    };
+    let rough = match &p.caveat {
+        Some(why) => format!(" (rough: {why})"),
+        None => String::new(),
+    };
+    format!("{}: {said}{rough}", p.phase)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::stats::conclusion::PhaseOutcome;
-
-    fn conclusion(phases: Vec<(&str, Outcome)>, runs_to_resolve: Option<usize>) -> Conclusion {
-        Conclusion {
-            workload: "tree:quick".into(),
-            phases: phases
-                .into_iter()
-                .map(|(phase, outcome)| PhaseOutcome {
-                    phase: phase.into(),
-                    outcome,
-                })
-                .collect(),
-            runs: 5,
-            runs_to_resolve,
-        }
-    }
-
-    fn leads(configs: &[&str], factor: f64) -> Outcome {
-        Outcome::Leads {
-            configs: configs.iter().map(|c| c.to_string()).collect(),
-            factor: Some(factor),
-        }
-    }
-
-    #[test]
-    fn one_leader_is_fastest_overall_with_its_range() {
-        let c = conclusion(
-            vec![
-                ("dir-create", leads(&["xfs"], 1.2)),
-                ("file-create", leads(&["xfs"], 2.1)),
-                ("file-remove", Outcome::Equivalent { within: 4.0 }),
-                (
-                    "stat",
-                    Outcome::LeftOut {
-                        reason: "shorter than 1 s".into(),
-                    },
-                ),
-            ],
-            Some(9),
-        );
-        assert_eq!(
-            line(&c),
-            "tree:quick (5 runs each) — xfs is fastest overall (ahead in 2 of 3 phases, \
-             1.2–2.1 ×); equivalent in file-remove (±4%); left out: stat (shorter than 1 s)"
-        );
-    }
-
-    #[test]
-    fn several_leaders_are_named_per_phase() {
-        let c = conclusion(
-            vec![
-                ("dir-create", leads(&["xfs"], 1.5)),
-                ("file-create", leads(&["ext4", "btrfs"], 1.1)),
-                (
-                    "file-remove",
-                    Outcome::Open {
-                        largest: 20.0,
-                        runs_needed: Some(30),
-                    },
-                ),
-            ],
-            Some(30),
-        );
-        assert_eq!(
-            line(&c),
-            "tree:quick (5 runs each) — xfs leads in dir-create (1.5 ×); ext4 and btrfs \
-             share the lead in file-create (1.1 ×); file-remove undecided"
-        );
-    }
-
-    #[test]
-    fn a_leader_in_few_phases_is_not_fastest_overall_and_noise_is_not_a_finding() {
-        let open = |largest| Outcome::Open {
-            largest,
-            runs_needed: Some(197),
-        };
-        let c = conclusion(
-            vec![
-                ("dir-create", leads(&["xfs"], 1.5)),
-                ("file-create", open(40.0)),
-                ("file-remove", open(40.0)),
-            ],
-            Some(197),
-        );
-        assert_eq!(
-            line(&c),
-            "tree:quick (5 runs each) — xfs leads in dir-create (1.5 ×); file-create and \
-             file-remove undecided"
-        );
-        let c = conclusion(vec![("file-create", open(2439.0))], Some(197));
-        assert_eq!(
-            line(&c),
-            "tree:quick (5 runs each) — undecided: the runs vary too much to tell \
-             (differences up to 25 × not excluded); about 197 runs each would resolve 3%"
-        );
-    }
-
-    #[test]
-    fn no_difference_says_how_large_one_could_be_and_what_would_resolve_it() {
-        let c = conclusion(
-            vec![
-                ("dir-create", Outcome::Equivalent { within: 5.0 }),
-                (
-                    "file-create",
-                    Outcome::Open {
-                        largest: 8.4,
-                        runs_needed: Some(12),
-                    },
-                ),
-            ],
-            Some(12),
-        );
-        assert_eq!(
-            line(&c),
-            "tree:quick (5 runs each) — no difference larger than 8% found; about 12 runs \
-             each would resolve 3%"
-        );
-    }
-}
+mod tests;

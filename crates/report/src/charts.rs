@@ -32,8 +32,13 @@ const VALUE_WIDTH: f64 = 200.0;
 const ROW: f64 = 26.0;
 /// Where a per-configuration chart's first row starts, below its heading.
 const TOP: f64 = 30.0;
+/// Space between the plot's end and the values: a whisker cut at the axis's end, or the dot
+/// of a run at it, never runs into its row's value label.
+const GAP: f64 = 24.0;
 /// The value axis's width in a per-configuration chart, between the labels and the values.
-const PLOT: f64 = WIDTH - LABEL_WIDTH - VALUE_WIDTH;
+const PLOT: f64 = WIDTH - LABEL_WIDTH - VALUE_WIDTH - GAP;
+/// Where a row's value label starts.
+const VALUE_X: f64 = WIDTH - VALUE_WIDTH + 8.0;
 /// Whiskers past this multiple of the largest value (a 2-run interval can be astronomic) are
 /// cut at the axis's end, so they do not squash every bar to nothing.
 const WHISKER_LIMIT: f64 = 3.0;
@@ -178,7 +183,7 @@ pub(crate) fn bars(
                     Some(sd) => format!("{} ± {} σ", figure(s.mean), figure(sd)),
                     None => figure(s.mean),
                 };
-                row = row.add(text(WIDTH - VALUE_WIDTH + 8.0, y + 15.0, &value));
+                row = row.add(text(VALUE_X, y + 15.0, &value));
             }
             None => row = row.add(text(LABEL_WIDTH, y + 15.0, "no data")),
         }
@@ -230,7 +235,7 @@ pub(crate) fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Sum
         } else {
             format!("{} runs", values.len())
         };
-        row = row.add(text(WIDTH - VALUE_WIDTH + 8.0, y + 15.0, &note));
+        row = row.add(text(VALUE_X, y + 15.0, &note));
         doc = doc.add(row);
     }
     with_axis(doc, rows.len(), &axis, unit)
@@ -397,6 +402,35 @@ mod tests {
         assert!(svg.contains("&lt;script&gt;"));
         assert_eq!(svg.matches("class=\"error-bar\"").count(), 3);
         assert!(svg.contains("no data"));
+    }
+
+    #[test]
+    fn whiskers_and_dots_stay_clear_of_the_value_labels() {
+        // Two runs far apart: an interval past the axis's end, cut there; a run at the end.
+        let wide = crate::stats::summarize(&[1.0, 100.0]).unwrap();
+        let steady = crate::stats::summarize(&[99.0, 100.0, 101.0]).unwrap();
+        let rows = [
+            (0, "a".to_string(), Some(&wide)),
+            (1, "b".into(), Some(&steady)),
+        ];
+        for svg in [
+            bars("rate", "MiB/s", true, &rows),
+            strip("rate", "MiB/s", &rows),
+        ] {
+            let reach = |attribute: &str, extra: f64| {
+                (svg.split(&format!(" {attribute}=\"")).skip(1))
+                    .filter_map(|rest| rest.split('"').next()?.parse::<f64>().ok())
+                    .map(|x| x + extra)
+                    .fold(0.0, f64::max)
+            };
+            // Lines end at x2; a dot reaches its radius (4) past its centre.
+            let right = reach("x2", 0.0).max(reach("cx", 4.0));
+            assert!(
+                right > LABEL_WIDTH + PLOT - 1.0,
+                "nothing reached the end: {svg}"
+            );
+            assert!(VALUE_X - right >= 12.0, "{right} vs {VALUE_X}: {svg}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::figure;
 use super::fit::{fit, rendered_width, wrap};
-use crate::stats::compare::{Answer, Cell, Column, Comparison, Verdict};
+use crate::stats::compare::{Answer, Cell, Column, Comparison, Role, Row, Verdict};
 use crate::stats::difference::TestMethod;
 
 /// A p-value as printed: `p < 0.001` or `p = 0.016`.
@@ -26,7 +26,7 @@ pub(crate) fn legend(comparison: &Comparison, baseline: &str) -> String {
          ▲ better / ▼ worse: significant (corrected p < {}) and |difference| ≥ {noise}%; \
          ≈ same: the difference's 95% CI lies within ±{noise}%; \
          ? undecided: neither, with the runs there are (about how many runs per side would tell). \
-         A phase's verdict is its rate's (its time's without one); time and KiB/s share it. ↑/↓ = higher/lower is better.",
+         A phase's verdict is its rate's (its time's without one); time and MiB/s share it. ↑/↓ = higher/lower is better.",
         comparison.alpha, comparison.alpha
     )
 }
@@ -52,23 +52,34 @@ pub(crate) fn corrections_text(comparison: &Comparison) -> String {
     }
 }
 
-/// The comparison as a terminal table, then the one-line answers. With a terminal's
-/// `width`, a table wider than it becomes one row per phase and configuration, and the text
-/// wraps at words; without one (a pipe, a file), the full layout.
-pub fn render(columns: &[Column], comparison: &Comparison, width: Option<u16>) -> String {
+/// The comparison as a terminal table, then the one-line answers: the phases' verdicts
+/// alone, or with `details` every figure (times, CPU, the workloads' own). With a
+/// terminal's `width`, a table wider than it becomes one row per phase and configuration,
+/// and the text wraps at words; without one (a pipe, a file), the full layout.
+pub fn render(
+    columns: &[Column],
+    comparison: &Comparison,
+    width: Option<u16>,
+    details: bool,
+) -> String {
+    let rows: Vec<&Row> = (comparison.rows.iter())
+        .filter(|r| details || r.role == Role::Primary)
+        .collect();
+    let left_out = comparison.rows.len() - rows.len();
     use comfy_table::{CellAlignment, Table, presets};
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Workload".to_string(), "Phase".into(), "Figure".into()];
     header.extend(columns.iter().map(|c| c.name(columns)));
     t.set_header(header);
-    for r in &comparison.rows {
+    for r in &rows {
         let k = &r.key;
-        let mut row = vec![k.workload.clone(), k.phase.clone(), k.label()];
+        let mut row = vec![k.workload.clone(), k.phase.clone(), super::shown_label(k)];
+        let divisor = super::shown_unit(&k.unit).1;
         for cell in &r.cells {
             row.push(match cell {
                 None => "-".into(),
-                Some(c) => cell_text(c),
+                Some(c) => cell_text(c, divisor),
             });
         }
         t.add_row(row);
@@ -79,15 +90,27 @@ pub fn render(columns: &[Column], comparison: &Comparison, width: Option<u16>) -
         }
     }
     let table = match width {
-        Some(w) if rendered_width(&t) > usize::from(w) => narrow_table(columns, comparison, w),
+        Some(w) if rendered_width(&t) > usize::from(w) => narrow_table(columns, &rows, w),
         _ => t,
     };
     let answers = answers_text(columns, comparison)
         .lines()
         .map(|l| wrap(l.trim_start(), width, l.len() - l.trim_start().len(), 6))
         .collect::<String>();
+    let more = match left_out {
+        0 => String::new(),
+        n => wrap(
+            &format!(
+                "\n{n} more figures (times, throughput, CPU, sync, the workloads' own) and \
+                 their verdicts: `--details`"
+            ),
+            width,
+            0,
+            2,
+        ),
+    };
     format!(
-        "{}{table}\n{}{answers}",
+        "{}{table}\n{}{answers}{more}",
         wrap(
             &legend(comparison, &columns[comparison.baseline].name(columns)),
             width,
@@ -99,32 +122,32 @@ pub fn render(columns: &[Column], comparison: &Comparison, width: Option<u16>) -
 }
 
 /// The comparison for a narrow terminal: per figure, one row per configuration with its
-/// mean ± σ, difference to the baseline and verdict (the CI of the mean is left to the
-/// full layout), wrapped to `width` where even that is too wide.
-fn narrow_table(columns: &[Column], comparison: &Comparison, width: u16) -> comfy_table::Table {
+/// mean ± σ and the 95% CI of the mean, difference to the baseline and verdict, wrapped to
+/// `width` where even that is too wide.
+fn narrow_table(columns: &[Column], rows: &[&Row], width: u16) -> comfy_table::Table {
     use comfy_table::{Table, presets};
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     t.set_header([
         "Phase, figure",
         "Config",
-        "Mean ± σ",
+        "Mean ± σ [95% CI]",
         "Difference",
         "Verdict",
     ]);
     let names = names(columns);
     // The workload is named only where there are several.
-    let workloads = comparison.rows.iter().map(|r| &r.key.workload);
+    let workloads = rows.iter().map(|r| &r.key.workload);
     let several = workloads
         .clone()
-        .any(|w| Some(w) != comparison.rows.first().map(|r| &r.key.workload));
-    for r in &comparison.rows {
+        .any(|w| Some(w) != rows.first().map(|r| &r.key.workload));
+    for r in rows {
         let k = &r.key;
         for (i, cell) in r.cells.iter().enumerate() {
             let label = if i == 0 && several {
-                format!("{}\n{}\n{}", k.workload, k.phase, k.label())
+                format!("{}\n{}\n{}", k.workload, k.phase, super::shown_label(k))
             } else if i == 0 {
-                format!("{}\n{}", k.phase, k.label())
+                format!("{}\n{}", k.phase, super::shown_label(k))
             } else {
                 String::new()
             };
@@ -132,7 +155,11 @@ fn narrow_table(columns: &[Column], comparison: &Comparison, width: u16) -> comf
                 t.add_row(vec![label, names[i].clone(), "-".into()]);
                 continue;
             };
-            let mean = mean_sd(&c.summary).replace(" ± ", "\n± ");
+            let shown = super::shown_summary(&c.summary, super::shown_unit(&k.unit).1);
+            let mut mean = mean_sd(&shown).replace(" ± ", "\n± ");
+            if let (Some(lo), Some(hi)) = (shown.ci95_low, shown.ci95_high) {
+                mean.push_str(&format!("\n[{} – {}]", figure(lo), figure(hi)));
+            }
             let (diff, verdict) = if c.verdict == Verdict::Baseline {
                 ("baseline".to_string(), String::new())
             } else {
@@ -249,9 +276,10 @@ fn mean_sd(s: &crate::results::Summary) -> String {
     }
 }
 
-/// A cell as text: mean ± σ and the CI, then difference, p-value and verdict.
-pub(crate) fn cell_text(c: &Cell) -> String {
-    let s = &c.summary;
+/// A cell as text, its figures divided by `divisor` (its shown unit's): mean ± σ and the CI,
+/// then difference, p-value and verdict.
+pub(crate) fn cell_text(c: &Cell, divisor: f64) -> String {
+    let s = &super::shown_summary(&c.summary, divisor);
     let mut text = mean_sd(s);
     if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
         text.push_str(&format!("\n[{} – {}]", figure(lo), figure(hi)));

@@ -40,7 +40,8 @@ pub(super) fn all_figures(r: &SuiteResult, view: &View, workload: &str) -> Strin
         .to_vec(),
     );
     for s in r.summaries.iter().filter(|s| s.workload == workload) {
-        let m = &s.summary;
+        let (unit, divisor) = super::shown_unit(&s.unit);
+        let m = &super::shown_summary(&s.summary, divisor);
         let opt = |v: Option<f64>| v.map_or("-".into(), figure);
         let ci = match (m.ci95_low, m.ci95_high) {
             (Some(lo), Some(hi)) => format!("{} – {}", figure(lo), figure(hi)),
@@ -49,7 +50,7 @@ pub(super) fn all_figures(r: &SuiteResult, view: &View, workload: &str) -> Strin
         detail.add_row(vec![
             s.config.clone(),
             s.phase.clone(),
-            format!("{} ({})", figure_name(&s.metric, &s.dims), s.unit),
+            format!("{} ({unit})", figure_name(&s.metric, &s.dims)),
             m.n.to_string(),
             figure(m.mean),
             opt(m.stddev),

@@ -3,7 +3,7 @@
 //! (comfy-table's dynamic arrangement). Without a width (stdout is not a terminal, or
 //! Markdown) a table keeps its full, stable layout.
 
-use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, Width, presets};
 
 /// Where the tables go: a terminal, or a Markdown document (`fsbench export --format markdown`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,14 +147,36 @@ pub fn rendered_width(table: &Table) -> usize {
         .unwrap_or(0)
 }
 
-/// Lets the cells of `table` wrap when it is wider than `width`.
-pub(super) fn fit(table: &mut Table, width: Option<u16>) {
-    if let Some(width) = width
-        && rendered_width(table) > usize::from(width)
-    {
-        table.set_content_arrangement(ContentArrangement::Dynamic);
-        table.set_width(width);
+/// Lets the cells of `table` wrap when it is wider than `width`, between words only: each
+/// column keeps at least its longest word (a label cut as `ext4-noatim`/`e` reads as two).
+/// Whether the table then fits.
+pub(super) fn fit(table: &mut Table, width: Option<u16>) -> bool {
+    let Some(width) = width else {
+        return true;
+    };
+    if rendered_width(table) <= usize::from(width) {
+        return true;
     }
+    let mut longest = vec![0usize; table.column_count()];
+    for row in table.header().into_iter().chain(table.row_iter()) {
+        for (i, cell) in row.cell_iter().enumerate() {
+            let words = cell.content();
+            let word = words.split_whitespace().map(|w| w.chars().count()).max();
+            longest[i] = longest[i].max(word.unwrap_or(0));
+        }
+    }
+    // A fixed bound counts the column's padding too.
+    let padding: Vec<usize> = (table.column_iter())
+        .map(|c| usize::from(c.padding_width()))
+        .collect();
+    let bounds = (longest.iter().zip(padding)).map(|(&w, pad)| {
+        let w = (w + pad).min(usize::from(width));
+        ColumnConstraint::LowerBoundary(Width::Fixed(w as u16))
+    });
+    table.set_constraints(bounds);
+    table.set_content_arrangement(ContentArrangement::Dynamic);
+    table.set_width(width);
+    rendered_width(table) <= usize::from(width)
 }
 
 /// Values in rows by columns, each labelled, printable either way round.
@@ -226,8 +248,31 @@ impl Grid {
         Grid::build(style, &self.corner[1], &labels, rows)
     }
 
+    /// A row per value: its row's label, its column's, the value (the long form, for a
+    /// terminal too narrow for either way round).
+    fn long(&self, style: Style) -> Table {
+        let mut t = new_table(
+            style,
+            vec![
+                self.corner[0].clone(),
+                self.corner[1].clone(),
+                String::new(),
+            ],
+        );
+        for (label, cells) in &self.rows {
+            for (column, cell) in self.columns.iter().zip(cells) {
+                t.add_row(vec![label.clone(), column.clone(), cell.clone()]);
+            }
+        }
+        if let Some(c) = t.column_mut(2) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+        t
+    }
+
     /// The table as given when it fits (or there is no width), else turned round when that
-    /// fits, else the narrower of the two with wrapping cells.
+    /// fits, else the narrower of the two with cells wrapping between words, else the long
+    /// form (a row per value), wrapping too.
     pub(super) fn table(&self, view: &View) -> Table {
         let given = self.as_given(view.style);
         let Some(width) = view.width else {
@@ -243,8 +288,12 @@ impl Grid {
         } else {
             given
         };
-        fit(&mut narrower, Some(width));
-        narrower
+        if fit(&mut narrower, Some(width)) {
+            return narrower;
+        }
+        let mut long = self.long(view.style);
+        fit(&mut long, Some(width));
+        long
     }
 }
 
@@ -287,6 +336,40 @@ mod tests {
             "{wrapped}"
         );
         assert!(wrapped.contains("config-7"), "{wrapped}");
+    }
+
+    #[test]
+    fn no_word_is_broken_and_what_cannot_fit_otherwise_goes_long() {
+        let labels = [
+            "ext4-noatime-nobarrier",
+            "xfs-logbsize-256k",
+            "btrfs-zstd-level-3",
+        ];
+        let g = Grid {
+            corner: ["Configuration".into(), "Figure".into()],
+            columns: [
+                "pack cpu user (s)",
+                "pack block written (MiB)",
+                "unpack cpu user (s)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: (labels.iter())
+                .map(|l| (l.to_string(), vec!["0.00212 ± 0.00300".to_string(); 3]))
+                .collect(),
+        };
+        for width in [80, 50] {
+            let text = g.table(&view(Some(width))).to_string();
+            assert!(
+                text.lines()
+                    .all(|l| l.chars().count() <= usize::from(width)),
+                "{text}"
+            );
+            // Every label and value whole, on one line.
+            for whole in labels.iter().chain(&["0.00212", "0.00300", "(MiB)"]) {
+                assert!(text.contains(whole), "{width}: `{whole}` broken:\n{text}");
+            }
+        }
     }
 
     #[test]

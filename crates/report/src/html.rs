@@ -28,6 +28,7 @@ caption { text-align: left; font-weight: bold; padding: .3em 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: pre-line; }
 blockquote { border-left: 4px solid #0072B2; margin: .5em 0; padding: .3em 1em; background: #f4f8fb; }
 .warning { color: #8a4b00; }
+p.answer.phase { margin: .2em 0 .2em 2em; }
 .better { color: #006b3c; font-weight: bold; }
 .worse { color: #b00020; font-weight: bold; }
 .noise { color: #555; }
@@ -158,7 +159,10 @@ fn summary(suites: &[SuiteResult], comparisons: &[WorkloadComparison]) -> Markup
         h2 #summary { "Summary" }
         @for s in suites {
             blockquote { strong { "#" (s.id.unwrap_or(0)) " purpose: " } @if s.suite.purpose.is_empty() { em { "none stated" } } @else { (s.suite.purpose) } }
-            @for line in super::answer::lines(s) { p.answer { strong { "#" (s.id.unwrap_or(0)) ": " } (line) } }
+            @for (level, line) in super::answer::lines(s) {
+                @if level == 0 { p.answer { strong { "#" (s.id.unwrap_or(0)) ": " } (line) } }
+                @else { p.answer.phase { (line) } }
+            }
         }
         @if comparisons.iter().all(|c| c.answers().is_empty()) { p { "No verdicts: comparing needs two configurations with at least 2 runs each." } }
         @else { p { a href="#comparison" { "Every verdict, phase by phase" } ", under the charts." } }
@@ -286,12 +290,7 @@ fn heatmaps(suites: &[SuiteResult], columns: &[Column], workload: &str) -> Marku
     };
     let labels = |v: &[DimValue]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
     let (rows, cols) = (labels(&m.rows), labels(&m.cols));
-    // KiB/s read better as MiB/s.
-    let (unit, scale) = if m.unit == "KiB/s" {
-        ("MiB/s", 1024.0)
-    } else {
-        (m.unit.as_str(), 1.0)
-    };
+    let (unit, scale) = super::shown_unit(&m.unit);
     html! {
         @for table in &m.tables {
             h3 { "Matrix: " (m.metric) " of " (table) }
@@ -306,32 +305,42 @@ fn heatmaps(suites: &[SuiteResult], columns: &[Column], workload: &str) -> Marku
     }
 }
 
-/// A chart's rows: the configurations that have the figure, each with its color's index.
-fn chart_rows<'a>(
-    suites: &'a [SuiteResult],
+/// A chart's rows: the configurations that have the figure, each with its color's index,
+/// in the figure's shown unit (which is returned with them).
+fn chart_rows(
+    suites: &[SuiteResult],
     columns: &[Column],
     key: &FigureKey,
-) -> Vec<(usize, String, Option<&'a crate::results::Summary>)> {
-    columns
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| Some((i, c.name(columns), Some(c.summary(suites, key)?))))
+) -> (Vec<(usize, String, crate::results::Summary)>, String) {
+    let (unit, divisor) = super::shown_unit(&key.unit);
+    let rows = (columns.iter().enumerate())
+        .filter_map(|(i, c)| {
+            let shown = super::shown_summary(c.summary(suites, key)?, divisor);
+            Some((i, c.name(columns), shown))
+        })
+        .collect();
+    (rows, unit.to_string())
+}
+
+/// The rows as the charts take them.
+fn borrowed(
+    rows: &[(usize, String, crate::results::Summary)],
+) -> Vec<(usize, String, Option<&crate::results::Summary>)> {
+    (rows.iter())
+        .map(|(i, name, s)| (*i, name.clone(), Some(s)))
         .collect()
 }
 
 fn chart(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> String {
-    let bars = chart_rows(suites, columns, key);
-    charts::bars(
-        &format!("{} {}", key.phase, key.metric),
-        &key.unit,
-        key.higher_is_better,
-        &bars,
-    )
+    let (rows, unit) = chart_rows(suites, columns, key);
+    let title = format!("{} {}", key.phase, key.metric);
+    charts::bars(&title, &unit, key.higher_is_better, &borrowed(&rows))
 }
 
 fn strip_chart(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> String {
-    let rows = chart_rows(suites, columns, key);
-    charts::strip(&format!("{} {}", key.phase, key.metric), &key.unit, &rows)
+    let (rows, unit) = chart_rows(suites, columns, key);
+    let title = format!("{} {}", key.phase, key.metric);
+    charts::strip(&title, &unit, &borrowed(&rows))
 }
 
 /// A note per configuration whose runs drift with run order.
@@ -487,12 +496,12 @@ fn comparison_section(columns: &[Column], comparisons: &[WorkloadComparison]) ->
                     tr { th { "Phase" } th { "Figure" } @for i in &c.places { th { (legend(columns, *i)) } } }
                     @for r in &rows {
                         tr {
-                            td { (r.key.phase) } td { (r.key.label()) }
+                            td { (r.key.phase) } td { (super::shown_label(&r.key)) }
                             @for cell in &r.cells {
                                 @match cell {
                                     None => td { "-" },
                                     Some(cell) => td.num class=(verdict_class(cell.verdict)) {
-                                        (compare::cell_text(cell))
+                                        (compare::cell_text(cell, super::shown_unit(&r.key.unit).1))
                                     },
                                 }
                             }

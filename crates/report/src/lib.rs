@@ -24,7 +24,7 @@ mod json;
 mod kept_output;
 mod matrix;
 mod mpi_ranks;
-mod notes;
+pub mod notes;
 pub mod ranking;
 pub mod stack;
 mod table;
@@ -44,6 +44,39 @@ fn typed_workloads(r: &results::SuiteResult) -> Vec<(String, workload::Params)> 
         Some((label, p))
     });
     typed.collect()
+}
+
+/// The one unit rule of what people read (terminal, Markdown, HTML): data rates in MiB/s,
+/// while the data (JSON, CSV, the database, `compare`'s JSON) keep their KiB/s. The unit
+/// shown, and what divides a value to show it.
+pub(crate) fn shown_unit(unit: &str) -> (&str, f64) {
+    match unit {
+        "KiB/s" => ("MiB/s", 1024.0),
+        other => (other, 1.0),
+    }
+}
+
+/// A summary in the unit it is shown in (see [`shown_unit`]).
+pub(crate) fn shown_summary(s: &results::Summary, divisor: f64) -> results::Summary {
+    let scale = |v: f64| v / divisor;
+    results::Summary {
+        mean: scale(s.mean),
+        stddev: s.stddev.map(scale),
+        min: scale(s.min),
+        max: scale(s.max),
+        median: scale(s.median),
+        ci95_low: s.ci95_low.map(scale),
+        ci95_high: s.ci95_high.map(scale),
+        values: s.values.iter().copied().map(scale).collect(),
+        ..s.clone()
+    }
+}
+
+/// A figure's name for people, in its shown unit: `throughput write (MiB/s) ↑`.
+pub(crate) fn shown_label(key: &stats::compare::FigureKey) -> String {
+    let mut key = key.clone();
+    key.unit = shown_unit(&key.unit).0.to_string();
+    key.label()
 }
 
 /// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.

@@ -5,8 +5,9 @@
 use super::fit::View;
 use crate::results::RunRecord;
 
-/// `text` with every number replaced by `#`: the notes one line stands for share it.
-fn skeleton(text: &str) -> String {
+/// `text` with every number replaced by `#`: the notes one line stands for share it (and
+/// the console says each skeleton once per suite).
+pub fn skeleton(text: &str) -> String {
     let mut out = String::new();
     let mut at = 0;
     for (start, end) in numbers(text) {
@@ -72,7 +73,7 @@ fn merged(texts: &[String]) -> String {
 
 /// The notes of `runs`' phases (and what a phase did not support or had nothing to do), one
 /// line per phase and note skeleton, naming the configurations and counting the runs.
-pub(super) fn render(out: &mut String, runs: &[&RunRecord], view: &View) {
+pub(crate) fn render(out: &mut String, runs: &[&RunRecord], view: &View) {
     let mut notes: Vec<Said> = Vec::new();
     for run in runs {
         for p in &run.phases {

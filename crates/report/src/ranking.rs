@@ -63,8 +63,12 @@ pub fn render(r: &Ranking, width: Option<u16>) -> String {
     for (i, d) in r.disciplines.iter().enumerate() {
         let k = &d.key;
         let mut row = vec![format!(
-            "{} {} {} ({})",
-            k.workload, k.phase, k.metric, k.unit
+            "{} {} {} ({}){}",
+            k.workload,
+            k.phase,
+            k.metric,
+            k.unit,
+            weight_mark(d.weight)
         )];
         for (e, place) in d.entries.iter().zip(&places[i]) {
             row.push(e.map_or("-".into(), |(mean, _, points)| {
@@ -120,10 +124,39 @@ pub fn render(r: &Ranking, width: Option<u16>) -> String {
         }
     };
     format!(
-        "{}{t}\n{}\n{}",
+        "{}{}{t}\n{}\n{}",
         wrap(how, width, 0, 0),
+        wrap(&weights_text(r), width, 0, 2),
         standings.join("\n"),
         wrap(&uneven_warning(r), width, 0, 2)
+    )
+}
+
+/// ` × 3` after a weighted discipline's name; nothing for a weight of 1.
+fn weight_mark(weight: f64) -> String {
+    if weight == 1.0 {
+        String::new()
+    } else {
+        format!(" × {weight}")
+    }
+}
+
+/// The weights the totals were made with, said before the table (empty: none given).
+fn weights_text(r: &Ranking) -> String {
+    let mut weighted: Vec<String> = Vec::new();
+    for d in r.disciplines.iter().filter(|d| d.weight != 1.0) {
+        let said = format!("{} × {}", d.key.phase, d.weight);
+        if !weighted.contains(&said) {
+            weighted.push(said);
+        }
+    }
+    if weighted.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Weighted (--weight): {}; every other phase × 1. A place's points count times its \
+         phase's weight in the totals.",
+        weighted.join(", ")
     )
 }
 
@@ -147,8 +180,13 @@ fn narrow_table(r: &Ranking, places: &[Vec<String>], significant: &[String], wid
         for (c, e) in d.entries.iter().enumerate() {
             let label = if c == 0 {
                 format!(
-                    "{} {}\n{} ({})\nsignificant: {}",
-                    k.workload, k.phase, k.metric, k.unit, significant[i]
+                    "{} {}\n{} ({}){}\nsignificant: {}",
+                    k.workload,
+                    k.phase,
+                    k.metric,
+                    k.unit,
+                    weight_mark(d.weight),
+                    significant[i]
                 )
             } else {
                 String::new()

@@ -74,7 +74,7 @@ fn device_text(r: &SuiteResult) -> String {
 }
 
 /// The suite's results: what was asked and the answers first, then the tables, the
-/// warnings and what was run on.
+/// warnings, and last what was run on (system, target, storage stack, ceilings).
 pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
     let style = view.style;
     let s = &r.system;
@@ -83,14 +83,15 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         Style::Markdown => "# ".to_string(),
     };
     let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
-    let _ = writeln!(
-        out,
+    let title = format!(
         "fsbench {} — suite `{}`{id}",
         s.fsbench_version,
         r.display_name()
     );
-    if style == Style::Markdown {
-        out.push('\n');
+    match style {
+        // Wrapped as any long line on a terminal: a suite's name lists its configurations.
+        Style::Terminal => out.push_str(&super::fit::wrap(&title, view.width, 0, 4)),
+        Style::Markdown => out.push_str(&format!("{title}\n\n")),
     }
     let purpose = if r.suite.purpose.is_empty() {
         "(none stated)"
@@ -98,6 +99,21 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         &r.suite.purpose
     };
     out.push_str(&view.item(0, &format!("Purpose: {purpose}")));
+    render_conclusions(&mut out, r, view);
+    render_answers(&mut out, r, view);
+    for w in &r.workload_records {
+        render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
+    }
+    render_preparation(&mut out, r, view);
+    let warning_lines = warnings::lines(r, view.verbose);
+    if !warning_lines.is_empty() {
+        out.push_str(&style.heading("Warnings"));
+        for w in &warning_lines {
+            out.push_str(&view.item(1, &format!("! {w}")));
+        }
+    }
+    // What it ran on, after what it found: the details a reader looks up, not reads first.
+    out.push_str(&style.heading("System and storage"));
     out.push_str(&view.item(
         0,
         &format!(
@@ -114,19 +130,6 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
     render_testbed(&mut out, r, view);
-    render_conclusions(&mut out, r, view);
-    render_answers(&mut out, r, view);
-    for w in &r.workload_records {
-        render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
-    }
-    render_preparation(&mut out, r, view);
-    let warning_lines = warnings::lines(r, view.verbose);
-    if !warning_lines.is_empty() {
-        out.push_str(&style.heading("Warnings"));
-        for w in &warning_lines {
-            out.push_str(&view.item(1, &format!("! {w}")));
-        }
-    }
     out.push_str(&style.heading("Configurations"));
     for c in &r.configurations {
         out.push_str(&view.item(1, &c.config.label));
@@ -218,46 +221,41 @@ fn render_testbed(out: &mut String, r: &SuiteResult, view: &View) {
     }
 }
 
-/// The answer, one line per workload.
+/// The answer: per workload a headline and a line per phase.
 pub(crate) fn render_conclusions(out: &mut String, r: &SuiteResult, view: &View) {
     let lines = super::answer::lines(r);
     if !lines.is_empty() {
         out.push_str(&view.style.heading("Answer"));
-        for line in &lines {
-            out.push_str(&view.item(0, line));
+        for (level, line) in &lines {
+            out.push_str(&view.item(*level, line));
         }
     }
 }
 
-/// One line per phase and configuration against the first configuration, with the
-/// corrections applied (the noise threshold is `compare`'s default).
+/// The verdicts the answer rests on: with two configurations, the second against the first;
+/// with more, every pair, corrected together (the noise threshold is `compare`'s default).
 fn render_answers(out: &mut String, r: &SuiteResult, view: &View) {
-    use crate::stats::compare::{DEFAULT_NOISE_PERCENT, compare, suite_columns};
-    let columns = suite_columns(r);
-    if columns.len() < 2 {
-        return;
-    }
-    let comparison = compare(std::slice::from_ref(r), &columns, 0, DEFAULT_NOISE_PERCENT);
-    let answers = comparison.answers();
+    use crate::stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
+    let pairs = pairwise(r, DEFAULT_NOISE_PERCENT);
+    let answers = pairs.answers();
     if answers.is_empty() {
         return;
     }
-    out.push_str(
-        &view
-            .style
-            .heading(&format!("Verdicts against {}", columns[0].config)),
-    );
-    for a in &answers {
-        out.push_str(&view.item(
-            0,
-            &super::compare::answer_line(&super::compare::names(&columns), &comparison, a),
-        ));
+    let heading = match pairs.columns.as_slice() {
+        [first, _] => format!("Verdicts against {}", first.config),
+        _ => "Verdicts, every pair".to_string(),
+    };
+    out.push_str(&view.style.heading(&heading));
+    let names = super::compare::names(&pairs.columns);
+    for (baseline, a) in &answers {
+        let comparison = &pairs.by_baseline[*baseline];
+        out.push_str(&view.item(0, &super::compare::answer_line(&names, comparison, a)));
     }
     out.push_str(&view.item(
         0,
         &format!(
             "{} Noise threshold {DEFAULT_NOISE_PERCENT}%; `fsbench compare` shows every figure.",
-            super::compare::corrections_text(&comparison)
+            super::compare::corrections_text(&pairs.by_baseline[0])
         ),
     ));
 }
@@ -291,16 +289,20 @@ fn render_figures(
             .collect();
         mean_sd_column(&summaries, 1.0)
     };
-    // A few figures read best as the seed articles laid them out, a row per configuration;
-    // many (FFSB's per-operation figures) as a row per figure.
-    let table = if rows.is_empty() {
-        None
-    } else if rows.len() <= 6 {
+    let grid = || {
         let columns = (rows.iter())
             .map(|(p, n, u)| (format!("{p} {}", with_unit(n, u)), cells(p, n)))
             .collect();
         let corner = ["Configuration".into(), "Figure".into()];
-        Some(Grid::of_columns(corner, configs, columns).table(view))
+        Grid::of_columns(corner, configs, columns)
+    };
+    // A few figures read best as the seed articles laid them out, a row per configuration;
+    // many (FFSB's per-operation figures) as a row per figure, or where the terminal is too
+    // narrow for that, as the grid fits them.
+    let table = if rows.is_empty() {
+        None
+    } else if rows.len() <= 6 {
+        Some(grid().table(view))
     } else {
         let mut table = new_table(
             style,
@@ -320,8 +322,10 @@ fn render_figures(
                 col.set_cell_alignment(CellAlignment::Right);
             }
         }
-        fit(&mut table, view.width);
-        Some(table)
+        match fit(&mut table, view.width) {
+            true => Some(table),
+            false => Some(grid().table(view)),
+        }
     };
     if let Some(table) = table {
         out.push_str(&style.table("Workload figures, mean ± stddev:", &table));
@@ -434,11 +438,12 @@ fn render_workload(
             1.0,
         ));
         if p.moves_data {
+            let (unit, divisor) = super::shown_unit("KiB/s");
             rate_columns.push((
-                format!("{} (MiB/s)", p.name),
+                format!("{} ({unit})", p.name),
                 p.name.as_ref(),
                 "throughput",
-                1024.0,
+                divisor,
             ));
         }
     }
@@ -447,6 +452,15 @@ fn render_workload(
         out.push_str(&style.table(
             "Rates, mean of per-run rates ± stddev:",
             &grid(&rate_columns).table(view),
+        ));
+    }
+    if rate_columns
+        .iter()
+        .any(|(_, _, metric, _)| *metric == "steady rate")
+    {
+        out.push_str(&view.item(
+            0,
+            "steady: the rate once warmed up (MSER-5), over the runs that settled; - where none did",
         ));
     }
     for run in r.runs.iter().filter(|x| x.workload == workload) {

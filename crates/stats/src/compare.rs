@@ -540,5 +540,8 @@ impl Comparison {
     }
 }
 
+mod pairs;
+pub use pairs::{Pairwise, pairwise};
+
 #[cfg(test)]
 mod tests;

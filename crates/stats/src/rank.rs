@@ -41,6 +41,8 @@ pub struct Discipline {
     pub significant: Vec<Significant>,
     /// Pairwise tests made (the size of the correction's family).
     pub tests: usize,
+    /// What its points count for in the totals (`--weight PHASE=W`; 1 unless weighted).
+    pub weight: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -140,19 +142,45 @@ impl Ranking {
             .filter(|d| workloads.contains(&d.key.workload.as_str()))
             .cloned()
             .collect();
-        let totals = (0..self.columns.len())
-            .map(|c| {
-                (disciplines.iter())
-                    .filter_map(|d| d.entries[c].map(|e| e.2))
-                    .sum()
-            })
-            .collect();
         Ranking {
             placing: self.placing,
             columns: self.columns.clone(),
+            totals: totals(&disciplines, self.columns.len()),
             disciplines,
-            totals,
         }
+    }
+
+    /// The ranking with the disciplines of the phases named weighted (`read=3`: a read
+    /// phase's points count three times; `delete=0.5` half); the others count once. A name
+    /// no discipline has, or a weight below 0, is an error.
+    pub fn weighted(mut self, weights: &[(String, f64)]) -> anyhow::Result<Ranking> {
+        let mut phases: Vec<&str> = Vec::new();
+        for d in &self.disciplines {
+            if !phases.contains(&d.key.phase.as_str()) {
+                phases.push(&d.key.phase);
+            }
+        }
+        for (phase, weight) in weights {
+            if !phases.contains(&phase.as_str()) {
+                return Err(crate::error::invalid(format!(
+                    "--weight {phase}={weight}: no ranked phase is called `{phase}`; the phases \
+                     are {}",
+                    phases.join(", ")
+                )));
+            }
+            if !(weight.is_finite() && *weight >= 0.0) {
+                return Err(crate::error::invalid(format!(
+                    "--weight {phase}={weight}: a weight is a number of 0 or more"
+                )));
+            }
+        }
+        for d in &mut self.disciplines {
+            if let Some((_, w)) = weights.iter().rev().find(|(p, _)| *p == d.key.phase) {
+                d.weight = *w;
+            }
+        }
+        self.totals = totals(&self.disciplines, self.columns.len());
+        Ok(self)
     }
 
     /// The workloads a group's member names: its label (`iozone:quick`) or every label of
@@ -170,6 +198,17 @@ impl Ranking {
         }
         Ok(found)
     }
+}
+
+/// Each column's points over `disciplines`, each discipline's times its weight.
+fn totals(disciplines: &[Discipline], columns: usize) -> Vec<f64> {
+    (0..columns)
+        .map(|c| {
+            (disciplines.iter())
+                .filter_map(|d| d.entries[c].map(|e| e.2 * d.weight))
+                .sum()
+        })
+        .collect()
 }
 
 pub fn rank(suites: &[SuiteResult], columns: Vec<Column>, placing: Placing) -> Ranking {
@@ -216,6 +255,7 @@ pub fn rank(suites: &[SuiteResult], columns: Vec<Column>, placing: Placing) -> R
                 entries,
                 significant,
                 tests,
+                weight: 1.0,
             }
         })
         .collect();
@@ -283,6 +323,51 @@ mod tests {
             .map(|e| e.unwrap().1)
             .collect();
         assert_eq!(places, [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn weights_multiply_a_phases_points_in_the_totals() {
+        let mut s = SuiteResult::for_tests();
+        s.id = Some(3);
+        let fig = |config: &str, phase: &str, values: &[f64]| MetricSummary {
+            config: config.into(),
+            workload: "w".into(),
+            phase: phase.into(),
+            metric: "rate".into(),
+            dims: Vec::new(),
+            unit: "u".into(),
+            higher_is_better: true,
+            summary: crate::summarize(values).unwrap(),
+        };
+        // a wins read, b wins delete: equal totals unweighted.
+        let (fast, slow) = (&[200.0, 201.0, 199.0][..], &[100.0, 101.0, 99.0][..]);
+        s.summaries = vec![
+            fig("a", "read", fast),
+            fig("b", "read", slow),
+            fig("a", "delete", slow),
+            fig("b", "delete", fast),
+        ];
+        let cols = ["a", "b"].map(|c| Column {
+            suite_id: 3,
+            config: c.into(),
+        });
+        let r = rank(
+            std::slice::from_ref(&s),
+            cols.to_vec(),
+            Placing::Significance,
+        );
+        assert_eq!(r.totals, [3.0, 3.0]);
+        let weights = [("read".to_string(), 3.0), ("delete".to_string(), 0.5)];
+        let w = r.clone().weighted(&weights).unwrap();
+        // a: read 2 × 3 + delete 1 × 0.5; b: read 1 × 3 + delete 2 × 0.5.
+        assert_eq!(w.totals, [6.5, 4.0]);
+        assert_eq!(w.of_workload("w").totals, [6.5, 4.0]);
+        let typo = r.clone().weighted(&[("reed".into(), 3.0)]).unwrap_err();
+        assert!(
+            typo.to_string().contains("the phases are read, delete"),
+            "{typo}"
+        );
+        assert!(r.weighted(&[("read".into(), -1.0)]).is_err());
     }
 
     #[test]

@@ -21,20 +21,25 @@ use runs::{harness_warnings, loop_warning, stack_warning, steady_state_warnings}
 /// Warnings that say what to do: short phases, noisy figures, few runs, errors, fsck.
 pub fn analyze(r: &mut SuiteResult) {
     let mut warnings = Vec::new();
-    let ok_runs = r.runs.iter().filter(|r| r.status == RunStatus::Ok).count();
-    if ok_runs > 0 && r.suite.runs < 3 {
+    // The runs made, not those planned: `--runs auto` plans at most so many and may stop at
+    // its time budget after one round.
+    if let Some(runs) = fewest_runs(r).filter(|n| *n < 3) {
         warnings.push(Warning {
             kind: WarningKind::FewRuns,
             config: None,
             workload: None,
             phase: None,
             message: format!(
-                "only {} run(s) per configuration: {}; use --runs 3 or more (10 as the fdtree article did)",
-                r.suite.runs,
-                if r.suite.runs < 2 {
+                "only {runs} run(s) per configuration: {}; {}",
+                if runs < 2 {
                     "no spread, no confidence interval and no verdict"
                 } else {
                     "the spreads are rough and the 95% intervals very wide (Student's t with 1 degree of freedom is 12.7), so most verdicts will be undecided"
+                },
+                // `--runs auto` stopped by its time budget: the budget is what to change.
+                match &r.suite.auto_runs {
+                    Some(_) => "give --runs auto more time (--max-time), a smaller workload, or a quieter machine",
+                    None => "use --runs 3 or more (10 as the fdtree article did)",
                 }
             ),
         });
@@ -134,4 +139,17 @@ pub fn analyze(r: &mut SuiteResult) {
         }
     }
     r.warnings = warnings;
+}
+
+/// The fewest successful runs any configuration had of any workload (`None`: none at all).
+fn fewest_runs(r: &SuiteResult) -> Option<usize> {
+    let mut counts: Vec<((&str, &str), usize)> = Vec::new();
+    for run in r.runs.iter().filter(|r| r.status == RunStatus::Ok) {
+        let key = (run.config.as_str(), run.workload.as_str());
+        match counts.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((key, 1)),
+        }
+    }
+    counts.into_iter().map(|(_, n)| n).min()
 }

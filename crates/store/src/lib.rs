@@ -465,6 +465,15 @@ impl Store {
         })
     }
 
+    /// Removes a suite and everything recorded of it (one that measured nothing, whose only
+    /// record would be a failure in `list`).
+    pub fn forget_suite(&mut self, suite_id: i64) -> anyhow::Result<()> {
+        recovery::write_patiently(&mut self.conn, |tx| {
+            tx.execute("DELETE FROM suites WHERE id = ?1", [suite_id])?;
+            Ok(())
+        })
+    }
+
     /// Records how the suite ended, the harness ceilings its rounds measured and the
     /// warnings of its results.
     pub fn finish_suite(&mut self, suite_id: i64, result: &SuiteResult) -> anyhow::Result<()> {

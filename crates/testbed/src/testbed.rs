@@ -8,6 +8,7 @@ mod detach;
 pub mod device;
 mod fresh;
 mod fuse_daemons;
+pub mod kmsg;
 pub(crate) mod loopdev;
 pub mod mounts;
 pub mod named;
@@ -316,8 +317,23 @@ impl Target {
         }
         args.extend([source.clone(), mnt.display().to_string()]);
         let mount = tools::require("mount", "mount")?;
-        tools::run_ok_in_within(&mount, &args, &tool_dir, tools::MOUNT_LIMIT)
-            .context("mount failed (are the mount options valid?)")?;
+        let kernel = kmsg::KernelLog::from_now();
+        if let Err(e) = tools::run_ok_in_within(&mount, &args, &tool_dir, tools::MOUNT_LIMIT) {
+            // mount(8) says "wrong fs type, bad option…"; the kernel's log says which.
+            let device_name = device
+                .as_ref()
+                .and_then(|d| d.file_name())
+                .unwrap_or_default();
+            let about = [fs.driver().mount_type(), &device_name.to_string_lossy()];
+            let said = kernel.map(|k| k.said_about(&about)).unwrap_or_default();
+            return Err(if said.is_empty() {
+                e.context("mount failed (are the mount options valid?)")
+            } else {
+                e.context(kmsg::MountRefused {
+                    reason: said.join("; "),
+                })
+            });
+        }
         fresh.mount_args = args;
         fresh.mountpoint = Some(mnt.clone());
         let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;

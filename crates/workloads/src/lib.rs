@@ -307,7 +307,8 @@ fn unknown_workload(name: &str) -> anyhow::Error {
     let mut names: Vec<&str> = WORKLOADS.iter().map(|k| k.name).collect();
     names.extend(WORKLOADS.iter().flat_map(|k| k.aliases.iter().map(|a| a.0)));
     invalid(format!(
-        "unknown workload `{name}`: available workloads are: {}",
+        "unknown workload `{name}`{}: available workloads are: {}",
+        options::did_you_mean(&names, name),
         names.join(", ")
     ))
 }

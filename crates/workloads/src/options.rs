@@ -179,9 +179,10 @@ impl WorkloadKind {
             .ok_or_else(|| {
                 let names: Vec<_> = presets.iter().map(|p| p.name).collect();
                 invalid(format!(
-                    "unknown {} preset `{}`: choose one of {}",
+                    "unknown {} preset `{}`{}: choose one of {}",
                     self.name,
                     name.trim(),
+                    did_you_mean(&names, name.trim()),
                     names.join(", ")
                 ))
             })
@@ -254,14 +255,10 @@ impl WorkloadKind {
 
     fn unknown_key(&self, key: &str) -> anyhow::Error {
         let names: Vec<_> = self.options.iter().map(|o| o.name).collect();
-        let close = names
-            .iter()
-            .filter(|n| edit_distance(n, key) <= 2)
-            .min_by_key(|n| edit_distance(n, key));
-        let hint = close.map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
         invalid(format!(
-            "unknown {} option `{key}`{hint}: options are preset, {}",
+            "unknown {} option `{key}`{}: options are preset, {}",
             self.name,
+            did_you_mean(&names, key),
             names.join(", ")
         ))
     }
@@ -497,6 +494,15 @@ impl Parsed {
             _ => None,
         }
     }
+}
+
+/// ` (did you mean `NAME`?)` for the name of `names` nearest to the misspelt `word`, within
+/// two edits; empty when none is that near.
+pub(crate) fn did_you_mean(names: &[&str], word: &str) -> String {
+    let close = (names.iter())
+        .filter(|n| edit_distance(n, word) <= 2)
+        .min_by_key(|n| edit_distance(n, word));
+    close.map_or(String::new(), |n| format!(" (did you mean `{n}`?)"))
 }
 
 /// Levenshtein distance, for "did you mean".

@@ -56,7 +56,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     summary: "fdtree: create and remove a tree of directories and files",
     options: OPTIONS,
     presets: PRESETS,
-    default_preset: "quick",
+    default_preset: "default",
     more_work: &["dirs", "files", "levels"],
     aliases: &[
         ("mdtest-easy", "mdtest-easy"),
@@ -182,7 +182,7 @@ impl TreeParams {
 
     /// Parses the part after `tree:`: a preset and/or `dirs=N,files=N,size=N,levels=N`
     /// (fdtree's letters d, f, s, l work too; unnamed values come from the preset, by default
-    /// `quick`).
+    /// `default`, the default run's).
     pub fn parse(args: &str) -> anyhow::Result<TreeParams> {
         build(&KIND.parse_cli(args)?)
     }

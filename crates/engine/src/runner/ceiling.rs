@@ -6,6 +6,8 @@
 //! before each round, so that it sees the machine as that round's runs do: a ceiling from a
 //! quiet hour was outrun by the phases of a loaded one. Nothing is cached for that reason.
 
+use std::os::fd::AsFd;
+
 use anyhow::Context;
 
 use super::observer::{Diagnostic, Observer, Silent};
@@ -34,6 +36,10 @@ fn measure(
         .fresh(&config, &tools)
         .context("cannot mount a tmpfs for the harness ceiling")?;
     let mut workload = spec.instantiate();
+    // The phases start from what the runs start from: a replay's trace loaded and its root
+    // made, say (without it the ceiling pass failed with "the trace was not loaded").
+    workload.filesystem_lacks(&config.lacks());
+    workload.setup(fresh.dir().as_fd(), round, &settings.progress.cancel)?;
     let label = format!("harness ceiling {}", spec.label());
     let mut phases = Vec::new();
     for index in 0..workload.phases().len() {

@@ -24,11 +24,7 @@ pub(super) fn render_matrix(
     let Some(m) = matrix(false) else {
         return;
     };
-    let (unit, scale) = if m.unit == "KiB/s" {
-        ("MiB/s", 1024.0)
-    } else {
-        (m.unit.as_str(), 1.0)
-    };
+    let (unit, scale) = crate::shown_unit(&m.unit);
     // On a terminal a line per test and configuration; the matrices with --verbose, in the
     // Markdown export, and cell by cell in `fsbench export`.
     if style == Style::Terminal && !view.verbose {

@@ -116,32 +116,38 @@ pub fn loop_summary(r: &SuiteResult) -> Option<String> {
 
 /// One warning per configuration, workload and phase whose rate never settled in some run.
 pub(super) fn steady_state_warnings(r: &SuiteResult) -> Vec<Warning> {
-    // (config, workload, phase) → (runs unsettled, runs analysed), in first-seen order.
+    // (config, workload, phase) → (runs unsettled, runs too short to tell, runs), in
+    // first-seen order: the count is of the phase's runs, each said as what it was.
     type Phase<'a> = (&'a str, &'a str, &'a str);
-    let mut seen: Vec<(Phase, (usize, usize))> = Vec::new();
+    let mut seen: Vec<(Phase, [usize; 3])> = Vec::new();
     for r in r.runs.iter().filter(|r| r.status == RunStatus::Ok) {
         for p in &r.phases {
-            let Some(steady) = &p.shape.steady else {
-                continue;
-            };
             let key = (r.config.as_str(), r.workload.as_str(), p.name.as_str());
             let i = seen.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
-                seen.push((key, (0, 0)));
+                seen.push((key, [0; 3]));
                 seen.len() - 1
             });
-            seen[i].1.0 += usize::from(!steady.reached);
-            seen[i].1.1 += 1;
+            let counts = &mut seen[i].1;
+            match &p.shape.steady {
+                Some(steady) => counts[0] += usize::from(!steady.reached),
+                None => counts[1] += 1,
+            }
+            counts[2] += 1;
         }
     }
     seen.into_iter()
-        .filter(|(_, (unsettled, _))| *unsettled > 0)
-        .map(|((config, workload, phase), (unsettled, runs))| Warning {
+        .filter(|(_, [unsettled, ..])| *unsettled > 0)
+        .map(|((config, workload, phase), [unsettled, untold, runs])| Warning {
             kind: WarningKind::NoSteadyState,
             config: Some(config.to_string()),
             workload: Some(workload.to_string()),
             phase: Some(phase.to_string()),
             message: format!(
-                "{config} / {workload} / {phase}: no steady state in {unsettled} of {runs} run(s) (MSER-5 found the warm-up past half the phase): its rate was still changing when it ended; lengthen the phase"
+                "{config} / {workload} / {phase}: no steady state in {unsettled} of {runs} run(s){} (MSER-5 found the warm-up past half the phase): its rate was still changing when it ended; lengthen the phase",
+                match untold {
+                    0 => String::new(),
+                    n => format!(", {n} too short to tell"),
+                }
             ),
         })
         .collect()
@@ -257,6 +263,46 @@ mod tests {
                 "ceiling not comparable: the phase ran faster than the ceiling measured in its round, 2 time(s) (ext4 tree:quick file-create, ext4 tree:quick file-remove);"
             ),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn no_steady_state_counts_every_run_of_the_phase() {
+        use fsbench_model::measurement::SteadyState;
+        let mut r = SuiteResult::for_tests();
+        // Five runs: three unsettled, one settled, one too short to analyse.
+        for (run, reached) in [Some(false), Some(true), Some(false), None, Some(false)]
+            .into_iter()
+            .enumerate()
+        {
+            let steady = reached.map(|reached| {
+                serde_json::json!({"reached": reached, "warmup_secs": 1.0, "rate": 10.0,
+                    "batches": 8, "truncated_batches": if reached { 1 } else { 6 }})
+            });
+            let mut record: fsbench_model::results::RunRecord =
+                serde_json::from_value(serde_json::json!({
+                    "run": run + 1, "position": 1, "config_key": 0, "workload_key": 0,
+                    "config": "ext4", "workload": "command:x", "started_at": "",
+                    "status": "ok", "source": "", "mount_options": "", "phases": []
+                }))
+                .unwrap();
+            let mut phase: fsbench_model::results::PhaseRecord =
+                serde_json::from_value(serde_json::json!({"name": "upload", "elapsed_ns": 1,
+                    "ops": 1, "bytes": 0, "cpu_user_ns": 0, "cpu_system_ns": 0,
+                    "caches_dropped": true, "progress": [], "latency": {}, "errors": {}}))
+                .unwrap();
+            phase.shape.steady = steady.map(|s| serde_json::from_value::<SteadyState>(s).unwrap());
+            record.phases.push(phase);
+            r.runs.push(record);
+        }
+        let warnings = super::steady_state_warnings(&r);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0]
+                .message
+                .contains("upload: no steady state in 3 of 5 run(s), 1 too short to tell"),
+            "{}",
+            warnings[0].message
         );
     }
 

@@ -90,7 +90,7 @@ fn comma_lists_of_workloads_split_at_kind_names() {
     let labels: Vec<String> = specs.iter().map(|s| s.label()).collect();
     assert_eq!(
         labels,
-        ["atomic:quick", "archive:tiny,pool-first", "tree:quick"]
+        ["atomic:quick", "archive:tiny,pool-first", "tree:default"]
     );
     let alias = Params::parse_list("ffsb-large-write:threads=4,tree:small-deep").unwrap();
     assert_eq!(

@@ -131,18 +131,20 @@ pub(super) const PRESETS: &[Preset] = &[
         ],
         help: "16,276 dirs and files; 2.2 s a run on tmpfs here",
     },
-    // The default run's: four times `quick`, so that every phase lasts over 1 s on ext4, xfs
-    // and btrfs of direct-I/O loop images on a quiet 2-CPU VM (xfs's dir-create, the
-    // shortest, about 1.2 s), and three filesystems still get 3–4 rounds in three minutes.
+    // The default run's: six times `quick`, so that every phase lasts over 1 s on ext4, xfs
+    // and btrfs of direct-I/O loop images on a quiet 2-CPU VM: with 40 directories a level,
+    // xfs's and btrfs's dir-create (the shortest phase) took 0.93 and 0.97 s there; 46 make
+    // 1.5 times the directories. Three rounds of three filesystems take about 4.5 minutes
+    // quiet, within the default run's budget.
     Preset {
         name: "default",
         values: &[
-            ("dirs", "40"),
+            ("dirs", "46"),
             ("files", "1"),
             ("size", "1"),
             ("levels", "3"),
         ],
-        help: "65,641 dirs and files; the default run's; 4.7 s a run on tmpfs here",
+        help: "99,499 dirs and files; the default run's; about 7 s a run on tmpfs here",
     },
     // Twice the default: 5–50 s per phase on a direct-I/O ext4 loop image under load here.
     Preset {
