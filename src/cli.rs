@@ -7,6 +7,7 @@ mod clean;
 mod compare_args;
 mod console;
 mod fdtree;
+mod filebench;
 #[cfg(feature = "mpi")]
 mod mpi_run;
 mod output;
@@ -75,6 +76,9 @@ enum Command {
     /// Record a command's file-system calls beneath a root into a trace, for
     /// `-w replay:trace=FILE`; `--show TRACE` summarizes one
     Capture(capture::CaptureArgs),
+    /// Run a filebench workload file (or a built-in personality) as a suite: fresh
+    /// filesystems, repeated runs, filebench's summary and fsbench's statistics
+    Filebench(Box<filebench::FilebenchArgs>),
     /// Run a fio job file's jobs as the io workload: fresh filesystems, runs, statistics
     Fio(Box<FioArgs>),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs,
@@ -559,6 +563,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args, &db, progress.clone()),
             Command::Ffsb(args) => run::ffsb(args, &db, progress.clone()),
             Command::Fio(args) => run::fio(args, &db, progress.clone()),
+            Command::Filebench(args) => filebench::run(args, &db, progress.clone()),
             Command::Fdtree(args) => {
                 fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
             }

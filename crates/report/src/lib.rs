@@ -14,6 +14,7 @@ mod csv;
 mod details;
 pub mod fdtree;
 mod ffsb;
+mod filebench;
 mod fio;
 pub mod fit;
 pub mod formats;

@@ -165,7 +165,7 @@ impl<'r> SetState<'r> {
 mod tests {
     use super::*;
 
-    fn set(region: &Region, entries: u64, existing: &[u64]) -> SetState<'_> {
+    fn set<'r>(region: &'r Region, entries: u64, existing: &[u64]) -> SetState<'r> {
         let s = SetState::new(region, entries, 4);
         for i in existing {
             s.set_exists(*i, true);
