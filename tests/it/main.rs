@@ -19,6 +19,7 @@ mod data;
 mod examples;
 mod fdtree;
 mod ffsb_stops;
+mod filebench;
 mod filesystems;
 mod fuzz;
 mod harness;

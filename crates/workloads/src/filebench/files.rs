@@ -151,6 +151,13 @@ impl<'r> SetState<'r> {
         self.opens[i as usize].load(Relaxed)
     }
 
+    /// Whether some entry, with a file or not, is not being picked (filebench waits
+    /// without stopping the run while every entry is busy).
+    pub fn any_idle(&self) -> bool {
+        let busy: u64 = self.busy.iter().map(|w| u64::from(w.load(Relaxed).count_ones())).sum();
+        busy < self.entries
+    }
+
     pub fn is_busy(&self, i: u64) -> bool {
         self.busy[(i / 64) as usize].load(Relaxed) & (1 << (i % 64)) != 0
     }

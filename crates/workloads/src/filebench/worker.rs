@@ -217,7 +217,11 @@ impl<'a> Worker<'a> {
                 Some(since) => since,
                 None => {
                     control.waiting.fetch_add(1, Relaxed);
-                    self.stats[fi].waits += 1;
+                    // Where every entry is busy filebench waits too; elsewhere it would
+                    // have stopped the run.
+                    if missing == Missing::None || state.any_idle() {
+                        self.stats[fi].waits += 1;
+                    }
                     *waiting_since.insert(Instant::now())
                 }
             };
