@@ -17,7 +17,7 @@ pub(super) struct FilebenchArgs {
     #[arg(required_unless_present = "personality", conflicts_with = "personality")]
     file: Option<PathBuf>,
     /// A built-in personality instead of a file: fileserver, varmail, webserver, webproxy,
-    /// oltp, videoserver (scale it with `fsbench run -w personality:NAME,nfiles=...`)
+    /// oltp, videoserver, scaled as `-w personality:` takes it (`varmail,nthreads=4`)
     #[arg(long, value_name = "NAME")]
     personality: Option<String>,
     /// Run this many seconds, whatever the file's `run` says (or where it has none)
@@ -33,7 +33,10 @@ pub(super) struct FilebenchArgs {
 pub(super) fn run(args: &FilebenchArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
     let mut params = match (&args.file, &args.personality) {
         (Some(file), _) => FilebenchParams::from_file(file, args.runtime)?,
-        (None, Some(name)) => FilebenchParams::built_in(name)?,
+        (None, Some(spec)) => match Params::parse(&format!("personality:{spec}"))? {
+            Params::Personality(p) => p,
+            _ => unreachable!("parsed as a personality"),
+        },
         (None, None) => return Err(invalid("give a workload file or --personality NAME")),
     };
     if let (None, Some(secs)) = (&args.file, args.runtime) {
