@@ -129,6 +129,10 @@ impl<'a> Worker<'a> {
             self.passes += 1;
         };
         self.aio.drain();
+        // The process's exit closes them, as filebench's workers, which are killed.
+        for slot in &mut self.slots {
+            std::mem::forget(slot.fd.take());
+        }
         control.finished.fetch_add(1, Relaxed);
         control.lock.notify_all();
         self.report(error)
