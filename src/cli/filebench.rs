@@ -14,7 +14,10 @@ use crate::workload::filebench::FilebenchParams;
 pub(super) struct FilebenchArgs {
     /// filebench workload file (its Workload Model Language: set, define fileset/file/
     /// process, flowops, eventgen, run, psrun)
-    #[arg(required_unless_present = "personality", conflicts_with = "personality")]
+    #[arg(
+        required_unless_present = "personality",
+        conflicts_with = "personality"
+    )]
     file: Option<PathBuf>,
     /// A built-in personality instead of a file: fileserver, varmail, webserver, webproxy,
     /// oltp, videoserver, scaled as `-w personality:` takes it (`varmail,nthreads=4`)
@@ -30,7 +33,11 @@ pub(super) struct FilebenchArgs {
     run: RunArgs,
 }
 
-pub(super) fn run(args: &FilebenchArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
+pub(super) fn run(
+    args: &FilebenchArgs,
+    db: &Path,
+    progress: Arc<Progress>,
+) -> anyhow::Result<ExitCode> {
     let mut params = match (&args.file, &args.personality) {
         (Some(file), _) => FilebenchParams::from_file(file, args.runtime)?,
         (None, Some(spec)) => match Params::parse(&format!("personality:{spec}"))? {
@@ -49,5 +56,10 @@ pub(super) fn run(args: &FilebenchArgs, db: &Path, progress: Arc<Progress>) -> a
         return Ok(ExitCode::SUCCESS);
     }
     run::only_run_options(&args.run, "fsbench filebench runs one workload file")?;
-    run::run_given(&args.run, vec![Params::Personality(params).spec()], db, progress)
+    run::run_given(
+        &args.run,
+        vec![Params::Personality(params).spec()],
+        db,
+        progress,
+    )
 }

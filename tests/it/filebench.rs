@@ -33,7 +33,11 @@ fn mail_file(dir: &Path, processes: u32, secs: u32) -> PathBuf {
 
 fn filebench(state: &Path, file: &Path) -> Command {
     let mut c = fsbench(state);
-    c.arg("--db").arg(state.join("results.db")).arg("filebench").arg(file).args(["--runs", "1", "-q"]);
+    c.arg("--db")
+        .arg(state.join("results.db"))
+        .arg("filebench")
+        .arg(file)
+        .args(["--runs", "1", "-q"]);
     c
 }
 
@@ -41,8 +45,14 @@ fn filebench(state: &Path, file: &Path) -> Command {
 fn figure(doc: &serde_json::Value, name: &str) -> f64 {
     let phases = doc["runs"][0]["phases"].as_array().unwrap();
     let run = phases.iter().find(|p| p["name"] == "run").unwrap();
-    let f = run["figures"].as_array().unwrap().iter().find(|f| f["name"] == name && f.get("dims").is_none());
-    f.unwrap_or_else(|| panic!("no figure {name}"))["value"].as_f64().unwrap()
+    let f = run["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name && f.get("dims").is_none());
+    f.unwrap_or_else(|| panic!("no figure {name}"))["value"]
+        .as_f64()
+        .unwrap()
 }
 
 #[test]
@@ -52,17 +62,29 @@ fn a_workload_file_runs_on_tmpfs_with_filebenchs_summary() {
     let out = run(filebench(state.path(), &file).arg("--dir").arg(work.path()));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    let summary = stdout.lines().find(|l| l.starts_with("IO Summary:")).unwrap_or_else(|| panic!("{stdout}"));
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("IO Summary:"))
+        .unwrap_or_else(|| panic!("{stdout}"));
     let ops: f64 = summary.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(ops > 100.0, "{summary}");
     // The breakdown lists the flowops, the last defined first, as filebench does.
     let close2 = stdout.find("\nclose2 ").unwrap();
     assert!(close2 < stdout.find("\ndelete1 ").unwrap(), "{stdout}");
     // JSON: the summary's figures, consistent with each other.
-    let out = run(filebench(state.path(), &file).args(["--output-format", "json", "--dir"]).arg(work.path()));
+    let out = run(filebench(state.path(), &file)
+        .args(["--output-format", "json", "--dir"])
+        .arg(work.path()));
     let doc = json(&out);
-    let (ops, rate, secs) = (figure(&doc, "ops"), figure(&doc, "ops/s"), figure(&doc, "run"));
-    assert!((ops / secs - rate).abs() < rate * 0.01, "{ops} ops in {secs} s is not {rate} ops/s");
+    let (ops, rate, secs) = (
+        figure(&doc, "ops"),
+        figure(&doc, "ops/s"),
+        figure(&doc, "run"),
+    );
+    assert!(
+        (ops / secs - rate).abs() < rate * 0.01,
+        "{ops} ops in {secs} s is not {rate} ops/s"
+    );
     assert!((0.9..3.0).contains(&secs), "ran {secs} s");
     // Every file is under the run's directory, none outside it.
     assert_empty(work.path());
@@ -77,11 +99,23 @@ fn a_personality_runs_on_a_loop_image() {
     let (out, doc) = image_run_json(
         images.path(),
         state.path(),
-        &["--fs", "ext4", "--runs", "1", "-w", "personality:webproxy,nfiles=300,nthreads=4,runtime=1", "--image-size", "256M"],
+        &[
+            "--fs",
+            "ext4",
+            "--runs",
+            "1",
+            "-w",
+            "personality:webproxy,nfiles=300,nthreads=4,runtime=1",
+            "--image-size",
+            "256M",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(figure(&doc, "ops/s") > 0.0);
-    assert!(figure(&doc, "rd/s") > figure(&doc, "wr/s"), "webproxy reads five files a write");
+    assert!(
+        figure(&doc, "rd/s") > figure(&doc, "wr/s"),
+        "webproxy reads five files a write"
+    );
     assert_nothing_left(images.path());
 }
 
@@ -89,8 +123,12 @@ fn a_personality_runs_on_a_loop_image() {
 fn children_of(parent: u32) -> Vec<(u32, usize)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
         let after = &stat[stat.rfind(')').unwrap() + 2..];
         let ppid: u32 = after.split_whitespace().nth(1).unwrap().parse().unwrap();
         if ppid == parent {
@@ -114,7 +152,10 @@ fn processes_are_processes_and_die_with_fsbench() {
         .unwrap();
     let started = Instant::now();
     let workers = loop {
-        let workers: Vec<_> = children_of(child.id()).into_iter().filter(|(_, t)| *t >= 3).collect();
+        let workers: Vec<_> = children_of(child.id())
+            .into_iter()
+            .filter(|(_, t)| *t >= 3)
+            .collect();
         if workers.len() == 3 || started.elapsed() > Duration::from_secs(60) {
             break workers;
         }
@@ -123,13 +164,22 @@ fn processes_are_processes_and_die_with_fsbench() {
     // Three processes of the file's, each with its two threads beside its main one (which
     // starts and joins them, as filebench's does).
     assert_eq!(workers.len(), 3, "{workers:?}");
-    assert!(workers.iter().all(|(_, threads)| *threads == 3), "{workers:?}");
+    assert!(
+        workers.iter().all(|(_, threads)| *threads == 3),
+        "{workers:?}"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     // Killed with no chance to clean up, fsbench takes its workers with it.
     let end = Instant::now() + Duration::from_secs(10);
-    while workers.iter().any(|(pid, _)| Path::new(&format!("/proc/{pid}")).exists()) {
-        assert!(Instant::now() < end, "workers outlived fsbench: {workers:?}");
+    while workers
+        .iter()
+        .any(|(pid, _)| Path::new(&format!("/proc/{pid}")).exists())
+    {
+        assert!(
+            Instant::now() < end,
+            "workers outlived fsbench: {workers:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -138,9 +188,18 @@ fn processes_are_processes_and_die_with_fsbench() {
 fn what_fsbench_does_not_run_is_refused_naming_it_and_its_line() {
     let dir = tempdir();
     let cases = [
-        ("define flowop name=x\n{\n}\n", "line 1: composite flowops (define flowop) are not supported"),
-        ("set $a=randvar(type=gamma)\n", "line 1: randvar is not supported"),
-        ("\n\ndefine fileset name=s,path=/tmp,size=1k,entries=2,dirwidth=2,cached=1\n", "line 3: unknown fileset attribute `cached`"),
+        (
+            "define flowop name=x\n{\n}\n",
+            "line 1: composite flowops (define flowop) are not supported",
+        ),
+        (
+            "set $a=randvar(type=gamma)\n",
+            "line 1: randvar is not supported",
+        ),
+        (
+            "\n\ndefine fileset name=s,path=/tmp,size=1k,entries=2,dirwidth=2,cached=1\n",
+            "line 3: unknown fileset attribute `cached`",
+        ),
         ("system \"ls\"\n", "line 1: `system` is not supported"),
     ];
     for (i, (text, needle)) in cases.iter().enumerate() {
@@ -150,11 +209,23 @@ fn what_fsbench_does_not_run_is_refused_naming_it_and_its_line() {
     }
     // A file without `run`, as most of filebench's own: refused unless a time is given.
     let file = mail_file(dir.path(), 1, 1);
-    let without_run = std::fs::read_to_string(&file).unwrap().replace("run 1\n", "");
+    let without_run = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("run 1\n", "");
     std::fs::write(&file, without_run).unwrap();
-    fails_with(&["filebench", file.to_str().unwrap(), "--dump"], 2, "has no `run` line");
+    fails_with(
+        &["filebench", file.to_str().unwrap(), "--dump"],
+        2,
+        "has no `run` line",
+    );
     let state = tempdir();
-    let out = run(fsbench(state.path()).args(["filebench", file.to_str().unwrap(), "--runtime", "5", "--dump"]));
+    let out = run(fsbench(state.path()).args([
+        "filebench",
+        file.to_str().unwrap(),
+        "--runtime",
+        "5",
+        "--dump",
+    ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("\nrun 5\n"));
 }
@@ -173,14 +244,23 @@ fn a_run_that_can_obtain_no_file_fails_saying_why() {
     let out = run(filebench(state.path(), &file).arg("--dir").arg(work.path()));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("the run stalled") && err.contains("create1") && err.contains("every slot has a file"), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(25), "it waited for the run's end");
+    assert!(
+        err.contains("the run stalled")
+            && err.contains("create1")
+            && err.contains("every slot has a file"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "it waited for the run's end"
+    );
 }
 
 #[test]
 fn a_dumped_personality_runs_as_a_file() {
     let (dir, state, work) = (tempdir(), tempdir(), tmpfs_tempdir());
-    let out = run(fsbench(state.path()).args(["filebench", "--personality", "webserver", "--dump"]));
+    let out =
+        run(fsbench(state.path()).args(["filebench", "--personality", "webserver", "--dump"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let small = text(&out.stdout)
         .replace("entries=1000,", "entries=100,")
@@ -188,7 +268,9 @@ fn a_dumped_personality_runs_as_a_file() {
         .replace("\nrun 60", "\nrun 1");
     let file = dir.path().join("webserver.f");
     std::fs::write(&file, small).unwrap();
-    let out = run(filebench(state.path(), &file).args(["--output-format", "json", "--dir"]).arg(work.path()));
+    let out = run(filebench(state.path(), &file)
+        .args(["--output-format", "json", "--dir"])
+        .arg(work.path()));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc = json(&out);
     // Ten whole-file reads a log append: reads outnumber writes about ten to one.

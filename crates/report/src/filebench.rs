@@ -42,13 +42,22 @@ pub(crate) fn render(r: &SuiteResult, width: Option<u16>) -> String {
             let config = &c.config.label;
             let mean = |metric: &str, dims: &[Dim]| {
                 (r.summaries.iter())
-                    .find(|s| s.config == *config && s.workload == label && s.phase == "run" && s.metric == metric && s.dims == dims)
+                    .find(|s| {
+                        s.config == *config
+                            && s.workload == label
+                            && s.phase == "run"
+                            && s.metric == metric
+                            && s.dims == dims
+                    })
                     .map(|s| (s.summary.mean, s.summary.n))
             };
             let Some((ops, n)) = mean("ops", &[]) else {
                 continue;
             };
-            let _ = writeln!(out, "filebench's summary: {label} on {config}, means of {n} run(s)");
+            let _ = writeln!(
+                out,
+                "filebench's summary: {label} on {config}, means of {n} run(s)"
+            );
             out.push_str("Per-Operation Breakdown\n");
             for name in names.iter().rev() {
                 let at = [Dim::new("flowop", DimValue::Text(name.to_string()))];
@@ -61,7 +70,11 @@ pub(crate) fn render(r: &SuiteResult, width: Option<u16>) -> String {
                     get("flowop mb/s"),
                     get("flowop ms/op"),
                 );
-                let range = format!("[{:.3}ms - {:5.3}ms]", get("flowop min ms"), get("flowop max ms"));
+                let range = format!(
+                    "[{:.3}ms - {:5.3}ms]",
+                    get("flowop min ms"),
+                    get("flowop max ms")
+                );
                 if narrow {
                     let _ = writeln!(out, "\n{:>21}{range}", "");
                 } else {

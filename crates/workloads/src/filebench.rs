@@ -24,8 +24,8 @@ mod plan;
 mod procs;
 mod shm;
 mod stats;
-mod worker;
 mod wml;
+mod worker;
 
 use std::borrow::Cow;
 use std::os::fd::BorrowedFd;
@@ -62,7 +62,13 @@ pub struct Filebench {
 
 impl Filebench {
     pub fn new(params: FilebenchParams) -> Filebench {
-        Filebench { params, round: 0, layouts: Vec::new(), made: Vec::new(), totals: None }
+        Filebench {
+            params,
+            round: 0,
+            layouts: Vec::new(),
+            made: Vec::new(),
+            totals: None,
+        }
     }
 
     fn seed(&self, n: u64) -> u64 {
@@ -71,7 +77,11 @@ impl Filebench {
 
     /// Makes every set's directories and its pre-allocated files (`prealloc` percent of
     /// them, drawn at random), each written in 1 MiB writes, as filebench does.
-    fn prealloc(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+    fn prealloc(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
         let model = &self.params.model;
         let inodes: u64 = model.filesets.iter().map(|s| s.entries).sum();
         let free = crate::free_inodes(dir);
@@ -126,7 +136,8 @@ impl Filebench {
                 }
             }
         }
-        let failed = |e: String| FsbenchError::Failed(format!("personality {}: {e}", self.params.name));
+        let failed =
+            |e: String| FsbenchError::Failed(format!("personality {}: {e}", self.params.name));
         let mut crew = procs::fork_all(&shared, self.seed(7)).map_err(failed)?;
         let control = &shared.control;
         if !control.all_arrived(plan.threads.len() as u64, Duration::from_secs(120)) {
@@ -135,7 +146,9 @@ impl Filebench {
                 Ok((reports, _)) => reports.into_iter().find_map(|r| r.error),
                 Err(e) => Some(e),
             };
-            return Err(failed(why.unwrap_or_else(|| "the threads did not start within 120 s".into())));
+            return Err(failed(why.unwrap_or_else(|| {
+                "the threads did not start within 120 s".into()
+            })));
         }
         control.start();
         let started = Instant::now();
@@ -250,7 +263,13 @@ fn make_files(
             })
             .collect();
         (handles.into_iter())
-            .map(|h| h.join().unwrap_or_else(|_| Err(FsbenchError::Failed("a pre-allocation thread panicked".into()))))
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(FsbenchError::Failed(
+                        "a pre-allocation thread panicked".into(),
+                    ))
+                })
+            })
             .collect()
     });
     for outcome in outcomes {
@@ -273,7 +292,10 @@ fn make_file(
     let opened = rustix::fs::openat(dir, name, flags, Mode::from(0o644));
     let Some(file) = rec.record(OpKind::Create, opened)? else {
         rec.note_failure(|| name.to_string_lossy().into_owned());
-        return Err(FsbenchError::Failed(format!("cannot make {}", name.to_string_lossy())));
+        return Err(FsbenchError::Failed(format!(
+            "cannot make {}",
+            name.to_string_lossy()
+        )));
     };
     let size = layout.size(i);
     let mut left = size;
@@ -282,7 +304,12 @@ fn make_file(
         let written = rustix::io::write(&file, &buf.buf()[..n]);
         match rec.record(OpKind::Write, written)? {
             Some(w) if w > 0 => left -= w as u64,
-            _ => return Err(FsbenchError::Failed(format!("cannot write {}", name.to_string_lossy()))),
+            _ => {
+                return Err(FsbenchError::Failed(format!(
+                    "cannot write {}",
+                    name.to_string_lossy()
+                )));
+            }
         }
     }
     drop(file);
@@ -314,7 +341,12 @@ impl Workload for Filebench {
         Ok(())
     }
 
-    fn run_phase(&mut self, phase: usize, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+    fn run_phase(
+        &mut self,
+        phase: usize,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
         match phase {
             PREALLOC => self.prealloc(dir, rec),
             RUN => self.run(dir, rec),
@@ -322,7 +354,11 @@ impl Workload for Filebench {
         }
     }
 
-    fn after_phase(&mut self, phase: usize, _dir: BorrowedFd<'_>) -> Result<PhaseOutput, FsbenchError> {
+    fn after_phase(
+        &mut self,
+        phase: usize,
+        _dir: BorrowedFd<'_>,
+    ) -> Result<PhaseOutput, FsbenchError> {
         let mut out = PhaseOutput::default();
         if phase == PREALLOC {
             out.notes.extend(self.params.notes.iter().cloned());

@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 
 use crate::Aligned;
 
-/// A thread's outstanding asynchronous writes.
+/// A thread's outstanding asynchronous writes. Boxed control blocks: the kernel and glibc
+/// hold their addresses while a write runs, and a vector moves its items as it grows.
 #[derive(Default)]
+#[allow(clippy::vec_box)]
 pub struct Aio {
     pending: Vec<Box<libc::aiocb>>,
     spare: Vec<Box<libc::aiocb>>,
@@ -26,7 +28,10 @@ impl Aio {
         }
         let (buf, _) = self.bufs.last_mut().expect("pushed");
         // SAFETY: a zeroed aiocb is a valid request to fill in.
-        let mut cb = self.spare.pop().unwrap_or_else(|| Box::new(unsafe { std::mem::zeroed() }));
+        let mut cb = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Box::new(unsafe { std::mem::zeroed() }));
         cb.aio_fildes = fd;
         cb.aio_buf = buf.buf().as_mut_ptr().cast();
         cb.aio_nbytes = len;
@@ -61,7 +66,10 @@ impl Aio {
             // SAFETY: finished: its result is taken once, then the block is reused.
             let n = unsafe { libc::aio_return(&mut *self.pending[i]) };
             if n < 0 || status != 0 {
-                failed = Some(format!("an asynchronous write failed: {}", std::io::Error::from_raw_os_error(status)));
+                failed = Some(format!(
+                    "an asynchronous write failed: {}",
+                    std::io::Error::from_raw_os_error(status)
+                ));
             }
             let cb = self.pending.swap_remove(i);
             self.spare.push(cb);
@@ -78,8 +86,15 @@ impl Aio {
     pub fn drain(&mut self) {
         let end = Instant::now() + Duration::from_secs(60);
         while !self.pending.is_empty() && Instant::now() < end {
-            let list: Vec<*const libc::aiocb> = self.pending.iter().map(|cb| &**cb as *const libc::aiocb).collect();
-            let timeout = libc::timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+            let list: Vec<*const libc::aiocb> = self
+                .pending
+                .iter()
+                .map(|cb| &**cb as *const libc::aiocb)
+                .collect();
+            let timeout = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            };
             // SAFETY: every entry is a submitted control block kept alive by `pending`.
             unsafe { libc::aio_suspend(list.as_ptr(), list.len() as i32, &timeout) };
             self.pending.retain_mut(|cb| {

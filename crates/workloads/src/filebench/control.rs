@@ -166,7 +166,11 @@ impl<'r> Semaphore<'r> {
         let lock = region.lock();
         let counts = region.take::<AtomicI64>(2);
         counts[1].store(highwater as i64, Relaxed);
-        Semaphore { lock, low: &counts[0], high: &counts[1] }
+        Semaphore {
+            lock,
+            low: &counts[0],
+            high: &counts[1],
+        }
     }
 
     /// Takes `n` from `count` when it has that many; false if the run stops first.
@@ -216,7 +220,10 @@ impl<'r> WakePoint<'r> {
     }
 
     pub fn new(region: &'r Region) -> WakePoint<'r> {
-        WakePoint { lock: region.lock(), generation: &region.take::<AtomicU64>(1)[0] }
+        WakePoint {
+            lock: region.lock(),
+            generation: &region.take::<AtomicU64>(1)[0],
+        }
     }
 
     pub fn wait(&self, control: &Control<'_>) {

@@ -11,11 +11,17 @@ fn value(n: &Num, var: &str, vars: &mut String) -> String {
     match *n {
         Num::Fixed(v) => v.to_string(),
         Num::Gamma { mean, gamma } => {
-            let _ = writeln!(vars, "set ${var}=cvar(type=cvar-gamma,parameters=mean:{mean};gamma:{gamma})");
+            let _ = writeln!(
+                vars,
+                "set ${var}=cvar(type=cvar-gamma,parameters=mean:{mean};gamma:{gamma})"
+            );
             format!("${var}")
         }
         Num::Uniform { lower, upper } => {
-            let _ = writeln!(vars, "set ${var}=cvar(type=cvar-uniform,parameters=lower:{lower};upper:{upper})");
+            let _ = writeln!(
+                vars,
+                "set ${var}=cvar(type=cvar-uniform,parameters=lower:{lower};upper:{upper})"
+            );
             format!("${var}")
         }
     }
@@ -23,7 +29,9 @@ fn value(n: &Num, var: &str, vars: &mut String) -> String {
 
 /// Variable names from flowop and set names (`-` is not allowed in them).
 fn var_name(parts: &[&str]) -> String {
-    parts.join("_").replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    parts
+        .join("_")
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
 }
 
 pub fn dump(m: &Model, name: &str) -> String {
@@ -52,7 +60,11 @@ pub fn dump(m: &Model, name: &str) -> String {
             }
         }
         let _ = write!(body, ",prealloc={}", s.prealloc);
-        for (flag, on) in [("readonly", s.readonly), ("writeonly", s.writeonly), ("paralloc", s.paralloc)] {
+        for (flag, on) in [
+            ("readonly", s.readonly),
+            ("writeonly", s.writeonly),
+            ("paralloc", s.paralloc),
+        ] {
             if on {
                 let _ = write!(body, ",{flag}");
             }
@@ -60,13 +72,21 @@ pub fn dump(m: &Model, name: &str) -> String {
         body.push('\n');
     }
     for p in &m.processes {
-        let _ = write!(body, "\ndefine process name={},instances={}", p.name, p.instances);
+        let _ = write!(
+            body,
+            "\ndefine process name={},instances={}",
+            p.name, p.instances
+        );
         if p.nice != 0 {
             let _ = write!(body, ",nice={}", p.nice);
         }
         body.push_str("\n{\n");
         for t in &p.threads {
-            let _ = writeln!(body, "  thread name={},memsize={},instances={}\n  {{", t.name, t.memsize, t.instances);
+            let _ = writeln!(
+                body,
+                "  thread name={},memsize={},instances={}\n  {{",
+                t.name, t.memsize, t.instances
+            );
             for f in &t.flowops {
                 let _ = write!(body, "    flowop {} name={}", f.op.name(), f.name);
                 if let Some(set) = f.fileset {
@@ -81,7 +101,12 @@ pub fn dump(m: &Model, name: &str) -> String {
                 num("iosize", &f.iosize, &mut body);
                 num("value", &f.value, &mut body);
                 num("indexed", &f.index, &mut body);
-                for (key, v) in [("fd", u64::from(f.fd)), ("srcfd", u64::from(f.srcfd)), ("workingset", f.workingset), ("highwater", f.highwater)] {
+                for (key, v) in [
+                    ("fd", u64::from(f.fd)),
+                    ("srcfd", u64::from(f.srcfd)),
+                    ("workingset", f.workingset),
+                    ("highwater", f.highwater),
+                ] {
                     if v != 0 {
                         let _ = write!(body, ",{key}={v}");
                     }
@@ -126,7 +151,8 @@ mod tests {
         for (name, _) in BUILT_IN {
             let p = FilebenchParams::built_in(name).unwrap();
             let text = p.dump();
-            let read = parse(&text, "dump.f", None).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+            let read =
+                parse(&text, "dump.f", None).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
             assert_eq!(read.model, p.model, "{name}:\n{text}");
         }
     }

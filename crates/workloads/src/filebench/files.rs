@@ -71,7 +71,10 @@ impl<'r> SetState<'r> {
 
     /// Files that exist now.
     pub fn existing(&self) -> u64 {
-        self.exists.iter().map(|w| u64::from(w.load(Relaxed).count_ones())).sum()
+        self.exists
+            .iter()
+            .map(|w| u64::from(w.load(Relaxed).count_ones()))
+            .sum()
     }
 
     /// The first file at or after `from` (wrapping) that exists (`want` Existing) or not,
@@ -115,7 +118,13 @@ impl<'r> SetState<'r> {
     /// Picks a file as filebench does (the lock held): by `index` if given, else the first
     /// at or after rotor `rotor` (0: creates', 1: the set's, 2 + n: thread n's), which moves
     /// past it; then, if that one is busy, the next that is not. The file is left busy.
-    pub fn pick(&self, _held: &Guard<'_>, want: Want, rotor: usize, index: Option<u64>) -> Result<u64, Missing> {
+    pub fn pick(
+        &self,
+        _held: &Guard<'_>,
+        want: Want,
+        rotor: usize,
+        index: Option<u64>,
+    ) -> Result<u64, Missing> {
         let start = match index {
             Some(i) => self.scan(i, want, false),
             None => {
@@ -154,7 +163,11 @@ impl<'r> SetState<'r> {
     /// Whether some entry, with a file or not, is not being picked (filebench waits
     /// without stopping the run while every entry is busy).
     pub fn any_idle(&self) -> bool {
-        let busy: u64 = self.busy.iter().map(|w| u64::from(w.load(Relaxed).count_ones())).sum();
+        let busy: u64 = self
+            .busy
+            .iter()
+            .map(|w| u64::from(w.load(Relaxed).count_ones()))
+            .sum();
         busy < self.entries
     }
 

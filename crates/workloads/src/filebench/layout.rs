@@ -106,7 +106,9 @@ impl Layout {
     pub fn size(&self, index: u64) -> u64 {
         match self.size {
             Num::Fixed(n) => n,
-            other => other.draw(&mut Rng::new(self.size_seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15))),
+            other => other.draw(&mut Rng::new(
+                self.size_seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            )),
         }
     }
 
@@ -200,7 +202,10 @@ impl Builder {
     fn subdir(&mut self, parent: Option<u32>, serial: u32, depth: f64) -> Result<(), String> {
         let depth = depth + 1.0;
         if depth > 60.0 {
-            return Err("its directory tree would be more than 60 levels deep: use a larger dirwidth".into());
+            return Err(
+                "its directory tree would be more than 60 levels deep: use a larger dirwidth"
+                    .into(),
+            );
         }
         let id = u32::try_from(self.dirs.len()).map_err(|_| "more than 2^32 directories")?;
         self.dirs.push((parent, serial));
@@ -209,7 +214,7 @@ impl Builder {
             d => d as f64,
         };
         let width = match self.around(self.width) {
-            w if w == 0.0 => 1.0,
+            0.0 => 1.0,
             w => w,
         };
         let leaf = parent.is_some() && depth >= randepth;
@@ -238,7 +243,10 @@ mod tests {
             name: "set".into(),
             single: false,
             entries,
-            size: Num::Gamma { mean: 16384.0, gamma: 1.5 },
+            size: Num::Gamma {
+                mean: 16384.0,
+                gamma: 1.5,
+            },
             dirwidth,
             dirgamma: 1500,
             prealloc: 80,
@@ -256,12 +264,18 @@ mod tests {
         for i in 0..5000 {
             let path = layout.file_path(i, &mut buf).to_str().unwrap().to_string();
             assert!(path.starts_with("set/"), "{path}");
-            assert!(path.len() > 13 && path.ends_with(|c: char| c.is_ascii_digit()), "{path}");
+            assert!(
+                path.len() > 13 && path.ends_with(|c: char| c.is_ascii_digit()),
+                "{path}"
+            );
             assert!(seen.insert(path));
         }
         // About 20 files a directory: one row per directory, a handful of bytes per file.
         let per_dir = 5000.0 / layout.leaves.len() as f64;
-        assert!((8.0..60.0).contains(&per_dir), "{per_dir} files per leaf directory");
+        assert!(
+            (8.0..60.0).contains(&per_dir),
+            "{per_dir} files per leaf directory"
+        );
         assert!(layout.bytes() < 5000 * 4, "{} bytes", layout.bytes());
     }
 

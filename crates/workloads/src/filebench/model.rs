@@ -11,9 +11,15 @@ use serde::{Deserialize, Serialize};
 pub enum Num {
     Fixed(u64),
     /// filebench's `cvar-gamma`: shape `gamma`, scale `mean / gamma`.
-    Gamma { mean: f64, gamma: f64 },
+    Gamma {
+        mean: f64,
+        gamma: f64,
+    },
     /// filebench's `cvar-uniform`: uniform in [lower, upper).
-    Uniform { lower: f64, upper: f64 },
+    Uniform {
+        lower: f64,
+        upper: f64,
+    },
 }
 
 impl Num {

@@ -123,7 +123,9 @@ impl Worker<'_> {
 
     fn target(&self, fi: usize) -> Result<&str, String> {
         let f = &self.flowops[fi];
-        f.target.as_deref().ok_or_else(|| format!("{}: {} needs a target", f.name, f.op.name()))
+        f.target
+            .as_deref()
+            .ok_or_else(|| format!("{}: {} needs a target", f.name, f.op.name()))
     }
 
     /// The drawn `iosize` of flowop `fi`; `zero_ok` where 0 means the whole file.
@@ -138,10 +140,18 @@ impl Worker<'_> {
     /// The descriptor open on `slot`, or an error naming flowop `fi`.
     fn open_fd(&self, fi: usize, slot: usize) -> Result<std::os::fd::BorrowedFd<'_>, String> {
         use std::os::fd::AsFd;
-        self.slots[slot].fd.as_ref().map(|fd| fd.as_fd()).ok_or_else(|| {
-            let f = &self.flowops[fi];
-            format!("{}: {} on slot {slot}, which is not open", f.name, f.op.name())
-        })
+        self.slots[slot]
+            .fd
+            .as_ref()
+            .map(|fd| fd.as_fd())
+            .ok_or_else(|| {
+                let f = &self.flowops[fi];
+                format!(
+                    "{}: {} on slot {slot}, which is not open",
+                    f.name,
+                    f.op.name()
+                )
+            })
     }
 
     /// A random offset below `wss - iosize`, a multiple of `iosize`.
@@ -152,12 +162,16 @@ impl Worker<'_> {
 
     fn read_write(&mut self, fi: usize) -> Flow {
         let iosize = self.iosize(fi, false)?;
-        let Some((slot, wss)) = self.setup(fi)? else { return Ok(Step::Stopping) };
+        let Some((slot, wss)) = self.setup(fi)? else {
+            return Ok(Step::Stopping);
+        };
         let f = &self.flowops[fi];
         let (random, write, name) = (f.random, f.op == Op::Write, f.name.clone());
         let offset = if random {
             if iosize > wss {
-                return Err(format!("{name}: file size {wss} smaller than iosize {iosize}"));
+                return Err(format!(
+                    "{name}: file size {wss} smaller than iosize {iosize}"
+                ));
             }
             Some(self.offset(wss, iosize))
         } else {
@@ -185,13 +199,17 @@ impl Worker<'_> {
 
     fn aiowrite(&mut self, fi: usize) -> Flow {
         let iosize = self.iosize(fi, false)?;
-        let Some((slot, wss)) = self.setup(fi)? else { return Ok(Step::Stopping) };
+        let Some((slot, wss)) = self.setup(fi)? else {
+            return Ok(Step::Stopping);
+        };
         let name = self.flowops[fi].name.clone();
         if !self.flowops[fi].random {
             return Err(format!("{name}: aiowrite needs `random`, as in filebench"));
         }
         if iosize > wss {
-            return Err(format!("{name}: file size {wss} smaller than iosize {iosize}"));
+            return Err(format!(
+                "{name}: file size {wss} smaller than iosize {iosize}"
+            ));
         }
         let offset = self.offset(wss, iosize);
         let fd = self.open_fd(fi, slot)?.as_raw_fd();
@@ -206,9 +224,14 @@ impl Worker<'_> {
         let slot = self.slot_of(fi);
         let set = self.set_of(fi)?;
         if self.slots[slot].fd.is_some() {
-            return Err(format!("{}: creates on slot {slot}, which is open", self.flowops[fi].name));
+            return Err(format!(
+                "{}: creates on slot {slot}, which is open",
+                self.flowops[fi].name
+            ));
         }
-        let Some(file) = self.obtain(fi, set, Want::Free, 0)? else { return Ok(Step::Stopping) };
+        let Some(file) = self.obtain(fi, set, Want::Free, 0)? else {
+            return Ok(Step::Stopping);
+        };
         self.slots[slot].file = Some((set, file));
         let flags = self.flags(fi, set) | OFlags::CREATE;
         let layout = &self.sh.layouts[set];
@@ -296,7 +319,9 @@ impl Worker<'_> {
             return Ok(Step::Next);
         }
         let set = self.set_of(fi)?;
-        let Some(file) = self.obtain(fi, set, Want::Existing, 1)? else { return Ok(Step::Stopping) };
+        let Some(file) = self.obtain(fi, set, Want::Existing, 1)? else {
+            return Ok(Step::Stopping);
+        };
         let t0 = self.now();
         let path = self.sh.layouts[set].file_path(file, &mut self.path);
         // filebench logs a failed stat and goes on.
@@ -310,7 +335,8 @@ impl Worker<'_> {
     fn fsync_set(&mut self, fi: usize) -> Flow {
         let set = self.set_of(fi)?;
         for slot in 0..self.slots.len() {
-            if self.slots[slot].file.is_none_or(|(s, _)| s != set) || self.slots[slot].fd.is_none() {
+            if self.slots[slot].file.is_none_or(|(s, _)| s != set) || self.slots[slot].fd.is_none()
+            {
                 continue;
             }
             let t0 = self.now();
@@ -321,7 +347,9 @@ impl Worker<'_> {
     }
 
     fn read_whole(&mut self, fi: usize) -> Flow {
-        let Some((slot, wss)) = self.setup(fi)? else { return Ok(Step::Stopping) };
+        let Some((slot, wss)) = self.setup(fi)? else {
+            return Ok(Step::Stopping);
+        };
         let iosize = match self.iosize(fi, true)? {
             0 => wss.max(1),
             n => n,
@@ -346,12 +374,17 @@ impl Worker<'_> {
     }
 
     fn write_whole(&mut self, fi: usize) -> Flow {
-        let Some((slot, mut wss)) = self.setup(fi)? else { return Ok(Step::Stopping) };
+        let Some((slot, mut wss)) = self.setup(fi)? else {
+            return Ok(Step::Stopping);
+        };
         let srcfd = self.flowops[fi].srcfd as usize;
         match self.slots[srcfd].file {
             Some((set, file)) => wss = self.sh.layouts[set].size(file),
             None if srcfd != 0 => {
-                return Err(format!("{}: srcfd {srcfd} holds no file", self.flowops[fi].name));
+                return Err(format!(
+                    "{}: srcfd {srcfd} holds no file",
+                    self.flowops[fi].name
+                ));
             }
             None => {}
         }
@@ -398,7 +431,9 @@ impl Worker<'_> {
         } else {
             iosize
         };
-        let Some((slot, _)) = self.setup(fi)? else { return Ok(Step::Stopping) };
+        let Some((slot, _)) = self.setup(fi)? else {
+            return Ok(Step::Stopping);
+        };
         self.buffer(size as usize);
         let fd = self.slots[slot].fd.take().expect("set up");
         let t0 = self.now();
@@ -408,7 +443,10 @@ impl Worker<'_> {
         self.slots[slot].fd = Some(fd);
         match written {
             Ok(n) if n as u64 == size => Ok(Step::Next),
-            Ok(n) => Err(format!("{}: wrote {n} of {size} bytes", self.flowops[fi].name)),
+            Ok(n) => Err(format!(
+                "{}: wrote {n} of {size} bytes",
+                self.flowops[fi].name
+            )),
             Err(e) => Err(format!("{}: write: {e}", self.flowops[fi].name)),
         }
     }
@@ -419,7 +457,11 @@ impl Worker<'_> {
         let sh = self.sh;
         let targets = sh.plan.semaphores_named(self.target(fi)?);
         if targets.is_empty() {
-            return Err(format!("{}: no semblock flowop is called {}", self.flowops[fi].name, self.target(fi)?));
+            return Err(format!(
+                "{}: no semblock flowop is called {}",
+                self.flowops[fi].name,
+                self.target(fi)?
+            ));
         }
         let t0 = self.now();
         let mut posted = true;
@@ -449,7 +491,11 @@ impl Worker<'_> {
         let t0 = self.now();
         let bucket = &mut self.buckets[fi];
         if !bucket.started {
-            *bucket = super::worker::Bucket { started: true, last: done, level: 0 };
+            *bucket = super::worker::Bucket {
+                started: true,
+                last: done,
+                level: 0,
+            };
             return Ok(Step::Next);
         }
         bucket.level -= (done - bucket.last) as i64;
@@ -459,7 +505,11 @@ impl Worker<'_> {
             return Ok(Step::Next);
         }
         let unit: i64 = if op == Op::Bwlimit { 1 << 20 } else { 1 };
-        let events = if op == Op::Bwlimit { -bucket.level / unit + 1 } else { -bucket.level };
+        let events = if op == Op::Bwlimit {
+            -bucket.level / unit + 1
+        } else {
+            -bucket.level
+        };
         let got = control.take_events(events);
         self.buckets[fi].level += events * unit;
         self.done(fi, t0, 0);

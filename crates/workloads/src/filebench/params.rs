@@ -29,21 +29,103 @@ pub(super) const RUN: PhaseInfo = PhaseInfo::fixed("run", "ops", true);
 const PHASES: &[PhaseInfo] = &[PREALLOC, RUN];
 
 const OPTIONS: &[OptionDef] = &[
-    OptionDef::new("file", OptKind::Text, "a filebench workload file (.f) instead of a built-in personality"),
-    OptionDef { min: 1, unit: "files", ..OptionDef::new("nfiles", OptKind::Count, "files of the main set (oltp: data files; videoserver: active videos)") },
-    OptionDef { min: 1, max: 10_000, unit: "threads", ..OptionDef::new("nthreads", OptKind::Count, "threads (oltp: reader processes; videoserver: readers)") },
-    OptionDef { min: 1, ..OptionDef::new("filesize", OptKind::Size, "the files' mean size") },
-    OptionDef { min: 1, unit: "s", ..OptionDef::new("runtime", OptKind::Count, "seconds of run") },
+    OptionDef::new(
+        "file",
+        OptKind::Text,
+        "a filebench workload file (.f) instead of a built-in personality",
+    ),
+    OptionDef {
+        min: 1,
+        unit: "files",
+        ..OptionDef::new(
+            "nfiles",
+            OptKind::Count,
+            "files of the main set (oltp: data files; videoserver: active videos)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 10_000,
+        unit: "threads",
+        ..OptionDef::new(
+            "nthreads",
+            OptKind::Count,
+            "threads (oltp: reader processes; videoserver: readers)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new("filesize", OptKind::Size, "the files' mean size")
+    },
+    OptionDef {
+        min: 1,
+        unit: "s",
+        ..OptionDef::new("runtime", OptKind::Count, "seconds of run")
+    },
 ];
 
 /// The built-in personalities with filebench's defaults.
 const PRESETS: &[Preset] = &[
-    Preset { name: "fileserver", values: &[("nfiles", "10k"), ("nthreads", "50"), ("filesize", "128k"), ("runtime", "60")], help: "filebench's fileserver" },
-    Preset { name: "varmail", values: &[("nfiles", "1000"), ("nthreads", "16"), ("filesize", "16k"), ("runtime", "60")], help: "filebench's varmail" },
-    Preset { name: "webserver", values: &[("nfiles", "1000"), ("nthreads", "100"), ("filesize", "16k"), ("runtime", "60")], help: "filebench's webserver" },
-    Preset { name: "webproxy", values: &[("nfiles", "10k"), ("nthreads", "100"), ("filesize", "16k"), ("runtime", "60")], help: "filebench's webproxy" },
-    Preset { name: "oltp", values: &[("nfiles", "10"), ("nthreads", "200"), ("filesize", "10m"), ("runtime", "60")], help: "filebench's oltp (processes)" },
-    Preset { name: "videoserver", values: &[("nfiles", "32"), ("nthreads", "48"), ("filesize", "10g"), ("runtime", "60")], help: "filebench's videoserver (2.2 TiB at its defaults)" },
+    Preset {
+        name: "fileserver",
+        values: &[
+            ("nfiles", "10k"),
+            ("nthreads", "50"),
+            ("filesize", "128k"),
+            ("runtime", "60"),
+        ],
+        help: "filebench's fileserver",
+    },
+    Preset {
+        name: "varmail",
+        values: &[
+            ("nfiles", "1000"),
+            ("nthreads", "16"),
+            ("filesize", "16k"),
+            ("runtime", "60"),
+        ],
+        help: "filebench's varmail",
+    },
+    Preset {
+        name: "webserver",
+        values: &[
+            ("nfiles", "1000"),
+            ("nthreads", "100"),
+            ("filesize", "16k"),
+            ("runtime", "60"),
+        ],
+        help: "filebench's webserver",
+    },
+    Preset {
+        name: "webproxy",
+        values: &[
+            ("nfiles", "10k"),
+            ("nthreads", "100"),
+            ("filesize", "16k"),
+            ("runtime", "60"),
+        ],
+        help: "filebench's webproxy",
+    },
+    Preset {
+        name: "oltp",
+        values: &[
+            ("nfiles", "10"),
+            ("nthreads", "200"),
+            ("filesize", "10m"),
+            ("runtime", "60"),
+        ],
+        help: "filebench's oltp (processes)",
+    },
+    Preset {
+        name: "videoserver",
+        values: &[
+            ("nfiles", "32"),
+            ("nthreads", "48"),
+            ("filesize", "10g"),
+            ("runtime", "60"),
+        ],
+        help: "filebench's videoserver (2.2 TiB at its defaults)",
+    },
 ];
 
 /// The personality workload's row in the registry.
@@ -82,20 +164,37 @@ fn build(p: &Parsed) -> anyhow::Result<FilebenchParams> {
     let mut name = p.preset.name.to_string();
     for key in SCALING.iter().filter(|k| p.explicit(k)) {
         let v = p.num(key).expect("given");
-        let v = if *key == "filesize" { compact_size(v) } else { v.to_string() };
+        let v = if *key == "filesize" {
+            compact_size(v)
+        } else {
+            v.to_string()
+        };
         name.push_str(&format!(",{key}={v}"));
     }
     let model = personality(p.preset.name, &scale).expect("every preset is a personality");
-    Ok(FilebenchParams { name, notes: Vec::new(), model })
+    Ok(FilebenchParams {
+        name,
+        notes: Vec::new(),
+        model,
+    })
 }
 
 impl FilebenchParams {
     /// A workload file; `runtime` replaces its `run` seconds.
-    pub fn from_file(path: &std::path::Path, runtime: Option<u64>) -> anyhow::Result<FilebenchParams> {
+    pub fn from_file(
+        path: &std::path::Path,
+        runtime: Option<u64>,
+    ) -> anyhow::Result<FilebenchParams> {
         let text = crate::read_text_file(path, "filebench workload file")?;
-        let name = path.file_name().map_or(path.display().to_string(), |n| n.to_string_lossy().into());
+        let name = path
+            .file_name()
+            .map_or(path.display().to_string(), |n| n.to_string_lossy().into());
         let read = super::parse::parse(&text, &name, runtime)?;
-        let params = FilebenchParams { name: format!("file={name}"), notes: read.notes, model: read.model };
+        let params = FilebenchParams {
+            name: format!("file={name}"),
+            notes: read.notes,
+            model: read.model,
+        };
         params.validate()?;
         Ok(params)
     }
@@ -104,9 +203,16 @@ impl FilebenchParams {
     pub fn built_in(name: &str) -> anyhow::Result<FilebenchParams> {
         let model = personality(name, &Scale::default()).ok_or_else(|| {
             let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
-            invalid(format!("no built-in personality is called `{name}`: choose one of {}", names.join(", ")))
+            invalid(format!(
+                "no built-in personality is called `{name}`: choose one of {}",
+                names.join(", ")
+            ))
         })?;
-        Ok(FilebenchParams { name: name.into(), notes: Vec::new(), model })
+        Ok(FilebenchParams {
+            name: name.into(),
+            notes: Vec::new(),
+            model,
+        })
     }
 
     pub fn name(&self) -> String {
@@ -116,7 +222,14 @@ impl FilebenchParams {
     pub fn describe(&self) -> String {
         let m = &self.model;
         let sets: Vec<String> = (m.filesets.iter())
-            .map(|s| format!("{} {} files of {}", s.name, s.entries, format_bytes(s.size.mean() as u64)))
+            .map(|s| {
+                format!(
+                    "{} {} files of {}",
+                    s.name,
+                    s.entries,
+                    format_bytes(s.size.mean() as u64)
+                )
+            })
             .collect();
         let end = match (m.mode, m.runtime) {
             (Mode::Timeout, t) => format!("{t} s"),
@@ -151,26 +264,49 @@ impl FilebenchParams {
         for (_, t, f) in m.flowops() {
             let needs_set = matches!(f.op, Op::Createfile | Op::Openfile | Op::Fsyncset);
             if needs_set && f.fileset.is_none() {
-                return err(format!("flowop {} ({}) names no fileset", f.name, f.op.name()));
+                return err(format!(
+                    "flowop {} ({}) names no fileset",
+                    f.name,
+                    f.op.name()
+                ));
             }
-            let sized = matches!(f.op, Op::Read | Op::Write | Op::Aiowrite | Op::Appendfile | Op::Appendfilerand);
+            let sized = matches!(
+                f.op,
+                Op::Read | Op::Write | Op::Aiowrite | Op::Appendfile | Op::Appendfilerand
+            );
             if sized && f.iosize.is_none_or(|n| n.is_zero()) {
-                return err(format!("flowop {} ({}) needs an iosize", f.name, f.op.name()));
+                return err(format!(
+                    "flowop {} ({}) needs an iosize",
+                    f.name,
+                    f.op.name()
+                ));
             }
             let target = f.target.as_deref().unwrap_or("");
             let found = match f.op {
                 Op::Sempost => named(Op::Semblock, target),
                 Op::Wakeup => named(Op::Block, target),
-                Op::Opslimit | Op::Iopslimit | Op::Bwlimit | Op::Finishoncount | Op::Finishonbytes => {
+                Op::Opslimit
+                | Op::Iopslimit
+                | Op::Bwlimit
+                | Op::Finishoncount
+                | Op::Finishonbytes => {
                     target.is_empty() || t.flowops.iter().any(|o| o.name == target)
                 }
                 _ => true,
             };
             if !found {
-                return err(format!("flowop {} ({}): no flowop {target} to act on", f.name, f.op.name()));
+                return err(format!(
+                    "flowop {} ({}): no flowop {target} to act on",
+                    f.name,
+                    f.op.name()
+                ));
             }
         }
-        let finishes = |t: &Thread| t.flowops.iter().any(|f| matches!(f.op, Op::Finishoncount | Op::Finishonbytes));
+        let finishes = |t: &Thread| {
+            t.flowops
+                .iter()
+                .any(|f| matches!(f.op, Op::Finishoncount | Op::Finishonbytes))
+        };
         let threads = || m.processes.iter().flat_map(|p| &p.threads);
         let ends = match m.mode {
             Mode::Timeout => true,
@@ -189,7 +325,10 @@ impl FilebenchParams {
         let mut inodes = 1024u64;
         for s in &self.model.filesets {
             bytes = bytes.checked_add(s.entries.checked_mul(s.size.mean().ceil() as u64)?)?;
-            inodes = inodes.checked_add(s.entries.checked_add(s.entries / s.dirwidth.max(1) * 2 + 2)?)?;
+            inodes = inodes.checked_add(
+                s.entries
+                    .checked_add(s.entries / s.dirwidth.max(1) * 2 + 2)?,
+            )?;
         }
         // Appends grow the files; a long run needs room for it.
         Some(SpaceNeed {
@@ -203,7 +342,9 @@ impl FilebenchParams {
     pub fn buffer_bytes(&self) -> u64 {
         (self.model.processes.iter())
             .flat_map(|p| p.threads.iter().map(move |t| (p, t)))
-            .map(|(p, t)| buffer_of(t).saturating_mul(u64::from(t.instances) * u64::from(p.instances)))
+            .map(|(p, t)| {
+                buffer_of(t).saturating_mul(u64::from(t.instances) * u64::from(p.instances))
+            })
             .fold(0, u64::saturating_add)
     }
 

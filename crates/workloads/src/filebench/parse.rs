@@ -90,9 +90,14 @@ pub fn parse(text: &str, name: &str, runtime: Option<u64>) -> anyhow::Result<Rea
         p.model.runtime = DEFAULT_RUNTIME;
     }
     if p.model.processes.is_empty() {
-        return Err(invalid(format!("{name} defines no process: there is nothing to run")));
+        return Err(invalid(format!(
+            "{name} defines no process: there is nothing to run"
+        )));
     }
-    Ok(Read { model: p.model, notes: p.notes })
+    Ok(Read {
+        model: p.model,
+        notes: p.notes,
+    })
 }
 
 impl Parser<'_> {
@@ -122,14 +127,20 @@ impl Parser<'_> {
         match self.next() {
             Some(t) if t.tok == want => Ok(()),
             Some(t) => Err(self.err(t.line, format!("expected `{want}`, found `{}`", t.tok))),
-            None => Err(self.err(line, format!("expected `{want}` before the end of the file"))),
+            None => Err(self.err(
+                line,
+                format!("expected `{want}` before the end of the file"),
+            )),
         }
     }
 
     fn word(&mut self) -> anyhow::Result<(String, u32)> {
         let line = self.line();
         match self.next() {
-            Some(Token { tok: Tok::Word(w), line }) => Ok((w, line)),
+            Some(Token {
+                tok: Tok::Word(w),
+                line,
+            }) => Ok((w, line)),
             Some(t) => Err(self.err(t.line, format!("expected a word, found `{}`", t.tok))),
             None => Err(self.err(line, "unexpected end of the file")),
         }
@@ -175,7 +186,10 @@ impl Parser<'_> {
             }
             "enable" => match self.word()? {
                 (w, _) if w == "lathist" => Ok(()),
-                (w, l) => Err(self.err(l, format!("`enable {w}` is not supported: fsbench runs on one machine"))),
+                (w, l) => Err(self.err(
+                    l,
+                    format!("`enable {w}` is not supported: fsbench runs on one machine"),
+                )),
             },
             "create" => {
                 // Every run's file sets are made before it anyway.
@@ -188,7 +202,9 @@ impl Parser<'_> {
             }
             "system" | "sleep" | "list" | "domultisync" => Err(self.err(
                 line,
-                format!("`{word}` is not supported: fsbench runs the workload, not commands around it"),
+                format!(
+                    "`{word}` is not supported: fsbench runs the workload, not commands around it"
+                ),
             )),
             _ => Err(self.err(line, format!("unknown command `{word}`"))),
         }
@@ -214,14 +230,18 @@ impl Parser<'_> {
     }
 
     fn set(&mut self, line: u32) -> anyhow::Result<()> {
-        let t = self.next().ok_or_else(|| self.err(line, "`set` needs a variable"))?;
+        let t = self
+            .next()
+            .ok_or_else(|| self.err(line, "`set` needs a variable"))?;
         let var = match t.tok {
             Tok::Var(v) => v,
             Tok::Word(w) if w == "mode" => return self.set_mode(line),
             other => return Err(self.err(t.line, format!("`set {other}`: expected $NAME or mode"))),
         };
         self.expect(Tok::Assign)?;
-        let t = self.next().ok_or_else(|| self.err(line, format!("`set ${var}` needs a value")))?;
+        let t = self
+            .next()
+            .ok_or_else(|| self.err(line, format!("`set ${var}` needs a value")))?;
         let value = match t.tok {
             Tok::Int(n) => Val::Int(n),
             Tok::Bool(b) => Val::Bool(b),
@@ -273,9 +293,9 @@ impl Parser<'_> {
         }
         let mut values = HashMap::new();
         for pair in params.split(';').filter(|p| !p.is_empty()) {
-            let (k, v) = pair
-                .split_once(':')
-                .ok_or_else(|| self.err(line, format!("cvar parameter `{pair}` is not key:value")))?;
+            let (k, v) = pair.split_once(':').ok_or_else(|| {
+                self.err(line, format!("cvar parameter `{pair}` is not key:value"))
+            })?;
             let v: f64 = v
                 .parse()
                 .map_err(|_| self.err(line, format!("cvar parameter `{pair}`: not a number")))?;
@@ -302,7 +322,10 @@ impl Parser<'_> {
                 }
                 Ok(Num::Uniform { lower, upper })
             }
-            Some(other) => Err(self.err(line, format!("cvar type `{other}` is not supported (cvar-gamma and cvar-uniform are)"))),
+            Some(other) => Err(self.err(
+                line,
+                format!("cvar type `{other}` is not supported (cvar-gamma and cvar-uniform are)"),
+            )),
             None => Err(self.err(line, "cvar needs a type")),
         }
     }
@@ -320,15 +343,25 @@ impl Parser<'_> {
                 Tok::Var(v) => {
                     return Err(self.err(t.line, format!("`${v}` as an attribute: composite flowops (define flowop) are not supported")));
                 }
-                other => return Err(self.err(t.line, format!("expected an attribute, found `{other}`"))),
+                other => {
+                    return Err(self.err(t.line, format!("expected an attribute, found `{other}`")));
+                }
             };
             let value = if self.peek() == Some(&Tok::Assign) {
                 self.next();
-                Some(self.next().ok_or_else(|| self.err(t.line, format!("`{key}=` needs a value")))?.tok)
+                Some(
+                    self.next()
+                        .ok_or_else(|| self.err(t.line, format!("`{key}=` needs a value")))?
+                        .tok,
+                )
             } else {
                 None
             };
-            out.push(Attr { key, value, line: t.line });
+            out.push(Attr {
+                key,
+                value,
+                line: t.line,
+            });
             if self.peek() != Some(&Tok::Comma) {
                 return Ok(out);
             }
@@ -366,12 +399,19 @@ impl Parser<'_> {
     fn int(&self, a: &Attr) -> anyhow::Result<u64> {
         match self.num(a)? {
             Num::Fixed(n) => Ok(n),
-            _ => Err(self.err(a.line, format!("`{}` takes a fixed number here, not a cvar", a.key))),
+            _ => Err(self.err(
+                a.line,
+                format!("`{}` takes a fixed number here, not a cvar", a.key),
+            )),
         }
     }
 
     fn int_of(&self, tok: &Tok, line: u32, what: &str) -> anyhow::Result<u64> {
-        let a = Attr { key: what.into(), value: Some(tok.clone()), line };
+        let a = Attr {
+            key: what.into(),
+            value: Some(tok.clone()),
+            line,
+        };
         self.int(&a)
     }
 
@@ -436,7 +476,11 @@ impl Parser<'_> {
                     set.prealloc = match self.value(&a)? {
                         Val::Bool(b) => 100 * u8::from(b),
                         Val::Int(n) if n <= 100 => n as u8,
-                        _ => return Err(self.err(a.line, "`prealloc` is a percentage or true/false")),
+                        _ => {
+                            return Err(
+                                self.err(a.line, "`prealloc` is a percentage or true/false")
+                            );
+                        }
                     }
                 }
                 ("paralloc", _) => set.paralloc = self.boolean(&a)?,
@@ -474,7 +518,12 @@ impl Parser<'_> {
 
     fn process(&mut self) -> anyhow::Result<()> {
         let line = self.line();
-        let mut p = Process { name: String::new(), instances: 1, nice: 0, threads: Vec::new() };
+        let mut p = Process {
+            name: String::new(),
+            instances: 1,
+            nice: 0,
+            threads: Vec::new(),
+        };
         for a in self.attrs()? {
             match a.key.as_str() {
                 "name" => p.name = self.text(&a)?,
@@ -493,7 +542,10 @@ impl Parser<'_> {
         while self.peek() != Some(&Tok::Close) {
             let (w, l) = self.word()?;
             if w != "thread" {
-                return Err(self.err(l, format!("expected `thread` in process {}, found `{w}`", p.name)));
+                return Err(self.err(
+                    l,
+                    format!("expected `thread` in process {}, found `{w}`", p.name),
+                ));
             }
             let t = self.thread(pi, p.threads.len())?;
             p.threads.push(t);
@@ -514,7 +566,12 @@ impl Parser<'_> {
     }
 
     fn thread(&mut self, pi: usize, ti: usize) -> anyhow::Result<Thread> {
-        let mut t = Thread { name: String::new(), instances: 1, memsize: 0, flowops: Vec::new() };
+        let mut t = Thread {
+            name: String::new(),
+            instances: 1,
+            memsize: 0,
+            flowops: Vec::new(),
+        };
         for a in self.attrs()? {
             match a.key.as_str() {
                 "name" => t.name = self.text(&a)?,
@@ -524,7 +581,9 @@ impl Parser<'_> {
                 "useism" => {
                     self.boolean(&a)?;
                 }
-                "ioprio" => return Err(self.err(a.line, "thread attribute `ioprio` is not supported")),
+                "ioprio" => {
+                    return Err(self.err(a.line, "thread attribute `ioprio` is not supported"));
+                }
                 _ => return Err(self.unknown(&a, "thread")),
             }
         }
@@ -532,7 +591,10 @@ impl Parser<'_> {
         while self.peek() != Some(&Tok::Close) {
             let (w, l) = self.word()?;
             if w != "flowop" {
-                return Err(self.err(l, format!("expected `flowop` in thread {}, found `{w}`", t.name)));
+                return Err(self.err(
+                    l,
+                    format!("expected `flowop` in thread {}, found `{w}`", t.name),
+                ));
             }
             let f = self.flowop(pi, ti, t.flowops.len())?;
             t.flowops.push(f);
@@ -547,7 +609,10 @@ impl Parser<'_> {
             "makedir" | "removedir" | "listdir" | "print" | "testrandvar" | "read" => {
                 self.err(line, format!("flowop {kind} is not supported"))
             }
-            _ => self.err(line, format!("flowop {kind} is not supported (composite flowops are not)")),
+            _ => self.err(
+                line,
+                format!("flowop {kind} is not supported (composite flowops are not)"),
+            ),
         })?;
         let mut f = Flowop::new(op, "");
         for a in self.attrs()? {
@@ -582,7 +647,10 @@ impl Parser<'_> {
     fn slot(&self, a: &Attr) -> anyhow::Result<u32> {
         match self.int(a)? {
             n @ 0..=127 => Ok(n as u32),
-            n => Err(self.err(a.line, format!("`{}={n}`: a thread has descriptor slots 0 to 127", a.key))),
+            n => Err(self.err(
+                a.line,
+                format!("`{}={n}`: a thread has descriptor slots 0 to 127", a.key),
+            )),
         }
     }
 

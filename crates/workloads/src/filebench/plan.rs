@@ -51,7 +51,11 @@ impl Plan {
                 f.target.is_none()
                     && matches!(
                         f.op,
-                        Op::Finishoncount | Op::Finishonbytes | Op::Opslimit | Op::Iopslimit | Op::Bwlimit
+                        Op::Finishoncount
+                            | Op::Finishonbytes
+                            | Op::Opslimit
+                            | Op::Iopslimit
+                            | Op::Bwlimit
                     )
             }),
         };
@@ -61,7 +65,10 @@ impl Plan {
                 for (ti, t) in p.threads.iter().enumerate() {
                     for _ in 0..t.instances {
                         let n = plan.threads.len();
-                        plan.threads.push(Place { process: pi, thread: ti });
+                        plan.threads.push(Place {
+                            process: pi,
+                            thread: ti,
+                        });
                         for (fi, f) in t.flowops.iter().enumerate() {
                             match f.op {
                                 Op::Semblock => {
@@ -73,7 +80,10 @@ impl Plan {
                                 Op::Block => {
                                     let slot = plan.wake_of.len();
                                     plan.wake_of.insert((n, fi), slot);
-                                    plan.wake_named.entry(f.name.clone()).or_default().push(slot);
+                                    plan.wake_named
+                                        .entry(f.name.clone())
+                                        .or_default()
+                                        .push(slot);
                                 }
                                 _ => {}
                             }
@@ -120,7 +130,11 @@ impl<'r> Shared<'r> {
     /// Bytes of shared memory the run needs.
     pub fn room(model: &Model, plan: &Plan) -> usize {
         let threads = plan.threads.len() as u64;
-        let sets: usize = model.filesets.iter().map(|s| SetState::room(s.entries, threads)).sum();
+        let sets: usize = model
+            .filesets
+            .iter()
+            .map(|s| SetState::room(s.entries, threads))
+            .sum();
         sets + Control::room()
             + plan.sem_highwater.len() * Semaphore::room()
             + plan.wake_of.len() * WakePoint::room()
@@ -138,10 +152,16 @@ impl<'r> Shared<'r> {
             model,
             plan,
             layouts,
-            sets: (model.filesets.iter()).map(|s| SetState::new(region, s.entries, threads)).collect(),
+            sets: (model.filesets.iter())
+                .map(|s| SetState::new(region, s.entries, threads))
+                .collect(),
             control: Control::new(region),
-            sems: (plan.sem_highwater.iter()).map(|h| Semaphore::new(region, *h)).collect(),
-            wakes: (0..plan.wake_of.len()).map(|_| WakePoint::new(region)).collect(),
+            sems: (plan.sem_highwater.iter())
+                .map(|h| Semaphore::new(region, *h))
+                .collect(),
+            wakes: (0..plan.wake_of.len())
+                .map(|_| WakePoint::new(region))
+                .collect(),
             dir,
         }
     }

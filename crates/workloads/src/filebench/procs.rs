@@ -34,19 +34,33 @@ pub struct Crew {
 /// wait at the start barrier); `seed` varies the draws between runs.
 pub fn fork_all(sh: &Shared<'_>, seed: u64) -> Result<Crew, String> {
     let parent = std::process::id() as libc::pid_t;
-    let mut crew = Crew { children: Vec::new(), pgid: 0 };
+    let mut crew = Crew {
+        children: Vec::new(),
+        pgid: 0,
+    };
     for (n, threads) in sh.plan.processes.iter().enumerate() {
-        let (read, write) = pipe().map_err(|e| format!("cannot make a pipe for a worker process: {e}"))?;
+        let (read, write) =
+            pipe().map_err(|e| format!("cannot make a pipe for a worker process: {e}"))?;
         // SAFETY: the child runs only its own threads on memory it inherited, then _exits:
         // it never returns into the caller's code, nor touches a lock another thread of
         // this process may have held at the fork (it writes nothing to stdout or stderr).
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            return Err(format!("cannot fork a worker process: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot fork a worker process: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         if pid == 0 {
             drop(read);
-            child(sh, parent, crew.pgid, threads.clone(), write, seed ^ (n as u64) << 32);
+            child(
+                sh,
+                parent,
+                crew.pgid,
+                threads.clone(),
+                write,
+                seed ^ (n as u64) << 32,
+            );
         }
         // Both sides set the group, so it is set before either goes on.
         let pgid = if crew.pgid == 0 { pid } else { crew.pgid };
@@ -55,7 +69,13 @@ pub fn fork_all(sh: &Shared<'_>, seed: u64) -> Result<Crew, String> {
         crew.pgid = pgid;
         drop(write);
         rustix::io::ioctl_fionbio(&read, true).map_err(|e| format!("pipe: {e}"))?;
-        crew.children.push(Child { pid, pipe: std::fs::File::from(read), out: Vec::new(), eof: false, ended: None });
+        crew.children.push(Child {
+            pid,
+            pipe: std::fs::File::from(read),
+            out: Vec::new(),
+            eof: false,
+            ended: None,
+        });
     }
     Ok(crew)
 }
@@ -73,7 +93,14 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// A worker process: its threads' run, their reports down the pipe, then `_exit`.
-fn child(sh: &Shared<'_>, parent: libc::pid_t, pgid: libc::pid_t, threads: std::ops::Range<usize>, pipe: OwnedFd, seed: u64) -> ! {
+fn child(
+    sh: &Shared<'_>,
+    parent: libc::pid_t,
+    pgid: libc::pid_t,
+    threads: std::ops::Range<usize>,
+    pipe: OwnedFd,
+    seed: u64,
+) -> ! {
     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: plain calls on this process.
         unsafe {
@@ -117,7 +144,11 @@ fn run_threads(sh: &Shared<'_>, threads: std::ops::Range<usize>, seed: u64) -> V
                     Ok(mut w) => w.run(),
                     Err(e) => {
                         sh.control.stop(super::control::Stop::Abort);
-                        ThreadReport { thread: n, error: Some(e), ..ThreadReport::default() }
+                        ThreadReport {
+                            thread: n,
+                            error: Some(e),
+                            ..ThreadReport::default()
+                        }
                     }
                 });
                 (n, handle)
@@ -127,7 +158,11 @@ fn run_threads(sh: &Shared<'_>, threads: std::ops::Range<usize>, seed: u64) -> V
             .map(|(n, h)| {
                 h.join().unwrap_or_else(|_| {
                     sh.control.stop(super::control::Stop::Abort);
-                    ThreadReport { thread: n, error: Some("a worker thread panicked".into()), ..ThreadReport::default() }
+                    ThreadReport {
+                        thread: n,
+                        error: Some("a worker thread panicked".into()),
+                        ..ThreadReport::default()
+                    }
                 })
             })
             .collect()
@@ -140,7 +175,11 @@ impl Crew {
         for c in &mut self.children {
             if c.ended.is_none() && reap(c, libc::WNOHANG) {
                 let (status, _) = c.ended.expect("reaped");
-                return Some(format!("a worker process (pid {}) ended during the run: {}", c.pid, describe(status)));
+                return Some(format!(
+                    "a worker process (pid {}) ended during the run: {}",
+                    c.pid,
+                    describe(status)
+                ));
             }
         }
         None
@@ -152,7 +191,10 @@ impl Crew {
         let end = Instant::now() + WIND_DOWN;
         while self.children.iter().any(|c| !c.eof || c.ended.is_none()) {
             if Instant::now() > end {
-                return Err(format!("the worker processes did not end within {} s of the stop", WIND_DOWN.as_secs()));
+                return Err(format!(
+                    "the worker processes did not end within {} s of the stop",
+                    WIND_DOWN.as_secs()
+                ));
             }
             for c in &mut self.children {
                 drain(c);
@@ -207,7 +249,13 @@ fn reap(c: &mut Child, flags: i32) -> bool {
         return false;
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    c.ended = Some((status, CpuTimes { user: tv(usage.ru_utime), system: tv(usage.ru_stime) }));
+    c.ended = Some((
+        status,
+        CpuTimes {
+            user: tv(usage.ru_utime),
+            system: tv(usage.ru_stime),
+        },
+    ));
     true
 }
 

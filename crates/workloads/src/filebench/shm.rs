@@ -48,7 +48,11 @@ impl Region {
                 std::io::Error::last_os_error()
             )));
         }
-        Ok(Region { base: base.cast(), len, used: Cell::new(0) })
+        Ok(Region {
+            base: base.cast(),
+            len,
+            used: Cell::new(0),
+        })
     }
 
     /// `n` zeroed values of `T`, aligned, from the region.
@@ -56,7 +60,10 @@ impl Region {
         let align = std::mem::align_of::<T>().max(64);
         let start = self.used.get().next_multiple_of(align);
         let end = start + n * std::mem::size_of::<T>();
-        assert!(end <= self.len, "the shared region was sized for everything it holds");
+        assert!(
+            end <= self.len,
+            "the shared region was sized for everything it holds"
+        );
         self.used.set(end);
         // SAFETY: in bounds (checked), aligned, zeroed by the kernel and valid as T (Zeroed),
         // and never handed out twice; it lives as long as the region.
@@ -68,7 +75,10 @@ impl Region {
         let align = std::mem::align_of::<SharedLock>().max(64);
         let start = self.used.get().next_multiple_of(align);
         let end = start + std::mem::size_of::<SharedLock>();
-        assert!(end <= self.len, "the shared region was sized for everything it holds");
+        assert!(
+            end <= self.len,
+            "the shared region was sized for everything it holds"
+        );
         self.used.set(end);
         // SAFETY: in bounds, aligned, used only here; initialized before it is returned.
         let lock = unsafe { &*self.base.add(start).cast::<SharedLock>() };
@@ -149,7 +159,9 @@ impl Guard<'_> {
             libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
             let nanos = now.tv_nsec as u64 + limit.subsec_nanos() as u64;
             let until = libc::timespec {
-                tv_sec: now.tv_sec + limit.as_secs() as libc::time_t + (nanos / 1_000_000_000) as libc::time_t,
+                tv_sec: now.tv_sec
+                    + limit.as_secs() as libc::time_t
+                    + (nanos / 1_000_000_000) as libc::time_t,
                 tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
             };
             libc::pthread_cond_timedwait(self.0.cond.get(), self.0.mutex.get(), &until);

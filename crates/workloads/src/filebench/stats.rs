@@ -114,7 +114,10 @@ impl Totals {
                 flows.push((f.name.clone(), f.op, FlowStats::default()));
             }
         }
-        Totals { flows, ..Totals::default() }
+        Totals {
+            flows,
+            ..Totals::default()
+        }
     }
 
     pub fn add(&mut self, model: &Model, place: super::plan::Place, report: &ThreadReport) {
@@ -153,7 +156,13 @@ impl Totals {
     pub fn figures(&self, secs: f64) -> Vec<Figure> {
         let secs = secs.max(1e-9);
         let mb = |b: u64| b as f64 / 1048576.0 / secs;
-        let ms = |f: &FlowStats| if f.count > 0 { f.lat_ns as f64 / f.count as f64 / 1e6 } else { 0.0 };
+        let ms = |f: &FlowStats| {
+            if f.count > 0 {
+                f.lat_ns as f64 / f.count as f64 / 1e6
+            } else {
+                0.0
+            }
+        };
         let s = self.summary();
         let mut out = vec![
             Figure::new("ops", "ops", true, s.count as f64),

@@ -83,7 +83,9 @@ pub(super) fn tokens(text: &str, name: &str) -> anyhow::Result<Vec<Token>> {
                 loop {
                     match chars.next() {
                         Some('"') => break,
-                        Some('\n') | None => return Err(err("a quoted string is not closed".into())),
+                        Some('\n') | None => {
+                            return Err(err("a quoted string is not closed".into()));
+                        }
                         Some(c) => s.push(c),
                     }
                 }
@@ -91,7 +93,9 @@ pub(super) fn tokens(text: &str, name: &str) -> anyhow::Result<Vec<Token>> {
             }
             '$' => {
                 let mut s = String::new();
-                while let Some(c) = chars.next_if(|c| c.is_ascii_alphanumeric() || "_{}()".contains(*c)) {
+                while let Some(c) =
+                    chars.next_if(|c| c.is_ascii_alphanumeric() || "_{}()".contains(*c))
+                {
                     if c.is_ascii_alphanumeric() || c == '_' {
                         s.push(c);
                     }
@@ -126,12 +130,17 @@ pub(super) fn tokens(text: &str, name: &str) -> anyhow::Result<Vec<Token>> {
 
 /// Digits after `first` (a digit, or `0` after a minus sign), then an optional `k`, `m` or
 /// `g` (powers of 1024).
-fn number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, first: char) -> Result<u64, String> {
+fn number(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    first: char,
+) -> Result<u64, String> {
     let mut digits = String::from(first);
     while let Some(c) = chars.next_if(char::is_ascii_digit) {
         digits.push(c);
     }
-    let mut n: u64 = digits.parse().map_err(|_| format!("`{digits}` is too large"))?;
+    let mut n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{digits}` is too large"))?;
     if let Some(unit) = chars.next_if(|c| matches!(c, 'k' | 'm' | 'g')) {
         let shift = match unit {
             'k' => 10,
@@ -143,7 +152,9 @@ fn number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, first: char) -> 
             .ok_or_else(|| format!("`{digits}{unit}` is too large"))?;
     }
     if let Some(c) = chars.peek().filter(|c| word_char(**c)) {
-        return Err(format!("`{digits}{c}…` is not a number (sizes take k, m or g)"));
+        return Err(format!(
+            "`{digits}{c}…` is not a number (sizes take k, m or g)"
+        ));
     }
     Ok(n)
 }
@@ -153,7 +164,11 @@ mod tests {
     use super::*;
 
     fn toks(text: &str) -> Vec<Tok> {
-        tokens(text, "t.f").unwrap().into_iter().map(|t| t.tok).collect()
+        tokens(text, "t.f")
+            .unwrap()
+            .into_iter()
+            .map(|t| t.tok)
+            .collect()
     }
 
     #[test]

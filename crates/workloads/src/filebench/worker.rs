@@ -72,16 +72,33 @@ pub(super) struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
-    pub(super) fn new(sh: &'a Shared<'a>, me: usize, place: Place, seed: u64) -> Result<Worker<'a>, String> {
+    pub(super) fn new(
+        sh: &'a Shared<'a>,
+        me: usize,
+        place: Place,
+        seed: u64,
+    ) -> Result<Worker<'a>, String> {
         let thread = &sh.model.processes[place.process].threads[place.thread];
         let flowops = thread.flowops.as_slice();
         let targets = (flowops.iter())
             .map(|f| match (&f.target, f.op) {
-                (Some(t), Op::Opslimit | Op::Iopslimit | Op::Bwlimit | Op::Finishoncount | Op::Finishonbytes) => {
-                    flowops.iter().position(|o| o.name == *t).map(Some).ok_or_else(|| {
-                        format!("{}: its target {t} is not a flowop of thread {}", f.name, thread.name)
-                    })
-                }
+                (
+                    Some(t),
+                    Op::Opslimit
+                    | Op::Iopslimit
+                    | Op::Bwlimit
+                    | Op::Finishoncount
+                    | Op::Finishonbytes,
+                ) => flowops
+                    .iter()
+                    .position(|o| o.name == *t)
+                    .map(Some)
+                    .ok_or_else(|| {
+                        format!(
+                            "{}: its target {t} is not a flowop of thread {}",
+                            f.name, thread.name
+                        )
+                    }),
                 _ => Ok(None),
             })
             .collect::<Result<_, String>>()?;
@@ -194,13 +211,20 @@ impl<'a> Worker<'a> {
     /// The file set flowop `fi` names; an error where it names none.
     pub(super) fn set_of(&self, fi: usize) -> Result<usize, String> {
         let f = &self.flowops[fi];
-        f.fileset.ok_or_else(|| format!("{}: {} names no fileset or file", f.name, f.op.name()))
+        f.fileset
+            .ok_or_else(|| format!("{}: {} names no fileset or file", f.name, f.op.name()))
     }
 
     /// A file of `set` as `want`s, picked by filebench's rule, waiting while there is none
     /// (counted for flowop `fi`); `None` when the run stops first. When every live thread
     /// has waited this way for a while, the run has stalled: an error naming the flowop.
-    pub(super) fn obtain(&mut self, fi: usize, set: usize, want: Want, rotor: usize) -> Result<Option<u64>, String> {
+    pub(super) fn obtain(
+        &mut self,
+        fi: usize,
+        set: usize,
+        want: Want,
+        rotor: usize,
+    ) -> Result<Option<u64>, String> {
         let index = self.flowops[fi].index.map(|n| n.draw(&mut self.rng));
         let sh = self.sh;
         let (state, control) = (&sh.sets[set], &sh.control);
@@ -255,7 +279,11 @@ impl<'a> Worker<'a> {
 
     /// The rotor a pick of flowop `fi` moves: the set's, or the thread's own for `opennext`.
     pub(super) fn rotor_of(&self, fi: usize) -> usize {
-        if self.flowops[fi].opennext { 2 + self.me } else { 1 }
+        if self.flowops[fi].opennext {
+            2 + self.me
+        } else {
+            1
+        }
     }
 
     /// The open flags for flowop `fi` on `set`: read-only, write-only or both, O_SYNC for
@@ -283,7 +311,10 @@ impl<'a> Worker<'a> {
     pub(super) fn open_slot(&mut self, fi: usize, slot: usize) -> Flow {
         let set = self.set_of(fi)?;
         if self.slots[slot].fd.is_some() {
-            return Err(format!("{}: opens slot {slot}, which is already open", self.flowops[fi].name));
+            return Err(format!(
+                "{}: opens slot {slot}, which is already open",
+                self.flowops[fi].name
+            ));
         }
         let Some(file) = self.obtain(fi, set, Want::Existing, self.rotor_of(fi))? else {
             return Ok(Step::Stopping);
@@ -323,8 +354,18 @@ impl<'a> Worker<'a> {
     }
 
     /// The message for a call on file `file` of `set` that failed.
-    pub(super) fn failed(&mut self, fi: usize, call: &str, set: usize, file: u64, e: rustix::io::Errno) -> String {
-        let path = self.sh.layouts[set].file_path(file, &mut self.path).to_string_lossy().into_owned();
+    pub(super) fn failed(
+        &mut self,
+        fi: usize,
+        call: &str,
+        set: usize,
+        file: u64,
+        e: rustix::io::Errno,
+    ) -> String {
+        let path = self.sh.layouts[set]
+            .file_path(file, &mut self.path)
+            .to_string_lossy()
+            .into_owned();
         format!("{}: {call} {path}: {e}", self.flowops[fi].name)
     }
 }
