@@ -24,6 +24,7 @@ mod plan;
 mod procs;
 mod shm;
 mod stats;
+mod today;
 mod wml;
 mod worker;
 

@@ -145,10 +145,11 @@ mod tests {
     use super::super::params::FilebenchParams;
     use super::super::parse::parse;
     use super::super::personalities::BUILT_IN;
+    use super::super::today::TODAY;
 
     #[test]
     fn every_personality_reads_back_as_itself() {
-        for (name, _) in BUILT_IN {
+        for (name, _) in BUILT_IN.iter().chain(TODAY) {
             let p = FilebenchParams::built_in(name).unwrap();
             let text = p.dump();
             let read =

@@ -102,6 +102,13 @@ pub enum Op {
     Opslimit,
     Finishoncount,
     Finishonbytes,
+    /// fsbench's: renames a file (its slot's, or one of its set) into a free slot of the
+    /// set its `target` names.
+    Renamefile,
+    /// fsbench's: chmod, chown and utimens of a file (its slot's, or one of its set).
+    Setattr,
+    /// fsbench's: one syncfs(2) of the filesystem (containerd's `sync_fs` after a layer).
+    Syncfs,
 }
 
 /// How filebench counts a flowop in its IO Summary.
@@ -116,7 +123,7 @@ pub enum Counted {
 }
 
 impl Op {
-    pub const ALL: [Op; 27] = [
+    pub const ALL: [Op; 30] = [
         Op::Read,
         Op::Write,
         Op::Aiowrite,
@@ -144,6 +151,9 @@ impl Op {
         Op::Opslimit,
         Op::Finishoncount,
         Op::Finishonbytes,
+        Op::Renamefile,
+        Op::Setattr,
+        Op::Syncfs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -175,6 +185,9 @@ impl Op {
             Op::Opslimit => "opslimit",
             Op::Finishoncount => "finishoncount",
             Op::Finishonbytes => "finishonbytes",
+            Op::Renamefile => "renamefile",
+            Op::Setattr => "setattr",
+            Op::Syncfs => "syncfs",
         }
     }
 
@@ -214,12 +227,9 @@ impl Op {
         )
     }
 
-    /// Needs the named file set (it picks files from it itself).
-    pub fn picks_file(self) -> bool {
-        matches!(
-            self,
-            Op::Createfile | Op::Openfile | Op::Deletefile | Op::Statfile | Op::Fsyncset
-        )
+    /// Not one of filebench's own: fsbench's personalities of today need them.
+    pub fn is_extension(self) -> bool {
+        matches!(self, Op::Renamefile | Op::Setattr | Op::Syncfs)
     }
 }
 

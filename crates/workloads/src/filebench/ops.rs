@@ -101,6 +101,15 @@ impl Worker<'_> {
                 Ok(if got { Step::Next } else { Step::Stopping })
             }
             Op::Opslimit | Op::Iopslimit | Op::Bwlimit => self.limit(fi),
+            Op::Renamefile => self.rename(fi),
+            Op::Setattr => self.setattr(fi),
+            Op::Syncfs => {
+                let t0 = self.now();
+                let synced = rustix::fs::syncfs(self.sh.dir);
+                self.done(fi, t0, 0);
+                synced.map_err(|e| format!("{}: syncfs: {e}", self.flowops[fi].name))?;
+                Ok(Step::Next)
+            }
             Op::Finishoncount | Op::Finishonbytes => {
                 let value = self.value(fi);
                 let reached = match (self.flowops[fi].op, self.targets[fi]) {
@@ -276,21 +285,11 @@ impl Worker<'_> {
     }
 
     fn delete(&mut self, fi: usize) -> Flow {
-        let slot = self.slot_of(fi);
-        let (set, file) = match (slot, self.slots[slot].file.take()) {
-            (1.., Some((set, file))) => {
-                self.hold(set, file);
-                (set, file)
-            }
-            (_, kept) => {
-                self.slots[slot].file = kept;
-                let set = self.set_of(fi)?;
-                match self.obtain(fi, set, Want::Existing, 1)? {
-                    Some(file) => (set, file),
-                    None => return Ok(Step::Stopping),
-                }
-            }
-        };
+        let Some((slot, set, file)) = self.slot_or_pick(fi)? else { return Ok(Step::Stopping) };
+        if slot > 0 && self.slots[slot].file == Some((set, file)) {
+            // A delete of the slot's file forgets it, as filebench's.
+            self.slots[slot].file = None;
+        }
         let state = &self.sh.sets[set];
         // Not while another thread has it open (a slot of this thread may).
         let mine = u16::from(slot > 0 && self.slots[slot].fd.is_some());
@@ -514,6 +513,82 @@ impl Worker<'_> {
         self.buckets[fi].level += events * unit;
         self.done(fi, t0, 0);
         Ok(if got { Step::Next } else { Step::Stopping })
+    }
+}
+
+impl Worker<'_> {
+    /// The file flowop `fi` acts on: its slot's (held while another thread picks it), or
+    /// one of its set picked as deletes are; `None` when the run stops first.
+    fn slot_or_pick(&mut self, fi: usize) -> Result<Option<(usize, usize, u64)>, String> {
+        let slot = self.slot_of(fi);
+        if let (1.., Some((set, file))) = (slot, self.slots[slot].file) {
+            self.hold(set, file);
+            return Ok(Some((slot, set, file)));
+        }
+        let set = self.set_of(fi)?;
+        Ok(self.obtain(fi, set, Want::Existing, 1)?.map(|file| (slot, set, file)))
+    }
+
+    /// renamefile: the file moves into a free slot of the set `target` names (a Maildir
+    /// delivery's tmp to new, an object store's upload to its place).
+    fn rename(&mut self, fi: usize) -> Flow {
+        let target = self.target(fi)?.to_string();
+        let sh = self.sh;
+        let to = (sh.model.filesets.iter())
+            .position(|s| s.name == target)
+            .ok_or_else(|| format!("{}: no fileset {target} to rename into", self.flowops[fi].name))?;
+        let Some((slot, from, file)) = self.slot_or_pick(fi)? else { return Ok(Step::Stopping) };
+        let Some(free) = self.obtain(fi, to, Want::Free, 0)? else {
+            let state = &sh.sets[from];
+            state.unbusy(&state.lock.lock(), file, None, 0);
+            return Ok(Step::Stopping);
+        };
+        let t0 = self.now();
+        let old = sh.layouts[from].file_path(file, &mut self.path);
+        let new = sh.layouts[to].file_path(free, &mut self.path2);
+        let moved = rustix::fs::renameat(sh.dir, old, sh.dir, new);
+        self.done(fi, t0, 0);
+        let (src, dst) = (&sh.sets[from], &sh.sets[to]);
+        let opens = i32::from(src.opens(file));
+        let ok = moved.is_ok();
+        src.unbusy(&src.lock.lock(), file, ok.then_some(false), if ok { -opens } else { 0 });
+        dst.unbusy(&dst.lock.lock(), free, ok.then_some(true), if ok { opens } else { 0 });
+        moved.map_err(|e| self.failed(fi, "rename", from, file, e))?;
+        if self.slots[slot].file == Some((from, file)) {
+            self.slots[slot].file = Some((to, free));
+        }
+        Ok(Step::Next)
+    }
+
+    /// setattr: chmod, chown (to its owner) and utimens, as an archive's extraction sets each
+    /// member's mode, owner and times: on the slot's descriptor if open, else by path.
+    fn setattr(&mut self, fi: usize) -> Flow {
+        use rustix::fs::{Timestamps, UTIME_NOW};
+        let now = rustix::fs::Timespec { tv_sec: 0, tv_nsec: UTIME_NOW };
+        let times = Timestamps { last_access: now, last_modification: now };
+        let (uid, gid) = (rustix::process::getuid(), rustix::process::getgid());
+        let mode = Mode::from(0o644);
+        let slot = self.slot_of(fi);
+        if let Some(fd) = &self.slots[slot].fd {
+            let t0 = self.now();
+            let set = rustix::fs::fchmod(fd, mode)
+                .and_then(|()| rustix::fs::fchown(fd, Some(uid), Some(gid)))
+                .and_then(|()| rustix::fs::futimens(fd, &times));
+            self.done(fi, t0, 0);
+            return set.map(|()| Step::Next).map_err(|e| format!("{}: setattr: {e}", self.flowops[fi].name));
+        }
+        let Some((_, set, file)) = self.slot_or_pick(fi)? else { return Ok(Step::Stopping) };
+        let t0 = self.now();
+        let path = self.sh.layouts[set].file_path(file, &mut self.path);
+        let dir = self.sh.dir;
+        let done = rustix::fs::chmodat(dir, path, mode, AtFlags::empty())
+            .and_then(|()| rustix::fs::chownat(dir, path, Some(uid), Some(gid), AtFlags::empty()))
+            .and_then(|()| rustix::fs::utimensat(dir, path, &times, AtFlags::empty()));
+        self.done(fi, t0, 0);
+        let state = &self.sh.sets[set];
+        state.unbusy(&state.lock.lock(), file, None, 0);
+        done.map_err(|e| self.failed(fi, "setattr", set, file, e))?;
+        Ok(Step::Next)
     }
 }
 

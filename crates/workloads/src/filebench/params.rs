@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Counted, Mode, Model, Op, Thread};
 use super::personalities::{BUILT_IN, Scale, personality};
+use super::today::TODAY;
 use crate::error::invalid;
 use crate::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use crate::{Params, PhaseInfo, SpaceNeed};
@@ -202,7 +203,7 @@ impl FilebenchParams {
     /// A built-in personality at its defaults, for `--dump` and tests.
     pub fn built_in(name: &str) -> anyhow::Result<FilebenchParams> {
         let model = personality(name, &Scale::default()).ok_or_else(|| {
-            let names: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+            let names: Vec<&str> = BUILT_IN.iter().chain(TODAY).map(|(n, _)| *n).collect();
             invalid(format!(
                 "no built-in personality is called `{name}`: choose one of {}",
                 names.join(", ")
@@ -283,6 +284,7 @@ impl FilebenchParams {
             }
             let target = f.target.as_deref().unwrap_or("");
             let found = match f.op {
+                Op::Renamefile => m.filesets.iter().any(|s| s.name == target),
                 Op::Sempost => named(Op::Semblock, target),
                 Op::Wakeup => named(Op::Block, target),
                 Op::Opslimit

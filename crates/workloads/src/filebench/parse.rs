@@ -606,7 +606,7 @@ impl Parser<'_> {
     fn flowop(&mut self, pi: usize, ti: usize, fi: usize) -> anyhow::Result<Flowop> {
         let (kind, line) = self.word()?;
         let op = Op::named(&kind).ok_or_else(|| match kind.as_str() {
-            "makedir" | "removedir" | "listdir" | "print" | "testrandvar" | "read" => {
+            "makedir" | "removedir" | "listdir" | "print" | "testrandvar" => {
                 self.err(line, format!("flowop {kind} is not supported"))
             }
             _ => self.err(

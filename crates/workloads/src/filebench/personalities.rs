@@ -14,11 +14,11 @@ pub struct Scale {
     pub runtime: Option<u64>,
 }
 
-const MIB: u64 = 1 << 20;
-const KIB: u64 = 1 << 10;
+pub(super) const MIB: u64 = 1 << 20;
+pub(super) const KIB: u64 = 1 << 10;
 
 /// A file set with filebench's default directory spread.
-fn set(name: &str, entries: u64, size: Num, dirwidth: u64, prealloc: u8) -> Fileset {
+pub(super) fn set(name: &str, entries: u64, size: Num, dirwidth: u64, prealloc: u8) -> Fileset {
     Fileset {
         name: name.into(),
         single: false,
@@ -34,7 +34,7 @@ fn set(name: &str, entries: u64, size: Num, dirwidth: u64, prealloc: u8) -> File
 }
 
 /// A flowop on slot `fd` (0: none given) of set `fileset`.
-fn op(op: Op, name: &str, fileset: Option<usize>, fd: u32) -> Flowop {
+pub(super) fn op(op: Op, name: &str, fileset: Option<usize>, fd: u32) -> Flowop {
     Flowop {
         fileset,
         fd,
@@ -42,7 +42,7 @@ fn op(op: Op, name: &str, fileset: Option<usize>, fd: u32) -> Flowop {
     }
 }
 
-fn sized(mut f: Flowop, iosize: u64) -> Flowop {
+pub(super) fn sized(mut f: Flowop, iosize: u64) -> Flowop {
     f.iosize = Some(Num::Fixed(iosize));
     f
 }
@@ -67,7 +67,7 @@ fn one_process(
     }
 }
 
-fn gamma(mean: u64) -> Num {
+pub(super) fn gamma(mean: u64) -> Num {
     Num::Gamma {
         mean: mean as f64,
         gamma: 1.5,
@@ -270,7 +270,7 @@ pub fn personality(name: &str, s: &Scale) -> Option<Model> {
         }
         "oltp" => oltp(s),
         "videoserver" => videoserver(s),
-        _ => return None,
+        _ => return super::today::personality(name, s),
     })
 }
 

@@ -64,6 +64,8 @@ pub(super) struct Worker<'a> {
     pub(super) buf: Aligned,
     buf_len: usize,
     pub(super) path: Box<[u8; 4096]>,
+    /// A second path, for renames.
+    pub(super) path2: Box<[u8; 4096]>,
     pub(super) rng: Rng,
     clock: quanta::Clock,
     latency: Vec<Option<Histogram<u64>>>,
@@ -115,6 +117,7 @@ impl<'a> Worker<'a> {
             buf: Aligned::new(buf_len),
             buf_len,
             path: Box::new([0; 4096]),
+            path2: Box::new([0; 4096]),
             rng: Rng::new(seed),
             clock: crate::measure::lap_clock(),
             latency: Op::ALL.iter().map(|_| None).collect(),
