@@ -285,7 +285,9 @@ impl Worker<'_> {
     }
 
     fn delete(&mut self, fi: usize) -> Flow {
-        let Some((slot, set, file)) = self.slot_or_pick(fi)? else { return Ok(Step::Stopping) };
+        let Some((slot, set, file)) = self.slot_or_pick(fi)? else {
+            return Ok(Step::Stopping);
+        };
         if slot > 0 && self.slots[slot].file == Some((set, file)) {
             // A delete of the slot's file forgets it, as filebench's.
             self.slots[slot].file = None;
@@ -526,7 +528,9 @@ impl Worker<'_> {
             return Ok(Some((slot, set, file)));
         }
         let set = self.set_of(fi)?;
-        Ok(self.obtain(fi, set, Want::Existing, 1)?.map(|file| (slot, set, file)))
+        Ok(self
+            .obtain(fi, set, Want::Existing, 1)?
+            .map(|file| (slot, set, file)))
     }
 
     /// renamefile: the file moves into a free slot of the set `target` names (a Maildir
@@ -536,8 +540,15 @@ impl Worker<'_> {
         let sh = self.sh;
         let to = (sh.model.filesets.iter())
             .position(|s| s.name == target)
-            .ok_or_else(|| format!("{}: no fileset {target} to rename into", self.flowops[fi].name))?;
-        let Some((slot, from, file)) = self.slot_or_pick(fi)? else { return Ok(Step::Stopping) };
+            .ok_or_else(|| {
+                format!(
+                    "{}: no fileset {target} to rename into",
+                    self.flowops[fi].name
+                )
+            })?;
+        let Some((slot, from, file)) = self.slot_or_pick(fi)? else {
+            return Ok(Step::Stopping);
+        };
         let Some(free) = self.obtain(fi, to, Want::Free, 0)? else {
             let state = &sh.sets[from];
             state.unbusy(&state.lock.lock(), file, None, 0);
@@ -551,8 +562,18 @@ impl Worker<'_> {
         let (src, dst) = (&sh.sets[from], &sh.sets[to]);
         let opens = i32::from(src.opens(file));
         let ok = moved.is_ok();
-        src.unbusy(&src.lock.lock(), file, ok.then_some(false), if ok { -opens } else { 0 });
-        dst.unbusy(&dst.lock.lock(), free, ok.then_some(true), if ok { opens } else { 0 });
+        src.unbusy(
+            &src.lock.lock(),
+            file,
+            ok.then_some(false),
+            if ok { -opens } else { 0 },
+        );
+        dst.unbusy(
+            &dst.lock.lock(),
+            free,
+            ok.then_some(true),
+            if ok { opens } else { 0 },
+        );
         moved.map_err(|e| self.failed(fi, "rename", from, file, e))?;
         if self.slots[slot].file == Some((from, file)) {
             self.slots[slot].file = Some((to, free));
@@ -564,8 +585,14 @@ impl Worker<'_> {
     /// member's mode, owner and times: on the slot's descriptor if open, else by path.
     fn setattr(&mut self, fi: usize) -> Flow {
         use rustix::fs::{Timestamps, UTIME_NOW};
-        let now = rustix::fs::Timespec { tv_sec: 0, tv_nsec: UTIME_NOW };
-        let times = Timestamps { last_access: now, last_modification: now };
+        let now = rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        };
+        let times = Timestamps {
+            last_access: now,
+            last_modification: now,
+        };
         let (uid, gid) = (rustix::process::getuid(), rustix::process::getgid());
         let mode = Mode::from(0o644);
         let slot = self.slot_of(fi);
@@ -575,9 +602,13 @@ impl Worker<'_> {
                 .and_then(|()| rustix::fs::fchown(fd, Some(uid), Some(gid)))
                 .and_then(|()| rustix::fs::futimens(fd, &times));
             self.done(fi, t0, 0);
-            return set.map(|()| Step::Next).map_err(|e| format!("{}: setattr: {e}", self.flowops[fi].name));
+            return set
+                .map(|()| Step::Next)
+                .map_err(|e| format!("{}: setattr: {e}", self.flowops[fi].name));
         }
-        let Some((_, set, file)) = self.slot_or_pick(fi)? else { return Ok(Step::Stopping) };
+        let Some((_, set, file)) = self.slot_or_pick(fi)? else {
+            return Ok(Step::Stopping);
+        };
         let t0 = self.now();
         let path = self.sh.layouts[set].file_path(file, &mut self.path);
         let dir = self.sh.dir;

@@ -65,68 +65,113 @@ const OPTIONS: &[OptionDef] = &[
     },
 ];
 
-/// The built-in personalities with filebench's defaults.
+/// A preset: a personality's defaults of the scaling options.
+macro_rules! preset {
+    ($name:literal, $nfiles:literal, $nthreads:literal, $filesize:literal, $runtime:literal, $help:literal) => {
+        Preset {
+            name: $name,
+            values: &[
+                ("nfiles", $nfiles),
+                ("nthreads", $nthreads),
+                ("filesize", $filesize),
+                ("runtime", $runtime),
+            ],
+            help: $help,
+        }
+    };
+}
+
+/// The built-in personalities with their defaults: filebench's, then today's.
 const PRESETS: &[Preset] = &[
-    Preset {
-        name: "fileserver",
-        values: &[
-            ("nfiles", "10k"),
-            ("nthreads", "50"),
-            ("filesize", "128k"),
-            ("runtime", "60"),
-        ],
-        help: "filebench's fileserver",
-    },
-    Preset {
-        name: "varmail",
-        values: &[
-            ("nfiles", "1000"),
-            ("nthreads", "16"),
-            ("filesize", "16k"),
-            ("runtime", "60"),
-        ],
-        help: "filebench's varmail",
-    },
-    Preset {
-        name: "webserver",
-        values: &[
-            ("nfiles", "1000"),
-            ("nthreads", "100"),
-            ("filesize", "16k"),
-            ("runtime", "60"),
-        ],
-        help: "filebench's webserver",
-    },
-    Preset {
-        name: "webproxy",
-        values: &[
-            ("nfiles", "10k"),
-            ("nthreads", "100"),
-            ("filesize", "16k"),
-            ("runtime", "60"),
-        ],
-        help: "filebench's webproxy",
-    },
-    Preset {
-        name: "oltp",
-        values: &[
-            ("nfiles", "10"),
-            ("nthreads", "200"),
-            ("filesize", "10m"),
-            ("runtime", "60"),
-        ],
-        help: "filebench's oltp (processes)",
-    },
-    Preset {
-        name: "videoserver",
-        values: &[
-            ("nfiles", "32"),
-            ("nthreads", "48"),
-            ("filesize", "10g"),
-            ("runtime", "60"),
-        ],
-        help: "filebench's videoserver (2.2 TiB at its defaults)",
-    },
+    preset!(
+        "fileserver",
+        "10k",
+        "50",
+        "128k",
+        "60",
+        "filebench's fileserver"
+    ),
+    preset!("varmail", "1000", "16", "16k", "60", "filebench's varmail"),
+    preset!(
+        "webserver",
+        "1000",
+        "100",
+        "16k",
+        "60",
+        "filebench's webserver"
+    ),
+    preset!(
+        "webproxy",
+        "10k",
+        "100",
+        "16k",
+        "60",
+        "filebench's webproxy"
+    ),
+    preset!(
+        "oltp",
+        "10",
+        "200",
+        "10m",
+        "60",
+        "filebench's oltp (nthreads: reader processes)"
+    ),
+    preset!(
+        "videoserver",
+        "32",
+        "48",
+        "10g",
+        "60",
+        "filebench's videoserver (2.2 TiB at its defaults)"
+    ),
+    preset!(
+        "maildir",
+        "10k",
+        "8",
+        "32k",
+        "60",
+        "Maildir delivery and IMAP reads"
+    ),
+    preset!(
+        "git",
+        "20k",
+        "4",
+        "12k",
+        "600",
+        "git checkout, then status; runtime: the most it may take"
+    ),
+    preset!(
+        "layer-unpack",
+        "20k",
+        "1",
+        "8k",
+        "600",
+        "a container image layer unpacked; runtime: the most"
+    ),
+    preset!(
+        "sqlite-wal",
+        "1",
+        "4",
+        "256m",
+        "60",
+        "SQLite in WAL mode (filesize: the database's)"
+    ),
+    preset!(
+        "objectstore",
+        "100k",
+        "8",
+        "64k",
+        "60",
+        "an object store's PUTs and GETs"
+    ),
+    preset!(
+        "build",
+        "2000",
+        "2",
+        "8k",
+        "600",
+        "a build: compile, then link; runtime: the most"
+    ),
 ];
 
 /// The personality workload's row in the registry.

@@ -170,16 +170,20 @@ fn run_threads(sh: &Shared<'_>, threads: std::ops::Range<usize>, seed: u64) -> V
 }
 
 impl Crew {
-    /// Whether a process ended (a crash, a kill) before it was told to stop.
+    /// Whether a process ended badly (a crash, a kill) before it was told to stop; one
+    /// whose threads are all done ends cleanly, its report read from its pipe.
     pub fn lost(&mut self) -> Option<String> {
         for c in &mut self.children {
+            drain(c);
             if c.ended.is_none() && reap(c, libc::WNOHANG) {
                 let (status, _) = c.ended.expect("reaped");
-                return Some(format!(
-                    "a worker process (pid {}) ended during the run: {}",
-                    c.pid,
-                    describe(status)
-                ));
+                if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+                    return Some(format!(
+                        "a worker process (pid {}) ended during the run: {}",
+                        c.pid,
+                        describe(status)
+                    ));
+                }
             }
         }
         None
