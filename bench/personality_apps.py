@@ -84,7 +84,7 @@ def order(doc, workload, phase, metric):
     rates = {}
     for s in doc["summaries"]:
         if s["workload"] == workload and s["phase"] == phase and s["metric"] == metric and not s.get("dims"):
-            rates[s["config"]] = s["summary"]["mean"]
+            rates[s["config"]] = s["mean"]
     return sorted(rates, key=rates.get, reverse=True), rates
 
 
