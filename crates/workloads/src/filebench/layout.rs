@@ -299,6 +299,16 @@ mod tests {
     }
 
     #[test]
+    fn two_million_files_take_a_few_bytes_each() {
+        let layout = Layout::new(&set(2_000_000, 20), 5).unwrap();
+        let mut buf = [0u8; PATH_MAX];
+        assert!(layout.file_path(1_999_999, &mut buf).to_bytes().starts_with(b"set/"));
+        let shared = super::super::files::SetState::room(2_000_000, 64);
+        let per_file = (layout.bytes() + shared) as f64 / 2e6;
+        assert!(per_file < 4.0, "{per_file} bytes a file");
+    }
+
+    #[test]
     fn sizes_follow_the_gamma_mean_and_repeat() {
         let layout = Layout::new(&set(20000, 20), 3).unwrap();
         let mean = (0..20000).map(|i| layout.size(i) as f64).sum::<f64>() / 20000.0;
