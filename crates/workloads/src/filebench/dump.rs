@@ -34,6 +34,8 @@ fn var_name(parts: &[&str]) -> String {
         .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
 }
 
+/// The model as a workload file, in the order filebench reads one (one function: the file's
+/// lines in order read best together).
 pub fn dump(m: &Model, name: &str) -> String {
     let mut vars = String::from("set $dir=/tmp\n");
     let mut body = String::new();

@@ -302,7 +302,12 @@ mod tests {
     fn two_million_files_take_a_few_bytes_each() {
         let layout = Layout::new(&set(2_000_000, 20), 5).unwrap();
         let mut buf = [0u8; PATH_MAX];
-        assert!(layout.file_path(1_999_999, &mut buf).to_bytes().starts_with(b"set/"));
+        assert!(
+            layout
+                .file_path(1_999_999, &mut buf)
+                .to_bytes()
+                .starts_with(b"set/")
+        );
         let shared = super::super::files::SetState::room(2_000_000, 64);
         let per_file = (layout.bytes() + shared) as f64 / 2e6;
         assert!(per_file < 4.0, "{per_file} bytes a file");

@@ -103,7 +103,8 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ),
 ];
 
-/// The personality called `name`, scaled.
+/// The personality called `name`, scaled. One arm a personality, each its model's data:
+/// longer than a function should be, and clearer whole than split.
 pub fn personality(name: &str, s: &Scale) -> Option<Model> {
     let runtime = s.runtime.unwrap_or(60);
     let model = |filesets, processes, eventrate| Model {

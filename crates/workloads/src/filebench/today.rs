@@ -87,6 +87,8 @@ fn model(filesets: Vec<Fileset>, processes: Vec<Process>, runtime: u64, mode: Mo
     }
 }
 
+/// The personality called `name`, scaled. One arm a personality, each its model's data:
+/// longer than a function should be, and clearer whole than split.
 pub fn personality(name: &str, s: &Scale) -> Option<Model> {
     let threads = |d: u32| s.nthreads.unwrap_or(d);
     Some(match name {
