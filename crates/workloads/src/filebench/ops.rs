@@ -53,10 +53,13 @@ impl Worker<'_> {
             Op::Hog => {
                 let loops = self.value(fi);
                 let t0 = self.now();
-                let byte = self.buf.buf().as_mut_ptr();
+                let target = self.buf.buf().as_mut_ptr();
+                let at = std::ptr::addr_of!(target);
                 for _ in 0..loops {
-                    // SAFETY: the buffer's first byte; volatile so the loop is not folded away.
-                    unsafe { byte.write_volatile(1) };
+                    // As filebench's loop, compiled: the address loaded, a byte stored, each
+                    // time; volatile so neither is folded away.
+                    // SAFETY: `at` points at the local above, which points at the buffer.
+                    unsafe { at.read_volatile().write_volatile(1) };
                 }
                 self.done(fi, t0, 0);
                 Ok(Step::Next)
