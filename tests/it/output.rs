@@ -138,7 +138,12 @@ fn every_report_renders_a_suite_with_its_workload() {
     // The terminal leads with the own text reports of the suite's workloads.
     for (id, lead) in ids
         .iter()
-        .zip(["fio's summary: read on ", "FFSB's report: ", "", "filebench's summary: "])
+        .zip([
+            "fio's summary: read on ",
+            "FFSB's report: ",
+            "",
+            "filebench's summary: ",
+        ])
         .filter(|(_, lead)| !lead.is_empty())
     {
         let out = run(fsbench(state.path())

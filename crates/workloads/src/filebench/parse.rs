@@ -437,3 +437,41 @@ impl Parser<'_> {
         self.err(a.line, format!("unknown {what} attribute `{}`", a.key))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_may_span_lines_and_psrun_takes_its_seconds() {
+        let text = "set $n=4\ndefine fileset name=d,path=/tmp,size=10m,entries=$n,dirwidth=1024,prealloc\n\
+                    define process name=p,instances=2\n{\n  thread name=t,memsize=1m,useism\n  {\n\
+                    flowop read name=r,filesetname=d,\n        iosize=2k,random,opennext\n  }\n}\npsrun -10 30\n";
+        let read = parse(text, "t.f", None).unwrap();
+        let f = &read.model.processes[0].threads[0].flowops[0];
+        assert!(f.random && f.opennext && f.fileset == Some(0));
+        assert_eq!(f.iosize, Some(Num::Fixed(2048)));
+        assert_eq!(
+            (read.model.runtime, read.model.filesets[0].prealloc),
+            (30, 100)
+        );
+        assert_eq!(read.model.processes[0].instances, 2);
+    }
+
+    #[test]
+    fn any_text_is_read_or_refused_never_a_panic() {
+        let words = [
+            "define", "fileset", "process", "thread", "flowop", "set", "run", "psrun", "name=x",
+            "$v", "=", ",", "{", "}", "(", ")", "cvar", "1k", "-3", "\"s\"", "\n", "read",
+            "entries=", "iters=0",
+        ];
+        let mut rng = crate::io::Rng::new(9);
+        for _ in 0..3000 {
+            let n = rng.below(30) as usize;
+            let text: Vec<&str> = (0..n)
+                .map(|_| words[rng.below(words.len() as u64) as usize])
+                .collect();
+            let _ = parse(&text.join(" "), "fuzz.f", Some(1));
+        }
+    }
+}
