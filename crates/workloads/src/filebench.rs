@@ -56,8 +56,8 @@ pub struct Filebench {
     params: FilebenchParams,
     round: u32,
     layouts: Vec<Layout>,
-    /// Which files the pre-allocation made, per set (one bit a file).
-    made: Vec<Vec<u64>>,
+    /// Which files and leaf directories the pre-allocation made, per set (a bit each).
+    made: Vec<(Vec<u64>, Vec<u64>)>,
     totals: Option<(Totals, f64)>,
 }
 
@@ -98,7 +98,12 @@ impl Filebench {
             let layout = Layout::new(set, self.seed(si as u64))
                 .map_err(|e| FsbenchError::InvalidInput(format!("fileset {}: {e}", set.name)))?;
             for path in layout.dir_paths() {
-                let made = rustix::fs::mkdirat(dir, path.as_slice(), Mode::from(0o755));
+                // A directory of files and one of leaf directories may share a name, as in
+                // filebench: the second is already there.
+                let made = match rustix::fs::mkdirat(dir, path.as_slice(), Mode::from(0o755)) {
+                    Err(rustix::io::Errno::EXIST) => Ok(()),
+                    other => other,
+                };
                 if rec.record(OpKind::Mkdir, made)?.is_none() {
                     return Err(FsbenchError::Failed(format!(
                         "fileset {}: cannot make {}",
@@ -116,8 +121,24 @@ impl Filebench {
             }
             let threads = if set.paralloc { PARALLOC_THREADS } else { 1 };
             make_files(dir, &layout, &made, threads, rec)?;
+            // Leaf directories, made in the same proportion.
+            let mut made_dirs = vec![0u64; set.leafdirs.div_ceil(64) as usize];
+            let mut path = [0u8; 4096];
+            for i in 0..set.leafdirs {
+                if set.prealloc == 100 || rng.unit() * 100.0 < f64::from(set.prealloc) {
+                    let name = layout.leafdir_path(i, &mut path);
+                    let made = rustix::fs::mkdirat(dir, name, Mode::from(0o755));
+                    if rec.record(OpKind::Mkdir, made)?.is_none() {
+                        return Err(FsbenchError::Failed(format!(
+                            "cannot make {}",
+                            name.to_string_lossy()
+                        )));
+                    }
+                    made_dirs[(i / 64) as usize] |= 1 << (i % 64);
+                }
+            }
             self.layouts.push(layout);
-            self.made.push(made);
+            self.made.push((made, made_dirs));
         }
         Ok(())
     }
@@ -128,12 +149,14 @@ impl Filebench {
         let plan = Plan::new(model);
         let region = shm::Region::new(Shared::room(model, &plan))?;
         let shared = Shared::new(&region, model, &plan, &self.layouts, dir);
-        for (state, made) in shared.sets.iter().zip(&self.made) {
-            for (w, bits) in made.iter().enumerate() {
-                let mut b = *bits;
-                while b != 0 {
-                    state.set_exists(w as u64 * 64 + u64::from(b.trailing_zeros()), true);
-                    b &= b - 1;
+        for (state, (files, dirs)) in shared.sets.iter().zip(&self.made) {
+            for (entries, made) in [(&state.files, files), (&state.leafdirs, dirs)] {
+                for (w, bits) in made.iter().enumerate() {
+                    let mut b = *bits;
+                    while b != 0 {
+                        entries.set_exists(w as u64 * 64 + u64::from(b.trailing_zeros()), true);
+                        b &= b - 1;
+                    }
                 }
             }
         }

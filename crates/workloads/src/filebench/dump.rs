@@ -57,6 +57,9 @@ pub fn dump(m: &Model, name: &str) -> String {
                 "define fileset name={},path=$dir,size={size},entries={},dirwidth={}",
                 s.name, s.entries, s.dirwidth
             );
+            if s.leafdirs > 0 {
+                let _ = write!(body, ",leafdirs={}", s.leafdirs);
+            }
             if s.dirgamma != 1500 {
                 let _ = write!(body, ",dirgamma={}", s.dirgamma);
             }

@@ -26,8 +26,9 @@ pub enum Missing {
     AllBusy,
 }
 
-/// One set's shared state.
-pub struct SetState<'r> {
+/// The entries of one kind of a set (its files, or its leaf directories), sharing the set's
+/// lock.
+pub struct Entries<'r> {
     pub lock: &'r SharedLock,
     exists: &'r [AtomicU64],
     busy: &'r [AtomicU64],
@@ -37,20 +38,53 @@ pub struct SetState<'r> {
     entries: u64,
 }
 
+/// One set's shared state: its files, its leaf directories (for makedir and removedir), and
+/// the rotor listdir steps through its directories with. Used as its files'.
+pub struct SetState<'r> {
+    pub files: Entries<'r>,
+    pub leafdirs: Entries<'r>,
+    pub dir_rotor: &'r AtomicU64,
+}
+
+impl<'r> std::ops::Deref for SetState<'r> {
+    type Target = Entries<'r>;
+    fn deref(&self) -> &Entries<'r> {
+        &self.files
+    }
+}
+
 impl<'r> SetState<'r> {
-    /// Bytes of shared memory a set of `entries` files needs with `threads` threads.
-    pub fn room(entries: u64, threads: u64) -> usize {
+    /// Bytes of shared memory a set of `entries` files and `leafdirs` leaf directories
+    /// needs with `threads` threads.
+    pub fn room(entries: u64, leafdirs: u64, threads: u64) -> usize {
+        Entries::room(entries, threads)
+            + Entries::room(leafdirs, threads)
+            + Region::lock_room()
+            + 128
+    }
+
+    pub fn new(region: &'r Region, entries: u64, leafdirs: u64, threads: u64) -> SetState<'r> {
+        let lock = region.lock();
+        SetState {
+            files: Entries::new(region, lock, entries, threads),
+            leafdirs: Entries::new(region, lock, leafdirs, threads),
+            dir_rotor: &region.take::<AtomicU64>(1)[0],
+        }
+    }
+}
+
+impl<'r> Entries<'r> {
+    fn room(entries: u64, threads: u64) -> usize {
         let words = entries.div_ceil(64) as usize;
         2 * Region::room::<AtomicU64>(words)
             + Region::room::<AtomicU16>(entries as usize)
             + Region::room::<AtomicU64>(threads as usize + 2)
-            + Region::lock_room()
     }
 
-    pub fn new(region: &'r Region, entries: u64, threads: u64) -> SetState<'r> {
+    fn new(region: &'r Region, lock: &'r SharedLock, entries: u64, threads: u64) -> Entries<'r> {
         let words = entries.div_ceil(64) as usize;
-        SetState {
-            lock: region.lock(),
+        Entries {
+            lock,
             exists: region.take(words),
             busy: region.take(words),
             opens: region.take(entries as usize),
@@ -186,7 +220,7 @@ mod tests {
     use super::*;
 
     fn set<'r>(region: &'r Region, entries: u64, existing: &[u64]) -> SetState<'r> {
-        let s = SetState::new(region, entries, 4);
+        let s = SetState::new(region, entries, 0, 4);
         for i in existing {
             s.set_exists(*i, true);
         }
@@ -195,7 +229,7 @@ mod tests {
 
     #[test]
     fn picks_step_through_the_files_in_order_and_wrap() {
-        let region = Region::new(SetState::room(200, 4)).unwrap();
+        let region = Region::new(SetState::room(200, 0, 4)).unwrap();
         let s = set(&region, 200, &[3, 70, 150]);
         let mut got = Vec::new();
         for _ in 0..4 {
@@ -213,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_busy_file_is_skipped_and_all_busy_is_told_from_none() {
-        let region = Region::new(SetState::room(10, 4)).unwrap();
+        let region = Region::new(SetState::room(10, 0, 4)).unwrap();
         let s = set(&region, 10, &[2, 5]);
         let g = s.lock.lock();
         assert_eq!(s.pick(&g, Want::Existing, 1, None), Ok(2));
@@ -229,7 +263,7 @@ mod tests {
 
     #[test]
     fn an_index_picks_that_file_or_the_next() {
-        let region = Region::new(SetState::room(100, 4)).unwrap();
+        let region = Region::new(SetState::room(100, 0, 4)).unwrap();
         let s = set(&region, 100, &[10, 90]);
         let g = s.lock.lock();
         assert_eq!(s.pick(&g, Want::Existing, 1, Some(11)), Ok(90));

@@ -19,6 +19,8 @@ pub struct Layout {
     dirs: Vec<(Option<u32>, u32)>,
     /// Directories holding files, in file order: (first file, directory).
     leaves: Vec<(u64, u32)>,
+    /// Directories holding leaf directories, the same way.
+    leafdir_rows: Vec<(u64, u32)>,
     entries: u64,
     size: Num,
     /// Draws each file's size from its number, the same at every use.
@@ -70,18 +72,20 @@ impl Layout {
             rng: Rng::new(seed),
             gamma: f64::from(set.dirgamma) / 1000.0,
             width: set.dirwidth as f64,
-            depth: (set.entries.max(1) as f64).ln() / (set.dirwidth as f64).ln(),
-            entries: set.entries,
-            placed: 0,
+            depth: ((set.entries + set.leafdirs).max(1) as f64).ln() / (set.dirwidth as f64).ln(),
+            total: [set.entries, set.leafdirs],
+            placed: [0, 0],
             dirs: Vec::new(),
-            leaves: Vec::new(),
+            rows: [Vec::new(), Vec::new()],
         };
         // A `define file` is a one-entry set, as in filebench: SET/00000001/00000001.
         b.subdir(None, 1, 0.0)?;
+        let [leaves, leafdir_rows] = b.rows;
         Ok(Layout {
             name: set.name.clone(),
             dirs: b.dirs,
-            leaves: b.leaves,
+            leaves,
+            leafdir_rows,
             entries: set.entries,
             size: set.size,
             size_seed: seed ^ 0x5bd1_e995_9e37_79b9,
@@ -99,7 +103,7 @@ impl Layout {
     /// Bytes the layout holds (for the memory a set costs).
     pub fn bytes(&self) -> usize {
         self.dirs.len() * std::mem::size_of::<(Option<u32>, u32)>()
-            + self.leaves.len() * std::mem::size_of::<(u64, u32)>()
+            + (self.leaves.len() + self.leafdir_rows.len()) * std::mem::size_of::<(u64, u32)>()
     }
 
     /// File `index`'s size, the same at every call.
@@ -147,6 +151,26 @@ impl Layout {
         CStr::from_bytes_with_nul(&buf[..=at]).expect("one NUL at the end")
     }
 
+    /// Leaf directory `index`'s path (`SET/00000001/00000002`) in `buf`.
+    pub fn leafdir_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
+        let row = self
+            .leafdir_rows
+            .partition_point(|(first, _)| *first <= index)
+            - 1;
+        let (first, dir) = self.leafdir_rows[row];
+        let at = self.write_dir(Some(dir), buf);
+        let at = push_serial(buf, at, (index - first + 1) as u32);
+        buf[at] = 0;
+        CStr::from_bytes_with_nul(&buf[..=at]).expect("one NUL at the end")
+    }
+
+    /// Directory `dir`'s path (the set's own for 0), for listdir.
+    pub fn dir_path<'b>(&self, dir: u32, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
+        let at = self.write_dir(Some(dir), buf);
+        buf[at] = 0;
+        CStr::from_bytes_with_nul(&buf[..=at]).expect("one NUL at the end")
+    }
+
     /// The path of the directory holding file `index`, for the stat filebench makes before
     /// a create.
     pub fn parent_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
@@ -183,10 +207,12 @@ struct Builder {
     gamma: f64,
     width: f64,
     depth: f64,
-    entries: u64,
-    placed: u64,
+    /// Files, then leaf directories: how many, how many placed, the rows of their
+    /// directories.
+    total: [u64; 2],
+    placed: [u64; 2],
     dirs: Vec<(Option<u32>, u32)>,
-    leaves: Vec<(u64, u32)>,
+    rows: [Vec<(u64, u32)>; 2],
 }
 
 impl Builder {
@@ -218,17 +244,23 @@ impl Builder {
             w => w,
         };
         let leaf = parent.is_some() && depth >= randepth;
-        if leaf && self.placed < self.entries {
-            self.leaves.push((self.placed, id));
-        }
-        let mut i = 1u32;
-        while (parent.is_none() || f64::from(i) < width + 1.0) && self.placed < self.entries {
-            if leaf {
-                self.placed += 1;
-            } else {
-                self.subdir(Some(id), i, depth)?;
+        // Files first, then leaf directories, each numbered from 1 (where one directory gets
+        // both, filebench gives them the same names, and so does fsbench).
+        for kind in 0..2 {
+            if leaf && self.placed[kind] < self.total[kind] {
+                self.rows[kind].push((self.placed[kind], id));
             }
-            i += 1;
+            let mut i = 1u32;
+            while (parent.is_none() || f64::from(i) < width + 1.0)
+                && self.placed[kind] < self.total[kind]
+            {
+                if leaf {
+                    self.placed[kind] += 1;
+                } else {
+                    self.subdir(Some(id), i, depth)?;
+                }
+                i += 1;
+            }
         }
         Ok(())
     }
@@ -243,6 +275,7 @@ mod tests {
             name: "set".into(),
             single: false,
             entries,
+            leafdirs: 0,
             size: Num::Gamma {
                 mean: 16384.0,
                 gamma: 1.5,
@@ -308,7 +341,7 @@ mod tests {
                 .to_bytes()
                 .starts_with(b"set/")
         );
-        let shared = super::super::files::SetState::room(2_000_000, 64);
+        let shared = super::super::files::SetState::room(2_000_000, 0, 64);
         let per_file = (layout.bytes() + shared) as f64 / 2e6;
         assert!(per_file < 4.0, "{per_file} bytes a file");
     }

@@ -54,6 +54,9 @@ pub struct Fileset {
     #[serde(default)]
     pub single: bool,
     pub entries: u64,
+    /// Empty directories (made and removed by makedir and removedir), placed as files are.
+    #[serde(default)]
+    pub leafdirs: u64,
     pub size: Num,
     /// Mean files per directory.
     pub dirwidth: u64,
@@ -90,6 +93,12 @@ pub enum Op {
     Writewholefile,
     Appendfile,
     Appendfilerand,
+    /// Makes a leaf directory of the set that does not exist.
+    Makedir,
+    /// Removes a leaf directory of the set that exists.
+    Removedir,
+    /// Lists one of the set's directories (open, read every entry, close).
+    Listdir,
     Hog,
     Delay,
     Block,
@@ -123,7 +132,7 @@ pub enum Counted {
 }
 
 impl Op {
-    pub const ALL: [Op; 30] = [
+    pub const ALL: [Op; 33] = [
         Op::Read,
         Op::Write,
         Op::Aiowrite,
@@ -139,6 +148,9 @@ impl Op {
         Op::Writewholefile,
         Op::Appendfile,
         Op::Appendfilerand,
+        Op::Makedir,
+        Op::Removedir,
+        Op::Listdir,
         Op::Hog,
         Op::Delay,
         Op::Block,
@@ -173,6 +185,9 @@ impl Op {
             Op::Writewholefile => "writewholefile",
             Op::Appendfile => "appendfile",
             Op::Appendfilerand => "appendfilerand",
+            Op::Makedir => "makedir",
+            Op::Removedir => "removedir",
+            Op::Listdir => "listdir",
             Op::Hog => "hog",
             Op::Delay => "delay",
             Op::Block => "block",

@@ -107,6 +107,8 @@ impl Worker<'_> {
                 Ok(if got { Step::Next } else { Step::Stopping })
             }
             Op::Opslimit | Op::Iopslimit | Op::Bwlimit => self.limit(fi),
+            Op::Makedir | Op::Removedir => self.leafdir(fi),
+            Op::Listdir => self.listdir(fi),
             Op::Renamefile => self.rename(fi),
             Op::Setattr => self.setattr(fi),
             Op::Syncfs => {

@@ -308,7 +308,15 @@ impl FilebenchParams {
         }
         let named = |op: Op, name: &str| m.flowops().any(|(_, _, f)| f.op == op && f.name == name);
         for (_, t, f) in m.flowops() {
-            let needs_set = matches!(f.op, Op::Createfile | Op::Openfile | Op::Fsyncset);
+            let needs_set = matches!(
+                f.op,
+                Op::Createfile
+                    | Op::Openfile
+                    | Op::Fsyncset
+                    | Op::Makedir
+                    | Op::Removedir
+                    | Op::Listdir
+            );
             if needs_set && f.fileset.is_none() {
                 return err(format!(
                     "flowop {} ({}) names no fileset",
@@ -372,10 +380,9 @@ impl FilebenchParams {
         let mut inodes = 1024u64;
         for s in &self.model.filesets {
             bytes = bytes.checked_add(s.entries.checked_mul(s.size.mean().ceil() as u64)?)?;
-            inodes = inodes.checked_add(
-                s.entries
-                    .checked_add(s.entries / s.dirwidth.max(1) * 2 + 2)?,
-            )?;
+            let entries = s.entries.checked_add(s.leafdirs)?;
+            inodes =
+                inodes.checked_add(entries.checked_add(entries / s.dirwidth.max(1) * 2 + 2)?)?;
         }
         // Appends grow the files; a long run needs room for it.
         Some(SpaceNeed {

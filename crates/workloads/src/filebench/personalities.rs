@@ -23,6 +23,7 @@ pub(super) fn set(name: &str, entries: u64, size: Num, dirwidth: u64, prealloc: 
         name: name.into(),
         single: false,
         entries,
+        leafdirs: 0,
         size,
         dirwidth,
         dirgamma: 1500,

@@ -133,7 +133,7 @@ impl<'r> Shared<'r> {
         let sets: usize = model
             .filesets
             .iter()
-            .map(|s| SetState::room(s.entries, threads))
+            .map(|s| SetState::room(s.entries, s.leafdirs, threads))
             .sum();
         sets + Control::room()
             + plan.sem_highwater.len() * Semaphore::room()
@@ -153,7 +153,7 @@ impl<'r> Shared<'r> {
             plan,
             layouts,
             sets: (model.filesets.iter())
-                .map(|s| SetState::new(region, s.entries, threads))
+                .map(|s| SetState::new(region, s.entries, s.leafdirs, threads))
                 .collect(),
             control: Control::new(region),
             sems: (plan.sem_highwater.iter())

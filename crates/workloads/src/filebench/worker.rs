@@ -66,6 +66,8 @@ pub(super) struct Worker<'a> {
     pub(super) path: Box<[u8; 4096]>,
     /// A second path, for renames.
     pub(super) path2: Box<[u8; 4096]>,
+    /// listdir's buffer of directory entries.
+    pub(super) dirents: Vec<std::mem::MaybeUninit<u8>>,
     pub(super) rng: Rng,
     clock: quanta::Clock,
     latency: Vec<Option<Histogram<u64>>>,
@@ -118,6 +120,7 @@ impl<'a> Worker<'a> {
             buf_len,
             path: Box::new([0; 4096]),
             path2: Box::new([0; 4096]),
+            dirents: Vec::new(),
             rng: Rng::new(seed),
             clock: crate::measure::lap_clock(),
             latency: Op::ALL.iter().map(|_| None).collect(),
@@ -228,9 +231,26 @@ impl<'a> Worker<'a> {
         want: Want,
         rotor: usize,
     ) -> Result<Option<u64>, String> {
+        self.obtain_in(fi, set, want, rotor, false)
+    }
+
+    /// [`Worker::obtain`] among the set's leaf directories where `leafdirs`.
+    pub(super) fn obtain_in(
+        &mut self,
+        fi: usize,
+        set: usize,
+        want: Want,
+        rotor: usize,
+        leafdirs: bool,
+    ) -> Result<Option<u64>, String> {
         let index = self.flowops[fi].index.map(|n| n.draw(&mut self.rng));
         let sh = self.sh;
-        let (state, control) = (&sh.sets[set], &sh.control);
+        let state = if leafdirs {
+            &sh.sets[set].leafdirs
+        } else {
+            &sh.sets[set].files
+        };
+        let control = &sh.control;
         let mut waiting_since: Option<Instant> = None;
         let mut guard = state.lock.lock();
         loop {
@@ -244,6 +264,14 @@ impl<'a> Worker<'a> {
                 }
                 Err(m) => m,
             };
+            if missing == Missing::None && sh.model.mode != super::model::Mode::Timeout {
+                // In a mode that ends when threads are done, a thread that finds none of what
+                // it needs is done, as filebench's (makedirs ends when every one is made).
+                if waiting_since.is_some() {
+                    control.waiting.fetch_sub(1, Relaxed);
+                }
+                return Ok(None);
+            }
             let since = match waiting_since {
                 Some(since) => since,
                 None => {

@@ -1,12 +1,80 @@
-//! fsbench's own flowops, for the personalities of today: renamefile and setattr (syncfs
-//! is one call, in `ops`).
+//! The flowops on directories (filebench's makedir, removedir and listdir), and fsbench's
+//! own for the personalities of today: renamefile and setattr (syncfs is one call, in
+//! `ops`).
 
-use rustix::fs::{AtFlags, Mode};
+use std::sync::atomic::Ordering::Relaxed;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::super::files::Want;
+use super::super::model::Op;
 use super::super::worker::{Flow, Step, Worker};
 
+/// The buffer listdir reads entries into: glibc's readdir asks for 32 KiB at a time.
+const DIRENT_BUF: usize = 32 << 10;
+/// What filebench counts a directory entry as: its name and a `struct dirent` less one byte.
+const DIRENT_BYTES: u64 = 279;
+
 impl Worker<'_> {
+    /// makedir (a leaf directory that does not exist, made) and removedir (one that does,
+    /// removed), picked as files are, on the set's leaf-directory rotors.
+    pub(in crate::filebench) fn leafdir(&mut self, fi: usize) -> Flow {
+        let make = self.flowops[fi].op == Op::Makedir;
+        let set = self.set_of(fi)?;
+        let want = if make { Want::Free } else { Want::Existing };
+        let Some(dir) = self.obtain_in(fi, set, want, usize::from(!make), true)? else {
+            return Ok(Step::Stopping);
+        };
+        let sh = self.sh;
+        let t0 = self.now();
+        let path = sh.layouts[set].leafdir_path(dir, &mut self.path);
+        let done = if make {
+            rustix::fs::mkdirat(sh.dir, path, Mode::from(0o755))
+        } else {
+            rustix::fs::unlinkat(sh.dir, path, AtFlags::REMOVEDIR)
+        };
+        self.done(fi, t0, 0);
+        let dirs = &sh.sets[set].leafdirs;
+        dirs.unbusy(&dirs.lock.lock(), dir, done.is_ok().then_some(make), 0);
+        done.map_err(|e| {
+            format!(
+                "{}: {}: {e}",
+                self.flowops[fi].name,
+                if make { "mkdir" } else { "rmdir" }
+            )
+        })?;
+        Ok(Step::Next)
+    }
+
+    /// listdir: the next of the set's directories, opened, read to its end, closed; its
+    /// bytes counted as filebench counts them.
+    pub(in crate::filebench) fn listdir(&mut self, fi: usize) -> Flow {
+        let set = self.set_of(fi)?;
+        let sh = self.sh;
+        let layout = &sh.layouts[set];
+        let dir = (sh.sets[set].dir_rotor.fetch_add(1, Relaxed) % layout.dir_count() as u64) as u32;
+        if self.dirents.len() < DIRENT_BUF {
+            self.dirents
+                .resize(DIRENT_BUF, std::mem::MaybeUninit::uninit());
+        }
+        let t0 = self.now();
+        let path = layout.dir_path(dir, &mut self.path);
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let listed = rustix::fs::openat(sh.dir, path, flags, Mode::empty()).and_then(|fd| {
+            // As glibc's opendir: the directory's stat, then its entries.
+            rustix::fs::fstat(&fd)?;
+            let mut bytes = 0;
+            let mut entries = rustix::fs::RawDir::new(&fd, &mut self.dirents);
+            while let Some(entry) = entries.next() {
+                bytes += entry?.file_name().to_bytes().len() as u64 + DIRENT_BYTES;
+            }
+            Ok(bytes)
+        });
+        self.done(fi, t0, *listed.as_ref().unwrap_or(&0));
+        listed.map_err(|e| format!("{}: listdir: {e}", self.flowops[fi].name))?;
+        Ok(Step::Next)
+    }
+
     /// The file flowop `fi` acts on: its slot's (held while another thread picks it), or
     /// one of its set picked as deletes are; `None` when the run stops first.
     pub(in crate::filebench) fn slot_or_pick(

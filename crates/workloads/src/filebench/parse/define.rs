@@ -23,6 +23,7 @@ impl Parser<'_> {
             name: String::new(),
             single,
             entries: u64::from(single),
+            leafdirs: 0,
             size: Num::Fixed(0),
             dirwidth: if single { 10 } else { 0 },
             dirgamma: if single { 0 } else { 1500 },
@@ -66,9 +67,9 @@ impl Parser<'_> {
                     set.dirgamma = u32::try_from(self.int(&a)?)
                         .map_err(|_| self.err(a.line, "dirgamma is too large"))?
                 }
-                ("leafdirs", false) if self.int(&a)? == 0 => {}
-                ("leafdirs" | "dirdepthrv", false) => {
-                    return Err(self.err(a.line, format!("fileset attribute `{}` is not supported (nor are makedir, removedir and listdir)", a.key)));
+                ("leafdirs", false) => set.leafdirs = self.int(&a)?,
+                ("dirdepthrv", false) => {
+                    return Err(self.err(a.line, "fileset attribute `dirdepthrv` is not supported"));
                 }
                 _ => return Err(self.unknown(&a, what)),
             }
@@ -176,9 +177,7 @@ impl Parser<'_> {
     fn flowop(&mut self, pi: usize, ti: usize, fi: usize) -> anyhow::Result<Flowop> {
         let (kind, line) = self.word()?;
         let op = Op::named(&kind).ok_or_else(|| match kind.as_str() {
-            "makedir" | "removedir" | "listdir" | "print" | "testrandvar" => {
-                self.err(line, format!("flowop {kind} is not supported"))
-            }
+            "print" | "testrandvar" => self.err(line, format!("flowop {kind} is not supported")),
             _ => self.err(
                 line,
                 format!("flowop {kind} is not supported (composite flowops are not)"),
