@@ -47,6 +47,27 @@ fn typed_workloads(r: &results::SuiteResult) -> Vec<(String, workload::Params)> 
     typed.collect()
 }
 
+/// A figure's mean over a configuration's runs, and how many runs: the summary of `metric`
+/// at `dims` of `workload`'s `phase` on `config`.
+fn mean_of(
+    r: &results::SuiteResult,
+    config: &str,
+    workload: &str,
+    phase: &str,
+    metric: &str,
+    dims: &[fsbench_model::measurement::Dim],
+) -> Option<(f64, usize)> {
+    (r.summaries.iter())
+        .find(|s| {
+            s.config == config
+                && s.workload == workload
+                && s.phase == phase
+                && s.metric == metric
+                && s.dims == dims
+        })
+        .map(|s| (s.summary.mean, s.summary.n))
+}
+
 /// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.
 pub fn figure(v: f64) -> String {
     if !v.is_finite() {

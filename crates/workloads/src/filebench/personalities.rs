@@ -115,6 +115,14 @@ pub fn personality(name: &str, s: &Scale) -> Option<Model> {
         mode: Mode::Timeout,
         eventrate,
     };
+    // One process of one thread definition, as most of filebench's personalities.
+    let single = |sets, process: &str, thread: &str, threads, flowops| {
+        model(
+            sets,
+            vec![one_process(process, thread, threads, 10 * MIB, flowops)],
+            0,
+        )
+    };
     Some(match name {
         "fileserver" => {
             let sets = vec![set(
@@ -142,17 +150,7 @@ pub fn personality(name: &str, s: &Scale) -> Option<Model> {
                 op(Op::Statfile, "statfile1", b, 0),
             ];
             let threads = s.nthreads.unwrap_or(50);
-            model(
-                sets,
-                vec![one_process(
-                    "filereader",
-                    "filereaderthread",
-                    threads,
-                    10 * MIB,
-                    flowops,
-                )],
-                0,
-            )
+            single(sets, "filereader", "filereaderthread", threads, flowops)
         }
         "varmail" => {
             let sets = vec![set(
@@ -186,17 +184,7 @@ pub fn personality(name: &str, s: &Scale) -> Option<Model> {
                 flowops.push(op(Op::Closefile, &format!("closefile{open}"), None, 1));
             }
             let threads = s.nthreads.unwrap_or(16);
-            model(
-                sets,
-                vec![one_process(
-                    "filereader",
-                    "filereaderthread",
-                    threads,
-                    10 * MIB,
-                    flowops,
-                )],
-                0,
-            )
+            single(sets, "filereader", "filereaderthread", threads, flowops)
         }
         "webserver" => {
             let size = gamma(s.filesize.unwrap_or(16 * KIB));
@@ -221,17 +209,7 @@ pub fn personality(name: &str, s: &Scale) -> Option<Model> {
                 16 * KIB,
             ));
             let threads = s.nthreads.unwrap_or(100);
-            model(
-                sets,
-                vec![one_process(
-                    "filereader",
-                    "filereaderthread",
-                    threads,
-                    10 * MIB,
-                    flowops,
-                )],
-                0,
-            )
+            single(sets, "filereader", "filereaderthread", threads, flowops)
         }
         "webproxy" => {
             let sets = vec![set(
@@ -258,17 +236,7 @@ pub fn personality(name: &str, s: &Scale) -> Option<Model> {
             }
             flowops.push(op(Op::Opslimit, "limit", None, 0));
             let threads = s.nthreads.unwrap_or(100);
-            model(
-                sets,
-                vec![one_process(
-                    "proxycache",
-                    "proxycache",
-                    threads,
-                    10 * MIB,
-                    flowops,
-                )],
-                0,
-            )
+            single(sets, "proxycache", "proxycache", threads, flowops)
         }
         "oltp" => oltp(s),
         "videoserver" => videoserver(s),
