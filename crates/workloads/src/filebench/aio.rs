@@ -12,7 +12,7 @@ use crate::Aligned;
 /// hold their addresses while a write runs, and a vector moves its items as it grows.
 #[derive(Default)]
 #[allow(clippy::vec_box)]
-pub struct Aio {
+pub(super) struct Aio {
     pending: Vec<Box<libc::aiocb>>,
     spare: Vec<Box<libc::aiocb>>,
     /// The buffers writes read from; the last is the one in use.
@@ -21,7 +21,7 @@ pub struct Aio {
 
 impl Aio {
     /// Starts a write of `len` bytes at `offset` of `fd`.
-    pub fn write(&mut self, fd: RawFd, len: usize, offset: u64) -> std::io::Result<()> {
+    pub(super) fn write(&mut self, fd: RawFd, len: usize, offset: u64) -> std::io::Result<()> {
         if self.bufs.last().is_none_or(|(_, l)| *l < len) {
             // A larger buffer; the old one stays until the writes reading it are done.
             self.bufs.push((Aligned::new(len), len));
@@ -51,7 +51,7 @@ impl Aio {
 
     /// filebench's aiowait: takes back up to half of the outstanding writes (at least one)
     /// that have finished; the errors of failed ones.
-    pub fn reap(&mut self) -> Result<(), String> {
+    pub(super) fn reap(&mut self) -> Result<(), String> {
         let todo = (self.pending.len() / 2).clamp(1, 4096);
         let mut reaped = 0;
         let mut i = 0;
@@ -83,7 +83,7 @@ impl Aio {
 
     /// Waits for every outstanding write to finish (at most a minute; glibc's helpers end
     /// with the process in any case).
-    pub fn drain(&mut self) {
+    pub(super) fn drain(&mut self) {
         let end = Instant::now() + Duration::from_secs(60);
         while !self.pending.is_empty() && Instant::now() < end {
             let list: Vec<*const libc::aiocb> = self

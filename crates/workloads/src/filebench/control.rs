@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use super::shm::{Region, SharedLock};
 
 /// How long a wait sleeps before it looks at the stop flag again.
-pub const POLL: Duration = Duration::from_millis(50);
+pub(super) const POLL: Duration = Duration::from_millis(50);
 
 /// Why the run stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u64)]
-pub enum Stop {
+pub(super) enum Stop {
     Running = 0,
     /// The time is up, or the mode's threads are done.
     Done = 1,
@@ -23,33 +23,33 @@ pub enum Stop {
 }
 
 /// The run-wide flags and counts.
-pub struct Control<'r> {
-    pub lock: &'r SharedLock,
+pub(super) struct Control<'r> {
+    pub(super) lock: &'r SharedLock,
     go: &'r AtomicU64,
     stop: &'r AtomicU64,
     /// Threads at the start barrier.
-    pub ready: &'r AtomicU64,
+    pub(super) ready: &'r AtomicU64,
     /// Threads done (finishoncount, finishonbytes) or ended.
-    pub finished: &'r AtomicU64,
+    pub(super) finished: &'r AtomicU64,
     /// Threads waiting for a file.
-    pub waiting: &'r AtomicU64,
+    pub(super) waiting: &'r AtomicU64,
     /// The IO and AIO flowops' count and bytes, and their reads' and writes' count and
     /// bytes, for finish and limit flowops without a target (kept only if one needs them).
-    pub io_count: &'r AtomicU64,
-    pub io_bytes: &'r AtomicU64,
-    pub rw_count: &'r AtomicU64,
-    pub rw_bytes: &'r AtomicU64,
+    pub(super) io_count: &'r AtomicU64,
+    pub(super) io_bytes: &'r AtomicU64,
+    pub(super) rw_count: &'r AtomicU64,
+    pub(super) rw_bytes: &'r AtomicU64,
     /// Events posted by eventgen, not yet taken.
-    pub events: &'r AtomicI64,
-    pub events_lock: &'r SharedLock,
+    pub(super) events: &'r AtomicI64,
+    pub(super) events_lock: &'r SharedLock,
 }
 
 impl<'r> Control<'r> {
-    pub fn room() -> usize {
+    pub(super) fn room() -> usize {
         2 * Region::lock_room() + Region::room::<AtomicU64>(9) + Region::room::<AtomicI64>(1)
     }
 
-    pub fn new(region: &'r Region) -> Control<'r> {
+    pub(super) fn new(region: &'r Region) -> Control<'r> {
         let lock = region.lock();
         let events_lock = region.lock();
         let n = region.take::<AtomicU64>(9);
@@ -69,23 +69,23 @@ impl<'r> Control<'r> {
         }
     }
 
-    pub fn stop(&self, why: Stop) {
+    pub(super) fn stop(&self, why: Stop) {
         // An abort is never turned back into a plain end.
         self.stop.fetch_max(why as u64, Relaxed);
         self.lock.notify_all();
         self.events_lock.notify_all();
     }
 
-    pub fn stopping(&self) -> bool {
+    pub(super) fn stopping(&self) -> bool {
         self.stop.load(Relaxed) != Stop::Running as u64
     }
 
-    pub fn aborted(&self) -> bool {
+    pub(super) fn aborted(&self) -> bool {
         self.stop.load(Relaxed) == Stop::Abort as u64
     }
 
     /// A worker at the barrier: counts itself in, then waits for the start (or the stop).
-    pub fn arrive(&self) {
+    pub(super) fn arrive(&self) {
         let mut g = self.lock.lock();
         self.ready.fetch_add(1, Relaxed);
         self.lock.notify_all();
@@ -96,7 +96,7 @@ impl<'r> Control<'r> {
 
     /// The parent: waits for `threads` workers at the barrier, at most `limit`; whether they
     /// all came.
-    pub fn all_arrived(&self, threads: u64, limit: Duration) -> bool {
+    pub(super) fn all_arrived(&self, threads: u64, limit: Duration) -> bool {
         let end = Instant::now() + limit;
         let mut g = self.lock.lock();
         while self.ready.load(Relaxed) < threads {
@@ -108,14 +108,14 @@ impl<'r> Control<'r> {
         true
     }
 
-    pub fn start(&self) {
+    pub(super) fn start(&self) {
         let _g = self.lock.lock();
         self.go.store(1, Relaxed);
         self.lock.notify_all();
     }
 
     /// Takes `n` events, waiting for eventgen to post them; false if the run stops first.
-    pub fn take_events(&self, n: i64) -> bool {
+    pub(super) fn take_events(&self, n: i64) -> bool {
         let mut g = self.events_lock.lock();
         loop {
             if self.events.load(Relaxed) >= n {
@@ -131,7 +131,7 @@ impl<'r> Control<'r> {
 
     /// eventgen's producer, on the parent's thread until the run stops: every ten periods it
     /// posts the events due since the last post, keeping at most five seconds' worth.
-    pub fn generate_events(&self, rate: u64) {
+    pub(super) fn generate_events(&self, rate: u64) {
         let period = Duration::from_nanos((1_000_000_000 / rate.max(1)).max(100) * 10);
         let mut last = Instant::now();
         while !self.stopping() {
@@ -151,18 +151,18 @@ impl<'r> Control<'r> {
 /// A semblock flowop's pair of counts, as filebench's System V semaphores: posts add to
 /// `low`, which semblock takes from; semblock gives back to `high`, which blocking posts
 /// take from, so posters run at most `highwater` ahead.
-pub struct Semaphore<'r> {
+pub(super) struct Semaphore<'r> {
     lock: &'r SharedLock,
     low: &'r AtomicI64,
     high: &'r AtomicI64,
 }
 
 impl<'r> Semaphore<'r> {
-    pub fn room() -> usize {
+    pub(super) fn room() -> usize {
         Region::lock_room() + Region::room::<AtomicI64>(2)
     }
 
-    pub fn new(region: &'r Region, highwater: u64) -> Semaphore<'r> {
+    pub(super) fn new(region: &'r Region, highwater: u64) -> Semaphore<'r> {
         let lock = region.lock();
         let counts = region.take::<AtomicI64>(2);
         counts[1].store(highwater as i64, Relaxed);
@@ -187,7 +187,7 @@ impl<'r> Semaphore<'r> {
     }
 
     /// semblock: gives `n` back to the posters, then waits for `n` posts.
-    pub fn block(&self, n: i64, control: &Control<'_>) -> bool {
+    pub(super) fn block(&self, n: i64, control: &Control<'_>) -> bool {
         {
             let _g = self.lock.lock();
             self.high.fetch_add(n, Relaxed);
@@ -197,7 +197,7 @@ impl<'r> Semaphore<'r> {
     }
 
     /// sempost: posts `n`; a blocking post first waits for room under the high water mark.
-    pub fn post(&self, n: i64, blocking: bool, control: &Control<'_>) -> bool {
+    pub(super) fn post(&self, n: i64, blocking: bool, control: &Control<'_>) -> bool {
         if blocking && !self.take(self.high, n, control) {
             return false;
         }
@@ -209,24 +209,24 @@ impl<'r> Semaphore<'r> {
 }
 
 /// A block flowop's wake-up count: block waits for it to change, wakeup changes it.
-pub struct WakePoint<'r> {
+pub(super) struct WakePoint<'r> {
     lock: &'r SharedLock,
     generation: &'r AtomicU64,
 }
 
 impl<'r> WakePoint<'r> {
-    pub fn room() -> usize {
+    pub(super) fn room() -> usize {
         Region::lock_room() + Region::room::<AtomicU64>(1)
     }
 
-    pub fn new(region: &'r Region) -> WakePoint<'r> {
+    pub(super) fn new(region: &'r Region) -> WakePoint<'r> {
         WakePoint {
             lock: region.lock(),
             generation: &region.take::<AtomicU64>(1)[0],
         }
     }
 
-    pub fn wait(&self, control: &Control<'_>) {
+    pub(super) fn wait(&self, control: &Control<'_>) {
         let mut g = self.lock.lock();
         let seen = self.generation.load(Relaxed);
         while self.generation.load(Relaxed) == seen && !control.stopping() {
@@ -234,7 +234,7 @@ impl<'r> WakePoint<'r> {
         }
     }
 
-    pub fn wake(&self) {
+    pub(super) fn wake(&self) {
         let _g = self.lock.lock();
         self.generation.fetch_add(1, Relaxed);
         self.lock.notify_all();

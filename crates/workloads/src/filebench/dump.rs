@@ -36,7 +36,7 @@ fn var_name(parts: &[&str]) -> String {
 
 /// The model as a workload file, in the order filebench reads one (one function: the file's
 /// lines in order read best together).
-pub fn dump(m: &Model, name: &str) -> String {
+pub(super) fn dump(m: &Model, name: &str) -> String {
     let mut vars = String::from("set $dir=/tmp\n");
     let mut body = String::new();
     if m.eventrate > 0 {

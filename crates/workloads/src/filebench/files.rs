@@ -10,7 +10,7 @@ use super::shm::{Guard, Region, SharedLock};
 
 /// What a flowop wants of a set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Want {
+pub(super) enum Want {
     /// A file that exists (open, delete, stat).
     Existing,
     /// A slot with no file (create).
@@ -19,7 +19,7 @@ pub enum Want {
 
 /// Why no file was picked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Missing {
+pub(super) enum Missing {
     /// No file of the kind wanted: none exists, or every slot has one.
     None,
     /// Some exist, but other threads are picking every one of them.
@@ -28,8 +28,8 @@ pub enum Missing {
 
 /// The entries of one kind of a set (its files, or its leaf directories), sharing the set's
 /// lock.
-pub struct Entries<'r> {
-    pub lock: &'r SharedLock,
+pub(super) struct Entries<'r> {
+    pub(super) lock: &'r SharedLock,
     exists: &'r [AtomicU64],
     busy: &'r [AtomicU64],
     opens: &'r [AtomicU16],
@@ -40,10 +40,10 @@ pub struct Entries<'r> {
 
 /// One set's shared state: its files, its leaf directories (for makedir and removedir), and
 /// the rotor listdir steps through its directories with. Used as its files'.
-pub struct SetState<'r> {
-    pub files: Entries<'r>,
-    pub leafdirs: Entries<'r>,
-    pub dir_rotor: &'r AtomicU64,
+pub(super) struct SetState<'r> {
+    pub(super) files: Entries<'r>,
+    pub(super) leafdirs: Entries<'r>,
+    pub(super) dir_rotor: &'r AtomicU64,
 }
 
 impl<'r> std::ops::Deref for SetState<'r> {
@@ -56,14 +56,19 @@ impl<'r> std::ops::Deref for SetState<'r> {
 impl<'r> SetState<'r> {
     /// Bytes of shared memory a set of `entries` files and `leafdirs` leaf directories
     /// needs with `threads` threads.
-    pub fn room(entries: u64, leafdirs: u64, threads: u64) -> usize {
+    pub(super) fn room(entries: u64, leafdirs: u64, threads: u64) -> usize {
         Entries::room(entries, threads)
             + Entries::room(leafdirs, threads)
             + Region::lock_room()
             + 128
     }
 
-    pub fn new(region: &'r Region, entries: u64, leafdirs: u64, threads: u64) -> SetState<'r> {
+    pub(super) fn new(
+        region: &'r Region,
+        entries: u64,
+        leafdirs: u64,
+        threads: u64,
+    ) -> SetState<'r> {
         let lock = region.lock();
         SetState {
             files: Entries::new(region, lock, entries, threads),
@@ -94,7 +99,7 @@ impl<'r> Entries<'r> {
     }
 
     /// Marks file `i` as made (before the run, while one thread owns the set).
-    pub fn set_exists(&self, i: u64, exists: bool) {
+    pub(super) fn set_exists(&self, i: u64, exists: bool) {
         let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
         if exists {
             self.exists[w].fetch_or(bit, Relaxed);
@@ -104,7 +109,7 @@ impl<'r> Entries<'r> {
     }
 
     /// Files that exist now.
-    pub fn existing(&self) -> u64 {
+    pub(super) fn existing(&self) -> u64 {
         self.exists
             .iter()
             .map(|w| u64::from(w.load(Relaxed).count_ones()))
@@ -152,7 +157,7 @@ impl<'r> Entries<'r> {
     /// Picks a file as filebench does (the lock held): by `index` if given, else the first
     /// at or after rotor `rotor` (0: creates', 1: the set's, 2 + n: thread n's), which moves
     /// past it; then, if that one is busy, the next that is not. The file is left busy.
-    pub fn pick(
+    pub(super) fn pick(
         &self,
         _held: &Guard<'_>,
         want: Want,
@@ -178,7 +183,7 @@ impl<'r> Entries<'r> {
 
     /// Ends a pick of `i` (the lock held): it now exists or not if `exists` says, and has
     /// `opened` more descriptors open (negative: closed). Wakes threads waiting for a file.
-    pub fn unbusy(&self, _held: &Guard<'_>, i: u64, exists: Option<bool>, opened: i32) {
+    pub(super) fn unbusy(&self, _held: &Guard<'_>, i: u64, exists: Option<bool>, opened: i32) {
         if let Some(e) = exists {
             self.set_exists(i, e);
         }
@@ -190,13 +195,13 @@ impl<'r> Entries<'r> {
     }
 
     /// Descriptors open on file `i`, by any thread.
-    pub fn opens(&self, i: u64) -> u16 {
+    pub(super) fn opens(&self, i: u64) -> u16 {
         self.opens[i as usize].load(Relaxed)
     }
 
     /// Whether some entry, with a file or not, is not being picked (filebench waits
     /// without stopping the run while every entry is busy).
-    pub fn any_idle(&self) -> bool {
+    pub(super) fn any_idle(&self) -> bool {
         let busy: u64 = self
             .busy
             .iter()
@@ -205,12 +210,12 @@ impl<'r> Entries<'r> {
         busy < self.entries
     }
 
-    pub fn is_busy(&self, i: u64) -> bool {
+    pub(super) fn is_busy(&self, i: u64) -> bool {
         self.busy[(i / 64) as usize].load(Relaxed) & (1 << (i % 64)) != 0
     }
 
     /// Marks `i` busy (the lock held), for a close or a delete of a file a thread holds.
-    pub fn make_busy(&self, _held: &Guard<'_>, i: u64) {
+    pub(super) fn make_busy(&self, _held: &Guard<'_>, i: u64) {
         self.busy[(i / 64) as usize].fetch_or(1 << (i % 64), Relaxed);
     }
 }

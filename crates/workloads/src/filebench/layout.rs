@@ -12,7 +12,7 @@ use crate::io::Rng;
 
 /// The tree of one file set.
 #[derive(Debug)]
-pub struct Layout {
+pub(super) struct Layout {
     /// The set's directory name.
     name: String,
     /// Each directory's parent (`None`: the set's own directory) and its `%08d` name.
@@ -29,7 +29,7 @@ pub struct Layout {
 
 /// A draw from the gamma distribution of `shape` and scale 1 (Marsaglia and Tsang's method;
 /// below a shape of 1, the draw for shape + 1 scaled by U^(1/shape)).
-pub fn gamma(rng: &mut Rng, shape: f64) -> f64 {
+pub(super) fn gamma(rng: &mut Rng, shape: f64) -> f64 {
     if shape < 1.0 {
         let u = rng.unit().max(f64::MIN_POSITIVE);
         return gamma(rng, shape + 1.0) * u.powf(1.0 / shape);
@@ -67,7 +67,7 @@ const PATH_MAX: usize = 4096;
 
 impl Layout {
     /// The tree of `set`, drawn from `seed`; an error where it would be absurdly deep.
-    pub fn new(set: &Fileset, seed: u64) -> Result<Layout, String> {
+    pub(super) fn new(set: &Fileset, seed: u64) -> Result<Layout, String> {
         let mut b = Builder {
             rng: Rng::new(seed),
             gamma: f64::from(set.dirgamma) / 1000.0,
@@ -92,22 +92,22 @@ impl Layout {
         })
     }
 
-    pub fn entries(&self) -> u64 {
+    pub(super) fn entries(&self) -> u64 {
         self.entries
     }
 
-    pub fn dir_count(&self) -> usize {
+    pub(super) fn dir_count(&self) -> usize {
         self.dirs.len()
     }
 
     /// Bytes the layout holds (for the memory a set costs).
-    pub fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.dirs.len() * std::mem::size_of::<(Option<u32>, u32)>()
             + (self.leaves.len() + self.leafdir_rows.len()) * std::mem::size_of::<(u64, u32)>()
     }
 
     /// File `index`'s size, the same at every call.
-    pub fn size(&self, index: u64) -> u64 {
+    pub(super) fn size(&self, index: u64) -> u64 {
         match self.size {
             Num::Fixed(n) => n,
             other => other.draw(&mut Rng::new(
@@ -142,7 +142,7 @@ impl Layout {
     }
 
     /// File `index`'s path (`SET/00000001/00000003`) in `buf`.
-    pub fn file_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
+    pub(super) fn file_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
         let leaf = self.leaves.partition_point(|(first, _)| *first <= index) - 1;
         let (first, dir) = self.leaves[leaf];
         let at = self.write_dir(Some(dir), buf);
@@ -152,7 +152,7 @@ impl Layout {
     }
 
     /// Leaf directory `index`'s path (`SET/00000001/00000002`) in `buf`.
-    pub fn leafdir_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
+    pub(super) fn leafdir_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
         let row = self
             .leafdir_rows
             .partition_point(|(first, _)| *first <= index)
@@ -165,7 +165,7 @@ impl Layout {
     }
 
     /// Directory `dir`'s path (the set's own for 0), for listdir.
-    pub fn dir_path<'b>(&self, dir: u32, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
+    pub(super) fn dir_path<'b>(&self, dir: u32, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
         let at = self.write_dir(Some(dir), buf);
         buf[at] = 0;
         CStr::from_bytes_with_nul(&buf[..=at]).expect("one NUL at the end")
@@ -173,7 +173,7 @@ impl Layout {
 
     /// The path of the directory holding file `index`, for the stat filebench makes before
     /// a create.
-    pub fn parent_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
+    pub(super) fn parent_path<'b>(&self, index: u64, buf: &'b mut [u8; PATH_MAX]) -> &'b CStr {
         let leaf = self.leaves.partition_point(|(first, _)| *first <= index) - 1;
         let at = self.write_dir(Some(self.leaves[leaf].1), buf);
         buf[at] = 0;
@@ -181,7 +181,7 @@ impl Layout {
     }
 
     /// Every directory's path, parents first (the order they are made in).
-    pub fn dir_paths(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+    pub(super) fn dir_paths(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
         (0..self.dirs.len()).map(|d| {
             let mut buf = [0u8; PATH_MAX];
             let n = self.write_dir(Some(d as u32), &mut buf);

@@ -7,11 +7,11 @@ use super::model::{Fileset, Flowop, Mode, Model, Num, Op, Process, Thread};
 
 /// What the options set; `None`: the personality's default.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Scale {
-    pub nfiles: Option<u64>,
-    pub nthreads: Option<u32>,
-    pub filesize: Option<u64>,
-    pub runtime: Option<u64>,
+pub(super) struct Scale {
+    pub(super) nfiles: Option<u64>,
+    pub(super) nthreads: Option<u32>,
+    pub(super) filesize: Option<u64>,
+    pub(super) runtime: Option<u64>,
 }
 
 pub(super) const MIB: u64 = 1 << 20;
@@ -77,7 +77,7 @@ pub(super) fn gamma(mean: u64) -> Num {
 
 /// The built-in personalities: name, what it models, its defaults (nfiles, nthreads,
 /// filesize, runtime).
-pub const BUILT_IN: &[(&str, &str)] = &[
+pub(super) const BUILT_IN: &[(&str, &str)] = &[
     (
         "fileserver",
         "a file server: create, write, append, read whole files, delete, stat",
@@ -106,7 +106,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
 
 /// The personality called `name`, scaled. One arm a personality, each its model's data:
 /// longer than a function should be, and clearer whole than split.
-pub fn personality(name: &str, s: &Scale) -> Option<Model> {
+pub(super) fn personality(name: &str, s: &Scale) -> Option<Model> {
     let runtime = s.runtime.unwrap_or(60);
     let model = |filesets, processes, eventrate| Model {
         filesets,

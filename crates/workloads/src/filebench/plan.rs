@@ -14,18 +14,18 @@ use super::shm::Region;
 
 /// One worker thread: its process's and thread's definitions in the model.
 #[derive(Debug, Clone, Copy)]
-pub struct Place {
-    pub process: usize,
-    pub thread: usize,
+pub(super) struct Place {
+    pub(super) process: usize,
+    pub(super) thread: usize,
 }
 
 /// The model's instances, numbered.
 #[derive(Debug)]
-pub struct Plan {
+pub(super) struct Plan {
     /// Every worker thread, by its run-wide number (filebench's unique thread id).
-    pub threads: Vec<Place>,
+    pub(super) threads: Vec<Place>,
     /// Every process instance: its threads' numbers.
-    pub processes: Vec<Range<usize>>,
+    pub(super) processes: Vec<Range<usize>>,
     /// The semaphore of each semblock flowop instance: (thread number, flowop index).
     sem_of: HashMap<(usize, usize), usize>,
     sem_highwater: Vec<u64>,
@@ -34,11 +34,11 @@ pub struct Plan {
     wake_of: HashMap<(usize, usize), usize>,
     wake_named: HashMap<String, Vec<usize>>,
     /// Whether a finish or limit flowop reads the run-wide counts.
-    pub counts_shared: bool,
+    pub(super) counts_shared: bool,
 }
 
 impl Plan {
-    pub fn new(model: &Model) -> Plan {
+    pub(super) fn new(model: &Model) -> Plan {
         let mut plan = Plan {
             threads: Vec::new(),
             processes: Vec::new(),
@@ -96,39 +96,39 @@ impl Plan {
         plan
     }
 
-    pub fn semaphore(&self, thread: usize, flowop: usize) -> usize {
+    pub(super) fn semaphore(&self, thread: usize, flowop: usize) -> usize {
         self.sem_of[&(thread, flowop)]
     }
 
-    pub fn semaphores_named(&self, name: &str) -> &[usize] {
+    pub(super) fn semaphores_named(&self, name: &str) -> &[usize] {
         self.sem_named.get(name).map_or(&[], Vec::as_slice)
     }
 
-    pub fn wake_point(&self, thread: usize, flowop: usize) -> usize {
+    pub(super) fn wake_point(&self, thread: usize, flowop: usize) -> usize {
         self.wake_of[&(thread, flowop)]
     }
 
-    pub fn wake_points_named(&self, name: &str) -> &[usize] {
+    pub(super) fn wake_points_named(&self, name: &str) -> &[usize] {
         self.wake_named.get(name).map_or(&[], Vec::as_slice)
     }
 }
 
 /// Everything the workers share, laid out in one region.
-pub struct Shared<'r> {
-    pub model: &'r Model,
-    pub plan: &'r Plan,
-    pub layouts: &'r [Layout],
-    pub sets: Vec<SetState<'r>>,
-    pub control: Control<'r>,
-    pub sems: Vec<Semaphore<'r>>,
-    pub wakes: Vec<WakePoint<'r>>,
+pub(super) struct Shared<'r> {
+    pub(super) model: &'r Model,
+    pub(super) plan: &'r Plan,
+    pub(super) layouts: &'r [Layout],
+    pub(super) sets: Vec<SetState<'r>>,
+    pub(super) control: Control<'r>,
+    pub(super) sems: Vec<Semaphore<'r>>,
+    pub(super) wakes: Vec<WakePoint<'r>>,
     /// The run's directory: every path is below it.
-    pub dir: BorrowedFd<'r>,
+    pub(super) dir: BorrowedFd<'r>,
 }
 
 impl<'r> Shared<'r> {
     /// Bytes of shared memory the run needs.
-    pub fn room(model: &Model, plan: &Plan) -> usize {
+    pub(super) fn room(model: &Model, plan: &Plan) -> usize {
         let threads = plan.threads.len() as u64;
         let sets: usize = model
             .filesets
@@ -140,7 +140,7 @@ impl<'r> Shared<'r> {
             + plan.wake_of.len() * WakePoint::room()
     }
 
-    pub fn new(
+    pub(super) fn new(
         region: &'r Region,
         model: &'r Model,
         plan: &'r Plan,
@@ -168,7 +168,7 @@ impl<'r> Shared<'r> {
 
     /// Counts a finished IO or AIO flowop in the run-wide counts, where something reads them.
     #[inline]
-    pub fn count(&self, op: Op, bytes: u64) {
+    pub(super) fn count(&self, op: Op, bytes: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         if !self.plan.counts_shared || op.counted() == Counted::Other {
             return;

@@ -25,14 +25,14 @@ struct Child {
 }
 
 /// The forked processes, killed and reaped when dropped if they have not ended.
-pub struct Crew {
+pub(super) struct Crew {
     children: Vec<Child>,
     pgid: libc::pid_t,
 }
 
 /// Forks one process per process instance of the plan, each running its threads (which
 /// wait at the start barrier); `seed` varies the draws between runs.
-pub fn fork_all(sh: &Shared<'_>, seed: u64) -> Result<Crew, String> {
+pub(super) fn fork_all(sh: &Shared<'_>, seed: u64) -> Result<Crew, String> {
     let parent = std::process::id() as libc::pid_t;
     let mut crew = Crew {
         children: Vec::new(),
@@ -172,7 +172,7 @@ fn run_threads(sh: &Shared<'_>, threads: std::ops::Range<usize>, seed: u64) -> V
 impl Crew {
     /// Whether a process ended badly (a crash, a kill) before it was told to stop; one
     /// whose threads are all done ends cleanly, its report read from its pipe.
-    pub fn lost(&mut self) -> Option<String> {
+    pub(super) fn lost(&mut self) -> Option<String> {
         for c in &mut self.children {
             drain(c);
             if c.ended.is_none() && reap(c, libc::WNOHANG) {
@@ -191,7 +191,7 @@ impl Crew {
 
     /// After the stop: every process's reports (drained from the pipes) and their CPU time;
     /// an error naming a process that ended without its reports.
-    pub fn collect(mut self) -> Result<(Vec<ThreadReport>, CpuTimes), String> {
+    pub(super) fn collect(mut self) -> Result<(Vec<ThreadReport>, CpuTimes), String> {
         let end = Instant::now() + WIND_DOWN;
         while self.children.iter().any(|c| !c.eof || c.ended.is_none()) {
             if Instant::now() > end {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::error::FsbenchError;
 
 /// A shared anonymous mapping, handed out front to back; unmapped when dropped.
-pub struct Region {
+pub(super) struct Region {
     base: *mut u8,
     len: usize,
     used: Cell<usize>,
@@ -22,14 +22,14 @@ unsafe impl Send for Region {}
 
 /// Types that are valid when all their bytes are zero (a fresh mapping's), and meant to be
 /// shared: atomics and the locks below.
-pub trait Zeroed {}
+pub(super) trait Zeroed {}
 impl Zeroed for std::sync::atomic::AtomicU64 {}
 impl Zeroed for std::sync::atomic::AtomicI64 {}
 impl Zeroed for std::sync::atomic::AtomicU32 {}
 impl Zeroed for std::sync::atomic::AtomicU16 {}
 
 impl Region {
-    pub fn new(len: usize) -> Result<Region, FsbenchError> {
+    pub(super) fn new(len: usize) -> Result<Region, FsbenchError> {
         let len = len.max(4096);
         // SAFETY: a fresh anonymous mapping; no existing memory is touched.
         let base = unsafe {
@@ -56,7 +56,7 @@ impl Region {
     }
 
     /// `n` zeroed values of `T`, aligned, from the region.
-    pub fn take<T: Zeroed>(&self, n: usize) -> &[T] {
+    pub(super) fn take<T: Zeroed>(&self, n: usize) -> &[T] {
         let align = std::mem::align_of::<T>().max(64);
         let start = self.used.get().next_multiple_of(align);
         let end = start + n * std::mem::size_of::<T>();
@@ -71,7 +71,7 @@ impl Region {
     }
 
     /// A process-shared lock with its condition, ready to use.
-    pub fn lock(&self) -> &SharedLock {
+    pub(super) fn lock(&self) -> &SharedLock {
         let align = std::mem::align_of::<SharedLock>().max(64);
         let start = self.used.get().next_multiple_of(align);
         let end = start + std::mem::size_of::<SharedLock>();
@@ -87,11 +87,11 @@ impl Region {
     }
 
     /// Bytes to ask for `n` values of `T` (with their alignment).
-    pub fn room<T>(n: usize) -> usize {
+    pub(super) fn room<T>(n: usize) -> usize {
         n * std::mem::size_of::<T>() + 64
     }
 
-    pub fn lock_room() -> usize {
+    pub(super) fn lock_room() -> usize {
         std::mem::size_of::<SharedLock>() + 64
     }
 }
@@ -106,7 +106,7 @@ impl Drop for Region {
 /// A mutex and a condition variable shared by processes (glibc's, process-shared, waiting
 /// on the monotonic clock).
 #[repr(C)]
-pub struct SharedLock {
+pub(super) struct SharedLock {
     mutex: UnsafeCell<libc::pthread_mutex_t>,
     cond: UnsafeCell<libc::pthread_cond_t>,
 }
@@ -133,26 +133,26 @@ impl SharedLock {
         }
     }
 
-    pub fn lock(&self) -> Guard<'_> {
+    pub(super) fn lock(&self) -> Guard<'_> {
         // SAFETY: an initialized mutex; the guard unlocks it.
         unsafe { libc::pthread_mutex_lock(self.mutex.get()) };
         Guard(self)
     }
 
     /// Wakes every waiter.
-    pub fn notify_all(&self) {
+    pub(super) fn notify_all(&self) {
         // SAFETY: an initialized condition variable.
         unsafe { libc::pthread_cond_broadcast(self.cond.get()) };
     }
 }
 
 /// The lock, held.
-pub struct Guard<'a>(&'a SharedLock);
+pub(super) struct Guard<'a>(&'a SharedLock);
 
 impl Guard<'_> {
     /// Waits for a notification, at most `limit` (callers look at what they wait for again,
     /// and at whether the run is stopping: no wait outlasts the run).
-    pub fn wait(&mut self, limit: Duration) {
+    pub(super) fn wait(&mut self, limit: Duration) {
         // SAFETY: the mutex is held by this guard; timespec is plain data.
         unsafe {
             let mut now: libc::timespec = std::mem::zeroed();

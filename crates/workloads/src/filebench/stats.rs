@@ -14,25 +14,25 @@ use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 /// One flowop's counts in one thread, or added up.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct FlowStats {
-    pub count: u64,
-    pub bytes: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub lat_ns: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
+pub(super) struct FlowStats {
+    pub(super) count: u64,
+    pub(super) bytes: u64,
+    pub(super) reads: u64,
+    pub(super) writes: u64,
+    pub(super) lat_ns: u64,
+    pub(super) min_ns: u64,
+    pub(super) max_ns: u64,
     /// Times it found no file and waited for one, and how long in all.
-    pub waits: u64,
-    pub wait_ns: u64,
+    pub(super) waits: u64,
+    pub(super) wait_ns: u64,
     /// Deletes not done because another thread had the file open (filebench skips them
     /// without counting).
-    pub skipped: u64,
+    pub(super) skipped: u64,
 }
 
 impl FlowStats {
     #[inline]
-    pub fn record(&mut self, op: Op, ns: u64, bytes: u64) {
+    pub(super) fn record(&mut self, op: Op, ns: u64, bytes: u64) {
         self.count += 1;
         self.bytes += bytes;
         self.lat_ns += ns;
@@ -47,7 +47,7 @@ impl FlowStats {
         }
     }
 
-    pub fn add(&mut self, o: &FlowStats) {
+    pub(super) fn add(&mut self, o: &FlowStats) {
         self.count += o.count;
         self.bytes += o.bytes;
         self.reads += o.reads;
@@ -65,25 +65,25 @@ impl FlowStats {
 
 /// What one thread hands back.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct ThreadReport {
+pub(super) struct ThreadReport {
     /// Its run-wide number.
-    pub thread: usize,
+    pub(super) thread: usize,
     /// Per flowop of its thread definition, in order.
-    pub flows: Vec<FlowStats>,
+    pub(super) flows: Vec<FlowStats>,
     /// Latency per flowop type (serialized histograms).
-    pub latency: Vec<(String, Vec<u8>)>,
+    pub(super) latency: Vec<(String, Vec<u8>)>,
     /// Passes through its flowop list.
-    pub passes: u64,
-    pub error: Option<String>,
+    pub(super) passes: u64,
+    pub(super) error: Option<String>,
 }
 
 /// Latency histograms of a thread, one per flowop type: two significant digits keep each
 /// under 40 KiB, so a hundred threads cost a few MiB.
-pub fn new_histogram() -> Histogram<u64> {
+pub(super) fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 2).expect("static bounds are valid")
 }
 
-pub fn encode(h: &Histogram<u64>) -> Vec<u8> {
+pub(super) fn encode(h: &Histogram<u64>) -> Vec<u8> {
     let mut out = Vec::new();
     V2Serializer::new()
         .serialize(h, &mut out)
@@ -91,23 +91,23 @@ pub fn encode(h: &Histogram<u64>) -> Vec<u8> {
     out
 }
 
-pub fn decode(bytes: &[u8]) -> Option<Histogram<u64>> {
+pub(super) fn decode(bytes: &[u8]) -> Option<Histogram<u64>> {
     Deserializer::new().deserialize(&mut &bytes[..]).ok()
 }
 
 /// The run's totals: per flowop name (filebench adds up the flowops of one name across
 /// threads and processes), in the order the file defines them.
 #[derive(Debug, Default)]
-pub struct Totals {
-    pub flows: Vec<(String, Op, FlowStats)>,
-    pub latency: BTreeMap<String, Histogram<u64>>,
-    pub passes: u64,
+pub(super) struct Totals {
+    pub(super) flows: Vec<(String, Op, FlowStats)>,
+    pub(super) latency: BTreeMap<String, Histogram<u64>>,
+    pub(super) passes: u64,
     /// Files each set holds at the end of the run.
-    pub files_left: Vec<(String, u64)>,
+    pub(super) files_left: Vec<(String, u64)>,
 }
 
 impl Totals {
-    pub fn new(model: &Model) -> Totals {
+    pub(super) fn new(model: &Model) -> Totals {
         let mut flows: Vec<(String, Op, FlowStats)> = Vec::new();
         for (_, _, f) in model.flowops() {
             if !flows.iter().any(|(n, _, _)| *n == f.name) {
@@ -120,7 +120,7 @@ impl Totals {
         }
     }
 
-    pub fn add(&mut self, model: &Model, place: super::plan::Place, report: &ThreadReport) {
+    pub(super) fn add(&mut self, model: &Model, place: super::plan::Place, report: &ThreadReport) {
         let thread = &model.processes[place.process].threads[place.thread];
         for (f, stats) in thread.flowops.iter().zip(&report.flows) {
             if let Some((_, _, total)) = self.flows.iter_mut().find(|(n, _, _)| *n == f.name) {
@@ -142,7 +142,7 @@ impl Totals {
     }
 
     /// The IO Summary's flowops (IO and AIO) added up.
-    pub fn summary(&self) -> FlowStats {
+    pub(super) fn summary(&self) -> FlowStats {
         let mut s = FlowStats::default();
         for (_, op, f) in &self.flows {
             if op.counted() != Counted::Other {
@@ -153,7 +153,7 @@ impl Totals {
     }
 
     /// Figures over `secs` of run: the IO Summary's, then each flowop's at its name.
-    pub fn figures(&self, secs: f64) -> Vec<Figure> {
+    pub(super) fn figures(&self, secs: f64) -> Vec<Figure> {
         let secs = secs.max(1e-9);
         let mb = |b: u64| b as f64 / 1048576.0 / secs;
         let ms = |f: &FlowStats| {
@@ -197,7 +197,7 @@ impl Totals {
     }
 
     /// What a reader must know: waits for files and skipped deletes, with their flowops.
-    pub fn notes(&self) -> Vec<String> {
+    pub(super) fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         for (name, _, f) in &self.flows {
             if f.waits > 0 {

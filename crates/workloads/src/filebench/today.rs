@@ -7,7 +7,7 @@ use super::model::{Fileset, Flowop, Mode, Model, Num, Op, Process, Thread};
 use super::personalities::{KIB, MIB, Scale, gamma, op, set, sized};
 
 /// Name and what it models.
-pub const TODAY: &[(&str, &str)] = &[
+pub(super) const TODAY: &[(&str, &str)] = &[
     (
         "maildir",
         "Maildir delivery (tmp, fsync, rename to new) and IMAP reads (new to cur, read, expunge)",
@@ -89,7 +89,7 @@ fn model(filesets: Vec<Fileset>, processes: Vec<Process>, runtime: u64, mode: Mo
 
 /// The personality called `name`, scaled. One arm a personality, each its model's data:
 /// longer than a function should be, and clearer whole than split.
-pub fn personality(name: &str, s: &Scale) -> Option<Model> {
+pub(super) fn personality(name: &str, s: &Scale) -> Option<Model> {
     let threads = |d: u32| s.nthreads.unwrap_or(d);
     Some(match name {
         "maildir" => {
