@@ -277,3 +277,62 @@ fn a_dumped_personality_runs_as_a_file() {
     let (rd, wr) = (figure(&doc, "rd/s"), figure(&doc, "wr/s"));
     assert!(rd > 5.0 * wr && wr > 0.0, "rd {rd} wr {wr}");
 }
+
+#[test]
+fn sigterm_during_the_run_stops_the_workers_and_undoes_the_filesystem() {
+    if !can_run(
+        "sigterm_during_the_run_stops_the_workers_and_undoes_the_filesystem",
+        &["mkfs.ext4"],
+    ) {
+        return;
+    }
+    let (dir, images, state) = (tempdir(), tempdir(), tempdir());
+    let file = mail_file(dir.path(), 2, 60);
+    let child = fsbench(state.path())
+        .arg("--db")
+        .arg(state.path().join("results.db"))
+        .arg("filebench")
+        .arg(&file)
+        .args([
+            "--runs",
+            "1",
+            "-q",
+            "--fs",
+            "ext4",
+            "--image-size",
+            "256M",
+            "--image-dir",
+        ])
+        .arg(images.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let workers = loop {
+        let workers: Vec<_> = children_of(child.id())
+            .into_iter()
+            .filter(|(_, t)| *t >= 3)
+            .collect();
+        if workers.len() == 2 {
+            break workers;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the workers never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = wait_drained_within(child, Duration::from_secs(120));
+    assert!(!out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        workers
+            .iter()
+            .all(|(pid, _)| !Path::new(&format!("/proc/{pid}")).exists()),
+        "{workers:?}"
+    );
+    // Its mount, loop device and image are gone.
+    assert_nothing_left(images.path());
+}
