@@ -189,8 +189,8 @@ fn what_fsbench_does_not_run_is_refused_naming_it_and_its_line() {
     let dir = tempdir();
     let cases = [
         (
-            "define flowop name=x\n{\n}\n",
-            "line 1: composite flowops (define flowop) are not supported",
+            "define flowop name=x\n{\n  flowop x name=y\n}\ndefine process name=p\n{\n thread name=t\n {\n flowop x name=z\n }\n}\n",
+            "line 3: composite flowop x uses itself",
         ),
         (
             "set $a=randvar(type=gamma)\n",

@@ -118,6 +118,8 @@ pub enum Op {
     Setattr,
     /// fsbench's: one syncfs(2) of the filesystem (containerd's `sync_fs` after a layer).
     Syncfs,
+    /// A composite flowop (`define flowop`): the `body` flowops after it, `iters` times.
+    Composite,
 }
 
 /// How filebench counts a flowop in its IO Summary.
@@ -132,7 +134,7 @@ pub enum Counted {
 }
 
 impl Op {
-    pub const ALL: [Op; 33] = [
+    pub const ALL: [Op; 34] = [
         Op::Read,
         Op::Write,
         Op::Aiowrite,
@@ -166,6 +168,7 @@ impl Op {
         Op::Renamefile,
         Op::Setattr,
         Op::Syncfs,
+        Op::Composite,
     ];
 
     pub fn name(self) -> &'static str {
@@ -203,6 +206,7 @@ impl Op {
             Op::Renamefile => "renamefile",
             Op::Setattr => "setattr",
             Op::Syncfs => "syncfs",
+            Op::Composite => "composite",
         }
     }
 
@@ -224,7 +228,8 @@ impl Op {
             | Op::Iopslimit
             | Op::Opslimit
             | Op::Finishoncount
-            | Op::Finishonbytes => Counted::Other,
+            | Op::Finishonbytes
+            | Op::Composite => Counted::Other,
             _ => Counted::Io,
         }
     }
@@ -295,6 +300,13 @@ pub struct Flowop {
     /// `indexed`: the file picked by this index rather than in turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<Num>,
+    /// A composite's flowops: how many of those after it (theirs included) it runs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub body: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Flowop {
@@ -318,6 +330,7 @@ impl Flowop {
             highwater: 0,
             noreadahead: false,
             index: None,
+            body: 0,
         }
     }
 }

@@ -109,6 +109,7 @@ impl Worker<'_> {
             Op::Opslimit | Op::Iopslimit | Op::Bwlimit => self.limit(fi),
             Op::Makedir | Op::Removedir => self.leafdir(fi),
             Op::Listdir => self.listdir(fi),
+            Op::Composite => unreachable!("run_list runs a composite's body"),
             Op::Renamefile => self.rename(fi),
             Op::Setattr => self.setattr(fi),
             Op::Syncfs => {

@@ -47,6 +47,10 @@ struct Parser<'a> {
     /// Flowops' file set names, resolved once every set is defined: (process, thread,
     /// flowop, name, line).
     refs: Vec<(usize, usize, usize, String, u32)>,
+    /// Composite flowops (`define flowop`): their parameters and the tokens of their body.
+    composites: HashMap<String, (Vec<String>, Vec<Token>)>,
+    /// Composites being expanded (one that uses itself is refused).
+    expanding: Vec<String>,
     ran: bool,
 }
 
@@ -67,6 +71,8 @@ pub fn parse(text: &str, name: &str, runtime: Option<u64>) -> anyhow::Result<Rea
         },
         notes: Vec::new(),
         refs: Vec::new(),
+        composites: HashMap::new(),
+        expanding: Vec::new(),
         ran: false,
     };
     while p.pos < p.toks.len() && !p.ran {
@@ -342,9 +348,8 @@ impl Parser<'_> {
             };
             let key = match t.tok {
                 Tok::Word(w) => w,
-                Tok::Var(v) => {
-                    return Err(self.err(t.line, format!("`${v}` as an attribute: composite flowops (define flowop) are not supported")));
-                }
+                // A composite flowop's parameter, or a value given to one.
+                Tok::Var(v) => format!("${v}"),
                 other => {
                     return Err(self.err(t.line, format!("expected an attribute, found `{other}`")));
                 }

@@ -133,23 +133,15 @@ impl<'a> Worker<'a> {
     pub(super) fn run(&mut self) -> ThreadReport {
         let control = &self.sh.control;
         control.arrive();
-        let error = 'run: loop {
-            for fi in 0..self.flowops.len() {
-                for _ in 0..self.flowops[fi].iters {
-                    if control.stopping() {
-                        break 'run None;
-                    }
-                    match self.flowop(fi) {
-                        Ok(Step::Next) => {}
-                        Ok(Step::Done) | Ok(Step::Stopping) => break 'run None,
-                        Err(e) => {
-                            control.stop(super::control::Stop::Abort);
-                            break 'run Some(e);
-                        }
-                    }
+        let error = loop {
+            match self.run_list(0, self.flowops.len()) {
+                Ok(Step::Next) => self.passes += 1,
+                Ok(Step::Done | Step::Stopping) => break None,
+                Err(e) => {
+                    control.stop(super::control::Stop::Abort);
+                    break Some(e);
                 }
             }
-            self.passes += 1;
         };
         self.aio.drain();
         // The process's exit closes them, as filebench's workers, which are killed.
@@ -159,6 +151,31 @@ impl<'a> Worker<'a> {
         control.finished.fetch_add(1, Relaxed);
         control.lock.notify_all();
         self.report(error)
+    }
+
+    /// Runs flowops `start..end` once each (each its `iters` times; a composite its body),
+    /// until one ends the thread or the run stops.
+    fn run_list(&mut self, start: usize, end: usize) -> Flow {
+        let mut fi = start;
+        while fi < end {
+            let f = &self.flowops[fi];
+            let (iters, body) = (f.iters, f.body as usize);
+            for _ in 0..iters {
+                if self.sh.control.stopping() {
+                    return Ok(Step::Stopping);
+                }
+                let step = if f.op == Op::Composite {
+                    self.run_list(fi + 1, fi + 1 + body)?
+                } else {
+                    self.flowop(fi)?
+                };
+                if !matches!(step, Step::Next) {
+                    return Ok(step);
+                }
+            }
+            fi += 1 + body;
+        }
+        Ok(Step::Next)
     }
 
     fn report(&mut self, error: Option<String>) -> ThreadReport {

@@ -11,7 +11,7 @@ impl Parser<'_> {
             "fileset" | "filesets" => self.fileset(false),
             "file" => self.fileset(true),
             "process" | "processes" => self.process(),
-            "flowop" => Err(self.err(l, "composite flowops (define flowop) are not supported")),
+            "flowop" => self.composite(l),
             "randvar" => Err(self.err(l, "randvar is not supported: write the distribution as a cvar (cvar-gamma or cvar-uniform)")),
             _ => Err(self.err(line, format!("unknown `define {what}`"))),
         }
@@ -167,22 +167,128 @@ impl Parser<'_> {
                     format!("expected `flowop` in thread {}, found `{w}`", t.name),
                 ));
             }
-            let f = self.flowop(pi, ti, t.flowops.len())?;
-            t.flowops.push(f);
+            self.flowop(pi, ti, &mut t.flowops)?;
         }
         self.expect(Tok::Close)?;
         Ok(t)
     }
 
-    fn flowop(&mut self, pi: usize, ti: usize, fi: usize) -> anyhow::Result<Flowop> {
+    /// `define flowop name=NAME[, $PARAM...] { flowops }`: kept as tokens, expanded where a
+    /// thread uses it with its parameters' values.
+    fn composite(&mut self, line: u32) -> anyhow::Result<()> {
+        let (mut name, mut params) = (String::new(), Vec::new());
+        for a in self.attrs()? {
+            match a.key.as_str() {
+                "name" => name = self.text(&a)?,
+                k if k.starts_with('$') => params.push(k[1..].to_string()),
+                _ => return Err(self.unknown(&a, "define flowop")),
+            }
+        }
+        if name.is_empty() || Op::named(&name).is_some() {
+            return Err(self.err(line, "a composite flowop needs a name of its own"));
+        }
+        self.expect(Tok::Open)?;
+        let start = self.pos;
+        let mut depth = 1;
+        while depth > 0 {
+            match self.next().map(|t| t.tok) {
+                Some(Tok::Open) => depth += 1,
+                Some(Tok::Close) => depth -= 1,
+                Some(_) => {}
+                None => {
+                    return Err(self.err(line, format!("composite flowop {name} is not closed")));
+                }
+            }
+        }
+        let body = self.toks[start..self.pos - 1].to_vec();
+        self.composites.insert(name, (params, body));
+        Ok(())
+    }
+
+    /// A use of composite `kind`: the composite flowop, then its body's flowops (with its
+    /// parameters set to the values given), into `out`.
+    fn expand(
+        &mut self,
+        kind: &str,
+        line: u32,
+        pi: usize,
+        ti: usize,
+        out: &mut Vec<Flowop>,
+    ) -> anyhow::Result<()> {
+        if self.expanding.iter().any(|k| k == kind) || self.expanding.len() >= 16 {
+            return Err(self.err(line, format!("composite flowop {kind} uses itself")));
+        }
+        let (params, body) = self.composites[kind].clone();
+        let mut f = Flowop::new(Op::Composite, "");
+        let mut bound = Vec::new();
+        for a in self.attrs()? {
+            match a.key.as_str() {
+                "name" => f.name = self.text(&a)?,
+                "iters" => f.iters = u64::from(self.count(&a)?),
+                k if k
+                    .strip_prefix('$')
+                    .is_some_and(|p| params.iter().any(|q| q == p)) =>
+                {
+                    bound.push((k[1..].to_string(), self.value(&a)?));
+                }
+                _ => return Err(self.unknown(&a, &format!("flowop {kind}"))),
+            }
+        }
+        if f.name.is_empty() {
+            return Err(self.err(line, format!("flowop {kind} needs a name")));
+        }
+        let at = out.len();
+        out.push(f);
+        let saved: Vec<(String, Option<Val>)> = (bound.into_iter())
+            .map(|(k, v)| (k.clone(), self.vars.insert(k, v)))
+            .collect();
+        let outer = (
+            std::mem::replace(&mut self.toks, body),
+            std::mem::replace(&mut self.pos, 0),
+        );
+        self.expanding.push(kind.to_string());
+        let expanded = (|| {
+            while self.pos < self.toks.len() {
+                let (w, l) = self.word()?;
+                if w != "flowop" {
+                    return Err(self.err(
+                        l,
+                        format!("expected `flowop` in composite {kind}, found `{w}`"),
+                    ));
+                }
+                self.flowop(pi, ti, out)?;
+            }
+            Ok(())
+        })();
+        self.expanding.pop();
+        (self.toks, self.pos) = outer;
+        for (k, old) in saved {
+            match old {
+                Some(v) => self.vars.insert(k, v),
+                None => self.vars.remove(&k),
+            };
+        }
+        expanded?;
+        out[at].body =
+            u32::try_from(out.len() - at - 1).map_err(|_| self.err(line, "too many flowops"))?;
+        Ok(())
+    }
+
+    /// A `flowop TYPE attrs` into `out` (a composite's with its body).
+    fn flowop(&mut self, pi: usize, ti: usize, out: &mut Vec<Flowop>) -> anyhow::Result<()> {
         let (kind, line) = self.word()?;
-        let op = Op::named(&kind).ok_or_else(|| match kind.as_str() {
-            "print" | "testrandvar" => self.err(line, format!("flowop {kind} is not supported")),
-            _ => self.err(
-                line,
-                format!("flowop {kind} is not supported (composite flowops are not)"),
-            ),
-        })?;
+        if self.composites.contains_key(&kind) {
+            return self.expand(&kind, line, pi, ti, out);
+        }
+        let fi = out.len();
+        let op = Op::named(&kind)
+            .filter(|o| *o != Op::Composite)
+            .ok_or_else(|| match kind.as_str() {
+                "print" | "testrandvar" => {
+                    self.err(line, format!("flowop {kind} is not supported"))
+                }
+                _ => self.err(line, format!("unknown flowop {kind}")),
+            })?;
         let mut f = Flowop::new(op, "");
         for a in self.attrs()? {
             match a.key.as_str() {
@@ -209,7 +315,8 @@ impl Parser<'_> {
         if f.name.is_empty() {
             return Err(self.err(line, format!("flowop {kind} needs a name")));
         }
-        Ok(f)
+        out.push(f);
+        Ok(())
     }
 
     /// A descriptor slot: filebench's threads have 128.
