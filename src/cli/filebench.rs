@@ -12,15 +12,16 @@ use crate::workload::filebench::FilebenchParams;
 
 #[derive(Debug, clap::Args)]
 pub(super) struct FilebenchArgs {
-    /// filebench workload file (its Workload Model Language: set, define fileset/file/
-    /// process, flowops, eventgen, run, psrun)
+    /// filebench workload file (its Workload Model Language: set, define fileset, file,
+    /// process and flowop, eventgen, run, psrun)
     #[arg(
         required_unless_present = "personality",
         conflicts_with = "personality"
     )]
     file: Option<PathBuf>,
-    /// A built-in personality instead of a file: fileserver, varmail, webserver, webproxy,
-    /// oltp, videoserver, scaled as `-w personality:` takes it (`varmail,nthreads=4`)
+    /// A built-in personality instead of a file: filebench's fileserver, varmail, webserver,
+    /// webproxy, oltp, videoserver, or today's maildir, git, layer-unpack, sqlite-wal,
+    /// objectstore, build; scaled as `-w personality:` takes it (`varmail,nthreads=4`)
     #[arg(long, value_name = "NAME")]
     personality: Option<String>,
     /// Run this many seconds, whatever the file's `run` says (or where it has none)
