@@ -10,6 +10,7 @@ mod database;
 #[cfg(test)]
 mod doc_commands;
 mod fdtree;
+mod filebench;
 mod generate;
 #[cfg(feature = "mpi")]
 mod mpi_run;
@@ -81,6 +82,9 @@ enum Command {
     /// Record a command's file-system calls beneath a root into a trace, for
     /// `-w replay:trace=FILE`; `--show TRACE` summarizes one
     Capture(capture::CaptureArgs),
+    /// Run a filebench workload file (or a built-in personality) as a suite: fresh
+    /// filesystems, repeated runs, filebench's summary and fsbench's statistics
+    Filebench(Box<filebench::FilebenchArgs>),
     /// Run a fio job file's jobs as the io workload: fresh filesystems, runs, statistics
     Fio(Box<FioArgs>),
     /// Undo what a killed fsbench left behind: mounts, loop devices, images, scratch dirs,
@@ -591,6 +595,7 @@ pub fn main() -> ExitCode {
             Command::Run(args) => run::run(args, &db, progress.clone()),
             Command::Ffsb(args) => run::ffsb(args, &db, progress.clone()),
             Command::Fio(args) => run::fio(args, &db, progress.clone()),
+            Command::Filebench(args) => filebench::run(args, &db, progress.clone()),
             Command::Fdtree(args) => {
                 fdtree::run(args, progress.clone()).map(|()| ExitCode::SUCCESS)
             }

@@ -21,6 +21,7 @@ impl Command {
             Command::Run(args) => &args.database,
             Command::Ffsb(args) => &args.run.database,
             Command::Fio(args) => &args.run.database,
+            Command::Filebench(args) => &args.run.database,
             Command::List { database, .. }
             | Command::Show { database, .. }
             | Command::Rank { database, .. }

@@ -195,6 +195,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         Command::Run(_)
         | Command::Ffsb(_)
         | Command::Fio(_)
+        | Command::Filebench(_)
         | Command::Fdtree(_)
         | Command::Clean
         | Command::Capture(_)

@@ -106,7 +106,7 @@ pub(super) fn ffsb(
 }
 
 /// `run`'s options with `workloads` (read from a tool's own file) as the suite's workloads.
-fn run_given(
+pub(super) fn run_given(
     run_args: &RunArgs,
     workloads: Vec<fsbench_model::workload::WorkloadSpec>,
     db: &Path,
@@ -129,7 +129,7 @@ fn run_given(
 }
 
 /// Refuses what only `fsbench run` takes: a suite file, other workloads, --resume.
-fn only_run_options(run_args: &RunArgs, what: &str) -> anyhow::Result<()> {
+pub(super) fn only_run_options(run_args: &RunArgs, what: &str) -> anyhow::Result<()> {
     if run_args.suite.is_some()
         || !run_args.workloads.is_empty()
         || !run_args.archive.is_empty()

@@ -20,6 +20,7 @@ mod data;
 mod examples;
 mod fdtree;
 mod ffsb_stops;
+mod filebench;
 mod filesystems;
 mod first_hour;
 mod fuzz;

@@ -114,6 +114,14 @@ fn every_report_renders_a_suite_with_its_workload() {
                 "iozone:sizes=64k,records=4k,tests=0".into(),
             ],
         ),
+        (
+            "personality",
+            vec![
+                "run".into(),
+                "-w".into(),
+                "personality:varmail,nfiles=50,nthreads=2,runtime=1".into(),
+            ],
+        ),
     ];
     let mut ids = Vec::new();
     for (_, args) in &suites {
@@ -130,7 +138,13 @@ fn every_report_renders_a_suite_with_its_workload() {
     // The terminal leads with the own text reports of the suite's workloads.
     for (id, lead) in ids
         .iter()
-        .zip(["fio's summary: read on ", "FFSB's report: "])
+        .zip([
+            "fio's summary: read on ",
+            "FFSB's report: ",
+            "",
+            "filebench's summary: ",
+        ])
+        .filter(|(_, lead)| !lead.is_empty())
     {
         let out = run(fsbench(state.path())
             .arg("--db")

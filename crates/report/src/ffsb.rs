@@ -68,18 +68,8 @@ pub(crate) fn render(r: &SuiteResult, width: Option<u16>) -> String {
         };
         for c in &r.configurations {
             let config = &c.config.label;
-            let mean = |metric: &str, dims: &[Dim]| {
-                r.summaries
-                    .iter()
-                    .find(|s| {
-                        s.config == *config
-                            && s.workload == label
-                            && s.phase == "run"
-                            && s.metric == metric
-                            && s.dims == dims
-                    })
-                    .map(|s| (s.summary.mean, s.summary.n))
-            };
+            let mean =
+                |metric: &str, dims: &[Dim]| crate::mean_of(r, config, &label, "run", metric, dims);
             let Some((runtime, n)) = mean("time", &[]) else {
                 continue;
             };

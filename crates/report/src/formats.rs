@@ -39,7 +39,7 @@ impl std::fmt::Debug for dyn Report {
 
 /// Every report, in the order `--help` lists them.
 pub static REPORTS: &[&dyn Report] = &[
-    &Terminal, &Json, &Csv, &Markdown, &Iozone, &FioJson, &Ffsb, &Fio, &Html,
+    &Terminal, &Json, &Csv, &Markdown, &Iozone, &FioJson, &Ffsb, &Fio, &Filebench, &Html,
 ];
 
 /// The report called `name`; an unknown name is refused, naming the known ones.
@@ -183,6 +183,23 @@ impl Report for Ffsb {
     }
     fn leads_terminal(&self, suite: &SuiteResult, view: &View) -> String {
         crate::ffsb::render(suite, view.width)
+    }
+}
+
+struct Filebench;
+
+impl Report for Filebench {
+    fn name(&self) -> &'static str {
+        "filebench"
+    }
+    fn describe(&self) -> &'static str {
+        "filebench's summary layout of the personality workload's means"
+    }
+    fn render(&self, suite: &SuiteResult, view: &View) -> anyhow::Result<String> {
+        crate::filebench::report(suite, view.width)
+    }
+    fn leads_terminal(&self, suite: &SuiteResult, view: &View) -> String {
+        crate::filebench::render(suite, view.width)
     }
 }
 

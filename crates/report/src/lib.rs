@@ -14,6 +14,7 @@ mod csv;
 mod details;
 pub mod fdtree;
 mod ffsb;
+mod filebench;
 mod fio;
 pub mod fit;
 pub mod formats;
@@ -77,6 +78,27 @@ pub(crate) fn shown_label(key: &stats::compare::FigureKey) -> String {
     let mut key = key.clone();
     key.unit = shown_unit(&key.unit).0.to_string();
     key.label()
+}
+
+/// A figure's mean over a configuration's runs, and how many runs: the summary of `metric`
+/// at `dims` of `workload`'s `phase` on `config`.
+fn mean_of(
+    r: &results::SuiteResult,
+    config: &str,
+    workload: &str,
+    phase: &str,
+    metric: &str,
+    dims: &[fsbench_model::measurement::Dim],
+) -> Option<(f64, usize)> {
+    (r.summaries.iter())
+        .find(|s| {
+            s.config == config
+                && s.workload == workload
+                && s.phase == phase
+                && s.metric == metric
+                && s.dims == dims
+        })
+        .map(|s| (s.summary.mean, s.summary.n))
 }
 
 /// A figure with a precision that suits its size: 0.0123, 1.234, 12.35, 1,234.5.

@@ -23,6 +23,8 @@ mod job;
 pub mod jobfile;
 mod params;
 mod pattern;
+/// The workloads' small fast generator (filebench's draws use it too).
+pub(crate) use pattern::Rng;
 mod table;
 mod uring;
 

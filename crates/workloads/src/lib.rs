@@ -49,6 +49,7 @@ pub mod archive;
 pub(crate) mod atomic;
 pub mod command;
 pub mod ffsb;
+pub mod filebench;
 pub mod io;
 pub mod iozone;
 mod options;
@@ -283,6 +284,7 @@ workloads! {
     Command(command::CommandParams) = command::KIND,
     Replay(replay::ReplayParams) = replay::KIND,
     Xattr(xattr::XattrParams) = xattr::KIND,
+    Personality(filebench::FilebenchParams) = filebench::KIND,
 }
 
 /// The registered workload called `name` (or an alias of one, with its preset).

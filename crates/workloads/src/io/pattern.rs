@@ -30,13 +30,13 @@ impl Rng {
 
     /// Uniform in [0, 1).
     #[inline]
-    fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Uniform in [0, n).
     #[inline]
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
 }

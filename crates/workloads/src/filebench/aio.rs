@@ -1,0 +1,125 @@
+//! aiowrite and aiowait as filebench makes them on Linux: POSIX AIO (glibc's, whose helper
+//! threads make the pwrite calls), and a wait that reaps the finished writes, half of those
+//! outstanding at most, without blocking. Control blocks are reused; the buffer a write
+//! reads from stays allocated until every write has finished.
+
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use crate::Aligned;
+
+/// A thread's outstanding asynchronous writes. Boxed control blocks: the kernel and glibc
+/// hold their addresses while a write runs, and a vector moves its items as it grows.
+#[derive(Default)]
+#[allow(clippy::vec_box)]
+pub(super) struct Aio {
+    pending: Vec<Box<libc::aiocb>>,
+    spare: Vec<Box<libc::aiocb>>,
+    /// The buffers writes read from; the last is the one in use.
+    bufs: Vec<(Aligned, usize)>,
+}
+
+impl Aio {
+    /// Starts a write of `len` bytes at `offset` of `fd`.
+    pub(super) fn write(&mut self, fd: RawFd, len: usize, offset: u64) -> std::io::Result<()> {
+        if self.bufs.last().is_none_or(|(_, l)| *l < len) {
+            // A larger buffer; the old one stays until the writes reading it are done.
+            self.bufs.push((Aligned::new(len), len));
+        }
+        let (buf, _) = self.bufs.last_mut().expect("pushed");
+        // SAFETY: a zeroed aiocb is a valid request to fill in.
+        let mut cb = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Box::new(unsafe { std::mem::zeroed() }));
+        cb.aio_fildes = fd;
+        cb.aio_buf = buf.buf().as_mut_ptr().cast();
+        cb.aio_nbytes = len;
+        cb.aio_offset = offset as libc::off_t;
+        cb.aio_reqprio = 0;
+        cb.aio_sigevent.sigev_notify = libc::SIGEV_NONE;
+        // SAFETY: the control block and the buffer are kept until the write has finished
+        // (`pending`, `bufs`, drained before they are dropped).
+        if unsafe { libc::aio_write(&mut *cb) } != 0 {
+            let e = std::io::Error::last_os_error();
+            self.spare.push(cb);
+            return Err(e);
+        }
+        self.pending.push(cb);
+        Ok(())
+    }
+
+    /// filebench's aiowait: takes back up to half of the outstanding writes (at least one)
+    /// that have finished; the errors of failed ones.
+    pub(super) fn reap(&mut self) -> Result<(), String> {
+        let todo = (self.pending.len() / 2).clamp(1, 4096);
+        let mut reaped = 0;
+        let mut i = 0;
+        let mut failed = None;
+        while i < self.pending.len() && reaped < todo {
+            // SAFETY: a control block submitted by `write` and not yet returned.
+            let status = unsafe { libc::aio_error(&*self.pending[i]) };
+            if status == libc::EINPROGRESS {
+                i += 1;
+                continue;
+            }
+            // SAFETY: finished: its result is taken once, then the block is reused.
+            let n = unsafe { libc::aio_return(&mut *self.pending[i]) };
+            if n < 0 || status != 0 {
+                failed = Some(format!(
+                    "an asynchronous write failed: {}",
+                    std::io::Error::from_raw_os_error(status)
+                ));
+            }
+            let cb = self.pending.swap_remove(i);
+            self.spare.push(cb);
+            reaped += 1;
+        }
+        if self.pending.is_empty() && self.bufs.len() > 1 {
+            self.bufs.drain(..self.bufs.len() - 1);
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Waits for every outstanding write to finish (at most a minute; glibc's helpers end
+    /// with the process in any case).
+    pub(super) fn drain(&mut self) {
+        let end = Instant::now() + Duration::from_secs(60);
+        while !self.pending.is_empty() && Instant::now() < end {
+            let list: Vec<*const libc::aiocb> = self
+                .pending
+                .iter()
+                .map(|cb| &**cb as *const libc::aiocb)
+                .collect();
+            let timeout = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            };
+            // SAFETY: every entry is a submitted control block kept alive by `pending`.
+            unsafe { libc::aio_suspend(list.as_ptr(), list.len() as i32, &timeout) };
+            self.pending.retain_mut(|cb| {
+                // SAFETY: as above.
+                let status = unsafe { libc::aio_error(&**cb) };
+                if status != libc::EINPROGRESS {
+                    // SAFETY: finished; its result is taken once.
+                    unsafe { libc::aio_return(&mut **cb) };
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+}
+
+impl Drop for Aio {
+    fn drop(&mut self) {
+        self.drain();
+        if !self.pending.is_empty() {
+            // Writes still running after the drain's minute keep their memory: the process
+            // ends with them.
+            std::mem::forget(std::mem::take(&mut self.pending));
+            std::mem::forget(std::mem::take(&mut self.bufs));
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Memory the workload's processes share: one anonymous shared mapping made before they are
+//! forked, so it is at the same address in each (no pointer into it depends on where the
+//! kernel puts it in a later exec: filebench's crash with ASLR), with process-shared locks.
+
+use std::cell::{Cell, UnsafeCell};
+use std::time::Duration;
+
+use crate::error::FsbenchError;
+
+/// A shared anonymous mapping, handed out front to back; unmapped when dropped.
+pub(super) struct Region {
+    base: *mut u8,
+    len: usize,
+    used: Cell<usize>,
+}
+
+// SAFETY: the region is only handed out as atomics and process-shared locks, which are safe
+// to use from any thread; the bump offset is only used while the region is being laid out,
+// on one thread, before any worker starts.
+unsafe impl Sync for Region {}
+unsafe impl Send for Region {}
+
+/// Types that are valid when all their bytes are zero (a fresh mapping's), and meant to be
+/// shared: atomics and the locks below.
+pub(super) trait Zeroed {}
+impl Zeroed for std::sync::atomic::AtomicU64 {}
+impl Zeroed for std::sync::atomic::AtomicI64 {}
+impl Zeroed for std::sync::atomic::AtomicU32 {}
+impl Zeroed for std::sync::atomic::AtomicU16 {}
+
+impl Region {
+    pub(super) fn new(len: usize) -> Result<Region, FsbenchError> {
+        let len = len.max(4096);
+        // SAFETY: a fresh anonymous mapping; no existing memory is touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(FsbenchError::Failed(format!(
+                "filebench: cannot map {len} bytes of memory shared by its processes: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(Region {
+            base: base.cast(),
+            len,
+            used: Cell::new(0),
+        })
+    }
+
+    /// `n` zeroed values of `T`, aligned, from the region.
+    pub(super) fn take<T: Zeroed>(&self, n: usize) -> &[T] {
+        let align = std::mem::align_of::<T>().max(64);
+        let start = self.used.get().next_multiple_of(align);
+        let end = start + n * std::mem::size_of::<T>();
+        assert!(
+            end <= self.len,
+            "the shared region was sized for everything it holds"
+        );
+        self.used.set(end);
+        // SAFETY: in bounds (checked), aligned, zeroed by the kernel and valid as T (Zeroed),
+        // and never handed out twice; it lives as long as the region.
+        unsafe { std::slice::from_raw_parts(self.base.add(start).cast::<T>(), n) }
+    }
+
+    /// A process-shared lock with its condition, ready to use.
+    pub(super) fn lock(&self) -> &SharedLock {
+        let align = std::mem::align_of::<SharedLock>().max(64);
+        let start = self.used.get().next_multiple_of(align);
+        let end = start + std::mem::size_of::<SharedLock>();
+        assert!(
+            end <= self.len,
+            "the shared region was sized for everything it holds"
+        );
+        self.used.set(end);
+        // SAFETY: in bounds, aligned, used only here; initialized before it is returned.
+        let lock = unsafe { &*self.base.add(start).cast::<SharedLock>() };
+        lock.init();
+        lock
+    }
+
+    /// Bytes to ask for `n` values of `T` (with their alignment).
+    pub(super) fn room<T>(n: usize) -> usize {
+        n * std::mem::size_of::<T>() + 64
+    }
+
+    pub(super) fn lock_room() -> usize {
+        std::mem::size_of::<SharedLock>() + 64
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; nothing borrowed from it outlives the region.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// A mutex and a condition variable shared by processes (glibc's, process-shared, waiting
+/// on the monotonic clock).
+#[repr(C)]
+pub(super) struct SharedLock {
+    mutex: UnsafeCell<libc::pthread_mutex_t>,
+    cond: UnsafeCell<libc::pthread_cond_t>,
+}
+
+// SAFETY: pthread mutexes and condition variables are made for concurrent use.
+unsafe impl Sync for SharedLock {}
+
+impl SharedLock {
+    fn init(&self) {
+        // SAFETY: the attributes are made, used and destroyed here; the mutex and condition
+        // are initialized once, before any other use.
+        unsafe {
+            let mut ma: libc::pthread_mutexattr_t = std::mem::zeroed();
+            libc::pthread_mutexattr_init(&mut ma);
+            libc::pthread_mutexattr_setpshared(&mut ma, libc::PTHREAD_PROCESS_SHARED);
+            libc::pthread_mutex_init(self.mutex.get(), &ma);
+            libc::pthread_mutexattr_destroy(&mut ma);
+            let mut ca: libc::pthread_condattr_t = std::mem::zeroed();
+            libc::pthread_condattr_init(&mut ca);
+            libc::pthread_condattr_setpshared(&mut ca, libc::PTHREAD_PROCESS_SHARED);
+            libc::pthread_condattr_setclock(&mut ca, libc::CLOCK_MONOTONIC);
+            libc::pthread_cond_init(self.cond.get(), &ca);
+            libc::pthread_condattr_destroy(&mut ca);
+        }
+    }
+
+    pub(super) fn lock(&self) -> Guard<'_> {
+        // SAFETY: an initialized mutex; the guard unlocks it.
+        unsafe { libc::pthread_mutex_lock(self.mutex.get()) };
+        Guard(self)
+    }
+
+    /// Wakes every waiter.
+    pub(super) fn notify_all(&self) {
+        // SAFETY: an initialized condition variable.
+        unsafe { libc::pthread_cond_broadcast(self.cond.get()) };
+    }
+}
+
+/// The lock, held.
+pub(super) struct Guard<'a>(&'a SharedLock);
+
+impl Guard<'_> {
+    /// Waits for a notification, at most `limit` (callers look at what they wait for again,
+    /// and at whether the run is stopping: no wait outlasts the run).
+    pub(super) fn wait(&mut self, limit: Duration) {
+        // SAFETY: the mutex is held by this guard; timespec is plain data.
+        unsafe {
+            let mut now: libc::timespec = std::mem::zeroed();
+            libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
+            let nanos = now.tv_nsec as u64 + limit.subsec_nanos() as u64;
+            let until = libc::timespec {
+                tv_sec: now.tv_sec
+                    + limit.as_secs() as libc::time_t
+                    + (nanos / 1_000_000_000) as libc::time_t,
+                tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+            };
+            libc::pthread_cond_timedwait(self.0.cond.get(), self.0.mutex.get(), &until);
+        }
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: locked by this guard.
+        unsafe { libc::pthread_mutex_unlock(self.0.mutex.get()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn a_forked_process_sees_and_wakes_through_the_region() {
+        let region = Region::new(4096).unwrap();
+        let lock = region.lock();
+        let flag = &region.take::<AtomicU64>(1)[0];
+        // SAFETY: the child only touches the region and exits without unwinding.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let _g = lock.lock();
+            flag.store(7, Ordering::Relaxed);
+            lock.notify_all();
+            drop(_g);
+            unsafe { libc::_exit(0) };
+        }
+        let mut guard = lock.lock();
+        for _ in 0..100 {
+            if flag.load(Ordering::Relaxed) == 7 {
+                break;
+            }
+            guard.wait(Duration::from_millis(100));
+        }
+        drop(guard);
+        let mut status = 0;
+        // SAFETY: the child made above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(flag.load(Ordering::Relaxed), 7);
+    }
+}
