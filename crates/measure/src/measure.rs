@@ -23,8 +23,10 @@ use rustix::io::Errno;
 use crate::error::FsbenchError;
 
 mod errno;
+mod tally;
 mod timeline;
-pub use errno::{errno_name, fatal_error};
+pub use errno::{SPACE_REMEDY, errno_name, fatal_error};
+pub use tally::Tally;
 pub use timeline::FIRST_INTERVAL_MS;
 use timeline::Timeline;
 
@@ -168,6 +170,11 @@ pub struct PhaseRecorder {
     /// CPU time of processes the phase ran (a user's command), beside fsbench's own.
     children: CpuTimes,
     progress: Arc<Progress>,
+    /// Where the count of units goes instead of `progress.done`: a counter in memory a
+    /// worker process shares with the phase's process, which polls it.
+    published: Option<&'static AtomicU64>,
+    /// When the phase's work really began and ended, where that is not the recorder's life.
+    span: Option<(Instant, Instant)>,
     timeline: Timeline,
 }
 
@@ -191,8 +198,29 @@ impl PhaseRecorder {
             usage: CpuTimes::now(),
             children: CpuTimes::default(),
             progress,
+            published: None,
+            span: None,
             timeline: Timeline::default(),
         }
+    }
+
+    /// Counts units into `counter` from now on, not into this recorder's progress (a worker
+    /// process's recorder, whose progress the phase's process cannot see).
+    pub fn publish_to(&mut self, counter: &'static AtomicU64) {
+        counter.store(self.ops, Ordering::Relaxed);
+        self.published = Some(counter);
+    }
+
+    /// The phase's work ran from `from` (its workers released together) to `to` (the last
+    /// one done): its elapsed time, rather than the recorder's whole life, which includes
+    /// starting the workers and collecting their figures.
+    pub fn ran(&mut self, from: Instant, to: Instant) {
+        self.span = Some((from, to.max(from)));
+    }
+
+    /// When the phase's work began: its recorder's start, or the start given to [`Self::ran`].
+    pub fn began(&self) -> Instant {
+        self.span.map_or(self.started, |(from, _)| from)
     }
 
     /// Records the outcome of one system call of type `op` that just returned.
@@ -355,7 +383,9 @@ impl PhaseRecorder {
     pub fn unit_done(&mut self, bytes: u64) -> Result<(), FsbenchError> {
         self.ops += 1;
         self.bytes += bytes;
-        self.progress.done.store(self.ops, Ordering::Relaxed);
+        self.published
+            .unwrap_or(&*self.progress.done)
+            .store(self.ops, Ordering::Relaxed);
         if self.progress.cancel.load(Ordering::Relaxed) {
             return Err(FsbenchError::Interrupted);
         }
@@ -364,7 +394,10 @@ impl PhaseRecorder {
 
     /// Ends the phase and summarizes it.
     pub fn finish(self) -> PhaseMeasurement {
-        let elapsed = self.started.elapsed();
+        let elapsed = match self.span {
+            Some((from, to)) => to - from,
+            None => self.started.elapsed(),
+        };
         let own = CpuTimes::now().since(&self.usage);
         let cpu = CpuTimes {
             user: own.user + self.children.user,

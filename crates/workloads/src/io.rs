@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
 
-use super::parallel::{Crew, join_all};
+use super::parallel::{ThreadCrew as Crew, join_all};
 use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, Progress};

@@ -17,7 +17,7 @@ use crate::extents::Mapper;
 use crate::measure::{
     Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
 };
-use crate::parallel::{Crew, join_all};
+use crate::parallel::{ThreadCrew as Crew, join_all};
 use crate::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;

@@ -22,7 +22,7 @@ use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, lap_clock};
-use crate::parallel::{Crew, join_all};
+use crate::parallel::{ThreadCrew as Crew, join_all};
 use calls::{Fds, Worker};
 use latencies::Latencies;
 use latencies::Shared as SharedLatencies;

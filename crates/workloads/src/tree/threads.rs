@@ -10,7 +10,7 @@ use super::{DIR_CREATE, DIR_REMOVE, Share, Tree, TreeParams};
 use crate::Workload;
 use crate::error::FsbenchError;
 use crate::measure::PhaseRecorder;
-use crate::parallel::Crew;
+use crate::parallel::ThreadCrew as Crew;
 
 impl Tree {
     /// Thread `i`'s tree: the same shape, under a root of its own, or the shared root.
