@@ -382,6 +382,7 @@ pub fn run_suite(
                     preparation: None,
                     probe_after: None,
                     output: Vec::new(),
+                    workers: spec.workers(),
                 };
                 observer.run_started(&label, &record);
                 let context = RunContext {

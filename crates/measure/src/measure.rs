@@ -130,8 +130,17 @@ impl Progress {
     /// A worker thread of a multi-threaded phase finished its share of the work, when all
     /// threads had done `units` (their own counters' sum: `done` is only polled).
     pub fn thread_finished(&self, units: u64) {
+        self.thread_finished_at(Instant::now(), units);
+    }
+
+    /// A worker finished its share at `at` (seen after the fact: a worker process's end),
+    /// when all workers had done `units`.
+    pub fn thread_finished_at(&self, at: Instant, units: u64) {
         if let Ok(mut first) = self.first_thread_finished.lock() {
-            first.get_or_insert_with(|| (Instant::now(), units));
+            match first.as_mut() {
+                Some(earliest) if earliest.0 <= at => {}
+                _ => *first = Some((at, units)),
+            }
         }
         self.threads_finished.fetch_add(1, Ordering::Relaxed);
     }

@@ -128,7 +128,8 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
                     mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-                    config_key, workload_key, loop_device, testbed, preparation, probe_after
+                    config_key, workload_key, loop_device, testbed, preparation, probe_after,
+                    workers
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -149,6 +150,7 @@ impl Store {
                     r.get::<_, Option<String>>(19)?,
                     r.get::<_, Option<String>>(20)?,
                     r.get::<_, Option<String>>(21)?,
+                    r.get::<_, Option<String>>(22)?,
                 ),
                 RunRecord {
                     run: r.get(1)?,
@@ -172,6 +174,7 @@ impl Store {
                     preparation: None,
                     probe_after: None,
                     output: Vec::new(),
+                    workers: None,
                 },
             ))
         })?;
@@ -179,8 +182,8 @@ impl Store {
         // Runs written before keys were stored are found by their labels (once per suite).
         let labels: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
         for row in rows {
-            let (run_id, status, keys, (loop_device, testbed, preparation, probe_after), mut run) =
-                row?;
+            let (run_id, status, keys, stored, mut run) = row?;
+            let (loop_device, testbed, preparation, probe_after, workers) = stored;
             let (config_key, workload_key) = keys;
             run.status = parse_status(&status)?;
             run.loop_device = loop_device
@@ -194,6 +197,9 @@ impl Store {
                 .transpose()?;
             run.probe_after = probe_after
                 .map(|text| from_json(&text, "run's free-space probe"))
+                .transpose()?;
+            run.workers = workers
+                .map(|text| from_json(&text, "run's workers"))
                 .transpose()?;
             // Runs written before keys were stored are found by their labels, once.
             let config_key = config_key.or_else(|| {

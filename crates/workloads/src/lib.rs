@@ -9,7 +9,8 @@
 /// Implements [`WorkloadParams`] with the parameter type's own methods of the same names.
 macro_rules! workload_params {
     ($params:ty, |$p:ident| phases: $phases:expr, instantiate: $new:expr
-     $(, buffers: $buffers:expr)? $(, threads: $threads:expr)? $(,)?) => {
+     $(, buffers: $buffers:expr)? $(, threads: $threads:expr)? $(, workers: $workers:expr)?
+     $(,)?) => {
         impl $crate::WorkloadParams for $params {
             fn name(&self) -> String {
                 <$params>::name(self)
@@ -30,6 +31,10 @@ macro_rules! workload_params {
             $(fn threads(&self) -> u32 {
                 let $p = self;
                 $threads
+            })?
+            $(fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
+                let $p = self;
+                Some($workers)
             })?
             fn phases(&self) -> std::borrow::Cow<'static, [$crate::PhaseInfo]> {
                 #[allow(unused_variables)] // most workloads have fixed phases
@@ -54,6 +59,7 @@ pub mod io;
 pub mod iozone;
 mod options;
 pub(crate) mod parallel;
+pub use parallel::strays;
 pub mod replay;
 pub mod tree;
 pub(crate) mod xattr;
@@ -202,6 +208,11 @@ pub(crate) trait WorkloadParams {
     /// Threads that make its calls at once (the harness ceiling is measured at this count).
     fn threads(&self) -> u32 {
         1
+    }
+    /// Whether its parallel workers are processes or threads, for a workload that has the
+    /// choice.
+    fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
+        None
     }
     fn phases(&self) -> Cow<'static, [PhaseInfo]>;
     /// A fresh instance, ready for its first phase.
@@ -420,6 +431,17 @@ impl Params {
     /// Threads that make its calls at once.
     pub fn threads(&self) -> u32 {
         self.params().threads()
+    }
+
+    /// How its parallel phases run: its workers' count and kind (none for one worker, or a
+    /// workload whose workers are its own threads, recorded as such).
+    pub fn workers(&self) -> Option<fsbench_model::workload::Workers> {
+        use fsbench_model::workload::{WorkerMode, Workers};
+        let count = self.threads();
+        (count > 1).then(|| Workers {
+            mode: self.params().worker_mode().unwrap_or(WorkerMode::Threads),
+            count,
+        })
     }
 
     /// What the workload needs; an error when its sizes and counts overflow 64 bits (a need

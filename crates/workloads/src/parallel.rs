@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, Progress};
+use crate::options::{OptKind, OptionDef, Parsed};
 pub use fsbench_model::workload::WorkerMode;
 
 mod board;
@@ -30,6 +31,28 @@ pub(crate) mod shm;
 pub mod strays;
 
 use board::Board;
+
+/// The `workers=processes|threads` option every parallel workload's table has.
+pub(crate) const WORKERS_OPTION: OptionDef = OptionDef {
+    default: Some("processes"),
+    ..OptionDef::new(
+        "workers",
+        OptKind::Choice(WorkerMode::NAMES),
+        "parallel workers as processes (fio's and mdtest's) or threads of one process",
+    )
+};
+
+/// The `workers` option's value.
+pub(crate) fn workers_of(p: &Parsed) -> WorkerMode {
+    p.text("workers")
+        .and_then(WorkerMode::named)
+        .expect("workers has a default among its choices")
+}
+
+/// For serde: the default mode is not written out.
+pub(crate) fn is_default_mode(mode: &WorkerMode) -> bool {
+    *mode == WorkerMode::default()
+}
 
 /// How often the workers' counts are summed for the progress bar and series, and the
 /// crew's state looked at.
@@ -62,10 +85,21 @@ pub(crate) struct Ran<R> {
 }
 
 impl<R> Ran<R> {
-    /// The first worker's error, a full disk first (it explains the others' failures).
-    pub(crate) fn first_error(&self) -> Option<&FsbenchError> {
-        let errors = || self.outcomes.iter().filter_map(|o| o.as_ref().err());
-        (errors().find(|e| matches!(e, FsbenchError::DiskFull { .. }))).or_else(|| errors().next())
+    /// Every worker's value, or the first worker's error, a full disk first (it explains
+    /// the others' failures).
+    pub(crate) fn values(self) -> Result<Vec<R>, FsbenchError> {
+        let mut values = Vec::with_capacity(self.outcomes.len());
+        let mut first_error = None;
+        for outcome in self.outcomes {
+            match outcome {
+                Ok(v) => values.push(v),
+                Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(values), Err)
     }
 }
 

@@ -24,6 +24,7 @@ use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
+use fsbench_model::workload::WorkerMode;
 
 /// fdtree's block: file sizes are given in 4 KiB blocks.
 pub const BLOCK: usize = 4096;
@@ -75,6 +76,7 @@ fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
         stat: p.flag("stat"),
         read: p.flag("read"),
         threads: p.small("threads").expect("threads has a default"),
+        workers: crate::parallel::workers_of(p),
         shared: p.flag("shared"),
         bytes: p.small("bytes"),
         ..TreeParams::new(n("dirs"), n("files"), n("size"), n("levels"))
@@ -102,9 +104,12 @@ pub struct TreeParams {
     /// mdtest's file read phase.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read: bool,
-    /// Threads, each on a tree of its own (the totals are all threads').
+    /// Workers, each on a tree of its own (the totals are all workers').
     #[serde(skip_serializing_if = "is_one")]
     pub threads: u32,
+    /// Whether the workers are processes or threads.
+    #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
+    pub workers: WorkerMode,
     /// The threads share one tree (mdtest without -u).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
@@ -137,6 +142,7 @@ impl TreeParams {
             stat: false,
             read: false,
             threads: 1,
+            workers: WorkerMode::default(),
             shared: false,
             bytes: None,
         }
@@ -209,6 +215,9 @@ impl TreeParams {
         }
         if self.threads > 1 {
             name.push_str(&format!(",threads={}", self.threads));
+            if self.workers != WorkerMode::default() {
+                name.push_str(&format!(",workers={}", self.workers.name()));
+            }
         }
         if self.shared {
             name.push_str(",shared");
@@ -287,10 +296,11 @@ impl TreeParams {
             Some(b) => format!("; files of {b} bytes{extra}"),
             None => extra.to_string(),
         };
+        let workers = self.workers.name();
         let extra = match (self.threads, self.shared) {
             (0 | 1, _) => extra,
-            (n, false) => format!("{extra}; {n} threads, each on a tree of its own"),
-            (n, true) => format!("{extra}; {n} threads sharing one tree, each its own files"),
+            (n, false) => format!("{extra}; {n} {workers}, each on a tree of its own"),
+            (n, true) => format!("{extra}; {n} {workers} sharing one tree, each its own files"),
         };
         format!(
             "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB{extra}",
@@ -341,7 +351,8 @@ impl TreeParams {
 
 workload_params!(TreeParams, |p| phases: p.phases(),
     instantiate: Tree::new(p.clone(), default_base_name()),
-    threads: p.threads);
+    threads: p.threads,
+    workers: p.workers);
 
 /// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
 pub fn default_base_name() -> String {

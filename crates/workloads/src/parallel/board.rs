@@ -23,6 +23,8 @@ pub(super) struct Slot {
     pub(super) count: AtomicU64,
     /// When it ended, in nanoseconds of the monotonic clock; 0 while it runs.
     ended_ns: AtomicU64,
+    /// The units all worker processes had done when it ended (for first-done rates).
+    pub(super) units_then: AtomicU64,
 }
 
 impl Zeroed for Slot {}

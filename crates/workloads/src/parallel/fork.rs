@@ -155,11 +155,16 @@ impl Brood {
 
     /// A child that ended with a status other than 0: its number and how it ended.
     pub(crate) fn failed(&self) -> Option<(usize, String)> {
-        self.children.iter().enumerate().find_map(|(n, c)| {
-            let (status, _) = c.ended?;
+        (0..self.children.len()).find_map(|n| {
+            let (status, _) = self.children[n].ended?;
             (!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0))
                 .then(|| (n, describe(status)))
         })
+    }
+
+    /// How child `n` ended (`exit status 0`, `killed by signal 9 (SIGKILL)`), once reaped.
+    pub(crate) fn how_ended(&self, n: usize) -> Option<String> {
+        self.children[n].ended.map(|(status, _)| describe(status))
     }
 
     /// Whether every child has ended, reaped with all it wrote read.

@@ -98,14 +98,11 @@ where
     let progress = phase_rec.progress();
     let mut ended = vec![false; n];
     loop {
-        let units = (board.slots().iter())
-            .map(|s| s.count.load(Ordering::Relaxed))
-            .sum();
-        progress.done.store(units, Ordering::Relaxed);
+        progress.done.store(units(board), Ordering::Relaxed);
         for (seen, slot) in ended.iter_mut().zip(board.slots()) {
-            if !*seen && slot.ended().is_some() {
+            if let Some(at) = slot.ended().filter(|_| !*seen) {
                 *seen = true;
-                progress.thread_finished(units);
+                progress.thread_finished_at(at, slot.units_then.load(Ordering::Relaxed));
             }
         }
         still_going(&brood, cancel)?;
@@ -134,6 +131,13 @@ where
         outcomes.push(report.outcome.map_err(FsbenchError::from));
     }
     Ok(Ran { outcomes, from, to })
+}
+
+/// The units every worker process has done.
+fn units(board: &Board<'_>) -> u64 {
+    (board.slots().iter())
+        .map(|s| s.count.load(Ordering::Relaxed))
+        .sum()
 }
 
 /// An error when a worker died (its number, pid and how) or the user interrupted.
@@ -179,6 +183,7 @@ fn worker<I, R: Serialize>(
     let rec = w.rec.take();
     // Off the start line (if it never stood there), then done.
     drop(w);
+    slot.units_then.store(units(board), Ordering::Relaxed);
     slot.mark_ended();
     let report = Report {
         tally: rec.map(PhaseRecorder::tally),

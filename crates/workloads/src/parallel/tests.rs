@@ -78,7 +78,7 @@ fn a_workers_error_is_its_own_outcome() {
             })
             .unwrap();
         assert!(ran.outcomes[0].is_ok(), "{mode:?}");
-        let e = ran.first_error().unwrap();
+        let e = ran.values().err().unwrap();
         assert!(
             matches!(e, FsbenchError::DiskFull { ops: 3, .. }),
             "{mode:?}: {e}"
