@@ -7,13 +7,13 @@
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
 
-use super::parallel::{ThreadCrew as Crew, join_all};
+use super::parallel::Crew;
 use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
 use crate::error::FsbenchError;
 use crate::measure::{PhaseRecorder, Progress};
@@ -183,7 +183,9 @@ impl Io {
         Ok(())
     }
 
-    /// Runs every job at once, each on its thread; their recorders and figures summed.
+    /// Runs every job at once, each a worker (a process or a thread, `workers`); their
+    /// recorders and figures summed, the phase's time from their common start to the last
+    /// one's end.
     fn run_jobs(
         &mut self,
         dir: BorrowedFd<'_>,
@@ -191,75 +193,29 @@ impl Io {
         span: Span,
     ) -> Result<Vec<JobOut>, FsbenchError> {
         let params = &self.params;
-        let n = params.numjobs as usize;
-        let progress: Vec<Arc<Progress>> = (0..n).map(|_| rec.worker_progress()).collect();
-        let crew = Crew::new(progress.iter().map(|p| &*p.done).collect(), rec.progress());
-        let phase_rec: &PhaseRecorder = rec;
-        // Held while the jobs start and open their files; released, they start together.
-        let gate = RwLock::new(());
-        let halt = AtomicBool::new(false);
-        let results = std::thread::scope(|s| {
-            let closed = gate.write().expect("not poisoned");
-            let mut handles = Vec::with_capacity(n);
-            let mut spawn_error = None;
-            for (j, (pattern, counter)) in self.patterns.iter_mut().zip(&progress).enumerate() {
-                let (crew, gate, halt) = (&crew, &gate, &halt);
-                let work = move || {
-                    crew.work(&[dir], || {
-                        // Made (and the pattern's state moved) on the job's own thread, so
-                        // that what a job writes at every I/O is on no other job's cache line.
-                        let worker = phase_rec.worker(counter.clone());
-                        pattern.move_here();
-                        let job = Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
-                        drop(gate.read());
-                        // The asynchronous engine's loop is uring's; job.rs knows none.
-                        let engine = (params.engine == Engine::IoUring)
-                            .then_some(uring::run as job::IssueLoop);
-                        job.run(Instant::now(), engine)
-                    })
-                    .and_then(|r| r)
-                };
-                match std::thread::Builder::new()
-                    .name(format!("io-{j}"))
-                    .spawn_scoped(s, work)
-                {
-                    Ok(h) => handles.push(h),
-                    Err(e) => {
-                        spawn_error = Some(FsbenchError::Failed(format!(
-                            "io: cannot start job {j}'s thread: {e}"
-                        )));
-                        break;
-                    }
-                }
-            }
-            if spawn_error.is_some() {
-                // The started jobs stop at their first I/O.
-                halt.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            drop(closed);
-            crew.wait(&handles);
-            let mut results = join_all(handles, "io: a job panicked");
-            results.extend(spawn_error.map(Err));
-            results
-        });
-        let mut outs = Vec::with_capacity(n);
-        let mut first_error = None;
-        for r in results {
-            match r {
-                Ok((worker, out)) => {
-                    rec.absorb_with_timeline(worker);
-                    outs.push(out);
-                }
-                Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
+        let keep = [dir];
+        let crew = Crew::new(params.workers, &keep).with_timelines();
+        // Each job's pattern goes to its worker and comes back with its figures.
+        let patterns = std::mem::take(&mut self.patterns);
+        let ran = crew.run(rec, patterns, |w, mut pattern| {
+            // Moved where the job runs, so that what it writes at every I/O is on no other
+            // job's cache line.
+            pattern.move_here();
+            let j = w.index() as u32;
+            let job = Job::open(params, dir, j, &mut pattern, w.take_rec(), w.halt(), span)?;
+            w.start()?;
+            // The asynchronous engine's loop is uring's; job.rs knows none.
+            let engine = (params.engine == Engine::IoUring).then_some(uring::run as job::IssueLoop);
+            let (worker, out) = job.run(Instant::now(), engine)?;
+            w.give_back(worker);
+            Ok((out, pattern))
+        })?;
+        if span.measured {
+            rec.ran(ran.from, ran.to);
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(outs),
-        }
+        let (outs, patterns) = ran.values()?.into_iter().unzip();
+        self.patterns = patterns;
+        Ok(outs)
     }
 
     /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest

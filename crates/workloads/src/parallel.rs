@@ -12,7 +12,7 @@
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::{ScopedJoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,16 @@ pub(crate) fn workers_of(p: &Parsed) -> WorkerMode {
     p.text("workers")
         .and_then(WorkerMode::named)
         .expect("workers has a default among its choices")
+}
+
+/// fio's `thread` option (bare or `=1`: threads; `=0`: processes, fio's default) as the
+/// `workers` option.
+pub(crate) fn fio_thread(value: &str) -> (String, String) {
+    let mode = match value.trim() {
+        "0" => WorkerMode::Processes,
+        _ => WorkerMode::Threads,
+    };
+    ("workers".into(), mode.name().into())
 }
 
 /// For serde: the default mode is not written out.
@@ -136,7 +146,6 @@ impl<'a> Crew<'a> {
     {
         let region = shm::Region::new(Board::room(inputs.len()))?;
         let board = Board::new(&region, inputs.len());
-        rec.progress().reset_threads();
         match self.mode {
             WorkerMode::Threads => self.run_threads(rec, &board, inputs, &work),
             WorkerMode::Processes => processes::run(self, rec, &board, inputs, &work),
@@ -259,7 +268,7 @@ impl Drop for MarkEnded<'_> {
     }
 }
 
-impl Worker<'_> {
+impl<'a> Worker<'a> {
     pub(crate) fn index(&self) -> usize {
         self.index
     }
@@ -277,6 +286,12 @@ impl Worker<'_> {
 
     pub(crate) fn give_back(&mut self, rec: PhaseRecorder) {
         self.rec = Some(rec);
+    }
+
+    /// The flag every worker of the crew sees (processes too): work whose workers stop when
+    /// one fails sets it and looks at it.
+    pub(crate) fn halt(&self) -> &'a AtomicBool {
+        self.board.halt_flag()
     }
 
     /// Ready: waits until every worker is, then all start at once. An error when the crew

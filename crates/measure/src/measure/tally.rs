@@ -43,6 +43,40 @@ fn decode(text: &str) -> Result<Histogram<u64>, String> {
         .map_err(|e| format!("a histogram's encoding: {e:?}"))
 }
 
+/// `#[serde(with = ...)]` for a latency histogram that crosses between processes (in
+/// HdrHistogram's V2 encoding, base64); `pair` for two of them.
+pub mod histogram_serde {
+    use hdrhistogram::Histogram;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::encode(h))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+        let text = String::deserialize(d)?;
+        super::decode(&text).map_err(serde::de::Error::custom)
+    }
+
+    pub mod pair {
+        use hdrhistogram::Histogram;
+        use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+        pub fn serialize<S: Serializer>(h: &[Histogram<u64>; 2], s: S) -> Result<S::Ok, S::Error> {
+            [super::super::encode(&h[0]), super::super::encode(&h[1])].serialize(s)
+        }
+
+        pub fn deserialize<'de, D>(d: D) -> Result<[Histogram<u64>; 2], D::Error>
+        where
+            D: Deserializer<'de>,
+        {
+            let [a, b] = <[String; 2]>::deserialize(d)?;
+            let decode = |t: &str| super::super::decode(t).map_err(serde::de::Error::custom);
+            Ok([decode(&a)?, decode(&b)?])
+        }
+    }
+}
+
 impl PhaseRecorder {
     /// Everything this (worker's) recorder measured, for [`PhaseRecorder::worker_from`].
     pub fn tally(self) -> Tally {

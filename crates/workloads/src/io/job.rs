@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
 
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
@@ -23,13 +24,18 @@ pub(crate) fn file_name(job: u32, file: usize) -> String {
     format!("io.{job}.{file}")
 }
 
-/// What a job measured besides its recorder's counts and total latency.
+/// What a job measured besides its recorder's counts and total latency (serde: a worker
+/// process hands it back).
+#[derive(Serialize, Deserialize)]
 pub(crate) struct JobOut {
     /// Per direction (read, write): submission and completion latency.
+    #[serde(with = "crate::measure::histogram_serde::pair")]
     pub slat: [Histogram<u64>; 2],
+    #[serde(with = "crate::measure::histogram_serde::pair")]
     pub clat: [Histogram<u64>; 2],
     /// Open loop: how late each I/O was issued after its scheduled time (the harness's
     /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
+    #[serde(with = "crate::measure::histogram_serde")]
     pub lag: Histogram<u64>,
     pub ios: [u64; 2],
     pub bytes: [u64; 2],

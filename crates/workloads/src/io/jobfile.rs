@@ -10,11 +10,10 @@ use super::table::KIND;
 use crate::error::invalid;
 
 /// Options that shape how fio runs or reports jobs, not what a job does: accepted, since
-/// fsbench does the same (threads, one report per job).
+/// fsbench does the same (one report per job).
 const ACCEPTED: &[&str] = &[
     "name",
     "description",
-    "thread",
     "group_reporting",
     "new_group",
 ];
@@ -77,6 +76,10 @@ fn job(s: &Section, global: &[&Line], first: bool) -> anyhow::Result<IoParams> {
             continue;
         }
         if ACCEPTED.contains(&key) {
+            continue;
+        }
+        if key == "thread" {
+            pairs.push(crate::parallel::fio_thread(&line.value));
             continue;
         }
         pairs.retain(|(k, _)| k.replace('-', "_") != key.replace('-', "_"));
@@ -182,7 +185,7 @@ fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::
         let (key, value) = (key.trim().to_string(), value.trim().to_string());
         let known = KIND.has_option(&key)
             || ACCEPTED.contains(&key.as_str())
-            || matches!(key.as_str(), "stonewall" | "wait_for_previous");
+            || matches!(key.as_str(), "stonewall" | "wait_for_previous" | "thread");
         if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == key) {
             return Err(invalid(format!("{at}: `{key}` is not used: {why}")));
         }
@@ -239,6 +242,12 @@ mod tests {
             (super::super::Rw::Write, 128 << 10, true)
         );
         assert!(jobs[1].name().starts_with("write"));
+        // fio runs jobs as processes unless told `thread`.
+        use fsbench_model::workload::WorkerMode;
+        assert_eq!(
+            (jobs[0].workers, jobs[1].workers),
+            (WorkerMode::Processes, WorkerMode::Threads)
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::super::SpaceNeed;
 use super::super::options::Parsed;
 use crate::error::invalid;
 use fsbench_model::units::{compact_size, format_bytes};
+use fsbench_model::workload::WorkerMode;
 
 /// fio's `rw=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,6 +149,9 @@ pub struct IoParams {
     pub filesize: u64,
     pub nrfiles: u32,
     pub numjobs: u32,
+    /// Whether the jobs run as processes (fio's default) or threads (fio's `thread`).
+    #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
+    pub workers: WorkerMode,
     /// Where I/O starts in each file.
     pub offset: u64,
     pub direct: bool,
@@ -266,6 +270,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         filesize,
         nrfiles,
         numjobs: p.small("numjobs").expect("has a default"),
+        workers: crate::parallel::workers_of(p),
         offset,
         direct: p.flag("direct"),
         invalidate: p.flag("invalidate"),
@@ -355,6 +360,9 @@ impl IoParams {
         }
         if self.numjobs > 1 {
             name.push_str(&format!(",numjobs={}", self.numjobs));
+            if self.workers != WorkerMode::default() {
+                name.push_str(&format!(",workers={}", self.workers.name()));
+            }
         }
         if self.rate_iops > 0 {
             name.push_str(&format!(",rate_iops={}", self.rate_iops));
@@ -440,9 +448,13 @@ impl IoParams {
             d => format!(", {}", d.text()),
         };
         format!(
-            "fio-style {}{skew}: {} job(s) × {} file(s) of {}, {} at depth {}, {limit}",
+            "fio-style {}{skew}: {} job(s){} × {} file(s) of {}, {} at depth {}, {limit}",
             self.rw.name(),
             self.numjobs,
+            match self.numjobs {
+                1 => String::new(),
+                _ => format!(" as {}", self.workers.name()),
+            },
             self.nrfiles,
             format_bytes(self.filesize),
             self.engine.name(),

@@ -1,9 +1,10 @@
 //! What a crew's workers and the phase's thread share, in memory shared by processes (the
 //! same for threads): the start line, where every worker waits until all are ready and the
-//! phase's thread releases them at once; and per worker, on a cache line of its own, its
-//! count of units (a worker process's recorder publishes it there) and when it ended.
+//! phase's thread releases them at once; a flag by which a failing worker stops the others;
+//! and per worker, on a cache line of its own, its count of units (a worker process's
+//! recorder publishes it there) and when it ended.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::shm::{Region, SharedLock, Zeroed};
@@ -35,13 +36,18 @@ pub(super) struct Board<'r> {
     lock: &'r SharedLock,
     state: &'r AtomicU32,
     arrived: &'r AtomicU32,
+    /// Set by a worker that fails, for work whose workers stop when one does.
+    halt: &'r AtomicBool,
     slots: &'r [Slot],
 }
 
 impl<'r> Board<'r> {
     /// Bytes of shared memory a board for `workers` takes.
     pub(super) fn room(workers: usize) -> usize {
-        Region::lock_room() + Region::room::<AtomicU32>(2) + Region::room::<Slot>(workers)
+        Region::lock_room()
+            + Region::room::<AtomicU32>(2)
+            + Region::room::<AtomicBool>(1)
+            + Region::room::<Slot>(workers)
     }
 
     pub(super) fn new(region: &'r Region, workers: usize) -> Board<'r> {
@@ -51,8 +57,13 @@ impl<'r> Board<'r> {
             lock,
             state: &flags[0],
             arrived: &flags[1],
+            halt: &region.take::<AtomicBool>(1)[0],
             slots: region.take::<Slot>(workers),
         }
+    }
+
+    pub(super) fn halt_flag(&self) -> &'r AtomicBool {
+        self.halt
     }
 
     pub(super) fn slot(&self, worker: usize) -> &'r Slot {

@@ -23,6 +23,7 @@ unsafe impl Send for Region {}
 /// Types that are valid when all their bytes are zero (a fresh mapping's), and meant to be
 /// shared: atomics and the locks below.
 pub(crate) trait Zeroed {}
+impl Zeroed for std::sync::atomic::AtomicBool {}
 impl Zeroed for std::sync::atomic::AtomicU64 {}
 impl Zeroed for std::sync::atomic::AtomicI64 {}
 impl Zeroed for std::sync::atomic::AtomicU32 {}
