@@ -49,7 +49,8 @@ pub const PERCENTILES: &[f64] = &[
 workload_params!(IoParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
     instantiate: Io::new(p.clone()),
     buffers: IoParams::buffer_bytes(p),
-    threads: p.numjobs);
+    threads: p.numjobs,
+    workers: p.workers);
 
 pub struct Io {
     params: IoParams,

@@ -33,6 +33,7 @@ macro_rules! workload_params {
                 $threads
             })?
             $(fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
+                #[allow(unused_variables)] // a workload with no choice names its kind
                 let $p = self;
                 Some($workers)
             })?
@@ -209,8 +210,7 @@ pub(crate) trait WorkloadParams {
     fn threads(&self) -> u32 {
         1
     }
-    /// Whether its parallel workers are processes or threads, for a workload that has the
-    /// choice.
+    /// Whether its parallel workers are processes or threads (where the workload has them).
     fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
         None
     }
@@ -434,14 +434,11 @@ impl Params {
     }
 
     /// How its parallel phases run: its workers' count and kind (none for one worker, or a
-    /// workload whose workers are its own threads, recorded as such).
+    /// workload whose processes and threads its own definition lays out, as filebench's).
     pub fn workers(&self) -> Option<fsbench_model::workload::Workers> {
-        use fsbench_model::workload::{WorkerMode, Workers};
         let count = self.threads();
-        (count > 1).then(|| Workers {
-            mode: self.params().worker_mode().unwrap_or(WorkerMode::Threads),
-            count,
-        })
+        let mode = self.params().worker_mode()?;
+        (count > 1).then_some(fsbench_model::workload::Workers { mode, count })
     }
 
     /// What the workload needs; an error when its sizes and counts overflow 64 bits (a need

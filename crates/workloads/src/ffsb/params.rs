@@ -430,4 +430,6 @@ impl FfsbParams {
 workload_params!(FfsbParams, |p| phases: p.phases(),
     instantiate: Ffsb::new(p.clone()),
     buffers: FfsbParams::buffer_bytes(p),
-    threads: u32::try_from(p.total_threads()).unwrap_or(u32::MAX));
+    threads: u32::try_from(p.total_threads()).unwrap_or(u32::MAX),
+    // FFSB's threads share one file set in one process's memory.
+    workers: fsbench_model::workload::WorkerMode::Threads);
