@@ -107,6 +107,9 @@ impl Io {
     /// read are written in full.
     fn layout(&self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
         let p = &self.params;
+        if p.create_on_open {
+            return Ok(());
+        }
         let reads = p.rw.read_percent(p.rwmixread) > 0;
         let mut buf = Aligned::new(1 << 20);
         let mut fill = pattern::Rng::new(p.randseed);
@@ -419,7 +422,12 @@ impl Workload for Io {
     ) -> Result<PhaseOutput, FsbenchError> {
         if phase == LAYOUT {
             self.prepare_jobs(dir)?;
-            return Ok(PhaseOutput::default());
+            let idle = (self.params.create_on_open)
+                .then(|| "create-on-open: the jobs' opens create the files, timed".to_string());
+            return Ok(PhaseOutput {
+                idle,
+                ..PhaseOutput::default()
+            });
         }
         Ok(PhaseOutput {
             figures: std::mem::take(&mut self.figures),

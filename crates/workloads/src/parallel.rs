@@ -84,6 +84,10 @@ pub(crate) struct Worker<'a> {
     rec: Option<PhaseRecorder>,
     board: &'a Board<'a>,
     started: bool,
+    /// The crew's only worker, on the phase's thread: nobody to wait for at the start.
+    alone: bool,
+    /// When it started, if alone.
+    started_at: Option<Instant>,
 }
 
 /// What a crew's run gives back: each worker's outcome, in order, and when the work ran
@@ -146,6 +150,9 @@ impl<'a> Crew<'a> {
     {
         let region = shm::Region::new(Board::room(inputs.len()))?;
         let board = Board::new(&region, inputs.len());
+        if inputs.len() == 1 {
+            return Ok(self.run_alone(rec, &board, inputs, work));
+        }
         match self.mode {
             WorkerMode::Threads => self.run_threads(rec, &board, inputs, &work),
             WorkerMode::Processes => processes::run(self, rec, &board, inputs, &work),
@@ -156,6 +163,38 @@ impl<'a> Crew<'a> {
         match self.timelines {
             true => rec.absorb_with_timeline(worker),
             false => rec.absorb(worker),
+        }
+    }
+
+    /// One worker is the phase's own thread, as one IOR rank or fio job is its own process:
+    /// there is no other to start with or to keep apart from.
+    fn run_alone<I, R>(
+        &self,
+        rec: &mut PhaseRecorder,
+        board: &Board<'_>,
+        inputs: Vec<I>,
+        work: impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError>,
+    ) -> Ran<R> {
+        let began = Instant::now();
+        // Its units count straight into the phase's progress.
+        let mut w = Worker {
+            index: 0,
+            rec: Some(rec.worker(rec.progress().clone())),
+            board,
+            started: false,
+            alone: true,
+            started_at: None,
+        };
+        let outcome = inputs.into_iter().map(|input| work(&mut w, input)).collect();
+        let to = Instant::now();
+        let from = w.started_at.unwrap_or(began);
+        if let Some(worker) = w.rec.take() {
+            self.absorb(rec, worker);
+        }
+        Ran {
+            outcomes: outcome,
+            from,
+            to,
         }
     }
 
@@ -191,6 +230,8 @@ impl<'a> Crew<'a> {
                                 rec: Some(phase_rec.worker(counter)),
                                 board,
                                 started: false,
+                                alone: false,
+                                started_at: None,
                             };
                             let outcome = work(&mut w, input);
                             (w.rec.take(), outcome)
@@ -301,7 +342,9 @@ impl<'a> Worker<'a> {
         if std::mem::replace(&mut self.started, true) {
             return Ok(());
         }
-        if !self.board.wait_at_start() {
+        if self.alone {
+            self.started_at = Some(Instant::now());
+        } else if !self.board.wait_at_start() {
             return Err(FsbenchError::Failed(
                 "the phase stopped before its workers started".into(),
             ));
@@ -315,7 +358,7 @@ impl<'a> Worker<'a> {
 
     /// Leaves the start line if the work never stood there (it failed getting ready).
     fn leave(&mut self) {
-        if !std::mem::replace(&mut self.started, true) {
+        if !std::mem::replace(&mut self.started, true) && !self.alone {
             self.board.arrive_without_waiting();
         }
     }

@@ -101,10 +101,13 @@ impl<'a> Job<'a> {
         if params.direct {
             flags |= OFlags::DIRECT;
         }
+        if params.create_on_open {
+            flags |= OFlags::CREATE;
+        }
         let files = (0..params.nrfiles as usize)
             .map(|f| {
                 let name = file_name(job, f);
-                let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
+                let fd = rustix::fs::openat(dir, &name, flags, Mode::from(0o644))
                     .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
                 if params.invalidate && !params.direct {
                     let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);

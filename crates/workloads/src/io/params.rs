@@ -154,6 +154,10 @@ pub struct IoParams {
     pub workers: WorkerMode,
     /// Where I/O starts in each file.
     pub offset: u64,
+    /// No layout: each job's open creates its files, in the timed phase (fio's
+    /// `create_on_open`, IOR's create).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub create_on_open: bool,
     pub direct: bool,
     pub invalidate: bool,
     pub engine: Engine,
@@ -272,6 +276,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         numjobs: p.small("numjobs").expect("has a default"),
         workers: crate::parallel::workers_of(p),
         offset,
+        create_on_open: p.flag("create-on-open"),
         direct: p.flag("direct"),
         invalidate: p.flag("invalidate"),
         engine,
@@ -358,6 +363,9 @@ impl IoParams {
         if self.direct {
             name.push_str(",direct");
         }
+        if self.create_on_open {
+            name.push_str(",create_on_open");
+        }
         if self.numjobs > 1 {
             name.push_str(&format!(",numjobs={}", self.numjobs));
             if self.workers != WorkerMode::default() {
@@ -394,6 +402,15 @@ impl IoParams {
         }
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
+        }
+        if self.create_on_open && self.rw.read_percent(self.rwmixread) > 0 {
+            return no(format!(
+                "`create-on-open` makes empty files: `rw={}` reads, and needs them laid out",
+                self.rw.name()
+            ));
+        }
+        if self.create_on_open && self.ramp_ms > 0 {
+            return no("`create-on-open` creates the files in the timed phase: no `ramp-time` before it".into());
         }
         if self.rate > 0 && self.rate_iops > 0 {
             return no("give `rate` or `rate-iops`, not both".into());

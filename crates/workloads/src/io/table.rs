@@ -59,6 +59,11 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("0"),
         ..OptionDef::new("offset", OptKind::Size, "where I/O starts in each file")
     },
+    OptionDef::new(
+        "create-on-open",
+        OptKind::Flag,
+        "no layout: each job's open creates its files, timed (writes only; IOR's create)",
+    ),
     OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
     OptionDef {
         default: Some("true"),

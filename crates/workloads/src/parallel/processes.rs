@@ -178,6 +178,8 @@ fn worker<I, R: Serialize>(
         rec: Some(rec),
         board,
         started: false,
+        alone: false,
+        started_at: None,
     };
     let outcome = work(&mut w, input);
     let rec = w.rec.take();

@@ -39,6 +39,27 @@ fn every_workers_figures_and_outcome_arrive() {
 }
 
 #[test]
+fn one_worker_is_the_phases_own_thread() {
+    for mode in MODES {
+        let (mut rec, progress) = phase();
+        let me = std::thread::current().id();
+        let ran = Crew::new(mode, &[])
+            .run(&mut rec, vec![7u64], |w, units| {
+                for _ in 0..units {
+                    w.rec().unit_done(1)?;
+                }
+                // Counted in the phase's progress as it goes.
+                let seen = progress.done.load(Ordering::Relaxed);
+                w.start()?;
+                Ok((std::thread::current().id() == me, seen))
+            })
+            .unwrap();
+        assert_eq!(ran.values().unwrap(), [(true, 7)], "{mode:?}");
+        assert_eq!(rec.units(), 7);
+    }
+}
+
+#[test]
 fn workers_start_together_after_getting_ready() {
     for mode in MODES {
         let (mut rec, _) = phase();
@@ -161,17 +182,18 @@ fn a_worker_process_keeps_only_its_directories() {
     let (mut rec, _) = phase();
     let keep = [dir.as_fd()];
     let ran = Crew::new(WorkerMode::Processes, &keep)
-        .run(&mut rec, vec![other.as_raw_fd()], |w, other| {
+        .run(&mut rec, vec![other.as_raw_fd(); 2], |w, other| {
             w.start()?;
             // SAFETY: only asks whether the number is open here.
             let other_open =
                 rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(other) }).is_ok();
-            let made = rustix::fs::openat(keep[0], "made", OFlags::CREATE, Mode::empty());
+            let name = format!("made.{}", w.index());
+            let made = rustix::fs::openat(keep[0], &name, OFlags::CREATE, Mode::empty());
             Ok((other_open, made.is_ok()))
         })
         .unwrap();
-    assert_eq!(ran.outcomes[0].as_ref().unwrap(), &(false, true));
-    assert!(scratch.path().join("made").exists());
+    assert_eq!(ran.values().unwrap(), [(false, true); 2]);
+    assert!(scratch.path().join("made.1").exists());
 }
 
 /// Entries of the calling thread's descriptor table (the listing's own descriptor included).
