@@ -92,10 +92,10 @@ impl Session {
                     spec.label()
                 )));
             }
-            if self.options.shared_dir && !matches!(spec, Params::Tree(_)) {
+            if self.options.shared_dir && !matches!(spec, Params::Tree(_) | Params::Io(_)) {
                 return Err(invalid(format!(
-                    "--shared-dir: {} names its files the same on every rank; only tree runs \
-                     in a shared directory",
+                    "--shared-dir: {} names its files the same on every rank; only tree and \
+                     io run in a shared directory",
                     spec.label()
                 )));
             }

@@ -110,6 +110,9 @@ pub struct Progress {
     /// first did with the units all threads had done then (for first-done / last-done rates).
     pub threads_finished: AtomicU32,
     pub first_thread_finished: Mutex<Option<(Instant, u64)>>,
+    /// When the current phase's work ended (its last worker done), before its figures were
+    /// summed up: the end of a rank's phase under MPI.
+    pub work_ended: Mutex<Option<Instant>>,
 }
 
 /// A counter on a cache line of its own: one thread writes it at every unit and another
@@ -230,6 +233,11 @@ impl PhaseRecorder {
     /// When the phase's work began: its recorder's start, or the start given to [`Self::ran`].
     pub fn began(&self) -> Instant {
         self.span.map_or(self.started, |(from, _)| from)
+    }
+
+    /// When the phase's work ended: the end given to [`Self::ran`], or now.
+    pub fn ended(&self) -> Instant {
+        self.span.map_or_else(Instant::now, |(_, to)| to)
     }
 
     /// Records the outcome of one system call of type `op` that just returned.

@@ -394,9 +394,15 @@ impl Workload for Replay {
         _round: u32,
         cancel: &Arc<AtomicBool>,
     ) -> Result<(), FsbenchError> {
-        let loaded = Loaded::read(self.params.trace.as_deref())
-            .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
-        self.refused_entries = state::recreate(dir, &loaded.entries, cancel)?;
+        let mut maker = state::Maker::new(dir, cancel);
+        let mut made = Ok(());
+        let loaded = Loaded::read(self.params.trace.as_deref(), |entry| {
+            made = maker.make(entry);
+            made.is_ok()
+        });
+        made?;
+        let loaded = loaded.map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
+        self.refused_entries = maker.refused;
         self.loaded = Some(loaded);
         Ok(())
     }

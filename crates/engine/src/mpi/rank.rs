@@ -19,6 +19,7 @@ use crate::rmtree;
 use crate::runner::observer::Observer;
 use crate::runner::phases::{PhaseSettings, run_phase};
 use crate::workload::tree::{Share, Stonewall, Tree};
+use crate::workload::io::IoParams;
 use crate::workload::{Params, Workload};
 use fsbench_model::workload::WorkloadSpec;
 
@@ -150,13 +151,17 @@ fn remove_own(top: &OwnedFd, own: &[u8]) -> anyhow::Result<()> {
 
 /// The workload instance of `rank`: a tree of its own (`tree.r<rank>`, distinct so that
 /// shifted ranks find each other's), or its share of the one shared tree, its files named
-/// with its rank; with the run's stonewall.
+/// with its rank; with the run's stonewall. Under a shared directory, io's ranks share its
+/// files, each rank's I/O in a region of its own after the one before's (IOR's shared file).
 fn instance(
     job: &Job,
     spec: &Params,
     rank: usize,
     stonewall: Option<&Stonewall>,
 ) -> Box<dyn Workload> {
+    if let (Params::Io(p), true) = (spec, job.options.shared_dir) {
+        return Params::Io(shared_file_share(p, rank)).instantiate();
+    }
     let Params::Tree(p) = spec else {
         return spec.instantiate();
     };
@@ -172,6 +177,18 @@ fn instance(
         tree = tree.with_stonewall(s.clone());
     }
     Box::new(tree)
+}
+
+/// Rank `rank`'s share of io's files shared by every rank: its region of each file right
+/// after rank `rank - 1`'s, as IOR lays out a shared file (segment by segment, rank by rank).
+fn shared_file_share(p: &IoParams, rank: usize) -> IoParams {
+    let region = p.filesize - p.offset;
+    let offset = p.offset + rank as u64 * region;
+    IoParams {
+        offset,
+        filesize: offset + region,
+        ..p.clone()
+    }
 }
 
 /// Every phase between barriers; each rank's record goes to rank 0 at the barrier after it.
@@ -233,7 +250,8 @@ fn run_phases(
         };
         let start_ns = realtime_ns();
         let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
-        let end_ns = realtime_ns();
+        // The phase ended with its work (IOR's last close), not once its figures were summed.
+        let end_ns = work_ended_ns(progress);
         let stonewalled = stonewall.as_ref().filter(|_| info.name == "file-create");
         if let Some(s) = stonewalled {
             // Whatever ended this rank's phase, the others wait for its word.
@@ -270,7 +288,35 @@ fn run_phases(
     Ok((comm.rank == 0).then_some(records))
 }
 
+/// When the phase's work ended, on the real-time clock (now if it is not known).
+fn work_ended_ns(progress: &Progress) -> u64 {
+    let ended = progress.work_ended.lock().ok().and_then(|mut e| e.take());
+    let ago = ended.map_or(Duration::ZERO, |at| at.elapsed());
+    realtime_ns().saturating_sub(ago.as_nanos() as u64)
+}
+
 fn realtime_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_sharing_a_file_write_regions_of_their_own_one_after_another() {
+        let Ok(Params::Io(p)) = Params::parse("io:rw=write,bs=1m,size=256m,offset=4k") else {
+            panic!("an io workload");
+        };
+        let regions: Vec<(u64, u64)> = (0..3)
+            .map(|r| shared_file_share(&p, r))
+            .map(|s| (s.offset, s.filesize))
+            .collect();
+        let (k, m) = (4096, 256 << 20);
+        assert_eq!(
+            regions,
+            [(k, k + m), (k + m, k + 2 * m), (k + 2 * m, k + 3 * m)]
+        );
+    }
 }

@@ -97,10 +97,9 @@ impl Resources {
     }
 }
 
-/// A whole trace, ready to replay.
+/// A whole trace, ready to replay (its initial state was handed out as it was read).
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
-    pub entries: Vec<Entry>,
     pub threads: Vec<ThreadCalls>,
     /// Calls of each replayed kind the capture recorded.
     pub captured: [u64; Kind::ALL.len()],
@@ -109,11 +108,19 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    pub(super) fn read(path: Option<&Path>) -> anyhow::Result<Loaded> {
+    /// Reads the trace in `path` (the demo without one), handing each entry of its initial
+    /// state to `make` as it comes, so that a state of millions of entries is never held; an
+    /// error where `make` says to stop.
+    pub(super) fn read(
+        path: Option<&Path>,
+        mut make: impl FnMut(&Entry) -> bool,
+    ) -> anyhow::Result<Loaded> {
         let mut reader = TraceReader::open(path)?;
         let mut loaded = Loaded::default();
         while let Some(e) = reader.entry()? {
-            loaded.entries.push(e);
+            if !make(&e) {
+                anyhow::bail!("the initial state could not be made");
+            }
         }
         let mut index: HashMap<u32, usize> = HashMap::new();
         let mut resources = Resources::default();

@@ -75,28 +75,40 @@ pub fn snapshot<W: Write>(root: &Path, out: &mut TraceWriter<W>) -> anyhow::Resu
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS);
 
-/// Makes the initial state again below `dir`; files are filled with a pattern. An entry
-/// outside the directory (`..`, absolute) is refused; one that cannot be made is an error.
-/// `cancel` (Ctrl-C) stops it between entries and between MiB of a file.
-pub(crate) fn recreate(
-    dir: BorrowedFd<'_>,
-    entries: &[Entry],
-    cancel: &AtomicBool,
-) -> Result<u64, FsbenchError> {
-    let mut parent = Vec::new();
-    let mut refused = 0;
-    let pattern = vec![0x5a_u8; 1 << 20];
-    let stopped = || cancel.load(Ordering::Relaxed);
-    for e in entries {
+/// Makes the initial state again below a directory, entry by entry; files are filled with a
+/// pattern. An entry outside the directory (`..`, absolute) is refused; one that cannot be
+/// made is an error. Ctrl-C stops it between entries and between MiB of a file.
+pub(crate) struct Maker<'a> {
+    dir: BorrowedFd<'a>,
+    cancel: &'a AtomicBool,
+    parent: Vec<u8>,
+    pattern: Vec<u8>,
+    /// Entries refused so far.
+    pub(crate) refused: u64,
+}
+
+impl<'a> Maker<'a> {
+    pub(crate) fn new(dir: BorrowedFd<'a>, cancel: &'a AtomicBool) -> Maker<'a> {
+        Maker {
+            dir,
+            cancel,
+            parent: Vec::new(),
+            pattern: vec![0x5a_u8; 1 << 20],
+            refused: 0,
+        }
+    }
+
+    pub(crate) fn make(&mut self, e: &Entry) -> Result<(), FsbenchError> {
+        let stopped = || self.cancel.load(Ordering::Relaxed);
         if stopped() {
             return Err(FsbenchError::Interrupted);
         }
         let path = match e {
             Entry::Dir(p) | Entry::File(p, _) | Entry::Symlink(p, _) | Entry::HardLink(p, _) => p,
         };
-        let Some(name) = split_member(path, &mut parent) else {
-            refused += 1;
-            continue;
+        let Some(name) = split_member(path, &mut self.parent) else {
+            self.refused += 1;
+            return Ok(());
         };
         let fail = |what: &str, err: rustix::io::Errno| {
             FsbenchError::Failed(format!(
@@ -104,7 +116,8 @@ pub(crate) fn recreate(
                 shown(path)
             ))
         };
-        let at = open_dir(dir, &parent).map_err(|e| fail("the directory of", e))?;
+        let dir = self.dir;
+        let at = open_dir(dir, &self.parent).map_err(|e| fail("the directory of", e))?;
         let at = at.as_ref().map_or(dir, |f| f.as_fd());
         match e {
             Entry::Dir(_) => {
@@ -125,16 +138,17 @@ pub(crate) fn recreate(
                     if stopped() {
                         return Err(FsbenchError::Interrupted);
                     }
-                    let n = left.min(pattern.len() as u64) as usize;
-                    let w = rustix::io::write(&file, &pattern[..n]).map_err(|e| fail("file", e))?;
+                    let n = left.min(self.pattern.len() as u64) as usize;
+                    let w = rustix::io::write(&file, &self.pattern[..n])
+                        .map_err(|e| fail("file", e))?;
                     left -= w as u64;
                 }
             }
             Entry::HardLink(_, first) => {
                 let mut first_parent = Vec::new();
                 let Some(first_name) = split_member(first, &mut first_parent) else {
-                    refused += 1;
-                    continue;
+                    self.refused += 1;
+                    return Ok(());
                 };
                 let from =
                     open_dir(dir, &first_parent).map_err(|e| fail("the link's target of", e))?;
@@ -143,8 +157,8 @@ pub(crate) fn recreate(
                     .map_err(|e| fail("hard link", e))?
             }
         }
+        Ok(())
     }
-    Ok(refused)
 }
 
 /// Directory `path` below `dir`, never through a symlink; `None` for `dir` itself.
