@@ -6,6 +6,7 @@ mod capture;
 mod clean;
 mod compare_args;
 mod console;
+mod crash;
 mod fdtree;
 #[cfg(feature = "mpi")]
 mod mpi_run;
@@ -136,6 +137,18 @@ enum Command {
     },
     /// A self-contained HTML report of one or more suites
     Report(ReportArgs),
+    /// Crash states of a recording kept with `run --crash-keep`
+    Crash {
+        #[command(subcommand)]
+        command: crash::CrashCommand,
+    },
+    /// The crash recorder daemon a crash-recorded run starts (not for people)
+    #[command(hide = true)]
+    CrashRecorder {
+        image: PathBuf,
+        mountpoint: PathBuf,
+        log: PathBuf,
+    },
 }
 
 /// The reports of the registry that `offered` gives a help line, as `--format` values.
@@ -301,6 +314,8 @@ struct RunArgs {
     /// unmounted (fallocate, count the pieces, remove), as after aging
     #[arg(long)]
     probe_after_run: bool,
+    #[command(flatten)]
+    crash: crash::CrashArgs,
     /// Do not sync and drop caches before each phase
     #[arg(long)]
     no_drop_caches: bool,
@@ -437,6 +452,7 @@ impl RunArgs {
         if self.probe_after_run {
             suite.probe_after = true;
         }
+        self.crash.apply(&mut suite);
         if let Some(v) = self.min_phase_secs {
             suite.min_phase_secs = v;
         }
@@ -529,6 +545,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
         Command::Archive { .. } => "archive",
         Command::Clean => "clean",
         Command::Capture(_) => "capture",
+        Command::Crash { .. } => "crash",
         _ => return Ok(()),
     };
     if cli.db.is_some() {
@@ -544,6 +561,21 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
 pub fn main() -> ExitCode {
     crate::diag::set_sink(console::say);
     let cli = Cli::parse();
+    // The daemon serves a loop device: none of the suite's handlers, stores or checks.
+    if let Command::CrashRecorder {
+        image,
+        mountpoint,
+        log,
+    } = &cli.command
+    {
+        return match crash::recorder(image, mountpoint, log) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("fsbench crash-recorder: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
     let mpi_run = matches!(cli.command, Command::Run(_));
@@ -569,6 +601,7 @@ pub fn main() -> ExitCode {
             Command::Archive { command } => {
                 archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
             }
+            Command::Crash { command } => crash::run(command),
             other => query(other, &db),
         });
     match outcome {

@@ -162,7 +162,9 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         | Command::Fdtree(_)
         | Command::Clean
         | Command::Capture(_)
-        | Command::Archive { .. } => {
+        | Command::Archive { .. }
+        | Command::Crash { .. }
+        | Command::CrashRecorder { .. } => {
             unreachable!("handled in main")
         }
     }

@@ -178,6 +178,8 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
         }
     };
     if found == Found::Marked {
+        // Before the generic steps: a recording's mounts and loop devices hold its daemon.
+        crate::crash::undo::undo(scratch, &state.recorders, &mut undone.done, &mut undone.left);
         // A live daemon unmounts its dataset and lets go of the loop device once its pool is
         // destroyed and it is stopped.
         super::zfs::undo(&state.zfs, &mut undone.done, &mut undone.left);
@@ -375,6 +377,7 @@ mod tests {
             loops: Vec::new(),
             zfs: Vec::new(),
             queues: Vec::new(),
+            recorders: Vec::new(),
         }
     }
 

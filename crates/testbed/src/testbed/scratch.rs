@@ -174,6 +174,7 @@ impl Scratch {
                     loops: Vec::new(),
                     zfs: Vec::new(),
                     queues: Vec::new(),
+                    recorders: Vec::new(),
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
@@ -278,6 +279,13 @@ impl Scratch {
             return Ok(());
         }
         self.state.queues.push(record);
+        self.save()
+    }
+
+    /// Records a crash recorder: before it starts, then with its daemon's pid.
+    pub(crate) fn note_recorder(&mut self, record: crate::crash::RecorderRecord) -> anyhow::Result<()> {
+        self.state.recorders.retain(|r| r.dir != record.dir);
+        self.state.recorders.push(record);
         self.save()
     }
 

@@ -45,6 +45,9 @@ pub struct State {
     /// `--sched-backing`), recorded before they are changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueRecord>,
+    /// Crash recorders a run started (`crash=N`), recorded before each starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorders: Vec<crate::crash::RecorderRecord>,
 }
 
 /// A queue's `scheduler` file and the scheduler to put back in it.

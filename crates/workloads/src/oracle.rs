@@ -1,0 +1,242 @@
+//! What a workload was promised durable: each call that promises it (fsync, fdatasync, an
+//! O_SYNC write, a directory's fsync, syncfs) and what it covered, noted the moment it
+//! returned with the crash recorder's log position then. A crash state that contains the log
+//! up to that position must show it; the checker reads these facts back.
+//!
+//! Off (no recording), a workload holds `None` and pays one branch per durability call.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::fd::BorrowedFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+/// One promise, at `at`: the recorder's log position when the call returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fact", rename_all = "kebab-case")]
+pub enum Fact {
+    /// The workload starts here (the filesystem mounted): earlier crash states are mkfs's.
+    Start { at: u64 },
+    /// The file at `path` (relative to the run's root) held `len` bytes with this CRC-32.
+    /// `stable`: the workload leaves it as it is until a [`Fact::Void`], so every later
+    /// crash state must show it; otherwise only a crash at this very moment must (later
+    /// writes, not yet promised, may have changed it).
+    File {
+        at: u64,
+        path: String,
+        len: u64,
+        crc: u32,
+        stable: bool,
+    },
+    /// The directory at `dir` held (at least) these entries; `stable` as for a file.
+    Entries {
+        at: u64,
+        dir: String,
+        names: Vec<String>,
+        stable: bool,
+    },
+    /// From here the workload changes what it was promised (removes, rewrites): earlier
+    /// facts bind no crash state at or after this position.
+    Void { at: u64 },
+}
+
+impl Fact {
+    pub fn at(&self) -> u64 {
+        match self {
+            Fact::Start { at }
+            | Fact::File { at, .. }
+            | Fact::Entries { at, .. }
+            | Fact::Void { at } => *at,
+        }
+    }
+}
+
+struct Sink {
+    out: BufWriter<File>,
+    /// The first error met writing facts: reported when the oracle is finished.
+    failed: Option<String>,
+}
+
+/// Where a run's facts go; cloned into each thread of a workload.
+#[derive(Clone)]
+pub struct Oracle {
+    /// The recorder's log, opened to read its size: the position of everything sent so far.
+    log: Arc<File>,
+    root: Arc<PathBuf>,
+    sink: Arc<Mutex<Sink>>,
+}
+
+impl Oracle {
+    /// An oracle for a run whose root is `root`, its recorder logging to `log`, writing its
+    /// facts to `facts` (created); notes the workload's start.
+    pub fn create(log: &Path, root: &Path, facts: &Path) -> anyhow::Result<Oracle> {
+        use anyhow::Context;
+        let log = File::open(log).with_context(|| format!("cannot open {}", log.display()))?;
+        let out = File::create_new(facts)
+            .with_context(|| format!("cannot create {}", facts.display()))?;
+        let oracle = Oracle {
+            log: Arc::new(log),
+            root: Arc::new(root.to_path_buf()),
+            sink: Arc::new(Mutex::new(Sink {
+                out: BufWriter::new(out),
+                failed: None,
+            })),
+        };
+        let at = oracle.position();
+        oracle.note(&Fact::Start { at });
+        Ok(oracle)
+    }
+
+    /// The recorder's log position now (its size: the recorder writes its log out before it
+    /// answers a flush, so this is at least the position of the flush a call waited for).
+    fn position(&self) -> u64 {
+        rustix::fs::fstat(&*self.log).map_or(u64::MAX, |st| st.st_size as u64)
+    }
+
+    fn note(&self, fact: &Fact) {
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        if sink.failed.is_some() {
+            return;
+        }
+        let written = serde_json::to_writer(&mut sink.out, fact)
+            .map_err(std::io::Error::from)
+            .and_then(|()| sink.out.write_all(b"\n"));
+        if let Err(e) = written {
+            sink.failed = Some(e.to_string());
+        }
+    }
+
+    /// The path of open file `fd` relative to the root, as the kernel names it.
+    fn relative(&self, fd: BorrowedFd<'_>) -> Option<String> {
+        use std::os::fd::AsRawFd;
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+        let rel = path.strip_prefix(&*self.root).ok()?;
+        Some(rel.to_string_lossy().into_owned())
+    }
+
+    /// `fd`'s file was just made durable (fsync, fdatasync, an O_SYNC write): notes its
+    /// content, read back through `fd`; `stable`: the workload leaves it so until a void.
+    pub fn file_synced(&self, fd: BorrowedFd<'_>, stable: bool) {
+        let at = self.position();
+        let Some(path) = self.relative(fd) else {
+            return;
+        };
+        let mut crc = crc32fast::Hasher::new();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut len = 0u64;
+        loop {
+            match rustix::io::pread(fd, &mut buf, len) {
+                Ok(0) => break,
+                Ok(n) => {
+                    crc.update(&buf[..n]);
+                    len += n as u64;
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                // Write-only: the content cannot be read back, so nothing is promised here.
+                Err(_) => return,
+            }
+        }
+        self.note(&Fact::File {
+            at,
+            path,
+            len,
+            crc: crc.finalize(),
+            stable,
+        });
+    }
+
+    /// Directory `dir` was just made durable (its fsync): notes its entries; `stable` as
+    /// for a file.
+    pub fn dir_synced(&self, dir: BorrowedFd<'_>, stable: bool) {
+        let at = self.position();
+        let Some(path) = self.relative(dir) else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(self.root.join(&path)) else {
+            return;
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        self.note(&Fact::Entries {
+            at,
+            dir: path,
+            names,
+            stable,
+        });
+    }
+
+    /// The workload is about to change what it was promised.
+    pub fn void(&self) {
+        let at = self.position();
+        self.note(&Fact::Void { at });
+    }
+
+    /// Writes out what is buffered; an error met on the way is returned now.
+    pub fn finish(&self) -> anyhow::Result<()> {
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = &sink.failed {
+            anyhow::bail!("cannot write the durability facts: {e}");
+        }
+        sink.out.flush()?;
+        Ok(())
+    }
+}
+
+/// Reads a facts file back.
+pub fn read_facts(path: &Path) -> anyhow::Result<Vec<Fact>> {
+    use anyhow::Context;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .with_context(|| format!("{}: line {} is not a fact", path.display(), i + 1))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn facts_note_content_entries_and_positions() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, vec![0u8; 100]).unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let facts = dir.path().join("facts");
+        let oracle = Oracle::create(&log, &root, &facts).unwrap();
+        std::fs::write(root.join("a"), b"hello").unwrap();
+        let file = File::open(root.join("a")).unwrap();
+        std::fs::write(&log, vec![0u8; 150]).unwrap();
+        oracle.file_synced(file.as_fd(), true);
+        let d = File::open(&root).unwrap();
+        oracle.dir_synced(d.as_fd(), false);
+        oracle.void();
+        oracle.finish().unwrap();
+        let read = read_facts(&facts).unwrap();
+        assert_eq!(read[0], Fact::Start { at: 100 });
+        assert_eq!(
+            read[1],
+            Fact::File {
+                at: 150,
+                path: "a".into(),
+                len: 5,
+                crc: crc32fast::hash(b"hello"),
+                stable: true,
+            }
+        );
+        assert!(matches!(&read[2], Fact::Entries { dir, names, stable: false, .. } if dir.is_empty() && names == &["a"]));
+        assert_eq!(read[3], Fact::Void { at: 150 });
+    }
+}
