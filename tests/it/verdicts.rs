@@ -102,7 +102,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
                 fsck_version: None,
                 mkfs_command: None,
                 mount_options: None,
-                crash: None,
+                crash: Vec::new(),
             })
             .collect(),
         skipped: Vec::new(),

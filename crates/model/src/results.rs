@@ -99,9 +99,9 @@ pub struct ConfigInfo {
     pub mkfs_command: Option<String>,
     /// Mount options as /proc/self/mounts showed them in the first run.
     pub mount_options: Option<String>,
-    /// What its crash states showed (`crash=N`), beside its speed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub crash: Option<crash::CrashSummary>,
+    /// What its crash states showed (`crash=N`), one check a workload, beside its speed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crash: Vec<crash::CrashSummary>,
 }
 
 /// A configuration that did not run, and why.

@@ -234,7 +234,7 @@ mod tests {
                 fsck_version: None,
                 mkfs_command: None,
                 mount_options: None,
-                crash: None,
+                crash: Vec::new(),
             });
         }
         s

@@ -490,10 +490,10 @@ impl Store {
             )?;
             }
             for (position, c) in result.configurations.iter().enumerate() {
-                if let Some(crash) = &c.crash {
+                if !c.crash.is_empty() {
                     tx.execute(
                         "UPDATE configurations SET crash = ?3 WHERE suite_id = ?1 AND position = ?2",
-                        params![suite_id, position as i64, to_json(crash)],
+                        params![suite_id, position as i64, to_json(&c.crash)],
                     )?;
                 }
             }

@@ -116,9 +116,10 @@ impl Store {
                 fsck_version,
                 mkfs_command,
                 mount_options,
-                crash: crash
-                    .map(|c| from_json(&c, "crash check"))
-                    .transpose()?,
+                crash: match crash {
+                    Some(c) => from_json(&c, "crash check")?,
+                    None => Vec::new(),
+                },
             })
         })
         .collect()

@@ -73,3 +73,39 @@ impl CrashSummary {
         format!("{}/{} lost", self.lost, self.states)
     }
 }
+
+/// A configuration's checks (one a workload) as one: states and losses added up, the
+/// lost files of each, the largest cost.
+pub fn total(checks: &[CrashSummary]) -> Option<CrashSummary> {
+    let first = checks.first()?;
+    let mut sum = CrashSummary {
+        workload: checks
+            .iter()
+            .map(|c| c.workload.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        ..first.clone()
+    };
+    for c in &checks[1..] {
+        sum.states += c.states;
+        sum.planned += c.planned;
+        sum.unmountable += c.unmountable;
+        sum.inconsistent += c.inconsistent;
+        sum.dirty_before += c.dirty_before;
+        sum.lost += c.lost;
+        sum.errors += c.errors;
+        sum.promises += c.promises;
+        sum.points += c.points;
+        sum.records += c.records;
+        sum.flushes += c.flushes;
+        sum.log_bytes += c.log_bytes;
+        sum.time_limited |= c.time_limited;
+        sum.cost = match (sum.cost, c.cost) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        sum.lost_files.extend(c.lost_files.iter().cloned());
+        sum.error = sum.error.or_else(|| c.error.clone());
+    }
+    Some(sum)
+}

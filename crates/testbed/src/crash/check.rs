@@ -49,6 +49,17 @@ pub struct Inspector {
 }
 
 impl Inspector {
+    /// The checks of `config`'s states, their mount points made in `work`.
+    pub fn for_config(config: &fsbench_model::config::FsConfig, work: &Path) -> anyhow::Result<Inspector> {
+        let fs = config.fs.ok_or_else(|| anyhow::anyhow!("no filesystem to check"))?;
+        Ok(Inspector {
+            fs,
+            mount_options: config.mount.clone(),
+            fsck_extra: crate::testbed::named::fsck_args(fs, &config.mkfs),
+            work: work.to_path_buf(),
+        })
+    }
+
     /// Checks the state whose image is `image` against `facts`.
     pub fn check(&self, spec: &StateSpec, image: &Path, facts: &[Fact]) -> StateResult {
         let mut result = StateResult {

@@ -6,7 +6,6 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::BufWriter;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Mutex;
@@ -24,13 +23,12 @@ use super::log::{Kind, LogWriter};
 /// The name of the one file the daemon serves.
 pub const FILE_NAME: &str = "image";
 const FILE_INO: INodeNo = INodeNo(2);
-/// The log's buffer: writes reach the log file in batches, and always before a flush is
-/// answered (a flush's position is what durability calls read).
-const LOG_BUFFER: usize = 4 << 20;
 
 struct Served {
     image: File,
-    log: LogWriter<BufWriter<File>>,
+    /// Unbuffered: a record is in the file before its request is answered, so the file's
+    /// size is the position of everything answered (what durability calls read).
+    log: LogWriter<File>,
     /// The first error met: every later request fails, so the run sees it.
     failed: Option<String>,
 }
@@ -76,6 +74,8 @@ impl Recorder {
             return Err(Errno::EIO);
         }
         step(&mut served).map_err(|e| {
+            // The daemon's stderr is the recording's recorder.err, which the suite reports.
+            eprintln!("fsbench crash-recorder: {e}; every request fails from now on");
             served.failed = Some(e.to_string());
             Errno::EIO
         })
@@ -101,10 +101,6 @@ impl fuser::Filesystem for Recorder {
         // for): it would merge writes and lose their order.
         let _ = config.set_max_write(1 << 20);
         Ok(())
-    }
-
-    fn destroy(&mut self) {
-        let _ = self.with(|s| s.log.flush());
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
@@ -187,7 +183,6 @@ impl fuser::Filesystem for Recorder {
             reply,
             self.with(|s| {
                 s.log.record(Kind::Flush, 0, 0, &[])?;
-                s.log.flush()?;
                 // As a plain loop device's flush does: what the recording costs is measured
                 // against the same work.
                 s.image.sync_data()
@@ -272,7 +267,7 @@ pub fn serve(image: &Path, mountpoint: &Path, log: &Path) -> anyhow::Result<()> 
         .create_new(true)
         .open(log)
         .with_context(|| format!("cannot create {}", log.display()))?;
-    let writer = LogWriter::start(BufWriter::with_capacity(LOG_BUFFER, log_file), size)?;
+    let writer = LogWriter::start(log_file, size)?;
     let recorder = Recorder {
         served: Mutex::new(Served {
             image: image_file,

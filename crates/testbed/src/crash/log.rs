@@ -51,7 +51,7 @@ pub struct Record {
     pub end: u64,
 }
 
-/// Writes records; the caller decides when they reach the file (see the recorder).
+/// Writes records, each in as few calls as it can.
 pub(crate) struct LogWriter<W: Write> {
     out: W,
     position: u64,
@@ -78,14 +78,20 @@ impl<W: Write> LogWriter<W> {
         head[0] = kind as u8;
         head[1..9].copy_from_slice(&offset.to_le_bytes());
         head[9..17].copy_from_slice(&len.to_le_bytes());
-        self.out.write_all(&head)?;
-        self.out.write_all(data)?;
+        // One call for head and data where it can: with an unbuffered log, the file's size is
+        // the position at every moment, which is what durability calls read.
+        let mut bufs = [std::io::IoSlice::new(&head), std::io::IoSlice::new(data)];
+        let mut slices = &mut bufs[..];
+        std::io::IoSlice::advance_slices(&mut slices, 0);
+        while !slices.is_empty() {
+            let n = self.out.write_vectored(slices)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            std::io::IoSlice::advance_slices(&mut slices, n);
+        }
         self.position += RECORD_HEAD as u64 + data.len() as u64;
         Ok(())
-    }
-
-    pub(crate) fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
     }
 }
 
@@ -251,7 +257,6 @@ mod tests {
         w.record(Kind::Flush, 0, 0, &[]).unwrap();
         w.record(Kind::Write, 4096, 3, b"xyz").unwrap();
         w.record(Kind::ZeroRange, 512, 2, &[]).unwrap();
-        w.flush().unwrap();
         let end = w.position;
         drop(w);
         // A record cut short by a kill is left out.

@@ -159,15 +159,16 @@ pub fn choose(
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut round = 0usize;
     while states.len() < limit && !with_pending.is_empty() && round < 64 {
-        for p in &with_pending {
+        for (i, p) in with_pending.iter().enumerate() {
             if states.len() >= limit {
                 break;
             }
             let pending = p.upto - p.durable;
-            let how = match (round % 4, pending) {
-                (0, _) => How::DropOne(pending - 1 - (round / 4).min(pending - 1)),
-                (1, n) if n >= 2 => How::SwapTwo(rng.usize(..n - 1)),
-                (2, _) if torn => How::Torn(rng.u64(..)),
+            // The kinds rotate over the points too: a small budget still has every kind.
+            let how = match ((round + i) % 4, pending) {
+                (1, n) => How::DropOne(rng.usize(..n)),
+                (2, n) if n >= 2 => How::SwapTwo(rng.usize(..n - 1)),
+                (3, _) if torn => How::Torn(rng.u64(..)),
                 _ => How::Random(rng.u64(..)),
             };
             push(&mut states, p, how);
