@@ -29,6 +29,7 @@ fn stale(state_dir: &Path, base: &Path, n: u32) -> State {
         loops: Vec::new(),
         zfs: Vec::new(),
         queues: Vec::new(),
+        recorders: Vec::new(),
     };
     save(state_dir, &state);
     state
@@ -116,6 +117,7 @@ fn a_user_directory_named_like_scratch_survives_a_damaged_state_file() {
         loops: Vec::new(),
         zfs: Vec::new(),
         queues: Vec::new(),
+        recorders: Vec::new(),
     };
     save(state_dir.path(), &state);
     let (out, _) = clean(state_dir.path());

@@ -15,6 +15,7 @@ mod clean;
 mod cli;
 mod closed_stdout;
 mod command;
+mod crash;
 mod data;
 mod examples;
 mod fdtree;
