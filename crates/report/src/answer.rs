@@ -22,6 +22,7 @@ pub(crate) fn lines(suite: &SuiteResult) -> Vec<String> {
     conclusions(suite, DEFAULT_NOISE_PERCENT, &left_out)
         .iter()
         .map(line)
+        .chain(super::crash::answer_lines(suite))
         .collect()
 }
 
