@@ -53,19 +53,16 @@ impl Fact {
     }
 }
 
-struct Sink {
-    out: BufWriter<File>,
-    /// The first error met writing facts: reported when the oracle is finished.
-    failed: Option<String>,
-}
-
-/// Where a run's facts go; cloned into each thread of a workload.
+/// Where a run's facts go; cloned into each thread of a workload. Everything is reached by
+/// path and the facts are kept in memory until [`Oracle::finish`]: a workload's threads may
+/// have descriptor tables of their own, without the oracle's descriptors.
 #[derive(Clone)]
 pub struct Oracle {
-    /// The recorder's log, opened to read its size: the position of everything sent so far.
-    log: Arc<File>,
+    /// The recorder's log, whose size is the position of everything sent so far.
+    log: Arc<PathBuf>,
     root: Arc<PathBuf>,
-    sink: Arc<Mutex<Sink>>,
+    facts: Arc<Mutex<Vec<Fact>>>,
+    out: Arc<PathBuf>,
 }
 
 impl Oracle {
@@ -73,45 +70,34 @@ impl Oracle {
     /// facts to `facts` (created); notes the workload's start.
     pub fn create(log: &Path, root: &Path, facts: &Path) -> anyhow::Result<Oracle> {
         use anyhow::Context;
-        let log = File::open(log).with_context(|| format!("cannot open {}", log.display()))?;
-        let out = File::create_new(facts)
-            .with_context(|| format!("cannot create {}", facts.display()))?;
+        File::create_new(facts).with_context(|| format!("cannot create {}", facts.display()))?;
         let oracle = Oracle {
-            log: Arc::new(log),
+            log: Arc::new(log.to_path_buf()),
             root: Arc::new(root.to_path_buf()),
-            sink: Arc::new(Mutex::new(Sink {
-                out: BufWriter::new(out),
-                failed: None,
-            })),
+            facts: Arc::default(),
+            out: Arc::new(facts.to_path_buf()),
         };
         let at = oracle.position();
-        oracle.note(&Fact::Start { at });
+        anyhow::ensure!(at != u64::MAX, "cannot read the size of {}", log.display());
+        oracle.note(Fact::Start { at });
         Ok(oracle)
     }
 
     /// The recorder's log position now (its size: the recorder writes its log out before it
     /// answers a flush, so this is at least the position of the flush a call waited for).
     fn position(&self) -> u64 {
-        rustix::fs::fstat(&*self.log).map_or(u64::MAX, |st| st.st_size as u64)
+        rustix::fs::stat(&*self.log).map_or(u64::MAX, |st| st.st_size as u64)
     }
 
-    fn note(&self, fact: &Fact) {
-        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        if sink.failed.is_some() {
-            return;
-        }
-        let written = serde_json::to_writer(&mut sink.out, fact)
-            .map_err(std::io::Error::from)
-            .and_then(|()| sink.out.write_all(b"\n"));
-        if let Err(e) = written {
-            sink.failed = Some(e.to_string());
-        }
+    fn note(&self, fact: Fact) {
+        self.facts.lock().unwrap_or_else(|e| e.into_inner()).push(fact);
     }
 
-    /// The path of open file `fd` relative to the root, as the kernel names it.
+    /// The path of open file `fd` relative to the root, as the kernel names it (the
+    /// thread's own table: workers may have one of their own).
     fn relative(&self, fd: BorrowedFd<'_>) -> Option<String> {
         use std::os::fd::AsRawFd;
-        let path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+        let path = std::fs::read_link(format!("/proc/thread-self/fd/{}", fd.as_raw_fd())).ok()?;
         let rel = path.strip_prefix(&*self.root).ok()?;
         Some(rel.to_string_lossy().into_owned())
     }
@@ -123,22 +109,27 @@ impl Oracle {
         let Some(path) = self.relative(fd) else {
             return;
         };
+        // Opened anew, buffered and readable: `fd` may be write-only or O_DIRECT.
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::FileExt;
+        let Ok(file) = File::open(format!("/proc/thread-self/fd/{}", fd.as_raw_fd())) else {
+            return;
+        };
         let mut crc = crc32fast::Hasher::new();
         let mut buf = vec![0u8; 1 << 16];
         let mut len = 0u64;
         loop {
-            match rustix::io::pread(fd, &mut buf, len) {
+            match file.read_at(&mut buf, len) {
                 Ok(0) => break,
                 Ok(n) => {
                     crc.update(&buf[..n]);
                     len += n as u64;
                 }
-                Err(rustix::io::Errno::INTR) => continue,
-                // Write-only: the content cannot be read back, so nothing is promised here.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return,
             }
         }
-        self.note(&Fact::File {
+        self.note(Fact::File {
             at,
             path,
             len,
@@ -162,7 +153,7 @@ impl Oracle {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        self.note(&Fact::Entries {
+        self.note(Fact::Entries {
             at,
             dir: path,
             names,
@@ -173,17 +164,20 @@ impl Oracle {
     /// The workload is about to change what it was promised.
     pub fn void(&self) {
         let at = self.position();
-        self.note(&Fact::Void { at });
+        self.note(Fact::Void { at });
     }
 
-    /// Writes out what is buffered; an error met on the way is returned now.
+    /// Writes the facts out, one JSON object a line.
     pub fn finish(&self) -> anyhow::Result<()> {
-        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = &sink.failed {
-            anyhow::bail!("cannot write the durability facts: {e}");
+        use anyhow::Context;
+        let facts = self.facts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = BufWriter::new(File::create(&*self.out)?);
+        for fact in facts.iter() {
+            serde_json::to_writer(&mut out, fact)?;
+            out.write_all(b"\n")?;
         }
-        sink.out.flush()?;
-        Ok(())
+        out.flush()
+            .with_context(|| format!("cannot write {}", self.out.display()))
     }
 }
 

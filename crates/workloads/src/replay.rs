@@ -285,6 +285,8 @@ pub struct Replay {
     loaded: Option<Loaded>,
     report: Option<ReplayReport>,
     refused_entries: u64,
+    /// Where a crash-recorded run notes what the trace's syncs covered.
+    oracle: Option<crate::oracle::Oracle>,
 }
 
 impl Replay {
@@ -294,6 +296,7 @@ impl Replay {
             loaded: None,
             report: None,
             refused_entries: 0,
+            oracle: None,
         }
     }
 }
@@ -301,6 +304,10 @@ impl Replay {
 impl Workload for Replay {
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         Cow::Borrowed(PHASES)
+    }
+
+    fn record_durability(&mut self, oracle: crate::oracle::Oracle) {
+        self.oracle = Some(oracle);
     }
 
     fn expected_units(&self, _phase: usize) -> u64 {
@@ -343,11 +350,12 @@ impl Workload for Replay {
             let handles: Vec<_> = (0..loaded.threads.len())
                 .map(|me| {
                     let (done, halt, crew) = (&done, &halt, &crew);
+                    let oracle = self.oracle.as_ref();
                     s.spawn(move || {
                         let _guard = StopOthersOnPanic(&halt.failed);
                         let outcome = crew
                             .work(&[dir], || {
-                                engine::replay_thread(loaded, me, dir, done, think, halt)
+                                engine::replay_thread(loaded, me, dir, done, think, halt, oracle)
                             })
                             .and_then(|r| r);
                         // A thread that stops early lets the others past their waits.

@@ -55,6 +55,7 @@ pub(crate) fn replay_thread(
     done: &[Done],
     think: bool,
     halt: &Halt<'_>,
+    oracle: Option<&crate::oracle::Oracle>,
 ) -> Result<Replayed, FsbenchError> {
     let calls = &loaded.threads[me];
     let mut t = Thread {
@@ -90,6 +91,9 @@ pub(crate) fn replay_thread(
         let start = clock.raw();
         let outcome = t.call(op);
         let ns = clock.delta_as_nanos(start, clock.raw());
+        if let (Some(oracle), Outcome::Done) = (oracle, &outcome) {
+            t.note_promise(oracle, op);
+        }
         t.out.latency[op.kind as usize]
             .get_or_insert_with(new_histogram)
             .saturating_record(ns.max(1));
@@ -212,6 +216,31 @@ impl<'a> Thread<'a> {
                 self.by_fd(op)
             }
             _ => self.by_path(op),
+        }
+    }
+
+    /// A crash-recorded run: what a call that promises durability covered (an fsync or
+    /// fdatasync of a file or directory, a write to an O_SYNC or O_DSYNC descriptor). Later
+    /// calls may change it, so it binds a crash at this moment only.
+    fn note_promise(&self, oracle: &crate::oracle::Oracle, op: &Op) {
+        let Some(Some(fd)) = usize::try_from(op.fd).ok().and_then(|n| self.fds.get(n)) else {
+            return;
+        };
+        let synced = match op.kind {
+            Kind::Fsync | Kind::Fdatasync => true,
+            Kind::Write => rustix::fs::fcntl_getfl(fd)
+                .is_ok_and(|f| f.intersects(OFlags::SYNC | OFlags::DSYNC)),
+            _ => false,
+        };
+        if !synced {
+            return;
+        }
+        match rustix::fs::fstat(fd) {
+            Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
+                oracle.dir_synced(fd.as_fd(), false)
+            }
+            Ok(_) => oracle.file_synced(fd.as_fd(), false),
+            Err(_) => {}
         }
     }
 

@@ -207,12 +207,7 @@ impl Tree {
         name: &CStr,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
-        // Readable with `fsync`: a crash-recorded run reads back what the fsync covered.
-        let flags = match self.params.fsync {
-            true => CREATE_FLAGS.difference(OFlags::WRONLY).union(OFlags::RDWR),
-            false => CREATE_FLAGS,
-        };
-        let created = rustix::fs::openat(dir, name, flags, Mode::from(0o644));
+        let created = rustix::fs::openat(dir, name, CREATE_FLAGS, Mode::from(0o644));
         let Some(file) = rec.record(OpKind::Create, created)? else {
             return Ok(());
         };
