@@ -12,7 +12,12 @@ fn checks(doc: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["label"].as_str().unwrap().to_string(), c["crash"][0].clone()))
+        .map(|c| {
+            (
+                c["label"].as_str().unwrap().to_string(),
+                c["crash"][0].clone(),
+            )
+        })
         .collect()
 }
 
@@ -49,7 +54,10 @@ fn barriers_keep_promises_and_nobarrier_loses_them() {
     assert_eq!(label, "ext4");
     assert_eq!(barrier["states"], 40, "{barrier}");
     assert!(barrier["promises"].as_u64().unwrap() >= 35, "{barrier}");
-    assert_eq!(barrier["lost"], 0, "ext4 with barriers lost data: {barrier}");
+    assert_eq!(
+        barrier["lost"], 0,
+        "ext4 with barriers lost data: {barrier}"
+    );
     assert_eq!(barrier["unmountable"], 0, "{barrier}");
     assert_eq!(barrier["inconsistent"], 0, "{barrier}");
     let (_, nobarrier) = &checks[1];
@@ -83,7 +91,10 @@ fn barriers_keep_promises_and_nobarrier_loses_them() {
     assert!(shown.status.success(), "{}", text(&shown.stderr));
     assert!(text(&shown.stdout).contains("crash at log position"));
     let fsck = run(std::process::Command::new("e2fsck").args(["-n"]).arg(&one));
-    assert!(fsck.status.code().is_some(), "e2fsck did not run on the state's image");
+    assert!(
+        fsck.status.code().is_some(),
+        "e2fsck did not run on the state's image"
+    );
     std::fs::remove_dir_all(&keep).unwrap();
     std::fs::remove_file(&one).unwrap();
     std::fs::remove_file(&replayed).unwrap();
@@ -95,9 +106,21 @@ fn barriers_keep_promises_and_nobarrier_loses_them() {
 fn crash_states_need_loop_images() {
     let dir = tempdir();
     let path = dir.path().to_str().unwrap();
-    let args = ["run", "--dir", path, "--crash-states", "5", "-w", "tree:quick"];
+    let args = [
+        "run",
+        "--dir",
+        path,
+        "--crash-states",
+        "5",
+        "-w",
+        "tree:quick",
+    ];
     fails_with(&args, 2, "needs loop images");
-    fails_with(&["run", "--fs", "ext4:crash=0"], 2, "crash=0 checks nothing");
+    fails_with(
+        &["run", "--fs", "ext4:crash=0"],
+        2,
+        "crash=0 checks nothing",
+    );
     fails_with(&["run", "--fs", "tmpfs:crash=3"], 2, "not tmpfs");
 }
 
@@ -133,7 +156,10 @@ fn clean_undoes_a_killed_recording() {
         if let Some(pid) = recorder_below(dir.path()) {
             break pid;
         }
-        assert!(Instant::now() < deadline, "the run never started its recorder");
+        assert!(
+            Instant::now() < deadline,
+            "the run never started its recorder"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     // Into the recorded run's workload.
@@ -149,7 +175,10 @@ fn clean_undoes_a_killed_recording() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stdout);
     assert!(said.contains("stopped crash recorder"), "{said}");
-    assert!(recorder_below(dir.path()).is_none(), "recorder left running");
+    assert!(
+        recorder_below(dir.path()).is_none(),
+        "recorder left running"
+    );
     assert_nothing_left(dir.path());
     assert_no_state_left(state.path());
 }

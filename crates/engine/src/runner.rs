@@ -204,7 +204,7 @@ pub fn run_suite(
                     fsck_version: t.fsck_version.clone(),
                     mkfs_command: None,
                     mount_options: None,
-                crash: Vec::new(),
+                    crash: Vec::new(),
                 })
                 .collect();
             let made: Vec<FsConfig> = configs.iter().map(|(c, _)| c.clone()).collect();

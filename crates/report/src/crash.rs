@@ -59,9 +59,11 @@ pub(crate) fn render(out: &mut String, r: &SuiteResult, view: &View) {
     if !any {
         return;
     }
-    out.push_str(&view.style.heading(
-        "Crash states (a recorded run of each workload; not among the speed figures)",
-    ));
+    out.push_str(
+        &view
+            .style
+            .heading("Crash states (a recorded run of each workload; not among the speed figures)"),
+    );
     for c in &r.configurations {
         for s in &c.crash {
             out.push_str(&view.item(1, &format!("{} {}", c.config.label, s.workload)));
@@ -99,7 +101,11 @@ fn lines(s: &CrashSummary, verbose: bool) -> Vec<String> {
         s.seed
     );
     if s.time_limited {
-        let _ = write!(how, "; time bound reached: {} of {} planned", s.states, s.planned);
+        let _ = write!(
+            how,
+            "; time bound reached: {} of {} planned",
+            s.states, s.planned
+        );
     }
     out.push(how);
     if s.errors > 0 {
@@ -222,7 +228,11 @@ fn scatter(points: &[Point]) -> String {
             0 => 0.0,
             n => 100.0 * f64::from(p.check.lost) / f64::from(n),
         };
-        let speed = if p.speed > 0.0 { fastest / p.speed } else { 0.0 };
+        let speed = if p.speed > 0.0 {
+            fastest / p.speed
+        } else {
+            0.0
+        };
         let x = m + lost / 100.0 * (w - 2.0 * m);
         let y = h - m - speed * (h - 2.0 * m);
         let name = p.name.replace('&', "&amp;").replace('<', "&lt;");

@@ -21,7 +21,7 @@ fn three_filesystems() -> SuiteResult {
             fsck_version: None,
             mkfs_command: None,
             mount_options: None,
-                crash: Vec::new(),
+            crash: Vec::new(),
         });
         for p in spec.phases().iter() {
             let time = 12.345 + i as f64;

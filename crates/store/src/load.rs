@@ -108,8 +108,7 @@ impl Store {
             ))
         })?;
         rows.map(|row| {
-            let (definition, mkfs_version, fsck_version, mkfs_command, mount_options, crash) =
-                row?;
+            let (definition, mkfs_version, fsck_version, mkfs_command, mount_options, crash) = row?;
             Ok(ConfigInfo {
                 config: from_json::<FsConfig>(&definition, "configuration")?,
                 mkfs_version,

@@ -101,7 +101,10 @@ fn check_states(
                     let Ok((spec, image)) = next else { break };
                     let result = inspector.check(spec, &image, facts);
                     let _ = std::fs::remove_file(&image);
-                    results.lock().unwrap_or_else(|e| e.into_inner()).push(result);
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(result);
                 }
             });
         }

@@ -176,7 +176,10 @@ impl Target {
             ));
         }
         self.recordings += 1;
-        let dir = self.scratch.path().join(format!("crash{}", self.recordings));
+        let dir = self
+            .scratch
+            .path()
+            .join(format!("crash{}", self.recordings));
         self.recording = Some(dir.clone());
         Ok(dir)
     }

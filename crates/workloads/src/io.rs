@@ -212,7 +212,8 @@ impl Io {
                         // that what a job writes at every I/O is on no other job's cache line.
                         let worker = phase_rec.worker(counter.clone());
                         pattern.move_here();
-                        let mut job = Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
+                        let mut job =
+                            Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
                         job.oracle = oracle.clone();
                         drop(gate.read());
                         // The asynchronous engine's loop is uring's; job.rs knows none.

@@ -90,7 +90,10 @@ impl Oracle {
     }
 
     fn note(&self, fact: Fact) {
-        self.facts.lock().unwrap_or_else(|e| e.into_inner()).push(fact);
+        self.facts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(fact);
     }
 
     /// The path of open file `fd` relative to the root, as the kernel names it (the
@@ -230,7 +233,9 @@ mod tests {
                 stable: true,
             }
         );
-        assert!(matches!(&read[2], Fact::Entries { dir, names, stable: false, .. } if dir.is_empty() && names == &["a"]));
+        assert!(
+            matches!(&read[2], Fact::Entries { dir, names, stable: false, .. } if dir.is_empty() && names == &["a"])
+        );
         assert_eq!(read[3], Fact::Void { at: 150 });
     }
 }

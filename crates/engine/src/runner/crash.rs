@@ -42,7 +42,11 @@ pub(super) struct CrashChecks<'a> {
 impl CrashChecks<'_> {
     /// Records and checks every configuration that asks; an interruption ends it with an
     /// error, anything else is the configuration's (said in its summary).
-    pub fn run(&mut self, result: &mut SuiteResult, observer: &mut dyn Observer) -> anyhow::Result<()> {
+    pub fn run(
+        &mut self,
+        result: &mut SuiteResult,
+        observer: &mut dyn Observer,
+    ) -> anyhow::Result<()> {
         for (index, resolved) in self.configs.iter().enumerate() {
             let Some(limit) = self.suite.crash.states_of(&resolved.0) else {
                 continue;
@@ -64,9 +68,15 @@ impl CrashChecks<'_> {
                     },
                 };
                 summary.workload = spec.label();
-                summary.cost = summary.cost.zip(plain).map(|(recorded, plain)| recorded / plain);
+                summary.cost = summary
+                    .cost
+                    .zip(plain)
+                    .map(|(recorded, plain)| recorded / plain);
                 let what = describe(&summary);
-                observer.diagnostic(&Diagnostic::Crash { label: &label, what: &what });
+                observer.diagnostic(&Diagnostic::Crash {
+                    label: &label,
+                    what: &what,
+                });
                 if let Some(info) = result.configurations.get_mut(key.0 as usize) {
                     info.crash.push(summary);
                 }
@@ -104,7 +114,11 @@ impl CrashChecks<'_> {
             record: &mut record,
         };
         run_once(context, observer)?;
-        let recorded_secs: f64 = record.phases.iter().map(|p| p.measurement.elapsed_secs()).sum();
+        let recorded_secs: f64 = record
+            .phases
+            .iter()
+            .map(|p| p.measurement.elapsed_secs())
+            .sum();
         let config = &resolved.0;
         let cancel = &self.settings.progress.cancel;
         let plan = Plan {
@@ -112,8 +126,7 @@ impl CrashChecks<'_> {
             limit: limit as usize,
             seed: self.suite.crash.seed.unwrap_or(1),
             torn: self.suite.crash.torn,
-            time_limit: (self.suite.crash.time_secs)
-                .map_or(DEFAULT_TIME, Duration::from_secs_f64),
+            time_limit: (self.suite.crash.time_secs).map_or(DEFAULT_TIME, Duration::from_secs_f64),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             cancel,
         };
@@ -186,7 +199,10 @@ fn describe(s: &CrashSummary) -> String {
         text.push_str(" (the workload promised nothing: consistency only)");
     }
     if s.time_limited {
-        text.push_str(&format!(" (time bound: {} of {} planned)", s.states, s.planned));
+        text.push_str(&format!(
+            " (time bound: {} of {} planned)",
+            s.states, s.planned
+        ));
     }
     if !s.lost_files.is_empty() {
         text.push_str(&format!("; lost: {}", s.lost_files.join(", ")));
@@ -200,7 +216,13 @@ fn keep_recording(dir: &Path, keep: &Path, name: &str) -> anyhow::Result<PathBuf
     use anyhow::Context;
     let safe: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.=".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let to = keep.join(safe);
     std::fs::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;

@@ -50,8 +50,13 @@ pub struct Inspector {
 
 impl Inspector {
     /// The checks of `config`'s states, their mount points made in `work`.
-    pub fn for_config(config: &fsbench_model::config::FsConfig, work: &Path) -> anyhow::Result<Inspector> {
-        let fs = config.fs.ok_or_else(|| anyhow::anyhow!("no filesystem to check"))?;
+    pub fn for_config(
+        config: &fsbench_model::config::FsConfig,
+        work: &Path,
+    ) -> anyhow::Result<Inspector> {
+        let fs = config
+            .fs
+            .ok_or_else(|| anyhow::anyhow!("no filesystem to check"))?;
         Ok(Inspector {
             fs,
             mount_options: config.mount.clone(),
@@ -147,9 +152,8 @@ pub fn binding(facts: &[Fact], at: u64) -> Vec<&Fact> {
             Fact::Entries { dir, stable, .. } => ((1, dir.as_str()), *stable),
             _ => continue,
         };
-        let bound = fact.at() <= at
-            && voided.is_none_or(|v| fact.at() >= v)
-            && (stable || fact.at() == at);
+        let bound =
+            fact.at() <= at && voided.is_none_or(|v| fact.at() >= v) && (stable || fact.at() == at);
         if bound {
             latest.insert(key, fact);
         }
@@ -264,7 +268,8 @@ impl<'a> Builder<'a> {
                         .map(|_| rng.bool())
                         .collect();
                     let keep = |s: u64| sectors[s as usize];
-                    self.log.apply_sectors(record, &image, keep, &mut self.buf)?;
+                    self.log
+                        .apply_sectors(record, &image, keep, &mut self.buf)?;
                 }
                 _ => self.log.apply(record, &image, &mut self.buf)?,
             }

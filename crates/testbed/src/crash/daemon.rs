@@ -222,7 +222,14 @@ impl fuser::Filesystem for Recorder {
         );
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _l: LockOwner, reply: ReplyEmpty) {
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _l: LockOwner,
+        reply: ReplyEmpty,
+    ) {
         // close(2), not a block flush.
         reply.ok();
     }

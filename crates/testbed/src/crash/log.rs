@@ -125,7 +125,11 @@ impl Log {
         while at + RECORD_HEAD as u64 <= total {
             reader.read_exact(&mut head)?;
             let kind = Kind::from_byte(head[0]).with_context(|| {
-                format!("{}: unknown record kind {} at {at}", path.display(), head[0])
+                format!(
+                    "{}: unknown record kind {} at {at}",
+                    path.display(),
+                    head[0]
+                )
             })?;
             let offset = u64::from_le_bytes(head[1..9].try_into()?);
             let len = u64::from_le_bytes(head[9..17].try_into()?);
@@ -260,7 +264,10 @@ mod tests {
         let end = w.position;
         drop(w);
         // A record cut short by a kill is left out.
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(&[1, 0, 0]).unwrap();
         let log = Log::open(&path).unwrap();
         assert_eq!(log.image_size, 8192);

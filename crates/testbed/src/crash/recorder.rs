@@ -147,9 +147,8 @@ impl Recording {
     pub fn finish(mut self, image: Option<PathBuf>) -> anyhow::Result<()> {
         self.stop()?;
         if let Some(image) = image {
-            std::fs::rename(&image, final_path(&self.dir)).with_context(|| {
-                format!("cannot keep {} with its recording", image.display())
-            })?;
+            std::fs::rename(&image, final_path(&self.dir))
+                .with_context(|| format!("cannot keep {} with its recording", image.display()))?;
         }
         Ok(())
     }

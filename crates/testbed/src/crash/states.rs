@@ -218,7 +218,11 @@ mod tests {
         let ats: std::collections::BTreeSet<u64> = a.iter().map(|s| s.at).collect();
         assert_eq!(ats.len(), 3);
         for s in &a {
-            assert!(records[s.durable..s.upto].iter().all(|r| r.kind != Kind::Flush));
+            assert!(
+                records[s.durable..s.upto]
+                    .iter()
+                    .all(|r| r.kind != Kind::Flush)
+            );
             let (keep, _) = s.selection();
             assert_eq!(keep.len(), s.upto - s.durable);
             if let How::SwapTwo(n) = s.how {

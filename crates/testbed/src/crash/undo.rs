@@ -63,7 +63,13 @@ fn undo_one(
     }
     for (device, backing) in &ours {
         let what = format!("{} ({})", device.display(), backing.display());
-        step(scratch::detach_loop(device), "detached", Path::new(&what), done, left);
+        step(
+            scratch::detach_loop(device),
+            "detached",
+            Path::new(&what),
+            done,
+            left,
+        );
     }
     if let (Some(pid), Some(ticks)) = (record.daemon_pid, record.daemon_start_ticks)
         && scratch::process_start_ticks(pid) == Some(ticks)

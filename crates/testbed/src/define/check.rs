@@ -219,7 +219,10 @@ fn check_crash(suite: &Suite) -> anyhow::Result<()> {
         return Err(invalid("--crash-states 0 checks nothing: give at least 1"));
     }
     for c in suite.configs.iter().filter(crashed) {
-        if matches!(c.fs, Some(FsType::Tmpfs | FsType::Zfs | FsType::User) | None) {
+        if matches!(
+            c.fs,
+            Some(FsType::Tmpfs | FsType::Zfs | FsType::User) | None
+        ) {
             return Err(invalid(format!(
                 "`{}`: crash states are checked for filesystems the kernel mounts from a block \
                  device (not tmpfs, zfs or a user driver)",
@@ -227,8 +230,14 @@ fn check_crash(suite: &Suite) -> anyhow::Result<()> {
             )));
         }
     }
-    if let Some(s) = suite.crash.time_secs.filter(|s| !(*s > 0.0 && s.is_finite())) {
-        return Err(invalid(format!("--crash-time {s}: give a positive duration")));
+    if let Some(s) = suite
+        .crash
+        .time_secs
+        .filter(|s| !(*s > 0.0 && s.is_finite()))
+    {
+        return Err(invalid(format!(
+            "--crash-time {s}: give a positive duration"
+        )));
     }
     Ok(())
 }

@@ -183,7 +183,9 @@ pub fn parse_crash(text: &str) -> anyhow::Result<u32> {
 
 fn check_crash(n: u32) -> anyhow::Result<u32> {
     match n {
-        0 => Err(invalid("crash=0 checks nothing: give at least one state, or leave it out")),
+        0 => Err(invalid(
+            "crash=0 checks nothing: give at least one state, or leave it out",
+        )),
         n => Ok(n),
     }
 }

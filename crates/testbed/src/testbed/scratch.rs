@@ -283,7 +283,10 @@ impl Scratch {
     }
 
     /// Records a crash recorder: before it starts, then with its daemon's pid.
-    pub(crate) fn note_recorder(&mut self, record: crate::crash::RecorderRecord) -> anyhow::Result<()> {
+    pub(crate) fn note_recorder(
+        &mut self,
+        record: crate::crash::RecorderRecord,
+    ) -> anyhow::Result<()> {
         self.state.recorders.retain(|r| r.dir != record.dir);
         self.state.recorders.push(record);
         self.save()
