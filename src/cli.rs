@@ -145,8 +145,11 @@ enum Command {
     /// The crash recorder daemon a crash-recorded run starts (not for people)
     #[command(hide = true)]
     CrashRecorder {
+        /// The run's image file, served as `<MOUNTPOINT>/image`
         image: PathBuf,
+        /// Where the FUSE file system is mounted
         mountpoint: PathBuf,
+        /// The block log to create
         log: PathBuf,
     },
 }
