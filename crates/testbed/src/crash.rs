@@ -87,7 +87,10 @@ fn check_states(
     order.sort_by_key(|s| (s.durable, s.id));
     let results = Mutex::new(Vec::new());
     let started = Instant::now();
-    let workers = plan.workers.max(1);
+    let workers = match plan.inspector.parallel() {
+        true => plan.workers.max(1),
+        false => 1,
+    };
     let (send, receive) = mpsc::sync_channel::<(&StateSpec, PathBuf)>(workers);
     let receive = Mutex::new(receive);
     std::thread::scope(|scope| -> anyhow::Result<()> {

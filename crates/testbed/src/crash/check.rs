@@ -57,12 +57,24 @@ impl Inspector {
         let fs = config
             .fs
             .ok_or_else(|| anyhow::anyhow!("no filesystem to check"))?;
+        // Every state is a copy of one filesystem: xfs refuses a second mount of its UUID.
+        let mount_options = match (fs, config.mount.as_str()) {
+            (FsType::Xfs, "") => "nouuid".to_string(),
+            (FsType::Xfs, options) => format!("{options},nouuid"),
+            (_, options) => options.to_string(),
+        };
         Ok(Inspector {
             fs,
-            mount_options: config.mount.clone(),
+            mount_options,
             fsck_extra: crate::testbed::named::fsck_args(fs, &config.mkfs),
             work: work.to_path_buf(),
         })
+    }
+
+    /// Whether states can be checked side by side: btrfs's copies share a filesystem id,
+    /// which kernels before temp-fsid (6.7) take for devices of one filesystem.
+    pub fn parallel(&self) -> bool {
+        self.fs != FsType::Btrfs
     }
 
     /// Checks the state whose image is `image` against `facts`.
