@@ -114,29 +114,17 @@ impl Oracle {
         };
         // Opened anew, buffered and readable: `fd` may be write-only or O_DIRECT.
         use std::os::fd::AsRawFd;
-        use std::os::unix::fs::FileExt;
         let Ok(file) = File::open(format!("/proc/thread-self/fd/{}", fd.as_raw_fd())) else {
             return;
         };
-        let mut crc = crc32fast::Hasher::new();
-        let mut buf = vec![0u8; 1 << 16];
-        let mut len = 0u64;
-        loop {
-            match file.read_at(&mut buf, len) {
-                Ok(0) => break,
-                Ok(n) => {
-                    crc.update(&buf[..n]);
-                    len += n as u64;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return,
-            }
-        }
+        let Ok((len, crc)) = content(&file) else {
+            return;
+        };
         self.note(Fact::File {
             at,
             path,
             len,
-            crc: crc.finalize(),
+            crc,
             stable,
         });
     }
@@ -181,6 +169,25 @@ impl Oracle {
         }
         out.flush()
             .with_context(|| format!("cannot write {}", self.out.display()))
+    }
+}
+
+/// A file's length and the CRC-32 of its content, as promises note them.
+pub fn content(file: &File) -> std::io::Result<(u64, u32)> {
+    use std::os::unix::fs::FileExt;
+    let mut crc = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut len = 0u64;
+    loop {
+        match file.read_at(&mut buf, len) {
+            Ok(0) => return Ok((len, crc.finalize())),
+            Ok(n) => {
+                crc.update(&buf[..n]);
+                len += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
     }
 }
 

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -206,23 +205,14 @@ fn file_differs(path: &Path, len: u64, crc: u32) -> Option<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => return Some(format!("cannot open: {e}")),
     };
-    let mut hasher = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut at = 0u64;
-    loop {
-        match file.read_at(&mut buf, at) {
-            Ok(0) => break,
-            Ok(n) => {
-                hasher.update(&buf[..n]);
-                at += n as u64;
-            }
-            Err(e) => return Some(format!("unreadable: {e}")),
-        }
+    let (found, found_crc) = match fsbench_workloads::oracle::content(&file) {
+        Ok(c) => c,
+        Err(e) => return Some(format!("unreadable: {e}")),
+    };
+    if found != len {
+        return Some(format!("{found} bytes, {len} promised"));
     }
-    if at != len {
-        return Some(format!("{at} bytes, {len} promised"));
-    }
-    (hasher.finalize() != crc).then(|| "content differs".to_string())
+    (found_crc != crc).then(|| "content differs".to_string())
 }
 
 /// Builds state images in order: a prefix image advanced along the log, copied (reflink
