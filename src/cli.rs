@@ -138,20 +138,10 @@ enum Command {
     /// A self-contained HTML report of one or more suites
     Report(ReportArgs),
     /// Crash states of a recording kept with `run --crash-keep`
-    Crash {
-        #[command(subcommand)]
-        command: crash::CrashCommand,
-    },
+    Crash(crash::CrashCli),
     /// The crash recorder daemon a crash-recorded run starts (not for people)
     #[command(hide = true)]
-    CrashRecorder {
-        /// The run's image file, served as `<MOUNTPOINT>/image`
-        image: PathBuf,
-        /// Where the FUSE file system is mounted
-        mountpoint: PathBuf,
-        /// The block log to create
-        log: PathBuf,
-    },
+    CrashRecorder(crash::RecorderArgs),
 }
 
 /// The reports of the registry that `offered` gives a help line, as `--format` values.
@@ -548,7 +538,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
         Command::Archive { .. } => "archive",
         Command::Clean => "clean",
         Command::Capture(_) => "capture",
-        Command::Crash { .. } => "crash",
+        Command::Crash(_) => "crash",
         _ => return Ok(()),
     };
     if cli.db.is_some() {
@@ -565,19 +555,8 @@ pub fn main() -> ExitCode {
     crate::diag::set_sink(console::say);
     let cli = Cli::parse();
     // The daemon serves a loop device: none of the suite's handlers, stores or checks.
-    if let Command::CrashRecorder {
-        image,
-        mountpoint,
-        log,
-    } = &cli.command
-    {
-        return match crash::recorder(image, mountpoint, log) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("fsbench crash-recorder: {e:#}");
-                ExitCode::FAILURE
-            }
-        };
+    if let Command::CrashRecorder(args) = &cli.command {
+        return crash::recorder(args);
     }
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);
@@ -604,7 +583,7 @@ pub fn main() -> ExitCode {
             Command::Archive { command } => {
                 archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
             }
-            Command::Crash { command } => crash::run(command),
+            Command::Crash(args) => crash::run(&args.command),
             other => query(other, &db),
         });
     match outcome {

@@ -9,6 +9,13 @@ use clap::Subcommand;
 use super::output::write_stdout;
 use crate::crash;
 
+/// `fsbench crash`'s subcommands.
+#[derive(Debug, clap::Args)]
+pub(super) struct CrashCli {
+    #[command(subcommand)]
+    pub(super) command: CrashCommand,
+}
+
 #[derive(Debug, Subcommand)]
 pub(super) enum CrashCommand {
     /// Write one crash state's image (or with `end` the run's final image, the whole log
@@ -44,14 +51,27 @@ pub(super) fn run(command: &CrashCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The recorder daemon's process: serves until its FUSE mount is unmounted.
-pub(super) fn recorder(
-    image: &std::path::Path,
-    mountpoint: &std::path::Path,
-    log: &std::path::Path,
-) -> anyhow::Result<ExitCode> {
-    crash::daemon::serve(image, mountpoint, log)?;
-    Ok(ExitCode::SUCCESS)
+/// The hidden `crash-recorder`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(super) struct RecorderArgs {
+    /// The run's image file, served as `<MOUNTPOINT>/image`
+    image: PathBuf,
+    /// Where the FUSE file system is mounted
+    mountpoint: PathBuf,
+    /// The block log to create
+    log: PathBuf,
+}
+
+/// The recorder daemon's process: serves until its FUSE mount is unmounted; its errors go
+/// to its stderr, which the suite keeps and reports.
+pub(super) fn recorder(args: &RecorderArgs) -> ExitCode {
+    match crash::daemon::serve(&args.image, &args.mountpoint, &args.log) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fsbench crash-recorder: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `run`'s crash-state options.

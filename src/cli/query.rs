@@ -171,8 +171,8 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         | Command::Clean
         | Command::Capture(_)
         | Command::Archive { .. }
-        | Command::Crash { .. }
-        | Command::CrashRecorder { .. } => {
+        | Command::Crash(_)
+        | Command::CrashRecorder(_) => {
             unreachable!("handled in main")
         }
     }
