@@ -119,7 +119,7 @@ impl Aligned {
 
 impl Served {
     fn write(&mut self, data: &[u8], offset: u64) -> std::io::Result<()> {
-        let aligned = offset % ALIGN as u64 == 0 && data.len() % ALIGN == 0;
+        let aligned = offset.is_multiple_of(ALIGN as u64) && data.len().is_multiple_of(ALIGN);
         match &mut self.direct {
             Some((file, buf)) if aligned => {
                 let buf = buf.slice(data.len());
