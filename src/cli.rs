@@ -6,6 +6,7 @@ mod capture;
 mod clean;
 mod compare_args;
 mod console;
+mod crash;
 mod database;
 #[cfg(test)]
 mod doc_commands;
@@ -164,6 +165,11 @@ enum Command {
         #[command(subcommand)]
         what: generate::Generated,
     },
+    /// Crash states of a recording kept with `run --crash-keep`
+    Crash(crash::CrashCli),
+    /// The crash recorder daemon a crash-recorded run starts (not for people)
+    #[command(hide = true)]
+    CrashRecorder(crash::RecorderArgs),
 }
 
 /// The reports of the registry that `offered` gives a help line, as `--format` values.
@@ -334,6 +340,8 @@ struct RunArgs {
     /// unmounted (fallocate, count the pieces, remove), as after aging
     #[arg(long)]
     probe_after_run: bool,
+    #[command(flatten)]
+    crash: crash::CrashArgs,
     /// Do not sync and drop caches before each phase
     #[arg(long)]
     no_drop_caches: bool,
@@ -470,6 +478,7 @@ impl RunArgs {
         if self.probe_after_run {
             suite.probe_after = true;
         }
+        self.crash.apply(&mut suite);
         if let Some(v) = self.min_phase_secs {
             suite.min_phase_secs = v;
         }
@@ -563,6 +572,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
         Command::Clean => "clean",
         Command::Capture(_) => "capture",
         Command::Generate { .. } => "generate",
+        Command::Crash(_) => "crash",
         _ => return Ok(()),
     };
     if cli.db.is_some() {
@@ -578,6 +588,10 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
 pub fn main() -> ExitCode {
     crate::diag::set_sink(console::say);
     let cli = Cli::parse();
+    // The daemon serves a loop device: none of the suite's handlers, stores or checks.
+    if let Command::CrashRecorder(args) = &cli.command {
+        return crash::recorder(args);
+    }
     let progress = Arc::new(Progress::default());
     let db = (cli.command.database().map(Path::to_path_buf))
         .or_else(|| cli.db.clone())
@@ -607,6 +621,7 @@ pub fn main() -> ExitCode {
                 archive::run(command, progress.clone()).map(|()| ExitCode::SUCCESS)
             }
             Command::Generate { what } => generate::generate(what).map(|()| ExitCode::SUCCESS),
+            Command::Crash(args) => crash::run(&args.command),
             other => query(other, &db),
         });
     match outcome {

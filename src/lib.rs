@@ -18,8 +18,8 @@ use fsbench_report as report;
 pub use fsbench_stats as stats;
 pub use fsbench_store as store;
 pub use fsbench_testbed::{
-    aging, define, diag, drivers, error, extents, measure, phase_progress, sysinfo, testbed, tools,
-    units,
+    aging, crash, define, diag, drivers, error, extents, measure, phase_progress, sysinfo, testbed,
+    tools, units,
 };
 pub use fsbench_workloads as workload;
 

@@ -58,6 +58,9 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
             for w in &stack_warnings {
                 text.push_str(&report::fit::wrap(&format!("! {w}"), width, 0, 2));
             }
+            for line in report::crash::column_lines(&suites, &columns) {
+                text.push_str(&report::fit::wrap(&line, width, 0, 2));
+            }
             write_stdout(&text)?
         }
         CompareFormat::Json => write_stdout(
@@ -70,6 +73,7 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
                 "corrections": comparison.families,
                 "rows": comparison.rows,
                 "answers": comparison.answers(),
+                "crash_safety": report::crash::column_lines(&suites, &columns),
             }))? + "\n"),
         )?,
     }
@@ -151,6 +155,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             } else {
                 Placing::Significance
             };
+            let safety = report::crash::column_lines(&suites, &columns);
             let ranking = rank(&suites, columns, placing).weighted(&weights(weight)?)?;
             let width = report::fit::View::terminal(false).width;
             let mut text = String::new();
@@ -173,6 +178,9 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                 text.push_str("== All workloads ==\n");
             }
             text.push_str(&report::ranking::render(&ranking, width));
+            for line in safety {
+                text.push_str(&report::fit::wrap(&line, width, 0, 2));
+            }
             write_stdout(&text)?;
         }
         Command::Export {
@@ -200,7 +208,9 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         | Command::Clean
         | Command::Capture(_)
         | Command::Archive { .. }
-        | Command::Generate { .. } => {
+        | Command::Generate { .. }
+        | Command::Crash(_)
+        | Command::CrashRecorder(_) => {
             unreachable!("handled in main")
         }
     }

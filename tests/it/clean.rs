@@ -31,6 +31,7 @@ fn stale(state_dir: &Path, base: &Path, n: u32) -> State {
         queues: Vec::new(),
         cgroup_parent: None,
         made_by: None,
+        recorders: Vec::new(),
     };
     save(state_dir, &state);
     state
@@ -120,6 +121,7 @@ fn a_user_directory_named_like_scratch_survives_a_damaged_state_file() {
         queues: Vec::new(),
         cgroup_parent: None,
         made_by: None,
+        recorders: Vec::new(),
     };
     save(state_dir.path(), &state);
     let (out, _) = clean(state_dir.path());

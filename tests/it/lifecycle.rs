@@ -21,7 +21,7 @@ fn check_fresh_runs(fs: &str, tool: &str) {
         &["--fs", fs, "-w", TINY, "--runs", "2"],
     );
     assert!(out.status.success(), "exit {:?}", out.status);
-    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["schema_version"], 3);
     assert_eq!(doc["status"], "completed");
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);

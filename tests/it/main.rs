@@ -16,6 +16,7 @@ mod cli;
 mod closed_stdout;
 mod command;
 mod confine;
+mod crash;
 mod data;
 mod examples;
 mod fdtree;

@@ -27,6 +27,7 @@ fn suite(edit: impl FnOnce(&mut SuiteResult)) -> SuiteResult {
         fsck_version: None,
         mkfs_command: None,
         mount_options: None,
+        crash: Vec::new(),
     });
     fsbench::workload::record_workloads(&mut r).unwrap();
     edit(&mut r);

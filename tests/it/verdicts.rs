@@ -105,6 +105,7 @@ pub(crate) fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) 
                 fsck_version: None,
                 mkfs_command: None,
                 mount_options: None,
+                crash: Vec::new(),
             })
             .collect(),
         skipped: Vec::new(),

@@ -4,6 +4,7 @@
 pub mod auto;
 pub mod ceiling;
 mod configs;
+mod crash;
 mod lifecycle;
 pub mod observer;
 pub mod phases;
@@ -207,6 +208,7 @@ pub fn run_suite(
                     fsck_version: t.fsck_version.clone(),
                     mkfs_command: None,
                     mount_options: None,
+                    crash: Vec::new(),
                 })
                 .collect();
             let made: Vec<FsConfig> = configs.iter().map(|(c, _)| c.clone()).collect();
@@ -467,6 +469,23 @@ pub fn run_suite(
             }
         }
     }
+    // Crash states after the speed rounds, never among them (not under MPI).
+    if error.is_none() && options.executor.is_none() {
+        let mut checks = crash::CrashChecks {
+            suite,
+            target: &mut target,
+            preparer: &mut preparer,
+            configs: &configs,
+            keys: &keys,
+            workloads: &workloads,
+            settings: &settings,
+        };
+        if let Err(e) = checks.run(&mut result, observer) {
+            result.status = SuiteStatus::Interrupted;
+            result.error = Some(format!("{e:#}"));
+            error = Some(e);
+        }
+    }
     preparer.adopt_unused(&mut target);
     // An interrupted or failed suite can be resumed (not under MPI): its templates stay for it.
     if error.is_some() && options.executor.is_none() {
@@ -525,6 +544,13 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     let mkfs_command = fresh.mkfs_command.clone();
     let mut workload = spec.instantiate();
     workload.filesystem_lacks(&what.resolved.0.lacks());
+    // A crash-recorded run: what its durability calls promise is noted from here.
+    let oracle = (fresh.recording())
+        .map(|dir| crash::oracle_for(dir, fresh.path()))
+        .transpose()?;
+    if let Some(oracle) = &oracle {
+        workload.record_durability(oracle.clone());
+    }
     let phases = || -> anyhow::Result<_> {
         workload.setup(fresh.dir().as_fd(), record.run, &settings.progress.cancel)?;
         let phase_count = workload.phases().len();
@@ -580,5 +606,8 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
     record.output = workload.kept_output();
     let fresh = outcome?;
     finish_run(fresh, what, record, observer)?;
+    if let Some(oracle) = oracle {
+        oracle.finish()?;
+    }
     Ok(mkfs_command)
 }

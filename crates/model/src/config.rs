@@ -32,6 +32,10 @@ pub struct FsConfig {
     /// For `fs = "user"`: the suite file's driver, kept with the results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<UserDriver>,
+    /// Crash states to check (`crash=N`): one more run of each workload, recorded under the
+    /// filesystem, whose crash states are checked; its time is not among the speed figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<u32>,
 }
 
 impl FsConfig {
@@ -68,6 +72,7 @@ impl FsConfig {
             wcache: None,
             background: None,
             driver: None,
+            crash: None,
         }
     }
 

@@ -26,6 +26,11 @@ pub(crate) fn lines(suite: &SuiteResult) -> Vec<(usize, String)> {
     conclusions(&pairs, &caveat)
         .iter()
         .flat_map(workload_lines)
+        .chain(
+            super::crash::answer_lines(suite)
+                .into_iter()
+                .map(|l| (0, l)),
+        )
         .collect()
 }
 

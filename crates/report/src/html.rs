@@ -80,6 +80,7 @@ pub fn render(suites: &[SuiteResult], columns: &[Column], noise_percent: f64) ->
                 (summary(suites, &comparisons))
                 @for w in &workloads { (workload_section(suites, columns, &keys, w)) }
                 (super::io_sweep::html_section(suites, columns))
+                (super::crash::html_section(suites, columns))
                 (comparison_section(columns, &comparisons))
                 @for s in suites { (suite_section(s, columns)) }
                 (super::aging::html_section(suites))

@@ -10,6 +10,7 @@ pub mod aging;
 mod answer;
 mod charts;
 pub mod compare;
+pub mod crash;
 mod csv;
 mod details;
 pub mod fdtree;

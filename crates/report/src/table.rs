@@ -105,6 +105,7 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
     }
     render_preparation(&mut out, r, view);
+    super::crash::render(&mut out, r, view);
     let warning_lines = warnings::lines(r, view.verbose);
     if !warning_lines.is_empty() {
         out.push_str(&style.heading("Warnings"));

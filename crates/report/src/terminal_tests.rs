@@ -21,6 +21,7 @@ fn three_filesystems() -> SuiteResult {
             fsck_version: None,
             mkfs_command: None,
             mount_options: None,
+            crash: Vec::new(),
         });
         for p in spec.phases().iter() {
             let time = 12.345 + i as f64;
@@ -180,6 +181,7 @@ fn long_labels_and_many_figures() -> (SuiteResult, Vec<String>) {
             fsck_version: None,
             mkfs_command: None,
             mount_options: None,
+            crash: Vec::new(),
         });
         let mut phases = Vec::new();
         for p in spec.phases().iter() {

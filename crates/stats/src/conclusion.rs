@@ -257,6 +257,7 @@ mod tests {
                 fsck_version: None,
                 mkfs_command: None,
                 mount_options: None,
+                crash: Vec::new(),
             });
         }
         s

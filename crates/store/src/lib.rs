@@ -202,6 +202,8 @@ const MIGRATIONS: &[Migration] = &[
     // directions), so reports read them, not today's workload code. Older suites get them
     // from their workloads' code when loaded.
     Migration::Sql("ALTER TABLE suites ADD COLUMN workloads TEXT;"),
+    // 16: what each configuration's crash states showed (JSON), where the suite asked.
+    Migration::Sql("ALTER TABLE configurations ADD COLUMN crash TEXT;"),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -496,6 +498,14 @@ impl Store {
                 "INSERT INTO warnings (suite_id, kind, config, workload, phase, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![suite_id, status_name(&w.kind), w.config, w.workload, w.phase, w.message],
             )?;
+            }
+            for (position, c) in result.configurations.iter().enumerate() {
+                if !c.crash.is_empty() {
+                    tx.execute(
+                        "UPDATE configurations SET crash = ?3 WHERE suite_id = ?1 AND position = ?2",
+                        params![suite_id, position as i64, to_json(&c.crash)],
+                    )?;
+                }
             }
             Ok(())
         })

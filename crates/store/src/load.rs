@@ -94,7 +94,7 @@ impl Store {
 
     pub(super) fn load_configurations(&self, id: i64) -> anyhow::Result<Vec<ConfigInfo>> {
         let mut stmt = self.conn.prepare(
-            "SELECT definition, mkfs_version, fsck_version, mkfs_command, mount_options
+            "SELECT definition, mkfs_version, fsck_version, mkfs_command, mount_options, crash
              FROM configurations WHERE suite_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -104,16 +104,21 @@ impl Store {
                 r.get::<_, Option<String>>(2)?,
                 r.get::<_, Option<String>>(3)?,
                 r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
             ))
         })?;
         rows.map(|row| {
-            let (definition, mkfs_version, fsck_version, mkfs_command, mount_options) = row?;
+            let (definition, mkfs_version, fsck_version, mkfs_command, mount_options, crash) = row?;
             Ok(ConfigInfo {
                 config: from_json::<FsConfig>(&definition, "configuration")?,
                 mkfs_version,
                 fsck_version,
                 mkfs_command,
                 mount_options,
+                crash: match crash {
+                    Some(c) => from_json(&c, "crash check")?,
+                    None => Vec::new(),
+                },
             })
         })
         .collect()

@@ -7,6 +7,7 @@ pub use fsbench_measure::{
 };
 
 pub mod aging;
+pub mod crash;
 pub mod define;
 pub mod drivers;
 pub mod testbed;

@@ -63,6 +63,9 @@ pub struct Target {
     image_size: u64,
     device_kind: Option<DeviceKind>,
     runs: u32,
+    /// Where the next run's crash recording goes, when one is asked for.
+    recording: Option<PathBuf>,
+    recordings: u32,
 }
 
 impl Target {
@@ -119,6 +122,8 @@ impl Target {
             image_size,
             device_kind,
             runs: 0,
+            recording: None,
+            recordings: 0,
         })
     }
 
@@ -138,6 +143,24 @@ impl Target {
 
     pub fn fresh(&mut self, config: &FsConfig, tools: &Toolset) -> anyhow::Result<FreshFs> {
         self.fresh_from(config, tools, None)
+    }
+
+    /// Puts the next run's loop image behind a crash recorder; returns the recording's
+    /// directory (`<scratch>/crash<N>`), which holds its log once the run is done. Loop
+    /// images only: the recorder serves the image the loop device is attached to.
+    pub fn record_next_run(&mut self) -> anyhow::Result<PathBuf> {
+        if !matches!(self.spec, TargetSpec::Image { .. }) {
+            return Err(invalid(
+                "crash states need loop images: not on --dir or --device targets",
+            ));
+        }
+        self.recordings += 1;
+        let dir = self
+            .scratch
+            .path()
+            .join(format!("crash{}", self.recordings));
+        self.recording = Some(dir.clone());
+        Ok(dir)
     }
 
     /// Whether runs of `config` can start from a copy of a template image (loop images).
@@ -224,6 +247,7 @@ impl Target {
             background: None,
             zfs: None,
             user: None,
+            recording: None,
         };
         let Some(fs) = config.fs else {
             let entry = mounts::mount_containing(&run_dir);
@@ -268,7 +292,19 @@ impl Target {
                         None => create_image(&image, self.image_size)?,
                     }
                     fresh.image = Some(image.clone());
-                    let attached = loopdev::attach(&image, direct_io)?;
+                    let backing = match self.recording.take() {
+                        Some(dir) => {
+                            let scratch = &mut self.scratch;
+                            let recording = crate::crash::Recording::start(&dir, &image, |r| {
+                                scratch.note_recorder(r)
+                            })?;
+                            let file = recording.file();
+                            fresh.recording = Some(recording);
+                            file
+                        }
+                        None => image.clone(),
+                    };
+                    let attached = loopdev::attach(&backing, direct_io)?;
                     fresh.loop_device = Some(attached.device.clone());
                     loop_fallback = attached.fallback;
                     attached.device

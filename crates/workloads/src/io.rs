@@ -60,6 +60,8 @@ pub struct Io {
     /// The run's round and Ctrl-C flag, for the ramp between the phases.
     round: u32,
     cancel: Arc<AtomicBool>,
+    /// Where a crash-recorded run notes what each fsync covered.
+    oracle: Option<crate::oracle::Oracle>,
 }
 
 impl Io {
@@ -71,6 +73,7 @@ impl Io {
             notes: Vec::new(),
             round: 0,
             cancel: Arc::default(),
+            oracle: None,
         }
     }
 
@@ -198,6 +201,7 @@ impl Io {
         // Held while the jobs start and open their files; released, they start together.
         let gate = RwLock::new(());
         let halt = AtomicBool::new(false);
+        let oracle = &self.oracle;
         let results = std::thread::scope(|s| {
             let closed = gate.write().expect("not poisoned");
             let mut handles = Vec::with_capacity(n);
@@ -210,7 +214,9 @@ impl Io {
                         // that what a job writes at every I/O is on no other job's cache line.
                         let worker = phase_rec.worker(counter.clone());
                         pattern.move_here();
-                        let job = Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
+                        let mut job =
+                            Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
+                        job.oracle = oracle.clone();
                         drop(gate.read());
                         // The asynchronous engine's loop is uring's; job.rs knows none.
                         let engine = (params.engine == Engine::IoUring)
@@ -470,7 +476,8 @@ impl Workload for Io {
             ..Default::default()
         })
     }
-}
 
-#[cfg(test)]
-mod tests;
+    fn record_durability(&mut self, oracle: crate::oracle::Oracle) {
+        self.oracle = Some(oracle);
+    }
+}

@@ -53,6 +53,7 @@ pub mod filebench;
 pub mod io;
 pub mod iozone;
 mod options;
+pub mod oracle;
 pub(crate) mod parallel;
 pub mod replay;
 pub mod tree;
@@ -183,6 +184,10 @@ pub trait Workload: Send {
     fn kept_output(&mut self) -> Vec<KeptOutput> {
         Vec::new()
     }
+    /// A crash-recorded run: the workload notes what its durability calls covered into
+    /// `oracle` (those that know their calls keep it; the others are checked only for
+    /// consistency).
+    fn record_durability(&mut self, _oracle: oracle::Oracle) {}
 }
 
 /// What every workload's parameters offer the runner; [`Params`] dispatches to it.

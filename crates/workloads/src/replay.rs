@@ -307,6 +307,8 @@ pub struct Replay {
     loaded: Option<Loaded>,
     report: Option<ReplayReport>,
     refused_entries: u64,
+    /// Where a crash-recorded run notes what the trace's syncs covered.
+    oracle: Option<crate::oracle::Oracle>,
 }
 
 impl Replay {
@@ -316,6 +318,7 @@ impl Replay {
             loaded: None,
             report: None,
             refused_entries: 0,
+            oracle: None,
         }
     }
 
@@ -384,6 +387,10 @@ impl Workload for Replay {
         Cow::Borrowed(PHASES)
     }
 
+    fn record_durability(&mut self, oracle: crate::oracle::Oracle) {
+        self.oracle = Some(oracle);
+    }
+
     fn expected_units(&self, _phase: usize) -> u64 {
         self.loaded.as_ref().map_or(0, Loaded::replayed_calls)
     }
@@ -412,7 +419,7 @@ impl Workload for Replay {
             .as_ref()
             .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
         let think = self.params.mode == Pace::Think;
-        let outcomes = engine::replay(loaded, dir, think, rec)?;
+        let outcomes = engine::replay(loaded, dir, think, self.oracle.as_ref(), rec)?;
         let mut report = ReplayReport::default();
         for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
             if kind.replayed() && n > 0 {

@@ -23,6 +23,7 @@ use super::options::{Parsed, WorkloadKind};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::{OpKind, PhaseRecorder};
+use crate::oracle::Oracle;
 use fsbench_model::units::group_thousands;
 
 /// fdtree's block: file sizes are given in 4 KiB blocks.
@@ -76,6 +77,7 @@ fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
         read: p.flag("read"),
         threads: p.small("threads").expect("threads has a default"),
         shared: p.flag("shared"),
+        fsync: p.flag("fsync"),
         bytes: p.small("bytes"),
         ..TreeParams::new(n("dirs"), n("files"), n("size"), n("levels"))
     };
@@ -111,6 +113,9 @@ pub struct TreeParams {
     /// File size in bytes, instead of `size` blocks (mdtest's `-w`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u32>,
+    /// Each file fsync'ed once written, each directory once its files are made.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fsync: bool,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -139,6 +144,7 @@ impl TreeParams {
             threads: 1,
             shared: false,
             bytes: None,
+            fsync: false,
         }
         .named()
     }
@@ -212,6 +218,9 @@ impl TreeParams {
         }
         if self.shared {
             name.push_str(",shared");
+        }
+        if self.fsync {
+            name.push_str(",fsync");
         }
         name
     }
@@ -292,6 +301,10 @@ impl TreeParams {
             (n, false) => format!("{extra}; {n} threads, each on a tree of its own"),
             (n, true) => format!("{extra}; {n} threads sharing one tree, each its own files"),
         };
+        let extra = match self.fsync {
+            true => format!("{extra}; every file and directory fsync'ed once made"),
+            false => extra,
+        };
         format!(
             "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB{extra}",
             self.dirs,
@@ -369,6 +382,8 @@ pub struct Tree {
     limit: u64,
     /// Armed while a stonewalled file create runs.
     deadline: Option<stonewall::Deadline>,
+    /// Where a crash-recorded run notes what each fsync covered.
+    oracle: Option<Oracle>,
 }
 
 /// Who one sharer of a tree is (mdtest without `-u`).
@@ -383,16 +398,19 @@ pub struct Share {
 
 impl Tree {
     pub fn new(params: TreeParams, base: String) -> Tree {
+        // Zeros would read back the same from a block that never reached the disk.
+        let fill = if params.fsync { 0xa5 } else { 0 };
         Tree {
             kinds: params.phase_kinds(),
             params,
             base: CString::new(base).expect("base name has no NUL"),
-            block: vec![0; BLOCK],
+            block: vec![fill; BLOCK],
             share: None,
             stonewall: None,
             visited: 0,
             limit: u64::MAX,
             deadline: None,
+            oracle: None,
         }
     }
 
@@ -456,6 +474,9 @@ impl Workload for Tree {
             return threads::run_phase(self, phase, dir, rec);
         }
         let levels = self.params.levels;
+        if let (Some(oracle), FILE_REMOVE | DIR_REMOVE) = (&self.oracle, self.kinds[phase]) {
+            oracle.void();
+        }
         self.visited = 0;
         self.limit = u64::MAX;
         match self.kinds[phase] {
@@ -525,6 +546,10 @@ impl Workload for Tree {
             ],
             ..PhaseOutput::default()
         })
+    }
+
+    fn record_durability(&mut self, oracle: Oracle) {
+        self.oracle = Some(oracle);
     }
 }
 

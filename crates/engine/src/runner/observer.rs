@@ -97,6 +97,8 @@ pub enum Diagnostic<'a> {
         set: &'a str,
         backing: Option<&'a str>,
     },
+    /// A configuration's crash states: being checked, or what they showed.
+    Crash { label: &'a str, what: &'a str },
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -160,6 +162,7 @@ impl fmt::Display for Diagnostic<'_> {
                     None => Ok(()),
                 }
             }
+            Diagnostic::Crash { label, what } => write!(f, "{label}: crash states: {what}"),
             Diagnostic::TemplatesKept(dirs) => write!(
                 f,
                 "kept the template images in {} for a resume of this suite (--resume), which starts from them instead of aging again; `fsbench clean` removes them",

@@ -67,6 +67,7 @@ fn suite(phases: &[(&str, bool)]) -> SuiteResult {
             fsck_version: None,
             mkfs_command: None,
             mount_options: None,
+            crash: Vec::new(),
         });
     }
     s

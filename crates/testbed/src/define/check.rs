@@ -41,6 +41,7 @@ pub fn validate(suite: &Suite) -> anyhow::Result<()> {
     if suite.workloads.is_empty() {
         return Err(invalid("the suite has no workloads"));
     }
+    check_crash(suite)?;
     let no_queue = |c: &&FsConfig| {
         !suite.target.makes_filesystems() || c.fs == Some(fsbench_model::filesystem::FsType::Tmpfs)
     };
@@ -186,6 +187,57 @@ fn validate_aging(suite: &Suite) -> anyhow::Result<()> {
         return Err(invalid(
             "the free-space probe allocates half the free space: it needs a filesystem fsbench makes (not --dir)",
         ));
+    }
+    Ok(())
+}
+
+/// Crash states are rebuilt from a loop image's recorded writes: loop images and
+/// filesystems the kernel mounts from a block device only.
+fn check_crash(suite: &Suite) -> anyhow::Result<()> {
+    use fsbench_model::filesystem::FsType;
+    use fsbench_model::testbed::TargetSpec;
+    let crashed = |c: &&FsConfig| suite.crash.states_of(c).is_some();
+    if suite.crash.states.is_none() && !suite.configs.iter().any(|c| c.crash.is_some()) {
+        return Ok(());
+    }
+    match &suite.target {
+        TargetSpec::Image { .. } => {}
+        TargetSpec::Dir { .. } => {
+            return Err(invalid(
+                "crash= (--crash-states) needs loop images: a --dir target has no device whose \
+                 writes can be recorded",
+            ));
+        }
+        TargetSpec::Device { .. } => {
+            return Err(invalid(
+                "crash= (--crash-states) needs loop images: fsbench records the writes of a \
+                 loop image it makes, not of a --device",
+            ));
+        }
+    }
+    if suite.crash.states == Some(0) {
+        return Err(invalid("--crash-states 0 checks nothing: give at least 1"));
+    }
+    for c in suite.configs.iter().filter(crashed) {
+        if matches!(
+            c.fs,
+            Some(FsType::Tmpfs | FsType::Zfs | FsType::User) | None
+        ) {
+            return Err(invalid(format!(
+                "`{}`: crash states are checked for filesystems the kernel mounts from a block \
+                 device (not tmpfs, zfs or a user driver)",
+                c.label
+            )));
+        }
+    }
+    if let Some(s) = suite
+        .crash
+        .time_secs
+        .filter(|s| !(*s > 0.0 && s.is_finite()))
+    {
+        return Err(invalid(format!(
+            "--crash-time {s}: give a positive duration"
+        )));
     }
     Ok(())
 }

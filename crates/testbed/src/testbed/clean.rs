@@ -184,6 +184,13 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
         }
     };
     if found == Found::Marked {
+        // Before the generic steps: a recording's mounts and loop devices hold its daemon.
+        crate::crash::undo::undo(
+            scratch,
+            &state.recorders,
+            &mut undone.done,
+            &mut undone.left,
+        );
         // A live daemon unmounts its dataset and lets go of the loop device once its pool is
         // destroyed and it is stopped.
         super::zfs::undo(&state.zfs, &mut undone.done, &mut undone.left);
@@ -443,6 +450,7 @@ mod tests {
             queues: Vec::new(),
             cgroup_parent: None,
             made_by: None,
+            recorders: Vec::new(),
         }
     }
 

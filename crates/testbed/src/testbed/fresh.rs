@@ -67,6 +67,8 @@ pub struct FreshFs {
     pub(super) zfs: Option<super::zfs::Pool>,
     /// A user driver's commands, and its mount command as expanded for this run.
     pub(super) user: Option<(UserDriver, Option<MountCommand>)>,
+    /// The crash recorder the loop device is attached through, stopped once it is detached.
+    pub(super) recording: Option<crate::crash::Recording>,
 }
 
 impl FreshFs {
@@ -77,6 +79,11 @@ impl FreshFs {
 
     pub fn path(&self) -> &Path {
         &self.root
+    }
+
+    /// The crash recording's directory, when the run is recorded.
+    pub fn recording(&self) -> Option<&Path> {
+        self.recording.as_ref().map(|r| r.dir())
     }
 
     /// Whether undoing the run removes its files one by one (a directory target, with no
@@ -311,6 +318,10 @@ impl FreshFs {
         }
         if let Some(dev) = self.loop_device.take() {
             scratch::detach_loop(&dev)?;
+        }
+        if let Some(recording) = self.recording.take() {
+            // The image goes with the recording: the whole log replayed must give it.
+            recording.finish(self.image.take())?;
         }
         if let Some(image) = self.image.take() {
             std::fs::remove_file(&image)

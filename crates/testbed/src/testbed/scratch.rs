@@ -182,6 +182,7 @@ impl Scratch {
                     queues: Vec::new(),
                     cgroup_parent: command_cgroups(),
                     made_by: None,
+                    recorders: Vec::new(),
                 },
                 state_file: state_dir.join(format!("{name}.json")),
                 _lock: lock,
@@ -293,6 +294,16 @@ impl Scratch {
     /// Records what made the state file where it is not a suite, for `clean` to say.
     pub fn note_made_by(&mut self, what: String) -> anyhow::Result<()> {
         self.state.made_by = Some(what);
+        self.save()
+    }
+
+    /// Records a crash recorder: before it starts, then with its daemon's pid.
+    pub(crate) fn note_recorder(
+        &mut self,
+        record: crate::crash::RecorderRecord,
+    ) -> anyhow::Result<()> {
+        self.state.recorders.retain(|r| r.dir != record.dir);
+        self.state.recorders.push(record);
         self.save()
     }
 

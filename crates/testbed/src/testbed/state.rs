@@ -54,6 +54,9 @@ pub struct State {
     /// `clean` says it with what it removes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub made_by: Option<String>,
+    /// Crash recorders a run started (`crash=N`), recorded before each starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorders: Vec<crate::crash::RecorderRecord>,
 }
 
 /// A queue's `scheduler` (or `write_cache`) file and the value to put back in it.

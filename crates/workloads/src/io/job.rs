@@ -76,6 +76,8 @@ pub(crate) struct Job<'a> {
     /// Open loop: the interval between scheduled issues, and the next one's number.
     interval_ns: Option<f64>,
     issued: u64,
+    /// Where a crash-recorded run notes what each sync covered.
+    pub oracle: Option<crate::oracle::Oracle>,
 }
 
 impl<'a> Job<'a> {
@@ -147,6 +149,7 @@ impl<'a> Job<'a> {
             writes: 0,
             interval_ns: rate,
             issued: 0,
+            oracle: None,
         })
     }
 
@@ -304,6 +307,10 @@ impl<'a> Job<'a> {
             let at = done.saturating_duration_since(self.start).as_nanos() as u64;
             let ns = done.saturating_duration_since(before).as_nanos() as u64;
             self.rec.record_ended_at(OpKind::Fsync, at, ns);
+        }
+        if let (Ok(()), Some(oracle)) = (&result, &self.oracle) {
+            // The job writes on: what this sync covered binds a crash at this moment only.
+            oracle.file_synced(fd, false);
         }
         result.map_err(|e| io_error(e, "fsync", &self.rec))
     }

@@ -90,6 +90,7 @@ pub(crate) fn replay(
     loaded: &Loaded,
     dir: BorrowedFd<'_>,
     think: bool,
+    oracle: Option<&crate::oracle::Oracle>,
     rec: &mut PhaseRecorder,
 ) -> Result<Vec<Result<Replayed, FsbenchError>>, FsbenchError> {
     let user = rec.progress().cancel.clone();
@@ -107,6 +108,7 @@ pub(crate) fn replay(
         think,
         halt: &halt,
         latencies: &latencies,
+        oracle,
     };
     let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
     // The workers' counts of calls made are also the progress bar's.
@@ -179,6 +181,8 @@ struct Shared<'a> {
     think: bool,
     halt: &'a Halt<'a>,
     latencies: &'a SharedLatencies,
+    /// A crash-recorded run's: what the trace's syncs covered, noted as each returns.
+    oracle: Option<&'a crate::oracle::Oracle>,
 }
 
 /// One traced thread, as its worker replays it.
@@ -272,6 +276,9 @@ fn replay_worker(
                     t.last_end = Instant::now();
                 }
                 latencies.record(op.kind, ns);
+                if let (Some(oracle), Outcome::Done) = (shared.oracle, &outcome) {
+                    t.fds.note_promise(oracle, op);
+                }
                 worker.record(op, t.calls, outcome)?;
                 t.next += 1;
                 shared.done[t.index]

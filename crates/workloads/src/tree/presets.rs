@@ -66,6 +66,12 @@ pub(super) const OPTIONS: &[OptionDef] = &[
         )
     },
     OptionDef::new(
+        "fsync",
+        OptKind::Flag,
+        "fsync each file once written, and each directory once its files are made (what a \
+         crash-recorded run checks as promised)",
+    ),
+    OptionDef::new(
         "shared",
         OptKind::Flag,
         "the threads share one tree: thread 0 makes and removes its directories, every thread \

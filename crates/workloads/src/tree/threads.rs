@@ -20,15 +20,18 @@ impl Tree {
             shared: false,
             ..self.params.clone()
         };
+        let oracle = self.oracle.clone();
         if !self.is_shared() {
-            return Tree::new(params, format!("{}.t{i}", self.base_name()));
+            let tree = Tree::new(params, format!("{}.t{i}", self.base_name()));
+            return Tree { oracle, ..tree };
         }
         let share = Share {
             makes_dirs: self.makes_dirs() && i == 0,
             rank: self.share.and_then(|s| s.rank),
             thread: Some(i),
         };
-        Tree::new(params, self.base_name().to_string()).shared(share)
+        let tree = Tree::new(params, self.base_name().to_string()).shared(share);
+        Tree { oracle, ..tree }
     }
 }
 

@@ -28,6 +28,33 @@ const SAMPLES: usize = 10;
 #[derive(Default)]
 pub(super) struct Fds(HashMap<i32, OwnedFd>);
 
+impl Fds {
+    /// A crash-recorded run: what a call that promises durability covered (an fsync or
+    /// fdatasync of a file or directory, a write to an O_SYNC or O_DSYNC descriptor). Later
+    /// calls may change it, so it binds a crash at this moment only.
+    pub(super) fn note_promise(&self, oracle: &crate::oracle::Oracle, op: &Op) {
+        let Some(fd) = self.0.get(&op.fd) else {
+            return;
+        };
+        let synced = match op.kind {
+            Kind::Fsync | Kind::Fdatasync => true,
+            Kind::Write => rustix::fs::fcntl_getfl(fd)
+                .is_ok_and(|f| f.intersects(OFlags::SYNC | OFlags::DSYNC)),
+            _ => false,
+        };
+        if !synced {
+            return;
+        }
+        match rustix::fs::fstat(fd) {
+            Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
+                oracle.dir_synced(fd.as_fd(), false)
+            }
+            Ok(_) => oracle.file_synced(fd.as_fd(), false),
+            Err(_) => {}
+        }
+    }
+}
+
 /// A worker's means of making calls: the run's directory, a buffer, what it measured.
 pub(super) struct Worker<'a> {
     dir: BorrowedFd<'a>,
