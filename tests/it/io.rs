@@ -106,6 +106,42 @@ fn every_engine_moves_its_bytes_on_tmpfs_with_its_syncs() {
     }
 }
 
+/// The `fsync` calls fio makes on its file for `rw=write,bs=4k,size=256k,fsync=16,end_fsync`.
+fn fio_fsyncs(dir: &Path) -> usize {
+    let state = tempdir();
+    let log = state.path().join("strace.log");
+    let out = run(Command::new("strace")
+        .args(["-f", "-qq", "-y", "-e", "trace=fsync", "-o"])
+        .arg(&log)
+        .args(["fio", "--name=sync", "--rw=write", "--bs=4k", "--size=256k"])
+        .args(["--fsync=16", "--end_fsync=1", "--ioengine=psync"])
+        .arg(format!("--directory={}", dir.display())));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(&log).unwrap();
+    log.lines().filter(|l| l.contains("sync.0.0>")).count()
+}
+
+#[test]
+fn fsync_every_n_writes_syncs_before_the_next_write_never_after_the_last() {
+    let dir = tmpfs_tempdir();
+    // 64 writes, a sync after every 16th that another write follows (3), and end_fsync.
+    for engine in [ENGINES[0], ENGINES[2]] {
+        let workload = format!("io:rw=write,bs=4k,size=256k,fsync=16,end_fsync,{engine}");
+        let (out, doc) = io_run(dir.path(), None, &workload);
+        assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+        let latency = &doc["runs"][0]["phases"][1]["latency"];
+        assert_eq!(latency["fsync"]["count"], 4, "{engine}: {latency}");
+    }
+    if !has_tool("fio") || !has_tool("strace") {
+        skip("fsync count against fio's: fio or strace is not installed");
+        return;
+    }
+    assert_eq!(fio_fsyncs(dir.path()), 4, "fio's own count");
+    for f in std::fs::read_dir(dir.path()).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+}
+
 #[test]
 fn every_engine_does_direct_io_on_an_ext4_loop_image() {
     if !can_run("io with O_DIRECT on ext4", &["mkfs.ext4"]) {

@@ -73,6 +73,9 @@ pub(crate) struct Job<'a> {
     /// Writes since the last fsync, and whether a file was written (for end_fsync).
     writes: u32,
     written: Vec<bool>,
+    /// The file whose `fsync=N` is due before the next I/O (none after the last: fio asks
+    /// for the sync when it picks the next I/O, so the end has `end_fsync` alone).
+    sync_due: Option<usize>,
     /// Open loop: the interval between scheduled issues, and the next one's number.
     interval_ns: Option<f64>,
     issued: u64,
@@ -145,6 +148,7 @@ impl<'a> Job<'a> {
             span,
             start: Instant::now(),
             writes: 0,
+            sync_due: None,
             interval_ns: rate,
             issued: 0,
         })
@@ -269,21 +273,27 @@ impl<'a> Job<'a> {
         self.rec.unit_done(u64::from(io.len))
     }
 
-    /// Counts a completed write; true when `fsync=N` or `fdatasync=N` is due now (the
-    /// engine then syncs with nothing in flight, as fio quiesces first).
+    /// Counts a completed write; after every `fsync=N`th (or `fdatasync=N`th) the sync is
+    /// due before the next I/O ([`Job::take_due_sync`]).
     #[inline]
-    pub(crate) fn note_write(&mut self, file: usize) -> bool {
+    pub(crate) fn note_write(&mut self, file: usize) {
         self.written[file] = true;
         let every = self.params.fsync.max(self.params.fdatasync);
         if every == 0 {
-            return false;
+            return;
         }
         self.writes += 1;
-        if self.writes < every {
-            return false;
+        if self.writes >= every {
+            self.writes = 0;
+            self.sync_due = Some(file);
         }
-        self.writes = 0;
-        true
+    }
+
+    /// The file to sync before the I/O in hand, if a sync is due (the engine syncs with
+    /// nothing in flight, as fio quiesces first).
+    #[inline]
+    pub(crate) fn take_due_sync(&mut self) -> Option<usize> {
+        self.sync_due.take()
     }
 
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
@@ -331,6 +341,9 @@ impl<'a> Job<'a> {
         };
         let v2 = self.params.engine == Engine::Pvsync2;
         while let Some(io) = self.next_io(&mut passes) {
+            if let Some(file) = self.take_due_sync() {
+                self.sync_writes(file)?;
+            }
             let scheduled = self.scheduled();
             if let Some(at) = scheduled {
                 Self::wait_until(at);
@@ -352,8 +365,8 @@ impl<'a> Job<'a> {
             let done = Instant::now();
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
-            if !io.read && self.note_write(io.file) {
-                self.sync_writes(io.file)?;
+            if !io.read {
+                self.note_write(io.file);
             }
         }
         Ok(())

@@ -1,7 +1,8 @@
-//! fio job files (`fsbench fio JOBFILE`): `[global]` and job sections, `key=value` or a bare
-//! `key`, `;` and `#` comments, `include FILE`, `${VAR}` from the environment, fio's size
-//! suffixes; each job becomes one io workload. An option fsbench does not implement is
-//! refused with its file and line, never ignored.
+//! fio job files (`fsbench fio JOBFILE`, `-` for stdin): `[global]` and job sections,
+//! `key=value` or a bare `key`, whole-line and inline `;` and `#` comments, `include FILE`,
+//! `${VAR}` from the environment, fio's keywords and arithmetic, fio's size suffixes and
+//! other spellings; each job becomes one io workload. An option fsbench does not implement
+//! is refused with its file and line, never ignored.
 
 use std::path::Path;
 
@@ -9,14 +10,23 @@ use super::IoParams;
 use super::table::KIND;
 use crate::error::invalid;
 
-/// Options that shape how fio runs or reports jobs, not what a job does: accepted, since
-/// fsbench does the same (threads, one report per job).
+mod spelling;
+mod values;
+
+/// Options that shape how fio runs, measures or reports jobs, not what a job does:
+/// accepted, since fsbench runs jobs as threads with descriptor tables of their own, reports
+/// each job, and measures every latency anyway (fio's `gtod_reduce` and `disable_*` only
+/// spare fio the clock reads).
 const ACCEPTED: &[&str] = &[
     "name",
     "description",
     "thread",
     "group_reporting",
     "new_group",
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
 ];
 
 /// fio's keys that fsbench decides itself, refused with the reason.
@@ -35,10 +45,11 @@ const REFUSED: &[(&str, &str)] = &[
 /// Include files nested deeper than this are refused (an include cycle).
 const MAX_DEPTH: usize = 8;
 
-/// One `key=value` of a section.
+/// One `key=value` of a section, with where it was written (`FILE:LINE`).
 struct Line {
     key: String,
     value: String,
+    at: String,
 }
 
 struct Section {
@@ -47,10 +58,11 @@ struct Section {
     options: Vec<Line>,
 }
 
-/// The jobs of a fio job file, in order, as io workloads.
+/// The jobs of a fio job file (`-`: standard input), in order, as io workloads.
 pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
     let mut sections = Vec::new();
-    read_into(path, 0, &mut sections)?;
+    let keywords = values::Keywords::of_this_machine();
+    read_into(path, 0, &keywords, &mut sections)?;
     let mut global: Vec<&Line> = Vec::new();
     let mut jobs = Vec::new();
     for s in &sections {
@@ -68,19 +80,27 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
 
 /// One job: the global options then its own (a key given in both: its own wins, as in fio).
 fn job(s: &Section, global: &[&Line], first: bool) -> anyhow::Result<IoParams> {
-    let mut pairs: Vec<(String, String)> = Vec::new();
+    // The io workload's options, each with the line that gave it.
+    let mut pairs: Vec<(String, String, &str)> = Vec::new();
     let mut stonewall = false;
     for line in global.iter().copied().chain(&s.options) {
-        let key = line.key.as_str();
-        if matches!(key, "stonewall" | "wait_for_previous") {
-            stonewall = line.value.is_empty() || line.value == "1";
+        let key = line.key.replace('-', "_");
+        if matches!(key.as_str(), "stonewall" | "wait_for_previous") {
+            stonewall = spelling::flag(&line.value);
             continue;
         }
-        if ACCEPTED.contains(&key) {
+        if ACCEPTED.contains(&key.as_str()) {
             continue;
         }
-        pairs.retain(|(k, _)| k.replace('-', "_") != key.replace('-', "_"));
-        pairs.push((key.to_string(), line.value.clone()));
+        let translated = spelling::translate(&key, &line.value)
+            .map_err(|why| invalid(format!("{}: {why}", line.at)))?;
+        for (k, v) in translated {
+            // Each value alone first, so that a bad one names its own line.
+            KIND.parse_pairs(&[(k.clone(), v.clone())])
+                .map_err(|e| invalid(format!("{}: {e}", line.at)))?;
+            pairs.retain(|(have, _, _)| *have != k);
+            pairs.push((k, v, &line.at));
+        }
     }
     if !first && !stonewall {
         return Err(invalid(format!(
@@ -88,52 +108,74 @@ fn job(s: &Section, global: &[&Line], first: bool) -> anyhow::Result<IoParams> {
             s.at, s.name
         )));
     }
+    if !pairs.iter().any(|(k, _, _)| k == "size" || k == "filesize") {
+        // fio: "you need to specify size=".
+        return Err(invalid(format!(
+            "{}: job `{}` has no `size` (nor `filesize`): fio needs one, and so does fsbench",
+            s.at, s.name
+        )));
+    }
+    // An error of the options together names the line of the last option it names.
+    let at_of = |e: &anyhow::Error| {
+        let text = e.to_string();
+        (pairs.iter().rev())
+            .find(|(k, _, _)| {
+                text.contains(&format!("`{k}"))
+                    || text.contains(&format!("`{}", k.replace('_', "-")))
+            })
+            .map_or(s.at.as_str(), |(_, _, at)| at)
+            .to_string()
+    };
+    let plain: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v, _)| (k.clone(), v.clone()))
+        .collect();
     let mut params = KIND
-        .parse_pairs(&pairs)
+        .parse_pairs(&plain)
         .and_then(|p| super::params::build(&p))
-        .map_err(|e| invalid(format!("{}: job `{}`: {e}", s.at, s.name)))?;
+        .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
     params.preset = None;
     params.job = Some(s.name.clone());
     params
         .validate()
-        .map_err(|e| invalid(format!("{}: job `{}`: {e}", s.at, s.name)))?;
+        .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
     Ok(params)
 }
 
-/// `${VAR}` replaced by the environment's value; an unset one is an error.
-fn substitute(text: &str, at: &str) -> anyhow::Result<String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('}')
-            .ok_or_else(|| invalid(format!("{at}: `${{` without its `}}`")))?;
-        let name = &rest[start + 2..start + end];
-        let value = std::env::var(name)
-            .map_err(|_| invalid(format!("{at}: ${{{name}}} is not set in the environment")))?;
-        out.push_str(&value);
-        rest = &rest[start + end + 1..];
+/// The text of a job file, or of standard input for `-` (as fio reads it).
+fn text_of(path: &Path) -> anyhow::Result<String> {
+    if path != Path::new("-") {
+        return crate::read_text_file(path, "fio job file");
     }
-    out.push_str(rest);
-    Ok(out)
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).map_err(|e| {
+        invalid(format!(
+            "cannot read the fio job file from standard input: {e}"
+        ))
+    })?;
+    Ok(text)
 }
 
-fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::Result<()> {
+fn read_into(
+    path: &Path,
+    depth: usize,
+    keywords: &values::Keywords,
+    sections: &mut Vec<Section>,
+) -> anyhow::Result<()> {
     if depth > MAX_DEPTH {
         return Err(invalid(format!(
             "{}: includes nested more than {MAX_DEPTH} deep (a cycle?)",
             path.display()
         )));
     }
-    let text = crate::read_text_file(path, "fio job file")?;
+    let text = text_of(path)?;
     for (i, raw) in text.lines().enumerate() {
         let at = format!("{}:{}", path.display(), i + 1);
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+        let line = values::strip_comment(raw);
+        if line.is_empty() {
             continue;
         }
-        let line = substitute(line, &at)?;
+        let line = values::substitute(line, &at)?;
         if let Some(name) = line.strip_prefix('[') {
             let name = name
                 .strip_suffix(']')
@@ -151,26 +193,35 @@ fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::
                 Some(dir) if file.is_relative() => dir.join(file),
                 _ => file.to_path_buf(),
             };
-            read_into(&file, depth + 1, sections)?;
+            read_into(&file, depth + 1, keywords, sections)?;
             continue;
         }
         let (key, value) = line.split_once('=').unwrap_or((&line, ""));
-        let (key, value) = (key.trim().to_string(), value.trim().to_string());
-        let known = KIND.has_option(&key)
-            || ACCEPTED.contains(&key.as_str())
-            || matches!(key.as_str(), "stonewall" | "wait_for_previous");
-        if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == key) {
-            return Err(invalid(format!("{at}: `{key}` is not used: {why}")));
-        }
-        if !known || key == "preset" {
-            return Err(invalid(format!(
-                "{at}: fio option `{key}` is not implemented by fsbench's io workload (`fsbench run --help` lists what is)"
-            )));
-        }
+        let key = key.trim().to_string();
+        let value = keywords.expand(value.trim(), &at)?;
+        check_known(&key, &at)?;
         let Some(section) = sections.last_mut() else {
             return Err(invalid(format!("{at}: `{key}` before any `[section]`")));
         };
-        section.options.push(Line { key, value });
+        section.options.push(Line { key, value, at });
+    }
+    Ok(())
+}
+
+/// Refuses a key fsbench does not implement, naming its line.
+fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
+    let normal = key.replace('-', "_");
+    if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == normal) {
+        return Err(invalid(format!("{at}: `{key}` is not used: {why}")));
+    }
+    let known = KIND.has_option(&normal)
+        || ACCEPTED.contains(&normal.as_str())
+        || matches!(normal.as_str(), "stonewall" | "wait_for_previous")
+        || spelling::ALIASES.contains(&normal.as_str());
+    if !known || normal == "preset" {
+        return Err(invalid(format!(
+            "{at}: fio option `{key}` is not implemented by fsbench's io workload (`fsbench run --help` lists what is)"
+        )));
     }
     Ok(())
 }
@@ -197,7 +248,10 @@ mod tests {
         );
         // The environment is read, not written: other tests' threads run beside this one.
         let search = std::env::var("PATH").unwrap();
-        assert_eq!(substitute("a${PATH}b", "x").unwrap(), format!("a{search}b"));
+        assert_eq!(
+            values::substitute("a${PATH}b", "x").unwrap(),
+            format!("a{search}b")
+        );
         let path = write(
             dir.path(),
             "job.fio",
@@ -239,7 +293,22 @@ mod tests {
             ),
             (
                 "[a]\nsize=1m\nrw=trim\n",
-                "job.fio:1: job `a`: io: `rw` is one of",
+                "job.fio:3: `rw=trim`: trims are not implemented",
+            ),
+            (
+                "[a]\nsize=1m\n\nbs=4k,8k\n",
+                "job.fio:4: `bs=4k,8k`: a different value per direction",
+            ),
+            ("[a]\nsize=1m\nrw=read:-8k\n", "job.fio:3: `rw=read:-8k`"),
+            ("[a]\nsize=1m\niodepth=lots\n", "job.fio:3: "),
+            ("[a]\nrw=read\n", "job.fio:1: job `a` has no `size`"),
+            (
+                "[a]\nsize=1m\nrate=1m\nrate_iops=10\n",
+                "job.fio:4: job `a`: io: give `rate` or `rate-iops`",
+            ),
+            (
+                "[a]\nsize=$mb_memory/0\n",
+                "job.fio:2: `$mb_memory/0`: division by zero",
             ),
             ("size=1m\n", "before any `[section]`"),
         ] {
@@ -249,5 +318,33 @@ mod tests {
         }
         let path = write(dir.path(), "loop.fio", "include loop.fio\n");
         assert!(format!("{:#}", read(&path).unwrap_err()).contains("a cycle"));
+    }
+
+    #[test]
+    fn fio_s_other_spellings_read_as_fio_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[global]\nblocksize=8k ; inline comment\nreadwrite=rw\nrwmixread=60\nrwmixwrite=30\nbuffered=0\nsize=(2*$pagesize*1024) # size\ngtod_reduce=1\n[j]\nbs=16k,16k\nnumjobs=($ncpus+1)\n",
+        );
+        let jobs = read(&path).unwrap();
+        let j = &jobs[0];
+        assert_eq!(j.bssplit, vec![(16 << 10, 100)]);
+        assert_eq!(
+            (j.rw, j.rwmixread, j.direct),
+            (super::super::Rw::ReadWrite, 70, true)
+        );
+        let keywords = values::Keywords::of_this_machine();
+        assert_eq!(j.size, 2 * keywords.pagesize * 1024);
+        assert_eq!(u64::from(j.numjobs), keywords.ncpus + 1);
+        assert!(keywords.mb_memory > 0);
+        assert_eq!(
+            keywords.expand("8*$mb_memory", "x").unwrap(),
+            (8 * keywords.mb_memory).to_string()
+        );
+        assert_eq!(keywords.expand("((2^10-24)/10)", "x").unwrap(), "100");
+        // Without a keyword or parentheses a dash is text, as in `bsrange=4k-4k`.
+        assert_eq!(keywords.expand("4k-4k", "x").unwrap(), "4k-4k");
     }
 }
