@@ -172,8 +172,9 @@ struct FfsbArgs {
 
 #[derive(Debug, clap::Args)]
 struct FioArgs {
-    /// fio job file: [global] and job sections, include, ${VAR}; jobs one after the other
-    /// (`stonewall`)
+    /// fio job file (`-`: standard input): [global] and job sections, include, ${VAR},
+    /// $ncpus and $mb_memory arithmetic; jobs run at the same time unless a `stonewall`
+    /// separates them, as in fio
     jobfile: PathBuf,
     #[command(flatten)]
     run: RunArgs,

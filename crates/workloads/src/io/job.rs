@@ -15,12 +15,16 @@ use crate::Aligned;
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder, new_histogram};
 
-/// Job `job`'s file `file`: `io.JOB.FILE`, as fio names a job's files `NAME.JOB.FILE`.
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
 
-pub(crate) fn file_name(job: u32, file: usize) -> String {
-    format!("io.{job}.{file}")
+/// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
+/// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
+pub(crate) fn file_name(job: usize, copy: u32, file: usize) -> String {
+    match job {
+        0 => format!("io.{copy}.{file}"),
+        j => format!("io{j}.{copy}.{file}"),
+    }
 }
 
 /// What a job measured besides its recorder's counts and total latency.
@@ -59,6 +63,24 @@ pub(crate) struct Span {
     pub limit: Option<Duration>,
 }
 
+impl Span {
+    /// The timed part of `params`'s job (`measured`), or its untimed ramp (`ramp_time`).
+    pub(crate) fn of(params: &IoParams, measured: bool) -> Span {
+        if !measured {
+            return Span {
+                measured,
+                time_based: true,
+                limit: Some(Duration::from_millis(params.ramp_ms)),
+            };
+        }
+        Span {
+            measured,
+            time_based: params.time_based,
+            limit: (params.runtime_ms > 0).then(|| Duration::from_millis(params.runtime_ms)),
+        }
+    }
+}
+
 /// One job on its thread.
 pub(crate) struct Job<'a> {
     pub params: &'a IoParams,
@@ -87,7 +109,7 @@ impl<'a> Job<'a> {
     pub(crate) fn open(
         params: &'a IoParams,
         dir: BorrowedFd<'_>,
-        job: u32,
+        (job, copy): (usize, u32),
         pattern: &'a mut Pattern,
         rec: PhaseRecorder,
         halt: &'a AtomicBool,
@@ -100,7 +122,7 @@ impl<'a> Job<'a> {
         }
         let files = (0..params.nrfiles as usize)
             .map(|f| {
-                let name = file_name(job, f);
+                let name = file_name(job, copy, f);
                 let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
                     .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
                 if params.invalidate && !params.direct {
@@ -117,7 +139,7 @@ impl<'a> Job<'a> {
                 Ok(fd)
             })
             .collect::<Result<Vec<_>, FsbenchError>>()?;
-        let mut fill = Rng::new(u64::from(job) + 1);
+        let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
         let bufs = (0..params.depth())
             .map(|_| {
                 let mut b = Aligned::new(params.max_bs() as usize);

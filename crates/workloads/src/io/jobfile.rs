@@ -58,19 +58,25 @@ struct Section {
     options: Vec<Line>,
 }
 
-/// The jobs of a fio job file (`-`: standard input), in order, as io workloads.
+/// The jobs of a fio job file (`-`: standard input), in order, as io workloads: jobs that
+/// fio runs at the same time (no `stonewall` between them) are one workload, the later
+/// ones `beside` the first.
 pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
     let mut sections = Vec::new();
     let keywords = values::Keywords::of_this_machine();
     read_into(path, 0, &keywords, &mut sections)?;
     let mut global: Vec<&Line> = Vec::new();
-    let mut jobs = Vec::new();
+    let mut jobs: Vec<IoParams> = Vec::new();
     for s in &sections {
         if s.name == "global" {
             global.extend(&s.options);
             continue;
         }
-        jobs.push(job(s, &global, jobs.is_empty())?);
+        let (params, stonewall) = job(s, &global)?;
+        match jobs.last_mut() {
+            Some(before) if !stonewall => before.beside.push(params),
+            _ => jobs.push(params),
+        }
     }
     if jobs.is_empty() {
         return Err(invalid(format!("{}: no job section", path.display())));
@@ -78,8 +84,9 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
     Ok(jobs)
 }
 
-/// One job: the global options then its own (a key given in both: its own wins, as in fio).
-fn job(s: &Section, global: &[&Line], first: bool) -> anyhow::Result<IoParams> {
+/// One job: the global options then its own (a key given in both: its own wins, as in
+/// fio), and whether it waits for the jobs before it (`stonewall`).
+fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool)> {
     // The io workload's options, each with the line that gave it.
     let mut pairs: Vec<(String, String, &str)> = Vec::new();
     let mut stonewall = false;
@@ -101,12 +108,6 @@ fn job(s: &Section, global: &[&Line], first: bool) -> anyhow::Result<IoParams> {
             pairs.retain(|(have, _, _)| *have != k);
             pairs.push((k, v, &line.at));
         }
-    }
-    if !first && !stonewall {
-        return Err(invalid(format!(
-            "{}: job `{}` runs beside the one before it in fio (no `stonewall`): fsbench runs one job at a time; add `stonewall`, or give parallel copies as `numjobs`",
-            s.at, s.name
-        )));
     }
     if !pairs.iter().any(|(k, _, _)| k == "size" || k == "filesize") {
         // fio: "you need to specify size=".
@@ -139,7 +140,7 @@ fn job(s: &Section, global: &[&Line], first: bool) -> anyhow::Result<IoParams> {
     params
         .validate()
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
-    Ok(params)
+    Ok((params, stonewall))
 }
 
 /// The text of a job file, or of standard input for `-` (as fio reads it).
@@ -284,10 +285,6 @@ mod tests {
                 "job.fio:3: `filename` is not used",
             ),
             (
-                "[a]\nsize=1m\n[b]\nsize=1m\n",
-                "job.fio:3: job `b` runs beside",
-            ),
-            (
                 "[a]\nsize=${IO_TEST_UNSET}\n",
                 "job.fio:2: ${IO_TEST_UNSET} is not set",
             ),
@@ -346,5 +343,25 @@ mod tests {
         assert_eq!(keywords.expand("((2^10-24)/10)", "x").unwrap(), "100");
         // Without a keyword or parentheses a dash is text, as in `bsrange=4k-4k`.
         assert_eq!(keywords.expand("4k-4k", "x").unwrap(), "4k-4k");
+    }
+
+    #[test]
+    fn jobs_without_a_stonewall_run_beside_the_one_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[global]\nsize=1m\n[a]\nrw=read\n[b]\nrw=write\n[c]\nstonewall\n[d]\nwait_for_previous\n",
+        );
+        let jobs = read(&path).unwrap();
+        let names =
+            |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
+        assert_eq!(jobs.len(), 3);
+        assert_eq!(names(&jobs[0]), ["a", "b"]);
+        assert_eq!(names(&jobs[1]), ["c"]);
+        assert_eq!(names(&jobs[2]), ["d"]);
+        assert_eq!(jobs[0].beside[0].rw, super::super::Rw::Write);
+        assert!(jobs[0].name().ends_with("+1 beside"), "{}", jobs[0].name());
+        assert_eq!(jobs[0].space_needed().unwrap().inodes, 8 + 2);
     }
 }

@@ -176,6 +176,10 @@ pub struct IoParams {
     pub randseed: u64,
     pub distribution: Distribution,
     pub norandommap: bool,
+    /// The jobs of a fio job file that run at the same time as this one (no `stonewall`
+    /// between them, fio's default), each on files of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<IoParams>,
 }
 
 /// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
@@ -292,6 +296,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
         norandommap: p.flag("norandommap"),
+        beside: Vec::new(),
     })
 }
 
@@ -299,6 +304,11 @@ impl IoParams {
     #[cfg(test)]
     pub(crate) fn parse(args: &str) -> anyhow::Result<IoParams> {
         build(&super::KIND.parse_cli(args)?)
+    }
+
+    /// This job and the jobs beside it, in the job file's order.
+    pub fn jobs(&self) -> impl Iterator<Item = &IoParams> {
+        std::iter::once(self).chain(&self.beside)
     }
 
     pub fn max_bs(&self) -> u64 {
@@ -365,10 +375,14 @@ impl IoParams {
         if self.time_based {
             name.push_str(&format!(",runtime={}ms", self.runtime_ms));
         }
+        if !self.beside.is_empty() {
+            name.push_str(&format!("+{} beside", self.beside.len()));
+        }
         name
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
+        self.beside.iter().try_for_each(IoParams::validate)?;
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         if self.offset >= self.filesize {
             return no(format!(
@@ -447,7 +461,10 @@ impl IoParams {
             format_bytes(self.filesize),
             self.engine.name(),
             self.depth(),
-        )
+        ) + &match self.beside.len() {
+            0 => String::new(),
+            n => format!("; {n} more job(s) at the same time"),
+        }
     }
 
     /// Every job's I/O buffers: one block per slot in flight, aligned.
@@ -458,8 +475,14 @@ impl IoParams {
     }
 
     pub fn space_needed(&self) -> Option<SpaceNeed> {
-        let files = u64::from(self.nrfiles).checked_mul(u64::from(self.numjobs))?;
-        let bytes = self.filesize.checked_mul(files)?.checked_mul(21)? / 20;
-        Some(SpaceNeed::exactly(bytes, files + 8))
+        let mut need = SpaceNeed::exactly(0, 8);
+        for job in self.jobs() {
+            let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
+            let bytes = job.filesize.checked_mul(files)?.checked_mul(21)? / 20;
+            need.bytes = need.bytes.checked_add(bytes)?;
+            need.inodes = need.inodes.checked_add(files)?;
+        }
+        need.ideal_bytes = need.bytes;
+        Some(need)
     }
 }

@@ -253,6 +253,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     needs: &[Need {
         capability: Capability::Direct,
         option: "`direct`",
-        uses: |s| matches!(s, Params::Io(p) if p.direct),
+        uses: |s| matches!(s, Params::Io(p) if p.jobs().any(|j| j.direct)),
     }],
 };
