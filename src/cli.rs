@@ -176,6 +176,10 @@ struct FioArgs {
     /// $ncpus and $mb_memory arithmetic; jobs run at the same time unless a `stonewall`
     /// separates them, as in fio
     jobfile: PathBuf,
+    /// Scale the job file without editing it: every job's size (and files) and runtime (and
+    /// ramp) at most these, e.g. `size=16m,runtime=2s`; said in the output
+    #[arg(long, value_name = "size=SIZE,runtime=TIME")]
+    cap: Option<String>,
     #[command(flatten)]
     run: RunArgs,
 }

@@ -58,10 +58,77 @@ struct Section {
     options: Vec<Line>,
 }
 
-/// The jobs of a fio job file (`-`: standard input), in order, as io workloads: jobs that
-/// fio runs at the same time (no `stonewall` between them) are one workload, the later
-/// ones `beside` the first.
-pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
+/// Bounds on every job of a job file (`--cap size=16m,runtime=2s`): a job file scaled down
+/// without editing it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cap {
+    /// At most this many bytes per job and per file.
+    pub size: Option<u64>,
+    /// Every job stops after this long (its ramp too), time-based or not.
+    pub runtime_ms: Option<u64>,
+}
+
+impl Cap {
+    /// `size=SIZE,runtime=TIME`, either or both.
+    pub fn parse(text: &str) -> anyhow::Result<Cap> {
+        let mut cap = Cap::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = |why: String| invalid(format!("--cap `{part}`: {why}"));
+            match part.split_once('=') {
+                Some(("size", v)) => {
+                    cap.size = Some(crate::units::parse_size(v).map_err(|e| bad(e.to_string()))?)
+                }
+                Some(("runtime", v)) => {
+                    cap.runtime_ms = Some(
+                        super::params::parse_time("runtime", v).map_err(|e| bad(e.to_string()))?,
+                    )
+                }
+                _ => {
+                    return Err(bad(
+                        "give size=SIZE and/or runtime=TIME (e.g. size=16m,runtime=2s)".into(),
+                    ));
+                }
+            }
+        }
+        Ok(cap)
+    }
+
+    /// What the cap did, for the output; `None` without one.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(size) = self.size {
+            parts.push(format!("size={}", fsbench_model::units::compact_size(size)));
+        }
+        if let Some(ms) = self.runtime_ms {
+            parts.push(format!("runtime={}s", ms as f64 / 1000.0));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "the job file scaled by --cap {}: every job's size and files at most that, its runtime and ramp too",
+                parts.join(",")
+            )
+        })
+    }
+
+    fn apply(&self, job: &mut IoParams) {
+        if let Some(size) = self.size {
+            job.size = job.size.min(size);
+            job.filesize = job.filesize.min(size.max(job.offset + job.max_bs()));
+        }
+        if let Some(ms) = self.runtime_ms {
+            job.runtime_ms = match job.runtime_ms {
+                0 => ms,
+                given => given.min(ms),
+            };
+            job.ramp_ms = job.ramp_ms.min(ms);
+        }
+    }
+}
+
+/// The jobs of a fio job file (`-`: standard input), in order, as io workloads (scaled by
+/// `cap`): jobs that fio runs at the same time (no `stonewall` between them) are one
+/// workload, the later ones `beside` the first.
+pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
     let mut sections = Vec::new();
     let keywords = values::Keywords::of_this_machine();
     read_into(path, 0, &keywords, &mut sections)?;
@@ -72,7 +139,11 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
             global.extend(&s.options);
             continue;
         }
-        let (params, stonewall) = job(s, &global)?;
+        let (mut params, stonewall) = job(s, &global)?;
+        cap.apply(&mut params);
+        params
+            .validate()
+            .map_err(|e| invalid(format!("{}: job `{}` under the cap: {e}", s.at, s.name)))?;
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),
@@ -258,7 +329,7 @@ mod tests {
             "job.fio",
             "include common.fio\n[global]\nsize=64M\nbs=4K\n\n[read]\nrw=randread\ndirect=1\n# a comment\n[write]\nstonewall\nrw=write\nbs=128k\nend_fsync=1\nthread\n",
         );
-        let jobs = read(&path).unwrap();
+        let jobs = read(&path, &Cap::default()).unwrap();
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[0].job.as_deref(), Some("read"));
         assert_eq!(
@@ -310,11 +381,11 @@ mod tests {
             ("size=1m\n", "before any `[section]`"),
         ] {
             let path = write(dir.path(), "job.fio", text);
-            let err = format!("{:#}", read(&path).unwrap_err());
+            let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
             assert!(err.contains(needle), "{text:?}: {err}");
         }
         let path = write(dir.path(), "loop.fio", "include loop.fio\n");
-        assert!(format!("{:#}", read(&path).unwrap_err()).contains("a cycle"));
+        assert!(format!("{:#}", read(&path, &Cap::default()).unwrap_err()).contains("a cycle"));
     }
 
     #[test]
@@ -325,7 +396,7 @@ mod tests {
             "job.fio",
             "[global]\nblocksize=8k ; inline comment\nreadwrite=rw\nrwmixread=60\nrwmixwrite=30\nbuffered=0\nsize=(2*$pagesize*1024) # size\ngtod_reduce=1\n[j]\nbs=16k,16k\nnumjobs=($ncpus+1)\n",
         );
-        let jobs = read(&path).unwrap();
+        let jobs = read(&path, &Cap::default()).unwrap();
         let j = &jobs[0];
         assert_eq!(j.bssplit, vec![(16 << 10, 100)]);
         assert_eq!(
@@ -353,7 +424,7 @@ mod tests {
             "job.fio",
             "[global]\nsize=1m\n[a]\nrw=read\n[b]\nrw=write\n[c]\nstonewall\n[d]\nwait_for_previous\n",
         );
-        let jobs = read(&path).unwrap();
+        let jobs = read(&path, &Cap::default()).unwrap();
         let names =
             |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
         assert_eq!(jobs.len(), 3);
@@ -363,5 +434,31 @@ mod tests {
         assert_eq!(jobs[0].beside[0].rw, super::super::Rw::Write);
         assert!(jobs[0].name().ends_with("+1 beside"), "{}", jobs[0].name());
         assert_eq!(jobs[0].space_needed().unwrap().inodes, 8 + 2);
+    }
+
+    #[test]
+    fn a_cap_bounds_every_job_s_size_and_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[a]\nsize=1g\nruntime=1h\nramp_time=1m\n[b]\nsize=4m\nrw=write\n",
+        );
+        let cap = Cap::parse("size=16m,runtime=2s").unwrap();
+        let jobs = read(&path, &cap).unwrap();
+        let a = &jobs[0];
+        assert_eq!(
+            (a.size, a.filesize, a.runtime_ms, a.ramp_ms),
+            (16 << 20, 16 << 20, 2000, 2000)
+        );
+        let b = &a.beside[0];
+        assert_eq!((b.size, b.runtime_ms), (4 << 20, 2000));
+        assert!(
+            cap.describe()
+                .unwrap()
+                .contains("--cap size=16M,runtime=2s")
+        );
+        assert_eq!(Cap::default().describe(), None);
+        assert!(Cap::parse("iodepth=1").is_err());
     }
 }

@@ -183,7 +183,7 @@ pub struct IoParams {
 }
 
 /// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
-fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
+pub(super) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());

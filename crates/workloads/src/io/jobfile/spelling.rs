@@ -1,5 +1,5 @@
 //! fio's other spellings of the io workload's options: aliases (`blocksize`, `readwrite`,
-//! `rwmixwrite`, `buffered`, `iodepth_batch`), fio's names of the mixed patterns (`rw=rw`),
+//! `rwmixwrite`, `buffered`, `iodepth_batch`, `timeout`, `nr_files`, `fileoffset`), fio's names of the mixed patterns (`rw=rw`),
 //! and the per-direction forms (`bs=4k,8k`, `rate=1m,2m`, `bsrange=4k-4k`) where the job
 //! uses them with one value. A form fsbench does not do is refused naming what it lacks.
 
@@ -14,6 +14,9 @@ pub(super) const ALIASES: &[&str] = &[
     "iodepth_batch",
     "iodepth_batch_complete",
     "ioscheduler",
+    "timeout",
+    "nr_files",
+    "fileoffset",
 ];
 
 /// The io workload's options (and values) for fio's `key=value`; `Err` says why fsbench
@@ -47,6 +50,9 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         "buffered" => one("direct", if flag(value) { "0" } else { "1" }),
         "iodepth_batch" => one("iodepth_batch_submit", value),
         "iodepth_batch_complete" => one("iodepth_batch_complete_min", value),
+        "timeout" => one("runtime", value),
+        "nr_files" => one("nrfiles", value),
+        "fileoffset" => one("offset", value),
         "ioscheduler" => Err(format!(
             "`{key}`: fsbench sets the scheduler per configuration (--sched or FS:sched=NAME)"
         )),
