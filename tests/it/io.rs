@@ -620,3 +620,43 @@ fn a_job_file_s_jobs_run_at_the_same_time_until_a_stonewall() {
     );
     assert_nothing_left(dir.path());
 }
+
+#[test]
+fn a_job_file_on_stdin_scaled_by_the_cap_says_so() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let jobfile = state.path().join("jobs.fio");
+    // As written the job would move 1 GiB for an hour; the cap makes it 1 MiB, at most 1 s.
+    std::fs::write(&jobfile, "[big]\nsize=1g\nrw=write\nruntime=1h\n").unwrap();
+    let out = run(fsbench(state.path())
+        .args(["fio", "-", "-q", "--runs", "1", "--output-format", "json"])
+        .args(["--cap", "size=1m,runtime=1s", "--dir"])
+        .arg(dir.path())
+        .stdin(std::fs::File::open(&jobfile).unwrap()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--cap size=1M,runtime=1s"),
+        "{}",
+        text(&out.stderr)
+    );
+    let doc = json(&out);
+    assert!(
+        doc["suite"]["purpose"].as_str().unwrap().contains("--cap"),
+        "{}",
+        doc["suite"]
+    );
+    let io = &doc["runs"][0]["phases"][1];
+    assert_eq!(io["bytes"].as_u64(), Some(1 << 20), "the capped size");
+    fails_with(
+        &[
+            "fio",
+            jobfile.to_str().unwrap(),
+            "--cap",
+            "iodepth=2",
+            "--dir",
+            "/nonexistent",
+        ],
+        2,
+        "--cap `iodepth=2`",
+    );
+    assert_nothing_left(dir.path());
+}

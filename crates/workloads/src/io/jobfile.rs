@@ -21,6 +21,8 @@ const ACCEPTED: &[&str] = &[
     "name",
     "description",
     "thread",
+    // fio 3.33 takes `threads=1` (examples/waitfor.fio) as `thread`.
+    "threads",
     "group_reporting",
     "new_group",
     "gtod_reduce",
