@@ -21,6 +21,7 @@ use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 mod job;
 pub mod jobfile;
+mod libaio;
 mod params;
 mod pattern;
 mod table;
@@ -199,9 +200,12 @@ impl Io {
                         let files = (*job, *copy);
                         let job = Job::open(params, dir, files, pattern, worker, halt, span)?;
                         drop(gate.read());
-                        // The asynchronous engine's loop is uring's; job.rs knows none.
-                        let engine = (params.engine == Engine::IoUring)
-                            .then_some(uring::run as job::IssueLoop);
+                        // The asynchronous engines' loops; job.rs knows none.
+                        let engine: Option<job::IssueLoop> = match params.engine {
+                            Engine::IoUring => Some(uring::run),
+                            Engine::Libaio => Some(libaio::run),
+                            Engine::Psync | Engine::Pvsync2 => None,
+                        };
                         job.run(Instant::now(), engine)
                     })
                     .and_then(|r| r)

@@ -65,6 +65,8 @@ pub enum Engine {
     Psync,
     Pvsync2,
     IoUring,
+    /// The kernel's native AIO (io_submit), as fio's libaio engine.
+    Libaio,
 }
 
 impl Engine {
@@ -73,6 +75,7 @@ impl Engine {
             Engine::Psync => "psync",
             Engine::Pvsync2 => "pvsync2",
             Engine::IoUring => "io_uring",
+            Engine::Libaio => "libaio",
         }
     }
 }
@@ -258,6 +261,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let engine = match p.text("ioengine").expect("ioengine has a default") {
         "psync" => Engine::Psync,
         "pvsync2" => Engine::Pvsync2,
+        "libaio" => Engine::Libaio,
         _ => Engine::IoUring,
     };
     Ok(IoParams {
@@ -322,7 +326,7 @@ impl IoParams {
     /// I/Os in flight per job: the engine's depth (the synchronous ones have one).
     pub fn depth(&self) -> u32 {
         match self.engine {
-            Engine::IoUring => self.iodepth,
+            Engine::IoUring | Engine::Libaio => self.iodepth,
             Engine::Psync | Engine::Pvsync2 => 1,
         }
     }
@@ -407,19 +411,12 @@ impl IoParams {
         if self.fsync > 0 && self.fdatasync > 0 {
             return no("give `fsync` or `fdatasync`, not both".into());
         }
-        if self.engine != Engine::IoUring {
-            if self.iodepth > 1 {
-                return no(format!(
-                    "{} is synchronous (one I/O in flight): `iodepth={}` needs ioengine=io_uring",
-                    self.engine.name(),
-                    self.iodepth
-                ));
-            }
-            if self.sqpoll {
-                return no("`sqpoll` needs ioengine=io_uring".into());
-            }
+        // `iodepth` above 1 with a synchronous engine is taken as fio takes it: one I/O in
+        // flight ([`IoParams::depth`]).
+        if self.engine != Engine::IoUring && self.sqpoll {
+            return no("`sqpoll` needs ioengine=io_uring".into());
         }
-        if self.engine == Engine::Psync && self.hipri {
+        if matches!(self.engine, Engine::Psync | Engine::Libaio) && self.hipri {
             return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
         }
         if self.hipri && !self.direct {
