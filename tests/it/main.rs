@@ -20,6 +20,7 @@ mod examples;
 mod fdtree;
 mod ffsb_stops;
 mod filesystems;
+mod fio_jobs;
 mod fuzz;
 mod harness;
 mod hostile_archives;

@@ -107,6 +107,9 @@ struct State {
 }
 
 impl State {
+    /// The issue-and-reap cycle, one loop as io_uring's (fill the free slots, submit, sync
+    /// with nothing in flight, reap): longer than most functions, since its order is the
+    /// engine's behaviour and reads best whole.
     fn run(&mut self, job: &mut Job<'_>, ctx: &Context, fds: &[RawFd]) -> Result<(), FsbenchError> {
         let params = job.params;
         let batch = params.iodepth_batch_submit as usize;
