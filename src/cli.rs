@@ -206,9 +206,14 @@ struct FfsbArgs {
 
 #[derive(Debug, clap::Args)]
 struct FioArgs {
-    /// fio job file: [global] and job sections, include, ${VAR}; jobs one after the other
-    /// (`stonewall`)
+    /// fio job file (`-`: standard input): [global] and job sections, include, ${VAR},
+    /// $ncpus and $mb_memory arithmetic; jobs run at the same time unless a `stonewall`
+    /// separates them, as in fio
     jobfile: PathBuf,
+    /// Scale the job file without editing it: every job's size (and files) and runtime (and
+    /// ramp) at most these, e.g. `size=16m,runtime=2s`; said in the output
+    #[arg(long, value_name = "size=SIZE,runtime=TIME")]
+    cap: Option<String>,
     #[command(flatten)]
     run: RunArgs,
 }

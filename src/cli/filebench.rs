@@ -62,5 +62,6 @@ pub(super) fn run(
         vec![Params::Personality(params).spec()],
         db,
         progress,
+        None,
     )
 }

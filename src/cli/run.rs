@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::*;
+use crate::workload::io::jobfile;
 
 /// The command line as given, and the suite file's text, as recorded with the suite.
 fn command_record(args: &RunArgs) -> String {
@@ -102,20 +103,28 @@ pub(super) fn ffsb(
             "fsbench: ffsb: location={location} is not used: every run gets a fresh filesystem on the target (--dir runs in an existing directory)"
         ));
     }
-    run_given(run_args, vec![Params::Ffsb(params).spec()], db, progress)
+    run_given(
+        run_args,
+        vec![Params::Ffsb(params).spec()],
+        db,
+        progress,
+        None,
+    )
 }
 
-/// `run`'s options with `workloads` (read from a tool's own file) as the suite's workloads.
+/// `run`'s options with `workloads` (read from a tool's own file) as the suite's workloads;
+/// `scaled` says how the file was scaled down, as the suite's purpose unless one is given.
 pub(super) fn run_given(
     run_args: &RunArgs,
     workloads: Vec<fsbench_model::workload::WorkloadSpec>,
     db: &Path,
     progress: Arc<Progress>,
+    scaled: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     let mut suite = run_args.suite()?;
     if run_args.purpose.is_none() {
         // Not the default suite's purpose: this is the file's run.
-        suite.purpose = String::new();
+        suite.purpose = scaled.unwrap_or_default();
     }
     suite.workloads = workloads;
     run_suite(
@@ -147,9 +156,17 @@ pub(super) fn only_run_options(run_args: &RunArgs, what: &str) -> anyhow::Result
 pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
     let run_args = &args.run;
     only_run_options(run_args, "fsbench fio runs one job file")?;
-    let jobs = crate::workload::io::jobfile::read(&args.jobfile)?;
+    let cap = match &args.cap {
+        Some(text) => jobfile::Cap::parse(text)?,
+        None => jobfile::Cap::default(),
+    };
+    let jobs = jobfile::read(&args.jobfile, &cap)?;
     let workloads = jobs.into_iter().map(|j| Params::Io(j).spec()).collect();
-    run_given(run_args, workloads, db, progress)
+    let scaled = cap.describe();
+    if let Some(line) = &scaled {
+        super::console::say(&format!("fsbench: fio: {line}"));
+    }
+    run_given(run_args, workloads, db, progress, scaled)
 }
 
 pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {

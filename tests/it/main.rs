@@ -23,6 +23,7 @@ mod fdtree;
 mod ffsb_stops;
 mod filebench;
 mod filesystems;
+mod fio_jobs;
 mod first_hour;
 mod fuzz;
 mod generate;

@@ -21,6 +21,7 @@ use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 mod job;
 pub mod jobfile;
+mod libaio;
 mod params;
 mod pattern;
 /// The workloads' small fast generator (filebench's draws use it too).
@@ -48,12 +49,13 @@ pub const PERCENTILES: &[f64] = &[
 
 workload_params!(IoParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
     instantiate: Io::new(p.clone()),
-    buffers: IoParams::buffer_bytes(p),
-    threads: p.numjobs);
+    buffers: p.jobs().map(IoParams::buffer_bytes).sum(),
+    threads: p.jobs().map(|j| j.numjobs).sum());
 
 pub struct Io {
     params: IoParams,
-    /// Each job's offsets, kept from the ramp to the timed phase.
+    /// Each thread's offsets, kept from the ramp to the timed phase, in [`Io::threads`]'s
+    /// order.
     patterns: Vec<Pattern>,
     figures: Vec<Figure>,
     notes: Vec<String>,
@@ -77,47 +79,32 @@ impl Io {
         }
     }
 
-    /// Everything that would make the I/O fail, refused before any of it: io_uring
-    /// unavailable, O_DIRECT refused or misaligned, polling the device cannot do.
+    /// Everything that would make a job's I/O fail, refused before any of it.
     fn check(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
-        let p = &self.params;
-        if p.engine == Engine::IoUring {
-            uring::check_available(p)?;
-        }
-        if p.direct {
-            let (fs, align) = super::direct_alignment(dir)?;
-            let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
-            let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
-            for (what, v) in sizes {
-                if v % align != 0 {
-                    return Err(FsbenchError::InvalidInput(format!(
-                        "io: with `direct`, {what} must be a multiple of {fs}'s logical block size ({align} bytes); {v} is not"
-                    )));
-                }
-            }
-        }
-        if p.hipri && !device_polls(dir) {
-            return Err(FsbenchError::InvalidInput(
-                "io: `hipri` needs a device that polls (its queue/io_poll is 0 or absent, as on loop devices and most virtual disks): run without `hipri`".into(),
-            ));
-        }
-        Ok(())
+        self.params.jobs().try_for_each(|p| check_job(p, dir))
+    }
+
+    /// Every thread of every job: its job's parameters, the job's place and the copy's
+    /// number (of `numjobs`).
+    fn threads(&self) -> Vec<(&IoParams, usize, u32)> {
+        (self.params.jobs().enumerate())
+            .flat_map(|(j, p)| (0..p.numjobs).map(move |c| (p, j, c)))
+            .collect()
     }
 
     /// fio's "Laying out IO file": every job's files made at their size, one unit per file
     /// with the bytes written. Files only written get their blocks allocated; files that are
     /// read are written in full.
     fn layout(&self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
-        let p = &self.params;
-        let reads = p.rw.read_percent(p.rwmixread) > 0;
         let mut buf = Aligned::new(1 << 20);
-        let mut fill = pattern::Rng::new(p.randseed);
+        let mut fill = pattern::Rng::new(self.params.randseed);
         for chunk in buf.buf().chunks_mut(8) {
             chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
         }
-        for j in 0..p.numjobs {
+        for (p, job, copy) in self.threads() {
+            let reads = p.rw.read_percent(p.rwmixread) > 0;
             for f in 0..p.nrfiles as usize {
-                let name = job::file_name(j, f);
+                let name = job::file_name(job, copy, f);
                 let failed = |e: rustix::io::Errno| {
                     crate::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
                         FsbenchError::Failed(format!("io: laying out {name}: {e}"))
@@ -158,43 +145,43 @@ impl Io {
     /// The offsets of each job for this round, then the untimed ramp (`ramp_time`) on the
     /// laid-out files.
     fn prepare_jobs(&mut self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
-        let p = &self.params;
         let round = self.round;
-        self.patterns = (0..p.numjobs)
-            .map(|j| {
+        let patterns = (self.threads().into_iter())
+            .map(|(p, job, copy)| {
                 let seed = if p.randrepeat {
                     p.randseed
                 } else {
                     p.randseed ^ u64::from(round) ^ crate::measure::lap_clock().raw()
                 };
-                Pattern::new(p, seed.wrapping_add(u64::from(j).wrapping_mul(0x9e37_79b9)))
+                // Each copy its own offsets; a job beside others its own too.
+                let n = u64::from(copy) + ((job as u64) << 32);
+                Pattern::new(p, seed.wrapping_add(n.wrapping_mul(0x9e37_79b9)))
             })
             .collect();
-        if p.ramp_ms > 0 {
+        self.patterns = patterns;
+        if self.params.jobs().any(|p| p.ramp_ms > 0) {
             let progress = Arc::new(Progress {
                 cancel: self.cancel.clone(),
                 ..Progress::default()
             });
             let mut ramp = PhaseRecorder::start("ramp", progress);
-            let span = Span {
-                measured: false,
-                time_based: true,
-                limit: Some(Duration::from_millis(p.ramp_ms)),
-            };
-            self.run_jobs(dir, &mut ramp, span)?;
+            self.run_jobs(dir, &mut ramp, false)?;
         }
         Ok(())
     }
 
-    /// Runs every job at once, each on its thread; their recorders and figures summed.
+    /// Runs every job's threads at once (the timed part when `measured`, else each job's
+    /// ramp); their recorders summed, their figures in [`Io::threads`]'s order.
     fn run_jobs(
         &mut self,
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
-        span: Span,
+        measured: bool,
     ) -> Result<Vec<JobOut>, FsbenchError> {
-        let params = &self.params;
-        let n = params.numjobs as usize;
+        let threads: Vec<(IoParams, usize, u32)> = (self.threads().into_iter())
+            .map(|(p, job, copy)| (p.clone(), job, copy))
+            .collect();
+        let n = threads.len();
         let progress: Vec<Arc<Progress>> = (0..n).map(|_| rec.worker_progress()).collect();
         let crew = Crew::new(progress.iter().map(|p| &*p.done).collect(), rec.progress());
         let phase_rec: &PhaseRecorder = rec;
@@ -206,21 +193,26 @@ impl Io {
             let closed = gate.write().expect("not poisoned");
             let mut handles = Vec::with_capacity(n);
             let mut spawn_error = None;
-            for (j, (pattern, counter)) in self.patterns.iter_mut().zip(&progress).enumerate() {
+            let each = self.patterns.iter_mut().zip(&progress).zip(&threads);
+            for (j, ((pattern, counter), (params, job, copy))) in each.enumerate() {
                 let (crew, gate, halt) = (&crew, &gate, &halt);
+                let span = Span::of(params, measured);
                 let work = move || {
                     crew.work(&[dir], || {
                         // Made (and the pattern's state moved) on the job's own thread, so
                         // that what a job writes at every I/O is on no other job's cache line.
                         let worker = phase_rec.worker(counter.clone());
                         pattern.move_here();
-                        let mut job =
-                            Job::open(params, dir, j as u32, pattern, worker, halt, span)?;
+                        let files = (*job, *copy);
+                        let mut job = Job::open(params, dir, files, pattern, worker, halt, span)?;
                         job.oracle = oracle.clone();
                         drop(gate.read());
-                        // The asynchronous engine's loop is uring's; job.rs knows none.
-                        let engine = (params.engine == Engine::IoUring)
-                            .then_some(uring::run as job::IssueLoop);
+                        // The asynchronous engines' loops; job.rs knows none.
+                        let engine: Option<job::IssueLoop> = match params.engine {
+                            Engine::IoUring => Some(uring::run),
+                            Engine::Libaio => Some(libaio::run),
+                            Engine::Psync | Engine::Pvsync2 => None,
+                        };
                         job.run(Instant::now(), engine)
                     })
                     .and_then(|r| r)
@@ -346,8 +338,9 @@ impl Io {
                     .push(Figure::new("issue lag", "µs", false, ns as f64 / 1000.0).at(&at));
             }
         }
+        self.per_job_figures(outs);
         let p = &self.params;
-        if p.rate_iops > 0 || p.rate > 0 {
+        if p.beside.is_empty() && (p.rate_iops > 0 || p.rate > 0) {
             let jobs = f64::from(p.numjobs);
             let ios: u64 = outs.iter().map(|o| o.ios[0] + o.ios[1]).sum();
             let bytes: u64 = outs.iter().map(|o| o.bytes[0] + o.bytes[1]).sum();
@@ -368,6 +361,95 @@ impl Io {
             self.notes.push(format!(
                 "open loop: latency (`read`, `write`) counts from each I/O's scheduled time, so a stall is not hidden by the I/Os it delayed; `issue lag` is how late I/Os were issued (a late wake-up of the job counts too); achieved {achieved}"
             ));
+        }
+    }
+}
+
+/// Everything that would make a job's I/O fail, refused before any of it: io_uring
+/// unavailable, O_DIRECT refused or misaligned, polling the device cannot do.
+fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+    if p.engine == Engine::IoUring {
+        uring::check_available(p)?;
+    }
+    if p.direct {
+        let (fs, align) = super::direct_alignment(dir)?;
+        let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
+        let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
+        for (what, v) in sizes {
+            if v % align != 0 {
+                return Err(FsbenchError::InvalidInput(format!(
+                    "io: with `direct`, {what} must be a multiple of {fs}'s logical block size ({align} bytes); {v} is not"
+                )));
+            }
+        }
+    }
+    if p.hipri && !device_polls(dir) {
+        return Err(FsbenchError::InvalidInput(
+            "io: `hipri` needs a device that polls (its queue/io_poll is 0 or absent, as on loop devices and most virtual disks): run without `hipri`".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl Io {
+    /// The outputs of each job that ran beside others (a job file's jobs without
+    /// `stonewall` between them), with its name; none for a job alone.
+    fn by_job<'o>(&self, outs: &'o [JobOut]) -> Vec<(String, Vec<&'o JobOut>)> {
+        if self.params.beside.is_empty() {
+            return Vec::new();
+        }
+        let threads = self.threads();
+        (self.params.jobs().enumerate())
+            .map(|(j, p)| {
+                let mine = (threads.iter().zip(outs))
+                    .filter(|((_, job, _), _)| *job == j)
+                    .map(|(_, o)| o)
+                    .collect();
+                (p.job.clone().unwrap_or_else(|| format!("job{j}")), mine)
+            })
+            .collect()
+    }
+
+    /// Each job's own IOPS and bandwidth per direction (over its longest copy's time),
+    /// where jobs ran beside each other.
+    fn per_job_figures(&mut self, outs: &[JobOut]) {
+        for (name, mine) in self.by_job(outs) {
+            let secs = (mine.iter().map(|o| o.elapsed).max())
+                .unwrap_or(Duration::ZERO)
+                .as_secs_f64()
+                .max(1e-9);
+            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+                let ios: u64 = mine.iter().map(|o| o.ios[d]).sum();
+                if ios == 0 {
+                    continue;
+                }
+                let bytes: u64 = mine.iter().map(|o| o.bytes[d]).sum();
+                let at = [
+                    Dim::new("job", DimValue::Text(name.clone())),
+                    Dim::new("direction", DimValue::Text(dir.into())),
+                ];
+                self.figures
+                    .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
+                let kib = bytes as f64 / 1024.0 / secs;
+                self.figures
+                    .push(Figure::new("bw", "KiB/s", true, kib).at(&at));
+            }
+        }
+    }
+
+    /// Each job's latency histograms, `JOB: read clat`, where jobs ran beside each other.
+    fn per_job_latency(&self, outs: &[JobOut], rec: &mut PhaseRecorder) {
+        for (name, mine) in self.by_job(outs) {
+            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+                for o in &mine {
+                    if !o.clat[d].is_empty() {
+                        rec.add_latency(&format!("{name}: {dir} clat"), &o.clat[d]);
+                    }
+                    if !o.slat[d].is_empty() {
+                        rec.add_latency(&format!("{name}: {dir} slat"), &o.slat[d]);
+                    }
+                }
+            }
         }
     }
 }
@@ -395,20 +477,25 @@ impl Workload for Io {
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        let p = &self.params;
+        let jobs = self.params.jobs();
         if phase == LAYOUT {
-            return u64::from(p.nrfiles) * u64::from(p.numjobs);
+            return jobs
+                .map(|p| u64::from(p.nrfiles) * u64::from(p.numjobs))
+                .sum();
         }
-        let per_job = if p.time_based {
-            0
-        } else {
-            p.size / p.max_bs().max(1) * u64::from(p.loops)
-        };
-        let per_job = match p.number_ios {
-            0 => per_job,
-            n => per_job.min(n),
-        };
-        per_job * u64::from(p.numjobs)
+        jobs.map(|p| {
+            let per_job = if p.time_based {
+                0
+            } else {
+                p.size / p.max_bs().max(1) * u64::from(p.loops)
+            };
+            let per_job = match p.number_ios {
+                0 => per_job,
+                n => per_job.min(n),
+            };
+            per_job * u64::from(p.numjobs)
+        })
+        .sum()
     }
 
     /// The checks, before any file is made.
@@ -432,16 +519,10 @@ impl Workload for Io {
         if phase == LAYOUT {
             return self.layout(dir, rec);
         }
-        let p = &self.params;
         for pattern in &mut self.patterns {
             pattern.new_pass();
         }
-        let span = Span {
-            measured: true,
-            time_based: p.time_based,
-            limit: (p.runtime_ms > 0).then(|| Duration::from_millis(p.runtime_ms)),
-        };
-        let outs = self.run_jobs(dir, rec, span)?;
+        let outs = self.run_jobs(dir, rec, true)?;
         for (d, name) in ["read", "write"].into_iter().enumerate() {
             let mut clat = crate::measure::new_histogram();
             let mut slat = crate::measure::new_histogram();
@@ -456,6 +537,7 @@ impl Workload for Io {
                 rec.add_latency(&format!("{name} slat"), &slat);
             }
         }
+        self.per_job_latency(&outs, rec);
         self.figures(&outs);
         Ok(())
     }

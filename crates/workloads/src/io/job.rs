@@ -15,12 +15,16 @@ use crate::Aligned;
 use crate::error::FsbenchError;
 use crate::measure::{OpKind, PhaseRecorder, new_histogram};
 
-/// Job `job`'s file `file`: `io.JOB.FILE`, as fio names a job's files `NAME.JOB.FILE`.
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
 
-pub(crate) fn file_name(job: u32, file: usize) -> String {
-    format!("io.{job}.{file}")
+/// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
+/// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
+pub(crate) fn file_name(job: usize, copy: u32, file: usize) -> String {
+    match job {
+        0 => format!("io.{copy}.{file}"),
+        j => format!("io{j}.{copy}.{file}"),
+    }
 }
 
 /// What a job measured besides its recorder's counts and total latency.
@@ -59,6 +63,24 @@ pub(crate) struct Span {
     pub limit: Option<Duration>,
 }
 
+impl Span {
+    /// The timed part of `params`'s job (`measured`), or its untimed ramp (`ramp_time`).
+    pub(crate) fn of(params: &IoParams, measured: bool) -> Span {
+        if !measured {
+            return Span {
+                measured,
+                time_based: true,
+                limit: Some(Duration::from_millis(params.ramp_ms)),
+            };
+        }
+        Span {
+            measured,
+            time_based: params.time_based,
+            limit: (params.runtime_ms > 0).then(|| Duration::from_millis(params.runtime_ms)),
+        }
+    }
+}
+
 /// One job on its thread.
 pub(crate) struct Job<'a> {
     pub params: &'a IoParams,
@@ -73,6 +95,9 @@ pub(crate) struct Job<'a> {
     /// Writes since the last fsync, and whether a file was written (for end_fsync).
     writes: u32,
     written: Vec<bool>,
+    /// The file whose `fsync=N` is due before the next I/O (none after the last: fio asks
+    /// for the sync when it picks the next I/O, so the end has `end_fsync` alone).
+    sync_due: Option<usize>,
     /// Open loop: the interval between scheduled issues, and the next one's number.
     interval_ns: Option<f64>,
     issued: u64,
@@ -86,7 +111,7 @@ impl<'a> Job<'a> {
     pub(crate) fn open(
         params: &'a IoParams,
         dir: BorrowedFd<'_>,
-        job: u32,
+        (job, copy): (usize, u32),
         pattern: &'a mut Pattern,
         rec: PhaseRecorder,
         halt: &'a AtomicBool,
@@ -99,7 +124,7 @@ impl<'a> Job<'a> {
         }
         let files = (0..params.nrfiles as usize)
             .map(|f| {
-                let name = file_name(job, f);
+                let name = file_name(job, copy, f);
                 let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
                     .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
                 if params.invalidate && !params.direct {
@@ -116,7 +141,7 @@ impl<'a> Job<'a> {
                 Ok(fd)
             })
             .collect::<Result<Vec<_>, FsbenchError>>()?;
-        let mut fill = Rng::new(u64::from(job) + 1);
+        let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
         let bufs = (0..params.depth())
             .map(|_| {
                 let mut b = Aligned::new(params.max_bs() as usize);
@@ -147,6 +172,7 @@ impl<'a> Job<'a> {
             span,
             start: Instant::now(),
             writes: 0,
+            sync_due: None,
             interval_ns: rate,
             issued: 0,
             oracle: None,
@@ -272,21 +298,27 @@ impl<'a> Job<'a> {
         self.rec.unit_done(u64::from(io.len))
     }
 
-    /// Counts a completed write; true when `fsync=N` or `fdatasync=N` is due now (the
-    /// engine then syncs with nothing in flight, as fio quiesces first).
+    /// Counts a completed write; after every `fsync=N`th (or `fdatasync=N`th) the sync is
+    /// due before the next I/O ([`Job::take_due_sync`]).
     #[inline]
-    pub(crate) fn note_write(&mut self, file: usize) -> bool {
+    pub(crate) fn note_write(&mut self, file: usize) {
         self.written[file] = true;
         let every = self.params.fsync.max(self.params.fdatasync);
         if every == 0 {
-            return false;
+            return;
         }
         self.writes += 1;
-        if self.writes < every {
-            return false;
+        if self.writes >= every {
+            self.writes = 0;
+            self.sync_due = Some(file);
         }
-        self.writes = 0;
-        true
+    }
+
+    /// The file to sync before the I/O in hand, if a sync is due (the engine syncs with
+    /// nothing in flight, as fio quiesces first).
+    #[inline]
+    pub(crate) fn take_due_sync(&mut self) -> Option<usize> {
+        self.sync_due.take()
     }
 
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
@@ -338,6 +370,9 @@ impl<'a> Job<'a> {
         };
         let v2 = self.params.engine == Engine::Pvsync2;
         while let Some(io) = self.next_io(&mut passes) {
+            if let Some(file) = self.take_due_sync() {
+                self.sync_writes(file)?;
+            }
             let scheduled = self.scheduled();
             if let Some(at) = scheduled {
                 Self::wait_until(at);
@@ -359,8 +394,8 @@ impl<'a> Job<'a> {
             let done = Instant::now();
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
-            if !io.read && self.note_write(io.file) {
-                self.sync_writes(io.file)?;
+            if !io.read {
+                self.note_write(io.file);
             }
         }
         Ok(())

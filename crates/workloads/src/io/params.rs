@@ -65,6 +65,8 @@ pub enum Engine {
     Psync,
     Pvsync2,
     IoUring,
+    /// The kernel's native AIO (io_submit), as fio's libaio engine.
+    Libaio,
 }
 
 impl Engine {
@@ -73,6 +75,7 @@ impl Engine {
             Engine::Psync => "psync",
             Engine::Pvsync2 => "pvsync2",
             Engine::IoUring => "io_uring",
+            Engine::Libaio => "libaio",
         }
     }
 }
@@ -176,10 +179,14 @@ pub struct IoParams {
     pub randseed: u64,
     pub distribution: Distribution,
     pub norandommap: bool,
+    /// The jobs of a fio job file that run at the same time as this one (no `stonewall`
+    /// between them, fio's default), each on files of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<IoParams>,
 }
 
 /// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
-fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
+pub(super) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
@@ -254,6 +261,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let engine = match p.text("ioengine").expect("ioengine has a default") {
         "psync" => Engine::Psync,
         "pvsync2" => Engine::Pvsync2,
+        "libaio" => Engine::Libaio,
         _ => Engine::IoUring,
     };
     Ok(IoParams {
@@ -292,6 +300,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
         norandommap: p.flag("norandommap"),
+        beside: Vec::new(),
     })
 }
 
@@ -299,6 +308,11 @@ impl IoParams {
     #[cfg(test)]
     pub(crate) fn parse(args: &str) -> anyhow::Result<IoParams> {
         build(&super::KIND.parse_cli(args)?)
+    }
+
+    /// This job and the jobs beside it, in the job file's order.
+    pub fn jobs(&self) -> impl Iterator<Item = &IoParams> {
+        std::iter::once(self).chain(&self.beside)
     }
 
     pub fn max_bs(&self) -> u64 {
@@ -312,7 +326,7 @@ impl IoParams {
     /// I/Os in flight per job: the engine's depth (the synchronous ones have one).
     pub fn depth(&self) -> u32 {
         match self.engine {
-            Engine::IoUring => self.iodepth,
+            Engine::IoUring | Engine::Libaio => self.iodepth,
             Engine::Psync | Engine::Pvsync2 => 1,
         }
     }
@@ -365,10 +379,14 @@ impl IoParams {
         if self.time_based {
             name.push_str(&format!(",runtime={}ms", self.runtime_ms));
         }
+        if !self.beside.is_empty() {
+            name.push_str(&format!("+{} beside", self.beside.len()));
+        }
         name
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
+        self.beside.iter().try_for_each(IoParams::validate)?;
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         if self.offset >= self.filesize {
             return no(format!(
@@ -393,19 +411,12 @@ impl IoParams {
         if self.fsync > 0 && self.fdatasync > 0 {
             return no("give `fsync` or `fdatasync`, not both".into());
         }
-        if self.engine != Engine::IoUring {
-            if self.iodepth > 1 {
-                return no(format!(
-                    "{} is synchronous (one I/O in flight): `iodepth={}` needs ioengine=io_uring",
-                    self.engine.name(),
-                    self.iodepth
-                ));
-            }
-            if self.sqpoll {
-                return no("`sqpoll` needs ioengine=io_uring".into());
-            }
+        // `iodepth` above 1 with a synchronous engine is taken as fio takes it: one I/O in
+        // flight ([`IoParams::depth`]).
+        if self.engine != Engine::IoUring && self.sqpoll {
+            return no("`sqpoll` needs ioengine=io_uring".into());
         }
-        if self.engine == Engine::Psync && self.hipri {
+        if matches!(self.engine, Engine::Psync | Engine::Libaio) && self.hipri {
             return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
         }
         if self.hipri && !self.direct {
@@ -447,7 +458,10 @@ impl IoParams {
             format_bytes(self.filesize),
             self.engine.name(),
             self.depth(),
-        )
+        ) + &match self.beside.len() {
+            0 => String::new(),
+            n => format!("; {n} more job(s) at the same time"),
+        }
     }
 
     /// Every job's I/O buffers: one block per slot in flight, aligned.
@@ -458,8 +472,14 @@ impl IoParams {
     }
 
     pub fn space_needed(&self) -> Option<SpaceNeed> {
-        let files = u64::from(self.nrfiles).checked_mul(u64::from(self.numjobs))?;
-        let bytes = self.filesize.checked_mul(files)?.checked_mul(21)? / 20;
-        Some(SpaceNeed::exactly(bytes, files + 8))
+        let mut need = SpaceNeed::exactly(0, 8);
+        for job in self.jobs() {
+            let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
+            let bytes = job.filesize.checked_mul(files)?.checked_mul(21)? / 20;
+            need.bytes = need.bytes.checked_add(bytes)?;
+            need.inodes = need.inodes.checked_add(files)?;
+        }
+        need.ideal_bytes = need.bytes;
+        Some(need)
     }
 }

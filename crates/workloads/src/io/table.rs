@@ -75,7 +75,7 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("psync"),
         ..OptionDef::new(
             "ioengine",
-            OptKind::Choice(&["psync", "pvsync2", "io_uring"]),
+            OptKind::Choice(&["psync", "pvsync2", "io_uring", "libaio"]),
             "how I/O is issued",
         )
     },
@@ -83,7 +83,11 @@ const OPTIONS: &[OptionDef] = &[
         min: 1,
         max: 4096,
         default: Some("1"),
-        ..OptionDef::new("iodepth", OptKind::Count, "I/Os in flight (io_uring)")
+        ..OptionDef::new(
+            "iodepth",
+            OptKind::Count,
+            "I/Os in flight (io_uring, libaio)",
+        )
     },
     OptionDef {
         min: 1,
@@ -239,7 +243,7 @@ const PRESETS: &[Preset] = &[
 /// The io workload's row in the registry.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "io",
-    summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring, queue depth, rate limits",
+    summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring/libaio, queue depth, rate limits",
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "randread-4k",
@@ -253,6 +257,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     needs: &[Need {
         capability: Capability::Direct,
         option: "`direct`",
-        uses: |s| matches!(s, Params::Io(p) if p.direct),
+        uses: |s| matches!(s, Params::Io(p) if p.jobs().any(|j| j.direct)),
     }],
 };

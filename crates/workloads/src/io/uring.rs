@@ -154,7 +154,7 @@ impl State {
         let mut passes = 0;
         let mut pending: Option<Next> = None;
         let mut finished = false;
-        // A file to sync once nothing is in flight (fsync=N).
+        // A file to sync once nothing is in flight (fsync=N), before the I/O in `pending`.
         let mut sync: Option<usize> = None;
         loop {
             let mut wait_for: Option<Instant> = None;
@@ -163,6 +163,12 @@ impl State {
                     finished = true;
                     break;
                 };
+                if let Some(file) = job.take_due_sync() {
+                    // The sync goes first, once what is in flight completed.
+                    pending = Some(io);
+                    sync = Some(file);
+                    break;
+                }
                 let due = job.scheduled();
                 if let Some(at) = due
                     && at > Instant::now()
@@ -250,8 +256,8 @@ impl State {
                 check_len(result, s.io, &job.rec)?;
                 let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
                 job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
-                if !s.io.read && job.note_write(s.io.file) {
-                    sync = Some(s.io.file);
+                if !s.io.read {
+                    job.note_write(s.io.file);
                 }
             }
         }
