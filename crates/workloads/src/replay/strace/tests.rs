@@ -1,17 +1,18 @@
 //! The strace parser on lines as strace 6 prints them.
 
 use super::*;
+use crate::replay::trace::Kind;
 
 fn parse(lines: &[&str]) -> (Vec<Call>, u64) {
-    let mut p = Parser::new(Path::new("/r"), Path::new("/r"));
+    let mut p = Parser::new(Path::new("/r"), Path::new("/r"), 0);
     let mut out = Vec::new();
     let mut call = Call::default();
     for l in lines {
-        if p.line(l, &mut call).is_some() {
+        if p.line(l.as_bytes(), &mut call).is_some() {
             out.push(call.clone());
         }
     }
-    (out, p.dropped)
+    (out, p.dropped())
 }
 
 #[test]
