@@ -303,6 +303,17 @@ fn show(trace: &Path) -> anyhow::Result<()> {
         group_thousands(s.files as u64),
         s.duration_us as f64 / 1e6
     );
+    if let Some(p) = &s.program {
+        let _ = writeln!(
+            out,
+            "program   own {:.3} s, under capture {:.3} s, its calls here {:.3} s, strace \
+             {:.1} µs a call",
+            p.own_us as f64 / 1e6,
+            p.wall_us as f64 / 1e6,
+            p.calls_us as f64 / 1e6,
+            p.strace_ns as f64 / 1e3
+        );
+    }
     let _ = writeln!(
         out,
         "bytes     {} read, {} written",
@@ -311,9 +322,12 @@ fn show(trace: &Path) -> anyhow::Result<()> {
     );
     let _ = writeln!(
         out,
-        "dropped   {} calls outside the root",
+        "dropped   {} calls not recorded",
         group_thousands(s.dropped)
     );
+    for (reason, n, _) in &s.skipped {
+        let _ = writeln!(out, "  {:>12} {reason}", group_thousands(*n));
+    }
     for (kind, n) in &s.calls {
         let _ = writeln!(out, "  {:<12}{:>12}", kind.name(), group_thousands(*n));
     }

@@ -23,9 +23,10 @@ use crate::units::shown;
 const SAMPLES: usize = 10;
 
 /// A traced thread's descriptors: the replay's descriptor for each traced number. A map,
-/// not a table indexed by number: a trace may name any number.
+/// not a table indexed by number: a trace may name any number. The second map: the path
+/// each descriptor the thread did not open itself was opened by.
 #[derive(Default)]
-pub(super) struct Fds(HashMap<i32, OwnedFd>);
+pub(super) struct Fds(HashMap<i32, OwnedFd>, HashMap<i32, (u32, u32)>);
 
 /// A worker's means of making calls: the run's directory, a buffer, what it measured.
 pub(super) struct Worker<'a> {
@@ -64,6 +65,7 @@ impl<'a> Worker<'a> {
             Kind::Close => match self.mapped(fds, calls, op.fd, op.path) {
                 Ok(()) => {
                     fds.0.remove(&op.fd);
+                    fds.1.remove(&op.fd);
                     Outcome::Done
                 }
                 Err(o) => o,
@@ -106,6 +108,7 @@ impl<'a> Worker<'a> {
                 // An open that failed in the capture (no number) is closed at once.
                 if op.fd2 >= 0 {
                     fds.0.insert(op.fd2, fd);
+                    fds.1.remove(&op.fd2);
                 }
                 Outcome::Done
             }
@@ -136,7 +139,11 @@ impl<'a> Worker<'a> {
         if n < 0 {
             return Err(Outcome::Failed(Errno::BADF));
         }
-        if fds.0.contains_key(&n) {
+        // One opened by its path, used again on another path: the traced thread closed it
+        // and opened another file as `n` where the capture did not see it (outside the
+        // root): opened anew by the new path.
+        let stale = fds.1.get(&n).is_some_and(|&was| calls.path(was) != calls.path(path));
+        if fds.0.contains_key(&n) && !stale {
             return Ok(());
         }
         let p = self.scratch.normalized(calls.path(path))?;
@@ -152,6 +159,7 @@ impl<'a> Worker<'a> {
         }
         self.out.adapt(Adapted::Reopened);
         fds.0.insert(n, opened?);
+        fds.1.insert(n, path);
         Ok(())
     }
 
@@ -232,6 +240,7 @@ impl<'a> Worker<'a> {
                 Ok(new) => {
                     if op.fd2 >= 0 {
                         fds.0.insert(op.fd2, new);
+                        fds.1.remove(&op.fd2);
                     }
                     Ok(0)
                 }
@@ -339,6 +348,7 @@ impl<'a> Worker<'a> {
                     Ok(fd) => {
                         if op.fd2 >= 0 {
                             fds.0.insert(op.fd2, fd);
+                            fds.1.remove(&op.fd2);
                         }
                         Outcome::Done
                     }

@@ -309,17 +309,19 @@ impl Parser {
         let read_to = (call.b.max(0) as u64).saturating_add(call.a);
         match (self.relative_of(&in_path), self.relative_of(&out_path)) {
             (Some(i), Some(o)) => (call.path, call.path2) = (i, o),
-            (None, Some(o)) => {
+            // A copy from outside that failed (across filesystems, say) would not fail the
+            // same way in the replay.
+            (None, Some(o)) if call.errno == 0 => {
                 call.path = outside_of(&in_path);
                 call.path2 = o;
                 self.need_source(&in_path, read_to, None);
             }
-            (Some(i), None) => {
+            (Some(i), None) if call.errno == 0 => {
                 call.path = i;
                 call.path2 = outside_of(&out_path);
                 self.need_source(&out_path, 0, None);
             }
-            (None, None) => return Err(Skip::Outside),
+            _ => return Err(Skip::Outside),
         }
         Ok(())
     }

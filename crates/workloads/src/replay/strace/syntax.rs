@@ -301,29 +301,51 @@ impl<'l> Scanner<'l> {
         }
     }
 
-    /// A bracketed token from its opening byte to the one closing it, nested brackets and
-    /// strings and escapes inside skipped.
+    /// A bracketed token from its opening byte to the one closing it. In a decoration
+    /// (`<…>`) only escapes and nested decorations count (a name may hold any other byte);
+    /// in `(…)`, `[…]` and `{…}`, strings, decorations and nested brackets are skipped
+    /// whole, and `=>` is an arrow.
     fn balanced(&mut self) -> Option<&'l [u8]> {
         let start = self.at;
-        let mut depth = 0usize;
-        loop {
-            match self.next()? {
-                b'\\' => {
-                    self.next()?;
+        let close = match self.next()? {
+            b'<' => {
+                let mut depth = 1usize;
+                loop {
+                    match self.next()? {
+                        b'\\' => {
+                            self.next()?;
+                        }
+                        b'<' => depth += 1,
+                        b'>' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(&self.s[start..self.at]);
+                            }
+                        }
+                        _ => {}
+                    }
                 }
+            }
+            b'(' => b')',
+            b'[' => b']',
+            b'{' => b'}',
+            _ => return None,
+        };
+        loop {
+            match self.peek()? {
                 b'"' => {
-                    self.at -= 1;
                     self.string()?;
                 }
-                b'(' | b'[' | b'{' | b'<' => depth += 1,
-                b'>' if self.s[start..self.at - 1].ends_with(b"=") => {}
-                b')' | b']' | b'}' | b'>' => {
-                    depth = depth.checked_sub(1)?;
-                    if depth == 0 {
+                b'<' | b'(' | b'[' | b'{' => {
+                    self.balanced()?;
+                }
+                b'=' if self.s[self.at..].starts_with(b"=>") => self.at += 2,
+                c => {
+                    self.at += 1;
+                    if c == close {
                         return Some(&self.s[start..self.at]);
                     }
                 }
-                _ => {}
             }
         }
     }
@@ -336,6 +358,7 @@ impl<'l> Scanner<'l> {
                 b'"' => {
                     self.string()?;
                 }
+                b'=' if self.s[self.at..].starts_with(b"=>") => self.at += 2,
                 b'(' | b'[' | b'{' | b'<' => {
                     self.balanced()?;
                 }

@@ -1,0 +1,134 @@
+//! What capture must follow, each pattern a case of one compiled program, replayed with no
+//! call that comes out otherwise and the same tree, modes included: names with any byte,
+//! deleted and O_TMPFILE files, `/proc/self/fd` names, files taken from outside the root,
+//! reads and writes longer than any buffer, mapped I/O; and the program's own time, which the
+//! replay's notes and think mode rest on.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+use crate::replay::{assert_faithful, can_capture, capture, replay};
+
+const CASES: &str = include_str!("fixtures/capture_cases.c");
+
+fn compiled(dir: &Path) -> std::path::PathBuf {
+    let source = dir.join("cases.c");
+    std::fs::write(&source, CASES).unwrap();
+    let program = dir.join("cases");
+    let built = run(Command::new("cc")
+        .arg("-O")
+        .arg("-o")
+        .arg(&program)
+        .arg(&source));
+    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    program
+}
+
+#[test]
+fn every_pattern_is_followed_to_the_file_it_is() {
+    if !can_capture("the capture cases", &["cc"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let program = compiled(work.path());
+    let outside = work.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    for (name, size) in [("cfr", 5000), ("src", 3000), ("lnk", 100), ("mv", 50)] {
+        std::fs::write(outside.join(name), vec![b'o'; size]).unwrap();
+    }
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("cases.trace");
+    capture(
+        &orig,
+        &trace,
+        &[program.to_str().unwrap(), outside.to_str().unwrap()],
+    );
+    let replayed = work.path().join("replayed");
+    let report = replay(&trace, &replayed);
+    assert_faithful(&report, &orig, &replayed);
+    let t = tree(&replayed);
+    // Every awkward name made, in its awkward directory.
+    for name in [
+        "d ir",
+        "q\"uote",
+        "new\nline",
+        "a<b>c (deleted)",
+        "x) = 3 <0.1>",
+    ] {
+        assert_eq!(t[&format!("{name}/{name}")].0, 'f', "{name}: {t:?}");
+    }
+    assert_eq!(t["from-tmpfile"], ('f', 1000, 1), "{t:?}");
+    assert_eq!(t["big"], ('f', 40 << 20, 1));
+    // From outside: the sizes the calls read, the link a second name of the file made there.
+    assert_eq!(t["cfr"].1, 5000);
+    assert_eq!(t["sent"].1, 3000);
+    assert_eq!(t["linked"], ('f', 100, 2));
+    assert_eq!(t["moved"], ('f', 50, 1));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &str| {
+        std::fs::metadata(replayed.join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("modes"), 0o755);
+    assert_eq!(mode("d ir/d ir"), 0o640);
+    // The unlinked file's calls, the tmpfile's link, the chmod by name, the mappings.
+    let c = &report.captured;
+    assert!(
+        c["fsync"] >= 1 && c["link"] >= 2 && c["chmod"] >= 1,
+        "{c:?}"
+    );
+    assert!(
+        c["mmap"] >= 2 && c["copy"] >= 1 && c["sendfile"] >= 1,
+        "{c:?}"
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("mmap calls map the same range")),
+        "{:?}",
+        report.notes
+    );
+    // The 40 MiB write: one call, made as one (the replay counts the bytes it moved).
+    assert!(c["write"] < 20, "{c:?}");
+}
+
+#[test]
+fn capture_records_the_programs_own_time() {
+    if !can_capture("the program's time under capture", &[]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("sleep.trace");
+    // Half a second of the program's own time between two files.
+    capture(&orig, &trace, &["sh", "-c", ": > a; sleep 0.5; : > b"]);
+    let state = tempdir();
+    let out = run(fsbench(state.path())
+        .args(["capture", "--show"])
+        .arg(&trace));
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let figure = |name: &str| -> f64 {
+        let line = shown
+            .lines()
+            .find(|l| l.starts_with("program"))
+            .unwrap_or("");
+        let after = line
+            .split(name)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: {shown}"));
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    // Its own time holds the half second (less an estimate's error: strace's cost is
+    // calibrated on a machine that may be busy); under capture, strace's cost is added.
+    let (own, under) = (figure("own "), figure("under capture "));
+    assert!((0.4..30.0).contains(&own), "{shown}");
+    assert!(under > own, "{shown}");
+}
