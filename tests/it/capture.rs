@@ -132,3 +132,43 @@ fn capture_records_the_programs_own_time() {
     assert!((0.4..30.0).contains(&own), "{shown}");
     assert!(under > own, "{shown}");
 }
+
+/// Replayed on two filesystems, the answer line sets the calls' time against the program's
+/// own; the tree the replay left on ext4 (with its lost+found) is the program's.
+#[test]
+fn the_answer_says_the_filesystems_share_of_the_program() {
+    if !can_capture("the filesystem's share", &[]) || !can_run("the share on ext4", &["mkfs.ext4"])
+    {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("share.trace");
+    capture(
+        &orig,
+        &trace,
+        &[
+            "sh",
+            "-c",
+            "for i in 1 2 3; do echo $i > f$i; done; sleep 0.3",
+        ],
+    );
+    let (state, images) = (tempdir(), tempdir());
+    let workload = format!("replay:trace={}", trace.display());
+    let out = run(fsbench(state.path())
+        .args(["run", "--fs", "tmpfs,ext4", "--runs", "2", "--image-dir"])
+        .arg(images.path())
+        .args(["-w", &workload]));
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    let answer = all
+        .lines()
+        .find(|l| l.starts_with("replay:share.trace"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(answer.contains("the calls take "), "{answer}");
+    assert!(answer.contains(" s of the program's 0."), "{answer}");
+    assert!(answer.contains("the filesystems differ by "), "{answer}");
+    assert!(!all.contains("tree differs"), "{all}");
+    assert_nothing_left(images.path());
+}

@@ -23,6 +23,7 @@ use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
 use crate::error::{FsbenchError, invalid};
 use crate::measure::PhaseRecorder;
 use fsbench_model::filesystem::Capability;
+use fsbench_model::measurement::Figure;
 use fsbench_model::units::group_thousands;
 use load::Loaded;
 pub use state::{left_at, snapshot};
@@ -112,6 +113,10 @@ fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
 }
 
 pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("replay", "calls", true)];
+
+/// The figure of the replay phase that holds the program's own time (as captured), which
+/// the answer line sets the replay's time against.
+pub const PROGRAM_TIME: &str = "program-time";
 
 impl ReplayParams {
     pub fn name(&self) -> String {
@@ -410,6 +415,11 @@ impl Workload for Replay {
             .as_mut()
             .map(|r| std::mem::take(&mut r.notes))
             .unwrap_or_default();
+        let program = self.loaded.as_ref().and_then(|l| l.program.as_ref());
+        let figures = program
+            .map(|p| Figure::new(PROGRAM_TIME, "s", false, p.own_us as f64 / 1e6))
+            .into_iter()
+            .collect();
         let left = self.loaded.as_ref().map_or(&[][..], |l| &l.left[..]);
         if !left.is_empty() {
             let replayed = state::left(dir).map_err(|e| {
@@ -423,6 +433,7 @@ impl Workload for Replay {
         }
         Ok(PhaseOutput {
             notes,
+            figures,
             ..PhaseOutput::default()
         })
     }

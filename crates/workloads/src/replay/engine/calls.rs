@@ -142,7 +142,10 @@ impl<'a> Worker<'a> {
         // One opened by its path, used again on another path: the traced thread closed it
         // and opened another file as `n` where the capture did not see it (outside the
         // root): opened anew by the new path.
-        let stale = fds.1.get(&n).is_some_and(|&was| calls.path(was) != calls.path(path));
+        let stale = fds
+            .1
+            .get(&n)
+            .is_some_and(|&was| calls.path(was) != calls.path(path));
         if fds.0.contains_key(&n) && !stale {
             return Ok(());
         }
