@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
-use crate::replay::{assert_faithful, can_capture, capture, replay};
+use crate::replay::{assert_faithful, can_capture, capture, captured, replay};
 
 const CASES: &str = include_str!("fixtures/capture_cases.c");
 
@@ -142,18 +142,8 @@ fn the_answer_says_the_filesystems_share_of_the_program() {
         return;
     }
     let work = tmpfs_tempdir();
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("share.trace");
-    capture(
-        &orig,
-        &trace,
-        &[
-            "sh",
-            "-c",
-            "for i in 1 2 3; do echo $i > f$i; done; sleep 0.3",
-        ],
-    );
+    let cmd = "for i in 1 2 3; do echo $i > f$i; done; sleep 0.3";
+    let (_, trace) = captured(work.path(), "share", &["sh", "-c", cmd]);
     let (state, images) = (tempdir(), tempdir());
     let workload = format!("replay:trace={}", trace.display());
     let out = run(fsbench(state.path())

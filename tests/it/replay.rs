@@ -5,7 +5,7 @@
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -44,6 +44,15 @@ pub(crate) fn capture(root: &Path, trace: &Path, cmd: &[&str]) {
         "{}",
         text(&out.stdout)
     );
+}
+
+/// `cmd` captured in a fresh root `work/NAME`: the root and the trace `work/NAME.trace`.
+pub(crate) fn captured(work: &Path, name: &str, cmd: &[&str]) -> (PathBuf, PathBuf) {
+    let root = work.join(name);
+    std::fs::create_dir(&root).unwrap();
+    let trace = work.join(format!("{name}.trace"));
+    capture(&root, &trace, cmd);
+    (root, trace)
 }
 
 /// Replays `trace` into the empty directory `target`.
@@ -228,24 +237,23 @@ fn git_clone_and_checkout_replayed_make_the_same_calls_and_tree() {
     std::fs::remove_file(repo.join("big")).unwrap();
     git(&["commit", "-qam", "two"]);
     git(&["checkout", "-q", "main"]);
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("git.trace");
-    // --no-local: the objects travel through git's pack protocol, as from a server, and
-    // are not hard links to a repository outside the root.
-    capture(
-        &orig,
-        &trace,
-        &[
-            "sh",
-            "-c",
-            "git clone -q --no-local ../repo c && git -C c checkout -q other",
-        ],
-    );
-    let replayed = work.path().join("replayed");
-    let report = replay(&trace, &replayed);
-    assert_faithful(&report, &orig, &replayed);
-    assert_eq!(tree(&replayed)["c/a/f1"], ('f', 7, 1));
+    // --no-local: the objects travel through git's pack protocol, as from a server; without
+    // it, the clone hard-links them from the repository outside the root, which the
+    // replay makes first (below .fsbench-outside).
+    for (name, clone) in [
+        ("packed", "git clone -q --no-local"),
+        ("linked", "git clone -q"),
+    ] {
+        let cmd = format!("{clone} ../repo c && git -C c checkout -q other && git -C c status");
+        let (orig, trace) = captured(work.path(), name, &["sh", "-c", &cmd]);
+        let replayed = work.path().join(format!("{name}-replayed"));
+        let report = replay(&trace, &replayed);
+        assert_faithful(&report, &orig, &replayed);
+        assert_eq!(tree(&replayed)["c/a/f1"], ('f', 7, 1));
+        if name == "linked" {
+            assert!(report.captured["link"] > 3, "{:?}", report.captured);
+        }
+    }
 }
 
 /// A program that opens with openat2 (the `struct open_how` flags, mode and RESOLVE_*

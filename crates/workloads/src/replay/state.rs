@@ -17,13 +17,12 @@ use crate::units::shown;
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS);
 
+/// What [`walk`] calls for each entry: its path, its status, a symlink's target.
+type Visit<'v> = dyn FnMut(&[u8], &rustix::fs::Stat, &[u8]) -> anyhow::Result<()> + 'v;
+
 /// Everything below `dir`, parents before children, names sorted: each entry's path, its
 /// status and a symlink's target. `skip` leaves a top-level name (and what it holds) out.
-fn walk(
-    dir: BorrowedFd<'_>,
-    skip: &[u8],
-    visit: &mut dyn FnMut(&[u8], &rustix::fs::Stat, &[u8]) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+fn walk(dir: BorrowedFd<'_>, skip: &[u8], visit: &mut Visit<'_>) -> anyhow::Result<()> {
     let mut stack = vec![Vec::new()];
     let mut target = Vec::new();
     while let Some(rel) = stack.pop() {
@@ -138,11 +137,7 @@ pub fn left(dir: BorrowedFd<'_>) -> anyhow::Result<Vec<Left>> {
             } else {
                 stat.st_mode & 0o7777
             },
-            nlink: if kind == b'f' {
-                stat.st_nlink as u64
-            } else {
-                1
-            },
+            nlink: if kind == b'f' { stat.st_nlink } else { 1 },
             target: target.to_vec(),
         });
         Ok(())
