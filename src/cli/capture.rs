@@ -138,55 +138,13 @@ fn capture(
         .collect();
     let scratch = raw.parent().unwrap_or(Path::new("."));
     let cost = calibrate::calibrate(&strace_words, scratch, &progress.cancel)?;
-    // As the command workload runs its commands: `sh -c` in a process group and a cgroup of
-    // its own, output drained into tails, the whole tree killed on timeout, Ctrl-C or error
-    // (and by the next fsbench that runs commands, if this one is SIGKILLed).
-    let words = strace_words
-        .iter()
-        .cloned()
-        .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
-        .chain(args.command.iter().cloned());
-    let words: Vec<String> = words.collect();
-    let line = shlex::try_join(words.iter().map(String::as_str))
-        .map_err(|e| invalid(format!("the command cannot be quoted for sh: {e}")))?;
-    let started = Instant::now();
-    let finished = process::run(&Step {
-        command: &format!("exec {line}"),
-        dir: cwd,
-        run: 0,
-        timeout: Duration::from_secs(args.timeout),
-        cancel: &progress.cancel,
-    })?;
-    let wall = started.elapsed();
-    let what = args.command.join(" ");
-    let failed = |how: String| {
-        let stderr = finished.stderr.last_lines(20);
-        Err(FsbenchError::Failed(format!(
-            "`{what}` {how} under capture: no trace written{}{}",
-            if stderr.is_empty() {
-                ""
-            } else {
-                "; its last lines of stderr:\n"
-            },
-            stderr
-        ))
-        .into())
-    };
-    match finished.exit {
-        Exit::Code(0) => {}
-        Exit::Code(code) => return failed(format!("failed (exit status: {code})")),
-        Exit::Signal(sig) => return failed(format!("was killed by signal {sig}")),
-        Exit::TimedOut => {
-            return failed(format!(
-                "ran past --timeout {}s and was killed",
-                args.timeout
-            ));
-        }
-    }
+    let wall = run_traced(args, &strace_words, raw, cwd, progress)?;
     let left = left_at(root)?;
     // The calls first, to a file of their own: what the initial state must hold besides
     // the root's (files the program took from outside) is known once they are read.
-    let calls_file = partial.with_extension("calls");
+    let mut calls_file = partial.as_os_str().to_owned();
+    calls_file.push(".calls");
+    let calls_file = PathBuf::from(calls_file);
     let parsed = parse(raw, root, cwd, cost.per_call_ns, &calls_file);
     let outcome = parsed.and_then(|(parser, calls)| {
         let wall_us = wall.as_micros() as u64;
@@ -236,6 +194,63 @@ fn capture(
     });
     let _ = std::fs::remove_file(&calls_file);
     outcome
+}
+
+/// Runs the command under strace (`strace`: its words before `-o`), its output to `raw`:
+/// its wall time, or why it wrote no trace.
+fn run_traced(
+    args: &CaptureArgs,
+    strace: &[String],
+    raw: &Path,
+    cwd: &Path,
+    progress: &Progress,
+) -> anyhow::Result<Duration> {
+    // As the command workload runs its commands: `sh -c` in a process group and a cgroup of
+    // its own, output drained into tails, the whole tree killed on timeout, Ctrl-C or error
+    // (and by the next fsbench that runs commands, if this one is SIGKILLed).
+    let words = strace
+        .iter()
+        .cloned()
+        .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
+        .chain(args.command.iter().cloned());
+    let words: Vec<String> = words.collect();
+    let line = shlex::try_join(words.iter().map(String::as_str))
+        .map_err(|e| invalid(format!("the command cannot be quoted for sh: {e}")))?;
+    let started = Instant::now();
+    let finished = process::run(&Step {
+        command: &format!("exec {line}"),
+        dir: cwd,
+        run: 0,
+        timeout: Duration::from_secs(args.timeout),
+        cancel: &progress.cancel,
+    })?;
+    let wall = started.elapsed();
+    let what = args.command.join(" ");
+    let failed = |how: String| {
+        let stderr = finished.stderr.last_lines(20);
+        Err(FsbenchError::Failed(format!(
+            "`{what}` {how} under capture: no trace written{}{}",
+            if stderr.is_empty() {
+                ""
+            } else {
+                "; its last lines of stderr:\n"
+            },
+            stderr
+        ))
+        .into())
+    };
+    match finished.exit {
+        Exit::Code(0) => {}
+        Exit::Code(code) => return failed(format!("failed (exit status: {code})")),
+        Exit::Signal(sig) => return failed(format!("was killed by signal {sig}")),
+        Exit::TimedOut => {
+            return failed(format!(
+                "ran past --timeout {}s and was killed",
+                args.timeout
+            ));
+        }
+    }
+    Ok(wall)
 }
 
 /// Parses strace's output `raw` into call lines in `out`: the parser (what it skipped,

@@ -161,6 +161,8 @@ fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
 /// directories get their modes (directories' last, so that a read-only one is filled
 /// first). An entry outside the directory (`..`, absolute) is refused; one that cannot be
 /// made is an error. `cancel` (Ctrl-C) stops it between entries and between MiB of a file.
+/// One arm per kind of entry, then the directories' modes: longer than most functions, as
+/// the archive extraction's is.
 pub(crate) fn recreate(
     dir: BorrowedFd<'_>,
     entries: &[Entry],

@@ -22,7 +22,9 @@ fn num(args: &[Arg], i: usize) -> Option<i64> {
 }
 
 impl Parser {
-    /// Fills `call` for syscall `name`; why not when it is not recorded.
+    /// Fills `call` for syscall `name`; why not when it is not recorded. Its length is the
+    /// table of path-taking calls and the forms of path they take (`""`, RESOLVE_IN_ROOT,
+    /// `/proc/self/fd/N`), each in one place.
     pub(super) fn build(
         &mut self,
         tid: u32,
