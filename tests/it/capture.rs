@@ -159,6 +159,10 @@ fn the_answer_says_the_filesystems_share_of_the_program() {
     assert!(answer.contains("the calls take "), "{answer}");
     assert!(answer.contains(" s of the program's 0."), "{answer}");
     assert!(answer.contains("the filesystems differ by "), "{answer}");
+    assert!(
+        answer.contains(" (tmpfs ") || answer.contains(", tmpfs "),
+        "{answer}"
+    );
     assert!(!all.contains("tree differs"), "{all}");
     assert_nothing_left(images.path());
 }
