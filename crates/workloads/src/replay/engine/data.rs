@@ -176,7 +176,12 @@ pub(super) fn map(fd: BorrowedFd<'_>, op: &Op) -> rustix::io::Result<u64> {
         return Err(last_errno());
     }
     let size = rustix::fs::fstat(fd).map_or(0, |s| s.st_size.max(0) as u64);
-    let within = size.saturating_sub(op.b as u64).min(op.a) as usize;
+    // A mapping no access may touch (PROT_NONE, a reservation) has no page to fault in.
+    let within = if prot & (libc::PROT_READ | libc::PROT_WRITE) == 0 {
+        0
+    } else {
+        size.saturating_sub(op.b as u64).min(op.a) as usize
+    };
     let write = prot & libc::PROT_WRITE != 0 && kind & libc::MAP_SHARED != 0;
     let advice = if write {
         MADV_POPULATE_WRITE
