@@ -244,7 +244,12 @@ impl Parser {
         match name {
             "clone" | "clone3" | "fork" | "vfork" => {
                 if ret > 0 {
-                    let flags = args.iter().find_map(|a| a.field("flags")).unwrap_or(0);
+                    // clone's `flags=` argument, clone3's structure's field.
+                    let flags = args.iter().find_map(|a| match a {
+                        Arg::Fields(f) => f.iter().find(|(k, _)| k == b"flags").map(|(_, v)| *v),
+                        _ => None,
+                    });
+                    let flags = flags.unwrap_or(0);
                     self.forked(tid, ret as u32, flags);
                 }
                 return Ok(false);

@@ -84,8 +84,11 @@ fn names_hold_any_byte_and_descriptors_are_followed_to_their_file() {
         // O_TMPFILE, named by linkat of /proc/self/fd/N; a mode by /proc/self/fd.
         r#"5 1.000500 openat(-100</r>, ".", 0x410002, 0640) = 6</r/#1234>(deleted) <0.000010>"#,
         r#"5 1.000600 linkat(-100</r>, "/proc/self/fd/6", -100</r>, "named", 0x400) = 0 <0.000010>"#,
+        // A thread (CLONE_FILES) shares its process's descriptors, those opened after too.
+        r#"5 1.000650 clone3({flags=0x3d0f00, child_tid=0x7f00, stack=0x7e00, stack_size=0x7fff00} => {parent_tid=[8]}, 88) = 8 <0.000010>"#,
         r#"5 1.000700 openat(-100</r>, "dir", 0x2a0000) = 7</r/dir> <0.000010>"#,
         r#"5 1.000800 chmod("/proc/self/fd/7", 0755) = 0 <0.000010>"#,
+        r#"8 1.000860 chmod("/proc/self/fd/7", 0700) = 0 <0.000010>"#,
         // A descriptor this thread's process never showed: skipped, counted.
         r#"5 1.000900 chmod("/proc/self/fd/99", 0755) = 0 <0.000010>"#,
         r#"5 1.001000 fcntl(3</r/x>, 0x7, 0x7ffd) = 0 <0.000010>"#,
@@ -95,7 +98,9 @@ fn names_hold_any_byte_and_descriptors_are_followed_to_their_file() {
     let kinds: Vec<Kind> = calls.iter().map(Call::kind).collect();
     assert_eq!(
         kinds,
-        [Open, Write, Open, Unlink, Fsync, Open, Link, Open, Chmod]
+        [
+            Open, Write, Open, Unlink, Fsync, Open, Link, Open, Chmod, Chmod
+        ]
     );
     let name = b"d ir/q\"<>\n\xff x) = 3 <0";
     assert_eq!(
@@ -113,6 +118,10 @@ fn names_hold_any_byte_and_descriptors_are_followed_to_their_file() {
     let chmod = &calls[8];
     assert_eq!((chmod.fd, chmod.flags, chmod.a), (7, BY_FD_NAME, 0o755));
     assert_eq!(chmod.path, b"dir");
+    assert_eq!(
+        (calls[9].tid, calls[9].fd, &calls[9].path[..]),
+        (8, 7, &b"dir"[..])
+    );
     assert_eq!(dropped, 3);
 }
 
