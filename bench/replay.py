@@ -153,7 +153,10 @@ def fresh(path):
 
 
 def fsbench(*args, **kw):
-    return subprocess.run([FSBENCH, *args], check=True, capture_output=True, text=True, **kw).stdout
+    done = subprocess.run([FSBENCH, *args], capture_output=True, text=True, **kw)
+    if done.returncode != 0:
+        sys.exit(f"fsbench {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done.stdout
 
 
 def plain_times(setup, cmd, work, n):
