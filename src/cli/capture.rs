@@ -132,9 +132,18 @@ fn capture(
     progress: &Progress,
 ) -> anyhow::Result<String> {
     let entries = snapshot(root)?;
-    let strace_words: Vec<String> = [strace.as_os_str().to_string_lossy().into_owned()]
+    // strace with TZ set: where it is not, glibc stats /etc/localtime twice for each line
+    // strace prints (two system calls of strace's for each of the program's). The command
+    // gets the TZ it had (`-E`), or none.
+    let tz_for_command = match std::env::var_os("TZ") {
+        Some(tz) => format!("TZ={}", tz.to_string_lossy()),
+        None => "TZ".to_string(),
+    };
+    let strace_words: Vec<String> = ["env".to_string(), "TZ=UTC".to_string()]
         .into_iter()
+        .chain([strace.as_os_str().to_string_lossy().into_owned()])
         .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
+        .chain(["-E".to_string(), tz_for_command])
         .collect();
     let scratch = raw.parent().unwrap_or(Path::new("."));
     let cost = calibrate::calibrate(&strace_words, scratch, &progress.cancel)?;

@@ -191,3 +191,36 @@ fn think_mode_keeps_the_programs_schedule() {
     assert!((0.199..1.0).contains(&secs), "{secs} s");
     assert_eq!(doc["runs"][0]["phases"][0]["ops"], 20_000);
 }
+
+/// strace runs with TZ set (else glibc stats /etc/localtime twice a line); the command gets
+/// the TZ it would have had, or none.
+#[test]
+fn the_command_keeps_its_time_zone() {
+    if !can_capture("the command's TZ", &[]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    for (tz, want) in [
+        (None, "[unset]\n"),
+        (Some("Europe/Paris"), "[Europe/Paris]\n"),
+    ] {
+        let root = work.path().join(format!("r{}", want.len()));
+        std::fs::create_dir(&root).unwrap();
+        let state = tempdir();
+        let mut cmd = fsbench(state.path());
+        match tz {
+            Some(tz) => cmd.env("TZ", tz),
+            None => cmd.env_remove("TZ"),
+        };
+        let trace = work.path().join(format!("tz{}.trace", want.len()));
+        let out = output_within(
+            cmd.current_dir(&root)
+                .args(["capture", "-o"])
+                .arg(&trace)
+                .args(["--", "sh", "-c", "echo \"[${TZ-unset}]\" > tz"]),
+            limit(),
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(std::fs::read_to_string(root.join("tz")).unwrap(), want);
+    }
+}
