@@ -289,19 +289,40 @@ proptest! {
         mut calls in prop::collection::vec(trace_call(), 0..30),
         damage in prop::option::weighted(0.15, (any::<prop::sample::Index>(), damaged_line())),
         ended_well in prop::bool::weighted(0.95),
+        version2 in any::<bool>(),
     ) {
+        // Version 2 now and then: a program line, calls on the program's clock and by a
+        // descriptor's /proc name, calls not recorded and the tree left, hostile as the rest.
+        if version2 {
+            for (i, c) in calls.iter_mut().enumerate() {
+                let flags = [0, 1, 1, 7][i % 4];
+                c.push_str(&format!("\t{}\t{flags}", [0, 5, u64::MAX][i % 3]));
+            }
+            calls.extend(VERSION_2_TAIL.iter().map(|l| l.to_string()));
+        }
         // Now and then one line that is damaged: the replay says where, whatever it holds.
         if let Some((at, line)) = damage {
             calls.insert(at.index(calls.len() + 1), line);
         }
-        replays_or_refuses(&entries, &calls, ended_well);
+        replays_or_refuses(&entries, &calls, ended_well, version2);
     }
 }
+
+/// What follows a version 2 trace's calls: calls not recorded, and the tree the program left
+/// (with names that climb out and link counts of any size).
+const VERSION_2_TAIL: &[&str] = &[
+    "skipped\toutside the root\t5\t%2Fetc%0A",
+    "final\td\ta\t755",
+    "final\tf\ta/x\t5\t644\t1",
+    "final\tl\ts\ta",
+    "final\tf\t../escape\t18446744073709551615\t7777\t99",
+    "final\td\tOUTSIDE\t0",
+];
 
 /// Writes the trace, has the binary summarize it and replay it into an empty directory
 /// under the memory bound: each ends with a result or a clear error, and what is beside the
 /// directory (a file the trace's symlinks name) is unchanged.
-fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool) {
+fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool, version2: bool) {
     use std::fmt::Write as _;
     let work = tmpfs_tempdir();
     let outside = work.path().join("outside");
@@ -309,9 +330,12 @@ fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool) {
     std::fs::write(outside.join("canary"), b"keep").unwrap();
     let before = seen(&outside);
     // Directories for the generated names, a symlink inside and one to the outside.
-    let mut text = String::from(
-        "fsbench-trace 1\nroot\t/captured\nd\ta\nd\ta/b\nd\td\nl\ts\ta\nl\tl\tOUTSIDE\n",
-    );
+    let mut text = if version2 {
+        String::from("fsbench-trace 2\nroot\t/captured\nprogram\t9\t8\t7\t6\t22\t5\n")
+    } else {
+        String::from("fsbench-trace 1\nroot\t/captured\n")
+    };
+    text.push_str("d\ta\nd\ta/b\t700\nd\td\nl\ts\ta\nl\tl\tOUTSIDE\n");
     for line in entries.iter().chain([&"calls".to_string()]).chain(calls) {
         text.push_str(&line.replace("OUTSIDE", &outside.display().to_string()));
         text.push('\n');

@@ -11,6 +11,7 @@ mod archive;
 mod auto_runs;
 mod background;
 mod baseline;
+mod capture;
 mod clean;
 mod cli;
 mod closed_stdout;

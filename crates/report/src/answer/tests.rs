@@ -255,3 +255,9 @@ fn the_bound_is_said_as_a_factor_beyond_100_percent() {
         matrix[2]
     );
 }
+
+#[test]
+fn seconds_keep_two_significant_digits() {
+    let shown: Vec<String> = [21.4, 4.34, 0.193, 0.00712, 0.0].map(super::seconds).into();
+    assert_eq!(shown, ["21", "4.3", "0.19", "0.0071", "0"]);
+}

@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use super::clean;
 use super::detach::DETACH_PATIENCE;
-pub use super::detach::{detach_loop, loop_devices, unmount, wait_released};
+pub use super::detach::{detach_loop, detach_loop_within, loop_devices, unmount, wait_released};
 pub use super::state::{AttachedLoop, MARKER, QueueRecord, State, process_start_ticks, state_dir};
 pub(crate) use super::state::{PREFIXES, is_scratch_name, pid_namespace};
 
