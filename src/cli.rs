@@ -25,25 +25,24 @@ use std::sync::Arc;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
-use crate::config::ExtraDevice;
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
-use crate::report;
-use crate::report::formats::Report;
-use crate::results::{RunRecord, RunStatus, SuiteResult};
-use crate::runner::{
+use fsbench_engine::runner::{
     self,
     observer::{Observer, Observers, SuitePlan},
 };
-use crate::stats::compare::{self, Column};
-use crate::store::Store;
-use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, Suite};
-use crate::tools;
-use crate::units::parse_size;
-use crate::workload::Params;
-use crate::workload::archive::ArchiveParams;
-use crate::workload::command::CommandParams;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
+use fsbench_measure::tools;
+use fsbench_measure::units::parse_size;
+use fsbench_model::config::ExtraDevice;
+use fsbench_model::results::{RunRecord, RunStatus, SuiteResult};
+use fsbench_model::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, Suite};
 use fsbench_model::testbed::{TargetSpec, default_image_dir};
+use fsbench_report::formats::Report;
+use fsbench_stats::compare::{self, Column};
+use fsbench_store::Store;
+use fsbench_workloads::Params;
+use fsbench_workloads::archive::ArchiveParams;
+use fsbench_workloads::command::CommandParams;
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 
@@ -142,10 +141,10 @@ enum Command {
 fn formats(
     offered: fn(&dyn Report) -> Option<&'static str>,
 ) -> impl TypedValueParser<Value = &'static dyn Report> {
-    let values = (report::formats::REPORTS.iter())
+    let values = (fsbench_report::formats::REPORTS.iter())
         .filter_map(move |r| Some(PossibleValue::new(r.name()).help(offered(*r)?)));
     PossibleValuesParser::new(values)
-        .map(|name| report::formats::named(&name).expect("clap took a registry name"))
+        .map(|name| fsbench_report::formats::named(&name).expect("clap took a registry name"))
 }
 
 /// `fsbench export --format`'s values.
@@ -274,7 +273,7 @@ struct RunArgs {
     age: Option<String>,
     /// Measure at these fill levels (percent used), e.g. 0,50,90: each configuration runs
     /// at each level, on a filesystem filled with a deterministic file set
-    #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = crate::aging::parse_fill)]
+    #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = fsbench_testbed::aging::parse_fill)]
     fill: Vec<u8>,
     /// Run each configuration under each of these I/O schedulers of its device's queue
     /// (e.g. mq-deadline,bfq), set before each run and put back after; one configuration
@@ -345,14 +344,14 @@ impl RunArgs {
     /// The suite: the file's (or the default), with the command line applied on top.
     fn suite(&self) -> anyhow::Result<Suite> {
         let mut suite = match &self.suite {
-            Some(path) => crate::define::read_suite(path)?,
+            Some(path) => fsbench_testbed::define::read_suite(path)?,
             None => Suite::default(),
         };
         if !self.fs.is_empty() {
             suite.configs = self
                 .fs
                 .iter()
-                .map(|f| crate::define::parse_fs_with(f, &suite.drivers))
+                .map(|f| fsbench_testbed::define::parse_fs_with(f, &suite.drivers))
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()
@@ -388,7 +387,7 @@ impl RunArgs {
         }
         let default_suite = self.suite.is_none() && !given;
         if suite.workloads.is_empty() {
-            suite.workloads = crate::define::default_workloads();
+            suite.workloads = fsbench_testbed::define::default_workloads();
         }
         // The default run answers its question in about three minutes: rounds until the
         // figures are precise enough, or until the time is up (see the README).
@@ -542,7 +541,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
 
 /// Entry point of the `fsbench` binary.
 pub fn main() -> ExitCode {
-    crate::diag::set_sink(console::say);
+    fsbench_measure::diag::set_sink(console::say);
     let cli = Cli::parse();
     let progress = Arc::new(Progress::default());
     let db = cli.db.clone().unwrap_or_else(Store::default_path);

@@ -9,10 +9,10 @@ use anyhow::Context;
 use clap::Subcommand;
 use rustix::fs::{Mode, OFlags};
 
-use crate::error::invalid;
-use crate::measure::Progress;
-use crate::runner::phases::{PhaseSettings, run_phase};
-use crate::workload::archive::{Archive, ArchiveParams, Source};
+use fsbench_engine::runner::phases::{PhaseSettings, run_phase};
+use fsbench_measure::error::invalid;
+use fsbench_measure::measure::Progress;
+use fsbench_workloads::archive::{Archive, ArchiveParams, Source};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum ArchiveCommand {

@@ -11,13 +11,13 @@ use anyhow::Context;
 use clap::Args;
 
 use super::output::write_stdout;
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{PhaseRecorder, Progress};
-use crate::workload::command::process::{self, Exit, Step};
-use crate::workload::replay::strace::{Parser, STRACE_ARGS};
-use crate::workload::replay::trace::{Call, TraceWriter};
-use crate::workload::replay::{Summary, replay_into, snapshot};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::units::{format_bytes, group_thousands};
+use fsbench_workloads::command::process::{self, Exit, Step};
+use fsbench_workloads::replay::strace::{Parser, STRACE_ARGS};
+use fsbench_workloads::replay::trace::{Call, TraceWriter};
+use fsbench_workloads::replay::{Summary, replay_into, snapshot};
 
 #[derive(Debug, Args)]
 pub(super) struct CaptureArgs {
@@ -84,7 +84,7 @@ pub(super) fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result
             root.display()
         )));
     }
-    let strace = crate::tools::require("strace", "strace")?;
+    let strace = fsbench_measure::tools::require("strace", "strace")?;
     find_command(&args.command[0])?;
     let name = output.file_name().unwrap_or_default().to_string_lossy();
     let partial = out_dir.join(format!(".{name}.partial-{}", std::process::id()));
@@ -110,7 +110,7 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     let found = if cmd.contains('/') {
         Path::new(cmd).is_file()
     } else {
-        crate::tools::find(cmd).is_some()
+        fsbench_measure::tools::find(cmd).is_some()
     };
     if found {
         Ok(())

@@ -3,10 +3,12 @@
 
 use std::time::Instant;
 
-use crate::phase_progress::{LineNames, PhaseBar, short_duration};
-use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
-use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan};
+use fsbench_engine::runner::observer::{
+    Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan,
+};
+use fsbench_measure::phase_progress::{LineNames, PhaseBar, short_duration};
 use fsbench_model::aging::Preparation;
+use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
 
 /// `text` on stderr, wrapped at words to the terminal's width with the lines it continues
 /// on indented, so that no word breaks in two; as one line where stderr is no terminal.
@@ -15,7 +17,7 @@ pub(crate) fn say(text: &str) {
         .ok()
         .map(|w| w.ws_col)
         .filter(|w| *w >= 40);
-    eprint!("{}", crate::report::fit::wrap(text, width, 0, 4));
+    eprint!("{}", fsbench_report::fit::wrap(text, width, 0, 4));
 }
 
 /// Prints a run's events on stderr; draws progress bars when `bars` (and stderr is a terminal).
@@ -155,7 +157,7 @@ impl Observer for Console {
         if let Some(prep) = prep {
             say(&format!(
                 "fsbench: {label}: {}",
-                crate::report::aging::summary(prep)
+                fsbench_report::aging::summary(prep)
             ));
         }
     }
@@ -200,7 +202,7 @@ impl Observer for Console {
             None => {}
         }
         if let Some(p) = &r.probe_after {
-            parts.push(crate::report::aging::after_run_text(p));
+            parts.push(fsbench_report::aging::after_run_text(p));
         }
         if let Some(f) = &r.fsck {
             parts.push(format!(

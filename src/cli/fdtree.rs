@@ -8,12 +8,12 @@ use anyhow::Context;
 use clap::Args;
 use rustix::fs::{Mode, OFlags};
 
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
-use crate::report::fdtree as report;
-use crate::runner::phases::{PhaseSettings, run_phase};
-use crate::workload::Workload;
-use crate::workload::tree::{self, Tree, TreeParams};
+use fsbench_engine::runner::phases::{PhaseSettings, run_phase};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
+use fsbench_report::fdtree as report;
+use fsbench_workloads::Workload;
+use fsbench_workloads::tree::{self, Tree, TreeParams};
 
 /// fdtree.bash's options. Unset numbers take fdtree's defaults (-l 4 -d 10 -f 10 -s 10), except
 /// with -R, where they are read from the tree that -C left.

@@ -58,19 +58,19 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
         return Err(invalid("--noise must be a non-negative percentage"));
     }
     let comparison = compare::compare(&suites, &columns, 0, args.noise);
-    let stack_warnings = crate::report::stack::compare_warnings(&suites, &columns);
+    let stack_warnings = fsbench_report::stack::compare_warnings(&suites, &columns);
     match args.output_format {
         CompareFormat::Table => {
-            let width = report::fit::View::terminal(false).width;
-            let mut text = report::compare::render(&columns, &comparison, width);
+            let width = fsbench_report::fit::View::terminal(false).width;
+            let mut text = fsbench_report::compare::render(&columns, &comparison, width);
             for w in &stack_warnings {
-                text.push_str(&report::fit::wrap(&format!("! {w}"), width, 0, 2));
+                text.push_str(&fsbench_report::fit::wrap(&format!("! {w}"), width, 0, 2));
             }
             write_stdout(&text)?
         }
         CompareFormat::Json => write_stdout(
             &(serde_json::to_string_pretty(&serde_json::json!({
-                "schema_version": crate::results::SCHEMA_VERSION,
+                "schema_version": fsbench_model::results::SCHEMA_VERSION,
                 "columns": columns,
                 "stack_warnings": stack_warnings,
                 "noise_percent": comparison.noise_percent,
@@ -95,7 +95,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open(db)?;
     match command {
         Command::List { limit } => {
-            let width = report::fit::View::terminal(false).width;
+            let width = fsbench_report::fit::View::terminal(false).width;
             write_stdout(&list_text(&store.list(*limit)?, width))?;
         }
         Command::Show {
@@ -110,7 +110,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             per_workload,
             group,
         } => {
-            use crate::stats::rank::{Placing, rank};
+            use fsbench_stats::rank::{Placing, rank};
             let (suites, columns) = load_columns(&store, columns)?;
             let placing = if *equal_footing {
                 Placing::EqualFooting
@@ -118,27 +118,27 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
                 Placing::Significance
             };
             let ranking = rank(&suites, columns, placing);
-            let width = report::fit::View::terminal(false).width;
+            let width = fsbench_report::fit::View::terminal(false).width;
             let mut text = String::new();
             if *per_workload {
                 for workload in ranking.workloads() {
                     let family = ranking.of_workload(workload);
                     text.push_str(&format!(
                         "== {workload} ==\n{}\n",
-                        report::ranking::render(&family, width)
+                        fsbench_report::ranking::render(&family, width)
                     ));
                 }
             }
             for (name, members) in groups(&ranking, group)? {
                 text.push_str(&format!(
                     "== {name} ==\n{}\n",
-                    report::ranking::render(&ranking.of_workloads(&members), width)
+                    fsbench_report::ranking::render(&ranking.of_workloads(&members), width)
                 ));
             }
             if *per_workload || !group.is_empty() {
                 text.push_str("== All workloads ==\n");
             }
-            text.push_str(&report::ranking::render(&ranking, width));
+            text.push_str(&fsbench_report::ranking::render(&ranking, width));
             write_stdout(&text)?;
         }
         Command::Export { id, format, output } => {
@@ -147,7 +147,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         }
         Command::Report(args) => {
             let (suites, columns) = load_columns(&store, &args.columns)?;
-            let html = report::html::render(&suites, &columns, args.noise);
+            let html = fsbench_report::html::render(&suites, &columns, args.noise);
             write_output(Some(&args.output), &html)?;
             if args.output != Path::new("-") {
                 super::console::say(&format!(
@@ -171,7 +171,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
 
 /// The suites as a table; on a terminal too narrow for it, one block per suite whose lists
 /// wrap between their items, never inside a name.
-pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16>) -> String {
+pub(super) fn list_text(suites: &[fsbench_store::SuiteListing], width: Option<u16>) -> String {
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_header([
@@ -184,7 +184,7 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
         "Status",
     ]);
     // To the minute, as a person reads it: 2026-11-23 06:00.
-    let started = |s: &crate::store::SuiteListing| -> String {
+    let started = |s: &fsbench_store::SuiteListing| -> String {
         s.started_at.replace('T', " ").chars().take(16).collect()
     };
     for s in suites {
@@ -198,7 +198,8 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
             s.status.clone(),
         ]);
     }
-    let Some(width) = width.filter(|w| report::fit::rendered_width(&t) > usize::from(*w)) else {
+    let Some(width) = width.filter(|w| fsbench_report::fit::rendered_width(&t) > usize::from(*w))
+    else {
         return format!("{t}\n");
     };
     let mut out = String::new();
@@ -212,11 +213,16 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
             s.runs_planned,
             s.name
         );
-        out.push_str(&report::fit::wrap(&head, Some(width), 0, 4));
+        out.push_str(&fsbench_report::fit::wrap(&head, Some(width), 0, 4));
         for items in [&s.configurations, &s.workloads] {
             // Non-breaking spaces inside an item keep it whole when the line wraps.
             let joined: Vec<String> = items.iter().map(|i| i.replace(' ', "\u{a0}")).collect();
-            out.push_str(&report::fit::wrap(&joined.join(", "), Some(width), 4, 6));
+            out.push_str(&fsbench_report::fit::wrap(
+                &joined.join(", "),
+                Some(width),
+                4,
+                6,
+            ));
         }
     }
     out
@@ -225,12 +231,12 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
 /// `--group NAME=WORKLOAD` options as named groups of the ranking's workloads, in the order
 /// first named.
 fn groups<'a>(
-    ranking: &'a crate::stats::rank::Ranking,
+    ranking: &'a fsbench_stats::rank::Ranking,
     options: &[String],
 ) -> anyhow::Result<Vec<(String, Vec<&'a str>)>> {
     let mut out: Vec<(String, Vec<&str>)> = Vec::new();
     for option in options {
-        let Some((name, member)) = crate::units::name_value(option) else {
+        let Some((name, member)) = fsbench_measure::units::name_value(option) else {
             return Err(invalid(format!(
                 "--group {option}: expected NAME=WORKLOAD (a workload's label or kind)"
             )));

@@ -66,7 +66,7 @@ pub(super) fn ffsb(
 ) -> anyhow::Result<ExitCode> {
     let run_args = &args.run;
     only_run_options(run_args, "fsbench ffsb runs one profile")?;
-    let mut params = crate::workload::ffsb::FfsbParams::from_file(&args.profile)?;
+    let mut params = fsbench_workloads::ffsb::FfsbParams::from_file(&args.profile)?;
     if let Some(t) = args.time {
         params.time = Some(t);
         params.validate()?;
@@ -121,7 +121,7 @@ fn only_run_options(run_args: &RunArgs, what: &str) -> anyhow::Result<()> {
 pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow::Result<ExitCode> {
     let run_args = &args.run;
     only_run_options(run_args, "fsbench fio runs one job file")?;
-    let jobs = crate::workload::io::jobfile::read(&args.jobfile)?;
+    let jobs = fsbench_workloads::io::jobfile::read(&args.jobfile)?;
     let workloads = jobs.into_iter().map(|j| Params::Io(j).spec()).collect();
     run_given(run_args, workloads, db, progress)
 }

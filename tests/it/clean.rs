@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use fsbench::testbed::scratch::{AttachedLoop, MARKER, QueueRecord, State};
+use fsbench_testbed::testbed::scratch::{AttachedLoop, MARKER, QueueRecord, State};
 
 /// A state file for `base/fsbench.<n>` whose owner is gone (no lock file, no such pid), and
 /// the directory itself, marked as fsbench marks the directories it makes.
@@ -335,7 +335,7 @@ fn clean_detaches_the_loop_device_a_killed_run_recorded_for_a_given_image() {
     let deadline = Instant::now() + limit();
     let mounted = || {
         loops_below(user.path()).into_iter().find(|device| {
-            fsbench::testbed::mounts::mounts()
+            fsbench_testbed::testbed::mounts::mounts()
                 .iter()
                 .any(|m| Path::new(&m.source) == device)
         })

@@ -46,7 +46,7 @@ pub fn is_root() -> bool {
 }
 
 pub fn has_tool(name: &str) -> bool {
-    fsbench::tools::find(name).is_some()
+    fsbench_measure::tools::find(name).is_some()
 }
 
 /// Says that a test is skipped and why, on the real stderr: libtest captures `println!` and
@@ -102,12 +102,12 @@ pub fn status(cmd: &mut Command) -> std::process::ExitStatus {
 
 /// Mount points at or below `dir`.
 pub fn mounts_below(dir: &Path) -> Vec<PathBuf> {
-    fsbench::testbed::mounts::mounts_below(dir)
+    fsbench_testbed::testbed::mounts::mounts_below(dir)
 }
 
 /// Loop devices whose backing file is at or below `dir`.
 pub fn loops_below(dir: &Path) -> Vec<PathBuf> {
-    fsbench::testbed::scratch::loop_devices()
+    fsbench_testbed::testbed::scratch::loop_devices()
         .into_iter()
         .filter(|(_, backing)| backing.starts_with(dir))
         .map(|(dev, _)| dev)

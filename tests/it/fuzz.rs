@@ -3,9 +3,9 @@
 //! error, and never panics or hangs; what parses also validates, describes and sizes itself
 //! without a panic. The case counts are bounded so the suite stays fast (a few seconds).
 
-use fsbench::workload::Params;
-use fsbench::workload::archive::tarfile::TarReader;
-use fsbench::workload::ffsb::profile;
+use fsbench_workloads::Params;
+use fsbench_workloads::archive::tarfile::TarReader;
+use fsbench_workloads::ffsb::profile;
 use proptest::prelude::*;
 
 const CASES: u32 = 2000;
@@ -221,7 +221,7 @@ proptest! {
         rest in "(:(mkfs|mount|label)=[a-zA-Z0-9 ^,=:'\"/_-]{0,16}){0,3}",
     ) {
         let text = format!("{fs}{rest}");
-        match fsbench::define::parse_fs(&text) {
+        match fsbench_testbed::define::parse_fs(&text) {
             Ok(configs) => prop_assert!(configs.iter().all(|c| !c.label.is_empty())),
             Err(e) => assert_clear(&e, &text),
         }
@@ -259,9 +259,9 @@ proptest! {
     #[test]
     fn suite_files_parse_or_say_why(lines in prop::collection::vec(suite_line(), 0..12)) {
         let text = lines.join("\n");
-        match fsbench::define::parse_suite(&text) {
+        match fsbench_testbed::define::parse_suite(&text) {
             Ok(suite) => {
-                let _ = fsbench::define::validate(&suite);
+                let _ = fsbench_testbed::define::validate(&suite);
                 for w in &suite.workloads {
                     match Params::of(w) {
                         Ok(w) => exercise(&w),

@@ -7,10 +7,10 @@
 use std::path::Path;
 
 use crate::common::*;
-use fsbench::config::FsConfig;
-use fsbench::results::{ConfigInfo, RunRecord, SuiteResult, SuiteStatus};
-use fsbench::store::Store;
-use fsbench::workload::Params;
+use fsbench_model::config::FsConfig;
+use fsbench_model::results::{ConfigInfo, RunRecord, SuiteResult, SuiteStatus};
+use fsbench_store::Store;
+use fsbench_workloads::Params;
 use serde_json::json;
 
 /// A completed suite of `tree:quick-shallow` on one configuration, recorded as this fsbench
@@ -28,7 +28,7 @@ fn suite(edit: impl FnOnce(&mut SuiteResult)) -> SuiteResult {
         mkfs_command: None,
         mount_options: None,
     });
-    fsbench::workload::record_workloads(&mut r).unwrap();
+    fsbench_workloads::record_workloads(&mut r).unwrap();
     edit(&mut r);
     r
 }

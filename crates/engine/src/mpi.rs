@@ -16,14 +16,14 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
 use crate::runner::observer::{Observer, Silent};
 use crate::runner::{RunContext, RunExecutor, finish_run, fresh_for_run};
-use crate::suite::Suite;
-use crate::workload::Params;
 use comm::Comm;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
+use fsbench_model::suite::Suite;
 use fsbench_model::testbed::TargetSpec;
+use fsbench_workloads::Params;
 pub use rank::MpiOptions;
 use rank::{Job, TOKEN_FILE};
 

@@ -14,24 +14,24 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::define;
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
-use crate::results::{
+use configs::resolve_configs;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
+use fsbench_measure::sysinfo::SystemInfoExt;
+use fsbench_model::config::FsConfig;
+use fsbench_model::filesystem::FsType;
+use fsbench_model::results::{
     ConfigInfo, ConfigKey, RunRecord, RunStatus, Skipped, SuiteResult, SuiteStatus, TargetInfo,
     WorkloadKey,
 };
-use crate::suite::Suite;
-use crate::sysinfo::SystemInfoExt;
-use crate::testbed::stack::{self, SuiteTestbedExt};
-use crate::testbed::{Target, device, named};
-use crate::workload::{Boundary, Params, SpaceNeed};
-use configs::resolve_configs;
-use fsbench_model::config::FsConfig;
-use fsbench_model::filesystem::FsType;
+use fsbench_model::suite::Suite;
 use fsbench_model::system::SystemInfo;
 use fsbench_model::testbed::{SuiteTestbed, TargetSpec};
 use fsbench_model::units::format_bytes;
+use fsbench_testbed::define;
+use fsbench_testbed::testbed::stack::{self, SuiteTestbedExt};
+use fsbench_testbed::testbed::{Target, device, named};
+use fsbench_workloads::{Boundary, Params, SpaceNeed};
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
 use lifecycle::{fresh_fs, record_checkpoint};
 use lifecycle::{undo_failed_run, with_remedy};
@@ -218,7 +218,7 @@ pub fn run_suite(
             )
         }
     };
-    crate::workload::record_workloads(&mut result)?;
+    fsbench_workloads::record_workloads(&mut result)?;
     // A resumed suite keeps the stack it started on; its new runs say what changed since.
     let testbed = result
         .testbed
@@ -381,8 +381,11 @@ pub fn run_suite(
                 if let Some(t) = record.testbed.as_mut() {
                     t.load_end = stack::load_average();
                 }
-                let ceiling =
-                    crate::results::ceiling::for_run(&result.ceilings, &spec.label(), round + 1);
+                let ceiling = fsbench_model::results::ceiling::for_run(
+                    &result.ceilings,
+                    &spec.label(),
+                    round + 1,
+                );
                 for phase in &mut record.phases {
                     phase.shape.harness_percent = ceiling.and_then(|c| c.percent_of(phase));
                     let cells = ceiling.map(|c| c.cell_percents(phase)).unwrap_or_default();
@@ -442,8 +445,8 @@ pub fn run_suite(
             }
         }
         if let Some(auto) = &suite.auto_runs {
-            crate::stats::summary::summarize_runs(&mut result);
-            let widest = crate::stats::summary::widest_primary_ci_percent(&result);
+            fsbench_stats::summary::summarize_runs(&mut result);
+            let widest = fsbench_stats::summary::widest_primary_ci_percent(&result);
             if let Some(stop) = auto::stop_after(auto, round + 1, widest, started.elapsed()) {
                 observer.diagnostic(&Diagnostic::AutoRunsStopped(&stop));
                 break;
@@ -466,8 +469,8 @@ pub fn run_suite(
         result.status = SuiteStatus::Completed;
     }
     result.finished_at = now();
-    crate::stats::summary::summarize_runs(&mut result);
-    crate::stats::warnings::analyze(&mut result);
+    fsbench_stats::summary::summarize_runs(&mut result);
+    fsbench_stats::warnings::analyze(&mut result);
     if let Err(e) = observer.suite_finished(&result) {
         observer.diagnostic(&Diagnostic::SuiteEndNotSaved(&e));
         error.get_or_insert(e);

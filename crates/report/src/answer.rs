@@ -1,11 +1,11 @@
 //! The suite's answer in one line per workload, as every view leads with it: who leads in
 //! which phases and by how much, where the configurations are equivalent, what is open and
-//! how many runs would close it (computed in [`crate::stats::conclusion`]).
+//! how many runs would close it (computed in [`fsbench_stats::conclusion`]).
 
-use crate::results::SuiteResult;
-use crate::results::ceiling::{HARNESS_PERCENT, harness_bound};
-use crate::stats::compare::DEFAULT_NOISE_PERCENT;
-use crate::stats::conclusion::{Conclusion, Outcome, RESOLUTION_PERCENT, conclusions};
+use fsbench_model::results::SuiteResult;
+use fsbench_model::results::ceiling::{HARNESS_PERCENT, harness_bound};
+use fsbench_stats::compare::DEFAULT_NOISE_PERCENT;
+use fsbench_stats::conclusion::{Conclusion, Outcome, RESOLUTION_PERCENT, conclusions};
 
 /// One line per workload of `suite` with two or more configurations measured.
 pub(crate) fn lines(suite: &SuiteResult) -> Vec<String> {
@@ -153,7 +153,7 @@ pub(crate) fn line(c: &Conclusion) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::conclusion::PhaseOutcome;
+    use fsbench_stats::conclusion::PhaseOutcome;
 
     fn conclusion(phases: Vec<(&str, Outcome)>, runs_to_resolve: Option<usize>) -> Conclusion {
         Conclusion {

@@ -11,7 +11,7 @@ pub(crate) use sweep::sweep;
 pub(crate) use time::{LatencyRuns, latency, progress};
 
 use super::figure;
-use crate::results::Summary;
+use fsbench_model::results::Summary;
 
 /// Colors of configurations, in order; chosen to stay distinct in print and for color vision
 /// deficiencies (Okabe–Ito).
@@ -383,7 +383,7 @@ mod tests {
 
     #[test]
     fn labels_are_escaped_and_bars_scaled() {
-        let s = crate::stats::summarize(&[10.0, 12.0, 11.0]).unwrap();
+        let s = fsbench_stats::summarize(&[10.0, 12.0, 11.0]).unwrap();
         let svg = bars(
             "Rate <x>",
             "files/s",

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::workload::tree::{self, TreeParams};
 use fsbench_model::measurement::PhaseMeasurement;
+use fsbench_workloads::tree::{self, TreeParams};
 
 /// The header fdtree prints before it starts.
 pub fn header(params: &TreeParams, base: &str) -> String {

@@ -6,11 +6,11 @@
 
 use std::fmt::Write;
 
-use crate::error::invalid;
-use crate::results::SuiteResult;
-use crate::workload::Params;
-use crate::workload::ffsb::Op;
+use fsbench_measure::error::invalid;
 use fsbench_model::measurement::{Dim, DimValue};
+use fsbench_model::results::SuiteResult;
+use fsbench_workloads::Params;
+use fsbench_workloads::ffsb::Op;
 
 /// C's `%.3g`: three significant digits, trailing zeros dropped, an exponent for large and
 /// small values.

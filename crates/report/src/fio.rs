@@ -8,12 +8,12 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::invalid;
-use crate::measure::LatencySummaryExt;
-use crate::results::{RunRecord, RunStatus, SuiteResult};
-use crate::workload::Params;
-use crate::workload::io::{IoParams, PERCENTILES};
+use fsbench_measure::error::invalid;
+use fsbench_measure::measure::LatencySummaryExt;
 use fsbench_model::measurement::{Dim, DimValue, LatencySummary};
+use fsbench_model::results::{RunRecord, RunStatus, SuiteResult};
+use fsbench_workloads::Params;
+use fsbench_workloads::io::{IoParams, PERCENTILES};
 
 const DIRECTIONS: [&str; 2] = ["read", "write"];
 

@@ -3,10 +3,10 @@
 //! `run --output-format NAME`), and a workload's row in the workload registry names the
 //! formats of its own (`WorkloadKind::reports`).
 
-use crate::error::invalid;
 use crate::fit::{Style, View};
-use crate::results::SuiteResult;
-use crate::stats::compare::{DEFAULT_NOISE_PERCENT, suite_columns};
+use fsbench_measure::error::invalid;
+use fsbench_model::results::SuiteResult;
+use fsbench_stats::compare::{DEFAULT_NOISE_PERCENT, suite_columns};
 
 /// A way to write a suite's results.
 pub trait Report: Sync {
@@ -81,7 +81,7 @@ impl Report for Terminal {
             ..*view
         };
         let own: Vec<&str> = (suite.suite.workloads.iter())
-            .filter_map(|w| crate::workload::registered(&w.kind))
+            .filter_map(|w| fsbench_workloads::registered(&w.kind))
             .flat_map(|k| k.reports.iter().copied())
             .collect();
         let mut out = String::new();

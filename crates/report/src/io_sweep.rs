@@ -5,11 +5,11 @@
 use maud::{Markup, PreEscaped, html};
 
 use super::charts;
-use crate::results::SuiteResult;
-use crate::stats::compare::Column;
-use crate::workload::Params;
-use crate::workload::io::IoParams;
 use fsbench_model::measurement::DimValue;
+use fsbench_model::results::SuiteResult;
+use fsbench_stats::compare::Column;
+use fsbench_workloads::Params;
+use fsbench_workloads::io::IoParams;
 
 /// A swept parameter: its name, its value in a workload (`None`: not one value, as a
 /// `bssplit`), and the workload with it set aside (what the others must share).

@@ -8,11 +8,11 @@
 use std::fmt::Write;
 
 use super::matrix::Matrix;
-use crate::error::invalid;
-use crate::results::SuiteResult;
-use crate::workload::Params;
-use crate::workload::iozone::{DIMENSIONS, IozoneParams, TESTS};
+use fsbench_measure::error::invalid;
 use fsbench_model::measurement::DimValue;
+use fsbench_model::results::SuiteResult;
+use fsbench_workloads::Params;
+use fsbench_workloads::iozone::{DIMENSIONS, IozoneParams, TESTS};
 
 /// The suite's IOzone matrices: per workload whose figures are broken down by IOzone's
 /// dimensions, its throughput matrix.

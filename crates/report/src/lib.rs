@@ -1,11 +1,6 @@
 //! Reports of a suite's results behind one trait ([`formats::Report`]): terminal tables,
 //! Markdown, CSV, JSON, HTML and the tools' own formats.
 
-use fsbench_model::results;
-use fsbench_stats as stats;
-use fsbench_testbed::{error, measure};
-use fsbench_workloads as workload;
-
 pub mod aging;
 mod answer;
 mod charts;
@@ -34,9 +29,11 @@ mod warnings;
 
 /// The suite's workloads that this fsbench can read, typed, each with its recorded label:
 /// for the reports of a workload's own (FFSB's, fio's, IOzone's), which need its settings.
-fn typed_workloads(r: &results::SuiteResult) -> Vec<(String, workload::Params)> {
+fn typed_workloads(
+    r: &fsbench_model::results::SuiteResult,
+) -> Vec<(String, fsbench_workloads::Params)> {
     let typed = r.suite.workloads.iter().enumerate().filter_map(|(i, w)| {
-        let p = workload::Params::of(w).ok()?;
+        let p = fsbench_workloads::Params::of(w).ok()?;
         let label = r
             .workload_records
             .get(i)

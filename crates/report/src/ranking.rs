@@ -1,4 +1,4 @@
-//! The ranking table of [`crate::stats::rank`]: per discipline every place and which
+//! The ranking table of [`fsbench_stats::rank`]: per discipline every place and which
 //! differences were significant, then the totals.
 
 use comfy_table::{CellAlignment, Table, presets};
@@ -6,7 +6,7 @@ use comfy_table::{CellAlignment, Table, presets};
 use super::compare::p_text;
 use super::figure;
 use super::fit::{fit, rendered_width, wrap};
-use crate::stats::rank::{Placing, Ranking};
+use fsbench_stats::rank::{Placing, Ranking};
 
 /// The ranking as text. With a terminal's `width`, a table wider than it becomes one row per
 /// discipline and configuration, and the text wraps at words; without one, the full layout.
@@ -214,9 +214,9 @@ fn uneven_warning(r: &Ranking) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{MetricSummary, SuiteResult};
-    use crate::stats::compare::Column;
-    use crate::stats::rank::{Placing, rank};
+    use fsbench_model::results::{MetricSummary, SuiteResult};
+    use fsbench_stats::compare::Column;
+    use fsbench_stats::rank::{Placing, rank};
 
     #[test]
     fn points_by_place_with_ties() {
@@ -230,7 +230,7 @@ mod tests {
             dims: Vec::new(),
             unit: "u".into(),
             higher_is_better: hib,
-            summary: crate::stats::summarize(&[v]).unwrap(),
+            summary: fsbench_stats::summarize(&[v]).unwrap(),
         };
         s.summaries = vec![
             fig("a", "p1", "rate", true, 30.0),

@@ -3,8 +3,8 @@
 
 use super::fit::View;
 use super::table::{Style, render};
-use crate::results::{ConfigInfo, MetricSummary, SuiteResult};
-use crate::workload::Params;
+use fsbench_model::results::{ConfigInfo, MetricSummary, SuiteResult};
+use fsbench_workloads::Params;
 
 /// Three configurations of the tree workload, every phase's time, rate and throughput over
 /// four runs, ext4 a little faster than the others.
@@ -13,10 +13,10 @@ fn three_filesystems() -> SuiteResult {
     r.id = Some(7);
     let spec = Params::parse("tree:quick-shallow").unwrap();
     r.suite.workloads = vec![spec.spec()];
-    crate::workload::record_workloads(&mut r).unwrap();
+    fsbench_workloads::record_workloads(&mut r).unwrap();
     for (i, fs) in ["ext4", "xfs", "btrfs"].into_iter().enumerate() {
         r.configurations.push(ConfigInfo {
-            config: fsbench_testbed::define::parse_fs(fs).unwrap().remove(0),
+            config: fsbench_model::config::FsConfig::for_tests(fs),
             mkfs_version: None,
             fsck_version: None,
             mkfs_command: None,
@@ -41,7 +41,7 @@ fn three_filesystems() -> SuiteResult {
                     dims: Vec::new(),
                     unit: unit.into(),
                     higher_is_better,
-                    summary: crate::stats::summarize(&values).unwrap(),
+                    summary: fsbench_stats::summarize(&values).unwrap(),
                 });
             }
         }
@@ -121,8 +121,8 @@ fn assert_fits(text: &str, width: usize) {
 
 #[test]
 fn compare_and_rank_fit_80_columns_and_keep_their_full_layout_in_a_pipe() {
-    use crate::stats::compare::{compare, suite_columns};
-    use crate::stats::rank::{Placing, rank};
+    use fsbench_stats::compare::{compare, suite_columns};
+    use fsbench_stats::rank::{Placing, rank};
     let r = three_filesystems();
     let columns = suite_columns(&r);
     let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);

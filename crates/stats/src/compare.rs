@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use crate::correction::Correction;
 use crate::difference::Difference;
-use crate::error::invalid;
-use crate::results::Summary;
-use crate::results::{MetricSummary, SuiteResult};
+use fsbench_measure::error::invalid;
 use fsbench_model::measurement::{Dim, figure_name};
+use fsbench_model::results::Summary;
+use fsbench_model::results::{MetricSummary, SuiteResult};
 
 /// One compared configuration: a suite and one of its configurations.
 #[derive(Debug, Clone, Serialize)]
@@ -52,11 +52,11 @@ impl Column {
         &self,
         suites: &'a [SuiteResult],
         workload: &str,
-    ) -> Vec<&'a crate::results::RunRecord> {
+    ) -> Vec<&'a fsbench_model::results::RunRecord> {
         (self.suite(suites).into_iter())
             .flat_map(|s| &s.runs)
             .filter(|r| {
-                r.status == crate::results::RunStatus::Ok
+                r.status == fsbench_model::results::RunStatus::Ok
                     && r.config == self.config
                     && r.workload == workload
             })
@@ -81,7 +81,7 @@ impl Column {
 pub(crate) struct SummaryIndex<'a>(Vec<HashMap<FigureKey, &'a Summary>>);
 
 impl<'a> SummaryIndex<'a> {
-    pub fn new(suites: &'a [SuiteResult], columns: &[Column]) -> SummaryIndex<'a> {
+    pub(crate) fn new(suites: &'a [SuiteResult], columns: &[Column]) -> SummaryIndex<'a> {
         SummaryIndex(
             columns
                 .iter()
@@ -95,7 +95,7 @@ impl<'a> SummaryIndex<'a> {
     }
 
     /// Column `column`'s summary of `key`.
-    pub fn get(&self, column: usize, key: &FigureKey) -> Option<&'a Summary> {
+    pub(crate) fn get(&self, column: usize, key: &FigureKey) -> Option<&'a Summary> {
         self.0[column].get(key).copied()
     }
 }
@@ -247,7 +247,7 @@ pub(crate) struct PhaseRoles<'a> {
 }
 
 impl<'a> PhaseRoles<'a> {
-    pub fn new(suites: &[SuiteResult], keys: &'a [FigureKey]) -> PhaseRoles<'a> {
+    pub(crate) fn new(suites: &[SuiteResult], keys: &'a [FigureKey]) -> PhaseRoles<'a> {
         let with_rate = keys
             .iter()
             .filter(|k| k.metric == "rate" && k.dims.is_empty())
@@ -258,7 +258,7 @@ impl<'a> PhaseRoles<'a> {
     }
 
     /// The role of `key`: an untimed phase's figures are never tested.
-    pub fn role(&self, key: &FigureKey) -> Role {
+    pub(crate) fn role(&self, key: &FigureKey) -> Role {
         let untimed = (self.untimed.iter()).any(|(w, p)| *w == key.workload && *p == key.phase);
         if untimed {
             return Role::Untimed;

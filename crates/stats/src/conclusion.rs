@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::compare::{ALPHA, Column, Comparison, Role, Verdict, compare, suite_columns};
-use crate::results::SuiteResult;
+use fsbench_model::results::SuiteResult;
 
 /// A phase whose pairs all differ by less than this (the 95% interval of every pair's
 /// difference inside ± it) is called equivalent within its bound; above it, undecided.
@@ -205,7 +205,7 @@ fn speedup(ratio: f64, higher_is_better: bool) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{ConfigInfo, MetricSummary};
+    use fsbench_model::results::{ConfigInfo, MetricSummary};
 
     /// A suite with one rate figure per (config, phase).
     fn suite(figures: &[(&str, &str, &[f64])]) -> SuiteResult {
@@ -229,7 +229,7 @@ mod tests {
         }
         for config in configs {
             s.configurations.push(ConfigInfo {
-                config: fsbench_testbed::define::parse_fs(config).unwrap().remove(0),
+                config: fsbench_model::config::FsConfig::for_tests(config),
                 mkfs_version: None,
                 fsck_version: None,
                 mkfs_command: None,

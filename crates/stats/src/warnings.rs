@@ -60,7 +60,7 @@ pub fn analyze(r: &mut SuiteResult) {
                     s.phase,
                     s.summary.mean,
                     r.suite.min_phase_secs,
-                    crate::workload::more_work_advice(&r.suite, &s.workload)
+                    fsbench_workloads::more_work_advice(&r.suite, &s.workload)
                 ),
             ));
         }

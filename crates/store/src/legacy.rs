@@ -4,8 +4,8 @@ use rusqlite::{Transaction, params};
 use serde::Deserialize;
 
 use super::{from_json, to_json};
-use crate::workload::iozone::CellResult;
 use fsbench_model::measurement::Figure;
+use fsbench_workloads::iozone::CellResult;
 
 /// A throughput-matrix cell as versions before schema 8 stored it, in its own column.
 #[derive(Deserialize)]

@@ -3,11 +3,6 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
-use fsbench_model::{results, suite};
-use fsbench_stats as stats;
-use fsbench_testbed::{error, testbed};
-use fsbench_workloads as workload;
-
 mod claim;
 mod legacy;
 mod load;
@@ -18,15 +13,15 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use crate::error::{FsbenchError, invalid};
-use crate::results::{
+use claim::{boot_id, claimer_alive};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_model::config::FsConfig;
+use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
+use fsbench_model::results::{
     ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
     SuiteStatus, TargetInfo, WorkloadKey,
 };
-use crate::suite::Suite;
-use claim::{boot_id, claimer_alive};
-use fsbench_model::config::FsConfig;
-use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
+use fsbench_model::suite::Suite;
 use fsbench_model::system::SystemInfo;
 use fsbench_model::testbed::FsckOutcome;
 use fsbench_model::workload::KeptOutput;
@@ -319,7 +314,7 @@ impl Store {
         });
         match imported {
             Ok(p) => {
-                fsbench_testbed::diag::say(&format!(
+                fsbench_measure::diag::say(&format!(
                     "fsbench: imported run {} of {} {} (suite {}) from {} into {}",
                     p.run.run,
                     p.run.config,
@@ -329,13 +324,13 @@ impl Store {
                     self.path.display()
                 ));
                 if let Err(e) = std::fs::remove_file(file) {
-                    fsbench_testbed::diag::say(&format!(
+                    fsbench_measure::diag::say(&format!(
                         "fsbench: cannot remove {} ({e}); remove it, or its run is imported again",
                         file.display()
                     ));
                 }
             }
-            Err(e) => fsbench_testbed::diag::say(&format!(
+            Err(e) => fsbench_measure::diag::say(&format!(
                 "fsbench: cannot import the saved run {} yet ({e:#}); it is kept and tried again",
                 file.display()
             )),
@@ -392,7 +387,7 @@ impl Store {
                     to_json(&result.skipped),
                     result.started_at,
                     pid,
-                    crate::testbed::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
+                    fsbench_testbed::testbed::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
                     boot_id(),
                     result.testbed.as_ref().map(to_json),
                     to_json(&result.ceilings),

@@ -1,7 +1,7 @@
 //! Reading suites back: a suite with its configurations, runs and phases, and the list.
 
 use super::*;
-use crate::workload::Params;
+use fsbench_workloads::Params;
 
 impl Store {
     /// The suite as it was run, with summaries and warnings recomputed from the raw runs.
@@ -86,9 +86,9 @@ impl Store {
                 .unwrap_or_default(),
         };
         // A suite stored by an older fsbench has no record: its workloads' code says it, once.
-        crate::workload::record_workloads(&mut result)?;
-        crate::stats::summary::summarize_runs(&mut result);
-        crate::stats::warnings::analyze(&mut result);
+        fsbench_workloads::record_workloads(&mut result)?;
+        fsbench_stats::summary::summarize_runs(&mut result);
+        fsbench_stats::warnings::analyze(&mut result);
         Ok(result)
     }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use crate::error::FsbenchError;
-use crate::results::RunRecord;
+use fsbench_measure::error::FsbenchError;
+use fsbench_model::results::RunRecord;
 
 /// How long a write waits for a database another process holds locked:
 /// `$FSBENCH_DB_WAIT_SECS`, by default five minutes (a finished run is worth the wait).

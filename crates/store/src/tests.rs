@@ -1,6 +1,6 @@
 use super::*;
-use crate::results::SuiteResult;
 use fsbench_model::measurement::Figure;
+use fsbench_model::results::SuiteResult;
 
 /// A database as the first schema version left it, holding one suite with one run.
 fn version_one_database(path: &Path) -> i64 {
@@ -98,7 +98,7 @@ fn matrix_cells_of_schema_seven_become_figures_with_dimensions() {
     let dims = &write[0].dims;
     assert_eq!(
         dims.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
-        crate::workload::iozone::DIMENSIONS
+        fsbench_workloads::iozone::DIMENSIONS
     );
     assert_eq!(
         dims[0].value,

@@ -25,13 +25,13 @@ use fsbench_model::testbed::{TargetSpec, default_image_dir};
 use rustix::fs::{Mode, OFlags};
 
 use crate::drivers::{FsTypeExt, Toolset};
-use crate::error::{FsbenchError, invalid};
-use crate::tools;
-use crate::workload::SpaceNeed;
 use device::DeviceKind;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::tools;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::units::{format_bytes, group_thousands};
+use fsbench_workloads::SpaceNeed;
 use scratch::Scratch;
 
 pub use fresh::{FreshFs, Teardown};
@@ -108,7 +108,7 @@ impl Target {
                     )));
                 }
                 // Millions of entries made until ENOSPC would take as long again to remove.
-                let inodes = crate::calls::free_inodes(rustix::fs::open(
+                let inodes = fsbench_measure::calls::free_inodes(rustix::fs::open(
                     path,
                     rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
                     rustix::fs::Mode::empty(),
@@ -410,7 +410,7 @@ fn check_directory(path: &Path) -> anyhow::Result<()> {
 fn free_bytes(path: &Path) -> anyhow::Result<u64> {
     let st = rustix::fs::statvfs(path).with_context(|| format!("statvfs {}", path.display()))?;
     if st.f_blocks == 0 {
-        return Ok(crate::sysinfo::available_memory().unwrap_or(0));
+        return Ok(fsbench_measure::sysinfo::available_memory().unwrap_or(0));
     }
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }

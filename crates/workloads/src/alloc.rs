@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::extents::Mapper;
-use crate::measure::{OpKind, PhaseRecorder};
-use crate::units::parse_size;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::extents::Mapper;
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
+use fsbench_measure::units::parse_size;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::{compact_size, format_bytes};
@@ -381,7 +381,7 @@ impl Alloc {
         }
         let mut size = self.params.size;
         if self.params.fit
-            && let (fitted, Some(free)) = super::fit_size(dir, size, 1, 1 << 20)?
+            && let (fitted, Some(free)) = fsbench_measure::calls::fit_size(dir, size, 1, 1 << 20)?
         {
             self.fit_note = Some(format!(
                 "files of {} (the {} asked for do not fit in 80% of the {} free)",
@@ -436,9 +436,10 @@ impl Alloc {
                 while offset < size {
                     let len = MMAP_WINDOW.min(size - offset) as usize;
                     fill_window(file, offset, len).map_err(|e| {
-                        crate::measure::fatal_error(e, &method.name(), rec.units()).unwrap_or_else(
-                            || FsbenchError::Failed(format!("mmap window at {offset}: {e}")),
-                        )
+                        fsbench_measure::measure::fatal_error(e, &method.name(), rec.units())
+                            .unwrap_or_else(|| {
+                                FsbenchError::Failed(format!("mmap window at {offset}: {e}"))
+                            })
                     })?;
                     rec.record(OpKind::Allocate, Ok(()))?;
                     offset += len as u64;
@@ -481,7 +482,7 @@ fn failed(method: Method, call: &str, rec: &PhaseRecorder) -> FsbenchError {
 /// of a full filesystem raises SIGBUS, which would kill fsbench with its mounts in place, so the
 /// free space is checked first and a shortfall is reported as ENOSPC.
 fn fill_window(file: &OwnedFd, offset: u64, len: usize) -> Result<(), Errno> {
-    if super::free_bytes(file) < len as u64 {
+    if fsbench_measure::calls::free_bytes(file) < len as u64 {
         return Err(Errno::NOSPC);
     }
     // SAFETY: a shared writable mapping of a file we opened read-write and sized with
@@ -573,7 +574,7 @@ impl Workload for Alloc {
                         count.fragments as f64,
                     ));
                 }
-                Err(e) => out.notes.push(crate::extents::not_counted(e)),
+                Err(e) => out.notes.push(fsbench_measure::extents::not_counted(e)),
             }
         }
         drop(file);

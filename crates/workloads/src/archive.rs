@@ -17,10 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{Params, PhaseInfo, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::PhaseRecorder;
-use crate::rmtree;
 use extract::Extractor;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::PhaseRecorder;
+use fsbench_measure::rmtree;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::group_thousands;
 use generate::Shape;

@@ -9,9 +9,10 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, SpaceNeed, Workload, numbered_name};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{OpKind, PhaseRecorder};
+use super::{Params, PhaseInfo, SpaceNeed, Workload};
+use fsbench_measure::calls::numbered_name;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
 pub(crate) const PHASES: &[PhaseInfo] = &[

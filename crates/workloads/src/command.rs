@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::{KeptOutput, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::PhaseRecorder;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::PhaseRecorder;
 use fsbench_model::measurement::Figure;
 use process::{Exit, Finished, Step};
 
@@ -70,7 +70,7 @@ fn default_timeout() -> u64 {
 }
 
 fn default_space() -> u64 {
-    crate::units::parse_size(DEFAULT_SPACE).expect("a size")
+    fsbench_measure::units::parse_size(DEFAULT_SPACE).expect("a size")
 }
 
 /// A size as a number of bytes or as text with a unit (`64M`).
@@ -83,7 +83,7 @@ fn size_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     }
     match Size::deserialize(d)? {
         Size::Bytes(n) => Ok(n),
-        Size::Text(t) => crate::units::parse_size(&t).map_err(serde::de::Error::custom),
+        Size::Text(t) => fsbench_measure::units::parse_size(&t).map_err(serde::de::Error::custom),
     }
 }
 
@@ -186,7 +186,7 @@ fn build(p: &Parsed) -> anyhow::Result<CommandParams> {
 impl CommandParams {
     /// The commands of a TOML file (`setup`, `cleanup`, `[[phase]]`, `timeout`, `space`).
     pub fn from_file(path: &Path) -> anyhow::Result<CommandParams> {
-        let text = super::read_text_file(path, "the command workload's file")?;
+        let text = fsbench_measure::calls::read_text_file(path, "the command workload's file")?;
         toml::from_str(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))
     }
 

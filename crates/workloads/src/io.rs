@@ -14,9 +14,10 @@ use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
 
 use super::parallel::{Crew, join_all};
-use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
-use crate::error::FsbenchError;
-use crate::measure::{PhaseRecorder, Progress};
+use super::{PhaseInfo, PhaseOutput, Workload};
+use fsbench_measure::calls::Aligned;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 mod job;
@@ -80,7 +81,7 @@ impl Io {
             uring::check_available(p)?;
         }
         if p.direct {
-            let (fs, align) = super::direct_alignment(dir)?;
+            let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
             let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
             let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
             for (what, v) in sizes {
@@ -114,7 +115,7 @@ impl Io {
             for f in 0..p.nrfiles as usize {
                 let name = job::file_name(j, f);
                 let failed = |e: rustix::io::Errno| {
-                    crate::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
+                    fsbench_measure::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
                         FsbenchError::Failed(format!("io: laying out {name}: {e}"))
                     })
                 };
@@ -129,7 +130,8 @@ impl Io {
                 if reads {
                     while at < p.filesize {
                         let n = (p.filesize - at).min(1 << 20) as usize;
-                        super::pwrite_all(&fd, &buf.buf()[..n], at).map_err(failed)?;
+                        fsbench_measure::calls::pwrite_all(&fd, &buf.buf()[..n], at)
+                            .map_err(failed)?;
                         at += n as u64;
                     }
                 } else {
@@ -160,7 +162,7 @@ impl Io {
                 let seed = if p.randrepeat {
                     p.randseed
                 } else {
-                    p.randseed ^ u64::from(round) ^ crate::measure::lap_clock().raw()
+                    p.randseed ^ u64::from(round) ^ fsbench_measure::measure::lap_clock().raw()
                 };
                 Pattern::new(p, seed.wrapping_add(u64::from(j).wrapping_mul(0x9e37_79b9)))
             })
@@ -282,7 +284,7 @@ impl Io {
             self.figures
                 .push(Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at));
             let sum = |pick: fn(&JobOut) -> &Histogram<u64>| {
-                let mut total = crate::measure::new_histogram();
+                let mut total = fsbench_measure::measure::new_histogram();
                 for o in outs {
                     total
                         .add(pick(o))
@@ -324,7 +326,7 @@ impl Io {
                 }
             }
         }
-        let mut lag = crate::measure::new_histogram();
+        let mut lag = fsbench_measure::measure::new_histogram();
         for o in outs {
             lag.add(&o.lag).expect("histograms of the same bounds add");
         }
@@ -435,8 +437,8 @@ impl Workload for Io {
         };
         let outs = self.run_jobs(dir, rec, span)?;
         for (d, name) in ["read", "write"].into_iter().enumerate() {
-            let mut clat = crate::measure::new_histogram();
-            let mut slat = crate::measure::new_histogram();
+            let mut clat = fsbench_measure::measure::new_histogram();
+            let mut slat = fsbench_measure::measure::new_histogram();
             for o in &outs {
                 clat.add(&o.clat[d]).expect("same bounds");
                 slat.add(&o.slat[d]).expect("same bounds");

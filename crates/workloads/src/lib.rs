@@ -62,17 +62,13 @@ use std::os::fd::BorrowedFd;
 
 use serde::Serialize;
 
-use fsbench_measure::{calls, error, extents, measure, rmtree, sysinfo, units};
-
-use crate::error::{FsbenchError, invalid};
-use crate::measure::PhaseRecorder;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::PhaseRecorder;
 use fsbench_model::measurement::Figure;
 use fsbench_model::results::{SuiteResult, WorkloadRecord};
 use fsbench_model::suite::Suite;
 use fsbench_model::workload::{KeptOutput, PhaseInfo, WorkloadSpec};
 use options::WorkloadKind;
-
-pub use crate::calls::*;
 
 /// What a phase reports besides its measurement, gathered untimed after it (and its sync).
 #[derive(Debug, Default)]
@@ -452,7 +448,7 @@ impl Params {
         check_buffers(
             &self.label(),
             self.params().buffer_bytes(),
-            crate::sysinfo::available_memory(),
+            fsbench_measure::sysinfo::available_memory(),
         )
     }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::calls::fitting_size;
+use fsbench_measure::calls::fitting_size;
 
 #[test]
 fn fitting_never_exceeds_its_share() {

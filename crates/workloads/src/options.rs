@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use serde_json::Value as Json;
 
 use super::Params;
-use crate::error::invalid;
-use crate::units::parse_size;
+use fsbench_measure::error::invalid;
+use fsbench_measure::units::parse_size;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::compact_size;
 

@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{Parsed, WorkloadKind};
 use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{OpKind, PhaseRecorder};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
 /// fdtree's block: file sizes are given in 4 KiB blocks.

@@ -12,9 +12,10 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload, numbered_name};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{OpKind, PhaseRecorder};
+use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
+use fsbench_measure::calls::numbered_name;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
 pub(crate) const PHASES: &[PhaseInfo] = &[
@@ -273,7 +274,7 @@ impl Xattr {
                          `mkfs.ext4 -O ea_inode`) holds about 4 KiB",
                         self.params.attrs,
                         self.params.size,
-                        crate::measure::errno_name(e.raw_os_error())
+                        fsbench_measure::measure::errno_name(e.raw_os_error())
                     )));
                     break;
                 }

@@ -6,15 +6,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::LatencySummaryExt;
-use crate::phase_progress::SAMPLE_INTERVAL;
-use crate::results::PhaseRecord;
-use crate::shape;
-use crate::workload::tree::Agreed;
+use fsbench_measure::measure::LatencySummaryExt;
+use fsbench_measure::phase_progress::SAMPLE_INTERVAL;
+use fsbench_measure::shape;
 use fsbench_model::measurement::{
     Dim, DimValue, Figure, LatencySummary, PhaseMeasurement, PhaseShape, ThreadsDone,
 };
+use fsbench_model::results::PhaseRecord;
 use fsbench_model::workload::PhaseInfo;
+use fsbench_workloads::tree::Agreed;
 
 /// One rank's phase, as it sends it to rank 0.
 #[derive(Debug, Clone, Serialize, Deserialize)]

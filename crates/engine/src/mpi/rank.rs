@@ -13,14 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{self, RankPhase};
 use super::comm::{Comm, Failure};
-use crate::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
-use crate::results::PhaseRecord;
-use crate::rmtree;
 use crate::runner::observer::Observer;
 use crate::runner::phases::{PhaseSettings, run_phase};
-use crate::workload::tree::{Share, Stonewall, Tree};
-use crate::workload::{Params, Workload};
+use fsbench_measure::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
+use fsbench_measure::rmtree;
+use fsbench_model::results::PhaseRecord;
 use fsbench_model::workload::WorkloadSpec;
+use fsbench_workloads::tree::{Share, Stonewall, Tree};
+use fsbench_workloads::{Params, Workload};
 
 /// The file rank 0 writes in the run's directory; every rank must read the same token there.
 pub(crate) const TOKEN_FILE: &str = ".fsbench-mpi-token";

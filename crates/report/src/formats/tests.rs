@@ -1,5 +1,5 @@
 use super::{REPORTS, named};
-use crate::workload::WORKLOADS;
+use fsbench_workloads::WORKLOADS;
 
 #[test]
 fn an_unknown_format_is_refused_naming_the_known_ones() {

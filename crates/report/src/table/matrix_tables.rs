@@ -2,7 +2,7 @@
 //! cell), or with `--verbose` the whole matrix.
 
 use super::*;
-use crate::results::ceiling::HARNESS_PERCENT;
+use fsbench_model::results::ceiling::HARNESS_PERCENT;
 
 /// A matrix figure (IOzone's throughput): per first dimension (test) a table, the second
 /// down and the third across, in MiB/s.

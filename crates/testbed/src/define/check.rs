@@ -1,11 +1,11 @@
 //! A suite checked before anything is made: every setting it can say is wrong is said.
 
 use crate::drivers::UserDriverExt;
-use crate::error::invalid;
-use crate::workload::Params;
+use fsbench_measure::error::invalid;
 use fsbench_model::config::FsConfig;
 use fsbench_model::suite::{AutoRuns, Suite};
 use fsbench_model::testbed::TargetSpec;
+use fsbench_workloads::Params;
 
 /// Checks everything that can be checked before anything is created.
 pub fn validate(suite: &Suite) -> anyhow::Result<()> {

@@ -12,7 +12,7 @@ use super::background::BackgroundLoad;
 use super::{mounts, open_dir, queue, scratch};
 use crate::define::Load;
 use crate::drivers::{FsTypeExt, Slots, Toolset, expand};
-use crate::tools;
+use fsbench_measure::tools;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::{FsType, UserDriver};
 
@@ -316,7 +316,7 @@ impl FreshFs {
                 .with_context(|| format!("cannot remove {}", image.display()))?;
         }
         if self.run_dir.exists() && mounts::mounts_below(&self.run_dir).is_empty() {
-            crate::rmtree::purge(&self.run_dir)
+            fsbench_measure::rmtree::purge(&self.run_dir)
                 .with_context(|| format!("cannot remove {}", self.run_dir.display()))?;
         }
         Ok(())
@@ -412,7 +412,7 @@ impl FreshFs {
 impl Drop for FreshFs {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            crate::diag::say(&format!(
+            fsbench_measure::diag::say(&format!(
                 "fsbench: cleanup of {} failed: {e:#}",
                 self.root.display()
             ));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::state::QueueRecord;
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 mod wcache;
 pub use wcache::{loop_refusal, set as set_write_cache};
@@ -106,7 +106,7 @@ impl Setting {
 impl Drop for Setting {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            crate::diag::say(&format!("fsbench: {e:#}"));
+            fsbench_measure::diag::say(&format!("fsbench: {e:#}"));
         }
     }
 }

@@ -95,7 +95,7 @@ impl Scratch {
     /// Creates `parent/fsbench.<pid>[.n]`, recording the intent first: the locked state file
     /// names the directory before it exists, so a SIGKILL at any moment leaves nothing that
     /// `fsbench clean` cannot find.
-    pub fn create(parent: &Path) -> anyhow::Result<Scratch> {
+    pub(crate) fn create(parent: &Path) -> anyhow::Result<Scratch> {
         Scratch::create_named(parent, PREFIXES[0])
     }
 
@@ -243,7 +243,7 @@ impl Scratch {
         self.keep = true;
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.state.scratch
     }
 
@@ -304,7 +304,7 @@ impl Drop for Scratch {
                 let _ = std::fs::remove_file(&self.state_file);
                 let _ = std::fs::remove_file(self.state_file.with_extension("lock"));
             } else {
-                crate::diag::say(&format!(
+                fsbench_measure::diag::say(&format!(
                     "fsbench: cleanup incomplete ({}); run `fsbench clean` to finish it (state in {})",
                     undone.left.join("; "),
                     self.state_file.display()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools;
+use fsbench_measure::tools;
 
 /// What a running suite has created, as saved in its state file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -11,9 +11,9 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use super::{Entry, EntryKind};
-use crate::error::FsbenchError;
-use crate::measure::{OpKind, PhaseRecorder};
-use crate::units::shown;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
+use fsbench_measure::units::shown;
 
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)

@@ -6,7 +6,7 @@
 use std::io::{self, Read};
 
 use super::{Entry, EntryKind};
-use crate::units::shown;
+use fsbench_measure::units::shown;
 
 const BLOCK: usize = 512;
 

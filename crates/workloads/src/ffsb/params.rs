@@ -155,7 +155,7 @@ impl FfsbParams {
     }
 
     pub fn from_file(path: &std::path::Path) -> anyhow::Result<FfsbParams> {
-        let text = crate::read_text_file(path, "FFSB profile")?;
+        let text = fsbench_measure::calls::read_text_file(path, "FFSB profile")?;
         let name = path
             .file_name()
             .map_or(path.display().to_string(), |n| n.to_string_lossy().into());

@@ -5,8 +5,8 @@
 //! naming the line.
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
-use crate::error::invalid;
-use crate::units::parse_size;
+use fsbench_measure::error::invalid;
+use fsbench_measure::units::parse_size;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {

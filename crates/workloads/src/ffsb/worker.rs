@@ -12,13 +12,13 @@ use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
-use crate::error::FsbenchError;
-use crate::extents::Mapper;
-use crate::measure::{
+use crate::parallel::{Crew, join_all};
+use fsbench_measure::calls::{Aligned, push_decimal, read_full, write_all};
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::extents::Mapper;
+use fsbench_measure::measure::{
     Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
 };
-use crate::parallel::{Crew, join_all};
-use crate::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
 pub(super) use fileset::*;
@@ -45,7 +45,7 @@ struct Shared<'a> {
     deadline: OnceLock<Option<Instant>>,
     /// Held for writing while threads are started; they wait on it to begin together.
     gate: RwLock<()>,
-    progress: &'a crate::measure::Progress,
+    progress: &'a fsbench_measure::measure::Progress,
     next_dir: AtomicU64,
 }
 

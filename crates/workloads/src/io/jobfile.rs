@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::IoParams;
 use super::table::KIND;
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 /// Options that shape how fio runs or reports jobs, not what a job does: accepted, since
 /// fsbench does the same (threads, one report per job).
@@ -126,7 +126,7 @@ fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::
             path.display()
         )));
     }
-    let text = crate::read_text_file(path, "fio job file")?;
+    let text = fsbench_measure::calls::read_text_file(path, "fio job file")?;
     for (i, raw) in text.lines().enumerate() {
         let at = format!("{}:{}", path.display(), i + 1);
         let line = raw.trim();

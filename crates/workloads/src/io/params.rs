@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::SpaceNeed;
 use super::super::options::Parsed;
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 use fsbench_model::units::{compact_size, format_bytes};
 
 /// fio's `rw=`.
@@ -211,7 +211,7 @@ fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
         .split(':')
         .map(|part| {
             let (size, pct) = part.split_once('/').ok_or_else(bad)?;
-            let size = crate::units::parse_size(size).map_err(|_| bad())?;
+            let size = fsbench_measure::units::parse_size(size).map_err(|_| bad())?;
             let pct: u32 = pct.parse().map_err(|_| bad())?;
             if size == 0 || size > 256 << 20 {
                 return Err(bad());

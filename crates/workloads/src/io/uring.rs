@@ -10,7 +10,7 @@ use io_uring::{IoUring, opcode, squeue, types};
 use super::job::{Job, check_len, io_error};
 use super::params::IoParams;
 use super::pattern::Next;
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// An I/O in flight in slot `i` (whose buffer is `i`).
 #[derive(Clone, Copy)]

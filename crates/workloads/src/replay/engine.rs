@@ -17,9 +17,9 @@ mod paths;
 
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
-use crate::error::FsbenchError;
-use crate::measure::{errno_name, fatal_error, lap_clock, new_histogram};
-use crate::units::shown;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{errno_name, fatal_error, lap_clock, new_histogram};
+use fsbench_measure::units::shown;
 use paths::{BENEATH, normalized, resolution, resolve};
 
 /// The most one read or write moves at once (a larger recorded one is made in pieces).

@@ -13,8 +13,8 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::trace::{Entry, TraceWriter};
 use crate::archive::extract::split_member;
-use crate::error::{FsbenchError, invalid};
-use crate::units::shown;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::units::shown;
 
 /// Lists everything below `root` into `out`, parents before children, names sorted.
 pub fn snapshot<W: Write>(root: &Path, out: &mut TraceWriter<W>) -> anyhow::Result<u64> {

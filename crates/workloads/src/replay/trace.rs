@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
 pub(crate) const VERSION: u32 = 1;
@@ -328,7 +328,7 @@ pub(crate) struct TraceReader {
 
 impl TraceReader {
     /// The trace in file `path`, or the built-in demo for `None`.
-    pub fn open(path: Option<&Path>) -> anyhow::Result<TraceReader> {
+    pub(crate) fn open(path: Option<&Path>) -> anyhow::Result<TraceReader> {
         let Some(path) = path else {
             let demo = Box::new(std::io::Cursor::new(DEMO));
             return TraceReader::read(demo, Path::new("the built-in demo trace"), true);
@@ -418,7 +418,7 @@ impl TraceReader {
     }
 
     /// The next entry of the initial state, `None` after the last.
-    pub fn entry(&mut self) -> anyhow::Result<Option<Entry>> {
+    pub(crate) fn entry(&mut self) -> anyhow::Result<Option<Entry>> {
         if self.in_calls {
             return Ok(None);
         }
@@ -451,7 +451,7 @@ impl TraceReader {
 
     /// Reads the next call into `call` (its buffers reused); false after the last, with
     /// [`TraceReader::totals`] set.
-    pub fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
+    pub(crate) fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
         while !self.in_calls {
             self.entry()?;
         }

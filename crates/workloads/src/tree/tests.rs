@@ -112,7 +112,7 @@ fn threads_each_walk_a_tree_of_their_own() {
     )
     .unwrap();
     let mut tree = Tree::new(params, "root".into());
-    let progress = Arc::new(crate::measure::Progress::default());
+    let progress = Arc::new(fsbench_measure::measure::Progress::default());
     for phase in 0..tree.phases().len() {
         let mut rec = PhaseRecorder::start("phase", progress.clone());
         tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
@@ -189,7 +189,7 @@ fn names_in(path: &std::path::Path) -> Vec<String> {
 /// Runs every phase of `tree` in `dir`, calling `after` with each phase's index and ops;
 /// every phase but a stonewalled file create does the units it expects, without an error.
 fn run_all(tree: &mut Tree, dir: &std::os::fd::OwnedFd, mut after: impl FnMut(usize, u64)) {
-    let progress = std::sync::Arc::new(crate::measure::Progress::default());
+    let progress = std::sync::Arc::new(fsbench_measure::measure::Progress::default());
     for phase in 0..tree.phases().len() {
         let mut rec = PhaseRecorder::start("phase", progress.clone());
         tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();

@@ -8,9 +8,9 @@ use std::os::fd::BorrowedFd;
 
 use super::{DIR_CREATE, DIR_REMOVE, Share, Tree, TreeParams};
 use crate::Workload;
-use crate::error::FsbenchError;
-use crate::measure::PhaseRecorder;
 use crate::parallel::Crew;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::PhaseRecorder;
 
 impl Tree {
     /// Thread `i`'s tree: the same shape, under a root of its own, or the shared root.

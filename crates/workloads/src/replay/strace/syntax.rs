@@ -203,6 +203,6 @@ pub(super) fn micros(text: &str) -> Option<u64> {
 /// The number of errno `name`; -1 for a name fsbench does not know (still a failure).
 fn errno_named(name: &str) -> i32 {
     (1..200)
-        .find(|&e| crate::measure::errno_name(e) == name)
+        .find(|&e| fsbench_measure::measure::errno_name(e) == name)
         .unwrap_or(-1)
 }
