@@ -28,6 +28,7 @@ use clap::{Parser, Subcommand};
 use fsbench_engine::runner::{
     self,
     observer::{Observer, Observers, SuitePlan},
+    summarize,
 };
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::Progress;

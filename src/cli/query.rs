@@ -3,6 +3,13 @@
 use super::output::write_output;
 use super::*;
 
+/// Stored suite `id`, what its records say worked out.
+pub(super) fn load(store: &Store, id: i64) -> anyhow::Result<SuiteResult> {
+    let mut result = store.load(id, Params::label_of)?;
+    summarize(&mut result)?;
+    Ok(result)
+}
+
 /// Loads the suites that `specs` (ID or ID:CONFIG) name, and the columns they select.
 pub(super) fn load_columns(
     store: &Store,
@@ -16,7 +23,7 @@ pub(super) fn load_columns(
             .parse()
             .map_err(|_| invalid(format!("`{spec}`: expected a suite ID or ID:CONFIG")))?;
         if !suites.iter().any(|s| s.id == Some(id)) {
-            suites.push(store.load(id)?);
+            suites.push(load(store, id)?);
         }
         let suite = suites
             .iter()
@@ -96,13 +103,13 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     match command {
         Command::List { limit } => {
             let width = fsbench_report::fit::View::terminal(false).width;
-            write_stdout(&list_text(&store.list(*limit)?, width))?;
+            write_stdout(&list_text(&store.list(*limit, Params::label_of)?, width))?;
         }
         Command::Show {
             id,
             all,
             output_format,
-        } => print_result(&store.load(*id)?, *output_format, *all)?,
+        } => print_result(&load(&store, *id)?, *output_format, *all)?,
         Command::Compare(args) => return compare_cmd(args, &store),
         Command::Rank {
             columns,
@@ -142,7 +149,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             write_stdout(&text)?;
         }
         Command::Export { id, format, output } => {
-            let result = store.load(*id)?;
+            let result = load(&store, *id)?;
             write_output(output.as_deref(), &output::export_text(&result, *format)?)?;
         }
         Command::Report(args) => {

@@ -133,7 +133,7 @@ pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
             // Claimed before loading, so the runs found done stay done: no other process
             // adds to the suite while this one holds it.
             store.claim_suite(id)?;
-            let previous = store.load(id)?;
+            let previous = super::query::load(&store, id)?;
             (previous.suite.clone(), Some(previous))
         }
         None => (args.suite()?, None),

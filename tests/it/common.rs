@@ -416,3 +416,12 @@ pub fn device_run(state: &Path, dev: &str, fs: &str, workload: &str) -> Output {
     ];
     run(json_run(state).args(args))
 }
+
+/// Suite `id` of the database at `db` as `fsbench show` reads it: the stored records, what
+/// they say worked out.
+pub fn load_suite(db: &Path, id: i64) -> fsbench_model::results::SuiteResult {
+    let store = fsbench_store::Store::open(db).unwrap();
+    let mut result = store.load(id, fsbench_workloads::Params::label_of).unwrap();
+    fsbench_engine::runner::summarize(&mut result).unwrap();
+    result
+}

@@ -145,7 +145,7 @@ fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) -> SuiteRes
     }
     result.status = SuiteStatus::Completed;
     store.finish_suite(id, &result).unwrap();
-    store.load(id).unwrap()
+    crate::common::load_suite(db, id)
 }
 
 /// The verdict on `b` against `a` for the phase `dir-create` (its rate, the primary figure).

@@ -149,6 +149,16 @@ pub struct RunContext<'a> {
     pub(crate) record: &'a mut RunRecord,
 }
 
+/// What a suite's records say, worked out: its workloads' record where an older fsbench
+/// stored it without one, the summaries and the warnings. The runner does it when a suite
+/// ends; whoever loads a stored suite does it too.
+pub fn summarize(result: &mut SuiteResult) -> anyhow::Result<()> {
+    fsbench_workloads::record_workloads(result)?;
+    fsbench_stats::summary::summarize_runs(result);
+    fsbench_stats::warnings::analyze(result, &fsbench_workloads::more_work_advice);
+    Ok(())
+}
+
 /// Runs `suite`, or with `previous` the runs of that earlier, interrupted suite that did not
 /// complete. Errors before the first run (bad input, refused target) are returned as `Err`; an
 /// error during the runs ends the suite early and is returned beside the result of the runs
@@ -469,8 +479,7 @@ pub fn run_suite(
         result.status = SuiteStatus::Completed;
     }
     result.finished_at = now();
-    fsbench_stats::summary::summarize_runs(&mut result);
-    fsbench_stats::warnings::analyze(&mut result);
+    summarize(&mut result)?;
     if let Err(e) = observer.suite_finished(&result) {
         observer.diagnostic(&Diagnostic::SuiteEndNotSaved(&e));
         error.get_or_insert(e);

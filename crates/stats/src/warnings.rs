@@ -9,6 +9,7 @@ use fsbench_model::results::ceiling::{
 use fsbench_model::results::{
     MetricSummary, RunRecord, RunStatus, SuiteResult, Warning, WarningKind,
 };
+use fsbench_model::suite::Suite;
 use fsbench_model::testbed::LoopInfo;
 
 mod aged;
@@ -19,7 +20,9 @@ pub use runs::loop_summary;
 use runs::{harness_warnings, loop_warning, stack_warning, steady_state_warnings};
 
 /// Warnings that say what to do: short phases, noisy figures, few runs, errors, fsck.
-pub fn analyze(r: &mut SuiteResult) {
+/// `more_work` says how to give a suite's workload (by label) more work, in its own settings:
+/// the workloads' code knows them.
+pub fn analyze(r: &mut SuiteResult, more_work: &dyn Fn(&Suite, &str) -> String) {
     let mut warnings = Vec::new();
     let ok_runs = r.runs.iter().filter(|r| r.status == RunStatus::Ok).count();
     if ok_runs > 0 && r.suite.runs < 3 {
@@ -60,7 +63,7 @@ pub fn analyze(r: &mut SuiteResult) {
                     s.phase,
                     s.summary.mean,
                     r.suite.min_phase_secs,
-                    fsbench_workloads::more_work_advice(&r.suite, &s.workload)
+                    more_work(&r.suite, &s.workload)
                 ),
             ));
         }

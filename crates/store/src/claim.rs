@@ -48,7 +48,7 @@ impl Store {
             params![
                 id,
                 me,
-                fsbench_testbed::testbed::scratch::process_start_ticks(me).unwrap_or(0) as i64,
+                fsbench_measure::sysinfo::process_start_ticks(me).unwrap_or(0) as i64,
                 boot_id()
             ],
         )?;
@@ -68,6 +68,6 @@ pub(super) fn boot_id() -> Option<String> {
 /// was (`None`) are judged by pid and start time alone.
 pub(super) fn claimer_alive(pid: i64, start: i64, boot: Option<&str>) -> bool {
     boot.is_none_or(|b| boot_id().as_deref() == Some(b))
-        && fsbench_testbed::testbed::scratch::process_start_ticks(pid as u32)
+        && fsbench_measure::sysinfo::process_start_ticks(pid as u32)
             .is_some_and(|t| t as i64 == start)
 }

@@ -1,11 +1,17 @@
 //! Reading suites back: a suite with its configurations, runs and phases, and the list.
 
 use super::*;
-use fsbench_workloads::Params;
+use fsbench_model::workload::WorkloadSpec;
+
+/// How this fsbench labels a kept workload (`tree:quick`), or says it cannot read it: the
+/// store keeps workloads as specs, and only the workloads' code knows their labels.
+pub type LabelOf = fn(&WorkloadSpec) -> String;
 
 impl Store {
-    /// The suite as it was run, with summaries and warnings recomputed from the raw runs.
-    pub fn load(&self, id: i64) -> anyhow::Result<SuiteResult> {
+    /// The suite as it was run and stored: its records, without summaries or warnings
+    /// (what the records say is the statistics' to work out). `label_of` finds the runs that
+    /// were stored before their workload's key was.
+    pub fn load(&self, id: i64, label_of: LabelOf) -> anyhow::Result<SuiteResult> {
         let row = self
             .conn
             .query_row(
@@ -57,8 +63,8 @@ impl Store {
             other => parse_status(other)?,
         };
         let configurations = self.load_configurations(id)?;
-        let runs = self.load_runs(id, &suite, &configurations)?;
-        let mut result = SuiteResult {
+        let runs = self.load_runs(id, &suite, &configurations, label_of)?;
+        Ok(SuiteResult {
             schema_version: SCHEMA_VERSION,
             id: Some(id),
             started_at,
@@ -84,12 +90,7 @@ impl Store {
                 .map(|text| from_json(&text, "workload records"))
                 .transpose()?
                 .unwrap_or_default(),
-        };
-        // A suite stored by an older fsbench has no record: its workloads' code says it, once.
-        fsbench_workloads::record_workloads(&mut result)?;
-        fsbench_stats::summary::summarize_runs(&mut result);
-        fsbench_stats::warnings::analyze(&mut result);
-        Ok(result)
+        })
     }
 
     pub(super) fn load_configurations(&self, id: i64) -> anyhow::Result<Vec<ConfigInfo>> {
@@ -124,6 +125,7 @@ impl Store {
         id: i64,
         suite: &Suite,
         configurations: &[ConfigInfo],
+        label_of: LabelOf,
     ) -> anyhow::Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
@@ -177,7 +179,7 @@ impl Store {
         })?;
         let mut runs = Vec::new();
         // Runs written before keys were stored are found by their labels (once per suite).
-        let labels: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
+        let labels: Vec<String> = suite.workloads.iter().map(label_of).collect();
         for row in rows {
             let (run_id, status, keys, (loop_device, testbed, preparation, probe_after), mut run) =
                 row?;
@@ -332,8 +334,8 @@ impl Store {
         Ok(phases)
     }
 
-    /// The most recent suites, newest first.
-    pub fn list(&self, limit: usize) -> anyhow::Result<Vec<SuiteListing>> {
+    /// The most recent suites, newest first, their workloads labelled by `label_of`.
+    pub fn list(&self, limit: usize, label_of: LabelOf) -> anyhow::Result<Vec<SuiteListing>> {
         let mut stmt = self.conn.prepare(
             "SELECT s.id, s.started_at, s.status, s.definition, s.pid, s.pid_start, s.boot_id,
                     (SELECT group_concat(c.label, char(31) ORDER BY c.position)
@@ -393,7 +395,7 @@ impl Store {
                     runs_done,
                 });
             };
-            let workloads: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
+            let workloads: Vec<String> = suite.workloads.iter().map(label_of).collect();
             Ok(SuiteListing {
                 id,
                 started_at,

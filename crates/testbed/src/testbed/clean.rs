@@ -11,8 +11,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::detach::{detach_loop_within, loop_devices, unmount};
-use super::state::{MARKER, State, is_scratch_name, pid_namespace, process_start_ticks, state_dir};
+use super::state::{MARKER, State, is_scratch_name, pid_namespace, state_dir};
 use super::{device, mounts};
+use fsbench_measure::sysinfo::process_start_ticks;
 
 /// How long `fsbench clean` waits for one loop device to go: a device something else holds
 /// open is reported, not waited for.

@@ -12,8 +12,9 @@ use anyhow::Context;
 use super::clean;
 use super::detach::DETACH_PATIENCE;
 pub use super::detach::{detach_loop, loop_devices, unmount, wait_released};
-pub use super::state::{AttachedLoop, MARKER, QueueRecord, State, process_start_ticks, state_dir};
+pub use super::state::{AttachedLoop, MARKER, QueueRecord, State, state_dir};
 pub(crate) use super::state::{PREFIXES, is_scratch_name, pid_namespace};
+use fsbench_measure::sysinfo::process_start_ticks;
 
 /// 128 random bits in hex: a scratch directory's marker token.
 fn random_token() -> anyhow::Result<String> {
@@ -380,11 +381,5 @@ mod tests {
         drop(adopted);
         assert!(!dir.exists());
         assert!(std::fs::read_dir(state.path()).unwrap().next().is_none());
-    }
-
-    #[test]
-    fn start_ticks_of_self_and_nobody() {
-        assert!(process_start_ticks(std::process::id()).is_some());
-        assert!(process_start_ticks(u32::MAX).is_none());
     }
 }

@@ -80,15 +80,6 @@ pub fn state_dir() -> PathBuf {
     base.join("fsbench")
 }
 
-/// Start time of process `pid` in clock ticks since boot; with the pid it names a process
-/// uniquely, since pids are reused.
-pub fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces; fields after its closing parenthesis are plain.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 /// The inode of this process's PID namespace.
 pub(crate) fn pid_namespace() -> Option<u64> {
     use std::os::unix::fs::MetadataExt;

@@ -15,8 +15,8 @@ use anyhow::Context;
 use super::detach::unmount;
 use super::mounts;
 pub use super::state::ZfsRecord as Record;
-use super::state::process_start_ticks;
 use crate::drivers::zfs::{DAEMON, PACKAGE, SOCKET, is_daemon, refuse_foreign_daemon};
+use fsbench_measure::sysinfo::process_start_ticks;
 use fsbench_measure::tools;
 
 /// How long the daemon may take to listen, and a new mount to appear or go.
