@@ -41,9 +41,9 @@ use fsbench_model::testbed::{TargetSpec, default_image_dir};
 use fsbench_report::formats::Report;
 use fsbench_stats::compare::{self, Column};
 use fsbench_store::Store;
-use fsbench_workloads::Params;
 use fsbench_workloads::archive::ArchiveParams;
 use fsbench_workloads::command::CommandParams;
+use fsbench_workloads::{Params, WORKLOADS, WorkloadParams};
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 
@@ -190,10 +190,8 @@ struct RunArgs {
     /// (refused where the kernel lacks them), and the suite file's `[[driver]]` names
     #[arg(long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
-    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, io, alloc,
-    /// ffsb, command);
-    /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
-    #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
+    #[arg(long = "workload", short = 'w', value_name = "WORKLOAD",
+        help = workload_short_help(), long_help = Params::help())]
     workloads: Vec<String>,
     /// Extract (then rm -rf) this tar archive (plain, gzip, zstd, xz, bzip2 or lzop) as a workload
     #[arg(long, value_name = "FILE")]
@@ -337,8 +335,14 @@ struct RunArgs {
 }
 
 /// `--workload`'s long help, generated from the workloads' option tables.
-fn workload_help() -> String {
-    Params::help()
+/// The `-w` line of `-h`, its workloads the registry's.
+fn workload_short_help() -> String {
+    let kinds: Vec<&str> = WORKLOADS.iter().map(|w| w.kind.name).collect();
+    format!(
+        "Workloads: `KIND:PRESET,KEY=VALUE,FLAG` ({}); several as `-w A,B` or -w repeated. \
+         `--help` lists every option and preset",
+        kinds.join(", ")
+    )
 }
 
 impl RunArgs {
@@ -378,11 +382,11 @@ impl RunArgs {
                 .collect::<anyhow::Result<Vec<_>>>()?
                 .into_iter()
                 .flatten()
-                .chain(commands.map(Params::Command))
+                .chain(commands.map(Params::from))
                 .collect();
             // An archive's name is a file name, commas and all, not workload options.
             for archive in &self.archive {
-                workloads.push(Params::Archive(ArchiveParams::from_file(archive)?));
+                workloads.push(ArchiveParams::from_file(archive)?.into());
             }
             suite.workloads = workloads.iter().map(Params::spec).collect();
         }

@@ -12,6 +12,7 @@ use rustix::fs::{Mode, OFlags};
 use fsbench_engine::runner::phases::{PhaseSettings, run_phase};
 use fsbench_measure::error::invalid;
 use fsbench_measure::measure::Progress;
+use fsbench_workloads::WorkloadParams;
 use fsbench_workloads::archive::{Archive, ArchiveParams, Source};
 
 #[derive(Debug, Subcommand)]

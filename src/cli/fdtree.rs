@@ -12,8 +12,8 @@ use fsbench_engine::runner::phases::{PhaseSettings, run_phase};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::Progress;
 use fsbench_report::fdtree as report;
-use fsbench_workloads::Workload;
 use fsbench_workloads::tree::{self, Tree, TreeParams};
+use fsbench_workloads::{Workload, WorkloadParams};
 
 /// fdtree.bash's options. Unset numbers take fdtree's defaults (-l 4 -d 10 -f 10 -s 10), except
 /// with -R, where they are read from the tree that -C left.

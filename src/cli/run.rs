@@ -76,7 +76,7 @@ pub(super) fn ffsb(
             "fsbench: ffsb: location={location} is not used: every run gets a fresh filesystem on the target (--dir runs in an existing directory)"
         ));
     }
-    run_given(run_args, vec![Params::Ffsb(params).spec()], db, progress)
+    run_given(run_args, vec![Params::from(params).spec()], db, progress)
 }
 
 /// `run`'s options with `workloads` (read from a tool's own file) as the suite's workloads.
@@ -122,7 +122,7 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
     let run_args = &args.run;
     only_run_options(run_args, "fsbench fio runs one job file")?;
     let jobs = fsbench_workloads::io::jobfile::read(&args.jobfile)?;
-    let workloads = jobs.into_iter().map(|j| Params::Io(j).spec()).collect();
+    let workloads = jobs.into_iter().map(|j| Params::from(j).spec()).collect();
     run_given(run_args, workloads, db, progress)
 }
 

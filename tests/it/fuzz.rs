@@ -231,7 +231,7 @@ proptest! {
     fn ffsb_profiles_parse_or_say_why(lines in prop::collection::vec(profile_line(), 0..24)) {
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&Params::Ffsb(params)),
+            Ok(params) => exercise(&Params::from(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }
@@ -251,7 +251,7 @@ proptest! {
         }
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&Params::Ffsb(params)),
+            Ok(params) => exercise(&Params::from(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }

@@ -153,7 +153,7 @@ fn every_report_renders_a_suite_with_its_workload() {
         }
         for name in &names {
             for ((kind, _), id) in suites.iter().zip(&ids) {
-                let own = Params::parse(kind).unwrap().kind().reports;
+                let own = Params::parse(kind).unwrap().reports();
                 let out = run(fsbench(state.path())
                     .arg("--db")
                     .arg(&db)

@@ -12,7 +12,6 @@ use fsbench_measure::error::invalid;
 use fsbench_measure::measure::LatencySummaryExt;
 use fsbench_model::measurement::{Dim, DimValue, LatencySummary};
 use fsbench_model::results::{RunRecord, RunStatus, SuiteResult};
-use fsbench_workloads::Params;
 use fsbench_workloads::io::{IoParams, PERCENTILES};
 
 const DIRECTIONS: [&str; 2] = ["read", "write"];
@@ -74,10 +73,8 @@ fn jobs(r: &SuiteResult) -> Vec<JobView<'_>> {
     let mut out = Vec::new();
     let typed = crate::typed_workloads(r);
     for c in &r.configurations {
-        let ios = typed.iter().filter_map(|(label, w)| match w {
-            Params::Io(p) => Some((label.clone(), p.clone())),
-            _ => None,
-        });
+        let ios = (typed.iter())
+            .filter_map(|(label, w)| Some((label.clone(), w.get::<IoParams>()?.clone())));
         for (group, (label, params)) in ios.enumerate() {
             out.push(JobView {
                 label,

@@ -11,7 +11,6 @@ use super::matrix::Matrix;
 use fsbench_measure::error::invalid;
 use fsbench_model::measurement::DimValue;
 use fsbench_model::results::SuiteResult;
-use fsbench_workloads::Params;
 use fsbench_workloads::iozone::{DIMENSIONS, IozoneParams, TESTS};
 
 /// The suite's IOzone matrices: per workload whose figures are broken down by IOzone's
@@ -42,10 +41,9 @@ pub(crate) fn render(r: &SuiteResult) -> anyhow::Result<String> {
     let mut out = String::new();
     let typed = crate::typed_workloads(r);
     for (workload, m) in &matrices {
-        let params = typed.iter().find_map(|(label, w)| match w {
-            Params::Iozone(p) if label == workload => Some(p),
-            _ => None,
-        });
+        let params = (typed.iter())
+            .find(|(label, _)| label == workload)
+            .and_then(|(_, w)| w.get::<IozoneParams>());
         // IOzone's header lists every record size of the run, measured in a row or not.
         let records: Vec<u64> = params.map_or_else(
             || m.cols.iter().map(kib).collect(),

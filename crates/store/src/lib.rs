@@ -27,10 +27,7 @@ use fsbench_model::suite::Suite;
 use fsbench_model::system::SystemInfo;
 use fsbench_model::testbed::FsckOutcome;
 use fsbench_model::workload::KeptOutput;
-use migrations::MIGRATIONS;
-
-/// The schema version this fsbench writes.
-pub const STORE_VERSION: usize = MIGRATIONS.len();
+pub use migrations::STORE_VERSION;
 
 /// One line of `fsbench list`.
 #[derive(Debug, Clone)]
@@ -122,7 +119,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
         };
-        store.migrate()?;
+        migrations::migrate(&mut store.conn, &store.path)?;
         for file in pending {
             store.import_pending(&file);
         }

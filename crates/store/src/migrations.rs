@@ -3,9 +3,10 @@
 //! ([`matrix_cells`]). Never edit a released step: add a new one.
 
 use anyhow::Context;
-use rusqlite::Transaction;
+use std::path::Path;
 
-use super::{STORE_VERSION, Store};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
 use fsbench_measure::error::invalid;
 
 mod matrix_cells;
@@ -62,32 +63,31 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::Sql(include_str!("migrations/15-workload-records.sql")),
 ];
 
-impl Store {
-    pub(super) fn migrate(&mut self) -> anyhow::Result<()> {
-        // Each step takes the write lock first and reads the version under it, so two fsbench
-        // processes opening an old database at once do not both apply a step.
-        loop {
-            let tx = self
-                .conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let current =
-                tx.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
-            if current > STORE_VERSION {
-                return Err(invalid(format!(
-                    "{} has schema version {current}, newer than this fsbench understands ({STORE_VERSION}); upgrade fsbench",
-                    self.path.display()
-                )));
-            }
-            let Some(step) = MIGRATIONS.get(current) else {
-                return Ok(());
-            };
-            match step {
-                Migration::Sql(sql) => tx.execute_batch(sql).map_err(anyhow::Error::from),
-                Migration::Code(convert) => convert(&tx),
-            }
-            .with_context(|| format!("migration to schema version {}", current + 1))?;
-            tx.pragma_update(None, "user_version", (current + 1) as i64)?;
-            tx.commit()?;
+/// The schema version this fsbench writes.
+pub const STORE_VERSION: usize = MIGRATIONS.len();
+
+/// Brings the database at `path` to [`STORE_VERSION`], step by step; refuses a newer one.
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> anyhow::Result<()> {
+    // Each step takes the write lock first and reads the version under it, so two fsbench
+    // processes opening an old database at once do not both apply a step.
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = tx.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+        if current > STORE_VERSION {
+            return Err(invalid(format!(
+                "{} has schema version {current}, newer than this fsbench understands ({STORE_VERSION}); upgrade fsbench",
+                path.display()
+            )));
         }
+        let Some(step) = MIGRATIONS.get(current) else {
+            return Ok(());
+        };
+        match step {
+            Migration::Sql(sql) => tx.execute_batch(sql).map_err(anyhow::Error::from),
+            Migration::Code(convert) => convert(&tx),
+        }
+        .with_context(|| format!("migration to schema version {}", current + 1))?;
+        tx.pragma_update(None, "user_version", (current + 1) as i64)?;
+        tx.commit()?;
     }
 }

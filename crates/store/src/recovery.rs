@@ -74,7 +74,7 @@ pub(crate) fn create_whole(path: &Path) -> anyhow::Result<()> {
             conn,
             path: tmp.clone(),
         };
-        store.migrate()?;
+        super::migrations::migrate(&mut store.conn, &store.path)?;
         drop(store);
         match std::fs::hard_link(&tmp, path) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::migrations::Migration;
+use crate::migrations::{MIGRATIONS, Migration};
 use fsbench_model::measurement::Figure;
 use fsbench_model::results::SuiteResult;
 use fsbench_workloads::Params;

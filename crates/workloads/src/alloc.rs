@@ -14,8 +14,8 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Boundary, Need, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::extents::Mapper;
 use fsbench_measure::measure::{OpKind, PhaseRecorder};
@@ -181,7 +181,7 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The alloc workload's row in the registry.
+/// The alloc workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "alloc",
     summary: "alloc-perf: one file allocated by each method, timed until durable, then its fragments counted",
@@ -190,20 +190,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "seed-1g",
     more_work: &["size"],
     aliases: &[],
-    build: |p| build(p).map(Params::Alloc),
-    mpi_refusal: |_| {
-        Some(
-            "it measures how one filesystem lays out one file per method (extents, \
-             fragmentation); figures of several clients do not add up",
-        )
-    },
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[Need {
-        capability: Capability::Fallocate,
-        option: "`methods=fallocate`",
-        uses: |s| matches!(s, Params::Alloc(p) if p.methods.contains(&Method::Fallocate)),
-    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AllocParams> {
@@ -241,8 +227,16 @@ impl AllocParams {
     pub(crate) fn parse(args: &str) -> anyhow::Result<AllocParams> {
         build(&KIND.parse_cli(args)?)
     }
+}
 
-    pub fn name(&self) -> String {
+impl WorkloadParams for AllocParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let mut name = self.preset.clone().unwrap_or_else(|| {
             let methods: Vec<String> = self.methods.iter().map(|m| m.name()).collect();
             format!(
@@ -260,7 +254,7 @@ impl AllocParams {
         name
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.methods.is_empty() {
             return Err(invalid("alloc: no methods"));
         }
@@ -284,7 +278,7 @@ impl AllocParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let methods: Vec<String> = self.methods.iter().map(|m| m.title()).collect();
         format!(
             "alloc-perf: one {} file{} by {}; each timed until {} on a fresh {}, then its fragments counted",
@@ -308,7 +302,7 @@ impl AllocParams {
 
     /// One file at a time (the previous is removed first); a preset shrinks to fit.
     /// Bytes of I/O buffers the workload allocates: the largest write chunk.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         self.methods
             .iter()
             .map(|m| match m {
@@ -320,7 +314,7 @@ impl AllocParams {
     }
 
     /// `None` when the size overflows.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let ideal = self.size.checked_add(self.size / 16)?;
         Some(SpaceNeed {
             bytes: if self.fit { ideal.min(16 << 20) } else { ideal },
@@ -329,23 +323,35 @@ impl AllocParams {
         })
     }
 
-    pub fn phases(&self) -> Vec<PhaseInfo> {
-        self.methods
-            .iter()
-            .map(|m| PhaseInfo {
-                name: Cow::Owned(m.name()),
-                unit: Cow::Borrowed("MiB"),
-                moves_data: false,
-                has_rate: true,
-                timed: true,
-            })
-            .collect()
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        let phases = self.methods.iter().map(|m| PhaseInfo {
+            name: Cow::Owned(m.name()),
+            unit: Cow::Borrowed("MiB"),
+            moves_data: false,
+            has_rate: true,
+            timed: true,
+        });
+        Cow::Owned(phases.collect())
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Alloc::new(self.clone()))
+    }
+
+    fn needs(&self) -> Option<Need> {
+        (self.methods.contains(&Method::Fallocate)).then_some(Need {
+            capability: Capability::Fallocate,
+            option: "`methods=fallocate`",
+        })
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some(
+            "it measures how one filesystem lays out one file per method (extents, \
+             fragmentation); figures of several clients do not add up",
+        )
     }
 }
-
-workload_params!(AllocParams, |p| phases: Cow::Owned(AllocParams::phases(p)),
-    instantiate: Alloc::new(p.clone()),
-    buffers: AllocParams::buffer_bytes(p));
 
 pub(crate) struct Alloc {
     params: AllocParams,
@@ -509,7 +515,7 @@ impl Workload for Alloc {
     }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        Cow::Owned(self.params.phases())
+        self.params.phases()
     }
 
     fn expected_units(&self, _: usize) -> u64 {

@@ -2,6 +2,7 @@
 //! rmdir, each repeated in its own directory with raw system calls, where the article ran a
 //! shell command per operation.
 
+use std::borrow::Cow;
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -9,7 +10,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, SpaceNeed, Workload};
+use super::{PhaseInfo, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::calls::numbered_name;
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::{OpKind, PhaseRecorder};
@@ -95,7 +96,7 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The atomic workload's row in the registry.
+/// The atomic workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "atomic",
     summary: "the article's shell loops (mkdir, touch, echo, cat, dd, rm, rmdir) as system calls",
@@ -104,11 +105,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "quick",
     more_work: &["count", "dd-count"],
     aliases: &[],
-    build: |p| build(p).map(Params::Atomic),
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AtomicParams> {
@@ -129,8 +125,16 @@ impl AtomicParams {
     pub(crate) fn parse(args: &str) -> anyhow::Result<AtomicParams> {
         build(&KIND.parse_cli(args)?)
     }
+}
 
-    pub fn name(&self) -> String {
+impl WorkloadParams for AtomicParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         self.preset.clone().unwrap_or_else(|| {
             format!(
                 "n{}-dd{}x{}x{}",
@@ -139,7 +143,7 @@ impl AtomicParams {
         })
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.count == 0 || self.dd_count == 0 || self.dd_blocks == 0 || self.dd_block_size == 0 {
             return Err(invalid(
                 "atomic: counts and dd's block count and size must be at least 1",
@@ -156,7 +160,7 @@ impl AtomicParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         format!(
             "atomic loops: mkdir, touch, echo >>, cat, rm, rmdir ×{}; dd of {} files × {} × {} B",
             group_thousands(self.count),
@@ -167,12 +171,12 @@ impl AtomicParams {
     }
 
     /// Bytes of I/O buffers the workload allocates.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         u64::from(self.dd_block_size).max(4096)
     }
 
     /// `None` when the counts and sizes overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let dd = self
             .dd_count
             .checked_mul(self.dd_blocks as u64)?
@@ -187,11 +191,15 @@ impl AtomicParams {
             inodes,
         ))
     }
-}
 
-workload_params!(AtomicParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Atomic::new(p.clone()),
-    buffers: AtomicParams::buffer_bytes(p));
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Atomic::new(self.clone()))
+    }
+}
 
 /// A `<prefix><n>` name built in place.
 struct Name {

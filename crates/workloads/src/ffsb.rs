@@ -19,12 +19,13 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Boundary, Need, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::extents::Mapper;
 use fsbench_measure::measure::{CpuTimes, OpKind, PhaseRecorder};
 use fsbench_measure::rmtree;
+use fsbench_model::aging::AgeProfile;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::{compact_size, format_bytes, group_thousands};

@@ -45,11 +45,6 @@ pub const PERCENTILES: &[f64] = &[
     99.99,
 ];
 
-workload_params!(IoParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Io::new(p.clone()),
-    buffers: IoParams::buffer_bytes(p),
-    threads: p.numjobs);
-
 pub struct Io {
     params: IoParams,
     /// Each job's offsets, kept from the ramp to the timed phase.

@@ -4,6 +4,7 @@
 //! N threads with a file each. One phase, `matrix`, holds the cells; each cell's throughput is
 //! a figure of its own.
 
+use std::borrow::Cow;
 use std::io::{BufWriter, Write};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Barrier;
@@ -12,9 +13,9 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::{join_all, with_private_fds};
-use super::{Params, PhaseInfo, SpaceNeed, Workload};
+use super::{Need, PhaseInfo, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::{CpuTimes, PhaseRecorder};

@@ -20,7 +20,7 @@ use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
 use super::options::{Parsed, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
+use super::{PhaseInfo, PhaseOutput, RankShare, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
@@ -50,7 +50,7 @@ const FILE_READ: usize = 5;
 const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "files", false);
 const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "files", true);
 
-/// The tree workload's row in the registry.
+/// The tree workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "tree",
     summary: "fdtree: create and remove a tree of directories and files",
@@ -62,11 +62,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
         ("mdtest-easy", "mdtest-easy"),
         ("mdtest-hard", "mdtest-hard"),
     ],
-    build: |p| build(p).map(Params::Tree),
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
@@ -187,65 +182,6 @@ impl TreeParams {
         build(&KIND.parse_cli(args)?)
     }
 
-    /// The preset's name, or fdtree's flags for a custom tree.
-    pub fn name(&self) -> String {
-        let mut name = self.preset.clone().unwrap_or_else(|| {
-            format!(
-                "d{}-f{}-s{}-l{}",
-                self.dirs, self.files, self.size, self.levels
-            )
-        });
-        let preset = PRESETS
-            .iter()
-            .find(|p| Some(p.name) == self.preset.as_deref());
-        let in_preset = |key: &str| preset.is_some_and(|p| p.values.iter().any(|(k, _)| *k == key));
-        for (flag, on) in [("stat", self.stat), ("read", self.read)] {
-            if on && !in_preset(flag) {
-                name.push_str(&format!(",{flag}"));
-            }
-        }
-        if let Some(bytes) = self.bytes.filter(|_| !in_preset("bytes")) {
-            name.push_str(&format!(",bytes={bytes}"));
-        }
-        if self.threads > 1 {
-            name.push_str(&format!(",threads={}", self.threads));
-        }
-        if self.shared {
-            name.push_str(",shared");
-        }
-        name
-    }
-
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if self.dirs == 0 {
-            return Err(invalid(
-                "tree: directories per level (-d) must be at least 1",
-            ));
-        }
-        if self.files == 0 {
-            return Err(invalid("tree: files per directory (-f) must be at least 1"));
-        }
-        if self.shared && self.threads < 2 {
-            return Err(invalid(
-                "tree: shared is the threads' sharing of one tree: give threads=N (N ≥ 2); \
-                 under MPI, --shared-dir shares it between ranks",
-            ));
-        }
-        if self.levels > MAX_LEVELS {
-            return Err(invalid(format!(
-                "tree: {} levels is more than the {MAX_LEVELS} fsbench supports",
-                self.levels
-            )));
-        }
-        self.checked_totals().ok_or_else(|| {
-            invalid(format!(
-                "tree: -d {} -l {} -f {} -s {} is absurdly large ({}^{} directories)",
-                self.dirs, self.levels, self.files, self.size, self.dirs, self.levels
-            ))
-        })?;
-        Ok(())
-    }
-
     /// (directories, files, KiB), or `None` on overflow.
     fn checked_totals(&self) -> Option<(u64, u64, u64)> {
         // fdtree: ndtot = 1 + d * ndtot, once per level and once for the root.
@@ -275,8 +211,86 @@ impl TreeParams {
     pub fn total_kib(&self) -> u64 {
         self.checked_totals().map_or(u64::MAX, |t| t.2)
     }
+}
 
-    pub fn describe(&self) -> String {
+impl TreeParams {
+    /// The phases run, in order, as indices of [`PHASES`] or the mdtest additions.
+    fn phase_kinds(&self) -> Vec<usize> {
+        let mut kinds = vec![DIR_CREATE, FILE_CREATE];
+        kinds.extend(self.stat.then_some(FILE_STAT));
+        kinds.extend(self.read.then_some(FILE_READ));
+        kinds.extend([FILE_REMOVE, DIR_REMOVE]);
+        kinds
+    }
+}
+
+impl WorkloadParams for TreeParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    /// The preset's name, or fdtree's flags for a custom tree.
+    fn name(&self) -> String {
+        let mut name = self.preset.clone().unwrap_or_else(|| {
+            format!(
+                "d{}-f{}-s{}-l{}",
+                self.dirs, self.files, self.size, self.levels
+            )
+        });
+        let preset = PRESETS
+            .iter()
+            .find(|p| Some(p.name) == self.preset.as_deref());
+        let in_preset = |key: &str| preset.is_some_and(|p| p.values.iter().any(|(k, _)| *k == key));
+        for (flag, on) in [("stat", self.stat), ("read", self.read)] {
+            if on && !in_preset(flag) {
+                name.push_str(&format!(",{flag}"));
+            }
+        }
+        if let Some(bytes) = self.bytes.filter(|_| !in_preset("bytes")) {
+            name.push_str(&format!(",bytes={bytes}"));
+        }
+        if self.threads > 1 {
+            name.push_str(&format!(",threads={}", self.threads));
+        }
+        if self.shared {
+            name.push_str(",shared");
+        }
+        name
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.dirs == 0 {
+            return Err(invalid(
+                "tree: directories per level (-d) must be at least 1",
+            ));
+        }
+        if self.files == 0 {
+            return Err(invalid("tree: files per directory (-f) must be at least 1"));
+        }
+        if self.shared && self.threads < 2 {
+            return Err(invalid(
+                "tree: shared is the threads' sharing of one tree: give threads=N (N ≥ 2); \
+                 under MPI, --shared-dir shares it between ranks",
+            ));
+        }
+        if self.levels > MAX_LEVELS {
+            return Err(invalid(format!(
+                "tree: {} levels is more than the {MAX_LEVELS} fsbench supports",
+                self.levels
+            )));
+        }
+        self.checked_totals().ok_or_else(|| {
+            invalid(format!(
+                "tree: -d {} -l {} -f {} -s {} is absurdly large ({}^{} directories)",
+                self.dirs, self.levels, self.files, self.size, self.dirs, self.levels
+            ))
+        })?;
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
         let extra = match (self.stat, self.read) {
             (true, true) => "; every file stat'ed, then read (mdtest -T -E)",
             (true, false) => "; every file stat'ed (mdtest -T)",
@@ -305,7 +319,7 @@ impl TreeParams {
     }
 
     /// `None` when the totals overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let (dirs, files, kib) = self.checked_totals()?;
         let inodes = dirs.checked_add(files)?;
         // Data plus one block per inode for directory blocks and inode tables.
@@ -313,17 +327,6 @@ impl TreeParams {
             .checked_mul(1024)?
             .checked_add(inodes.checked_mul(BLOCK as u64)?)?;
         Some(SpaceNeed::exactly(bytes, inodes))
-    }
-}
-
-impl TreeParams {
-    /// The phases run, in order, as indices of [`PHASES`] or the mdtest additions.
-    fn phase_kinds(&self) -> Vec<usize> {
-        let mut kinds = vec![DIR_CREATE, FILE_CREATE];
-        kinds.extend(self.stat.then_some(FILE_STAT));
-        kinds.extend(self.read.then_some(FILE_READ));
-        kinds.extend([FILE_REMOVE, DIR_REMOVE]);
-        kinds
     }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
@@ -337,11 +340,55 @@ impl TreeParams {
         };
         Cow::Owned(self.phase_kinds().into_iter().map(info).collect())
     }
-}
 
-workload_params!(TreeParams, |p| phases: p.phases(),
-    instantiate: Tree::new(p.clone(), default_base_name()),
-    threads: p.threads);
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Tree::new(self.clone(), default_base_name()))
+    }
+
+    fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    fn mpi_shares_directory(&self) -> bool {
+        true
+    }
+
+    fn stonewall_phase(&self) -> Result<&'static str, &'static str> {
+        match self.threads {
+            0 | 1 => Ok("file-create"),
+            _ => Err(
+                "a rank's threads would have to stop and agree among themselves as well; give \
+                 the threads as ranks (mpirun -np) instead",
+            ),
+        }
+    }
+
+    /// Stat, read and remove act on another rank's files; in a shared tree not dir-remove,
+    /// which rank 0 alone does.
+    fn shifted_phases(&self, shared_dir: bool) -> &'static [&'static str] {
+        match shared_dir {
+            true => &["file-stat", "file-read", "file-remove"],
+            false => &["file-stat", "file-read", "file-remove", "dir-remove"],
+        }
+    }
+
+    /// A tree of the rank's own (`tree.r<rank>`, distinct so that shifted ranks find each
+    /// other's), or its share of the one shared tree, its files named with its rank.
+    fn rank_instance(&self, rank: &RankShare<'_>) -> Box<dyn Workload> {
+        let mut tree = match rank.shared_dir {
+            Some(shared) => Tree::new(self.clone(), shared.into()).shared(Share {
+                makes_dirs: rank.rank == 0,
+                rank: Some(rank.rank as u32),
+                thread: None,
+            }),
+            None => Tree::new(self.clone(), format!("tree.r{}", rank.rank)),
+        };
+        if let Some(s) = rank.stonewall {
+            tree = tree.with_stonewall(s.clone());
+        }
+        Box::new(tree)
+    }
+}
 
 /// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
 pub fn default_base_name() -> String {

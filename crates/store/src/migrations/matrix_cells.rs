@@ -4,7 +4,7 @@
 use rusqlite::{Transaction, params};
 use serde::Deserialize;
 
-use crate::{from_json, to_json};
+use anyhow::Context;
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 /// A throughput-matrix cell as versions before schema 8 stored it, in its own column.
@@ -30,12 +30,14 @@ pub(super) fn to_figures(tx: &Transaction) -> anyhow::Result<()> {
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
         .collect::<Result<_, _>>()?;
     for (run_id, idx, cells, figures) in rows {
-        let cells: Vec<StoredCell> = from_json(&cells, "matrix cells")?;
-        let mut figures: Vec<Figure> = from_json(&figures, "phase figures")?;
+        let cells: Vec<StoredCell> =
+            serde_json::from_str(&cells).context("damaged matrix cells")?;
+        let mut figures: Vec<Figure> =
+            serde_json::from_str(&figures).context("damaged phase figures")?;
         figures.extend(cells.iter().flat_map(StoredCell::figures));
         tx.execute(
             "UPDATE phases SET figures = ?1 WHERE run_id = ?2 AND idx = ?3",
-            params![to_json(&figures), run_id, idx],
+            params![serde_json::to_string(&figures)?, run_id, idx],
         )?;
     }
     tx.execute_batch("ALTER TABLE phases DROP COLUMN cells;")?;

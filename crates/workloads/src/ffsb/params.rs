@@ -65,7 +65,7 @@ pub(super) const PRESETS: &[Preset] = &[Preset {
     help: "the seed's profile; files shrink to fit; 4.2 s a run on tmpfs here",
 }];
 
-/// The ffsb workload's row in the registry.
+/// The ffsb workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "ffsb",
     summary: "FFSB: thread groups of weighted operations on a file set",
@@ -75,21 +75,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     // The and the seed's name for the preset.
     more_work: &["size", "threads"],
     aliases: &[("ffsb-large-write", "large-write")],
-    build: |p| build(p).map(Params::Ffsb),
-    mpi_refusal: |_| {
-        Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
-    },
-    // FFSB's `agefs=1` ages the file set by the profile's own operations.
-    age_profile: |s| match s {
-        Params::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
-        _ => None,
-    },
-    reports: &["ffsb"],
-    needs: &[Need {
-        capability: Capability::Direct,
-        option: "profile's `directio`",
-        uses: |s| matches!(s, Params::Ffsb(p) if p.directio),
-    }],
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {
@@ -162,14 +147,6 @@ impl FfsbParams {
         profile::parse(&text, &name)
     }
 
-    pub fn name(&self) -> String {
-        match (&self.preset, &self.profile) {
-            (Some(p), _) => p.clone(),
-            (None, Some(f)) => format!("profile={f}"),
-            (None, None) => "custom".into(),
-        }
-    }
-
     pub fn total_threads(&self) -> u64 {
         self.groups.iter().map(|g| u64::from(g.num_threads)).sum()
     }
@@ -184,7 +161,46 @@ impl FfsbParams {
         self.time == Some(0) && self.groups.iter().all(|g| g.ops_per_thread.is_none())
     }
 
-    pub(super) fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+    /// Files the thread groups create, when that is known (fixed amounts of work); saturates.
+    pub(super) fn created_files(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| {
+                let creates: u64 = g
+                    .weights
+                    .iter()
+                    .filter(|(o, _)| o.creates())
+                    .map(|(_, w)| u64::from(*w))
+                    .sum();
+                let share = creates as f64 / g.total_weight().max(1) as f64;
+                let ops = g
+                    .ops_per_thread
+                    .unwrap_or(1)
+                    .saturating_mul(u64::from(g.num_threads));
+                // A float too large for u64 saturates in the cast.
+                (ops as f64 * share).ceil() as u64
+            })
+            .fold(0, u64::saturating_add)
+    }
+}
+
+impl WorkloadParams for FfsbParams {
+    const KIND: &'static WorkloadKind = &KIND;
+    const REPORTS: &'static [&'static str] = &["ffsb"];
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
+        match (&self.preset, &self.profile) {
+            (Some(p), _) => p.clone(),
+            (None, Some(f)) => format!("profile={f}"),
+            (None, None) => "custom".into(),
+        }
+    }
+
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
         std::borrow::Cow::Borrowed(if self.setup_only() {
             super::SETUP_ONLY_PHASES
         } else {
@@ -192,7 +208,7 @@ impl FfsbParams {
         })
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.groups.is_empty() {
             return Err(invalid("ffsb: no thread group"));
         }
@@ -301,7 +317,7 @@ impl FfsbParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let groups: Vec<String> = self
             .groups
             .iter()
@@ -351,31 +367,9 @@ impl FfsbParams {
         )
     }
 
-    /// Files the thread groups create, when that is known (fixed amounts of work); saturates.
-    pub(super) fn created_files(&self) -> u64 {
-        self.groups
-            .iter()
-            .map(|g| {
-                let creates: u64 = g
-                    .weights
-                    .iter()
-                    .filter(|(o, _)| o.creates())
-                    .map(|(_, w)| u64::from(*w))
-                    .sum();
-                let share = creates as f64 / g.total_weight().max(1) as f64;
-                let ops = g
-                    .ops_per_thread
-                    .unwrap_or(1)
-                    .saturating_mul(u64::from(g.num_threads));
-                // A float too large for u64 saturates in the cast.
-                (ops as f64 * share).ceil() as u64
-            })
-            .fold(0, u64::saturating_add)
-    }
-
     /// Bytes of I/O buffers the workload allocates: one (aligned) block buffer per thread, as
     /// every thread holds its own while the groups run.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         self.groups
             .iter()
             .map(|g| {
@@ -388,7 +382,7 @@ impl FfsbParams {
     }
 
     /// `None` when the sizes and counts overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let fs = &self.fileset;
         let set = u64::from(fs.num_files).checked_mul(fs.average_size()?)?;
         let created = self.created_files();
@@ -424,9 +418,36 @@ impl FfsbParams {
             .checked_add(appended)?;
         Some(SpaceNeed::exactly((bytes / 10).checked_mul(11)?, inodes))
     }
-}
 
-workload_params!(FfsbParams, |p| phases: p.phases(),
-    instantiate: Ffsb::new(p.clone()),
-    buffers: FfsbParams::buffer_bytes(p),
-    threads: u32::try_from(p.total_threads()).unwrap_or(u32::MAX));
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Ffsb::new(self.clone()))
+    }
+
+    fn threads(&self) -> u32 {
+        u32::try_from(self.total_threads()).unwrap_or(u32::MAX)
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.directio.then_some(Need {
+            capability: Capability::Direct,
+            option: "profile's `directio`",
+        })
+    }
+
+    /// FFSB's `agefs=1` ages the file set by the profile's own operations.
+    fn age_profile(&self) -> Option<AgeProfile> {
+        (self.fileset.aging.as_ref()).map(|a| a.profile(&self.fileset))
+    }
+
+    /// A profile's own settings, or the option table's.
+    fn more_work_advice(&self) -> String {
+        match self.profile {
+            Some(_) => "a longer `time` or a larger file set (`num_files`) in the profile".into(),
+            None => Self::KIND.more_work_advice(),
+        }
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
+    }
+}

@@ -5,6 +5,7 @@
 //! naming the line.
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
+use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 use fsbench_measure::units::parse_size;
 

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::IoParams;
 use super::table::KIND;
+use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 
 /// Options that shape how fio runs or reports jobs, not what a job does: accepted, since

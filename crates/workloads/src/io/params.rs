@@ -2,9 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::SpaceNeed;
-use super::super::options::Parsed;
+use std::borrow::Cow;
+
+use crate::options::{Parsed, WorkloadKind};
+use crate::{Need, PhaseInfo, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::invalid;
+use fsbench_model::filesystem::Capability;
 use fsbench_model::units::{compact_size, format_bytes};
 
 /// fio's `rw=`.
@@ -321,8 +324,19 @@ impl IoParams {
     pub(crate) fn region(&self) -> u64 {
         self.filesize.saturating_sub(self.offset)
     }
+}
 
-    pub fn name(&self) -> String {
+// Under MPI each rank has files of its own (in its own directory), aggregated as IOR does:
+// no refusal.
+impl WorkloadParams for IoParams {
+    const KIND: &'static WorkloadKind = &super::KIND;
+    const REPORTS: &'static [&'static str] = &["fio", "fio-json"];
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let mut name = self
             .job
             .clone()
@@ -368,7 +382,7 @@ impl IoParams {
         name
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         if self.offset >= self.filesize {
             return no(format!(
@@ -429,7 +443,7 @@ impl IoParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let limit = if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
         } else {
@@ -451,15 +465,34 @@ impl IoParams {
     }
 
     /// Every job's I/O buffers: one block per slot in flight, aligned.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         (self.max_bs() + 4096)
             .saturating_mul(u64::from(self.depth()))
             .saturating_mul(u64::from(self.numjobs))
     }
 
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let files = u64::from(self.nrfiles).checked_mul(u64::from(self.numjobs))?;
         let bytes = self.filesize.checked_mul(files)?.checked_mul(21)? / 20;
         Some(SpaceNeed::exactly(bytes, files + 8))
+    }
+
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(super::PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(super::Io::new(self.clone()))
+    }
+
+    fn threads(&self) -> u32 {
+        self.numjobs
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.direct.then_some(Need {
+            capability: Capability::Direct,
+            option: "`direct`",
+        })
     }
 }

@@ -1,5 +1,6 @@
 use super::walk::Name;
 use super::*;
+use crate::Params;
 
 #[test]
 fn article_preset_totals() {
@@ -80,9 +81,8 @@ fn mdtest_phases_come_between_create_and_remove() {
             "dir-remove"
         ]
     );
-    let Params::Tree(only_read) = Params::parse("tree:d=2,f=2,s=1,l=1,read").unwrap() else {
-        panic!()
-    };
+    let only_read = Params::parse("tree:d=2,f=2,s=1,l=1,read").unwrap();
+    let only_read: &TreeParams = only_read.get().unwrap();
     assert_eq!(
         only_read.phase_kinds(),
         [DIR_CREATE, FILE_CREATE, FILE_READ, FILE_REMOVE, DIR_REMOVE]
@@ -147,9 +147,7 @@ fn io500_shaped_presets_and_byte_sizes() {
     assert_eq!(hard.total_kib(), (10_000 * 3901u64).div_ceil(1024));
     let easy = Params::parse_list("mdtest-easy").unwrap();
     assert_eq!(easy[0].label(), "tree:mdtest-easy");
-    let Params::Tree(easy) = &easy[0] else {
-        panic!("mdtest-easy is a tree");
-    };
+    let easy: &TreeParams = easy[0].get().expect("mdtest-easy is a tree");
     assert_eq!((easy.file_bytes(), easy.levels, easy.stat), (0, 0, true));
     // Without the preset's flag it is a tree of its own; the old presets keep their flags.
     assert_eq!(
