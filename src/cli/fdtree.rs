@@ -164,18 +164,14 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         progress,
     };
     let mut console = super::console::Console::new(!args.debug);
-    let phases: Vec<usize> = (0..workload.phases().len())
-        .filter(|&p| {
-            if p <= tree::FILE_CREATE {
-                create
-            } else {
-                remove
-            }
-        })
-        .collect();
+    // fdtree's phases: the workload runs them by index, in this order.
+    let phases = (tree::Phase::FDTREE.into_iter().enumerate()).filter(|(_, p)| match p {
+        tree::Phase::DirCreate | tree::Phase::FileCreate => create,
+        _ => remove,
+    });
     let start = Instant::now();
     let mut failed_calls = 0;
-    for index in phases {
+    for (index, phase) in phases {
         super::write_stdout(&format!("{}\n", report::date()))?;
         let tin = start.elapsed().as_secs_f64();
         let record = run_phase(
@@ -198,7 +194,7 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         super::write_stdout(&format!(
             "{}\n{}",
             report::date(),
-            report::phase_block(index, tin, tout, &record.measurement)
+            report::phase_block(phase, tin, tout, &record.measurement)
         ))?;
         if args.debug {
             for (op, l) in &record.measurement.latency {

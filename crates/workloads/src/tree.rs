@@ -30,25 +30,51 @@ pub const BLOCK: usize = 4096;
 /// Deeper trees would need more descriptors than a default `ulimit -n` allows.
 pub(crate) const MAX_LEVELS: u32 = 100;
 
+/// fdtree's four phases, in the order they run.
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo::fixed("dir-create", "dirs", false),
-    PhaseInfo::fixed("file-create", "files", true),
-    PhaseInfo::fixed("file-remove", "files", false),
-    PhaseInfo::fixed("dir-remove", "dirs", false),
+    Phase::DirCreate.info(),
+    Phase::FileCreate.info(),
+    Phase::FileRemove.info(),
+    Phase::DirRemove.info(),
 ];
 
-/// Index of each phase in [`PHASES`], fdtree's four.
-pub const DIR_CREATE: usize = 0;
-pub const FILE_CREATE: usize = 1;
-pub const FILE_REMOVE: usize = 2;
-pub(crate) const DIR_REMOVE: usize = 3;
+/// A phase of the tree: fdtree's four, and mdtest's two that fdtree lacks, between file
+/// create and file remove when asked for: a stat of every file (mdtest -T), then a read of
+/// every file (mdtest -E).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    DirCreate,
+    FileCreate,
+    FileStat,
+    FileRead,
+    FileRemove,
+    DirRemove,
+}
 
-/// mdtest's phases that fdtree lacks, between file create and file remove when asked for:
-/// a stat of every file (mdtest -T), then a read of every file (mdtest -E).
-const FILE_STAT: usize = 4;
-const FILE_READ: usize = 5;
-const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "files", false);
-const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "files", true);
+impl Phase {
+    /// fdtree's phases, as [`PHASES`] lists them.
+    pub const FDTREE: [Phase; 4] = [
+        Phase::DirCreate,
+        Phase::FileCreate,
+        Phase::FileRemove,
+        Phase::DirRemove,
+    ];
+
+    pub const fn info(self) -> PhaseInfo {
+        match self {
+            Phase::DirCreate => PhaseInfo::fixed("dir-create", "dirs", false),
+            Phase::FileCreate => PhaseInfo::fixed("file-create", "files", true),
+            Phase::FileStat => PhaseInfo::fixed("file-stat", "files", false),
+            Phase::FileRead => PhaseInfo::fixed("file-read", "files", true),
+            Phase::FileRemove => PhaseInfo::fixed("file-remove", "files", false),
+            Phase::DirRemove => PhaseInfo::fixed("dir-remove", "dirs", false),
+        }
+    }
+
+    fn on_dirs(self) -> bool {
+        matches!(self, Phase::DirCreate | Phase::DirRemove)
+    }
+}
 
 /// The tree workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
@@ -214,13 +240,13 @@ impl TreeParams {
 }
 
 impl TreeParams {
-    /// The phases run, in order, as indices of [`PHASES`] or the mdtest additions.
-    fn phase_kinds(&self) -> Vec<usize> {
-        let mut kinds = vec![DIR_CREATE, FILE_CREATE];
-        kinds.extend(self.stat.then_some(FILE_STAT));
-        kinds.extend(self.read.then_some(FILE_READ));
-        kinds.extend([FILE_REMOVE, DIR_REMOVE]);
-        kinds
+    /// The phases run, in order.
+    fn phase_list(&self) -> Vec<Phase> {
+        let mut phases = vec![Phase::DirCreate, Phase::FileCreate];
+        phases.extend(self.stat.then_some(Phase::FileStat));
+        phases.extend(self.read.then_some(Phase::FileRead));
+        phases.extend([Phase::FileRemove, Phase::DirRemove]);
+        phases
     }
 }
 
@@ -333,12 +359,7 @@ impl WorkloadParams for TreeParams {
         if !self.stat && !self.read {
             return Cow::Borrowed(PHASES);
         }
-        let info = |kind: usize| match kind {
-            FILE_STAT => STAT_PHASE,
-            FILE_READ => READ_PHASE,
-            _ => PHASES[kind].clone(),
-        };
-        Cow::Owned(self.phase_kinds().into_iter().map(info).collect())
+        Cow::Owned(self.phase_list().into_iter().map(Phase::info).collect())
     }
 
     fn instantiate(&self) -> Box<dyn Workload> {
@@ -403,7 +424,7 @@ pub fn default_base_name() -> String {
 pub struct Tree {
     params: TreeParams,
     /// Which phase each index runs.
-    kinds: Vec<usize>,
+    phases: Vec<Phase>,
     base: CString,
     /// One block: zeros to write, the buffer to read into.
     block: Vec<u8>,
@@ -431,7 +452,7 @@ pub struct Share {
 impl Tree {
     pub fn new(params: TreeParams, base: String) -> Tree {
         Tree {
-            kinds: params.phase_kinds(),
+            phases: params.phase_list(),
             params,
             base: CString::new(base).expect("base name has no NUL"),
             block: vec![0; BLOCK],
@@ -485,11 +506,13 @@ impl Workload for Tree {
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        match self.kinds[phase] {
-            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => 0,
-            DIR_CREATE | DIR_REMOVE => self.params.total_dirs(),
-            FILE_CREATE => self.params.total_files(),
-            _ => self.files_made().unwrap_or(self.params.total_files()),
+        match self.phases[phase] {
+            p if p.on_dirs() && !self.makes_dirs() => 0,
+            Phase::DirCreate | Phase::DirRemove => self.params.total_dirs(),
+            Phase::FileCreate => self.params.total_files(),
+            Phase::FileStat | Phase::FileRead | Phase::FileRemove => {
+                self.files_made().unwrap_or(self.params.total_files())
+            }
         }
     }
 
@@ -505,10 +528,10 @@ impl Workload for Tree {
         let levels = self.params.levels;
         self.visited = 0;
         self.limit = u64::MAX;
-        match self.kinds[phase] {
+        match self.phases[phase] {
             // mdtest without -u: rank 0 alone makes and removes the shared tree.
-            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => Ok(()),
-            DIR_CREATE => {
+            p if p.on_dirs() && !self.makes_dirs() => Ok(()),
+            Phase::DirCreate => {
                 let made = rustix::fs::mkdirat(dir, &self.base, Mode::from(0o755));
                 let failure = made.err();
                 if rec.record(OpKind::Mkdir, made)?.is_none() {
@@ -522,25 +545,26 @@ impl Workload for Tree {
                 let base = self.open_base(dir, rec)?;
                 self.create_dirs(base.as_fd(), levels, rec)
             }
-            FILE_CREATE if self.stonewall.is_some() => {
+            Phase::FileCreate if self.stonewall.is_some() => {
                 let base = self.open_base(dir, rec)?;
                 stonewall::create_files(self, base.as_fd(), rec)
             }
-            kind @ (FILE_CREATE | FILE_STAT | FILE_READ | FILE_REMOVE) => {
-                let step = match kind {
-                    FILE_CREATE => FileStep::Create,
-                    FILE_STAT => FileStep::Stat,
-                    FILE_READ => FileStep::Read,
+            Phase::FileCreate => {
+                let base = self.open_base(dir, rec)?;
+                self.walk_files(base.as_fd(), levels, rec, FileStep::Create)
+            }
+            file_phase @ (Phase::FileStat | Phase::FileRead | Phase::FileRemove) => {
+                let step = match file_phase {
+                    Phase::FileStat => FileStep::Stat,
+                    Phase::FileRead => FileStep::Read,
                     _ => FileStep::Remove,
                 };
-                if kind != FILE_CREATE {
-                    // After a stonewall, the files made: the first ones in the walk order.
-                    self.limit = self.files_made().unwrap_or(u64::MAX);
-                }
+                // After a stonewall, the files made: the first ones in the walk order.
+                self.limit = self.files_made().unwrap_or(u64::MAX);
                 let base = self.open_base(dir, rec)?;
                 self.walk_files(base.as_fd(), levels, rec, step)
             }
-            DIR_REMOVE => {
+            Phase::DirRemove => {
                 let base = self.open_base(dir, rec)?;
                 self.remove_dirs(base.as_fd(), levels, rec)?;
                 drop(base);
@@ -550,7 +574,6 @@ impl Workload for Tree {
                 }
                 Ok(())
             }
-            _ => unreachable!("tree has six phases at most"),
         }
     }
 
@@ -559,7 +582,7 @@ impl Workload for Tree {
         phase: usize,
         _dir: BorrowedFd<'_>,
     ) -> Result<PhaseOutput, FsbenchError> {
-        let dirs = matches!(self.kinds[phase], DIR_CREATE | DIR_REMOVE);
+        let dirs = self.phases[phase].on_dirs();
         if !(dirs && self.is_shared() && self.makes_dirs()) {
             return Ok(PhaseOutput::default());
         }

@@ -84,8 +84,14 @@ fn mdtest_phases_come_between_create_and_remove() {
     let only_read = Params::parse("tree:d=2,f=2,s=1,l=1,read").unwrap();
     let only_read: &TreeParams = only_read.get().unwrap();
     assert_eq!(
-        only_read.phase_kinds(),
-        [DIR_CREATE, FILE_CREATE, FILE_READ, FILE_REMOVE, DIR_REMOVE]
+        only_read.phase_list(),
+        [
+            Phase::DirCreate,
+            Phase::FileCreate,
+            Phase::FileRead,
+            Phase::FileRemove,
+            Phase::DirRemove
+        ]
     );
     assert!(
         only_read
@@ -193,7 +199,7 @@ fn run_all(tree: &mut Tree, dir: &std::os::fd::OwnedFd, mut after: impl FnMut(us
         tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
         let m = rec.finish();
         assert!(m.errors.is_empty(), "phase {phase}: {:?}", m.errors);
-        if !(tree.stonewall.is_some() && tree.kinds[phase] == FILE_CREATE) {
+        if !(tree.stonewall.is_some() && tree.phases[phase] == Phase::FileCreate) {
             assert_eq!(m.ops, tree.expected_units(phase), "phase {phase}");
         }
         after(phase, m.ops);

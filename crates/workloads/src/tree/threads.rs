@@ -6,7 +6,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::{DIR_CREATE, DIR_REMOVE, Share, Tree, TreeParams};
+use super::{Share, Tree, TreeParams};
 use crate::Workload;
 use crate::parallel::Crew;
 use fsbench_measure::error::FsbenchError;
@@ -40,7 +40,7 @@ pub(super) fn run_phase(
     dir: BorrowedFd<'_>,
     rec: &mut PhaseRecorder,
 ) -> Result<(), FsbenchError> {
-    if tree.is_shared() && matches!(tree.kinds[phase], DIR_CREATE | DIR_REMOVE) {
+    if tree.is_shared() && tree.phases[phase].on_dirs() {
         // One tree's directories: its maker's thread 0 alone, as one rank does under MPI.
         return match tree.makes_dirs() {
             true => tree.thread(0).run_phase(phase, dir, rec),
