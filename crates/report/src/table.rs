@@ -16,6 +16,7 @@ use fsbench_model::results::Summary;
 use fsbench_model::results::ceiling::{self, HARNESS_BOUND_PERCENT};
 use fsbench_model::results::{MetricSummary, RunStatus, SuiteResult};
 use fsbench_model::units::format_bytes;
+use fsbench_model::workload::PhaseInfo;
 
 mod matrix_tables;
 use matrix_tables::render_matrix;
@@ -335,168 +336,187 @@ fn render_workload(
     view: &View,
     workload: &str,
     description: &str,
-    phases: &[fsbench_model::workload::PhaseInfo],
+    phases: &[PhaseInfo],
 ) {
-    let style = view.style;
-    let find = |config: &str, phase: &str, metric: &str| -> Option<&MetricSummary> {
-        r.summary(config, workload, phase, metric)
-    };
-    let configs: Vec<&str> = r
-        .configurations
-        .iter()
-        .map(|c| c.config.label.as_str())
-        .filter(|c| {
-            r.summaries
-                .iter()
-                .any(|s| s.config == *c && s.workload == workload)
-        })
-        .collect();
-    out.push_str(&style.heading(workload));
+    out.push_str(&view.style.heading(workload));
     out.push_str(&view.item(0, description));
+    let configs: Vec<&str> = (r.configurations.iter())
+        .map(|c| c.config.label.as_str())
+        .filter(|c| (r.summaries.iter()).any(|s| s.config == *c && s.workload == workload))
+        .collect();
     if configs.is_empty() {
         let _ = writeln!(out, "no successful runs");
         return;
     }
-    let short = |config: &str, phase: &str| {
-        find(config, phase, "time").is_some_and(|s| s.summary.mean < r.suite.min_phase_secs)
+    let tables = PhaseTables {
+        r,
+        view,
+        workload,
+        configs: &configs,
     };
-    let harness_bound = |config: &str, phase: &str| {
-        find(config, phase, "harness %").is_some_and(|s| ceiling::harness_bound(&s.summary))
-    };
-    let marks = |config: &str, phase: &str, metric: &str| {
+    let time_columns = tables.time_columns(phases);
+    let n = (time_columns.first())
+        .and_then(|(_, phase, ..)| tables.find(configs[0], phase, "time"))
+        .map_or(0, |s| s.summary.n);
+    out.push_str(&view.style.table(
+        &format!("Phase times in s, mean ± stddev over {n} run(s):"),
+        &tables.grid(&time_columns).table(view),
+    ));
+    let rate_columns = tables.rate_columns(phases);
+    if !rate_columns.is_empty() {
+        out.push_str(&view.style.table(
+            "Rates, mean of per-run rates ± stddev:",
+            &tables.grid(&rate_columns).table(view),
+        ));
+    }
+    let untimed = (time_columns.iter()).any(|(head, ..)| head.ends_with("(untimed)"));
+    tables.footnotes(out, phases, untimed);
+    render_figures(out, r, view, workload, &configs);
+    render_matrix(out, r, view, workload, &configs);
+    if view.verbose {
+        out.push_str(&details::all_figures(r, view, workload));
+        out.push_str(&details::latency(r, view, workload, &configs, phases));
+    }
+}
+
+/// One column of a phase table: its title, the phase, the metric and what divides it.
+type PhaseColumn<'p> = (String, &'p str, &'static str, f64);
+
+/// The phase tables of one workload: per column (phase and figure) its cells down the
+/// configurations that measured it, in the column's unit, marked where the phase was too
+/// short or harness-bound.
+struct PhaseTables<'a> {
+    r: &'a SuiteResult,
+    view: &'a View,
+    workload: &'a str,
+    configs: &'a [&'a str],
+}
+
+impl<'a> PhaseTables<'a> {
+    fn find(&self, config: &str, phase: &str, metric: &str) -> Option<&'a MetricSummary> {
+        self.r.summary(config, self.workload, phase, metric)
+    }
+
+    fn short(&self, config: &str, phase: &str) -> bool {
+        (self.find(config, phase, "time"))
+            .is_some_and(|s| s.summary.mean < self.r.suite.min_phase_secs)
+    }
+
+    fn harness_bound(&self, config: &str, phase: &str) -> bool {
+        (self.find(config, phase, "harness %")).is_some_and(|s| ceiling::harness_bound(&s.summary))
+    }
+
+    fn marks(&self, config: &str, phase: &str, metric: &str) -> String {
         let mut m = String::new();
-        if short(config, phase) {
+        if self.short(config, phase) {
             m.push_str(SHORT);
         }
-        if metric != "time" && harness_bound(config, phase) {
+        if metric != "time" && self.harness_bound(config, phase) {
             m.push_str(HARNESS_BOUND);
         }
         m
-    };
+    }
 
-    // A phase table: per column (phase and figure) its cells down the configurations, in the
-    // column's unit, marked when the phase was too short.
-    let grid = |columns: &[(String, &str, &str, f64)]| {
-        let columns = columns
-            .iter()
+    /// A phase no configuration measured (one with nothing to do) has no column; its note
+    /// says why.
+    fn has_data(&self, phase: &str, metric: &str) -> bool {
+        (self.configs.iter()).any(|c| self.find(c, phase, metric).is_some())
+    }
+
+    fn grid(&self, columns: &[PhaseColumn<'_>]) -> Grid {
+        let columns = (columns.iter())
             .map(|(title, phase, metric, divisor)| {
-                let summaries: Vec<_> = configs
-                    .iter()
-                    .map(|c| find(c, phase, metric).map(|s| &s.summary))
+                let summaries: Vec<_> = (self.configs.iter())
+                    .map(|c| self.find(c, phase, metric).map(|s| &s.summary))
                     .collect();
                 let texts = mean_sd_column(&summaries, *divisor);
-                let cells = (configs.iter().zip(texts))
-                    .map(|(c, t)| t + &marks(c, phase, metric))
+                let cells = (self.configs.iter().zip(texts))
+                    .map(|(c, t)| t + &self.marks(c, phase, metric))
                     .collect();
                 (title.clone(), cells)
             })
             .collect();
-        Grid::of_columns(["Configuration".into(), "Phase".into()], &configs, columns)
-    };
-    // A phase no configuration measured (one with nothing to do) has no column; its note
-    // says why.
-    let has_data =
-        |phase: &str, metric: &str| configs.iter().any(|c| find(c, phase, metric).is_some());
-    let time_columns: Vec<_> = phases
-        .iter()
-        .filter(|p| has_data(&p.name, "time"))
-        .map(|p| {
-            let head = match p.timed {
-                true => p.name.to_string(),
-                false => format!("{} (untimed)", p.name),
-            };
-            (head, p.name.as_ref(), "time", 1.0)
-        })
-        .collect();
-    let n = time_columns
-        .first()
-        .and_then(|(_, phase, ..)| find(configs[0], phase, "time"))
-        .map_or(0, |s| s.summary.n);
-    out.push_str(&style.table(
-        &format!("Phase times in s, mean ± stddev over {n} run(s):"),
-        &grid(&time_columns).table(view),
-    ));
+        Grid::of_columns(
+            ["Configuration".into(), "Phase".into()],
+            self.configs,
+            columns,
+        )
+    }
 
-    // Throughput in MiB/s, as in every table; a column only where some configuration has it.
-    let mut rate_columns = Vec::new();
-    for p in phases {
-        rate_columns.push((
-            format!("{} ({}/s)", p.name, p.unit),
-            p.name.as_ref(),
-            "rate",
-            1.0,
-        ));
-        // The steady-state rate (MSER-5) beside the whole phase's, where a run had one.
-        rate_columns.push((
-            format!("{} steady ({}/s)", p.name, p.unit),
-            p.name.as_ref(),
-            "steady rate",
-            1.0,
-        ));
-        if p.moves_data {
-            rate_columns.push((
-                format!("{} (MiB/s)", p.name),
-                p.name.as_ref(),
-                "throughput",
-                1024.0,
+    fn time_columns<'p>(&self, phases: &'p [PhaseInfo]) -> Vec<PhaseColumn<'p>> {
+        (phases.iter())
+            .filter(|p| self.has_data(&p.name, "time"))
+            .map(|p| {
+                let head = match p.timed {
+                    true => p.name.to_string(),
+                    false => format!("{} (untimed)", p.name),
+                };
+                (head, p.name.as_ref(), "time", 1.0)
+            })
+            .collect()
+    }
+
+    /// Each phase's rate, its steady-state rate (MSER-5) where a run had one, and its
+    /// throughput in MiB/s where it moves data: a column only where some configuration
+    /// has it.
+    fn rate_columns<'p>(&self, phases: &'p [PhaseInfo]) -> Vec<PhaseColumn<'p>> {
+        let mut columns = Vec::new();
+        for p in phases {
+            let name = p.name.as_ref();
+            columns.push((format!("{name} ({}/s)", p.unit), name, "rate", 1.0));
+            columns.push((
+                format!("{name} steady ({}/s)", p.unit),
+                name,
+                "steady rate",
+                1.0,
+            ));
+            if p.moves_data {
+                columns.push((format!("{name} (MiB/s)"), name, "throughput", 1024.0));
+            }
+        }
+        columns.retain(|(_, phase, metric, _)| self.has_data(phase, metric));
+        columns
+    }
+
+    /// What the marks mean, where a table has them, and the runs that made an incomplete
+    /// tree.
+    fn footnotes(&self, out: &mut String, phases: &[PhaseInfo], untimed: bool) {
+        let (r, view) = (self.r, self.view);
+        for run in r.runs.iter().filter(|x| x.workload == self.workload) {
+            if let Some(what) = &run.incomplete {
+                let _ = writeln!(
+                    out,
+                    "‡ INCOMPLETE TREE: {} run {}: {what}",
+                    run.config, run.run
+                );
+            }
+        }
+        let any = |marked: &dyn Fn(&str, &str) -> bool| {
+            (self.configs.iter()).any(|c| phases.iter().any(|p| marked(c, &p.name)))
+        };
+        if any(&|c, p| self.short(c, p)) {
+            out.push_str(&view.item(
+                0,
+                &format!(
+                    "† shorter than {} s: too short to measure reliably (see the warnings)",
+                    r.suite.min_phase_secs
+                ),
             ));
         }
-    }
-    rate_columns.retain(|(_, phase, metric, _)| has_data(phase, metric));
-    if !rate_columns.is_empty() {
-        out.push_str(&style.table(
-            "Rates, mean of per-run rates ± stddev:",
-            &grid(&rate_columns).table(view),
-        ));
-    }
-    for run in r.runs.iter().filter(|x| x.workload == workload) {
-        if let Some(what) = &run.incomplete {
-            let _ = writeln!(
-                out,
-                "‡ INCOMPLETE TREE: {} run {}: {what}",
-                run.config, run.run
-            );
+        if any(&|c, p| self.harness_bound(c, p)) {
+            // Wrapped at words by the view, as every long line.
+            out.push_str(&view.item(
+                0,
+                &format!(
+                    "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+                ),
+            ));
         }
-    }
-    if configs
-        .iter()
-        .any(|c| phases.iter().any(|p| short(c, &p.name)))
-    {
-        out.push_str(&view.item(
-            0,
-            &format!(
-                "† shorter than {} s: too short to measure reliably (see the warnings)",
-                r.suite.min_phase_secs
-            ),
-        ));
-    }
-
-    if configs
-        .iter()
-        .any(|c| phases.iter().any(|p| harness_bound(c, &p.name)))
-    {
-        // Wrapped at words by the view, as every long line.
-        out.push_str(&view.item(
-            0,
-            &format!(
-                "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
-            ),
-        ));
-    }
-    if time_columns
-        .iter()
-        .any(|(head, ..)| head.ends_with("(untimed)"))
-    {
-        out.push_str(&view.item(
-            0,
-            "untimed: set-up recorded to be seen, left out of verdicts, ranks and answers",
-        ));
-    }
-    render_figures(out, r, view, workload, &configs);
-    render_matrix(out, r, view, workload, &configs);
-
-    if view.verbose {
-        out.push_str(&details::all_figures(r, view, workload));
-        out.push_str(&details::latency(r, view, workload, &configs, phases));
+        if untimed {
+            out.push_str(&view.item(
+                0,
+                "untimed: set-up recorded to be seen, left out of verdicts, ranks and answers",
+            ));
+        }
     }
 }
