@@ -77,12 +77,53 @@ fn device_text(r: &SuiteResult) -> String {
 /// The suite's results: what was asked and the answers first, then the tables, the
 /// warnings and what was run on.
 pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
-    let style = view.style;
-    let s = &r.system;
-    let mut out = match style {
+    let mut out = match view.style {
         Style::Terminal => String::new(),
         Style::Markdown => "# ".to_string(),
     };
+    render_header(&mut out, r, view);
+    render_testbed(&mut out, r, view);
+    render_conclusions(&mut out, r, view);
+    render_answers(&mut out, r, view);
+    for w in &r.workload_records {
+        render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
+    }
+    render_preparation(&mut out, r, view);
+    let warning_lines = warnings::lines(r, view.verbose);
+    if !warning_lines.is_empty() {
+        out.push_str(&view.style.heading("Warnings"));
+        for w in &warning_lines {
+            out.push_str(&view.item(1, &format!("! {w}")));
+        }
+    }
+    render_configurations(&mut out, r, view);
+    if view.verbose {
+        super::kept_output::render(&mut out, r, view);
+    }
+    let failed = r.runs.iter().filter(|x| x.status != RunStatus::Ok).count();
+    let _ = writeln!(
+        out,
+        "\n{} run(s) recorded, {} excluded from the statistics; suite {}{}",
+        r.runs.len(),
+        failed,
+        r.status,
+        // An interruption's error says no more than the status.
+        r.error
+            .as_ref()
+            .filter(|e| **e != r.status.to_string())
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default()
+    );
+    match view.style {
+        Style::Terminal => out,
+        // Markdown renderers pass HTML through: user strings must not become markup.
+        Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
+    }
+}
+
+/// The suite's title, its purpose, the system and the target.
+fn render_header(out: &mut String, r: &SuiteResult, view: &View) {
+    let s = &r.system;
     let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
     let _ = writeln!(
         out,
@@ -90,7 +131,7 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         s.fsbench_version,
         r.display_name()
     );
-    if style == Style::Markdown {
+    if view.style == Style::Markdown {
         out.push('\n');
     }
     let purpose = if r.suite.purpose.is_empty() {
@@ -114,21 +155,12 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         0,
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
-    render_testbed(&mut out, r, view);
-    render_conclusions(&mut out, r, view);
-    render_answers(&mut out, r, view);
-    for w in &r.workload_records {
-        render_workload(&mut out, r, view, &w.label, &w.description, &w.phases);
-    }
-    render_preparation(&mut out, r, view);
-    let warning_lines = warnings::lines(r, view.verbose);
-    if !warning_lines.is_empty() {
-        out.push_str(&style.heading("Warnings"));
-        for w in &warning_lines {
-            out.push_str(&view.item(1, &format!("! {w}")));
-        }
-    }
-    out.push_str(&style.heading("Configurations"));
+}
+
+/// Each configuration with its mkfs command, tools' versions and mount options, and the
+/// ones skipped.
+fn render_configurations(out: &mut String, r: &SuiteResult, view: &View) {
+    out.push_str(&view.style.heading("Configurations"));
     for c in &r.configurations {
         out.push_str(&view.item(1, &c.config.label));
         let details = [
@@ -145,28 +177,6 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
     }
     for sk in &r.skipped {
         out.push_str(&view.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
-    }
-    if view.verbose {
-        super::kept_output::render(&mut out, r, view);
-    }
-    let failed = r.runs.iter().filter(|x| x.status != RunStatus::Ok).count();
-    let _ = writeln!(
-        out,
-        "\n{} run(s) recorded, {} excluded from the statistics; suite {}{}",
-        r.runs.len(),
-        failed,
-        r.status,
-        // An interruption's error says no more than the status.
-        r.error
-            .as_ref()
-            .filter(|e| **e != r.status.to_string())
-            .map(|e| format!(": {e}"))
-            .unwrap_or_default()
-    );
-    match style {
-        Style::Terminal => out,
-        // Markdown renderers pass HTML through: user strings must not become markup.
-        Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
     }
 }
 
