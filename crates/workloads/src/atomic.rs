@@ -266,6 +266,144 @@ impl Atomic {
         }
         Ok(())
     }
+
+    /// `mkdir d0..dN`: directories.
+    fn mkdir(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let mut name = Name { buf: [0; 24] };
+        let d = Self::dir(dir, "mkdir", true)?;
+        for i in 0..self.params.count {
+            let made = rustix::fs::mkdirat(&d, name.of(b'd', i), Mode::from(0o755));
+            if rec.record(OpKind::Mkdir, made)?.is_some() {
+                rec.unit_done(0)?;
+            } else {
+                rec.note_failure(|| format!("mkdir/d{i}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `touch f0..fN`: empty files.
+    fn touch(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        let count = self.params.count;
+        let d = Self::dir(dir, "files", true)?;
+        self.each_file(
+            d.as_fd(),
+            count,
+            write_flags,
+            OpKind::Create,
+            rec,
+            |_, _, _| Ok(0),
+        )?;
+        Ok(())
+    }
+
+    /// `echo >> fI`: a line appended to each file.
+    fn echo(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let count = self.params.count;
+        let d = Self::dir(dir, "files", false)?;
+        let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC;
+        self.each_file(
+            d.as_fd(),
+            count,
+            flags,
+            OpKind::OpenFile,
+            rec,
+            |_, file, rec| {
+                let written = rustix::io::write(file, LINE);
+                Ok(rec.record(OpKind::Write, written)?.unwrap_or(0) as u64)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `cat fI`: each file read whole.
+    fn cat(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let count = self.params.count;
+        let d = Self::dir(dir, "files", false)?;
+        self.each_file(
+            d.as_fd(),
+            count,
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            OpKind::OpenFile,
+            rec,
+            |buf, file, rec| {
+                let mut total = 0;
+                while let Some(n) =
+                    rec.record(OpKind::Read, rustix::io::read(file, &mut buf[..]))?
+                {
+                    if n == 0 {
+                        break;
+                    }
+                    total += n as u64;
+                }
+                Ok(total)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `dd`: files of `dd_blocks` blocks each.
+    fn dd(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        let d = Self::dir(dir, "dd", true)?;
+        let (blocks, size) = (self.params.dd_blocks, self.params.dd_block_size as usize);
+        self.each_file(
+            d.as_fd(),
+            self.params.dd_count,
+            write_flags,
+            OpKind::Create,
+            rec,
+            |buf, file, rec| {
+                let mut total = 0;
+                for _ in 0..blocks {
+                    match rec.record(OpKind::Write, rustix::io::write(file, &buf[..size]))? {
+                        Some(n) => total += n as u64,
+                        None => break,
+                    }
+                }
+                Ok(total)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `rm`: the files and the dd files.
+    fn rm(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let mut name = Name { buf: [0; 24] };
+        let count = self.params.count;
+        for (sub, n) in [("files", count), ("dd", self.params.dd_count)] {
+            let d = Self::dir(dir, sub, false)?;
+            for i in 0..n {
+                let removed = rustix::fs::unlinkat(&d, name.of(b'f', i), AtFlags::empty());
+                if rec.record(OpKind::Unlink, removed)?.is_some() {
+                    rec.unit_done(0)?;
+                } else {
+                    rec.note_failure(|| format!("{sub}/f{i}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `rmdir`: the directories, then the workload's own.
+    fn rmdir(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let mut name = Name { buf: [0; 24] };
+        let d = Self::dir(dir, "mkdir", false)?;
+        for i in 0..self.params.count {
+            let removed = rustix::fs::unlinkat(&d, name.of(b'd', i), AtFlags::REMOVEDIR);
+            if rec.record(OpKind::Rmdir, removed)?.is_some() {
+                rec.unit_done(0)?;
+            } else {
+                rec.note_failure(|| format!("mkdir/d{i}"));
+            }
+        }
+        drop(d);
+        for sub in ["mkdir", "files", "dd"] {
+            let _ = rustix::fs::unlinkat(dir, sub, AtFlags::REMOVEDIR);
+        }
+        Ok(())
+    }
 }
 
 impl Workload for Atomic {
@@ -287,122 +425,15 @@ impl Workload for Atomic {
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
-        let count = self.params.count;
-        let mut name = Name { buf: [0; 24] };
-        let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
         match PHASES[phase].name.as_ref() {
-            "mkdir" => {
-                let d = Self::dir(dir, "mkdir", true)?;
-                for i in 0..count {
-                    let made = rustix::fs::mkdirat(&d, name.of(b'd', i), Mode::from(0o755));
-                    if rec.record(OpKind::Mkdir, made)?.is_some() {
-                        rec.unit_done(0)?;
-                    } else {
-                        rec.note_failure(|| format!("mkdir/d{i}"));
-                    }
-                }
-            }
-            "touch" => {
-                let d = Self::dir(dir, "files", true)?;
-                self.each_file(
-                    d.as_fd(),
-                    count,
-                    write_flags,
-                    OpKind::Create,
-                    rec,
-                    |_, _, _| Ok(0),
-                )?;
-            }
-            "echo" => {
-                let d = Self::dir(dir, "files", false)?;
-                let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC;
-                self.each_file(
-                    d.as_fd(),
-                    count,
-                    flags,
-                    OpKind::OpenFile,
-                    rec,
-                    |_, file, rec| {
-                        let written = rustix::io::write(file, LINE);
-                        Ok(rec.record(OpKind::Write, written)?.unwrap_or(0) as u64)
-                    },
-                )?;
-            }
-            "cat" => {
-                let d = Self::dir(dir, "files", false)?;
-                self.each_file(
-                    d.as_fd(),
-                    count,
-                    OFlags::RDONLY | OFlags::CLOEXEC,
-                    OpKind::OpenFile,
-                    rec,
-                    |buf, file, rec| {
-                        let mut total = 0;
-                        while let Some(n) =
-                            rec.record(OpKind::Read, rustix::io::read(file, &mut buf[..]))?
-                        {
-                            if n == 0 {
-                                break;
-                            }
-                            total += n as u64;
-                        }
-                        Ok(total)
-                    },
-                )?;
-            }
-            "dd" => {
-                let d = Self::dir(dir, "dd", true)?;
-                let (blocks, size) = (self.params.dd_blocks, self.params.dd_block_size as usize);
-                self.each_file(
-                    d.as_fd(),
-                    self.params.dd_count,
-                    write_flags,
-                    OpKind::Create,
-                    rec,
-                    |buf, file, rec| {
-                        let mut total = 0;
-                        for _ in 0..blocks {
-                            match rec
-                                .record(OpKind::Write, rustix::io::write(file, &buf[..size]))?
-                            {
-                                Some(n) => total += n as u64,
-                                None => break,
-                            }
-                        }
-                        Ok(total)
-                    },
-                )?;
-            }
-            "rm" => {
-                for (sub, n) in [("files", count), ("dd", self.params.dd_count)] {
-                    let d = Self::dir(dir, sub, false)?;
-                    for i in 0..n {
-                        let removed = rustix::fs::unlinkat(&d, name.of(b'f', i), AtFlags::empty());
-                        if rec.record(OpKind::Unlink, removed)?.is_some() {
-                            rec.unit_done(0)?;
-                        } else {
-                            rec.note_failure(|| format!("{sub}/f{i}"));
-                        }
-                    }
-                }
-            }
-            _ => {
-                let d = Self::dir(dir, "mkdir", false)?;
-                for i in 0..count {
-                    let removed = rustix::fs::unlinkat(&d, name.of(b'd', i), AtFlags::REMOVEDIR);
-                    if rec.record(OpKind::Rmdir, removed)?.is_some() {
-                        rec.unit_done(0)?;
-                    } else {
-                        rec.note_failure(|| format!("mkdir/d{i}"));
-                    }
-                }
-                drop(d);
-                for sub in ["mkdir", "files", "dd"] {
-                    let _ = rustix::fs::unlinkat(dir, sub, AtFlags::REMOVEDIR);
-                }
-            }
+            "mkdir" => self.mkdir(dir, rec),
+            "touch" => self.touch(dir, rec),
+            "echo" => self.echo(dir, rec),
+            "cat" => self.cat(dir, rec),
+            "dd" => self.dd(dir, rec),
+            "rm" => self.rm(dir, rec),
+            _ => self.rmdir(dir, rec),
         }
-        Ok(())
     }
 }
 
