@@ -193,6 +193,141 @@ impl WorkloadParams for ReplayParams {
     }
 }
 
+/// Every traced thread's calls replayed by a thread of its own, all started together; a
+/// thread that stops early (or panics) lets the others past their waits.
+fn replay_threads(
+    loaded: &Loaded,
+    dir: BorrowedFd<'_>,
+    think: bool,
+    rec: &PhaseRecorder,
+) -> Vec<Result<Replayed, FsbenchError>> {
+    let user = rec.progress().cancel.clone();
+    let halt = Halt {
+        user: &user,
+        failed: AtomicBool::new(false),
+    };
+    let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
+    // The threads' counts of calls done are also the progress bar's.
+    let crew = Crew::new(done.iter().map(|d| &d.0).collect(), rec.progress());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..loaded.threads.len())
+            .map(|me| {
+                let (done, halt, crew) = (&done, &halt, &crew);
+                s.spawn(move || {
+                    let _guard = StopOthersOnPanic(&halt.failed);
+                    let outcome = crew
+                        .work(&[dir], || {
+                            engine::replay_thread(loaded, me, dir, done, think, halt)
+                        })
+                        .and_then(|r| r);
+                    if outcome.is_err() {
+                        halt.failed
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    outcome
+                })
+            })
+            .collect();
+        crew.wait(&handles);
+        join_all(handles, "a replay thread panicked")
+    })
+}
+
+/// The replay threads' results added up: the report's counts, the calls whose outcome
+/// differed from the capture's (kind, errno here, errno there), failure samples, and the
+/// descriptors opened by path first.
+#[derive(Default)]
+struct Added {
+    report: ReplayReport,
+    mismatches: BTreeMap<(Kind, i32, i32), u64>,
+    samples: Vec<String>,
+    reopened: u64,
+}
+
+impl Added {
+    /// One thread's results, into the sums and the phase's recorder.
+    fn add(&mut self, r: Replayed, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        for (kind, h) in Kind::ALL.iter().zip(&r.latency) {
+            if let Some(h) = h {
+                rec.add_latency(kind.name(), h);
+            }
+        }
+        for (kind, n) in Kind::ALL.iter().zip(r.calls) {
+            if n > 0 {
+                *self.report.calls.entry(kind.name()).or_default() += n;
+            }
+        }
+        rec.units_done(r.calls.iter().sum(), r.bytes)?;
+        for (key, n) in r.mismatches {
+            *self.mismatches.entry(key).or_default() += n;
+            if key.1 != 0 {
+                rec.add_errors(key.1, n);
+            }
+        }
+        self.report.refused += r.refused;
+        self.reopened += r.reopened;
+        self.samples.extend(r.samples);
+        Ok(())
+    }
+
+    /// The report, with what a reader must know of the replay: its mismatches, refused
+    /// paths (`refused_entries` of the initial state besides the calls'), failure samples,
+    /// descriptors opened by path, and the capture's calls outside the root (`dropped`).
+    fn into_report(self, refused_entries: u64, dropped: u64) -> ReplayReport {
+        let mut report = self.report;
+        let mismatched: u64 = self.mismatches.values().sum();
+        report.mismatched = mismatched;
+        let mut notes = Vec::new();
+        if mismatched > 0 {
+            let kinds: Vec<String> = (self.mismatches.iter())
+                .map(|((kind, here, there), n)| {
+                    let side = |e: i32| {
+                        if e == 0 {
+                            "ok".to_string()
+                        } else {
+                            errno_name(e)
+                        }
+                    };
+                    format!("{} {}→{} ×{n}", kind.name(), side(*there), side(*here))
+                })
+                .collect();
+            notes.push(format!(
+                "{} of the replay's calls came out otherwise than in the capture \
+                 (kind capture→here): {}",
+                group_thousands(mismatched),
+                kinds.join(", ")
+            ));
+        }
+        let refused = report.refused + refused_entries;
+        if refused > 0 {
+            notes.push(format!(
+                "{} paths of the trace lead outside the run's directory: refused, nothing \
+                 made there",
+                group_thousands(refused)
+            ));
+        }
+        for s in self.samples.iter().take(10) {
+            notes.push(format!("replay: {s}"));
+        }
+        if self.reopened > 0 {
+            notes.push(format!(
+                "{} descriptors the traced thread did not open itself (inherited or \
+                 another thread's) were opened by their path first",
+                self.reopened
+            ));
+        }
+        if dropped > 0 {
+            notes.push(format!(
+                "the capture counted {} calls outside the root (libraries, pipes, /proc...): \
+                 not replayed",
+                group_thousands(dropped)
+            ));
+        }
+        report.notes = notes;
+        report
+    }
+}
+
 /// What a trace holds, read in one pass (for `capture --show`, sizes and validation).
 #[derive(Debug, Default)]
 pub struct Summary {
@@ -347,129 +482,26 @@ impl Workload for Replay {
             .loaded
             .as_ref()
             .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
-        let user = rec.progress().cancel.clone();
-        let halt = Halt {
-            user: &user,
-            failed: AtomicBool::new(false),
-        };
-        let think = self.params.mode == Pace::Think;
-        let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
-        // The threads' counts of calls done are also the progress bar's.
-        let crew = Crew::new(done.iter().map(|d| &d.0).collect(), rec.progress());
-        let outcomes: Vec<Result<Replayed, FsbenchError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..loaded.threads.len())
-                .map(|me| {
-                    let (done, halt, crew) = (&done, &halt, &crew);
-                    s.spawn(move || {
-                        let _guard = StopOthersOnPanic(&halt.failed);
-                        let outcome = crew
-                            .work(&[dir], || {
-                                engine::replay_thread(loaded, me, dir, done, think, halt)
-                            })
-                            .and_then(|r| r);
-                        // A thread that stops early lets the others past their waits.
-                        if outcome.is_err() {
-                            halt.failed
-                                .store(true, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        outcome
-                    })
-                })
-                .collect();
-            crew.wait(&handles);
-            join_all(handles, "a replay thread panicked")
-        });
-        let mut report = ReplayReport::default();
+        let outcomes = replay_threads(loaded, dir, self.params.mode == Pace::Think, rec);
+        let mut added = Added::default();
         for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
             if kind.replayed() && n > 0 {
-                report.captured.insert(kind.name(), n);
+                added.report.captured.insert(kind.name(), n);
             }
         }
-        let mut mismatches: BTreeMap<(Kind, i32, i32), u64> = BTreeMap::new();
-        let mut samples = Vec::new();
-        let mut reopened = 0;
         let mut first_error = None;
         for outcome in outcomes {
-            let r = match outcome {
-                Ok(r) => r,
+            match outcome {
+                Ok(r) => added.add(r, rec)?,
                 Err(e) => {
                     first_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            for (kind, h) in Kind::ALL.iter().zip(&r.latency) {
-                if let Some(h) = h {
-                    rec.add_latency(kind.name(), h);
                 }
             }
-            for (kind, n) in Kind::ALL.iter().zip(r.calls) {
-                if n > 0 {
-                    *report.calls.entry(kind.name()).or_default() += n;
-                }
-            }
-            rec.units_done(r.calls.iter().sum(), r.bytes)?;
-            for (key, n) in r.mismatches {
-                *mismatches.entry(key).or_default() += n;
-                if key.1 != 0 {
-                    rec.add_errors(key.1, n);
-                }
-            }
-            report.refused += r.refused;
-            reopened += r.reopened;
-            samples.extend(r.samples);
         }
         if let Some(e) = first_error {
             return Err(e);
         }
-        report.mismatched = mismatches.values().sum();
-        let mut notes = Vec::new();
-        if report.mismatched > 0 {
-            let kinds: Vec<String> = mismatches
-                .iter()
-                .map(|((kind, here, there), n)| {
-                    let side = |e: i32| {
-                        if e == 0 {
-                            "ok".to_string()
-                        } else {
-                            errno_name(e)
-                        }
-                    };
-                    format!("{} {}→{} ×{n}", kind.name(), side(*there), side(*here))
-                })
-                .collect();
-            notes.push(format!(
-                "{} of the replay's calls came out otherwise than in the capture \
-                 (kind capture→here): {}",
-                group_thousands(report.mismatched),
-                kinds.join(", ")
-            ));
-        }
-        let refused = report.refused + self.refused_entries;
-        if refused > 0 {
-            notes.push(format!(
-                "{} paths of the trace lead outside the run's directory: refused, nothing \
-                 made there",
-                group_thousands(refused)
-            ));
-        }
-        for s in samples.iter().take(10) {
-            notes.push(format!("replay: {s}"));
-        }
-        if reopened > 0 {
-            notes.push(format!(
-                "{reopened} descriptors the traced thread did not open itself (inherited or \
-                 another thread's) were opened by their path first"
-            ));
-        }
-        if loaded.dropped > 0 {
-            notes.push(format!(
-                "the capture counted {} calls outside the root (libraries, pipes, /proc...): \
-                 not replayed",
-                group_thousands(loaded.dropped)
-            ));
-        }
-        report.notes = notes;
-        self.report = Some(report);
+        self.report = Some(added.into_report(self.refused_entries, loaded.dropped));
         Ok(())
     }
 
