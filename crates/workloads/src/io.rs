@@ -260,71 +260,14 @@ impl Io {
     /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest
     /// job's time, completion latency percentiles, total latency, submission latency.
     fn figures(&mut self, outs: &[JobOut]) {
-        let secs = outs
-            .iter()
-            .map(|o| o.elapsed)
-            .max()
+        let secs = (outs.iter().map(|o| o.elapsed).max())
             .unwrap_or(Duration::ZERO)
             .as_secs_f64()
             .max(1e-9);
         for (d, dir) in ["read", "write"].into_iter().enumerate() {
-            let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
-            if ios == 0 {
-                continue;
-            }
-            let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
-            let at = [Dim::new("direction", DimValue::Text(dir.into()))];
-            self.figures
-                .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
-            self.figures
-                .push(Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at));
-            let sum = |pick: fn(&JobOut) -> &Histogram<u64>| {
-                let mut total = fsbench_measure::measure::new_histogram();
-                for o in outs {
-                    total
-                        .add(pick(o))
-                        .expect("histograms of the same bounds add");
-                }
-                total
-            };
-            let clat = if d == 0 {
-                sum(|o| &o.clat[0])
-            } else {
-                sum(|o| &o.clat[1])
-            };
-            let slat = if d == 0 {
-                sum(|o| &o.slat[0])
-            } else {
-                sum(|o| &o.slat[1])
-            };
-            let mut points: Vec<(String, u64)> = PERCENTILES
-                .iter()
-                .map(|q| (format!("p{q}"), clat.value_at_percentile(*q)))
-                .collect();
-            points.push(("max".into(), clat.max()));
-            for (name, ns) in points {
-                let at = [at[0].clone(), Dim::new("percentile", DimValue::Text(name))];
-                self.figures
-                    .push(Figure::new("clat", "µs", false, ns as f64 / 1000.0).at(&at));
-            }
-            if !slat.is_empty() {
-                for (name, ns) in [
-                    ("p50", slat.value_at_percentile(50.0)),
-                    ("p99", slat.value_at_percentile(99.0)),
-                ] {
-                    let at = [
-                        at[0].clone(),
-                        Dim::new("percentile", DimValue::Text(name.into())),
-                    ];
-                    self.figures
-                        .push(Figure::new("slat", "µs", false, ns as f64 / 1000.0).at(&at));
-                }
-            }
+            self.figures.extend(direction_figures(outs, d, dir, secs));
         }
-        let mut lag = fsbench_measure::measure::new_histogram();
-        for o in outs {
-            lag.add(&o.lag).expect("histograms of the same bounds add");
-        }
+        let lag = sum_histograms(outs, |o| &o.lag);
         if !lag.is_empty() {
             for (name, ns) in [
                 ("p50", lag.value_at_percentile(50.0)),
@@ -359,6 +302,51 @@ impl Io {
             ));
         }
     }
+}
+
+/// Direction `d` (`dir`)'s figures over every job: IOPS and bandwidth over `secs`,
+/// completion latency percentiles and its maximum, submission latency where measured.
+fn direction_figures(outs: &[JobOut], d: usize, dir: &str, secs: f64) -> Vec<Figure> {
+    let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
+    if ios == 0 {
+        return Vec::new();
+    }
+    let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
+    let direction = Dim::new("direction", DimValue::Text(dir.into()));
+    let at = [direction.clone()];
+    let mut figures = vec![
+        Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at),
+        Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at),
+    ];
+    let clat = sum_histograms(outs, |o| &o.clat[d]);
+    let slat = sum_histograms(outs, |o| &o.slat[d]);
+    let mut points: Vec<(&str, String, u64)> = (PERCENTILES.iter())
+        .map(|q| ("clat", format!("p{q}"), clat.value_at_percentile(*q)))
+        .collect();
+    points.push(("clat", "max".into(), clat.max()));
+    if !slat.is_empty() {
+        points.push(("slat", "p50".into(), slat.value_at_percentile(50.0)));
+        points.push(("slat", "p99".into(), slat.value_at_percentile(99.0)));
+    }
+    for (figure, percentile, ns) in points {
+        let at = [
+            direction.clone(),
+            Dim::new("percentile", DimValue::Text(percentile)),
+        ];
+        figures.push(Figure::new(figure, "µs", false, ns as f64 / 1000.0).at(&at));
+    }
+    figures
+}
+
+/// One histogram of every job's (the same bounds: they add).
+fn sum_histograms(outs: &[JobOut], pick: impl Fn(&JobOut) -> &Histogram<u64>) -> Histogram<u64> {
+    let mut total = fsbench_measure::measure::new_histogram();
+    for o in outs {
+        total
+            .add(pick(o))
+            .expect("histograms of the same bounds add");
+    }
+    total
 }
 
 /// Whether the block device under `dir` completes polled I/O (its `queue/io_poll` is 1; a
