@@ -184,6 +184,83 @@ impl FfsbParams {
     }
 }
 
+impl FfsbParams {
+    /// What is wrong with thread group `g`, if anything (`creates`: some group creates
+    /// files).
+    fn group_problem(&self, g: &ThreadGroup, creates: bool) -> Option<String> {
+        let fs = &self.fileset;
+        if g.num_threads == 0 {
+            return Some("num_threads must be at least 1".into());
+        }
+        if g.weights.is_empty() {
+            return Some("no operation has a weight".into());
+        }
+        if g.op_delay_ms > MAX_OP_DELAY_MS {
+            return Some(format!(
+                "op_delay={} ms is more than a minute between operations (at most {MAX_OP_DELAY_MS})",
+                g.op_delay_ms
+            ));
+        }
+        if self.time.is_none() && g.ops_per_thread.is_none() {
+            return Some("neither `time` nor `num_ops` is set: the group would never end".into());
+        }
+        let ops = || g.weights.keys();
+        if ops().any(|o| o.reads()) && g.read_blocksize == 0 {
+            return Some("read operations need read_blocksize".into());
+        }
+        if g.weights.contains_key(&Op::Read) && (g.read_size == 0 || g.read_size < g.read_blocksize)
+        {
+            return Some("read needs read_size of at least read_blocksize".into());
+        }
+        if ops().any(|o| o.writes()) && g.write_blocksize == 0 {
+            return Some("write operations need write_blocksize".into());
+        }
+        if ops().any(|o| o.writes_sized())
+            && (g.write_size == 0 || g.write_size < g.write_blocksize)
+        {
+            return Some("write and append need write_size of at least write_blocksize".into());
+        }
+        // FFSB asserts that a read or write fits the file it picked, and aborts.
+        let smallest = fs.smallest();
+        let writes_in_place = ops().any(|o| matches!(o, Op::Write | Op::WriteFsync));
+        if !fs.fit && g.weights.contains_key(&Op::Read) && g.read_size > smallest {
+            return Some(format!(
+                "read_size {} is larger than the smallest file ({}): FFSB aborts on such a read",
+                g.read_size, smallest
+            ));
+        }
+        if !fs.fit && writes_in_place && g.write_size > smallest {
+            return Some(format!(
+                "write_size {} is larger than the smallest file ({}): FFSB aborts on such a write",
+                g.write_size, smallest
+            ));
+        }
+        if ops().any(|o| o.needs_file()) && fs.num_files == 0 && !creates {
+            return Some(
+                "its operations need files, but num_files is 0 and nothing creates any".into(),
+            );
+        }
+        let sizes = [
+            g.read_blocksize,
+            g.write_blocksize,
+            g.write_size,
+            g.read_size,
+        ];
+        if self.directio && sizes.iter().any(|b| b % 4096 != 0) {
+            return Some("directio needs sizes and block sizes that are multiples of 4096".into());
+        }
+        for (what, v) in [
+            ("read_blocksize", g.read_blocksize),
+            ("write_blocksize", g.write_blocksize),
+        ] {
+            if v > 1 << 30 {
+                return Some(format!("{what} over 1 GiB is absurd"));
+            }
+        }
+        None
+    }
+}
+
 impl WorkloadParams for FfsbParams {
     const KIND: &'static WorkloadKind = &KIND;
     const REPORTS: &'static [&'static str] = &["ffsb"];
@@ -216,89 +293,10 @@ impl WorkloadParams for FfsbParams {
             return Err(invalid("ffsb: more than 4096 threads in all"));
         }
         let fs = &self.fileset;
-        let creates = self
-            .groups
-            .iter()
-            .any(|g| g.weights.keys().any(|o| o.creates()));
+        let creates = (self.groups.iter()).any(|g| g.weights.keys().any(|o| o.creates()));
         for (i, g) in self.groups.iter().enumerate() {
-            let err = |msg: &str| invalid(format!("ffsb: thread group {i}: {msg}"));
-            if g.num_threads == 0 {
-                return Err(err("num_threads must be at least 1"));
-            }
-            if g.weights.is_empty() {
-                return Err(err("no operation has a weight"));
-            }
-            if g.op_delay_ms > MAX_OP_DELAY_MS {
-                return Err(err(&format!(
-                    "op_delay={} ms is more than a minute between operations (at most {MAX_OP_DELAY_MS})",
-                    g.op_delay_ms
-                )));
-            }
-            if self.time.is_none() && g.ops_per_thread.is_none() {
-                return Err(err(
-                    "neither `time` nor `num_ops` is set: the group would never end",
-                ));
-            }
-            let ops = || g.weights.keys();
-            if ops().any(|o| o.reads()) && g.read_blocksize == 0 {
-                return Err(err("read operations need read_blocksize"));
-            }
-            if g.weights.contains_key(&Op::Read)
-                && (g.read_size == 0 || g.read_size < g.read_blocksize)
-            {
-                return Err(err("read needs read_size of at least read_blocksize"));
-            }
-            if ops().any(|o| o.writes()) && g.write_blocksize == 0 {
-                return Err(err("write operations need write_blocksize"));
-            }
-            if ops().any(|o| o.writes_sized())
-                && (g.write_size == 0 || g.write_size < g.write_blocksize)
-            {
-                return Err(err(
-                    "write and append need write_size of at least write_blocksize",
-                ));
-            }
-            // FFSB asserts that a read or write fits the file it picked, and aborts.
-            let smallest = fs.smallest();
-            let writes_in_place = ops().any(|o| matches!(o, Op::Write | Op::WriteFsync));
-            if !fs.fit && g.weights.contains_key(&Op::Read) && g.read_size > smallest {
-                return Err(err(&format!(
-                    "read_size {} is larger than the smallest file ({}): FFSB aborts on such a read",
-                    g.read_size, smallest
-                )));
-            }
-            if !fs.fit && writes_in_place && g.write_size > smallest {
-                return Err(err(&format!(
-                    "write_size {} is larger than the smallest file ({}): FFSB aborts on such a write",
-                    g.write_size, smallest
-                )));
-            }
-            if ops().any(|o| o.needs_file()) && fs.num_files == 0 && !creates {
-                return Err(err(
-                    "its operations need files, but num_files is 0 and nothing creates any",
-                ));
-            }
-            if self.directio
-                && [
-                    g.read_blocksize,
-                    g.write_blocksize,
-                    g.write_size,
-                    g.read_size,
-                ]
-                .iter()
-                .any(|b| b % 4096 != 0)
-            {
-                return Err(err(
-                    "directio needs sizes and block sizes that are multiples of 4096",
-                ));
-            }
-            for (what, v) in [
-                ("read_blocksize", g.read_blocksize),
-                ("write_blocksize", g.write_blocksize),
-            ] {
-                if v > 1 << 30 {
-                    return Err(err(&format!("{what} over 1 GiB is absurd")));
-                }
+            if let Some(problem) = self.group_problem(g, creates) {
+                return Err(invalid(format!("ffsb: thread group {i}: {problem}")));
             }
         }
         if (fs.num_files > 0 || creates) && fs.size_weights.is_empty() {
