@@ -11,9 +11,10 @@ use rustix::fs::{Mode, OFlags};
 use fsbench_engine::runner::phases::{PhaseSettings, run_phase};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::Progress;
+use fsbench_model::results::PhaseRecord;
 use fsbench_report::fdtree as report;
+use fsbench_workloads::WorkloadParams;
 use fsbench_workloads::tree::{self, Tree, TreeParams};
-use fsbench_workloads::{Workload, WorkloadParams};
 
 /// fdtree.bash's options. Unset numbers take fdtree's defaults (-l 4 -d 10 -f 10 -s 10), except
 /// with -R, where they are read from the tree that -C left.
@@ -189,31 +190,7 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
                 args.dir.display()
             ));
         })?;
-        // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
-        let tout = tin + record.measurement.elapsed_secs();
-        super::write_stdout(&format!(
-            "{}\n{}",
-            report::date(),
-            report::phase_block(phase, tin, tout, &record.measurement)
-        ))?;
-        if args.debug {
-            for (op, l) in &record.measurement.latency {
-                eprintln!(
-                    "  {op:9} calls {:>9}  p50 {:>9.1} µs  p99 {:>9.1} µs  max {:>10.1} µs",
-                    l.count,
-                    l.p50_ns as f64 / 1e3,
-                    l.p99_ns as f64 / 1e3,
-                    l.max_ns as f64 / 1e3
-                );
-            }
-        }
-        for (errno, n) in &record.measurement.errors {
-            super::console::say(&format!(
-                "fsbench: {}: {n} failed calls ({errno})",
-                workload.phases()[index].name
-            ));
-            failed_calls += n;
-        }
+        failed_calls += print_phase(args, phase, tin, &record)?;
     }
     if create && !remove {
         super::console::say(&format!(
@@ -229,4 +206,41 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         .into());
     }
     Ok(())
+}
+
+/// A phase's block as fdtree prints it (IN at `tin` seconds), its latencies with `-v`, and
+/// its failed calls, counted (returned) and said.
+fn print_phase(
+    args: &FdtreeArgs,
+    phase: tree::Phase,
+    tin: f64,
+    record: &PhaseRecord,
+) -> anyhow::Result<u64> {
+    // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
+    let tout = tin + record.measurement.elapsed_secs();
+    super::write_stdout(&format!(
+        "{}\n{}",
+        report::date(),
+        report::phase_block(phase, tin, tout, &record.measurement)
+    ))?;
+    if args.debug {
+        for (op, l) in &record.measurement.latency {
+            eprintln!(
+                "  {op:9} calls {:>9}  p50 {:>9.1} µs  p99 {:>9.1} µs  max {:>10.1} µs",
+                l.count,
+                l.p50_ns as f64 / 1e3,
+                l.p99_ns as f64 / 1e3,
+                l.max_ns as f64 / 1e3
+            );
+        }
+    }
+    let mut failed_calls = 0;
+    for (errno, n) in &record.measurement.errors {
+        super::console::say(&format!(
+            "fsbench: {}: {n} failed calls ({errno})",
+            phase.info().name
+        ));
+        failed_calls += n;
+    }
+    Ok(failed_calls)
 }
