@@ -132,51 +132,7 @@ fn capture(
         .with_context(|| format!("cannot create {}", partial.display()))?;
     let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root)?;
     let entries = snapshot(root, &mut writer)?;
-    // As the command workload runs its commands: `sh -c` in a process group and a cgroup of
-    // its own, output drained into tails, the whole tree killed on timeout, Ctrl-C or error
-    // (and by the next fsbench that runs commands, if this one is SIGKILLed).
-    let words = [strace.as_os_str().to_string_lossy().into_owned()]
-        .into_iter()
-        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
-        .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
-        .chain(args.command.iter().cloned());
-    let words: Vec<String> = words.collect();
-    let line = shlex::try_join(words.iter().map(String::as_str))
-        .map_err(|e| invalid(format!("the command cannot be quoted for sh: {e}")))?;
-    let started = Instant::now();
-    let finished = process::run(&Step {
-        command: &format!("exec {line}"),
-        dir: cwd,
-        run: 0,
-        timeout: Duration::from_secs(args.timeout),
-        cancel: &progress.cancel,
-    })?;
-    let wall = started.elapsed();
-    let what = args.command.join(" ");
-    let failed = |how: String| {
-        let stderr = finished.stderr.last_lines(20);
-        Err(FsbenchError::Failed(format!(
-            "`{what}` {how} under capture: no trace written{}{}",
-            if stderr.is_empty() {
-                ""
-            } else {
-                "; its last lines of stderr:\n"
-            },
-            stderr
-        ))
-        .into())
-    };
-    match finished.exit {
-        Exit::Code(0) => {}
-        Exit::Code(code) => return failed(format!("failed (exit status: {code})")),
-        Exit::Signal(sig) => return failed(format!("was killed by signal {sig}")),
-        Exit::TimedOut => {
-            return failed(format!(
-                "ran past --timeout {}s and was killed",
-                args.timeout
-            ));
-        }
-    }
+    let wall = run_traced(args, strace, cwd, raw, progress)?;
     let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
     let mut input = BufReader::with_capacity(1 << 20, input);
     let mut parser = Parser::new(root, cwd);
@@ -202,6 +158,55 @@ fn capture(
         group_thousands(parser.dropped),
         wall.as_secs_f64()
     ))
+}
+
+/// The command under strace, its trace written to `raw`; how long it took. As the command
+/// workload runs its commands: `sh -c` in a process group and a cgroup of its own, output
+/// drained into tails, the whole tree killed on timeout, Ctrl-C or error (and by the next
+/// fsbench that runs commands, if this one is SIGKILLed). A command that fails is an error
+/// with its last lines of stderr.
+fn run_traced(
+    args: &CaptureArgs,
+    strace: &Path,
+    cwd: &Path,
+    raw: &Path,
+    progress: &Progress,
+) -> anyhow::Result<Duration> {
+    let words = [strace.as_os_str().to_string_lossy().into_owned()]
+        .into_iter()
+        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
+        .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
+        .chain(args.command.iter().cloned());
+    let words: Vec<String> = words.collect();
+    let line = shlex::try_join(words.iter().map(String::as_str))
+        .map_err(|e| invalid(format!("the command cannot be quoted for sh: {e}")))?;
+    let started = Instant::now();
+    let finished = process::run(&Step {
+        command: &format!("exec {line}"),
+        dir: cwd,
+        run: 0,
+        timeout: Duration::from_secs(args.timeout),
+        cancel: &progress.cancel,
+    })?;
+    let wall = started.elapsed();
+    let how = match finished.exit {
+        Exit::Code(0) => return Ok(wall),
+        Exit::Code(code) => format!("failed (exit status: {code})"),
+        Exit::Signal(sig) => format!("was killed by signal {sig}"),
+        Exit::TimedOut => format!("ran past --timeout {}s and was killed", args.timeout),
+    };
+    let stderr = finished.stderr.last_lines(20);
+    Err(FsbenchError::Failed(format!(
+        "`{}` {how} under capture: no trace written{}{}",
+        args.command.join(" "),
+        if stderr.is_empty() {
+            ""
+        } else {
+            "; its last lines of stderr:\n"
+        },
+        stderr
+    ))
+    .into())
 }
 
 /// `capture --show`: what a trace holds.

@@ -116,38 +116,7 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             equal_footing,
             per_workload,
             group,
-        } => {
-            use fsbench_stats::rank::{Placing, rank};
-            let (suites, columns) = load_columns(&store, columns)?;
-            let placing = if *equal_footing {
-                Placing::EqualFooting
-            } else {
-                Placing::Significance
-            };
-            let ranking = rank(&suites, columns, placing);
-            let width = fsbench_report::fit::View::terminal(false).width;
-            let mut text = String::new();
-            if *per_workload {
-                for workload in ranking.workloads() {
-                    let family = ranking.of_workload(workload);
-                    text.push_str(&format!(
-                        "== {workload} ==\n{}\n",
-                        fsbench_report::ranking::render(&family, width)
-                    ));
-                }
-            }
-            for (name, members) in groups(&ranking, group)? {
-                text.push_str(&format!(
-                    "== {name} ==\n{}\n",
-                    fsbench_report::ranking::render(&ranking.of_workloads(&members), width)
-                ));
-            }
-            if *per_workload || !group.is_empty() {
-                text.push_str("== All workloads ==\n");
-            }
-            text.push_str(&fsbench_report::ranking::render(&ranking, width));
-            write_stdout(&text)?;
-        }
+        } => rank_cmd(&store, columns, *equal_footing, *per_workload, group)?,
         Command::Export { id, format, output } => {
             let result = load(&store, *id)?;
             write_output(output.as_deref(), &output::export_text(&result, *format)?)?;
@@ -174,6 +143,47 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `fsbench rank`: the columns' ranking, per workload and per group where asked, then over
+/// all workloads.
+fn rank_cmd(
+    store: &Store,
+    columns: &[String],
+    equal_footing: bool,
+    per_workload: bool,
+    group: &[String],
+) -> anyhow::Result<()> {
+    use fsbench_stats::rank::{Placing, rank};
+    let (suites, columns) = load_columns(store, columns)?;
+    let placing = if equal_footing {
+        Placing::EqualFooting
+    } else {
+        Placing::Significance
+    };
+    let ranking = rank(&suites, columns, placing);
+    let width = fsbench_report::fit::View::terminal(false).width;
+    let mut text = String::new();
+    if per_workload {
+        for workload in ranking.workloads() {
+            let family = ranking.of_workload(workload);
+            text.push_str(&format!(
+                "== {workload} ==\n{}\n",
+                fsbench_report::ranking::render(&family, width)
+            ));
+        }
+    }
+    for (name, members) in groups(&ranking, group)? {
+        text.push_str(&format!(
+            "== {name} ==\n{}\n",
+            fsbench_report::ranking::render(&ranking.of_workloads(&members), width)
+        ));
+    }
+    if per_workload || !group.is_empty() {
+        text.push_str("== All workloads ==\n");
+    }
+    text.push_str(&fsbench_report::ranking::render(&ranking, width));
+    write_stdout(&text)
 }
 
 /// The suites as a table; on a terminal too narrow for it, one block per suite whose lists
