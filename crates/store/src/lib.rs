@@ -319,45 +319,57 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         )?;
     }
     for (idx, p) in run.phases.iter().enumerate() {
-        let m = &p.measurement;
-        tx.execute(
-            "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
+        insert_phase(tx, run_id, idx as i64, p)?;
+    }
+    Ok(())
+}
+
+/// Phase `idx` of run `run_id`: its measurement, errors, latencies and progress series.
+fn insert_phase(
+    tx: &Transaction<'_>,
+    run_id: i64,
+    idx: i64,
+    p: &PhaseRecord,
+) -> anyhow::Result<()> {
+    let m = &p.measurement;
+    tx.execute(
+        "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
                  caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported,
                  shape, idle)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            params![
-                run_id,
-                idx as i64,
-                p.name,
-                m.elapsed_ns as i64,
-                m.ops as i64,
-                m.bytes as i64,
-                m.cpu_user_ns as i64,
-                m.cpu_system_ns as i64,
-                p.caches_dropped,
-                p.sync_after_ns.map(|v| v as i64),
-                m.refused as i64,
-                to_json(&m.failures),
-                to_json(&p.figures),
-                to_json(&p.notes),
-                p.unsupported,
-                (!p.shape.is_empty()).then(|| to_json(&p.shape)),
-                p.idle,
-            ],
+        params![
+            run_id,
+            idx,
+            p.name,
+            m.elapsed_ns as i64,
+            m.ops as i64,
+            m.bytes as i64,
+            m.cpu_user_ns as i64,
+            m.cpu_system_ns as i64,
+            p.caches_dropped,
+            p.sync_after_ns.map(|v| v as i64),
+            m.refused as i64,
+            to_json(&m.failures),
+            to_json(&p.figures),
+            to_json(&p.notes),
+            p.unsupported,
+            (!p.shape.is_empty()).then(|| to_json(&p.shape)),
+            p.idle,
+        ],
+    )?;
+    for (errno, count) in &m.errors {
+        tx.execute(
+            "INSERT INTO phase_errors (run_id, idx, errno, count) VALUES (?1, ?2, ?3, ?4)",
+            params![run_id, idx, errno, *count as i64],
         )?;
-        for (errno, count) in &m.errors {
-            tx.execute(
-                "INSERT INTO phase_errors (run_id, idx, errno, count) VALUES (?1, ?2, ?3, ?4)",
-                params![run_id, idx as i64, errno, *count as i64],
-            )?;
-        }
-        for (op, l) in &m.latency {
-            tx.execute(
+    }
+    for (op, l) in &m.latency {
+        tx.execute(
                 "INSERT INTO latency (run_id, idx, op, count, mean_ns, min_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns, histogram)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     run_id,
-                    idx as i64,
+                    idx,
                     op,
                     l.count as i64,
                     l.mean_ns,
@@ -370,18 +382,17 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                     l.histogram,
                 ],
             )?;
-        }
-        tx.execute(
-            "INSERT INTO progress (run_id, idx, series, latency, ranks) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                run_id,
-                idx as i64,
-                to_json(&p.progress),
-                (!m.latency_timeline.is_empty()).then(|| to_json(&m.latency_timeline)),
-                to_json(&p.rank_progress)
-            ],
-        )?;
     }
+    tx.execute(
+        "INSERT INTO progress (run_id, idx, series, latency, ranks) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            run_id,
+            idx,
+            to_json(&p.progress),
+            (!m.latency_timeline.is_empty()).then(|| to_json(&m.latency_timeline)),
+            to_json(&p.rank_progress)
+        ],
+    )?;
     Ok(())
 }
 
