@@ -123,64 +123,8 @@ fn conclude(
             });
             continue;
         }
-        // cell(b, j): configuration j against baseline b in this phase.
-        let cell = |b: usize, j: usize| comparisons[b].rows[ri].cells[j].as_ref();
-        let measured: Vec<usize> = (0..columns.len())
-            .filter(|&j| cell(j, j).is_some())
-            .collect();
-        if measured.len() < 2 {
+        let Some((outcome, needed)) = judge(columns, comparisons, ri) else {
             continue;
-        }
-        let beats = |a: usize, b: usize| cell(a, b).is_some_and(|c| c.verdict == Verdict::Worse);
-        // The leaders: beaten by none; they lead if each beats every other configuration.
-        let top: Vec<usize> = (measured.iter().copied())
-            .filter(|&a| !measured.iter().any(|&b| beats(b, a)))
-            .collect();
-        let behind: Vec<usize> = (measured.iter().copied())
-            .filter(|j| !top.contains(j))
-            .collect();
-        let leads = !behind.is_empty() && top.iter().all(|&a| behind.iter().all(|&b| beats(a, b)));
-        let mut largest: f64 = 0.0;
-        let mut needed: Option<usize> = Some(0);
-        for &a in &measured {
-            for &b in measured.iter().filter(|&&b| b > a) {
-                let Some(d) = cell(a, b).and_then(|c| c.difference.as_ref()) else {
-                    continue;
-                };
-                let bound = ((d.ratio_low - 1.0).abs()).max((d.ratio_high - 1.0).abs()) * 100.0;
-                largest = largest.max(bound);
-                let pairs = measured.len() * (measured.len() - 1) / 2;
-                let n = d.runs_needed(RESOLUTION_PERCENT, ALPHA / pairs as f64);
-                needed = needed.zip(n).map(|(x, y)| x.max(y));
-            }
-        }
-        let outcome = if leads {
-            // The smallest speed-up of a leader over one behind, from the leader's side.
-            let factor = (top.iter())
-                .flat_map(|&a| behind.iter().map(move |&b| (a, b)))
-                .filter_map(|(a, b)| cell(a, b)?.difference.as_ref())
-                .map(|d| speedup(d.ratio, comparisons[0].rows[ri].key.higher_is_better))
-                .fold(f64::INFINITY, f64::min);
-            Outcome::Leads {
-                configs: top.iter().map(|&a| columns[a].config.clone()).collect(),
-                factor: Some(factor),
-            }
-        } else if top.len() == measured.len() && largest <= EQUIVALENCE_LIMIT_PERCENT {
-            Outcome::Equivalent {
-                within: largest.ceil(),
-            }
-        } else if top.len() == measured.len() {
-            Outcome::Open {
-                largest,
-                runs_needed: needed,
-            }
-        } else {
-            // Significant differences that do not make a clean group of leaders (a beats b,
-            // b beats c, a and c undecided): the leaders are those beaten by none.
-            Outcome::Leads {
-                configs: top.iter().map(|&a| columns[a].config.clone()).collect(),
-                factor: None,
-            }
         };
         if !matches!(outcome, Outcome::Leads { .. }) {
             let merged = runs_to_resolve.unwrap_or(Some(0));
@@ -194,6 +138,75 @@ fn conclude(
         runs: if runs == usize::MAX { 0 } else { runs },
         runs_to_resolve: runs_to_resolve.flatten(),
     }
+}
+
+/// The outcome of primary row `ri` (one phase) among the configurations that measured it,
+/// and the runs that would resolve its differences; `None` with fewer than two measured.
+fn judge(
+    columns: &[Column],
+    comparisons: &[Comparison],
+    ri: usize,
+) -> Option<(Outcome, Option<usize>)> {
+    // cell(b, j): configuration j against baseline b in this phase.
+    let cell = |b: usize, j: usize| comparisons[b].rows[ri].cells[j].as_ref();
+    let measured: Vec<usize> = (0..columns.len())
+        .filter(|&j| cell(j, j).is_some())
+        .collect();
+    if measured.len() < 2 {
+        return None;
+    }
+    let beats = |a: usize, b: usize| cell(a, b).is_some_and(|c| c.verdict == Verdict::Worse);
+    // The leaders: beaten by none; they lead if each beats every other configuration.
+    let top: Vec<usize> = (measured.iter().copied())
+        .filter(|&a| !measured.iter().any(|&b| beats(b, a)))
+        .collect();
+    let behind: Vec<usize> = (measured.iter().copied())
+        .filter(|j| !top.contains(j))
+        .collect();
+    let leads = !behind.is_empty() && top.iter().all(|&a| behind.iter().all(|&b| beats(a, b)));
+    let mut largest: f64 = 0.0;
+    let mut needed: Option<usize> = Some(0);
+    for &a in &measured {
+        for &b in measured.iter().filter(|&&b| b > a) {
+            let Some(d) = cell(a, b).and_then(|c| c.difference.as_ref()) else {
+                continue;
+            };
+            let bound = ((d.ratio_low - 1.0).abs()).max((d.ratio_high - 1.0).abs()) * 100.0;
+            largest = largest.max(bound);
+            let pairs = measured.len() * (measured.len() - 1) / 2;
+            let n = d.runs_needed(RESOLUTION_PERCENT, ALPHA / pairs as f64);
+            needed = needed.zip(n).map(|(x, y)| x.max(y));
+        }
+    }
+    let outcome = if leads {
+        // The smallest speed-up of a leader over one behind, from the leader's side.
+        let factor = (top.iter())
+            .flat_map(|&a| behind.iter().map(move |&b| (a, b)))
+            .filter_map(|(a, b)| cell(a, b)?.difference.as_ref())
+            .map(|d| speedup(d.ratio, comparisons[0].rows[ri].key.higher_is_better))
+            .fold(f64::INFINITY, f64::min);
+        Outcome::Leads {
+            configs: top.iter().map(|&a| columns[a].config.clone()).collect(),
+            factor: Some(factor),
+        }
+    } else if top.len() == measured.len() && largest <= EQUIVALENCE_LIMIT_PERCENT {
+        Outcome::Equivalent {
+            within: largest.ceil(),
+        }
+    } else if top.len() == measured.len() {
+        Outcome::Open {
+            largest,
+            runs_needed: needed,
+        }
+    } else {
+        // Significant differences that do not make a clean group of leaders (a beats b,
+        // b beats c, a and c undecided): the leaders are those beaten by none.
+        Outcome::Leads {
+            configs: top.iter().map(|&a| columns[a].config.clone()).collect(),
+            factor: None,
+        }
+    };
+    Some((outcome, needed))
 }
 
 /// How many times faster the baseline is than the candidate, from the candidate ÷ baseline
