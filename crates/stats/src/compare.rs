@@ -417,42 +417,10 @@ pub fn compare(
             }
         })
         .collect();
-    let mut families = Vec::new();
-    for role in [Role::Primary, Role::MatrixCell, Role::Secondary] {
-        // Every tested cell of the family: (row, column) and its p-value.
-        let tested: Vec<(usize, usize, f64)> = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.role == role)
-            .flat_map(|(ri, r)| {
-                r.cells.iter().enumerate().filter_map(move |(ci, c)| {
-                    Some((ri, ci, c.as_ref()?.difference.as_ref()?.p_value))
-                })
-            })
-            .collect();
-        if tested.is_empty() {
-            continue;
-        }
-        let correction = role.correction();
-        let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
-        // Runs estimates aim at the family's per-test level (Bonferroni: about Holm's).
-        let per_test_alpha = ALPHA / tested.len() as f64;
-        for (&(ri, ci, _), adjusted) in tested.iter().zip(correction.adjust(&p)) {
-            let higher = rows[ri].key.higher_is_better;
-            let cell = rows[ri].cells[ci].as_mut().expect("tested cells exist");
-            let d = cell.difference.as_ref().expect("tested cells have one");
-            cell.verdict = verdict(d, adjusted, higher, noise_percent);
-            if cell.verdict == Verdict::Undecided {
-                cell.runs_needed = d.runs_needed(noise_percent, per_test_alpha);
-            }
-            cell.p_adjusted = Some(adjusted);
-        }
-        families.push(Family {
-            role,
-            correction,
-            tests: tested.len(),
-        });
-    }
+    let families = [Role::Primary, Role::MatrixCell, Role::Secondary]
+        .into_iter()
+        .filter_map(|role| judge_family(&mut rows, role, noise_percent))
+        .collect();
     copy_primary_verdicts(&mut rows);
     Comparison {
         baseline,
@@ -461,6 +429,43 @@ pub fn compare(
         families,
         rows,
     }
+}
+
+/// The verdicts of one family of tests (the rows of `role`), their p-values corrected
+/// together; `None` where the family has no test.
+fn judge_family(rows: &mut [Row], role: Role, noise_percent: f64) -> Option<Family> {
+    // Every tested cell of the family: (row, column) and its p-value.
+    let tested: Vec<(usize, usize, f64)> = (rows.iter().enumerate())
+        .filter(|(_, r)| r.role == role)
+        .flat_map(|(ri, r)| {
+            r.cells
+                .iter()
+                .enumerate()
+                .filter_map(move |(ci, c)| Some((ri, ci, c.as_ref()?.difference.as_ref()?.p_value)))
+        })
+        .collect();
+    if tested.is_empty() {
+        return None;
+    }
+    let correction = role.correction();
+    let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
+    // Runs estimates aim at the family's per-test level (Bonferroni: about Holm's).
+    let per_test_alpha = ALPHA / tested.len() as f64;
+    for (&(ri, ci, _), adjusted) in tested.iter().zip(correction.adjust(&p)) {
+        let higher = rows[ri].key.higher_is_better;
+        let cell = rows[ri].cells[ci].as_mut().expect("tested cells exist");
+        let d = cell.difference.as_ref().expect("tested cells have one");
+        cell.verdict = verdict(d, adjusted, higher, noise_percent);
+        if cell.verdict == Verdict::Undecided {
+            cell.runs_needed = d.runs_needed(noise_percent, per_test_alpha);
+        }
+        cell.p_adjusted = Some(adjusted);
+    }
+    Some(Family {
+        role,
+        correction,
+        tests: tested.len(),
+    })
 }
 
 /// A derived figure takes its phase's verdict, so the two views never disagree.
