@@ -50,93 +50,20 @@ fn factors(values: &[f64]) -> String {
 /// One workload's answer: `tree:quick (5 runs each) — xfs is fastest overall (ahead in 3 of
 /// 4 phases, 1.2–2.1 ×); equivalent within ±4% in file-remove`.
 pub(crate) fn line(c: &Conclusion) -> String {
-    // Leaders and the phases they lead, in order of first appearance.
-    let mut leaders: Vec<(Vec<String>, Vec<String>, Vec<f64>)> = Vec::new();
-    let (mut equivalent, mut open, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
-    let mut largest: f64 = 0.0;
-    for p in &c.phases {
-        match &p.outcome {
-            Outcome::Leads { configs, factor } => {
-                let i = match leaders.iter().position(|(l, ..)| l == configs) {
-                    Some(i) => i,
-                    None => {
-                        leaders.push((configs.clone(), Vec::new(), Vec::new()));
-                        leaders.len() - 1
-                    }
-                };
-                leaders[i].1.push(p.phase.clone());
-                leaders[i].2.extend(factor);
-            }
-            Outcome::Equivalent { within } => {
-                largest = largest.max(*within);
-                equivalent.push(format!("{} (±{within:.0}%)", p.phase));
-            }
-            Outcome::Open { largest: l, .. } => {
-                largest = largest.max(*l);
-                open.push(p.phase.clone());
-            }
-            Outcome::LeftOut { reason } => left_out.push(format!("{} ({reason})", p.phase)),
-        }
+    let sorted = Sorted::of(c);
+    let decided = c.phases.len() - sorted.left_out.len();
+    let mut parts: Vec<String> = sorted
+        .headline(decided, c.runs_to_resolve)
+        .into_iter()
+        .collect();
+    if !sorted.leaders.is_empty() && !sorted.equivalent.is_empty() {
+        parts.push(format!("equivalent in {}", and_list(&sorted.equivalent)));
     }
-    let decided = c.phases.len() - left_out.len();
-    let mut parts = Vec::new();
-    match leaders.as_slice() {
-        [] if decided > 0 => parts.push(format!(
-            "{}{}",
-            // Beyond 100% the bound is a factor, and a percentage would read as a finding.
-            if largest > 100.0 {
-                format!(
-                    "undecided: the runs vary too much to tell (differences up to {:.0} × \
-                     not excluded)",
-                    1.0 + largest / 100.0
-                )
-            } else {
-                format!("no difference larger than {largest:.0}% found")
-            },
-            match c.runs_to_resolve {
-                Some(n) => format!("; about {n} runs each would resolve {RESOLUTION_PERCENT}%"),
-                None => String::new(),
-            }
-        )),
-        [] => {}
-        // "Overall" only where it leads in most phases; else the phases are named.
-        [(configs, phases, f)] if configs.len() == 1 && phases.len() * 2 > decided => {
-            parts.push(format!(
-                "{} is fastest overall (ahead in {} of {decided} phases{})",
-                configs[0],
-                phases.len(),
-                match factors(f).as_str() {
-                    "" => String::new(),
-                    range => format!(", {range}"),
-                }
-            ))
-        }
-        _ => {
-            let each: Vec<String> = (leaders.iter())
-                .map(|(configs, phases, f)| {
-                    let who = if configs.len() == 1 {
-                        format!("{} leads", configs[0])
-                    } else {
-                        format!("{} share the lead", and_list(configs))
-                    };
-                    let by = match factors(f).as_str() {
-                        "" => String::new(),
-                        range => format!(" ({range})"),
-                    };
-                    format!("{who} in {}{by}", and_list(phases))
-                })
-                .collect();
-            parts.push(each.join("; "));
-        }
+    if !sorted.leaders.is_empty() && !sorted.open.is_empty() {
+        parts.push(format!("{} undecided", and_list(&sorted.open)));
     }
-    if !leaders.is_empty() && !equivalent.is_empty() {
-        parts.push(format!("equivalent in {}", and_list(&equivalent)));
-    }
-    if !leaders.is_empty() && !open.is_empty() {
-        parts.push(format!("{} undecided", and_list(&open)));
-    }
-    if !left_out.is_empty() {
-        parts.push(format!("left out: {}", and_list(&left_out)));
+    if !sorted.left_out.is_empty() {
+        parts.push(format!("left out: {}", and_list(&sorted.left_out)));
     }
     format!(
         "{} ({} runs each) — {}",
@@ -148,6 +75,103 @@ pub(crate) fn line(c: &Conclusion) -> String {
             parts.join("; ")
         }
     )
+}
+
+/// A workload's phases by outcome.
+#[derive(Default)]
+struct Sorted {
+    /// Leaders, the phases they lead and their factors, in order of first appearance.
+    leaders: Vec<(Vec<String>, Vec<String>, Vec<f64>)>,
+    equivalent: Vec<String>,
+    open: Vec<String>,
+    left_out: Vec<String>,
+    /// The largest difference not excluded, in percent.
+    largest: f64,
+}
+
+impl Sorted {
+    fn of(c: &Conclusion) -> Sorted {
+        let mut s = Sorted::default();
+        for p in &c.phases {
+            match &p.outcome {
+                Outcome::Leads { configs, factor } => {
+                    let i = match s.leaders.iter().position(|(l, ..)| l == configs) {
+                        Some(i) => i,
+                        None => {
+                            s.leaders.push((configs.clone(), Vec::new(), Vec::new()));
+                            s.leaders.len() - 1
+                        }
+                    };
+                    s.leaders[i].1.push(p.phase.clone());
+                    s.leaders[i].2.extend(factor);
+                }
+                Outcome::Equivalent { within } => {
+                    s.largest = s.largest.max(*within);
+                    s.equivalent.push(format!("{} (±{within:.0}%)", p.phase));
+                }
+                Outcome::Open { largest, .. } => {
+                    s.largest = s.largest.max(*largest);
+                    s.open.push(p.phase.clone());
+                }
+                Outcome::LeftOut { reason } => s.left_out.push(format!("{} ({reason})", p.phase)),
+            }
+        }
+        s
+    }
+
+    /// Who leads where, or, with no leader among `decided` phases, what the runs can and
+    /// cannot tell.
+    fn headline(&self, decided: usize, runs_to_resolve: Option<usize>) -> Option<String> {
+        match self.leaders.as_slice() {
+            [] if decided > 0 => Some(format!(
+                "{}{}",
+                // Beyond 100% the bound is a factor, and a percentage would read as a finding.
+                if self.largest > 100.0 {
+                    format!(
+                        "undecided: the runs vary too much to tell (differences up to {:.0} × \
+                         not excluded)",
+                        1.0 + self.largest / 100.0
+                    )
+                } else {
+                    format!("no difference larger than {:.0}% found", self.largest)
+                },
+                match runs_to_resolve {
+                    Some(n) => format!("; about {n} runs each would resolve {RESOLUTION_PERCENT}%"),
+                    None => String::new(),
+                }
+            )),
+            [] => None,
+            // "Overall" only where it leads in most phases; else the phases are named.
+            [(configs, phases, f)] if configs.len() == 1 && phases.len() * 2 > decided => {
+                Some(format!(
+                    "{} is fastest overall (ahead in {} of {decided} phases{})",
+                    configs[0],
+                    phases.len(),
+                    match factors(f).as_str() {
+                        "" => String::new(),
+                        range => format!(", {range}"),
+                    }
+                ))
+            }
+            leaders => {
+                let each: Vec<String> = (leaders.iter())
+                    .map(|(configs, phases, f)| {
+                        let who = if configs.len() == 1 {
+                            format!("{} leads", configs[0])
+                        } else {
+                            format!("{} share the lead", and_list(configs))
+                        };
+                        let by = match factors(f).as_str() {
+                            "" => String::new(),
+                            range => format!(" ({range})"),
+                        };
+                        format!("{who} in {}{by}", and_list(phases))
+                    })
+                    .collect();
+                Some(each.join("; "))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
