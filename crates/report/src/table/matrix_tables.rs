@@ -176,12 +176,7 @@ fn render_matrix_summary(
 }
 
 /// A configuration's harness % over one test's cells: their geometric mean and largest.
-fn harness_text(
-    m: &Matrix,
-    harness: &Matrix,
-    config: &str,
-    table: &fsbench_model::measurement::DimValue,
-) -> String {
+fn harness_text(m: &Matrix, harness: &Matrix, config: &str, table: &DimValue) -> String {
     let percents: Vec<f64> = (m.rows.iter())
         .flat_map(|r| m.cols.iter().map(move |col| (r, col)))
         .filter_map(|(r, col)| Some(harness.get(config, table, r, col)?.mean))
