@@ -124,34 +124,8 @@ fn existing_tree(dir: &Path) -> anyhow::Result<String> {
 }
 
 pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
-    match args.dir.metadata() {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(invalid(format!(
-                "-o {}: not a directory",
-                args.dir.display()
-            )));
-        }
-        Err(e) => return Err(invalid(format!("-o {}: {e}", args.dir.display()))),
-    }
-    // fdtree: neither or both of -C and -R means both.
-    let (create, remove) = if args.create_only == args.remove_only {
-        (true, true)
-    } else {
-        (args.create_only, args.remove_only)
-    };
-    let base = if create {
-        tree::default_base_name()
-    } else {
-        existing_tree(&args.dir)?
-    };
+    let (create, remove, base, params) = what_to_run(args)?;
     let shown = args.dir.join(&base);
-    let params = if !create && !args.given() {
-        infer_params(&shown)?
-    } else {
-        args.params()
-    };
-    params.validate()?;
     let dir = rustix::fs::open(
         &args.dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -165,6 +139,13 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         progress,
     };
     let mut console = super::console::Console::new(!args.debug);
+    let left_at = || {
+        format!(
+            "{}; remove it with `fsbench fdtree -R -o {}`",
+            shown.display(),
+            args.dir.display()
+        )
+    };
     // fdtree's phases: the workload runs them by index, in this order.
     let phases = (tree::Phase::FDTREE.into_iter().enumerate()).filter(|(_, p)| match p {
         tree::Phase::DirCreate | tree::Phase::FileCreate => create,
@@ -185,19 +166,14 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         )
         .inspect_err(|_| {
             super::console::say(&format!(
-                "fsbench: the partial tree is left at {}; remove it with `fsbench fdtree -R -o {}`",
-                shown.display(),
-                args.dir.display()
+                "fsbench: the partial tree is left at {}",
+                left_at()
             ));
         })?;
         failed_calls += print_phase(args, phase, tin, &record)?;
     }
     if create && !remove {
-        super::console::say(&format!(
-            "fsbench: tree left at {}; remove it with `fsbench fdtree -R -o {}`",
-            shown.display(),
-            args.dir.display()
-        ));
+        super::console::say(&format!("fsbench: tree left at {}", left_at()));
     }
     if failed_calls > 0 {
         return Err(FsbenchError::Failed(format!(
@@ -206,6 +182,38 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         .into());
     }
     Ok(())
+}
+
+/// Which of fdtree's halves run (neither or both of -C and -R means both), the tree's root
+/// name (a new one, or the one -C left) and its parameters (given, or read from that tree).
+fn what_to_run(args: &FdtreeArgs) -> anyhow::Result<(bool, bool, String, TreeParams)> {
+    match args.dir.metadata() {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(invalid(format!(
+                "-o {}: not a directory",
+                args.dir.display()
+            )));
+        }
+        Err(e) => return Err(invalid(format!("-o {}: {e}", args.dir.display()))),
+    }
+    let (create, remove) = if args.create_only == args.remove_only {
+        (true, true)
+    } else {
+        (args.create_only, args.remove_only)
+    };
+    let base = if create {
+        tree::default_base_name()
+    } else {
+        existing_tree(&args.dir)?
+    };
+    let params = if !create && !args.given() {
+        infer_params(&args.dir.join(&base))?
+    } else {
+        args.params()
+    };
+    params.validate()?;
+    Ok((create, remove, base, params))
 }
 
 /// A phase's block as fdtree prints it (IN at `tin` seconds), its latencies with `-v`, and
