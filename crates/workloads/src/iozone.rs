@@ -99,6 +99,60 @@ impl CellResult {
     }
 }
 
+/// A test's I/O on `file`: `n` records of `buf`, in its pattern, by system calls or through
+/// stdio's buffers; the bytes moved.
+fn transfer(
+    file: &OwnedFd,
+    io: Io,
+    writes: bool,
+    buf: &mut [u8],
+    n: u64,
+    record: u64,
+) -> Result<u64, FsbenchError> {
+    let mut moved = 0u64;
+    match io {
+        Io::Write | Io::Read => {
+            for _ in 0..n {
+                moved += if writes {
+                    write_all(file, buf)?
+                } else {
+                    read_full(file, buf)?
+                };
+            }
+        }
+        Io::PWrite(pattern) | Io::PRead(pattern) => {
+            for i in Offsets::new(pattern, n) {
+                let off = i * record;
+                moved += if writes {
+                    pwrite_all(file, buf, off)?
+                } else {
+                    pread_full(file, buf, off)?
+                };
+            }
+        }
+        Io::StdioWrite => {
+            let mut out = BufWriter::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+            for _ in 0..n {
+                out.write_all(buf)
+                    .map_err(|e| FsbenchError::Failed(format!("fwrite: {e}")))?;
+                moved += record;
+            }
+            out.flush()
+                .map_err(|e| FsbenchError::Failed(format!("fflush: {e}")))?;
+        }
+        Io::StdioRead => {
+            let mut input =
+                std::io::BufReader::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+            for _ in 0..n {
+                std::io::Read::read_exact(&mut input, buf)
+                    .map_err(|e| FsbenchError::Failed(format!("fread: {e}")))?;
+                moved += record;
+            }
+        }
+    }
+    Ok(moved)
+}
+
 /// IOzone's timer resolution: it times with gettimeofday and prints "Time Resolution =
 /// 0.000001 seconds" in its header.
 const IOZONE_TIME_RES: f64 = 1e-6;
@@ -292,48 +346,7 @@ impl Iozone {
         let buf = &mut buf.buf()[..record as usize];
         let n = size / record;
         let start = Instant::now();
-        let mut moved = 0u64;
-        match io {
-            Io::Write | Io::Read => {
-                for _ in 0..n {
-                    moved += if writes {
-                        write_all(&file, buf)?
-                    } else {
-                        read_full(&file, buf)?
-                    };
-                }
-            }
-            Io::PWrite(pattern) | Io::PRead(pattern) => {
-                for i in Offsets::new(pattern, n) {
-                    let off = i * record;
-                    moved += if writes {
-                        pwrite_all(&file, buf, off)?
-                    } else {
-                        pread_full(&file, buf, off)?
-                    };
-                }
-            }
-            Io::StdioWrite => {
-                let mut out =
-                    BufWriter::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
-                for _ in 0..n {
-                    out.write_all(buf)
-                        .map_err(|e| FsbenchError::Failed(format!("fwrite: {e}")))?;
-                    moved += record;
-                }
-                out.flush()
-                    .map_err(|e| FsbenchError::Failed(format!("fflush: {e}")))?;
-            }
-            Io::StdioRead => {
-                let mut input =
-                    std::io::BufReader::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
-                for _ in 0..n {
-                    std::io::Read::read_exact(&mut input, buf)
-                        .map_err(|e| FsbenchError::Failed(format!("fread: {e}")))?;
-                    moved += record;
-                }
-            }
-        }
+        let moved = transfer(&file, io, writes, buf, n, record)?;
         if writes && self.params.fsync {
             rustix::fs::fsync(&file).map_err(io_err)?;
         }
