@@ -18,7 +18,7 @@ use crate::runner::phases::{PhaseSettings, run_phase};
 use fsbench_measure::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
 use fsbench_measure::rmtree;
 use fsbench_model::results::PhaseRecord;
-use fsbench_model::workload::WorkloadSpec;
+use fsbench_model::workload::{PhaseInfo, WorkloadSpec};
 use fsbench_workloads::tree::Stonewall;
 use fsbench_workloads::{Params, RankShare, Workload};
 
@@ -204,14 +204,7 @@ fn run_phases(
     let phases = own.phases();
     let mut records = Vec::new();
     for (index, info) in phases.iter().enumerate() {
-        // One rank per node drops the node's caches; everyone waits for every node.
-        let dropped = job.settle && comm.local_rank == 0 && sync_and_drop_caches(top);
-        let drops = comm.exchange(Ok(vec![dropped as u8]))?;
-        let my_host = &comm.hosts[comm.rank];
-        let caches_dropped = drops
-            .iter()
-            .zip(&comm.hosts)
-            .any(|(d, h)| h == my_host && d.first() == Some(&1));
+        let caches_dropped = drop_node_caches(comm, job, top)?;
         let shifted = shifted_phases.contains(&info.name.as_ref());
         let (workload, dir, acted_on) = match &mut theirs {
             Some((dir, w)) if shifted => (w.as_mut(), &*dir, other),
@@ -239,22 +232,42 @@ fn run_phases(
                 };
                 serde_json::to_vec(&phase).map_err(|e| Failure::of(&e.into()))
             });
-        let all = comm.exchange(mine)?;
-        if comm.rank == 0 {
-            let ranks = all
-                .iter()
-                .map(|b| serde_json::from_slice::<RankPhase>(b))
-                .collect::<Result<Vec<_>, _>>()
-                .context("a rank's phase record does not parse")?;
-            let cx = aggregate::Context {
-                info,
-                hosts: &comm.hosts,
-                stonewall_secs: job.options.stonewall,
-            };
-            records.push(aggregate::aggregate(&ranks, &cx));
-        }
+        records.extend(gather(comm, job, info, mine)?);
     }
     Ok((comm.rank == 0).then_some(records))
+}
+
+/// One rank per node drops the node's caches; everyone waits for every node. Whether this
+/// rank's node dropped them.
+fn drop_node_caches(comm: &Comm, job: &Job, top: &OwnedFd) -> anyhow::Result<bool> {
+    let dropped = job.settle && comm.local_rank == 0 && sync_and_drop_caches(top);
+    let drops = comm.exchange(Ok(vec![dropped as u8]))?;
+    let my_host = &comm.hosts[comm.rank];
+    Ok((drops.iter().zip(&comm.hosts)).any(|(d, h)| h == my_host && d.first() == Some(&1)))
+}
+
+/// Every rank's record of phase `info` (`mine`, serialized) at the barrier after it; on
+/// rank 0 their aggregate.
+fn gather(
+    comm: &Comm,
+    job: &Job,
+    info: &PhaseInfo,
+    mine: Result<Vec<u8>, Failure>,
+) -> anyhow::Result<Option<PhaseRecord>> {
+    let all = comm.exchange(mine)?;
+    if comm.rank != 0 {
+        return Ok(None);
+    }
+    let ranks = (all.iter())
+        .map(|b| serde_json::from_slice::<RankPhase>(b))
+        .collect::<Result<Vec<_>, _>>()
+        .context("a rank's phase record does not parse")?;
+    let cx = aggregate::Context {
+        info,
+        hosts: &comm.hosts,
+        stonewall_secs: job.options.stonewall,
+    };
+    Ok(Some(aggregate::aggregate(&ranks, &cx)))
 }
 
 fn realtime_ns() -> u64 {
