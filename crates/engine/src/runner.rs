@@ -34,10 +34,8 @@ use lifecycle::{fresh_fs, record_checkpoint};
 use lifecycle::{undo_failed_run, with_remedy};
 use observer::{Diagnostic, Observer, SuitePlan};
 use phases::{PhaseSettings, run_phase};
+use records::now;
 
-pub(crate) fn now() -> String {
-    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
 
 /// How to run a suite.
 pub struct RunOptions<'a> {

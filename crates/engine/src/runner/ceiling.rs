@@ -65,7 +65,7 @@ fn measure(
         fsbench_version: system.fsbench_version.clone(),
         cpu_model: system.cpu_model.clone(),
         kernel_release: system.kernel_release.clone(),
-        measured_at: super::now(),
+        measured_at: super::records::now(),
         threads: spec.threads(),
         phases,
     })

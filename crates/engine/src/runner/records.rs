@@ -2,7 +2,6 @@
 //! resumes, and a run's before it runs.
 
 use super::configs::Resolved;
-use super::now;
 use super::prepare::RunSpec;
 use fsbench_measure::error::invalid;
 use fsbench_measure::sysinfo::SystemInfoExt;
@@ -17,6 +16,11 @@ use fsbench_model::testbed::{SuiteTestbed, TargetSpec};
 use fsbench_model::units::format_bytes;
 use fsbench_testbed::testbed::stack::SuiteTestbedExt;
 use fsbench_testbed::testbed::{Target, device};
+
+/// The time now, as records keep it (RFC 3339, local time, whole seconds).
+pub(crate) fn now() -> String {
+    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
 
 fn describe_target(target: &Target, configs: &[FsConfig]) -> TargetInfo {
     // tmpfs has no image, loop device or disk: each run mounts a fresh one in memory.
