@@ -36,7 +36,6 @@ use observer::{Diagnostic, Observer, SuitePlan};
 use phases::{PhaseSettings, run_phase};
 use records::now;
 
-
 /// How to run a suite.
 pub struct RunOptions<'a> {
     pub progress: Arc<Progress>,

@@ -269,17 +269,14 @@ impl Atomic {
 
     /// `mkdir d0..dN`: directories.
     fn mkdir(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
-        let mut name = Name { buf: [0; 24] };
         let d = Self::dir(dir, "mkdir", true)?;
-        for i in 0..self.params.count {
-            let made = rustix::fs::mkdirat(&d, name.of(b'd', i), Mode::from(0o755));
-            if rec.record(OpKind::Mkdir, made)?.is_some() {
-                rec.unit_done(0)?;
-            } else {
-                rec.note_failure(|| format!("mkdir/d{i}"));
-            }
-        }
-        Ok(())
+        each_name(
+            ("mkdir", b'd'),
+            self.params.count,
+            OpKind::Mkdir,
+            rec,
+            |name| rustix::fs::mkdirat(&d, name, Mode::from(0o755)),
+        )
     }
 
     /// `touch f0..fN`: empty files.
@@ -370,34 +367,26 @@ impl Atomic {
 
     /// `rm`: the files and the dd files.
     fn rm(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
-        let mut name = Name { buf: [0; 24] };
         let count = self.params.count;
         for (sub, n) in [("files", count), ("dd", self.params.dd_count)] {
             let d = Self::dir(dir, sub, false)?;
-            for i in 0..n {
-                let removed = rustix::fs::unlinkat(&d, name.of(b'f', i), AtFlags::empty());
-                if rec.record(OpKind::Unlink, removed)?.is_some() {
-                    rec.unit_done(0)?;
-                } else {
-                    rec.note_failure(|| format!("{sub}/f{i}"));
-                }
-            }
+            each_name((sub, b'f'), n, OpKind::Unlink, rec, |name| {
+                rustix::fs::unlinkat(&d, name, AtFlags::empty())
+            })?;
         }
         Ok(())
     }
 
     /// `rmdir`: the directories, then the workload's own.
     fn rmdir(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
-        let mut name = Name { buf: [0; 24] };
         let d = Self::dir(dir, "mkdir", false)?;
-        for i in 0..self.params.count {
-            let removed = rustix::fs::unlinkat(&d, name.of(b'd', i), AtFlags::REMOVEDIR);
-            if rec.record(OpKind::Rmdir, removed)?.is_some() {
-                rec.unit_done(0)?;
-            } else {
-                rec.note_failure(|| format!("mkdir/d{i}"));
-            }
-        }
+        each_name(
+            ("mkdir", b'd'),
+            self.params.count,
+            OpKind::Rmdir,
+            rec,
+            |name| rustix::fs::unlinkat(&d, name, AtFlags::REMOVEDIR),
+        )?;
         drop(d);
         for sub in ["mkdir", "files", "dd"] {
             let _ = rustix::fs::unlinkat(dir, sub, AtFlags::REMOVEDIR);
@@ -435,6 +424,26 @@ impl Workload for Atomic {
             _ => self.rmdir(dir, rec),
         }
     }
+}
+
+/// One call per name `<prefix><i>` of directory `sub`, for `i` below `n`, each one unit,
+/// a failed one noted by its path.
+fn each_name(
+    (sub, prefix): (&str, u8),
+    n: u64,
+    op: OpKind,
+    rec: &mut PhaseRecorder,
+    call: impl Fn(&CStr) -> rustix::io::Result<()>,
+) -> Result<(), FsbenchError> {
+    let mut name = Name { buf: [0; 24] };
+    for i in 0..n {
+        if rec.record(op, call(name.of(prefix, i)))?.is_some() {
+            rec.unit_done(0)?;
+        } else {
+            rec.note_failure(|| format!("{sub}/{}{i}", prefix as char));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
