@@ -1,7 +1,7 @@
 //! One interface for every report of a suite (hyperfine's `Exporter`, criterion's `Report`)
 //! and their registry: the command line picks a row by name (`fsbench export --format NAME`,
-//! `run --output-format NAME`), and a workload's row in the workload registry names the
-//! formats of its own (`WorkloadKind::reports`).
+//! `run --output-format NAME`), and a workload names the formats of its own (its
+//! `WorkloadParams::REPORTS`).
 
 use crate::fit::{Style, View};
 use fsbench_measure::error::invalid;

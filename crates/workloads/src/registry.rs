@@ -18,8 +18,9 @@ use crate::{
 };
 
 /// One workload's parameters, typed: what the engine runs. Parsed from `--workload` or read
-/// from a suite's [`WorkloadSpec`] ([`Params::of`]), validated. A workload's variant is
-/// named in its own folder alone (its `From`); everything else asks its [`WorkloadParams`].
+/// from a suite's [`WorkloadSpec`] ([`Params::of`]), validated. The variants are named in
+/// this file alone (the one match, the `From`s); everything else asks the workload's
+/// [`WorkloadParams`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Params {
     Tree(tree::TreeParams),

@@ -30,3 +30,18 @@ fn overflowing_space_is_an_error_not_a_small_number() {
     let need = thirteen.space_needed().unwrap().bytes;
     assert!(need >= 13 << 60, "{need}");
 }
+
+#[test]
+fn every_registered_workload_parses_to_its_own_variant() {
+    for entry in WORKLOADS {
+        let name = entry.kind.name;
+        let params = Params::parse(name).unwrap();
+        assert_eq!(params.kind().name, name);
+        assert_eq!(params.reports(), entry.reports, "{name}");
+        assert_eq!(params.spec().kind, name);
+    }
+    let mut names: Vec<&str> = WORKLOADS.iter().map(|w| w.kind.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), WORKLOADS.len(), "a name twice");
+}
