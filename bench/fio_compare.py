@@ -5,7 +5,9 @@ on tmpfs and (as root) on a fresh ext4 loop image attached with direct I/O:
 
   psync, iodepth 1: 4 KiB randread and randwrite;
   io_uring, iodepth 32, direct: 4 KiB randread;
-  128 KiB sequential write with end_fsync;
+  128 KiB sequential write with end_fsync, and with fsync=32 (fio's count of syncs);
+  numjobs=4 4 KiB randread (the jobs' sum; fio with group_reporting);
+  a 70/30 random read/write mix (both directions added up);
   rate_iops=5000 randread: p99 latency.
 
 Prints fsbench / fio for IOPS and bandwidth (target >= 0.95) and for p50 and p99 completion
@@ -44,6 +46,10 @@ JOBS = [
      {"rw": "randread", "bs": "4k", "ioengine": "io_uring", "iodepth": "32", "direct": "1",
       "fixedbufs": "1", "registerfiles": "1"}, False),
     ("128k seq write end_fsync", {"rw": "write", "bs": "128k", "ioengine": "psync", "end_fsync": "1"}, False),
+    ("128k seq write fsync=32",
+     {"rw": "write", "bs": "128k", "ioengine": "psync", "fsync": "32", "end_fsync": "1"}, False),
+    ("psync numjobs=4 4k randread", {"rw": "randread", "bs": "4k", "ioengine": "psync", "numjobs": "4"}, False),
+    ("psync 4k randrw 70/30", {"rw": "randrw", "rwmixread": "70", "bs": "4k", "ioengine": "psync"}, False),
     ("rate_iops=5000 4k randread",
      {"rw": "randread", "bs": "4k", "ioengine": "psync", "rate_iops": "5000", "time_based": "1"}, True),
 ]
@@ -51,17 +57,28 @@ JOBS = [
 
 def fio(work, opts):
     args = [FIO, "--name=job", f"--directory={work}", f"--size={SIZE}", f"--runtime={RUNTIME}",
-            "--randrepeat=1", "--lat_percentiles=1", "--output-format=json"]
+            "--randrepeat=1", "--lat_percentiles=1", "--group_reporting", "--output-format=json"]
     args += [f"--{k}={v}" for k, v in opts.items()]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     job = json.loads(out[out.index("{"):])["jobs"][0]
-    d = job["write" if "write" in opts["rw"] else "read"]
+    first = directions(opts)[0]
+    d = job[first]
     pct = d["clat_ns"].get("percentile", {})
     lat = d["lat_ns"].get("percentile", {})
     for f in os.listdir(work):
         os.remove(os.path.join(work, f))
-    return {"iops": d["iops"], "bw": d["bw"], "p50": pct.get("50.000000", 0) / 1000,
+    return {"iops": sum(job[x]["iops"] for x in directions(opts)),
+            "bw": sum(job[x]["bw"] for x in directions(opts)),
+            "p50": pct.get("50.000000", 0) / 1000,
             "p99": pct.get("99.000000", 0) / 1000, "lat p99": lat.get("99.000000", 0) / 1000}
+
+
+def directions(opts):
+    """The directions a job moves data in, the first one's latency compared."""
+    rw = opts["rw"]
+    if rw in ("randrw", "readwrite", "rw"):
+        return ["read", "write"]
+    return ["write" if "write" in rw else "read"]
 
 
 def fsbench(work, db, opts):
@@ -72,15 +89,17 @@ def fsbench(work, db, opts):
                           "--dir", work, "-w", spec], check=True, capture_output=True, text=True).stdout
     # The timed phase `io`, after the untimed `layout`.
     phase = next(p for p in json.loads(out)["runs"][0]["phases"] if p["name"] == "io")
-    d = "write" if "write" in opts["rw"] else "read"
+    d = directions(opts)[0]
 
-    def fig(name, pct=None):
+    def fig(name, pct=None, direction=d):
         for f in phase["figures"]:
             dims = {x["name"]: x.get("text") for x in f.get("dims", [])}
-            if f["name"] == name and dims.get("direction") == d and (pct is None or dims.get("percentile") == pct):
+            if f["name"] == name and dims.get("direction") == direction and (pct is None or dims.get("percentile") == pct):
                 return f["value"]
         return 0.0
-    return {"iops": fig("iops"), "bw": fig("bw"), "p50": fig("clat", "p50"), "p99": fig("clat", "p99"),
+    return {"iops": sum(fig("iops", direction=x) for x in directions(opts)),
+            "bw": sum(fig("bw", direction=x) for x in directions(opts)),
+            "p50": fig("clat", "p50"), "p99": fig("clat", "p99"),
             "lat p99": phase["latency"][d]["p99_ns"] / 1000}
 
 
@@ -115,7 +134,7 @@ def compare(work, db, where, plain_bin):
         if os.environ.get("ONLY", "") not in name:
             continue
         tools = ["fio", "fsbench"]
-        if plain_bin and not open_loop and opts["bs"] == "4k":
+        if plain_bin and not open_loop and opts["bs"] == "4k" and "numjobs" not in opts and opts["rw"] != "randrw":
             tools.append("plain")
         res = {t: [] for t in tools}
         run = {"fio": lambda: fio(work, opts), "fsbench": lambda: fsbench(work, db, opts),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::Command;
 
 /// `--db` after a command that reads or writes the results database; the commands that use
-/// none (capture, fdtree, archive, clean, generate) neither take nor list it.
+/// none (capture, fdtree, archive, clean, generate, crash) neither take nor list it.
 #[derive(Debug, Clone, clap::Args)]
 pub(super) struct Database {
     /// Results database [default: $XDG_DATA_HOME/fsbench/results.db]
@@ -32,7 +32,9 @@ impl Command {
             | Command::Capture(_)
             | Command::Clean
             | Command::Archive { .. }
-            | Command::Generate { .. } => {
+            | Command::Generate { .. }
+            | Command::Crash(_)
+            | Command::CrashRecorder(_) => {
                 return None;
             }
         };

@@ -138,7 +138,7 @@ fn json_output_is_one_versioned_document_on_stdout() {
         .arg(dir.path()));
     assert!(out.status.success());
     let doc = json(&out);
-    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["schema_version"], 3);
     assert_eq!(doc["suite"]["purpose"], "test <json>");
     assert_eq!(doc["runs"].as_array().unwrap().len(), 3);
     let phase = &doc["runs"][0]["phases"][1];

@@ -8,10 +8,11 @@ use std::process::Command;
 
 use crate::common::*;
 
-const ENGINES: [&str; 3] = [
+const ENGINES: [&str; 4] = [
     "ioengine=psync",
     "ioengine=pvsync2",
     "ioengine=io_uring,iodepth=16,iodepth_batch_submit=4",
+    "ioengine=libaio,iodepth=16,iodepth_batch_submit=4",
 ];
 
 /// One run of `workload` in `dir` (or on an ext4 image there with `fs`), its JSON document.
@@ -101,8 +102,44 @@ fn every_engine_moves_its_bytes_on_tmpfs_with_its_syncs() {
         assert_eq!(layout["ops"].as_u64(), Some(4), "{engine}");
         assert_eq!(layout["bytes"].as_u64(), Some(4 * (4 << 20)), "{engine}");
         assert!(layout["elapsed_ns"].as_u64().unwrap() > 0, "{engine}");
-        let uring = engine.contains("io_uring");
-        assert_eq!(latency.get("read slat").is_some(), uring, "{engine}");
+        let queued = engine.contains("io_uring") || engine.contains("libaio");
+        assert_eq!(latency.get("read slat").is_some(), queued, "{engine}");
+    }
+}
+
+/// The `fsync` calls fio makes on its file for `rw=write,bs=4k,size=256k,fsync=16,end_fsync`.
+fn fio_fsyncs(dir: &Path) -> usize {
+    let state = tempdir();
+    let log = state.path().join("strace.log");
+    let out = run(Command::new("strace")
+        .args(["-f", "-qq", "-y", "-e", "trace=fsync", "-o"])
+        .arg(&log)
+        .args(["fio", "--name=sync", "--rw=write", "--bs=4k", "--size=256k"])
+        .args(["--fsync=16", "--end_fsync=1", "--ioengine=psync"])
+        .arg(format!("--directory={}", dir.display())));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(&log).unwrap();
+    log.lines().filter(|l| l.contains("sync.0.0>")).count()
+}
+
+#[test]
+fn fsync_every_n_writes_syncs_before_the_next_write_never_after_the_last() {
+    let dir = tmpfs_tempdir();
+    // 64 writes, a sync after every 16th that another write follows (3), and end_fsync.
+    for engine in [ENGINES[0], ENGINES[2], ENGINES[3]] {
+        let workload = format!("io:rw=write,bs=4k,size=256k,fsync=16,end_fsync,{engine}");
+        let (out, doc) = io_run(dir.path(), None, &workload);
+        assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+        let latency = &doc["runs"][0]["phases"][1]["latency"];
+        assert_eq!(latency["fsync"]["count"], 4, "{engine}: {latency}");
+    }
+    if !has_tool("fio") || !has_tool("strace") {
+        skip("fsync count against fio's: fio or strace is not installed");
+        return;
+    }
+    assert_eq!(fio_fsyncs(dir.path()), 4, "fio's own count");
+    for f in std::fs::read_dir(dir.path()).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
     }
 }
 
@@ -124,7 +161,7 @@ fn every_engine_does_direct_io_on_an_ext4_loop_image() {
 #[test]
 fn rate_iops_is_kept_and_latency_counts_from_the_schedule() {
     let dir = tmpfs_tempdir();
-    for engine in [ENGINES[0], ENGINES[2]] {
+    for engine in [ENGINES[0], ENGINES[2], ENGINES[3]] {
         let workload =
             format!("io:rw=randread,size=16m,rate_iops=1000,runtime=2,time_based,{engine}");
         let (out, doc) = io_run(dir.path(), None, &workload);

@@ -21,7 +21,7 @@ fn check_fresh_runs(fs: &str, tool: &str) {
         &["--fs", fs, "-w", TINY, "--runs", "2"],
     );
     assert!(out.status.success(), "exit {:?}", out.status);
-    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["schema_version"], 3);
     assert_eq!(doc["status"], "completed");
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -265,7 +265,7 @@ fn mounted_and_root_devices_are_refused() {
     assert_eq!(out.status.code(), Some(3));
     assert!(mounted_err.contains("mounted at"), "{mounted_err}");
 
-    let root = fsbench::testbed::mounts::mount_containing(Path::new("/")).unwrap();
+    let root = fsbench_testbed::testbed::mounts::mount_containing(Path::new("/")).unwrap();
     if root.source.starts_with("/dev/") {
         let out = run(fsbench(state.path()).args([
             "run",

@@ -3,6 +3,9 @@
 //! shares (the zfs-fuse daemon, the backing disk's scheduler, a load, MPI) hold
 //! `common::machine_wide()`.
 
+// A test binary has no crate boundary: its helpers are `pub` for its modules.
+#![allow(unreachable_pub)]
+
 mod common;
 
 mod aging;
@@ -11,17 +14,20 @@ mod archive;
 mod auto_runs;
 mod background;
 mod baseline;
+mod capture;
 mod clean;
 mod cli;
 mod closed_stdout;
 mod command;
 mod confine;
+mod crash;
 mod data;
 mod examples;
 mod fdtree;
 mod ffsb_stops;
 mod filebench;
 mod filesystems;
+mod fio_jobs;
 mod first_hour;
 mod fuzz;
 mod generate;

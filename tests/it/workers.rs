@@ -16,8 +16,7 @@ fn workers_of(pid: u32) -> Vec<i32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/comm"))
-                .is_ok_and(|c| c.trim_end() == name)
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == name)
                 && !gone(*p)
         })
         .collect()
@@ -39,7 +38,15 @@ fn wait_for_workers(pid: u32, n: usize) -> Vec<i32> {
 /// A run whose timed phase lasts a minute on three worker processes.
 fn start_long_io(dir: &Path, state: &Path) -> std::process::Child {
     fsbench(state)
-        .args(["run", "-q", "--runs", "1", "--purpose", "workers test", "-w"])
+        .args([
+            "run",
+            "-q",
+            "--runs",
+            "1",
+            "--purpose",
+            "workers test",
+            "-w",
+        ])
         .arg("io:rw=randread,bs=4k,size=4m,numjobs=3,time-based,runtime=60s")
         .arg("--dir")
         .arg(dir)
@@ -55,7 +62,12 @@ fn units_and_workers(out: &std::process::Output) -> (Vec<(String, u64)>, serde_j
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let run = &doc["runs"][0];
     let phases = (run["phases"].as_array().unwrap().iter())
-        .map(|p| (p["name"].as_str().unwrap().to_string(), p["ops"].as_u64().unwrap()))
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["ops"].as_u64().unwrap(),
+            )
+        })
         .collect();
     (phases, run["workers"].clone())
 }
@@ -92,7 +104,10 @@ fn every_workers_figures_arrive_in_both_modes() {
             .arg(format!("io:rw=read,bs=4k,size=1m,numjobs=3,workers={mode}")));
         let (phases, workers) = units_and_workers(&out);
         assert_eq!(phases[1], ("io".to_string(), 3 * 256), "{mode}");
-        assert_eq!((workers["mode"].as_str(), workers["count"].as_u64()), (Some(mode), Some(3)));
+        assert_eq!(
+            (workers["mode"].as_str(), workers["count"].as_u64()),
+            (Some(mode), Some(3))
+        );
         assert_empty(dir.path());
     }
 }
@@ -114,7 +129,10 @@ fn a_killed_worker_fails_the_run_naming_it_and_leaves_no_worker() {
         err.contains(&format!("(pid {})", workers[1])) && err.contains("SIGKILL"),
         "{err}"
     );
-    assert!(workers.iter().all(|w| gone(*w)), "a worker outlived the run");
+    assert!(
+        workers.iter().all(|w| gone(*w)),
+        "a worker outlived the run"
+    );
     assert_empty(dir.path());
 }
 
@@ -138,7 +156,11 @@ fn no_worker_outlives_a_killed_fsbench() {
     // `clean` removes what the killed run left, and finds no worker to stop.
     let out = run(fsbench(state.path()).arg("clean"));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!text(&out.stdout).contains("worker"), "{}", text(&out.stdout));
+    assert!(
+        !text(&out.stdout).contains("worker"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
@@ -151,6 +173,9 @@ fn an_interrupted_run_leaves_no_worker() {
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let out = wait_drained_within(child, limit());
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
-    assert!(workers.iter().all(|w| gone(*w)), "a worker outlived the run");
+    assert!(
+        workers.iter().all(|w| gone(*w)),
+        "a worker outlived the run"
+    );
     assert_empty(dir.path());
 }

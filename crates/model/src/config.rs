@@ -32,6 +32,10 @@ pub struct FsConfig {
     /// For `fs = "user"`: the suite file's driver, kept with the results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<UserDriver>,
+    /// Crash states to check (`crash=N`): one more run of each workload, recorded under the
+    /// filesystem, whose crash states are checked; its time is not among the speed figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<u32>,
 }
 
 impl FsConfig {
@@ -54,6 +58,21 @@ impl FsConfig {
         FsConfig::plain(label, Some(fs), mkfs, mount)
     }
 
+    /// The configuration `--fs NAME` makes of the built-in filesystem `name`: a fixture for
+    /// the tests of what consumes results, as [`SuiteResult::for_tests`] is.
+    ///
+    /// [`SuiteResult::for_tests`]: crate::results::SuiteResult::for_tests
+    #[doc(hidden)]
+    pub fn for_tests(name: &str) -> FsConfig {
+        let fs = FsType::BUILT_IN.into_iter().find(|f| f.name() == name);
+        FsConfig::new(
+            fs.expect("a built-in filesystem"),
+            Vec::new(),
+            String::new(),
+            None,
+        )
+    }
+
     /// A configuration of `fs` with `mkfs` and `mount` and nothing else (no aging, fill,
     /// scheduler, write cache, background load or user driver).
     pub fn plain(label: String, fs: Option<FsType>, mkfs: Vec<String>, mount: String) -> FsConfig {
@@ -68,6 +87,7 @@ impl FsConfig {
             wcache: None,
             background: None,
             driver: None,
+            crash: None,
         }
     }
 

@@ -11,13 +11,14 @@ use crate::testbed::{BlockInfo, FsckOutcome, LoopInfo, RunTestbed, SuiteTestbed}
 use crate::workload::{KeptOutput, PhaseInfo};
 
 pub mod ceiling;
+pub mod crash;
 mod summary;
 
 use ceiling::Ceiling;
 pub use summary::{CiMethod, Summary};
 
 /// Version of the JSON document; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -98,6 +99,9 @@ pub struct ConfigInfo {
     pub mkfs_command: Option<String>,
     /// Mount options as /proc/self/mounts showed them in the first run.
     pub mount_options: Option<String>,
+    /// What its crash states showed (`crash=N`), one check a workload, beside its speed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crash: Vec<crash::CrashSummary>,
 }
 
 /// A configuration that did not run, and why.

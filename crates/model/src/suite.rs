@@ -69,6 +69,9 @@ pub struct Suite {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub extra_devices: Vec<ExtraDevice>,
+    /// How crash states are checked where a configuration asks for them (`crash=N`).
+    #[serde(default, skip_serializing_if = "CrashOptions::is_default")]
+    pub crash: CrashOptions,
     /// Filesystems the suite file defines (`[[driver]]`), usable in `--fs` by name.
     #[serde(default, rename = "driver", skip_serializing_if = "Vec::is_empty")]
     pub drivers: Vec<UserDriver>,
@@ -163,6 +166,7 @@ impl Default for Suite {
             background: Vec::new(),
             probe_after: false,
             extra_devices: Vec::new(),
+            crash: CrashOptions::default(),
             drivers: Vec::new(),
         }
     }
@@ -182,5 +186,39 @@ impl Suite {
     pub fn set_auto_runs(&mut self, auto: AutoRuns) {
         self.runs = auto.max_runs;
         self.auto_runs = Some(auto);
+    }
+}
+
+/// How crash states are checked (`--crash-*`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashOptions {
+    /// Crash states of every configuration that names no `crash=N` (`--crash-states`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<u32>,
+    /// Seconds of checking a configuration's states at most (`--crash-time`); states not
+    /// started by then are not checked, and the count checked says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_secs: Option<f64>,
+    /// Torn writes among the states (`--crash-torn`): some 512-byte sectors of one write.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub torn: bool,
+    /// The seed states are chosen with (`--crash-seed`; default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Where each configuration's recording is kept for `fsbench crash show`
+    /// (`--crash-keep DIR`); otherwise it goes with the suite's scratch directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep: Option<std::path::PathBuf>,
+}
+
+impl CrashOptions {
+    pub fn is_default(&self) -> bool {
+        *self == CrashOptions::default()
+    }
+
+    /// The crash states to check of `config`: its own `crash=N`, or the suite's.
+    pub fn states_of(&self, config: &FsConfig) -> Option<u32> {
+        config.crash.or(self.states)
     }
 }

@@ -8,12 +8,11 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::invalid;
-use crate::measure::LatencySummaryExt;
-use crate::results::{RunRecord, RunStatus, SuiteResult};
-use crate::workload::Params;
-use crate::workload::io::{IoParams, PERCENTILES};
+use fsbench_measure::error::invalid;
+use fsbench_measure::measure::LatencySummaryExt;
 use fsbench_model::measurement::{Dim, DimValue, LatencySummary};
+use fsbench_model::results::{RunRecord, RunStatus, SuiteResult};
+use fsbench_workloads::io::{IoParams, PERCENTILES};
 
 const DIRECTIONS: [&str; 2] = ["read", "write"];
 
@@ -23,6 +22,8 @@ struct JobView<'a> {
     config: &'a str,
     params: IoParams,
     group: usize,
+    /// Whether the job ran beside others of its job file (its figures carry its name).
+    beside_others: bool,
     r: &'a SuiteResult,
 }
 
@@ -42,7 +43,18 @@ impl JobView<'_> {
     }
 
     fn rate(&self, metric: &str, dir: &str) -> Option<f64> {
-        self.mean(metric, &[Dim::new("direction", DimValue::Text(dir.into()))])
+        let direction = Dim::new("direction", DimValue::Text(dir.into()));
+        match self.own_name() {
+            Some(job) => self.mean(metric, &[Dim::new("job", DimValue::Text(job)), direction]),
+            None => self.mean(metric, &[direction]),
+        }
+    }
+
+    /// The job's name in its figures and latencies, where it ran beside others.
+    fn own_name(&self) -> Option<String> {
+        self.beside_others
+            .then(|| self.params.job.clone())
+            .flatten()
     }
 
     /// The job's successful runs on its configuration.
@@ -58,7 +70,10 @@ impl JobView<'_> {
             .ok_runs()
             .filter_map(|run| {
                 let io = run.phases.iter().find(|p| p.name == "io")?;
-                io.measurement.latency.get(name)
+                match self.own_name() {
+                    Some(job) => io.measurement.latency.get(&format!("{job}: {name}")),
+                    None => io.measurement.latency.get(name),
+                }
             })
             .collect();
         LatencySummary::merge(parts)
@@ -69,23 +84,29 @@ impl JobView<'_> {
     }
 }
 
-/// Every io workload of `r` on every configuration, in order; a job's group is its place.
+/// Every job of every io workload of `r` on every configuration, in order; a job's group is
+/// its workload's place (jobs that ran at the same time are one group, as in fio).
 fn jobs(r: &SuiteResult) -> Vec<JobView<'_>> {
     let mut out = Vec::new();
     let typed = crate::typed_workloads(r);
     for c in &r.configurations {
-        let ios = typed.iter().filter_map(|(label, w)| match w {
-            Params::Io(p) => Some((label.clone(), p.clone())),
-            _ => None,
-        });
+        let ios = (typed.iter())
+            .filter_map(|(label, w)| Some((label.clone(), w.get::<IoParams>()?.clone())));
         for (group, (label, params)) in ios.enumerate() {
-            out.push(JobView {
-                label,
-                config: &c.config.label,
-                params,
-                group,
-                r,
-            });
+            let beside_others = !params.beside.is_empty();
+            for job in params.jobs() {
+                out.push(JobView {
+                    label: label.clone(),
+                    config: &c.config.label,
+                    params: IoParams {
+                        beside: Vec::new(),
+                        ..job.clone()
+                    },
+                    group,
+                    beside_others,
+                    r,
+                });
+            }
         }
     }
     out
@@ -143,14 +164,16 @@ pub(crate) fn summary(r: &SuiteResult) -> anyhow::Result<String> {
     Ok(render(r))
 }
 
-/// The summary fio prints for each job and group, for the jobs of a job file.
+/// The summary fio prints for each job and group, for the jobs of a job file: each job's
+/// lines, then its run status group's (jobs that ran at the same time are one group).
 pub(crate) fn render(r: &SuiteResult) -> String {
     let mut out = String::new();
-    for job in jobs(r).iter().filter(|j| j.params.job.is_some()) {
+    let jobs: Vec<JobView> = jobs(r)
+        .into_iter()
+        .filter(|j| j.params.job.is_some() && j.runs() > 0)
+        .collect();
+    for (i, job) in jobs.iter().enumerate() {
         let n = job.runs();
-        if n == 0 {
-            continue;
-        }
         let name = job.params.job.as_deref().unwrap_or_default();
         let _ = writeln!(out, "fio's summary: {name} on {}, {n} run(s)", job.config);
         let _ = writeln!(
@@ -173,13 +196,24 @@ pub(crate) fn render(r: &SuiteResult) -> String {
                     let _ = writeln!(out, "     | {},", row.join(", "));
                 }
             }
-            let _ = writeln!(out, "  {:>5}: bw={}", dir.to_uppercase(), bandwidth(bw));
+        }
+        let next = jobs.get(i + 1);
+        if next.is_some_and(|next| next.group == job.group && next.config == job.config) {
+            continue;
         }
         let _ = writeln!(
             out,
-            "Run status group {} (all jobs): means of {n} run(s)\n",
+            "\nRun status group {} (all jobs): means of {n} run(s)",
             job.group
         );
+        for dir in DIRECTIONS {
+            // The group's bandwidth: all its jobs' bytes over its time.
+            let at = [Dim::new("direction", DimValue::Text(dir.into()))];
+            if let Some(bw) = job.mean("bw", &at) {
+                let _ = writeln!(out, "  {:>5}: bw={}", dir.to_uppercase(), bandwidth(bw));
+            }
+        }
+        out.push('\n');
     }
     out
 }

@@ -6,7 +6,7 @@ mod fs_option;
 mod suite_file;
 
 pub use check::validate;
-pub use fs_option::{Load, load, parse_fs, parse_fs_with};
+pub use fs_option::{Load, load, parse_crash, parse_fs, parse_fs_with};
 pub use suite_file::{default_workloads, parse_suite, read_suite};
 
 #[cfg(test)]

@@ -1,26 +1,29 @@
-//! fio's data path: `numjobs` jobs, each a thread with a descriptor table of its
-//! own and files of its own, issuing I/O as fio's options say (rw patterns, block sizes,
+//! fio's data path: `numjobs` jobs, each a worker (a process, as fio's jobs are, or a thread
+//! with a descriptor table of its own: `workers`) with files of its own, issuing I/O as fio's options say (rw patterns, block sizes,
 //! psync/pvsync2/io_uring at a queue depth, syncs, runtime, open-loop rates). The files are
 //! laid out in the untimed phase `layout` (recorded and shown, never compared) before the
 //! timed phase, `io`; its figures are fio's: IOPS, bandwidth, submission and completion
 //! latency percentiles per direction.
 
 use std::os::fd::BorrowedFd;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
 
 use super::parallel::Crew;
-use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
-use crate::error::FsbenchError;
-use crate::measure::{PhaseRecorder, Progress};
+use super::{PhaseInfo, PhaseOutput, Workload};
+use fsbench_measure::calls::Aligned;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
+use fsbench_model::workload::WorkerMode;
 
 mod job;
 pub mod jobfile;
+mod libaio;
 mod params;
 mod pattern;
 /// The workloads' small fast generator (filebench's draws use it too).
@@ -46,21 +49,18 @@ pub const PERCENTILES: &[f64] = &[
     99.99,
 ];
 
-workload_params!(IoParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Io::new(p.clone()),
-    buffers: IoParams::buffer_bytes(p),
-    threads: p.numjobs,
-    workers: p.workers);
-
 pub struct Io {
     params: IoParams,
-    /// Each job's offsets, kept from the ramp to the timed phase.
+    /// Each thread's offsets, kept from the ramp to the timed phase, in [`Io::threads`]'s
+    /// order.
     patterns: Vec<Pattern>,
     figures: Vec<Figure>,
     notes: Vec<String>,
     /// The run's round and Ctrl-C flag, for the ramp between the phases.
     round: u32,
     cancel: Arc<AtomicBool>,
+    /// Where a crash-recorded run notes what each fsync covered.
+    oracle: Option<crate::oracle::Oracle>,
 }
 
 impl Io {
@@ -72,55 +72,41 @@ impl Io {
             notes: Vec::new(),
             round: 0,
             cancel: Arc::default(),
+            oracle: None,
         }
     }
 
-    /// Everything that would make the I/O fail, refused before any of it: io_uring
-    /// unavailable, O_DIRECT refused or misaligned, polling the device cannot do.
+    /// Everything that would make a job's I/O fail, refused before any of it.
     fn check(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
-        let p = &self.params;
-        if p.engine == Engine::IoUring {
-            uring::check_available(p)?;
-        }
-        if p.direct {
-            let (fs, align) = super::direct_alignment(dir)?;
-            let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
-            let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
-            for (what, v) in sizes {
-                if v % align != 0 {
-                    return Err(FsbenchError::InvalidInput(format!(
-                        "io: with `direct`, {what} must be a multiple of {fs}'s logical block size ({align} bytes); {v} is not"
-                    )));
-                }
-            }
-        }
-        if p.hipri && !device_polls(dir) {
-            return Err(FsbenchError::InvalidInput(
-                "io: `hipri` needs a device that polls (its queue/io_poll is 0 or absent, as on loop devices and most virtual disks): run without `hipri`".into(),
-            ));
-        }
-        Ok(())
+        self.params.jobs().try_for_each(|p| check_job(p, dir))
+    }
+
+    /// Every thread of every job: its job's parameters, the job's place and the copy's
+    /// number (of `numjobs`).
+    fn threads(&self) -> Vec<(&IoParams, usize, u32)> {
+        (self.params.jobs().enumerate())
+            .flat_map(|(j, p)| (0..p.numjobs).map(move |c| (p, j, c)))
+            .collect()
     }
 
     /// fio's "Laying out IO file": every job's files made at their size, one unit per file
     /// with the bytes written. Files only written get their blocks allocated; files that are
     /// read are written in full.
     fn layout(&self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
-        let p = &self.params;
-        if p.create_on_open {
-            return Ok(());
-        }
-        let reads = p.rw.read_percent(p.rwmixread) > 0;
         let mut buf = Aligned::new(1 << 20);
-        let mut fill = pattern::Rng::new(p.randseed);
+        let mut fill = pattern::Rng::new(self.params.randseed);
         for chunk in buf.buf().chunks_mut(8) {
             chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
         }
-        for j in 0..p.numjobs {
+        for (p, job, copy) in self.threads() {
+            if p.create_on_open {
+                continue;
+            }
+            let reads = p.rw.read_percent(p.rwmixread) > 0;
             for f in 0..p.nrfiles as usize {
-                let name = job::file_name(j, f);
+                let name = job::file_name(job, copy, f);
                 let failed = |e: rustix::io::Errno| {
-                    crate::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
+                    fsbench_measure::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
                         FsbenchError::Failed(format!("io: laying out {name}: {e}"))
                     })
                 };
@@ -135,7 +121,8 @@ impl Io {
                 if reads {
                     while at < p.filesize {
                         let n = (p.filesize - at).min(1 << 20) as usize;
-                        super::pwrite_all(&fd, &buf.buf()[..n], at).map_err(failed)?;
+                        fsbench_measure::calls::pwrite_all(&fd, &buf.buf()[..n], at)
+                            .map_err(failed)?;
                         at += n as u64;
                     }
                 } else {
@@ -159,62 +146,76 @@ impl Io {
     /// The offsets of each job for this round, then the untimed ramp (`ramp_time`) on the
     /// laid-out files.
     fn prepare_jobs(&mut self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
-        let p = &self.params;
         let round = self.round;
-        self.patterns = (0..p.numjobs)
-            .map(|j| {
+        let patterns = (self.threads().into_iter())
+            .map(|(p, job, copy)| {
                 let seed = if p.randrepeat {
                     p.randseed
                 } else {
-                    p.randseed ^ u64::from(round) ^ crate::measure::lap_clock().raw()
+                    p.randseed ^ u64::from(round) ^ fsbench_measure::measure::lap_clock().raw()
                 };
-                Pattern::new(p, seed.wrapping_add(u64::from(j).wrapping_mul(0x9e37_79b9)))
+                // Each copy its own offsets; a job beside others its own too.
+                let n = u64::from(copy) + ((job as u64) << 32);
+                Pattern::new(p, seed.wrapping_add(n.wrapping_mul(0x9e37_79b9)))
             })
             .collect();
-        if p.ramp_ms > 0 {
+        self.patterns = patterns;
+        if self.params.jobs().any(|p| p.ramp_ms > 0) {
             let progress = Arc::new(Progress {
                 cancel: self.cancel.clone(),
                 ..Progress::default()
             });
             let mut ramp = PhaseRecorder::start("ramp", progress);
-            let span = Span {
-                measured: false,
-                time_based: true,
-                limit: Some(Duration::from_millis(p.ramp_ms)),
-            };
-            self.run_jobs(dir, &mut ramp, span)?;
+            self.run_jobs(dir, &mut ramp, false)?;
         }
         Ok(())
     }
 
-    /// Runs every job at once, each a worker (a process or a thread, `workers`); their
-    /// recorders and figures summed, the phase's time from their common start to the last
-    /// one's end.
+    /// Runs every job's copies at once, each a worker (a process or a thread, `workers`; the
+    /// timed part when `measured`, else each job's ramp): their recorders summed, the phase's
+    /// time from their common start to the last one's end, their figures in
+    /// [`Io::threads`]'s order.
     fn run_jobs(
         &mut self,
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
-        span: Span,
+        measured: bool,
     ) -> Result<Vec<JobOut>, FsbenchError> {
-        let params = &self.params;
+        let threads: Vec<(IoParams, usize, u32)> = (self.threads().into_iter())
+            .map(|(p, job, copy)| (p.clone(), job, copy))
+            .collect();
+        let oracle = &self.oracle;
+        // A crash-recorded run's promises are noted in fsbench's memory: its jobs are threads.
+        let mode = match oracle {
+            Some(_) => WorkerMode::Threads,
+            None => self.params.workers,
+        };
         let keep = [dir];
-        let crew = Crew::new(params.workers, &keep).with_timelines();
+        let crew = Crew::new(mode, &keep).with_timelines();
         // Each job's pattern goes to its worker and comes back with its figures.
         let patterns = std::mem::take(&mut self.patterns);
         let ran = crew.run(rec, patterns, |w, mut pattern| {
+            let (params, job, copy) = &threads[w.index()];
             // Moved where the job runs, so that what it writes at every I/O is on no other
             // job's cache line.
             pattern.move_here();
-            let j = w.index() as u32;
-            let job = Job::open(params, dir, j, &mut pattern, w.take_rec(), w.halt(), span)?;
+            let span = Span::of(params, measured);
+            let files = (*job, *copy);
+            let worker = w.take_rec();
+            let mut job = Job::open(params, dir, files, &mut pattern, worker, w.halt(), span)?;
+            job.oracle = oracle.clone();
             w.start()?;
-            // The asynchronous engine's loop is uring's; job.rs knows none.
-            let engine = (params.engine == Engine::IoUring).then_some(uring::run as job::IssueLoop);
+            // The asynchronous engines' loops; job.rs knows none.
+            let engine: Option<job::IssueLoop> = match params.engine {
+                Engine::IoUring => Some(uring::run),
+                Engine::Libaio => Some(libaio::run),
+                Engine::Psync | Engine::Pvsync2 => None,
+            };
             let (worker, out) = job.run(Instant::now(), engine)?;
             w.give_back(worker);
             Ok((out, pattern))
         })?;
-        if span.measured {
+        if measured {
             rec.ran(ran.from, ran.to);
         }
         let (outs, patterns) = ran.values()?.into_iter().unzip();
@@ -225,71 +226,14 @@ impl Io {
     /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest
     /// job's time, completion latency percentiles, total latency, submission latency.
     fn figures(&mut self, outs: &[JobOut]) {
-        let secs = outs
-            .iter()
-            .map(|o| o.elapsed)
-            .max()
+        let secs = (outs.iter().map(|o| o.elapsed).max())
             .unwrap_or(Duration::ZERO)
             .as_secs_f64()
             .max(1e-9);
         for (d, dir) in ["read", "write"].into_iter().enumerate() {
-            let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
-            if ios == 0 {
-                continue;
-            }
-            let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
-            let at = [Dim::new("direction", DimValue::Text(dir.into()))];
-            self.figures
-                .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
-            self.figures
-                .push(Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at));
-            let sum = |pick: fn(&JobOut) -> &Histogram<u64>| {
-                let mut total = crate::measure::new_histogram();
-                for o in outs {
-                    total
-                        .add(pick(o))
-                        .expect("histograms of the same bounds add");
-                }
-                total
-            };
-            let clat = if d == 0 {
-                sum(|o| &o.clat[0])
-            } else {
-                sum(|o| &o.clat[1])
-            };
-            let slat = if d == 0 {
-                sum(|o| &o.slat[0])
-            } else {
-                sum(|o| &o.slat[1])
-            };
-            let mut points: Vec<(String, u64)> = PERCENTILES
-                .iter()
-                .map(|q| (format!("p{q}"), clat.value_at_percentile(*q)))
-                .collect();
-            points.push(("max".into(), clat.max()));
-            for (name, ns) in points {
-                let at = [at[0].clone(), Dim::new("percentile", DimValue::Text(name))];
-                self.figures
-                    .push(Figure::new("clat", "µs", false, ns as f64 / 1000.0).at(&at));
-            }
-            if !slat.is_empty() {
-                for (name, ns) in [
-                    ("p50", slat.value_at_percentile(50.0)),
-                    ("p99", slat.value_at_percentile(99.0)),
-                ] {
-                    let at = [
-                        at[0].clone(),
-                        Dim::new("percentile", DimValue::Text(name.into())),
-                    ];
-                    self.figures
-                        .push(Figure::new("slat", "µs", false, ns as f64 / 1000.0).at(&at));
-                }
-            }
+            self.figures.extend(direction_figures(outs, d, dir, secs));
         }
-        let mut lag = crate::measure::new_histogram();
-        for o in outs {
-            lag.add(&o.lag).expect("histograms of the same bounds add");
-        }
+        let lag = sum_histograms(outs, |o| &o.lag);
         if !lag.is_empty() {
             for (name, ns) in [
                 ("p50", lag.value_at_percentile(50.0)),
@@ -300,8 +244,9 @@ impl Io {
                     .push(Figure::new("issue lag", "µs", false, ns as f64 / 1000.0).at(&at));
             }
         }
+        self.per_job_figures(outs);
         let p = &self.params;
-        if p.rate_iops > 0 || p.rate > 0 {
+        if p.beside.is_empty() && (p.rate_iops > 0 || p.rate > 0) {
             let jobs = f64::from(p.numjobs);
             let ios: u64 = outs.iter().map(|o| o.ios[0] + o.ios[1]).sum();
             let bytes: u64 = outs.iter().map(|o| o.bytes[0] + o.bytes[1]).sum();
@@ -324,6 +269,140 @@ impl Io {
             ));
         }
     }
+}
+
+/// Everything that would make a job's I/O fail, refused before any of it: io_uring
+/// unavailable, O_DIRECT refused or misaligned, polling the device cannot do.
+fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+    if p.engine == Engine::IoUring {
+        uring::check_available(p)?;
+    }
+    if p.direct {
+        let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
+        let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
+        let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
+        for (what, v) in sizes {
+            if v % align != 0 {
+                return Err(FsbenchError::InvalidInput(format!(
+                    "io: with `direct`, {what} must be a multiple of {fs}'s logical block size ({align} bytes); {v} is not"
+                )));
+            }
+        }
+    }
+    if p.hipri && !device_polls(dir) {
+        return Err(FsbenchError::InvalidInput(
+            "io: `hipri` needs a device that polls (its queue/io_poll is 0 or absent, as on loop devices and most virtual disks): run without `hipri`".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl Io {
+    /// The outputs of each job that ran beside others (a job file's jobs without
+    /// `stonewall` between them), with its name; none for a job alone.
+    fn by_job<'o>(&self, outs: &'o [JobOut]) -> Vec<(String, Vec<&'o JobOut>)> {
+        if self.params.beside.is_empty() {
+            return Vec::new();
+        }
+        let threads = self.threads();
+        (self.params.jobs().enumerate())
+            .map(|(j, p)| {
+                let mine = (threads.iter().zip(outs))
+                    .filter(|((_, job, _), _)| *job == j)
+                    .map(|(_, o)| o)
+                    .collect();
+                (p.job.clone().unwrap_or_else(|| format!("job{j}")), mine)
+            })
+            .collect()
+    }
+
+    /// Each job's own IOPS and bandwidth per direction (over its longest copy's time),
+    /// where jobs ran beside each other.
+    fn per_job_figures(&mut self, outs: &[JobOut]) {
+        for (name, mine) in self.by_job(outs) {
+            let secs = (mine.iter().map(|o| o.elapsed).max())
+                .unwrap_or(Duration::ZERO)
+                .as_secs_f64()
+                .max(1e-9);
+            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+                let ios: u64 = mine.iter().map(|o| o.ios[d]).sum();
+                if ios == 0 {
+                    continue;
+                }
+                let bytes: u64 = mine.iter().map(|o| o.bytes[d]).sum();
+                let at = [
+                    Dim::new("job", DimValue::Text(name.clone())),
+                    Dim::new("direction", DimValue::Text(dir.into())),
+                ];
+                self.figures
+                    .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
+                let kib = bytes as f64 / 1024.0 / secs;
+                self.figures
+                    .push(Figure::new("bw", "KiB/s", true, kib).at(&at));
+            }
+        }
+    }
+
+    /// Each job's latency histograms, `JOB: read clat`, where jobs ran beside each other.
+    fn per_job_latency(&self, outs: &[JobOut], rec: &mut PhaseRecorder) {
+        for (name, mine) in self.by_job(outs) {
+            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+                for o in &mine {
+                    if !o.clat[d].is_empty() {
+                        rec.add_latency(&format!("{name}: {dir} clat"), &o.clat[d]);
+                    }
+                    if !o.slat[d].is_empty() {
+                        rec.add_latency(&format!("{name}: {dir} slat"), &o.slat[d]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Direction `d` (`dir`)'s figures over every job: IOPS and bandwidth over `secs`,
+/// completion latency percentiles and its maximum, submission latency where measured.
+fn direction_figures(outs: &[JobOut], d: usize, dir: &str, secs: f64) -> Vec<Figure> {
+    let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
+    if ios == 0 {
+        return Vec::new();
+    }
+    let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
+    let direction = Dim::new("direction", DimValue::Text(dir.into()));
+    let at = [direction.clone()];
+    let mut figures = vec![
+        Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at),
+        Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at),
+    ];
+    let clat = sum_histograms(outs, |o| &o.clat[d]);
+    let slat = sum_histograms(outs, |o| &o.slat[d]);
+    let mut points: Vec<(&str, String, u64)> = (PERCENTILES.iter())
+        .map(|q| ("clat", format!("p{q}"), clat.value_at_percentile(*q)))
+        .collect();
+    points.push(("clat", "max".into(), clat.max()));
+    if !slat.is_empty() {
+        points.push(("slat", "p50".into(), slat.value_at_percentile(50.0)));
+        points.push(("slat", "p99".into(), slat.value_at_percentile(99.0)));
+    }
+    for (figure, percentile, ns) in points {
+        let at = [
+            direction.clone(),
+            Dim::new("percentile", DimValue::Text(percentile)),
+        ];
+        figures.push(Figure::new(figure, "µs", false, ns as f64 / 1000.0).at(&at));
+    }
+    figures
+}
+
+/// One histogram of every job's (the same bounds: they add).
+fn sum_histograms(outs: &[JobOut], pick: impl Fn(&JobOut) -> &Histogram<u64>) -> Histogram<u64> {
+    let mut total = fsbench_measure::measure::new_histogram();
+    for o in outs {
+        total
+            .add(pick(o))
+            .expect("histograms of the same bounds add");
+    }
+    total
 }
 
 /// Whether the block device under `dir` completes polled I/O (its `queue/io_poll` is 1; a
@@ -349,20 +428,25 @@ impl Workload for Io {
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        let p = &self.params;
+        let jobs = self.params.jobs();
         if phase == LAYOUT {
-            return u64::from(p.nrfiles) * u64::from(p.numjobs);
+            return jobs
+                .map(|p| u64::from(p.nrfiles) * u64::from(p.numjobs))
+                .sum();
         }
-        let per_job = if p.time_based {
-            0
-        } else {
-            p.size / p.max_bs().max(1) * u64::from(p.loops)
-        };
-        let per_job = match p.number_ios {
-            0 => per_job,
-            n => per_job.min(n),
-        };
-        per_job * u64::from(p.numjobs)
+        jobs.map(|p| {
+            let per_job = if p.time_based {
+                0
+            } else {
+                p.size / p.max_bs().max(1) * u64::from(p.loops)
+            };
+            let per_job = match p.number_ios {
+                0 => per_job,
+                n => per_job.min(n),
+            };
+            per_job * u64::from(p.numjobs)
+        })
+        .sum()
     }
 
     /// The checks, before any file is made.
@@ -386,19 +470,13 @@ impl Workload for Io {
         if phase == LAYOUT {
             return self.layout(dir, rec);
         }
-        let p = &self.params;
         for pattern in &mut self.patterns {
             pattern.new_pass();
         }
-        let span = Span {
-            measured: true,
-            time_based: p.time_based,
-            limit: (p.runtime_ms > 0).then(|| Duration::from_millis(p.runtime_ms)),
-        };
-        let outs = self.run_jobs(dir, rec, span)?;
+        let outs = self.run_jobs(dir, rec, true)?;
         for (d, name) in ["read", "write"].into_iter().enumerate() {
-            let mut clat = crate::measure::new_histogram();
-            let mut slat = crate::measure::new_histogram();
+            let mut clat = fsbench_measure::measure::new_histogram();
+            let mut slat = fsbench_measure::measure::new_histogram();
             for o in &outs {
                 clat.add(&o.clat[d]).expect("same bounds");
                 slat.add(&o.slat[d]).expect("same bounds");
@@ -410,6 +488,7 @@ impl Workload for Io {
                 rec.add_latency(&format!("{name} slat"), &slat);
             }
         }
+        self.per_job_latency(&outs, rec);
         self.figures(&outs);
         Ok(())
     }
@@ -435,7 +514,8 @@ impl Workload for Io {
             ..Default::default()
         })
     }
-}
 
-#[cfg(test)]
-mod tests;
+    fn record_durability(&mut self, oracle: crate::oracle::Oracle) {
+        self.oracle = Some(oracle);
+    }
+}

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::FsbenchError;
-use crate::measure::{PhaseRecorder, Progress};
 use crate::options::{OptKind, OptionDef, Parsed};
-pub use fsbench_model::workload::WorkerMode;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_model::workload::WorkerMode;
 
 mod board;
 pub(crate) mod fork;
@@ -47,16 +47,6 @@ pub(crate) fn workers_of(p: &Parsed) -> WorkerMode {
     p.text("workers")
         .and_then(WorkerMode::named)
         .expect("workers has a default among its choices")
-}
-
-/// fio's `thread` option (bare or `=1`: threads; `=0`: processes, fio's default) as the
-/// `workers` option.
-pub(crate) fn fio_thread(value: &str) -> (String, String) {
-    let mode = match value.trim() {
-        "0" => WorkerMode::Processes,
-        _ => WorkerMode::Threads,
-    };
-    ("workers".into(), mode.name().into())
 }
 
 /// For serde: the default mode is not written out.
@@ -185,7 +175,10 @@ impl<'a> Crew<'a> {
             alone: true,
             started_at: None,
         };
-        let outcome = inputs.into_iter().map(|input| work(&mut w, input)).collect();
+        let outcome = inputs
+            .into_iter()
+            .map(|input| work(&mut w, input))
+            .collect();
         let to = Instant::now();
         let from = w.started_at.unwrap_or(began);
         if let Some(worker) = w.rec.take() {
@@ -251,7 +244,9 @@ impl<'a> Crew<'a> {
             }
             let from = match not_started {
                 Some(e) => Err(e),
-                None => Ok(release(board, n, || handles.iter().all(|h| h.is_finished()))),
+                None => Ok(release(board, n, || {
+                    handles.iter().all(|h| h.is_finished())
+                })),
             };
             threads.wait(&handles);
             let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();

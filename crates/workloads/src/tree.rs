@@ -20,9 +20,10 @@ use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
 use super::options::{Parsed, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{OpKind, PhaseRecorder};
+use super::{PhaseInfo, PhaseOutput, RankShare, SpaceNeed, Workload, WorkloadParams};
+use crate::oracle::Oracle;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 use fsbench_model::workload::WorkerMode;
 
@@ -31,27 +32,53 @@ pub const BLOCK: usize = 4096;
 /// Deeper trees would need more descriptors than a default `ulimit -n` allows.
 pub(crate) const MAX_LEVELS: u32 = 100;
 
+/// fdtree's four phases, in the order they run.
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo::fixed("dir-create", "dirs", false),
-    PhaseInfo::fixed("file-create", "files", true),
-    PhaseInfo::fixed("file-remove", "files", false),
-    PhaseInfo::fixed("dir-remove", "dirs", false),
+    Phase::DirCreate.info(),
+    Phase::FileCreate.info(),
+    Phase::FileRemove.info(),
+    Phase::DirRemove.info(),
 ];
 
-/// Index of each phase in [`PHASES`], fdtree's four.
-pub const DIR_CREATE: usize = 0;
-pub const FILE_CREATE: usize = 1;
-pub const FILE_REMOVE: usize = 2;
-pub(crate) const DIR_REMOVE: usize = 3;
+/// A phase of the tree: fdtree's four, and mdtest's two that fdtree lacks, between file
+/// create and file remove when asked for: a stat of every file (mdtest -T), then a read of
+/// every file (mdtest -E).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    DirCreate,
+    FileCreate,
+    FileStat,
+    FileRead,
+    FileRemove,
+    DirRemove,
+}
 
-/// mdtest's phases that fdtree lacks, between file create and file remove when asked for:
-/// a stat of every file (mdtest -T), then a read of every file (mdtest -E).
-const FILE_STAT: usize = 4;
-const FILE_READ: usize = 5;
-const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "files", false);
-const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "files", true);
+impl Phase {
+    /// fdtree's phases, as [`PHASES`] lists them.
+    pub const FDTREE: [Phase; 4] = [
+        Phase::DirCreate,
+        Phase::FileCreate,
+        Phase::FileRemove,
+        Phase::DirRemove,
+    ];
 
-/// The tree workload's row in the registry.
+    pub const fn info(self) -> PhaseInfo {
+        match self {
+            Phase::DirCreate => PhaseInfo::fixed("dir-create", "dirs", false),
+            Phase::FileCreate => PhaseInfo::fixed("file-create", "files", true),
+            Phase::FileStat => PhaseInfo::fixed("file-stat", "files", false),
+            Phase::FileRead => PhaseInfo::fixed("file-read", "files", true),
+            Phase::FileRemove => PhaseInfo::fixed("file-remove", "files", false),
+            Phase::DirRemove => PhaseInfo::fixed("dir-remove", "dirs", false),
+        }
+    }
+
+    fn on_dirs(self) -> bool {
+        matches!(self, Phase::DirCreate | Phase::DirRemove)
+    }
+}
+
+/// The tree workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "tree",
     summary: "fdtree: create and remove a tree of directories and files",
@@ -63,11 +90,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
         ("mdtest-easy", "mdtest-easy"),
         ("mdtest-hard", "mdtest-hard"),
     ],
-    build: |p| build(p).map(Params::Tree),
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
@@ -78,6 +100,7 @@ fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
         threads: p.small("threads").expect("threads has a default"),
         workers: crate::parallel::workers_of(p),
         shared: p.flag("shared"),
+        fsync: p.flag("fsync"),
         bytes: p.small("bytes"),
         ..TreeParams::new(n("dirs"), n("files"), n("size"), n("levels"))
     };
@@ -116,6 +139,9 @@ pub struct TreeParams {
     /// File size in bytes, instead of `size` blocks (mdtest's `-w`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u32>,
+    /// Each file fsync'ed once written, each directory once its files are made.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fsync: bool,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -145,6 +171,7 @@ impl TreeParams {
             workers: WorkerMode::default(),
             shared: false,
             bytes: None,
+            fsync: false,
         }
         .named()
     }
@@ -193,68 +220,6 @@ impl TreeParams {
         build(&KIND.parse_cli(args)?)
     }
 
-    /// The preset's name, or fdtree's flags for a custom tree.
-    pub fn name(&self) -> String {
-        let mut name = self.preset.clone().unwrap_or_else(|| {
-            format!(
-                "d{}-f{}-s{}-l{}",
-                self.dirs, self.files, self.size, self.levels
-            )
-        });
-        let preset = PRESETS
-            .iter()
-            .find(|p| Some(p.name) == self.preset.as_deref());
-        let in_preset = |key: &str| preset.is_some_and(|p| p.values.iter().any(|(k, _)| *k == key));
-        for (flag, on) in [("stat", self.stat), ("read", self.read)] {
-            if on && !in_preset(flag) {
-                name.push_str(&format!(",{flag}"));
-            }
-        }
-        if let Some(bytes) = self.bytes.filter(|_| !in_preset("bytes")) {
-            name.push_str(&format!(",bytes={bytes}"));
-        }
-        if self.threads > 1 {
-            name.push_str(&format!(",threads={}", self.threads));
-            if self.workers != WorkerMode::default() {
-                name.push_str(&format!(",workers={}", self.workers.name()));
-            }
-        }
-        if self.shared {
-            name.push_str(",shared");
-        }
-        name
-    }
-
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if self.dirs == 0 {
-            return Err(invalid(
-                "tree: directories per level (-d) must be at least 1",
-            ));
-        }
-        if self.files == 0 {
-            return Err(invalid("tree: files per directory (-f) must be at least 1"));
-        }
-        if self.shared && self.threads < 2 {
-            return Err(invalid(
-                "tree: shared is the threads' sharing of one tree: give threads=N (N ≥ 2); \
-                 under MPI, --shared-dir shares it between ranks",
-            ));
-        }
-        if self.levels > MAX_LEVELS {
-            return Err(invalid(format!(
-                "tree: {} levels is more than the {MAX_LEVELS} fsbench supports",
-                self.levels
-            )));
-        }
-        self.checked_totals().ok_or_else(|| {
-            invalid(format!(
-                "tree: -d {} -l {} -f {} -s {} is absurdly large ({}^{} directories)",
-                self.dirs, self.levels, self.files, self.size, self.dirs, self.levels
-            ))
-        })?;
-        Ok(())
-    }
-
     /// (directories, files, KiB), or `None` on overflow.
     fn checked_totals(&self) -> Option<(u64, u64, u64)> {
         // fdtree: ndtot = 1 + d * ndtot, once per level and once for the root.
@@ -284,8 +249,92 @@ impl TreeParams {
     pub fn total_kib(&self) -> u64 {
         self.checked_totals().map_or(u64::MAX, |t| t.2)
     }
+}
 
-    pub fn describe(&self) -> String {
+impl TreeParams {
+    /// The phases run, in order.
+    fn phase_list(&self) -> Vec<Phase> {
+        let mut phases = vec![Phase::DirCreate, Phase::FileCreate];
+        phases.extend(self.stat.then_some(Phase::FileStat));
+        phases.extend(self.read.then_some(Phase::FileRead));
+        phases.extend([Phase::FileRemove, Phase::DirRemove]);
+        phases
+    }
+}
+
+impl WorkloadParams for TreeParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    /// The preset's name, or fdtree's flags for a custom tree.
+    fn name(&self) -> String {
+        let mut name = self.preset.clone().unwrap_or_else(|| {
+            format!(
+                "d{}-f{}-s{}-l{}",
+                self.dirs, self.files, self.size, self.levels
+            )
+        });
+        let preset = PRESETS
+            .iter()
+            .find(|p| Some(p.name) == self.preset.as_deref());
+        let in_preset = |key: &str| preset.is_some_and(|p| p.values.iter().any(|(k, _)| *k == key));
+        for (flag, on) in [("stat", self.stat), ("read", self.read)] {
+            if on && !in_preset(flag) {
+                name.push_str(&format!(",{flag}"));
+            }
+        }
+        if let Some(bytes) = self.bytes.filter(|_| !in_preset("bytes")) {
+            name.push_str(&format!(",bytes={bytes}"));
+        }
+        if self.threads > 1 {
+            name.push_str(&format!(",threads={}", self.threads));
+            if self.workers != WorkerMode::default() {
+                name.push_str(&format!(",workers={}", self.workers.name()));
+            }
+        }
+        if self.shared {
+            name.push_str(",shared");
+        }
+        if self.fsync {
+            name.push_str(",fsync");
+        }
+        name
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.dirs == 0 {
+            return Err(invalid(
+                "tree: directories per level (-d) must be at least 1",
+            ));
+        }
+        if self.files == 0 {
+            return Err(invalid("tree: files per directory (-f) must be at least 1"));
+        }
+        if self.shared && self.threads < 2 {
+            return Err(invalid(
+                "tree: shared is the threads' sharing of one tree: give threads=N (N ≥ 2); \
+                 under MPI, --shared-dir shares it between ranks",
+            ));
+        }
+        if self.levels > MAX_LEVELS {
+            return Err(invalid(format!(
+                "tree: {} levels is more than the {MAX_LEVELS} fsbench supports",
+                self.levels
+            )));
+        }
+        self.checked_totals().ok_or_else(|| {
+            invalid(format!(
+                "tree: -d {} -l {} -f {} -s {} is absurdly large ({}^{} directories)",
+                self.dirs, self.levels, self.files, self.size, self.dirs, self.levels
+            ))
+        })?;
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
         let extra = match (self.stat, self.read) {
             (true, true) => "; every file stat'ed, then read (mdtest -T -E)",
             (true, false) => "; every file stat'ed (mdtest -T)",
@@ -302,6 +351,10 @@ impl TreeParams {
             (n, false) => format!("{extra}; {n} {workers}, each on a tree of its own"),
             (n, true) => format!("{extra}; {n} {workers} sharing one tree, each its own files"),
         };
+        let extra = match self.fsync {
+            true => format!("{extra}; every file and directory fsync'ed once made"),
+            false => extra,
+        };
         format!(
             "fdtree -d {} -f {} -s {} -l {}: {} dirs, {} files, {} KiB{extra}",
             self.dirs,
@@ -315,7 +368,7 @@ impl TreeParams {
     }
 
     /// `None` when the totals overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let (dirs, files, kib) = self.checked_totals()?;
         let inodes = dirs.checked_add(files)?;
         // Data plus one block per inode for directory blocks and inode tables.
@@ -324,35 +377,66 @@ impl TreeParams {
             .checked_add(inodes.checked_mul(BLOCK as u64)?)?;
         Some(SpaceNeed::exactly(bytes, inodes))
     }
-}
-
-impl TreeParams {
-    /// The phases run, in order, as indices of [`PHASES`] or the mdtest additions.
-    fn phase_kinds(&self) -> Vec<usize> {
-        let mut kinds = vec![DIR_CREATE, FILE_CREATE];
-        kinds.extend(self.stat.then_some(FILE_STAT));
-        kinds.extend(self.read.then_some(FILE_READ));
-        kinds.extend([FILE_REMOVE, DIR_REMOVE]);
-        kinds
-    }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         if !self.stat && !self.read {
             return Cow::Borrowed(PHASES);
         }
-        let info = |kind: usize| match kind {
-            FILE_STAT => STAT_PHASE,
-            FILE_READ => READ_PHASE,
-            _ => PHASES[kind].clone(),
+        Cow::Owned(self.phase_list().into_iter().map(Phase::info).collect())
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Tree::new(self.clone(), default_base_name()))
+    }
+
+    fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    fn worker_mode(&self) -> Option<WorkerMode> {
+        Some(self.workers)
+    }
+
+    fn mpi_shares_directory(&self) -> bool {
+        true
+    }
+
+    fn stonewall_phase(&self) -> Result<&'static str, &'static str> {
+        match self.threads {
+            0 | 1 => Ok("file-create"),
+            _ => Err(
+                "a rank's threads would have to stop and agree among themselves as well; give \
+                 the threads as ranks (mpirun -np) instead",
+            ),
+        }
+    }
+
+    /// Stat, read and remove act on another rank's files; in a shared tree not dir-remove,
+    /// which rank 0 alone does.
+    fn shifted_phases(&self, shared_dir: bool) -> &'static [&'static str] {
+        match shared_dir {
+            true => &["file-stat", "file-read", "file-remove"],
+            false => &["file-stat", "file-read", "file-remove", "dir-remove"],
+        }
+    }
+
+    /// A tree of the rank's own (`tree.r<rank>`, distinct so that shifted ranks find each
+    /// other's), or its share of the one shared tree, its files named with its rank.
+    fn rank_instance(&self, rank: &RankShare<'_>) -> Box<dyn Workload> {
+        let mut tree = match rank.shared_dir {
+            Some(shared) => Tree::new(self.clone(), shared.into()).shared(Share {
+                makes_dirs: rank.rank == 0,
+                rank: Some(rank.rank as u32),
+                thread: None,
+            }),
+            None => Tree::new(self.clone(), format!("tree.r{}", rank.rank)),
         };
-        Cow::Owned(self.phase_kinds().into_iter().map(info).collect())
+        if let Some(s) = rank.stonewall {
+            tree = tree.with_stonewall(s.clone());
+        }
+        Box::new(tree)
     }
 }
-
-workload_params!(TreeParams, |p| phases: p.phases(),
-    instantiate: Tree::new(p.clone(), default_base_name()),
-    threads: p.threads,
-    workers: p.workers);
 
 /// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
 pub fn default_base_name() -> String {
@@ -367,7 +451,7 @@ pub fn default_base_name() -> String {
 pub struct Tree {
     params: TreeParams,
     /// Which phase each index runs.
-    kinds: Vec<usize>,
+    phases: Vec<Phase>,
     base: CString,
     /// One block: zeros to write, the buffer to read into.
     block: Vec<u8>,
@@ -380,6 +464,8 @@ pub struct Tree {
     limit: u64,
     /// Armed while a stonewalled file create runs.
     deadline: Option<stonewall::Deadline>,
+    /// Where a crash-recorded run notes what each fsync covered.
+    oracle: Option<Oracle>,
 }
 
 /// Who one sharer of a tree is (mdtest without `-u`).
@@ -394,16 +480,19 @@ pub struct Share {
 
 impl Tree {
     pub fn new(params: TreeParams, base: String) -> Tree {
+        // Zeros would read back the same from a block that never reached the disk.
+        let fill = if params.fsync { 0xa5 } else { 0 };
         Tree {
-            kinds: params.phase_kinds(),
+            phases: params.phase_list(),
             params,
             base: CString::new(base).expect("base name has no NUL"),
-            block: vec![0; BLOCK],
+            block: vec![fill; BLOCK],
             share: None,
             stonewall: None,
             visited: 0,
             limit: u64::MAX,
             deadline: None,
+            oracle: None,
         }
     }
 
@@ -449,11 +538,13 @@ impl Workload for Tree {
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        match self.kinds[phase] {
-            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => 0,
-            DIR_CREATE | DIR_REMOVE => self.params.total_dirs(),
-            FILE_CREATE => self.params.total_files(),
-            _ => self.files_made().unwrap_or(self.params.total_files()),
+        match self.phases[phase] {
+            p if p.on_dirs() && !self.makes_dirs() => 0,
+            Phase::DirCreate | Phase::DirRemove => self.params.total_dirs(),
+            Phase::FileCreate => self.params.total_files(),
+            Phase::FileStat | Phase::FileRead | Phase::FileRemove => {
+                self.files_made().unwrap_or(self.params.total_files())
+            }
         }
     }
 
@@ -467,12 +558,17 @@ impl Workload for Tree {
             return threads::run_phase(self, phase, dir, rec);
         }
         let levels = self.params.levels;
+        if let (Some(oracle), Phase::FileRemove | Phase::DirRemove) =
+            (&self.oracle, self.phases[phase])
+        {
+            oracle.void();
+        }
         self.visited = 0;
         self.limit = u64::MAX;
-        match self.kinds[phase] {
+        match self.phases[phase] {
             // mdtest without -u: rank 0 alone makes and removes the shared tree.
-            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => Ok(()),
-            DIR_CREATE => {
+            p if p.on_dirs() && !self.makes_dirs() => Ok(()),
+            Phase::DirCreate => {
                 let made = rustix::fs::mkdirat(dir, &self.base, Mode::from(0o755));
                 let failure = made.err();
                 if rec.record(OpKind::Mkdir, made)?.is_none() {
@@ -486,25 +582,26 @@ impl Workload for Tree {
                 let base = self.open_base(dir, rec)?;
                 self.create_dirs(base.as_fd(), levels, rec)
             }
-            FILE_CREATE if self.stonewall.is_some() => {
+            Phase::FileCreate if self.stonewall.is_some() => {
                 let base = self.open_base(dir, rec)?;
                 stonewall::create_files(self, base.as_fd(), rec)
             }
-            kind @ (FILE_CREATE | FILE_STAT | FILE_READ | FILE_REMOVE) => {
-                let step = match kind {
-                    FILE_CREATE => FileStep::Create,
-                    FILE_STAT => FileStep::Stat,
-                    FILE_READ => FileStep::Read,
+            Phase::FileCreate => {
+                let base = self.open_base(dir, rec)?;
+                self.walk_files(base.as_fd(), levels, rec, FileStep::Create)
+            }
+            file_phase @ (Phase::FileStat | Phase::FileRead | Phase::FileRemove) => {
+                let step = match file_phase {
+                    Phase::FileStat => FileStep::Stat,
+                    Phase::FileRead => FileStep::Read,
                     _ => FileStep::Remove,
                 };
-                if kind != FILE_CREATE {
-                    // After a stonewall, the files made: the first ones in the walk order.
-                    self.limit = self.files_made().unwrap_or(u64::MAX);
-                }
+                // After a stonewall, the files made: the first ones in the walk order.
+                self.limit = self.files_made().unwrap_or(u64::MAX);
                 let base = self.open_base(dir, rec)?;
                 self.walk_files(base.as_fd(), levels, rec, step)
             }
-            DIR_REMOVE => {
+            Phase::DirRemove => {
                 let base = self.open_base(dir, rec)?;
                 self.remove_dirs(base.as_fd(), levels, rec)?;
                 drop(base);
@@ -514,7 +611,6 @@ impl Workload for Tree {
                 }
                 Ok(())
             }
-            _ => unreachable!("tree has six phases at most"),
         }
     }
 
@@ -523,7 +619,7 @@ impl Workload for Tree {
         phase: usize,
         _dir: BorrowedFd<'_>,
     ) -> Result<PhaseOutput, FsbenchError> {
-        let dirs = matches!(self.kinds[phase], DIR_CREATE | DIR_REMOVE);
+        let dirs = self.phases[phase].on_dirs();
         if !(dirs && self.is_shared() && self.makes_dirs()) {
             return Ok(PhaseOutput::default());
         }
@@ -536,6 +632,10 @@ impl Workload for Tree {
             ],
             ..PhaseOutput::default()
         })
+    }
+
+    fn record_durability(&mut self, oracle: Oracle) {
+        self.oracle = Some(oracle);
     }
 }
 

@@ -5,9 +5,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::measure::Progress;
-use crate::results::{PhaseRecord, RunRecord, Skipped, SuiteResult};
+use fsbench_measure::measure::Progress;
 use fsbench_model::aging::Preparation;
+use fsbench_model::results::{PhaseRecord, RunRecord, Skipped, SuiteResult};
 
 /// The suite about to run.
 pub struct SuitePlan<'a> {
@@ -97,6 +97,8 @@ pub enum Diagnostic<'a> {
         set: &'a str,
         backing: Option<&'a str>,
     },
+    /// A configuration's crash states: being checked, or what they showed.
+    Crash { label: &'a str, what: &'a str },
 }
 
 impl fmt::Display for Diagnostic<'_> {
@@ -160,6 +162,7 @@ impl fmt::Display for Diagnostic<'_> {
                     None => Ok(()),
                 }
             }
+            Diagnostic::Crash { label, what } => write!(f, "{label}: crash states: {what}"),
             Diagnostic::TemplatesKept(dirs) => write!(
                 f,
                 "kept the template images in {} for a resume of this suite (--resume), which starts from them instead of aging again; `fsbench clean` removes them",
@@ -274,11 +277,11 @@ mod tests {
     use std::os::fd::BorrowedFd;
 
     use super::*;
-    use crate::error::FsbenchError;
-    use crate::measure::PhaseRecorder;
     use crate::runner::phases::{PhaseSettings, run_phase};
-    use crate::workload::{PhaseOutput, Workload};
+    use fsbench_measure::error::FsbenchError;
+    use fsbench_measure::measure::PhaseRecorder;
     use fsbench_model::workload::PhaseInfo;
+    use fsbench_workloads::{PhaseOutput, Workload};
 
     /// Every event as a line, in order.
     #[derive(Default)]

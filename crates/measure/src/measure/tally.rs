@@ -152,7 +152,9 @@ mod tests {
         };
         let cross = |parent: &PhaseRecorder, w: PhaseRecorder| {
             let text = serde_json::to_string(&w.tally()).unwrap();
-            parent.worker_from(serde_json::from_str(&text).unwrap()).unwrap()
+            parent
+                .worker_from(serde_json::from_str(&text).unwrap())
+                .unwrap()
         };
         let (mut direct, mut crossed) = (phase(), phase());
         direct.absorb_with_timeline(placed(&direct));
@@ -164,7 +166,10 @@ mod tests {
         assert_eq!((b.ops, b.bytes), (1000, 4096 * 1000));
         assert_eq!(a.errors, b.errors);
         assert_eq!(b.failures, ["EEXIST: f"]);
-        assert_eq!(a.latency.keys().collect::<Vec<_>>(), ["create", "txn", "write"]);
+        assert_eq!(
+            a.latency.keys().collect::<Vec<_>>(),
+            ["create", "txn", "write"]
+        );
         assert_eq!(b.latency["create"].count, 1);
         for op in ["txn", "write"] {
             assert_eq!(a.latency[op].histogram, b.latency[op].histogram, "{op}");
@@ -177,7 +182,9 @@ mod tests {
     fn a_damaged_tally_is_refused() {
         let parent = PhaseRecorder::start("p", Arc::new(Progress::default()));
         let mut tally = parent.worker(Arc::new(Progress::default())).tally();
-        tally.histograms.push((99, encode(&super::super::new_histogram())));
+        tally
+            .histograms
+            .push((99, encode(&super::super::new_histogram())));
         assert!(parent.worker_from(tally).is_err());
     }
 }

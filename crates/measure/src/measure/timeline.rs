@@ -282,7 +282,9 @@ impl Timeline {
             b.max_ns = max_ns;
             closed.push(b);
         }
-        let current = closed.pop().ok_or("a timeline without its current interval")?;
+        let current = closed
+            .pop()
+            .ok_or("a timeline without its current interval")?;
         if closed.len() > MAX_INTERVALS || tally.width_ns == 0 {
             return Err("a timeline of more intervals than kept".into());
         }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::drivers::{FsTypeExt, UserDriverExt};
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::{FsType, UserDriver};
 
@@ -28,6 +28,7 @@ struct RawFsConfig {
     wcache: Option<bool>,
     background: Option<String>,
     driver: Option<UserDriver>,
+    crash: Option<u32>,
 }
 
 /// mkfs arguments as one shell-quoted string or as a list.
@@ -86,6 +87,7 @@ fn from_raw(mut raw: RawFsConfig) -> anyhow::Result<FsConfig> {
     config.scheduled(raw.sched, raw.label.is_some());
     config.cached(raw.wcache, raw.label.is_some());
     load(&mut config, raw.background, raw.label.is_some())?;
+    config.crash = raw.crash.map(check_crash).transpose()?;
     Ok(config)
 }
 
@@ -104,7 +106,7 @@ fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
 }
 
 /// Parses one `--fs` value: `ext4,xfs` (several plain filesystems) or
-/// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:bg=LOAD:wcache=on|off:label=NAME` (one
+/// `FS:mkfs=ARGS:mount=OPTS:age=PROFILE:fill=PERCENT:sched=NAME:bg=LOAD:wcache=on|off:crash=N:label=NAME` (one
 /// configuration; any key may be left out).
 pub fn parse_fs(text: &str) -> anyhow::Result<Vec<FsConfig>> {
     parse_fs_with(text, &[])
@@ -129,7 +131,7 @@ pub fn parse_fs_with(text: &str, drivers: &[UserDriver]) -> anyhow::Result<Vec<F
     let (fs, driver) = resolve(name, drivers)?;
     let (mut mkfs, mut mount, mut label) = (None, None, None);
     let (mut age, mut fill, mut sched, mut background) = (None, None, None, None);
-    let mut wcache = None;
+    let (mut wcache, mut crash) = (None, None);
     for (key, value) in split_keyed(rest)? {
         zfs_keys(fs, key)?;
         let slot = match key {
@@ -140,6 +142,7 @@ pub fn parse_fs_with(text: &str, drivers: &[UserDriver]) -> anyhow::Result<Vec<F
             "sched" => &mut sched,
             "bg" => &mut background,
             "wcache" => &mut wcache,
+            "crash" => &mut crash,
             _ => &mut label,
         };
         if slot.replace(value.to_string()).is_some() {
@@ -164,7 +167,27 @@ pub fn parse_fs_with(text: &str, drivers: &[UserDriver]) -> anyhow::Result<Vec<F
     config.scheduled(sched, labelled);
     config.cached(wcache.as_deref().map(parse_wcache).transpose()?, labelled);
     load(&mut config, background, labelled)?;
+    config.crash = crash.as_deref().map(parse_crash).transpose()?;
     Ok(vec![config])
+}
+
+/// `crash=N`: the crash states to check, at least one.
+pub fn parse_crash(text: &str) -> anyhow::Result<u32> {
+    let n = text.parse::<u32>().map_err(|_| {
+        invalid(format!(
+            "crash=`{text}`: give the number of crash states to check (e.g. crash=500)"
+        ))
+    })?;
+    check_crash(n)
+}
+
+fn check_crash(n: u32) -> anyhow::Result<u32> {
+    match n {
+        0 => Err(invalid(
+            "crash=0 checks nothing: give at least one state, or leave it out",
+        )),
+        n => Ok(n),
+    }
 }
 
 /// `wcache=on` or `wcache=off`.
@@ -243,14 +266,14 @@ fn pool_words(text: &str) -> Vec<String> {
 /// Splits `mkfs=-O ^has_journal:mount=data=writeback` at the colons that start a known key,
 /// so values may contain `=`, `,` and other colons.
 fn split_keyed(text: &str) -> anyhow::Result<Vec<(&str, &str)>> {
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 11] = [
         "mkfs=", "mount=", "pool=", "dataset=", "label=", "age=", "fill=", "sched=", "bg=",
-        "wcache=",
+        "wcache=", "crash=",
     ];
     let starts_key = |s: &str| KEYS.iter().find(|k| s.starts_with(*k)).copied();
     let Some(first) = starts_key(text) else {
         return Err(invalid(format!(
-            "in --fs, expected mkfs=, mount=, pool=, dataset=, age=, fill=, sched=, bg=, wcache= or label= after the filesystem, found `{text}`"
+            "in --fs, expected mkfs=, mount=, pool=, dataset=, age=, fill=, sched=, bg=, wcache=, crash= or label= after the filesystem, found `{text}`"
         )));
     };
     let mut out = Vec::new();

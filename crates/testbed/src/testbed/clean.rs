@@ -17,8 +17,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::detach::{detach_loop_within, loop_devices, unmount};
-use super::state::{MARKER, State, is_scratch_name, pid_namespace, process_start_ticks, state_dir};
+use super::state::{MARKER, State, is_scratch_name, pid_namespace, state_dir};
 use super::{device, mounts};
+use fsbench_measure::sysinfo::process_start_ticks;
 
 /// How long `fsbench clean` waits for one loop device to go: a device something else holds
 /// open is reported, not waited for.
@@ -174,7 +175,7 @@ fn loop_in_use(device: &Path) -> Option<String> {
 /// device to go.
 pub fn undo(state: &State, patience: Duration) -> Undone {
     let mut undone = Undone::default();
-    for said in crate::workload::strays::stop(state.pid, state.start_ticks) {
+    for said in fsbench_workloads::strays::stop(state.pid, state.start_ticks) {
         match said {
             Ok(done) => undone.done.push(done),
             Err(left) => undone.left.push(left),
@@ -191,6 +192,13 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
         }
     };
     if found == Found::Marked {
+        // Before the generic steps: a recording's mounts and loop devices hold its daemon.
+        crate::crash::undo::undo(
+            scratch,
+            &state.recorders,
+            &mut undone.done,
+            &mut undone.left,
+        );
         // A live daemon unmounts its dataset and lets go of the loop device once its pool is
         // destroyed and it is stopped.
         super::zfs::undo(&state.zfs, &mut undone.done, &mut undone.left);
@@ -242,7 +250,7 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
 /// file names a place outside the cgroup hierarchy. Done whatever its scratch directory holds:
 /// the cgroups are found by the run's pid and decided stale by their lock.
 fn undo_cgroups(state: &State, undone: &mut Undone) {
-    use crate::workload::command::cgroup;
+    use fsbench_workloads::command::cgroup;
     let Some(parent) = &state.cgroup_parent else {
         return;
     };
@@ -450,6 +458,7 @@ mod tests {
             queues: Vec::new(),
             cgroup_parent: None,
             made_by: None,
+            recorders: Vec::new(),
         }
     }
 

@@ -12,7 +12,7 @@ use super::background::BackgroundLoad;
 use super::{mounts, open_dir, queue, scratch};
 use crate::define::Load;
 use crate::drivers::{FsTypeExt, Slots, Toolset, expand};
-use crate::tools;
+use fsbench_measure::tools;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::{FsType, UserDriver};
 
@@ -67,6 +67,8 @@ pub struct FreshFs {
     pub(super) zfs: Option<super::zfs::Pool>,
     /// A user driver's commands, and its mount command as expanded for this run.
     pub(super) user: Option<(UserDriver, Option<MountCommand>)>,
+    /// The crash recorder the loop device is attached through, stopped once it is detached.
+    pub(super) recording: Option<crate::crash::Recording>,
 }
 
 impl FreshFs {
@@ -77,6 +79,11 @@ impl FreshFs {
 
     pub fn path(&self) -> &Path {
         &self.root
+    }
+
+    /// The crash recording's directory, when the run is recorded.
+    pub fn recording(&self) -> Option<&Path> {
+        self.recording.as_ref().map(|r| r.dir())
     }
 
     /// Whether undoing the run removes its files one by one (a directory target, with no
@@ -219,7 +226,7 @@ impl FreshFs {
             let run = tools::run_in(fsck, &args, &self.tool_dir)?;
             // Ctrl-C reaches fsck too: what it says then is no finding.
             if tools::was_interrupted(&run) {
-                return Err(crate::error::FsbenchError::Interrupted.into());
+                return Err(fsbench_measure::error::FsbenchError::Interrupted.into());
             }
             teardown.fsck = Some(FsckOutcome {
                 clean: run.success,
@@ -312,12 +319,16 @@ impl FreshFs {
         if let Some(dev) = self.loop_device.take() {
             scratch::detach_loop(&dev)?;
         }
+        if let Some(recording) = self.recording.take() {
+            // The image goes with the recording: the whole log replayed must give it.
+            recording.finish(self.image.take())?;
+        }
         if let Some(image) = self.image.take() {
             std::fs::remove_file(&image)
                 .with_context(|| format!("cannot remove {}", image.display()))?;
         }
         if self.run_dir.exists() && mounts::mounts_below(&self.run_dir).is_empty() {
-            crate::rmtree::purge(&self.run_dir)
+            fsbench_measure::rmtree::purge(&self.run_dir)
                 .with_context(|| format!("cannot remove {}", self.run_dir.display()))?;
         }
         Ok(())
@@ -413,7 +424,7 @@ impl FreshFs {
 impl Drop for FreshFs {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            crate::diag::say(&format!(
+            fsbench_measure::diag::say(&format!(
                 "fsbench: cleanup of {} failed: {e:#}",
                 self.root.display()
             ));

@@ -12,16 +12,20 @@ use serde::{Deserialize, Serialize};
 
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
-use crate::Aligned;
-use crate::error::FsbenchError;
-use crate::measure::{OpKind, PhaseRecorder, new_histogram};
+use fsbench_measure::calls::Aligned;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
-/// Job `job`'s file `file`: `io.JOB.FILE`, as fio names a job's files `NAME.JOB.FILE`.
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
 
-pub(crate) fn file_name(job: u32, file: usize) -> String {
-    format!("io.{job}.{file}")
+/// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
+/// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
+pub(crate) fn file_name(job: usize, copy: u32, file: usize) -> String {
+    match job {
+        0 => format!("io.{copy}.{file}"),
+        j => format!("io{j}.{copy}.{file}"),
+    }
 }
 
 /// What a job measured besides its recorder's counts and total latency (serde: a worker
@@ -29,13 +33,13 @@ pub(crate) fn file_name(job: u32, file: usize) -> String {
 #[derive(Serialize, Deserialize)]
 pub(crate) struct JobOut {
     /// Per direction (read, write): submission and completion latency.
-    #[serde(with = "crate::measure::histogram_serde::pair")]
+    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
     pub slat: [Histogram<u64>; 2],
-    #[serde(with = "crate::measure::histogram_serde::pair")]
+    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
     pub clat: [Histogram<u64>; 2],
     /// Open loop: how late each I/O was issued after its scheduled time (the harness's
     /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
-    #[serde(with = "crate::measure::histogram_serde")]
+    #[serde(with = "fsbench_measure::measure::histogram_serde")]
     pub lag: Histogram<u64>,
     pub ios: [u64; 2],
     pub bytes: [u64; 2],
@@ -65,6 +69,24 @@ pub(crate) struct Span {
     pub limit: Option<Duration>,
 }
 
+impl Span {
+    /// The timed part of `params`'s job (`measured`), or its untimed ramp (`ramp_time`).
+    pub(crate) fn of(params: &IoParams, measured: bool) -> Span {
+        if !measured {
+            return Span {
+                measured,
+                time_based: true,
+                limit: Some(Duration::from_millis(params.ramp_ms)),
+            };
+        }
+        Span {
+            measured,
+            time_based: params.time_based,
+            limit: (params.runtime_ms > 0).then(|| Duration::from_millis(params.runtime_ms)),
+        }
+    }
+}
+
 /// One job on its thread.
 pub(crate) struct Job<'a> {
     pub params: &'a IoParams,
@@ -79,9 +101,14 @@ pub(crate) struct Job<'a> {
     /// Writes since the last fsync, and whether a file was written (for end_fsync).
     writes: u32,
     written: Vec<bool>,
+    /// The file whose `fsync=N` is due before the next I/O (none after the last: fio asks
+    /// for the sync when it picks the next I/O, so the end has `end_fsync` alone).
+    sync_due: Option<usize>,
     /// Open loop: the interval between scheduled issues, and the next one's number.
     interval_ns: Option<f64>,
     issued: u64,
+    /// Where a crash-recorded run notes what each sync covered.
+    pub oracle: Option<crate::oracle::Oracle>,
 }
 
 impl<'a> Job<'a> {
@@ -90,7 +117,7 @@ impl<'a> Job<'a> {
     pub(crate) fn open(
         params: &'a IoParams,
         dir: BorrowedFd<'_>,
-        job: u32,
+        (job, copy): (usize, u32),
         pattern: &'a mut Pattern,
         rec: PhaseRecorder,
         halt: &'a AtomicBool,
@@ -106,8 +133,8 @@ impl<'a> Job<'a> {
         }
         let files = (0..params.nrfiles as usize)
             .map(|f| {
-                let name = file_name(job, f);
-                let fd = rustix::fs::openat(dir, &name, flags, Mode::from(0o644))
+                let name = file_name(job, copy, f);
+                let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
                     .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
                 if params.invalidate && !params.direct {
                     let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
@@ -123,7 +150,7 @@ impl<'a> Job<'a> {
                 Ok(fd)
             })
             .collect::<Result<Vec<_>, FsbenchError>>()?;
-        let mut fill = Rng::new(u64::from(job) + 1);
+        let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
         let bufs = (0..params.depth())
             .map(|_| {
                 let mut b = Aligned::new(params.max_bs() as usize);
@@ -154,8 +181,10 @@ impl<'a> Job<'a> {
             span,
             start: Instant::now(),
             writes: 0,
+            sync_due: None,
             interval_ns: rate,
             issued: 0,
+            oracle: None,
         })
     }
 
@@ -278,21 +307,27 @@ impl<'a> Job<'a> {
         self.rec.unit_done(u64::from(io.len))
     }
 
-    /// Counts a completed write; true when `fsync=N` or `fdatasync=N` is due now (the
-    /// engine then syncs with nothing in flight, as fio quiesces first).
+    /// Counts a completed write; after every `fsync=N`th (or `fdatasync=N`th) the sync is
+    /// due before the next I/O ([`Job::take_due_sync`]).
     #[inline]
-    pub(crate) fn note_write(&mut self, file: usize) -> bool {
+    pub(crate) fn note_write(&mut self, file: usize) {
         self.written[file] = true;
         let every = self.params.fsync.max(self.params.fdatasync);
         if every == 0 {
-            return false;
+            return;
         }
         self.writes += 1;
-        if self.writes < every {
-            return false;
+        if self.writes >= every {
+            self.writes = 0;
+            self.sync_due = Some(file);
         }
-        self.writes = 0;
-        true
+    }
+
+    /// The file to sync before the I/O in hand, if a sync is due (the engine syncs with
+    /// nothing in flight, as fio quiesces first).
+    #[inline]
+    pub(crate) fn take_due_sync(&mut self) -> Option<usize> {
+        self.sync_due.take()
     }
 
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
@@ -313,6 +348,10 @@ impl<'a> Job<'a> {
             let at = done.saturating_duration_since(self.start).as_nanos() as u64;
             let ns = done.saturating_duration_since(before).as_nanos() as u64;
             self.rec.record_ended_at(OpKind::Fsync, at, ns);
+        }
+        if let (Ok(()), Some(oracle)) = (&result, &self.oracle) {
+            // The job writes on: what this sync covered binds a crash at this moment only.
+            oracle.file_synced(fd, false);
         }
         result.map_err(|e| io_error(e, "fsync", &self.rec))
     }
@@ -340,6 +379,9 @@ impl<'a> Job<'a> {
         };
         let v2 = self.params.engine == Engine::Pvsync2;
         while let Some(io) = self.next_io(&mut passes) {
+            if let Some(file) = self.take_due_sync() {
+                self.sync_writes(file)?;
+            }
             let scheduled = self.scheduled();
             if let Some(at) = scheduled {
                 Self::wait_until(at);
@@ -361,8 +403,8 @@ impl<'a> Job<'a> {
             let done = Instant::now();
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
-            if !io.read && self.note_write(io.file) {
-                self.sync_writes(io.file)?;
+            if !io.read {
+                self.note_write(io.file);
             }
         }
         Ok(())
@@ -388,6 +430,6 @@ pub(crate) fn check_len(
 }
 
 pub(crate) fn io_error(e: rustix::io::Errno, what: &str, rec: &PhaseRecorder) -> FsbenchError {
-    crate::measure::fatal_error(e, "io", rec.units())
+    fsbench_measure::measure::fatal_error(e, "io", rec.units())
         .unwrap_or_else(|| FsbenchError::Failed(format!("io: {what}: {e}")))
 }

@@ -1,21 +1,31 @@
-//! fio job files (`fsbench fio JOBFILE`): `[global]` and job sections, `key=value` or a bare
-//! `key`, `;` and `#` comments, `include FILE`, `${VAR}` from the environment, fio's size
-//! suffixes; each job becomes one io workload. An option fsbench does not implement is
-//! refused with its file and line, never ignored.
+//! fio job files (`fsbench fio JOBFILE`, `-` for stdin): `[global]` and job sections,
+//! `key=value` or a bare `key`, whole-line and inline `;` and `#` comments, `include FILE`,
+//! `${VAR}` from the environment, fio's keywords and arithmetic, fio's size suffixes and
+//! other spellings; each job becomes one io workload. An option fsbench does not implement
+//! is refused with its file and line, never ignored.
 
 use std::path::Path;
 
 use super::IoParams;
 use super::table::KIND;
-use crate::error::invalid;
+use crate::WorkloadParams;
+use fsbench_measure::error::invalid;
 
-/// Options that shape how fio runs or reports jobs, not what a job does: accepted, since
-/// fsbench does the same (one report per job).
+mod spelling;
+mod values;
+
+/// Options that shape how fio measures or reports jobs, not what a job does: accepted,
+/// since fsbench reports each job and measures every latency anyway (fio's `gtod_reduce`
+/// and `disable_*` only spare fio the clock reads).
 const ACCEPTED: &[&str] = &[
     "name",
     "description",
     "group_reporting",
     "new_group",
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
 ];
 
 /// fio's keys that fsbench decides itself, refused with the reason.
@@ -34,10 +44,11 @@ const REFUSED: &[(&str, &str)] = &[
 /// Include files nested deeper than this are refused (an include cycle).
 const MAX_DEPTH: usize = 8;
 
-/// One `key=value` of a section.
+/// One `key=value` of a section, with where it was written (`FILE:LINE`).
 struct Line {
     key: String,
     value: String,
+    at: String,
 }
 
 struct Section {
@@ -46,18 +57,98 @@ struct Section {
     options: Vec<Line>,
 }
 
-/// The jobs of a fio job file, in order, as io workloads.
-pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
+/// Bounds on every job of a job file (`--cap size=16m,runtime=2s`): a job file scaled down
+/// without editing it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cap {
+    /// At most this many bytes per job and per file.
+    pub size: Option<u64>,
+    /// Every job stops after this long (its ramp too), time-based or not.
+    pub runtime_ms: Option<u64>,
+}
+
+impl Cap {
+    /// `size=SIZE,runtime=TIME`, either or both.
+    pub fn parse(text: &str) -> anyhow::Result<Cap> {
+        let mut cap = Cap::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = |why: String| invalid(format!("--cap `{part}`: {why}"));
+            match part.split_once('=') {
+                Some(("size", v)) => {
+                    cap.size = Some(
+                        fsbench_measure::units::parse_size(v).map_err(|e| bad(e.to_string()))?,
+                    )
+                }
+                Some(("runtime", v)) => {
+                    cap.runtime_ms = Some(
+                        super::params::parse_time("runtime", v).map_err(|e| bad(e.to_string()))?,
+                    )
+                }
+                _ => {
+                    return Err(bad(
+                        "give size=SIZE and/or runtime=TIME (e.g. size=16m,runtime=2s)".into(),
+                    ));
+                }
+            }
+        }
+        Ok(cap)
+    }
+
+    /// What the cap did, for the output; `None` without one.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(size) = self.size {
+            parts.push(format!("size={}", fsbench_model::units::compact_size(size)));
+        }
+        if let Some(ms) = self.runtime_ms {
+            parts.push(format!("runtime={}s", ms as f64 / 1000.0));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "the job file scaled by --cap {}: every job's size and files at most that, its runtime and ramp too",
+                parts.join(",")
+            )
+        })
+    }
+
+    fn apply(&self, job: &mut IoParams) {
+        if let Some(size) = self.size {
+            job.size = job.size.min(size);
+            job.filesize = job.filesize.min(size.max(job.offset + job.max_bs()));
+        }
+        if let Some(ms) = self.runtime_ms {
+            job.runtime_ms = match job.runtime_ms {
+                0 => ms,
+                given => given.min(ms),
+            };
+            job.ramp_ms = job.ramp_ms.min(ms);
+        }
+    }
+}
+
+/// The jobs of a fio job file (`-`: standard input), in order, as io workloads (scaled by
+/// `cap`): jobs that fio runs at the same time (no `stonewall` between them) are one
+/// workload, the later ones `beside` the first.
+pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
     let mut sections = Vec::new();
-    read_into(path, 0, &mut sections)?;
+    let keywords = values::Keywords::of_this_machine();
+    read_into(path, 0, &keywords, &mut sections)?;
     let mut global: Vec<&Line> = Vec::new();
-    let mut jobs = Vec::new();
+    let mut jobs: Vec<IoParams> = Vec::new();
     for s in &sections {
         if s.name == "global" {
             global.extend(&s.options);
             continue;
         }
-        jobs.push(job(s, &global, jobs.is_empty())?);
+        let (mut params, stonewall) = job(s, &global)?;
+        cap.apply(&mut params);
+        params
+            .validate()
+            .map_err(|e| invalid(format!("{}: job `{}` under the cap: {e}", s.at, s.name)))?;
+        match jobs.last_mut() {
+            Some(before) if !stonewall => before.beside.push(params),
+            _ => jobs.push(params),
+        }
     }
     if jobs.is_empty() {
         return Err(invalid(format!("{}: no job section", path.display())));
@@ -65,61 +156,77 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<IoParams>> {
     Ok(jobs)
 }
 
-/// One job: the global options then its own (a key given in both: its own wins, as in fio).
-fn job(s: &Section, global: &[&Line], first: bool) -> anyhow::Result<IoParams> {
-    let mut pairs: Vec<(String, String)> = Vec::new();
+/// One job: the global options then its own (a key given in both: its own wins, as in
+/// fio), and whether it waits for the jobs before it (`stonewall`).
+fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool)> {
+    // The io workload's options, each with the line that gave it.
+    let mut pairs: Vec<(String, String, &str)> = Vec::new();
     let mut stonewall = false;
     for line in global.iter().copied().chain(&s.options) {
-        let key = line.key.as_str();
-        if matches!(key, "stonewall" | "wait_for_previous") {
-            stonewall = line.value.is_empty() || line.value == "1";
+        let key = line.key.replace('-', "_");
+        if matches!(key.as_str(), "stonewall" | "wait_for_previous") {
+            stonewall = spelling::flag(&line.value);
             continue;
         }
-        if ACCEPTED.contains(&key) {
+        if ACCEPTED.contains(&key.as_str()) {
             continue;
         }
-        if key == "thread" {
-            pairs.push(crate::parallel::fio_thread(&line.value));
-            continue;
+        let translated = spelling::translate(&key, &line.value)
+            .map_err(|why| invalid(format!("{}: {why}", line.at)))?;
+        for (k, v) in translated {
+            // Each value alone first, so that a bad one names its own line.
+            KIND.parse_pairs(&[(k.clone(), v.clone())])
+                .map_err(|e| invalid(format!("{}: {e}", line.at)))?;
+            pairs.retain(|(have, _, _)| *have != k);
+            pairs.push((k, v, &line.at));
         }
-        pairs.retain(|(k, _)| k.replace('-', "_") != key.replace('-', "_"));
-        pairs.push((key.to_string(), line.value.clone()));
     }
-    if !first && !stonewall {
+    if !pairs.iter().any(|(k, _, _)| k == "size" || k == "filesize") {
+        // fio: "you need to specify size=".
         return Err(invalid(format!(
-            "{}: job `{}` runs beside the one before it in fio (no `stonewall`): fsbench runs one job at a time; add `stonewall`, or give parallel copies as `numjobs`",
+            "{}: job `{}` has no `size` (nor `filesize`): fio needs one, and so does fsbench",
             s.at, s.name
         )));
     }
+    // An error of the options together names the line of the last option it names.
+    let at_of = |e: &anyhow::Error| {
+        let text = e.to_string();
+        (pairs.iter().rev())
+            .find(|(k, _, _)| {
+                text.contains(&format!("`{k}"))
+                    || text.contains(&format!("`{}", k.replace('_', "-")))
+            })
+            .map_or(s.at.as_str(), |(_, _, at)| at)
+            .to_string()
+    };
+    let plain: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v, _)| (k.clone(), v.clone()))
+        .collect();
     let mut params = KIND
-        .parse_pairs(&pairs)
+        .parse_pairs(&plain)
         .and_then(|p| super::params::build(&p))
-        .map_err(|e| invalid(format!("{}: job `{}`: {e}", s.at, s.name)))?;
+        .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
     params.preset = None;
     params.job = Some(s.name.clone());
     params
         .validate()
-        .map_err(|e| invalid(format!("{}: job `{}`: {e}", s.at, s.name)))?;
-    Ok(params)
+        .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
+    Ok((params, stonewall))
 }
 
-/// `${VAR}` replaced by the environment's value; an unset one is an error.
-fn substitute(text: &str, at: &str) -> anyhow::Result<String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('}')
-            .ok_or_else(|| invalid(format!("{at}: `${{` without its `}}`")))?;
-        let name = &rest[start + 2..start + end];
-        let value = std::env::var(name)
-            .map_err(|_| invalid(format!("{at}: ${{{name}}} is not set in the environment")))?;
-        out.push_str(&value);
-        rest = &rest[start + end + 1..];
+/// The text of a job file, or of standard input for `-` (as fio reads it).
+fn text_of(path: &Path) -> anyhow::Result<String> {
+    if path != Path::new("-") {
+        return fsbench_measure::calls::read_text_file(path, "fio job file");
     }
-    out.push_str(rest);
-    Ok(out)
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).map_err(|e| {
+        invalid(format!(
+            "cannot read the fio job file from standard input: {e}"
+        ))
+    })?;
+    Ok(text)
 }
 
 /// Whether a (trimmed, non-comment) line has a job file's shape: `[name]`, `include FILE`, or
@@ -138,18 +245,23 @@ fn is_job_line(line: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::Result<()> {
+fn read_into(
+    path: &Path,
+    depth: usize,
+    keywords: &values::Keywords,
+    sections: &mut Vec<Section>,
+) -> anyhow::Result<()> {
     if depth > MAX_DEPTH {
         return Err(invalid(format!(
             "{}: includes nested more than {MAX_DEPTH} deep (a cycle?)",
             path.display()
         )));
     }
-    let text = crate::read_text_file(path, "fio job file")?;
+    let text = text_of(path)?;
     for (i, raw) in text.lines().enumerate() {
         let at = format!("{}:{}", path.display(), i + 1);
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+        let line = values::strip_comment(raw);
+        if line.is_empty() {
             continue;
         }
         // An included file may be anything (`include /etc/shadow`): errors quote only what
@@ -160,7 +272,7 @@ fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::
                  FILE`); not quoted"
             )));
         }
-        let line = substitute(line, &at)?;
+        let line = values::substitute(line, &at)?;
         if let Some(name) = line.strip_prefix('[') {
             let name = name
                 .strip_suffix(']')
@@ -178,26 +290,35 @@ fn read_into(path: &Path, depth: usize, sections: &mut Vec<Section>) -> anyhow::
                 Some(dir) if file.is_relative() => dir.join(file),
                 _ => file.to_path_buf(),
             };
-            read_into(&file, depth + 1, sections)?;
+            read_into(&file, depth + 1, keywords, sections)?;
             continue;
         }
         let (key, value) = line.split_once('=').unwrap_or((&line, ""));
-        let (key, value) = (key.trim().to_string(), value.trim().to_string());
-        let known = KIND.has_option(&key)
-            || ACCEPTED.contains(&key.as_str())
-            || matches!(key.as_str(), "stonewall" | "wait_for_previous" | "thread");
-        if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == key) {
-            return Err(invalid(format!("{at}: `{key}` is not used: {why}")));
-        }
-        if !known || key == "preset" {
-            return Err(invalid(format!(
-                "{at}: fio option `{key}` is not implemented by fsbench's io workload (`fsbench run --help` lists what is)"
-            )));
-        }
+        let key = key.trim().to_string();
+        let value = keywords.expand(value.trim(), &at)?;
+        check_known(&key, &at)?;
         let Some(section) = sections.last_mut() else {
             return Err(invalid(format!("{at}: `{key}` before any `[section]`")));
         };
-        section.options.push(Line { key, value });
+        section.options.push(Line { key, value, at });
+    }
+    Ok(())
+}
+
+/// Refuses a key fsbench does not implement, naming its line.
+fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
+    let normal = key.replace('-', "_");
+    if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == normal) {
+        return Err(invalid(format!("{at}: `{key}` is not used: {why}")));
+    }
+    let known = KIND.has_option(&normal)
+        || ACCEPTED.contains(&normal.as_str())
+        || matches!(normal.as_str(), "stonewall" | "wait_for_previous")
+        || spelling::ALIASES.contains(&normal.as_str());
+    if !known || normal == "preset" {
+        return Err(invalid(format!(
+            "{at}: fio option `{key}` is not implemented by fsbench's io workload (`fsbench run --help` lists what is)"
+        )));
     }
     Ok(())
 }
@@ -224,13 +345,16 @@ mod tests {
         );
         // The environment is read, not written: other tests' threads run beside this one.
         let search = std::env::var("PATH").unwrap();
-        assert_eq!(substitute("a${PATH}b", "x").unwrap(), format!("a{search}b"));
+        assert_eq!(
+            values::substitute("a${PATH}b", "x").unwrap(),
+            format!("a{search}b")
+        );
         let path = write(
             dir.path(),
             "job.fio",
             "include common.fio\n[global]\nsize=64M\nbs=4K\n\n[read]\nrw=randread\ndirect=1\n# a comment\n[write]\nstonewall\nrw=write\nbs=128k\nend_fsync=1\nthread\n",
         );
-        let jobs = read(&path).unwrap();
+        let jobs = read(&path, &Cap::default()).unwrap();
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[0].job.as_deref(), Some("read"));
         assert_eq!(
@@ -263,25 +387,110 @@ mod tests {
                 "job.fio:3: `filename` is not used",
             ),
             (
-                "[a]\nsize=1m\n[b]\nsize=1m\n",
-                "job.fio:3: job `b` runs beside",
-            ),
-            (
                 "[a]\nsize=${IO_TEST_UNSET}\n",
                 "job.fio:2: ${IO_TEST_UNSET} is not set",
             ),
             (
                 "[a]\nsize=1m\nrw=trim\n",
-                "job.fio:1: job `a`: io: `rw` is one of",
+                "job.fio:3: `rw=trim`: trims are not implemented",
+            ),
+            (
+                "[a]\nsize=1m\n\nbs=4k,8k\n",
+                "job.fio:4: `bs=4k,8k`: a different value per direction",
+            ),
+            ("[a]\nsize=1m\nrw=read:-8k\n", "job.fio:3: `rw=read:-8k`"),
+            ("[a]\nsize=1m\niodepth=lots\n", "job.fio:3: "),
+            ("[a]\nrw=read\n", "job.fio:1: job `a` has no `size`"),
+            (
+                "[a]\nsize=1m\nrate=1m\nrate_iops=10\n",
+                "job.fio:4: job `a`: io: give `rate` or `rate-iops`",
+            ),
+            (
+                "[a]\nsize=$mb_memory/0\n",
+                "job.fio:2: `$mb_memory/0`: division by zero",
             ),
             ("size=1m\n", "before any `[section]`"),
         ] {
             let path = write(dir.path(), "job.fio", text);
-            let err = format!("{:#}", read(&path).unwrap_err());
+            let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
             assert!(err.contains(needle), "{text:?}: {err}");
         }
         let path = write(dir.path(), "loop.fio", "include loop.fio\n");
-        assert!(format!("{:#}", read(&path).unwrap_err()).contains("a cycle"));
+        assert!(format!("{:#}", read(&path, &Cap::default()).unwrap_err()).contains("a cycle"));
+    }
+
+    #[test]
+    fn fio_s_other_spellings_read_as_fio_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[global]\nblocksize=8k ; inline comment\nreadwrite=rw\nrwmixread=60\nrwmixwrite=30\nbuffered=0\nsize=(2*$pagesize*1024) # size\ngtod_reduce=1\n[j]\nbs=16k,16k\nnumjobs=($ncpus+1)\n",
+        );
+        let jobs = read(&path, &Cap::default()).unwrap();
+        let j = &jobs[0];
+        assert_eq!(j.bssplit, vec![(16 << 10, 100)]);
+        assert_eq!(
+            (j.rw, j.rwmixread, j.direct),
+            (super::super::Rw::ReadWrite, 70, true)
+        );
+        let keywords = values::Keywords::of_this_machine();
+        assert_eq!(j.size, 2 * keywords.pagesize * 1024);
+        assert_eq!(u64::from(j.numjobs), keywords.ncpus + 1);
+        assert!(keywords.mb_memory > 0);
+        assert_eq!(
+            keywords.expand("8*$mb_memory", "x").unwrap(),
+            (8 * keywords.mb_memory).to_string()
+        );
+        assert_eq!(keywords.expand("((2^10-24)/10)", "x").unwrap(), "100");
+        // Without a keyword or parentheses a dash is text, as in `bsrange=4k-4k`.
+        assert_eq!(keywords.expand("4k-4k", "x").unwrap(), "4k-4k");
+    }
+
+    #[test]
+    fn jobs_without_a_stonewall_run_beside_the_one_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[global]\nsize=1m\n[a]\nrw=read\n[b]\nrw=write\n[c]\nstonewall\n[d]\nwait_for_previous\n",
+        );
+        let jobs = read(&path, &Cap::default()).unwrap();
+        let names =
+            |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
+        assert_eq!(jobs.len(), 3);
+        assert_eq!(names(&jobs[0]), ["a", "b"]);
+        assert_eq!(names(&jobs[1]), ["c"]);
+        assert_eq!(names(&jobs[2]), ["d"]);
+        assert_eq!(jobs[0].beside[0].rw, super::super::Rw::Write);
+        assert!(jobs[0].name().ends_with("+1 beside"), "{}", jobs[0].name());
+        assert_eq!(jobs[0].space_needed().unwrap().inodes, 8 + 2);
+    }
+
+    #[test]
+    fn a_cap_bounds_every_job_s_size_and_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[a]\nsize=1g\nruntime=1h\nramp_time=1m\n[b]\nsize=4m\nrw=write\n",
+        );
+        let cap = Cap::parse("size=16m,runtime=2s").unwrap();
+        let jobs = read(&path, &cap).unwrap();
+        let a = &jobs[0];
+        assert_eq!(
+            (a.size, a.filesize, a.runtime_ms, a.ramp_ms),
+            (16 << 20, 16 << 20, 2000, 2000)
+        );
+        let b = &a.beside[0];
+        assert_eq!((b.size, b.runtime_ms), (4 << 20, 2000));
+        assert!(
+            cap.describe()
+                .unwrap()
+                .contains("--cap size=16M,runtime=2s")
+        );
+        assert_eq!(Cap::default().describe(), None);
+        assert!(Cap::parse("iodepth=1").is_err());
     }
 
     #[test]
@@ -296,7 +505,7 @@ mod tests {
         ] {
             write(dir.path(), "shadow", &text);
             let path = write(dir.path(), "job.fio", "[a]\nsize=1m\ninclude shadow\n");
-            let err = format!("{:#}", read(&path).unwrap_err());
+            let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
             assert!(
                 err.contains("shadow:1: not a job file's line") && !err.contains("s3cr3t"),
                 "{text:?}: {err}"

@@ -2,9 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::SpaceNeed;
-use super::super::options::Parsed;
-use crate::error::invalid;
+use std::borrow::Cow;
+
+use crate::options::{Parsed, WorkloadKind};
+use crate::{Need, PhaseInfo, RankShare, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::invalid;
+use fsbench_model::filesystem::Capability;
 use fsbench_model::units::{compact_size, format_bytes};
 use fsbench_model::workload::WorkerMode;
 
@@ -66,6 +69,8 @@ pub enum Engine {
     Psync,
     Pvsync2,
     IoUring,
+    /// The kernel's native AIO (io_submit), as fio's libaio engine.
+    Libaio,
 }
 
 impl Engine {
@@ -74,6 +79,7 @@ impl Engine {
             Engine::Psync => "psync",
             Engine::Pvsync2 => "pvsync2",
             Engine::IoUring => "io_uring",
+            Engine::Libaio => "libaio",
         }
     }
 }
@@ -184,10 +190,14 @@ pub struct IoParams {
     pub randseed: u64,
     pub distribution: Distribution,
     pub norandommap: bool,
+    /// The jobs of a fio job file that run at the same time as this one (no `stonewall`
+    /// between them, fio's default), each on files of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<IoParams>,
 }
 
 /// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
-fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
+pub(super) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
@@ -219,7 +229,7 @@ fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
         .split(':')
         .map(|part| {
             let (size, pct) = part.split_once('/').ok_or_else(bad)?;
-            let size = crate::units::parse_size(size).map_err(|_| bad())?;
+            let size = fsbench_measure::units::parse_size(size).map_err(|_| bad())?;
             let pct: u32 = pct.parse().map_err(|_| bad())?;
             if size == 0 || size > 256 << 20 {
                 return Err(bad());
@@ -262,6 +272,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let engine = match p.text("ioengine").expect("ioengine has a default") {
         "psync" => Engine::Psync,
         "pvsync2" => Engine::Pvsync2,
+        "libaio" => Engine::Libaio,
         _ => Engine::IoUring,
     };
     Ok(IoParams {
@@ -302,6 +313,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
         norandommap: p.flag("norandommap"),
+        beside: Vec::new(),
     })
 }
 
@@ -309,6 +321,11 @@ impl IoParams {
     #[cfg(test)]
     pub(crate) fn parse(args: &str) -> anyhow::Result<IoParams> {
         build(&super::KIND.parse_cli(args)?)
+    }
+
+    /// This job and the jobs beside it, in the job file's order.
+    pub fn jobs(&self) -> impl Iterator<Item = &IoParams> {
+        std::iter::once(self).chain(&self.beside)
     }
 
     pub fn max_bs(&self) -> u64 {
@@ -322,7 +339,7 @@ impl IoParams {
     /// I/Os in flight per job: the engine's depth (the synchronous ones have one).
     pub fn depth(&self) -> u32 {
         match self.engine {
-            Engine::IoUring => self.iodepth,
+            Engine::IoUring | Engine::Libaio => self.iodepth,
             Engine::Psync | Engine::Pvsync2 => 1,
         }
     }
@@ -331,8 +348,28 @@ impl IoParams {
     pub(crate) fn region(&self) -> u64 {
         self.filesize.saturating_sub(self.offset)
     }
+}
 
-    pub fn name(&self) -> String {
+// Under MPI each rank has files of its own (in its own directory), aggregated as IOR does:
+// no refusal.
+impl IoParams {
+    /// One job's I/O buffers: one block per slot in flight, aligned, for each of its copies.
+    fn job_buffer_bytes(&self) -> u64 {
+        (self.max_bs() + 4096)
+            .saturating_mul(u64::from(self.depth()))
+            .saturating_mul(u64::from(self.numjobs))
+    }
+}
+
+impl WorkloadParams for IoParams {
+    const KIND: &'static WorkloadKind = &super::KIND;
+    const REPORTS: &'static [&'static str] = &["fio", "fio-json"];
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let mut name = self
             .job
             .clone()
@@ -381,10 +418,14 @@ impl IoParams {
         if self.time_based {
             name.push_str(&format!(",runtime={}ms", self.runtime_ms));
         }
+        if !self.beside.is_empty() {
+            name.push_str(&format!("+{} beside", self.beside.len()));
+        }
         name
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
+        self.beside.iter().try_for_each(WorkloadParams::validate)?;
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         if self.offset >= self.filesize {
             return no(format!(
@@ -410,7 +451,10 @@ impl IoParams {
             ));
         }
         if self.create_on_open && self.ramp_ms > 0 {
-            return no("`create-on-open` creates the files in the timed phase: no `ramp-time` before it".into());
+            return no(
+                "`create-on-open` creates the files in the timed phase: no `ramp-time` before it"
+                    .into(),
+            );
         }
         if self.rate > 0 && self.rate_iops > 0 {
             return no("give `rate` or `rate-iops`, not both".into());
@@ -418,19 +462,12 @@ impl IoParams {
         if self.fsync > 0 && self.fdatasync > 0 {
             return no("give `fsync` or `fdatasync`, not both".into());
         }
-        if self.engine != Engine::IoUring {
-            if self.iodepth > 1 {
-                return no(format!(
-                    "{} is synchronous (one I/O in flight): `iodepth={}` needs ioengine=io_uring",
-                    self.engine.name(),
-                    self.iodepth
-                ));
-            }
-            if self.sqpoll {
-                return no("`sqpoll` needs ioengine=io_uring".into());
-            }
+        // `iodepth` above 1 with a synchronous engine is taken as fio takes it: one I/O in
+        // flight ([`IoParams::depth`]).
+        if self.engine != Engine::IoUring && self.sqpoll {
+            return no("`sqpoll` needs ioengine=io_uring".into());
         }
-        if self.engine == Engine::Psync && self.hipri {
+        if matches!(self.engine, Engine::Psync | Engine::Libaio) && self.hipri {
             return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
         }
         if self.hipri && !self.direct {
@@ -454,7 +491,7 @@ impl IoParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let limit = if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
         } else {
@@ -476,19 +513,97 @@ impl IoParams {
             format_bytes(self.filesize),
             self.engine.name(),
             self.depth(),
-        )
+        ) + &match self.beside.len() {
+            0 => String::new(),
+            n => format!("; {n} more job(s) at the same time"),
+        }
     }
 
-    /// Every job's I/O buffers: one block per slot in flight, aligned.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
-        (self.max_bs() + 4096)
-            .saturating_mul(u64::from(self.depth()))
-            .saturating_mul(u64::from(self.numjobs))
+    /// Every job's I/O buffers, of the jobs that run at the same time too.
+    fn buffer_bytes(&self) -> u64 {
+        self.jobs().map(IoParams::job_buffer_bytes).sum()
     }
 
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
-        let files = u64::from(self.nrfiles).checked_mul(u64::from(self.numjobs))?;
-        let bytes = self.filesize.checked_mul(files)?.checked_mul(21)? / 20;
-        Some(SpaceNeed::exactly(bytes, files + 8))
+    fn space_needed(&self) -> Option<SpaceNeed> {
+        let mut need = SpaceNeed::exactly(0, 8);
+        for job in self.jobs() {
+            let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
+            let bytes = job.filesize.checked_mul(files)?.checked_mul(21)? / 20;
+            need.bytes = need.bytes.checked_add(bytes)?;
+            need.inodes = need.inodes.checked_add(files)?;
+        }
+        need.ideal_bytes = need.bytes;
+        Some(need)
+    }
+
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(super::PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(super::Io::new(self.clone()))
+    }
+
+    fn threads(&self) -> u32 {
+        self.jobs().map(|j| j.numjobs).sum()
+    }
+
+    fn worker_mode(&self) -> Option<WorkerMode> {
+        Some(self.workers)
+    }
+
+    /// Under `--shared-dir` the ranks' jobs share their files (IOR without `-F`).
+    fn mpi_shares_directory(&self) -> bool {
+        true
+    }
+
+    fn rank_instance(&self, rank: &RankShare<'_>) -> Box<dyn Workload> {
+        match rank.shared_dir {
+            Some(_) => Box::new(super::Io::new(shared_file_share(self, rank.rank))),
+            None => self.instantiate(),
+        }
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.jobs().any(|j| j.direct).then_some(Need {
+            capability: Capability::Direct,
+            option: "`direct`",
+        })
+    }
+}
+
+/// Rank `rank`'s share of files every rank's jobs use: its region of each file right after
+/// rank `rank - 1`'s, as IOR lays out a shared file (segment by segment, rank by rank).
+fn shared_file_share(p: &IoParams, rank: usize) -> IoParams {
+    let region = p.filesize - p.offset;
+    let offset = p.offset + rank as u64 * region;
+    IoParams {
+        offset,
+        filesize: offset + region,
+        beside: p
+            .beside
+            .iter()
+            .map(|b| shared_file_share(b, rank))
+            .collect(),
+        ..p.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_sharing_a_file_write_regions_of_their_own_one_after_another() {
+        let p = IoParams::parse("rw=write,bs=1m,size=256m,offset=4k").unwrap();
+        let regions: Vec<(u64, u64)> = (0..3)
+            .map(|r| shared_file_share(&p, r))
+            .map(|s| (s.offset, s.filesize))
+            .collect();
+        let (k, m) = (4096, 256 << 20);
+        assert_eq!(
+            regions,
+            [(k, k + m), (k + m, k + 2 * m), (k + 2 * m, k + 3 * m)]
+        );
     }
 }

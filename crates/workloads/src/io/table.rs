@@ -1,9 +1,7 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
-use super::params::{Rw, build};
-use crate::Params;
-use crate::options::{Need, OptKind, OptionDef, Preset, WorkloadKind};
-use fsbench_model::filesystem::Capability;
+use super::params::Rw;
+use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
     OptionDef {
@@ -77,7 +75,7 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("psync"),
         ..OptionDef::new(
             "ioengine",
-            OptKind::Choice(&["psync", "pvsync2", "io_uring"]),
+            OptKind::Choice(&["psync", "pvsync2", "io_uring", "libaio"]),
             "how I/O is issued",
         )
     },
@@ -85,7 +83,11 @@ const OPTIONS: &[OptionDef] = &[
         min: 1,
         max: 4096,
         default: Some("1"),
-        ..OptionDef::new("iodepth", OptKind::Count, "I/Os in flight (io_uring)")
+        ..OptionDef::new(
+            "iodepth",
+            OptKind::Count,
+            "I/Os in flight (io_uring, libaio)",
+        )
     },
     OptionDef {
         min: 1,
@@ -238,23 +240,13 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The io workload's row in the registry.
+/// The io workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "io",
-    summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring, queue depth, rate limits",
+    summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring/libaio, queue depth, rate limits",
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "randread-4k",
     more_work: &["size", "runtime"],
     aliases: &[],
-    build: |p| build(p).map(Params::Io),
-    // Each rank its own files (in its own directory), aggregated as IOR does.
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &["fio", "fio-json"],
-    needs: &[Need {
-        capability: Capability::Direct,
-        option: "`direct`",
-        uses: |s| matches!(s, Params::Io(p) if p.direct),
-    }],
 };

@@ -125,7 +125,8 @@ impl<'r> Board<'r> {
 
 impl Slot {
     pub(super) fn mark_ended(&self) {
-        self.ended_ns.store(monotonic_ns().max(1), Ordering::Release);
+        self.ended_ns
+            .store(monotonic_ns().max(1), Ordering::Release);
     }
 
     /// When the worker ended, if it has.

@@ -23,7 +23,7 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::measure::CpuTimes;
+use fsbench_measure::measure::CpuTimes;
 
 /// The child's name (`/proc/PID/comm`) starts with this, then fsbench's pid.
 pub(super) const NAME_PREFIX: &str = "fsbw.";
@@ -387,6 +387,9 @@ mod tests {
         drop(brood);
         // Reaped: the pid is no child of ours any more.
         // SAFETY: only asks.
-        assert_eq!(unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) }, -1);
+        assert_eq!(
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) },
+            -1
+        );
     }
 }

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::board::Board;
 use super::fork::Brood;
 use super::{Crew, POLL, Ran, Worker, last_end};
-use crate::error::FsbenchError;
-use crate::measure::{PhaseRecorder, Progress, SPACE_REMEDY, Tally};
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{PhaseRecorder, Progress, SPACE_REMEDY, Tally};
 
 /// What a worker process writes down its pipe.
 #[derive(Serialize, Deserialize)]
@@ -27,7 +27,11 @@ struct Report<R> {
 /// A worker's error, as it crosses the pipe.
 #[derive(Serialize, Deserialize)]
 enum WireError {
-    DiskFull { phase: String, ops: u64, errno: String },
+    DiskFull {
+        phase: String,
+        ops: u64,
+        errno: String,
+    },
     InvalidInput(String),
     Interrupted,
     Failed(String),

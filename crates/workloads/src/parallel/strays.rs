@@ -50,9 +50,7 @@ pub fn stop(owner: u32, owner_start_ticks: u64) -> Vec<Result<String, String>> {
         let stray = st.start_ticks >= owner_start_ticks && st.ppid != owner;
         (st.comm == name && ours && running && stray).then_some((pid, st.start_ticks))
     });
-    strays
-        .map(|(pid, ticks)| kill(pid, ticks, owner))
-        .collect()
+    strays.map(|(pid, ticks)| kill(pid, ticks, owner)).collect()
 }
 
 /// Kills worker `pid` (started at `ticks`) and waits for it to be gone.

@@ -29,7 +29,11 @@ fn every_workers_figures_and_outcome_arrive() {
             })
             .unwrap();
         let outcomes: Vec<(usize, u64)> = ran.outcomes.into_iter().map(Result::unwrap).collect();
-        assert_eq!(outcomes, [(0, 1000), (1, 2000), (2, 3000), (3, 4000)], "{mode:?}");
+        assert_eq!(
+            outcomes,
+            [(0, 1000), (1, 2000), (2, 3000), (3, 4000)],
+            "{mode:?}"
+        );
         assert!(ran.to >= ran.from);
         assert_eq!(progress.done.load(Ordering::Relaxed), 10_000, "{mode:?}");
         assert_eq!(progress.threads().0, 4, "{mode:?}");
@@ -74,7 +78,10 @@ fn workers_start_together_after_getting_ready() {
             .unwrap();
         let started: Vec<u64> = ran.outcomes.into_iter().map(Result::unwrap).collect();
         assert!(started.iter().all(|ms| *ms >= 300), "{mode:?}: {started:?}");
-        assert!(ran.from >= ready_at + Duration::from_millis(300), "{mode:?}");
+        assert!(
+            ran.from >= ready_at + Duration::from_millis(300),
+            "{mode:?}"
+        );
     }
 }
 
@@ -111,7 +118,8 @@ fn a_workers_error_is_its_own_outcome() {
 /// Whether process `pid` is gone (or a zombie nobody reaped).
 fn gone(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.rfind(')').is_none_or(|close| stat[close + 2..].starts_with('Z'))
+    stat.rfind(')')
+        .is_none_or(|close| stat[close + 2..].starts_with('Z'))
 }
 
 #[test]
@@ -228,8 +236,7 @@ fn a_workers_descriptors_are_its_own_and_closed_before_it_ends() {
             with_private_fds(&[kept], || {
                 // The other copy was closed; the kept directory is at its number.
                 // SAFETY: only asks whether the number is open in this table.
-                let other_gone =
-                    rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(other) });
+                let other_gone = rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(other) });
                 let file = rustix::fs::openat(kept, "worker", OFlags::CREATE, Mode::empty());
                 let file = file.unwrap();
                 opened.send(file.as_raw_fd()).unwrap();

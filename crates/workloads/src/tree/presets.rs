@@ -67,6 +67,12 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     },
     crate::parallel::WORKERS_OPTION,
     OptionDef::new(
+        "fsync",
+        OptKind::Flag,
+        "fsync each file once written, and each directory once its files are made (what a \
+         crash-recorded run checks as promised)",
+    ),
+    OptionDef::new(
         "shared",
         OptKind::Flag,
         "the workers share one tree: worker 0 makes and removes its directories, every worker \

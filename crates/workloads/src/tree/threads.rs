@@ -7,11 +7,11 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::{DIR_CREATE, DIR_REMOVE, Share, Tree, TreeParams};
+use super::{Share, Tree, TreeParams};
 use crate::Workload;
-use crate::error::FsbenchError;
-use crate::measure::PhaseRecorder;
 use crate::parallel::Crew;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::PhaseRecorder;
 
 impl Tree {
     /// Thread `i`'s tree: the same shape, under a root of its own, or the shared root.
@@ -21,15 +21,18 @@ impl Tree {
             shared: false,
             ..self.params.clone()
         };
+        let oracle = self.oracle.clone();
         if !self.is_shared() {
-            return Tree::new(params, format!("{}.t{i}", self.base_name()));
+            let tree = Tree::new(params, format!("{}.t{i}", self.base_name()));
+            return Tree { oracle, ..tree };
         }
         let share = Share {
             makes_dirs: self.makes_dirs() && i == 0,
             rank: self.share.and_then(|s| s.rank),
             thread: Some(i),
         };
-        Tree::new(params, self.base_name().to_string()).shared(share)
+        let tree = Tree::new(params, self.base_name().to_string()).shared(share);
+        Tree { oracle, ..tree }
     }
 }
 
@@ -41,7 +44,7 @@ pub(super) fn run_phase(
     dir: BorrowedFd<'_>,
     rec: &mut PhaseRecorder,
 ) -> Result<(), FsbenchError> {
-    if tree.is_shared() && matches!(tree.kinds[phase], DIR_CREATE | DIR_REMOVE) {
+    if tree.is_shared() && tree.phases[phase].on_dirs() {
         // One tree's directories: its maker's worker 0 alone, as one rank does under MPI.
         return match tree.makes_dirs() {
             true => tree.thread(0).run_phase(phase, dir, rec),

@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::{BLOCK, Share, Tree};
-use crate::error::FsbenchError;
-use crate::measure::{OpKind, PhaseRecorder};
-use crate::push_decimal;
+use fsbench_measure::calls::push_decimal;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 
 /// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing; a shared
 /// tree's files end in their owner's `.r<rank>` and `.t<thread>`.
@@ -170,10 +170,32 @@ impl Tree {
                 self.reach_stonewall(rec)?;
             }
         }
+        if let (FileStep::Create, true) = (step, self.params.fsync) {
+            self.sync(dir, rec, true)?;
+        }
         if level > 0 {
             self.for_each_subdir(dir, level, rec, &mut |tree, child, level, rec| {
                 tree.walk_files(child, level, rec, step)
             })?;
+        }
+        Ok(())
+    }
+
+    /// `fsync`: makes `fd` durable, and a crash-recorded run notes what that covered.
+    fn sync(
+        &self,
+        fd: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+        is_dir: bool,
+    ) -> Result<(), FsbenchError> {
+        if rec.record(OpKind::Fsync, rustix::fs::fsync(fd))?.is_some()
+            && let Some(oracle) = &self.oracle
+        {
+            match is_dir {
+                // The tree changes nothing it made until its remove phases, which void.
+                true => oracle.dir_synced(fd, true),
+                false => oracle.file_synced(fd, true),
+            }
         }
         Ok(())
     }
@@ -195,6 +217,9 @@ impl Tree {
             let len = left.min(BLOCK as u64) as usize;
             written += self.write_block(&file, len, rec)?;
             left -= len as u64;
+        }
+        if self.params.fsync {
+            self.sync(file.as_fd(), rec, false)?;
         }
         drop(file);
         rec.record(OpKind::Close, Ok(()))?;

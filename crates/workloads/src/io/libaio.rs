@@ -1,0 +1,290 @@
+//! The libaio engine: the kernel's native AIO (`io_setup`, `io_submit`, `io_getevents`),
+//! not io_uring under another name: up to `iodepth` I/Os in flight, submitted in batches of
+//! `iodepth_batch_submit`, reaped `iodepth_batch_complete_min` at least at a time, as fio's
+//! libaio engine does. The system calls are made directly (no libaio library to link).
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Instant;
+
+use super::job::{Job, check_len, io_error};
+use super::pattern::Next;
+use fsbench_measure::error::FsbenchError;
+
+/// The kernel's `struct iocb` (little-endian layout: the key before the flags).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Iocb {
+    data: u64,
+    key: u32,
+    rw_flags: u32,
+    opcode: u16,
+    reqprio: i16,
+    fildes: u32,
+    buf: u64,
+    nbytes: u64,
+    offset: i64,
+    reserved2: u64,
+    flags: u32,
+    resfd: u32,
+}
+
+/// The kernel's `struct io_event`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct IoEvent {
+    data: u64,
+    obj: u64,
+    res: i64,
+    res2: i64,
+}
+
+const IOCB_CMD_PREAD: u16 = 0;
+const IOCB_CMD_PWRITE: u16 = 1;
+
+/// An AIO context, destroyed when dropped (which waits for what is in flight).
+struct Context(libc::c_ulong);
+
+impl Context {
+    fn new(depth: u32) -> Result<Context, FsbenchError> {
+        let mut ctx: libc::c_ulong = 0;
+        // SAFETY: io_setup writes the new context's id into `ctx`.
+        let r = unsafe { libc::syscall(libc::SYS_io_setup, depth, &mut ctx) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(FsbenchError::InvalidInput(format!(
+                "io: ioengine=libaio: io_setup({depth}) failed: {e} (fs.aio-max-nr may be too low)"
+            )));
+        }
+        Ok(Context(ctx))
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: the context is ours; io_destroy waits for its I/Os before it returns.
+        unsafe { libc::syscall(libc::SYS_io_destroy, self.0) };
+    }
+}
+
+/// An I/O in flight in slot `i` (whose buffer is `i`).
+#[derive(Clone, Copy)]
+struct Slot {
+    io: Next,
+    prepped: Instant,
+    submitted: Instant,
+    due: Instant,
+}
+
+pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
+    let depth = job.params.depth();
+    let ctx = Context::new(depth)?;
+    let fds: Vec<RawFd> = job.files.iter().map(|f| f.as_raw_fd()).collect();
+    let n = job.bufs.len();
+    let mut state = State {
+        iocbs: vec![Iocb::default(); n],
+        pointers: Vec::with_capacity(n),
+        events: vec![IoEvent::default(); n],
+        slots: vec![None; n],
+        free: (0..n).rev().collect(),
+        queued: Vec::with_capacity(n),
+        inflight: 0,
+    };
+    let outcome = state.run(job, &ctx, &fds);
+    // Dropping the context waits for what is still in flight, before the buffers go.
+    drop(ctx);
+    outcome
+}
+
+struct State {
+    iocbs: Vec<Iocb>,
+    /// The queued iocbs' addresses, as io_submit takes them.
+    pointers: Vec<*mut Iocb>,
+    events: Vec<IoEvent>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    queued: Vec<usize>,
+    inflight: usize,
+}
+
+impl State {
+    /// The issue-and-reap cycle, one loop as io_uring's (fill the free slots, submit, sync
+    /// with nothing in flight, reap): longer than most functions, since its order is the
+    /// engine's behaviour and reads best whole.
+    fn run(&mut self, job: &mut Job<'_>, ctx: &Context, fds: &[RawFd]) -> Result<(), FsbenchError> {
+        let params = job.params;
+        let batch = params.iodepth_batch_submit as usize;
+        let complete_min = params.iodepth_batch_complete_min as usize;
+        let mut passes = 0;
+        let mut pending: Option<Next> = None;
+        let mut finished = false;
+        let mut sync: Option<usize> = None;
+        loop {
+            let mut wait_for: Option<Instant> = None;
+            while sync.is_none() && !finished && !self.free.is_empty() {
+                let Some(io) = pending.take().or_else(|| job.next_io(&mut passes)) else {
+                    finished = true;
+                    break;
+                };
+                if let Some(file) = job.take_due_sync() {
+                    pending = Some(io);
+                    sync = Some(file);
+                    break;
+                }
+                let due = job.scheduled();
+                if let Some(at) = due
+                    && at > Instant::now()
+                {
+                    pending = Some(io);
+                    wait_for = Some(at);
+                    break;
+                }
+                job.count_issue();
+                let slot = self.free.pop().expect("a free slot");
+                let buf = job.bufs[slot].buf();
+                self.iocbs[slot] = Iocb {
+                    data: slot as u64,
+                    opcode: if io.read {
+                        IOCB_CMD_PREAD
+                    } else {
+                        IOCB_CMD_PWRITE
+                    },
+                    fildes: fds[io.file] as u32,
+                    buf: buf.as_mut_ptr() as u64,
+                    nbytes: u64::from(io.len),
+                    offset: io.offset as i64,
+                    ..Iocb::default()
+                };
+                let prepped = Instant::now();
+                self.slots[slot] = Some(Slot {
+                    io,
+                    prepped,
+                    submitted: prepped,
+                    due: due.unwrap_or(prepped),
+                });
+                self.queued.push(slot);
+                if self.queued.len() >= batch {
+                    self.submit(ctx, job)?;
+                }
+            }
+            if !self.queued.is_empty() {
+                self.submit(ctx, job)?;
+            }
+            if self.inflight == 0 {
+                if let Some(file) = sync.take() {
+                    job.sync_writes(file)?;
+                    continue;
+                }
+                if finished {
+                    return Ok(());
+                }
+                if let Some(at) = wait_for {
+                    Job::wait_until(at);
+                }
+                continue;
+            }
+            let want = complete_min.min(self.inflight).max(1);
+            // Open loop: no longer than the next I/O is due.
+            let timeout = wait_for.map(|at| {
+                let left = at.saturating_duration_since(Instant::now());
+                libc::timespec {
+                    tv_sec: left.as_secs() as libc::time_t,
+                    tv_nsec: libc::c_long::from(left.subsec_nanos() as i32),
+                }
+            });
+            let got = self.reap(ctx, want, timeout.as_ref())?;
+            let done = Instant::now();
+            for e in 0..got {
+                let event = self.events[e];
+                let slot = event.data as usize;
+                let s = self.slots[slot]
+                    .take()
+                    .expect("a completion of an I/O in flight");
+                self.free.push(slot);
+                self.inflight -= 1;
+                let result = if event.res < 0 {
+                    Err(rustix::io::Errno::from_raw_os_error(-event.res as i32))
+                } else {
+                    Ok(event.res as usize)
+                };
+                check_len(result, s.io, &job.rec)?;
+                let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
+                job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
+                if !s.io.read {
+                    job.note_write(s.io.file);
+                }
+            }
+        }
+    }
+
+    /// Submits the queued iocbs (all of them, however many io_submit takes at a time).
+    fn submit(&mut self, ctx: &Context, job: &Job<'_>) -> Result<(), FsbenchError> {
+        self.pointers.clear();
+        for &slot in &self.queued {
+            self.pointers.push(&mut self.iocbs[slot] as *mut Iocb);
+        }
+        let mut at = 0;
+        while at < self.pointers.len() {
+            let left = self.pointers.len() - at;
+            // SAFETY: the pointers are to this state's iocbs, whose buffers live in `job`
+            // until every I/O completed (the context is dropped first).
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_submit,
+                    ctx.0,
+                    left,
+                    self.pointers[at..].as_mut_ptr(),
+                )
+            };
+            if r < 0 {
+                let errno = std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO);
+                if errno == libc::EINTR || errno == libc::EAGAIN {
+                    continue;
+                }
+                let errno = rustix::io::Errno::from_raw_os_error(errno);
+                return Err(io_error(errno, "io_submit", &job.rec));
+            }
+            at += r as usize;
+        }
+        let now = Instant::now();
+        self.inflight += self.queued.len();
+        for slot in self.queued.drain(..) {
+            if let Some(s) = self.slots[slot].as_mut() {
+                s.submitted = now;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for at least `want` completions (or the timeout); how many are in `events`.
+    fn reap(
+        &mut self,
+        ctx: &Context,
+        want: usize,
+        timeout: Option<&libc::timespec>,
+    ) -> Result<usize, FsbenchError> {
+        let max = self.inflight;
+        let timeout = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        loop {
+            // SAFETY: `events` has room for `max` (at most the slots) events.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_getevents,
+                    ctx.0,
+                    want,
+                    max,
+                    self.events.as_mut_ptr(),
+                    timeout,
+                )
+            };
+            if r >= 0 {
+                return Ok(r as usize);
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(FsbenchError::Failed(format!("io: io_getevents: {e}")));
+            }
+        }
+    }
+}
