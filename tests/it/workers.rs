@@ -22,13 +22,19 @@ fn workers_of(pid: u32) -> Vec<i32> {
         .collect()
 }
 
-/// Waits until fsbench pid `pid` has `n` workers running; their pids.
-fn wait_for_workers(pid: u32, n: usize) -> Vec<i32> {
+/// Waits until fsbench `child` has `n` workers running; their pids. Fails at once, with what
+/// it wrote, if it ended first.
+fn wait_for_workers(child: &mut std::process::Child, n: usize) -> Vec<i32> {
     let deadline = Instant::now() + limit();
     loop {
-        let found = workers_of(pid);
+        let found = workers_of(child.id());
         if found.len() == n {
             return found;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+            panic!("fsbench ended ({status}) before it had {n} workers: {err}");
         }
         assert!(Instant::now() < deadline, "fsbench never had {n} workers");
         std::thread::sleep(Duration::from_millis(20));
@@ -115,9 +121,8 @@ fn every_workers_figures_arrive_in_both_modes() {
 #[test]
 fn a_killed_worker_fails_the_run_naming_it_and_leaves_no_worker() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let child = start_long_io(dir.path(), state.path());
-    let pid = child.id();
-    let workers = wait_for_workers(pid, 3);
+    let mut child = start_long_io(dir.path(), state.path());
+    let workers = wait_for_workers(&mut child, 3);
     // SAFETY: a worker process of the fsbench this test started.
     unsafe { libc::kill(workers[1], libc::SIGKILL) };
     let killed_at = Instant::now();
@@ -139,9 +144,9 @@ fn a_killed_worker_fails_the_run_naming_it_and_leaves_no_worker() {
 #[test]
 fn no_worker_outlives_a_killed_fsbench() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let child = start_long_io(dir.path(), state.path());
+    let mut child = start_long_io(dir.path(), state.path());
     let pid = child.id();
-    let workers = wait_for_workers(pid, 3);
+    let workers = wait_for_workers(&mut child, 3);
     // SAFETY: the fsbench this test started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let _ = wait_drained_within(child, limit());
@@ -166,9 +171,9 @@ fn no_worker_outlives_a_killed_fsbench() {
 #[test]
 fn an_interrupted_run_leaves_no_worker() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let child = start_long_io(dir.path(), state.path());
+    let mut child = start_long_io(dir.path(), state.path());
     let pid = child.id();
-    let workers = wait_for_workers(pid, 3);
+    let workers = wait_for_workers(&mut child, 3);
     // SAFETY: the fsbench this test started.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let out = wait_drained_within(child, limit());
