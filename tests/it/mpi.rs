@@ -529,7 +529,7 @@ fn io_ranks_share_one_file_under_shared_dir() {
     assert_eq!(phases[0]["ops"].as_u64(), Some(0));
     let phase = &phases[1];
     assert_eq!(phase["ops"].as_u64(), Some(3 * 2 * 16));
-    assert_eq!(phase["bytes"].as_u64(), Some(3 * 2 << 20));
+    assert_eq!(phase["bytes"].as_u64(), Some((3 * 2) << 20));
     assert!(figure(phase, "bandwidth-ior", None) > 0.0);
     assert_eq!(doc["runs"][0]["workers"]["mode"], "processes");
     assert!(

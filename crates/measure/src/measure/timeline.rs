@@ -240,14 +240,18 @@ impl Timeline {
     }
 }
 
+/// One interval as it crosses between processes: calls, maximum, (bucket, count) pairs of
+/// its non-empty buckets.
+type SparseBins = (u64, u64, Vec<(u32, u32)>);
+
 /// A timeline as it crosses between processes: each interval's non-empty buckets only.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct TimelineTally {
     width_ns: u64,
     end_ns: u64,
     now_ns: u64,
-    /// Per interval, the last being the current one: calls, maximum, (bucket, count) pairs.
-    bins: Vec<(u64, u64, Vec<(u32, u32)>)>,
+    /// Per interval, the last being the current one.
+    bins: Vec<SparseBins>,
 }
 
 impl Timeline {
