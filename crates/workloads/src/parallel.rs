@@ -253,26 +253,39 @@ impl<'a> Crew<'a> {
             (joined, from)
         });
         let from = from?;
-        let mut outcomes = Vec::with_capacity(n);
-        for (index, joined) in joined.into_iter().enumerate() {
-            outcomes.push(match joined {
-                Ok(Ok((worker, outcome))) => {
-                    if let Some(worker) = worker {
-                        self.absorb(rec, worker);
-                    }
-                    outcome
-                }
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(FsbenchError::Failed(format!(
-                    "worker thread {} of {n} panicked",
-                    index + 1
-                ))),
-            });
-        }
+        let outcomes = self.absorb_threads(rec, joined);
         let to = last_end(board, from);
         Ok(Ran { outcomes, from, to })
     }
+
+    /// Each joined worker thread's outcome, in order, its recorder added to `rec`'s.
+    fn absorb_threads<R>(
+        &self,
+        rec: &mut PhaseRecorder,
+        joined: Vec<JoinedWorker<R>>,
+    ) -> Vec<Result<R, FsbenchError>> {
+        let n = joined.len();
+        let outcome = |(index, joined): (usize, JoinedWorker<R>)| match joined {
+            Ok(Ok((worker, outcome))) => {
+                if let Some(worker) = worker {
+                    self.absorb(rec, worker);
+                }
+                outcome
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(FsbenchError::Failed(format!(
+                "worker thread {} of {n} panicked",
+                index + 1
+            ))),
+        };
+        joined.into_iter().enumerate().map(outcome).collect()
+    }
 }
+
+/// A worker thread as joined: its recorder and outcome, its failure to get a descriptor table
+/// of its own, or its panic.
+type JoinedWorker<R> =
+    std::thread::Result<Result<(Option<PhaseRecorder>, Result<R, FsbenchError>), FsbenchError>>;
 
 /// Releases the workers at the start line once all `workers` are there (or `gone` says
 /// none is left to come); when.
