@@ -204,6 +204,8 @@ const MIGRATIONS: &[Migration] = &[
     Migration::Sql("ALTER TABLE suites ADD COLUMN workloads TEXT;"),
     // 16: what each configuration's crash states showed (JSON), where the suite asked.
     Migration::Sql("ALTER TABLE configurations ADD COLUMN crash TEXT;"),
+    // 17: each thread of a fio job file's jobs as fio reports it (JSON), for fio's outputs.
+    Migration::Sql("ALTER TABLE phases ADD COLUMN jobs TEXT;"),
 ];
 
 /// One step of the schema's history: SQL, or code where SQL cannot say it.
@@ -555,8 +557,9 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         tx.execute(
             "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
                  caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported,
-                 shape, idle)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                 shape, idle, jobs)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                 ?18)",
             params![
                 run_id,
                 idx as i64,
@@ -575,6 +578,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                 p.unsupported,
                 (!p.shape.is_empty()).then(|| to_json(&p.shape)),
                 p.idle,
+                (!m.jobs.is_empty()).then(|| to_json(&m.jobs)),
             ],
         )?;
         for (errno, count) in &m.errors {

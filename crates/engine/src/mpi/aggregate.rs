@@ -84,6 +84,8 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
             .max_by_key(|m| m.elapsed_ns)
             .map(|m| m.latency_timeline.clone())
             .unwrap_or_default(),
+        jobs: m.iter().flat_map(|m| m.jobs.iter().cloned()).collect(),
+        logs: Default::default(),
     };
     let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let progress = summed_progress(ranks, first_start);
