@@ -11,8 +11,11 @@ use fsbench_model::measurement::{JobThread, LatencySummary, LogFile, SampleStats
 
 use crate::measure::{LatencySummaryExt, new_histogram};
 
+mod latency;
 mod logs;
 pub mod plat;
+
+pub use latency::FioLatency;
 
 use logs::{CLAT, LAT, Logs, SLAT};
 

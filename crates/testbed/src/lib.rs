@@ -3,7 +3,7 @@
 //! ([`define`]). The workloads are below it, the records they fill the model's.
 
 pub use fsbench_measure::{
-    calls, diag, error, extents, measure, phase_progress, rmtree, shape, sysinfo, tools, units,
+    calls, diag, error, extents, fio, measure, phase_progress, rmtree, shape, sysinfo, tools, units,
 };
 
 pub mod aging;

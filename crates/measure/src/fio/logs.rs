@@ -163,6 +163,10 @@ impl HistLog {
     /// drops the last, partial interval, and so does this).
     #[inline]
     pub(super) fn add(&mut self, hist_msec: u64, at_ms: u64, read: bool, clat_ns: u64, bs: u32) {
+        if hist_msec == 0 {
+            // fio writes the file, with no entries, without `log_hist_msec`.
+            return;
+        }
         let d = usize::from(!read);
         self.current[d][plat_index(clat_ns)] += 1;
         if self.last_ms[d] == 0 {
@@ -242,7 +246,7 @@ impl Logs {
             }),
             bw: opts.bw.as_ref().map(|_| ValueLog::new(reserve)),
             iops: opts.iops.as_ref().map(|_| ValueLog::new(reserve)),
-            hist: (opts.hist.is_some() && opts.hist_msec > 0).then(HistLog::new),
+            hist: opts.hist.is_some().then(HistLog::new),
         }
     }
 
