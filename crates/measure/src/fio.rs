@@ -125,6 +125,8 @@ pub struct JobStats {
     bw: Rates,
     iops: Rates,
     start: Usage,
+    /// The thread's usage when it ended (taken on the thread itself).
+    end: Option<Usage>,
     logs: Option<Box<Logs>>,
 }
 
@@ -175,6 +177,7 @@ impl JobStats {
             bw: Rates::new(bw),
             iops: Rates::new(iops),
             start: Usage::now(),
+            end: None,
             logs: (!logs.is_off()).then(|| Box::new(Logs::new(logs, thread, expected_ios))),
         }
     }
@@ -182,6 +185,11 @@ impl JobStats {
     /// Starts the thread's CPU time and faults now (call on the job's own thread).
     pub fn start(&mut self) {
         self.start = Usage::now();
+    }
+
+    /// Ends them now (on the job's own thread, before its record is made elsewhere).
+    pub fn stop(&mut self) {
+        self.end = Some(Usage::now());
     }
 
     /// One I/O done: its total latency from its preparation (completion plus submission
@@ -234,7 +242,7 @@ impl JobStats {
         slat: &[Histogram<u64>; 2],
         clat: &[Histogram<u64>; 2],
     ) -> (JobThread, Vec<LogFile>) {
-        let end = Usage::now();
+        let end = self.end.unwrap_or(self.start);
         let mut latency = std::collections::BTreeMap::new();
         for (d, dir) in ["read", "write"].into_iter().enumerate() {
             for (kind, h) in [

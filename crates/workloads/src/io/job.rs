@@ -217,6 +217,7 @@ impl<'a> Job<'a> {
         }
         outcome?;
         self.out.elapsed = self.start.elapsed();
+        self.out.stats.stop();
         Ok((self.rec, self.out))
     }
 
