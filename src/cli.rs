@@ -12,6 +12,7 @@ mod database;
 mod doc_commands;
 mod fdtree;
 mod filebench;
+mod fio_logs;
 mod generate;
 #[cfg(feature = "mpi")]
 mod mpi_run;

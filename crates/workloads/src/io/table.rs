@@ -253,7 +253,7 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     // Each rank its own files (in its own directory), aggregated as IOR does.
     mpi_refusal: |_| None,
     age_profile: |_| None,
-    reports: &["fio", "fio-json"],
+    reports: &["fio", "fio-json", "fio-json+", "fio-terse"],
     needs: &[Need {
         capability: Capability::Direct,
         option: "`direct`",
