@@ -2,7 +2,7 @@
 //! root, with the root's state before it ran, as a trace for the replay workload; `--show`
 //! summarizes a trace.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,16 +10,18 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 
+mod calibrate;
+
 use super::output::write_stdout;
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{PhaseRecorder, Progress};
-use crate::testbed::check_dir_space;
-use crate::testbed::scratch::Scratch;
-use crate::workload::command::process::{self, Exit, Step};
-use crate::workload::replay::strace::{Parser, STRACE_ARGS};
-use crate::workload::replay::trace::{Call, TraceWriter};
-use crate::workload::replay::{Summary, replay_into, snapshot};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::units::{format_bytes, group_thousands};
+use fsbench_testbed::testbed::check_dir_space;
+use fsbench_testbed::testbed::scratch::Scratch;
+use fsbench_workloads::command::process::{self, Exit, Step};
+use fsbench_workloads::replay::strace::{Parser, STRACE_ARGS};
+use fsbench_workloads::replay::trace::{Call, Entry, Program, TraceWriter, call_line};
+use fsbench_workloads::replay::{Summary, left_at, replay_into, snapshot};
 
 #[derive(Debug, Args)]
 pub(super) struct CaptureArgs {
@@ -86,7 +88,7 @@ pub(super) fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result
             root.display()
         )));
     }
-    let strace = crate::tools::require("strace", "strace")?;
+    let strace = fsbench_measure::tools::require("strace", "strace")?;
     find_command(&args.command[0])?;
     // The trace is written, and strace writes its raw text, in a scratch directory beside
     // the trace that a state file names (with the cgroup the command runs in): `fsbench
@@ -112,7 +114,7 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     let found = if cmd.contains('/') {
         Path::new(cmd).is_file()
     } else {
-        crate::tools::find(cmd).is_some()
+        fsbench_measure::tools::find(cmd).is_some()
     };
     if found {
         Ok(())
@@ -130,16 +132,95 @@ fn capture(
     raw: &Path,
     progress: &Progress,
 ) -> anyhow::Result<String> {
-    let file = std::fs::File::create(partial)
-        .with_context(|| format!("cannot create {}", partial.display()))?;
-    let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root)?;
-    let entries = snapshot(root, &mut writer)?;
+    let entries = snapshot(root)?;
+    // strace with TZ set: where it is not, glibc stats /etc/localtime twice for each line
+    // strace prints (two system calls of strace's for each of the program's). The command
+    // gets the TZ it had (`-E`), or none.
+    let tz_for_command = match std::env::var_os("TZ") {
+        Some(tz) => format!("TZ={}", tz.to_string_lossy()),
+        None => "TZ".to_string(),
+    };
+    let strace_words: Vec<String> = ["env".to_string(), "TZ=UTC".to_string()]
+        .into_iter()
+        .chain([strace.as_os_str().to_string_lossy().into_owned()])
+        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
+        .chain(["-E".to_string(), tz_for_command])
+        .collect();
+    let scratch = raw.parent().unwrap_or(Path::new("."));
+    let cost = calibrate::calibrate(&strace_words, scratch, &progress.cancel)?;
+    let wall = run_traced(args, &strace_words, raw, cwd, progress)?;
+    let left = left_at(root)?;
+    // The calls first, to a file of their own: what the initial state must hold besides
+    // the root's (files the program took from outside) is known once they are read.
+    let mut calls_file = partial.as_os_str().to_owned();
+    calls_file.push(".calls");
+    let calls_file = PathBuf::from(calls_file);
+    let parsed = parse(raw, root, cwd, cost.per_call_ns, &calls_file);
+    let outcome = parsed.and_then(|(parser, calls)| {
+        let wall_us = wall.as_micros() as u64;
+        let strace_us = (parser.program_stops() * cost.per_call_ns / 1000) + cost.fixed_us;
+        let program = Program {
+            wall_us,
+            own_us: wall_us.saturating_sub(strace_us),
+            calls_us: parser.calls_us,
+            strace_ns: cost.per_call_ns,
+            umask: umask(),
+            traced: parser.stops_total(),
+        };
+        let file = std::fs::File::create(partial)
+            .with_context(|| format!("cannot create {}", partial.display()))?;
+        let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root, &program)?;
+        let sources = parser.sources();
+        for e in entries.iter().chain(&sources) {
+            writer.entry(e)?;
+        }
+        let mut input = BufReader::new(std::fs::File::open(&calls_file)?);
+        writer.copy_calls(&mut input, calls)?;
+        for (why, (n, example)) in &parser.skipped {
+            writer.skipped(why.reason(), *n, example)?;
+        }
+        for e in &left {
+            writer.left(e)?;
+        }
+        writer.finish(parser.dropped())?.into_inner()?.sync_all()?;
+        Ok(format!(
+            "captured {} calls beneath {} ({} entries there before, {} taken from outside), \
+             {} not recorded (outside it, pipes...); the command took {:.3} s under capture, \
+             about {:.3} s on its own (strace: {:.1} µs a call)",
+            group_thousands(calls),
+            root.display(),
+            group_thousands(entries.len() as u64),
+            group_thousands(
+                sources
+                    .iter()
+                    .filter(|e| !matches!(e, Entry::Dir(..)))
+                    .count() as u64
+            ),
+            group_thousands(parser.dropped()),
+            wall.as_secs_f64(),
+            program.own_us as f64 / 1e6,
+            cost.per_call_ns as f64 / 1e3
+        ))
+    });
+    let _ = std::fs::remove_file(&calls_file);
+    outcome
+}
+
+/// Runs the command under strace (`strace`: its words before `-o`), its output to `raw`:
+/// its wall time, or why it wrote no trace.
+fn run_traced(
+    args: &CaptureArgs,
+    strace: &[String],
+    raw: &Path,
+    cwd: &Path,
+    progress: &Progress,
+) -> anyhow::Result<Duration> {
     // As the command workload runs its commands: `sh -c` in a process group and a cgroup of
     // its own, output drained into tails, the whole tree killed on timeout, Ctrl-C or error
     // (and by the next fsbench that runs commands, if this one is SIGKILLed).
-    let words = [strace.as_os_str().to_string_lossy().into_owned()]
-        .into_iter()
-        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
+    let words = strace
+        .iter()
+        .cloned()
         .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
         .chain(args.command.iter().cloned());
     let words: Vec<String> = words.collect();
@@ -179,31 +260,49 @@ fn capture(
             ));
         }
     }
+    Ok(wall)
+}
+
+/// Parses strace's output `raw` into call lines in `out`: the parser (what it skipped,
+/// the sources it found) and the number of calls.
+fn parse(
+    raw: &Path,
+    root: &Path,
+    cwd: &Path,
+    strace_ns: u64,
+    out: &Path,
+) -> anyhow::Result<(Parser, u64)> {
     let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
     let mut input = BufReader::with_capacity(1 << 20, input);
-    let mut parser = Parser::new(root, cwd);
-    let (mut line, mut call) = (Vec::with_capacity(4096), Call::default());
+    let output =
+        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut output = BufWriter::with_capacity(1 << 20, output);
+    let mut parser = Parser::new(root, cwd, strace_ns);
+    let (mut line, mut text, mut call) = (Vec::with_capacity(4096), Vec::new(), Call::default());
+    let mut calls = 0;
     while input.read_until(b'\n', &mut line)? > 0 {
-        let text = String::from_utf8_lossy(&line);
-        if parser
-            .line(text.trim_end_matches('\n'), &mut call)
-            .is_some()
-        {
-            writer.call(&call)?;
+        if parser.line(&line, &mut call).is_some() {
+            text.clear();
+            call_line(&call, &mut text)?;
+            text.push(b'\n');
+            output.write_all(&text)?;
+            calls += 1;
         }
         line.clear();
     }
-    let calls = writer.calls;
-    writer.finish(parser.dropped)?.into_inner()?.sync_all()?;
-    Ok(format!(
-        "captured {} calls beneath {} ({} entries there before), {} outside it not \
-         recorded; the command took {:.3} s under capture",
-        group_thousands(calls),
-        root.display(),
-        group_thousands(entries),
-        group_thousands(parser.dropped),
-        wall.as_secs_f64()
-    ))
+    parser.finish();
+    output.flush()?;
+    Ok((parser, calls))
+}
+
+/// This process's umask, which the command inherits.
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|m| u32::from_str_radix(m.trim(), 8).ok())
+        .unwrap_or(0o022)
 }
 
 /// `capture --show`: what a trace holds.
@@ -229,6 +328,17 @@ fn show(trace: &Path) -> anyhow::Result<()> {
         group_thousands(s.files as u64),
         s.duration_us as f64 / 1e6
     );
+    if let Some(p) = &s.program {
+        let _ = writeln!(
+            out,
+            "program   own {:.3} s, under capture {:.3} s, its calls here {:.3} s, strace \
+             {:.1} µs a call",
+            p.own_us as f64 / 1e6,
+            p.wall_us as f64 / 1e6,
+            p.calls_us as f64 / 1e6,
+            p.strace_ns as f64 / 1e3
+        );
+    }
     let _ = writeln!(
         out,
         "bytes     {} read, {} written",
@@ -237,21 +347,14 @@ fn show(trace: &Path) -> anyhow::Result<()> {
     );
     let _ = writeln!(
         out,
-        "dropped   {} calls outside the root",
+        "dropped   {} calls not recorded",
         group_thousands(s.dropped)
     );
+    for (reason, n, _) in &s.skipped {
+        let _ = writeln!(out, "  {:>12} {reason}", group_thousands(*n));
+    }
     for (kind, n) in &s.calls {
-        let note = if kind.replayed() {
-            ""
-        } else {
-            "  (recorded, not replayed)"
-        };
-        let _ = writeln!(
-            out,
-            "  {:<12}{:>12}{note}",
-            kind.name(),
-            group_thousands(*n)
-        );
+        let _ = writeln!(out, "  {:<12}{:>12}", kind.name(), group_thousands(*n));
     }
     write_stdout(&out)
 }

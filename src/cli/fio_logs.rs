@@ -11,9 +11,9 @@ use anyhow::Context;
 use fsbench_model::fio::LogOptions;
 use fsbench_model::measurement::LogFile;
 
-use crate::results::{PhaseRecord, RunRecord};
-use crate::runner::observer::{Observer, SuitePlan};
-use crate::workload::io::IoParams;
+use fsbench_model::results::{PhaseRecord, RunRecord};
+use fsbench_engine::runner::observer::{Observer, SuitePlan};
+use fsbench_workloads::io::IoParams;
 
 /// Writes each run's logs as it ends.
 #[derive(Default)]
@@ -110,7 +110,7 @@ pub(super) fn check(jobs: &[IoParams]) -> anyhow::Result<()> {
             let ok = std::fs::metadata(&dir).is_ok_and(|m| m.is_dir())
                 && rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK).is_ok();
             if !ok {
-                return Err(crate::error::invalid(format!(
+                return Err(fsbench_measure::error::invalid(format!(
                     "job `{}`: the directory of its log files `{prefix}` is not a writable directory ({})",
                     job.job.as_deref().unwrap_or_default(),
                     dir.display()

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use fsbench::testbed::scratch::{AttachedLoop, MARKER, QueueRecord, State};
+use fsbench_testbed::testbed::scratch::{AttachedLoop, MARKER, QueueRecord, State};
 
 /// A state file for `base/fsbench.<n>` whose owner is gone (no lock file, no such pid), and
 /// the directory itself, marked as fsbench marks the directories it makes.
@@ -341,7 +341,7 @@ fn clean_detaches_the_loop_device_a_killed_run_recorded_for_a_given_image() {
     let deadline = Instant::now() + limit();
     let mounted = || {
         loops_below(user.path()).into_iter().find(|device| {
-            fsbench::testbed::mounts::mounts()
+            fsbench_testbed::testbed::mounts::mounts()
                 .iter()
                 .any(|m| Path::new(&m.source) == device)
         })
@@ -436,4 +436,42 @@ fn a_crashed_suites_backing_disk_scheduler_is_put_back() {
         "{said}"
     );
     assert!(said.contains(&format!("put `{previous}` back")), "{said}");
+}
+
+/// A loop device that something else holds open when a run detaches it: that run fails
+/// with a `RunLost` error (which the runner takes for the run's failure alone, as a lost
+/// FUSE daemon), saying so; the device goes once its holder lets go.
+#[test]
+fn a_loop_device_that_detaches_late_fails_its_run_not_the_suite() {
+    if !can_run("a loop device that detaches late", &["losetup"]) {
+        return;
+    }
+    let device = LoopDevice::blank(16);
+    let dev = PathBuf::from(&device.dev);
+    let holder = std::fs::File::open(&dev).unwrap();
+    let started = Instant::now();
+    let e = fsbench_testbed::testbed::scratch::detach_loop_within(&dev, Duration::from_millis(500))
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        matches!(
+            e.downcast_ref(),
+            Some(fsbench_measure::error::FsbenchError::RunLost(_))
+        ),
+        "{e:#}"
+    );
+    let text = format!("{e:#}");
+    assert!(
+        text.contains("still attached") && text.contains("this run fails, the suite goes on"),
+        "{text}"
+    );
+    drop(holder);
+    let backing = Path::new("/sys/block")
+        .join(dev.file_name().unwrap())
+        .join("loop/backing_file");
+    let gone = Instant::now();
+    while backing.exists() && gone.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!backing.exists(), "{} still attached", dev.display());
 }

@@ -7,9 +7,9 @@
 
 use crate::common::*;
 use crate::traces::{bounded, seen};
-use fsbench::workload::Params;
-use fsbench::workload::archive::tarfile::TarReader;
-use fsbench::workload::ffsb::profile;
+use fsbench_workloads::Params;
+use fsbench_workloads::archive::tarfile::TarReader;
+use fsbench_workloads::ffsb::profile;
 use proptest::prelude::*;
 
 const CASES: u32 = 2000;
@@ -227,7 +227,7 @@ proptest! {
         rest in "(:(mkfs|mount|label)=[a-zA-Z0-9 ^,=:'\"/_-]{0,16}){0,3}",
     ) {
         let text = format!("{fs}{rest}");
-        match fsbench::define::parse_fs(&text) {
+        match fsbench_testbed::define::parse_fs(&text) {
             Ok(configs) => prop_assert!(configs.iter().all(|c| !c.label.is_empty())),
             Err(e) => assert_clear(&e, &text),
         }
@@ -237,7 +237,7 @@ proptest! {
     fn ffsb_profiles_parse_or_say_why(lines in prop::collection::vec(profile_line(), 0..24)) {
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&Params::Ffsb(params)),
+            Ok(params) => exercise(&Params::from(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }
@@ -257,7 +257,7 @@ proptest! {
         }
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&Params::Ffsb(params)),
+            Ok(params) => exercise(&Params::from(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }
@@ -265,9 +265,9 @@ proptest! {
     #[test]
     fn suite_files_parse_or_say_why(lines in prop::collection::vec(suite_line(), 0..12)) {
         let text = lines.join("\n");
-        match fsbench::define::parse_suite(&text) {
+        match fsbench_testbed::define::parse_suite(&text) {
             Ok(suite) => {
-                let _ = fsbench::define::validate(&suite);
+                let _ = fsbench_testbed::define::validate(&suite);
                 for w in &suite.workloads {
                     match Params::of(w) {
                         Ok(w) => exercise(&w),
@@ -289,19 +289,40 @@ proptest! {
         mut calls in prop::collection::vec(trace_call(), 0..30),
         damage in prop::option::weighted(0.15, (any::<prop::sample::Index>(), damaged_line())),
         ended_well in prop::bool::weighted(0.95),
+        version2 in any::<bool>(),
     ) {
+        // Version 2 now and then: a program line, calls on the program's clock and by a
+        // descriptor's /proc name, calls not recorded and the tree left, hostile as the rest.
+        if version2 {
+            for (i, c) in calls.iter_mut().enumerate() {
+                let flags = [0, 1, 1, 7][i % 4];
+                c.push_str(&format!("\t{}\t{flags}", [0, 5, u64::MAX][i % 3]));
+            }
+            calls.extend(VERSION_2_TAIL.iter().map(|l| l.to_string()));
+        }
         // Now and then one line that is damaged: the replay says where, whatever it holds.
         if let Some((at, line)) = damage {
             calls.insert(at.index(calls.len() + 1), line);
         }
-        replays_or_refuses(&entries, &calls, ended_well);
+        replays_or_refuses(&entries, &calls, ended_well, version2);
     }
 }
+
+/// What follows a version 2 trace's calls: calls not recorded, and the tree the program left
+/// (with names that climb out and link counts of any size).
+const VERSION_2_TAIL: &[&str] = &[
+    "skipped\toutside the root\t5\t%2Fetc%0A",
+    "final\td\ta\t755",
+    "final\tf\ta/x\t5\t644\t1",
+    "final\tl\ts\ta",
+    "final\tf\t../escape\t18446744073709551615\t7777\t99",
+    "final\td\tOUTSIDE\t0",
+];
 
 /// Writes the trace, has the binary summarize it and replay it into an empty directory
 /// under the memory bound: each ends with a result or a clear error, and what is beside the
 /// directory (a file the trace's symlinks name) is unchanged.
-fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool) {
+fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool, version2: bool) {
     use std::fmt::Write as _;
     let work = tmpfs_tempdir();
     let outside = work.path().join("outside");
@@ -309,9 +330,12 @@ fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool) {
     std::fs::write(outside.join("canary"), b"keep").unwrap();
     let before = seen(&outside);
     // Directories for the generated names, a symlink inside and one to the outside.
-    let mut text = String::from(
-        "fsbench-trace 1\nroot\t/captured\nd\ta\nd\ta/b\nd\td\nl\ts\ta\nl\tl\tOUTSIDE\n",
-    );
+    let mut text = if version2 {
+        String::from("fsbench-trace 2\nroot\t/captured\nprogram\t9\t8\t7\t6\t22\t5\n")
+    } else {
+        String::from("fsbench-trace 1\nroot\t/captured\n")
+    };
+    text.push_str("d\ta\nd\ta/b\t700\nd\td\nl\ts\ta\nl\tl\tOUTSIDE\n");
     for line in entries.iter().chain([&"calls".to_string()]).chain(calls) {
         text.push_str(&line.replace("OUTSIDE", &outside.display().to_string()));
         text.push('\n');
@@ -436,7 +460,7 @@ fn damaged_line() -> impl Strategy<Value = String> {
 /// at times at its edges (descriptors of any number, lengths of 2^64 - 1, times that
 /// overflow).
 fn trace_call() -> impl Strategy<Value = String> {
-    let kinds: Vec<&str> = fsbench::workload::replay::trace::Kind::ALL
+    let kinds: Vec<&str> = fsbench_workloads::replay::trace::Kind::ALL
         .iter()
         .map(|k| k.name())
         .collect();

@@ -3,6 +3,9 @@
 //! shares (the zfs-fuse daemon, the backing disk's scheduler, a load, MPI) hold
 //! `common::machine_wide()`.
 
+// A test binary has no crate boundary: its helpers are `pub` for its modules.
+#![allow(unreachable_pub)]
+
 mod common;
 
 mod aging;
@@ -11,6 +14,7 @@ mod archive;
 mod auto_runs;
 mod background;
 mod baseline;
+mod capture;
 mod clean;
 mod cli;
 mod closed_stdout;

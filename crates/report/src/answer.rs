@@ -1,14 +1,15 @@
 //! The suite's answer, as every view leads with it: per workload a headline (who is fastest
 //! overall, or that it depends on the phase, or that the runs cannot tell), then a line per
 //! phase that says what its verdicts say, in the user's terms. Computed in
-//! [`crate::stats::conclusion`] from the verdicts of every pair, which `show` prints too.
+//! [`fsbench_stats::conclusion`] from the verdicts of every pair, which `show` prints too.
 
-use crate::results::SuiteResult;
-use crate::results::ceiling::{HARNESS_PERCENT, harness_bound};
-use crate::stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
-use crate::stats::conclusion::{
+use fsbench_model::results::ceiling::{HARNESS_PERCENT, harness_bound};
+use fsbench_model::results::{MetricSummary, SuiteResult};
+use fsbench_stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
+use fsbench_stats::conclusion::{
     Conclusion, Outcome, PhaseOutcome, RESOLUTION_PERCENT, conclusions,
 };
+use fsbench_workloads::replay::PROGRAM_TIME;
 
 /// The answer's lines, each with its level: 0 for a workload's headline, 1 for its phases.
 pub(crate) fn lines(suite: &SuiteResult) -> Vec<(usize, String)> {
@@ -25,7 +26,12 @@ pub(crate) fn lines(suite: &SuiteResult) -> Vec<(usize, String)> {
     let pairs = pairwise(suite, DEFAULT_NOISE_PERCENT);
     conclusions(&pairs, &caveat)
         .iter()
-        .flat_map(workload_lines)
+        .flat_map(|c| {
+            let mut lines = workload_lines(c);
+            // A replay's seconds beside its ratios: what the filesystem is of the program.
+            lines.extend(program_share(suite, &c.workload).map(|share| (1, share)));
+            lines
+        })
         .chain(
             super::crash::answer_lines(suite)
                 .into_iter()
@@ -38,6 +44,52 @@ pub(crate) fn lines(suite: &SuiteResult) -> Vec<(usize, String)> {
 pub(crate) fn workload_lines(c: &Conclusion) -> Vec<(usize, String)> {
     let phases = c.phases.iter().map(|p| (1, phase_line(p, c.runs)));
     std::iter::once((0, headline(c))).chain(phases).collect()
+}
+
+/// A replay's time set against its program's own (captured with it): `the calls take
+/// 0.19–0.26 s of the program's 21 s; the filesystems differ by 0.07 s (ext4 0.19, btrfs
+/// 0.26), 0.3% of it` — a replay leaves the program's own computing out, so its ratios
+/// alone overstate what the filesystem means to the program: the seconds go beside them.
+fn program_share(suite: &SuiteResult, workload: &str) -> Option<String> {
+    let ours = |s: &&MetricSummary| s.workload == workload && s.dims.is_empty();
+    let program = (suite.summaries.iter().filter(ours)).find(|s| s.metric == PROGRAM_TIME)?;
+    let times: Vec<(&str, f64)> = (suite.summaries.iter().filter(ours))
+        .filter(|s| s.phase == program.phase && s.metric == "time")
+        .map(|s| (s.config.as_str(), s.summary.mean))
+        .collect();
+    let by_time = |a: &&(&str, f64), b: &&(&str, f64)| a.1.total_cmp(&b.1);
+    let (fastest, slowest) = (times.iter().min_by(by_time)?, times.iter().max_by(by_time)?);
+    let whole = program.summary.mean;
+    if times.len() < 2 || whole <= 0.0 {
+        return None;
+    }
+    let (low, high) = (fastest.1, slowest.1);
+    let range = if seconds(low) == seconds(high) {
+        seconds(low)
+    } else {
+        format!("{}–{}", seconds(low), seconds(high))
+    };
+    Some(format!(
+        "the calls take {range} s of the program's {} s; the filesystems differ by {} s ({} \
+         {}, {} {}), {:.1}% of it",
+        seconds(whole),
+        seconds(high - low),
+        fastest.0,
+        seconds(low),
+        slowest.0,
+        seconds(high),
+        (high - low) / whole * 100.0
+    ))
+}
+
+/// Seconds with two significant digits or more: `21`, `4.3`, `0.19`, `0.0071`.
+fn seconds(s: f64) -> String {
+    let decimals = if s >= 10.0 || s == 0.0 {
+        0
+    } else {
+        (1 - s.log10().floor() as i32).max(1) as usize
+    };
+    format!("{s:.decimals$}")
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -169,7 +221,7 @@ pub(crate) fn phase_line(p: &PhaseOutcome, runs: usize) -> String {
                 Some(n) => format!(" (about {n} runs each would resolve {RESOLUTION_PERCENT}%)"),
                 None => format!(
                     " (resolving {RESOLUTION_PERCENT}% would take over {} runs each)",
-                    crate::stats::difference::MAX_RUNS_ESTIMATE
+                    fsbench_stats::difference::MAX_RUNS_ESTIMATE
                 ),
             };
             format!(

@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
-use crate::error::invalid;
-use crate::results::SuiteResult;
+use fsbench_measure::error::invalid;
+use fsbench_model::results::SuiteResult;
 
 mod json;
 mod normal;

@@ -4,6 +4,7 @@
 
 mod engine;
 mod load;
+mod notes;
 mod state;
 pub mod strace;
 pub mod trace;
@@ -17,15 +18,16 @@ use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{PhaseRecorder, errno_name};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Need, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::PhaseRecorder;
 use fsbench_model::filesystem::Capability;
+use fsbench_model::measurement::Figure;
 use fsbench_model::units::group_thousands;
 use load::Loaded;
-pub use state::snapshot;
-use trace::{Call, Entry, Kind, TraceReader};
+pub use state::{left_at, snapshot};
+use trace::{Call, Entry, Kind, Program, TraceReader};
 
 /// How the calls are paced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -81,20 +83,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "demo",
     more_work: &["trace"],
     aliases: &[],
-    build: |p| build(p).map(Params::Replay),
-    mpi_refusal: |_| {
-        Some(
-            "it replays one program's calls on one directory; N ranks would replay N copies \
-             of the same paths, each in a directory of its own",
-        )
-    },
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[Need {
-        capability: Capability::HardLinks,
-        option: "`trace` (its link calls)",
-        uses: |s| matches!(s, Params::Replay(p) if p.links()),
-    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
@@ -112,8 +100,26 @@ fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
 
 pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("replay", "calls", true)];
 
+/// The figure of the replay phase that holds the program's own time (as captured), which
+/// the answer line sets the replay's time against.
+pub const PROGRAM_TIME: &str = "program-time";
+
 impl ReplayParams {
-    pub fn name(&self) -> String {
+    /// Whether the trace makes hard links, in its initial state or its calls.
+    fn links(&self) -> bool {
+        Summary::of(self.trace.as_deref())
+            .is_ok_and(|s| s.initial_links > 0 || s.calls.get(&Kind::Link).is_some_and(|n| *n > 0))
+    }
+}
+
+impl WorkloadParams for ReplayParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let file = match &self.trace {
             None => "demo".to_string(),
             Some(t) => t.file_name().map_or_else(
@@ -127,7 +133,7 @@ impl ReplayParams {
         }
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let pace = match self.mode {
             Pace::Fast => "as fast as possible",
             Pace::Think => "with the recorded think times",
@@ -148,23 +154,40 @@ impl ReplayParams {
     }
 
     /// Reads the whole trace: a damaged one or one of another version is refused here.
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         Summary::of(self.trace.as_deref()).map(drop)
     }
 
-    /// Whether the trace makes hard links, in its initial state or its calls.
-    fn links(&self) -> bool {
-        Summary::of(self.trace.as_deref())
-            .is_ok_and(|s| s.initial_links > 0 || s.calls.get(&Kind::Link).is_some_and(|n| *n > 0))
-    }
-
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         Summary::of(self.trace.as_deref()).ok()?.space_needed()
     }
-}
 
-workload_params!(ReplayParams, |p| phases: Cow::Borrowed(PHASES),
-    instantiate: Replay::new(p.clone()));
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Replay::new(self.clone()))
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.links().then_some(Need {
+            capability: Capability::HardLinks,
+            option: "`trace` (its link calls)",
+        })
+    }
+
+    fn more_work_advice(&self) -> String {
+        "a trace of a program that does more".into()
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some(
+            "it replays one program's calls on one directory; N ranks would replay N copies \
+             of the same paths, each in a directory of its own",
+        )
+    }
+}
 
 /// What a trace holds, read in one pass (for `capture --show`, sizes and validation).
 #[derive(Debug, Default)]
@@ -184,7 +207,11 @@ pub struct Summary {
     /// Bytes the replay's calls may write (their recorded lengths), for the space it needs.
     pub may_write: u64,
     pub dropped: u64,
+    /// Calls not recorded, by reason: how many, one of them.
+    pub skipped: Vec<(String, u64, Vec<u8>)>,
     pub duration_us: u64,
+    /// What capture measured of the program as a whole (none in version 1 traces).
+    pub program: Option<Program>,
 }
 
 impl Summary {
@@ -193,6 +220,7 @@ impl Summary {
         let mut r = TraceReader::open(path)?;
         let mut s = Summary {
             root: r.root.clone(),
+            program: r.program.clone(),
             ..Summary::default()
         };
         let beyond = |what: &str| {
@@ -204,7 +232,7 @@ impl Summary {
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
             match e {
-                Entry::File(_, size) => {
+                Entry::File(_, size, _) => {
                     s.initial_bytes = (s.initial_bytes.checked_add(size))
                         .ok_or_else(|| beyond("the initial state's files"))?;
                 }
@@ -243,6 +271,7 @@ impl Summary {
         s.threads = tids.len();
         s.files = files.len();
         s.dropped = r.totals.map_or(0, |t| t.1);
+        s.skipped = std::mem::take(&mut r.skipped);
         Ok(s)
     }
 
@@ -258,13 +287,9 @@ impl Summary {
         ))
     }
 
-    /// Calls a replay makes (all but the recorded-only kinds).
+    /// Calls a replay makes: every call of the trace.
     pub fn replayed(&self) -> u64 {
-        self.calls
-            .iter()
-            .filter(|(k, _)| k.replayed())
-            .map(|(_, n)| n)
-            .sum()
+        self.calls.values().sum()
     }
 }
 
@@ -278,6 +303,9 @@ pub struct ReplayReport {
     /// Calls whose outcome differed from the capture's.
     pub mismatched: u64,
     pub refused: u64,
+    /// Entries of the tree the replay left that differ from the program's (none: the trace
+    /// has no tree to compare with).
+    pub tree_differs: Option<u64>,
     pub notes: Vec<String>,
 }
 
@@ -321,65 +349,6 @@ impl Replay {
             oracle: None,
         }
     }
-
-    /// What the replay's notes say: the calls that came out otherwise, what was refused,
-    /// a few of them named, descriptors opened by path, calls the capture did not record.
-    fn notes(
-        &self,
-        report: &ReplayReport,
-        mismatches: &BTreeMap<(Kind, i32, i32), u64>,
-        samples: &[String],
-        reopened: u64,
-        dropped: u64,
-    ) -> Vec<String> {
-        let mut notes = Vec::new();
-        if report.mismatched > 0 {
-            let kinds: Vec<String> = mismatches
-                .iter()
-                .map(|((kind, here, there), n)| {
-                    let side = |e: i32| {
-                        if e == 0 {
-                            "ok".to_string()
-                        } else {
-                            errno_name(e)
-                        }
-                    };
-                    format!("{} {}→{} ×{n}", kind.name(), side(*there), side(*here))
-                })
-                .collect();
-            notes.push(format!(
-                "{} of the replay's calls came out otherwise than in the capture \
-                 (kind capture→here): {}",
-                group_thousands(report.mismatched),
-                kinds.join(", ")
-            ));
-        }
-        let refused = report.refused + self.refused_entries;
-        if refused > 0 {
-            notes.push(format!(
-                "{} paths of the trace lead outside the run's directory: refused, nothing \
-                 made there",
-                group_thousands(refused)
-            ));
-        }
-        for s in samples.iter().take(10) {
-            notes.push(format!("replay: {s}"));
-        }
-        if reopened > 0 {
-            notes.push(format!(
-                "{reopened} descriptors the traced thread did not open itself (inherited or \
-                 another thread's) were opened by their path first"
-            ));
-        }
-        if dropped > 0 {
-            notes.push(format!(
-                "the capture counted {} calls outside the root (libraries, pipes, /proc...): \
-                 not replayed",
-                group_thousands(dropped)
-            ));
-        }
-        notes
-    }
 }
 
 impl Workload for Replay {
@@ -422,13 +391,11 @@ impl Workload for Replay {
         let outcomes = engine::replay(loaded, dir, think, self.oracle.as_ref(), rec)?;
         let mut report = ReplayReport::default();
         for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
-            if kind.replayed() && n > 0 {
+            if n > 0 {
                 report.captured.insert(kind.name(), n);
             }
         }
-        let mut mismatches: BTreeMap<(Kind, i32, i32), u64> = BTreeMap::new();
-        let mut samples = Vec::new();
-        let mut reopened = 0;
+        let mut tally = notes::Tally::default();
         let mut first_error = None;
         for outcome in outcomes {
             let r = match outcome {
@@ -444,37 +411,53 @@ impl Workload for Replay {
                 }
             }
             rec.units_done(r.calls.iter().sum(), r.bytes)?;
-            for (key, n) in r.mismatches {
-                *mismatches.entry(key).or_default() += n;
+            for (key, n) in &r.mismatches {
                 if key.1 != 0 {
-                    rec.add_errors(key.1, n);
+                    rec.add_errors(key.1, *n);
                 }
             }
-            report.refused += r.refused;
-            reopened += r.reopened;
-            samples.extend(r.samples);
+            tally.add(r);
         }
         if let Some(e) = first_error {
             return Err(e);
         }
-        report.mismatched = mismatches.values().sum();
-        report.notes = self.notes(&report, &mismatches, &samples, reopened, loaded.dropped);
+        report.mismatched = tally.mismatches.values().sum();
+        report.refused = tally.refused;
+        report.notes = notes::notes(&tally, self.refused_entries, loaded);
         self.report = Some(report);
         Ok(())
     }
 
+    /// The notes, and the tree the replay left compared with the program's (untimed).
     fn after_phase(
         &mut self,
         _phase: usize,
-        _dir: BorrowedFd<'_>,
+        dir: BorrowedFd<'_>,
     ) -> Result<PhaseOutput, FsbenchError> {
-        let notes = self
+        let mut notes = self
             .report
             .as_mut()
             .map(|r| std::mem::take(&mut r.notes))
             .unwrap_or_default();
+        let program = self.loaded.as_ref().and_then(|l| l.program.as_ref());
+        let figures = program
+            .map(|p| Figure::new(PROGRAM_TIME, "s", false, p.own_us as f64 / 1e6))
+            .into_iter()
+            .collect();
+        let left = self.loaded.as_ref().map_or(&[][..], |l| &l.left[..]);
+        if !left.is_empty() {
+            let replayed = state::left(dir).map_err(|e| {
+                FsbenchError::Failed(format!("listing the tree the replay left: {e:#}"))
+            })?;
+            let (differ, note) = notes::tree(left, &replayed);
+            notes.extend(note);
+            if let Some(r) = self.report.as_mut() {
+                r.tree_differs = Some(differ);
+            }
+        }
         Ok(PhaseOutput {
             notes,
+            figures,
             ..PhaseOutput::default()
         })
     }

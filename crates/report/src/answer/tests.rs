@@ -4,8 +4,8 @@
 //! pairwise verdicts `show` prints.
 
 use super::*;
-use crate::results::{ConfigInfo, MetricSummary};
-use crate::stats::compare::{Pairwise, Verdict};
+use fsbench_model::results::{ConfigInfo, MetricSummary};
+use fsbench_stats::compare::{Pairwise, Verdict};
 
 const CONFIGS: [&str; 3] = ["ext4", "xfs", "btrfs"];
 
@@ -55,7 +55,7 @@ fn suite(phases: &[(&str, bool)]) -> SuiteResult {
                     dims: Vec::new(),
                     unit: unit.into(),
                     higher_is_better: higher,
-                    summary: crate::stats::summarize(&values).unwrap(),
+                    summary: fsbench_stats::summarize(&values).unwrap(),
                 });
             }
         }
@@ -254,4 +254,10 @@ fn the_bound_is_said_as_a_factor_beyond_100_percent() {
         "{}",
         matrix[2]
     );
+}
+
+#[test]
+fn seconds_keep_two_significant_digits() {
+    let shown: Vec<String> = [21.4, 4.34, 0.193, 0.00712, 0.0].map(super::seconds).into();
+    assert_eq!(shown, ["21", "4.3", "0.19", "0.0071", "0"]);
 }

@@ -4,7 +4,7 @@
 //! ends with an `fsbench` object naming its configuration and the runs pooled in it.
 
 use fsbench_model::measurement::SampleStats;
-use fsbench_testbed::fio::FioLatency;
+use fsbench_measure::fio::FioLatency;
 
 use super::ordered::J;
 use super::stat::{ConfigStats, GroupStat, ThreadStat};

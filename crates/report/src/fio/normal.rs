@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use fsbench_testbed::fio::FioLatency;
+use fsbench_measure::fio::FioLatency;
 
 use super::num2str::{SIG_FIGS, Unit, bandwidth, lat_unit, num2str, percentile_unit, share};
 use super::stat::{ConfigStats, GroupStat, JobInfo, ThreadStat};

@@ -6,10 +6,9 @@
 use fsbench_model::fio::FioJob;
 use fsbench_model::measurement::{JobThread, LatencySummary, SampleStats};
 
-use crate::results::{PhaseRecord, RunRecord, RunStatus, SuiteResult};
-use crate::workload::Params;
-use crate::workload::io::IoParams;
-use fsbench_testbed::fio::FioLatency;
+use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, SuiteResult};
+use fsbench_workloads::io::IoParams;
+use fsbench_measure::fio::FioLatency;
 
 /// One job of the suite's io workloads, as its job lines print it.
 pub(super) struct JobInfo {
@@ -77,7 +76,9 @@ pub(super) fn jobs(r: &SuiteResult) -> Vec<(String, u32, JobInfo)> {
     let mut out = Vec::new();
     let mut next_thread = 1;
     for (w, (label, p)) in crate::typed_workloads(r).into_iter().enumerate() {
-        let Params::Io(p) = p else { continue };
+        let Some(p) = p.get::<IoParams>() else {
+            continue;
+        };
         for (i, job) in p.jobs().enumerate() {
             let mut fio = job.fio.as_deref().cloned().unwrap_or_default();
             if job.fio.is_none() {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use fsbench_testbed::fio::FioLatency;
+use fsbench_measure::fio::FioLatency;
 
 use super::stat::{ConfigStats, ThreadStat};
 use super::{Header, PERCENTILE_LIST};

@@ -3,7 +3,7 @@
 
 use super::Report;
 use crate::fit::View;
-use crate::results::SuiteResult;
+use fsbench_model::results::SuiteResult;
 
 pub(super) struct Fio;
 

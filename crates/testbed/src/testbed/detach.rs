@@ -8,7 +8,8 @@ use anyhow::Context;
 use rustix::mount::UnmountFlags;
 
 use super::mounts;
-use crate::tools;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::tools;
 
 /// Unmounts `target`, retrying while it is briefly busy; falls back to a lazy unmount.
 pub fn unmount(target: &Path) -> anyhow::Result<()> {
@@ -71,8 +72,11 @@ pub fn detach_loop(device: &Path) -> anyhow::Result<()> {
     detach_loop_within(device, DETACH_PATIENCE)
 }
 
-/// [`detach_loop`], waiting at most `patience` for the device to be gone.
-pub(crate) fn detach_loop_within(device: &Path, patience: Duration) -> anyhow::Result<()> {
+/// [`detach_loop`], waiting at most `patience` for the device to be gone. A device still
+/// attached then fails the run that used it, not the suite
+/// ([`FsbenchError::RunLost`]): the kernel detaches it once its holder lets go, and the
+/// suite's end (or `fsbench clean`) undoes what is left.
+pub fn detach_loop_within(device: &Path, patience: Duration) -> anyhow::Result<()> {
     let losetup = tools::require("losetup", "util-linux")?;
     let args = ["-d".to_string(), device.display().to_string()];
     let mut last = None;
@@ -101,9 +105,11 @@ pub(crate) fn detach_loop_within(device: &Path, patience: Duration) -> anyhow::R
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    anyhow::bail!(
-        "{} is still attached {} s after detaching (held open by another process)",
+    Err(FsbenchError::RunLost(format!(
+        "{} is still attached {} s after detaching (held open by another process): this run \
+         fails, the suite goes on",
         device.display(),
-        patience.as_secs()
-    )
+        patience.as_secs_f64()
+    ))
+    .into())
 }

@@ -15,15 +15,18 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 
 mod calls;
+mod data;
 mod latencies;
 mod paths;
 
+pub(crate) use paths::ProcFd;
+
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
-use crate::error::FsbenchError;
-use crate::measure::{PhaseRecorder, lap_clock};
 use crate::parallel::{Crew, join_all};
 use calls::{Fds, Worker};
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{PhaseRecorder, lap_clock};
 use latencies::Latencies;
 use latencies::Shared as SharedLatencies;
 
@@ -38,6 +41,9 @@ const WORKER_STACK: usize = 512 << 10;
 const PAUSE_MAX: Duration = Duration::from_millis(10);
 /// How long a worker sleeps while its traced threads wait for other threads' calls.
 const DEPENDENCY_POLL: Duration = Duration::from_micros(50);
+/// Think mode spins, rather than sleeps, for the last stretch before a call's time: a sleep
+/// wakes this much late or more (the timer slack and the scheduler's wake-up).
+const SPIN_BELOW: Duration = Duration::from_micros(200);
 
 /// A counter on a cache line pair of its own (the prefetcher fetches lines in pairs): a
 /// traced thread's calls done, or a worker's.
@@ -53,9 +59,60 @@ pub(crate) struct Replayed {
     pub mismatches: BTreeMap<(Kind, i32, i32), u64>,
     pub samples: Vec<String>,
     pub refused: u64,
-    /// Descriptors the thread did not open itself (inherited, another thread's), opened by
-    /// their path when first used.
-    pub reopened: u64,
+    /// Calls made otherwise than the program made them, by [`Adapted`].
+    pub adapted: [u64; Adapted::ALL.len()],
+    /// Some of the files mapped (their paths), for the note that names them.
+    pub mapped: Vec<Vec<u8>>,
+}
+
+/// How a call may be made otherwise than the program made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Adapted {
+    /// A descriptor the thread did not open itself (inherited, another thread's), opened by
+    /// its path when first used.
+    Reopened,
+    /// chown made with -1, -1: ownership kept.
+    Ownership,
+    /// utimensat setting the current time, not the recorded one.
+    TimesNow,
+    /// O_DIRECT left out of an open.
+    NoDirect,
+    /// A mapping's pages within the file faulted in once each.
+    Mapped,
+}
+
+impl Adapted {
+    pub(crate) const ALL: [Adapted; 5] = [
+        Adapted::Reopened,
+        Adapted::Ownership,
+        Adapted::TimesNow,
+        Adapted::NoDirect,
+        Adapted::Mapped,
+    ];
+}
+
+/// Files a worker names as mapped, at most.
+const MAPPED_NAMED: usize = 8;
+
+impl Replayed {
+    pub(super) fn adapt(&mut self, how: Adapted) {
+        self.adapted[how as usize] += 1;
+    }
+
+    /// A chown (ownership kept) or a utimens (the current time).
+    pub(super) fn adapt_kind(&mut self, kind: Kind) {
+        match kind {
+            Kind::Chown => self.adapt(Adapted::Ownership),
+            Kind::Utimens => self.adapt(Adapted::TimesNow),
+            _ => {}
+        }
+    }
+
+    pub(super) fn mapped(&mut self, path: &[u8]) {
+        if self.mapped.len() < MAPPED_NAMED && !self.mapped.iter().any(|p| p == path) {
+            self.mapped.push(path.to_vec());
+        }
+    }
 }
 
 /// How a call came out: done, failed with an errno, or refused (its path leads outside the
@@ -109,6 +166,8 @@ pub(crate) fn replay(
         halt: &halt,
         latencies: &latencies,
         oracle,
+        start: Instant::now(),
+        umask: loaded.program.as_ref().map(|p| p.umask),
     };
     let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
     // The workers' counts of calls made are also the progress bar's.
@@ -177,12 +236,15 @@ struct Shared<'a> {
     /// Calls done, per traced thread.
     done: &'a [Done],
     workers: usize,
-    /// With the recorded time between a thread's calls.
+    /// Each call at its recorded time on the program's clock, from `start`.
     think: bool,
     halt: &'a Halt<'a>,
     latencies: &'a SharedLatencies,
     /// A crash-recorded run's: what the trace's syncs covered, noted as each returns.
     oracle: Option<&'a crate::oracle::Oracle>,
+    start: Instant,
+    /// The program's umask, which the workers create files with.
+    umask: Option<u32>,
 }
 
 /// One traced thread, as its worker replays it.
@@ -194,8 +256,6 @@ struct Traced<'a> {
     next: usize,
     waited: u32,
     fds: Fds,
-    /// When its last call ended (think mode).
-    last_end: Instant,
 }
 
 impl Traced<'_> {
@@ -228,7 +288,9 @@ fn replay_worker(
     me: usize,
     made: &AtomicU64,
 ) -> Result<Replayed, FsbenchError> {
-    let start = Instant::now();
+    if let Some(umask) = shared.umask {
+        own_umask(umask)?;
+    }
     let mut traced: Vec<Traced<'_>> = (me..shared.loaded.threads.len())
         .step_by(shared.workers.max(1))
         .map(|index| Traced {
@@ -237,7 +299,6 @@ fn replay_worker(
             next: 0,
             waited: 0,
             fds: Fds::default(),
-            last_end: start,
         })
         .collect();
     let longest = traced.iter().map(|t| t.calls.max_len).max().unwrap_or(0);
@@ -256,10 +317,11 @@ fn replay_worker(
                     held.by_others = true;
                     break;
                 }
-                if shared.think && op.think_us > 0 {
-                    // A pause too long to end in this machine's time never does: the
-                    // thread waits until the run is stopped.
-                    let due = t.last_end.checked_add(Duration::from_micros(op.think_us));
+                if shared.think {
+                    // Against the schedule, never a pause after the last call: a late call
+                    // goes at once and the next ones catch up. A time too far to come in
+                    // this machine's clock never does: the thread waits until stopped.
+                    let due = shared.start.checked_add(Duration::from_micros(op.at_us));
                     match due {
                         Some(due) if Instant::now() >= due => {}
                         Some(due) => {
@@ -272,9 +334,6 @@ fn replay_worker(
                 let begin = clock.raw();
                 let outcome = worker.call(&mut t.fds, t.calls, op);
                 let ns = clock.delta_as_nanos(begin, clock.raw());
-                if shared.think {
-                    t.last_end = Instant::now();
-                }
                 latencies.record(op.kind, ns);
                 if let (Some(oracle), Outcome::Done) = (shared.oracle, &outcome) {
                     t.fds.note_promise(oracle, op);
@@ -307,10 +366,31 @@ fn replay_worker(
     Ok(worker.out)
 }
 
+/// Gives the worker thread a umask of its own (and a working directory, unused): the
+/// program's, whatever fsbench's is.
+fn own_umask(umask: u32) -> Result<(), FsbenchError> {
+    // SAFETY: unshare affects this thread only; it shares no file-system state with the
+    // others from then on.
+    if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(FsbenchError::Failed(format!(
+            "a replay thread cannot get a umask of its own (unshare CLONE_FS): {e}"
+        )));
+    }
+    rustix::process::umask(rustix::fs::Mode::from_bits_truncate(umask));
+    Ok(())
+}
+
 /// Waits a little for a held thread: spinning briefly, then yielding, then sleeping (never
 /// past the end of a pause, never longer than [`PAUSE_MAX`]); false when the replay stops.
+/// The last [`SPIN_BELOW`] before a recorded time are spun, not slept.
 fn wait(idle: &mut u32, held: &Held, halt: &Halt<'_>) -> Result<bool, FsbenchError> {
     *idle = idle.saturating_add(1);
+    let soon = |until: Instant| until.saturating_duration_since(Instant::now()) <= SPIN_BELOW;
+    if !held.by_others && held.until.is_some_and(soon) {
+        std::hint::spin_loop();
+        return Ok(true);
+    }
     if *idle < 100 {
         std::hint::spin_loop();
     } else if *idle < 1000 {
@@ -323,8 +403,8 @@ fn wait(idle: &mut u32, held: &Held, halt: &Halt<'_>) -> Result<bool, FsbenchErr
             DEPENDENCY_POLL
         } else {
             held.until.map_or(PAUSE_MAX, |until| {
-                until
-                    .saturating_duration_since(Instant::now())
+                (until.saturating_duration_since(Instant::now()))
+                    .saturating_sub(SPIN_BELOW)
                     .min(PAUSE_MAX)
             })
         };
@@ -342,7 +422,8 @@ impl Default for Replayed {
             mismatches: BTreeMap::new(),
             samples: Vec::new(),
             refused: 0,
-            reopened: 0,
+            adapted: [0; Adapted::ALL.len()],
+            mapped: Vec::new(),
         }
     }
 }

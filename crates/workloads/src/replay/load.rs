@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::trace::{Call, Entry, Kind, TraceReader};
+use super::trace::{Call, Entry, Kind, Left, Program, TraceReader};
 
 /// `O_CREAT | O_TRUNC`: an open that changes its path.
 const CHANGING_OPEN: u64 = 0o100 | 0o1000;
@@ -22,8 +22,10 @@ pub(crate) struct Op {
     pub b: i64,
     pub path: (u32, u32),
     pub path2: (u32, u32),
-    /// Microseconds since the previous call of the thread ended (think mode).
-    pub think_us: u64,
+    /// When it started on the program's own clock, in µs from the first call (think mode).
+    pub at_us: u64,
+    /// The trace's flags ([`super::trace::BY_FD_NAME`]).
+    pub flags: u32,
     /// The range of the thread's `deps` this call waits for.
     pub deps: (u32, u32),
 }
@@ -43,7 +45,6 @@ pub(crate) struct ThreadCalls {
     pub paths: Vec<u8>,
     /// The longest read or write, for the thread's buffer.
     pub max_len: u64,
-    last_end_us: u64,
 }
 
 impl ThreadCalls {
@@ -106,12 +107,20 @@ pub(crate) struct Loaded {
     pub captured: [u64; Kind::ALL.len()],
     /// Calls the capture counted but did not record (outside the root, pipes...).
     pub dropped: u64,
+    /// The same by reason: how many, one of them.
+    pub skipped: Vec<(String, u64, Vec<u8>)>,
+    /// The tree the program left (none in version 1 traces).
+    pub left: Vec<Left>,
+    pub program: Option<Program>,
 }
 
 impl Loaded {
     pub(super) fn read(path: Option<&Path>) -> anyhow::Result<Loaded> {
         let mut reader = TraceReader::open(path)?;
-        let mut loaded = Loaded::default();
+        let mut loaded = Loaded {
+            program: reader.program.clone(),
+            ..Loaded::default()
+        };
         while let Some(e) = reader.entry()? {
             loaded.entries.push(e);
         }
@@ -122,9 +131,6 @@ impl Loaded {
         while reader.call(&mut call)? {
             let kind = call.kind();
             loaded.captured[kind as usize] += 1;
-            if !kind.replayed() {
-                continue;
-            }
             let t = *index.entry(call.tid).or_insert_with(|| {
                 loaded.threads.push(ThreadCalls::default());
                 loaded.threads.len() - 1
@@ -162,8 +168,6 @@ impl Loaded {
             if kind.uses_buffer() {
                 th.max_len = th.max_len.max(call.a);
             }
-            let think_us = call.start_us.saturating_sub(th.last_end_us);
-            th.last_end_us = call.start_us.saturating_add(call.dur_us);
             th.ops.push(Op {
                 kind,
                 errno: call.errno,
@@ -173,11 +177,14 @@ impl Loaded {
                 b: call.b,
                 path,
                 path2,
-                think_us: if me.index == 0 { 0 } else { think_us },
+                at_us: call.at_us,
+                flags: call.flags,
                 deps: (dep_start, th.deps.len() as u32),
             });
         }
         loaded.dropped = reader.totals.map_or(0, |t| t.1);
+        loaded.skipped = std::mem::take(&mut reader.skipped);
+        loaded.left = std::mem::take(&mut reader.left);
         Ok(loaded)
     }
 

@@ -1,22 +1,27 @@
 //! Turns strace's output (`-f -ttt -T -y -X raw -s 0`) into trace calls, one line at a time:
 //! an unfinished call waits for its `resumed` half, paths are made absolute (from the
 //! descriptors' and `AT_FDCWD`'s decoded paths, or each process's working directory) and
-//! kept relative to the root, and calls on anything else are counted and dropped.
+//! kept relative to the root. Each process's descriptors are followed (from opens, dups,
+//! forks and every decoded argument), so that a `/proc/self/fd/N` path is the file of its
+//! descriptor N; a file outside the root that a call takes into it (a copy's source, a
+//! link's or rename's old name) becomes part of the initial state. Every other call is
+//! counted by why it was not recorded.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+mod build;
 mod syntax;
 
-use super::trace::{Call, Kind};
-use syntax::{Arg, micros, parse_result, split_args};
-
-/// `RESOLVE_IN_ROOT` of linux/openat2.h.
-const RESOLVE_IN_ROOT: i64 = 0x10;
+use super::trace::{Call, Entry, OUTSIDE};
+use syntax::{Arg, Line, Outcome, errno_named, parse_call, split_line};
 
 /// strace's arguments, before the command (`-o FILE` comes after): every thread and child,
 /// absolute start times and durations, descriptors' paths, flags as numbers, no data, and
-/// only the calls fsbench records (a seccomp filter lets every other call run unstopped).
+/// only the calls fsbench records or follows processes by (a seccomp filter lets every
+/// other call run unstopped).
 pub const STRACE_ARGS: &[&str] = &[
     "-f",
     "-qq",
@@ -35,11 +40,44 @@ pub const STRACE_ARGS: &[&str] = &[
     "trace=?open,?openat,?openat2,?creat,?close,?read,?pread64,?readv,?preadv,?preadv2,\
      ?write,?pwrite64,?writev,?pwritev,?pwritev2,?copy_file_range,?sendfile,?sendfile64,\
      ?lseek,?fsync,?fdatasync,?sync_file_range,?truncate,?ftruncate,?fallocate,?mkdir,\
-     ?mkdirat,?rmdir,?unlink,?unlinkat,?rename,?renameat,?renameat2,?link,?linkat,?symlink,?symlinkat,?readlink,\
-     ?readlinkat,?stat,?lstat,?fstat,?newfstatat,?statx,?getdents64,?chmod,?fchmod,\
-     ?fchmodat,?chown,?fchown,?lchown,?fchownat,?utimensat,?dup,?dup2,?dup3,?fcntl,?mmap,\
-     ?chdir,?fchdir,?clone,?clone3,?fork,?vfork",
+     ?mkdirat,?rmdir,?unlink,?unlinkat,?rename,?renameat,?renameat2,?link,?linkat,?symlink,\
+     ?symlinkat,?readlink,?readlinkat,?stat,?lstat,?fstat,?newfstatat,?statx,?getdents64,\
+     ?chmod,?fchmod,?fchmodat,?chown,?fchown,?lchown,?fchownat,?utimensat,?dup,?dup2,?dup3,\
+     ?fcntl,?mmap,?chdir,?fchdir,?clone,?clone3,?fork,?vfork,?wait4",
 ];
+
+/// Why a call strace showed is not in the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Skip {
+    Outside,
+    NotAFile,
+    Fcntl,
+    UnknownFd,
+    Unfinished,
+    Unreadable,
+}
+
+impl Skip {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Skip::Outside => "outside the root",
+            Skip::NotAFile => "on pipes, sockets, devices or anonymous memory",
+            Skip::Fcntl => "fcntl other than a dup (locks, flags)",
+            Skip::UnknownFd => "on a /proc/self/fd descriptor whose file is unknown",
+            Skip::Unfinished => "cut short by the end of their process",
+            Skip::Unreadable => "lines of strace's that fsbench could not read",
+        }
+    }
+}
+
+/// A file outside the root that the program's calls take into it.
+#[derive(Debug, Default)]
+struct Source {
+    /// At least this long (a copy read up to there).
+    size: u64,
+    /// Where it went inside the root, if it is gone from where it was (renamed in).
+    moved_to: Option<Vec<u8>>,
+}
 
 /// The parser's state across lines.
 pub struct Parser {
@@ -48,17 +86,34 @@ pub struct Parser {
     /// Where relative paths start, per thread (a process's threads learn it separately).
     cwd: HashMap<u32, Vec<u8>>,
     /// The first half of each thread's unfinished call, with its start.
-    unfinished: HashMap<u32, (u64, String)>,
+    unfinished: HashMap<u32, (u64, Vec<u8>)>,
     /// The first timestamp, which trace times are relative to.
     epoch: Option<u64>,
     start_cwd: Vec<u8>,
-    /// Calls not replayed: outside the root, on pipes, sockets, or of no replayed kind.
-    pub dropped: u64,
+    /// Each thread's descriptor table (threads and CLONE_FILES children share one), and
+    /// each table's descriptors' absolute paths.
+    table_of: HashMap<u32, u32>,
+    tables: HashMap<u32, HashMap<i32, Vec<u8>>>,
+    /// Calls strace stopped on each thread's way so far: its own, its parent's before it
+    /// was forked, its children's it waited for. Each cost the program strace's time.
+    stops: HashMap<u32, u64>,
+    strace_ns: u64,
+    /// Calls not recorded, by reason, with the first one's text.
+    pub skipped: BTreeMap<Skip, (u64, Vec<u8>)>,
+    sources: BTreeMap<Vec<u8>, Source>,
+    /// Directories outside the root that calls rename or link something out to.
+    out_dirs: BTreeSet<Vec<u8>>,
+    /// The recorded calls' durations, added up.
+    pub calls_us: u64,
+    /// The first thread: the program; its stops at the end are all those it waited for.
+    first_tid: Option<u32>,
+    total: u64,
     abs: Vec<u8>,
 }
 
 impl Parser {
-    pub fn new(root: &Path, cwd: &Path) -> Parser {
+    /// A parser for a capture of `root` started in `cwd`, strace costing `strace_ns` a call.
+    pub fn new(root: &Path, cwd: &Path, strace_ns: u64) -> Parser {
         let bytes = |p: &Path| p.as_os_str().as_encoded_bytes().to_vec();
         let mut root = bytes(root);
         while root.len() > 1 && root.ends_with(b"/") {
@@ -70,69 +125,171 @@ impl Parser {
             unfinished: HashMap::new(),
             epoch: None,
             start_cwd: bytes(cwd),
-            dropped: 0,
+            table_of: HashMap::new(),
+            tables: HashMap::new(),
+            stops: HashMap::new(),
+            strace_ns,
+            skipped: BTreeMap::new(),
+            sources: BTreeMap::new(),
+            out_dirs: BTreeSet::new(),
+            calls_us: 0,
+            first_tid: None,
+            total: 0,
             abs: Vec::new(),
         }
     }
 
-    /// Parses one line; `Some` with the call when it is one to record.
-    pub fn line(&mut self, line: &str, call: &mut Call) -> Option<()> {
-        // strace pads thread ids to five columns: `42    1795665584.073292 ...`.
-        let (tid, rest) = line.trim_start().split_once(' ')?;
-        let tid: u32 = tid.parse().ok()?;
-        let (time, rest) = rest.trim_start().split_once(' ')?;
-        let time = micros(time)?;
-        let (time, text) = if let Some(first) = rest.strip_suffix(" <unfinished ...>") {
-            self.unfinished.insert(tid, (time, first.to_string()));
-            return None;
-        } else if let Some(resumed) = rest.strip_prefix("<... ") {
-            let (_, tail) = resumed.split_once(" resumed>")?;
-            let (start, first) = self.unfinished.remove(&tid)?;
-            (start, format!("{first}{tail}"))
-        } else {
-            (time, rest.to_string())
-        };
-        let epoch = *self.epoch.get_or_insert(time);
-        let outcome = self.call(tid, &text, call);
-        if outcome.is_some() {
-            call.tid = tid;
-            call.start_us = time.saturating_sub(epoch);
-        }
-        outcome
+    /// Calls not recorded, all reasons together.
+    pub fn dropped(&self) -> u64 {
+        self.skipped.values().map(|(n, _)| n).sum()
     }
 
-    fn call(&mut self, tid: u32, text: &str, call: &mut Call) -> Option<()> {
-        let open = text.find('(')?;
-        let name = &text[..open];
-        let (args, result) = split_args(&text[open + 1..])?;
-        let (ret, errno, dur) = parse_result(result)?;
-        // A new process starts where its parent is.
-        if matches!(name, "clone" | "clone3" | "fork" | "vfork") {
-            if ret > 0 {
-                let cwd = self.cwd_of(tid).to_vec();
-                self.cwd.insert(ret as u32, cwd);
+    /// Calls strace stopped on the program's way: what its own time is estimated without.
+    pub fn program_stops(&self) -> u64 {
+        self.first_tid
+            .and_then(|t| self.stops.get(&t))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Every call strace stopped, recorded or not.
+    pub fn stops_total(&self) -> u64 {
+        self.total
+    }
+
+    fn skip(&mut self, why: Skip, text: &[u8]) {
+        let entry = self
+            .skipped
+            .entry(why)
+            .or_insert_with(|| (0, text.to_vec()));
+        entry.0 += 1;
+    }
+
+    /// Parses one line; `Some` with the call when it is one to record.
+    pub fn line(&mut self, line: &[u8], call: &mut Call) -> Option<()> {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let Some((tid, time, what)) = split_line(line) else {
+            if !line.is_empty() {
+                self.skip(Skip::Unreadable, line);
             }
             return None;
+        };
+        let epoch = *self.epoch.get_or_insert(time);
+        self.first_tid.get_or_insert(tid);
+        let (start, text) = match what {
+            Line::Notice => return None,
+            Line::Unfinished { body } => {
+                self.unfinished.insert(tid, (time, body.to_vec()));
+                return None;
+            }
+            Line::Resumed { rest, .. } => match self.unfinished.remove(&tid) {
+                Some((start, mut first)) => {
+                    first.extend_from_slice(rest);
+                    (start, Cow::Owned(first))
+                }
+                None => {
+                    self.skip(Skip::Unreadable, line);
+                    return None;
+                }
+            },
+            Line::Call { body, .. } => (time, Cow::Borrowed(body)),
+        };
+        let Some((args, outcome)) = parse_call(&text) else {
+            self.skip(Skip::Unreadable, &text);
+            return None;
+        };
+        let stops = self.stops.entry(tid).or_default();
+        let before = *stops;
+        *stops += 1;
+        self.total += 1;
+        let name = &text[..text.iter().position(|&c| c == b'(').unwrap_or(0)];
+        let name = std::str::from_utf8(name).unwrap_or_default();
+        match self.call(tid, name, &args, &outcome, call) {
+            Ok(true) => {
+                let since = start.saturating_sub(epoch);
+                call.tid = tid;
+                call.start_us = since;
+                // What strace added to this thread's earlier calls is not the program's.
+                call.at_us = since.saturating_sub(before.saturating_mul(self.strace_ns) / 1000);
+                self.calls_us = self.calls_us.saturating_add(call.dur_us);
+                Some(())
+            }
+            Ok(false) => None,
+            Err(why) => {
+                self.skip(why, &text);
+                None
+            }
         }
-        if name == "chdir" || name == "fchdir" {
-            if ret == 0 {
-                let dir = match args.first()? {
-                    Arg::Str(p) => self.absolute(tid, None, p).then(|| self.abs.clone()),
-                    Arg::Num(_, Some(p)) => Some(p.clone()),
-                    _ => None,
-                };
-                self.cwd.insert(tid, dir?);
+    }
+
+    /// Counts the calls cut short (an unfinished half never resumed).
+    pub fn finish(&mut self) {
+        let cut: Vec<_> = self.unfinished.drain().map(|(_, (_, t))| t).collect();
+        for text in cut {
+            self.skip(Skip::Unfinished, &text);
+        }
+    }
+
+    /// Records the call into `call`: `Ok(true)` when it is one to record, `Ok(false)` for
+    /// the calls that only follow processes, `Err` with why it is not recorded.
+    fn call(
+        &mut self,
+        tid: u32,
+        name: &str,
+        args: &[Arg],
+        out: &Outcome<'_>,
+        call: &mut Call,
+    ) -> Result<bool, Skip> {
+        let ret = out.value;
+        match name {
+            "clone" | "clone3" | "fork" | "vfork" => {
+                if ret > 0 {
+                    // clone's `flags=` argument, clone3's structure's field.
+                    let flags = args.iter().find_map(|a| match a {
+                        Arg::Fields(f) => f.iter().find(|(k, _)| k == b"flags").map(|(_, v)| *v),
+                        _ => None,
+                    });
+                    let flags = flags.unwrap_or(0);
+                    self.forked(tid, ret as u32, flags);
+                }
+                return Ok(false);
             }
-            return None;
+            // The parent goes on after what its child cost.
+            "wait4" => {
+                if ret > 0 {
+                    let child = self.stops.get(&(ret as u32)).copied().unwrap_or(0);
+                    let me = self.stops.entry(tid).or_default();
+                    *me = (*me).max(child);
+                }
+                return Ok(false);
+            }
+            "chdir" | "fchdir" => {
+                if ret == 0 {
+                    let dir = match args.first() {
+                        Some(Arg::Str(p)) => {
+                            self.absolute(tid, None, p);
+                            Some(self.abs.clone())
+                        }
+                        Some(a) => a.path().map(<[u8]>::to_vec),
+                        None => None,
+                    };
+                    if let Some(dir) = dir {
+                        self.cwd.insert(tid, dir);
+                    }
+                }
+                return Ok(false);
+            }
+            _ => {}
         }
         // `AT_FDCWD</dir>`: the thread's working directory, whatever call shows it.
         if let Some(Arg::Num(-100, Some(dir))) = args.first() {
-            self.cwd.insert(tid, dir.clone());
+            self.cwd.insert(tid, dir.path.clone());
         }
+        self.learn(tid, name, args, out);
         *call = Call {
             result: ret,
-            errno,
-            dur_us: dur,
+            errno: if ret < 0 { errno_named(out.errno) } else { 0 },
+            dur_us: out.dur_us,
             fd: -1,
             fd2: -1,
             b: -1,
@@ -142,258 +299,72 @@ impl Parser {
         };
         call.path.clear();
         call.path2.clear();
-        let kept = self.build(tid, name, &args, call);
-        if kept.is_none() {
-            self.dropped += 1;
+        self.build(tid, name, args, call).map(|()| true)
+    }
+
+    /// A new thread or process: it starts where its parent is, with its parent's
+    /// descriptors (the same table with CLONE_FILES, a copy without), after its stops.
+    fn forked(&mut self, parent: u32, child: u32, flags: i64) {
+        const CLONE_FILES: i64 = 0x400;
+        let cwd = self.cwd_of(parent).to_vec();
+        self.cwd.insert(child, cwd);
+        let stops = self.stops.get(&parent).copied().unwrap_or(0);
+        self.stops.insert(child, stops);
+        let table = self.table(parent);
+        if flags & CLONE_FILES != 0 {
+            self.table_of.insert(child, table);
+        } else {
+            let copy = self.tables.get(&table).cloned().unwrap_or_default();
+            let new = self.tables.len() as u32 + 1;
+            self.tables.insert(new, copy);
+            self.table_of.insert(child, new);
         }
-        kept
+    }
+
+    fn table(&mut self, tid: u32) -> u32 {
+        let next = self.tables.len() as u32 + 1;
+        let table = *self.table_of.entry(tid).or_insert(next);
+        self.tables.entry(table).or_default();
+        table
+    }
+
+    /// What the call tells of the thread's descriptors: each argument's decoded path, a
+    /// new descriptor's, a closed one gone.
+    fn learn(&mut self, tid: u32, name: &str, args: &[Arg], out: &Outcome<'_>) {
+        let table = self.table(tid);
+        let fds = self.tables.entry(table).or_default();
+        for arg in args {
+            if let Arg::Num(fd, Some(d)) = arg
+                && *fd >= 0
+                && fds.get(&(*fd as i32)) != Some(&d.path)
+            {
+                fds.insert(*fd as i32, d.path.clone());
+            }
+        }
+        if let (Some(d), true) = (&out.decoded, out.value >= 0) {
+            fds.insert(out.value as i32, d.path.clone());
+        }
+        if name == "close"
+            && out.value == 0
+            && let Some(Arg::Num(fd, _)) = args.first()
+        {
+            fds.remove(&(*fd as i32));
+        }
+    }
+
+    /// The path of descriptor `fd` in `tid`'s table.
+    fn fd_path(&self, tid: u32, fd: i32) -> Option<&[u8]> {
+        let table = self.table_of.get(&tid)?;
+        self.tables.get(table)?.get(&fd).map(Vec::as_slice)
     }
 
     fn cwd_of(&self, tid: u32) -> &[u8] {
         self.cwd.get(&tid).unwrap_or(&self.start_cwd)
     }
 
-    /// Fills `call` for syscall `name`; `None` when it is not recorded.
-    fn build(&mut self, tid: u32, name: &str, args: &[Arg], call: &mut Call) -> Option<()> {
-        let num = |i: usize| match args.get(i) {
-            Some(Arg::Num(n, _)) => Some(*n),
-            _ => None,
-        };
-        // Path-taking calls: (kind, dirfd argument or None, path argument).
-        let at = |dirfd: usize| Some(dirfd);
-        let (kind, dir, path_arg) = match name {
-            "open" => (Kind::Open, None, 0),
-            "openat" | "openat2" => (Kind::Open, at(0), 1),
-            "creat" => (Kind::Open, None, 0),
-            "truncate" => (Kind::Truncate, None, 0),
-            "mkdir" => (Kind::Mkdir, None, 0),
-            "mkdirat" => (Kind::Mkdir, at(0), 1),
-            "rmdir" => (Kind::Rmdir, None, 0),
-            "unlink" => (Kind::Unlink, None, 0),
-            "unlinkat" => (Kind::Unlink, at(0), 1),
-            "rename" | "link" => (named(name), None, 0),
-            "renameat" | "renameat2" | "linkat" => (named(name), at(0), 1),
-            "symlink" => (Kind::Symlink, None, 1),
-            "symlinkat" => (Kind::Symlink, at(1), 2),
-            "readlink" => (Kind::Readlink, None, 0),
-            "readlinkat" => (Kind::Readlink, at(0), 1),
-            "stat" | "lstat" => (Kind::Stat, None, 0),
-            "newfstatat" | "statx" => (Kind::Stat, at(0), 1),
-            "chmod" | "chown" | "lchown" => (named(name), None, 0),
-            "fchmodat" | "fchownat" | "utimensat" => (named(name), at(0), 1),
-            _ => return self.by_fd(name, args, call),
-        };
-        call.kind = Some(kind);
-        let path = match args.get(path_arg) {
-            Some(Arg::Str(p)) => p.as_slice(),
-            // utimensat(fd, NULL, ...): on the descriptor.
-            _ if kind == Kind::Utimens => return self.fd_call(kind, args, 0, call),
-            _ => return None,
-        };
-        let dirpath = dir.and_then(|i| match args.get(i) {
-            Some(Arg::Num(_, Some(p))) => Some(p.as_slice()),
-            _ => None,
-        });
-        // `newfstatat(fd, "", ..., AT_EMPTY_PATH)`: fstat.
-        if path.is_empty() && dir.is_some() {
-            return self.fd_call(kind, args, 0, call);
-        }
-        if dir.is_some() && dirpath.is_none() && path.first() != Some(&b'/') {
-            return None;
-        }
-        // openat2's RESOLVE_IN_ROOT: an absolute path, and `..`, stay below the directory.
-        let in_root = name == "openat2"
-            && args.get(2).and_then(|h| h.field("resolve")).unwrap_or(0) & RESOLVE_IN_ROOT != 0;
-        if in_root {
-            dirpath?;
-            self.absolute(tid, Some(b"/"), path);
-            let below = std::mem::take(&mut self.abs);
-            if !self.absolute(tid, dirpath, &below[1..]) {
-                return None;
-            }
-        } else if !self.absolute(tid, dirpath, path) {
-            return None;
-        }
-        call.path = self.relative()?;
-        match name {
-            "open" => {
-                call.a = num(1)? as u64;
-                call.b = num(2).unwrap_or(0);
-            }
-            "openat" => {
-                call.a = num(2)? as u64;
-                call.b = num(3).unwrap_or(0);
-            }
-            // `struct open_how`: flags, with the RESOLVE_* flags above them (see trace.rs).
-            "openat2" => {
-                let how = args.get(2)?;
-                let resolve = how.field("resolve")? as u64;
-                call.a = how.field("flags")? as u64 & u64::from(u32::MAX) | resolve << 32;
-                call.b = how.field("mode")?;
-            }
-            // creat is open(O_CREAT|O_WRONLY|O_TRUNC).
-            "creat" => {
-                call.a = 0o1101;
-                call.b = num(1)?;
-            }
-            "truncate" => call.a = num(1)? as u64,
-            "mkdir" | "chmod" => call.a = num(1)? as u64,
-            "mkdirat" | "fchmodat" => call.a = num(2)? as u64,
-            "unlinkat" => call.a = num(2)? as u64,
-            "rename" | "link" | "renameat" | "renameat2" | "linkat" => {
-                let (dir2, p2) = if name.ends_with("at") || name.ends_with("at2") {
-                    (
-                        match args.get(2) {
-                            Some(Arg::Num(_, p)) => p.clone(),
-                            _ => None,
-                        },
-                        3,
-                    )
-                } else {
-                    (None, 1)
-                };
-                let Some(Arg::Str(new)) = args.get(p2) else {
-                    return None;
-                };
-                if !self.absolute(tid, dir2.as_deref(), new) {
-                    return None;
-                }
-                call.path2 = self.relative()?;
-                call.a = if name == "renameat2" {
-                    num(4)? as u64
-                } else {
-                    0
-                };
-            }
-            "symlink" | "symlinkat" => {
-                let Some(Arg::Str(target)) = args.first() else {
-                    return None;
-                };
-                call.path2 = target.clone();
-            }
-            "stat" | "chown" => call.a = 1,
-            "lstat" | "lchown" => call.a = 0,
-            "newfstatat" => call.a = u64::from(num(3)? & 0x100 == 0),
-            "statx" => call.a = u64::from(num(2)? & 0x100 == 0),
-            "fchownat" => call.a = u64::from(num(4)? & 0x100 == 0),
-            "utimensat" => call.a = u64::from(num(3)? & 0x100 == 0),
-            _ => {}
-        }
-        if kind == Kind::Open && call.errno == 0 {
-            call.fd2 = call.result as i32;
-        }
-        Some(())
-    }
-
-    /// Calls on a descriptor: recorded when the descriptor is a file beneath the root.
-    fn by_fd(&mut self, name: &str, args: &[Arg], call: &mut Call) -> Option<()> {
-        let num = |i: usize| match args.get(i) {
-            Some(Arg::Num(n, _)) => Some(*n),
-            _ => None,
-        };
-        let kind = match name {
-            "close" => Kind::Close,
-            "read" | "pread64" | "readv" | "preadv" | "preadv2" => Kind::Read,
-            "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => Kind::Write,
-            "copy_file_range" => Kind::Copy,
-            "sendfile" | "sendfile64" => Kind::Sendfile,
-            "lseek" => Kind::Lseek,
-            "fsync" => Kind::Fsync,
-            "fdatasync" => Kind::Fdatasync,
-            "sync_file_range" => Kind::SyncRange,
-            "ftruncate" => Kind::Truncate,
-            "fallocate" => Kind::Fallocate,
-            "fstat" => Kind::Stat,
-            "getdents64" => Kind::Getdents,
-            "fchmod" => Kind::Chmod,
-            "fchown" => Kind::Chown,
-            "dup" | "dup2" | "dup3" => Kind::Dup,
-            // F_DUPFD and F_DUPFD_CLOEXEC only.
-            "fcntl" if matches!(num(1)?, 0 | 0x406) => Kind::Dup,
-            "mmap" => Kind::Mmap,
-            _ => return None,
-        };
-        // sendfile(out, in, ...): the input is the descriptor it works on, as copy_file_range's.
-        let fd_arg = match name {
-            "mmap" => 4,
-            "sendfile" | "sendfile64" => 1,
-            _ => 0,
-        };
-        self.fd_call(kind, args, fd_arg, call)?;
-        let len = |ret: i64, asked: Option<i64>| {
-            if ret > 0 {
-                ret as u64
-            } else {
-                asked.unwrap_or(0).clamp(0, 1 << 16) as u64
-            }
-        };
-        match name {
-            "read" | "write" => call.a = len(call.result, num(2)),
-            "pread64" | "pwrite64" => {
-                call.a = len(call.result, num(2));
-                call.b = num(3)?;
-            }
-            "readv" | "writev" => call.a = len(call.result, None),
-            "preadv" | "preadv2" | "pwritev" | "pwritev2" => {
-                call.a = len(call.result, None);
-                call.b = num(3)?;
-            }
-            "copy_file_range" | "sendfile" | "sendfile64" => {
-                let sendfile = name != "copy_file_range";
-                let Some(Arg::Num(out, Some(p))) = args.get(if sendfile { 0 } else { 2 }) else {
-                    return None;
-                };
-                call.fd2 = *out as i32;
-                self.abs.clone_from(p);
-                call.path2 = self.relative()?;
-                call.a = call.result.max(0) as u64;
-                // The input offset: `[N]` (sendfile: `[N] => [M]`), NULL for the position.
-                call.b = match args.get(if sendfile { 2 } else { 1 }) {
-                    Some(Arg::Offset(n)) => *n,
-                    _ => -1,
-                };
-            }
-            "lseek" => {
-                call.b = num(1)?;
-                call.a = num(2)? as u64;
-            }
-            "ftruncate" => call.a = num(1)? as u64,
-            "fallocate" => {
-                call.fd2 = num(1)? as i32;
-                call.b = num(2)?;
-                call.a = num(3)? as u64;
-            }
-            "getdents64" => call.a = num(2)?.clamp(0, 1 << 20) as u64,
-            "fchmod" => call.a = num(1)? as u64,
-            "dup" | "fcntl" => call.fd2 = call.result as i32,
-            "dup2" | "dup3" => call.fd2 = num(1)? as i32,
-            "mmap" => call.a = num(1)? as u64,
-            _ => {}
-        }
-        Some(())
-    }
-
-    /// Records `kind` on the descriptor argument `i` when it is a file beneath the root.
-    fn fd_call(&mut self, kind: Kind, args: &[Arg], i: usize, call: &mut Call) -> Option<()> {
-        let Some(Arg::Num(fd, Some(path))) = args.get(i) else {
-            return None;
-        };
-        // strace marks a descriptor of a removed file; its path is what it was.
-        let path = path.strip_suffix(b" (deleted)").unwrap_or(path);
-        self.abs.clear();
-        self.abs.extend_from_slice(path);
-        call.kind = Some(kind);
-        call.fd = *fd as i32;
-        call.path = self.relative()?;
-        if kind == Kind::Stat || kind == Kind::Utimens || kind == Kind::Chown {
-            call.a = 1;
-        }
-        Some(())
-    }
-
     /// Makes `self.abs` the lexically normalized absolute form of `path`, relative to `dir`
-    /// (or the thread's working directory); false when there is no telling.
-    fn absolute(&mut self, tid: u32, dir: Option<&[u8]>, path: &[u8]) -> bool {
+    /// (or the thread's working directory).
+    fn absolute(&mut self, tid: u32, dir: Option<&[u8]>, path: &[u8]) {
         let mut joined = Vec::with_capacity(path.len() + 64);
         if path.first() != Some(&b'/') {
             joined.extend_from_slice(dir.unwrap_or_else(|| self.cwd_of(tid)));
@@ -417,12 +388,16 @@ impl Parser {
         if self.abs.is_empty() {
             self.abs.push(b'/');
         }
-        true
     }
 
     /// `self.abs` relative to the root (`.` for the root), or `None` when outside it.
     fn relative(&self) -> Option<Vec<u8>> {
-        let rest = self.abs.strip_prefix(self.root.as_slice())?;
+        self.relative_of(&self.abs)
+    }
+
+    /// Absolute path `abs` relative to the root (`.` for the root), `None` when outside it.
+    fn relative_of(&self, abs: &[u8]) -> Option<Vec<u8>> {
+        let rest = abs.strip_prefix(self.root.as_slice())?;
         if self.root == b"/" {
             return Some(if rest.is_empty() {
                 b".".to_vec()
@@ -436,15 +411,63 @@ impl Parser {
             _ => None,
         }
     }
-}
 
-fn named(name: &str) -> Kind {
-    match name {
-        "rename" | "renameat" | "renameat2" => Kind::Rename,
-        "link" | "linkat" => Kind::Link,
-        "chmod" | "fchmodat" => Kind::Chmod,
-        "chown" | "lchown" | "fchownat" => Kind::Chown,
-        _ => Kind::Utimens,
+    /// Notes that `abs` (outside the root) must exist before the replay: a file of at
+    /// least `size` bytes (`moved_to`: renamed into the root there).
+    fn need_source(&mut self, abs: &[u8], size: u64, moved_to: Option<Vec<u8>>) {
+        let s = self.sources.entry(abs.to_vec()).or_default();
+        s.size = s.size.max(size);
+        if moved_to.is_some() {
+            s.moved_to = moved_to;
+        }
+    }
+
+    /// Notes that the directory of `abs` (outside the root) must exist before the replay:
+    /// something is renamed or linked out to it.
+    fn need_dir(&mut self, abs: &[u8]) {
+        let cut = abs.iter().rposition(|&c| c == b'/').unwrap_or(0);
+        self.out_dirs.insert(abs[..cut].to_vec());
+    }
+
+    /// The files outside the root that the calls took into it, as initial entries below
+    /// [`OUTSIDE`], each directory before what it holds: sizes and modes as they are now
+    /// (or where they were renamed to), never less than the calls read.
+    pub fn sources(&self) -> Vec<Entry> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out: BTreeMap<Vec<u8>, Entry> = BTreeMap::new();
+        let dirs_to = |path: &[u8], out: &mut BTreeMap<Vec<u8>, Entry>| {
+            let mut prefix = OUTSIDE.to_vec();
+            out.insert(prefix.clone(), Entry::Dir(prefix.clone(), 0o755));
+            for part in path.split(|&c| c == b'/').filter(|p| !p.is_empty()) {
+                prefix.push(b'/');
+                prefix.extend_from_slice(part);
+                out.entry(prefix.clone())
+                    .or_insert_with(|| Entry::Dir(prefix.clone(), 0o755));
+            }
+        };
+        for dir in &self.out_dirs {
+            dirs_to(dir, &mut out);
+        }
+        let os = |p: &[u8]| Path::new(std::ffi::OsStr::from_bytes(p)).to_path_buf();
+        for (path, source) in &self.sources {
+            let cut = path.iter().rposition(|&c| c == b'/').unwrap_or(0);
+            dirs_to(&path[..cut], &mut out);
+            let now = std::fs::symlink_metadata(os(path))
+                .or_else(|e| match &source.moved_to {
+                    Some(to) => std::fs::symlink_metadata(os(to)),
+                    None => Err(e),
+                })
+                .ok();
+            let mut name = OUTSIDE.to_vec();
+            name.extend_from_slice(path);
+            let entry = match now {
+                Some(m) if m.is_dir() => Entry::Dir(name.clone(), m.mode() & 0o7777),
+                Some(m) => Entry::File(name.clone(), m.len().max(source.size), m.mode() & 0o7777),
+                None => Entry::File(name.clone(), source.size, 0o644),
+            };
+            out.insert(name, entry);
+        }
+        out.into_values().collect()
     }
 }
 

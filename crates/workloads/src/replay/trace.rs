@@ -1,31 +1,40 @@
-//! fsbench's trace format, version 1: zstd-compressed text, one record a line, fields
+//! fsbench's trace format, version 2: zstd-compressed text, one record a line, fields
 //! separated by tabs, paths relative to the captured root with `%XX` escapes for bytes that
 //! are not printable ASCII (and `%`, tab, space). It is read and written as a stream: a trace
-//! of any length takes a few buffers of memory.
+//! of any length takes a few buffers of memory. Version 1 (without the fields marked `v2`)
+//! is still read.
 //!
 //! ```text
-//! fsbench-trace 1
+//! fsbench-trace 2
 //! root  /abs/path/of/the/root           (where it was captured, for --show)
-//! d PATH | f PATH SIZE | l PATH TARGET | h PATH FIRST-PATH     (the root's initial state)
+//! program WALL-US OWN-US CALLS-US STRACE-NS UMASK TRACED   (v2: the program's times)
+//! d PATH MODE | f PATH SIZE MODE | l PATH TARGET | h PATH FIRST-PATH  (the initial state)
 //! calls
-//! TID START-US DUR-US KIND RESULT ERRNO FD FD2 A B PATH PATH2   (one per call)
+//! TID START-US DUR-US KIND RESULT ERRNO FD FD2 A B PATH PATH2 AT-US FLAGS   (one per call)
+//! skipped REASON COUNT EXAMPLE          (v2: calls not recorded, by reason)
+//! final d PATH MODE | f PATH SIZE MODE NLINK | l PATH TARGET   (v2: the tree left)
 //! end CALLS DROPPED                     (a trace without it is damaged)
 //! ```
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::ffi::OsStringExt;
-use std::path::{Path, PathBuf};
-
-use crate::error::invalid;
-use fsbench_model::units::{format_bytes, group_thousands};
+use std::io::{BufRead, Write};
+use std::path::Path;
 
 mod kind;
+mod read;
 
 pub use kind::Kind;
+pub(crate) use read::TraceReader;
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
-pub(crate) const VERSION: u32 = 1;
+/// The version written; versions from 1 on are read.
+pub(crate) const VERSION: u32 = 2;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// A call's flag: made on descriptor FD's file by its `/proc/self/fd/FD` name (a path of
+/// that form, or `AT_EMPTY_PATH`), PATH being what that descriptor was opened on.
+pub const BY_FD_NAME: u32 = 1;
+/// Where the files a program took from outside the root (the source of a copy, a link, a
+/// rename into the root) are made, below the replay's directory, under their absolute path.
+pub const OUTSIDE: &[u8] = b".fsbench-outside";
 /// The longest line read: a call's two paths of PATH_MAX bytes, every byte escaped, and its
 /// numbers fit three times over. A longer one is damage, not a call.
 pub const LINE_MAX: usize = 64 << 10;
@@ -41,14 +50,57 @@ const WINDOW_LOG_MAX: u32 = 23;
 /// files, captured by `fsbench capture` (see the README).
 const DEMO: &[u8] = include_bytes!("demo.trace");
 
-/// One entry of the root's initial state.
+/// One entry of the root's initial state; directories and files with their mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    Dir(Vec<u8>),
-    File(Vec<u8>, u64),
+    Dir(Vec<u8>, u32),
+    File(Vec<u8>, u64, u32),
     Symlink(Vec<u8>, Vec<u8>),
     /// A further name of a file listed before (the first path).
     HardLink(Vec<u8>, Vec<u8>),
+}
+
+impl Entry {
+    pub fn path(&self) -> &[u8] {
+        match self {
+            Entry::Dir(p, _)
+            | Entry::File(p, ..)
+            | Entry::Symlink(p, _)
+            | Entry::HardLink(p, _) => p,
+        }
+    }
+}
+
+/// One entry of the tree a program left: what a replay's tree is compared with.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Left {
+    pub path: Vec<u8>,
+    /// `d`, `f` or `l`.
+    pub kind: u8,
+    /// A file's size, a symlink's target's length; 0 for a directory.
+    pub size: u64,
+    /// The permission bits (with setuid, setgid, sticky).
+    pub mode: u32,
+    /// A file's link count; 1 for the others (a directory's differs between filesystems).
+    pub nlink: u64,
+    /// A symlink's target.
+    pub target: Vec<u8>,
+}
+
+/// What capture measured of the program as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Program {
+    /// Its wall time under capture.
+    pub wall_us: u64,
+    /// Its wall time on its own: under capture less strace's cost (estimated).
+    pub own_us: u64,
+    /// The time its recorded calls took (their durations under strace, added up).
+    pub calls_us: u64,
+    /// What strace added to each call, calibrated at capture.
+    pub strace_ns: u64,
+    pub umask: u32,
+    /// Every call strace stopped, recorded or not.
+    pub traced: u64,
 }
 
 /// One recorded call; which fields mean what depends on `kind` (see the README).
@@ -75,6 +127,10 @@ pub struct Call {
     pub path: Vec<u8>,
     /// The second path (rename's and link's new name, a symlink's target text).
     pub path2: Vec<u8>,
+    /// The start on the program's own clock: START-US less what strace added before it.
+    pub at_us: u64,
+    /// [`BY_FD_NAME`].
+    pub flags: u32,
 }
 
 impl Call {
@@ -92,7 +148,7 @@ pub struct TraceWriter<W: Write> {
 }
 
 impl<W: Write> TraceWriter<W> {
-    pub fn new(out: W, root: &Path) -> std::io::Result<TraceWriter<W>> {
+    pub fn new(out: W, root: &Path, program: &Program) -> std::io::Result<TraceWriter<W>> {
         let mut out = zstd::Encoder::new(out, 3)?;
         out.include_checksum(true)?;
         let mut w = TraceWriter {
@@ -105,6 +161,12 @@ impl<W: Write> TraceWriter<W> {
         w.line.extend_from_slice(b"root\t");
         escape(root.as_os_str().as_encoded_bytes(), &mut w.line);
         w.flush_line()?;
+        let p = program;
+        writeln!(
+            w.out,
+            "program\t{}\t{}\t{}\t{}\t{:o}\t{}",
+            p.wall_us, p.own_us, p.calls_us, p.strace_ns, p.umask, p.traced
+        )?;
         Ok(w)
     }
 
@@ -117,16 +179,18 @@ impl<W: Write> TraceWriter<W> {
 
     pub fn entry(&mut self, e: &Entry) -> std::io::Result<()> {
         let (tag, path, rest): (&[u8], &[u8], Option<&[u8]>) = match e {
-            Entry::Dir(p) => (b"d", p, None),
-            Entry::File(p, _) => (b"f", p, None),
+            Entry::Dir(p, _) => (b"d", p, None),
+            Entry::File(p, ..) => (b"f", p, None),
             Entry::Symlink(p, t) => (b"l", p, Some(t)),
             Entry::HardLink(p, t) => (b"h", p, Some(t)),
         };
         self.line.extend_from_slice(tag);
         self.line.push(b'\t');
         escape(path, &mut self.line);
-        if let Entry::File(_, size) = e {
-            write!(self.line, "\t{size}")?;
+        match e {
+            Entry::File(_, size, mode) => write!(self.line, "\t{size}\t{mode:o}")?,
+            Entry::Dir(_, mode) => write!(self.line, "\t{mode:o}")?,
+            _ => {}
         }
         if let Some(rest) = rest {
             self.line.push(b'\t');
@@ -135,44 +199,86 @@ impl<W: Write> TraceWriter<W> {
         self.flush_line()
     }
 
-    pub fn call(&mut self, c: &Call) -> std::io::Result<()> {
+    fn begin_calls(&mut self) -> std::io::Result<()> {
         if !self.in_calls {
             self.out.write_all(b"calls\n")?;
             self.in_calls = true;
         }
-        write!(
-            self.line,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t",
-            c.tid,
-            c.start_us,
-            c.dur_us,
-            c.kind().name(),
-            c.result,
-            c.errno,
-            c.fd,
-            c.fd2,
-            c.a,
-            c.b
-        )?;
-        escape(&c.path, &mut self.line);
-        self.line.push(b'\t');
-        escape(&c.path2, &mut self.line);
+        Ok(())
+    }
+
+    pub fn call(&mut self, c: &Call) -> std::io::Result<()> {
+        self.begin_calls()?;
+        call_line(c, &mut self.line)?;
         self.calls += 1;
+        self.flush_line()
+    }
+
+    /// Copies `calls` lines that [`call_line`] wrote (a capture's calls, parsed before its
+    /// initial state was complete).
+    pub fn copy_calls(&mut self, input: &mut impl BufRead, calls: u64) -> std::io::Result<()> {
+        self.begin_calls()?;
+        std::io::copy(input, &mut self.out)?;
+        self.calls += calls;
+        Ok(())
+    }
+
+    /// `count` calls not recorded for `reason`, one of them described.
+    pub fn skipped(&mut self, reason: &str, count: u64, example: &[u8]) -> std::io::Result<()> {
+        self.begin_calls()?;
+        write!(self.line, "skipped\t{reason}\t{count}\t")?;
+        escape(example, &mut self.line);
+        self.flush_line()
+    }
+
+    /// One entry of the tree the program left.
+    pub fn left(&mut self, e: &Left) -> std::io::Result<()> {
+        self.begin_calls()?;
+        write!(self.line, "final\t{}\t", e.kind as char)?;
+        escape(&e.path, &mut self.line);
+        match e.kind {
+            b'd' => write!(self.line, "\t{:o}", e.mode)?,
+            b'l' => {
+                self.line.push(b'\t');
+                escape(&e.target, &mut self.line);
+            }
+            _ => write!(self.line, "\t{}\t{:o}\t{}", e.size, e.mode, e.nlink)?,
+        }
         self.flush_line()
     }
 
     /// Ends the trace with its totals (a reader refuses a trace without them).
     pub fn finish(mut self, dropped: u64) -> std::io::Result<W> {
-        if !self.in_calls {
-            self.out.write_all(b"calls\n")?;
-        }
+        self.begin_calls()?;
         writeln!(self.out, "end\t{}\t{dropped}", self.calls)?;
         self.out.finish()
     }
 }
 
+/// A call's line, without its newline, appended to `line`.
+pub fn call_line(c: &Call, line: &mut Vec<u8>) -> std::io::Result<()> {
+    write!(
+        line,
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t",
+        c.tid,
+        c.start_us,
+        c.dur_us,
+        c.kind().name(),
+        c.result,
+        c.errno,
+        c.fd,
+        c.fd2,
+        c.a,
+        c.b
+    )?;
+    escape(&c.path, line);
+    line.push(b'\t');
+    escape(&c.path2, line);
+    write!(line, "\t{}\t{}", c.at_us, c.flags)
+}
+
 /// `%XX` for bytes outside printable ASCII, `%`, tab and space; `-`, alone, for empty.
-fn escape(bytes: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn escape(bytes: &[u8], out: &mut Vec<u8>) {
     if bytes.is_empty() {
         out.push(b'-');
     }
@@ -204,311 +310,5 @@ fn unescape(field: &[u8], out: &mut Vec<u8>) -> Option<()> {
     Some(())
 }
 
-/// Reads a trace: [`TraceReader::open`] checks the header, then entries, then calls.
-pub(crate) struct TraceReader {
-    input: BufReader<Box<dyn Read + Send>>,
-    path: PathBuf,
-    line: Vec<u8>,
-    line_no: u64,
-    /// Entries and calls read, and the bytes of their paths (see [`RECORDS_MAX`]).
-    records: u64,
-    path_bytes: u64,
-    pub root: PathBuf,
-    /// The totals of the last line, once the calls are read.
-    pub totals: Option<(u64, u64)>,
-    in_calls: bool,
-}
-
-impl TraceReader {
-    /// The trace in file `path`, or the built-in demo for `None`.
-    pub fn open(path: Option<&Path>) -> anyhow::Result<TraceReader> {
-        let Some(path) = path else {
-            let demo = Box::new(std::io::Cursor::new(DEMO));
-            return TraceReader::read(demo, Path::new("the built-in demo trace"), true);
-        };
-        let file = std::fs::File::open(path)
-            .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
-        // A zstd frame that does not decode is a damaged trace; anything else is no trace.
-        let mut magic = [0u8; 4];
-        let compressed = std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok_and(|()| magic == ZSTD_MAGIC);
-        TraceReader::read(Box::new(file), path, compressed)
-    }
-
-    fn read(
-        input: Box<dyn Read + Send>,
-        path: &Path,
-        compressed: bool,
-    ) -> anyhow::Result<TraceReader> {
-        let decoder = zstd::Decoder::new(input)
-            .and_then(|mut d| d.window_log_max(WINDOW_LOG_MAX).map(|()| d))
-            .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
-        let mut r = TraceReader {
-            input: BufReader::with_capacity(1 << 16, Box::new(decoder)),
-            path: path.to_path_buf(),
-            line: Vec::with_capacity(4096),
-            line_no: 0,
-            records: 0,
-            path_bytes: 0,
-            root: PathBuf::new(),
-            totals: None,
-            in_calls: false,
-        };
-        let not_trace = || {
-            invalid(format!(
-                "{}: not an fsbench trace (made by `fsbench capture`)",
-                path.display()
-            ))
-        };
-        match r.next_line() {
-            Ok(true) => {}
-            Err(e) if compressed => return Err(e),
-            Ok(false) if compressed => return Err(r.damaged("empty")),
-            _ => return Err(not_trace()),
-        }
-        let head = String::from_utf8_lossy(&r.line).into_owned();
-        let version = head
-            .strip_prefix(MAGIC)
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .ok_or_else(not_trace)?;
-        if version != VERSION {
-            return Err(invalid(format!(
-                "{}: trace format version {version}; this fsbench reads version {VERSION} \
-                 (capture it again with this fsbench)",
-                path.display()
-            )));
-        }
-        if !r.next_line()? || !r.line.starts_with(b"root\t") {
-            return Err(r.damaged("no root line"));
-        }
-        let mut root = Vec::new();
-        unescape(&r.line[5..], &mut root).ok_or_else(|| r.damaged("bad root"))?;
-        r.root = PathBuf::from(std::ffi::OsString::from_vec(root));
-        Ok(r)
-    }
-
-    fn damaged(&self, why: &str) -> anyhow::Error {
-        invalid(format!(
-            "{}: damaged trace at line {}: {why}",
-            self.path.display(),
-            self.line_no
-        ))
-    }
-
-    /// The next line into `self.line`, without its newline; false at the end. A line is
-    /// read up to [`LINE_MAX`] bytes, never further.
-    fn next_line(&mut self) -> anyhow::Result<bool> {
-        self.line.clear();
-        let n = (&mut self.input)
-            .take(LINE_MAX as u64 + 1)
-            .read_until(b'\n', &mut self.line)
-            .map_err(|e| invalid(format!("{}: damaged trace: {e}", self.path.display())))?;
-        self.line_no += 1;
-        if n == 0 {
-            return Ok(false);
-        }
-        if self.line.last() != Some(&b'\n') {
-            if self.line.len() > LINE_MAX {
-                return Err(self.damaged(&format!(
-                    "a line longer than {} bytes",
-                    group_thousands(LINE_MAX as u64)
-                )));
-            }
-            return Err(self.damaged("cut short"));
-        }
-        self.line.pop();
-        Ok(true)
-    }
-
-    /// Counts one more entry or call with `path_bytes` bytes of paths: an error past the
-    /// limits on what a replay holds.
-    fn count(&mut self, path_bytes: usize) -> anyhow::Result<()> {
-        self.records += 1;
-        self.path_bytes = self.path_bytes.saturating_add(path_bytes as u64);
-        if self.records > RECORDS_MAX || self.path_bytes > PATH_BYTES_MAX {
-            return Err(invalid(format!(
-                "{}: too large to replay at line {}: fsbench replays traces of up to {} \
-                 entries and calls and {} of paths (it holds them in memory); capture a \
-                 shorter run",
-                self.path.display(),
-                self.line_no,
-                group_thousands(RECORDS_MAX),
-                format_bytes(PATH_BYTES_MAX)
-            )));
-        }
-        Ok(())
-    }
-
-    /// The next entry of the initial state, `None` after the last.
-    pub fn entry(&mut self) -> anyhow::Result<Option<Entry>> {
-        if self.in_calls {
-            return Ok(None);
-        }
-        if !self.next_line()? {
-            return Err(self.damaged("cut short in the initial state"));
-        }
-        if self.line == b"calls" {
-            self.in_calls = true;
-            return Ok(None);
-        }
-        let mut fields = [&[][..]; 3];
-        let count = split_fields(&self.line, &mut fields);
-        let path = |i: usize| -> Option<Vec<u8>> {
-            let mut p = Vec::new();
-            unescape(fields.get(i)?, &mut p)?;
-            (!p.is_empty()).then_some(p)
-        };
-        let entry = match (fields[0], count.unwrap_or(0)) {
-            (b"d", 2) => path(1).map(Entry::Dir),
-            (b"f", 3) => path(1)
-                .zip(number(fields[2]))
-                .map(|(p, s)| Entry::File(p, s)),
-            (b"l", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::Symlink(p, t)),
-            (b"h", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::HardLink(p, t)),
-            _ => None,
-        };
-        let entry = entry.ok_or_else(|| self.damaged("not an entry of the initial state"))?;
-        let bytes = match &entry {
-            Entry::Dir(p) | Entry::File(p, _) => p.len(),
-            Entry::Symlink(p, t) | Entry::HardLink(p, t) => p.len() + t.len(),
-        };
-        self.count(bytes)?;
-        Ok(Some(entry))
-    }
-
-    /// Reads the next call into `call` (its buffers reused); false after the last, with
-    /// [`TraceReader::totals`] set.
-    pub fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
-        while !self.in_calls {
-            self.entry()?;
-        }
-        if !self.next_line()? {
-            return Err(self.damaged("cut short: no `end` line"));
-        }
-        let mut fields = [&[][..]; 12];
-        let count = split_fields(&self.line, &mut fields);
-        if fields[0] == b"end" && count == Some(3) {
-            let totals = number(fields[1]).zip(number(fields[2]));
-            self.totals = Some(totals.ok_or_else(|| self.damaged("bad `end` line"))?);
-            return Ok(false);
-        }
-        let parsed = (|| {
-            if count != Some(12) {
-                return None;
-            }
-            call.tid = number(fields[0])?;
-            call.start_us = number(fields[1])?;
-            call.dur_us = number(fields[2])?;
-            call.kind = Some(Kind::named(std::str::from_utf8(fields[3]).ok()?)?);
-            call.result = number(fields[4])?;
-            call.errno = number(fields[5])?;
-            call.fd = number(fields[6])?;
-            call.fd2 = number(fields[7])?;
-            call.a = number(fields[8])?;
-            call.b = number(fields[9])?;
-            unescape(fields[10], &mut call.path)?;
-            unescape(fields[11], &mut call.path2)
-        })();
-        parsed.ok_or_else(|| self.damaged("not a call"))?;
-        if call.start_us.checked_add(call.dur_us).is_none() {
-            return Err(self.damaged("a call that ends after 2^64 µs"));
-        }
-        self.count(call.path.len() + call.path2.len())?;
-        Ok(true)
-    }
-}
-
-/// Splits `line` at tabs into `out`; the number of fields, `None` when there are more than
-/// `out` holds (nothing is allocated, whatever the line).
-fn split_fields<'l, const N: usize>(line: &'l [u8], out: &mut [&'l [u8]; N]) -> Option<usize> {
-    let mut n = 0;
-    for field in line.split(|&b| b == b'\t') {
-        *out.get_mut(n)? = field;
-        n += 1;
-    }
-    Some(n)
-}
-
-fn number<T: std::str::FromStr>(field: &[u8]) -> Option<T> {
-    std::str::from_utf8(field).ok()?.parse().ok()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("t");
-        let mut w =
-            TraceWriter::new(std::fs::File::create(&file).unwrap(), Path::new("/r 1")).unwrap();
-        let entries = [
-            Entry::Dir(b"a".to_vec()),
-            Entry::File(b"a/f %\tx".to_vec(), 12),
-            Entry::Symlink(b"s".to_vec(), b"../../etc".to_vec()),
-            Entry::HardLink(b"g".to_vec(), b"a/f %\tx".to_vec()),
-        ];
-        for e in &entries {
-            w.entry(e).unwrap();
-        }
-        let call = Call {
-            tid: 7,
-            start_us: 5,
-            dur_us: 2,
-            kind: Some(Kind::Rename),
-            result: -1,
-            errno: libc::ENOENT,
-            fd: -1,
-            fd2: -1,
-            a: 0,
-            b: -1,
-            path: b"a/\xff".to_vec(),
-            path2: b"b".to_vec(),
-        };
-        w.call(&call).unwrap();
-        w.finish(3).unwrap();
-        let mut r = TraceReader::open(Some(&file)).unwrap();
-        assert_eq!(r.root, Path::new("/r 1"));
-        for e in &entries {
-            assert_eq!(r.entry().unwrap().as_ref(), Some(e));
-        }
-        let mut back = Call::default();
-        assert!(r.call(&mut back).unwrap());
-        assert_eq!(back, call);
-        assert!(!r.call(&mut back).unwrap());
-        assert_eq!(r.totals, Some((1, 3)));
-
-        // Cut in the middle of the compressed stream: a clear error, never a panic.
-        let bytes = std::fs::read(&file).unwrap();
-        std::fs::write(&file, &bytes[..bytes.len() - 12]).unwrap();
-        let outcome = TraceReader::open(Some(&file)).and_then(|mut r| {
-            while r.call(&mut back)? {}
-            Ok(())
-        });
-        assert!(format!("{:#}", outcome.unwrap_err()).contains("damaged"));
-        std::fs::write(&file, b"fsbench-trace 1\n").unwrap();
-        let e = TraceReader::open(Some(&file)).err().unwrap();
-        assert!(e.to_string().contains("not an fsbench trace"), "{e}");
-    }
-
-    #[test]
-    fn a_line_is_read_up_to_its_limit_and_no_further() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("t");
-        let with_root = |len: usize| {
-            let root = format!("root\t{}\n", "r".repeat(len - "root\t".len()));
-            let text = format!("{MAGIC} {VERSION}\n{root}calls\nend\t0\t0\n");
-            std::fs::write(&file, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
-            TraceReader::open(Some(&file)).map(|r| r.root.as_os_str().len())
-        };
-        assert_eq!(with_root(LINE_MAX).unwrap(), LINE_MAX - 5);
-        let e = with_root(LINE_MAX + 1).err().unwrap();
-        assert!(
-            e.to_string()
-                .contains("at line 2: a line longer than 65,536 bytes"),
-            "{e}"
-        );
-    }
-}
+mod tests;

@@ -3,30 +3,30 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use rustix::fs::{AtFlags, Mode, OFlags, XattrFlags};
 use rustix::io::Errno;
 
+use super::data::{Buffer, copy, getdents, map};
 use super::paths::{
     BENEATH, ProcFd, Scratch, c_string, file, open_beneath, parent_and_name, resolution,
 };
-use super::{Outcome, Replayed};
-use crate::error::FsbenchError;
-use crate::measure::{errno_name, fatal_error};
+use super::{Adapted, Outcome, Replayed};
 use crate::replay::load::{Op, ThreadCalls};
-use crate::replay::trace::Kind;
-use crate::units::shown;
+use crate::replay::trace::{BY_FD_NAME, Kind};
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{errno_name, fatal_error};
+use fsbench_measure::units::shown;
 
-/// The most one read or write moves at once: a longer recorded one is made in pieces of it.
-const BUFFER_MAX: u64 = 1 << 20;
 /// Mismatches described by name, per worker.
 const SAMPLES: usize = 10;
 
 /// A traced thread's descriptors: the replay's descriptor for each traced number. A map,
-/// not a table indexed by number: a trace may name any number.
+/// not a table indexed by number: a trace may name any number. The second map: the path
+/// each descriptor the thread did not open itself was opened by.
 #[derive(Default)]
-pub(super) struct Fds(HashMap<i32, OwnedFd>);
+pub(super) struct Fds(HashMap<i32, OwnedFd>, HashMap<i32, (u32, u32)>);
 
 impl Fds {
     /// A crash-recorded run: what a call that promises durability covered (an fsync or
@@ -58,9 +58,9 @@ impl Fds {
 /// A worker's means of making calls: the run's directory, a buffer, what it measured.
 pub(super) struct Worker<'a> {
     dir: BorrowedFd<'a>,
-    /// The user's stop: a long read or write stops between its pieces.
+    /// The user's stop: a read or write past what one call moves stops between calls.
     user: &'a AtomicBool,
-    buf: Vec<u8>,
+    buf: Buffer,
     /// For the first and second path of a call, and C strings (symlink targets, xattr
     /// names).
     scratch: Scratch,
@@ -75,7 +75,7 @@ impl<'a> Worker<'a> {
         Worker {
             dir,
             user,
-            buf: vec![0x5a; longest.clamp(4096, BUFFER_MAX) as usize],
+            buf: Buffer::new(longest),
             scratch: Scratch::default(),
             scratch2: Scratch::default(),
             text: Vec::with_capacity(256),
@@ -84,11 +84,15 @@ impl<'a> Worker<'a> {
     }
 
     pub(super) fn call(&mut self, fds: &mut Fds, calls: &ThreadCalls, op: &Op) -> Outcome {
+        if op.flags & BY_FD_NAME != 0 {
+            return self.by_fd_name(fds, calls, op);
+        }
         match op.kind {
             Kind::Open => self.open(fds, calls.path(op.path), op),
             Kind::Close => match self.mapped(fds, calls, op.fd, op.path) {
                 Ok(()) => {
                     fds.0.remove(&op.fd);
+                    fds.1.remove(&op.fd);
                     Outcome::Done
                 }
                 Err(o) => o,
@@ -103,7 +107,8 @@ impl<'a> Worker<'a> {
             | Kind::Fallocate
             | Kind::Dup
             | Kind::Copy
-            | Kind::Sendfile => self.by_fd(fds, calls, op),
+            | Kind::Sendfile
+            | Kind::Mmap => self.by_fd(fds, calls, op),
             Kind::Truncate
             | Kind::Stat
             | Kind::Chmod
@@ -122,9 +127,7 @@ impl<'a> Worker<'a> {
     }
 
     fn open(&mut self, fds: &mut Fds, path: &[u8], op: &Op) -> Outcome {
-        let flags =
-            OFlags::from_bits_retain(op.a as u32 & !(libc::O_DIRECT as u32)) | OFlags::CLOEXEC;
-        let mode = Mode::from_bits_truncate(op.b as u32);
+        let (flags, mode) = self.open_flags(op);
         let opened = (self.scratch.normalized(path))
             .and_then(|p| open_beneath(self.dir, p, flags, mode, resolution(op.a)));
         match opened {
@@ -132,11 +135,22 @@ impl<'a> Worker<'a> {
                 // An open that failed in the capture (no number) is closed at once.
                 if op.fd2 >= 0 {
                     fds.0.insert(op.fd2, fd);
+                    fds.1.remove(&op.fd2);
                 }
                 Outcome::Done
             }
             Err(o) => o,
         }
+    }
+
+    /// An open's flags, without O_DIRECT (the pattern buffer is not aligned), and mode.
+    fn open_flags(&mut self, op: &Op) -> (OFlags, Mode) {
+        let direct = libc::O_DIRECT as u32;
+        if op.a as u32 & direct != 0 {
+            self.out.adapt(Adapted::NoDirect);
+        }
+        let flags = OFlags::from_bits_retain(op.a as u32 & !direct) | OFlags::CLOEXEC;
+        (flags, Mode::from_bits_truncate(op.b as u32))
     }
 
     /// Makes traced descriptor `n` mapped: one the thread did not open is opened by its
@@ -152,7 +166,14 @@ impl<'a> Worker<'a> {
         if n < 0 {
             return Err(Outcome::Failed(Errno::BADF));
         }
-        if fds.0.contains_key(&n) {
+        // One opened by its path, used again on another path: the traced thread closed it
+        // and opened another file as `n` where the capture did not see it (outside the
+        // root): opened anew by the new path.
+        let stale = fds
+            .1
+            .get(&n)
+            .is_some_and(|&was| calls.path(was) != calls.path(path));
+        if fds.0.contains_key(&n) && !stale {
             return Ok(());
         }
         let p = self.scratch.normalized(calls.path(path))?;
@@ -166,11 +187,14 @@ impl<'a> Worker<'a> {
         ) {
             opened = open_beneath(self.dir, p, flags, Mode::empty(), BENEATH);
         }
-        self.out.reopened += 1;
+        self.out.adapt(Adapted::Reopened);
         fds.0.insert(n, opened?);
+        fds.1.insert(n, path);
         Ok(())
     }
 
+    // One arm per kind of call on a descriptor, each a line or two: longer than most
+    // functions, but split it would scatter the kinds.
     fn by_fd(&mut self, fds: &mut Fds, calls: &ThreadCalls, op: &Op) -> Outcome {
         if let Err(o) = self.mapped(fds, calls, op.fd, op.path) {
             return o;
@@ -181,18 +205,23 @@ impl<'a> Worker<'a> {
             return o;
         }
         let fd = fds.0[&op.fd].as_fd();
-        let len = op.a.min(self.buf.len() as u64) as usize;
+        let len = op.a.min(self.buf.bytes.len() as u64) as usize;
         let offset = u64::try_from(op.b).ok();
         let done = |r: rustix::io::Result<()>| r.map(|()| 0);
         let outcome: rustix::io::Result<u64> = match op.kind {
             Kind::Read | Kind::Write => {
-                let moved = transfer(fd, &mut self.buf, op, offset, self.user);
+                let moved = self.buf.transfer(fd, op, offset, self.user);
                 if let Ok(n) = moved {
                     self.out.bytes = self.out.bytes.saturating_add(n);
                 }
                 moved
             }
-            Kind::Getdents => getdents(fd, &mut self.buf[..len]),
+            Kind::Mmap => {
+                self.out.adapt(Adapted::Mapped);
+                self.out.mapped(calls.path(op.path));
+                map(fd, op)
+            }
+            Kind::Getdents => getdents(fd, &mut self.buf.bytes[..len]),
             Kind::Lseek => {
                 use rustix::fs::SeekFrom;
                 let pos = match op.a {
@@ -224,19 +253,26 @@ impl<'a> Worker<'a> {
                 Mode::from_bits_truncate(op.a as u32),
             )),
             // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
-            Kind::Chown => done(rustix::fs::fchown(fd, None, None)),
-            Kind::Utimens => done(rustix::fs::futimens(fd, &now())),
+            Kind::Chown => {
+                self.out.adapt(Adapted::Ownership);
+                done(rustix::fs::fchown(fd, None, None))
+            }
+            Kind::Utimens => {
+                self.out.adapt(Adapted::TimesNow);
+                done(rustix::fs::futimens(fd, &now()))
+            }
             Kind::GetXattr | Kind::SetXattr | Kind::ListXattr | Kind::RemoveXattr => {
                 let name = match xattr_name(&mut self.text, calls, op) {
                     Ok(n) => n,
                     Err(o) => return o,
                 };
-                fd_xattr(fd, name, &mut self.buf[..len], op)
+                fd_xattr(fd, name, &mut self.buf.bytes[..len], op)
             }
             Kind::Dup => match rustix::io::fcntl_dupfd_cloexec(fd, 0) {
                 Ok(new) => {
                     if op.fd2 >= 0 {
                         fds.0.insert(op.fd2, new);
+                        fds.1.remove(&op.fd2);
                     }
                     Ok(0)
                 }
@@ -292,6 +328,7 @@ impl<'a> Worker<'a> {
                 };
             }
             Kind::Stat | Kind::Chown | Kind::Utimens if follows => {
+                self.out.adapt_kind(op.kind);
                 let fd = match file(root, path, true, &mut self.scratch) {
                     Ok(fd) => fd,
                     Err(o) => return o,
@@ -323,6 +360,64 @@ impl<'a> Worker<'a> {
             _ => {}
         }
         self.in_parent(calls, op)
+    }
+
+    /// A call on a descriptor's file by its `/proc/thread-self/fd/N` name (the program named
+    /// it `/proc/self/fd/N`): the kernel follows the name to that file and no further.
+    fn by_fd_name(&mut self, fds: &mut Fds, calls: &ThreadCalls, op: &Op) -> Outcome {
+        if let Err(o) = self.mapped(fds, calls, op.fd, op.path) {
+            return o;
+        }
+        let proc = ProcFd::of(fds.0[&op.fd].as_fd());
+        let name = proc.name();
+        let cwd = rustix::fs::CWD;
+        let done = |r: rustix::io::Result<()>| r.map_or_else(Outcome::Failed, |()| Outcome::Done);
+        self.out.adapt_kind(op.kind);
+        match op.kind {
+            Kind::Open => {
+                let (flags, mode) = self.open_flags(op);
+                match rustix::fs::openat(cwd, name, flags, mode) {
+                    Ok(fd) => {
+                        if op.fd2 >= 0 {
+                            fds.0.insert(op.fd2, fd);
+                            fds.1.remove(&op.fd2);
+                        }
+                        Outcome::Done
+                    }
+                    Err(e) => Outcome::Failed(e),
+                }
+            }
+            Kind::Chmod => done(rustix::fs::chmodat(
+                cwd,
+                name,
+                Mode::from_bits_truncate(op.a as u32),
+                AtFlags::empty(),
+            )),
+            Kind::Stat => done(rustix::fs::statat(cwd, name, AtFlags::empty()).map(drop)),
+            Kind::Chown => done(rustix::fs::chownat(cwd, name, None, None, AtFlags::empty())),
+            Kind::Utimens => done(rustix::fs::utimensat(cwd, name, &now(), AtFlags::empty())),
+            Kind::Truncate => match rustix::fs::openat(cwd, name, OFlags::WRONLY, Mode::empty()) {
+                Ok(fd) => done(rustix::fs::ftruncate(fd, op.a)),
+                Err(e) => Outcome::Failed(e),
+            },
+            Kind::Link => {
+                let root = self.dir;
+                let (held, new) =
+                    match parent_and_name(root, calls.path(op.path2), &mut self.scratch2) {
+                        Ok(r) => r,
+                        Err(o) => return o,
+                    };
+                let dir = held.as_ref().map_or(root, |f| f.as_fd());
+                done(rustix::fs::linkat(
+                    cwd,
+                    name,
+                    dir,
+                    new,
+                    AtFlags::SYMLINK_FOLLOW,
+                ))
+            }
+            _ => Outcome::Failed(Errno::NOSYS),
+        }
     }
 
     /// Calls that do not follow the last name: made on it in its directory, opened beneath.
@@ -361,8 +456,8 @@ impl<'a> Worker<'a> {
                     libc::readlinkat(
                         dir.as_raw_fd(),
                         name.as_ptr(),
-                        self.buf.as_mut_ptr().cast(),
-                        self.buf.len(),
+                        self.buf.bytes.as_mut_ptr().cast(),
+                        self.buf.bytes.len(),
                     )
                 };
                 if r < 0 {
@@ -373,8 +468,14 @@ impl<'a> Worker<'a> {
             }
             Kind::Stat => done(rustix::fs::statat(dir, name, nofollow).map(drop)),
             // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
-            Kind::Chown => done(rustix::fs::chownat(dir, name, None, None, nofollow)),
-            Kind::Utimens => done(rustix::fs::utimensat(dir, name, &now(), nofollow)),
+            Kind::Chown => {
+                self.out.adapt(Adapted::Ownership);
+                done(rustix::fs::chownat(dir, name, None, None, nofollow))
+            }
+            Kind::Utimens => {
+                self.out.adapt(Adapted::TimesNow);
+                done(rustix::fs::utimensat(dir, name, &now(), nofollow))
+            }
             Kind::Rename | Kind::Link => {
                 let second = parent_and_name(root, calls.path(op.path2), &mut self.scratch2);
                 let (held2, name2) = match second {
@@ -412,8 +513,8 @@ impl<'a> Worker<'a> {
             Ok(n) => n,
             Err(o) => return o,
         };
-        let len = op.a.min(self.buf.len() as u64) as usize;
-        let buf = &mut self.buf[..len];
+        let len = op.a.min(self.buf.bytes.len() as u64) as usize;
+        let buf = &mut self.buf.bytes[..len];
         let file = file.name();
         let outcome = match op.kind {
             Kind::GetXattr => rustix::fs::getxattr(file, name, buf).map(drop),
@@ -479,58 +580,6 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// A read or write of the recorded length (A), from the recorded offset (B; -1: the
-/// descriptor's position), in pieces of the buffer; what it moved. A piece that moves less
-/// than asked ends it, as the end of a file ends a read; so does the user's stop.
-fn transfer(
-    fd: BorrowedFd<'_>,
-    buf: &mut [u8],
-    op: &Op,
-    offset: Option<u64>,
-    user: &AtomicBool,
-) -> rustix::io::Result<u64> {
-    let mut moved = 0u64;
-    while moved < op.a && !user.load(Ordering::Relaxed) {
-        let want = (op.a - moved).min(buf.len() as u64) as usize;
-        let piece = &mut buf[..want];
-        let at = offset.map(|o| o.checked_add(moved).ok_or(Errno::FBIG));
-        let n = match (op.kind, at) {
-            (Kind::Read, Some(at)) => rustix::io::pread(fd, piece, at?),
-            (Kind::Read, None) => rustix::io::read(fd, piece),
-            (_, Some(at)) => rustix::io::pwrite(fd, piece, at?),
-            (_, None) => rustix::io::write(fd, piece),
-        };
-        match n {
-            Ok(n) => {
-                moved += n as u64;
-                if n < want {
-                    break;
-                }
-            }
-            // What a call moved before it failed is what it did, as the kernel reports it.
-            Err(_) if moved > 0 => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(moved)
-}
-
-/// copy_file_range or sendfile of the recorded length, from the recorded input offset
-/// (-1: the descriptor's own position).
-fn copy(
-    from: BorrowedFd<'_>,
-    to: BorrowedFd<'_>,
-    op: &Op,
-    mut offset: Option<u64>,
-) -> rustix::io::Result<u64> {
-    let copied = if op.kind == Kind::Sendfile {
-        rustix::fs::sendfile(to, from, offset.as_mut(), op.a as usize)
-    } else {
-        rustix::fs::copy_file_range(from, offset.as_mut(), to, None, op.a as usize)
-    };
-    copied.map(|n| n as u64)
-}
-
 /// An xattr call on a descriptor.
 fn fd_xattr(
     fd: BorrowedFd<'_>,
@@ -543,23 +592,6 @@ fn fd_xattr(
         Kind::SetXattr => rustix::fs::fsetxattr(fd, name, buf, xattr_flags(op)).map(|()| 0),
         Kind::ListXattr => rustix::fs::flistxattr(fd, buf).map(|n| n as u64),
         _ => rustix::fs::fremovexattr(fd, name).map(|()| 0),
-    }
-}
-
-fn getdents(fd: BorrowedFd<'_>, buf: &mut [u8]) -> rustix::io::Result<u64> {
-    // SAFETY: getdents64 writes at most `buf.len()` bytes into the buffer.
-    let n = unsafe {
-        libc::syscall(
-            libc::SYS_getdents64,
-            fd.as_raw_fd(),
-            buf.as_mut_ptr(),
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        Err(last_errno())
-    } else {
-        Ok(n as u64)
     }
 }
 
@@ -590,6 +622,6 @@ fn now() -> rustix::fs::Timestamps {
     }
 }
 
-fn last_errno() -> Errno {
+pub(super) fn last_errno() -> Errno {
     Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO)
 }

@@ -136,10 +136,10 @@ pub(super) fn c_string(bytes: &mut Vec<u8>) -> Result<&CStr, Outcome> {
 /// that have no form taking such a descriptor (chmod, utimens, the xattr calls). The
 /// kernel follows it to that file and no further. `thread-self`, not `self`: each replay
 /// thread has a descriptor table of its own, and `/proc/self/fd` shows the process's.
-pub(super) struct ProcFd([u8; 40]);
+pub(crate) struct ProcFd([u8; 40]);
 
 impl ProcFd {
-    pub(super) fn of(fd: BorrowedFd<'_>) -> ProcFd {
+    pub(crate) fn of(fd: BorrowedFd<'_>) -> ProcFd {
         let mut name = [0u8; 40];
         let mut at = &mut name[..];
         // 19 bytes and at most 11 digits (and the NUL, already there) always fit.
@@ -147,7 +147,7 @@ impl ProcFd {
         ProcFd(name)
     }
 
-    pub(super) fn name(&self) -> &CStr {
+    pub(crate) fn name(&self) -> &CStr {
         CStr::from_bytes_until_nul(&self.0).unwrap_or_default()
     }
 }

@@ -1,17 +1,18 @@
 //! The strace parser on lines as strace 6 prints them.
 
 use super::*;
+use crate::replay::trace::{BY_FD_NAME, Entry, Kind};
 
 fn parse(lines: &[&str]) -> (Vec<Call>, u64) {
-    let mut p = Parser::new(Path::new("/r"), Path::new("/r"));
+    let mut p = Parser::new(Path::new("/r"), Path::new("/r"), 0);
     let mut out = Vec::new();
     let mut call = Call::default();
     for l in lines {
-        if p.line(l, &mut call).is_some() {
+        if p.line(l.as_bytes(), &mut call).is_some() {
             out.push(call.clone());
         }
     }
-    (out, p.dropped)
+    (out, p.dropped())
 }
 
 #[test]
@@ -68,4 +69,120 @@ fn openat2_keeps_its_open_how_and_sendfile_and_copies_their_offset() {
     );
     assert_eq!((calls[3].fd, calls[3].fd2, calls[3].b), (4, 3, 2));
     assert_eq!((calls[4].a, calls[4].b), (4, 5));
+}
+
+#[test]
+fn names_hold_any_byte_and_descriptors_are_followed_to_their_file() {
+    let (calls, dropped) = parse(&[
+        // A name with a space, a quote, `<>`, a newline, a non-UTF-8 byte and `) = 3 <`.
+        r#"5 1.000000 openat(-100</r/d ir>, "q\"\74\76\n\377 x) = 3 <0", 0x241, 0640) = 3</r/d ir/q\"\074\76\n\377 x) = 3 \0740> <0.000010>"#,
+        r#"5 1.000100 write(3</r/d ir/q\"\074\76\n\377 x) = 3 \0740>, ""..., 5) = 5 <0.000010>"#,
+        // A file named `t (deleted)`, and a file deleted while open.
+        r#"5 1.000200 openat(-100</r>, "t (deleted)", 0x42, 0600) = 4</r/t (deleted)> <0.000010>"#,
+        r#"5 1.000300 unlinkat(-100</r>, "t (deleted)", 0) = 0 <0.000010>"#,
+        r#"5 1.000400 fsync(4</r/t (deleted)>(deleted)) = 0 <0.000010>"#,
+        // O_TMPFILE, named by linkat of /proc/self/fd/N; a mode by /proc/self/fd.
+        r#"5 1.000500 openat(-100</r>, ".", 0x410002, 0640) = 6</r/#1234>(deleted) <0.000010>"#,
+        r#"5 1.000600 linkat(-100</r>, "/proc/self/fd/6", -100</r>, "named", 0x400) = 0 <0.000010>"#,
+        // A thread (CLONE_FILES) shares its process's descriptors, those opened after too.
+        r#"5 1.000650 clone3({flags=0x3d0f00, child_tid=0x7f00, stack=0x7e00, stack_size=0x7fff00} => {parent_tid=[8]}, 88) = 8 <0.000010>"#,
+        r#"5 1.000700 openat(-100</r>, "dir", 0x2a0000) = 7</r/dir> <0.000010>"#,
+        r#"5 1.000800 chmod("/proc/self/fd/7", 0755) = 0 <0.000010>"#,
+        r#"8 1.000860 chmod("/proc/self/fd/7", 0700) = 0 <0.000010>"#,
+        // A descriptor this thread's process never showed: skipped, counted.
+        r#"5 1.000900 chmod("/proc/self/fd/99", 0755) = 0 <0.000010>"#,
+        r#"5 1.001000 fcntl(3</r/x>, 0x7, 0x7ffd) = 0 <0.000010>"#,
+        "5 1.001100 this is not strace's",
+    ]);
+    use Kind::*;
+    let kinds: Vec<Kind> = calls.iter().map(Call::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Open, Write, Open, Unlink, Fsync, Open, Link, Open, Chmod, Chmod
+        ]
+    );
+    let name = b"d ir/q\"<>\n\xff x) = 3 <0";
+    assert_eq!(
+        (&calls[0].path[..], &calls[1].path[..]),
+        (&name[..], &name[..])
+    );
+    assert_eq!((calls[1].fd, calls[1].a), (3, 5));
+    assert_eq!(calls[4].path, b"t (deleted)");
+    let link = &calls[6];
+    assert_eq!(
+        (link.fd, link.flags, &link.path[..]),
+        (6, BY_FD_NAME, &b"#1234"[..])
+    );
+    assert_eq!((&link.path2[..], link.a), (&b"named"[..], 0x400));
+    let chmod = &calls[8];
+    assert_eq!((chmod.fd, chmod.flags, chmod.a), (7, BY_FD_NAME, 0o755));
+    assert_eq!(chmod.path, b"dir");
+    assert_eq!(
+        (calls[9].tid, calls[9].fd, &calls[9].path[..]),
+        (8, 7, &b"dir"[..])
+    );
+    assert_eq!(dropped, 3);
+}
+
+#[test]
+fn files_taken_from_outside_become_part_of_the_initial_state() {
+    let mut p = Parser::new(Path::new("/r"), Path::new("/r"), 0);
+    let mut call = Call::default();
+    let mut calls = Vec::new();
+    for l in [
+        r#"5 1.0 copy_file_range(3</o/a>, NULL, 4</r/a>, NULL, 5000, 0) = 5000 <0.000010>"#,
+        r#"5 1.1 linkat(-100</r>, "/o/b", -100</r>, "b", 0) = 0 <0.000010>"#,
+        r#"5 1.2 renameat(-100</r>, "x", -100</r>, "/o/away/x", 0) = 0 <0.000010>"#,
+        // Failed across filesystems: it would not fail so in a replay.
+        r#"5 1.3 renameat(-100</r>, "/tmp/c", -100</r>, "c") = -1 EXDEV (x) <0.000010>"#,
+    ] {
+        if p.line(l.as_bytes(), &mut call).is_some() {
+            calls.push(call.clone());
+        }
+    }
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0].path, b".fsbench-outside/o/a");
+    assert_eq!(calls[1].path, b".fsbench-outside/o/b");
+    assert_eq!(calls[2].path2, b".fsbench-outside/o/away/x");
+    let sources = p.sources();
+    let named = |e: &Entry| e.path().to_vec();
+    let names: Vec<Vec<u8>> = sources.iter().map(named).collect();
+    let want: Vec<&[u8]> = vec![
+        b".fsbench-outside",
+        b".fsbench-outside/o",
+        b".fsbench-outside/o/a",
+        b".fsbench-outside/o/away",
+        b".fsbench-outside/o/b",
+    ];
+    assert_eq!(names, want);
+    // Gone from where it was (no /o here): as long as the copy read.
+    assert_eq!(
+        sources[2],
+        Entry::File(b".fsbench-outside/o/a".to_vec(), 5000, 0o644)
+    );
+    assert_eq!(p.dropped(), 1);
+}
+
+#[test]
+fn the_program_clock_leaves_out_what_strace_added_before_each_call() {
+    // 10 µs a call: the child inherits its parent's stops, the parent its waited child's.
+    let mut p = Parser::new(Path::new("/r"), Path::new("/r"), 10_000);
+    let mut call = Call::default();
+    let mut at = Vec::new();
+    for l in [
+        r#"1 1.000000 openat(-100</r>, "a", 0) = 3</r/a> <0.000010>"#,
+        r#"1 1.000100 clone(child_stack=NULL, flags=0x1200011) = 2 <0.000010>"#,
+        r#"2 1.000200 openat(-100</r>, "b", 0) = 3</r/b> <0.000010>"#,
+        r#"2 1.000300 close(3</r/b>) = 0 <0.000010>"#,
+        r#"1 1.000400 wait4(-1, NULL, 0, NULL) = 2 <0.000010>"#,
+        r#"1 1.000500 close(3</r/a>) = 0 <0.000010>"#,
+    ] {
+        if p.line(l.as_bytes(), &mut call).is_some() {
+            at.push((call.start_us, call.at_us));
+        }
+    }
+    assert_eq!(at, [(0, 0), (200, 180), (300, 270), (500, 460)]);
+    // The program waited for its child: its stops hold the child's, not twice the same.
+    assert_eq!((p.program_stops(), p.stops_total()), (5, 6));
 }

@@ -35,7 +35,7 @@ pub enum Kind {
     SetXattr,
     ListXattr,
     RemoveXattr,
-    /// Recorded, never replayed: a mapping's accesses are page faults, not calls.
+    /// A file mapped: replayed as a mapping of the same range whose pages are faulted in.
     Mmap,
 }
 
@@ -110,10 +110,6 @@ impl Kind {
 
     pub(super) fn named(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    pub fn replayed(self) -> bool {
-        self != Kind::Mmap
     }
 
     /// Whether the call moves bytes through the replay's buffer (its length in A).

@@ -1,0 +1,357 @@
+//! Reading a trace as a stream: the header, the initial state, the calls, then what
+//! follows them (calls skipped by reason, the tree the program left) and the totals.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use super::{
+    Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX, Program, RECORDS_MAX, VERSION,
+    WINDOW_LOG_MAX, ZSTD_MAGIC, unescape,
+};
+use fsbench_measure::error::invalid;
+use fsbench_model::units::{format_bytes, group_thousands};
+
+/// Reads a trace: [`TraceReader::open`] checks the header, then entries, then calls.
+pub(crate) struct TraceReader {
+    input: BufReader<Box<dyn Read + Send>>,
+    path: PathBuf,
+    line: Vec<u8>,
+    line_no: u64,
+    /// Entries and calls read, and the bytes of their paths (see [`RECORDS_MAX`]).
+    records: u64,
+    path_bytes: u64,
+    pub root: PathBuf,
+    /// What capture measured of the program (version 1 traces: nothing).
+    pub program: Option<Program>,
+    /// The totals of the last line, once the calls are read.
+    pub totals: Option<(u64, u64)>,
+    /// Calls not recorded, by reason (count, an example), once the calls are read.
+    pub skipped: Vec<(String, u64, Vec<u8>)>,
+    /// The tree the program left, once the calls are read (version 1 traces: none).
+    pub left: Vec<Left>,
+    in_calls: bool,
+    /// The last line read is the next one to look at.
+    pending: bool,
+}
+
+impl TraceReader {
+    /// The trace in file `path`, or the built-in demo for `None`.
+    pub(crate) fn open(path: Option<&Path>) -> anyhow::Result<TraceReader> {
+        let Some(path) = path else {
+            let demo = Box::new(std::io::Cursor::new(DEMO));
+            return TraceReader::read(demo, Path::new("the built-in demo trace"), true);
+        };
+        let file = std::fs::File::open(path)
+            .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
+        // A zstd frame that does not decode is a damaged trace; anything else is no trace.
+        let mut magic = [0u8; 4];
+        let compressed = std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| magic == ZSTD_MAGIC);
+        TraceReader::read(Box::new(file), path, compressed)
+    }
+
+    fn read(
+        input: Box<dyn Read + Send>,
+        path: &Path,
+        compressed: bool,
+    ) -> anyhow::Result<TraceReader> {
+        let decoder = zstd::Decoder::new(input)
+            .and_then(|mut d| d.window_log_max(WINDOW_LOG_MAX).map(|()| d))
+            .map_err(|e| invalid(format!("trace {}: {e}", path.display())))?;
+        let mut r = TraceReader {
+            input: BufReader::with_capacity(1 << 16, Box::new(decoder)),
+            path: path.to_path_buf(),
+            line: Vec::with_capacity(4096),
+            line_no: 0,
+            records: 0,
+            path_bytes: 0,
+            root: PathBuf::new(),
+            program: None,
+            totals: None,
+            skipped: Vec::new(),
+            left: Vec::new(),
+            in_calls: false,
+            pending: false,
+        };
+        let not_trace = || {
+            invalid(format!(
+                "{}: not an fsbench trace (made by `fsbench capture`)",
+                path.display()
+            ))
+        };
+        match r.next_line() {
+            Ok(true) => {}
+            Err(e) if compressed => return Err(e),
+            Ok(false) if compressed => return Err(r.damaged("empty")),
+            _ => return Err(not_trace()),
+        }
+        let head = String::from_utf8_lossy(&r.line).into_owned();
+        let version = head
+            .strip_prefix(MAGIC)
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .ok_or_else(not_trace)?;
+        if !(1..=VERSION).contains(&version) {
+            return Err(invalid(format!(
+                "{}: trace format version {version}; this fsbench reads versions 1 to \
+                 {VERSION} (capture it again with this fsbench)",
+                path.display()
+            )));
+        }
+        if !r.next_line()? || !r.line.starts_with(b"root\t") {
+            return Err(r.damaged("no root line"));
+        }
+        let mut root = Vec::new();
+        unescape(&r.line[5..], &mut root).ok_or_else(|| r.damaged("bad root"))?;
+        r.root = PathBuf::from(std::ffi::OsString::from_vec(root));
+        if !r.next_line()? {
+            return Err(r.damaged("cut short after the root"));
+        }
+        if r.line.starts_with(b"program\t") {
+            let mut fields = [&[][..]; 7];
+            let program = (split_fields(&r.line, &mut fields) == Some(7))
+                .then(|| {
+                    Some(Program {
+                        wall_us: number(fields[1])?,
+                        own_us: number(fields[2])?,
+                        calls_us: number(fields[3])?,
+                        strace_ns: number(fields[4])?,
+                        umask: octal(fields[5])?,
+                        traced: number(fields[6])?,
+                    })
+                })
+                .flatten();
+            r.program = Some(program.ok_or_else(|| r.damaged("bad `program` line"))?);
+        } else {
+            r.pending = true;
+        }
+        Ok(r)
+    }
+
+    fn damaged(&self, why: &str) -> anyhow::Error {
+        invalid(format!(
+            "{}: damaged trace at line {}: {why}",
+            self.path.display(),
+            self.line_no
+        ))
+    }
+
+    /// The next line into `self.line`, without its newline; false at the end. A line is
+    /// read up to [`LINE_MAX`] bytes, never further.
+    fn next_line(&mut self) -> anyhow::Result<bool> {
+        if std::mem::take(&mut self.pending) {
+            return Ok(true);
+        }
+        self.line.clear();
+        let n = (&mut self.input)
+            .take(LINE_MAX as u64 + 1)
+            .read_until(b'\n', &mut self.line)
+            .map_err(|e| invalid(format!("{}: damaged trace: {e}", self.path.display())))?;
+        self.line_no += 1;
+        if n == 0 {
+            return Ok(false);
+        }
+        if self.line.last() != Some(&b'\n') {
+            if self.line.len() > LINE_MAX {
+                return Err(self.damaged(&format!(
+                    "a line longer than {} bytes",
+                    group_thousands(LINE_MAX as u64)
+                )));
+            }
+            return Err(self.damaged("cut short"));
+        }
+        self.line.pop();
+        Ok(true)
+    }
+
+    /// Counts one more entry or call with `path_bytes` bytes of paths: an error past the
+    /// limits on what a replay holds.
+    fn count(&mut self, path_bytes: usize) -> anyhow::Result<()> {
+        self.records += 1;
+        self.path_bytes = self.path_bytes.saturating_add(path_bytes as u64);
+        if self.records > RECORDS_MAX || self.path_bytes > PATH_BYTES_MAX {
+            return Err(invalid(format!(
+                "{}: too large to replay at line {}: fsbench replays traces of up to {} \
+                 entries and calls and {} of paths (it holds them in memory); capture a \
+                 shorter run",
+                self.path.display(),
+                self.line_no,
+                group_thousands(RECORDS_MAX),
+                format_bytes(PATH_BYTES_MAX)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The next entry of the initial state, `None` after the last.
+    pub(crate) fn entry(&mut self) -> anyhow::Result<Option<Entry>> {
+        if self.in_calls {
+            return Ok(None);
+        }
+        if !self.next_line()? {
+            return Err(self.damaged("cut short in the initial state"));
+        }
+        if self.line == b"calls" {
+            self.in_calls = true;
+            return Ok(None);
+        }
+        let mut fields = [&[][..]; 4];
+        let count = split_fields(&self.line, &mut fields);
+        let path = |i: usize| -> Option<Vec<u8>> {
+            let mut p = Vec::new();
+            unescape(fields.get(i)?, &mut p)?;
+            (!p.is_empty()).then_some(p)
+        };
+        // Version 1 has no modes: a directory's and a file's usual ones.
+        let mode = |i: usize, usual: u32| match count {
+            Some(n) if n > i => octal(fields[i]),
+            _ => Some(usual),
+        };
+        let entry = match (fields[0], count.unwrap_or(0)) {
+            (b"d", 2 | 3) => path(1).zip(mode(2, 0o755)).map(|(p, m)| Entry::Dir(p, m)),
+            (b"f", 3 | 4) => path(1)
+                .zip(number(fields[2]))
+                .zip(mode(3, 0o644))
+                .map(|((p, s), m)| Entry::File(p, s, m)),
+            (b"l", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::Symlink(p, t)),
+            (b"h", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::HardLink(p, t)),
+            _ => None,
+        };
+        let entry = entry.ok_or_else(|| self.damaged("not an entry of the initial state"))?;
+        let bytes = match &entry {
+            Entry::Dir(p, _) | Entry::File(p, ..) => p.len(),
+            Entry::Symlink(p, t) | Entry::HardLink(p, t) => p.len() + t.len(),
+        };
+        self.count(bytes)?;
+        Ok(Some(entry))
+    }
+
+    /// Reads the next call into `call` (its buffers reused); false after the last, with
+    /// [`TraceReader::totals`] set.
+    pub(crate) fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
+        while !self.in_calls {
+            self.entry()?;
+        }
+        loop {
+            if !self.next_line()? {
+                return Err(self.damaged("cut short: no `end` line"));
+            }
+            match self.line.split(|&b| b == b'\t').next() {
+                Some(b"end") => {
+                    let mut fields = [&[][..]; 3];
+                    let totals = (split_fields(&self.line, &mut fields) == Some(3))
+                        .then(|| number(fields[1]).zip(number(fields[2])))
+                        .flatten();
+                    self.totals = Some(totals.ok_or_else(|| self.damaged("bad `end` line"))?);
+                    return Ok(false);
+                }
+                Some(b"skipped") => self.skipped_line()?,
+                Some(b"final") => self.left_line()?,
+                _ => break,
+            }
+        }
+        let mut fields = [&[][..]; 14];
+        let count = split_fields(&self.line, &mut fields);
+        let parsed = (|| {
+            if count != Some(12) && count != Some(14) {
+                return None;
+            }
+            call.tid = number(fields[0])?;
+            call.start_us = number(fields[1])?;
+            call.dur_us = number(fields[2])?;
+            call.kind = Some(Kind::named(std::str::from_utf8(fields[3]).ok()?)?);
+            call.result = number(fields[4])?;
+            call.errno = number(fields[5])?;
+            call.fd = number(fields[6])?;
+            call.fd2 = number(fields[7])?;
+            call.a = number(fields[8])?;
+            call.b = number(fields[9])?;
+            unescape(fields[10], &mut call.path)?;
+            unescape(fields[11], &mut call.path2)?;
+            // Version 1: the capture's clock is the program's, no flags.
+            (call.at_us, call.flags) = if count == Some(14) {
+                (number(fields[12])?, number(fields[13])?)
+            } else {
+                (call.start_us, 0)
+            };
+            Some(())
+        })();
+        parsed.ok_or_else(|| self.damaged("not a call"))?;
+        if call.start_us.checked_add(call.dur_us).is_none() {
+            return Err(self.damaged("a call that ends after 2^64 µs"));
+        }
+        self.count(call.path.len() + call.path2.len())?;
+        Ok(true)
+    }
+
+    fn skipped_line(&mut self) -> anyhow::Result<()> {
+        let mut fields = [&[][..]; 4];
+        let parsed = (split_fields(&self.line, &mut fields) == Some(4))
+            .then(|| {
+                let mut example = Vec::new();
+                unescape(fields[3], &mut example)?;
+                let reason = std::str::from_utf8(fields[1]).ok()?.to_string();
+                Some((reason, number(fields[2])?, example))
+            })
+            .flatten();
+        let skipped = parsed.ok_or_else(|| self.damaged("bad `skipped` line"))?;
+        self.count(skipped.0.len() + skipped.2.len())?;
+        self.skipped.push(skipped);
+        Ok(())
+    }
+
+    /// `final TYPE PATH ...`: one entry of the tree the program left.
+    fn left_line(&mut self) -> anyhow::Result<()> {
+        let mut fields = [&[][..]; 6];
+        let count = split_fields(&self.line, &mut fields);
+        let parsed = (|| {
+            let mut left = Left {
+                path: Vec::new(),
+                kind: *fields[1].first()?,
+                size: 0,
+                mode: 0o777,
+                nlink: 1,
+                target: Vec::new(),
+            };
+            unescape(fields[2], &mut left.path)?;
+            match (left.kind, count?) {
+                (b'd', 4) => left.mode = octal(fields[3])?,
+                (b'l', 4) => {
+                    unescape(fields[3], &mut left.target)?;
+                    left.size = left.target.len() as u64;
+                }
+                (b'f', 6) => {
+                    left.size = number(fields[3])?;
+                    left.mode = octal(fields[4])?;
+                    left.nlink = number(fields[5])?;
+                }
+                _ => return None,
+            }
+            (!left.path.is_empty()).then_some(left)
+        })();
+        let left = parsed.ok_or_else(|| self.damaged("bad `final` line"))?;
+        self.count(left.path.len() + left.target.len())?;
+        self.left.push(left);
+        Ok(())
+    }
+}
+
+/// Splits `line` at tabs into `out`; the number of fields, `None` when there are more than
+/// `out` holds (nothing is allocated, whatever the line).
+fn split_fields<'l, const N: usize>(line: &'l [u8], out: &mut [&'l [u8]; N]) -> Option<usize> {
+    let mut n = 0;
+    for field in line.split(|&b| b == b'\t') {
+        *out.get_mut(n)? = field;
+        n += 1;
+    }
+    Some(n)
+}
+
+fn number<T: std::str::FromStr>(field: &[u8]) -> Option<T> {
+    std::str::from_utf8(field).ok()?.parse().ok()
+}
+
+fn octal(field: &[u8]) -> Option<u32> {
+    u32::from_str_radix(std::str::from_utf8(field).ok()?, 8).ok()
+}

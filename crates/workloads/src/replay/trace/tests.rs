@@ -1,0 +1,134 @@
+//! The trace format read back as written, and refused when damaged.
+
+use super::*;
+
+#[test]
+fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t");
+    let program = Program {
+        wall_us: 2_000_000,
+        own_us: 1_500_000,
+        calls_us: 300_000,
+        strace_ns: 12_345,
+        umask: 0o027,
+        traced: 999,
+    };
+    let file_ = std::fs::File::create(&file).unwrap();
+    let mut w = TraceWriter::new(file_, Path::new("/r 1"), &program).unwrap();
+    let entries = [
+        Entry::Dir(b"a".to_vec(), 0o700),
+        Entry::File(b"a/f %\tx".to_vec(), 12, 0o4755),
+        Entry::Symlink(b"s".to_vec(), b"../../etc".to_vec()),
+        Entry::HardLink(b"g".to_vec(), b"a/f %\tx".to_vec()),
+    ];
+    for e in &entries {
+        w.entry(e).unwrap();
+    }
+    let call = Call {
+        tid: 7,
+        start_us: 5,
+        dur_us: 2,
+        kind: Some(Kind::Rename),
+        result: -1,
+        errno: libc::ENOENT,
+        fd: -1,
+        fd2: -1,
+        a: 0,
+        b: -1,
+        path: b"a/\xff".to_vec(),
+        path2: b"b".to_vec(),
+        at_us: 4,
+        flags: BY_FD_NAME,
+    };
+    w.call(&call).unwrap();
+    w.skipped("outside the root", 7, b"/etc/passwd \n").unwrap();
+    let left = [
+        Left {
+            path: b"a".to_vec(),
+            kind: b'd',
+            size: 0,
+            mode: 0o1777,
+            nlink: 1,
+            target: Vec::new(),
+        },
+        Left {
+            path: b"a/f %\tx".to_vec(),
+            kind: b'f',
+            size: 12,
+            mode: 0o600,
+            nlink: 2,
+            target: Vec::new(),
+        },
+        Left {
+            path: b"s".to_vec(),
+            kind: b'l',
+            size: 9,
+            mode: 0o777,
+            nlink: 1,
+            target: b"../../etc".to_vec(),
+        },
+    ];
+    for l in &left {
+        w.left(l).unwrap();
+    }
+    w.finish(3).unwrap();
+    let mut r = TraceReader::open(Some(&file)).unwrap();
+    assert_eq!(r.root, Path::new("/r 1"));
+    assert_eq!(r.program.as_ref(), Some(&program));
+    for e in &entries {
+        assert_eq!(r.entry().unwrap().as_ref(), Some(e));
+    }
+    let mut back = Call::default();
+    assert!(r.call(&mut back).unwrap());
+    assert_eq!(back, call);
+    assert!(!r.call(&mut back).unwrap());
+    assert_eq!(r.totals, Some((1, 3)));
+    let example = b"/etc/passwd \n".to_vec();
+    assert_eq!(r.skipped, [("outside the root".to_string(), 7, example)]);
+    assert_eq!(r.left, left);
+
+    // Cut in the middle of the compressed stream: a clear error, never a panic.
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() - 12]).unwrap();
+    let outcome = TraceReader::open(Some(&file)).and_then(|mut r| {
+        while r.call(&mut back)? {}
+        Ok(())
+    });
+    assert!(format!("{:#}", outcome.unwrap_err()).contains("damaged"));
+    // Version 1: no program line, no modes, 12 fields a call.
+    let v1 = "fsbench-trace 1\nroot\t/r\nd\ta\nf\ta/f\t3\ncalls\n\
+              1\t5\t2\tstat\t0\t0\t-1\t-1\t1\t-1\ta/f\t-\nend\t1\t0\n";
+    std::fs::write(&file, zstd::encode_all(v1.as_bytes(), 1).unwrap()).unwrap();
+    let mut r = TraceReader::open(Some(&file)).unwrap();
+    assert_eq!(r.program, None);
+    assert_eq!(r.entry().unwrap(), Some(Entry::Dir(b"a".to_vec(), 0o755)));
+    assert_eq!(
+        r.entry().unwrap(),
+        Some(Entry::File(b"a/f".to_vec(), 3, 0o644))
+    );
+    assert!(r.call(&mut back).unwrap());
+    assert_eq!((back.at_us, back.flags, back.start_us), (5, 0, 5));
+    std::fs::write(&file, b"fsbench-trace 1\n").unwrap();
+    let e = TraceReader::open(Some(&file)).err().unwrap();
+    assert!(e.to_string().contains("not an fsbench trace"), "{e}");
+}
+
+#[test]
+fn a_line_is_read_up_to_its_limit_and_no_further() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t");
+    let with_root = |len: usize| {
+        let root = format!("root\t{}\n", "r".repeat(len - "root\t".len()));
+        let text = format!("{MAGIC} {VERSION}\n{root}calls\nend\t0\t0\n");
+        std::fs::write(&file, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+        TraceReader::open(Some(&file)).map(|r| r.root.as_os_str().len())
+    };
+    assert_eq!(with_root(LINE_MAX).unwrap(), LINE_MAX - 5);
+    let e = with_root(LINE_MAX + 1).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("at line 2: a line longer than 65,536 bytes"),
+        "{e}"
+    );
+}

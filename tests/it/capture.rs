@@ -1,0 +1,231 @@
+//! What capture must follow, each pattern a case of one compiled program, replayed with no
+//! call that comes out otherwise and the same tree, modes included: names with any byte,
+//! deleted and O_TMPFILE files, `/proc/self/fd` names, files taken from outside the root,
+//! reads and writes longer than any buffer, mapped I/O; and the program's own time, which the
+//! replay's notes and think mode rest on.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+use crate::replay::{assert_faithful, can_capture, capture, captured, replay};
+
+const CASES: &str = include_str!("fixtures/capture_cases.c");
+
+fn compiled(dir: &Path) -> std::path::PathBuf {
+    let source = dir.join("cases.c");
+    std::fs::write(&source, CASES).unwrap();
+    let program = dir.join("cases");
+    let built = run(Command::new("cc")
+        .arg("-O")
+        .arg("-o")
+        .arg(&program)
+        .arg(&source));
+    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    program
+}
+
+#[test]
+fn every_pattern_is_followed_to_the_file_it_is() {
+    if !can_capture("the capture cases", &["cc"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let program = compiled(work.path());
+    let outside = work.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    for (name, size) in [("cfr", 5000), ("src", 3000), ("lnk", 100), ("mv", 50)] {
+        std::fs::write(outside.join(name), vec![b'o'; size]).unwrap();
+    }
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("cases.trace");
+    capture(
+        &orig,
+        &trace,
+        &[program.to_str().unwrap(), outside.to_str().unwrap()],
+    );
+    let replayed = work.path().join("replayed");
+    let report = replay(&trace, &replayed);
+    assert_faithful(&report, &orig, &replayed);
+    let t = tree(&replayed);
+    // Every awkward name made, in its awkward directory.
+    for name in [
+        "d ir",
+        "q\"uote",
+        "new\nline",
+        "a<b>c (deleted)",
+        "x) = 3 <0.1>",
+    ] {
+        assert_eq!(t[&format!("{name}/{name}")].0, 'f', "{name}: {t:?}");
+    }
+    assert_eq!(t["from-tmpfile"], ('f', 1000, 1), "{t:?}");
+    assert_eq!(t["big"], ('f', 40 << 20, 1));
+    // From outside: the sizes the calls read, the link a second name of the file made there.
+    assert_eq!(t["cfr"].1, 5000);
+    assert_eq!(t["sent"].1, 3000);
+    assert_eq!(t["linked"], ('f', 100, 2));
+    assert_eq!(t["moved"], ('f', 50, 1));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &str| {
+        std::fs::metadata(replayed.join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("modes"), 0o755);
+    assert_eq!(mode("d ir/d ir"), 0o640);
+    // The unlinked file's calls, the tmpfile's link, the chmod by name, the mappings.
+    let c = &report.captured;
+    assert!(
+        c["fsync"] >= 1 && c["link"] >= 2 && c["chmod"] >= 1,
+        "{c:?}"
+    );
+    assert!(
+        c["mmap"] >= 2 && c["copy"] >= 1 && c["sendfile"] >= 1,
+        "{c:?}"
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("mmap calls map the same range")),
+        "{:?}",
+        report.notes
+    );
+    // The 40 MiB write: one call, made as one (the replay counts the bytes it moved).
+    assert!(c["write"] < 20, "{c:?}");
+}
+
+#[test]
+fn capture_records_the_programs_own_time() {
+    if !can_capture("the program's time under capture", &[]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("sleep.trace");
+    // Half a second of the program's own time between two files.
+    capture(&orig, &trace, &["sh", "-c", ": > a; sleep 0.5; : > b"]);
+    let state = tempdir();
+    let out = run(fsbench(state.path())
+        .args(["capture", "--show"])
+        .arg(&trace));
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let figure = |name: &str| -> f64 {
+        let line = shown
+            .lines()
+            .find(|l| l.starts_with("program"))
+            .unwrap_or("");
+        let after = line
+            .split(name)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: {shown}"));
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    // Its own time holds the half second (less an estimate's error: strace's cost is
+    // calibrated on a machine that may be busy); under capture, strace's cost is added.
+    let (own, under) = (figure("own "), figure("under capture "));
+    assert!((0.4..30.0).contains(&own), "{shown}");
+    assert!(under > own, "{shown}");
+}
+
+/// Replayed on two filesystems, the answer line sets the calls' time against the program's
+/// own; the tree the replay left on ext4 (with its lost+found) is the program's.
+#[test]
+fn the_answer_says_the_filesystems_share_of_the_program() {
+    if !can_capture("the filesystem's share", &[]) || !can_run("the share on ext4", &["mkfs.ext4"])
+    {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let cmd = "for i in 1 2 3; do echo $i > f$i; done; sleep 0.3";
+    let (_, trace) = captured(work.path(), "share", &["sh", "-c", cmd]);
+    let (state, images) = (tempdir(), tempdir());
+    let workload = format!("replay:trace={}", trace.display());
+    let out = run(fsbench(state.path())
+        .args(["run", "--fs", "tmpfs,ext4", "--runs", "2", "--image-dir"])
+        .arg(images.path())
+        .args(["-w", &workload]));
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    // The workload's headline, then its phases' lines, the share among them.
+    let mut lines = all
+        .lines()
+        .skip_while(|l| !l.starts_with("replay:share.trace"));
+    assert!(lines.next().is_some(), "{all}");
+    let answer = lines
+        .take_while(|l| l.starts_with(' '))
+        .find(|l| l.contains("the calls take "))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(answer.contains("the calls take "), "{answer}");
+    assert!(answer.contains(" s of the program's 0."), "{answer}");
+    assert!(answer.contains("the filesystems differ by "), "{answer}");
+    assert!(
+        answer.contains(" (tmpfs ") || answer.contains(", tmpfs "),
+        "{answer}"
+    );
+    assert!(!all.contains("tree differs"), "{all}");
+    assert_nothing_left(images.path());
+}
+
+/// Think mode keeps the schedule: 20,000 calls 10 µs apart take about their 0.2 s (each call
+/// at its time, the short waits spun), never less, and not the 20,000 sleeps' overshoot that
+/// waiting out each gap on its own would add up to (a second or more).
+#[test]
+fn think_mode_keeps_the_programs_schedule() {
+    let work = tempdir();
+    let trace = work.path().join("paced.trace");
+    let mut t = crate::traces::TraceText::new(&["d\td"]);
+    for i in 0..20_000u64 {
+        t.call(1, i * 10, "stat\t0\t0\t-1\t-1\t1\t-1\td\t-");
+    }
+    t.write(&trace);
+    let (state, dir) = (tempdir(), work.path().join("run"));
+    std::fs::create_dir(&dir).unwrap();
+    let workload = format!("replay:trace={},mode=think", trace.display());
+    let out = run(json_run(state.path())
+        .args(["--runs", "1", "-w", &workload, "--dir"])
+        .arg(&dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let secs = doc["runs"][0]["phases"][0]["elapsed_ns"].as_f64().unwrap() / 1e9;
+    assert!((0.199..1.0).contains(&secs), "{secs} s");
+    assert_eq!(doc["runs"][0]["phases"][0]["ops"], 20_000);
+}
+
+/// strace runs with TZ set (else glibc stats /etc/localtime twice a line); the command gets
+/// the TZ it would have had, or none.
+#[test]
+fn the_command_keeps_its_time_zone() {
+    if !can_capture("the command's TZ", &[]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    for (tz, want) in [
+        (None, "[unset]\n"),
+        (Some("Europe/Paris"), "[Europe/Paris]\n"),
+    ] {
+        let root = work.path().join(format!("r{}", want.len()));
+        std::fs::create_dir(&root).unwrap();
+        let state = tempdir();
+        let mut cmd = fsbench(state.path());
+        match tz {
+            Some(tz) => cmd.env("TZ", tz),
+            None => cmd.env_remove("TZ"),
+        };
+        let trace = work.path().join(format!("tz{}.trace", want.len()));
+        let out = output_within(
+            cmd.current_dir(&root)
+                .args(["capture", "-o"])
+                .arg(&trace)
+                .args(["--", "sh", "-c", "echo \"[${TZ-unset}]\" > tz"]),
+            limit(),
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(std::fs::read_to_string(root.join("tz")).unwrap(), want);
+    }
+}
