@@ -11,8 +11,8 @@ use anyhow::Context;
 use fsbench_model::fio::LogOptions;
 use fsbench_model::measurement::LogFile;
 
-use fsbench_model::results::{PhaseRecord, RunRecord};
 use fsbench_engine::runner::observer::{Observer, SuitePlan};
+use fsbench_model::results::{PhaseRecord, RunRecord};
 use fsbench_workloads::io::IoParams;
 
 /// Writes each run's logs as it ends.

@@ -223,7 +223,8 @@ fn normal_json_and_terse_are_laid_out_as_fio_lays_them_out() {
 /// fio-plot's command: on the PATH, or where `scripts/install-deps.sh --tests` puts it.
 fn fio_plot() -> Option<PathBuf> {
     let installed = Path::new("/usr/local/lib/fsbench-tests/fio-plot/bin/fio-plot");
-    fsbench_measure::tools::find("fio-plot").or_else(|| installed.is_file().then(|| installed.into()))
+    fsbench_measure::tools::find("fio-plot")
+        .or_else(|| installed.is_file().then(|| installed.into()))
 }
 
 #[test]

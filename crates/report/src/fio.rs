@@ -39,7 +39,7 @@ struct Header {
 }
 
 impl Header {
-    fn of(r: &SuiteResult, jobs: &[(String, u32, stat::JobInfo)]) -> Header {
+    fn of(r: &SuiteResult, jobs: &[stat::PlacedJob]) -> Header {
         let end = chrono::DateTime::parse_from_rfc3339(&r.finished_at)
             .or_else(|_| chrono::DateTime::parse_from_rfc3339(&r.started_at))
             .map(|t| t.with_timezone(&chrono::Local));
@@ -74,7 +74,7 @@ impl Header {
 }
 
 /// The stats of a suite, or why it has none.
-fn stats(r: &SuiteResult) -> anyhow::Result<(Header, Vec<(String, u32, stat::JobInfo)>)> {
+fn stats(r: &SuiteResult) -> anyhow::Result<(Header, Vec<stat::PlacedJob>)> {
     let jobs = stat::jobs(r);
     if jobs.is_empty() {
         return Err(invalid(

@@ -3,8 +3,8 @@
 //! trims, no short or dropped I/Os, no latency target, no disk statistics). Each job entry
 //! ends with an `fsbench` object naming its configuration and the runs pooled in it.
 
-use fsbench_model::measurement::SampleStats;
 use fsbench_measure::fio::FioLatency;
+use fsbench_model::measurement::SampleStats;
 
 use super::ordered::J;
 use super::stat::{ConfigStats, GroupStat, ThreadStat};

@@ -63,9 +63,9 @@ pub(super) fn config(c: &ConfigStats, header: &Header) -> String {
 }
 
 fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header) {
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs={}): err= 0: pid={}: {}\n",
+        "{}: (groupid={}, jobs={}): err= 0: pid={}: {}",
         s.name, s.groupid, s.members, header.pid, header.time
     );
     if let Some(desc) = &s.description {

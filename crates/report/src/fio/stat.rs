@@ -6,9 +6,9 @@
 use fsbench_model::fio::FioJob;
 use fsbench_model::measurement::{JobThread, LatencySummary, SampleStats};
 
+use fsbench_measure::fio::FioLatency;
 use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, SuiteResult};
 use fsbench_workloads::io::IoParams;
-use fsbench_measure::fio::FioLatency;
 
 /// One job of the suite's io workloads, as its job lines print it.
 pub(super) struct JobInfo {
@@ -71,8 +71,11 @@ pub(super) struct ConfigStats<'a> {
     pub groups: Vec<GroupStat>,
 }
 
+/// A job of the suite: its workload's label, its place among that workload's jobs, what it is.
+pub(super) type PlacedJob = (String, u32, JobInfo);
+
 /// Every job of the suite's io workloads, in order, with its place: (workload, job index).
-pub(super) fn jobs(r: &SuiteResult) -> Vec<(String, u32, JobInfo)> {
+pub(super) fn jobs(r: &SuiteResult) -> Vec<PlacedJob> {
     let mut out = Vec::new();
     let mut next_thread = 1;
     for (w, (label, p)) in crate::typed_workloads(r).into_iter().enumerate() {
@@ -101,10 +104,7 @@ pub(super) fn jobs(r: &SuiteResult) -> Vec<(String, u32, JobInfo)> {
 type Parts<'a> = Vec<Vec<&'a JobThread>>;
 
 /// Each configuration's stats, pooled over its successful runs.
-pub(super) fn configs<'a>(
-    r: &'a SuiteResult,
-    jobs: &[(String, u32, JobInfo)],
-) -> Vec<ConfigStats<'a>> {
+pub(super) fn configs<'a>(r: &'a SuiteResult, jobs: &[PlacedJob]) -> Vec<ConfigStats<'a>> {
     let mut out = Vec::new();
     for c in &r.configurations {
         let config = c.config.label.as_str();
@@ -114,7 +114,7 @@ pub(super) fn configs<'a>(
         let mut labels: Vec<&str> = labels.collect();
         labels.dedup();
         for label in labels {
-            let mine: Vec<&(String, u32, JobInfo)> = jobs.iter().filter(|j| j.0 == label).collect();
+            let mine: Vec<&PlacedJob> = jobs.iter().filter(|j| j.0 == label).collect();
             let runs: Vec<&RunRecord> = (r.runs.iter())
                 .filter(|run| {
                     run.config == config && run.workload == label && run.status == RunStatus::Ok
@@ -141,7 +141,7 @@ pub(super) fn configs<'a>(
 
 /// A run's thread records; for a run stored before they were, what its phase kept (each
 /// job's latencies and I/Os, over the phase's time).
-fn threads_of(run: &RunRecord, jobs: &[&(String, u32, JobInfo)]) -> Vec<JobThread> {
+fn threads_of(run: &RunRecord, jobs: &[&PlacedJob]) -> Vec<JobThread> {
     let Some(io) = run.phases.iter().find(|p| p.name == "io") else {
         return Vec::new();
     };
@@ -179,7 +179,7 @@ fn older_record(io: &PhaseRecord, index: u32, job: &JobInfo, named: bool) -> Job
 }
 
 /// The stats of one workload's jobs over `runs` (each run's thread records).
-fn stats_of(jobs: &[&(String, u32, JobInfo)], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
+fn stats_of(jobs: &[&PlacedJob], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
     // Keys in order: (job index, copy), or (group, u32::MAX) for a group reported as one.
     let mut keys: Vec<(u32, u32)> = Vec::new();
     let mut parts: Vec<Parts> = Vec::new();
@@ -319,10 +319,9 @@ fn groups(stats: &[ThreadStat]) -> Vec<GroupStat> {
     }
     for g in &mut out {
         for d in 0..2 {
-            if g.max_run[d] > 0 {
-                g.agg[d] = g.iobytes[d] * 1000 / g.max_run[d];
-            } else {
-                g.min_bw[d] = 0;
+            match (g.iobytes[d] * 1000).checked_div(g.max_run[d]) {
+                Some(agg) => g.agg[d] = agg,
+                None => g.min_bw[d] = 0,
             }
         }
     }

@@ -13,8 +13,8 @@ use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
-use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 use fsbench_measure::fio::{Completion, JobStats};
+use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
