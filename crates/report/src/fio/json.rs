@@ -46,6 +46,7 @@ pub(super) fn document(header: &Header, configs: &[ConfigStats], plus: bool) -> 
     J::Obj(top).print()
 }
 
+/// One stat's entry of `jobs` (fio's `show_thread_status_json`).
 fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J {
     let mut pairs = vec![
         ("jobname".into(), J::str(&s.name)),
@@ -82,28 +83,39 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
         ("majf".into(), J::int(s.majf)),
         ("minf".into(), J::int(s.minf)),
     ]);
+    pairs.extend(distributions(s));
+    pairs.extend([
+        ("latency_depth".into(), J::int(s.iodepth)),
+        ("latency_target".into(), J::int(0)),
+        ("latency_percentile".into(), J::Float(100.0)),
+        ("latency_window".into(), J::int(0)),
+    ]);
+    if let Some(desc) = &s.description {
+        pairs.push(("desc".into(), J::str(desc)));
+    }
+    J::Obj(pairs)
+}
+
+/// fio's distributions of a stat: queue depths, I/Os per submit and per reap, and
+/// completion latencies, in percent.
+fn distributions(s: &ThreadStat) -> Vec<(String, J)> {
+    let mut out = Vec::new();
     let ios = s.ios[0] + s.ios[1];
     let dist = |counts: &[u64; 7], total: u64, names: [&str; 7]| {
-        let total_floor = total;
         J::Obj(
             (names.iter().zip(counts))
-                .map(|(n, c)| {
-                    (
-                        (*n).into(),
-                        J::Float(super::num2str::share(*c, total_floor, 0.1)),
-                    )
-                })
+                .map(|(n, c)| ((*n).into(), J::Float(super::num2str::share(*c, total, 0.1))))
                 .collect(),
         )
     };
     let levels = ["1", "2", "4", "8", "16", "32", ">=64"];
     let counts = ["0", "4", "8", "16", "32", "64", ">=64"];
-    pairs.push(("iodepth_level".into(), dist(&s.depth, ios, levels)));
-    pairs.push((
+    out.push(("iodepth_level".into(), dist(&s.depth, ios, levels)));
+    out.push((
         "iodepth_submit".into(),
         dist(&s.submit, s.submit.iter().sum(), counts),
     ));
-    pairs.push((
+    out.push((
         "iodepth_complete".into(),
         dist(&s.complete, s.complete.iter().sum(), counts),
     ));
@@ -120,20 +132,11 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
                 .collect(),
         )
     };
-    pairs.push(("latency_ns".into(), shares(&n, &bounds)));
-    pairs.push(("latency_us".into(), shares(&u, &bounds)));
+    out.push(("latency_ns".into(), shares(&n, &bounds)));
+    out.push(("latency_us".into(), shares(&u, &bounds)));
     let ms_bounds = [&bounds[..], &["2000", ">=2000"]].concat();
-    pairs.push(("latency_ms".into(), shares(&m, &ms_bounds)));
-    pairs.extend([
-        ("latency_depth".into(), J::int(s.iodepth)),
-        ("latency_target".into(), J::int(0)),
-        ("latency_percentile".into(), J::Float(100.0)),
-        ("latency_window".into(), J::int(0)),
-    ]);
-    if let Some(desc) = &s.description {
-        pairs.push(("desc".into(), J::str(desc)));
-    }
-    J::Obj(pairs)
+    out.push(("latency_ms".into(), shares(&m, &ms_bounds)));
+    out
 }
 
 /// One direction's figures (fio's `add_ddir_status_json`).
