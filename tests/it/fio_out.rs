@@ -451,3 +451,24 @@ fn each_run_s_logs_have_a_directory_of_their_own() {
     }
     assert!(!state.path().join("j_iops.1.log").exists());
 }
+
+#[test]
+fn a_run_stored_before_thread_records_still_exports_fio_s_json() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let jobs = "[old]\nrw=randread\nbs=4k\nsize=2m\n";
+    let now: serde_json::Value =
+        serde_json::from_str(&fsbench_fio(state.path(), dir.path(), jobs, "json", "1")).unwrap();
+    // What a database written before fsbench kept each job thread's record holds.
+    let db = rusqlite::Connection::open(state.path().join("results.db")).unwrap();
+    let cleared = db.execute("UPDATE phases SET jobs = NULL", []).unwrap();
+    assert!(cleared > 0);
+    drop(db);
+    let before: serde_json::Value =
+        serde_json::from_str(&export(state.path(), "fio-json")).unwrap();
+    let (now, before) = (&now["jobs"][0]["read"], &before["jobs"][0]["read"]);
+    assert_eq!(before["total_ios"], 512, "2 MiB in 4 KiB reads: {before}");
+    assert_eq!(before["io_bytes"], now["io_bytes"]);
+    assert_eq!(before["clat_ns"]["N"], now["clat_ns"]["N"]);
+    assert_eq!(before["clat_ns"]["max"], now["clat_ns"]["max"]);
+    assert!(export(state.path(), "fio").contains("  read: IOPS="));
+}
