@@ -228,9 +228,12 @@ impl JobStats {
         self.complete[count_bucket(n)] += 1;
     }
 
-    /// One fsync or fdatasync that took `ns`.
+    /// One fsync or fdatasync that took `ns`, issued with nothing else in flight.
     pub fn synced(&mut self, ns: u64) {
         self.sync.saturating_record(ns.max(1));
+        // fio counts a sync in its queue depths too, and divides by the reads and writes
+        // alone: with fsync=N its depth 1 reads more than 100%, as fio's does.
+        self.depth[depth_bucket(1)] += 1;
     }
 
     /// The thread's record (`job`'s copy `copy`, the `index`-th job of its group), with its
@@ -361,6 +364,20 @@ mod tests {
         assert_eq!(t.iops[1].samples, 0);
         assert_eq!((t.submit[1], t.complete[1], t.depth[0]), (1, 1, 1));
         assert_eq!(t.latency["read lat"].count, 200);
+    }
+
+    #[test]
+    fn a_sync_counts_in_the_depths_as_fio_s() {
+        let mut s = JobStats::new(&LogOptions::default(), 1, 0);
+        for ms in 1..=4 {
+            s.submitted(1, 1);
+            s.completed(io(ms, false, 50));
+        }
+        s.synced(1000);
+        let h = [new_histogram(), new_histogram()];
+        let (t, _) = s.finish(("j", 0, 0), 1_000_000_000, &h, &h);
+        // fio 3.33 on 256 writes and 63 fsyncs printed `IO depths : 1=124.6%`.
+        assert_eq!((t.ios, t.depth[0]), ([0, 4], 5));
     }
 
     #[test]

@@ -349,10 +349,12 @@ impl<'a> Job<'a> {
 
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
     pub(crate) fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
-        self.sync(file, self.params.fdatasync > 0)
+        self.sync(file, self.params.fdatasync > 0, true)
     }
 
-    fn sync(&mut self, file: usize, data_only: bool) -> Result<(), FsbenchError> {
+    /// Syncs `file`; `fio_counts` where fio's `sync` figures count it (fsync=N's syncs, not
+    /// end_fsync's).
+    fn sync(&mut self, file: usize, data_only: bool, fio_counts: bool) -> Result<(), FsbenchError> {
         let before = Instant::now();
         let fd = self.files[file].as_fd();
         let result = if data_only {
@@ -365,7 +367,9 @@ impl<'a> Job<'a> {
             let at = done.saturating_duration_since(self.start).as_nanos() as u64;
             let ns = done.saturating_duration_since(before).as_nanos() as u64;
             self.rec.record_ended_at(OpKind::Fsync, at, ns);
-            self.out.stats.synced(ns);
+            if fio_counts {
+                self.out.stats.synced(ns);
+            }
         }
         if let (Ok(()), Some(oracle)) = (&result, &self.oracle) {
             // The job writes on: what this sync covered binds a crash at this moment only.
@@ -381,7 +385,7 @@ impl<'a> Job<'a> {
         }
         for file in 0..self.files.len() {
             if self.written[file] || self.params.fsync_on_close {
-                self.sync(file, false)?;
+                self.sync(file, false, false)?;
             }
         }
         Ok(())
