@@ -472,3 +472,15 @@ fn a_run_stored_before_thread_records_still_exports_fio_s_json() {
     assert_eq!(before["clat_ns"]["max"], now["clat_ns"]["max"]);
     assert!(export(state.path(), "fio").contains("  read: IOPS="));
 }
+
+#[test]
+fn without_per_job_logs_a_job_s_threads_share_one_file() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let jobs = "[j]\nsize=1m\nrw=read\nbs=64k\nnumjobs=2\nwrite_iops_log\nper_job_logs=0\n";
+    fsbench_fio(state.path(), dir.path(), jobs, "terse", "1");
+    // fio's name without the thread's number; an entry per I/O of either thread.
+    let log = std::fs::read_to_string(state.path().join("j_iops.log")).unwrap();
+    assert_eq!(log.lines().count(), 32, "{log}");
+    assert!(!state.path().join("j_iops.1.log").exists());
+    assert!(!state.path().join("j_iops.2.log").exists());
+}
