@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::model::{Counted, Flowop, Mode, Model, Op, Thread};
-use super::personalities::{BUILT_IN, Scale, personality};
+use super::personalities::{BUILT_IN, Scale};
 use super::today::TODAY;
 use crate::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use crate::{PhaseInfo, SpaceNeed, Workload, WorkloadParams};
@@ -433,4 +433,9 @@ fn flowop_problem(m: &Model, t: &Thread, f: &Flowop) -> Option<String> {
             f.op.name()
         )
     })
+}
+
+/// The personality called `name`, filebench's or today's, scaled.
+fn personality(name: &str, s: &Scale) -> Option<Model> {
+    super::personalities::personality(name, s).or_else(|| super::today::personality(name, s))
 }

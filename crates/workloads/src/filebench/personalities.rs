@@ -104,7 +104,8 @@ pub(super) const BUILT_IN: &[(&str, &str)] = &[
     ),
 ];
 
-/// The personality called `name`, scaled: one function a personality, each its model's data.
+/// filebench's personality called `name`, scaled: one function a personality, each its
+/// model's data.
 pub(super) fn personality(name: &str, s: &Scale) -> Option<Model> {
     let make: fn(&Scale) -> Model = match name {
         "fileserver" => fileserver,
@@ -113,7 +114,7 @@ pub(super) fn personality(name: &str, s: &Scale) -> Option<Model> {
         "webproxy" => webproxy,
         "oltp" => oltp,
         "videoserver" => videoserver,
-        _ => return super::today::personality(name, s),
+        _ => return None,
     };
     Some(make(s))
 }
