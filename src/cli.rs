@@ -32,25 +32,25 @@ use std::sync::Arc;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 
-use crate::config::ExtraDevice;
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
-use crate::report;
-use crate::report::formats::Report;
-use crate::results::{RunRecord, RunStatus, SuiteResult, SuiteStatus};
-use crate::runner::{
+use fsbench_engine::runner::{
     self,
     observer::{Observer, Observers, SuitePlan},
+    summarize,
 };
-use crate::stats::compare::{self, Column};
-use crate::store::Store;
-use crate::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, Suite};
-use crate::tools;
-use crate::units::parse_size;
-use crate::workload::Params;
-use crate::workload::archive::ArchiveParams;
-use crate::workload::command::CommandParams;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
+use fsbench_measure::tools;
+use fsbench_measure::units::parse_size;
+use fsbench_model::config::ExtraDevice;
+use fsbench_model::results::{RunRecord, RunStatus, SuiteResult, SuiteStatus};
+use fsbench_model::suite::{AutoRuns, DEFAULT_MAX_SECS, DEFAULT_PURPOSE, Suite};
 use fsbench_model::testbed::{TargetSpec, default_image_dir};
+use fsbench_report::formats::Report;
+use fsbench_stats::compare::{self, Column};
+use fsbench_store::Store;
+use fsbench_workloads::archive::ArchiveParams;
+use fsbench_workloads::command::CommandParams;
+use fsbench_workloads::{Params, WORKLOADS, WorkloadParams};
 use output::{StdoutClosed, die_by_sigpipe, print_result, write_stdout};
 use query::query;
 
@@ -176,10 +176,10 @@ enum Command {
 fn formats(
     offered: fn(&dyn Report) -> Option<&'static str>,
 ) -> impl TypedValueParser<Value = &'static dyn Report> {
-    let values = (report::formats::REPORTS.iter())
+    let values = (fsbench_report::formats::REPORTS.iter())
         .filter_map(move |r| Some(PossibleValue::new(r.name()).help(offered(*r)?)));
     PossibleValuesParser::new(values)
-        .map(|name| report::formats::named(&name).expect("clap took a registry name"))
+        .map(|name| fsbench_report::formats::named(&name).expect("clap took a registry name"))
 }
 
 /// `fsbench export --format`'s values.
@@ -218,9 +218,13 @@ struct FioArgs {
     run: RunArgs,
 }
 
+/// `fsbench run`'s arguments. Those in the group `definition` define the suite: a resumed
+/// suite's definition comes from the database instead.
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("definition").multiple(true).conflicts_with("resume"))]
 struct RunArgs {
     /// Suite file (TOML); options given here override it
+    #[arg(group = "definition")]
     suite: Option<PathBuf>,
     #[command(flatten)]
     database: Database,
@@ -229,21 +233,19 @@ struct RunArgs {
     /// Known: ext2, ext3, ext4, xfs, btrfs, tmpfs, ntfs (ntfs-3g), zfs (zfs-fuse; properties as
     /// `zfs:pool=ashift=12:dataset=recordsize=16k`), nilfs2, jfs, reiserfs, f2fs, bcachefs
     /// (refused where the kernel lacks them), and the suite file's `[[driver]]` names
-    #[arg(long = "fs", value_name = "CONFIG")]
+    #[arg(group = "definition", long = "fs", value_name = "CONFIG")]
     fs: Vec<String>,
-    /// Workloads: `KIND:PRESET,KEY=VALUE,FLAG` (tree, archive, atomic, iozone, io, alloc,
-    /// ffsb, command);
-    /// several as `-w A,B` or -w repeated. `--help` lists every option and preset
-    #[arg(long = "workload", short = 'w', value_name = "WORKLOAD", long_help = workload_help())]
+    #[arg(group = "definition", long = "workload", short = 'w', value_name = "WORKLOAD",
+        help = workload_short_help(), long_help = Params::help())]
     workloads: Vec<String>,
     /// Extract (then rm -rf) this tar archive (plain, gzip, zstd, xz, bzip2 or lzop) as a workload
-    #[arg(long, value_name = "FILE")]
+    #[arg(group = "definition", long, value_name = "FILE")]
     archive: Vec<PathBuf>,
     /// Your own workload: a timed phase NAME=COMMAND, run with `sh -c` in the run's fresh
     /// directory (FSBENCH_DIR and FSBENCH_RUN set). Repeat for more phases, in order. The
     /// COMMAND is taken whole, commas and `=` included: quote it once for your shell, e.g.
     /// --command-phase 'pack=tar -cf a.tar src && tar -xf a.tar -C out'
-    #[arg(long, value_name = "NAME=COMMAND")]
+    #[arg(group = "definition", long, value_name = "NAME=COMMAND")]
     command_phase: Vec<String>,
     /// Your own workload's untimed setup command, before its first phase
     #[arg(long, value_name = "COMMAND", requires = "command_phase")]
@@ -264,23 +266,23 @@ struct RunArgs {
     /// figure has a 95% CI half-width below --target-ci (at least 3) [default: 3; a bare
     /// `fsbench run`, with no workload, suite file or --runs: auto, up to 30 rounds within
     /// about 5 minutes]
-    #[arg(long, short = 'n', value_parser = auto_runs::parse_runs)]
+    #[arg(group = "definition", long, short = 'n', value_parser = auto_runs::parse_runs)]
     runs: Option<auto_runs::RunCount>,
     /// With --runs auto: the CI half-width to reach, in percent of the mean [default: 5%]
-    #[arg(long, value_name = "PERCENT", value_parser = auto_runs::parse_percent)]
+    #[arg(group = "definition", long, value_name = "PERCENT", value_parser = auto_runs::parse_percent)]
     target_ci: Option<f64>,
     /// With --runs auto: the most rounds [default: 30]
-    #[arg(long, value_name = "N")]
+    #[arg(group = "definition", long, value_name = "N")]
     max_runs: Option<u32>,
     /// With --runs auto: end within this long (e.g. 90s, 30m, 2h): no run starts that the
     /// runs before it say would end past it
-    #[arg(long, value_name = "DURATION", value_parser = auto_runs::parse_duration)]
+    #[arg(group = "definition", long, value_name = "DURATION", value_parser = auto_runs::parse_duration)]
     max_time: Option<f64>,
     /// Run in a fresh subdirectory of an existing directory (no mkfs, no root needed)
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["device", "image_dir", "image_size"])]
+    #[arg(group = "definition", long, value_name = "DIR", conflicts_with_all = ["device", "image_dir", "image_size"])]
     dir: Option<PathBuf>,
     /// Make the filesystems on this block device (or image file); ALL ITS DATA IS LOST
-    #[arg(long, value_name = "DEVICE", conflicts_with_all = ["image_dir", "image_size"])]
+    #[arg(group = "definition", long, value_name = "DEVICE", conflicts_with_all = ["image_dir", "image_size"])]
     device: Option<PathBuf>,
     /// Overwrite the --device that carries a filesystem or partition table (that device
     /// alone: a device named inside mkfs or mount options needs --force-extra-device)
@@ -290,60 +292,70 @@ struct RunArgs {
     /// ext4 `-J device=`, a further btrfs device); it is checked as --device is. Any other
     /// device or file named in the options, by path, relative path, UUID= or LABEL=, is
     /// refused. Repeatable
-    #[arg(long, value_name = "DEVICE")]
+    #[arg(group = "definition", long, value_name = "DEVICE")]
     extra_device: Vec<PathBuf>,
     /// --extra-device that may be overwritten even though it carries a filesystem or
     /// partition table. Repeatable
-    #[arg(long, value_name = "DEVICE")]
+    #[arg(group = "definition", long, value_name = "DEVICE")]
     force_extra_device: Vec<PathBuf>,
     /// Directory for the loop images [default: /var/tmp]
-    #[arg(long, value_name = "DIR")]
+    #[arg(group = "definition", long, value_name = "DIR")]
     image_dir: Option<PathBuf>,
     /// Size of each loop image (sparse), e.g. 8G [default: sized to the workloads]
-    #[arg(long, value_name = "SIZE")]
+    #[arg(group = "definition", long, value_name = "SIZE")]
     image_size: Option<String>,
     /// Buffered loop devices (through the host's page cache) instead of direct I/O: the
     /// figures are then partly the host's memory
-    #[arg(long, conflicts_with = "dir")]
+    #[arg(group = "definition", long, conflicts_with = "dir")]
     loop_cache: bool,
     /// Suite name
-    #[arg(long)]
+    #[arg(group = "definition", long)]
     name: Option<String>,
     /// Why this benchmark is run (recorded and printed with the results)
-    #[arg(long)]
+    #[arg(group = "definition", long)]
     purpose: Option<String>,
     /// Age every configuration before its phases: none, light, geriatrix-like or a TOML
     /// profile file. Loop images are aged once per configuration and copied for each run
-    #[arg(long, value_name = "PROFILE")]
+    #[arg(group = "definition", long, value_name = "PROFILE")]
     age: Option<String>,
     /// Measure at these fill levels (percent used), e.g. 0,50,90: each configuration runs
     /// at each level, on a filesystem filled with a deterministic file set
-    #[arg(long, value_name = "LEVELS", value_delimiter = ',', value_parser = crate::aging::parse_fill)]
+    #[arg(group = "definition", long, value_name = "LEVELS", value_delimiter = ',', value_parser = fsbench_testbed::aging::parse_fill)]
     fill: Vec<u8>,
     /// Run each configuration under each of these I/O schedulers of its device's queue
     /// (e.g. mq-deadline,bfq), set before each run and put back after; one configuration
     /// takes `FS:sched=NAME`
-    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    #[arg(
+        group = "definition",
+        long,
+        value_name = "NAMES",
+        value_delimiter = ','
+    )]
     sched: Vec<String>,
     /// Set each run's I/O scheduler on the disk holding a loop image too (the whole
     /// machine's queue: only with this flag; put back after every run, and by `fsbench
     /// clean` after a crash)
-    #[arg(long)]
+    #[arg(group = "definition", long)]
     sched_backing: bool,
     /// Before the first mkfs, write and then read the raw device (or a loop image) for this
     /// long each with O_DIRECT 1 MiB requests: its own speed, shown beside the figures as a
     /// baseline (like `hdparm -t`) [default: 3s]
-    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "3s", value_parser = auto_runs::parse_duration)]
+    #[arg(group = "definition", long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "3s", value_parser = auto_runs::parse_duration)]
     baseline: Option<f64>,
     /// Run each configuration under each of these background loads from stress-ng: none,
     /// cpu:N (N CPU workers), io:N (N disk workers writing beside the image), or cpu:N+io:M;
     /// started before each run's phases and stopped after; one configuration takes
     /// `FS:bg=LOAD`
-    #[arg(long, value_name = "LOADS", value_delimiter = ',')]
+    #[arg(
+        group = "definition",
+        long,
+        value_name = "LOADS",
+        value_delimiter = ','
+    )]
     background: Vec<String>,
     /// Probe the free space again after each run's phases, before its filesystem is
     /// unmounted (fallocate, count the pieces, remove), as after aging
-    #[arg(long)]
+    #[arg(group = "definition", long)]
     probe_after_run: bool,
     #[command(flatten)]
     crash: crash::CrashArgs,
@@ -375,198 +387,21 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     export_markdown: Option<PathBuf>,
     /// Run what an interrupted suite did not finish (its definition comes from the database)
-    #[arg(long, value_name = "ID", conflicts_with_all = ["suite", "fs", "workloads", "archive", "command_phase", "runs", "target_ci", "max_runs", "max_time", "dir", "device", "extra_device", "force_extra_device", "image_dir", "image_size", "loop_cache", "name", "purpose", "age", "fill", "sched", "sched_backing", "baseline", "background", "probe_after_run"])]
+    #[arg(long, value_name = "ID")]
     resume: Option<i64>,
     #[cfg(feature = "mpi")]
     #[command(flatten)]
     mpi: mpi_run::MpiArgs,
 }
 
-/// `--workload`'s long help, generated from the workloads' option tables.
-fn workload_help() -> String {
-    Params::help()
-}
-
-impl RunArgs {
-    /// The suite: the file's (or the default), with the command line applied on top.
-    fn suite(&self) -> anyhow::Result<Suite> {
-        let mut suite = match &self.suite {
-            Some(path) => crate::define::read_suite(path)?,
-            None => Suite::default(),
-        };
-        if !self.fs.is_empty() {
-            suite.configs = self
-                .fs
-                .iter()
-                .map(|f| crate::define::parse_fs_with(f, &suite.drivers))
-                .collect::<anyhow::Result<Vec<_>>>()?
-                .into_iter()
-                .flatten()
-                .collect();
-        }
-        let commands = (!self.command_phase.is_empty())
-            .then(|| {
-                CommandParams::from_flags(
-                    self.command_setup.clone(),
-                    &self.command_phase,
-                    self.command_cleanup.clone(),
-                    self.command_timeout,
-                    self.command_space.as_deref().map(parse_size).transpose()?,
-                )
-            })
-            .transpose()?;
-        let given = !self.workloads.is_empty() || !self.archive.is_empty() || commands.is_some();
-        if given {
-            let mut workloads: Vec<Params> = self
-                .workloads
-                .iter()
-                .map(|w| Params::parse_list(w))
-                .collect::<anyhow::Result<Vec<_>>>()?
-                .into_iter()
-                .flatten()
-                .chain(commands.map(Params::Command))
-                .collect();
-            // An archive's name is a file name, commas and all, not workload options.
-            for archive in &self.archive {
-                workloads.push(Params::Archive(ArchiveParams::from_file(archive)?));
-            }
-            suite.workloads = workloads.iter().map(Params::spec).collect();
-        }
-        let default_suite = self.suite.is_none() && !given;
-        if suite.workloads.is_empty() {
-            suite.workloads = crate::define::default_workloads();
-        }
-        // The default run answers its question within its budget: rounds until the
-        // figures are precise enough, or until the time is up (see the README).
-        if default_suite && self.runs.is_none() {
-            suite.set_auto_runs(AutoRuns {
-                max_secs: Some(DEFAULT_MAX_SECS),
-                ..AutoRuns::default()
-            });
-        }
-        auto_runs::apply(
-            &mut suite,
-            self.runs,
-            self.target_ci,
-            self.max_runs,
-            self.max_time,
-        )?;
-        if let Some(name) = &self.name {
-            suite.name = name.clone();
-        }
-        if let Some(purpose) = &self.purpose {
-            suite.purpose = purpose.clone();
-        } else if default_suite && suite.purpose.is_empty() {
-            suite.purpose = DEFAULT_PURPOSE.to_string();
-        }
-        if self.no_drop_caches {
-            suite.drop_caches = false;
-        }
-        if let Some(age) = &self.age {
-            suite.age = Some(age.clone());
-        }
-        if !self.fill.is_empty() {
-            suite.fill = self.fill.clone();
-        }
-        if !self.sched.is_empty() {
-            suite.sched = self.sched.clone();
-        }
-        if self.sched_backing {
-            suite.sched_backing = true;
-        }
-        if self.baseline.is_some() {
-            suite.baseline = self.baseline;
-        }
-        if !self.background.is_empty() {
-            suite.background = self.background.clone();
-        }
-        if self.probe_after_run {
-            suite.probe_after = true;
-        }
-        self.crash.apply(&mut suite);
-        if let Some(v) = self.min_phase_secs {
-            suite.min_phase_secs = v;
-        }
-        if let Some(v) = self.max_cv {
-            suite.max_cv_percent = v;
-        }
-        let explicit_target = self.dir.is_some()
-            || self.device.is_some()
-            || self.image_dir.is_some()
-            || self.image_size.is_some();
-        if let Some(dir) = &self.dir {
-            suite.target = TargetSpec::Dir {
-                path: absolute(dir),
-            };
-        } else if let Some(device) = &self.device {
-            suite.target = TargetSpec::Device {
-                path: absolute(device),
-                force: self.force,
-                loop_cache: false,
-            };
-        } else if explicit_target {
-            let size = self.image_size.as_deref().map(parse_size).transpose()?;
-            if size == Some(0) {
-                return Err(invalid("--image-size must be larger than 0"));
-            }
-            suite.target = TargetSpec::Image {
-                dir: absolute(&self.image_dir.clone().unwrap_or_else(default_image_dir)),
-                size,
-                loop_cache: false,
-            };
-        }
-        if self.loop_cache {
-            match &mut suite.target {
-                TargetSpec::Image { loop_cache, .. } | TargetSpec::Device { loop_cache, .. } => {
-                    *loop_cache = true
-                }
-                TargetSpec::Dir { .. } => {
-                    return Err(invalid(
-                        "--loop-cache applies only to loop images and image files",
-                    ));
-                }
-            }
-        }
-        let extra = self.extra_device.iter().map(|p| (p, false));
-        let forced = self.force_extra_device.iter().map(|p| (p, true));
-        for (path, force) in extra.chain(forced) {
-            suite.extra_devices.push(ExtraDevice {
-                path: absolute(path),
-                force,
-            });
-        }
-        if self.force {
-            match &mut suite.target {
-                TargetSpec::Device { force, .. } => *force = true,
-                _ => return Err(invalid("--force applies only to --device")),
-            }
-        }
-        // Without root fsbench cannot make filesystems; the default suite then runs on a
-        // directory here instead, and says so. An explicit request for mkfs fails instead.
-        if !tools::is_root() && suite.target.makes_filesystems() {
-            if self.suite.is_none() && !explicit_target && self.fs.is_empty() {
-                console::say(
-                    "fsbench: not root, so no filesystems can be made (mkfs, mount and loop \
-                     devices need root) and caches cannot be dropped; running on a fresh \
-                     directory under the current directory instead",
-                );
-                suite.target = TargetSpec::Dir {
-                    path: PathBuf::from("."),
-                };
-            } else {
-                return Err(FsbenchError::NotRoot(
-                    "making filesystems (mkfs, mount, losetup)".into(),
-                )
-                .into());
-            }
-        }
-        Ok(suite)
-    }
-}
-
-/// `path` made absolute, so a stored suite means the same place when resumed elsewhere.
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+/// The `-w` line of `-h`, its workloads the registry's.
+fn workload_short_help() -> String {
+    let kinds: Vec<&str> = WORKLOADS.iter().map(|w| w.kind.name).collect();
+    format!(
+        "Workloads: `KIND:PRESET,KEY=VALUE,FLAG` ({}); several as `-w A,B` or -w repeated. \
+         `--help` lists every option and preset",
+        kinds.join(", ")
+    )
 }
 
 /// `--db` with a command that stores nothing would silently mean nothing.
@@ -591,7 +426,7 @@ fn refuse_unused_db(cli: &Cli) -> anyhow::Result<()> {
 
 /// Entry point of the `fsbench` binary.
 pub fn main() -> ExitCode {
-    crate::diag::set_sink(console::say);
+    fsbench_measure::diag::set_sink(console::say);
     let cli = Cli::parse();
     // The daemon serves a loop device: none of the suite's handlers, stores or checks.
     if let Command::CrashRecorder(args) = &cli.command {

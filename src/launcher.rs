@@ -63,7 +63,7 @@ pub(crate) fn refuse_uncoordinated(mpi_run: bool) -> anyhow::Result<()> {
          with)"
             .to_string()
     };
-    Err(crate::error::invalid(format!(
+    Err(fsbench_measure::error::invalid(format!(
         "started as one of {n} MPI ranks ({var}), but {why}: the ranks would run uncoordinated \
          copies into one database; run it without the launcher"
     )))

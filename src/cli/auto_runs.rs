@@ -1,7 +1,7 @@
 //! `--runs N | auto` and the options of `--runs auto`.
 
-use crate::error::invalid;
-use crate::suite::Suite;
+use fsbench_measure::error::invalid;
+use fsbench_model::suite::Suite;
 
 /// `--runs`: a number, or `auto`.
 #[derive(Debug, Clone, Copy)]

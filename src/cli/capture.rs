@@ -13,15 +13,15 @@ use clap::Args;
 mod calibrate;
 
 use super::output::write_stdout;
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{PhaseRecorder, Progress};
-use crate::testbed::check_dir_space;
-use crate::testbed::scratch::Scratch;
-use crate::workload::command::process::{self, Exit, Step};
-use crate::workload::replay::strace::{Parser, STRACE_ARGS};
-use crate::workload::replay::trace::{Call, Entry, Program, TraceWriter, call_line};
-use crate::workload::replay::{Summary, left_at, replay_into, snapshot};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::units::{format_bytes, group_thousands};
+use fsbench_testbed::testbed::check_dir_space;
+use fsbench_testbed::testbed::scratch::Scratch;
+use fsbench_workloads::command::process::{self, Exit, Step};
+use fsbench_workloads::replay::strace::{Parser, STRACE_ARGS};
+use fsbench_workloads::replay::trace::{Call, Entry, Program, TraceWriter, call_line};
+use fsbench_workloads::replay::{Summary, left_at, replay_into, snapshot};
 
 #[derive(Debug, Args)]
 pub(super) struct CaptureArgs {
@@ -88,7 +88,7 @@ pub(super) fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result
             root.display()
         )));
     }
-    let strace = crate::tools::require("strace", "strace")?;
+    let strace = fsbench_measure::tools::require("strace", "strace")?;
     find_command(&args.command[0])?;
     // The trace is written, and strace writes its raw text, in a scratch directory beside
     // the trace that a state file names (with the cgroup the command runs in): `fsbench
@@ -114,7 +114,7 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     let found = if cmd.contains('/') {
         Path::new(cmd).is_file()
     } else {
-        crate::tools::find(cmd).is_some()
+        fsbench_measure::tools::find(cmd).is_some()
     };
     if found {
         Ok(())

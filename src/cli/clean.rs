@@ -3,11 +3,11 @@
 use std::process::ExitCode;
 
 use super::output::write_stdout;
-use crate::testbed::scratch;
+use fsbench_testbed::testbed::scratch;
 
 /// Cleans every stale state file; what is done goes to stdout, what is left to stderr.
 pub(super) fn clean() -> anyhow::Result<ExitCode> {
-    let report = crate::testbed::clean::clean_stale();
+    let report = fsbench_testbed::testbed::clean::clean_stale();
     if report.done.is_empty() && report.left.is_empty() {
         super::console::say(&format!(
             "fsbench: nothing to clean in {}",

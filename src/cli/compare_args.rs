@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::stats::compare;
+use fsbench_stats::compare;
 
 #[derive(Debug, clap::Args)]
 pub(super) struct CompareArgs {

@@ -3,10 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::phase_progress::{LineNames, PhaseBar, short_duration};
-use crate::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
-use crate::runner::observer::{Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan};
+use fsbench_engine::runner::observer::{
+    Diagnostic, Observer, PhaseStart, PreparationStart, SuitePlan,
+};
+use fsbench_measure::phase_progress::{LineNames, PhaseBar, short_duration};
 use fsbench_model::aging::Preparation;
+use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, Skipped};
 
 /// `text` on stderr, wrapped at words to the terminal's width with the lines it continues
 /// on indented, so that no word breaks in two; as one line where stderr is no terminal. A
@@ -17,7 +19,7 @@ pub(crate) fn say(text: &str) {
         .ok()
         .map(|w| w.ws_col)
         .filter(|w| *w >= 40);
-    let wrapped = crate::report::fit::wrap(text, width, 0, 4);
+    let wrapped = fsbench_report::fit::wrap(text, width, 0, 4);
     let _ = std::io::stderr().write_all(wrapped.as_bytes());
 }
 
@@ -201,7 +203,7 @@ impl Observer for Console {
         if let Some(prep) = prep {
             say(&format!(
                 "fsbench: {label}: {}",
-                crate::report::aging::summary(prep)
+                fsbench_report::aging::summary(prep)
             ));
         }
     }
@@ -216,7 +218,7 @@ impl Observer for Console {
             .iter()
             .flat_map(|p| p.notes.iter().map(move |n| (p, n)))
         {
-            let skeleton = crate::report::notes::skeleton(note);
+            let skeleton = fsbench_report::notes::skeleton(note);
             if !self.notes_said.contains(&skeleton) {
                 self.notes_said.push(skeleton);
                 say(&format!(
@@ -254,7 +256,7 @@ impl Observer for Console {
             None => {}
         }
         if let Some(p) = &r.probe_after {
-            parts.push(crate::report::aging::after_run_text(p));
+            parts.push(fsbench_report::aging::after_run_text(p));
         }
         if let Some(f) = &r.fsck {
             parts.push(format!(

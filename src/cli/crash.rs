@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::output::write_stdout;
-use crate::crash;
+use fsbench_testbed::crash;
 
 /// `fsbench crash`'s subcommands.
 #[derive(Debug, clap::Args)]
@@ -41,7 +41,9 @@ pub(super) fn run(command: &CrashCommand) -> anyhow::Result<ExitCode> {
             let state = match state.as_str() {
                 "end" => None,
                 n => Some(n.parse::<u32>().map_err(|_| {
-                    crate::error::invalid(format!("state `{n}`: give a state's number or `end`"))
+                    fsbench_measure::error::invalid(format!(
+                        "state `{n}`: give a state's number or `end`"
+                    ))
                 })?),
             };
             let what = crash::show(recording, state, output)?;
@@ -79,7 +81,7 @@ pub(super) fn recorder(args: &RecorderArgs) -> ExitCode {
 pub(super) struct CrashArgs {
     /// Check N crash states of every configuration (one more run of each workload, recorded
     /// under the filesystem; loop images only); one configuration takes `FS:crash=N`
-    #[arg(long, value_name = "N", value_parser = crate::define::parse_crash)]
+    #[arg(long, value_name = "N", value_parser = fsbench_testbed::define::parse_crash)]
     crash_states: Option<u32>,
     /// Check a configuration's crash states for at most this long (states not started by
     /// then are not checked; the count checked says so) [default: 30m]
@@ -98,7 +100,7 @@ pub(super) struct CrashArgs {
 }
 
 impl CrashArgs {
-    pub(super) fn apply(&self, suite: &mut crate::suite::Suite) {
+    pub(super) fn apply(&self, suite: &mut fsbench_model::suite::Suite) {
         let options = &mut suite.crash;
         options.states = self.crash_states.or(options.states);
         options.time_secs = self.crash_time.or(options.time_secs);

@@ -8,12 +8,13 @@ use anyhow::Context;
 use clap::Args;
 use rustix::fs::{Mode, OFlags};
 
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
-use crate::report::fdtree as report;
-use crate::runner::phases::{PhaseSettings, run_phase};
-use crate::workload::Workload;
-use crate::workload::tree::{self, Tree, TreeParams};
+use fsbench_engine::runner::phases::{PhaseSettings, run_phase};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
+use fsbench_model::results::PhaseRecord;
+use fsbench_report::fdtree as report;
+use fsbench_workloads::WorkloadParams;
+use fsbench_workloads::tree::{self, Tree, TreeParams};
 
 /// fdtree.bash's options. Unset numbers take fdtree's defaults (-l 4 -d 10 -f 10 -s 10), except
 /// with -R, where they are read from the tree that -C left.
@@ -123,34 +124,8 @@ fn existing_tree(dir: &Path) -> anyhow::Result<String> {
 }
 
 pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
-    match args.dir.metadata() {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(invalid(format!(
-                "-o {}: not a directory",
-                args.dir.display()
-            )));
-        }
-        Err(e) => return Err(invalid(format!("-o {}: {e}", args.dir.display()))),
-    }
-    // fdtree: neither or both of -C and -R means both.
-    let (create, remove) = if args.create_only == args.remove_only {
-        (true, true)
-    } else {
-        (args.create_only, args.remove_only)
-    };
-    let base = if create {
-        tree::default_base_name()
-    } else {
-        existing_tree(&args.dir)?
-    };
+    let (create, remove, base, params) = what_to_run(args)?;
     let shown = args.dir.join(&base);
-    let params = if !create && !args.given() {
-        infer_params(&shown)?
-    } else {
-        args.params()
-    };
-    params.validate()?;
     let dir = rustix::fs::open(
         &args.dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -164,18 +139,21 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         progress,
     };
     let mut console = super::console::Console::new(!args.debug);
-    let phases: Vec<usize> = (0..workload.phases().len())
-        .filter(|&p| {
-            if p <= tree::FILE_CREATE {
-                create
-            } else {
-                remove
-            }
-        })
-        .collect();
+    let left_at = || {
+        format!(
+            "{}; remove it with `fsbench fdtree -R -o {}`",
+            shown.display(),
+            args.dir.display()
+        )
+    };
+    // fdtree's phases: the workload runs them by index, in this order.
+    let phases = (tree::Phase::FDTREE.into_iter().enumerate()).filter(|(_, p)| match p {
+        tree::Phase::DirCreate | tree::Phase::FileCreate => create,
+        _ => remove,
+    });
     let start = Instant::now();
     let mut failed_calls = 0;
-    for index in phases {
+    for (index, phase) in phases {
         super::write_stdout(&format!("{}\n", report::date()))?;
         let tin = start.elapsed().as_secs_f64();
         let record = run_phase(
@@ -188,43 +166,14 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         )
         .inspect_err(|_| {
             super::console::say(&format!(
-                "fsbench: the partial tree is left at {}; remove it with `fsbench fdtree -R -o {}`",
-                shown.display(),
-                args.dir.display()
+                "fsbench: the partial tree is left at {}",
+                left_at()
             ));
         })?;
-        // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
-        let tout = tin + record.measurement.elapsed_secs();
-        super::write_stdout(&format!(
-            "{}\n{}",
-            report::date(),
-            report::phase_block(index, tin, tout, &record.measurement)
-        ))?;
-        if args.debug {
-            for (op, l) in &record.measurement.latency {
-                super::console::say(&format!(
-                    "  {op:9} calls {:>9}  p50 {:>9.1} µs  p99 {:>9.1} µs  max {:>10.1} µs",
-                    l.count,
-                    l.p50_ns as f64 / 1e3,
-                    l.p99_ns as f64 / 1e3,
-                    l.max_ns as f64 / 1e3
-                ));
-            }
-        }
-        for (errno, n) in &record.measurement.errors {
-            super::console::say(&format!(
-                "fsbench: {}: {n} failed calls ({errno})",
-                workload.phases()[index].name
-            ));
-            failed_calls += n;
-        }
+        failed_calls += print_phase(args, phase, tin, &record)?;
     }
     if create && !remove {
-        super::console::say(&format!(
-            "fsbench: tree left at {}; remove it with `fsbench fdtree -R -o {}`",
-            shown.display(),
-            args.dir.display()
-        ));
+        super::console::say(&format!("fsbench: tree left at {}", left_at()));
     }
     if failed_calls > 0 {
         return Err(FsbenchError::Failed(format!(
@@ -233,4 +182,73 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
         .into());
     }
     Ok(())
+}
+
+/// Which of fdtree's halves run (neither or both of -C and -R means both), the tree's root
+/// name (a new one, or the one -C left) and its parameters (given, or read from that tree).
+fn what_to_run(args: &FdtreeArgs) -> anyhow::Result<(bool, bool, String, TreeParams)> {
+    match args.dir.metadata() {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(invalid(format!(
+                "-o {}: not a directory",
+                args.dir.display()
+            )));
+        }
+        Err(e) => return Err(invalid(format!("-o {}: {e}", args.dir.display()))),
+    }
+    let (create, remove) = if args.create_only == args.remove_only {
+        (true, true)
+    } else {
+        (args.create_only, args.remove_only)
+    };
+    let base = if create {
+        tree::default_base_name()
+    } else {
+        existing_tree(&args.dir)?
+    };
+    let params = if !create && !args.given() {
+        infer_params(&args.dir.join(&base))?
+    } else {
+        args.params()
+    };
+    params.validate()?;
+    Ok((create, remove, base, params))
+}
+
+/// A phase's block as fdtree prints it (IN at `tin` seconds), its latencies with `-v`, and
+/// its failed calls, counted (returned) and said.
+fn print_phase(
+    args: &FdtreeArgs,
+    phase: tree::Phase,
+    tin: f64,
+    record: &PhaseRecord,
+) -> anyhow::Result<u64> {
+    // fdtree's TOTAL is OUT - IN; here both come from the phase's own clock.
+    let tout = tin + record.measurement.elapsed_secs();
+    super::write_stdout(&format!(
+        "{}\n{}",
+        report::date(),
+        report::phase_block(phase, tin, tout, &record.measurement)
+    ))?;
+    if args.debug {
+        for (op, l) in &record.measurement.latency {
+            super::console::say(&format!(
+                "  {op:9} calls {:>9}  p50 {:>9.1} µs  p99 {:>9.1} µs  max {:>10.1} µs",
+                l.count,
+                l.p50_ns as f64 / 1e3,
+                l.p99_ns as f64 / 1e3,
+                l.max_ns as f64 / 1e3
+            ));
+        }
+    }
+    let mut failed_calls = 0;
+    for (errno, n) in &record.measurement.errors {
+        super::console::say(&format!(
+            "fsbench: {}: {n} failed calls ({errno})",
+            phase.info().name
+        ));
+        failed_calls += n;
+    }
+    Ok(failed_calls)
 }

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::{Progress, RunArgs, run};
-use crate::error::invalid;
-use crate::workload::Params;
-use crate::workload::filebench::FilebenchParams;
+use fsbench_measure::error::invalid;
+use fsbench_workloads::Params;
+use fsbench_workloads::WorkloadParams;
+use fsbench_workloads::filebench::FilebenchParams;
 
 #[derive(Debug, clap::Args)]
 pub(super) struct FilebenchArgs {
@@ -41,10 +42,11 @@ pub(super) fn run(
 ) -> anyhow::Result<ExitCode> {
     let mut params = match (&args.file, &args.personality) {
         (Some(file), _) => FilebenchParams::from_file(file, args.runtime)?,
-        (None, Some(spec)) => match Params::parse(&format!("personality:{spec}"))? {
-            Params::Personality(p) => p,
-            _ => unreachable!("parsed as a personality"),
-        },
+        (None, Some(spec)) => {
+            let parsed = Params::parse(&format!("personality:{spec}"))?;
+            let params = parsed.get::<FilebenchParams>();
+            params.expect("parsed as a personality").clone()
+        }
         (None, None) => return Err(invalid("give a workload file or --personality NAME")),
     };
     if let (None, Some(secs)) = (&args.file, args.runtime) {
@@ -59,7 +61,7 @@ pub(super) fn run(
     run::only_run_options(&args.run, "fsbench filebench runs one workload file")?;
     run::run_given(
         &args.run,
-        vec![Params::Personality(params).spec()],
+        vec![Params::from(params).spec()],
         db,
         progress,
         None,

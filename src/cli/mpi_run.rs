@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use super::RunArgs;
 use super::run::run_suite;
-use crate::error::invalid;
-use crate::measure::Progress;
-use crate::mpi::{MpiOptions, Session};
-use crate::store::Store;
+use fsbench_engine::mpi::{MpiOptions, Session};
+use fsbench_measure::error::invalid;
+use fsbench_measure::measure::Progress;
+use fsbench_store::Store;
 
 /// The options that only mean something under a launcher.
 #[derive(Debug, clap::Args)]

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::RunArgs;
-use crate::report::fit::View;
-use crate::report::formats::{Report, named};
-use crate::results::SuiteResult;
+use fsbench_model::results::SuiteResult;
+use fsbench_report::fit::View;
+use fsbench_report::formats::{Report, named};
 
 /// `run`'s and `show`'s report on stdout.
 pub(super) fn print_result(

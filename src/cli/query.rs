@@ -3,6 +3,13 @@
 use super::output::write_output;
 use super::*;
 
+/// Stored suite `id`, what its records say worked out.
+pub(super) fn load(store: &Store, id: i64) -> anyhow::Result<SuiteResult> {
+    let mut result = store.load(id, Params::label_of)?;
+    summarize(&mut result)?;
+    Ok(result)
+}
+
 /// Loads the suites that `specs` (ID or ID:CONFIG) name, and the columns they select.
 pub(super) fn load_columns(
     store: &Store,
@@ -16,7 +23,7 @@ pub(super) fn load_columns(
             .parse()
             .map_err(|_| invalid(format!("`{spec}`: expected a suite ID or ID:CONFIG")))?;
         if !suites.iter().any(|s| s.id == Some(id)) {
-            suites.push(store.load(id)?);
+            suites.push(load(store, id)?);
         }
         let suite = suites
             .iter()
@@ -50,22 +57,23 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
         return Err(invalid("--noise must be a non-negative percentage"));
     }
     let comparison = compare::compare(&suites, &columns, 0, args.noise);
-    let stack_warnings = crate::report::stack::compare_warnings(&suites, &columns);
+    let stack_warnings = fsbench_report::stack::compare_warnings(&suites, &columns);
     match args.output_format {
         CompareFormat::Table => {
-            let width = report::fit::View::terminal(false).width;
-            let mut text = report::compare::render(&columns, &comparison, width, args.details);
+            let width = fsbench_report::fit::View::terminal(false).width;
+            let mut text =
+                fsbench_report::compare::render(&columns, &comparison, width, args.details);
             for w in &stack_warnings {
-                text.push_str(&report::fit::wrap(&format!("! {w}"), width, 0, 2));
+                text.push_str(&fsbench_report::fit::wrap(&format!("! {w}"), width, 0, 2));
             }
-            for line in report::crash::column_lines(&suites, &columns) {
-                text.push_str(&report::fit::wrap(&line, width, 0, 2));
+            for line in fsbench_report::crash::column_lines(&suites, &columns) {
+                text.push_str(&fsbench_report::fit::wrap(&line, width, 0, 2));
             }
             write_stdout(&text)?
         }
         CompareFormat::Json => write_stdout(
             &(serde_json::to_string_pretty(&serde_json::json!({
-                "schema_version": crate::results::SCHEMA_VERSION,
+                "schema_version": fsbench_model::results::SCHEMA_VERSION,
                 "columns": columns,
                 "stack_warnings": stack_warnings,
                 "noise_percent": comparison.noise_percent,
@@ -73,7 +81,7 @@ pub(super) fn compare_cmd(args: &CompareArgs, store: &Store) -> anyhow::Result<E
                 "corrections": comparison.families,
                 "rows": comparison.rows,
                 "answers": comparison.answers(),
-                "crash_safety": report::crash::column_lines(&suites, &columns),
+                "crash_safety": fsbench_report::crash::column_lines(&suites, &columns),
             }))? + "\n"),
         )?,
     }
@@ -130,15 +138,15 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     let store = Store::open(db)?;
     match command {
         Command::List { limit, .. } => {
-            let width = report::fit::View::terminal(false).width;
-            write_stdout(&list_text(&store.list(*limit)?, width))?;
+            let width = fsbench_report::fit::View::terminal(false).width;
+            write_stdout(&list_text(&store.list(*limit, Params::label_of)?, width))?;
         }
         Command::Show {
             id,
             all,
             output_format,
             ..
-        } => print_result(&store.load(*id)?, *output_format, *all)?,
+        } => print_result(&load(&store, *id)?, *output_format, *all)?,
         Command::Compare(args) => return compare_cmd(args, &store),
         Command::Rank {
             columns,
@@ -147,51 +155,23 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
             group,
             weight,
             ..
-        } => {
-            use crate::stats::rank::{Placing, rank};
-            let (suites, columns) = load_columns(&store, columns)?;
-            let placing = if *equal_footing {
-                Placing::EqualFooting
-            } else {
-                Placing::Significance
-            };
-            let safety = report::crash::column_lines(&suites, &columns);
-            let ranking = rank(&suites, columns, placing).weighted(&weights(weight)?)?;
-            let width = report::fit::View::terminal(false).width;
-            let mut text = String::new();
-            if *per_workload {
-                for workload in ranking.workloads() {
-                    let family = ranking.of_workload(workload);
-                    text.push_str(&format!(
-                        "== {workload} ==\n{}\n",
-                        report::ranking::render(&family, width)
-                    ));
-                }
-            }
-            for (name, members) in groups(&ranking, group)? {
-                text.push_str(&format!(
-                    "== {name} ==\n{}\n",
-                    report::ranking::render(&ranking.of_workloads(&members), width)
-                ));
-            }
-            if *per_workload || !group.is_empty() {
-                text.push_str("== All workloads ==\n");
-            }
-            text.push_str(&report::ranking::render(&ranking, width));
-            for line in safety {
-                text.push_str(&report::fit::wrap(&line, width, 0, 2));
-            }
-            write_stdout(&text)?;
-        }
+        } => rank_cmd(
+            &store,
+            columns,
+            *equal_footing,
+            *per_workload,
+            group,
+            weight,
+        )?,
         Command::Export {
             id, format, output, ..
         } => {
-            let result = store.load(*id)?;
+            let result = load(&store, *id)?;
             write_output(output.as_deref(), &output::export_text(&result, *format)?)?;
         }
         Command::Report(args) => {
             let (suites, columns) = load_columns(&store, &args.columns)?;
-            let html = report::html::render(&suites, &columns, args.noise);
+            let html = fsbench_report::html::render(&suites, &columns, args.noise);
             write_output(Some(&args.output), &html)?;
             if args.output != Path::new("-") {
                 super::console::say(&format!(
@@ -217,9 +197,55 @@ pub(super) fn query(command: &Command, db: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `fsbench rank`: the columns' ranking, per workload and per group where asked, then over
+/// all workloads.
+fn rank_cmd(
+    store: &Store,
+    columns: &[String],
+    equal_footing: bool,
+    per_workload: bool,
+    group: &[String],
+    weight: &[String],
+) -> anyhow::Result<()> {
+    use fsbench_stats::rank::{Placing, rank};
+    let (suites, columns) = load_columns(store, columns)?;
+    let placing = if equal_footing {
+        Placing::EqualFooting
+    } else {
+        Placing::Significance
+    };
+    let safety = fsbench_report::crash::column_lines(&suites, &columns);
+    let ranking = rank(&suites, columns, placing).weighted(&weights(weight)?)?;
+    let width = fsbench_report::fit::View::terminal(false).width;
+    let mut text = String::new();
+    if per_workload {
+        for workload in ranking.workloads() {
+            let family = ranking.of_workload(workload);
+            text.push_str(&format!(
+                "== {workload} ==\n{}\n",
+                fsbench_report::ranking::render(&family, width)
+            ));
+        }
+    }
+    for (name, members) in groups(&ranking, group)? {
+        text.push_str(&format!(
+            "== {name} ==\n{}\n",
+            fsbench_report::ranking::render(&ranking.of_workloads(&members), width)
+        ));
+    }
+    if per_workload || !group.is_empty() {
+        text.push_str("== All workloads ==\n");
+    }
+    text.push_str(&fsbench_report::ranking::render(&ranking, width));
+    for line in safety {
+        text.push_str(&fsbench_report::fit::wrap(&line, width, 0, 2));
+    }
+    write_stdout(&text)
+}
+
 /// The suites as a table; on a terminal too narrow for it, one block per suite whose lists
 /// wrap between their items, never inside a name.
-pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16>) -> String {
+pub(super) fn list_text(suites: &[fsbench_store::SuiteListing], width: Option<u16>) -> String {
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_header([
@@ -232,7 +258,7 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
         "Status",
     ]);
     // To the minute, as a person reads it: 2026-11-23 06:00.
-    let started = |s: &crate::store::SuiteListing| -> String {
+    let started = |s: &fsbench_store::SuiteListing| -> String {
         s.started_at.replace('T', " ").chars().take(16).collect()
     };
     for s in suites {
@@ -246,7 +272,8 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
             s.status.clone(),
         ]);
     }
-    let Some(width) = width.filter(|w| report::fit::rendered_width(&t) > usize::from(*w)) else {
+    let Some(width) = width.filter(|w| fsbench_report::fit::rendered_width(&t) > usize::from(*w))
+    else {
         return format!("{t}\n");
     };
     let mut out = String::new();
@@ -260,11 +287,16 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
             s.runs_planned,
             s.name
         );
-        out.push_str(&report::fit::wrap(&head, Some(width), 0, 4));
+        out.push_str(&fsbench_report::fit::wrap(&head, Some(width), 0, 4));
         for items in [&s.configurations, &s.workloads] {
             // Non-breaking spaces inside an item keep it whole when the line wraps.
             let joined: Vec<String> = items.iter().map(|i| i.replace(' ', "\u{a0}")).collect();
-            out.push_str(&report::fit::wrap(&joined.join(", "), Some(width), 4, 6));
+            out.push_str(&fsbench_report::fit::wrap(
+                &joined.join(", "),
+                Some(width),
+                4,
+                6,
+            ));
         }
     }
     out
@@ -274,7 +306,7 @@ pub(super) fn list_text(suites: &[crate::store::SuiteListing], width: Option<u16
 fn weights(options: &[String]) -> anyhow::Result<Vec<(String, f64)>> {
     (options.iter())
         .map(|option| {
-            let (phase, weight) = crate::units::name_value(option)
+            let (phase, weight) = fsbench_measure::units::name_value(option)
                 .and_then(|(p, w)| Some((p, w.trim().parse::<f64>().ok()?)))
                 .ok_or_else(|| {
                     invalid(format!(
@@ -289,12 +321,12 @@ fn weights(options: &[String]) -> anyhow::Result<Vec<(String, f64)>> {
 /// `--group NAME=WORKLOAD` options as named groups of the ranking's workloads, in the order
 /// first named.
 fn groups<'a>(
-    ranking: &'a crate::stats::rank::Ranking,
+    ranking: &'a fsbench_stats::rank::Ranking,
     options: &[String],
 ) -> anyhow::Result<Vec<(String, Vec<&'a str>)>> {
     let mut out: Vec<(String, Vec<&str>)> = Vec::new();
     for option in options {
-        let Some((name, member)) = crate::units::name_value(option) else {
+        let Some((name, member)) = fsbench_measure::units::name_value(option) else {
             return Err(invalid(format!(
                 "--group {option}: expected NAME=WORKLOAD (a workload's label or kind)"
             )));

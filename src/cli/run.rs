@@ -1,12 +1,13 @@
-//! `fsbench run` and `fsbench ffsb`: a suite from the command line or a file, run with the
-//! database and the console as observers, then printed.
+//! `fsbench run` and `fsbench ffsb`: a suite from the command line or a file (its arguments
+//! applied over the file's), run with the database and the console as observers, then
+//! printed.
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::*;
-use crate::workload::io::jobfile;
+use fsbench_workloads::io::jobfile;
 
 /// The command line as given, and the suite file's text, as recorded with the suite.
 fn command_record(args: &RunArgs) -> String {
@@ -93,7 +94,7 @@ pub(super) fn ffsb(
 ) -> anyhow::Result<ExitCode> {
     let run_args = &args.run;
     only_run_options(run_args, "fsbench ffsb runs one profile")?;
-    let mut params = crate::workload::ffsb::FfsbParams::from_file(&args.profile)?;
+    let mut params = fsbench_workloads::ffsb::FfsbParams::from_file(&args.profile)?;
     if let Some(t) = args.time {
         params.time = Some(t);
         params.validate()?;
@@ -105,7 +106,7 @@ pub(super) fn ffsb(
     }
     run_given(
         run_args,
-        vec![Params::Ffsb(params).spec()],
+        vec![Params::from(params).spec()],
         db,
         progress,
         None,
@@ -161,7 +162,7 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
         None => jobfile::Cap::default(),
     };
     let jobs = jobfile::read(&args.jobfile, &cap)?;
-    let workloads = jobs.into_iter().map(|j| Params::Io(j).spec()).collect();
+    let workloads = jobs.into_iter().map(|j| Params::from(j).spec()).collect();
     let scaled = cap.describe();
     if let Some(line) = &scaled {
         super::console::say(&format!("fsbench: fio: {line}"));
@@ -176,7 +177,7 @@ pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
             // Claimed before loading, so the runs found done stay done: no other process
             // adds to the suite while this one holds it.
             store.claim_suite(id)?;
-            let previous = store.load(id)?;
+            let previous = super::query::load(&store, id)?;
             (previous.suite.clone(), Some(previous))
         }
         None => (args.suite()?, None),
@@ -227,4 +228,196 @@ pub(super) fn run_suite(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+impl RunArgs {
+    /// The suite: the file's (or the default), with the command line applied on top.
+    pub(super) fn suite(&self) -> anyhow::Result<Suite> {
+        let mut suite = match &self.suite {
+            Some(path) => fsbench_testbed::define::read_suite(path)?,
+            None => Suite::default(),
+        };
+        if !self.fs.is_empty() {
+            suite.configs = (self.fs.iter())
+                .map(|f| fsbench_testbed::define::parse_fs_with(f, &suite.drivers))
+                .collect::<anyhow::Result<Vec<_>>>()?
+                .into_iter()
+                .flatten()
+                .collect();
+        }
+        let given = self.apply_workloads(&mut suite)?;
+        let default_suite = self.suite.is_none() && !given;
+        if suite.workloads.is_empty() {
+            suite.workloads = fsbench_testbed::define::default_workloads();
+        }
+        // The default run answers its question within its budget: rounds until the
+        // figures are precise enough, or until the time is up (see the README).
+        if default_suite && self.runs.is_none() {
+            suite.set_auto_runs(AutoRuns {
+                max_secs: Some(DEFAULT_MAX_SECS),
+                ..AutoRuns::default()
+            });
+        }
+        auto_runs::apply(
+            &mut suite,
+            self.runs,
+            self.target_ci,
+            self.max_runs,
+            self.max_time,
+        )?;
+        self.apply_settings(&mut suite);
+        if default_suite && self.purpose.is_none() && suite.purpose.is_empty() {
+            suite.purpose = DEFAULT_PURPOSE.to_string();
+        }
+        let explicit_target = self.apply_target(&mut suite)?;
+        // Without root fsbench cannot make filesystems; the default suite then runs on a
+        // directory here instead, and says so. An explicit request for mkfs fails instead.
+        if !tools::is_root() && suite.target.makes_filesystems() {
+            if self.suite.is_some() || explicit_target || !self.fs.is_empty() {
+                return Err(FsbenchError::NotRoot(
+                    "making filesystems (mkfs, mount, losetup)".into(),
+                )
+                .into());
+            }
+            console::say(
+                "fsbench: not root, so no filesystems can be made (mkfs, mount and loop \
+                 devices need root) and caches cannot be dropped; running on a fresh \
+                 directory under the current directory instead",
+            );
+            suite.target = TargetSpec::Dir {
+                path: PathBuf::from("."),
+            };
+        }
+        Ok(suite)
+    }
+
+    /// The workloads given (`-w`, `--archive`, `--command-phase`) in place of the suite's;
+    /// whether any were.
+    fn apply_workloads(&self, suite: &mut Suite) -> anyhow::Result<bool> {
+        let commands = (!self.command_phase.is_empty())
+            .then(|| {
+                CommandParams::from_flags(
+                    self.command_setup.clone(),
+                    &self.command_phase,
+                    self.command_cleanup.clone(),
+                    self.command_timeout,
+                    self.command_space.as_deref().map(parse_size).transpose()?,
+                )
+            })
+            .transpose()?;
+        let given = !self.workloads.is_empty() || !self.archive.is_empty() || commands.is_some();
+        if !given {
+            return Ok(false);
+        }
+        let mut workloads: Vec<Params> = (self.workloads.iter())
+            .map(|w| Params::parse_list(w))
+            .collect::<anyhow::Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .chain(commands.map(Params::from))
+            .collect();
+        // An archive's name is a file name, commas and all, not workload options.
+        for archive in &self.archive {
+            workloads.push(ArchiveParams::from_file(archive)?.into());
+        }
+        suite.workloads = workloads.iter().map(Params::spec).collect();
+        Ok(true)
+    }
+
+    /// The settings given, over the suite's: one flag, one field.
+    fn apply_settings(&self, suite: &mut Suite) {
+        if let Some(name) = &self.name {
+            suite.name = name.clone();
+        }
+        if let Some(purpose) = &self.purpose {
+            suite.purpose = purpose.clone();
+        }
+        suite.drop_caches &= !self.no_drop_caches;
+        if let Some(age) = &self.age {
+            suite.age = Some(age.clone());
+        }
+        if !self.fill.is_empty() {
+            suite.fill = self.fill.clone();
+        }
+        if !self.sched.is_empty() {
+            suite.sched = self.sched.clone();
+        }
+        suite.sched_backing |= self.sched_backing;
+        if self.baseline.is_some() {
+            suite.baseline = self.baseline;
+        }
+        if !self.background.is_empty() {
+            suite.background = self.background.clone();
+        }
+        suite.probe_after |= self.probe_after_run;
+        self.crash.apply(suite);
+        if let Some(v) = self.min_phase_secs {
+            suite.min_phase_secs = v;
+        }
+        if let Some(v) = self.max_cv {
+            suite.max_cv_percent = v;
+        }
+    }
+
+    /// The target given (`--dir`, `--device`, `--image-dir`, `--image-size`), its loop
+    /// cache, the extra devices and `--force`, over the suite's; whether a target was given.
+    fn apply_target(&self, suite: &mut Suite) -> anyhow::Result<bool> {
+        let explicit_target = self.dir.is_some()
+            || self.device.is_some()
+            || self.image_dir.is_some()
+            || self.image_size.is_some();
+        if let Some(dir) = &self.dir {
+            suite.target = TargetSpec::Dir {
+                path: absolute(dir),
+            };
+        } else if let Some(device) = &self.device {
+            suite.target = TargetSpec::Device {
+                path: absolute(device),
+                force: self.force,
+                loop_cache: false,
+            };
+        } else if explicit_target {
+            let size = self.image_size.as_deref().map(parse_size).transpose()?;
+            if size == Some(0) {
+                return Err(invalid("--image-size must be larger than 0"));
+            }
+            suite.target = TargetSpec::Image {
+                dir: absolute(&self.image_dir.clone().unwrap_or_else(default_image_dir)),
+                size,
+                loop_cache: false,
+            };
+        }
+        if self.loop_cache {
+            match &mut suite.target {
+                TargetSpec::Image { loop_cache, .. } | TargetSpec::Device { loop_cache, .. } => {
+                    *loop_cache = true
+                }
+                TargetSpec::Dir { .. } => {
+                    return Err(invalid(
+                        "--loop-cache applies only to loop images and image files",
+                    ));
+                }
+            }
+        }
+        let extra = self.extra_device.iter().map(|p| (p, false));
+        let forced = self.force_extra_device.iter().map(|p| (p, true));
+        for (path, force) in extra.chain(forced) {
+            suite.extra_devices.push(ExtraDevice {
+                path: absolute(path),
+                force,
+            });
+        }
+        if self.force {
+            match &mut suite.target {
+                TargetSpec::Device { force, .. } => *force = true,
+                _ => return Err(invalid("--force applies only to --device")),
+            }
+        }
+        Ok(explicit_target)
+    }
+}
+
+/// `path` made absolute, so a stored suite means the same place when resumed elsewhere.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }

@@ -1,7 +1,7 @@
 //! What Ctrl-C, SIGTERM and SIGHUP do to a running suite.
 
-use crate::measure::Progress;
-use crate::testbed::scratch;
+use fsbench_measure::measure::Progress;
+use fsbench_testbed::testbed::scratch;
 
 /// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, `tmux kill-session`) set the cancel flag:
 /// the running phase stops at its next operation and everything is unmounted and detached. A

@@ -30,8 +30,8 @@ fn every_argument_has_help() {
 /// precise or its time budget would run out; anything the user chose stays as chosen.
 #[test]
 fn the_default_run_has_auto_runs_with_a_time_cap() {
-    use crate::suite::{AutoRuns, DEFAULT_MAX_SECS};
     use clap::Parser;
+    use fsbench_model::suite::{AutoRuns, DEFAULT_MAX_SECS};
     let auto = |args: &[&str]| -> Option<AutoRuns> {
         let argv = ["fsbench", "run", "--dir", "/tmp"].iter().chain(args);
         let Cli {
@@ -55,7 +55,7 @@ fn the_default_run_has_auto_runs_with_a_time_cap() {
 /// `list` on a narrow terminal: blocks whose lines fit and never break inside a label.
 #[test]
 fn list_fits_80_columns_without_breaking_a_name() {
-    let suite = crate::store::SuiteListing {
+    let suite = fsbench_store::SuiteListing {
         id: 12,
         started_at: "2026-11-23T06:00:12Z".into(),
         name: "a suite with a rather long name".into(),
@@ -100,8 +100,8 @@ fn runs_help_states_the_default_runs_budget() {
         .replace('\n', " ");
     let budget = format!(
         "up to {} rounds within about {} minutes",
-        crate::suite::AutoRuns::default().max_runs,
-        crate::suite::DEFAULT_MAX_SECS / 60.0
+        fsbench_model::suite::AutoRuns::default().max_runs,
+        fsbench_model::suite::DEFAULT_MAX_SECS / 60.0
     );
     assert!(help.contains(&budget), "{help}");
 }

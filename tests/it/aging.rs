@@ -7,14 +7,14 @@ use std::os::fd::AsFd;
 use std::path::Path;
 
 use crate::common::*;
-use fsbench::aging::{Usage, churn, digest, probe, profile};
-use fsbench::config::FsConfig;
-use fsbench::drivers::FsTypeExt;
-use fsbench::measure::Progress;
-use fsbench::testbed::{FreshFs, Target, Teardown};
-use fsbench::workload::SpaceNeed;
+use fsbench_measure::measure::Progress;
+use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::testbed::TargetSpec;
+use fsbench_testbed::aging::{Usage, churn, digest, probe, profile};
+use fsbench_testbed::drivers::FsTypeExt;
+use fsbench_testbed::testbed::{FreshFs, Target, Teardown};
+use fsbench_workloads::SpaceNeed;
 
 /// A fresh `fs` on a loop image of `size` in `dir`, handed to `f`, then torn down (fsck run).
 fn on_fresh<R>(dir: &Path, fs: FsType, size: u64, f: impl FnOnce(&FreshFs) -> R) -> (R, Teardown) {
@@ -31,7 +31,7 @@ fn on_fresh<R>(dir: &Path, fs: FsType, size: u64, f: impl FnOnce(&FreshFs) -> R)
     (out, fresh.finish().unwrap())
 }
 
-fn light() -> fsbench::model::aging::AgeProfile {
+fn light() -> fsbench_model::aging::AgeProfile {
     profile::resolve("light").unwrap().unwrap()
 }
 

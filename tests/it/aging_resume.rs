@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use crate::common::*;
-use fsbench::testbed::scratch::MARKER;
+use fsbench_testbed::testbed::scratch::MARKER;
 
 /// Runs of suite 1 committed as ok so far, read straight from the database.
 fn committed_runs(db: &Path) -> i64 {

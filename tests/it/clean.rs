@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use fsbench::testbed::scratch::{AttachedLoop, MARKER, QueueRecord, State};
+use fsbench_testbed::testbed::scratch::{AttachedLoop, MARKER, QueueRecord, State};
 
 /// A state file for `base/fsbench.<n>` whose owner is gone (no lock file, no such pid), and
 /// the directory itself, marked as fsbench marks the directories it makes.
@@ -341,7 +341,7 @@ fn clean_detaches_the_loop_device_a_killed_run_recorded_for_a_given_image() {
     let deadline = Instant::now() + limit();
     let mounted = || {
         loops_below(user.path()).into_iter().find(|device| {
-            fsbench::testbed::mounts::mounts()
+            fsbench_testbed::testbed::mounts::mounts()
                 .iter()
                 .any(|m| Path::new(&m.source) == device)
         })
@@ -450,13 +450,13 @@ fn a_loop_device_that_detaches_late_fails_its_run_not_the_suite() {
     let dev = PathBuf::from(&device.dev);
     let holder = std::fs::File::open(&dev).unwrap();
     let started = Instant::now();
-    let e = fsbench::testbed::scratch::detach_loop_within(&dev, Duration::from_millis(500))
+    let e = fsbench_testbed::testbed::scratch::detach_loop_within(&dev, Duration::from_millis(500))
         .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(30));
     assert!(
         matches!(
             e.downcast_ref(),
-            Some(fsbench::error::FsbenchError::RunLost(_))
+            Some(fsbench_measure::error::FsbenchError::RunLost(_))
         ),
         "{e:#}"
     );

@@ -46,7 +46,7 @@ pub fn is_root() -> bool {
 }
 
 pub fn has_tool(name: &str) -> bool {
-    fsbench::tools::find(name).is_some()
+    fsbench_measure::tools::find(name).is_some()
 }
 
 /// Says that a test is skipped and why, on the real stderr: libtest captures `println!` and
@@ -141,12 +141,12 @@ pub fn pid_written(file: &Path) -> i32 {
 
 /// Mount points at or below `dir`.
 pub fn mounts_below(dir: &Path) -> Vec<PathBuf> {
-    fsbench::testbed::mounts::mounts_below(dir)
+    fsbench_testbed::testbed::mounts::mounts_below(dir)
 }
 
 /// Loop devices whose backing file is at or below `dir`.
 pub fn loops_below(dir: &Path) -> Vec<PathBuf> {
-    fsbench::testbed::scratch::loop_devices()
+    fsbench_testbed::testbed::scratch::loop_devices()
         .into_iter()
         .filter(|(_, backing)| backing.starts_with(dir))
         .map(|(dev, _)| dev)
@@ -454,4 +454,13 @@ pub fn device_run(state: &Path, dev: &str, fs: &str, workload: &str) -> Output {
         "--device", dev, "--force", "--fs", fs, "--runs", "1", "-w", workload,
     ];
     run(json_run(state).args(args))
+}
+
+/// Suite `id` of the database at `db` as `fsbench show` reads it: the stored records, what
+/// they say worked out.
+pub fn load_suite(db: &Path, id: i64) -> fsbench_model::results::SuiteResult {
+    let store = fsbench_store::Store::open(db).unwrap();
+    let mut result = store.load(id, fsbench_workloads::Params::label_of).unwrap();
+    fsbench_engine::runner::summarize(&mut result).unwrap();
+    result
 }

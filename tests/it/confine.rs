@@ -17,8 +17,8 @@ use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, Timespec, Timestamps, Xattr
 
 use crate::common::*;
 use crate::traces::{TraceText, seen};
-use fsbench::measure::{PhaseRecorder, Progress};
-use fsbench::workload::replay::{ReplayReport, replay_into};
+use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_workloads::replay::{ReplayReport, replay_into};
 
 /// Rounds of each kind's calls against the racing threads.
 const ROUNDS: usize = 2000;

@@ -127,7 +127,7 @@ fn check_extents_match_filefrag(fs: &str, size_mib: u64) {
     }
     let fragmented = fragmented_file(&m.mnt, "fragmented");
     status(&mut Command::new("sync"));
-    let mut mapper = fsbench::extents::Mapper::new();
+    let mut mapper = fsbench_measure::extents::Mapper::new();
     let mut counts = Vec::new();
     for path in [&contiguous, &small, &sparse, &fragmented] {
         let file = std::fs::File::open(path).unwrap();

@@ -43,7 +43,7 @@ fn walk(root: &Path) -> (u64, u64, u64) {
 
 #[test]
 fn presets_counts_hold_on_a_created_tree() {
-    use fsbench::workload::tree::TreeParams;
+    use fsbench_workloads::tree::TreeParams;
     for preset in [
         "small-shallow",
         "small-deep",

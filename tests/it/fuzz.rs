@@ -7,9 +7,9 @@
 
 use crate::common::*;
 use crate::traces::{bounded, seen};
-use fsbench::workload::Params;
-use fsbench::workload::archive::tarfile::TarReader;
-use fsbench::workload::ffsb::profile;
+use fsbench_workloads::Params;
+use fsbench_workloads::archive::tarfile::TarReader;
+use fsbench_workloads::ffsb::profile;
 use proptest::prelude::*;
 
 const CASES: u32 = 2000;
@@ -227,7 +227,7 @@ proptest! {
         rest in "(:(mkfs|mount|label)=[a-zA-Z0-9 ^,=:'\"/_-]{0,16}){0,3}",
     ) {
         let text = format!("{fs}{rest}");
-        match fsbench::define::parse_fs(&text) {
+        match fsbench_testbed::define::parse_fs(&text) {
             Ok(configs) => prop_assert!(configs.iter().all(|c| !c.label.is_empty())),
             Err(e) => assert_clear(&e, &text),
         }
@@ -237,7 +237,7 @@ proptest! {
     fn ffsb_profiles_parse_or_say_why(lines in prop::collection::vec(profile_line(), 0..24)) {
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&Params::Ffsb(params)),
+            Ok(params) => exercise(&Params::from(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }
@@ -257,7 +257,7 @@ proptest! {
         }
         let text = lines.join("\n");
         match profile::parse(&text, "fuzz") {
-            Ok(params) => exercise(&Params::Ffsb(params)),
+            Ok(params) => exercise(&Params::from(params)),
             Err(e) => assert_clear(&e, &text),
         }
     }
@@ -265,9 +265,9 @@ proptest! {
     #[test]
     fn suite_files_parse_or_say_why(lines in prop::collection::vec(suite_line(), 0..12)) {
         let text = lines.join("\n");
-        match fsbench::define::parse_suite(&text) {
+        match fsbench_testbed::define::parse_suite(&text) {
             Ok(suite) => {
-                let _ = fsbench::define::validate(&suite);
+                let _ = fsbench_testbed::define::validate(&suite);
                 for w in &suite.workloads {
                     match Params::of(w) {
                         Ok(w) => exercise(&w),
@@ -460,7 +460,7 @@ fn damaged_line() -> impl Strategy<Value = String> {
 /// at times at its edges (descriptors of any number, lengths of 2^64 - 1, times that
 /// overflow).
 fn trace_call() -> impl Strategy<Value = String> {
-    let kinds: Vec<&str> = fsbench::workload::replay::trace::Kind::ALL
+    let kinds: Vec<&str> = fsbench_workloads::replay::trace::Kind::ALL
         .iter()
         .map(|k| k.name())
         .collect();

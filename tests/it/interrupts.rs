@@ -270,12 +270,12 @@ fn a_panic_unmounts_and_detaches() {
     if !can_run("panic cleanup", &["mkfs.ext4"]) {
         return;
     }
-    use fsbench::config::FsConfig;
-    use fsbench::drivers::FsTypeExt;
-    use fsbench::testbed::Target;
-    use fsbench::workload::SpaceNeed;
+    use fsbench_model::config::FsConfig;
     use fsbench_model::filesystem::FsType;
     use fsbench_model::testbed::TargetSpec;
+    use fsbench_testbed::drivers::FsTypeExt;
+    use fsbench_testbed::testbed::Target;
+    use fsbench_workloads::SpaceNeed;
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     let result = std::panic::catch_unwind(move || {
@@ -327,7 +327,7 @@ fn ctrl_c_while_mount_runs_is_an_interruption() {
     let (dir, state, bin) = (tempdir(), tempdir(), tempdir());
     // A `mount` that is slow to start, so Ctrl-C reaches the process group while it runs.
     let marker = bin.path().join("mount-started");
-    let real = fsbench::tools::find("mount").unwrap();
+    let real = fsbench_measure::tools::find("mount").unwrap();
     let wrapper = bin.path().join("mount");
     std::fs::write(
         &wrapper,

@@ -26,7 +26,7 @@ fn every_cell_moves_its_file_on_every_thread() {
     assert!(out.status.success());
     let doc = json(&out);
     let cells = cells(&doc);
-    let tests: Vec<&str> = fsbench::workload::iozone::TESTS
+    let tests: Vec<&str> = fsbench_workloads::iozone::TESTS
         .iter()
         .map(|t| t.0)
         .collect();

@@ -148,9 +148,9 @@ fn clean_finishes_a_killed_command_phase_whose_grandchild_keeps_ntfs_busy() {
     clean_after_a_killed_command_phase("ntfs");
 }
 
-/// A SIGKILLed capture leaves strace's raw text, the partial trace and the command's cgroup:
-/// `clean` removes all of it (killing what still runs in the cgroup), saying what the partial
-/// trace was; the trace itself was never written.
+/// A SIGKILLed capture leaves strace's raw text (the trace is made from it once the command
+/// ends) and the command's cgroup: `clean` removes both (killing what still runs in the
+/// cgroup), saying what the scratch directory held; the trace itself was never written.
 #[test]
 fn clean_removes_what_a_killed_capture_left() {
     if !can_run("clean after a killed capture", &["strace"]) {
@@ -189,7 +189,8 @@ fn clean_removes_what_a_killed_capture_left() {
         "one scratch directory beside the trace: {left:?}"
     );
     let scratch = left[0].path();
-    assert!(scratch.join("strace.txt").exists() && scratch.join("trace.partial").exists());
+    assert!(scratch.join("strace.txt").exists(), "{scratch:?} holds no strace text");
+    assert!(!trace.exists(), "a killed capture wrote its trace");
     let cgroup = cgroup.filter(|c| {
         c.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("fsbench-"))

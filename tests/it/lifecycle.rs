@@ -265,7 +265,7 @@ fn mounted_and_root_devices_are_refused() {
     assert_eq!(out.status.code(), Some(3));
     assert!(mounted_err.contains("mounted at"), "{mounted_err}");
 
-    let root = fsbench::testbed::mounts::mount_containing(Path::new("/")).unwrap();
+    let root = fsbench_testbed::testbed::mounts::mount_containing(Path::new("/")).unwrap();
     if root.source.starts_with("/dev/") {
         let out = run(fsbench(state.path()).args([
             "run",

@@ -41,7 +41,7 @@ fn run_watching(dir: &Path, state: &Path, args: &[&str]) -> (std::process::Outpu
                         continue;
                     };
                     let listed = output_within(
-                        Command::new(fsbench::tools::find("losetup").unwrap())
+                        Command::new(fsbench_measure::tools::find("losetup").unwrap())
                             .args(["--list", "--noheadings", "--output", "DIO,LOG-SEC"])
                             .arg(&device),
                         limit(),

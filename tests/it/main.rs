@@ -3,6 +3,9 @@
 //! shares (the zfs-fuse daemon, the backing disk's scheduler, a load, MPI) hold
 //! `common::machine_wide()`.
 
+// A test binary has no crate boundary: its helpers are `pub` for its modules.
+#![allow(unreachable_pub)]
+
 mod common;
 
 mod aging;

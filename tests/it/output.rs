@@ -89,7 +89,7 @@ fn known_formats(
 /// unknown name is refused naming the known ones.
 #[test]
 fn every_report_renders_a_suite_with_its_workload() {
-    use fsbench::workload::{Params, WORKLOADS};
+    use fsbench_workloads::{Params, WORKLOADS};
     let (dir, state) = (tempdir(), tempdir());
     let db = state.path().join("results.db");
     let job = state.path().join("read.fio");
@@ -167,7 +167,7 @@ fn every_report_renders_a_suite_with_its_workload() {
         }
         for name in &names {
             for ((kind, _), id) in suites.iter().zip(&ids) {
-                let own = Params::parse(kind).unwrap().kind().reports;
+                let own = Params::parse(kind).unwrap().reports();
                 let out = run(fsbench(state.path())
                     .arg("--db")
                     .arg(&db)

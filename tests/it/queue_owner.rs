@@ -7,7 +7,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
-use fsbench::testbed::scratch::State;
+use fsbench_testbed::testbed::scratch::State;
 
 /// The active scheduler of a `queue/scheduler` file's text.
 fn active(text: &str) -> String {

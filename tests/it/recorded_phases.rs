@@ -7,10 +7,10 @@
 use std::path::Path;
 
 use crate::common::*;
-use fsbench::config::FsConfig;
-use fsbench::results::{ConfigInfo, RunRecord, SuiteResult, SuiteStatus};
-use fsbench::store::Store;
-use fsbench::workload::Params;
+use fsbench_model::config::FsConfig;
+use fsbench_model::results::{ConfigInfo, RunRecord, SuiteResult, SuiteStatus};
+use fsbench_store::Store;
+use fsbench_workloads::Params;
 use serde_json::json;
 
 /// A completed suite of `tree:quick-shallow` on one configuration, recorded as this fsbench
@@ -29,7 +29,7 @@ fn suite(edit: impl FnOnce(&mut SuiteResult)) -> SuiteResult {
         mount_options: None,
         crash: Vec::new(),
     });
-    fsbench::workload::record_workloads(&mut r).unwrap();
+    fsbench_workloads::record_workloads(&mut r).unwrap();
     edit(&mut r);
     r
 }
@@ -109,7 +109,7 @@ fn reports_and_statistics_use_the_recorded_phases() {
     let dir = tempdir();
     let db = dir.path().join("r.db");
     let id = save(&db, &r);
-    let loaded = Store::open(&db).unwrap().load(id).unwrap();
+    let loaded = load_suite(&db, id);
     assert_eq!(loaded.workload_records, r.workload_records);
     let made = (loaded.summaries.iter()).filter(|s| s.phase == "file-make");
     let metrics: Vec<(&str, &str)> = made.map(|s| (&*s.metric, &*s.unit)).collect();
@@ -158,7 +158,7 @@ fn a_suite_stored_before_the_record_renders_as_a_recorded_one() {
         1
     );
     drop(conn);
-    let loaded = Store::open(&old.1).unwrap().load(old.0).unwrap();
+    let loaded = load_suite(&old.1, old.0);
     assert_eq!(loaded.workload_records, r.workload_records);
     let (want, got) = (outputs(&recorded.1, recorded.0), outputs(&old.1, old.0));
     assert!(got[0].contains("file-create"), "{}", got[0]);

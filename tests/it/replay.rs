@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use crate::common::*;
 use crate::traces::hand_trace;
-use fsbench::measure::{PhaseRecorder, Progress};
-use fsbench::workload::replay::{ReplayReport, replay_into};
+use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_workloads::replay::{ReplayReport, replay_into};
 
 pub(crate) fn can_capture(test: &str, tools: &[&str]) -> bool {
     for t in ["strace"].iter().chain(tools) {

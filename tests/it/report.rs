@@ -9,7 +9,7 @@ use crate::common::*;
 fn chromium() -> Option<std::path::PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
-        .find_map(|n| fsbench::tools::find(n))
+        .find_map(|n| fsbench_measure::tools::find(n))
 }
 
 /// Runs headless Chromium on `page` with fresh state; returns (stdout, stderr).

@@ -17,7 +17,7 @@ fn sys(path: impl AsRef<Path>) -> String {
 }
 
 fn tool_output(program: &str, args: &[&str]) -> String {
-    let out = run(Command::new(fsbench::tools::find(program).unwrap()).args(args));
+    let out = run(Command::new(fsbench_measure::tools::find(program).unwrap()).args(args));
     assert!(out.status.success(), "{program} {args:?} failed");
     text(&out.stdout).trim().to_string()
 }

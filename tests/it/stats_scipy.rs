@@ -4,11 +4,11 @@
 use std::process::Command;
 
 use crate::common::{run, skip, status};
-use fsbench::results::CiMethod;
-use fsbench::stats::correction::{benjamini_hochberg, holm};
-use fsbench::stats::difference::Welch;
-use fsbench::stats::difference::{Difference, mann_whitney_p};
-use fsbench::stats::{confidence_interval, summarize};
+use fsbench_model::results::CiMethod;
+use fsbench_stats::correction::{benjamini_hochberg, holm};
+use fsbench_stats::difference::Welch;
+use fsbench_stats::difference::{Difference, mann_whitney_p};
+use fsbench_stats::{confidence_interval, summarize};
 
 /// Deterministic pseudo-random samples (a 64-bit LCG), so failures can be reproduced.
 fn samples(seed: u64, n: usize, mean: f64, spread: f64) -> Vec<f64> {
@@ -235,7 +235,7 @@ fn run_order_trends_match_scipy() {
     let Some(python) = scipy_python() else { return };
     let mut cases: Vec<Vec<f64>> = (0..12u64)
         .map(|c| {
-            let n = fsbench::stats::trend::TREND_MIN_RUNS + c as usize;
+            let n = fsbench_stats::trend::TREND_MIN_RUNS + c as usize;
             let noise = samples(c + 40, n, 0.0, 10.0);
             // Some drift upwards, some down, some none; values rounded to make ties.
             let slope = (c as f64 - 6.0) / 2.0;
@@ -258,7 +258,7 @@ fn run_order_trends_match_scipy() {
     let lines = scipy_lines(python, &script);
     assert_eq!(lines.len(), cases.len());
     for (case, (v, reference)) in cases.iter().zip(lines).enumerate() {
-        let t = fsbench::stats::trend::run_order_trend(v).unwrap();
+        let t = fsbench_stats::trend::run_order_trend(v).unwrap();
         assert!(
             (t.rho - reference[0]).abs() < 1e-12,
             "case {case}: rho {} vs {reference:?}",

@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::common::tarball::*;
-use fsbench::measure::{PhaseRecorder, Progress};
-use fsbench::workload::archive::tarfile::TarReader;
-use fsbench::workload::archive::{ArchiveParams, Source, extract_into};
+use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_workloads::archive::tarfile::TarReader;
+use fsbench_workloads::archive::{ArchiveParams, Source, extract_into};
 
 /// Reads every member of `bytes`; their names, or the error's text.
 fn read_tar(bytes: &[u8]) -> Result<Vec<String>, String> {

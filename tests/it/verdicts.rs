@@ -1,18 +1,18 @@
 //! Verdicts on synthetic suites: runs with known differences and spreads are saved through
 //! the results database (no filesystem is run), loaded back and compared.
 
-use fsbench::config::FsConfig;
-use fsbench::results::{
+use fsbench_measure::sysinfo::SystemInfoExt;
+use fsbench_model::config::FsConfig;
+use fsbench_model::measurement::{Dim, DimValue, Figure, PhaseMeasurement};
+use fsbench_model::results::{
     ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, SuiteResult,
     SuiteStatus, TargetInfo, WorkloadKey,
 };
-use fsbench::stats::compare::{ALPHA, Column, Role, Verdict, compare, suite_columns};
-use fsbench::store::Store;
-use fsbench::suite::Suite;
-use fsbench::sysinfo::SystemInfoExt;
-use fsbench::workload::Params;
-use fsbench_model::measurement::{Dim, DimValue, Figure, PhaseMeasurement};
+use fsbench_model::suite::Suite;
 use fsbench_model::system::SystemInfo;
+use fsbench_stats::compare::{ALPHA, Column, Role, Verdict, compare, suite_columns};
+use fsbench_store::Store;
+use fsbench_workloads::Params;
 
 /// Deterministic standard normal draws (SplitMix64 and Box–Muller): independent streams for
 /// nearby seeds, so failures reproduce and runs are not correlated.
@@ -116,7 +116,7 @@ pub(crate) fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) 
         ceilings: Vec::new(),
         workload_records: Vec::new(),
     };
-    fsbench::workload::record_workloads(&mut result).unwrap();
+    fsbench_workloads::record_workloads(&mut result).unwrap();
     let mut store = Store::open(db).unwrap();
     let id = store.begin_suite(&result, "synthetic").unwrap();
     for (c, config_runs) in runs.iter().enumerate() {
@@ -149,7 +149,7 @@ pub(crate) fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) 
     }
     result.status = SuiteStatus::Completed;
     store.finish_suite(id, &result).unwrap();
-    store.load(id).unwrap()
+    crate::common::load_suite(db, id)
 }
 
 /// The verdict on `b` against `a` for the phase `dir-create` (its rate, the primary figure).

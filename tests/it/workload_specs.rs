@@ -1,8 +1,8 @@
 //! Suites stored by earlier versions (JSON in the results database) still read as the same
 //! workloads: same labels, descriptions, phases and parameters.
 
-use fsbench::suite::Suite;
-use fsbench::workload::Params;
+use fsbench_model::suite::Suite;
+use fsbench_workloads::Params;
 
 #[test]
 fn stored_suites_of_the_previous_version_read_the_same() {

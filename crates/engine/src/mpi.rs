@@ -16,14 +16,14 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
 use crate::runner::observer::{Observer, Silent};
 use crate::runner::{RunContext, RunExecutor, finish_run, fresh_for_run};
-use crate::suite::Suite;
-use crate::workload::Params;
 use comm::Comm;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
+use fsbench_model::suite::Suite;
 use fsbench_model::testbed::TargetSpec;
+use fsbench_workloads::Params;
 pub use rank::MpiOptions;
 use rank::{Job, TOKEN_FILE};
 
@@ -86,13 +86,13 @@ impl Session {
             .map(Params::of)
             .collect::<anyhow::Result<Vec<_>>>()?;
         for spec in &workloads {
-            if let Some(why) = (spec.kind().mpi_refusal)(spec) {
+            if let Some(why) = spec.mpi_refusal() {
                 return Err(invalid(format!(
                     "{} cannot run under MPI: {why}",
                     spec.label()
                 )));
             }
-            if self.options.shared_dir && !matches!(spec, Params::Tree(_)) {
+            if self.options.shared_dir && !spec.mpi_shares_directory() {
                 return Err(invalid(format!(
                     "--shared-dir: {} names its files the same on every rank; only tree runs \
                      in a shared directory",
@@ -107,7 +107,7 @@ impl Session {
         }
         if self.options.stonewall.is_some() {
             for spec in &workloads {
-                if let Some(why) = stonewall_refusal(spec) {
+                if let Err(why) = spec.stonewall_phase() {
                     return Err(invalid(format!("--stonewall: {}: {why}", spec.label())));
                 }
             }
@@ -144,23 +144,6 @@ impl Session {
     pub fn stop(&self, failed: bool) {
         let stop = serde_json::to_vec(&Command::Stop { failed }).expect("a command serializes");
         self.comm.broadcast(stop);
-    }
-}
-
-/// Why `--stonewall` cannot stop a workload at its deadline; `None` for tree's file create.
-/// Refused rather than only counted: a count taken from the progress series while every rank
-/// still did all its work would be a different figure under mdtest's name.
-fn stonewall_refusal(spec: &Params) -> Option<&'static str> {
-    match spec {
-        Params::Tree(p) if p.threads > 1 => Some(
-            "a rank's threads would have to stop and agree among themselves as well; give \
-             the threads as ranks (mpirun -np) instead",
-        ),
-        Params::Tree(_) => None,
-        _ => Some(
-            "only tree's file create stops at the deadline (mdtest -W stops file creation); \
-             this workload's phases are of fixed sizes that its later phases need whole",
-        ),
     }
 }
 

@@ -227,4 +227,15 @@ mod tests {
         // A shorter name over a longer one: its NUL ends it.
         assert_eq!(numbered_name(&mut buf, b"d", 7), c"d7");
     }
+
+    #[test]
+    fn fitting_never_exceeds_its_share() {
+        // 80% of 10 GiB over 128 files, in 1 GiB blocks: none fits, so nothing is promised.
+        assert_eq!(fitting_size(10 << 30, 128, 1 << 30), 0);
+        for (free, files, align) in [(1000, 3, 7), (u64::MAX, 16, 4096), (5 << 30, 128, 65536)] {
+            let size = fitting_size(free, files, align);
+            assert_eq!(size % align, 0);
+            assert!(size as u128 * files as u128 <= free as u128 * 4 / 5);
+        }
+    }
 }

@@ -112,40 +112,7 @@ fn remove_deep(
     loop {
         rustix::fs::seek(&current, rustix::fs::SeekFrom::Start(0))
             .map_err(|e| errno_failure(name, e))?;
-        let (mut seen, mut removed, mut child) = (0u64, 0u64, None);
-        let mut entries = RawDir::new(&current, &mut buf);
-        while let Some(entry) = entries.next() {
-            let Ok(entry) = entry else { break };
-            let entry_name = entry.file_name().to_bytes();
-            if entry_name == b"." || entry_name == b".." {
-                continue;
-            }
-            seen += 1;
-            let gone = if entry.file_type() == FileType::Directory {
-                rustix::fs::unlinkat(&current, entry_name, AtFlags::REMOVEDIR)
-            } else {
-                rustix::fs::unlinkat(&current, entry_name, AtFlags::empty())
-            };
-            match gone {
-                Ok(()) => {
-                    rec.record(OpKind::Unlink, Ok(()))?;
-                    rec.unit_done(0)?;
-                    removed += 1;
-                }
-                Err(Errno::NOTEMPTY) | Err(Errno::EXIST) => {
-                    child = Some(entry_name.to_vec());
-                    break;
-                }
-                Err(Errno::ISDIR) => {
-                    child = Some(entry_name.to_vec());
-                    break;
-                }
-                Err(e) => {
-                    rec.record::<()>(OpKind::Unlink, Err(e))?;
-                    rec.note_failure(|| String::from_utf8_lossy(entry_name).into_owned());
-                }
-            }
-        }
+        let (seen, removed, child) = sweep(current.as_fd(), &mut buf, rec)?;
         if let Some(child) = child {
             let Some(next) = rec.record(OpKind::OpenDir, open(current.as_fd(), &child))? else {
                 rec.note_failure(|| String::from_utf8_lossy(&child).into_owned());
@@ -188,6 +155,50 @@ fn remove_deep(
             None => return Ok(()),
         }
     }
+}
+
+/// One pass over `current`: removes what it can until a subdirectory that is not empty;
+/// returns the entries seen, those removed and that subdirectory's name, if one stopped it.
+fn sweep(
+    current: BorrowedFd<'_>,
+    buf: &mut [MaybeUninit<u8>],
+    rec: &mut PhaseRecorder,
+) -> Result<(u64, u64, Option<Vec<u8>>), FsbenchError> {
+    let (mut seen, mut removed, mut child) = (0u64, 0u64, None);
+    let mut entries = RawDir::new(current, buf);
+    while let Some(entry) = entries.next() {
+        let Ok(entry) = entry else { break };
+        let entry_name = entry.file_name().to_bytes();
+        if entry_name == b"." || entry_name == b".." {
+            continue;
+        }
+        seen += 1;
+        let gone = if entry.file_type() == FileType::Directory {
+            rustix::fs::unlinkat(current, entry_name, AtFlags::REMOVEDIR)
+        } else {
+            rustix::fs::unlinkat(current, entry_name, AtFlags::empty())
+        };
+        match gone {
+            Ok(()) => {
+                rec.record(OpKind::Unlink, Ok(()))?;
+                rec.unit_done(0)?;
+                removed += 1;
+            }
+            Err(Errno::NOTEMPTY) | Err(Errno::EXIST) => {
+                child = Some(entry_name.to_vec());
+                break;
+            }
+            Err(Errno::ISDIR) => {
+                child = Some(entry_name.to_vec());
+                break;
+            }
+            Err(e) => {
+                rec.record::<()>(OpKind::Unlink, Err(e))?;
+                rec.note_failure(|| String::from_utf8_lossy(entry_name).into_owned());
+            }
+        }
+    }
+    Ok((seen, removed, child))
 }
 
 fn errno_failure(name: &[u8], e: Errno) -> FsbenchError {

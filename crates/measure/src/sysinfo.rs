@@ -1,4 +1,4 @@
-//! The system a suite ran on, as the kernel says (the record is the model's).
+//! The system a suite ran on and its processes, as the kernel says (the record is the model's).
 
 use fsbench_model::system::SystemInfo;
 
@@ -19,6 +19,15 @@ fn meminfo_bytes(field: &str) -> Option<u64> {
 /// Memory the machine can give a new process without swapping (MemAvailable), if known.
 pub fn available_memory() -> Option<u64> {
     meminfo_bytes("MemAvailable:")
+}
+
+/// Start time of process `pid` in clock ticks since boot; with the pid it names a process
+/// uniquely, since pids are reused.
+pub fn process_start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces; fields after its closing parenthesis are plain.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Gathering the system record: it reads /proc and uname, so it lives here, not in the model.
@@ -65,5 +74,11 @@ mod tests {
         assert!(!s.kernel_release.is_empty());
         assert!(s.cpus >= 1);
         assert!(s.memory_bytes > 64 << 20);
+    }
+
+    #[test]
+    fn start_ticks_of_self_and_nobody() {
+        assert!(process_start_ticks(std::process::id()).is_some());
+        assert!(process_start_ticks(u32::MAX).is_none());
     }
 }

@@ -58,6 +58,21 @@ impl FsConfig {
         FsConfig::plain(label, Some(fs), mkfs, mount)
     }
 
+    /// The configuration `--fs NAME` makes of the built-in filesystem `name`: a fixture for
+    /// the tests of what consumes results, as [`SuiteResult::for_tests`] is.
+    ///
+    /// [`SuiteResult::for_tests`]: crate::results::SuiteResult::for_tests
+    #[doc(hidden)]
+    pub fn for_tests(name: &str) -> FsConfig {
+        let fs = FsType::BUILT_IN.into_iter().find(|f| f.name() == name);
+        FsConfig::new(
+            fs.expect("a built-in filesystem"),
+            Vec::new(),
+            String::new(),
+            None,
+        )
+    }
+
     /// A configuration of `fs` with `mkfs` and `mount` and nothing else (no aging, fill,
     /// scheduler, write cache, background load or user driver).
     pub fn plain(label: String, fs: Option<FsType>, mkfs: Vec<String>, mount: String) -> FsConfig {

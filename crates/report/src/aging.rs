@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 use maud::{Markup, PreEscaped, html};
 
-use crate::results::SuiteResult;
 use fsbench_model::aging::{Preparation, Probe};
+use fsbench_model::results::SuiteResult;
 use fsbench_model::units::format_bytes;
 
 fn probe_text(p: &Option<Probe>) -> String {

@@ -1,15 +1,15 @@
 //! The suite's answer, as every view leads with it: per workload a headline (who is fastest
 //! overall, or that it depends on the phase, or that the runs cannot tell), then a line per
 //! phase that says what its verdicts say, in the user's terms. Computed in
-//! [`crate::stats::conclusion`] from the verdicts of every pair, which `show` prints too.
+//! [`fsbench_stats::conclusion`] from the verdicts of every pair, which `show` prints too.
 
-use crate::results::ceiling::{HARNESS_PERCENT, harness_bound};
-use crate::results::{MetricSummary, SuiteResult};
-use crate::stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
-use crate::stats::conclusion::{
+use fsbench_model::results::ceiling::{HARNESS_PERCENT, harness_bound};
+use fsbench_model::results::{MetricSummary, SuiteResult};
+use fsbench_stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
+use fsbench_stats::conclusion::{
     Conclusion, Outcome, PhaseOutcome, RESOLUTION_PERCENT, conclusions,
 };
-use crate::workload::replay::PROGRAM_TIME;
+use fsbench_workloads::replay::PROGRAM_TIME;
 
 /// The answer's lines, each with its level: 0 for a workload's headline, 1 for its phases.
 pub(crate) fn lines(suite: &SuiteResult) -> Vec<(usize, String)> {
@@ -221,7 +221,7 @@ pub(crate) fn phase_line(p: &PhaseOutcome, runs: usize) -> String {
                 Some(n) => format!(" (about {n} runs each would resolve {RESOLUTION_PERCENT}%)"),
                 None => format!(
                     " (resolving {RESOLUTION_PERCENT}% would take over {} runs each)",
-                    crate::stats::difference::MAX_RUNS_ESTIMATE
+                    fsbench_stats::difference::MAX_RUNS_ESTIMATE
                 ),
             };
             format!(

@@ -11,7 +11,7 @@ pub(crate) use sweep::sweep;
 pub(crate) use time::{LatencyRuns, latency, progress};
 
 use super::figure;
-use crate::results::Summary;
+use fsbench_model::results::Summary;
 
 /// Colors of configurations, in order; chosen to stay distinct in print and for color vision
 /// deficiencies (Okabe–Ito).
@@ -154,29 +154,8 @@ pub(crate) fn bars(
                         ))),
                 );
                 if let (Some(lo), Some(hi)) = (s.ci95_low, s.ci95_high) {
-                    let cut = hi > axis.end();
-                    let (x1, x2, yc) = (
-                        LABEL_WIDTH + lo.clamp(0.0, axis.end()) * scale,
-                        LABEL_WIDTH + hi.min(axis.end()) * scale,
-                        y + ROW / 2.0 - 1.0,
-                    );
-                    // A cut whisker has no end cap: it goes on past the axis.
-                    let cap = if cut { 0.0 } else { 6.0 };
-                    for (xa, ya, xb, yb) in [
-                        (x1, yc, x2, yc),
-                        (x1, yc - 6.0, x1, yc + 6.0),
-                        (x2, yc - cap, x2, yc + cap),
-                    ] {
-                        row = row.add(
-                            Line::new()
-                                .set("x1", xa)
-                                .set("y1", ya)
-                                .set("x2", xb)
-                                .set("y2", yb)
-                                .set("stroke", "#222")
-                                .set("stroke-width", 1.5)
-                                .set("class", "error-bar"),
-                        );
+                    for line in whisker(lo, hi, &axis, scale, y) {
+                        row = row.add(line);
                     }
                 }
                 let value = match s.stddev {
@@ -190,6 +169,33 @@ pub(crate) fn bars(
         doc = doc.add(row);
     }
     with_axis(doc, bars.len(), &axis, unit)
+}
+
+/// The 95% CI's error bar over a bar at height `y`, cut (no end cap, going on past the
+/// axis) where it reaches beyond the axis.
+fn whisker(lo: f64, hi: f64, axis: &Axis, scale: f64, y: f64) -> [Line; 3] {
+    let cut = hi > axis.end();
+    let (x1, x2, yc) = (
+        LABEL_WIDTH + lo.clamp(0.0, axis.end()) * scale,
+        LABEL_WIDTH + hi.min(axis.end()) * scale,
+        y + ROW / 2.0 - 1.0,
+    );
+    let cap = if cut { 0.0 } else { 6.0 };
+    [
+        (x1, yc, x2, yc),
+        (x1, yc - 6.0, x1, yc + 6.0),
+        (x2, yc - cap, x2, yc + cap),
+    ]
+    .map(|(xa, ya, xb, yb)| {
+        Line::new()
+            .set("x1", xa)
+            .set("y1", ya)
+            .set("x2", xb)
+            .set("y2", yb)
+            .set("stroke", "#222")
+            .set("stroke-width", 1.5)
+            .set("class", "error-bar")
+    })
 }
 
 /// Every run of every configuration as a dot on one axis from 0, a row per configuration,
@@ -388,7 +394,7 @@ mod tests {
 
     #[test]
     fn labels_are_escaped_and_bars_scaled() {
-        let s = crate::stats::summarize(&[10.0, 12.0, 11.0]).unwrap();
+        let s = fsbench_stats::summarize(&[10.0, 12.0, 11.0]).unwrap();
         let svg = bars(
             "Rate <x>",
             "files/s",
@@ -407,8 +413,8 @@ mod tests {
     #[test]
     fn whiskers_and_dots_stay_clear_of_the_value_labels() {
         // Two runs far apart: an interval past the axis's end, cut there; a run at the end.
-        let wide = crate::stats::summarize(&[1.0, 100.0]).unwrap();
-        let steady = crate::stats::summarize(&[99.0, 100.0, 101.0]).unwrap();
+        let wide = fsbench_stats::summarize(&[1.0, 100.0]).unwrap();
+        let steady = fsbench_stats::summarize(&[99.0, 100.0, 101.0]).unwrap();
         let rows = [
             (0, "a".to_string(), Some(&wide)),
             (1, "b".into(), Some(&steady)),

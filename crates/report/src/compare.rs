@@ -1,11 +1,11 @@
 //! Side-by-side comparison of configurations as text: the table, what its words mean, the
 //! corrections applied, and one line per phase that answers the question (computed in
-//! [`crate::stats::compare`]).
+//! [`fsbench_stats::compare`]).
 
 use super::figure;
 use super::fit::{fit, rendered_width, wrap};
-use crate::stats::compare::{Answer, Cell, Column, Comparison, Role, Row, Verdict};
-use crate::stats::difference::TestMethod;
+use fsbench_stats::compare::{Answer, Cell, Column, Comparison, Role, Row, Verdict};
+use fsbench_stats::difference::TestMethod;
 
 /// A p-value as printed: `p < 0.001` or `p = 0.016`.
 pub(crate) fn p_text(p: f64) -> String {
@@ -263,13 +263,13 @@ fn runs_needed_text(n: Option<usize>) -> String {
         Some(n) => format!("need about {n} to tell"),
         None => format!(
             "more than {} runs would be needed",
-            crate::stats::difference::MAX_RUNS_ESTIMATE
+            fsbench_stats::difference::MAX_RUNS_ESTIMATE
         ),
     }
 }
 
 /// `mean ± σ`, or the mean alone from one run.
-fn mean_sd(s: &crate::results::Summary) -> String {
+fn mean_sd(s: &fsbench_model::results::Summary) -> String {
     match s.stddev {
         Some(sd) => format!("{} ± {}", figure(s.mean), figure(sd)),
         None => figure(s.mean),

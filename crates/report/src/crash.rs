@@ -5,9 +5,9 @@
 use std::fmt::Write;
 
 use crate::fit::View;
-use crate::results::SuiteResult;
-use crate::stats::compare::Column;
+use fsbench_model::results::SuiteResult;
 use fsbench_model::results::crash::{CrashSummary, total};
+use fsbench_stats::compare::Column;
 
 /// The configurations of `r` whose states were checked, with their checks as one.
 fn checked(r: &SuiteResult) -> Vec<(&str, CrashSummary)> {
@@ -185,7 +185,7 @@ fn point(suites: &[SuiteResult], columns: &[Column], i: usize, col: &Column) -> 
     let info = (suite.configurations.iter()).find(|c| c.config.label == col.config)?;
     let check = total(&info.crash)?;
     let runs: Vec<f64> = (suite.runs.iter())
-        .filter(|r| r.config == col.config && r.status == crate::results::RunStatus::Ok)
+        .filter(|r| r.config == col.config && r.status == fsbench_model::results::RunStatus::Ok)
         .map(|r| r.phases.iter().map(|p| p.measurement.elapsed_secs()).sum())
         .collect();
     let secs = runs.iter().sum::<f64>() / runs.len().max(1) as f64;

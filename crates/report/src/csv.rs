@@ -1,9 +1,9 @@
 //! CSV export: one row per raw figure of every run (`kind = run`) and one per summary
 //! (`kind = summary`), in long form so that any spreadsheet can pivot it.
 
-use crate::results::SuiteResult;
-use crate::stats::summary::phase_metrics;
 use fsbench_model::measurement::{Dim, DimValue, Figure};
+use fsbench_model::results::SuiteResult;
+use fsbench_stats::summary::phase_metrics;
 
 /// A figure's dimensions in one field: `test=write;file size=65536;record size=4096` (sizes
 /// in bytes, so a spreadsheet can sort them).

@@ -5,9 +5,9 @@ use comfy_table::CellAlignment;
 
 use super::fit::{View, fit, new_table};
 use super::{column_decimals, figure, fixed};
-use crate::measure::LatencySummaryExt;
-use crate::results::{PhaseRecord, RunStatus, SuiteResult};
+use fsbench_measure::measure::LatencySummaryExt;
 use fsbench_model::measurement::{LatencySummary, figure_name};
+use fsbench_model::results::{PhaseRecord, RunStatus, SuiteResult};
 use fsbench_model::units::group_thousands;
 use fsbench_model::workload::PhaseInfo;
 

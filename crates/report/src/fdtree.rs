@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::workload::tree::{self, TreeParams};
 use fsbench_model::measurement::PhaseMeasurement;
+use fsbench_workloads::tree::{Phase, TreeParams};
 
 /// The header fdtree prints before it starts.
 pub fn header(params: &TreeParams, base: &str) -> String {
@@ -50,7 +50,7 @@ pub fn date() -> String {
 }
 
 /// The TIME IN, OUT, TOTAL block of one phase; `tin` and `tout` are seconds since the start.
-pub fn phase_block(phase: usize, tin: f64, tout: f64, m: &PhaseMeasurement) -> String {
+pub fn phase_block(phase: Phase, tin: f64, tout: f64, m: &PhaseMeasurement) -> String {
     let rate = m.ops_per_sec();
     let mut out = String::new();
     // In whole milliseconds, so that TOTAL is OUT − IN as printed, as fdtree's is.
@@ -63,11 +63,11 @@ pub fn phase_block(phase: usize, tin: f64, tout: f64, m: &PhaseMeasurement) -> S
         ms(tout_ms - tin_ms)
     );
     match phase {
-        tree::DIR_CREATE => {
+        Phase::DirCreate => {
             let _ = writeln!(out, "DIRECTORY CREATE TIME IN, OUT, TOTAL = {times}");
             let _ = writeln!(out, "\tDirectory creates per second =  {rate:.1}");
         }
-        tree::FILE_CREATE => {
+        Phase::FileCreate => {
             let _ = writeln!(out, "FILE CREATE TIME IN, OUT, TOTAL      = {times}");
             let _ = writeln!(out, "\tFile creates per second      =  {rate:.1}");
             let _ = writeln!(
@@ -76,14 +76,16 @@ pub fn phase_block(phase: usize, tin: f64, tout: f64, m: &PhaseMeasurement) -> S
                 m.kib_per_sec()
             );
         }
-        tree::FILE_REMOVE => {
+        Phase::FileRemove => {
             let _ = writeln!(out, "FILE REMOVE TIME IN, OUT, TOTAL      = {times}");
             let _ = writeln!(out, "\tFile removals per second     =  {rate:.1}");
         }
-        _ => {
+        Phase::DirRemove => {
             let _ = writeln!(out, "DIRECTORY REMOVE TIME IN, OUT, TOTAL = {times}");
             let _ = writeln!(out, "\tDirectory removals per second =  {rate:.1}");
         }
+        // mdtest's phases: fdtree has no block for them.
+        Phase::FileStat | Phase::FileRead => {}
     }
     out
 }
@@ -116,7 +118,7 @@ mod tests {
             failures: Vec::new(),
             latency_timeline: Default::default(),
         };
-        let b = phase_block(tree::FILE_CREATE, 1.5, 1.75, &m);
+        let b = phase_block(Phase::FileCreate, 1.5, 1.75, &m);
         assert!(
             b.starts_with("FILE CREATE TIME IN, OUT, TOTAL      = 1.500, 1.750, 0.250\n"),
             "{b}"
@@ -124,7 +126,7 @@ mod tests {
         assert!(b.contains("File creates per second      =  4000.0"), "{b}");
         assert!(b.contains("KiB per second               =  16000.0"), "{b}");
         // Rounded apart, IN and OUT still give TOTAL by subtraction (not 0.008).
-        let b = phase_block(tree::FILE_CREATE, 0.0136, 0.0214, &m);
+        let b = phase_block(Phase::FileCreate, 0.0136, 0.0214, &m);
         assert!(b.contains("= 0.014, 0.021, 0.007\n"), "{b}");
     }
 }

@@ -6,11 +6,10 @@
 
 use std::fmt::Write;
 
-use crate::error::invalid;
-use crate::results::SuiteResult;
-use crate::workload::Params;
-use crate::workload::ffsb::Op;
+use fsbench_measure::error::invalid;
 use fsbench_model::measurement::{Dim, DimValue};
+use fsbench_model::results::SuiteResult;
+use fsbench_workloads::ffsb::{FfsbParams, Op};
 
 /// C's `%.3g`: three significant digits, trailing zeros dropped, an exponent for large and
 /// small values.
@@ -51,7 +50,7 @@ fn printsize(bytes: f64) -> String {
 
 /// `fsbench export --format ffsb`: the report, refused for a suite without an ffsb workload.
 pub(crate) fn report(r: &SuiteResult, width: Option<u16>) -> anyhow::Result<String> {
-    if !(crate::typed_workloads(r).iter()).any(|(_, w)| matches!(w, Params::Ffsb(_))) {
+    if !(crate::typed_workloads(r).iter()).any(|(_, w)| w.get::<FfsbParams>().is_some()) {
         return Err(invalid(
             "this suite has no ffsb workload to export as FFSB's report (run `fsbench ffsb PROFILE` or -w ffsb:...)",
         ));
@@ -63,7 +62,7 @@ pub(crate) fn report(r: &SuiteResult, width: Option<u16>) -> anyhow::Result<Stri
 pub(crate) fn render(r: &SuiteResult, width: Option<u16>) -> String {
     let mut out = String::new();
     for (label, spec) in crate::typed_workloads(r) {
-        let Params::Ffsb(params) = spec else {
+        let Some(params) = spec.get::<FfsbParams>() else {
             continue;
         };
         for c in &r.configurations {

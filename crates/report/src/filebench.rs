@@ -5,10 +5,10 @@
 
 use std::fmt::Write;
 
-use crate::error::invalid;
-use crate::results::SuiteResult;
-use crate::workload::Params;
+use fsbench_measure::error::invalid;
 use fsbench_model::measurement::{Dim, DimValue};
+use fsbench_model::results::SuiteResult;
+use fsbench_workloads::filebench::FilebenchParams;
 
 /// The width of a breakdown line with its latency range; narrower terminals get the range
 /// on a line of its own.
@@ -16,7 +16,7 @@ const LINE_WIDTH: u16 = 88;
 
 /// `fsbench export --format filebench`: refused for a suite without a personality.
 pub(crate) fn report(r: &SuiteResult, width: Option<u16>) -> anyhow::Result<String> {
-    if !(crate::typed_workloads(r).iter()).any(|(_, w)| matches!(w, Params::Personality(_))) {
+    if !(crate::typed_workloads(r).iter()).any(|(_, w)| w.get::<FilebenchParams>().is_some()) {
         return Err(invalid(
             "this suite has no personality workload to export as filebench's summary (run `fsbench filebench FILE.f` or -w personality:...)",
         ));
@@ -29,7 +29,7 @@ pub(crate) fn render(r: &SuiteResult, width: Option<u16>) -> String {
     let mut out = String::new();
     let narrow = width.is_some_and(|w| w < LINE_WIDTH);
     for (label, spec) in crate::typed_workloads(r) {
-        let Params::Personality(params) = spec else {
+        let Some(params) = spec.get::<FilebenchParams>() else {
             continue;
         };
         let mut names: Vec<&str> = Vec::new();

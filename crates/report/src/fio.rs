@@ -8,12 +8,11 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::invalid;
-use crate::measure::LatencySummaryExt;
-use crate::results::{RunRecord, RunStatus, SuiteResult};
-use crate::workload::Params;
-use crate::workload::io::{IoParams, PERCENTILES};
+use fsbench_measure::error::invalid;
+use fsbench_measure::measure::LatencySummaryExt;
 use fsbench_model::measurement::{Dim, DimValue, LatencySummary};
+use fsbench_model::results::{RunRecord, RunStatus, SuiteResult};
+use fsbench_workloads::io::{IoParams, PERCENTILES};
 
 const DIRECTIONS: [&str; 2] = ["read", "write"];
 
@@ -91,10 +90,8 @@ fn jobs(r: &SuiteResult) -> Vec<JobView<'_>> {
     let mut out = Vec::new();
     let typed = crate::typed_workloads(r);
     for c in &r.configurations {
-        let ios = typed.iter().filter_map(|(label, w)| match w {
-            Params::Io(p) => Some((label.clone(), p.clone())),
-            _ => None,
-        });
+        let ios = (typed.iter())
+            .filter_map(|(label, w)| Some((label.clone(), w.get::<IoParams>()?.clone())));
         for (group, (label, params)) in ios.enumerate() {
             let beside_others = !params.beside.is_empty();
             for job in params.jobs() {

@@ -1,12 +1,12 @@
 //! One interface for every report of a suite (hyperfine's `Exporter`, criterion's `Report`)
 //! and their registry: the command line picks a row by name (`fsbench export --format NAME`,
-//! `run --output-format NAME`), and a workload's row in the workload registry names the
-//! formats of its own (`WorkloadKind::reports`).
+//! `run --output-format NAME`), and a workload names the formats of its own (its
+//! `WorkloadParams::REPORTS`).
 
-use crate::error::invalid;
 use crate::fit::{Style, View};
-use crate::results::SuiteResult;
-use crate::stats::compare::{DEFAULT_NOISE_PERCENT, suite_columns};
+use fsbench_measure::error::invalid;
+use fsbench_model::results::SuiteResult;
+use fsbench_stats::compare::{DEFAULT_NOISE_PERCENT, suite_columns};
 
 /// A way to write a suite's results.
 pub trait Report: Sync {
@@ -81,7 +81,7 @@ impl Report for Terminal {
             ..*view
         };
         let own: Vec<&str> = (suite.suite.workloads.iter())
-            .filter_map(|w| crate::workload::registered(&w.kind))
+            .filter_map(|w| fsbench_workloads::registered(&w.kind))
             .flat_map(|k| k.reports.iter().copied())
             .collect();
         let mut out = String::new();

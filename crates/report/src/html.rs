@@ -2,7 +2,7 @@
 //! user supplied is escaped (maud escapes everything not marked `PreEscaped`; the charts come
 //! from the `svg` crate, which escapes its text nodes).
 
-use crate::results::ceiling::HARNESS_PERCENT;
+use fsbench_model::results::ceiling::HARNESS_PERCENT;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::charts;
@@ -10,11 +10,11 @@ use super::compare;
 use super::figure;
 use super::matrix::Matrix;
 use super::mpi_ranks::{rank_charts, rank_progress};
-use crate::measure::LatencySummaryExt;
-use crate::results::SuiteResult;
-use crate::stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};
+use fsbench_measure::measure::LatencySummaryExt;
 use fsbench_model::measurement::{DimValue, LatencySummary};
+use fsbench_model::results::SuiteResult;
 use fsbench_model::units::format_bytes;
+use fsbench_stats::compare::{Column, Comparison, FigureKey, Verdict, figure_keys};
 
 use fsbench_model::workload::PhaseInfo;
 
@@ -142,12 +142,12 @@ impl<'a> WorkloadComparison<'a> {
         WorkloadComparison {
             workload,
             names: places.iter().map(|&i| columns[i].name(columns)).collect(),
-            comparison: crate::stats::compare::compare(suites, &compared, 0, noise_percent),
+            comparison: fsbench_stats::compare::compare(suites, &compared, 0, noise_percent),
             places,
         }
     }
 
-    fn answers(&self) -> Vec<crate::stats::compare::Answer> {
+    fn answers(&self) -> Vec<fsbench_stats::compare::Answer> {
         let mut answers = self.comparison.answers();
         answers.retain(|a| a.workload == self.workload);
         answers
@@ -194,7 +194,7 @@ fn suite_section(s: &SuiteResult, columns: &[Column]) -> Markup {
                     @if let Some(r) = d.rotational { (if r { ", rotational" } else { ", non-rotational" }) }
                     @if let Some(sch) = &d.scheduler { ", scheduler " (sch) }
                 }
-                @if let Some(loops) = crate::stats::warnings::loop_summary(s) { br; (loops) } } }
+                @if let Some(loops) = fsbench_stats::warnings::loop_summary(s) { br; (loops) } } }
             @let ceilings = super::stack::ceiling_lines(s);
             @if !ceilings.is_empty() {
                 tr { th { "Harness ceiling (each phase on tmpfs)" } td { @for (i, line) in ceilings.iter().enumerate() { @if i > 0 { br; } (line) } } }
@@ -312,7 +312,10 @@ fn chart_rows(
     suites: &[SuiteResult],
     columns: &[Column],
     key: &FigureKey,
-) -> (Vec<(usize, String, crate::results::Summary)>, String) {
+) -> (
+    Vec<(usize, String, fsbench_model::results::Summary)>,
+    String,
+) {
     let (unit, divisor) = super::shown_unit(&key.unit);
     let rows = (columns.iter().enumerate())
         .filter_map(|(i, c)| {
@@ -325,8 +328,8 @@ fn chart_rows(
 
 /// The rows as the charts take them.
 fn borrowed(
-    rows: &[(usize, String, crate::results::Summary)],
-) -> Vec<(usize, String, Option<&crate::results::Summary>)> {
+    rows: &[(usize, String, fsbench_model::results::Summary)],
+) -> Vec<(usize, String, Option<&fsbench_model::results::Summary>)> {
     (rows.iter())
         .map(|(i, name, s)| (*i, name.clone(), Some(s)))
         .collect()
@@ -346,7 +349,7 @@ fn strip_chart(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> S
 
 /// A note per configuration whose runs drift with run order.
 fn trend_notes(suites: &[SuiteResult], columns: &[Column], key: &FigureKey) -> Vec<String> {
-    use crate::stats::trend::{ALPHA_TREND, run_order_trend};
+    use fsbench_stats::trend::{ALPHA_TREND, run_order_trend};
     columns
         .iter()
         .filter_map(|c| {
@@ -472,7 +475,7 @@ fn latency_table(
 /// only the figures that at least two configurations have (a figure of one configuration has
 /// nothing to compare with), and only the configurations that have the workload's figures.
 fn comparison_section(columns: &[Column], comparisons: &[WorkloadComparison]) -> Markup {
-    fn shown<'c>(c: &'c WorkloadComparison) -> Vec<&'c crate::stats::compare::Row> {
+    fn shown<'c>(c: &'c WorkloadComparison) -> Vec<&'c fsbench_stats::compare::Row> {
         (c.comparison.rows.iter())
             .filter(|r| r.key.workload == c.workload && r.cells.iter().flatten().count() >= 2)
             .collect()

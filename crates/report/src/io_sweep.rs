@@ -5,11 +5,10 @@
 use maud::{Markup, PreEscaped, html};
 
 use super::charts;
-use crate::results::SuiteResult;
-use crate::stats::compare::Column;
-use crate::workload::Params;
-use crate::workload::io::IoParams;
 use fsbench_model::measurement::DimValue;
+use fsbench_model::results::SuiteResult;
+use fsbench_stats::compare::Column;
+use fsbench_workloads::io::IoParams;
 
 /// A swept parameter: its name, its value in a workload (`None`: not one value, as a
 /// `bssplit`), and the workload with it set aside (what the others must share).
@@ -47,10 +46,7 @@ struct Sweep<'a> {
 /// The sweeps of `suite`: io workloads alike but for one parameter, two values or more.
 fn sweeps(suite: &SuiteResult) -> Vec<Sweep<'static>> {
     let io: Vec<(String, IoParams)> = (crate::typed_workloads(suite).into_iter())
-        .filter_map(|(label, w)| match w {
-            Params::Io(p) => Some((label, p)),
-            _ => None,
-        })
+        .filter_map(|(label, w)| Some((label, w.get::<IoParams>()?.clone())))
         .collect();
     let mut out = Vec::new();
     for parameter in &PARAMETERS {

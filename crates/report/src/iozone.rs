@@ -8,11 +8,10 @@
 use std::fmt::Write;
 
 use super::matrix::Matrix;
-use crate::error::invalid;
-use crate::results::SuiteResult;
-use crate::workload::Params;
-use crate::workload::iozone::{DIMENSIONS, IozoneParams, TESTS};
+use fsbench_measure::error::invalid;
 use fsbench_model::measurement::DimValue;
+use fsbench_model::results::SuiteResult;
+use fsbench_workloads::iozone::{DIMENSIONS, IozoneParams, TESTS};
 
 /// The suite's IOzone matrices: per workload whose figures are broken down by IOzone's
 /// dimensions, its throughput matrix.
@@ -42,10 +41,9 @@ pub(crate) fn render(r: &SuiteResult) -> anyhow::Result<String> {
     let mut out = String::new();
     let typed = crate::typed_workloads(r);
     for (workload, m) in &matrices {
-        let params = typed.iter().find_map(|(label, w)| match w {
-            Params::Iozone(p) if label == workload => Some(p),
-            _ => None,
-        });
+        let params = (typed.iter())
+            .find(|(label, _)| label == workload)
+            .and_then(|(_, w)| w.get::<IozoneParams>());
         // IOzone's header lists every record size of the run, measured in a row or not.
         let records: Vec<u64> = params.map_or_else(
             || m.cols.iter().map(kib).collect(),
@@ -134,29 +132,15 @@ const GROUPS: [(&[usize], usize); 11] = [
 /// run. Groups after fread appear only when the suite ran pwrite or pread, as in a build with
 /// `HAVE_PREAD`, whose header IOzone does not widen.
 fn normal_table(out: &mut String, m: &Matrix<'_>, config: &str) {
-    let header = |cells: [&str; 15]| {
-        let widths = [16, 8, 9, 9, 8, 10, 8, 9, 9, 9, 9, 9, 9, 9, 9];
-        let mut line = String::new();
-        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            // CONTROL_STRING3 puts a space before its 8th, 10th and 11th fields.
-            if matches!(i, 7 | 9 | 10) {
-                line.push(' ');
-            }
-            let _ = write!(line, "{cell:>width$}");
-        }
-        line + "\n"
-    };
-    out.push_str(&header([
+    out.push_str(&header_line([
         " ", " ", " ", " ", " ", " ", "random", "random", "bkwd", "record", "stride", "", "", "",
         "",
     ]));
-    out.push_str(&header([
+    out.push_str(&header_line([
         "kB", "reclen", "write", "rewrite", "read", "reread", "read", "write", "read", "rewrite",
         "read", "fwrite", "frewrite", "fread", "freread",
     ]));
-    let tests: Vec<(&DimValue, u8, usize)> = m
-        .tables
-        .iter()
+    let tests: Vec<Test<'_>> = (m.tables.iter())
         .filter_map(|t| {
             let name = t.to_string();
             let group = TESTS.iter().position(|x| x.0 == name)?;
@@ -165,40 +149,8 @@ fn normal_table(out: &mut String, m: &Matrix<'_>, config: &str) {
         })
         .collect();
     let last_group = tests.iter().map(|t| t.1).max().unwrap_or(0).max(8);
-    // IOzone does not name the pwrite and pread columns; fsbench does, above their data.
     if last_group > 8 {
-        let ran = |group: u8| tests.iter().any(|t| t.1 == group);
-        let titled = out.lines().last().map_or(0, |l| l.chars().count());
-        let start = 24
-            + (0..9)
-                .map(|g| match GROUPS[g] {
-                    (widths, _) if ran(g as u8) => widths.iter().sum::<usize>(),
-                    (_, blank) => blank,
-                })
-                .sum::<usize>();
-        let mut names = String::new();
-        for (group, labels) in [(9, ["pwrite", "repwrite"]), (10, ["pread", "repread"])] {
-            if group > last_group as usize {
-                break;
-            }
-            match GROUPS[group] {
-                (widths, _) if ran(group as u8) => {
-                    for (label, width) in labels.iter().zip(widths.iter()) {
-                        let _ = write!(names, "{label:>width$}");
-                    }
-                }
-                (_, blank) => {
-                    let _ = write!(names, "{:blank$}", "");
-                }
-            }
-        }
-        out.pop();
-        let _ = writeln!(
-            out,
-            "{:pad$}{names}",
-            "",
-            pad = start.saturating_sub(titled)
-        );
+        name_pread_columns(out, &tests, last_group);
     }
     for f in &m.rows {
         for rec in &m.cols {
@@ -213,11 +165,7 @@ fn normal_table(out: &mut String, m: &Matrix<'_>, config: &str) {
             for (group, (widths, blank)) in GROUPS.iter().enumerate().take(last_group as usize + 1)
             {
                 let group = group as u8;
-                if widths
-                    .iter()
-                    .enumerate()
-                    .all(|(i, _)| rate(group, i).is_none())
-                {
+                if (0..widths.len()).all(|i| rate(group, i).is_none()) {
                     let _ = write!(out, "{:blank$}", "");
                     continue;
                 }
@@ -230,6 +178,60 @@ fn normal_table(out: &mut String, m: &Matrix<'_>, config: &str) {
             out.push('\n');
         }
     }
+}
+
+/// A test in the matrix: its name, its group in [`TESTS`] and its place in the group.
+type Test<'a> = (&'a DimValue, u8, usize);
+
+/// A line of the normal table's header, in IOzone's widths.
+fn header_line(cells: [&str; 15]) -> String {
+    let widths = [16, 8, 9, 9, 8, 10, 8, 9, 9, 9, 9, 9, 9, 9, 9];
+    let mut line = String::new();
+    for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+        // CONTROL_STRING3 puts a space before its 8th, 10th and 11th fields.
+        if matches!(i, 7 | 9 | 10) {
+            line.push(' ');
+        }
+        let _ = write!(line, "{cell:>width$}");
+    }
+    line + "\n"
+}
+
+/// IOzone does not name the pwrite and pread columns; fsbench does, on the header's last
+/// line, above their data.
+fn name_pread_columns(out: &mut String, tests: &[Test<'_>], last_group: u8) {
+    let ran = |group: u8| tests.iter().any(|t| t.1 == group);
+    let titled = out.lines().last().map_or(0, |l| l.chars().count());
+    let start = 24
+        + (0..9)
+            .map(|g| match GROUPS[g] {
+                (widths, _) if ran(g as u8) => widths.iter().sum::<usize>(),
+                (_, blank) => blank,
+            })
+            .sum::<usize>();
+    let mut names = String::new();
+    for (group, labels) in [(9, ["pwrite", "repwrite"]), (10, ["pread", "repread"])] {
+        if group > last_group as usize {
+            break;
+        }
+        match GROUPS[group] {
+            (widths, _) if ran(group as u8) => {
+                for (label, width) in labels.iter().zip(widths.iter()) {
+                    let _ = write!(names, "{label:>width$}");
+                }
+            }
+            (_, blank) => {
+                let _ = write!(names, "{:blank$}", "");
+            }
+        }
+    }
+    out.pop();
+    let _ = writeln!(
+        out,
+        "{:pad$}{names}",
+        "",
+        pad = start.saturating_sub(titled)
+    );
 }
 
 /// One test's block as IOzone's `dump_report` prints it: six spaces, then `  "<KiB>"` per

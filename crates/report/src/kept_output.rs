@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::fit::View;
-use crate::results::SuiteResult;
+use fsbench_model::results::SuiteResult;
 
 /// Each run's kept stdout and stderr, step by step, under a heading; nothing when no run
 /// kept any.

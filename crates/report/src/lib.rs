@@ -1,11 +1,6 @@
 //! Reports of a suite's results behind one trait ([`formats::Report`]): terminal tables,
 //! Markdown, CSV, JSON, HTML and the tools' own formats.
 
-use fsbench_model::results;
-use fsbench_stats as stats;
-use fsbench_testbed::{error, measure};
-use fsbench_workloads as workload;
-
 pub mod aging;
 mod answer;
 mod charts;
@@ -36,9 +31,11 @@ mod warnings;
 
 /// The suite's workloads that this fsbench can read, typed, each with its recorded label:
 /// for the reports of a workload's own (FFSB's, fio's, IOzone's), which need its settings.
-fn typed_workloads(r: &results::SuiteResult) -> Vec<(String, workload::Params)> {
+fn typed_workloads(
+    r: &fsbench_model::results::SuiteResult,
+) -> Vec<(String, fsbench_workloads::Params)> {
     let typed = r.suite.workloads.iter().enumerate().filter_map(|(i, w)| {
-        let p = workload::Params::of(w).ok()?;
+        let p = fsbench_workloads::Params::of(w).ok()?;
         let label = r
             .workload_records
             .get(i)
@@ -59,9 +56,12 @@ pub(crate) fn shown_unit(unit: &str) -> (&str, f64) {
 }
 
 /// A summary in the unit it is shown in (see [`shown_unit`]).
-pub(crate) fn shown_summary(s: &results::Summary, divisor: f64) -> results::Summary {
+pub(crate) fn shown_summary(
+    s: &fsbench_model::results::Summary,
+    divisor: f64,
+) -> fsbench_model::results::Summary {
     let scale = |v: f64| v / divisor;
-    results::Summary {
+    fsbench_model::results::Summary {
         mean: scale(s.mean),
         stddev: s.stddev.map(scale),
         min: scale(s.min),
@@ -75,7 +75,7 @@ pub(crate) fn shown_summary(s: &results::Summary, divisor: f64) -> results::Summ
 }
 
 /// A figure's name for people, in its shown unit: `throughput write (MiB/s) ↑`.
-pub(crate) fn shown_label(key: &stats::compare::FigureKey) -> String {
+pub(crate) fn shown_label(key: &fsbench_stats::compare::FigureKey) -> String {
     let mut key = key.clone();
     key.unit = shown_unit(&key.unit).0.to_string();
     key.label()
@@ -84,7 +84,7 @@ pub(crate) fn shown_label(key: &stats::compare::FigureKey) -> String {
 /// A figure's mean over a configuration's runs, and how many runs: the summary of `metric`
 /// at `dims` of `workload`'s `phase` on `config`.
 fn mean_of(
-    r: &results::SuiteResult,
+    r: &fsbench_model::results::SuiteResult,
     config: &str,
     workload: &str,
     phase: &str,

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use crate::results::MetricSummary;
-use crate::results::Summary;
 use fsbench_model::measurement::DimValue;
+use fsbench_model::results::MetricSummary;
+use fsbench_model::results::Summary;
 
 /// One figure's matrix over some columns (configurations, possibly of several suites).
 pub(crate) struct Matrix<'a> {
@@ -104,7 +104,7 @@ mod tests {
                 .collect(),
             unit: "KiB/s".into(),
             higher_is_better: true,
-            summary: crate::stats::summarize(&[mean]).unwrap(),
+            summary: fsbench_stats::summarize(&[mean]).unwrap(),
         }
     }
 

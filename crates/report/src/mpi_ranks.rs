@@ -3,10 +3,10 @@
 use maud::{Markup, PreEscaped, html};
 
 use super::charts;
-use crate::results::SuiteResult;
-use crate::stats::compare::{Column, FigureKey};
 use fsbench_model::measurement::DimValue;
+use fsbench_model::results::SuiteResult;
 use fsbench_model::workload::PhaseInfo;
+use fsbench_stats::compare::{Column, FigureKey};
 
 /// Under MPI: per configuration, every rank's rate in the phase (mean over runs, 95% CI), so
 /// that stragglers stand out.

@@ -3,7 +3,7 @@
 //! gives the figures' range and how many runs it covers.
 
 use super::fit::View;
-use crate::results::RunRecord;
+use fsbench_model::results::RunRecord;
 
 /// `text` with every number replaced by `#`: the notes one line stands for share it (and
 /// the console says each skeleton once per suite).

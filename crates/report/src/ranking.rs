@@ -1,4 +1,4 @@
-//! The ranking table of [`crate::stats::rank`]: per discipline every place and which
+//! The ranking table of [`fsbench_stats::rank`]: per discipline every place and which
 //! differences were significant, then the totals.
 
 use comfy_table::{CellAlignment, Table, presets};
@@ -6,19 +6,48 @@ use comfy_table::{CellAlignment, Table, presets};
 use super::compare::p_text;
 use super::figure;
 use super::fit::{fit, rendered_width, wrap};
-use crate::stats::rank::{Placing, Ranking};
+use fsbench_stats::rank::{Placing, Ranking};
 
 /// The ranking as text. With a terminal's `width`, a table wider than it becomes one row per
 /// discipline and configuration, and the text wraps at words; without one, the full layout.
 pub fn render(r: &Ranking, width: Option<u16>) -> String {
-    let places: Vec<Vec<String>> = r
-        .disciplines
-        .iter()
+    let places = places(r);
+    let significant = significant(r);
+    let t = wide_table(r, &places, &significant);
+    let t = match width {
+        Some(w) if rendered_width(&t) > usize::from(w) => narrow_table(r, &places, &significant, w),
+        _ => t,
+    };
+    let how = match r.placing {
+        Placing::Significance => {
+            "Places by significance: one discipline per phase (its rate, or its time without one); \
+             sorted by mean, a configuration shares the place of the best one it is not significantly \
+             worse than (pairwise Welch's t on logs, Holm-corrected within the discipline, p < 0.05). \
+             Place p of k earns k − p + 1 points; shared places share their average."
+        }
+        Placing::EqualFooting => {
+            "Equal-footing placement points (the seed article's): places by mean alone, one discipline \
+             per phase; place p of k earns k − p + 1 points (ties share their places).\n\
+             Warning: these points ignore noise: a difference far inside the runs' spread earns a full place."
+        }
+    };
+    format!(
+        "{}{}{t}\n{}\n{}",
+        wrap(how, width, 0, 0),
+        wrap(&weights_text(r), width, 0, 2),
+        standings(r).join("\n"),
+        wrap(&uneven_warning(r), width, 0, 2)
+    )
+}
+
+/// Per discipline, each configuration's place as shown: `-` where it has none, a shared
+/// place as the places it spans (their average is its place).
+fn places(r: &Ranking) -> Vec<Vec<String>> {
+    (r.disciplines.iter())
         .map(|d| {
             (d.entries.iter())
                 .map(|e| {
                     e.map_or("-".into(), |(_, place, _)| {
-                        // A shared place shows the places it spans: its average is `place`.
                         let sharing = d.entries.iter().flatten().filter(|o| o.1 == place).count();
                         let span = (sharing as f64 - 1.0) / 2.0;
                         if sharing > 1 {
@@ -30,10 +59,12 @@ pub fn render(r: &Ranking, width: Option<u16>) -> String {
                 })
                 .collect()
         })
-        .collect();
-    let significant: Vec<String> = r
-        .disciplines
-        .iter()
+        .collect()
+}
+
+/// Per discipline, its significant differences (`a > b (p)`), one a line.
+fn significant(r: &Ranking) -> Vec<String> {
+    (r.disciplines.iter())
         .map(|d| {
             let pairs: Vec<String> = (d.significant.iter())
                 .map(|s| {
@@ -53,7 +84,11 @@ pub fn render(r: &Ranking, width: Option<u16>) -> String {
                 pairs.join("\n")
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The full layout: a row per discipline, a column per configuration, and the totals.
+fn wide_table(r: &Ranking, places: &[Vec<String>], significant: &[String]) -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Discipline".to_string()];
@@ -91,16 +126,15 @@ pub fn render(r: &Ranking, width: Option<u16>) -> String {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let t = match width {
-        Some(w) if rendered_width(&t) > usize::from(w) => narrow_table(r, &places, &significant, w),
-        _ => t,
-    };
+    t
+}
+
+/// The configurations by total points, best first; equal totals share a standing.
+fn standings(r: &Ranking) -> Vec<String> {
     let mut order: Vec<usize> = (0..r.columns.len()).collect();
     order.sort_by(|a, b| r.totals[*b].total_cmp(&r.totals[*a]));
-    let standings: Vec<String> = order
-        .iter()
+    (order.iter())
         .map(|&c| {
-            // Equal totals share a standing.
             let ahead = r.totals.iter().filter(|t| **t > r.totals[c]).count();
             format!(
                 "{}. {} — {} points",
@@ -109,27 +143,7 @@ pub fn render(r: &Ranking, width: Option<u16>) -> String {
                 num(r.totals[c])
             )
         })
-        .collect();
-    let how = match r.placing {
-        Placing::Significance => {
-            "Places by significance: one discipline per phase (its rate, or its time without one); \
-             sorted by mean, a configuration shares the place of the best one it is not significantly \
-             worse than (pairwise Welch's t on logs, Holm-corrected within the discipline, p < 0.05). \
-             Place p of k earns k − p + 1 points; shared places share their average."
-        }
-        Placing::EqualFooting => {
-            "Equal-footing placement points (the seed article's): places by mean alone, one discipline \
-             per phase; place p of k earns k − p + 1 points (ties share their places).\n\
-             Warning: these points ignore noise: a difference far inside the runs' spread earns a full place."
-        }
-    };
-    format!(
-        "{}{}{t}\n{}\n{}",
-        wrap(how, width, 0, 0),
-        wrap(&weights_text(r), width, 0, 2),
-        standings.join("\n"),
-        wrap(&uneven_warning(r), width, 0, 2)
-    )
+        .collect()
 }
 
 /// ` × 3` after a weighted discipline's name; nothing for a weight of 1.
@@ -252,9 +266,9 @@ fn uneven_warning(r: &Ranking) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{MetricSummary, SuiteResult};
-    use crate::stats::compare::Column;
-    use crate::stats::rank::{Placing, rank};
+    use fsbench_model::results::{MetricSummary, SuiteResult};
+    use fsbench_stats::compare::Column;
+    use fsbench_stats::rank::{Placing, rank};
 
     #[test]
     fn points_by_place_with_ties() {
@@ -268,7 +282,7 @@ mod tests {
             dims: Vec::new(),
             unit: "u".into(),
             higher_is_better: hib,
-            summary: crate::stats::summarize(&[v]).unwrap(),
+            summary: fsbench_stats::summarize(&[v]).unwrap(),
         };
         s.summaries = vec![
             fig("a", "p1", "rate", true, 30.0),

@@ -1,9 +1,9 @@
 //! The storage stack in words, for `show`, the tables and the HTML report, and the warning
 //! `compare` gives when compared configurations ran on different stacks.
 
-use crate::results::SuiteResult;
-use crate::stats::compare::Column;
+use fsbench_model::results::SuiteResult;
 use fsbench_model::testbed::{BlockQueue, LoadAverage, SuiteTestbed};
+use fsbench_stats::compare::Column;
 
 fn load_text(load: Option<LoadAverage>) -> String {
     load.map_or("unknown".to_string(), |[a, b, c]| {
@@ -141,7 +141,7 @@ pub(crate) fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
                         .flat_map(|c| c.phases.iter().filter(|o| o.phase == p.phase))
                         .map(|o| o.rate)
                         .collect();
-                    let median = crate::stats::summarize(&all).map_or(p.rate, |s| s.median);
+                    let median = fsbench_stats::summarize(&all).map_or(p.rate, |s| s.median);
                     format!("{} {} {unit}/s", p.phase, super::figure(median))
                 })
                 .collect();

@@ -12,9 +12,9 @@ use super::fit::{Grid, View, fit, new_table, right_align};
 use super::matrix::Matrix;
 use super::{column_decimals, fixed};
 use super::{details, warnings};
-use crate::results::Summary;
-use crate::results::ceiling::{self, HARNESS_BOUND_PERCENT};
-use crate::results::{MetricSummary, RunStatus, SuiteResult};
+use fsbench_model::results::Summary;
+use fsbench_model::results::ceiling::{self, HARNESS_BOUND_PERCENT};
+use fsbench_model::results::{MetricSummary, RunStatus, SuiteResult};
 use fsbench_model::units::format_bytes;
 
 mod matrix_tables;
@@ -201,7 +201,7 @@ fn render_preparation(out: &mut String, r: &SuiteResult, view: &View) {
 
 /// The loop devices as sysfs showed them, the storage stack and the harness ceilings.
 fn render_testbed(out: &mut String, r: &SuiteResult, view: &View) {
-    if let Some(loops) = crate::stats::warnings::loop_summary(r) {
+    if let Some(loops) = fsbench_stats::warnings::loop_summary(r) {
         out.push_str(&view.item(1, &loops));
     }
     if let Some(t) = &r.testbed {
@@ -236,7 +236,7 @@ pub(crate) fn render_conclusions(out: &mut String, r: &SuiteResult, view: &View)
 /// The verdicts the answer rests on: with two configurations, the second against the first;
 /// with more, every pair, corrected together (the noise threshold is `compare`'s default).
 fn render_answers(out: &mut String, r: &SuiteResult, view: &View) {
-    use crate::stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
+    use fsbench_stats::compare::{DEFAULT_NOISE_PERCENT, pairwise};
     let pairs = pairwise(r, DEFAULT_NOISE_PERCENT);
     let answers = pairs.answers();
     if answers.is_empty() {

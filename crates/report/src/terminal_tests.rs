@@ -3,8 +3,8 @@
 
 use super::fit::View;
 use super::table::{Style, render};
-use crate::results::{ConfigInfo, MetricSummary, SuiteResult};
-use crate::workload::Params;
+use fsbench_model::results::{ConfigInfo, MetricSummary, SuiteResult};
+use fsbench_workloads::Params;
 
 /// Three configurations of the tree workload, every phase's time, rate and throughput over
 /// four runs, ext4 a little faster than the others.
@@ -13,10 +13,10 @@ fn three_filesystems() -> SuiteResult {
     r.id = Some(7);
     let spec = Params::parse("tree:quick-shallow").unwrap();
     r.suite.workloads = vec![spec.spec()];
-    crate::workload::record_workloads(&mut r).unwrap();
+    fsbench_workloads::record_workloads(&mut r).unwrap();
     for (i, fs) in ["ext4", "xfs", "btrfs"].into_iter().enumerate() {
         r.configurations.push(ConfigInfo {
-            config: fsbench_testbed::define::parse_fs(fs).unwrap().remove(0),
+            config: fsbench_model::config::FsConfig::for_tests(fs),
             mkfs_version: None,
             fsck_version: None,
             mkfs_command: None,
@@ -42,7 +42,7 @@ fn three_filesystems() -> SuiteResult {
                     dims: Vec::new(),
                     unit: unit.into(),
                     higher_is_better,
-                    summary: crate::stats::summarize(&values).unwrap(),
+                    summary: fsbench_stats::summarize(&values).unwrap(),
                 });
             }
         }
@@ -126,8 +126,8 @@ fn assert_fits(text: &str, width: usize) {
 
 #[test]
 fn compare_and_rank_fit_80_columns_and_keep_their_full_layout_in_a_pipe() {
-    use crate::stats::compare::{compare, suite_columns};
-    use crate::stats::rank::{Placing, rank};
+    use fsbench_stats::compare::{compare, suite_columns};
+    use fsbench_stats::rank::{Placing, rank};
     let r = three_filesystems();
     let columns = suite_columns(&r);
     let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);
@@ -154,7 +154,7 @@ fn long_labels_and_many_figures() -> (SuiteResult, Vec<String>) {
     let mut r = SuiteResult::for_tests();
     let spec = Params::parse_list("command:tar").unwrap().remove(0);
     r.suite.workloads = vec![spec.spec()];
-    crate::workload::record_workloads(&mut r).unwrap();
+    fsbench_workloads::record_workloads(&mut r).unwrap();
     let labels = [
         "ext4-noatime",
         "xfs-logbsize-256k",
@@ -207,7 +207,7 @@ fn long_labels_and_many_figures() -> (SuiteResult, Vec<String>) {
                     dims: Vec::new(),
                     unit: unit.trim_end_matches(')').into(),
                     higher_is_better: false,
-                    summary: crate::stats::summarize(&values).unwrap(),
+                    summary: fsbench_stats::summarize(&values).unwrap(),
                 });
             }
             phases.push(phase);
@@ -242,7 +242,7 @@ fn no_word_of_a_table_is_broken_at_80_columns() {
 
 #[test]
 fn compare_leads_with_the_phases_verdicts_and_keeps_what_its_header_promises() {
-    use crate::stats::compare::{compare, suite_columns};
+    use fsbench_stats::compare::{compare, suite_columns};
     let r = three_filesystems();
     let columns = suite_columns(&r);
     let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);
@@ -279,7 +279,7 @@ fn compare_leads_with_the_phases_verdicts_and_keeps_what_its_header_promises() {
 /// and the HTML report's tables and charts all say MiB/s (the data keep KiB/s).
 #[test]
 fn throughput_is_mib_per_second_in_every_view() {
-    use crate::stats::compare::{compare, suite_columns};
+    use fsbench_stats::compare::{compare, suite_columns};
     let r = three_filesystems();
     let columns = suite_columns(&r);
     let comparison = compare(std::slice::from_ref(&r), &columns, 0, 2.0);

@@ -1,7 +1,7 @@
 //! The warnings as a person reads them: one line per kind of the many-per-suite warnings
 //! (short phases, noisy figures), naming the first few; every warning with `--verbose`.
 
-use crate::results::{SuiteResult, Warning, WarningKind};
+use fsbench_model::results::{SuiteResult, Warning, WarningKind};
 
 /// How many of a group's figures its line names.
 const NAMED: usize = 3;
@@ -51,7 +51,7 @@ fn group_line(r: &SuiteResult, kind: WarningKind, group: &[&Warning]) -> Option<
         WarningKind::HarnessBound => (
             format!(
                 "rates are over {}% of the harness ceiling",
-                crate::results::ceiling::HARNESS_BOUND_PERCENT
+                fsbench_model::results::ceiling::HARNESS_BOUND_PERCENT
             ),
             "those figures are mostly fsbench's and the kernel's VFS cost, not the filesystem's"
                 .into(),
@@ -96,12 +96,12 @@ fn more_work(r: &SuiteResult, group: &[&Warning]) -> String {
     match workloads.as_slice() {
         [one] => format!(
             "give it more work: {}",
-            crate::workload::more_work_advice(&r.suite, one)
+            fsbench_workloads::more_work_advice(&r.suite, one)
         ),
         several => {
             let each: Vec<String> = several
                 .iter()
-                .map(|w| format!("{w}: {}", crate::workload::more_work_advice(&r.suite, w)))
+                .map(|w| format!("{w}: {}", fsbench_workloads::more_work_advice(&r.suite, w)))
                 .collect();
             format!("give them more work ({})", each.join("; "))
         }
@@ -148,7 +148,7 @@ mod tests {
     #[test]
     fn short_phases_are_told_the_settings_their_workload_has() {
         let mut r = SuiteResult::for_tests();
-        let typed = crate::workload::Params::parse_list("ffsb-large-write,tree:quick").unwrap();
+        let typed = fsbench_workloads::Params::parse_list("ffsb-large-write,tree:quick").unwrap();
         r.suite.workloads = typed.iter().map(|w| w.spec()).collect();
         let ffsb = typed[0].label();
         let short = |workload: &str, phase: &str| Warning {

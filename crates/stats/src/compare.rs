@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use crate::correction::Correction;
 use crate::difference::Difference;
-use crate::error::invalid;
-use crate::results::Summary;
-use crate::results::{MetricSummary, SuiteResult};
+use fsbench_measure::error::invalid;
 use fsbench_model::measurement::{Dim, figure_name};
+use fsbench_model::results::Summary;
+use fsbench_model::results::{MetricSummary, SuiteResult};
 
 /// One compared configuration: a suite and one of its configurations.
 #[derive(Debug, Clone, Serialize)]
@@ -52,11 +52,11 @@ impl Column {
         &self,
         suites: &'a [SuiteResult],
         workload: &str,
-    ) -> Vec<&'a crate::results::RunRecord> {
+    ) -> Vec<&'a fsbench_model::results::RunRecord> {
         (self.suite(suites).into_iter())
             .flat_map(|s| &s.runs)
             .filter(|r| {
-                r.status == crate::results::RunStatus::Ok
+                r.status == fsbench_model::results::RunStatus::Ok
                     && r.config == self.config
                     && r.workload == workload
             })
@@ -81,7 +81,7 @@ impl Column {
 pub(crate) struct SummaryIndex<'a>(Vec<HashMap<FigureKey, &'a Summary>>);
 
 impl<'a> SummaryIndex<'a> {
-    pub fn new(suites: &'a [SuiteResult], columns: &[Column]) -> SummaryIndex<'a> {
+    pub(crate) fn new(suites: &'a [SuiteResult], columns: &[Column]) -> SummaryIndex<'a> {
         SummaryIndex(
             columns
                 .iter()
@@ -95,7 +95,7 @@ impl<'a> SummaryIndex<'a> {
     }
 
     /// Column `column`'s summary of `key`.
-    pub fn get(&self, column: usize, key: &FigureKey) -> Option<&'a Summary> {
+    pub(crate) fn get(&self, column: usize, key: &FigureKey) -> Option<&'a Summary> {
         self.0[column].get(key).copied()
     }
 }
@@ -247,7 +247,7 @@ pub(crate) struct PhaseRoles<'a> {
 }
 
 impl<'a> PhaseRoles<'a> {
-    pub fn new(suites: &[SuiteResult], keys: &'a [FigureKey]) -> PhaseRoles<'a> {
+    pub(crate) fn new(suites: &[SuiteResult], keys: &'a [FigureKey]) -> PhaseRoles<'a> {
         let with_rate = keys
             .iter()
             .filter(|k| k.metric == "rate" && k.dims.is_empty())
@@ -258,7 +258,7 @@ impl<'a> PhaseRoles<'a> {
     }
 
     /// The role of `key`: an untimed phase's figures are never tested.
-    pub fn role(&self, key: &FigureKey) -> Role {
+    pub(crate) fn role(&self, key: &FigureKey) -> Role {
         let untimed = (self.untimed.iter()).any(|(w, p)| *w == key.workload && *p == key.phase);
         if untimed {
             return Role::Untimed;
@@ -417,42 +417,10 @@ pub fn compare(
             }
         })
         .collect();
-    let mut families = Vec::new();
-    for role in [Role::Primary, Role::MatrixCell, Role::Secondary] {
-        // Every tested cell of the family: (row, column) and its p-value.
-        let tested: Vec<(usize, usize, f64)> = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.role == role)
-            .flat_map(|(ri, r)| {
-                r.cells.iter().enumerate().filter_map(move |(ci, c)| {
-                    Some((ri, ci, c.as_ref()?.difference.as_ref()?.p_value))
-                })
-            })
-            .collect();
-        if tested.is_empty() {
-            continue;
-        }
-        let correction = role.correction();
-        let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
-        // Runs estimates aim at the family's per-test level (Bonferroni: about Holm's).
-        let per_test_alpha = ALPHA / tested.len() as f64;
-        for (&(ri, ci, _), adjusted) in tested.iter().zip(correction.adjust(&p)) {
-            let higher = rows[ri].key.higher_is_better;
-            let cell = rows[ri].cells[ci].as_mut().expect("tested cells exist");
-            let d = cell.difference.as_ref().expect("tested cells have one");
-            cell.verdict = verdict(d, adjusted, higher, noise_percent);
-            if cell.verdict == Verdict::Undecided {
-                cell.runs_needed = d.runs_needed(noise_percent, per_test_alpha);
-            }
-            cell.p_adjusted = Some(adjusted);
-        }
-        families.push(Family {
-            role,
-            correction,
-            tests: tested.len(),
-        });
-    }
+    let families = [Role::Primary, Role::MatrixCell, Role::Secondary]
+        .into_iter()
+        .filter_map(|role| judge_family(&mut rows, role, noise_percent))
+        .collect();
     copy_primary_verdicts(&mut rows);
     Comparison {
         baseline,
@@ -461,6 +429,43 @@ pub fn compare(
         families,
         rows,
     }
+}
+
+/// The verdicts of one family of tests (the rows of `role`), their p-values corrected
+/// together; `None` where the family has no test.
+fn judge_family(rows: &mut [Row], role: Role, noise_percent: f64) -> Option<Family> {
+    // Every tested cell of the family: (row, column) and its p-value.
+    let tested: Vec<(usize, usize, f64)> = (rows.iter().enumerate())
+        .filter(|(_, r)| r.role == role)
+        .flat_map(|(ri, r)| {
+            r.cells
+                .iter()
+                .enumerate()
+                .filter_map(move |(ci, c)| Some((ri, ci, c.as_ref()?.difference.as_ref()?.p_value)))
+        })
+        .collect();
+    if tested.is_empty() {
+        return None;
+    }
+    let correction = role.correction();
+    let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
+    // Runs estimates aim at the family's per-test level (Bonferroni: about Holm's).
+    let per_test_alpha = ALPHA / tested.len() as f64;
+    for (&(ri, ci, _), adjusted) in tested.iter().zip(correction.adjust(&p)) {
+        let higher = rows[ri].key.higher_is_better;
+        let cell = rows[ri].cells[ci].as_mut().expect("tested cells exist");
+        let d = cell.difference.as_ref().expect("tested cells have one");
+        cell.verdict = verdict(d, adjusted, higher, noise_percent);
+        if cell.verdict == Verdict::Undecided {
+            cell.runs_needed = d.runs_needed(noise_percent, per_test_alpha);
+        }
+        cell.p_adjusted = Some(adjusted);
+    }
+    Some(Family {
+        role,
+        correction,
+        tests: tested.len(),
+    })
 }
 
 /// A derived figure takes its phase's verdict, so the two views never disagree.

@@ -228,7 +228,7 @@ impl PhaseCells<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{ConfigInfo, MetricSummary, SuiteResult};
+    use fsbench_model::results::{ConfigInfo, MetricSummary, SuiteResult};
 
     /// A suite with one rate figure per (config, phase).
     fn suite(figures: &[(&str, &str, &[f64])]) -> SuiteResult {

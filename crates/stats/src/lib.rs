@@ -3,10 +3,6 @@
 //! ranking ([`rank`]), and the warnings a suite's results call for ([`warnings`]).
 //! Rendering is in the reports.
 
-use fsbench_measure::error;
-use fsbench_model::results;
-use fsbench_workloads as workload;
-
 pub mod compare;
 pub mod conclusion;
 pub mod correction;
@@ -16,7 +12,7 @@ pub mod summary;
 pub mod trend;
 pub mod warnings;
 
-use crate::results::{CiMethod, Summary};
+use fsbench_model::results::{CiMethod, Summary};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Confidence level of every interval fsbench prints.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::compare::{ALPHA, Column, FigureKey, PhaseRoles, Role, figure_keys};
 use crate::correction::Correction;
 use crate::difference::Difference;
-use crate::results::SuiteResult;
+use fsbench_model::results::SuiteResult;
 
 /// How places are given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -162,14 +162,14 @@ impl Ranking {
         }
         for (phase, weight) in weights {
             if !phases.contains(&phase.as_str()) {
-                return Err(crate::error::invalid(format!(
+                return Err(fsbench_measure::error::invalid(format!(
                     "--weight {phase}={weight}: no ranked phase is called `{phase}`; the phases \
                      are {}",
                     phases.join(", ")
                 )));
             }
             if !(weight.is_finite() && *weight >= 0.0) {
-                return Err(crate::error::invalid(format!(
+                return Err(fsbench_measure::error::invalid(format!(
                     "--weight {phase}={weight}: a weight is a number of 0 or more"
                 )));
             }
@@ -191,7 +191,7 @@ impl Ranking {
             .filter(|w| *w == member || w.split(':').next() == Some(member))
             .collect();
         if found.is_empty() {
-            return Err(crate::error::invalid(format!(
+            return Err(fsbench_measure::error::invalid(format!(
                 "--group names `{member}`, which no ranked workload is: the workloads are {}",
                 all.join(", ")
             )));
@@ -270,7 +270,7 @@ pub fn rank(suites: &[SuiteResult], columns: Vec<Column>, placing: Placing) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::MetricSummary;
+    use fsbench_model::results::MetricSummary;
 
     #[test]
     fn configurations_not_significantly_apart_share_a_place() {

@@ -2,10 +2,10 @@
 //! (configuration, workload, phase, metric, dimensions) and summarized across runs.
 
 use crate::compare::{FigureKey, PhaseRoles, Role};
-use crate::results::Summary;
-use crate::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use crate::summarize;
 use fsbench_model::measurement::{Dim, Figure};
+use fsbench_model::results::Summary;
+use fsbench_model::results::{MetricSummary, PhaseRecord, RunStatus, SuiteResult};
 use fsbench_model::workload::PhaseInfo;
 
 /// Every figure of a phase: its time, rate, throughput and CPU, the sync after it and the

@@ -9,6 +9,7 @@ use fsbench_model::results::ceiling::{
 use fsbench_model::results::{
     MetricSummary, RunRecord, RunStatus, SuiteResult, Warning, WarningKind,
 };
+use fsbench_model::suite::Suite;
 use fsbench_model::testbed::LoopInfo;
 
 mod aged;
@@ -19,17 +20,43 @@ pub use runs::loop_summary;
 use runs::{harness_warnings, loop_warning, stack_warning, steady_state_warnings};
 
 /// Warnings that say what to do: short phases, noisy figures, few runs, errors, fsck.
-pub fn analyze(r: &mut SuiteResult) {
-    let mut warnings = Vec::new();
+/// `more_work` says how to give a suite's workload (by label) more work, in its own settings:
+/// the workloads' code knows them.
+pub fn analyze(r: &mut SuiteResult, more_work: &dyn Fn(&Suite, &str) -> String) {
+    let mut warnings: Vec<Warning> = few_runs(r).into_iter().collect();
+    warnings.extend(figure_warnings(r, more_work));
+    warnings.extend(caches_not_dropped(r));
+    let busy = r.testbed.iter().flat_map(|t| t.busy(r.system.cpus));
+    warnings.extend(busy.map(|message| suite_warning(WarningKind::BusyMachine, message)));
+    warnings.extend(loop_warning(r));
+    warnings.extend(stack_warning(r));
+    warnings.extend(steady_state_warnings(r));
+    warnings.extend(harness_warnings(r));
+    warnings.extend(aging_warnings(r));
+    warnings.extend(run_warnings(r));
+    r.warnings = warnings;
+}
+
+/// A warning about the whole suite.
+fn suite_warning(kind: WarningKind, message: String) -> Warning {
+    Warning {
+        kind,
+        config: None,
+        workload: None,
+        phase: None,
+        message,
+    }
+}
+
+/// Fewer than 3 runs made per configuration: no spread, or a rough one.
+fn few_runs(r: &SuiteResult) -> Option<Warning> {
     // The runs made, not those planned: `--runs auto` plans at most so many and may stop at
     // its time budget after one round.
-    if let Some(runs) = fewest_runs(r).filter(|n| *n < 3) {
-        warnings.push(Warning {
-            kind: WarningKind::FewRuns,
-            config: None,
-            workload: None,
-            phase: None,
-            message: format!(
+    let runs = fewest_runs(r)?;
+    (runs < 3).then(|| {
+        suite_warning(
+            WarningKind::FewRuns,
+            format!(
                 "only {runs} run(s) per configuration: {}; {}",
                 if runs < 2 {
                     "no spread, no confidence interval and no verdict"
@@ -42,8 +69,13 @@ pub fn analyze(r: &mut SuiteResult) {
                     None => "use --runs 3 or more (10 as the fdtree article did)",
                 }
             ),
-        });
-    }
+        )
+    })
+}
+
+/// Timed phases too short to measure, and rates that vary too much across runs.
+fn figure_warnings(r: &SuiteResult, more_work: &dyn Fn(&Suite, &str) -> String) -> Vec<Warning> {
+    let mut warnings = Vec::new();
     let untimed = r.untimed_phases();
     let timed =
         |s: &&MetricSummary| !(untimed.iter()).any(|(w, p)| *w == s.workload && *p == s.phase);
@@ -65,7 +97,7 @@ pub fn analyze(r: &mut SuiteResult) {
                     s.phase,
                     s.summary.mean,
                     r.suite.min_phase_secs,
-                    crate::workload::more_work_advice(&r.suite, &s.workload)
+                    more_work(&r.suite, &s.workload)
                 ),
             ));
         }
@@ -82,63 +114,54 @@ pub fn analyze(r: &mut SuiteResult) {
             ));
         }
     }
-    let undropped = r
-        .runs
-        .iter()
-        .flat_map(|r| &r.phases)
-        .filter(|p| !p.caches_dropped)
-        .count();
-    if r.suite.drop_caches && undropped > 0 {
-        warnings.push(Warning {
-            kind: WarningKind::CachesNotDropped,
-            config: None,
-            workload: None,
-            phase: None,
-            message: format!(
+    warnings
+}
+
+/// Phases run without their caches dropped where the suite asked for it.
+fn caches_not_dropped(r: &SuiteResult) -> Option<Warning> {
+    let phases = r.runs.iter().flat_map(|r| &r.phases);
+    let undropped = phases.filter(|p| !p.caches_dropped).count();
+    (r.suite.drop_caches && undropped > 0).then(|| {
+        suite_warning(
+            WarningKind::CachesNotDropped,
+            format!(
                 "caches were not dropped before {undropped} phase(s) (needs root): later phases may read from memory"
             ),
-        });
-    }
-    let busy = r.testbed.iter().flat_map(|t| t.busy(r.system.cpus));
-    warnings.extend(busy.map(|message| Warning {
-        kind: WarningKind::BusyMachine,
-        config: None,
-        workload: None,
-        phase: None,
-        message,
-    }));
-    warnings.extend(loop_warning(r));
-    warnings.extend(stack_warning(r));
-    warnings.extend(steady_state_warnings(r));
-    warnings.extend(harness_warnings(r));
-    warnings.extend(aging_warnings(r));
-    for r in &r.runs {
-        if let Some(what) = &r.incomplete {
-            warnings.push(Warning {
-                kind: WarningKind::IncompleteTree,
-                config: Some(r.config.clone()),
-                workload: Some(r.workload.clone()),
-                phase: None,
-                message: format!(
+        )
+    })
+}
+
+/// Runs that made an incomplete tree, and runs whose fsck failed.
+fn run_warnings(r: &SuiteResult) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for run in &r.runs {
+        let scope = |kind, message| Warning {
+            kind,
+            config: Some(run.config.clone()),
+            workload: Some(run.workload.clone()),
+            phase: None,
+            message,
+        };
+        if let Some(what) = &run.incomplete {
+            warnings.push(scope(
+                WarningKind::IncompleteTree,
+                format!(
                     "{} / {} run {}: incomplete tree ({what})",
-                    r.config, r.workload, r.run
+                    run.config, run.workload, run.run
                 ),
-            });
+            ));
         }
-        if r.status == RunStatus::FsckFailed {
-            warnings.push(Warning {
-                kind: WarningKind::FsckFailed,
-                config: Some(r.config.clone()),
-                workload: Some(r.workload.clone()),
-                phase: None,
-                message: format!(
+        if run.status == RunStatus::FsckFailed {
+            warnings.push(scope(
+                WarningKind::FsckFailed,
+                format!(
                     "{} / {} run {}: fsck found the filesystem inconsistent; the run is excluded from the statistics",
-                    r.config, r.workload, r.run
+                    run.config, run.workload, run.run
                 ),
-            });
+            ));
         }
     }
-    r.warnings = warnings;
+    warnings
 }
 
 /// The fewest successful runs any configuration had of any workload (`None`: none at all).

@@ -4,8 +4,8 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::{Store, recovery, status_name};
-use crate::error::invalid;
-use crate::results::SuiteStatus;
+use fsbench_measure::error::invalid;
+use fsbench_model::results::SuiteStatus;
 
 impl Store {
     /// Claims suite `id` for `--resume` by this process, atomically: of two processes resuming
@@ -48,7 +48,7 @@ impl Store {
             params![
                 id,
                 me,
-                crate::testbed::scratch::process_start_ticks(me).unwrap_or(0) as i64,
+                fsbench_measure::sysinfo::process_start_ticks(me).unwrap_or(0) as i64,
                 boot_id()
             ],
         )?;
@@ -68,6 +68,6 @@ pub(super) fn boot_id() -> Option<String> {
 /// was (`None`) are judged by pid and start time alone.
 pub(super) fn claimer_alive(pid: i64, start: i64, boot: Option<&str>) -> bool {
     boot.is_none_or(|b| boot_id().as_deref() == Some(b))
-        && crate::testbed::scratch::process_start_ticks(pid as u32)
+        && fsbench_measure::sysinfo::process_start_ticks(pid as u32)
             .is_some_and(|t| t as i64 == start)
 }

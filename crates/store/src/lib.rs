@@ -3,217 +3,31 @@
 //! series. Each run is committed in its own transaction as soon as it finishes, so a suite
 //! that is interrupted — by Ctrl-C, an error or SIGKILL — keeps every completed run.
 
-use fsbench_model::{results, suite};
-use fsbench_stats as stats;
-use fsbench_testbed::{error, testbed};
-use fsbench_workloads as workload;
-
 mod claim;
-mod legacy;
 mod load;
+mod migrations;
 mod recovery;
+
+pub use load::LabelOf;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use crate::error::{FsbenchError, invalid};
-use crate::results::{
+use claim::{boot_id, claimer_alive};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_model::config::FsConfig;
+use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
+use fsbench_model::results::{
     ConfigInfo, ConfigKey, PhaseRecord, RunRecord, RunStatus, SCHEMA_VERSION, Skipped, SuiteResult,
     SuiteStatus, TargetInfo, WorkloadKey,
 };
-use crate::suite::Suite;
-use claim::{boot_id, claimer_alive};
-use fsbench_model::config::FsConfig;
-use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
+use fsbench_model::suite::Suite;
 use fsbench_model::system::SystemInfo;
 use fsbench_model::testbed::FsckOutcome;
 use fsbench_model::workload::KeptOutput;
-
-/// Forward migrations; `PRAGMA user_version` is the number applied. Never edit a released
-/// step: add a new one.
-const MIGRATIONS: &[Migration] = &[
-    // 1: suites, configurations, runs, phases and their errors.
-    Migration::Sql(
-        "CREATE TABLE suites (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL,
-        purpose TEXT NOT NULL,
-        command TEXT NOT NULL,
-        definition TEXT NOT NULL,
-        system TEXT NOT NULL,
-        target TEXT NOT NULL,
-        skipped TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        status TEXT NOT NULL,
-        error TEXT,
-        pid INTEGER NOT NULL,
-        pid_start INTEGER NOT NULL
-    );
-    CREATE TABLE configurations (
-        suite_id INTEGER NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
-        position INTEGER NOT NULL,
-        label TEXT NOT NULL,
-        definition TEXT NOT NULL,
-        mkfs_version TEXT,
-        fsck_version TEXT,
-        mkfs_command TEXT,
-        mount_options TEXT,
-        PRIMARY KEY (suite_id, position)
-    );
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        suite_id INTEGER NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
-        round INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        config TEXT NOT NULL,
-        workload TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        status TEXT NOT NULL,
-        error TEXT,
-        source TEXT NOT NULL,
-        mkfs_secs REAL,
-        mount_options TEXT NOT NULL,
-        unmount_secs REAL,
-        fsck_clean INTEGER,
-        fsck_secs REAL,
-        fsck_output TEXT
-    );
-    CREATE INDEX runs_by_suite ON runs (suite_id);
-    CREATE TABLE phases (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        elapsed_ns INTEGER NOT NULL,
-        ops INTEGER NOT NULL,
-        bytes INTEGER NOT NULL,
-        cpu_user_ns INTEGER NOT NULL,
-        cpu_system_ns INTEGER NOT NULL,
-        caches_dropped INTEGER NOT NULL,
-        sync_after_ns INTEGER,
-        PRIMARY KEY (run_id, idx)
-    );
-    CREATE TABLE phase_errors (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL,
-        errno TEXT NOT NULL,
-        count INTEGER NOT NULL,
-        PRIMARY KEY (run_id, idx, errno)
-    );",
-    ),
-    // 2: latency histograms, progress time series and warnings.
-    Migration::Sql(
-        "CREATE TABLE latency (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL,
-        op TEXT NOT NULL,
-        count INTEGER NOT NULL,
-        mean_ns REAL NOT NULL,
-        min_ns INTEGER NOT NULL,
-        p50_ns INTEGER NOT NULL,
-        p90_ns INTEGER NOT NULL,
-        p99_ns INTEGER NOT NULL,
-        p999_ns INTEGER NOT NULL,
-        max_ns INTEGER NOT NULL,
-        histogram TEXT NOT NULL,
-        PRIMARY KEY (run_id, idx, op)
-    );
-    CREATE TABLE progress (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL,
-        series TEXT NOT NULL,
-        PRIMARY KEY (run_id, idx)
-    );
-    CREATE TABLE warnings (
-        suite_id INTEGER NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
-        kind TEXT NOT NULL,
-        config TEXT,
-        workload TEXT,
-        phase TEXT,
-        message TEXT NOT NULL
-    );",
-    ),
-    // 3: archive members refused, failure samples, and runs that made an incomplete tree.
-    Migration::Sql(
-        "ALTER TABLE phases ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE phases ADD COLUMN failures TEXT NOT NULL DEFAULT '[]';
-    ALTER TABLE runs ADD COLUMN incomplete TEXT;",
-    ),
-    // 4: throughput-matrix cells (the iozone workload).
-    Migration::Sql("ALTER TABLE phases ADD COLUMN cells TEXT NOT NULL DEFAULT '[]';"),
-    // 5: workloads' own figures and notes (extents, FFSB transactions, fsck after a phase).
-    Migration::Sql(
-        "ALTER TABLE phases ADD COLUMN figures TEXT NOT NULL DEFAULT '[]';
-    ALTER TABLE phases ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
-    ALTER TABLE phases ADD COLUMN unsupported TEXT;",
-    ),
-    // 6: the boot the claiming process ran in, so a claim from before a reboot is stale even
-    // when its pid and start time happen to match a process of this boot.
-    Migration::Sql("ALTER TABLE suites ADD COLUMN boot_id TEXT;"),
-    // 7: a run's configuration and workload by key (their places in the suite), so that
-    // finding them again never depends on label text. Older runs get the configuration's from
-    // its label here and the workload's when loaded (its label is computed from the suite).
-    Migration::Sql(
-        "ALTER TABLE runs ADD COLUMN config_key INTEGER;
-    ALTER TABLE runs ADD COLUMN workload_key INTEGER;
-    UPDATE runs SET config_key = (SELECT position FROM configurations c
-        WHERE c.suite_id = runs.suite_id AND c.label = runs.config);",
-    ),
-    // 8: throughput-matrix cells are figures with dimensions (see legacy.rs).
-    Migration::Code(legacy::matrix_cells_to_figures),
-    // 9: each run's loop device as read back while mounted (direct I/O or buffered, and why);
-    // the storage stack under the suite and as each run saw it, with the load average; each
-    // phase's shape (steady state after warm-up, first-done / last-done, share of the harness
-    // ceiling) and the suite's harness ceilings.
-    Migration::Sql(
-        "ALTER TABLE runs ADD COLUMN loop_device TEXT;
-    ALTER TABLE runs ADD COLUMN testbed TEXT;
-    ALTER TABLE suites ADD COLUMN testbed TEXT;
-    ALTER TABLE suites ADD COLUMN ceilings TEXT;
-    ALTER TABLE phases ADD COLUMN shape TEXT;",
-    ),
-    // 10: why a phase had nothing to do (an empty file set), and each phase's latency over time
-    // (p50, p99 and max per interval) beside its progress series.
-    Migration::Sql(
-        "ALTER TABLE phases ADD COLUMN idle TEXT;
-    ALTER TABLE progress ADD COLUMN latency TEXT;",
-    ),
-    // 11: how a run's filesystem was aged and filled before its phases (JSON), with the
-    // template it was copied from and the free-space probes.
-    Migration::Sql("ALTER TABLE runs ADD COLUMN preparation TEXT;"),
-    // 12: under MPI, every rank's progress series beside the phase's summed one.
-    Migration::Sql("ALTER TABLE progress ADD COLUMN ranks TEXT NOT NULL DEFAULT '[]';"),
-    // 13: the free-space probe after each run's phases (JSON), where the suite asked for it.
-    Migration::Sql("ALTER TABLE runs ADD COLUMN probe_after TEXT;"),
-    // 14: the end of what a run's commands wrote (the command workload), step by step.
-    Migration::Sql(
-        "CREATE TABLE run_output (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL,
-        step TEXT NOT NULL,
-        stdout TEXT NOT NULL,
-        stderr TEXT NOT NULL,
-        PRIMARY KEY (run_id, idx)
-    );",
-    ),
-    // 15: the suite's workloads as they ran (JSON: label, description, phases with units and
-    // directions), so reports read them, not today's workload code. Older suites get them
-    // from their workloads' code when loaded.
-    Migration::Sql("ALTER TABLE suites ADD COLUMN workloads TEXT;"),
-    // 16: what each configuration's crash states showed (JSON), where the suite asked.
-    Migration::Sql("ALTER TABLE configurations ADD COLUMN crash TEXT;"),
-];
-
-/// One step of the schema's history: SQL, or code where SQL cannot say it.
-enum Migration {
-    Sql(&'static str),
-    Code(fn(&Transaction) -> anyhow::Result<()>),
-}
-
-/// The schema version this fsbench writes.
-pub const STORE_VERSION: usize = MIGRATIONS.len();
+pub use migrations::STORE_VERSION;
 
 /// One line of `fsbench list`.
 #[derive(Debug, Clone)]
@@ -306,7 +120,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
         };
-        store.migrate()?;
+        migrations::migrate(&mut store.conn, &store.path)?;
         for file in pending {
             store.import_pending(&file);
         }
@@ -322,7 +136,7 @@ impl Store {
         });
         match imported {
             Ok(p) => {
-                fsbench_testbed::diag::say(&format!(
+                fsbench_measure::diag::say(&format!(
                     "fsbench: imported run {} of {} {} (suite {}) from {} into {}",
                     p.run.run,
                     p.run.config,
@@ -332,13 +146,13 @@ impl Store {
                     self.path.display()
                 ));
                 if let Err(e) = std::fs::remove_file(file) {
-                    fsbench_testbed::diag::say(&format!(
+                    fsbench_measure::diag::say(&format!(
                         "fsbench: cannot remove {} ({e}); remove it, or its run is imported again",
                         file.display()
                     ));
                 }
             }
-            Err(e) => fsbench_testbed::diag::say(&format!(
+            Err(e) => fsbench_measure::diag::say(&format!(
                 "fsbench: cannot import the saved run {} yet ({e:#}); it is kept and tried again",
                 file.display()
             )),
@@ -347,34 +161,6 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    fn migrate(&mut self) -> anyhow::Result<()> {
-        // Each step takes the write lock first and reads the version under it, so two fsbench
-        // processes opening an old database at once do not both apply a step.
-        loop {
-            let tx = self
-                .conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let current =
-                tx.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
-            if current > STORE_VERSION {
-                return Err(invalid(format!(
-                    "{} has schema version {current}, newer than this fsbench understands ({STORE_VERSION}); upgrade fsbench",
-                    self.path.display()
-                )));
-            }
-            let Some(step) = MIGRATIONS.get(current) else {
-                return Ok(());
-            };
-            match step {
-                Migration::Sql(sql) => tx.execute_batch(sql).map_err(anyhow::Error::from),
-                Migration::Code(convert) => convert(&tx),
-            }
-            .with_context(|| format!("migration to schema version {}", current + 1))?;
-            tx.pragma_update(None, "user_version", (current + 1) as i64)?;
-            tx.commit()?;
-        }
     }
 
     /// Records a new suite before its first run; returns its ID.
@@ -395,7 +181,7 @@ impl Store {
                     to_json(&result.skipped),
                     result.started_at,
                     pid,
-                    crate::testbed::scratch::process_start_ticks(pid).unwrap_or(0) as i64,
+                    fsbench_measure::sysinfo::process_start_ticks(pid).unwrap_or(0) as i64,
                     boot_id(),
                     result.testbed.as_ref().map(to_json),
                     to_json(&result.ceilings),
@@ -551,45 +337,57 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
         )?;
     }
     for (idx, p) in run.phases.iter().enumerate() {
-        let m = &p.measurement;
-        tx.execute(
-            "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
+        insert_phase(tx, run_id, idx as i64, p)?;
+    }
+    Ok(())
+}
+
+/// Phase `idx` of run `run_id`: its measurement, errors, latencies and progress series.
+fn insert_phase(
+    tx: &Transaction<'_>,
+    run_id: i64,
+    idx: i64,
+    p: &PhaseRecord,
+) -> anyhow::Result<()> {
+    let m = &p.measurement;
+    tx.execute(
+        "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
                  caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported,
                  shape, idle)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            params![
-                run_id,
-                idx as i64,
-                p.name,
-                m.elapsed_ns as i64,
-                m.ops as i64,
-                m.bytes as i64,
-                m.cpu_user_ns as i64,
-                m.cpu_system_ns as i64,
-                p.caches_dropped,
-                p.sync_after_ns.map(|v| v as i64),
-                m.refused as i64,
-                to_json(&m.failures),
-                to_json(&p.figures),
-                to_json(&p.notes),
-                p.unsupported,
-                (!p.shape.is_empty()).then(|| to_json(&p.shape)),
-                p.idle,
-            ],
+        params![
+            run_id,
+            idx,
+            p.name,
+            m.elapsed_ns as i64,
+            m.ops as i64,
+            m.bytes as i64,
+            m.cpu_user_ns as i64,
+            m.cpu_system_ns as i64,
+            p.caches_dropped,
+            p.sync_after_ns.map(|v| v as i64),
+            m.refused as i64,
+            to_json(&m.failures),
+            to_json(&p.figures),
+            to_json(&p.notes),
+            p.unsupported,
+            (!p.shape.is_empty()).then(|| to_json(&p.shape)),
+            p.idle,
+        ],
+    )?;
+    for (errno, count) in &m.errors {
+        tx.execute(
+            "INSERT INTO phase_errors (run_id, idx, errno, count) VALUES (?1, ?2, ?3, ?4)",
+            params![run_id, idx, errno, *count as i64],
         )?;
-        for (errno, count) in &m.errors {
-            tx.execute(
-                "INSERT INTO phase_errors (run_id, idx, errno, count) VALUES (?1, ?2, ?3, ?4)",
-                params![run_id, idx as i64, errno, *count as i64],
-            )?;
-        }
-        for (op, l) in &m.latency {
-            tx.execute(
+    }
+    for (op, l) in &m.latency {
+        tx.execute(
                 "INSERT INTO latency (run_id, idx, op, count, mean_ns, min_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns, histogram)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     run_id,
-                    idx as i64,
+                    idx,
                     op,
                     l.count as i64,
                     l.mean_ns,
@@ -602,18 +400,17 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
                     l.histogram,
                 ],
             )?;
-        }
-        tx.execute(
-            "INSERT INTO progress (run_id, idx, series, latency, ranks) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                run_id,
-                idx as i64,
-                to_json(&p.progress),
-                (!m.latency_timeline.is_empty()).then(|| to_json(&m.latency_timeline)),
-                to_json(&p.rank_progress)
-            ],
-        )?;
     }
+    tx.execute(
+        "INSERT INTO progress (run_id, idx, series, latency, ranks) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            run_id,
+            idx,
+            to_json(&p.progress),
+            (!m.latency_timeline.is_empty()).then(|| to_json(&m.latency_timeline)),
+            to_json(&p.rank_progress)
+        ],
+    )?;
     Ok(())
 }
 

@@ -1,11 +1,18 @@
 //! Reading suites back: a suite with its configurations, runs and phases, and the list.
 
 use super::*;
-use crate::workload::Params;
+use fsbench_model::workload::WorkloadSpec;
+
+/// How this fsbench labels a kept workload (`tree:quick`), or says it cannot read it: the
+/// store keeps workloads as specs, and only the workloads' code knows their labels.
+pub type LabelOf = fn(&WorkloadSpec) -> String;
 
 impl Store {
-    /// The suite as it was run, with summaries and warnings recomputed from the raw runs.
-    pub fn load(&self, id: i64) -> anyhow::Result<SuiteResult> {
+    /// The suite as it was run and stored: its records, without summaries or warnings
+    /// (what the records say is the statistics' to work out). `label_of` finds the runs that
+    /// were stored before their workload's key was.
+    // One piece: the suite row's columns, read and converted in the SELECT's order.
+    pub fn load(&self, id: i64, label_of: LabelOf) -> anyhow::Result<SuiteResult> {
         let row = self
             .conn
             .query_row(
@@ -57,8 +64,8 @@ impl Store {
             other => parse_status(other)?,
         };
         let configurations = self.load_configurations(id)?;
-        let runs = self.load_runs(id, &suite, &configurations)?;
-        let mut result = SuiteResult {
+        let runs = self.load_runs(id, &suite, &configurations, label_of)?;
+        Ok(SuiteResult {
             schema_version: SCHEMA_VERSION,
             id: Some(id),
             started_at,
@@ -84,12 +91,7 @@ impl Store {
                 .map(|text| from_json(&text, "workload records"))
                 .transpose()?
                 .unwrap_or_default(),
-        };
-        // A suite stored by an older fsbench has no record: its workloads' code says it, once.
-        crate::workload::record_workloads(&mut result)?;
-        crate::stats::summary::summarize_runs(&mut result);
-        crate::stats::warnings::analyze(&mut result);
-        Ok(result)
+        })
     }
 
     pub(super) fn load_configurations(&self, id: i64) -> anyhow::Result<Vec<ConfigInfo>> {
@@ -129,6 +131,7 @@ impl Store {
         id: i64,
         suite: &Suite,
         configurations: &[ConfigInfo],
+        label_of: LabelOf,
     ) -> anyhow::Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
@@ -182,39 +185,12 @@ impl Store {
         })?;
         let mut runs = Vec::new();
         // Runs written before keys were stored are found by their labels (once per suite).
-        let labels: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
+        let labels: Vec<String> = suite.workloads.iter().map(label_of).collect();
         for row in rows {
-            let (run_id, status, keys, (loop_device, testbed, preparation, probe_after), mut run) =
-                row?;
-            let (config_key, workload_key) = keys;
+            let (run_id, status, keys, json, mut run) = row?;
             run.status = parse_status(&status)?;
-            run.loop_device = loop_device
-                .map(|text| from_json(&text, "loop device"))
-                .transpose()?;
-            run.testbed = testbed
-                .map(|text| from_json(&text, "run's storage stack"))
-                .transpose()?;
-            run.preparation = preparation
-                .map(|text| from_json(&text, "run's preparation"))
-                .transpose()?;
-            run.probe_after = probe_after
-                .map(|text| from_json(&text, "run's free-space probe"))
-                .transpose()?;
-            // Runs written before keys were stored are found by their labels, once.
-            let config_key = config_key.or_else(|| {
-                let place = configurations
-                    .iter()
-                    .position(|c| c.config.label == run.config);
-                place.map(|p| p as u32)
-            });
-            let workload_key = workload_key.or_else(|| {
-                let place = labels.iter().position(|w| *w == run.workload);
-                place.map(|p| p as u32)
-            });
-            // One its suite does not have (a damaged row) points nowhere: the run is kept and
-            // shown, but counted in no summary, as before keys.
-            run.config_key = ConfigKey(config_key.unwrap_or(u32::MAX));
-            run.workload_key = WorkloadKey(workload_key.unwrap_or(u32::MAX));
+            read_json_columns(&mut run, json)?;
+            (run.config_key, run.workload_key) = keys_of(&run, keys, configurations, &labels);
             run.phases = self.load_phases(run_id)?;
             run.output = self.load_output(run_id)?;
             runs.push(run);
@@ -284,61 +260,72 @@ impl Store {
             phase.measurement.failures = from_json(&failures, "failure list")?;
             phase.figures = from_json(&figures, "phase figures")?;
             phase.notes = from_json(&notes, "phase notes")?;
-            let m = &mut phase.measurement;
-            let mut errors = self.conn.prepare_cached(
-                "SELECT errno, count FROM phase_errors WHERE run_id = ?1 AND idx = ?2",
-            )?;
-            for e in errors.query_map(params![run_id, idx], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-            })? {
-                let (errno, count) = e?;
-                m.errors.insert(errno, count as u64);
-            }
-            let mut latency = self.conn.prepare_cached(
-                "SELECT op, count, mean_ns, min_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns, histogram
-                 FROM latency WHERE run_id = ?1 AND idx = ?2",
-            )?;
-            for l in latency.query_map(params![run_id, idx], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    LatencySummary {
-                        count: r.get::<_, i64>(1)? as u64,
-                        mean_ns: r.get(2)?,
-                        min_ns: r.get::<_, i64>(3)? as u64,
-                        p50_ns: r.get::<_, i64>(4)? as u64,
-                        p90_ns: r.get::<_, i64>(5)? as u64,
-                        p99_ns: r.get::<_, i64>(6)? as u64,
-                        p999_ns: r.get::<_, i64>(7)? as u64,
-                        max_ns: r.get::<_, i64>(8)? as u64,
-                        histogram: r.get(9)?,
-                    },
-                ))
-            })? {
-                let (op, summary) = l?;
-                m.latency.insert(op, summary);
-            }
-            let series: Option<(String, Option<String>, String)> = self
-                .conn
-                .query_row(
-                    "SELECT series, latency, ranks FROM progress WHERE run_id = ?1 AND idx = ?2",
-                    params![run_id, idx],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            if let Some((series, latency, ranks)) = series {
-                phase.progress = from_json(&series, "progress series")?;
-                if let Some(latency) = latency {
-                    phase.measurement.latency_timeline = from_json(&latency, "latency timeline")?;
-                }
-                phase.rank_progress = from_json(&ranks, "ranks' progress series")?;
-            }
+            self.load_phase_details(run_id, idx, &mut phase)?;
             phases.push(phase);
         }
         Ok(phases)
     }
 
-    /// The most recent suites, newest first.
-    pub fn list(&self, limit: usize) -> anyhow::Result<Vec<SuiteListing>> {
+    /// Phase `idx` of run `run_id`: its errors, latencies and progress series.
+    fn load_phase_details(
+        &self,
+        run_id: i64,
+        idx: i64,
+        phase: &mut PhaseRecord,
+    ) -> anyhow::Result<()> {
+        let m = &mut phase.measurement;
+        let mut errors = self.conn.prepare_cached(
+            "SELECT errno, count FROM phase_errors WHERE run_id = ?1 AND idx = ?2",
+        )?;
+        for e in errors.query_map(params![run_id, idx], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })? {
+            let (errno, count) = e?;
+            m.errors.insert(errno, count as u64);
+        }
+        let mut latency = self.conn.prepare_cached(
+            "SELECT op, count, mean_ns, min_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns, histogram
+                 FROM latency WHERE run_id = ?1 AND idx = ?2",
+        )?;
+        for l in latency.query_map(params![run_id, idx], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                LatencySummary {
+                    count: r.get::<_, i64>(1)? as u64,
+                    mean_ns: r.get(2)?,
+                    min_ns: r.get::<_, i64>(3)? as u64,
+                    p50_ns: r.get::<_, i64>(4)? as u64,
+                    p90_ns: r.get::<_, i64>(5)? as u64,
+                    p99_ns: r.get::<_, i64>(6)? as u64,
+                    p999_ns: r.get::<_, i64>(7)? as u64,
+                    max_ns: r.get::<_, i64>(8)? as u64,
+                    histogram: r.get(9)?,
+                },
+            ))
+        })? {
+            let (op, summary) = l?;
+            m.latency.insert(op, summary);
+        }
+        let series: Option<(String, Option<String>, String)> = self
+            .conn
+            .query_row(
+                "SELECT series, latency, ranks FROM progress WHERE run_id = ?1 AND idx = ?2",
+                params![run_id, idx],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        if let Some((series, latency, ranks)) = series {
+            phase.progress = from_json(&series, "progress series")?;
+            if let Some(latency) = latency {
+                phase.measurement.latency_timeline = from_json(&latency, "latency timeline")?;
+            }
+            phase.rank_progress = from_json(&ranks, "ranks' progress series")?;
+        }
+        Ok(())
+    }
+
+    /// The most recent suites, newest first, their workloads labelled by `label_of`.
+    pub fn list(&self, limit: usize, label_of: LabelOf) -> anyhow::Result<Vec<SuiteListing>> {
         let mut stmt = self.conn.prepare(
             "SELECT s.id, s.started_at, s.status, s.definition, s.pid, s.pid_start, s.boot_id,
                     (SELECT group_concat(c.label, char(31) ORDER BY c.position)
@@ -398,7 +385,7 @@ impl Store {
                     runs_done,
                 });
             };
-            let workloads: Vec<String> = suite.workloads.iter().map(Params::label_of).collect();
+            let workloads: Vec<String> = suite.workloads.iter().map(label_of).collect();
             Ok(SuiteListing {
                 id,
                 started_at,
@@ -412,4 +399,46 @@ impl Store {
         })
         .collect()
     }
+}
+
+/// A run's JSON columns: its loop device, storage stack, preparation, free-space probe.
+type RunJson = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+fn read_json_columns(run: &mut RunRecord, json: RunJson) -> anyhow::Result<()> {
+    let (loop_device, testbed, preparation, probe_after) = json;
+    run.loop_device = (loop_device.map(|text| from_json(&text, "loop device"))).transpose()?;
+    run.testbed = (testbed.map(|text| from_json(&text, "run's storage stack"))).transpose()?;
+    run.preparation =
+        (preparation.map(|text| from_json(&text, "run's preparation"))).transpose()?;
+    run.probe_after =
+        (probe_after.map(|text| from_json(&text, "run's free-space probe"))).transpose()?;
+    Ok(())
+}
+
+/// A run's configuration and workload keys: as stored, or for a run written before keys
+/// were, found by its labels. One its suite does not have (a damaged row) points nowhere:
+/// the run is kept and shown, but counted in no summary, as before keys.
+fn keys_of(
+    run: &RunRecord,
+    (config_key, workload_key): (Option<u32>, Option<u32>),
+    configurations: &[ConfigInfo],
+    workload_labels: &[String],
+) -> (ConfigKey, WorkloadKey) {
+    let config_key = config_key.or_else(|| {
+        let place = (configurations.iter()).position(|c| c.config.label == run.config);
+        place.map(|p| p as u32)
+    });
+    let workload_key = workload_key.or_else(|| {
+        let place = workload_labels.iter().position(|w| *w == run.workload);
+        place.map(|p| p as u32)
+    });
+    (
+        ConfigKey(config_key.unwrap_or(u32::MAX)),
+        WorkloadKey(workload_key.unwrap_or(u32::MAX)),
+    )
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use crate::error::FsbenchError;
-use crate::results::RunRecord;
+use fsbench_measure::error::FsbenchError;
+use fsbench_model::results::RunRecord;
 
 /// How long a write waits for a database another process holds locked:
 /// `$FSBENCH_DB_WAIT_SECS`, by default five minutes (a finished run is worth the wait).
@@ -74,7 +74,7 @@ pub(crate) fn create_whole(path: &Path) -> anyhow::Result<()> {
             conn,
             path: tmp.clone(),
         };
-        store.migrate()?;
+        super::migrations::migrate(&mut store.conn, &store.path)?;
         drop(store);
         match std::fs::hard_link(&tmp, path) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
@@ -93,7 +93,7 @@ pub(crate) fn create_whole(path: &Path) -> anyhow::Result<()> {
 /// beside it (`/dev/null-journal`).
 pub(crate) fn refuse_non_regular(path: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => Err(crate::error::invalid(format!(
+        Ok(meta) if !meta.is_file() => Err(fsbench_measure::error::invalid(format!(
             "--db {}: not a regular file (a results database is a regular file, or a path \
              where none exists yet)",
             path.display()

@@ -1,6 +1,8 @@
 use super::*;
-use crate::results::SuiteResult;
+use crate::migrations::{MIGRATIONS, Migration};
 use fsbench_model::measurement::Figure;
+use fsbench_model::results::SuiteResult;
+use fsbench_workloads::Params;
 
 /// A database as the first schema version left it, holding one suite with one run.
 fn version_one_database(path: &Path) -> i64 {
@@ -90,7 +92,7 @@ fn matrix_cells_of_schema_seven_become_figures_with_dimensions() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert!(!columns.contains(&"cells".to_string()), "{columns:?}");
-    let figures = &store.load(id).unwrap().runs[0].phases[0].figures;
+    let figures = &store.load(id, Params::label_of).unwrap().runs[0].phases[0].figures;
     assert_eq!(figures[0], own[0], "the phase's own figure stays first");
     // Per cell: throughput, cpu, bytes and the three thread figures.
     assert_eq!(figures.len(), 1 + 2 * 6);
@@ -98,7 +100,7 @@ fn matrix_cells_of_schema_seven_become_figures_with_dimensions() {
     let dims = &write[0].dims;
     assert_eq!(
         dims.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
-        crate::workload::iozone::DIMENSIONS
+        ["test", "file size", "record size"]
     );
     assert_eq!(
         dims[0].value,
@@ -132,7 +134,7 @@ fn migrates_a_first_version_database() {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(version as usize, STORE_VERSION);
-    let loaded = store.load(id).unwrap();
+    let loaded = store.load(id, Params::label_of).unwrap();
     assert_eq!(loaded.suite.purpose, Suite::default().purpose);
     assert_eq!(loaded.status, SuiteStatus::Completed);
     assert_eq!(loaded.runs.len(), 1);
@@ -144,7 +146,7 @@ fn migrates_a_first_version_database() {
     assert_eq!(phase.measurement.errors["EMLINK"], 3);
     assert!(phase.measurement.latency.is_empty() && phase.progress.is_empty());
     // Version 2 tables work on the migrated database.
-    let listing = store.list(10).unwrap();
+    let listing = store.list(10, Params::label_of).unwrap();
     assert_eq!((listing[0].id, listing[0].runs_done), (id, 1));
 }
 
@@ -321,7 +323,7 @@ fn list_shows_a_suite_it_cannot_read_and_the_others() {
         )
         .unwrap();
     let second = store.conn.last_insert_rowid();
-    let listed = store.list(10).unwrap();
+    let listed = store.list(10, Params::label_of).unwrap();
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[0].id, second);
     assert!(

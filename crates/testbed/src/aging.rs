@@ -20,8 +20,8 @@ use fsbench_model::filesystem::Capability;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::error::{FsbenchError, invalid};
-use crate::measure::Progress;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::Progress;
 
 /// Used and total space as `df` counts them: total = used + available to the caller.
 #[derive(Debug, Clone, Copy)]

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use fsbench_model::filesystem::FsType;
 
-use crate::error::{FsbenchError, invalid};
-use crate::tools;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::tools;
 
 mod kernel;
 mod names;

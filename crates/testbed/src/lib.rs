@@ -2,14 +2,8 @@
 //! mounts, a run's fresh filesystem), aging, and what the user asks for read and checked
 //! ([`define`]). The workloads are below it, the records they fill the model's.
 
-pub use fsbench_measure::{
-    calls, diag, error, extents, measure, phase_progress, rmtree, shape, sysinfo, tools, units,
-};
-
 pub mod aging;
 pub mod crash;
 pub mod define;
 pub mod drivers;
 pub mod testbed;
-
-use fsbench_workloads as workload;

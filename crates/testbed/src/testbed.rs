@@ -27,13 +27,13 @@ use fsbench_model::testbed::{TargetSpec, default_image_dir};
 use rustix::fs::{Mode, OFlags};
 
 use crate::drivers::{FsTypeExt, Toolset};
-use crate::error::{FsbenchError, invalid};
-use crate::tools;
-use crate::workload::SpaceNeed;
 use device::DeviceKind;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::tools;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::units::{format_bytes, group_thousands};
+use fsbench_workloads::SpaceNeed;
 use scratch::Scratch;
 
 pub use fresh::{FreshFs, Teardown};
@@ -220,11 +220,170 @@ impl Target {
         let run_dir = self.scratch.path().join(format!("run{}", self.runs));
         std::fs::create_dir(&run_dir)
             .with_context(|| format!("cannot create {}", run_dir.display()))?;
-        let tool_dir = run_dir.join("empty");
-        let mut fresh = FreshFs {
-            tool_dir: tool_dir.clone(),
+        let mut fresh = FreshFs::in_run_dir(run_dir.clone(), config, tools);
+        let Some(fs) = config.fs else {
+            let entry = mounts::mount_containing(&run_dir);
+            fresh.mount_options = entry
+                .as_ref()
+                .map(|m| m.options.clone())
+                .unwrap_or_default();
+            fresh.source = entry
+                .map(|m| format!("{} ({})", m.source, m.fstype))
+                .unwrap_or_default();
+            fresh.root_fd = Some(open_dir(&run_dir)?);
+            return Ok(fresh);
+        };
+        // From here on, anything that fails is undone by FreshFs's Drop.
+        // mkfs, mount and fsck run in an empty directory of their own, so that no relative
+        // path in their options reaches anything.
+        std::fs::create_dir(&fresh.tool_dir)
+            .with_context(|| format!("cannot create {}", fresh.tool_dir.display()))?;
+        let direct_io = self.spec.loop_direct_io();
+        let (device, loop_fallback) = match fs {
+            FsType::Tmpfs => (None, None),
+            _ => {
+                let (device, fallback) = self.run_device(&mut fresh, template)?;
+                (Some(device), fallback)
+            }
+        };
+        let made = match (&config.driver, fs, &device) {
+            (Some(driver), _, Some(dev)) => Some(fresh.make_user(driver, config, tools, dev)),
+            (None, FsType::Zfs, Some(dev)) => Some(self.make_pool(&mut fresh, config, dev)),
+            _ => None,
+        };
+        if let Some(made) = made {
+            made?;
+        } else {
+            if let (Some(dev), Some(mkfs), None) = (&device, &tools.mkfs, &fresh.copied) {
+                let args = fs
+                    .driver()
+                    .mkfs_args(&config.mkfs, &dev.display().to_string());
+                let run = tools::run_ok_in(mkfs, &args, &fresh.tool_dir)?;
+                fresh.mkfs_secs = Some(run.elapsed.as_secs_f64());
+                fresh.mkfs_command = Some(format!("{} {}", mkfs.display(), args.join(" ")));
+            }
+            fresh.device = device.clone();
+            self.mount(&mut fresh, fs, &config.mount, device.as_deref())?;
+        }
+        // Read back while mounted: what the kernel does, not what was asked for.
+        fresh.loop_info = fresh
+            .loop_device
+            .as_deref()
+            .map(|dev| loopdev::read_back(dev, direct_io, loop_fallback));
+        Ok(fresh)
+    }
+
+    /// The run's block device: the target's own, or a loop device on the target's image
+    /// file or on a fresh image (empty, or a copy of `template`); with why the loop device
+    /// is not what was asked for, if it is not.
+    fn run_device(
+        &mut self,
+        fresh: &mut FreshFs,
+        template: Option<&Path>,
+    ) -> anyhow::Result<(PathBuf, Option<String>)> {
+        let direct_io = self.spec.loop_direct_io();
+        match (&self.spec, self.device_kind) {
+            (TargetSpec::Device { path, .. }, Some(DeviceKind::Block)) => Ok((path.clone(), None)),
+            (TargetSpec::Device { path, .. }, _) => {
+                self.scratch.note_attached_file(path)?;
+                let attached = loopdev::attach(path, direct_io)?;
+                fresh.loop_device = Some(attached.device.clone());
+                self.scratch.note_loop(&attached.device, path)?;
+                Ok((attached.device, attached.fallback))
+            }
+            _ => {
+                let image = fresh.run_dir.join("image");
+                match template {
+                    Some(t) => {
+                        let start = Instant::now();
+                        let how = crate::aging::image::copy(t, &image)?;
+                        fresh.copied = Some((how, start.elapsed().as_secs_f64()));
+                    }
+                    None => create_image(&image, self.image_size)?,
+                }
+                fresh.image = Some(image.clone());
+                // A crash-recorded run's loop device is on the recorder's file, which
+                // logs every write and flush on their way to the image.
+                let backing = match self.recording.take() {
+                    Some(dir) => {
+                        let scratch = &mut self.scratch;
+                        let recording = crate::crash::Recording::start(&dir, &image, |r| {
+                            scratch.note_recorder(r)
+                        })?;
+                        let file = recording.file();
+                        fresh.recording = Some(recording);
+                        file
+                    }
+                    None => image.clone(),
+                };
+                let attached = loopdev::attach(&backing, direct_io)?;
+                fresh.loop_device = Some(attached.device.clone());
+                Ok((attached.device, attached.fallback))
+            }
+        }
+    }
+
+    /// Mounts the run's filesystem (`device`, or a tmpfs of the image's size) on `mnt` in
+    /// the run's directory, with `options`.
+    fn mount(
+        &self,
+        fresh: &mut FreshFs,
+        fs: FsType,
+        options: &str,
+        device: Option<&Path>,
+    ) -> anyhow::Result<()> {
+        let mnt = fresh.run_dir.join("mnt");
+        std::fs::create_dir(&mnt)?;
+        let mut options = options.to_string();
+        if fs == FsType::Tmpfs {
+            let size = format!("size={}", self.image_size);
+            options = if options.is_empty() {
+                size
+            } else {
+                format!("{size},{options}")
+            };
+        }
+        let source = device.map_or("tmpfs".to_string(), |d| d.display().to_string());
+        let mut args = vec!["-t".to_string(), fs.driver().mount_type().to_string()];
+        if !options.is_empty() {
+            args.extend(["-o".to_string(), options]);
+        }
+        args.extend([source.clone(), mnt.display().to_string()]);
+        let mount = tools::require("mount", "mount")?;
+        let kernel = kmsg::KernelLog::from_now();
+        if let Err(e) = tools::run_ok_in_within(&mount, &args, &fresh.tool_dir, tools::MOUNT_LIMIT)
+        {
+            // mount(8) says "wrong fs type, bad option…"; the kernel's log says which.
+            let device_name = device.and_then(|d| d.file_name()).unwrap_or_default();
+            let about = [fs.driver().mount_type(), &device_name.to_string_lossy()];
+            let said = kernel.map(|k| k.said_about(&about)).unwrap_or_default();
+            return Err(if said.is_empty() {
+                e.context("mount failed (are the mount options valid?)")
+            } else {
+                e.context(kmsg::MountRefused {
+                    reason: said.join("; "),
+                })
+            });
+        }
+        fresh.mount_args = args;
+        fresh.mountpoint = Some(mnt.clone());
+        let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;
+        fresh.mount_options = entry.options;
+        fresh.source = source;
+        fresh.root = mnt.clone();
+        fresh.root_fd = Some(open_dir(&mnt)?);
+        Ok(())
+    }
+}
+
+impl FreshFs {
+    /// A run's filesystem before anything is made: its directory, and the configuration's
+    /// fsck.
+    fn in_run_dir(run_dir: PathBuf, config: &FsConfig, tools: &Toolset) -> FreshFs {
+        FreshFs {
+            tool_dir: run_dir.join("empty"),
             run_dir: run_dir.clone(),
-            root: run_dir.clone(),
+            root: run_dir,
             root_fd: None,
             mountpoint: None,
             device: None,
@@ -248,141 +407,7 @@ impl Target {
             zfs: None,
             user: None,
             recording: None,
-        };
-        let Some(fs) = config.fs else {
-            let entry = mounts::mount_containing(&run_dir);
-            fresh.mount_options = entry
-                .as_ref()
-                .map(|m| m.options.clone())
-                .unwrap_or_default();
-            fresh.source = entry
-                .map(|m| format!("{} ({})", m.source, m.fstype))
-                .unwrap_or_default();
-            fresh.root_fd = Some(open_dir(&run_dir)?);
-            return Ok(fresh);
-        };
-        // From here on, anything that fails is undone by FreshFs's Drop.
-        // mkfs, mount and fsck run in an empty directory of their own, so that no relative
-        // path in their options reaches anything.
-        std::fs::create_dir(&tool_dir)
-            .with_context(|| format!("cannot create {}", tool_dir.display()))?;
-        let direct_io = self.spec.loop_direct_io();
-        let mut loop_fallback = None;
-        let device = if fs == FsType::Tmpfs {
-            None
-        } else {
-            Some(match (&self.spec, self.device_kind) {
-                (TargetSpec::Device { path, .. }, Some(DeviceKind::Block)) => path.clone(),
-                (TargetSpec::Device { path, .. }, _) => {
-                    self.scratch.note_attached_file(path)?;
-                    let attached = loopdev::attach(path, direct_io)?;
-                    fresh.loop_device = Some(attached.device.clone());
-                    self.scratch.note_loop(&attached.device, path)?;
-                    loop_fallback = attached.fallback;
-                    attached.device
-                }
-                _ => {
-                    let image = run_dir.join("image");
-                    match template {
-                        Some(t) => {
-                            let start = Instant::now();
-                            let how = crate::aging::image::copy(t, &image)?;
-                            fresh.copied = Some((how, start.elapsed().as_secs_f64()));
-                        }
-                        None => create_image(&image, self.image_size)?,
-                    }
-                    fresh.image = Some(image.clone());
-                    let backing = match self.recording.take() {
-                        Some(dir) => {
-                            let scratch = &mut self.scratch;
-                            let recording = crate::crash::Recording::start(&dir, &image, |r| {
-                                scratch.note_recorder(r)
-                            })?;
-                            let file = recording.file();
-                            fresh.recording = Some(recording);
-                            file
-                        }
-                        None => image.clone(),
-                    };
-                    let attached = loopdev::attach(&backing, direct_io)?;
-                    fresh.loop_device = Some(attached.device.clone());
-                    loop_fallback = attached.fallback;
-                    attached.device
-                }
-            })
-        };
-        let made = match (&config.driver, fs, &device) {
-            (Some(driver), _, Some(dev)) => Some(fresh.make_user(driver, config, tools, dev)),
-            (None, FsType::Zfs, Some(dev)) => Some(self.make_pool(&mut fresh, config, dev)),
-            _ => None,
-        };
-        if let Some(made) = made {
-            made?;
-            fresh.loop_info = fresh
-                .loop_device
-                .as_deref()
-                .map(|dev| loopdev::read_back(dev, direct_io, loop_fallback));
-            return Ok(fresh);
         }
-        if let (Some(dev), Some(mkfs), None) = (&device, &tools.mkfs, &fresh.copied) {
-            let args = fs
-                .driver()
-                .mkfs_args(&config.mkfs, &dev.display().to_string());
-            let run = tools::run_ok_in(mkfs, &args, &tool_dir)?;
-            fresh.mkfs_secs = Some(run.elapsed.as_secs_f64());
-            fresh.mkfs_command = Some(format!("{} {}", mkfs.display(), args.join(" ")));
-        }
-        fresh.device = device.clone();
-        let mnt = run_dir.join("mnt");
-        std::fs::create_dir(&mnt)?;
-        let mut options = config.mount.clone();
-        if fs == FsType::Tmpfs {
-            let size = format!("size={}", self.image_size);
-            options = if options.is_empty() {
-                size
-            } else {
-                format!("{size},{options}")
-            };
-        }
-        let source = device
-            .as_ref()
-            .map_or("tmpfs".to_string(), |d| d.display().to_string());
-        let mut args = vec!["-t".to_string(), fs.driver().mount_type().to_string()];
-        if !options.is_empty() {
-            args.extend(["-o".to_string(), options]);
-        }
-        args.extend([source.clone(), mnt.display().to_string()]);
-        let mount = tools::require("mount", "mount")?;
-        let kernel = kmsg::KernelLog::from_now();
-        if let Err(e) = tools::run_ok_in_within(&mount, &args, &tool_dir, tools::MOUNT_LIMIT) {
-            // mount(8) says "wrong fs type, bad option…"; the kernel's log says which.
-            let device_name = device
-                .as_ref()
-                .and_then(|d| d.file_name())
-                .unwrap_or_default();
-            let about = [fs.driver().mount_type(), &device_name.to_string_lossy()];
-            let said = kernel.map(|k| k.said_about(&about)).unwrap_or_default();
-            return Err(if said.is_empty() {
-                e.context("mount failed (are the mount options valid?)")
-            } else {
-                e.context(kmsg::MountRefused {
-                    reason: said.join("; "),
-                })
-            });
-        }
-        fresh.mount_args = args;
-        fresh.mountpoint = Some(mnt.clone());
-        let entry = mounts::mount_at(&mnt).context("the new mount is not in /proc/self/mounts")?;
-        fresh.mount_options = entry.options;
-        fresh.source = source;
-        fresh.root = mnt.clone();
-        fresh.root_fd = Some(open_dir(&mnt)?);
-        // Read back while mounted: what the kernel does, not what was asked for.
-        fresh.loop_info = fresh
-            .loop_device
-            .as_deref()
-            .map(|dev| loopdev::read_back(dev, direct_io, loop_fallback));
-        Ok(fresh)
     }
 }
 
@@ -441,7 +466,7 @@ pub fn check_dir_space(path: &Path, need: SpaceNeed) -> anyhow::Result<()> {
         )));
     }
     // Millions of entries made until ENOSPC would take as long again to remove.
-    let inodes = crate::calls::free_inodes(rustix::fs::open(
+    let inodes = fsbench_measure::calls::free_inodes(rustix::fs::open(
         path,
         OFlags::PATH | OFlags::CLOEXEC,
         Mode::empty(),
@@ -470,7 +495,7 @@ fn check_directory(path: &Path) -> anyhow::Result<()> {
 fn free_bytes(path: &Path) -> anyhow::Result<u64> {
     let st = rustix::fs::statvfs(path).with_context(|| format!("statvfs {}", path.display()))?;
     if st.f_blocks == 0 {
-        return Ok(crate::sysinfo::available_memory().unwrap_or(0));
+        return Ok(fsbench_measure::sysinfo::available_memory().unwrap_or(0));
     }
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }

@@ -15,12 +15,12 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::extents::Mapper;
-use crate::measure::{OpKind, PhaseRecorder};
-use crate::units::parse_size;
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Boundary, Need, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::extents::Mapper;
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
+use fsbench_measure::units::parse_size;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::{compact_size, format_bytes};
@@ -182,7 +182,7 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The alloc workload's row in the registry.
+/// The alloc workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "alloc",
     summary: "alloc-perf: one file allocated by each method, timed until durable, then its fragments counted",
@@ -191,20 +191,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "seed-1g",
     more_work: &["size"],
     aliases: &[],
-    build: |p| build(p).map(Params::Alloc),
-    mpi_refusal: |_| {
-        Some(
-            "it measures how one filesystem lays out one file per method (extents, \
-             fragmentation); figures of several clients do not add up",
-        )
-    },
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[Need {
-        capability: Capability::Fallocate,
-        option: "`methods=fallocate`",
-        uses: |s| matches!(s, Params::Alloc(p) if p.methods.contains(&Method::Fallocate)),
-    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AllocParams> {
@@ -242,8 +228,16 @@ impl AllocParams {
     pub(crate) fn parse(args: &str) -> anyhow::Result<AllocParams> {
         build(&KIND.parse_cli(args)?)
     }
+}
 
-    pub fn name(&self) -> String {
+impl WorkloadParams for AllocParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let mut name = self.preset.clone().unwrap_or_else(|| {
             let methods: Vec<String> = self.methods.iter().map(|m| m.name()).collect();
             format!(
@@ -261,7 +255,7 @@ impl AllocParams {
         name
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.methods.is_empty() {
             return Err(invalid("alloc: no methods"));
         }
@@ -285,7 +279,7 @@ impl AllocParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let methods: Vec<String> = self.methods.iter().map(|m| m.title()).collect();
         format!(
             "alloc-perf: one {} file{} by {}; each timed until {} on a fresh {}, then its fragments counted",
@@ -309,7 +303,7 @@ impl AllocParams {
 
     /// One file at a time (the previous is removed first); a preset shrinks to fit.
     /// Bytes of I/O buffers the workload allocates: the largest write chunk.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         self.methods
             .iter()
             .map(|m| match m {
@@ -321,7 +315,7 @@ impl AllocParams {
     }
 
     /// `None` when the size overflows.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let ideal = self.size.checked_add(self.size / 16)?;
         Some(SpaceNeed {
             bytes: if self.fit { ideal.min(16 << 20) } else { ideal },
@@ -330,23 +324,35 @@ impl AllocParams {
         })
     }
 
-    pub fn phases(&self) -> Vec<PhaseInfo> {
-        self.methods
-            .iter()
-            .map(|m| PhaseInfo {
-                name: Cow::Owned(m.name()),
-                unit: Cow::Borrowed("MiB"),
-                moves_data: false,
-                has_rate: true,
-                timed: true,
-            })
-            .collect()
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        let phases = self.methods.iter().map(|m| PhaseInfo {
+            name: Cow::Owned(m.name()),
+            unit: Cow::Borrowed("MiB"),
+            moves_data: false,
+            has_rate: true,
+            timed: true,
+        });
+        Cow::Owned(phases.collect())
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Alloc::new(self.clone()))
+    }
+
+    fn needs(&self) -> Option<Need> {
+        (self.methods.contains(&Method::Fallocate)).then_some(Need {
+            capability: Capability::Fallocate,
+            option: "`methods=fallocate`",
+        })
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some(
+            "it measures how one filesystem lays out one file per method (extents, \
+             fragmentation); figures of several clients do not add up",
+        )
     }
 }
-
-workload_params!(AllocParams, |p| phases: Cow::Owned(AllocParams::phases(p)),
-    instantiate: Alloc::new(p.clone()),
-    buffers: AllocParams::buffer_bytes(p));
 
 pub(crate) struct Alloc {
     params: AllocParams,
@@ -382,7 +388,7 @@ impl Alloc {
         }
         let mut size = self.params.size;
         if self.params.fit
-            && let (fitted, Some(free)) = super::fit_size(dir, size, 1, 1 << 20)?
+            && let (fitted, Some(free)) = fsbench_measure::calls::fit_size(dir, size, 1, 1 << 20)?
         {
             self.fit_note = Some(format!(
                 "files of {} (the {} asked for do not fit in 80% of the {} free)",
@@ -437,9 +443,10 @@ impl Alloc {
                 while offset < size {
                     let len = MMAP_WINDOW.min(size - offset) as usize;
                     fill_window(file, offset, len).map_err(|e| {
-                        crate::measure::fatal_error(e, &method.name(), rec.units()).unwrap_or_else(
-                            || FsbenchError::Failed(format!("mmap window at {offset}: {e}")),
-                        )
+                        fsbench_measure::measure::fatal_error(e, &method.name(), rec.units())
+                            .unwrap_or_else(|| {
+                                FsbenchError::Failed(format!("mmap window at {offset}: {e}"))
+                            })
                     })?;
                     rec.record(OpKind::Allocate, Ok(()))?;
                     offset += len as u64;
@@ -482,7 +489,7 @@ fn failed(method: Method, call: &str, rec: &PhaseRecorder) -> FsbenchError {
 /// of a full filesystem raises SIGBUS, which would kill fsbench with its mounts in place, so the
 /// free space is checked first and a shortfall is reported as ENOSPC.
 fn fill_window(file: &OwnedFd, offset: u64, len: usize) -> Result<(), Errno> {
-    if super::free_bytes(file) < len as u64 {
+    if fsbench_measure::calls::free_bytes(file) < len as u64 {
         return Err(Errno::NOSPC);
     }
     // SAFETY: a shared writable mapping of a file we opened read-write and sized with
@@ -509,7 +516,7 @@ impl Workload for Alloc {
     }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        Cow::Owned(self.params.phases())
+        self.params.phases()
     }
 
     fn expected_units(&self, _: usize) -> u64 {
@@ -574,7 +581,7 @@ impl Workload for Alloc {
                         count.fragments as f64,
                     ));
                 }
-                Err(e) => out.notes.push(crate::extents::not_counted(e)),
+                Err(e) => out.notes.push(fsbench_measure::extents::not_counted(e)),
             }
         }
         drop(file);

@@ -8,6 +8,7 @@ pub(crate) mod extract;
 pub(crate) mod generate;
 pub mod tarfile;
 
+use std::borrow::Cow;
 use std::io::{BufReader, Read};
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
@@ -16,12 +17,12 @@ use anyhow::Context;
 use rustix::fs::{Access, AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::PhaseRecorder;
-use crate::rmtree;
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Need, PhaseInfo, SpaceNeed, Workload, WorkloadParams};
 use extract::Extractor;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::PhaseRecorder;
+use fsbench_measure::rmtree;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::group_thousands;
 use generate::Shape;
@@ -211,7 +212,7 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The archive workload's row in the registry.
+/// The archive workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "archive",
     summary: "extract a BackupPC-shaped archive (pool files and hard links), then rm -rf it",
@@ -220,20 +221,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "tiny",
     more_work: &["pool", "backups", "files"],
     aliases: &[],
-    build: |p| build(p).map(Params::Archive),
-    mpi_refusal: |_| {
-        Some(
-            "it extracts one archive that one client reads; N ranks would measure N copies of \
-             the archive's reads, not the filesystem",
-        )
-    },
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[Need {
-        capability: Capability::HardLinks,
-        option: "generated archive (without `file=`)",
-        uses: |s| matches!(s, Params::Archive(p) if matches!(p.source, Source::Generated { .. })),
-    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ArchiveParams> {
@@ -327,8 +314,16 @@ impl ArchiveParams {
             remove_order: RemoveOrder::default(),
         })
     }
+}
 
-    pub fn name(&self) -> String {
+impl WorkloadParams for ArchiveParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let base = match &self.source {
             Source::Generated {
                 preset: Some(p), ..
@@ -348,7 +343,7 @@ impl ArchiveParams {
         }
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         match &self.source {
             Source::File { path } => match path.metadata() {
                 Ok(m) if m.is_file() => Ok(()),
@@ -384,7 +379,7 @@ impl ArchiveParams {
         }
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         match &self.source {
             Source::Generated { shape, .. } => {
                 let (entries, bytes, _) = shape.totals();
@@ -409,7 +404,7 @@ impl ArchiveParams {
     }
 
     /// `None` when the totals overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         Some(match &self.source {
             Source::Generated { shape, .. } => {
                 let (entries, bytes, inodes) = shape.totals();
@@ -426,10 +421,37 @@ impl ArchiveParams {
             }
         })
     }
-}
 
-workload_params!(ArchiveParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Archive::new(p.clone()));
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Archive::new(self.clone()))
+    }
+
+    fn needs(&self) -> Option<Need> {
+        (matches!(self.source, Source::Generated { .. })).then_some(Need {
+            capability: Capability::HardLinks,
+            option: "generated archive (without `file=`)",
+        })
+    }
+
+    /// An archive file's own size, or the generated one's options.
+    fn more_work_advice(&self) -> String {
+        match self.source {
+            Source::File { .. } => "a larger archive file".into(),
+            Source::Generated { .. } => Self::KIND.more_work_advice(),
+        }
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some(
+            "it extracts one archive that one client reads; N ranks would measure N copies of \
+             the archive's reads, not the filesystem",
+        )
+    }
+}
 
 /// The workload: extract, then remove.
 pub struct Archive {

@@ -2,6 +2,7 @@
 //! rmdir, each repeated in its own directory with raw system calls, where the article ran a
 //! shell command per operation.
 
+use std::borrow::Cow;
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -9,9 +10,10 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, SpaceNeed, Workload, numbered_name};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{OpKind, PhaseRecorder};
+use super::{PhaseInfo, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::calls::numbered_name;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
 pub(crate) const PHASES: &[PhaseInfo] = &[
@@ -94,7 +96,7 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The atomic workload's row in the registry.
+/// The atomic workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "atomic",
     summary: "the article's shell loops (mkdir, touch, echo, cat, dd, rm, rmdir) as system calls",
@@ -103,11 +105,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "quick",
     more_work: &["count", "dd-count"],
     aliases: &[],
-    build: |p| build(p).map(Params::Atomic),
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<AtomicParams> {
@@ -128,8 +125,16 @@ impl AtomicParams {
     pub(crate) fn parse(args: &str) -> anyhow::Result<AtomicParams> {
         build(&KIND.parse_cli(args)?)
     }
+}
 
-    pub fn name(&self) -> String {
+impl WorkloadParams for AtomicParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         self.preset.clone().unwrap_or_else(|| {
             format!(
                 "n{}-dd{}x{}x{}",
@@ -138,7 +143,7 @@ impl AtomicParams {
         })
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.count == 0 || self.dd_count == 0 || self.dd_blocks == 0 || self.dd_block_size == 0 {
             return Err(invalid(
                 "atomic: counts and dd's block count and size must be at least 1",
@@ -155,7 +160,7 @@ impl AtomicParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         format!(
             "atomic loops: mkdir, touch, echo >>, cat, rm, rmdir ×{}; dd of {} files × {} × {} B",
             group_thousands(self.count),
@@ -166,12 +171,12 @@ impl AtomicParams {
     }
 
     /// Bytes of I/O buffers the workload allocates.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         u64::from(self.dd_block_size).max(4096)
     }
 
     /// `None` when the counts and sizes overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let dd = self
             .dd_count
             .checked_mul(self.dd_blocks as u64)?
@@ -186,11 +191,15 @@ impl AtomicParams {
             inodes,
         ))
     }
-}
 
-workload_params!(AtomicParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Atomic::new(p.clone()),
-    buffers: AtomicParams::buffer_bytes(p));
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Atomic::new(self.clone()))
+    }
+}
 
 /// A `<prefix><n>` name built in place.
 struct Name {
@@ -257,6 +266,133 @@ impl Atomic {
         }
         Ok(())
     }
+
+    /// `mkdir d0..dN`: directories.
+    fn mkdir(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let d = Self::dir(dir, "mkdir", true)?;
+        each_name(
+            ("mkdir", b'd'),
+            self.params.count,
+            OpKind::Mkdir,
+            rec,
+            |name| rustix::fs::mkdirat(&d, name, Mode::from(0o755)),
+        )
+    }
+
+    /// `touch f0..fN`: empty files.
+    fn touch(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        let count = self.params.count;
+        let d = Self::dir(dir, "files", true)?;
+        self.each_file(
+            d.as_fd(),
+            count,
+            write_flags,
+            OpKind::Create,
+            rec,
+            |_, _, _| Ok(0),
+        )?;
+        Ok(())
+    }
+
+    /// `echo >> fI`: a line appended to each file.
+    fn echo(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let count = self.params.count;
+        let d = Self::dir(dir, "files", false)?;
+        let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC;
+        self.each_file(
+            d.as_fd(),
+            count,
+            flags,
+            OpKind::OpenFile,
+            rec,
+            |_, file, rec| {
+                let written = rustix::io::write(file, LINE);
+                Ok(rec.record(OpKind::Write, written)?.unwrap_or(0) as u64)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `cat fI`: each file read whole.
+    fn cat(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let count = self.params.count;
+        let d = Self::dir(dir, "files", false)?;
+        self.each_file(
+            d.as_fd(),
+            count,
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            OpKind::OpenFile,
+            rec,
+            |buf, file, rec| {
+                let mut total = 0;
+                while let Some(n) =
+                    rec.record(OpKind::Read, rustix::io::read(file, &mut buf[..]))?
+                {
+                    if n == 0 {
+                        break;
+                    }
+                    total += n as u64;
+                }
+                Ok(total)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `dd`: files of `dd_blocks` blocks each.
+    fn dd(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
+        let d = Self::dir(dir, "dd", true)?;
+        let (blocks, size) = (self.params.dd_blocks, self.params.dd_block_size as usize);
+        self.each_file(
+            d.as_fd(),
+            self.params.dd_count,
+            write_flags,
+            OpKind::Create,
+            rec,
+            |buf, file, rec| {
+                let mut total = 0;
+                for _ in 0..blocks {
+                    match rec.record(OpKind::Write, rustix::io::write(file, &buf[..size]))? {
+                        Some(n) => total += n as u64,
+                        None => break,
+                    }
+                }
+                Ok(total)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `rm`: the files and the dd files.
+    fn rm(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let count = self.params.count;
+        for (sub, n) in [("files", count), ("dd", self.params.dd_count)] {
+            let d = Self::dir(dir, sub, false)?;
+            each_name((sub, b'f'), n, OpKind::Unlink, rec, |name| {
+                rustix::fs::unlinkat(&d, name, AtFlags::empty())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `rmdir`: the directories, then the workload's own.
+    fn rmdir(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
+        let d = Self::dir(dir, "mkdir", false)?;
+        each_name(
+            ("mkdir", b'd'),
+            self.params.count,
+            OpKind::Rmdir,
+            rec,
+            |name| rustix::fs::unlinkat(&d, name, AtFlags::REMOVEDIR),
+        )?;
+        drop(d);
+        for sub in ["mkdir", "files", "dd"] {
+            let _ = rustix::fs::unlinkat(dir, sub, AtFlags::REMOVEDIR);
+        }
+        Ok(())
+    }
 }
 
 impl Workload for Atomic {
@@ -278,123 +414,36 @@ impl Workload for Atomic {
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
-        let count = self.params.count;
-        let mut name = Name { buf: [0; 24] };
-        let write_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC;
         match PHASES[phase].name.as_ref() {
-            "mkdir" => {
-                let d = Self::dir(dir, "mkdir", true)?;
-                for i in 0..count {
-                    let made = rustix::fs::mkdirat(&d, name.of(b'd', i), Mode::from(0o755));
-                    if rec.record(OpKind::Mkdir, made)?.is_some() {
-                        rec.unit_done(0)?;
-                    } else {
-                        rec.note_failure(|| format!("mkdir/d{i}"));
-                    }
-                }
-            }
-            "touch" => {
-                let d = Self::dir(dir, "files", true)?;
-                self.each_file(
-                    d.as_fd(),
-                    count,
-                    write_flags,
-                    OpKind::Create,
-                    rec,
-                    |_, _, _| Ok(0),
-                )?;
-            }
-            "echo" => {
-                let d = Self::dir(dir, "files", false)?;
-                let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC;
-                self.each_file(
-                    d.as_fd(),
-                    count,
-                    flags,
-                    OpKind::OpenFile,
-                    rec,
-                    |_, file, rec| {
-                        let written = rustix::io::write(file, LINE);
-                        Ok(rec.record(OpKind::Write, written)?.unwrap_or(0) as u64)
-                    },
-                )?;
-            }
-            "cat" => {
-                let d = Self::dir(dir, "files", false)?;
-                self.each_file(
-                    d.as_fd(),
-                    count,
-                    OFlags::RDONLY | OFlags::CLOEXEC,
-                    OpKind::OpenFile,
-                    rec,
-                    |buf, file, rec| {
-                        let mut total = 0;
-                        while let Some(n) =
-                            rec.record(OpKind::Read, rustix::io::read(file, &mut buf[..]))?
-                        {
-                            if n == 0 {
-                                break;
-                            }
-                            total += n as u64;
-                        }
-                        Ok(total)
-                    },
-                )?;
-            }
-            "dd" => {
-                let d = Self::dir(dir, "dd", true)?;
-                let (blocks, size) = (self.params.dd_blocks, self.params.dd_block_size as usize);
-                self.each_file(
-                    d.as_fd(),
-                    self.params.dd_count,
-                    write_flags,
-                    OpKind::Create,
-                    rec,
-                    |buf, file, rec| {
-                        let mut total = 0;
-                        for _ in 0..blocks {
-                            match rec
-                                .record(OpKind::Write, rustix::io::write(file, &buf[..size]))?
-                            {
-                                Some(n) => total += n as u64,
-                                None => break,
-                            }
-                        }
-                        Ok(total)
-                    },
-                )?;
-            }
-            "rm" => {
-                for (sub, n) in [("files", count), ("dd", self.params.dd_count)] {
-                    let d = Self::dir(dir, sub, false)?;
-                    for i in 0..n {
-                        let removed = rustix::fs::unlinkat(&d, name.of(b'f', i), AtFlags::empty());
-                        if rec.record(OpKind::Unlink, removed)?.is_some() {
-                            rec.unit_done(0)?;
-                        } else {
-                            rec.note_failure(|| format!("{sub}/f{i}"));
-                        }
-                    }
-                }
-            }
-            _ => {
-                let d = Self::dir(dir, "mkdir", false)?;
-                for i in 0..count {
-                    let removed = rustix::fs::unlinkat(&d, name.of(b'd', i), AtFlags::REMOVEDIR);
-                    if rec.record(OpKind::Rmdir, removed)?.is_some() {
-                        rec.unit_done(0)?;
-                    } else {
-                        rec.note_failure(|| format!("mkdir/d{i}"));
-                    }
-                }
-                drop(d);
-                for sub in ["mkdir", "files", "dd"] {
-                    let _ = rustix::fs::unlinkat(dir, sub, AtFlags::REMOVEDIR);
-                }
-            }
+            "mkdir" => self.mkdir(dir, rec),
+            "touch" => self.touch(dir, rec),
+            "echo" => self.echo(dir, rec),
+            "cat" => self.cat(dir, rec),
+            "dd" => self.dd(dir, rec),
+            "rm" => self.rm(dir, rec),
+            _ => self.rmdir(dir, rec),
         }
-        Ok(())
     }
+}
+
+/// One call per name `<prefix><i>` of directory `sub`, for `i` below `n`, each one unit,
+/// a failed one noted by its path.
+fn each_name(
+    (sub, prefix): (&str, u8),
+    n: u64,
+    op: OpKind,
+    rec: &mut PhaseRecorder,
+    call: impl Fn(&CStr) -> rustix::io::Result<()>,
+) -> Result<(), FsbenchError> {
+    let mut name = Name { buf: [0; 24] };
+    for i in 0..n {
+        if rec.record(op, call(name.of(prefix, i)))?.is_some() {
+            rec.unit_done(0)?;
+        } else {
+            rec.note_failure(|| format!("{sub}/{}{i}", prefix as char));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

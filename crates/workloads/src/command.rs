@@ -16,9 +16,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{KeptOutput, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::PhaseRecorder;
+use super::{KeptOutput, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::PhaseRecorder;
 use fsbench_model::measurement::Figure;
 use process::{Exit, Finished, Step};
 
@@ -70,7 +70,7 @@ fn default_timeout() -> u64 {
 }
 
 fn default_space() -> u64 {
-    crate::units::parse_size(DEFAULT_SPACE).expect("a size")
+    fsbench_measure::units::parse_size(DEFAULT_SPACE).expect("a size")
 }
 
 /// A size as a number of bytes or as text with a unit (`64M`).
@@ -83,7 +83,7 @@ fn size_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     }
     match Size::deserialize(d)? {
         Size::Bytes(n) => Ok(n),
-        Size::Text(t) => crate::units::parse_size(&t).map_err(serde::de::Error::custom),
+        Size::Text(t) => fsbench_measure::units::parse_size(&t).map_err(serde::de::Error::custom),
     }
 }
 
@@ -143,7 +143,7 @@ run = "find out -type f -exec cat {} + | wc -c"
 items = 2000
 "#;
 
-/// The command workload's row in the registry.
+/// The command workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "command",
     summary: "your own shell commands as timed phases (setup and cleanup untimed), from \
@@ -153,16 +153,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "tar",
     more_work: &["file"],
     aliases: &[],
-    build: |p| build(p).map(Params::Command),
-    mpi_refusal: |_| {
-        Some(
-            "your commands would run once per rank with nothing to line their phases up; run \
-             your own parallel program (mpirun inside a phase) instead",
-        )
-    },
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<CommandParams> {
@@ -186,7 +176,7 @@ fn build(p: &Parsed) -> anyhow::Result<CommandParams> {
 impl CommandParams {
     /// The commands of a TOML file (`setup`, `cleanup`, `[[phase]]`, `timeout`, `space`).
     pub fn from_file(path: &Path) -> anyhow::Result<CommandParams> {
-        let text = super::read_text_file(path, "the command workload's file")?;
+        let text = fsbench_measure::calls::read_text_file(path, "the command workload's file")?;
         toml::from_str(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))
     }
 
@@ -225,15 +215,32 @@ impl CommandParams {
         params.validate()?;
         Ok(params)
     }
+}
 
-    pub fn name(&self) -> String {
+/// A command shortened for one line.
+fn abbreviate(command: &str) -> String {
+    let line = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(48) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+impl WorkloadParams for CommandParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         self.name.clone().unwrap_or_else(|| {
             let names: Vec<&str> = self.phase.iter().map(|p| p.name.as_str()).collect();
             names.join("+")
         })
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(setup) = &self.setup {
             parts.push(format!("setup `{}`", abbreviate(setup)));
@@ -247,7 +254,7 @@ impl CommandParams {
         format!("your commands: {}", parts.join(", then "))
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.phase.is_empty() {
             return Err(invalid("command: give at least one timed phase"));
         }
@@ -306,11 +313,11 @@ impl CommandParams {
         Ok(())
     }
 
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         Some(SpaceNeed::exactly(self.space, (self.space >> 16).max(1024)))
     }
 
-    fn phase_infos(&self) -> Cow<'static, [PhaseInfo]> {
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         (self.phase.iter())
             .map(|p| PhaseInfo {
                 name: Cow::Owned(p.name.clone()),
@@ -321,19 +328,26 @@ impl CommandParams {
             })
             .collect()
     }
-}
 
-/// A command shortened for one line.
-fn abbreviate(command: &str) -> String {
-    let line = command.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(48) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line,
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Commands::new(self.clone()))
+    }
+
+    fn more_work_advice(&self) -> String {
+        "commands that do more".into()
+    }
+
+    fn runs_user_commands(&self) -> bool {
+        true
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some(
+            "your commands would run once per rank with nothing to line their phases up; run \
+             your own parallel program (mpirun inside a phase) instead",
+        )
     }
 }
-
-workload_params!(CommandParams, |p| phases: p.phase_infos(),
-    instantiate: Commands::new(p.clone()));
 
 /// The workload's state through one run.
 pub(crate) struct Commands {
@@ -432,7 +446,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 impl Workload for Commands {
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        self.params.phase_infos()
+        self.params.phases()
     }
 
     fn expected_units(&self, phase: usize) -> u64 {

@@ -20,12 +20,13 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Boundary, Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::extents::Mapper;
-use crate::measure::{CpuTimes, OpKind, PhaseRecorder};
-use crate::rmtree;
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Boundary, Need, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::extents::Mapper;
+use fsbench_measure::measure::{CpuTimes, OpKind, PhaseRecorder};
+use fsbench_measure::rmtree;
+use fsbench_model::aging::AgeProfile;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::{compact_size, format_bytes, group_thousands};
@@ -93,7 +94,8 @@ impl Ffsb {
                 .max()
                 .unwrap_or(4096)
                 .max(4096);
-            if let (fitted, Some(free)) = super::fit_size(dir, max, files, block)? {
+            if let (fitted, Some(free)) = fsbench_measure::calls::fit_size(dir, max, files, block)?
+            {
                 max = fitted;
                 min = min.min(max);
                 self.notes.push(format!(
@@ -116,7 +118,7 @@ impl Ffsb {
         // directories made until ENOSPC would take as long again to remove.
         let fileset = &self.params.fileset;
         let inodes = u64::from(fileset.num_dirs) + u64::from(fileset.num_files) + 2;
-        let free = super::free_inodes(dir);
+        let free = fsbench_measure::calls::free_inodes(dir);
         if inodes > free {
             return Err(FsbenchError::InvalidInput(format!(
                 "ffsb: the file set's {} directories and files need more inodes than the {} free: use smaller num_dirs and num_files, or a filesystem with more inodes",
@@ -285,7 +287,7 @@ impl Workload for Ffsb {
                     .push(Figure::new("extents max", "per file", false, max as f64));
             }
             Ok(None) => {}
-            Err(e) => out.notes.push(crate::extents::not_counted(e)),
+            Err(e) => out.notes.push(fsbench_measure::extents::not_counted(e)),
         }
         Ok(out)
     }

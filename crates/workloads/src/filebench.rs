@@ -34,16 +34,15 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 
-use super::{PhaseInfo, PhaseOutput, Workload};
-use crate::error::FsbenchError;
-use crate::measure::{OpKind, PhaseRecorder};
+use super::{PhaseInfo, PhaseOutput, Workload, WorkloadParams};
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::measurement::Figure;
 use layout::Layout;
 use plan::{Plan, Shared};
 use stats::Totals;
 
 pub use params::FilebenchParams;
-pub(crate) use params::KIND;
 
 const PREALLOC: usize = 0;
 const RUN: usize = 1;
@@ -85,7 +84,7 @@ impl Filebench {
     ) -> Result<(), FsbenchError> {
         let model = &self.params.model;
         let inodes: u64 = model.filesets.iter().map(|s| s.entries).sum();
-        let free = crate::free_inodes(dir);
+        let free = fsbench_measure::calls::free_inodes(dir);
         if inodes > free {
             return Err(FsbenchError::InvalidInput(format!(
                 "personality {}: its {inodes} files need more inodes than the {free} free",
@@ -260,7 +259,7 @@ fn make_files(
     let entries = layout.entries();
     let is_made = |i: u64| made[(i / 64) as usize] & (1 << (i % 64)) != 0;
     let make = |first: u64, rec: &mut PhaseRecorder| -> Result<(), FsbenchError> {
-        let mut buf = crate::Aligned::new(ALLOC_BLOCK as usize);
+        let mut buf = fsbench_measure::calls::Aligned::new(ALLOC_BLOCK as usize);
         let mut path = [0u8; 4096];
         let mut i = first;
         while i < entries {
@@ -307,7 +306,7 @@ fn make_file(
     dir: BorrowedFd<'_>,
     layout: &Layout,
     i: u64,
-    buf: &mut crate::Aligned,
+    buf: &mut fsbench_measure::calls::Aligned,
     path: &mut [u8; 4096],
     rec: &mut PhaseRecorder,
 ) -> Result<(), FsbenchError> {

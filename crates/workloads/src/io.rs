@@ -14,9 +14,10 @@ use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
 
 use super::parallel::{Crew, join_all};
-use super::{Aligned, PhaseInfo, PhaseOutput, Workload};
-use crate::error::FsbenchError;
-use crate::measure::{PhaseRecorder, Progress};
+use super::{PhaseInfo, PhaseOutput, Workload};
+use fsbench_measure::calls::Aligned;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 mod job;
@@ -46,11 +47,6 @@ pub const PERCENTILES: &[f64] = &[
     1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
     99.99,
 ];
-
-workload_params!(IoParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Io::new(p.clone()),
-    buffers: p.jobs().map(IoParams::buffer_bytes).sum(),
-    threads: p.jobs().map(|j| j.numjobs).sum());
 
 pub struct Io {
     params: IoParams,
@@ -106,7 +102,7 @@ impl Io {
             for f in 0..p.nrfiles as usize {
                 let name = job::file_name(job, copy, f);
                 let failed = |e: rustix::io::Errno| {
-                    crate::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
+                    fsbench_measure::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
                         FsbenchError::Failed(format!("io: laying out {name}: {e}"))
                     })
                 };
@@ -121,7 +117,8 @@ impl Io {
                 if reads {
                     while at < p.filesize {
                         let n = (p.filesize - at).min(1 << 20) as usize;
-                        super::pwrite_all(&fd, &buf.buf()[..n], at).map_err(failed)?;
+                        fsbench_measure::calls::pwrite_all(&fd, &buf.buf()[..n], at)
+                            .map_err(failed)?;
                         at += n as u64;
                     }
                 } else {
@@ -151,7 +148,7 @@ impl Io {
                 let seed = if p.randrepeat {
                     p.randseed
                 } else {
-                    p.randseed ^ u64::from(round) ^ crate::measure::lap_clock().raw()
+                    p.randseed ^ u64::from(round) ^ fsbench_measure::measure::lap_clock().raw()
                 };
                 // Each copy its own offsets; a job beside others its own too.
                 let n = u64::from(copy) + ((job as u64) << 32);
@@ -263,71 +260,14 @@ impl Io {
     /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest
     /// job's time, completion latency percentiles, total latency, submission latency.
     fn figures(&mut self, outs: &[JobOut]) {
-        let secs = outs
-            .iter()
-            .map(|o| o.elapsed)
-            .max()
+        let secs = (outs.iter().map(|o| o.elapsed).max())
             .unwrap_or(Duration::ZERO)
             .as_secs_f64()
             .max(1e-9);
         for (d, dir) in ["read", "write"].into_iter().enumerate() {
-            let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
-            if ios == 0 {
-                continue;
-            }
-            let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
-            let at = [Dim::new("direction", DimValue::Text(dir.into()))];
-            self.figures
-                .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
-            self.figures
-                .push(Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at));
-            let sum = |pick: fn(&JobOut) -> &Histogram<u64>| {
-                let mut total = crate::measure::new_histogram();
-                for o in outs {
-                    total
-                        .add(pick(o))
-                        .expect("histograms of the same bounds add");
-                }
-                total
-            };
-            let clat = if d == 0 {
-                sum(|o| &o.clat[0])
-            } else {
-                sum(|o| &o.clat[1])
-            };
-            let slat = if d == 0 {
-                sum(|o| &o.slat[0])
-            } else {
-                sum(|o| &o.slat[1])
-            };
-            let mut points: Vec<(String, u64)> = PERCENTILES
-                .iter()
-                .map(|q| (format!("p{q}"), clat.value_at_percentile(*q)))
-                .collect();
-            points.push(("max".into(), clat.max()));
-            for (name, ns) in points {
-                let at = [at[0].clone(), Dim::new("percentile", DimValue::Text(name))];
-                self.figures
-                    .push(Figure::new("clat", "µs", false, ns as f64 / 1000.0).at(&at));
-            }
-            if !slat.is_empty() {
-                for (name, ns) in [
-                    ("p50", slat.value_at_percentile(50.0)),
-                    ("p99", slat.value_at_percentile(99.0)),
-                ] {
-                    let at = [
-                        at[0].clone(),
-                        Dim::new("percentile", DimValue::Text(name.into())),
-                    ];
-                    self.figures
-                        .push(Figure::new("slat", "µs", false, ns as f64 / 1000.0).at(&at));
-                }
-            }
+            self.figures.extend(direction_figures(outs, d, dir, secs));
         }
-        let mut lag = crate::measure::new_histogram();
-        for o in outs {
-            lag.add(&o.lag).expect("histograms of the same bounds add");
-        }
+        let lag = sum_histograms(outs, |o| &o.lag);
         if !lag.is_empty() {
             for (name, ns) in [
                 ("p50", lag.value_at_percentile(50.0)),
@@ -372,7 +312,7 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
         uring::check_available(p)?;
     }
     if p.direct {
-        let (fs, align) = super::direct_alignment(dir)?;
+        let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
         let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
         let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
         for (what, v) in sizes {
@@ -454,6 +394,51 @@ impl Io {
     }
 }
 
+/// Direction `d` (`dir`)'s figures over every job: IOPS and bandwidth over `secs`,
+/// completion latency percentiles and its maximum, submission latency where measured.
+fn direction_figures(outs: &[JobOut], d: usize, dir: &str, secs: f64) -> Vec<Figure> {
+    let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
+    if ios == 0 {
+        return Vec::new();
+    }
+    let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
+    let direction = Dim::new("direction", DimValue::Text(dir.into()));
+    let at = [direction.clone()];
+    let mut figures = vec![
+        Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at),
+        Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at),
+    ];
+    let clat = sum_histograms(outs, |o| &o.clat[d]);
+    let slat = sum_histograms(outs, |o| &o.slat[d]);
+    let mut points: Vec<(&str, String, u64)> = (PERCENTILES.iter())
+        .map(|q| ("clat", format!("p{q}"), clat.value_at_percentile(*q)))
+        .collect();
+    points.push(("clat", "max".into(), clat.max()));
+    if !slat.is_empty() {
+        points.push(("slat", "p50".into(), slat.value_at_percentile(50.0)));
+        points.push(("slat", "p99".into(), slat.value_at_percentile(99.0)));
+    }
+    for (figure, percentile, ns) in points {
+        let at = [
+            direction.clone(),
+            Dim::new("percentile", DimValue::Text(percentile)),
+        ];
+        figures.push(Figure::new(figure, "µs", false, ns as f64 / 1000.0).at(&at));
+    }
+    figures
+}
+
+/// One histogram of every job's (the same bounds: they add).
+fn sum_histograms(outs: &[JobOut], pick: impl Fn(&JobOut) -> &Histogram<u64>) -> Histogram<u64> {
+    let mut total = fsbench_measure::measure::new_histogram();
+    for o in outs {
+        total
+            .add(pick(o))
+            .expect("histograms of the same bounds add");
+    }
+    total
+}
+
 /// Whether the block device under `dir` completes polled I/O (its `queue/io_poll` is 1; a
 /// partition's queue is its disk's).
 fn device_polls(dir: BorrowedFd<'_>) -> bool {
@@ -524,8 +509,8 @@ impl Workload for Io {
         }
         let outs = self.run_jobs(dir, rec, true)?;
         for (d, name) in ["read", "write"].into_iter().enumerate() {
-            let mut clat = crate::measure::new_histogram();
-            let mut slat = crate::measure::new_histogram();
+            let mut clat = fsbench_measure::measure::new_histogram();
+            let mut slat = fsbench_measure::measure::new_histogram();
             for o in &outs {
                 clat.add(&o.clat[d]).expect("same bounds");
                 slat.add(&o.slat[d]).expect("same bounds");

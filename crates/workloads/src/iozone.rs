@@ -4,6 +4,7 @@
 //! pread — each on N threads with a file each. One phase, `matrix`, holds the cells; each cell's
 //! throughput is a figure of its own.
 
+use std::borrow::Cow;
 use std::io::{BufWriter, Write};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Barrier;
@@ -12,11 +13,12 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use super::parallel::{join_all, with_private_fds};
-use super::{Aligned, Params, PhaseInfo, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{CpuTimes, PhaseRecorder};
+use super::{Need, PhaseInfo, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::calls::Aligned;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{CpuTimes, PhaseRecorder};
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 use fsbench_model::units::{compact_size, format_bytes};
@@ -95,6 +97,60 @@ impl CellResult {
         }
         out.into_iter().map(|f| f.at(&dims)).collect()
     }
+}
+
+/// A test's I/O on `file`: `n` records of `buf`, in its pattern, by system calls or through
+/// stdio's buffers; the bytes moved.
+fn transfer(
+    file: &OwnedFd,
+    io: Io,
+    writes: bool,
+    buf: &mut [u8],
+    n: u64,
+    record: u64,
+) -> Result<u64, FsbenchError> {
+    let mut moved = 0u64;
+    match io {
+        Io::Write | Io::Read => {
+            for _ in 0..n {
+                moved += if writes {
+                    write_all(file, buf)?
+                } else {
+                    read_full(file, buf)?
+                };
+            }
+        }
+        Io::PWrite(pattern) | Io::PRead(pattern) => {
+            for i in Offsets::new(pattern, n) {
+                let off = i * record;
+                moved += if writes {
+                    pwrite_all(file, buf, off)?
+                } else {
+                    pread_full(file, buf, off)?
+                };
+            }
+        }
+        Io::StdioWrite => {
+            let mut out = BufWriter::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+            for _ in 0..n {
+                out.write_all(buf)
+                    .map_err(|e| FsbenchError::Failed(format!("fwrite: {e}")))?;
+                moved += record;
+            }
+            out.flush()
+                .map_err(|e| FsbenchError::Failed(format!("fflush: {e}")))?;
+        }
+        Io::StdioRead => {
+            let mut input =
+                std::io::BufReader::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
+            for _ in 0..n {
+                std::io::Read::read_exact(&mut input, buf)
+                    .map_err(|e| FsbenchError::Failed(format!("fread: {e}")))?;
+                moved += record;
+            }
+        }
+    }
+    Ok(moved)
 }
 
 /// IOzone's timer resolution: it times with gettimeofday and prints "Time Resolution =
@@ -178,7 +234,7 @@ impl Iozone {
         if !self.params.direct {
             return Ok(());
         }
-        let (fs, align) = super::direct_alignment(dir)?;
+        let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
         if let Some(bad) = self
             .params
             .record_sizes
@@ -205,8 +261,9 @@ impl Iozone {
     ) -> Result<CellResult, FsbenchError> {
         let io = io_of(test);
         let writes = matches!(io, Io::Write | Io::PWrite(_) | Io::StdioWrite);
-        let caches_dropped =
-            !writes && self.params.drop_caches && crate::measure::sync_and_drop_caches(dir);
+        let caches_dropped = !writes
+            && self.params.drop_caches
+            && fsbench_measure::measure::sync_and_drop_caches(dir);
         let threads = self.params.threads as usize;
         let barrier = Barrier::new(threads);
         let cpu = CpuTimes::now();
@@ -289,48 +346,7 @@ impl Iozone {
         let buf = &mut buf.buf()[..record as usize];
         let n = size / record;
         let start = Instant::now();
-        let mut moved = 0u64;
-        match io {
-            Io::Write | Io::Read => {
-                for _ in 0..n {
-                    moved += if writes {
-                        write_all(&file, buf)?
-                    } else {
-                        read_full(&file, buf)?
-                    };
-                }
-            }
-            Io::PWrite(pattern) | Io::PRead(pattern) => {
-                for i in Offsets::new(pattern, n) {
-                    let off = i * record;
-                    moved += if writes {
-                        pwrite_all(&file, buf, off)?
-                    } else {
-                        pread_full(&file, buf, off)?
-                    };
-                }
-            }
-            Io::StdioWrite => {
-                let mut out =
-                    BufWriter::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
-                for _ in 0..n {
-                    out.write_all(buf)
-                        .map_err(|e| FsbenchError::Failed(format!("fwrite: {e}")))?;
-                    moved += record;
-                }
-                out.flush()
-                    .map_err(|e| FsbenchError::Failed(format!("fflush: {e}")))?;
-            }
-            Io::StdioRead => {
-                let mut input =
-                    std::io::BufReader::new(std::fs::File::from(file.try_clone().map_err(io_err)?));
-                for _ in 0..n {
-                    std::io::Read::read_exact(&mut input, buf)
-                        .map_err(|e| FsbenchError::Failed(format!("fread: {e}")))?;
-                    moved += record;
-                }
-            }
-        }
+        let moved = transfer(&file, io, writes, buf, n, record)?;
         if writes && self.params.fsync {
             rustix::fs::fsync(&file).map_err(io_err)?;
         }
@@ -395,29 +411,29 @@ fn io_err(e: impl std::fmt::Display) -> FsbenchError {
 }
 
 fn check_disk_full(e: rustix::io::Errno) -> FsbenchError {
-    crate::measure::fatal_error(e, "matrix", 0).unwrap_or_else(|| io_err(e))
+    fsbench_measure::measure::fatal_error(e, "matrix", 0).unwrap_or_else(|| io_err(e))
 }
 
 fn write_all(file: &OwnedFd, buf: &[u8]) -> Result<u64, FsbenchError> {
-    super::write_all(file, buf)
+    fsbench_measure::calls::write_all(file, buf)
         .map(|n| n as u64)
         .map_err(check_disk_full)
 }
 
 fn pwrite_all(file: &OwnedFd, buf: &[u8], off: u64) -> Result<u64, FsbenchError> {
-    super::pwrite_all(file, buf, off)
+    fsbench_measure::calls::pwrite_all(file, buf, off)
         .map(|n| n as u64)
         .map_err(check_disk_full)
 }
 
 fn read_full(file: &OwnedFd, buf: &mut [u8]) -> Result<u64, FsbenchError> {
-    super::read_full(file, buf)
+    fsbench_measure::calls::read_full(file, buf)
         .map(|n| n as u64)
         .map_err(io_err)
 }
 
 fn pread_full(file: &OwnedFd, buf: &mut [u8], off: u64) -> Result<u64, FsbenchError> {
-    super::pread_full(file, buf, off)
+    fsbench_measure::calls::pread_full(file, buf, off)
         .map(|n| n as u64)
         .map_err(io_err)
 }
@@ -447,7 +463,7 @@ impl Workload for Iozone {
         // The largest file whose threads' copies fit the target (the workloads' one rule).
         let threads = self.params.threads as u64;
         let wanted = self.params.file_sizes.iter().copied().max().unwrap_or(0);
-        let (largest, free) = super::fit_size(dir, wanted, threads, 1)?;
+        let (largest, free) = fsbench_measure::calls::fit_size(dir, wanted, threads, 1)?;
         let (cells, skipped): (Vec<_>, Vec<_>) = self
             .params
             .cells()

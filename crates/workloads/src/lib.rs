@@ -1,48 +1,11 @@
 //! Workloads: each a re-implementation of one seed benchmark (or the user's own commands and
-//! captured calls) behind the [`Workload`] trait, each one folder and one row of the
-//! registry ([`workloads!`]), its options one table ([`options::WorkloadKind`]).
+//! captured calls), one folder each. A workload's parameter type says everything about it in
+//! one place, its [`WorkloadParams`] implementation (its option table, phases, needs, MPI
+//! rules, reports, advice); [`Params`] holds any one of them, and the registry lists them.
 //!
 //! A workload is a sequence of phases. The runner (or an MPI rank) calls
 //! [`Workload::run_phase`] for each phase in turn, with caches dropped and barriers in between,
 //! so phases must not depend on anything but the workload's own state and the directory.
-
-/// Implements [`WorkloadParams`] with the parameter type's own methods of the same names.
-macro_rules! workload_params {
-    ($params:ty, |$p:ident| phases: $phases:expr, instantiate: $new:expr
-     $(, buffers: $buffers:expr)? $(, threads: $threads:expr)? $(,)?) => {
-        impl $crate::WorkloadParams for $params {
-            fn name(&self) -> String {
-                <$params>::name(self)
-            }
-            fn describe(&self) -> String {
-                <$params>::describe(self)
-            }
-            fn validate(&self) -> anyhow::Result<()> {
-                <$params>::validate(self)
-            }
-            fn space_needed(&self) -> Option<$crate::SpaceNeed> {
-                <$params>::space_needed(self)
-            }
-            $(fn buffer_bytes(&self) -> u64 {
-                let $p = self;
-                $buffers
-            })?
-            $(fn threads(&self) -> u32 {
-                let $p = self;
-                $threads
-            })?
-            fn phases(&self) -> std::borrow::Cow<'static, [$crate::PhaseInfo]> {
-                #[allow(unused_variables)] // most workloads have fixed phases
-                let $p = self;
-                $phases
-            }
-            fn instantiate(&self) -> Box<dyn $crate::Workload> {
-                let $p = self;
-                Box::new($new)
-            }
-        }
-    };
-}
 
 pub(crate) mod alloc;
 pub mod archive;
@@ -55,6 +18,7 @@ pub mod iozone;
 mod options;
 pub mod oracle;
 pub(crate) mod parallel;
+mod registry;
 pub mod replay;
 pub mod tree;
 pub(crate) mod xattr;
@@ -63,18 +27,16 @@ use std::borrow::Cow;
 use std::os::fd::BorrowedFd;
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-use fsbench_measure::{calls, error, extents, measure, rmtree, sysinfo, units};
-
-use crate::error::{FsbenchError, invalid};
-use crate::measure::PhaseRecorder;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::PhaseRecorder;
+use fsbench_model::aging::AgeProfile;
+use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
-use fsbench_model::results::{SuiteResult, WorkloadRecord};
-use fsbench_model::suite::Suite;
-use fsbench_model::workload::{KeptOutput, PhaseInfo, WorkloadSpec};
-use options::WorkloadKind;
-
-pub use crate::calls::*;
+use fsbench_model::workload::{KeptOutput, PhaseInfo};
+pub use options::{Parsed, WorkloadKind};
+pub use registry::{Params, Registered, WORKLOADS, more_work_advice, record_workloads, registered};
 
 /// What a phase reports besides its measurement, gathered untimed after it (and its sync).
 #[derive(Debug, Default)]
@@ -190,8 +152,21 @@ pub trait Workload: Send {
     fn record_durability(&mut self, _oracle: oracle::Oracle) {}
 }
 
-/// What every workload's parameters offer the runner; [`Params`] dispatches to it.
-pub(crate) trait WorkloadParams {
+/// Everything a workload says about itself, implemented by its parameter type: the registry
+/// reads it, [`Params`] hands it on, and nothing outside the workload's folder asks which
+/// workload it is. A method left out takes its default, which is what most workloads say.
+pub trait WorkloadParams:
+    Clone + std::fmt::Debug + PartialEq + Serialize + DeserializeOwned + 'static
+{
+    /// Its option table: the stable name stored in databases (never change it), its options,
+    /// presets and aliases.
+    const KIND: &'static WorkloadKind;
+    /// The report formats of its own (`fsbench export --format NAME`, by name in fsbench's
+    /// report registry): a text report among them also leads the terminal's tables.
+    const REPORTS: &'static [&'static str] = &[];
+
+    /// The parameters that parsed options give.
+    fn build(options: &Parsed) -> anyhow::Result<Self>;
     /// The label's part after `KIND:` (a preset's name, or the settings).
     fn name(&self) -> String;
     /// One line describing what the workload does, with its totals.
@@ -200,6 +175,11 @@ pub(crate) trait WorkloadParams {
     fn validate(&self) -> anyhow::Result<()>;
     /// Space and inodes it needs; `None` when its sizes and counts overflow 64 bits.
     fn space_needed(&self) -> Option<SpaceNeed>;
+    /// Its phases, in the order they run.
+    fn phases(&self) -> Cow<'static, [PhaseInfo]>;
+    /// A fresh instance, ready for its first phase.
+    fn instantiate(&self) -> Box<dyn Workload>;
+
     /// Bytes of I/O buffers it allocates up front (checked against the machine's memory).
     fn buffer_bytes(&self) -> u64 {
         0
@@ -208,353 +188,71 @@ pub(crate) trait WorkloadParams {
     fn threads(&self) -> u32 {
         1
     }
-    fn phases(&self) -> Cow<'static, [PhaseInfo]>;
-    /// A fresh instance, ready for its first phase.
-    fn instantiate(&self) -> Box<dyn Workload>;
-}
-
-/// The registry: one row per workload, `Variant(parameters) = its option table`. The
-/// variant's lowercase name is the stable `kind` stored in databases and suite files.
-macro_rules! workloads {
-    ($($variant:ident($params:ty) = $kind:path),* $(,)?) => {
-        /// One workload's parameters, typed: what the engine runs. Parsed from `--workload`
-        /// or read from a suite's [`WorkloadSpec`] ([`Params::of`]), validated.
-        #[derive(Debug, Clone, PartialEq, Serialize)]
-        #[serde(tag = "kind", rename_all = "lowercase")]
-        pub enum Params {
-            $($variant($params)),*
-        }
-
-        /// Every workload, in the order `--help` lists them.
-        pub const WORKLOADS: &[&options::WorkloadKind] = &[$(&$kind),*];
-
-        impl Params {
-    /// Refuses this workload where it needs what `driver` declares it lacks, naming the
-    /// driver, the flag and the workload's option: before anything is made.
-    pub fn check_needs(&self, driver: &fsbench_model::filesystem::UserDriver) -> anyhow::Result<()> {
-        let kind = self.kind();
-        match kind
-            .needs
-            .iter()
-            .find(|n| !driver.has(n.capability) && (n.uses)(self))
-        {
-            Some(need) => Err(invalid(format!(
-                "user driver `{}` declares `{} = false`, but {}'s {} needs {}: \
-                 change that setting, or run {} on another filesystem",
-                driver.name,
-                need.capability.key(),
-                kind.name,
-                need.option,
-                need.capability.what(),
-                kind.name,
-            ))),
-            None => Ok(()),
-        }
+    /// What these settings need of the filesystem: a user driver that declares it lacks one
+    /// is refused before anything is made.
+    fn needs(&self) -> Option<Need> {
+        None
     }
-
-}
-
-impl Params {
-            pub fn kind(&self) -> &'static options::WorkloadKind {
-                match self {
-                    $(Params::$variant(_) => &$kind),*
-                }
-            }
-
-            pub(crate) fn params(&self) -> &dyn WorkloadParams {
-                match self {
-                    $(Params::$variant(p) => p),*
-                }
-            }
-
-            /// The form databases store (the parameters' own serde), for `kind`.
-            fn from_stored(kind: &str, value: serde_json::Value) -> Option<serde_json::Result<Params>> {
-                $(if kind == $kind.name {
-                    return Some(serde_json::from_value::<$params>(value).map(Params::$variant));
-                })*
-                None
-            }
-        }
-    };
-}
-
-workloads! {
-    Tree(tree::TreeParams) = tree::KIND,
-    Archive(archive::ArchiveParams) = archive::KIND,
-    Atomic(atomic::AtomicParams) = atomic::KIND,
-    Iozone(iozone::IozoneParams) = iozone::KIND,
-    Io(io::IoParams) = io::KIND,
-    Alloc(alloc::AllocParams) = alloc::KIND,
-    Ffsb(ffsb::FfsbParams) = ffsb::KIND,
-    Command(command::CommandParams) = command::KIND,
-    Replay(replay::ReplayParams) = replay::KIND,
-    Xattr(xattr::XattrParams) = xattr::KIND,
-    Personality(filebench::FilebenchParams) = filebench::KIND,
-}
-
-/// The registered workload called `name` (or an alias of one, with its preset).
-fn kind_named(name: &str) -> Option<(&'static WorkloadKind, Option<&'static str>)> {
-    WORKLOADS.iter().find_map(|k| {
-        if k.name == name {
-            return Some((*k, None));
-        }
-        k.aliases
-            .iter()
-            .find(|(alias, _)| *alias == name)
-            .map(|(_, preset)| (*k, Some(*preset)))
-    })
-}
-
-/// The registered workload of a kept spec's `kind` (none for a kind this fsbench lacks).
-pub fn registered(kind: &str) -> Option<&'static WorkloadKind> {
-    WORKLOADS.iter().copied().find(|k| k.name == kind)
-}
-
-fn unknown_workload(name: &str) -> anyhow::Error {
-    let mut names: Vec<&str> = WORKLOADS.iter().map(|k| k.name).collect();
-    names.extend(WORKLOADS.iter().flat_map(|k| k.aliases.iter().map(|a| a.0)));
-    invalid(format!(
-        "unknown workload `{name}`{}: available workloads are: {}",
-        options::did_you_mean(&names, name),
-        names.join(", ")
-    ))
-}
-
-impl Params {
-    /// Parses one `KIND[:ARGS]`, e.g. `tree:small-shallow` or `tree:dirs=3,files=4,size=1,levels=10`.
-    pub fn parse(text: &str) -> anyhow::Result<Params> {
-        let mut specs = Params::parse_list(text)?;
-        if specs.len() != 1 {
-            return Err(invalid(format!(
-                "`{text}` names {} workloads where one is expected",
-                specs.len()
-            )));
-        }
-        Ok(specs.remove(0))
+    /// The aging it asks for itself before its phases (FFSB's `agefs=1`).
+    fn age_profile(&self) -> Option<AgeProfile> {
+        None
     }
-
-    /// Parses a `-w` value: one workload or several separated by commas, each starting with
-    /// its kind (`atomic:quick,archive:tiny`, `tree,atomic`).
-    pub fn parse_list(text: &str) -> anyhow::Result<Vec<Params>> {
-        let starts_workload = |item: &str| {
-            let name = item.split_once(':').map_or(item, |(k, _)| k).trim();
-            kind_named(name).is_some()
-        };
-        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
-        for (i, item) in text.split(',').enumerate() {
-            if i == 0 || starts_workload(item) {
-                let (kind, args) = item.split_once(':').unwrap_or((item, ""));
-                groups.push((kind.trim().to_string(), vec![args]));
-            } else if let Some((_, args)) = groups.last_mut() {
-                args.push(item);
-            }
-        }
-        groups
-            .into_iter()
-            .map(|(name, args)| {
-                let (kind, alias_preset) =
-                    kind_named(&name).ok_or_else(|| unknown_workload(&name))?;
-                let mut args = args.join(",");
-                if let Some(preset) = alias_preset {
-                    args = format!("{preset},{args}");
-                }
-                (kind.build)(&kind.parse_cli(&args)?)
-            })
-            .collect()
-    }
-
-    /// A suite file's `[[workload]]` table or a stored spec, both as JSON.
-    fn from_value(value: serde_json::Value) -> anyhow::Result<Params> {
-        let serde_json::Value::Object(mut map) = value else {
-            return Err(invalid("a workload is a table with `kind = \"...\"`"));
-        };
-        let Some(serde_json::Value::String(name)) = map.remove("kind") else {
-            return Err(invalid(
-                "a workload needs `kind = \"...\"` (e.g. kind = \"tree\")",
-            ));
-        };
-        let (kind, alias_preset) = kind_named(&name).ok_or_else(|| unknown_workload(&name))?;
-        if let Some(preset) = alias_preset {
-            map.insert("preset".into(), preset.into());
-        }
-        let from_options = |map| (kind.build)(&kind.parse_map(map)?);
-        if kind.knows_all(&map) {
-            return from_options(&map);
-        }
-        // A list of tables (the command workload's phases) is no option: the parameters'
-        // own serde reads it, and its error is the one to show.
-        let has_tables = map.values().any(|v| {
-            v.as_array()
-                .is_some_and(|a| a.iter().any(|i| i.is_object()))
-        });
-        // Databases store the parameters' own fields; a suite file uses options.
-        match Params::from_stored(kind.name, serde_json::Value::Object(map.clone())) {
-            Some(Ok(spec)) => Ok(spec),
-            Some(Err(e)) if has_tables => Err(invalid(format!("{}: {e}", kind.name))),
-            _ => from_options(&map),
-        }
-    }
-
-    /// The `--workload` help: every workload's presets and options, from their tables.
-    pub fn help() -> String {
-        let mut out = String::from(
-            "KIND:PRESET,KEY=VALUE,FLAG; a preset supplies values, keys override it in any \
-             order; lists join values with `+`; several workloads: -w KIND:...,KIND:... \
-             or -w repeated.\n",
-        );
-        for kind in WORKLOADS {
-            out.push_str(&kind.help());
-        }
-        out
-    }
-
-    /// Short label used in tables, e.g. `tree:small-shallow`.
-    pub fn label(&self) -> String {
-        format!("{}:{}", self.kind().name, self.params().name())
-    }
-
-    /// One line describing what the workload does, with its totals.
-    pub fn describe(&self) -> String {
-        self.params().describe()
-    }
-
-    pub fn phases(&self) -> Cow<'static, [PhaseInfo]> {
-        self.params().phases()
-    }
-
-    /// Threads that make its calls at once.
-    pub fn threads(&self) -> u32 {
-        self.params().threads()
-    }
-
-    /// What the workload needs; an error when its sizes and counts overflow 64 bits (a need
-    /// that wrapped around would pass the free-space check).
-    pub fn space_needed(&self) -> anyhow::Result<SpaceNeed> {
-        self.params().space_needed().ok_or_else(|| {
-            invalid(format!(
-                "{}: the space it needs is beyond 16 EiB (sizes × counts overflow): use smaller sizes or counts",
-                self.label()
-            ))
-        })
-    }
-
-    /// A fresh instance, ready for its first phase.
-    pub fn instantiate(&self) -> Box<dyn Workload> {
-        self.params().instantiate()
-    }
-
-    /// The aging the workload itself asks for before its phases (FFSB's `agefs=1`).
-    pub fn age_profile(&self) -> Option<fsbench_model::aging::AgeProfile> {
-        (self.kind().age_profile)(self)
-    }
-
-    /// Whether its phases are the user's commands, which fsbench's own harness ceiling
-    /// says nothing about.
-    pub fn runs_user_commands(&self) -> bool {
-        matches!(self, Params::Command(_))
-    }
-
-    /// Checks parameters; the runner calls it before anything is created.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        self.params().validate()?;
-        check_buffers(
-            &self.label(),
-            self.params().buffer_bytes(),
-            crate::sysinfo::available_memory(),
-        )
-    }
-}
-
-/// How to give the workload labelled `workload` more work, in its own settings.
-pub fn more_work_advice(suite: &Suite, workload: &str) -> String {
-    (suite.workloads.iter())
-        .filter_map(|w| Params::of(w).ok())
-        .find(|w| w.label() == workload)
-        .map_or_else(|| "a larger workload".into(), |w| w.more_work_advice())
-}
-
-/// Records what its workloads' code says of them, unless a record covering every workload
-/// is there already: when the suite is made, and once when a suite stored by an older
-/// fsbench (without the record) is loaded.
-pub fn record_workloads(result: &mut SuiteResult) -> anyhow::Result<()> {
-    if result.workload_records.len() == result.suite.workloads.len() {
-        return Ok(());
-    }
-    result.workload_records = (result.suite.workloads.iter())
-        .map(|w| {
-            let w = Params::of(w)?;
-            Ok(WorkloadRecord {
-                label: w.label(),
-                description: w.describe(),
-                phases: w.phases().into_owned(),
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
-    Ok(())
-}
-
-impl Params {
-    /// How to give this workload more work, in the settings it has (a profile's or archive
-    /// file's own, or the option table's).
+    /// How to give it more work, in the settings it has: by default its option table's
+    /// (a larger preset, the options that grow the work).
     fn more_work_advice(&self) -> String {
-        match self {
-            Params::Ffsb(p) if p.profile.is_some() => {
-                "a longer `time` or a larger file set (`num_files`) in the profile".into()
-            }
-            Params::Archive(p) if matches!(p.source, archive::Source::File { .. }) => {
-                "a larger archive file".into()
-            }
-            Params::Command(_) => "commands that do more".into(),
-            Params::Replay(_) => "a trace of a program that does more".into(),
-            _ => self.kind().more_work_advice(),
-        }
+        Self::KIND.more_work_advice()
     }
-}
-
-impl Params {
-    /// The typed parameters of `spec`, as this fsbench reads them.
-    pub fn of(spec: &WorkloadSpec) -> anyhow::Result<Params> {
-        let mut map = spec.params.clone();
-        map.insert("kind".into(), spec.kind.clone().into());
-        Params::from_value(serde_json::Value::Object(map))
+    /// Whether its phases are the user's commands, which fsbench's own harness ceiling says
+    /// nothing about.
+    fn runs_user_commands(&self) -> bool {
+        false
     }
 
-    /// The label of a kept spec (`tree:default`), or what it is where this fsbench cannot
-    /// read its parameters (a suite stored by a newer version).
-    pub fn label_of(spec: &WorkloadSpec) -> String {
-        Params::of(spec).map_or_else(
-            |_| format!("{} (not readable by this version of fsbench)", spec.kind),
-            |p| p.label(),
+    /// Why it cannot run under MPI; `None`: each rank runs it in a directory of its own and
+    /// rank 0 aggregates their phases.
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        None
+    }
+    /// Whether its ranks can share one directory (`--shared-dir`), each naming its files
+    /// with its rank.
+    fn mpi_shares_directory(&self) -> bool {
+        false
+    }
+    /// The phase that `--stonewall` stops at its deadline, or why it cannot stop this one.
+    /// Refused rather than only counted: a count taken from the progress series while every
+    /// rank still did all its work would be a different figure under mdtest's name.
+    fn stonewall_phase(&self) -> Result<&'static str, &'static str> {
+        Err(
+            "only tree's file create stops at the deadline (mdtest -W stops file creation); \
+             this workload's phases are of fixed sizes that its later phases need whole",
         )
     }
-
-    /// The form a suite keeps: the parameters' own fields.
-    pub fn spec(&self) -> WorkloadSpec {
-        let value = serde_json::to_value(self).expect("parameters serialize");
-        let serde_json::Value::Object(mut params) = value else {
-            unreachable!("a tagged enum serializes to a map")
-        };
-        let kind = match params.remove("kind") {
-            Some(serde_json::Value::String(kind)) => kind,
-            _ => unreachable!("the tag is a string"),
-        };
-        WorkloadSpec { kind, params }
+    /// The phases in which a rank acts on another rank's files when the ranks shift (mdtest
+    /// `-N`); `shared_dir`: the ranks share one directory.
+    fn shifted_phases(&self, _shared_dir: bool) -> &'static [&'static str] {
+        &[]
+    }
+    /// The instance that an MPI rank runs; by default the workload's own, in the rank's own
+    /// directory.
+    fn rank_instance(&self, _rank: &RankShare<'_>) -> Box<dyn Workload> {
+        self.instantiate()
     }
 }
 
-/// Refuses I/O buffers that would take more than half of the memory available: the rest is
-/// for the page cache the workload measures (and an allocation that large would swap or be
-/// killed, after the filesystem was made).
-fn check_buffers(label: &str, buffers: u64, available: Option<u64>) -> anyhow::Result<()> {
-    match available {
-        Some(available) if buffers > available / 2 => Err(invalid(format!(
-            "{label}: needs {} of I/O buffers (threads × block or record size), more than half of the {} of memory available: use fewer threads or smaller blocks",
-            fsbench_model::units::format_bytes(buffers),
-            fsbench_model::units::format_bytes(available)
-        ))),
-        _ => Ok(()),
-    }
+/// A capability the settings of a workload need, and the setting that needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub capability: Capability,
+    /// The setting, as the refusal names it: "`direct`".
+    pub option: &'static str,
 }
 
-#[cfg(test)]
-mod limit_tests;
+/// Who an MPI rank is among the ranks that run a workload together.
+pub struct RankShare<'a> {
+    pub rank: usize,
+    /// The directory all ranks share (`--shared-dir`), by its name in the run's directory;
+    /// `None`: each rank works in a directory of its own.
+    pub shared_dir: Option<&'a str>,
+    /// The deadline of the ranks' stonewall (`--stonewall`).
+    pub stonewall: Option<&'a tree::Stonewall>,
+}

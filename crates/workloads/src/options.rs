@@ -9,10 +9,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value as Json;
 
-use super::Params;
-use crate::error::invalid;
-use crate::units::parse_size;
-use fsbench_model::filesystem::Capability;
+use fsbench_measure::error::invalid;
+use fsbench_measure::units::parse_size;
 use fsbench_model::units::compact_size;
 
 /// How an option's value is written.
@@ -82,8 +80,8 @@ impl Preset {
     }
 }
 
-/// One registered workload: its stable name (stored in databases; never change it), its
-/// option table and presets, and how parsed options become its parameters.
+/// A workload's option table: its stable name (stored in databases; never change it), its
+/// options, presets and aliases.
 #[derive(Debug)]
 pub struct WorkloadKind {
     pub name: &'static str,
@@ -96,28 +94,6 @@ pub struct WorkloadKind {
     pub more_work: &'static [&'static str],
     /// Other workload names that mean this one with a preset (`ffsb-large-write`).
     pub aliases: &'static [(&'static str, &'static str)],
-    pub build: fn(&Parsed) -> anyhow::Result<Params>,
-    /// Why the workload (as these parameters make it) cannot run under MPI; `None`: each rank
-    /// runs it in a directory of its own and rank 0 aggregates their phases.
-    pub mpi_refusal: fn(&Params) -> Option<&'static str>,
-    /// What its settings may need of the filesystem: a user driver that declares it lacks
-    /// one is refused before anything is made.
-    pub needs: &'static [Need],
-    /// The aging it asks for itself before its phases (FFSB's `agefs=1`), if any.
-    pub age_profile: fn(&Params) -> Option<fsbench_model::aging::AgeProfile>,
-    /// The report formats of its own (`fsbench export --format NAME`, by name in fsbench's
-    /// report registry): a text report among them also leads the terminal's tables.
-    pub reports: &'static [&'static str],
-}
-
-/// A capability some of a workload's settings need.
-#[derive(Debug)]
-pub struct Need {
-    pub capability: Capability,
-    /// The setting, as the refusal names it: "`direct`".
-    pub option: &'static str,
-    /// Whether `spec` (always this row's workload) uses it.
-    pub uses: fn(&Params) -> bool,
 }
 
 /// A parsed option value.

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::{ScopedJoinHandle, Thread};
 use std::time::Duration;
 
-use crate::error::FsbenchError;
-use crate::measure::Progress;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::Progress;
 
 /// How often the threads' counts are summed for the progress bar and series.
 const POLL: Duration = Duration::from_millis(10);

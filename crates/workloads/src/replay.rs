@@ -18,10 +18,10 @@ use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{Need, OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::PhaseRecorder;
+use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::{Need, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::PhaseRecorder;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::group_thousands;
@@ -83,20 +83,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "demo",
     more_work: &["trace"],
     aliases: &[],
-    build: |p| build(p).map(Params::Replay),
-    mpi_refusal: |_| {
-        Some(
-            "it replays one program's calls on one directory; N ranks would replay N copies \
-             of the same paths, each in a directory of its own",
-        )
-    },
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[Need {
-        capability: Capability::HardLinks,
-        option: "`trace` (its link calls)",
-        uses: |s| matches!(s, Params::Replay(p) if p.links()),
-    }],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
@@ -119,7 +105,21 @@ pub const PHASES: &[PhaseInfo] = &[PhaseInfo::fixed("replay", "calls", true)];
 pub const PROGRAM_TIME: &str = "program-time";
 
 impl ReplayParams {
-    pub fn name(&self) -> String {
+    /// Whether the trace makes hard links, in its initial state or its calls.
+    fn links(&self) -> bool {
+        Summary::of(self.trace.as_deref())
+            .is_ok_and(|s| s.initial_links > 0 || s.calls.get(&Kind::Link).is_some_and(|n| *n > 0))
+    }
+}
+
+impl WorkloadParams for ReplayParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let file = match &self.trace {
             None => "demo".to_string(),
             Some(t) => t.file_name().map_or_else(
@@ -133,7 +133,7 @@ impl ReplayParams {
         }
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let pace = match self.mode {
             Pace::Fast => "as fast as possible",
             Pace::Think => "with the recorded think times",
@@ -154,23 +154,40 @@ impl ReplayParams {
     }
 
     /// Reads the whole trace: a damaged one or one of another version is refused here.
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         Summary::of(self.trace.as_deref()).map(drop)
     }
 
-    /// Whether the trace makes hard links, in its initial state or its calls.
-    fn links(&self) -> bool {
-        Summary::of(self.trace.as_deref())
-            .is_ok_and(|s| s.initial_links > 0 || s.calls.get(&Kind::Link).is_some_and(|n| *n > 0))
-    }
-
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         Summary::of(self.trace.as_deref()).ok()?.space_needed()
     }
-}
 
-workload_params!(ReplayParams, |p| phases: Cow::Borrowed(PHASES),
-    instantiate: Replay::new(p.clone()));
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Replay::new(self.clone()))
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.links().then_some(Need {
+            capability: Capability::HardLinks,
+            option: "`trace` (its link calls)",
+        })
+    }
+
+    fn more_work_advice(&self) -> String {
+        "a trace of a program that does more".into()
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some(
+            "it replays one program's calls on one directory; N ranks would replay N copies \
+             of the same paths, each in a directory of its own",
+        )
+    }
+}
 
 /// What a trace holds, read in one pass (for `capture --show`, sizes and validation).
 #[derive(Debug, Default)]

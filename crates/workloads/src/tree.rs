@@ -20,10 +20,10 @@ use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
 use super::options::{Parsed, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{OpKind, PhaseRecorder};
+use super::{PhaseInfo, PhaseOutput, RankShare, SpaceNeed, Workload, WorkloadParams};
 use crate::oracle::Oracle;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
 /// fdtree's block: file sizes are given in 4 KiB blocks.
@@ -31,27 +31,53 @@ pub const BLOCK: usize = 4096;
 /// Deeper trees would need more descriptors than a default `ulimit -n` allows.
 pub(crate) const MAX_LEVELS: u32 = 100;
 
+/// fdtree's four phases, in the order they run.
 pub const PHASES: &[PhaseInfo] = &[
-    PhaseInfo::fixed("dir-create", "dirs", false),
-    PhaseInfo::fixed("file-create", "files", true),
-    PhaseInfo::fixed("file-remove", "files", false),
-    PhaseInfo::fixed("dir-remove", "dirs", false),
+    Phase::DirCreate.info(),
+    Phase::FileCreate.info(),
+    Phase::FileRemove.info(),
+    Phase::DirRemove.info(),
 ];
 
-/// Index of each phase in [`PHASES`], fdtree's four.
-pub const DIR_CREATE: usize = 0;
-pub const FILE_CREATE: usize = 1;
-pub const FILE_REMOVE: usize = 2;
-pub(crate) const DIR_REMOVE: usize = 3;
+/// A phase of the tree: fdtree's four, and mdtest's two that fdtree lacks, between file
+/// create and file remove when asked for: a stat of every file (mdtest -T), then a read of
+/// every file (mdtest -E).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    DirCreate,
+    FileCreate,
+    FileStat,
+    FileRead,
+    FileRemove,
+    DirRemove,
+}
 
-/// mdtest's phases that fdtree lacks, between file create and file remove when asked for:
-/// a stat of every file (mdtest -T), then a read of every file (mdtest -E).
-const FILE_STAT: usize = 4;
-const FILE_READ: usize = 5;
-const STAT_PHASE: PhaseInfo = PhaseInfo::fixed("file-stat", "files", false);
-const READ_PHASE: PhaseInfo = PhaseInfo::fixed("file-read", "files", true);
+impl Phase {
+    /// fdtree's phases, as [`PHASES`] lists them.
+    pub const FDTREE: [Phase; 4] = [
+        Phase::DirCreate,
+        Phase::FileCreate,
+        Phase::FileRemove,
+        Phase::DirRemove,
+    ];
 
-/// The tree workload's row in the registry.
+    pub const fn info(self) -> PhaseInfo {
+        match self {
+            Phase::DirCreate => PhaseInfo::fixed("dir-create", "dirs", false),
+            Phase::FileCreate => PhaseInfo::fixed("file-create", "files", true),
+            Phase::FileStat => PhaseInfo::fixed("file-stat", "files", false),
+            Phase::FileRead => PhaseInfo::fixed("file-read", "files", true),
+            Phase::FileRemove => PhaseInfo::fixed("file-remove", "files", false),
+            Phase::DirRemove => PhaseInfo::fixed("dir-remove", "dirs", false),
+        }
+    }
+
+    fn on_dirs(self) -> bool {
+        matches!(self, Phase::DirCreate | Phase::DirRemove)
+    }
+}
+
+/// The tree workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "tree",
     summary: "fdtree: create and remove a tree of directories and files",
@@ -63,11 +89,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
         ("mdtest-easy", "mdtest-easy"),
         ("mdtest-hard", "mdtest-hard"),
     ],
-    build: |p| build(p).map(Params::Tree),
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
@@ -193,8 +214,57 @@ impl TreeParams {
         build(&KIND.parse_cli(args)?)
     }
 
+    /// (directories, files, KiB), or `None` on overflow.
+    fn checked_totals(&self) -> Option<(u64, u64, u64)> {
+        // fdtree: ndtot = 1 + d * ndtot, once per level and once for the root.
+        let mut one_tree: u64 = 0;
+        for _ in 0..=self.levels {
+            one_tree = (self.dirs as u64).checked_mul(one_tree)?.checked_add(1)?;
+        }
+        let threads = self.threads.max(1) as u64;
+        let dirs = one_tree.checked_mul(if self.shared { 1 } else { threads })?;
+        let files = one_tree
+            .checked_mul(threads)?
+            .checked_mul(self.files as u64)?;
+        let kib = files.checked_mul(self.file_bytes())?.div_ceil(1024);
+        // Beyond a billion entries no filesystem test here is meaningful.
+        (dirs.checked_add(files)? <= 1_000_000_000).then_some((dirs, files, kib))
+    }
+
+    /// Directories in the tree, the root included: Σ d^i for i = 0..=l.
+    pub fn total_dirs(&self) -> u64 {
+        self.checked_totals().map_or(u64::MAX, |t| t.0)
+    }
+
+    pub fn total_files(&self) -> u64 {
+        self.checked_totals().map_or(u64::MAX, |t| t.1)
+    }
+
+    pub fn total_kib(&self) -> u64 {
+        self.checked_totals().map_or(u64::MAX, |t| t.2)
+    }
+}
+
+impl TreeParams {
+    /// The phases run, in order.
+    fn phase_list(&self) -> Vec<Phase> {
+        let mut phases = vec![Phase::DirCreate, Phase::FileCreate];
+        phases.extend(self.stat.then_some(Phase::FileStat));
+        phases.extend(self.read.then_some(Phase::FileRead));
+        phases.extend([Phase::FileRemove, Phase::DirRemove]);
+        phases
+    }
+}
+
+impl WorkloadParams for TreeParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
     /// The preset's name, or fdtree's flags for a custom tree.
-    pub fn name(&self) -> String {
+    fn name(&self) -> String {
         let mut name = self.preset.clone().unwrap_or_else(|| {
             format!(
                 "d{}-f{}-s{}-l{}",
@@ -225,7 +295,7 @@ impl TreeParams {
         name
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.dirs == 0 {
             return Err(invalid(
                 "tree: directories per level (-d) must be at least 1",
@@ -255,37 +325,7 @@ impl TreeParams {
         Ok(())
     }
 
-    /// (directories, files, KiB), or `None` on overflow.
-    fn checked_totals(&self) -> Option<(u64, u64, u64)> {
-        // fdtree: ndtot = 1 + d * ndtot, once per level and once for the root.
-        let mut one_tree: u64 = 0;
-        for _ in 0..=self.levels {
-            one_tree = (self.dirs as u64).checked_mul(one_tree)?.checked_add(1)?;
-        }
-        let threads = self.threads.max(1) as u64;
-        let dirs = one_tree.checked_mul(if self.shared { 1 } else { threads })?;
-        let files = one_tree
-            .checked_mul(threads)?
-            .checked_mul(self.files as u64)?;
-        let kib = files.checked_mul(self.file_bytes())?.div_ceil(1024);
-        // Beyond a billion entries no filesystem test here is meaningful.
-        (dirs.checked_add(files)? <= 1_000_000_000).then_some((dirs, files, kib))
-    }
-
-    /// Directories in the tree, the root included: Σ d^i for i = 0..=l.
-    pub fn total_dirs(&self) -> u64 {
-        self.checked_totals().map_or(u64::MAX, |t| t.0)
-    }
-
-    pub fn total_files(&self) -> u64 {
-        self.checked_totals().map_or(u64::MAX, |t| t.1)
-    }
-
-    pub fn total_kib(&self) -> u64 {
-        self.checked_totals().map_or(u64::MAX, |t| t.2)
-    }
-
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let extra = match (self.stat, self.read) {
             (true, true) => "; every file stat'ed, then read (mdtest -T -E)",
             (true, false) => "; every file stat'ed (mdtest -T)",
@@ -318,7 +358,7 @@ impl TreeParams {
     }
 
     /// `None` when the totals overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let (dirs, files, kib) = self.checked_totals()?;
         let inodes = dirs.checked_add(files)?;
         // Data plus one block per inode for directory blocks and inode tables.
@@ -327,34 +367,62 @@ impl TreeParams {
             .checked_add(inodes.checked_mul(BLOCK as u64)?)?;
         Some(SpaceNeed::exactly(bytes, inodes))
     }
-}
-
-impl TreeParams {
-    /// The phases run, in order, as indices of [`PHASES`] or the mdtest additions.
-    fn phase_kinds(&self) -> Vec<usize> {
-        let mut kinds = vec![DIR_CREATE, FILE_CREATE];
-        kinds.extend(self.stat.then_some(FILE_STAT));
-        kinds.extend(self.read.then_some(FILE_READ));
-        kinds.extend([FILE_REMOVE, DIR_REMOVE]);
-        kinds
-    }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         if !self.stat && !self.read {
             return Cow::Borrowed(PHASES);
         }
-        let info = |kind: usize| match kind {
-            FILE_STAT => STAT_PHASE,
-            FILE_READ => READ_PHASE,
-            _ => PHASES[kind].clone(),
+        Cow::Owned(self.phase_list().into_iter().map(Phase::info).collect())
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Tree::new(self.clone(), default_base_name()))
+    }
+
+    fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    fn mpi_shares_directory(&self) -> bool {
+        true
+    }
+
+    fn stonewall_phase(&self) -> Result<&'static str, &'static str> {
+        match self.threads {
+            0 | 1 => Ok("file-create"),
+            _ => Err(
+                "a rank's threads would have to stop and agree among themselves as well; give \
+                 the threads as ranks (mpirun -np) instead",
+            ),
+        }
+    }
+
+    /// Stat, read and remove act on another rank's files; in a shared tree not dir-remove,
+    /// which rank 0 alone does.
+    fn shifted_phases(&self, shared_dir: bool) -> &'static [&'static str] {
+        match shared_dir {
+            true => &["file-stat", "file-read", "file-remove"],
+            false => &["file-stat", "file-read", "file-remove", "dir-remove"],
+        }
+    }
+
+    /// A tree of the rank's own (`tree.r<rank>`, distinct so that shifted ranks find each
+    /// other's), or its share of the one shared tree, its files named with its rank.
+    fn rank_instance(&self, rank: &RankShare<'_>) -> Box<dyn Workload> {
+        let mut tree = match rank.shared_dir {
+            Some(shared) => Tree::new(self.clone(), shared.into()).shared(Share {
+                makes_dirs: rank.rank == 0,
+                rank: Some(rank.rank as u32),
+                thread: None,
+            }),
+            None => Tree::new(self.clone(), format!("tree.r{}", rank.rank)),
         };
-        Cow::Owned(self.phase_kinds().into_iter().map(info).collect())
+        if let Some(s) = rank.stonewall {
+            tree = tree.with_stonewall(s.clone());
+        }
+        Box::new(tree)
     }
 }
-
-workload_params!(TreeParams, |p| phases: p.phases(),
-    instantiate: Tree::new(p.clone(), default_base_name()),
-    threads: p.threads);
 
 /// `LEVEL0.<short hostname>.<pid>`, fdtree's root name.
 pub fn default_base_name() -> String {
@@ -369,7 +437,7 @@ pub fn default_base_name() -> String {
 pub struct Tree {
     params: TreeParams,
     /// Which phase each index runs.
-    kinds: Vec<usize>,
+    phases: Vec<Phase>,
     base: CString,
     /// One block: zeros to write, the buffer to read into.
     block: Vec<u8>,
@@ -401,7 +469,7 @@ impl Tree {
         // Zeros would read back the same from a block that never reached the disk.
         let fill = if params.fsync { 0xa5 } else { 0 };
         Tree {
-            kinds: params.phase_kinds(),
+            phases: params.phase_list(),
             params,
             base: CString::new(base).expect("base name has no NUL"),
             block: vec![fill; BLOCK],
@@ -456,11 +524,13 @@ impl Workload for Tree {
     }
 
     fn expected_units(&self, phase: usize) -> u64 {
-        match self.kinds[phase] {
-            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => 0,
-            DIR_CREATE | DIR_REMOVE => self.params.total_dirs(),
-            FILE_CREATE => self.params.total_files(),
-            _ => self.files_made().unwrap_or(self.params.total_files()),
+        match self.phases[phase] {
+            p if p.on_dirs() && !self.makes_dirs() => 0,
+            Phase::DirCreate | Phase::DirRemove => self.params.total_dirs(),
+            Phase::FileCreate => self.params.total_files(),
+            Phase::FileStat | Phase::FileRead | Phase::FileRemove => {
+                self.files_made().unwrap_or(self.params.total_files())
+            }
         }
     }
 
@@ -474,15 +544,17 @@ impl Workload for Tree {
             return threads::run_phase(self, phase, dir, rec);
         }
         let levels = self.params.levels;
-        if let (Some(oracle), FILE_REMOVE | DIR_REMOVE) = (&self.oracle, self.kinds[phase]) {
+        if let (Some(oracle), Phase::FileRemove | Phase::DirRemove) =
+            (&self.oracle, self.phases[phase])
+        {
             oracle.void();
         }
         self.visited = 0;
         self.limit = u64::MAX;
-        match self.kinds[phase] {
+        match self.phases[phase] {
             // mdtest without -u: rank 0 alone makes and removes the shared tree.
-            DIR_CREATE | DIR_REMOVE if !self.makes_dirs() => Ok(()),
-            DIR_CREATE => {
+            p if p.on_dirs() && !self.makes_dirs() => Ok(()),
+            Phase::DirCreate => {
                 let made = rustix::fs::mkdirat(dir, &self.base, Mode::from(0o755));
                 let failure = made.err();
                 if rec.record(OpKind::Mkdir, made)?.is_none() {
@@ -496,25 +568,26 @@ impl Workload for Tree {
                 let base = self.open_base(dir, rec)?;
                 self.create_dirs(base.as_fd(), levels, rec)
             }
-            FILE_CREATE if self.stonewall.is_some() => {
+            Phase::FileCreate if self.stonewall.is_some() => {
                 let base = self.open_base(dir, rec)?;
                 stonewall::create_files(self, base.as_fd(), rec)
             }
-            kind @ (FILE_CREATE | FILE_STAT | FILE_READ | FILE_REMOVE) => {
-                let step = match kind {
-                    FILE_CREATE => FileStep::Create,
-                    FILE_STAT => FileStep::Stat,
-                    FILE_READ => FileStep::Read,
+            Phase::FileCreate => {
+                let base = self.open_base(dir, rec)?;
+                self.walk_files(base.as_fd(), levels, rec, FileStep::Create)
+            }
+            file_phase @ (Phase::FileStat | Phase::FileRead | Phase::FileRemove) => {
+                let step = match file_phase {
+                    Phase::FileStat => FileStep::Stat,
+                    Phase::FileRead => FileStep::Read,
                     _ => FileStep::Remove,
                 };
-                if kind != FILE_CREATE {
-                    // After a stonewall, the files made: the first ones in the walk order.
-                    self.limit = self.files_made().unwrap_or(u64::MAX);
-                }
+                // After a stonewall, the files made: the first ones in the walk order.
+                self.limit = self.files_made().unwrap_or(u64::MAX);
                 let base = self.open_base(dir, rec)?;
                 self.walk_files(base.as_fd(), levels, rec, step)
             }
-            DIR_REMOVE => {
+            Phase::DirRemove => {
                 let base = self.open_base(dir, rec)?;
                 self.remove_dirs(base.as_fd(), levels, rec)?;
                 drop(base);
@@ -524,7 +597,6 @@ impl Workload for Tree {
                 }
                 Ok(())
             }
-            _ => unreachable!("tree has six phases at most"),
         }
     }
 
@@ -533,7 +605,7 @@ impl Workload for Tree {
         phase: usize,
         _dir: BorrowedFd<'_>,
     ) -> Result<PhaseOutput, FsbenchError> {
-        let dirs = matches!(self.kinds[phase], DIR_CREATE | DIR_REMOVE);
+        let dirs = self.phases[phase].on_dirs();
         if !(dirs && self.is_shared() && self.makes_dirs()) {
             return Ok(PhaseOutput::default());
         }

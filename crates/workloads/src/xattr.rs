@@ -4,6 +4,7 @@
 //! in the inode (ext4 with 256-byte inodes, xfs's attribute fork, btrfs's tree items), larger
 //! ones take a block of their own, so the value size picks the path.
 
+use std::borrow::Cow;
 use std::ffi::CStr;
 use std::os::fd::{BorrowedFd, OwnedFd};
 
@@ -12,9 +13,10 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::{Params, PhaseInfo, PhaseOutput, SpaceNeed, Workload, numbered_name};
-use crate::error::{FsbenchError, invalid};
-use crate::measure::{OpKind, PhaseRecorder};
+use super::{PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::calls::numbered_name;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 
 pub(crate) const PHASES: &[PhaseInfo] = &[
@@ -89,7 +91,7 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The xattr workload's row in the registry.
+/// The xattr workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "xattr",
     summary: "extended attributes: set, get, list and remove user.* attributes on many files",
@@ -98,11 +100,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "default",
     more_work: &["files", "attrs"],
     aliases: &[],
-    build: |p| build(p).map(Params::Xattr),
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &[],
-    needs: &[],
 };
 
 fn build(p: &Parsed) -> anyhow::Result<XattrParams> {
@@ -137,13 +134,32 @@ impl XattrParams {
         build(&KIND.parse_cli(args)?)
     }
 
-    pub fn name(&self) -> String {
+    fn dirs(&self) -> u64 {
+        self.files.div_ceil(PER_DIR)
+    }
+
+    /// Bytes one `flistxattr` returns: every name and its NUL.
+    fn list_bytes(&self) -> usize {
+        (0..self.attrs)
+            .map(|i| PREFIX.len() + i.to_string().len() + 1)
+            .sum()
+    }
+}
+
+impl WorkloadParams for XattrParams {
+    const KIND: &'static WorkloadKind = &KIND;
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         self.preset
             .clone()
             .unwrap_or_else(|| format!("f{}-a{}-s{}", self.files, self.attrs, self.size))
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if !(1..=FILES_MAX).contains(&self.files) {
             return Err(invalid(format!(
                 "xattr: files must be 1 to {}",
@@ -161,7 +177,7 @@ impl XattrParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         format!(
             "extended attributes: {} files × {} user.* attributes of {} B: create, set, get, list, remove, unlink",
             group_thousands(self.files),
@@ -170,12 +186,8 @@ impl XattrParams {
         )
     }
 
-    fn dirs(&self) -> u64 {
-        self.files.div_ceil(PER_DIR)
-    }
-
     /// Each file's inode and its values in blocks of their own; `None` on overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let values = u64::from(self.attrs)
             .checked_mul(u64::from(self.size))?
             .next_multiple_of(4096);
@@ -187,21 +199,16 @@ impl XattrParams {
         ))
     }
 
-    /// Bytes one `flistxattr` returns: every name and its NUL.
-    fn list_bytes(&self) -> usize {
-        (0..self.attrs)
-            .map(|i| PREFIX.len() + i.to_string().len() + 1)
-            .sum()
-    }
-}
-
-workload_params!(XattrParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Xattr::new(p.clone()),
-    buffers: XattrParams::buffer_bytes(p));
-
-impl XattrParams {
     fn buffer_bytes(&self) -> u64 {
         2 * u64::from(self.size) + self.list_bytes() as u64
+    }
+
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Xattr::new(self.clone()))
     }
 }
 
@@ -273,7 +280,7 @@ impl Xattr {
                          `mkfs.ext4 -O ea_inode`) holds about 4 KiB",
                         self.params.attrs,
                         self.params.size,
-                        crate::measure::errno_name(e.raw_os_error())
+                        fsbench_measure::measure::errno_name(e.raw_os_error())
                     )));
                     break;
                 }

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::{FsbenchError, invalid};
-use crate::workload::command::process::{self, Exit, Step};
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_workloads::command::process::{self, Exit, Step};
 
 /// The bytes `dd` copies in the short and the long runs.
 const SHORT: u64 = 200;

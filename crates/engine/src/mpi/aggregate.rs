@@ -6,15 +6,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::LatencySummaryExt;
-use crate::phase_progress::SAMPLE_INTERVAL;
-use crate::results::PhaseRecord;
-use crate::shape;
-use crate::workload::tree::Agreed;
+use fsbench_measure::measure::LatencySummaryExt;
+use fsbench_measure::phase_progress::SAMPLE_INTERVAL;
+use fsbench_measure::shape;
 use fsbench_model::measurement::{
     Dim, DimValue, Figure, LatencySummary, PhaseMeasurement, PhaseShape, ThreadsDone,
 };
+use fsbench_model::results::PhaseRecord;
 use fsbench_model::workload::PhaseInfo;
+use fsbench_workloads::tree::Agreed;
 
 /// One rank's phase, as it sends it to rank 0.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,45 +46,7 @@ const FAILURES_KEPT: usize = 10;
 /// The phase's record for the run: totals over ranks, the slowest rank's time.
 pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
     let records: Vec<&PhaseRecord> = ranks.iter().map(|r| &r.record).collect();
-    let m: Vec<&PhaseMeasurement> = records.iter().map(|r| &r.measurement).collect();
-    let sum = |f: fn(&PhaseMeasurement) -> u64| m.iter().map(|m| f(m)).sum::<u64>();
-    let mut latency = BTreeMap::new();
-    for op in m.iter().flat_map(|m| m.latency.keys()) {
-        if latency.contains_key(op) {
-            continue;
-        }
-        if let Some(merged) = LatencySummary::merge(m.iter().filter_map(|m| m.latency.get(op))) {
-            latency.insert(op.clone(), merged);
-        }
-    }
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    for (e, n) in m.iter().flat_map(|m| &m.errors) {
-        *errors.entry(e.clone()).or_default() += n;
-    }
-    let failures = m
-        .iter()
-        .enumerate()
-        .flat_map(|(r, m)| m.failures.iter().map(move |f| format!("rank {r}: {f}")))
-        .take(FAILURES_KEPT)
-        .collect();
-    let measurement = PhaseMeasurement {
-        elapsed_ns: m.iter().map(|m| m.elapsed_ns).max().unwrap_or(0),
-        ops: sum(|m| m.ops),
-        bytes: sum(|m| m.bytes),
-        cpu_user_ns: sum(|m| m.cpu_user_ns),
-        cpu_system_ns: sum(|m| m.cpu_system_ns),
-        latency,
-        errors,
-        refused: sum(|m| m.refused),
-        failures,
-        // Percentiles of several ranks' intervals cannot be merged: the slowest rank's, the
-        // one whose stalls set the phase's time.
-        latency_timeline: m
-            .iter()
-            .max_by_key(|m| m.elapsed_ns)
-            .map(|m| m.latency_timeline.clone())
-            .unwrap_or_default(),
-    };
+    let measurement = summed_measurement(&records);
     let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let progress = summed_progress(ranks, first_start);
     // First-done: the moment the first rank finished, from the earliest start.
@@ -127,6 +89,50 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
         figures,
         notes,
         unsupported: records.iter().find_map(|r| r.unsupported.clone()),
+    }
+}
+
+/// The ranks' measurements as one: counts and CPU summed, latencies merged, errors added,
+/// the slowest rank's time and latency timeline.
+fn summed_measurement(records: &[&PhaseRecord]) -> PhaseMeasurement {
+    let m: Vec<&PhaseMeasurement> = records.iter().map(|r| &r.measurement).collect();
+    let sum = |f: fn(&PhaseMeasurement) -> u64| m.iter().map(|m| f(m)).sum::<u64>();
+    let mut latency = BTreeMap::new();
+    for op in m.iter().flat_map(|m| m.latency.keys()) {
+        if latency.contains_key(op) {
+            continue;
+        }
+        if let Some(merged) = LatencySummary::merge(m.iter().filter_map(|m| m.latency.get(op))) {
+            latency.insert(op.clone(), merged);
+        }
+    }
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    for (e, n) in m.iter().flat_map(|m| &m.errors) {
+        *errors.entry(e.clone()).or_default() += n;
+    }
+    let failures = m
+        .iter()
+        .enumerate()
+        .flat_map(|(r, m)| m.failures.iter().map(move |f| format!("rank {r}: {f}")))
+        .take(FAILURES_KEPT)
+        .collect();
+    PhaseMeasurement {
+        elapsed_ns: m.iter().map(|m| m.elapsed_ns).max().unwrap_or(0),
+        ops: sum(|m| m.ops),
+        bytes: sum(|m| m.bytes),
+        cpu_user_ns: sum(|m| m.cpu_user_ns),
+        cpu_system_ns: sum(|m| m.cpu_system_ns),
+        latency,
+        errors,
+        refused: sum(|m| m.refused),
+        failures,
+        // Percentiles of several ranks' intervals cannot be merged: the slowest rank's, the
+        // one whose stalls set the phase's time.
+        latency_timeline: m
+            .iter()
+            .max_by_key(|m| m.elapsed_ns)
+            .map(|m| m.latency_timeline.clone())
+            .unwrap_or_default(),
     }
 }
 

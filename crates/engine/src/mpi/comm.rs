@@ -6,7 +6,7 @@ use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// This process's place among the ranks.
 pub(crate) struct Comm {
@@ -34,7 +34,7 @@ impl Comm {
         // A panicking rank would leave the others in a collective forever: abort them all.
         std::panic::set_hook(Box::new(move |info| {
             default_hook(info);
-            fsbench_testbed::diag::say(&format!(
+            fsbench_measure::diag::say(&format!(
                 "fsbench: rank {rank} panicked; aborting every rank"
             ));
             SimpleCommunicator::world().abort(101);

@@ -13,14 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{self, RankPhase};
 use super::comm::{Comm, Failure};
-use crate::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
-use crate::results::PhaseRecord;
-use crate::rmtree;
 use crate::runner::observer::Observer;
 use crate::runner::phases::{PhaseSettings, run_phase};
-use crate::workload::tree::{Share, Stonewall, Tree};
-use crate::workload::{Params, Workload};
-use fsbench_model::workload::WorkloadSpec;
+use fsbench_measure::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
+use fsbench_measure::rmtree;
+use fsbench_model::results::PhaseRecord;
+use fsbench_model::workload::{PhaseInfo, WorkloadSpec};
+use fsbench_workloads::tree::Stonewall;
+use fsbench_workloads::{Params, RankShare, Workload};
 
 /// The file rank 0 writes in the run's directory; every rank must read the same token there.
 pub(crate) const TOKEN_FILE: &str = ".fsbench-mpi-token";
@@ -51,9 +51,6 @@ pub(crate) struct Job {
     pub(crate) options: MpiOptions,
 }
 
-/// Phases that may act on another rank's files; in a shared tree not dir-remove, which rank
-/// 0 alone does.
-const SHIFTED_PHASES: &[&str] = &["file-stat", "file-read", "file-remove", "dir-remove"];
 /// The one tree of every rank under `--shared-dir`.
 const SHARED_TREE: &str = "tree.shared";
 
@@ -148,30 +145,19 @@ fn remove_own(top: &OwnedFd, own: &[u8]) -> anyhow::Result<()> {
     }
 }
 
-/// The workload instance of `rank`: a tree of its own (`tree.r<rank>`, distinct so that
-/// shifted ranks find each other's), or its share of the one shared tree, its files named
-/// with its rank; with the run's stonewall.
+/// The workload instance of `rank`, in its own directory or in the one every rank shares,
+/// with the run's stonewall.
 fn instance(
     job: &Job,
     spec: &Params,
     rank: usize,
     stonewall: Option<&Stonewall>,
 ) -> Box<dyn Workload> {
-    let Params::Tree(p) = spec else {
-        return spec.instantiate();
-    };
-    let mut tree = match job.options.shared_dir {
-        true => Tree::new(p.clone(), SHARED_TREE.into()).shared(Share {
-            makes_dirs: rank == 0,
-            rank: Some(rank as u32),
-            thread: None,
-        }),
-        false => Tree::new(p.clone(), format!("tree.r{rank}")),
-    };
-    if let Some(s) = stonewall {
-        tree = tree.with_stonewall(s.clone());
-    }
-    Box::new(tree)
+    spec.rank_instance(&RankShare {
+        rank,
+        shared_dir: job.options.shared_dir.then_some(SHARED_TREE),
+        stonewall,
+    })
 }
 
 /// Every phase between barriers; each rank's record goes to rank 0 at the barrier after it.
@@ -185,7 +171,8 @@ fn run_phases(
     let shift = job.options.shift.unwrap_or(comm.local_size) % comm.size;
     let other = (comm.rank + shift) % comm.size;
     let spec = Params::of(&job.spec)?;
-    let shifts = shift != 0 && matches!(spec, Params::Tree(_));
+    let shifted_phases = spec.shifted_phases(job.options.shared_dir);
+    let shifts = shift != 0 && !shifted_phases.is_empty();
     let dir_of = |rank: usize| -> anyhow::Result<OwnedFd> {
         if job.options.shared_dir {
             Ok(rustix::io::dup(top)?)
@@ -217,16 +204,8 @@ fn run_phases(
     let phases = own.phases();
     let mut records = Vec::new();
     for (index, info) in phases.iter().enumerate() {
-        // One rank per node drops the node's caches; everyone waits for every node.
-        let dropped = job.settle && comm.local_rank == 0 && sync_and_drop_caches(top);
-        let drops = comm.exchange(Ok(vec![dropped as u8]))?;
-        let my_host = &comm.hosts[comm.rank];
-        let caches_dropped = drops
-            .iter()
-            .zip(&comm.hosts)
-            .any(|(d, h)| h == my_host && d.first() == Some(&1));
-        let shifted = SHIFTED_PHASES.contains(&info.name.as_ref())
-            && !(job.options.shared_dir && info.name == "dir-remove");
+        let caches_dropped = drop_node_caches(comm, job, top)?;
+        let shifted = shifted_phases.contains(&info.name.as_ref());
         let (workload, dir, acted_on) = match &mut theirs {
             Some((dir, w)) if shifted => (w.as_mut(), &*dir, other),
             _ => (own.as_mut(), &own_dir, comm.rank),
@@ -234,7 +213,8 @@ fn run_phases(
         let start_ns = realtime_ns();
         let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
         let end_ns = realtime_ns();
-        let stonewalled = stonewall.as_ref().filter(|_| info.name == "file-create");
+        let stonewalled =
+            (stonewall.as_ref()).filter(|_| spec.stonewall_phase().is_ok_and(|p| p == info.name));
         if let Some(s) = stonewalled {
             // Whatever ended this rank's phase, the others wait for its word.
             s.abandon();
@@ -252,22 +232,42 @@ fn run_phases(
                 };
                 serde_json::to_vec(&phase).map_err(|e| Failure::of(&e.into()))
             });
-        let all = comm.exchange(mine)?;
-        if comm.rank == 0 {
-            let ranks = all
-                .iter()
-                .map(|b| serde_json::from_slice::<RankPhase>(b))
-                .collect::<Result<Vec<_>, _>>()
-                .context("a rank's phase record does not parse")?;
-            let cx = aggregate::Context {
-                info,
-                hosts: &comm.hosts,
-                stonewall_secs: job.options.stonewall,
-            };
-            records.push(aggregate::aggregate(&ranks, &cx));
-        }
+        records.extend(gather(comm, job, info, mine)?);
     }
     Ok((comm.rank == 0).then_some(records))
+}
+
+/// One rank per node drops the node's caches; everyone waits for every node. Whether this
+/// rank's node dropped them.
+fn drop_node_caches(comm: &Comm, job: &Job, top: &OwnedFd) -> anyhow::Result<bool> {
+    let dropped = job.settle && comm.local_rank == 0 && sync_and_drop_caches(top);
+    let drops = comm.exchange(Ok(vec![dropped as u8]))?;
+    let my_host = &comm.hosts[comm.rank];
+    Ok((drops.iter().zip(&comm.hosts)).any(|(d, h)| h == my_host && d.first() == Some(&1)))
+}
+
+/// Every rank's record of phase `info` (`mine`, serialized) at the barrier after it; on
+/// rank 0 their aggregate.
+fn gather(
+    comm: &Comm,
+    job: &Job,
+    info: &PhaseInfo,
+    mine: Result<Vec<u8>, Failure>,
+) -> anyhow::Result<Option<PhaseRecord>> {
+    let all = comm.exchange(mine)?;
+    if comm.rank != 0 {
+        return Ok(None);
+    }
+    let ranks = (all.iter())
+        .map(|b| serde_json::from_slice::<RankPhase>(b))
+        .collect::<Result<Vec<_>, _>>()
+        .context("a rank's phase record does not parse")?;
+    let cx = aggregate::Context {
+        info,
+        hosts: &comm.hosts,
+        stonewall_secs: job.options.stonewall,
+    };
+    Ok(Some(aggregate::aggregate(&ranks, &cx)))
 }
 
 fn realtime_ns() -> u64 {

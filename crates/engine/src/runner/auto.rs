@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::suite::AutoRuns;
+use fsbench_model::suite::AutoRuns;
 
 /// What ended the rounds of `--runs auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,15 +12,15 @@ use anyhow::Context;
 
 use super::observer::{Diagnostic, Observer, Silent};
 use super::phases::{PhaseSettings, run_phase};
-use crate::drivers::FsTypeExt;
-use crate::error::FsbenchError;
-use crate::results::ceiling::{CELL_FIGURE, Ceiling, PhaseCeiling};
-use crate::sysinfo::SystemInfoExt;
-use crate::testbed::Target;
-use crate::workload::Params;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::sysinfo::SystemInfoExt;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
+use fsbench_model::results::ceiling::{CELL_FIGURE, Ceiling, PhaseCeiling};
 use fsbench_model::system::SystemInfo;
+use fsbench_testbed::drivers::FsTypeExt;
+use fsbench_testbed::testbed::Target;
+use fsbench_workloads::Params;
 
 /// Every phase of `spec` once on a fresh tmpfs of `target`.
 fn measure(
@@ -71,7 +71,7 @@ fn measure(
         fsbench_version: system.fsbench_version.clone(),
         cpu_model: system.cpu_model.clone(),
         kernel_release: system.kernel_release.clone(),
-        measured_at: super::now(),
+        measured_at: super::records::now(),
         threads: spec.threads(),
         phases,
     })

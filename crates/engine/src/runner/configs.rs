@@ -1,16 +1,16 @@
 //! The configurations a suite runs: its own or the default filesystems whose tools are
 //! here, each multiplied by the suite's background loads and I/O schedulers.
 
-use crate::define;
-use crate::drivers::{FsTypeExt, Toolset, UserDriverExt};
+use fsbench_testbed::define;
+use fsbench_testbed::drivers::{FsTypeExt, Toolset, UserDriverExt};
 
-use crate::error::invalid;
-use crate::results::Skipped;
-use crate::suite::Suite;
-use crate::testbed::mounts;
+use fsbench_measure::error::invalid;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::FsType;
+use fsbench_model::results::Skipped;
+use fsbench_model::suite::Suite;
 use fsbench_model::testbed::TargetSpec;
+use fsbench_testbed::testbed::mounts;
 
 /// A configuration with its installed tools.
 pub(super) type Resolved = (FsConfig, Toolset);

@@ -11,13 +11,13 @@ use super::observer::{Diagnostic, Observer};
 use super::phases::PhaseSettings;
 use super::prepare::{Preparer, RunSpec};
 use super::{RunContext, now, run_once};
-use crate::error::FsbenchError;
-use crate::results::{ConfigKey, RunRecord, RunStatus, SuiteResult, WorkloadKey};
-use crate::testbed::Target;
-use crate::workload::Params;
+use fsbench_measure::error::FsbenchError;
 use fsbench_model::results::crash::CrashSummary;
+use fsbench_model::results::{ConfigKey, RunRecord, RunStatus, SuiteResult, WorkloadKey};
 use fsbench_model::suite::Suite;
 use fsbench_testbed::crash::{self as recording, Plan, check::Inspector, recorder};
+use fsbench_testbed::testbed::Target;
+use fsbench_workloads::Params;
 use fsbench_workloads::oracle::Oracle;
 
 /// How long a configuration's states are checked at most, by default.
@@ -42,7 +42,7 @@ pub(super) struct CrashChecks<'a> {
 impl CrashChecks<'_> {
     /// Records and checks every configuration that asks; an interruption ends it with an
     /// error, anything else is the configuration's (said in its summary).
-    pub fn run(
+    pub(super) fn run(
         &mut self,
         result: &mut SuiteResult,
         observer: &mut dyn Observer,

@@ -6,11 +6,11 @@ use anyhow::Context;
 
 use super::observer::{Diagnostic, Observer};
 use super::prepare;
-use crate::error::FsbenchError;
-use crate::results::{PhaseRecord, RunRecord, RunStatus};
-use crate::testbed::{FreshFs, Target, Teardown};
+use fsbench_measure::error::FsbenchError;
 use fsbench_model::measurement::Figure;
+use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus};
 use fsbench_model::testbed::TargetSpec;
+use fsbench_testbed::testbed::{FreshFs, Target, Teardown};
 
 /// A fresh filesystem for a run, aged and filled as its configuration asks.
 pub(super) fn fresh_fs(
@@ -91,7 +91,7 @@ pub(crate) fn finish_run(
         // On the filesystem as the phases left it: the figures are taken, the unmount
         // and fsck below are the run's own.
         record.probe_after =
-            crate::aging::probe::probe(fresh.dir().as_fd(), &what.resolved.0.lacks())
+            fsbench_testbed::aging::probe::probe(fresh.dir().as_fd(), &what.resolved.0.lacks())
                 .with_context(|| format!("{label}: free-space probe after the run"))?;
     }
     record.incomplete = record.failure_summary();

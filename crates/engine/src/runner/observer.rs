@@ -5,9 +5,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::measure::Progress;
-use crate::results::{PhaseRecord, RunRecord, Skipped, SuiteResult};
+use fsbench_measure::measure::Progress;
 use fsbench_model::aging::Preparation;
+use fsbench_model::results::{PhaseRecord, RunRecord, Skipped, SuiteResult};
 
 /// The suite about to run.
 pub struct SuitePlan<'a> {
@@ -277,11 +277,11 @@ mod tests {
     use std::os::fd::BorrowedFd;
 
     use super::*;
-    use crate::error::FsbenchError;
-    use crate::measure::PhaseRecorder;
     use crate::runner::phases::{PhaseSettings, run_phase};
-    use crate::workload::{PhaseOutput, Workload};
+    use fsbench_measure::error::FsbenchError;
+    use fsbench_measure::measure::PhaseRecorder;
     use fsbench_model::workload::PhaseInfo;
+    use fsbench_workloads::{PhaseOutput, Workload};
 
     /// Every event as a line, in order.
     #[derive(Default)]

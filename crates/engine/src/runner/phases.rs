@@ -6,16 +6,16 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::error::FsbenchError;
-use crate::measure::sync_and_drop_caches;
-use crate::measure::{PhaseRecorder, Progress};
-use crate::phase_progress::PhaseProgress;
-use crate::results::PhaseRecord;
 use crate::runner::observer::{Observer, PhaseStart};
-use crate::shape;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::sync_and_drop_caches;
+use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_measure::phase_progress::PhaseProgress;
+use fsbench_measure::shape;
 use fsbench_model::measurement::{PhaseShape, ThreadsDone};
+use fsbench_model::results::PhaseRecord;
 
-use crate::workload::Workload;
+use fsbench_workloads::Workload;
 
 /// How phases are run.
 #[derive(Debug, Clone)]

@@ -12,15 +12,15 @@ use anyhow::Context;
 use super::configs::Resolved;
 use super::observer::{Diagnostic, Observer, PreparationStart};
 use super::phases::PhaseSettings;
-use crate::aging::image;
-use crate::aging::{self, Plan, digest, probe, profile};
-use crate::results::{ConfigKey, SuiteResult, WorkloadKey};
-use crate::suite::Suite;
-use crate::testbed::{FreshFs, Target};
-use crate::workload::{Params, SpaceNeed};
 use fsbench_model::aging::{Preparation, TemplateInfo};
 use fsbench_model::config::FsConfig;
+use fsbench_model::results::{ConfigKey, SuiteResult, WorkloadKey};
+use fsbench_model::suite::Suite;
 use fsbench_model::units::format_bytes;
+use fsbench_testbed::aging::image;
+use fsbench_testbed::aging::{self, Plan, digest, probe, profile};
+use fsbench_testbed::testbed::{FreshFs, Target};
+use fsbench_workloads::{Params, SpaceNeed};
 
 /// Each configuration with the suite's aging profile where it names none, and once per fill
 /// level of the suite (`ext4 @ 50%`) where it names no level of its own.

@@ -4,9 +4,9 @@
 //! measured or kept (no harness ceiling first, no failed suite in `list`).
 
 use super::configs::Resolved;
-use crate::error::{FsbenchError, invalid};
-use crate::testbed::Target;
-use crate::testbed::kmsg::MountRefused;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_testbed::testbed::Target;
+use fsbench_testbed::testbed::kmsg::MountRefused;
 
 /// Makes and mounts each configuration with options once, then undoes it.
 pub(crate) fn try_options(target: &mut Target, configs: &[Resolved]) -> anyhow::Result<()> {

@@ -4,8 +4,8 @@
 //! pairwise verdicts `show` prints.
 
 use super::*;
-use crate::results::{ConfigInfo, MetricSummary};
-use crate::stats::compare::{Pairwise, Verdict};
+use fsbench_model::results::{ConfigInfo, MetricSummary};
+use fsbench_stats::compare::{Pairwise, Verdict};
 
 const CONFIGS: [&str; 3] = ["ext4", "xfs", "btrfs"];
 
@@ -55,7 +55,7 @@ fn suite(phases: &[(&str, bool)]) -> SuiteResult {
                     dims: Vec::new(),
                     unit: unit.into(),
                     higher_is_better: higher,
-                    summary: crate::stats::summarize(&values).unwrap(),
+                    summary: fsbench_stats::summarize(&values).unwrap(),
                 });
             }
         }

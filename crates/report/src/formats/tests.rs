@@ -1,5 +1,5 @@
 use super::{REPORTS, named};
-use crate::workload::WORKLOADS;
+use fsbench_workloads::WORKLOADS;
 
 #[test]
 fn an_unknown_format_is_refused_naming_the_known_ones() {
@@ -15,9 +15,13 @@ fn an_unknown_format_is_refused_naming_the_known_ones() {
 
 #[test]
 fn every_format_a_workload_names_is_a_report_and_every_name_is_one_rows() {
-    for kind in WORKLOADS {
-        for name in kind.reports {
-            assert!(named(name).is_ok(), "{}: no report `{name}`", kind.name);
+    for workload in WORKLOADS {
+        for name in workload.reports {
+            assert!(
+                named(name).is_ok(),
+                "{}: no report `{name}`",
+                workload.kind.name
+            );
         }
     }
     let mut names: Vec<&str> = REPORTS.iter().map(|r| r.name()).collect();

@@ -2,7 +2,8 @@
 //! cell), or with `--verbose` the whole matrix.
 
 use super::*;
-use crate::results::ceiling::HARNESS_PERCENT;
+use fsbench_model::measurement::DimValue;
+use fsbench_model::results::ceiling::HARNESS_PERCENT;
 
 /// A matrix figure (IOzone's throughput): per first dimension (test) a table, the second
 /// down and the third across, in MiB/s.
@@ -145,15 +146,7 @@ fn render_matrix_summary(
                 worst.unwrap_or_default(),
             ];
             if let Some(h) = harness {
-                let percents: Vec<f64> = (m.rows.iter())
-                    .flat_map(|r| m.cols.iter().map(move |col| (r, col)))
-                    .filter_map(|(r, col)| Some(h.get(c, table, r, col)?.mean))
-                    .collect();
-                let largest = percents.iter().copied().reduce(f64::max);
-                row.push(match (geometric_mean(percents.iter().copied()), largest) {
-                    (Some(g), Some(max)) => format!("{g:.0}, max {max:.0}"),
-                    _ => "n/a".into(),
-                });
+                row.push(harness_text(m, h, c, table));
             }
             t.add_row(row);
         }
@@ -176,4 +169,17 @@ fn render_matrix_summary(
         ),
         &t,
     ));
+}
+
+/// A configuration's harness % over one test's cells: their geometric mean and largest.
+fn harness_text(m: &Matrix, harness: &Matrix, config: &str, table: &DimValue) -> String {
+    let percents: Vec<f64> = (m.rows.iter())
+        .flat_map(|r| m.cols.iter().map(move |col| (r, col)))
+        .filter_map(|(r, col)| Some(harness.get(config, table, r, col)?.mean))
+        .collect();
+    let largest = percents.iter().copied().reduce(f64::max);
+    match (geometric_mean(percents.iter().copied()), largest) {
+        (Some(g), Some(max)) => format!("{g:.0}, max {max:.0}"),
+        _ => "n/a".into(),
+    }
 }

@@ -3,7 +3,7 @@
 //! prints beside it, so that the two never disagree.
 
 use super::{ALPHA, Column, Comparison, Role, compare, copy_primary_verdicts, verdict};
-use crate::results::SuiteResult;
+use fsbench_model::results::SuiteResult;
 
 /// The comparisons of every baseline (`by_baseline[b]` has column `b` as its baseline), their
 /// phase verdicts corrected together: the verdict on `b` against `a` and on `a` against `b`

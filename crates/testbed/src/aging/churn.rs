@@ -17,9 +17,9 @@ use rustix::io::Errno;
 
 use super::profile::{Rng, SizeDistExt};
 use super::{Usage, write_all_at};
-use crate::calls::numbered_name;
-use crate::error::FsbenchError;
-use crate::measure::Progress;
+use fsbench_measure::calls::numbered_name;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::Progress;
 use fsbench_model::aging::AgeProfile;
 
 /// The directory the aged tree lives in, below the filesystem's root.

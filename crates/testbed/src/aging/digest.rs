@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// The digest of what `root`'s prepared directories hold (`None` when it has neither), and
 /// how many entries went into it.

@@ -10,8 +10,8 @@ use fsbench_model::aging::FillStats;
 use rustix::fs::{Mode, OFlags};
 
 use super::{Usage, write_all_at};
-use crate::error::FsbenchError;
-use crate::measure::Progress;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::Progress;
 
 /// The directory the fill files live in.
 pub(crate) const FILL_DIR: &str = "fill";

@@ -11,9 +11,9 @@ use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::Usage;
-use crate::error::FsbenchError;
-use crate::extents::{ExtentCount, Mapper};
-use crate::tools;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::extents::{ExtentCount, Mapper};
+use fsbench_measure::tools;
 
 const PROBE: &str = ".fsbench-probe";
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 use fsbench_model::aging::{AgeProfile, MAX_DIRS, OpWeights, SizeDist};
 
 /// `age = ...`: no aging, a preset, or a profile file.
@@ -85,7 +85,7 @@ fn geriatrix_like() -> AgeProfile {
 }
 
 fn from_file(path: &Path) -> anyhow::Result<AgeProfile> {
-    let text = crate::calls::read_text_file(path, "aging profile")?;
+    let text = fsbench_measure::calls::read_text_file(path, "aging profile")?;
     let mut profile: AgeProfile = toml::from_str(&text)
         .map_err(|e| invalid(format!("aging profile {}: {e}", path.display())))?;
     if profile.name.is_empty() {

@@ -14,7 +14,7 @@ use super::log::Log;
 use super::states::StateSpec;
 use crate::drivers::FsTypeExt;
 use crate::testbed::{loopdev, scratch};
-use crate::tools;
+use fsbench_measure::tools;
 use fsbench_model::filesystem::FsType;
 use fsbench_workloads::oracle::Fact;
 

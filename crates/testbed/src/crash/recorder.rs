@@ -92,7 +92,7 @@ impl Recording {
                 .context("cannot start the crash recorder")?
         };
         record.daemon_pid = Some(child.id());
-        record.daemon_start_ticks = scratch::process_start_ticks(child.id());
+        record.daemon_start_ticks = fsbench_measure::sysinfo::process_start_ticks(child.id());
         let mut recording = Recording {
             dir: dir.to_path_buf(),
             child: Some(child),
@@ -186,7 +186,7 @@ impl Recording {
 impl Drop for Recording {
     fn drop(&mut self) {
         if let Err(e) = self.stop() {
-            crate::diag::say(&format!("fsbench: {e:#}"));
+            fsbench_measure::diag::say(&format!("fsbench: {e:#}"));
         }
     }
 }

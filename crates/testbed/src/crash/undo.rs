@@ -72,12 +72,12 @@ fn undo_one(
         );
     }
     if let (Some(pid), Some(ticks)) = (record.daemon_pid, record.daemon_start_ticks)
-        && scratch::process_start_ticks(pid) == Some(ticks)
+        && fsbench_measure::sysinfo::process_start_ticks(pid) == Some(ticks)
     {
         // SAFETY: kill(2) with a pid this state file recorded and its start time confirmed.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         let start = std::time::Instant::now();
-        while scratch::process_start_ticks(pid) == Some(ticks)
+        while fsbench_measure::sysinfo::process_start_ticks(pid) == Some(ticks)
             && start.elapsed() < std::time::Duration::from_secs(5)
         {
             std::thread::sleep(std::time::Duration::from_millis(20));

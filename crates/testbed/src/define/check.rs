@@ -1,20 +1,50 @@
 //! A suite checked before anything is made: every setting it can say is wrong is said.
 
 use crate::drivers::UserDriverExt;
-use crate::error::invalid;
-use crate::workload::Params;
+use fsbench_measure::error::invalid;
 use fsbench_model::config::FsConfig;
+use fsbench_model::filesystem::FsType;
 use fsbench_model::suite::{AutoRuns, Suite};
 use fsbench_model::testbed::TargetSpec;
+use fsbench_workloads::Params;
 
 /// Checks everything that can be checked before anything is created.
 pub fn validate(suite: &Suite) -> anyhow::Result<()> {
+    validate_drivers(suite)?;
+    validate_runs(suite)?;
+    validate_device_settings(suite)?;
+    validate_loads(suite)?;
+    check_crash(suite)?;
+    for w in &suite.workloads {
+        let w = Params::of(w)?;
+        w.validate()?;
+        for driver in suite.configs.iter().filter_map(|c| c.driver.as_ref()) {
+            w.check_needs(driver)?;
+        }
+    }
+    if !(suite.min_phase_secs >= 0.0 && suite.min_phase_secs.is_finite()) {
+        return Err(invalid("min_phase_secs must be a non-negative number"));
+    }
+    if !(suite.max_cv_percent > 0.0 && suite.max_cv_percent.is_finite()) {
+        return Err(invalid("max_cv_percent must be a positive number"));
+    }
+    validate_aging(suite)?;
+    validate_configs(suite)
+}
+
+/// Each user driver is valid and defined once.
+fn validate_drivers(suite: &Suite) -> anyhow::Result<()> {
     for (i, d) in suite.drivers.iter().enumerate() {
         d.validate()?;
         if suite.drivers[..i].iter().any(|e| e.name == d.name) {
             return Err(invalid(format!("[[driver]] `{}` is defined twice", d.name)));
         }
     }
+    Ok(())
+}
+
+/// The runs (a count, or auto's target, limit and time) and that there is a workload.
+fn validate_runs(suite: &Suite) -> anyhow::Result<()> {
     if let Some(a) = &suite.auto_runs {
         if !(a.target_ci_percent > 0.0 && a.target_ci_percent.is_finite()) {
             return Err(invalid("--target-ci must be a positive percentage"));
@@ -41,17 +71,21 @@ pub fn validate(suite: &Suite) -> anyhow::Result<()> {
     if suite.workloads.is_empty() {
         return Err(invalid("the suite has no workloads"));
     }
-    check_crash(suite)?;
-    let no_queue = |c: &&FsConfig| {
-        !suite.target.makes_filesystems() || c.fs == Some(fsbench_model::filesystem::FsType::Tmpfs)
-    };
-    if !suite.sched.is_empty() && !suite.target.makes_filesystems() {
+    Ok(())
+}
+
+/// What only a block device has (a scheduler, a baseline, a write cache, a backing disk)
+/// is asked only of a target that has one.
+fn validate_device_settings(suite: &Suite) -> anyhow::Result<()> {
+    let makes_filesystems = suite.target.makes_filesystems();
+    let tmpfs = |c: &FsConfig| c.fs == Some(FsType::Tmpfs);
+    if !suite.sched.is_empty() && !makes_filesystems {
         return Err(invalid(
             "--sched needs a block device (a loop image or --device); --dir has no I/O queue",
         ));
     }
     if let Some(secs) = suite.baseline {
-        if !suite.target.makes_filesystems() {
+        if !makes_filesystems {
             return Err(invalid(
                 "--baseline needs a block device (a loop image or --device); --dir has none",
             ));
@@ -64,9 +98,7 @@ pub fn validate(suite: &Suite) -> anyhow::Result<()> {
     }
     if let Some(c) = suite.configs.iter().find(|c| c.wcache.is_some()) {
         let refusal = match &suite.target {
-            _ if c.fs == Some(fsbench_model::filesystem::FsType::Tmpfs) => {
-                Some("wcache= needs --device: tmpfs has no device".to_string())
-            }
+            _ if tmpfs(c) => Some("wcache= needs --device: tmpfs has no device".to_string()),
             TargetSpec::Image { dir, .. } => Some(crate::testbed::queue::loop_refusal(dir)),
             TargetSpec::Device { path, .. } if path.is_file() => {
                 Some(crate::testbed::queue::loop_refusal(path))
@@ -97,6 +129,7 @@ pub fn validate(suite: &Suite) -> anyhow::Result<()> {
             ));
         }
     }
+    let no_queue = |c: &&FsConfig| !makes_filesystems || tmpfs(c);
     if let Some(c) = suite
         .configs
         .iter()
@@ -108,7 +141,12 @@ pub fn validate(suite: &Suite) -> anyhow::Result<()> {
             c.label
         )));
     }
-    // Disk workers write beside the run's filesystem, which a directory target lacks.
+    Ok(())
+}
+
+/// Background loads parse, and disk workers (which write beside the run's filesystem) and
+/// extra devices are asked only where fsbench makes the filesystem.
+fn validate_loads(suite: &Suite) -> anyhow::Result<()> {
     let loads =
         (suite.background.iter()).chain(suite.configs.iter().filter_map(|c| c.background.as_ref()));
     for text in loads {
@@ -124,20 +162,12 @@ pub fn validate(suite: &Suite) -> anyhow::Result<()> {
             "--extra-device applies only where fsbench makes filesystems, not to --dir",
         ));
     }
-    for w in &suite.workloads {
-        let w = Params::of(w)?;
-        w.validate()?;
-        for driver in suite.configs.iter().filter_map(|c| c.driver.as_ref()) {
-            w.check_needs(driver)?;
-        }
-    }
-    if !(suite.min_phase_secs >= 0.0 && suite.min_phase_secs.is_finite()) {
-        return Err(invalid("min_phase_secs must be a non-negative number"));
-    }
-    if !(suite.max_cv_percent > 0.0 && suite.max_cv_percent.is_finite()) {
-        return Err(invalid("max_cv_percent must be a positive number"));
-    }
-    validate_aging(suite)?;
+    Ok(())
+}
+
+/// Configurations have distinct labels, and name a filesystem exactly where the target
+/// makes one.
+fn validate_configs(suite: &Suite) -> anyhow::Result<()> {
     let mut labels = std::collections::HashSet::new();
     for c in &suite.configs {
         if !labels.insert(&c.label) {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::drivers::{FsTypeExt, UserDriverExt};
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::{FsType, UserDriver};
 

@@ -4,15 +4,15 @@
 use std::path::Path;
 
 use super::fs_option::configs_from_tables;
-use crate::error::invalid;
-use crate::workload::Params;
+use fsbench_measure::error::invalid;
 use fsbench_model::filesystem::FsType;
 use fsbench_model::suite::Suite;
 use fsbench_model::workload::WorkloadSpec;
+use fsbench_workloads::Params;
 
 /// Reads a suite file; its name defaults to the file's stem.
 pub fn read_suite(path: &Path) -> anyhow::Result<Suite> {
-    let text = crate::calls::read_text_file(path, "suite file")?;
+    let text = fsbench_measure::calls::read_text_file(path, "suite file")?;
     let mut suite =
         parse_suite(&text).map_err(|e| invalid(format!("suite file {}: {e:#}", path.display())))?;
     if suite.name == Suite::default().name

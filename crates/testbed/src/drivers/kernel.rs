@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::Driver;
-use crate::error::FsbenchError;
-use crate::tools;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::tools;
 
 /// How long `modprobe` may take to load a module.
 const MODPROBE_LIMIT: Duration = Duration::from_secs(10);

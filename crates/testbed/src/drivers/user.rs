@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use fsbench_model::filesystem::{Capability, FsType, UserDriver};
 
 use super::{FsTypeExt, Toolset};
-use crate::error::{FsbenchError, invalid};
-use crate::tools;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::tools;
 
 /// Where a template's words go.
 pub(crate) struct Slots<'a> {

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use super::Toolset;
-use crate::error::{FsbenchError, invalid};
-use crate::tools;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::tools;
 
 /// zfs-fuse's control socket, fixed in the daemon and in zpool and zfs.
 pub(crate) const SOCKET: &str = "/var/run/zfs/zfs_socket";
@@ -134,7 +134,7 @@ pub(crate) fn check_properties(pool: &[String], dataset: &str) -> anyhow::Result
     let pool = pool.iter().flat_map(|p| p.split(',')).map(|p| ("pool", p));
     let dataset = dataset.split(',').map(|p| ("dataset", p));
     for (what, item) in pool.chain(dataset).filter(|(_, p)| !p.is_empty()) {
-        let Some((name, value)) = crate::units::name_value(item) else {
+        let Some((name, value)) = fsbench_measure::units::name_value(item) else {
             return Err(invalid(format!(
                 "zfs {what} property `{item}`: expected NAME=VALUE (e.g. `{what}=recordsize=16k`)"
             )));

@@ -14,7 +14,7 @@ use anyhow::Context;
 use fsbench_model::testbed::BackgroundRecord;
 
 use crate::define::Load;
-use crate::tools;
+use fsbench_measure::tools;
 
 /// How long stress-ng has to stop its workers after SIGTERM before they are killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);

@@ -78,7 +78,7 @@ fn timed(
     let mut requests = 0u64;
     while start.elapsed() < limit {
         if cancel.load(Ordering::Relaxed) {
-            return Err(crate::error::FsbenchError::Interrupted.into());
+            return Err(fsbench_measure::error::FsbenchError::Interrupted.into());
         }
         let offset = (requests % requests_in) * MIB as u64;
         let done = request(offset)?;

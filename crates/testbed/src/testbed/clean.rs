@@ -16,8 +16,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::detach::{detach_loop_within, loop_devices, unmount};
-use super::state::{MARKER, State, is_scratch_name, pid_namespace, process_start_ticks, state_dir};
+use super::state::{MARKER, State, is_scratch_name, pid_namespace, state_dir};
 use super::{device, mounts};
+use fsbench_measure::sysinfo::process_start_ticks;
 
 /// How long `fsbench clean` waits for one loop device to go: a device something else holds
 /// open is reported, not waited for.
@@ -242,7 +243,7 @@ pub fn undo(state: &State, patience: Duration) -> Undone {
 /// file names a place outside the cgroup hierarchy. Done whatever its scratch directory holds:
 /// the cgroups are found by the run's pid and decided stale by their lock.
 fn undo_cgroups(state: &State, undone: &mut Undone) {
-    use crate::workload::command::cgroup;
+    use fsbench_workloads::command::cgroup;
     let Some(parent) = &state.cgroup_parent else {
         return;
     };

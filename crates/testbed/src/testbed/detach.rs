@@ -8,8 +8,8 @@ use anyhow::Context;
 use rustix::mount::UnmountFlags;
 
 use super::mounts;
-use crate::error::FsbenchError;
-use crate::tools;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::tools;
 
 /// Unmounts `target`, retrying while it is briefly busy; falls back to a lazy unmount.
 pub fn unmount(target: &Path) -> anyhow::Result<()> {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use fsbench_model::testbed::BlockInfo;
 
 use super::{detach, mounts};
-use crate::error::FsbenchError;
-use crate::tools;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::tools;
 
 pub(crate) fn read_trim(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)

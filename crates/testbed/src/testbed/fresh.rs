@@ -12,7 +12,7 @@ use super::background::BackgroundLoad;
 use super::{mounts, open_dir, queue, scratch};
 use crate::define::Load;
 use crate::drivers::{FsTypeExt, Slots, Toolset, expand};
-use crate::tools;
+use fsbench_measure::tools;
 use fsbench_model::config::FsConfig;
 use fsbench_model::filesystem::{FsType, UserDriver};
 
@@ -226,7 +226,7 @@ impl FreshFs {
             let run = tools::run_in(fsck, &args, &self.tool_dir)?;
             // Ctrl-C reaches fsck too: what it says then is no finding.
             if tools::was_interrupted(&run) {
-                return Err(crate::error::FsbenchError::Interrupted.into());
+                return Err(fsbench_measure::error::FsbenchError::Interrupted.into());
             }
             teardown.fsck = Some(FsckOutcome {
                 clean: run.success,
@@ -328,7 +328,7 @@ impl FreshFs {
                 .with_context(|| format!("cannot remove {}", image.display()))?;
         }
         if self.run_dir.exists() && mounts::mounts_below(&self.run_dir).is_empty() {
-            crate::rmtree::purge(&self.run_dir)
+            fsbench_measure::rmtree::purge(&self.run_dir)
                 .with_context(|| format!("cannot remove {}", self.run_dir.display()))?;
         }
         Ok(())
@@ -424,7 +424,7 @@ impl FreshFs {
 impl Drop for FreshFs {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            crate::diag::say(&format!(
+            fsbench_measure::diag::say(&format!(
                 "fsbench: cleanup of {} failed: {e:#}",
                 self.root.display()
             ));

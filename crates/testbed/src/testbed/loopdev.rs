@@ -16,7 +16,7 @@ use anyhow::Context;
 use fsbench_model::testbed::LoopInfo;
 
 use super::{device, mounts};
-use crate::tools;
+use fsbench_measure::tools;
 
 /// The loop block size when the backing file's device is unknown (tmpfs): the kernel's default.
 const DEFAULT_SECTOR: u32 = 512;

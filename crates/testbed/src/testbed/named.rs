@@ -13,8 +13,8 @@ use std::time::Duration;
 use super::TargetSpec;
 use super::device::{self, DeviceKind, refused};
 use crate::drivers::{FsTypeExt, Names, OptionNames};
-use crate::error::invalid;
-use crate::tools;
+use fsbench_measure::error::invalid;
+use fsbench_measure::tools;
 use fsbench_model::config::{ExtraDevice, FsConfig};
 use fsbench_model::filesystem::FsType;
 
@@ -199,7 +199,7 @@ fn is_tag(token: &str, anywhere: bool) -> bool {
             .iter()
             .any(|t| token.starts_with(t) && token.len() > t.len());
     }
-    crate::units::name_value(token)
+    fsbench_measure::units::name_value(token)
         .is_some_and(|(name, _)| name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'))
 }
 

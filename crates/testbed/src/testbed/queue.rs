@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::state::QueueRecord;
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 mod claim;
 mod wcache;
@@ -116,7 +116,7 @@ impl Setting {
 impl Drop for Setting {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            crate::diag::say(&format!("fsbench: {e:#}"));
+            fsbench_measure::diag::say(&format!("fsbench: {e:#}"));
         }
     }
 }

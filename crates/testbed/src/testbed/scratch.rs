@@ -12,12 +12,13 @@ use anyhow::Context;
 use super::clean;
 use super::detach::DETACH_PATIENCE;
 pub use super::detach::{detach_loop, detach_loop_within, loop_devices, unmount, wait_released};
-pub use super::state::{AttachedLoop, MARKER, QueueRecord, State, process_start_ticks, state_dir};
+pub use super::state::{AttachedLoop, MARKER, QueueRecord, State, state_dir};
 pub(crate) use super::state::{PREFIXES, is_scratch_name, pid_namespace};
+use fsbench_measure::sysinfo::process_start_ticks;
 
 /// Where this process's commands get their cgroups, if the machine has cgroup v2.
 fn command_cgroups() -> Option<PathBuf> {
-    crate::workload::command::cgroup::parent().ok()
+    fsbench_workloads::command::cgroup::parent().ok()
 }
 
 /// 128 random bits in hex: a scratch directory's marker token.
@@ -330,7 +331,7 @@ impl Drop for Scratch {
                 let _ = std::fs::remove_file(&self.state_file);
                 let _ = std::fs::remove_file(self.state_file.with_extension("lock"));
             } else {
-                crate::diag::say(&format!(
+                fsbench_measure::diag::say(&format!(
                     "fsbench: cleanup incomplete ({}); run `fsbench clean` to finish it (state in {})",
                     undone.left.join("; "),
                     self.state_file.display()
@@ -406,11 +407,5 @@ mod tests {
         drop(adopted);
         assert!(!dir.exists());
         assert!(std::fs::read_dir(state.path()).unwrap().next().is_none());
-    }
-
-    #[test]
-    fn start_ticks_of_self_and_nobody() {
-        assert!(process_start_ticks(std::process::id()).is_some());
-        assert!(process_start_ticks(u32::MAX).is_none());
     }
 }

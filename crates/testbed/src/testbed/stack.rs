@@ -14,7 +14,7 @@ use fsbench_model::testbed::{
 
 use super::device::{read_trim, sysfs_node};
 use super::mounts;
-use crate::tools;
+use fsbench_measure::tools;
 
 /// `order 9` (the smallest block reported, as a page order) and, where the kernel has the
 /// setting, `, after 0 ms` (how long a block stays free first), when a virtio balloon under

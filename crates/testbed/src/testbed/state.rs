@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools;
+use fsbench_measure::tools;
 
 /// What a running suite has created, as saved in its state file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -94,15 +94,6 @@ pub fn state_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/state")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("fsbench")
-}
-
-/// Start time of process `pid` in clock ticks since boot; with the pid it names a process
-/// uniquely, since pids are reused.
-pub fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces; fields after its closing parenthesis are plain.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The inode of this process's PID namespace.

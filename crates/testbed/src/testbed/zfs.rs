@@ -15,9 +15,9 @@ use anyhow::Context;
 use super::detach::unmount;
 use super::mounts;
 pub use super::state::ZfsRecord as Record;
-use super::state::process_start_ticks;
 use crate::drivers::zfs::{DAEMON, PACKAGE, SOCKET, is_daemon, refuse_foreign_daemon};
-use crate::tools;
+use fsbench_measure::sysinfo::process_start_ticks;
+use fsbench_measure::tools;
 
 /// How long the daemon may take to listen, and a new mount to appear or go.
 const START_LIMIT: Duration = Duration::from_secs(15);
@@ -218,7 +218,7 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            crate::diag::say(&format!(
+            fsbench_measure::diag::say(&format!(
                 "fsbench: cleanup of zfs pool {} failed: {e:#}",
                 self.name
             ));

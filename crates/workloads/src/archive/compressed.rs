@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// How a tar file is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use super::{Entry, EntryKind};
-use crate::error::FsbenchError;
-use crate::measure::{OpKind, PhaseRecorder};
-use crate::units::shown;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
+use fsbench_measure::units::shown;
 
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
@@ -166,92 +166,46 @@ impl<'a> Extractor<'a> {
             return Ok(());
         }
         let dir = Self::fd(self.root, &self.parent);
-        let mut bytes = 0;
-        let done = match e.kind {
+        let (done, bytes) = match e.kind {
             EntryKind::Dir => {
                 let made = rustix::fs::mkdirat(dir, name, Mode::from(0o755));
                 // An existing directory is fine, as for tar.
-                let made = if made == Err(Errno::EXIST) && is_dir(dir, name) {
-                    Ok(())
-                } else {
-                    made
+                let made = match made {
+                    Err(Errno::EXIST) if is_dir(dir, name) => Ok(()),
+                    made => made,
                 };
-                rec.record(OpKind::Mkdir, made)?.is_some()
+                (rec.record(OpKind::Mkdir, made)?.is_some(), 0)
             }
             EntryKind::File => {
-                let mut created = rustix::fs::openat(dir, name, CREATE_FLAGS, Mode::from(0o644));
-                if matches!(created, Err(Errno::EXIST)) {
-                    // Replace what is there (never writing through it), as GNU tar does.
-                    let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-                    created = rustix::fs::openat(dir, name, CREATE_FLAGS, Mode::from(0o644));
-                }
+                let created = replacing(dir, name, || {
+                    rustix::fs::openat(dir, name, CREATE_FLAGS, Mode::from(0o644))
+                });
                 match rec.record(OpKind::Create, created)? {
                     Some(file) => {
-                        bytes = copy(data, &file, &mut self.buf, e.size, rec)?;
+                        let bytes = copy(data, &file, &mut self.buf, e.size, rec)?;
                         drop(file);
                         rec.record(OpKind::Close, Ok(()))?;
-                        true
+                        (true, bytes)
                     }
-                    None => false,
+                    None => (false, 0),
                 }
             }
             EntryKind::Symlink => {
                 // From now on a lexically checked path may pass through a symlink: every path
                 // (hard links' targets too) goes through the symlink-refusing resolution.
                 self.symlink_free = false;
-                let mut made = rustix::fs::symlinkat(e.link, dir, name);
-                if made == Err(Errno::EXIST) {
-                    let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-                    made = rustix::fs::symlinkat(e.link, dir, name);
-                }
-                rec.record(OpKind::Symlink, made)?.is_some()
+                let made = replacing(dir, name, || rustix::fs::symlinkat(e.link, dir, name));
+                (rec.record(OpKind::Symlink, made)?.is_some(), 0)
             }
             EntryKind::Fifo => {
-                let mut made = mkfifo(dir, name);
-                if made == Err(Errno::EXIST) {
-                    let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-                    made = mkfifo(dir, name);
-                }
-                rec.record(OpKind::Create, made)?.is_some()
+                let made = replacing(dir, name, || mkfifo(dir, name));
+                (rec.record(OpKind::Create, made)?.is_some(), 0)
             }
             EntryKind::Other(_) => unreachable!("refused above"),
-            EntryKind::HardLink => {
-                let Some(target) = split_member(e.link, &mut self.link_wanted) else {
-                    rec.refuse(|| {
-                        format!("{}: link to an absolute or climbing path", shown(e.path))
-                    });
-                    return Ok(());
-                };
-                let dir = Self::fd(self.root, &self.parent);
-                let link = |from: BorrowedFd<'_>, target: &[u8]| {
-                    let mut made = rustix::fs::linkat(from, target, dir, name, AtFlags::empty());
-                    if matches!(made, Err(Errno::EXIST)) {
-                        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-                        made = rustix::fs::linkat(from, target, dir, name, AtFlags::empty());
-                    }
-                    made
-                };
-                let made = if self.symlink_free {
-                    // The normalized path: parent, '/', name.
-                    if !self.link_wanted.is_empty() {
-                        self.link_wanted.push(b'/');
-                    }
-                    self.link_wanted.extend_from_slice(target);
-                    link(self.root, &self.link_wanted)
-                } else {
-                    if let Parent::Skip = Self::open(
-                        self.root,
-                        &mut self.link_parent,
-                        &self.link_wanted,
-                        e.path,
-                        rec,
-                    )? {
-                        return Ok(());
-                    }
-                    link(Self::fd(self.root, &self.link_parent), target)
-                };
-                rec.record(OpKind::Link, made)?.is_some()
-            }
+            EntryKind::HardLink => match self.hard_link(e, name, rec)? {
+                Some(done) => (done, 0),
+                None => return Ok(()),
+            },
         };
         if done {
             rec.unit_done(bytes)
@@ -259,6 +213,64 @@ impl<'a> Extractor<'a> {
             rec.note_failure(|| shown(e.path));
             Ok(())
         }
+    }
+
+    /// A hard link `name` (in the member's parent) to the member's target: by the target's
+    /// path while no symlink exists below the root, else in its opened parent. Whether it was
+    /// made; `None` where the target is refused or its parent cannot be opened (counted).
+    fn hard_link(
+        &mut self,
+        e: &Entry<'_>,
+        name: &[u8],
+        rec: &mut PhaseRecorder,
+    ) -> Result<Option<bool>, FsbenchError> {
+        let Some(target) = split_member(e.link, &mut self.link_wanted) else {
+            rec.refuse(|| format!("{}: link to an absolute or climbing path", shown(e.path)));
+            return Ok(None);
+        };
+        let dir = Self::fd(self.root, &self.parent);
+        let link = |from: BorrowedFd<'_>, target: &[u8]| {
+            replacing(dir, name, || {
+                rustix::fs::linkat(from, target, dir, name, AtFlags::empty())
+            })
+        };
+        let made = if self.symlink_free {
+            // The normalized path: parent, '/', name.
+            if !self.link_wanted.is_empty() {
+                self.link_wanted.push(b'/');
+            }
+            self.link_wanted.extend_from_slice(target);
+            link(self.root, &self.link_wanted)
+        } else {
+            let opened = Self::open(
+                self.root,
+                &mut self.link_parent,
+                &self.link_wanted,
+                e.path,
+                rec,
+            )?;
+            if let Parent::Skip = opened {
+                return Ok(None);
+            }
+            link(Self::fd(self.root, &self.link_parent), target)
+        };
+        Ok(Some(rec.record(OpKind::Link, made)?.is_some()))
+    }
+}
+
+/// `make()`, and again after removing what is there if the name exists: an entry replaces
+/// what is there (never writing through it), as GNU tar does.
+fn replacing<T>(
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    make: impl Fn() -> rustix::io::Result<T>,
+) -> rustix::io::Result<T> {
+    match make() {
+        Err(Errno::EXIST) => {
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+            make()
+        }
+        made => made,
     }
 }
 

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Read as _, Write};
+use std::ops::ControlFlow;
 
 use serde::{Deserialize, Serialize};
 
@@ -90,102 +91,14 @@ impl Shape {
     /// Calls `emit` for every entry in archive order. `emit` returns false to stop early.
     /// Paths are built in two reused buffers: nothing is allocated per entry.
     pub fn walk(&self, emit: &mut dyn FnMut(&Entry<'_>) -> bool) {
-        let mut path = String::with_capacity(256);
-        let mut link = String::with_capacity(256);
-        let mut go = |path: &str, kind: EntryKind, size: u64, link: &str| {
-            emit(&Entry {
-                path: path.as_bytes(),
-                kind,
-                size,
-                link: link.as_bytes(),
-            })
+        let mut walk = Walk {
+            shape: self,
+            emit,
+            path: String::with_capacity(256),
+            link: String::with_capacity(256),
         };
-        macro_rules! emit {
-            ($kind:expr, $size:expr, $link:expr, $($fmt:tt)*) => {{
-                path.clear();
-                let _ = write!(path, $($fmt)*);
-                if !go(&path, $kind, $size, $link) {
-                    return;
-                }
-            }};
-        }
-        emit!(EntryKind::Dir, 0, "", "cpool/");
-        for d in 0..POOL_DIRS.min(self.pool_files) {
-            let (x, y, z) = (
-                HEX[(d >> 8) as usize] as char,
-                HEX[((d >> 4) & 15) as usize] as char,
-                HEX[(d & 15) as usize] as char,
-            );
-            if d & 0xff == 0 {
-                emit!(EntryKind::Dir, 0, "", "cpool/{x}/");
-            }
-            if d & 0xf == 0 {
-                emit!(EntryKind::Dir, 0, "", "cpool/{x}/{y}/");
-            }
-            emit!(EntryKind::Dir, 0, "", "cpool/{x}/{y}/{z}/");
-            let mut i = d;
-            while i < self.pool_files {
-                path.clear();
-                self.pool_path(i, &mut path);
-                if !go(&path, EntryKind::File, self.pool_size(i), "") {
-                    return;
-                }
-                i += POOL_DIRS;
-            }
-        }
-        emit!(EntryKind::Dir, 0, "", "pc/");
-        let fpd = self.files_per_dir.max(1) as u64;
-        // One backup tree: `files` files under `<tree>/f%2f/fdir<n>/ff<k>`, each chosen by `chooser`.
-        macro_rules! tree {
-            ($files:expr, $chooser:expr, $($prefix:tt)*) => {{
-                emit!(EntryKind::Dir, 0, "", $($prefix)*);
-                path.push_str("f%2f/");
-                if !go(&path, EntryKind::Dir, 0, "") {
-                    return;
-                }
-                for k in 0..$files {
-                    let (kind, size, pool): (EntryKind, u64, u64) = $chooser(k);
-                    link.clear();
-                    if kind == EntryKind::HardLink {
-                        self.pool_path(pool, &mut link);
-                    }
-                    path.clear();
-                    let _ = write!(path, $($prefix)*);
-                    let _ = write!(path, "f%2f/fdir{}/", k / fpd);
-                    if k % fpd == 0 && !go(&path, EntryKind::Dir, 0, "") {
-                        return;
-                    }
-                    let _ = write!(path, "ff{k}");
-                    if !go(&path, kind, size, &link) {
-                        return;
-                    }
-                }
-            }};
-        }
-        for h in 0..self.hosts {
-            emit!(EntryKind::Dir, 0, "", "pc/host{h}/");
-            for n in 0..self.backups_per_host {
-                let chooser = |k: u64| {
-                    let r = mix(self.seed ^ ((h as u64) << 48) ^ ((n as u64) << 32) ^ k);
-                    let per_mille = (r % 1000) as u32;
-                    if per_mille < self.empty_permille || self.pool_files == 0 {
-                        (EntryKind::File, 0, 0)
-                    } else if per_mille < self.empty_permille + self.regular_permille {
-                        (EntryKind::File, self.pool_size(r >> 10), 0)
-                    } else {
-                        (EntryKind::HardLink, 0, (r >> 10) % self.pool_files)
-                    }
-                };
-                tree!(self.files_per_backup, chooser, "pc/host{h}/{n}/");
-            }
-        }
-        if self.popular_links > 0 && self.pool_files > 0 {
-            emit!(EntryKind::Dir, 0, "", "pc/popular/");
-            tree!(
-                self.popular_links,
-                |_| (EntryKind::HardLink, 0, 0),
-                "pc/popular/0/"
-            );
+        if walk.pool().is_continue() {
+            let _ = walk.backups();
         }
     }
 
@@ -252,6 +165,132 @@ impl Shape {
             return Err(e);
         }
         builder.into_inner()?.flush()
+    }
+}
+
+/// A walk of the archive's entries: the emitter and the two reused path buffers. Each step
+/// breaks where `emit` asks to stop.
+struct Walk<'a> {
+    shape: &'a Shape,
+    emit: &'a mut dyn FnMut(&Entry<'_>) -> bool,
+    path: String,
+    link: String,
+}
+
+impl Walk<'_> {
+    /// The entry at `path` (with `link` as its target where it is a hard link).
+    fn entry(&mut self, kind: EntryKind, size: u64) -> ControlFlow<()> {
+        let link = if kind == EntryKind::HardLink {
+            self.link.as_bytes()
+        } else {
+            b""
+        };
+        let entry = Entry {
+            path: self.path.as_bytes(),
+            kind,
+            size,
+            link,
+        };
+        match (self.emit)(&entry) {
+            true => ControlFlow::Continue(()),
+            false => ControlFlow::Break(()),
+        }
+    }
+
+    /// The directory `path`.
+    fn dir(&mut self, path: std::fmt::Arguments<'_>) -> ControlFlow<()> {
+        self.path.clear();
+        let _ = self.path.write_fmt(path);
+        self.entry(EntryKind::Dir, 0)
+    }
+
+    /// `cpool/x/y/z/`: the pool's directories, each with its files.
+    fn pool(&mut self) -> ControlFlow<()> {
+        let shape = self.shape;
+        self.dir(format_args!("cpool/"))?;
+        for d in 0..POOL_DIRS.min(shape.pool_files) {
+            let (x, y, z) = (
+                HEX[(d >> 8) as usize] as char,
+                HEX[((d >> 4) & 15) as usize] as char,
+                HEX[(d & 15) as usize] as char,
+            );
+            if d & 0xff == 0 {
+                self.dir(format_args!("cpool/{x}/"))?;
+            }
+            if d & 0xf == 0 {
+                self.dir(format_args!("cpool/{x}/{y}/"))?;
+            }
+            self.dir(format_args!("cpool/{x}/{y}/{z}/"))?;
+            for i in (d..shape.pool_files).step_by(POOL_DIRS as usize) {
+                self.path.clear();
+                shape.pool_path(i, &mut self.path);
+                self.entry(EntryKind::File, shape.pool_size(i))?;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// `pc/host<h>/<n>/`: every host's backups, then the popular links' tree.
+    fn backups(&mut self) -> ControlFlow<()> {
+        let shape = self.shape;
+        self.dir(format_args!("pc/"))?;
+        for h in 0..shape.hosts {
+            self.dir(format_args!("pc/host{h}/"))?;
+            for n in 0..shape.backups_per_host {
+                let chooser = |k: u64| {
+                    let r = mix(shape.seed ^ ((h as u64) << 48) ^ ((n as u64) << 32) ^ k);
+                    let per_mille = (r % 1000) as u32;
+                    if per_mille < shape.empty_permille || shape.pool_files == 0 {
+                        (EntryKind::File, 0, 0)
+                    } else if per_mille < shape.empty_permille + shape.regular_permille {
+                        (EntryKind::File, shape.pool_size(r >> 10), 0)
+                    } else {
+                        (EntryKind::HardLink, 0, (r >> 10) % shape.pool_files)
+                    }
+                };
+                self.tree(
+                    shape.files_per_backup,
+                    chooser,
+                    format_args!("pc/host{h}/{n}/"),
+                )?;
+            }
+        }
+        if shape.popular_links > 0 && shape.pool_files > 0 {
+            self.dir(format_args!("pc/popular/"))?;
+            let chooser = |_| (EntryKind::HardLink, 0, 0);
+            self.tree(shape.popular_links, chooser, format_args!("pc/popular/0/"))?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// One backup tree: `files` files under `<prefix>f%2f/fdir<n>/ff<k>`, each (its kind, size
+    /// and pool file) as `chooser` says.
+    fn tree(
+        &mut self,
+        files: u64,
+        chooser: impl Fn(u64) -> (EntryKind, u64, u64),
+        prefix: std::fmt::Arguments<'_>,
+    ) -> ControlFlow<()> {
+        let fpd = self.shape.files_per_dir.max(1) as u64;
+        self.dir(prefix)?;
+        self.path.push_str("f%2f/");
+        self.entry(EntryKind::Dir, 0)?;
+        for k in 0..files {
+            let (kind, size, pool) = chooser(k);
+            self.link.clear();
+            if kind == EntryKind::HardLink {
+                self.shape.pool_path(pool, &mut self.link);
+            }
+            self.path.clear();
+            let _ = self.path.write_fmt(prefix);
+            let _ = write!(self.path, "f%2f/fdir{}/", k / fpd);
+            if k % fpd == 0 {
+                self.entry(EntryKind::Dir, 0)?;
+            }
+            let _ = write!(self.path, "ff{k}");
+            self.entry(kind, size)?;
+        }
+        ControlFlow::Continue(())
     }
 }
 

@@ -6,7 +6,7 @@
 use std::io::{self, Read};
 
 use super::{Entry, EntryKind};
-use crate::units::shown;
+use fsbench_measure::units::shown;
 
 const BLOCK: usize = 512;
 
@@ -68,6 +68,28 @@ fn bad(msg: impl Into<String>) -> io::Error {
 }
 
 /// A NUL-terminated header field.
+/// What a member is, by its type flag (`pax_sparse`: a PAX header said it is sparse).
+fn entry_kind(typeflag: u8, pax_sparse: bool, name: &[u8]) -> EntryKind {
+    let kind = match typeflag {
+        _ if pax_sparse => EntryKind::Other("GNU sparse file (PAX format), not supported"),
+        b'0' | 0 | b'7' => EntryKind::File,
+        b'1' => EntryKind::HardLink,
+        b'2' => EntryKind::Symlink,
+        b'5' | b'D' => EntryKind::Dir,
+        b'6' => EntryKind::Fifo,
+        b'3' => EntryKind::Other("character device, not extracted"),
+        b'4' => EntryKind::Other("block device, not extracted"),
+        b'S' => EntryKind::Other("GNU sparse file (old GNU format), not supported"),
+        b'M' => EntryKind::Other("multi-volume continuation, not supported"),
+        _ => EntryKind::Other("unknown member type"),
+    };
+    // Old tars mark directories with a trailing slash on a regular file.
+    match kind {
+        EntryKind::File if name.ends_with(b"/") => EntryKind::Dir,
+        kind => kind,
+    }
+}
+
 fn field(bytes: &[u8]) -> &[u8] {
     &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
 }
@@ -204,83 +226,19 @@ impl<R: Read> TarReader<R> {
     ) -> io::Result<bool> {
         loop {
             // Whatever the previous member left unread, and its padding (no overflow: the
-            // size check below bounds both).
+            // size check in `member_size` bounds both).
             let leftover = self.remaining + self.padding;
             self.remaining = 0;
             self.padding = 0;
             self.skip(leftover)?;
-            if !self.read_header()? {
+            if !self.read_header()? || self.header.iter().all(|&b| b == 0) {
                 return Ok(false);
             }
-            if self.header.iter().all(|&b| b == 0) {
-                return Ok(false);
-            }
-            let first = self.offset == BLOCK as u64;
-            // An unreadable checksum is as wrong as a mismatched one.
-            let stored = number(&self.header[148..156]).ok();
-            let sum: u64 = self
-                .header
-                .iter()
-                .enumerate()
-                .map(|(i, &b)| {
-                    if (148..156).contains(&i) {
-                        32
-                    } else {
-                        b as u64
-                    }
-                })
-                .sum();
-            if stored != Some(sum) {
-                return Err(bad(if first {
-                    "does not look like a tar archive (its first header's checksum is wrong)"
-                        .to_string()
-                } else {
-                    format!(
-                        "damaged tar header at byte {} (checksum mismatch)",
-                        self.offset - BLOCK as u64
-                    )
-                }));
-            }
-            let size = number(&self.header[124..136])?;
-            // A size that wraps when rounded up to whole blocks would make the next data
-            // block read as a header (a member smuggled past the one that named it); GNU tar
-            // stops with an error there too. With this check, `remaining + padding` below
-            // never exceeds `size + padding`.
-            let padded = size.checked_next_multiple_of(BLOCK as u64).ok_or_else(|| {
-                bad(format!(
-                    "tar header at byte {} gives a member size of {size} bytes, more than any archive holds",
-                    self.offset - BLOCK as u64
-                ))
-            })?;
-            self.remaining = size;
-            self.padding = padded - size;
+            self.check_sum()?;
+            let size = self.member_size()?;
             let typeflag = self.header[156];
-            match typeflag {
-                b'L' | b'K' => {
-                    let long = typeflag == b'L';
-                    let mut data = std::mem::take(if long {
-                        &mut self.long_name
-                    } else {
-                        &mut self.long_link
-                    });
-                    self.read_data(&mut data)?;
-                    data.truncate(field(&data).len());
-                    if long {
-                        (self.long_name, self.has_long_name) = (data, true);
-                    } else {
-                        (self.long_link, self.has_long_link) = (data, true);
-                    }
-                    continue;
-                }
-                b'x' => {
-                    // PAX records are rare; they may allocate.
-                    let mut data = Vec::new();
-                    self.read_data(&mut data)?;
-                    self.pax(&data)?;
-                    continue;
-                }
-                b'g' | b'V' => continue,
-                _ => {}
+            if self.read_extension(typeflag)? {
+                continue;
             }
             // Old GNU sparse members may be followed by extension blocks of their sparse map,
             // which the size field does not count.
@@ -293,46 +251,9 @@ impl<R: Read> TarReader<R> {
                     }
                 }
             }
-            self.name.clear();
-            if std::mem::take(&mut self.has_long_name) {
-                self.name.extend_from_slice(&self.long_name);
-            } else {
-                // ustar splits long names into a prefix and a name.
-                let ustar = &self.header[257..263] == b"ustar\0";
-                let prefix = field(&self.header[345..500]);
-                if ustar && !prefix.is_empty() {
-                    self.name.extend_from_slice(prefix);
-                    self.name.push(b'/');
-                }
-                self.name.extend_from_slice(field(&self.header[0..100]));
-            }
-            self.link.clear();
-            if std::mem::take(&mut self.has_long_link) {
-                self.link.extend_from_slice(&self.long_link);
-            } else {
-                self.link.extend_from_slice(field(&self.header[157..257]));
-            }
-            let kind = match typeflag {
-                _ if std::mem::take(&mut self.pax_sparse) => {
-                    EntryKind::Other("GNU sparse file (PAX format), not supported")
-                }
-                b'0' | 0 | b'7' => EntryKind::File,
-                b'1' => EntryKind::HardLink,
-                b'2' => EntryKind::Symlink,
-                b'5' | b'D' => EntryKind::Dir,
-                b'6' => EntryKind::Fifo,
-                b'3' => EntryKind::Other("character device, not extracted"),
-                b'4' => EntryKind::Other("block device, not extracted"),
-                b'S' => EntryKind::Other("GNU sparse file (old GNU format), not supported"),
-                b'M' => EntryKind::Other("multi-volume continuation, not supported"),
-                _ => EntryKind::Other("unknown member type"),
-            };
-            // Old tars mark directories with a trailing slash on a regular file.
-            let kind = if kind == EntryKind::File && self.name.ends_with(b"/") {
-                EntryKind::Dir
-            } else {
-                kind
-            };
+            self.take_names();
+            let pax_sparse = std::mem::take(&mut self.pax_sparse);
+            let kind = entry_kind(typeflag, pax_sparse, &self.name);
             let data_size = if kind == EntryKind::File { size } else { 0 };
             let entry = Entry {
                 path: &self.name,
@@ -350,6 +271,103 @@ impl<R: Read> TarReader<R> {
             let unread = data.left;
             self.remaining = unread + (size - data_size);
             return Ok(true);
+        }
+    }
+
+    /// The header's checksum against the one it stores (an unreadable one is as wrong).
+    fn check_sum(&self) -> io::Result<()> {
+        let stored = number(&self.header[148..156]).ok();
+        let sum: u64 = (self.header.iter().enumerate())
+            .map(|(i, &b)| {
+                if (148..156).contains(&i) {
+                    32
+                } else {
+                    b as u64
+                }
+            })
+            .sum();
+        if stored == Some(sum) {
+            return Ok(());
+        }
+        Err(bad(if self.offset == BLOCK as u64 {
+            "does not look like a tar archive (its first header's checksum is wrong)".to_string()
+        } else {
+            format!(
+                "damaged tar header at byte {} (checksum mismatch)",
+                self.offset - BLOCK as u64
+            )
+        }))
+    }
+
+    /// The member's size, its data and padding then left to read.
+    fn member_size(&mut self) -> io::Result<u64> {
+        let size = number(&self.header[124..136])?;
+        // A size that wraps when rounded up to whole blocks would make the next data block
+        // read as a header (a member smuggled past the one that named it); GNU tar stops with
+        // an error there too. With this check, `remaining + padding` never exceeds
+        // `size + padding`.
+        let padded = size.checked_next_multiple_of(BLOCK as u64).ok_or_else(|| {
+            bad(format!(
+                "tar header at byte {} gives a member size of {size} bytes, more than any archive holds",
+                self.offset - BLOCK as u64
+            ))
+        })?;
+        self.remaining = size;
+        self.padding = padded - size;
+        Ok(size)
+    }
+
+    /// A header that describes the next member rather than being one (GNU long names and
+    /// links, PAX records, global headers and volume labels): read; true if it was one.
+    fn read_extension(&mut self, typeflag: u8) -> io::Result<bool> {
+        match typeflag {
+            b'L' | b'K' => {
+                let long = typeflag == b'L';
+                let mut data = std::mem::take(if long {
+                    &mut self.long_name
+                } else {
+                    &mut self.long_link
+                });
+                self.read_data(&mut data)?;
+                data.truncate(field(&data).len());
+                if long {
+                    (self.long_name, self.has_long_name) = (data, true);
+                } else {
+                    (self.long_link, self.has_long_link) = (data, true);
+                }
+            }
+            b'x' => {
+                // PAX records are rare; they may allocate.
+                let mut data = Vec::new();
+                self.read_data(&mut data)?;
+                self.pax(&data)?;
+            }
+            b'g' | b'V' => {}
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The member's name and link target: a long one read before it, or the header's (a
+    /// ustar name is split into a prefix and a name).
+    fn take_names(&mut self) {
+        self.name.clear();
+        if std::mem::take(&mut self.has_long_name) {
+            self.name.extend_from_slice(&self.long_name);
+        } else {
+            let ustar = &self.header[257..263] == b"ustar\0";
+            let prefix = field(&self.header[345..500]);
+            if ustar && !prefix.is_empty() {
+                self.name.extend_from_slice(prefix);
+                self.name.push(b'/');
+            }
+            self.name.extend_from_slice(field(&self.header[0..100]));
+        }
+        self.link.clear();
+        if std::mem::take(&mut self.has_long_link) {
+            self.link.extend_from_slice(&self.long_link);
+        } else {
+            self.link.extend_from_slice(field(&self.header[157..257]));
         }
     }
 

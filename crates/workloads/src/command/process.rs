@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, PidfdFlags, Signal};
 
 use super::cgroup::Cgroup;
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// Bytes of each stream kept: the tail.
 pub(crate) const TAIL_BYTES: usize = 64 << 10;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::Params;
 
 fn spec(text: &str) -> anyhow::Result<Params> {
     let suite: toml::Table = toml::from_str(text).expect("valid TOML");
@@ -17,9 +18,7 @@ timeout = 60
 space = "64M""#,
     )
     .unwrap();
-    let Params::Command(p) = &spec else {
-        panic!("{spec:?}")
-    };
+    let p: &CommandParams = spec.get().unwrap();
     assert_eq!(p.setup.as_deref(), Some("mkdir src, dst"));
     assert_eq!(p.phase[0].items, Some(12));
     assert_eq!(p.space, 64 << 20);
@@ -63,9 +62,7 @@ fn bad_phases_are_refused_with_reasons() {
 #[test]
 fn without_a_file_the_preset_is_the_tar_demo() {
     let spec = Params::parse("command:timeout=60").unwrap();
-    let Params::Command(p) = &spec else {
-        panic!("{spec:?}")
-    };
+    let p: &CommandParams = spec.get().unwrap();
     assert_eq!(spec.label(), "command:tar");
     assert_eq!(p.timeout, 60);
     assert_eq!(p.phase.len(), 3);

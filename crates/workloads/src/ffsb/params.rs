@@ -66,7 +66,7 @@ pub(super) const PRESETS: &[Preset] = &[Preset {
     help: "the seed's profile; files shrink to fit; 4.2 s a run on tmpfs here",
 }];
 
-/// The ffsb workload's row in the registry.
+/// The ffsb workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "ffsb",
     summary: "FFSB: thread groups of weighted operations on a file set",
@@ -76,21 +76,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     // The name the preset is known by.
     more_work: &["size", "threads"],
     aliases: &[("ffsb-large-write", "large-write")],
-    build: |p| build(p).map(Params::Ffsb),
-    mpi_refusal: |_| {
-        Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
-    },
-    // FFSB's `agefs=1` ages the file set by the profile's own operations.
-    age_profile: |s| match s {
-        Params::Ffsb(p) => p.fileset.aging.as_ref().map(|a| a.profile(&p.fileset)),
-        _ => None,
-    },
-    reports: &["ffsb"],
-    needs: &[Need {
-        capability: Capability::Direct,
-        option: "profile's `directio`",
-        uses: |s| matches!(s, Params::Ffsb(p) if p.directio),
-    }],
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {
@@ -156,19 +141,11 @@ impl FfsbParams {
     }
 
     pub fn from_file(path: &std::path::Path) -> anyhow::Result<FfsbParams> {
-        let text = crate::read_text_file(path, "FFSB profile")?;
+        let text = fsbench_measure::calls::read_text_file(path, "FFSB profile")?;
         let name = path
             .file_name()
             .map_or(path.display().to_string(), |n| n.to_string_lossy().into());
         profile::parse(&text, &name)
-    }
-
-    pub fn name(&self) -> String {
-        match (&self.preset, &self.profile) {
-            (Some(p), _) => p.clone(),
-            (None, Some(f)) => format!("profile={f}"),
-            (None, None) => "custom".into(),
-        }
     }
 
     pub fn total_threads(&self) -> u64 {
@@ -185,7 +162,123 @@ impl FfsbParams {
         self.time == Some(0) && self.groups.iter().all(|g| g.ops_per_thread.is_none())
     }
 
-    pub(super) fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
+    /// Files the thread groups create, when that is known (fixed amounts of work); saturates.
+    pub(super) fn created_files(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| {
+                let creates: u64 = g
+                    .weights
+                    .iter()
+                    .filter(|(o, _)| o.creates())
+                    .map(|(_, w)| u64::from(*w))
+                    .sum();
+                let share = creates as f64 / g.total_weight().max(1) as f64;
+                let ops = g
+                    .ops_per_thread
+                    .unwrap_or(1)
+                    .saturating_mul(u64::from(g.num_threads));
+                // A float too large for u64 saturates in the cast.
+                (ops as f64 * share).ceil() as u64
+            })
+            .fold(0, u64::saturating_add)
+    }
+}
+
+impl FfsbParams {
+    /// What is wrong with thread group `g`, if anything (`creates`: some group creates
+    /// files).
+    fn group_problem(&self, g: &ThreadGroup, creates: bool) -> Option<String> {
+        let fs = &self.fileset;
+        if g.num_threads == 0 {
+            return Some("num_threads must be at least 1".into());
+        }
+        if g.weights.is_empty() {
+            return Some("no operation has a weight".into());
+        }
+        if g.op_delay_ms > MAX_OP_DELAY_MS {
+            return Some(format!(
+                "op_delay={} ms is more than a minute between operations (at most {MAX_OP_DELAY_MS})",
+                g.op_delay_ms
+            ));
+        }
+        if self.time.is_none() && g.ops_per_thread.is_none() {
+            return Some("neither `time` nor `num_ops` is set: the group would never end".into());
+        }
+        let ops = || g.weights.keys();
+        if ops().any(|o| o.reads()) && g.read_blocksize == 0 {
+            return Some("read operations need read_blocksize".into());
+        }
+        if g.weights.contains_key(&Op::Read) && (g.read_size == 0 || g.read_size < g.read_blocksize)
+        {
+            return Some("read needs read_size of at least read_blocksize".into());
+        }
+        if ops().any(|o| o.writes()) && g.write_blocksize == 0 {
+            return Some("write operations need write_blocksize".into());
+        }
+        if ops().any(|o| o.writes_sized())
+            && (g.write_size == 0 || g.write_size < g.write_blocksize)
+        {
+            return Some("write and append need write_size of at least write_blocksize".into());
+        }
+        // FFSB asserts that a read or write fits the file it picked, and aborts.
+        let smallest = fs.smallest();
+        let writes_in_place = ops().any(|o| matches!(o, Op::Write | Op::WriteFsync));
+        if !fs.fit && g.weights.contains_key(&Op::Read) && g.read_size > smallest {
+            return Some(format!(
+                "read_size {} is larger than the smallest file ({}): FFSB aborts on such a read",
+                g.read_size, smallest
+            ));
+        }
+        if !fs.fit && writes_in_place && g.write_size > smallest {
+            return Some(format!(
+                "write_size {} is larger than the smallest file ({}): FFSB aborts on such a write",
+                g.write_size, smallest
+            ));
+        }
+        if ops().any(|o| o.needs_file()) && fs.num_files == 0 && !creates {
+            return Some(
+                "its operations need files, but num_files is 0 and nothing creates any".into(),
+            );
+        }
+        let sizes = [
+            g.read_blocksize,
+            g.write_blocksize,
+            g.write_size,
+            g.read_size,
+        ];
+        if self.directio && sizes.iter().any(|b| b % 4096 != 0) {
+            return Some("directio needs sizes and block sizes that are multiples of 4096".into());
+        }
+        for (what, v) in [
+            ("read_blocksize", g.read_blocksize),
+            ("write_blocksize", g.write_blocksize),
+        ] {
+            if v > 1 << 30 {
+                return Some(format!("{what} over 1 GiB is absurd"));
+            }
+        }
+        None
+    }
+}
+
+impl WorkloadParams for FfsbParams {
+    const KIND: &'static WorkloadKind = &KIND;
+    const REPORTS: &'static [&'static str] = &["ffsb"];
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
+        match (&self.preset, &self.profile) {
+            (Some(p), _) => p.clone(),
+            (None, Some(f)) => format!("profile={f}"),
+            (None, None) => "custom".into(),
+        }
+    }
+
+    fn phases(&self) -> std::borrow::Cow<'static, [PhaseInfo]> {
         std::borrow::Cow::Borrowed(if self.setup_only() {
             super::SETUP_ONLY_PHASES
         } else {
@@ -193,7 +286,7 @@ impl FfsbParams {
         })
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.groups.is_empty() {
             return Err(invalid("ffsb: no thread group"));
         }
@@ -201,89 +294,10 @@ impl FfsbParams {
             return Err(invalid("ffsb: more than 4096 threads in all"));
         }
         let fs = &self.fileset;
-        let creates = self
-            .groups
-            .iter()
-            .any(|g| g.weights.keys().any(|o| o.creates()));
+        let creates = (self.groups.iter()).any(|g| g.weights.keys().any(|o| o.creates()));
         for (i, g) in self.groups.iter().enumerate() {
-            let err = |msg: &str| invalid(format!("ffsb: thread group {i}: {msg}"));
-            if g.num_threads == 0 {
-                return Err(err("num_threads must be at least 1"));
-            }
-            if g.weights.is_empty() {
-                return Err(err("no operation has a weight"));
-            }
-            if g.op_delay_ms > MAX_OP_DELAY_MS {
-                return Err(err(&format!(
-                    "op_delay={} ms is more than a minute between operations (at most {MAX_OP_DELAY_MS})",
-                    g.op_delay_ms
-                )));
-            }
-            if self.time.is_none() && g.ops_per_thread.is_none() {
-                return Err(err(
-                    "neither `time` nor `num_ops` is set: the group would never end",
-                ));
-            }
-            let ops = || g.weights.keys();
-            if ops().any(|o| o.reads()) && g.read_blocksize == 0 {
-                return Err(err("read operations need read_blocksize"));
-            }
-            if g.weights.contains_key(&Op::Read)
-                && (g.read_size == 0 || g.read_size < g.read_blocksize)
-            {
-                return Err(err("read needs read_size of at least read_blocksize"));
-            }
-            if ops().any(|o| o.writes()) && g.write_blocksize == 0 {
-                return Err(err("write operations need write_blocksize"));
-            }
-            if ops().any(|o| o.writes_sized())
-                && (g.write_size == 0 || g.write_size < g.write_blocksize)
-            {
-                return Err(err(
-                    "write and append need write_size of at least write_blocksize",
-                ));
-            }
-            // FFSB asserts that a read or write fits the file it picked, and aborts.
-            let smallest = fs.smallest();
-            let writes_in_place = ops().any(|o| matches!(o, Op::Write | Op::WriteFsync));
-            if !fs.fit && g.weights.contains_key(&Op::Read) && g.read_size > smallest {
-                return Err(err(&format!(
-                    "read_size {} is larger than the smallest file ({}): FFSB aborts on such a read",
-                    g.read_size, smallest
-                )));
-            }
-            if !fs.fit && writes_in_place && g.write_size > smallest {
-                return Err(err(&format!(
-                    "write_size {} is larger than the smallest file ({}): FFSB aborts on such a write",
-                    g.write_size, smallest
-                )));
-            }
-            if ops().any(|o| o.needs_file()) && fs.num_files == 0 && !creates {
-                return Err(err(
-                    "its operations need files, but num_files is 0 and nothing creates any",
-                ));
-            }
-            if self.directio
-                && [
-                    g.read_blocksize,
-                    g.write_blocksize,
-                    g.write_size,
-                    g.read_size,
-                ]
-                .iter()
-                .any(|b| b % 4096 != 0)
-            {
-                return Err(err(
-                    "directio needs sizes and block sizes that are multiples of 4096",
-                ));
-            }
-            for (what, v) in [
-                ("read_blocksize", g.read_blocksize),
-                ("write_blocksize", g.write_blocksize),
-            ] {
-                if v > 1 << 30 {
-                    return Err(err(&format!("{what} over 1 GiB is absurd")));
-                }
+            if let Some(problem) = self.group_problem(g, creates) {
+                return Err(invalid(format!("ffsb: thread group {i}: {problem}")));
             }
         }
         if (fs.num_files > 0 || creates) && fs.size_weights.is_empty() {
@@ -302,7 +316,7 @@ impl FfsbParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let groups: Vec<String> = self
             .groups
             .iter()
@@ -352,31 +366,9 @@ impl FfsbParams {
         )
     }
 
-    /// Files the thread groups create, when that is known (fixed amounts of work); saturates.
-    pub(super) fn created_files(&self) -> u64 {
-        self.groups
-            .iter()
-            .map(|g| {
-                let creates: u64 = g
-                    .weights
-                    .iter()
-                    .filter(|(o, _)| o.creates())
-                    .map(|(_, w)| u64::from(*w))
-                    .sum();
-                let share = creates as f64 / g.total_weight().max(1) as f64;
-                let ops = g
-                    .ops_per_thread
-                    .unwrap_or(1)
-                    .saturating_mul(u64::from(g.num_threads));
-                // A float too large for u64 saturates in the cast.
-                (ops as f64 * share).ceil() as u64
-            })
-            .fold(0, u64::saturating_add)
-    }
-
     /// Bytes of I/O buffers the workload allocates: one (aligned) block buffer per thread, as
     /// every thread holds its own while the groups run.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         self.groups
             .iter()
             .map(|g| {
@@ -389,7 +381,7 @@ impl FfsbParams {
     }
 
     /// `None` when the sizes and counts overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let fs = &self.fileset;
         let set = u64::from(fs.num_files).checked_mul(fs.average_size()?)?;
         let created = self.created_files();
@@ -425,9 +417,36 @@ impl FfsbParams {
             .checked_add(appended)?;
         Some(SpaceNeed::exactly((bytes / 10).checked_mul(11)?, inodes))
     }
-}
 
-workload_params!(FfsbParams, |p| phases: p.phases(),
-    instantiate: Ffsb::new(p.clone()),
-    buffers: FfsbParams::buffer_bytes(p),
-    threads: u32::try_from(p.total_threads()).unwrap_or(u32::MAX));
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Ffsb::new(self.clone()))
+    }
+
+    fn threads(&self) -> u32 {
+        u32::try_from(self.total_threads()).unwrap_or(u32::MAX)
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.directio.then_some(Need {
+            capability: Capability::Direct,
+            option: "profile's `directio`",
+        })
+    }
+
+    /// FFSB's `agefs=1` ages the file set by the profile's own operations.
+    fn age_profile(&self) -> Option<AgeProfile> {
+        (self.fileset.aging.as_ref()).map(|a| a.profile(&self.fileset))
+    }
+
+    /// A profile's own settings, or the option table's.
+    fn more_work_advice(&self) -> String {
+        match self.profile {
+            Some(_) => "a longer `time` or a larger file set (`num_files`) in the profile".into(),
+            None => Self::KIND.more_work_advice(),
+        }
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some("FFSB runs its own thread groups for a time; run it with threads instead of ranks")
+    }
+}

@@ -12,13 +12,13 @@ use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
-use crate::error::FsbenchError;
-use crate::extents::Mapper;
-use crate::measure::{
+use crate::parallel::{Crew, join_all};
+use fsbench_measure::calls::{Aligned, push_decimal, read_full, write_all};
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::extents::Mapper;
+use fsbench_measure::measure::{
     Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
 };
-use crate::parallel::{Crew, join_all};
-use crate::{Aligned, push_decimal, read_full, write_all};
 
 mod fileset;
 pub(super) use fileset::*;
@@ -45,7 +45,7 @@ struct Shared<'a> {
     deadline: OnceLock<Option<Instant>>,
     /// Held for writing while threads are started; they wait on it to begin together.
     gate: RwLock<()>,
-    progress: &'a crate::measure::Progress,
+    progress: &'a fsbench_measure::measure::Progress,
     next_dir: AtomicU64,
 }
 
@@ -376,6 +376,9 @@ impl Worker<'_> {
     }
 }
 
+/// What a thread returns: its group's place and its counts.
+type Outcome = Result<(usize, ThreadStats), FsbenchError>;
+
 /// Runs every thread group's threads from one start until all are done; returns the totals
 /// and the CPU time of the timed part.
 pub(super) fn run_groups(
@@ -386,8 +389,7 @@ pub(super) fn run_groups(
     files: &Mutex<FileTable>,
     rec: &mut PhaseRecorder,
 ) -> Result<(RunTotals, CpuTimes), FsbenchError> {
-    use std::os::fd::{AsFd, AsRawFd};
-    use std::os::unix::ffi::OsStrExt;
+    use std::os::fd::AsFd;
     let shared = Shared {
         params,
         data: data.as_fd(),
@@ -402,88 +404,16 @@ pub(super) fn run_groups(
         progress: rec.progress(),
         next_dir: AtomicU64::new(0),
     };
-    // FFSB opens, stats and unlinks its files by their whole path from `/`, and each
-    // component is a lookup the filesystem's dentry cache serves: the same paths, the same
-    // work. Untimed, once: where the path cannot be known, paths stay relative.
-    let root = std::fs::read_link(format!("/proc/self/fd/{}", data.as_raw_fd()))
-        .ok()
-        .filter(|p| p.is_absolute())
-        .map(|p| [p.as_os_str().as_bytes(), b"/"].concat())
-        .unwrap_or_default();
-    let clock = lap_clock();
+    let root = absolute_root(data);
     let counts: Vec<Counter> = (0..params.total_threads())
         .map(|_| Counter::default())
         .collect();
     let crew = Crew::new(counts.iter().map(|c| &**c).collect(), rec.progress());
     let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
         let gate = shared.gate.write().expect("not poisoned");
-        let mut handles = Vec::new();
-        let mut spawn_error = None;
-        let mut thread = 0u32;
-        for (group_index, group) in params.groups.iter().enumerate() {
-            let buffer = group.read_blocksize.max(group.write_blocksize).max(4096) as usize;
-            for _ in 0..group.num_threads {
-                let me = thread;
-                thread += 1;
-                let (clock, crew, shared, root, done) =
-                    (clock.clone(), &crew, &shared, &root, &counts[me as usize]);
-                let work = move || {
-                    // Made here, on its own thread, so that its buffers, names and counts,
-                    // written at every operation, are on no other thread's cache line.
-                    let worker = Worker {
-                        shared,
-                        group,
-                        group_index,
-                        blocks: 0,
-                        thread: me,
-                        rng: Rng::new(u64::from(me) + 1),
-                        buf: Aligned::new(buffer),
-                        names: Names::under(root),
-                        other: Names::default(),
-                        metaops: 0,
-                        stats: ThreadStats::new(),
-                        done,
-                    };
-                    let keep = [shared.data, shared.meta];
-                    crew.work(&keep, || worker.run(clock)).and_then(|r| r)
-                };
-                match std::thread::Builder::new()
-                    .name(format!("ffsb-{thread}"))
-                    .stack_size(256 << 10)
-                    .spawn_scoped(s, work)
-                {
-                    Ok(h) => handles.push(h),
-                    Err(e) => {
-                        spawn_error = Some(FsbenchError::Failed(format!(
-                            "ffsb: cannot start thread {thread}: {e}"
-                        )));
-                        shared.halt();
-                        break;
-                    }
-                }
-            }
-        }
-        // An interrupt only sets a flag; this wakes the threads asleep in `op_delay` for it
-        // (without a delay, threads look at the flag before every transaction). It ends
-        // when `stop` is set, by a failure or after the timed part.
-        let delayed = params.groups.iter().any(|g| g.op_delay_ms > 0);
-        let watcher = delayed.then(|| {
-            std::thread::Builder::new()
-                .name("ffsb-watch".into())
-                .stack_size(64 << 10)
-                .spawn_scoped(s, || {
-                    while !shared.stop.load(Ordering::Relaxed) {
-                        if shared.progress.cancel.load(Ordering::Relaxed) {
-                            shared.halt();
-                        }
-                        std::thread::sleep(INTERRUPT_POLL);
-                    }
-                })
-        });
-        if let Some(Err(e)) = watcher {
-            spawn_error.get_or_insert(FsbenchError::Failed(format!(
-                "ffsb: cannot start the thread that watches for interrupts: {e}"
-            )));
+        let (handles, mut spawn_error) = spawn_workers(s, &shared, &crew, &counts, &root);
+        if let Err(e) = spawn_watcher(s, &shared) {
+            spawn_error.get_or_insert(e);
             shared.halt();
         }
         let _ = shared.deadline.set(
@@ -505,28 +435,13 @@ pub(super) fn run_groups(
         }
         let runtime = start.elapsed();
         shared.halt();
-        if let Some(e) = spawn_error {
-            results.push(Err(e));
-        }
+        results.extend(spawn_error.map(Err));
         (results, threads_time, runtime, CpuTimes::now().since(&cpu))
     });
     let mut totals = RunTotals::new(params.groups.len());
     totals.runtime = runtime;
     totals.threads_time = threads_time;
-    let mut first_error = None;
-    for r in results {
-        match r {
-            Ok((group, stats)) => totals.add(group, stats),
-            // A full disk explains the other threads' failures: report it first.
-            Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    if let Some(e) = first_error {
-        return Err(e);
-    }
+    add_up(&mut totals, results)?;
     for (op, h) in Op::ALL.iter().zip(&totals.total.latency) {
         if let Some(h) = h {
             rec.add_latency(op.name(), h);
@@ -538,4 +453,121 @@ pub(super) fn run_groups(
     let tx: u64 = totals.total.tx.iter().sum();
     rec.units_done(tx, totals.total.read_bytes + totals.total.written_bytes)?;
     Ok((totals, cpu))
+}
+
+/// The data directory's absolute path and a `/`. FFSB opens, stats and unlinks its files by
+/// their whole path from `/`, and each component is a lookup the filesystem's dentry cache
+/// serves: the same paths, the same work. Untimed, once: where the path cannot be known,
+/// paths stay relative.
+fn absolute_root(data: &OwnedFd) -> Vec<u8> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::read_link(format!("/proc/self/fd/{}", data.as_raw_fd()))
+        .ok()
+        .filter(|p| p.is_absolute())
+        .map(|p| [p.as_os_str().as_bytes(), b"/"].concat())
+        .unwrap_or_default()
+}
+
+/// Starts every thread group's threads, each waiting at the gate. Where one cannot be
+/// started, those started are told to stop, and the error comes back beside them.
+fn spawn_workers<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    shared: &'env Shared<'env>,
+    crew: &'env Crew<'env>,
+    counts: &'env [Counter],
+    root: &'env [u8],
+) -> (
+    Vec<std::thread::ScopedJoinHandle<'scope, Outcome>>,
+    Option<FsbenchError>,
+) {
+    let clock = lap_clock();
+    let mut handles = Vec::new();
+    let mut thread = 0u32;
+    for (group_index, group) in shared.params.groups.iter().enumerate() {
+        let buffer = group.read_blocksize.max(group.write_blocksize).max(4096) as usize;
+        for _ in 0..group.num_threads {
+            let me = thread;
+            thread += 1;
+            let (clock, done) = (clock.clone(), &counts[me as usize]);
+            let work = move || {
+                // Made here, on its own thread, so that its buffers, names and counts,
+                // written at every operation, are on no other thread's cache line.
+                let worker = Worker {
+                    shared,
+                    group,
+                    group_index,
+                    blocks: 0,
+                    thread: me,
+                    rng: Rng::new(u64::from(me) + 1),
+                    buf: Aligned::new(buffer),
+                    names: Names::under(root),
+                    other: Names::default(),
+                    metaops: 0,
+                    stats: ThreadStats::new(),
+                    done,
+                };
+                let keep = [shared.data, shared.meta];
+                crew.work(&keep, || worker.run(clock)).and_then(|r| r)
+            };
+            let spawned = std::thread::Builder::new()
+                .name(format!("ffsb-{thread}"))
+                .stack_size(256 << 10)
+                .spawn_scoped(s, work);
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    shared.halt();
+                    let e = format!("ffsb: cannot start thread {thread}: {e}");
+                    return (handles, Some(FsbenchError::Failed(e)));
+                }
+            }
+        }
+    }
+    (handles, None)
+}
+
+/// Where a group sleeps out `op_delay`, a thread that wakes the sleepers on an interrupt
+/// (an interrupt only sets a flag; without a delay, threads look at it before every
+/// transaction). It ends when `stop` is set, by a failure or after the timed part.
+fn spawn_watcher<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    shared: &'env Shared<'env>,
+) -> Result<(), FsbenchError> {
+    if shared.params.groups.iter().all(|g| g.op_delay_ms == 0) {
+        return Ok(());
+    }
+    let watch = move || {
+        while !shared.stop.load(Ordering::Relaxed) {
+            if shared.progress.cancel.load(Ordering::Relaxed) {
+                shared.halt();
+            }
+            std::thread::sleep(INTERRUPT_POLL);
+        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("ffsb-watch".into())
+        .stack_size(64 << 10)
+        .spawn_scoped(s, watch);
+    spawned.map(drop).map_err(|e| {
+        FsbenchError::Failed(format!(
+            "ffsb: cannot start the thread that watches for interrupts: {e}"
+        ))
+    })
+}
+
+/// Every thread's counts into `totals`, or the first error (a full disk before the others:
+/// it explains their failures).
+fn add_up(totals: &mut RunTotals, results: Vec<Outcome>) -> Result<(), FsbenchError> {
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok((group, stats)) => totals.add(group, stats),
+            Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }

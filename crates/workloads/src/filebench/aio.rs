@@ -6,7 +6,7 @@
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
-use crate::Aligned;
+use fsbench_measure::calls::Aligned;
 
 /// A thread's outstanding asynchronous writes. Boxed control blocks: the kernel and glibc
 /// hold their addresses while a write runs, and a vector moves its items as it grows.

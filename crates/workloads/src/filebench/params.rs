@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::model::{Counted, Mode, Model, Op, Thread};
 use super::personalities::{BUILT_IN, Scale, personality};
 use super::today::TODAY;
-use crate::error::invalid;
 use crate::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use crate::{Params, PhaseInfo, SpaceNeed};
+use crate::{PhaseInfo, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::invalid;
 use fsbench_model::units::{compact_size, format_bytes};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,11 +183,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "fileserver",
     more_work: &["runtime"],
     aliases: &[],
-    build: |p| build(p).map(Params::Personality),
-    mpi_refusal: |_| Some("a personality runs its own processes and threads; run it without MPI"),
-    needs: &[],
-    age_profile: |_| None,
-    reports: &["filebench"],
 };
 
 const SCALING: [&str; 4] = ["nfiles", "nthreads", "filesize", "runtime"];
@@ -231,7 +226,7 @@ impl FilebenchParams {
         path: &std::path::Path,
         runtime: Option<u64>,
     ) -> anyhow::Result<FilebenchParams> {
-        let text = crate::read_text_file(path, "filebench workload file")?;
+        let text = fsbench_measure::calls::read_text_file(path, "filebench workload file")?;
         let name = path
             .file_name()
             .map_or(path.display().to_string(), |n| n.to_string_lossy().into());
@@ -261,11 +256,35 @@ impl FilebenchParams {
         })
     }
 
-    pub fn name(&self) -> String {
+    /// The file written back out in filebench's language.
+    pub fn dump(&self) -> String {
+        super::dump::dump(&self.model, &self.name)
+    }
+}
+
+/// The buffer a thread needs: its largest I/O (a whole file where `iosize` is 0).
+pub(super) fn buffer_of(t: &Thread) -> u64 {
+    (t.flowops.iter())
+        .filter(|f| f.op.counted() != Counted::Other)
+        .map(|f| f.iosize.map_or(0, |n| n.high()))
+        .chain([4096])
+        .max()
+        .expect("at least the page")
+}
+
+impl WorkloadParams for FilebenchParams {
+    const KIND: &'static WorkloadKind = &KIND;
+    const REPORTS: &'static [&'static str] = &["filebench"];
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         self.name.clone()
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let m = &self.model;
         let sets: Vec<String> = (m.filesets.iter())
             .map(|s| {
@@ -292,7 +311,7 @@ impl FilebenchParams {
         )
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         let m = &self.model;
         let err = |msg: String| Err(invalid(format!("personality {}: {msg}", self.name)));
         if m.total_threads() > 20_000 || m.total_processes() > 4096 {
@@ -375,7 +394,7 @@ impl FilebenchParams {
         Ok(())
     }
 
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let mut bytes = 0u64;
         let mut inodes = 1024u64;
         for s in &self.model.filesets {
@@ -393,7 +412,7 @@ impl FilebenchParams {
     }
 
     /// Bytes of I/O buffers: every thread's.
-    pub fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         (self.model.processes.iter())
             .flat_map(|p| p.threads.iter().map(move |t| (p, t)))
             .map(|(p, t)| {
@@ -402,27 +421,19 @@ impl FilebenchParams {
             .fold(0, u64::saturating_add)
     }
 
-    pub(super) fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
         Cow::Borrowed(PHASES)
     }
 
-    /// The file written back out in filebench's language.
-    pub fn dump(&self) -> String {
-        super::dump::dump(&self.model, &self.name)
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(super::Filebench::new(self.clone()))
+    }
+
+    fn threads(&self) -> u32 {
+        u32::try_from(self.model.total_threads()).unwrap_or(u32::MAX)
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        Some("a personality runs its own processes and threads; run it without MPI")
     }
 }
-
-/// The buffer a thread needs: its largest I/O (a whole file where `iosize` is 0).
-pub(super) fn buffer_of(t: &Thread) -> u64 {
-    (t.flowops.iter())
-        .filter(|f| f.op.counted() != Counted::Other)
-        .map(|f| f.iosize.map_or(0, |n| n.high()))
-        .chain([4096])
-        .max()
-        .expect("at least the page")
-}
-
-workload_params!(FilebenchParams, |p| phases: p.phases(),
-    instantiate: super::Filebench::new(p.clone()),
-    buffers: FilebenchParams::buffer_bytes(p),
-    threads: u32::try_from(p.model.total_threads()).unwrap_or(u32::MAX));

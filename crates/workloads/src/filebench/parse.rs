@@ -9,10 +9,10 @@ use super::model::{Mode, Model, Num};
 use super::wml::{Tok, Token, tokens};
 
 mod define;
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 /// filebench's run length when `run` gives none.
-pub const DEFAULT_RUNTIME: u64 = 60;
+pub(super) const DEFAULT_RUNTIME: u64 = 60;
 
 /// A variable's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +32,7 @@ struct Attr {
 }
 
 /// What reading a file gave: the model and what a reader must know about it.
-pub struct Read {
+pub(super) struct Read {
     pub model: Model,
     pub notes: Vec<String>,
 }
@@ -56,7 +56,7 @@ struct Parser<'a> {
 
 /// Reads `text` (the file called `name`); `runtime` replaces the file's `run` seconds, or
 /// supplies them where the file has no `run` line.
-pub fn parse(text: &str, name: &str, runtime: Option<u64>) -> anyhow::Result<Read> {
+pub(super) fn parse(text: &str, name: &str, runtime: Option<u64>) -> anyhow::Result<Read> {
     let mut p = Parser {
         name,
         toks: tokens(text, name)?,

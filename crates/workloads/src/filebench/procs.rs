@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::plan::Shared;
 use super::stats::ThreadReport;
 use super::worker::Worker;
-use crate::measure::CpuTimes;
+use fsbench_measure::measure::CpuTimes;
 
 /// How long the processes may take to hand their counts back and end once told to stop.
 const WIND_DOWN: Duration = Duration::from_secs(60);

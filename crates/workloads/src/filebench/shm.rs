@@ -5,7 +5,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::time::Duration;
 
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// A shared anonymous mapping, handed out front to back; unmapped when dropped.
 pub(super) struct Region {

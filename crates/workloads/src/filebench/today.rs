@@ -355,6 +355,7 @@ pub(super) fn personality(name: &str, s: &Scale) -> Option<Model> {
 #[cfg(test)]
 mod tests {
     use super::super::params::FilebenchParams;
+    use crate::WorkloadParams;
 
     #[test]
     fn every_personality_of_today_is_valid() {

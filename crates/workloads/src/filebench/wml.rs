@@ -2,7 +2,7 @@
 //! with a `k`, `m` or `g` suffix, `$variables`, quoted strings and `{ } ( ) = ,`; `#` starts a
 //! comment, and line ends are spaces.
 
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Tok {

@@ -16,11 +16,11 @@ use super::files::{Missing, Want};
 use super::model::{Flowop, Op};
 use super::plan::{Place, Shared};
 use super::stats::{FlowStats, ThreadReport, encode, new_histogram};
-use crate::Aligned;
 use crate::io::Rng;
+use fsbench_measure::calls::Aligned;
 
 /// filebench's descriptor slots per thread.
-pub const SLOTS: usize = 128;
+pub(super) const SLOTS: usize = 128;
 /// How long every live thread may wait for a file before the run is called stalled.
 const STALL: Duration = Duration::from_secs(2);
 
@@ -122,7 +122,7 @@ impl<'a> Worker<'a> {
             path2: Box::new([0; 4096]),
             dirents: Vec::new(),
             rng: Rng::new(seed),
-            clock: crate::measure::lap_clock(),
+            clock: fsbench_measure::measure::lap_clock(),
             latency: Op::ALL.iter().map(|_| None).collect(),
             aio: super::aio::Aio::default(),
             passes: 0,

@@ -11,9 +11,9 @@ use rustix::fs::{Mode, OFlags};
 
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
-use crate::Aligned;
-use crate::error::FsbenchError;
-use crate::measure::{OpKind, PhaseRecorder, new_histogram};
+use fsbench_measure::calls::Aligned;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
@@ -421,6 +421,6 @@ pub(crate) fn check_len(
 }
 
 pub(crate) fn io_error(e: rustix::io::Errno, what: &str, rec: &PhaseRecorder) -> FsbenchError {
-    crate::measure::fatal_error(e, "io", rec.units())
+    fsbench_measure::measure::fatal_error(e, "io", rec.units())
         .unwrap_or_else(|| FsbenchError::Failed(format!("io: {what}: {e}")))
 }

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use super::IoParams;
 use super::table::KIND;
-use crate::error::invalid;
+use crate::WorkloadParams;
+use fsbench_measure::error::invalid;
 
 mod spelling;
 mod values;
@@ -78,7 +79,9 @@ impl Cap {
             let bad = |why: String| invalid(format!("--cap `{part}`: {why}"));
             match part.split_once('=') {
                 Some(("size", v)) => {
-                    cap.size = Some(crate::units::parse_size(v).map_err(|e| bad(e.to_string()))?)
+                    cap.size = Some(
+                        fsbench_measure::units::parse_size(v).map_err(|e| bad(e.to_string()))?,
+                    )
                 }
                 Some(("runtime", v)) => {
                     cap.runtime_ms = Some(
@@ -219,7 +222,7 @@ fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool)> {
 /// The text of a job file, or of standard input for `-` (as fio reads it).
 fn text_of(path: &Path) -> anyhow::Result<String> {
     if path != Path::new("-") {
-        return crate::read_text_file(path, "fio job file");
+        return fsbench_measure::calls::read_text_file(path, "fio job file");
     }
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).map_err(|e| {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::job::{Job, check_len, io_error};
 use super::pattern::Next;
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// The kernel's `struct iocb` (little-endian layout: the key before the flags).
 #[repr(C)]

@@ -2,9 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::SpaceNeed;
-use super::super::options::Parsed;
-use crate::error::invalid;
+use std::borrow::Cow;
+
+use crate::options::{Parsed, WorkloadKind};
+use crate::{Need, PhaseInfo, SpaceNeed, Workload, WorkloadParams};
+use fsbench_measure::error::invalid;
+use fsbench_model::filesystem::Capability;
 use fsbench_model::units::{compact_size, format_bytes};
 
 /// fio's `rw=`.
@@ -218,7 +221,7 @@ fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
         .split(':')
         .map(|part| {
             let (size, pct) = part.split_once('/').ok_or_else(bad)?;
-            let size = crate::units::parse_size(size).map_err(|_| bad())?;
+            let size = fsbench_measure::units::parse_size(size).map_err(|_| bad())?;
             let pct: u32 = pct.parse().map_err(|_| bad())?;
             if size == 0 || size > 256 << 20 {
                 return Err(bad());
@@ -335,8 +338,28 @@ impl IoParams {
     pub(crate) fn region(&self) -> u64 {
         self.filesize.saturating_sub(self.offset)
     }
+}
 
-    pub fn name(&self) -> String {
+// Under MPI each rank has files of its own (in its own directory), aggregated as IOR does:
+// no refusal.
+impl IoParams {
+    /// One job's I/O buffers: one block per slot in flight, aligned, for each of its copies.
+    fn job_buffer_bytes(&self) -> u64 {
+        (self.max_bs() + 4096)
+            .saturating_mul(u64::from(self.depth()))
+            .saturating_mul(u64::from(self.numjobs))
+    }
+}
+
+impl WorkloadParams for IoParams {
+    const KIND: &'static WorkloadKind = &super::KIND;
+    const REPORTS: &'static [&'static str] = &["fio", "fio-json"];
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let mut name = self
             .job
             .clone()
@@ -385,8 +408,8 @@ impl IoParams {
         name
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
-        self.beside.iter().try_for_each(IoParams::validate)?;
+    fn validate(&self) -> anyhow::Result<()> {
+        self.beside.iter().try_for_each(WorkloadParams::validate)?;
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         if self.offset >= self.filesize {
             return no(format!(
@@ -440,7 +463,7 @@ impl IoParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let limit = if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
         } else {
@@ -464,14 +487,12 @@ impl IoParams {
         }
     }
 
-    /// Every job's I/O buffers: one block per slot in flight, aligned.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
-        (self.max_bs() + 4096)
-            .saturating_mul(u64::from(self.depth()))
-            .saturating_mul(u64::from(self.numjobs))
+    /// Every job's I/O buffers, of the jobs that run at the same time too.
+    fn buffer_bytes(&self) -> u64 {
+        self.jobs().map(IoParams::job_buffer_bytes).sum()
     }
 
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let mut need = SpaceNeed::exactly(0, 8);
         for job in self.jobs() {
             let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
@@ -481,5 +502,24 @@ impl IoParams {
         }
         need.ideal_bytes = need.bytes;
         Some(need)
+    }
+
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(super::PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(super::Io::new(self.clone()))
+    }
+
+    fn threads(&self) -> u32 {
+        self.jobs().map(|j| j.numjobs).sum()
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.jobs().any(|j| j.direct).then_some(Need {
+            capability: Capability::Direct,
+            option: "`direct`",
+        })
     }
 }

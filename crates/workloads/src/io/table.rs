@@ -1,9 +1,7 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
-use super::params::{Rw, build};
-use crate::Params;
-use crate::options::{Need, OptKind, OptionDef, Preset, WorkloadKind};
-use fsbench_model::filesystem::Capability;
+use super::params::Rw;
+use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
     OptionDef {
@@ -240,7 +238,7 @@ const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The io workload's row in the registry.
+/// The io workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "io",
     summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring/libaio, queue depth, rate limits",
@@ -249,14 +247,4 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "randread-4k",
     more_work: &["size", "runtime"],
     aliases: &[],
-    build: |p| build(p).map(Params::Io),
-    // Each rank its own files (in its own directory), aggregated as IOR does.
-    mpi_refusal: |_| None,
-    age_profile: |_| None,
-    reports: &["fio", "fio-json"],
-    needs: &[Need {
-        capability: Capability::Direct,
-        option: "`direct`",
-        uses: |s| matches!(s, Params::Io(p) if p.jobs().any(|j| j.direct)),
-    }],
 };

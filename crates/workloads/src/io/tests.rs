@@ -1,4 +1,5 @@
 use super::*;
+use crate::WorkloadParams;
 
 #[test]
 fn options_read_as_fio_reads_them() {

@@ -10,7 +10,7 @@ use io_uring::{IoUring, opcode, squeue, types};
 use super::job::{Job, check_len, io_error};
 use super::params::IoParams;
 use super::pattern::Next;
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// An I/O in flight in slot `i` (whose buffer is `i`).
 #[derive(Clone, Copy)]
@@ -132,12 +132,44 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
     outcome
 }
 
+/// Waits for `want` completions or, in an open loop (`due`), for one but no longer than the
+/// next I/O is due.
+fn wait(ring: &mut IoUring, due: Option<Instant>, want: usize) -> Result<(), FsbenchError> {
+    let waited = match due {
+        Some(at) => {
+            let left = at.saturating_duration_since(Instant::now());
+            let ts = types::Timespec::from(left);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match ring.submitter().submit_with_args(1, &args) {
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => Ok(0),
+                waited => waited,
+            }
+        }
+        None => ring.submit_and_wait(want),
+    };
+    match waited {
+        Err(e) if e.raw_os_error() != Some(libc::EINTR) => {
+            Err(FsbenchError::Failed(format!("io: io_uring wait: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 struct State {
     slots: Vec<Option<Slot>>,
     free: Vec<u16>,
     /// Slots prepared and not yet submitted.
     queued: Vec<u16>,
     inflight: usize,
+}
+
+/// Where issuing stands: the passes over the files, an I/O not yet due (open loop), and
+/// whether the job has no I/O left.
+#[derive(Default)]
+struct Issuing {
+    passes: u32,
+    pending: Option<Next>,
+    finished: bool,
 }
 
 impl State {
@@ -148,58 +180,15 @@ impl State {
         fds: &[RawFd],
         iovecs: &[libc::iovec],
     ) -> Result<(), FsbenchError> {
-        let params = job.params;
-        let batch = params.iodepth_batch_submit as usize;
-        let complete_min = params.iodepth_batch_complete_min as usize;
-        let mut passes = 0;
-        let mut pending: Option<Next> = None;
-        let mut finished = false;
-        // A file to sync once nothing is in flight (fsync=N), before the I/O in `pending`.
+        let complete_min = job.params.iodepth_batch_complete_min as usize;
+        let mut issuing = Issuing::default();
+        // A file to sync once nothing is in flight (fsync=N), before the pending I/O.
         let mut sync: Option<usize> = None;
         loop {
-            let mut wait_for: Option<Instant> = None;
-            while sync.is_none() && !finished && !self.free.is_empty() {
-                let Some(io) = pending.take().or_else(|| job.next_io(&mut passes)) else {
-                    finished = true;
-                    break;
-                };
-                if let Some(file) = job.take_due_sync() {
-                    // The sync goes first, once what is in flight completed.
-                    pending = Some(io);
-                    sync = Some(file);
-                    break;
-                }
-                let due = job.scheduled();
-                if let Some(at) = due
-                    && at > Instant::now()
-                {
-                    pending = Some(io);
-                    wait_for = Some(at);
-                    break;
-                }
-                job.count_issue();
-                let slot = self.free.pop().expect("a free slot");
-                let entry = entry(params, io, slot, fds, iovecs);
-                let prepped = Instant::now();
-                // SAFETY: the entry's buffer is slot `slot`'s, which no other I/O uses until
-                // this one completes, and lives until the ring is gone.
-                while unsafe { ring.submission().push(&entry) }.is_err() {
-                    // With sqpoll the kernel thread posts a batch's completions before it
-                    // moves the queue's head past the batch: the room comes a moment later.
-                    let _ = ring.submit();
-                    std::thread::yield_now();
-                }
-                self.slots[slot as usize] = Some(Slot {
-                    io,
-                    prepped,
-                    submitted: prepped,
-                    due: due.unwrap_or(prepped),
-                });
-                self.queued.push(slot);
-                if self.queued.len() >= batch {
-                    self.submit(ring, 0, job)?;
-                }
-            }
+            let wait_for = match sync {
+                None => self.issue(job, ring, fds, iovecs, &mut issuing, &mut sync)?,
+                Some(_) => None,
+            };
             if !self.queued.is_empty() {
                 self.submit(ring, 0, job)?;
             }
@@ -208,7 +197,7 @@ impl State {
                     job.sync_writes(file)?;
                     continue;
                 }
-                if finished {
+                if issuing.finished {
                     return Ok(());
                 }
                 if let Some(at) = wait_for {
@@ -216,51 +205,95 @@ impl State {
                 }
                 continue;
             }
-            let want = complete_min.min(self.inflight);
-            match wait_for {
-                // Open loop: wait for a completion, but no longer than the next I/O is due.
-                Some(at) => {
-                    let left = at.saturating_duration_since(Instant::now());
-                    let ts = types::Timespec::from(left);
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    match ring.submitter().submit_with_args(1, &args) {
-                        Ok(_) => {}
-                        Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
-                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                        Err(e) => {
-                            return Err(FsbenchError::Failed(format!("io: io_uring wait: {e}")));
-                        }
-                    }
-                }
-                None => match ring.submit_and_wait(want) {
-                    Ok(_) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                    Err(e) => return Err(FsbenchError::Failed(format!("io: io_uring wait: {e}"))),
-                },
+            wait(ring, wait_for, complete_min.min(self.inflight))?;
+            self.reap(ring, job)?;
+        }
+    }
+
+    /// Prepares I/Os into free slots (submitting each full batch) until the slots, the job's
+    /// I/Os or the open loop's schedule run out, or a sync is due before the next I/O (as fio
+    /// asks for it: when it picks that I/O; set in `sync`); returns when the next I/O is due,
+    /// if later.
+    fn issue(
+        &mut self,
+        job: &mut Job<'_>,
+        ring: &mut IoUring,
+        fds: &[RawFd],
+        iovecs: &[libc::iovec],
+        issuing: &mut Issuing,
+        sync: &mut Option<usize>,
+    ) -> Result<Option<Instant>, FsbenchError> {
+        let batch = job.params.iodepth_batch_submit as usize;
+        while !issuing.finished && !self.free.is_empty() {
+            let next = (issuing.pending.take()).or_else(|| job.next_io(&mut issuing.passes));
+            let Some(io) = next else {
+                issuing.finished = true;
+                break;
+            };
+            if let Some(file) = job.take_due_sync() {
+                // The sync goes first, once what is in flight completed.
+                issuing.pending = Some(io);
+                *sync = Some(file);
+                break;
             }
-            let done = Instant::now();
-            let mut cq = ring.completion();
-            cq.sync();
-            for cqe in &mut cq {
-                let slot = cqe.user_data() as u16;
-                let s = self.slots[slot as usize]
-                    .take()
-                    .expect("a completion of an I/O in flight");
-                self.free.push(slot);
-                self.inflight -= 1;
-                let result = if cqe.result() < 0 {
-                    Err(rustix::io::Errno::from_raw_os_error(-cqe.result()))
-                } else {
-                    Ok(cqe.result() as usize)
-                };
-                check_len(result, s.io, &job.rec)?;
-                let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
-                job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
-                if !s.io.read {
-                    job.note_write(s.io.file);
-                }
+            let due = job.scheduled();
+            if let Some(at) = due
+                && at > Instant::now()
+            {
+                issuing.pending = Some(io);
+                return Ok(Some(at));
+            }
+            job.count_issue();
+            let slot = self.free.pop().expect("a free slot");
+            let entry = entry(job.params, io, slot, fds, iovecs);
+            let prepped = Instant::now();
+            // SAFETY: the entry's buffer is slot `slot`'s, which no other I/O uses until
+            // this one completes, and lives until the ring is gone.
+            while unsafe { ring.submission().push(&entry) }.is_err() {
+                // With sqpoll the kernel thread posts a batch's completions before it moves
+                // the queue's head past the batch: the room comes a moment later.
+                let _ = ring.submit();
+                std::thread::yield_now();
+            }
+            self.slots[slot as usize] = Some(Slot {
+                io,
+                prepped,
+                submitted: prepped,
+                due: due.unwrap_or(prepped),
+            });
+            self.queued.push(slot);
+            if self.queued.len() >= batch {
+                self.submit(ring, 0, job)?;
             }
         }
+        Ok(None)
+    }
+
+    /// Every completion posted: recorded, its slot freed.
+    fn reap(&mut self, ring: &mut IoUring, job: &mut Job<'_>) -> Result<(), FsbenchError> {
+        let done = Instant::now();
+        let mut cq = ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            let slot = cqe.user_data() as u16;
+            let s = self.slots[slot as usize]
+                .take()
+                .expect("a completion of an I/O in flight");
+            self.free.push(slot);
+            self.inflight -= 1;
+            let result = if cqe.result() < 0 {
+                Err(rustix::io::Errno::from_raw_os_error(-cqe.result()))
+            } else {
+                Ok(cqe.result() as usize)
+            };
+            check_len(result, s.io, &job.rec)?;
+            let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
+            job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
+            if !s.io.read {
+                job.note_write(s.io.file);
+            }
+        }
+        Ok(())
     }
 
     /// Submits the queued I/Os, stamping their submission time.

@@ -121,7 +121,7 @@ pub(super) const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The iozone workload's row in the registry.
+/// The iozone workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "iozone",
     summary: "IOzone-style throughput matrix of file sizes × record sizes",
@@ -130,21 +130,6 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
     default_preset: "quick",
     more_work: &["max", "sizes"],
     aliases: &[],
-    build: |p| build(p).map(Params::Iozone),
-    mpi_refusal: |spec| match spec {
-        Params::Iozone(p) if p.groups.iter().any(|g| *g > 1) => Some(
-            "only IOzone's sequential tests (-i 0, -i 1) are IOR-like bandwidth; its random and \
-             strided tests measure one client's access pattern",
-        ),
-        _ => None,
-    },
-    age_profile: |_| None,
-    reports: &["iozone"],
-    needs: &[Need {
-        capability: Capability::Direct,
-        option: "`direct`",
-        uses: |s| matches!(s, Params::Iozone(p) if p.direct),
-    }],
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IozoneParams> {
@@ -218,8 +203,17 @@ impl IozoneParams {
     pub fn tests(&self) -> impl Iterator<Item = &'static (&'static str, u8, &'static str)> + '_ {
         TESTS.iter().filter(|t| self.groups.contains(&t.1))
     }
+}
 
-    pub fn name(&self) -> String {
+impl WorkloadParams for IozoneParams {
+    const KIND: &'static WorkloadKind = &KIND;
+    const REPORTS: &'static [&'static str] = &["iozone"];
+
+    fn build(options: &Parsed) -> anyhow::Result<Self> {
+        build(options)
+    }
+
+    fn name(&self) -> String {
         let mut name = self.preset.clone().unwrap_or_else(|| {
             let list = |v: &[u64]| {
                 v.iter()
@@ -250,7 +244,7 @@ impl IozoneParams {
         name
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    fn validate(&self) -> anyhow::Result<()> {
         if self.threads == 0 || self.threads > 1024 {
             return Err(invalid("iozone: threads must be between 1 and 1024"));
         }
@@ -280,7 +274,7 @@ impl IozoneParams {
         Ok(())
     }
 
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let tests: Vec<&str> = self.tests().map(|t| t.0).collect();
         let largest = self.file_sizes.iter().max().copied().unwrap_or(0);
         format!(
@@ -301,7 +295,7 @@ impl IozoneParams {
 
     /// The smallest file must fit; larger ones that do not are skipped at run time.
     /// Bytes of I/O buffers the workload allocates: one record (aligned) per thread.
-    pub(crate) fn buffer_bytes(&self) -> u64 {
+    fn buffer_bytes(&self) -> u64 {
         let record = self.record_sizes.iter().copied().max().unwrap_or(0);
         record
             .saturating_add(4096)
@@ -309,7 +303,7 @@ impl IozoneParams {
     }
 
     /// `None` when the sizes overflow.
-    pub fn space_needed(&self) -> Option<SpaceNeed> {
+    fn space_needed(&self) -> Option<SpaceNeed> {
         let per_file = |size: u64| Some(size.checked_mul(self.threads as u64)?.checked_mul(5)? / 4);
         Some(SpaceNeed {
             bytes: per_file(self.file_sizes.iter().min().copied().unwrap_or(0))?,
@@ -317,9 +311,30 @@ impl IozoneParams {
             ideal_bytes: per_file(self.file_sizes.iter().max().copied().unwrap_or(0))?,
         })
     }
-}
 
-workload_params!(IozoneParams, |p| phases: std::borrow::Cow::Borrowed(PHASES),
-    instantiate: Iozone::new(p.clone()),
-    buffers: IozoneParams::buffer_bytes(p),
-    threads: p.threads);
+    fn phases(&self) -> Cow<'static, [PhaseInfo]> {
+        Cow::Borrowed(PHASES)
+    }
+
+    fn instantiate(&self) -> Box<dyn Workload> {
+        Box::new(Iozone::new(self.clone()))
+    }
+
+    fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    fn needs(&self) -> Option<Need> {
+        self.direct.then_some(Need {
+            capability: Capability::Direct,
+            option: "`direct`",
+        })
+    }
+
+    fn mpi_refusal(&self) -> Option<&'static str> {
+        self.groups.iter().any(|g| *g > 1).then_some(
+            "only IOzone's sequential tests (-i 0, -i 1) are IOR-like bandwidth; its random and \
+             strided tests measure one client's access pattern",
+        )
+    }
+}

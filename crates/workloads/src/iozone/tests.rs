@@ -115,7 +115,7 @@ fn a_thread_that_cannot_open_its_file_fails_the_cell_without_hanging_the_others(
     let mut iozone = Iozone::new(params);
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let progress = Arc::new(crate::measure::Progress::default());
+        let progress = Arc::new(fsbench_measure::measure::Progress::default());
         let mut rec = PhaseRecorder::start("matrix", progress);
         let outcome = iozone.run_phase(0, dir.as_fd(), &mut rec);
         let _ = done.send(outcome.map(|_| ()).map_err(|e| e.to_string()));

@@ -1,4 +1,8 @@
-use crate::{Params, WORKLOADS, WorkloadSpec};
+use crate::alloc::AllocParams;
+use crate::atomic::AtomicParams;
+use crate::iozone::IozoneParams;
+use crate::{Params, WORKLOADS};
+use fsbench_model::workload::WorkloadSpec;
 
 fn err(text: &str) -> String {
     format!("{:#}", Params::parse(text).unwrap_err())
@@ -16,10 +20,8 @@ fn types_and_ranges_come_from_the_table() {
     assert!(err("alloc:fresh=disk").contains("`fresh` is one of file, fs; got `disk`"));
     assert!(err("iozone:direct=maybe").contains("is a flag"));
     assert!(err("iozone:tests=0+8").contains("`tests` is one of"));
-    let Params::Atomic(a) = Params::parse("atomic:dd-bs=8k").unwrap() else {
-        panic!()
-    };
-    assert_eq!(a.dd_block_size, 8192);
+    let a = Params::parse("atomic:dd-bs=8k").unwrap();
+    assert_eq!(a.get::<AtomicParams>().unwrap().dd_block_size, 8192);
 }
 
 #[test]
@@ -34,13 +36,12 @@ fn presets_supply_values_and_keys_override_in_any_order() {
     let a = Params::parse("iozone:direct,threads=2,auto").unwrap();
     let b = Params::parse("iozone:auto,threads=2,direct").unwrap();
     assert_eq!(a, b);
-    let Params::Iozone(p) = a else { panic!() };
+    let p: &IozoneParams = a.get().unwrap();
     assert_eq!(p.file_sizes.last(), Some(&(512 << 20)));
     assert!(p.direct && p.threads == 2);
     // A preset's `sizes` gives way to an explicit `max`, and the reverse.
-    let Params::Iozone(p) = Params::parse("iozone:max=1m,seq-1m").unwrap() else {
-        panic!()
-    };
+    let p = Params::parse("iozone:max=1m,seq-1m").unwrap();
+    let p: &IozoneParams = p.get().unwrap();
     assert_eq!(
         (p.file_sizes.last(), p.groups.as_slice()),
         (Some(&(1 << 20)), &[0, 1][..])
@@ -48,9 +49,8 @@ fn presets_supply_values_and_keys_override_in_any_order() {
     assert!(err("iozone:sizes=1m,max=4m").contains("not both"));
     // The fast preset: 2 file sizes × 2 record sizes of 3 test groups, less the 4 KiB records
     // of the 64 MiB file (IOzone's rule for files over 16 MiB).
-    let Params::Iozone(p) = Params::parse("iozone:fast").unwrap() else {
-        panic!()
-    };
+    let p = Params::parse("iozone:fast").unwrap();
+    let p: &IozoneParams = p.get().unwrap();
     assert_eq!(
         p.cells(),
         [(4 << 20, 4 << 10), (4 << 20, 1 << 20), (64 << 20, 1 << 20)]
@@ -71,12 +71,11 @@ fn duplicates_two_presets_and_unknown_keys_are_refused() {
 #[test]
 fn lists_flags_and_plus_stay_inside_a_value() {
     let spec = Params::parse("alloc:methods=mmap+chunk-4k,chunks=8k+16k,durable=unmount").unwrap();
-    let Params::Alloc(p) = &spec else { panic!() };
+    let p: &AllocParams = spec.get().unwrap();
     let names: Vec<String> = p.methods.iter().map(|m| m.name()).collect();
     assert_eq!(names, ["mmap", "chunk-8192", "chunk-16384"]);
-    let Params::Iozone(p) = Params::parse("iozone:stdio,no-drop,sync").unwrap() else {
-        panic!()
-    };
+    let p = Params::parse("iozone:stdio,no-drop,sync").unwrap();
+    let p: &IozoneParams = p.get().unwrap();
     assert!(p.groups.contains(&6) && p.groups.contains(&7) && !p.drop_caches && p.sync);
     assert!(
         p.preset.is_none(),
@@ -138,7 +137,7 @@ fn suite_file_tables_use_the_same_options() {
 #[test]
 fn help_lists_every_workload_option_and_preset() {
     let help = Params::help();
-    for kind in WORKLOADS {
+    for kind in WORKLOADS.iter().map(|r| r.kind) {
         assert!(help.contains(&format!("\n{}:", kind.name)), "{}", kind.name);
         for o in kind.options {
             assert!(
@@ -159,13 +158,13 @@ fn help_lists_every_workload_option_and_preset() {
 
 #[test]
 fn every_preset_parses_and_validates_and_labels_with_its_name() {
-    for kind in WORKLOADS {
+    for kind in WORKLOADS.iter().map(|r| r.kind) {
         for p in kind.presets {
             let spec = Params::parse(&format!("{}:{}", kind.name, p.name)).unwrap();
             spec.validate().unwrap();
             assert_eq!(spec.label(), format!("{}:{}", kind.name, p.name));
-            // The stable kind name is what serde writes.
-            let json = serde_json::to_value(&spec).unwrap();
+            // The stable kind name is what a suite keeps.
+            let json = serde_json::to_value(spec.spec()).unwrap();
             assert_eq!(json["kind"], kind.name);
             let kept: WorkloadSpec = serde_json::from_value(json).unwrap();
             assert_eq!(Params::of(&kept).unwrap(), spec);
@@ -175,7 +174,7 @@ fn every_preset_parses_and_validates_and_labels_with_its_name() {
 
 #[test]
 fn advice_for_more_work_names_settings_the_workload_has() {
-    for kind in WORKLOADS {
+    for kind in WORKLOADS.iter().map(|r| r.kind) {
         assert!(!kind.more_work.is_empty(), "{}", kind.name);
         for key in kind.more_work {
             assert!(kind.option(key).is_some(), "{}: {key}", kind.name);

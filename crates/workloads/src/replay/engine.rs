@@ -23,10 +23,10 @@ pub(crate) use paths::ProcFd;
 
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
-use crate::error::FsbenchError;
-use crate::measure::{PhaseRecorder, lap_clock};
 use crate::parallel::{Crew, join_all};
 use calls::{Fds, Worker};
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{PhaseRecorder, lap_clock};
 use latencies::Latencies;
 use latencies::Shared as SharedLatencies;
 

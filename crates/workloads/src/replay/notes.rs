@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use super::engine::{Adapted, Replayed};
 use super::load::Loaded;
 use super::trace::{Kind, Left};
-use crate::measure::errno_name;
-use crate::units::shown;
+use fsbench_measure::measure::errno_name;
+use fsbench_measure::units::shown;
 use fsbench_model::units::group_thousands;
 
 /// Entries of a differing tree named in its note.

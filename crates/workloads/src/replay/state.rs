@@ -12,8 +12,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use super::trace::{Entry, Left, OUTSIDE};
 use crate::archive::extract::split_member;
-use crate::error::{FsbenchError, invalid};
-use crate::units::shown;
+use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::units::shown;
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS);
 
@@ -115,7 +115,7 @@ pub fn snapshot(root: &Path) -> anyhow::Result<Vec<Entry>> {
 
 /// The tree below `dir` as a replay's is compared with a program's: names, types, sizes,
 /// modes and files' link counts; what the replay made for files from outside left out.
-pub fn left(dir: BorrowedFd<'_>) -> anyhow::Result<Vec<Left>> {
+pub(super) fn left(dir: BorrowedFd<'_>) -> anyhow::Result<Vec<Left>> {
     let mut out = Vec::new();
     walk(dir, OUTSIDE, &mut |path, stat, target| {
         let kind = match FileType::from_raw_mode(stat.st_mode) {

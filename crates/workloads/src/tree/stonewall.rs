@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Tree;
 use super::walk::FileStep;
-use crate::error::FsbenchError;
-use crate::measure::PhaseRecorder;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::PhaseRecorder;
 
 /// The stonewall of one run's file create.
 #[derive(Clone)]

@@ -1,5 +1,6 @@
 use super::walk::Name;
 use super::*;
+use crate::Params;
 
 #[test]
 fn article_preset_totals() {
@@ -80,12 +81,17 @@ fn mdtest_phases_come_between_create_and_remove() {
             "dir-remove"
         ]
     );
-    let Params::Tree(only_read) = Params::parse("tree:d=2,f=2,s=1,l=1,read").unwrap() else {
-        panic!()
-    };
+    let only_read = Params::parse("tree:d=2,f=2,s=1,l=1,read").unwrap();
+    let only_read: &TreeParams = only_read.get().unwrap();
     assert_eq!(
-        only_read.phase_kinds(),
-        [DIR_CREATE, FILE_CREATE, FILE_READ, FILE_REMOVE, DIR_REMOVE]
+        only_read.phase_list(),
+        [
+            Phase::DirCreate,
+            Phase::FileCreate,
+            Phase::FileRead,
+            Phase::FileRemove,
+            Phase::DirRemove
+        ]
     );
     assert!(
         only_read
@@ -112,7 +118,7 @@ fn threads_each_walk_a_tree_of_their_own() {
     )
     .unwrap();
     let mut tree = Tree::new(params, "root".into());
-    let progress = Arc::new(crate::measure::Progress::default());
+    let progress = Arc::new(fsbench_measure::measure::Progress::default());
     for phase in 0..tree.phases().len() {
         let mut rec = PhaseRecorder::start("phase", progress.clone());
         tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
@@ -147,9 +153,7 @@ fn io500_shaped_presets_and_byte_sizes() {
     assert_eq!(hard.total_kib(), (10_000 * 3901u64).div_ceil(1024));
     let easy = Params::parse_list("mdtest-easy").unwrap();
     assert_eq!(easy[0].label(), "tree:mdtest-easy");
-    let Params::Tree(easy) = &easy[0] else {
-        panic!("mdtest-easy is a tree");
-    };
+    let easy: &TreeParams = easy[0].get().expect("mdtest-easy is a tree");
     assert_eq!((easy.file_bytes(), easy.levels, easy.stat), (0, 0, true));
     // Without the preset's flag it is a tree of its own; the old presets keep their flags.
     assert_eq!(
@@ -189,13 +193,13 @@ fn names_in(path: &std::path::Path) -> Vec<String> {
 /// Runs every phase of `tree` in `dir`, calling `after` with each phase's index and ops;
 /// every phase but a stonewalled file create does the units it expects, without an error.
 fn run_all(tree: &mut Tree, dir: &std::os::fd::OwnedFd, mut after: impl FnMut(usize, u64)) {
-    let progress = std::sync::Arc::new(crate::measure::Progress::default());
+    let progress = std::sync::Arc::new(fsbench_measure::measure::Progress::default());
     for phase in 0..tree.phases().len() {
         let mut rec = PhaseRecorder::start("phase", progress.clone());
         tree.run_phase(phase, dir.as_fd(), &mut rec).unwrap();
         let m = rec.finish();
         assert!(m.errors.is_empty(), "phase {phase}: {:?}", m.errors);
-        if !(tree.stonewall.is_some() && tree.kinds[phase] == FILE_CREATE) {
+        if !(tree.stonewall.is_some() && tree.phases[phase] == Phase::FileCreate) {
             assert_eq!(m.ops, tree.expected_units(phase), "phase {phase}");
         }
         after(phase, m.ops);

@@ -6,11 +6,11 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::{DIR_CREATE, DIR_REMOVE, Share, Tree, TreeParams};
+use super::{Share, Tree, TreeParams};
 use crate::Workload;
-use crate::error::FsbenchError;
-use crate::measure::PhaseRecorder;
 use crate::parallel::Crew;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::PhaseRecorder;
 
 impl Tree {
     /// Thread `i`'s tree: the same shape, under a root of its own, or the shared root.
@@ -43,7 +43,7 @@ pub(super) fn run_phase(
     dir: BorrowedFd<'_>,
     rec: &mut PhaseRecorder,
 ) -> Result<(), FsbenchError> {
-    if tree.is_shared() && matches!(tree.kinds[phase], DIR_CREATE | DIR_REMOVE) {
+    if tree.is_shared() && tree.phases[phase].on_dirs() {
         // One tree's directories: its maker's thread 0 alone, as one rank does under MPI.
         return match tree.makes_dirs() {
             true => tree.thread(0).run_phase(phase, dir, rec),

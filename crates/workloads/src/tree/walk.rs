@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::{BLOCK, Share, Tree};
-use crate::error::FsbenchError;
-use crate::measure::{OpKind, PhaseRecorder};
-use crate::push_decimal;
+use fsbench_measure::calls::push_decimal;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 
 /// A `L<level><kind><n>` name built in place, so the hot loops allocate nothing; a shared
 /// tree's files end in their owner's `.r<rank>` and `.t<thread>`.

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::measure::{OpKind, PhaseRecorder, Progress};
+use fsbench_measure::measure::{OpKind, PhaseRecorder, Progress};
 
 /// A rank's phase of `ops` units over `ms` milliseconds, started `start_ms` after time 0.
 fn rank(ops: u64, ms: u64, start_ms: u64, errors: &[rustix::io::Errno]) -> RankPhase {

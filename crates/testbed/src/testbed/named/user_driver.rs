@@ -15,7 +15,7 @@ use fsbench_model::filesystem::UserDriver;
 
 use super::{Named, is_tag};
 use crate::drivers::Names;
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 /// The slots fsbench fills: the target, the run's mount point, the configuration's options
 /// (checked as options of their own).
@@ -106,7 +106,7 @@ fn classify(token: &str, source: &str) -> anyhow::Result<Option<Named>> {
             .components()
             .any(|c| c == Component::ParentDir)
     {
-        return Err(crate::error::FsbenchError::Refused {
+        return Err(fsbench_measure::error::FsbenchError::Refused {
             path: token.into(),
             reason: format!(
                 "`{token}` in {source} leaves the empty directory the driver's tools run in; \

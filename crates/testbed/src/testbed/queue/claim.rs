@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rustix::fs::{FlockOperation, Mode, OFlags};
 
-use crate::error::FsbenchError;
+use fsbench_measure::error::FsbenchError;
 
 /// How much of the holder's command line a refusal quotes.
 const COMMAND_SHOWN: usize = 160;

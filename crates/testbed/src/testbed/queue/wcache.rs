@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::Setting;
-use crate::error::invalid;
 use crate::testbed::state::QueueRecord;
+use fsbench_measure::error::invalid;
 
 /// What `queue/write_cache` shows and takes.
 pub(super) const VALUES: [&str; 2] = ["write back", "write through"];

@@ -102,7 +102,7 @@ impl Names {
     }
 
     pub(super) fn prefixed(&mut self, prefix: &[u8], n: u64) -> &CStr {
-        crate::numbered_name(&mut self.buf, prefix, n)
+        fsbench_measure::calls::numbered_name(&mut self.buf, prefix, n)
     }
 
     /// `datadirN`, a directory of the file set, named as FFSB 6 names it (its base name

@@ -8,7 +8,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::super::Op;
-use crate::measure::{CpuTimes, errno_name};
+use fsbench_measure::measure::{CpuTimes, errno_name};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 
 /// What one thread (or a group, or all) did.

@@ -2,7 +2,7 @@
 //! comments cut, `${VAR}` from the environment, the keywords `$pagesize`, `$mb_memory` and
 //! `$ncpus`, and integer arithmetic over them (fio hands such values to `bc`).
 
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 
 /// The line without its comment: fio cuts at the first `;` or `#`, wherever it is.
 pub(super) fn strip_comment(line: &str) -> &str {

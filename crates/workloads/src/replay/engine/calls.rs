@@ -13,11 +13,11 @@ use super::paths::{
     BENEATH, ProcFd, Scratch, c_string, file, open_beneath, parent_and_name, resolution,
 };
 use super::{Adapted, Outcome, Replayed};
-use crate::error::FsbenchError;
-use crate::measure::{errno_name, fatal_error};
 use crate::replay::load::{Op, ThreadCalls};
 use crate::replay::trace::{BY_FD_NAME, Kind};
-use crate::units::shown;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::{errno_name, fatal_error};
+use fsbench_measure::units::shown;
 
 /// Mismatches described by name, per worker.
 const SAMPLES: usize = 10;

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
 
-use crate::measure::new_histogram;
 use crate::replay::trace::Kind;
+use fsbench_measure::measure::new_histogram;
 
 /// Latencies a worker holds before it records them.
 const BATCH: usize = 4096;

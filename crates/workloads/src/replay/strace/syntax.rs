@@ -472,6 +472,6 @@ pub(super) fn micros(text: &[u8]) -> Option<u64> {
 pub(super) fn errno_named(name: &[u8]) -> i32 {
     let name = String::from_utf8_lossy(name);
     (1..200)
-        .find(|&e| crate::measure::errno_name(e) == name)
+        .find(|&e| fsbench_measure::measure::errno_name(e) == name)
         .unwrap_or(-1)
 }

@@ -9,7 +9,7 @@ use super::{
     Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX, Program, RECORDS_MAX, VERSION,
     WINDOW_LOG_MAX, ZSTD_MAGIC, unescape,
 };
-use crate::error::invalid;
+use fsbench_measure::error::invalid;
 use fsbench_model::units::{format_bytes, group_thousands};
 
 /// Reads a trace: [`TraceReader::open`] checks the header, then entries, then calls.
@@ -37,7 +37,7 @@ pub(crate) struct TraceReader {
 
 impl TraceReader {
     /// The trace in file `path`, or the built-in demo for `None`.
-    pub fn open(path: Option<&Path>) -> anyhow::Result<TraceReader> {
+    pub(crate) fn open(path: Option<&Path>) -> anyhow::Result<TraceReader> {
         let Some(path) = path else {
             let demo = Box::new(std::io::Cursor::new(DEMO));
             return TraceReader::read(demo, Path::new("the built-in demo trace"), true);
@@ -185,7 +185,7 @@ impl TraceReader {
     }
 
     /// The next entry of the initial state, `None` after the last.
-    pub fn entry(&mut self) -> anyhow::Result<Option<Entry>> {
+    pub(crate) fn entry(&mut self) -> anyhow::Result<Option<Entry>> {
         if self.in_calls {
             return Ok(None);
         }
@@ -229,7 +229,7 @@ impl TraceReader {
 
     /// Reads the next call into `call` (its buffers reused); false after the last, with
     /// [`TraceReader::totals`] set.
-    pub fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
+    pub(crate) fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
         while !self.in_calls {
             self.entry()?;
         }

@@ -1,16 +1,4 @@
 use super::*;
-use crate::calls::fitting_size;
-
-#[test]
-fn fitting_never_exceeds_its_share() {
-    // 80% of 10 GiB over 128 files, in 1 GiB blocks: none fits, so nothing is promised.
-    assert_eq!(fitting_size(10 << 30, 128, 1 << 30), 0);
-    for (free, files, align) in [(1000, 3, 7), (u64::MAX, 16, 4096), (5 << 30, 128, 65536)] {
-        let size = fitting_size(free, files, align);
-        assert_eq!(size % align, 0);
-        assert!(size as u128 * files as u128 <= free as u128 * 4 / 5);
-    }
-}
 
 #[test]
 fn buffers_beyond_half_the_memory_are_refused() {
@@ -34,11 +22,26 @@ fn overflowing_space_is_an_error_not_a_small_number() {
         )
     };
     for files in [15, 16] {
-        let w = Params::Ffsb(ffsb::profile::parse(&profile(files), "t").unwrap());
+        let w = Params::from(ffsb::profile::parse(&profile(files), "t").unwrap());
         let e = w.space_needed().unwrap_err().to_string();
         assert!(e.contains("beyond 16 EiB"), "{files}: {e}");
     }
-    let thirteen = Params::Ffsb(ffsb::profile::parse(&profile(13), "t").unwrap());
+    let thirteen = Params::from(ffsb::profile::parse(&profile(13), "t").unwrap());
     let need = thirteen.space_needed().unwrap().bytes;
     assert!(need >= 13 << 60, "{need}");
+}
+
+#[test]
+fn every_registered_workload_parses_to_its_own_variant() {
+    for entry in WORKLOADS {
+        let name = entry.kind.name;
+        let params = Params::parse(name).unwrap();
+        assert_eq!(params.kind().name, name);
+        assert_eq!(params.reports(), entry.reports, "{name}");
+        assert_eq!(params.spec().kind, name);
+    }
+    let mut names: Vec<&str> = WORKLOADS.iter().map(|w| w.kind.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), WORKLOADS.len(), "a name twice");
 }

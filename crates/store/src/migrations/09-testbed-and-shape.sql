@@ -1,0 +1,5 @@
+ALTER TABLE runs ADD COLUMN loop_device TEXT;
+ALTER TABLE runs ADD COLUMN testbed TEXT;
+ALTER TABLE suites ADD COLUMN testbed TEXT;
+ALTER TABLE suites ADD COLUMN ceilings TEXT;
+ALTER TABLE phases ADD COLUMN shape TEXT;

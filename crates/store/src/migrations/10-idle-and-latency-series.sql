@@ -1,0 +1,2 @@
+ALTER TABLE phases ADD COLUMN idle TEXT;
+ALTER TABLE progress ADD COLUMN latency TEXT;

@@ -1,0 +1,1 @@
+ALTER TABLE progress ADD COLUMN ranks TEXT NOT NULL DEFAULT '[]';

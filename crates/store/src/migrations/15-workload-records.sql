@@ -1,0 +1,1 @@
+ALTER TABLE suites ADD COLUMN workloads TEXT;
