@@ -133,6 +133,41 @@ fn capture_records_the_programs_own_time() {
     assert!(under > own, "{shown}");
 }
 
+/// strace's cost per call is read from the capture's own intervals: for a program made of
+/// 6,000 back-to-back traced calls (dd copying byte by byte into the root), it accounts for
+/// most of the time under capture and never for more than all of it.
+#[test]
+fn straces_cost_is_read_from_the_programs_own_calls() {
+    if !can_capture("strace's cost from the capture", &["dd"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("dd.trace");
+    let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
+    capture(&orig, &trace, &["sh", "-c", dd]);
+    let state = tempdir();
+    let out = run(fsbench(state.path())
+        .args(["capture", "--show"])
+        .arg(&trace));
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line = shown.lines().find(|l| l.starts_with("program")).unwrap();
+    let figure = |name: &str| -> f64 {
+        let after = line.split(name).nth(1).unwrap_or_else(|| panic!("{shown}"));
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (own, under, per_call) = (
+        figure("own "),
+        figure("under capture "),
+        figure("strace ") / 1e6,
+    );
+    assert!(per_call > 0.5e-6, "{shown}");
+    assert!(per_call * 6000.0 <= under, "{shown}");
+    assert!(own < under / 2.0, "{shown}");
+}
+
 /// Replayed on two filesystems, the answer line sets the calls' time against the program's
 /// own; the tree the replay left on ext4 (with its lost+found) is the program's.
 #[test]
