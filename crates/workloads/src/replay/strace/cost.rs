@@ -105,9 +105,14 @@ mod tests {
             // Two threads interleaved, each call 40 µs after its own last one: a stop
             // every 20 µs.
             let (a, b) = (i * 40, i * 40 + 20);
-            lines.push(format!("1 5.{a:06} read(3</r/f>, \"\"..., 4096 <unfinished ...>"));
+            lines.push(format!(
+                "1 5.{a:06} read(3</r/f>, \"\"..., 4096 <unfinished ...>"
+            ));
             lines.push(format!("2 5.{b:06} close(4</r/g>) = 0 <0.000003>"));
-            lines.push(format!("1 5.{:06} <... read resumed>) = 0 <0.000020>", a + 20));
+            lines.push(format!(
+                "1 5.{:06} <... read resumed>) = 0 <0.000020>",
+                a + 20
+            ));
         }
         lines.push("2 9.000000 +++ exited with 0 +++".to_string());
         assert_eq!(fed(&lines).per_call_ns(), Some(20_000));
