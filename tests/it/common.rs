@@ -464,3 +464,17 @@ pub fn load_suite(db: &Path, id: i64) -> fsbench_model::results::SuiteResult {
     fsbench_engine::runner::summarize(&mut result).unwrap();
     result
 }
+
+/// Asserts that nothing a run made is left below `dir` and no suite's state in `state`.
+pub fn assert_all_undone(dir: &Path, state: &Path) {
+    assert_nothing_left(dir);
+    assert_no_state_left(state);
+}
+
+/// Runs `fsbench clean` with state directory `state` and asserts that it succeeds and leaves
+/// nothing below `dir` and no state.
+pub fn assert_clean_undoes_all(state: &Path, dir: &Path) {
+    let out = run(fsbench(state).arg("clean"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_all_undone(dir, state);
+}

@@ -28,6 +28,7 @@ mod ffsb_stops;
 mod filebench;
 mod filesystems;
 mod fio_jobs;
+mod fio_out;
 mod first_hour;
 mod fuzz;
 mod generate;

@@ -14,6 +14,7 @@ use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
+use fsbench_measure::fio::{Completion, JobStats};
 use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
@@ -41,6 +42,11 @@ pub(crate) struct JobOut {
     /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
     #[serde(with = "fsbench_measure::measure::histogram_serde")]
     pub lag: Histogram<u64>,
+    /// Open loop: per direction, each I/O's latency from its scheduled time.
+    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
+    pub from_schedule: [Histogram<u64>; 2],
+    /// What fio reports of the thread besides (its lat, syncs, depths, CPU, rates, logs).
+    pub stats: JobStats,
     pub ios: [u64; 2],
     pub bytes: [u64; 2],
     /// From the common start to the job's end (its final syncs included).
@@ -48,11 +54,13 @@ pub(crate) struct JobOut {
 }
 
 impl JobOut {
-    fn new() -> JobOut {
+    fn new(stats: JobStats) -> JobOut {
         JobOut {
             slat: [new_histogram(), new_histogram()],
             clat: [new_histogram(), new_histogram()],
             lag: new_histogram(),
+            from_schedule: [new_histogram(), new_histogram()],
+            stats,
             ios: [0; 2],
             bytes: [0; 2],
             elapsed: Duration::ZERO,
@@ -162,6 +170,12 @@ impl<'a> Job<'a> {
                 b
             })
             .collect();
+        // fio numbers threads over the whole job file; its logs carry the number.
+        let no_logs = fsbench_model::fio::LogOptions::default();
+        let (logs, thread) =
+            (params.fio.as_ref()).map_or((&no_logs, 0), |f| (&f.logs, f.first_thread + copy));
+        let expected = params.size / params.max_bs().max(1) * u64::from(params.loops);
+        let stats = JobStats::new(logs, thread, expected);
         let rate = if params.rate_iops > 0 {
             Some(1e9 / params.rate_iops as f64)
         } else if params.rate > 0 {
@@ -176,7 +190,7 @@ impl<'a> Job<'a> {
             pattern,
             bufs,
             rec,
-            out: JobOut::new(),
+            out: JobOut::new(stats),
             halt,
             span,
             start: Instant::now(),
@@ -196,6 +210,7 @@ impl<'a> Job<'a> {
         engine: Option<IssueLoop>,
     ) -> Result<(PhaseRecorder, JobOut), FsbenchError> {
         self.start = start;
+        self.out.stats.start();
         let outcome = match engine {
             Some(issue) => issue(&mut self),
             None => self.run_sync(),
@@ -212,6 +227,7 @@ impl<'a> Job<'a> {
         }
         outcome?;
         self.out.elapsed = self.start.elapsed();
+        self.out.stats.stop();
         Ok((self.rec, self.out))
     }
 
@@ -274,8 +290,9 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// Records one completed I/O: its completion latency from `submitted`, its total latency
-    /// from `due` (the scheduled time, or its submission), and its submission latency.
+    /// Records one completed I/O: its completion latency from `submitted`, its submission
+    /// latency, its total latency (both, as fio's lat) and, on a schedule, its latency from
+    /// `due` (its scheduled time).
     #[inline]
     pub(crate) fn complete(
         &mut self,
@@ -290,7 +307,6 @@ impl<'a> Job<'a> {
         }
         let d = usize::from(!io.read);
         let clat = done.saturating_duration_since(submitted).as_nanos() as u64;
-        let lat = done.saturating_duration_since(due).as_nanos() as u64;
         self.out.clat[d].saturating_record(clat.max(1));
         if let Some(s) = slat_ns {
             self.out.slat[d].saturating_record(s.max(1));
@@ -298,10 +314,21 @@ impl<'a> Job<'a> {
         if self.interval_ns.is_some() {
             let lag = submitted.saturating_duration_since(due).as_nanos() as u64;
             self.out.lag.saturating_record(lag.max(1));
+            let late = done.saturating_duration_since(due).as_nanos() as u64;
+            self.out.from_schedule[d].saturating_record(late.max(1));
         }
         let at = done.saturating_duration_since(self.start).as_nanos() as u64;
         let op = if io.read { OpKind::Read } else { OpKind::Write };
-        self.rec.record_ended_at(op, at, lat);
+        self.rec
+            .record_ended_at(op, at, clat + slat_ns.unwrap_or(0));
+        self.out.stats.completed(Completion {
+            at_ns: at,
+            read: io.read,
+            len: io.len,
+            offset: io.offset,
+            clat_ns: clat,
+            slat_ns,
+        });
         self.out.ios[d] += 1;
         self.out.bytes[d] += u64::from(io.len);
         self.rec.unit_done(u64::from(io.len))
@@ -332,10 +359,12 @@ impl<'a> Job<'a> {
 
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
     pub(crate) fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
-        self.sync(file, self.params.fdatasync > 0)
+        self.sync(file, self.params.fdatasync > 0, true)
     }
 
-    fn sync(&mut self, file: usize, data_only: bool) -> Result<(), FsbenchError> {
+    /// Syncs `file`; `fio_counts` where fio's `sync` figures count it (fsync=N's syncs, not
+    /// end_fsync's).
+    fn sync(&mut self, file: usize, data_only: bool, fio_counts: bool) -> Result<(), FsbenchError> {
         let before = Instant::now();
         let fd = self.files[file].as_fd();
         let result = if data_only {
@@ -348,6 +377,9 @@ impl<'a> Job<'a> {
             let at = done.saturating_duration_since(self.start).as_nanos() as u64;
             let ns = done.saturating_duration_since(before).as_nanos() as u64;
             self.rec.record_ended_at(OpKind::Fsync, at, ns);
+            if fio_counts {
+                self.out.stats.synced(ns);
+            }
         }
         if let (Ok(()), Some(oracle)) = (&result, &self.oracle) {
             // The job writes on: what this sync covered binds a crash at this moment only.
@@ -363,7 +395,7 @@ impl<'a> Job<'a> {
         }
         for file in 0..self.files.len() {
             if self.written[file] || self.params.fsync_on_close {
-                self.sync(file, false)?;
+                self.sync(file, false, false)?;
             }
         }
         Ok(())
@@ -401,6 +433,8 @@ impl<'a> Job<'a> {
                 }
             };
             let done = Instant::now();
+            self.out.stats.submitted(1, 1);
+            self.out.stats.reaped(1);
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
             if !io.read {

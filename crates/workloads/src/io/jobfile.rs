@@ -13,14 +13,13 @@ use fsbench_measure::error::invalid;
 
 mod spelling;
 mod values;
+mod written;
 
 /// Options that shape how fio measures or reports jobs, not what a job does: accepted,
 /// since fsbench reports each job and measures every latency anyway (fio's `gtod_reduce`
 /// and `disable_*` only spare fio the clock reads).
 const ACCEPTED: &[&str] = &[
     "name",
-    "description",
-    "group_reporting",
     "new_group",
     "gtod_reduce",
     "disable_lat",
@@ -135,12 +134,20 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
     read_into(path, 0, &keywords, &mut sections)?;
     let mut global: Vec<&Line> = Vec::new();
     let mut jobs: Vec<IoParams> = Vec::new();
+    // fio's group ids and thread numbers, over the whole file.
+    let (mut groupid, mut next_thread) = (0, 1);
     for s in &sections {
         if s.name == "global" {
             global.extend(&s.options);
             continue;
         }
-        let (mut params, stonewall) = job(s, &global)?;
+        let (mut params, stonewall, new_group) = job(s, &global)?;
+        if !jobs.is_empty() && (stonewall || new_group) {
+            groupid += 1;
+        }
+        let fio = params.fio.get_or_insert_default();
+        (fio.groupid, fio.first_thread) = (groupid, next_thread);
+        next_thread += params.numjobs;
         cap.apply(&mut params);
         params
             .validate()
@@ -157,15 +164,30 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
 }
 
 /// One job: the global options then its own (a key given in both: its own wins, as in
-/// fio), and whether it waits for the jobs before it (`stonewall`).
-fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool)> {
+/// fio), whether it waits for the jobs before it (`stonewall`) and whether it starts a
+/// reporting group of its own (`new_group`).
+fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool, bool)> {
     // The io workload's options, each with the line that gave it.
     let mut pairs: Vec<(String, String, &str)> = Vec::new();
-    let mut stonewall = false;
+    let (mut stonewall, mut new_group) = (false, false);
+    let mut fio = fsbench_model::fio::FioJob {
+        options: written::listed(s.options.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
+        global: written::listed(global.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
+        ..Default::default()
+    };
     for line in global.iter().copied().chain(&s.options) {
         let key = line.key.replace('-', "_");
         if matches!(key.as_str(), "stonewall" | "wait_for_previous") {
             stonewall = spelling::flag(&line.value);
+            continue;
+        }
+        if key == "new_group" {
+            new_group = spelling::flag(&line.value);
+            continue;
+        }
+        if written::apply(&mut fio, &key, &line.value, &s.name)
+            .map_err(|why| invalid(format!("{}: {why}", line.at)))?
+        {
             continue;
         }
         if ACCEPTED.contains(&key.as_str()) {
@@ -209,10 +231,11 @@ fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool)> {
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
     params.preset = None;
     params.job = Some(s.name.clone());
+    params.fio = Some(Box::new(fio));
     params
         .validate()
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
-    Ok((params, stonewall))
+    Ok((params, stonewall, new_group))
 }
 
 /// The text of a job file, or of standard input for `-` (as fio reads it).
@@ -314,6 +337,7 @@ fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
     let known = KIND.has_option(&normal)
         || ACCEPTED.contains(&normal.as_str())
         || matches!(normal.as_str(), "stonewall" | "wait_for_previous")
+        || written::KEYS.contains(&normal.as_str())
         || spelling::ALIASES.contains(&normal.as_str());
     if !known || normal == "preset" {
         return Err(invalid(format!(
