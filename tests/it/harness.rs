@@ -136,7 +136,7 @@ fn a_threaded_workloads_ceiling_is_measured_at_its_thread_count() {
     let show = run(fsbench(state.path()).args(["--db", db.to_str().unwrap(), "show", &id]));
     let shown = text(&show.stdout);
     assert!(
-        shown.contains("tree:d12-f6-s1-l3,threads=3 at 3 threads: dir-create"),
+        shown.contains("tree:d12-f6-s1-l3,threads=3 at 3 workers: dir-create"),
         "{shown}"
     );
     assert_all_undone(images.path(), state.path());

@@ -64,5 +64,6 @@ mod traces;
 mod user_driver_rules;
 pub(crate) mod verdicts;
 mod wcache;
+mod workers;
 mod workload_specs;
 mod xattr;

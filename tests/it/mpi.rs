@@ -509,3 +509,32 @@ fn io_ranks_use_their_own_files_and_aggregate_as_ior() {
         target.entries()
     );
 }
+
+/// IOR's shared file: under `--shared-dir` every rank's io jobs use the same files, each rank
+/// writing a region of its own (IOR without -F), created by the jobs' opens in the timed phase
+/// (`create-on-open`, IOR's create), with worker processes beside the ranks.
+#[test]
+fn io_ranks_share_one_file_under_shared_dir() {
+    let Some(_one) = mpi_test("io_ranks_share_one_file_under_shared_dir", &[]) else {
+        return;
+    };
+    let (state, target) = (tempdir(), Target::new());
+    // Per rank and job: 1 MiB in 64 KiB writes (16 I/Os) at its own offset, fsynced.
+    let io = "io:rw=write,bs=64k,size=1m,create-on-open,end-fsync,numjobs=2";
+    let args = ["--shared-dir", "-w", io];
+    let out = output_within(&mut mpirun(3, state.path(), &target, "", &args), LIMIT);
+    let doc = succeeded(&out);
+    let phases = doc["runs"][0]["phases"].as_array().unwrap();
+    // Nothing laid out: the opens made the files.
+    assert_eq!(phases[0]["ops"].as_u64(), Some(0));
+    let phase = &phases[1];
+    assert_eq!(phase["ops"].as_u64(), Some(3 * 2 * 16));
+    assert_eq!(phase["bytes"].as_u64(), Some((3 * 2) << 20));
+    assert!(figure(phase, "bandwidth-ior", None) > 0.0);
+    assert_eq!(doc["runs"][0]["workers"]["mode"], "processes");
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}

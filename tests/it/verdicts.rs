@@ -145,6 +145,7 @@ pub(crate) fn saved_suite(db: &std::path::Path, runs: &[Vec<Vec<PhaseRecord>>]) 
                 preparation: None,
                 probe_after: None,
                 output: Vec::new(),
+                workers: None,
             };
             store.record_run(id, &record, None).unwrap();
         }

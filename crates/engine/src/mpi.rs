@@ -94,8 +94,8 @@ impl Session {
             }
             if self.options.shared_dir && !spec.mpi_shares_directory() {
                 return Err(invalid(format!(
-                    "--shared-dir: {} names its files the same on every rank; only tree runs \
-                     in a shared directory",
+                    "--shared-dir: {} names its files the same on every rank; only tree and \
+                     io run in a shared directory",
                     spec.label()
                 )));
             }

@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 
 use fsbench_model::fio::LogOptions;
 use fsbench_model::measurement::{JobThread, LatencySummary, LogFile, SampleStats};
+use serde::{Deserialize, Serialize};
 
 use crate::measure::{LatencySummaryExt, new_histogram};
 
@@ -36,7 +37,7 @@ pub struct Completion {
 }
 
 /// The rate samples of one kind (bandwidth or IOPS), per direction.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Rates {
     /// 0: a sample per I/O (fio's per-I/O bandwidth and IOPS logs).
     interval_ms: u64,
@@ -84,7 +85,7 @@ impl Rates {
 }
 
 /// The thread's own resource usage (getrusage of the calling thread).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 struct Usage {
     usr_ns: u64,
     sys_ns: u64,
@@ -113,9 +114,11 @@ impl Usage {
 }
 
 /// One job thread's fio statistics, recorded on the thread as its I/Os complete.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct JobStats {
+    #[serde(with = "crate::measure::histogram_serde::pair")]
     lat: [Histogram<u64>; 2],
+    #[serde(with = "crate::measure::histogram_serde")]
     sync: Histogram<u64>,
     ios: [u64; 2],
     bytes: [u64; 2],

@@ -25,8 +25,10 @@ use rustix::io::Errno;
 use crate::error::FsbenchError;
 
 mod errno;
+mod tally;
 mod timeline;
-pub use errno::{errno_name, fatal_error};
+pub use errno::{SPACE_REMEDY, errno_name, fatal_error};
+pub use tally::{Tally, histogram_serde};
 pub use timeline::FIRST_INTERVAL_MS;
 use timeline::Timeline;
 
@@ -110,6 +112,9 @@ pub struct Progress {
     /// first did with the units all threads had done then (for first-done / last-done rates).
     pub threads_finished: AtomicU32,
     pub first_thread_finished: Mutex<Option<(Instant, u64)>>,
+    /// When the current phase's work ended (its last worker done), before its figures were
+    /// summed up: the end of a rank's phase under MPI.
+    pub work_ended: Mutex<Option<Instant>>,
 }
 
 /// A counter on a cache line of its own: one thread writes it at every unit and another
@@ -130,8 +135,17 @@ impl Progress {
     /// A worker thread of a multi-threaded phase finished its share of the work, when all
     /// threads had done `units` (their own counters' sum: `done` is only polled).
     pub fn thread_finished(&self, units: u64) {
+        self.thread_finished_at(Instant::now(), units);
+    }
+
+    /// A worker finished its share at `at` (seen after the fact: a worker process's end),
+    /// when all workers had done `units`.
+    pub fn thread_finished_at(&self, at: Instant, units: u64) {
         if let Ok(mut first) = self.first_thread_finished.lock() {
-            first.get_or_insert_with(|| (Instant::now(), units));
+            match first.as_mut() {
+                Some(earliest) if earliest.0 <= at => {}
+                _ => *first = Some((at, units)),
+            }
         }
         self.threads_finished.fetch_add(1, Ordering::Relaxed);
     }
@@ -170,6 +184,11 @@ pub struct PhaseRecorder {
     /// CPU time of processes the phase ran (a user's command), beside fsbench's own.
     children: CpuTimes,
     progress: Arc<Progress>,
+    /// Where the count of units goes instead of `progress.done`: a counter in memory a
+    /// worker process shares with the phase's process, which polls it.
+    published: Option<&'static AtomicU64>,
+    /// When the phase's work really began and ended, where that is not the recorder's life.
+    span: Option<(Instant, Instant)>,
     timeline: Timeline,
     /// fio's record of each job thread, and the logs they wrote.
     jobs: Vec<JobThread>,
@@ -196,10 +215,36 @@ impl PhaseRecorder {
             usage: CpuTimes::now(),
             children: CpuTimes::default(),
             progress,
+            published: None,
+            span: None,
             timeline: Timeline::default(),
             jobs: Vec::new(),
             logs: PendingLogs::default(),
         }
+    }
+
+    /// Counts units into `counter` from now on, not into this recorder's progress (a worker
+    /// process's recorder, whose progress the phase's process cannot see).
+    pub fn publish_to(&mut self, counter: &'static AtomicU64) {
+        counter.store(self.ops, Ordering::Relaxed);
+        self.published = Some(counter);
+    }
+
+    /// The phase's work ran from `from` (its workers released together) to `to` (the last
+    /// one done): its elapsed time, rather than the recorder's whole life, which includes
+    /// starting the workers and collecting their figures.
+    pub fn ran(&mut self, from: Instant, to: Instant) {
+        self.span = Some((from, to.max(from)));
+    }
+
+    /// When the phase's work began: its recorder's start, or the start given to [`Self::ran`].
+    pub fn began(&self) -> Instant {
+        self.span.map_or(self.started, |(from, _)| from)
+    }
+
+    /// When the phase's work ended: the end given to [`Self::ran`], or now.
+    pub fn ended(&self) -> Instant {
+        self.span.map_or_else(Instant::now, |(_, to)| to)
     }
 
     /// Records the outcome of one system call of type `op` that just returned.
@@ -372,7 +417,9 @@ impl PhaseRecorder {
     pub fn unit_done(&mut self, bytes: u64) -> Result<(), FsbenchError> {
         self.ops += 1;
         self.bytes += bytes;
-        self.progress.done.store(self.ops, Ordering::Relaxed);
+        self.published
+            .unwrap_or(&*self.progress.done)
+            .store(self.ops, Ordering::Relaxed);
         if self.progress.cancel.load(Ordering::Relaxed) {
             return Err(FsbenchError::Interrupted);
         }
@@ -381,7 +428,10 @@ impl PhaseRecorder {
 
     /// Ends the phase and summarizes it.
     pub fn finish(self) -> PhaseMeasurement {
-        let elapsed = self.started.elapsed();
+        let elapsed = match self.span {
+            Some((from, to)) => to - from,
+            None => self.started.elapsed(),
+        };
         let own = CpuTimes::now().since(&self.usage);
         let cpu = CpuTimes {
             user: own.user + self.children.user,

@@ -175,6 +175,10 @@ pub struct RunRecord {
     /// What the user's commands wrote (the command workload), step by step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output: Vec<KeptOutput>,
+    /// How many workers its parallel phases ran on, processes or threads (none: one; runs
+    /// recorded before fsbench had the choice say nothing, and ran threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<crate::workload::Workers>,
 }
 
 impl RunRecord {

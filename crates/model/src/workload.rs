@@ -77,3 +77,50 @@ pub struct KeptOutput {
     pub stdout: String,
     pub stderr: String,
 }
+
+/// What a parallel phase's workers are: processes (forked before the phase, as fio's jobs
+/// and MPI's ranks are), or threads of fsbench's process, each with a descriptor table of its
+/// own. Processes share nothing the kernel keeps per process (an address space and its
+/// locks, a signal table, an allocator); threads do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerMode {
+    #[default]
+    Processes,
+    Threads,
+}
+
+impl WorkerMode {
+    /// The option values, `workers=processes|threads`.
+    pub const NAMES: &'static [&'static str] = &["processes", "threads"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerMode::Processes => "processes",
+            WorkerMode::Threads => "threads",
+        }
+    }
+
+    /// The mode an option value names.
+    pub fn named(name: &str) -> Option<WorkerMode> {
+        match name {
+            "processes" => Some(WorkerMode::Processes),
+            "threads" => Some(WorkerMode::Threads),
+            _ => None,
+        }
+    }
+}
+
+/// How a run's parallel phases ran: this many workers, of this kind (a run records it; a
+/// workload of one worker has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workers {
+    pub mode: WorkerMode,
+    pub count: u32,
+}
+
+impl std::fmt::Display for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.count, self.mode.name())
+    }
+}

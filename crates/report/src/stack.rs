@@ -147,7 +147,7 @@ pub(crate) fn ceiling_lines(r: &SuiteResult) -> Vec<String> {
                 .collect();
             let threads = match c.threads {
                 0 | 1 => String::new(),
-                n => format!(" at {n} threads"),
+                n => format!(" at {n} workers"),
             };
             let when = match rounds.len() {
                 1 if c.round == 0 => format!("measured {}", c.measured_at),

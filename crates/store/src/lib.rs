@@ -302,8 +302,8 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
     tx.execute(
         "INSERT INTO runs (suite_id, round, position, config, workload, started_at, status, error, source,
              mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-             config_key, workload_key, loop_device, testbed, preparation, probe_after)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+             config_key, workload_key, loop_device, testbed, preparation, probe_after, workers)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
         params![
             suite_id,
             run.run,
@@ -327,6 +327,7 @@ fn insert_run(tx: &Transaction<'_>, suite_id: i64, run: &RunRecord) -> anyhow::R
             run.testbed.as_ref().map(to_json),
             run.preparation.as_ref().map(to_json),
             run.probe_after.as_ref().map(to_json),
+            run.workers.as_ref().map(to_json),
         ],
     )?;
     let run_id = tx.last_insert_rowid();

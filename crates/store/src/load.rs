@@ -136,7 +136,8 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, round, position, config, workload, started_at, status, error, source,
                     mkfs_secs, mount_options, unmount_secs, fsck_clean, fsck_secs, fsck_output, incomplete,
-                    config_key, workload_key, loop_device, testbed, preparation, probe_after
+                    config_key, workload_key, loop_device, testbed, preparation, probe_after,
+                    workers
              FROM runs WHERE suite_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([id], |r| {
@@ -157,6 +158,7 @@ impl Store {
                     r.get::<_, Option<String>>(19)?,
                     r.get::<_, Option<String>>(20)?,
                     r.get::<_, Option<String>>(21)?,
+                    r.get::<_, Option<String>>(22)?,
                 ),
                 RunRecord {
                     run: r.get(1)?,
@@ -180,6 +182,7 @@ impl Store {
                     preparation: None,
                     probe_after: None,
                     output: Vec::new(),
+                    workers: None,
                 },
             ))
         })?;
@@ -407,8 +410,10 @@ impl Store {
     }
 }
 
-/// A run's JSON columns: its loop device, storage stack, preparation, free-space probe.
+/// A run's JSON columns: its loop device, storage stack, preparation, free-space probe,
+/// workers.
 type RunJson = (
+    Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
@@ -416,13 +421,14 @@ type RunJson = (
 );
 
 fn read_json_columns(run: &mut RunRecord, json: RunJson) -> anyhow::Result<()> {
-    let (loop_device, testbed, preparation, probe_after) = json;
+    let (loop_device, testbed, preparation, probe_after, workers) = json;
     run.loop_device = (loop_device.map(|text| from_json(&text, "loop device"))).transpose()?;
     run.testbed = (testbed.map(|text| from_json(&text, "run's storage stack"))).transpose()?;
     run.preparation =
         (preparation.map(|text| from_json(&text, "run's preparation"))).transpose()?;
     run.probe_after =
         (probe_after.map(|text| from_json(&text, "run's free-space probe"))).transpose()?;
+    run.workers = (workers.map(|text| from_json(&text, "run's workers"))).transpose()?;
     Ok(())
 }
 

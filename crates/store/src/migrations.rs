@@ -65,6 +65,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::Sql(include_str!("migrations/16-crash-states.sql")),
     // 17: each thread of a fio job file's jobs as fio reports it (JSON), for fio's outputs.
     Migration::Sql(include_str!("migrations/17-fio-jobs.sql")),
+    // 18: how many workers a run's parallel phases ran on, processes or threads (JSON).
+    Migration::Sql(include_str!("migrations/18-run-workers.sql")),
 ];
 
 /// The schema version this fsbench writes.

@@ -22,7 +22,6 @@ mod parse;
 mod personalities;
 mod plan;
 mod procs;
-mod shm;
 mod stats;
 mod today;
 mod wml;
@@ -146,7 +145,7 @@ impl Filebench {
     fn run(&mut self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
         let model = &self.params.model;
         let plan = Plan::new(model);
-        let region = shm::Region::new(Shared::room(model, &plan))?;
+        let region = crate::parallel::shm::Region::new(Shared::room(model, &plan))?;
         let shared = Shared::new(&region, model, &plan, &self.layouts, dir);
         for (state, (files, dirs)) in shared.sets.iter().zip(&self.made) {
             for (entries, made) in [(&state.files, files), (&state.leafdirs, dirs)] {

@@ -1,24 +1,25 @@
-//! fio's data path: `numjobs` jobs, each a thread with a descriptor table of its
-//! own and files of its own, issuing I/O as fio's options say (rw patterns, block sizes,
+//! fio's data path: `numjobs` jobs, each a worker (a process, as fio's jobs are, or a thread
+//! with a descriptor table of its own: `workers`) with files of its own, issuing I/O as fio's options say (rw patterns, block sizes,
 //! psync/pvsync2/io_uring at a queue depth, syncs, runtime, open-loop rates). The files are
 //! laid out in the untimed phase `layout` (recorded and shown, never compared) before the
 //! timed phase, `io`; its figures are fio's: IOPS, bandwidth, submission and completion
 //! latency percentiles per direction.
 
 use std::os::fd::BorrowedFd;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
 
-use super::parallel::{Crew, join_all};
+use super::parallel::Crew;
 use super::{PhaseInfo, PhaseOutput, Workload};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
+use fsbench_model::workload::WorkerMode;
 
 mod job;
 pub mod jobfile;
@@ -98,6 +99,9 @@ impl Io {
             chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
         }
         for (p, job, copy) in self.threads() {
+            if p.create_on_open {
+                continue;
+            }
             let reads = p.rw.read_percent(p.rwmixread) > 0;
             for f in 0..p.nrfiles as usize {
                 let name = job::file_name(job, copy, f);
@@ -167,8 +171,10 @@ impl Io {
         Ok(())
     }
 
-    /// Runs every job's threads at once (the timed part when `measured`, else each job's
-    /// ramp); their recorders summed, their figures in [`Io::threads`]'s order.
+    /// Runs every job's copies at once, each a worker (a process or a thread, `workers`; the
+    /// timed part when `measured`, else each job's ramp): their recorders summed, the phase's
+    /// time from their common start to the last one's end, their figures in
+    /// [`Io::threads`]'s order.
     fn run_jobs(
         &mut self,
         dir: BorrowedFd<'_>,
@@ -178,83 +184,43 @@ impl Io {
         let threads: Vec<(IoParams, usize, u32)> = (self.threads().into_iter())
             .map(|(p, job, copy)| (p.clone(), job, copy))
             .collect();
-        let n = threads.len();
-        let progress: Vec<Arc<Progress>> = (0..n).map(|_| rec.worker_progress()).collect();
-        let crew = Crew::new(progress.iter().map(|p| &*p.done).collect(), rec.progress());
-        let phase_rec: &PhaseRecorder = rec;
-        // Held while the jobs start and open their files; released, they start together.
-        let gate = RwLock::new(());
-        let halt = AtomicBool::new(false);
         let oracle = &self.oracle;
-        let results = std::thread::scope(|s| {
-            let closed = gate.write().expect("not poisoned");
-            let mut handles = Vec::with_capacity(n);
-            let mut spawn_error = None;
-            let each = self.patterns.iter_mut().zip(&progress).zip(&threads);
-            for (j, ((pattern, counter), (params, job, copy))) in each.enumerate() {
-                let (crew, gate, halt) = (&crew, &gate, &halt);
-                let span = Span::of(params, measured);
-                let work = move || {
-                    crew.work(&[dir], || {
-                        // Made (and the pattern's state moved) on the job's own thread, so
-                        // that what a job writes at every I/O is on no other job's cache line.
-                        let worker = phase_rec.worker(counter.clone());
-                        pattern.move_here();
-                        let files = (*job, *copy);
-                        let mut job = Job::open(params, dir, files, pattern, worker, halt, span)?;
-                        job.oracle = oracle.clone();
-                        drop(gate.read());
-                        // The asynchronous engines' loops; job.rs knows none.
-                        let engine: Option<job::IssueLoop> = match params.engine {
-                            Engine::IoUring => Some(uring::run),
-                            Engine::Libaio => Some(libaio::run),
-                            Engine::Psync | Engine::Pvsync2 => None,
-                        };
-                        job.run(Instant::now(), engine)
-                    })
-                    .and_then(|r| r)
-                };
-                match std::thread::Builder::new()
-                    .name(format!("io-{j}"))
-                    .spawn_scoped(s, work)
-                {
-                    Ok(h) => handles.push(h),
-                    Err(e) => {
-                        spawn_error = Some(FsbenchError::Failed(format!(
-                            "io: cannot start job {j}'s thread: {e}"
-                        )));
-                        break;
-                    }
-                }
-            }
-            if spawn_error.is_some() {
-                // The started jobs stop at their first I/O.
-                halt.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            drop(closed);
-            crew.wait(&handles);
-            let mut results = join_all(handles, "io: a job panicked");
-            results.extend(spawn_error.map(Err));
-            results
-        });
-        let mut outs = Vec::with_capacity(n);
-        let mut first_error = None;
-        for r in results {
-            match r {
-                Ok((worker, out)) => {
-                    rec.absorb_with_timeline(worker);
-                    outs.push(out);
-                }
-                Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
+        // A crash-recorded run's promises are noted in fsbench's memory: its jobs are threads.
+        let mode = match oracle {
+            Some(_) => WorkerMode::Threads,
+            None => self.params.workers,
+        };
+        let keep = [dir];
+        let crew = Crew::new(mode, &keep).with_timelines();
+        // Each job's pattern goes to its worker and comes back with its figures.
+        let patterns = std::mem::take(&mut self.patterns);
+        let ran = crew.run(rec, patterns, |w, mut pattern| {
+            let (params, job, copy) = &threads[w.index()];
+            // Moved where the job runs, so that what it writes at every I/O is on no other
+            // job's cache line.
+            pattern.move_here();
+            let span = Span::of(params, measured);
+            let files = (*job, *copy);
+            let worker = w.take_rec();
+            let mut job = Job::open(params, dir, files, &mut pattern, worker, w.halt(), span)?;
+            job.oracle = oracle.clone();
+            w.start()?;
+            // The asynchronous engines' loops; job.rs knows none.
+            let engine: Option<job::IssueLoop> = match params.engine {
+                Engine::IoUring => Some(uring::run),
+                Engine::Libaio => Some(libaio::run),
+                Engine::Psync | Engine::Pvsync2 => None,
+            };
+            let (worker, out) = job.run(Instant::now(), engine)?;
+            w.give_back(worker);
+            Ok((out, pattern))
+        })?;
+        if measured {
+            rec.ran(ran.from, ran.to);
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(outs),
-        }
+        let (outs, patterns) = ran.values()?.into_iter().unzip();
+        self.patterns = patterns;
+        Ok(outs)
     }
 
     /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest
@@ -554,7 +520,12 @@ impl Workload for Io {
     ) -> Result<PhaseOutput, FsbenchError> {
         if phase == LAYOUT {
             self.prepare_jobs(dir)?;
-            return Ok(PhaseOutput::default());
+            let idle = (self.params.create_on_open)
+                .then(|| "create-on-open: the jobs' opens create the files, timed".to_string());
+            return Ok(PhaseOutput {
+                idle,
+                ..PhaseOutput::default()
+            });
         }
         Ok(PhaseOutput {
             figures: std::mem::take(&mut self.figures),

@@ -7,18 +7,19 @@
 use std::borrow::Cow;
 use std::io::{BufWriter, Write};
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::sync::Barrier;
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
-use super::parallel::{join_all, with_private_fds};
+use super::parallel::Crew;
 use super::{Need, PhaseInfo, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::{FsbenchError, invalid};
-use fsbench_measure::measure::{CpuTimes, PhaseRecorder};
+use fsbench_measure::measure::{CpuTimes, PhaseRecorder, Progress};
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 use fsbench_model::units::{compact_size, format_bytes};
@@ -249,15 +250,16 @@ impl Iozone {
         Ok(())
     }
 
-    /// One test of one cell on every thread's file, each thread with its own buffer of
-    /// `buffers` (allocated once per phase and kept warm, as IOzone's one main buffer is).
+    /// One test of one cell on every worker's file, each worker with its own buffer of
+    /// `buffers` (allocated once per phase and kept warm, as IOzone's one main buffer is);
+    /// `cancel` is the run's Ctrl-C flag.
     fn run_test(
         &self,
         dir: BorrowedFd<'_>,
         test: &str,
-        file_size: u64,
-        record: u64,
+        (file_size, record): (u64, u64),
         buffers: &mut [Aligned],
+        cancel: &Arc<AtomicBool>,
     ) -> Result<CellResult, FsbenchError> {
         let io = io_of(test);
         let writes = matches!(io, Io::Write | Io::PWrite(_) | Io::StdioWrite);
@@ -265,38 +267,34 @@ impl Iozone {
             && self.params.drop_caches
             && fsbench_measure::measure::sync_and_drop_caches(dir);
         let threads = self.params.threads as usize;
-        let barrier = Barrier::new(threads);
-        let cpu = CpuTimes::now();
-        let start = Instant::now();
-        let results: Vec<Result<(u64, f64), FsbenchError>> = if let [buf] = buffers {
+        let (results, elapsed, cpu) = if let [buf] = buffers {
             // One thread does its I/O on the calling thread, as IOzone does without -t: no
-            // thread to start, and the caches stay the ones the previous test warmed.
-            vec![self.thread_io(dir, 0, io, writes, file_size, record, buf, &barrier)]
+            // worker to start, and the caches stay the ones the previous test warmed.
+            let cpu = CpuTimes::now();
+            let start = Instant::now();
+            let r = self.thread_io(dir, 0, io, writes, file_size, record, buf, || Ok(()));
+            (vec![r], start.elapsed(), CpuTimes::now().since(&cpu))
         } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = buffers
-                    .iter_mut()
-                    .enumerate()
-                    .map(|(t, buf)| {
-                        let barrier = &barrier;
-                        s.spawn(move || {
-                            let outcome = with_private_fds(&[dir], || {
-                                self.thread_io(dir, t, io, writes, file_size, record, buf, barrier)
-                            });
-                            // A thread that could not start still meets the others at the
-                            // barrier, or they would wait for it forever.
-                            outcome.unwrap_or_else(|e| {
-                                barrier.wait();
-                                Err(e)
-                            })
-                        })
-                    })
-                    .collect();
-                join_all(handles, "I/O thread panicked")
-            })
+            // The cell's own recorder, for the workers' CPU time (their processes' too).
+            let progress = Progress {
+                cancel: cancel.clone(),
+                ..Progress::default()
+            };
+            let mut cell = PhaseRecorder::start(test, Arc::new(progress));
+            let keep = [dir];
+            let crew = Crew::new(self.params.workers, &keep);
+            let ran = crew.run(&mut cell, buffers.iter_mut().collect(), |w, buf| {
+                let t = w.index();
+                self.thread_io(dir, t, io, writes, file_size, record, buf, || w.start())
+            })?;
+            cell.ran(ran.from, ran.to);
+            let m = cell.finish();
+            let cpu = CpuTimes {
+                user: Duration::from_nanos(m.cpu_user_ns),
+                system: Duration::from_nanos(m.cpu_system_ns),
+            };
+            (ran.outcomes, ran.to - ran.from, cpu)
         };
-        let elapsed = start.elapsed();
-        let cpu = CpuTimes::now().since(&cpu);
         let mut bytes = 0;
         let mut rates = Vec::with_capacity(threads);
         for r in results {
@@ -334,15 +332,14 @@ impl Iozone {
         size: u64,
         record: u64,
         buf: &mut Aligned,
-        barrier: &Barrier,
+        start_together: impl FnOnce() -> Result<(), FsbenchError>,
     ) -> Result<(u64, f64), FsbenchError> {
         let name = thread_file(t);
         let name = std::ffi::CStr::from_bytes_with_nul(&name).expect("NUL-terminated");
         let opened = rustix::fs::openat(dir, name, self.flags(writes), Mode::from(0o644));
-        // Every thread meets the others at the barrier, an open that failed too.
-        barrier.wait();
         let file: OwnedFd =
             opened.map_err(|e| FsbenchError::Failed(format!("open {name:?}: {e}")))?;
+        start_together()?;
         let buf = &mut buf.buf()[..record as usize];
         let n = size / record;
         let start = Instant::now();
@@ -386,9 +383,8 @@ impl Iozone {
         record: u64,
         buf: &mut Aligned,
     ) -> Result<(), FsbenchError> {
-        let barrier = Barrier::new(1);
         for t in 0..self.params.threads as usize {
-            self.thread_io(dir, t, Io::Write, true, size, record, buf, &barrier)?;
+            self.thread_io(dir, t, Io::Write, true, size, record, buf, || Ok(()))?;
         }
         Ok(())
     }
@@ -493,7 +489,9 @@ impl Workload for Iozone {
                 self.prepare_files(dir, file_size, record, &mut buffers[0])?;
             }
             for (test, _, _) in self.params.tests() {
-                let cell = self.run_test(dir, test, file_size, record, &mut buffers)?;
+                let cancel = &rec.progress().cancel;
+                let size = (file_size, record);
+                let cell = self.run_test(dir, test, size, &mut buffers, cancel)?;
                 rec.units_done(
                     (file_size / record) * self.params.threads as u64,
                     cell.bytes,

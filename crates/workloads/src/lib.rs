@@ -19,6 +19,7 @@ mod options;
 pub mod oracle;
 pub(crate) mod parallel;
 mod registry;
+pub use parallel::strays;
 pub mod replay;
 pub mod tree;
 pub(crate) mod xattr;
@@ -187,6 +188,10 @@ pub trait WorkloadParams:
     /// Threads that make its calls at once (the harness ceiling is measured at this count).
     fn threads(&self) -> u32 {
         1
+    }
+    /// Whether its parallel workers are processes or threads (where the workload has them).
+    fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
+        None
     }
     /// What these settings need of the filesystem: a user driver that declares it lacks one
     /// is refused before anything is made.

@@ -1,19 +1,382 @@
-//! What every worker thread of a parallel phase runs under, so that the threads measure the
-//! filesystem and not fsbench's process: a descriptor table of its own (all threads of a
+//! The workers of a parallel phase, as processes or threads ([`WorkerMode`]): a [`Crew`]
+//! starts them, releases them together once all are ready, sums their counts into the
+//! phase's progress while they run, and gathers what each measured and returned.
+//!
+//! Processes (the default, as fio's jobs and mdtest's ranks are) are forked before the phase's
+//! work and share nothing the kernel keeps per process; threads share fsbench's address space,
+//! its locks and its allocator, and each gets a descriptor table of its own (all threads of a
 //! process share one, and every open and close takes its lock: 16 threads creating files
-//! reached 0.67 × the rate of 16 processes), and a progress counter of its own on a cache
-//! line of its own, which the phase's thread sums by polling.
+//! reached 0.67 × the rate of 16 processes). Either way a worker records into a recorder of
+//! its own, made where it runs, and counts its units on a cache line of its own; the phase's
+//! time runs from the release to the last worker's end, not from the first fork or spawn.
 
 use std::os::fd::{AsRawFd, BorrowedFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::{ScopedJoinHandle, Thread};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::options::{OptKind, OptionDef, Parsed};
 use fsbench_measure::error::FsbenchError;
-use fsbench_measure::measure::Progress;
+use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_model::workload::WorkerMode;
 
-/// How often the threads' counts are summed for the progress bar and series.
+mod board;
+pub(crate) mod fork;
+mod processes;
+pub(crate) mod shm;
+pub mod strays;
+
+use board::Board;
+
+/// The `workers=processes|threads` option every parallel workload's table has.
+pub(crate) const WORKERS_OPTION: OptionDef = OptionDef {
+    default: Some("processes"),
+    ..OptionDef::new(
+        "workers",
+        OptKind::Choice(WorkerMode::NAMES),
+        "parallel workers as processes (fio's and mdtest's) or threads of one process",
+    )
+};
+
+/// The `workers` option's value.
+pub(crate) fn workers_of(p: &Parsed) -> WorkerMode {
+    p.text("workers")
+        .and_then(WorkerMode::named)
+        .expect("workers has a default among its choices")
+}
+
+/// For serde: the default mode is not written out.
+pub(crate) fn is_default_mode(mode: &WorkerMode) -> bool {
+    *mode == WorkerMode::default()
+}
+
+/// How often the workers' counts are summed for the progress bar and series, and the
+/// crew's state looked at.
 const POLL: Duration = Duration::from_millis(10);
+
+/// How a phase's workers run: as `mode` says, each with the descriptors of `keep` (the
+/// directories it makes its `*at()` calls in, at the same numbers) and no other of fsbench's.
+pub(crate) struct Crew<'a> {
+    mode: WorkerMode,
+    keep: &'a [BorrowedFd<'a>],
+    /// Whether the workers' latency timelines join the phase's (their calls are placed in
+    /// time, [`PhaseRecorder::absorb_with_timeline`]).
+    timelines: bool,
+}
+
+/// One worker, as its work sees it.
+pub(crate) struct Worker<'a> {
+    index: usize,
+    rec: Option<PhaseRecorder>,
+    board: &'a Board<'a>,
+    started: bool,
+    /// The crew's only worker, on the phase's thread: nobody to wait for at the start.
+    alone: bool,
+    /// When it started, if alone.
+    started_at: Option<Instant>,
+}
+
+/// What a crew's run gives back: each worker's outcome, in order, and when the work ran
+/// (from the release to the last worker's end).
+pub(crate) struct Ran<R> {
+    pub outcomes: Vec<Result<R, FsbenchError>>,
+    pub from: Instant,
+    pub to: Instant,
+}
+
+impl<R> Ran<R> {
+    /// Every worker's value, or the first worker's error, a full disk first (it explains
+    /// the others' failures).
+    pub(crate) fn values(self) -> Result<Vec<R>, FsbenchError> {
+        let mut values = Vec::with_capacity(self.outcomes.len());
+        let mut first_error = None;
+        for outcome in self.outcomes {
+            match outcome {
+                Ok(v) => values.push(v),
+                Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(values), Err)
+    }
+}
+
+impl<'a> Crew<'a> {
+    pub(crate) fn new(mode: WorkerMode, keep: &'a [BorrowedFd<'a>]) -> Crew<'a> {
+        Crew {
+            mode,
+            keep,
+            timelines: false,
+        }
+    }
+
+    /// The workers' timelines join the phase's.
+    pub(crate) fn with_timelines(self) -> Crew<'a> {
+        Crew {
+            timelines: true,
+            ..self
+        }
+    }
+
+    /// Runs `work` on one worker per input, each worker given its input; their recorders
+    /// are added to `rec`'s. A worker's own error is its outcome; the run fails as a whole
+    /// (the other workers stopped) when a worker cannot be started, a worker process dies, or
+    /// the user interrupts.
+    pub(crate) fn run<I, R>(
+        &self,
+        rec: &mut PhaseRecorder,
+        inputs: Vec<I>,
+        work: impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError> + Sync,
+    ) -> Result<Ran<R>, FsbenchError>
+    where
+        I: Send,
+        R: Send + Serialize + DeserializeOwned,
+    {
+        let region = shm::Region::new(Board::room(inputs.len()))?;
+        let board = Board::new(&region, inputs.len());
+        if inputs.len() == 1 {
+            return Ok(self.run_alone(rec, &board, inputs, work));
+        }
+        match self.mode {
+            WorkerMode::Threads => self.run_threads(rec, &board, inputs, &work),
+            WorkerMode::Processes => processes::run(self, rec, &board, inputs, &work),
+        }
+    }
+
+    fn absorb(&self, rec: &mut PhaseRecorder, worker: PhaseRecorder) {
+        match self.timelines {
+            true => rec.absorb_with_timeline(worker),
+            false => rec.absorb(worker),
+        }
+    }
+
+    /// One worker is the phase's own thread, as one IOR rank or fio job is its own process:
+    /// there is no other to start with or to keep apart from.
+    fn run_alone<I, R>(
+        &self,
+        rec: &mut PhaseRecorder,
+        board: &Board<'_>,
+        inputs: Vec<I>,
+        work: impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError>,
+    ) -> Ran<R> {
+        let began = Instant::now();
+        // Its units count straight into the phase's progress.
+        let mut w = Worker {
+            index: 0,
+            rec: Some(rec.worker(rec.progress().clone())),
+            board,
+            started: false,
+            alone: true,
+            started_at: None,
+        };
+        let outcome = inputs
+            .into_iter()
+            .map(|input| work(&mut w, input))
+            .collect();
+        let to = Instant::now();
+        let from = w.started_at.unwrap_or(began);
+        if let Some(worker) = w.rec.take() {
+            self.absorb(rec, worker);
+        }
+        Ran {
+            outcomes: outcome,
+            from,
+            to,
+        }
+    }
+
+    fn run_threads<I, R>(
+        &self,
+        rec: &mut PhaseRecorder,
+        board: &Board<'_>,
+        inputs: Vec<I>,
+        work: &(impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError> + Sync),
+    ) -> Result<Ran<R>, FsbenchError>
+    where
+        I: Send,
+        R: Send,
+    {
+        let n = inputs.len();
+        let counters: Vec<Arc<Progress>> = (0..n).map(|_| rec.worker_progress()).collect();
+        let threads = ThreadCrew::new(counters.iter().map(|c| &*c.done).collect(), rec.progress());
+        let phase_rec: &PhaseRecorder = rec;
+        let (joined, from) = std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(n);
+            let mut not_started = None;
+            for (index, input) in inputs.into_iter().enumerate() {
+                let (counter, threads) = (counters[index].clone(), &threads);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("worker-{index}"))
+                    .spawn_scoped(s, move || {
+                        threads.work(self.keep, || {
+                            let _ended = MarkEnded(board.slot(index));
+                            // Made here, on the worker's thread, so that what it writes at
+                            // every call is on no other worker's cache line.
+                            let mut w = Worker {
+                                index,
+                                rec: Some(phase_rec.worker(counter)),
+                                board,
+                                started: false,
+                                alone: false,
+                                started_at: None,
+                            };
+                            let outcome = work(&mut w, input);
+                            (w.rec.take(), outcome)
+                        })
+                    });
+                match spawned {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        not_started = Some(FsbenchError::Failed(format!(
+                            "cannot start worker thread {} of {n}: {e}",
+                            index + 1
+                        )));
+                        board.halt();
+                        break;
+                    }
+                }
+            }
+            let from = match not_started {
+                Some(e) => Err(e),
+                None => Ok(release(board, n, || {
+                    handles.iter().all(|h| h.is_finished())
+                })),
+            };
+            threads.wait(&handles);
+            let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+            (joined, from)
+        });
+        let from = from?;
+        let outcomes = self.absorb_threads(rec, joined);
+        let to = last_end(board, from);
+        Ok(Ran { outcomes, from, to })
+    }
+
+    /// Each joined worker thread's outcome, in order, its recorder added to `rec`'s.
+    fn absorb_threads<R>(
+        &self,
+        rec: &mut PhaseRecorder,
+        joined: Vec<JoinedWorker<R>>,
+    ) -> Vec<Result<R, FsbenchError>> {
+        let n = joined.len();
+        let outcome = |(index, joined): (usize, JoinedWorker<R>)| match joined {
+            Ok(Ok((worker, outcome))) => {
+                if let Some(worker) = worker {
+                    self.absorb(rec, worker);
+                }
+                outcome
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(FsbenchError::Failed(format!(
+                "worker thread {} of {n} panicked",
+                index + 1
+            ))),
+        };
+        joined.into_iter().enumerate().map(outcome).collect()
+    }
+}
+
+/// A worker thread as joined: its recorder and outcome, its failure to get a descriptor table
+/// of its own, or its panic.
+type JoinedWorker<R> =
+    std::thread::Result<Result<(Option<PhaseRecorder>, Result<R, FsbenchError>), FsbenchError>>;
+
+/// Releases the workers at the start line once all `workers` are there (or `gone` says
+/// none is left to come); when.
+fn release(board: &Board<'_>, workers: usize, gone: impl Fn() -> bool) -> Instant {
+    loop {
+        if let Some(at) = board.release_if_ready(workers, POLL) {
+            return at;
+        }
+        if gone() {
+            return Instant::now();
+        }
+    }
+}
+
+/// When the last worker ended (`from` if none says).
+fn last_end(board: &Board<'_>, from: Instant) -> Instant {
+    (board.slots().iter().filter_map(board::Slot::ended))
+        .max()
+        .unwrap_or(from)
+        .max(from)
+}
+
+/// Marks a worker's end in its slot when dropped, also by a panic.
+struct MarkEnded<'a>(&'a board::Slot);
+
+impl Drop for MarkEnded<'_> {
+    fn drop(&mut self) {
+        self.0.mark_ended();
+    }
+}
+
+impl<'a> Worker<'a> {
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The worker's recorder.
+    pub(crate) fn rec(&mut self) -> &mut PhaseRecorder {
+        self.rec.as_mut().expect("the recorder was given back")
+    }
+
+    /// Takes the worker's recorder, for work that keeps it by value; [`Worker::give_back`]
+    /// returns it (one never given back is not counted).
+    pub(crate) fn take_rec(&mut self) -> PhaseRecorder {
+        self.rec.take().expect("the recorder was given back")
+    }
+
+    pub(crate) fn give_back(&mut self, rec: PhaseRecorder) {
+        self.rec = Some(rec);
+    }
+
+    /// The flag every worker of the crew sees (processes too): work whose workers stop when
+    /// one fails sets it and looks at it.
+    pub(crate) fn halt(&self) -> &'a AtomicBool {
+        self.board.halt_flag()
+    }
+
+    /// Ready: waits until every worker is, then all start at once. An error when the crew
+    /// stopped before the start (another worker could not be started). Work that never
+    /// calls it is started when it begins.
+    pub(crate) fn start(&mut self) -> Result<(), FsbenchError> {
+        if std::mem::replace(&mut self.started, true) {
+            return Ok(());
+        }
+        if self.alone {
+            self.started_at = Some(Instant::now());
+        } else if !self.board.wait_at_start() {
+            return Err(FsbenchError::Failed(
+                "the phase stopped before its workers started".into(),
+            ));
+        }
+        // The wait was no operation.
+        if let Some(rec) = self.rec.as_mut() {
+            rec.skip_lap();
+        }
+        Ok(())
+    }
+
+    /// Leaves the start line if the work never stood there (it failed getting ready).
+    fn leave(&mut self) {
+        if !std::mem::replace(&mut self.started, true) && !self.alone {
+            self.board.arrive_without_waiting();
+        }
+    }
+}
+
+impl Drop for Worker<'_> {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
 
 /// Runs `work` on the calling thread (a worker thread started for it) with a descriptor table
 /// of its own: a copy of the process's, keeping only stdin, stdout, stderr and `keep` (the
@@ -40,18 +403,7 @@ pub(crate) fn with_private_fds<R>(
     let table = PrivateTable;
     let mut kept: Vec<u32> = keep.iter().map(|fd| fd.as_raw_fd() as u32).collect();
     kept.sort_unstable();
-    let mut first = 3;
-    for fd in kept.into_iter().chain([u32::MAX]) {
-        if fd > first {
-            close_range(first, fd - 1).map_err(|e| {
-                FsbenchError::Failed(format!(
-                    "a worker thread cannot close the descriptors it copied ({first}–{}): {e}",
-                    fd - 1
-                ))
-            })?;
-        }
-        first = first.max(fd.saturating_add(1));
-    }
+    fork::close_all_but(&kept);
     let outcome = work();
     drop(table);
     Ok(outcome)
@@ -62,35 +414,28 @@ struct PrivateTable;
 
 impl Drop for PrivateTable {
     fn drop(&mut self) {
-        // Nothing in this thread owns a descriptor any more; an error leaves only this
-        // thread's copies, which its exit closes.
-        let _ = close_range(0, u32::MAX);
+        // SAFETY: only this thread's private table is touched, and nothing in the thread owns
+        // a descriptor any more; an error leaves only this thread's copies, which its exit
+        // closes.
+        unsafe { libc::close_range(0, u32::MAX, 0) };
     }
 }
 
-fn close_range(first: u32, last: u32) -> std::io::Result<()> {
-    // SAFETY: only this thread's private table is touched, and the caller guarantees that
-    // nothing in the thread owns a descriptor in the range.
-    match unsafe { libc::close_range(first, last, 0) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
-}
-
-/// The workers of one parallel phase, as the phase's thread sees them: it sums their counts
+/// Worker threads a workload starts itself (threads that share state in fsbench's memory,
+/// as FFSB's share one file set), as the phase's thread sees them: it sums their counts
 /// into the phase's progress every [`POLL`] and is woken as soon as the last one finishes
 /// (not up to a poll later, which the phase's time would include).
-pub(crate) struct Crew<'a> {
+pub(crate) struct ThreadCrew<'a> {
     counts: Vec<&'a AtomicU64>,
     progress: &'a Progress,
     left: AtomicUsize,
     phase_thread: Thread,
 }
 
-impl<'a> Crew<'a> {
+impl<'a> ThreadCrew<'a> {
     /// On the phase's thread, before starting a worker per counter of `counts`.
-    pub(crate) fn new(counts: Vec<&'a AtomicU64>, progress: &'a Progress) -> Crew<'a> {
-        Crew {
+    pub(crate) fn new(counts: Vec<&'a AtomicU64>, progress: &'a Progress) -> ThreadCrew<'a> {
+        ThreadCrew {
             left: AtomicUsize::new(counts.len()),
             counts,
             progress,
@@ -138,7 +483,7 @@ pub(crate) fn join_all<T>(
 }
 
 /// Counts a worker out of its crew when dropped, waking the phase's thread after the last.
-struct Finished<'a, 'b>(&'a Crew<'b>);
+struct Finished<'a, 'b>(&'a ThreadCrew<'b>);
 
 impl Drop for Finished<'_, '_> {
     fn drop(&mut self) {
@@ -151,126 +496,4 @@ impl Drop for Finished<'_, '_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::os::fd::AsFd;
-    use std::sync::mpsc;
-    use std::time::Instant;
-
-    use rustix::fs::{Mode, OFlags};
-
-    use super::*;
-
-    /// Entries of the calling thread's descriptor table (the listing's own descriptor included).
-    fn own_table() -> Vec<String> {
-        std::fs::read_dir("/proc/thread-self/fd")
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect()
-    }
-
-    fn target_of(fd: i32) -> Option<std::path::PathBuf> {
-        std::fs::read_link(format!("/proc/thread-self/fd/{fd}")).ok()
-    }
-
-    #[test]
-    fn a_workers_descriptors_are_its_own_and_closed_before_it_ends() {
-        let scratch = tempfile::tempdir().unwrap();
-        let open = |path: &std::path::Path, flags| {
-            rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from(0o600)).unwrap()
-        };
-        let kept = open(scratch.path(), OFlags::DIRECTORY | OFlags::RDONLY);
-        let other = open(
-            &scratch.path().join("other"),
-            OFlags::CREATE | OFlags::WRONLY,
-        );
-        let (opened, seen) = mpsc::channel();
-        let (checked, check) = mpsc::channel::<()>();
-        let worker_file = scratch.path().join("worker");
-        let left_after = std::thread::scope(|s| {
-            let (kept, other) = (kept.as_fd(), other.as_raw_fd());
-            let worker = s.spawn(move || {
-                with_private_fds(&[kept], || {
-                    // The other copy was closed; the kept directory is at its number.
-                    // SAFETY: only asks whether the number is open in this table.
-                    let other_gone =
-                        rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(other) });
-                    let file = rustix::fs::openat(kept, "worker", OFlags::CREATE, Mode::empty());
-                    let file = file.unwrap();
-                    opened.send(file.as_raw_fd()).unwrap();
-                    check.recv().unwrap();
-                    other_gone
-                })
-                .map(|other_gone| (other_gone, own_table()))
-            });
-            // The worker's file is open in its table, not in the process's.
-            let fd = seen.recv().unwrap();
-            assert_ne!(target_of(fd), Some(worker_file.clone()));
-            checked.send(()).unwrap();
-            worker.join().unwrap().unwrap()
-        });
-        assert_eq!(left_after.0, Err(rustix::io::Errno::BADF));
-        // Only the listing's own descriptor was left in the worker's table once `work` ended.
-        assert_eq!(left_after.1.len(), 1, "{:?}", left_after.1);
-        // The process's copies are untouched.
-        assert_eq!(
-            target_of(other.as_raw_fd()),
-            Some(scratch.path().join("other"))
-        );
-        assert!(rustix::io::fcntl_getfd(&kept).is_ok());
-    }
-
-    #[test]
-    fn a_crew_wakes_its_phase_thread_when_the_last_worker_ends() {
-        let (count, progress) = (AtomicU64::new(0), Progress::default());
-        let crew = Crew::new(vec![&count, &count], &progress);
-        std::thread::scope(|s| {
-            let workers: Vec<_> = (0..2)
-                .map(|_| s.spawn(|| crew.work(&[], || ()).unwrap()))
-                .collect();
-            // Joined one by one, without parking (the scope's end parks, and would take the
-            // wake-up).
-            for w in workers {
-                w.join().unwrap();
-            }
-        });
-        // The last worker left the phase thread a wake-up: this returns at once.
-        let parked = Instant::now();
-        std::thread::park_timeout(Duration::from_secs(10));
-        assert!(parked.elapsed() < Duration::from_secs(5));
-    }
-
-    #[test]
-    fn a_panicking_worker_still_counts_out() {
-        let (count, progress) = (AtomicU64::new(7), Progress::default());
-        let crew = Crew::new(vec![&count], &progress);
-        std::thread::scope(|s| {
-            let h = s.spawn(|| crew.work(&[], || panic!("worker fails")));
-            crew.wait(std::slice::from_ref(&h));
-            assert!(h.join().is_err());
-        });
-        assert_eq!(crew.left.load(Ordering::Relaxed), 0);
-        // Its first-done carries the units done then, not the last poll's.
-        assert_eq!(progress.threads().1.map(|(_, units)| units), Some(7));
-    }
-
-    #[test]
-    fn join_all_keeps_order_and_names_a_panic() {
-        let outcomes = std::thread::scope(|s| {
-            let handles = vec![
-                s.spawn(|| Ok(1)),
-                s.spawn(|| panic!("worker fails")),
-                s.spawn(|| Err(FsbenchError::Failed("its own".into()))),
-            ];
-            join_all(handles, "a test thread panicked")
-        });
-        let texts: Vec<String> = (outcomes.iter())
-            .map(|o| match o {
-                Ok(n) => n.to_string(),
-                Err(e) => e.to_string(),
-            })
-            .collect();
-        assert_eq!(texts[0], "1");
-        assert!(texts[1].contains("a test thread panicked"), "{texts:?}");
-        assert!(texts[2].contains("its own"), "{texts:?}");
-    }
-}
+mod tests;

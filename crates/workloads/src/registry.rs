@@ -299,6 +299,14 @@ impl Params {
         with_params!(self, p => p.threads())
     }
 
+    /// How its parallel phases run: its workers' count and kind (none for one worker, or a
+    /// workload whose processes and threads its own definition lays out, as filebench's).
+    pub fn workers(&self) -> Option<fsbench_model::workload::Workers> {
+        let count = self.threads();
+        let mode = with_params!(self, p => p.worker_mode())?;
+        (count > 1).then_some(fsbench_model::workload::Workers { mode, count })
+    }
+
     /// What the workload needs; an error when its sizes and counts overflow 64 bits (a need
     /// that wrapped around would pass the free-space check).
     pub fn space_needed(&self) -> anyhow::Result<SpaceNeed> {

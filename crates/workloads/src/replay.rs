@@ -370,9 +370,11 @@ impl Workload for Replay {
         _round: u32,
         cancel: &Arc<AtomicBool>,
     ) -> Result<(), FsbenchError> {
-        let loaded = Loaded::read(self.params.trace.as_deref())
+        let mut loaded = Loaded::read(self.params.trace.as_deref())
             .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
         self.refused_entries = state::recreate(dir, &loaded.entries, cancel)?;
+        // Made: a state of many entries is not held through the phases.
+        loaded.entries = Vec::new();
         self.loaded = Some(loaded);
         Ok(())
     }

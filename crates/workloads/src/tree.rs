@@ -25,6 +25,7 @@ use crate::oracle::Oracle;
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
+use fsbench_model::workload::WorkerMode;
 
 /// fdtree's block: file sizes are given in 4 KiB blocks.
 pub const BLOCK: usize = 4096;
@@ -97,6 +98,7 @@ fn build(p: &Parsed) -> anyhow::Result<TreeParams> {
         stat: p.flag("stat"),
         read: p.flag("read"),
         threads: p.small("threads").expect("threads has a default"),
+        workers: crate::parallel::workers_of(p),
         shared: p.flag("shared"),
         fsync: p.flag("fsync"),
         bytes: p.small("bytes"),
@@ -125,9 +127,12 @@ pub struct TreeParams {
     /// mdtest's file read phase.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read: bool,
-    /// Threads, each on a tree of its own (the totals are all threads').
+    /// Workers, each on a tree of its own (the totals are all workers').
     #[serde(skip_serializing_if = "is_one")]
     pub threads: u32,
+    /// Whether the workers are processes or threads.
+    #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
+    pub workers: WorkerMode,
     /// The threads share one tree (mdtest without -u).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
@@ -163,6 +168,7 @@ impl TreeParams {
             stat: false,
             read: false,
             threads: 1,
+            workers: WorkerMode::default(),
             shared: false,
             bytes: None,
             fsync: false,
@@ -285,6 +291,9 @@ impl WorkloadParams for TreeParams {
         }
         if self.threads > 1 {
             name.push_str(&format!(",threads={}", self.threads));
+            if self.workers != WorkerMode::default() {
+                name.push_str(&format!(",workers={}", self.workers.name()));
+            }
         }
         if self.shared {
             name.push_str(",shared");
@@ -336,10 +345,11 @@ impl WorkloadParams for TreeParams {
             Some(b) => format!("; files of {b} bytes{extra}"),
             None => extra.to_string(),
         };
+        let workers = self.workers.name();
         let extra = match (self.threads, self.shared) {
             (0 | 1, _) => extra,
-            (n, false) => format!("{extra}; {n} threads, each on a tree of its own"),
-            (n, true) => format!("{extra}; {n} threads sharing one tree, each its own files"),
+            (n, false) => format!("{extra}; {n} {workers}, each on a tree of its own"),
+            (n, true) => format!("{extra}; {n} {workers} sharing one tree, each its own files"),
         };
         let extra = match self.fsync {
             true => format!("{extra}; every file and directory fsync'ed once made"),
@@ -381,6 +391,10 @@ impl WorkloadParams for TreeParams {
 
     fn threads(&self) -> u32 {
         self.threads
+    }
+
+    fn worker_mode(&self) -> Option<WorkerMode> {
+        Some(self.workers)
     }
 
     fn mpi_shares_directory(&self) -> bool {

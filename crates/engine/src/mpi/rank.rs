@@ -212,7 +212,8 @@ fn run_phases(
         };
         let start_ns = realtime_ns();
         let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
-        let end_ns = realtime_ns();
+        // The phase ended with its work (IOR's last close), not once its figures were summed.
+        let end_ns = work_ended_ns(progress);
         let stonewalled =
             (stonewall.as_ref()).filter(|_| spec.stonewall_phase().is_ok_and(|p| p == info.name));
         if let Some(s) = stonewalled {
@@ -235,6 +236,13 @@ fn run_phases(
         records.extend(gather(comm, job, info, mine)?);
     }
     Ok((comm.rank == 0).then_some(records))
+}
+
+/// When the phase's work ended, on the real-time clock (now if it is not known).
+fn work_ended_ns(progress: &Progress) -> u64 {
+    let ended = progress.work_ended.lock().ok().and_then(|mut e| e.take());
+    let ago = ended.map_or(Duration::ZERO, |at| at.elapsed());
+    realtime_ns().saturating_sub(ago.as_nanos() as u64)
 }
 
 /// One rank per node drops the node's caches; everyone waits for every node. Whether this

@@ -171,6 +171,7 @@ fn recorded_run_record(keys: (ConfigKey, WorkloadKey), config: &str, spec: &Para
         preparation: None,
         probe_after: None,
         output: Vec::new(),
+        workers: spec.workers(),
     }
 }
 

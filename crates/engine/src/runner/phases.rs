@@ -73,10 +73,14 @@ fn measure_phase(
     let info = &phases[index];
     workload.before_phase(index)?;
     settings.progress.reset_threads();
-    let started = Instant::now();
     let sampler = PhaseProgress::start(settings.progress.clone());
     let mut recorder = PhaseRecorder::start(&info.name, settings.progress.clone());
     let outcome = workload.run_phase(index, dir.as_fd(), &mut recorder);
+    if let Ok(mut ended) = settings.progress.work_ended.lock() {
+        *ended = Some(recorder.ended());
+    }
+    // Where workers were started first, the work began when they were released.
+    let started = recorder.began();
     let measurement = recorder.finish();
     let progress = sampler.finish();
     outcome?;
@@ -93,7 +97,10 @@ fn measure_phase(
     let threads = match settings.progress.threads() {
         (n, Some((first, first_units))) if n >= 2 => Some(ThreadsDone::new(
             n,
-            (first.duration_since(started).as_secs_f64(), first_units),
+            (
+                first.saturating_duration_since(started).as_secs_f64(),
+                first_units,
+            ),
             (measurement.elapsed_secs(), measurement.ops),
         )),
         _ => None,

@@ -187,5 +187,6 @@ pub(super) fn new_record(
         preparation: None,
         probe_after: None,
         output: Vec::new(),
+        workers: run.spec.workers(),
     }
 }

@@ -12,11 +12,12 @@ use std::fmt::Write;
 
 use fsbench_model::fio::LogOptions;
 use fsbench_model::measurement::LogFile;
+use serde::{Deserialize, Serialize};
 
 use super::plat::{PLAT_NR, plat_index};
 
 /// One line of a value log.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(super) struct Entry {
     time_ms: u64,
     value: u64,
@@ -26,7 +27,7 @@ pub(super) struct Entry {
 }
 
 /// A window being averaged (per direction), as fio's `avg_window`.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 struct Window {
     samples: u64,
     sum: u64,
@@ -36,7 +37,7 @@ struct Window {
 
 /// One value log (`lat`, `clat`, `slat`, `bw` or `iops`): its entries, and its windows when
 /// averaged.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct ValueLog {
     entries: Vec<Entry>,
     windows: [Window; 2],
@@ -134,7 +135,7 @@ impl ValueLog {
 }
 
 /// One interval's completion latencies in fio's buckets, only the buckets that had any.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct HistEntry {
     time_ms: u64,
     dir: u8,
@@ -143,7 +144,7 @@ struct HistEntry {
 }
 
 /// The histogram log: each direction's counts since its last entry.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct HistLog {
     current: [Box<[u32]>; 2],
     last_ms: [u64; 2],
@@ -208,7 +209,7 @@ impl HistLog {
 }
 
 /// Every log one thread keeps.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Logs {
     pub(super) opts: LogOptions,
     /// fio's thread number, in the files' names.

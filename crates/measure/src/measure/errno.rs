@@ -4,6 +4,9 @@ use rustix::io::Errno;
 
 use crate::error::FsbenchError;
 
+/// What a full disk's error says to do, until the runner, which knows the target, says better.
+pub const SPACE_REMEDY: &str = "use a larger target or a smaller workload";
+
 /// The errors that end a phase, whoever meets them: a full disk, or a filesystem failing (a
 /// storm of I/O errors or a filesystem gone read-only makes going on pointless). `None` for an
 /// error that is counted and tolerated.
@@ -14,7 +17,7 @@ pub fn fatal_error(errno: Errno, phase: &str, ops: u64) -> Option<FsbenchError> 
             phase: phase.to_string(),
             ops,
             errno: name,
-            remedy: "use a larger target or a smaller workload",
+            remedy: SPACE_REMEDY,
         });
     }
     (errno == Errno::IO || errno == Errno::ROFS).then(|| {

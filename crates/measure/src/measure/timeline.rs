@@ -9,6 +9,7 @@
 //! the phase started, so the hot path adds one integer and increments one counter.
 
 use fsbench_model::measurement::{LatencyPoint, LatencyTimeline};
+use serde::{Deserialize, Serialize};
 
 /// The width of the intervals until the phase outgrows [`MAX_INTERVALS`] of them.
 pub const FIRST_INTERVAL_MS: u64 = 100;
@@ -236,6 +237,68 @@ impl Timeline {
             interval_ms: self.width_ns / 1_000_000,
             points,
         }
+    }
+}
+
+/// One interval as it crosses between processes: calls, maximum, (bucket, count) pairs of
+/// its non-empty buckets.
+type SparseBins = (u64, u64, Vec<(u32, u32)>);
+
+/// A timeline as it crosses between processes: each interval's non-empty buckets only.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct TimelineTally {
+    width_ns: u64,
+    end_ns: u64,
+    now_ns: u64,
+    /// Per interval, the last being the current one.
+    bins: Vec<SparseBins>,
+}
+
+impl Timeline {
+    pub(super) fn tally(self) -> TimelineTally {
+        let sparse = |b: &Bins| {
+            let counts = (b.counts.iter().enumerate())
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| (i as u32, *n))
+                .collect();
+            (b.calls, b.max_ns, counts)
+        };
+        let mut bins: Vec<_> = self.closed.iter().map(sparse).collect();
+        bins.push(sparse(&self.current));
+        TimelineTally {
+            width_ns: self.width_ns,
+            end_ns: self.end_ns,
+            now_ns: self.now_ns,
+            bins,
+        }
+    }
+
+    pub(super) fn from_tally(tally: TimelineTally) -> Result<Timeline, String> {
+        let mut closed = Vec::with_capacity(tally.bins.len());
+        for (calls, max_ns, counts) in tally.bins {
+            let mut b = Bins::new();
+            for (i, n) in counts {
+                *b.counts
+                    .get_mut(i as usize)
+                    .ok_or_else(|| format!("timeline bucket {i} of {BUCKETS}"))? = n;
+            }
+            b.calls = calls;
+            b.max_ns = max_ns;
+            closed.push(b);
+        }
+        let current = closed
+            .pop()
+            .ok_or("a timeline without its current interval")?;
+        if closed.len() > MAX_INTERVALS || tally.width_ns == 0 {
+            return Err("a timeline of more intervals than kept".into());
+        }
+        Ok(Timeline {
+            width_ns: tally.width_ns,
+            end_ns: tally.end_ns,
+            now_ns: tally.now_ns,
+            closed,
+            current,
+        })
     }
 }
 

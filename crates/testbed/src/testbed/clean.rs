@@ -5,10 +5,11 @@
 //! device or a tmpfs), a loop device must be backed by the image fsbench made there or be the
 //! one it recorded for a user's file. Anything else is left and reported.
 //!
-//! What a killed run started is finished first, in this order: what its commands left
-//! running in their cgroups (it keeps mounts busy), its zfs pools and daemons, the FUSE
-//! daemons serving its devices; then its queue settings are put back, its mounts unmounted,
-//! its loop devices detached and its directory removed.
+//! What a killed run started is finished first, in this order: its worker processes (none
+//! should be left: each dies with its fsbench), what its commands left running in their
+//! cgroups (it keeps mounts busy), its zfs pools and daemons, the FUSE daemons serving its
+//! devices; then its queue settings are put back, its mounts unmounted, its loop devices
+//! detached and its directory removed.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -169,6 +170,12 @@ fn loop_in_use(device: &Path) -> Option<String> {
 /// device to go.
 pub fn undo(state: &State, patience: Duration) -> Undone {
     let mut undone = Undone::default();
+    for said in fsbench_workloads::strays::stop(state.pid, state.start_ticks) {
+        match said {
+            Ok(done) => undone.done.push(done),
+            Err(left) => undone.left.push(left),
+        }
+    }
     undo_cgroups(state, &mut undone);
     let scratch = &state.scratch;
     // Before anything is unmounted below it: a state file naming `/` must undo nothing.

@@ -426,6 +426,11 @@ impl WorkloadParams for FfsbParams {
         u32::try_from(self.total_threads()).unwrap_or(u32::MAX)
     }
 
+    /// FFSB's threads share one file set in one process's memory.
+    fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
+        Some(fsbench_model::workload::WorkerMode::Threads)
+    }
+
     fn needs(&self) -> Option<Need> {
         self.directio.then_some(Need {
             capability: Capability::Direct,

@@ -12,7 +12,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
-use crate::parallel::{Crew, join_all};
+use crate::parallel::{ThreadCrew as Crew, join_all};
 use fsbench_measure::calls::{Aligned, push_decimal, read_full, write_all};
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::extents::Mapper;

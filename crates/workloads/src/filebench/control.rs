@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use super::shm::{Region, SharedLock};
+use crate::parallel::shm::{Region, SharedLock};
 
 /// How long a wait sleeps before it looks at the stop flag again.
 pub(super) const POLL: Duration = Duration::from_millis(50);

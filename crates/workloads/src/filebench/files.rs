@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 
-use super::shm::{Guard, Region, SharedLock};
+use crate::parallel::shm::{Guard, Region, SharedLock};
 
 /// What a flowop wants of a set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

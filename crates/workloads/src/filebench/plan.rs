@@ -10,7 +10,7 @@ use super::control::{Control, Semaphore, WakePoint};
 use super::files::SetState;
 use super::layout::Layout;
 use super::model::{Counted, Model, Op};
-use super::shm::Region;
+use crate::parallel::shm::Region;
 
 /// One worker thread: its process's and thread's definitions in the model.
 #[derive(Debug, Clone, Copy)]

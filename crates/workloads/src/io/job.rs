@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
 
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
@@ -28,15 +29,21 @@ pub(crate) fn file_name(job: usize, copy: u32, file: usize) -> String {
     }
 }
 
-/// What a job measured besides its recorder's counts and total latency.
+/// What a job measured besides its recorder's counts and total latency (serde: a worker
+/// process hands it back).
+#[derive(Serialize, Deserialize)]
 pub(crate) struct JobOut {
     /// Per direction (read, write): submission and completion latency.
+    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
     pub slat: [Histogram<u64>; 2],
+    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
     pub clat: [Histogram<u64>; 2],
     /// Open loop: how late each I/O was issued after its scheduled time (the harness's
     /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
+    #[serde(with = "fsbench_measure::measure::histogram_serde")]
     pub lag: Histogram<u64>,
     /// Open loop: per direction, each I/O's latency from its scheduled time.
+    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
     pub from_schedule: [Histogram<u64>; 2],
     /// What fio reports of the thread besides (its lat, syncs, depths, CPU, rates, logs).
     pub stats: JobStats,
@@ -128,6 +135,9 @@ impl<'a> Job<'a> {
         let mut flags = if writes { OFlags::RDWR } else { OFlags::RDONLY } | OFlags::CLOEXEC;
         if params.direct {
             flags |= OFlags::DIRECT;
+        }
+        if params.create_on_open {
+            flags |= OFlags::CREATE;
         }
         let files = (0..params.nrfiles as usize)
             .map(|f| {

@@ -15,15 +15,11 @@ mod spelling;
 mod values;
 mod written;
 
-/// Options that shape how fio runs, measures or reports jobs, not what a job does:
-/// accepted, since fsbench runs jobs as threads with descriptor tables of their own, reports
-/// each job, and measures every latency anyway (fio's `gtod_reduce` and `disable_*` only
-/// spare fio the clock reads).
+/// Options that shape how fio measures or reports jobs, not what a job does: accepted,
+/// since fsbench reports each job and measures every latency anyway (fio's `gtod_reduce`
+/// and `disable_*` only spare fio the clock reads).
 const ACCEPTED: &[&str] = &[
     "name",
-    "thread",
-    // fio 3.33 takes `threads=1` (examples/waitfor.fio) as `thread`.
-    "threads",
     "new_group",
     "gtod_reduce",
     "disable_lat",
@@ -394,6 +390,12 @@ mod tests {
             (super::super::Rw::Write, 128 << 10, true)
         );
         assert!(jobs[1].name().starts_with("write"));
+        // fio runs jobs as processes unless told `thread`.
+        use fsbench_model::workload::WorkerMode;
+        assert_eq!(
+            (jobs[0].workers, jobs[1].workers),
+            (WorkerMode::Processes, WorkerMode::Threads)
+        );
     }
 
     #[test]

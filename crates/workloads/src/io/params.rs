@@ -5,10 +5,11 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 use crate::options::{Parsed, WorkloadKind};
-use crate::{Need, PhaseInfo, SpaceNeed, Workload, WorkloadParams};
+use crate::{Need, PhaseInfo, RankShare, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::invalid;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::{compact_size, format_bytes};
+use fsbench_model::workload::WorkerMode;
 
 /// fio's `rw=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,8 +155,15 @@ pub struct IoParams {
     pub filesize: u64,
     pub nrfiles: u32,
     pub numjobs: u32,
+    /// Whether the jobs run as processes (fio's default) or threads (fio's `thread`).
+    #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
+    pub workers: WorkerMode,
     /// Where I/O starts in each file.
     pub offset: u64,
+    /// No layout: each job's open creates its files, in the timed phase (fio's
+    /// `create_on_open`, IOR's create).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub create_on_open: bool,
     pub direct: bool,
     pub invalidate: bool,
     pub engine: Engine,
@@ -280,7 +288,9 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         filesize,
         nrfiles,
         numjobs: p.small("numjobs").expect("has a default"),
+        workers: crate::parallel::workers_of(p),
         offset,
+        create_on_open: p.flag("create-on-open"),
         direct: p.flag("direct"),
         invalidate: p.flag("invalidate"),
         engine,
@@ -394,8 +404,14 @@ impl WorkloadParams for IoParams {
         if self.direct {
             name.push_str(",direct");
         }
+        if self.create_on_open {
+            name.push_str(",create_on_open");
+        }
         if self.numjobs > 1 {
             name.push_str(&format!(",numjobs={}", self.numjobs));
+            if self.workers != WorkerMode::default() {
+                name.push_str(&format!(",workers={}", self.workers.name()));
+            }
         }
         if self.rate_iops > 0 {
             name.push_str(&format!(",rate_iops={}", self.rate_iops));
@@ -431,6 +447,18 @@ impl WorkloadParams for IoParams {
         }
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
+        }
+        if self.create_on_open && self.rw.read_percent(self.rwmixread) > 0 {
+            return no(format!(
+                "`create-on-open` makes empty files: `rw={}` reads, and needs them laid out",
+                self.rw.name()
+            ));
+        }
+        if self.create_on_open && self.ramp_ms > 0 {
+            return no(
+                "`create-on-open` creates the files in the timed phase: no `ramp-time` before it"
+                    .into(),
+            );
         }
         if self.rate > 0 && self.rate_iops > 0 {
             return no("give `rate` or `rate-iops`, not both".into());
@@ -478,9 +506,13 @@ impl WorkloadParams for IoParams {
             d => format!(", {}", d.text()),
         };
         format!(
-            "fio-style {}{skew}: {} job(s) × {} file(s) of {}, {} at depth {}, {limit}",
+            "fio-style {}{skew}: {} job(s){} × {} file(s) of {}, {} at depth {}, {limit}",
             self.rw.name(),
             self.numjobs,
+            match self.numjobs {
+                1 => String::new(),
+                _ => format!(" as {}", self.workers.name()),
+            },
             self.nrfiles,
             format_bytes(self.filesize),
             self.engine.name(),
@@ -520,10 +552,62 @@ impl WorkloadParams for IoParams {
         self.jobs().map(|j| j.numjobs).sum()
     }
 
+    fn worker_mode(&self) -> Option<WorkerMode> {
+        Some(self.workers)
+    }
+
+    /// Under `--shared-dir` the ranks' jobs share their files (IOR without `-F`).
+    fn mpi_shares_directory(&self) -> bool {
+        true
+    }
+
+    fn rank_instance(&self, rank: &RankShare<'_>) -> Box<dyn Workload> {
+        match rank.shared_dir {
+            Some(_) => Box::new(super::Io::new(shared_file_share(self, rank.rank))),
+            None => self.instantiate(),
+        }
+    }
+
     fn needs(&self) -> Option<Need> {
         self.jobs().any(|j| j.direct).then_some(Need {
             capability: Capability::Direct,
             option: "`direct`",
         })
+    }
+}
+
+/// Rank `rank`'s share of files every rank's jobs use: its region of each file right after
+/// rank `rank - 1`'s, as IOR lays out a shared file (segment by segment, rank by rank).
+fn shared_file_share(p: &IoParams, rank: usize) -> IoParams {
+    let region = p.filesize - p.offset;
+    let offset = p.offset + rank as u64 * region;
+    IoParams {
+        offset,
+        filesize: offset + region,
+        beside: p
+            .beside
+            .iter()
+            .map(|b| shared_file_share(b, rank))
+            .collect(),
+        ..p.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_sharing_a_file_write_regions_of_their_own_one_after_another() {
+        let p = IoParams::parse("rw=write,bs=1m,size=256m,offset=4k").unwrap();
+        let regions: Vec<(u64, u64)> = (0..3)
+            .map(|r| shared_file_share(&p, r))
+            .map(|s| (s.offset, s.filesize))
+            .collect();
+        let (k, m) = (4096, 256 << 20);
+        assert_eq!(
+            regions,
+            [(k, k + m), (k + m, k + 2 * m), (k + 2 * m, k + 3 * m)]
+        );
     }
 }

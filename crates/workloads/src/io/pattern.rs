@@ -2,11 +2,13 @@
 //! the block size (`bssplit`), the offset (sequential, or random by a distribution, each
 //! block once per pass unless `norandommap`), and the pass's end.
 
+use serde::{Deserialize, Serialize};
+
 use super::params::{Distribution, IoParams};
 
 /// A small fast generator (xorshift64*): offsets must cost nothing beside the I/O, and
 /// `randrepeat` needs the same sequence from the same seed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Rng(u64);
 
 impl Rng {
@@ -51,7 +53,7 @@ fn hash(v: u64) -> u64 {
 }
 
 /// A skewed or uniform pick of one block among `n`.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 enum Picker {
     Uniform,
     /// Gray et al.'s zipf generator, as fio's lib/zipf.c.
@@ -138,7 +140,7 @@ impl Picker {
 }
 
 /// Blocks of one file already done this pass (fio's random map), in `min_bs` units.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Map {
     words: Vec<u64>,
 }
@@ -195,8 +197,10 @@ pub(crate) struct Next {
 }
 
 /// The sequence of one job's I/Os. Jobs' patterns lie side by side, and each is written at
-/// every I/O by its own job's thread: each starts on a cache line (pair) of its own.
-#[derive(Debug)]
+/// every I/O by its own job's thread: each starts on a cache line (pair) of its own. A job
+/// run by a worker process hands its pattern back after the phase (serde), so that the
+/// timed phase goes on where the ramp left off.
+#[derive(Debug, Serialize, Deserialize)]
 #[repr(align(128))]
 pub(crate) struct Pattern {
     rng: Rng,

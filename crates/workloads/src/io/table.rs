@@ -50,16 +50,18 @@ const OPTIONS: &[OptionDef] = &[
         min: 1,
         max: 1024,
         default: Some("1"),
-        ..OptionDef::new(
-            "numjobs",
-            OptKind::Count,
-            "jobs, threads with private descriptor tables",
-        )
+        ..OptionDef::new("numjobs", OptKind::Count, "jobs running at once (workers)")
     },
+    crate::parallel::WORKERS_OPTION,
     OptionDef {
         default: Some("0"),
         ..OptionDef::new("offset", OptKind::Size, "where I/O starts in each file")
     },
+    OptionDef::new(
+        "create-on-open",
+        OptKind::Flag,
+        "no layout: each job's open creates its files, timed (writes only; IOR's create)",
+    ),
     OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
     OptionDef {
         default: Some("true"),

@@ -1,6 +1,7 @@
 //! The iozone workload's parameters: the option table, presets and what they imply.
 
 use super::*;
+use fsbench_model::workload::WorkerMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,8 +29,11 @@ pub struct IozoneParams {
     /// close included in the timing (IOzone -c).
     #[serde(default)]
     pub close: bool,
-    /// Threads, each on a file of its own (IOzone's throughput mode).
+    /// Workers, each on a file of its own (IOzone's throughput mode, `-t`).
     pub threads: u32,
+    /// Whether the workers are processes (IOzone's default) or threads (IOzone's `-T`).
+    #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
+    pub workers: WorkerMode,
     /// Sync and drop caches before each read test (root only).
     pub drop_caches: bool,
 }
@@ -78,9 +82,10 @@ pub(super) const OPTIONS: &[OptionDef] = &[
         ..OptionDef::new(
             "threads",
             OptKind::Count,
-            "threads, each on a file of its own",
+            "workers, each on a file of its own (-t)",
         )
     },
+    crate::parallel::WORKERS_OPTION,
     OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
     OptionDef::new("sync", OptKind::Flag, "O_SYNC"),
     OptionDef::new("fsync", OptKind::Flag, "fsync timed with writes (-e)"),
@@ -173,6 +178,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IozoneParams> {
         fsync: p.flag("fsync"),
         close: p.flag("close"),
         threads: p.small("threads").expect("threads has a default"),
+        workers: crate::parallel::workers_of(p),
         drop_caches: !p.flag("no-drop"),
     })
 }
@@ -240,6 +246,9 @@ impl WorkloadParams for IozoneParams {
         }
         if self.threads > 1 {
             name.push_str(&format!(",threads={}", self.threads));
+            if self.workers != WorkerMode::default() {
+                name.push_str(&format!(",workers={}", self.workers.name()));
+            }
         }
         name
     }
@@ -278,12 +287,16 @@ impl WorkloadParams for IozoneParams {
         let tests: Vec<&str> = self.tests().map(|t| t.0).collect();
         let largest = self.file_sizes.iter().max().copied().unwrap_or(0);
         format!(
-            "IOzone-style matrix: {} cells (files up to {}, records {}–{}), {} thread(s); tests: {}{}",
+            "IOzone-style matrix: {} cells (files up to {}, records {}–{}), {} {}; tests: {}{}",
             self.cells().len(),
             format_bytes(largest),
             format_bytes(self.record_sizes.iter().min().copied().unwrap_or(0)),
             format_bytes(self.record_sizes.iter().max().copied().unwrap_or(0)),
             self.threads,
+            match self.threads {
+                1 => "thread",
+                _ => self.workers.name(),
+            },
             tests.join(", "),
             if self.drop_caches {
                 "; caches dropped before reads"
@@ -322,6 +335,10 @@ impl WorkloadParams for IozoneParams {
 
     fn threads(&self) -> u32 {
         self.threads
+    }
+
+    fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
+        Some(self.workers)
     }
 
     fn needs(&self) -> Option<Need> {

@@ -23,7 +23,7 @@ pub(crate) use paths::ProcFd;
 
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
-use crate::parallel::{Crew, join_all};
+use crate::parallel::{ThreadCrew as Crew, join_all};
 use calls::{Fds, Worker};
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::measure::{PhaseRecorder, lap_clock};

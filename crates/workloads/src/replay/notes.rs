@@ -143,13 +143,20 @@ fn adapted(how: Adapted, n: u64, mapped: &[Vec<u8>]) -> String {
 /// that differ (missing, extra, or of another type, size, mode or link count) and a note
 /// naming a few.
 pub(super) fn tree(program: &[Left], replay: &[Left]) -> (u64, Option<String>) {
-    let index = |t: &[Left]| -> BTreeMap<Vec<u8>, Left> {
-        t.iter().map(|e| (e.path.clone(), e.clone())).collect()
-    };
+    // Sorted references, looked up by binary search: a tree of many entries is not copied.
+    fn index(t: &[Left]) -> Vec<&Left> {
+        let mut v: Vec<&Left> = t.iter().collect();
+        v.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        v
+    }
+    fn find<'a>(t: &[&'a Left], path: &[u8]) -> Option<&'a Left> {
+        let at = t.binary_search_by(|e| e.path[..].cmp(path)).ok()?;
+        Some(t[at])
+    }
     let (want, mut got) = (index(program), index(replay));
     // What a filesystem makes of itself (ext2/3/4's lost+found) is not the replay's.
-    if !want.contains_key(&b"lost+found"[..]) {
-        got.retain(|p, _| p != b"lost+found" && !p.starts_with(b"lost+found/"));
+    if find(&want, b"lost+found").is_none() {
+        got.retain(|e| e.path != b"lost+found" && !e.path.starts_with(b"lost+found/"));
     }
     let describe = |e: Option<&Left>| match e {
         None => "missing".to_string(),
@@ -160,11 +167,9 @@ pub(super) fn tree(program: &[Left], replay: &[Left]) -> (u64, Option<String>) {
         },
     };
     let mut differ = Vec::new();
-    for path in want
-        .keys()
-        .chain(got.keys().filter(|p| !want.contains_key(*p)))
-    {
-        let (w, g) = (want.get(path), got.get(path));
+    let only_got = got.iter().filter(|e| find(&want, &e.path).is_none());
+    for path in want.iter().chain(only_got).map(|e| &e.path[..]) {
+        let (w, g) = (find(&want, path), find(&got, path));
         if w != g {
             differ.push(format!(
                 "{}: program {}, replay {}",

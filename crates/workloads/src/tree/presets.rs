@@ -62,9 +62,10 @@ pub(super) const OPTIONS: &[OptionDef] = &[
         ..OptionDef::new(
             "threads",
             OptKind::Count,
-            "threads, each on a tree of its own (one node's scaling, as fxmark)",
+            "workers, each on a tree of its own (one node's scaling, as fxmark)",
         )
     },
+    crate::parallel::WORKERS_OPTION,
     OptionDef::new(
         "fsync",
         OptKind::Flag,
@@ -74,7 +75,7 @@ pub(super) const OPTIONS: &[OptionDef] = &[
     OptionDef::new(
         "shared",
         OptKind::Flag,
-        "the threads share one tree: thread 0 makes and removes its directories, every thread \
+        "the workers share one tree: worker 0 makes and removes its directories, every worker \
          adds its own files (mdtest without -u)",
     ),
 ];

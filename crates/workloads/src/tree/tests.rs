@@ -105,11 +105,25 @@ fn mdtest_phases_come_between_create_and_remove() {
 }
 
 #[test]
-fn threads_each_walk_a_tree_of_their_own() {
-    use std::sync::Arc;
+fn workers_each_walk_a_tree_of_their_own() {
     let params = TreeParams::parse("dirs=2,files=3,levels=2,threads=3,stat").unwrap();
     assert_eq!(params.name(), "d2-f3-s1-l2,stat,threads=3");
     assert_eq!((params.total_dirs(), params.total_files()), (21, 63));
+    walk_three_trees(params);
+    let params = TreeParams::parse("dirs=2,files=3,levels=2,threads=3,stat,workers=threads");
+    let params = params.unwrap();
+    assert_eq!(params.name(), "d2-f3-s1-l2,stat,threads=3,workers=threads");
+    assert!(
+        params
+            .describe()
+            .ends_with("3 threads, each on a tree of its own")
+    );
+    walk_three_trees(params);
+}
+
+/// Every phase of a tree of 3 workers: every unit counted, every tree made and removed.
+fn walk_three_trees(params: TreeParams) {
+    use std::sync::Arc;
     let scratch = tempfile::tempdir().unwrap();
     let dir = rustix::fs::open(
         scratch.path(),

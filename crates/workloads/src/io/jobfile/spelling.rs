@@ -17,6 +17,8 @@ pub(super) const ALIASES: &[&str] = &[
     "timeout",
     "nr_files",
     "fileoffset",
+    "thread",
+    "threads",
 ];
 
 /// The io workload's options (and values) for fio's `key=value`; `Err` says why fsbench
@@ -50,6 +52,8 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         "buffered" => one("direct", if flag(value) { "0" } else { "1" }),
         "iodepth_batch" => one("iodepth_batch_submit", value),
         "iodepth_batch_complete" => one("iodepth_batch_complete_min", value),
+        // fio runs jobs as processes unless told `thread` (3.33 takes `threads=1` too).
+        "thread" | "threads" => one("workers", if flag(value) { "threads" } else { "processes" }),
         "timeout" => one("runtime", value),
         "nr_files" => one("nrfiles", value),
         "fileoffset" => one("offset", value),

@@ -1,4 +1,4 @@
-//! Memory the workload's processes share: one anonymous shared mapping made before they are
+//! Memory a phase's processes share: one anonymous shared mapping made before they are
 //! forked, so it is at the same address in each (no pointer into it depends on where the
 //! kernel puts it in a later exec: filebench's crash with ASLR), with process-shared locks.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 use fsbench_measure::error::FsbenchError;
 
 /// A shared anonymous mapping, handed out front to back; unmapped when dropped.
-pub(super) struct Region {
+pub(crate) struct Region {
     base: *mut u8,
     len: usize,
     used: Cell<usize>,
@@ -22,14 +22,15 @@ unsafe impl Send for Region {}
 
 /// Types that are valid when all their bytes are zero (a fresh mapping's), and meant to be
 /// shared: atomics and the locks below.
-pub(super) trait Zeroed {}
+pub(crate) trait Zeroed {}
+impl Zeroed for std::sync::atomic::AtomicBool {}
 impl Zeroed for std::sync::atomic::AtomicU64 {}
 impl Zeroed for std::sync::atomic::AtomicI64 {}
 impl Zeroed for std::sync::atomic::AtomicU32 {}
 impl Zeroed for std::sync::atomic::AtomicU16 {}
 
 impl Region {
-    pub(super) fn new(len: usize) -> Result<Region, FsbenchError> {
+    pub(crate) fn new(len: usize) -> Result<Region, FsbenchError> {
         let len = len.max(4096);
         // SAFETY: a fresh anonymous mapping; no existing memory is touched.
         let base = unsafe {
@@ -44,7 +45,7 @@ impl Region {
         };
         if base == libc::MAP_FAILED {
             return Err(FsbenchError::Failed(format!(
-                "filebench: cannot map {len} bytes of memory shared by its processes: {}",
+                "cannot map {len} bytes of memory shared by worker processes: {}",
                 std::io::Error::last_os_error()
             )));
         }
@@ -56,7 +57,7 @@ impl Region {
     }
 
     /// `n` zeroed values of `T`, aligned, from the region.
-    pub(super) fn take<T: Zeroed>(&self, n: usize) -> &[T] {
+    pub(crate) fn take<T: Zeroed>(&self, n: usize) -> &[T] {
         let align = std::mem::align_of::<T>().max(64);
         let start = self.used.get().next_multiple_of(align);
         let end = start + n * std::mem::size_of::<T>();
@@ -71,7 +72,7 @@ impl Region {
     }
 
     /// A process-shared lock with its condition, ready to use.
-    pub(super) fn lock(&self) -> &SharedLock {
+    pub(crate) fn lock(&self) -> &SharedLock {
         let align = std::mem::align_of::<SharedLock>().max(64);
         let start = self.used.get().next_multiple_of(align);
         let end = start + std::mem::size_of::<SharedLock>();
@@ -87,11 +88,11 @@ impl Region {
     }
 
     /// Bytes to ask for `n` values of `T` (with their alignment).
-    pub(super) fn room<T>(n: usize) -> usize {
+    pub(crate) fn room<T>(n: usize) -> usize {
         n * std::mem::size_of::<T>() + 64
     }
 
-    pub(super) fn lock_room() -> usize {
+    pub(crate) fn lock_room() -> usize {
         std::mem::size_of::<SharedLock>() + 64
     }
 }
@@ -106,7 +107,7 @@ impl Drop for Region {
 /// A mutex and a condition variable shared by processes (glibc's, process-shared, waiting
 /// on the monotonic clock).
 #[repr(C)]
-pub(super) struct SharedLock {
+pub(crate) struct SharedLock {
     mutex: UnsafeCell<libc::pthread_mutex_t>,
     cond: UnsafeCell<libc::pthread_cond_t>,
 }
@@ -133,26 +134,26 @@ impl SharedLock {
         }
     }
 
-    pub(super) fn lock(&self) -> Guard<'_> {
+    pub(crate) fn lock(&self) -> Guard<'_> {
         // SAFETY: an initialized mutex; the guard unlocks it.
         unsafe { libc::pthread_mutex_lock(self.mutex.get()) };
         Guard(self)
     }
 
     /// Wakes every waiter.
-    pub(super) fn notify_all(&self) {
+    pub(crate) fn notify_all(&self) {
         // SAFETY: an initialized condition variable.
         unsafe { libc::pthread_cond_broadcast(self.cond.get()) };
     }
 }
 
 /// The lock, held.
-pub(super) struct Guard<'a>(&'a SharedLock);
+pub(crate) struct Guard<'a>(&'a SharedLock);
 
 impl Guard<'_> {
     /// Waits for a notification, at most `limit` (callers look at what they wait for again,
     /// and at whether the run is stopping: no wait outlasts the run).
-    pub(super) fn wait(&mut self, limit: Duration) {
+    pub(crate) fn wait(&mut self, limit: Duration) {
         // SAFETY: the mutex is held by this guard; timespec is plain data.
         unsafe {
             let mut now: libc::timespec = std::mem::zeroed();

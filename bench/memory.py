@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""fsbench's peak memory against the size of the work: one `fsbench run` per workload and
+size on tmpfs (/dev/shm), its peak resident set (the largest of fsbench's process and its
+worker processes, getrusage's ru_maxrss of the children) printed beside the work's size.
+Target: under 64 MiB at every size: fsbench's memory must not grow with the work.
+
+The workloads and sizes:
+- tree: empty files (`bytes=0`) in trees of 10^4 up to TREE_MAX files (default 10^7: about
+  6 GiB of tmpfs; 10^8 needs about 60 GiB), one worker;
+- ffsb: the file set of FFSB's large-write profile, `threads=N` files (one per thread);
+- io: `nrfiles` files of 4 KiB each (`size` = 4 KiB × files), written by one job, up to the
+  most it accepts (65,536);
+- replay: a trace whose initial state holds N files, captured by `fsbench capture` from a root
+  of N empty files (up to the most entries a trace may hold, 524,288);
+- archive: the generated presets, up to `seed-10pct` (over a million entries).
+
+SIZES=small runs the smallest size of each alone (a smoke run); WORKLOADS=tree,io picks
+workloads. FSBENCH names the binary (default target/release/fsbench, built unless
+PREBUILT=1). Needs root only for nothing; tmpfs must hold the largest tree.
+"""
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
+SCRATCH = os.environ.get("SCRATCH", "/dev/shm")
+TREE_MAX = int(float(os.environ.get("TREE_MAX", "1e7")))
+SMALL = os.environ.get("SIZES") == "small"
+WORKLOADS = [w for w in os.environ.get("WORKLOADS", "tree,ffsb,io,replay,archive").split(",") if w]
+LIMIT_MIB = 64
+
+
+def peak_rss_kib(cmd):
+    """Runs cmd in a fresh Python child; the peak RSS of the largest of its descendants."""
+    probe = ("import resource, subprocess, sys; "
+             "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE); "
+             "sys.stderr.write(r.stderr.decode()[-2000:]) if r.returncode else None; "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+             "sys.exit(r.returncode)")
+    out = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True,
+                         timeout=6 * 3600)
+    if out.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{out.stderr}")
+    return int(out.stdout.split()[-1])
+
+
+def run(spec, db):
+    work = tempfile.mkdtemp(prefix="memory.", dir=SCRATCH)
+    try:
+        return peak_rss_kib([FSBENCH, "--db", db, "run", "--dir", work, "-w", spec, "--runs", "1",
+                             "-q", "--no-drop-caches", "--purpose", "memory bench"])
+    finally:
+        subprocess.run(["rm", "-rf", work], check=True)
+
+
+def tree_sizes():
+    """(files, spec): 10 files per directory, directories 10 wide, deep enough for the count."""
+    sizes, levels = [], 2
+    while True:
+        # fdtree's count: 1 + 10 + ... + 10^levels directories, 10 files in each.
+        files = 10 * (10 ** (levels + 1) - 1) // 9
+        if files > TREE_MAX * 1.2:
+            return sizes
+        sizes.append((files, f"tree:dirs=10,files=10,size=1,levels={levels},bytes=0"))
+        levels += 1
+
+
+def replay_trace(n, tmp):
+    """A trace whose initial state is n empty files in 100 directories."""
+    root = os.path.join(tmp, f"root.{n}")
+    for d in range(100):
+        os.makedirs(os.path.join(root, f"d{d}"))
+    for i in range(n):
+        open(os.path.join(root, f"d{i % 100}", f"f{i}"), "w").close()
+    trace = os.path.join(tmp, f"state.{n}.trace")
+    subprocess.run([FSBENCH, "capture", "--root", root, "-o", trace, "--", "true"],
+                   check=True, capture_output=True, timeout=3600)
+    subprocess.run(["rm", "-rf", root], check=True)
+    return trace
+
+
+def cases(tmp):
+    """(workload, size's description, spec) in order of size."""
+    out = []
+    for files, spec in tree_sizes():
+        out.append(("tree", f"{files:,} files", spec))
+    for n in (16, 128, 1024):
+        out.append(("ffsb", f"{n:,} files", f"ffsb:threads={n},size=1m,block=64k"))
+    for n in (10 ** 3, 10 ** 4, 65_536):
+        out.append(("io", f"{n:,} files", f"io:rw=write,bs=4k,size={4 * n}k,nrfiles={n}"))
+    for n in (10 ** 3, 10 ** 4, 10 ** 5, 500_000):
+        out.append(("replay", f"{n:,} entries", lambda n=n: f"replay:trace={replay_trace(n, tmp)}"))
+    for preset in ("tiny", "small", "seed-1pct", "seed-10pct"):
+        out.append(("archive", preset, f"archive:{preset}"))
+    out = [c for c in out if c[0] in WORKLOADS]
+    if SMALL:
+        seen, small = set(), []
+        for c in out:
+            if c[0] not in seen:
+                seen.add(c[0])
+                small.append(c)
+        out = small
+    return out
+
+
+def main():
+    if os.environ.get("PREBUILT") != "1":
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    worst = 0
+    print(f"peak RSS of fsbench (and its workers), on {SCRATCH}; target < {LIMIT_MIB} MiB")
+    print(f"{'workload':10}{'size':>20}{'peak MiB':>11}")
+    with tempfile.TemporaryDirectory(prefix="memory-db.") as tmp:
+        db = os.path.join(tmp, "results.db")
+        for workload, size, spec in cases(tmp):
+            kib = run(spec() if callable(spec) else spec, db)
+            worst = max(worst, kib)
+            print(f"{workload:10}{size:>20}{kib / 1024:>11.1f}", flush=True)
+    verdict = "met" if worst < LIMIT_MIB * 1024 else "MISSED"
+    print(f"largest: {worst / 1024:.1f} MiB  (target < {LIMIT_MIB} MiB: {verdict})")
+
+
+if __name__ == "__main__":
+    main()
