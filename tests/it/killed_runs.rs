@@ -189,7 +189,10 @@ fn clean_removes_what_a_killed_capture_left() {
         "one scratch directory beside the trace: {left:?}"
     );
     let scratch = left[0].path();
-    assert!(scratch.join("strace.txt").exists(), "{scratch:?} holds no strace text");
+    assert!(
+        scratch.join("strace.txt").exists(),
+        "{scratch:?} holds no strace text"
+    );
     assert!(!trace.exists(), "a killed capture wrote its trace");
     let cgroup = cgroup.filter(|c| {
         c.file_name()

@@ -88,53 +88,68 @@ impl Io {
             .collect()
     }
 
-    /// fio's "Laying out IO file": every job's files made at their size, one unit per file
-    /// with the bytes written. Files only written get their blocks allocated; files that are
-    /// read are written in full.
+    /// The files to lay out, each once (jobs that name the same `filename` share it): its
+    /// name, its size (the largest a job asks for), whether a job reads it. fio's `null`
+    /// engine has none.
+    fn layout_files(&self) -> Vec<(String, u64, bool)> {
+        let mut files: Vec<(String, u64, bool)> = Vec::new();
+        for (p, job, copy) in self.threads() {
+            if p.engine == Engine::Null {
+                continue;
+            }
+            let reads = p.rw.read_percent(p.rwmixread) > 0;
+            for f in 0..p.nrfiles as usize {
+                let name = job::file_name(p, job, copy, f);
+                match files.iter_mut().find(|(have, _, _)| *have == name) {
+                    Some(seen) => {
+                        seen.1 = seen.1.max(p.filesize);
+                        seen.2 |= reads;
+                    }
+                    None => files.push((name, p.filesize, reads)),
+                }
+            }
+        }
+        files
+    }
+
+    /// fio's "Laying out IO file": every job's files made at their size (in their
+    /// `directory`), one unit per file with the bytes written. Files only written get their
+    /// blocks allocated; files that are read are written in full.
     fn layout(&self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
         let mut buf = Aligned::new(1 << 20);
         let mut fill = pattern::Rng::new(self.params.randseed);
         for chunk in buf.buf().chunks_mut(8) {
             chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
         }
-        for (p, job, copy) in self.threads() {
-            let reads = p.rw.read_percent(p.rwmixread) > 0;
-            for f in 0..p.nrfiles as usize {
-                let name = job::file_name(job, copy, f);
-                let failed = |e: rustix::io::Errno| {
-                    fsbench_measure::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
-                        FsbenchError::Failed(format!("io: laying out {name}: {e}"))
-                    })
-                };
-                let fd = rustix::fs::openat(
-                    dir,
-                    &name,
-                    OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
-                    Mode::from(0o644),
-                )
-                .map_err(failed)?;
-                let mut at = 0;
-                if reads {
-                    while at < p.filesize {
-                        let n = (p.filesize - at).min(1 << 20) as usize;
-                        fsbench_measure::calls::pwrite_all(&fd, &buf.buf()[..n], at)
-                            .map_err(failed)?;
-                        at += n as u64;
-                    }
-                } else {
-                    let allocated = rustix::fs::fallocate(
-                        &fd,
-                        rustix::fs::FallocateFlags::empty(),
-                        0,
-                        p.filesize,
-                    );
-                    if allocated.is_err() {
-                        rustix::fs::ftruncate(&fd, p.filesize).map_err(failed)?;
-                    }
+        for (name, filesize, reads) in self.layout_files() {
+            let failed = |e: rustix::io::Errno| {
+                fsbench_measure::measure::fatal_error(e, "layout", 0)
+                    .unwrap_or_else(|| FsbenchError::Failed(format!("io: laying out {name}: {e}")))
+            };
+            make_parents(dir, &name).map_err(failed)?;
+            let fd = rustix::fs::openat(
+                dir,
+                &name,
+                OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+                Mode::from(0o644),
+            )
+            .map_err(failed)?;
+            let mut at = 0;
+            if reads {
+                while at < filesize {
+                    let n = (filesize - at).min(1 << 20) as usize;
+                    fsbench_measure::calls::pwrite_all(&fd, &buf.buf()[..n], at).map_err(failed)?;
+                    at += n as u64;
                 }
-                rustix::fs::fsync(&fd).map_err(failed)?;
-                rec.unit_done(at)?;
+            } else {
+                let allocated =
+                    rustix::fs::fallocate(&fd, rustix::fs::FallocateFlags::empty(), 0, filesize);
+                if allocated.is_err() {
+                    rustix::fs::ftruncate(&fd, filesize).map_err(failed)?;
+                }
             }
+            rustix::fs::fsync(&fd).map_err(failed)?;
+            rec.unit_done(at)?;
         }
         Ok(())
     }
@@ -208,7 +223,12 @@ impl Io {
                         let engine: Option<job::IssueLoop> = match params.engine {
                             Engine::IoUring => Some(uring::run),
                             Engine::Libaio => Some(libaio::run),
-                            Engine::Psync | Engine::Pvsync2 => None,
+                            Engine::Psync
+                            | Engine::Sync
+                            | Engine::Vsync
+                            | Engine::Pvsync
+                            | Engine::Pvsync2
+                            | Engine::Null => None,
                         };
                         job.run(Instant::now(), engine)
                     })
@@ -439,6 +459,21 @@ fn sum_histograms(outs: &[JobOut], pick: impl Fn(&JobOut) -> &Histogram<u64>) ->
     total
 }
 
+/// The directories above `name` (a job's `directory`, or a `filename` with a `/`), made
+/// under `dir` where missing.
+fn make_parents(dir: BorrowedFd<'_>, name: &str) -> Result<(), rustix::io::Errno> {
+    let mut end = 0;
+    while let Some(slash) = name[end..].find('/') {
+        end += slash;
+        match rustix::fs::mkdirat(dir, &name[..end], Mode::from(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e),
+        }
+        end += 1;
+    }
+    Ok(())
+}
+
 /// Whether the block device under `dir` completes polled I/O (its `queue/io_poll` is 1; a
 /// partition's queue is its disk's).
 fn device_polls(dir: BorrowedFd<'_>) -> bool {
@@ -464,9 +499,7 @@ impl Workload for Io {
     fn expected_units(&self, phase: usize) -> u64 {
         let jobs = self.params.jobs();
         if phase == LAYOUT {
-            return jobs
-                .map(|p| u64::from(p.nrfiles) * u64::from(p.numjobs))
-                .sum();
+            return self.layout_files().len() as u64;
         }
         jobs.map(|p| {
             let per_job = if p.time_based {

@@ -20,10 +20,17 @@ pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
 
 /// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
 /// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
-pub(crate) fn file_name(job: usize, copy: u32, file: usize) -> String {
-    match job {
-        0 => format!("io.{copy}.{file}"),
-        j => format!("io{j}.{copy}.{file}"),
+/// A job's `filename`s are its files' names instead (every copy shares them), and its
+/// `directory` is where they are.
+pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -> String {
+    let name = match (params.filename.get(file), job) {
+        (Some(given), _) => given.clone(),
+        (None, 0) => format!("io.{copy}.{file}"),
+        (None, j) => format!("io{j}.{copy}.{file}"),
+    };
+    match &params.directory {
+        Some(dir) => format!("{dir}/{name}"),
+        None => name,
     }
 }
 
@@ -95,6 +102,9 @@ pub(crate) struct Job<'a> {
     /// Writes since the last fsync, and whether a file was written (for end_fsync).
     writes: u32,
     written: Vec<bool>,
+    /// Where each file's offset is (`sync` and `vsync` seek only when the next I/O is
+    /// elsewhere, as fio's engines do); 0 once opened, `u64::MAX` when unknown.
+    positions: Vec<u64>,
     /// The file whose `fsync=N` is due before the next I/O (none after the last: fio asks
     /// for the sync when it picks the next I/O, so the end has `end_fsync` alone).
     sync_due: Option<usize>,
@@ -122,9 +132,14 @@ impl<'a> Job<'a> {
         if params.direct {
             flags |= OFlags::DIRECT;
         }
-        let files = (0..params.nrfiles as usize)
+        // fio's `null` engine has no files.
+        let opened = match params.engine {
+            Engine::Null => 0,
+            _ => params.nrfiles as usize,
+        };
+        let files = (0..opened)
             .map(|f| {
-                let name = file_name(job, copy, f);
+                let name = file_name(params, job, copy, f);
                 let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
                     .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
                 if params.invalidate && !params.direct {
@@ -162,7 +177,8 @@ impl<'a> Job<'a> {
         };
         Ok(Job {
             params,
-            written: vec![false; files.len()],
+            written: vec![false; params.nrfiles as usize],
+            positions: vec![0; files.len()],
             files,
             pattern,
             bufs,
@@ -327,6 +343,9 @@ impl<'a> Job<'a> {
     }
 
     fn sync(&mut self, file: usize, data_only: bool) -> Result<(), FsbenchError> {
+        if self.params.engine == Engine::Null {
+            return Ok(());
+        }
         let before = Instant::now();
         let fd = self.files[file].as_fd();
         let result = if data_only {
@@ -360,15 +379,9 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    /// The synchronous engines: one I/O at a time, `pread`/`pwrite` or `preadv2`/`pwritev2`.
+    /// The synchronous engines: one I/O at a time, each with fio's calls for it.
     fn run_sync(&mut self) -> Result<(), FsbenchError> {
         let mut passes = 0;
-        let hipri = if self.params.hipri {
-            rustix::io::ReadWriteFlags::HIPRI
-        } else {
-            rustix::io::ReadWriteFlags::empty()
-        };
-        let v2 = self.params.engine == Engine::Pvsync2;
         while let Some(io) = self.next_io(&mut passes) {
             if let Some(file) = self.take_due_sync() {
                 self.sync_writes(file)?;
@@ -378,19 +391,8 @@ impl<'a> Job<'a> {
                 Self::wait_until(at);
             }
             self.count_issue();
-            let fd = self.files[io.file].as_fd();
-            let buf = &mut self.bufs[0].buf()[..io.len as usize];
             let submitted = Instant::now();
-            let result = match (io.read, v2) {
-                (true, false) => rustix::io::pread(fd, buf, io.offset),
-                (false, false) => rustix::io::pwrite(fd, buf, io.offset),
-                (true, true) => {
-                    rustix::io::preadv2(fd, &mut [std::io::IoSliceMut::new(buf)], io.offset, hipri)
-                }
-                (false, true) => {
-                    rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], io.offset, hipri)
-                }
-            };
+            let result = self.transfer(io);
             let done = Instant::now();
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
@@ -399,6 +401,55 @@ impl<'a> Job<'a> {
             }
         }
         Ok(())
+    }
+
+    /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
+    /// `read`/`write` (sync) or `readv`/`writev` (vsync), `preadv`/`pwritev` (pvsync),
+    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), or nothing (null).
+    #[inline]
+    fn transfer(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
+        use rustix::io::{preadv, preadv2, pwritev, pwritev2};
+        use std::io::{IoSlice, IoSliceMut};
+        let engine = self.params.engine;
+        if engine == Engine::Null {
+            return Ok(io.len as usize);
+        }
+        let fd = self.files[io.file].as_fd();
+        let buf = &mut self.bufs[0].buf()[..io.len as usize];
+        if matches!(engine, Engine::Sync | Engine::Vsync) {
+            let at = &mut self.positions[io.file];
+            if *at != io.offset {
+                rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(io.offset))?;
+            }
+            // Unknown until the transfer succeeds: a short one seeks again.
+            *at = u64::MAX;
+        }
+        let moved = match (engine, io.read) {
+            (Engine::Sync, true) => rustix::io::read(fd, buf),
+            (Engine::Sync, false) => rustix::io::write(fd, buf),
+            (Engine::Vsync, true) => rustix::io::readv(fd, &mut [IoSliceMut::new(buf)]),
+            (Engine::Vsync, false) => rustix::io::writev(fd, &[IoSlice::new(buf)]),
+            (Engine::Pvsync, true) => preadv(fd, &mut [IoSliceMut::new(buf)], io.offset),
+            (Engine::Pvsync, false) => pwritev(fd, &[IoSlice::new(buf)], io.offset),
+            (Engine::Pvsync2, read) => {
+                let flags = if self.params.hipri {
+                    rustix::io::ReadWriteFlags::HIPRI
+                } else {
+                    rustix::io::ReadWriteFlags::empty()
+                };
+                if read {
+                    preadv2(fd, &mut [IoSliceMut::new(buf)], io.offset, flags)
+                } else {
+                    pwritev2(fd, &[IoSlice::new(buf)], io.offset, flags)
+                }
+            }
+            (_, true) => rustix::io::pread(fd, buf, io.offset),
+            (_, false) => rustix::io::pwrite(fd, buf, io.offset),
+        }?;
+        if matches!(engine, Engine::Sync | Engine::Vsync) {
+            self.positions[io.file] = io.offset + moved as u64;
+        }
+        Ok(moved)
     }
 }
 

@@ -17,7 +17,8 @@ mod values;
 /// Options that shape how fio runs, measures or reports jobs, not what a job does:
 /// accepted, since fsbench runs jobs as threads with descriptor tables of their own, reports
 /// each job, and measures every latency anyway (fio's `gtod_reduce` and `disable_*` only
-/// spare fio the clock reads).
+/// spare fio the clock reads; the `*_percentiles` and `percentile_list` choose what fio
+/// prints, and fsbench prints its own percentiles).
 const ACCEPTED: &[&str] = &[
     "name",
     "description",
@@ -30,19 +31,30 @@ const ACCEPTED: &[&str] = &[
     "disable_lat",
     "disable_clat",
     "disable_slat",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
 ];
+
+/// Where fsbench would place or prioritise a job: refused rather than ignored, since the
+/// same job on other CPUs, nodes or priorities is another measurement.
+const PLACEMENT: &str = "fsbench does not pin jobs to CPUs or memory nodes nor change their priority; without it the job would measure something else";
 
 /// fio's keys that fsbench decides itself, refused with the reason.
 const REFUSED: &[(&str, &str)] = &[
     (
-        "filename",
-        "fsbench gives every job files of its own in the run's fresh directory (--dir or --fs)",
+        "filename_format",
+        "fsbench names the files io.JOB.FILE (give `filename`)",
     ),
-    (
-        "directory",
-        "fsbench gives every job files of its own in the run's fresh directory (--dir or --fs)",
-    ),
-    ("filename_format", "fsbench names the files io.JOB.FILE"),
+    ("cpus_allowed", PLACEMENT),
+    ("cpus_allowed_policy", PLACEMENT),
+    ("cpumask", PLACEMENT),
+    ("numa_cpu_nodes", PLACEMENT),
+    ("numa_mem_policy", PLACEMENT),
+    ("nice", PLACEMENT),
+    ("prio", PLACEMENT),
+    ("prioclass", PLACEMENT),
 ];
 
 /// Include files nested deeper than this are refused (an include cycle).
@@ -382,7 +394,7 @@ mod tests {
             ),
             (
                 "[a]\nsize=1m\nfilename=/dev/sda\n",
-                "job.fio:3: `filename` is not used",
+                "job.fio:3: job `a`: io: `filename=/dev/sda` is outside the run's directory",
             ),
             (
                 "[a]\nsize=${IO_TEST_UNSET}\n",

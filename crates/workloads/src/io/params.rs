@@ -66,16 +66,46 @@ impl Rw {
 #[serde(rename_all = "snake_case")]
 pub enum Engine {
     Psync,
+    /// `lseek` (when the offset is not where the last I/O ended) then `read`/`write`.
+    Sync,
+    /// As `sync`, with `readv`/`writev`.
+    Vsync,
+    /// `preadv`/`pwritev`.
+    Pvsync,
     Pvsync2,
     IoUring,
     /// The kernel's native AIO (io_submit), as fio's libaio engine.
     Libaio,
+    /// No I/O at all (and no files), as fio's `null` engine: the harness's own cost.
+    Null,
 }
 
 impl Engine {
+    /// fio's names, in [`Engine`]'s order.
+    pub(super) const NAMES: &'static [&'static str] = &[
+        "psync", "sync", "vsync", "pvsync", "pvsync2", "io_uring", "libaio", "null",
+    ];
+
+    fn parse(text: &str) -> Engine {
+        match text {
+            "sync" => Engine::Sync,
+            "vsync" => Engine::Vsync,
+            "pvsync" => Engine::Pvsync,
+            "pvsync2" => Engine::Pvsync2,
+            "io_uring" => Engine::IoUring,
+            "libaio" => Engine::Libaio,
+            "null" => Engine::Null,
+            _ => Engine::Psync,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Engine::Psync => "psync",
+            Engine::Sync => "sync",
+            Engine::Vsync => "vsync",
+            Engine::Pvsync => "pvsync",
+            Engine::Null => "null",
             Engine::Pvsync2 => "pvsync2",
             Engine::IoUring => "io_uring",
             Engine::Libaio => "libaio",
@@ -153,6 +183,13 @@ pub struct IoParams {
     /// Each file's size.
     pub filesize: u64,
     pub nrfiles: u32,
+    /// fio's `filename`: the job's files by name, relative to the run's directory, shared
+    /// by every copy and every job that names them (none: fsbench names them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filename: Vec<String>,
+    /// fio's `directory`: where the job's files are, under the run's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<String>,
     pub numjobs: u32,
     /// Where I/O starts in each file.
     pub offset: u64,
@@ -210,6 +247,31 @@ pub(super) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
     ms.ok_or_else(|| invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h")))
 }
 
+/// A `filename` or `directory` as fsbench takes it: relative, within the run's directory
+/// (no `..`), since fsbench writes nowhere else.
+fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
+    let path = std::path::Path::new(name);
+    if name.is_empty() || name.contains('\0') {
+        return Err(invalid(format!("io: `{key}` needs a name")));
+    }
+    if path.is_absolute() {
+        return Err(invalid(format!(
+            "io: `{key}={name}` is outside the run's directory: fsbench writes only in the directory it was given (--dir) or the filesystem it made (--fs); give a name relative to it"
+        )));
+    }
+    if path.components().any(|c| {
+        !matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    }) {
+        return Err(invalid(format!(
+            "io: `{key}={name}` leaves the run's directory (`..`)"
+        )));
+    }
+    Ok(name.trim_end_matches('/').to_string())
+}
+
 /// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
 fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
     let bad = || {
@@ -238,6 +300,22 @@ fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
     let offset = p.num("offset").expect("offset has a default");
+    let filename = match p.text("filename") {
+        Some(names) => names
+            .split(':')
+            .map(|n| inside_name("filename", n))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    let directory = p
+        .text("directory")
+        .map(|d| inside_name("directory", d))
+        .transpose()?;
+    // As fio: `filename=a:b` is the job's files, however many `nrfiles` says.
+    let nrfiles = match filename.len() {
+        0 => nrfiles,
+        n => u32::try_from(n).map_err(|_| invalid("io: too many `filename`s"))?,
+    };
     // As fio: `size` alone is split over the files, each `offset` longer; `filesize` alone
     // makes `size` the files' sum.
     let size = p
@@ -261,12 +339,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
     let custom = p.first_explicit(&["rw", "bs", "bssplit", "size"]);
     let iodepth = p.small("iodepth").expect("iodepth has a default");
-    let engine = match p.text("ioengine").expect("ioengine has a default") {
-        "psync" => Engine::Psync,
-        "pvsync2" => Engine::Pvsync2,
-        "libaio" => Engine::Libaio,
-        _ => Engine::IoUring,
-    };
+    let engine = Engine::parse(p.text("ioengine").expect("ioengine has a default"));
     Ok(IoParams {
         preset: custom.is_none().then(|| p.preset.name.to_string()),
         job: None,
@@ -276,6 +349,8 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         size,
         filesize,
         nrfiles,
+        filename,
+        directory,
         numjobs: p.small("numjobs").expect("has a default"),
         offset,
         direct: p.flag("direct"),
@@ -330,7 +405,12 @@ impl IoParams {
     pub fn depth(&self) -> u32 {
         match self.engine {
             Engine::IoUring | Engine::Libaio => self.iodepth,
-            Engine::Psync | Engine::Pvsync2 => 1,
+            Engine::Psync
+            | Engine::Sync
+            | Engine::Vsync
+            | Engine::Pvsync
+            | Engine::Pvsync2
+            | Engine::Null => 1,
         }
     }
 
@@ -439,7 +519,7 @@ impl WorkloadParams for IoParams {
         if self.engine != Engine::IoUring && self.sqpoll {
             return no("`sqpoll` needs ioengine=io_uring".into());
         }
-        if matches!(self.engine, Engine::Psync | Engine::Libaio) && self.hipri {
+        if !matches!(self.engine, Engine::Pvsync2 | Engine::IoUring) && self.hipri {
             return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
         }
         if self.hipri && !self.direct {

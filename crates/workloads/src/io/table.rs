@@ -1,6 +1,6 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
-use super::params::Rw;
+use super::params::{Engine, Rw};
 use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
@@ -46,6 +46,16 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("1"),
         ..OptionDef::new("nrfiles", OptKind::Count, "files per job")
     },
+    OptionDef::new(
+        "filename",
+        OptKind::Text,
+        "the job's files, NAME[:NAME...] in the run's directory, shared by its copies",
+    ),
+    OptionDef::new(
+        "directory",
+        OptKind::Text,
+        "the job's files' directory, under the run's directory",
+    ),
     OptionDef {
         min: 1,
         max: 1024,
@@ -73,7 +83,7 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("psync"),
         ..OptionDef::new(
             "ioengine",
-            OptKind::Choice(&["psync", "pvsync2", "io_uring", "libaio"]),
+            OptKind::Choice(Engine::NAMES),
             "how I/O is issued",
         )
     },
