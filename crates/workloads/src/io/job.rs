@@ -91,6 +91,9 @@ impl Span {
 /// One job on its thread.
 pub(crate) struct Job<'a> {
     pub params: &'a IoParams,
+    /// The run's directory, and the job's files' names in it.
+    pub dir: BorrowedFd<'a>,
+    pub names: Vec<String>,
     pub files: Vec<OwnedFd>,
     pub pattern: &'a mut Pattern,
     pub bufs: Vec<Aligned>,
@@ -120,7 +123,7 @@ impl<'a> Job<'a> {
     /// cached pages when asked (fio's `invalidate`).
     pub(crate) fn open(
         params: &'a IoParams,
-        dir: BorrowedFd<'_>,
+        dir: BorrowedFd<'a>,
         (job, copy): (usize, u32),
         pattern: &'a mut Pattern,
         rec: PhaseRecorder,
@@ -132,15 +135,18 @@ impl<'a> Job<'a> {
         if params.direct {
             flags |= OFlags::DIRECT;
         }
-        // fio's `null` engine has no files.
+        let names: Vec<String> = (0..params.nrfiles as usize)
+            .map(|f| file_name(params, job, copy, f))
+            .collect();
+        // fio's `null` engine has no files; its file and directory engines open none.
         let opened = match params.engine {
-            Engine::Null => 0,
-            _ => params.nrfiles as usize,
+            e if e == Engine::Null || e.file_op() => &names[..0],
+            _ => &names[..],
         };
-        let files = (0..opened)
-            .map(|f| {
-                let name = file_name(params, job, copy, f);
-                let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
+        let files = opened
+            .iter()
+            .map(|name| {
+                let fd = rustix::fs::openat(dir, name.as_str(), flags, Mode::empty())
                     .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
                 if params.invalidate && !params.direct {
                     let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
@@ -177,6 +183,8 @@ impl<'a> Job<'a> {
         };
         Ok(Job {
             params,
+            dir,
+            names,
             written: vec![false; params.nrfiles as usize],
             positions: vec![0; files.len()],
             files,
@@ -203,6 +211,9 @@ impl<'a> Job<'a> {
         engine: Option<IssueLoop>,
     ) -> Result<(PhaseRecorder, JobOut), FsbenchError> {
         self.start = start;
+        if self.span.measured && self.params.startdelay_ms.1 > 0 {
+            self.start_late();
+        }
         let outcome = match engine {
             Some(issue) => issue(&mut self),
             None => self.run_sync(),
@@ -219,7 +230,48 @@ impl<'a> Job<'a> {
         }
         outcome?;
         self.out.elapsed = self.start.elapsed();
+        self.check_ratemin()?;
         Ok((self.rec, self.out))
+    }
+
+    /// fio's `startdelay`: the job starts that long after the others (a range: a delay
+    /// drawn from it), its time counted from then; Ctrl-C or another job's failure ends
+    /// the wait.
+    fn start_late(&mut self) {
+        let (lo, hi) = self.params.startdelay_ms;
+        let drawn = if hi > lo {
+            lo + self.pattern.below(hi - lo + 1)
+        } else {
+            lo
+        };
+        let at = self.start + Duration::from_millis(drawn);
+        while Instant::now() < at {
+            if self.halt.load(Ordering::Relaxed)
+                || self.rec.progress().cancel.load(Ordering::Relaxed)
+            {
+                break;
+            }
+            std::thread::sleep((at - Instant::now()).min(Duration::from_millis(10)));
+        }
+        self.start = Instant::now();
+    }
+
+    /// fio's `ratemin`: a job that moved fewer bytes per second fails (over its whole time;
+    /// fio checks each second).
+    fn check_ratemin(&self) -> Result<(), FsbenchError> {
+        let min = self.params.ratemin;
+        let secs = self.out.elapsed.as_secs_f64();
+        if min == 0 || !self.span.measured || secs <= 0.0 {
+            return Ok(());
+        }
+        let rate = (self.out.bytes[0] + self.out.bytes[1]) as f64 / secs;
+        if rate < min as f64 {
+            return Err(FsbenchError::Failed(format!(
+                "io: job `{}` moved {rate:.0} bytes/s, below its ratemin of {min}",
+                self.params.job.as_deref().unwrap_or("io")
+            )));
+        }
+        Ok(())
     }
 
     /// The next I/O, or `None` when the job is done: a pass ended (the next starts unless
@@ -343,7 +395,7 @@ impl<'a> Job<'a> {
     }
 
     fn sync(&mut self, file: usize, data_only: bool) -> Result<(), FsbenchError> {
-        if self.params.engine == Engine::Null {
+        if self.files.is_empty() {
             return Ok(());
         }
         let before = Instant::now();

@@ -121,7 +121,7 @@ impl Cap {
         }
         (!parts.is_empty()).then(|| {
             format!(
-                "the job file scaled by --cap {}: every job's size and files at most that, its runtime and ramp too",
+                "the job file scaled by --cap {}: every job's size and files at most that, its runtime, ramp and start delay too",
                 parts.join(",")
             )
         })
@@ -138,6 +138,8 @@ impl Cap {
                 given => given.min(ms),
             };
             job.ramp_ms = job.ramp_ms.min(ms);
+            let (lo, hi) = job.startdelay_ms;
+            job.startdelay_ms = (lo.min(ms), hi.min(ms));
         }
     }
 }
@@ -156,11 +158,15 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
             global.extend(&s.options);
             continue;
         }
-        let (mut params, stonewall) = job(s, &global)?;
+        let (mut params, stonewall, wait_for) = job(s, &global)?;
         cap.apply(&mut params);
         params
             .validate()
             .map_err(|e| invalid(format!("{}: job `{}` under the cap: {e}", s.at, s.name)))?;
+        let stonewall = match wait_for {
+            Some(line) => waits(&line, &jobs)?,
+            None => stonewall,
+        };
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),
@@ -172,16 +178,48 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
     Ok(jobs)
 }
 
+/// fio's `wait_for=NAME`: whether the job starts a group of its own (the jobs running
+/// now are NAME's copies alone: a stonewall), or runs beside them (NAME ended before them).
+/// Waiting for one of several jobs that run together is refused.
+fn waits(line: &Line, jobs: &[IoParams]) -> anyhow::Result<bool> {
+    let name = line.value.as_str();
+    let named = |p: &IoParams| p.job.as_deref() == Some(name);
+    let Some(group) = jobs.iter().position(|g| g.jobs().any(named)) else {
+        return Err(invalid(format!(
+            "{}: `wait_for={name}`: no job `{name}` before this one",
+            line.at
+        )));
+    };
+    if group + 1 < jobs.len() {
+        return Ok(false);
+    }
+    if jobs[group].jobs().all(named) {
+        return Ok(true);
+    }
+    Err(invalid(format!(
+        "{}: `wait_for={name}`: waiting for one of the jobs that run together is not implemented (give `stonewall` to wait for all of them)",
+        line.at
+    )))
+}
+
 /// One job: the global options then its own (a key given in both: its own wins, as in
 /// fio), and whether it waits for the jobs before it (`stonewall`).
-fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool)> {
+fn job<'s>(
+    s: &'s Section,
+    global: &[&'s Line],
+) -> anyhow::Result<(IoParams, bool, Option<&'s Line>)> {
     // The io workload's options, each with the line that gave it.
     let mut pairs: Vec<(String, String, &str)> = Vec::new();
     let mut stonewall = false;
+    let mut wait_for = None;
     for line in global.iter().copied().chain(&s.options) {
         let key = line.key.replace('-', "_");
         if matches!(key.as_str(), "stonewall" | "wait_for_previous") {
             stonewall = spelling::flag(&line.value);
+            continue;
+        }
+        if key == "wait_for" {
+            wait_for = Some(line);
             continue;
         }
         if ACCEPTED.contains(&key.as_str()) {
@@ -228,7 +266,7 @@ fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool)> {
     params
         .validate()
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
-    Ok((params, stonewall))
+    Ok((params, stonewall, wait_for))
 }
 
 /// The text of a job file, or of standard input for `-` (as fio reads it).
@@ -329,7 +367,10 @@ fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
     }
     let known = KIND.has_option(&normal)
         || ACCEPTED.contains(&normal.as_str())
-        || matches!(normal.as_str(), "stonewall" | "wait_for_previous")
+        || matches!(
+            normal.as_str(),
+            "stonewall" | "wait_for_previous" | "wait_for"
+        )
         || spelling::ALIASES.contains(&normal.as_str());
     if !known || normal == "preset" {
         return Err(invalid(format!(

@@ -78,12 +78,33 @@ pub enum Engine {
     Libaio,
     /// No I/O at all (and no files), as fio's `null` engine: the harness's own cost.
     Null,
+    /// fio's file and directory operation engines: each of the job's files (or
+    /// directories) created, stat'ed or deleted once, each operation timed.
+    FileCreate,
+    FileStat,
+    FileDelete,
+    DirCreate,
+    DirStat,
+    DirDelete,
 }
 
 impl Engine {
     /// fio's names, in [`Engine`]'s order.
     pub(super) const NAMES: &'static [&'static str] = &[
-        "psync", "sync", "vsync", "pvsync", "pvsync2", "io_uring", "libaio", "null",
+        "psync",
+        "sync",
+        "vsync",
+        "pvsync",
+        "pvsync2",
+        "io_uring",
+        "libaio",
+        "null",
+        "filecreate",
+        "filestat",
+        "filedelete",
+        "dircreate",
+        "dirstat",
+        "dirdelete",
     ];
 
     fn parse(text: &str) -> Engine {
@@ -95,8 +116,27 @@ impl Engine {
             "io_uring" => Engine::IoUring,
             "libaio" => Engine::Libaio,
             "null" => Engine::Null,
+            "filecreate" => Engine::FileCreate,
+            "filestat" => Engine::FileStat,
+            "filedelete" => Engine::FileDelete,
+            "dircreate" => Engine::DirCreate,
+            "dirstat" => Engine::DirStat,
+            "dirdelete" => Engine::DirDelete,
             _ => Engine::Psync,
         }
+    }
+
+    /// One of fio's file and directory operation engines (no data I/O).
+    pub fn file_op(self) -> bool {
+        matches!(
+            self,
+            Engine::FileCreate
+                | Engine::FileStat
+                | Engine::FileDelete
+                | Engine::DirCreate
+                | Engine::DirStat
+                | Engine::DirDelete
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -106,9 +146,38 @@ impl Engine {
             Engine::Vsync => "vsync",
             Engine::Pvsync => "pvsync",
             Engine::Null => "null",
+            Engine::FileCreate => "filecreate",
+            Engine::FileStat => "filestat",
+            Engine::FileDelete => "filedelete",
+            Engine::DirCreate => "dircreate",
+            Engine::DirStat => "dirstat",
+            Engine::DirDelete => "dirdelete",
             Engine::Pvsync2 => "pvsync2",
             Engine::IoUring => "io_uring",
             Engine::Libaio => "libaio",
+        }
+    }
+}
+
+/// fio's `fallocate=`: how the layout allocates a file that is only written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fallocate {
+    /// `fallocate(2)` (fio's `native` and `posix` on Linux, `1`).
+    #[default]
+    Native,
+    /// `fallocate(FALLOC_FL_KEEP_SIZE)`, then the size set by `ftruncate`.
+    Keep,
+    /// The size set by `ftruncate` alone (fio's `truncate`, `none`, `0`).
+    None,
+}
+
+impl Fallocate {
+    fn parse(text: &str) -> Fallocate {
+        match text {
+            "keep" => Fallocate::Keep,
+            "none" | "truncate" | "0" => Fallocate::None,
+            _ => Fallocate::Native,
         }
     }
 }
@@ -190,6 +259,23 @@ pub struct IoParams {
     /// fio's `directory`: where the job's files are, under the run's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directory: Option<String>,
+    /// At most this many files open at once (0: all); fsbench takes only all.
+    #[serde(default)]
+    pub openfiles: u32,
+    #[serde(default)]
+    pub create_on_open: bool,
+    /// fio's `fallocate`: how the layout allocates files that are only written.
+    #[serde(default)]
+    pub fallocate: Fallocate,
+    /// The job's files removed when it ends, untimed.
+    #[serde(default)]
+    pub unlink: bool,
+    /// How long after the others the job starts: fio's `startdelay`, a range drawn from.
+    #[serde(default)]
+    pub startdelay_ms: (u64, u64),
+    /// Bytes per second below which the job fails (fio's `ratemin`, over its whole time).
+    #[serde(default)]
+    pub ratemin: u64,
     pub numjobs: u32,
     /// Where I/O starts in each file.
     pub offset: u64,
@@ -272,6 +358,18 @@ fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
     Ok(name.trim_end_matches('/').to_string())
 }
 
+/// fio's `TIME` or `MIN-MAX` (a delay drawn from the range at each run).
+fn time_range(key: &str, text: &str) -> anyhow::Result<(u64, u64)> {
+    let (lo, hi) = text.split_once('-').unwrap_or((text, text));
+    let (lo, hi) = (parse_time(key, lo)?, parse_time(key, hi)?);
+    if lo > hi {
+        return Err(invalid(format!(
+            "io: `{key}={text}`: MIN-MAX with MIN ≤ MAX"
+        )));
+    }
+    Ok((lo, hi))
+}
+
 /// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
 fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
     let bad = || {
@@ -351,6 +449,14 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         nrfiles,
         filename,
         directory,
+        openfiles: p.small("openfiles").expect("has a default"),
+        create_on_open: p.flag("create-on-open"),
+        fallocate: Fallocate::parse(p.text("fallocate").expect("has a default")),
+        unlink: p.flag("unlink"),
+        startdelay_ms: p
+            .text("startdelay")
+            .map_or(Ok((0, 0)), |t| time_range("startdelay", t))?,
+        ratemin: p.num("ratemin").expect("has a default"),
         numjobs: p.small("numjobs").expect("has a default"),
         offset,
         direct: p.flag("direct"),
@@ -405,12 +511,7 @@ impl IoParams {
     pub fn depth(&self) -> u32 {
         match self.engine {
             Engine::IoUring | Engine::Libaio => self.iodepth,
-            Engine::Psync
-            | Engine::Sync
-            | Engine::Vsync
-            | Engine::Pvsync
-            | Engine::Pvsync2
-            | Engine::Null => 1,
+            _ => 1,
         }
     }
 
@@ -503,6 +604,23 @@ impl WorkloadParams for IoParams {
                 "each file's I/O region ({}) is smaller than a block ({})",
                 format_bytes(self.region()),
                 format_bytes(self.max_bs())
+            ));
+        }
+        if self.openfiles > 0 && self.openfiles < self.nrfiles && !self.engine.file_op() {
+            return no(format!(
+                "`openfiles={}` below nrfiles ({}): opening and closing files during a job is not implemented",
+                self.openfiles, self.nrfiles
+            ));
+        }
+        if self.create_on_open && !self.engine.file_op() {
+            return no(
+                "`create-on-open` with a data engine is not implemented: fsbench lays the files out before the job".into(),
+            );
+        }
+        if self.engine.file_op() && self.ramp_ms > 0 {
+            return no(format!(
+                "`ramp-time` with ioengine={} would make its files untimed",
+                self.engine.name()
             ));
         }
         if self.time_based && self.runtime_ms == 0 {

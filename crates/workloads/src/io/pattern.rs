@@ -331,6 +331,12 @@ impl Pattern {
     }
 
     /// The average block size, for `rate=` in bytes per second.
+    /// A number below `n` from the job's generator (fio draws a `startdelay` range from
+    /// the job's).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.rng.below(n)
+    }
+
     pub(crate) fn mean_bs(&self) -> f64 {
         self.bssplit
             .iter()

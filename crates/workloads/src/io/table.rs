@@ -57,6 +57,45 @@ const OPTIONS: &[OptionDef] = &[
         "the job's files' directory, under the run's directory",
     ),
     OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "openfiles",
+            OptKind::Count,
+            "files a job holds open at once (0: all)",
+        )
+    },
+    OptionDef::new(
+        "create-on-open",
+        OptKind::Flag,
+        "file engines: the files made by the job, not laid out",
+    ),
+    OptionDef {
+        default: Some("native"),
+        ..OptionDef::new(
+            "fallocate",
+            OptKind::Choice(&["native", "posix", "keep", "truncate", "none", "1", "0"]),
+            "how written files are preallocated",
+        )
+    },
+    OptionDef::new(
+        "unlink",
+        OptKind::Flag,
+        "the job's files removed when it ends (untimed)",
+    ),
+    OptionDef::new(
+        "startdelay",
+        OptKind::Text,
+        "the job starts this long after the others: TIME or MIN-MAX",
+    ),
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "ratemin",
+            OptKind::Size,
+            "the job fails below this many bytes per second",
+        )
+    },
+    OptionDef {
         min: 1,
         max: 1024,
         default: Some("1"),
