@@ -57,6 +57,10 @@ const REFUSED: &[(&str, &str)] = &[
     ("prioclass", PLACEMENT),
 ];
 
+/// fio's defaults where the io workload's own differ (its `rw=randread` and registered
+/// buffers and files suit a command line, not a job file read as fio reads it).
+const FIO_DEFAULTS: &[(&str, &str)] = &[("rw", "read"), ("fixedbufs", "0"), ("registerfiles", "0")];
+
 /// Include files nested deeper than this are refused (an include cycle).
 const MAX_DEPTH: usize = 8;
 
@@ -208,8 +212,12 @@ fn job<'s>(
     s: &'s Section,
     global: &[&'s Line],
 ) -> anyhow::Result<(IoParams, bool, Option<&'s Line>)> {
-    // The io workload's options, each with the line that gave it.
-    let mut pairs: Vec<(String, String, &str)> = Vec::new();
+    // The io workload's options, each with the line that gave it; first fio's defaults
+    // where the io workload's differ.
+    let mut pairs: Vec<(String, String, &str)> = FIO_DEFAULTS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string(), s.at.as_str()))
+        .collect();
     let mut stonewall = false;
     let mut wait_for = None;
     for line in global.iter().copied().chain(&s.options) {
@@ -516,6 +524,43 @@ mod tests {
         assert_eq!(jobs[0].beside[0].rw, super::super::Rw::Write);
         assert!(jobs[0].name().ends_with("+1 beside"), "{}", jobs[0].name());
         assert_eq!(jobs[0].space_needed().unwrap().inodes, 8 + 2);
+    }
+
+    #[test]
+    fn wait_for_waits_for_a_job_alone_or_one_already_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[global]\nsize=1m\n[w]\nrw=write\n[r]\nwait_for=w\n[r2]\nwait_for=w\n",
+        );
+        let jobs = read(&path, &Cap::default()).unwrap();
+        let names =
+            |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
+        // r waits for w, alone in its group; w ended before r2's group started.
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(
+            (names(&jobs[0]), names(&jobs[1])),
+            (
+                vec!["w".to_string()],
+                vec!["r".to_string(), "r2".to_string()]
+            )
+        );
+        assert_eq!(jobs[1].rw, super::super::Rw::Read, "fio's default rw");
+        for (text, needle) in [
+            (
+                "[a]\n[b]\n[c]\nwait_for=a\n",
+                "job.fio:6: `wait_for=a`: waiting for one of",
+            ),
+            (
+                "[a]\nwait_for=z\n",
+                "job.fio:4: `wait_for=z`: no job `z` before",
+            ),
+        ] {
+            let path = write(dir.path(), "job.fio", &format!("[global]\nsize=1m\n{text}"));
+            let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
     }
 
     #[test]
