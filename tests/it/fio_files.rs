@@ -311,3 +311,55 @@ fn fallocate_allocates_written_files_as_fio_s_option_says() {
         assert_eq!(calls, wanted, "{how}: {log}");
     }
 }
+
+/// The offsets of the 4 KiB `pread64` calls on the file `data` of one traced command.
+fn read_offsets(cmd: &mut Command, log: &Path) -> Vec<u64> {
+    let out = run(cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(log).unwrap();
+    log.lines()
+        .filter(|l| l.contains("/data>") && l.ends_with("= 4096"))
+        .filter_map(|l| l.rsplit_once(", ")?.1.split(')').next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn rw_modifiers_gap_and_go_backwards_at_fio_s_offsets() {
+    if !has_tool("fio") || !has_tool("strace") {
+        skip("rw=read:GAP offsets against fio's: fio or strace is not installed");
+        return;
+    }
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    for rw in ["read:-8k", "read:4k", "read:12k"] {
+        let jobfile = state.path().join("gap.fio");
+        let job = format!("[gap]\nfilename=data\nrw={rw}\nbs=4k\nsize=32k\nloops=2\n");
+        std::fs::write(&jobfile, job).unwrap();
+        let log = state.path().join("gap.strace");
+        let trace = ["-f", "-qq", "-y", "-e", "trace=pread64", "-o"];
+        let ours = read_offsets(
+            Command::new("strace")
+                .args(trace)
+                .arg(&log)
+                .arg(env!("CARGO_BIN_EXE_fsbench"))
+                .env("FSBENCH_STATE_DIR", state.path())
+                .env("XDG_DATA_HOME", test_data_home())
+                .args(["fio", "-q", "--runs", "1", "--dir"])
+                .arg(dir.path())
+                .arg(&jobfile),
+            &log,
+        );
+        let fio_dir = tempdir();
+        let theirs = read_offsets(
+            Command::new("strace")
+                .args(trace)
+                .arg(&log)
+                .current_dir(fio_dir.path())
+                .args(["fio", "--output=/dev/null", "--ioengine=psync"])
+                .arg(&jobfile),
+            &log,
+        );
+        assert_eq!(ours.len(), 16, "{rw}: {ours:?}");
+        assert_eq!(ours, theirs, "{rw}");
+    }
+    assert_nothing_left(dir.path());
+}

@@ -457,7 +457,10 @@ mod tests {
                 "[a]\nsize=1m\n\nbs=4k,8k\n",
                 "job.fio:4: `bs=4k,8k`: a different value per direction",
             ),
-            ("[a]\nsize=1m\nrw=read:-8k\n", "job.fio:3: `rw=read:-8k`"),
+            (
+                "[a]\nsize=1m\nrw=randread:0\n",
+                "job.fio:3: job `a`: io: `rw=randread:0`: a random pattern takes a count",
+            ),
             ("[a]\nsize=1m\niodepth=lots\n", "job.fio:3: "),
             ("[a]\nrw=read\n", "job.fio:1: job `a` has no `size`"),
             (

@@ -244,6 +244,12 @@ pub struct IoParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
     pub rw: Rw,
+    /// `rw=read:GAP`: bytes skipped after each sequential I/O (negative: backwards).
+    #[serde(default)]
+    pub seq_gap: i64,
+    /// `rw=randread:N`: I/Os at each random offset and after it, in sequence (0 or 1: one).
+    #[serde(default)]
+    pub seq_nr: u32,
     pub rwmixread: u32,
     /// Block sizes and their percentages (`bs` alone: one at 100%).
     pub bssplit: Vec<(u64, u32)>,
@@ -358,6 +364,29 @@ fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
     Ok(name.trim_end_matches('/').to_string())
 }
 
+/// fio's `rw=PATTERN:MODIFIER`: for a sequential pattern a gap in bytes after each I/O
+/// (negative: backwards), for a random one the number of I/Os per random offset.
+fn rw_modifier(rw: Rw, text: &str) -> anyhow::Result<(i64, u32)> {
+    let bad = |what: &str| invalid(format!("io: `rw={}:{text}`: {what}", rw.name()));
+    if rw.random() {
+        let n: u32 = text
+            .parse()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| bad("a random pattern takes a count of I/Os per offset"))?;
+        return Ok((0, n));
+    }
+    let (sign, size) = match text.strip_prefix('-') {
+        Some(size) => (-1, size),
+        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let size = fsbench_measure::units::parse_size(size)
+        .ok()
+        .and_then(|s| i64::try_from(s).ok())
+        .ok_or_else(|| bad("a sequential pattern takes a size, e.g. 8k or -8k"))?;
+    Ok((sign * size, 0))
+}
+
 /// fio's `TIME` or `MIN-MAX` (a delay drawn from the range at each run).
 fn time_range(key: &str, text: &str) -> anyhow::Result<(u64, u64)> {
     let (lo, hi) = text.split_once('-').unwrap_or((text, text));
@@ -435,13 +464,20 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         None => vec![(p.num("bs").expect("bs has a default"), 100)],
     };
     let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
+    let rw = Rw::parse(p.text("rw").expect("rw has a default"));
+    let (seq_gap, seq_nr) = match p.text("rw-modifier") {
+        None => (0, 0),
+        Some(m) => rw_modifier(rw, m)?,
+    };
     let custom = p.first_explicit(&["rw", "bs", "bssplit", "size"]);
     let iodepth = p.small("iodepth").expect("iodepth has a default");
     let engine = Engine::parse(p.text("ioengine").expect("ioengine has a default"));
     Ok(IoParams {
         preset: custom.is_none().then(|| p.preset.name.to_string()),
         job: None,
-        rw: Rw::parse(p.text("rw").expect("rw has a default")),
+        rw,
+        seq_gap,
+        seq_nr,
         rwmixread: p.small("rwmixread").expect("has a default"),
         bssplit,
         size,

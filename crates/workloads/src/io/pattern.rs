@@ -213,6 +213,12 @@ pub(crate) struct Pattern {
     positions: Vec<u64>,
     maps: Vec<Map>,
     next_file: usize,
+    /// `rw=read:GAP`: bytes skipped after each sequential I/O (negative: backwards).
+    gap: i64,
+    /// `rw=randread:N`: I/Os per random offset (the others follow it), and how many of
+    /// the current run are left.
+    run_len: u32,
+    run_left: u32,
     /// Bytes a pass moves, and what this one moved so far.
     pass_bytes: u64,
     done: u64,
@@ -254,15 +260,24 @@ impl Pattern {
                 .map(|_| Map::new(blocks))
                 .collect(),
             next_file: 0,
+            gap: p.seq_gap,
+            run_len: p.seq_nr.max(1),
+            run_left: 0,
             pass_bytes: p.size,
             done: 0,
         }
     }
 
-    /// Starts a new pass: the maps cleared, the sequential positions back at the start.
+    /// Starts a new pass: the maps cleared, the sequential positions back at the start
+    /// (unless a gap moves them).
     pub(crate) fn new_pass(&mut self) {
         self.done = 0;
-        self.positions.fill(0);
+        self.run_left = 0;
+        // With a gap the offsets wrap within the file, and fio's next pass goes on from
+        // where the last ended.
+        if self.gap == 0 {
+            self.positions.fill(0);
+        }
         self.maps.iter_mut().for_each(Map::clear);
     }
 
@@ -281,6 +296,28 @@ impl Pattern {
         self.bssplit[self.bssplit.len() - 1].0
     }
 
+    /// The next sequential offset of `file` for a block of `bs`: where the last I/O ended,
+    /// plus `gap`; past the region's end (or before its start) a forward gap wraps to the
+    /// start and a backward one to the end plus the gap, as fio's `get_next_seq_offset`.
+    #[inline]
+    fn sequential(&mut self, file: usize, bs: u64) -> u64 {
+        let mut at = self.positions[file];
+        if at + bs > self.region {
+            at = 0;
+        }
+        let end = at + bs;
+        let next = end as i64 + self.gap;
+        self.positions[file] = match self.gap {
+            0 => end,
+            gap if next < 0 || next as u64 >= self.region => match gap > 0 {
+                true => 0,
+                false => (self.region as i64 + gap).max(0) as u64,
+            },
+            _ => next as u64,
+        };
+        at
+    }
+
     /// The next I/O of the pass; `None` when the pass has moved its bytes.
     #[inline]
     pub(crate) fn next(&mut self) -> Option<Next> {
@@ -296,7 +333,9 @@ impl Pattern {
             pct => (self.rng.below(100) as u32) < pct,
         };
         let span = bs / self.min_bs;
-        let within = if self.random {
+        // A run of sequential I/Os after a random offset ends at the region's end too.
+        let run_on = self.run_left > 0 && self.positions[file] + bs <= self.region;
+        let within = if self.random && !run_on {
             let mut b = self.picker.pick(self.blocks, &mut self.rng);
             if let Some(map) = self.maps.get_mut(file) {
                 if map.used(b) {
@@ -312,14 +351,12 @@ impl Pattern {
             } else {
                 b = b.min(self.blocks - span);
             }
+            self.run_left = self.run_len - 1;
+            self.positions[file] = (b + span) * self.min_bs;
             b * self.min_bs
         } else {
-            let mut at = self.positions[file];
-            if at + bs > self.region {
-                at = 0;
-            }
-            self.positions[file] = at + bs;
-            at
+            self.run_left = self.run_left.saturating_sub(1);
+            self.sequential(file, bs)
         };
         self.done += bs;
         Some(Next {
@@ -330,13 +367,13 @@ impl Pattern {
         })
     }
 
-    /// The average block size, for `rate=` in bytes per second.
     /// A number below `n` from the job's generator (fio draws a `startdelay` range from
     /// the job's).
     pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.rng.below(n)
     }
 
+    /// The average block size, for `rate=` in bytes per second.
     pub(crate) fn mean_bs(&self) -> f64 {
         self.bssplit
             .iter()
@@ -355,6 +392,24 @@ mod tests {
 
     fn pass(p: &mut Pattern) -> Vec<Next> {
         std::iter::from_fn(|| p.next()).collect()
+    }
+
+    #[test]
+    fn a_random_pattern_with_a_count_runs_that_many_ios_from_each_offset() {
+        let mut p = pattern("rw=randread,rw-modifier=4,bs=4k,size=1m,norandommap");
+        let ios = pass(&mut p);
+        // The lengths of the runs of consecutive blocks: 4, or fewer where a run meets the
+        // file's end (more where a random offset lands right after the run before).
+        let mut runs = vec![1];
+        for w in ios.windows(2) {
+            match w[1].offset == w[0].offset + 4096 {
+                true => *runs.last_mut().unwrap() += 1,
+                false => runs.push(1),
+            }
+        }
+        let fours = runs.iter().filter(|r| **r == 4).count();
+        assert!(fours * 10 >= runs.len() * 9, "{runs:?}");
+        assert!(runs.iter().all(|r| *r <= 8), "{runs:?}");
     }
 
     #[test]

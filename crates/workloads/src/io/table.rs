@@ -8,6 +8,11 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("randread"),
         ..OptionDef::new("rw", OptKind::Choice(Rw::NAMES), "I/O pattern")
     },
+    OptionDef::new(
+        "rw-modifier",
+        OptKind::Text,
+        "fio's rw=PATTERN:M: a gap after each sequential I/O (-8k: backwards), or I/Os per random offset",
+    ),
     OptionDef {
         max: 100,
         default: Some("50"),

@@ -38,7 +38,14 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         }
         "rate" => one("rate", &per_direction(&key, value)?),
         "rate_iops" => one("rate_iops", &per_direction(&key, value)?),
-        "readwrite" | "rw" => one("rw", &pattern(&key, value)?),
+        "readwrite" | "rw" => {
+            let (base, modifier) = value.split_once(':').unwrap_or((value, ""));
+            let mut pairs = vec![("rw".to_string(), pattern(&key, base)?)];
+            if !modifier.is_empty() {
+                pairs.push(("rw-modifier".to_string(), modifier.to_string()));
+            }
+            Ok(pairs)
+        }
         "rwmixwrite" => {
             let pct: u32 = value
                 .parse()
@@ -89,14 +96,9 @@ fn per_direction(key: &str, value: &str) -> Result<String, String> {
     }
 }
 
-/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern; an offset
-/// modifier (`read:-8k`, `randread:8`) and trims are not implemented.
+/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern; trims are not
+/// implemented.
 fn pattern(key: &str, value: &str) -> Result<String, String> {
-    if let Some((base, modifier)) = value.split_once(':') {
-        return Err(format!(
-            "`{key}={value}`: the `:{modifier}` modifier of `{base}` (a gap or a run of sequential I/Os) is not implemented"
-        ));
-    }
     match value {
         "rw" | "readwrite" => Ok("readwrite".into()),
         "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => Err(format!(
