@@ -30,6 +30,7 @@ mod pattern;
 pub(crate) use pattern::Rng;
 mod table;
 mod uring;
+mod verify;
 
 use job::{Job, JobOut, Span};
 pub use params::{Distribution, Engine, Fallocate, IoParams, Rw};
@@ -332,6 +333,16 @@ impl Io {
             }
         }
         self.per_job_figures(outs);
+        let verified: u64 = outs.iter().map(|o| o.verified).sum();
+        if verified > 0 {
+            // Read back after the timed writes, as fio's verify phase: not in the IOPS.
+            self.figures.push(Figure::new(
+                "verified blocks",
+                "blocks",
+                true,
+                verified as f64,
+            ));
+        }
         let p = &self.params;
         if p.beside.is_empty() && (p.rate_iops > 0 || p.rate > 0) {
             let jobs = f64::from(p.numjobs);

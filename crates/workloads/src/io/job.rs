@@ -11,6 +11,7 @@ use rustix::fs::{Mode, OFlags};
 
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
+use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
@@ -44,6 +45,8 @@ pub(crate) struct JobOut {
     pub lag: Histogram<u64>,
     pub ios: [u64; 2],
     pub bytes: [u64; 2],
+    /// Blocks read back and checked (fio's `verify`).
+    pub verified: u64,
     /// From the common start to the job's end (its final syncs included).
     pub elapsed: Duration,
 }
@@ -56,6 +59,7 @@ impl JobOut {
             lag: new_histogram(),
             ios: [0; 2],
             bytes: [0; 2],
+            verified: 0,
             elapsed: Duration::ZERO,
         }
     }
@@ -116,6 +120,8 @@ pub(crate) struct Job<'a> {
     issued: u64,
     /// Where a crash-recorded run notes what each sync covered.
     pub oracle: Option<crate::oracle::Oracle>,
+    /// fio's `verify`: the blocks written, stamped and checked at the end.
+    verifier: Option<Verifier>,
 }
 
 impl<'a> Job<'a> {
@@ -167,9 +173,13 @@ impl<'a> Job<'a> {
             .map(|_| {
                 let mut b = Aligned::new(params.max_bs() as usize);
                 // Random contents, as fio's: a compressing filesystem gets no free ride.
-                for chunk in b.buf().chunks_mut(8) {
-                    let v = fill.next().to_le_bytes();
-                    chunk.copy_from_slice(&v[..chunk.len()]);
+                if params.pattern.is_empty() {
+                    for chunk in b.buf().chunks_mut(8) {
+                        let v = fill.next().to_le_bytes();
+                        chunk.copy_from_slice(&v[..chunk.len()]);
+                    }
+                } else {
+                    verify::fill_pattern(b.buf(), &params.pattern);
                 }
                 b
             })
@@ -200,6 +210,11 @@ impl<'a> Job<'a> {
             interval_ns: rate,
             issued: 0,
             oracle: None,
+            verifier: params.verify.map(|a| {
+                let region = (params.offset, params.region());
+                let files = params.nrfiles as usize;
+                Verifier::new(a, params.interval(), params.pattern.clone(), files, region)
+            }),
         })
     }
 
@@ -223,13 +238,15 @@ impl<'a> Job<'a> {
             if self.rec.progress().cancel.load(Ordering::Relaxed) {
                 return Err(FsbenchError::Interrupted);
             }
-            self.finish_files()
+            self.finish_files()?;
+            // The job's time ends with its writes; the verify phase reads after it.
+            self.out.elapsed = self.start.elapsed();
+            self.verify_written()
         });
         if outcome.is_err() {
             self.halt.store(true, Ordering::Relaxed);
         }
         outcome?;
-        self.out.elapsed = self.start.elapsed();
         self.check_ratemin()?;
         Ok((self.rec, self.out))
     }
@@ -254,6 +271,25 @@ impl<'a> Job<'a> {
             std::thread::sleep((at - Instant::now()).min(Duration::from_millis(10)));
         }
         self.start = Instant::now();
+    }
+
+    /// fio's `verify`: every block the job wrote read back and checked (after its
+    /// `end_fsync`); a mismatch fails the job, reported as fio reports it.
+    fn verify_written(&mut self) -> Result<(), FsbenchError> {
+        let Some(v) = self.verifier.as_ref().filter(|_| self.params.do_verify) else {
+            return Ok(());
+        };
+        let (checked, bad) = v
+            .check_all(&self.files, &self.names, self.bufs[0].buf())
+            .map_err(|e| io_error(e, "verify read", &self.rec))?;
+        self.out.verified = checked;
+        match bad {
+            None => Ok(()),
+            Some(m) => Err(FsbenchError::Failed(format!(
+                "io: {} ({} of {checked} blocks checked were wrong)",
+                m.message, m.count
+            ))),
+        }
     }
 
     /// fio's `ratemin`: a job that moved fewer bytes per second fails (over its whole time;
@@ -443,6 +479,9 @@ impl<'a> Job<'a> {
                 Self::wait_until(at);
             }
             self.count_issue();
+            if let (Some(v), false) = (&self.verifier, io.read) {
+                v.stamp(&mut self.bufs[0].buf()[..io.len as usize], io.offset);
+            }
             let submitted = Instant::now();
             let result = self.transfer(io);
             let done = Instant::now();
@@ -450,6 +489,9 @@ impl<'a> Job<'a> {
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
             if !io.read {
                 self.note_write(io.file);
+                if let Some(v) = &mut self.verifier {
+                    v.written(io.file, io.offset, u64::from(io.len));
+                }
             }
         }
         Ok(())

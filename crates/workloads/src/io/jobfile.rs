@@ -438,8 +438,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (text, needle) in [
             (
-                "[a]\nsize=1m\nverify=md5\n",
-                "job.fio:3: fio option `verify` is not implemented",
+                "[a]\nsize=1m\nverify_backlog=16\n",
+                "job.fio:3: fio option `verify_backlog` is not implemented",
             ),
             (
                 "[a]\nsize=1m\nfilename=/dev/sda\n",

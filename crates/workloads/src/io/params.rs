@@ -282,6 +282,19 @@ pub struct IoParams {
     /// Bytes per second below which the job fails (fio's `ratemin`, over its whole time).
     #[serde(default)]
     pub ratemin: u64,
+    /// fio's `verify`: how written blocks are stamped and checked once the writes end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<super::verify::Algorithm>,
+    /// fio's `do_verify`: the check itself (off: the blocks are stamped only).
+    #[serde(default)]
+    pub do_verify: bool,
+    /// Bytes per header (fio's `verify_interval`; 0: the smallest block size).
+    #[serde(default)]
+    pub verify_interval: u64,
+    /// fio's `verify_pattern` (with `verify=pattern`) or `buffer_pattern`: what written
+    /// blocks hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pattern: Vec<u8>,
     pub numjobs: u32,
     /// Where I/O starts in each file.
     pub offset: u64,
@@ -465,6 +478,23 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     };
     let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
     let rw = Rw::parse(p.text("rw").expect("rw has a default"));
+    let verify_pattern = p
+        .text("verify-pattern")
+        .map(|t| super::verify::parse_pattern("verify_pattern", t))
+        .transpose()?;
+    // As fio: a `verify_pattern` alone verifies by the pattern.
+    let verify = match p.text("verify") {
+        Some("0" | "none") => None,
+        Some(name) => Some(super::verify::Algorithm::parse(name)),
+        None => verify_pattern
+            .as_ref()
+            .map(|_| super::verify::Algorithm::Pattern),
+    };
+    let pattern = match (verify_pattern, p.text("buffer-pattern")) {
+        (Some(v), _) => v,
+        (None, Some(b)) => super::verify::parse_pattern("buffer_pattern", b)?,
+        (None, None) => Vec::new(),
+    };
     let (seq_gap, seq_nr) = match p.text("rw-modifier") {
         None => (0, 0),
         Some(m) => rw_modifier(rw, m)?,
@@ -493,6 +523,10 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
             .text("startdelay")
             .map_or(Ok((0, 0)), |t| time_range("startdelay", t))?,
         ratemin: p.num("ratemin").expect("has a default"),
+        verify,
+        do_verify: p.flag("do-verify"),
+        verify_interval: p.num("verify-interval").unwrap_or(0),
+        pattern,
         numjobs: p.small("numjobs").expect("has a default"),
         offset,
         direct: p.flag("direct"),
@@ -565,6 +599,50 @@ impl IoParams {
         (self.max_bs() + 4096)
             .saturating_mul(u64::from(self.depth()))
             .saturating_mul(u64::from(self.numjobs))
+    }
+}
+
+impl IoParams {
+    /// Bytes per verification header: `verify_interval`, or the smallest block.
+    pub(crate) fn interval(&self) -> u64 {
+        match self.verify_interval {
+            0 => self.min_bs(),
+            n => n,
+        }
+    }
+
+    fn validate_verify(&self) -> anyhow::Result<()> {
+        use super::verify::Algorithm;
+        let Some(a) = self.verify else {
+            return Ok(());
+        };
+        let no = |msg: String| Err(invalid(format!("io: `verify={}`: {msg}", a.name())));
+        if self.rw.read_percent(self.rwmixread) == 100 {
+            return no("a job that only reads has no written blocks to check (fsbench's files are fresh: fio's `verify_only` is not implemented)".into());
+        }
+        if !matches!(
+            self.engine,
+            Engine::Psync | Engine::Sync | Engine::Vsync | Engine::Pvsync | Engine::Pvsync2
+        ) {
+            return no(format!(
+                "with ioengine={} is not implemented (the synchronous engines verify)",
+                self.engine.name()
+            ));
+        }
+        if a == Algorithm::Pattern && self.pattern.is_empty() {
+            return no("needs `verify_pattern`".into());
+        }
+        let interval = self.interval();
+        if self.bssplit.iter().any(|(bs, _)| bs % interval != 0)
+            || interval <= a.overhead() as u64
+            || self.offset % interval != 0
+        {
+            return no(format!(
+                "`verify_interval` ({interval}) must divide every block size and the offset, and exceed the header's {} bytes",
+                a.overhead()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -659,6 +737,7 @@ impl WorkloadParams for IoParams {
                 self.engine.name()
             ));
         }
+        self.validate_verify()?;
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
         }

@@ -1,6 +1,7 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
 use super::params::{Engine, Rw};
+use super::verify::Algorithm;
 use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
@@ -91,6 +92,34 @@ const OPTIONS: &[OptionDef] = &[
         "startdelay",
         OptKind::Text,
         "the job starts this long after the others: TIME or MIN-MAX",
+    ),
+    OptionDef::new(
+        "verify",
+        OptKind::Choice(Algorithm::NAMES),
+        "written blocks stamped and checked once the writes end",
+    ),
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new(
+            "do-verify",
+            OptKind::Flag,
+            "with `verify`: check (off: stamp only)",
+        )
+    },
+    OptionDef::new(
+        "verify-interval",
+        OptKind::Size,
+        "bytes per verify header; default the block size",
+    ),
+    OptionDef::new(
+        "verify-pattern",
+        OptKind::Text,
+        "what written blocks hold, checked: 0xHEX, \"text\" or a number",
+    ),
+    OptionDef::new(
+        "buffer-pattern",
+        OptKind::Text,
+        "what written blocks hold: 0xHEX, \"text\" or a number",
     ),
     OptionDef {
         default: Some("0"),
