@@ -35,6 +35,27 @@ pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -
     }
 }
 
+/// One aligned block per slot in flight, holding what the job writes: random, as fio's (a
+/// compressing filesystem gets no free ride), or the job's `verify_pattern` or
+/// `buffer_pattern`.
+fn buffers(params: &IoParams, job: usize, copy: u32) -> Vec<Aligned> {
+    let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
+    (0..params.depth())
+        .map(|_| {
+            let mut b = Aligned::new(params.max_bs() as usize);
+            if params.pattern.is_empty() {
+                for chunk in b.buf().chunks_mut(8) {
+                    let v = fill.next().to_le_bytes();
+                    chunk.copy_from_slice(&v[..chunk.len()]);
+                }
+            } else {
+                verify::fill_pattern(b.buf(), &params.pattern);
+            }
+            b
+        })
+        .collect()
+}
+
 /// What a job measured besides its recorder's counts and total latency.
 pub(crate) struct JobOut {
     /// Per direction (read, write): submission and completion latency.
@@ -168,22 +189,7 @@ impl<'a> Job<'a> {
                 Ok(fd)
             })
             .collect::<Result<Vec<_>, FsbenchError>>()?;
-        let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
-        let bufs = (0..params.depth())
-            .map(|_| {
-                let mut b = Aligned::new(params.max_bs() as usize);
-                // Random contents, as fio's: a compressing filesystem gets no free ride.
-                if params.pattern.is_empty() {
-                    for chunk in b.buf().chunks_mut(8) {
-                        let v = fill.next().to_le_bytes();
-                        chunk.copy_from_slice(&v[..chunk.len()]);
-                    }
-                } else {
-                    verify::fill_pattern(b.buf(), &params.pattern);
-                }
-                b
-            })
-            .collect();
+        let bufs = buffers(params, job, copy);
         let rate = if params.rate_iops > 0 {
             Some(1e9 / params.rate_iops as f64)
         } else if params.rate > 0 {

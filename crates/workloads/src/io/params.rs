@@ -10,229 +10,11 @@ use fsbench_measure::error::invalid;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::units::{compact_size, format_bytes};
 
-/// fio's `rw=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Rw {
-    Read,
-    Write,
-    RandRead,
-    RandWrite,
-    ReadWrite,
-    RandRw,
-}
-
-impl Rw {
-    pub(super) const NAMES: &'static [&'static str] = &[
-        "read",
-        "write",
-        "randread",
-        "randwrite",
-        "readwrite",
-        "randrw",
-    ];
-
-    fn parse(text: &str) -> Rw {
-        match text {
-            "read" => Rw::Read,
-            "write" => Rw::Write,
-            "randread" => Rw::RandRead,
-            "randwrite" => Rw::RandWrite,
-            "readwrite" => Rw::ReadWrite,
-            _ => Rw::RandRw,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        Rw::NAMES[self as usize]
-    }
-
-    pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
-    }
-
-    /// The share of reads in percent, given `rwmixread` for the mixed ones.
-    pub(crate) fn read_percent(self, rwmixread: u32) -> u32 {
-        match self {
-            Rw::Read | Rw::RandRead => 100,
-            Rw::Write | Rw::RandWrite => 0,
-            Rw::ReadWrite | Rw::RandRw => rwmixread,
-        }
-    }
-}
-
-/// fio's `ioengine=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Engine {
-    Psync,
-    /// `lseek` (when the offset is not where the last I/O ended) then `read`/`write`.
-    Sync,
-    /// As `sync`, with `readv`/`writev`.
-    Vsync,
-    /// `preadv`/`pwritev`.
-    Pvsync,
-    Pvsync2,
-    IoUring,
-    /// The kernel's native AIO (io_submit), as fio's libaio engine.
-    Libaio,
-    /// No I/O at all (and no files), as fio's `null` engine: the harness's own cost.
-    Null,
-    /// fio's file and directory operation engines: each of the job's files (or
-    /// directories) created, stat'ed or deleted once, each operation timed.
-    FileCreate,
-    FileStat,
-    FileDelete,
-    DirCreate,
-    DirStat,
-    DirDelete,
-}
-
-impl Engine {
-    /// fio's names, in [`Engine`]'s order.
-    pub(super) const NAMES: &'static [&'static str] = &[
-        "psync",
-        "sync",
-        "vsync",
-        "pvsync",
-        "pvsync2",
-        "io_uring",
-        "libaio",
-        "null",
-        "filecreate",
-        "filestat",
-        "filedelete",
-        "dircreate",
-        "dirstat",
-        "dirdelete",
-    ];
-
-    fn parse(text: &str) -> Engine {
-        match text {
-            "sync" => Engine::Sync,
-            "vsync" => Engine::Vsync,
-            "pvsync" => Engine::Pvsync,
-            "pvsync2" => Engine::Pvsync2,
-            "io_uring" => Engine::IoUring,
-            "libaio" => Engine::Libaio,
-            "null" => Engine::Null,
-            "filecreate" => Engine::FileCreate,
-            "filestat" => Engine::FileStat,
-            "filedelete" => Engine::FileDelete,
-            "dircreate" => Engine::DirCreate,
-            "dirstat" => Engine::DirStat,
-            "dirdelete" => Engine::DirDelete,
-            _ => Engine::Psync,
-        }
-    }
-
-    /// One of fio's file and directory operation engines (no data I/O).
-    pub fn file_op(self) -> bool {
-        matches!(
-            self,
-            Engine::FileCreate
-                | Engine::FileStat
-                | Engine::FileDelete
-                | Engine::DirCreate
-                | Engine::DirStat
-                | Engine::DirDelete
-        )
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Psync => "psync",
-            Engine::Sync => "sync",
-            Engine::Vsync => "vsync",
-            Engine::Pvsync => "pvsync",
-            Engine::Null => "null",
-            Engine::FileCreate => "filecreate",
-            Engine::FileStat => "filestat",
-            Engine::FileDelete => "filedelete",
-            Engine::DirCreate => "dircreate",
-            Engine::DirStat => "dirstat",
-            Engine::DirDelete => "dirdelete",
-            Engine::Pvsync2 => "pvsync2",
-            Engine::IoUring => "io_uring",
-            Engine::Libaio => "libaio",
-        }
-    }
-}
-
-/// fio's `fallocate=`: how the layout allocates a file that is only written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Fallocate {
-    /// `fallocate(2)` (fio's `native` and `posix` on Linux, `1`).
-    #[default]
-    Native,
-    /// `fallocate(FALLOC_FL_KEEP_SIZE)`, then the size set by `ftruncate`.
-    Keep,
-    /// The size set by `ftruncate` alone (fio's `truncate`, `none`, `0`).
-    None,
-}
-
-impl Fallocate {
-    fn parse(text: &str) -> Fallocate {
-        match text {
-            "keep" => Fallocate::Keep,
-            "none" | "truncate" | "0" => Fallocate::None,
-            _ => Fallocate::Native,
-        }
-    }
-}
-
-/// fio's `random_distribution=`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", tag = "kind", content = "value")]
-pub enum Distribution {
-    Random,
-    Zipf(f64),
-    Pareto(f64),
-    /// Standard deviation in percent of the file's blocks.
-    Normal(f64),
-}
-
-impl Distribution {
-    fn parse(text: &str) -> anyhow::Result<Distribution> {
-        let (kind, value) = text.split_once(':').unwrap_or((text, ""));
-        let number = |what: &str, ok: fn(f64) -> bool| -> anyhow::Result<f64> {
-            value
-                .parse::<f64>()
-                .ok()
-                .filter(|v| ok(*v))
-                .ok_or_else(|| invalid(format!("io: `random-distribution={text}`: {what}")))
-        };
-        Ok(match kind {
-            "random" if value.is_empty() => Distribution::Random,
-            "zipf" => Distribution::Zipf(number("zipf:θ needs θ > 0 and θ ≠ 1", |v| {
-                v > 0.0 && v != 1.0 && v.is_finite()
-            })?),
-            "pareto" => {
-                Distribution::Pareto(number("pareto:h needs 0 < h < 1", |v| v > 0.0 && v < 1.0)?)
-            }
-            "normal" => {
-                Distribution::Normal(number("normal:σ needs 0 < σ ≤ 100 (percent)", |v| {
-                    v > 0.0 && v <= 100.0
-                })?)
-            }
-            _ => {
-                return Err(invalid(format!(
-                    "io: `random-distribution` is random, zipf:θ, pareto:h or normal:σ; got `{text}`"
-                )));
-            }
-        })
-    }
-
-    fn text(self) -> String {
-        match self {
-            Distribution::Random => "random".into(),
-            Distribution::Zipf(v) => format!("zipf:{v}"),
-            Distribution::Pareto(v) => format!("pareto:{v}"),
-            Distribution::Normal(v) => format!("normal:{v}"),
-        }
-    }
-}
+mod choices;
+mod values;
+pub use choices::{Distribution, Engine, Fallocate, Rw};
+pub(super) use values::parse_time;
+use values::{inside_name, parse_bssplit, rw_modifier, time_range};
 
 /// One job description; `numjobs` copies of it run at once, each on files of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -330,116 +112,30 @@ pub struct IoParams {
     pub beside: Vec<IoParams>,
 }
 
-/// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
-pub(super) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| {
-        invalid(format!(
-            "io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)"
-        ))
-    })?;
-    let ms = match unit {
-        "us" => Some(n / 1000),
-        "ms" => Some(n),
-        "" | "s" => n.checked_mul(1000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        _ => None,
+/// fio's `verify` and what written blocks hold (`verify_pattern`, `buffer_pattern`).
+fn verify_options(p: &Parsed) -> anyhow::Result<(Option<super::verify::Algorithm>, Vec<u8>)> {
+    use super::verify::{Algorithm, parse_pattern};
+    let verify_pattern = p
+        .text("verify-pattern")
+        .map(|t| parse_pattern("verify_pattern", t))
+        .transpose()?;
+    // As fio: a `verify_pattern` alone verifies by the pattern.
+    let verify = match p.text("verify") {
+        Some("0" | "none") => None,
+        Some(name) => Some(Algorithm::parse(name)),
+        None => verify_pattern.as_ref().map(|_| Algorithm::Pattern),
     };
-    ms.ok_or_else(|| invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h")))
-}
-
-/// A `filename` or `directory` as fsbench takes it: relative, within the run's directory
-/// (no `..`), since fsbench writes nowhere else.
-fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
-    let path = std::path::Path::new(name);
-    if name.is_empty() || name.contains('\0') {
-        return Err(invalid(format!("io: `{key}` needs a name")));
-    }
-    if path.is_absolute() {
-        return Err(invalid(format!(
-            "io: `{key}={name}` is outside the run's directory: fsbench writes only in the directory it was given (--dir) or the filesystem it made (--fs); give a name relative to it"
-        )));
-    }
-    if path.components().any(|c| {
-        !matches!(
-            c,
-            std::path::Component::Normal(_) | std::path::Component::CurDir
-        )
-    }) {
-        return Err(invalid(format!(
-            "io: `{key}={name}` leaves the run's directory (`..`)"
-        )));
-    }
-    Ok(name.trim_end_matches('/').to_string())
-}
-
-/// fio's `rw=PATTERN:MODIFIER`: for a sequential pattern a gap in bytes after each I/O
-/// (negative: backwards), for a random one the number of I/Os per random offset.
-fn rw_modifier(rw: Rw, text: &str) -> anyhow::Result<(i64, u32)> {
-    let bad = |what: &str| invalid(format!("io: `rw={}:{text}`: {what}", rw.name()));
-    if rw.random() {
-        let n: u32 = text
-            .parse()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| bad("a random pattern takes a count of I/Os per offset"))?;
-        return Ok((0, n));
-    }
-    let (sign, size) = match text.strip_prefix('-') {
-        Some(size) => (-1, size),
-        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    let pattern = match (verify_pattern, p.text("buffer-pattern")) {
+        (Some(v), _) => v,
+        (None, Some(b)) => parse_pattern("buffer_pattern", b)?,
+        (None, None) => Vec::new(),
     };
-    let size = fsbench_measure::units::parse_size(size)
-        .ok()
-        .and_then(|s| i64::try_from(s).ok())
-        .ok_or_else(|| bad("a sequential pattern takes a size, e.g. 8k or -8k"))?;
-    Ok((sign * size, 0))
+    Ok((verify, pattern))
 }
 
-/// fio's `TIME` or `MIN-MAX` (a delay drawn from the range at each run).
-fn time_range(key: &str, text: &str) -> anyhow::Result<(u64, u64)> {
-    let (lo, hi) = text.split_once('-').unwrap_or((text, text));
-    let (lo, hi) = (parse_time(key, lo)?, parse_time(key, hi)?);
-    if lo > hi {
-        return Err(invalid(format!(
-            "io: `{key}={text}`: MIN-MAX with MIN ≤ MAX"
-        )));
-    }
-    Ok((lo, hi))
-}
-
-/// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
-fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
-    let bad = || {
-        invalid(format!(
-            "io: `bssplit={text}` is SIZE/PCT:SIZE/PCT..., percentages adding up to 100"
-        ))
-    };
-    let split: Vec<(u64, u32)> = text
-        .split(':')
-        .map(|part| {
-            let (size, pct) = part.split_once('/').ok_or_else(bad)?;
-            let size = fsbench_measure::units::parse_size(size).map_err(|_| bad())?;
-            let pct: u32 = pct.parse().map_err(|_| bad())?;
-            if size == 0 || size > 256 << 20 {
-                return Err(bad());
-            }
-            Ok((size, pct))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    if split.iter().map(|s| s.1).sum::<u32>() != 100 {
-        return Err(bad());
-    }
-    Ok(split)
-}
-
-pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
-    let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
-    let offset = p.num("offset").expect("offset has a default");
+/// fio's `filename` (several, `:`-separated) and `directory`, and the job's number of
+/// files: as fio, `filename=a:b` is the job's files, however many `nrfiles` says.
+fn files(p: &Parsed) -> anyhow::Result<(Vec<String>, Option<String>, u32)> {
     let filename = match p.text("filename") {
         Some(names) => names
             .split(':')
@@ -451,11 +147,17 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         .text("directory")
         .map(|d| inside_name("directory", d))
         .transpose()?;
-    // As fio: `filename=a:b` is the job's files, however many `nrfiles` says.
     let nrfiles = match filename.len() {
-        0 => nrfiles,
+        0 => p.small("nrfiles").expect("nrfiles has a default"),
         n => u32::try_from(n).map_err(|_| invalid("io: too many `filename`s"))?,
     };
+    Ok((filename, directory, nrfiles))
+}
+
+// Long as the option table is: one line per option into its field.
+pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
+    let offset = p.num("offset").expect("offset has a default");
+    let (filename, directory, nrfiles) = files(p)?;
     // As fio: `size` alone is split over the files, each `offset` longer; `filesize` alone
     // makes `size` the files' sum.
     let size = p
@@ -478,23 +180,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     };
     let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
     let rw = Rw::parse(p.text("rw").expect("rw has a default"));
-    let verify_pattern = p
-        .text("verify-pattern")
-        .map(|t| super::verify::parse_pattern("verify_pattern", t))
-        .transpose()?;
-    // As fio: a `verify_pattern` alone verifies by the pattern.
-    let verify = match p.text("verify") {
-        Some("0" | "none") => None,
-        Some(name) => Some(super::verify::Algorithm::parse(name)),
-        None => verify_pattern
-            .as_ref()
-            .map(|_| super::verify::Algorithm::Pattern),
-    };
-    let pattern = match (verify_pattern, p.text("buffer-pattern")) {
-        (Some(v), _) => v,
-        (None, Some(b)) => super::verify::parse_pattern("buffer_pattern", b)?,
-        (None, None) => Vec::new(),
-    };
+    let (verify, pattern) = verify_options(p)?;
     let (seq_gap, seq_nr) = match p.text("rw-modifier") {
         None => (0, 0),
         Some(m) => rw_modifier(rw, m)?,
@@ -633,9 +319,12 @@ impl IoParams {
             return no("needs `verify_pattern`".into());
         }
         let interval = self.interval();
-        if self.bssplit.iter().any(|(bs, _)| bs % interval != 0)
+        if self
+            .bssplit
+            .iter()
+            .any(|(bs, _)| !bs.is_multiple_of(interval))
             || interval <= a.overhead() as u64
-            || self.offset % interval != 0
+            || !self.offset.is_multiple_of(interval)
         {
             return no(format!(
                 "`verify_interval` ({interval}) must divide every block size and the offset, and exceed the header's {} bytes",
