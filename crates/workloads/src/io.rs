@@ -32,7 +32,7 @@ mod uring;
 mod verify;
 
 use job::{Job, JobOut, Span};
-pub use params::{Distribution, Engine, Fallocate, IoParams, Rw};
+pub use params::{Distribution, Engine, Fallocate, IoParams, Rw, Zones};
 use pattern::Pattern;
 pub(crate) use table::KIND;
 

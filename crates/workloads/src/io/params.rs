@@ -12,7 +12,7 @@ use fsbench_model::units::{compact_size, format_bytes};
 
 mod choices;
 mod values;
-pub use choices::{Distribution, Engine, Fallocate, Rw};
+pub use choices::{Distribution, Engine, Fallocate, Rw, Zones};
 pub(super) use values::parse_time;
 use values::{inside_name, parse_bssplit, rw_modifier, time_range};
 

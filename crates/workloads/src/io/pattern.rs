@@ -69,6 +69,7 @@ enum Picker {
     Normal {
         sigma: f64,
     },
+    Zoned(super::params::Zones),
 }
 
 /// fio computes zeta over at most this many blocks (ZIPF_MAX_GEN), for its setup time.
@@ -98,6 +99,7 @@ impl Picker {
             Distribution::Normal(pct) => Picker::Normal {
                 sigma: pct / 100.0 * n as f64,
             },
+            Distribution::Zoned(zones) => Picker::Zoned(zones),
         }
     }
 
@@ -132,6 +134,19 @@ impl Picker {
                 let g: f64 = (0..12).map(|_| rng.unit()).sum::<f64>() - 6.0;
                 let v = n as f64 / 2.0 + g * sigma;
                 (v.max(0.0) as u64).min(n - 1)
+            }
+            Picker::Zoned(ref zones) => {
+                // A zone by its share of the accesses, then a block within it.
+                let mut roll = rng.below(100) as u8;
+                let mut last = (0, 0);
+                for (access, first, len) in zones.each(n) {
+                    last = (first, len);
+                    if roll < access {
+                        break;
+                    }
+                    roll -= access;
+                }
+                last.0 + rng.below(last.1)
             }
         }
     }
@@ -392,6 +407,31 @@ mod tests {
 
     fn pass(p: &mut Pattern) -> Vec<Next> {
         std::iter::from_fn(|| p.next()).collect()
+    }
+
+    #[test]
+    fn zoned_sends_each_zone_its_share_of_the_accesses() {
+        let mut p = pattern(
+            "rw=randread,bs=4k,size=40m,norandommap,random-distribution=zoned:50/5:30/15:20/",
+        );
+        let blocks = (40 << 20) / 4096;
+        let ios = pass(&mut p);
+        let share = |lo: u64, hi: u64| {
+            let n = ios
+                .iter()
+                .filter(|io| (lo..hi).contains(&(io.offset / 4096)))
+                .count();
+            n as f64 / ios.len() as f64
+        };
+        let (first, second, rest) = (
+            share(0, blocks / 20),
+            share(blocks / 20, blocks / 5),
+            share(blocks / 5, blocks),
+        );
+        assert!((0.47..0.53).contains(&first), "{first}");
+        assert!((0.27..0.33).contains(&second), "{second}");
+        assert!((0.17..0.23).contains(&rest), "{rest}");
+        assert!(IoParams::parse("random-distribution=zoned:50/5:40/15").is_err());
     }
 
     #[test]

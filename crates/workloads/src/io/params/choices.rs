@@ -186,6 +186,73 @@ pub enum Distribution {
     Pareto(f64),
     /// Standard deviation in percent of the file's blocks.
     Normal(f64),
+    /// fio's `zoned:A/S:...`: A% of the accesses to the next S% of the file.
+    Zoned(Zones),
+}
+
+/// fio's zones: per zone, its share of the accesses and of the file, in percent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Zones {
+    pub zones: [(u8, u8); Zones::MAX],
+    pub count: u8,
+}
+
+impl Zones {
+    const MAX: usize = 16;
+
+    /// `A/S:A/S:...`, the accesses adding up to 100, the sizes too (an empty size: the
+    /// rest of the file).
+    fn parse(text: &str, list: &str) -> anyhow::Result<Zones> {
+        let bad = || {
+            invalid(format!(
+                "io: `random-distribution={text}`: zoned:A/S:A/S..., at most {} zones, accesses and sizes (in %) adding up to 100",
+                Zones::MAX
+            ))
+        };
+        let mut zones = Zones {
+            zones: [(0, 0); Zones::MAX],
+            count: 0,
+        };
+        let mut rest = None;
+        for (i, part) in list.split(':').enumerate() {
+            let (access, size) = part.split_once('/').ok_or_else(bad)?;
+            let access: u8 = access.parse().map_err(|_| bad())?;
+            let size: u8 = match size {
+                "" if rest.is_none() => {
+                    rest = Some(i);
+                    0
+                }
+                s => s.parse().map_err(|_| bad())?,
+            };
+            *zones.zones.get_mut(i).ok_or_else(bad)? = (access, size);
+            zones.count += 1;
+        }
+        let used = &zones.zones[..zones.count as usize];
+        let accesses: u32 = used.iter().map(|z| u32::from(z.0)).sum();
+        let sizes: u32 = used.iter().map(|z| u32::from(z.1)).sum();
+        match rest {
+            Some(i) if sizes < 100 => zones.zones[i].1 = (100 - sizes) as u8,
+            None if sizes == 100 => {}
+            _ => return Err(bad()),
+        }
+        if accesses != 100 {
+            return Err(bad());
+        }
+        Ok(zones)
+    }
+
+    /// Each zone's share of the accesses and its blocks, `first..first+len`, of `n`.
+    pub(crate) fn each(&self, n: u64) -> impl Iterator<Item = (u8, u64, u64)> + '_ {
+        let mut start = 0u64;
+        self.zones[..self.count as usize]
+            .iter()
+            .map(move |&(access, size)| {
+                let len = (n * u64::from(size) / 100).max(1);
+                let first = start.min(n - 1);
+                start += len;
+                (access, first, len.min(n - first))
+            })
+    }
 }
 
 impl Distribution {
@@ -211,9 +278,10 @@ impl Distribution {
                     v > 0.0 && v <= 100.0
                 })?)
             }
+            "zoned" => Distribution::Zoned(Zones::parse(text, value)?),
             _ => {
                 return Err(invalid(format!(
-                    "io: `random-distribution` is random, zipf:θ, pareto:h or normal:σ; got `{text}`"
+                    "io: `random-distribution` is random, zipf:θ, pareto:h, normal:σ or zoned:A/S:...; got `{text}`"
                 )));
             }
         })
@@ -225,6 +293,13 @@ impl Distribution {
             Distribution::Zipf(v) => format!("zipf:{v}"),
             Distribution::Pareto(v) => format!("pareto:{v}"),
             Distribution::Normal(v) => format!("normal:{v}"),
+            Distribution::Zoned(z) => {
+                let parts: Vec<String> = z.zones[..z.count as usize]
+                    .iter()
+                    .map(|(a, s)| format!("{a}/{s}"))
+                    .collect();
+                format!("zoned:{}", parts.join(":"))
+            }
         }
     }
 }
