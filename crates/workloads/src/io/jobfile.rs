@@ -461,6 +461,34 @@ mod tests {
     }
 
     #[test]
+    fn bsrange_draws_each_multiple_of_its_minimum_and_io_size_moves_more_than_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[a]\nsize=1m\nbsrange=4k-16k\nio_size=4m\n[b]\nsize=1m\nblocksize_range=1k-3k\n",
+        );
+        let jobs = read(&path, &Cap::default()).unwrap();
+        let a = &jobs[0];
+        let k = |n: u64| n << 10;
+        assert_eq!(
+            a.bssplit,
+            vec![(k(4), 25), (k(8), 25), (k(12), 25), (k(16), 25)]
+        );
+        assert_eq!((a.size, a.filesize), (4 << 20, 1 << 20));
+        assert_eq!(
+            a.beside[0].bssplit,
+            vec![(k(1), 34), (k(2), 33), (k(3), 33)]
+        );
+        let path = write(dir.path(), "job.fio", "[a]\nsize=1m\nbsrange=16k-4k\n");
+        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        assert!(
+            err.contains("job.fio:3: `bsrange=16k-4k` is MIN-MAX"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn wait_for_waits_for_a_job_alone_or_one_already_ended() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(

@@ -169,6 +169,8 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         (None, Some(filesize)) => (filesize.saturating_mul(u64::from(nrfiles)), filesize),
         (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
     };
+    // fio's `io_size`: the bytes moved, over files of `size`.
+    let size = p.num("io-size").unwrap_or(size);
     let bssplit = match p.text("bssplit") {
         Some(text) if p.explicit("bs") => {
             return Err(invalid(format!(

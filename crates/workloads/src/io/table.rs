@@ -41,6 +41,14 @@ const OPTIONS: &[OptionDef] = &[
     OptionDef {
         min: 1,
         ..OptionDef::new(
+            "io-size",
+            OptKind::Size,
+            "bytes of I/O per job and pass, over files of `size` (fio's io_size)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new(
             "filesize",
             OptKind::Size,
             "each file's size; default offset + size/nrfiles",

@@ -16,6 +16,7 @@ pub(super) const ALIASES: &[&str] = &[
     "ioscheduler",
     "timeout",
     "nr_files",
+    "io_limit",
     "fileoffset",
 ];
 
@@ -30,9 +31,7 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
             let range = per_direction(&key, value)?;
             match range.split_once('-') {
                 Some((lo, hi)) if same_size(lo, hi) => one("bs", lo),
-                Some(_) => Err(format!(
-                    "`{key}={value}`: block sizes drawn from a range are not implemented (give `bs`, or `bssplit` with shares)"
-                )),
+                Some((lo, hi)) => one("bssplit", &range_split(&key, value, lo, hi)?),
                 None => Err(format!("`{key}={value}` is MIN-MAX")),
             }
         }
@@ -59,12 +58,38 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         "iodepth_batch_complete" => one("iodepth_batch_complete_min", value),
         "timeout" => one("runtime", value),
         "nr_files" => one("nrfiles", value),
+        "io_limit" => one("io_size", value),
         "fileoffset" => one("offset", value),
         "ioscheduler" => Err(format!(
             "`{key}`: fsbench sets the scheduler per configuration (--sched or FS:sched=NAME)"
         )),
         _ => one(&key, value),
     }
+}
+
+/// fio's `bsrange=MIN-MAX` as shares: fio draws a size between them, a multiple of MIN,
+/// each multiple as likely; as `bssplit`, each multiple of MIN its share of 100 (the first
+/// ones a point more where 100 does not divide evenly).
+fn range_split(key: &str, value: &str, lo: &str, hi: &str) -> Result<String, String> {
+    let size = |t: &str| fsbench_model::units::parse_size(t).ok().filter(|s| *s > 0);
+    let bad = || format!("`{key}={value}` is MIN-MAX, sizes with MIN ≤ MAX");
+    let (lo, hi) = (size(lo).ok_or_else(bad)?, size(hi).ok_or_else(bad)?);
+    if lo > hi {
+        return Err(bad());
+    }
+    let count = hi / lo;
+    if count > 100 {
+        return Err(format!(
+            "`{key}={value}`: more than 100 sizes between them (give `bssplit`)"
+        ));
+    }
+    let parts: Vec<String> = (1..=count)
+        .map(|k| {
+            let share = 100 / count + u64::from(k <= 100 % count);
+            format!("{}/{share}", k * lo)
+        })
+        .collect();
+    Ok(parts.join(":"))
 }
 
 /// fio's boolean: a bare key, `1`, `true`, `on` or `yes`.
