@@ -27,6 +27,25 @@ pub fn json_run(state: &Path) -> Command {
     c
 }
 
+/// `fsbench fio` on `job` (written into `state` as `job.fio`) in `dir`, one run, its results
+/// as JSON on stdout.
+pub fn fio_job_json(state: &Path, dir: &Path, job: &str) -> Output {
+    let jobfile = state.join("job.fio");
+    std::fs::write(&jobfile, job).unwrap();
+    run(fsbench(state)
+        .args([
+            "fio",
+            "-q",
+            "--runs",
+            "1",
+            "--output-format",
+            "json",
+            "--dir",
+        ])
+        .arg(dir)
+        .arg(&jobfile))
+}
+
 /// The `XDG_DATA_HOME` of every fsbench the tests start: the default results database lives
 /// there, never in the user's home.
 pub fn test_data_home() -> PathBuf {

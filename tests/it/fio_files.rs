@@ -28,12 +28,35 @@ fn calls_on_files(log: &Path) -> [usize; 3] {
     counts
 }
 
-fn strace(log: &Path) -> Command {
+/// strace following threads, the calls in `trace` written to `log`, with paths (`-y`).
+fn strace(trace: &str, log: &Path) -> Command {
     let mut c = Command::new("strace");
-    c.args(["-f", "-qq", "-y", "-e", "trace=openat,lseek,read", "-o"])
-        .arg(log);
+    c.args(["-f", "-qq", "-y", "-e", trace, "-o"]).arg(log);
     c
 }
+
+/// `fsbench fio JOBFILE` in `dir` under [`strace`].
+fn traced_fsbench(trace: &str, log: &Path, state: &Path, dir: &Path, jobfile: &Path) -> Command {
+    let mut c = strace(trace, log);
+    c.arg(env!("CARGO_BIN_EXE_fsbench"))
+        .env("FSBENCH_STATE_DIR", state)
+        .env("XDG_DATA_HOME", test_data_home())
+        .args(["fio", "-q", "--runs", "1", "--dir"])
+        .arg(dir)
+        .arg(jobfile);
+    c
+}
+
+/// fio on JOBFILE in `dir` under [`strace`].
+fn traced_fio(trace: &str, log: &Path, dir: &Path, jobfile: &Path) -> Command {
+    let mut c = strace(trace, log);
+    c.current_dir(dir)
+        .args(["fio", "--output=/dev/null", "--ioengine=psync"])
+        .arg(jobfile);
+    c
+}
+
+const OPEN_SEEK_READ: &str = "trace=openat,lseek,read";
 
 #[test]
 fn filename_and_directory_name_fio_s_files_and_sync_makes_fio_s_calls() {
@@ -76,22 +99,25 @@ fn filename_and_directory_name_fio_s_files_and_sync_makes_fio_s_calls() {
         return;
     }
     let ours = state.path().join("fsbench.strace");
-    let out = run(strace(&ours)
-        .arg(env!("CARGO_BIN_EXE_fsbench"))
-        .env("FSBENCH_STATE_DIR", state.path())
-        .env("XDG_DATA_HOME", test_data_home())
-        .args(["fio", "-q", "--runs", "1", "--dir"])
-        .arg(dir.path())
-        .arg(&jobfile));
+    let out = run(&mut traced_fsbench(
+        OPEN_SEEK_READ,
+        &ours,
+        state.path(),
+        dir.path(),
+        &jobfile,
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     // fio wants the directory made; it runs in its own.
     let fio_dir = tempdir();
     std::fs::create_dir(fio_dir.path().join("sub")).unwrap();
     let theirs = state.path().join("fio.strace");
-    let out = run(strace(&theirs)
-        .current_dir(fio_dir.path())
-        .args(["fio", "--output=/dev/null"])
-        .arg(&jobfile));
+    // The job file's `ioengine=sync` wins over the command line's psync.
+    let out = run(&mut traced_fio(
+        OPEN_SEEK_READ,
+        &theirs,
+        fio_dir.path(),
+        &jobfile,
+    ));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let fio_sizes: Vec<u64> = ["shared.dat", "two.dat"]
         .iter()
@@ -180,7 +206,7 @@ fn a_file_outside_the_run_s_directory_is_refused_with_its_line() {
 }
 
 /// `fsbench fio` on a job file written into `state`, with JSON results; its output.
-fn fio_json(state: &Path, dir: &Path, job: &str) -> std::process::Output {
+fn fio_job_json(state: &Path, dir: &Path, job: &str) -> std::process::Output {
     let jobfile = state.join("job.fio");
     std::fs::write(&jobfile, job).unwrap();
     run(fsbench(state)
@@ -209,7 +235,7 @@ fn file_and_directory_engines_time_one_operation_per_file() {
         "dirdelete",
     ] {
         let job = format!("[global]\nioengine={engine}\nfilesize=4k\nnrfiles=20\n[a]\n[b]\n");
-        let out = fio_json(state.path(), dir.path(), &job);
+        let out = fio_job_json(state.path(), dir.path(), &job);
         assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
         let doc = json(&out);
         let phases = &doc["runs"][0]["phases"];
@@ -227,7 +253,7 @@ fn file_and_directory_engines_time_one_operation_per_file() {
     }
     // filedelete deletes what the layout made: a second delete fails, naming the call.
     let job = "[global]\nioengine=filedelete\nfilesize=4k\nnrfiles=2\nfilename=x:y\n[a]\n[b]\n";
-    let out = fio_json(state.path(), dir.path(), job);
+    let out = fio_job_json(state.path(), dir.path(), job);
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("filedelete"),
@@ -241,7 +267,7 @@ fn file_and_directory_engines_time_one_operation_per_file() {
 fn startdelay_starts_a_job_later_and_ratemin_fails_a_slow_one() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
     let paced = "[global]\nsize=1m\nrw=randread\nrate_iops=100\ntime_based\nruntime=1\n";
-    let out = fio_json(
+    let out = fio_job_json(
         state.path(),
         dir.path(),
         &format!("{paced}[a]\n[b]\nstartdelay=1\n"),
@@ -259,7 +285,7 @@ fn startdelay_starts_a_job_later_and_ratemin_fails_a_slow_one() {
         let n = io["latency"][job]["count"].as_u64().unwrap_or(0);
         assert!((90..=105).contains(&n), "{job}: {n}");
     }
-    let out = fio_json(
+    let out = fio_job_json(
         state.path(),
         dir.path(),
         &format!("{paced}[a]\nratemin=1m\n"),
@@ -286,18 +312,16 @@ fn fallocate_allocates_written_files_as_fio_s_option_says() {
         let job = format!("[w]\nrw=write\nsize=1m\nfallocate={how}\n");
         std::fs::write(&jobfile, job).unwrap();
         let log = state.path().join("alloc.strace");
-        let out = run(Command::new("strace")
-            .args(["-f", "-qq", "-e", "trace=fallocate", "-o"])
-            .arg(&log)
-            .arg(env!("CARGO_BIN_EXE_fsbench"))
-            .env("FSBENCH_STATE_DIR", state.path())
-            .env("XDG_DATA_HOME", test_data_home())
-            .args(["fio", "-q", "--runs", "1", "--dir"])
-            .arg(dir.path())
-            .arg(&jobfile));
+        let out = run(&mut traced_fsbench(
+            "trace=fallocate",
+            &log,
+            state.path(),
+            dir.path(),
+            &jobfile,
+        ));
         assert!(out.status.success(), "{how}: {}", text(&out.stderr));
         let log = std::fs::read_to_string(&log).unwrap();
-        // `PID fallocate(5, 0, 0, 1048576) = 0`, its descriptor's number left out.
+        // `PID fallocate(5</path>, 0, 0, 1048576) = 0`, its descriptor left out.
         let calls: Vec<String> = log
             .lines()
             .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
@@ -335,29 +359,13 @@ fn rw_modifiers_gap_and_go_backwards_at_fio_s_offsets() {
         let job = format!("[gap]\nfilename=data\nrw={rw}\nbs=4k\nsize=32k\nloops=2\n");
         std::fs::write(&jobfile, job).unwrap();
         let log = state.path().join("gap.strace");
-        let trace = ["-f", "-qq", "-y", "-e", "trace=pread64", "-o"];
+        let trace = "trace=pread64";
         let ours = read_offsets(
-            Command::new("strace")
-                .args(trace)
-                .arg(&log)
-                .arg(env!("CARGO_BIN_EXE_fsbench"))
-                .env("FSBENCH_STATE_DIR", state.path())
-                .env("XDG_DATA_HOME", test_data_home())
-                .args(["fio", "-q", "--runs", "1", "--dir"])
-                .arg(dir.path())
-                .arg(&jobfile),
+            &mut traced_fsbench(trace, &log, state.path(), dir.path(), &jobfile),
             &log,
         );
         let fio_dir = tempdir();
-        let theirs = read_offsets(
-            Command::new("strace")
-                .args(trace)
-                .arg(&log)
-                .current_dir(fio_dir.path())
-                .args(["fio", "--output=/dev/null", "--ioengine=psync"])
-                .arg(&jobfile),
-            &log,
-        );
+        let theirs = read_offsets(&mut traced_fio(trace, &log, fio_dir.path(), &jobfile), &log);
         assert_eq!(ours.len(), 16, "{rw}: {ours:?}");
         assert_eq!(ours, theirs, "{rw}");
     }

@@ -3,8 +3,6 @@
 //! its file and offset as fio reports it (fio itself run on the same job file where
 //! installed), and fails the run.
 
-use std::path::Path;
-
 use crate::common::*;
 
 /// A writer of 64 blocks of 4 KiB at 200 a second, verified once its writes end; with
@@ -20,23 +18,6 @@ fn job(verify: &str, spoil: Option<(u64, u64)>) -> String {
         );
     }
     job
-}
-
-fn fsbench_fio(state: &Path, dir: &Path, job: &str) -> std::process::Output {
-    let jobfile = state.join("verify.fio");
-    std::fs::write(&jobfile, job).unwrap();
-    run(fsbench(state)
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            "json",
-            "--dir",
-        ])
-        .arg(dir)
-        .arg(&jobfile))
 }
 
 #[test]
@@ -58,7 +39,7 @@ fn every_algorithm_checks_what_was_written() {
         "verify_pattern=0xdeadbeef",
         "verify=md5\nverify_interval=512",
     ] {
-        let out = fsbench_fio(state.path(), dir.path(), &job(verify, None));
+        let out = fio_job_json(state.path(), dir.path(), &job(verify, None));
         assert!(out.status.success(), "{verify}: {}", text(&out.stderr));
         let doc = json(&out);
         let verified = doc["runs"][0]["phases"][1]["figures"]
@@ -82,7 +63,7 @@ fn a_spoiled_block_is_reported_at_its_offset_as_fio_reports_it_and_fails_the_run
     let (dir, state) = (tmpfs_tempdir(), tempdir());
     // The whole block overwritten: its header is gone.
     let whole = job("verify=crc32c", Some((8192, 4096)));
-    let out = fsbench_fio(state.path(), dir.path(), &whole);
+    let out = fio_job_json(state.path(), dir.path(), &whole);
     assert!(!out.status.success());
     let ours = text(&out.stderr);
     let wanted = "wanted acca at file data offset 8192, length 4096 (requested block: offset=8192, length=4096)";
@@ -93,7 +74,7 @@ fn a_spoiled_block_is_reported_at_its_offset_as_fio_reports_it_and_fails_the_run
     assert!(ours.contains("1 of 64 blocks checked were wrong"), "{ours}");
     // Its data alone overwritten: the header is right, the checksum is not.
     let data = job("verify=sha256", Some((10240, 512)));
-    let out = fsbench_fio(state.path(), dir.path(), &data);
+    let out = fio_job_json(state.path(), dir.path(), &data);
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(
@@ -101,7 +82,7 @@ fn a_spoiled_block_is_reported_at_its_offset_as_fio_reports_it_and_fails_the_run
         "{err}"
     );
     // A pattern: the first byte that differs.
-    let out = fsbench_fio(
+    let out = fio_job_json(
         state.path(),
         dir.path(),
         &job("verify_pattern=0xdeadbeef", Some((8192, 4096))),
@@ -118,7 +99,7 @@ fn a_spoiled_block_is_reported_at_its_offset_as_fio_reports_it_and_fails_the_run
         return;
     }
     let fio_dir = tempdir();
-    let jobfile = state.path().join("verify.fio");
+    let jobfile = state.path().join("job.fio");
     std::fs::write(&jobfile, &whole).unwrap();
     let out = run(std::process::Command::new("fio")
         .current_dir(fio_dir.path())
