@@ -274,7 +274,7 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
     }
     if p.direct {
         let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
-        let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
+        let sizes = p.block_sizes().map(|b| ("bs", b));
         let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
         for (what, v) in sizes {
             if v % align != 0 {

@@ -385,8 +385,8 @@ mod tests {
                 "job.fio:3: `rw=trim`: trims are not implemented",
             ),
             (
-                "[a]\nsize=1m\n\nbs=4k,8k\n",
-                "job.fio:4: `bs=4k,8k`: a different value per direction",
+                "[a]\nsize=1m\n\nrate=1m,2m\n",
+                "job.fio:4: `rate=1m,2m`: a different value per direction",
             ),
             (
                 "[a]\nsize=1m\nrw=randread:0\n",

@@ -35,6 +35,9 @@ pub struct IoParams {
     pub rwmixread: u32,
     /// Block sizes and their percentages (`bs` alone: one at 100%).
     pub bssplit: Vec<(u64, u32)>,
+    /// The writes' block size where it differs from `bssplit`'s (fio's `bs=READ,WRITE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bs: Option<u64>,
     /// Bytes of I/O per job and pass, over its files.
     pub size: u64,
     /// Each file's size.
@@ -198,6 +201,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         seq_nr,
         rwmixread: p.small("rwmixread").expect("has a default"),
         bssplit,
+        write_bs: p.num("write-bs"),
         size,
         filesize,
         nrfiles,
@@ -257,12 +261,17 @@ impl IoParams {
         std::iter::once(self).chain(&self.beside)
     }
 
+    /// Every block size the job may use: `bssplit`'s and the writes' own.
+    pub fn block_sizes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.bssplit.iter().map(|b| b.0).chain(self.write_bs)
+    }
+
     pub fn max_bs(&self) -> u64 {
-        self.bssplit.iter().map(|b| b.0).max().unwrap_or(0)
+        self.block_sizes().max().unwrap_or(0)
     }
 
     pub fn min_bs(&self) -> u64 {
-        self.bssplit.iter().map(|b| b.0).min().unwrap_or(0)
+        self.block_sizes().min().unwrap_or(0)
     }
 
     /// I/Os in flight per job: the engine's depth (the synchronous ones have one).

@@ -219,6 +219,8 @@ pub(crate) struct Pattern {
     random: bool,
     read_percent: u32,
     bssplit: Vec<(u64, u32)>,
+    /// The writes' own block size (fio's `bs=READ,WRITE`).
+    write_bs: Option<u64>,
     min_bs: u64,
     start: u64,
     /// Blocks of `min_bs` in a file's region.
@@ -266,6 +268,7 @@ impl Pattern {
             random,
             read_percent: p.rw.read_percent(p.rwmixread),
             bssplit: p.bssplit.clone(),
+            write_bs: p.write_bs,
             min_bs,
             start: p.offset,
             blocks,
@@ -333,20 +336,33 @@ impl Pattern {
         at
     }
 
+    /// Whether the next I/O reads, by the job's mix.
+    #[inline]
+    fn direction(&mut self) -> bool {
+        match self.read_percent {
+            100 => true,
+            0 => false,
+            pct => (self.rng.below(100) as u32) < pct,
+        }
+    }
+
     /// The next I/O of the pass; `None` when the pass has moved its bytes.
     #[inline]
     pub(crate) fn next(&mut self) -> Option<Next> {
-        let bs = self.block_size();
+        // The direction first where the writes have a size of their own.
+        let (bs, read) = match self.write_bs {
+            None => (self.block_size(), None),
+            Some(write) => match self.direction() {
+                true => (self.block_size(), Some(true)),
+                false => (write, Some(false)),
+            },
+        };
         if self.done + bs > self.pass_bytes {
             return None;
         }
         let file = self.next_file;
         self.next_file = (file + 1) % self.positions.len();
-        let read = match self.read_percent {
-            100 => true,
-            0 => false,
-            pct => (self.rng.below(100) as u32) < pct,
-        };
+        let read = read.unwrap_or_else(|| self.direction());
         let span = bs / self.min_bs;
         // A run of sequential I/Os after a random offset ends at the region's end too.
         let run_on = self.run_left > 0 && self.positions[file] + bs <= self.region;
@@ -407,6 +423,22 @@ mod tests {
 
     fn pass(p: &mut Pattern) -> Vec<Next> {
         std::iter::from_fn(|| p.next()).collect()
+    }
+
+    #[test]
+    fn reads_and_writes_take_their_own_block_sizes() {
+        let mut p = pattern("rw=randrw,bs=4k,write-bs=16k,size=4m");
+        let ios = pass(&mut p);
+        assert!(
+            ios.iter()
+                .all(|io| io.len == if io.read { 4096 } else { 16384 })
+        );
+        let writes = ios.iter().filter(|io| !io.read).count();
+        assert!(writes > ios.len() / 10 && writes < ios.len(), "{writes}");
+        assert!(
+            ios.iter()
+                .all(|io| io.offset % 4096 == 0 && io.offset + u64::from(io.len) <= 4 << 20)
+        );
     }
 
     #[test]

@@ -29,6 +29,15 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("4k"),
         ..OptionDef::new("bs", OptKind::Size, "block size")
     },
+    OptionDef {
+        min: 1,
+        max: 256 << 20,
+        ..OptionDef::new(
+            "write-bs",
+            OptKind::Size,
+            "the writes' block size where it differs (fio's bs=READ,WRITE)",
+        )
+    },
     OptionDef::new(
         "bssplit",
         OptKind::Text,

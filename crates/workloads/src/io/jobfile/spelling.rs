@@ -26,7 +26,7 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
     let key = key.replace('-', "_");
     let one = |k: &str, v: &str| Ok(vec![(k.to_string(), v.to_string())]);
     match key.as_str() {
-        "blocksize" | "bs" => one("bs", &per_direction(&key, value)?),
+        "blocksize" | "bs" => block_sizes(&key, value),
         "bsrange" | "blocksize_range" => {
             let range = per_direction(&key, value)?;
             match range.split_once('-') {
@@ -103,6 +103,24 @@ pub(super) fn flag(value: &str) -> bool {
 fn same_size(a: &str, b: &str) -> bool {
     let size = |t: &str| fsbench_model::units::parse_size(t).ok();
     size(a).is_some() && size(a) == size(b)
+}
+
+/// fio's `bs=READ,WRITE[,TRIM]`: the writes' size where it differs (`write_bs`); an empty
+/// part is the read size (fsbench has no trims, so their size changes nothing).
+fn block_sizes(key: &str, value: &str) -> Result<Vec<(String, String)>, String> {
+    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+    let read = parts.first().copied().filter(|r| !r.is_empty());
+    let write = parts.get(1).copied().filter(|w| !w.is_empty());
+    let mut pairs = Vec::new();
+    match (read, write) {
+        (None, None) => return Err(format!("`{key}=` needs a value")),
+        (Some(r), _) => pairs.push(("bs".to_string(), r.to_string())),
+        (None, Some(_)) => {}
+    }
+    if let Some(w) = write.filter(|w| read.is_none_or(|r| !same_size(r, w))) {
+        pairs.push(("write_bs".to_string(), w.to_string()));
+    }
+    Ok(pairs)
 }
 
 /// fio's `read,write[,trim]` form: the same value for every direction, or one alone. A job
