@@ -41,7 +41,7 @@ FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench")
 RUNS = int(os.environ.get("RUNS", "5"))
 FILESYSTEMS = os.environ.get("FS", "tmpfs,ext4,xfs,btrfs").split(",")
 SMALL = os.environ.get("SMALL") == "1"
-GIT = "git -c user.name=b -c user.email=b@b -c init.defaultBranch=main"
+GIT = "git -c user.name=b -c user.email=b@b -c init.defaultBranch=main -c gc.auto=0"
 PYTHON = "/usr/bin/python3"
 
 

@@ -51,6 +51,13 @@ if [ "${1:-}" = "--tests" ] && ! python3 -c 'import scipy' 2>/dev/null &&
     ! /usr/bin/python3 -c 'import scipy' 2>/dev/null; then
     missing+=(python3-scipy)
 fi
+# fio's log parsers and fio-plot (below) need pandas and a venv: Debian's packages.
+if [ "${1:-}" = "--tests" ] && ! /usr/bin/python3 -c 'import pandas' 2>/dev/null; then
+    missing+=(python3-pandas)
+fi
+if [ "${1:-}" = "--tests" ] && ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then
+    missing+=(python3-venv)
+fi
 # Bash loads the completions scripts/run.sh installs through bash-completion, which has no
 # command to look for.
 if [ ! -f /usr/share/bash-completion/bash_completion ]; then
@@ -72,4 +79,39 @@ if [ ${#missing[@]} -gt 0 ]; then
         systemctl disable --now zfs-fuse.service 2>/dev/null ||
             /etc/init.d/zfs-fuse stop 2>/dev/null || true
     fi
+fi
+
+[ "${1:-}" = "--tests" ] || exit 0
+# What the tests of fio's outputs run on fsbench's files (tests/it/fio_out.rs), under
+# /usr/local/lib/fsbench-tests. fio's log parsers (tools/fiologparser.py and
+# tools/hist/fiologparser_hist.py) are in no binary package: they are copied out of Debian's
+# source package of bookworm's fio, which apt fetches and checks against Debian's signed
+# index through a source list of its own (the machine's lists are left as they are).
+tests_dir=/usr/local/lib/fsbench-tests
+fio_tools=$tests_dir/fio-tools
+if [ ! -f "$fio_tools/fiologparser_hist.py" ]; then
+    echo "install-deps: copying fio's log parsers from Debian's fio source package" >&2
+    scratch=$(mktemp -d)
+    trap 'rm -rf "$scratch"' EXIT
+    mkdir -p "$scratch/parts" "$scratch/lists/partial"
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        >"$scratch/parts/fio-src.sources"
+    apt_src=(-qq -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$scratch/parts"
+        -o "Dir::State::Lists=$scratch/lists")
+    apt-get "${apt_src[@]}" update
+    (cd "$scratch" && apt-get "${apt_src[@]}" source --download-only fio >/dev/null 2>&1)
+    tar -xzf "$scratch"/fio_*.orig.tar.gz -C "$scratch" --wildcards \
+        '*/tools/fiologparser.py' '*/tools/hist/fiologparser_hist.py'
+    mkdir -p "$fio_tools"
+    cp "$scratch"/fio-*/tools/fiologparser.py "$scratch"/fio-*/tools/hist/fiologparser_hist.py \
+        "$fio_tools/"
+fi
+# fio-plot reads fio's JSON: PyPI's, pinned, in a venv of its own (Debian 12's python refuses
+# pip outside one, PEP 668, and the venv leaves Debian's packages as they are).
+fio_plot_version=1.1.21
+fio_plot=$tests_dir/fio-plot
+if [ "$("$fio_plot/bin/pip" show fio-plot 2>/dev/null | sed -n 's/^Version: //p')" != "$fio_plot_version" ]; then
+    echo "install-deps: installing fio-plot $fio_plot_version in $fio_plot" >&2
+    /usr/bin/python3 -m venv "$fio_plot"
+    "$fio_plot/bin/pip" install --quiet --disable-pip-version-check "fio-plot==$fio_plot_version"
 fi

@@ -12,6 +12,7 @@ mod database;
 mod doc_commands;
 mod fdtree;
 mod filebench;
+mod fio_logs;
 mod generate;
 #[cfg(feature = "mpi")]
 mod mpi_run;
@@ -192,6 +193,31 @@ fn stdout_formats() -> impl TypedValueParser<Value = &'static dyn Report> {
     formats(|r| r.on_stdout())
 }
 
+/// `fsbench fio`'s `--output-format` values: fio's own formats under fio's names, then
+/// fsbench's other formats (its JSON document stays with `--export-json FILE`).
+fn fio_formats() -> impl TypedValueParser<Value = &'static dyn Report> {
+    const FIO: [(&str, &str); 4] = [
+        ("normal", "fio"),
+        ("json", "fio-json"),
+        ("json+", "fio-json+"),
+        ("terse", "fio-terse"),
+    ];
+    let report = |name: &str| fsbench_report::formats::named(name).expect("a registry name");
+    let fio = FIO
+        .iter()
+        .map(move |(name, r)| PossibleValue::new(name).help(report(r).describe()));
+    let own = (fsbench_report::formats::REPORTS.iter())
+        .filter(|r| r.name() != "json")
+        .filter_map(|r| Some(PossibleValue::new(r.name()).help(r.on_stdout()?)));
+    PossibleValuesParser::new(fio.chain(own).collect::<Vec<_>>()).map(move |name| {
+        let name = FIO
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(name.as_str(), |(_, r)| r);
+        report(name)
+    })
+}
+
 #[derive(Debug, clap::Args)]
 struct FfsbArgs {
     /// FFSB profile (FFSB 6 syntax; `num_ops=N` in a thread group is fsbench's fixed amount
@@ -204,7 +230,9 @@ struct FfsbArgs {
     run: RunArgs,
 }
 
+/// `--output-format` takes fio's names here: `normal`, `json`, `json+`, `terse`.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("output_format", |a| a.value_parser(fio_formats())))]
 struct FioArgs {
     /// fio job file (`-`: standard input): [global] and job sections, include, ${VAR},
     /// $ncpus and $mb_memory arithmetic; jobs run at the same time unless a `stonewall`

@@ -19,7 +19,7 @@ use fsbench_model::units::{format_bytes, group_thousands};
 use fsbench_testbed::testbed::check_dir_space;
 use fsbench_testbed::testbed::scratch::Scratch;
 use fsbench_workloads::command::process::{self, Exit, Step};
-use fsbench_workloads::replay::strace::{Parser, STRACE_ARGS};
+use fsbench_workloads::replay::strace::{Parser, STRACE_ARGS, StopCost};
 use fsbench_workloads::replay::trace::{Call, Entry, Program, TraceWriter, call_line};
 use fsbench_workloads::replay::{Summary, left_at, replay_into, snapshot};
 
@@ -155,15 +155,18 @@ fn capture(
     let mut calls_file = partial.as_os_str().to_owned();
     calls_file.push(".calls");
     let calls_file = PathBuf::from(calls_file);
-    let parsed = parse(raw, root, cwd, cost.per_call_ns, &calls_file);
+    // strace's cost per call as the capture's own intervals show it, at the load it ran
+    // under; `dd`'s where the program made too few calls to tell.
+    let per_call_ns = stop_cost(raw)?.unwrap_or(cost.per_call_ns);
+    let parsed = parse(raw, root, cwd, per_call_ns, &calls_file);
     let outcome = parsed.and_then(|(parser, calls)| {
         let wall_us = wall.as_micros() as u64;
-        let strace_us = (parser.program_stops() * cost.per_call_ns / 1000) + cost.fixed_us;
+        let strace_us = (parser.program_stops() * per_call_ns / 1000) + cost.fixed_us;
         let program = Program {
             wall_us,
             own_us: wall_us.saturating_sub(strace_us),
             calls_us: parser.calls_us,
-            strace_ns: cost.per_call_ns,
+            strace_ns: per_call_ns,
             umask: umask(),
             traced: parser.stops_total(),
         };
@@ -199,7 +202,7 @@ fn capture(
             group_thousands(parser.dropped()),
             wall.as_secs_f64(),
             program.own_us as f64 / 1e6,
-            cost.per_call_ns as f64 / 1e3
+            per_call_ns as f64 / 1e3
         ))
     });
     let _ = std::fs::remove_file(&calls_file);
@@ -261,6 +264,19 @@ fn run_traced(
         }
     }
     Ok(wall)
+}
+
+/// strace's cost per call read from its output `raw` ([`StopCost`]), if it holds enough
+/// calls to tell.
+fn stop_cost(raw: &Path) -> anyhow::Result<Option<u64>> {
+    let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
+    let mut input = BufReader::with_capacity(1 << 20, input);
+    let (mut cost, mut line) = (StopCost::default(), Vec::with_capacity(4096));
+    while input.read_until(b'\n', &mut line)? > 0 {
+        cost.line(&line);
+        line.clear();
+    }
+    Ok(cost.per_call_ns())
 }
 
 /// Parses strace's output `raw` into call lines in `out`: the parser (what it skipped,

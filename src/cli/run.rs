@@ -162,6 +162,7 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
         None => jobfile::Cap::default(),
     };
     let jobs = jobfile::read(&args.jobfile, &cap)?;
+    super::fio_logs::check(&jobs)?;
     let workloads = jobs.into_iter().map(|j| Params::from(j).spec()).collect();
     let scaled = cap.describe();
     if let Some(line) = &scaled {
@@ -203,12 +204,13 @@ pub(super) fn run_suite(
         templates_kept: false,
     };
     let mut console = console::Console::new(!args.quiet);
+    let mut logs = super::fio_logs::LogWriter::default();
     let options = runner::RunOptions { progress, executor };
     let (mut result, error) = runner::run_suite(
         &suite,
         previous,
         &options,
-        &mut Observers(vec![&mut sink, &mut console]),
+        &mut Observers(vec![&mut sink, &mut console, &mut logs]),
     )?;
     result.id = sink.id;
     let printed = print_result(&result, args.output_format, args.verbose);

@@ -516,8 +516,5 @@ fn clean_removes_a_killed_suite_s_template() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let out = run(fsbench(state.path()).arg("clean"));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_clean_undoes_all(state.path(), dir.path());
 }

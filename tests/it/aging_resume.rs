@@ -163,6 +163,5 @@ fn a_resumed_suite_starts_from_the_templates_its_first_attempt_kept() {
         "the changed template was used"
     );
     // Completed: the templates are gone with the suite.
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }

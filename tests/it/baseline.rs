@@ -40,8 +40,7 @@ fn a_loop_image_is_written_and_read_before_the_first_mkfs() {
         // At least the second asked for: the pass stops at the first request past it.
         assert!(p["secs"].as_f64().unwrap() >= 1.0, "{pass}: {p}");
     }
-    assert_nothing_left(images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(images.path(), state.path());
 
     // A directory has no device to measure: refused before anything runs.
     let dir = tempdir();

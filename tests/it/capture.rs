@@ -98,6 +98,28 @@ fn every_pattern_is_followed_to_the_file_it_is() {
     assert!(c["write"] < 20, "{c:?}");
 }
 
+/// `capture --show`'s text of `trace`, and each figure of its `program` line by the words
+/// before it.
+fn program_figures(trace: &Path) -> (String, impl Fn(&str) -> f64) {
+    let state = tempdir();
+    let out = run(fsbench(state.path()).args(["capture", "--show"]).arg(trace));
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line = shown
+        .lines()
+        .find(|l| l.starts_with("program"))
+        .unwrap_or_else(|| panic!("no program line: {shown}"))
+        .to_string();
+    let figure = move |name: &str| -> f64 {
+        let after = line
+            .split(name)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: {line}"));
+        after.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    (shown, figure)
+}
+
 #[test]
 fn capture_records_the_programs_own_time() {
     if !can_capture("the program's time under capture", &[]) {
@@ -109,28 +131,37 @@ fn capture_records_the_programs_own_time() {
     let trace = work.path().join("sleep.trace");
     // Half a second of the program's own time between two files.
     capture(&orig, &trace, &["sh", "-c", ": > a; sleep 0.5; : > b"]);
-    let state = tempdir();
-    let out = run(fsbench(state.path())
-        .args(["capture", "--show"])
-        .arg(&trace));
-    let shown = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let figure = |name: &str| -> f64 {
-        let line = shown
-            .lines()
-            .find(|l| l.starts_with("program"))
-            .unwrap_or("");
-        let after = line
-            .split(name)
-            .nth(1)
-            .unwrap_or_else(|| panic!("{name}: {shown}"));
-        after.split_whitespace().next().unwrap().parse().unwrap()
-    };
+    let (shown, figure) = program_figures(&trace);
     // Its own time holds the half second (less an estimate's error: strace's cost is
-    // calibrated on a machine that may be busy); under capture, strace's cost is added.
+    // estimated on a machine that may be busy); under capture, strace's cost is added.
     let (own, under) = (figure("own "), figure("under capture "));
     assert!((0.4..30.0).contains(&own), "{shown}");
     assert!(under > own, "{shown}");
+}
+
+/// strace's cost per call is read from the capture's own intervals: for a program made of
+/// 6,000 back-to-back traced calls (dd copying byte by byte into the root), it accounts for
+/// most of the time under capture and never for more than all of it.
+#[test]
+fn straces_cost_is_read_from_the_programs_own_calls() {
+    if !can_capture("strace's cost from the capture", &["dd"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("dd.trace");
+    let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
+    capture(&orig, &trace, &["sh", "-c", dd]);
+    let (shown, figure) = program_figures(&trace);
+    let (own, under, per_call) = (
+        figure("own "),
+        figure("under capture "),
+        figure("strace ") / 1e6,
+    );
+    assert!(per_call > 0.5e-6, "{shown}");
+    assert!(per_call * 6000.0 <= under, "{shown}");
+    assert!(own < under / 2.0, "{shown}");
 }
 
 /// Replayed on two filesystems, the answer line sets the calls' time against the program's

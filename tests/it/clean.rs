@@ -195,10 +195,7 @@ fn a_loop_device_fsbench_never_attached_stays_attached() {
     );
     assert!(image.exists() && inside.exists());
     // Once the user has detached them, the stale runs are cleaned.
-    let (out, _) = clean(state_dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_nothing_left(base.path());
-    assert_no_state_left(state_dir.path());
+    assert_clean_undoes_all(state_dir.path(), base.path());
 }
 
 #[test]
@@ -234,10 +231,7 @@ fn a_user_filesystem_mounted_below_a_scratch_dir_stays_mounted() {
     assert_eq!(notes.unwrap(), b"keep me");
     assert!(!out.status.success());
     assert!(err.contains("not by fsbench; left mounted"), "{err}");
-    let (out, _) = clean(state_dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_nothing_left(base.path());
-    assert_no_state_left(state_dir.path());
+    assert_clean_undoes_all(state_dir.path(), base.path());
 }
 
 #[test]
@@ -302,10 +296,7 @@ fn a_busy_loop_device_is_reported_and_the_other_state_files_are_cleaned() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(kept, ["fsbench.10.json"]);
-    let (out, _) = clean(state_dir.path());
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_nothing_left(base.path());
-    assert_no_state_left(state_dir.path());
+    assert_clean_undoes_all(state_dir.path(), base.path());
 }
 
 #[test]

@@ -27,23 +27,22 @@ pub fn json_run(state: &Path) -> Command {
     c
 }
 
-/// `fsbench fio` on `job` (written into `state` as `job.fio`) in `dir`, one run, its results
-/// as JSON on stdout.
+/// `fsbench fio` on `job` (written into `state` as `job.fio`) in `dir`, one run; its
+/// output with fsbench's own document (`--export-json`) as its stdout, since `fsbench fio`
+/// prints fio's.
 pub fn fio_job_json(state: &Path, dir: &Path, job: &str) -> Output {
     let jobfile = state.join("job.fio");
+    let exported = state.join("job.json");
     std::fs::write(&jobfile, job).unwrap();
-    run(fsbench(state)
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            "json",
-            "--dir",
-        ])
+    let _ = std::fs::remove_file(&exported);
+    let mut out = run(fsbench(state)
+        .args(["fio", "-q", "--runs", "1", "--export-json"])
+        .arg(&exported)
+        .arg("--dir")
         .arg(dir)
-        .arg(&jobfile))
+        .arg(&jobfile));
+    out.stdout = std::fs::read(&exported).unwrap_or_default();
+    out
 }
 
 /// The `XDG_DATA_HOME` of every fsbench the tests start: the default results database lives
@@ -482,4 +481,18 @@ pub fn load_suite(db: &Path, id: i64) -> fsbench_model::results::SuiteResult {
     let mut result = store.load(id, fsbench_workloads::Params::label_of).unwrap();
     fsbench_engine::runner::summarize(&mut result).unwrap();
     result
+}
+
+/// Asserts that nothing a run made is left below `dir` and no suite's state in `state`.
+pub fn assert_all_undone(dir: &Path, state: &Path) {
+    assert_nothing_left(dir);
+    assert_no_state_left(state);
+}
+
+/// Runs `fsbench clean` with state directory `state` and asserts that it succeeds and leaves
+/// nothing below `dir` and no state.
+pub fn assert_clean_undoes_all(state: &Path, dir: &Path) {
+    let out = run(fsbench(state).arg("clean"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_all_undone(dir, state);
 }

@@ -98,8 +98,7 @@ fn barriers_keep_promises_and_nobarrier_loses_them() {
     std::fs::remove_dir_all(&keep).unwrap();
     std::fs::remove_file(&one).unwrap();
     std::fs::remove_file(&replayed).unwrap();
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }
 
 #[test]
@@ -179,6 +178,5 @@ fn clean_undoes_a_killed_recording() {
         recorder_below(dir.path()).is_none(),
         "recorder left running"
     );
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }

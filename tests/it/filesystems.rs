@@ -51,8 +51,7 @@ fn a_filesystem_the_kernel_lacks_is_refused_before_anything_is_made() {
             // The kernel has it: the only acceptable failure is a missing tool, named by package.
             assert!(err.contains(&format!("`{package}`")), "{fs}: {err}");
         }
-        assert_nothing_left(dir.path());
-        assert_no_state_left(state.path());
+        assert_all_undone(dir.path(), state.path());
     }
 }
 
@@ -74,8 +73,7 @@ fn two_runs(fs: &str, workloads: &[&str]) -> serde_json::Value {
         assert_eq!(r["status"], "ok", "{r}");
         assert!(r["unmount_secs"].as_f64().unwrap() > 0.0);
     }
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
     doc
 }
 
@@ -255,8 +253,7 @@ fn run_user_driver(suite: &str, name: &str, workload: &str) -> (Option<i32>, Str
         .args(["run", "-q", path.to_str().unwrap(), "--fs", name])
         .args(["-w", workload, "-n", "1", "--image-dir"])
         .arg(dir.path()));
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
     (out.status.code(), text(&out.stderr))
 }
 
@@ -271,8 +268,7 @@ fn user_driver_json(suite: &str, args: &[&str]) -> serde_json::Value {
     all.extend(args);
     let (out, doc) = image_run_json(dir.path(), state.path(), &all);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
     doc
 }
 

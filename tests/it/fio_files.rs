@@ -63,18 +63,7 @@ fn filename_and_directory_name_fio_s_files_and_sync_makes_fio_s_calls() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
     let jobfile = state.path().join("shared.fio");
     std::fs::write(&jobfile, SHARED).unwrap();
-    let out = run(fsbench(state.path())
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            "json",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .arg(&jobfile));
+    let out = fio_job_json(state.path(), dir.path(), SHARED);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc = json(&out);
     let phases = &doc["runs"][0]["phases"];
@@ -141,23 +130,10 @@ fn filename_and_directory_name_fio_s_files_and_sync_makes_fio_s_calls() {
 fn every_synchronous_engine_and_null_run_a_job_file() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
     for engine in ["sync", "vsync", "pvsync", "pvsync2", "psync", "null"] {
-        let jobfile = state.path().join("engine.fio");
         let job = format!(
             "[global]\nioengine={engine}\nsize=256k\nbs=4k\n[mixed]\nrw=randrw\nnrfiles=2\nfsync=4\n"
         );
-        std::fs::write(&jobfile, job).unwrap();
-        let out = run(fsbench(state.path())
-            .args([
-                "fio",
-                "-q",
-                "--runs",
-                "1",
-                "--output-format",
-                "json",
-                "--dir",
-            ])
-            .arg(dir.path())
-            .arg(&jobfile));
+        let out = fio_job_json(state.path(), dir.path(), &job);
         assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
         let doc = json(&out);
         let phases = &doc["runs"][0]["phases"];
@@ -203,24 +179,6 @@ fn a_file_outside_the_run_s_directory_is_refused_with_its_line() {
             "{line}: {err}"
         );
     }
-}
-
-/// `fsbench fio` on a job file written into `state`, with JSON results; its output.
-fn fio_job_json(state: &Path, dir: &Path, job: &str) -> std::process::Output {
-    let jobfile = state.join("job.fio");
-    std::fs::write(&jobfile, job).unwrap();
-    run(fsbench(state)
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            "json",
-            "--dir",
-        ])
-        .arg(dir)
-        .arg(&jobfile))
 }
 
 #[test]

@@ -14,22 +14,17 @@ fn a_job_file_s_jobs_run_at_the_same_time_until_a_stonewall() {
     )
     .unwrap();
     let db = state.path().join("results.db");
+    let exported = state.path().join("suite.json");
     let out = run(fsbench(state.path())
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            "json",
-            "--db",
-        ])
+        .args(["fio", "-q", "--runs", "1", "--export-json"])
+        .arg(&exported)
+        .arg("--db")
         .arg(&db)
         .arg(&jobfile)
         .arg("--dir")
         .arg(dir.path()));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc = json(&out);
+    let doc = exported_json(&exported);
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "a and b are one workload, c another");
     let io = &runs[0]["phases"][1];
@@ -74,8 +69,10 @@ fn a_job_file_on_stdin_scaled_by_the_cap_says_so() {
     let jobfile = state.path().join("jobs.fio");
     // As written the job would move 1 GiB for an hour; the cap makes it 1 MiB, at most 1 s.
     std::fs::write(&jobfile, "[big]\nsize=1g\nrw=write\nruntime=1h\n").unwrap();
+    let exported = state.path().join("suite.json");
     let out = run(fsbench(state.path())
-        .args(["fio", "-", "-q", "--runs", "1", "--output-format", "json"])
+        .args(["fio", "-", "-q", "--runs", "1", "--export-json"])
+        .arg(&exported)
         .args(["--cap", "size=1m,runtime=1s", "--dir"])
         .arg(dir.path())
         .stdin(std::fs::File::open(&jobfile).unwrap()));
@@ -85,7 +82,7 @@ fn a_job_file_on_stdin_scaled_by_the_cap_says_so() {
         "{}",
         text(&out.stderr)
     );
-    let doc = json(&out);
+    let doc = exported_json(&exported);
     assert!(
         doc["suite"]["purpose"].as_str().unwrap().contains("--cap"),
         "{}",
@@ -106,4 +103,10 @@ fn a_job_file_on_stdin_scaled_by_the_cap_says_so() {
         "--cap `iodepth=2`",
     );
     assert_nothing_left(dir.path());
+}
+
+/// fsbench's own document (`--export-json FILE`): under `fsbench fio`, `--output-format
+/// json` is fio's.
+fn exported_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }

@@ -114,8 +114,7 @@ fn each_round_measures_its_own_ceiling_and_a_tmpfs_phase_is_harness_bound_or_out
     let again = suite();
     assert!(again.status.success());
     assert!(text(&again.stderr).contains("measuring the harness ceiling"));
-    assert_nothing_left(images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(images.path(), state.path());
 }
 
 #[test]
@@ -140,8 +139,7 @@ fn a_threaded_workloads_ceiling_is_measured_at_its_thread_count() {
         shown.contains("tree:d12-f6-s1-l3,threads=3 at 3 threads: dir-create"),
         "{shown}"
     );
-    assert_nothing_left(images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(images.path(), state.path());
 }
 
 #[test]

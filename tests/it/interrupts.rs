@@ -98,8 +98,7 @@ fn killed_run_is_cleaned(fs: &str) {
         said.contains(unmounted) && said.contains("detached") && said.contains("removed"),
         "{said}"
     );
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
     // Nothing left to do the second time.
     let again = run(fsbench(state.path()).arg("clean"));
     assert!(again.status.success());
@@ -150,8 +149,7 @@ fn ctrl_c_sigkill_and_a_dying_daemon_on_zfs() {
         "{}",
         text(&out.stdout)
     );
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 
     signal_cleans_up("zfs", rustix::process::Signal::INT);
     assert_no_zfs_daemon();
@@ -171,8 +169,7 @@ fn ctrl_c_sigkill_and_a_dying_daemon_on_zfs() {
     ] {
         assert!(said.contains(want), "{want} missing from: {said}");
     }
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
     assert_no_zfs_daemon();
 }
 
@@ -227,8 +224,7 @@ fn a_second_signal_says_what_it_leaves_for_clean() {
     );
     let cleaned = run(fsbench(state.path()).arg("clean"));
     assert!(cleaned.status.success(), "{}", text(&cleaned.stderr));
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }
 
 #[test]
@@ -312,8 +308,7 @@ fn signal_cleans_up(fs: &str, signal: rustix::process::Signal) {
     rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal).unwrap();
     let out = wait_drained_within(child, Duration::from_secs(120));
     assert_eq!(out.status.code(), Some(130));
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }
 
 #[test]
@@ -378,8 +373,7 @@ fn ctrl_c_while_mount_runs_is_an_interruption() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(!err.contains("killed by a signal"), "{err}");
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }
 
 #[test]

@@ -420,7 +420,7 @@ fn a_fio_job_file_runs_prints_fio_s_summary_and_exports_fio_s_json() {
     for line in [
         "rand: (groupid=0, jobs=1)",
         "  read: IOPS=",
-        "    clat percentiles (usec):",
+        "    clat percentiles (",
         "     |  1.00th=[",
         "   READ: bw=",
         "seq: (groupid=1, jobs=1)",

@@ -125,8 +125,7 @@ fn clean_after_a_killed_command_phase(fs: &str) {
     ] {
         assert!(said.contains(want), "{want} missing from: {said}");
     }
-    assert_nothing_left(images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(images.path(), state.path());
 }
 
 #[test]

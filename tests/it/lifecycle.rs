@@ -66,8 +66,7 @@ fn check_fresh_runs(fs: &str, tool: &str) {
         .expect("a file-create time summary");
     assert_eq!(time["n"], 2);
     assert!(time["ci95_low"].as_f64().unwrap() <= time["mean"].as_f64().unwrap());
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }
 
 #[test]

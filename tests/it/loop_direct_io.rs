@@ -140,8 +140,7 @@ fn check_direct_io(fs: &str, tool: &str) {
             .iter()
             .all(|w| w["kind"] != "loop-buffered")
     );
-    assert_nothing_left(dir.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(dir.path(), state.path());
 }
 
 #[test]

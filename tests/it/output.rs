@@ -125,21 +125,26 @@ fn every_report_renders_a_suite_with_its_workload() {
     ];
     let mut ids = Vec::new();
     for (_, args) in &suites {
+        // fsbench's document in a file: `fsbench fio --output-format json` is fio's JSON.
+        let exported = state.path().join("suite.json");
         let out = run(fsbench(state.path())
             .arg("--db")
             .arg(&db)
             .args(args)
-            .args(["-q", "--runs", "1", "--output-format", "json", "--dir"])
+            .args(["-q", "--runs", "1", "--export-json"])
+            .arg(&exported)
+            .arg("--dir")
             .arg(dir.path()));
         assert!(out.status.success(), "{}", text(&out.stderr));
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&exported).unwrap()).unwrap();
         ids.push(doc["id"].as_i64().expect("the suite's ID").to_string());
     }
     // The terminal leads with the own text reports of the suite's workloads.
     for (id, lead) in ids
         .iter()
         .zip([
-            "fio's summary: read on ",
+            "read: (g=0): rw=randread, bs=(R) 4096B-4096B",
             "FFSB's report: ",
             "",
             "filebench's summary: ",

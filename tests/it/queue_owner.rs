@@ -112,8 +112,7 @@ fn kill_9_then_clean_puts_the_loop_devices_scheduler_back() {
     assert!(out.status.success(), "{said}{}", text(&out.stderr));
     assert!(said.contains(&format!("put `{previous}` back")), "{said}");
     assert_eq!(scheduler(&file), previous, "{said}");
-    assert_nothing_left(images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(images.path(), state.path());
 }
 
 /// The `queue/scheduler` file of the whole disk holding `dir`'s filesystem, if it is on one.
@@ -199,7 +198,6 @@ fn two_overlapping_sched_backing_runs_one_is_refused_naming_the_other() {
         "the disk did not get its scheduler back"
     );
     assert_nothing_left(images.path());
-    assert_nothing_left(other_images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(other_images.path(), state.path());
     assert_no_state_left(other_state.path());
 }

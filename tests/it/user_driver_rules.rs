@@ -37,8 +37,7 @@ fn run_driver(driver: &str, fs: &str, cwd: &Path) -> std::process::Output {
         .arg(&suite)
         .args(["--fs", fs, "-w", "tree:quick", "-n", "1", "--image-dir"])
         .arg(images.path()));
-    assert_nothing_left(images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(images.path(), state.path());
     out
 }
 
@@ -184,6 +183,5 @@ fn ctrl_c_during_a_user_drivers_fsck_is_an_interruption() {
     assert_eq!(out.status.code(), Some(130), "{said}{err}");
     assert!(!err.to_lowercase().contains("inconsistent"), "{err}");
     assert!(!said.contains("suite completed"), "{said}");
-    assert_nothing_left(images.path());
-    assert_no_state_left(state.path());
+    assert_all_undone(images.path(), state.path());
 }

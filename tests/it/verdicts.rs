@@ -58,6 +58,8 @@ pub(crate) fn phase(name: &str, secs: f64, figures: Vec<Figure>) -> PhaseRecord 
             refused: 0,
             failures: Vec::new(),
             latency_timeline: Default::default(),
+            jobs: Vec::new(),
+            logs: Default::default(),
         },
         caches_dropped: true,
         sync_after_ns: None,

@@ -31,8 +31,8 @@ use fsbench_testbed::define;
 use fsbench_testbed::testbed::stack::{self, SuiteTestbedExt};
 use fsbench_testbed::testbed::{Target, named};
 use fsbench_workloads::{Boundary, Params, SpaceNeed};
+use lifecycle::{cross_boundary, record_checkpoint};
 pub(crate) use lifecycle::{finish_run, fresh_for_run};
-use lifecycle::{fresh_fs, record_checkpoint};
 use lifecycle::{undo_failed_run, with_remedy};
 use observer::{Diagnostic, Observer, SuitePlan};
 use phases::{PhaseSettings, run_phase};
@@ -545,19 +545,10 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
                 }
             };
             let boundary = workload.boundary_after(index);
-            let checkpoint = match boundary {
-                Boundary::Keep => None,
-                // The last phase needs no fresh filesystem after it, only the check.
-                Boundary::Remount | Boundary::Remake if index + 1 == phase_count => {
-                    fresh.remount()?
-                }
-                Boundary::Remount => fresh.remount()?,
-                Boundary::Remake => {
-                    let teardown = fresh.finish()?;
-                    fresh = fresh_fs(target, preparer, what, observer)?.0;
-                    Some(teardown)
-                }
-            };
+            let last = index + 1 == phase_count;
+            let checkpoint;
+            (fresh, checkpoint) =
+                cross_boundary(fresh, boundary, last, (target, preparer, what), observer)?;
             if let Some(teardown) = &checkpoint {
                 lifecycle::fsck_not_interrupted(teardown, settings)?;
             }

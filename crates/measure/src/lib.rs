@@ -6,6 +6,7 @@ pub mod calls;
 pub mod diag;
 pub mod error;
 pub mod extents;
+pub mod fio;
 pub mod measure;
 pub mod phase_progress;
 pub mod rmtree;

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use fsbench_model::measurement::{LatencySummary, PhaseMeasurement};
+use fsbench_model::measurement::{
+    JobThread, LatencySummary, LogFile, PendingLogs, PhaseMeasurement,
+};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use rustix::io::Errno;
@@ -169,6 +171,9 @@ pub struct PhaseRecorder {
     children: CpuTimes,
     progress: Arc<Progress>,
     timeline: Timeline,
+    /// fio's record of each job thread, and the logs they wrote.
+    jobs: Vec<JobThread>,
+    logs: PendingLogs,
 }
 
 impl PhaseRecorder {
@@ -192,6 +197,8 @@ impl PhaseRecorder {
             children: CpuTimes::default(),
             progress,
             timeline: Timeline::default(),
+            jobs: Vec::new(),
+            logs: PendingLogs::default(),
         }
     }
 
@@ -291,6 +298,14 @@ impl PhaseRecorder {
         }
     }
 
+    /// Adds a job thread's fio record and its log files.
+    pub fn add_job(&mut self, job: JobThread, logs: Vec<LogFile>) {
+        self.jobs.push(job);
+        for file in logs {
+            self.logs.push(file);
+        }
+    }
+
     /// A worker thread's progress: a counter of its own, the same cancel flag. Made on the
     /// phase's thread, which polls it; the worker makes its recorder with it.
     pub fn worker_progress(&self) -> Arc<Progress> {
@@ -329,6 +344,8 @@ impl PhaseRecorder {
         self.failures.extend(worker.failures.into_iter().take(room));
         self.ops += worker.ops;
         self.bytes += worker.bytes;
+        self.jobs.extend(worker.jobs);
+        self.logs.extend(&worker.logs);
         self.progress.done.store(self.ops, Ordering::Relaxed);
     }
 
@@ -395,6 +412,8 @@ impl PhaseRecorder {
             refused: self.refused,
             failures: self.failures,
             latency_timeline: self.timeline.finish(),
+            jobs: self.jobs,
+            logs: self.logs,
         }
     }
 }

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 mod figure;
+mod job;
 mod shape;
 pub use figure::{Dim, DimValue, Figure, figure_name};
+pub use job::{JobThread, LogFile, PendingLogs, SampleStats};
 pub use shape::{PhaseShape, SteadyState, ThreadsDone};
 
 /// What a phase measured.
@@ -34,6 +36,12 @@ pub struct PhaseMeasurement {
     /// only).
     #[serde(default, skip_serializing_if = "LatencyTimeline::is_empty")]
     pub latency_timeline: LatencyTimeline,
+    /// Each thread of a fio job file's jobs, as fio reports it (the io workload).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<JobThread>,
+    /// fio's log files (`write_lat_log`...), for the command line to write: not stored.
+    #[serde(skip)]
+    pub logs: PendingLogs,
 }
 
 impl PhaseMeasurement {

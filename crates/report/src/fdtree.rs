@@ -117,6 +117,8 @@ mod tests {
             refused: 0,
             failures: Vec::new(),
             latency_timeline: Default::default(),
+            jobs: Vec::new(),
+            logs: Default::default(),
         };
         let b = phase_block(Phase::FileCreate, 1.5, 1.75, &m);
         assert!(

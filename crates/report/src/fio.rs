@@ -1,303 +1,168 @@
-//! fio's own outputs for the io workload: the per-job summary a fio user reads (`fsbench fio
-//! JOBFILE` prints it before fsbench's tables) and `fsbench export ID --format fio-json`,
-//! fio's `--output-format=json` layout. Per configuration and job, IOPS and bandwidth are
-//! fsbench's means over the successful runs, latency percentiles those of all the runs'
-//! I/Os together (their histograms merged).
+//! fio's own outputs of the io workload, as fio 3.33 lays them out: `normal` (which `fsbench
+//! fio JOBFILE` prints before fsbench's tables), `json`, `json+` and `terse`, from the
+//! records each run stored of each job thread. Per configuration, a suite's runs are pooled
+//! as if one run: their I/Os, bytes, times and CPU added up, their latencies and rate
+//! samples merged; with one run, the figures are that run's.
 
 use std::fmt::Write;
 
-use serde_json::{Map, Value, json};
-
 use fsbench_measure::error::invalid;
-use fsbench_measure::measure::LatencySummaryExt;
-use fsbench_model::measurement::{Dim, DimValue, LatencySummary};
-use fsbench_model::results::{RunRecord, RunStatus, SuiteResult};
-use fsbench_workloads::io::{IoParams, PERCENTILES};
+use fsbench_model::results::SuiteResult;
 
-const DIRECTIONS: [&str; 2] = ["read", "write"];
+mod json;
+mod normal;
+mod num2str;
+mod ordered;
+mod stat;
+mod terse;
 
-/// One job on one configuration, as the outputs need it.
-struct JobView<'a> {
-    label: String,
-    config: &'a str,
-    params: IoParams,
-    group: usize,
-    /// Whether the job ran beside others of its job file (its figures carry its name).
-    beside_others: bool,
-    r: &'a SuiteResult,
+use stat::ThreadStat;
+
+/// fio's default percentiles (`percentile_list`).
+const PERCENTILE_LIST: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// What every format prints once: fsbench's version where fio prints its own, when the
+/// suite ended, the job file's `[global]` options.
+struct Header {
+    version: String,
+    /// C's ctime of the suite's end, without its newline.
+    time: String,
+    timestamp_ms: u64,
+    /// The longest run's time, whole seconds (fio's `elapsed`).
+    elapsed_secs: u64,
+    /// fsbench keeps no process id of its threads: 0.
+    pid: u32,
+    global: Vec<(String, String)>,
 }
 
-impl JobView<'_> {
-    fn mean(&self, metric: &str, dims: &[Dim]) -> Option<f64> {
-        self.r
-            .summaries
-            .iter()
-            .find(|s| {
-                s.config == self.config
-                    && s.workload == self.label
-                    && s.phase == "io"
-                    && s.metric == metric
-                    && s.dims == dims
-            })
-            .map(|s| s.summary.mean)
-    }
-
-    fn rate(&self, metric: &str, dir: &str) -> Option<f64> {
-        let direction = Dim::new("direction", DimValue::Text(dir.into()));
-        match self.own_name() {
-            Some(job) => self.mean(metric, &[Dim::new("job", DimValue::Text(job)), direction]),
-            None => self.mean(metric, &[direction]),
-        }
-    }
-
-    /// The job's name in its figures and latencies, where it ran beside others.
-    fn own_name(&self) -> Option<String> {
-        self.beside_others
-            .then(|| self.params.job.clone())
-            .flatten()
-    }
-
-    /// The job's successful runs on its configuration.
-    fn ok_runs(&self) -> impl Iterator<Item = &RunRecord> {
-        self.r.runs.iter().filter(|run| {
-            run.config == self.config && run.workload == self.label && run.status == RunStatus::Ok
-        })
-    }
-
-    /// The latency histogram `name` of every successful run, merged.
-    fn latency(&self, name: &str) -> Option<LatencySummary> {
-        let parts: Vec<&LatencySummary> = self
-            .ok_runs()
-            .filter_map(|run| {
-                let io = run.phases.iter().find(|p| p.name == "io")?;
-                match self.own_name() {
-                    Some(job) => io.measurement.latency.get(&format!("{job}: {name}")),
-                    None => io.measurement.latency.get(name),
-                }
-            })
-            .collect();
-        LatencySummary::merge(parts)
-    }
-
-    fn runs(&self) -> usize {
-        self.ok_runs().count()
-    }
-}
-
-/// Every job of every io workload of `r` on every configuration, in order; a job's group is
-/// its workload's place (jobs that ran at the same time are one group, as in fio).
-fn jobs(r: &SuiteResult) -> Vec<JobView<'_>> {
-    let mut out = Vec::new();
-    let typed = crate::typed_workloads(r);
-    for c in &r.configurations {
-        let ios = (typed.iter())
-            .filter_map(|(label, w)| Some((label.clone(), w.get::<IoParams>()?.clone())));
-        for (group, (label, params)) in ios.enumerate() {
-            let beside_others = !params.beside.is_empty();
-            for job in params.jobs() {
-                out.push(JobView {
-                    label: label.clone(),
-                    config: &c.config.label,
-                    params: IoParams {
-                        beside: Vec::new(),
-                        ..job.clone()
-                    },
-                    group,
-                    beside_others,
-                    r,
-                });
-            }
-        }
-    }
-    out
-}
-
-/// Three significant digits: `1.07`, `10.7`, `107`.
-fn sig3(v: f64) -> String {
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.digits$}")
-}
-
-/// fio's num2str: a count with three significant digits and k, M, G.
-fn short(v: f64) -> String {
-    match v {
-        v if v >= 1e9 => format!("{}G", sig3(v / 1e9)),
-        v if v >= 1e6 => format!("{}M", sig3(v / 1e6)),
-        v if v >= 1e3 => format!("{}k", sig3(v / 1e3)),
-        v => format!("{v:.0}"),
-    }
-}
-
-/// Bandwidth as fio prints it: `145MiB/s (152MB/s)`.
-fn bandwidth(kib_per_sec: f64) -> String {
-    let bytes = kib_per_sec * 1024.0;
-    let binary = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    let decimal = [(1e9, "GB"), (1e6, "MB"), (1e3, "kB")];
-    let b = binary
-        .iter()
-        .find(|(s, _)| bytes >= *s as f64)
-        .map_or(format!("{bytes:.0}B"), |(s, u)| {
-            format!("{}{u}", short(bytes / *s as f64))
-        });
-    let d = decimal
-        .iter()
-        .find(|(s, _)| bytes >= *s)
-        .map_or(format!("{bytes:.0}B"), |(s, u)| {
-            format!("{}{u}", short(bytes / s))
-        });
-    format!("{b}/s ({d}/s)")
-}
-
-/// `fsbench export --format fio`: the summary, refused for a suite without a job file's jobs.
-pub(crate) fn summary(r: &SuiteResult) -> anyhow::Result<String> {
-    if !jobs(r).iter().any(|j| j.params.job.is_some()) {
-        return Err(invalid(
-            "this suite has no job of a fio job file to summarize as fio does (run `fsbench fio JOBFILE`)",
-        ));
-    }
-    Ok(render(r))
-}
-
-/// The summary fio prints for each job and group, for the jobs of a job file: each job's
-/// lines, then its run status group's (jobs that ran at the same time are one group).
-pub(crate) fn render(r: &SuiteResult) -> String {
-    let mut out = String::new();
-    let jobs: Vec<JobView> = jobs(r)
-        .into_iter()
-        .filter(|j| j.params.job.is_some() && j.runs() > 0)
-        .collect();
-    for (i, job) in jobs.iter().enumerate() {
-        let n = job.runs();
-        let name = job.params.job.as_deref().unwrap_or_default();
-        let _ = writeln!(out, "fio's summary: {name} on {}, {n} run(s)", job.config);
-        let _ = writeln!(
-            out,
-            "{name}: (groupid={}, jobs={})",
-            job.group, job.params.numjobs
-        );
-        for dir in DIRECTIONS {
-            let (Some(iops), Some(bw)) = (job.rate("iops", dir), job.rate("bw", dir)) else {
-                continue;
-            };
-            let _ = writeln!(out, "  {dir}: IOPS={}, BW={}", short(iops), bandwidth(bw));
-            if let Some(clat) = job.latency(&format!("{dir} clat")).and_then(|l| l.decode()) {
-                let _ = writeln!(out, "    clat percentiles (usec):");
-                let cells: Vec<String> = PERCENTILES
+impl Header {
+    fn of(r: &SuiteResult, jobs: &[stat::PlacedJob]) -> Header {
+        let end = chrono::DateTime::parse_from_rfc3339(&r.finished_at)
+            .or_else(|_| chrono::DateTime::parse_from_rfc3339(&r.started_at))
+            .map(|t| t.with_timezone(&chrono::Local));
+        let (time, timestamp_ms) = match end {
+            Ok(t) => (
+                t.format("%a %b %e %H:%M:%S %Y").to_string(),
+                t.timestamp_millis() as u64,
+            ),
+            Err(_) => (String::new(), 0),
+        };
+        let elapsed_ns = (r.runs.iter())
+            .map(|run| {
+                run.phases
                     .iter()
-                    .map(|q| format!("{q:5.2}th=[{:5}]", clat.value_at_percentile(*q) / 1000))
-                    .collect();
-                for row in cells.chunks(4) {
-                    let _ = writeln!(out, "     | {},", row.join(", "));
-                }
-            }
+                    .map(|p| p.measurement.elapsed_ns)
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0);
+        Header {
+            version: format!("fsbench-{}", env!("CARGO_PKG_VERSION")),
+            time,
+            timestamp_ms,
+            elapsed_secs: elapsed_ns.div_ceil(1_000_000_000),
+            pid: 0,
+            global: jobs
+                .last()
+                .map(|j| j.2.fio.global.clone())
+                .unwrap_or_default(),
         }
-        let next = jobs.get(i + 1);
-        if next.is_some_and(|next| next.group == job.group && next.config == job.config) {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "\nRun status group {} (all jobs): means of {n} run(s)",
-            job.group
-        );
-        for dir in DIRECTIONS {
-            // The group's bandwidth: all its jobs' bytes over its time.
-            let at = [Dim::new("direction", DimValue::Text(dir.into()))];
-            if let Some(bw) = job.mean("bw", &at) {
-                let _ = writeln!(out, "  {:>5}: bw={}", dir.to_uppercase(), bandwidth(bw));
-            }
-        }
-        out.push('\n');
     }
-    out
 }
 
-/// fio's `--output-format=json` latency block from a histogram in nanoseconds.
-fn latency_json(l: Option<LatencySummary>) -> Value {
-    let Some(h) = l.as_ref().and_then(LatencySummary::decode) else {
-        return json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0});
-    };
-    let percentile: Map<String, Value> = PERCENTILES
-        .iter()
-        .map(|q| (format!("{q:.6}"), json!(h.value_at_percentile(*q))))
-        .collect();
-    json!({
-        "min": h.min(),
-        "max": h.max(),
-        "mean": h.mean(),
-        "stddev": h.stdev(),
-        "N": h.len(),
-        "percentile": percentile,
-    })
-}
-
-/// The job's options under fio's names, as fio's `job options` holds them (strings).
-fn options(p: &IoParams) -> Value {
-    let bs: Vec<String> = p
-        .bssplit
-        .iter()
-        .map(|(s, pct)| format!("{s}/{pct}"))
-        .collect();
-    json!({
-        "rw": p.rw.name(),
-        "bssplit": bs.join(":"),
-        "size": p.size.to_string(),
-        "filesize": p.filesize.to_string(),
-        "nrfiles": p.nrfiles.to_string(),
-        "numjobs": p.numjobs.to_string(),
-        "ioengine": p.engine.name(),
-        "iodepth": p.iodepth.to_string(),
-        "direct": u8::from(p.direct).to_string(),
-        "rate_iops": p.rate_iops.to_string(),
-    })
-}
-
-/// `fsbench export ID --format fio-json`: one fio job per configuration and io workload.
-pub(crate) fn json(r: &SuiteResult) -> anyhow::Result<String> {
-    let jobs = jobs(r);
+/// The stats of a suite, or why it has none.
+fn stats(r: &SuiteResult) -> anyhow::Result<(Header, Vec<stat::PlacedJob>)> {
+    let jobs = stat::jobs(r);
     if jobs.is_empty() {
         return Err(invalid(
-            "this suite has no io workload to export as fio's JSON (run `fsbench fio JOBFILE` or -w io:...)",
+            "this suite has no io workload to report as fio does (run `fsbench fio JOBFILE` or -w io:...)",
         ));
     }
-    let entries: Vec<Value> = jobs
-        .iter()
-        .map(|job| {
-            let mut entry = json!({
-                "jobname": job.params.job.clone().unwrap_or_else(|| job.label.clone()),
-                "groupid": job.group,
-                "error": 0,
-                "job options": options(&job.params),
-                "fsbench": {"configuration": job.config, "workload": job.label, "runs": job.runs()},
-            });
-            for dir in DIRECTIONS {
-                let iops = job.rate("iops", dir).unwrap_or(0.0);
-                let bw = job.rate("bw", dir).unwrap_or(0.0);
-                let clat = job.latency(&format!("{dir} clat"));
-                let ios = clat.as_ref().map_or(0, |c| c.count);
-                entry[dir] = json!({
-                    "iops": iops,
-                    "bw": bw.round() as u64,
-                    "bw_bytes": (bw * 1024.0).round() as u64,
-                    "total_ios": ios,
-                    "clat_ns": latency_json(clat),
-                    "slat_ns": latency_json(job.latency(&format!("{dir} slat"))),
-                    "lat_ns": latency_json(job.latency(dir)),
-                });
-            }
-            entry
-        })
-        .collect();
-    let doc = json!({
-        "fio version": format!("fsbench-{}", env!("CARGO_PKG_VERSION")),
-        "timestamp": chrono::DateTime::parse_from_rfc3339(&r.started_at).map_or(0, |t| t.timestamp()),
-        "jobs": entries,
-    });
-    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+    Ok((Header::of(r, &jobs), jobs))
+}
+
+/// `--output-format normal` (and `export --format fio`): fio's normal output, a line before
+/// each configuration's where the suite has several configurations or runs.
+pub(crate) fn normal(r: &SuiteResult) -> anyhow::Result<String> {
+    let (header, jobs) = stats(r)?;
+    let configs = stat::configs(r, &jobs);
+    let infos: Vec<&stat::JobInfo> = jobs.iter().map(|j| &j.2).collect();
+    let mut out = normal::job_lines(&infos, &header);
+    let several = configs.len() > 1 || configs.iter().any(|c| c.runs > 1);
+    for c in &configs {
+        if several {
+            let _ = write!(
+                out,
+                "\nfsbench: {}: {} run(s) pooled (I/Os, bytes and times added, latencies merged)\n",
+                c.config, c.runs
+            );
+        }
+        out.push_str(&normal::config(c, &header));
+    }
+    Ok(out)
+}
+
+/// What the terminal shows before fsbench's tables: fio's normal output of a job file's
+/// jobs (nothing for io workloads of `fsbench run`).
+pub(crate) fn render(r: &SuiteResult) -> String {
+    let from_job_file = stat::jobs(r).iter().any(|j| j.2.params.fio.is_some());
+    match normal(r) {
+        Ok(text) if from_job_file => text + "\n",
+        _ => String::new(),
+    }
+}
+
+/// `--output-format json` and `json+`.
+pub(crate) fn json(r: &SuiteResult, plus: bool) -> anyhow::Result<String> {
+    let (header, jobs) = stats(r)?;
+    Ok(json::document(&header, &stat::configs(r, &jobs), plus))
+}
+
+/// `--output-format terse`: fio's terse version 3, a line per stat.
+pub(crate) fn terse(r: &SuiteResult) -> anyhow::Result<String> {
+    let (header, jobs) = stats(r)?;
+    let mut out = String::new();
+    for c in stat::configs(r, &jobs) {
+        for s in &c.stats {
+            out.push_str(&terse::line(s, &c, &header));
+        }
+    }
+    Ok(out)
+}
+
+/// fio's CPU percentages: the stat's CPU time over its threads' run time.
+fn cpu(s: &ThreadStat) -> (f64, f64) {
+    match s.run_ns {
+        0 => (0.0, 0.0),
+        run => (
+            s.usr_ns as f64 * 100.0 / run as f64,
+            s.sys_ns as f64 * 100.0 / run as f64,
+        ),
+    }
+}
+
+/// fio's latency distribution (`stat_calc_lat_*`) of a stat's completion latencies, in
+/// percent of its I/Os (a bucket with any at least 0.01%).
+fn distribution(s: &ThreadStat) -> ([f64; 10], [f64; 10], [f64; 12]) {
+    let total = s.ios[0] + s.ios[1];
+    let (mut n, mut u, mut m) = ([0u64; 10], [0u64; 10], [0u64; 12]);
+    for l in s.clat.iter().flatten() {
+        (0..10).for_each(|i| n[i] += l.nsec[i]);
+        (0..10).for_each(|i| u[i] += l.usec[i]);
+        (0..12).for_each(|i| m[i] += l.msec[i]);
+    }
+    let pct = |c: &u64| num2str::share(*c, total, 0.01);
+    (n.map(|c| pct(&c)), u.map(|c| pct(&c)), m.map(|c| pct(&c)))
+}
+
+/// A thread's mean bandwidth (KiB/s) as a share of its group's (bytes/s), as fio's `per=`.
+fn share_of_group(mean_kib: f64, agg: u64) -> f64 {
+    if agg > 1024 {
+        (mean_kib * 100.0 / (agg as f64 / 1024.0)).min(100.0)
+    } else {
+        100.0
+    }
 }

@@ -39,7 +39,18 @@ impl std::fmt::Debug for dyn Report {
 
 /// Every report, in the order `--help` lists them.
 pub static REPORTS: &[&dyn Report] = &[
-    &Terminal, &Json, &Csv, &Markdown, &Iozone, &FioJson, &Ffsb, &Fio, &Filebench, &Html,
+    &Terminal,
+    &Json,
+    &Csv,
+    &Markdown,
+    &Iozone,
+    &Fio,
+    &FioJson,
+    &FioJsonPlus,
+    &FioTerse,
+    &Ffsb,
+    &Filebench,
+    &Html,
 ];
 
 /// The report called `name`; an unknown name is refused, naming the known ones.
@@ -155,20 +166,6 @@ impl Report for Iozone {
     }
 }
 
-struct FioJson;
-
-impl Report for FioJson {
-    fn name(&self) -> &'static str {
-        "fio-json"
-    }
-    fn describe(&self) -> &'static str {
-        "fio's --output-format=json layout of the io workload's jobs"
-    }
-    fn render(&self, suite: &SuiteResult, _: &View) -> anyhow::Result<String> {
-        crate::fio::json(suite)
-    }
-}
-
 struct Ffsb;
 
 impl Report for Ffsb {
@@ -203,23 +200,6 @@ impl Report for Filebench {
     }
 }
 
-struct Fio;
-
-impl Report for Fio {
-    fn name(&self) -> &'static str {
-        "fio"
-    }
-    fn describe(&self) -> &'static str {
-        "fio's summary layout of a fio job file's jobs"
-    }
-    fn render(&self, suite: &SuiteResult, _: &View) -> anyhow::Result<String> {
-        crate::fio::summary(suite)
-    }
-    fn leads_terminal(&self, suite: &SuiteResult, _: &View) -> String {
-        crate::fio::render(suite)
-    }
-}
-
 /// `fsbench report ID` as a format: every configuration of one suite against its first.
 /// (`fsbench report` itself takes several suites and a noise threshold.)
 struct Html;
@@ -245,6 +225,9 @@ impl Report for Html {
         ))
     }
 }
+
+mod fio;
+use fio::{Fio, FioJson, FioJsonPlus, FioTerse};
 
 #[cfg(test)]
 mod tests;

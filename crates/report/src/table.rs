@@ -16,6 +16,7 @@ use fsbench_model::results::Summary;
 use fsbench_model::results::ceiling::{self, HARNESS_BOUND_PERCENT};
 use fsbench_model::results::{MetricSummary, RunStatus, SuiteResult};
 use fsbench_model::units::format_bytes;
+use fsbench_model::workload::PhaseInfo;
 
 mod matrix_tables;
 use matrix_tables::render_matrix;
@@ -76,29 +77,8 @@ fn device_text(r: &SuiteResult) -> String {
 /// The suite's results: what was asked and the answers first, then the tables, the
 /// warnings, and last what was run on (system, target, storage stack, ceilings).
 pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
-    let style = view.style;
-    let s = &r.system;
-    let mut out = match style {
-        Style::Terminal => String::new(),
-        Style::Markdown => "# ".to_string(),
-    };
-    let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
-    let title = format!(
-        "fsbench {} — suite `{}`{id}",
-        s.fsbench_version,
-        r.display_name()
-    );
-    match style {
-        // Wrapped as any long line on a terminal: a suite's name lists its configurations.
-        Style::Terminal => out.push_str(&super::fit::wrap(&title, view.width, 0, 4)),
-        Style::Markdown => out.push_str(&format!("{title}\n\n")),
-    }
-    let purpose = if r.suite.purpose.is_empty() {
-        "(none stated)"
-    } else {
-        &r.suite.purpose
-    };
-    out.push_str(&view.item(0, &format!("Purpose: {purpose}")));
+    let mut out = String::new();
+    render_title(&mut out, r, view);
     render_conclusions(&mut out, r, view);
     render_answers(&mut out, r, view);
     for w in &r.workload_records {
@@ -108,13 +88,50 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
     super::crash::render(&mut out, r, view);
     let warning_lines = warnings::lines(r, view.verbose);
     if !warning_lines.is_empty() {
-        out.push_str(&style.heading("Warnings"));
+        out.push_str(&view.style.heading("Warnings"));
         for w in &warning_lines {
             out.push_str(&view.item(1, &format!("! {w}")));
         }
     }
     // What it ran on, after what it found: the details a reader looks up, not reads first.
-    out.push_str(&style.heading("System and storage"));
+    render_system(&mut out, r, view);
+    render_configurations(&mut out, r, view);
+    if view.verbose {
+        super::kept_output::render(&mut out, r, view);
+    }
+    render_status(&mut out, r);
+    match view.style {
+        Style::Terminal => out,
+        // Markdown renderers pass HTML through: user strings must not become markup.
+        Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
+    }
+}
+
+/// The suite's name and ID, and what it was for.
+fn render_title(out: &mut String, r: &SuiteResult, view: &View) {
+    let id = r.id.map(|i| format!(" (ID {i})")).unwrap_or_default();
+    let title = format!(
+        "fsbench {} — suite `{}`{id}",
+        r.system.fsbench_version,
+        r.display_name()
+    );
+    match view.style {
+        // Wrapped as any long line on a terminal: a suite's name lists its configurations.
+        Style::Terminal => out.push_str(&super::fit::wrap(&title, view.width, 0, 4)),
+        Style::Markdown => out.push_str(&format!("# {title}\n\n")),
+    }
+    let purpose = if r.suite.purpose.is_empty() {
+        "(none stated)"
+    } else {
+        &r.suite.purpose
+    };
+    out.push_str(&view.item(0, &format!("Purpose: {purpose}")));
+}
+
+/// The machine, the target and the storage stack under it.
+fn render_system(out: &mut String, r: &SuiteResult, view: &View) {
+    let s = &r.system;
+    out.push_str(&view.style.heading("System and storage"));
     out.push_str(&view.item(
         0,
         &format!(
@@ -130,8 +147,12 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
         0,
         &format!("Target:  {}{}", r.target.description, device_text(r)),
     ));
-    render_testbed(&mut out, r, view);
-    out.push_str(&style.heading("Configurations"));
+    render_testbed(out, r, view);
+}
+
+/// Each configuration's mkfs, tool versions and mount options, and those skipped.
+fn render_configurations(out: &mut String, r: &SuiteResult, view: &View) {
+    out.push_str(&view.style.heading("Configurations"));
     for c in &r.configurations {
         out.push_str(&view.item(1, &c.config.label));
         let details = [
@@ -149,9 +170,10 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
     for sk in &r.skipped {
         out.push_str(&view.item(1, &format!("{} — skipped: {}", sk.label, sk.reason)));
     }
-    if view.verbose {
-        super::kept_output::render(&mut out, r, view);
-    }
+}
+
+/// The last line: runs recorded and excluded, and how the suite ended.
+fn render_status(out: &mut String, r: &SuiteResult) {
     let failed = r.runs.iter().filter(|x| x.status != RunStatus::Ok).count();
     let _ = writeln!(
         out,
@@ -166,11 +188,6 @@ pub(crate) fn render(r: &SuiteResult, view: &View) -> String {
             .map(|e| format!(": {e}"))
             .unwrap_or_default()
     );
-    match style {
-        Style::Terminal => out,
-        // Markdown renderers pass HTML through: user strings must not become markup.
-        Style::Markdown => out.replace('<', "&lt;").replace('>', "&gt;"),
-    }
 }
 
 /// What aging and filling did per configuration, and the rates against the fill level.
@@ -340,12 +357,8 @@ fn render_workload(
     view: &View,
     workload: &str,
     description: &str,
-    phases: &[fsbench_model::workload::PhaseInfo],
+    phases: &[PhaseInfo],
 ) {
-    let style = view.style;
-    let find = |config: &str, phase: &str, metric: &str| -> Option<&MetricSummary> {
-        r.summary(config, workload, phase, metric)
-    };
     let configs: Vec<&str> = r
         .configurations
         .iter()
@@ -356,162 +369,195 @@ fn render_workload(
                 .any(|s| s.config == *c && s.workload == workload)
         })
         .collect();
-    out.push_str(&style.heading(workload));
+    out.push_str(&view.style.heading(workload));
     out.push_str(&view.item(0, description));
     if configs.is_empty() {
         let _ = writeln!(out, "no successful runs");
         return;
     }
-    let short = |config: &str, phase: &str| {
-        find(config, phase, "time").is_some_and(|s| s.summary.mean < r.suite.min_phase_secs)
+    let w = WorkloadTables {
+        r,
+        view,
+        workload,
+        configs: &configs,
     };
-    let harness_bound = |config: &str, phase: &str| {
-        find(config, phase, "harness %").is_some_and(|s| ceiling::harness_bound(&s.summary))
-    };
-    let marks = |config: &str, phase: &str, metric: &str| {
+    let time_columns = w.render_times(out, phases);
+    w.render_rates(out, phases);
+    w.render_legend(out, phases, &time_columns);
+    render_figures(out, r, view, workload, &configs);
+    render_matrix(out, r, view, workload, &configs);
+    if view.verbose {
+        out.push_str(&details::all_figures(r, view, workload));
+        out.push_str(&details::latency(r, view, workload, &configs, phases));
+    }
+}
+
+/// A column of a phase table: its title, phase, figure and the divisor to its shown unit.
+type Column<'p> = (String, &'p str, &'static str, f64);
+
+/// One workload's phase tables: its configurations that have results, and their figures.
+struct WorkloadTables<'a> {
+    r: &'a SuiteResult,
+    view: &'a View,
+    workload: &'a str,
+    configs: &'a [&'a str],
+}
+
+impl WorkloadTables<'_> {
+    fn find(&self, config: &str, phase: &str, metric: &str) -> Option<&MetricSummary> {
+        self.r.summary(config, self.workload, phase, metric)
+    }
+
+    fn short(&self, config: &str, phase: &str) -> bool {
+        self.find(config, phase, "time")
+            .is_some_and(|s| s.summary.mean < self.r.suite.min_phase_secs)
+    }
+
+    fn harness_bound(&self, config: &str, phase: &str) -> bool {
+        self.find(config, phase, "harness %")
+            .is_some_and(|s| ceiling::harness_bound(&s.summary))
+    }
+
+    fn marks(&self, config: &str, phase: &str, metric: &str) -> String {
         let mut m = String::new();
-        if short(config, phase) {
+        if self.short(config, phase) {
             m.push_str(SHORT);
         }
-        if metric != "time" && harness_bound(config, phase) {
+        if metric != "time" && self.harness_bound(config, phase) {
             m.push_str(HARNESS_BOUND);
         }
         m
-    };
+    }
 
-    // A phase table: per column (phase and figure) its cells down the configurations, in the
-    // column's unit, marked when the phase was too short.
-    let grid = |columns: &[(String, &str, &str, f64)]| {
+    /// A phase no configuration measured (one with nothing to do) has no column; its note
+    /// says why.
+    fn has_data(&self, phase: &str, metric: &str) -> bool {
+        self.configs
+            .iter()
+            .any(|c| self.find(c, phase, metric).is_some())
+    }
+
+    /// A phase table: per column (phase and figure) its cells down the configurations, in
+    /// the column's unit, marked when the phase was too short.
+    fn grid(&self, columns: &[Column<'_>]) -> Grid {
         let columns = columns
             .iter()
             .map(|(title, phase, metric, divisor)| {
-                let summaries: Vec<_> = configs
+                let summaries: Vec<_> = self
+                    .configs
                     .iter()
-                    .map(|c| find(c, phase, metric).map(|s| &s.summary))
+                    .map(|c| self.find(c, phase, metric).map(|s| &s.summary))
                     .collect();
                 let texts = mean_sd_column(&summaries, *divisor);
-                let cells = (configs.iter().zip(texts))
-                    .map(|(c, t)| t + &marks(c, phase, metric))
+                let cells = (self.configs.iter().zip(texts))
+                    .map(|(c, t)| t + &self.marks(c, phase, metric))
                     .collect();
                 (title.clone(), cells)
             })
             .collect();
-        Grid::of_columns(["Configuration".into(), "Phase".into()], &configs, columns)
-    };
-    // A phase no configuration measured (one with nothing to do) has no column; its note
-    // says why.
-    let has_data =
-        |phase: &str, metric: &str| configs.iter().any(|c| find(c, phase, metric).is_some());
-    let time_columns: Vec<_> = phases
-        .iter()
-        .filter(|p| has_data(&p.name, "time"))
-        .map(|p| {
-            let head = match p.timed {
-                true => p.name.to_string(),
-                false => format!("{} (untimed)", p.name),
-            };
-            (head, p.name.as_ref(), "time", 1.0)
-        })
-        .collect();
-    let n = time_columns
-        .first()
-        .and_then(|(_, phase, ..)| find(configs[0], phase, "time"))
-        .map_or(0, |s| s.summary.n);
-    out.push_str(&style.table(
-        &format!("Phase times in s, mean ± stddev over {n} run(s):"),
-        &grid(&time_columns).table(view),
-    ));
+        Grid::of_columns(
+            ["Configuration".into(), "Phase".into()],
+            self.configs,
+            columns,
+        )
+    }
 
-    // Throughput in MiB/s, as in every table; a column only where some configuration has it.
-    let mut rate_columns = Vec::new();
-    for p in phases {
-        rate_columns.push((
-            format!("{} ({}/s)", p.name, p.unit),
-            p.name.as_ref(),
-            "rate",
-            1.0,
+    /// The phase times table; its columns, for the legend.
+    fn render_times<'p>(&self, out: &mut String, phases: &'p [PhaseInfo]) -> Vec<Column<'p>> {
+        let time_columns: Vec<_> = phases
+            .iter()
+            .filter(|p| self.has_data(&p.name, "time"))
+            .map(|p| {
+                let head = match p.timed {
+                    true => p.name.to_string(),
+                    false => format!("{} (untimed)", p.name),
+                };
+                (head, p.name.as_ref(), "time", 1.0)
+            })
+            .collect();
+        let n = time_columns
+            .first()
+            .and_then(|(_, phase, ..)| self.find(self.configs[0], phase, "time"))
+            .map_or(0, |s| s.summary.n);
+        out.push_str(&self.view.style.table(
+            &format!("Phase times in s, mean ± stddev over {n} run(s):"),
+            &self.grid(&time_columns).table(self.view),
         ));
-        // The steady-state rate (MSER-5) beside the whole phase's, where a run had one.
-        rate_columns.push((
-            format!("{} steady ({}/s)", p.name, p.unit),
-            p.name.as_ref(),
-            "steady rate",
-            1.0,
+        time_columns
+    }
+
+    /// Rates, steady rates and throughput in MiB/s, as in every table; a column only where
+    /// some configuration has it.
+    fn render_rates(&self, out: &mut String, phases: &[PhaseInfo]) {
+        let mut rate_columns = Vec::new();
+        for p in phases {
+            let name = p.name.as_ref();
+            rate_columns.push((format!("{name} ({}/s)", p.unit), name, "rate", 1.0));
+            // The steady-state rate (MSER-5) beside the whole phase's, where a run had one.
+            let steady = format!("{name} steady ({}/s)", p.unit);
+            rate_columns.push((steady, name, "steady rate", 1.0));
+            if p.moves_data {
+                let (unit, divisor) = super::shown_unit("KiB/s");
+                rate_columns.push((format!("{name} ({unit})"), name, "throughput", divisor));
+            }
+        }
+        rate_columns.retain(|(_, phase, metric, _)| self.has_data(phase, metric));
+        if rate_columns.is_empty() {
+            return;
+        }
+        out.push_str(&self.view.style.table(
+            "Rates, mean of per-run rates ± stddev:",
+            &self.grid(&rate_columns).table(self.view),
         ));
-        if p.moves_data {
-            let (unit, divisor) = super::shown_unit("KiB/s");
-            rate_columns.push((
-                format!("{} ({unit})", p.name),
-                p.name.as_ref(),
-                "throughput",
-                divisor,
+        if rate_columns.iter().any(|(_, _, m, _)| *m == "steady rate") {
+            out.push_str(&self.view.item(
+                0,
+                "steady: the rate once warmed up (MSER-5), over the runs that settled; - where none did",
             ));
         }
     }
-    rate_columns.retain(|(_, phase, metric, _)| has_data(phase, metric));
-    if !rate_columns.is_empty() {
-        out.push_str(&style.table(
-            "Rates, mean of per-run rates ± stddev:",
-            &grid(&rate_columns).table(view),
-        ));
-    }
-    if rate_columns
-        .iter()
-        .any(|(_, _, metric, _)| *metric == "steady rate")
-    {
-        out.push_str(&view.item(
-            0,
-            "steady: the rate once warmed up (MSER-5), over the runs that settled; - where none did",
-        ));
-    }
-    for run in r.runs.iter().filter(|x| x.workload == workload) {
-        if let Some(what) = &run.incomplete {
-            let _ = writeln!(
-                out,
-                "‡ INCOMPLETE TREE: {} run {}: {what}",
-                run.config, run.run
-            );
+
+    /// What the tables' marks mean, where a mark was used, and runs whose tree was cut short.
+    fn render_legend(&self, out: &mut String, phases: &[PhaseInfo], time_columns: &[Column<'_>]) {
+        let (r, view) = (self.r, self.view);
+        for run in r.runs.iter().filter(|x| x.workload == self.workload) {
+            if let Some(what) = &run.incomplete {
+                let _ = writeln!(
+                    out,
+                    "‡ INCOMPLETE TREE: {} run {}: {what}",
+                    run.config, run.run
+                );
+            }
         }
-    }
-    if configs
-        .iter()
-        .any(|c| phases.iter().any(|p| short(c, &p.name)))
-    {
-        out.push_str(&view.item(
-            0,
-            &format!(
-                "† shorter than {} s: too short to measure reliably (see the warnings)",
-                r.suite.min_phase_secs
-            ),
-        ));
-    }
-
-    if configs
-        .iter()
-        .any(|c| phases.iter().any(|p| harness_bound(c, &p.name)))
-    {
-        // Wrapped at words by the view, as every long line.
-        out.push_str(&view.item(
-            0,
-            &format!(
-                "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
-            ),
-        ));
-    }
-    if time_columns
-        .iter()
-        .any(|(head, ..)| head.ends_with("(untimed)"))
-    {
-        out.push_str(&view.item(
-            0,
-            "untimed: set-up recorded to be seen, left out of verdicts, ranks and answers",
-        ));
-    }
-    render_figures(out, r, view, workload, &configs);
-    render_matrix(out, r, view, workload, &configs);
-
-    if view.verbose {
-        out.push_str(&details::all_figures(r, view, workload));
-        out.push_str(&details::latency(r, view, workload, &configs, phases));
+        let any = |mark: &dyn Fn(&str, &str) -> bool| {
+            (self.configs.iter()).any(|c| phases.iter().any(|p| mark(c, &p.name)))
+        };
+        if any(&|c, p| self.short(c, p)) {
+            out.push_str(&view.item(
+                0,
+                &format!(
+                    "† shorter than {} s: too short to measure reliably (see the warnings)",
+                    r.suite.min_phase_secs
+                ),
+            ));
+        }
+        if any(&|c, p| self.harness_bound(c, p)) {
+            // Wrapped at words by the view, as every long line.
+            out.push_str(&view.item(
+                0,
+                &format!(
+                    "‼ harness-bound: over {HARNESS_BOUND_PERCENT}% of the harness ceiling; the figure is mostly fsbench's and the kernel's VFS cost, not the filesystem's"
+                ),
+            ));
+        }
+        if time_columns
+            .iter()
+            .any(|(head, ..)| head.ends_with("(untimed)"))
+        {
+            out.push_str(&view.item(
+                0,
+                "untimed: set-up recorded to be seen, left out of verdicts, ranks and answers",
+            ));
+        }
     }
 }

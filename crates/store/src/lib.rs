@@ -353,8 +353,9 @@ fn insert_phase(
     tx.execute(
         "INSERT INTO phases (run_id, idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns,
                  caches_dropped, sync_after_ns, refused, failures, figures, notes, unsupported,
-                 shape, idle)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                 shape, idle, jobs)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                 ?18)",
         params![
             run_id,
             idx,
@@ -373,6 +374,7 @@ fn insert_phase(
             p.unsupported,
             (!p.shape.is_empty()).then(|| to_json(&p.shape)),
             p.idle,
+            (!m.jobs.is_empty()).then(|| to_json(&m.jobs)),
         ],
     )?;
     for (errno, count) in &m.errors {

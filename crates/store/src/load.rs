@@ -215,7 +215,7 @@ impl Store {
     pub(super) fn load_phases(&self, run_id: i64) -> anyhow::Result<Vec<PhaseRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT idx, name, elapsed_ns, ops, bytes, cpu_user_ns, cpu_system_ns, caches_dropped, sync_after_ns,
-                    refused, failures, figures, notes, unsupported, shape, idle
+                    refused, failures, figures, notes, unsupported, shape, idle, jobs
              FROM phases WHERE run_id = ?1 ORDER BY idx",
         )?;
         let rows = stmt.query_map([run_id], |r| {
@@ -234,6 +234,8 @@ impl Store {
                         refused: r.get::<_, i64>(9)? as u64,
                         failures: Vec::new(),
                         latency_timeline: Default::default(),
+                        jobs: Vec::new(),
+                        logs: Default::default(),
                     },
                     caches_dropped: r.get(7)?,
                     sync_after_ns: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
@@ -249,13 +251,17 @@ impl Store {
                 r.get::<_, String>(11)?,
                 r.get::<_, String>(12)?,
                 r.get::<_, Option<String>>(14)?,
+                r.get::<_, Option<String>>(16)?,
             ))
         })?;
         let mut phases = Vec::new();
         for row in rows {
-            let (idx, mut phase, failures, figures, notes, shape) = row?;
+            let (idx, mut phase, failures, figures, notes, shape, jobs) = row?;
             if let Some(shape) = shape {
                 phase.shape = from_json(&shape, "phase shape")?;
+            }
+            if let Some(jobs) = jobs {
+                phase.measurement.jobs = from_json(&jobs, "phase's fio jobs")?;
             }
             phase.measurement.failures = from_json(&failures, "failure list")?;
             phase.figures = from_json(&figures, "phase figures")?;

@@ -63,6 +63,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration::Sql(include_str!("migrations/15-workload-records.sql")),
     // 16: what each configuration's crash states showed (JSON), where the suite asked.
     Migration::Sql(include_str!("migrations/16-crash-states.sql")),
+    // 17: each thread of a fio job file's jobs as fio reports it (JSON), for fio's outputs.
+    Migration::Sql(include_str!("migrations/17-fio-jobs.sql")),
 ];
 
 /// The schema version this fsbench writes.

@@ -4,7 +4,7 @@
 pub mod background;
 pub mod baseline;
 pub mod clean;
-mod detach;
+pub(crate) mod detach;
 pub mod device;
 mod fresh;
 mod fuse_daemons;
@@ -15,7 +15,7 @@ pub mod named;
 pub mod queue;
 pub mod scratch;
 pub mod stack;
-mod state;
+pub(crate) mod state;
 pub mod zfs;
 
 use std::os::fd::OwnedFd;

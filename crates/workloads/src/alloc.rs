@@ -8,6 +8,8 @@
 //! lacks it (ext2, ext3) instead of silently becoming a slow zero-writing loop; posix_fallocate
 //! keeps glibc's fallback, as applications see it.
 
+mod option_table;
+
 use std::borrow::Cow;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
@@ -15,7 +17,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
+use super::options::{Parsed, WorkloadKind};
 use super::{Boundary, Need, PhaseInfo, PhaseOutput, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::extents::Mapper;
@@ -24,6 +26,7 @@ use fsbench_measure::units::parse_size;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::{compact_size, format_bytes};
+use option_table::{OPTIONS, PRESETS};
 
 /// An allocation method, named as in the articles' table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,69 +121,6 @@ pub struct AllocParams {
     pub fresh: Fresh,
     pub durable: Durable,
 }
-
-const OPTIONS: &[OptionDef] = &[
-    OptionDef {
-        min: 1,
-        max: 1 << 40,
-        ..OptionDef::new(
-            "size",
-            OptKind::Size,
-            "bytes per file; given, it no longer shrinks to fit",
-        )
-    },
-    OptionDef {
-        default: Some("posix-fallocate+fallocate+mmap+chunk-4096+chunk-8192"),
-        ..OptionDef::new(
-            "methods",
-            OptKind::List(&OptKind::Text),
-            "posix-fallocate, fallocate, mmap, chunk-SIZE (write() in chunks)",
-        )
-    },
-    OptionDef {
-        min: 1,
-        max: 1 << 30,
-        ..OptionDef::new(
-            "chunks",
-            OptKind::List(&OptKind::Size),
-            "replaces the chunk-SIZE methods",
-        )
-    },
-    OptionDef {
-        default: Some("file"),
-        ..OptionDef::new(
-            "fresh",
-            OptKind::Choice(&["file", "fs"]),
-            "each method starts after removing the file, or on a new filesystem",
-        )
-    },
-    OptionDef {
-        default: Some("fsync"),
-        ..OptionDef::new(
-            "durable",
-            OptKind::Choice(&["fsync", "unmount"]),
-            "timed until fsync, or until the unmount after it",
-        )
-    },
-];
-
-const PRESETS: &[Preset] = &[
-    Preset {
-        name: "seed-1g",
-        values: &[("size", "1g")],
-        help: "the first article: 1 GiB files in 5 GB partitions; 4.6 s a run on tmpfs here",
-    },
-    Preset {
-        name: "seed-4g",
-        values: &[("size", "4g")],
-        help: "the second: 4 GiB files in a 20 GiB partition",
-    },
-    Preset {
-        name: "quick",
-        values: &[("size", "256m")],
-        help: "a look; 1.3 s a run on tmpfs here",
-    },
-];
 
 /// The alloc workload's option table.
 pub(crate) const KIND: WorkloadKind = WorkloadKind {

@@ -260,7 +260,7 @@ impl Io {
                 )
             };
             self.notes.push(format!(
-                "open loop: latency (`read`, `write`) counts from each I/O's scheduled time, so a stall is not hidden by the I/Os it delayed; `issue lag` is how late I/Os were issued (a late wake-up of the job counts too); achieved {achieved}"
+                "open loop: `read from schedule` and `write from schedule` count each I/O's latency from its scheduled time, so a stall is not hidden by the I/Os it delayed; `read` and `write` count from its submission, as fio's lat; `issue lag` is how late I/Os were issued (a late wake-up of the job counts too); achieved {achieved}"
             ));
         }
     }
@@ -335,6 +335,17 @@ impl Io {
                 self.figures
                     .push(Figure::new("bw", "KiB/s", true, kib).at(&at));
             }
+        }
+    }
+
+    /// Each thread's record as fio reports it (and its log files), in [`Io::threads`]'s order.
+    fn record_threads(&self, outs: Vec<JobOut>, rec: &mut PhaseRecorder) {
+        for (o, (p, job, copy)) in outs.into_iter().zip(self.threads()) {
+            let name = p.job.clone().unwrap_or_else(|| format!("job{job}"));
+            let runtime = o.elapsed.as_nanos() as u64;
+            let who = (name.as_str(), job as u32, copy);
+            let (thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat);
+            rec.add_job(thread, logs);
         }
     }
 
@@ -481,9 +492,17 @@ impl Workload for Io {
             if !slat.is_empty() {
                 rec.add_latency(&format!("{name} slat"), &slat);
             }
+            let mut late = fsbench_measure::measure::new_histogram();
+            for o in &outs {
+                late.add(&o.from_schedule[d]).expect("same bounds");
+            }
+            if !late.is_empty() {
+                rec.add_latency(&format!("{name} from schedule"), &late);
+            }
         }
         self.per_job_latency(&outs, rec);
         self.figures(&outs);
+        self.record_threads(outs, rec);
         Ok(())
     }
 

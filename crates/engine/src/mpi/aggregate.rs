@@ -133,6 +133,8 @@ fn summed_measurement(records: &[&PhaseRecord]) -> PhaseMeasurement {
             .max_by_key(|m| m.elapsed_ns)
             .map(|m| m.latency_timeline.clone())
             .unwrap_or_default(),
+        jobs: m.iter().flat_map(|m| m.jobs.iter().cloned()).collect(),
+        logs: Default::default(),
     }
 }
 

@@ -11,6 +11,7 @@ use fsbench_model::measurement::Figure;
 use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus};
 use fsbench_model::testbed::TargetSpec;
 use fsbench_testbed::testbed::{FreshFs, Target, Teardown};
+use fsbench_workloads::Boundary;
 
 /// A fresh filesystem for a run, aged and filled as its configuration asks.
 pub(super) fn fresh_fs(
@@ -131,6 +132,29 @@ pub(super) fn fsck_not_interrupted(
         return Err(FsbenchError::Interrupted.into());
     }
     Ok(())
+}
+
+/// What the boundary after a phase does: nothing, a remount (unmounted and checked), or a
+/// fresh filesystem in place of this one; the teardown to check where there was one. The
+/// last phase needs no fresh filesystem after it, only the check.
+pub(super) fn cross_boundary(
+    mut fresh: FreshFs,
+    boundary: Boundary,
+    last: bool,
+    (target, preparer, what): (&mut Target, &mut prepare::Preparer, &prepare::RunSpec),
+    observer: &mut dyn Observer,
+) -> anyhow::Result<(FreshFs, Option<Teardown>)> {
+    let teardown = match boundary {
+        Boundary::Keep => None,
+        Boundary::Remount | Boundary::Remake if last => fresh.remount()?,
+        Boundary::Remount => fresh.remount()?,
+        Boundary::Remake => {
+            let teardown = fresh.finish()?;
+            fresh = fresh_fs(target, preparer, what, observer)?.0;
+            Some(teardown)
+        }
+    };
+    Ok((fresh, teardown))
 }
 
 /// The figures of an unmount and fsck right after `phase`: `unmount`, `time+unmount` (the

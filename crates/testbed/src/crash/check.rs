@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::log::Log;
 use super::states::StateSpec;
 use crate::drivers::FsTypeExt;
-use crate::testbed::{loopdev, scratch};
+use crate::testbed::{detach, loopdev};
 use fsbench_measure::tools;
 use fsbench_model::filesystem::FsType;
 use fsbench_workloads::oracle::Fact;
@@ -114,15 +114,15 @@ impl Inspector {
             }
             result.mounted = true;
             result.lost = broken_promises(&mnt, spec.at, facts);
-            scratch::unmount(&mnt)?;
+            detach::unmount(&mnt)?;
             result.clean_after = self.fsck(&device, result)?;
             Ok(())
         })();
         if super::super::testbed::mounts::mount_at(&mnt).is_some() {
-            let _ = scratch::unmount(&mnt);
+            let _ = detach::unmount(&mnt);
         }
         let _ = std::fs::remove_dir(&mnt);
-        let detached = scratch::detach_loop(&device);
+        let detached = detach::detach_loop(&device);
         checked.and(detached)
     }
 

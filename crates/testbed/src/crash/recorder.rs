@@ -10,7 +10,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::daemon::FILE_NAME;
-use crate::testbed::{mounts, scratch};
+use crate::testbed::{detach, mounts};
 
 /// How long the daemon may take to mount, or to exit once unmounted.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -158,7 +158,7 @@ impl Recording {
             return Ok(());
         };
         let fuse = fuse_dir(&self.dir);
-        let unmounted = scratch::unmount(&fuse);
+        let unmounted = detach::unmount(&fuse);
         let start = Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait()? {

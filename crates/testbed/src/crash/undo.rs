@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::recorder::{RecorderRecord, fuse_dir};
-use crate::testbed::{mounts, scratch};
+use crate::testbed::{detach, mounts};
 
 /// Undoes what `records` name below `scratch`; what it did and what it left (with why) go
 /// to `done` and `left`. A record naming anything but `<scratch>/crash<N>` is refused.
@@ -43,7 +43,7 @@ fn undo_one(
     done: &mut Vec<String>,
     left: &mut Vec<String>,
 ) {
-    let ours: Vec<_> = scratch::loop_devices()
+    let ours: Vec<_> = detach::loop_devices()
         .into_iter()
         .filter(|(_, backing)| backing.starts_with(&record.dir))
         .collect();
@@ -58,13 +58,13 @@ fn undo_one(
             .and_then(|m| rdev(Path::new(&m.source)))
             .is_some_and(|dev| our_devices.contains(&dev));
         if from_ours {
-            step(scratch::unmount(&target), "unmounted", &target, done, left);
+            step(detach::unmount(&target), "unmounted", &target, done, left);
         }
     }
     for (device, backing) in &ours {
         let what = format!("{} ({})", device.display(), backing.display());
         step(
-            scratch::detach_loop(device),
+            detach::detach_loop(device),
             "detached",
             Path::new(&what),
             done,
@@ -86,7 +86,7 @@ fn undo_one(
     }
     let fuse = fuse_dir(&record.dir);
     if mounts::mount_at(&fuse).is_some_and(|m| m.fstype.starts_with("fuse")) {
-        step(scratch::unmount(&fuse), "unmounted", &fuse, done, left);
+        step(detach::unmount(&fuse), "unmounted", &fuse, done, left);
     }
 }
 

@@ -86,7 +86,7 @@ enum Starter {
 /// empty tool directory of a run below a scratch directory carrying fsbench's marker; and
 /// whether the run that started it (its parent) still runs.
 fn started_by_fsbench(pid: u32) -> Option<Starter> {
-    use crate::testbed::scratch::{MARKER, is_scratch_name};
+    use crate::testbed::state::{MARKER, is_scratch_name};
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
     let scratch = cwd.parent()?.parent()?;
     let named = (scratch.file_name()?.to_str()).is_some_and(is_scratch_name);

@@ -130,7 +130,7 @@ impl super::Target {
                 self.scratch.note_loop(&a.device, &file)
             };
             let measured = noted.and_then(|()| measure(&a.device, limit, true, cancel));
-            let detached = super::scratch::detach_loop(&a.device);
+            let detached = super::detach::detach_loop(&a.device);
             let measured = measured?;
             detached.map(|()| measured)
         });

@@ -24,12 +24,7 @@ use fsbench_measure::sysinfo::process_start_ticks;
 /// open is reported, not waited for.
 const CLEAN_PATIENCE: Duration = Duration::from_secs(2);
 
-/// What an undo did and what it left (with why), one line each.
-#[derive(Debug, Default)]
-pub struct Undone {
-    pub done: Vec<String>,
-    pub left: Vec<String>,
-}
+pub use super::state::Undone;
 
 /// What is at a state's scratch path.
 #[derive(Debug, PartialEq)]

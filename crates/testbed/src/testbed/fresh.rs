@@ -9,7 +9,7 @@ use anyhow::Context;
 use fsbench_model::testbed::{BackgroundRecord, FsckOutcome, LoopInfo};
 
 use super::background::BackgroundLoad;
-use super::{mounts, open_dir, queue, scratch};
+use super::{detach, mounts, open_dir, queue};
 use crate::define::Load;
 use crate::drivers::{FsTypeExt, Slots, Toolset, expand};
 use fsbench_measure::tools;
@@ -160,7 +160,7 @@ impl FreshFs {
             inspect(dev);
         }
         if let Some(dev) = self.loop_device.take() {
-            scratch::detach_loop(&dev)?;
+            detach::detach_loop(&dev)?;
         }
         let image = self.image.take().context("a template needs a loop image")?;
         std::fs::rename(&image, dest)
@@ -260,13 +260,13 @@ impl FreshFs {
                 tools::run_ok_in_within(&program, &args, &self.tool_dir, tools::MOUNT_LIMIT)?;
                 mounts::wait_for(mnt, false, MOUNT_LIMIT, "the unmounted filesystem")?;
             }
-            _ => scratch::unmount(mnt)?,
+            _ => detach::unmount(mnt)?,
         }
         let fuse = self.user.as_ref().map(|(_, command)| command.is_some());
         match (&self.device, self.fs) {
-            (Some(dev), Some(_)) if fuse == Some(true) => scratch::wait_released(dev),
+            (Some(dev), Some(_)) if fuse == Some(true) => detach::wait_released(dev),
             (Some(dev), Some(fs)) if fs.driver().fuse_daemon.is_some() => {
-                scratch::wait_released(dev)
+                detach::wait_released(dev)
             }
             _ => Ok(()),
         }
@@ -317,7 +317,7 @@ impl FreshFs {
             pool.release()?;
         }
         if let Some(dev) = self.loop_device.take() {
-            scratch::detach_loop(&dev)?;
+            detach::detach_loop(&dev)?;
         }
         if let Some(recording) = self.recording.take() {
             // The image goes with the recording: the whole log replayed must give it.

@@ -354,24 +354,7 @@ fn check_named(n: &Named, fs: FsType, cwd: &Path, consent: &mut Consent) -> anyh
             "{place}: give an absolute path (mkfs runs in an empty directory)"
         ))),
         Some(Names::ReadFile) => Ok(()),
-        Some(Names::DeviceNumber) => {
-            let Some(rdev) = device_number(&n.token) else {
-                return Err(invalid(format!("{place}: not a device number")));
-            };
-            if consent.allows(Identity::Block(rdev)) {
-                return Ok(());
-            }
-            let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
-            let path = device::sysfs_node(major, minor)
-                .and_then(|node| Some(Path::new("/dev").join(node.file_name()?)))
-                .unwrap_or_else(|| PathBuf::from(format!("device {major}:{minor}")));
-            Err(unconsented(
-                &place,
-                &path,
-                &format!(" (device {major}:{minor})"),
-                true,
-            ))
-        }
+        Some(Names::DeviceNumber) => check_device_number(&n.token, &place, consent),
         Some(Names::Device) | None => {
             let device_expected = n.names.is_some();
             let (paths, how) = resolve(&n.token, cwd, device_expected)?;
@@ -409,6 +392,27 @@ fn check_named(n: &Named, fs: FsType, cwd: &Path, consent: &mut Consent) -> anyh
             Ok(())
         }
     }
+}
+
+/// A device given by its number (`major:minor`): allowed only where it is the target's or
+/// consented to.
+fn check_device_number(token: &str, place: &str, consent: &mut Consent) -> anyhow::Result<()> {
+    let Some(rdev) = device_number(token) else {
+        return Err(invalid(format!("{place}: not a device number")));
+    };
+    if consent.allows(Identity::Block(rdev)) {
+        return Ok(());
+    }
+    let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
+    let path = device::sysfs_node(major, minor)
+        .and_then(|node| Some(Path::new("/dev").join(node.file_name()?)))
+        .unwrap_or_else(|| PathBuf::from(format!("device {major}:{minor}")));
+    Err(unconsented(
+        place,
+        &path,
+        &format!(" (device {major}:{minor})"),
+        true,
+    ))
 }
 
 /// The refusal of `path`, named by the option at `place` (resolved as `how` says) though it is

@@ -210,7 +210,7 @@ pub(crate) fn backing_untouched(device: &Path) -> String {
 pub(super) fn undo(
     records: &[QueueRecord],
     still_ours: impl Fn(&Path) -> bool,
-    undone: &mut super::clean::Undone,
+    undone: &mut super::state::Undone,
 ) {
     for r in records {
         if r.loop_device.as_deref().is_some_and(|d| !still_ours(d)) {
@@ -284,7 +284,7 @@ mod tests {
             previous: "none".into(),
             loop_device: None,
         };
-        let mut undone = crate::testbed::clean::Undone::default();
+        let mut undone = crate::testbed::state::Undone::default();
         undo(&[record], |_| true, &mut undone);
         assert!(undone.done.is_empty());
         assert!(

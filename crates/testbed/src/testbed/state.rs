@@ -56,7 +56,7 @@ pub struct State {
     pub made_by: Option<String>,
     /// Crash recorders a run started (`crash=N`), recorded before each starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub recorders: Vec<crate::crash::RecorderRecord>,
+    pub recorders: Vec<crate::crash::recorder::RecorderRecord>,
 }
 
 /// A queue's `scheduler` (or `write_cache`) file and the value to put back in it.
@@ -132,4 +132,11 @@ pub struct ZfsRecord {
     pub daemon_pid: u32,
     /// With the pid, names the daemon uniquely (pids are reused).
     pub daemon_start_ticks: u64,
+}
+
+/// What an undo did and what it left (with why), one line each.
+#[derive(Debug, Default)]
+pub struct Undone {
+    pub done: Vec<String>,
+    pub left: Vec<String>,
 }

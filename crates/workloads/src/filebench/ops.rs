@@ -17,8 +17,8 @@ use super::worker::{Flow, Step, Worker};
 mod extensions;
 
 impl Worker<'_> {
-    /// One run of flowop `fi`: a dispatch on its type, the short flowops written in place
-    /// (a function each would only move their few lines).
+    /// One run of flowop `fi`: a dispatch on its type, one piece, the short flowops written
+    /// in place (a function each would only move their few lines).
     pub(super) fn flowop(&mut self, fi: usize) -> Flow {
         match self.flowops[fi].op {
             Op::Read | Op::Write => self.read_write(fi),

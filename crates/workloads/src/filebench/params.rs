@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{Counted, Mode, Model, Op, Thread};
-use super::personalities::{BUILT_IN, Scale, personality};
+use super::model::{Counted, Flowop, Mode, Model, Op, Thread};
+use super::personalities::{BUILT_IN, Scale};
 use super::today::TODAY;
 use crate::options::{OptKind, OptionDef, Parsed, Preset, WorkloadKind};
 use crate::{PhaseInfo, SpaceNeed, Workload, WorkloadParams};
@@ -325,56 +325,8 @@ impl WorkloadParams for FilebenchParams {
                 return err(format!("fileset {}: more than 2^32 entries", s.name));
             }
         }
-        let named = |op: Op, name: &str| m.flowops().any(|(_, _, f)| f.op == op && f.name == name);
         for (_, t, f) in m.flowops() {
-            let needs_set = matches!(
-                f.op,
-                Op::Createfile
-                    | Op::Openfile
-                    | Op::Fsyncset
-                    | Op::Makedir
-                    | Op::Removedir
-                    | Op::Listdir
-            );
-            if needs_set && f.fileset.is_none() {
-                return err(format!(
-                    "flowop {} ({}) names no fileset",
-                    f.name,
-                    f.op.name()
-                ));
-            }
-            let sized = matches!(
-                f.op,
-                Op::Read | Op::Write | Op::Aiowrite | Op::Appendfile | Op::Appendfilerand
-            );
-            if sized && f.iosize.is_none_or(|n| n.is_zero()) {
-                return err(format!(
-                    "flowop {} ({}) needs an iosize",
-                    f.name,
-                    f.op.name()
-                ));
-            }
-            let target = f.target.as_deref().unwrap_or("");
-            let found = match f.op {
-                Op::Renamefile => m.filesets.iter().any(|s| s.name == target),
-                Op::Sempost => named(Op::Semblock, target),
-                Op::Wakeup => named(Op::Block, target),
-                Op::Opslimit
-                | Op::Iopslimit
-                | Op::Bwlimit
-                | Op::Finishoncount
-                | Op::Finishonbytes => {
-                    target.is_empty() || t.flowops.iter().any(|o| o.name == target)
-                }
-                _ => true,
-            };
-            if !found {
-                return err(format!(
-                    "flowop {} ({}): no flowop {target} to act on",
-                    f.name,
-                    f.op.name()
-                ));
-            }
+            flowop_problem(m, t, f).map_or(Ok(()), err)?;
         }
         let finishes = |t: &Thread| {
             t.flowops
@@ -436,4 +388,54 @@ impl WorkloadParams for FilebenchParams {
     fn mpi_refusal(&self) -> Option<&'static str> {
         Some("a personality runs its own processes and threads; run it without MPI")
     }
+}
+
+/// What is wrong with flowop `f` of thread `t`, if anything: a fileset, a size or the flowop
+/// it acts on missing.
+fn flowop_problem(m: &Model, t: &Thread, f: &Flowop) -> Option<String> {
+    let named = |op: Op, name: &str| m.flowops().any(|(_, _, f)| f.op == op && f.name == name);
+    let needs_set = matches!(
+        f.op,
+        Op::Createfile | Op::Openfile | Op::Fsyncset | Op::Makedir | Op::Removedir | Op::Listdir
+    );
+    if needs_set && f.fileset.is_none() {
+        return Some(format!(
+            "flowop {} ({}) names no fileset",
+            f.name,
+            f.op.name()
+        ));
+    }
+    let sized = matches!(
+        f.op,
+        Op::Read | Op::Write | Op::Aiowrite | Op::Appendfile | Op::Appendfilerand
+    );
+    if sized && f.iosize.is_none_or(|n| n.is_zero()) {
+        return Some(format!(
+            "flowop {} ({}) needs an iosize",
+            f.name,
+            f.op.name()
+        ));
+    }
+    let target = f.target.as_deref().unwrap_or("");
+    let found = match f.op {
+        Op::Renamefile => m.filesets.iter().any(|s| s.name == target),
+        Op::Sempost => named(Op::Semblock, target),
+        Op::Wakeup => named(Op::Block, target),
+        Op::Opslimit | Op::Iopslimit | Op::Bwlimit | Op::Finishoncount | Op::Finishonbytes => {
+            target.is_empty() || t.flowops.iter().any(|o| o.name == target)
+        }
+        _ => true,
+    };
+    (!found).then(|| {
+        format!(
+            "flowop {} ({}): no flowop {target} to act on",
+            f.name,
+            f.op.name()
+        )
+    })
+}
+
+/// The personality called `name`, filebench's or today's, scaled.
+fn personality(name: &str, s: &Scale) -> Option<Model> {
+    super::personalities::personality(name, s).or_else(|| super::today::personality(name, s))
 }

@@ -104,144 +104,172 @@ pub(super) const BUILT_IN: &[(&str, &str)] = &[
     ),
 ];
 
-/// The personality called `name`, scaled. One arm a personality, each its model's data:
-/// longer than a function should be, and clearer whole than split.
+/// filebench's personality called `name`, scaled: one function a personality, each its
+/// model's data.
 pub(super) fn personality(name: &str, s: &Scale) -> Option<Model> {
-    let runtime = s.runtime.unwrap_or(60);
-    let model = |filesets, processes, eventrate| Model {
-        filesets,
-        processes,
-        runtime,
+    let make: fn(&Scale) -> Model = match name {
+        "fileserver" => fileserver,
+        "varmail" => varmail,
+        "webserver" => webserver,
+        "webproxy" => webproxy,
+        "oltp" => oltp,
+        "videoserver" => videoserver,
+        _ => return None,
+    };
+    Some(make(s))
+}
+
+/// One process of one thread definition, as most of filebench's personalities.
+fn single(
+    s: &Scale,
+    sets: Vec<Fileset>,
+    names: (&str, &str),
+    threads: u32,
+    flowops: Vec<Flowop>,
+) -> Model {
+    Model {
+        filesets: sets,
+        processes: vec![one_process(names.0, names.1, threads, 10 * MIB, flowops)],
+        runtime: s.runtime.unwrap_or(60),
         mode: Mode::Timeout,
-        eventrate,
-    };
-    // One process of one thread definition, as most of filebench's personalities.
-    let single = |sets, process: &str, thread: &str, threads, flowops| {
-        model(
-            sets,
-            vec![one_process(process, thread, threads, 10 * MIB, flowops)],
-            0,
-        )
-    };
-    Some(match name {
-        "fileserver" => {
-            let sets = vec![set(
-                "bigfileset",
-                s.nfiles.unwrap_or(10_000),
-                gamma(s.filesize.unwrap_or(128 * KIB)),
-                20,
-                80,
-            )];
-            let b = Some(0);
-            let flowops = vec![
-                op(Op::Createfile, "createfile1", b, 1),
-                Flowop {
-                    srcfd: 1,
-                    ..sized(op(Op::Writewholefile, "wrtfile1", None, 1), MIB)
-                },
-                op(Op::Closefile, "closefile1", None, 1),
-                op(Op::Openfile, "openfile1", b, 1),
-                sized(op(Op::Appendfilerand, "appendfilerand1", None, 1), 16 * KIB),
-                op(Op::Closefile, "closefile2", None, 1),
-                op(Op::Openfile, "openfile2", b, 1),
-                sized(op(Op::Readwholefile, "readfile1", None, 1), MIB),
-                op(Op::Closefile, "closefile3", None, 1),
-                op(Op::Deletefile, "deletefile1", b, 0),
-                op(Op::Statfile, "statfile1", b, 0),
-            ];
-            let threads = s.nthreads.unwrap_or(50);
-            single(sets, "filereader", "filereaderthread", threads, flowops)
-        }
-        "varmail" => {
-            let sets = vec![set(
-                "bigfileset",
-                s.nfiles.unwrap_or(1000),
-                gamma(s.filesize.unwrap_or(16 * KIB)),
-                1_000_000,
-                80,
-            )];
-            let b = Some(0);
-            let mut flowops = vec![
-                op(Op::Deletefile, "deletefile1", b, 0),
-                op(Op::Createfile, "createfile2", b, 1),
-                sized(op(Op::Appendfilerand, "appendfilerand2", None, 1), 16 * KIB),
-                op(Op::Fsync, "fsyncfile2", None, 1),
-                op(Op::Closefile, "closefile2", None, 1),
-            ];
-            for (open, read, append) in [("3", "3", true), ("4", "4", false)] {
-                flowops.push(op(Op::Openfile, &format!("openfile{open}"), b, 1));
-                flowops.push(sized(
-                    op(Op::Readwholefile, &format!("readfile{read}"), None, 1),
-                    MIB,
-                ));
-                if append {
-                    flowops.push(sized(
-                        op(Op::Appendfilerand, "appendfilerand3", None, 1),
-                        16 * KIB,
-                    ));
-                    flowops.push(op(Op::Fsync, "fsyncfile3", None, 1));
-                }
-                flowops.push(op(Op::Closefile, &format!("closefile{open}"), None, 1));
-            }
-            let threads = s.nthreads.unwrap_or(16);
-            single(sets, "filereader", "filereaderthread", threads, flowops)
-        }
-        "webserver" => {
-            let size = gamma(s.filesize.unwrap_or(16 * KIB));
-            let sets = vec![
-                Fileset {
-                    readonly: true,
-                    ..set("bigfileset", s.nfiles.unwrap_or(1000), size, 20, 100)
-                },
-                set("logfiles", 1, size, 20, 100),
-            ];
-            let mut flowops = Vec::new();
-            for i in 1..=10 {
-                flowops.push(op(Op::Openfile, &format!("openfile{i}"), Some(0), 1));
-                flowops.push(sized(
-                    op(Op::Readwholefile, &format!("readfile{i}"), None, 1),
-                    MIB,
-                ));
-                flowops.push(op(Op::Closefile, &format!("closefile{i}"), None, 1));
-            }
+        eventrate: 0,
+    }
+}
+
+fn fileserver(s: &Scale) -> Model {
+    let sets = vec![set(
+        "bigfileset",
+        s.nfiles.unwrap_or(10_000),
+        gamma(s.filesize.unwrap_or(128 * KIB)),
+        20,
+        80,
+    )];
+    let b = Some(0);
+    let flowops = vec![
+        op(Op::Createfile, "createfile1", b, 1),
+        Flowop {
+            srcfd: 1,
+            ..sized(op(Op::Writewholefile, "wrtfile1", None, 1), MIB)
+        },
+        op(Op::Closefile, "closefile1", None, 1),
+        op(Op::Openfile, "openfile1", b, 1),
+        sized(op(Op::Appendfilerand, "appendfilerand1", None, 1), 16 * KIB),
+        op(Op::Closefile, "closefile2", None, 1),
+        op(Op::Openfile, "openfile2", b, 1),
+        sized(op(Op::Readwholefile, "readfile1", None, 1), MIB),
+        op(Op::Closefile, "closefile3", None, 1),
+        op(Op::Deletefile, "deletefile1", b, 0),
+        op(Op::Statfile, "statfile1", b, 0),
+    ];
+    let threads = s.nthreads.unwrap_or(50);
+    single(
+        s,
+        sets,
+        ("filereader", "filereaderthread"),
+        threads,
+        flowops,
+    )
+}
+
+fn varmail(s: &Scale) -> Model {
+    let sets = vec![set(
+        "bigfileset",
+        s.nfiles.unwrap_or(1000),
+        gamma(s.filesize.unwrap_or(16 * KIB)),
+        1_000_000,
+        80,
+    )];
+    let b = Some(0);
+    let mut flowops = vec![
+        op(Op::Deletefile, "deletefile1", b, 0),
+        op(Op::Createfile, "createfile2", b, 1),
+        sized(op(Op::Appendfilerand, "appendfilerand2", None, 1), 16 * KIB),
+        op(Op::Fsync, "fsyncfile2", None, 1),
+        op(Op::Closefile, "closefile2", None, 1),
+    ];
+    for (open, read, append) in [("3", "3", true), ("4", "4", false)] {
+        flowops.push(op(Op::Openfile, &format!("openfile{open}"), b, 1));
+        flowops.push(sized(
+            op(Op::Readwholefile, &format!("readfile{read}"), None, 1),
+            MIB,
+        ));
+        if append {
             flowops.push(sized(
-                op(Op::Appendfilerand, "appendlog", Some(1), 2),
+                op(Op::Appendfilerand, "appendfilerand3", None, 1),
                 16 * KIB,
             ));
-            let threads = s.nthreads.unwrap_or(100);
-            single(sets, "filereader", "filereaderthread", threads, flowops)
+            flowops.push(op(Op::Fsync, "fsyncfile3", None, 1));
         }
-        "webproxy" => {
-            let sets = vec![set(
-                "bigfileset",
-                s.nfiles.unwrap_or(10_000),
-                Num::Fixed(s.filesize.unwrap_or(16 * KIB)),
-                1_000_000,
-                80,
-            )];
-            let b = Some(0);
-            let mut flowops = vec![
-                op(Op::Deletefile, "deletefile1", b, 0),
-                op(Op::Createfile, "createfile1", b, 1),
-                sized(op(Op::Appendfilerand, "appendfilerand1", None, 1), 16 * KIB),
-                op(Op::Closefile, "closefile1", None, 1),
-            ];
-            for i in 2..=6 {
-                flowops.push(op(Op::Openfile, &format!("openfile{i}"), b, 1));
-                flowops.push(sized(
-                    op(Op::Readwholefile, &format!("readfile{i}"), None, 1),
-                    MIB,
-                ));
-                flowops.push(op(Op::Closefile, &format!("closefile{i}"), None, 1));
-            }
-            flowops.push(op(Op::Opslimit, "limit", None, 0));
-            let threads = s.nthreads.unwrap_or(100);
-            single(sets, "proxycache", "proxycache", threads, flowops)
-        }
-        "oltp" => oltp(s),
-        "videoserver" => videoserver(s),
-        _ => return super::today::personality(name, s),
-    })
+        flowops.push(op(Op::Closefile, &format!("closefile{open}"), None, 1));
+    }
+    let threads = s.nthreads.unwrap_or(16);
+    single(
+        s,
+        sets,
+        ("filereader", "filereaderthread"),
+        threads,
+        flowops,
+    )
+}
+
+fn webserver(s: &Scale) -> Model {
+    let size = gamma(s.filesize.unwrap_or(16 * KIB));
+    let sets = vec![
+        Fileset {
+            readonly: true,
+            ..set("bigfileset", s.nfiles.unwrap_or(1000), size, 20, 100)
+        },
+        set("logfiles", 1, size, 20, 100),
+    ];
+    let mut flowops = Vec::new();
+    for i in 1..=10 {
+        flowops.push(op(Op::Openfile, &format!("openfile{i}"), Some(0), 1));
+        flowops.push(sized(
+            op(Op::Readwholefile, &format!("readfile{i}"), None, 1),
+            MIB,
+        ));
+        flowops.push(op(Op::Closefile, &format!("closefile{i}"), None, 1));
+    }
+    flowops.push(sized(
+        op(Op::Appendfilerand, "appendlog", Some(1), 2),
+        16 * KIB,
+    ));
+    let threads = s.nthreads.unwrap_or(100);
+    single(
+        s,
+        sets,
+        ("filereader", "filereaderthread"),
+        threads,
+        flowops,
+    )
+}
+
+fn webproxy(s: &Scale) -> Model {
+    let sets = vec![set(
+        "bigfileset",
+        s.nfiles.unwrap_or(10_000),
+        Num::Fixed(s.filesize.unwrap_or(16 * KIB)),
+        1_000_000,
+        80,
+    )];
+    let b = Some(0);
+    let mut flowops = vec![
+        op(Op::Deletefile, "deletefile1", b, 0),
+        op(Op::Createfile, "createfile1", b, 1),
+        sized(op(Op::Appendfilerand, "appendfilerand1", None, 1), 16 * KIB),
+        op(Op::Closefile, "closefile1", None, 1),
+    ];
+    for i in 2..=6 {
+        flowops.push(op(Op::Openfile, &format!("openfile{i}"), b, 1));
+        flowops.push(sized(
+            op(Op::Readwholefile, &format!("readfile{i}"), None, 1),
+            MIB,
+        ));
+        flowops.push(op(Op::Closefile, &format!("closefile{i}"), None, 1));
+    }
+    flowops.push(op(Op::Opslimit, "limit", None, 0));
+    let threads = s.nthreads.unwrap_or(100);
+    single(s, sets, ("proxycache", "proxycache"), threads, flowops)
 }
 
 /// A log writer, database writers and readers ("shadows") on ten data files and a log:
@@ -254,62 +282,31 @@ fn oltp(s: &Scale) -> Model {
         set("logfile", 1, Num::Fixed(10 * MIB), 1024, 100),
     ];
     let (data, log) = (Some(0), Some(1));
-    let write = |name: &str, set, iosize| Flowop {
-        random: true,
-        dsync: true,
-        ..sized(op(Op::Aiowrite, name, set, 0), iosize)
-    };
-    let sem = |name: &str, value: u64, highwater: u64| Flowop {
-        value: Some(Num::Fixed(value)),
-        highwater,
-        ..op(Op::Semblock, name, None, 0)
-    };
-    let post = |name: &str, target: &str| Flowop {
-        value: Some(Num::Fixed(1)),
-        target: Some(target.into()),
-        blocking: true,
-        ..op(Op::Sempost, name, None, 0)
-    };
-    let hog = |name: &str, loops: u64| Flowop {
-        value: Some(Num::Fixed(loops)),
-        ..op(Op::Hog, name, None, 0)
-    };
-    let process = |name: &str, instances: u32, flowops| Process {
-        name: name.into(),
-        instances,
-        nice: 0,
-        threads: vec![Thread {
-            name: name.into(),
-            instances: 1,
-            memsize: MIB,
-            flowops,
-        }],
-    };
     let processes = vec![
-        process(
+        processes_of_one_thread(
             "lgwr",
             1,
             vec![
-                write("lg-write", log, 256 * KIB),
+                oltp_write("lg-write", log, 256 * KIB),
                 op(Op::Aiowait, "lg-aiowait", None, 0),
-                sem("lg-block", 3200, 1000),
+                sem_block("lg-block", 3200, 1000),
             ],
         ),
-        process(
+        processes_of_one_thread(
             "dbwr",
             10,
             vec![
                 Flowop {
                     iters: 100,
                     opennext: true,
-                    ..write("dbwrite-a", data, 2 * KIB)
+                    ..oltp_write("dbwrite-a", data, 2 * KIB)
                 },
                 hog("dbwr-hog", 10_000),
-                sem("dbwr-block", 1000, 2000),
+                sem_block("dbwr-block", 1000, 2000),
                 op(Op::Aiowait, "dbwr-aiowait", None, 0),
             ],
         ),
-        process(
+        processes_of_one_thread(
             "shadow",
             s.nthreads.unwrap_or(200),
             vec![
@@ -319,8 +316,8 @@ fn oltp(s: &Scale) -> Model {
                     ..sized(op(Op::Read, "shadowread", data, 0), 2 * KIB)
                 },
                 hog("shadowhog", 200_000),
-                post("shadow-post-lg", "lg-block"),
-                post("shadow-post-dbwr", "dbwr-block"),
+                sem_post("shadow-post-lg", "lg-block"),
+                sem_post("shadow-post-dbwr", "dbwr-block"),
                 op(Op::Eventlimit, "random-rate", None, 0),
             ],
         ),
@@ -331,6 +328,54 @@ fn oltp(s: &Scale) -> Model {
         runtime: s.runtime.unwrap_or(60),
         mode: Mode::Timeout,
         eventrate: 0,
+    }
+}
+
+/// oltp's O_SYNC asynchronous random write.
+fn oltp_write(name: &str, set: Option<usize>, iosize: u64) -> Flowop {
+    Flowop {
+        random: true,
+        dsync: true,
+        ..sized(op(Op::Aiowrite, name, set, 0), iosize)
+    }
+}
+
+fn sem_block(name: &str, value: u64, highwater: u64) -> Flowop {
+    Flowop {
+        value: Some(Num::Fixed(value)),
+        highwater,
+        ..op(Op::Semblock, name, None, 0)
+    }
+}
+
+fn sem_post(name: &str, target: &str) -> Flowop {
+    Flowop {
+        value: Some(Num::Fixed(1)),
+        target: Some(target.into()),
+        blocking: true,
+        ..op(Op::Sempost, name, None, 0)
+    }
+}
+
+fn hog(name: &str, loops: u64) -> Flowop {
+    Flowop {
+        value: Some(Num::Fixed(loops)),
+        ..op(Op::Hog, name, None, 0)
+    }
+}
+
+/// `instances` processes of one thread each, as oltp's.
+fn processes_of_one_thread(name: &str, instances: u32, flowops: Vec<Flowop>) -> Process {
+    Process {
+        name: name.into(),
+        instances,
+        nice: 0,
+        threads: vec![Thread {
+            name: name.into(),
+            instances: 1,
+            memsize: MIB,
+            flowops,
+        }],
     }
 }
 

@@ -14,6 +14,7 @@ use super::pattern::{Next, Pattern, Rng};
 use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
+use fsbench_measure::fio::{Completion, JobStats};
 use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
@@ -64,6 +65,10 @@ pub(crate) struct JobOut {
     /// Open loop: how late each I/O was issued after its scheduled time (the harness's
     /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
     pub lag: Histogram<u64>,
+    /// Open loop: per direction, each I/O's latency from its scheduled time.
+    pub from_schedule: [Histogram<u64>; 2],
+    /// What fio reports of the thread besides (its lat, syncs, depths, CPU, rates, logs).
+    pub stats: JobStats,
     pub ios: [u64; 2],
     pub bytes: [u64; 2],
     /// Blocks read back and checked (fio's `verify`).
@@ -73,11 +78,13 @@ pub(crate) struct JobOut {
 }
 
 impl JobOut {
-    fn new() -> JobOut {
+    fn new(stats: JobStats) -> JobOut {
         JobOut {
             slat: [new_histogram(), new_histogram()],
             clat: [new_histogram(), new_histogram()],
             lag: new_histogram(),
+            from_schedule: [new_histogram(), new_histogram()],
+            stats,
             ios: [0; 2],
             bytes: [0; 2],
             verified: 0,
@@ -190,6 +197,12 @@ impl<'a> Job<'a> {
             })
             .collect::<Result<Vec<_>, FsbenchError>>()?;
         let bufs = buffers(params, job, copy);
+        // fio numbers threads over the whole job file; its logs carry the number.
+        let no_logs = fsbench_model::fio::LogOptions::default();
+        let (logs, thread) =
+            (params.fio.as_ref()).map_or((&no_logs, 0), |f| (&f.logs, f.first_thread + copy));
+        let expected = params.size / params.max_bs().max(1) * u64::from(params.loops);
+        let stats = JobStats::new(logs, thread, expected);
         let rate = if params.rate_iops > 0 {
             Some(1e9 / params.rate_iops as f64)
         } else if params.rate > 0 {
@@ -207,7 +220,7 @@ impl<'a> Job<'a> {
             pattern,
             bufs,
             rec,
-            out: JobOut::new(),
+            out: JobOut::new(stats),
             halt,
             span,
             start: Instant::now(),
@@ -235,6 +248,7 @@ impl<'a> Job<'a> {
         if self.span.measured && self.params.startdelay_ms.1 > 0 {
             self.start_late();
         }
+        self.out.stats.start();
         let outcome = match engine {
             Some(issue) => issue(&mut self),
             None => self.run_sync(),
@@ -247,6 +261,7 @@ impl<'a> Job<'a> {
             self.finish_files()?;
             // The job's time ends with its writes; the verify phase reads after it.
             self.out.elapsed = self.start.elapsed();
+            self.out.stats.stop();
             self.verify_written()
         });
         if outcome.is_err() {
@@ -375,8 +390,9 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// Records one completed I/O: its completion latency from `submitted`, its total latency
-    /// from `due` (the scheduled time, or its submission), and its submission latency.
+    /// Records one completed I/O: its completion latency from `submitted`, its submission
+    /// latency, its total latency (both, as fio's lat) and, on a schedule, its latency from
+    /// `due` (its scheduled time).
     #[inline]
     pub(crate) fn complete(
         &mut self,
@@ -391,7 +407,6 @@ impl<'a> Job<'a> {
         }
         let d = usize::from(!io.read);
         let clat = done.saturating_duration_since(submitted).as_nanos() as u64;
-        let lat = done.saturating_duration_since(due).as_nanos() as u64;
         self.out.clat[d].saturating_record(clat.max(1));
         if let Some(s) = slat_ns {
             self.out.slat[d].saturating_record(s.max(1));
@@ -399,10 +414,21 @@ impl<'a> Job<'a> {
         if self.interval_ns.is_some() {
             let lag = submitted.saturating_duration_since(due).as_nanos() as u64;
             self.out.lag.saturating_record(lag.max(1));
+            let late = done.saturating_duration_since(due).as_nanos() as u64;
+            self.out.from_schedule[d].saturating_record(late.max(1));
         }
         let at = done.saturating_duration_since(self.start).as_nanos() as u64;
         let op = if io.read { OpKind::Read } else { OpKind::Write };
-        self.rec.record_ended_at(op, at, lat);
+        self.rec
+            .record_ended_at(op, at, clat + slat_ns.unwrap_or(0));
+        self.out.stats.completed(Completion {
+            at_ns: at,
+            read: io.read,
+            len: io.len,
+            offset: io.offset,
+            clat_ns: clat,
+            slat_ns,
+        });
         self.out.ios[d] += 1;
         self.out.bytes[d] += u64::from(io.len);
         self.rec.unit_done(u64::from(io.len))
@@ -433,10 +459,12 @@ impl<'a> Job<'a> {
 
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
     pub(crate) fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
-        self.sync(file, self.params.fdatasync > 0)
+        self.sync(file, self.params.fdatasync > 0, true)
     }
 
-    fn sync(&mut self, file: usize, data_only: bool) -> Result<(), FsbenchError> {
+    /// Syncs `file`; `fio_counts` where fio's `sync` figures count it (fsync=N's syncs, not
+    /// end_fsync's).
+    fn sync(&mut self, file: usize, data_only: bool, fio_counts: bool) -> Result<(), FsbenchError> {
         if self.files.is_empty() {
             return Ok(());
         }
@@ -452,6 +480,9 @@ impl<'a> Job<'a> {
             let at = done.saturating_duration_since(self.start).as_nanos() as u64;
             let ns = done.saturating_duration_since(before).as_nanos() as u64;
             self.rec.record_ended_at(OpKind::Fsync, at, ns);
+            if fio_counts {
+                self.out.stats.synced(ns);
+            }
         }
         if let (Ok(()), Some(oracle)) = (&result, &self.oracle) {
             // The job writes on: what this sync covered binds a crash at this moment only.
@@ -467,7 +498,7 @@ impl<'a> Job<'a> {
         }
         for file in 0..self.files.len() {
             if self.written[file] || self.params.fsync_on_close {
-                self.sync(file, false)?;
+                self.sync(file, false, false)?;
             }
         }
         Ok(())
@@ -491,6 +522,8 @@ impl<'a> Job<'a> {
             let submitted = Instant::now();
             let result = self.transfer(io);
             let done = Instant::now();
+            self.out.stats.submitted(1, 1);
+            self.out.stats.reaped(1);
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
             if !io.read {

@@ -14,6 +14,7 @@ use fsbench_measure::error::invalid;
 mod cap;
 mod spelling;
 mod values;
+mod written;
 pub use cap::Cap;
 
 /// Options that shape how fio runs, measures or reports jobs, not what a job does:
@@ -23,11 +24,9 @@ pub use cap::Cap;
 /// prints, and fsbench prints its own percentiles).
 const ACCEPTED: &[&str] = &[
     "name",
-    "description",
     "thread",
     // fio 3.33 takes `threads=1` (examples/waitfor.fio) as `thread`.
     "threads",
-    "group_reporting",
     "new_group",
     "gtod_reduce",
     "disable_lat",
@@ -88,20 +87,28 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
     read_into(path, 0, &keywords, &mut sections)?;
     let mut global: Vec<&Line> = Vec::new();
     let mut jobs: Vec<IoParams> = Vec::new();
+    // fio's group ids and thread numbers, over the whole file.
+    let (mut groupid, mut next_thread) = (0, 1);
     for s in &sections {
         if s.name == "global" {
             global.extend(&s.options);
             continue;
         }
-        let (mut params, stonewall, wait_for) = job(s, &global)?;
-        cap.apply(&mut params);
-        params
-            .validate()
-            .map_err(|e| invalid(format!("{}: job `{}` under the cap: {e}", s.at, s.name)))?;
+        let (mut params, stonewall, new_group, wait_for) = job(s, &global)?;
         let stonewall = match wait_for {
             Some(line) => waits(line, &jobs)?,
             None => stonewall,
         };
+        if !jobs.is_empty() && (stonewall || new_group) {
+            groupid += 1;
+        }
+        let fio = params.fio.get_or_insert_default();
+        (fio.groupid, fio.first_thread) = (groupid, next_thread);
+        next_thread += params.numjobs;
+        cap.apply(&mut params);
+        params
+            .validate()
+            .map_err(|e| invalid(format!("{}: job `{}` under the cap: {e}", s.at, s.name)))?;
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),
@@ -138,19 +145,25 @@ fn waits(line: &Line, jobs: &[IoParams]) -> anyhow::Result<bool> {
 }
 
 /// One job: the global options then its own (a key given in both: its own wins, as in
-/// fio), and whether it waits for the jobs before it (`stonewall`).
+/// fio), whether it waits for the jobs before it (`stonewall`), whether it starts a
+/// reporting group of its own (`new_group`), and the job it waits for (`wait_for`).
 fn job<'s>(
     s: &'s Section,
     global: &[&'s Line],
-) -> anyhow::Result<(IoParams, bool, Option<&'s Line>)> {
+) -> anyhow::Result<(IoParams, bool, bool, Option<&'s Line>)> {
     // The io workload's options, each with the line that gave it; first fio's defaults
     // where the io workload's differ.
     let mut pairs: Vec<(String, String, &str)> = FIO_DEFAULTS
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string(), s.at.as_str()))
         .collect();
-    let mut stonewall = false;
+    let (mut stonewall, mut new_group) = (false, false);
     let mut wait_for = None;
+    let mut fio = fsbench_model::fio::FioJob {
+        options: written::listed(s.options.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
+        global: written::listed(global.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
+        ..Default::default()
+    };
     for line in global.iter().copied().chain(&s.options) {
         let key = line.key.replace('-', "_");
         if matches!(key.as_str(), "stonewall" | "wait_for_previous") {
@@ -159,6 +172,15 @@ fn job<'s>(
         }
         if key == "wait_for" {
             wait_for = Some(line);
+            continue;
+        }
+        if key == "new_group" {
+            new_group = spelling::flag(&line.value);
+            continue;
+        }
+        if written::apply(&mut fio, &key, &line.value, &s.name)
+            .map_err(|why| invalid(format!("{}: {why}", line.at)))?
+        {
             continue;
         }
         if ACCEPTED.contains(&key.as_str()) {
@@ -202,10 +224,11 @@ fn job<'s>(
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
     params.preset = None;
     params.job = Some(s.name.clone());
+    params.fio = Some(Box::new(fio));
     params
         .validate()
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
-    Ok((params, stonewall, wait_for))
+    Ok((params, stonewall, new_group, wait_for))
 }
 
 /// The text of a job file, or of standard input for `-` (as fio reads it).
@@ -310,6 +333,7 @@ fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
             normal.as_str(),
             "stonewall" | "wait_for_previous" | "wait_for"
         )
+        || written::KEYS.contains(&normal.as_str())
         || spelling::ALIASES.contains(&normal.as_str());
     if !known || normal == "preset" {
         return Err(invalid(format!(

@@ -193,6 +193,7 @@ impl State {
             });
             let got = self.reap(ctx, want, timeout.as_ref())?;
             let done = Instant::now();
+            job.out.stats.reaped(got as u32);
             for e in 0..got {
                 let event = self.events[e];
                 let slot = event.data as usize;
@@ -217,7 +218,7 @@ impl State {
     }
 
     /// Submits the queued iocbs (all of them, however many io_submit takes at a time).
-    fn submit(&mut self, ctx: &Context, job: &Job<'_>) -> Result<(), FsbenchError> {
+    fn submit(&mut self, ctx: &Context, job: &mut Job<'_>) -> Result<(), FsbenchError> {
         self.pointers.clear();
         for &slot in &self.queued {
             self.pointers.push(&mut self.iocbs[slot] as *mut Iocb);
@@ -249,6 +250,7 @@ impl State {
         }
         let now = Instant::now();
         self.inflight += self.queued.len();
+        (job.out.stats).submitted(self.queued.len() as u32, self.inflight as u32);
         for slot in self.queued.drain(..) {
             if let Some(s) = self.slots[slot].as_mut() {
                 s.submitted = now;

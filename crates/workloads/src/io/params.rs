@@ -113,6 +113,9 @@ pub struct IoParams {
     /// between them, fio's default), each on files of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub beside: Vec<IoParams>,
+    /// What its job file said of it for fio's outputs: options as written, groups, logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fio: Option<Box<fsbench_model::fio::FioJob>>,
 }
 
 /// fio's `verify` and what written blocks hold (`verify_pattern`, `buffer_pattern`).
@@ -247,6 +250,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
         norandommap: p.flag("norandommap"),
         beside: Vec::new(),
+        fio: None,
     })
 }
 
@@ -348,7 +352,7 @@ impl IoParams {
 
 impl WorkloadParams for IoParams {
     const KIND: &'static WorkloadKind = &super::KIND;
-    const REPORTS: &'static [&'static str] = &["fio", "fio-json"];
+    const REPORTS: &'static [&'static str] = &["fio", "fio-json", "fio-json+", "fio-terse"];
 
     fn build(options: &Parsed) -> anyhow::Result<Self> {
         build(options)

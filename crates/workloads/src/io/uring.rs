@@ -274,6 +274,7 @@ impl State {
         let done = Instant::now();
         let mut cq = ring.completion();
         cq.sync();
+        job.out.stats.reaped(cq.len() as u32);
         for cqe in &mut cq {
             let slot = cqe.user_data() as u16;
             let s = self.slots[slot as usize]
@@ -301,7 +302,7 @@ impl State {
         &mut self,
         ring: &mut IoUring,
         want: usize,
-        job: &Job<'_>,
+        job: &mut Job<'_>,
     ) -> Result<(), FsbenchError> {
         loop {
             match ring.submit_and_wait(want) {
@@ -317,6 +318,7 @@ impl State {
         let now = Instant::now();
         // Every queued I/O is in flight now (the ring takes all its entries).
         self.inflight += self.queued.len();
+        (job.out.stats).submitted(self.queued.len() as u32, self.inflight as u32);
         for slot in self.queued.drain(..) {
             if let Some(s) = self.slots[slot as usize].as_mut() {
                 s.submitted = now;

@@ -13,7 +13,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 mod build;
+mod cost;
 mod syntax;
+
+pub use cost::StopCost;
 
 use super::trace::{Call, Entry, OUTSIDE};
 use syntax::{Arg, Line, Outcome, errno_named, parse_call, split_line};

@@ -150,7 +150,7 @@ pub(super) const PRESETS: &[Preset] = &[
             ("size", "1"),
             ("levels", "3"),
         ],
-        help: "99,499 dirs and files; the default run's; about 7 s a run on tmpfs here",
+        help: "99,499 dirs and files; the default run's; about 3.5 s a run on tmpfs here",
     },
     // Twice the default: 5–50 s per phase on a direct-I/O ext4 loop image under load here.
     Preset {

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use rustix::fs::{AtFlags, Mode, OFlags, XattrFlags};
 use rustix::io::Errno;
 
-use super::data::{Buffer, copy, getdents, map};
+use super::data::{Buffer, copy, getdents, last_errno, map};
 use super::paths::{
     BENEATH, ProcFd, Scratch, c_string, file, open_beneath, parent_and_name, resolution,
 };
@@ -620,8 +620,4 @@ fn now() -> rustix::fs::Timestamps {
         last_access: omit_none,
         last_modification: omit_none,
     }
-}
-
-pub(super) fn last_errno() -> Errno {
-    Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO)
 }

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::io::Errno;
 
-use super::calls::last_errno;
 use crate::replay::load::Op;
 use crate::replay::trace::Kind;
 
@@ -214,4 +213,9 @@ pub(super) fn getdents(fd: BorrowedFd<'_>, buf: &mut [u8]) -> rustix::io::Result
     } else {
         Ok(n as u64)
     }
+}
+
+/// The error of the libc call just made (its errno), as the replay records it.
+pub(super) fn last_errno() -> Errno {
+    Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO)
 }

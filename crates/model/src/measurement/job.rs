@@ -1,0 +1,190 @@
+//! What fio reports of each thread of a job file's job (its thread_stat) beside the phase's
+//! totals: the thread's own I/Os, CPU time, queue depths, bandwidth and IOPS samples and
+//! latency histograms, so that fio's outputs can be made again from a stored run.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::LatencySummary;
+
+/// One thread of a job (one of its `numjobs` copies).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct JobThread {
+    /// The job's name, its place among the jobs that ran at the same time, its copy.
+    pub job: String,
+    pub index: u32,
+    pub copy: u32,
+    /// From the jobs' common start to this thread's end (its last sync included).
+    pub runtime_ns: u64,
+    /// The thread's own getrusage over its run.
+    pub usr_ns: u64,
+    pub sys_ns: u64,
+    /// Context switches, voluntary and not.
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+    /// Per direction (read, write): I/Os and bytes completed.
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    /// fsync and fdatasync calls.
+    pub syncs: u64,
+    /// fio's "IO depths": I/Os by the queue depth they were submitted at (1, 2, 4, 8, 16,
+    /// 32, ≥64).
+    pub depth: [u64; 7],
+    /// Submit calls by the I/Os each submitted, and reaps by the I/Os each completed (0,
+    /// 1–4, 5–8, 9–16, 17–32, 33–64, >64).
+    pub submit: [u64; 7],
+    pub complete: [u64; 7],
+    /// Bandwidth samples (KiB/s) and IOPS samples per direction, one per interval as fio's
+    /// `bwavgtime` and `iopsavgtime` take them.
+    pub bw: [SampleStats; 2],
+    pub iops: [SampleStats; 2],
+    /// `read slat`, `read clat`, `read lat` (from the I/O's preparation, fio's), the same
+    /// for `write`, and `sync`.
+    pub latency: BTreeMap<String, LatencySummary>,
+}
+
+/// Samples of a rate summarized as fio keeps them: count, min, max, mean and the sum of
+/// squared deviations (Welford's), so that threads and runs merge.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct SampleStats {
+    pub samples: u64,
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub squares: f64,
+}
+
+impl SampleStats {
+    pub fn add(&mut self, value: u64) {
+        self.samples += 1;
+        if self.samples == 1 {
+            (self.min, self.max) = (value, value);
+        } else {
+            self.min = self.min.min(value);
+            self.max = self.max.max(value);
+        }
+        let delta = value as f64 - self.mean;
+        self.mean += delta / self.samples as f64;
+        self.squares += delta * (value as f64 - self.mean);
+    }
+
+    /// The sample standard deviation, 0 for fewer than two samples.
+    pub fn stdev(&self) -> f64 {
+        if self.samples > 1 {
+            (self.squares / (self.samples - 1) as f64).sqrt()
+        } else {
+            0.0
+        }
+    }
+
+    /// Both sets of samples as one (Chan's parallel algorithm, as fio's `sum_stat`).
+    pub fn merge(&mut self, other: &SampleStats) {
+        if other.samples == 0 {
+            return;
+        }
+        if self.samples == 0 {
+            *self = *other;
+            return;
+        }
+        let n = (self.samples + other.samples) as f64;
+        let delta = other.mean - self.mean;
+        self.squares +=
+            other.squares + delta * delta * (self.samples as f64 * other.samples as f64) / n;
+        self.mean = (self.mean * self.samples as f64 + other.mean * other.samples as f64) / n;
+        self.samples += other.samples;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Rates of threads that ran side by side added up, as fio's group reporting adds them.
+    pub fn add_up(&mut self, other: &SampleStats) {
+        if other.samples == 0 {
+            return;
+        }
+        if self.samples == 0 {
+            *self = *other;
+            return;
+        }
+        self.min += other.min;
+        self.max += other.max;
+        self.mean += other.mean;
+        self.squares += other.squares;
+        self.samples += other.samples;
+    }
+}
+
+/// Log files (fio's `write_*_log`) a phase made in memory: never stored with the results;
+/// whoever writes them takes them, once, as the phase ends (a clone shares them).
+#[derive(Debug, Clone, Default)]
+pub struct PendingLogs(Arc<Mutex<Vec<LogFile>>>);
+
+/// One log file: where fio would write it (relative to the working directory unless the job
+/// file named an absolute path) and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogFile {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+impl PendingLogs {
+    pub fn push(&self, file: LogFile) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(file);
+    }
+
+    pub fn extend(&self, other: &PendingLogs) {
+        let taken = other.take();
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(taken);
+    }
+
+    pub fn take(&self) -> Vec<LogFile> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Logs are no part of what was measured: two measurements compare equal without them.
+impl PartialEq for PendingLogs {
+    fn eq(&self, _: &PendingLogs) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(values: &[u64]) -> SampleStats {
+        let mut s = SampleStats::default();
+        for v in values {
+            s.add(*v);
+        }
+        s
+    }
+
+    #[test]
+    fn samples_merge_as_if_taken_together() {
+        let (a, b) = ([4, 8, 6], [10, 2, 7, 7]);
+        let mut merged = of(&a);
+        merged.merge(&of(&b));
+        let all = of(&[4, 8, 6, 10, 2, 7, 7]);
+        assert_eq!((merged.samples, merged.min, merged.max), (7, 2, 10));
+        assert!((merged.mean - all.mean).abs() < 1e-9);
+        assert!((merged.stdev() - all.stdev()).abs() < 1e-9);
+        // 4, 6, 8: mean 6, sample standard deviation 2.
+        assert!((of(&a).stdev() - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn side_by_side_rates_add_up() {
+        let mut total = of(&[100, 200]);
+        total.add_up(&of(&[50, 50]));
+        assert_eq!((total.min, total.max, total.samples), (150, 250, 4));
+        assert!((total.mean - 200.0).abs() < 1e-12);
+    }
+}

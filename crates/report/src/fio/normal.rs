@@ -1,0 +1,260 @@
+//! fio's normal output (stat.c's `show_thread_status_normal` and `show_group_stats`): the
+//! job lines, then each stat, then each group's "Run status group" lines. Disk statistics
+//! are not printed: fsbench does not sample the disk as fio does.
+
+use std::fmt::Write;
+
+use fsbench_measure::fio::FioLatency;
+
+use super::num2str::{SIG_FIGS, Unit, bandwidth, lat_unit, num2str, percentile_unit, share};
+use super::stat::{ConfigStats, GroupStat, JobInfo, ThreadStat};
+use super::{Header, PERCENTILE_LIST};
+
+const DIRECTIONS: [&str; 2] = ["read", "write"];
+
+/// The job lines fio prints as it starts: `NAME: (g=0): rw=…, bs=(R) …, ioengine=…,
+/// iodepth=…`, `...` for a job's further copies.
+pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
+    let mut out = String::new();
+    let mut threads = 0;
+    for job in jobs {
+        let p = &job.params;
+        let sizes = p.bssplit.iter().map(|b| b.0);
+        let (min, max) = (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0));
+        let range = format!(
+            "{}-{}",
+            num2str(min, SIG_FIGS, true, Unit::Byte),
+            num2str(max, SIG_FIGS, true, Unit::Byte)
+        );
+        let _ = writeln!(
+            out,
+            "{}: (g={}): rw={}, bs=(R) {range}, (W) {range}, (T) {range}, ioengine={}, iodepth={}",
+            job.name,
+            job.fio.groupid,
+            p.rw.name(),
+            p.engine.name(),
+            p.iodepth
+        );
+        if p.numjobs > 1 {
+            out.push_str("...\n");
+        }
+        threads += p.numjobs;
+    }
+    let _ = writeln!(out, "{}", header.version);
+    let plural = if threads == 1 { "thread" } else { "threads" };
+    let _ = writeln!(out, "Starting {threads} {plural}");
+    out
+}
+
+/// One configuration's stats and groups.
+pub(super) fn config(c: &ConfigStats, header: &Header) -> String {
+    let mut out = String::from("\n");
+    for s in &c.stats {
+        if s.ios == [0, 0] {
+            continue;
+        }
+        let g = c.groups.iter().find(|g| g.groupid == s.groupid);
+        stat(&mut out, s, g, header);
+    }
+    for g in &c.groups {
+        group(&mut out, g);
+    }
+    out
+}
+
+fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header) {
+    let _ = writeln!(
+        out,
+        "{}: (groupid={}, jobs={}): err= 0: pid={}: {}",
+        s.name, s.groupid, s.members, header.pid, header.time
+    );
+    if let Some(desc) = &s.description {
+        let _ = writeln!(out, "  Description  : [{desc}]");
+    }
+    for d in 0..2 {
+        if s.bytes[d] > 0 && s.runtime_ms[d] > 0 {
+            direction(out, s, d, g);
+        }
+    }
+    latencies(out, s);
+    if let Some(sync) = &s.sync {
+        out.push_str("  fsync/fdatasync/sync_file_range:\n");
+        lat_line(out, "sync", sync);
+        percentiles(out, "sync", sync);
+    }
+    let (usr, sys) = super::cpu(s);
+    let _ = writeln!(
+        out,
+        "  cpu          : usr={usr:.2}%, sys={sys:.2}%, ctx={}, majf={}, minf={}",
+        s.ctx, s.majf, s.minf
+    );
+    let depth = |counts: &[u64; 7], total: u64| -> Vec<String> {
+        counts
+            .iter()
+            .map(|c| format!("{:.1}%", share(*c, total, 0.1)))
+            .collect()
+    };
+    let d = depth(&s.depth, s.ios[0] + s.ios[1]);
+    let _ = writeln!(
+        out,
+        "  IO depths    : 1={}, 2={}, 4={}, 8={}, 16={}, 32={}, >=64={}",
+        d[0], d[1], d[2], d[3], d[4], d[5], d[6]
+    );
+    for (name, counts) in [("submit", &s.submit), ("complete", &s.complete)] {
+        let d = depth(counts, counts.iter().sum());
+        let _ = writeln!(
+            out,
+            "     {name:<10}: 0={}, 4={}, 8={}, 16={}, 32={}, 64={}, >=64={}",
+            d[0], d[1], d[2], d[3], d[4], d[5], d[6]
+        );
+    }
+    let _ = writeln!(
+        out,
+        "     issued rwts: total={},{},0,{} short=0,0,0,0 dropped=0,0,0,0",
+        s.ios[0], s.ios[1], s.syncs
+    );
+    let _ = writeln!(
+        out,
+        "     latency   : target=0, window=0, percentile=100.00%, depth={}",
+        s.iodepth
+    );
+}
+
+/// A direction's lines (fio's `show_ddir_status`).
+fn direction(out: &mut String, s: &ThreadStat, d: usize, g: Option<&GroupStat>) {
+    let run = s.runtime_ms[d];
+    let bw = s.bytes[d] * 1000 / run;
+    let (bw_p, bw_alt) = bandwidth(bw);
+    let iops = num2str(1000 * s.ios[d] / run, SIG_FIGS, false, Unit::None);
+    let io = num2str(s.bytes[d], SIG_FIGS, true, Unit::Byte);
+    let resets = if d == 1 { "; 0 zone resets" } else { "" };
+    let _ = writeln!(
+        out,
+        "  {}: IOPS={iops}, BW={bw_p} ({bw_alt})({io}/{run}msec){resets}",
+        DIRECTIONS[d]
+    );
+    for (name, l) in [
+        ("slat", &s.slat[d]),
+        ("clat", &s.clat[d]),
+        (" lat", &s.lat[d]),
+    ] {
+        if let Some(l) = l {
+            lat_line(out, name, l);
+        }
+    }
+    if let Some(clat) = &s.clat[d] {
+        percentiles(out, "clat", clat);
+    }
+    let agg = g.map_or(0, |g| g.agg[d]);
+    let bw = &s.bw[d];
+    if bw.samples > 0 {
+        let per = super::share_of_group(bw.mean, agg);
+        let (mut unit, mut div) = ("KiB", 1.0);
+        if bw.mean > 1024.0 * 1024.0 {
+            (unit, div) = ("MiB", 1024.0);
+        }
+        let _ = writeln!(
+            out,
+            "   bw ({unit:>5}/s): min={:5}, max={:5}, per={per:3.2}%, avg={:5.02}, stdev={:5.02}, samples={}",
+            (bw.min as f64 / div) as u64,
+            (bw.max as f64 / div) as u64,
+            bw.mean / div,
+            bw.stdev() / div,
+            bw.samples
+        );
+    }
+    let iops = &s.iops[d];
+    if iops.samples > 0 {
+        let _ = writeln!(
+            out,
+            "   iops        : min={:5}, max={:5}, avg={:5.02}, stdev={:5.02}, samples={}",
+            iops.min,
+            iops.max,
+            iops.mean,
+            iops.stdev(),
+            iops.samples
+        );
+    }
+}
+
+/// `    clat (usec): min=…, max=…, avg=…, stdev=…` (fio's `display_lat`).
+fn lat_line(out: &mut String, name: &str, l: &FioLatency) {
+    let (unit, div) = lat_unit(l.min, l.max, l.stdev);
+    let min = num2str(l.min / div, 6, false, Unit::None);
+    let max = num2str(l.max / div, 6, false, Unit::None);
+    let (mean, dev) = (l.mean / div as f64, l.stdev / div as f64);
+    let _ = writeln!(
+        out,
+        "    {name} ({unit}): min={min}, max={max}, avg={mean:5.02}, stdev={dev:5.02}"
+    );
+}
+
+/// The percentile table (fio's `show_clat_percentiles`), in the unit fio picks.
+fn percentiles(out: &mut String, name: &str, l: &FioLatency) {
+    let values = l.percentiles(&PERCENTILE_LIST);
+    let (Some(min), Some(max)) = (values.iter().min(), values.iter().max()) else {
+        return;
+    };
+    let (unit, div) = percentile_unit(*min, *max);
+    let _ = write!(out, "    {name} percentiles ({unit}):\n     |");
+    let width = 5.max(((max / div) as f64).log10() as usize + 1);
+    let per_line = (80 - 7) / (2 + 10 + width);
+    let last = values.len() - 1;
+    for (j, (q, v)) in PERCENTILE_LIST.iter().zip(&values).enumerate() {
+        if j != 0 && j % per_line == 0 {
+            out.push_str("     |");
+        }
+        let mut v = *v;
+        for _ in 0..(div.ilog10() / 3) {
+            v = v.div_ceil(1000);
+        }
+        let end = if j == last { '\n' } else { ',' };
+        let _ = write!(out, " {q:5.2}th=[{v:width$}]{end}");
+        if j != last && j % per_line == per_line - 1 {
+            out.push('\n');
+        }
+    }
+}
+
+/// The latency distribution lines (fio's `show_latencies`): each unit's non-empty shares,
+/// five to a line.
+fn latencies(out: &mut String, s: &ThreadStat) {
+    let (n, u, m) = super::distribution(s);
+    let bounds = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+    ];
+    let ms_bounds = [&bounds[..], &["2000", ">=2000"]].concat();
+    for (unit, shares, names) in [
+        ("nsec", &n[..], &bounds[..]),
+        ("usec", &u[..], &bounds[..]),
+        ("msec", &m[..], &ms_bounds[..]),
+    ] {
+        let shown: Vec<String> = (names.iter().zip(shares))
+            .filter(|(_, v)| **v > 0.0)
+            .map(|(k, v)| format!("{k}={v:3.2}%"))
+            .collect();
+        for line in shown.chunks(5) {
+            let _ = writeln!(out, "  lat ({unit})   : {}", line.join(", "));
+        }
+    }
+}
+
+/// A group's status lines (fio's `show_group_stats`).
+fn group(out: &mut String, g: &GroupStat) {
+    let _ = writeln!(out, "\nRun status group {} (all jobs):", g.groupid);
+    for (d, name) in ["   READ", "  WRITE"].into_iter().enumerate() {
+        if g.max_run[d] == 0 {
+            continue;
+        }
+        let (agg, agg_alt) = bandwidth(g.agg[d]);
+        let (min, min_alt) = bandwidth(g.min_bw[d]);
+        let (max, max_alt) = bandwidth(g.max_bw[d]);
+        let io = num2str(g.iobytes[d], SIG_FIGS, true, Unit::Byte);
+        let io_alt = num2str(g.iobytes[d], SIG_FIGS, false, Unit::Byte);
+        let _ = writeln!(
+            out,
+            "{name}: bw={agg} ({agg_alt}), {min}-{max} ({min_alt}-{max_alt}), io={io} ({io_alt}), run={}-{}msec",
+            g.min_run[d], g.max_run[d]
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! fio's thread_stat and group_run_stats made from a stored suite: per configuration, one
+//! stat per job thread (or per group, with `group_reporting`), its runs pooled as if one run
+//! (their I/Os, bytes, times and CPU added, latencies and rate samples merged), and per group
+//! the figures of its "Run status group" lines.
+
+use fsbench_model::fio::FioJob;
+use fsbench_model::measurement::{JobThread, LatencySummary, SampleStats};
+
+use fsbench_measure::fio::FioLatency;
+use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, SuiteResult};
+use fsbench_workloads::io::IoParams;
+
+/// One job of the suite's io workloads, as its job lines print it.
+pub(super) struct JobInfo {
+    pub name: String,
+    pub params: IoParams,
+    pub fio: FioJob,
+}
+
+/// One stat as fio prints it: a thread, or a group with `group_reporting`.
+pub(super) struct ThreadStat {
+    pub name: String,
+    pub groupid: u32,
+    /// Threads in it (fio's `jobs=`).
+    pub members: u32,
+    pub description: Option<String>,
+    /// Its job's options as written.
+    pub options: Vec<(String, String)>,
+    pub iodepth: u32,
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    /// Milliseconds, per direction with I/O.
+    pub runtime_ms: [u64; 2],
+    pub slat: [Option<FioLatency>; 2],
+    pub clat: [Option<FioLatency>; 2],
+    pub lat: [Option<FioLatency>; 2],
+    pub sync: Option<FioLatency>,
+    pub syncs: u64,
+    pub bw: [SampleStats; 2],
+    pub iops: [SampleStats; 2],
+    /// CPU time against the members' run time added up (fio's `total_run_time`).
+    pub usr_ns: u64,
+    pub sys_ns: u64,
+    pub run_ns: u64,
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+    pub depth: [u64; 7],
+    pub submit: [u64; 7],
+    pub complete: [u64; 7],
+}
+
+/// One group's "Run status group" figures per direction (bytes/s, milliseconds).
+#[derive(Default)]
+pub(super) struct GroupStat {
+    pub groupid: u32,
+    pub iobytes: [u64; 2],
+    pub agg: [u64; 2],
+    pub min_bw: [u64; 2],
+    pub max_bw: [u64; 2],
+    pub min_run: [u64; 2],
+    pub max_run: [u64; 2],
+}
+
+/// Everything fio's outputs print of one configuration.
+pub(super) struct ConfigStats<'a> {
+    pub config: &'a str,
+    /// Successful runs pooled.
+    pub runs: usize,
+    pub stats: Vec<ThreadStat>,
+    pub groups: Vec<GroupStat>,
+}
+
+/// A job of the suite: its workload's label, its place among that workload's jobs, what it is.
+pub(super) type PlacedJob = (String, u32, JobInfo);
+
+/// Every job of the suite's io workloads, in order, with its place: (workload, job index).
+pub(super) fn jobs(r: &SuiteResult) -> Vec<PlacedJob> {
+    let mut out = Vec::new();
+    let mut next_thread = 1;
+    for (w, (label, p)) in crate::typed_workloads(r).into_iter().enumerate() {
+        let Some(p) = p.get::<IoParams>() else {
+            continue;
+        };
+        for (i, job) in p.jobs().enumerate() {
+            let mut fio = job.fio.as_deref().cloned().unwrap_or_default();
+            if job.fio.is_none() {
+                // An io workload of `fsbench run`: a group of its own, as a stonewalled job.
+                (fio.groupid, fio.first_thread) = (w as u32, next_thread);
+            }
+            next_thread = fio.first_thread + job.numjobs;
+            let name = job.job.clone().unwrap_or_else(|| label.clone());
+            let params = IoParams {
+                beside: Vec::new(),
+                ..job.clone()
+            };
+            out.push((label.clone(), i as u32, JobInfo { name, params, fio }));
+        }
+    }
+    out
+}
+
+/// A stat's threads before they are summed, run by run.
+type Parts<'a> = Vec<Vec<&'a JobThread>>;
+
+/// Each configuration's stats, pooled over its successful runs.
+pub(super) fn configs<'a>(r: &'a SuiteResult, jobs: &[PlacedJob]) -> Vec<ConfigStats<'a>> {
+    let mut out = Vec::new();
+    for c in &r.configurations {
+        let config = c.config.label.as_str();
+        let mut stats = Vec::new();
+        let mut runs_seen = 0;
+        let labels = jobs.iter().map(|(l, _, _)| l.as_str());
+        let mut labels: Vec<&str> = labels.collect();
+        labels.dedup();
+        for label in labels {
+            let mine: Vec<&PlacedJob> = jobs.iter().filter(|j| j.0 == label).collect();
+            let runs: Vec<&RunRecord> = (r.runs.iter())
+                .filter(|run| {
+                    run.config == config && run.workload == label && run.status == RunStatus::Ok
+                })
+                .collect();
+            runs_seen = runs_seen.max(runs.len());
+            let records: Vec<Vec<JobThread>> =
+                runs.iter().map(|run| threads_of(run, &mine)).collect();
+            stats.extend(stats_of(&mine, &records));
+        }
+        if stats.is_empty() {
+            continue;
+        }
+        let groups = groups(&stats);
+        out.push(ConfigStats {
+            config,
+            runs: runs_seen,
+            stats,
+            groups,
+        });
+    }
+    out
+}
+
+/// A run's thread records; for a run stored before they were, what its phase kept (each
+/// job's latencies and I/Os, over the phase's time).
+fn threads_of(run: &RunRecord, jobs: &[&PlacedJob]) -> Vec<JobThread> {
+    let Some(io) = run.phases.iter().find(|p| p.name == "io") else {
+        return Vec::new();
+    };
+    if !io.measurement.jobs.is_empty() {
+        return io.measurement.jobs.clone();
+    }
+    jobs.iter()
+        .map(|(_, index, job)| older_record(io, *index, job, jobs.len() > 1))
+        .collect()
+}
+
+fn older_record(io: &PhaseRecord, index: u32, job: &JobInfo, named: bool) -> JobThread {
+    let mut t = JobThread {
+        job: job.name.clone(),
+        index,
+        runtime_ns: io.measurement.elapsed_ns,
+        ..JobThread::default()
+    };
+    let bs = job.params.bssplit.first().map_or(0, |b| b.0);
+    for (d, dir) in ["read", "write"].into_iter().enumerate() {
+        for kind in ["slat", "clat"] {
+            let key = if named {
+                format!("{}: {dir} {kind}", job.name)
+            } else {
+                format!("{dir} {kind}")
+            };
+            if let Some(l) = io.measurement.latency.get(&key) {
+                t.latency.insert(format!("{dir} {kind}"), l.clone());
+            }
+        }
+        t.ios[d] = t.latency.get(&format!("{dir} clat")).map_or(0, |l| l.count);
+        t.bytes[d] = t.ios[d] * bs;
+    }
+    t
+}
+
+/// The stats of one workload's jobs over `runs` (each run's thread records).
+fn stats_of(jobs: &[&PlacedJob], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
+    // Keys in order: (job index, copy), or (group, u32::MAX) for a group reported as one.
+    let mut keys: Vec<(u32, u32)> = Vec::new();
+    let mut parts: Vec<Parts> = Vec::new();
+    for (r, threads) in runs.iter().enumerate() {
+        for t in threads {
+            let Some((_, _, job)) = jobs.iter().find(|j| j.1 == t.index) else {
+                continue;
+            };
+            let key = if job.fio.group_reporting {
+                (job.fio.groupid, u32::MAX)
+            } else {
+                (t.index, t.copy)
+            };
+            let at = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                keys.push(key);
+                parts.push(vec![Vec::new(); runs.len()]);
+                keys.len() - 1
+            });
+            parts[at][r].push(t);
+        }
+    }
+    (parts.iter())
+        .map(|p| {
+            let first = p.iter().flatten().next().expect("a stat has a thread");
+            let (_, _, job) = jobs.iter().find(|j| j.1 == first.index).expect("its job");
+            pooled(job, p)
+        })
+        .collect()
+}
+
+/// One stat: each run's threads side by side (as fio's group reporting sums them), the runs
+/// one after another.
+fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
+    let members = p.iter().map(Vec::len).max().unwrap_or(0) as u32;
+    let mut s = ThreadStat {
+        name: job.name.clone(),
+        groupid: job.fio.groupid,
+        members,
+        description: job.fio.description.clone(),
+        options: job.fio.options.clone(),
+        iodepth: job.params.iodepth,
+        ios: [0; 2],
+        bytes: [0; 2],
+        runtime_ms: [0; 2],
+        slat: Default::default(),
+        clat: Default::default(),
+        lat: Default::default(),
+        sync: None,
+        syncs: 0,
+        bw: Default::default(),
+        iops: Default::default(),
+        usr_ns: 0,
+        sys_ns: 0,
+        run_ns: 0,
+        ctx: 0,
+        majf: 0,
+        minf: 0,
+        depth: [0; 7],
+        submit: [0; 7],
+        complete: [0; 7],
+    };
+    for run in p.iter().filter(|r| !r.is_empty()) {
+        let mut bw: [SampleStats; 2] = Default::default();
+        let mut iops: [SampleStats; 2] = Default::default();
+        let mut runtime = [0u64; 2];
+        for t in run {
+            for d in 0..2 {
+                s.ios[d] += t.ios[d];
+                s.bytes[d] += t.bytes[d];
+                if t.ios[d] > 0 {
+                    runtime[d] = runtime[d].max(t.runtime_ns / 1_000_000);
+                }
+                bw[d].add_up(&t.bw[d]);
+                iops[d].add_up(&t.iops[d]);
+            }
+            s.syncs += t.syncs;
+            s.usr_ns += t.usr_ns;
+            s.sys_ns += t.sys_ns;
+            s.run_ns += t.runtime_ns;
+            (s.ctx, s.majf, s.minf) = (s.ctx + t.ctx, s.majf + t.majf, s.minf + t.minf);
+            for i in 0..7 {
+                s.depth[i] += t.depth[i];
+                s.submit[i] += t.submit[i];
+                s.complete[i] += t.complete[i];
+            }
+        }
+        for d in 0..2 {
+            s.runtime_ms[d] += runtime[d];
+            s.bw[d].merge(&bw[d]);
+            s.iops[d].merge(&iops[d]);
+        }
+    }
+    let all: Vec<&JobThread> = p.iter().flatten().copied().collect();
+    let latency = |key: &str| -> Option<FioLatency> {
+        let parts: Vec<&LatencySummary> = all.iter().filter_map(|t| t.latency.get(key)).collect();
+        FioLatency::merged(parts)
+    };
+    for (d, dir) in ["read", "write"].into_iter().enumerate() {
+        s.slat[d] = latency(&format!("{dir} slat"));
+        s.clat[d] = latency(&format!("{dir} clat"));
+        s.lat[d] = latency(&format!("{dir} lat")).or_else(|| s.clat[d].clone());
+    }
+    s.sync = latency("sync");
+    s
+}
+
+/// fio's group_run_stats from the stats of each group.
+fn groups(stats: &[ThreadStat]) -> Vec<GroupStat> {
+    let mut out: Vec<GroupStat> = Vec::new();
+    for s in stats {
+        let at = match out.iter().position(|g| g.groupid == s.groupid) {
+            Some(at) => at,
+            None => {
+                out.push(GroupStat {
+                    groupid: s.groupid,
+                    min_bw: [u64::MAX; 2],
+                    ..GroupStat::default()
+                });
+                out.len() - 1
+            }
+        };
+        let g = &mut out[at];
+        for d in 0..2 {
+            let run = s.runtime_ms[d];
+            if run == 0 {
+                continue;
+            }
+            if g.min_run[d] == 0 || run < g.min_run[d] {
+                g.min_run[d] = run;
+            }
+            g.max_run[d] = g.max_run[d].max(run);
+            let bw = s.bytes[d] * 1000 / run;
+            g.min_bw[d] = g.min_bw[d].min(bw);
+            g.max_bw[d] = g.max_bw[d].max(bw);
+            g.iobytes[d] += s.bytes[d];
+        }
+    }
+    for g in &mut out {
+        for d in 0..2 {
+            match (g.iobytes[d] * 1000).checked_div(g.max_run[d]) {
+                Some(agg) => g.agg[d] = agg,
+                None => g.min_bw[d] = 0,
+            }
+        }
+    }
+    out.sort_by_key(|g| g.groupid);
+    out
+}
