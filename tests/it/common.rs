@@ -27,6 +27,24 @@ pub fn json_run(state: &Path) -> Command {
     c
 }
 
+/// `fsbench fio` on `job` (written into `state` as `job.fio`) in `dir`, one run; its
+/// output with fsbench's own document (`--export-json`) as its stdout, since `fsbench fio`
+/// prints fio's.
+pub fn fio_job_json(state: &Path, dir: &Path, job: &str) -> Output {
+    let jobfile = state.join("job.fio");
+    let exported = state.join("job.json");
+    std::fs::write(&jobfile, job).unwrap();
+    let _ = std::fs::remove_file(&exported);
+    let mut out = run(fsbench(state)
+        .args(["fio", "-q", "--runs", "1", "--export-json"])
+        .arg(&exported)
+        .arg("--dir")
+        .arg(dir)
+        .arg(&jobfile));
+    out.stdout = std::fs::read(&exported).unwrap_or_default();
+    out
+}
+
 /// The `XDG_DATA_HOME` of every fsbench the tests start: the default results database lives
 /// there, never in the user's home.
 pub fn test_data_home() -> PathBuf {

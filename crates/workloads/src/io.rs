@@ -11,18 +11,18 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use rustix::fs::{Mode, OFlags};
 
 use super::parallel::Crew;
 use super::{PhaseInfo, PhaseOutput, Workload};
-use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 use fsbench_model::workload::WorkerMode;
 
+mod fileops;
 mod job;
 pub mod jobfile;
+mod layout;
 mod libaio;
 mod params;
 mod pattern;
@@ -30,9 +30,10 @@ mod pattern;
 pub(crate) use pattern::Rng;
 mod table;
 mod uring;
+mod verify;
 
 use job::{Job, JobOut, Span};
-pub use params::{Distribution, Engine, IoParams, Rw};
+pub use params::{Distribution, Engine, Fallocate, IoParams, Rw, Zones};
 use pattern::Pattern;
 pub(crate) use table::KIND;
 
@@ -87,60 +88,6 @@ impl Io {
         (self.params.jobs().enumerate())
             .flat_map(|(j, p)| (0..p.numjobs).map(move |c| (p, j, c)))
             .collect()
-    }
-
-    /// fio's "Laying out IO file": every job's files made at their size, one unit per file
-    /// with the bytes written. Files only written get their blocks allocated; files that are
-    /// read are written in full.
-    fn layout(&self, dir: BorrowedFd<'_>, rec: &mut PhaseRecorder) -> Result<(), FsbenchError> {
-        let mut buf = Aligned::new(1 << 20);
-        let mut fill = pattern::Rng::new(self.params.randseed);
-        for chunk in buf.buf().chunks_mut(8) {
-            chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
-        }
-        for (p, job, copy) in self.threads() {
-            if p.create_on_open {
-                continue;
-            }
-            let reads = p.rw.read_percent(p.rwmixread) > 0;
-            for f in 0..p.nrfiles as usize {
-                let name = job::file_name(job, copy, f);
-                let failed = |e: rustix::io::Errno| {
-                    fsbench_measure::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
-                        FsbenchError::Failed(format!("io: laying out {name}: {e}"))
-                    })
-                };
-                let fd = rustix::fs::openat(
-                    dir,
-                    &name,
-                    OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
-                    Mode::from(0o644),
-                )
-                .map_err(failed)?;
-                let mut at = 0;
-                if reads {
-                    while at < p.filesize {
-                        let n = (p.filesize - at).min(1 << 20) as usize;
-                        fsbench_measure::calls::pwrite_all(&fd, &buf.buf()[..n], at)
-                            .map_err(failed)?;
-                        at += n as u64;
-                    }
-                } else {
-                    let allocated = rustix::fs::fallocate(
-                        &fd,
-                        rustix::fs::FallocateFlags::empty(),
-                        0,
-                        p.filesize,
-                    );
-                    if allocated.is_err() {
-                        rustix::fs::ftruncate(&fd, p.filesize).map_err(failed)?;
-                    }
-                }
-                rustix::fs::fsync(&fd).map_err(failed)?;
-                rec.unit_done(at)?;
-            }
-        }
-        Ok(())
     }
 
     /// The offsets of each job for this round, then the untimed ramp (`ramp_time`) on the
@@ -209,7 +156,8 @@ impl Io {
             let engine: Option<job::IssueLoop> = match params.engine {
                 Engine::IoUring => Some(uring::run),
                 Engine::Libaio => Some(libaio::run),
-                Engine::Psync | Engine::Pvsync2 => None,
+                e if e.file_op() => Some(fileops::run),
+                _ => None,
             };
             let (worker, out) = job.run(Instant::now(), engine)?;
             w.give_back(worker);
@@ -245,6 +193,16 @@ impl Io {
             }
         }
         self.per_job_figures(outs);
+        let verified: u64 = outs.iter().map(|o| o.verified).sum();
+        if verified > 0 {
+            // Read back after the timed writes, as fio's verify phase: not in the IOPS.
+            self.figures.push(Figure::new(
+                "verified blocks",
+                "blocks",
+                true,
+                verified as f64,
+            ));
+        }
         let p = &self.params;
         if p.beside.is_empty() && (p.rate_iops > 0 || p.rate > 0) {
             let jobs = f64::from(p.numjobs);
@@ -279,7 +237,7 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
     }
     if p.direct {
         let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
-        let sizes = p.bssplit.iter().map(|b| ("bs", b.0));
+        let sizes = p.block_sizes().map(|b| ("bs", b));
         let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);
         for (what, v) in sizes {
             if v % align != 0 {
@@ -441,9 +399,7 @@ impl Workload for Io {
     fn expected_units(&self, phase: usize) -> u64 {
         let jobs = self.params.jobs();
         if phase == LAYOUT {
-            return jobs
-                .map(|p| u64::from(p.nrfiles) * u64::from(p.numjobs))
-                .sum();
+            return self.layout_files().len() as u64;
         }
         jobs.map(|p| {
             let per_job = if p.time_based {
@@ -485,6 +441,7 @@ impl Workload for Io {
             pattern.new_pass();
         }
         let outs = self.run_jobs(dir, rec, true)?;
+        self.unlink_files(dir)?;
         for (d, name) in ["read", "write"].into_iter().enumerate() {
             let mut clat = fsbench_measure::measure::new_histogram();
             let mut slat = fsbench_measure::measure::new_histogram();

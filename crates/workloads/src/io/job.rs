@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
+use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::fio::{Completion, JobStats};
@@ -22,11 +23,39 @@ pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
 
 /// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
 /// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
-pub(crate) fn file_name(job: usize, copy: u32, file: usize) -> String {
-    match job {
-        0 => format!("io.{copy}.{file}"),
-        j => format!("io{j}.{copy}.{file}"),
+/// A job's `filename`s are its files' names instead (every copy shares them), and its
+/// `directory` is where they are.
+pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -> String {
+    let name = match (params.filename.get(file), job) {
+        (Some(given), _) => given.clone(),
+        (None, 0) => format!("io.{copy}.{file}"),
+        (None, j) => format!("io{j}.{copy}.{file}"),
+    };
+    match &params.directory {
+        Some(dir) => format!("{dir}/{name}"),
+        None => name,
     }
+}
+
+/// One aligned block per slot in flight, holding what the job writes: random, as fio's (a
+/// compressing filesystem gets no free ride), or the job's `verify_pattern` or
+/// `buffer_pattern`.
+fn buffers(params: &IoParams, job: usize, copy: u32) -> Vec<Aligned> {
+    let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
+    (0..params.depth())
+        .map(|_| {
+            let mut b = Aligned::new(params.max_bs() as usize);
+            if params.pattern.is_empty() {
+                for chunk in b.buf().chunks_mut(8) {
+                    let v = fill.next().to_le_bytes();
+                    chunk.copy_from_slice(&v[..chunk.len()]);
+                }
+            } else {
+                verify::fill_pattern(b.buf(), &params.pattern);
+            }
+            b
+        })
+        .collect()
 }
 
 /// What a job measured besides its recorder's counts and total latency (serde: a worker
@@ -49,6 +78,8 @@ pub(crate) struct JobOut {
     pub stats: JobStats,
     pub ios: [u64; 2],
     pub bytes: [u64; 2],
+    /// Blocks read back and checked (fio's `verify`).
+    pub verified: u64,
     /// From the common start to the job's end (its final syncs included).
     pub elapsed: Duration,
 }
@@ -63,6 +94,7 @@ impl JobOut {
             stats,
             ios: [0; 2],
             bytes: [0; 2],
+            verified: 0,
             elapsed: Duration::ZERO,
         }
     }
@@ -98,6 +130,9 @@ impl Span {
 /// One job on its thread.
 pub(crate) struct Job<'a> {
     pub params: &'a IoParams,
+    /// The run's directory, and the job's files' names in it.
+    pub dir: BorrowedFd<'a>,
+    pub names: Vec<String>,
     pub files: Vec<OwnedFd>,
     pub pattern: &'a mut Pattern,
     pub bufs: Vec<Aligned>,
@@ -109,6 +144,9 @@ pub(crate) struct Job<'a> {
     /// Writes since the last fsync, and whether a file was written (for end_fsync).
     writes: u32,
     written: Vec<bool>,
+    /// Where each file's offset is (`sync` and `vsync` seek only when the next I/O is
+    /// elsewhere, as fio's engines do); 0 once opened, `u64::MAX` when unknown.
+    positions: Vec<u64>,
     /// The file whose `fsync=N` is due before the next I/O (none after the last: fio asks
     /// for the sync when it picks the next I/O, so the end has `end_fsync` alone).
     sync_due: Option<usize>,
@@ -117,6 +155,8 @@ pub(crate) struct Job<'a> {
     issued: u64,
     /// Where a crash-recorded run notes what each sync covered.
     pub oracle: Option<crate::oracle::Oracle>,
+    /// fio's `verify`: the blocks written, stamped and checked at the end.
+    verifier: Option<Verifier>,
 }
 
 impl<'a> Job<'a> {
@@ -124,7 +164,7 @@ impl<'a> Job<'a> {
     /// cached pages when asked (fio's `invalidate`).
     pub(crate) fn open(
         params: &'a IoParams,
-        dir: BorrowedFd<'_>,
+        dir: BorrowedFd<'a>,
         (job, copy): (usize, u32),
         pattern: &'a mut Pattern,
         rec: PhaseRecorder,
@@ -139,10 +179,18 @@ impl<'a> Job<'a> {
         if params.create_on_open {
             flags |= OFlags::CREATE;
         }
-        let files = (0..params.nrfiles as usize)
-            .map(|f| {
-                let name = file_name(job, copy, f);
-                let fd = rustix::fs::openat(dir, &name, flags, Mode::empty())
+        let names: Vec<String> = (0..params.nrfiles as usize)
+            .map(|f| file_name(params, job, copy, f))
+            .collect();
+        // fio's `null` engine has no files; its file and directory engines open none.
+        let opened = match params.engine {
+            e if e == Engine::Null || e.file_op() => &names[..0],
+            _ => &names[..],
+        };
+        let files = opened
+            .iter()
+            .map(|name| {
+                let fd = rustix::fs::openat(dir, name.as_str(), flags, Mode::from(0o644))
                     .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
                 if params.invalidate && !params.direct {
                     let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
@@ -158,18 +206,7 @@ impl<'a> Job<'a> {
                 Ok(fd)
             })
             .collect::<Result<Vec<_>, FsbenchError>>()?;
-        let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
-        let bufs = (0..params.depth())
-            .map(|_| {
-                let mut b = Aligned::new(params.max_bs() as usize);
-                // Random contents, as fio's: a compressing filesystem gets no free ride.
-                for chunk in b.buf().chunks_mut(8) {
-                    let v = fill.next().to_le_bytes();
-                    chunk.copy_from_slice(&v[..chunk.len()]);
-                }
-                b
-            })
-            .collect();
+        let bufs = buffers(params, job, copy);
         // fio numbers threads over the whole job file; its logs carry the number.
         let no_logs = fsbench_model::fio::LogOptions::default();
         let (logs, thread) =
@@ -185,7 +222,10 @@ impl<'a> Job<'a> {
         };
         Ok(Job {
             params,
-            written: vec![false; files.len()],
+            dir,
+            names,
+            written: vec![false; params.nrfiles as usize],
+            positions: vec![0; files.len()],
             files,
             pattern,
             bufs,
@@ -199,6 +239,11 @@ impl<'a> Job<'a> {
             interval_ns: rate,
             issued: 0,
             oracle: None,
+            verifier: params.verify.map(|a| {
+                let region = (params.offset, params.region());
+                let files = params.nrfiles as usize;
+                Verifier::new(a, params.interval(), params.pattern.clone(), files, region)
+            }),
         })
     }
 
@@ -210,6 +255,9 @@ impl<'a> Job<'a> {
         engine: Option<IssueLoop>,
     ) -> Result<(PhaseRecorder, JobOut), FsbenchError> {
         self.start = start;
+        if self.span.measured && self.params.startdelay_ms.1 > 0 {
+            self.start_late();
+        }
         self.out.stats.start();
         let outcome = match engine {
             Some(issue) => issue(&mut self),
@@ -220,15 +268,77 @@ impl<'a> Job<'a> {
             if self.rec.progress().cancel.load(Ordering::Relaxed) {
                 return Err(FsbenchError::Interrupted);
             }
-            self.finish_files()
+            self.finish_files()?;
+            // The job's time ends with its writes; the verify phase reads after it.
+            self.out.elapsed = self.start.elapsed();
+            self.out.stats.stop();
+            self.verify_written()
         });
         if outcome.is_err() {
             self.halt.store(true, Ordering::Relaxed);
         }
         outcome?;
-        self.out.elapsed = self.start.elapsed();
-        self.out.stats.stop();
+        self.check_ratemin()?;
         Ok((self.rec, self.out))
+    }
+
+    /// fio's `startdelay`: the job starts that long after the others (a range: a delay
+    /// drawn from it), its time counted from then; Ctrl-C or another job's failure ends
+    /// the wait.
+    fn start_late(&mut self) {
+        let (lo, hi) = self.params.startdelay_ms;
+        let drawn = if hi > lo {
+            lo + self.pattern.below(hi - lo + 1)
+        } else {
+            lo
+        };
+        let at = self.start + Duration::from_millis(drawn);
+        while Instant::now() < at {
+            if self.halt.load(Ordering::Relaxed)
+                || self.rec.progress().cancel.load(Ordering::Relaxed)
+            {
+                break;
+            }
+            std::thread::sleep((at - Instant::now()).min(Duration::from_millis(10)));
+        }
+        self.start = Instant::now();
+    }
+
+    /// fio's `verify`: every block the job wrote read back and checked (after its
+    /// `end_fsync`); a mismatch fails the job, reported as fio reports it.
+    fn verify_written(&mut self) -> Result<(), FsbenchError> {
+        let Some(v) = self.verifier.as_ref().filter(|_| self.params.do_verify) else {
+            return Ok(());
+        };
+        let (checked, bad) = v
+            .check_all(&self.files, &self.names, self.bufs[0].buf())
+            .map_err(|e| io_error(e, "verify read", &self.rec))?;
+        self.out.verified = checked;
+        match bad {
+            None => Ok(()),
+            Some(m) => Err(FsbenchError::Failed(format!(
+                "io: {} ({} of {checked} blocks checked were wrong)",
+                m.message, m.count
+            ))),
+        }
+    }
+
+    /// fio's `ratemin`: a job that moved fewer bytes per second fails (over its whole time;
+    /// fio checks each second).
+    fn check_ratemin(&self) -> Result<(), FsbenchError> {
+        let min = self.params.ratemin;
+        let secs = self.out.elapsed.as_secs_f64();
+        if min == 0 || !self.span.measured || secs <= 0.0 {
+            return Ok(());
+        }
+        let rate = (self.out.bytes[0] + self.out.bytes[1]) as f64 / secs;
+        if rate < min as f64 {
+            return Err(FsbenchError::Failed(format!(
+                "io: job `{}` moved {rate:.0} bytes/s, below its ratemin of {min}",
+                self.params.job.as_deref().unwrap_or("io")
+            )));
+        }
+        Ok(())
     }
 
     /// The next I/O, or `None` when the job is done: a pass ended (the next starts unless
@@ -365,6 +475,9 @@ impl<'a> Job<'a> {
     /// Syncs `file`; `fio_counts` where fio's `sync` figures count it (fsync=N's syncs, not
     /// end_fsync's).
     fn sync(&mut self, file: usize, data_only: bool, fio_counts: bool) -> Result<(), FsbenchError> {
+        if self.files.is_empty() {
+            return Ok(());
+        }
         let before = Instant::now();
         let fd = self.files[file].as_fd();
         let result = if data_only {
@@ -401,15 +514,9 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    /// The synchronous engines: one I/O at a time, `pread`/`pwrite` or `preadv2`/`pwritev2`.
+    /// The synchronous engines: one I/O at a time, each with fio's calls for it.
     fn run_sync(&mut self) -> Result<(), FsbenchError> {
         let mut passes = 0;
-        let hipri = if self.params.hipri {
-            rustix::io::ReadWriteFlags::HIPRI
-        } else {
-            rustix::io::ReadWriteFlags::empty()
-        };
-        let v2 = self.params.engine == Engine::Pvsync2;
         while let Some(io) = self.next_io(&mut passes) {
             if let Some(file) = self.take_due_sync() {
                 self.sync_writes(file)?;
@@ -419,19 +526,11 @@ impl<'a> Job<'a> {
                 Self::wait_until(at);
             }
             self.count_issue();
-            let fd = self.files[io.file].as_fd();
-            let buf = &mut self.bufs[0].buf()[..io.len as usize];
+            if let (Some(v), false) = (&self.verifier, io.read) {
+                v.stamp(&mut self.bufs[0].buf()[..io.len as usize], io.offset);
+            }
             let submitted = Instant::now();
-            let result = match (io.read, v2) {
-                (true, false) => rustix::io::pread(fd, buf, io.offset),
-                (false, false) => rustix::io::pwrite(fd, buf, io.offset),
-                (true, true) => {
-                    rustix::io::preadv2(fd, &mut [std::io::IoSliceMut::new(buf)], io.offset, hipri)
-                }
-                (false, true) => {
-                    rustix::io::pwritev2(fd, &[std::io::IoSlice::new(buf)], io.offset, hipri)
-                }
-            };
+            let result = self.transfer(io);
             let done = Instant::now();
             self.out.stats.submitted(1, 1);
             self.out.stats.reaped(1);
@@ -439,9 +538,61 @@ impl<'a> Job<'a> {
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
             if !io.read {
                 self.note_write(io.file);
+                if let Some(v) = &mut self.verifier {
+                    v.written(io.file, io.offset, u64::from(io.len));
+                }
             }
         }
         Ok(())
+    }
+
+    /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
+    /// `read`/`write` (sync) or `readv`/`writev` (vsync), `preadv`/`pwritev` (pvsync),
+    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), or nothing (null).
+    #[inline]
+    fn transfer(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
+        use rustix::io::{preadv, preadv2, pwritev, pwritev2};
+        use std::io::{IoSlice, IoSliceMut};
+        let engine = self.params.engine;
+        if engine == Engine::Null {
+            return Ok(io.len as usize);
+        }
+        let fd = self.files[io.file].as_fd();
+        let buf = &mut self.bufs[0].buf()[..io.len as usize];
+        if matches!(engine, Engine::Sync | Engine::Vsync) {
+            let at = &mut self.positions[io.file];
+            if *at != io.offset {
+                rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(io.offset))?;
+            }
+            // Unknown until the transfer succeeds: a short one seeks again.
+            *at = u64::MAX;
+        }
+        let moved = match (engine, io.read) {
+            (Engine::Sync, true) => rustix::io::read(fd, buf),
+            (Engine::Sync, false) => rustix::io::write(fd, buf),
+            (Engine::Vsync, true) => rustix::io::readv(fd, &mut [IoSliceMut::new(buf)]),
+            (Engine::Vsync, false) => rustix::io::writev(fd, &[IoSlice::new(buf)]),
+            (Engine::Pvsync, true) => preadv(fd, &mut [IoSliceMut::new(buf)], io.offset),
+            (Engine::Pvsync, false) => pwritev(fd, &[IoSlice::new(buf)], io.offset),
+            (Engine::Pvsync2, read) => {
+                let flags = if self.params.hipri {
+                    rustix::io::ReadWriteFlags::HIPRI
+                } else {
+                    rustix::io::ReadWriteFlags::empty()
+                };
+                if read {
+                    preadv2(fd, &mut [IoSliceMut::new(buf)], io.offset, flags)
+                } else {
+                    pwritev2(fd, &[IoSlice::new(buf)], io.offset, flags)
+                }
+            }
+            (_, true) => rustix::io::pread(fd, buf, io.offset),
+            (_, false) => rustix::io::pwrite(fd, buf, io.offset),
+        }?;
+        if matches!(engine, Engine::Sync | Engine::Vsync) {
+            self.positions[io.file] = io.offset + moved as u64;
+        }
+        Ok(moved)
     }
 }
 

@@ -11,13 +11,16 @@ use super::table::KIND;
 use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 
+mod cap;
 mod spelling;
 mod values;
 mod written;
+pub use cap::Cap;
 
 /// Options that shape how fio measures or reports jobs, not what a job does: accepted,
 /// since fsbench reports each job and measures every latency anyway (fio's `gtod_reduce`
-/// and `disable_*` only spare fio the clock reads).
+/// and `disable_*` only spare fio the clock reads; the `*_percentiles` and
+/// `percentile_list` choose what fio prints, and fsbench prints its own percentiles).
 const ACCEPTED: &[&str] = &[
     "name",
     "new_group",
@@ -25,20 +28,35 @@ const ACCEPTED: &[&str] = &[
     "disable_lat",
     "disable_clat",
     "disable_slat",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
 ];
+
+/// Where fsbench would place or prioritise a job: refused rather than ignored, since the
+/// same job on other CPUs, nodes or priorities is another measurement.
+const PLACEMENT: &str = "fsbench does not pin jobs to CPUs or memory nodes nor change their priority; without it the job would measure something else";
 
 /// fio's keys that fsbench decides itself, refused with the reason.
 const REFUSED: &[(&str, &str)] = &[
     (
-        "filename",
-        "fsbench gives every job files of its own in the run's fresh directory (--dir or --fs)",
+        "filename_format",
+        "fsbench names the files io.JOB.FILE (give `filename`)",
     ),
-    (
-        "directory",
-        "fsbench gives every job files of its own in the run's fresh directory (--dir or --fs)",
-    ),
-    ("filename_format", "fsbench names the files io.JOB.FILE"),
+    ("cpus_allowed", PLACEMENT),
+    ("cpus_allowed_policy", PLACEMENT),
+    ("cpumask", PLACEMENT),
+    ("numa_cpu_nodes", PLACEMENT),
+    ("numa_mem_policy", PLACEMENT),
+    ("nice", PLACEMENT),
+    ("prio", PLACEMENT),
+    ("prioclass", PLACEMENT),
 ];
+
+/// fio's defaults where the io workload's own differ (its `rw=randread` and registered
+/// buffers and files suit a command line, not a job file read as fio reads it).
+const FIO_DEFAULTS: &[(&str, &str)] = &[("rw", "read"), ("fixedbufs", "0"), ("registerfiles", "0")];
 
 /// Include files nested deeper than this are refused (an include cycle).
 const MAX_DEPTH: usize = 8;
@@ -54,75 +72,6 @@ struct Section {
     name: String,
     at: String,
     options: Vec<Line>,
-}
-
-/// Bounds on every job of a job file (`--cap size=16m,runtime=2s`): a job file scaled down
-/// without editing it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Cap {
-    /// At most this many bytes per job and per file.
-    pub size: Option<u64>,
-    /// Every job stops after this long (its ramp too), time-based or not.
-    pub runtime_ms: Option<u64>,
-}
-
-impl Cap {
-    /// `size=SIZE,runtime=TIME`, either or both.
-    pub fn parse(text: &str) -> anyhow::Result<Cap> {
-        let mut cap = Cap::default();
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = |why: String| invalid(format!("--cap `{part}`: {why}"));
-            match part.split_once('=') {
-                Some(("size", v)) => {
-                    cap.size = Some(
-                        fsbench_measure::units::parse_size(v).map_err(|e| bad(e.to_string()))?,
-                    )
-                }
-                Some(("runtime", v)) => {
-                    cap.runtime_ms = Some(
-                        super::params::parse_time("runtime", v).map_err(|e| bad(e.to_string()))?,
-                    )
-                }
-                _ => {
-                    return Err(bad(
-                        "give size=SIZE and/or runtime=TIME (e.g. size=16m,runtime=2s)".into(),
-                    ));
-                }
-            }
-        }
-        Ok(cap)
-    }
-
-    /// What the cap did, for the output; `None` without one.
-    pub fn describe(&self) -> Option<String> {
-        let mut parts = Vec::new();
-        if let Some(size) = self.size {
-            parts.push(format!("size={}", fsbench_model::units::compact_size(size)));
-        }
-        if let Some(ms) = self.runtime_ms {
-            parts.push(format!("runtime={}s", ms as f64 / 1000.0));
-        }
-        (!parts.is_empty()).then(|| {
-            format!(
-                "the job file scaled by --cap {}: every job's size and files at most that, its runtime and ramp too",
-                parts.join(",")
-            )
-        })
-    }
-
-    fn apply(&self, job: &mut IoParams) {
-        if let Some(size) = self.size {
-            job.size = job.size.min(size);
-            job.filesize = job.filesize.min(size.max(job.offset + job.max_bs()));
-        }
-        if let Some(ms) = self.runtime_ms {
-            job.runtime_ms = match job.runtime_ms {
-                0 => ms,
-                given => given.min(ms),
-            };
-            job.ramp_ms = job.ramp_ms.min(ms);
-        }
-    }
 }
 
 /// The jobs of a fio job file (`-`: standard input), in order, as io workloads (scaled by
@@ -141,7 +90,11 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
             global.extend(&s.options);
             continue;
         }
-        let (mut params, stonewall, new_group) = job(s, &global)?;
+        let (mut params, stonewall, new_group, wait_for) = job(s, &global)?;
+        let stonewall = match wait_for {
+            Some(line) => waits(line, &jobs)?,
+            None => stonewall,
+        };
         if !jobs.is_empty() && (stonewall || new_group) {
             groupid += 1;
         }
@@ -163,13 +116,45 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
     Ok(jobs)
 }
 
+/// fio's `wait_for=NAME`: whether the job starts a group of its own (the jobs running
+/// now are NAME's copies alone: a stonewall), or runs beside them (NAME ended before them).
+/// Waiting for one of several jobs that run together is refused.
+fn waits(line: &Line, jobs: &[IoParams]) -> anyhow::Result<bool> {
+    let name = line.value.as_str();
+    let named = |p: &IoParams| p.job.as_deref() == Some(name);
+    let Some(group) = jobs.iter().position(|g| g.jobs().any(named)) else {
+        return Err(invalid(format!(
+            "{}: `wait_for={name}`: no job `{name}` before this one",
+            line.at
+        )));
+    };
+    if group + 1 < jobs.len() {
+        return Ok(false);
+    }
+    if jobs[group].jobs().all(named) {
+        return Ok(true);
+    }
+    Err(invalid(format!(
+        "{}: `wait_for={name}`: waiting for one of the jobs that run together is not implemented (give `stonewall` to wait for all of them)",
+        line.at
+    )))
+}
+
 /// One job: the global options then its own (a key given in both: its own wins, as in
-/// fio), whether it waits for the jobs before it (`stonewall`) and whether it starts a
-/// reporting group of its own (`new_group`).
-fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool, bool)> {
-    // The io workload's options, each with the line that gave it.
-    let mut pairs: Vec<(String, String, &str)> = Vec::new();
+/// fio), whether it waits for the jobs before it (`stonewall`), whether it starts a
+/// reporting group of its own (`new_group`), and the job it waits for (`wait_for`).
+fn job<'s>(
+    s: &'s Section,
+    global: &[&'s Line],
+) -> anyhow::Result<(IoParams, bool, bool, Option<&'s Line>)> {
+    // The io workload's options, each with the line that gave it; first fio's defaults
+    // where the io workload's differ.
+    let mut pairs: Vec<(String, String, &str)> = FIO_DEFAULTS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string(), s.at.as_str()))
+        .collect();
     let (mut stonewall, mut new_group) = (false, false);
+    let mut wait_for = None;
     let mut fio = fsbench_model::fio::FioJob {
         options: written::listed(s.options.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
         global: written::listed(global.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
@@ -179,6 +164,10 @@ fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool, bool)> 
         let key = line.key.replace('-', "_");
         if matches!(key.as_str(), "stonewall" | "wait_for_previous") {
             stonewall = spelling::flag(&line.value);
+            continue;
+        }
+        if key == "wait_for" {
+            wait_for = Some(line);
             continue;
         }
         if key == "new_group" {
@@ -235,7 +224,7 @@ fn job(s: &Section, global: &[&Line]) -> anyhow::Result<(IoParams, bool, bool)> 
     params
         .validate()
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
-    Ok((params, stonewall, new_group))
+    Ok((params, stonewall, new_group, wait_for))
 }
 
 /// The text of a job file, or of standard input for `-` (as fio reads it).
@@ -336,7 +325,10 @@ fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
     }
     let known = KIND.has_option(&normal)
         || ACCEPTED.contains(&normal.as_str())
-        || matches!(normal.as_str(), "stonewall" | "wait_for_previous")
+        || matches!(
+            normal.as_str(),
+            "stonewall" | "wait_for_previous" | "wait_for"
+        )
         || written::KEYS.contains(&normal.as_str())
         || spelling::ALIASES.contains(&normal.as_str());
     if !known || normal == "preset" {
@@ -403,12 +395,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (text, needle) in [
             (
-                "[a]\nsize=1m\nverify=md5\n",
-                "job.fio:3: fio option `verify` is not implemented",
+                "[a]\nsize=1m\nverify_backlog=16\n",
+                "job.fio:3: fio option `verify_backlog` is not implemented",
             ),
             (
                 "[a]\nsize=1m\nfilename=/dev/sda\n",
-                "job.fio:3: `filename` is not used",
+                "job.fio:3: job `a`: io: `filename=/dev/sda` is outside the run's directory",
             ),
             (
                 "[a]\nsize=${IO_TEST_UNSET}\n",
@@ -419,10 +411,13 @@ mod tests {
                 "job.fio:3: `rw=trim`: trims are not implemented",
             ),
             (
-                "[a]\nsize=1m\n\nbs=4k,8k\n",
-                "job.fio:4: `bs=4k,8k`: a different value per direction",
+                "[a]\nsize=1m\n\nrate=1m,2m\n",
+                "job.fio:4: `rate=1m,2m`: a different value per direction",
             ),
-            ("[a]\nsize=1m\nrw=read:-8k\n", "job.fio:3: `rw=read:-8k`"),
+            (
+                "[a]\nsize=1m\nrw=randread:0\n",
+                "job.fio:3: job `a`: io: `rw=randread:0`: a random pattern takes a count",
+            ),
             ("[a]\nsize=1m\niodepth=lots\n", "job.fio:3: "),
             ("[a]\nrw=read\n", "job.fio:1: job `a` has no `size`"),
             (
@@ -489,6 +484,71 @@ mod tests {
         assert_eq!(jobs[0].beside[0].rw, super::super::Rw::Write);
         assert!(jobs[0].name().ends_with("+1 beside"), "{}", jobs[0].name());
         assert_eq!(jobs[0].space_needed().unwrap().inodes, 8 + 2);
+    }
+
+    #[test]
+    fn bsrange_draws_each_multiple_of_its_minimum_and_io_size_moves_more_than_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[a]\nsize=1m\nbsrange=4k-16k\nio_size=4m\n[b]\nsize=1m\nblocksize_range=1k-3k\n",
+        );
+        let jobs = read(&path, &Cap::default()).unwrap();
+        let a = &jobs[0];
+        let k = |n: u64| n << 10;
+        assert_eq!(
+            a.bssplit,
+            vec![(k(4), 25), (k(8), 25), (k(12), 25), (k(16), 25)]
+        );
+        assert_eq!((a.size, a.filesize), (4 << 20, 1 << 20));
+        assert_eq!(
+            a.beside[0].bssplit,
+            vec![(k(1), 34), (k(2), 33), (k(3), 33)]
+        );
+        let path = write(dir.path(), "job.fio", "[a]\nsize=1m\nbsrange=16k-4k\n");
+        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        assert!(
+            err.contains("job.fio:3: `bsrange=16k-4k` is MIN-MAX"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn wait_for_waits_for_a_job_alone_or_one_already_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "job.fio",
+            "[global]\nsize=1m\n[w]\nrw=write\n[r]\nwait_for=w\n[r2]\nwait_for=w\n",
+        );
+        let jobs = read(&path, &Cap::default()).unwrap();
+        let names =
+            |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
+        // r waits for w, alone in its group; w ended before r2's group started.
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(
+            (names(&jobs[0]), names(&jobs[1])),
+            (
+                vec!["w".to_string()],
+                vec!["r".to_string(), "r2".to_string()]
+            )
+        );
+        assert_eq!(jobs[1].rw, super::super::Rw::Read, "fio's default rw");
+        for (text, needle) in [
+            (
+                "[a]\n[b]\n[c]\nwait_for=a\n",
+                "job.fio:6: `wait_for=a`: waiting for one of",
+            ),
+            (
+                "[a]\nwait_for=z\n",
+                "job.fio:4: `wait_for=z`: no job `z` before",
+            ),
+        ] {
+            let path = write(dir.path(), "job.fio", &format!("[global]\nsize=1m\n{text}"));
+            let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
     }
 
     #[test]

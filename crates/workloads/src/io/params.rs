@@ -11,130 +11,11 @@ use fsbench_model::filesystem::Capability;
 use fsbench_model::units::{compact_size, format_bytes};
 use fsbench_model::workload::WorkerMode;
 
-/// fio's `rw=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Rw {
-    Read,
-    Write,
-    RandRead,
-    RandWrite,
-    ReadWrite,
-    RandRw,
-}
-
-impl Rw {
-    pub(super) const NAMES: &'static [&'static str] = &[
-        "read",
-        "write",
-        "randread",
-        "randwrite",
-        "readwrite",
-        "randrw",
-    ];
-
-    fn parse(text: &str) -> Rw {
-        match text {
-            "read" => Rw::Read,
-            "write" => Rw::Write,
-            "randread" => Rw::RandRead,
-            "randwrite" => Rw::RandWrite,
-            "readwrite" => Rw::ReadWrite,
-            _ => Rw::RandRw,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        Rw::NAMES[self as usize]
-    }
-
-    pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
-    }
-
-    /// The share of reads in percent, given `rwmixread` for the mixed ones.
-    pub(crate) fn read_percent(self, rwmixread: u32) -> u32 {
-        match self {
-            Rw::Read | Rw::RandRead => 100,
-            Rw::Write | Rw::RandWrite => 0,
-            Rw::ReadWrite | Rw::RandRw => rwmixread,
-        }
-    }
-}
-
-/// fio's `ioengine=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Engine {
-    Psync,
-    Pvsync2,
-    IoUring,
-    /// The kernel's native AIO (io_submit), as fio's libaio engine.
-    Libaio,
-}
-
-impl Engine {
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Psync => "psync",
-            Engine::Pvsync2 => "pvsync2",
-            Engine::IoUring => "io_uring",
-            Engine::Libaio => "libaio",
-        }
-    }
-}
-
-/// fio's `random_distribution=`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", tag = "kind", content = "value")]
-pub enum Distribution {
-    Random,
-    Zipf(f64),
-    Pareto(f64),
-    /// Standard deviation in percent of the file's blocks.
-    Normal(f64),
-}
-
-impl Distribution {
-    fn parse(text: &str) -> anyhow::Result<Distribution> {
-        let (kind, value) = text.split_once(':').unwrap_or((text, ""));
-        let number = |what: &str, ok: fn(f64) -> bool| -> anyhow::Result<f64> {
-            value
-                .parse::<f64>()
-                .ok()
-                .filter(|v| ok(*v))
-                .ok_or_else(|| invalid(format!("io: `random-distribution={text}`: {what}")))
-        };
-        Ok(match kind {
-            "random" if value.is_empty() => Distribution::Random,
-            "zipf" => Distribution::Zipf(number("zipf:θ needs θ > 0 and θ ≠ 1", |v| {
-                v > 0.0 && v != 1.0 && v.is_finite()
-            })?),
-            "pareto" => {
-                Distribution::Pareto(number("pareto:h needs 0 < h < 1", |v| v > 0.0 && v < 1.0)?)
-            }
-            "normal" => {
-                Distribution::Normal(number("normal:σ needs 0 < σ ≤ 100 (percent)", |v| {
-                    v > 0.0 && v <= 100.0
-                })?)
-            }
-            _ => {
-                return Err(invalid(format!(
-                    "io: `random-distribution` is random, zipf:θ, pareto:h or normal:σ; got `{text}`"
-                )));
-            }
-        })
-    }
-
-    fn text(self) -> String {
-        match self {
-            Distribution::Random => "random".into(),
-            Distribution::Zipf(v) => format!("zipf:{v}"),
-            Distribution::Pareto(v) => format!("pareto:{v}"),
-            Distribution::Normal(v) => format!("normal:{v}"),
-        }
-    }
-}
+mod choices;
+mod values;
+pub use choices::{Distribution, Engine, Fallocate, Rw, Zones};
+pub(super) use values::parse_time;
+use values::{inside_name, parse_bssplit, rw_modifier, time_range};
 
 /// One job description; `numjobs` copies of it run at once, each on files of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,14 +27,58 @@ pub struct IoParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
     pub rw: Rw,
+    /// `rw=read:GAP`: bytes skipped after each sequential I/O (negative: backwards).
+    #[serde(default)]
+    pub seq_gap: i64,
+    /// `rw=randread:N`: I/Os at each random offset and after it, in sequence (0 or 1: one).
+    #[serde(default)]
+    pub seq_nr: u32,
     pub rwmixread: u32,
     /// Block sizes and their percentages (`bs` alone: one at 100%).
     pub bssplit: Vec<(u64, u32)>,
+    /// The writes' block size where it differs from `bssplit`'s (fio's `bs=READ,WRITE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bs: Option<u64>,
     /// Bytes of I/O per job and pass, over its files.
     pub size: u64,
     /// Each file's size.
     pub filesize: u64,
     pub nrfiles: u32,
+    /// fio's `filename`: the job's files by name, relative to the run's directory, shared
+    /// by every copy and every job that names them (none: fsbench names them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filename: Vec<String>,
+    /// fio's `directory`: where the job's files are, under the run's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<String>,
+    /// At most this many files open at once (0: all); fsbench takes only all.
+    #[serde(default)]
+    pub openfiles: u32,
+    /// fio's `fallocate`: how the layout allocates files that are only written.
+    #[serde(default)]
+    pub fallocate: Fallocate,
+    /// The job's files removed when it ends, untimed.
+    #[serde(default)]
+    pub unlink: bool,
+    /// How long after the others the job starts: fio's `startdelay`, a range drawn from.
+    #[serde(default)]
+    pub startdelay_ms: (u64, u64),
+    /// Bytes per second below which the job fails (fio's `ratemin`, over its whole time).
+    #[serde(default)]
+    pub ratemin: u64,
+    /// fio's `verify`: how written blocks are stamped and checked once the writes end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<super::verify::Algorithm>,
+    /// fio's `do_verify`: the check itself (off: the blocks are stamped only).
+    #[serde(default)]
+    pub do_verify: bool,
+    /// Bytes per header (fio's `verify_interval`; 0: the smallest block size).
+    #[serde(default)]
+    pub verify_interval: u64,
+    /// fio's `verify_pattern` (with `verify=pattern`) or `buffer_pattern`: what written
+    /// blocks hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pattern: Vec<u8>,
     pub numjobs: u32,
     /// Whether the jobs run as processes (fio's default) or threads (fio's `thread`).
     #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
@@ -199,56 +124,52 @@ pub struct IoParams {
     pub fio: Option<Box<fsbench_model::fio::FioJob>>,
 }
 
-/// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
-pub(super) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| {
-        invalid(format!(
-            "io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)"
-        ))
-    })?;
-    let ms = match unit {
-        "us" => Some(n / 1000),
-        "ms" => Some(n),
-        "" | "s" => n.checked_mul(1000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        _ => None,
+/// fio's `verify` and what written blocks hold (`verify_pattern`, `buffer_pattern`).
+fn verify_options(p: &Parsed) -> anyhow::Result<(Option<super::verify::Algorithm>, Vec<u8>)> {
+    use super::verify::{Algorithm, parse_pattern};
+    let verify_pattern = p
+        .text("verify-pattern")
+        .map(|t| parse_pattern("verify_pattern", t))
+        .transpose()?;
+    // As fio: a `verify_pattern` alone verifies by the pattern.
+    let verify = match p.text("verify") {
+        Some("0" | "none") => None,
+        Some(name) => Some(Algorithm::parse(name)),
+        None => verify_pattern.as_ref().map(|_| Algorithm::Pattern),
     };
-    ms.ok_or_else(|| invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h")))
+    let pattern = match (verify_pattern, p.text("buffer-pattern")) {
+        (Some(v), _) => v,
+        (None, Some(b)) => parse_pattern("buffer_pattern", b)?,
+        (None, None) => Vec::new(),
+    };
+    Ok((verify, pattern))
 }
 
-/// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
-fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
-    let bad = || {
-        invalid(format!(
-            "io: `bssplit={text}` is SIZE/PCT:SIZE/PCT..., percentages adding up to 100"
-        ))
+/// fio's `filename` (several, `:`-separated) and `directory`, and the job's number of
+/// files: as fio, `filename=a:b` is the job's files, however many `nrfiles` says.
+fn files(p: &Parsed) -> anyhow::Result<(Vec<String>, Option<String>, u32)> {
+    let filename = match p.text("filename") {
+        Some(names) => names
+            .split(':')
+            .map(|n| inside_name("filename", n))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        None => Vec::new(),
     };
-    let split: Vec<(u64, u32)> = text
-        .split(':')
-        .map(|part| {
-            let (size, pct) = part.split_once('/').ok_or_else(bad)?;
-            let size = fsbench_measure::units::parse_size(size).map_err(|_| bad())?;
-            let pct: u32 = pct.parse().map_err(|_| bad())?;
-            if size == 0 || size > 256 << 20 {
-                return Err(bad());
-            }
-            Ok((size, pct))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    if split.iter().map(|s| s.1).sum::<u32>() != 100 {
-        return Err(bad());
-    }
-    Ok(split)
+    let directory = p
+        .text("directory")
+        .map(|d| inside_name("directory", d))
+        .transpose()?;
+    let nrfiles = match filename.len() {
+        0 => p.small("nrfiles").expect("nrfiles has a default"),
+        n => u32::try_from(n).map_err(|_| invalid("io: too many `filename`s"))?,
+    };
+    Ok((filename, directory, nrfiles))
 }
 
+// Long as the option table is: one line per option into its field.
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
-    let nrfiles = p.small("nrfiles").expect("nrfiles has a default");
     let offset = p.num("offset").expect("offset has a default");
+    let (filename, directory, nrfiles) = files(p)?;
     // As fio: `size` alone is split over the files, each `offset` longer; `filesize` alone
     // makes `size` the files' sum.
     let size = p
@@ -260,6 +181,8 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         (None, Some(filesize)) => (filesize.saturating_mul(u64::from(nrfiles)), filesize),
         (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
     };
+    // fio's `io_size`: the bytes moved, over files of `size`.
+    let size = p.num("io-size").unwrap_or(size);
     let bssplit = match p.text("bssplit") {
         Some(text) if p.explicit("bs") => {
             return Err(invalid(format!(
@@ -270,23 +193,40 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         None => vec![(p.num("bs").expect("bs has a default"), 100)],
     };
     let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
+    let rw = Rw::parse(p.text("rw").expect("rw has a default"));
+    let (verify, pattern) = verify_options(p)?;
+    let (seq_gap, seq_nr) = match p.text("rw-modifier") {
+        None => (0, 0),
+        Some(m) => rw_modifier(rw, m)?,
+    };
     let custom = p.first_explicit(&["rw", "bs", "bssplit", "size"]);
     let iodepth = p.small("iodepth").expect("iodepth has a default");
-    let engine = match p.text("ioengine").expect("ioengine has a default") {
-        "psync" => Engine::Psync,
-        "pvsync2" => Engine::Pvsync2,
-        "libaio" => Engine::Libaio,
-        _ => Engine::IoUring,
-    };
+    let engine = Engine::parse(p.text("ioengine").expect("ioengine has a default"));
     Ok(IoParams {
         preset: custom.is_none().then(|| p.preset.name.to_string()),
         job: None,
-        rw: Rw::parse(p.text("rw").expect("rw has a default")),
+        rw,
+        seq_gap,
+        seq_nr,
         rwmixread: p.small("rwmixread").expect("has a default"),
         bssplit,
+        write_bs: p.num("write-bs"),
         size,
         filesize,
         nrfiles,
+        filename,
+        directory,
+        openfiles: p.small("openfiles").expect("has a default"),
+        fallocate: Fallocate::parse(p.text("fallocate").expect("has a default")),
+        unlink: p.flag("unlink"),
+        startdelay_ms: p
+            .text("startdelay")
+            .map_or(Ok((0, 0)), |t| time_range("startdelay", t))?,
+        ratemin: p.num("ratemin").expect("has a default"),
+        verify,
+        do_verify: p.flag("do-verify"),
+        verify_interval: p.num("verify-interval").unwrap_or(0),
+        pattern,
         numjobs: p.small("numjobs").expect("has a default"),
         workers: crate::parallel::workers_of(p),
         offset,
@@ -332,19 +272,24 @@ impl IoParams {
         std::iter::once(self).chain(&self.beside)
     }
 
+    /// Every block size the job may use: `bssplit`'s and the writes' own.
+    pub fn block_sizes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.bssplit.iter().map(|b| b.0).chain(self.write_bs)
+    }
+
     pub fn max_bs(&self) -> u64 {
-        self.bssplit.iter().map(|b| b.0).max().unwrap_or(0)
+        self.block_sizes().max().unwrap_or(0)
     }
 
     pub fn min_bs(&self) -> u64 {
-        self.bssplit.iter().map(|b| b.0).min().unwrap_or(0)
+        self.block_sizes().min().unwrap_or(0)
     }
 
     /// I/Os in flight per job: the engine's depth (the synchronous ones have one).
     pub fn depth(&self) -> u32 {
         match self.engine {
             Engine::IoUring | Engine::Libaio => self.iodepth,
-            Engine::Psync | Engine::Pvsync2 => 1,
+            _ => 1,
         }
     }
 
@@ -362,6 +307,53 @@ impl IoParams {
         (self.max_bs() + 4096)
             .saturating_mul(u64::from(self.depth()))
             .saturating_mul(u64::from(self.numjobs))
+    }
+}
+
+impl IoParams {
+    /// Bytes per verification header: `verify_interval`, or the smallest block.
+    pub(crate) fn interval(&self) -> u64 {
+        match self.verify_interval {
+            0 => self.min_bs(),
+            n => n,
+        }
+    }
+
+    fn validate_verify(&self) -> anyhow::Result<()> {
+        use super::verify::Algorithm;
+        let Some(a) = self.verify else {
+            return Ok(());
+        };
+        let no = |msg: String| Err(invalid(format!("io: `verify={}`: {msg}", a.name())));
+        if self.rw.read_percent(self.rwmixread) == 100 {
+            return no("a job that only reads has no written blocks to check (fsbench's files are fresh: fio's `verify_only` is not implemented)".into());
+        }
+        if !matches!(
+            self.engine,
+            Engine::Psync | Engine::Sync | Engine::Vsync | Engine::Pvsync | Engine::Pvsync2
+        ) {
+            return no(format!(
+                "with ioengine={} is not implemented (the synchronous engines verify)",
+                self.engine.name()
+            ));
+        }
+        if a == Algorithm::Pattern && self.pattern.is_empty() {
+            return no("needs `verify_pattern`".into());
+        }
+        let interval = self.interval();
+        if self
+            .bssplit
+            .iter()
+            .any(|(bs, _)| !bs.is_multiple_of(interval))
+            || interval <= a.overhead() as u64
+            || !self.offset.is_multiple_of(interval)
+        {
+            return no(format!(
+                "`verify_interval` ({interval}) must divide every block size and the offset, and exceed the header's {} bytes",
+                a.overhead()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -445,16 +437,30 @@ impl WorkloadParams for IoParams {
                 format_bytes(self.max_bs())
             ));
         }
+        if self.openfiles > 0 && self.openfiles < self.nrfiles && !self.engine.file_op() {
+            return no(format!(
+                "`openfiles={}` below nrfiles ({}): opening and closing files during a job is not implemented",
+                self.openfiles, self.nrfiles
+            ));
+        }
+        if self.engine.file_op() && self.ramp_ms > 0 {
+            return no(format!(
+                "`ramp-time` with ioengine={} would make its files untimed",
+                self.engine.name()
+            ));
+        }
+        self.validate_verify()?;
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
         }
-        if self.create_on_open && self.rw.read_percent(self.rwmixread) > 0 {
+        let data_engine = !self.engine.file_op();
+        if self.create_on_open && data_engine && self.rw.read_percent(self.rwmixread) > 0 {
             return no(format!(
                 "`create-on-open` makes empty files: `rw={}` reads, and needs them laid out",
                 self.rw.name()
             ));
         }
-        if self.create_on_open && self.ramp_ms > 0 {
+        if self.create_on_open && data_engine && self.ramp_ms > 0 {
             return no(
                 "`create-on-open` creates the files in the timed phase: no `ramp-time` before it"
                     .into(),
@@ -471,7 +477,7 @@ impl WorkloadParams for IoParams {
         if self.engine != Engine::IoUring && self.sqpoll {
             return no("`sqpoll` needs ioengine=io_uring".into());
         }
-        if matches!(self.engine, Engine::Psync | Engine::Libaio) && self.hipri {
+        if !matches!(self.engine, Engine::Pvsync2 | Engine::IoUring) && self.hipri {
             return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
         }
         if self.hipri && !self.direct {

@@ -71,6 +71,7 @@ enum Picker {
     Normal {
         sigma: f64,
     },
+    Zoned(super::params::Zones),
 }
 
 /// fio computes zeta over at most this many blocks (ZIPF_MAX_GEN), for its setup time.
@@ -100,6 +101,7 @@ impl Picker {
             Distribution::Normal(pct) => Picker::Normal {
                 sigma: pct / 100.0 * n as f64,
             },
+            Distribution::Zoned(zones) => Picker::Zoned(zones),
         }
     }
 
@@ -134,6 +136,19 @@ impl Picker {
                 let g: f64 = (0..12).map(|_| rng.unit()).sum::<f64>() - 6.0;
                 let v = n as f64 / 2.0 + g * sigma;
                 (v.max(0.0) as u64).min(n - 1)
+            }
+            Picker::Zoned(ref zones) => {
+                // A zone by its share of the accesses, then a block within it.
+                let mut roll = rng.below(100) as u8;
+                let mut last = (0, 0);
+                for (access, first, len) in zones.each(n) {
+                    last = (first, len);
+                    if roll < access {
+                        break;
+                    }
+                    roll -= access;
+                }
+                last.0 + rng.below(last.1)
             }
         }
     }
@@ -208,6 +223,8 @@ pub(crate) struct Pattern {
     random: bool,
     read_percent: u32,
     bssplit: Vec<(u64, u32)>,
+    /// The writes' own block size (fio's `bs=READ,WRITE`).
+    write_bs: Option<u64>,
     min_bs: u64,
     start: u64,
     /// Blocks of `min_bs` in a file's region.
@@ -217,6 +234,12 @@ pub(crate) struct Pattern {
     positions: Vec<u64>,
     maps: Vec<Map>,
     next_file: usize,
+    /// `rw=read:GAP`: bytes skipped after each sequential I/O (negative: backwards).
+    gap: i64,
+    /// `rw=randread:N`: I/Os per random offset (the others follow it), and how many of
+    /// the current run are left.
+    run_len: u32,
+    run_left: u32,
     /// Bytes a pass moves, and what this one moved so far.
     pass_bytes: u64,
     done: u64,
@@ -249,6 +272,7 @@ impl Pattern {
             random,
             read_percent: p.rw.read_percent(p.rwmixread),
             bssplit: p.bssplit.clone(),
+            write_bs: p.write_bs,
             min_bs,
             start: p.offset,
             blocks,
@@ -258,15 +282,24 @@ impl Pattern {
                 .map(|_| Map::new(blocks))
                 .collect(),
             next_file: 0,
+            gap: p.seq_gap,
+            run_len: p.seq_nr.max(1),
+            run_left: 0,
             pass_bytes: p.size,
             done: 0,
         }
     }
 
-    /// Starts a new pass: the maps cleared, the sequential positions back at the start.
+    /// Starts a new pass: the maps cleared, the sequential positions back at the start
+    /// (unless a gap moves them).
     pub(crate) fn new_pass(&mut self) {
         self.done = 0;
-        self.positions.fill(0);
+        self.run_left = 0;
+        // With a gap the offsets wrap within the file, and fio's next pass goes on from
+        // where the last ended.
+        if self.gap == 0 {
+            self.positions.fill(0);
+        }
         self.maps.iter_mut().for_each(Map::clear);
     }
 
@@ -285,22 +318,59 @@ impl Pattern {
         self.bssplit[self.bssplit.len() - 1].0
     }
 
+    /// The next sequential offset of `file` for a block of `bs`: where the last I/O ended,
+    /// plus `gap`; past the region's end (or before its start) a forward gap wraps to the
+    /// start and a backward one to the end plus the gap, as fio's `get_next_seq_offset`.
+    #[inline]
+    fn sequential(&mut self, file: usize, bs: u64) -> u64 {
+        let mut at = self.positions[file];
+        if at + bs > self.region {
+            at = 0;
+        }
+        let end = at + bs;
+        let next = end as i64 + self.gap;
+        self.positions[file] = match self.gap {
+            0 => end,
+            gap if next < 0 || next as u64 >= self.region => match gap > 0 {
+                true => 0,
+                false => (self.region as i64 + gap).max(0) as u64,
+            },
+            _ => next as u64,
+        };
+        at
+    }
+
+    /// Whether the next I/O reads, by the job's mix.
+    #[inline]
+    fn direction(&mut self) -> bool {
+        match self.read_percent {
+            100 => true,
+            0 => false,
+            pct => (self.rng.below(100) as u32) < pct,
+        }
+    }
+
     /// The next I/O of the pass; `None` when the pass has moved its bytes.
     #[inline]
     pub(crate) fn next(&mut self) -> Option<Next> {
-        let bs = self.block_size();
+        // The direction first where the writes have a size of their own.
+        let (bs, read) = match self.write_bs {
+            None => (self.block_size(), None),
+            Some(write) => match self.direction() {
+                true => (self.block_size(), Some(true)),
+                false => (write, Some(false)),
+            },
+        };
         if self.done + bs > self.pass_bytes {
             return None;
         }
         let file = self.next_file;
         self.next_file = (file + 1) % self.positions.len();
-        let read = match self.read_percent {
-            100 => true,
-            0 => false,
-            pct => (self.rng.below(100) as u32) < pct,
-        };
+        let read = read.unwrap_or_else(|| self.direction());
         let span = bs / self.min_bs;
-        let within = if self.random {
+        // A run of sequential I/Os after a random offset ends at the region's end too.
+        let run_on = self.run_left > 0 && self.positions[file] + bs <= self.region;
+        let within = if self.random && !run_on {
             let mut b = self.picker.pick(self.blocks, &mut self.rng);
             if let Some(map) = self.maps.get_mut(file) {
                 if map.used(b) {
@@ -316,14 +386,12 @@ impl Pattern {
             } else {
                 b = b.min(self.blocks - span);
             }
+            self.run_left = self.run_len - 1;
+            self.positions[file] = (b + span) * self.min_bs;
             b * self.min_bs
         } else {
-            let mut at = self.positions[file];
-            if at + bs > self.region {
-                at = 0;
-            }
-            self.positions[file] = at + bs;
-            at
+            self.run_left = self.run_left.saturating_sub(1);
+            self.sequential(file, bs)
         };
         self.done += bs;
         Some(Next {
@@ -332,6 +400,12 @@ impl Pattern {
             len: bs as u32,
             read,
         })
+    }
+
+    /// A number below `n` from the job's generator (fio draws a `startdelay` range from
+    /// the job's).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.rng.below(n)
     }
 
     /// The average block size, for `rate=` in bytes per second.
@@ -353,6 +427,65 @@ mod tests {
 
     fn pass(p: &mut Pattern) -> Vec<Next> {
         std::iter::from_fn(|| p.next()).collect()
+    }
+
+    #[test]
+    fn reads_and_writes_take_their_own_block_sizes() {
+        let mut p = pattern("rw=randrw,bs=4k,write-bs=16k,size=4m");
+        let ios = pass(&mut p);
+        assert!(
+            ios.iter()
+                .all(|io| io.len == if io.read { 4096 } else { 16384 })
+        );
+        let writes = ios.iter().filter(|io| !io.read).count();
+        assert!(writes > ios.len() / 10 && writes < ios.len(), "{writes}");
+        assert!(
+            ios.iter()
+                .all(|io| io.offset % 4096 == 0 && io.offset + u64::from(io.len) <= 4 << 20)
+        );
+    }
+
+    #[test]
+    fn zoned_sends_each_zone_its_share_of_the_accesses() {
+        let mut p = pattern(
+            "rw=randread,bs=4k,size=40m,norandommap,random-distribution=zoned:50/5:30/15:20/",
+        );
+        let blocks = (40 << 20) / 4096;
+        let ios = pass(&mut p);
+        let share = |lo: u64, hi: u64| {
+            let n = ios
+                .iter()
+                .filter(|io| (lo..hi).contains(&(io.offset / 4096)))
+                .count();
+            n as f64 / ios.len() as f64
+        };
+        let (first, second, rest) = (
+            share(0, blocks / 20),
+            share(blocks / 20, blocks / 5),
+            share(blocks / 5, blocks),
+        );
+        assert!((0.47..0.53).contains(&first), "{first}");
+        assert!((0.27..0.33).contains(&second), "{second}");
+        assert!((0.17..0.23).contains(&rest), "{rest}");
+        assert!(IoParams::parse("random-distribution=zoned:50/5:40/15").is_err());
+    }
+
+    #[test]
+    fn a_random_pattern_with_a_count_runs_that_many_ios_from_each_offset() {
+        let mut p = pattern("rw=randread,rw-modifier=4,bs=4k,size=1m,norandommap");
+        let ios = pass(&mut p);
+        // The lengths of the runs of consecutive blocks: 4, or fewer where a run meets the
+        // file's end (more where a random offset lands right after the run before).
+        let mut runs = vec![1];
+        for w in ios.windows(2) {
+            match w[1].offset == w[0].offset + 4096 {
+                true => *runs.last_mut().unwrap() += 1,
+                false => runs.push(1),
+            }
+        }
+        let fours = runs.iter().filter(|r| **r == 4).count();
+        assert!(fours * 10 >= runs.len() * 9, "{runs:?}");
+        assert!(runs.iter().all(|r| *r <= 8), "{runs:?}");
     }
 
     #[test]

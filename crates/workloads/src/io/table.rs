@@ -1,6 +1,7 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
-use super::params::Rw;
+use super::params::{Engine, Rw};
+use super::verify::Algorithm;
 use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
@@ -8,6 +9,11 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("randread"),
         ..OptionDef::new("rw", OptKind::Choice(Rw::NAMES), "I/O pattern")
     },
+    OptionDef::new(
+        "rw-modifier",
+        OptKind::Text,
+        "fio's rw=PATTERN:M: a gap after each sequential I/O (-8k: backwards), or I/Os per random offset",
+    ),
     OptionDef {
         max: 100,
         default: Some("50"),
@@ -23,6 +29,15 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("4k"),
         ..OptionDef::new("bs", OptKind::Size, "block size")
     },
+    OptionDef {
+        min: 1,
+        max: 256 << 20,
+        ..OptionDef::new(
+            "write-bs",
+            OptKind::Size,
+            "the writes' block size where it differs (fio's bs=READ,WRITE)",
+        )
+    },
     OptionDef::new(
         "bssplit",
         OptKind::Text,
@@ -31,6 +46,14 @@ const OPTIONS: &[OptionDef] = &[
     OptionDef {
         min: 1,
         ..OptionDef::new("size", OptKind::Size, "bytes of I/O per job and pass")
+    },
+    OptionDef {
+        min: 1,
+        ..OptionDef::new(
+            "io-size",
+            OptKind::Size,
+            "bytes of I/O per job and pass, over files of `size` (fio's io_size)",
+        )
     },
     OptionDef {
         min: 1,
@@ -46,6 +69,78 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("1"),
         ..OptionDef::new("nrfiles", OptKind::Count, "files per job")
     },
+    OptionDef::new(
+        "filename",
+        OptKind::Text,
+        "the job's files, NAME[:NAME...] in the run's directory, shared by its copies",
+    ),
+    OptionDef::new(
+        "directory",
+        OptKind::Text,
+        "the job's files' directory, under the run's directory",
+    ),
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "openfiles",
+            OptKind::Count,
+            "files a job holds open at once (0: all)",
+        )
+    },
+    OptionDef {
+        default: Some("native"),
+        ..OptionDef::new(
+            "fallocate",
+            OptKind::Choice(&["native", "posix", "keep", "truncate", "none", "1", "0"]),
+            "how written files are preallocated",
+        )
+    },
+    OptionDef::new(
+        "unlink",
+        OptKind::Flag,
+        "the job's files removed when it ends (untimed)",
+    ),
+    OptionDef::new(
+        "startdelay",
+        OptKind::Text,
+        "the job starts this long after the others: TIME or MIN-MAX",
+    ),
+    OptionDef::new(
+        "verify",
+        OptKind::Choice(Algorithm::NAMES),
+        "written blocks stamped and checked once the writes end",
+    ),
+    OptionDef {
+        default: Some("true"),
+        ..OptionDef::new(
+            "do-verify",
+            OptKind::Flag,
+            "with `verify`: check (off: stamp only)",
+        )
+    },
+    OptionDef::new(
+        "verify-interval",
+        OptKind::Size,
+        "bytes per verify header; default the block size",
+    ),
+    OptionDef::new(
+        "verify-pattern",
+        OptKind::Text,
+        "what written blocks hold, checked: 0xHEX, \"text\" or a number",
+    ),
+    OptionDef::new(
+        "buffer-pattern",
+        OptKind::Text,
+        "what written blocks hold: 0xHEX, \"text\" or a number",
+    ),
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "ratemin",
+            OptKind::Size,
+            "the job fails below this many bytes per second",
+        )
+    },
     OptionDef {
         min: 1,
         max: 1024,
@@ -60,7 +155,7 @@ const OPTIONS: &[OptionDef] = &[
     OptionDef::new(
         "create-on-open",
         OptKind::Flag,
-        "no layout: each job's open creates its files, timed (writes only; IOR's create)",
+        "no layout: each job's open creates its files, timed (data engines: writes only; IOR's create)",
     ),
     OptionDef::new("direct", OptKind::Flag, "O_DIRECT"),
     OptionDef {
@@ -75,7 +170,7 @@ const OPTIONS: &[OptionDef] = &[
         default: Some("psync"),
         ..OptionDef::new(
             "ioengine",
-            OptKind::Choice(&["psync", "pvsync2", "io_uring", "libaio"]),
+            OptKind::Choice(Engine::NAMES),
             "how I/O is issued",
         )
     },

@@ -16,6 +16,7 @@ pub(super) const ALIASES: &[&str] = &[
     "ioscheduler",
     "timeout",
     "nr_files",
+    "io_limit",
     "fileoffset",
     "thread",
     "threads",
@@ -27,20 +28,25 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
     let key = key.replace('-', "_");
     let one = |k: &str, v: &str| Ok(vec![(k.to_string(), v.to_string())]);
     match key.as_str() {
-        "blocksize" | "bs" => one("bs", &per_direction(&key, value)?),
+        "blocksize" | "bs" => block_sizes(&key, value),
         "bsrange" | "blocksize_range" => {
             let range = per_direction(&key, value)?;
             match range.split_once('-') {
                 Some((lo, hi)) if same_size(lo, hi) => one("bs", lo),
-                Some(_) => Err(format!(
-                    "`{key}={value}`: block sizes drawn from a range are not implemented (give `bs`, or `bssplit` with shares)"
-                )),
+                Some((lo, hi)) => one("bssplit", &range_split(&key, value, lo, hi)?),
                 None => Err(format!("`{key}={value}` is MIN-MAX")),
             }
         }
         "rate" => one("rate", &per_direction(&key, value)?),
         "rate_iops" => one("rate_iops", &per_direction(&key, value)?),
-        "readwrite" | "rw" => one("rw", &pattern(&key, value)?),
+        "readwrite" | "rw" => {
+            let (base, modifier) = value.split_once(':').unwrap_or((value, ""));
+            let mut pairs = vec![("rw".to_string(), pattern(&key, base)?)];
+            if !modifier.is_empty() {
+                pairs.push(("rw-modifier".to_string(), modifier.to_string()));
+            }
+            Ok(pairs)
+        }
         "rwmixwrite" => {
             let pct: u32 = value
                 .parse()
@@ -56,12 +62,38 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         "thread" | "threads" => one("workers", if flag(value) { "threads" } else { "processes" }),
         "timeout" => one("runtime", value),
         "nr_files" => one("nrfiles", value),
+        "io_limit" => one("io_size", value),
         "fileoffset" => one("offset", value),
         "ioscheduler" => Err(format!(
             "`{key}`: fsbench sets the scheduler per configuration (--sched or FS:sched=NAME)"
         )),
         _ => one(&key, value),
     }
+}
+
+/// fio's `bsrange=MIN-MAX` as shares: fio draws a size between them, a multiple of MIN,
+/// each multiple as likely; as `bssplit`, each multiple of MIN its share of 100 (the first
+/// ones a point more where 100 does not divide evenly).
+fn range_split(key: &str, value: &str, lo: &str, hi: &str) -> Result<String, String> {
+    let size = |t: &str| fsbench_model::units::parse_size(t).ok().filter(|s| *s > 0);
+    let bad = || format!("`{key}={value}` is MIN-MAX, sizes with MIN ≤ MAX");
+    let (lo, hi) = (size(lo).ok_or_else(bad)?, size(hi).ok_or_else(bad)?);
+    if lo > hi {
+        return Err(bad());
+    }
+    let count = hi / lo;
+    if count > 100 {
+        return Err(format!(
+            "`{key}={value}`: more than 100 sizes between them (give `bssplit`)"
+        ));
+    }
+    let parts: Vec<String> = (1..=count)
+        .map(|k| {
+            let share = 100 / count + u64::from(k <= 100 % count);
+            format!("{}/{share}", k * lo)
+        })
+        .collect();
+    Ok(parts.join(":"))
 }
 
 /// fio's boolean: a bare key, `1`, `true`, `on` or `yes`.
@@ -75,6 +107,24 @@ pub(super) fn flag(value: &str) -> bool {
 fn same_size(a: &str, b: &str) -> bool {
     let size = |t: &str| fsbench_model::units::parse_size(t).ok();
     size(a).is_some() && size(a) == size(b)
+}
+
+/// fio's `bs=READ,WRITE[,TRIM]`: the writes' size where it differs (`write_bs`); an empty
+/// part is the read size (fsbench has no trims, so their size changes nothing).
+fn block_sizes(key: &str, value: &str) -> Result<Vec<(String, String)>, String> {
+    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+    let read = parts.first().copied().filter(|r| !r.is_empty());
+    let write = parts.get(1).copied().filter(|w| !w.is_empty());
+    let mut pairs = Vec::new();
+    match (read, write) {
+        (None, None) => return Err(format!("`{key}=` needs a value")),
+        (Some(r), _) => pairs.push(("bs".to_string(), r.to_string())),
+        (None, Some(_)) => {}
+    }
+    if let Some(w) = write.filter(|w| read.is_none_or(|r| !same_size(r, w))) {
+        pairs.push(("write_bs".to_string(), w.to_string()));
+    }
+    Ok(pairs)
 }
 
 /// fio's `read,write[,trim]` form: the same value for every direction, or one alone. A job
@@ -93,14 +143,9 @@ fn per_direction(key: &str, value: &str) -> Result<String, String> {
     }
 }
 
-/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern; an offset
-/// modifier (`read:-8k`, `randread:8`) and trims are not implemented.
+/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern; trims are not
+/// implemented.
 fn pattern(key: &str, value: &str) -> Result<String, String> {
-    if let Some((base, modifier)) = value.split_once(':') {
-        return Err(format!(
-            "`{key}={value}`: the `:{modifier}` modifier of `{base}` (a gap or a run of sequential I/Os) is not implemented"
-        ));
-    }
     match value {
         "rw" | "readwrite" => Ok("readwrite".into()),
         "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => Err(format!(

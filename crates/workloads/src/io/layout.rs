@@ -1,0 +1,160 @@
+//! fio's "Laying out IO file" (the untimed phase before the jobs: every job's files made
+//! at their size, or its directories) and its `unlink` once the jobs end.
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use rustix::fs::{Mode, OFlags};
+
+use super::{Engine, Fallocate, Io, job, pattern};
+use fsbench_measure::calls::Aligned;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::measure::PhaseRecorder;
+
+impl Io {
+    /// The files to lay out, each once (jobs that name the same `filename` share it), with
+    /// the largest size a job asks for and whether a job reads it. fio's `null`,
+    /// `filecreate` and `dircreate` engines have none; `dirstat` and `dirdelete` have
+    /// directories.
+    pub(super) fn layout_files(&self) -> Vec<LaidOut> {
+        let mut files: Vec<LaidOut> = Vec::new();
+        for (p, job, copy) in self.threads() {
+            // A data engine's `create_on_open`: the job's open makes its files, timed.
+            let made_by_job = p.create_on_open && !p.engine.file_op();
+            if made_by_job
+                || matches!(
+                    p.engine,
+                    Engine::Null | Engine::FileCreate | Engine::DirCreate
+                )
+            {
+                continue;
+            }
+            let reads = p.rw.read_percent(p.rwmixread) > 0;
+            for f in 0..p.nrfiles as usize {
+                let name = job::file_name(p, job, copy, f);
+                match files.iter_mut().find(|have| have.name == name) {
+                    Some(seen) => {
+                        seen.size = seen.size.max(p.filesize);
+                        seen.reads |= reads;
+                    }
+                    None => files.push(LaidOut {
+                        name,
+                        size: p.filesize,
+                        reads,
+                        is_dir: matches!(p.engine, Engine::DirStat | Engine::DirDelete),
+                        fallocate: p.fallocate,
+                    }),
+                }
+            }
+        }
+        files
+    }
+
+    /// fio's "Laying out IO file": every job's files made at their size (in their
+    /// `directory`), one unit per file with the bytes written. Files only written get their
+    /// blocks allocated as `fallocate` says; files that are read are written in full.
+    pub(super) fn layout(
+        &self,
+        dir: BorrowedFd<'_>,
+        rec: &mut PhaseRecorder,
+    ) -> Result<(), FsbenchError> {
+        let mut buf = Aligned::new(1 << 20);
+        let mut fill = pattern::Rng::new(self.params.randseed);
+        for chunk in buf.buf().chunks_mut(8) {
+            chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
+        }
+        for file in self.layout_files() {
+            let failed = |e: rustix::io::Errno| {
+                fsbench_measure::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {
+                    FsbenchError::Failed(format!("io: laying out {}: {e}", file.name))
+                })
+            };
+            make_parents(dir, &file.name).map_err(failed)?;
+            if file.is_dir {
+                rustix::fs::mkdirat(dir, file.name.as_str(), Mode::from(0o700)).map_err(failed)?;
+                rec.unit_done(0)?;
+                continue;
+            }
+            let fd = rustix::fs::openat(
+                dir,
+                file.name.as_str(),
+                OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+                Mode::from(0o644),
+            )
+            .map_err(failed)?;
+            let mut at = 0;
+            if file.reads {
+                while at < file.size {
+                    let n = (file.size - at).min(1 << 20) as usize;
+                    fsbench_measure::calls::pwrite_all(&fd, &buf.buf()[..n], at).map_err(failed)?;
+                    at += n as u64;
+                }
+            } else {
+                allocate(&fd, file.size, file.fallocate).map_err(failed)?;
+            }
+            rustix::fs::fsync(&fd).map_err(failed)?;
+            rec.unit_done(at)?;
+        }
+        Ok(())
+    }
+
+    /// fio's `unlink`: the files of the jobs that ask, removed once they ended (untimed).
+    pub(super) fn unlink_files(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
+        for (p, job, copy) in self.threads() {
+            if !p.unlink {
+                continue;
+            }
+            for f in 0..p.nrfiles as usize {
+                let name = job::file_name(p, job, copy, f);
+                let flags = match p.engine {
+                    Engine::DirCreate | Engine::DirStat => rustix::fs::AtFlags::REMOVEDIR,
+                    _ => rustix::fs::AtFlags::empty(),
+                };
+                match rustix::fs::unlinkat(dir, name.as_str(), flags) {
+                    // Shared by jobs, or deleted by the job itself (`filedelete`).
+                    Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                    Err(e) => {
+                        return Err(FsbenchError::Failed(format!("io: unlink {name}: {e}")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One file (or directory) the layout makes.
+pub(super) struct LaidOut {
+    name: String,
+    size: u64,
+    reads: bool,
+    is_dir: bool,
+    fallocate: Fallocate,
+}
+
+/// A written file's blocks, as fio's `fallocate` says; its size set either way.
+fn allocate(fd: &OwnedFd, size: u64, how: Fallocate) -> Result<(), rustix::io::Errno> {
+    use rustix::fs::FallocateFlags;
+    let flags = match how {
+        Fallocate::Native => FallocateFlags::empty(),
+        Fallocate::Keep => FallocateFlags::KEEP_SIZE,
+        Fallocate::None => return rustix::fs::ftruncate(fd, size),
+    };
+    // A filesystem without fallocate gets the size alone, as fio goes on without it.
+    let _ = rustix::fs::fallocate(fd, flags, 0, size);
+    rustix::fs::ftruncate(fd, size)
+}
+
+/// The directories above `name` (a job's `directory`, or a `filename` with a `/`), made
+/// under `dir` where missing.
+fn make_parents(dir: BorrowedFd<'_>, name: &str) -> Result<(), rustix::io::Errno> {
+    let mut end = 0;
+    while let Some(slash) = name[end..].find('/') {
+        end += slash;
+        match rustix::fs::mkdirat(dir, &name[..end], Mode::from(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e),
+        }
+        end += 1;
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! fio's values of the io workload's options that need more than a number: times and
+//! ranges of times, names inside the run's directory, `rw=`'s modifier, `bssplit`.
+
+use super::Rw;
+use fsbench_measure::error::invalid;
+
+/// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
+pub(in crate::io) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| {
+        invalid(format!(
+            "io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)"
+        ))
+    })?;
+    let ms = match unit {
+        "us" => Some(n / 1000),
+        "ms" => Some(n),
+        "" | "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => None,
+    };
+    ms.ok_or_else(|| invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h")))
+}
+
+/// A `filename` or `directory` as fsbench takes it: relative, within the run's directory
+/// (no `..`), since fsbench writes nowhere else.
+pub(super) fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
+    let path = std::path::Path::new(name);
+    if name.is_empty() || name.contains('\0') {
+        return Err(invalid(format!("io: `{key}` needs a name")));
+    }
+    if path.is_absolute() {
+        return Err(invalid(format!(
+            "io: `{key}={name}` is outside the run's directory: fsbench writes only in the directory it was given (--dir) or the filesystem it made (--fs); give a name relative to it"
+        )));
+    }
+    if path.components().any(|c| {
+        !matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    }) {
+        return Err(invalid(format!(
+            "io: `{key}={name}` leaves the run's directory (`..`)"
+        )));
+    }
+    Ok(name.trim_end_matches('/').to_string())
+}
+
+/// fio's `rw=PATTERN:MODIFIER`: for a sequential pattern a gap in bytes after each I/O
+/// (negative: backwards), for a random one the number of I/Os per random offset.
+pub(super) fn rw_modifier(rw: Rw, text: &str) -> anyhow::Result<(i64, u32)> {
+    let bad = |what: &str| invalid(format!("io: `rw={}:{text}`: {what}", rw.name()));
+    if rw.random() {
+        let n: u32 = text
+            .parse()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| bad("a random pattern takes a count of I/Os per offset"))?;
+        return Ok((0, n));
+    }
+    let (sign, size) = match text.strip_prefix('-') {
+        Some(size) => (-1, size),
+        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let size = fsbench_measure::units::parse_size(size)
+        .ok()
+        .and_then(|s| i64::try_from(s).ok())
+        .ok_or_else(|| bad("a sequential pattern takes a size, e.g. 8k or -8k"))?;
+    Ok((sign * size, 0))
+}
+
+/// fio's `TIME` or `MIN-MAX` (a delay drawn from the range at each run).
+pub(super) fn time_range(key: &str, text: &str) -> anyhow::Result<(u64, u64)> {
+    let (lo, hi) = text.split_once('-').unwrap_or((text, text));
+    let (lo, hi) = (parse_time(key, lo)?, parse_time(key, hi)?);
+    if lo > hi {
+        return Err(invalid(format!(
+            "io: `{key}={text}`: MIN-MAX with MIN ≤ MAX"
+        )));
+    }
+    Ok((lo, hi))
+}
+
+/// fio's `bssplit=4k/80:64k/20`: sizes and percentages; the percentages add up to 100.
+pub(super) fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
+    let bad = || {
+        invalid(format!(
+            "io: `bssplit={text}` is SIZE/PCT:SIZE/PCT..., percentages adding up to 100"
+        ))
+    };
+    let split: Vec<(u64, u32)> = text
+        .split(':')
+        .map(|part| {
+            let (size, pct) = part.split_once('/').ok_or_else(bad)?;
+            let size = fsbench_measure::units::parse_size(size).map_err(|_| bad())?;
+            let pct: u32 = pct.parse().map_err(|_| bad())?;
+            if size == 0 || size > 256 << 20 {
+                return Err(bad());
+            }
+            Ok((size, pct))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    if split.iter().map(|s| s.1).sum::<u32>() != 100 {
+        return Err(bad());
+    }
+    Ok(split)
+}

@@ -1,0 +1,352 @@
+//! fio's `verify`: every block a job writes carries a header (a magic number, the
+//! algorithm, the block's length and its offset in the file) and a checksum of the rest of
+//! the block, or is filled with `verify_pattern`; once the job's writes end, every block it
+//! wrote is read back and checked, and a mismatch is reported with its file and offset as
+//! fio reports it, and fails the run. The header is fsbench's own (fio's layout differs),
+//! the checking as real as fio's.
+
+use std::os::fd::AsFd;
+
+use serde::{Deserialize, Serialize};
+
+use fsbench_measure::error::invalid;
+
+/// fio's magic number at the start of each verified block.
+const MAGIC: u16 = 0xacca;
+/// Magic, algorithm, checksum length, block length, offset: the header before the checksum.
+const HEADER: usize = 16;
+
+/// fio's `verify=` algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    Md5,
+    Crc64,
+    Crc32c,
+    Crc16,
+    Crc7,
+    Sha1,
+    Sha256,
+    Sha512,
+    Sha3_224,
+    Sha3_256,
+    Sha3_384,
+    Sha3_512,
+    Xxhash,
+    /// The header alone (its offset checked), fio's `meta`.
+    Meta,
+    /// Blocks filled with `verify_pattern`, checked byte for byte; no header.
+    Pattern,
+    /// Written as usual, nothing checked (fio's `null`).
+    Null,
+}
+
+impl Algorithm {
+    /// fio's names (its `crc32c-intel` and `crc32` are `crc32c`, `sha3-*` spelt with a dash;
+    /// `0` is no verification).
+    pub(super) const NAMES: &'static [&'static str] = &[
+        "0",
+        "md5",
+        "crc64",
+        "crc32c",
+        "crc32c-intel",
+        "crc32",
+        "crc16",
+        "crc7",
+        "sha1",
+        "sha256",
+        "sha512",
+        "sha3-224",
+        "sha3-256",
+        "sha3-384",
+        "sha3-512",
+        "xxhash",
+        "meta",
+        "pattern",
+        "null",
+    ];
+
+    pub(super) fn parse(text: &str) -> Algorithm {
+        match text {
+            "md5" => Algorithm::Md5,
+            "crc64" => Algorithm::Crc64,
+            "crc16" => Algorithm::Crc16,
+            "crc7" => Algorithm::Crc7,
+            "sha1" => Algorithm::Sha1,
+            "sha256" => Algorithm::Sha256,
+            "sha512" => Algorithm::Sha512,
+            "sha3-224" => Algorithm::Sha3_224,
+            "sha3-256" => Algorithm::Sha3_256,
+            "sha3-384" => Algorithm::Sha3_384,
+            "sha3-512" => Algorithm::Sha3_512,
+            "xxhash" => Algorithm::Xxhash,
+            "meta" => Algorithm::Meta,
+            "pattern" => Algorithm::Pattern,
+            "null" => Algorithm::Null,
+            _ => Algorithm::Crc32c,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "md5",
+            Algorithm::Crc64 => "crc64",
+            Algorithm::Crc32c => "crc32c",
+            Algorithm::Crc16 => "crc16",
+            Algorithm::Crc7 => "crc7",
+            Algorithm::Sha1 => "sha1",
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha512 => "sha512",
+            Algorithm::Sha3_224 => "sha3-224",
+            Algorithm::Sha3_256 => "sha3-256",
+            Algorithm::Sha3_384 => "sha3-384",
+            Algorithm::Sha3_512 => "sha3-512",
+            Algorithm::Xxhash => "xxhash",
+            Algorithm::Meta => "meta",
+            Algorithm::Pattern => "pattern",
+            Algorithm::Null => "null",
+        }
+    }
+
+    /// The checksum's length in bytes.
+    fn digest_len(self) -> usize {
+        match self {
+            Algorithm::Md5 => 16,
+            Algorithm::Crc64 => 8,
+            Algorithm::Crc32c | Algorithm::Xxhash => 4,
+            Algorithm::Crc16 => 2,
+            Algorithm::Crc7 => 1,
+            Algorithm::Sha1 => 20,
+            Algorithm::Sha256 | Algorithm::Sha3_256 => 32,
+            Algorithm::Sha512 | Algorithm::Sha3_512 => 64,
+            Algorithm::Sha3_224 => 28,
+            Algorithm::Sha3_384 => 48,
+            Algorithm::Meta | Algorithm::Pattern | Algorithm::Null => 0,
+        }
+    }
+
+    /// Bytes at the start of a block that are not data: the header and the checksum.
+    pub(super) fn overhead(self) -> usize {
+        match self {
+            Algorithm::Pattern | Algorithm::Null => 0,
+            a => HEADER + a.digest_len(),
+        }
+    }
+
+    /// The checksum of `data` into `out` (`digest_len` bytes).
+    fn digest(self, data: &[u8], out: &mut [u8]) {
+        use sha2::Digest;
+        fn put(out: &mut [u8], d: &[u8]) {
+            out.copy_from_slice(d);
+        }
+        const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_ECMA_182);
+        const CRC32C: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+        const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_IBM_3740);
+        const CRC7: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_7_MMC);
+        match self {
+            Algorithm::Md5 => put(out, &md5::Md5::digest(data)),
+            Algorithm::Crc64 => put(out, &CRC64.checksum(data).to_le_bytes()),
+            Algorithm::Crc32c => put(out, &CRC32C.checksum(data).to_le_bytes()),
+            Algorithm::Crc16 => put(out, &CRC16.checksum(data).to_le_bytes()),
+            Algorithm::Crc7 => put(out, &[CRC7.checksum(data)]),
+            Algorithm::Sha1 => put(out, &sha1::Sha1::digest(data)),
+            Algorithm::Sha256 => put(out, &sha2::Sha256::digest(data)),
+            Algorithm::Sha512 => put(out, &sha2::Sha512::digest(data)),
+            Algorithm::Sha3_224 => put(out, &sha3::Sha3_224::digest(data)),
+            Algorithm::Sha3_256 => put(out, &sha3::Sha3_256::digest(data)),
+            Algorithm::Sha3_384 => put(out, &sha3::Sha3_384::digest(data)),
+            Algorithm::Sha3_512 => put(out, &sha3::Sha3_512::digest(data)),
+            Algorithm::Xxhash => {
+                put(out, &xxhash_rust::xxh32::xxh32(data, 1).to_le_bytes());
+            }
+            Algorithm::Meta | Algorithm::Pattern | Algorithm::Null => {}
+        }
+    }
+}
+
+/// fio's `verify_pattern` and `buffer_pattern`: `0x` and hex digits, a `"quoted string"`,
+/// or a decimal number (its bytes, little-endian, without the high zero bytes).
+pub(super) fn parse_pattern(key: &str, text: &str) -> anyhow::Result<Vec<u8>> {
+    let bad = |why: &str| invalid(format!("io: `{key}={text}`: {why}"));
+    let bytes = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        let hex = if hex.len() % 2 == 1 {
+            format!("0{hex}")
+        } else {
+            hex.to_string()
+        };
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| bad("hex digits after 0x"))?
+    } else if let Some(quoted) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        quoted.as_bytes().to_vec()
+    } else {
+        let n: u64 = text
+            .parse()
+            .map_err(|_| bad("0xHEX, \"text\" or a number"))?;
+        let mut b = n.to_le_bytes().to_vec();
+        while b.len() > 1 && b.last() == Some(&0) {
+            b.pop();
+        }
+        b
+    };
+    if bytes.is_empty() || bytes.len() > 512 {
+        return Err(bad("1 to 512 bytes"));
+    }
+    Ok(bytes)
+}
+
+/// `buf` filled with `pattern`, repeated from its start.
+pub(super) fn fill_pattern(buf: &mut [u8], pattern: &[u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = pattern[i % pattern.len()];
+    }
+}
+
+/// One job's verification: how its blocks are stamped, and which it wrote.
+pub(crate) struct Verifier {
+    algorithm: Algorithm,
+    /// Bytes per header (fio's `verify_interval`; the block size by default).
+    interval: u64,
+    pattern: Vec<u8>,
+    /// Per file, a bit per interval of its region: written by the job.
+    written: Vec<Vec<u64>>,
+    region_start: u64,
+}
+
+/// The first mismatch a verification found, and how many it found.
+pub(crate) struct Mismatch {
+    pub message: String,
+    pub count: u64,
+}
+
+impl Verifier {
+    pub(crate) fn new(
+        algorithm: Algorithm,
+        interval: u64,
+        pattern: Vec<u8>,
+        files: usize,
+        (start, region): (u64, u64),
+    ) -> Verifier {
+        let words = (region / interval).div_ceil(64) as usize;
+        Verifier {
+            algorithm,
+            interval,
+            pattern,
+            written: vec![vec![0; words]; files],
+            region_start: start,
+        }
+    }
+
+    /// Stamps a block about to be written at `offset`: each interval's header and
+    /// checksum (what fio computes for each write), or the pattern.
+    #[inline]
+    pub(crate) fn stamp(&self, block: &mut [u8], offset: u64) {
+        if self.algorithm == Algorithm::Pattern {
+            return;
+        }
+        let (n, at) = (self.algorithm.digest_len(), HEADER);
+        for (i, chunk) in block.chunks_mut(self.interval as usize).enumerate() {
+            chunk[0..2].copy_from_slice(&MAGIC.to_le_bytes());
+            chunk[2] = self.algorithm as u8;
+            chunk[3] = n as u8;
+            let len = chunk.len() as u32;
+            chunk[4..8].copy_from_slice(&len.to_le_bytes());
+            let here = offset + i as u64 * self.interval;
+            chunk[8..16].copy_from_slice(&here.to_le_bytes());
+            let (sum, data) = chunk[at..].split_at_mut(n);
+            self.algorithm.digest(data, sum);
+        }
+    }
+
+    /// Notes a completed write (no allocation: a bit per interval).
+    #[inline]
+    pub(crate) fn written(&mut self, file: usize, offset: u64, len: u64) {
+        let first = (offset - self.region_start) / self.interval;
+        for i in first..first + len / self.interval {
+            self.written[file][(i / 64) as usize] |= 1 << (i % 64);
+        }
+    }
+
+    /// Every interval the job wrote, read back (into `buf`, an aligned block) and checked;
+    /// how many were checked, and the first mismatch with the number found.
+    pub(crate) fn check_all(
+        &self,
+        files: &[impl AsFd],
+        names: &[String],
+        buf: &mut [u8],
+    ) -> Result<(u64, Option<Mismatch>), rustix::io::Errno> {
+        let mut checked = 0;
+        let mut first: Option<Mismatch> = None;
+        let len = self.interval as usize;
+        for (file, bits) in self.written.iter().enumerate() {
+            for (w, word) in bits.iter().enumerate() {
+                let mut word = *word;
+                while word != 0 {
+                    let i = w as u64 * 64 + u64::from(word.trailing_zeros());
+                    word &= word - 1;
+                    let offset = self.region_start + i * self.interval;
+                    let got = rustix::io::pread(&files[file], &mut buf[..len], offset)?;
+                    checked += 1;
+                    if self.algorithm == Algorithm::Null {
+                        continue;
+                    }
+                    if let Some(why) = self.check(&buf[..got], offset, len) {
+                        let m = first.get_or_insert(Mismatch {
+                            message: format!(
+                                "{why} at file {} offset {offset}, length {len} (requested block: offset={offset}, length={len})",
+                                names[file]
+                            ),
+                            count: 0,
+                        });
+                        m.count += 1;
+                    }
+                }
+            }
+        }
+        Ok((checked, first))
+    }
+
+    /// What is wrong with one interval read back, in fio's words; `None` when it is right.
+    fn check(&self, got: &[u8], offset: u64, len: usize) -> Option<String> {
+        let a = self.algorithm;
+        if got.len() < len {
+            return Some(format!("verify: short read, {} of {len} bytes", got.len()));
+        }
+        if a == Algorithm::Pattern {
+            let bad = (0..len).find(|i| got[*i] != self.pattern[*i % self.pattern.len()])?;
+            return Some(format!(
+                "verify: bad pattern block offset {bad}: pattern: verify failed, wanted {:#04x}, got {:#04x}",
+                self.pattern[bad % self.pattern.len()],
+                got[bad]
+            ));
+        }
+        let magic = u16::from_le_bytes([got[0], got[1]]);
+        if magic != MAGIC {
+            return Some(format!(
+                "verify: bad magic header {magic:x}, wanted {MAGIC:x}"
+            ));
+        }
+        let stamped = u64::from_le_bytes(got[8..16].try_into().expect("8 bytes"));
+        if stamped != offset {
+            return Some(format!(
+                "{}: verify failed: header offset {stamped}, wanted {offset}",
+                a.name()
+            ));
+        }
+        let n = a.digest_len();
+        let mut sum = [0u8; 64];
+        a.digest(&got[HEADER + n..len], &mut sum[..n]);
+        if sum[..n] != got[HEADER..HEADER + n] {
+            let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+            return Some(format!(
+                "{}: verify failed (expected {}, received {})",
+                a.name(),
+                hex(&got[HEADER..HEADER + n]),
+                hex(&sum[..n])
+            ));
+        }
+        None
+    }
+}
