@@ -123,6 +123,24 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     }
 }
 
+/// strace's command line before `-o`, with TZ set: where it is not, glibc stats
+/// /etc/localtime twice for each line strace prints (two system calls of strace's for each
+/// of the program's). The command gets the TZ it had (`-E`), or none.
+fn strace_words(strace: &Path) -> Vec<String> {
+    let tz_for_command = match std::env::var_os("TZ") {
+        Some(tz) => format!("TZ={}", tz.to_string_lossy()),
+        None => "TZ".to_string(),
+    };
+    ["env".to_string(), "TZ=UTC".to_string()]
+        .into_iter()
+        .chain([strace.as_os_str().to_string_lossy().into_owned()])
+        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
+        .chain(["-E".to_string(), tz_for_command])
+        .collect()
+}
+
+/// Captures the command: the root's state before, the command under strace, the calls
+/// parsed, the trace written to `partial`; what it captured, in one line.
 fn capture(
     args: &CaptureArgs,
     strace: &Path,
@@ -133,19 +151,7 @@ fn capture(
     progress: &Progress,
 ) -> anyhow::Result<String> {
     let entries = snapshot(root)?;
-    // strace with TZ set: where it is not, glibc stats /etc/localtime twice for each line
-    // strace prints (two system calls of strace's for each of the program's). The command
-    // gets the TZ it had (`-E`), or none.
-    let tz_for_command = match std::env::var_os("TZ") {
-        Some(tz) => format!("TZ={}", tz.to_string_lossy()),
-        None => "TZ".to_string(),
-    };
-    let strace_words: Vec<String> = ["env".to_string(), "TZ=UTC".to_string()]
-        .into_iter()
-        .chain([strace.as_os_str().to_string_lossy().into_owned()])
-        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
-        .chain(["-E".to_string(), tz_for_command])
-        .collect();
+    let strace_words = strace_words(strace);
     let scratch = raw.parent().unwrap_or(Path::new("."));
     let cost = calibrate::calibrate(&strace_words, scratch, &progress.cancel)?;
     let wall = run_traced(args, &strace_words, raw, cwd, progress)?;

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
+use super::layout::{file_name, open_file};
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern, Rng};
 use super::verify::{self, Verifier};
@@ -20,22 +20,6 @@ use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
-
-/// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
-/// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
-/// A job's `filename`s are its files' names instead (every copy shares them), and its
-/// `directory` is where they are.
-pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -> String {
-    let name = match (params.filename.get(file), job) {
-        (Some(given), _) => given.clone(),
-        (None, 0) => format!("io.{copy}.{file}"),
-        (None, j) => format!("io{j}.{copy}.{file}"),
-    };
-    match &params.directory {
-        Some(dir) => format!("{dir}/{name}"),
-        None => name,
-    }
-}
 
 /// One aligned block per slot in flight, holding what the job writes: random, as fio's (a
 /// compressing filesystem gets no free ride), or the job's `verify_pattern` or
@@ -160,8 +144,8 @@ pub(crate) struct Job<'a> {
 }
 
 impl<'a> Job<'a> {
-    /// Opens the job's files (in the calling thread's descriptor table) and drops their
-    /// cached pages when asked (fio's `invalidate`).
+    /// Opens the job's files (in the calling worker's descriptor table) and sets up what it
+    /// needs to run: buffers, fio's statistics, its rate and its verifier.
     pub(crate) fn open(
         params: &'a IoParams,
         dir: BorrowedFd<'a>,
@@ -171,14 +155,6 @@ impl<'a> Job<'a> {
         halt: &'a AtomicBool,
         span: Span,
     ) -> Result<Job<'a>, FsbenchError> {
-        let writes = params.rw.read_percent(params.rwmixread) < 100;
-        let mut flags = if writes { OFlags::RDWR } else { OFlags::RDONLY } | OFlags::CLOEXEC;
-        if params.direct {
-            flags |= OFlags::DIRECT;
-        }
-        if params.create_on_open {
-            flags |= OFlags::CREATE;
-        }
         let names: Vec<String> = (0..params.nrfiles as usize)
             .map(|f| file_name(params, job, copy, f))
             .collect();
@@ -187,24 +163,8 @@ impl<'a> Job<'a> {
             e if e == Engine::Null || e.file_op() => &names[..0],
             _ => &names[..],
         };
-        let files = opened
-            .iter()
-            .map(|name| {
-                let fd = rustix::fs::openat(dir, name.as_str(), flags, Mode::from(0o644))
-                    .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
-                if params.invalidate && !params.direct {
-                    let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
-                }
-                // fio's `fadvise_hint` (on by default): random I/O asks for no readahead, or
-                // each buffered miss would bring its neighbours in for later random reads.
-                let hint = if params.rw.random() {
-                    rustix::fs::Advice::Random
-                } else {
-                    rustix::fs::Advice::Sequential
-                };
-                let _ = rustix::fs::fadvise(&fd, 0, None, hint);
-                Ok(fd)
-            })
+        let files = (opened.iter())
+            .map(|name| open_file(params, dir, name))
             .collect::<Result<Vec<_>, FsbenchError>>()?;
         let bufs = buffers(params, job, copy);
         // fio numbers threads over the whole job file; its logs carry the number.

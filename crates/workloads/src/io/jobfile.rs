@@ -199,7 +199,17 @@ fn job<'s>(
             s.at, s.name
         )));
     }
-    // An error of the options together names the line of the last option it names.
+    let params = params_of(s, &pairs, fio)?;
+    Ok((params, stonewall, new_group, wait_for))
+}
+
+/// Job `s`'s parameters from its options (each with the line that gave it): an error of the
+/// options together names the line of the last option it names.
+fn params_of(
+    s: &Section,
+    pairs: &[(String, String, &str)],
+    fio: fsbench_model::fio::FioJob,
+) -> anyhow::Result<IoParams> {
     let at_of = |e: &anyhow::Error| {
         let text = e.to_string();
         (pairs.iter().rev())
@@ -224,7 +234,7 @@ fn job<'s>(
     params
         .validate()
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
-    Ok((params, stonewall, new_group, wait_for))
+    Ok(params)
 }
 
 /// The text of a job file, or of standard input for `-` (as fio reads it).

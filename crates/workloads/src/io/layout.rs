@@ -1,14 +1,62 @@
-//! fio's "Laying out IO file" (the untimed phase before the jobs: every job's files made
-//! at their size, or its directories) and its `unlink` once the jobs end.
+//! A job's files: their names, fio's "Laying out IO file" (the untimed phase before the
+//! jobs: every job's files made at their size, or its directories), their opening by a job,
+//! and `unlink` once the jobs end.
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::fs::{Mode, OFlags};
 
-use super::{Engine, Fallocate, Io, job, pattern};
+use super::{Engine, Fallocate, Io, IoParams, pattern};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::measure::PhaseRecorder;
+
+/// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
+/// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
+/// A job's `filename`s are its files' names instead (every copy shares them), and its
+/// `directory` is where they are.
+pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -> String {
+    let name = match (params.filename.get(file), job) {
+        (Some(given), _) => given.clone(),
+        (None, 0) => format!("io.{copy}.{file}"),
+        (None, j) => format!("io{j}.{copy}.{file}"),
+    };
+    match &params.directory {
+        Some(dir) => format!("{dir}/{name}"),
+        None => name,
+    }
+}
+
+/// Opens one of the job's files as its options say, its cached pages dropped when asked
+/// (fio's `invalidate`) and readahead hinted as fio's `fadvise_hint` does.
+pub(super) fn open_file(
+    params: &IoParams,
+    dir: BorrowedFd<'_>,
+    name: &str,
+) -> Result<OwnedFd, FsbenchError> {
+    let writes = params.rw.read_percent(params.rwmixread) < 100;
+    let mut flags = if writes { OFlags::RDWR } else { OFlags::RDONLY } | OFlags::CLOEXEC;
+    if params.direct {
+        flags |= OFlags::DIRECT;
+    }
+    if params.create_on_open {
+        flags |= OFlags::CREATE;
+    }
+    let fd = rustix::fs::openat(dir, name, flags, Mode::from(0o644))
+        .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
+    if params.invalidate && !params.direct {
+        let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
+    }
+    // On by default in fio: random I/O asks for no readahead, or each buffered miss would
+    // bring its neighbours in for later random reads.
+    let hint = if params.rw.random() {
+        rustix::fs::Advice::Random
+    } else {
+        rustix::fs::Advice::Sequential
+    };
+    let _ = rustix::fs::fadvise(&fd, 0, None, hint);
+    Ok(fd)
+}
 
 impl Io {
     /// The files to lay out, each once (jobs that name the same `filename` share it), with
@@ -30,7 +78,7 @@ impl Io {
             }
             let reads = p.rw.read_percent(p.rwmixread) > 0;
             for f in 0..p.nrfiles as usize {
-                let name = job::file_name(p, job, copy, f);
+                let name = file_name(p, job, copy, f);
                 match files.iter_mut().find(|have| have.name == name) {
                     Some(seen) => {
                         seen.size = seen.size.max(p.filesize);
@@ -104,7 +152,7 @@ impl Io {
                 continue;
             }
             for f in 0..p.nrfiles as usize {
-                let name = job::file_name(p, job, copy, f);
+                let name = file_name(p, job, copy, f);
                 let flags = match p.engine {
                     Engine::DirCreate | Engine::DirStat => rustix::fs::AtFlags::REMOVEDIR,
                     _ => rustix::fs::AtFlags::empty(),

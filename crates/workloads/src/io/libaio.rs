@@ -108,8 +108,7 @@ struct State {
 
 impl State {
     /// The issue-and-reap cycle, one loop as io_uring's (fill the free slots, submit, sync
-    /// with nothing in flight, reap): longer than most functions, since its order is the
-    /// engine's behaviour and reads best whole.
+    /// with nothing in flight, reap).
     fn run(&mut self, job: &mut Job<'_>, ctx: &Context, fds: &[RawFd]) -> Result<(), FsbenchError> {
         let params = job.params;
         let batch = params.iodepth_batch_submit as usize;
@@ -138,30 +137,7 @@ impl State {
                     wait_for = Some(at);
                     break;
                 }
-                job.count_issue();
-                let slot = self.free.pop().expect("a free slot");
-                let buf = job.bufs[slot].buf();
-                self.iocbs[slot] = Iocb {
-                    data: slot as u64,
-                    opcode: if io.read {
-                        IOCB_CMD_PREAD
-                    } else {
-                        IOCB_CMD_PWRITE
-                    },
-                    fildes: fds[io.file] as u32,
-                    buf: buf.as_mut_ptr() as u64,
-                    nbytes: u64::from(io.len),
-                    offset: io.offset as i64,
-                    ..Iocb::default()
-                };
-                let prepped = Instant::now();
-                self.slots[slot] = Some(Slot {
-                    io,
-                    prepped,
-                    submitted: prepped,
-                    due: due.unwrap_or(prepped),
-                });
-                self.queued.push(slot);
+                self.queue(job, io, due, fds);
                 if self.queued.len() >= batch {
                     self.submit(ctx, job)?;
                 }
@@ -194,27 +170,67 @@ impl State {
             let got = self.reap(ctx, want, timeout.as_ref())?;
             let done = Instant::now();
             job.out.stats.reaped(got as u32);
-            for e in 0..got {
-                let event = self.events[e];
-                let slot = event.data as usize;
-                let s = self.slots[slot]
-                    .take()
-                    .expect("a completion of an I/O in flight");
-                self.free.push(slot);
-                self.inflight -= 1;
-                let result = if event.res < 0 {
-                    Err(rustix::io::Errno::from_raw_os_error(-event.res as i32))
-                } else {
-                    Ok(event.res as usize)
-                };
-                check_len(result, s.io, &job.rec)?;
-                let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
-                job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
-                if !s.io.read {
-                    job.note_write(s.io.file);
-                }
+            self.complete(job, got, done)?;
+        }
+    }
+
+    /// Prepares the iocb of `io` in a free slot and queues it for the next submission.
+    fn queue(&mut self, job: &mut Job<'_>, io: Next, due: Option<Instant>, fds: &[RawFd]) {
+        job.count_issue();
+        let slot = self.free.pop().expect("a free slot");
+        let buf = job.bufs[slot].buf();
+        self.iocbs[slot] = Iocb {
+            data: slot as u64,
+            opcode: if io.read {
+                IOCB_CMD_PREAD
+            } else {
+                IOCB_CMD_PWRITE
+            },
+            fildes: fds[io.file] as u32,
+            buf: buf.as_mut_ptr() as u64,
+            nbytes: u64::from(io.len),
+            offset: io.offset as i64,
+            ..Iocb::default()
+        };
+        let prepped = Instant::now();
+        self.slots[slot] = Some(Slot {
+            io,
+            prepped,
+            submitted: prepped,
+            due: due.unwrap_or(prepped),
+        });
+        self.queued.push(slot);
+    }
+
+    /// Takes the `got` events reaped at `done`: each I/O's slot freed, its result checked and
+    /// its latencies recorded.
+    fn complete(
+        &mut self,
+        job: &mut Job<'_>,
+        got: usize,
+        done: Instant,
+    ) -> Result<(), FsbenchError> {
+        for e in 0..got {
+            let event = self.events[e];
+            let slot = event.data as usize;
+            let s = self.slots[slot]
+                .take()
+                .expect("a completion of an I/O in flight");
+            self.free.push(slot);
+            self.inflight -= 1;
+            let result = if event.res < 0 {
+                Err(rustix::io::Errno::from_raw_os_error(-event.res as i32))
+            } else {
+                Ok(event.res as usize)
+            };
+            check_len(result, s.io, &job.rec)?;
+            let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
+            job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
+            if !s.io.read {
+                job.note_write(s.io.file);
             }
         }
+        Ok(())
     }
 
     /// Submits the queued iocbs (all of them, however many io_submit takes at a time).

@@ -15,7 +15,7 @@ mod choices;
 mod values;
 pub use choices::{Distribution, Engine, Fallocate, Rw, Zones};
 pub(super) use values::parse_time;
-use values::{inside_name, parse_bssplit, rw_modifier, time_range};
+use values::{block_sizes, files, rw_modifier, sizes, time_range};
 
 /// One job description; `numjobs` copies of it run at once, each on files of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,53 +145,12 @@ fn verify_options(p: &Parsed) -> anyhow::Result<(Option<super::verify::Algorithm
     Ok((verify, pattern))
 }
 
-/// fio's `filename` (several, `:`-separated) and `directory`, and the job's number of
-/// files: as fio, `filename=a:b` is the job's files, however many `nrfiles` says.
-fn files(p: &Parsed) -> anyhow::Result<(Vec<String>, Option<String>, u32)> {
-    let filename = match p.text("filename") {
-        Some(names) => names
-            .split(':')
-            .map(|n| inside_name("filename", n))
-            .collect::<anyhow::Result<Vec<_>>>()?,
-        None => Vec::new(),
-    };
-    let directory = p
-        .text("directory")
-        .map(|d| inside_name("directory", d))
-        .transpose()?;
-    let nrfiles = match filename.len() {
-        0 => p.small("nrfiles").expect("nrfiles has a default"),
-        n => u32::try_from(n).map_err(|_| invalid("io: too many `filename`s"))?,
-    };
-    Ok((filename, directory, nrfiles))
-}
-
-// Long as the option table is: one line per option into its field.
+/// The job's parameters from its options: one line per option into its field.
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let offset = p.num("offset").expect("offset has a default");
     let (filename, directory, nrfiles) = files(p)?;
-    // As fio: `size` alone is split over the files, each `offset` longer; `filesize` alone
-    // makes `size` the files' sum.
-    let size = p
-        .num("size")
-        .filter(|_| p.explicit("size") || !p.explicit("filesize"));
-    let (size, filesize) = match (size, p.num("filesize")) {
-        (Some(size), Some(filesize)) => (size, filesize),
-        (Some(size), None) => (size, offset.saturating_add(size / u64::from(nrfiles))),
-        (None, Some(filesize)) => (filesize.saturating_mul(u64::from(nrfiles)), filesize),
-        (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
-    };
-    // fio's `io_size`: the bytes moved, over files of `size`.
-    let size = p.num("io-size").unwrap_or(size);
-    let bssplit = match p.text("bssplit") {
-        Some(text) if p.explicit("bs") => {
-            return Err(invalid(format!(
-                "io: give `bs` or `bssplit={text}`, not both"
-            )));
-        }
-        Some(text) => parse_bssplit(text)?,
-        None => vec![(p.num("bs").expect("bs has a default"), 100)],
-    };
+    let (size, filesize) = sizes(p, offset, nrfiles)?;
+    let bssplit = block_sizes(p)?;
     let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
     let rw = Rw::parse(p.text("rw").expect("rw has a default"));
     let (verify, pattern) = verify_options(p)?;

@@ -282,6 +282,23 @@ struct Held {
     until: Option<Instant>,
 }
 
+impl Held {
+    /// Whether a call recorded at `at_us` on the program's clock (from `start`) may go now,
+    /// think mode's schedule: a late call goes at once and the next ones catch up, never a
+    /// pause after the last call. One not due yet holds its thread until then; a time too
+    /// far to come in this machine's clock never comes: the thread waits until stopped.
+    fn due(&mut self, start: Instant, at_us: u64) -> bool {
+        match start.checked_add(Duration::from_micros(at_us)) {
+            Some(due) if Instant::now() >= due => true,
+            Some(due) => {
+                self.until = Some(self.until.map_or(due, |u| u.min(due)));
+                false
+            }
+            None => false,
+        }
+    }
+}
+
 /// Replays worker `me`'s traced threads below `shared.dir`, counting its calls in `made`.
 fn replay_worker(
     shared: &Shared<'_>,
@@ -317,19 +334,8 @@ fn replay_worker(
                     held.by_others = true;
                     break;
                 }
-                if shared.think {
-                    // Against the schedule, never a pause after the last call: a late call
-                    // goes at once and the next ones catch up. A time too far to come in
-                    // this machine's clock never does: the thread waits until stopped.
-                    let due = shared.start.checked_add(Duration::from_micros(op.at_us));
-                    match due {
-                        Some(due) if Instant::now() >= due => {}
-                        Some(due) => {
-                            held.until = Some(held.until.map_or(due, |u| u.min(due)));
-                            break;
-                        }
-                        None => break,
-                    }
+                if shared.think && !held.due(shared.start, op.at_us) {
+                    break;
                 }
                 let begin = clock.raw();
                 let outcome = worker.call(&mut t.fds, t.calls, op);

@@ -161,8 +161,6 @@ fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
 /// directories get their modes (directories' last, so that a read-only one is filled
 /// first). An entry outside the directory (`..`, absolute) is refused; one that cannot be
 /// made is an error. `cancel` (Ctrl-C) stops it between entries and between MiB of a file.
-/// One arm per kind of entry, then the directories' modes: longer than most functions, as
-/// the archive extraction's is.
 pub(crate) fn recreate(
     dir: BorrowedFd<'_>,
     entries: &[Entry],
@@ -207,14 +205,10 @@ pub(crate) fn recreate(
                     | OFlags::CLOEXEC;
                 let file = rustix::fs::openat(at, name, flags, Mode::from(0o600))
                     .map_err(|e| fail("file", e))?;
-                let mut left = *size;
-                while left > 0 {
-                    if stopped() {
-                        return Err(FsbenchError::Interrupted);
-                    }
-                    let n = left.min(pattern.len() as u64) as usize;
-                    let w = rustix::io::write(&file, &pattern[..n]).map_err(|e| fail("file", e))?;
-                    left -= w as u64;
+                match fill(&file, *size, &pattern, cancel) {
+                    Ok(true) => return Err(FsbenchError::Interrupted),
+                    Ok(false) => {}
+                    Err(e) => return Err(fail("file", e)),
                 }
                 rustix::fs::fchmod(&file, Mode::from_bits_truncate(*mode))
                     .map_err(|e| fail("file", e))?;
@@ -233,7 +227,31 @@ pub(crate) fn recreate(
             }
         }
     }
-    // Children first: a directory made read-only no longer takes its children's modes.
+    set_modes(dir, dir_modes)?;
+    Ok(refused)
+}
+
+/// Writes `size` bytes of `pattern` to `file`, a MiB at a time; `true` when `cancel` stopped it.
+fn fill(
+    file: &OwnedFd,
+    size: u64,
+    pattern: &[u8],
+    cancel: &AtomicBool,
+) -> rustix::io::Result<bool> {
+    let mut left = size;
+    while left > 0 {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        let n = left.min(pattern.len() as u64) as usize;
+        left -= rustix::io::write(file, &pattern[..n])? as u64;
+    }
+    Ok(false)
+}
+
+/// The directories' own modes, set once everything in them is made: children first, since a
+/// directory made read-only no longer takes its children's modes.
+fn set_modes(dir: BorrowedFd<'_>, dir_modes: Vec<(&[u8], u32)>) -> Result<(), FsbenchError> {
     for (path, mode) in dir_modes.into_iter().rev() {
         let fail = |err: rustix::io::Errno| {
             FsbenchError::Failed(format!(
@@ -247,7 +265,7 @@ pub(crate) fn recreate(
         let mode = Mode::from_bits_truncate(mode);
         rustix::fs::chmodat(rustix::fs::CWD, name.name(), mode, AtFlags::empty()).map_err(fail)?;
     }
-    Ok(refused)
+    Ok(())
 }
 
 /// Directory `path` below `dir`, never through a symlink; `None` for `dir` itself.

@@ -1,7 +1,9 @@
 //! fio's values of the io workload's options that need more than a number: times and
-//! ranges of times, names inside the run's directory, `rw=`'s modifier, `bssplit`.
+//! ranges of times, names inside the run's directory, `rw=`'s modifier, `bssplit`, and the
+//! job's files and sizes from its options.
 
 use super::Rw;
+use crate::options::Parsed;
 use fsbench_measure::error::invalid;
 
 /// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
@@ -109,4 +111,52 @@ pub(super) fn parse_bssplit(text: &str) -> anyhow::Result<Vec<(u64, u32)>> {
         return Err(bad());
     }
     Ok(split)
+}
+
+/// fio's `filename` (several, `:`-separated) and `directory`, and the job's number of
+/// files: as fio, `filename=a:b` is the job's files, however many `nrfiles` says.
+pub(super) fn files(p: &Parsed) -> anyhow::Result<(Vec<String>, Option<String>, u32)> {
+    let filename = match p.text("filename") {
+        Some(names) => names
+            .split(':')
+            .map(|n| inside_name("filename", n))
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    let directory = p
+        .text("directory")
+        .map(|d| inside_name("directory", d))
+        .transpose()?;
+    let nrfiles = match filename.len() {
+        0 => p.small("nrfiles").expect("nrfiles has a default"),
+        n => u32::try_from(n).map_err(|_| invalid("io: too many `filename`s"))?,
+    };
+    Ok((filename, directory, nrfiles))
+}
+
+/// The bytes a job moves and each file's size. As fio: `size` alone is split over the files,
+/// each `offset` longer; `filesize` alone makes `size` the files' sum; `io_size` is the bytes
+/// moved over files of `size`.
+pub(super) fn sizes(p: &Parsed, offset: u64, nrfiles: u32) -> anyhow::Result<(u64, u64)> {
+    let size = p
+        .num("size")
+        .filter(|_| p.explicit("size") || !p.explicit("filesize"));
+    let (size, filesize) = match (size, p.num("filesize")) {
+        (Some(size), Some(filesize)) => (size, filesize),
+        (Some(size), None) => (size, offset.saturating_add(size / u64::from(nrfiles))),
+        (None, Some(filesize)) => (filesize.saturating_mul(u64::from(nrfiles)), filesize),
+        (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
+    };
+    Ok((p.num("io-size").unwrap_or(size), filesize))
+}
+
+/// The block sizes with their shares: `bssplit`, or `bs` alone.
+pub(super) fn block_sizes(p: &Parsed) -> anyhow::Result<Vec<(u64, u32)>> {
+    match p.text("bssplit") {
+        Some(text) if p.explicit("bs") => Err(invalid(format!(
+            "io: give `bs` or `bssplit={text}`, not both"
+        ))),
+        Some(text) => parse_bssplit(text),
+        None => Ok(vec![(p.num("bs").expect("bs has a default"), 100)]),
+    }
 }

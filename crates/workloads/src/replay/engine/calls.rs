@@ -193,8 +193,8 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    // One arm per kind of call on a descriptor, each a line or two: longer than most
-    // functions, but split it would scatter the kinds.
+    // One piece: one arm per kind of call on a descriptor, each a line or two; split, it
+    // would scatter the kinds.
     fn by_fd(&mut self, fds: &mut Fds, calls: &ThreadCalls, op: &Op) -> Outcome {
         if let Err(o) = self.mapped(fds, calls, op.fd, op.path) {
             return o;

@@ -21,10 +21,36 @@ fn num(args: &[Arg], i: usize) -> Option<i64> {
     }
 }
 
+/// A path-taking call's kind, its directory descriptor's argument (none for the calls
+/// without `at`) and its path's argument.
+fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
+    let at = |dirfd: usize| Some(dirfd);
+    Some(match name {
+        "open" | "creat" => (Kind::Open, None, 0),
+        "openat" | "openat2" => (Kind::Open, at(0), 1),
+        "truncate" => (Kind::Truncate, None, 0),
+        "mkdir" => (Kind::Mkdir, None, 0),
+        "mkdirat" => (Kind::Mkdir, at(0), 1),
+        "rmdir" => (Kind::Rmdir, None, 0),
+        "unlink" => (Kind::Unlink, None, 0),
+        "unlinkat" => (Kind::Unlink, at(0), 1),
+        "rename" | "link" => (named(name), None, 0),
+        "renameat" | "renameat2" | "linkat" => (named(name), at(0), 1),
+        "symlink" => (Kind::Symlink, None, 1),
+        "symlinkat" => (Kind::Symlink, at(1), 2),
+        "readlink" => (Kind::Readlink, None, 0),
+        "readlinkat" => (Kind::Readlink, at(0), 1),
+        "stat" | "lstat" => (Kind::Stat, None, 0),
+        "newfstatat" | "statx" => (Kind::Stat, at(0), 1),
+        "chmod" | "chown" | "lchown" => (named(name), None, 0),
+        "fchmodat" | "fchownat" | "utimensat" => (named(name), at(0), 1),
+        _ => return None,
+    })
+}
+
 impl Parser {
-    /// Fills `call` for syscall `name`; why not when it is not recorded. Its length is the
-    /// table of path-taking calls and the forms of path they take (`""`, RESOLVE_IN_ROOT,
-    /// `/proc/self/fd/N`), each in one place.
+    /// Fills `call` for syscall `name`; why not when it is not recorded: the forms of path a
+    /// path-taking call takes (`""`, RESOLVE_IN_ROOT, `/proc/self/fd/N`), each in one place.
     pub(super) fn build(
         &mut self,
         tid: u32,
@@ -32,28 +58,8 @@ impl Parser {
         args: &[Arg],
         call: &mut Call,
     ) -> Result<(), Skip> {
-        // Path-taking calls: (kind, dirfd argument or None, path argument).
-        let at = |dirfd: usize| Some(dirfd);
-        let (kind, dir, path_arg) = match name {
-            "open" | "creat" => (Kind::Open, None, 0),
-            "openat" | "openat2" => (Kind::Open, at(0), 1),
-            "truncate" => (Kind::Truncate, None, 0),
-            "mkdir" => (Kind::Mkdir, None, 0),
-            "mkdirat" => (Kind::Mkdir, at(0), 1),
-            "rmdir" => (Kind::Rmdir, None, 0),
-            "unlink" => (Kind::Unlink, None, 0),
-            "unlinkat" => (Kind::Unlink, at(0), 1),
-            "rename" | "link" => (named(name), None, 0),
-            "renameat" | "renameat2" | "linkat" => (named(name), at(0), 1),
-            "symlink" => (Kind::Symlink, None, 1),
-            "symlinkat" => (Kind::Symlink, at(1), 2),
-            "readlink" => (Kind::Readlink, None, 0),
-            "readlinkat" => (Kind::Readlink, at(0), 1),
-            "stat" | "lstat" => (Kind::Stat, None, 0),
-            "newfstatat" | "statx" => (Kind::Stat, at(0), 1),
-            "chmod" | "chown" | "lchown" => (named(name), None, 0),
-            "fchmodat" | "fchownat" | "utimensat" => (named(name), at(0), 1),
-            _ => return self.by_fd(name, args, call),
+        let Some((kind, dir, path_arg)) = path_call(name) else {
+            return self.by_fd(name, args, call);
         };
         call.kind = Some(kind);
         let path = match args.get(path_arg) {
