@@ -18,6 +18,7 @@ mod calls;
 mod data;
 mod latencies;
 mod paths;
+mod xattr;
 
 pub(crate) use paths::ProcFd;
 

@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::AtomicBool;
 
-use rustix::fs::{AtFlags, Mode, OFlags, XattrFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::data::{Buffer, copy, getdents, last_errno, map};
 use super::paths::{
     BENEATH, ProcFd, Scratch, c_string, file, open_beneath, parent_and_name, resolution,
 };
+use super::xattr::{fd_xattr, xattr_flags, xattr_name};
 use super::{Adapted, Outcome, Replayed};
 use crate::replay::load::{Op, ThreadCalls};
 use crate::replay::trace::{BY_FD_NAME, Kind};
@@ -578,37 +579,6 @@ impl<'a> Worker<'a> {
             _ => Ok(()),
         }
     }
-}
-
-/// An xattr call on a descriptor.
-fn fd_xattr(
-    fd: BorrowedFd<'_>,
-    name: &std::ffi::CStr,
-    buf: &mut [u8],
-    op: &Op,
-) -> rustix::io::Result<u64> {
-    match op.kind {
-        Kind::GetXattr => rustix::fs::fgetxattr(fd, name, buf).map(|n| n as u64),
-        Kind::SetXattr => rustix::fs::fsetxattr(fd, name, buf, xattr_flags(op)).map(|()| 0),
-        Kind::ListXattr => rustix::fs::flistxattr(fd, buf).map(|n| n as u64),
-        _ => rustix::fs::fremovexattr(fd, name).map(|()| 0),
-    }
-}
-
-/// The attribute's name (PATH2) as a C string in `text`.
-fn xattr_name<'t>(
-    text: &'t mut Vec<u8>,
-    calls: &ThreadCalls,
-    op: &Op,
-) -> Result<&'t std::ffi::CStr, Outcome> {
-    text.clear();
-    text.extend_from_slice(calls.path(op.path2));
-    c_string(text)
-}
-
-/// setxattr's XATTR_CREATE and XATTR_REPLACE (FD2).
-fn xattr_flags(op: &Op) -> XattrFlags {
-    XattrFlags::from_bits_truncate(op.fd2 as u32)
 }
 
 fn now() -> rustix::fs::Timestamps {
