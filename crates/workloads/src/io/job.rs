@@ -360,6 +360,30 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// An asynchronous engine's completion of `io` at `done` (its raw result: bytes or the
+    /// negated errno): its length checked, its latencies recorded (submission from `prepped`
+    /// to `submitted`), a write noted for the syncs.
+    pub(crate) fn completed_async(
+        &mut self,
+        io: Next,
+        res: i64,
+        (prepped, submitted, due): (Instant, Instant, Instant),
+        done: Instant,
+    ) -> Result<(), FsbenchError> {
+        let result = if res < 0 {
+            Err(rustix::io::Errno::from_raw_os_error(-res as i32))
+        } else {
+            Ok(res as usize)
+        };
+        check_len(result, io, &self.rec)?;
+        let slat = submitted.saturating_duration_since(prepped).as_nanos() as u64;
+        self.complete(io, done, submitted, due, Some(slat))?;
+        if !io.read {
+            self.note_write(io.file);
+        }
+        Ok(())
+    }
+
     /// Records one completed I/O: its completion latency from `submitted`, its submission
     /// latency, its total latency (both, as fio's lat) and, on a schedule, its latency from
     /// `due` (its scheduled time).

@@ -6,7 +6,7 @@
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
-use super::job::{Job, check_len, io_error};
+use super::job::{Job, io_error};
 use super::pattern::Next;
 use fsbench_measure::error::FsbenchError;
 
@@ -218,17 +218,7 @@ impl State {
                 .expect("a completion of an I/O in flight");
             self.free.push(slot);
             self.inflight -= 1;
-            let result = if event.res < 0 {
-                Err(rustix::io::Errno::from_raw_os_error(-event.res as i32))
-            } else {
-                Ok(event.res as usize)
-            };
-            check_len(result, s.io, &job.rec)?;
-            let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
-            job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
-            if !s.io.read {
-                job.note_write(s.io.file);
-            }
+            job.completed_async(s.io, event.res, (s.prepped, s.submitted, s.due), done)?;
         }
         Ok(())
     }

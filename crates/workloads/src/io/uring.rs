@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::job::{Job, check_len, io_error};
+use super::job::{Job, io_error};
 use super::params::IoParams;
 use super::pattern::Next;
 use fsbench_measure::error::FsbenchError;
@@ -282,17 +282,12 @@ impl State {
                 .expect("a completion of an I/O in flight");
             self.free.push(slot);
             self.inflight -= 1;
-            let result = if cqe.result() < 0 {
-                Err(rustix::io::Errno::from_raw_os_error(-cqe.result()))
-            } else {
-                Ok(cqe.result() as usize)
-            };
-            check_len(result, s.io, &job.rec)?;
-            let slat = s.submitted.saturating_duration_since(s.prepped).as_nanos() as u64;
-            job.complete(s.io, done, s.submitted, s.due, Some(slat))?;
-            if !s.io.read {
-                job.note_write(s.io.file);
-            }
+            job.completed_async(
+                s.io,
+                i64::from(cqe.result()),
+                (s.prepped, s.submitted, s.due),
+                done,
+            )?;
         }
         Ok(())
     }
