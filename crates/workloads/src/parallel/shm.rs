@@ -105,7 +105,10 @@ impl Drop for Region {
 }
 
 /// A mutex and a condition variable shared by processes (glibc's, process-shared, waiting
-/// on the monotonic clock).
+/// on the monotonic clock). The mutex is robust: a worker process killed while it holds it
+/// (SIGKILL lands at any instruction) leaves it to the next locker, who takes it over,
+/// instead of leaving every other process blocked on it for ever. What it guards is atomics
+/// that a dead holder cannot leave half-written.
 #[repr(C)]
 pub(crate) struct SharedLock {
     mutex: UnsafeCell<libc::pthread_mutex_t>,
@@ -123,6 +126,7 @@ impl SharedLock {
             let mut ma: libc::pthread_mutexattr_t = std::mem::zeroed();
             libc::pthread_mutexattr_init(&mut ma);
             libc::pthread_mutexattr_setpshared(&mut ma, libc::PTHREAD_PROCESS_SHARED);
+            libc::pthread_mutexattr_setrobust(&mut ma, libc::PTHREAD_MUTEX_ROBUST);
             libc::pthread_mutex_init(self.mutex.get(), &ma);
             libc::pthread_mutexattr_destroy(&mut ma);
             let mut ca: libc::pthread_condattr_t = std::mem::zeroed();
@@ -136,8 +140,19 @@ impl SharedLock {
 
     pub(crate) fn lock(&self) -> Guard<'_> {
         // SAFETY: an initialized mutex; the guard unlocks it.
-        unsafe { libc::pthread_mutex_lock(self.mutex.get()) };
+        let r = unsafe { libc::pthread_mutex_lock(self.mutex.get()) };
+        self.take_over_if_orphaned(r);
         Guard(self)
+    }
+
+    /// After a lock (or a wait, which locks again) that returned `r`: a holder that died
+    /// leaves the mutex `EOWNERDEAD`, held by this caller; marked consistent, it goes on as
+    /// any other.
+    fn take_over_if_orphaned(&self, r: libc::c_int) {
+        if r == libc::EOWNERDEAD {
+            // SAFETY: the mutex is held by this thread (EOWNERDEAD says so).
+            unsafe { libc::pthread_mutex_consistent(self.mutex.get()) };
+        }
     }
 
     /// Wakes every waiter.
@@ -165,7 +180,8 @@ impl Guard<'_> {
                     + (nanos / 1_000_000_000) as libc::time_t,
                 tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
             };
-            libc::pthread_cond_timedwait(self.0.cond.get(), self.0.mutex.get(), &until);
+            let r = libc::pthread_cond_timedwait(self.0.cond.get(), self.0.mutex.get(), &until);
+            self.0.take_over_if_orphaned(r);
         }
     }
 }
@@ -209,5 +225,38 @@ mod tests {
         // SAFETY: the child made above.
         unsafe { libc::waitpid(pid, &mut status, 0) };
         assert_eq!(flag.load(Ordering::Relaxed), 7);
+    }
+
+    #[test]
+    fn a_process_killed_holding_the_lock_leaves_it_to_the_next() {
+        let region = Region::new(4096).unwrap();
+        let lock = region.lock();
+        // SAFETY: the child only locks the region's mutex and exits without unlocking it, as
+        // a worker killed while holding it would.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            std::mem::forget(lock.lock());
+            unsafe { libc::_exit(0) };
+        }
+        let mut status = 0;
+        // SAFETY: the child made above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        // Locked on another thread, so that a lock left for ever fails the test, not hangs it.
+        let (sent, got) = std::sync::mpsc::channel();
+        let at = lock as *const SharedLock as usize;
+        let region = std::sync::Arc::new(region);
+        let held = region.clone();
+        std::thread::spawn(move || {
+            // SAFETY: the lock lives in the region, which this thread keeps alive.
+            let lock = unsafe { &*(at as *const SharedLock) };
+            drop(lock.lock());
+            drop(lock.lock());
+            drop(held);
+            let _ = sent.send(());
+        });
+        assert!(
+            got.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "the lock of a dead holder was never taken over"
+        );
     }
 }
