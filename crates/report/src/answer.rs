@@ -138,11 +138,21 @@ fn headline(c: &Conclusion) -> String {
             and_list(&configs)
         ),
         [] => "some pairs differ, but no configuration leads a phase".to_string(),
-        // "Overall" only where one leads alone in most phases and nothing else is ahead.
-        [(leaders, count)] if leaders.len() == 1 && count * 2 > n && !ahead => format!(
-            "{} is fastest overall (leads in {count} of {n} phases)",
-            leaders[0]
-        ),
+        // "Overall" only where one leads alone in most phases, shares the lead wherever it
+        // does not lead alone, and nothing else is ahead anywhere.
+        _ if let Some((best, count)) = overall(&groups, n)
+            && !ahead =>
+        {
+            let shared: usize = (groups.iter())
+                .filter(|(leaders, _)| leaders.len() > 1)
+                .map(|(_, count)| count)
+                .sum();
+            let shares = match shared {
+                0 => String::new(),
+                m => format!(", shares the lead in {m}"),
+            };
+            format!("{best} is fastest overall (leads in {count} of {n} phases{shares})")
+        }
         _ => {
             let each: Vec<String> = (groups.iter())
                 .map(|(leaders, count)| match leaders.as_slice() {
@@ -157,6 +167,17 @@ fn headline(c: &Conclusion) -> String {
         }
     };
     format!("{} ({} runs each): {what}", c.workload, c.runs)
+}
+
+/// The configuration that leads alone in more than half of the `n` phases and is among the
+/// leaders of every other phase that has one, with the phases it leads alone.
+fn overall(groups: &[(Vec<String>, usize)], n: usize) -> Option<(&str, usize)> {
+    let (best, count) =
+        (groups.iter()).find(|(leaders, count)| leaders.len() == 1 && count * 2 > n)?;
+    let best = best[0].as_str();
+    (groups.iter())
+        .all(|(leaders, _)| leaders.iter().any(|l| l == best))
+        .then_some((best, *count))
 }
 
 /// One phase's verdicts in the user's terms: `dir-create: xfs leads, 1.75 × faster than

@@ -207,10 +207,15 @@ fn every_kind_of_phase_short_or_not_says_what_its_verdicts_say() {
 
 #[test]
 fn each_headline_follows_from_the_phases() {
-    let cases: [(&[(&str, bool)], &str); 6] = [
+    let cases: [(&[(&str, bool)], &str); 7] = [
         (
             &[("leader", false), ("leader", true), ("undecided", false)],
             "xfs is fastest overall (leads in 2 of 3 phases)",
+        ),
+        // Tied for the lead where it does not lead alone: still ahead of everyone overall.
+        (
+            &[("leader", false), ("leader", true), ("tie", false)],
+            "xfs is fastest overall (leads in 2 of 3 phases, shares the lead in 1)",
         ),
         (
             &[("leader", false), ("other-leader", false), ("tie", true)],
