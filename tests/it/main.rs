@@ -33,6 +33,7 @@ mod fio_out;
 mod fio_verify;
 mod first_hour;
 mod fuzz;
+mod fuzz_traces;
 mod generate;
 mod harness;
 mod hostile_archives;

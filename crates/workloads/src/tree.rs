@@ -27,6 +27,7 @@ use fsbench_measure::measure::{OpKind, PhaseRecorder};
 use fsbench_model::units::group_thousands;
 use fsbench_model::workload::WorkerMode;
 pub use phase::{PHASES, Phase};
+pub use threads::Share;
 
 /// fdtree's block: file sizes are given in 4 KiB blocks.
 pub const BLOCK: usize = 4096;
@@ -421,16 +422,6 @@ pub struct Tree {
     deadline: Option<stonewall::Deadline>,
     /// Where a crash-recorded run notes what each fsync covered.
     oracle: Option<Oracle>,
-}
-
-/// Who one sharer of a tree is (mdtest without `-u`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Share {
-    /// Makes and removes the directories (rank 0's thread 0); the others only add files.
-    pub makes_dirs: bool,
-    /// In its files' names (`L0F1.r2.t3`), so that sharers never touch each other's files.
-    pub rank: Option<u32>,
-    pub thread: Option<u32>,
 }
 
 impl Tree {

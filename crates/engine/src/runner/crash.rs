@@ -10,7 +10,8 @@ use std::time::Duration;
 use super::observer::{Diagnostic, Observer};
 use super::phases::PhaseSettings;
 use super::prepare::{Preparer, RunSpec};
-use super::{RunContext, now, run_once};
+use super::records::blank_record;
+use super::{RunContext, run_once};
 use fsbench_measure::error::FsbenchError;
 use fsbench_model::results::crash::CrashSummary;
 use fsbench_model::results::{ConfigKey, RunRecord, RunStatus, SuiteResult, WorkloadKey};
@@ -105,7 +106,7 @@ impl CrashChecks<'_> {
             probe_after: false,
             sched_backing: self.suite.sched_backing,
         };
-        let mut record = recorded_run_record(keys, &resolved.0.label, spec);
+        let mut record = blank_record(keys, &resolved.0.label, spec);
         observer.run_started(label, &record);
         let context = RunContext {
             target: self.target,
@@ -144,34 +145,6 @@ impl CrashChecks<'_> {
             return Err(FsbenchError::Interrupted.into());
         }
         Ok(summary)
-    }
-}
-
-/// The record of a recorded run: filled like a speed run's, kept in none of the results.
-fn recorded_run_record(keys: (ConfigKey, WorkloadKey), config: &str, spec: &Params) -> RunRecord {
-    RunRecord {
-        run: 0,
-        position: 0,
-        config_key: keys.0,
-        workload_key: keys.1,
-        config: config.to_string(),
-        workload: spec.label(),
-        started_at: now(),
-        status: RunStatus::Ok,
-        error: None,
-        source: String::new(),
-        mkfs_secs: None,
-        mount_options: String::new(),
-        phases: Vec::new(),
-        unmount_secs: None,
-        fsck: None,
-        incomplete: None,
-        loop_device: None,
-        testbed: None,
-        preparation: None,
-        probe_after: None,
-        output: Vec::new(),
-        workers: spec.workers(),
     }
 }
 

@@ -168,10 +168,25 @@ pub(super) fn new_record(
     RunRecord {
         run: round,
         position: position as u32 + 1,
-        config_key: run.keys.0,
-        workload_key: run.keys.1,
-        config: run.resolved.0.label.clone(),
-        workload: run.spec.label(),
+        testbed: Some(testbed.run_start(target)),
+        ..blank_record(run.keys, &run.resolved.0.label, run.spec)
+    }
+}
+
+/// The record of a run of `spec` on configuration `config` that has not started: no round,
+/// place or testbed yet.
+pub(super) fn blank_record(
+    keys: (ConfigKey, fsbench_model::results::WorkloadKey),
+    config: &str,
+    spec: &fsbench_workloads::Params,
+) -> RunRecord {
+    RunRecord {
+        run: 0,
+        position: 0,
+        config_key: keys.0,
+        workload_key: keys.1,
+        config: config.to_string(),
+        workload: spec.label(),
         started_at: now(),
         status: RunStatus::Ok,
         error: None,
@@ -183,10 +198,10 @@ pub(super) fn new_record(
         fsck: None,
         incomplete: None,
         loop_device: None,
-        testbed: Some(testbed.run_start(target)),
+        testbed: None,
         preparation: None,
         probe_after: None,
         output: Vec::new(),
-        workers: run.spec.workers(),
+        workers: spec.workers(),
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layout::{file_name, open_file};
 use super::params::{Engine, IoParams};
-use super::pattern::{Next, Pattern, Rng};
+use super::pattern::{Next, Pattern};
 use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
@@ -20,27 +20,6 @@ use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
-
-/// One aligned block per slot in flight, holding what the job writes: random, as fio's (a
-/// compressing filesystem gets no free ride), or the job's `verify_pattern` or
-/// `buffer_pattern`.
-fn buffers(params: &IoParams, job: usize, copy: u32) -> Vec<Aligned> {
-    let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
-    (0..params.depth())
-        .map(|_| {
-            let mut b = Aligned::new(params.max_bs() as usize);
-            if params.pattern.is_empty() {
-                for chunk in b.buf().chunks_mut(8) {
-                    let v = fill.next().to_le_bytes();
-                    chunk.copy_from_slice(&v[..chunk.len()]);
-                }
-            } else {
-                verify::fill_pattern(b.buf(), &params.pattern);
-            }
-            b
-        })
-        .collect()
-}
 
 /// What a job measured besides its recorder's counts and total latency (serde: a worker
 /// process hands it back).
@@ -166,7 +145,7 @@ impl<'a> Job<'a> {
         let files = (opened.iter())
             .map(|name| open_file(params, dir, name))
             .collect::<Result<Vec<_>, FsbenchError>>()?;
-        let bufs = buffers(params, job, copy);
+        let bufs = verify::write_buffers(params, job, copy);
         // fio numbers threads over the whole job file; its logs carry the number.
         let no_logs = fsbench_model::fio::LogOptions::default();
         let (logs, thread) =

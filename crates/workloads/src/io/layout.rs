@@ -107,9 +107,7 @@ impl Io {
     ) -> Result<(), FsbenchError> {
         let mut buf = Aligned::new(1 << 20);
         let mut fill = pattern::Rng::new(self.params.randseed);
-        for chunk in buf.buf().chunks_mut(8) {
-            chunk.copy_from_slice(&fill.next().to_le_bytes()[..chunk.len()]);
-        }
+        pattern::fill_random(buf.buf(), &mut fill);
         for file in self.layout_files() {
             let failed = |e: rustix::io::Errno| {
                 fsbench_measure::measure::fatal_error(e, "layout", 0).unwrap_or_else(|| {

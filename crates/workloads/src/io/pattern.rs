@@ -417,6 +417,13 @@ impl Pattern {
     }
 }
 
+/// Fills `buf` with `rng`'s numbers: data no filesystem compresses or deduplicates.
+pub(super) fn fill_random(buf: &mut [u8], rng: &mut Rng) {
+    for chunk in buf.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next().to_le_bytes()[..chunk.len()]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,9 @@ use std::os::fd::AsFd;
 
 use serde::{Deserialize, Serialize};
 
+use super::IoParams;
+use super::pattern::{Rng, fill_random};
+use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::invalid;
 
 /// fio's magic number at the start of each verified block.
@@ -349,4 +352,22 @@ impl Verifier {
         }
         None
     }
+}
+
+/// One aligned block per slot in flight, holding what the job writes: random, as fio's (a
+/// compressing filesystem gets no free ride), or the job's `verify_pattern` or
+/// `buffer_pattern`.
+pub(super) fn write_buffers(params: &IoParams, job: usize, copy: u32) -> Vec<Aligned> {
+    let mut fill = Rng::new(u64::from(copy) + ((job as u64) << 32) + 1);
+    (0..params.depth())
+        .map(|_| {
+            let mut b = Aligned::new(params.max_bs() as usize);
+            if params.pattern.is_empty() {
+                fill_random(b.buf(), &mut fill);
+            } else {
+                fill_pattern(b.buf(), &params.pattern);
+            }
+            b
+        })
+        .collect()
 }

@@ -7,7 +7,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::{Share, Tree, TreeParams};
+use super::{Tree, TreeParams};
 use crate::Workload;
 use crate::parallel::Crew;
 use fsbench_measure::error::FsbenchError;
@@ -62,4 +62,14 @@ pub(super) fn run_phase(
     })?;
     rec.ran(ran.from, ran.to);
     ran.values().map(|_| ())
+}
+
+/// Who one sharer of a tree is (mdtest without `-u`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// Makes and removes the directories (rank 0's thread 0); the others only add files.
+    pub makes_dirs: bool,
+    /// In its files' names (`L0F1.r2.t3`), so that sharers never touch each other's files.
+    pub rank: Option<u32>,
+    pub thread: Option<u32>,
 }

@@ -1,0 +1,255 @@
+use std::path::PathBuf;
+
+use super::*;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn globals_includes_environment_and_stonewalls_make_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "common.fio",
+        "; shared\n[global]\nioengine=io_uring\niodepth=16\n",
+    );
+    // The environment is read, not written: other tests' threads run beside this one.
+    let search = std::env::var("PATH").unwrap();
+    assert_eq!(
+        values::substitute("a${PATH}b", "x").unwrap(),
+        format!("a{search}b")
+    );
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "include common.fio\n[global]\nsize=64M\nbs=4K\n\n[read]\nrw=randread\ndirect=1\n# a comment\n[write]\nstonewall\nrw=write\nbs=128k\nend_fsync=1\nthread\n",
+    );
+    let jobs = read(&path, &Cap::default()).unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[0].job.as_deref(), Some("read"));
+    assert_eq!(
+        (jobs[0].iodepth, jobs[0].size, jobs[0].direct),
+        (16, 64 << 20, true)
+    );
+    assert_eq!(
+        (jobs[1].rw, jobs[1].bssplit[0].0, jobs[1].end_fsync),
+        (super::super::Rw::Write, 128 << 10, true)
+    );
+    assert!(jobs[1].name().starts_with("write"));
+    // fio runs jobs as processes unless told `thread`.
+    use fsbench_model::workload::WorkerMode;
+    assert_eq!(
+        (jobs[0].workers, jobs[1].workers),
+        (WorkerMode::Processes, WorkerMode::Threads)
+    );
+}
+
+#[test]
+fn what_fsbench_does_not_do_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, needle) in [
+        (
+            "[a]\nsize=1m\nverify_backlog=16\n",
+            "job.fio:3: fio option `verify_backlog` is not implemented",
+        ),
+        (
+            "[a]\nsize=1m\nfilename=/dev/sda\n",
+            "job.fio:3: job `a`: io: `filename=/dev/sda` is outside the run's directory",
+        ),
+        (
+            "[a]\nsize=${IO_TEST_UNSET}\n",
+            "job.fio:2: ${IO_TEST_UNSET} is not set",
+        ),
+        (
+            "[a]\nsize=1m\nrw=trim\n",
+            "job.fio:3: `rw=trim`: trims are not implemented",
+        ),
+        (
+            "[a]\nsize=1m\n\nrate=1m,2m\n",
+            "job.fio:4: `rate=1m,2m`: a different value per direction",
+        ),
+        (
+            "[a]\nsize=1m\nrw=randread:0\n",
+            "job.fio:3: job `a`: io: `rw=randread:0`: a random pattern takes a count",
+        ),
+        ("[a]\nsize=1m\niodepth=lots\n", "job.fio:3: "),
+        ("[a]\nrw=read\n", "job.fio:1: job `a` has no `size`"),
+        (
+            "[a]\nsize=1m\nrate=1m\nrate_iops=10\n",
+            "job.fio:4: job `a`: io: give `rate` or `rate-iops`",
+        ),
+        (
+            "[a]\nsize=$mb_memory/0\n",
+            "job.fio:2: `$mb_memory/0`: division by zero",
+        ),
+        ("size=1m\n", "before any `[section]`"),
+    ] {
+        let path = write(dir.path(), "job.fio", text);
+        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+    let path = write(dir.path(), "loop.fio", "include loop.fio\n");
+    assert!(format!("{:#}", read(&path, &Cap::default()).unwrap_err()).contains("a cycle"));
+}
+
+#[test]
+fn fio_s_other_spellings_read_as_fio_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nblocksize=8k ; inline comment\nreadwrite=rw\nrwmixread=60\nrwmixwrite=30\nbuffered=0\nsize=(2*$pagesize*1024) # size\ngtod_reduce=1\n[j]\nbs=16k,16k\nnumjobs=($ncpus+1)\n",
+    );
+    let jobs = read(&path, &Cap::default()).unwrap();
+    let j = &jobs[0];
+    assert_eq!(j.bssplit, vec![(16 << 10, 100)]);
+    assert_eq!(
+        (j.rw, j.rwmixread, j.direct),
+        (super::super::Rw::ReadWrite, 70, true)
+    );
+    let keywords = values::Keywords::of_this_machine();
+    assert_eq!(j.size, 2 * keywords.pagesize * 1024);
+    assert_eq!(u64::from(j.numjobs), keywords.ncpus + 1);
+    assert!(keywords.mb_memory > 0);
+    assert_eq!(
+        keywords.expand("8*$mb_memory", "x").unwrap(),
+        (8 * keywords.mb_memory).to_string()
+    );
+    assert_eq!(keywords.expand("((2^10-24)/10)", "x").unwrap(), "100");
+    // Without a keyword or parentheses a dash is text, as in `bsrange=4k-4k`.
+    assert_eq!(keywords.expand("4k-4k", "x").unwrap(), "4k-4k");
+}
+
+#[test]
+fn jobs_without_a_stonewall_run_beside_the_one_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nsize=1m\n[a]\nrw=read\n[b]\nrw=write\n[c]\nstonewall\n[d]\nwait_for_previous\n",
+    );
+    let jobs = read(&path, &Cap::default()).unwrap();
+    let names =
+        |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
+    assert_eq!(jobs.len(), 3);
+    assert_eq!(names(&jobs[0]), ["a", "b"]);
+    assert_eq!(names(&jobs[1]), ["c"]);
+    assert_eq!(names(&jobs[2]), ["d"]);
+    assert_eq!(jobs[0].beside[0].rw, super::super::Rw::Write);
+    assert!(jobs[0].name().ends_with("+1 beside"), "{}", jobs[0].name());
+    assert_eq!(jobs[0].space_needed().unwrap().inodes, 8 + 2);
+}
+
+#[test]
+fn bsrange_draws_each_multiple_of_its_minimum_and_io_size_moves_more_than_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[a]\nsize=1m\nbsrange=4k-16k\nio_size=4m\n[b]\nsize=1m\nblocksize_range=1k-3k\n",
+    );
+    let jobs = read(&path, &Cap::default()).unwrap();
+    let a = &jobs[0];
+    let k = |n: u64| n << 10;
+    assert_eq!(
+        a.bssplit,
+        vec![(k(4), 25), (k(8), 25), (k(12), 25), (k(16), 25)]
+    );
+    assert_eq!((a.size, a.filesize), (4 << 20, 1 << 20));
+    assert_eq!(
+        a.beside[0].bssplit,
+        vec![(k(1), 34), (k(2), 33), (k(3), 33)]
+    );
+    let path = write(dir.path(), "job.fio", "[a]\nsize=1m\nbsrange=16k-4k\n");
+    let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+    assert!(
+        err.contains("job.fio:3: `bsrange=16k-4k` is MIN-MAX"),
+        "{err}"
+    );
+}
+
+#[test]
+fn wait_for_waits_for_a_job_alone_or_one_already_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nsize=1m\n[w]\nrw=write\n[r]\nwait_for=w\n[r2]\nwait_for=w\n",
+    );
+    let jobs = read(&path, &Cap::default()).unwrap();
+    let names =
+        |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
+    // r waits for w, alone in its group; w ended before r2's group started.
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(
+        (names(&jobs[0]), names(&jobs[1])),
+        (
+            vec!["w".to_string()],
+            vec!["r".to_string(), "r2".to_string()]
+        )
+    );
+    assert_eq!(jobs[1].rw, super::super::Rw::Read, "fio's default rw");
+    for (text, needle) in [
+        (
+            "[a]\n[b]\n[c]\nwait_for=a\n",
+            "job.fio:6: `wait_for=a`: waiting for one of",
+        ),
+        (
+            "[a]\nwait_for=z\n",
+            "job.fio:4: `wait_for=z`: no job `z` before",
+        ),
+    ] {
+        let path = write(dir.path(), "job.fio", &format!("[global]\nsize=1m\n{text}"));
+        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+}
+
+#[test]
+fn a_cap_bounds_every_job_s_size_and_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[a]\nsize=1g\nruntime=1h\nramp_time=1m\n[b]\nsize=4m\nrw=write\n",
+    );
+    let cap = Cap::parse("size=16m,runtime=2s").unwrap();
+    let jobs = read(&path, &cap).unwrap();
+    let a = &jobs[0];
+    assert_eq!(
+        (a.size, a.filesize, a.runtime_ms, a.ramp_ms),
+        (16 << 20, 16 << 20, 2000, 2000)
+    );
+    let b = &a.beside[0];
+    assert_eq!((b.size, b.runtime_ms), (4 << 20, 2000));
+    assert!(
+        cap.describe()
+            .unwrap()
+            .contains("--cap size=16M,runtime=2s")
+    );
+    assert_eq!(Cap::default().describe(), None);
+    assert!(Cap::parse("iodepth=1").is_err());
+}
+
+#[test]
+fn an_included_file_that_is_no_job_file_is_not_quoted() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "root:$6$s3cr3tHash:19000:0:99999:7:::";
+    for text in [
+        format!("{secret}\n"),
+        "[unclosed s3cr3t\n".to_string(),
+        "key with s3cr3t spaces=1\n".to_string(),
+        "pass${s3cr3t=1\n".to_string(),
+    ] {
+        write(dir.path(), "shadow", &text);
+        let path = write(dir.path(), "job.fio", "[a]\nsize=1m\ninclude shadow\n");
+        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        assert!(
+            err.contains("shadow:1: not a job file's line") && !err.contains("s3cr3t"),
+            "{text:?}: {err}"
+        );
+    }
+}
