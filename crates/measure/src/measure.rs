@@ -112,9 +112,10 @@ pub struct Progress {
     /// first did with the units all threads had done then (for first-done / last-done rates).
     pub threads_finished: AtomicU32,
     pub first_thread_finished: Mutex<Option<(Instant, u64)>>,
-    /// When the current phase's work ended (its last worker done), before its figures were
-    /// summed up: the end of a rank's phase under MPI.
-    pub work_ended: Mutex<Option<Instant>>,
+    /// When the current phase's work began (its workers released, after their set-up) and
+    /// ended (its last worker done, before its figures were summed up): a rank's phase under
+    /// MPI.
+    pub work_span: Mutex<Option<(Instant, Instant)>>,
 }
 
 /// A counter on a cache line of its own: one thread writes it at every unit and another

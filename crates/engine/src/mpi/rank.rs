@@ -5,7 +5,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use rustix::fs::{Mode, OFlags};
@@ -210,10 +210,12 @@ fn run_phases(
             Some((dir, w)) if shifted => (w.as_mut(), &*dir, other),
             _ => (own.as_mut(), &own_dir, comm.rank),
         };
-        let start_ns = realtime_ns();
+        let called_ns = realtime_ns();
         let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
-        // The phase ended with its work (IOR's last close), not once its figures were summed.
-        let end_ns = work_ended_ns(progress);
+        // The phase's work: from its workers' release (after their buffers were filled and
+        // their files opened; IOR fills its buffer before its timers too) to its last close,
+        // not once its figures were summed.
+        let (start_ns, end_ns) = work_span_ns(progress, called_ns);
         let stonewalled =
             (stonewall.as_ref()).filter(|_| spec.stonewall_phase().is_ok_and(|p| p == info.name));
         if let Some(s) = stonewalled {
@@ -238,11 +240,16 @@ fn run_phases(
     Ok((comm.rank == 0).then_some(records))
 }
 
-/// When the phase's work ended, on the real-time clock (now if it is not known).
-fn work_ended_ns(progress: &Progress) -> u64 {
-    let ended = progress.work_ended.lock().ok().and_then(|mut e| e.take());
-    let ago = ended.map_or(Duration::ZERO, |at| at.elapsed());
-    realtime_ns().saturating_sub(ago.as_nanos() as u64)
+/// When the phase's work began and ended, on the real-time clock (from the call to now if
+/// it is not known).
+fn work_span_ns(progress: &Progress, called_ns: u64) -> (u64, u64) {
+    let span = progress.work_span.lock().ok().and_then(|mut e| e.take());
+    let now = realtime_ns();
+    let ago = |at: Instant| now.saturating_sub(at.elapsed().as_nanos() as u64);
+    match span {
+        Some((began, ended)) => (ago(began).max(called_ns), ago(ended)),
+        None => (called_ns, now),
+    }
 }
 
 /// One rank per node drops the node's caches; everyone waits for every node. Whether this

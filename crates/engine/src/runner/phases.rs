@@ -76,11 +76,11 @@ fn measure_phase(
     let sampler = PhaseProgress::start(settings.progress.clone());
     let mut recorder = PhaseRecorder::start(&info.name, settings.progress.clone());
     let outcome = workload.run_phase(index, dir.as_fd(), &mut recorder);
-    if let Ok(mut ended) = settings.progress.work_ended.lock() {
-        *ended = Some(recorder.ended());
-    }
     // Where workers were started first, the work began when they were released.
     let started = recorder.began();
+    if let Ok(mut span) = settings.progress.work_span.lock() {
+        *span = Some((started, recorder.ended()));
+    }
     let measurement = recorder.finish();
     let progress = sampler.finish();
     outcome?;
