@@ -229,7 +229,7 @@ fn a_cap_bounds_every_job_s_size_and_runtime() {
     let path = write(
         dir.path(),
         "job.fio",
-        "[a]\nsize=1g\nruntime=1h\nramp_time=1m\n[b]\nsize=4m\nrw=write\n",
+        "[a]\nsize=1g\nruntime=1h\nramp_time=1m\n[b]\nsize=4m\nrw=write\noffset_increment=1g\n",
     );
     let cap = Cap::parse("size=16m,runtime=2s").unwrap();
     let jobs = read(&path, &cap, &Targets::default()).unwrap();
@@ -240,6 +240,7 @@ fn a_cap_bounds_every_job_s_size_and_runtime() {
     );
     let b = &a.beside[0];
     assert_eq!((b.size, b.runtime_ms), (4 << 20, 2000));
+    assert_eq!(b.offset_increment, 16 << 20);
     assert!(
         cap.describe()
             .unwrap()
