@@ -10,6 +10,16 @@ fio-3.33` in a clone of fio's repository). FSBENCH (default target/release/fsben
 (default size=16m,runtime=2s) and ONLY=TEXT (the files whose name holds TEXT) as in the
 other benches. Each file runs once (--runs 1) in a fresh directory on tmpfs (/dev/shm),
 with at most TIMEOUT seconds (default 120) before it counts as hung.
+
+A file that names an absolute directory (`directory=/scratch`, `filename=/tmp/data`) runs
+as written: in a private mount namespace of its own (`unshare -m`, root only) a tmpfs is
+mounted on that directory, and fsbench is given it (`--dir`). A directory missing on the
+host is made for the mount and removed afterwards; nothing else on the host changes, and
+the mount ends with the namespace. A file that names a block device (`filename=/dev/sdb`)
+runs on a loop device over a sparse image of DEVICE_MIB MiB (default 256) in the bench's
+own directory: in the namespace a private tmpfs is mounted on /dev, holding the usual
+character devices and the loop device's node under the file's name, and fsbench is given
+it (`--target-device`); the loop device is detached and the image removed afterwards.
 """
 import json
 import os
@@ -20,9 +30,21 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
+FSBENCH = os.path.abspath(os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench")))
 CAP = os.environ.get("CAP", "size=16m,runtime=2s")
 TIMEOUT = int(os.environ.get("TIMEOUT", "120"))
+DEVICE_MIB = int(os.environ.get("DEVICE_MIB", "256"))
+
+# What the namespace's /dev holds besides the device: fsbench and its children open these.
+PRIVATE_DEV = """set -e
+mount -t tmpfs -o mode=755 fio-example-dev /dev
+for n in null:3 zero:5 full:7 random:8 urandom:9; do mknod -m 666 /dev/${n%:*} c 1 ${n#*:}; done
+ln -s /proc/self/fd /dev/fd
+mkdir /dev/shm && mount -t tmpfs fio-example-shm /dev/shm
+mkdir -p "$(dirname "$1")" && mknod -m 660 "$1" b "$2" "$3"
+shift 3
+exec "$@"
+"""
 
 # Engines (and options) that need a device or a service this bench cannot give: network,
 # GPU, RDMA, SCSI generic, NVMe passthrough, zoned devices.
@@ -48,17 +70,96 @@ def excluded(text):
     return f"engine {m.group(1)} (on the command line)" if m else None
 
 
-def run(path, db, work):
+def absolute_dir(text):
+    """The absolute directory the job file's files are in (`directory=/X`, or the directory
+    of `filename=/X/NAME`), outside /dev; None without one."""
+    for m in re.finditer(r"^\s*(filename|directory)\s*=\s*([^;#\s]+)", text, re.M):
+        key, value = m.groups()
+        for name in value.split(":"):
+            if not name.startswith("/") or name.startswith("/dev/"):
+                continue
+            return os.path.normpath(name if key == "directory" else os.path.dirname(name))
+    return None
+
+
+def device_name(text):
+    """The block device the job file names (`filename=/dev/X`, not /dev/null or /dev/zero),
+    or None."""
+    for m in re.finditer(r"^\s*filename\s*=\s*([^;#\s]+)", text, re.M):
+        name = m.group(1)
+        if name.startswith("/dev/") and name not in ("/dev/null", "/dev/zero"):
+            return name
+    return None
+
+
+def loop_device(image):
+    """A loop device over a fresh sparse image: its path, major and minor."""
+    with open(image, "wb") as f:
+        f.truncate(DEVICE_MIB << 20)
+    dev = subprocess.run(["losetup", "--find", "--show", image], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    rdev = os.stat(dev).st_rdev
+    return dev, os.major(rdev), os.minor(rdev)
+
+
+def made_for(target):
+    """Makes `target`'s missing directories on the host (mount points); the topmost made,
+    to remove afterwards, or None."""
+    top, path = None, target
+    while not os.path.exists(path):
+        top, path = path, os.path.dirname(path)
+    if top:
+        os.makedirs(target)
+    return top
+
+
+def unmade(target, top):
+    """Removes the directories `made_for` made, from `target` up to `top`."""
+    path = target
+    while top:
+        os.rmdir(path)
+        if path == top:
+            break
+        path = os.path.dirname(path)
+
+
+def run(path, db, work, target=None, device=None):
     # fsbench's own document: under `fsbench fio`, --output-format json is fio's.
-    exported = os.path.join(os.path.dirname(db), "suite.json")
+    bench_dir = os.path.dirname(db)
+    exported = os.path.join(bench_dir, "suite.json")
     if os.path.exists(exported):
         os.remove(exported)
     args = [FSBENCH, "--db", db, "fio", path, "-q", "--runs", "1", "--cap", CAP,
-            "--export-json", exported, "--dir", work]
+            "--export-json", exported, "--dir", target or work]
+    top, loop = None, None
+    if device:
+        # The loop device's node under the file's name, in a /dev of the namespace's own;
+        # the run's directory in the bench's, which the private /dev does not hide.
+        image = os.path.join(bench_dir, "device.img")
+        loop, major, minor = loop_device(image)
+        args[-1] = tempfile.mkdtemp(prefix="run.", dir=bench_dir)
+        args += ["--target-device", device]
+        args = ["unshare", "-m", "--propagation", "private", "sh", "-c", PRIVATE_DEV, "sh",
+                device, str(major), str(minor)] + args
+    elif target:
+        # A tmpfs on the job file's own directory, seen by fsbench alone.
+        top = made_for(target)
+        mount = 'mount -t tmpfs -o size=2g fio-example "$1" && shift && exec "$@"'
+        args = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh",
+                target] + args
     try:
-        out = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT)
+        # In the bench's directory: the log files a job file asks for (write_bw_log) are
+        # written where fsbench runs, as fio's.
+        out = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT,
+                             cwd=bench_dir)
     except subprocess.TimeoutExpired:
         return "hung", f"no end after {TIMEOUT} s"
+    finally:
+        unmade(target, top)
+        if loop:
+            subprocess.run(["losetup", "-d", loop], check=False)
+            os.remove(image)
+            shutil.rmtree(args[args.index("--dir") + 1], ignore_errors=True)
     if out.returncode != 0:
         lines = [l for l in out.stderr.splitlines() if l.strip()]
         return "refused", lines[-1] if lines else f"exit {out.returncode}"
@@ -88,19 +189,24 @@ def main():
     files = [f for f in files if os.environ.get("ONLY", "") in f]
     counts = {"ran": 0, "refused": 0, "hung": 0}
     considered = 0
-    with tempfile.TemporaryDirectory(prefix="fio-examples.") as tmp:
+    # The database and exports in /var/tmp: no example's directory hides them.
+    with tempfile.TemporaryDirectory(prefix="fio-examples.", dir="/var/tmp") as tmp:
         db = os.path.join(tmp, "results.db")
         for name in files:
             path = os.path.join(examples, name)
             with open(path, errors="replace") as f:
-                why = excluded(f.read())
+                text = f.read()
+            why = excluded(text)
             if why:
                 print(f"{name:36} excluded ({why})")
                 continue
             considered += 1
+            target = device = None
+            if os.geteuid() == 0 and shutil.which("unshare"):
+                target, device = absolute_dir(text), device_name(text)
             work = tempfile.mkdtemp(prefix="fio-example.", dir="/dev/shm")
             try:
-                status, detail = run(path, db, work)
+                status, detail = run(path, db, work, target, device)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             counts[status] += 1

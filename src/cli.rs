@@ -236,12 +236,18 @@ struct FfsbArgs {
 struct FioArgs {
     /// fio job file (`-`: standard input): [global] and job sections, include, ${VAR},
     /// $ncpus and $mb_memory arithmetic; jobs run at the same time unless a `stonewall`
-    /// separates them, as in fio
+    /// separates them, as in fio. Absolute `filename`/`directory` names inside --dir are
+    /// taken relative to it (`directory=/scratch` with --dir /scratch)
     jobfile: PathBuf,
     /// Scale the job file without editing it: every job's size (and files) and runtime (and
     /// ramp) at most these, e.g. `size=16m,runtime=2s`; said in the output
     #[arg(long, value_name = "size=SIZE,runtime=TIME")]
     cap: Option<String>,
+    /// A block device the job file may name (`filename=DEVICE`) to read and write raw, as
+    /// fio does: ALL ITS DATA IS LOST. Checked as --device is (not mounted nor in use; one
+    /// that carries a filesystem or partition table needs --force)
+    #[arg(long, value_name = "DEVICE")]
+    target_device: Option<PathBuf>,
     #[command(flatten)]
     run: RunArgs,
 }

@@ -161,7 +161,14 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
         Some(text) => jobfile::Cap::parse(text)?,
         None => jobfile::Cap::default(),
     };
-    let jobs = jobfile::read(&args.jobfile, &cap)?;
+    if let Some(device) = &args.target_device {
+        fsbench_testbed::testbed::device::check_raw_target(device, run_args.force)?;
+    }
+    let targets = jobfile::Targets {
+        dir: run_args.dir.as_deref(),
+        device: args.target_device.as_deref(),
+    };
+    let jobs = jobfile::read(&args.jobfile, &cap, &targets)?;
     super::fio_logs::check(&jobs)?;
     let workloads = jobs.into_iter().map(|j| Params::from(j).spec()).collect();
     let scaled = cap.describe();

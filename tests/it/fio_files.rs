@@ -36,7 +36,13 @@ fn strace(trace: &str, log: &Path) -> Command {
 }
 
 /// `fsbench fio JOBFILE` in `dir` under [`strace`].
-fn traced_fsbench(trace: &str, log: &Path, state: &Path, dir: &Path, jobfile: &Path) -> Command {
+pub(crate) fn traced_fsbench(
+    trace: &str,
+    log: &Path,
+    state: &Path,
+    dir: &Path,
+    jobfile: &Path,
+) -> Command {
     let mut c = strace(trace, log);
     c.arg(env!("CARGO_BIN_EXE_fsbench"))
         .env("FSBENCH_STATE_DIR", state)
@@ -48,7 +54,7 @@ fn traced_fsbench(trace: &str, log: &Path, state: &Path, dir: &Path, jobfile: &P
 }
 
 /// fio on JOBFILE in `dir` under [`strace`].
-fn traced_fio(trace: &str, log: &Path, dir: &Path, jobfile: &Path) -> Command {
+pub(crate) fn traced_fio(trace: &str, log: &Path, dir: &Path, jobfile: &Path) -> Command {
     let mut c = strace(trace, log);
     c.current_dir(dir)
         .args(["fio", "--output=/dev/null", "--ioengine=psync"])

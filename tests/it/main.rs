@@ -29,6 +29,7 @@ mod filebench;
 mod filesystems;
 mod fio_files;
 mod fio_jobs;
+mod fio_opts;
 mod fio_out;
 mod fio_verify;
 mod first_hour;

@@ -19,6 +19,7 @@ use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 use fsbench_model::workload::WorkerMode;
 
+mod contents;
 mod fileops;
 mod job;
 pub mod jobfile;
@@ -29,11 +30,12 @@ mod pattern;
 /// The workloads' small fast generator (filebench's draws use it too).
 pub(crate) use pattern::Rng;
 mod table;
+mod think;
 mod uring;
 mod verify;
 
 use job::{Job, JobOut, Span};
-pub use params::{Distribution, Engine, Fallocate, IoParams, Rw, Zones};
+pub use params::{Distribution, Engine, Fallocate, FileService, IoParams, Rw, Zones};
 use pattern::Pattern;
 pub(crate) use table::KIND;
 
@@ -103,7 +105,7 @@ impl Io {
                 };
                 // Each copy its own offsets; a job beside others its own too.
                 let n = u64::from(copy) + ((job as u64) << 32);
-                Pattern::new(p, seed.wrapping_add(n.wrapping_mul(0x9e37_79b9)))
+                Pattern::new(p, copy, seed.wrapping_add(n.wrapping_mul(0x9e37_79b9)))
             })
             .collect();
         self.patterns = patterns;
@@ -235,6 +237,9 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
     if p.engine == Engine::IoUring {
         uring::check_available(p)?;
     }
+    if p.raw_device {
+        return check_device(p);
+    }
     if p.direct {
         let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
         let sizes = p.block_sizes().map(|b| ("bs", b));
@@ -251,6 +256,23 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
         return Err(FsbenchError::InvalidInput(
             "io: `hipri` needs a device that polls (its queue/io_poll is 0 or absent, as on loop devices and most virtual disks): run without `hipri`".into(),
         ));
+    }
+    Ok(())
+}
+
+/// A job on the block device fsbench was given: its every copy's region lies on it (the
+/// kernel refuses a misaligned direct I/O on its own).
+fn check_device(p: &IoParams) -> Result<(), FsbenchError> {
+    use std::io::{Seek, SeekFrom};
+    let name = &p.filename[0];
+    let size = std::fs::File::open(name)
+        .and_then(|mut f| f.seek(SeekFrom::End(0)))
+        .map_err(|e| FsbenchError::Failed(format!("io: {name}: {e}")))?;
+    let need = p.copy_filesize(p.numjobs.saturating_sub(1));
+    if need > size {
+        return Err(FsbenchError::InvalidInput(format!(
+            "io: the job's I/O reaches {need} bytes into {name}, which has {size}"
+        )));
     }
     Ok(())
 }

@@ -21,6 +21,9 @@ use crate::{
 /// from a suite's [`WorkloadSpec`] ([`Params::of`]), validated. The variants are named in
 /// this file alone (the one match, the `From`s); everything else asks the workload's
 /// [`WorkloadParams`].
+// A suite holds a handful, made once and moved rarely: the io variant's size (fio's many
+// job options) costs nothing worth a box around each variant.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Params {
     Tree(tree::TreeParams),

@@ -108,6 +108,16 @@ pub(crate) fn mounted(device_node: &Path) -> Option<PathBuf> {
         .map(|(_, _, target)| target)
 }
 
+/// A block device `fsbench fio --target-device` lets a job file read and write raw, checked
+/// as --device is: refused where it is no block device, mounted, in use, or (without
+/// `force`) carries a filesystem or partition table.
+pub fn check_raw_target(path: &Path, force: bool) -> anyhow::Result<()> {
+    match check_device(path, force, "--force")? {
+        DeviceKind::Block => Ok(()),
+        _ => Err(refused(path, "it is not a block device")),
+    }
+}
+
 /// Refuses a device that is mounted, holds the root filesystem, is in use, or (without
 /// `force`) carries a filesystem or partition-table signature; `force_flag` is the flag that
 /// would overwrite it, for the refusal to name.

@@ -116,10 +116,14 @@ pub(crate) struct Job<'a> {
     /// Open loop: the interval between scheduled issues, and the next one's number.
     interval_ns: Option<f64>,
     issued: u64,
+    /// fio's `thinktime`, where the job thinks.
+    thinker: Option<super::think::Thinker>,
     /// Where a crash-recorded run notes what each sync covered.
     pub oracle: Option<crate::oracle::Oracle>,
     /// fio's `verify`: the blocks written, stamped and checked at the end.
     verifier: Option<Verifier>,
+    /// What the written blocks hold (fio's buffer options).
+    filler: super::contents::Filler,
 }
 
 impl<'a> Job<'a> {
@@ -143,9 +147,16 @@ impl<'a> Job<'a> {
             _ => &names[..],
         };
         let files = (opened.iter())
-            .map(|name| open_file(params, dir, name))
+            .map(|name| open_file(params, dir, name, params.create_on_open))
             .collect::<Result<Vec<_>, FsbenchError>>()?;
-        let bufs = verify::write_buffers(params, job, copy);
+        if params.pre_read {
+            super::layout::pre_read(&files)
+                .map_err(|e| FsbenchError::Failed(format!("io: pre_read: {e}")))?;
+        }
+        let mut bufs = verify::write_buffers(params, job, copy);
+        let mut filler =
+            super::contents::Filler::new(params, ((job as u64) << 32) | u64::from(copy));
+        filler.initial(params, &mut bufs);
         // fio numbers threads over the whole job file; its logs carry the number.
         let no_logs = fsbench_model::fio::LogOptions::default();
         let (logs, thread) =
@@ -177,9 +188,11 @@ impl<'a> Job<'a> {
             sync_due: None,
             interval_ns: rate,
             issued: 0,
+            thinker: super::think::Thinker::of(params),
             oracle: None,
+            filler,
             verifier: params.verify.map(|a| {
-                let region = (params.offset, params.region());
+                let region = (params.copy_offset(copy), params.region());
                 let files = params.nrfiles as usize;
                 Verifier::new(a, params.interval(), params.pattern.clone(), files, region)
             }),
@@ -479,8 +492,13 @@ impl<'a> Job<'a> {
 
     /// The synchronous engines: one I/O at a time, each with fio's calls for it.
     fn run_sync(&mut self) -> Result<(), FsbenchError> {
-        let mut passes = 0;
+        let (mut passes, mut renewed) = (0, 0);
         while let Some(io) = self.next_io(&mut passes) {
+            if self.params.unlink_each_loop && passes > renewed {
+                renewed = passes;
+                super::layout::renew(self.params, self.dir, &self.names, &mut self.files)?;
+                self.positions.fill(0);
+            }
             if let Some(file) = self.take_due_sync() {
                 self.sync_writes(file)?;
             }
@@ -489,8 +507,12 @@ impl<'a> Job<'a> {
                 Self::wait_until(at);
             }
             self.count_issue();
-            if let (Some(v), false) = (&self.verifier, io.read) {
-                v.stamp(&mut self.bufs[0].buf()[..io.len as usize], io.offset);
+            if !io.read {
+                let buf = &mut self.bufs[0].buf()[..io.len as usize];
+                self.filler.before_write(buf, io.offset);
+                if let Some(v) = &self.verifier {
+                    v.stamp(buf, io.offset);
+                }
             }
             let submitted = Instant::now();
             let result = self.transfer(io);
@@ -504,6 +526,9 @@ impl<'a> Job<'a> {
                 if let Some(v) = &mut self.verifier {
                     v.written(io.file, io.offset, u64::from(io.len));
                 }
+            }
+            if let Some(thinker) = &mut self.thinker {
+                thinker.after_io();
             }
         }
         Ok(())

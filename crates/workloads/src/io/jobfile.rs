@@ -13,9 +13,12 @@ use fsbench_measure::error::invalid;
 
 mod cap;
 mod spelling;
+mod target;
+mod units;
 mod values;
 mod written;
 pub use cap::Cap;
+pub use target::Targets;
 
 /// Options that shape how fio measures or reports jobs, not what a job does: accepted,
 /// since fsbench reports each job and measures every latency anyway (fio's `gtod_reduce`
@@ -40,10 +43,6 @@ const PLACEMENT: &str = "fsbench does not pin jobs to CPUs or memory nodes nor c
 
 /// fio's keys that fsbench decides itself, refused with the reason.
 const REFUSED: &[(&str, &str)] = &[
-    (
-        "filename_format",
-        "fsbench names the files io.JOB.FILE (give `filename`)",
-    ),
     ("cpus_allowed", PLACEMENT),
     ("cpus_allowed_policy", PLACEMENT),
     ("cpumask", PLACEMENT),
@@ -56,7 +55,12 @@ const REFUSED: &[(&str, &str)] = &[
 
 /// fio's defaults where the io workload's own differ (its `rw=randread` and registered
 /// buffers and files suit a command line, not a job file read as fio reads it).
-const FIO_DEFAULTS: &[(&str, &str)] = &[("rw", "read"), ("fixedbufs", "0"), ("registerfiles", "0")];
+const FIO_DEFAULTS: &[(&str, &str)] = &[
+    ("rw", "read"),
+    ("fixedbufs", "0"),
+    ("registerfiles", "0"),
+    ("scramble_buffers", "1"),
+];
 
 /// Include files nested deeper than this are refused (an include cycle).
 const MAX_DEPTH: usize = 8;
@@ -76,8 +80,9 @@ struct Section {
 
 /// The jobs of a fio job file (`-`: standard input), in order, as io workloads (scaled by
 /// `cap`): jobs that fio runs at the same time (no `stonewall` between them) are one
-/// workload, the later ones `beside` the first.
-pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
+/// workload, the later ones `beside` the first. Absolute file names inside the directory
+/// fsbench was given are taken relative to it, and the block device it was given as is.
+pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoParams>> {
     let mut sections = Vec::new();
     let keywords = values::Keywords::of_this_machine();
     read_into(path, 0, &keywords, &mut sections)?;
@@ -90,7 +95,7 @@ pub fn read(path: &Path, cap: &Cap) -> anyhow::Result<Vec<IoParams>> {
             global.extend(&s.options);
             continue;
         }
-        let (mut params, stonewall, new_group, wait_for) = job(s, &global)?;
+        let (mut params, stonewall, new_group, wait_for) = job(s, &global, targets)?;
         let stonewall = match wait_for {
             Some(line) => waits(line, &jobs)?,
             None => stonewall,
@@ -146,6 +151,7 @@ fn waits(line: &Line, jobs: &[IoParams]) -> anyhow::Result<bool> {
 fn job<'s>(
     s: &'s Section,
     global: &[&'s Line],
+    targets: &Targets,
 ) -> anyhow::Result<(IoParams, bool, bool, Option<&'s Line>)> {
     // The io workload's options, each with the line that gave it; first fio's defaults
     // where the io workload's differ.
@@ -154,7 +160,17 @@ fn job<'s>(
         .map(|(k, v)| (k.to_string(), v.to_string(), s.at.as_str()))
         .collect();
     let (mut stonewall, mut new_group) = (false, false);
-    let mut wait_for = None;
+    let (mut wait_for, mut raw) = (None, None);
+    // fio reads `kb_base` before the sizes, wherever it is written.
+    let base_line = (global.iter().copied().chain(&s.options))
+        .rev()
+        .find(|l| l.key.replace('-', "_") == "kb_base");
+    let kb_base = units::kb_base(base_line.map(|l| l.value.as_str())).map_err(|why| {
+        invalid(format!(
+            "{}: {why}",
+            base_line.map_or("", |l| l.at.as_str())
+        ))
+    })?;
     let mut fio = fsbench_model::fio::FioJob {
         options: written::listed(s.options.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
         global: written::listed(global.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
@@ -174,6 +190,13 @@ fn job<'s>(
             new_group = spelling::flag(&line.value);
             continue;
         }
+        if matches!(key.as_str(), "kb_base" | "unit_base") {
+            if key == "unit_base" {
+                units::unit_base(&line.value)
+                    .map_err(|why| invalid(format!("{}: {why}", line.at)))?;
+            }
+            continue;
+        }
         if written::apply(&mut fio, &key, &line.value, &s.name)
             .map_err(|why| invalid(format!("{}: {why}", line.at)))?
         {
@@ -182,9 +205,15 @@ fn job<'s>(
         if ACCEPTED.contains(&key.as_str()) {
             continue;
         }
-        let translated = spelling::translate(&key, &line.value)
+        if let Some(device) = targets.raw_device(&key, &line.value) {
+            raw = Some(device.map_err(|why| invalid(format!("{}: {why}", line.at)))?);
+            continue;
+        }
+        let translated = target::within(&key, &line.value, targets.dir)
+            .and_then(|value| spelling::translate(&key, &value))
             .map_err(|why| invalid(format!("{}: {why}", line.at)))?;
         for (k, v) in translated {
+            let v = units::as_fio_reads(&k, &v, kb_base);
             // Each value alone first, so that a bad one names its own line.
             KIND.parse_pairs(&[(k.clone(), v.clone())])
                 .map_err(|e| invalid(format!("{}: {e}", line.at)))?;
@@ -192,14 +221,26 @@ fn job<'s>(
             pairs.push((k, v, &line.at));
         }
     }
-    if !pairs.iter().any(|(k, _, _)| k == "size" || k == "filesize") {
+    if let (Some(_), Some((_, _, at))) = (raw, pairs.iter().find(|(k, _, _)| k == "offset_percent"))
+    {
+        return Err(invalid(format!(
+            "{at}: `offset=N%` on a block device is not implemented (give the offset in bytes)"
+        )));
+    }
+    let sized = |k: &str| matches!(k, "size" | "filesize" | "size_percent");
+    if let (Some(device), false) = (raw, pairs.iter().any(|(k, _, _)| sized(k))) {
+        // fio's size of a job on a device: the device's.
+        let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;
+        pairs.push(("size".into(), size.to_string(), &s.at));
+    }
+    if !pairs.iter().any(|(k, _, _)| sized(k)) {
         // fio: "you need to specify size=".
         return Err(invalid(format!(
             "{}: job `{}` has no `size` (nor `filesize`): fio needs one, and so does fsbench",
             s.at, s.name
         )));
     }
-    let params = params_of(s, &pairs, fio)?;
+    let params = params_of(s, &pairs, fio, raw)?;
     Ok((params, stonewall, new_group, wait_for))
 }
 
@@ -209,6 +250,7 @@ fn params_of(
     s: &Section,
     pairs: &[(String, String, &str)],
     fio: fsbench_model::fio::FioJob,
+    raw: Option<&Path>,
 ) -> anyhow::Result<IoParams> {
     let at_of = |e: &anyhow::Error| {
         let text = e.to_string();
@@ -231,6 +273,10 @@ fn params_of(
     params.preset = None;
     params.job = Some(s.name.clone());
     params.fio = Some(Box::new(fio));
+    if let Some(device) = raw {
+        params.filename = vec![device.display().to_string()];
+        params.raw_device = true;
+    }
     params
         .validate()
         .map_err(|e| invalid(format!("{}: job `{}`: {e}", at_of(&e), s.name)))?;
@@ -337,7 +383,7 @@ fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
         || ACCEPTED.contains(&normal.as_str())
         || matches!(
             normal.as_str(),
-            "stonewall" | "wait_for_previous" | "wait_for"
+            "stonewall" | "wait_for_previous" | "wait_for" | "kb_base" | "unit_base"
         )
         || written::KEYS.contains(&normal.as_str())
         || spelling::ALIASES.contains(&normal.as_str());

@@ -13,18 +13,28 @@ use fsbench_measure::measure::PhaseRecorder;
 
 /// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
 /// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
-/// A job's `filename`s are its files' names instead (every copy shares them), and its
-/// `directory` is where they are.
+/// A job's `filename`s are its files' names instead (every copy shares them), or its
+/// `filename_format` makes them, and its `directory` is where they are.
 pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -> String {
-    let name = match (params.filename.get(file), job) {
-        (Some(given), _) => given.clone(),
-        (None, 0) => format!("io.{copy}.{file}"),
-        (None, j) => format!("io{j}.{copy}.{file}"),
+    let name = match (params.filename.get(file), &params.filename_format, job) {
+        (Some(given), _, _) => given.clone(),
+        (None, Some(format), _) => formatted(format, params, copy, file),
+        (None, None, 0) => format!("io.{copy}.{file}"),
+        (None, None, j) => format!("io{j}.{copy}.{file}"),
     };
     match &params.directory {
-        Some(dir) => format!("{dir}/{name}"),
-        None => name,
+        // The block device fsbench was given is named as it is.
+        Some(dir) if !params.raw_device => format!("{dir}/{name}"),
+        _ => name,
     }
+}
+
+/// fio's `filename_format`: `$jobname`, `$jobnum` (the copy) and `$filenum` replaced.
+pub(super) fn formatted(format: &str, params: &IoParams, copy: u32, file: usize) -> String {
+    format
+        .replace("$jobname", params.job.as_deref().unwrap_or("io"))
+        .replace("$jobnum", &copy.to_string())
+        .replace("$filenum", &file.to_string())
 }
 
 /// Opens one of the job's files as its options say, its cached pages dropped when asked
@@ -33,13 +43,14 @@ pub(super) fn open_file(
     params: &IoParams,
     dir: BorrowedFd<'_>,
     name: &str,
+    create: bool,
 ) -> Result<OwnedFd, FsbenchError> {
     let writes = params.rw.read_percent(params.rwmixread) < 100;
     let mut flags = if writes { OFlags::RDWR } else { OFlags::RDONLY } | OFlags::CLOEXEC;
     if params.direct {
         flags |= OFlags::DIRECT;
     }
-    if params.create_on_open {
+    if create {
         flags |= OFlags::CREATE;
     }
     let fd = rustix::fs::openat(dir, name, flags, Mode::from(0o644))
@@ -69,6 +80,7 @@ impl Io {
             // A data engine's `create_on_open`: the job's open makes its files, timed.
             let made_by_job = p.create_on_open && !p.engine.file_op();
             if made_by_job
+                || p.raw_device
                 || matches!(
                     p.engine,
                     Engine::Null | Engine::FileCreate | Engine::DirCreate
@@ -79,14 +91,15 @@ impl Io {
             let reads = p.rw.read_percent(p.rwmixread) > 0;
             for f in 0..p.nrfiles as usize {
                 let name = file_name(p, job, copy, f);
+                let size = p.copy_filesize(copy);
                 match files.iter_mut().find(|have| have.name == name) {
                     Some(seen) => {
-                        seen.size = seen.size.max(p.filesize);
+                        seen.size = seen.size.max(size);
                         seen.reads |= reads;
                     }
                     None => files.push(LaidOut {
                         name,
-                        size: p.filesize,
+                        size,
                         reads,
                         is_dir: matches!(p.engine, Engine::DirStat | Engine::DirDelete),
                         fallocate: p.fallocate,
@@ -146,7 +159,7 @@ impl Io {
     /// fio's `unlink`: the files of the jobs that ask, removed once they ended (untimed).
     pub(super) fn unlink_files(&self, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
         for (p, job, copy) in self.threads() {
-            if !p.unlink {
+            if !p.unlink || p.raw_device {
                 continue;
             }
             for f in 0..p.nrfiles as usize {
@@ -201,6 +214,37 @@ fn make_parents(dir: BorrowedFd<'_>, name: &str) -> Result<(), rustix::io::Errno
             Err(e) => return Err(e),
         }
         end += 1;
+    }
+    Ok(())
+}
+
+/// fio's `pre_read`: every file read to its end (before the job's time starts).
+pub(super) fn pre_read(files: &[OwnedFd]) -> Result<(), rustix::io::Errno> {
+    let mut buf = Aligned::new(1 << 20);
+    for fd in files {
+        let mut at = 0;
+        loop {
+            match rustix::io::pread(fd, buf.buf(), at)? {
+                0 => break,
+                n => at += n as u64,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// fio's `unlink_each_loop`: the job's files removed after a loop and made anew, empty, for
+/// the next.
+pub(super) fn renew(
+    params: &IoParams,
+    dir: BorrowedFd<'_>,
+    names: &[String],
+    files: &mut [OwnedFd],
+) -> Result<(), FsbenchError> {
+    for (name, fd) in names.iter().zip(files.iter_mut()) {
+        rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty())
+            .map_err(|e| FsbenchError::Failed(format!("io: unlink {name}: {e}")))?;
+        *fd = open_file(params, dir, name, true)?;
     }
     Ok(())
 }

@@ -12,10 +12,13 @@ use fsbench_model::units::{compact_size, format_bytes};
 use fsbench_model::workload::WorkerMode;
 
 mod choices;
+mod fio;
+mod mpi;
+use mpi::shared_file_share;
 mod values;
-pub use choices::{Distribution, Engine, Fallocate, Rw, Zones};
+pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, Zones};
 pub(super) use values::parse_time;
-use values::{block_sizes, files, rw_modifier, sizes, time_range};
+use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
 
 /// One job description; `numjobs` copies of it run at once, each on files of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +118,47 @@ pub struct IoParams {
     pub randseed: u64,
     pub distribution: Distribution,
     pub norandommap: bool,
+    /// fio's `thinktime`: microseconds idle after every `thinktime_blocks` I/Os, the first
+    /// `thinktime_spin` of them spinning.
+    #[serde(default)]
+    pub thinktime_us: u64,
+    #[serde(default)]
+    pub thinktime_spin_us: u64,
+    #[serde(default)]
+    pub thinktime_blocks: u32,
+    /// fio's `filename_format`: the files' names from `$jobname`, `$jobnum` and `$filenum`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename_format: Option<String>,
+    /// Random offsets are multiples of this (fio's `blockalign`; 0: the smallest block).
+    #[serde(default)]
+    pub blockalign: u64,
+    /// Of a random pattern's I/Os, the percentage at a random offset; the others follow the
+    /// I/O before (fio's `percentage_random`).
+    #[serde(default = "all_random")]
+    pub percentage_random: u32,
+    /// fio's `file_service_type`: which file the next I/O goes to.
+    #[serde(default)]
+    pub file_service: FileService,
+    /// The writes' block sizes where they differ from `bssplit`'s (fio's `bssplit=READ,WRITE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_bssplit: Vec<(u64, u32)>,
+    /// How much further each copy (of `numjobs`) starts than the one before (fio's
+    /// `offset_increment`).
+    #[serde(default)]
+    pub offset_increment: u64,
+    /// fio's `pre_read`: the job's files read before it starts, untimed.
+    #[serde(default)]
+    pub pre_read: bool,
+    /// fio's `unlink_each_loop`: the files removed after each loop and made anew.
+    #[serde(default)]
+    pub unlink_each_loop: bool,
+    /// The job's one file is the block device `fsbench fio --target-device` was given,
+    /// read and written raw, never laid out nor removed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raw_device: bool,
+    /// What written blocks hold (fio's buffer options).
+    #[serde(default)]
+    pub contents: super::contents::Contents,
     /// The jobs of a fio job file that run at the same time as this one (no `stonewall`
     /// between them, fio's default), each on files of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -122,6 +166,10 @@ pub struct IoParams {
     /// What its job file said of it for fio's outputs: options as written, groups, logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio: Option<Box<fsbench_model::fio::FioJob>>,
+}
+
+fn all_random() -> u32 {
+    100
 }
 
 /// fio's `verify` and what written blocks hold (`verify_pattern`, `buffer_pattern`).
@@ -147,10 +195,17 @@ fn verify_options(p: &Parsed) -> anyhow::Result<(Option<super::verify::Algorithm
 
 /// The job's parameters from its options: one line per option into its field.
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
-    let offset = p.num("offset").expect("offset has a default");
     let (filename, directory, nrfiles) = files(p)?;
-    let (size, filesize) = sizes(p, offset, nrfiles)?;
     let bssplit = block_sizes(p)?;
+    let write_bssplit = match p.text("write-bssplit") {
+        Some(text) => values::parse_bssplit(text)?,
+        None => Vec::new(),
+    };
+    let smallest = (bssplit.iter().chain(&write_bssplit).map(|b| b.0))
+        .chain(p.num("write-bs"))
+        .min()
+        .unwrap_or(1);
+    let (size, filesize, offset) = sizes(p, nrfiles, smallest)?;
     let time = |key| p.text(key).map_or(Ok(0), |t| parse_time(key, t));
     let rw = Rw::parse(p.text("rw").expect("rw has a default"));
     let (verify, pattern) = verify_options(p)?;
@@ -161,6 +216,9 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let custom = p.first_explicit(&["rw", "bs", "bssplit", "size"]);
     let iodepth = p.small("iodepth").expect("iodepth has a default");
     let engine = Engine::parse(p.text("ioengine").expect("ioengine has a default"));
+    let read_percent = rw.read_percent(p.small("rwmixread").expect("has a default"));
+    let (rate, rate_iops) = rates(p, read_percent)?;
+    let (thinktime_us, thinktime_spin_us) = thinktime(p)?;
     Ok(IoParams {
         preset: custom.is_none().then(|| p.preset.name.to_string()),
         job: None,
@@ -191,7 +249,11 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         offset,
         create_on_open: p.flag("create-on-open"),
         direct: p.flag("direct"),
-        invalidate: p.flag("invalidate"),
+        // As fio: reading the files into the cache and dropping them would be pointless.
+        invalidate: p.flag("invalidate") && !p.flag("pre-read"),
+        pre_read: p.flag("pre-read"),
+        unlink_each_loop: p.flag("unlink-each-loop"),
+        raw_device: false,
         engine,
         iodepth,
         iodepth_batch_submit: p.small("iodepth-batch-submit").unwrap_or(1),
@@ -209,12 +271,22 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         ramp_ms: time("ramp-time")?,
         number_ios: p.num("number-ios").expect("default"),
         loops: p.small("loops").expect("default"),
-        rate_iops: p.num("rate-iops").expect("default"),
-        rate: p.num("rate").expect("default"),
+        rate_iops,
+        rate,
         randrepeat: p.flag("randrepeat"),
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
         norandommap: p.flag("norandommap"),
+        thinktime_us,
+        thinktime_spin_us,
+        thinktime_blocks: p.small("thinktime-blocks").expect("default"),
+        filename_format: p.text("filename-format").map(str::to_string),
+        blockalign: p.num("blockalign").unwrap_or(0),
+        percentage_random: p.small("percentage-random").expect("default"),
+        file_service: FileService::parse(p.text("file-service-type").expect("default"))?,
+        write_bssplit,
+        offset_increment: p.num("offset-increment").expect("default"),
+        contents: super::contents::Contents::of(p),
         beside: Vec::new(),
         fio: None,
     })
@@ -233,7 +305,9 @@ impl IoParams {
 
     /// Every block size the job may use: `bssplit`'s and the writes' own.
     pub fn block_sizes(&self) -> impl Iterator<Item = u64> + '_ {
-        self.bssplit.iter().map(|b| b.0).chain(self.write_bs)
+        (self.bssplit.iter().chain(&self.write_bssplit))
+            .map(|b| b.0)
+            .chain(self.write_bs)
     }
 
     pub fn max_bs(&self) -> u64 {
@@ -300,10 +374,7 @@ impl IoParams {
             return no("needs `verify_pattern`".into());
         }
         let interval = self.interval();
-        if self
-            .bssplit
-            .iter()
-            .any(|(bs, _)| !bs.is_multiple_of(interval))
+        if self.block_sizes().any(|bs| !bs.is_multiple_of(interval))
             || interval <= a.overhead() as u64
             || !self.offset.is_multiple_of(interval)
         {
@@ -409,6 +480,7 @@ impl WorkloadParams for IoParams {
             ));
         }
         self.validate_verify()?;
+        self.validate_fio_options()?;
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
         }
@@ -495,7 +567,7 @@ impl WorkloadParams for IoParams {
 
     fn space_needed(&self) -> Option<SpaceNeed> {
         let mut need = SpaceNeed::exactly(0, 8);
-        for job in self.jobs() {
+        for job in self.jobs().filter(|j| !j.raw_device) {
             let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
             let bytes = job.filesize.checked_mul(files)?.checked_mul(21)? / 20;
             need.bytes = need.bytes.checked_add(bytes)?;
@@ -538,41 +610,5 @@ impl WorkloadParams for IoParams {
             capability: Capability::Direct,
             option: "`direct`",
         })
-    }
-}
-
-/// Rank `rank`'s share of files every rank's jobs use: its region of each file right after
-/// rank `rank - 1`'s, as IOR lays out a shared file (segment by segment, rank by rank).
-fn shared_file_share(p: &IoParams, rank: usize) -> IoParams {
-    let region = p.filesize - p.offset;
-    let offset = p.offset + rank as u64 * region;
-    IoParams {
-        offset,
-        filesize: offset + region,
-        beside: p
-            .beside
-            .iter()
-            .map(|b| shared_file_share(b, rank))
-            .collect(),
-        ..p.clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranks_sharing_a_file_write_regions_of_their_own_one_after_another() {
-        let p = IoParams::parse("rw=write,bs=1m,size=256m,offset=4k").unwrap();
-        let regions: Vec<(u64, u64)> = (0..3)
-            .map(|r| shared_file_share(&p, r))
-            .map(|s| (s.offset, s.filesize))
-            .collect();
-        let (k, m) = (4096, 256 << 20);
-        assert_eq!(
-            regions,
-            [(k, k + m), (k + m, k + 2 * m), (k + 2 * m, k + 3 * m)]
-        );
     }
 }

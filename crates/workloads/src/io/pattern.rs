@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{Distribution, IoParams};
+use super::params::{FileService, IoParams};
+
+mod picker;
+use picker::Picker;
 
 /// A small fast generator (xorshift64*): offsets must cost nothing beside the I/O, and
 /// `randrepeat` needs the same sequence from the same seed.
@@ -43,118 +46,7 @@ impl Rng {
     }
 }
 
-/// fio's scramble of a skewed block number, so that the hot blocks are spread over the file
-/// rather than packed at its start.
-#[inline]
-fn hash(v: u64) -> u64 {
-    let mut x = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x ^= x >> 29;
-    x.wrapping_mul(0xbf58_476d_1ce4_e5b9)
-}
-
-/// A skewed or uniform pick of one block among `n`.
-#[derive(Debug, Serialize, Deserialize)]
-enum Picker {
-    Uniform,
-    /// Gray et al.'s zipf generator, as fio's lib/zipf.c.
-    Zipf {
-        theta: f64,
-        zetan: f64,
-        alpha: f64,
-        eta: f64,
-        offset: u64,
-    },
-    Pareto {
-        power: f64,
-        offset: u64,
-    },
-    Normal {
-        sigma: f64,
-    },
-    Zoned(super::params::Zones),
-}
-
-/// fio computes zeta over at most this many blocks (ZIPF_MAX_GEN), for its setup time.
-const ZIPF_MAX: u64 = 10_000_000;
-
-impl Picker {
-    fn new(d: Distribution, n: u64, rng: &mut Rng) -> Picker {
-        match d {
-            Distribution::Random => Picker::Uniform,
-            Distribution::Zipf(theta) => {
-                let zeta = |k: u64| (1..=k).map(|i| 1.0 / (i as f64).powf(theta)).sum::<f64>();
-                let zetan = zeta(n.min(ZIPF_MAX));
-                let zeta2 = zeta(2);
-                let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-                Picker::Zipf {
-                    theta,
-                    zetan,
-                    alpha: 1.0 / (1.0 - theta),
-                    eta,
-                    offset: rng.next(),
-                }
-            }
-            Distribution::Pareto(h) => Picker::Pareto {
-                power: h.ln() / (1.0 - h).ln(),
-                offset: rng.next(),
-            },
-            Distribution::Normal(pct) => Picker::Normal {
-                sigma: pct / 100.0 * n as f64,
-            },
-            Distribution::Zoned(zones) => Picker::Zoned(zones),
-        }
-    }
-
-    #[inline]
-    fn pick(&self, n: u64, rng: &mut Rng) -> u64 {
-        match *self {
-            Picker::Uniform => rng.below(n),
-            Picker::Zipf {
-                theta,
-                zetan,
-                alpha,
-                eta,
-                offset,
-            } => {
-                let u = rng.unit();
-                let z = u * zetan;
-                let v = if z < 1.0 {
-                    1
-                } else if z < 1.0 + 0.5f64.powf(theta) {
-                    2
-                } else {
-                    1 + (n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64
-                };
-                hash(v - 1).wrapping_add(offset) % n
-            }
-            Picker::Pareto { power, offset } => {
-                let v = ((n - 1) as f64 * (1.0 - rng.unit()).powf(power)) as u64;
-                hash(v).wrapping_add(offset) % n
-            }
-            Picker::Normal { sigma } => {
-                // Irwin–Hall: twelve uniforms less six is close to a standard normal.
-                let g: f64 = (0..12).map(|_| rng.unit()).sum::<f64>() - 6.0;
-                let v = n as f64 / 2.0 + g * sigma;
-                (v.max(0.0) as u64).min(n - 1)
-            }
-            Picker::Zoned(ref zones) => {
-                // A zone by its share of the accesses, then a block within it.
-                let mut roll = rng.below(100) as u8;
-                let mut last = (0, 0);
-                for (access, first, len) in zones.each(n) {
-                    last = (first, len);
-                    if roll < access {
-                        break;
-                    }
-                    roll -= access;
-                }
-                last.0 + rng.below(last.1)
-            }
-        }
-    }
-}
-
-/// Blocks of one file already done this pass (fio's random map), in `min_bs` units.
+/// Blocks of one file already done this pass (fio's random map), in the pattern's units.
 #[derive(Debug, Serialize, Deserialize)]
 struct Map {
     words: Vec<u64>,
@@ -221,18 +113,31 @@ pub(crate) struct Pattern {
     rng: Rng,
     picker: Picker,
     random: bool,
+    /// Of the random pattern's I/Os, the percentage at a random offset (fio's
+    /// `percentage_random`); the others follow the I/O before.
+    percentage_random: u32,
     read_percent: u32,
     bssplit: Vec<(u64, u32)>,
-    /// The writes' own block size (fio's `bs=READ,WRITE`).
-    write_bs: Option<u64>,
-    min_bs: u64,
+    /// The writes' own block sizes (fio's `bs=READ,WRITE` or `bssplit=READ,WRITE`); empty:
+    /// `bssplit`'s.
+    write_split: Vec<(u64, u32)>,
+    /// Random offsets are multiples of this: `blockalign`, or the smallest block.
+    unit: u64,
     start: u64,
-    /// Blocks of `min_bs` in a file's region.
+    /// Units in a file's region.
     blocks: u64,
     region: u64,
     /// Per file: the next sequential offset (from the region's start), and its map.
     positions: Vec<u64>,
     maps: Vec<Map>,
+    /// fio's `file_service_type`: how the next file is chosen, the file in use, the I/Os
+    /// left on it (round robin and random) or its bytes so far (sequential), and the next
+    /// in turn.
+    service: FileService,
+    file_picker: Option<Picker>,
+    current: usize,
+    service_left: u32,
+    file_done: u64,
     next_file: usize,
     /// `rw=read:GAP`: bytes skipped after each sequential I/O (negative: backwards).
     gap: i64,
@@ -259,28 +164,44 @@ impl Pattern {
             .collect();
     }
 
-    pub(crate) fn new(p: &IoParams, seed: u64) -> Pattern {
+    /// Copy `copy`'s (of `numjobs`) I/Os of job `p`, drawn from `seed`.
+    pub(crate) fn new(p: &IoParams, copy: u32, seed: u64) -> Pattern {
         let mut rng = Rng::new(seed);
-        let min_bs = p.min_bs();
+        let unit = p.align();
         let region = p.region();
-        let blocks = region / min_bs;
+        let blocks = region / unit;
         let random = p.rw.random();
         let use_map = random && !p.norandommap;
+        let write_split = match (&p.write_bssplit, p.write_bs) {
+            (split, _) if !split.is_empty() => split.clone(),
+            (_, Some(bs)) => vec![(bs, 100)],
+            (_, None) => Vec::new(),
+        };
+        let file_picker = match p.file_service {
+            FileService::Skewed(d) => Some(Picker::new(d, u64::from(p.nrfiles), &mut rng)),
+            _ => None,
+        };
         Pattern {
             picker: Picker::new(p.distribution, blocks, &mut rng),
             rng,
             random,
+            percentage_random: p.percentage_random,
             read_percent: p.rw.read_percent(p.rwmixread),
             bssplit: p.bssplit.clone(),
-            write_bs: p.write_bs,
-            min_bs,
-            start: p.offset,
+            write_split,
+            unit,
+            start: p.copy_offset(copy),
             blocks,
             region,
             positions: vec![0; p.nrfiles as usize],
             maps: (0..if use_map { p.nrfiles } else { 0 })
                 .map(|_| Map::new(blocks))
                 .collect(),
+            service: p.file_service,
+            file_picker,
+            current: 0,
+            service_left: 0,
+            file_done: 0,
             next_file: 0,
             gap: p.seq_gap,
             run_len: p.seq_nr.max(1),
@@ -301,21 +222,9 @@ impl Pattern {
             self.positions.fill(0);
         }
         self.maps.iter_mut().for_each(Map::clear);
-    }
-
-    #[inline]
-    fn block_size(&mut self) -> u64 {
-        if self.bssplit.len() == 1 {
-            return self.bssplit[0].0;
+        if self.service == FileService::Sequential {
+            (self.current, self.file_done) = (0, 0);
         }
-        let mut roll = self.rng.below(100) as u32;
-        for (size, pct) in &self.bssplit {
-            if roll < *pct {
-                return *size;
-            }
-            roll -= pct;
-        }
-        self.bssplit[self.bssplit.len() - 1].0
     }
 
     /// The next sequential offset of `file` for a block of `bs`: where the last I/O ended,
@@ -350,28 +259,71 @@ impl Pattern {
         }
     }
 
+    /// The file of the next I/O (of `bs` bytes), as fio's `file_service_type` picks it.
+    #[inline]
+    fn pick_file(&mut self, bs: u64) -> usize {
+        let files = self.positions.len();
+        match self.service {
+            FileService::RoundRobin(per) | FileService::Random(per) => {
+                if self.service_left == 0 {
+                    self.current = match self.service {
+                        FileService::Random(_) => self.rng.below(files as u64) as usize,
+                        _ => {
+                            let next = self.next_file;
+                            self.next_file = (next + 1) % files;
+                            next
+                        }
+                    };
+                    self.service_left = per;
+                }
+                self.service_left -= 1;
+            }
+            FileService::Sequential => {
+                // fio finishes one file (its share of the pass) before the next.
+                if self.file_done + bs > self.pass_bytes / files as u64 && self.current + 1 < files
+                {
+                    (self.current, self.file_done) = (self.current + 1, 0);
+                }
+                self.file_done += bs;
+            }
+            FileService::Skewed(_) => {
+                if let Some(picker) = &self.file_picker {
+                    self.current = picker.pick(files as u64, &mut self.rng) as usize;
+                }
+            }
+        }
+        self.current
+    }
+
+    /// Whether the next I/O of a random pattern goes to a random offset
+    /// (`percentage_random`), rather than after the one before.
+    #[inline]
+    fn at_random(&mut self) -> bool {
+        self.percentage_random >= 100 || (self.rng.below(100) as u32) < self.percentage_random
+    }
+
     /// The next I/O of the pass; `None` when the pass has moved its bytes.
     #[inline]
     pub(crate) fn next(&mut self) -> Option<Next> {
-        // The direction first where the writes have a size of their own.
-        let (bs, read) = match self.write_bs {
-            None => (self.block_size(), None),
-            Some(write) => match self.direction() {
-                true => (self.block_size(), Some(true)),
-                false => (write, Some(false)),
+        // The direction first where the writes have sizes of their own.
+        let (bs, read) = match self.write_split.is_empty() {
+            true => (draw(&self.bssplit, &mut self.rng), None),
+            false => match self.direction() {
+                true => (draw(&self.bssplit, &mut self.rng), Some(true)),
+                false => (draw(&self.write_split, &mut self.rng), Some(false)),
             },
         };
         if self.done + bs > self.pass_bytes {
             return None;
         }
-        let file = self.next_file;
-        self.next_file = (file + 1) % self.positions.len();
+        let file = self.pick_file(bs);
         let read = read.unwrap_or_else(|| self.direction());
-        let span = bs / self.min_bs;
         // A run of sequential I/Os after a random offset ends at the region's end too.
         let run_on = self.run_left > 0 && self.positions[file] + bs <= self.region;
-        let within = if self.random && !run_on {
+        let within = if self.random && !run_on && self.at_random() {
             let mut b = self.picker.pick(self.blocks, &mut self.rng);
+            // A block too near the end for `bs` moves back to fit.
+            let last = (self.region - bs) / self.unit;
             if let Some(map) = self.maps.get_mut(file) {
                 if map.used(b) {
                     // Every block used: the map starts over (a pass larger than the region).
@@ -380,15 +332,14 @@ impl Pattern {
                         b
                     });
                 }
-                // A block too near the end for `bs` moves back to fit.
-                b = b.min(self.blocks - span);
-                map.mark(b, span);
+                b = b.min(last);
+                map.mark(b, bs.div_ceil(self.unit).min(self.blocks - b));
             } else {
-                b = b.min(self.blocks - span);
+                b = b.min(last);
             }
             self.run_left = self.run_len - 1;
-            self.positions[file] = (b + span) * self.min_bs;
-            b * self.min_bs
+            self.positions[file] = b * self.unit + bs;
+            b * self.unit
         } else {
             self.run_left = self.run_left.saturating_sub(1);
             self.sequential(file, bs)
@@ -417,6 +368,22 @@ impl Pattern {
     }
 }
 
+/// A block size of `split` by its shares.
+#[inline]
+fn draw(split: &[(u64, u32)], rng: &mut Rng) -> u64 {
+    if split.len() == 1 {
+        return split[0].0;
+    }
+    let mut roll = rng.below(100) as u32;
+    for (size, pct) in split {
+        if roll < *pct {
+            return *size;
+        }
+        roll -= pct;
+    }
+    split[split.len() - 1].0
+}
+
 /// Fills `buf` with `rng`'s numbers: data no filesystem compresses or deduplicates.
 pub(super) fn fill_random(buf: &mut [u8], rng: &mut Rng) {
     for chunk in buf.chunks_mut(8) {
@@ -429,7 +396,7 @@ mod tests {
     use super::*;
 
     fn pattern(args: &str) -> Pattern {
-        Pattern::new(&IoParams::parse(args).unwrap(), 7)
+        Pattern::new(&IoParams::parse(args).unwrap(), 0, 7)
     }
 
     fn pass(p: &mut Pattern) -> Vec<Next> {

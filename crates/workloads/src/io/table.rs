@@ -310,6 +310,144 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Flag,
         "random blocks may repeat within a pass",
     ),
+    OptionDef::new(
+        "thinktime",
+        OptKind::Text,
+        "idle time after every thinktime-blocks I/Os: N[us|ms|s], microseconds bare",
+    ),
+    OptionDef::new(
+        "thinktime-spin",
+        OptKind::Text,
+        "of the thinktime, how long to spin rather than sleep",
+    ),
+    OptionDef {
+        min: 1,
+        default: Some("1"),
+        ..OptionDef::new(
+            "thinktime-blocks",
+            OptKind::Count,
+            "I/Os between thinktimes",
+        )
+    },
+    OptionDef::new(
+        "filename-format",
+        OptKind::Text,
+        "the files' names from $jobname, $jobnum and $filenum (fio's $jobname.$jobnum.$filenum)",
+    ),
+    OptionDef {
+        min: 1,
+        max: 256 << 20,
+        ..OptionDef::new(
+            "blockalign",
+            OptKind::Size,
+            "random offsets are multiples of this; default the smallest block size",
+        )
+    },
+    OptionDef {
+        max: 100,
+        default: Some("100"),
+        ..OptionDef::new(
+            "percentage-random",
+            OptKind::Count,
+            "of a random pattern's I/Os, % at a random offset (the others follow the last)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 100,
+        ..OptionDef::new(
+            "size-percent",
+            OptKind::Count,
+            "fio's size=N%: bytes per file, % of its filesize",
+        )
+    },
+    OptionDef {
+        max: 99,
+        ..OptionDef::new(
+            "offset-percent",
+            OptKind::Count,
+            "fio's offset=N%: % of the size a file has before the job (0 for the new files fsbench makes)",
+        )
+    },
+    OptionDef {
+        default: Some("roundrobin"),
+        ..OptionDef::new(
+            "file-service-type",
+            OptKind::Text,
+            "the next I/O's file: roundrobin[:N], sequential, random[:N], zipf:θ, pareto:h, normal:σ",
+        )
+    },
+    OptionDef::new(
+        "write-bssplit",
+        OptKind::Text,
+        "the writes' block sizes where they differ (fio's bssplit=READ,WRITE)",
+    ),
+    OptionDef::new(
+        "write-rate",
+        OptKind::Size,
+        "the writes' bytes per second where it differs (fio's rate=READ,WRITE)",
+    ),
+    OptionDef::new(
+        "write-rate-iops",
+        OptKind::Count,
+        "the writes' I/Os per second where it differs (fio's rate_iops=READ,WRITE)",
+    ),
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "offset-increment",
+            OptKind::Size,
+            "each copy (numjobs) starts this much further than the one before",
+        )
+    },
+    OptionDef::new("zero-buffers", OptKind::Flag, "written blocks hold zeros"),
+    OptionDef::new(
+        "refill-buffers",
+        OptKind::Flag,
+        "new data in the buffer before every write",
+    ),
+    OptionDef::new(
+        "scramble-buffers",
+        OptKind::Flag,
+        "each 512 bytes stamped with its offset before a write (on in fio job files)",
+    ),
+    OptionDef {
+        max: 100,
+        default: Some("0"),
+        ..OptionDef::new(
+            "buffer-compress-percentage",
+            OptKind::Count,
+            "written data compresses by this much (zeros in each chunk)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        default: Some("512"),
+        ..OptionDef::new(
+            "buffer-compress-chunk",
+            OptKind::Size,
+            "bytes per compressible chunk",
+        )
+    },
+    OptionDef {
+        max: 100,
+        default: Some("0"),
+        ..OptionDef::new(
+            "dedupe-percentage",
+            OptKind::Count,
+            "of the buffer fills, % that repeat the one before",
+        )
+    },
+    OptionDef::new(
+        "pre-read",
+        OptKind::Flag,
+        "the files read into the page cache before the job (untimed; no invalidate)",
+    ),
+    OptionDef::new(
+        "unlink-each-loop",
+        OptKind::Flag,
+        "the job's files removed after each loop and made anew, empty, for the next",
+    ),
 ];
 
 const PRESETS: &[Preset] = &[

@@ -52,7 +52,7 @@ impl Cap {
         }
         (!parts.is_empty()).then(|| {
             format!(
-                "the job file scaled by --cap {}: every job's size and files at most that, its runtime, ramp and start delay too",
+                "the job file scaled by --cap {}: every job's size, files and offset_increment at most that, its runtime, ramp and start delay too",
                 parts.join(",")
             )
         })
@@ -62,6 +62,8 @@ impl Cap {
         if let Some(size) = self.size {
             job.size = job.size.min(size);
             job.filesize = job.filesize.min(size.max(job.offset + job.max_bs()));
+            // Each copy's files are that much longer than the one before's.
+            job.offset_increment = job.offset_increment.min(size);
         }
         if let Some(ms) = self.runtime_ms {
             job.runtime_ms = match job.runtime_ms {

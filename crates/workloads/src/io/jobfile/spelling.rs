@@ -1,7 +1,9 @@
 //! fio's other spellings of the io workload's options: aliases (`blocksize`, `readwrite`,
-//! `rwmixwrite`, `buffered`, `iodepth_batch`, `timeout`, `nr_files`, `fileoffset`), fio's names of the mixed patterns (`rw=rw`),
-//! and the per-direction forms (`bs=4k,8k`, `rate=1m,2m`, `bsrange=4k-4k`) where the job
-//! uses them with one value. A form fsbench does not do is refused naming what it lacks.
+//! `rwmixwrite`, `buffered`, `iodepth_batch`, `timeout`, `nr_files`, `fileoffset`, `ba`,
+//! `percentage_sequential`, `rate_min`), fio's names of the mixed patterns (`rw=rw`),
+//! percentages (`size=50%`), and the per-direction forms (`bs=4k,8k`, `rate=1m,2m`,
+//! `bssplit=4k/100,64k/100`, `bsrange=4k-4k`). A form fsbench does not do is refused naming
+//! what it lacks.
 
 /// fio's keys that are other spellings of the io workload's options (or say why not).
 pub(super) const ALIASES: &[&str] = &[
@@ -20,6 +22,10 @@ pub(super) const ALIASES: &[&str] = &[
     "fileoffset",
     "thread",
     "threads",
+    "ba",
+    "percentage_sequential",
+    "rate_min",
+    "file_append",
 ];
 
 /// The io workload's options (and values) for fio's `key=value`; `Err` says why fsbench
@@ -37,8 +43,29 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
                 None => Err(format!("`{key}={value}` is MIN-MAX")),
             }
         }
-        "rate" => one("rate", &per_direction(&key, value)?),
-        "rate_iops" => one("rate_iops", &per_direction(&key, value)?),
+        "rate" | "rate_iops" => Ok(read_and_write(&key, value)),
+        "bssplit" => {
+            let pairs = read_and_write(&key, value);
+            match pairs[0].1.as_str() {
+                "0" => Err(format!("`{key}={value}` needs the reads' sizes first")),
+                _ => Ok(pairs),
+            }
+        }
+        "rate_min" => one("ratemin", &per_direction(&key, value)?),
+        "size" if value.ends_with('%') => one("size_percent", percent(&key, value)?),
+        "offset" | "fileoffset" if value.ends_with('%') => {
+            one("offset_percent", percent(&key, value)?)
+        }
+        "blockalign" | "ba" => one("blockalign", &per_direction(&key, value)?),
+        "percentage_random" => one("percentage_random", &per_direction(&key, value)?),
+        "percentage_sequential" => {
+            let sequential: u32 = per_direction(&key, value)?
+                .parse()
+                .ok()
+                .filter(|p| *p <= 100)
+                .ok_or_else(|| format!("`{key}={value}` is a percentage"))?;
+            one("percentage_random", &(100 - sequential).to_string())
+        }
         "readwrite" | "rw" => {
             let (base, modifier) = value.split_once(':').unwrap_or((value, ""));
             let mut pairs = vec![("rw".to_string(), pattern(&key, base)?)];
@@ -60,6 +87,9 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         "iodepth_batch_complete" => one("iodepth_batch_complete_min", value),
         // fio runs jobs as processes unless told `thread` (3.33 takes `threads=1` too).
         "thread" | "threads" => one("workers", if flag(value) { "threads" } else { "processes" }),
+        // fio appends at the size a file has before the layout; fsbench's files are new,
+        // of size 0, so the I/O starts where it would without it (as fio's on a new file).
+        "file_append" => Ok(Vec::new()),
         "timeout" => one("runtime", value),
         "nr_files" => one("nrfiles", value),
         "io_limit" => one("io_size", value),
@@ -140,6 +170,29 @@ fn per_direction(key: &str, value: &str) -> Result<String, String> {
         _ => Err(format!(
             "`{key}={value}`: a different value per direction (read,write,trim) is not implemented; give one value"
         )),
+    }
+}
+
+/// fio's `READ,WRITE[,TRIM]` of a rate or `bssplit`: one value is every direction's, an
+/// empty one none (`0`); the writes' own key (`write_rate`) where theirs differs.
+fn read_and_write(key: &str, value: &str) -> Vec<(String, String)> {
+    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+    let given = |p: &str| if p.is_empty() { "0" } else { p }.to_string();
+    let read = given(parts[0]);
+    let write = parts.get(1).map_or_else(|| read.clone(), |w| given(w));
+    let mut pairs = vec![(key.to_string(), read.clone())];
+    if write != read && !same_size(&write, &read) {
+        pairs.push((format!("write_{key}"), write));
+    }
+    pairs
+}
+
+/// fio's `N%` of `size=` and `offset=`: N.
+fn percent<'v>(key: &str, value: &'v str) -> Result<&'v str, String> {
+    let n = value.trim_end_matches('%');
+    match n.parse::<u32>() {
+        Ok(p) if p <= 100 => Ok(n),
+        _ => Err(format!("`{key}={value}` is a percentage")),
     }
 }
 

@@ -27,7 +27,7 @@ fn globals_includes_environment_and_stonewalls_make_jobs() {
         "job.fio",
         "include common.fio\n[global]\nsize=64M\nbs=4K\n\n[read]\nrw=randread\ndirect=1\n# a comment\n[write]\nstonewall\nrw=write\nbs=128k\nend_fsync=1\nthread\n",
     );
-    let jobs = read(&path, &Cap::default()).unwrap();
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
     assert_eq!(jobs.len(), 2);
     assert_eq!(jobs[0].job.as_deref(), Some("read"));
     assert_eq!(
@@ -68,8 +68,8 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
             "job.fio:3: `rw=trim`: trims are not implemented",
         ),
         (
-            "[a]\nsize=1m\n\nrate=1m,2m\n",
-            "job.fio:4: `rate=1m,2m`: a different value per direction",
+            "[a]\nsize=1m\nrw=randrw\nrate=1m,2m\n",
+            "job.fio:4: job `a`: io: `rate` per direction (`write-rate`) differs",
         ),
         (
             "[a]\nsize=1m\nrw=randread:0\n",
@@ -88,11 +88,20 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
         ("size=1m\n", "before any `[section]`"),
     ] {
         let path = write(dir.path(), "job.fio", text);
-        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        let err = format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        );
         assert!(err.contains(needle), "{text:?}: {err}");
     }
     let path = write(dir.path(), "loop.fio", "include loop.fio\n");
-    assert!(format!("{:#}", read(&path, &Cap::default()).unwrap_err()).contains("a cycle"));
+    assert!(
+        format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        )
+        .contains("a cycle")
+    );
 }
 
 #[test]
@@ -103,7 +112,7 @@ fn fio_s_other_spellings_read_as_fio_reads_them() {
         "job.fio",
         "[global]\nblocksize=8k ; inline comment\nreadwrite=rw\nrwmixread=60\nrwmixwrite=30\nbuffered=0\nsize=(2*$pagesize*1024) # size\ngtod_reduce=1\n[j]\nbs=16k,16k\nnumjobs=($ncpus+1)\n",
     );
-    let jobs = read(&path, &Cap::default()).unwrap();
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
     let j = &jobs[0];
     assert_eq!(j.bssplit, vec![(16 << 10, 100)]);
     assert_eq!(
@@ -131,7 +140,7 @@ fn jobs_without_a_stonewall_run_beside_the_one_before() {
         "job.fio",
         "[global]\nsize=1m\n[a]\nrw=read\n[b]\nrw=write\n[c]\nstonewall\n[d]\nwait_for_previous\n",
     );
-    let jobs = read(&path, &Cap::default()).unwrap();
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
     let names =
         |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
     assert_eq!(jobs.len(), 3);
@@ -151,7 +160,7 @@ fn bsrange_draws_each_multiple_of_its_minimum_and_io_size_moves_more_than_size()
         "job.fio",
         "[a]\nsize=1m\nbsrange=4k-16k\nio_size=4m\n[b]\nsize=1m\nblocksize_range=1k-3k\n",
     );
-    let jobs = read(&path, &Cap::default()).unwrap();
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
     let a = &jobs[0];
     let k = |n: u64| n << 10;
     assert_eq!(
@@ -164,7 +173,10 @@ fn bsrange_draws_each_multiple_of_its_minimum_and_io_size_moves_more_than_size()
         vec![(k(1), 34), (k(2), 33), (k(3), 33)]
     );
     let path = write(dir.path(), "job.fio", "[a]\nsize=1m\nbsrange=16k-4k\n");
-    let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+    let err = format!(
+        "{:#}",
+        read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+    );
     assert!(
         err.contains("job.fio:3: `bsrange=16k-4k` is MIN-MAX"),
         "{err}"
@@ -179,7 +191,7 @@ fn wait_for_waits_for_a_job_alone_or_one_already_ended() {
         "job.fio",
         "[global]\nsize=1m\n[w]\nrw=write\n[r]\nwait_for=w\n[r2]\nwait_for=w\n",
     );
-    let jobs = read(&path, &Cap::default()).unwrap();
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
     let names =
         |p: &IoParams| -> Vec<String> { p.jobs().map(|j| j.job.clone().unwrap()).collect() };
     // r waits for w, alone in its group; w ended before r2's group started.
@@ -203,7 +215,10 @@ fn wait_for_waits_for_a_job_alone_or_one_already_ended() {
         ),
     ] {
         let path = write(dir.path(), "job.fio", &format!("[global]\nsize=1m\n{text}"));
-        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        let err = format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        );
         assert!(err.contains(needle), "{text:?}: {err}");
     }
 }
@@ -214,10 +229,10 @@ fn a_cap_bounds_every_job_s_size_and_runtime() {
     let path = write(
         dir.path(),
         "job.fio",
-        "[a]\nsize=1g\nruntime=1h\nramp_time=1m\n[b]\nsize=4m\nrw=write\n",
+        "[a]\nsize=1g\nruntime=1h\nramp_time=1m\n[b]\nsize=4m\nrw=write\noffset_increment=1g\n",
     );
     let cap = Cap::parse("size=16m,runtime=2s").unwrap();
-    let jobs = read(&path, &cap).unwrap();
+    let jobs = read(&path, &cap, &Targets::default()).unwrap();
     let a = &jobs[0];
     assert_eq!(
         (a.size, a.filesize, a.runtime_ms, a.ramp_ms),
@@ -225,6 +240,7 @@ fn a_cap_bounds_every_job_s_size_and_runtime() {
     );
     let b = &a.beside[0];
     assert_eq!((b.size, b.runtime_ms), (4 << 20, 2000));
+    assert_eq!(b.offset_increment, 16 << 20);
     assert!(
         cap.describe()
             .unwrap()
@@ -246,10 +262,69 @@ fn an_included_file_that_is_no_job_file_is_not_quoted() {
     ] {
         write(dir.path(), "shadow", &text);
         let path = write(dir.path(), "job.fio", "[a]\nsize=1m\ninclude shadow\n");
-        let err = format!("{:#}", read(&path, &Cap::default()).unwrap_err());
+        let err = format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        );
         assert!(
             err.contains("shadow:1: not a job file's line") && !err.contains("s3cr3t"),
             "{text:?}: {err}"
         );
+    }
+}
+
+#[test]
+fn fio_s_percentages_alignments_and_per_direction_values_are_read_as_fio_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nfilesize=64k\nnrfiles=2\n[a]\nsize=50%\noffset=25%\nba=8k\npercentage_sequential=30\nbs=4k\n\
+         [b]\nrw=write\nsize=1m\nrate=1m,64k\nbssplit=4k/50:8k/50,16k/100\nthinktime=2ms\nthinktime_spin=500\n\
+         file_service_type=random:4\n[c]\nrw=write\nsize=1m\nrate_iops=,10\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    let a = &jobs[0];
+    // 50% of each 64 KiB file; 25% of the size a new file has: 0, as fio's.
+    assert_eq!((a.offset, a.filesize, a.size), (0, 64 << 10, 64 << 10));
+    assert_eq!((a.blockalign, a.percentage_random), (8 << 10, 70));
+    let b = &a.beside[0];
+    assert_eq!(
+        (b.rate, a.beside[1].rate_iops),
+        (64 << 10, 10),
+        "the writes' rates"
+    );
+    assert_eq!(b.bssplit, [(4 << 10, 50), (8 << 10, 50)]);
+    assert_eq!(b.write_bssplit, [(16 << 10, 100)]);
+    assert_eq!((b.thinktime_us, b.thinktime_spin_us), (2000, 500));
+    assert_eq!(b.file_service, super::super::FileService::Random(4));
+    assert!(b.contents.scramble, "fio scrambles by default");
+    // fio reads `kb_base` first, wherever it stands; its default takes KiB as 1000 bytes.
+    let path = write(
+        dir.path(),
+        "base.fio",
+        "[a]\nsize=1m\nbs=4KiB\n[b]\nsize=1m\nkb_base=1000\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    assert_eq!((jobs[0].size, jobs[0].bssplit[0].0), (1 << 20, 4000));
+    assert_eq!(jobs[0].beside[0].size, 1_000_000);
+    for (line, needle) in [
+        ("size=50%", "needs `filesize`"),
+        (
+            "size=1m\nfile_service_type=normal",
+            "file-service-type=normal",
+        ),
+        ("size=1m\nrw=randread\nba=2m", "`blockalign` ("),
+        (
+            "size=1m\nioengine=io_uring\nthinktime=1",
+            "`thinktime` with ioengine=io_uring",
+        ),
+    ] {
+        let path = write(dir.path(), "bad.fio", &format!("[a]\n{line}\n"));
+        let err = format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        );
+        assert!(err.contains(needle), "{line}: {err}");
     }
 }

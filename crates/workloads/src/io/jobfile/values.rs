@@ -61,10 +61,19 @@ impl Keywords {
             .replace("$pagesize", &self.pagesize.to_string())
             .replace("$mb_memory", &self.mb_memory.to_string())
             .replace("$ncpus", &self.ncpus.to_string());
-        if text.contains('$') {
+        // `filename_format`'s own, which name each file when it is made.
+        let format_vars = ["$jobname", "$jobnum", "$filenum", "$clientuid"];
+        if format_vars
+            .iter()
+            .fold(text.clone(), |t, v| t.replace(v, ""))
+            .contains('$')
+        {
             return Err(invalid(format!(
-                "{at}: `{value}`: fio's keywords are $pagesize, $mb_memory and $ncpus"
+                "{at}: `{value}`: fio's keywords are $pagesize, $mb_memory and $ncpus (and filename_format's $jobname, $jobnum, $filenum)"
             )));
+        }
+        if text.contains('$') {
+            return Ok(text);
         }
         let bracketed = text.starts_with('(') && text.ends_with(')');
         let math = text.contains(['+', '*', '/']) || text[1.min(text.len())..].contains('-');

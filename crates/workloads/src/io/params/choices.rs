@@ -303,3 +303,55 @@ impl Distribution {
         }
     }
 }
+
+/// fio's `file_service_type`: which of a job's files the next I/O goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind", content = "value")]
+pub enum FileService {
+    /// The next file every N I/Os, in turn (fio's default, N = 1).
+    RoundRobin(u32),
+    /// Each file's share of the pass before the next file.
+    Sequential,
+    /// A file drawn uniformly every N I/Os.
+    Random(u32),
+    /// A file drawn by a skewed distribution (zipf, pareto or normal).
+    Skewed(Distribution),
+}
+
+impl Default for FileService {
+    fn default() -> FileService {
+        FileService::RoundRobin(1)
+    }
+}
+
+impl FileService {
+    /// fio's `roundrobin[:N]`, `sequential`, `random[:N]`, `zipf[:θ]`, `pareto[:h]`,
+    /// `normal:σ` (or `gauss:σ`); zipf's θ is 1.1 and pareto's h 0.2 when not given, as in fio.
+    pub(super) fn parse(text: &str) -> anyhow::Result<FileService> {
+        let bad = || {
+            invalid(format!(
+                "io: `file-service-type={text}` is roundrobin[:N], sequential, random[:N], zipf[:θ], pareto[:h] or normal:σ"
+            ))
+        };
+        let (kind, value) = text.split_once(':').unwrap_or((text, ""));
+        let count = || match value {
+            "" => Ok(1),
+            n => n.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(bad),
+        };
+        let skewed = |default: &str| {
+            let value = if value.is_empty() { default } else { value };
+            let name = if kind == "gauss" { "normal" } else { kind };
+            Distribution::parse(&format!("{name}:{value}")).map_err(|_| bad())
+        };
+        Ok(match kind {
+            "roundrobin" => FileService::RoundRobin(count()?),
+            // fio takes a count here too, and finishes each file all the same.
+            "sequential" => count().map(|_| FileService::Sequential)?,
+            "random" => FileService::Random(count()?),
+            "zipf" => FileService::Skewed(skewed("1.1")?),
+            "pareto" => FileService::Skewed(skewed("0.2")?),
+            "normal" | "gauss" if !value.is_empty() => FileService::Skewed(skewed("")?),
+            _ => return Err(bad()),
+        })
+    }
+}

@@ -8,6 +8,17 @@ use fsbench_measure::error::invalid;
 
 /// fio's time values: a number with an optional unit, seconds when bare; in milliseconds.
 pub(in crate::io) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
+    Ok(parse_ns(key, text, 1_000_000_000)? / 1_000_000)
+}
+
+/// fio's times that are microseconds when bare (`thinktime`), in microseconds.
+fn parse_micros(key: &str, text: &str) -> anyhow::Result<u64> {
+    Ok(parse_ns(key, text, 1000)? / 1000)
+}
+
+/// A number with an optional unit (us, ms, s, m, h), `bare` nanoseconds each without one;
+/// in nanoseconds.
+fn parse_ns(key: &str, text: &str, bare: u64) -> anyhow::Result<u64> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
@@ -17,15 +28,44 @@ pub(in crate::io) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
             "io: `{key}={text}` is not a time (e.g. 30, 500ms, 2m)"
         ))
     })?;
-    let ms = match unit {
-        "us" => Some(n / 1000),
-        "ms" => Some(n),
-        "" | "s" => n.checked_mul(1000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
+    let per = match unit {
+        "" => Some(bare),
+        "us" => Some(1000),
+        "ms" => Some(1_000_000),
+        "s" => Some(1_000_000_000),
+        "m" => Some(60_000_000_000),
+        "h" => Some(3_600_000_000_000),
         _ => None,
     };
-    ms.ok_or_else(|| invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h")))
+    let units = || invalid(format!("io: `{key}={text}`: units are us, ms, s, m, h"));
+    n.checked_mul(per.ok_or_else(units)?).ok_or_else(units)
+}
+
+/// fio's `thinktime` and `thinktime_spin` in microseconds (the spin at most the whole).
+pub(super) fn thinktime(p: &Parsed) -> anyhow::Result<(u64, u64)> {
+    let micros = |key| p.text(key).map_or(Ok(0), |t| parse_micros(key, t));
+    let (think, spin) = (micros("thinktime")?, micros("thinktime-spin")?);
+    Ok((think, spin.min(think)))
+}
+
+/// The job's `rate` and `rate_iops`: of fio's per-direction `rate=READ,WRITE`, the
+/// direction the job moves; a job that reads and writes at different rates is refused.
+pub(super) fn rates(p: &Parsed, read_percent: u32) -> anyhow::Result<(u64, u64)> {
+    let pick = |key: &str, write_key: &str| {
+        let read = p.num(key).expect("has a default");
+        match (p.num(write_key), read_percent) {
+            (None, _) | (Some(_), 100) => Ok(read),
+            (Some(write), 0) => Ok(write),
+            (Some(write), _) if write == read => Ok(read),
+            (Some(_), _) => Err(invalid(format!(
+                "io: `{key}` per direction (`{write_key}`) differs: a job that reads and writes at a rate of each direction's own is not implemented"
+            ))),
+        }
+    };
+    Ok((
+        pick("rate", "write-rate")?,
+        pick("rate-iops", "write-rate-iops")?,
+    ))
 }
 
 /// A `filename` or `directory` as fsbench takes it: relative, within the run's directory
@@ -35,9 +75,14 @@ pub(super) fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
     if name.is_empty() || name.contains('\0') {
         return Err(invalid(format!("io: `{key}` needs a name")));
     }
+    if matches!(name, "/dev/null" | "/dev/zero") {
+        return Err(invalid(format!(
+            "io: `{key}={name}` moves no data through a filesystem: fsbench measures filesystems (ioengine=null measures the harness alone)"
+        )));
+    }
     if path.is_absolute() {
         return Err(invalid(format!(
-            "io: `{key}={name}` is outside the run's directory: fsbench writes only in the directory it was given (--dir) or the filesystem it made (--fs); give a name relative to it"
+            "io: `{key}={name}` is outside the run's directory: fsbench writes only in the directory it was given (--dir, which may hold the job file's absolute names) or the filesystem it made (--fs); give a name relative to it"
         )));
     }
     if path.components().any(|c| {
@@ -134,20 +179,37 @@ pub(super) fn files(p: &Parsed) -> anyhow::Result<(Vec<String>, Option<String>, 
     Ok((filename, directory, nrfiles))
 }
 
-/// The bytes a job moves and each file's size. As fio: `size` alone is split over the files,
-/// each `offset` longer; `filesize` alone makes `size` the files' sum; `io_size` is the bytes
-/// moved over files of `size`.
-pub(super) fn sizes(p: &Parsed, offset: u64, nrfiles: u32) -> anyhow::Result<(u64, u64)> {
+/// The bytes a job moves, each file's size and where I/O starts in it. As fio: `size`
+/// alone is split over the files, each `offset` longer; `filesize` alone makes `size` the
+/// files' sum; `io_size` is the bytes moved over files of `size`. `size=N%` moves that share
+/// of each file (in whole `smallest` blocks, from the offset at most to its end).
+/// `offset=N%` is a share of the size a file has before the job (fio's `real_file_size`):
+/// 0 for a new file, as every file fsbench lays out is.
+pub(super) fn sizes(p: &Parsed, nrfiles: u32, smallest: u64) -> anyhow::Result<(u64, u64, u64)> {
+    let files = u64::from(nrfiles);
+    let offset = match p.num("offset-percent") {
+        Some(_) => 0,
+        None => p.num("offset").expect("offset has a default"),
+    };
+    let filesize = p.num("filesize");
+    if let Some(pct) = p.num("size-percent") {
+        let filesize = filesize.ok_or_else(|| {
+            invalid("io: `size-percent` (fio's size=N%) is a share of each file's size: fsbench's files are new, so it needs `filesize`")
+        })?;
+        let share = (filesize * pct / 100).min(filesize.saturating_sub(offset));
+        let moved = (share - share % smallest).saturating_mul(files);
+        return Ok((p.num("io-size").unwrap_or(moved), filesize, offset));
+    }
     let size = p
         .num("size")
         .filter(|_| p.explicit("size") || !p.explicit("filesize"));
-    let (size, filesize) = match (size, p.num("filesize")) {
+    let (size, filesize) = match (size, filesize) {
         (Some(size), Some(filesize)) => (size, filesize),
-        (Some(size), None) => (size, offset.saturating_add(size / u64::from(nrfiles))),
-        (None, Some(filesize)) => (filesize.saturating_mul(u64::from(nrfiles)), filesize),
+        (Some(size), None) => (size, offset.saturating_add(size / files)),
+        (None, Some(filesize)) => (filesize.saturating_mul(files), filesize),
         (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
     };
-    Ok((p.num("io-size").unwrap_or(size), filesize))
+    Ok((p.num("io-size").unwrap_or(size), filesize, offset))
 }
 
 /// The block sizes with their shares: `bssplit`, or `bs` alone.
