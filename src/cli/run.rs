@@ -163,6 +163,7 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
     };
     if let Some(device) = &args.target_device {
         fsbench_testbed::testbed::device::check_raw_target(device, run_args.force)?;
+        fsbench_workloads::io::allow_raw_target(device);
     }
     let targets = jobfile::Targets {
         dir: run_args.dir.as_deref(),

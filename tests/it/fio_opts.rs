@@ -412,3 +412,80 @@ fn the_block_device_given_is_read_and_written_raw_and_no_other() {
     );
     assert_nothing_left(dir.path());
 }
+
+/// A suite file may give the io workload's fields as a stored suite keeps them (not as
+/// options): its names are checked all the same, and it cannot make a job raw.
+#[test]
+fn a_suite_file_s_fields_cannot_name_a_file_outside_nor_a_raw_device() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let victim = state.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    // The stored form of a small io workload, as `fsbench run` keeps it.
+    let exported = state.path().join("first.json");
+    let out = run(fsbench(state.path())
+        .args([
+            "run",
+            "-q",
+            "--runs",
+            "1",
+            "-w",
+            "io:rw=write,bs=4k,size=64k",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--export-json")
+        .arg(&exported));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    let stored = doc["suite"]["workload"][0].clone();
+    let v = victim.display().to_string();
+    let cases: [(&str, serde_json::Value, &str); 4] = [
+        (
+            "filename",
+            serde_json::json!([v]),
+            "is outside the run's directory",
+        ),
+        (
+            "directory",
+            serde_json::json!("../.."),
+            "leaves the run's directory",
+        ),
+        (
+            "job",
+            serde_json::json!("../../x"),
+            "leaves the run's directory",
+        ),
+        (
+            "raw_device",
+            serde_json::json!(true),
+            "read and written raw only under",
+        ),
+    ];
+    for (field, value, needle) in cases {
+        let mut w = stored.clone();
+        w[field] = value;
+        if field == "job" {
+            w["filename_format"] = serde_json::json!("$jobname");
+        }
+        if field == "raw_device" {
+            w["filename"] = serde_json::json!([v]);
+        }
+        let mut suite = toml::Table::new();
+        suite.insert("runs".into(), toml::Value::Integer(1));
+        let workload: toml::Value = serde_json::from_value(w).unwrap();
+        suite.insert("workload".into(), toml::Value::Array(vec![workload]));
+        let file = state.path().join("suite.toml");
+        std::fs::write(&file, toml::to_string(&suite).unwrap()).unwrap();
+        let out = run(fsbench(state.path())
+            .args(["run", "-q"])
+            .arg(&file)
+            .arg("--dir")
+            .arg(dir.path()));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(err.contains(needle), "{field}: {err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+    assert_nothing_left(dir.path());
+}

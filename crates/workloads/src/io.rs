@@ -35,7 +35,9 @@ mod uring;
 mod verify;
 
 use job::{Job, JobOut, Span};
-pub use params::{Distribution, Engine, Fallocate, FileService, IoParams, Rw, Zones};
+pub use params::{
+    Distribution, Engine, Fallocate, FileService, IoParams, Rw, Zones, allow_raw_target,
+};
 use pattern::Pattern;
 pub(crate) use table::KIND;
 

@@ -16,6 +16,16 @@ mod fio;
 mod mpi;
 use mpi::shared_file_share;
 mod values;
+
+/// The block device `fsbench fio --target-device` was given, once checked, in this process.
+static RAW_TARGET: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Lets a job name `device` alone and read and write it raw: `fsbench fio` calls it once it
+/// has checked the device it was given (a block device, unmounted, unused). A suite file or
+/// a stored suite cannot: nothing else sets it.
+pub fn allow_raw_target(device: &std::path::Path) {
+    let _ = RAW_TARGET.set(device.to_path_buf());
+}
 pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, Zones};
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
@@ -352,6 +362,27 @@ impl IoParams {
         }
     }
 
+    /// Every file the job opens is inside the run's directory, however its parameters came
+    /// (options, a suite file's table of fields, a stored suite): each name it makes is
+    /// checked as an option's would be. The one exception is the block device `fsbench fio
+    /// --target-device` was given in this process, named alone.
+    fn validate_names(&self) -> anyhow::Result<()> {
+        if self.raw_device {
+            return match (&self.filename[..], RAW_TARGET.get()) {
+                ([name], Some(given)) if std::path::Path::new(name) == given => Ok(()),
+                _ => Err(invalid(format!(
+                    "io: `filename={}` is read and written raw only under `fsbench fio --target-device` naming that device",
+                    self.filename.join(":")
+                ))),
+            };
+        }
+        for file in 0..self.nrfiles as usize {
+            let name = super::layout::file_name(self, 0, 0, file);
+            values::inside_name("filename", &name)?;
+        }
+        Ok(())
+    }
+
     fn validate_verify(&self) -> anyhow::Result<()> {
         use super::verify::Algorithm;
         let Some(a) = self.verify else {
@@ -452,6 +483,7 @@ impl WorkloadParams for IoParams {
 
     fn validate(&self) -> anyhow::Result<()> {
         self.beside.iter().try_for_each(WorkloadParams::validate)?;
+        self.validate_names()?;
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         if self.offset >= self.filesize {
             return no(format!(
