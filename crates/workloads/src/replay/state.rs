@@ -251,6 +251,8 @@ pub(crate) fn recreate(
             }
         }
     }
+    // One trace's decoder at a time (its window is up to 8 MiB).
+    drop(entries);
     set_modes(dir, trace)?;
     Ok(refused)
 }
