@@ -3,11 +3,9 @@
 //! outlives a killed fsbench.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::workers::wait_for_workers;
+use crate::workers::{killing_a_worker_fails_the_run, killing_fsbench_leaves_no_worker, start_run};
 
 /// Four workers of 50 transactions each on a set of 20 files in 2 directories: creates,
 /// deletes and stats of files the others make and delete.
@@ -101,56 +99,19 @@ fn ffsb_workers_share_the_set_and_every_workers_figures_arrive() {
 /// A run of [`LONG_READS`] in `dir`.
 fn start_long_ffsb(dir: &Path, state: &Path, profiles: &Path) -> std::process::Child {
     let long = profile(profiles, "long.ffsb", LONG_READS);
-    fsbench(state)
-        .args(["run", "-q", "--runs", "1", "--purpose", "ffsb workers test"])
-        .arg("-w")
-        .arg(format!("ffsb:profile={}", long.display()))
-        .arg("--dir")
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    start_run(state, &format!("ffsb:profile={}", long.display()), dir)
 }
 
 #[test]
 fn a_killed_ffsb_worker_fails_the_run_naming_it_and_leaves_no_worker() {
     let (dir, state, profiles) = (tmpfs_tempdir(), tempdir(), tempdir());
-    let mut child = start_long_ffsb(dir.path(), state.path(), profiles.path());
-    let workers = wait_for_workers(&mut child, 3);
-    // SAFETY: a worker process of the fsbench this test started.
-    unsafe { libc::kill(workers[1], libc::SIGKILL) };
-    let killed_at = Instant::now();
-    let out = wait_drained_within(child, limit());
-    assert!(killed_at.elapsed() < Duration::from_secs(30));
-    let err = text(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(
-        err.contains(&format!("(pid {})", workers[1])) && err.contains("SIGKILL"),
-        "{err}"
-    );
-    assert!(
-        workers.iter().all(|w| gone(*w)),
-        "a worker outlived the run"
-    );
-    assert_empty(dir.path());
+    let child = start_long_ffsb(dir.path(), state.path(), profiles.path());
+    killing_a_worker_fails_the_run(child, 3, dir.path());
 }
 
 #[test]
 fn no_ffsb_worker_outlives_a_killed_fsbench() {
     let (dir, state, profiles) = (tmpfs_tempdir(), tempdir(), tempdir());
-    let mut child = start_long_ffsb(dir.path(), state.path(), profiles.path());
-    let pid = child.id();
-    let workers = wait_for_workers(&mut child, 3);
-    // SAFETY: the fsbench this test started.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    let _ = wait_drained_within(child, limit());
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !workers.iter().all(|w| gone(*w)) {
-        assert!(
-            Instant::now() < deadline,
-            "workers {workers:?} still run 2 s after their fsbench was killed"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let child = start_long_ffsb(dir.path(), state.path(), profiles.path());
+    killing_fsbench_leaves_no_worker(child, 3);
 }

@@ -11,7 +11,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::traces::{TraceText, bounded, ended, limited, rle_trace};
+use crate::traces::{TraceText, bounded, ended, limited, rle_trace, within_bound};
 
 /// `capture --replay trace -C dir` under the memory limit.
 fn replay(trace: &Path, dir: &Path) -> Output {
@@ -365,19 +365,13 @@ fn an_initial_state_of_any_size_is_made_and_compared_as_a_stream() {
     let target = work.path().join("run");
     std::fs::create_dir(&target).unwrap();
     let state = tempdir();
-    let child = limited(
+    let (out, peak) = within_bound(
         fsbench(state.path())
             .args(["capture", "--replay"])
-            .arg(&trace),
-    )
-    .arg("-C")
-    .arg(&target)
-    .env("MALLOC_ARENA_MAX", "2")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let (out, usage) = wait_drained_with_usage(child, limit());
+            .arg(&trace)
+            .arg("-C")
+            .arg(&target),
+    );
     ended(&out, 0);
     let stdout = text(&out.stdout);
     let entries = fsbench_model::units::group_thousands((FILES + DIRS) as u64);
@@ -389,6 +383,5 @@ fn an_initial_state_of_any_size_is_made_and_compared_as_a_stream() {
     );
     let made = std::fs::read_dir(target.join("d7")).unwrap().count();
     assert_eq!(made, FILES / DIRS);
-    let peak = usage.ru_maxrss as u64 * 1024;
     assert!(peak < 64 << 20, "{peak} bytes resident at the peak");
 }

@@ -232,24 +232,18 @@ impl TraceReader {
     /// Reads the next call into `call` (its buffers reused); false after the last, with
     /// [`TraceReader::totals`] set.
     pub(crate) fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
-        while !self.in_calls {
-            self.entry()?;
-        }
         loop {
-            if !self.next_line()? {
-                return Err(self.damaged("cut short: no `end` line"));
-            }
-            match self.line.split(|&b| b == b'\t').next() {
-                Some(b"end") => return self.end_line().map(|()| false),
-                Some(b"skipped") => self.skipped_line()?,
-                Some(b"final") => {
+            match self.next_record()? {
+                Record::End => return Ok(false),
+                Record::Skipped => self.skipped_line()?,
+                Record::Final => {
                     let mut left = std::mem::take(&mut self.passed_left);
                     let read = self.left_line(&mut left);
                     self.passed_left = left;
                     read?;
                     self.left_entries += 1;
                 }
-                _ => break,
+                Record::Call => break,
             }
         }
         let mut fields = [&[][..]; 14];
@@ -291,20 +285,34 @@ impl TraceReader {
     /// its own, on a reader that has read no call: a replay compares its tree with this one
     /// entry by entry, holding none.
     pub(crate) fn left(&mut self, left: &mut Left) -> anyhow::Result<bool> {
+        loop {
+            match self.next_record()? {
+                Record::End => return Ok(false),
+                Record::Final => return self.left_line(left).map(|()| true),
+                // Read by the calls' pass.
+                Record::Call | Record::Skipped => {}
+            }
+        }
+    }
+
+    /// The next line after the initial state (the state passed over), and what it is; the
+    /// totals read at the end.
+    fn next_record(&mut self) -> anyhow::Result<Record> {
         while !self.in_calls {
             self.entry()?;
         }
-        loop {
-            if !self.next_line()? {
-                return Err(self.damaged("cut short: no `end` line"));
-            }
-            match self.line.split(|&b| b == b'\t').next() {
-                Some(b"end") => return self.end_line().map(|()| false),
-                Some(b"final") => return self.left_line(left).map(|()| true),
-                // A call or a line of calls not recorded: read by the calls' pass.
-                _ => {}
-            }
+        if !self.next_line()? {
+            return Err(self.damaged("cut short: no `end` line"));
         }
+        Ok(match self.line.split(|&b| b == b'\t').next() {
+            Some(b"end") => {
+                self.end_line()?;
+                Record::End
+            }
+            Some(b"skipped") => Record::Skipped,
+            Some(b"final") => Record::Final,
+            _ => Record::Call,
+        })
     }
 
     fn end_line(&mut self) -> anyhow::Result<()> {
@@ -358,6 +366,17 @@ impl TraceReader {
         })();
         parsed.ok_or_else(|| self.damaged("bad `final` line"))
     }
+}
+
+/// What a line after the initial state is.
+enum Record {
+    Call,
+    /// Calls not recorded, by reason.
+    Skipped,
+    /// An entry of the tree the program left.
+    Final,
+    /// The totals: the trace's last line.
+    End,
 }
 
 /// Splits `line` at tabs into `out`; the number of fields, `None` when there are more than
