@@ -9,7 +9,8 @@ The workloads and sizes:
   6 GiB of tmpfs; 10^8 needs about 60 GiB), one worker;
 - ffsb: the file set of FFSB's large-write profile, `threads=N` files (one per thread);
 - io: `nrfiles` files of 4 KiB each (`size` = 4 KiB × files), written by one job, up to the
-  most it accepts (65,536);
+  most it accepts (65,536), or fewer where the open-file limit is lower (a job holds its
+  files open);
 - replay: a trace whose initial state holds N files, captured by `fsbench capture` from a root
   of N empty files in 100 directories, from 10^3 up to REPLAY_MAX (default 10^6; the
   initial state and the tree left are read as streams, so any number is taken);
@@ -71,6 +72,16 @@ def tree_sizes():
         levels += 1
 
 
+def io_max():
+    """The most files io takes (65,536), or fewer where the open-file limit is lower: a job
+    holds all its files open, as fio's does."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 65_536 + 100:
+        print(f"io: at most {soft - 100:,} files (RLIMIT_NOFILE is {soft:,})", file=sys.stderr)
+        return soft - 100
+    return 65_536
+
+
 def replay_trace(n, tmp):
     """A trace whose initial state is n empty files in 100 directories."""
     root = os.path.join(tmp, f"root.{n}")
@@ -92,7 +103,7 @@ def cases(tmp):
         out.append(("tree", f"{files:,} files", spec))
     for n in (16, 128, 1024):
         out.append(("ffsb", f"{n:,} files", f"ffsb:threads={n},size=1m,block=64k"))
-    for n in (10 ** 3, 10 ** 4, 65_536):
+    for n in sorted({10 ** 3, 10 ** 4, io_max()}):
         out.append(("io", f"{n:,} files", f"io:rw=write,bs=4k,size={4 * n}k,nrfiles={n}"))
     for n in (n for n in (10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6) if n <= REPLAY_MAX):
         out.append(("replay", f"{n:,} entries", lambda n=n: f"replay:trace={replay_trace(n, tmp)}"))
