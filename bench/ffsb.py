@@ -8,6 +8,12 @@ a fresh tmpfs mount (only the tools' own costs differ; the target is judged ther
 root, a fresh ext4 loop image (the host's cache and disk add noise). Dirty data is written
 back and caches dropped before each measurement. Medians of ROUNDS. Prints fsbench's write
 throughput as a fraction of fio's. Target >= 0.98.
+
+WORKERS=threads runs fsbench's workers as threads (default: processes, as fio's jobs without
+`--thread`; fio here runs threads either way, as FFSB does). FSBENCH names the binary (a
+debug build's will do for a smoke run: it is used as it is); without it
+target/release/fsbench is built first. THREADS, SIZE, BLOCK, ROUNDS and TMPFS_ONLY=1 make a
+smoke run small.
 """
 import contextlib
 import json
@@ -24,7 +30,8 @@ ROUNDS = int(os.environ.get("ROUNDS", "5"))
 THREADS = int(os.environ.get("THREADS", "16"))
 SIZE = os.environ.get("SIZE", "64m")
 BLOCK = os.environ.get("BLOCK", "64k")
-FSBENCH = os.path.join(ROOT, "target/release/fsbench")
+FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
+WORKERS = os.environ.get("WORKERS", "processes")
 
 
 def bytes_of(text):
@@ -46,7 +53,7 @@ def fio(work):
 
 
 def fsbench(work, db):
-    spec = f"ffsb-large-write:threads={THREADS},size={SIZE},block={BLOCK}"
+    spec = f"ffsb-large-write:threads={THREADS},size={SIZE},block={BLOCK},workers={WORKERS}"
     out = subprocess.run([FSBENCH, "--db", db, "run", "-q", "--output-format", "json", "--runs", "1",
                           "--no-drop-caches", "--dir", work, "-w", spec],
                          check=True, capture_output=True, text=True).stdout
@@ -67,7 +74,8 @@ def fresh_tmpfs(tmp):
 
 
 def compare(fresh, tmp, db, where):
-    print(f"{THREADS} threads × one {SIZE} file, {BLOCK} writes, on {where}; {ROUNDS} rounds, medians")
+    print(f"{THREADS} workers ({WORKERS} in fsbench) × one {SIZE} file, {BLOCK} writes, on {where}; "
+          f"{ROUNDS} rounds, medians")
     res = {"fio": [], "fsbench": []}
     for rnd in range(ROUNDS):
         order = ["fio", "fsbench"] if rnd % 2 == 0 else ["fsbench", "fio"]
@@ -85,7 +93,8 @@ def compare(fresh, tmp, db, where):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    if "FSBENCH" not in os.environ:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     if not shutil.which("fio"):
         raise SystemExit("fio is not installed (apt-get install fio)")
     if os.geteuid() != 0:

@@ -9,14 +9,17 @@ The workloads and sizes:
   6 GiB of tmpfs; 10^8 needs about 60 GiB), one worker;
 - ffsb: the file set of FFSB's large-write profile, `threads=N` files (one per thread);
 - io: `nrfiles` files of 4 KiB each (`size` = 4 KiB × files), written by one job, up to the
-  most it accepts (65,536);
+  most it accepts (65,536), or fewer where the open-file limit is lower (a job holds its
+  files open);
 - replay: a trace whose initial state holds N files, captured by `fsbench capture` from a root
-  of N empty files (up to the most entries a trace may hold, 524,288);
+  of N empty files in 100 directories, from 10^3 up to REPLAY_MAX (default 10^6; the
+  initial state and the tree left are read as streams, so any number is taken);
 - archive: the generated presets, up to `seed-10pct` (over a million entries).
 
 SIZES=small runs the smallest size of each alone (a smoke run); WORKLOADS=tree,io picks
-workloads. FSBENCH names the binary (default target/release/fsbench, built unless
-PREBUILT=1). Needs root only for nothing; tmpfs must hold the largest tree.
+workloads. FSBENCH names the binary (a debug build's will do: it is used as it is); without
+it target/release/fsbench, built first unless PREBUILT=1. Needs root for nothing; tmpfs must
+hold the largest tree (and, for replay, twice its largest initial state).
 """
 import os
 import resource
@@ -28,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
 SCRATCH = os.environ.get("SCRATCH", "/dev/shm")
 TREE_MAX = int(float(os.environ.get("TREE_MAX", "1e7")))
+REPLAY_MAX = int(float(os.environ.get("REPLAY_MAX", "1e6")))
 SMALL = os.environ.get("SIZES") == "small"
 WORKLOADS = [w for w in os.environ.get("WORKLOADS", "tree,ffsb,io,replay,archive").split(",") if w]
 LIMIT_MIB = 64
@@ -68,6 +72,16 @@ def tree_sizes():
         levels += 1
 
 
+def io_max():
+    """The most files io takes (65,536), or fewer where the open-file limit is lower: a job
+    holds all its files open, as fio's does."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 65_536 + 100:
+        print(f"io: at most {soft - 100:,} files (RLIMIT_NOFILE is {soft:,})", file=sys.stderr)
+        return soft - 100
+    return 65_536
+
+
 def replay_trace(n, tmp):
     """A trace whose initial state is n empty files in 100 directories."""
     root = os.path.join(tmp, f"root.{n}")
@@ -89,9 +103,9 @@ def cases(tmp):
         out.append(("tree", f"{files:,} files", spec))
     for n in (16, 128, 1024):
         out.append(("ffsb", f"{n:,} files", f"ffsb:threads={n},size=1m,block=64k"))
-    for n in (10 ** 3, 10 ** 4, 65_536):
+    for n in sorted({10 ** 3, 10 ** 4, io_max()}):
         out.append(("io", f"{n:,} files", f"io:rw=write,bs=4k,size={4 * n}k,nrfiles={n}"))
-    for n in (10 ** 3, 10 ** 4, 10 ** 5, 500_000):
+    for n in (n for n in (10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6) if n <= REPLAY_MAX):
         out.append(("replay", f"{n:,} entries", lambda n=n: f"replay:trace={replay_trace(n, tmp)}"))
     for preset in ("tiny", "small", "seed-1pct", "seed-10pct"):
         out.append(("archive", preset, f"archive:{preset}"))
@@ -107,7 +121,7 @@ def cases(tmp):
 
 
 def main():
-    if os.environ.get("PREBUILT") != "1":
+    if "FSBENCH" not in os.environ and os.environ.get("PREBUILT") != "1":
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     worst = 0
     print(f"peak RSS of fsbench (and its workers), on {SCRATCH}; target < {LIMIT_MIB} MiB")

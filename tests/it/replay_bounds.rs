@@ -11,7 +11,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::traces::{TraceText, bounded, ended, limited, rle_trace};
+use crate::traces::{TraceText, bounded, ended, limited, rle_trace, within_bound};
 
 /// `capture --replay trace -C dir` under the memory limit.
 fn replay(trace: &Path, dir: &Path) -> Output {
@@ -319,4 +319,69 @@ fn nobody_threads() -> u64 {
         .flat_map(|tasks| tasks.flatten())
         .filter(|task| task.metadata().is_ok_and(|m| m.uid() == 65534))
         .count() as u64
+}
+
+/// An initial state of more entries than a trace once held in all (524,288 entries and
+/// calls), and the tree left as many: made, replayed and compared entry by entry, as
+/// streams, within a resident memory that does not grow with them.
+#[test]
+fn an_initial_state_of_any_size_is_made_and_compared_as_a_stream() {
+    const FILES: usize = 530_000;
+    const DIRS: usize = 100;
+    let work = tmpfs_tempdir();
+    let trace = work.path().join("state.trace");
+    let dirs: Vec<String> = (0..DIRS).map(|d| format!("d{d}")).collect();
+    let mut files: Vec<Vec<String>> = vec![Vec::new(); DIRS];
+    for i in 0..FILES {
+        files[i % DIRS].push(format!("d{}/f{i}", i % DIRS));
+    }
+    let mut body = String::from("fsbench-trace 2\nroot\t/nowhere\n");
+    for (dir, files) in dirs.iter().zip(&files) {
+        body.push_str(&format!("d\t{dir}\t755\n"));
+        for f in files {
+            body.push_str(&format!("f\t{f}\t0\t644\n"));
+        }
+    }
+    body.push_str("calls\n");
+    // The tree left as capture lists it: the directories' names sorted, then each one's
+    // files sorted; one file a byte longer than the replay leaves it.
+    let mut order: Vec<usize> = (0..DIRS).collect();
+    order.sort_by_key(|&d| dirs[d].clone());
+    for &d in &order {
+        body.push_str(&format!("final\td\t{}\t755\n", dirs[d]));
+    }
+    for &d in &order {
+        let mut names = files[d].clone();
+        names.sort();
+        for (k, f) in names.iter().enumerate() {
+            let size = u32::from(d == 7 && k == 0);
+            body.push_str(&format!("final\tf\t{f}\t{size}\t644\t1\n"));
+        }
+    }
+    body.push_str("end\t0\t0\n");
+    std::fs::write(&trace, zstd::encode_all(body.as_bytes(), 3).unwrap()).unwrap();
+    drop((body, files));
+
+    let target = work.path().join("run");
+    std::fs::create_dir(&target).unwrap();
+    let state = tempdir();
+    let (out, peak) = within_bound(
+        fsbench(state.path())
+            .args(["capture", "--replay"])
+            .arg(&trace)
+            .arg("-C")
+            .arg(&target),
+    );
+    ended(&out, 0);
+    let stdout = text(&out.stdout);
+    let entries = fsbench_model::units::group_thousands((FILES + DIRS) as u64);
+    assert!(
+        stdout.contains(&format!(
+            "differs from what the program left in 1 of {entries} entries"
+        )) && stdout.contains("d7/f"),
+        "{stdout}"
+    );
+    let made = std::fs::read_dir(target.join("d7")).unwrap().count();
+    assert_eq!(made, FILES / DIRS);
+    assert!(peak < 64 << 20, "{peak} bytes resident at the peak");
 }

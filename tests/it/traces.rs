@@ -88,6 +88,13 @@ pub const MEMORY: u64 = 256 << 20;
 /// thread's malloc arena, which it barely touches: two arenas, so that the limit measures
 /// memory, not reservations.
 pub fn bounded(cmd: &mut Command) -> Output {
+    let (out, peak) = within_bound(cmd);
+    assert!(peak < MEMORY, "{peak} bytes resident at the peak");
+    out
+}
+
+/// Runs `cmd` as [`bounded`] does: its output and its peak resident bytes.
+pub fn within_bound(cmd: &mut Command) -> (Output, u64) {
     let child = limited(cmd)
         .env("MALLOC_ARENA_MAX", "2")
         .stdout(Stdio::piped())
@@ -95,9 +102,7 @@ pub fn bounded(cmd: &mut Command) -> Output {
         .spawn()
         .unwrap();
     let (out, usage) = wait_drained_with_usage(child, limit());
-    let peak = usage.ru_maxrss as u64 * 1024;
-    assert!(peak < MEMORY, "{peak} bytes resident at the peak");
-    out
+    (out, usage.ru_maxrss as u64 * 1024)
 }
 
 /// `cmd` limited to [`MEMORY`] of address space.

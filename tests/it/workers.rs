@@ -43,18 +43,18 @@ fn wait_for_workers(child: &mut std::process::Child, n: usize) -> Vec<i32> {
 
 /// A run whose timed phase lasts a minute on three worker processes.
 fn start_long_io(dir: &Path, state: &Path) -> std::process::Child {
+    start_run(
+        state,
+        "io:rw=randread,bs=4k,size=4m,numjobs=3,time-based,runtime=60s",
+        dir,
+    )
+}
+
+/// fsbench running workload `spec` once in `dir`, its output piped.
+pub(crate) fn start_run(state: &Path, spec: &str, dir: &Path) -> std::process::Child {
     fsbench(state)
-        .args([
-            "run",
-            "-q",
-            "--runs",
-            "1",
-            "--purpose",
-            "workers test",
-            "-w",
-        ])
-        .arg("io:rw=randread,bs=4k,size=4m,numjobs=3,time-based,runtime=60s")
-        .arg("--dir")
+        .args(["run", "-q", "--runs", "1", "--purpose", "workers test"])
+        .args(["-w", spec, "--dir"])
         .arg(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -121,9 +121,15 @@ fn every_workers_figures_arrive_in_both_modes() {
 #[test]
 fn a_killed_worker_fails_the_run_naming_it_and_leaves_no_worker() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let mut child = start_long_io(dir.path(), state.path());
-    let workers = wait_for_workers(&mut child, 3);
-    // SAFETY: a worker process of the fsbench this test started.
+    let child = start_long_io(dir.path(), state.path());
+    killing_a_worker_fails_the_run(child, 3, dir.path());
+}
+
+/// Kills the second of the `n` workers of fsbench `child`, a run in `dir`: the run fails at
+/// once, naming the worker and its signal, and leaves no worker and nothing in `dir`.
+pub(crate) fn killing_a_worker_fails_the_run(mut child: std::process::Child, n: usize, dir: &Path) {
+    let workers = wait_for_workers(&mut child, n);
+    // SAFETY: a worker process of the fsbench the test started.
     unsafe { libc::kill(workers[1], libc::SIGKILL) };
     let killed_at = Instant::now();
     let out = wait_drained_within(child, limit());
@@ -138,16 +144,29 @@ fn a_killed_worker_fails_the_run_naming_it_and_leaves_no_worker() {
         workers.iter().all(|w| gone(*w)),
         "a worker outlived the run"
     );
-    assert_empty(dir.path());
+    assert_empty(dir);
 }
 
 #[test]
 fn no_worker_outlives_a_killed_fsbench() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let mut child = start_long_io(dir.path(), state.path());
+    let child = start_long_io(dir.path(), state.path());
+    killing_fsbench_leaves_no_worker(child, 3);
+    // `clean` removes what the killed run left, and finds no worker to stop.
+    let out = run(fsbench(state.path()).arg("clean"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("worker"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// Kills fsbench `child` while its `n` workers run: none of them runs 2 s later.
+pub(crate) fn killing_fsbench_leaves_no_worker(mut child: std::process::Child, n: usize) {
     let pid = child.id();
-    let workers = wait_for_workers(&mut child, 3);
-    // SAFETY: the fsbench this test started.
+    let workers = wait_for_workers(&mut child, n);
+    // SAFETY: the fsbench the test started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let _ = wait_drained_within(child, limit());
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -158,14 +177,6 @@ fn no_worker_outlives_a_killed_fsbench() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    // `clean` removes what the killed run left, and finds no worker to stop.
-    let out = run(fsbench(state.path()).arg("clean"));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        !text(&out.stdout).contains("worker"),
-        "{}",
-        text(&out.stdout)
-    );
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! of the file set).
 //!
 //! As FFSB does it, each thread picks its next operation by cumulative weight from a random
-//! number below the total weight, and picks files at random from the shared file set. Each
+//! number below the total weight, and picks files at random from the shared file set. The
+//! threads run as processes or threads (`workers=`, processes by default, as the other
+//! workloads'): the file set they share is in memory shared by processes for the run. Each
 //! transaction is one operation on one file (a whole create, a whole read of `read_size`).
 
 pub mod aging;
@@ -15,7 +17,6 @@ mod worker;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
-use std::sync::{Arc, Mutex};
 
 use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -57,7 +58,7 @@ pub struct Ffsb {
     params: FfsbParams,
     /// File sizes in use (min, max): the parameters, or shrunk to fit.
     sizes: Option<(u64, u64)>,
-    files: Arc<Mutex<FileTable>>,
+    files: FileTable,
     totals: Option<RunTotals>,
     cpu: Option<CpuTimes>,
     notes: Vec<String>,
@@ -70,7 +71,7 @@ impl Ffsb {
             notes: params.notes.clone(),
             params,
             sizes: None,
-            files: Arc::new(Mutex::new(FileTable::default())),
+            files: FileTable::default(),
             totals: None,
             cpu: None,
             mapper: Mapper::new(),
@@ -147,7 +148,7 @@ impl Ffsb {
             &self.params,
             sizes,
             self.params.fileset.create_block(),
-            &mut self.files.lock().expect("not poisoned"),
+            &mut self.files,
             rec,
         )
     }
@@ -200,7 +201,7 @@ impl Workload for Ffsb {
                 .map(|g| g.ops_per_thread.unwrap_or(0) * u64::from(g.num_threads))
                 .sum(),
             RUN => 0,
-            _ => self.files.lock().map_or(0, |f| f.live() as u64),
+            _ => self.files.live() as u64,
         }
     }
 
@@ -217,7 +218,7 @@ impl Workload for Ffsb {
                 let meta = open_dir(dir, "meta")?;
                 let sizes = self.sizes_for(dir)?;
                 let (totals, cpu) =
-                    worker::run_groups(&self.params, &data, &meta, sizes, &self.files, rec)?;
+                    worker::run_groups(&self.params, (&data, &meta), sizes, &mut self.files, rec)?;
                 self.totals = Some(totals);
                 self.cpu = Some(cpu);
                 Ok(())
@@ -277,9 +278,8 @@ impl Workload for Ffsb {
         }
         // Fragmentation of every file left, after the sync that followed the phase.
         let data = open_dir(dir, "data")?;
-        let files = self.files.lock().expect("not poisoned");
         let dirs = self.params.fileset.num_dirs;
-        match worker::count_extents(&data, &files, dirs, &mut self.mapper) {
+        match worker::count_extents(&data, &self.files, dirs, &mut self.mapper) {
             Ok(Some((avg, max))) => {
                 out.figures
                     .push(Figure::new("extents avg", "per file", false, avg));

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 
 use crate::options::{OptKind, OptionDef, Parsed};
 use fsbench_measure::error::FsbenchError;
-use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_measure::measure::{CpuTimes, PhaseRecorder, Progress};
 use fsbench_model::workload::WorkerMode;
 
 mod board;
@@ -86,6 +86,9 @@ pub(crate) struct Ran<R> {
     pub outcomes: Vec<Result<R, FsbenchError>>,
     pub from: Instant,
     pub to: Instant,
+    /// The CPU time of the worker processes (already added to the phase's recorder); worker
+    /// threads' is the process's own.
+    pub cpu: CpuTimes,
 }
 
 impl<R> Ran<R> {
@@ -188,6 +191,7 @@ impl<'a> Crew<'a> {
             outcomes: outcome,
             from,
             to,
+            cpu: CpuTimes::default(),
         }
     }
 
@@ -255,7 +259,13 @@ impl<'a> Crew<'a> {
         let from = from?;
         let outcomes = self.absorb_threads(rec, joined);
         let to = last_end(board, from);
-        Ok(Ran { outcomes, from, to })
+        let cpu = CpuTimes::default();
+        Ok(Ran {
+            outcomes,
+            from,
+            to,
+            cpu,
+        })
     }
 
     /// Each joined worker thread's outcome, in order, its recorder added to `rec`'s.

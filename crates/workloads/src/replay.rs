@@ -2,6 +2,7 @@
 //! again on the filesystem under test. The untimed setup recreates the root's initial state;
 //! the timed phase replays the calls, one thread per traced thread (see [`engine`]).
 
+mod compare;
 mod engine;
 mod load;
 mod notes;
@@ -304,7 +305,7 @@ pub struct ReplayReport {
     pub mismatched: u64,
     pub refused: u64,
     /// Entries of the tree the replay left that differ from the program's (none: the trace
-    /// has no tree to compare with).
+    /// has no tree to compare with, or not one in the order capture writes).
     pub tree_differs: Option<u64>,
     pub notes: Vec<String>,
 }
@@ -370,11 +371,11 @@ impl Workload for Replay {
         _round: u32,
         cancel: &Arc<AtomicBool>,
     ) -> Result<(), FsbenchError> {
-        let mut loaded = Loaded::read(self.params.trace.as_deref())
-            .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
-        self.refused_entries = state::recreate(dir, &loaded.entries, cancel)?;
-        // Made: a state of many entries is not held through the phases.
-        loaded.entries = Vec::new();
+        // The calls first: a damaged trace is refused before anything is made.
+        let trace = self.params.trace.as_deref();
+        let loaded =
+            Loaded::read(trace).map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
+        self.refused_entries = state::recreate(dir, trace, cancel)?;
         self.loaded = Some(loaded);
         Ok(())
     }
@@ -446,15 +447,13 @@ impl Workload for Replay {
             .map(|p| Figure::new(PROGRAM_TIME, "s", false, p.own_us as f64 / 1e6))
             .into_iter()
             .collect();
-        let left = self.loaded.as_ref().map_or(&[][..], |l| &l.left[..]);
-        if !left.is_empty() {
-            let replayed = state::left(dir).map_err(|e| {
-                FsbenchError::Failed(format!("listing the tree the replay left: {e:#}"))
+        if self.loaded.as_ref().is_some_and(|l| l.left_entries > 0) {
+            let (differ, note) = compare::tree(self.params.trace.as_deref(), dir).map_err(|e| {
+                FsbenchError::Failed(format!("comparing the tree the replay left: {e:#}"))
             })?;
-            let (differ, note) = notes::tree(left, &replayed);
             notes.extend(note);
             if let Some(r) = self.report.as_mut() {
-                r.tree_differs = Some(differ);
+                r.tree_differs = differ;
             }
         }
         Ok(PhaseOutput {

@@ -1,6 +1,7 @@
 //! FFSB's parameters: the profile's settings, the option table and presets.
 
 use super::*;
+use fsbench_model::workload::WorkerMode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +24,9 @@ pub struct FfsbParams {
     pub alignio: bool,
     pub fileset: FileSet,
     pub groups: Vec<ThreadGroup>,
+    /// Whether the groups' threads run as processes or threads.
+    #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
+    pub workers: WorkerMode,
 }
 
 /// The longest `op_delay`: FFSB's profiles pause milliseconds; a minute between operations
@@ -56,6 +60,7 @@ pub(super) const OPTIONS: &[OptionDef] = &[
         min: 1,
         ..OptionDef::new("block", OptKind::Size, "large-write: write size")
     },
+    crate::parallel::WORKERS_OPTION,
 ];
 
 /// The FFSB large-file write report's profile: 128 threads each writing a 1 GiB file in 64 KiB
@@ -79,6 +84,12 @@ pub(crate) const KIND: WorkloadKind = WorkloadKind {
 };
 
 pub(super) fn build(p: &Parsed) -> anyhow::Result<FfsbParams> {
+    let workers = crate::parallel::workers_of(p);
+    build_profile(p).map(|params| FfsbParams { workers, ..params })
+}
+
+/// The profile `p` names, or large-write as `p` sets it.
+fn build_profile(p: &Parsed) -> anyhow::Result<FfsbParams> {
     let custom = p.first_explicit(&["threads", "size", "block"]);
     if let Some(path) = p.text("profile") {
         if custom.is_some() {
@@ -130,6 +141,7 @@ impl FfsbParams {
             },
             groups: vec![group],
             notes: Vec::new(),
+            workers: WorkerMode::default(),
         }
     }
 
@@ -271,10 +283,14 @@ impl WorkloadParams for FfsbParams {
     }
 
     fn name(&self) -> String {
-        match (&self.preset, &self.profile) {
+        let name = match (&self.preset, &self.profile) {
             (Some(p), _) => p.clone(),
             (None, Some(f)) => format!("profile={f}"),
             (None, None) => "custom".into(),
+        };
+        match self.workers == WorkerMode::default() || self.total_threads() == 1 {
+            true => name,
+            false => format!("{name},workers={}", self.workers.name()),
         }
     }
 
@@ -317,6 +333,11 @@ impl WorkloadParams for FfsbParams {
     }
 
     fn describe(&self) -> String {
+        // One worker runs on the phase's own thread, whatever the mode.
+        let workers = match self.total_threads() {
+            1 => "thread",
+            _ => self.workers.name(),
+        };
         let groups: Vec<String> = self
             .groups
             .iter()
@@ -330,7 +351,7 @@ impl WorkloadParams for FfsbParams {
                     .ops_per_thread
                     .map(|n| format!(", {n} transaction(s) each"))
                     .unwrap_or_default();
-                format!("{} threads × [{}]{amount}", g.num_threads, ops.join(", "))
+                format!("{} {workers} × [{}]{amount}", g.num_threads, ops.join(", "))
             })
             .collect();
         let fs = &self.fileset;
@@ -426,9 +447,8 @@ impl WorkloadParams for FfsbParams {
         u32::try_from(self.total_threads()).unwrap_or(u32::MAX)
     }
 
-    /// FFSB's threads share one file set in one process's memory.
-    fn worker_mode(&self) -> Option<fsbench_model::workload::WorkerMode> {
-        Some(fsbench_model::workload::WorkerMode::Threads)
+    fn worker_mode(&self) -> Option<WorkerMode> {
+        Some(self.workers)
     }
 
     fn needs(&self) -> Option<Need> {

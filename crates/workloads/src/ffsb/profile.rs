@@ -8,6 +8,7 @@ use super::{FfsbParams, FileSet, Op, ThreadGroup};
 use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 use fsbench_measure::units::parse_size;
+use fsbench_model::workload::WorkerMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
@@ -124,6 +125,7 @@ impl<'a> Reader<'a> {
                 fileset: FileSet::default(),
                 groups: Vec::new(),
                 notes: Vec::new(),
+                workers: WorkerMode::default(),
             },
             section: Section::Global,
             filesystems: 0,

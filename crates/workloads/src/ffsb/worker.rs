@@ -1,82 +1,93 @@
-//! FFSB's workers: the file table the threads share, one thread's state and operations, and
-//! the totals they add up to. A thread allocates its buffer, name buffers and histograms once;
-//! a transaction allocates nothing.
+//! FFSB's workers: one thread's state and operations, the file table they share, and the
+//! totals they add up to. A worker allocates its buffer, name buffers and histograms once; a
+//! transaction allocates nothing. The workers are processes or threads (`workers=`): what
+//! they share and change — the file table, the counter of directories made, the halt flag —
+//! is in memory shared by processes, under a process-shared lock.
 
 use std::ffi::CStr;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 
 use super::{FfsbParams, FileSet, Op, ThreadGroup};
-use crate::parallel::{ThreadCrew as Crew, join_all};
+use crate::parallel::Crew;
+use crate::parallel::shm::{Region, SharedLock};
 use fsbench_measure::calls::{Aligned, push_decimal, read_full, write_all};
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::extents::Mapper;
 use fsbench_measure::measure::{
-    Counter, CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
+    CpuTimes, OpKind, PhaseRecorder, fatal_error, lap_clock, new_histogram,
 };
 
 mod fileset;
 pub(super) use fileset::*;
 
+mod table;
+pub(crate) use table::FileTable;
+use table::SharedFiles;
+
 mod totals;
 pub(super) use totals::RunTotals;
 use totals::{ThreadStats, index};
 
-/// How often a watcher thread looks for an interrupt while the workers run.
+/// The longest a worker sleeping out `op_delay` waits before it looks at the interrupt flag
+/// again (a worker thread's; worker processes are stopped by the phase's process).
 const INTERRUPT_POLL: Duration = Duration::from_millis(10);
 
-/// What the threads share.
+/// What the workers share.
 struct Shared<'a> {
     params: &'a FfsbParams,
     data: BorrowedFd<'a>,
     meta: BorrowedFd<'a>,
-    files: &'a Mutex<FileTable>,
+    files: &'a SharedFiles<'a>,
     sizes: (u64, u64),
-    /// Set by the first thread that fails, or on an interrupt, so the others stop.
-    stop: AtomicBool,
-    /// Wakes the threads sleeping out `op_delay` when `stop` is set.
-    wake: Condvar,
-    wake_lock: Mutex<()>,
-    deadline: OnceLock<Option<Instant>>,
-    /// Held for writing while threads are started; they wait on it to begin together.
-    gate: RwLock<()>,
-    progress: &'a fsbench_measure::measure::Progress,
-    next_dir: AtomicU64,
+    /// Wakes the workers sleeping out `op_delay` when the crew is halted.
+    wake: &'a SharedLock,
+    next_dir: &'a AtomicU64,
 }
 
 impl Shared<'_> {
-    /// Stops every thread, waking those asleep in `op_delay`.
-    fn halt(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Under the lock: a thread between its check of `stop` and its wait gets the wakeup.
-        let _guard = self.wake_lock.lock();
+    /// Stops every worker (`stop` is the crew's halt flag), waking those asleep in
+    /// `op_delay`.
+    fn halt(&self, stop: &AtomicBool) {
+        stop.store(true, Ordering::Relaxed);
+        // Under the lock: a worker between its check of `stop` and its wait gets the wakeup.
+        let _held = self.wake.lock();
         self.wake.notify_all();
     }
 
     /// Sleeps `delay` between transactions, but not past the phase's end, nor once the
-    /// threads are told to stop: a profile's `op_delay` never outlasts a signal or the time.
-    fn pause(&self, delay: Duration, deadline: Option<Instant>) {
+    /// workers are told to stop or the user interrupts: a profile's `op_delay` never
+    /// outlasts a signal or the time.
+    fn pause(
+        &self,
+        delay: Duration,
+        deadline: Option<Instant>,
+        stop: &AtomicBool,
+        cancel: &AtomicBool,
+    ) {
         let now = Instant::now();
         let until = deadline.map_or(now + delay, |d| d.min(now + delay));
-        let Ok(guard) = self.wake_lock.lock() else {
-            return;
-        };
-        let _ = self
-            .wake
-            .wait_timeout_while(guard, until.saturating_duration_since(now), |_| {
-                !self.stop.load(Ordering::Relaxed)
-            });
+        let mut held = self.wake.lock();
+        loop {
+            let now = Instant::now();
+            if now >= until || stop.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
+                return;
+            }
+            held.wait((until - now).min(INTERRUPT_POLL));
+        }
     }
 }
 
-/// One thread's state: everything a transaction needs, allocated once.
+/// One worker's state: everything a transaction needs, allocated once.
 struct Worker<'a> {
     shared: &'a Shared<'a>,
+    /// The crew's halt flag: set by the first worker that fails.
+    stop: &'a AtomicBool,
     group: &'a ThreadGroup,
     /// The group's place in the profile, for the per-group results.
     group_index: usize,
@@ -89,8 +100,17 @@ struct Worker<'a> {
     other: Names,
     metaops: u64,
     stats: ThreadStats,
-    /// Transactions done, for the progress bar: this thread's alone.
-    done: &'a Counter,
+    /// Latencies per operation, in [`Op::ALL`]'s order.
+    latency: Vec<Option<Histogram<u64>>>,
+}
+
+/// What one transaction came to.
+enum Tx {
+    Done,
+    /// There was no file to work on.
+    NoFile,
+    /// A create found the file table full.
+    TableFull,
 }
 
 impl Worker<'_> {
@@ -178,12 +198,14 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// One transaction; `Ok(false)` when there was no file to work on.
-    fn transact(&mut self, op: Op) -> Result<bool, Errno> {
+    /// One transaction.
+    fn transact(&mut self, op: Op) -> Result<Tx, Errno> {
         let shared = self.shared;
         match op {
             Op::Create | Op::CreateFsync => {
-                let id = shared.files.lock().expect("not poisoned").reserve();
+                let Some(id) = shared.files.reserve() else {
+                    return Ok(Tx::TableFull);
+                };
                 let size = choose_size(&shared.params.fileset, shared.sizes, self.rng.next());
                 let file = self.open(id, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL)?;
                 self.blocks += fill(&file, &mut self.buf, size, self.group.write_blocksize)?;
@@ -192,21 +214,17 @@ impl Worker<'_> {
                     rustix::fs::fsync(&file)?;
                 }
                 drop(file);
-                shared.files.lock().expect("not poisoned").publish(id, size);
-                Ok(true)
+                shared.files.publish(id, size);
+                Ok(Tx::Done)
             }
             Op::Delete => {
-                let taken = shared
-                    .files
-                    .lock()
-                    .expect("not poisoned")
-                    .take_idle(self.rng.next());
+                let taken = shared.files.take_idle(self.rng.next());
                 let Some(id) = taken else {
-                    return Ok(false);
+                    return Ok(Tx::NoFile);
                 };
                 let path = self.names.file(id, shared.params.fileset.num_dirs);
                 rustix::fs::unlinkat(shared.data, path, AtFlags::empty())?;
-                Ok(true)
+                Ok(Tx::Done)
             }
             Op::Metaop => {
                 let (k, t) = (self.metaops, self.thread);
@@ -225,30 +243,26 @@ impl Worker<'_> {
                     shared.meta,
                     self.other.meta(t, k + 1, true),
                 )?;
-                Ok(true)
+                Ok(Tx::Done)
             }
             Op::Createdir => {
                 let n = shared.next_dir.fetch_add(1, Ordering::Relaxed);
                 let name = self.names.prefixed(b"cdir", n);
                 rustix::fs::mkdirat(shared.data, name, Mode::from(0o755))?;
-                Ok(true)
+                Ok(Tx::Done)
             }
             _ => {
-                let picked = shared
-                    .files
-                    .lock()
-                    .expect("not poisoned")
-                    .pick(self.rng.next());
+                let picked = shared.files.pick(self.rng.next());
                 let Some((id, size)) = picked else {
-                    return Ok(false);
+                    return Ok(Tx::NoFile);
                 };
                 let result = self.on_file(op, id, size);
                 let grew = match (op, &result) {
                     (Op::Append | Op::AppendFsync, Ok(())) => self.group.write_size,
                     _ => 0,
                 };
-                shared.files.lock().expect("not poisoned").release(id, grew);
-                result.map(|()| true)
+                shared.files.release(id, grew);
+                result.map(|()| Tx::Done)
             }
         }
     }
@@ -316,23 +330,24 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// The thread's loop: transactions until the time is up, its count is done, another
-    /// thread failed or the user interrupted.
-    fn run(mut self, clock: quanta::Clock) -> Result<(usize, ThreadStats), FsbenchError> {
-        drop(self.shared.gate.read());
+    /// The worker's loop: transactions until the time is up, its count is done, another
+    /// worker failed or the user interrupted. Each transaction done is a unit of `rec`;
+    /// the latencies and errors join it at the end.
+    fn run(
+        mut self,
+        rec: &mut PhaseRecorder,
+        deadline: Option<Instant>,
+        clock: quanta::Clock,
+    ) -> Result<(usize, ThreadStats), FsbenchError> {
         let shared = self.shared;
-        let deadline = shared.deadline.get().copied().flatten();
+        let cancel = rec.progress().cancel.clone();
         let mut done = 0u64;
-        let mut counted = 0u64;
         loop {
-            // An interrupt also sets `stop` (to wake the sleepers): it is checked first.
-            if shared.progress.cancel.load(Ordering::Relaxed) {
+            if cancel.load(Ordering::Relaxed) {
                 return Err(FsbenchError::Interrupted);
             }
-            if shared.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            if self.group.ops_per_thread.is_some_and(|n| done >= n)
+            if self.stop.load(Ordering::Relaxed)
+                || self.group.ops_per_thread.is_some_and(|n| done >= n)
                 || deadline.is_some_and(|d| Instant::now() >= d)
             {
                 break;
@@ -345,23 +360,31 @@ impl Worker<'_> {
             let ns = clock.delta_as_nanos(start, clock.raw());
             done += 1;
             match outcome {
-                Ok(true) => {
+                Ok(Tx::Done) => {
                     let i = index(op);
+                    let bytes = self.stats.read_bytes + self.stats.written_bytes - moved;
                     self.stats.tx[i] += 1;
                     // FFSB's "Transactions": block calls of data operations, one per call of
                     // the others.
                     self.stats.calls[i] += if op.moves_data() { self.blocks } else { 1 };
-                    self.stats.bytes[i] += self.stats.read_bytes + self.stats.written_bytes - moved;
-                    self.stats.latency[i]
+                    self.stats.bytes[i] += bytes;
+                    self.latency[i]
                         .get_or_insert_with(new_histogram)
                         .saturating_record(ns.max(1));
-                    counted += 1;
-                    self.done.store(counted, Ordering::Relaxed);
+                    rec.unit_done(bytes)?;
                 }
-                Ok(false) => self.stats.no_file += 1,
+                Ok(Tx::NoFile) => self.stats.no_file += 1,
+                Ok(Tx::TableFull) => {
+                    shared.halt(self.stop);
+                    return Err(FsbenchError::Failed(format!(
+                        "ffsb: the run made more files than its file table holds ({}, the set \
+                         and what the run creates): give the groups num_ops, or a shorter time",
+                        shared.files.capacity()
+                    )));
+                }
                 Err(e) => {
                     if let Some(fatal) = fatal_error(e, "run", done) {
-                        shared.halt();
+                        shared.halt(self.stop);
                         return Err(fatal);
                     }
                     *self.stats.errors.entry(e.raw_os_error()).or_default() += 1;
@@ -369,90 +392,110 @@ impl Worker<'_> {
             }
             if self.group.op_delay_ms > 0 {
                 let delay = Duration::from_millis(u64::from(self.group.op_delay_ms));
-                shared.pause(delay, deadline);
+                shared.pause(delay, deadline, self.stop, &cancel);
             }
+        }
+        for (op, h) in Op::ALL.iter().zip(&self.latency) {
+            if let Some(h) = h {
+                rec.add_latency(op.name(), h);
+            }
+        }
+        for (e, n) in &self.stats.errors {
+            rec.add_errors(*e, *n);
         }
         Ok((self.group_index, self.stats))
     }
 }
 
-/// What a thread returns: its group's place and its counts.
-type Outcome = Result<(usize, ThreadStats), FsbenchError>;
-
-/// Runs every thread group's threads from one start until all are done; returns the totals
-/// and the CPU time of the timed part.
+/// Runs every thread group's workers from one start until all are done; returns the totals
+/// and the CPU time of the timed part. The file set goes into memory the workers share for
+/// the run, and comes back into `files` after it.
 pub(super) fn run_groups(
     params: &FfsbParams,
-    data: &OwnedFd,
-    meta: &OwnedFd,
+    (data, meta): (&OwnedFd, &OwnedFd),
     sizes: (u64, u64),
-    files: &Mutex<FileTable>,
+    files: &mut FileTable,
     rec: &mut PhaseRecorder,
 ) -> Result<(RunTotals, CpuTimes), FsbenchError> {
     use std::os::fd::AsFd;
+    let capacity = SharedFiles::capacity_for(files, creates_at_most(params));
+    let room = SharedFiles::room(capacity) + Region::lock_room() + Region::room::<AtomicU64>(1);
+    let region = Region::new(room)?;
+    let table = SharedFiles::new(&region, capacity, files);
     let shared = Shared {
         params,
         data: data.as_fd(),
         meta: meta.as_fd(),
-        files,
+        files: &table,
         sizes,
-        stop: AtomicBool::new(false),
-        wake: Condvar::new(),
-        wake_lock: Mutex::new(()),
-        deadline: OnceLock::new(),
-        gate: RwLock::new(()),
-        progress: rec.progress(),
-        next_dir: AtomicU64::new(0),
+        wake: region.lock(),
+        next_dir: &region.take::<AtomicU64>(1)[0],
     };
     let root = absolute_root(data);
-    let counts: Vec<Counter> = (0..params.total_threads())
-        .map(|_| Counter::default())
-        .collect();
-    let crew = Crew::new(counts.iter().map(|c| &**c).collect(), rec.progress());
-    let (results, threads_time, runtime, cpu) = std::thread::scope(|s| {
-        let gate = shared.gate.write().expect("not poisoned");
-        let (handles, mut spawn_error) = spawn_workers(s, &shared, &crew, &counts, &root);
-        if let Err(e) = spawn_watcher(s, &shared) {
-            spawn_error.get_or_insert(e);
-            shared.halt();
-        }
-        let _ = shared.deadline.set(
-            params
-                .run_time()
-                .map(|t| Instant::now() + Duration::from_secs(u64::from(t))),
-        );
-        let cpu = CpuTimes::now();
-        let start = Instant::now();
-        drop(gate);
-        crew.wait(&handles);
-        let mut results = join_all(handles, "ffsb thread panicked");
-        let threads_time = start.elapsed();
-        // FFSB's run time ends after the sync that follows the last thread (main.c).
-        if let Err(e) = rustix::fs::syncfs(data) {
-            results.push(Err(FsbenchError::Failed(format!(
-                "sync after the run: {e}"
-            ))));
-        }
-        let runtime = start.elapsed();
-        shared.halt();
-        results.extend(spawn_error.map(Err));
-        (results, threads_time, runtime, CpuTimes::now().since(&cpu))
-    });
+    let clock = lap_clock();
+    let keep = [shared.data, shared.meta];
+    let crew = Crew::new(params.workers, &keep);
+    let cpu = CpuTimes::now();
+    let ran = crew.run(rec, workers(params), |w, (group_index, thread)| {
+        let group = &params.groups[group_index];
+        let buffer = group.read_blocksize.max(group.write_blocksize).max(4096) as usize;
+        // Made where the worker runs, so that its buffers, names and counts, written at
+        // every operation, are on no other worker's cache line.
+        let worker = Worker {
+            shared: &shared,
+            stop: w.halt(),
+            group,
+            group_index,
+            blocks: 0,
+            thread,
+            rng: Rng::new(u64::from(thread) + 1),
+            buf: Aligned::new(buffer),
+            names: Names::under(&root),
+            other: Names::default(),
+            metaops: 0,
+            stats: ThreadStats::new(),
+            latency: Op::ALL.iter().map(|_| None).collect(),
+        };
+        w.start()?;
+        let deadline =
+            (params.run_time()).map(|t| Instant::now() + Duration::from_secs(u64::from(t)));
+        worker.run(w.rec(), deadline, clock.clone())
+    })?;
+    table.copy_out(files);
+    // FFSB's run time ends after the sync that follows the last worker (main.c).
+    let synced = rustix::fs::syncfs(data);
+    let end = Instant::now();
+    rec.ran(ran.from, end);
+    let own = CpuTimes::now().since(&cpu);
+    let cpu = CpuTimes {
+        user: own.user + ran.cpu.user,
+        system: own.system + ran.cpu.system,
+    };
     let mut totals = RunTotals::new(params.groups.len());
-    totals.runtime = runtime;
-    totals.threads_time = threads_time;
-    add_up(&mut totals, results)?;
-    for (op, h) in Op::ALL.iter().zip(&totals.total.latency) {
-        if let Some(h) = h {
-            rec.add_latency(op.name(), h);
-        }
+    totals.runtime = end - ran.from;
+    totals.threads_time = ran.to - ran.from;
+    for (group, stats) in ran.values()? {
+        totals.add(group, stats);
     }
-    for (e, n) in &totals.total.errors {
-        rec.add_errors(*e, *n);
-    }
-    let tx: u64 = totals.total.tx.iter().sum();
-    rec.units_done(tx, totals.total.read_bytes + totals.total.written_bytes)?;
+    synced.map_err(|e| FsbenchError::Failed(format!("sync after the run: {e}")))?;
     Ok((totals, cpu))
+}
+
+/// One worker per thread of each group: its group's place and its number among all.
+fn workers(params: &FfsbParams) -> Vec<(usize, u32)> {
+    let per_group = params.groups.iter().enumerate();
+    let all = per_group.flat_map(|(g, group)| (0..group.num_threads).map(move |_| g));
+    all.enumerate().map(|(n, g)| (g, n as u32)).collect()
+}
+
+/// The most files the groups' transactions may create: every transaction of a group that
+/// creates (`None`: a group that creates has no count, the run is time-based).
+fn creates_at_most(params: &FfsbParams) -> Option<u64> {
+    let creating =
+        (params.groups.iter()).filter(|g| g.weights.iter().any(|(op, w)| op.creates() && *w > 0));
+    creating
+        .map(|g| (g.ops_per_thread).map(|n| n.saturating_mul(u64::from(g.num_threads))))
+        .try_fold(0u64, |sum, n| n.map(|n| sum.saturating_add(n)))
 }
 
 /// The data directory's absolute path and a `/`. FFSB opens, stats and unlinks its files by
@@ -467,107 +510,4 @@ fn absolute_root(data: &OwnedFd) -> Vec<u8> {
         .filter(|p| p.is_absolute())
         .map(|p| [p.as_os_str().as_bytes(), b"/"].concat())
         .unwrap_or_default()
-}
-
-/// Starts every thread group's threads, each waiting at the gate. Where one cannot be
-/// started, those started are told to stop, and the error comes back beside them.
-fn spawn_workers<'scope, 'env>(
-    s: &'scope std::thread::Scope<'scope, 'env>,
-    shared: &'env Shared<'env>,
-    crew: &'env Crew<'env>,
-    counts: &'env [Counter],
-    root: &'env [u8],
-) -> (
-    Vec<std::thread::ScopedJoinHandle<'scope, Outcome>>,
-    Option<FsbenchError>,
-) {
-    let clock = lap_clock();
-    let mut handles = Vec::new();
-    let mut thread = 0u32;
-    for (group_index, group) in shared.params.groups.iter().enumerate() {
-        let buffer = group.read_blocksize.max(group.write_blocksize).max(4096) as usize;
-        for _ in 0..group.num_threads {
-            let me = thread;
-            thread += 1;
-            let (clock, done) = (clock.clone(), &counts[me as usize]);
-            let work = move || {
-                // Made here, on its own thread, so that its buffers, names and counts,
-                // written at every operation, are on no other thread's cache line.
-                let worker = Worker {
-                    shared,
-                    group,
-                    group_index,
-                    blocks: 0,
-                    thread: me,
-                    rng: Rng::new(u64::from(me) + 1),
-                    buf: Aligned::new(buffer),
-                    names: Names::under(root),
-                    other: Names::default(),
-                    metaops: 0,
-                    stats: ThreadStats::new(),
-                    done,
-                };
-                let keep = [shared.data, shared.meta];
-                crew.work(&keep, || worker.run(clock)).and_then(|r| r)
-            };
-            let spawned = std::thread::Builder::new()
-                .name(format!("ffsb-{thread}"))
-                .stack_size(256 << 10)
-                .spawn_scoped(s, work);
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    shared.halt();
-                    let e = format!("ffsb: cannot start thread {thread}: {e}");
-                    return (handles, Some(FsbenchError::Failed(e)));
-                }
-            }
-        }
-    }
-    (handles, None)
-}
-
-/// Where a group sleeps out `op_delay`, a thread that wakes the sleepers on an interrupt
-/// (an interrupt only sets a flag; without a delay, threads look at it before every
-/// transaction). It ends when `stop` is set, by a failure or after the timed part.
-fn spawn_watcher<'scope, 'env>(
-    s: &'scope std::thread::Scope<'scope, 'env>,
-    shared: &'env Shared<'env>,
-) -> Result<(), FsbenchError> {
-    if shared.params.groups.iter().all(|g| g.op_delay_ms == 0) {
-        return Ok(());
-    }
-    let watch = move || {
-        while !shared.stop.load(Ordering::Relaxed) {
-            if shared.progress.cancel.load(Ordering::Relaxed) {
-                shared.halt();
-            }
-            std::thread::sleep(INTERRUPT_POLL);
-        }
-    };
-    let spawned = std::thread::Builder::new()
-        .name("ffsb-watch".into())
-        .stack_size(64 << 10)
-        .spawn_scoped(s, watch);
-    spawned.map(drop).map_err(|e| {
-        FsbenchError::Failed(format!(
-            "ffsb: cannot start the thread that watches for interrupts: {e}"
-        ))
-    })
-}
-
-/// Every thread's counts into `totals`, or the first error (a full disk before the others:
-/// it explains their failures).
-fn add_up(totals: &mut RunTotals, results: Vec<Outcome>) -> Result<(), FsbenchError> {
-    let mut first_error = None;
-    for r in results {
-        match r {
-            Ok((group, stats)) => totals.add(group, stats),
-            Err(e @ FsbenchError::DiskFull { .. }) => first_error = Some(e),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
 }

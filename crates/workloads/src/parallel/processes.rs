@@ -134,7 +134,12 @@ where
         }
         outcomes.push(report.outcome.map_err(FsbenchError::from));
     }
-    Ok(Ran { outcomes, from, to })
+    Ok(Ran {
+        outcomes,
+        from,
+        to,
+        cpu,
+    })
 }
 
 /// The units every worker process has done.

@@ -30,6 +30,8 @@ impl Zeroed for std::sync::atomic::AtomicU32 {}
 impl Zeroed for std::sync::atomic::AtomicU16 {}
 
 impl Region {
+    /// A region of `len` bytes. Its pages take memory only once written (`MAP_NORESERVE`):
+    /// a table sized for the most a phase may need costs what it holds.
     pub(crate) fn new(len: usize) -> Result<Region, FsbenchError> {
         let len = len.max(4096);
         // SAFETY: a fresh anonymous mapping; no existing memory is touched.
@@ -38,7 +40,7 @@ impl Region {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )

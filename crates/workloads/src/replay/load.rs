@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::trace::{Call, Entry, Kind, Left, Program, TraceReader};
+use super::trace::{Call, Kind, Program, TraceReader};
 
 /// `O_CREAT | O_TRUNC`: an open that changes its path.
 const CHANGING_OPEN: u64 = 0o100 | 0o1000;
@@ -98,10 +98,10 @@ impl Resources {
     }
 }
 
-/// A whole trace, ready to replay.
+/// A trace's calls, ready to replay (its initial state and the tree the program left are
+/// read again as streams, never held).
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
-    pub entries: Vec<Entry>,
     pub threads: Vec<ThreadCalls>,
     /// Calls of each replayed kind the capture recorded.
     pub captured: [u64; Kind::ALL.len()],
@@ -109,8 +109,8 @@ pub(crate) struct Loaded {
     pub dropped: u64,
     /// The same by reason: how many, one of them.
     pub skipped: Vec<(String, u64, Vec<u8>)>,
-    /// The tree the program left (none in version 1 traces).
-    pub left: Vec<Left>,
+    /// Entries of the tree the program left (none in version 1 traces).
+    pub left_entries: u64,
     pub program: Option<Program>,
 }
 
@@ -121,9 +121,6 @@ impl Loaded {
             program: reader.program.clone(),
             ..Loaded::default()
         };
-        while let Some(e) = reader.entry()? {
-            loaded.entries.push(e);
-        }
         let mut index: HashMap<u32, usize> = HashMap::new();
         let mut resources = Resources::default();
         let mut call = Call::default();
@@ -184,7 +181,7 @@ impl Loaded {
         }
         loaded.dropped = reader.totals.map_or(0, |t| t.1);
         loaded.skipped = std::mem::take(&mut reader.skipped);
-        loaded.left = std::mem::take(&mut reader.left);
+        loaded.left_entries = reader.left_entries;
         Ok(loaded)
     }
 

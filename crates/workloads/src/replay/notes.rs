@@ -1,19 +1,17 @@
 //! What a replay's notes say: the calls that came out otherwise than in the capture, what
 //! was refused, every call not made as the program made it, counted by reason (those the
-//! capture did not record, those the replay made otherwise), and whether the tree it left
-//! is the program's.
+//! capture did not record, those the replay made otherwise); whether the tree it left is
+//! the program's is [`super::compare`]'s.
 
 use std::collections::BTreeMap;
 
 use super::engine::{Adapted, Replayed};
 use super::load::Loaded;
-use super::trace::{Kind, Left};
+use super::trace::Kind;
 use fsbench_measure::measure::errno_name;
 use fsbench_measure::units::shown;
 use fsbench_model::units::group_thousands;
 
-/// Entries of a differing tree named in its note.
-const TREE_NAMED: usize = 5;
 /// The longest example of a call not recorded, as shown.
 const EXAMPLE_MAX: usize = 100;
 
@@ -137,59 +135,4 @@ fn adapted(how: Adapted, n: u64, mapped: &[Vec<u8>]) -> String {
             )
         }
     }
-}
-
-/// Compares the tree a replay left with the one the program left: the number of entries
-/// that differ (missing, extra, or of another type, size, mode or link count) and a note
-/// naming a few.
-pub(super) fn tree(program: &[Left], replay: &[Left]) -> (u64, Option<String>) {
-    // Sorted references, looked up by binary search: a tree of many entries is not copied.
-    fn index(t: &[Left]) -> Vec<&Left> {
-        let mut v: Vec<&Left> = t.iter().collect();
-        v.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        v
-    }
-    fn find<'a>(t: &[&'a Left], path: &[u8]) -> Option<&'a Left> {
-        let at = t.binary_search_by(|e| e.path[..].cmp(path)).ok()?;
-        Some(t[at])
-    }
-    let (want, mut got) = (index(program), index(replay));
-    // What a filesystem makes of itself (ext2/3/4's lost+found) is not the replay's.
-    if find(&want, b"lost+found").is_none() {
-        got.retain(|e| e.path != b"lost+found" && !e.path.starts_with(b"lost+found/"));
-    }
-    let describe = |e: Option<&Left>| match e {
-        None => "missing".to_string(),
-        Some(e) => match e.kind {
-            b'f' => format!("file {} B {:o} ×{}", e.size, e.mode, e.nlink),
-            b'd' => format!("dir {:o}", e.mode),
-            _ => format!("symlink → {}", shown(&e.target)),
-        },
-    };
-    let mut differ = Vec::new();
-    let only_got = got.iter().filter(|e| find(&want, &e.path).is_none());
-    for path in want.iter().chain(only_got).map(|e| &e.path[..]) {
-        let (w, g) = (find(&want, path), find(&got, path));
-        if w != g {
-            differ.push(format!(
-                "{}: program {}, replay {}",
-                shown(path),
-                describe(w),
-                describe(g)
-            ));
-        }
-    }
-    if differ.is_empty() {
-        return (0, None);
-    }
-    let n = differ.len() as u64;
-    differ.truncate(TREE_NAMED);
-    let note = format!(
-        "the replay's tree differs from what the program left in {} of {} entries (names, \
-         types, sizes, modes, link counts): {}",
-        group_thousands(n),
-        group_thousands(want.len() as u64),
-        differ.join("; ")
-    );
-    (n, Some(note))
 }

@@ -1,8 +1,10 @@
 //! The root's state: listed before a capture (names, types, sizes, modes, hard links) and
 //! made again, untimed, before a replay — with the archive extraction's rules, so that a
 //! hostile trace cannot make anything outside the run's directory; listed again after the
-//! program ran (the tree it left), and after a replay, to compare the two.
+//! program ran (the tree it left), and after a replay, to compare the two (in one order, see
+//! [`walk_order`], entry by entry).
 
+use std::cmp::Ordering as Order;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
@@ -113,42 +115,67 @@ pub fn snapshot(root: &Path) -> anyhow::Result<Vec<Entry>> {
     Ok(entries)
 }
 
-/// The tree below `dir` as a replay's is compared with a program's: names, types, sizes,
-/// modes and files' link counts; what the replay made for files from outside left out.
-pub(super) fn left(dir: BorrowedFd<'_>) -> anyhow::Result<Vec<Left>> {
-    let mut out = Vec::new();
+/// Each entry of the tree below `dir` in [`walk`]'s order (see [`walk_order`]), as a
+/// replay's is compared with a program's: names, types, sizes, modes and files' link counts;
+/// what the replay made for files from outside left out. One [`Left`] is reused throughout.
+pub(super) fn each_left(
+    dir: BorrowedFd<'_>,
+    visit: &mut dyn FnMut(&Left) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut one = Left::default();
     walk(dir, OUTSIDE, &mut |path, stat, target| {
-        let kind = match FileType::from_raw_mode(stat.st_mode) {
+        one.kind = match FileType::from_raw_mode(stat.st_mode) {
             FileType::Directory => b'd',
             FileType::Symlink => b'l',
             FileType::RegularFile => b'f',
             _ => return Ok(()),
         };
-        out.push(Left {
-            path: path.to_vec(),
-            kind,
-            size: match kind {
-                b'f' => stat.st_size as u64,
-                b'l' => target.len() as u64,
-                _ => 0,
-            },
-            mode: if kind == b'l' {
-                0o777
-            } else {
-                stat.st_mode & 0o7777
-            },
-            nlink: if kind == b'f' { stat.st_nlink } else { 1 },
-            target: target.to_vec(),
-        });
-        Ok(())
-    })?;
-    Ok(out)
+        one.path.clear();
+        one.path.extend_from_slice(path);
+        one.size = match one.kind {
+            b'f' => stat.st_size as u64,
+            b'l' => target.len() as u64,
+            _ => 0,
+        };
+        one.mode = match one.kind {
+            b'l' => 0o777,
+            _ => stat.st_mode & 0o7777,
+        };
+        one.nlink = if one.kind == b'f' { stat.st_nlink } else { 1 };
+        one.target.clear();
+        one.target.extend_from_slice(target);
+        visit(&one)
+    })
+}
+
+/// The order [`walk`] lists paths in: by their directory, directories in depth-first order
+/// of their names (a directory's path compared component by component, so `a/b/x` before
+/// `a/b0`), then by name. A tree walked twice, or two trees, come in this order, so that
+/// they can be compared entry by entry.
+pub(super) fn walk_order(a: &[u8], b: &[u8]) -> Order {
+    fn split(path: &[u8]) -> (&[u8], &[u8]) {
+        match path.iter().rposition(|&c| c == b'/') {
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => (&[], path),
+        }
+    }
+    fn components(dir: &[u8]) -> impl Iterator<Item = &[u8]> {
+        dir.split(|&c| c == b'/')
+    }
+    let ((dir_a, name_a), (dir_b, name_b)) = (split(a), split(b));
+    (components(dir_a).cmp(components(dir_b))).then(name_a.cmp(name_b))
 }
 
 /// The tree the program left below `root`.
 pub fn left_at(root: &Path) -> anyhow::Result<Vec<Left>> {
     let dir = open_root(root)?;
-    left(dir.as_fd()).map_err(|e| invalid(format!("--root {}: {e:#}", root.display())))
+    let mut out = Vec::new();
+    each_left(dir.as_fd(), &mut |e| {
+        out.push(e.clone());
+        Ok(())
+    })
+    .map_err(|e| invalid(format!("--root {}: {e:#}", root.display())))?;
+    Ok(out)
 }
 
 fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
@@ -157,22 +184,22 @@ fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
         .map_err(|e| invalid(format!("--root {}: {e}", root.display())))
 }
 
-/// Makes the initial state again below `dir`; files are filled with a pattern, files and
-/// directories get their modes (directories' last, so that a read-only one is filled
-/// first). An entry outside the directory (`..`, absolute) is refused; one that cannot be
-/// made is an error. `cancel` (Ctrl-C) stops it between entries and between MiB of a file.
+/// Makes the trace's initial state again below `dir`, reading it as a stream; files are
+/// filled with a pattern and get their modes, directories theirs once everything is made
+/// (so that a read-only one is filled first). An entry outside the directory (`..`,
+/// absolute) is refused; one that cannot be made is an error. `cancel` (Ctrl-C) stops it
+/// between entries and between MiB of a file. The entries refused, counted.
 pub(crate) fn recreate(
     dir: BorrowedFd<'_>,
-    entries: &[Entry],
+    trace: Option<&Path>,
     cancel: &AtomicBool,
 ) -> Result<u64, FsbenchError> {
     let mut parent = Vec::new();
     let mut refused = 0;
     let pattern = vec![0x5a_u8; 1 << 20];
-    let stopped = || cancel.load(Ordering::Relaxed);
-    let mut dir_modes = Vec::new();
-    for e in entries {
-        if stopped() {
+    let mut entries = Entries::open(trace)?;
+    while let Some(e) = entries.next_entry()? {
+        if cancel.load(Ordering::Relaxed) {
             return Err(FsbenchError::Interrupted);
         }
         let path = e.path();
@@ -188,12 +215,9 @@ pub(crate) fn recreate(
         };
         let at = open_dir(dir, &parent).map_err(|e| fail("the directory of", e))?;
         let at = at.as_ref().map_or(dir, |f| f.as_fd());
-        match e {
-            Entry::Dir(_, mode) => {
-                rustix::fs::mkdirat(at, name, Mode::from(0o755)).map_err(|e| fail("dir", e))?;
-                if *mode != 0o755 {
-                    dir_modes.push((path, *mode));
-                }
+        match &e {
+            Entry::Dir(..) => {
+                rustix::fs::mkdirat(at, name, Mode::from(0o755)).map_err(|e| fail("dir", e))?
             }
             Entry::Symlink(_, target) => rustix::fs::symlinkat(target.as_slice(), at, name)
                 .map_err(|e| fail("symlink", e))?,
@@ -227,8 +251,25 @@ pub(crate) fn recreate(
             }
         }
     }
-    set_modes(dir, dir_modes)?;
+    // One trace's decoder at a time (its window is up to 8 MiB).
+    drop(entries);
+    set_modes(dir, trace)?;
     Ok(refused)
+}
+
+/// The initial state's entries, read from the trace as a stream.
+struct Entries(super::trace::TraceReader);
+
+impl Entries {
+    fn open(trace: Option<&Path>) -> Result<Entries, FsbenchError> {
+        let reader = super::trace::TraceReader::open(trace)
+            .map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
+        Ok(Entries(reader))
+    }
+
+    fn next_entry(&mut self) -> Result<Option<Entry>, FsbenchError> {
+        (self.0.entry()).map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))
+    }
 }
 
 /// Writes `size` bytes of `pattern` to `file`, a MiB at a time; `true` when `cancel` stopped it.
@@ -249,23 +290,43 @@ fn fill(
     Ok(false)
 }
 
-/// The directories' own modes, set once everything in them is made: children first, since a
-/// directory made read-only no longer takes its children's modes.
-fn set_modes(dir: BorrowedFd<'_>, dir_modes: Vec<(&[u8], u32)>) -> Result<(), FsbenchError> {
-    for (path, mode) in dir_modes.into_iter().rev() {
-        let fail = |err: rustix::io::Errno| {
-            FsbenchError::Failed(format!(
-                "the trace's initial state: cannot set the mode of {}: {err}",
-                shown(path)
-            ))
-        };
-        let held = open_dir(dir, path).map_err(fail)?;
-        let held = held.as_ref().map_or(dir, |f| f.as_fd());
-        let name = super::engine::ProcFd::of(held);
-        let mode = Mode::from_bits_truncate(mode);
-        rustix::fs::chmodat(rustix::fs::CWD, name.name(), mode, AtFlags::empty()).map_err(fail)?;
+/// The directories' own modes, set once everything in them is made, in a second pass over
+/// the trace. Setting a mode takes only the search right on the directories above, so the
+/// modes are set as they come, parents first, but for directories whose owner may not search
+/// them (as a user that is not root, nothing below one could be reached after it): those are
+/// kept, rare as they are, and set last, children first.
+fn set_modes(dir: BorrowedFd<'_>, trace: Option<&Path>) -> Result<(), FsbenchError> {
+    let mut unsearchable = Vec::new();
+    let mut parent = Vec::new();
+    let mut entries = Entries::open(trace)?;
+    while let Some(e) = entries.next_entry()? {
+        let Entry::Dir(path, mode) = e else { continue };
+        if mode == 0o755 || split_member(&path, &mut parent).is_none() {
+            continue;
+        }
+        match mode & 0o100 {
+            0 => unsearchable.push((path, mode)),
+            _ => set_mode(dir, &path, mode)?,
+        }
+    }
+    for (path, mode) in unsearchable.into_iter().rev() {
+        set_mode(dir, &path, mode)?;
     }
     Ok(())
+}
+
+fn set_mode(dir: BorrowedFd<'_>, path: &[u8], mode: u32) -> Result<(), FsbenchError> {
+    let fail = |err: rustix::io::Errno| {
+        FsbenchError::Failed(format!(
+            "the trace's initial state: cannot set the mode of {}: {err}",
+            shown(path)
+        ))
+    };
+    let held = open_dir(dir, path).map_err(fail)?;
+    let held = held.as_ref().map_or(dir, |f| f.as_fd());
+    let name = super::engine::ProcFd::of(held);
+    let mode = Mode::from_bits_truncate(mode);
+    rustix::fs::chmodat(rustix::fs::CWD, name.name(), mode, AtFlags::empty()).map_err(fail)
 }
 
 /// Directory `path` below `dir`, never through a symlink; `None` for `dir` itself.

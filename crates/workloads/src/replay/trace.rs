@@ -38,10 +38,11 @@ pub const OUTSIDE: &[u8] = b".fsbench-outside";
 /// The longest line read: a call's two paths of PATH_MAX bytes, every byte escaped, and its
 /// numbers fit three times over. A longer one is damage, not a call.
 pub const LINE_MAX: usize = 64 << 10;
-/// The most entries and calls a trace may hold together: a replay holds them in memory
-/// (about 100 bytes a call, with its paths), so this bounds its memory whatever the trace.
+/// The most calls a trace may hold: a replay holds them in memory (about 100 bytes a call,
+/// with its paths), so this bounds its memory whatever the trace. The entries of its initial
+/// state and of the tree the program left are read as a stream, any number of them.
 pub const RECORDS_MAX: u64 = 1 << 19;
-/// The most bytes of paths (and symlink targets) a trace may hold, for the same reason.
+/// The most bytes of the calls' paths a trace may hold, for the same reason.
 pub const PATH_BYTES_MAX: u64 = 32 << 20;
 /// The largest zstd window a trace may need (8 MiB; `fsbench capture` writes 2 MiB ones):
 /// the decoder allocates the window a frame asks for.
@@ -72,7 +73,7 @@ impl Entry {
 }
 
 /// One entry of the tree a program left: what a replay's tree is compared with.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Left {
     pub path: Vec<u8>,
     /// `d`, `f` or `l`.

@@ -1,69 +1,6 @@
-//! FFSB's file set: the table of files, their names, sizes and the set made before timing.
+//! FFSB's file set: its files' names, sizes and the set made before timing.
 
 use super::*;
-
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Slot {
-    size: u64,
-    /// Threads working on the file; a file in use is not deleted.
-    users: u32,
-}
-
-/// The file set: every file ever made has a slot (its number names it), the live ones are
-/// listed for picking at random. 16 bytes per file, as FFSB keeps its own list.
-#[derive(Debug, Default)]
-pub(crate) struct FileTable {
-    pub(super) live: Vec<u32>,
-    slots: Vec<Slot>,
-}
-
-impl FileTable {
-    pub(crate) fn live(&self) -> usize {
-        self.live.len()
-    }
-
-    /// A number for a file about to be made; it is not picked until published.
-    pub(super) fn reserve(&mut self) -> u32 {
-        self.slots.push(Slot { size: 0, users: 1 });
-        (self.slots.len() - 1) as u32
-    }
-
-    pub(super) fn publish(&mut self, id: u32, size: u64) {
-        self.slots[id as usize] = Slot { size, users: 0 };
-        self.live.push(id);
-    }
-
-    /// A live file, marked in use, and its size.
-    pub(super) fn pick(&mut self, draw: u64) -> Option<(u32, u64)> {
-        if self.live.is_empty() {
-            return None;
-        }
-        let id = self.live[(draw % self.live.len() as u64) as usize];
-        let slot = &mut self.slots[id as usize];
-        slot.users += 1;
-        Some((id, slot.size))
-    }
-
-    pub(super) fn release(&mut self, id: u32, grew: u64) {
-        let slot = &mut self.slots[id as usize];
-        slot.users -= 1;
-        slot.size += grew;
-    }
-
-    /// A live file nobody is using, taken out of the set for deleting.
-    pub(super) fn take_idle(&mut self, draw: u64) -> Option<u32> {
-        let n = self.live.len() as u64;
-        for k in 0..8u64.min(n) {
-            let index = ((draw + k * 7919) % n) as usize;
-            let id = self.live[index];
-            if self.slots[id as usize].users == 0 {
-                self.live.swap_remove(index);
-                return Some(id);
-            }
-        }
-        None
-    }
-}
 
 /// A file number mixed into a well-spread value (splitmix64's finalizer).
 fn spread(id: u32) -> u64 {
@@ -203,7 +140,7 @@ pub(crate) fn make_file_set(
     let mut buf = Aligned::new(block as usize);
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
     for _ in 0..fs.num_files {
-        let id = table.reserve();
+        let id = table.next_id();
         let size = choose_size(fs, sizes, rng.next());
         let path = names.file(id, fs.num_dirs);
         let opened = rustix::fs::openat(data, path, flags, Mode::from(0o644));
@@ -219,7 +156,7 @@ pub(crate) fn make_file_set(
         .ok_or_else(|| FsbenchError::Failed(format!("ffsb: cannot write file {id}")))?;
         drop(file);
         rec.record(OpKind::Close, Ok(()))?;
-        table.publish(id, size);
+        table.add(size);
         rec.unit_done(size)?;
     }
     Ok(())

@@ -5,13 +5,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 use super::super::Op;
 use fsbench_measure::measure::{CpuTimes, errno_name};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 
-/// What one thread (or a group, or all) did.
+/// What one worker (or a group, or all) did; a worker process sends it back to the phase's.
+/// Its latencies go into the worker's recorder.
+#[derive(Serialize, Deserialize)]
 pub(super) struct ThreadStats {
     /// Transactions run per operation: FFSB's `op_weight` counter, behind "% Op Weight".
     pub(super) tx: [u64; Op::ALL.len()],
@@ -20,7 +22,6 @@ pub(super) struct ThreadStats {
     pub(super) calls: [u64; Op::ALL.len()],
     /// Bytes read or written per operation.
     pub(super) bytes: [u64; Op::ALL.len()],
-    pub(super) latency: Vec<Option<Histogram<u64>>>,
     pub(super) read_bytes: u64,
     pub(super) written_bytes: u64,
     pub(super) errors: BTreeMap<i32, u64>,
@@ -34,7 +35,6 @@ impl ThreadStats {
             tx: [0; Op::ALL.len()],
             calls: [0; Op::ALL.len()],
             bytes: [0; Op::ALL.len()],
-            latency: Op::ALL.iter().map(|_| None).collect(),
             read_bytes: 0,
             written_bytes: 0,
             errors: BTreeMap::new(),
@@ -51,13 +51,6 @@ impl ThreadStats {
         }
         for (total, n) in self.bytes.iter_mut().zip(other.bytes) {
             *total += n;
-        }
-        for (total, h) in self.latency.iter_mut().zip(&other.latency) {
-            match (total.as_mut(), h) {
-                (Some(t), Some(h)) => t.add(h).expect("same bounds"),
-                (None, Some(h)) => *total = Some(h.clone()),
-                _ => {}
-            }
         }
         self.read_bytes += other.read_bytes;
         self.written_bytes += other.written_bytes;

@@ -18,7 +18,8 @@ pub(crate) struct TraceReader {
     path: PathBuf,
     line: Vec<u8>,
     line_no: u64,
-    /// Entries and calls read, and the bytes of their paths (see [`RECORDS_MAX`]).
+    /// Calls (and lines of calls not recorded) read, and the bytes of their paths: what a
+    /// replay holds (see [`RECORDS_MAX`]).
     records: u64,
     path_bytes: u64,
     pub root: PathBuf,
@@ -28,8 +29,11 @@ pub(crate) struct TraceReader {
     pub totals: Option<(u64, u64)>,
     /// Calls not recorded, by reason (count, an example), once the calls are read.
     pub skipped: Vec<(String, u64, Vec<u8>)>,
-    /// The tree the program left, once the calls are read (version 1 traces: none).
-    pub left: Vec<Left>,
+    /// Entries of the tree the program left, counted once the calls are read (version 1
+    /// traces: none); [`TraceReader::left`] reads them.
+    pub left_entries: u64,
+    /// Where a `final` line met among the calls is read, to be checked and counted.
+    passed_left: Left,
     in_calls: bool,
     /// The last line read is the next one to look at.
     pending: bool,
@@ -71,7 +75,8 @@ impl TraceReader {
             program: None,
             totals: None,
             skipped: Vec::new(),
-            left: Vec::new(),
+            left_entries: 0,
+            passed_left: Left::default(),
             in_calls: false,
             pending: false,
         };
@@ -165,16 +170,17 @@ impl TraceReader {
         Ok(true)
     }
 
-    /// Counts one more entry or call with `path_bytes` bytes of paths: an error past the
-    /// limits on what a replay holds.
+    /// Counts one more call (or line of calls not recorded) with `path_bytes` bytes of
+    /// paths: an error past the limits on what a replay holds. The entries of the initial
+    /// state and of the tree left are not counted: a replay reads them as a stream.
     fn count(&mut self, path_bytes: usize) -> anyhow::Result<()> {
         self.records += 1;
         self.path_bytes = self.path_bytes.saturating_add(path_bytes as u64);
         if self.records > RECORDS_MAX || self.path_bytes > PATH_BYTES_MAX {
             return Err(invalid(format!(
                 "{}: too large to replay at line {}: fsbench replays traces of up to {} \
-                 entries and calls and {} of paths (it holds them in memory); capture a \
-                 shorter run",
+                 calls and {} of their paths (it holds them in memory); capture a shorter \
+                 run",
                 self.path.display(),
                 self.line_no,
                 group_thousands(RECORDS_MAX),
@@ -218,37 +224,26 @@ impl TraceReader {
             (b"h", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::HardLink(p, t)),
             _ => None,
         };
-        let entry = entry.ok_or_else(|| self.damaged("not an entry of the initial state"))?;
-        let bytes = match &entry {
-            Entry::Dir(p, _) | Entry::File(p, ..) => p.len(),
-            Entry::Symlink(p, t) | Entry::HardLink(p, t) => p.len() + t.len(),
-        };
-        self.count(bytes)?;
-        Ok(Some(entry))
+        entry
+            .ok_or_else(|| self.damaged("not an entry of the initial state"))
+            .map(Some)
     }
 
     /// Reads the next call into `call` (its buffers reused); false after the last, with
     /// [`TraceReader::totals`] set.
     pub(crate) fn call(&mut self, call: &mut Call) -> anyhow::Result<bool> {
-        while !self.in_calls {
-            self.entry()?;
-        }
         loop {
-            if !self.next_line()? {
-                return Err(self.damaged("cut short: no `end` line"));
-            }
-            match self.line.split(|&b| b == b'\t').next() {
-                Some(b"end") => {
-                    let mut fields = [&[][..]; 3];
-                    let totals = (split_fields(&self.line, &mut fields) == Some(3))
-                        .then(|| number(fields[1]).zip(number(fields[2])))
-                        .flatten();
-                    self.totals = Some(totals.ok_or_else(|| self.damaged("bad `end` line"))?);
-                    return Ok(false);
+            match self.next_record()? {
+                Record::End => return Ok(false),
+                Record::Skipped => self.skipped_line()?,
+                Record::Final => {
+                    let mut left = std::mem::take(&mut self.passed_left);
+                    let read = self.left_line(&mut left);
+                    self.passed_left = left;
+                    read?;
+                    self.left_entries += 1;
                 }
-                Some(b"skipped") => self.skipped_line()?,
-                Some(b"final") => self.left_line()?,
-                _ => break,
+                Record::Call => break,
             }
         }
         let mut fields = [&[][..]; 14];
@@ -285,6 +280,50 @@ impl TraceReader {
         Ok(true)
     }
 
+    /// The next entry of the tree the program left into `left` (its buffers reused), the
+    /// initial state and the calls before it passed over; false after the last. A pass of
+    /// its own, on a reader that has read no call: a replay compares its tree with this one
+    /// entry by entry, holding none.
+    pub(crate) fn left(&mut self, left: &mut Left) -> anyhow::Result<bool> {
+        loop {
+            match self.next_record()? {
+                Record::End => return Ok(false),
+                Record::Final => return self.left_line(left).map(|()| true),
+                // Read by the calls' pass.
+                Record::Call | Record::Skipped => {}
+            }
+        }
+    }
+
+    /// The next line after the initial state (the state passed over), and what it is; the
+    /// totals read at the end.
+    fn next_record(&mut self) -> anyhow::Result<Record> {
+        while !self.in_calls {
+            self.entry()?;
+        }
+        if !self.next_line()? {
+            return Err(self.damaged("cut short: no `end` line"));
+        }
+        Ok(match self.line.split(|&b| b == b'\t').next() {
+            Some(b"end") => {
+                self.end_line()?;
+                Record::End
+            }
+            Some(b"skipped") => Record::Skipped,
+            Some(b"final") => Record::Final,
+            _ => Record::Call,
+        })
+    }
+
+    fn end_line(&mut self) -> anyhow::Result<()> {
+        let mut fields = [&[][..]; 3];
+        let totals = (split_fields(&self.line, &mut fields) == Some(3))
+            .then(|| number(fields[1]).zip(number(fields[2])))
+            .flatten();
+        self.totals = Some(totals.ok_or_else(|| self.damaged("bad `end` line"))?);
+        Ok(())
+    }
+
     fn skipped_line(&mut self) -> anyhow::Result<()> {
         let mut fields = [&[][..]; 4];
         let parsed = (split_fields(&self.line, &mut fields) == Some(4))
@@ -301,19 +340,14 @@ impl TraceReader {
         Ok(())
     }
 
-    /// `final TYPE PATH ...`: one entry of the tree the program left.
-    fn left_line(&mut self) -> anyhow::Result<()> {
+    /// `final TYPE PATH ...`: one entry of the tree the program left, into `left`.
+    fn left_line(&mut self, left: &mut Left) -> anyhow::Result<()> {
         let mut fields = [&[][..]; 6];
         let count = split_fields(&self.line, &mut fields);
         let parsed = (|| {
-            let mut left = Left {
-                path: Vec::new(),
-                kind: *fields[1].first()?,
-                size: 0,
-                mode: 0o777,
-                nlink: 1,
-                target: Vec::new(),
-            };
+            left.kind = *fields[1].first()?;
+            (left.size, left.mode, left.nlink) = (0, 0o777, 1);
+            left.target.clear();
             unescape(fields[2], &mut left.path)?;
             match (left.kind, count?) {
                 (b'd', 4) => left.mode = octal(fields[3])?,
@@ -328,13 +362,21 @@ impl TraceReader {
                 }
                 _ => return None,
             }
-            (!left.path.is_empty()).then_some(left)
+            (!left.path.is_empty()).then_some(())
         })();
-        let left = parsed.ok_or_else(|| self.damaged("bad `final` line"))?;
-        self.count(left.path.len() + left.target.len())?;
-        self.left.push(left);
-        Ok(())
+        parsed.ok_or_else(|| self.damaged("bad `final` line"))
     }
+}
+
+/// What a line after the initial state is.
+enum Record {
+    Call,
+    /// Calls not recorded, by reason.
+    Skipped,
+    /// An entry of the tree the program left.
+    Final,
+    /// The totals: the trace's last line.
+    End,
 }
 
 /// Splits `line` at tabs into `out`; the number of fields, `None` when there are more than

@@ -86,7 +86,16 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
     assert_eq!(r.totals, Some((1, 3)));
     let example = b"/etc/passwd \n".to_vec();
     assert_eq!(r.skipped, [("outside the root".to_string(), 7, example)]);
-    assert_eq!(r.left, left);
+    assert_eq!(r.left_entries, 3);
+    // The tree left, read in a pass of its own, entry by entry into one buffer.
+    let mut r = TraceReader::open(Some(&file)).unwrap();
+    let mut one = Left::default();
+    for l in &left {
+        assert!(r.left(&mut one).unwrap());
+        assert_eq!(&one, l);
+    }
+    assert!(!r.left(&mut one).unwrap());
+    assert_eq!(r.totals, Some((1, 3)));
 
     // Cut in the middle of the compressed stream: a clear error, never a panic.
     let bytes = std::fs::read(&file).unwrap();
