@@ -27,6 +27,7 @@ mod fdtree;
 mod ffsb_stops;
 mod filebench;
 mod filesystems;
+mod fio_engines;
 mod fio_files;
 mod fio_jobs;
 mod fio_out;

@@ -24,8 +24,10 @@ mod job;
 pub mod jobfile;
 mod layout;
 mod libaio;
+mod mmap;
 mod params;
 mod pattern;
+mod posixaio;
 /// The workloads' small fast generator (filebench's draws use it too).
 pub(crate) use pattern::Rng;
 mod table;
@@ -156,6 +158,7 @@ impl Io {
             let engine: Option<job::IssueLoop> = match params.engine {
                 Engine::IoUring => Some(uring::run),
                 Engine::Libaio => Some(libaio::run),
+                Engine::Posixaio => Some(posixaio::run),
                 e if e.file_op() => Some(fileops::run),
                 _ => None,
             };
@@ -178,7 +181,7 @@ impl Io {
             .unwrap_or(Duration::ZERO)
             .as_secs_f64()
             .max(1e-9);
-        for (d, dir) in ["read", "write"].into_iter().enumerate() {
+        for (d, dir) in self.directions().into_iter().enumerate() {
             self.figures.extend(direction_figures(outs, d, dir, secs));
         }
         let lag = sum_histograms(outs, |o| &o.lag);
@@ -274,6 +277,16 @@ impl Io {
             .collect()
     }
 
+    /// The names of the two directions the jobs record: reads, and writes or (where the
+    /// jobs trim) trims.
+    fn directions(&self) -> [&'static str; 2] {
+        if self.params.jobs().any(|j| j.rw.trims()) {
+            ["read", "trim"]
+        } else {
+            ["read", "write"]
+        }
+    }
+
     /// Each job's own IOPS and bandwidth per direction (over its longest copy's time),
     /// where jobs ran beside each other.
     fn per_job_figures(&mut self, outs: &[JobOut]) {
@@ -282,7 +295,7 @@ impl Io {
                 .unwrap_or(Duration::ZERO)
                 .as_secs_f64()
                 .max(1e-9);
-            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+            for (d, dir) in self.directions().into_iter().enumerate() {
                 let ios: u64 = mine.iter().map(|o| o.ios[d]).sum();
                 if ios == 0 {
                     continue;
@@ -315,7 +328,7 @@ impl Io {
     /// Each job's latency histograms, `JOB: read clat`, where jobs ran beside each other.
     fn per_job_latency(&self, outs: &[JobOut], rec: &mut PhaseRecorder) {
         for (name, mine) in self.by_job(outs) {
-            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+            for (d, dir) in self.directions().into_iter().enumerate() {
                 for o in &mine {
                     if !o.clat[d].is_empty() {
                         rec.add_latency(&format!("{name}: {dir} clat"), &o.clat[d]);
@@ -442,7 +455,7 @@ impl Workload for Io {
         }
         let outs = self.run_jobs(dir, rec, true)?;
         self.unlink_files(dir)?;
-        for (d, name) in ["read", "write"].into_iter().enumerate() {
+        for (d, name) in self.directions().into_iter().enumerate() {
             let mut clat = fsbench_measure::measure::new_histogram();
             let mut slat = fsbench_measure::measure::new_histogram();
             for o in &outs {

@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::layout::{file_name, open_file};
+use super::mmap::Mapping;
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern};
 use super::verify::{self, Verifier};
@@ -18,8 +19,54 @@ use fsbench_measure::error::FsbenchError;
 use fsbench_measure::fio::{Completion, JobStats};
 use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
+mod calls;
+
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
+
+/// A queueing engine's I/O in flight (in the slot whose buffer is its own): when it was
+/// prepared, submitted, and when it was due (its scheduled time, or its preparation).
+#[derive(Clone, Copy)]
+pub(crate) struct InFlight {
+    pub io: Next,
+    pub prepped: Instant,
+    pub submitted: Instant,
+    pub due: Instant,
+}
+
+impl InFlight {
+    /// `io`, prepared now (and submitted now until its submission says otherwise).
+    pub(crate) fn prepared(io: Next, due: Option<Instant>) -> InFlight {
+        let prepped = Instant::now();
+        InFlight {
+            io,
+            prepped,
+            submitted: prepped,
+            due: due.unwrap_or(prepped),
+        }
+    }
+}
+
+/// What a queueing engine does with a free slot.
+pub(crate) enum Queue {
+    /// Queue this I/O (due at that time, on a schedule).
+    Io(Next, Option<Instant>),
+    /// Sync this file first, once nothing is in flight (`fsync=N`, as fio asks for it when
+    /// it picks the next I/O).
+    Sync(usize),
+    /// The next I/O is due then (open loop).
+    Later(Instant),
+    /// The job has no I/O left.
+    Done,
+}
+
+/// Where a queueing engine's issuing stands: the passes over the files, and an I/O picked
+/// but not queued yet (a sync before it, or not yet due).
+#[derive(Default)]
+pub(crate) struct Issuing {
+    passes: u32,
+    pending: Option<Next>,
+}
 
 /// What a job measured besides its recorder's counts and total latency (serde: a worker
 /// process hands it back).
@@ -120,6 +167,10 @@ pub(crate) struct Job<'a> {
     pub oracle: Option<crate::oracle::Oracle>,
     /// fio's `verify`: the blocks written, stamped and checked at the end.
     verifier: Option<Verifier>,
+    /// The `mmap` engine's mappings, one per file (none with the other engines).
+    maps: Vec<Mapping>,
+    /// fio's `verify_backlog`: a check of the latest writes is due before the next I/O.
+    backlog_due: bool,
 }
 
 impl<'a> Job<'a> {
@@ -145,6 +196,7 @@ impl<'a> Job<'a> {
         let files = (opened.iter())
             .map(|name| open_file(params, dir, name))
             .collect::<Result<Vec<_>, FsbenchError>>()?;
+        let maps = Mapping::of_files(params, &files, &names)?;
         let bufs = verify::write_buffers(params, job, copy);
         // fio numbers threads over the whole job file; its logs carry the number.
         let no_logs = fsbench_model::fio::LogOptions::default();
@@ -178,11 +230,9 @@ impl<'a> Job<'a> {
             interval_ns: rate,
             issued: 0,
             oracle: None,
-            verifier: params.verify.map(|a| {
-                let region = (params.offset, params.region());
-                let files = params.nrfiles as usize;
-                Verifier::new(a, params.interval(), params.pattern.clone(), files, region)
-            }),
+            verifier: Verifier::of(params),
+            maps,
+            backlog_due: false,
         })
     }
 
@@ -211,9 +261,10 @@ impl<'a> Job<'a> {
             // The job's time ends with its writes; the verify phase reads after it.
             self.out.elapsed = self.start.elapsed();
             self.out.stats.stop();
-            self.verify_written()
+            self.verify_written(0)
         });
-        if outcome.is_err() {
+        // fio's `exitall`: the first job to end stops the others running with it.
+        if outcome.is_err() || (self.span.measured && self.params.exitall) {
             self.halt.store(true, Ordering::Relaxed);
         }
         outcome?;
@@ -243,16 +294,22 @@ impl<'a> Job<'a> {
         self.start = Instant::now();
     }
 
-    /// fio's `verify`: every block the job wrote read back and checked (after its
-    /// `end_fsync`); a mismatch fails the job, reported as fio reports it.
-    fn verify_written(&mut self) -> Result<(), FsbenchError> {
-        let Some(v) = self.verifier.as_ref().filter(|_| self.params.do_verify) else {
+    /// fio's `verify`: the blocks the job wrote and that no backlog check read, read back
+    /// and checked (after its `end_fsync`; `limit` of them, 0: all); a mismatch fails the
+    /// job, reported as fio reports it.
+    fn verify_written(&mut self, limit: u64) -> Result<(), FsbenchError> {
+        let Some(v) = self.verifier.as_mut().filter(|_| self.params.do_verify) else {
             return Ok(());
         };
         let (checked, bad) = v
-            .check_all(&self.files, &self.names, self.bufs[0].buf())
+            .check_written(
+                (&self.files[..], &self.names[..]),
+                self.bufs[0].buf(),
+                limit,
+                self.params.verify_fatal,
+            )
             .map_err(|e| io_error(e, "verify read", &self.rec))?;
-        self.out.verified = checked;
+        self.out.verified += checked;
         match bad {
             None => Ok(()),
             Some(m) => Err(FsbenchError::Failed(format!(
@@ -308,6 +365,48 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// What a queueing engine does with its next free slot ([`Queue`]).
+    pub(crate) fn next_to_queue(&mut self, issuing: &mut Issuing) -> Queue {
+        let next = (issuing.pending.take()).or_else(|| self.next_io(&mut issuing.passes));
+        let Some(io) = next else {
+            return Queue::Done;
+        };
+        if let Some(file) = self.take_due_sync() {
+            issuing.pending = Some(io);
+            return Queue::Sync(file);
+        }
+        let due = self.scheduled();
+        if let Some(at) = due
+            && at > Instant::now()
+        {
+            issuing.pending = Some(io);
+            return Queue::Later(at);
+        }
+        self.count_issue();
+        Queue::Io(io, due)
+    }
+
+    /// A queueing engine with nothing in flight: the sync due made, or the wait until the
+    /// next I/O is due; whether the job has ended instead (`finished`).
+    pub(crate) fn idle(
+        &mut self,
+        sync: &mut Option<usize>,
+        finished: bool,
+        wait_for: Option<Instant>,
+    ) -> Result<bool, FsbenchError> {
+        if let Some(file) = sync.take() {
+            self.sync_writes(file)?;
+            return Ok(false);
+        }
+        if finished {
+            return Ok(true);
+        }
+        if let Some(at) = wait_for {
+            Job::wait_until(at);
+        }
+        Ok(false)
+    }
+
     /// When the next I/O is due: now without a rate; else on the open-loop schedule, which a
     /// late I/O does not move (its latency counts from here: no coordinated omission).
     #[inline]
@@ -358,9 +457,17 @@ impl<'a> Job<'a> {
         let slat = submitted.saturating_duration_since(prepped).as_nanos() as u64;
         self.complete(io, done, submitted, due, Some(slat))?;
         if !io.read {
-            self.note_write(io.file);
+            self.note_write(io);
         }
         Ok(())
+    }
+
+    /// fio's `verify`: a write's block stamped in buffer `slot` before it is issued.
+    #[inline]
+    pub(crate) fn stamp(&mut self, slot: usize, io: Next) {
+        if let (Some(v), false) = (&self.verifier, io.read) {
+            v.stamp(&mut self.bufs[slot].buf()[..io.len as usize], io.offset);
+        }
     }
 
     /// Records one completed I/O: its completion latency from `submitted`, its submission
@@ -407,10 +514,14 @@ impl<'a> Job<'a> {
         self.rec.unit_done(u64::from(io.len))
     }
 
-    /// Counts a completed write; after every `fsync=N`th (or `fdatasync=N`th) the sync is
-    /// due before the next I/O ([`Job::take_due_sync`]).
+    /// Counts a completed write (and notes its blocks for `verify`); after every `fsync=N`th
+    /// (or `fdatasync=N`th) the sync is due before the next I/O ([`Job::take_due_sync`]).
     #[inline]
-    pub(crate) fn note_write(&mut self, file: usize) {
+    fn note_write(&mut self, io: Next) {
+        let file = io.file;
+        if let Some(v) = &mut self.verifier {
+            self.backlog_due |= v.written(file, io.offset, u64::from(io.len));
+        }
         self.written[file] = true;
         let every = self.params.fsync.max(self.params.fdatasync);
         if every == 0 {
@@ -443,10 +554,11 @@ impl<'a> Job<'a> {
         }
         let before = Instant::now();
         let fd = self.files[file].as_fd();
-        let result = if data_only {
-            rustix::fs::fdatasync(fd)
-        } else {
-            rustix::fs::fsync(fd)
+        // The mmap engine syncs its mapping, whatever the sync, as fio's.
+        let result = match self.maps.get(file) {
+            Some(map) => map.sync(),
+            None if data_only => rustix::fs::fdatasync(fd),
+            None => rustix::fs::fsync(fd),
         };
         let done = Instant::now();
         if self.span.measured {
@@ -484,14 +596,16 @@ impl<'a> Job<'a> {
             if let Some(file) = self.take_due_sync() {
                 self.sync_writes(file)?;
             }
+            if std::mem::take(&mut self.backlog_due) {
+                // Timed with the job, as fio's; its reads are not in the job's figures.
+                self.verify_written(self.params.verify_backlog_batch)?;
+            }
             let scheduled = self.scheduled();
             if let Some(at) = scheduled {
                 Self::wait_until(at);
             }
             self.count_issue();
-            if let (Some(v), false) = (&self.verifier, io.read) {
-                v.stamp(&mut self.bufs[0].buf()[..io.len as usize], io.offset);
-            }
+            self.stamp(0, io);
             let submitted = Instant::now();
             let result = self.transfer(io);
             let done = Instant::now();
@@ -500,62 +614,10 @@ impl<'a> Job<'a> {
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
             if !io.read {
-                self.note_write(io.file);
-                if let Some(v) = &mut self.verifier {
-                    v.written(io.file, io.offset, u64::from(io.len));
-                }
+                self.note_write(io);
             }
         }
         Ok(())
-    }
-
-    /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
-    /// `read`/`write` (sync) or `readv`/`writev` (vsync), `preadv`/`pwritev` (pvsync),
-    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), or nothing (null).
-    #[inline]
-    fn transfer(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
-        use rustix::io::{preadv, preadv2, pwritev, pwritev2};
-        use std::io::{IoSlice, IoSliceMut};
-        let engine = self.params.engine;
-        if engine == Engine::Null {
-            return Ok(io.len as usize);
-        }
-        let fd = self.files[io.file].as_fd();
-        let buf = &mut self.bufs[0].buf()[..io.len as usize];
-        if matches!(engine, Engine::Sync | Engine::Vsync) {
-            let at = &mut self.positions[io.file];
-            if *at != io.offset {
-                rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(io.offset))?;
-            }
-            // Unknown until the transfer succeeds: a short one seeks again.
-            *at = u64::MAX;
-        }
-        let moved = match (engine, io.read) {
-            (Engine::Sync, true) => rustix::io::read(fd, buf),
-            (Engine::Sync, false) => rustix::io::write(fd, buf),
-            (Engine::Vsync, true) => rustix::io::readv(fd, &mut [IoSliceMut::new(buf)]),
-            (Engine::Vsync, false) => rustix::io::writev(fd, &[IoSlice::new(buf)]),
-            (Engine::Pvsync, true) => preadv(fd, &mut [IoSliceMut::new(buf)], io.offset),
-            (Engine::Pvsync, false) => pwritev(fd, &[IoSlice::new(buf)], io.offset),
-            (Engine::Pvsync2, read) => {
-                let flags = if self.params.hipri {
-                    rustix::io::ReadWriteFlags::HIPRI
-                } else {
-                    rustix::io::ReadWriteFlags::empty()
-                };
-                if read {
-                    preadv2(fd, &mut [IoSliceMut::new(buf)], io.offset, flags)
-                } else {
-                    pwritev2(fd, &[IoSlice::new(buf)], io.offset, flags)
-                }
-            }
-            (_, true) => rustix::io::pread(fd, buf, io.offset),
-            (_, false) => rustix::io::pwrite(fd, buf, io.offset),
-        }?;
-        if matches!(engine, Engine::Sync | Engine::Vsync) {
-            self.positions[io.file] = io.offset + moved as u64;
-        }
-        Ok(moved)
     }
 }
 
