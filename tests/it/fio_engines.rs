@@ -232,6 +232,18 @@ fn falloc_trims_punch_holes_reported_as_fio_s_trims() {
     assert!(normal.contains("  trim: IOPS="), "{normal}");
     assert!(normal.contains("   TRIM: bw="), "{normal}");
     assert!(normal.contains("issued rwts: total=0,0,64,0"), "{normal}");
+    // fio's falloc example: a job allocating beside one punching holes in the same file,
+    // reported as one group: its writes and its trims apart.
+    let beside = "[global]\nioengine=falloc\nfilename=f\nbs=4k\nsize=256k\nrate_iops=2000\ngroup_reporting\n[alloc]\nrw=randwrite\n[punch]\nrw=randtrim\n";
+    std::fs::write(&jobfile, beside).unwrap();
+    let out = fio_output(state.path(), dir.path(), &jobfile, "json");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let g = &doc["jobs"][0];
+    for (d, n) in [("read", 0), ("write", 64), ("trim", 64)] {
+        assert_eq!(g[d]["total_ios"].as_u64(), Some(n), "{d}: {g}");
+        assert_eq!(g[d]["clat_ns"]["N"].as_u64(), Some(n), "{d}: {g}");
+    }
     assert_nothing_left(dir.path());
 }
 

@@ -207,14 +207,17 @@ fn stats_of(jobs: &[&PlacedJob], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
         .map(|p| {
             let first = p.iter().flatten().next().expect("a stat has a thread");
             let (_, _, job) = jobs.iter().find(|j| j.1 == first.index).expect("its job");
-            pooled(job, p)
+            // A thread's second direction: its writes, or a trim job's trims.
+            let trims =
+                |t: &JobThread| (jobs.iter()).any(|j| j.1 == t.index && j.2.params.rw.trims());
+            pooled(job, p, trims)
         })
         .collect()
 }
 
 /// One stat: each run's threads side by side (as fio's group reporting sums them), the runs
 /// one after another.
-fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
+fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> ThreadStat {
     let members = p.iter().map(Vec::len).max().unwrap_or(0) as u32;
     let mut s = ThreadStat {
         name: job.name.clone(),
@@ -243,13 +246,12 @@ fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
         submit: [0; 7],
         complete: [0; 7],
     };
-    // A thread's second direction: its writes, or a job's trims.
-    let second = if job.params.rw.trims() { 2 } else { 1 };
     for run in p.iter().filter(|r| !r.is_empty()) {
         let mut bw: [SampleStats; 3] = Default::default();
         let mut iops: [SampleStats; 3] = Default::default();
         let mut runtime = [0u64; 3];
         for t in run {
+            let second = if trims(t) { 2 } else { 1 };
             for (from, d) in [(0, 0), (1, second)] {
                 s.ios[d] += t.ios[from];
                 s.bytes[d] += t.bytes[from];
@@ -277,16 +279,21 @@ fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
         }
     }
     let all: Vec<&JobThread> = p.iter().flatten().copied().collect();
-    let latency = |key: &str| -> Option<FioLatency> {
-        let parts: Vec<&LatencySummary> = all.iter().filter_map(|t| t.latency.get(key)).collect();
+    // The threads' latencies under `key`, of those that trim or not (`None`: every one's).
+    let latency = |key: &str, trimming: Option<bool>| -> Option<FioLatency> {
+        let parts: Vec<&LatencySummary> = (all.iter())
+            .filter(|t| trimming.is_none_or(|x| trims(t) == x))
+            .filter_map(|t| t.latency.get(key))
+            .collect();
         FioLatency::merged(parts)
     };
-    for (d, dir) in [(0, "read"), (second, "write")] {
-        s.slat[d] = latency(&format!("{dir} slat"));
-        s.clat[d] = latency(&format!("{dir} clat"));
-        s.lat[d] = latency(&format!("{dir} lat")).or_else(|| s.clat[d].clone());
+    for (d, trimming) in [(0, None), (1, Some(false)), (2, Some(true))] {
+        let dir = if d == 0 { "read" } else { "write" };
+        s.slat[d] = latency(&format!("{dir} slat"), trimming);
+        s.clat[d] = latency(&format!("{dir} clat"), trimming);
+        s.lat[d] = latency(&format!("{dir} lat"), trimming).or_else(|| s.clat[d].clone());
     }
-    s.sync = latency("sync");
+    s.sync = latency("sync", None);
     s
 }
 

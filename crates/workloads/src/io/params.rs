@@ -357,14 +357,6 @@ impl WorkloadParams for IoParams {
     fn validate(&self) -> anyhow::Result<()> {
         self.beside.iter().try_for_each(WorkloadParams::validate)?;
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
-        let writes = |j: &IoParams| !j.rw.trims() && j.rw.read_percent(j.rwmixread) < 100;
-        if self.jobs().any(|j| j.rw.trims()) && self.jobs().any(writes) {
-            // A trim job's trims are kept where writes are.
-            return no(
-                "a job that trims beside jobs that write is not implemented (give `stonewall`)"
-                    .into(),
-            );
-        }
         if self.offset >= self.filesize {
             return no(format!(
                 "`offset` ({}) leaves nothing of a {} file",
