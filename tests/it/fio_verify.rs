@@ -167,6 +167,9 @@ fn the_queueing_engines_and_mmap_verify_and_backlog_checks_during_the_job() {
         "ioengine=mmap",
         "ioengine=psync\nverify_backlog=16\nverify_backlog_batch=8",
         "ioengine=psync\nverify_backlog=16",
+        "ioengine=libaio\niodepth=8\nverify_backlog=16",
+        "ioengine=io_uring\niodepth=8\nverify_backlog=8\nverify_backlog_batch=4",
+        "ioengine=posixaio\niodepth=4\nverify_backlog=16",
         "ioengine=psync\nverify_async=2",
     ] {
         let job = format!(
@@ -200,5 +203,20 @@ fn verify_fatal_stops_the_check_at_the_first_wrong_block() {
         err.contains("offset 8192") && err.contains("1 of 3 blocks checked were wrong"),
         "{err}"
     );
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn verify_backlog_checks_each_block_during_the_job_once() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    // Block 2 is spoiled 100 ms in: after the backlog check that read it (the 4th write's,
+    // 20 ms in), so no later check reads it again, as in fio; the check at the end alone
+    // would find it (the test above).
+    for engine in ["", "ioengine=libaio\niodepth=4\n"] {
+        let verify = format!("verify=crc32c\nverify_backlog=4\n{engine}");
+        let out = fio_job_json(state.path(), dir.path(), &job(&verify, Some((8192, 4096))));
+        assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+        assert_eq!(verified(&json(&out)), Some(64.0), "{engine}");
+    }
     assert_nothing_left(dir.path());
 }

@@ -51,9 +51,9 @@ impl InFlight {
 pub(crate) enum Queue {
     /// Queue this I/O (due at that time, on a schedule).
     Io(Next, Option<Instant>),
-    /// Sync this file first, once nothing is in flight (`fsync=N`, as fio asks for it when
-    /// it picks the next I/O).
-    Sync(usize),
+    /// Wait for nothing in flight first: a sync is due (`fsync=N`, as fio asks for it when
+    /// it picks the next I/O), or a verify backlog check.
+    Quiesce,
     /// The next I/O is due then (open loop).
     Later(Instant),
     /// The job has no I/O left.
@@ -371,9 +371,9 @@ impl<'a> Job<'a> {
         let Some(io) = next else {
             return Queue::Done;
         };
-        if let Some(file) = self.take_due_sync() {
+        if self.sync_due.is_some() || self.backlog_due {
             issuing.pending = Some(io);
-            return Queue::Sync(file);
+            return Queue::Quiesce;
         }
         let due = self.scheduled();
         if let Some(at) = due
@@ -386,16 +386,17 @@ impl<'a> Job<'a> {
         Queue::Io(io, due)
     }
 
-    /// A queueing engine with nothing in flight: the sync due made, or the wait until the
-    /// next I/O is due; whether the job has ended instead (`finished`).
+    /// A queueing engine with nothing in flight: what was due before the next I/O
+    /// (`quiesce`: the sync, the verify backlog check), or the wait until the next I/O is
+    /// due; whether the job has ended instead (`finished`).
     pub(crate) fn idle(
         &mut self,
-        sync: &mut Option<usize>,
+        quiesce: &mut bool,
         finished: bool,
         wait_for: Option<Instant>,
     ) -> Result<bool, FsbenchError> {
-        if let Some(file) = sync.take() {
-            self.sync_writes(file)?;
+        if std::mem::take(quiesce) {
+            self.before_next_io()?;
             return Ok(false);
         }
         if finished {
@@ -515,7 +516,7 @@ impl<'a> Job<'a> {
     }
 
     /// Counts a completed write (and notes its blocks for `verify`); after every `fsync=N`th
-    /// (or `fdatasync=N`th) the sync is due before the next I/O ([`Job::take_due_sync`]).
+    /// (or `fdatasync=N`th) the sync is due before the next I/O ([`Job::before_next_io`]).
     #[inline]
     fn note_write(&mut self, io: Next) {
         let file = io.file;
@@ -537,12 +538,25 @@ impl<'a> Job<'a> {
     /// The file to sync before the I/O in hand, if a sync is due (the engine syncs with
     /// nothing in flight, as fio quiesces first).
     #[inline]
-    pub(crate) fn take_due_sync(&mut self) -> Option<usize> {
+    fn take_due_sync(&mut self) -> Option<usize> {
         self.sync_due.take()
     }
 
+    /// What is due before the next I/O, with nothing in flight: the sync `fsync=N` asks
+    /// for, the check `verify_backlog` asks for (timed with the job, as fio's; its reads are
+    /// not in the job's figures).
+    fn before_next_io(&mut self) -> Result<(), FsbenchError> {
+        if let Some(file) = self.take_due_sync() {
+            self.sync_writes(file)?;
+        }
+        if std::mem::take(&mut self.backlog_due) {
+            self.verify_written(self.params.verify_backlog_batch)?;
+        }
+        Ok(())
+    }
+
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
-    pub(crate) fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
+    fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
         self.sync(file, self.params.fdatasync > 0, true)
     }
 
@@ -593,13 +607,7 @@ impl<'a> Job<'a> {
     fn run_sync(&mut self) -> Result<(), FsbenchError> {
         let mut passes = 0;
         while let Some(io) = self.next_io(&mut passes) {
-            if let Some(file) = self.take_due_sync() {
-                self.sync_writes(file)?;
-            }
-            if std::mem::take(&mut self.backlog_due) {
-                // Timed with the job, as fio's; its reads are not in the job's figures.
-                self.verify_written(self.params.verify_backlog_batch)?;
-            }
+            self.before_next_io()?;
             let scheduled = self.scheduled();
             if let Some(at) = scheduled {
                 Self::wait_until(at);

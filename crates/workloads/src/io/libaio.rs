@@ -105,20 +105,20 @@ impl State {
         let batch = job.params.iodepth_batch_submit as usize;
         let mut issuing = Issuing::default();
         let mut finished = false;
-        let mut sync: Option<usize> = None;
+        let mut quiesce = false;
         loop {
             let mut wait_for: Option<Instant> = None;
-            while sync.is_none() && !finished && !self.free.is_empty() {
+            while !quiesce && !finished && !self.free.is_empty() {
                 match job.next_to_queue(&mut issuing) {
                     Queue::Io(io, due) => self.queue(job, io, due, fds),
-                    Queue::Sync(file) => sync = Some(file),
+                    Queue::Quiesce => quiesce = true,
                     Queue::Later(at) => wait_for = Some(at),
                     Queue::Done => finished = true,
                 }
                 if self.queued.len() >= batch {
                     self.submit(ctx, job)?;
                 }
-                if sync.is_some() || wait_for.is_some() {
+                if quiesce || wait_for.is_some() {
                     break;
                 }
             }
@@ -126,7 +126,7 @@ impl State {
                 self.submit(ctx, job)?;
             }
             if self.inflight == 0 {
-                if job.idle(&mut sync, finished, wait_for)? {
+                if job.idle(&mut quiesce, finished, wait_for)? {
                     return Ok(());
                 }
                 continue;

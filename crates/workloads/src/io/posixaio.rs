@@ -3,8 +3,8 @@
 //! engine has no batch submit) and reaped as libaio's are (`iodepth_batch_complete_min`,
 //! `_max`, `iodepth_low`): as fio's engine, the I/Os in flight are polled with `aio_error`, and when too few are
 //! done the job sleeps in `aio_suspend` on up to 8 of those still in progress. glibc runs
-//! the transfers on threads of its own (`pread64`/`pwrite64` under strace). A sync waits
-//! for nothing in flight, as the other queueing engines' do.
+//! the transfers on threads of its own (`pread64`/`pwrite64` under strace). A sync (or a
+//! verify backlog check) waits for nothing in flight, as the other queueing engines' do.
 
 use std::time::Instant;
 
@@ -68,19 +68,19 @@ impl State {
     fn run(&mut self, job: &mut Job<'_>) -> Result<(), FsbenchError> {
         let mut issuing = Issuing::default();
         let mut finished = false;
-        let mut sync: Option<usize> = None;
+        let mut quiesce = false;
         loop {
             let mut wait_for: Option<Instant> = None;
-            while sync.is_none() && wait_for.is_none() && !finished && !self.free.is_empty() {
+            while !quiesce && wait_for.is_none() && !finished && !self.free.is_empty() {
                 match job.next_to_queue(&mut issuing) {
                     Queue::Io(io, due) => self.queue(job, io, due)?,
-                    Queue::Sync(file) => sync = Some(file),
+                    Queue::Quiesce => quiesce = true,
                     Queue::Later(at) => wait_for = Some(at),
                     Queue::Done => finished = true,
                 }
             }
             if self.inflight == 0 {
-                if job.idle(&mut sync, finished, wait_for)? {
+                if job.idle(&mut quiesce, finished, wait_for)? {
                     return Ok(());
                 }
                 continue;

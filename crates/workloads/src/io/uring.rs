@@ -169,18 +169,19 @@ impl State {
     ) -> Result<(), FsbenchError> {
         let complete_min = job.params.iodepth_batch_complete_min as usize;
         let mut issuing = Issuing::default();
-        // A file to sync once nothing is in flight (fsync=N), before the pending I/O.
-        let mut sync: Option<usize> = None;
+        // Something due once nothing is in flight (a sync, a verify backlog check), before
+        // the pending I/O.
+        let mut quiesce = false;
         loop {
-            let wait_for = match sync {
-                None => self.issue(job, ring, fds, iovecs, &mut issuing, &mut sync)?,
-                Some(_) => None,
+            let wait_for = match quiesce {
+                false => self.issue(job, ring, fds, iovecs, &mut issuing, &mut quiesce)?,
+                true => None,
             };
             if !self.queued.is_empty() {
                 self.submit(ring, 0, job)?;
             }
             if self.inflight == 0 {
-                if job.idle(&mut sync, issuing.finished, wait_for)? {
+                if job.idle(&mut quiesce, issuing.finished, wait_for)? {
                     return Ok(());
                 }
                 continue;
@@ -191,9 +192,9 @@ impl State {
     }
 
     /// Prepares I/Os into free slots (submitting each full batch) until the slots, the job's
-    /// I/Os or the open loop's schedule run out, or a sync is due before the next I/O (as fio
-    /// asks for it: when it picks that I/O; set in `sync`); returns when the next I/O is due,
-    /// if later.
+    /// I/Os or the open loop's schedule run out, or a sync or check is due before the next
+    /// I/O (as fio asks for it: when it picks that I/O; set in `quiesce`); returns when the
+    /// next I/O is due, if later.
     fn issue(
         &mut self,
         job: &mut Job<'_>,
@@ -201,15 +202,15 @@ impl State {
         fds: &[RawFd],
         iovecs: &[libc::iovec],
         issuing: &mut Issuing,
-        sync: &mut Option<usize>,
+        quiesce: &mut bool,
     ) -> Result<Option<Instant>, FsbenchError> {
         let batch = job.params.iodepth_batch_submit as usize;
         while !issuing.finished && !self.free.is_empty() {
             let (io, due) = match job.next_to_queue(&mut issuing.queue) {
                 Queue::Io(io, due) => (io, due),
-                Queue::Sync(file) => {
-                    // The sync goes first, once what is in flight completed.
-                    *sync = Some(file);
+                Queue::Quiesce => {
+                    // It goes first, once what is in flight completed.
+                    *quiesce = true;
                     break;
                 }
                 Queue::Later(at) => return Ok(Some(at)),

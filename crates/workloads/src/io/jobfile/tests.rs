@@ -72,8 +72,8 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
             "job.fio:3: `rw=trimwrite` (each block trimmed, then written) is not implemented",
         ),
         (
-            "[a]\nsize=1m\nrw=write\nverify=md5\nverify_backlog=4\nioengine=libaio\n",
-            "job.fio:5: job `a`: io: `verify=md5`: `verify_backlog` with ioengine=libaio",
+            "[a]\nsize=1m\nrw=write\nverify=md5\nioengine=filecreate\n",
+            "job.fio:4: job `a`: io: `verify=md5`: ioengine=filecreate writes no data to check",
         ),
         (
             "[a]\nsize=1m\nexit_what=all\n",

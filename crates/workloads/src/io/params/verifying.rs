@@ -51,12 +51,6 @@ impl IoParams {
                 self.engine.name()
             ));
         }
-        if self.verify_backlog > 0 && self.engine.queues() {
-            return no(format!(
-                "`verify_backlog` with ioengine={} is not implemented (the synchronous engines check during the job)",
-                self.engine.name()
-            ));
-        }
         if a == Algorithm::Pattern && self.pattern.is_empty() {
             return no("needs `verify_pattern`".into());
         }
