@@ -409,15 +409,6 @@ impl WorkloadParams for IoParams {
         }
         // `iodepth` above 1 with a synchronous engine is taken as fio takes it: one I/O in
         // flight ([`IoParams::depth`]).
-        if self.engine != Engine::IoUring && self.sqpoll {
-            return no("`sqpoll` needs ioengine=io_uring".into());
-        }
-        if !matches!(self.engine, Engine::Pvsync2 | Engine::IoUring) && self.hipri {
-            return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
-        }
-        if self.hipri && !self.direct {
-            return no("`hipri` (polled completions) needs `direct`".into());
-        }
         if self.iodepth_batch_submit > self.depth()
             || self.iodepth_batch_complete_min > self.depth()
         {

@@ -12,6 +12,16 @@ impl IoParams {
         if self.rw.trims() {
             self.validate_trims()?;
         }
+        let needs = |msg: &str| Err(invalid(format!("io: {msg}")));
+        if self.engine != Engine::IoUring && self.sqpoll {
+            return needs("`sqpoll` needs ioengine=io_uring");
+        }
+        if !matches!(self.engine, Engine::Pvsync2 | Engine::IoUring) && self.hipri {
+            return needs("`hipri` needs ioengine=pvsync2 or io_uring");
+        }
+        if self.hipri && !self.direct {
+            return needs("`hipri` (polled completions) needs `direct`");
+        }
         match self.engine {
             Engine::Ftruncate if reads => no(format!(
                 "fio's engine only truncates, and fails each read with EINVAL (`rw={}` reads)",
