@@ -170,7 +170,7 @@ fn the_queueing_engines_and_mmap_verify_and_backlog_checks_during_the_job() {
         "ioengine=libaio\niodepth=8\nverify_backlog=16",
         "ioengine=io_uring\niodepth=8\nverify_backlog=8\nverify_backlog_batch=4",
         "ioengine=posixaio\niodepth=4\nverify_backlog=16",
-        "ioengine=psync\nverify_async=2",
+        "ioengine=psync\nverify_async=2\nexperimental_verify=1",
     ] {
         let job = format!(
             "[w]\nfilename=data\nrw=randwrite\nbs=4k\nsize=256k\nverify=crc32c\n{engine}\n"

@@ -21,8 +21,9 @@ pub use cap::Cap;
 /// since fsbench reports each job and measures every latency anyway (fio's `gtod_reduce`
 /// and `disable_*` only spare fio the clock reads; the `*_percentiles` and
 /// `percentile_list` choose what fio prints, and fsbench prints its own percentiles).
-/// `verify_async` hands fio's checks to threads of their own: what is checked is the same,
-/// and fsbench checks on the job's own thread.
+/// `verify_async` hands fio's checks to threads of their own, and `experimental_verify`
+/// has fio replay its offsets instead of logging the blocks written: what is checked is the
+/// same, and fsbench checks on the job's own thread from its record of the blocks written.
 const ACCEPTED: &[&str] = &[
     "name",
     "new_group",
@@ -35,6 +36,7 @@ const ACCEPTED: &[&str] = &[
     "slat_percentiles",
     "percentile_list",
     "verify_async",
+    "experimental_verify",
 ];
 
 /// Where fsbench would place or prioritise a job: refused rather than ignored, since the
