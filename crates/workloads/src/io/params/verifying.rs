@@ -55,10 +55,7 @@ impl IoParams {
             return no("needs `verify_pattern`".into());
         }
         let interval = self.interval();
-        if self
-            .bssplit
-            .iter()
-            .any(|(bs, _)| !bs.is_multiple_of(interval))
+        if self.block_sizes().any(|bs| !bs.is_multiple_of(interval))
             || interval <= a.overhead() as u64
             || !self.offset.is_multiple_of(interval)
         {
