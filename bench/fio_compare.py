@@ -8,6 +8,8 @@ on tmpfs and (as root) on a fresh ext4 loop image attached with direct I/O:
   128 KiB sequential write with end_fsync, and with fsync=32 (fio's count of syncs);
   numjobs=4 4 KiB randread (the jobs' sum; fio with group_reporting);
   a 70/30 random read/write mix (both directions added up);
+  4 KiB random writes with verify=crc32c (the writes compared: both tools stamp every
+  block, then read it back and check it after the timed writes);
   rate_iops=5000 randread: p99 latency.
 
 Prints fsbench / fio for IOPS and bandwidth (target >= 0.95) and for p50 and p99 completion
@@ -50,6 +52,8 @@ JOBS = [
      {"rw": "write", "bs": "128k", "ioengine": "psync", "fsync": "32", "end_fsync": "1"}, False),
     ("psync numjobs=4 4k randread", {"rw": "randread", "bs": "4k", "ioengine": "psync", "numjobs": "4"}, False),
     ("psync 4k randrw 70/30", {"rw": "randrw", "rwmixread": "70", "bs": "4k", "ioengine": "psync"}, False),
+    ("psync 4k randwrite verify=crc32c",
+     {"rw": "randwrite", "bs": "4k", "ioengine": "psync", "verify": "crc32c", "do_verify": "1"}, False),
     ("rate_iops=5000 4k randread",
      {"rw": "randread", "bs": "4k", "ioengine": "psync", "rate_iops": "5000", "time_based": "1"}, True),
 ]
@@ -134,7 +138,8 @@ def compare(work, db, where, plain_bin):
         if os.environ.get("ONLY", "") not in name:
             continue
         tools = ["fio", "fsbench"]
-        if plain_bin and not open_loop and opts["bs"] == "4k" and "numjobs" not in opts and opts["rw"] != "randrw":
+        if (plain_bin and not open_loop and opts["bs"] == "4k" and "numjobs" not in opts
+                and opts["rw"] != "randrw" and "verify" not in opts):
             tools.append("plain")
         res = {t: [] for t in tools}
         run = {"fio": lambda: fio(work, opts), "fsbench": lambda: fsbench(work, db, opts),

@@ -117,8 +117,16 @@ fn verify_that_cannot_check_is_refused_with_its_line() {
     for (line, needle) in [
         ("rw=read\nverify=md5", "a job that only reads"),
         (
-            "rw=write\nverify=md5\nioengine=libaio",
-            "with ioengine=libaio is not implemented",
+            "rw=write\nverify=md5\nioengine=null",
+            "ioengine=null writes no data to check",
+        ),
+        (
+            "rw=write\nverify=md5\nioengine=falloc",
+            "`ioengine=falloc`: its writes carry no data to verify",
+        ),
+        (
+            "rw=write\nverify_only=1",
+            "`verify_only` is not used: it checks what an earlier run",
         ),
         (
             "rw=write\nverify=md5\nverify_interval=16",
@@ -138,4 +146,77 @@ fn verify_that_cannot_check_is_refused_with_its_line() {
             text(&out.stderr)
         );
     }
+}
+
+/// The `verified blocks` figure of a job file's run.
+fn verified(doc: &serde_json::Value) -> Option<f64> {
+    doc["runs"][0]["phases"][1]["figures"]
+        .as_array()?
+        .iter()
+        .find(|f| f["name"] == "verified blocks")?["value"]
+        .as_f64()
+}
+
+#[test]
+fn the_queueing_engines_and_mmap_verify_and_backlog_checks_during_the_job() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    for engine in [
+        "ioengine=libaio\niodepth=8",
+        "ioengine=io_uring\niodepth=8",
+        "ioengine=posixaio\niodepth=8",
+        "ioengine=mmap",
+        "ioengine=psync\nverify_backlog=16\nverify_backlog_batch=8",
+        "ioengine=psync\nverify_backlog=16",
+        "ioengine=libaio\niodepth=8\nverify_backlog=16",
+        "ioengine=io_uring\niodepth=8\nverify_backlog=8\nverify_backlog_batch=4",
+        "ioengine=posixaio\niodepth=4\nverify_backlog=16",
+        "ioengine=psync\nverify_async=2\nexperimental_verify=1",
+    ] {
+        let job = format!(
+            "[w]\nfilename=data\nrw=randwrite\nbs=4k\nsize=256k\nverify=crc32c\n{engine}\n"
+        );
+        let out = fio_job_json(state.path(), dir.path(), &job);
+        assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+        // Every block written once (fio's random map), each checked once: in the backlog
+        // checks during the job, or at its end.
+        assert_eq!(verified(&json(&out)), Some(64.0), "{engine}");
+    }
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn verify_fatal_stops_the_check_at_the_first_wrong_block() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    // Blocks 2 and 4 overwritten: without verify_fatal both are counted, with it the check
+    // stops at block 2 (the third checked).
+    let mut spoiled = job("verify=crc32c", Some((8192, 4096)));
+    spoiled += "[spoiler2]\nrw=write\noffset=16384\nsize=4096\nbs=4096\nstartdelay=100ms\n";
+    let out = fio_job_json(state.path(), dir.path(), &spoiled);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("2 of 64 blocks checked were wrong"), "{err}");
+    let fatal = spoiled.replace("verify=crc32c\n", "verify=crc32c\nverify_fatal=1\n");
+    let out = fio_job_json(state.path(), dir.path(), &fatal);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("offset 8192") && err.contains("1 of 3 blocks checked were wrong"),
+        "{err}"
+    );
+    assert_nothing_left(dir.path());
+}
+
+#[test]
+fn verify_backlog_checks_each_block_during_the_job_once() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    // Block 2 is spoiled 100 ms in: after the backlog check that read it (the 4th write's,
+    // 20 ms in), so no later check reads it again, as in fio; the check at the end alone
+    // would find it (the test above).
+    for engine in ["", "ioengine=libaio\niodepth=4\n"] {
+        let verify = format!("verify=crc32c\nverify_backlog=4\n{engine}");
+        let out = fio_job_json(state.path(), dir.path(), &job(&verify, Some((8192, 4096))));
+        assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+        assert_eq!(verified(&json(&out)), Some(64.0), "{engine}");
+    }
+    assert_nothing_left(dir.path());
 }

@@ -489,11 +489,11 @@ fn a_fio_job_file_runs_prints_fio_s_summary_and_exports_fio_s_json() {
 fn a_job_file_s_unknown_option_is_refused_with_its_line() {
     let state = tempdir();
     let jobfile = state.path().join("jobs.fio");
-    std::fs::write(&jobfile, "[a]\nsize=1m\nverify_backlog=16\n").unwrap();
+    std::fs::write(&jobfile, "[a]\nsize=1m\nverify_offset=16\n").unwrap();
     fails_with(
         &["fio", jobfile.to_str().unwrap(), "--dir", "/nonexistent"],
         2,
-        "jobs.fio:3: fio option `verify_backlog` is not implemented",
+        "jobs.fio:3: fio option `verify_offset` is not implemented",
     );
 }
 

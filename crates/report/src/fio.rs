@@ -147,7 +147,7 @@ fn cpu(s: &ThreadStat) -> (f64, f64) {
 /// fio's latency distribution (`stat_calc_lat_*`) of a stat's completion latencies, in
 /// percent of its I/Os (a bucket with any at least 0.01%).
 fn distribution(s: &ThreadStat) -> ([f64; 10], [f64; 10], [f64; 12]) {
-    let total = s.ios[0] + s.ios[1];
+    let total: u64 = s.ios.iter().sum();
     let (mut n, mut u, mut m) = ([0u64; 10], [0u64; 10], [0u64; 12]);
     for l in s.clat.iter().flatten() {
         (0..10).for_each(|i| n[i] += l.nsec[i]);

@@ -25,8 +25,10 @@ mod job;
 pub mod jobfile;
 mod layout;
 mod libaio;
+mod mmap;
 mod params;
 mod pattern;
+mod posixaio;
 /// The workloads' small fast generator (filebench's draws use it too).
 pub(crate) use pattern::Rng;
 mod table;
@@ -40,6 +42,15 @@ pub use params::{
 };
 use pattern::Pattern;
 pub(crate) use table::KIND;
+
+/// fio's directions as the jobs record them: its name, its place in a job's outputs, and
+/// whose outputs count in it (every job's, or those of the jobs that trim or not: a trim
+/// job's trims are kept where writes are).
+const DIRECTIONS: [(&str, usize, Option<bool>); 3] = [
+    ("read", 0, None),
+    ("write", 1, Some(false)),
+    ("trim", 1, Some(true)),
+];
 
 pub const PHASES: &[PhaseInfo] = &[
     PhaseInfo::untimed("layout", "files", true),
@@ -160,6 +171,7 @@ impl Io {
             let engine: Option<job::IssueLoop> = match params.engine {
                 Engine::IoUring => Some(uring::run),
                 Engine::Libaio => Some(libaio::run),
+                Engine::Posixaio => Some(posixaio::run),
                 e if e.file_op() => Some(fileops::run),
                 _ => None,
             };
@@ -182,8 +194,9 @@ impl Io {
             .unwrap_or(Duration::ZERO)
             .as_secs_f64()
             .max(1e-9);
-        for (d, dir) in ["read", "write"].into_iter().enumerate() {
-            self.figures.extend(direction_figures(outs, d, dir, secs));
+        for (dir, d, trims) in DIRECTIONS {
+            let mine = self.of_direction(outs, trims);
+            self.figures.extend(direction_figures(&mine, d, dir, secs));
         }
         let lag = sum_histograms(outs, |o| &o.lag);
         if !lag.is_empty() {
@@ -281,8 +294,9 @@ fn check_device(p: &IoParams) -> Result<(), FsbenchError> {
 
 impl Io {
     /// The outputs of each job that ran beside others (a job file's jobs without
-    /// `stonewall` between them), with its name; none for a job alone.
-    fn by_job<'o>(&self, outs: &'o [JobOut]) -> Vec<(String, Vec<&'o JobOut>)> {
+    /// `stonewall` between them), with its name and its directions' names; none for a job
+    /// alone.
+    fn by_job<'o>(&self, outs: &'o [JobOut]) -> Vec<(String, [&'static str; 2], Vec<&'o JobOut>)> {
         if self.params.beside.is_empty() {
             return Vec::new();
         }
@@ -293,20 +307,35 @@ impl Io {
                     .filter(|((_, job, _), _)| *job == j)
                     .map(|(_, o)| o)
                     .collect();
-                (p.job.clone().unwrap_or_else(|| format!("job{j}")), mine)
+                // A trim job's second direction is its trims.
+                let dirs = ["read", if p.rw.trims() { "trim" } else { "write" }];
+                (
+                    p.job.clone().unwrap_or_else(|| format!("job{j}")),
+                    dirs,
+                    mine,
+                )
             })
+            .collect()
+    }
+
+    /// The outputs of the threads that count in a direction of [`DIRECTIONS`]: every
+    /// thread's (`None`), or those of the jobs that trim or not.
+    fn of_direction<'o>(&self, outs: &'o [JobOut], trims: Option<bool>) -> Vec<&'o JobOut> {
+        (self.threads().into_iter().zip(outs))
+            .filter(|((p, _, _), _)| trims.is_none_or(|t| p.rw.trims() == t))
+            .map(|(_, o)| o)
             .collect()
     }
 
     /// Each job's own IOPS and bandwidth per direction (over its longest copy's time),
     /// where jobs ran beside each other.
     fn per_job_figures(&mut self, outs: &[JobOut]) {
-        for (name, mine) in self.by_job(outs) {
+        for (name, dirs, mine) in self.by_job(outs) {
             let secs = (mine.iter().map(|o| o.elapsed).max())
                 .unwrap_or(Duration::ZERO)
                 .as_secs_f64()
                 .max(1e-9);
-            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+            for (d, dir) in dirs.into_iter().enumerate() {
                 let ios: u64 = mine.iter().map(|o| o.ios[d]).sum();
                 if ios == 0 {
                     continue;
@@ -338,8 +367,8 @@ impl Io {
 
     /// Each job's latency histograms, `JOB: read clat`, where jobs ran beside each other.
     fn per_job_latency(&self, outs: &[JobOut], rec: &mut PhaseRecorder) {
-        for (name, mine) in self.by_job(outs) {
-            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+        for (name, dirs, mine) in self.by_job(outs) {
+            for (d, dir) in dirs.into_iter().enumerate() {
                 for o in &mine {
                     if !o.clat[d].is_empty() {
                         rec.add_latency(&format!("{name}: {dir} clat"), &o.clat[d]);
@@ -353,9 +382,9 @@ impl Io {
     }
 }
 
-/// Direction `d` (`dir`)'s figures over every job: IOPS and bandwidth over `secs`,
+/// Direction `d` (`dir`)'s figures over the jobs given: IOPS and bandwidth over `secs`,
 /// completion latency percentiles and its maximum, submission latency where measured.
-fn direction_figures(outs: &[JobOut], d: usize, dir: &str, secs: f64) -> Vec<Figure> {
+fn direction_figures(outs: &[&JobOut], d: usize, dir: &str, secs: f64) -> Vec<Figure> {
     let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
     if ios == 0 {
         return Vec::new();
@@ -367,8 +396,8 @@ fn direction_figures(outs: &[JobOut], d: usize, dir: &str, secs: f64) -> Vec<Fig
         Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at),
         Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at),
     ];
-    let clat = sum_histograms(outs, |o| &o.clat[d]);
-    let slat = sum_histograms(outs, |o| &o.slat[d]);
+    let clat = sum_histograms(outs.iter().copied(), |o| &o.clat[d]);
+    let slat = sum_histograms(outs.iter().copied(), |o| &o.slat[d]);
     let mut points: Vec<(&str, String, u64)> = (PERCENTILES.iter())
         .map(|q| ("clat", format!("p{q}"), clat.value_at_percentile(*q)))
         .collect();
@@ -388,7 +417,10 @@ fn direction_figures(outs: &[JobOut], d: usize, dir: &str, secs: f64) -> Vec<Fig
 }
 
 /// One histogram of every job's (the same bounds: they add).
-fn sum_histograms(outs: &[JobOut], pick: impl Fn(&JobOut) -> &Histogram<u64>) -> Histogram<u64> {
+fn sum_histograms<'o>(
+    outs: impl IntoIterator<Item = &'o JobOut>,
+    pick: impl Fn(&JobOut) -> &Histogram<u64>,
+) -> Histogram<u64> {
     let mut total = fsbench_measure::measure::new_histogram();
     for o in outs {
         total
@@ -466,25 +498,20 @@ impl Workload for Io {
         }
         let outs = self.run_jobs(dir, rec, true)?;
         self.unlink_files(dir)?;
-        for (d, name) in ["read", "write"].into_iter().enumerate() {
-            let mut clat = fsbench_measure::measure::new_histogram();
-            let mut slat = fsbench_measure::measure::new_histogram();
-            for o in &outs {
-                clat.add(&o.clat[d]).expect("same bounds");
-                slat.add(&o.slat[d]).expect("same bounds");
-            }
-            if !clat.is_empty() {
-                rec.add_latency(&format!("{name} clat"), &clat);
-            }
-            if !slat.is_empty() {
-                rec.add_latency(&format!("{name} slat"), &slat);
-            }
-            let mut late = fsbench_measure::measure::new_histogram();
-            for o in &outs {
-                late.add(&o.from_schedule[d]).expect("same bounds");
-            }
-            if !late.is_empty() {
-                rec.add_latency(&format!("{name} from schedule"), &late);
+        for (name, d, trims) in DIRECTIONS {
+            let mine = self.of_direction(&outs, trims);
+            for (kind, pick) in [
+                (
+                    "clat",
+                    (|o, d| &o.clat[d]) as fn(&JobOut, usize) -> &Histogram<u64>,
+                ),
+                ("slat", |o, d| &o.slat[d]),
+                ("from schedule", |o, d| &o.from_schedule[d]),
+            ] {
+                let summed = sum_histograms(mine.iter().copied(), |o| pick(o, d));
+                if !summed.is_empty() {
+                    rec.add_latency(&format!("{name} {kind}"), &summed);
+                }
             }
         }
         self.per_job_latency(&outs, rec);

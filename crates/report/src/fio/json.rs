@@ -1,6 +1,6 @@
 //! fio's `--output-format=json` and `json+` (stat.c's `show_thread_status_json`): every key
 //! fio writes, in its order; what fsbench does not measure holds fio's neutral value (no
-//! trims, no short or dropped I/Os, no latency target, no disk statistics). Each job entry
+//! short or dropped I/Os, no latency target, no disk statistics). Each job entry
 //! ends with an `fsbench` object naming its configuration and the runs pooled in it.
 
 use fsbench_measure::fio::FioLatency;
@@ -63,10 +63,9 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
             .collect();
         pairs.push(("job options".into(), J::Obj(options)));
     }
-    for (d, dir) in ["read", "write"].into_iter().enumerate() {
+    for (d, dir) in ["read", "write", "trim"].into_iter().enumerate() {
         pairs.push((dir.into(), direction(s, d, g, plus)));
     }
-    pairs.push(("trim".into(), empty_direction()));
     pairs.push((
         "sync".into(),
         J::Obj(vec![
@@ -100,7 +99,7 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
 /// completion latencies, in percent.
 fn distributions(s: &ThreadStat) -> Vec<(String, J)> {
     let mut out = Vec::new();
-    let ios = s.ios[0] + s.ios[1];
+    let ios: u64 = s.ios.iter().sum();
     let dist = |counts: &[u64; 7], total: u64, names: [&str; 7]| {
         J::Obj(
             (names.iter().zip(counts))
@@ -188,23 +187,6 @@ fn rates(bw: &SampleStats, iops: &SampleStats, agg: u64) -> Vec<(String, J)> {
         ("iops_stddev".into(), J::Float(iops.stdev())),
         ("iops_samples".into(), J::int(iops.samples)),
     ]
-}
-
-/// The trim direction: fsbench does not trim.
-fn empty_direction() -> J {
-    let mut pairs: Vec<(String, J)> = ["io_bytes", "io_kbytes", "bw_bytes", "bw"]
-        .into_iter()
-        .map(|k| (k.to_string(), J::int(0)))
-        .collect();
-    pairs.push(("iops".into(), J::Float(0.0)));
-    for k in ["runtime", "total_ios", "short_ios", "drop_ios"] {
-        pairs.push((k.into(), J::int(0)));
-    }
-    for k in ["slat_ns", "clat_ns", "lat_ns"] {
-        pairs.push((k.into(), latency(None, false, false)));
-    }
-    pairs.extend(rates(&SampleStats::default(), &SampleStats::default(), 0));
-    J::Obj(pairs)
 }
 
 /// A latency object (fio's `add_ddir_lat_json`): percentiles where fio computes them, their

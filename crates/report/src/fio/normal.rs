@@ -10,7 +10,7 @@ use super::num2str::{SIG_FIGS, Unit, bandwidth, lat_unit, num2str, percentile_un
 use super::stat::{ConfigStats, GroupStat, JobInfo, ThreadStat};
 use super::{Header, PERCENTILE_LIST};
 
-const DIRECTIONS: [&str; 2] = ["read", "write"];
+const DIRECTIONS: [&str; 3] = ["read", "write", "trim"];
 
 /// The job lines fio prints as it starts: `NAME: (g=0): rw=…, bs=(R) …, ioengine=…,
 /// iodepth=…`, `...` for a job's further copies.
@@ -50,7 +50,7 @@ pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
 pub(super) fn config(c: &ConfigStats, header: &Header) -> String {
     let mut out = String::from("\n");
     for s in &c.stats {
-        if s.ios == [0, 0] {
+        if s.ios == [0; 3] {
             continue;
         }
         let g = c.groups.iter().find(|g| g.groupid == s.groupid);
@@ -71,7 +71,7 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
     if let Some(desc) = &s.description {
         let _ = writeln!(out, "  Description  : [{desc}]");
     }
-    for d in 0..2 {
+    for d in 0..3 {
         if s.bytes[d] > 0 && s.runtime_ms[d] > 0 {
             direction(out, s, d, g);
         }
@@ -94,7 +94,7 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
             .map(|c| format!("{:.1}%", share(*c, total, 0.1)))
             .collect()
     };
-    let d = depth(&s.depth, s.ios[0] + s.ios[1]);
+    let d = depth(&s.depth, s.ios.iter().sum::<u64>());
     let _ = writeln!(
         out,
         "  IO depths    : 1={}, 2={}, 4={}, 8={}, 16={}, 32={}, >=64={}",
@@ -110,8 +110,8 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
     }
     let _ = writeln!(
         out,
-        "     issued rwts: total={},{},0,{} short=0,0,0,0 dropped=0,0,0,0",
-        s.ios[0], s.ios[1], s.syncs
+        "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
+        s.ios[0], s.ios[1], s.ios[2], s.syncs
     );
     let _ = writeln!(
         out,
@@ -242,7 +242,7 @@ fn latencies(out: &mut String, s: &ThreadStat) {
 /// A group's status lines (fio's `show_group_stats`).
 fn group(out: &mut String, g: &GroupStat) {
     let _ = writeln!(out, "\nRun status group {} (all jobs):", g.groupid);
-    for (d, name) in ["   READ", "  WRITE"].into_iter().enumerate() {
+    for (d, name) in ["   READ", "  WRITE", "   TRIM"].into_iter().enumerate() {
         if g.max_run[d] == 0 {
             continue;
         }

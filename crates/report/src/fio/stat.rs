@@ -18,6 +18,8 @@ pub(super) struct JobInfo {
 }
 
 /// One stat as fio prints it: a thread, or a group with `group_reporting`.
+/// Per direction, fio's read, write and trim: a job that trims records its trims where
+/// writes go, and they are reported as fio's trims.
 pub(super) struct ThreadStat {
     pub name: String,
     pub groupid: u32,
@@ -27,17 +29,17 @@ pub(super) struct ThreadStat {
     /// Its job's options as written.
     pub options: Vec<(String, String)>,
     pub iodepth: u32,
-    pub ios: [u64; 2],
-    pub bytes: [u64; 2],
+    pub ios: [u64; 3],
+    pub bytes: [u64; 3],
     /// Milliseconds, per direction with I/O.
-    pub runtime_ms: [u64; 2],
-    pub slat: [Option<FioLatency>; 2],
-    pub clat: [Option<FioLatency>; 2],
-    pub lat: [Option<FioLatency>; 2],
+    pub runtime_ms: [u64; 3],
+    pub slat: [Option<FioLatency>; 3],
+    pub clat: [Option<FioLatency>; 3],
+    pub lat: [Option<FioLatency>; 3],
     pub sync: Option<FioLatency>,
     pub syncs: u64,
-    pub bw: [SampleStats; 2],
-    pub iops: [SampleStats; 2],
+    pub bw: [SampleStats; 3],
+    pub iops: [SampleStats; 3],
     /// CPU time against the members' run time added up (fio's `total_run_time`).
     pub usr_ns: u64,
     pub sys_ns: u64,
@@ -54,12 +56,12 @@ pub(super) struct ThreadStat {
 #[derive(Default)]
 pub(super) struct GroupStat {
     pub groupid: u32,
-    pub iobytes: [u64; 2],
-    pub agg: [u64; 2],
-    pub min_bw: [u64; 2],
-    pub max_bw: [u64; 2],
-    pub min_run: [u64; 2],
-    pub max_run: [u64; 2],
+    pub iobytes: [u64; 3],
+    pub agg: [u64; 3],
+    pub min_bw: [u64; 3],
+    pub max_bw: [u64; 3],
+    pub min_run: [u64; 3],
+    pub max_run: [u64; 3],
 }
 
 /// Everything fio's outputs print of one configuration.
@@ -205,14 +207,17 @@ fn stats_of(jobs: &[&PlacedJob], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
         .map(|p| {
             let first = p.iter().flatten().next().expect("a stat has a thread");
             let (_, _, job) = jobs.iter().find(|j| j.1 == first.index).expect("its job");
-            pooled(job, p)
+            // A thread's second direction: its writes, or a trim job's trims.
+            let trims =
+                |t: &JobThread| (jobs.iter()).any(|j| j.1 == t.index && j.2.params.rw.trims());
+            pooled(job, p, trims)
         })
         .collect()
 }
 
 /// One stat: each run's threads side by side (as fio's group reporting sums them), the runs
 /// one after another.
-fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
+fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> ThreadStat {
     let members = p.iter().map(Vec::len).max().unwrap_or(0) as u32;
     let mut s = ThreadStat {
         name: job.name.clone(),
@@ -221,9 +226,9 @@ fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
         description: job.fio.description.clone(),
         options: job.fio.options.clone(),
         iodepth: job.params.iodepth,
-        ios: [0; 2],
-        bytes: [0; 2],
-        runtime_ms: [0; 2],
+        ios: [0; 3],
+        bytes: [0; 3],
+        runtime_ms: [0; 3],
         slat: Default::default(),
         clat: Default::default(),
         lat: Default::default(),
@@ -242,18 +247,19 @@ fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
         complete: [0; 7],
     };
     for run in p.iter().filter(|r| !r.is_empty()) {
-        let mut bw: [SampleStats; 2] = Default::default();
-        let mut iops: [SampleStats; 2] = Default::default();
-        let mut runtime = [0u64; 2];
+        let mut bw: [SampleStats; 3] = Default::default();
+        let mut iops: [SampleStats; 3] = Default::default();
+        let mut runtime = [0u64; 3];
         for t in run {
-            for d in 0..2 {
-                s.ios[d] += t.ios[d];
-                s.bytes[d] += t.bytes[d];
-                if t.ios[d] > 0 {
+            let second = if trims(t) { 2 } else { 1 };
+            for (from, d) in [(0, 0), (1, second)] {
+                s.ios[d] += t.ios[from];
+                s.bytes[d] += t.bytes[from];
+                if t.ios[from] > 0 {
                     runtime[d] = runtime[d].max(t.runtime_ns / 1_000_000);
                 }
-                bw[d].add_up(&t.bw[d]);
-                iops[d].add_up(&t.iops[d]);
+                bw[d].add_up(&t.bw[from]);
+                iops[d].add_up(&t.iops[from]);
             }
             s.syncs += t.syncs;
             s.usr_ns += t.usr_ns;
@@ -266,23 +272,28 @@ fn pooled(job: &JobInfo, p: &Parts) -> ThreadStat {
                 s.complete[i] += t.complete[i];
             }
         }
-        for d in 0..2 {
+        for d in 0..3 {
             s.runtime_ms[d] += runtime[d];
             s.bw[d].merge(&bw[d]);
             s.iops[d].merge(&iops[d]);
         }
     }
     let all: Vec<&JobThread> = p.iter().flatten().copied().collect();
-    let latency = |key: &str| -> Option<FioLatency> {
-        let parts: Vec<&LatencySummary> = all.iter().filter_map(|t| t.latency.get(key)).collect();
+    // The threads' latencies under `key`, of those that trim or not (`None`: every one's).
+    let latency = |key: &str, trimming: Option<bool>| -> Option<FioLatency> {
+        let parts: Vec<&LatencySummary> = (all.iter())
+            .filter(|t| trimming.is_none_or(|x| trims(t) == x))
+            .filter_map(|t| t.latency.get(key))
+            .collect();
         FioLatency::merged(parts)
     };
-    for (d, dir) in ["read", "write"].into_iter().enumerate() {
-        s.slat[d] = latency(&format!("{dir} slat"));
-        s.clat[d] = latency(&format!("{dir} clat"));
-        s.lat[d] = latency(&format!("{dir} lat")).or_else(|| s.clat[d].clone());
+    for (d, trimming) in [(0, None), (1, Some(false)), (2, Some(true))] {
+        let dir = if d == 0 { "read" } else { "write" };
+        s.slat[d] = latency(&format!("{dir} slat"), trimming);
+        s.clat[d] = latency(&format!("{dir} clat"), trimming);
+        s.lat[d] = latency(&format!("{dir} lat"), trimming).or_else(|| s.clat[d].clone());
     }
-    s.sync = latency("sync");
+    s.sync = latency("sync", None);
     s
 }
 
@@ -295,14 +306,14 @@ fn groups(stats: &[ThreadStat]) -> Vec<GroupStat> {
             None => {
                 out.push(GroupStat {
                     groupid: s.groupid,
-                    min_bw: [u64::MAX; 2],
+                    min_bw: [u64::MAX; 3],
                     ..GroupStat::default()
                 });
                 out.len() - 1
             }
         };
         let g = &mut out[at];
-        for d in 0..2 {
+        for d in 0..3 {
             let run = s.runtime_ms[d];
             if run == 0 {
                 continue;
@@ -318,7 +329,7 @@ fn groups(stats: &[ThreadStat]) -> Vec<GroupStat> {
         }
     }
     for g in &mut out {
-        for d in 0..2 {
+        for d in 0..3 {
             match (g.iobytes[d] * 1000).checked_div(g.max_run[d]) {
                 Some(agg) => g.agg[d] = agg,
                 None => g.min_bw[d] = 0,

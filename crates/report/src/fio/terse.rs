@@ -15,12 +15,13 @@ const LIST_MAX: usize = 20;
 pub(super) fn line(s: &ThreadStat, c: &ConfigStats, header: &Header) -> String {
     let mut out = format!("3;{};{};{};0", header.version, s.name, s.groupid);
     let g = c.groups.iter().find(|g| g.groupid == s.groupid);
+    // Version 3 has no trim fields, as fio's.
     for d in 0..2 {
         direction(&mut out, s, d, g.map_or(0, |g| g.agg[d]));
     }
     let (usr, sys) = super::cpu(s);
     let _ = write!(out, ";{usr:.6}%;{sys:.6}%;{};{};{}", s.ctx, s.majf, s.minf);
-    let total = s.ios[0] + s.ios[1];
+    let total: u64 = s.ios.iter().sum();
     for c in &s.depth {
         let _ = write!(out, ";{:.1}%", super::num2str::share(*c, total, 0.1));
     }

@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::layout::{file_name, open_file};
+use super::mmap::Mapping;
 use super::params::{Engine, IoParams};
 use super::pattern::{Next, Pattern};
 use super::verify::{self, Verifier};
@@ -17,6 +18,10 @@ use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::fio::{Completion, JobStats};
 use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
+
+mod calls;
+mod queueing;
+pub(crate) use queueing::{InFlight, Issuing, Queue};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
@@ -124,6 +129,10 @@ pub(crate) struct Job<'a> {
     verifier: Option<Verifier>,
     /// What the written blocks hold (fio's buffer options).
     filler: super::contents::Filler,
+    /// The `mmap` engine's mappings, one per file (none with the other engines).
+    maps: Vec<Mapping>,
+    /// fio's `verify_backlog`: a check of the latest writes is due before the next I/O.
+    backlog_due: bool,
 }
 
 impl<'a> Job<'a> {
@@ -153,6 +162,7 @@ impl<'a> Job<'a> {
             super::layout::pre_read(&files)
                 .map_err(|e| FsbenchError::Failed(format!("io: pre_read: {e}")))?;
         }
+        let maps = Mapping::of_files(params, copy, &files, &names)?;
         let mut bufs = verify::write_buffers(params, job, copy);
         let mut filler =
             super::contents::Filler::new(params, ((job as u64) << 32) | u64::from(copy));
@@ -191,11 +201,9 @@ impl<'a> Job<'a> {
             thinker: super::think::Thinker::of(params),
             oracle: None,
             filler,
-            verifier: params.verify.map(|a| {
-                let region = (params.copy_offset(copy), params.region());
-                let files = params.nrfiles as usize;
-                Verifier::new(a, params.interval(), params.pattern.clone(), files, region)
-            }),
+            verifier: Verifier::of(params, copy),
+            maps,
+            backlog_due: false,
         })
     }
 
@@ -224,9 +232,10 @@ impl<'a> Job<'a> {
             // The job's time ends with its writes; the verify phase reads after it.
             self.out.elapsed = self.start.elapsed();
             self.out.stats.stop();
-            self.verify_written()
+            self.verify_written(0)
         });
-        if outcome.is_err() {
+        // fio's `exitall`: the first job to end stops the others running with it.
+        if outcome.is_err() || (self.span.measured && self.params.exitall) {
             self.halt.store(true, Ordering::Relaxed);
         }
         outcome?;
@@ -256,16 +265,22 @@ impl<'a> Job<'a> {
         self.start = Instant::now();
     }
 
-    /// fio's `verify`: every block the job wrote read back and checked (after its
-    /// `end_fsync`); a mismatch fails the job, reported as fio reports it.
-    fn verify_written(&mut self) -> Result<(), FsbenchError> {
-        let Some(v) = self.verifier.as_ref().filter(|_| self.params.do_verify) else {
+    /// fio's `verify`: the blocks the job wrote and that no backlog check read, read back
+    /// and checked (after its `end_fsync`; `limit` of them, 0: all); a mismatch fails the
+    /// job, reported as fio reports it.
+    fn verify_written(&mut self, limit: u64) -> Result<(), FsbenchError> {
+        let Some(v) = self.verifier.as_mut().filter(|_| self.params.do_verify) else {
             return Ok(());
         };
         let (checked, bad) = v
-            .check_all(&self.files, &self.names, self.bufs[0].buf())
+            .check_written(
+                (&self.files[..], &self.names[..]),
+                self.bufs[0].buf(),
+                limit,
+                self.params.verify_fatal,
+            )
             .map_err(|e| io_error(e, "verify read", &self.rec))?;
-        self.out.verified = checked;
+        self.out.verified += checked;
         match bad {
             None => Ok(()),
             Some(m) => Err(FsbenchError::Failed(format!(
@@ -352,30 +367,6 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// An asynchronous engine's completion of `io` at `done` (its raw result: bytes or the
-    /// negated errno): its length checked, its latencies recorded (submission from `prepped`
-    /// to `submitted`), a write noted for the syncs.
-    pub(crate) fn completed_async(
-        &mut self,
-        io: Next,
-        res: i64,
-        (prepped, submitted, due): (Instant, Instant, Instant),
-        done: Instant,
-    ) -> Result<(), FsbenchError> {
-        let result = if res < 0 {
-            Err(rustix::io::Errno::from_raw_os_error(-res as i32))
-        } else {
-            Ok(res as usize)
-        };
-        check_len(result, io, &self.rec)?;
-        let slat = submitted.saturating_duration_since(prepped).as_nanos() as u64;
-        self.complete(io, done, submitted, due, Some(slat))?;
-        if !io.read {
-            self.note_write(io.file);
-        }
-        Ok(())
-    }
-
     /// Records one completed I/O: its completion latency from `submitted`, its submission
     /// latency, its total latency (both, as fio's lat) and, on a schedule, its latency from
     /// `due` (its scheduled time).
@@ -420,10 +411,14 @@ impl<'a> Job<'a> {
         self.rec.unit_done(u64::from(io.len))
     }
 
-    /// Counts a completed write; after every `fsync=N`th (or `fdatasync=N`th) the sync is
-    /// due before the next I/O ([`Job::take_due_sync`]).
+    /// Counts a completed write (and notes its blocks for `verify`); after every `fsync=N`th
+    /// (or `fdatasync=N`th) the sync is due before the next I/O ([`Job::before_next_io`]).
     #[inline]
-    pub(crate) fn note_write(&mut self, file: usize) {
+    fn note_write(&mut self, io: Next) {
+        let file = io.file;
+        if let Some(v) = &mut self.verifier {
+            self.backlog_due |= v.written(file, io.offset, u64::from(io.len));
+        }
         self.written[file] = true;
         let every = self.params.fsync.max(self.params.fdatasync);
         if every == 0 {
@@ -439,12 +434,25 @@ impl<'a> Job<'a> {
     /// The file to sync before the I/O in hand, if a sync is due (the engine syncs with
     /// nothing in flight, as fio quiesces first).
     #[inline]
-    pub(crate) fn take_due_sync(&mut self) -> Option<usize> {
+    fn take_due_sync(&mut self) -> Option<usize> {
         self.sync_due.take()
     }
 
+    /// What is due before the next I/O, with nothing in flight: the sync `fsync=N` asks
+    /// for, the check `verify_backlog` asks for (timed with the job, as fio's; its reads are
+    /// not in the job's figures).
+    fn before_next_io(&mut self) -> Result<(), FsbenchError> {
+        if let Some(file) = self.take_due_sync() {
+            self.sync_writes(file)?;
+        }
+        if std::mem::take(&mut self.backlog_due) {
+            self.verify_written(self.params.verify_backlog_batch)?;
+        }
+        Ok(())
+    }
+
     /// The sync `fsync=N` or `fdatasync=N` asks for, timed as an operation of its own.
-    pub(crate) fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
+    fn sync_writes(&mut self, file: usize) -> Result<(), FsbenchError> {
         self.sync(file, self.params.fdatasync > 0, true)
     }
 
@@ -456,10 +464,11 @@ impl<'a> Job<'a> {
         }
         let before = Instant::now();
         let fd = self.files[file].as_fd();
-        let result = if data_only {
-            rustix::fs::fdatasync(fd)
-        } else {
-            rustix::fs::fsync(fd)
+        // The mmap engine syncs its mapping, whatever the sync, as fio's.
+        let result = match self.maps.get(file) {
+            Some(map) => map.sync(),
+            None if data_only => rustix::fs::fdatasync(fd),
+            None => rustix::fs::fsync(fd),
         };
         let done = Instant::now();
         if self.span.measured {
@@ -499,21 +508,13 @@ impl<'a> Job<'a> {
                 super::layout::renew(self.params, self.dir, &self.names, &mut self.files)?;
                 self.positions.fill(0);
             }
-            if let Some(file) = self.take_due_sync() {
-                self.sync_writes(file)?;
-            }
+            self.before_next_io()?;
             let scheduled = self.scheduled();
             if let Some(at) = scheduled {
                 Self::wait_until(at);
             }
             self.count_issue();
-            if !io.read {
-                let buf = &mut self.bufs[0].buf()[..io.len as usize];
-                self.filler.before_write(buf, io.offset);
-                if let Some(v) = &self.verifier {
-                    v.stamp(buf, io.offset);
-                }
-            }
+            self.stamp(0, io);
             let submitted = Instant::now();
             let result = self.transfer(io);
             let done = Instant::now();
@@ -522,65 +523,13 @@ impl<'a> Job<'a> {
             check_len(result, io, &self.rec)?;
             self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
             if !io.read {
-                self.note_write(io.file);
-                if let Some(v) = &mut self.verifier {
-                    v.written(io.file, io.offset, u64::from(io.len));
-                }
+                self.note_write(io);
             }
             if let Some(thinker) = &mut self.thinker {
                 thinker.after_io();
             }
         }
         Ok(())
-    }
-
-    /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
-    /// `read`/`write` (sync) or `readv`/`writev` (vsync), `preadv`/`pwritev` (pvsync),
-    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), or nothing (null).
-    #[inline]
-    fn transfer(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
-        use rustix::io::{preadv, preadv2, pwritev, pwritev2};
-        use std::io::{IoSlice, IoSliceMut};
-        let engine = self.params.engine;
-        if engine == Engine::Null {
-            return Ok(io.len as usize);
-        }
-        let fd = self.files[io.file].as_fd();
-        let buf = &mut self.bufs[0].buf()[..io.len as usize];
-        if matches!(engine, Engine::Sync | Engine::Vsync) {
-            let at = &mut self.positions[io.file];
-            if *at != io.offset {
-                rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(io.offset))?;
-            }
-            // Unknown until the transfer succeeds: a short one seeks again.
-            *at = u64::MAX;
-        }
-        let moved = match (engine, io.read) {
-            (Engine::Sync, true) => rustix::io::read(fd, buf),
-            (Engine::Sync, false) => rustix::io::write(fd, buf),
-            (Engine::Vsync, true) => rustix::io::readv(fd, &mut [IoSliceMut::new(buf)]),
-            (Engine::Vsync, false) => rustix::io::writev(fd, &[IoSlice::new(buf)]),
-            (Engine::Pvsync, true) => preadv(fd, &mut [IoSliceMut::new(buf)], io.offset),
-            (Engine::Pvsync, false) => pwritev(fd, &[IoSlice::new(buf)], io.offset),
-            (Engine::Pvsync2, read) => {
-                let flags = if self.params.hipri {
-                    rustix::io::ReadWriteFlags::HIPRI
-                } else {
-                    rustix::io::ReadWriteFlags::empty()
-                };
-                if read {
-                    preadv2(fd, &mut [IoSliceMut::new(buf)], io.offset, flags)
-                } else {
-                    pwritev2(fd, &[IoSlice::new(buf)], io.offset, flags)
-                }
-            }
-            (_, true) => rustix::io::pread(fd, buf, io.offset),
-            (_, false) => rustix::io::pwrite(fd, buf, io.offset),
-        }?;
-        if matches!(engine, Engine::Sync | Engine::Vsync) {
-            self.positions[io.file] = io.offset + moved as u64;
-        }
-        Ok(moved)
     }
 }
 

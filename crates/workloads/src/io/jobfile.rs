@@ -24,6 +24,9 @@ pub use target::Targets;
 /// since fsbench reports each job and measures every latency anyway (fio's `gtod_reduce`
 /// and `disable_*` only spare fio the clock reads; the `*_percentiles` and
 /// `percentile_list` choose what fio prints, and fsbench prints its own percentiles).
+/// `verify_async` hands fio's checks to threads of their own, and `experimental_verify`
+/// has fio replay its offsets instead of logging the blocks written: what is checked is the
+/// same, and fsbench checks on the job's own thread from its record of the blocks written.
 const ACCEPTED: &[&str] = &[
     "name",
     "new_group",
@@ -35,6 +38,8 @@ const ACCEPTED: &[&str] = &[
     "lat_percentiles",
     "slat_percentiles",
     "percentile_list",
+    "verify_async",
+    "experimental_verify",
 ];
 
 /// Where fsbench would place or prioritise a job: refused rather than ignored, since the
@@ -43,6 +48,10 @@ const PLACEMENT: &str = "fsbench does not pin jobs to CPUs or memory nodes nor c
 
 /// fio's keys that fsbench decides itself, refused with the reason.
 const REFUSED: &[(&str, &str)] = &[
+    (
+        "verify_only",
+        "it checks what an earlier run of the job wrote, and every fsbench run's files are fresh: there is nothing to check (give `verify` to a job that writes)",
+    ),
     ("cpus_allowed", PLACEMENT),
     ("cpus_allowed_policy", PLACEMENT),
     ("cpumask", PLACEMENT),
@@ -88,6 +97,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
     read_into(path, 0, &keywords, &mut sections)?;
     let mut global: Vec<&Line> = Vec::new();
     let mut jobs: Vec<IoParams> = Vec::new();
+    let (exitall, exit_running) = exit_all(&sections)?;
     // fio's group ids and thread numbers, over the whole file.
     let (mut groupid, mut next_thread) = (0, 1);
     for s in &sections {
@@ -102,7 +112,14 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
         };
         if !jobs.is_empty() && (stonewall || new_group) {
             groupid += 1;
+            if exitall && !stonewall && !exit_running {
+                return Err(invalid(format!(
+                    "{}: job `{}`: `exitall` stops the finished job's reporting group alone, and this `new_group` runs beside it: not implemented (give `exit_what=stonewall`, or `stonewall`)",
+                    s.at, s.name
+                )));
+            }
         }
+        params.exitall = exitall;
         let fio = params.fio.get_or_insert_default();
         (fio.groupid, fio.first_thread) = (groupid, next_thread);
         next_thread += params.numjobs;
@@ -119,6 +136,29 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
         return Err(invalid(format!("{}: no job section", path.display())));
     }
     Ok(jobs)
+}
+
+/// fio's `exitall` (in any section, it holds for every job: fio's option sets it for the
+/// whole run) and whether a job's `exit_what=stonewall` stops every job running, not only
+/// its reporting group (fio's default, `group`). `exit_what=all` would stop the later
+/// groups too, which run as workloads of their own here: refused.
+fn exit_all(sections: &[Section]) -> anyhow::Result<(bool, bool)> {
+    let (mut exitall, mut running) = (false, false);
+    for line in sections.iter().flat_map(|s| &s.options) {
+        match (line.key.replace('-', "_").as_str(), line.value.as_str()) {
+            ("exitall", v) => exitall |= spelling::flag(v),
+            ("exit_what", "group") => {}
+            ("exit_what", "stonewall") => running = true,
+            ("exit_what", v) => {
+                return Err(invalid(format!(
+                    "{}: `exit_what={v}`: fsbench takes `group` and `stonewall` (`all` would stop the groups after a stonewall, which fsbench runs apart)",
+                    line.at
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok((exitall, running))
 }
 
 /// fio's `wait_for=NAME`: whether the job starts a group of its own (the jobs running
@@ -184,6 +224,10 @@ fn job<'s>(
         }
         if key == "wait_for" {
             wait_for = Some(line);
+            continue;
+        }
+        // Read over the whole file by `exit_all`; fsbench stops every job on an error.
+        if matches!(key.as_str(), "exitall" | "exit_what" | "exitall_on_error") {
             continue;
         }
         if key == "new_group" {
@@ -383,7 +427,14 @@ fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
         || ACCEPTED.contains(&normal.as_str())
         || matches!(
             normal.as_str(),
-            "stonewall" | "wait_for_previous" | "wait_for" | "kb_base" | "unit_base"
+            "stonewall"
+                | "wait_for_previous"
+                | "wait_for"
+                | "kb_base"
+                | "unit_base"
+                | "exitall"
+                | "exit_what"
+                | "exitall_on_error"
         )
         || written::KEYS.contains(&normal.as_str())
         || spelling::ALIASES.contains(&normal.as_str());

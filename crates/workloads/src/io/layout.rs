@@ -46,11 +46,17 @@ pub(super) fn open_file(
     create: bool,
 ) -> Result<OwnedFd, FsbenchError> {
     let writes = params.rw.read_percent(params.rwmixread) < 100;
-    let mut flags = if writes { OFlags::RDWR } else { OFlags::RDONLY } | OFlags::CLOEXEC;
+    // fio's falloc engine opens every file `O_CREAT|O_RDWR`, its reads being fallocates too.
+    let falloc = params.engine == Engine::Falloc;
+    let mut flags = if writes || falloc {
+        OFlags::RDWR
+    } else {
+        OFlags::RDONLY
+    } | OFlags::CLOEXEC;
     if params.direct {
         flags |= OFlags::DIRECT;
     }
-    if create {
+    if create || falloc {
         flags |= OFlags::CREATE;
     }
     let fd = rustix::fs::openat(dir, name, flags, Mode::from(0o644))

@@ -1,12 +1,13 @@
 //! The libaio engine: the kernel's native AIO (`io_setup`, `io_submit`, `io_getevents`),
 //! not io_uring under another name: up to `iodepth` I/Os in flight, submitted in batches of
-//! `iodepth_batch_submit`, reaped `iodepth_batch_complete_min` at least at a time, as fio's
-//! libaio engine does. The system calls are made directly (no libaio library to link).
+//! `iodepth_batch_submit`, reaped as fio reaps them (`iodepth_batch_complete_min` at least
+//! and `iodepth_batch_complete_max` at most a call, down to `iodepth_low` once the queue was
+//! full), so that fio's IO depths, submit and complete figures are fio's. The system calls are made directly (no libaio library to link).
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
-use super::job::{Job, io_error};
+use super::job::{InFlight, Issuing, Job, Queue, io_error};
 use super::pattern::Next;
 use fsbench_measure::error::FsbenchError;
 
@@ -66,15 +67,6 @@ impl Drop for Context {
     }
 }
 
-/// An I/O in flight in slot `i` (whose buffer is `i`).
-#[derive(Clone, Copy)]
-struct Slot {
-    io: Next,
-    prepped: Instant,
-    submitted: Instant,
-    due: Instant,
-}
-
 pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
     let depth = job.params.depth();
     let ctx = Context::new(depth)?;
@@ -100,7 +92,7 @@ struct State {
     /// The queued iocbs' addresses, as io_submit takes them.
     pointers: Vec<*mut Iocb>,
     events: Vec<IoEvent>,
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<InFlight>>,
     free: Vec<usize>,
     queued: Vec<usize>,
     inflight: usize,
@@ -110,55 +102,52 @@ impl State {
     /// The issue-and-reap cycle, one loop as io_uring's (fill the free slots, submit, sync
     /// with nothing in flight, reap).
     fn run(&mut self, job: &mut Job<'_>, ctx: &Context, fds: &[RawFd]) -> Result<(), FsbenchError> {
-        let params = job.params;
-        let batch = params.iodepth_batch_submit as usize;
-        let complete_min = params.iodepth_batch_complete_min as usize;
-        let mut passes = 0;
-        let mut pending: Option<Next> = None;
+        let batch = job.params.iodepth_batch_submit as usize;
+        let mut issuing = Issuing::default();
         let mut finished = false;
-        let mut sync: Option<usize> = None;
+        let mut quiesce = false;
         loop {
             let mut wait_for: Option<Instant> = None;
-            while sync.is_none() && !finished && !self.free.is_empty() {
-                let Some(io) = pending.take().or_else(|| job.next_io(&mut passes)) else {
-                    finished = true;
-                    break;
-                };
-                if let Some(file) = job.take_due_sync() {
-                    pending = Some(io);
-                    sync = Some(file);
-                    break;
+            while !quiesce && !finished && !self.free.is_empty() {
+                match job.next_to_queue(&mut issuing) {
+                    Queue::Io(io, due) => self.queue(job, io, due, fds),
+                    Queue::Quiesce => quiesce = true,
+                    Queue::Later(at) => wait_for = Some(at),
+                    Queue::Done => finished = true,
                 }
-                let due = job.scheduled();
-                if let Some(at) = due
-                    && at > Instant::now()
-                {
-                    pending = Some(io);
-                    wait_for = Some(at);
-                    break;
-                }
-                self.queue(job, io, due, fds);
                 if self.queued.len() >= batch {
                     self.submit(ctx, job)?;
+                }
+                if quiesce || wait_for.is_some() {
+                    break;
                 }
             }
             if !self.queued.is_empty() {
                 self.submit(ctx, job)?;
             }
             if self.inflight == 0 {
-                if let Some(file) = sync.take() {
-                    job.sync_writes(file)?;
-                    continue;
-                }
-                if finished {
+                if job.idle(&mut quiesce, finished, wait_for)? {
                     return Ok(());
-                }
-                if let Some(at) = wait_for {
-                    Job::wait_until(at);
                 }
                 continue;
             }
-            let want = complete_min.min(self.inflight).max(1);
+            self.reap_as_fio(job, ctx, wait_for)?;
+        }
+    }
+
+    /// fio's `wait_for_completions`: at least `iodepth_batch_complete_min` completions (one
+    /// at the least), at most `iodepth_batch_complete_max` a call; when the queue was full,
+    /// again until no more than `iodepth_low` are in flight.
+    fn reap_as_fio(
+        &mut self,
+        job: &mut Job<'_>,
+        ctx: &Context,
+        wait_for: Option<Instant>,
+    ) -> Result<(), FsbenchError> {
+        let (min, max, low) = job.params.reaping();
+        let full = self.free.is_empty();
+        loop {
+            let want = min.min(self.inflight).max(1);
             // Open loop: no longer than the next I/O is due.
             let timeout = wait_for.map(|at| {
                 let left = at.saturating_duration_since(Instant::now());
@@ -167,17 +156,20 @@ impl State {
                     tv_nsec: libc::c_long::from(left.subsec_nanos() as i32),
                 }
             });
-            let got = self.reap(ctx, want, timeout.as_ref())?;
+            let got = self.reap(ctx, want, max.min(self.inflight), timeout.as_ref())?;
             let done = Instant::now();
             job.out.stats.reaped(got as u32);
             self.complete(job, got, done)?;
+            if !full || self.inflight <= low || got == 0 {
+                return Ok(());
+            }
         }
     }
 
     /// Prepares the iocb of `io` in a free slot and queues it for the next submission.
     fn queue(&mut self, job: &mut Job<'_>, io: Next, due: Option<Instant>, fds: &[RawFd]) {
-        job.count_issue();
         let slot = self.free.pop().expect("a free slot");
+        job.stamp(slot, io);
         let buf = job.bufs[slot].buf();
         self.iocbs[slot] = Iocb {
             data: slot as u64,
@@ -192,13 +184,7 @@ impl State {
             offset: io.offset as i64,
             ..Iocb::default()
         };
-        let prepped = Instant::now();
-        self.slots[slot] = Some(Slot {
-            io,
-            prepped,
-            submitted: prepped,
-            due: due.unwrap_or(prepped),
-        });
+        self.slots[slot] = Some(InFlight::prepared(io, due));
         self.queued.push(slot);
     }
 
@@ -270,9 +256,10 @@ impl State {
         &mut self,
         ctx: &Context,
         want: usize,
+        max: usize,
         timeout: Option<&libc::timespec>,
     ) -> Result<usize, FsbenchError> {
-        let max = self.inflight;
+        let max = max.max(want);
         let timeout = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
         loop {
             // SAFETY: `events` has room for `max` (at most the slots) events.

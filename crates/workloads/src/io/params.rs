@@ -12,10 +12,12 @@ use fsbench_model::units::{compact_size, format_bytes};
 use fsbench_model::workload::WorkerMode;
 
 mod choices;
+mod engines;
 mod fio;
 mod mpi;
 use mpi::shared_file_share;
 mod values;
+mod verifying;
 
 /// The block device `fsbench fio --target-device` was given, once checked, in this process.
 static RAW_TARGET: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
@@ -29,6 +31,7 @@ pub fn allow_raw_target(device: &std::path::Path) {
 pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, Zones};
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
+use verifying::verify_options;
 
 /// One job description; `numjobs` copies of it run at once, each on files of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,6 +82,9 @@ pub struct IoParams {
     /// Bytes per second below which the job fails (fio's `ratemin`, over its whole time).
     #[serde(default)]
     pub ratemin: u64,
+    /// fio's `exitall`: the first job of those running together to end stops the others.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exitall: bool,
     /// fio's `verify`: how written blocks are stamped and checked once the writes end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<super::verify::Algorithm>,
@@ -92,6 +98,16 @@ pub struct IoParams {
     /// blocks hold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pattern: Vec<u8>,
+    /// fio's `verify_fatal`: the check stops at the first wrong block.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_fatal: bool,
+    /// fio's `verify_backlog`: after every N writes the blocks written since the last check
+    /// are checked, during the job (0: all at the end).
+    #[serde(default)]
+    pub verify_backlog: u64,
+    /// fio's `verify_backlog_batch`: how many of them each such check reads (0: all).
+    #[serde(default)]
+    pub verify_backlog_batch: u64,
     pub numjobs: u32,
     /// Whether the jobs run as processes (fio's default) or threads (fio's `thread`).
     #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
@@ -108,6 +124,12 @@ pub struct IoParams {
     pub iodepth: u32,
     pub iodepth_batch_submit: u32,
     pub iodepth_batch_complete_min: u32,
+    /// Completions reaped at most a call (0: `iodepth`).
+    #[serde(default)]
+    pub iodepth_batch_complete_max: u32,
+    /// A full queue is reaped down to this depth before it is filled again (0: `iodepth`).
+    #[serde(default)]
+    pub iodepth_low: u32,
     pub sqpoll: bool,
     pub hipri: bool,
     pub fixedbufs: bool,
@@ -182,27 +204,6 @@ fn all_random() -> u32 {
     100
 }
 
-/// fio's `verify` and what written blocks hold (`verify_pattern`, `buffer_pattern`).
-fn verify_options(p: &Parsed) -> anyhow::Result<(Option<super::verify::Algorithm>, Vec<u8>)> {
-    use super::verify::{Algorithm, parse_pattern};
-    let verify_pattern = p
-        .text("verify-pattern")
-        .map(|t| parse_pattern("verify_pattern", t))
-        .transpose()?;
-    // As fio: a `verify_pattern` alone verifies by the pattern.
-    let verify = match p.text("verify") {
-        Some("0" | "none") => None,
-        Some(name) => Some(Algorithm::parse(name)),
-        None => verify_pattern.as_ref().map(|_| Algorithm::Pattern),
-    };
-    let pattern = match (verify_pattern, p.text("buffer-pattern")) {
-        (Some(v), _) => v,
-        (None, Some(b)) => parse_pattern("buffer_pattern", b)?,
-        (None, None) => Vec::new(),
-    };
-    Ok((verify, pattern))
-}
-
 /// The job's parameters from its options: one line per option into its field.
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let (filename, directory, nrfiles) = files(p)?;
@@ -250,10 +251,14 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
             .text("startdelay")
             .map_or(Ok((0, 0)), |t| time_range("startdelay", t))?,
         ratemin: p.num("ratemin").expect("has a default"),
+        exitall: false,
         verify,
         do_verify: p.flag("do-verify"),
         verify_interval: p.num("verify-interval").unwrap_or(0),
         pattern,
+        verify_fatal: p.flag("verify-fatal"),
+        verify_backlog: p.num("verify-backlog").expect("has a default"),
+        verify_backlog_batch: p.num("verify-backlog-batch").expect("has a default"),
         numjobs: p.small("numjobs").expect("has a default"),
         workers: crate::parallel::workers_of(p),
         offset,
@@ -268,6 +273,8 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         iodepth,
         iodepth_batch_submit: p.small("iodepth-batch-submit").unwrap_or(1),
         iodepth_batch_complete_min: p.small("iodepth-batch-complete-min").expect("default"),
+        iodepth_batch_complete_max: p.small("iodepth-batch-complete-max").expect("default"),
+        iodepth_low: p.small("iodepth-low").expect("default"),
         sqpoll: p.flag("sqpoll"),
         hipri: p.flag("hipri"),
         fixedbufs: p.flag("fixedbufs"),
@@ -330,10 +337,25 @@ impl IoParams {
 
     /// I/Os in flight per job: the engine's depth (the synchronous ones have one).
     pub fn depth(&self) -> u32 {
-        match self.engine {
-            Engine::IoUring | Engine::Libaio => self.iodepth,
-            _ => 1,
+        if self.engine.queues() {
+            self.iodepth
+        } else {
+            1
         }
+    }
+
+    /// How fio reaps (its `wait_for_completions`): at least this many completions, at most
+    /// this many a call, and, once the queue was full, down to this depth.
+    pub(crate) fn reaping(&self) -> (usize, usize, usize) {
+        let depth = self.depth() as usize;
+        let or_depth = |n: u32| match n as usize {
+            0 => depth,
+            n => n.min(depth),
+        };
+        let min = self.iodepth_batch_complete_min as usize;
+        // fio's default maximum is the minimum: one completion a call.
+        let max = (self.iodepth_batch_complete_max as usize).clamp(min, depth.max(min));
+        (min, max, or_depth(self.iodepth_low))
     }
 
     /// The bytes one file's I/O covers: from `offset` to its end.
@@ -354,14 +376,6 @@ impl IoParams {
 }
 
 impl IoParams {
-    /// Bytes per verification header: `verify_interval`, or the smallest block.
-    pub(crate) fn interval(&self) -> u64 {
-        match self.verify_interval {
-            0 => self.min_bs(),
-            n => n,
-        }
-    }
-
     /// Every file the job opens is inside the run's directory, however its parameters came
     /// (options, a suite file's table of fields, a stored suite): each name it makes is
     /// checked as an option's would be. The one exception is the block device `fsbench fio
@@ -379,40 +393,6 @@ impl IoParams {
         for file in 0..self.nrfiles as usize {
             let name = super::layout::file_name(self, 0, 0, file);
             values::inside_name("filename", &name)?;
-        }
-        Ok(())
-    }
-
-    fn validate_verify(&self) -> anyhow::Result<()> {
-        use super::verify::Algorithm;
-        let Some(a) = self.verify else {
-            return Ok(());
-        };
-        let no = |msg: String| Err(invalid(format!("io: `verify={}`: {msg}", a.name())));
-        if self.rw.read_percent(self.rwmixread) == 100 {
-            return no("a job that only reads has no written blocks to check (fsbench's files are fresh: fio's `verify_only` is not implemented)".into());
-        }
-        if !matches!(
-            self.engine,
-            Engine::Psync | Engine::Sync | Engine::Vsync | Engine::Pvsync | Engine::Pvsync2
-        ) {
-            return no(format!(
-                "with ioengine={} is not implemented (the synchronous engines verify)",
-                self.engine.name()
-            ));
-        }
-        if a == Algorithm::Pattern && self.pattern.is_empty() {
-            return no("needs `verify_pattern`".into());
-        }
-        let interval = self.interval();
-        if self.block_sizes().any(|bs| !bs.is_multiple_of(interval))
-            || interval <= a.overhead() as u64
-            || !self.offset.is_multiple_of(interval)
-        {
-            return no(format!(
-                "`verify_interval` ({interval}) must divide every block size and the offset, and exceed the header's {} bytes",
-                a.overhead()
-            ));
         }
         Ok(())
     }
@@ -513,6 +493,7 @@ impl WorkloadParams for IoParams {
         }
         self.validate_verify()?;
         self.validate_fio_options()?;
+        self.validate_engine()?;
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
         }
@@ -537,15 +518,6 @@ impl WorkloadParams for IoParams {
         }
         // `iodepth` above 1 with a synchronous engine is taken as fio takes it: one I/O in
         // flight ([`IoParams::depth`]).
-        if self.engine != Engine::IoUring && self.sqpoll {
-            return no("`sqpoll` needs ioengine=io_uring".into());
-        }
-        if !matches!(self.engine, Engine::Pvsync2 | Engine::IoUring) && self.hipri {
-            return no("`hipri` needs ioengine=pvsync2 or io_uring".into());
-        }
-        if self.hipri && !self.direct {
-            return no("`hipri` (polled completions) needs `direct`".into());
-        }
         if self.iodepth_batch_submit > self.depth()
             || self.iodepth_batch_complete_min > self.depth()
         {

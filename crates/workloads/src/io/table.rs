@@ -133,6 +133,27 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Text,
         "what written blocks hold: 0xHEX, \"text\" or a number",
     ),
+    OptionDef::new(
+        "verify-fatal",
+        OptKind::Flag,
+        "with `verify`: the check stops at the first wrong block",
+    ),
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "verify-backlog",
+            OptKind::Count,
+            "with `verify`: check the blocks written after every N writes (0: at the end)",
+        )
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "verify-backlog-batch",
+            OptKind::Count,
+            "blocks each `verify-backlog` check reads (0: all written since the last)",
+        )
+    },
     OptionDef {
         default: Some("0"),
         ..OptionDef::new(
@@ -201,6 +222,24 @@ const OPTIONS: &[OptionDef] = &[
             "iodepth-batch-complete-min",
             OptKind::Count,
             "completions waited for at least",
+        )
+    },
+    OptionDef {
+        max: 4096,
+        default: Some("0"),
+        ..OptionDef::new(
+            "iodepth-batch-complete-max",
+            OptKind::Count,
+            "completions reaped at most a call (0: iodepth-batch-complete-min, as fio)",
+        )
+    },
+    OptionDef {
+        max: 4096,
+        default: Some("0"),
+        ..OptionDef::new(
+            "iodepth-low",
+            OptKind::Count,
+            "a full queue is reaped down to this depth before it is filled again (0: iodepth)",
         )
     },
     OptionDef::new(

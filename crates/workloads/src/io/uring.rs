@@ -7,21 +7,10 @@ use std::time::Instant;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::job::{Job, io_error};
+use super::job::{self, InFlight, Job, Queue, io_error};
 use super::params::IoParams;
 use super::pattern::Next;
 use fsbench_measure::error::FsbenchError;
-
-/// An I/O in flight in slot `i` (whose buffer is `i`).
-#[derive(Clone, Copy)]
-struct Slot {
-    io: Next,
-    /// When it was prepared, submitted, and when it was due (its scheduled time, or its
-    /// preparation).
-    prepped: Instant,
-    submitted: Instant,
-    due: Instant,
-}
 
 /// A ring as the job's options ask for it; the error names why io_uring is unavailable.
 ///
@@ -156,19 +145,17 @@ fn wait(ring: &mut IoUring, due: Option<Instant>, want: usize) -> Result<(), Fsb
 }
 
 struct State {
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<InFlight>>,
     free: Vec<u16>,
     /// Slots prepared and not yet submitted.
     queued: Vec<u16>,
     inflight: usize,
 }
 
-/// Where issuing stands: the passes over the files, an I/O not yet due (open loop), and
-/// whether the job has no I/O left.
+/// Where issuing stands, and whether the job has no I/O left.
 #[derive(Default)]
 struct Issuing {
-    passes: u32,
-    pending: Option<Next>,
+    queue: job::Issuing,
     finished: bool,
 }
 
@@ -182,26 +169,20 @@ impl State {
     ) -> Result<(), FsbenchError> {
         let complete_min = job.params.iodepth_batch_complete_min as usize;
         let mut issuing = Issuing::default();
-        // A file to sync once nothing is in flight (fsync=N), before the pending I/O.
-        let mut sync: Option<usize> = None;
+        // Something due once nothing is in flight (a sync, a verify backlog check), before
+        // the pending I/O.
+        let mut quiesce = false;
         loop {
-            let wait_for = match sync {
-                None => self.issue(job, ring, fds, iovecs, &mut issuing, &mut sync)?,
-                Some(_) => None,
+            let wait_for = match quiesce {
+                false => self.issue(job, ring, fds, iovecs, &mut issuing, &mut quiesce)?,
+                true => None,
             };
             if !self.queued.is_empty() {
                 self.submit(ring, 0, job)?;
             }
             if self.inflight == 0 {
-                if let Some(file) = sync.take() {
-                    job.sync_writes(file)?;
-                    continue;
-                }
-                if issuing.finished {
+                if job.idle(&mut quiesce, issuing.finished, wait_for)? {
                     return Ok(());
-                }
-                if let Some(at) = wait_for {
-                    Job::wait_until(at);
                 }
                 continue;
             }
@@ -211,9 +192,9 @@ impl State {
     }
 
     /// Prepares I/Os into free slots (submitting each full batch) until the slots, the job's
-    /// I/Os or the open loop's schedule run out, or a sync is due before the next I/O (as fio
-    /// asks for it: when it picks that I/O; set in `sync`); returns when the next I/O is due,
-    /// if later.
+    /// I/Os or the open loop's schedule run out, or a sync or check is due before the next
+    /// I/O (as fio asks for it: when it picks that I/O; set in `quiesce`); returns when the
+    /// next I/O is due, if later.
     fn issue(
         &mut self,
         job: &mut Job<'_>,
@@ -221,32 +202,27 @@ impl State {
         fds: &[RawFd],
         iovecs: &[libc::iovec],
         issuing: &mut Issuing,
-        sync: &mut Option<usize>,
+        quiesce: &mut bool,
     ) -> Result<Option<Instant>, FsbenchError> {
         let batch = job.params.iodepth_batch_submit as usize;
         while !issuing.finished && !self.free.is_empty() {
-            let next = (issuing.pending.take()).or_else(|| job.next_io(&mut issuing.passes));
-            let Some(io) = next else {
-                issuing.finished = true;
-                break;
+            let (io, due) = match job.next_to_queue(&mut issuing.queue) {
+                Queue::Io(io, due) => (io, due),
+                Queue::Quiesce => {
+                    // It goes first, once what is in flight completed.
+                    *quiesce = true;
+                    break;
+                }
+                Queue::Later(at) => return Ok(Some(at)),
+                Queue::Done => {
+                    issuing.finished = true;
+                    break;
+                }
             };
-            if let Some(file) = job.take_due_sync() {
-                // The sync goes first, once what is in flight completed.
-                issuing.pending = Some(io);
-                *sync = Some(file);
-                break;
-            }
-            let due = job.scheduled();
-            if let Some(at) = due
-                && at > Instant::now()
-            {
-                issuing.pending = Some(io);
-                return Ok(Some(at));
-            }
-            job.count_issue();
             let slot = self.free.pop().expect("a free slot");
+            job.stamp(usize::from(slot), io);
             let entry = entry(job.params, io, slot, fds, iovecs);
-            let prepped = Instant::now();
+            let in_flight = InFlight::prepared(io, due);
             // SAFETY: the entry's buffer is slot `slot`'s, which no other I/O uses until
             // this one completes, and lives until the ring is gone.
             while unsafe { ring.submission().push(&entry) }.is_err() {
@@ -255,12 +231,7 @@ impl State {
                 let _ = ring.submit();
                 std::thread::yield_now();
             }
-            self.slots[slot as usize] = Some(Slot {
-                io,
-                prepped,
-                submitted: prepped,
-                due: due.unwrap_or(prepped),
-            });
+            self.slots[slot as usize] = Some(in_flight);
             self.queued.push(slot);
             if self.queued.len() >= batch {
                 self.submit(ring, 0, job)?;

@@ -213,9 +213,13 @@ pub(crate) struct Verifier {
     /// Bytes per header (fio's `verify_interval`; the block size by default).
     interval: u64,
     pattern: Vec<u8>,
-    /// Per file, a bit per interval of its region: written by the job.
+    /// Per file, a bit per interval of its region: written by the job and not checked since.
     written: Vec<Vec<u64>>,
     region_start: u64,
+    /// fio's `verify_backlog`: a check after this many writes (0: only at the end), and the
+    /// writes since the last.
+    backlog: u64,
+    since_check: u64,
 }
 
 /// The first mismatch a verification found, and how many it found.
@@ -225,21 +229,24 @@ pub(crate) struct Mismatch {
 }
 
 impl Verifier {
-    pub(crate) fn new(
-        algorithm: Algorithm,
-        interval: u64,
-        pattern: Vec<u8>,
-        files: usize,
-        (start, region): (u64, u64),
-    ) -> Verifier {
-        let words = (region / interval).div_ceil(64) as usize;
-        Verifier {
-            algorithm,
+    /// The verification a job's `verify` options ask for, if any.
+    pub(crate) fn of(params: &IoParams, copy: u32) -> Option<Verifier> {
+        let interval = params.interval();
+        let words = (params.region() / interval).div_ceil(64) as usize;
+        Some(Verifier {
+            algorithm: params.verify?,
             interval,
-            pattern,
-            written: vec![vec![0; words]; files],
-            region_start: start,
-        }
+            pattern: params.pattern.clone(),
+            written: vec![vec![0; words]; params.nrfiles as usize],
+            region_start: params.copy_offset(copy),
+            // Nothing to check during the job when the end checks nothing either.
+            backlog: if params.do_verify {
+                params.verify_backlog
+            } else {
+                0
+            },
+            since_check: 0,
+        })
     }
 
     /// Stamps a block about to be written at `offset`: each interval's header and
@@ -263,32 +270,45 @@ impl Verifier {
         }
     }
 
-    /// Notes a completed write (no allocation: a bit per interval).
+    /// Notes a completed write (no allocation: a bit per interval); whether a backlog check
+    /// is due (`verify_backlog` writes since the last).
     #[inline]
-    pub(crate) fn written(&mut self, file: usize, offset: u64, len: u64) {
+    pub(crate) fn written(&mut self, file: usize, offset: u64, len: u64) -> bool {
         let first = (offset - self.region_start) / self.interval;
         for i in first..first + len / self.interval {
             self.written[file][(i / 64) as usize] |= 1 << (i % 64);
         }
+        self.since_check += 1;
+        if self.backlog == 0 || self.since_check < self.backlog {
+            return false;
+        }
+        self.since_check = 0;
+        true
     }
 
-    /// Every interval the job wrote, read back (into `buf`, an aligned block) and checked;
-    /// how many were checked, and the first mismatch with the number found.
-    pub(crate) fn check_all(
-        &self,
-        files: &[impl AsFd],
-        names: &[String],
+    /// The intervals the job wrote and that were not checked since, read back (into `buf`,
+    /// an aligned block) and checked: at most `limit` of them (0: all), up to the first
+    /// wrong one when `fatal`; how many were checked, and the first mismatch with the
+    /// number found.
+    pub(crate) fn check_written(
+        &mut self,
+        (files, names): (&[impl AsFd], &[String]),
         buf: &mut [u8],
+        limit: u64,
+        fatal: bool,
     ) -> Result<(u64, Option<Mismatch>), rustix::io::Errno> {
         let mut checked = 0;
         let mut first: Option<Mismatch> = None;
         let len = self.interval as usize;
-        for (file, bits) in self.written.iter().enumerate() {
-            for (w, word) in bits.iter().enumerate() {
-                let mut word = *word;
-                while word != 0 {
+        for file in 0..self.written.len() {
+            for w in 0..self.written[file].len() {
+                while self.written[file][w] != 0 {
+                    if (limit > 0 && checked >= limit) || (fatal && first.is_some()) {
+                        return Ok((checked, first));
+                    }
+                    let word = &mut self.written[file][w];
                     let i = w as u64 * 64 + u64::from(word.trailing_zeros());
-                    word &= word - 1;
+                    *word &= *word - 1;
                     let offset = self.region_start + i * self.interval;
                     let got = rustix::io::pread(&files[file], &mut buf[..len], offset)?;
                     checked += 1;

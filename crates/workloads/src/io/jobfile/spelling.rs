@@ -196,13 +196,13 @@ fn percent<'v>(key: &str, value: &'v str) -> Result<&'v str, String> {
     }
 }
 
-/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern; trims are not
-/// implemented.
+/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern; a trim
+/// followed by a write of the same block is not implemented.
 fn pattern(key: &str, value: &str) -> Result<String, String> {
     match value {
         "rw" | "readwrite" => Ok("readwrite".into()),
-        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => Err(format!(
-            "`{key}={value}`: trims are not implemented by the io workload"
+        "trimwrite" | "randtrimwrite" => Err(format!(
+            "`{key}={value}` (each block trimmed, then written) is not implemented by the io workload (`trim` and `randtrim` are)"
         )),
         other => Ok(other.to_string()),
     }

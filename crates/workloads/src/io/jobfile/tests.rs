@@ -52,8 +52,8 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     for (text, needle) in [
         (
-            "[a]\nsize=1m\nverify_backlog=16\n",
-            "job.fio:3: fio option `verify_backlog` is not implemented",
+            "[a]\nsize=1m\nverify_offset=16\n",
+            "job.fio:3: fio option `verify_offset` is not implemented",
         ),
         (
             "[a]\nsize=1m\nfilename=/dev/sda\n",
@@ -65,7 +65,19 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
         ),
         (
             "[a]\nsize=1m\nrw=trim\n",
-            "job.fio:3: `rw=trim`: trims are not implemented",
+            "job.fio:3: job `a`: io: `rw=trim`: fio's psync engine trims with ioctl(BLKDISCARD)",
+        ),
+        (
+            "[a]\nsize=1m\nrw=trimwrite\nioengine=falloc\n",
+            "job.fio:3: `rw=trimwrite` (each block trimmed, then written) is not implemented",
+        ),
+        (
+            "[a]\nsize=1m\nrw=write\nverify=md5\nioengine=filecreate\n",
+            "job.fio:4: job `a`: io: `verify=md5`: ioengine=filecreate writes no data to check",
+        ),
+        (
+            "[a]\nsize=1m\nexit_what=all\n",
+            "job.fio:3: `exit_what=all`: fsbench takes `group` and `stonewall`",
         ),
         (
             "[a]\nsize=1m\nrw=randrw\nrate=1m,2m\n",

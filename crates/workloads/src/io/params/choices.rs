@@ -15,6 +15,9 @@ pub enum Rw {
     RandWrite,
     ReadWrite,
     RandRw,
+    /// Trims in sequence, where fio can trim a file (its `falloc` engine punches holes).
+    Trim,
+    RandTrim,
 }
 
 impl Rw {
@@ -25,6 +28,8 @@ impl Rw {
         "randwrite",
         "readwrite",
         "randrw",
+        "trim",
+        "randtrim",
     ];
 
     pub(super) fn parse(text: &str) -> Rw {
@@ -34,6 +39,8 @@ impl Rw {
             "randread" => Rw::RandRead,
             "randwrite" => Rw::RandWrite,
             "readwrite" => Rw::ReadWrite,
+            "trim" => Rw::Trim,
+            "randtrim" => Rw::RandTrim,
             _ => Rw::RandRw,
         }
     }
@@ -43,14 +50,23 @@ impl Rw {
     }
 
     pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim
+        )
+    }
+
+    /// Whether the job trims: every I/O of it is a trim, issued and recorded where a
+    /// writing job's writes are (and reported in fio's trim direction).
+    pub fn trims(self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim)
     }
 
     /// The share of reads in percent, given `rwmixread` for the mixed ones.
     pub(crate) fn read_percent(self, rwmixread: u32) -> u32 {
         match self {
             Rw::Read | Rw::RandRead => 100,
-            Rw::Write | Rw::RandWrite => 0,
+            Rw::Write | Rw::RandWrite | Rw::Trim | Rw::RandTrim => 0,
             Rw::ReadWrite | Rw::RandRw => rwmixread,
         }
     }
@@ -81,6 +97,15 @@ pub enum Engine {
     DirCreate,
     DirStat,
     DirDelete,
+    /// The file mapped (`mmap`), its bytes copied in and out, `msync` for a sync.
+    Mmap,
+    /// POSIX AIO (glibc's `aio_read`, `aio_write`, `aio_suspend`), up to `iodepth` in flight.
+    Posixaio,
+    /// Each write an `ftruncate` of the file to the I/O's offset, as fio 3.33's engine.
+    Ftruncate,
+    /// Each I/O a `fallocate`: a read keeps the size, a write may extend it, a trim punches
+    /// a hole.
+    Falloc,
 }
 
 impl Engine {
@@ -100,6 +125,10 @@ impl Engine {
         "dircreate",
         "dirstat",
         "dirdelete",
+        "mmap",
+        "posixaio",
+        "ftruncate",
+        "falloc",
     ];
 
     pub(super) fn parse(text: &str) -> Engine {
@@ -117,6 +146,10 @@ impl Engine {
             "dircreate" => Engine::DirCreate,
             "dirstat" => Engine::DirStat,
             "dirdelete" => Engine::DirDelete,
+            "mmap" => Engine::Mmap,
+            "posixaio" => Engine::Posixaio,
+            "ftruncate" => Engine::Ftruncate,
+            "falloc" => Engine::Falloc,
             _ => Engine::Psync,
         }
     }
@@ -132,6 +165,11 @@ impl Engine {
                 | Engine::DirStat
                 | Engine::DirDelete
         )
+    }
+
+    /// An engine that queues I/Os and reaps them apart (`iodepth` of them in flight).
+    pub fn queues(self) -> bool {
+        matches!(self, Engine::IoUring | Engine::Libaio | Engine::Posixaio)
     }
 
     pub fn name(self) -> &'static str {
@@ -150,6 +188,10 @@ impl Engine {
             Engine::Pvsync2 => "pvsync2",
             Engine::IoUring => "io_uring",
             Engine::Libaio => "libaio",
+            Engine::Mmap => "mmap",
+            Engine::Posixaio => "posixaio",
+            Engine::Ftruncate => "ftruncate",
+            Engine::Falloc => "falloc",
         }
     }
 }

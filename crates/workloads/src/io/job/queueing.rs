@@ -1,0 +1,136 @@
+//! What the queueing engines (libaio, io_uring, posixaio) share: the record of an I/O in
+//! flight, the step that picks what a free slot gets, what is done with nothing in flight,
+//! and a completion's recording.
+
+use std::time::Instant;
+
+use super::{Job, check_len};
+use crate::io::pattern::Next;
+use fsbench_measure::error::FsbenchError;
+
+/// A queueing engine's I/O in flight (in the slot whose buffer is its own): when it was
+/// prepared, submitted, and when it was due (its scheduled time, or its preparation).
+#[derive(Clone, Copy)]
+pub(crate) struct InFlight {
+    pub io: Next,
+    pub prepped: Instant,
+    pub submitted: Instant,
+    pub due: Instant,
+}
+
+impl InFlight {
+    /// `io`, prepared now (and submitted now until its submission says otherwise).
+    pub(crate) fn prepared(io: Next, due: Option<Instant>) -> InFlight {
+        let prepped = Instant::now();
+        InFlight {
+            io,
+            prepped,
+            submitted: prepped,
+            due: due.unwrap_or(prepped),
+        }
+    }
+}
+
+/// What a queueing engine does with a free slot.
+pub(crate) enum Queue {
+    /// Queue this I/O (due at that time, on a schedule).
+    Io(Next, Option<Instant>),
+    /// Wait for nothing in flight first: a sync is due (`fsync=N`, as fio asks for it when
+    /// it picks the next I/O), or a verify backlog check.
+    Quiesce,
+    /// The next I/O is due then (open loop).
+    Later(Instant),
+    /// The job has no I/O left.
+    Done,
+}
+
+/// Where a queueing engine's issuing stands: the passes over the files, and an I/O picked
+/// but not queued yet (a sync before it, or not yet due).
+#[derive(Default)]
+pub(crate) struct Issuing {
+    passes: u32,
+    pending: Option<Next>,
+}
+
+impl Job<'_> {
+    /// What a queueing engine does with its next free slot ([`Queue`]).
+    pub(crate) fn next_to_queue(&mut self, issuing: &mut Issuing) -> Queue {
+        let next = (issuing.pending.take()).or_else(|| self.next_io(&mut issuing.passes));
+        let Some(io) = next else {
+            return Queue::Done;
+        };
+        if self.sync_due.is_some() || self.backlog_due {
+            issuing.pending = Some(io);
+            return Queue::Quiesce;
+        }
+        let due = self.scheduled();
+        if let Some(at) = due
+            && at > Instant::now()
+        {
+            issuing.pending = Some(io);
+            return Queue::Later(at);
+        }
+        self.count_issue();
+        Queue::Io(io, due)
+    }
+
+    /// A queueing engine with nothing in flight: what was due before the next I/O
+    /// (`quiesce`: the sync, the verify backlog check), or the wait until the next I/O is
+    /// due; whether the job has ended instead (`finished`).
+    pub(crate) fn idle(
+        &mut self,
+        quiesce: &mut bool,
+        finished: bool,
+        wait_for: Option<Instant>,
+    ) -> Result<bool, FsbenchError> {
+        if std::mem::take(quiesce) {
+            self.before_next_io()?;
+            return Ok(false);
+        }
+        if finished {
+            return Ok(true);
+        }
+        if let Some(at) = wait_for {
+            Job::wait_until(at);
+        }
+        Ok(false)
+    }
+
+    /// An asynchronous engine's completion of `io` at `done` (its raw result: bytes or the
+    /// negated errno): its length checked, its latencies recorded (submission from `prepped`
+    /// to `submitted`), a write noted for the syncs.
+    pub(crate) fn completed_async(
+        &mut self,
+        io: Next,
+        res: i64,
+        (prepped, submitted, due): (Instant, Instant, Instant),
+        done: Instant,
+    ) -> Result<(), FsbenchError> {
+        let result = if res < 0 {
+            Err(rustix::io::Errno::from_raw_os_error(-res as i32))
+        } else {
+            Ok(res as usize)
+        };
+        check_len(result, io, &self.rec)?;
+        let slat = submitted.saturating_duration_since(prepped).as_nanos() as u64;
+        self.complete(io, done, submitted, due, Some(slat))?;
+        if !io.read {
+            self.note_write(io);
+        }
+        Ok(())
+    }
+
+    /// A write's block in buffer `slot` before it is issued: refilled or scrambled as fio's
+    /// buffer options say, then stamped for fio's `verify`.
+    #[inline]
+    pub(crate) fn stamp(&mut self, slot: usize, io: Next) {
+        if io.read {
+            return;
+        }
+        let buf = &mut self.bufs[slot].buf()[..io.len as usize];
+        self.filler.before_write(buf, io.offset);
+        if let Some(v) = &self.verifier {
+            v.stamp(buf, io.offset);
+        }
+    }
+}
