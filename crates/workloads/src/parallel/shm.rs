@@ -3,6 +3,7 @@
 //! kernel puts it in a later exec: filebench's crash with ASLR), with process-shared locks.
 
 use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use fsbench_measure::error::FsbenchError;
@@ -106,24 +107,27 @@ impl Drop for Region {
     }
 }
 
-/// A mutex and a condition variable shared by processes (glibc's, process-shared, waiting
-/// on the monotonic clock). The mutex is robust: a worker process killed while it holds it
-/// (SIGKILL lands at any instruction) leaves it to the next locker, who takes it over,
-/// instead of leaving every other process blocked on it for ever. What it guards is atomics
-/// that a dead holder cannot leave half-written.
+/// A mutex and a condition shared by processes. The mutex is glibc's, process-shared and
+/// robust: a worker process killed while it holds it (SIGKILL lands at any instruction)
+/// leaves it to the next locker, who takes it over, instead of leaving every other process
+/// blocked on it for ever. The condition is a futex on a notification count, not glibc's
+/// process-shared condition variable: a waiter killed inside `pthread_cond_wait` stays
+/// counted in the variable, and the next broadcast waits for it for ever (seen: a run whose
+/// worker was killed hung in `pthread_cond_broadcast`). What the lock guards is atomics that
+/// a dead holder cannot leave half-written.
 #[repr(C)]
 pub(crate) struct SharedLock {
     mutex: UnsafeCell<libc::pthread_mutex_t>,
-    cond: UnsafeCell<libc::pthread_cond_t>,
+    notified: AtomicU32,
 }
 
-// SAFETY: pthread mutexes and condition variables are made for concurrent use.
+// SAFETY: pthread mutexes and atomics are made for concurrent use.
 unsafe impl Sync for SharedLock {}
 
 impl SharedLock {
     fn init(&self) {
-        // SAFETY: the attributes are made, used and destroyed here; the mutex and condition
-        // are initialized once, before any other use.
+        // SAFETY: the attributes are made, used and destroyed here; the mutex is initialized
+        // once, before any other use.
         unsafe {
             let mut ma: libc::pthread_mutexattr_t = std::mem::zeroed();
             libc::pthread_mutexattr_init(&mut ma);
@@ -131,13 +135,8 @@ impl SharedLock {
             libc::pthread_mutexattr_setrobust(&mut ma, libc::PTHREAD_MUTEX_ROBUST);
             libc::pthread_mutex_init(self.mutex.get(), &ma);
             libc::pthread_mutexattr_destroy(&mut ma);
-            let mut ca: libc::pthread_condattr_t = std::mem::zeroed();
-            libc::pthread_condattr_init(&mut ca);
-            libc::pthread_condattr_setpshared(&mut ca, libc::PTHREAD_PROCESS_SHARED);
-            libc::pthread_condattr_setclock(&mut ca, libc::CLOCK_MONOTONIC);
-            libc::pthread_cond_init(self.cond.get(), &ca);
-            libc::pthread_condattr_destroy(&mut ca);
         }
+        self.notified.store(0, Ordering::Release);
     }
 
     pub(crate) fn lock(&self) -> Guard<'_> {
@@ -147,9 +146,8 @@ impl SharedLock {
         Guard(self)
     }
 
-    /// After a lock (or a wait, which locks again) that returned `r`: a holder that died
-    /// leaves the mutex `EOWNERDEAD`, held by this caller; marked consistent, it goes on as
-    /// any other.
+    /// After a lock that returned `r`: a holder that died leaves the mutex `EOWNERDEAD`,
+    /// held by this caller; marked consistent, it goes on as any other.
     fn take_over_if_orphaned(&self, r: libc::c_int) {
         if r == libc::EOWNERDEAD {
             // SAFETY: the mutex is held by this thread (EOWNERDEAD says so).
@@ -159,8 +157,17 @@ impl SharedLock {
 
     /// Wakes every waiter.
     pub(crate) fn notify_all(&self) {
-        // SAFETY: an initialized condition variable.
-        unsafe { libc::pthread_cond_broadcast(self.cond.get()) };
+        self.notified.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: a futex wake on a word of shared memory (not FUTEX_PRIVATE: the waiters
+        // are other processes); it reads nothing else.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.notified.as_ptr(),
+                libc::FUTEX_WAKE,
+                i32::MAX,
+            )
+        };
     }
 }
 
@@ -171,18 +178,25 @@ impl Guard<'_> {
     /// Waits for a notification, at most `limit` (callers look at what they wait for again,
     /// and at whether the run is stopping: no wait outlasts the run).
     pub(crate) fn wait(&mut self, limit: Duration) {
-        // SAFETY: the mutex is held by this guard; timespec is plain data.
+        // Read under the lock: a notification after it changes the count, and the futex
+        // wait below returns at once.
+        let seen = self.0.notified.load(Ordering::Acquire);
+        let timeout = libc::timespec {
+            tv_sec: limit.as_secs() as libc::time_t,
+            tv_nsec: limit.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: the mutex is held by this guard, released for the wait and taken again;
+        // the futex word lives in the shared region, the timeout on this stack.
         unsafe {
-            let mut now: libc::timespec = std::mem::zeroed();
-            libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
-            let nanos = now.tv_nsec as u64 + limit.subsec_nanos() as u64;
-            let until = libc::timespec {
-                tv_sec: now.tv_sec
-                    + limit.as_secs() as libc::time_t
-                    + (nanos / 1_000_000_000) as libc::time_t,
-                tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
-            };
-            let r = libc::pthread_cond_timedwait(self.0.cond.get(), self.0.mutex.get(), &until);
+            libc::pthread_mutex_unlock(self.0.mutex.get());
+            libc::syscall(
+                libc::SYS_futex,
+                self.0.notified.as_ptr(),
+                libc::FUTEX_WAIT,
+                seen,
+                &timeout as *const libc::timespec,
+            );
+            let r = libc::pthread_mutex_lock(self.0.mutex.get());
             self.0.take_over_if_orphaned(r);
         }
     }
@@ -260,5 +274,54 @@ mod tests {
             got.recv_timeout(Duration::from_secs(5)).is_ok(),
             "the lock of a dead holder was never taken over"
         );
+    }
+
+    #[test]
+    fn a_process_killed_while_waiting_leaves_the_next_notification_free() {
+        let region = Region::new(4096).unwrap();
+        let lock = region.lock();
+        // SAFETY: each child only waits on the region's condition, in short timed waits as a
+        // worker at the start line does, until it is killed.
+        let children: Vec<libc::pid_t> = (0..3)
+            .map(|_| match unsafe { libc::fork() } {
+                0 => loop {
+                    lock.lock().wait(Duration::from_millis(1));
+                },
+                pid => pid,
+            })
+            .collect();
+        // Notified on another thread while the waiters churn and one is killed, so that a
+        // notification that blocks for ever (glibc's process-shared condition variable did)
+        // fails the test, not hangs it.
+        let (sent, got) = std::sync::mpsc::channel();
+        let at = lock as *const SharedLock as usize;
+        let region = std::sync::Arc::new(region);
+        let held = region.clone();
+        std::thread::spawn(move || {
+            // SAFETY: the lock lives in the region, which this thread keeps alive.
+            let lock = unsafe { &*(at as *const SharedLock) };
+            for i in 0..200_000 {
+                lock.notify_all();
+                if i % 100 == 0 {
+                    let _ = sent.send(i);
+                }
+            }
+            drop(held);
+            let _ = sent.send(u32::MAX);
+        });
+        let mut status = 0;
+        for pid in &children {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: the children made above, killed (one, then the rest) and reaped.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+            unsafe { libc::waitpid(*pid, &mut status, 0) };
+        }
+        loop {
+            match got.recv_timeout(Duration::from_secs(5)) {
+                Ok(u32::MAX) => break,
+                Ok(_) => continue,
+                Err(_) => panic!("a notification after a waiter was killed never returned"),
+            }
+        }
     }
 }
