@@ -63,7 +63,8 @@ def fio(work, opts):
     args = [FIO, "--name=job", f"--directory={work}", f"--size={SIZE}", f"--runtime={RUNTIME}",
             "--randrepeat=1", "--lat_percentiles=1", "--group_reporting", "--output-format=json"]
     args += [f"--{k}={v}" for k, v in opts.items()]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    # In `work`: a verify job leaves fio's verify state file in its working directory.
+    out = subprocess.run(args, check=True, capture_output=True, text=True, cwd=work).stdout
     job = json.loads(out[out.index("{"):])["jobs"][0]
     first = directions(opts)[0]
     d = job[first]
