@@ -79,7 +79,8 @@ fn fsbench_commands(line: &str) -> Vec<Vec<String>> {
     for command in words.split(|w| ["&&", "||", ";", "|"].contains(&w.as_str())) {
         let program = command
             .iter()
-            .position(|w| w == "fsbench" || w.ends_with("/fsbench"));
+            // Not an environment assignment naming the binary (`FSBENCH=target/release/fsbench`).
+            .position(|w| w == "fsbench" || (w.ends_with("/fsbench") && !w.contains('=')));
         if let Some(start) = program {
             let args = command[start..]
                 .iter()

@@ -201,16 +201,7 @@ fn job<'s>(
         .collect();
     let (mut stonewall, mut new_group) = (false, false);
     let (mut wait_for, mut raw) = (None, None);
-    // fio reads `kb_base` before the sizes, wherever it is written.
-    let base_line = (global.iter().copied().chain(&s.options))
-        .rev()
-        .find(|l| l.key.replace('-', "_") == "kb_base");
-    let kb_base = units::kb_base(base_line.map(|l| l.value.as_str())).map_err(|why| {
-        invalid(format!(
-            "{}: {why}",
-            base_line.map_or("", |l| l.at.as_str())
-        ))
-    })?;
+    let kb_base = kb_base_of(s, global)?;
     let mut fio = fsbench_model::fio::FioJob {
         options: written::listed(s.options.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
         global: written::listed(global.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
@@ -265,27 +256,49 @@ fn job<'s>(
             pairs.push((k, v, &line.at));
         }
     }
+    sized(s, raw, &mut pairs)?;
+    let params = params_of(s, &pairs, fio, raw)?;
+    Ok((params, stonewall, new_group, wait_for))
+}
+
+/// fio reads `kb_base` before the sizes, wherever it is written in the job or its globals.
+fn kb_base_of(s: &Section, global: &[&Line]) -> anyhow::Result<u64> {
+    let base_line = (global.iter().copied().chain(&s.options))
+        .rev()
+        .find(|l| l.key.replace('-', "_") == "kb_base");
+    units::kb_base(base_line.map(|l| l.value.as_str())).map_err(|why| {
+        invalid(format!(
+            "{}: {why}",
+            base_line.map_or("", |l| l.at.as_str())
+        ))
+    })
+}
+
+/// Job `s`'s size: given, or on a raw device the device's (as fio); none is an error, as in
+/// fio ("you need to specify size=").
+fn sized<'s>(
+    s: &'s Section,
+    raw: Option<&Path>,
+    pairs: &mut Vec<(String, String, &'s str)>,
+) -> anyhow::Result<()> {
     if let (Some(_), Some((_, _, at))) = (raw, pairs.iter().find(|(k, _, _)| k == "offset_percent"))
     {
         return Err(invalid(format!(
             "{at}: `offset=N%` on a block device is not implemented (give the offset in bytes)"
         )));
     }
-    let sized = |k: &str| matches!(k, "size" | "filesize" | "size_percent");
-    if let (Some(device), false) = (raw, pairs.iter().any(|(k, _, _)| sized(k))) {
-        // fio's size of a job on a device: the device's.
+    let gives_size = |k: &str| matches!(k, "size" | "filesize" | "size_percent");
+    if let (Some(device), false) = (raw, pairs.iter().any(|(k, _, _)| gives_size(k))) {
         let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;
         pairs.push(("size".into(), size.to_string(), &s.at));
     }
-    if !pairs.iter().any(|(k, _, _)| sized(k)) {
-        // fio: "you need to specify size=".
+    if !pairs.iter().any(|(k, _, _)| gives_size(k)) {
         return Err(invalid(format!(
             "{}: job `{}` has no `size` (nor `filesize`): fio needs one, and so does fsbench",
             s.at, s.name
         )));
     }
-    let params = params_of(s, &pairs, fio, raw)?;
-    Ok((params, stonewall, new_group, wait_for))
+    Ok(())
 }
 
 /// Job `s`'s parameters from its options (each with the line that gave it): an error of the

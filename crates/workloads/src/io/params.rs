@@ -15,19 +15,12 @@ mod choices;
 mod engines;
 mod fio;
 mod mpi;
+mod names;
 use mpi::shared_file_share;
+pub use names::allow_raw_target;
 mod values;
 mod verifying;
 
-/// The block device `fsbench fio --target-device` was given, once checked, in this process.
-static RAW_TARGET: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-
-/// Lets a job name `device` alone and read and write it raw: `fsbench fio` calls it once it
-/// has checked the device it was given (a block device, unmounted, unused). A suite file or
-/// a stored suite cannot: nothing else sets it.
-pub fn allow_raw_target(device: &std::path::Path) {
-    let _ = RAW_TARGET.set(device.to_path_buf());
-}
 pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, Zones};
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
@@ -204,7 +197,8 @@ fn all_random() -> u32 {
     100
 }
 
-/// The job's parameters from its options: one line per option into its field.
+/// The job's parameters from its options: one line per option into its field (one piece:
+/// the struct's literal, a line a field; splitting it would split the struct).
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let (filename, directory, nrfiles) = files(p)?;
     let bssplit = block_sizes(p)?;
@@ -372,29 +366,6 @@ impl IoParams {
         (self.max_bs() + 4096)
             .saturating_mul(u64::from(self.depth()))
             .saturating_mul(u64::from(self.numjobs))
-    }
-}
-
-impl IoParams {
-    /// Every file the job opens is inside the run's directory, however its parameters came
-    /// (options, a suite file's table of fields, a stored suite): each name it makes is
-    /// checked as an option's would be. The one exception is the block device `fsbench fio
-    /// --target-device` was given in this process, named alone.
-    fn validate_names(&self) -> anyhow::Result<()> {
-        if self.raw_device {
-            return match (&self.filename[..], RAW_TARGET.get()) {
-                ([name], Some(given)) if std::path::Path::new(name) == given => Ok(()),
-                _ => Err(invalid(format!(
-                    "io: `filename={}` is read and written raw only under `fsbench fio --target-device` naming that device",
-                    self.filename.join(":")
-                ))),
-            };
-        }
-        for file in 0..self.nrfiles as usize {
-            let name = super::layout::file_name(self, 0, 0, file);
-            values::inside_name("filename", &name)?;
-        }
-        Ok(())
     }
 }
 
