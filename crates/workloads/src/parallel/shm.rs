@@ -258,22 +258,38 @@ mod tests {
         // SAFETY: the child made above.
         unsafe { libc::waitpid(pid, &mut status, 0) };
         // Locked on another thread, so that a lock left for ever fails the test, not hangs it.
-        let (sent, got) = std::sync::mpsc::channel();
         let at = lock as *const SharedLock as usize;
-        let region = std::sync::Arc::new(region);
-        let held = region.clone();
-        std::thread::spawn(move || {
-            // SAFETY: the lock lives in the region, which this thread keeps alive.
-            let lock = unsafe { &*(at as *const SharedLock) };
+        let got = off_thread(region, at, |lock, _| {
             drop(lock.lock());
             drop(lock.lock());
-            drop(held);
-            let _ = sent.send(());
         });
-        assert!(
-            got.recv_timeout(Duration::from_secs(5)).is_ok(),
+        assert_eq!(
+            got.recv_timeout(Duration::from_secs(5)),
+            Ok(DONE),
             "the lock of a dead holder was never taken over"
         );
+    }
+
+    /// What [`off_thread`] sends when `work` has returned.
+    const DONE: u32 = u32::MAX;
+
+    /// Runs `work` on the lock at address `at` (in `region`) on a thread of its own, which
+    /// owns the region and sends [`DONE`] after it: a call that blocks for ever fails the
+    /// test by a receive's time limit instead of hanging it.
+    fn off_thread(
+        region: Region,
+        at: usize,
+        work: impl FnOnce(&SharedLock, &std::sync::mpsc::Sender<u32>) + Send + 'static,
+    ) -> std::sync::mpsc::Receiver<u32> {
+        let (sent, got) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // SAFETY: the lock lives in the region, which this thread owns.
+            let lock = unsafe { &*(at as *const SharedLock) };
+            work(lock, &sent);
+            drop(region);
+            let _ = sent.send(DONE);
+        });
+        got
     }
 
     #[test]
@@ -293,21 +309,14 @@ mod tests {
         // Notified on another thread while the waiters churn and one is killed, so that a
         // notification that blocks for ever (glibc's process-shared condition variable did)
         // fails the test, not hangs it.
-        let (sent, got) = std::sync::mpsc::channel();
         let at = lock as *const SharedLock as usize;
-        let region = std::sync::Arc::new(region);
-        let held = region.clone();
-        std::thread::spawn(move || {
-            // SAFETY: the lock lives in the region, which this thread keeps alive.
-            let lock = unsafe { &*(at as *const SharedLock) };
+        let got = off_thread(region, at, |lock, sent| {
             for i in 0..200_000 {
                 lock.notify_all();
                 if i % 100 == 0 {
                     let _ = sent.send(i);
                 }
             }
-            drop(held);
-            let _ = sent.send(u32::MAX);
         });
         let mut status = 0;
         for pid in &children {
@@ -318,7 +327,7 @@ mod tests {
         }
         loop {
             match got.recv_timeout(Duration::from_secs(5)) {
-                Ok(u32::MAX) => break,
+                Ok(DONE) => break,
                 Ok(_) => continue,
                 Err(_) => panic!("a notification after a waiter was killed never returned"),
             }
