@@ -12,6 +12,8 @@ use fsbench_model::units::{compact_size, format_bytes};
 use fsbench_model::workload::WorkerMode;
 
 mod choices;
+mod contents;
+pub(crate) use contents::Contents;
 mod engines;
 mod fio;
 mod mpi;
@@ -25,6 +27,7 @@ pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, Zones};
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
 use verifying::verify_options;
+pub(crate) use verifying::{Algorithm, HEADER};
 
 /// One job description; `numjobs` copies of it run at once, each on files of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,7 +83,7 @@ pub struct IoParams {
     pub exitall: bool,
     /// fio's `verify`: how written blocks are stamped and checked once the writes end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<super::verify::Algorithm>,
+    pub verify: Option<Algorithm>,
     /// fio's `do_verify`: the check itself (off: the blocks are stamped only).
     #[serde(default)]
     pub do_verify: bool,
@@ -183,7 +186,7 @@ pub struct IoParams {
     pub raw_device: bool,
     /// What written blocks hold (fio's buffer options).
     #[serde(default)]
-    pub contents: super::contents::Contents,
+    pub contents: Contents,
     /// The jobs of a fio job file that run at the same time as this one (no `stonewall`
     /// between them, fio's default), each on files of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -297,7 +300,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         file_service: FileService::parse(p.text("file-service-type").expect("default"))?,
         write_bssplit,
         offset_increment: p.num("offset-increment").expect("default"),
-        contents: super::contents::Contents::of(p),
+        contents: Contents::of(p),
         beside: Vec::new(),
         fio: None,
     })

@@ -1,7 +1,7 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
+use super::params::Algorithm;
 use super::params::{Engine, Rw};
-use super::verify::Algorithm;
 use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[

@@ -1,7 +1,10 @@
 //! fio's `verify` options: what they imply and what fsbench cannot check.
 
 use super::{Engine, IoParams};
-use crate::io::verify::{Algorithm, parse_pattern};
+use serde::{Deserialize, Serialize};
+
+/// Magic, algorithm, checksum length, block length, offset: the header before the checksum.
+pub(crate) const HEADER: usize = 16;
 use crate::options::Parsed;
 use fsbench_measure::error::invalid;
 
@@ -66,4 +69,155 @@ impl IoParams {
         }
         Ok(())
     }
+}
+
+/// fio's `verify=` algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    Md5,
+    Crc64,
+    Crc32c,
+    Crc16,
+    Crc7,
+    Sha1,
+    Sha256,
+    Sha512,
+    Sha3_224,
+    Sha3_256,
+    Sha3_384,
+    Sha3_512,
+    Xxhash,
+    /// The header alone (its offset checked), fio's `meta`.
+    Meta,
+    /// Blocks filled with `verify_pattern`, checked byte for byte; no header.
+    Pattern,
+    /// Written as usual, nothing checked (fio's `null`).
+    Null,
+}
+
+impl Algorithm {
+    /// fio's names (its `crc32c-intel` and `crc32` are `crc32c`, `sha3-*` spelt with a dash;
+    /// `0` is no verification).
+    pub(crate) const NAMES: &'static [&'static str] = &[
+        "0",
+        "md5",
+        "crc64",
+        "crc32c",
+        "crc32c-intel",
+        "crc32",
+        "crc16",
+        "crc7",
+        "sha1",
+        "sha256",
+        "sha512",
+        "sha3-224",
+        "sha3-256",
+        "sha3-384",
+        "sha3-512",
+        "xxhash",
+        "meta",
+        "pattern",
+        "null",
+    ];
+
+    pub(crate) fn parse(text: &str) -> Algorithm {
+        match text {
+            "md5" => Algorithm::Md5,
+            "crc64" => Algorithm::Crc64,
+            "crc16" => Algorithm::Crc16,
+            "crc7" => Algorithm::Crc7,
+            "sha1" => Algorithm::Sha1,
+            "sha256" => Algorithm::Sha256,
+            "sha512" => Algorithm::Sha512,
+            "sha3-224" => Algorithm::Sha3_224,
+            "sha3-256" => Algorithm::Sha3_256,
+            "sha3-384" => Algorithm::Sha3_384,
+            "sha3-512" => Algorithm::Sha3_512,
+            "xxhash" => Algorithm::Xxhash,
+            "meta" => Algorithm::Meta,
+            "pattern" => Algorithm::Pattern,
+            "null" => Algorithm::Null,
+            _ => Algorithm::Crc32c,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "md5",
+            Algorithm::Crc64 => "crc64",
+            Algorithm::Crc32c => "crc32c",
+            Algorithm::Crc16 => "crc16",
+            Algorithm::Crc7 => "crc7",
+            Algorithm::Sha1 => "sha1",
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha512 => "sha512",
+            Algorithm::Sha3_224 => "sha3-224",
+            Algorithm::Sha3_256 => "sha3-256",
+            Algorithm::Sha3_384 => "sha3-384",
+            Algorithm::Sha3_512 => "sha3-512",
+            Algorithm::Xxhash => "xxhash",
+            Algorithm::Meta => "meta",
+            Algorithm::Pattern => "pattern",
+            Algorithm::Null => "null",
+        }
+    }
+
+    /// The checksum's length in bytes.
+    pub(crate) fn digest_len(self) -> usize {
+        match self {
+            Algorithm::Md5 => 16,
+            Algorithm::Crc64 => 8,
+            Algorithm::Crc32c | Algorithm::Xxhash => 4,
+            Algorithm::Crc16 => 2,
+            Algorithm::Crc7 => 1,
+            Algorithm::Sha1 => 20,
+            Algorithm::Sha256 | Algorithm::Sha3_256 => 32,
+            Algorithm::Sha512 | Algorithm::Sha3_512 => 64,
+            Algorithm::Sha3_224 => 28,
+            Algorithm::Sha3_384 => 48,
+            Algorithm::Meta | Algorithm::Pattern | Algorithm::Null => 0,
+        }
+    }
+
+    /// Bytes at the start of a block that are not data: the header and the checksum.
+    pub(crate) fn overhead(self) -> usize {
+        match self {
+            Algorithm::Pattern | Algorithm::Null => 0,
+            a => HEADER + a.digest_len(),
+        }
+    }
+}
+
+/// fio's `verify_pattern` and `buffer_pattern`: `0x` and hex digits, a `"quoted string"`,
+/// or a decimal number (its bytes, little-endian, without the high zero bytes).
+pub(crate) fn parse_pattern(key: &str, text: &str) -> anyhow::Result<Vec<u8>> {
+    let bad = |why: &str| invalid(format!("io: `{key}={text}`: {why}"));
+    let bytes = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        let hex = if hex.len() % 2 == 1 {
+            format!("0{hex}")
+        } else {
+            hex.to_string()
+        };
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| bad("hex digits after 0x"))?
+    } else if let Some(quoted) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        quoted.as_bytes().to_vec()
+    } else {
+        let n: u64 = text
+            .parse()
+            .map_err(|_| bad("0xHEX, \"text\" or a number"))?;
+        let mut b = n.to_le_bytes().to_vec();
+        while b.len() > 1 && b.last() == Some(&0) {
+            b.pop();
+        }
+        b
+    };
+    if bytes.is_empty() || bytes.len() > 512 {
+        return Err(bad("1 to 512 bytes"));
+    }
+    Ok(bytes)
 }
