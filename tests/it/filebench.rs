@@ -336,3 +336,67 @@ fn sigterm_during_the_run_stops_the_workers_and_undoes_the_filesystem() {
     // Its mount, loop device and image are gone.
     assert_nothing_left(images.path());
 }
+
+/// The run phase's `flowop ops` of flowop `name`, summed over its figures.
+fn flowop_ops(doc: &serde_json::Value, name: &str) -> f64 {
+    let phases = doc["runs"][0]["phases"].as_array().unwrap();
+    let run = phases.iter().find(|p| p["name"] == "run").unwrap();
+    run["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"] == "flowop ops" && f["dims"][0]["text"] == name)
+        .map(|f| f["value"].as_f64().unwrap())
+        .sum()
+}
+
+#[test]
+fn oltp_s_semaphores_pace_the_writers_by_the_readers_posts() {
+    let (dir, state, work) = (tempdir(), tempdir(), tmpfs_tempdir());
+    let out = run(fsbench(state.path()).args(["filebench", "--personality", "oltp", "--dump"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let small = text(&out.stdout)
+        .replace("size=10485760", "size=1048576")
+        .replace("instances=200", "instances=6")
+        .replace("name=dbwr,instances=10", "name=dbwr,instances=2")
+        .replace("\nrun 60", "\nrun 2");
+    let file = dir.path().join("oltp.f");
+    std::fs::write(&file, small).unwrap();
+    let out = run(filebench(state.path(), &file)
+        .args(["--output-format", "json", "--dir"])
+        .arg(work.path()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let (posts_db, posts_lg) = (
+        flowop_ops(&doc, "shadow-post-dbwr"),
+        flowop_ops(&doc, "shadow-post-lg"),
+    );
+    let (db_blocks, lg_blocks) = (flowop_ops(&doc, "dbwr-block"), flowop_ops(&doc, "lg-block"));
+    // Every reader's pass posts to both; the writers went on only on the readers' posts
+    // (each post reaches both database writers; a semblock takes 1,000, the log's 3,200),
+    // and the readers ran at most the high water mark (2,000) ahead of either writer.
+    assert!(
+        (posts_db - posts_lg).abs() <= 6.0,
+        "{posts_db} / {posts_lg}"
+    );
+    assert!(
+        posts_db >= 1000.0,
+        "the readers posted {posts_db} times in 2 s"
+    );
+    assert!(
+        db_blocks >= 2.0 && lg_blocks >= 1.0,
+        "{db_blocks} {lg_blocks}"
+    );
+    assert!(
+        db_blocks <= 2.0 * (posts_db / 1000.0 + 1.0),
+        "{db_blocks} for {posts_db}"
+    );
+    assert!(
+        lg_blocks <= posts_lg / 3200.0 + 1.0,
+        "{lg_blocks} for {posts_lg}"
+    );
+    assert!(
+        posts_db <= 2000.0 + 1000.0 * db_blocks,
+        "{posts_db} past {db_blocks}"
+    );
+}
