@@ -81,9 +81,16 @@ impl Aio {
         failed.map_or(Ok(()), Err)
     }
 
-    /// Waits for every outstanding write to finish (at most a minute; glibc's helpers end
-    /// with the process in any case).
+    /// Cancels the writes glibc has not started and waits for the others to finish (at
+    /// most a minute; glibc's helpers end with the process in any case). A writer whose
+    /// O_SYNC writes fall behind queues thousands: waiting for them all held a stopping run
+    /// past its workers' minute under load, where filebench's processes end with them.
     pub(super) fn drain(&mut self) {
+        for cb in &mut self.pending {
+            // SAFETY: a submitted control block kept alive by `pending`; a cancelled one
+            // finishes with ECANCELED, which the loop below takes back as any other.
+            unsafe { libc::aio_cancel(cb.aio_fildes, &mut **cb) };
+        }
         let end = Instant::now() + Duration::from_secs(60);
         while !self.pending.is_empty() && Instant::now() < end {
             let list: Vec<*const libc::aiocb> = self
