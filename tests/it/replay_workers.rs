@@ -1,7 +1,8 @@
 //! Replay's traced processes as processes (the default) and all as threads: capture records
 //! each traced thread's process; a forking program's replay makes every call the capture
 //! recorded and leaves the program's tree in both modes, with every worker's figures; a
-//! worker process that dies fails the run naming it, and none outlives a killed fsbench.
+//! worker process that dies fails the run naming it, and none outlives an interrupted or a
+//! killed fsbench.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -10,7 +11,9 @@ use std::path::Path;
 use crate::common::*;
 use crate::replay::{assert_faithful, can_capture, captured, replay_as};
 use crate::traces::TraceText;
-use crate::workers::{killing_a_worker_fails_the_run, killing_fsbench_leaves_no_worker, start_run};
+use crate::workers::{
+    killing_a_worker_fails_the_run, killing_fsbench_leaves_no_worker, start_run, wait_for_workers,
+};
 use fsbench_model::workload::WorkerMode;
 
 /// A program of two processes of two threads each: the parent makes `p` and a file in it,
@@ -211,4 +214,20 @@ fn no_replay_worker_outlives_a_killed_fsbench() {
     let (dir, state, traces) = (tmpfs_tempdir(), tempdir(), tempdir());
     let child = start_waiting(dir.path(), state.path(), traces.path());
     killing_fsbench_leaves_no_worker(child, 3);
+}
+
+#[test]
+fn an_interrupted_replay_leaves_no_worker() {
+    let (dir, state, traces) = (tmpfs_tempdir(), tempdir(), tempdir());
+    let mut child = start_waiting(dir.path(), state.path(), traces.path());
+    let workers = wait_for_workers(&mut child, 3);
+    // SAFETY: the fsbench this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = wait_drained_within(child, limit());
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        workers.iter().all(|w| gone(*w)),
+        "a worker outlived the run"
+    );
+    assert_empty(dir.path());
 }
