@@ -188,6 +188,9 @@ fn capture(
         for (why, (n, example)) in &parser.skipped {
             writer.skipped(why.reason(), *n, example)?;
         }
+        for (tid, process) in parser.tasks() {
+            writer.task(tid, process)?;
+        }
         for e in &left {
             writer.left(e)?;
         }
@@ -343,10 +346,10 @@ fn show(trace: &Path) -> anyhow::Result<()> {
     );
     let _ = writeln!(
         out,
-        "calls     {} ({} failed), {} threads, {} files, over {:.3} s",
+        "calls     {} ({} failed), {}, {} files, over {:.3} s",
         group_thousands(calls),
         group_thousands(s.errors),
-        group_thousands(s.threads as u64),
+        s.tasks(),
         group_thousands(s.files as u64),
         s.duration_us as f64 / 1e6
     );
@@ -405,7 +408,12 @@ fn replay(trace: &Path, dir: &Path, progress: Arc<Progress>) -> anyhow::Result<(
     check_dir_space(dir, need).map_err(|e| invalid(format!("-C {e:#}")))?;
     let target = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
     let mut rec = PhaseRecorder::start("replay", progress);
-    let report = replay_into(trace, std::os::fd::AsFd::as_fd(&target), &mut rec)?;
+    let report = replay_into(
+        trace,
+        std::os::fd::AsFd::as_fd(&target),
+        Default::default(),
+        &mut rec,
+    )?;
     let m = rec.finish();
     let mut out = format!(
         "replayed {} calls in {:.3} s into {}\n",

@@ -205,27 +205,32 @@ fn the_answer_says_the_filesystems_share_of_the_program() {
 
 /// Think mode keeps the schedule: 20,000 calls 10 µs apart take about their 0.2 s (each call
 /// at its time, the short waits spun), never less, and not the 20,000 sleeps' overshoot that
-/// waiting out each gap on its own would add up to (a second or more).
+/// waiting out each gap on its own would add up to (a second or more) — made by two traced
+/// processes in turn, as two worker processes on one schedule and as two threads.
 #[test]
 fn think_mode_keeps_the_programs_schedule() {
     let work = tempdir();
     let trace = work.path().join("paced.trace");
-    let mut t = crate::traces::TraceText::new(&["d\td"]);
+    let mut t = crate::traces::TraceText::of_version(3, &["d\td"]);
     for i in 0..20_000u64 {
-        t.call(1, i * 10, "stat\t0\t0\t-1\t-1\t1\t-1\td\t-");
+        let tid = 1 + (i % 2) as u32;
+        t.call(tid, i * 10, "stat\t0\t0\t-1\t-1\t1\t-1\td\t-");
     }
     t.write(&trace);
-    let (state, dir) = (tempdir(), work.path().join("run"));
-    std::fs::create_dir(&dir).unwrap();
-    let workload = format!("replay:trace={},mode=think", trace.display());
-    let out = run(json_run(state.path())
-        .args(["--runs", "1", "-w", &workload, "--dir"])
-        .arg(&dir));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc = json(&out);
-    let secs = doc["runs"][0]["phases"][0]["elapsed_ns"].as_f64().unwrap() / 1e9;
-    assert!((0.199..1.0).contains(&secs), "{secs} s");
-    assert_eq!(doc["runs"][0]["phases"][0]["ops"], 20_000);
+    for mode in ["processes", "threads"] {
+        let (state, dir) = (tempdir(), work.path().join(format!("run-{mode}")));
+        std::fs::create_dir(&dir).unwrap();
+        let workload = format!("replay:trace={},mode=think,workers={mode}", trace.display());
+        let out = run(json_run(state.path())
+            .args(["--runs", "1", "-w", &workload, "--dir"])
+            .arg(&dir));
+        assert!(out.status.success(), "{mode}: {}", text(&out.stderr));
+        let doc = json(&out);
+        assert_eq!(doc["runs"][0]["workers"]["count"], 2, "{mode}");
+        let secs = doc["runs"][0]["phases"][0]["elapsed_ns"].as_f64().unwrap() / 1e9;
+        assert!((0.199..1.0).contains(&secs), "{mode}: {secs} s");
+        assert_eq!(doc["runs"][0]["phases"][0]["ops"], 20_000, "{mode}");
+    }
 }
 
 /// strace runs with TZ set (else glibc stats /etc/localtime twice a line); the command gets

@@ -235,7 +235,7 @@ fn races(kind: &str) -> ReplayReport {
     let racers = Racers::start(&run, &out);
     let target = std::fs::File::open(&run).unwrap();
     let mut rec = PhaseRecorder::start("replay", Arc::new(Progress::default()));
-    let outcome = replay_into(&file, target.as_fd(), &mut rec);
+    let outcome = replay_into(&file, target.as_fd(), Default::default(), &mut rec);
     let swaps = racers.stop();
     let report = outcome.unwrap_or_else(|e| panic!("{kind}: {e}"));
     assert_eq!(

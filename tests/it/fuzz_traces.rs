@@ -18,9 +18,16 @@ proptest! {
         damage in prop::option::weighted(0.15, (any::<prop::sample::Index>(), damaged_line())),
         ended_well in prop::bool::weighted(0.95),
         version2 in any::<bool>(),
+        version3 in any::<bool>(),
     ) {
         // Version 2 now and then: a program line, calls on the program's clock and by a
-        // descriptor's /proc name, calls not recorded and the tree left, hostile as the rest.
+        // descriptor's /proc name, calls not recorded and the tree left, hostile as the rest;
+        // half of those version 3, whose threads are in processes replayed as processes.
+        let version = match (version2, version3) {
+            (false, _) => 1,
+            (true, false) => 2,
+            (true, true) => 3,
+        };
         if version2 {
             for (i, c) in calls.iter_mut().enumerate() {
                 let flags = [0, 1, 1, 7][i % 4];
@@ -28,11 +35,14 @@ proptest! {
             }
             calls.extend(VERSION_2_TAIL.iter().map(|l| l.to_string()));
         }
+        if version == 3 {
+            calls.extend(TASKS.iter().map(|l| l.to_string()));
+        }
         // Now and then one line that is damaged: the replay says where, whatever it holds.
         if let Some((at, line)) = damage {
             calls.insert(at.index(calls.len() + 1), line);
         }
-        replays_or_refuses(&entries, &calls, ended_well, version2);
+        replays_or_refuses(&entries, &calls, ended_well, version);
     }
 }
 
@@ -47,10 +57,13 @@ const VERSION_2_TAIL: &[&str] = &[
     "final\td\tOUTSIDE\t0",
 ];
 
+/// A version 3 trace's processes: threads 1 and 2 of one, the others each its own.
+const TASKS: &[&str] = &["task\t1\t1", "task\t2\t1", "task\t4294967295\t0"];
+
 /// Writes the trace, has the binary summarize it and replay it into an empty directory
 /// under the memory bound: each ends with a result or a clear error, and what is beside the
 /// directory (a file the trace's symlinks name) is unchanged.
-fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool, version2: bool) {
+fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool, version: u32) {
     use std::fmt::Write as _;
     let work = tmpfs_tempdir();
     let outside = work.path().join("outside");
@@ -58,11 +71,10 @@ fn replays_or_refuses(entries: &[String], calls: &[String], ended_well: bool, ve
     std::fs::write(outside.join("canary"), b"keep").unwrap();
     let before = seen(&outside);
     // Directories for the generated names, a symlink inside and one to the outside.
-    let mut text = if version2 {
-        String::from("fsbench-trace 2\nroot\t/captured\nprogram\t9\t8\t7\t6\t22\t5\n")
-    } else {
-        String::from("fsbench-trace 1\nroot\t/captured\n")
-    };
+    let mut text = format!("fsbench-trace {version}\nroot\t/captured\n");
+    if version >= 2 {
+        text.push_str("program\t9\t8\t7\t6\t22\t5\n");
+    }
     text.push_str("d\ta\nd\ta/b\t700\nd\td\nl\ts\ta\nl\tl\tOUTSIDE\n");
     for line in entries.iter().chain([&"calls".to_string()]).chain(calls) {
         text.push_str(&line.replace("OUTSIDE", &outside.display().to_string()));

@@ -59,6 +59,7 @@ mod reading;
 mod recorded_phases;
 mod replay;
 mod replay_bounds;
+mod replay_workers;
 mod report;
 mod sched;
 mod shape;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::common::*;
 use crate::traces::hand_trace;
 use fsbench_measure::measure::{PhaseRecorder, Progress};
+use fsbench_model::workload::WorkerMode;
 use fsbench_workloads::replay::{ReplayReport, replay_into};
 
 pub(crate) fn can_capture(test: &str, tools: &[&str]) -> bool {
@@ -55,12 +56,17 @@ pub(crate) fn captured(work: &Path, name: &str, cmd: &[&str]) -> (PathBuf, PathB
     (root, trace)
 }
 
-/// Replays `trace` into the empty directory `target`.
+/// Replays `trace` into the empty directory `target`, as processes (the default).
 pub(crate) fn replay(trace: &Path, target: &Path) -> ReplayReport {
+    replay_as(trace, target, WorkerMode::Processes)
+}
+
+/// Replays `trace` into the empty directory `target` with workers `mode`.
+pub(crate) fn replay_as(trace: &Path, target: &Path, mode: WorkerMode) -> ReplayReport {
     std::fs::create_dir_all(target).unwrap();
     let dir = std::fs::File::open(target).unwrap();
     let mut rec = PhaseRecorder::start("replay", Arc::new(Progress::default()));
-    replay_into(trace, dir.as_fd(), &mut rec).unwrap()
+    replay_into(trace, dir.as_fd(), mode, &mut rec).unwrap()
 }
 
 /// (a) and (b): every kind as often as captured, no call that came out otherwise, the same
@@ -355,14 +361,20 @@ fn threads_keep_the_orders_their_results_depend_on() {
         "3:stat\t-1\t2\t-1\t-1\t1\t-1\td/f\t-",
     ];
     let work = tmpfs_tempdir();
-    let trace = work.path().join("threads.trace");
-    hand_trace(&trace, 1, &[], &calls);
-    for round in 0..20 {
-        let target = work.path().join(format!("r{round}"));
-        let report = replay(&trace, &target);
-        assert_eq!(report.mismatched, 0, "round {round}: {:?}", report.notes);
-        assert_eq!(report.calls["read"], 1);
-        assert!(tree(&target).is_empty());
+    // Version 1: threads of one process; version 3 without `task` lines: each thread a
+    // process of its own, ordered through the worker processes' shared counts.
+    use WorkerMode::{Processes, Threads};
+    for (version, mode) in [(1, Processes), (3, Processes), (3, Threads)] {
+        let trace = work.path().join(format!("threads{version}.trace"));
+        hand_trace(&trace, version, &[], &calls);
+        for round in 0..20 {
+            let target = work.path().join(format!("r{version}{mode:?}{round}"));
+            let report = replay_as(&trace, &target, mode);
+            let said = format!("v{version} {mode:?} round {round}: {:?}", report.notes);
+            assert_eq!(report.mismatched, 0, "{said}");
+            assert_eq!(report.calls["read"], 1, "{said}");
+            assert!(tree(&target).is_empty(), "{said}");
+        }
     }
 }
 
@@ -526,11 +538,11 @@ fn bad_input_gets_a_clear_message() {
     let d = dir.to_str().unwrap();
     let replay_of = |t: &str| format!("replay:trace={t}");
     // Another version, a damaged one, something else, none at all.
-    hand_trace(&trace, 3, &[], &[]);
+    hand_trace(&trace, 4, &[], &[]);
     fails_with(
         &["run", "--dir", d, "-w", &replay_of(t)],
         2,
-        "trace format version 3; this fsbench reads versions 1 to 2",
+        "trace format version 4; this fsbench reads versions 1 to 3",
     );
     hand_trace(
         &trace,

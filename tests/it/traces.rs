@@ -42,6 +42,12 @@ impl TraceText {
         self
     }
 
+    /// Thread `tid` is of process `pid` (version 3 on; a thread without is its own process).
+    pub fn task(&mut self, tid: u32, pid: u32) -> &mut TraceText {
+        self.text.push_str(&format!("task\t{tid}\t{pid}\n"));
+        self
+    }
+
     /// The trace, compressed as `fsbench capture` writes it, into `path`.
     pub fn write(&self, path: &Path) {
         let text = format!("{}end\t{}\t0\n", self.text, self.calls);

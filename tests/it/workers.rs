@@ -24,7 +24,7 @@ fn workers_of(pid: u32) -> Vec<i32> {
 
 /// Waits until fsbench `child` has `n` workers running; their pids. Fails at once, with what
 /// it wrote, if it ended first.
-fn wait_for_workers(child: &mut std::process::Child, n: usize) -> Vec<i32> {
+pub(crate) fn wait_for_workers(child: &mut std::process::Child, n: usize) -> Vec<i32> {
     let deadline = Instant::now() + limit();
     loop {
         let found = workers_of(child.id());

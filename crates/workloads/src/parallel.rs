@@ -471,8 +471,20 @@ impl<'a> ThreadCrew<'a> {
     /// Until every worker has finished (or every thread of `handles` has, if some were
     /// never started), sets the progress's count to the workers' sum.
     pub(crate) fn wait<T>(&self, handles: &[ScopedJoinHandle<'_, T>]) {
+        self.wait_publishing(handles, |_| {});
+    }
+
+    /// [`ThreadCrew::wait`], handing the workers' sum to `publish` too at every look (threads
+    /// of a worker process, whose count its recorder publishes to the phase's process).
+    pub(crate) fn wait_publishing<T>(
+        &self,
+        handles: &[ScopedJoinHandle<'_, T>],
+        mut publish: impl FnMut(u64),
+    ) {
         loop {
-            self.progress.done.store(self.units(), Ordering::Relaxed);
+            let units = self.units();
+            self.progress.done.store(units, Ordering::Relaxed);
+            publish(units);
             if self.left.load(Ordering::Acquire) == 0 || handles.iter().all(|h| h.is_finished()) {
                 return;
             }

@@ -1,6 +1,7 @@
 //! The replay workload: a program's file-system calls, captured by `fsbench capture`, made
 //! again on the filesystem under test. The untimed setup recreates the root's initial state;
-//! the timed phase replays the calls, one thread per traced thread (see [`engine`]).
+//! the timed phase replays the calls, each traced process as a worker process and each traced
+//! thread as a thread in it, or all as threads of fsbench's process (see [`engine`]).
 
 mod compare;
 mod engine;
@@ -26,6 +27,7 @@ use fsbench_measure::measure::PhaseRecorder;
 use fsbench_model::filesystem::Capability;
 use fsbench_model::measurement::Figure;
 use fsbench_model::units::group_thousands;
+use fsbench_model::workload::WorkerMode;
 use load::Loaded;
 pub use state::{left_at, snapshot};
 use trace::{Call, Entry, Kind, Program, TraceReader};
@@ -49,6 +51,9 @@ pub struct ReplayParams {
     pub trace: Option<PathBuf>,
     #[serde(default)]
     pub mode: Pace,
+    /// Whether the traced processes are replayed as processes or all as threads.
+    #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
+    pub workers: WorkerMode,
 }
 
 const OPTIONS: &[OptionDef] = &[
@@ -65,6 +70,7 @@ const OPTIONS: &[OptionDef] = &[
             "fast: each call as soon as it may; think: with the recorded time between calls",
         )
     },
+    crate::parallel::WORKERS_OPTION,
 ];
 
 const PRESETS: &[Preset] = &[Preset {
@@ -78,7 +84,8 @@ const PRESETS: &[Preset] = &[Preset {
 pub(crate) const KIND: WorkloadKind = WorkloadKind {
     name: "replay",
     summary: "a program's file-system calls captured by `fsbench capture`, replayed: \
-              the root's initial state made untimed, then the calls, one thread per traced thread",
+              the root's initial state made untimed, then the calls, each traced process as a \
+              process (or all as threads), each traced thread as a thread",
     options: OPTIONS,
     presets: PRESETS,
     default_preset: "demo",
@@ -94,6 +101,7 @@ fn build(p: &Parsed) -> anyhow::Result<ReplayParams> {
         } else {
             Pace::Fast
         },
+        workers: crate::parallel::workers_of(p),
     };
     params.validate()?;
     Ok(params)
@@ -128,9 +136,13 @@ impl WorkloadParams for ReplayParams {
                 |f| f.to_string_lossy().into_owned(),
             ),
         };
-        match self.mode {
+        let name = match self.mode {
             Pace::Fast => file,
             Pace::Think => format!("{file},think"),
+        };
+        match self.workers {
+            WorkerMode::Processes => name,
+            mode => format!("{name},workers={}", mode.name()),
         }
     }
 
@@ -145,10 +157,11 @@ impl WorkloadParams for ReplayParams {
         );
         match Summary::of(self.trace.as_deref()) {
             Ok(s) => format!(
-                "replays {} calls of {} threads captured under {} ({file}), {pace}",
+                "replays {} calls of {} captured under {} ({file}), {pace}, on {}",
                 group_thousands(s.replayed()),
-                s.threads,
+                s.tasks(),
                 s.root.display(),
+                s.workers(self.workers),
             ),
             Err(e) => format!("replays {file}: {e:#}"),
         }
@@ -169,6 +182,15 @@ impl WorkloadParams for ReplayParams {
 
     fn instantiate(&self) -> Box<dyn Workload> {
         Box::new(Replay::new(self.clone()))
+    }
+
+    /// Its workers: worker processes or threads (see [`Summary::workers`]).
+    fn threads(&self) -> u32 {
+        Summary::of(self.trace.as_deref()).map_or(1, |s| s.workers_count(self.workers) as u32)
+    }
+
+    fn worker_mode(&self) -> Option<WorkerMode> {
+        Some(self.workers)
     }
 
     fn needs(&self) -> Option<Need> {
@@ -199,6 +221,8 @@ pub struct Summary {
     pub read: u64,
     pub written: u64,
     pub threads: usize,
+    /// The traced processes; none where the trace does not record them (before version 3).
+    pub processes: Option<usize>,
     pub files: usize,
     pub initial_entries: u64,
     pub initial_bytes: u64,
@@ -269,6 +293,12 @@ impl Summary {
                     .ok_or_else(|| beyond("the lengths its calls write"))?;
             }
         }
+        s.processes = (r.records_processes()).then(|| {
+            tids.iter()
+                .map(|t| r.process_of(*t))
+                .collect::<HashSet<_>>()
+                .len()
+        });
         s.threads = tids.len();
         s.files = files.len();
         s.dropped = r.totals.map_or(0, |t| t.1);
@@ -292,6 +322,35 @@ impl Summary {
     pub fn replayed(&self) -> u64 {
         self.calls.values().sum()
     }
+
+    /// How many workers replay it in `mode`: a worker process per traced process, or a
+    /// thread per traced thread, at most 16.
+    pub fn workers_count(&self, mode: WorkerMode) -> usize {
+        let tasks = match mode {
+            WorkerMode::Processes => self.processes.unwrap_or(1).min(self.threads),
+            WorkerMode::Threads => self.threads,
+        };
+        tasks.min(engine::WORKERS_MAX)
+    }
+
+    /// What replays it in `mode`: `3 worker processes`, `5 threads`.
+    pub fn workers(&self, mode: WorkerMode) -> String {
+        let n = self.workers_count(mode) as u64;
+        match mode {
+            WorkerMode::Processes => notes::counted(n, "worker process"),
+            WorkerMode::Threads => notes::counted(n, "thread"),
+        }
+    }
+
+    /// Its traced processes and threads, as `3 processes, 5 threads` (threads alone where
+    /// the trace does not record processes).
+    pub fn tasks(&self) -> String {
+        let threads = notes::counted(self.threads as u64, "thread");
+        match self.processes {
+            Some(p) => format!("{}, {threads}", notes::counted(p as u64, "process")),
+            None => threads,
+        }
+    }
 }
 
 /// What one replay did, for its notes (and the tests).
@@ -310,16 +369,18 @@ pub struct ReplayReport {
     pub notes: Vec<String>,
 }
 
-/// Recreates the trace's initial state below `dir` and replays it, outside any run: the
-/// tests' way to look at what a replay leaves.
+/// Recreates the trace's initial state below `dir` and replays it with `workers`, outside any
+/// run: the tests' way to look at what a replay leaves.
 pub fn replay_into(
     trace: &Path,
     dir: BorrowedFd<'_>,
+    workers: WorkerMode,
     rec: &mut PhaseRecorder,
 ) -> Result<ReplayReport, FsbenchError> {
     let mut replay = Replay::new(ReplayParams {
         trace: Some(trace.to_path_buf()),
         mode: Pace::Fast,
+        workers,
     });
     let cancel = rec.progress().cancel.clone();
     replay.setup(dir, 1, &cancel)?;
@@ -391,7 +452,13 @@ impl Workload for Replay {
             .as_ref()
             .ok_or_else(|| FsbenchError::Failed("replay: the trace was not loaded".into()))?;
         let think = self.params.mode == Pace::Think;
-        let outcomes = engine::replay(loaded, dir, think, self.oracle.as_ref(), rec)?;
+        // A crash-recorded run's promises are noted in fsbench's memory: its workers are threads.
+        let workers = match self.oracle {
+            Some(_) => WorkerMode::Threads,
+            None => self.params.workers,
+        };
+        let oracle = self.oracle.as_ref();
+        let outcomes = engine::replay(loaded, dir, think, oracle, workers, rec)?;
         let mut report = ReplayReport::default();
         for (kind, n) in Kind::ALL.iter().zip(loaded.captured) {
             if n > 0 {
@@ -413,7 +480,6 @@ impl Workload for Replay {
                     *report.calls.entry(kind.name()).or_default() += n;
                 }
             }
-            rec.units_done(r.calls.iter().sum(), r.bytes)?;
             for (key, n) in &r.mismatches {
                 if key.1 != 0 {
                     rec.add_errors(key.1, *n);
@@ -427,6 +493,7 @@ impl Workload for Replay {
         report.mismatched = tally.mismatches.values().sum();
         report.refused = tally.refused;
         report.notes = notes::notes(&tally, self.refused_entries, loaded);
+        report.notes.extend(notes::workers(loaded, workers));
         self.report = Some(report);
         Ok(())
     }

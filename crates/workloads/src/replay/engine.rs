@@ -1,10 +1,12 @@
 //! The timed replay: each traced thread's calls in its order, each after the other threads'
-//! calls it depends on, made by a bounded pool of worker threads. A worker takes the traced
-//! threads `me`, `me + workers`, ... and makes, in turn, whichever of their next calls may
-//! go: a traced thread waiting for another never holds up the others of its worker, and the
-//! earliest call not yet made can always go, so the pool never deadlocks. Every path is
-//! resolved beneath the run's directory by the kernel ([`paths`]): nothing outside is ever
-//! touched.
+//! calls it depends on, made by bounded pools of worker threads: one in fsbench's process
+//! (`workers=threads`), or one in each worker process, which hosts whole traced processes
+//! ([`processes`], [`hosts`]). A worker thread takes its share of the traced threads (`me`,
+//! `me + threads`, ...) and makes, in turn, whichever of their next calls may go: a traced
+//! thread waiting for another never holds up the others of its worker, and the earliest call
+//! not yet made can always go, whatever process makes it, so the replay never deadlocks.
+//! Every path is resolved beneath the run's directory by the kernel ([`paths`]): nothing
+//! outside is ever touched.
 
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
@@ -12,12 +14,16 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
 
 mod calls;
 mod data;
+mod hosts;
 mod latencies;
 mod paths;
+mod processes;
 mod xattr;
 
 pub(crate) use paths::ProcFd;
@@ -27,7 +33,8 @@ use super::trace::Kind;
 use crate::parallel::{ThreadCrew as Crew, join_all};
 use calls::{Fds, Worker};
 use fsbench_measure::error::FsbenchError;
-use fsbench_measure::measure::{PhaseRecorder, lap_clock};
+use fsbench_measure::measure::{PhaseRecorder, Progress, lap_clock};
+use fsbench_model::workload::WorkerMode;
 use latencies::Latencies;
 use latencies::Shared as SharedLatencies;
 
@@ -35,7 +42,7 @@ use latencies::Shared as SharedLatencies;
 /// holds a stack, a buffer of up to 1 MiB and its traced threads' descriptors, so the
 /// bound keeps a replay's memory bounded for any trace. Traced threads beyond it share
 /// workers.
-const WORKERS_MAX: usize = 16;
+pub(super) const WORKERS_MAX: usize = 16;
 /// A worker's stack: it recurses nowhere, and 16 default stacks would be 32 MiB.
 const WORKER_STACK: usize = 512 << 10;
 /// The longest a worker sleeps before looking at the stop flags again.
@@ -52,11 +59,17 @@ const SPIN_BELOW: Duration = Duration::from_micros(200);
 #[derive(Default)]
 struct Done(AtomicU64);
 
-/// What one worker measured (its latencies go to the shared histograms).
+// A counter of zero calls is all zeros.
+impl crate::parallel::shm::Zeroed for Done {}
+
+/// What one worker measured (its latencies go to the shared histograms); a worker process
+/// sends its threads' back to the phase's process.
+#[derive(Serialize, Deserialize)]
 pub(crate) struct Replayed {
     pub calls: [u64; Kind::ALL.len()],
     pub bytes: u64,
     /// (kind, errno here or 0, errno in the capture or 0) → calls.
+    #[serde(with = "as_pairs")]
     pub mismatches: BTreeMap<(Kind, i32, i32), u64>,
     pub samples: Vec<String>,
     pub refused: u64,
@@ -124,11 +137,12 @@ enum Outcome {
     Refused,
 }
 
-/// Why replay threads stop early: the user's Ctrl-C, or another thread's failure (that
-/// thread's error is the phase's; the others stop quietly).
+/// Why replay threads stop early: the user's Ctrl-C, or another worker's failure (that
+/// worker's error is the phase's; the others stop quietly). With worker processes the flag
+/// of failure is in memory they share.
 struct Halt<'a> {
     user: &'a AtomicBool,
-    failed: AtomicBool,
+    failed: &'a AtomicBool,
 }
 
 impl Halt<'_> {
@@ -141,50 +155,114 @@ impl Halt<'_> {
     }
 }
 
-/// Replays every traced thread of `loaded` below `dir` on at most [`WORKERS_MAX`] workers,
-/// each with a descriptor table of its own; their latencies go to `rec`. A worker that
-/// fails stops the others; one that cannot start is the phase's error.
+/// Replays every traced thread of `loaded` below `dir`, as worker processes (each hosting
+/// whole traced processes, see [`processes`]) or as at most [`WORKERS_MAX`] threads of
+/// fsbench's process; their calls, bytes and latencies go to `rec`. A worker that fails stops
+/// the others; one that cannot start is the phase's error.
 pub(crate) fn replay(
     loaded: &Loaded,
     dir: BorrowedFd<'_>,
     think: bool,
     oracle: Option<&crate::oracle::Oracle>,
+    mode: WorkerMode,
     rec: &mut PhaseRecorder,
 ) -> Result<Vec<Result<Replayed, FsbenchError>>, FsbenchError> {
+    if mode == WorkerMode::Processes {
+        return processes::replay(loaded, dir, think, oracle, rec);
+    }
     let user = rec.progress().cancel.clone();
-    let halt = Halt {
-        user: &user,
-        failed: AtomicBool::new(false),
-    };
+    let failed = AtomicBool::new(false);
     let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
-    let latencies: Vec<_> = Kind::ALL.iter().map(|_| Mutex::new(None)).collect();
     let shared = Shared {
         loaded,
         dir,
         done: &done,
-        workers: loaded.threads.len().min(WORKERS_MAX),
         think,
-        halt: &halt,
-        latencies: &latencies,
+        halt: &Halt {
+            user: &user,
+            failed: &failed,
+        },
         oracle,
         start: Instant::now(),
         umask: loaded.program.as_ref().map(|p| p.umask),
     };
-    let made: Vec<Done> = (0..shared.workers).map(|_| Done::default()).collect();
-    // The workers' counts of calls made are also the progress bar's.
-    let crew = Crew::new(made.iter().map(|d| &d.0).collect(), rec.progress());
+    let all: Vec<u32> = (0..loaded.threads.len() as u32).collect();
+    let lanes = hosts::lanes(&all, all.len().min(WORKERS_MAX));
+    let pool = run_lanes(&shared, lanes, rec.progress(), |_| {})?;
+    Ok(pool.record(rec, 0))
+}
+
+/// How many workers replay `loaded` in `mode`, and how many threads they run in all.
+pub(super) fn workers_of(loaded: &Loaded, mode: WorkerMode) -> (usize, usize) {
+    match mode {
+        WorkerMode::Processes => {
+            let hosts = hosts::hosts(&loaded.processes);
+            (hosts.len(), hosts.iter().map(|h| h.lanes).sum())
+        }
+        WorkerMode::Threads => {
+            let n = loaded.threads.len().min(WORKERS_MAX);
+            (n, n)
+        }
+    }
+}
+
+/// What a pool of worker threads gave back: each one's outcome, and their latencies.
+struct Pool {
+    outcomes: Vec<Result<Replayed, FsbenchError>>,
+    latencies: Vec<Option<Histogram<u64>>>,
+}
+
+impl Pool {
+    /// Adds the latencies to `rec`, and the calls and bytes of the workers that did not fail
+    /// (`published` of the calls counted there already); the outcomes.
+    fn record(
+        self,
+        rec: &mut PhaseRecorder,
+        published: u64,
+    ) -> Vec<Result<Replayed, FsbenchError>> {
+        for (kind, h) in Kind::ALL.iter().zip(&self.latencies) {
+            if let Some(h) = h {
+                rec.add_latency(kind.name(), h);
+            }
+        }
+        let ok = self.outcomes.iter().filter_map(|o| o.as_ref().ok());
+        let (calls, bytes) = ok.fold((0, 0), |(c, b), r| {
+            (c + r.calls.iter().sum::<u64>(), b + r.bytes)
+        });
+        // The user's stop is the workers' error already.
+        let _ = rec.units_done(calls.saturating_sub(published), bytes);
+        self.outcomes
+    }
+}
+
+/// Runs one worker thread per lane, each replaying the traced threads it lists, with a
+/// descriptor table of its own; `progress` gets the sum of their counts of calls made, and
+/// so does `publish`, every poll while they run. An error when a thread cannot start (the
+/// others are stopped).
+fn run_lanes(
+    shared: &Shared<'_>,
+    lanes: Vec<Vec<u32>>,
+    progress: &Progress,
+    publish: impl FnMut(u64),
+) -> Result<Pool, FsbenchError> {
+    let latencies: Vec<_> = Kind::ALL.iter().map(|_| Mutex::new(None)).collect();
+    let made: Vec<Done> = lanes.iter().map(|_| Done::default()).collect();
+    let crew = Crew::new(made.iter().map(|d| &d.0).collect(), progress);
+    let n = lanes.len();
     let (outcomes, not_started) = std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(shared.workers);
+        let mut handles = Vec::with_capacity(n);
         let mut not_started = None;
-        for (me, made) in made.iter().enumerate() {
-            let (shared, crew) = (&shared, &crew);
+        for (me, (mine, made)) in lanes.iter().zip(&made).enumerate() {
+            let (crew, latencies) = (&crew, &latencies);
             let spawned = std::thread::Builder::new()
                 .name(format!("replay-{me}"))
                 .stack_size(WORKER_STACK)
                 .spawn_scoped(s, move || {
-                    let _guard = StopOthersOnPanic(&shared.halt.failed);
+                    let _guard = StopOthersOnPanic(shared.halt.failed);
                     let outcome = crew
-                        .work(&[dir], || replay_worker(shared, me, &made.0))
+                        .work(&[shared.dir], || {
+                            replay_worker(shared, mine, latencies, &made.0)
+                        })
                         .and_then(|r| r);
                     // A worker that stops early lets the others past their waits.
                     if outcome.is_err() {
@@ -195,28 +273,28 @@ pub(crate) fn replay(
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
-                    halt.failed.store(true, Ordering::Relaxed);
+                    shared.halt.failed.store(true, Ordering::Relaxed);
                     not_started = Some(FsbenchError::Failed(format!(
-                        "cannot start replay thread {} of {}: {e}",
+                        "cannot start replay thread {} of {n}: {e}",
                         me + 1,
-                        shared.workers
                     )));
                     break;
                 }
             }
         }
-        crew.wait(&handles);
+        crew.wait_publishing(&handles, publish);
         (join_all(handles, "a replay thread panicked"), not_started)
     });
     if let Some(e) = not_started {
         return Err(e);
     }
-    for (kind, h) in Kind::ALL.iter().zip(latencies) {
-        if let Some(h) = h.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            rec.add_latency(kind.name(), &h);
-        }
-    }
-    Ok(outcomes)
+    let latencies = (latencies.into_iter())
+        .map(|h| h.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+    Ok(Pool {
+        outcomes,
+        latencies,
+    })
 }
 
 /// Stops the other workers when a worker panics (they may wait for its calls).
@@ -234,13 +312,11 @@ impl Drop for StopOthersOnPanic<'_> {
 struct Shared<'a> {
     loaded: &'a Loaded,
     dir: BorrowedFd<'a>,
-    /// Calls done, per traced thread.
+    /// Calls done, per traced thread (in memory the worker processes share, as processes).
     done: &'a [Done],
-    workers: usize,
     /// Each call at its recorded time on the program's clock, from `start`.
     think: bool,
     halt: &'a Halt<'a>,
-    latencies: &'a SharedLatencies,
     /// A crash-recorded run's: what the trace's syncs covered, noted as each returns.
     oracle: Option<&'a crate::oracle::Oracle>,
     start: Instant,
@@ -300,20 +376,20 @@ impl Held {
     }
 }
 
-/// Replays worker `me`'s traced threads below `shared.dir`, counting its calls in `made`.
+/// Replays the traced threads `mine` below `shared.dir`, counting its calls in `made`.
 fn replay_worker(
     shared: &Shared<'_>,
-    me: usize,
+    mine: &[u32],
+    latencies: &SharedLatencies,
     made: &AtomicU64,
 ) -> Result<Replayed, FsbenchError> {
     if let Some(umask) = shared.umask {
         own_umask(umask)?;
     }
-    let mut traced: Vec<Traced<'_>> = (me..shared.loaded.threads.len())
-        .step_by(shared.workers.max(1))
-        .map(|index| Traced {
-            index,
-            calls: &shared.loaded.threads[index],
+    let mut traced: Vec<Traced<'_>> = (mine.iter())
+        .map(|&index| Traced {
+            index: index as usize,
+            calls: &shared.loaded.threads[index as usize],
             next: 0,
             waited: 0,
             fds: Fds::default(),
@@ -321,7 +397,7 @@ fn replay_worker(
         .collect();
     let longest = traced.iter().map(|t| t.calls.max_len).max().unwrap_or(0);
     let mut worker = Worker::new(shared.dir, longest, shared.halt.user);
-    let mut latencies = Latencies::new(shared.latencies);
+    let mut latencies = Latencies::new(latencies);
     let clock = lap_clock();
     let (mut idle, mut calls) = (0u32, 0u64);
     while !traced.is_empty() {
@@ -432,5 +508,28 @@ impl Default for Replayed {
             adapted: [0; Adapted::ALL.len()],
             mapped: Vec::new(),
         }
+    }
+}
+
+/// A map whose keys are not strings, as JSON holds it: a list of pairs.
+mod as_pairs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<K: Serialize, V: Serialize, S: Serializer>(
+        map: &BTreeMap<K, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter())
+    }
+
+    pub(super) fn deserialize<'de, K, V, D>(d: D) -> Result<BTreeMap<K, V>, D::Error>
+    where
+        K: Deserialize<'de> + Ord,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
     }
 }

@@ -112,6 +112,12 @@ pub(crate) struct Loaded {
     /// Entries of the tree the program left (none in version 1 traces).
     pub left_entries: u64,
     pub program: Option<Program>,
+    /// The traced processes, each its traced threads (their places in `threads`), in the
+    /// order they first made a call; one holding every thread where the trace records no
+    /// processes (before version 3).
+    pub processes: Vec<Vec<u32>>,
+    /// The trace's format version.
+    pub version: u32,
 }
 
 impl Loaded {
@@ -122,6 +128,7 @@ impl Loaded {
             ..Loaded::default()
         };
         let mut index: HashMap<u32, usize> = HashMap::new();
+        let mut tids = Vec::new();
         let mut resources = Resources::default();
         let mut call = Call::default();
         let mut wanted: Vec<Dep> = Vec::new();
@@ -130,6 +137,7 @@ impl Loaded {
             loaded.captured[kind as usize] += 1;
             let t = *index.entry(call.tid).or_insert_with(|| {
                 loaded.threads.push(ThreadCalls::default());
+                tids.push(call.tid);
                 loaded.threads.len() - 1
             });
             let me = Dep {
@@ -182,6 +190,15 @@ impl Loaded {
         loaded.dropped = reader.totals.map_or(0, |t| t.1);
         loaded.skipped = std::mem::take(&mut reader.skipped);
         loaded.left_entries = reader.left_entries;
+        loaded.version = reader.version;
+        let mut process_index: HashMap<u32, usize> = HashMap::new();
+        for (t, tid) in tids.iter().enumerate() {
+            let p = *(process_index.entry(reader.process_of(*tid))).or_insert_with(|| {
+                loaded.processes.push(Vec::new());
+                loaded.processes.len() - 1
+            });
+            loaded.processes[p].push(t as u32);
+        }
         Ok(loaded)
     }
 

@@ -5,12 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use super::engine::{Adapted, Replayed};
+use super::engine::{Adapted, Replayed, workers_of};
 use super::load::Loaded;
 use super::trace::Kind;
 use fsbench_measure::measure::errno_name;
 use fsbench_measure::units::shown;
 use fsbench_model::units::group_thousands;
+use fsbench_model::workload::WorkerMode;
 
 /// The longest example of a call not recorded, as shown.
 const EXAMPLE_MAX: usize = 100;
@@ -135,4 +136,48 @@ fn adapted(how: Adapted, n: u64, mapped: &[Vec<u8>]) -> String {
             )
         }
     }
+}
+
+/// `n` of `one` (`1 thread`, `3 threads`, `2 processes`), thousands grouped.
+pub(super) fn counted(n: u64, one: &str) -> String {
+    let many = match one.ends_with('s') {
+        true => "es",
+        false => "s",
+    };
+    format!(
+        "{} {one}{}",
+        group_thousands(n),
+        if n == 1 { "" } else { many }
+    )
+}
+
+/// The note on what replayed the traced processes and threads in `mode` (none for a trace
+/// without calls).
+pub(super) fn workers(loaded: &Loaded, mode: WorkerMode) -> Option<String> {
+    if loaded.threads.is_empty() {
+        return None;
+    }
+    let (workers, threads) = workers_of(loaded, mode);
+    let traced = counted(loaded.threads.len() as u64, "traced thread");
+    let on = counted(threads as u64, "thread");
+    let recorded = loaded.version >= super::trace::PROCESSES_SINCE;
+    let processes = counted(loaded.processes.len() as u64, "traced process");
+    Some(match (mode, recorded) {
+        (WorkerMode::Threads, true) => {
+            format!("replayed {processes} ({traced}) as {on} of fsbench's process")
+        }
+        (WorkerMode::Threads, false) => format!("replayed {traced} as {on} of fsbench's process"),
+        (WorkerMode::Processes, false) => format!(
+            "trace format version {} records no processes: its {traced} replayed as threads \
+             of one process (fsbench's own), on {on}",
+            loaded.version
+        ),
+        (WorkerMode::Processes, true) if workers == 1 => {
+            format!("replayed {processes} ({traced}) in fsbench's own process, on {on}")
+        }
+        (WorkerMode::Processes, true) => format!(
+            "replayed {processes} ({traced}) as {} running {on} in all",
+            counted(workers as u64, "worker process")
+        ),
+    })
 }

@@ -110,6 +110,11 @@ pub struct Parser {
     pub calls_us: u64,
     /// The first thread: the program; its stops at the end are all those it waited for.
     first_tid: Option<u32>,
+    /// The process of each task forked (a thread's is its parent's, a child process's its
+    /// own); a task not here is a process of its own, as strace's first is.
+    process: HashMap<u32, u32>,
+    /// The tasks that made a recorded call.
+    recorded: BTreeSet<u32>,
     total: u64,
     abs: Vec<u8>,
 }
@@ -137,6 +142,8 @@ impl Parser {
             out_dirs: BTreeSet::new(),
             calls_us: 0,
             first_tid: None,
+            process: HashMap::new(),
+            recorded: BTreeSet::new(),
             total: 0,
             abs: Vec::new(),
         }
@@ -215,6 +222,7 @@ impl Parser {
                 // What strace added to this thread's earlier calls is not the program's.
                 call.at_us = since.saturating_sub(before.saturating_mul(self.strace_ns) / 1000);
                 self.calls_us = self.calls_us.saturating_add(call.dur_us);
+                self.recorded.insert(tid);
                 Some(())
             }
             Ok(false) => None,
@@ -223,6 +231,17 @@ impl Parser {
                 None
             }
         }
+    }
+
+    /// Each task that made a recorded call, with its process, by task.
+    pub fn tasks(&self) -> Vec<(u32, u32)> {
+        (self.recorded.iter())
+            .map(|&tid| (tid, self.process_of(tid)))
+            .collect()
+    }
+
+    fn process_of(&self, tid: u32) -> u32 {
+        self.process.get(&tid).copied().unwrap_or(tid)
     }
 
     /// Counts the calls cut short (an unfinished half never resumed).
@@ -306,9 +325,16 @@ impl Parser {
     }
 
     /// A new thread or process: it starts where its parent is, with its parent's
-    /// descriptors (the same table with CLONE_FILES, a copy without), after its stops.
+    /// descriptors (the same table with CLONE_FILES, a copy without), after its stops; a
+    /// thread (CLONE_THREAD) is of its parent's process, any other task a process of its own.
     fn forked(&mut self, parent: u32, child: u32, flags: i64) {
         const CLONE_FILES: i64 = 0x400;
+        const CLONE_THREAD: i64 = 0x10000;
+        let process = match flags & CLONE_THREAD {
+            0 => child,
+            _ => self.process_of(parent),
+        };
+        self.process.insert(child, process);
         let cwd = self.cwd_of(parent).to_vec();
         self.cwd.insert(child, cwd);
         let stops = self.stops.get(&parent).copied().unwrap_or(0);

@@ -1,17 +1,18 @@
-//! fsbench's trace format, version 2: zstd-compressed text, one record a line, fields
+//! fsbench's trace format, version 3: zstd-compressed text, one record a line, fields
 //! separated by tabs, paths relative to the captured root with `%XX` escapes for bytes that
 //! are not printable ASCII (and `%`, tab, space). It is read and written as a stream: a trace
-//! of any length takes a few buffers of memory. Version 1 (without the fields marked `v2`)
-//! is still read.
+//! of any length takes a few buffers of memory. Versions 1 and 2 (without the fields marked
+//! `v2` and `v3`) are still read.
 //!
 //! ```text
-//! fsbench-trace 2
+//! fsbench-trace 3
 //! root  /abs/path/of/the/root           (where it was captured, for --show)
 //! program WALL-US OWN-US CALLS-US STRACE-NS UMASK TRACED   (v2: the program's times)
 //! d PATH MODE | f PATH SIZE MODE | l PATH TARGET | h PATH FIRST-PATH  (the initial state)
 //! calls
 //! TID START-US DUR-US KIND RESULT ERRNO FD FD2 A B PATH PATH2 AT-US FLAGS   (one per call)
 //! skipped REASON COUNT EXAMPLE          (v2: calls not recorded, by reason)
+//! task TID PID                          (v3: each traced thread's process)
 //! final d PATH MODE | f PATH SIZE MODE NLINK | l PATH TARGET   (v2: the tree left)
 //! end CALLS DROPPED                     (a trace without it is damaged)
 //! ```
@@ -27,7 +28,9 @@ pub(crate) use read::TraceReader;
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
 /// The version written; versions from 1 on are read.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
+/// The first version that records each traced thread's process.
+pub(crate) const PROCESSES_SINCE: u32 = 3;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// A call's flag: made on descriptor FD's file by its `/proc/self/fd/FD` name (a path of
 /// that form, or `AT_EMPTY_PATH`), PATH being what that descriptor was opened on.
@@ -230,6 +233,12 @@ impl<W: Write> TraceWriter<W> {
         write!(self.line, "skipped\t{reason}\t{count}\t")?;
         escape(example, &mut self.line);
         self.flush_line()
+    }
+
+    /// Traced thread `tid` belongs to process `process` (its thread group's leader).
+    pub fn task(&mut self, tid: u32, process: u32) -> std::io::Result<()> {
+        self.begin_calls()?;
+        writeln!(self.out, "task\t{tid}\t{process}")
     }
 
     /// One entry of the tree the program left.

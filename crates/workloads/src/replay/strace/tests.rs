@@ -186,3 +186,29 @@ fn the_program_clock_leaves_out_what_strace_added_before_each_call() {
     // The program waited for its child: its stops hold the child's, not twice the same.
     assert_eq!((p.program_stops(), p.stops_total()), (5, 6));
 }
+
+#[test]
+fn each_task_is_recorded_with_its_process() {
+    let mut p = Parser::new(Path::new("/r"), Path::new("/r"), 0);
+    let mut call = Call::default();
+    for l in [
+        r#"5 1.000000 mkdir("a", 0755) = 0 <0.000010>"#,
+        // A fork (SIGCHLD, no CLONE_THREAD) whose child's first call shows before the
+        // parent's clone returns, as strace -f prints them.
+        r#"5 1.000100 clone(child_stack=NULL, flags=0x1200011 <unfinished ...>"#,
+        r#"6 1.000150 mkdir("b", 0755) = 0 <0.000010>"#,
+        r#"5 1.000200 <... clone resumed>, child_tidptr=0x7f00) = 6 <0.000100>"#,
+        // The child's thread, and a thread of the first process.
+        r#"6 1.000300 clone3({flags=0x3d0f00, child_tid=0x7f00, stack=0x7e00, stack_size=0x7fff00} => {parent_tid=[7]}, 88) = 7 <0.000010>"#,
+        r#"5 1.000350 clone3({flags=0x3d0f00, child_tid=0x7f00, stack=0x7e00, stack_size=0x7fff00} => {parent_tid=[9]}, 88) = 9 <0.000010>"#,
+        r#"7 1.000400 mkdir("c", 0755) = 0 <0.000010>"#,
+        r#"9 1.000450 mkdir("d", 0755) = 0 <0.000010>"#,
+        // vfork: a process of its own; a thread that made no recorded call is not listed.
+        r#"5 1.000500 vfork() = 8 <0.000100>"#,
+        r#"8 1.000600 mkdir("e", 0755) = 0 <0.000010>"#,
+        r#"8 1.000700 clone3({flags=0x3d0f00} => {parent_tid=[10]}, 88) = 10 <0.000010>"#,
+    ] {
+        p.line(l.as_bytes(), &mut call);
+    }
+    assert_eq!(p.tasks(), [(5, 5), (6, 6), (7, 6), (8, 8), (9, 5)]);
+}

@@ -3,7 +3,9 @@
 
 /// The replayed kinds of call; each a family of system calls (`read` is read, pread64,
 /// readv, preadv and preadv2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[repr(u8)]
 pub enum Kind {
     Open,

@@ -1,13 +1,14 @@
 //! Reading a trace as a stream: the header, the initial state, the calls, then what
 //! follows them (calls skipped by reason, the tree the program left) and the totals.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use super::{
-    Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX, Program, RECORDS_MAX, VERSION,
-    WINDOW_LOG_MAX, ZSTD_MAGIC, unescape,
+    Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX, PROCESSES_SINCE, Program,
+    RECORDS_MAX, VERSION, WINDOW_LOG_MAX, ZSTD_MAGIC, unescape,
 };
 use fsbench_measure::error::invalid;
 use fsbench_model::units::{format_bytes, group_thousands};
@@ -23,6 +24,9 @@ pub(crate) struct TraceReader {
     records: u64,
     path_bytes: u64,
     pub root: PathBuf,
+    pub version: u32,
+    /// Each traced thread's process, once the calls are read (version 3 on).
+    tasks: HashMap<u32, u32>,
     /// What capture measured of the program (version 1 traces: nothing).
     pub program: Option<Program>,
     /// The totals of the last line, once the calls are read.
@@ -72,6 +76,8 @@ impl TraceReader {
             records: 0,
             path_bytes: 0,
             root: PathBuf::new(),
+            version: 0,
+            tasks: HashMap::new(),
             program: None,
             totals: None,
             skipped: Vec::new(),
@@ -104,6 +110,7 @@ impl TraceReader {
                 path.display()
             )));
         }
+        r.version = version;
         if !r.next_line()? || !r.line.starts_with(b"root\t") {
             return Err(r.damaged("no root line"));
         }
@@ -236,6 +243,7 @@ impl TraceReader {
             match self.next_record()? {
                 Record::End => return Ok(false),
                 Record::Skipped => self.skipped_line()?,
+                Record::Task => self.task_line()?,
                 Record::Final => {
                     let mut left = std::mem::take(&mut self.passed_left);
                     let read = self.left_line(&mut left);
@@ -290,7 +298,7 @@ impl TraceReader {
                 Record::End => return Ok(false),
                 Record::Final => return self.left_line(left).map(|()| true),
                 // Read by the calls' pass.
-                Record::Call | Record::Skipped => {}
+                Record::Call | Record::Skipped | Record::Task => {}
             }
         }
     }
@@ -310,6 +318,7 @@ impl TraceReader {
                 Record::End
             }
             Some(b"skipped") => Record::Skipped,
+            Some(b"task") => Record::Task,
             Some(b"final") => Record::Final,
             _ => Record::Call,
         })
@@ -338,6 +347,33 @@ impl TraceReader {
         self.count(skipped.0.len() + skipped.2.len())?;
         self.skipped.push(skipped);
         Ok(())
+    }
+
+    /// `task TID PID`: traced thread TID is of process PID.
+    fn task_line(&mut self) -> anyhow::Result<()> {
+        let mut fields = [&[][..]; 3];
+        let parsed = (split_fields(&self.line, &mut fields) == Some(3))
+            .then(|| number::<u32>(fields[1]).zip(number::<u32>(fields[2])))
+            .flatten();
+        let (tid, process) = parsed.ok_or_else(|| self.damaged("bad `task` line"))?;
+        self.count(0)?;
+        self.tasks.insert(tid, process);
+        Ok(())
+    }
+
+    /// Whether the trace says which process each traced thread was of (version 3 on).
+    pub(crate) fn records_processes(&self) -> bool {
+        self.version >= PROCESSES_SINCE
+    }
+
+    /// The process of traced thread `tid`, once the calls are read: the one its `task` line
+    /// names, or its own (a task the capture saw no fork of is a process of its own); 0 for
+    /// every thread of a trace that records no processes, which are replayed as one.
+    pub(crate) fn process_of(&self, tid: u32) -> u32 {
+        match self.records_processes() {
+            true => self.tasks.get(&tid).copied().unwrap_or(tid),
+            false => 0,
+        }
     }
 
     /// `final TYPE PATH ...`: one entry of the tree the program left, into `left`.
@@ -373,6 +409,8 @@ enum Record {
     Call,
     /// Calls not recorded, by reason.
     Skipped,
+    /// A traced thread's process.
+    Task,
     /// An entry of the tree the program left.
     Final,
     /// The totals: the trace's last line.

@@ -43,6 +43,7 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
     };
     w.call(&call).unwrap();
     w.skipped("outside the root", 7, b"/etc/passwd \n").unwrap();
+    w.task(7, 5).unwrap();
     let left = [
         Left {
             path: b"a".to_vec(),
@@ -87,6 +88,9 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
     let example = b"/etc/passwd \n".to_vec();
     assert_eq!(r.skipped, [("outside the root".to_string(), 7, example)]);
     assert_eq!(r.left_entries, 3);
+    // Thread 7 is of process 5; a thread without a `task` line is a process of its own.
+    assert!(r.records_processes());
+    assert_eq!((r.process_of(7), r.process_of(8)), (5, 8));
     // The tree left, read in a pass of its own, entry by entry into one buffer.
     let mut r = TraceReader::open(Some(&file)).unwrap();
     let mut one = Left::default();
@@ -118,6 +122,10 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
     );
     assert!(r.call(&mut back).unwrap());
     assert_eq!((back.at_us, back.flags, back.start_us), (5, 0, 5));
+    // No processes recorded: every thread in one.
+    assert!(!r.call(&mut back).unwrap());
+    assert!(!r.records_processes());
+    assert_eq!((r.process_of(1), r.process_of(9)), (0, 0));
     std::fs::write(&file, b"fsbench-trace 1\n").unwrap();
     let e = TraceReader::open(Some(&file)).err().unwrap();
     assert!(e.to_string().contains("not an fsbench trace"), "{e}");
