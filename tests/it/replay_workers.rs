@@ -12,7 +12,8 @@ use crate::common::*;
 use crate::replay::{assert_faithful, can_capture, captured, replay_as};
 use crate::traces::TraceText;
 use crate::workers::{
-    killing_a_worker_fails_the_run, killing_fsbench_leaves_no_worker, start_run, wait_for_workers,
+    interrupting_fsbench_leaves_no_worker, killing_a_worker_fails_the_run,
+    killing_fsbench_leaves_no_worker, start_run,
 };
 use fsbench_model::workload::WorkerMode;
 
@@ -219,15 +220,6 @@ fn no_replay_worker_outlives_a_killed_fsbench() {
 #[test]
 fn an_interrupted_replay_leaves_no_worker() {
     let (dir, state, traces) = (tmpfs_tempdir(), tempdir(), tempdir());
-    let mut child = start_waiting(dir.path(), state.path(), traces.path());
-    let workers = wait_for_workers(&mut child, 3);
-    // SAFETY: the fsbench this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = wait_drained_within(child, limit());
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
-    assert!(
-        workers.iter().all(|w| gone(*w)),
-        "a worker outlived the run"
-    );
-    assert_empty(dir.path());
+    let child = start_waiting(dir.path(), state.path(), traces.path());
+    interrupting_fsbench_leaves_no_worker(child, 3, dir.path());
 }

@@ -179,19 +179,28 @@ pub(crate) fn killing_fsbench_leaves_no_worker(mut child: std::process::Child, n
     }
 }
 
-#[test]
-fn an_interrupted_run_leaves_no_worker() {
-    let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let mut child = start_long_io(dir.path(), state.path());
-    let pid = child.id();
-    let workers = wait_for_workers(&mut child, 3);
-    // SAFETY: the fsbench this test started.
-    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+/// SIGTERM to an fsbench running `n` workers in `dir`: it ends as interrupted, no worker
+/// outlives it, and `dir` is left empty.
+pub(crate) fn interrupting_fsbench_leaves_no_worker(
+    mut child: std::process::Child,
+    n: usize,
+    dir: &Path,
+) {
+    let workers = wait_for_workers(&mut child, n);
+    // SAFETY: the fsbench the test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = wait_drained_within(child, limit());
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(
         workers.iter().all(|w| gone(*w)),
         "a worker outlived the run"
     );
-    assert_empty(dir.path());
+    assert_empty(dir);
+}
+
+#[test]
+fn an_interrupted_run_leaves_no_worker() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let child = start_long_io(dir.path(), state.path());
+    interrupting_fsbench_leaves_no_worker(child, 3, dir.path());
 }
