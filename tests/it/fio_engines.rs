@@ -260,16 +260,6 @@ fn exitall_stops_the_jobs_beside_the_first_to_end() {
     let doc = json(&out);
     let secs = doc["runs"][0]["phases"][1]["elapsed_ns"].as_f64().unwrap() / 1e9;
     assert!(secs < 5.0, "`long` stops when `quick` ends: {secs} s");
-    // exit_what=all would stop later groups, which fsbench runs apart.
-    let jobfile = state.path().join("all.fio");
-    std::fs::write(
-        &jobfile,
-        format!("[global]\nexitall\nexit_what=all\n{jobs}"),
-    )
-    .unwrap();
-    let out = fio_output(state.path(), Path::new("/nonexistent"), &jobfile, "json");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("all.fio:3: `exit_what=all`"));
     assert_nothing_left(dir.path());
 }
 
