@@ -197,8 +197,7 @@ fn exit_all(sections: &[Section]) -> anyhow::Result<(bool, bool)> {
 /// Job `s`'s `exit_what` (its own, else its globals').
 fn exit_what<'s>(s: &'s Section, global: &[&'s Line]) -> Option<&'s str> {
     (global.iter().copied().chain(&s.options))
-        .filter(|l| l.key.replace('-', "_") == "exit_what")
-        .last()
+        .rfind(|l| l.key.replace('-', "_") == "exit_what")
         .map(|l| l.value.as_str())
 }
 

@@ -62,10 +62,9 @@ impl Window {
         self.iops[self.tail] = iops;
         self.bw[self.tail] = bw;
         let new = if self.spec.iops { iops } else { bw };
-        if self.full || self.tail.wrapping_sub(self.head) == self.dur - 1 {
-            if self.check(new) {
-                return true;
-            }
+        let window_full = self.full || self.tail.wrapping_sub(self.head) == self.dur - 1;
+        if window_full && self.check(new) {
+            return true;
         }
         self.tail = (self.tail + 1) % self.dur;
         if self.tail <= self.head {
