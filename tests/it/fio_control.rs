@@ -7,20 +7,22 @@ use std::process::{Command, Output};
 
 use crate::common::*;
 
-/// `fsbench fio JOBFILE` in `dir`, one run, fio's output in `format` on its stdout.
-fn fsbench_fio(state: &Path, dir: &Path, jobfile: &Path, format: &str) -> Output {
-    run(fsbench(state)
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            format,
-            "--dir",
-        ])
+/// fio's JSON of `job` (written into `state` as `name`) run by `fsbench fio` in `dir` (its
+/// working directory `state`, where log files go), one run, with `more` arguments, and how
+/// long the command took.
+fn ran(state: &Path, dir: &Path, name: &str, job: &str, more: &[&str]) -> (serde_json::Value, f64) {
+    let jobfile = state.join(name);
+    std::fs::write(&jobfile, job).unwrap();
+    let started = std::time::Instant::now();
+    let out = run(fsbench(state)
+        .current_dir(state)
+        .args(["fio", "-q", "--runs", "1", "--output-format", "json"])
+        .args(more)
+        .arg("--dir")
         .arg(dir)
-        .arg(jobfile))
+        .arg(&jobfile));
+    assert!(out.status.success(), "{job}: {}", text(&out.stderr));
+    (json(&out), started.elapsed().as_secs_f64())
 }
 
 /// fio on `jobfile` in `dir` (its working directory), JSON on stdout.
@@ -63,7 +65,7 @@ fn continue_on_error_goes_past_a_full_filesystem_as_fio_does() {
         let state = tempdir();
         let jobfile = state.path().join("fill.fio");
         std::fs::write(&jobfile, job).unwrap();
-        let out = fsbench_fio(state.path(), mnt, &jobfile, "json");
+        let out = fio_output(state.path(), mnt, &jobfile, "json");
         assert!(out.status.success(), "{}", text(&out.stderr));
         let ours = json(&out)["jobs"][0].clone();
         let written = ours["write"]["io_bytes"].as_u64().unwrap();
@@ -81,7 +83,7 @@ fn continue_on_error_goes_past_a_full_filesystem_as_fio_does() {
         );
         assert_eq!(ours["first_error"].as_i64(), Some(28), "ENOSPC: {ours}");
         assert_eq!(ours["error"].as_i64(), Some(28), "{ours}");
-        let out = fsbench_fio(state.path(), mnt, &jobfile, "normal");
+        let out = fio_output(state.path(), mnt, &jobfile, "normal");
         let normal = text(&out.stdout);
         assert!(
             normal.contains(&format!(
@@ -108,7 +110,7 @@ fn continue_on_error_goes_past_a_full_filesystem_as_fio_does() {
         // Without them the job needs the room its file takes, as every job does: refused.
         let plain = job.replace("continue_on_error=write\nignore_error=,ENOSPC\n", "");
         std::fs::write(&jobfile, plain).unwrap();
-        let out = fsbench_fio(state.path(), mnt, &jobfile, "json");
+        let out = fio_output(state.path(), mnt, &jobfile, "json");
         assert_eq!(out.status.code(), Some(2));
         let err = text(&out.stderr);
         assert!(err.contains("free but the workloads need about"), "{err}");
@@ -119,17 +121,11 @@ fn continue_on_error_goes_past_a_full_filesystem_as_fio_does() {
 #[test]
 fn exit_what_all_stops_every_job_and_starts_none_after() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let jobfile = state.path().join("all.fio");
     let job = "[global]\nsize=1m\nexitall\n[a]\nrw=read\n[b]\nstonewall\nrw=read\n\
                number_ios=16\nexit_what=all\n[c]\nrw=randread\ntime_based\nruntime=20\n\
                [d]\nstonewall\nrw=read\n";
-    std::fs::write(&jobfile, job).unwrap();
-    let started = std::time::Instant::now();
-    let out = fsbench_fio(state.path(), dir.path(), &jobfile, "json");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let secs = started.elapsed().as_secs_f64();
+    let (doc, secs) = ran(state.path(), dir.path(), "all.fio", job, &[]);
     assert!(secs < 15.0, "`c` stops when `b` ends: {secs} s");
-    let doc = json(&out);
     let names: Vec<&str> = (doc["jobs"].as_array().unwrap().iter())
         .map(|j| j["jobname"].as_str().unwrap())
         .collect();
@@ -137,7 +133,7 @@ fn exit_what_all_stops_every_job_and_starts_none_after() {
     assert_eq!(doc["jobs"][1]["read"]["total_ios"].as_u64(), Some(16));
     if has_tool("fio") {
         let fio_dir = tmpfs_tempdir();
-        let theirs = fio_json(fio_dir.path(), &jobfile);
+        let theirs = fio_json(fio_dir.path(), &state.path().join("all.fio"));
         let d = (theirs["jobs"].as_array().unwrap().iter())
             .find(|j| j["jobname"] == "d")
             .unwrap();
@@ -146,25 +142,10 @@ fn exit_what_all_stops_every_job_and_starts_none_after() {
     assert_nothing_left(dir.path());
 }
 
-/// The times (ms) of a job's I/Os from its latency log, written in `cwd` by `fsbench fio`
-/// running `job` in `dir`.
+/// The times (ms) of a job's I/Os from its latency log (`p_clat.1.log`), written in the
+/// working directory, `state`, by `fsbench fio` running `job` in `dir`.
 fn logged_times(state: &Path, dir: &Path, job: &str) -> Vec<f64> {
-    let jobfile = state.join("rate.fio");
-    std::fs::write(&jobfile, job).unwrap();
-    let out = run(fsbench(state)
-        .current_dir(state)
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            "json",
-            "--dir",
-        ])
-        .arg(dir)
-        .arg(&jobfile));
-    assert!(out.status.success(), "{job}: {}", text(&out.stderr));
+    ran(state, dir, "rate.fio", job, &[]);
     let log = std::fs::read_to_string(state.join("p_clat.1.log")).unwrap();
     (log.lines())
         .map(|l| l.split(',').next().unwrap().trim().parse().unwrap())
@@ -211,14 +192,10 @@ fn poisson_arrivals_keep_the_rate_with_gaps_drawn_apart() {
 #[test]
 fn jobs_of_a_flow_share_its_ios_by_weight() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let jobfile = state.path().join("flow.fio");
     // fio's flow.fio, scaled: the jobs are processes, their count in shared memory.
     let job = "[global]\nsize=4m\ntime_based\nruntime=1\nflow_sleep=100\nflow_watermark=10\n\
                [light]\nrw=write\nflow=1\n[heavy]\nrw=randread\nflow=8\n";
-    std::fs::write(&jobfile, job).unwrap();
-    let out = fsbench_fio(state.path(), dir.path(), &jobfile, "json");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc = json(&out);
+    let (doc, _) = ran(state.path(), dir.path(), "flow.fio", job, &[]);
     let ios = |j: usize, d: &str| doc["jobs"][j][d]["total_ios"].as_f64().unwrap();
     let (light, heavy) = (ios(0, "write"), ios(1, "read"));
     assert!(light > 100.0, "{light}");
@@ -237,19 +214,14 @@ fn a_steady_state_attained_ends_the_jobs_with_fio_s_report() {
     // Any two seconds within 90% of their mean: attained at the third second, not the 30th.
     let job = "[global]\ngroup_reporting\ntime_based\nruntime=30\nsize=4m\n\
                [ss-read]\nfilename=data\nrw=randread\nnumjobs=2\nss=iops:90%\nss_dur=2\n";
-    std::fs::write(&jobfile, job).unwrap();
-    let started = std::time::Instant::now();
-    let out = fsbench_fio(state.path(), dir.path(), &jobfile, "json");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let secs = started.elapsed().as_secs_f64();
+    let (doc, secs) = ran(state.path(), dir.path(), "ss.fio", job, &[]);
     assert!(secs < 15.0, "both copies stop once attained: {secs} s");
-    let doc = json(&out);
     let ours = &doc["jobs"][0]["steadystate"];
     assert_eq!(ours["attained"].as_u64(), Some(1), "{ours}");
     assert_eq!(ours["ss"].as_str(), Some("iops:90.000000%"));
     assert_eq!(ours["data"]["iops"].as_array().unwrap().len(), 2);
     assert!(ours["data"]["iops_mean"].as_u64().unwrap() > 0, "{ours}");
-    let out = fsbench_fio(state.path(), dir.path(), &jobfile, "normal");
+    let out = fio_output(state.path(), dir.path(), &jobfile, "normal");
     assert!(
         text(&out.stdout).contains("  steadystate  : attained=yes, bw="),
         "{}",
@@ -272,22 +244,13 @@ fn a_steady_state_attained_ends_the_jobs_with_fio_s_report() {
 #[test]
 fn butterfly_alternates_its_ends_under_the_cap() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let jobfile = state.path().join("butterfly.fio");
     // fio's butterfly.fio with a relative file and buffered I/O (tmpfs), sized by the cap.
     let job = "[global]\nfilename=testfile\nbs=4k\n[forward]\nrw=read\nflow=2\n\
                [backward]\nrw=read:-8k\nflow=2\n";
-    std::fs::write(&jobfile, job).unwrap();
-    let started = std::time::Instant::now();
-    let out = run(fsbench(state.path())
-        .args(["fio", "-q", "--runs", "1", "--output-format", "json"])
-        .args(["--cap", "size=1m,runtime=20s", "--dir"])
-        .arg(dir.path())
-        .arg(&jobfile));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let secs = started.elapsed().as_secs_f64();
+    let cap = ["--cap", "size=1m,runtime=20s"];
+    let (doc, secs) = ran(state.path(), dir.path(), "butterfly.fio", job, &cap);
     // The first to end leaves the flow: the other is not held back for ever.
     assert!(secs < 15.0, "{secs} s");
-    let doc = json(&out);
     let ios = |j: usize| doc["jobs"][j]["read"]["total_ios"].as_u64().unwrap();
     assert!(ios(0) > 0 && ios(1) > 0, "{doc}");
     assert_nothing_left(dir.path());

@@ -61,22 +61,6 @@ fn both_calls(job: &str, trace: &str) -> (Vec<String>, Vec<String>) {
     (calls(&ours, true), calls(&theirs, true))
 }
 
-/// `fsbench fio JOBFILE` in `dir`, one run, fio's output in `format` on its stdout.
-fn fio_output(state: &Path, dir: &Path, jobfile: &Path, format: &str) -> std::process::Output {
-    run(fsbench(state)
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            format,
-            "--dir",
-        ])
-        .arg(dir)
-        .arg(jobfile))
-}
-
 fn fio_traced(test: &str) -> bool {
     if has_tool("fio") && has_tool("strace") {
         return true;

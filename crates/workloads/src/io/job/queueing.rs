@@ -97,8 +97,9 @@ impl Job<'_> {
     }
 
     /// An asynchronous engine's completion of `io` at `done` (its raw result: bytes or the
-    /// negated errno): its length checked (an error gone past counts nothing more), its latencies recorded (submission from `prepped`
-    /// to `submitted`), a write noted for the syncs.
+    /// negated errno): its length checked (an error gone past counts nothing more), its
+    /// latencies recorded (submission from `prepped` to `submitted`), a write noted for the
+    /// syncs.
     pub(crate) fn completed_async(
         &mut self,
         io: Next,
