@@ -3,7 +3,7 @@
 //! installed.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::common::*;
 
