@@ -88,7 +88,9 @@ fn continue_on_error_goes_past_a_full_filesystem_as_fio_does() {
         assert!(
             normal.contains(&format!(
                 "     errors    : total={errors}, first_error=28/<No space left on device>"
-            )) && normal.contains("err=28 ("),
+            )) && normal.contains(
+                "err=28 (file:engines/sync.c:126, func=xfer, error=No space left on device)"
+            ),
             "{normal}"
         );
         assert_empty(mnt);

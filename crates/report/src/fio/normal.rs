@@ -65,7 +65,7 @@ pub(super) fn config(c: &ConfigStats, header: &Header) -> String {
 fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header) {
     let err = match s.error {
         0 => format!("{:2}", 0),
-        e => format!("{e:2} ({})", error_text(e)),
+        e => format!("{e:2} ({}, error={})", s.error_site, strerror(e)),
     };
     let _ = writeln!(
         out,
@@ -298,10 +298,4 @@ fn strerror(errno: i32) -> String {
         .next()
         .unwrap_or_default()
         .to_string()
-}
-
-/// fio's text of a job's error (its `verror`) for one an I/O met: where fio names its own
-/// source line, fsbench names the step.
-fn error_text(errno: i32) -> String {
-    format!("func=io_u error, error={}", strerror(errno))
 }

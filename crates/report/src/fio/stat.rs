@@ -58,6 +58,8 @@ pub(super) struct ThreadStat {
     pub total_err: u64,
     pub first_error: i32,
     pub error: i32,
+    /// Where fio 3.33 notes a job's first error (its `verror`, printed with `err=`).
+    pub error_site: &'static str,
     /// fio's steady state check, of the thread that made it (the first run's).
     pub steadystate: Option<FioSteadyState>,
 }
@@ -259,6 +261,12 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
         total_err: 0,
         first_error: 0,
         error: 0,
+        // A queued I/O's completion, or the synchronous engines' transfer.
+        error_site: if job.params.engine.queues() {
+            "file:io_u.c:1876, func=io_u error"
+        } else {
+            "file:engines/sync.c:126, func=xfer"
+        },
         steadystate: None,
     };
     for run in p.iter().filter(|r| !r.is_empty()) {
