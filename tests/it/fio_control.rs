@@ -131,8 +131,29 @@ fn exit_what_all_stops_every_job_and_starts_none_after() {
     let names: Vec<&str> = (doc["jobs"].as_array().unwrap().iter())
         .map(|j| j["jobname"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["a", "b", "c"], "`d` never starts");
+    assert_eq!(names, ["a", "b", "c", "d"], "`d` listed, as fio lists it");
     assert_eq!(doc["jobs"][1]["read"]["total_ios"].as_u64(), Some(16));
+    assert_eq!(
+        doc["jobs"][3]["read"]["io_bytes"].as_u64(),
+        Some(0),
+        "`d` never starts"
+    );
+    let out = fio_output(
+        state.path(),
+        dir.path(),
+        &state.path().join("all.fio"),
+        "normal",
+    );
+    let normal = text(&out.stdout);
+    assert!(normal.contains("d: (g=2): rw=read"), "{normal}");
+    assert!(
+        !normal.contains("d: (groupid=2"),
+        "no stat of its own: {normal}"
+    );
+    assert!(
+        normal.contains("Run status group 2 (all jobs):\n"),
+        "{normal}"
+    );
     if has_tool("fio") {
         let fio_dir = tmpfs_tempdir();
         let theirs = fio_json(fio_dir.path(), &state.path().join("all.fio"));

@@ -15,6 +15,8 @@ pub(super) struct JobInfo {
     pub name: String,
     pub params: IoParams,
     pub fio: FioJob,
+    /// fio never starts it (`exit_what=all` ended every job before it): listed, no I/O.
+    pub never_started: bool,
 }
 
 /// One stat as fio prints it: a thread, or a group with `group_reporting`.
@@ -96,7 +98,8 @@ pub(super) fn jobs(r: &SuiteResult) -> Vec<PlacedJob> {
         let Some(p) = p.get::<IoParams>() else {
             continue;
         };
-        for (i, job) in p.jobs().enumerate() {
+        let never = p.never_started.iter().map(|j| (j, true));
+        for (i, (job, never_started)) in p.jobs().map(|j| (j, false)).chain(never).enumerate() {
             let mut fio = job.fio.as_deref().cloned().unwrap_or_default();
             if job.fio.is_none() {
                 // An io workload of `fsbench run`: a group of its own, as a stonewalled job.
@@ -106,9 +109,16 @@ pub(super) fn jobs(r: &SuiteResult) -> Vec<PlacedJob> {
             let name = job.job.clone().unwrap_or_else(|| label.clone());
             let params = IoParams {
                 beside: Vec::new(),
+                never_started: Vec::new(),
                 ..job.clone()
             };
-            out.push((label.clone(), i as u32, JobInfo { name, params, fio }));
+            let info = JobInfo {
+                name,
+                params,
+                fio,
+                never_started,
+            };
+            out.push((label.clone(), i as u32, info));
         }
     }
     out
@@ -138,6 +148,9 @@ pub(super) fn configs<'a>(r: &'a SuiteResult, jobs: &[PlacedJob]) -> Vec<ConfigS
             let records: Vec<Vec<JobThread>> =
                 runs.iter().map(|run| threads_of(run, &mine)).collect();
             stats.extend(stats_of(&mine, &records));
+            // Jobs fio never started: a stat of their own with nothing in it, as fio's.
+            let never = mine.iter().filter(|j| j.2.never_started);
+            stats.extend(never.map(|(_, _, job)| pooled(job, &Vec::new(), |_| false)));
         }
         if stats.is_empty() {
             continue;

@@ -107,7 +107,8 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
     let (mut groupid, mut next_thread) = (0, 1);
     // A job of the jobs running now has `exit_what=all`: when it ends, fio stops every job
     // and starts none after it. It ends before its jobs do, so fio never starts the jobs
-    // after the next stonewall; they are read (and refused as fio would) but not run.
+    // after the next stonewall; they are read (and refused as fio would), kept for fio's
+    // outputs (which list them), and not run.
     let (mut ends_all, mut never_started) = (false, false);
     for s in &sections {
         if s.name == "global" {
@@ -139,6 +140,9 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
             .validate()
             .map_err(|e| invalid(format!("{}: job `{}` under the cap: {e}", s.at, s.name)))?;
         if never_started {
+            if let Some(last) = jobs.last_mut() {
+                last.never_started.push(params);
+            }
             continue;
         }
         match jobs.last_mut() {

@@ -209,6 +209,9 @@ pub struct IoParams {
     /// between them, fio's default), each on files of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub beside: Vec<IoParams>,
+    /// The jobs after it that fio never starts (`exit_what=all`): reported, never run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_started: Vec<IoParams>,
     /// What its job file said of it for fio's outputs: options as written, groups, logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio: Option<Box<fsbench_model::fio::FioJob>>,
@@ -324,6 +327,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         offset_increment: p.num("offset-increment").expect("default"),
         contents: Contents::of(p),
         beside: Vec::new(),
+        never_started: Vec::new(),
         fio: None,
     })
 }

@@ -371,6 +371,13 @@ fn exit_what_all_starts_no_job_after_its_group() {
     let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
     assert_eq!(names(&jobs), [vec!["a"], vec!["b", "c"]]);
     assert!(jobs[1].exitall && jobs[1].beside[0].exitall);
+    // Kept for fio's outputs, which list them.
+    let never: Vec<_> = jobs[1]
+        .never_started
+        .iter()
+        .map(|j| j.job.clone().unwrap())
+        .collect();
+    assert_eq!(never, ["d", "e"]);
     // Without `exitall` a job's end stops nothing, `exit_what` or not.
     let path = write(dir.path(), "none.fio", &text(""));
     let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
