@@ -45,6 +45,22 @@ pub fn fio_job_json(state: &Path, dir: &Path, job: &str) -> Output {
     out
 }
 
+/// `fsbench fio JOBFILE` in `dir`, one run, fio's output in `format` on its stdout.
+pub fn fio_output(state: &Path, dir: &Path, jobfile: &Path, format: &str) -> std::process::Output {
+    run(fsbench(state)
+        .args([
+            "fio",
+            "-q",
+            "--runs",
+            "1",
+            "--output-format",
+            format,
+            "--dir",
+        ])
+        .arg(dir)
+        .arg(jobfile))
+}
+
 /// The `XDG_DATA_HOME` of every fsbench the tests start: the default results database lives
 /// there, never in the user's home.
 pub fn test_data_home() -> PathBuf {

@@ -61,22 +61,6 @@ fn both_calls(job: &str, trace: &str) -> (Vec<String>, Vec<String>) {
     (calls(&ours, true), calls(&theirs, true))
 }
 
-/// `fsbench fio JOBFILE` in `dir`, one run, fio's output in `format` on its stdout.
-fn fio_output(state: &Path, dir: &Path, jobfile: &Path, format: &str) -> std::process::Output {
-    run(fsbench(state)
-        .args([
-            "fio",
-            "-q",
-            "--runs",
-            "1",
-            "--output-format",
-            format,
-            "--dir",
-        ])
-        .arg(dir)
-        .arg(jobfile))
-}
-
 fn fio_traced(test: &str) -> bool {
     if has_tool("fio") && has_tool("strace") {
         return true;
@@ -260,16 +244,6 @@ fn exitall_stops_the_jobs_beside_the_first_to_end() {
     let doc = json(&out);
     let secs = doc["runs"][0]["phases"][1]["elapsed_ns"].as_f64().unwrap() / 1e9;
     assert!(secs < 5.0, "`long` stops when `quick` ends: {secs} s");
-    // exit_what=all would stop later groups, which fsbench runs apart.
-    let jobfile = state.path().join("all.fio");
-    std::fs::write(
-        &jobfile,
-        format!("[global]\nexitall\nexit_what=all\n{jobs}"),
-    )
-    .unwrap();
-    let out = fio_output(state.path(), Path::new("/nonexistent"), &jobfile, "json");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("all.fio:3: `exit_what=all`"));
     assert_nothing_left(dir.path());
 }
 

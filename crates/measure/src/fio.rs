@@ -131,6 +131,11 @@ pub struct JobStats {
     /// The thread's usage when it ended (taken on the thread itself).
     end: Option<Usage>,
     logs: Option<Box<Logs>>,
+    /// Errors gone past (fio's `continue_on_error`), the first one's errno, and the I/Os
+    /// that failed with them per direction (fio counts them issued).
+    errors: u64,
+    first_error: i32,
+    failed: [u64; 2],
 }
 
 /// fio's bucket of a count: 0, 1–4, 5–8, 9–16, 17–32, 33–64, more (`__io_u_mark_map`).
@@ -182,6 +187,9 @@ impl JobStats {
             start: Usage::now(),
             end: None,
             logs: (!logs.is_off()).then(|| Box::new(Logs::new(logs, thread, expected_ios))),
+            errors: 0,
+            first_error: 0,
+            failed: [0; 2],
         }
     }
 
@@ -229,6 +237,18 @@ impl JobStats {
     #[inline]
     pub fn reaped(&mut self, n: u32) {
         self.complete[count_bucket(n)] += 1;
+    }
+
+    /// An error `errno` the job went past (fio's `update_error_count`): a failed I/O's
+    /// (`read` its direction) or a wrong block's that `verify` read (`None`).
+    pub fn errored(&mut self, errno: i32, read: Option<bool>) {
+        self.errors += 1;
+        if self.errors == 1 {
+            self.first_error = errno;
+        }
+        if let Some(read) = read {
+            self.failed[usize::from(!read)] += 1;
+        }
     }
 
     /// One fsync or fdatasync that took `ns`, issued with nothing else in flight.
@@ -283,6 +303,10 @@ impl JobStats {
             bw: self.bw.stats,
             iops: self.iops.stats,
             latency,
+            total_err: self.errors,
+            first_error: self.first_error,
+            failed: self.failed,
+            steadystate: None,
         };
         let files = self
             .logs

@@ -166,3 +166,12 @@ fn share_of_group(mean_kib: f64, agg: u64) -> f64 {
         100.0
     }
 }
+
+/// The mean of a steady state window's samples, as fio's `steadystate_*_mean` (whole).
+fn steady_mean(samples: &[u64]) -> u64 {
+    samples
+        .iter()
+        .sum::<u64>()
+        .checked_div(samples.len() as u64)
+        .unwrap_or(0)
+}

@@ -21,6 +21,7 @@ use fsbench_model::workload::WorkerMode;
 
 mod contents;
 mod fileops;
+mod flow;
 mod job;
 pub mod jobfile;
 mod layout;
@@ -31,6 +32,7 @@ mod pattern;
 mod posixaio;
 /// The workloads' small fast generator (filebench's draws use it too).
 pub(crate) use pattern::Rng;
+mod steady;
 mod table;
 mod think;
 mod uring;
@@ -152,6 +154,13 @@ impl Io {
             Some(_) => WorkerMode::Threads,
             None => self.params.workers,
         };
+        // fio's `flow` counts, shared by the workers: made before they are.
+        let jobs: Vec<&IoParams> = threads.iter().map(|(p, _, _)| p).collect();
+        let region = flow::region(&jobs)?;
+        let flows = region.as_ref().map(|r| flow::Flows::new(r, &jobs));
+        // fio's steady state checks of a group reporting as one, in memory shared too.
+        let steady_region = steady::region(&jobs)?;
+        let shares = (steady_region.as_ref()).map(|r| steady::shares(r, &jobs));
         let keep = [dir];
         let crew = Crew::new(mode, &keep).with_timelines();
         // Each job's pattern goes to its worker and comes back with its figures.
@@ -166,6 +175,11 @@ impl Io {
             let worker = w.take_rec();
             let mut job = Job::open(params, dir, files, &mut pattern, worker, w.halt(), span)?;
             job.oracle = oracle.clone();
+            job.flow = flows.as_ref().and_then(|f| f.gate(params));
+            let share = shares.as_ref().and_then(|s| s[w.index()]);
+            job.steady = (params.steady)
+                .filter(|_| measured)
+                .map(|spec| steady::Steady::new(spec, share));
             w.start()?;
             // The asynchronous engines' loops; job.rs knows none.
             let engine: Option<job::IssueLoop> = match params.engine {
@@ -360,7 +374,8 @@ impl Io {
             let name = p.job.clone().unwrap_or_else(|| format!("job{job}"));
             let runtime = o.elapsed.as_nanos() as u64;
             let who = (name.as_str(), job as u32, copy);
-            let (thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat);
+            let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat);
+            thread.steadystate = o.steady;
             rec.add_job(thread, logs);
         }
     }

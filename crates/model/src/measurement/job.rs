@@ -45,6 +45,43 @@ pub struct JobThread {
     /// `read slat`, `read clat`, `read lat` (from the I/O's preparation, fio's), the same
     /// for `write`, and `sync`.
     pub latency: BTreeMap<String, LatencySummary>,
+    /// Failed I/Os the thread went past (fio's `continue_on_error`), and the first one's
+    /// errno (0: none).
+    #[serde(default)]
+    pub total_err: u64,
+    #[serde(default)]
+    pub first_error: i32,
+    /// Per direction, the I/Os that failed and were gone past: fio counts them issued (in
+    /// its `total_ios` and IOPS), not in the bytes.
+    #[serde(default)]
+    pub failed: [u64; 2],
+    /// fio's steady state check (`ss`), from the thread that checked (with
+    /// `group_reporting`, the group's last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<FioSteadyState>,
+}
+
+/// What fio reports of a steady state check: the criterion, whether it was attained, and
+/// the window's samples.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FioSteadyState {
+    /// fio's `ss` as its JSON writes it (`iops_slope:0.100000%`).
+    pub ss: String,
+    /// The window, in seconds (one sample each).
+    pub duration: u64,
+    pub attained: bool,
+    /// The last criterion computed: a slope or the largest deviation from the mean, in % of
+    /// the mean where `percent`.
+    pub criterion: f64,
+    pub percent: bool,
+    /// IOPS (else bandwidth) was checked, by its slope (else its deviation).
+    pub iops: bool,
+    pub by_slope: bool,
+    pub max_deviation: f64,
+    pub slope: f64,
+    /// The window's samples, oldest first: bandwidth (bytes/s) and IOPS.
+    pub bw_samples: Vec<u64>,
+    pub iops_samples: Vec<u64>,
 }
 
 /// Samples of a rate summarized as fio keeps them: count, min, max, mean and the sum of

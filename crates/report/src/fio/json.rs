@@ -4,7 +4,7 @@
 //! ends with an `fsbench` object naming its configuration and the runs pooled in it.
 
 use fsbench_measure::fio::FioLatency;
-use fsbench_model::measurement::SampleStats;
+use fsbench_model::measurement::{FioSteadyState, SampleStats};
 
 use super::ordered::J;
 use super::stat::{ConfigStats, GroupStat, ThreadStat};
@@ -51,7 +51,7 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
     let mut pairs = vec![
         ("jobname".into(), J::str(&s.name)),
         ("groupid".into(), J::int(s.groupid)),
-        ("error".into(), J::int(0)),
+        ("error".into(), J::int(s.error)),
         ("eta".into(), J::int(0)),
         ("elapsed".into(), J::int(header.elapsed_secs)),
     ];
@@ -83,6 +83,10 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
         ("minf".into(), J::int(s.minf)),
     ]);
     pairs.extend(distributions(s));
+    if s.continue_on_error {
+        pairs.push(("total_err".into(), J::int(s.total_err)));
+        pairs.push(("first_error".into(), J::int(s.first_error)));
+    }
     pairs.extend([
         ("latency_depth".into(), J::int(s.iodepth)),
         ("latency_target".into(), J::int(0)),
@@ -92,7 +96,39 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
     if let Some(desc) = &s.description {
         pairs.push(("desc".into(), J::str(desc)));
     }
+    if let Some(ss) = &s.steadystate {
+        pairs.push(("steadystate".into(), steadystate(ss)));
+    }
     J::Obj(pairs)
+}
+
+/// fio's `steadystate` object: the criterion, whether attained, the window's samples.
+fn steadystate(ss: &FioSteadyState) -> J {
+    let samples = |v: &[u64]| J::Arr(v.iter().map(|n| J::int(*n)).collect());
+    let pct = if ss.percent { "%" } else { "" };
+    J::Obj(vec![
+        ("ss".into(), J::str(&ss.ss)),
+        ("duration".into(), J::int(ss.duration)),
+        ("attained".into(), J::int(u8::from(ss.attained))),
+        (
+            "criterion".into(),
+            J::str(format!("{:.6}{pct}", ss.criterion as f32)),
+        ),
+        ("max_deviation".into(), J::Float(ss.max_deviation)),
+        ("slope".into(), J::Float(ss.slope)),
+        (
+            "data".into(),
+            J::Obj(vec![
+                ("bw_mean".into(), J::int(super::steady_mean(&ss.bw_samples))),
+                (
+                    "iops_mean".into(),
+                    J::int(super::steady_mean(&ss.iops_samples)),
+                ),
+                ("iops".into(), samples(&ss.iops_samples)),
+                ("bw".into(), samples(&ss.bw_samples)),
+            ]),
+        ),
+    ])
 }
 
 /// fio's distributions of a stat: queue depths, I/Os per submit and per reap, and

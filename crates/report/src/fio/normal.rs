@@ -63,9 +63,13 @@ pub(super) fn config(c: &ConfigStats, header: &Header) -> String {
 }
 
 fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header) {
+    let err = match s.error {
+        0 => format!("{:2}", 0),
+        e => format!("{e:2} ({}, error={})", s.error_site, strerror(e)),
+    };
     let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs={}): err= 0: pid={}: {}",
+        "{}: (groupid={}, jobs={}): err={err}: pid={}: {}",
         s.name, s.groupid, s.members, header.pid, header.time
     );
     if let Some(desc) = &s.description {
@@ -113,11 +117,38 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
         "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
         s.ios[0], s.ios[1], s.ios[2], s.syncs
     );
+    if s.continue_on_error {
+        let _ = writeln!(
+            out,
+            "     errors    : total={}, first_error={}/<{}>",
+            s.total_err,
+            s.first_error,
+            strerror(s.first_error)
+        );
+    }
     let _ = writeln!(
         out,
         "     latency   : target=0, window=0, percentile=100.00%, depth={}",
         s.iodepth
     );
+    if let Some(ss) = &s.steadystate {
+        let (bw, bw_alt) = bandwidth(super::steady_mean(&ss.bw_samples));
+        let iops = num2str(
+            super::steady_mean(&ss.iops_samples),
+            SIG_FIGS,
+            false,
+            Unit::None,
+        );
+        let _ = writeln!(
+            out,
+            "  steadystate  : attained={}, bw={bw} ({bw_alt}), iops={iops}, {}{}={:.3}{}",
+            if ss.attained { "yes" } else { "no" },
+            if ss.iops { "iops" } else { "bw" },
+            if ss.by_slope { " slope" } else { " mean dev" },
+            ss.criterion,
+            if ss.percent { "%" } else { "" }
+        );
+    }
 }
 
 /// A direction's lines (fio's `show_ddir_status`).
@@ -257,4 +288,14 @@ fn group(out: &mut String, g: &GroupStat) {
             g.min_run[d], g.max_run[d]
         );
     }
+}
+
+/// The C library's text of an errno, as fio prints it (`strerror`).
+fn strerror(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno)
+        .to_string()
+        .split(" (os error")
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }

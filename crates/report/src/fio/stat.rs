@@ -4,7 +4,7 @@
 //! the figures of its "Run status group" lines.
 
 use fsbench_model::fio::FioJob;
-use fsbench_model::measurement::{JobThread, LatencySummary, SampleStats};
+use fsbench_model::measurement::{FioSteadyState, JobThread, LatencySummary, SampleStats};
 
 use fsbench_measure::fio::FioLatency;
 use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, SuiteResult};
@@ -15,6 +15,8 @@ pub(super) struct JobInfo {
     pub name: String,
     pub params: IoParams,
     pub fio: FioJob,
+    /// fio never starts it (`exit_what=all` ended every job before it): listed, no I/O.
+    pub never_started: bool,
 }
 
 /// One stat as fio prints it: a thread, or a group with `group_reporting`.
@@ -29,6 +31,7 @@ pub(super) struct ThreadStat {
     /// Its job's options as written.
     pub options: Vec<(String, String)>,
     pub iodepth: u32,
+    /// I/Os issued (fio's `total_io_u`: those that failed and were gone past too).
     pub ios: [u64; 3],
     pub bytes: [u64; 3],
     /// Milliseconds, per direction with I/O.
@@ -50,6 +53,17 @@ pub(super) struct ThreadStat {
     pub depth: [u64; 7],
     pub submit: [u64; 7],
     pub complete: [u64; 7],
+    /// fio's `continue_on_error` was given: its error counts are printed.
+    pub continue_on_error: bool,
+    /// Errors gone past; as fio sums a group, the last thread's first error, and the first
+    /// thread's with one as the stat's `error`.
+    pub total_err: u64,
+    pub first_error: i32,
+    pub error: i32,
+    /// Where fio 3.33 notes a job's first error (its `verror`, printed with `err=`).
+    pub error_site: &'static str,
+    /// fio's steady state check, of the thread that made it (the first run's).
+    pub steadystate: Option<FioSteadyState>,
 }
 
 /// One group's "Run status group" figures per direction (bytes/s, milliseconds).
@@ -84,7 +98,8 @@ pub(super) fn jobs(r: &SuiteResult) -> Vec<PlacedJob> {
         let Some(p) = p.get::<IoParams>() else {
             continue;
         };
-        for (i, job) in p.jobs().enumerate() {
+        let never = p.never_started.iter().map(|j| (j, true));
+        for (i, (job, never_started)) in p.jobs().map(|j| (j, false)).chain(never).enumerate() {
             let mut fio = job.fio.as_deref().cloned().unwrap_or_default();
             if job.fio.is_none() {
                 // An io workload of `fsbench run`: a group of its own, as a stonewalled job.
@@ -94,9 +109,16 @@ pub(super) fn jobs(r: &SuiteResult) -> Vec<PlacedJob> {
             let name = job.job.clone().unwrap_or_else(|| label.clone());
             let params = IoParams {
                 beside: Vec::new(),
+                never_started: Vec::new(),
                 ..job.clone()
             };
-            out.push((label.clone(), i as u32, JobInfo { name, params, fio }));
+            let info = JobInfo {
+                name,
+                params,
+                fio,
+                never_started,
+            };
+            out.push((label.clone(), i as u32, info));
         }
     }
     out
@@ -126,6 +148,9 @@ pub(super) fn configs<'a>(r: &'a SuiteResult, jobs: &[PlacedJob]) -> Vec<ConfigS
             let records: Vec<Vec<JobThread>> =
                 runs.iter().map(|run| threads_of(run, &mine)).collect();
             stats.extend(stats_of(&mine, &records));
+            // Jobs fio never started: a stat of their own with nothing in it, as fio's.
+            let never = mine.iter().filter(|j| j.2.never_started);
+            stats.extend(never.map(|(_, _, job)| pooled(job, &Vec::new(), |_| false)));
         }
         if stats.is_empty() {
             continue;
@@ -245,6 +270,17 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
         depth: [0; 7],
         submit: [0; 7],
         complete: [0; 7],
+        continue_on_error: job.params.errors.continues_any(),
+        total_err: 0,
+        first_error: 0,
+        error: 0,
+        // A queued I/O's completion, or the synchronous engines' transfer.
+        error_site: if job.params.engine.queues() {
+            "file:io_u.c:1876, func=io_u error"
+        } else {
+            "file:engines/sync.c:126, func=xfer"
+        },
+        steadystate: None,
     };
     for run in p.iter().filter(|r| !r.is_empty()) {
         let mut bw: [SampleStats; 3] = Default::default();
@@ -253,15 +289,24 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
         for t in run {
             let second = if trims(t) { 2 } else { 1 };
             for (from, d) in [(0, 0), (1, second)] {
-                s.ios[d] += t.ios[from];
+                // fio counts the I/Os issued, those that failed and were gone past too.
+                let issued = t.ios[from] + t.failed[from];
+                s.ios[d] += issued;
                 s.bytes[d] += t.bytes[from];
-                if t.ios[from] > 0 {
+                if issued > 0 {
                     runtime[d] = runtime[d].max(t.runtime_ns / 1_000_000);
                 }
                 bw[d].add_up(&t.bw[from]);
                 iops[d].add_up(&t.iops[from]);
             }
             s.syncs += t.syncs;
+            (s.total_err, s.first_error) = (s.total_err + t.total_err, t.first_error);
+            if s.error == 0 {
+                s.error = t.first_error;
+            }
+            if s.steadystate.is_none() {
+                s.steadystate = t.steadystate.clone();
+            }
             s.usr_ns += t.usr_ns;
             s.sys_ns += t.sys_ns;
             s.run_ns += t.runtime_ns;

@@ -13,7 +13,7 @@ use super::{Header, PERCENTILE_LIST};
 const LIST_MAX: usize = 20;
 
 pub(super) fn line(s: &ThreadStat, c: &ConfigStats, header: &Header) -> String {
-    let mut out = format!("3;{};{};{};0", header.version, s.name, s.groupid);
+    let mut out = format!("3;{};{};{};{}", header.version, s.name, s.groupid, s.error);
     let g = c.groups.iter().find(|g| g.groupid == s.groupid);
     // Version 3 has no trim fields, as fio's.
     for d in 0..2 {
@@ -30,6 +30,9 @@ pub(super) fn line(s: &ThreadStat, c: &ConfigStats, header: &Header) -> String {
     u[0] += n.iter().sum::<f64>();
     for v in u.iter().chain(&m) {
         let _ = write!(out, ";{v:.2}%");
+    }
+    if s.continue_on_error {
+        let _ = write!(out, ";{};{}", s.total_err, s.first_error);
     }
     out.push('\n');
     out

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layout::{file_name, open_file};
 use super::mmap::Mapping;
-use super::params::{Engine, IoParams};
+use super::params::{Engine, ErrorKind, IoParams};
 use super::pattern::{Next, Pattern};
 use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
@@ -20,7 +20,9 @@ use fsbench_measure::fio::{Completion, JobStats};
 use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 mod calls;
+mod errors;
 mod queueing;
+pub(crate) use errors::io_error;
 pub(crate) use queueing::{InFlight, Issuing, Queue};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
@@ -48,6 +50,9 @@ pub(crate) struct JobOut {
     pub bytes: [u64; 2],
     /// Blocks read back and checked (fio's `verify`).
     pub verified: u64,
+    /// fio's steady state check, from the thread that made it.
+    #[serde(default)]
+    pub steady: Option<fsbench_model::measurement::FioSteadyState>,
     /// From the common start to the job's end (its final syncs included).
     pub elapsed: Duration,
 }
@@ -63,6 +68,7 @@ impl JobOut {
             ios: [0; 2],
             bytes: [0; 2],
             verified: 0,
+            steady: None,
             elapsed: Duration::ZERO,
         }
     }
@@ -121,10 +127,16 @@ pub(crate) struct Job<'a> {
     /// Open loop: the interval between scheduled issues, and the next one's number.
     interval_ns: Option<f64>,
     issued: u64,
+    /// Open loop under `rate_process=poisson`: the I/Os' due times.
+    arrivals: Option<super::think::Arrivals>,
     /// fio's `thinktime`, where the job thinks.
     thinker: Option<super::think::Thinker>,
     /// Where a crash-recorded run notes what each sync covered.
     pub oracle: Option<crate::oracle::Oracle>,
+    /// fio's `flow`: the job's place in the flow it shares with jobs beside it.
+    pub flow: Option<super::flow::Gate<'a>>,
+    /// fio's steady state check (`ss`), in the timed part.
+    pub steady: Option<super::steady::Steady<'a>>,
     /// fio's `verify`: the blocks written, stamped and checked at the end.
     verifier: Option<Verifier>,
     /// What the written blocks hold (fio's buffer options).
@@ -198,8 +210,14 @@ impl<'a> Job<'a> {
             sync_due: None,
             interval_ns: rate,
             issued: 0,
+            arrivals: super::think::Arrivals::of(
+                params,
+                params.randseed ^ ((job as u64) << 32 | u64::from(copy)) ^ 0x706f_6973,
+            ),
             thinker: super::think::Thinker::of(params),
             oracle: None,
+            flow: None,
+            steady: None,
             filler,
             verifier: Verifier::of(params, copy),
             maps,
@@ -234,6 +252,7 @@ impl<'a> Job<'a> {
             self.out.stats.stop();
             self.verify_written(0)
         });
+        self.out.steady = self.steady.as_ref().and_then(|s| s.record());
         // fio's `exitall`: the first job to end stops the others running with it.
         if outcome.is_err() || (self.span.measured && self.params.exitall) {
             self.halt.store(true, Ordering::Relaxed);
@@ -283,6 +302,13 @@ impl<'a> Job<'a> {
         self.out.verified += checked;
         match bad {
             None => Ok(()),
+            // fio's `continue_on_error=verify`: each wrong block an error gone past.
+            Some(m) if (self.params.errors).continues(ErrorKind::Verify, libc::EILSEQ) => {
+                for _ in 0..m.count {
+                    self.out.stats.errored(libc::EILSEQ, None);
+                }
+                Ok(())
+            }
             Some(m) => Err(FsbenchError::Failed(format!(
                 "io: {} ({} of {checked} blocks checked were wrong)",
                 m.message, m.count
@@ -309,20 +335,37 @@ impl<'a> Job<'a> {
     }
 
     /// The next I/O, or `None` when the job is done: a pass ended (the next starts unless
-    /// it was the last), the time is up, `number_ios` are done, or another job failed.
+    /// it was the last), the time is up, `number_ios` are done, its steady state is
+    /// attained, or another job failed; while its `flow` holds it back, none yet.
     #[inline]
     pub(crate) fn next_io(&mut self, passes: &mut u32) -> Option<Next> {
-        if self.halt.load(Ordering::Relaxed) || self.rec.progress().cancel.load(Ordering::Relaxed) {
-            return None;
-        }
-        if self.span.measured && self.params.number_ios > 0 && self.issued >= self.params.number_ios
-        {
-            return None;
-        }
-        if let Some(limit) = self.span.limit
-            && self.start.elapsed() >= limit
-        {
-            return None;
+        loop {
+            if self.halt.load(Ordering::Relaxed)
+                || self.rec.progress().cancel.load(Ordering::Relaxed)
+            {
+                return None;
+            }
+            if self.span.measured
+                && self.params.number_ios > 0
+                && self.issued >= self.params.number_ios
+            {
+                return None;
+            }
+            if let Some(limit) = self.span.limit
+                && self.start.elapsed() >= limit
+            {
+                return None;
+            }
+            if let Some(steady) = &mut self.steady {
+                let [ios, bytes] = [self.out.ios, self.out.bytes].map(|d| d[0] + d[1]);
+                if steady.attained(self.start.elapsed(), ios, bytes) {
+                    return None;
+                }
+            }
+            // fio's `flow`: held back, the job looks again (after `flow_sleep`).
+            if !self.flow.as_mut().is_some_and(|gate| gate.holds_back()) {
+                break;
+            }
         }
         loop {
             if let Some(next) = self.pattern.next() {
@@ -336,19 +379,26 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// When the next I/O is due: now without a rate; else on the open-loop schedule, which a
-    /// late I/O does not move (its latency counts from here: no coordinated omission).
+    /// When the next I/O is due: now without a rate; else on the open-loop schedule (evenly
+    /// spaced, or Poisson's arrivals), which a late I/O does not move (its latency counts
+    /// from here: no coordinated omission).
     #[inline]
     pub(crate) fn scheduled(&mut self) -> Option<Instant> {
         let interval = self.interval_ns?;
-        let at = self.start + Duration::from_nanos((self.issued as f64 * interval) as u64);
-        Some(at)
+        let ns = match &self.arrivals {
+            Some(arrivals) => arrivals.due_ns(),
+            None => (self.issued as f64 * interval) as u64,
+        };
+        Some(self.start + Duration::from_nanos(ns))
     }
 
     /// Counts an I/O as issued (for the schedule).
     #[inline]
     pub(crate) fn count_issue(&mut self) {
         self.issued += 1;
+        if let Some(arrivals) = &mut self.arrivals {
+            arrivals.issued();
+        }
     }
 
     /// Sleeps until `at`: the last stretch spins, since a sleep overshoots by the timer slack.
@@ -520,10 +570,11 @@ impl<'a> Job<'a> {
             let done = Instant::now();
             self.out.stats.submitted(1, 1);
             self.out.stats.reaped(1);
-            check_len(result, io, &self.rec)?;
-            self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
-            if !io.read {
-                self.note_write(io);
+            if self.checked(result, io)? {
+                self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
+                if !io.read {
+                    self.note_write(io);
+                }
             }
             if let Some(thinker) = &mut self.thinker {
                 thinker.after_io();
@@ -531,27 +582,4 @@ impl<'a> Job<'a> {
         }
         Ok(())
     }
-}
-
-/// An I/O that failed or moved less than asked ends the job (fio's default,
-/// `continue_on_error=none`); a full disk says so.
-pub(crate) fn check_len(
-    result: Result<usize, rustix::io::Errno>,
-    io: Next,
-    rec: &PhaseRecorder,
-) -> Result<(), FsbenchError> {
-    let what = if io.read { "read" } else { "write" };
-    match result {
-        Ok(n) if n == io.len as usize => Ok(()),
-        Ok(n) => Err(FsbenchError::Failed(format!(
-            "io: short {what}: {n} of {} bytes at offset {} of file {}",
-            io.len, io.offset, io.file
-        ))),
-        Err(e) => Err(io_error(e, what, rec)),
-    }
-}
-
-pub(crate) fn io_error(e: rustix::io::Errno, what: &str, rec: &PhaseRecorder) -> FsbenchError {
-    fsbench_measure::measure::fatal_error(e, "io", rec.units())
-        .unwrap_or_else(|| FsbenchError::Failed(format!("io: {what}: {e}")))
 }

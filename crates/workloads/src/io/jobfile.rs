@@ -27,6 +27,9 @@ pub use target::Targets;
 /// `verify_async` hands fio's checks to threads of their own, and `experimental_verify`
 /// has fio replay its offsets instead of logging the blocks written: what is checked is the
 /// same, and fsbench checks on the job's own thread from its record of the blocks written.
+/// `error_dump` has fio print each error `continue_on_error` goes past; fsbench counts them
+/// (fio's `total_err`, `first_error`) and prints none, as its workloads never print.
+/// `flow_watermark` is deprecated in fio 3.33, which takes it and does nothing with it.
 const ACCEPTED: &[&str] = &[
     "name",
     "new_group",
@@ -40,6 +43,8 @@ const ACCEPTED: &[&str] = &[
     "percentile_list",
     "verify_async",
     "experimental_verify",
+    "error_dump",
+    "flow_watermark",
 ];
 
 /// Where fsbench would place or prioritise a job: refused rather than ignored, since the
@@ -100,16 +105,23 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
     let (exitall, exit_running) = exit_all(&sections)?;
     // fio's group ids and thread numbers, over the whole file.
     let (mut groupid, mut next_thread) = (0, 1);
+    // A job of the jobs running now has `exit_what=all`: when it ends, fio stops every job
+    // and starts none after it. It ends before its jobs do, so fio never starts the jobs
+    // after the next stonewall; they are read (and refused as fio would), kept for fio's
+    // outputs (which list them), and not run.
+    let (mut ends_all, mut never_started) = (false, false);
     for s in &sections {
         if s.name == "global" {
             global.extend(&s.options);
             continue;
         }
-        let (mut params, stonewall, new_group, wait_for) = job(s, &global, targets)?;
+        let (mut params, stonewall, new_group, wait_for) = job(s, &global, targets, cap)?;
         let stonewall = match wait_for {
             Some(line) => waits(line, &jobs)?,
             None => stonewall,
         };
+        never_started |= ends_all && stonewall;
+        ends_all |= exitall && exit_what(s, &global) == Some("all");
         if !jobs.is_empty() && (stonewall || new_group) {
             groupid += 1;
             if exitall && !stonewall && !exit_running {
@@ -127,6 +139,12 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
         params
             .validate()
             .map_err(|e| invalid(format!("{}: job `{}` under the cap: {e}", s.at, s.name)))?;
+        if never_started {
+            if let Some(last) = jobs.last_mut() {
+                last.never_started.push(params);
+            }
+            continue;
+        }
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),
@@ -135,23 +153,42 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
     if jobs.is_empty() {
         return Err(invalid(format!("{}: no job section", path.display())));
     }
+    jobs.iter().try_for_each(steady_by_group)?;
     Ok(jobs)
 }
 
+/// fio checks a group reporting as one for steady state as one: its jobs must ask the same.
+fn steady_by_group(together: &IoParams) -> anyhow::Result<()> {
+    let group = |p: &IoParams| {
+        p.fio
+            .as_ref()
+            .filter(|f| f.group_reporting)
+            .map(|f| f.groupid)
+    };
+    for (a, b) in together.jobs().zip(together.jobs().skip(1)) {
+        if group(a).is_some() && group(a) == group(b) && a.steady != b.steady {
+            return Err(invalid(format!(
+                "job `{}`: steadystate options must be consistent within reporting groups (fio rejects the job)",
+                b.job.as_deref().unwrap_or("?")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// fio's `exitall` (in any section, it holds for every job: fio's option sets it for the
-/// whole run) and whether a job's `exit_what=stonewall` stops every job running, not only
-/// its reporting group (fio's default, `group`). `exit_what=all` would stop the later
-/// groups too, which run as workloads of their own here: refused.
+/// whole run) and whether a job's `exit_what=stonewall` (or `all`) stops every job running,
+/// not only its reporting group (fio's default, `group`).
 fn exit_all(sections: &[Section]) -> anyhow::Result<(bool, bool)> {
     let (mut exitall, mut running) = (false, false);
     for line in sections.iter().flat_map(|s| &s.options) {
         match (line.key.replace('-', "_").as_str(), line.value.as_str()) {
             ("exitall", v) => exitall |= spelling::flag(v),
             ("exit_what", "group") => {}
-            ("exit_what", "stonewall") => running = true,
+            ("exit_what", "stonewall" | "all") => running = true,
             ("exit_what", v) => {
                 return Err(invalid(format!(
-                    "{}: `exit_what={v}`: fsbench takes `group` and `stonewall` (`all` would stop the groups after a stonewall, which fsbench runs apart)",
+                    "{}: `exit_what={v}`: fio takes `group`, `stonewall` or `all`",
                     line.at
                 )));
             }
@@ -159,6 +196,13 @@ fn exit_all(sections: &[Section]) -> anyhow::Result<(bool, bool)> {
         }
     }
     Ok((exitall, running))
+}
+
+/// Job `s`'s `exit_what` (its own, else its globals').
+fn exit_what<'s>(s: &'s Section, global: &[&'s Line]) -> Option<&'s str> {
+    (global.iter().copied().chain(&s.options))
+        .rfind(|l| l.key.replace('-', "_") == "exit_what")
+        .map(|l| l.value.as_str())
 }
 
 /// fio's `wait_for=NAME`: whether the job starts a group of its own (the jobs running
@@ -192,6 +236,7 @@ fn job<'s>(
     s: &'s Section,
     global: &[&'s Line],
     targets: &Targets,
+    cap: &Cap,
 ) -> anyhow::Result<(IoParams, bool, bool, Option<&'s Line>)> {
     // The io workload's options, each with the line that gave it; first fio's defaults
     // where the io workload's differ.
@@ -256,7 +301,7 @@ fn job<'s>(
             pairs.push((k, v, &line.at));
         }
     }
-    sized(s, raw, &mut pairs)?;
+    sized(s, raw, cap, &mut pairs)?;
     let params = params_of(s, &pairs, fio, raw)?;
     Ok((params, stonewall, new_group, wait_for))
 }
@@ -274,11 +319,13 @@ fn kb_base_of(s: &Section, global: &[&Line]) -> anyhow::Result<u64> {
     })
 }
 
-/// Job `s`'s size: given, or on a raw device the device's (as fio); none is an error, as in
-/// fio ("you need to specify size=").
+/// Job `s`'s size: given, or on a raw device the device's (as fio), or the cap's (fio takes
+/// an existing file's size, and fsbench's files are new: the cap bounds it); none is an
+/// error, as in fio ("you need to specify size=").
 fn sized<'s>(
     s: &'s Section,
     raw: Option<&Path>,
+    cap: &Cap,
     pairs: &mut Vec<(String, String, &'s str)>,
 ) -> anyhow::Result<()> {
     if let (Some(_), Some((_, _, at))) = (raw, pairs.iter().find(|(k, _, _)| k == "offset_percent"))
@@ -290,6 +337,9 @@ fn sized<'s>(
     let gives_size = |k: &str| matches!(k, "size" | "filesize" | "size_percent");
     if let (Some(device), false) = (raw, pairs.iter().any(|(k, _, _)| gives_size(k))) {
         let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;
+        pairs.push(("size".into(), size.to_string(), &s.at));
+    }
+    if let (Some(size), false) = (cap.size, pairs.iter().any(|(k, _, _)| gives_size(k))) {
         pairs.push(("size".into(), size.to_string(), &s.at));
     }
     if !pairs.iter().any(|(k, _, _)| gives_size(k)) {

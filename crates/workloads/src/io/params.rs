@@ -8,18 +8,26 @@ use crate::options::{Parsed, WorkloadKind};
 use crate::{Need, PhaseInfo, RankShare, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::invalid;
 use fsbench_model::filesystem::Capability;
-use fsbench_model::units::{compact_size, format_bytes};
+use fsbench_model::units::format_bytes;
 use fsbench_model::workload::WorkerMode;
 
 mod choices;
 mod contents;
 pub(crate) use contents::Contents;
 mod engines;
+mod errors;
+pub(crate) use errors::ErrorPolicy;
+pub(crate) use errors::{ErrorKind, kind_of};
 mod fio;
 mod mpi;
 mod names;
+mod pacing;
+pub(crate) use pacing::Pacing;
+mod steady;
 use mpi::shared_file_share;
 pub use names::allow_raw_target;
+pub(crate) use pacing::poisson_gap_ns;
+pub(crate) use steady::SteadySpec;
 mod values;
 mod verifying;
 
@@ -81,6 +89,10 @@ pub struct IoParams {
     /// fio's `exitall`: the first job of those running together to end stops the others.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exitall: bool,
+    /// fio's `continue_on_error` and `ignore_error`: the failed I/Os the job counts and
+    /// goes past.
+    #[serde(default, skip_serializing_if = "ErrorPolicy::is_default")]
+    pub errors: ErrorPolicy,
     /// fio's `verify`: how written blocks are stamped and checked once the writes end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Algorithm>,
@@ -142,6 +154,12 @@ pub struct IoParams {
     pub rate_iops: u64,
     /// Bytes per second.
     pub rate: u64,
+    /// fio's `rate_process`, `io_submit_mode` and `flow`.
+    #[serde(default, skip_serializing_if = "Pacing::is_default")]
+    pub pacing: Pacing,
+    /// fio's steady state (`ss`, `ss_dur`, `ss_ramp`): the job stops once it is attained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadySpec>,
     pub randrepeat: bool,
     pub randseed: u64,
     pub distribution: Distribution,
@@ -191,6 +209,9 @@ pub struct IoParams {
     /// between them, fio's default), each on files of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub beside: Vec<IoParams>,
+    /// The jobs after it that fio never starts (`exit_what=all`): reported, never run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_started: Vec<IoParams>,
     /// What its job file said of it for fio's outputs: options as written, groups, logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio: Option<Box<fsbench_model::fio::FioJob>>,
@@ -249,6 +270,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
             .map_or(Ok((0, 0)), |t| time_range("startdelay", t))?,
         ratemin: p.num("ratemin").expect("has a default"),
         exitall: false,
+        errors: errors::error_policy(p)?,
         verify,
         do_verify: p.flag("do-verify"),
         verify_interval: p.num("verify-interval").unwrap_or(0),
@@ -287,10 +309,13 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         loops: p.small("loops").expect("default"),
         rate_iops,
         rate,
+        pacing: pacing::pacing(p),
+        steady: steady::steady(p)?,
         randrepeat: p.flag("randrepeat"),
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
-        norandommap: p.flag("norandommap"),
+        // fio's `lfsr` visits every block once a pass, map or not: fsbench's map does.
+        norandommap: p.flag("norandommap") && p.text("random-generator") != Some("lfsr"),
         thinktime_us,
         thinktime_spin_us,
         thinktime_blocks: p.small("thinktime-blocks").expect("default"),
@@ -302,6 +327,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         offset_increment: p.num("offset-increment").expect("default"),
         contents: Contents::of(p),
         beside: Vec::new(),
+        never_started: Vec::new(),
         fio: None,
     })
 }
@@ -381,58 +407,7 @@ impl WorkloadParams for IoParams {
     }
 
     fn name(&self) -> String {
-        let mut name = self
-            .job
-            .clone()
-            .or_else(|| self.preset.clone())
-            .unwrap_or_else(|| {
-                let bs = if self.bssplit.len() == 1 {
-                    compact_size(self.bssplit[0].0)
-                } else {
-                    let parts: Vec<String> = self
-                        .bssplit
-                        .iter()
-                        .map(|(s, p)| format!("{}/{p}", compact_size(*s)))
-                        .collect();
-                    parts.join(":")
-                };
-                format!(
-                    "{},bs={bs},size={}",
-                    self.rw.name(),
-                    compact_size(self.size)
-                )
-            });
-        if self.engine != Engine::Psync {
-            name.push_str(&format!(",{}", self.engine.name()));
-        }
-        if self.depth() > 1 {
-            name.push_str(&format!(",iodepth={}", self.iodepth));
-        }
-        if self.direct {
-            name.push_str(",direct");
-        }
-        if self.create_on_open {
-            name.push_str(",create_on_open");
-        }
-        if self.numjobs > 1 {
-            name.push_str(&format!(",numjobs={}", self.numjobs));
-            if self.workers != WorkerMode::default() {
-                name.push_str(&format!(",workers={}", self.workers.name()));
-            }
-        }
-        if self.rate_iops > 0 {
-            name.push_str(&format!(",rate_iops={}", self.rate_iops));
-        }
-        if self.rate > 0 {
-            name.push_str(&format!(",rate={}", compact_size(self.rate)));
-        }
-        if self.time_based {
-            name.push_str(&format!(",runtime={}ms", self.runtime_ms));
-        }
-        if !self.beside.is_empty() {
-            name.push_str(&format!("+{} beside", self.beside.len()));
-        }
-        name
+        self.label()
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -467,6 +442,7 @@ impl WorkloadParams for IoParams {
         }
         self.validate_verify()?;
         self.validate_fio_options()?;
+        self.validate_pacing()?;
         self.validate_engine()?;
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
@@ -548,6 +524,7 @@ impl WorkloadParams for IoParams {
         for job in self.jobs().filter(|j| !j.raw_device) {
             let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
             let bytes = job.filesize.checked_mul(files)?.checked_mul(21)? / 20;
+            let bytes = if job.fills_up() { 0 } else { bytes };
             need.bytes = need.bytes.checked_add(bytes)?;
             need.inodes = need.inodes.checked_add(files)?;
         }

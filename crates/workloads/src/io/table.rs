@@ -487,6 +487,80 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Flag,
         "the job's files removed after each loop and made anew, empty, for the next",
     ),
+    OptionDef::new(
+        "continue-on-error",
+        OptKind::Choice(&["none", "read", "write", "io", "verify", "all", "0", "1"]),
+        "failed I/Os of these kinds are counted and gone past (fio's; see ignore-error)",
+    ),
+    OptionDef::new(
+        "ignore-error",
+        OptKind::Text,
+        "the errors gone past per kind, READS,WRITES,VERIFY of E-names or numbers split by `:` (default EIO and EILSEQ)",
+    ),
+    OptionDef {
+        default: Some("linear"),
+        ..OptionDef::new(
+            "rate-process",
+            OptKind::Choice(&["linear", "poisson"]),
+            "a rate's I/Os evenly spaced, or arriving as a Poisson process",
+        )
+    },
+    OptionDef {
+        default: Some("inline"),
+        ..OptionDef::new(
+            "io-submit-mode",
+            OptKind::Choice(&["inline", "offload"]),
+            "fio's submission by the job (inline) or by worker threads (offload: the same schedule here)",
+        )
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "flow-id",
+            OptKind::Count,
+            "the flow the job's `flow` weight is in",
+        )
+    },
+    OptionDef {
+        max: 1000,
+        default: Some("0"),
+        ..OptionDef::new(
+            "flow",
+            OptKind::Count,
+            "the job's weight in its flow: jobs of a flow share its I/Os by weight (0: none)",
+        )
+    },
+    OptionDef {
+        default: Some("0"),
+        ..OptionDef::new(
+            "flow-sleep",
+            OptKind::Count,
+            "microseconds a job held back by its flow sleeps before it looks again",
+        )
+    },
+    OptionDef {
+        default: Some("tausworthe"),
+        ..OptionDef::new(
+            "random-generator",
+            OptKind::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
+            "fio's generator of random offsets: fsbench draws its own (lfsr: every block once a pass, even with norandommap)",
+        )
+    },
+    OptionDef::new(
+        "ss",
+        OptKind::Text,
+        "steady state criterion: iops|iops_slope|bw|bw_slope:LIMIT[%] (with ss-dur)",
+    ),
+    OptionDef::new(
+        "ss-dur",
+        OptKind::Text,
+        "steady state window: the job stops once its last this-many seconds meet `ss`",
+    ),
+    OptionDef::new(
+        "ss-ramp",
+        OptKind::Text,
+        "steady state: samples start a second after this long",
+    ),
 ];
 
 const PRESETS: &[Preset] = &[

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{Job, check_len};
+use super::Job;
 use crate::io::pattern::Next;
 use fsbench_measure::error::FsbenchError;
 
@@ -97,8 +97,9 @@ impl Job<'_> {
     }
 
     /// An asynchronous engine's completion of `io` at `done` (its raw result: bytes or the
-    /// negated errno): its length checked, its latencies recorded (submission from `prepped`
-    /// to `submitted`), a write noted for the syncs.
+    /// negated errno): its length checked (an error gone past counts nothing more), its
+    /// latencies recorded (submission from `prepped` to `submitted`), a write noted for the
+    /// syncs.
     pub(crate) fn completed_async(
         &mut self,
         io: Next,
@@ -111,7 +112,9 @@ impl Job<'_> {
         } else {
             Ok(res as usize)
         };
-        check_len(result, io, &self.rec)?;
+        if !self.checked(result, io)? {
+            return Ok(());
+        }
         let slat = submitted.saturating_duration_since(prepped).as_nanos() as u64;
         self.complete(io, done, submitted, due, Some(slat))?;
         if !io.read {

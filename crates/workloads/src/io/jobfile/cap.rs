@@ -52,7 +52,7 @@ impl Cap {
         }
         (!parts.is_empty()).then(|| {
             format!(
-                "the job file scaled by --cap {}: every job's size, files and offset_increment at most that, its runtime, ramp and start delay too",
+                "the job file scaled by --cap {}: every job's size (a job without one: that size), files and offset_increment at most that, its runtime, ramp and start delay too",
                 parts.join(",")
             )
         })

@@ -26,6 +26,9 @@ pub(super) const ALIASES: &[&str] = &[
     "percentage_sequential",
     "rate_min",
     "file_append",
+    "steadystate",
+    "steadystate_duration",
+    "steadystate_ramp_time",
 ];
 
 /// The io workload's options (and values) for fio's `key=value`; `Err` says why fsbench
@@ -94,6 +97,9 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         "nr_files" => one("nrfiles", value),
         "io_limit" => one("io_size", value),
         "fileoffset" => one("offset", value),
+        "steadystate" => one("ss", value),
+        "steadystate_duration" => one("ss_dur", value),
+        "steadystate_ramp_time" => one("ss_ramp", value),
         "ioscheduler" => Err(format!(
             "`{key}`: fsbench sets the scheduler per configuration (--sched or FS:sched=NAME)"
         )),

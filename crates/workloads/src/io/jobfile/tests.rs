@@ -76,8 +76,8 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
             "job.fio:4: job `a`: io: `verify=md5`: ioengine=filecreate writes no data to check",
         ),
         (
-            "[a]\nsize=1m\nexit_what=all\n",
-            "job.fio:3: `exit_what=all`: fsbench takes `group` and `stonewall`",
+            "[a]\nsize=1m\nexit_what=most\n",
+            "job.fio:3: `exit_what=most`: fio takes `group`, `stonewall` or `all`",
         ),
         (
             "[a]\nsize=1m\nrw=randrw\nrate=1m,2m\n",
@@ -98,6 +98,19 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
             "job.fio:2: `$mb_memory/0`: division by zero",
         ),
         ("size=1m\n", "before any `[section]`"),
+        (
+            "[a]\nsize=1m\nignore_error=EIO,ENOSPC:EWHAT\n",
+            "job.fio:3: job `a`: io: `ignore_error=EIO,ENOSPC:EWHAT`: unknown error `EWHAT`",
+        ),
+        (
+            "[a]\nsize=1m\nignore_error=EIO,EIO,EIO,EIO\n",
+            "Illegal error type",
+        ),
+        (
+            "[a]\nsize=1m\niodepth=4\nio_submit_mode=offload\n",
+            "job.fio:4: job `a`: io: `io_submit_mode=offload` with ioengine=psync",
+        ),
+        ("[a]\nsize=1m\ncontinue_on_error=some\n", "job.fio:3: "),
     ] {
         let path = write(dir.path(), "job.fio", text);
         let err = format!(
@@ -339,4 +352,126 @@ fn fio_s_percentages_alignments_and_per_direction_values_are_read_as_fio_reads_t
         );
         assert!(err.contains(needle), "{line}: {err}");
     }
+}
+
+#[test]
+fn exit_what_all_starts_no_job_after_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = |exitall: &str| {
+        format!(
+            "[global]\nsize=1m\n{exitall}\n[a]\n[b]\nstonewall\nexit_what=all\n[c]\n[d]\nstonewall\n[e]\nstonewall\n"
+        )
+    };
+    let names = |jobs: &[IoParams]| -> Vec<Vec<String>> {
+        (jobs.iter())
+            .map(|g| g.jobs().map(|j| j.job.clone().unwrap()).collect())
+            .collect()
+    };
+    let path = write(dir.path(), "all.fio", &text("exitall"));
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    assert_eq!(names(&jobs), [vec!["a"], vec!["b", "c"]]);
+    assert!(jobs[1].exitall && jobs[1].beside[0].exitall);
+    // Kept for fio's outputs, which list them.
+    let never: Vec<_> = jobs[1]
+        .never_started
+        .iter()
+        .map(|j| j.job.clone().unwrap())
+        .collect();
+    assert_eq!(never, ["d", "e"]);
+    // Without `exitall` a job's end stops nothing, `exit_what` or not.
+    let path = write(dir.path(), "none.fio", &text(""));
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    assert_eq!(jobs.len(), 4);
+}
+
+#[test]
+fn continue_on_error_and_ignore_error_read_as_fio_reads_them() {
+    use crate::io::params::ErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nsize=1m\n[w]\ncontinue_on_error=write\nignore_error=,ENOSPC:28:-5\nerror_dump=0\n[r]\ncontinue_on_error=1\n[n]\ncontinue_on_error=none\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    let [w, r, n]: [&IoParams; 3] = jobs[0].jobs().collect::<Vec<_>>().try_into().unwrap();
+    assert_eq!(w.errors.kinds, 2);
+    assert_eq!(w.errors.ignore[1], [libc::ENOSPC, libc::ENOSPC, libc::EIO]);
+    assert!(w.errors.continues(ErrorKind::Write, libc::ENOSPC));
+    assert!(!w.errors.continues(ErrorKind::Read, libc::EIO));
+    assert_eq!(r.errors.kinds, 7);
+    assert!(r.errors.continues(ErrorKind::Read, libc::EIO));
+    assert!(r.errors.continues(ErrorKind::Verify, libc::EILSEQ));
+    assert!(!r.errors.continues(ErrorKind::Write, libc::ENOSPC));
+    assert!(!n.errors.continues_any());
+}
+
+#[test]
+fn steady_state_pacing_and_generators_read_as_fio_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nsize=1m\n[a]\nsteadystate=bw_slope:2m\nss_dur=30s\nss_ramp=10\nrate_iops=50\nrate_process=poisson\n[b]\nss_dur=10\nrandom_generator=lfsr\nnorandommap\nflow=8\nflow_id=2\nflow_sleep=1000\nflow_watermark=5\n[c]\nss_dur=500ms\nrw=randread\nnorandommap\nrandom_generator=tausworthe64\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    let [a, b, c]: [&IoParams; 3] = jobs[0].jobs().collect::<Vec<_>>().try_into().unwrap();
+    let ss = a.steady.unwrap();
+    assert_eq!((ss.iops, ss.slope, ss.percent), (false, true, false));
+    assert_eq!(
+        (ss.limit, ss.seconds, ss.ramp_ms),
+        (2.0 * 1048576.0, 30, 10_000)
+    );
+    assert_eq!(ss.text(), "bw_slope:2097152.000000");
+    assert!(a.pacing.poisson && a.poisson_iops() == 50);
+    let ss = b.steady.unwrap();
+    assert_eq!(ss.text(), "iops_slope:0.010000%", "fio's default criterion");
+    assert!(!b.norandommap, "lfsr visits every block once");
+    assert_eq!(
+        (b.pacing.flow, b.pacing.flow_id, b.pacing.flow_sleep_us),
+        (8, 2, 1000)
+    );
+    assert!(
+        c.steady.is_none(),
+        "a window under a second is none, as fio's"
+    );
+    assert!(c.norandommap);
+    for (text, needle) in [
+        (
+            "[a]\nsize=1m\nss=iops\nss_dur=5\n",
+            "bad.fio:3: job `a`: io: `ss=iops`",
+        ),
+        ("[a]\nsize=1m\nss=lat:5\nss_dur=5\n", "fio's criteria are"),
+        (
+            "[global]\ngroup_reporting\nsize=1m\n[a]\nss_dur=5\n[b]\nss_dur=6\n",
+            "job `b`: steadystate options must be consistent",
+        ),
+    ] {
+        let path = write(dir.path(), "bad.fio", text);
+        let err = format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        );
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+}
+
+#[test]
+fn a_cap_gives_its_size_to_a_job_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // fio's butterfly.fio: no size (fio takes an existing file's).
+    let path = write(
+        dir.path(),
+        "butterfly.fio",
+        "[global]\nfilename=testfile\nbs=4k\n[forward]\nrw=read\nflow=2\n[backward]\nrw=read:-8k\nflow=2\n",
+    );
+    let cap = Cap::parse("size=1m").unwrap();
+    let jobs = read(&path, &cap, &Targets::default()).unwrap();
+    assert!(
+        jobs[0]
+            .jobs()
+            .all(|j| j.size == 1 << 20 && j.pacing.flow == 2)
+    );
+    let err = read(&path, &Cap::default(), &Targets::default()).unwrap_err();
+    assert!(format!("{err:#}").contains("has no `size`"), "{err:#}");
 }
