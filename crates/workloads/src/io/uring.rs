@@ -167,7 +167,6 @@ impl State {
         fds: &[RawFd],
         iovecs: &[libc::iovec],
     ) -> Result<(), FsbenchError> {
-        let complete_min = job.params.iodepth_batch_complete_min as usize;
         let mut issuing = Issuing::default();
         // Something due once nothing is in flight (a sync, a verify backlog check), before
         // the pending I/O.
@@ -186,8 +185,39 @@ impl State {
                 }
                 continue;
             }
-            wait(ring, wait_for, complete_min.min(self.inflight))?;
-            self.reap(ring, job)?;
+            self.reap_as_fio(ring, job, wait_for)?;
+        }
+    }
+
+    /// fio's `wait_for_completions` over its io_uring engine's `getevents`: at least
+    /// `iodepth_batch_complete_min` completions (one at the least) and at most
+    /// `iodepth_batch_complete_max` a call, the ring entered to wait when fewer are posted;
+    /// when the queue was full, again until no more than `iodepth_low` are in flight.
+    fn reap_as_fio(
+        &mut self,
+        ring: &mut IoUring,
+        job: &mut Job<'_>,
+        wait_for: Option<Instant>,
+    ) -> Result<(), FsbenchError> {
+        let (min, max, low) = job.params.reaping();
+        let full = self.free.is_empty();
+        loop {
+            let want = min.min(self.inflight).max(1);
+            let most = max.min(self.inflight).max(want);
+            let mut got = self.reap(ring, job, most)?;
+            while got < want {
+                wait(ring, wait_for, want - got)?;
+                let more = self.reap(ring, job, most - got)?;
+                got += more;
+                // Open loop: the wait ends when the next I/O is due.
+                if more == 0 && wait_for.is_some() {
+                    break;
+                }
+            }
+            job.out.stats.reaped(got as u32);
+            if !full || self.inflight <= low || got == 0 {
+                return Ok(());
+            }
         }
     }
 
@@ -240,13 +270,20 @@ impl State {
         Ok(None)
     }
 
-    /// Every completion posted: recorded, its slot freed.
-    fn reap(&mut self, ring: &mut IoUring, job: &mut Job<'_>) -> Result<(), FsbenchError> {
+    /// The completions posted, up to `most`: each recorded, its slot freed; how many.
+    fn reap(
+        &mut self,
+        ring: &mut IoUring,
+        job: &mut Job<'_>,
+        most: usize,
+    ) -> Result<usize, FsbenchError> {
         let done = Instant::now();
         let mut cq = ring.completion();
         cq.sync();
-        job.out.stats.reaped(cq.len() as u32);
-        for cqe in &mut cq {
+        let mut got = 0;
+        while got < most {
+            let Some(cqe) = cq.next() else { break };
+            got += 1;
             let slot = cqe.user_data() as u16;
             let s = self.slots[slot as usize]
                 .take()
@@ -260,7 +297,7 @@ impl State {
                 done,
             )?;
         }
-        Ok(())
+        Ok(got)
     }
 
     /// Submits the queued I/Os, stamping their submission time.
