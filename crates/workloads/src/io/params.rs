@@ -8,7 +8,7 @@ use crate::options::{Parsed, WorkloadKind};
 use crate::{Need, PhaseInfo, RankShare, SpaceNeed, Workload, WorkloadParams};
 use fsbench_measure::error::invalid;
 use fsbench_model::filesystem::Capability;
-use fsbench_model::units::{compact_size, format_bytes};
+use fsbench_model::units::format_bytes;
 use fsbench_model::workload::WorkerMode;
 
 mod choices;
@@ -23,7 +23,7 @@ pub use names::allow_raw_target;
 mod values;
 mod verifying;
 
-pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, Zones};
+pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, SyncIo, Zones};
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
 use verifying::verify_options;
@@ -104,6 +104,19 @@ pub struct IoParams {
     /// fio's `verify_backlog_batch`: how many of them each such check reads (0: all).
     #[serde(default)]
     pub verify_backlog_batch: u64,
+    /// fio's `verify_dump`: each wrong block written to files in the working directory.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_dump: bool,
+    /// fio's `fill_device`: the job writes until the filesystem is full (its size at most
+    /// the free space), and that ends it without an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill_device: bool,
+    /// fio's e4defrag engine: its donor file (`donorname`), allocated at each move with
+    /// `inplace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub donorname: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inplace: bool,
     pub numjobs: u32,
     /// Whether the jobs run as processes (fio's default) or threads (fio's `thread`).
     #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
@@ -134,6 +147,9 @@ pub struct IoParams {
     pub fdatasync: u32,
     pub end_fsync: bool,
     pub fsync_on_close: bool,
+    /// fio's `sync`: the files opened `O_SYNC` or `O_DSYNC`.
+    #[serde(default, skip_serializing_if = "SyncIo::is_none")]
+    pub sync_io: SyncIo,
     pub runtime_ms: u64,
     pub time_based: bool,
     pub ramp_ms: u64,
@@ -191,6 +207,10 @@ pub struct IoParams {
     /// between them, fio's default), each on files of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub beside: Vec<IoParams>,
+    /// fio's `verify_only` jobs after these (a `stonewall` between): once they end, the
+    /// blocks each would write are checked in their files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_after: Vec<IoParams>,
     /// What its job file said of it for fio's outputs: options as written, groups, logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio: Option<Box<fsbench_model::fio::FioJob>>,
@@ -256,6 +276,10 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         verify_fatal: p.flag("verify-fatal"),
         verify_backlog: p.num("verify-backlog").expect("has a default"),
         verify_backlog_batch: p.num("verify-backlog-batch").expect("has a default"),
+        verify_dump: p.flag("verify-dump"),
+        fill_device: p.flag("fill-device"),
+        donorname: p.text("donorname").map(str::to_string),
+        inplace: p.flag("inplace"),
         numjobs: p.small("numjobs").expect("has a default"),
         workers: crate::parallel::workers_of(p),
         offset,
@@ -280,6 +304,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         fdatasync: p.small("fdatasync").expect("default"),
         end_fsync: p.flag("end-fsync"),
         fsync_on_close: p.flag("fsync-on-close"),
+        sync_io: SyncIo::parse(p.text("sync").expect("default")),
         runtime_ms: time("runtime")?,
         time_based: p.flag("time-based"),
         ramp_ms: time("ramp-time")?,
@@ -302,6 +327,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         offset_increment: p.num("offset-increment").expect("default"),
         contents: Contents::of(p),
         beside: Vec::new(),
+        verify_after: Vec::new(),
         fio: None,
     })
 }
@@ -381,58 +407,7 @@ impl WorkloadParams for IoParams {
     }
 
     fn name(&self) -> String {
-        let mut name = self
-            .job
-            .clone()
-            .or_else(|| self.preset.clone())
-            .unwrap_or_else(|| {
-                let bs = if self.bssplit.len() == 1 {
-                    compact_size(self.bssplit[0].0)
-                } else {
-                    let parts: Vec<String> = self
-                        .bssplit
-                        .iter()
-                        .map(|(s, p)| format!("{}/{p}", compact_size(*s)))
-                        .collect();
-                    parts.join(":")
-                };
-                format!(
-                    "{},bs={bs},size={}",
-                    self.rw.name(),
-                    compact_size(self.size)
-                )
-            });
-        if self.engine != Engine::Psync {
-            name.push_str(&format!(",{}", self.engine.name()));
-        }
-        if self.depth() > 1 {
-            name.push_str(&format!(",iodepth={}", self.iodepth));
-        }
-        if self.direct {
-            name.push_str(",direct");
-        }
-        if self.create_on_open {
-            name.push_str(",create_on_open");
-        }
-        if self.numjobs > 1 {
-            name.push_str(&format!(",numjobs={}", self.numjobs));
-            if self.workers != WorkerMode::default() {
-                name.push_str(&format!(",workers={}", self.workers.name()));
-            }
-        }
-        if self.rate_iops > 0 {
-            name.push_str(&format!(",rate_iops={}", self.rate_iops));
-        }
-        if self.rate > 0 {
-            name.push_str(&format!(",rate={}", compact_size(self.rate)));
-        }
-        if self.time_based {
-            name.push_str(&format!(",runtime={}ms", self.runtime_ms));
-        }
-        if !self.beside.is_empty() {
-            name.push_str(&format!("+{} beside", self.beside.len()));
-        }
-        name
+        self.label()
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -466,6 +441,7 @@ impl WorkloadParams for IoParams {
             ));
         }
         self.validate_verify()?;
+        self.validate_fill()?;
         self.validate_fio_options()?;
         self.validate_engine()?;
         if self.time_based && self.runtime_ms == 0 {
@@ -513,6 +489,11 @@ impl WorkloadParams for IoParams {
     fn describe(&self) -> String {
         let limit = if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
+        } else if self.fill_device {
+            format!(
+                "until the filesystem is full (at most {})",
+                format_bytes(self.size)
+            )
         } else {
             format!("{} pass(es) of {}", self.loops, format_bytes(self.size))
         };
@@ -547,7 +528,9 @@ impl WorkloadParams for IoParams {
         let mut need = SpaceNeed::exactly(0, 8);
         for job in self.jobs().filter(|j| !j.raw_device) {
             let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
-            let bytes = job.filesize.checked_mul(files)?.checked_mul(21)? / 20;
+            // A fill job takes whatever is free.
+            let filesize = if job.fill_device { 0 } else { job.filesize };
+            let bytes = filesize.checked_mul(files)?.checked_mul(21)? / 20;
             need.bytes = need.bytes.checked_add(bytes)?;
             need.inodes = need.inodes.checked_add(files)?;
         }

@@ -1,7 +1,7 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
 use super::params::Algorithm;
-use super::params::{Engine, Rw};
+use super::params::{Engine, Rw, SyncIo};
 use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
 
 const OPTIONS: &[OptionDef] = &[
@@ -154,6 +154,26 @@ const OPTIONS: &[OptionDef] = &[
             "blocks each `verify-backlog` check reads (0: all written since the last)",
         )
     },
+    OptionDef::new(
+        "fill-device",
+        OptKind::Flag,
+        "write until the filesystem is full (ENOSPC ends the job without error); size: the free space unless given",
+    ),
+    OptionDef::new(
+        "donorname",
+        OptKind::Text,
+        "ioengine=e4defrag: the donor file whose blocks each write moves in (in `directory`)",
+    ),
+    OptionDef::new(
+        "inplace",
+        OptKind::Flag,
+        "ioengine=e4defrag: the donor allocated before each move and truncated after it",
+    ),
+    OptionDef::new(
+        "verify-dump",
+        OptKind::Flag,
+        "with `verify`: a wrong block dumped to FILE.OFFSET.received (and .expected) in the working directory",
+    ),
     OptionDef {
         default: Some("0"),
         ..OptionDef::new(
@@ -283,6 +303,14 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Flag,
         "fsync a file when it is closed (timed)",
     ),
+    OptionDef {
+        default: Some("none"),
+        ..OptionDef::new(
+            "sync",
+            OptKind::Choice(SyncIo::NAMES),
+            "files opened O_SYNC (sync) or O_DSYNC (dsync): each write waits for the disk",
+        )
+    },
     OptionDef::new(
         "runtime",
         OptKind::Text,
@@ -477,6 +505,29 @@ const OPTIONS: &[OptionDef] = &[
             "of the buffer fills, % that repeat the one before",
         )
     },
+    OptionDef {
+        default: Some("repeat"),
+        ..OptionDef::new(
+            "dedupe-mode",
+            OptKind::Choice(&["repeat", "working_set"]),
+            "a repeated fill: the one before (repeat), or one of the job's first fills (working_set)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 100,
+        default: Some("5"),
+        ..OptionDef::new(
+            "dedupe-working-set-percentage",
+            OptKind::Count,
+            "dedupe-mode=working_set: the first fills repeated, in % of the job's size",
+        )
+    },
+    OptionDef::new(
+        "dedupe-global",
+        OptKind::Flag,
+        "dedupe-mode=working_set: the repeated fills are those of every job running together",
+    ),
     OptionDef::new(
         "pre-read",
         OptKind::Flag,

@@ -1,8 +1,10 @@
-//! The names a job opens, checked however its parameters arrived, and the one block device
-//! a job may name.
+//! The names a job opens, checked however its parameters arrived, the one block device a
+//! job may name, and the workload's label.
 
-use super::{IoParams, values};
+use super::{Engine, IoParams, values};
 use fsbench_measure::error::invalid;
+use fsbench_model::units::compact_size;
+use fsbench_model::workload::WorkerMode;
 
 /// The block device `fsbench fio --target-device` was given, once checked, in this process.
 static RAW_TARGET: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
@@ -33,6 +35,67 @@ impl IoParams {
             let name = super::super::layout::file_name(self, 0, 0, file);
             values::inside_name("filename", &name)?;
         }
+        if self.engine == Engine::E4defrag && self.donorname.is_some() {
+            let donor = crate::io::e4defrag::donor_name(self);
+            values::inside_name("donorname", &donor)?;
+        }
         Ok(())
+    }
+
+    /// The workload's label: the job's name (or preset, or its pattern, block sizes and
+    /// size), then what sets it apart from a plain psync job.
+    pub(super) fn label(&self) -> String {
+        let mut name = self
+            .job
+            .clone()
+            .or_else(|| self.preset.clone())
+            .unwrap_or_else(|| {
+                let bs = if self.bssplit.len() == 1 {
+                    compact_size(self.bssplit[0].0)
+                } else {
+                    let parts: Vec<String> = self
+                        .bssplit
+                        .iter()
+                        .map(|(s, p)| format!("{}/{p}", compact_size(*s)))
+                        .collect();
+                    parts.join(":")
+                };
+                format!(
+                    "{},bs={bs},size={}",
+                    self.rw.name(),
+                    compact_size(self.size)
+                )
+            });
+        if self.engine != Engine::Psync {
+            name.push_str(&format!(",{}", self.engine.name()));
+        }
+        if self.depth() > 1 {
+            name.push_str(&format!(",iodepth={}", self.iodepth));
+        }
+        if self.direct {
+            name.push_str(",direct");
+        }
+        if self.create_on_open {
+            name.push_str(",create_on_open");
+        }
+        if self.numjobs > 1 {
+            name.push_str(&format!(",numjobs={}", self.numjobs));
+            if self.workers != WorkerMode::default() {
+                name.push_str(&format!(",workers={}", self.workers.name()));
+            }
+        }
+        if self.rate_iops > 0 {
+            name.push_str(&format!(",rate_iops={}", self.rate_iops));
+        }
+        if self.rate > 0 {
+            name.push_str(&format!(",rate={}", compact_size(self.rate)));
+        }
+        if self.time_based {
+            name.push_str(&format!(",runtime={}ms", self.runtime_ms));
+        }
+        if !self.beside.is_empty() {
+            name.push_str(&format!("+{} beside", self.beside.len()));
+        }
+        name
     }
 }
