@@ -28,6 +28,7 @@ mod ffsb_stops;
 mod ffsb_workers;
 mod filebench;
 mod filesystems;
+mod fio_data;
 mod fio_engines;
 mod fio_files;
 mod fio_jobs;
