@@ -21,7 +21,7 @@ use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
 
 mod calls;
 mod queueing;
-pub(crate) use queueing::{InFlight, Issuing, Queue};
+pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::job::{self, InFlight, Job, Queue, io_error};
+use super::job::{self, InFlight, Job, Queue, io_error, wait_for_completions};
 use super::params::IoParams;
 use super::pattern::Next;
 use fsbench_measure::error::FsbenchError;
@@ -189,36 +189,29 @@ impl State {
         }
     }
 
-    /// fio's `wait_for_completions` over its io_uring engine's `getevents`: at least
-    /// `iodepth_batch_complete_min` completions (one at the least) and at most
-    /// `iodepth_batch_complete_max` a call, the ring entered to wait when fewer are posted;
-    /// when the queue was full, again until no more than `iodepth_low` are in flight.
+    /// fio's `wait_for_completions` with its io_uring engine's `getevents`: the completions
+    /// posted, up to the most, the ring entered to wait when fewer than wanted are there.
     fn reap_as_fio(
         &mut self,
         ring: &mut IoUring,
         job: &mut Job<'_>,
         wait_for: Option<Instant>,
     ) -> Result<(), FsbenchError> {
-        let (min, max, low) = job.params.reaping();
         let full = self.free.is_empty();
-        loop {
-            let want = min.min(self.inflight).max(1);
-            let most = max.min(self.inflight).max(want);
-            let mut got = self.reap(ring, job, most)?;
+        let in_flight = |s: &State| s.inflight;
+        wait_for_completions(job, self, in_flight, full, |s, job, want, most| {
+            let mut got = s.reap(ring, job, most)?;
             while got < want {
                 wait(ring, wait_for, want - got)?;
-                let more = self.reap(ring, job, most - got)?;
+                let more = s.reap(ring, job, most - got)?;
                 got += more;
                 // Open loop: the wait ends when the next I/O is due.
                 if more == 0 && wait_for.is_some() {
                     break;
                 }
             }
-            job.out.stats.reaped(got as u32);
-            if !full || self.inflight <= low || got == 0 {
-                return Ok(());
-            }
-        }
+            Ok(got)
+        })
     }
 
     /// Prepares I/Os into free slots (submitting each full batch) until the slots, the job's
