@@ -38,6 +38,13 @@ fn written(doc: &serde_json::Value) -> u64 {
         .sum()
 }
 
+/// The figure `name` of the timed phase of fsbench's document.
+fn figure(doc: &serde_json::Value, name: &str) -> Option<f64> {
+    (doc["runs"][0]["phases"][1]["figures"].as_array()?.iter())
+        .find(|f| f["name"] == name)?["value"]
+        .as_f64()
+}
+
 /// The flags of the `openat` calls in a strace log that open `data` for the job (not the
 /// layout's: those create it write-only).
 fn data_opens(log: &str) -> Vec<String> {
@@ -121,14 +128,8 @@ fn verify_only_checks_what_the_job_before_wrote_and_fails_on_other_data_as_fio()
     let good = write_then_check("verify=crc32c\ndo_verify=0", "verify=crc32c");
     let out = fio_job_json(state.path(), dir.path(), &good);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc = json(&out);
-    let figure = doc["runs"][0]["phases"][1]["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "verify_only blocks")
-        .and_then(|f| f["value"].as_f64());
-    assert_eq!(figure, Some(64.0), "every block the check would write");
+    let checked = figure(&json(&out), "verify_only blocks");
+    assert_eq!(checked, Some(64.0), "every block the check would write");
     // Random data, no headers: fio's message at the first block.
     let other = write_then_check("", "verify=crc32c");
     let out = fio_job_json(state.path(), dir.path(), &other);
@@ -554,4 +555,15 @@ fn trimwrite_trims_each_block_then_writes_it_as_fio_reported_in_both_directions(
     );
     assert!(ours[1].starts_with("0, 0,"), "{ours:?}");
     assert_eq!(ours, theirs);
+}
+
+#[test]
+fn verify_takes_an_offset_that_is_no_multiple_of_the_interval() {
+    // cross-stripe-verify.fio's shape: 16 KiB blocks from 4 KiB in, each verified.
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let job = "[w]\nfilename=data\nrw=write\nbs=16k\noffset=4k\nsize=256k\nverify=crc32c\n";
+    let out = fio_job_json(state.path(), dir.path(), job);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(figure(&json(&out), "verified blocks"), Some(16.0));
+    assert_nothing_left(dir.path());
 }
