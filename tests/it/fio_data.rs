@@ -343,10 +343,15 @@ fn dedupe_modes_repeat_blocks_in_the_share_fio_s_written_file_has() {
         return;
     }
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    for mode in ["repeat", "working_set"] {
+    // The queueing engines refill each write's buffer before it is queued.
+    for (mode, engine) in [
+        ("repeat", "psync"),
+        ("working_set", "psync"),
+        ("working_set", "libaio\niodepth=8"),
+    ] {
         let device = LoopDevice::blank(8);
         let job = format!(
-            "[d]\nfilename={}\nrw=write\nbs=4k\nsize=4m\ndedupe_percentage=40\ndedupe_mode={mode}\ndedupe_working_set_percentage=10\n",
+            "[d]\nfilename={}\nrw=write\nbs=4k\nsize=4m\ndedupe_percentage=40\ndedupe_mode={mode}\ndedupe_working_set_percentage=10\nioengine={engine}\n",
             device.dev
         );
         let jobfile = job_file(state.path(), &job);
