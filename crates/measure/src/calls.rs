@@ -168,7 +168,7 @@ pub fn numbered_name<'a>(buf: &'a mut [u8], prefix: &[u8], n: u64) -> &'a CStr {
 }
 
 /// The filesystem type of `dir`, for messages (from fstatfs's magic number).
-pub(crate) fn filesystem_name(dir: BorrowedFd<'_>) -> String {
+pub fn filesystem_name(dir: BorrowedFd<'_>) -> String {
     let magic = rustix::fs::fstatfs(dir)
         .map(|s| s.f_type as u64)
         .unwrap_or(0);

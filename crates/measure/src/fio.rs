@@ -7,7 +7,7 @@
 use hdrhistogram::Histogram;
 
 use fsbench_model::fio::LogOptions;
-use fsbench_model::measurement::{JobThread, LatencySummary, LogFile, SampleStats};
+use fsbench_model::measurement::{JobThread, LatencySummary, LogFile, SampleStats, Trims};
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{LatencySummaryExt, new_histogram};
@@ -34,6 +34,8 @@ pub struct Completion {
     pub clat_ns: u64,
     /// Submission latency, for the engines that submit apart from completing.
     pub slat_ns: Option<u64>,
+    /// A trim of a job that also writes (fio's `trimwrite`; `read` is false).
+    pub trim: bool,
 }
 
 /// The rate samples of one kind (bandwidth or IOPS), per direction.
@@ -122,6 +124,11 @@ pub struct JobStats {
     sync: Histogram<u64>,
     ios: [u64; 2],
     bytes: [u64; 2],
+    /// The trims of a job that trims and writes: latency, I/Os and bytes, rates.
+    #[serde(with = "crate::measure::histogram_serde")]
+    trim_lat: Histogram<u64>,
+    trimmed: [u64; 2],
+    trim_rates: [Rates; 2],
     depth: [u64; 7],
     submit: [u64; 7],
     complete: [u64; 7],
@@ -179,6 +186,9 @@ impl JobStats {
             sync: new_histogram(),
             ios: [0; 2],
             bytes: [0; 2],
+            trim_lat: new_histogram(),
+            trimmed: [0; 2],
+            trim_rates: [Rates::new(SAMPLE_MS), Rates::new(SAMPLE_MS)],
             depth: [0; 7],
             submit: [0; 7],
             complete: [0; 7],
@@ -207,6 +217,9 @@ impl JobStats {
     /// latency), rates, logs.
     #[inline]
     pub fn completed(&mut self, c: Completion) {
+        if c.trim {
+            return self.trim_completed(c);
+        }
         let d = usize::from(!c.read);
         let lat = c.clat_ns + c.slat_ns.unwrap_or(0);
         self.lat[d].saturating_record(lat.max(1));
@@ -224,6 +237,18 @@ impl JobStats {
         if let Some(logs) = &mut self.logs {
             log(logs, &c, lat, at_ms, (bw, iops));
         }
+    }
+
+    /// A trimwrite job's trim: its latency, count and bytes, and a bandwidth and IOPS sample
+    /// every 500 ms (its job's logs are refused).
+    fn trim_completed(&mut self, c: Completion) {
+        let lat = c.clat_ns + c.slat_ns.unwrap_or(0);
+        self.trim_lat.saturating_record(lat.max(1));
+        self.trimmed[0] += 1;
+        self.trimmed[1] += u64::from(c.len);
+        let at_ms = c.at_ns / 1_000_000;
+        self.trim_rates[0].add(at_ms, 0, u64::from(c.len), 1024);
+        self.trim_rates[1].add(at_ms, 0, 1, 1);
     }
 
     /// `n` I/Os submitted at once, `in_flight` of them then in flight.
@@ -267,6 +292,7 @@ impl JobStats {
         runtime_ns: u64,
         slat: &[Histogram<u64>; 2],
         clat: &[Histogram<u64>; 2],
+        trim_clat: &Histogram<u64>,
     ) -> (JobThread, Vec<LogFile>) {
         let end = self.end.unwrap_or(self.start);
         let mut latency = std::collections::BTreeMap::new();
@@ -279,6 +305,11 @@ impl JobStats {
                 if !h.is_empty() {
                     latency.insert(format!("{dir} {kind}"), LatencySummary::of(h));
                 }
+            }
+        }
+        for (kind, h) in [("trim clat", trim_clat), ("trim lat", &self.trim_lat)] {
+            if !h.is_empty() {
+                latency.insert(kind.into(), LatencySummary::of(h));
             }
         }
         if !self.sync.is_empty() {
@@ -307,6 +338,12 @@ impl JobStats {
             first_error: self.first_error,
             failed: self.failed,
             steadystate: None,
+            trims: Trims {
+                ios: self.trimmed[0],
+                bytes: self.trimmed[1],
+                bw: self.trim_rates[0].stats[0],
+                iops: self.trim_rates[1].stats[0],
+            },
         };
         let files = self
             .logs
@@ -369,6 +406,7 @@ mod tests {
             offset: at_ms * 4096,
             clat_ns: clat_us * 1000,
             slat_ns: None,
+            trim: false,
         }
     }
 
@@ -382,7 +420,7 @@ mod tests {
         s.submitted(1, 1);
         s.reaped(1);
         let h = [new_histogram(), new_histogram()];
-        let (t, files) = s.finish(("j", 0, 0), 2_000_000_000, &h, &h);
+        let (t, files) = s.finish(("j", 0, 0), 2_000_000_000, &h, &h, &h[0]);
         assert!(files.is_empty());
         assert_eq!(t.ios, [200, 0]);
         assert_eq!(t.iops[0].samples, 4, "at 500, 1000, 1500 and 2000 ms");
@@ -402,7 +440,7 @@ mod tests {
         }
         s.synced(1000);
         let h = [new_histogram(), new_histogram()];
-        let (t, _) = s.finish(("j", 0, 0), 1_000_000_000, &h, &h);
+        let (t, _) = s.finish(("j", 0, 0), 1_000_000_000, &h, &h, &h[0]);
         // fio 3.33 on 256 writes and 63 fsyncs printed `IO depths : 1=124.6%`.
         assert_eq!((t.ios, t.depth[0]), ([0, 4], 5));
     }
@@ -421,7 +459,7 @@ mod tests {
             s.completed(io(ms, ms != 2, 20));
         }
         let h = [new_histogram(), new_histogram()];
-        let (_, files) = s.finish(("j", 0, 0), 300_000_000, &h, &h);
+        let (_, files) = s.finish(("j", 0, 0), 300_000_000, &h, &h, &h[0]);
         let names: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
         assert_eq!(
             names,
@@ -464,7 +502,7 @@ mod tests {
             s.completed(io(ms, true, us));
         }
         let h = [new_histogram(), new_histogram()];
-        let (_, files) = s.finish(("j", 0, 0), 200_000_000, &h, &h);
+        let (_, files) = s.finish(("j", 0, 0), 200_000_000, &h, &h, &h[0]);
         let lat: Vec<&str> = files[0].text.lines().collect();
         // The window of 10, 50 and 120 ms closes at 120 (its maximum, 9 µs); 130 ms's at
         // the end.

@@ -20,6 +20,7 @@ use fsbench_model::measurement::{Dim, DimValue, Figure};
 use fsbench_model::workload::WorkerMode;
 
 mod contents;
+mod e4defrag;
 mod fileops;
 mod flow;
 mod job;
@@ -40,7 +41,7 @@ mod verify;
 
 use job::{Job, JobOut, Span};
 pub use params::{
-    Distribution, Engine, Fallocate, FileService, IoParams, Rw, Zones, allow_raw_target,
+    Distribution, Engine, Fallocate, FileService, IoParams, Rw, SyncIo, Zones, allow_raw_target,
 };
 use pattern::Pattern;
 pub(crate) use table::KIND;
@@ -266,6 +267,9 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
     if p.engine == Engine::IoUring {
         uring::check_available(p)?;
     }
+    if p.engine == Engine::E4defrag {
+        e4defrag::check_ext4(dir)?;
+    }
     if p.raw_device {
         return check_device(p);
     }
@@ -374,7 +378,7 @@ impl Io {
             let name = p.job.clone().unwrap_or_else(|| format!("job{job}"));
             let runtime = o.elapsed.as_nanos() as u64;
             let who = (name.as_str(), job as u32, copy);
-            let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat);
+            let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat, &o.trim_clat);
             thread.steadystate = o.steady;
             rec.add_job(thread, logs);
         }
@@ -512,6 +516,7 @@ impl Workload for Io {
             pattern.new_pass();
         }
         let outs = self.run_jobs(dir, rec, true)?;
+        let verified_after = self.verify_after(dir)?;
         self.unlink_files(dir)?;
         for (name, d, trims) in DIRECTIONS {
             let mine = self.of_direction(&outs, trims);
@@ -531,6 +536,7 @@ impl Workload for Io {
         }
         self.per_job_latency(&outs, rec);
         self.figures(&outs);
+        self.figures.extend(verified_after);
         self.record_threads(outs, rec);
         Ok(())
     }

@@ -43,7 +43,7 @@ pub struct JobThread {
     pub bw: [SampleStats; 2],
     pub iops: [SampleStats; 2],
     /// `read slat`, `read clat`, `read lat` (from the I/O's preparation, fio's), the same
-    /// for `write`, and `sync`.
+    /// for `write` (and `trim` beside them), and `sync`.
     pub latency: BTreeMap<String, LatencySummary>,
     /// Failed I/Os the thread went past (fio's `continue_on_error`), and the first one's
     /// errno (0: none).
@@ -59,6 +59,10 @@ pub struct JobThread {
     /// `group_reporting`, the group's last).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steadystate: Option<FioSteadyState>,
+    /// The trims of a job that trims and writes (fio's `trimwrite`); a job that only trims
+    /// keeps its trims in the second direction.
+    #[serde(default, skip_serializing_if = "Trims::is_empty")]
+    pub trims: Trims,
 }
 
 /// What fio reports of a steady state check: the criterion, whether it was attained, and
@@ -82,6 +86,21 @@ pub struct FioSteadyState {
     /// The window's samples, oldest first: bandwidth (bytes/s) and IOPS.
     pub bw_samples: Vec<u64>,
     pub iops_samples: Vec<u64>,
+}
+
+/// A thread's trims beside its writes, as one direction of [`JobThread`].
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Trims {
+    pub ios: u64,
+    pub bytes: u64,
+    pub bw: SampleStats,
+    pub iops: SampleStats,
+}
+
+impl Trims {
+    pub fn is_empty(&self) -> bool {
+        self.ios == 0
+    }
 }
 
 /// Samples of a rate summarized as fio keeps them: count, min, max, mean and the sum of

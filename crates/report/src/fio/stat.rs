@@ -299,6 +299,14 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
                 bw[d].add_up(&t.bw[from]);
                 iops[d].add_up(&t.iops[from]);
             }
+            // A trimwrite thread's trims, beside its writes.
+            if !t.trims.is_empty() {
+                s.ios[2] += t.trims.ios;
+                s.bytes[2] += t.trims.bytes;
+                runtime[2] = runtime[2].max(t.runtime_ns / 1_000_000);
+                bw[2].add_up(&t.trims.bw);
+                iops[2].add_up(&t.trims.iops);
+            }
             s.syncs += t.syncs;
             (s.total_err, s.first_error) = (s.total_err + t.total_err, t.first_error);
             if s.error == 0 {
@@ -325,20 +333,27 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
     }
     let all: Vec<&JobThread> = p.iter().flatten().copied().collect();
     // The threads' latencies under `key`, of those that trim or not (`None`: every one's).
-    let latency = |key: &str, trimming: Option<bool>| -> Option<FioLatency> {
-        let parts: Vec<&LatencySummary> = (all.iter())
+    let parts = |key: &str, trimming: Option<bool>| -> Vec<&LatencySummary> {
+        (all.iter())
             .filter(|t| trimming.is_none_or(|x| trims(t) == x))
             .filter_map(|t| t.latency.get(key))
-            .collect();
-        FioLatency::merged(parts)
+            .collect()
     };
     for (d, trimming) in [(0, None), (1, Some(false)), (2, Some(true))] {
         let dir = if d == 0 { "read" } else { "write" };
-        s.slat[d] = latency(&format!("{dir} slat"), trimming);
-        s.clat[d] = latency(&format!("{dir} clat"), trimming);
-        s.lat[d] = latency(&format!("{dir} lat"), trimming).or_else(|| s.clat[d].clone());
+        // The trims: a trim job's (where writes go) and a trimwrite job's own.
+        let latency = |kind: &str| {
+            let mut of = parts(&format!("{dir} {kind}"), trimming);
+            if d == 2 {
+                of.extend(parts(&format!("trim {kind}"), None));
+            }
+            FioLatency::merged(of)
+        };
+        s.slat[d] = latency("slat");
+        s.clat[d] = latency("clat");
+        s.lat[d] = latency("lat").or_else(|| s.clat[d].clone());
     }
-    s.sync = latency("sync", None);
+    s.sync = FioLatency::merged(parts("sync", None));
     s
 }
 

@@ -3,7 +3,9 @@
 //! `buffer_compress_chunk` zeros, the rest random), `refill_buffers` (new data before every
 //! write), `scramble_buffers` (fio's default: each 512 bytes of a block stamped with its
 //! offset and a count before a write, so that no two writes hold the same data) and
-//! `dedupe_percentage` (that share of the fills repeat the fill before).
+//! `dedupe_percentage` (that share of the fills repeat the fill before, or with
+//! `dedupe_mode=working_set` one of the first fills of the job, or of every job running
+//! with it under `dedupe_global`, as fio's dedupe.c chooses them).
 
 use super::IoParams;
 use super::params::Contents;
@@ -18,18 +20,46 @@ enum PerWrite {
     Scramble,
 }
 
-/// A job's filler of its write buffers.
+/// A job's filler of its write buffers. Every fill is made from a seed: a fill of new data
+/// from the thread's next one (the thread's number and the count of its new fills), a
+/// repeated fill from an earlier fill's.
 pub(super) struct Filler {
     contents: Contents,
     per_write: PerWrite,
     rng: Rng,
     last_seed: u64,
     writes: u64,
+    /// The fills of new data so far, and the thread's number in the seeds.
+    new_fills: u64,
+    thread: u32,
+    /// `dedupe_mode=working_set`: the fills it holds, and fio's spread of them over the
+    /// threads under `dedupe_global` (the first thread's number, their count, the fills
+    /// of each).
+    working_set: u64,
+    spread: (u32, u32, u64),
+}
+
+/// A fill's seed: the `n`-th new fill of thread `thread`.
+fn seed_of(thread: u32, n: u64) -> u64 {
+    (u64::from(thread) << 40) ^ n
 }
 
 impl Filler {
-    pub(super) fn new(params: &IoParams, seed: u64) -> Filler {
+    /// The filler of copy `copy` of the `job`-th job running together.
+    pub(super) fn new(params: &IoParams, (job, copy): (usize, u32)) -> Filler {
         let c = params.contents;
+        // fio's thread number over the job file (a job of `fsbench run`: its copy).
+        let thread = params.fio.as_ref().map_or(0, |f| f.first_thread) + copy;
+        let working_set = c.dedupe_working_set.map_or(0, |pct| {
+            let blocks = params.size * u64::from(pct) / 100 / params.min_bs().max(1);
+            blocks.max(1)
+        });
+        let (first, threads) = c.dedupe_threads.unwrap_or((thread, 1));
+        let spread = (
+            first,
+            threads,
+            (working_set / u64::from(threads.max(1))).max(1),
+        );
         let per_write = if c.refill {
             PerWrite::Refill
         } else if c.scramble && c.compress_percent == 0 && params.verify.is_none() {
@@ -37,13 +67,16 @@ impl Filler {
         } else {
             PerWrite::Nothing
         };
-        let mut rng = Rng::new(seed);
         Filler {
             contents: c,
             per_write,
-            last_seed: rng.next(),
-            rng,
+            last_seed: seed_of(thread, 0),
+            rng: Rng::new(((job as u64) << 32) | u64::from(copy)),
             writes: 0,
+            new_fills: 0,
+            thread,
+            working_set,
+            spread,
         }
     }
 
@@ -71,13 +104,11 @@ impl Filler {
         }
     }
 
-    /// New contents: zeros, compressible or random data, or (`dedupe_percentage`) the
-    /// fill before again, made from the same seed.
+    /// New contents: zeros, compressible or random data, or (`dedupe_percentage`) an
+    /// earlier fill again, made from the same seed.
     fn fill(&mut self, buf: &mut [u8]) {
+        self.last_seed = self.next_seed();
         let c = self.contents;
-        if c.dedupe_percent == 0 || self.rng.below(100) >= u64::from(c.dedupe_percent) {
-            self.last_seed = self.rng.next();
-        }
         let mut data = Rng::new(self.last_seed);
         if c.zero {
             buf.fill(0);
@@ -86,6 +117,36 @@ impl Filler {
         } else {
             fill_random(buf, &mut data);
         }
+    }
+}
+
+impl Filler {
+    /// The next fill's seed, as fio's `get_buf_state`: at 100% every fill is the first;
+    /// else `dedupe_percentage`% of them repeat the fill before (`repeat`) or one of the
+    /// working set drawn uniformly: the first fills of this thread, or under
+    /// `dedupe_global` those of each thread in turn (fio's
+    /// `init_dedupe_working_set_seeds`: the set's `k`-th fill is fill `k % per` of the
+    /// `k / per`-th thread after this one, `per` its size over the threads).
+    fn next_seed(&mut self) -> u64 {
+        let pct = u64::from(self.contents.dedupe_percent);
+        let repeat = match pct {
+            0 => false,
+            100 => return seed_of(self.thread, 0),
+            _ => self.rng.below(100) < pct,
+        };
+        if !repeat {
+            let seed = seed_of(self.thread, self.new_fills);
+            self.new_fills += 1;
+            return seed;
+        }
+        if self.working_set == 0 {
+            return self.last_seed;
+        }
+        let k = self.rng.below(self.working_set);
+        let (first, threads, per) = self.spread;
+        let mine = u64::from(self.thread.saturating_sub(first));
+        let turn = (mine + k / per) % u64::from(threads.max(1));
+        seed_of(first + turn as u32, k % per)
     }
 }
 
@@ -126,6 +187,45 @@ mod tests {
             assert!(half[..256].iter().any(|b| *b != 0));
             assert!(half[256..].iter().all(|b| *b == 0));
         }
+    }
+
+    /// The share of `fills` fills of `filler` (4 KiB blocks) that repeat an earlier one, and
+    /// the fills.
+    fn repeats(filler: &mut Filler, fills: usize) -> (f64, Vec<Vec<u8>>) {
+        let mut blocks = Vec::new();
+        for _ in 0..fills {
+            let mut buf = vec![0u8; 4096];
+            filler.before_write(&mut buf, 0);
+            blocks.push(buf);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let repeated = blocks.iter().filter(|b| !seen.insert(b.to_vec())).count();
+        (repeated as f64 / fills as f64, blocks)
+    }
+
+    #[test]
+    fn dedupe_modes_repeat_their_share_of_the_fills() {
+        for mode in ["repeat", "working_set"] {
+            let p = IoParams::parse(&format!(
+                "rw=write,bs=4k,size=4m,dedupe-percentage=40,dedupe-mode={mode}"
+            ))
+            .unwrap();
+            let (share, _) = repeats(&mut Filler::new(&p, (0, 0)), 1024);
+            assert!((0.33..=0.47).contains(&share), "{mode}: {share}");
+        }
+        // Under dedupe_global a repeated fill may be another thread's.
+        let p = IoParams::parse(
+            "rw=write,bs=4k,size=4m,numjobs=2,dedupe-percentage=50,dedupe-mode=working_set,dedupe-global=true,dedupe-working-set-percentage=20",
+        )
+        .unwrap();
+        let (_, first) = repeats(&mut Filler::new(&p, (0, 0)), 512);
+        let (_, second) = repeats(&mut Filler::new(&p, (0, 1)), 512);
+        let firsts: std::collections::HashSet<&Vec<u8>> = first.iter().collect();
+        let shared = second.iter().filter(|b| firsts.contains(b)).count();
+        assert!(
+            shared > 50,
+            "{shared} of the second thread's fills are the first's"
+        );
     }
 
     #[test]

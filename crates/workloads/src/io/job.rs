@@ -23,7 +23,7 @@ mod calls;
 mod errors;
 mod queueing;
 pub(crate) use errors::io_error;
-pub(crate) use queueing::{InFlight, Issuing, Queue};
+pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
@@ -37,6 +37,9 @@ pub(crate) struct JobOut {
     pub slat: [Histogram<u64>; 2],
     #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
     pub clat: [Histogram<u64>; 2],
+    /// A trimwrite job's trims' completion latency (its writes are in `clat`).
+    #[serde(with = "fsbench_measure::measure::histogram_serde")]
+    pub trim_clat: Histogram<u64>,
     /// Open loop: how late each I/O was issued after its scheduled time (the harness's
     /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
     #[serde(with = "fsbench_measure::measure::histogram_serde")]
@@ -62,6 +65,7 @@ impl JobOut {
         JobOut {
             slat: [new_histogram(), new_histogram()],
             clat: [new_histogram(), new_histogram()],
+            trim_clat: new_histogram(),
             lag: new_histogram(),
             from_schedule: [new_histogram(), new_histogram()],
             stats,
@@ -143,6 +147,8 @@ pub(crate) struct Job<'a> {
     filler: super::contents::Filler,
     /// The `mmap` engine's mappings, one per file (none with the other engines).
     maps: Vec<Mapping>,
+    /// The `e4defrag` engine's donor file.
+    donor: Option<super::e4defrag::Donor>,
     /// fio's `verify_backlog`: a check of the latest writes is due before the next I/O.
     backlog_due: bool,
 }
@@ -175,9 +181,9 @@ impl<'a> Job<'a> {
                 .map_err(|e| FsbenchError::Failed(format!("io: pre_read: {e}")))?;
         }
         let maps = Mapping::of_files(params, copy, &files, &names)?;
+        let donor = super::e4defrag::Donor::open(params, dir)?;
         let mut bufs = verify::write_buffers(params, job, copy);
-        let mut filler =
-            super::contents::Filler::new(params, ((job as u64) << 32) | u64::from(copy));
+        let mut filler = super::contents::Filler::new(params, (job, copy));
         filler.initial(params, &mut bufs);
         // fio numbers threads over the whole job file; its logs carry the number.
         let no_logs = fsbench_model::fio::LogOptions::default();
@@ -221,6 +227,7 @@ impl<'a> Job<'a> {
             filler,
             verifier: Verifier::of(params, copy),
             maps,
+            donor,
             backlog_due: false,
         })
     }
@@ -455,6 +462,7 @@ impl<'a> Job<'a> {
             offset: io.offset,
             clat_ns: clat,
             slat_ns,
+            trim: false,
         });
         self.out.ios[d] += 1;
         self.out.bytes[d] += u64::from(io.len);
@@ -564,12 +572,18 @@ impl<'a> Job<'a> {
                 Self::wait_until(at);
             }
             self.count_issue();
+            if self.params.rw.trims_then_writes() {
+                self.trim_first(io)?;
+            }
             self.stamp(0, io);
             let submitted = Instant::now();
             let result = self.transfer(io);
             let done = Instant::now();
             self.out.stats.submitted(1, 1);
             self.out.stats.reaped(1);
+            if super::layout::full(self.params, &result, io) {
+                break;
+            }
             if self.checked(result, io)? {
                 self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
                 if !io.read {

@@ -53,10 +53,6 @@ const PLACEMENT: &str = "fsbench does not pin jobs to CPUs or memory nodes nor c
 
 /// fio's keys that fsbench decides itself, refused with the reason.
 const REFUSED: &[(&str, &str)] = &[
-    (
-        "verify_only",
-        "it checks what an earlier run of the job wrote, and every fsbench run's files are fresh: there is nothing to check (give `verify` to a job that writes)",
-    ),
     ("cpus_allowed", PLACEMENT),
     ("cpus_allowed_policy", PLACEMENT),
     ("cpumask", PLACEMENT),
@@ -110,6 +106,8 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
     // after the next stonewall; they are read (and refused as fio would), kept for fio's
     // outputs (which list them), and not run.
     let (mut ends_all, mut never_started) = (false, false);
+    // Whether the job before was a `verify_only` job (no job may run beside it).
+    let mut after_check = false;
     for s in &sections {
         if s.name == "global" {
             global.extend(&s.options);
@@ -145,6 +143,13 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
             }
             continue;
         }
+        let checks = flag_of(s, &global, "verify_only");
+        if checks || (after_check && !stonewall) {
+            verify_only(s, params, stonewall, checks, &mut jobs)?;
+            after_check = true;
+            continue;
+        }
+        after_check = false;
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),
@@ -154,6 +159,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
         return Err(invalid(format!("{}: no job section", path.display())));
     }
     jobs.iter().try_for_each(steady_by_group)?;
+    jobs.iter_mut().for_each(dedupe_over_group);
     Ok(jobs)
 }
 
@@ -174,6 +180,73 @@ fn steady_by_group(together: &IoParams) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A flag's value in job `s` (its own line, else the `[global]` sections' last), false when
+/// not given.
+fn flag_of(s: &Section, global: &[&Line], key: &str) -> bool {
+    (global.iter().copied().chain(&s.options))
+        .rev()
+        .find(|l| l.key.replace('-', "_") == key)
+        .is_some_and(|l| spelling::flag(&l.value))
+}
+
+/// fio's `verify_only` job `s` (`checks`; else a job that would run beside one, refused):
+/// it writes nothing and checks that its files hold what its writes would put there. fsbench
+/// runs each group on fresh files, so it checks what the group before it wrote, once that
+/// group ends: it needs a `stonewall`, `verify`, and files a job of that group writes
+/// (the same `filename`).
+fn verify_only(
+    s: &Section,
+    params: IoParams,
+    stonewall: bool,
+    checks: bool,
+    jobs: &mut [IoParams],
+) -> anyhow::Result<()> {
+    let no = |why: &str| Err(invalid(format!("{}: job `{}`: {why}", s.at, s.name)));
+    if !checks {
+        return no(
+            "runs beside a `verify_only` job, which fsbench runs after the group before it: not implemented (give `stonewall`)",
+        );
+    }
+    if params.verify.is_none() {
+        return no("`verify_only` needs `verify` (how the blocks were stamped)");
+    }
+    let Some(group) = jobs.last_mut() else {
+        return no(
+            "`verify_only` checks what a job before it wrote, and there is none: every fsbench run starts on fresh files",
+        );
+    };
+    if !stonewall {
+        return no(
+            "`verify_only` beside the jobs that write its files would check them as they are written: give `stonewall`",
+        );
+    }
+    let writes_its_files = |j: &IoParams| {
+        j.directory == params.directory
+            && j.rw.read_percent(j.rwmixread) < 100
+            && params.filename.iter().all(|f| j.filename.contains(f))
+    };
+    if params.filename.is_empty() || !group.jobs().any(writes_its_files) {
+        return no(
+            "`verify_only` checks the files a job of the group before it writes (fsbench's runs start on fresh files): give it that job's `filename`",
+        );
+    }
+    group.verify_after.push(params);
+    Ok(())
+}
+
+/// fio's `dedupe_global` spreads a job's working set over the threads running with it:
+/// those of `group`, numbered from its first.
+fn dedupe_over_group(group: &mut IoParams) {
+    let first = group.fio.as_ref().map_or(0, |f| f.first_thread);
+    let threads: u32 = group.jobs().map(|j| j.numjobs).sum();
+    let global = std::iter::once(&mut group.contents)
+        .chain(group.beside.iter_mut().map(|j| &mut j.contents))
+        .filter_map(|c| c.dedupe_threads.as_mut());
+    for spread in global {
+        *spread = (first, threads);
+    }
 }
 
 /// fio's `exitall` (in any section, it holds for every job: fio's option sets it for the
@@ -270,6 +343,10 @@ fn job<'s>(
             new_group = spelling::flag(&line.value);
             continue;
         }
+        // Read by `read` (where the job runs).
+        if key == "verify_only" {
+            continue;
+        }
         if matches!(key.as_str(), "kb_base" | "unit_base") {
             if key == "unit_base" {
                 units::unit_base(&line.value)
@@ -335,6 +412,8 @@ fn sized<'s>(
         )));
     }
     let gives_size = |k: &str| matches!(k, "size" | "filesize" | "size_percent");
+    // fio's `fill_device` sizes the job by the free space.
+    let fills = |k: &str, v: &str| k == "fill_device" && spelling::flag(v);
     if let (Some(device), false) = (raw, pairs.iter().any(|(k, _, _)| gives_size(k))) {
         let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;
         pairs.push(("size".into(), size.to_string(), &s.at));
@@ -342,7 +421,7 @@ fn sized<'s>(
     if let (Some(size), false) = (cap.size, pairs.iter().any(|(k, _, _)| gives_size(k))) {
         pairs.push(("size".into(), size.to_string(), &s.at));
     }
-    if !pairs.iter().any(|(k, _, _)| gives_size(k)) {
+    if !pairs.iter().any(|(k, v, _)| gives_size(k) || fills(k, v)) {
         return Err(invalid(format!(
             "{}: job `{}` has no `size` (nor `filesize`): fio needs one, and so does fsbench",
             s.at, s.name
@@ -498,6 +577,7 @@ fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
                 | "exitall"
                 | "exit_what"
                 | "exitall_on_error"
+                | "verify_only"
         )
         || written::KEYS.contains(&normal.as_str())
         || spelling::ALIASES.contains(&normal.as_str());

@@ -6,6 +6,10 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::fs::{Mode, OFlags};
 
+mod fill;
+pub(super) use fill::{UNBOUNDED, full};
+
+use super::params::SyncIo;
 use super::{Engine, Fallocate, Io, IoParams, pattern};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
@@ -56,6 +60,14 @@ pub(super) fn open_file(
     if params.direct {
         flags |= OFlags::DIRECT;
     }
+    // fio opens a trim job's files without its `sync` flag.
+    flags |= match params.sync_io {
+        _ if params.rw.trims() || params.rw.trims_then_writes() => OFlags::empty(),
+        SyncIo::None => OFlags::empty(),
+        SyncIo::Sync => OFlags::SYNC,
+        // rustix's `OFlags::DSYNC` is O_SYNC's bits on Linux: O_DSYNC's own.
+        SyncIo::Dsync => OFlags::from_bits_retain(libc::O_DSYNC as u32),
+    };
     if create || falloc {
         flags |= OFlags::CREATE;
     }
@@ -97,7 +109,12 @@ impl Io {
             let reads = p.rw.read_percent(p.rwmixread) > 0;
             for f in 0..p.nrfiles as usize {
                 let name = file_name(p, job, copy, f);
-                let size = p.copy_filesize(copy);
+                // fio writes a fill job's files from empty, allocating nothing first.
+                let size = if p.fill_device {
+                    0
+                } else {
+                    p.copy_filesize(copy)
+                };
                 match files.iter_mut().find(|have| have.name == name) {
                     Some(seen) => {
                         seen.size = seen.size.max(size);
@@ -108,7 +125,11 @@ impl Io {
                         size,
                         reads,
                         is_dir: matches!(p.engine, Engine::DirStat | Engine::DirDelete),
-                        fallocate: p.fallocate,
+                        fallocate: if p.fill_device {
+                            Fallocate::None
+                        } else {
+                            p.fallocate
+                        },
                     }),
                 }
             }
@@ -120,10 +141,11 @@ impl Io {
     /// `directory`), one unit per file with the bytes written. Files only written get their
     /// blocks allocated as `fallocate` says; files that are read are written in full.
     pub(super) fn layout(
-        &self,
+        &mut self,
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
+        self.fit_to_free_space(dir);
         let mut buf = Aligned::new(1 << 20);
         let mut fill = pattern::Rng::new(self.params.randseed);
         pattern::fill_random(buf.buf(), &mut fill);

@@ -7,7 +7,7 @@
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
-use super::job::{InFlight, Issuing, Job, Queue, io_error};
+use super::job::{InFlight, Issuing, Job, Queue, io_error, wait_for_completions};
 use super::pattern::Next;
 use fsbench_measure::error::FsbenchError;
 
@@ -135,19 +135,16 @@ impl State {
         }
     }
 
-    /// fio's `wait_for_completions`: at least `iodepth_batch_complete_min` completions (one
-    /// at the least), at most `iodepth_batch_complete_max` a call; when the queue was full,
-    /// again until no more than `iodepth_low` are in flight.
+    /// fio's `wait_for_completions` with `io_getevents`.
     fn reap_as_fio(
         &mut self,
         job: &mut Job<'_>,
         ctx: &Context,
         wait_for: Option<Instant>,
     ) -> Result<(), FsbenchError> {
-        let (min, max, low) = job.params.reaping();
         let full = self.free.is_empty();
-        loop {
-            let want = min.min(self.inflight).max(1);
+        let in_flight = |s: &State| s.inflight;
+        wait_for_completions(job, self, in_flight, full, |s, job, want, most| {
             // Open loop: no longer than the next I/O is due.
             let timeout = wait_for.map(|at| {
                 let left = at.saturating_duration_since(Instant::now());
@@ -156,14 +153,10 @@ impl State {
                     tv_nsec: libc::c_long::from(left.subsec_nanos() as i32),
                 }
             });
-            let got = self.reap(ctx, want, max.min(self.inflight), timeout.as_ref())?;
-            let done = Instant::now();
-            job.out.stats.reaped(got as u32);
-            self.complete(job, got, done)?;
-            if !full || self.inflight <= low || got == 0 {
-                return Ok(());
-            }
-        }
+            let got = s.reap(ctx, want, most, timeout.as_ref())?;
+            s.complete(job, got, Instant::now())?;
+            Ok(got)
+        })
     }
 
     /// Prepares the iocb of `io` in a free slot and queues it for the next submission.

@@ -31,7 +31,7 @@ pub(crate) use steady::SteadySpec;
 mod values;
 mod verifying;
 
-pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, Zones};
+pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, SyncIo, Zones};
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
 use verifying::verify_options;
@@ -116,6 +116,19 @@ pub struct IoParams {
     /// fio's `verify_backlog_batch`: how many of them each such check reads (0: all).
     #[serde(default)]
     pub verify_backlog_batch: u64,
+    /// fio's `verify_dump`: each wrong block written to files in the working directory.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_dump: bool,
+    /// fio's `fill_device`: the job writes until the filesystem is full (its size at most
+    /// the free space), and that ends it without an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill_device: bool,
+    /// fio's e4defrag engine: its donor file (`donorname`), allocated at each move with
+    /// `inplace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub donorname: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inplace: bool,
     pub numjobs: u32,
     /// Whether the jobs run as processes (fio's default) or threads (fio's `thread`).
     #[serde(default, skip_serializing_if = "crate::parallel::is_default_mode")]
@@ -146,6 +159,9 @@ pub struct IoParams {
     pub fdatasync: u32,
     pub end_fsync: bool,
     pub fsync_on_close: bool,
+    /// fio's `sync`: the files opened `O_SYNC` or `O_DSYNC`.
+    #[serde(default, skip_serializing_if = "SyncIo::is_none")]
+    pub sync_io: SyncIo,
     pub runtime_ms: u64,
     pub time_based: bool,
     pub ramp_ms: u64,
@@ -212,6 +228,10 @@ pub struct IoParams {
     /// The jobs after it that fio never starts (`exit_what=all`): reported, never run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub never_started: Vec<IoParams>,
+    /// fio's `verify_only` jobs after these (a `stonewall` between): once they end, the
+    /// blocks each would write are checked in their files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_after: Vec<IoParams>,
     /// What its job file said of it for fio's outputs: options as written, groups, logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio: Option<Box<fsbench_model::fio::FioJob>>,
@@ -278,6 +298,10 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         verify_fatal: p.flag("verify-fatal"),
         verify_backlog: p.num("verify-backlog").expect("has a default"),
         verify_backlog_batch: p.num("verify-backlog-batch").expect("has a default"),
+        verify_dump: p.flag("verify-dump"),
+        fill_device: p.flag("fill-device"),
+        donorname: p.text("donorname").map(str::to_string),
+        inplace: p.flag("inplace"),
         numjobs: p.small("numjobs").expect("has a default"),
         workers: crate::parallel::workers_of(p),
         offset,
@@ -302,6 +326,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         fdatasync: p.small("fdatasync").expect("default"),
         end_fsync: p.flag("end-fsync"),
         fsync_on_close: p.flag("fsync-on-close"),
+        sync_io: SyncIo::parse(p.text("sync").expect("default")),
         runtime_ms: time("runtime")?,
         time_based: p.flag("time-based"),
         ramp_ms: time("ramp-time")?,
@@ -328,6 +353,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         contents: Contents::of(p),
         beside: Vec::new(),
         never_started: Vec::new(),
+        verify_after: Vec::new(),
         fio: None,
     })
 }
@@ -441,6 +467,7 @@ impl WorkloadParams for IoParams {
             ));
         }
         self.validate_verify()?;
+        self.validate_fill()?;
         self.validate_fio_options()?;
         self.validate_pacing()?;
         self.validate_engine()?;
@@ -489,6 +516,11 @@ impl WorkloadParams for IoParams {
     fn describe(&self) -> String {
         let limit = if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
+        } else if self.fill_device {
+            format!(
+                "until the filesystem is full (at most {})",
+                format_bytes(self.size)
+            )
         } else {
             format!("{} pass(es) of {}", self.loops, format_bytes(self.size))
         };
@@ -523,8 +555,12 @@ impl WorkloadParams for IoParams {
         let mut need = SpaceNeed::exactly(0, 8);
         for job in self.jobs().filter(|j| !j.raw_device) {
             let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
-            let bytes = job.filesize.checked_mul(files)?.checked_mul(21)? / 20;
-            let bytes = if job.fills_up() { 0 } else { bytes };
+            // A fill job takes whatever is free; one that goes on past a full disk needs none.
+            let bytes = if job.fill_device || job.fills_up() {
+                0
+            } else {
+                job.filesize.checked_mul(files)?.checked_mul(21)? / 20
+            };
             need.bytes = need.bytes.checked_add(bytes)?;
             need.inodes = need.inodes.checked_add(files)?;
         }

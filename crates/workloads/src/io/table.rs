@@ -1,8 +1,13 @@
 //! The io workload's option table and presets: fio's option names (`_` or `-` both work).
 
 use super::params::Algorithm;
-use super::params::{Engine, Rw};
-use crate::options::{OptKind, OptionDef, Preset, WorkloadKind};
+use super::params::{Engine, Rw, SyncIo};
+use crate::options::{OptKind, OptionDef};
+
+mod control;
+mod presets;
+
+pub(crate) use presets::KIND;
 
 const OPTIONS: &[OptionDef] = &[
     OptionDef {
@@ -154,6 +159,26 @@ const OPTIONS: &[OptionDef] = &[
             "blocks each `verify-backlog` check reads (0: all written since the last)",
         )
     },
+    OptionDef::new(
+        "fill-device",
+        OptKind::Flag,
+        "write until the filesystem is full (ENOSPC ends the job without error); size: the free space unless given",
+    ),
+    OptionDef::new(
+        "donorname",
+        OptKind::Text,
+        "ioengine=e4defrag: the donor file whose blocks each write moves in (in `directory`)",
+    ),
+    OptionDef::new(
+        "inplace",
+        OptKind::Flag,
+        "ioengine=e4defrag: the donor allocated before each move and truncated after it",
+    ),
+    OptionDef::new(
+        "verify-dump",
+        OptKind::Flag,
+        "with `verify`: a wrong block dumped to FILE.OFFSET.received (and .expected) in the working directory",
+    ),
     OptionDef {
         default: Some("0"),
         ..OptionDef::new(
@@ -283,6 +308,14 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Flag,
         "fsync a file when it is closed (timed)",
     ),
+    OptionDef {
+        default: Some("none"),
+        ..OptionDef::new(
+            "sync",
+            OptKind::Choice(SyncIo::NAMES),
+            "files opened O_SYNC (sync) or O_DSYNC (dsync): each write waits for the disk",
+        )
+    },
     OptionDef::new(
         "runtime",
         OptKind::Text,
@@ -477,6 +510,29 @@ const OPTIONS: &[OptionDef] = &[
             "of the buffer fills, % that repeat the one before",
         )
     },
+    OptionDef {
+        default: Some("repeat"),
+        ..OptionDef::new(
+            "dedupe-mode",
+            OptKind::Choice(&["repeat", "working_set"]),
+            "a repeated fill: the one before (repeat), or one of the job's first fills (working_set)",
+        )
+    },
+    OptionDef {
+        min: 1,
+        max: 100,
+        default: Some("5"),
+        ..OptionDef::new(
+            "dedupe-working-set-percentage",
+            OptKind::Count,
+            "dedupe-mode=working_set: the first fills repeated, in % of the job's size",
+        )
+    },
+    OptionDef::new(
+        "dedupe-global",
+        OptKind::Flag,
+        "dedupe-mode=working_set: the repeated fills are those of every job running together",
+    ),
     OptionDef::new(
         "pre-read",
         OptKind::Flag,
@@ -487,112 +543,15 @@ const OPTIONS: &[OptionDef] = &[
         OptKind::Flag,
         "the job's files removed after each loop and made anew, empty, for the next",
     ),
-    OptionDef::new(
-        "continue-on-error",
-        OptKind::Choice(&["none", "read", "write", "io", "verify", "all", "0", "1"]),
-        "failed I/Os of these kinds are counted and gone past (fio's; see ignore-error)",
-    ),
-    OptionDef::new(
-        "ignore-error",
-        OptKind::Text,
-        "the errors gone past per kind, READS,WRITES,VERIFY of E-names or numbers split by `:` (default EIO and EILSEQ)",
-    ),
-    OptionDef {
-        default: Some("linear"),
-        ..OptionDef::new(
-            "rate-process",
-            OptKind::Choice(&["linear", "poisson"]),
-            "a rate's I/Os evenly spaced, or arriving as a Poisson process",
-        )
-    },
-    OptionDef {
-        default: Some("inline"),
-        ..OptionDef::new(
-            "io-submit-mode",
-            OptKind::Choice(&["inline", "offload"]),
-            "fio's submission by the job (inline) or by worker threads (offload: the same schedule here)",
-        )
-    },
-    OptionDef {
-        default: Some("0"),
-        ..OptionDef::new(
-            "flow-id",
-            OptKind::Count,
-            "the flow the job's `flow` weight is in",
-        )
-    },
-    OptionDef {
-        max: 1000,
-        default: Some("0"),
-        ..OptionDef::new(
-            "flow",
-            OptKind::Count,
-            "the job's weight in its flow: jobs of a flow share its I/Os by weight (0: none)",
-        )
-    },
-    OptionDef {
-        default: Some("0"),
-        ..OptionDef::new(
-            "flow-sleep",
-            OptKind::Count,
-            "microseconds a job held back by its flow sleeps before it looks again",
-        )
-    },
-    OptionDef {
-        default: Some("tausworthe"),
-        ..OptionDef::new(
-            "random-generator",
-            OptKind::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
-            "fio's generator of random offsets: fsbench draws its own (lfsr: every block once a pass, even with norandommap)",
-        )
-    },
-    OptionDef::new(
-        "ss",
-        OptKind::Text,
-        "steady state criterion: iops|iops_slope|bw|bw_slope:LIMIT[%] (with ss-dur)",
-    ),
-    OptionDef::new(
-        "ss-dur",
-        OptKind::Text,
-        "steady state window: the job stops once its last this-many seconds meet `ss`",
-    ),
-    OptionDef::new(
-        "ss-ramp",
-        OptKind::Text,
-        "steady state: samples start a second after this long",
-    ),
+    control::CONTINUE_ON_ERROR,
+    control::IGNORE_ERROR,
+    control::RATE_PROCESS,
+    control::IO_SUBMIT_MODE,
+    control::FLOW_ID,
+    control::FLOW,
+    control::FLOW_SLEEP,
+    control::RANDOM_GENERATOR,
+    control::SS,
+    control::SS_DUR,
+    control::SS_RAMP,
 ];
-
-const PRESETS: &[Preset] = &[
-    Preset {
-        name: "randread-4k",
-        values: &[("rw", "randread"), ("bs", "4k"), ("size", "64m")],
-        help: "4 KiB random reads over a 64 MiB file, psync; 0.2 s a run on tmpfs here",
-    },
-    Preset {
-        name: "randwrite-4k",
-        values: &[("rw", "randwrite"), ("bs", "4k"), ("size", "64m")],
-        help: "4 KiB random writes over a 64 MiB file, psync; 0.1 s a run on tmpfs here",
-    },
-    Preset {
-        name: "seqwrite-128k",
-        values: &[
-            ("rw", "write"),
-            ("bs", "128k"),
-            ("size", "256m"),
-            ("end-fsync", "true"),
-        ],
-        help: "128 KiB sequential writes of a 256 MiB file, fsync at the end; 0.3 s a run on tmpfs here",
-    },
-];
-
-/// The io workload's option table.
-pub(crate) const KIND: WorkloadKind = WorkloadKind {
-    name: "io",
-    summary: "fio's data path: rw patterns, block sizes, psync/pvsync2/io_uring/libaio, queue depth, rate limits",
-    options: OPTIONS,
-    presets: PRESETS,
-    default_preset: "randread-4k",
-    more_work: &["size", "runtime"],
-    aliases: &[],
-};

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::job::{self, InFlight, Job, Queue, io_error};
+use super::job::{self, InFlight, Job, Queue, io_error, wait_for_completions};
 use super::params::IoParams;
 use super::pattern::Next;
 use fsbench_measure::error::FsbenchError;
@@ -167,7 +167,6 @@ impl State {
         fds: &[RawFd],
         iovecs: &[libc::iovec],
     ) -> Result<(), FsbenchError> {
-        let complete_min = job.params.iodepth_batch_complete_min as usize;
         let mut issuing = Issuing::default();
         // Something due once nothing is in flight (a sync, a verify backlog check), before
         // the pending I/O.
@@ -186,9 +185,33 @@ impl State {
                 }
                 continue;
             }
-            wait(ring, wait_for, complete_min.min(self.inflight))?;
-            self.reap(ring, job)?;
+            self.reap_as_fio(ring, job, wait_for)?;
         }
+    }
+
+    /// fio's `wait_for_completions` with its io_uring engine's `getevents`: the completions
+    /// posted, up to the most, the ring entered to wait when fewer than wanted are there.
+    fn reap_as_fio(
+        &mut self,
+        ring: &mut IoUring,
+        job: &mut Job<'_>,
+        wait_for: Option<Instant>,
+    ) -> Result<(), FsbenchError> {
+        let full = self.free.is_empty();
+        let in_flight = |s: &State| s.inflight;
+        wait_for_completions(job, self, in_flight, full, |s, job, want, most| {
+            let mut got = s.reap(ring, job, most)?;
+            while got < want {
+                wait(ring, wait_for, want - got)?;
+                let more = s.reap(ring, job, most - got)?;
+                got += more;
+                // Open loop: the wait ends when the next I/O is due.
+                if more == 0 && wait_for.is_some() {
+                    break;
+                }
+            }
+            Ok(got)
+        })
     }
 
     /// Prepares I/Os into free slots (submitting each full batch) until the slots, the job's
@@ -240,13 +263,20 @@ impl State {
         Ok(None)
     }
 
-    /// Every completion posted: recorded, its slot freed.
-    fn reap(&mut self, ring: &mut IoUring, job: &mut Job<'_>) -> Result<(), FsbenchError> {
+    /// The completions posted, up to `most`: each recorded, its slot freed; how many.
+    fn reap(
+        &mut self,
+        ring: &mut IoUring,
+        job: &mut Job<'_>,
+        most: usize,
+    ) -> Result<usize, FsbenchError> {
         let done = Instant::now();
         let mut cq = ring.completion();
         cq.sync();
-        job.out.stats.reaped(cq.len() as u32);
-        for cqe in &mut cq {
+        let mut got = 0;
+        while got < most {
+            let Some(cqe) = cq.next() else { break };
+            got += 1;
             let slot = cqe.user_data() as u16;
             let s = self.slots[slot as usize]
                 .take()
@@ -260,7 +290,7 @@ impl State {
                 done,
             )?;
         }
-        Ok(())
+        Ok(got)
     }
 
     /// Submits the queued I/Os, stamping their submission time.

@@ -7,6 +7,8 @@
 
 use std::os::fd::AsFd;
 
+mod only;
+
 use super::IoParams;
 use super::params::{Algorithm, HEADER};
 use super::pattern::{Rng, fill_random};
@@ -71,6 +73,8 @@ pub(crate) struct Verifier {
     /// writes since the last.
     backlog: u64,
     since_check: u64,
+    /// fio's `verify_dump`: each wrong block written to files named as fio names them.
+    dump: bool,
 }
 
 /// The first mismatch a verification found, and how many it found.
@@ -97,6 +101,7 @@ impl Verifier {
                 0
             },
             since_check: 0,
+            dump: params.verify_dump,
         })
     }
 
@@ -166,14 +171,15 @@ impl Verifier {
                     if self.algorithm == Algorithm::Null {
                         continue;
                     }
-                    if let Some(why) = self.check(&buf[..got], offset, len) {
-                        let m = first.get_or_insert(Mismatch {
-                            message: format!(
-                                "{why} at file {} offset {offset}, length {len} (requested block: offset={offset}, length={len})",
-                                names[file]
-                            ),
-                            count: 0,
-                        });
+                    if let Some((why, wrong)) = self.check(&buf[..got], offset, len) {
+                        let mut message = format!(
+                            "{why} at file {} offset {offset}, length {len} (requested block: offset={offset}, length={len})",
+                            names[file]
+                        );
+                        if self.dump {
+                            message += &self.dump_block(&names[file], offset, &buf[..got], wrong);
+                        }
+                        let m = first.get_or_insert(Mismatch { message, count: 0 });
                         m.count += 1;
                     }
                 }
@@ -182,47 +188,87 @@ impl Verifier {
         Ok((checked, first))
     }
 
-    /// What is wrong with one interval read back, in fio's words; `None` when it is right.
-    fn check(&self, got: &[u8], offset: u64, len: usize) -> Option<String> {
+    /// What is wrong with one interval read back, in fio's words, and which part; `None`
+    /// when it is right.
+    fn check(&self, got: &[u8], offset: u64, len: usize) -> Option<(String, Wrong)> {
         let a = self.algorithm;
         if got.len() < len {
-            return Some(format!("verify: short read, {} of {len} bytes", got.len()));
+            let why = format!("verify: short read, {} of {len} bytes", got.len());
+            return Some((why, Wrong::Header));
         }
         if a == Algorithm::Pattern {
             let bad = (0..len).find(|i| got[*i] != self.pattern[*i % self.pattern.len()])?;
-            return Some(format!(
+            let why = format!(
                 "verify: bad pattern block offset {bad}: pattern: verify failed, wanted {:#04x}, got {:#04x}",
                 self.pattern[bad % self.pattern.len()],
                 got[bad]
-            ));
+            );
+            return Some((why, Wrong::Pattern));
         }
         let magic = u16::from_le_bytes([got[0], got[1]]);
         if magic != MAGIC {
-            return Some(format!(
-                "verify: bad magic header {magic:x}, wanted {MAGIC:x}"
-            ));
+            let why = format!("verify: bad magic header {magic:x}, wanted {MAGIC:x}");
+            return Some((why, Wrong::Header));
         }
         let stamped = u64::from_le_bytes(got[8..16].try_into().expect("8 bytes"));
         if stamped != offset {
-            return Some(format!(
+            let why = format!(
                 "{}: verify failed: header offset {stamped}, wanted {offset}",
                 a.name()
-            ));
+            );
+            return Some((why, Wrong::Header));
         }
         let n = a.digest_len();
         let mut sum = [0u8; 64];
         a.digest(&got[HEADER + n..len], &mut sum[..n]);
         if sum[..n] != got[HEADER..HEADER + n] {
             let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-            return Some(format!(
+            let why = format!(
                 "{}: verify failed (expected {}, received {})",
                 a.name(),
                 hex(&got[HEADER..HEADER + n]),
                 hex(&sum[..n])
-            ));
+            );
+            return Some((why, Wrong::Checksum));
         }
         None
     }
+
+    /// fio's `verify_dump`: the wrong block `got` (of file `name`, at `offset`) written to
+    /// the working directory as fio names the files: `BASENAME.OFFSET.hdr_fail` for a wrong
+    /// header, else `.received`, and `.expected` where fsbench knows what was written (a
+    /// pattern: a checksummed block's data is random, not made again from a seed as fio's
+    /// is). What was dumped, as fio says it.
+    fn dump_block(&self, name: &str, offset: u64, got: &[u8], wrong: Wrong) -> String {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let mut said = String::new();
+        let mut dump = |kind: &str, bytes: &[u8]| {
+            let file = format!("{base}.{offset}.{kind}");
+            said += &match std::fs::write(&file, bytes) {
+                Ok(()) => format!("; {kind} data dumped as {file}"),
+                Err(e) => format!("; {kind} data not dumped: {file}: {e}"),
+            };
+        };
+        match wrong {
+            Wrong::Header => dump("hdr_fail", got),
+            Wrong::Checksum => dump("received", got),
+            Wrong::Pattern => {
+                dump("received", got);
+                let mut expected = vec![0; got.len()];
+                fill_pattern(&mut expected, &self.pattern);
+                dump("expected", &expected);
+            }
+        }
+        said
+    }
+}
+
+/// Which part of a block read back is wrong (what fio's `verify_dump` writes of it).
+#[derive(Clone, Copy)]
+enum Wrong {
+    Header,
+    Checksum,
+    Pattern,
 }
 
 /// One aligned block per slot in flight, holding what the job writes: random, as fio's (a

@@ -1,10 +1,13 @@
 //! The synchronous engines' calls for one I/O.
 
 use std::os::fd::AsFd;
+use std::time::Instant;
 
-use super::Job;
+use super::{Job, io_error};
 use crate::io::params::Engine;
 use crate::io::pattern::Next;
+use fsbench_measure::error::FsbenchError;
+use fsbench_measure::fio::Completion;
 
 impl Job<'_> {
     /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
@@ -19,7 +22,10 @@ impl Job<'_> {
         if engine == Engine::Null {
             return Ok(io.len as usize);
         }
-        if matches!(engine, Engine::Mmap | Engine::Ftruncate | Engine::Falloc) {
+        if matches!(
+            engine,
+            Engine::Mmap | Engine::Ftruncate | Engine::Falloc | Engine::E4defrag
+        ) {
             return self.without_read_write(io);
         }
         let fd = self.files[io.file].as_fd();
@@ -62,8 +68,9 @@ impl Job<'_> {
 
     /// One I/O of the engines that neither read nor write the file: a copy from or to its
     /// mapping (mmap, with an `msync` of the range under `direct`, as fio's), an
-    /// `ftruncate` (fio 3.33's engine truncates to the I/O's offset, not its end) or a
-    /// `fallocate` (a read keeps the size, a write may extend it, a trim punches a hole).
+    /// `ftruncate` (fio 3.33's engine truncates to the I/O's offset, not its end), a move of
+    /// blocks from the donor (e4defrag) or a `fallocate` (a read keeps the size, a write may
+    /// extend it, a trim punches a hole).
     fn without_read_write(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
         use rustix::fs::FallocateFlags;
         let fd = self.files[io.file].as_fd();
@@ -81,6 +88,13 @@ impl Job<'_> {
                 }
             }
             Engine::Ftruncate => rustix::fs::ftruncate(fd, io.offset)?,
+            Engine::E4defrag => {
+                let donor = self
+                    .donor
+                    .as_ref()
+                    .expect("the e4defrag engine has a donor");
+                return donor.move_blocks(fd, io);
+            }
             _ => {
                 let flags = if io.read {
                     FallocateFlags::KEEP_SIZE
@@ -93,5 +107,41 @@ impl Job<'_> {
             }
         }
         Ok(buf.len())
+    }
+
+    /// fio's `trimwrite`: the block about to be written trimmed first (a hole punched by
+    /// `falloc`, nothing with `null`), timed and recorded as fio's trim. fsbench's own
+    /// figures are of the job's writes.
+    pub(super) fn trim_first(&mut self, io: Next) -> Result<(), FsbenchError> {
+        use rustix::fs::FallocateFlags;
+        let submitted = Instant::now();
+        let result = match self.params.engine {
+            Engine::Falloc => rustix::fs::fallocate(
+                self.files[io.file].as_fd(),
+                FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+                io.offset,
+                u64::from(io.len),
+            ),
+            _ => Ok(()),
+        };
+        let done = Instant::now();
+        self.out.stats.submitted(1, 1);
+        self.out.stats.reaped(1);
+        result.map_err(|e| io_error(e, "trim", &self.rec))?;
+        if !self.span.measured {
+            return Ok(());
+        }
+        let clat = done.saturating_duration_since(submitted).as_nanos() as u64;
+        self.out.trim_clat.saturating_record(clat.max(1));
+        self.out.stats.completed(Completion {
+            at_ns: done.saturating_duration_since(self.start).as_nanos() as u64,
+            read: false,
+            len: io.len,
+            offset: io.offset,
+            clat_ns: clat,
+            slat_ns: None,
+            trim: true,
+        });
+        Ok(())
     }
 }

@@ -137,3 +137,26 @@ impl Job<'_> {
         }
     }
 }
+
+/// fio's `wait_for_completions` over a queueing engine's `getevents` (`reap`: at least
+/// `want` and at most `most` completions, each recorded; how many): at least
+/// `iodepth_batch_complete_min` (one at the least) and at most `iodepth_batch_complete_max`
+/// a call; when the queue was `full`, again until no more than `iodepth_low` are in flight.
+pub(crate) fn wait_for_completions<E>(
+    job: &mut Job<'_>,
+    engine: &mut E,
+    in_flight: fn(&E) -> usize,
+    full: bool,
+    mut reap: impl FnMut(&mut E, &mut Job<'_>, usize, usize) -> Result<usize, FsbenchError>,
+) -> Result<(), FsbenchError> {
+    let (min, max, low) = job.params.reaping();
+    loop {
+        let inflight = in_flight(engine);
+        let want = min.min(inflight).max(1);
+        let got = reap(engine, job, want, max.min(inflight).max(want))?;
+        job.out.stats.reaped(got as u32);
+        if !full || in_flight(engine) <= low || got == 0 {
+            return Ok(());
+        }
+    }
+}

@@ -71,7 +71,7 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         }
         "readwrite" | "rw" => {
             let (base, modifier) = value.split_once(':').unwrap_or((value, ""));
-            let mut pairs = vec![("rw".to_string(), pattern(&key, base)?)];
+            let mut pairs = vec![("rw".to_string(), pattern(base))];
             if !modifier.is_empty() {
                 pairs.push(("rw-modifier".to_string(), modifier.to_string()));
             }
@@ -93,6 +93,10 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         // fio appends at the size a file has before the layout; fsbench's files are new,
         // of size 0, so the I/O starts where it would without it (as fio's on a new file).
         "file_append" => Ok(Vec::new()),
+        "sync" => one("sync", sync_flag(&key, value)?),
+        "filesize" if value.contains('-') => Err(format!(
+            "`{key}={value}`: each file's size drawn from a range is not implemented (give one size)"
+        )),
         "timeout" => one("runtime", value),
         "nr_files" => one("nrfiles", value),
         "io_limit" => one("io_size", value),
@@ -202,14 +206,22 @@ fn percent<'v>(key: &str, value: &'v str) -> Result<&'v str, String> {
     }
 }
 
-/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern; a trim
-/// followed by a write of the same block is not implemented.
-fn pattern(key: &str, value: &str) -> Result<String, String> {
+/// fio's `rw=` names: `rw` and `readwrite` are the mixed sequential pattern.
+fn pattern(value: &str) -> String {
     match value {
-        "rw" | "readwrite" => Ok("readwrite".into()),
-        "trimwrite" | "randtrimwrite" => Err(format!(
-            "`{key}={value}` (each block trimmed, then written) is not implemented by the io workload (`trim` and `randtrim` are)"
+        "rw" | "readwrite" => "readwrite".into(),
+        other => other.to_string(),
+    }
+}
+
+/// fio's `sync=` values: `0` and `none` (no flag), `1` and `sync` (`O_SYNC`), `dsync`.
+fn sync_flag(key: &str, value: &str) -> Result<&'static str, String> {
+    match value {
+        "0" | "none" => Ok("none"),
+        "1" | "sync" => Ok("sync"),
+        "dsync" => Ok("dsync"),
+        _ => Err(format!(
+            "`{key}={value}`: fio takes none, 0, sync, 1 or dsync"
         )),
-        other => Ok(other.to_string()),
     }
 }

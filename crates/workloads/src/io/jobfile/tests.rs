@@ -68,8 +68,8 @@ fn what_fsbench_does_not_do_is_refused_with_its_line() {
             "job.fio:3: job `a`: io: `rw=trim`: fio's psync engine trims with ioctl(BLKDISCARD)",
         ),
         (
-            "[a]\nsize=1m\nrw=trimwrite\nioengine=falloc\n",
-            "job.fio:3: `rw=trimwrite` (each block trimmed, then written) is not implemented",
+            "[a]\nsize=1m\nrw=trimwrite\nioengine=libaio\n",
+            "job.fio:3: job `a`: io: `rw=trimwrite`: fio's libaio engine trims with ioctl(BLKDISCARD)",
         ),
         (
             "[a]\nsize=1m\nrw=write\nverify=md5\nioengine=filecreate\n",
@@ -474,4 +474,35 @@ fn a_cap_gives_its_size_to_a_job_without_one() {
     );
     let err = read(&path, &Cap::default(), &Targets::default()).unwrap_err();
     assert!(format!("{err:#}").contains("has no `size`"), "{err:#}");
+}
+
+#[test]
+fn sync_fill_device_dedupe_and_verify_only_read_as_fio_reads_them() {
+    use super::super::params::SyncIo;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nfilename=data\nbs=4k\n[w]\nrw=write\nsize=64k\nsync=1\ndedupe_percentage=20\ndedupe_mode=working_set\ndedupe_global=1\nnumjobs=2\n[d]\nrw=write\nsize=64k\nsync=dsync\n[check]\nstonewall\nrw=write\nsize=64k\nverify=md5\nverify_only\n[fill]\nstonewall\nfilename=other\nrw=write\nfill_device=1\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    assert_eq!(jobs.len(), 2, "the check runs after the first group");
+    let (w, d) = (&jobs[0], &jobs[0].beside[0]);
+    assert_eq!((w.sync_io, d.sync_io), (SyncIo::Sync, SyncIo::Dsync));
+    // Thread numbers 1 and 2 are `w`'s copies, 3 is `d`: the set spreads over all three.
+    assert_eq!(w.contents.dedupe_threads, Some((1, 3)));
+    assert_eq!(w.contents.dedupe_working_set, Some(5));
+    assert_eq!(jobs[0].verify_after.len(), 1);
+    assert_eq!(jobs[0].verify_after[0].job.as_deref(), Some("check"));
+    let fill = &jobs[1];
+    assert!(fill.fill_device);
+    assert_eq!(fill.size, crate::io::layout::UNBOUNDED);
+    let path = write(dir.path(), "range.fio", "[a]\nfilesize=1k-64k\n");
+    let err = read(&path, &Cap::default(), &Targets::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("range.fio:2: `filesize=1k-64k`: each file's size drawn from a range"),
+        "{err}"
+    );
 }

@@ -18,6 +18,9 @@ pub enum Rw {
     /// Trims in sequence, where fio can trim a file (its `falloc` engine punches holes).
     Trim,
     RandTrim,
+    /// Each block trimmed, then written (fio's `trimwrite`, `randtrimwrite`).
+    TrimWrite,
+    RandTrimWrite,
 }
 
 impl Rw {
@@ -30,6 +33,8 @@ impl Rw {
         "randrw",
         "trim",
         "randtrim",
+        "trimwrite",
+        "randtrimwrite",
     ];
 
     pub(super) fn parse(text: &str) -> Rw {
@@ -41,6 +46,8 @@ impl Rw {
             "readwrite" => Rw::ReadWrite,
             "trim" => Rw::Trim,
             "randtrim" => Rw::RandTrim,
+            "trimwrite" => Rw::TrimWrite,
+            "randtrimwrite" => Rw::RandTrimWrite,
             _ => Rw::RandRw,
         }
     }
@@ -52,7 +59,7 @@ impl Rw {
     pub fn random(self) -> bool {
         matches!(
             self,
-            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim | Rw::RandTrimWrite
         )
     }
 
@@ -62,11 +69,18 @@ impl Rw {
         matches!(self, Rw::Trim | Rw::RandTrim)
     }
 
+    /// Whether the job trims each block before it writes it (fio's `trimwrite`): its I/Os
+    /// are writes, each after a trim of its range.
+    pub fn trims_then_writes(self) -> bool {
+        matches!(self, Rw::TrimWrite | Rw::RandTrimWrite)
+    }
+
     /// The share of reads in percent, given `rwmixread` for the mixed ones.
     pub(crate) fn read_percent(self, rwmixread: u32) -> u32 {
         match self {
             Rw::Read | Rw::RandRead => 100,
             Rw::Write | Rw::RandWrite | Rw::Trim | Rw::RandTrim => 0,
+            Rw::TrimWrite | Rw::RandTrimWrite => 0,
             Rw::ReadWrite | Rw::RandRw => rwmixread,
         }
     }
@@ -106,6 +120,8 @@ pub enum Engine {
     /// Each I/O a `fallocate`: a read keeps the size, a write may extend it, a trim punches
     /// a hole.
     Falloc,
+    /// Each write an `ioctl(EXT4_IOC_MOVE_EXT)` moving its blocks from a donor file (ext4).
+    E4defrag,
 }
 
 impl Engine {
@@ -129,6 +145,7 @@ impl Engine {
         "posixaio",
         "ftruncate",
         "falloc",
+        "e4defrag",
     ];
 
     pub(super) fn parse(text: &str) -> Engine {
@@ -150,6 +167,7 @@ impl Engine {
             "posixaio" => Engine::Posixaio,
             "ftruncate" => Engine::Ftruncate,
             "falloc" => Engine::Falloc,
+            "e4defrag" => Engine::E4defrag,
             _ => Engine::Psync,
         }
     }
@@ -192,6 +210,7 @@ impl Engine {
             Engine::Posixaio => "posixaio",
             Engine::Ftruncate => "ftruncate",
             Engine::Falloc => "falloc",
+            Engine::E4defrag => "e4defrag",
         }
     }
 }
@@ -216,6 +235,34 @@ impl Fallocate {
             "none" | "truncate" | "0" => Fallocate::None,
             _ => Fallocate::Native,
         }
+    }
+}
+
+/// fio's `sync=`: the flag a job's files are opened with, so that each write returns once
+/// it is on stable storage (`O_SYNC`) or its data is (`O_DSYNC`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncIo {
+    #[default]
+    None,
+    Sync,
+    Dsync,
+}
+
+impl SyncIo {
+    /// The io workload's names, fio's own spellings (`0`, `1`) read as these.
+    pub(crate) const NAMES: &'static [&'static str] = &["none", "sync", "dsync"];
+
+    pub(super) fn parse(text: &str) -> SyncIo {
+        match text {
+            "sync" => SyncIo::Sync,
+            "dsync" => SyncIo::Dsync,
+            _ => SyncIo::None,
+        }
+    }
+
+    pub(crate) fn is_none(&self) -> bool {
+        *self == SyncIo::None
     }
 }
 

@@ -13,8 +13,16 @@ pub struct Contents {
     /// Percent of each chunk that is zeros, and the chunk's bytes.
     pub compress_percent: u32,
     pub compress_chunk: u64,
-    /// Percent of the fills that repeat the one before.
+    /// Percent of the fills that repeat an earlier one.
     pub dedupe_percent: u32,
+    /// fio's `dedupe_mode=working_set`: a repeated fill is one of the first fills, as many
+    /// as this percentage of the job's `size` in blocks (`None`: `repeat`, the fill before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_working_set: Option<u32>,
+    /// fio's `dedupe_global`: the working set's fills spread over the threads of the jobs
+    /// running together (the first thread's number and their count; `None`: its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_threads: Option<(u32, u32)>,
 }
 
 impl Contents {
@@ -32,6 +40,13 @@ impl Contents {
                 .expect("has a default"),
             compress_chunk: p.num("buffer-compress-chunk").expect("has a default"),
             dedupe_percent: p.small("dedupe-percentage").expect("has a default"),
+            dedupe_working_set: (p.text("dedupe-mode") == Some("working_set")).then(|| {
+                p.small("dedupe-working-set-percentage")
+                    .expect("has a default")
+            }),
+            // A job's copies; a job file's jobs count every job running together.
+            dedupe_threads: (p.flag("dedupe-global"))
+                .then(|| (0, p.small("numjobs").expect("has a default"))),
         };
         match c.compress_percent {
             100 => (c.zero, c.compress_percent) = (true, 0),

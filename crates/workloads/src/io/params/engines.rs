@@ -9,7 +9,7 @@ impl IoParams {
         let no = |msg: String| Err(invalid(format!("io: `ioengine={engine}`: {msg}")));
         let reads = self.rw.read_percent(self.rwmixread) > 0;
         let syncs = self.fsync > 0 || self.fdatasync > 0 || self.end_fsync;
-        if self.rw.trims() {
+        if self.rw.trims() || self.rw.trims_then_writes() {
             self.validate_trims()?;
         }
         let needs = |msg: &str| Err(invalid(format!("io: {msg}")));
@@ -27,6 +27,7 @@ impl IoParams {
                 "fio's engine only truncates, and fails each read with EINVAL (`rw={}` reads)",
                 self.rw.name()
             )),
+            Engine::E4defrag => self.validate_e4defrag(),
             Engine::Ftruncate | Engine::Falloc if syncs => no(
                 "fio's engine fails a sync with EINVAL (`fsync`, `fdatasync` and `end_fsync` go through it; `fsync_on_close` does not)"
                     .into(),
@@ -55,6 +56,30 @@ impl IoParams {
         }
     }
 
+    /// fio's e4defrag engine only writes (each write a move of blocks from the donor): it
+    /// fails a read, a trim and a sync with EINVAL, and needs `donorname`.
+    fn validate_e4defrag(&self) -> anyhow::Result<()> {
+        let no = |msg: &str| Err(invalid(format!("io: `ioengine=e4defrag`: {msg}")));
+        if self.donorname.is_none() {
+            return no("fio: 'donorname' options required");
+        }
+        if self.rw.read_percent(self.rwmixread) > 0 {
+            return no(&format!(
+                "fio's engine only moves blocks, and fails each read with EINVAL (`rw={}` reads)",
+                self.rw.name()
+            ));
+        }
+        if self.fsync > 0 || self.fdatasync > 0 || self.end_fsync {
+            return no(
+                "fio's engine fails a sync with EINVAL (`fsync`, `fdatasync` and `end_fsync` go through it)",
+            );
+        }
+        if self.verify.is_some() {
+            return no("its writes carry no data to verify");
+        }
+        Ok(())
+    }
+
     /// Trims on a file as fio 3.33 makes them: the `falloc` engine punches holes
     /// (`fallocate(PUNCH_HOLE|KEEP_SIZE)`), `null` makes no call; every other engine asks the
     /// block device to discard (`ioctl(BLKDISCARD)`), which a regular file refuses, and fio
@@ -64,8 +89,11 @@ impl IoParams {
         let no = |msg: String| Err(invalid(format!("io: `rw={rw}`: {msg}")));
         match self.engine {
             Engine::Falloc | Engine::Null => {}
-            Engine::Ftruncate => {
-                return no("fio's ftruncate engine fails each trim with EINVAL".into());
+            e @ (Engine::Ftruncate | Engine::E4defrag) => {
+                return no(format!(
+                    "fio's {} engine fails each trim with EINVAL",
+                    e.name()
+                ));
             }
             e => {
                 return no(format!(
@@ -75,7 +103,7 @@ impl IoParams {
             }
         }
         if self.verify.is_some() {
-            return no("`verify` checks written blocks; a trim writes none".into());
+            return no("`verify` of a job that trims is not implemented".into());
         }
         if self.write_bs.is_some() {
             return no("block sizes per direction (`bs=READ,WRITE,TRIM`) with trims are not implemented (give one `bs`)".into());

@@ -26,20 +26,14 @@ impl IoParams {
         }
     }
 
-    /// fio's `thinktime`, `refill_buffers`, `unlink_each_loop`, `filename_format` and
-    /// `blockalign` as fsbench takes them.
+    /// fio's `thinktime`, `unlink_each_loop`, `filename_format` and `blockalign` as
+    /// fsbench takes them.
     pub(super) fn validate_fio_options(&self) -> anyhow::Result<()> {
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         let asynchronous = matches!(self.engine, Engine::IoUring | Engine::Libaio);
         if self.thinktime_us > 0 && (asynchronous || self.engine.file_op()) {
             return no(format!(
                 "`thinktime` with ioengine={} is not implemented (the synchronous engines think)",
-                self.engine.name()
-            ));
-        }
-        if self.contents.refill && asynchronous {
-            return no(format!(
-                "`refill-buffers` (which `buffer-compress-percentage` below 100 implies) with ioengine={} is not implemented (the synchronous engines refill)",
                 self.engine.name()
             ));
         }

@@ -1,5 +1,5 @@
 //! The names a job opens, checked however its parameters arrived, the one block device
-//! a job may name, and the job's label.
+//! a job may name, and the workload's label.
 
 use super::{Engine, IoParams, values};
 use fsbench_measure::error::invalid;
@@ -35,13 +35,15 @@ impl IoParams {
             let name = super::super::layout::file_name(self, 0, 0, file);
             values::inside_name("filename", &name)?;
         }
+        if self.engine == Engine::E4defrag && self.donorname.is_some() {
+            let donor = crate::io::e4defrag::donor_name(self);
+            values::inside_name("donorname", &donor)?;
+        }
         Ok(())
     }
-}
 
-impl IoParams {
-    /// The job's label: its name in the job file, or its preset's, or its pattern, block
-    /// sizes and size; then what sets it apart from the defaults.
+    /// The workload's label: the job's name (or preset, or its pattern, block sizes and
+    /// size), then what sets it apart from a plain psync job.
     pub(crate) fn label(&self) -> String {
         let mut name = self
             .job

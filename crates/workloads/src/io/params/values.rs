@@ -200,13 +200,19 @@ pub(super) fn sizes(p: &Parsed, nrfiles: u32, smallest: u64) -> anyhow::Result<(
         let moved = (share - share % smallest).saturating_mul(files);
         return Ok((p.num("io-size").unwrap_or(moved), filesize, offset));
     }
+    // fio's `fill_device` without a size: bounded by the free space when laid out.
+    let fills = p.flag("fill-device") && !p.explicit("size") && !p.explicit("filesize");
     let size = p
         .num("size")
-        .filter(|_| p.explicit("size") || !p.explicit("filesize"));
+        .filter(|_| !fills && (p.explicit("size") || !p.explicit("filesize")));
     let (size, filesize) = match (size, filesize) {
         (Some(size), Some(filesize)) => (size, filesize),
         (Some(size), None) => (size, offset.saturating_add(size / files)),
         (None, Some(filesize)) => (filesize.saturating_mul(files), filesize),
+        (None, None) if fills => {
+            let size = crate::io::layout::UNBOUNDED;
+            (size, offset.saturating_add(size / files))
+        }
         (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
     };
     Ok((p.num("io-size").unwrap_or(size), filesize, offset))

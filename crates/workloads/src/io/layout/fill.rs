@@ -1,0 +1,87 @@
+//! fio's `fill_device` on a filesystem: the job writes until the filesystem is full, its
+//! size the free space found when its files are laid out (or less, where `size` or
+//! `--cap size=` says so), and the write the filesystem has no room for (ENOSPC, EDQUOT)
+//! ends the job without an error, as fio's does.
+
+use std::os::fd::BorrowedFd;
+
+use super::super::pattern::Next;
+use super::super::{Engine, Io, IoParams};
+use fsbench_measure::error::invalid;
+
+/// A fill job's size when its job gives none: it stops where the filesystem is full, long
+/// before this ([`Io::fit_to_free_space`] bounds it by the free space).
+pub(crate) const UNBOUNDED: u64 = 1 << 50;
+
+impl IoParams {
+    /// What fsbench's `fill_device` takes: a job that only writes, on a filesystem, with a
+    /// synchronous engine (the one whose write meets ENOSPC alone).
+    pub(crate) fn validate_fill(&self) -> anyhow::Result<()> {
+        if !self.fill_device {
+            return Ok(());
+        }
+        let no = |msg: String| Err(invalid(format!("io: `fill-device`: {msg}")));
+        if self.rw.read_percent(self.rwmixread) > 0 || self.rw.trims() {
+            return no(format!(
+                "`rw={}`: fio lays a file it reads out until the disk is full; not implemented (give a job that writes)",
+                self.rw.name()
+            ));
+        }
+        if self.raw_device {
+            return no("on a block device give its `size`".into());
+        }
+        let synchronous = matches!(
+            self.engine,
+            Engine::Psync | Engine::Sync | Engine::Vsync | Engine::Pvsync | Engine::Pvsync2
+        );
+        if !synchronous {
+            return no(format!(
+                "with ioengine={} not implemented (psync, sync, vsync, pvsync and pvsync2 stop at a full filesystem)",
+                self.engine.name()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Io {
+    /// Each fill job's files at most the free space of the filesystem of `dir` (in whole
+    /// blocks), found before the layout: what the job can write before it is full.
+    pub(in crate::io) fn fit_to_free_space(&mut self, dir: BorrowedFd<'_>) {
+        if !self.params.jobs().any(|p| p.fill_device) {
+            return;
+        }
+        let free = fsbench_measure::calls::free_bytes(dir);
+        fit(&mut self.params, free);
+        for job in &mut self.params.beside {
+            fit(job, free);
+        }
+    }
+}
+
+fn fit(p: &mut IoParams, free: u64) {
+    if !p.fill_device {
+        return;
+    }
+    let bs = p.max_bs().max(1);
+    let region = (p.region().min(free) / bs * bs).max(bs);
+    p.filesize = p.offset + region;
+    p.size = p.size.min(region.saturating_mul(u64::from(p.nrfiles)));
+}
+
+/// Whether a fill job's write found the filesystem full: ENOSPC, EDQUOT, or the short write
+/// before them. It ends the job, without an error.
+#[inline]
+pub(in crate::io) fn full(
+    params: &IoParams,
+    result: &Result<usize, rustix::io::Errno>,
+    io: Next,
+) -> bool {
+    use rustix::io::Errno;
+    params.fill_device
+        && !io.read
+        && match result {
+            Err(e) => matches!(*e, Errno::NOSPC | Errno::DQUOT),
+            Ok(n) => *n < io.len as usize,
+        }
+}

@@ -1,0 +1,89 @@
+//! The io workload's options for fio's job control: errors gone past, arrival processes,
+//! flows and steady state.
+
+use crate::options::{OptKind, OptionDef};
+
+pub(super) const CONTINUE_ON_ERROR: OptionDef = OptionDef::new(
+    "continue-on-error",
+    OptKind::Choice(&["none", "read", "write", "io", "verify", "all", "0", "1"]),
+    "failed I/Os of these kinds are counted and gone past (fio's; see ignore-error)",
+);
+
+pub(super) const IGNORE_ERROR: OptionDef = OptionDef::new(
+    "ignore-error",
+    OptKind::Text,
+    "the errors gone past per kind, READS,WRITES,VERIFY of E-names or numbers split by `:` (default EIO and EILSEQ)",
+);
+
+pub(super) const RATE_PROCESS: OptionDef = OptionDef {
+    default: Some("linear"),
+    ..OptionDef::new(
+        "rate-process",
+        OptKind::Choice(&["linear", "poisson"]),
+        "a rate's I/Os evenly spaced, or arriving as a Poisson process",
+    )
+};
+
+pub(super) const IO_SUBMIT_MODE: OptionDef = OptionDef {
+    default: Some("inline"),
+    ..OptionDef::new(
+        "io-submit-mode",
+        OptKind::Choice(&["inline", "offload"]),
+        "fio's submission by the job (inline) or by worker threads (offload: the same schedule here)",
+    )
+};
+
+pub(super) const FLOW_ID: OptionDef = OptionDef {
+    default: Some("0"),
+    ..OptionDef::new(
+        "flow-id",
+        OptKind::Count,
+        "the flow the job's `flow` weight is in",
+    )
+};
+
+pub(super) const FLOW: OptionDef = OptionDef {
+    max: 1000,
+    default: Some("0"),
+    ..OptionDef::new(
+        "flow",
+        OptKind::Count,
+        "the job's weight in its flow: jobs of a flow share its I/Os by weight (0: none)",
+    )
+};
+
+pub(super) const FLOW_SLEEP: OptionDef = OptionDef {
+    default: Some("0"),
+    ..OptionDef::new(
+        "flow-sleep",
+        OptKind::Count,
+        "microseconds a job held back by its flow sleeps before it looks again",
+    )
+};
+
+pub(super) const RANDOM_GENERATOR: OptionDef = OptionDef {
+    default: Some("tausworthe"),
+    ..OptionDef::new(
+        "random-generator",
+        OptKind::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
+        "fio's generator of random offsets: fsbench draws its own (lfsr: every block once a pass, even with norandommap)",
+    )
+};
+
+pub(super) const SS: OptionDef = OptionDef::new(
+    "ss",
+    OptKind::Text,
+    "steady state criterion: iops|iops_slope|bw|bw_slope:LIMIT[%] (with ss-dur)",
+);
+
+pub(super) const SS_DUR: OptionDef = OptionDef::new(
+    "ss-dur",
+    OptKind::Text,
+    "steady state window: the job stops once its last this-many seconds meet `ss`",
+);
+
+pub(super) const SS_RAMP: OptionDef = OptionDef::new(
+    "ss-ramp",
+    OptKind::Text,
+    "steady state: samples start a second after this long",
+);
