@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use fsbench_measure::fio::FioLatency;
+use fsbench_model::measurement::FioSteadyState;
 
 use super::num2str::{SIG_FIGS, Unit, bandwidth, lat_unit, num2str, percentile_unit, share};
 use super::stat::{ConfigStats, GroupStat, JobInfo, ThreadStat};
@@ -132,23 +133,28 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
         s.iodepth
     );
     if let Some(ss) = &s.steadystate {
-        let (bw, bw_alt) = bandwidth(super::steady_mean(&ss.bw_samples));
-        let iops = num2str(
-            super::steady_mean(&ss.iops_samples),
-            SIG_FIGS,
-            false,
-            Unit::None,
-        );
-        let _ = writeln!(
-            out,
-            "  steadystate  : attained={}, bw={bw} ({bw_alt}), iops={iops}, {}{}={:.3}{}",
-            if ss.attained { "yes" } else { "no" },
-            if ss.iops { "iops" } else { "bw" },
-            if ss.by_slope { " slope" } else { " mean dev" },
-            ss.criterion,
-            if ss.percent { "%" } else { "" }
-        );
+        steady_line(out, ss);
     }
+}
+
+/// fio's steady state line (`show_ss_normal`).
+fn steady_line(out: &mut String, ss: &FioSteadyState) {
+    let (bw, bw_alt) = bandwidth(super::steady_mean(&ss.bw_samples));
+    let iops = num2str(
+        super::steady_mean(&ss.iops_samples),
+        SIG_FIGS,
+        false,
+        Unit::None,
+    );
+    let _ = writeln!(
+        out,
+        "  steadystate  : attained={}, bw={bw} ({bw_alt}), iops={iops}, {}{}={:.3}{}",
+        if ss.attained { "yes" } else { "no" },
+        if ss.iops { "iops" } else { "bw" },
+        if ss.by_slope { " slope" } else { " mean dev" },
+        ss.criterion,
+        if ss.percent { "%" } else { "" }
+    );
 }
 
 /// A direction's lines (fio's `show_ddir_status`).

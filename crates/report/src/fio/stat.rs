@@ -244,44 +244,7 @@ fn stats_of(jobs: &[&PlacedJob], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
 /// one after another.
 fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> ThreadStat {
     let members = p.iter().map(Vec::len).max().unwrap_or(0) as u32;
-    let mut s = ThreadStat {
-        name: job.name.clone(),
-        groupid: job.fio.groupid,
-        members,
-        description: job.fio.description.clone(),
-        options: job.fio.options.clone(),
-        iodepth: job.params.iodepth,
-        ios: [0; 3],
-        bytes: [0; 3],
-        runtime_ms: [0; 3],
-        slat: Default::default(),
-        clat: Default::default(),
-        lat: Default::default(),
-        sync: None,
-        syncs: 0,
-        bw: Default::default(),
-        iops: Default::default(),
-        usr_ns: 0,
-        sys_ns: 0,
-        run_ns: 0,
-        ctx: 0,
-        majf: 0,
-        minf: 0,
-        depth: [0; 7],
-        submit: [0; 7],
-        complete: [0; 7],
-        continue_on_error: job.params.errors.continues_any(),
-        total_err: 0,
-        first_error: 0,
-        error: 0,
-        // A queued I/O's completion, or the synchronous engines' transfer.
-        error_site: if job.params.engine.queues() {
-            "file:io_u.c:1876, func=io_u error"
-        } else {
-            "file:engines/sync.c:126, func=xfer"
-        },
-        steadystate: None,
-    };
+    let mut s = empty_stat(job, members);
     for run in p.iter().filter(|r| !r.is_empty()) {
         let mut bw: [SampleStats; 3] = Default::default();
         let mut iops: [SampleStats; 3] = Default::default();
@@ -355,6 +318,49 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
     }
     s.sync = FioLatency::merged(parts("sync", None));
     s
+}
+
+/// A job's stat before its threads are added: its name, group, options and the error site
+/// fio names for its engine.
+fn empty_stat(job: &JobInfo, members: u32) -> ThreadStat {
+    ThreadStat {
+        name: job.name.clone(),
+        groupid: job.fio.groupid,
+        members,
+        description: job.fio.description.clone(),
+        options: job.fio.options.clone(),
+        iodepth: job.params.iodepth,
+        ios: [0; 3],
+        bytes: [0; 3],
+        runtime_ms: [0; 3],
+        slat: Default::default(),
+        clat: Default::default(),
+        lat: Default::default(),
+        sync: None,
+        syncs: 0,
+        bw: Default::default(),
+        iops: Default::default(),
+        usr_ns: 0,
+        sys_ns: 0,
+        run_ns: 0,
+        ctx: 0,
+        majf: 0,
+        minf: 0,
+        depth: [0; 7],
+        submit: [0; 7],
+        complete: [0; 7],
+        continue_on_error: job.params.errors.continues_any(),
+        total_err: 0,
+        first_error: 0,
+        error: 0,
+        // A queued I/O's completion, or the synchronous engines' transfer.
+        error_site: if job.params.engine.queues() {
+            "file:io_u.c:1876, func=io_u error"
+        } else {
+            "file:engines/sync.c:126, func=xfer"
+        },
+        steadystate: None,
+    }
 }
 
 /// fio's group_run_stats from the stats of each group.
