@@ -19,7 +19,8 @@ the mount ends with the namespace. A file that names a block device (`filename=/
 runs on a loop device over a sparse image of DEVICE_MIB MiB (default 256) in the bench's
 own directory: in the namespace a private tmpfs is mounted on /dev, holding the usual
 character devices and the loop device's node under the file's name, and fsbench is given
-it (`--target-device`); the loop device is detached and the image removed afterwards.
+it (`--target-device`); the loop device is detached and the image removed afterwards. Keep FSBENCH out of the
+directories the files name (/tmp among them): the namespace's tmpfs hides what lies there.
 """
 import json
 import os

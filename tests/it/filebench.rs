@@ -256,23 +256,32 @@ fn a_run_that_can_obtain_no_file_fails_saying_why() {
     );
 }
 
-#[test]
-fn a_dumped_personality_runs_as_a_file() {
+/// Personality `name` dumped as a file, scaled down by the text replacements `edits`, run
+/// once on tmpfs: its JSON document.
+fn scaled_personality(name: &str, edits: &[(&str, &str)]) -> serde_json::Value {
     let (dir, state, work) = (tempdir(), tempdir(), tmpfs_tempdir());
-    let out =
-        run(fsbench(state.path()).args(["filebench", "--personality", "webserver", "--dump"]));
+    let out = run(fsbench(state.path()).args(["filebench", "--personality", name, "--dump"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let small = text(&out.stdout)
-        .replace("entries=1000,", "entries=100,")
-        .replace("instances=100", "instances=3")
-        .replace("\nrun 60", "\nrun 1");
-    let file = dir.path().join("webserver.f");
+    let small = (edits.iter()).fold(text(&out.stdout), |t, (from, to)| t.replace(from, to));
+    let file = dir.path().join(format!("{name}.f"));
     std::fs::write(&file, small).unwrap();
     let out = run(filebench(state.path(), &file)
         .args(["--output-format", "json", "--dir"])
         .arg(work.path()));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc = json(&out);
+    json(&out)
+}
+
+#[test]
+fn a_dumped_personality_runs_as_a_file() {
+    let doc = scaled_personality(
+        "webserver",
+        &[
+            ("entries=1000,", "entries=100,"),
+            ("instances=100", "instances=3"),
+            ("\nrun 60", "\nrun 1"),
+        ],
+    );
     // Ten whole-file reads a log append: reads outnumber writes about ten to one.
     let (rd, wr) = (figure(&doc, "rd/s"), figure(&doc, "wr/s"));
     assert!(rd > 5.0 * wr && wr > 0.0, "rd {rd} wr {wr}");
@@ -352,21 +361,15 @@ fn flowop_ops(doc: &serde_json::Value, name: &str) -> f64 {
 
 #[test]
 fn oltp_s_semaphores_pace_the_writers_by_the_readers_posts() {
-    let (dir, state, work) = (tempdir(), tempdir(), tmpfs_tempdir());
-    let out = run(fsbench(state.path()).args(["filebench", "--personality", "oltp", "--dump"]));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let small = text(&out.stdout)
-        .replace("size=10485760", "size=1048576")
-        .replace("instances=200", "instances=6")
-        .replace("name=dbwr,instances=10", "name=dbwr,instances=2")
-        .replace("\nrun 60", "\nrun 2");
-    let file = dir.path().join("oltp.f");
-    std::fs::write(&file, small).unwrap();
-    let out = run(filebench(state.path(), &file)
-        .args(["--output-format", "json", "--dir"])
-        .arg(work.path()));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let doc = json(&out);
+    let doc = scaled_personality(
+        "oltp",
+        &[
+            ("size=10485760", "size=1048576"),
+            ("instances=200", "instances=6"),
+            ("name=dbwr,instances=10", "name=dbwr,instances=2"),
+            ("\nrun 60", "\nrun 2"),
+        ],
+    );
     let (posts_db, posts_lg) = (
         flowop_ops(&doc, "shadow-post-dbwr"),
         flowop_ops(&doc, "shadow-post-lg"),

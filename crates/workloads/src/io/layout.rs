@@ -7,7 +7,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
 mod fill;
-pub(super) use fill::{UNBOUNDED, full};
+pub(super) use fill::full;
 
 use super::params::SyncIo;
 use super::{Engine, Fallocate, Io, IoParams, pattern};

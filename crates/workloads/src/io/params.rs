@@ -32,6 +32,8 @@ mod values;
 mod verifying;
 
 pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, SyncIo, Zones};
+#[cfg(test)]
+pub(crate) use values::UNBOUNDED;
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
 use verifying::verify_options;

@@ -496,7 +496,7 @@ fn sync_fill_device_dedupe_and_verify_only_read_as_fio_reads_them() {
     assert_eq!(jobs[0].verify_after[0].job.as_deref(), Some("check"));
     let fill = &jobs[1];
     assert!(fill.fill_device);
-    assert_eq!(fill.size, crate::io::layout::UNBOUNDED);
+    assert_eq!(fill.size, crate::io::params::UNBOUNDED);
     let path = write(dir.path(), "range.fio", "[a]\nfilesize=1k-64k\n");
     let err = read(&path, &Cap::default(), &Targets::default())
         .unwrap_err()

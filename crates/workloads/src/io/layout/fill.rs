@@ -9,10 +9,6 @@ use super::super::pattern::Next;
 use super::super::{Engine, Io, IoParams};
 use fsbench_measure::error::invalid;
 
-/// A fill job's size when its job gives none: it stops where the filesystem is full, long
-/// before this ([`Io::fit_to_free_space`] bounds it by the free space).
-pub(crate) const UNBOUNDED: u64 = 1 << 50;
-
 impl IoParams {
     /// What fsbench's `fill_device` takes: a job that only writes, on a filesystem, with a
     /// synchronous engine (the one whose write meets ENOSPC alone).

@@ -12,6 +12,10 @@ pub(in crate::io) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
 }
 
 /// fio's times that are microseconds when bare (`thinktime`), in microseconds.
+/// A fill job's size when its job gives none: it stops where the filesystem is full, long
+/// before this (the layout bounds it by the free space).
+pub(crate) const UNBOUNDED: u64 = 1 << 50;
+
 fn parse_micros(key: &str, text: &str) -> anyhow::Result<u64> {
     Ok(parse_ns(key, text, 1000)? / 1000)
 }
@@ -210,7 +214,7 @@ pub(super) fn sizes(p: &Parsed, nrfiles: u32, smallest: u64) -> anyhow::Result<(
         (Some(size), None) => (size, offset.saturating_add(size / files)),
         (None, Some(filesize)) => (filesize.saturating_mul(files), filesize),
         (None, None) if fills => {
-            let size = crate::io::layout::UNBOUNDED;
+            let size = UNBOUNDED;
             (size, offset.saturating_add(size / files))
         }
         (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
