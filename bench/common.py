@@ -2,6 +2,7 @@
 import contextlib
 import os
 import subprocess
+import time
 
 
 def settle():
@@ -10,6 +11,16 @@ def settle():
     if os.geteuid() == 0:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
+
+
+def unmount(mnt, patience=10.0):
+    """Unmounts `mnt`, retrying while it is busy: a process's io_uring ring is torn down after
+    the process ends, and holds the mount a moment longer."""
+    deadline = time.monotonic() + patience
+    while subprocess.run(["umount", mnt], capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            subprocess.run(["umount", mnt], check=True)
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -28,7 +39,7 @@ def fresh_ext4(tmp, size=8 << 30, direct_io=False):
         try:
             yield mnt
         finally:
-            subprocess.run(["umount", mnt], check=True)
+            unmount(mnt)
     finally:
         subprocess.run(["losetup", "-d", loop], check=True)
         os.remove(image)
