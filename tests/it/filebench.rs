@@ -41,13 +41,16 @@ fn filebench(state: &Path, file: &Path) -> Command {
     c
 }
 
-/// The run phase's figure `name` (without dimensions) of the first run.
-fn figure(doc: &serde_json::Value, name: &str) -> f64 {
+/// The first run's run-phase figures.
+fn run_figures(doc: &serde_json::Value) -> &[serde_json::Value] {
     let phases = doc["runs"][0]["phases"].as_array().unwrap();
     let run = phases.iter().find(|p| p["name"] == "run").unwrap();
-    let f = run["figures"]
-        .as_array()
-        .unwrap()
+    run["figures"].as_array().unwrap()
+}
+
+/// The run phase's figure `name` (without dimensions) of the first run.
+fn figure(doc: &serde_json::Value, name: &str) -> f64 {
+    let f = run_figures(doc)
         .iter()
         .find(|f| f["name"] == name && f.get("dims").is_none());
     f.unwrap_or_else(|| panic!("no figure {name}"))["value"]
@@ -348,11 +351,7 @@ fn sigterm_during_the_run_stops_the_workers_and_undoes_the_filesystem() {
 
 /// The run phase's `flowop ops` of flowop `name`, summed over its figures.
 fn flowop_ops(doc: &serde_json::Value, name: &str) -> f64 {
-    let phases = doc["runs"][0]["phases"].as_array().unwrap();
-    let run = phases.iter().find(|p| p["name"] == "run").unwrap();
-    run["figures"]
-        .as_array()
-        .unwrap()
+    run_figures(doc)
         .iter()
         .filter(|f| f["name"] == "flowop ops" && f["dims"][0]["text"] == name)
         .map(|f| f["value"].as_f64().unwrap())
