@@ -30,7 +30,8 @@ exits 0. Root is needed for the loop images and tmpfs mounts.
     FILEBENCH=/usr/local/bin/filebench python3 bench/filebench_compare.py
 Environment: ROUNDS (3), SECONDS_PER_RUN (20), FILESYSTEMS (tmpfs,ext4,xfs), PERSONALITIES
 (fileserver,varmail,webserver,webproxy,oltp), STRACE (1), IMAGE_SIZE (4G), FSBENCH
-(target/release/fsbench), WORK (/var/tmp).
+(target/release/fsbench), WORK (/var/tmp), SCALE_<PERSONALITY> (its parameters instead of
+the bench's, e.g. SCALE_OLTP=nthreads=10,filesize=64m).
 """
 import collections
 import json
@@ -68,7 +69,8 @@ FILE_CALLS = {"open", "close", "read", "write", "pread64", "pwrite64", "lseek", 
 
 
 def workload_file(name, seconds):
-    spec = f"{name},{SCALE[name]},runtime={seconds}"
+    scale = os.environ.get(f"SCALE_{name.upper()}", SCALE[name])
+    spec = f"{name},{scale},runtime={seconds}"
     out = subprocess.run([FSBENCH, "filebench", "--personality", spec, "--dump"], check=True, capture_output=True, text=True)
     return out.stdout
 

@@ -8,12 +8,17 @@ need no network, GPU, RDMA, SCSI generic, NVMe passthrough or zoned device (the 
 FIO_EXAMPLES is the `examples/` directory of a fio checkout (fio-3.33's: `git checkout
 fio-3.33` in a clone of fio's repository). FSBENCH (default target/release/fsbench), CAP
 (default size=16m,runtime=2s) and ONLY=TEXT (the files whose name holds TEXT) as in the
-other benches. Each file runs once (--runs 1) in a fresh directory on tmpfs (/dev/shm),
-with at most TIMEOUT seconds (default 120) before it counts as hung.
+other benches. Each file runs once (--runs 1) in a fresh directory on FS (default tmpfs,
+in /dev/shm; ext4 or xfs: a fresh IMAGE_MIB MiB loop image, default 2048, made and mounted
+by the bench in its own directory, unmounted and removed at the end), with at most TIMEOUT
+seconds (default 120) before it counts as hung. Some files need a filesystem: e4defrag's
+engine moves extents on ext4 only, 512-byte direct I/O needs 512-byte logical blocks (tmpfs
+has 4096).
 
 A file that names an absolute directory (`directory=/scratch`, `filename=/tmp/data`) runs
-as written: in a private mount namespace of its own (`unshare -m`, root only) a tmpfs is
-mounted on that directory, and fsbench is given it (`--dir`). A directory missing on the
+as written: in a private mount namespace of its own (`unshare -m`, root only) a tmpfs (or,
+with FS=ext4/xfs, a fresh directory of the image, bound) is mounted on that directory, and
+fsbench is given it (`--dir`). A directory missing on the
 host is made for the mount and removed afterwards; nothing else on the host changes, and
 the mount ends with the namespace. A file that names a block device (`filename=/dev/sdb`)
 runs on a loop device over a sparse image of DEVICE_MIB MiB (default 256) in the bench's
@@ -35,6 +40,8 @@ FSBENCH = os.path.abspath(os.environ.get("FSBENCH", os.path.join(ROOT, "target/r
 CAP = os.environ.get("CAP", "size=16m,runtime=2s")
 TIMEOUT = int(os.environ.get("TIMEOUT", "120"))
 DEVICE_MIB = int(os.environ.get("DEVICE_MIB", "256"))
+FS = os.environ.get("FS", "tmpfs")
+IMAGE_MIB = int(os.environ.get("IMAGE_MIB", "2048"))
 
 # What the namespace's /dev holds besides the device: fsbench and its children open these.
 PRIVATE_DEV = """set -e
@@ -124,6 +131,33 @@ def unmade(target, top):
         path = os.path.dirname(path)
 
 
+def filesystem_image(bench_dir):
+    """With FS=ext4 or xfs: a fresh image of that filesystem mounted in `bench_dir`, its
+    mount point and loop device; with tmpfs, /dev/shm and None."""
+    if FS == "tmpfs":
+        return "/dev/shm", None
+    if FS not in ("ext4", "xfs") or os.geteuid() != 0:
+        sys.exit(f"fio_examples: FS must be tmpfs, ext4 or xfs (the last two as root): {FS}")
+    image = os.path.join(bench_dir, "fs.img")
+    with open(image, "wb") as f:
+        f.truncate(IMAGE_MIB << 20)
+    subprocess.run([f"mkfs.{FS}", "-q", *(["-F"] if FS == "ext4" else ["-f"]), image],
+                   check=True, capture_output=True)
+    mnt = os.path.join(bench_dir, "mnt")
+    os.mkdir(mnt)
+    loop = subprocess.run(["losetup", "--find", "--show", image], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    subprocess.run(["mount", loop, mnt], check=True)
+    return mnt, loop
+
+
+def unmount_image(mnt, loop):
+    """Undoes `filesystem_image`."""
+    if loop:
+        subprocess.run(["umount", mnt], check=False)
+        subprocess.run(["losetup", "-d", loop], check=False)
+
+
 def run(path, db, work, target=None, device=None):
     # fsbench's own document: under `fsbench fio`, --output-format json is fio's.
     bench_dir = os.path.dirname(db)
@@ -143,11 +177,17 @@ def run(path, db, work, target=None, device=None):
         args = ["unshare", "-m", "--propagation", "private", "sh", "-c", PRIVATE_DEV, "sh",
                 device, str(major), str(minor)] + args
     elif target:
-        # A tmpfs on the job file's own directory, seen by fsbench alone.
+        # A tmpfs (or the run's directory of the image) on the job file's own directory,
+        # seen by fsbench alone.
         top = made_for(target)
-        mount = 'mount -t tmpfs -o size=2g fio-example "$1" && shift && exec "$@"'
-        args = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh",
-                target] + args
+        if FS == "tmpfs":
+            mount = 'mount -t tmpfs -o size=2g fio-example "$1" && shift && exec "$@"'
+            args = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh",
+                    target] + args
+        else:
+            mount = 'mount --bind "$2" "$1" && shift 2 && exec "$@"'
+            args = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh",
+                    target, work] + args
     try:
         # In the bench's directory: the log files a job file asks for (write_bw_log) are
         # written where fsbench runs, as fio's.
@@ -189,34 +229,45 @@ def main():
     files = sorted(f for f in os.listdir(examples) if f.endswith(".fio"))
     files = [f for f in files if os.environ.get("ONLY", "") in f]
     counts = {"ran": 0, "refused": 0, "hung": 0}
-    considered = 0
     # The database and exports in /var/tmp: no example's directory hides them.
     with tempfile.TemporaryDirectory(prefix="fio-examples.", dir="/var/tmp") as tmp:
         db = os.path.join(tmp, "results.db")
-        for name in files:
-            path = os.path.join(examples, name)
-            with open(path, errors="replace") as f:
-                text = f.read()
-            why = excluded(text)
-            if why:
-                print(f"{name:36} excluded ({why})")
-                continue
-            considered += 1
-            target = device = None
-            if os.geteuid() == 0 and shutil.which("unshare"):
-                target, device = absolute_dir(text), device_name(text)
-            work = tempfile.mkdtemp(prefix="fio-example.", dir="/dev/shm")
-            try:
-                status, detail = run(path, db, work, target, device)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-            counts[status] += 1
-            print(f"{name:36} {status}: {detail}", flush=True)
+        mnt, loop = filesystem_image(tmp)
+        try:
+            considered = run_all(examples, files, db, mnt, counts)
+        finally:
+            unmount_image(mnt, loop)
     share = counts["ran"] / considered * 100 if considered else 0.0
     print(f"\n{counts['ran']} of {considered} job files that need no network, GPU, RDMA, SCSI "
           f"generic, NVMe passthrough or zoned device ran as written ({share:.0f}%; target 90%); "
-          f"{counts['refused']} refused, {counts['hung']} hung; --cap {CAP}")
+          f"{counts['refused']} refused, {counts['hung']} hung; --cap {CAP}; on {FS}")
     return 0
+
+
+def run_all(examples, files, db, mnt, counts):
+    """Runs each file (each in a fresh directory of `mnt`), printing what it did, counting
+    into `counts`; how many were not excluded."""
+    considered = 0
+    for name in files:
+        path = os.path.join(examples, name)
+        with open(path, errors="replace") as f:
+            text = f.read()
+        why = excluded(text)
+        if why:
+            print(f"{name:36} excluded ({why})")
+            continue
+        considered += 1
+        target = device = None
+        if os.geteuid() == 0 and shutil.which("unshare"):
+            target, device = absolute_dir(text), device_name(text)
+        work = tempfile.mkdtemp(prefix="fio-example.", dir=mnt)
+        try:
+            status, detail = run(path, db, work, target, device)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        counts[status] += 1
+        print(f"{name:36} {status}: {detail}", flush=True)
+    return considered
 
 
 if __name__ == "__main__":

@@ -1,12 +1,19 @@
 //! aiowrite and aiowait as filebench makes them on Linux: POSIX AIO (glibc's, whose helper
 //! threads make the pwrite calls), and a wait that reaps the finished writes, half of those
-//! outstanding at most, without blocking. Control blocks are reused; the buffer a write
-//! reads from stays allocated until every write has finished.
+//! outstanding at most, and blocks only while more than [`MOST_OUTSTANDING`] remain.
+//! Control blocks are reused; the buffer a write reads from stays allocated until every
+//! write has finished.
 
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use fsbench_measure::calls::Aligned;
+
+use super::control::POLL;
+
+/// filebench's MAXREAP: its aiowait reaps at most this many a pass and returns only once
+/// no more than this many writes are outstanding.
+pub(super) const MOST_OUTSTANDING: usize = 4096;
 
 /// A thread's outstanding asynchronous writes. Boxed control blocks: the kernel and glibc
 /// hold their addresses while a write runs, and a vector moves its items as it grows.
@@ -17,6 +24,8 @@ pub(super) struct Aio {
     spare: Vec<Box<libc::aiocb>>,
     /// The buffers writes read from; the last is the one in use.
     bufs: Vec<(Aligned, usize)>,
+    /// `pending`'s control blocks for `aio_suspend`, kept to be refilled without allocating.
+    waiting: Vec<*const libc::aiocb>,
 }
 
 impl Aio {
@@ -50,9 +59,27 @@ impl Aio {
     }
 
     /// filebench's aiowait: takes back up to half of the outstanding writes (at least one)
-    /// that have finished; the errors of failed ones.
-    pub(super) fn reap(&mut self) -> Result<(), String> {
-        let todo = (self.pending.len() / 2).clamp(1, 4096);
+    /// that have finished, then, while more than `most` ([`MOST_OUTSTANDING`]) are outstanding (a
+    /// writer its O_SYNC writes fall behind), waits for more to finish, until `stopping`;
+    /// the errors of failed ones. filebench spins through `aio_error` there (on Linux it
+    /// has no `aio_waitn`), which takes from the run's other threads the CPU it burns (half
+    /// of its CPU in oltp on ext4); fsbench waits in `aio_suspend`, the same wait without
+    /// that cost.
+    pub(super) fn reap(&mut self, most: usize, stopping: impl Fn() -> bool) -> Result<(), String> {
+        let mut failed = self.reap_pass((self.pending.len() / 2).clamp(1, most));
+        while self.pending.len() > most && !stopping() {
+            self.suspend(POLL);
+            failed = self.reap_pass(most).or(failed);
+        }
+        if self.pending.is_empty() && self.bufs.len() > 1 {
+            self.bufs.drain(..self.bufs.len() - 1);
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// One pass over the outstanding writes taking back up to `todo` finished ones; the
+    /// error of a failed one.
+    fn reap_pass(&mut self, todo: usize) -> Option<String> {
         let mut reaped = 0;
         let mut i = 0;
         let mut failed = None;
@@ -75,10 +102,19 @@ impl Aio {
             self.spare.push(cb);
             reaped += 1;
         }
-        if self.pending.is_empty() && self.bufs.len() > 1 {
-            self.bufs.drain(..self.bufs.len() - 1);
-        }
-        failed.map_or(Ok(()), Err)
+        failed
+    }
+
+    /// Waits up to `timeout` for one of the outstanding writes to finish.
+    fn suspend(&mut self, timeout: Duration) {
+        self.waiting.clear();
+        (self.waiting).extend(self.pending.iter().map(|cb| &**cb as *const libc::aiocb));
+        let timeout = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: every entry is a submitted control block kept alive by `pending`.
+        unsafe { libc::aio_suspend(self.waiting.as_ptr(), self.waiting.len() as i32, &timeout) };
     }
 
     /// Cancels the writes glibc has not started and waits for the others to finish (at
@@ -93,17 +129,7 @@ impl Aio {
         }
         let end = Instant::now() + Duration::from_secs(60);
         while !self.pending.is_empty() && Instant::now() < end {
-            let list: Vec<*const libc::aiocb> = self
-                .pending
-                .iter()
-                .map(|cb| &**cb as *const libc::aiocb)
-                .collect();
-            let timeout = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 100_000_000,
-            };
-            // SAFETY: every entry is a submitted control block kept alive by `pending`.
-            unsafe { libc::aio_suspend(list.as_ptr(), list.len() as i32, &timeout) };
+            self.suspend(Duration::from_millis(100));
             self.pending.retain_mut(|cb| {
                 // SAFETY: as above.
                 let status = unsafe { libc::aio_error(&**cb) };
@@ -128,5 +154,35 @@ impl Drop for Aio {
             std::mem::forget(std::mem::take(&mut self.pending));
             std::mem::forget(std::mem::take(&mut self.bufs));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    #[test]
+    fn a_wait_returns_once_no_more_than_the_most_are_outstanding() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        let mut aio = Aio::default();
+        for i in 0..64 {
+            aio.write(file.as_raw_fd(), 4096, i * 4096).unwrap();
+        }
+        // A pass takes back half of them at most: 32 or more are left after it, and the
+        // wait goes on until 8 are.
+        aio.reap(8, || false).unwrap();
+        assert!(aio.pending.len() <= 8, "{} outstanding", aio.pending.len());
+        // Stopping ends the wait after the pass, however many are outstanding.
+        for i in 0..64 {
+            aio.write(file.as_raw_fd(), 4096, i * 4096).unwrap();
+        }
+        let before = aio.pending.len();
+        aio.reap(8, || true).unwrap();
+        assert!(aio.pending.len() >= before - before / 2 && aio.pending.len() > 8);
+        aio.drain();
+        assert!(aio.pending.is_empty());
     }
 }

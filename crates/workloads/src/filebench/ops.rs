@@ -25,7 +25,10 @@ impl Worker<'_> {
             Op::Aiowrite => self.aiowrite(fi),
             Op::Aiowait => {
                 let t0 = self.now();
-                let reaped = self.aio.reap();
+                let control = &self.sh.control;
+                let reaped = self
+                    .aio
+                    .reap(super::aio::MOST_OUTSTANDING, || control.stopping());
                 self.done(fi, t0, 0);
                 reaped.map(|()| Step::Next)
             }
