@@ -9,7 +9,7 @@ FIO_EXAMPLES is the `examples/` directory of a fio checkout (fio-3.33's: `git ch
 fio-3.33` in a clone of fio's repository). FSBENCH (default target/release/fsbench), CAP
 (default size=16m,runtime=2s) and ONLY=TEXT (the files whose name holds TEXT) as in the
 other benches. Each file runs once (--runs 1) in a fresh directory on FS (default tmpfs,
-in /dev/shm; ext4 or xfs: a fresh IMAGE_MIB MiB loop image, default 2048, made and mounted
+in /dev/shm; ext4 or xfs: a fresh IMAGE_MIB MiB sparse loop image, default 4096, made and mounted
 by the bench in its own directory, unmounted and removed at the end), with at most TIMEOUT
 seconds (default 120) before it counts as hung. Some files need a filesystem: e4defrag's
 engine moves extents on ext4 only, 512-byte direct I/O needs 512-byte logical blocks (tmpfs
@@ -41,7 +41,7 @@ CAP = os.environ.get("CAP", "size=16m,runtime=2s")
 TIMEOUT = int(os.environ.get("TIMEOUT", "120"))
 DEVICE_MIB = int(os.environ.get("DEVICE_MIB", "256"))
 FS = os.environ.get("FS", "tmpfs")
-IMAGE_MIB = int(os.environ.get("IMAGE_MIB", "2048"))
+IMAGE_MIB = int(os.environ.get("IMAGE_MIB", "4096"))
 
 # What the namespace's /dev holds besides the device: fsbench and its children open these.
 PRIVATE_DEV = """set -e
