@@ -58,12 +58,18 @@ fn real_fio(dir: &Path, state: &Path, format: &str) -> String {
     text(&out.stdout)
 }
 
-/// A line's shape: what comes before its first figure (`  read: IOPS=`, `    clat (`).
+/// A line's shape: what comes before its first figure (`  read: IOPS=`, `    clat (`),
+/// without the padding of a number printed in a fixed width after `=` (fio's `min=%5llu`
+/// pads 4-digit IOPS with one space, 5-digit with none).
 fn shape(line: &str) -> String {
     let end = line
         .find(|c: char| c.is_ascii_digit() || c == '(')
         .unwrap_or(line.len());
-    line[..end].to_string()
+    let before = &line[..end];
+    match before.trim_end() {
+        t if t.ends_with('=') => t.to_string(),
+        _ => before.to_string(),
+    }
 }
 
 /// The shapes of fio's per-job and per-group lines in order, repeats (percentile rows,
