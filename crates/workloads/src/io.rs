@@ -43,8 +43,8 @@ mod verify;
 
 use job::{Job, JobOut, Span};
 pub use params::{
-    CmdPrio, Distribution, Engine, Fallocate, FileService, IoParams, MemPolicy, Placement, Rw,
-    Strided, SyncIo, Zones, allow_raw_target,
+    CmdPrio, Distribution, Engine, Fallocate, FileService, IoParams, MemPolicy, Placement,
+    PrioShares, Rw, Strided, SyncIo, Zones, allow_raw_target,
 };
 use pattern::Pattern;
 pub(crate) use table::KIND;

@@ -3,12 +3,12 @@
 //! a priority where it falls under their sum, else the I/O goes with the job's own.
 
 use super::job::Job;
-use super::params::{CmdPrio, IoParams};
+use super::params::{CmdPrio, IoParams, PrioShares};
 use super::pattern::{Next, Rng};
 
 /// One job thread's choice of priorities: its shares, and a sequence of its own.
 pub(crate) struct Chooser {
-    split: [Vec<(u64, Vec<(u32, u16)>)>; 2],
+    split: [PrioShares; 2],
     rng: Rng,
 }
 

@@ -25,7 +25,7 @@ mod pacing;
 pub(crate) use pacing::Pacing;
 mod cmdprio;
 mod placement;
-pub use placement::{CmdPrio, MemPolicy, Placement};
+pub use placement::{CmdPrio, MemPolicy, Placement, PrioShares};
 mod steady;
 use mpi::shared_file_share;
 pub use names::allow_raw_target;

@@ -4,7 +4,7 @@
 //! `READS[,WRITES]`, one value for both directions.
 
 use super::Engine;
-use super::placement::{CmdPrio, ioprio_value};
+use super::placement::{CmdPrio, PrioShares, ioprio_value};
 use crate::options::Parsed;
 use fsbench_measure::error::invalid;
 
@@ -70,7 +70,7 @@ fn per_direction(p: &Parsed, key: &str, max: u32) -> anyhow::Result<[u32; 2]> {
 
 /// fio's `cmdprio_bssplit=BS/PCT[/CLASS/LEVEL]:...[,WRITES]`: per direction, per block size
 /// (in order), its shares and their priorities (`implicit`: those without their own).
-fn bssplit(text: &str, implicit: [u16; 2]) -> anyhow::Result<[Vec<(u64, Vec<(u32, u16)>)>; 2]> {
+fn bssplit(text: &str, implicit: [u16; 2]) -> anyhow::Result<[PrioShares; 2]> {
     let (reads, writes) = text.split_once(',').unwrap_or((text, text));
     // fio reads a third part (trims) and has no use for it.
     let writes = writes.split(',').next().unwrap_or(writes);
@@ -80,11 +80,7 @@ fn bssplit(text: &str, implicit: [u16; 2]) -> anyhow::Result<[Vec<(u64, Vec<(u32
     ])
 }
 
-fn bssplit_direction(
-    text: &str,
-    part: &str,
-    implicit: u16,
-) -> anyhow::Result<Vec<(u64, Vec<(u32, u16)>)>> {
+fn bssplit_direction(text: &str, part: &str, implicit: u16) -> anyhow::Result<PrioShares> {
     let bad = |why: &str| invalid(format!("io: `cmdprio-bssplit={text}`: {why}"));
     let mut entries: Vec<(u64, u32, u16)> = Vec::new();
     for entry in part.split(':').filter(|e| !e.is_empty()) {
@@ -109,7 +105,7 @@ fn bssplit_direction(
         }
     }
     entries.sort_by_key(|e| e.0);
-    let mut out: Vec<(u64, Vec<(u32, u16)>)> = Vec::new();
+    let mut out: PrioShares = Vec::new();
     for (bs, perc, prio) in entries {
         match out.last_mut() {
             Some((last, shares)) if *last == bs => shares.push((perc, prio)),

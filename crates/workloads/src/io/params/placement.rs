@@ -65,8 +65,12 @@ pub enum MemPolicy {
 /// 0..100 per I/O, the shares taken in turn).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CmdPrio {
-    pub split: [Vec<(u64, Vec<(u32, u16)>)>; 2],
+    pub split: [PrioShares; 2],
 }
+
+/// One direction's shares: per block size (0: every size), each share in percent of its
+/// I/Os and the priority it gives.
+pub type PrioShares = Vec<(u64, Vec<(u32, u16)>)>;
 
 impl Placement {
     /// The priority an I/O ran with: its own, or the job's (`prio`, `prioclass`), or 0.
