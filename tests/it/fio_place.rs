@@ -268,7 +268,8 @@ fn placement_is_stated_in_the_results() {
 #[test]
 fn time_based_without_a_runtime_runs_untimed_as_fio_says() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let job = "[j]\nrw=read\nbs=4k\nsize=256k\ntime_based\n";
+    // `create_serialize` is taken too: fsbench lays out the files before the jobs anyway.
+    let job = "[j]\nrw=read\nbs=4k\nsize=256k\ntime_based\ncreate_serialize=0\n";
     let out = fio_job_json(state.path(), dir.path(), job);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let says = "time_based requires a runtime/timeout setting";
