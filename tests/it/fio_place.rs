@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::common::*;
-use crate::fio_engines::{fio_traced, traced};
+use crate::fio_engines::{fio_traced, traced_runs};
 
 /// The arguments of each `name` call in a strace log (without the process number, and
 /// whether the call was split by another thread's or not), in order.
@@ -23,34 +23,6 @@ fn args_of(log: &str, name: &str) -> Vec<String> {
             Some(args.to_string())
         })
         .collect()
-}
-
-/// strace logs of `fsbench fio` and of fio running `job` (each in a tmpfs directory of its
-/// own, as its working directory too), and the two directories, for their log files.
-fn traced_runs(job: &str, trace: &str) -> [(String, tempfile::TempDir); 2] {
-    let state = tempdir();
-    let jobfile = state.path().join("job.fio");
-    std::fs::write(&jobfile, job).unwrap();
-    let (dir, ours_dir) = (tmpfs_tempdir(), tmpfs_tempdir());
-    let log = state.path().join("fsbench.strace");
-    let out = run(traced(trace, &log, env!("CARGO_BIN_EXE_fsbench"))
-        .current_dir(ours_dir.path())
-        .env("FSBENCH_STATE_DIR", state.path())
-        .env("XDG_DATA_HOME", test_data_home())
-        .args(["fio", "-q", "--runs", "1", "--dir"])
-        .arg(dir.path())
-        .arg(&jobfile));
-    assert!(out.status.success(), "{job}: {}", text(&out.stderr));
-    let ours = std::fs::read_to_string(&log).unwrap();
-    let fio_dir = tmpfs_tempdir();
-    let log = state.path().join("fio.strace");
-    let out = run(traced(trace, &log, "fio")
-        .current_dir(fio_dir.path())
-        .arg("--output=/dev/null")
-        .arg(&jobfile));
-    assert!(out.status.success(), "fio: {job}: {}", text(&out.stderr));
-    let theirs = std::fs::read_to_string(&log).unwrap();
-    [(ours, ours_dir), (theirs, fio_dir)]
 }
 
 /// The distinct values, sorted: fsbench's workers and fio's threads make the same calls,
