@@ -335,4 +335,12 @@ fn strided_zones_read_the_offsets_fio_reads() {
         assert_eq!(ours.len(), 8, "{zones}: {ours:?}");
         assert_eq!(ours, offsets(&theirs), "{zones}");
     }
+    // At random within each zone: the same blocks as fio's (each zone's two, of 8k every
+    // 16k), in an order of fsbench's own.
+    let job = "[z]\nfilename=data\nrw=randread\nbs=4k\nsize=64k\nzonemode=strided\nzonesize=8k\nzoneskip=8k\n";
+    let [(ours, _), (theirs, _)] = traced_runs(job, "trace=pread64");
+    let (ours, theirs) = (offsets(&ours), offsets(&theirs));
+    assert_eq!(ours.len(), 16, "{ours:?}");
+    assert_eq!(distinct(ours.clone()), distinct(theirs), "{ours:?}");
+    assert_eq!(distinct(ours).len(), 8);
 }

@@ -359,32 +359,42 @@ impl Pattern {
         }
         let file = self.pick_file(bs);
         let read = read.unwrap_or_else(|| self.direction());
+        // Random offsets within the zone: its blocks alone, its map new at each range's worth
+        // (fio's `fio_file_reset`), from its start.
+        let (mut blocks, mut region, mut base) = (self.blocks, self.region, 0);
         if let Some(zone) = &mut self.zone {
             zone.before(&mut self.positions[file], self.region);
+            if self.random {
+                if zone.bytes % zone.spec.range == 0 {
+                    self.maps.iter_mut().for_each(Map::clear);
+                }
+                region = zone.spec.range.min(self.region - zone.at);
+                (blocks, base) = (region / self.unit, zone.at);
+            }
             zone.bytes += bs;
         }
         // A run of sequential I/Os after a random offset ends at the region's end too.
         let run_on = self.run_left > 0 && self.positions[file] + bs <= self.region;
         let within = if self.random && !run_on && self.at_random() {
-            let mut b = self.picker.pick(self.blocks, &mut self.rng);
+            let mut b = self.picker.pick(blocks, &mut self.rng);
             // A block too near the end for `bs` moves back to fit.
-            let last = (self.region - bs) / self.unit;
+            let last = region.saturating_sub(bs) / self.unit;
             if let Some(map) = self.maps.get_mut(file) {
                 if map.used(b) {
                     // Every block used: the map starts over (a pass larger than the region).
-                    b = map.next_free(b, self.blocks).unwrap_or_else(|| {
+                    b = map.next_free(b, blocks).unwrap_or_else(|| {
                         map.clear();
                         b
                     });
                 }
                 b = b.min(last);
-                map.mark(b, bs.div_ceil(self.unit).min(self.blocks - b));
+                map.mark(b, bs.div_ceil(self.unit).min(blocks - b));
             } else {
                 b = b.min(last);
             }
             self.run_left = self.run_len - 1;
-            self.positions[file] = b * self.unit + bs;
-            b * self.unit
+            self.positions[file] = base + b * self.unit + bs;
+            base + b * self.unit
         } else {
             self.run_left = self.run_left.saturating_sub(1);
             self.sequential(file, bs)
@@ -475,6 +485,14 @@ mod tests {
         let offsets: Vec<u64> = pass(&mut p).iter().map(|io| io.offset >> 10).collect();
         // 12k in a zone 8k long: its start again before the next.
         assert_eq!(offsets, [0, 4, 0, 8, 12, 8, 16, 20]);
+        // At random: each zone's two blocks once each, in some order, zone after zone.
+        let mut p = pattern("rw=randread,bs=4k,size=64k,zonemode=strided,zonesize=8k,zoneskip=8k");
+        let offsets: Vec<u64> = pass(&mut p).iter().map(|io| io.offset >> 10).collect();
+        for (pair, zone) in offsets.chunks(2).zip([0, 16, 32, 48, 0, 16, 32, 48]) {
+            let mut pair = pair.to_vec();
+            pair.sort_unstable();
+            assert_eq!(pair, [zone, zone + 4], "{offsets:?}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! fio's strided zones (`zonemode=strided`, `zonesize`, `zonerange`, `zoneskip`): a
-//! sequential job moves `zonesize` bytes within a zone of `zonerange` (default `zonesize`)
-//! bytes, then goes on to the next zone, `zonerange + zoneskip` further, and back to the
-//! start past the file's end (fio's `setup_strided_zone_mode`).
+//! fio's strided zones (`zonemode=strided`, `zonesize`, `zonerange`, `zoneskip`): a job
+//! moves `zonesize` bytes within a zone of `zonerange` (default `zonesize`) bytes,
+//! sequentially or at random offsets in it, then goes on to the next zone, `zonerange +
+//! zoneskip` further, and back to the start past the file's end (fio's
+//! `setup_strided_zone_mode`).
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,10 @@ pub struct Strided {
 /// The job's zones, read as fio 3.33 reads them (its default mode is `none`, which
 /// refuses a `zonesize`); fio turns them off for a job that opens several files at once.
 pub(super) fn strided(p: &Parsed, nrfiles: u32, random: bool) -> anyhow::Result<Option<Strided>> {
+    // A random pattern draws uniformly within each zone; a skewed one is drawn over the
+    // whole file, and a partly sequential one follows the I/O before.
+    let uniform = p.text("random-distribution") == Some("random")
+        && p.small("percentage-random") == Some(100);
     let size = p.num("zonesize").unwrap_or(0);
     let no = |why: &str| Err(invalid(format!("io: {why}")));
     match (p.text("zonemode"), size) {
@@ -41,9 +46,9 @@ pub(super) fn strided(p: &Parsed, nrfiles: u32, random: bool) -> anyhow::Result<
     if nrfiles > 1 && p.small("openfiles") != Some(1) {
         return Ok(None);
     }
-    if random {
+    if random && !uniform {
         return no(
-            "`zonemode=strided` with a random pattern is not implemented (fio draws its offsets within each zone; give a sequential `rw`)",
+            "`zonemode=strided` with `random_distribution` or `percentage_random` is not implemented (fsbench draws uniformly within each zone)",
         );
     }
     Ok(Some(Strided {
@@ -74,7 +79,10 @@ mod tests {
             ("rw=read,zonemode=strided", "--zonesize must be specified"),
             ("rw=read,zonemode=none,zonesize=4k", "not compatible"),
             ("rw=read,zonesize=4k", "not compatible"),
-            ("rw=randread,zonemode=strided,zonesize=4k", "random pattern"),
+            (
+                "rw=randread,zonemode=strided,zonesize=4k,random-distribution=zipf:1.2",
+                "draws uniformly",
+            ),
             ("rw=read,zonemode=zbd,zonesize=4k", "zoned block devices"),
         ] {
             let err = IoParams::parse(bad).unwrap_err().to_string();
