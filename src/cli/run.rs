@@ -171,6 +171,13 @@ pub(super) fn fio(args: &FioArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
     };
     let jobs = jobfile::read(&args.jobfile, &cap, &targets)?;
     super::fio_logs::check(&jobs)?;
+    // What fio says of a job as it reads it and goes on, said as fio says it (stderr).
+    let notes = (jobs.iter().flat_map(|j| j.jobs()))
+        .filter_map(|j| j.fio.as_ref())
+        .flat_map(|f| &f.notes);
+    for note in notes {
+        super::console::say(&format!("fsbench: {note}"));
+    }
     let workloads = jobs.into_iter().map(|j| Params::from(j).spec()).collect();
     let scaled = cap.describe();
     if let Some(line) = &scaled {

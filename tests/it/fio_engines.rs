@@ -30,14 +30,16 @@ fn calls(log: &str, on_data: bool) -> Vec<String> {
         .collect()
 }
 
-/// The strace logs of fsbench and of fio running `job`, traced for `trace`, each in a
-/// tmpfs directory of its own.
-fn both_logs(job: &str, trace: &str) -> (String, String) {
-    let (dir, state) = (tmpfs_tempdir(), tempdir());
+/// strace logs of `fsbench fio` and of fio running `job` (each in a tmpfs directory of its
+/// own, as its working directory too), and the two directories, for their log files.
+pub(crate) fn traced_runs(job: &str, trace: &str) -> [(String, tempfile::TempDir); 2] {
+    let state = tempdir();
     let jobfile = state.path().join("job.fio");
     std::fs::write(&jobfile, job).unwrap();
+    let (dir, ours_dir) = (tmpfs_tempdir(), tmpfs_tempdir());
     let log = state.path().join("fsbench.strace");
     let out = run(traced(trace, &log, env!("CARGO_BIN_EXE_fsbench"))
+        .current_dir(ours_dir.path())
         .env("FSBENCH_STATE_DIR", state.path())
         .env("XDG_DATA_HOME", test_data_home())
         .args(["fio", "-q", "--runs", "1", "--dir"])
@@ -52,7 +54,15 @@ fn both_logs(job: &str, trace: &str) -> (String, String) {
         .arg("--output=/dev/null")
         .arg(&jobfile));
     assert!(out.status.success(), "fio: {job}: {}", text(&out.stderr));
-    (ours, std::fs::read_to_string(&log).unwrap())
+    let theirs = std::fs::read_to_string(&log).unwrap();
+    [(ours, ours_dir), (theirs, fio_dir)]
+}
+
+/// The strace logs of fsbench and of fio running `job`, traced for `trace`, each in a
+/// tmpfs directory of its own.
+fn both_logs(job: &str, trace: &str) -> (String, String) {
+    let [(ours, _), (theirs, _)] = traced_runs(job, trace);
+    (ours, theirs)
 }
 
 /// The calls on `data` that fsbench and fio make for `job`.

@@ -171,7 +171,7 @@ fn a_file_outside_the_run_s_directory_is_refused_with_its_line() {
             "directory=/scratch",
             "`directory=/scratch` is outside the run's directory",
         ),
-        ("cpus_allowed=0", "does not pin jobs to CPUs"),
+        ("cpus_allowed=4096", "CPU 4096 too large"),
     ] {
         let jobfile = state.path().join("outside.fio");
         std::fs::write(&jobfile, format!("[j]\nsize=1m\n{line}\n")).unwrap();

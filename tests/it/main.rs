@@ -35,6 +35,7 @@ mod fio_files;
 mod fio_jobs;
 mod fio_opts;
 mod fio_out;
+mod fio_place;
 mod fio_verify;
 mod first_hour;
 mod fuzz;

@@ -36,6 +36,8 @@ pub struct Completion {
     pub slat_ns: Option<u64>,
     /// A trim of a job that also writes (fio's `trimwrite`; `read` is false).
     pub trim: bool,
+    /// The I/O's priority (fio's ioprio value: class << 13 | level; 0: none set).
+    pub prio: u16,
 }
 
 /// The rate samples of one kind (bandwidth or IOPS), per direction.
@@ -143,6 +145,24 @@ pub struct JobStats {
     errors: u64,
     first_error: i32,
     failed: [u64; 2],
+    /// fio's per-priority completion latency (its `clat_prio`), kept where the engine gives
+    /// I/Os priorities of their own (`by_priority`): one entry per priority met.
+    #[serde(default)]
+    by_prio: Option<Vec<PrioClat>>,
+}
+
+/// One priority's completion latency per direction.
+#[derive(Debug, Serialize, Deserialize)]
+struct PrioClat {
+    prio: u16,
+    #[serde(with = "crate::measure::histogram_serde::pair")]
+    clat: [Histogram<u64>; 2],
+}
+
+/// The latency key of priority `prio` (fio's ioprio value) in direction `dir`:
+/// `read clat prio 1/0`, class then level as fio prints them.
+pub fn prio_key(dir: &str, prio: u16) -> String {
+    format!("{dir} clat prio {}/{}", prio >> 13, prio & 7)
 }
 
 /// fio's bucket of a count: 0, 1–4, 5–8, 9–16, 17–32, 33–64, more (`__io_u_mark_map`).
@@ -200,7 +220,33 @@ impl JobStats {
             errors: 0,
             first_error: 0,
             failed: [0; 2],
+            by_prio: None,
         }
+    }
+
+    /// Keeps fio's per-priority statistics: the engine gives I/Os priorities of their own.
+    pub fn by_priority(&mut self) {
+        self.by_prio.get_or_insert_with(Vec::new);
+    }
+
+    /// An I/O's completion latency under its priority.
+    #[inline]
+    fn prio_clat(&mut self, prio: u16, d: usize, clat_ns: u64) {
+        let Some(by_prio) = &mut self.by_prio else {
+            return;
+        };
+        let at = match by_prio.iter().position(|p| p.prio == prio) {
+            Some(at) => at,
+            // A priority met first (a few a job: its own and those of cmdprio's options).
+            None => {
+                by_prio.push(PrioClat {
+                    prio,
+                    clat: [new_histogram(), new_histogram()],
+                });
+                by_prio.len() - 1
+            }
+        };
+        by_prio[at].clat[d].saturating_record(clat_ns.max(1));
     }
 
     /// Starts the thread's CPU time and faults now (call on the job's own thread).
@@ -237,6 +283,7 @@ impl JobStats {
         if let Some(logs) = &mut self.logs {
             log(logs, &c, lat, at_ms, (bw, iops));
         }
+        self.prio_clat(c.prio, d, c.clat_ns);
     }
 
     /// A trimwrite job's trim: its latency, count and bytes, and a bandwidth and IOPS sample
@@ -315,6 +362,13 @@ impl JobStats {
         if !self.sync.is_empty() {
             latency.insert("sync".into(), LatencySummary::of(&self.sync));
         }
+        for p in self.by_prio.iter().flatten() {
+            for (d, dir) in ["read", "write"].into_iter().enumerate() {
+                if !p.clat[d].is_empty() {
+                    latency.insert(prio_key(dir, p.prio), LatencySummary::of(&p.clat[d]));
+                }
+            }
+        }
         let record = JobThread {
             job: job.to_string(),
             index,
@@ -364,10 +418,11 @@ fn log(
 ) {
     let opts = &logs.opts;
     if let Some(l) = &mut logs.lat {
-        l[LAT].add(opts, at_ms, c.read, lat, c.len, c.offset);
-        l[CLAT].add(opts, at_ms, c.read, c.clat_ns, c.len, c.offset);
+        let io = (c.len, c.offset, c.prio);
+        l[LAT].add(opts, at_ms, c.read, lat, io);
+        l[CLAT].add(opts, at_ms, c.read, c.clat_ns, io);
         if let Some(slat) = c.slat_ns {
-            l[SLAT].add(opts, at_ms, c.read, slat, c.len, c.offset);
+            l[SLAT].add(opts, at_ms, c.read, slat, io);
         }
     }
     for (log, samples, per_io) in [
@@ -380,12 +435,12 @@ fn log(
     ] {
         let Some(log) = log else { continue };
         if opts.avg_msec == 0 {
-            log.add(opts, at_ms, c.read, per_io, c.len, c.offset);
+            log.add(opts, at_ms, c.read, per_io, (c.len, c.offset, c.prio));
             continue;
         }
         for (dir, sample) in samples.iter().enumerate() {
             if let Some(rate) = sample {
-                log.add(opts, at_ms, dir == 0, *rate, 0, 0);
+                log.add(opts, at_ms, dir == 0, *rate, (0, 0, 0));
             }
         }
     }
@@ -407,6 +462,7 @@ mod tests {
             clat_ns: clat_us * 1000,
             slat_ns: None,
             trim: false,
+            prio: 0,
         }
     }
 

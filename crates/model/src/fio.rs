@@ -24,6 +24,10 @@ pub struct FioJob {
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "LogOptions::is_off")]
     pub logs: LogOptions,
+    /// What fio says of the job as it reads it and goes on (`time_based` without a
+    /// runtime), for stderr before the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// fio's `write_*_log` options and how they log.
@@ -44,6 +48,10 @@ pub struct LogOptions {
     pub per_job: bool,
     /// `log_hist_msec`: the histogram log's interval (no histogram log without it).
     pub hist_msec: u64,
+    /// `log_prio`: each entry's I/O priority as its value (`0x2004`); without it, 1 for
+    /// the real-time class and 0 for the others, as fio writes them.
+    #[serde(default)]
+    pub prio: bool,
 }
 
 impl Default for LogOptions {
@@ -58,6 +66,7 @@ impl Default for LogOptions {
             offset: false,
             per_job: true,
             hist_msec: 0,
+            prio: false,
         }
     }
 }

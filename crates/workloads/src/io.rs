@@ -19,6 +19,7 @@ use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::measurement::{Dim, DimValue, Figure};
 use fsbench_model::workload::WorkerMode;
 
+mod cmdprio;
 mod contents;
 mod e4defrag;
 mod fileops;
@@ -30,6 +31,7 @@ mod libaio;
 mod mmap;
 mod params;
 mod pattern;
+mod placement;
 mod posixaio;
 /// The workloads' small fast generator (filebench's draws use it too).
 pub(crate) use pattern::Rng;
@@ -41,7 +43,8 @@ mod verify;
 
 use job::{Job, JobOut, Span};
 pub use params::{
-    Distribution, Engine, Fallocate, FileService, IoParams, Rw, SyncIo, Zones, allow_raw_target,
+    CmdPrio, Distribution, Engine, Fallocate, FileService, IoParams, MemPolicy, Placement,
+    PrioShares, Rw, Strided, SyncIo, Zones, allow_raw_target,
 };
 use pattern::Pattern;
 pub(crate) use table::KIND;
@@ -168,6 +171,8 @@ impl Io {
         let patterns = std::mem::take(&mut self.patterns);
         let ran = crew.run(rec, patterns, |w, mut pattern| {
             let (params, job, copy) = &threads[w.index()];
+            // Before anything of the job is made, as fio places its threads.
+            placement::apply(params, *copy)?;
             // Moved where the job runs, so that what it writes at every I/O is on no other
             // job's cache line.
             pattern.move_here();

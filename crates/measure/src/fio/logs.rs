@@ -22,6 +22,9 @@ pub(super) struct Entry {
     time_ms: u64,
     value: u64,
     dir: u8,
+    /// The I/O's priority (fio's ioprio value), in the padding beside `dir`.
+    #[serde(default)]
+    prio: u16,
     bs: u32,
     offset: u64,
 }
@@ -51,8 +54,9 @@ impl ValueLog {
         }
     }
 
-    /// One I/O's value: an entry of its own, or into its direction's window, which becomes
-    /// an entry once `avg_msec` have passed (fio's `add_log_sample`).
+    /// One I/O's value (`io`: its block size, offset and priority): an entry of its own, or
+    /// into its direction's window, which becomes an entry once `avg_msec` have passed
+    /// (fio's `add_log_sample`).
     #[inline]
     pub(super) fn add(
         &mut self,
@@ -60,8 +64,7 @@ impl ValueLog {
         at_ms: u64,
         read: bool,
         value: u64,
-        bs: u32,
-        offset: u64,
+        (bs, offset, prio): (u32, u64, u16),
     ) {
         let dir = u8::from(!read);
         if opts.avg_msec == 0 {
@@ -69,6 +72,7 @@ impl ValueLog {
                 time_ms: at_ms,
                 value,
                 dir,
+                prio,
                 bs,
                 offset,
             });
@@ -85,8 +89,8 @@ impl ValueLog {
         self.windows[usize::from(dir)].last_ms = at_ms - at_ms % opts.avg_msec;
     }
 
-    /// A window's entry (its mean rounded, or its maximum), with no block size nor offset as
-    /// fio writes averaged entries.
+    /// A window's entry (its mean rounded, or its maximum), with no block size, offset nor
+    /// priority as fio writes averaged entries.
     fn close(&mut self, opts: &LogOptions, dir: u8, at_ms: u64) {
         let w = &mut self.windows[usize::from(dir)];
         if w.samples > 0 {
@@ -99,6 +103,7 @@ impl ValueLog {
                 time_ms: at_ms,
                 value,
                 dir,
+                prio: 0,
                 bs: 0,
                 offset: 0,
             });
@@ -120,14 +125,15 @@ impl ValueLog {
     fn text(&self, opts: &LogOptions) -> String {
         let mut out = String::with_capacity(self.entries.len() * 24);
         for e in &self.entries {
-            let _ = if opts.offset {
-                writeln!(
-                    out,
-                    "{}, {}, {}, {}, {}, 0",
-                    e.time_ms, e.value, e.dir, e.bs, e.offset
-                )
+            let _ = write!(out, "{}, {}, {}, {}, ", e.time_ms, e.value, e.dir, e.bs);
+            if opts.offset {
+                let _ = write!(out, "{}, ", e.offset);
+            }
+            // fio's `log_prio`: the value; else whether the class is real-time (1).
+            let _ = if opts.prio {
+                writeln!(out, "0x{:04x}", e.prio)
             } else {
-                writeln!(out, "{}, {}, {}, {}, 0", e.time_ms, e.value, e.dir, e.bs)
+                writeln!(out, "{}", u8::from(e.prio >> 13 == 1))
             };
         }
         out
@@ -280,5 +286,36 @@ impl Logs {
             out.push(file(&opts.hist, "clat_hist", hist.text()));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_priority_column_is_fio_s_with_and_without_log_prio() {
+        let mut log = ValueLog::new(4);
+        let mut opts = LogOptions::default();
+        // Real-time level 2, best effort level 4, none.
+        for prio in [0x2002, 0x4004, 0] {
+            log.add(&opts, 5, true, 100, (4096, 8192, prio));
+        }
+        assert_eq!(
+            log.text(&opts),
+            "5, 100, 0, 4096, 1\n5, 100, 0, 4096, 0\n5, 100, 0, 4096, 0\n"
+        );
+        opts.prio = true;
+        opts.offset = true;
+        let text = log.text(&opts);
+        let last: Vec<&str> = text
+            .lines()
+            .map(|l| l.rsplit(", ").next().unwrap())
+            .collect();
+        assert_eq!(last, ["0x2002", "0x4004", "0x0000"]);
+        assert!(
+            text.starts_with("5, 100, 0, 4096, 8192, 0x2002\n"),
+            "{text}"
+        );
     }
 }

@@ -198,6 +198,20 @@ fn direction(s: &ThreadStat, d: usize, g: Option<&GroupStat>, plus: bool) -> J {
         ("clat_ns".into(), latency(s.clat[d].as_ref(), true, plus)),
         ("lat_ns".into(), latency(s.lat[d].as_ref(), false, plus)),
     ];
+    // fio's `prios` where two or more priorities had I/Os: each one's class, level and
+    // completion latency.
+    if let Some(prios) = s.clat_prio.get(d).filter(|p| p.len() >= 2) {
+        let each = (prios.iter())
+            .map(|(prio, l)| {
+                J::Obj(vec![
+                    ("prioclass".into(), J::int(u64::from(prio >> 13))),
+                    ("prio".into(), J::int(u64::from(prio & 7))),
+                    ("clat_ns".into(), latency(Some(l), true, plus)),
+                ])
+            })
+            .collect();
+        pairs.push(("prios".into(), J::Arr(each)));
+    }
     let agg = g.map_or(0, |g| g.agg[d]);
     pairs.extend(rates(&s.bw[d], &s.iops[d], agg));
     J::Obj(pairs)

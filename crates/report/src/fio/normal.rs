@@ -179,8 +179,18 @@ fn direction(out: &mut String, s: &ThreadStat, d: usize, g: Option<&GroupStat>) 
             lat_line(out, name, l);
         }
     }
+    // fio prints each priority's where two or more had I/Os.
+    let prios = s.clat_prio.get(d).filter(|p| p.len() >= 2);
+    for (prio, l) in prios.into_iter().flatten() {
+        lat_line(out, &format!("clat prio {}/{}", prio >> 13, prio & 7), l);
+    }
     if let Some(clat) = &s.clat[d] {
         percentiles(out, "clat", clat);
+        for (prio, l) in prios.into_iter().flatten() {
+            let share = 100.0 * l.n as f64 / clat.n.max(1) as f64;
+            let name = format!("clat prio {}/{} ({share:.2}% of IOs)", prio >> 13, prio & 7);
+            percentiles(out, &name, l);
+        }
     }
     let agg = g.map_or(0, |g| g.agg[d]);
     let bw = &s.bw[d];

@@ -38,6 +38,9 @@ pub(super) struct ThreadStat {
     pub runtime_ms: [u64; 3],
     pub slat: [Option<FioLatency>; 3],
     pub clat: [Option<FioLatency>; 3],
+    /// fio's per-priority completion latency (reads, writes): each priority's, in fio's
+    /// order (the job's own first, then its `cmdprio_*` options').
+    pub clat_prio: [Vec<(u16, FioLatency)>; 2],
     pub lat: [Option<FioLatency>; 3],
     pub sync: Option<FioLatency>,
     pub syncs: u64,
@@ -315,9 +318,32 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
         s.slat[d] = latency("slat");
         s.clat[d] = latency("clat");
         s.lat[d] = latency("lat").or_else(|| s.clat[d].clone());
+        if d < 2 {
+            s.clat_prio[d] = (prio_order(&job.params, d).into_iter())
+                .filter_map(|prio| {
+                    let key = fsbench_measure::fio::prio_key(dir, prio);
+                    Some((prio, FioLatency::merged(parts(&key, trimming))?))
+                })
+                .collect();
+        }
     }
     s.sync = FioLatency::merged(parts("sync", None));
     s
+}
+
+/// fio's order of a job's priorities in direction `d` (its `clat_prio` indexes): the job's
+/// own (`prio`, `prioclass`; 0 without), then those of its `cmdprio_*` options as they
+/// come, each once.
+fn prio_order(params: &IoParams, d: usize) -> Vec<u16> {
+    let placement = &params.placement;
+    let mut order = vec![placement.ioprio.unwrap_or(0)];
+    let cmdprio = placement.cmdprio.iter().flat_map(|c| &c.split[d]);
+    for (_, prio) in cmdprio.flat_map(|(_, shares)| shares) {
+        if !order.contains(prio) {
+            order.push(*prio);
+        }
+    }
+    order
 }
 
 /// A job's stat before its threads are added: its name, group, options and the error site
@@ -335,6 +361,7 @@ fn empty_stat(job: &JobInfo, members: u32) -> ThreadStat {
         runtime_ms: [0; 3],
         slat: Default::default(),
         clat: Default::default(),
+        clat_prio: Default::default(),
         lat: Default::default(),
         sync: None,
         syncs: 0,

@@ -29,6 +29,7 @@ pub(crate) fn run(job: &mut Job) -> Result<(), FsbenchError> {
             offset: 0,
             len: 0,
             read,
+            prio: 0,
         };
         let submitted = Instant::now();
         let result = operate(job, file);

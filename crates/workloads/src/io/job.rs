@@ -463,6 +463,7 @@ impl<'a> Job<'a> {
             clat_ns: clat,
             slat_ns,
             trim: false,
+            prio: self.params.placement.prio_of(io),
         });
         self.out.ios[d] += 1;
         self.out.bytes[d] += u64::from(io.len);

@@ -12,6 +12,7 @@ use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 
 mod cap;
+mod fixups;
 mod spelling;
 mod target;
 mod units;
@@ -30,6 +31,9 @@ pub use target::Targets;
 /// `error_dump` has fio print each error `continue_on_error` goes past; fsbench counts them
 /// (fio's `total_err`, `first_error`) and prints none, as its workloads never print.
 /// `flow_watermark` is deprecated in fio 3.33, which takes it and does nothing with it.
+/// `create_serialize` chooses whether fio's threads lay out their files one after another
+/// before the jobs start or each its own as it starts; fsbench lays out every job's files
+/// before the timed phase either way.
 const ACCEPTED: &[&str] = &[
     "name",
     "new_group",
@@ -45,22 +49,7 @@ const ACCEPTED: &[&str] = &[
     "experimental_verify",
     "error_dump",
     "flow_watermark",
-];
-
-/// Where fsbench would place or prioritise a job: refused rather than ignored, since the
-/// same job on other CPUs, nodes or priorities is another measurement.
-const PLACEMENT: &str = "fsbench does not pin jobs to CPUs or memory nodes nor change their priority; without it the job would measure something else";
-
-/// fio's keys that fsbench decides itself, refused with the reason.
-const REFUSED: &[(&str, &str)] = &[
-    ("cpus_allowed", PLACEMENT),
-    ("cpus_allowed_policy", PLACEMENT),
-    ("cpumask", PLACEMENT),
-    ("numa_cpu_nodes", PLACEMENT),
-    ("numa_mem_policy", PLACEMENT),
-    ("nice", PLACEMENT),
-    ("prio", PLACEMENT),
-    ("prioclass", PLACEMENT),
+    "create_serialize",
 ];
 
 /// fio's defaults where the io workload's own differ (its `rw=randread` and registered
@@ -379,6 +368,7 @@ fn job<'s>(
         }
     }
     sized(s, raw, cap, &mut pairs)?;
+    fixups::untimed_without_runtime(s, &mut pairs, &mut fio);
     let params = params_of(s, &pairs, fio, raw)?;
     Ok((params, stonewall, new_group, wait_for))
 }
@@ -562,9 +552,6 @@ fn read_into(
 /// Refuses a key fsbench does not implement, naming its line.
 fn check_known(key: &str, at: &str) -> anyhow::Result<()> {
     let normal = key.replace('-', "_");
-    if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == normal) {
-        return Err(invalid(format!("{at}: `{key}` is not used: {why}")));
-    }
     let known = KIND.has_option(&normal)
         || ACCEPTED.contains(&normal.as_str())
         || matches!(

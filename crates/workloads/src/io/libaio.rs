@@ -41,6 +41,8 @@ struct IoEvent {
 
 const IOCB_CMD_PREAD: u16 = 0;
 const IOCB_CMD_PWRITE: u16 = 1;
+/// `aio_reqprio` holds the I/O's own priority.
+const IOCB_FLAG_IOPRIO: u32 = 1 << 1;
 
 /// An AIO context, destroyed when dropped (which waits for what is in flight).
 struct Context(libc::c_ulong);
@@ -80,6 +82,7 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
         free: (0..n).rev().collect(),
         queued: Vec::with_capacity(n),
         inflight: 0,
+        cmdprio: super::cmdprio::Chooser::for_job(job),
     };
     let outcome = state.run(job, &ctx, &fds);
     // Dropping the context waits for what is still in flight, before the buffers go.
@@ -96,6 +99,8 @@ struct State {
     free: Vec<usize>,
     queued: Vec<usize>,
     inflight: usize,
+    /// fio's `cmdprio_*`: the priorities I/Os get of their own.
+    cmdprio: Option<super::cmdprio::Chooser>,
 }
 
 impl State {
@@ -160,10 +165,13 @@ impl State {
     }
 
     /// Prepares the iocb of `io` in a free slot and queues it for the next submission.
-    fn queue(&mut self, job: &mut Job<'_>, io: Next, due: Option<Instant>, fds: &[RawFd]) {
+    fn queue(&mut self, job: &mut Job<'_>, mut io: Next, due: Option<Instant>, fds: &[RawFd]) {
         let slot = self.free.pop().expect("a free slot");
         job.stamp(slot, io);
         let buf = job.bufs[slot].buf();
+        // As fio's libaio: an I/O's own priority only where cmdprio gives it one.
+        let own = self.cmdprio.as_mut().and_then(|c| c.pick(&io));
+        io.prio = own.unwrap_or(0);
         self.iocbs[slot] = Iocb {
             data: slot as u64,
             opcode: if io.read {
@@ -175,6 +183,8 @@ impl State {
             buf: buf.as_mut_ptr() as u64,
             nbytes: u64::from(io.len),
             offset: io.offset as i64,
+            reqprio: own.map_or(0, |p| p as i16),
+            flags: if own.is_some() { IOCB_FLAG_IOPRIO } else { 0 },
             ..Iocb::default()
         };
         self.slots[slot] = Some(InFlight::prepared(io, due));

@@ -23,6 +23,9 @@ mod mpi;
 mod names;
 mod pacing;
 pub(crate) use pacing::Pacing;
+mod cmdprio;
+mod placement;
+pub use placement::{CmdPrio, MemPolicy, Placement, PrioShares};
 mod steady;
 use mpi::shared_file_share;
 pub use names::allow_raw_target;
@@ -30,6 +33,8 @@ pub(crate) use pacing::poisson_gap_ns;
 pub(crate) use steady::SteadySpec;
 mod values;
 mod verifying;
+mod zones;
+pub use zones::Strided;
 
 pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, SyncIo, Zones};
 #[cfg(test)]
@@ -223,6 +228,13 @@ pub struct IoParams {
     /// What written blocks hold (fio's buffer options).
     #[serde(default)]
     pub contents: Contents,
+    /// fio's strided zones (`zonemode=strided`, `zonesize`, `zonerange`, `zoneskip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zones: Option<Strided>,
+    /// Where the job's threads run and at what priority (fio's `cpus_allowed`, `numa_*`,
+    /// `nice`, `prio`, `prioclass`, `cmdprio_*`).
+    #[serde(default, skip_serializing_if = "Placement::is_default")]
+    pub placement: Placement,
     /// The jobs of a fio job file that run at the same time as this one (no `stonewall`
     /// between them, fio's default), each on files of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -353,6 +365,8 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         write_bssplit,
         offset_increment: p.num("offset-increment").expect("default"),
         contents: Contents::of(p),
+        placement: placement::placement(p, engine)?,
+        zones: zones::strided(p, nrfiles, rw.random())?,
         beside: Vec::new(),
         never_started: Vec::new(),
         verify_after: Vec::new(),
@@ -469,10 +483,11 @@ impl WorkloadParams for IoParams {
             format_bytes(self.filesize),
             self.engine.name(),
             self.depth(),
-        ) + &match self.beside.len() {
-            0 => String::new(),
-            n => format!("; {n} more job(s) at the same time"),
-        }
+        ) + &(self.placement.describe()).map_or(String::new(), |placed| format!(", {placed}"))
+            + &match self.beside.len() {
+                0 => String::new(),
+                n => format!("; {n} more job(s) at the same time"),
+            }
     }
 
     /// Every job's I/O buffers, of the jobs that run at the same time too.

@@ -101,6 +101,8 @@ pub(crate) struct Next {
     pub offset: u64,
     pub len: u32,
     pub read: bool,
+    /// The priority its engine gave it (fio's `cmdprio_*`; 0: the job's own).
+    pub prio: u16,
 }
 
 /// The sequence of one job's I/Os. Jobs' patterns lie side by side, and each is written at
@@ -148,6 +150,37 @@ pub(crate) struct Pattern {
     /// Bytes a pass moves, and what this one moved so far.
     pass_bytes: u64,
     done: u64,
+    /// fio's strided zones, where the job has them.
+    zone: Option<Zone>,
+}
+
+/// Where a job with strided zones stands: its zones, the current one's start (from the
+/// region's) and the bytes moved in it (fio's `file_offset` and `zone_bytes`).
+#[derive(Debug, Serialize, Deserialize)]
+struct Zone {
+    spec: super::params::Strided,
+    at: u64,
+    bytes: u64,
+}
+
+impl Zone {
+    /// Before an I/O, as fio's `setup_strided_zone_mode`: on to the next zone once this
+    /// one's bytes moved (back to the start past the end), and back to the zone's start
+    /// past its range.
+    #[inline]
+    fn before(&mut self, position: &mut u64, region: u64) {
+        if self.bytes >= self.spec.size {
+            self.bytes = 0;
+            self.at += self.spec.range + self.spec.skip;
+            if self.at >= region {
+                self.at = 0;
+            }
+            *position = self.at;
+        }
+        if *position >= self.at + self.spec.range {
+            *position = self.at;
+        }
+    }
 }
 
 impl Pattern {
@@ -208,6 +241,11 @@ impl Pattern {
             run_left: 0,
             pass_bytes: p.size,
             done: 0,
+            zone: p.zones.map(|spec| Zone {
+                spec,
+                at: 0,
+                bytes: 0,
+            }),
         }
     }
 
@@ -224,6 +262,9 @@ impl Pattern {
         self.maps.iter_mut().for_each(Map::clear);
         if self.service == FileService::Sequential {
             (self.current, self.file_done) = (0, 0);
+        }
+        if let Some(zone) = &mut self.zone {
+            (zone.at, zone.bytes) = (0, 0);
         }
     }
 
@@ -318,28 +359,42 @@ impl Pattern {
         }
         let file = self.pick_file(bs);
         let read = read.unwrap_or_else(|| self.direction());
+        // Random offsets within the zone: its blocks alone, its map new at each range's worth
+        // (fio's `fio_file_reset`), from its start.
+        let (mut blocks, mut region, mut base) = (self.blocks, self.region, 0);
+        if let Some(zone) = &mut self.zone {
+            zone.before(&mut self.positions[file], self.region);
+            if self.random {
+                if zone.bytes % zone.spec.range == 0 {
+                    self.maps.iter_mut().for_each(Map::clear);
+                }
+                region = zone.spec.range.min(self.region - zone.at);
+                (blocks, base) = (region / self.unit, zone.at);
+            }
+            zone.bytes += bs;
+        }
         // A run of sequential I/Os after a random offset ends at the region's end too.
         let run_on = self.run_left > 0 && self.positions[file] + bs <= self.region;
         let within = if self.random && !run_on && self.at_random() {
-            let mut b = self.picker.pick(self.blocks, &mut self.rng);
+            let mut b = self.picker.pick(blocks, &mut self.rng);
             // A block too near the end for `bs` moves back to fit.
-            let last = (self.region - bs) / self.unit;
+            let last = region.saturating_sub(bs) / self.unit;
             if let Some(map) = self.maps.get_mut(file) {
                 if map.used(b) {
                     // Every block used: the map starts over (a pass larger than the region).
-                    b = map.next_free(b, self.blocks).unwrap_or_else(|| {
+                    b = map.next_free(b, blocks).unwrap_or_else(|| {
                         map.clear();
                         b
                     });
                 }
                 b = b.min(last);
-                map.mark(b, bs.div_ceil(self.unit).min(self.blocks - b));
+                map.mark(b, bs.div_ceil(self.unit).min(blocks - b));
             } else {
                 b = b.min(last);
             }
             self.run_left = self.run_len - 1;
-            self.positions[file] = b * self.unit + bs;
-            b * self.unit
+            self.positions[file] = base + b * self.unit + bs;
+            base + b * self.unit
         } else {
             self.run_left = self.run_left.saturating_sub(1);
             self.sequential(file, bs)
@@ -350,6 +405,7 @@ impl Pattern {
             offset: self.start + within,
             len: bs as u32,
             read,
+            prio: 0,
         })
     }
 
@@ -417,6 +473,26 @@ mod tests {
             ios.iter()
                 .all(|io| io.offset % 4096 == 0 && io.offset + u64::from(io.len) <= 4 << 20)
         );
+    }
+
+    #[test]
+    fn strided_zones_move_zonesize_bytes_then_skip_as_fio() {
+        let mut p = pattern("rw=read,bs=4k,size=32k,zonemode=strided,zonesize=8k,zoneskip=16k");
+        let offsets: Vec<u64> = pass(&mut p).iter().map(|io| io.offset >> 10).collect();
+        // Two blocks a zone, the next zone 8k + 16k on, from 0 again past the 32k file.
+        assert_eq!(offsets, [0, 4, 24, 28, 0, 4, 24, 28]);
+        let mut p = pattern("rw=read,bs=4k,size=32k,zonemode=strided,zonesize=12k,zonerange=8k");
+        let offsets: Vec<u64> = pass(&mut p).iter().map(|io| io.offset >> 10).collect();
+        // 12k in a zone 8k long: its start again before the next.
+        assert_eq!(offsets, [0, 4, 0, 8, 12, 8, 16, 20]);
+        // At random: each zone's two blocks once each, in some order, zone after zone.
+        let mut p = pattern("rw=randread,bs=4k,size=64k,zonemode=strided,zonesize=8k,zoneskip=8k");
+        let offsets: Vec<u64> = pass(&mut p).iter().map(|io| io.offset >> 10).collect();
+        for (pair, zone) in offsets.chunks(2).zip([0, 16, 32, 48, 0, 16, 32, 48]) {
+            let mut pair = pair.to_vec();
+            pair.sort_unstable();
+            assert_eq!(pair, [zone, zone + 4], "{offsets:?}");
+        }
     }
 
     #[test]

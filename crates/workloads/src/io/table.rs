@@ -5,7 +5,9 @@ use super::params::{Engine, Rw, SyncIo};
 use crate::options::{OptKind, OptionDef};
 
 mod control;
+mod placement;
 mod presets;
+mod zones;
 
 pub(crate) use presets::KIND;
 
@@ -554,4 +556,20 @@ const OPTIONS: &[OptionDef] = &[
     control::SS,
     control::SS_DUR,
     control::SS_RAMP,
+    placement::CPUS_ALLOWED,
+    placement::CPUMASK,
+    placement::CPUS_ALLOWED_POLICY,
+    placement::NUMA_CPU_NODES,
+    placement::NUMA_MEM_POLICY,
+    placement::NICE,
+    placement::PRIO,
+    placement::PRIOCLASS,
+    placement::CMDPRIO_PERCENTAGE,
+    placement::CMDPRIO_CLASS,
+    placement::CMDPRIO,
+    placement::CMDPRIO_BSSPLIT,
+    zones::ZONEMODE,
+    zones::ZONESIZE,
+    zones::ZONERANGE,
+    zones::ZONESKIP,
 ];

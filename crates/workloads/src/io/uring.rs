@@ -110,6 +110,7 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
         free: (0..iovecs.len() as u16).rev().collect(),
         queued: Vec::with_capacity(iovecs.len()),
         inflight: 0,
+        cmdprio: super::cmdprio::Chooser::for_job(job),
     };
     let outcome = state.run(job, &mut ring, &fds, &iovecs);
     if outcome.is_err() {
@@ -150,6 +151,8 @@ struct State {
     /// Slots prepared and not yet submitted.
     queued: Vec<u16>,
     inflight: usize,
+    /// fio's `cmdprio_*`: the priorities I/Os get of their own.
+    cmdprio: Option<super::cmdprio::Chooser>,
 }
 
 /// Where issuing stands, and whether the job has no I/O left.
@@ -229,7 +232,7 @@ impl State {
     ) -> Result<Option<Instant>, FsbenchError> {
         let batch = job.params.iodepth_batch_submit as usize;
         while !issuing.finished && !self.free.is_empty() {
-            let (io, due) = match job.next_to_queue(&mut issuing.queue) {
+            let (mut io, due) = match job.next_to_queue(&mut issuing.queue) {
                 Queue::Io(io, due) => (io, due),
                 Queue::Quiesce => {
                     // It goes first, once what is in flight completed.
@@ -244,6 +247,7 @@ impl State {
             };
             let slot = self.free.pop().expect("a free slot");
             job.stamp(usize::from(slot), io);
+            io.prio = (self.cmdprio.as_mut()).map_or(0, |c| c.pick(&io).unwrap_or(0));
             let entry = entry(job.params, io, slot, fds, iovecs);
             let in_flight = InFlight::prepared(io, due);
             // SAFETY: the entry's buffer is slot `slot`'s, which no other I/O uses until
@@ -324,7 +328,9 @@ impl State {
     }
 }
 
-/// The submission entry of `io` in slot `slot`.
+/// The submission entry of `io` in slot `slot`, with its priority: its own, else the job's
+/// (fio's io_uring sets it on every entry, since a polling kernel thread would not inherit
+/// the job's `ioprio_set`).
 fn entry(
     params: &IoParams,
     io: Next,
@@ -333,20 +339,25 @@ fn entry(
     iovecs: &[libc::iovec],
 ) -> squeue::Entry {
     let buf = iovecs[slot as usize].iov_base.cast::<u8>();
+    let prio = params.placement.prio_of(io);
     macro_rules! build {
         ($fd:expr) => {
             match (io.read, params.fixedbufs) {
                 (true, true) => opcode::ReadFixed::new($fd, buf, io.len, slot)
                     .offset(io.offset)
+                    .ioprio(prio)
                     .build(),
                 (false, true) => opcode::WriteFixed::new($fd, buf, io.len, slot)
                     .offset(io.offset)
+                    .ioprio(prio)
                     .build(),
                 (true, false) => opcode::Read::new($fd, buf, io.len)
                     .offset(io.offset)
+                    .ioprio(prio)
                     .build(),
                 (false, false) => opcode::Write::new($fd, buf, io.len)
                     .offset(io.offset)
+                    .ioprio(prio)
                     .build(),
             }
         };

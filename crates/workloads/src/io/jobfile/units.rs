@@ -40,18 +40,25 @@ pub(super) fn as_fio_reads(key: &str, value: &str, kb_base: u64) -> String {
     if sized {
         return bytes(value, kb_base).map_or_else(|| value.to_string(), |b| b.to_string());
     }
-    if matches!(name.as_str(), "bssplit" | "write-bssplit") {
-        // SIZE/PCT:SIZE/PCT…
-        let parts: Vec<String> = (value.split(':'))
-            .map(|part| match part.split_once('/') {
-                Some((size, pct)) => match bytes(size, kb_base) {
-                    Some(b) => format!("{b}/{pct}"),
+    if matches!(
+        name.as_str(),
+        "bssplit" | "write-bssplit" | "cmdprio-bssplit"
+    ) {
+        // SIZE/PCT[/…]:SIZE/PCT…[,WRITES]
+        let direction = |list: &str| -> String {
+            let parts: Vec<String> = (list.split(':'))
+                .map(|part| match part.split_once('/') {
+                    Some((size, rest)) => match bytes(size, kb_base) {
+                        Some(b) => format!("{b}/{rest}"),
+                        None => part.to_string(),
+                    },
                     None => part.to_string(),
-                },
-                None => part.to_string(),
-            })
-            .collect();
-        return parts.join(":");
+                })
+                .collect();
+            parts.join(":")
+        };
+        let directions: Vec<String> = value.split(',').map(direction).collect();
+        return directions.join(",");
     }
     value.to_string()
 }

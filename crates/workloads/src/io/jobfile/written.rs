@@ -17,6 +17,7 @@ pub(super) const KEYS: &[&str] = &[
     "log_offset",
     "per_job_logs",
     "log_hist_msec",
+    "log_prio",
     "group_reporting",
     "description",
 ];
@@ -41,6 +42,7 @@ pub(super) fn apply(fio: &mut FioJob, key: &str, value: &str, job: &str) -> Resu
         "log_max_value" => logs.max_value = spelling::flag(value),
         "log_offset" => logs.offset = spelling::flag(value),
         "per_job_logs" => logs.per_job = spelling::flag(value),
+        "log_prio" => logs.prio = spelling::flag(value),
         "group_reporting" => fio.group_reporting = spelling::flag(value),
         "description" => fio.description = Some(value.to_string()),
         _ => return Ok(false),
