@@ -33,6 +33,7 @@ mod fio_data;
 mod fio_engines;
 mod fio_files;
 mod fio_jobs;
+mod fio_latency;
 mod fio_opts;
 mod fio_out;
 mod fio_verify;

@@ -25,6 +25,7 @@ mod fileops;
 mod flow;
 mod job;
 pub mod jobfile;
+mod latency;
 mod layout;
 mod libaio;
 mod mmap;
@@ -380,6 +381,7 @@ impl Io {
             let who = (name.as_str(), job as u32, copy);
             let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat, &o.trim_clat);
             thread.steadystate = o.steady;
+            thread.latency_search = o.latency_search;
             rec.add_job(thread, logs);
         }
     }

@@ -127,10 +127,10 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
             strerror(s.first_error)
         );
     }
+    let (depth, target, percentile, window) = super::latency_search(s);
     let _ = writeln!(
         out,
-        "     latency   : target=0, window=0, percentile=100.00%, depth={}",
-        s.iodepth
+        "     latency   : target={target}, window={window}, percentile={percentile:.2}%, depth={depth}"
     );
     if let Some(ss) = &s.steadystate {
         steady_line(out, ss);

@@ -4,7 +4,9 @@
 //! the figures of its "Run status group" lines.
 
 use fsbench_model::fio::FioJob;
-use fsbench_model::measurement::{FioSteadyState, JobThread, LatencySummary, SampleStats};
+use fsbench_model::measurement::{
+    FioSteadyState, JobThread, LatencySearch, LatencySummary, SampleStats,
+};
 
 use fsbench_measure::fio::FioLatency;
 use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, SuiteResult};
@@ -64,6 +66,9 @@ pub(super) struct ThreadStat {
     pub error_site: &'static str,
     /// fio's steady state check, of the thread that made it (the first run's).
     pub steadystate: Option<FioSteadyState>,
+    /// fio's latency target search, as the last thread ended it (fio's stat takes each
+    /// thread's in turn).
+    pub latency_search: Option<LatencySearch>,
 }
 
 /// One group's "Run status group" figures per direction (bytes/s, milliseconds).
@@ -278,6 +283,7 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
             if s.steadystate.is_none() {
                 s.steadystate = t.steadystate.clone();
             }
+            s.latency_search = t.latency_search.or(s.latency_search);
             s.usr_ns += t.usr_ns;
             s.sys_ns += t.sys_ns;
             s.run_ns += t.runtime_ns;
@@ -360,6 +366,7 @@ fn empty_stat(job: &JobInfo, members: u32) -> ThreadStat {
             "file:engines/sync.c:126, func=xfer"
         },
         steadystate: None,
+        latency_search: None,
     }
 }
 

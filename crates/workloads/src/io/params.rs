@@ -19,6 +19,8 @@ mod errors;
 pub(crate) use errors::ErrorPolicy;
 pub(crate) use errors::{ErrorKind, kind_of};
 mod fio;
+mod latency;
+pub(crate) use latency::LatencyTarget;
 mod mpi;
 mod names;
 mod pacing;
@@ -178,6 +180,9 @@ pub struct IoParams {
     /// fio's steady state (`ss`, `ss_dur`, `ss_ramp`): the job stops once it is attained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadySpec>,
+    /// fio's `latency_target`: the job searches for the deepest queue whose I/Os meet it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<LatencyTarget>,
     pub randrepeat: bool,
     pub randseed: u64,
     pub distribution: Distribution,
@@ -338,6 +343,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         rate,
         pacing: pacing::pacing(p),
         steady: steady::steady(p)?,
+        latency_target: latency::latency_target(p)?,
         randrepeat: p.flag("randrepeat"),
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,

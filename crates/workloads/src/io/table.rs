@@ -554,4 +554,8 @@ const OPTIONS: &[OptionDef] = &[
     control::SS,
     control::SS_DUR,
     control::SS_RAMP,
+    control::LATENCY_TARGET,
+    control::LATENCY_WINDOW,
+    control::LATENCY_PERCENTILE,
+    control::LATENCY_RUN,
 ];

@@ -1,5 +1,5 @@
 //! The io workload's options for fio's job control: errors gone past, arrival processes,
-//! flows and steady state.
+//! flows, steady state and the latency target's depth search.
 
 use crate::options::{OptKind, OptionDef};
 
@@ -86,4 +86,28 @@ pub(super) const SS_RAMP: OptionDef = OptionDef::new(
     "ss-ramp",
     OptKind::Text,
     "steady state: samples start a second after this long",
+);
+
+pub(super) const LATENCY_TARGET: OptionDef = OptionDef::new(
+    "latency-target",
+    OptKind::Text,
+    "the depth search's latency: the deepest queue whose I/Os meet it (microseconds bare)",
+);
+
+pub(super) const LATENCY_WINDOW: OptionDef = OptionDef::new(
+    "latency-window",
+    OptKind::Text,
+    "with latency-target: how long each depth runs before it is judged (microseconds bare)",
+);
+
+pub(super) const LATENCY_PERCENTILE: OptionDef = OptionDef::new(
+    "latency-percentile",
+    OptKind::Text,
+    "with latency-target: the % of a window's I/Os that must meet it (default 100)",
+);
+
+pub(super) const LATENCY_RUN: OptionDef = OptionDef::new(
+    "latency-run",
+    OptKind::Flag,
+    "with latency-target: search for the whole job (no final run at the depth found)",
 );
