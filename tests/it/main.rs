@@ -29,6 +29,7 @@ mod ffsb_workers;
 mod filebench;
 mod filesystems;
 mod fio_control;
+mod fio_cpuio;
 mod fio_data;
 mod fio_engines;
 mod fio_files;

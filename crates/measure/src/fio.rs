@@ -227,6 +227,12 @@ impl JobStats {
         self.end = Some(Usage::now());
     }
 
+    /// The thread's CPU time (user and system) from its start to its end (or now, on it).
+    pub fn cpu_ns(&self) -> u64 {
+        let end = self.end.unwrap_or_else(Usage::now);
+        (end.usr_ns + end.sys_ns).saturating_sub(self.start.usr_ns + self.start.sys_ns)
+    }
+
     /// One I/O done: its total latency from its preparation (completion plus submission
     /// latency), rates, logs.
     #[inline]

@@ -3,12 +3,12 @@
 //! runtime or `number_ios` ends it.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::layout::{file_name, open_file};
 use super::mmap::Mapping;
-use super::params::{Engine, ErrorKind, IoParams};
+use super::params::{ErrorKind, IoParams};
 use super::pattern::{Next, Pattern};
 use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
@@ -89,6 +89,8 @@ pub(crate) struct Job<'a> {
     pub oracle: Option<crate::oracle::Oracle>,
     /// fio's `flow`: the job's place in the flow it shares with jobs beside it.
     pub flow: Option<super::flow::Gate<'a>>,
+    /// A cpuio job's `exit_on_io_done`: the count of jobs doing I/O beside it not ended yet.
+    pub io_jobs_left: Option<&'a AtomicU64>,
     /// fio's steady state check (`ss`), in the timed part.
     pub steady: Option<super::steady::Steady<'a>>,
     /// fio's `verify`: the blocks written, stamped and checked at the end.
@@ -122,7 +124,7 @@ impl<'a> Job<'a> {
             .collect();
         // fio's `null` engine has no files; its file and directory engines open none.
         let opened = match params.engine {
-            e if e == Engine::Null || e.file_op() => &names[..0],
+            e if e.diskless() || e.file_op() => &names[..0],
             _ => &names[..],
         };
         let files = (opened.iter())
@@ -175,6 +177,7 @@ impl<'a> Job<'a> {
             thinker: super::think::Thinker::of(params),
             oracle: None,
             flow: None,
+            io_jobs_left: None,
             steady: None,
             filler,
             verifier: Verifier::of(params, copy),

@@ -558,4 +558,8 @@ const OPTIONS: &[OptionDef] = &[
     control::LATENCY_WINDOW,
     control::LATENCY_PERCENTILE,
     control::LATENCY_RUN,
+    control::CPULOAD,
+    control::CPUCHUNKS,
+    control::CPUMODE,
+    control::EXIT_ON_IO_DONE,
 ];

@@ -531,3 +531,36 @@ fn latency_target_options_read_as_fio_reads_them() {
     );
     assert!(c.latency_target.is_none());
 }
+
+/// fio's cpuio engine: its options (a load over 100 is 100), no `size` needed; without
+/// `cpuload` or `runtime` it is refused, and its options with another engine too.
+#[test]
+fn cpuio_options_read_as_fio_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[a]\nioengine=cpuio\ncpuload=150\nruntime=1\ncpumode=qsort\nexit_on_io_done=1\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    let burn = jobs[0].cpu_burn.unwrap();
+    assert_eq!(
+        (burn.load, burn.chunk_us, burn.qsort, burn.exit_on_io_done),
+        (100, 50_000, true, true)
+    );
+    for (text, needle) in [
+        ("[a]\nioengine=cpuio\nruntime=1\n", "needs `cpuload`"),
+        ("[a]\nioengine=cpuio\ncpuload=5\n", "give `runtime`"),
+        (
+            "[a]\nsize=1m\ncpuload=5\n",
+            "`cpuload` is an option of ioengine=cpuio",
+        ),
+    ] {
+        let path = write(dir.path(), "bad.fio", text);
+        let err = format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        );
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+}

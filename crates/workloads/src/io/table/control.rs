@@ -1,5 +1,5 @@
 //! The io workload's options for fio's job control: errors gone past, arrival processes,
-//! flows, steady state and the latency target's depth search.
+//! flows, steady state, the latency target's depth search and the cpuio engine's load.
 
 use crate::options::{OptKind, OptionDef};
 
@@ -110,4 +110,39 @@ pub(super) const LATENCY_RUN: OptionDef = OptionDef::new(
     "latency-run",
     OptKind::Flag,
     "with latency-target: search for the whole job (no final run at the depth found)",
+);
+
+pub(super) const CPULOAD: OptionDef = OptionDef {
+    max: u32::MAX as u64,
+    ..OptionDef::new(
+        "cpuload",
+        OptKind::Count,
+        "ioengine=cpuio: the % of a CPU the job burns (over 100: 100)",
+    )
+};
+
+pub(super) const CPUCHUNKS: OptionDef = OptionDef {
+    min: 1,
+    max: u32::MAX as u64,
+    default: Some("50000"),
+    ..OptionDef::new(
+        "cpuchunks",
+        OptKind::Count,
+        "ioengine=cpuio: microseconds of each burn (cpumode=noop)",
+    )
+};
+
+pub(super) const CPUMODE: OptionDef = OptionDef {
+    default: Some("noop"),
+    ..OptionDef::new(
+        "cpumode",
+        OptKind::Choice(&["noop", "qsort"]),
+        "ioengine=cpuio: each burn spins (noop) or sorts (qsort)",
+    )
+};
+
+pub(super) const EXIT_ON_IO_DONE: OptionDef = OptionDef::new(
+    "exit-on-io-done",
+    OptKind::Flag,
+    "ioengine=cpuio: the job ends once the jobs doing I/O beside it have",
 );
