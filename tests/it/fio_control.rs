@@ -10,7 +10,13 @@ use crate::common::*;
 /// fio's JSON of `job` (written into `state` as `name`) run by `fsbench fio` in `dir` (its
 /// working directory `state`, where log files go), one run, with `more` arguments, and how
 /// long the command took.
-fn ran(state: &Path, dir: &Path, name: &str, job: &str, more: &[&str]) -> (serde_json::Value, f64) {
+pub(crate) fn ran(
+    state: &Path,
+    dir: &Path,
+    name: &str,
+    job: &str,
+    more: &[&str],
+) -> (serde_json::Value, f64) {
     let jobfile = state.join(name);
     std::fs::write(&jobfile, job).unwrap();
     let started = std::time::Instant::now();
@@ -26,7 +32,7 @@ fn ran(state: &Path, dir: &Path, name: &str, job: &str, more: &[&str]) -> (serde
 }
 
 /// fio on `jobfile` in `dir` (its working directory), JSON on stdout.
-fn fio_json(dir: &Path, jobfile: &Path) -> serde_json::Value {
+pub(crate) fn fio_json(dir: &Path, jobfile: &Path) -> serde_json::Value {
     let out = run(Command::new("fio")
         .current_dir(dir)
         .arg("--output-format=json")

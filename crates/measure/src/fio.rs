@@ -254,9 +254,29 @@ impl JobStats {
         self.start = Usage::now();
     }
 
+    /// Everything counted so far dropped, the CPU time and faults started again now, the
+    /// logs kept: fio's `reset_all_stats` and `reset_io_stats`, as its latency target search
+    /// makes them before the final run at the depth it found.
+    pub fn restart(&mut self) {
+        let logs = self.logs.take();
+        let (bw, iops) = (self.bw.interval_ms, self.iops.interval_ms);
+        *self = JobStats {
+            bw: Rates::new(bw),
+            iops: Rates::new(iops),
+            logs,
+            ..JobStats::new(&LogOptions::default(), 0, 0)
+        };
+    }
+
     /// Ends them now (on the job's own thread, before its record is made elsewhere).
     pub fn stop(&mut self) {
         self.end = Some(Usage::now());
+    }
+
+    /// The thread's CPU time (user and system) from its start to its end (or now, on it).
+    pub fn cpu_ns(&self) -> u64 {
+        let end = self.end.unwrap_or_else(Usage::now);
+        (end.usr_ns + end.sys_ns).saturating_sub(self.start.usr_ns + self.start.sys_ns)
     }
 
     /// One I/O done: its total latency from its preparation (completion plus submission
@@ -398,6 +418,7 @@ impl JobStats {
                 bw: self.trim_rates[0].stats[0],
                 iops: self.trim_rates[1].stats[0],
             },
+            latency_search: None,
         };
         let files = self
             .logs

@@ -9,7 +9,7 @@ mod figure;
 mod job;
 mod shape;
 pub use figure::{Dim, DimValue, Figure, figure_name};
-pub use job::{FioSteadyState, JobThread, LogFile, PendingLogs, SampleStats, Trims};
+pub use job::{FioSteadyState, JobThread, LatencySearch, LogFile, PendingLogs, SampleStats, Trims};
 pub use shape::{PhaseShape, SteadyState, ThreadsDone};
 
 /// What a phase measured.

@@ -175,3 +175,13 @@ fn steady_mean(samples: &[u64]) -> u64 {
         .checked_div(samples.len() as u64)
         .unwrap_or(0)
 }
+
+/// fio's `latency_depth`, `latency_target` (ns), `latency_percentile` and `latency_window`
+/// (µs) of a stat: its search's, or without a latency target the job's iodepth, 0, 100 and 0
+/// (fio's depth limit is then its iodepth).
+fn latency_search(s: &ThreadStat) -> (u64, u64, f64, u64) {
+    match &s.latency_search {
+        Some(l) => (u64::from(l.depth), l.target_ns, l.percentile, l.window_us),
+        None => (u64::from(s.iodepth), 0, 100.0, 0),
+    }
+}

@@ -21,11 +21,13 @@ use fsbench_model::workload::WorkerMode;
 
 mod cmdprio;
 mod contents;
+mod cpuio;
 mod e4defrag;
 mod fileops;
 mod flow;
 mod job;
 pub mod jobfile;
+mod latency;
 mod layout;
 mod libaio;
 mod mmap;
@@ -165,6 +167,9 @@ impl Io {
         // fio's steady state checks of a group reporting as one, in memory shared too.
         let steady_region = steady::region(&jobs)?;
         let shares = (steady_region.as_ref()).map(|r| steady::shares(r, &jobs));
+        // The cpuio jobs' count of the jobs doing I/O beside them, shared too.
+        let io_region = cpuio::region(&jobs)?;
+        let io_left = io_region.as_ref().map(|r| cpuio::io_jobs(r, &jobs));
         let keep = [dir];
         let crew = Crew::new(mode, &keep).with_timelines();
         // Each job's pattern goes to its worker and comes back with its figures.
@@ -182,6 +187,7 @@ impl Io {
             let mut job = Job::open(params, dir, files, &mut pattern, worker, w.halt(), span)?;
             job.oracle = oracle.clone();
             job.flow = flows.as_ref().and_then(|f| f.gate(params));
+            job.io_jobs_left = io_left;
             let share = shares.as_ref().and_then(|s| s[w.index()]);
             job.steady = (params.steady)
                 .filter(|_| measured)
@@ -192,10 +198,15 @@ impl Io {
                 Engine::IoUring => Some(uring::run),
                 Engine::Libaio => Some(libaio::run),
                 Engine::Posixaio => Some(posixaio::run),
+                Engine::Cpuio => Some(cpuio::run),
                 e if e.file_op() => Some(fileops::run),
                 _ => None,
             };
-            let (worker, out) = job.run(Instant::now(), engine)?;
+            let ran = job.run(Instant::now(), engine);
+            if let (None, Some(left)) = (params.cpu_burn, io_left) {
+                left.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            let (worker, out) = ran?;
             w.give_back(worker);
             Ok((out, pattern))
         })?;
@@ -210,10 +221,15 @@ impl Io {
     /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest
     /// job's time, completion latency percentiles, total latency, submission latency.
     fn figures(&mut self, outs: &[JobOut]) {
-        let secs = (outs.iter().map(|o| o.elapsed).max())
-            .unwrap_or(Duration::ZERO)
-            .as_secs_f64()
-            .max(1e-9);
+        self.note_cpu_burns(outs);
+        let secs = (self
+            .of_direction(outs, None)
+            .iter()
+            .map(|o| o.elapsed)
+            .max())
+        .unwrap_or(Duration::ZERO)
+        .as_secs_f64()
+        .max(1e-9);
         for (dir, d, trims) in DIRECTIONS {
             let mine = self.of_direction(outs, trims);
             self.figures.extend(direction_figures(&mine, d, dir, secs));
@@ -325,6 +341,7 @@ impl Io {
         }
         let threads = self.threads();
         (self.params.jobs().enumerate())
+            .filter(|(_, p)| p.cpu_burn.is_none())
             .map(|(j, p)| {
                 let mine = (threads.iter().zip(outs))
                     .filter(|((_, job, _), _)| *job == j)
@@ -342,9 +359,11 @@ impl Io {
     }
 
     /// The outputs of the threads that count in a direction of [`DIRECTIONS`]: every
-    /// thread's (`None`), or those of the jobs that trim or not.
+    /// thread's (`None`), or those of the jobs that trim or not; never a cpuio job's (no
+    /// I/O).
     fn of_direction<'o>(&self, outs: &'o [JobOut], trims: Option<bool>) -> Vec<&'o JobOut> {
         (self.threads().into_iter().zip(outs))
+            .filter(|((p, _, _), _)| p.cpu_burn.is_none())
             .filter(|((p, _, _), _)| trims.is_none_or(|t| p.rw.trims() == t))
             .map(|(_, o)| o)
             .collect()
@@ -385,6 +404,7 @@ impl Io {
             let who = (name.as_str(), job as u32, copy);
             let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat, &o.trim_clat);
             thread.steadystate = o.steady;
+            thread.latency_search = o.latency_search;
             rec.add_job(thread, logs);
         }
     }
@@ -482,7 +502,7 @@ impl Workload for Io {
             return self.layout_files().len() as u64;
         }
         jobs.map(|p| {
-            let per_job = if p.time_based {
+            let per_job = if p.time_based || p.cpu_burn.is_some() {
                 0
             } else {
                 p.size / p.max_bs().max(1) * u64::from(p.loops)

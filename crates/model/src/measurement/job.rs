@@ -63,6 +63,22 @@ pub struct JobThread {
     /// keeps its trims in the second direction.
     #[serde(default, skip_serializing_if = "Trims::is_empty")]
     pub trims: Trims,
+    /// fio's latency target search (`latency_target`), where the thread's ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_search: Option<LatencySearch>,
+}
+
+/// What fio reports of a job's latency target search: the depth it ended at (fio's
+/// `latency_depth`) and the search's settings.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencySearch {
+    pub depth: u32,
+    /// The target an I/O's latency (from its preparation) must meet.
+    pub target_ns: u64,
+    /// How long each depth runs before its window is judged.
+    pub window_us: u64,
+    /// The share of a window's I/Os that must meet the target, in percent.
+    pub percentile: f64,
 }
 
 /// What fio reports of a steady state check: the criterion, whether it was attained, and

@@ -1,6 +1,6 @@
 //! fio's `--output-format=json` and `json+` (stat.c's `show_thread_status_json`): every key
 //! fio writes, in its order; what fsbench does not measure holds fio's neutral value (no
-//! short or dropped I/Os, no latency target, no disk statistics). Each job entry
+//! short or dropped I/Os, no disk statistics). Each job entry
 //! ends with an `fsbench` object naming its configuration and the runs pooled in it.
 
 use fsbench_measure::fio::FioLatency;
@@ -87,11 +87,12 @@ fn job(s: &ThreadStat, g: Option<&GroupStat>, header: &Header, plus: bool) -> J 
         pairs.push(("total_err".into(), J::int(s.total_err)));
         pairs.push(("first_error".into(), J::int(s.first_error)));
     }
+    let (depth, target, percentile, window) = super::latency_search(s);
     pairs.extend([
-        ("latency_depth".into(), J::int(s.iodepth)),
-        ("latency_target".into(), J::int(0)),
-        ("latency_percentile".into(), J::Float(100.0)),
-        ("latency_window".into(), J::int(0)),
+        ("latency_depth".into(), J::int(depth)),
+        ("latency_target".into(), J::int(target)),
+        ("latency_percentile".into(), J::Float(percentile)),
+        ("latency_window".into(), J::int(window)),
     ]);
     if let Some(desc) = &s.description {
         pairs.push(("desc".into(), J::str(desc)));

@@ -14,12 +14,29 @@ use super::{Header, PERCENTILE_LIST};
 const DIRECTIONS: [&str; 3] = ["read", "write", "trim"];
 
 /// The job lines fio prints as it starts: `NAME: (g=0): rw=…, bs=(R) …, ioengine=…,
-/// iodepth=…`, `...` for a job's further copies.
+/// iodepth=…`, `...` for a job's further copies; a cpuio job has no job line (its `...`
+/// still), and each of its copies prints the engine's line as it starts, after fio's
+/// "Starting" line.
 pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
     let mut out = String::new();
+    let mut burns = String::new();
     let mut threads = 0;
     for job in jobs {
         let p = &job.params;
+        threads += p.numjobs;
+        let further = if p.numjobs > 1 { "...\n" } else { "" };
+        if let Some(burn) = &p.cpu_burn {
+            let mode = if burn.qsort { "qsort" } else { "noop" };
+            for _ in 0..p.numjobs {
+                let _ = writeln!(
+                    burns,
+                    "{} ({mode}): ioengine=cpuio, cpuload={}, cpucycle={}",
+                    job.name, burn.load, burn.chunk_us
+                );
+            }
+            out.push_str(further);
+            continue;
+        }
         let sizes = p.bssplit.iter().map(|b| b.0);
         let (min, max) = (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0));
         let range = format!(
@@ -36,15 +53,12 @@ pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
             p.engine.name(),
             p.iodepth
         );
-        if p.numjobs > 1 {
-            out.push_str("...\n");
-        }
-        threads += p.numjobs;
+        out.push_str(further);
     }
     let _ = writeln!(out, "{}", header.version);
     let plural = if threads == 1 { "thread" } else { "threads" };
     let _ = writeln!(out, "Starting {threads} {plural}");
-    out
+    out + &burns
 }
 
 /// One configuration's stats and groups.
@@ -127,10 +141,10 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
             strerror(s.first_error)
         );
     }
+    let (depth, target, percentile, window) = super::latency_search(s);
     let _ = writeln!(
         out,
-        "     latency   : target=0, window=0, percentile=100.00%, depth={}",
-        s.iodepth
+        "     latency   : target={target}, window={window}, percentile={percentile:.2}%, depth={depth}"
     );
     if let Some(ss) = &s.steadystate {
         steady_line(out, ss);

@@ -4,7 +4,9 @@
 //! the figures of its "Run status group" lines.
 
 use fsbench_model::fio::FioJob;
-use fsbench_model::measurement::{FioSteadyState, JobThread, LatencySummary, SampleStats};
+use fsbench_model::measurement::{
+    FioSteadyState, JobThread, LatencySearch, LatencySummary, SampleStats,
+};
 
 use fsbench_measure::fio::FioLatency;
 use fsbench_model::results::{PhaseRecord, RunRecord, RunStatus, SuiteResult};
@@ -67,6 +69,9 @@ pub(super) struct ThreadStat {
     pub error_site: &'static str,
     /// fio's steady state check, of the thread that made it (the first run's).
     pub steadystate: Option<FioSteadyState>,
+    /// fio's latency target search, as the last thread ended it (fio's stat takes each
+    /// thread's in turn).
+    pub latency_search: Option<LatencySearch>,
 }
 
 /// One group's "Run status group" figures per direction (bytes/s, milliseconds).
@@ -153,7 +158,8 @@ pub(super) fn configs<'a>(r: &'a SuiteResult, jobs: &[PlacedJob]) -> Vec<ConfigS
             stats.extend(stats_of(&mine, &records));
             // Jobs fio never started: a stat of their own with nothing in it, as fio's.
             let never = mine.iter().filter(|j| j.2.never_started);
-            stats.extend(never.map(|(_, _, job)| pooled(job, &Vec::new(), |_| false)));
+            let none = |_: &JobThread| false;
+            stats.extend(never.map(|(_, _, job)| pooled(job, &Vec::new(), none, none)));
         }
         if stats.is_empty() {
             continue;
@@ -238,14 +244,23 @@ fn stats_of(jobs: &[&PlacedJob], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
             // A thread's second direction: its writes, or a trim job's trims.
             let trims =
                 |t: &JobThread| (jobs.iter()).any(|j| j.1 == t.index && j.2.params.rw.trims());
-            pooled(job, p, trims)
+            let burns = |t: &JobThread| {
+                (jobs.iter()).any(|j| j.1 == t.index && j.2.params.cpu_burn.is_some())
+            };
+            pooled(job, p, trims, burns)
         })
         .collect()
 }
 
 /// One stat: each run's threads side by side (as fio's group reporting sums them), the runs
-/// one after another.
-fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> ThreadStat {
+/// one after another. A thread that `burns` CPU (fio's cpuio) has no run time in its
+/// directions, as fio gives none where no byte moved.
+fn pooled(
+    job: &JobInfo,
+    p: &Parts,
+    trims: impl Fn(&JobThread) -> bool,
+    burns: impl Fn(&JobThread) -> bool,
+) -> ThreadStat {
     let members = p.iter().map(Vec::len).max().unwrap_or(0) as u32;
     let mut s = empty_stat(job, members);
     for run in p.iter().filter(|r| !r.is_empty()) {
@@ -259,7 +274,7 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
                 let issued = t.ios[from] + t.failed[from];
                 s.ios[d] += issued;
                 s.bytes[d] += t.bytes[from];
-                if issued > 0 {
+                if issued > 0 && !burns(t) {
                     runtime[d] = runtime[d].max(t.runtime_ns / 1_000_000);
                 }
                 bw[d].add_up(&t.bw[from]);
@@ -281,6 +296,7 @@ fn pooled(job: &JobInfo, p: &Parts, trims: impl Fn(&JobThread) -> bool) -> Threa
             if s.steadystate.is_none() {
                 s.steadystate = t.steadystate.clone();
             }
+            s.latency_search = t.latency_search.or(s.latency_search);
             s.usr_ns += t.usr_ns;
             s.sys_ns += t.sys_ns;
             s.run_ns += t.runtime_ns;
@@ -387,6 +403,7 @@ fn empty_stat(job: &JobInfo, members: u32) -> ThreadStat {
             "file:engines/sync.c:126, func=xfer"
         },
         steadystate: None,
+        latency_search: None,
     }
 }
 

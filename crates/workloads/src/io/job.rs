@@ -3,80 +3,30 @@
 //! runtime or `number_ios` ends it.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 use super::layout::{file_name, open_file};
 use super::mmap::Mapping;
-use super::params::{Engine, ErrorKind, IoParams};
+use super::params::{ErrorKind, IoParams};
 use super::pattern::{Next, Pattern};
 use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::fio::{Completion, JobStats};
-use fsbench_measure::measure::{OpKind, PhaseRecorder, new_histogram};
+use fsbench_measure::measure::{OpKind, PhaseRecorder};
 
 mod calls;
+mod depth;
 mod errors;
+mod out;
 mod queueing;
 pub(crate) use errors::io_error;
+pub(crate) use out::JobOut;
 pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 
 /// An asynchronous engine's issue-and-complete loop over a job.
 pub(crate) type IssueLoop = fn(&mut Job) -> Result<(), FsbenchError>;
-
-/// What a job measured besides its recorder's counts and total latency (serde: a worker
-/// process hands it back).
-#[derive(Serialize, Deserialize)]
-pub(crate) struct JobOut {
-    /// Per direction (read, write): submission and completion latency.
-    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
-    pub slat: [Histogram<u64>; 2],
-    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
-    pub clat: [Histogram<u64>; 2],
-    /// A trimwrite job's trims' completion latency (its writes are in `clat`).
-    #[serde(with = "fsbench_measure::measure::histogram_serde")]
-    pub trim_clat: Histogram<u64>,
-    /// Open loop: how late each I/O was issued after its scheduled time (the harness's
-    /// lateness, or an engine with no free slot), to tell it from the filesystem's latency.
-    #[serde(with = "fsbench_measure::measure::histogram_serde")]
-    pub lag: Histogram<u64>,
-    /// Open loop: per direction, each I/O's latency from its scheduled time.
-    #[serde(with = "fsbench_measure::measure::histogram_serde::pair")]
-    pub from_schedule: [Histogram<u64>; 2],
-    /// What fio reports of the thread besides (its lat, syncs, depths, CPU, rates, logs).
-    pub stats: JobStats,
-    pub ios: [u64; 2],
-    pub bytes: [u64; 2],
-    /// Blocks read back and checked (fio's `verify`).
-    pub verified: u64,
-    /// fio's steady state check, from the thread that made it.
-    #[serde(default)]
-    pub steady: Option<fsbench_model::measurement::FioSteadyState>,
-    /// From the common start to the job's end (its final syncs included).
-    pub elapsed: Duration,
-}
-
-impl JobOut {
-    fn new(stats: JobStats) -> JobOut {
-        JobOut {
-            slat: [new_histogram(), new_histogram()],
-            clat: [new_histogram(), new_histogram()],
-            trim_clat: new_histogram(),
-            lag: new_histogram(),
-            from_schedule: [new_histogram(), new_histogram()],
-            stats,
-            ios: [0; 2],
-            bytes: [0; 2],
-            verified: 0,
-            steady: None,
-            elapsed: Duration::ZERO,
-        }
-    }
-}
 
 /// How long a job runs and whether it is measured (the ramp is not).
 #[derive(Debug, Clone, Copy)]
@@ -139,6 +89,8 @@ pub(crate) struct Job<'a> {
     pub oracle: Option<crate::oracle::Oracle>,
     /// fio's `flow`: the job's place in the flow it shares with jobs beside it.
     pub flow: Option<super::flow::Gate<'a>>,
+    /// A cpuio job's `exit_on_io_done`: the count of jobs doing I/O beside it not ended yet.
+    pub io_jobs_left: Option<&'a AtomicU64>,
     /// fio's steady state check (`ss`), in the timed part.
     pub steady: Option<super::steady::Steady<'a>>,
     /// fio's `verify`: the blocks written, stamped and checked at the end.
@@ -151,6 +103,8 @@ pub(crate) struct Job<'a> {
     donor: Option<super::e4defrag::Donor>,
     /// fio's `verify_backlog`: a check of the latest writes is due before the next I/O.
     backlog_due: bool,
+    /// fio's `latency_target`: the search for the depth whose I/Os meet it.
+    search: Option<super::latency::DepthSearch>,
 }
 
 impl<'a> Job<'a> {
@@ -170,7 +124,7 @@ impl<'a> Job<'a> {
             .collect();
         // fio's `null` engine has no files; its file and directory engines open none.
         let opened = match params.engine {
-            e if e == Engine::Null || e.file_op() => &names[..0],
+            e if e.diskless() || e.file_op() => &names[..0],
             _ => &names[..],
         };
         let files = (opened.iter())
@@ -223,12 +177,14 @@ impl<'a> Job<'a> {
             thinker: super::think::Thinker::of(params),
             oracle: None,
             flow: None,
+            io_jobs_left: None,
             steady: None,
             filler,
             verifier: Verifier::of(params, copy),
             maps,
             donor,
             backlog_due: false,
+            search: depth::search_of(params, span),
         })
     }
 
@@ -260,6 +216,7 @@ impl<'a> Job<'a> {
             self.verify_written(0)
         });
         self.out.steady = self.steady.as_ref().and_then(|s| s.record());
+        self.out.latency_search = self.search.as_ref().map(|s| s.record());
         // fio's `exitall`: the first job to end stops the others running with it.
         if outcome.is_err() || (self.span.measured && self.params.exitall) {
             self.halt.store(true, Ordering::Relaxed);
@@ -349,6 +306,7 @@ impl<'a> Job<'a> {
         loop {
             if self.halt.load(Ordering::Relaxed)
                 || self.rec.progress().cancel.load(Ordering::Relaxed)
+                || self.search_done()
             {
                 return None;
             }
@@ -467,6 +425,7 @@ impl<'a> Job<'a> {
         });
         self.out.ios[d] += 1;
         self.out.bytes[d] += u64::from(io.len);
+        self.search_step(io, clat + slat_ns.unwrap_or(0), done)?;
         self.rec.unit_done(u64::from(io.len))
     }
 
@@ -501,6 +460,7 @@ impl<'a> Job<'a> {
     /// for, the check `verify_backlog` asks for (timed with the job, as fio's; its reads are
     /// not in the job's figures).
     fn before_next_io(&mut self) -> Result<(), FsbenchError> {
+        self.settle_depth();
         if let Some(file) = self.take_due_sync() {
             self.sync_writes(file)?;
         }

@@ -89,7 +89,7 @@ pub(super) fn open_file(
 
 impl Io {
     /// The files to lay out, each once (jobs that name the same `filename` share it), with
-    /// the largest size a job asks for and whether a job reads it. fio's `null`,
+    /// the largest size a job asks for and whether a job reads it. fio's `null`, `cpuio`,
     /// `filecreate` and `dircreate` engines have none; `dirstat` and `dirdelete` have
     /// directories.
     pub(super) fn layout_files(&self) -> Vec<LaidOut> {
@@ -101,7 +101,7 @@ impl Io {
                 || p.raw_device
                 || matches!(
                     p.engine,
-                    Engine::Null | Engine::FileCreate | Engine::DirCreate
+                    Engine::Null | Engine::Cpuio | Engine::FileCreate | Engine::DirCreate
                 )
             {
                 continue;

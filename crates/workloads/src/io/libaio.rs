@@ -113,7 +113,7 @@ impl State {
         let mut quiesce = false;
         loop {
             let mut wait_for: Option<Instant> = None;
-            while !quiesce && !finished && !self.free.is_empty() {
+            while !quiesce && !finished && !self.free.is_empty() && job.has_room(self.in_use()) {
                 match job.next_to_queue(&mut issuing) {
                     Queue::Io(io, due) => self.queue(job, io, due, fds),
                     Queue::Quiesce => quiesce = true,
@@ -147,7 +147,7 @@ impl State {
         ctx: &Context,
         wait_for: Option<Instant>,
     ) -> Result<(), FsbenchError> {
-        let full = self.free.is_empty();
+        let full = self.free.is_empty() || !job.has_room(self.in_use());
         let in_flight = |s: &State| s.inflight;
         wait_for_completions(job, self, in_flight, full, |s, job, want, most| {
             // Open loop: no longer than the next I/O is due.
@@ -162,6 +162,11 @@ impl State {
             s.complete(job, got, Instant::now())?;
             Ok(got)
         })
+    }
+
+    /// The I/Os queued or in flight.
+    fn in_use(&self) -> usize {
+        self.inflight + self.queued.len()
     }
 
     /// Prepares the iocb of `io` in a free slot and queues it for the next submission.

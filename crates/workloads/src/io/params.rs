@@ -14,11 +14,15 @@ mod checks;
 mod choices;
 mod contents;
 pub(crate) use contents::Contents;
+mod cpu;
+pub(crate) use cpu::CpuBurn;
 mod engines;
 mod errors;
 pub(crate) use errors::ErrorPolicy;
 pub(crate) use errors::{ErrorKind, kind_of};
 mod fio;
+mod latency;
+pub(crate) use latency::LatencyTarget;
 mod mpi;
 mod names;
 mod pacing;
@@ -183,6 +187,12 @@ pub struct IoParams {
     /// fio's steady state (`ss`, `ss_dur`, `ss_ramp`): the job stops once it is attained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadySpec>,
+    /// fio's `latency_target`: the job searches for the deepest queue whose I/Os meet it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<LatencyTarget>,
+    /// fio's cpuio engine: the share of a CPU the job burns (no I/O, no files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_burn: Option<CpuBurn>,
     pub randrepeat: bool,
     pub randseed: u64,
     pub distribution: Distribution,
@@ -350,6 +360,8 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         rate,
         pacing: pacing::pacing(p),
         steady: steady::steady(p)?,
+        latency_target: latency::latency_target(p)?,
+        cpu_burn: cpu::cpu_burn(p, engine)?,
         randrepeat: p.flag("randrepeat"),
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,
@@ -429,6 +441,16 @@ impl IoParams {
     }
 }
 
+impl IoParams {
+    /// How many jobs run beside this one, for its description.
+    fn beside_described(&self) -> String {
+        match self.beside.len() {
+            0 => String::new(),
+            n => format!("; {n} more job(s) at the same time"),
+        }
+    }
+}
+
 // Under MPI each rank has files of its own (in its own directory), aggregated as IOR does:
 // no refusal.
 impl IoParams {
@@ -457,6 +479,14 @@ impl WorkloadParams for IoParams {
     }
 
     fn describe(&self) -> String {
+        if let Some(burn) = self.cpu_burn {
+            return format!(
+                "fio's cpuio: {} job(s) burning {}% of a CPU each for {} s: no I/O, no files",
+                self.numjobs,
+                burn.load,
+                self.runtime_ms as f64 / 1000.0
+            ) + &self.beside_described();
+        }
         let limit = if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
         } else if self.fill_device {
@@ -484,10 +514,7 @@ impl WorkloadParams for IoParams {
             self.engine.name(),
             self.depth(),
         ) + &(self.placement.describe()).map_or(String::new(), |placed| format!(", {placed}"))
-            + &match self.beside.len() {
-                0 => String::new(),
-                n => format!("; {n} more job(s) at the same time"),
-            }
+            + &self.beside_described()
     }
 
     /// Every job's I/O buffers, of the jobs that run at the same time too.
@@ -499,8 +526,9 @@ impl WorkloadParams for IoParams {
         let mut need = SpaceNeed::exactly(0, 8);
         for job in self.jobs().filter(|j| !j.raw_device) {
             let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
-            // A fill job takes whatever is free; one that goes on past a full disk needs none.
-            let bytes = if job.fill_device || job.fills_up() {
+            // A fill job takes whatever is free; one that goes on past a full disk, or has no
+            // files, needs none.
+            let bytes = if job.fill_device || job.fills_up() || job.engine.diskless() {
                 0
             } else {
                 job.filesize.checked_mul(files)?.checked_mul(21)? / 20

@@ -71,7 +71,12 @@ impl State {
         let mut quiesce = false;
         loop {
             let mut wait_for: Option<Instant> = None;
-            while !quiesce && wait_for.is_none() && !finished && !self.free.is_empty() {
+            while !quiesce
+                && wait_for.is_none()
+                && !finished
+                && !self.free.is_empty()
+                && job.has_room(self.inflight)
+            {
                 match job.next_to_queue(&mut issuing) {
                     Queue::Io(io, due) => self.queue(job, io, due)?,
                     Queue::Quiesce => quiesce = true,
@@ -87,7 +92,7 @@ impl State {
             }
             // fio's `wait_for_completions`, as libaio's.
             let (min, _, low) = job.params.reaping();
-            let full = self.free.is_empty();
+            let full = self.free.is_empty() || !job.has_room(self.inflight);
             loop {
                 self.reap(min.min(self.inflight).max(1), wait_for);
                 let done = Instant::now();

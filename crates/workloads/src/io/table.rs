@@ -572,4 +572,12 @@ const OPTIONS: &[OptionDef] = &[
     zones::ZONESIZE,
     zones::ZONERANGE,
     zones::ZONESKIP,
+    control::LATENCY_TARGET,
+    control::LATENCY_WINDOW,
+    control::LATENCY_PERCENTILE,
+    control::LATENCY_RUN,
+    control::CPULOAD,
+    control::CPUCHUNKS,
+    control::CPUMODE,
+    control::EXIT_ON_IO_DONE,
 ];

@@ -200,7 +200,8 @@ impl State {
         job: &mut Job<'_>,
         wait_for: Option<Instant>,
     ) -> Result<(), FsbenchError> {
-        let full = self.free.is_empty();
+        let in_use = self.inflight + self.queued.len();
+        let full = self.free.is_empty() || !job.has_room(in_use);
         let in_flight = |s: &State| s.inflight;
         wait_for_completions(job, self, in_flight, full, |s, job, want, most| {
             let mut got = s.reap(ring, job, most)?;
@@ -231,7 +232,10 @@ impl State {
         quiesce: &mut bool,
     ) -> Result<Option<Instant>, FsbenchError> {
         let batch = job.params.iodepth_batch_submit as usize;
-        while !issuing.finished && !self.free.is_empty() {
+        while !issuing.finished
+            && !self.free.is_empty()
+            && job.has_room(self.inflight + self.queued.len())
+        {
             let (mut io, due) = match job.next_to_queue(&mut issuing.queue) {
                 Queue::Io(io, due) => (io, due),
                 Queue::Quiesce => {

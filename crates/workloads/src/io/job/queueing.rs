@@ -36,7 +36,7 @@ pub(crate) enum Queue {
     /// Queue this I/O (due at that time, on a schedule).
     Io(Next, Option<Instant>),
     /// Wait for nothing in flight first: a sync is due (`fsync=N`, as fio asks for it when
-    /// it picks the next I/O), or a verify backlog check.
+    /// it picks the next I/O), a verify backlog check, or the latency target's next depth.
     Quiesce,
     /// The next I/O is due then (open loop).
     Later(Instant),
@@ -59,7 +59,7 @@ impl Job<'_> {
         let Some(io) = next else {
             return Queue::Done;
         };
-        if self.sync_due.is_some() || self.backlog_due {
+        if self.sync_due.is_some() || self.backlog_due || self.search_quiesces() {
             issuing.pending = Some(io);
             return Queue::Quiesce;
         }

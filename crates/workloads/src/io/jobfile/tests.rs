@@ -506,3 +506,61 @@ fn sync_fill_device_dedupe_and_verify_only_read_as_fio_reads_them() {
         "{err}"
     );
 }
+
+/// fio's latency target options: times in microseconds when bare (the target kept in
+/// nanoseconds, as fio keeps it), the percentile 100 unless given.
+#[test]
+fn latency_target_options_read_as_fio_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[global]\nsize=1m\nioengine=libaio\niodepth=128\n[a]\nlatency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\n[b]\nlatency_target=2ms\nlatency_run=1\n[c]\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    let [a, b, c]: [&IoParams; 3] = jobs[0].jobs().collect::<Vec<_>>().try_into().unwrap();
+    let t = a.latency_target.unwrap();
+    assert_eq!(
+        (t.target_ns, t.window_us, t.percentile, t.keeps_searching),
+        (500_000_000, 5_000_000, 99.9, false)
+    );
+    let t = b.latency_target.unwrap();
+    assert_eq!(
+        (t.target_ns, t.window_us, t.percentile, t.keeps_searching),
+        (2_000_000, 0, 100.0, true)
+    );
+    assert!(c.latency_target.is_none());
+}
+
+/// fio's cpuio engine: its options (a load over 100 is 100), no `size` needed; without
+/// `cpuload` or `runtime` it is refused, and its options with another engine too.
+#[test]
+fn cpuio_options_read_as_fio_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "job.fio",
+        "[a]\nioengine=cpuio\ncpuload=150\nruntime=1\ncpumode=qsort\nexit_on_io_done=1\n",
+    );
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    let burn = jobs[0].cpu_burn.unwrap();
+    assert_eq!(
+        (burn.load, burn.chunk_us, burn.qsort, burn.exit_on_io_done),
+        (100, 50_000, true, true)
+    );
+    for (text, needle) in [
+        ("[a]\nioengine=cpuio\nruntime=1\n", "needs `cpuload`"),
+        ("[a]\nioengine=cpuio\ncpuload=5\n", "give `runtime`"),
+        (
+            "[a]\nsize=1m\ncpuload=5\n",
+            "`cpuload` is an option of ioengine=cpuio",
+        ),
+    ] {
+        let path = write(dir.path(), "bad.fio", text);
+        let err = format!(
+            "{:#}",
+            read(&path, &Cap::default(), &Targets::default()).unwrap_err()
+        );
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+}

@@ -122,6 +122,9 @@ pub enum Engine {
     Falloc,
     /// Each write an `ioctl(EXT4_IOC_MOVE_EXT)` moving its blocks from a donor file (ext4).
     E4defrag,
+    /// No I/O and no files: the job burns a share of a CPU, as fio's cpuio engine, beside
+    /// the jobs that do I/O.
+    Cpuio,
 }
 
 impl Engine {
@@ -146,6 +149,7 @@ impl Engine {
         "ftruncate",
         "falloc",
         "e4defrag",
+        "cpuio",
     ];
 
     pub(super) fn parse(text: &str) -> Engine {
@@ -168,6 +172,7 @@ impl Engine {
             "ftruncate" => Engine::Ftruncate,
             "falloc" => Engine::Falloc,
             "e4defrag" => Engine::E4defrag,
+            "cpuio" => Engine::Cpuio,
             _ => Engine::Psync,
         }
     }
@@ -183,6 +188,11 @@ impl Engine {
                 | Engine::DirStat
                 | Engine::DirDelete
         )
+    }
+
+    /// An engine with no files (fio's `FIO_DISKLESSIO`): `null` and `cpuio`.
+    pub fn diskless(self) -> bool {
+        matches!(self, Engine::Null | Engine::Cpuio)
     }
 
     /// An engine that queues I/Os and reaps them apart (`iodepth` of them in flight).
@@ -211,6 +221,7 @@ impl Engine {
             Engine::Ftruncate => "ftruncate",
             Engine::Falloc => "falloc",
             Engine::E4defrag => "e4defrag",
+            Engine::Cpuio => "cpuio",
         }
     }
 }

@@ -16,7 +16,7 @@ pub(in crate::io) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
 /// before this (the layout bounds it by the free space).
 pub(crate) const UNBOUNDED: u64 = 1 << 50;
 
-fn parse_micros(key: &str, text: &str) -> anyhow::Result<u64> {
+pub(super) fn parse_micros(key: &str, text: &str) -> anyhow::Result<u64> {
     Ok(parse_ns(key, text, 1000)? / 1000)
 }
 

@@ -1,5 +1,5 @@
 //! The io workload's options for fio's job control: errors gone past, arrival processes,
-//! flows and steady state.
+//! flows, steady state, the latency target's depth search and the cpuio engine's load.
 
 use crate::options::{OptKind, OptionDef};
 
@@ -86,4 +86,63 @@ pub(super) const SS_RAMP: OptionDef = OptionDef::new(
     "ss-ramp",
     OptKind::Text,
     "steady state: samples start a second after this long",
+);
+
+pub(super) const LATENCY_TARGET: OptionDef = OptionDef::new(
+    "latency-target",
+    OptKind::Text,
+    "the depth search's latency: the deepest queue whose I/Os meet it (microseconds bare)",
+);
+
+pub(super) const LATENCY_WINDOW: OptionDef = OptionDef::new(
+    "latency-window",
+    OptKind::Text,
+    "with latency-target: how long each depth runs before it is judged (microseconds bare)",
+);
+
+pub(super) const LATENCY_PERCENTILE: OptionDef = OptionDef::new(
+    "latency-percentile",
+    OptKind::Text,
+    "with latency-target: the % of a window's I/Os that must meet it (default 100)",
+);
+
+pub(super) const LATENCY_RUN: OptionDef = OptionDef::new(
+    "latency-run",
+    OptKind::Flag,
+    "with latency-target: search for the whole job (no final run at the depth found)",
+);
+
+pub(super) const CPULOAD: OptionDef = OptionDef {
+    max: u32::MAX as u64,
+    ..OptionDef::new(
+        "cpuload",
+        OptKind::Count,
+        "ioengine=cpuio: the % of a CPU the job burns (over 100: 100)",
+    )
+};
+
+pub(super) const CPUCHUNKS: OptionDef = OptionDef {
+    min: 1,
+    max: u32::MAX as u64,
+    default: Some("50000"),
+    ..OptionDef::new(
+        "cpuchunks",
+        OptKind::Count,
+        "ioengine=cpuio: microseconds of each burn (cpumode=noop)",
+    )
+};
+
+pub(super) const CPUMODE: OptionDef = OptionDef {
+    default: Some("noop"),
+    ..OptionDef::new(
+        "cpumode",
+        OptKind::Choice(&["noop", "qsort"]),
+        "ioengine=cpuio: each burn spins (noop) or sorts (qsort)",
+    )
+};
+
+pub(super) const EXIT_ON_IO_DONE: OptionDef = OptionDef::new(
+    "exit-on-io-done",
+    OptKind::Flag,
+    "ioengine=cpuio: the job ends once the jobs doing I/O beside it have",
 );
