@@ -252,6 +252,29 @@ fn stats_of(jobs: &[&PlacedJob], runs: &[Vec<JobThread>]) -> Vec<ThreadStat> {
         .collect()
 }
 
+/// A thread's job-level figures added to `s`: syncs, errors, steady state, the latency
+/// target's depth, CPU, context switches and faults, IO depths.
+fn add_thread_totals(s: &mut ThreadStat, t: &JobThread) {
+    s.syncs += t.syncs;
+    (s.total_err, s.first_error) = (s.total_err + t.total_err, t.first_error);
+    if s.error == 0 {
+        s.error = t.first_error;
+    }
+    if s.steadystate.is_none() {
+        s.steadystate = t.steadystate.clone();
+    }
+    s.latency_search = t.latency_search.or(s.latency_search);
+    s.usr_ns += t.usr_ns;
+    s.sys_ns += t.sys_ns;
+    s.run_ns += t.runtime_ns;
+    (s.ctx, s.majf, s.minf) = (s.ctx + t.ctx, s.majf + t.majf, s.minf + t.minf);
+    for i in 0..7 {
+        s.depth[i] += t.depth[i];
+        s.submit[i] += t.submit[i];
+        s.complete[i] += t.complete[i];
+    }
+}
+
 /// One stat: each run's threads side by side (as fio's group reporting sums them), the runs
 /// one after another. A thread that `burns` CPU (fio's cpuio) has no run time in its
 /// directions, as fio gives none where no byte moved.
@@ -288,24 +311,7 @@ fn pooled(
                 bw[2].add_up(&t.trims.bw);
                 iops[2].add_up(&t.trims.iops);
             }
-            s.syncs += t.syncs;
-            (s.total_err, s.first_error) = (s.total_err + t.total_err, t.first_error);
-            if s.error == 0 {
-                s.error = t.first_error;
-            }
-            if s.steadystate.is_none() {
-                s.steadystate = t.steadystate.clone();
-            }
-            s.latency_search = t.latency_search.or(s.latency_search);
-            s.usr_ns += t.usr_ns;
-            s.sys_ns += t.sys_ns;
-            s.run_ns += t.runtime_ns;
-            (s.ctx, s.majf, s.minf) = (s.ctx + t.ctx, s.majf + t.majf, s.minf + t.minf);
-            for i in 0..7 {
-                s.depth[i] += t.depth[i];
-                s.submit[i] += t.submit[i];
-                s.complete[i] += t.complete[i];
-            }
+            add_thread_totals(&mut s, t);
         }
         for d in 0..3 {
             s.runtime_ms[d] += runtime[d];
