@@ -1,6 +1,7 @@
 """Helpers shared by the benchmarks."""
 import contextlib
 import os
+import shutil
 import subprocess
 import time
 
@@ -43,3 +44,17 @@ def fresh_ext4(tmp, size=8 << 30, direct_io=False):
     finally:
         subprocess.run(["losetup", "-d", loop], check=True)
         os.remove(image)
+
+
+def fio_against_fsbench(bench, fio, fsbench):
+    """Says whether `bench` can compare `fio` with `fsbench` and prints its header line: None
+    when both are there, else the exit status (0: fio missing, a skip; 1: fsbench not built)."""
+    if shutil.which(fio) is None:
+        print(f"{bench}: skipped: `{fio}` not found (apt install fio, or FIO=/path/to/fio)")
+        return 0
+    if not os.path.exists(fsbench):
+        print(f"{bench}: build fsbench first (cargo build --release): {fsbench} missing")
+        return 1
+    print(subprocess.run([fio, "--version"], capture_output=True, text=True).stdout.strip(),
+          f"against {fsbench}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    return None

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import fresh_ext4, settle
+from common import fio_against_fsbench, fresh_ext4, settle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
@@ -167,14 +167,9 @@ def compare(work, db, where, plain_bin):
 
 
 def main():
-    if shutil.which(FIO) is None:
-        print(f"fio_compare: skipped: `{FIO}` not found (apt install fio, or FIO=/path/to/fio)")
-        return 0
-    if not os.path.exists(FSBENCH):
-        print(f"fio_compare: build fsbench first (cargo build --release): {FSBENCH} missing")
-        return 1
-    print(subprocess.run([FIO, "--version"], capture_output=True, text=True).stdout.strip(),
-          f"against {FSBENCH}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    status = fio_against_fsbench("fio_compare", FIO, FSBENCH)
+    if status is not None:
+        return status
     # The loop image on the machine's disk (a direct-I/O loop device over tmpfs means little).
     with tempfile.TemporaryDirectory(prefix="fio-compare.", dir="/var/tmp") as tmp:
         db = os.path.join(tmp, "results.db")

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from common import fio_against_fsbench
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
 FIO = os.environ.get("FIO", "fio")
@@ -114,14 +116,9 @@ def latency(work, db, tmp):
 
 
 def main():
-    if shutil.which(FIO) is None:
-        print(f"fio_lat_cpu: skipped: `{FIO}` not found (apt install fio, or FIO=/path/to/fio)")
-        return 0
-    if not os.path.exists(FSBENCH):
-        print(f"fio_lat_cpu: build fsbench first (cargo build --release): {FSBENCH} missing")
-        return 1
-    print(subprocess.run([FIO, "--version"], capture_output=True, text=True).stdout.strip(),
-          f"against {FSBENCH}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    status = fio_against_fsbench("fio_lat_cpu", FIO, FSBENCH)
+    if status is not None:
+        return status
     with tempfile.TemporaryDirectory(prefix="fio-lat-cpu.", dir="/var/tmp") as tmp:
         db = os.path.join(tmp, "results.db")
         work = tempfile.mkdtemp(prefix="fio-lat-cpu.", dir="/dev/shm")
