@@ -69,6 +69,9 @@ pub(crate) struct Job<'a> {
     pub halt: &'a AtomicBool,
     pub span: Span,
     pub start: Instant,
+    /// What the engine's teardown took after its last I/O (libaio's io_destroy waits for an
+    /// RCU grace period, tens of ms): outside the job's time, as fio's engine cleanup is.
+    pub teardown: Duration,
     /// Writes since the last fsync, and whether a file was written (for end_fsync).
     writes: u32,
     written: Vec<bool>,
@@ -166,6 +169,7 @@ impl<'a> Job<'a> {
             halt,
             span,
             start: Instant::now(),
+            teardown: Duration::ZERO,
             writes: 0,
             sync_due: None,
             interval_ns: rate,
@@ -211,7 +215,7 @@ impl<'a> Job<'a> {
             }
             self.finish_files()?;
             // The job's time ends with its writes; the verify phase reads after it.
-            self.out.elapsed = self.start.elapsed();
+            self.out.elapsed = self.start.elapsed().saturating_sub(self.teardown);
             self.out.stats.stop();
             self.verify_written(0)
         });

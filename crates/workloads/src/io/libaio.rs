@@ -86,7 +86,9 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
     };
     let outcome = state.run(job, &ctx, &fds);
     // Dropping the context waits for what is still in flight, before the buffers go.
+    let teardown = Instant::now();
     drop(ctx);
+    job.teardown += teardown.elapsed();
     outcome
 }
 

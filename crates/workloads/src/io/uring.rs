@@ -119,6 +119,10 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
             state.inflight -= ring.completion().count();
         }
     }
+    // Outside the job's time, as libaio's io_destroy (fio's engine cleanup comes after).
+    let teardown = Instant::now();
+    drop(ring);
+    job.teardown += teardown.elapsed();
     outcome
 }
 
