@@ -425,7 +425,7 @@ impl<'a> Job<'a> {
             clat_ns: clat,
             slat_ns,
             trim: false,
-            prio: self.params.placement.prio_of(io),
+            prio: self.params.placement.prio_of(io.prio),
         });
         self.out.ios[d] += 1;
         self.out.bytes[d] += u64::from(io.len);

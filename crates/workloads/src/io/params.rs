@@ -29,7 +29,11 @@ mod pacing;
 pub(crate) use pacing::Pacing;
 mod cmdprio;
 mod placement;
-pub use placement::{CmdPrio, MemPolicy, Placement, PrioShares};
+pub use cmdprio::{CmdPrio, PrioShares};
+pub(crate) use placement::list as kernel_list;
+#[cfg(test)]
+pub(crate) use placement::online_nodes;
+pub use placement::{MemPolicy, Placement};
 mod steady;
 use mpi::shared_file_share;
 pub use names::allow_raw_target;

@@ -4,7 +4,7 @@
 //! I/O priority (`ioprio_set`) and its nice value (`nice`). Each worker is a new process or
 //! thread, so what is set here ends with it.
 
-use super::params::{IoParams, MemPolicy};
+use super::params::{IoParams, MemPolicy, kernel_list as list};
 use fsbench_measure::error::FsbenchError;
 
 /// fio's `IOPRIO_WHO_PROCESS` (with 0: the calling thread).
@@ -127,16 +127,6 @@ fn set_mempolicy(policy: &MemPolicy) -> std::io::Result<()> {
     Ok(())
 }
 
-/// This machine's NUMA nodes (`/sys/devices/system/node/online`; one node, 0, where the
-/// kernel has no NUMA).
-pub(crate) fn online_nodes() -> std::io::Result<Vec<u32>> {
-    match std::fs::read_to_string("/sys/devices/system/node/online") {
-        Ok(text) => Ok(list(&text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![0]),
-        Err(e) => Err(e),
-    }
-}
-
 /// Node `node`'s CPUs (`/sys/devices/system/node/nodeN/cpulist`).
 fn node_cpus(node: u32) -> std::io::Result<Vec<u32>> {
     let path = format!("/sys/devices/system/node/node{node}/cpulist");
@@ -151,21 +141,10 @@ fn node_cpus(node: u32) -> std::io::Result<Vec<u32>> {
     }
 }
 
-/// The kernel's list format, `0-3,8,10-11`.
-fn list(text: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) {
-            out.extend(lo..=hi);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::params::online_nodes;
 
     #[test]
     fn the_kernels_lists_read_as_their_numbers() {

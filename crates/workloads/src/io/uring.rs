@@ -347,7 +347,7 @@ fn entry(
     iovecs: &[libc::iovec],
 ) -> squeue::Entry {
     let buf = iovecs[slot as usize].iov_base.cast::<u8>();
-    let prio = params.placement.prio_of(io);
+    let prio = params.placement.prio_of(io.prio);
     macro_rules! build {
         ($fd:expr) => {
             match (io.read, params.fixedbufs) {

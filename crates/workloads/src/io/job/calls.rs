@@ -141,7 +141,7 @@ impl Job<'_> {
             clat_ns: clat,
             slat_ns: None,
             trim: true,
-            prio: self.params.placement.prio_of(io),
+            prio: self.params.placement.prio_of(io.prio),
         });
         Ok(())
     }

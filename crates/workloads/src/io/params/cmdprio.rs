@@ -4,9 +4,29 @@
 //! `READS[,WRITES]`, one value for both directions.
 
 use super::Engine;
-use super::placement::{CmdPrio, PrioShares, ioprio_value};
+use serde::{Deserialize, Serialize};
+
 use crate::options::Parsed;
 use fsbench_measure::error::invalid;
+
+/// fio's I/O priority value: the class in bits 13 to 15, the level below; no class is the
+/// best-effort class (2), as fio's `ioprio_value`.
+pub(crate) fn ioprio_value(class: u32, level: u32) -> u16 {
+    let class = if class == 0 { 2 } else { class };
+    ((class << 13) | level) as u16
+}
+
+/// Per direction (reads, writes): for a block size (0: every size), the shares in percent
+/// of its I/Os that get a priority of their own, and which (fio's cmdprio.c: one draw in
+/// 0..100 per I/O, the shares taken in turn).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CmdPrio {
+    pub split: [PrioShares; 2],
+}
+
+/// One direction's shares: per block size (0: every size), each share in percent of its
+/// I/Os and the priority it gives.
+pub type PrioShares = Vec<(u64, Vec<(u32, u16)>)>;
 
 const KEYS: [&str; 4] = [
     "cmdprio-percentage",

@@ -7,15 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::Engine;
+use super::cmdprio::{CmdPrio, ioprio_value};
 use crate::options::Parsed;
 use fsbench_measure::error::invalid;
-
-/// fio's I/O priority value: the class in bits 13 to 15, the level below; no class is the
-/// best-effort class (2), as fio's `ioprio_value`.
-pub(crate) fn ioprio_value(class: u32, level: u32) -> u16 {
-    let class = if class == 0 { 2 } else { class };
-    ((class << 13) | level) as u16
-}
 
 /// Where a job's threads run and at what priority (none of it given: as fsbench runs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,23 +54,11 @@ pub enum MemPolicy {
     Local,
 }
 
-/// Per direction (reads, writes): for a block size (0: every size), the shares in percent
-/// of its I/Os that get a priority of their own, and which (fio's cmdprio.c: one draw in
-/// 0..100 per I/O, the shares taken in turn).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CmdPrio {
-    pub split: [PrioShares; 2],
-}
-
-/// One direction's shares: per block size (0: every size), each share in percent of its
-/// I/Os and the priority it gives.
-pub type PrioShares = Vec<(u64, Vec<(u32, u16)>)>;
-
 impl Placement {
-    /// The priority an I/O ran with: its own, or the job's (`prio`, `prioclass`), or 0.
+    /// The priority an I/O ran with: its own (`own`, 0: none), or the job's (`prio`, `prioclass`), or 0.
     #[inline]
-    pub(crate) fn prio_of(&self, io: crate::io::pattern::Next) -> u16 {
-        match io.prio {
+    pub(crate) fn prio_of(&self, own: u16) -> u16 {
+        match own {
             0 => self.ioprio.unwrap_or(0),
             own => own,
         }
@@ -227,7 +209,7 @@ fn ranges(key: &str, text: &str) -> anyhow::Result<Vec<u32>> {
 /// A NUMA node list (libnuma's `numa_parse_nodestring`: `all` or N, N-M, comma-separated),
 /// each node one this machine has.
 fn node_list(key: &str, text: &str) -> anyhow::Result<Vec<u32>> {
-    let online = crate::io::placement::online_nodes().map_err(|e| {
+    let online = online_nodes().map_err(|e| {
         invalid(format!(
             "io: `{key}`: cannot read this machine's nodes: {e}"
         ))
@@ -270,6 +252,28 @@ fn mem_policy(text: &str) -> anyhow::Result<MemPolicy> {
     }
 }
 
+/// This machine's NUMA nodes (`/sys/devices/system/node/online`; one node, 0, where the
+/// kernel has no NUMA).
+pub(crate) fn online_nodes() -> std::io::Result<Vec<u32>> {
+    match std::fs::read_to_string("/sys/devices/system/node/online") {
+        Ok(text) => Ok(list(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![0]),
+        Err(e) => Err(e),
+    }
+}
+
+/// The kernel's list format, `0-3,8,10-11`.
+pub(crate) fn list(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) {
+            out.extend(lo..=hi);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +302,7 @@ mod tests {
         let cpus = configured_cpus();
         let err = cpu_list(&format!("0-{cpus}")).unwrap_err().to_string();
         assert!(err.contains(&format!("CPU {cpus} too large")), "{err}");
-        let missing = crate::io::placement::online_nodes().unwrap().len();
+        let missing = online_nodes().unwrap().len();
         let err = node_list("numa-cpu-nodes", &format!("0-{missing}")).unwrap_err();
         assert!(
             err.to_string().contains("numa_parse_nodestring failed"),
