@@ -317,6 +317,12 @@ fn what_a_killed_fsbench_left_running_is_killed_by_the_next() {
         skip("command: a killed fsbench's cgroup: needs root (cgroups)");
         return;
     }
+    // Both fsbench processes in a cgroup of the test's own: another test's fsbench would
+    // sweep the killed one's cgroup as well, and first.
+    let Some(own) = Isolated::new() else {
+        assert!(std::env::var_os("CI").is_none(), "no cgroup v2 to run in");
+        return skip("command: a killed fsbench's cgroup: no cgroup v2 to run fsbench in");
+    };
     let (target, state, scratch) = (tmpfs_tempdir(), tempdir(), tempdir());
     let db = scratch.path().join("results.db");
     let pids = scratch.path().join("pids");
@@ -324,12 +330,17 @@ fn what_a_killed_fsbench_left_running_is_killed_by_the_next() {
         "slow=sleep 1000 & echo $! >> {p}; echo $$ >> {p}; wait",
         p = pids.display()
     );
-    let child = json_run(state.path())
-        .arg("--db")
-        .arg(&db)
-        .args(["--runs", "1", "--command-space", "16M", "--dir"])
-        .arg(target.path())
-        .args(["--command-phase", &phase])
+    let commands = |phase: &str| {
+        let mut run = json_run(state.path());
+        run.arg("--db")
+            .arg(&db)
+            .args(["--runs", "1", "--command-space", "16M", "--dir"])
+            .arg(target.path())
+            .args(["--command-phase", phase]);
+        own.enter(&mut run);
+        run
+    };
+    let child = commands(&phase)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -363,20 +374,21 @@ fn what_a_killed_fsbench_left_running_is_killed_by_the_next() {
         skip("command: a killed fsbench's cgroup: no cgroup v2 here to put commands in");
         return;
     };
-    assert!(!gone(sleep) && cgroup.is_dir());
-    let out = run_commands(
-        target.path(),
-        state.path(),
-        &db,
-        &["--command-phase", "ok=true"],
+    assert!(
+        !gone(sleep),
+        "the killed fsbench's background process died with it"
     );
+    assert!(cgroup.is_dir(), "{} went with fsbench", cgroup.display());
+    let out = run(&mut commands("ok=true"));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         gone(sleep),
         "the killed fsbench's background process lives on"
     );
     assert!(!cgroup.exists(), "{} is left", cgroup.display());
-    let _ = run(fsbench(state.path()).arg("clean"));
+    let mut clean = fsbench(state.path());
+    own.enter(clean.arg("clean"));
+    let _ = run(&mut clean);
 }
 
 /// A live run's command phase survives a second fsbench starting one, whatever the first's

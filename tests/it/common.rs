@@ -512,3 +512,57 @@ pub fn assert_clean_undoes_all(state: &Path, dir: &Path) {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_all_undone(dir, state);
 }
+
+/// A cgroup of a test's own for the fsbench it kills: the fsbench processes of other tests
+/// (which sweep the cgroups killed runs leave beside their own) never see what it leaves, so
+/// what the next fsbench or `clean` does is theirs.
+pub struct Isolated {
+    dir: std::path::PathBuf,
+    procs: std::ffi::CString,
+}
+
+impl Isolated {
+    pub fn new() -> Option<Isolated> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static COUNT: AtomicU32 = AtomicU32::new(0);
+        let parent = cgroup_of(std::process::id() as i32)?;
+        let n = COUNT.fetch_add(1, Ordering::Relaxed);
+        let dir = parent.join(format!("fsbench-test-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        let procs = dir
+            .join("cgroup.procs")
+            .into_os_string()
+            .into_encoded_bytes();
+        let procs = std::ffi::CString::new(procs).ok()?;
+        Some(Isolated { dir, procs })
+    }
+
+    /// Makes `command` start in this cgroup.
+    pub fn enter(&self, command: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let procs = self.procs.clone();
+        // SAFETY: between fork and exec only open, write and close, on memory made before.
+        unsafe {
+            command.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(fd);
+                Ok(())
+            });
+        }
+    }
+}
+
+impl Drop for Isolated {
+    fn drop(&mut self) {
+        // Empty once its processes are reaped.
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
