@@ -47,12 +47,23 @@ impl Io {
         if !self.params.jobs().any(|p| p.fill_device) {
             return;
         }
-        let free = fsbench_measure::calls::free_bytes(dir);
+        let free = fillable(dir);
         fit(&mut self.params, free);
         for job in &mut self.params.beside {
             fit(job, free);
         }
     }
+}
+
+/// The bytes a job can write on the filesystem of `dir` before it is full: those free to
+/// anyone, and as root those a filesystem keeps for root too (ext4's reserved blocks), which
+/// fio's fill, writing until ENOSPC as root, fills as well; unknown: unlimited.
+fn fillable(dir: BorrowedFd<'_>) -> u64 {
+    let root = fsbench_measure::tools::is_root();
+    rustix::fs::fstatvfs(dir).map_or(u64::MAX, |s| {
+        let blocks = if root { s.f_bfree } else { s.f_bavail };
+        blocks.saturating_mul(s.f_frsize)
+    })
 }
 
 fn fit(p: &mut IoParams, free: u64) {
