@@ -74,6 +74,29 @@ fn surface_scan_fills_an_ext4_image_and_verifies_all_of_it() {
         assert_eq!(job["error"].as_u64(), Some(0), "{job}");
     }
     assert_nothing_left(images.path());
+    if !has_tool("fio") {
+        skip("surface-scan against fio's: fio is not installed");
+        return;
+    }
+    // Each tool on an ext4 made alike: the same bytes filled, read and checked.
+    let (top, fio_top) = (tempdir(), tempdir());
+    let ours = {
+        let ext4 = Ext4::mount(top.path(), 64);
+        let out = fio_output(state.path(), &ext4.path, &jobfile, "json");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        json(&out)
+    };
+    let ext4 = Ext4::mount(fio_top.path(), 64);
+    let out = run(Command::new("fio")
+        .current_dir(&ext4.path)
+        .arg("--output-format=json")
+        .arg(&jobfile));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let theirs: serde_json::Value =
+        serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    assert_eq!(bytes(&ours, "write"), bytes(&theirs, "write"));
+    assert_eq!(bytes(&ours, "read"), bytes(&theirs, "read"));
 }
 
 /// A writer of 1 MiB in 64 KiB blocks (crc32c headers), then a group that overwrites block
