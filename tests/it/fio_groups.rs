@@ -78,7 +78,8 @@ fn surface_scan_fills_an_ext4_image_and_verifies_all_of_it() {
         skip("surface-scan against fio's: fio is not installed");
         return;
     }
-    // Each tool on an ext4 made alike: the same bytes filled, read and checked.
+    // Each tool on an ext4 made alike: the same bytes filled, read and checked (before,
+    // fsbench stopped at the space free to users, 5% short: ext4 keeps that for root).
     let (top, fio_top) = (tempdir(), tempdir());
     let ours = {
         let ext4 = Ext4::mount(top.path(), 64);
@@ -95,8 +96,15 @@ fn surface_scan_fills_an_ext4_image_and_verifies_all_of_it() {
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     let theirs: serde_json::Value =
         serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
-    assert_eq!(bytes(&ours, "write"), bytes(&theirs, "write"));
-    assert_eq!(bytes(&ours, "read"), bytes(&theirs, "read"));
+    // fsbench's scratch directory and its marker file take a block or two of the
+    // filesystem, which may leave room for one 64 KiB write less than fio had.
+    let (filled, fio_filled) = (bytes(&ours, "write")[0], bytes(&theirs, "write")[0]);
+    assert!(
+        filled <= fio_filled && filled + (64 << 10) >= fio_filled,
+        "fsbench filled {filled} bytes, fio {fio_filled}"
+    );
+    assert_eq!(bytes(&ours, "read"), [0, filled]);
+    assert_eq!(bytes(&theirs, "read"), [0, fio_filled]);
 }
 
 /// A writer of 1 MiB in 64 KiB blocks (crc32c headers), then a group that overwrites block

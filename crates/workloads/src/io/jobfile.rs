@@ -371,7 +371,7 @@ fn sized<'s>(
         )));
     }
     let gives_size = |k: &str| matches!(k, "size" | "filesize" | "size_percent");
-    // fio's `fill_device` sizes the job by the free space.
+    // fio's `fill_device` writes until the filesystem is full.
     let fills = |k: &str, v: &str| k == "fill_device" && spelling::flag(v);
     if let (Some(device), false) = (raw, pairs.iter().any(|(k, _, _)| gives_size(k))) {
         let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;

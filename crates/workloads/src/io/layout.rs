@@ -152,7 +152,7 @@ impl Io {
         let keeps = !self.params.earlier_groups.is_empty();
         self.run_earlier_groups(dir)?;
         self.fit_to_files(dir)?;
-        self.fit_to_free_space(dir);
+        self.fit_to_filesystem(dir);
         let mut buf = Aligned::new(1 << 20);
         let mut fill = pattern::Rng::new(self.params.randseed);
         pattern::fill_random(buf.buf(), &mut fill);

@@ -135,7 +135,7 @@ pub struct IoParams {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verify_dump: bool,
     /// fio's `fill_device`: the job writes until the filesystem is full (its size at most
-    /// the free space), and that ends it without an error.
+    /// the filesystem's), and that ends it without an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fill_device: bool,
     /// fio's e4defrag engine: its donor file (`donorname`), allocated at each move with
