@@ -575,9 +575,10 @@ impl WorkloadParams for IoParams {
         Some(self.workers)
     }
 
-    /// Under `--shared-dir` the ranks' jobs share their files (IOR without `-F`).
+    /// Under `--shared-dir` the ranks' jobs share their files (IOR without `-F`); not the
+    /// groups a group runs again first, which every rank would make at once.
     fn mpi_shares_directory(&self) -> bool {
-        true
+        self.earlier_groups.is_empty()
     }
 
     fn rank_instance(&self, rank: &RankShare<'_>) -> Box<dyn Workload> {
