@@ -13,7 +13,7 @@ Root only: the bench makes each filesystem itself (a sparse image on a loop devi
 tmpfs), mounted in its own temporary directory, and removes it after the run; fsbench runs
 on it with --dir (its run's fresh directory there), fio in it. fio's path is in FIO (default
 `fio`), fsbench's in FSBENCH (default target/release/fsbench); SURFACE_SCAN is the job file
-(default: fio's, as written, below).
+(default examples/fio/surface-scan.fio: fio's, its options as written).
 """
 import json
 import os
@@ -31,29 +31,8 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 IMAGE_MIB = int(os.environ.get("IMAGE_MIB", "512"))
 FSES = os.environ.get("FSES", "ext4,xfs,tmpfs").split(",")
 
-# fio 3.33's examples/surface-scan.fio, its comments left out.
-SURFACE_SCAN = """[global]
-thread=1
-bs=64k
-direct=1
-ioengine=sync
-verify=meta
-verify_pattern=0xaa555aa5
-verify_interval=512
-
-[write-phase]
-filename=datafile.tmp
-rw=write
-fill_device=1
-do_verify=0
-
-[verify-phase]
-stonewall
-create_serialize=0
-filename=datafile.tmp
-rw=read
-do_verify=1
-"""
+# fio 3.33's examples/surface-scan.fio, its options as written.
+SURFACE_SCAN = os.environ.get("SURFACE_SCAN", os.path.join(ROOT, "examples/fio/surface-scan.fio"))
 
 
 def fresh_fs(fs, tmp):
@@ -128,11 +107,8 @@ def main():
     if os.geteuid() != 0:
         print("fio_surface_scan: run as root (it makes and mounts the filesystems)")
         return 1
+    jobfile = os.path.abspath(SURFACE_SCAN)
     with tempfile.TemporaryDirectory(prefix="surface-scan.", dir="/var/tmp") as tmp:
-        jobfile = os.environ.get("SURFACE_SCAN") or os.path.join(tmp, "surface-scan.fio")
-        if not os.environ.get("SURFACE_SCAN"):
-            with open(jobfile, "w") as f:
-                f.write(SURFACE_SCAN)
         for fs in FSES:
             rows = []
             for rnd in range(ROUNDS):

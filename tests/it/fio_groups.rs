@@ -9,29 +9,8 @@ use std::process::Command;
 
 use crate::common::*;
 
-/// fio 3.33's examples/surface-scan.fio, as written (its comments left out).
-const SURFACE_SCAN: &str = "[global]
-thread=1
-bs=64k
-direct=1
-ioengine=sync
-verify=meta
-verify_pattern=0xaa555aa5
-verify_interval=512
-
-[write-phase]
-filename=datafile.tmp
-rw=write
-fill_device=1
-do_verify=0
-
-[verify-phase]
-stonewall
-create_serialize=0
-filename=datafile.tmp
-rw=read
-do_verify=1
-";
+/// fio 3.33's examples/surface-scan.fio, its options as written.
+const SURFACE_SCAN: &str = include_str!("../../examples/fio/surface-scan.fio");
 
 /// `job` written as `NAME.fio` in `state`, its path.
 fn job_file(state: &Path, name: &str, job: &str) -> PathBuf {
