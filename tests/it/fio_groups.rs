@@ -149,6 +149,43 @@ fn a_block_spoiled_by_a_group_between_is_reported_where_fio_reports_it() {
 }
 
 #[test]
+fn every_data_engine_checks_the_blocks_it_reads() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    for engine in [
+        "ioengine=libaio\niodepth=8",
+        "ioengine=io_uring\niodepth=8",
+        "ioengine=posixaio\niodepth=4",
+        "ioengine=mmap",
+        "ioengine=pvsync2",
+    ] {
+        let check = format!("[check]\nstonewall\nrw=randread\nverify=crc32c\n{engine}\n");
+        let spoiled = SPOILED.replace("[check]\nstonewall\nrw=read\nverify=crc32c\n", &check);
+        let out = fio_job_json(state.path(), dir.path(), &spoiled);
+        assert!(
+            !out.status.success(),
+            "{engine}: the check passed a spoiled block"
+        );
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("verify: bad magic header")
+                && err.contains("at file data offset 196608, length 65536"),
+            "{engine}: {err}"
+        );
+        // Gone past, as fio's `continue_on_error=verify`: one error, every block read.
+        let past = spoiled.replace("[check]\n", "[check]\ncontinue_on_error=verify\n");
+        let out = fio_job_json(state.path(), dir.path(), &past);
+        assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+        let doc = json(&out);
+        let figures = doc["runs"][2]["phases"][1]["figures"].as_array().unwrap();
+        let verified = (figures.iter())
+            .find(|f| f["name"] == "verified blocks")
+            .and_then(|f| f["value"].as_f64());
+        assert_eq!(verified, Some(16.0), "{engine}");
+    }
+    assert_nothing_left(dir.path());
+}
+
+#[test]
 fn a_job_without_size_takes_the_size_of_the_file_a_group_before_it_made() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
     // 768 KiB written; read back in 64 KiB blocks, no size given: all of it.

@@ -303,7 +303,7 @@ impl<'a> Job<'a> {
         match bad {
             None => Ok(()),
             Some(_) if (self.params.errors).continues(ErrorKind::Verify, libc::EILSEQ) => {
-                self.out.stats.errored(libc::EILSEQ, Some(true));
+                self.out.stats.errored(libc::EILSEQ, None);
                 Ok(())
             }
             Some(message) => Err(FsbenchError::Failed(format!("io: {message}"))),

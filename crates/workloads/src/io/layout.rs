@@ -149,7 +149,9 @@ impl Io {
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
-        let keeps = !self.params.earlier_groups.is_empty();
+        // Files a group before this one left, run again before it (and before each group
+        // run again that uses them), are kept as fio keeps them.
+        let keeps = self.params.jobs().any(|p| p.existing_files);
         self.run_earlier_groups(dir)?;
         self.fit_to_files(dir)?;
         self.fit_to_filesystem(dir);
