@@ -338,6 +338,9 @@ fn job(
         (fio, raw),
         (earlier, sizeless, cap.size.is_some()),
     )?;
+    if params.existing_files {
+        groups::no_sizes_of_existing_files(s, global, &pairs)?;
+    }
     Ok((params, stonewall, new_group))
 }
 

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use super::super::layout::file_name;
 use super::super::{Engine, IoParams};
-use super::Section;
+use super::{Line, Section};
 use fsbench_measure::error::invalid;
 
 /// The files job `p` (the `job`-th of its group) names itself, by `filename` or
@@ -52,6 +52,38 @@ fn left_by(earlier: &[IoParams]) -> HashSet<String> {
 pub(super) fn uses_earlier_files(p: &IoParams, earlier: &[IoParams]) -> bool {
     let left = left_by(earlier);
     named(p, 0).iter().any(|n| left.contains(n))
+}
+
+/// fio's options that read the size a file has before the job (`offset=N%`, `size=N%`,
+/// `file_append`), in job `s` on files a group before it made: not implemented, refused
+/// with their line (fsbench would take them as on a new file).
+pub(super) fn no_sizes_of_existing_files(
+    s: &Section,
+    global: &[&Line],
+    pairs: &[(String, String, &str)],
+) -> anyhow::Result<()> {
+    let appends = (global.iter().copied().chain(&s.options))
+        .filter(|l| l.key.replace('-', "_") == "file_append" && super::spelling::flag(&l.value))
+        .map(|l| ("file_append", l.at.as_str()));
+    let shares = (pairs.iter())
+        .filter(|(k, _, _)| matches!(k.as_str(), "offset_percent" | "size_percent"))
+        .map(|(k, _, at)| {
+            (
+                if k == "offset_percent" {
+                    "offset=N%"
+                } else {
+                    "size=N%"
+                },
+                *at,
+            )
+        });
+    match appends.chain(shares).last() {
+        Some((option, at)) => Err(invalid(format!(
+            "{at}: job `{}`: `{option}` reads the size its file has before the job, and a group before it made the file: not implemented",
+            s.name
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// For each group, the groups before it whose files it uses (directly, or through a group
@@ -185,6 +217,27 @@ mod tests {
             format!("{err:#}").contains("job.fio:6: job `r` has no `size`"),
             "{err:#}"
         );
+    }
+
+    #[test]
+    fn options_that_read_an_existing_file_s_size_are_refused_on_one_with_their_line() {
+        for (line, option) in [
+            ("offset=50%", "offset=N%"),
+            ("size=50%\nfilesize=64k", "size=N%"),
+            ("file_append=1", "file_append"),
+        ] {
+            let text = format!(
+                "[w]\nfilename=d\nbs=4k\nsize=64k\nrw=write\n[r]\nstonewall\nfilename=d\nbs=4k\nsize=64k\n{line}\n"
+            );
+            let err = jobs_of(&text).unwrap_err();
+            assert!(
+                format!("{err:#}").contains(&format!("job.fio:11: job `r`: `{option}` reads")),
+                "{err:#}"
+            );
+            // On a file of its own, as before.
+            let own = text.replace("stonewall\nfilename=d", "stonewall\nfilename=e");
+            assert!(jobs_of(&own).is_ok(), "{own}");
+        }
     }
 
     #[test]
