@@ -94,15 +94,9 @@ impl Verifier {
             100 => 0,
             _ => (params.region() / interval).div_ceil(64) as usize,
         };
-        let mut expected = vec![
-            0;
-            if params.pattern.is_empty() {
-                0
-            } else {
-                interval as usize
-            }
-        ];
-        if !expected.is_empty() {
+        let mut expected = Vec::new();
+        if !params.pattern.is_empty() {
+            expected.resize(interval as usize, 0);
             fill_pattern(&mut expected, &params.pattern);
         }
         Some(Verifier {
