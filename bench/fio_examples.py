@@ -12,8 +12,12 @@ other benches. Each file runs once (--runs 1) in a fresh directory on FS (defaul
 in /dev/shm; ext4 or xfs: a fresh IMAGE_MIB MiB sparse loop image, default 4096, made and mounted
 by the bench in its own directory, unmounted and removed at the end), with at most TIMEOUT
 seconds (default 120) before it counts as hung. Some files need a filesystem: e4defrag's
-engine moves extents on ext4 only, 512-byte direct I/O needs 512-byte logical blocks (tmpfs
-has 4096).
+engine moves extents on ext4 only; 512-byte direct I/O needs a filesystem that takes it
+(tmpfs does from Linux 6.6 on). A group whose jobs use the files an earlier group of its file made (the same
+`filename`: surface-scan, ssd-test, falloc, e4defrag…) runs that group again first, untimed,
+in each of its runs, since fsbench runs every group on fresh files: such files take longer.
+surface-scan's fill is bounded by CAP's size like any job (bench/fio_surface_scan.py runs it
+uncapped, filling small filesystems, against fio).
 
 A file that names an absolute directory (`directory=/scratch`, `filename=/tmp/data`) runs
 as written: in a private mount namespace of its own (`unshare -m`, root only) a tmpfs (or,

@@ -453,6 +453,33 @@ impl Drop for LoopDevice {
     }
 }
 
+/// An ext4 filesystem on a loop device, mounted on `dir/ext4`; unmounted when dropped.
+pub struct Ext4 {
+    pub path: PathBuf,
+    _device: LoopDevice,
+}
+
+impl Ext4 {
+    /// A fresh one of `mib` MiB.
+    pub fn mount(dir: &Path, mib: u64) -> Ext4 {
+        let device = LoopDevice::blank(mib);
+        assert!(status(Command::new("mkfs.ext4").args(["-q", "-F", &device.dev])).success());
+        let path = dir.join("ext4");
+        std::fs::create_dir(&path).unwrap();
+        assert!(status(Command::new("mount").arg(&device.dev).arg(&path)).success());
+        Ext4 {
+            path,
+            _device: device,
+        }
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        status(Command::new("umount").arg(&self.path));
+    }
+}
+
 /// Every entry below `root`: path → (type, size, link count).
 pub fn tree(root: &Path) -> std::collections::BTreeMap<String, (char, u64, u64)> {
     use std::os::unix::fs::MetadataExt;

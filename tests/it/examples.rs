@@ -68,6 +68,23 @@ fn fio_job_file() {
 }
 
 #[test]
+fn surface_scan_job_file() {
+    // Its fill takes the whole filesystem: a small one.
+    let path = example("fio/surface-scan.fio");
+    runs_cleanly(
+        "surface-scan job file",
+        &[
+            "fio",
+            path.to_str().unwrap(),
+            "--fs",
+            "ext4",
+            "--image-size",
+            "64M",
+        ],
+    );
+}
+
+#[test]
 fn ffsb_suite() {
     suite_runs("ffsb.toml");
 }

@@ -380,32 +380,6 @@ fn dedupe_modes_repeat_blocks_in_the_share_fio_s_written_file_has() {
     assert_nothing_left(dir.path());
 }
 
-/// An ext4 filesystem on a loop device, mounted on `dir/ext4`; unmounted when dropped.
-struct Ext4 {
-    path: PathBuf,
-    _device: LoopDevice,
-}
-
-impl Ext4 {
-    fn mount(dir: &Path) -> Ext4 {
-        let device = LoopDevice::blank(64);
-        assert!(status(Command::new("mkfs.ext4").args(["-q", "-F", &device.dev])).success());
-        let path = dir.join("ext4");
-        std::fs::create_dir(&path).unwrap();
-        assert!(status(Command::new("mount").arg(&device.dev).arg(&path)).success());
-        Ext4 {
-            path,
-            _device: device,
-        }
-    }
-}
-
-impl Drop for Ext4 {
-    fn drop(&mut self) {
-        status(Command::new("umount").arg(&self.path));
-    }
-}
-
 /// The `EXT4_IOC_MOVE_EXT` calls of a strace log: each move's `orig_start` and `len`
 /// where strace decodes them, else (Debian's strace 6 prints the request's number and the
 /// argument's address) its result.
@@ -457,7 +431,7 @@ fn e4defrag_moves_blocks_from_its_donor_as_fio_s_engine_and_needs_ext4() {
         return;
     }
     let top = tempdir();
-    let ext4 = Ext4::mount(top.path());
+    let ext4 = Ext4::mount(top.path(), 64);
     for inplace in ["0", "1"] {
         let job = job.replace("inplace=0", &format!("inplace={inplace}"));
         let jobfile = job_file(state.path(), &job);

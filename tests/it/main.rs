@@ -33,6 +33,7 @@ mod fio_cpuio;
 mod fio_data;
 mod fio_engines;
 mod fio_files;
+mod fio_groups;
 mod fio_jobs;
 mod fio_latency;
 mod fio_opts;

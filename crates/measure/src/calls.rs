@@ -208,8 +208,19 @@ pub fn direct_alignment(dir: BorrowedFd<'_>) -> Result<(String, u64), FsbenchErr
     .ok()
     .map(|s| s.stx_dio_offset_align as u64)
     .filter(|a| *a > 0)
-    .unwrap_or(4096);
+    .unwrap_or_else(|| probed_alignment(&file));
     Ok((fs, align))
+}
+
+/// O_DIRECT's alignment on a filesystem that does not say it (statx's DIOALIGN: tmpfs,
+/// for one, takes 512-byte direct I/O and reports nothing): 512 bytes where a 512-byte
+/// direct write at offset 512 of the (unlinked) probe file succeeds, else 4096 bytes.
+fn probed_alignment(file: &rustix::fd::OwnedFd) -> u64 {
+    let mut block = Aligned::new(512);
+    match rustix::io::pwrite(file, block.buf(), 512) {
+        Ok(512) => 512,
+        _ => 4096,
+    }
 }
 
 #[cfg(test)]
@@ -226,6 +237,37 @@ mod tests {
         );
         // A shorter name over a longer one: its NUL ends it.
         assert_eq!(numbered_name(&mut buf, b"d", 7), c"d7");
+    }
+
+    #[test]
+    fn a_filesystem_silent_on_its_direct_alignment_gets_the_one_it_takes() {
+        use rustix::fs::{Mode, OFlags};
+        // tmpfs reports no DIOALIGN; where it takes 512-byte direct I/O (Linux 6.6 on), that
+        // is its alignment, as fio finds by doing it.
+        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+            return;
+        };
+        let fd = rustix::fs::open(
+            dir.path(),
+            OFlags::DIRECTORY | OFlags::RDONLY,
+            Mode::empty(),
+        )
+        .unwrap();
+        let Ok((_, align)) = direct_alignment(fd.as_fd()) else {
+            return;
+        };
+        let file = rustix::fs::openat(
+            &fd,
+            "f",
+            OFlags::RDWR | OFlags::CREATE | OFlags::DIRECT,
+            Mode::from(0o600),
+        )
+        .unwrap();
+        let mut block = Aligned::new(4096);
+        let takes_512 = rustix::io::pwrite(&file, &block.buf()[..512], 512).is_ok();
+        assert_eq!(align, if takes_512 { 512 } else { 4096 });
+        let whole = align as usize;
+        assert!(rustix::io::pwrite(&file, &block.buf()[..whole], align).is_ok());
     }
 
     #[test]

@@ -60,7 +60,8 @@ impl Filler {
             threads,
             (working_set / u64::from(threads.max(1))).max(1),
         );
-        let per_write = if c.refill {
+        // With `verify` and a pattern, fio writes the pattern whatever else is asked.
+        let per_write = if c.refill && (params.verify.is_none() || params.pattern.is_empty()) {
             PerWrite::Refill
         } else if c.scramble && c.compress_percent == 0 && params.verify.is_none() {
             PerWrite::Scramble

@@ -96,8 +96,10 @@ pub(crate) struct Job<'a> {
     pub io_jobs_left: Option<&'a AtomicU64>,
     /// fio's steady state check (`ss`), in the timed part.
     pub steady: Option<super::steady::Steady<'a>>,
-    /// fio's `verify`: the blocks written, stamped and checked at the end.
+    /// fio's `verify`: the blocks written, stamped and checked at the end; a job that only
+    /// reads checks each block it reads (`checks_reads`).
     verifier: Option<Verifier>,
+    checks_reads: bool,
     /// What the written blocks hold (fio's buffer options).
     filler: super::contents::Filler,
     /// The `mmap` engine's mappings, one per file (none with the other engines).
@@ -185,6 +187,8 @@ impl<'a> Job<'a> {
             steady: None,
             filler,
             verifier: Verifier::of(params, copy),
+            checks_reads: params.verify.is_some()
+                && params.rw.read_percent(params.rwmixread) == 100,
             maps,
             donor,
             backlog_due: false,
@@ -281,6 +285,28 @@ impl<'a> Job<'a> {
                 "io: {} ({} of {checked} blocks checked were wrong)",
                 m.message, m.count
             ))),
+        }
+    }
+
+    /// fio's `verify` in a job that only reads (the files a group before it wrote): the
+    /// block read into buffer `slot` checked once its latency is recorded, as fio's
+    /// `verify_io_u` checks it at completion (fio does whatever `do_verify` says); a wrong
+    /// one fails the job, or is an error gone past under `continue_on_error=verify`.
+    #[inline]
+    pub(crate) fn verify_read(&mut self, slot: usize, io: Next) -> Result<(), FsbenchError> {
+        let Some(v) = self.verifier.as_ref().filter(|_| self.checks_reads) else {
+            return Ok(());
+        };
+        let block = &self.bufs[slot].buf()[..io.len as usize];
+        let bad = v.check_read(block, io.offset, &self.names[io.file]);
+        self.out.verified += u64::from(io.len) / self.params.interval();
+        match bad {
+            None => Ok(()),
+            Some(_) if (self.params.errors).continues(ErrorKind::Verify, libc::EILSEQ) => {
+                self.out.stats.errored(libc::EILSEQ, None);
+                Ok(())
+            }
+            Some(message) => Err(FsbenchError::Failed(format!("io: {message}"))),
         }
     }
 
@@ -551,7 +577,9 @@ impl<'a> Job<'a> {
             }
             if self.checked(result, io)? {
                 self.complete(io, done, submitted, scheduled.unwrap_or(submitted), None)?;
-                if !io.read {
+                if io.read {
+                    self.verify_read(0, io)?;
+                } else {
                     self.note_write(io);
                 }
             }

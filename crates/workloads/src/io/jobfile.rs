@@ -13,6 +13,7 @@ use fsbench_measure::error::invalid;
 
 mod cap;
 mod fixups;
+mod groups;
 mod spelling;
 mod target;
 mod units;
@@ -102,11 +103,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
             global.extend(&s.options);
             continue;
         }
-        let (mut params, stonewall, new_group, wait_for) = job(s, &global, targets, cap)?;
-        let stonewall = match wait_for {
-            Some(line) => waits(line, &jobs)?,
-            None => stonewall,
-        };
+        let (mut params, stonewall, new_group) = job(s, &global, (targets, cap), &jobs)?;
         never_started |= ends_all && stonewall;
         ends_all |= exitall && exit_what(s, &global) == Some("all");
         if !jobs.is_empty() && (stonewall || new_group) {
@@ -134,7 +131,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
         }
         let checks = flag_of(s, &global, "verify_only");
         if checks || (after_check && !stonewall) {
-            verify_only(s, params, stonewall, checks, &mut jobs)?;
+            groups::verify_only(s, params, stonewall, checks, &mut jobs)?;
             after_check = true;
             continue;
         }
@@ -149,6 +146,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
     }
     jobs.iter().try_for_each(steady_by_group)?;
     jobs.iter_mut().for_each(dedupe_over_group);
+    groups::link(&mut jobs);
     Ok(jobs)
 }
 
@@ -178,51 +176,6 @@ fn flag_of(s: &Section, global: &[&Line], key: &str) -> bool {
         .rev()
         .find(|l| l.key.replace('-', "_") == key)
         .is_some_and(|l| spelling::flag(&l.value))
-}
-
-/// fio's `verify_only` job `s` (`checks`; else a job that would run beside one, refused):
-/// it writes nothing and checks that its files hold what its writes would put there. fsbench
-/// runs each group on fresh files, so it checks what the group before it wrote, once that
-/// group ends: it needs a `stonewall`, `verify`, and files a job of that group writes
-/// (the same `filename`).
-fn verify_only(
-    s: &Section,
-    params: IoParams,
-    stonewall: bool,
-    checks: bool,
-    jobs: &mut [IoParams],
-) -> anyhow::Result<()> {
-    let no = |why: &str| Err(invalid(format!("{}: job `{}`: {why}", s.at, s.name)));
-    if !checks {
-        return no(
-            "runs beside a `verify_only` job, which fsbench runs after the group before it: not implemented (give `stonewall`)",
-        );
-    }
-    if params.verify.is_none() {
-        return no("`verify_only` needs `verify` (how the blocks were stamped)");
-    }
-    let Some(group) = jobs.last_mut() else {
-        return no(
-            "`verify_only` checks what a job before it wrote, and there is none: every fsbench run starts on fresh files",
-        );
-    };
-    if !stonewall {
-        return no(
-            "`verify_only` beside the jobs that write its files would check them as they are written: give `stonewall`",
-        );
-    }
-    let writes_its_files = |j: &IoParams| {
-        j.directory == params.directory
-            && j.rw.read_percent(j.rwmixread) < 100
-            && params.filename.iter().all(|f| j.filename.contains(f))
-    };
-    if params.filename.is_empty() || !group.jobs().any(writes_its_files) {
-        return no(
-            "`verify_only` checks the files a job of the group before it writes (fsbench's runs start on fresh files): give it that job's `filename`",
-        );
-    }
-    group.verify_after.push(params);
-    Ok(())
 }
 
 /// fio's `dedupe_global` spreads a job's working set over the threads running with it:
@@ -292,14 +245,15 @@ fn waits(line: &Line, jobs: &[IoParams]) -> anyhow::Result<bool> {
 }
 
 /// One job: the global options then its own (a key given in both: its own wins, as in
-/// fio), whether it waits for the jobs before it (`stonewall`), whether it starts a
-/// reporting group of its own (`new_group`), and the job it waits for (`wait_for`).
-fn job<'s>(
-    s: &'s Section,
-    global: &[&'s Line],
-    targets: &Targets,
-    cap: &Cap,
-) -> anyhow::Result<(IoParams, bool, bool, Option<&'s Line>)> {
+/// fio), whether it waits for the jobs before it (`stonewall`, or `wait_for` a job of the
+/// groups so far, `jobs`), and whether it starts a reporting group of its own
+/// (`new_group`).
+fn job(
+    s: &Section,
+    global: &[&Line],
+    (targets, cap): (&Targets, &Cap),
+    jobs: &[IoParams],
+) -> anyhow::Result<(IoParams, bool, bool)> {
     // The io workload's options, each with the line that gave it; first fio's defaults
     // where the io workload's differ.
     let mut pairs: Vec<(String, String, &str)> = FIO_DEFAULTS
@@ -367,10 +321,27 @@ fn job<'s>(
             pairs.push((k, v, &line.at));
         }
     }
-    sized(s, raw, cap, &mut pairs)?;
+    let stonewall = match wait_for {
+        Some(line) => waits(line, jobs)?,
+        None => stonewall,
+    };
+    // The groups that ran before this job's: all so far, or all but the one it runs beside.
+    let earlier = match jobs.len() {
+        n if n > 0 && !stonewall => &jobs[..n - 1],
+        _ => jobs,
+    };
+    let sizeless = sized(s, raw, cap, &mut pairs)?;
     fixups::untimed_without_runtime(s, &mut pairs, &mut fio);
-    let params = params_of(s, &pairs, fio, raw)?;
-    Ok((params, stonewall, new_group, wait_for))
+    let params = params_of(
+        s,
+        &pairs,
+        (fio, raw),
+        (earlier, sizeless, cap.size.is_some()),
+    )?;
+    if params.existing_files {
+        groups::no_sizes_of_existing_files(s, global, &pairs)?;
+    }
+    Ok((params, stonewall, new_group))
 }
 
 /// fio reads `kb_base` before the sizes, wherever it is written in the job or its globals.
@@ -386,15 +357,16 @@ fn kb_base_of(s: &Section, global: &[&Line]) -> anyhow::Result<u64> {
     })
 }
 
-/// Job `s`'s size: given, or on a raw device the device's (as fio), or the cap's (fio takes
-/// an existing file's size, and fsbench's files are new: the cap bounds it); none is an
-/// error, as in fio ("you need to specify size=").
+/// Job `s`'s size: given, or on a raw device the device's (as fio), else whether it has
+/// none (`true`): it is then its existing files' (at most the cap's), where a group before
+/// it made them ([`params_of`]), as fio takes an existing file's size; a size is put in its
+/// place, the cap's or one without bound.
 fn sized<'s>(
     s: &'s Section,
     raw: Option<&Path>,
     cap: &Cap,
     pairs: &mut Vec<(String, String, &'s str)>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     if let (Some(_), Some((_, _, at))) = (raw, pairs.iter().find(|(k, _, _)| k == "offset_percent"))
     {
         return Err(invalid(format!(
@@ -402,7 +374,7 @@ fn sized<'s>(
         )));
     }
     let gives_size = |k: &str| matches!(k, "size" | "filesize" | "size_percent");
-    // fio's `fill_device` sizes the job by the free space.
+    // fio's `fill_device` writes until the filesystem is full.
     let fills = |k: &str, v: &str| k == "fill_device" && spelling::flag(v);
     if let (Some(device), false) = (raw, pairs.iter().any(|(k, _, _)| gives_size(k))) {
         let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;
@@ -413,16 +385,12 @@ fn sized<'s>(
     if pairs.iter().any(|(k, v, _)| burns(k, v)) && !pairs.iter().any(|(k, _, _)| gives_size(k)) {
         pairs.push(("size".into(), "256m".into(), &s.at));
     }
-    if let (Some(size), false) = (cap.size, pairs.iter().any(|(k, _, _)| gives_size(k))) {
-        pairs.push(("size".into(), size.to_string(), &s.at));
+    if pairs.iter().any(|(k, v, _)| gives_size(k) || fills(k, v)) {
+        return Ok(false);
     }
-    if !pairs.iter().any(|(k, v, _)| gives_size(k) || fills(k, v)) {
-        return Err(invalid(format!(
-            "{}: job `{}` has no `size` (nor `filesize`): fio needs one, and so does fsbench",
-            s.at, s.name
-        )));
-    }
-    Ok(())
+    let size = cap.size.unwrap_or(super::params::UNBOUNDED);
+    pairs.push(("size".into(), size.to_string(), &s.at));
+    Ok(true)
 }
 
 /// Job `s`'s parameters from its options (each with the line that gave it): an error of the
@@ -430,8 +398,8 @@ fn sized<'s>(
 fn params_of(
     s: &Section,
     pairs: &[(String, String, &str)],
-    fio: fsbench_model::fio::FioJob,
-    raw: Option<&Path>,
+    (fio, raw): (fsbench_model::fio::FioJob, Option<&Path>),
+    (earlier, sizeless, capped): (&[IoParams], bool, bool),
 ) -> anyhow::Result<IoParams> {
     let at_of = |e: &anyhow::Error| {
         let text = e.to_string();
@@ -457,6 +425,14 @@ fn params_of(
     if let Some(device) = raw {
         params.filename = vec![device.display().to_string()];
         params.raw_device = true;
+    }
+    params.existing_files = groups::uses_earlier_files(&params, earlier);
+    params.size_of_files = sizeless && params.existing_files;
+    if sizeless && !params.existing_files && !capped {
+        return Err(invalid(format!(
+            "{}: job `{}` has no `size` (nor `filesize`), and no group before it made its files: fio needs one, and so does fsbench",
+            s.at, s.name
+        )));
     }
     params
         .validate()

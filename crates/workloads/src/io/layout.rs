@@ -6,6 +6,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::fs::{Mode, OFlags};
 
+mod earlier;
 mod fill;
 pub(super) use fill::full;
 
@@ -124,6 +125,7 @@ impl Io {
                         name,
                         size,
                         reads,
+                        named: !p.filename.is_empty() || p.filename_format.is_some(),
                         is_dir: matches!(p.engine, Engine::DirStat | Engine::DirDelete),
                         fallocate: if p.fill_device {
                             Fallocate::None
@@ -139,13 +141,20 @@ impl Io {
 
     /// fio's "Laying out IO file": every job's files made at their size (in their
     /// `directory`), one unit per file with the bytes written. Files only written get their
-    /// blocks allocated as `fallocate` says; files that are read are written in full.
+    /// blocks allocated as `fallocate` says; files that are read are written in full. First
+    /// the groups before it whose files it uses run again: a file they left that is as
+    /// large as the jobs need stays as it is, a smaller one is made anew (fio's rule).
     pub(super) fn layout(
         &mut self,
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
     ) -> Result<(), FsbenchError> {
-        self.fit_to_free_space(dir);
+        // Files a group before this one left, run again before it (and before each group
+        // run again that uses them), are kept as fio keeps them.
+        let keeps = self.params.jobs().any(|p| p.existing_files);
+        self.run_earlier_groups(dir)?;
+        self.fit_to_files(dir)?;
+        self.fit_to_filesystem(dir);
         let mut buf = Aligned::new(1 << 20);
         let mut fill = pattern::Rng::new(self.params.randseed);
         pattern::fill_random(buf.buf(), &mut fill);
@@ -157,7 +166,14 @@ impl Io {
             };
             make_parents(dir, &file.name).map_err(failed)?;
             if file.is_dir {
-                rustix::fs::mkdirat(dir, file.name.as_str(), Mode::from(0o700)).map_err(failed)?;
+                match rustix::fs::mkdirat(dir, file.name.as_str(), Mode::from(0o700)) {
+                    Err(rustix::io::Errno::EXIST) if keeps => {}
+                    made => made.map_err(failed)?,
+                }
+                rec.unit_done(0)?;
+                continue;
+            }
+            if keeps && !made_anew(dir, &file)? {
                 rec.unit_done(0)?;
                 continue;
             }
@@ -214,8 +230,24 @@ pub(super) struct LaidOut {
     name: String,
     size: u64,
     reads: bool,
+    /// Named by the job file (`filename`, `filename_format`), not by fsbench.
+    named: bool,
     is_dir: bool,
     fallocate: Fallocate,
+}
+
+/// Whether `file` is to be laid out where a group before this one may have left it: not
+/// where it is as large as the jobs need; where it is smaller, it is removed first, as
+/// fio makes such a file anew. A file fsbench named is another job's in fio (fio names
+/// it after its job): made anew.
+fn made_anew(dir: BorrowedFd<'_>, file: &LaidOut) -> Result<bool, FsbenchError> {
+    match earlier::existing_size(dir, &file.name)? {
+        None => Ok(true),
+        Some(size) if file.named && size >= file.size => Ok(false),
+        Some(_) => rustix::fs::unlinkat(dir, file.name.as_str(), rustix::fs::AtFlags::empty())
+            .map(|()| true)
+            .map_err(|e| FsbenchError::Failed(format!("io: unlink {}: {e}", file.name))),
+    }
 }
 
 /// A written file's blocks, as fio's `fallocate` says; its size set either way.

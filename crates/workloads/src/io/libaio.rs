@@ -214,7 +214,12 @@ impl State {
                 .expect("a completion of an I/O in flight");
             self.free.push(slot);
             self.inflight -= 1;
-            job.completed_async(s.io, event.res, (s.prepped, s.submitted, s.due), done)?;
+            job.completed_async(
+                (s.io, slot),
+                event.res,
+                (s.prepped, s.submitted, s.due),
+                done,
+            )?;
         }
         Ok(())
     }

@@ -29,6 +29,7 @@ mod pacing;
 pub(crate) use pacing::Pacing;
 mod cmdprio;
 mod placement;
+mod space;
 pub use cmdprio::{CmdPrio, PrioShares};
 pub(crate) use placement::list as kernel_list;
 #[cfg(test)]
@@ -45,7 +46,6 @@ mod zones;
 pub use zones::Strided;
 
 pub use choices::{Distribution, Engine, Fallocate, FileService, Rw, SyncIo, Zones};
-#[cfg(test)]
 pub(crate) use values::UNBOUNDED;
 pub(super) use values::parse_time;
 use values::{block_sizes, files, rates, rw_modifier, sizes, thinktime, time_range};
@@ -135,7 +135,7 @@ pub struct IoParams {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verify_dump: bool,
     /// fio's `fill_device`: the job writes until the filesystem is full (its size at most
-    /// the free space), and that ends it without an error.
+    /// the filesystem's), and that ends it without an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fill_device: bool,
     /// fio's e4defrag engine: its donor file (`donorname`), allocated at each move with
@@ -260,6 +260,19 @@ pub struct IoParams {
     /// blocks each would write are checked in their files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify_after: Vec<IoParams>,
+    /// The groups before this one in its job file whose files it uses (the same names), in
+    /// order: fio keeps a job file's files from group to group, so they run again, untimed,
+    /// in the run's fresh directory before its files are laid out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_groups: Vec<IoParams>,
+    /// The job's files are those a group before it made: laid out only where smaller than
+    /// it needs (as fio's); a job that only reads may `verify` them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub existing_files: bool,
+    /// A job without `size` on such files: its size is theirs (at most `size`), found when
+    /// they are laid out, as fio takes an existing file's size.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub size_of_files: bool,
     /// What its job file said of it for fio's outputs: options as written, groups, logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio: Option<Box<fsbench_model::fio::FioJob>>,
@@ -386,6 +399,9 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         beside: Vec::new(),
         never_started: Vec::new(),
         verify_after: Vec::new(),
+        earlier_groups: Vec::new(),
+        existing_files: false,
+        size_of_files: false,
         fio: None,
     })
 }
@@ -446,11 +462,16 @@ impl IoParams {
 }
 
 impl IoParams {
-    /// How many jobs run beside this one, for its description.
+    /// How many jobs run beside this one, and the groups that run again before it, for its
+    /// description.
     fn beside_described(&self) -> String {
-        match self.beside.len() {
+        let beside = match self.beside.len() {
             0 => String::new(),
             n => format!("; {n} more job(s) at the same time"),
+        };
+        match self.earlier_groups.len() {
+            0 => beside,
+            n => beside + &format!("; after {n} earlier group(s) run again, untimed"),
         }
     }
 }
@@ -493,6 +514,11 @@ impl WorkloadParams for IoParams {
         }
         let limit = if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
+        } else if self.size_of_files {
+            format!(
+                "{} pass(es) of the files a group before it made",
+                self.loops
+            )
         } else if self.fill_device {
             format!(
                 "until the filesystem is full (at most {})",
@@ -514,7 +540,10 @@ impl WorkloadParams for IoParams {
                 _ => format!(" as {}", self.workers.name()),
             },
             self.nrfiles,
-            format_bytes(self.filesize),
+            match self.size_of_files {
+                true => "their size".to_string(),
+                false => format_bytes(self.filesize),
+            },
             self.engine.name(),
             self.depth(),
         ) + &(self.placement.describe()).map_or(String::new(), |placed| format!(", {placed}"))
@@ -527,21 +556,7 @@ impl WorkloadParams for IoParams {
     }
 
     fn space_needed(&self) -> Option<SpaceNeed> {
-        let mut need = SpaceNeed::exactly(0, 8);
-        for job in self.jobs().filter(|j| !j.raw_device) {
-            let files = u64::from(job.nrfiles).checked_mul(u64::from(job.numjobs))?;
-            // A fill job takes whatever is free; one that goes on past a full disk, or has no
-            // files, needs none.
-            let bytes = if job.fill_device || job.fills_up() || job.engine.diskless() {
-                0
-            } else {
-                job.filesize.checked_mul(files)?.checked_mul(21)? / 20
-            };
-            need.bytes = need.bytes.checked_add(bytes)?;
-            need.inodes = need.inodes.checked_add(files)?;
-        }
-        need.ideal_bytes = need.bytes;
-        Some(need)
+        space::needed(self)
     }
 
     fn phases(&self) -> Cow<'static, [PhaseInfo]> {
@@ -560,9 +575,10 @@ impl WorkloadParams for IoParams {
         Some(self.workers)
     }
 
-    /// Under `--shared-dir` the ranks' jobs share their files (IOR without `-F`).
+    /// Under `--shared-dir` the ranks' jobs share their files (IOR without `-F`); not the
+    /// groups a group runs again first, which every rank would make at once.
     fn mpi_shares_directory(&self) -> bool {
-        true
+        self.earlier_groups.is_empty()
     }
 
     fn rank_instance(&self, rank: &RankShare<'_>) -> Box<dyn Workload> {

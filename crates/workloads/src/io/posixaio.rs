@@ -101,7 +101,7 @@ impl State {
                     let (slot, res) = self.done[i];
                     let s = self.slots[slot].take().expect("a completion in flight");
                     self.free.push(slot);
-                    job.completed_async(s.io, res, (s.prepped, s.submitted, s.due), done)?;
+                    job.completed_async((s.io, slot), res, (s.prepped, s.submitted, s.due), done)?;
                 }
                 if !full || self.inflight <= low || self.done.is_empty() {
                     break;

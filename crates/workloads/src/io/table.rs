@@ -164,7 +164,7 @@ const OPTIONS: &[OptionDef] = &[
     OptionDef::new(
         "fill-device",
         OptKind::Flag,
-        "write until the filesystem is full (ENOSPC ends the job without error); size: the free space unless given",
+        "write until the filesystem is full (ENOSPC ends the job without error); size: the filesystem's unless given",
     ),
     OptionDef::new(
         "donorname",

@@ -296,7 +296,7 @@ impl State {
             self.free.push(slot);
             self.inflight -= 1;
             job.completed_async(
-                s.io,
+                (s.io, usize::from(slot)),
                 i64::from(cqe.result()),
                 (s.prepped, s.submitted, s.due),
                 done,

@@ -65,7 +65,9 @@ pub(crate) struct Verifier {
     algorithm: Algorithm,
     /// Bytes per header (fio's `verify_interval`; the block size by default).
     interval: u64,
-    pattern: Vec<u8>,
+    /// An interval of `verify_pattern` (or `buffer_pattern`), repeated from its start;
+    /// empty without one.
+    expected: Vec<u8>,
     /// Per file, a bit per interval of its region: written by the job and not checked since.
     written: Vec<Vec<u64>>,
     region_start: u64,
@@ -87,11 +89,20 @@ impl Verifier {
     /// The verification a job's `verify` options ask for, if any.
     pub(crate) fn of(params: &IoParams, copy: u32) -> Option<Verifier> {
         let interval = params.interval();
-        let words = (params.region() / interval).div_ceil(64) as usize;
+        // A job that only reads checks what it reads: it notes no blocks written.
+        let words = match params.rw.read_percent(params.rwmixread) {
+            100 => 0,
+            _ => (params.region() / interval).div_ceil(64) as usize,
+        };
+        let mut expected = Vec::new();
+        if !params.pattern.is_empty() {
+            expected.resize(interval as usize, 0);
+            fill_pattern(&mut expected, &params.pattern);
+        }
         Some(Verifier {
             algorithm: params.verify?,
             interval,
-            pattern: params.pattern.clone(),
+            expected,
             written: vec![vec![0; words]; params.nrfiles as usize],
             region_start: params.copy_offset(copy),
             // Nothing to check during the job when the end checks nothing either.
@@ -171,14 +182,9 @@ impl Verifier {
                     if self.algorithm == Algorithm::Null {
                         continue;
                     }
-                    if let Some((why, wrong)) = self.check(&buf[..got], offset, len) {
-                        let mut message = format!(
-                            "{why} at file {} offset {offset}, length {len} (requested block: offset={offset}, length={len})",
-                            names[file]
-                        );
-                        if self.dump {
-                            message += &self.dump_block(&names[file], offset, &buf[..got], wrong);
-                        }
+                    if let Some(wrong) = self.check(&buf[..got], offset, len) {
+                        let at = [(offset, len), (offset, len)];
+                        let message = self.report(&names[file], wrong, at, &buf[..got]);
                         let m = first.get_or_insert(Mismatch { message, count: 0 });
                         m.count += 1;
                     }
@@ -186,6 +192,42 @@ impl Verifier {
             }
         }
         Ok((checked, first))
+    }
+
+    /// A block a job that only reads read at `offset` (of file `name`), each interval
+    /// checked as fio's `verify_io_u` checks a read-only job's reads (of files a group
+    /// before it wrote): the first wrong interval, reported as fio reports it, the block read
+    /// being the requested one. As fio's on data another job wrote, no count of writes is
+    /// checked (fsbench stamps none); the header's offset and the pattern are.
+    pub(crate) fn check_read(&self, block: &[u8], offset: u64, name: &str) -> Option<String> {
+        if self.algorithm == Algorithm::Null {
+            return None;
+        }
+        let len = self.interval as usize;
+        (block.chunks(len).enumerate()).find_map(|(i, got)| {
+            let at = offset + (i * len) as u64;
+            let wrong = self.check(got, at, len)?;
+            Some(self.report(name, wrong, [(at, len), (offset, block.len())], got))
+        })
+    }
+
+    /// A wrong interval (`got`, of file `name`) in fio's words: what is wrong, where (the
+    /// interval's offset and length, then the requested block's), and what `verify_dump`
+    /// dumped of it.
+    fn report(
+        &self,
+        name: &str,
+        (why, wrong): (String, Wrong),
+        [(offset, len), (block, block_len)]: [(u64, usize); 2],
+        got: &[u8],
+    ) -> String {
+        let mut message = format!(
+            "{why} at file {name} offset {offset}, length {len} (requested block: offset={block}, length={block_len})"
+        );
+        if self.dump {
+            message += &self.dump_block(name, offset, got, wrong);
+        }
+        message
     }
 
     /// What is wrong with one interval read back, in fio's words, and which part; `None`
@@ -197,13 +239,7 @@ impl Verifier {
             return Some((why, Wrong::Header));
         }
         if a == Algorithm::Pattern {
-            let bad = (0..len).find(|i| got[*i] != self.pattern[*i % self.pattern.len()])?;
-            let why = format!(
-                "verify: bad pattern block offset {bad}: pattern: verify failed, wanted {:#04x}, got {:#04x}",
-                self.pattern[bad % self.pattern.len()],
-                got[bad]
-            );
-            return Some((why, Wrong::Pattern));
+            return self.bad_pattern(&got[..len], 0);
         }
         let magic = u16::from_le_bytes([got[0], got[1]]);
         if magic != MAGIC {
@@ -217,6 +253,10 @@ impl Verifier {
                 a.name()
             );
             return Some((why, Wrong::Header));
+        }
+        // fio's `meta` checks the pattern after the header, where a job gives one.
+        if a == Algorithm::Meta && !self.expected.is_empty() {
+            return self.bad_pattern(&got[..len], HEADER);
         }
         let n = a.digest_len();
         let mut sum = [0u8; 64];
@@ -232,6 +272,21 @@ impl Verifier {
             return Some((why, Wrong::Checksum));
         }
         None
+    }
+
+    /// The first byte of an interval from `from` on that is not the pattern's, in fio's
+    /// words (compared whole first: a read-only job checks every block it reads).
+    fn bad_pattern(&self, got: &[u8], from: usize) -> Option<(String, Wrong)> {
+        let want = &self.expected[..got.len()];
+        if got[from..] == want[from..] {
+            return None;
+        }
+        let bad = (from..got.len()).find(|&i| got[i] != want[i])?;
+        let why = format!(
+            "verify: bad pattern block offset {bad}: pattern: verify failed, wanted {:#04x}, got {:#04x}",
+            want[bad], got[bad]
+        );
+        Some((why, Wrong::Pattern))
     }
 
     /// fio's `verify_dump`: the wrong block `got` (of file `name`, at `offset`) written to
@@ -254,9 +309,7 @@ impl Verifier {
             Wrong::Checksum => dump("received", got),
             Wrong::Pattern => {
                 dump("received", got);
-                let mut expected = vec![0; got.len()];
-                fill_pattern(&mut expected, &self.pattern);
-                dump("expected", &expected);
+                dump("expected", &self.expected[..got.len()]);
             }
         }
         said

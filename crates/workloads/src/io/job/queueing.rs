@@ -96,13 +96,13 @@ impl Job<'_> {
         Ok(false)
     }
 
-    /// An asynchronous engine's completion of `io` at `done` (its raw result: bytes or the
-    /// negated errno): its length checked (an error gone past counts nothing more), its
-    /// latencies recorded (submission from `prepped` to `submitted`), a write noted for the
-    /// syncs.
+    /// An asynchronous engine's completion of `io` (in buffer `slot`) at `done` (its raw
+    /// result: bytes or the negated errno): its length checked (an error gone past counts
+    /// nothing more), its latencies recorded (submission from `prepped` to `submitted`), a
+    /// write noted for the syncs, a read checked where the job verifies what it reads.
     pub(crate) fn completed_async(
         &mut self,
-        io: Next,
+        (io, slot): (Next, usize),
         res: i64,
         (prepped, submitted, due): (Instant, Instant, Instant),
         done: Instant,
@@ -117,7 +117,9 @@ impl Job<'_> {
         }
         let slat = submitted.saturating_duration_since(prepped).as_nanos() as u64;
         self.complete(io, done, submitted, due, Some(slat))?;
-        if !io.read {
+        if io.read {
+            self.verify_read(slot, io)?;
+        } else {
             self.note_write(io);
         }
         Ok(())

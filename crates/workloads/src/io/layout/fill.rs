@@ -1,7 +1,7 @@
-//! fio's `fill_device` on a filesystem: the job writes until the filesystem is full, its
-//! size the free space found when its files are laid out (or less, where `size` or
-//! `--cap size=` says so), and the write the filesystem has no room for (ENOSPC, EDQUOT)
-//! ends the job without an error, as fio's does.
+//! fio's `fill_device` on a filesystem: the job writes until the filesystem is full (its
+//! size at most the filesystem's, or less where `size` or `--cap size=` says so), and the
+//! write the filesystem has no room for (ENOSPC, EDQUOT) ends the job without an error, as
+//! fio's does.
 
 use std::os::fd::BorrowedFd;
 
@@ -41,26 +41,33 @@ impl IoParams {
 }
 
 impl Io {
-    /// Each fill job's files at most the free space of the filesystem of `dir` (in whole
-    /// blocks), found before the layout: what the job can write before it is full.
-    pub(in crate::io) fn fit_to_free_space(&mut self, dir: BorrowedFd<'_>) {
+    /// Each fill job's files at most the size of the filesystem of `dir` (in whole blocks):
+    /// the job ends at the write that finds it full.
+    pub(in crate::io) fn fit_to_filesystem(&mut self, dir: BorrowedFd<'_>) {
         if !self.params.jobs().any(|p| p.fill_device) {
             return;
         }
-        let free = fsbench_measure::calls::free_bytes(dir);
-        fit(&mut self.params, free);
+        let most = filesystem_size(dir);
+        fit(&mut self.params, most);
         for job in &mut self.params.beside {
-            fit(job, free);
+            fit(job, most);
         }
     }
 }
 
-fn fit(p: &mut IoParams, free: u64) {
+/// The size of the filesystem of `dir`, which no file outgrows; unknown: unlimited. Not its
+/// free space: fio's fill writes until ENOSPC, so as root into the blocks a filesystem keeps
+/// for root (ext4's 5%), and past the blocks others took since it began.
+fn filesystem_size(dir: BorrowedFd<'_>) -> u64 {
+    rustix::fs::fstatvfs(dir).map_or(u64::MAX, |s| s.f_blocks.saturating_mul(s.f_frsize))
+}
+
+fn fit(p: &mut IoParams, most: u64) {
     if !p.fill_device {
         return;
     }
     let bs = p.max_bs().max(1);
-    let region = (p.region().min(free) / bs * bs).max(bs);
+    let region = (p.region().min(most) / bs * bs).max(bs);
     p.filesize = p.offset + region;
     p.size = p.size.min(region.saturating_mul(u64::from(p.nrfiles)));
 }

@@ -10,6 +10,9 @@ impl IoParams {
     /// Every option the job was given, checked against the others (and its jobs beside it).
     pub(super) fn check(&self) -> anyhow::Result<()> {
         self.beside.iter().try_for_each(WorkloadParams::validate)?;
+        self.earlier_groups
+            .iter()
+            .try_for_each(WorkloadParams::validate)?;
         self.validate_names()?;
         let no = |msg: String| Err(invalid(format!("io: {msg}")));
         if self.offset >= self.filesize {

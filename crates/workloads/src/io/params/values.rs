@@ -13,7 +13,7 @@ pub(in crate::io) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
 
 /// fio's times that are microseconds when bare (`thinktime`), in microseconds.
 /// A fill job's size when its job gives none: it stops where the filesystem is full, long
-/// before this (the layout bounds it by the free space).
+/// before this (the layout bounds it by the filesystem's size).
 pub(crate) const UNBOUNDED: u64 = 1 << 50;
 
 pub(super) fn parse_micros(key: &str, text: &str) -> anyhow::Result<u64> {
@@ -204,7 +204,7 @@ pub(super) fn sizes(p: &Parsed, nrfiles: u32, smallest: u64) -> anyhow::Result<(
         let moved = (share - share % smallest).saturating_mul(files);
         return Ok((p.num("io-size").unwrap_or(moved), filesize, offset));
     }
-    // fio's `fill_device` without a size: bounded by the free space when laid out.
+    // fio's `fill_device` without a size: bounded by the filesystem's size when laid out.
     let fills = p.flag("fill-device") && !p.explicit("size") && !p.explicit("filesize");
     let size = p
         .num("size")
