@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
-use crate::replay::{assert_faithful, can_capture, capture, captured, replay};
+use crate::replay::{
+    assert_faithful, can_capture, capture_by, captured, captured_by, replay, tracers,
+};
 
 const CASES: &str = include_str!("fixtures/capture_cases.c");
 
@@ -37,18 +39,20 @@ fn every_pattern_is_followed_to_the_file_it_is() {
     for (name, size) in [("cfr", 5000), ("src", 3000), ("lnk", 100), ("mv", 50)] {
         std::fs::write(outside.join(name), vec![b'o'; size]).unwrap();
     }
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("cases.trace");
-    capture(
-        &orig,
-        &trace,
-        &[program.to_str().unwrap(), outside.to_str().unwrap()],
-    );
-    let replayed = work.path().join("replayed");
-    let report = replay(&trace, &replayed);
-    assert_faithful(&report, &orig, &replayed);
-    let t = tree(&replayed);
+    for tracer in tracers("the capture cases") {
+        let cmd = [program.to_str().unwrap(), outside.to_str().unwrap()];
+        let name = format!("cases-{tracer}");
+        let (orig, trace) = captured_by(work.path(), &name, &cmd, Some(tracer));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        every_pattern_replays(&trace, &orig, &replayed);
+    }
+}
+
+/// The capture cases' trace replayed into `replayed` as they ran in `orig`.
+fn every_pattern_replays(trace: &Path, orig: &Path, replayed: &Path) {
+    let report = replay(trace, replayed);
+    assert_faithful(&report, orig, replayed);
+    let t = tree(replayed);
     // Every awkward name made, in its awkward directory.
     for name in [
         "d ir",
@@ -98,6 +102,35 @@ fn every_pattern_is_followed_to_the_file_it_is() {
     assert!(c["write"] < 20, "{c:?}");
 }
 
+/// Threads of two processes opening, renaming, closing and unlinking at once, a number one
+/// thread closes given to another's open at once: every call followed to its file.
+#[test]
+fn threads_racing_on_one_descriptor_table_are_followed() {
+    if !can_capture("threads racing", &["cc"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let source = work.path().join("threads.c");
+    std::fs::write(&source, include_str!("fixtures/capture_threads.c")).unwrap();
+    let program = work.path().join("threads");
+    let built = run(Command::new("cc")
+        .args(["-O", "-pthread", "-o"])
+        .arg(&program)
+        .arg(&source));
+    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    for tracer in tracers("threads racing") {
+        let name = format!("threads-{tracer}");
+        let cmd = [program.to_str().unwrap()];
+        let (orig, trace) = captured_by(work.path(), &name, &cmd, Some(tracer));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        let report = replay(&trace, &replayed);
+        assert_faithful(&report, &orig, &replayed);
+        // 8 threads of 300 rounds: an open, a write and a close each.
+        let c = &report.captured;
+        assert_eq!((c["open"], c["close"]), (2400, 2400), "{tracer}: {c:?}");
+    }
+}
+
 /// `capture --show`'s text of `trace`, and each figure of its `program` line by the words
 /// before it.
 fn program_figures(trace: &Path) -> (String, impl Fn(&str) -> f64) {
@@ -126,17 +159,26 @@ fn capture_records_the_programs_own_time() {
         return;
     }
     let work = tmpfs_tempdir();
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("sleep.trace");
-    // Half a second of the program's own time between two files.
-    capture(&orig, &trace, &["sh", "-c", ": > a; sleep 0.5; : > b"]);
-    let (shown, figure) = program_figures(&trace);
-    // Its own time holds the half second (less an estimate's error: strace's cost is
-    // estimated on a machine that may be busy); under capture, strace's cost is added.
-    let (own, under) = (figure("own "), figure("under capture "));
-    assert!((0.4..30.0).contains(&own), "{shown}");
-    assert!(under > own, "{shown}");
+    for tracer in tracers("the program's time under capture") {
+        // Half a second of the program's own time between two files.
+        let cmd = ["sh", "-c", ": > a; sleep 0.5; : > b"];
+        let (_, trace) = captured_by(work.path(), tracer, &cmd, Some(tracer));
+        let (shown, figure) = program_figures(&trace);
+        assert!(
+            shown.contains(&format!("\ntracer    {tracer}\n")),
+            "{shown}"
+        );
+        // Its own time holds the half second (less an estimate's error: strace's cost is
+        // estimated on a machine that may be busy); under capture, strace's cost is added.
+        // Nothing stops the program under bpf: its time under capture is its own.
+        let (own, under) = (figure("own "), figure("under capture "));
+        assert!((0.4..30.0).contains(&own), "{shown}");
+        if tracer == "strace" {
+            assert!(under > own, "{shown}");
+        } else {
+            assert_eq!(under, own, "{shown}");
+        }
+    }
 }
 
 /// strace's cost per call is read from the capture's own intervals: for a program made of
@@ -152,7 +194,7 @@ fn straces_cost_is_read_from_the_programs_own_calls() {
     std::fs::create_dir(&orig).unwrap();
     let trace = work.path().join("dd.trace");
     let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
-    capture(&orig, &trace, &["sh", "-c", dd]);
+    capture_by(&orig, &trace, &["sh", "-c", dd], Some("strace"));
     let (shown, figure) = program_figures(&trace);
     let (own, under, per_call) = (
         figure("own "),
