@@ -34,12 +34,13 @@ fn every_pattern_is_followed_to_the_file_it_is() {
     }
     let work = tmpfs_tempdir();
     let program = compiled(work.path());
-    let outside = work.path().join("outside");
-    std::fs::create_dir(&outside).unwrap();
-    for (name, size) in [("cfr", 5000), ("src", 3000), ("lnk", 100), ("mv", 50)] {
-        std::fs::write(outside.join(name), vec![b'o'; size]).unwrap();
-    }
     for tracer in tracers("the capture cases") {
+        // Made anew for each: the program renames one of them away.
+        let outside = work.path().join(format!("outside-{tracer}"));
+        std::fs::create_dir(&outside).unwrap();
+        for (name, size) in [("cfr", 5000), ("src", 3000), ("lnk", 100), ("mv", 50)] {
+            std::fs::write(outside.join(name), vec![b'o'; size]).unwrap();
+        }
         let cmd = [program.to_str().unwrap(), outside.to_str().unwrap()];
         let name = format!("cases-{tracer}");
         let (orig, trace) = captured_by(work.path(), &name, &cmd, Some(tracer));

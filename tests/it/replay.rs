@@ -39,11 +39,6 @@ pub(crate) fn tracers(test: &str) -> Vec<&'static str> {
     }
 }
 
-/// `fsbench capture` of `cmd` run in `root`, with the default tracer.
-pub(crate) fn capture(root: &Path, trace: &Path, cmd: &[&str]) {
-    capture_by(root, trace, cmd, None);
-}
-
 /// `fsbench capture` of `cmd` run in `root`, with `tracer` (`None`: the default).
 pub(crate) fn capture_by(root: &Path, trace: &Path, cmd: &[&str], tracer: Option<&str>) {
     let state = tempdir();
@@ -287,7 +282,13 @@ fn git_clone_and_checkout_replayed_make_the_same_calls_and_tree() {
     ];
     let tracers = tracers("git capture and replay");
     for (tracer, (name, clone)) in tracers.iter().flat_map(|t| cases.map(|c| (*t, c))) {
-        let cmd = format!("{clone} ../repo c && git -C c checkout -q other && git -C c status");
+        // A repository of each one's own: a clone's hard links count in its objects' links.
+        let copy = work.path().join(format!("repo-{tracer}-{name}"));
+        assert!(status(Command::new("cp").arg("-a").arg(&repo).arg(&copy)).success());
+        let cmd = format!(
+            "{clone} ../{} c && git -C c checkout -q other && git -C c status",
+            copy.file_name().unwrap().to_str().unwrap()
+        );
         let name = format!("{name}-{tracer}");
         let (orig, trace) = captured_by(work.path(), &name, &["sh", "-c", &cmd], Some(tracer));
         let replayed = work.path().join(format!("{name}-replayed"));
