@@ -1,6 +1,10 @@
 //! One system call as the kernel saw it: what the bpf tracer of `fsbench capture` records
 //! and the capture's parser reads.
 
+/// A path argument: which argument it is, and its string (`None`: the tracer could not read
+/// it).
+pub type PathArg<'a> = (usize, Option<&'a [u8]>);
+
 /// A call, its arguments as the registers held them, with the strings and the structure the
 /// tracer read from the program's memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +21,7 @@ pub struct SyscallRecord<'a> {
     pub ret: i64,
     /// The strings its path arguments named, by argument: `None` for one the tracer could
     /// not read (an argument that is NULL or points nowhere).
-    pub paths: [Option<(usize, Option<&'a [u8]>)>; 2],
+    pub paths: [Option<PathArg<'a>>; 2],
     /// The structure it points to (its first 8 or 24 bytes), when it has one the tracer
     /// read; `data_unread` when it could not.
     pub data: Option<[u64; 3]>,
