@@ -83,6 +83,7 @@ enum Chosen {
 
 /// The tracer `--tracer` asks for, or the best that can run here.
 fn choose(args: &CaptureArgs) -> anyhow::Result<Chosen> {
+    fsbench_capture_bpf::check_buffer(args.bpf_buffer).map_err(invalid)?;
     let strace = |why: Option<String>| -> anyhow::Result<Chosen> {
         let path = fsbench_measure::tools::require("strace", "strace").map_err(|e| match &why {
             Some(why) => {

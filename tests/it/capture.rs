@@ -132,6 +132,67 @@ fn threads_racing_on_one_descriptor_table_are_followed() {
     }
 }
 
+/// Where bpf cannot run (not root), strace records the calls and capture says why; asked
+/// for, bpf is an error that says why; a ring buffer of no size is refused.
+#[test]
+fn capture_says_why_strace_runs_where_bpf_cannot() {
+    if !is_root() || !has_tool("setpriv") || !can_capture("the tracer's fallback", &[]) {
+        skip("the tracer's fallback: needs root (to become nobody) and setpriv");
+        return;
+    }
+    let dir = tempdir();
+    std::fs::create_dir(dir.path().join("root")).unwrap();
+    for p in [dir.path().to_path_buf(), dir.path().join("root")] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let as_nobody = |args: &[&str]| {
+        output_within(
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_fsbench"))
+                .args(args)
+                .env("FSBENCH_STATE_DIR", dir.path().join("state"))
+                .current_dir(dir.path().join("root")),
+            limit(),
+        )
+    };
+    let out = as_nobody(&["capture", "-o", "../t.trace", "--", "sh", "-c", ": > a"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("note: strace records the calls: the bpf tracer cannot run here: "),
+        "{err}"
+    );
+    let (shown, _) = program_figures(&dir.path().join("t.trace"));
+    assert!(shown.contains("\ntracer    strace\n"), "{shown}");
+    let out = as_nobody(&[
+        "capture",
+        "--tracer",
+        "bpf",
+        "-o",
+        "../b.trace",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--tracer bpf: it cannot run here: "),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = as_nobody(&[
+        "capture",
+        "--bpf-buffer",
+        "3",
+        "-o",
+        "../c.trace",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("power of two"));
+}
+
 /// `capture --show`'s text of `trace`, and each figure of its `program` line by the words
 /// before it.
 fn program_figures(trace: &Path) -> (String, impl Fn(&str) -> f64) {

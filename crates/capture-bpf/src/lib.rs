@@ -69,12 +69,7 @@ pub fn load(buffer_mib: u32) -> Result<Loaded, String> {
             std::env::consts::ARCH
         ));
     }
-    if !buffer_mib.is_power_of_two() || buffer_mib > 2048 {
-        return Err(format!(
-            "--bpf-buffer {buffer_mib}: the ring buffer's size is a power of two of MiB, at \
-             most 2048"
-        ));
-    }
+    check_buffer(buffer_mib)?;
     let offset = child_pid_offset()?;
     let fork_program = (FORK_PROGRAMS.iter())
         .find(|(at, _)| *at == offset)
@@ -103,6 +98,17 @@ pub fn load(buffer_mib: u32) -> Result<Loaded, String> {
         })?;
     }
     Ok(Loaded { ebpf, fork_program })
+}
+
+/// Why `mib` MiB is no size for the ring buffer (a power of two, at most 2 GiB), if it is not.
+pub fn check_buffer(mib: u32) -> Result<(), String> {
+    if mib.is_power_of_two() && mib <= 2048 {
+        Ok(())
+    } else {
+        Err(format!(
+            "--bpf-buffer {mib}: the ring buffer's size is a power of two of MiB, at most 2048"
+        ))
+    }
 }
 
 /// Where `sched_process_fork` has the child's pid: its format file says (Linux 6.10 moved
