@@ -2,16 +2,16 @@
 //! otherwise) and writes its file-system calls beneath a root, with the root's state before
 //! it ran, as a trace for the replay workload; `--show` summarizes a trace.
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
 
 mod bpf;
 mod calibrate;
+mod strace;
 
 use super::output::write_stdout;
 use fsbench_measure::error::{FsbenchError, invalid};
@@ -19,11 +19,9 @@ use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::units::{format_bytes, group_thousands};
 use fsbench_testbed::testbed::check_dir_space;
 use fsbench_testbed::testbed::scratch::Scratch;
-use fsbench_workloads::command::process::{self, Exit, Step};
-use fsbench_workloads::replay::strace::{Parser, STRACE_ARGS, StopCost};
-use fsbench_workloads::replay::trace::{
-    Call, Entry, Left, Program, TraceWriter, Tracer, call_line,
-};
+use fsbench_workloads::command::process::{self, Exit};
+use fsbench_workloads::replay::strace::Parser;
+use fsbench_workloads::replay::trace::{Call, Entry, Left, Program, TraceWriter, call_line};
 use fsbench_workloads::replay::{Summary, left_at, replay_into, snapshot};
 
 #[derive(Debug, Args)]
@@ -173,22 +171,6 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     }
 }
 
-/// strace's command line before `-o`, with TZ set: where it is not, glibc stats
-/// /etc/localtime twice for each line strace prints (two system calls of strace's for each
-/// of the program's). The command gets the TZ it had (`-E`), or none.
-fn strace_words(strace: &Path) -> Vec<String> {
-    let tz_for_command = match std::env::var_os("TZ") {
-        Some(tz) => format!("TZ={}", tz.to_string_lossy()),
-        None => "TZ".to_string(),
-    };
-    ["env".to_string(), "TZ=UTC".to_string()]
-        .into_iter()
-        .chain([strace.as_os_str().to_string_lossy().into_owned()])
-        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
-        .chain(["-E".to_string(), tz_for_command])
-        .collect()
-}
-
 /// What a tracer made of the command: the parser (what it skipped, the sources it found),
 /// the calls it wrote, the program's figures, and how the tracer ran, for the summary.
 struct Traced {
@@ -229,7 +211,7 @@ fn capture(
                                 .context(format!("the bpf tracer could not start ({why})"))
                         })?;
                     note_fallback(&why);
-                    strace_traced(args, &strace, root, cwd, scratch, &calls_file, progress)
+                    strace::traced(args, &strace, root, cwd, scratch, &calls_file, progress)
                 }
                 Err(why) => Err(FsbenchError::Failed(format!(
                     "--tracer bpf: the bpf tracer could not start: {why}"
@@ -241,7 +223,7 @@ fn capture(
             if let Some(why) = &why {
                 note_fallback(why);
             }
-            strace_traced(args, &strace, root, cwd, scratch, &calls_file, progress)
+            strace::traced(args, &strace, root, cwd, scratch, &calls_file, progress)
         }
     };
     let outcome = traced.and_then(|traced| {
@@ -314,82 +296,6 @@ fn write_trace(
     ))
 }
 
-/// The command run under strace and its output parsed into `calls_file`.
-fn strace_traced(
-    args: &CaptureArgs,
-    strace: &Path,
-    root: &Path,
-    cwd: &Path,
-    scratch: &Path,
-    calls_file: &Path,
-    progress: &Progress,
-) -> anyhow::Result<Traced> {
-    let raw = scratch.join("strace.txt");
-    let strace_words = strace_words(strace);
-    let cost = calibrate::calibrate(&strace_words, scratch, &progress.cancel)?;
-    let wall = run_traced(args, &strace_words, &raw, cwd, progress)?;
-    // strace's cost per call as the capture's own intervals show it, at the load it ran
-    // under; `dd`'s where the program made too few calls to tell.
-    let per_call_ns = stop_cost(&raw)?.unwrap_or(cost.per_call_ns);
-    let (parser, calls) = parse(&raw, root, cwd, per_call_ns, calls_file)?;
-    let wall_us = wall.as_micros() as u64;
-    let strace_us = (parser.program_stops() * per_call_ns / 1000) + cost.fixed_us;
-    let program = Program {
-        wall_us,
-        own_us: wall_us.saturating_sub(strace_us),
-        calls_us: parser.calls_us,
-        strace_ns: per_call_ns,
-        umask: umask(),
-        traced: parser.stops_total(),
-        tracer: Tracer::Strace,
-    };
-    let how = format!(
-        "about {:.3} s on its own (strace: {:.1} µs a call)",
-        program.own_us as f64 / 1e6,
-        per_call_ns as f64 / 1e3
-    );
-    Ok(Traced {
-        parser,
-        calls,
-        program,
-        lost: Vec::new(),
-        how,
-    })
-}
-
-/// Runs the command under strace (`strace`: its words before `-o`), its output to `raw`:
-/// its wall time, or why it wrote no trace.
-fn run_traced(
-    args: &CaptureArgs,
-    strace: &[String],
-    raw: &Path,
-    cwd: &Path,
-    progress: &Progress,
-) -> anyhow::Result<Duration> {
-    // As the command workload runs its commands: `sh -c` in a process group and a cgroup of
-    // its own, output drained into tails, the whole tree killed on timeout, Ctrl-C or error
-    // (and by the next fsbench that runs commands, if this one is SIGKILLed).
-    let words = strace
-        .iter()
-        .cloned()
-        .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
-        .chain(args.command.iter().cloned());
-    let words: Vec<String> = words.collect();
-    let line = shlex::try_join(words.iter().map(String::as_str))
-        .map_err(|e| invalid(format!("the command cannot be quoted for sh: {e}")))?;
-    let started = Instant::now();
-    let finished = process::run(&Step {
-        command: &format!("exec {line}"),
-        dir: cwd,
-        run: 0,
-        timeout: Duration::from_secs(args.timeout),
-        cancel: &progress.cancel,
-    })?;
-    let wall = started.elapsed();
-    check_exit(args, &finished)?;
-    Ok(wall)
-}
-
 /// Why the command under capture wrote no trace, if it failed.
 fn check_exit(args: &CaptureArgs, finished: &process::Finished) -> anyhow::Result<()> {
     let what = args.command.join(" ");
@@ -415,19 +321,6 @@ fn check_exit(args: &CaptureArgs, finished: &process::Finished) -> anyhow::Resul
             args.timeout
         )),
     }
-}
-
-/// strace's cost per call read from its output `raw` ([`StopCost`]), if it holds enough
-/// calls to tell.
-fn stop_cost(raw: &Path) -> anyhow::Result<Option<u64>> {
-    let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
-    let mut input = BufReader::with_capacity(1 << 20, input);
-    let (mut cost, mut line) = (StopCost::default(), Vec::with_capacity(4096));
-    while input.read_until(b'\n', &mut line)? > 0 {
-        cost.line(&line);
-        line.clear();
-    }
-    Ok(cost.per_call_ns())
 }
 
 /// The calls file being written: one line per recorded call.
@@ -462,30 +355,6 @@ impl CallsOut {
         self.output.flush()?;
         Ok(self.calls)
     }
-}
-
-/// Parses strace's output `raw` into call lines in `out`: the parser (what it skipped,
-/// the sources it found) and the number of calls.
-fn parse(
-    raw: &Path,
-    root: &Path,
-    cwd: &Path,
-    strace_ns: u64,
-    out: &Path,
-) -> anyhow::Result<(Parser, u64)> {
-    let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
-    let mut input = BufReader::with_capacity(1 << 20, input);
-    let mut output = CallsOut::create(out)?;
-    let mut parser = Parser::new(root, cwd, strace_ns);
-    let (mut line, mut call) = (Vec::with_capacity(4096), Call::default());
-    while input.read_until(b'\n', &mut line)? > 0 {
-        if parser.line(&line, &mut call).is_some() {
-            output.push(&call)?;
-        }
-        line.clear();
-    }
-    parser.finish();
-    Ok((parser, output.finish()?))
 }
 
 /// This process's umask, which the command inherits.

@@ -193,6 +193,70 @@ fn capture_says_why_strace_runs_where_bpf_cannot() {
     assert!(text(&out.stderr).contains("power of two"));
 }
 
+/// A program of long-named calls (4,000-byte paths) too fast for a 1 MiB ring buffer: the
+/// capture says how many calls the bpf tracer lost and writes no trace, unless told to keep
+/// it, and then the trace counts them.
+#[test]
+fn calls_the_bpf_tracer_lost_are_counted_never_silent() {
+    if !can_capture("the bpf tracer's lost calls", &["cc"])
+        || !tracers("lost calls").contains(&"bpf")
+    {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let source = work.path().join("long.c");
+    std::fs::write(
+        &source,
+        "#include <string.h>\n#include <sys/stat.h>\nint main(void) { static char p[4001]; \
+         struct stat st; memset(p, 'a', 4000); for (int i = 0; i < 30000; i++) \
+         stat(p, &st); return 0; }\n",
+    )
+    .unwrap();
+    let program = work.path().join("long");
+    let built = run(Command::new("cc")
+        .arg("-O")
+        .arg("-o")
+        .arg(&program)
+        .arg(&source));
+    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    let root = work.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let (state, trace) = (tempdir(), work.path().join("long.trace"));
+    let capture = |more: &[&str]| {
+        output_within(
+            fsbench(state.path())
+                .current_dir(&root)
+                .args(["capture", "--tracer", "bpf", "--bpf-buffer", "1", "-o"])
+                .arg(&trace)
+                .args(more)
+                .arg("--")
+                .arg(&program),
+            limit(),
+        )
+    };
+    let out = capture(&[]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("the bpf tracer lost "), "{err}");
+    assert!(err.contains("its ring buffer was full"), "{err}");
+    assert!(!trace.exists());
+    let out = capture(&["--accept-lost"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (shown, _) = program_figures(&trace);
+    let lost = shown
+        .lines()
+        .find(|l| l.contains("lost by the bpf tracer: its ring buffer was full"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let n: u64 = lost
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!((1..=60_000).contains(&n), "{shown}");
+}
+
 /// `capture --show`'s text of `trace`, and each figure of its `program` line by the words
 /// before it.
 fn program_figures(trace: &Path) -> (String, impl Fn(&str) -> f64) {
