@@ -21,7 +21,9 @@ use fsbench_testbed::testbed::check_dir_space;
 use fsbench_testbed::testbed::scratch::Scratch;
 use fsbench_workloads::command::process::{self, Exit};
 use fsbench_workloads::replay::strace::Parser;
-use fsbench_workloads::replay::trace::{Call, Entry, Left, Program, TraceWriter, call_line};
+use fsbench_workloads::replay::trace::{
+    Call, Entry, Left, Program, TraceWriter, Tracer, call_line,
+};
 use fsbench_workloads::replay::{Summary, left_at, replay_into, snapshot};
 
 #[derive(Debug, Args)]
@@ -393,12 +395,14 @@ fn show(trace: &Path) -> anyhow::Result<()> {
     if let Some(p) = &s.program {
         let _ = writeln!(
             out,
-            "program   own {:.3} s, under capture {:.3} s, its calls here {:.3} s, strace \
-             {:.1} µs a call",
+            "program   own {:.3} s, under capture {:.3} s, its calls here {:.3} s{}",
             p.own_us as f64 / 1e6,
             p.wall_us as f64 / 1e6,
             p.calls_us as f64 / 1e6,
-            p.strace_ns as f64 / 1e3
+            match p.tracer {
+                Tracer::Strace => format!(", strace {:.1} µs a call", p.strace_ns as f64 / 1e3),
+                Tracer::Bpf => String::new(),
+            }
         );
         let _ = writeln!(out, "tracer    {}", p.tracer.name());
     }

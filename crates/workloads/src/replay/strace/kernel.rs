@@ -336,7 +336,16 @@ fn describe(k: &SyscallRecord<'_>) -> Vec<u8> {
                 text.push(b'"');
             }
             Some(None) => text.extend_from_slice(format!("{:#x}", k.args[i]).as_bytes()),
-            None => text.extend_from_slice(format!("{}", k.args[i] as i64).as_bytes()),
+            // A negative int (AT_FDCWD, -1) in a register's low half reads as one.
+            None => {
+                let v = k.args[i];
+                let shown = if v >> 32 == 0 {
+                    i64::from(v as u32 as i32)
+                } else {
+                    v as i64
+                };
+                text.extend_from_slice(shown.to_string().as_bytes());
+            }
         }
     }
     text.extend_from_slice(format!(") = {}", k.ret).as_bytes());
