@@ -14,15 +14,15 @@ use crate::replay::{
 
 const CASES: &str = include_str!("fixtures/capture_cases.c");
 
-fn compiled(dir: &Path) -> std::path::PathBuf {
-    let source = dir.join("cases.c");
-    std::fs::write(&source, CASES).unwrap();
-    let program = dir.join("cases");
+/// The C program `source` compiled in `dir` as `name` (with `-pthread`).
+fn compiled(dir: &Path, name: &str, source: &str) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, source).unwrap();
+    let program = dir.join(name);
     let built = run(Command::new("cc")
-        .arg("-O")
-        .arg("-o")
+        .args(["-O", "-pthread", "-o"])
         .arg(&program)
-        .arg(&source));
+        .arg(&file));
     assert!(built.status.success(), "cc: {}", text(&built.stderr));
     program
 }
@@ -33,7 +33,7 @@ fn every_pattern_is_followed_to_the_file_it_is() {
         return;
     }
     let work = tmpfs_tempdir();
-    let program = compiled(work.path());
+    let program = compiled(work.path(), "cases", CASES);
     for tracer in tracers("the capture cases") {
         // Made anew for each: the program renames one of them away.
         let outside = work.path().join(format!("outside-{tracer}"));
@@ -111,14 +111,8 @@ fn threads_racing_on_one_descriptor_table_are_followed() {
         return;
     }
     let work = tmpfs_tempdir();
-    let source = work.path().join("threads.c");
-    std::fs::write(&source, include_str!("fixtures/capture_threads.c")).unwrap();
-    let program = work.path().join("threads");
-    let built = run(Command::new("cc")
-        .args(["-O", "-pthread", "-o"])
-        .arg(&program)
-        .arg(&source));
-    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    let threads = include_str!("fixtures/capture_threads.c");
+    let program = compiled(work.path(), "threads", threads);
     for tracer in tracers("threads racing") {
         let name = format!("threads-{tracer}");
         let cmd = [program.to_str().unwrap()];
@@ -204,21 +198,10 @@ fn calls_the_bpf_tracer_lost_are_counted_never_silent() {
         return;
     }
     let work = tmpfs_tempdir();
-    let source = work.path().join("long.c");
-    std::fs::write(
-        &source,
-        "#include <string.h>\n#include <sys/stat.h>\nint main(void) { static char p[4001]; \
-         struct stat st; memset(p, 'a', 4000); for (int i = 0; i < 6000; i++) \
-         stat(p, &st); return 0; }\n",
-    )
-    .unwrap();
-    let program = work.path().join("long");
-    let built = run(Command::new("cc")
-        .arg("-O")
-        .arg("-o")
-        .arg(&program)
-        .arg(&source));
-    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    let long = "#include <string.h>\n#include <sys/stat.h>\nint main(void) { static char \
+                p[4001]; struct stat st; memset(p, 'a', 4000); for (int i = 0; i < 6000; i++) \
+                stat(p, &st); return 0; }\n";
+    let program = compiled(work.path(), "long", long);
     let root = work.path().join("root");
     std::fs::create_dir(&root).unwrap();
     let (state, trace) = (tempdir(), work.path().join("long.trace"));
