@@ -89,8 +89,11 @@ struct Source {
 pub struct Parser {
     /// The root, absolute and without a trailing slash.
     root: Vec<u8>,
-    /// Where relative paths start, per thread (a process's threads learn it separately).
+    /// Where relative paths start, per task that has its own (a chdir of a thread moves its
+    /// process's others too: tasks cloned with CLONE_FS share their parent's, see `fs_of`).
     cwd: HashMap<u32, Vec<u8>>,
+    /// The task whose working directory each task cloned with CLONE_FS shares.
+    fs_of: HashMap<u32, u32>,
     /// The first half of each thread's unfinished call, with its start.
     unfinished: HashMap<u32, (u64, Vec<u8>)>,
     /// The first timestamp, which trace times are relative to.
@@ -139,6 +142,7 @@ impl Parser {
         Parser {
             root,
             cwd: HashMap::new(),
+            fs_of: HashMap::new(),
             unfinished: HashMap::new(),
             epoch: None,
             start_cwd: bytes(cwd),
@@ -331,7 +335,7 @@ impl Parser {
                         None => None,
                     };
                     if let Some(dir) = dir {
-                        self.cwd.insert(tid, dir);
+                        self.cwd.insert(self.fs(tid), dir);
                     }
                 }
                 return Ok(false);
@@ -340,7 +344,7 @@ impl Parser {
         }
         // `AT_FDCWD</dir>`: the thread's working directory, whatever call shows it.
         if let Some(Arg::Num(-100, Some(dir))) = args.first() {
-            self.cwd.insert(tid, dir.path.clone());
+            self.cwd.insert(self.fs(tid), dir.path.clone());
         }
         self.learn(tid, name, args, out);
         *call = Call {
@@ -363,6 +367,7 @@ impl Parser {
     /// descriptors (the same table with CLONE_FILES, a copy without), after its stops; a
     /// thread (CLONE_THREAD) is of its parent's process, any other task a process of its own.
     fn forked(&mut self, parent: u32, child: u32, flags: i64) {
+        const CLONE_FS: i64 = 0x200;
         const CLONE_FILES: i64 = 0x400;
         const CLONE_THREAD: i64 = 0x10000;
         let process = match flags & CLONE_THREAD {
@@ -370,8 +375,12 @@ impl Parser {
             _ => self.process_of(parent),
         };
         self.process.insert(child, process);
-        let cwd = self.cwd_of(parent).to_vec();
-        self.cwd.insert(child, cwd);
+        if flags & CLONE_FS != 0 {
+            self.fs_of.insert(child, self.fs(parent));
+        } else {
+            let cwd = self.cwd_of(parent).to_vec();
+            self.cwd.insert(child, cwd);
+        }
         let stops = self.stops.get(&parent).copied().unwrap_or(0);
         self.stops.insert(child, stops);
         let table = self.table(parent);
@@ -436,7 +445,12 @@ impl Parser {
     }
 
     fn cwd_of(&self, tid: u32) -> &[u8] {
-        self.cwd.get(&tid).unwrap_or(&self.start_cwd)
+        self.cwd.get(&self.fs(tid)).unwrap_or(&self.start_cwd)
+    }
+
+    /// The task whose working directory `tid` has.
+    fn fs(&self, tid: u32) -> u32 {
+        self.fs_of.get(&tid).copied().unwrap_or(tid)
     }
 
     /// Makes `self.abs` the lexically normalized absolute form of `path`, relative to `dir`

@@ -212,3 +212,22 @@ fn a_number_closed_by_one_thread_and_opened_by_another_is_each_ones_file() {
     };
     assert_eq!(run(&mut parser, write).unwrap().path, b"b");
 }
+
+#[test]
+fn threads_share_their_working_directory_and_processes_copy_it() {
+    let mut parser = Parser::for_kernel(Path::new("/r"), Path::new("/r"));
+    let mut call = Call::default();
+    let mut run = |parser: &mut Parser, r: SyscallRecord<'_>| {
+        parser.kernel_call(&r, &mut call).map(|()| call.clone())
+    };
+    // A thread (CLONE_FS among its flags) and a process (SIGCHLD alone).
+    parser.kernel_fork(5, 6, 0x3d0f00);
+    parser.kernel_fork(5, 7, 0x11);
+    assert!(run(&mut parser, rec("chdir", &[0], 0, &[(0, b"d")])).is_none());
+    let open = |tid| SyscallRecord {
+        tid,
+        ..rec("openat", &[-100, 0, 0o101, 0o644], 3, &[(1, b"f")])
+    };
+    assert_eq!(run(&mut parser, open(6)).unwrap().path, b"d/f");
+    assert_eq!(run(&mut parser, open(7)).unwrap().path, b"f");
+}
