@@ -288,13 +288,14 @@ impl Parser {
         }
     }
 
-    /// `old` was renamed `new`: what is open below it is now below `new` (followed only
-    /// where no decoded path says so).
+    /// `old` was renamed `new`: what is open below it, and the working directories below
+    /// it, are now below `new` (followed only where no decoded path says so).
     pub(super) fn renamed(&mut self, old: &[u8], new: &[u8]) {
         if !self.follows_fds {
             return;
         }
-        for path in self.tables.values_mut().flat_map(|t| t.values_mut()) {
+        let open = self.tables.values_mut().flat_map(|t| t.values_mut());
+        for path in open.chain(self.cwd.values_mut()) {
             let below = path
                 .strip_prefix(old)
                 .is_some_and(|r| r.first() == Some(&b'/'));

@@ -230,4 +230,8 @@ fn threads_share_their_working_directory_and_processes_copy_it() {
     };
     assert_eq!(run(&mut parser, open(6)).unwrap().path, b"d/f");
     assert_eq!(run(&mut parser, open(7)).unwrap().path, b"f");
+    // The working directory renamed under the thread: its paths follow.
+    let rename = rec("rename", &[0, 0], 0, &[(0, b"/r/d"), (1, b"/r/e")]);
+    assert!(run(&mut parser, rename).is_some());
+    assert_eq!(run(&mut parser, open(6)).unwrap().path, b"e/f");
 }
