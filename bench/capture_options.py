@@ -7,13 +7,16 @@ fresh directory on tmpfs, as itself and under strace with each variant, the vari
 interleaved round by round (A/B on a loaded machine: every variant sees the same load) and
 the medians shown as multiples of the program's own median time, wall and CPU (strace's and
 the program's, user and system), with the size of strace's output and, with COUNT=1, the
-system calls strace made for each traced call (one run under `strace -c`).
+system calls strace made for each traced call (one run under `strace -c`). The variants
+`capture-bpf` and `capture-strace` are the whole of `fsbench capture` with each tracer (the
+trace parsed and written included).
 
   ROUNDS=5       rounds (each runs every variant once), the medians shown
   PROGRAMS=git,tar,statloop
   VARIANTS=...   a comma-separated subset of the variants' keys (default: all)
   SMALL=1        smaller inputs (a smoke run)
   COUNT=1        also count strace's own system calls per traced call
+  FSBENCH=...    the fsbench binary for the capture variants (default: target/release/fsbench)
 
 Run on a quiet machine for figures to keep; the load average is printed before and after.
 """
@@ -58,7 +61,10 @@ VARIANTS = {
     "no-seccomp": ("the same, no --seccomp-bpf", [o for o in COMMON if o != "--seccomp-bpf"]
                    + ["-e", VERBOSE], "file"),
     "count": ("strace -c: stops alone (the floor)", ["-f", "-qq", "--seccomp-bpf", "-c"], "null"),
+    "capture-strace": ("fsbench capture --tracer strace", "strace", "fsbench"),
+    "capture-bpf": ("fsbench capture --tracer bpf", "bpf", "fsbench"),
 }
+FSBENCH = os.environ.get("FSBENCH", os.path.join(replay.ROOT, "target/release/fsbench"))
 
 STATLOOP = r"""
 #include <fcntl.h>
@@ -104,6 +110,8 @@ def timed(argv, cwd, env):
 
 
 def strace_argv(opts, target, out):
+    if target == "fsbench":
+        return [FSBENCH, "capture", "--tracer", opts, "-o", out + ".trace", "--"]
     dest = {"file": out, "pipe": f"|dd of={out} bs=1M status=none", "null": "/dev/null"}[target]
     return ["strace", *opts, "-e", "trace=" + TRACE, "-o", dest, "--"]
 

@@ -21,6 +21,7 @@ program. Exit status 1 when a replay differs in a call or in its tree.
   SMALL=1                smaller inputs, for a smoke run on a busy machine
   IMAGE_DIR=...          where fsbench makes its loop images (default: its own choice)
   FSBENCH=...            the fsbench binary (default: target/release/fsbench, built first)
+  TRACER=bpf|strace      capture's tracer (default: capture's own choice, bpf where it runs)
   CHECK_ONLY=1           capture and one replay per program, no suite: the correctness
                          figures (they do not depend on the machine's load) and capture's cost
 
@@ -41,6 +42,7 @@ FSBENCH = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench")
 RUNS = int(os.environ.get("RUNS", "5"))
 FILESYSTEMS = os.environ.get("FS", "tmpfs,ext4,xfs,btrfs").split(",")
 SMALL = os.environ.get("SMALL") == "1"
+TRACER = os.environ.get("TRACER")
 GIT = "git -c user.name=b -c user.email=b@b -c init.defaultBranch=main -c gc.auto=0"
 PYTHON = "/usr/bin/python3"
 
@@ -178,7 +180,8 @@ def capture(setup, cmd, work):
     if setup:
         sh(setup, root)
     trace = os.path.join(work, "program.trace")
-    out = fsbench("capture", "-o", trace, "--", "sh", "-c", cmd, cwd=root)
+    tracer = ["--tracer", TRACER] if TRACER else []
+    out = fsbench("capture", "-o", trace, *tracer, "--", "sh", "-c", cmd, cwd=root)
     took = float(re.search(r"took ([0-9.]+) s under capture", out).group(1))
     return trace, took, root
 
@@ -251,6 +254,7 @@ def main():
         sys.exit("run as root: the suite makes fresh filesystems on loop images")
     chosen = os.environ.get("PROGRAMS", ",".join(PROGRAMS)).split(",")
     print(f"{RUNS} runs per configuration and workload on {', '.join(FILESYSTEMS)}; "
+          f"tracer: {TRACER or 'the default'}; load average {os.getloadavg()[0]:.1f}; "
           f"{'small inputs' if SMALL else 'full inputs'}; medians unless said")
     ok = True
     for key in chosen:

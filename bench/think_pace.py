@@ -3,14 +3,16 @@
 itself on tmpfs, captured, and its capture replayed in think mode on tmpfs, round by round
 (the program, its capture and its replay see the same load), the medians shown: the
 program's own time, capture ÷ program, think ÷ program (the target: 0.8–1.2), and
-strace's cost per call as capture found it. With FSBENCH_B, a second fsbench captures each
-round too and its traces are replayed by the first: an A/B of two captures' schedules.
+strace's cost per call as capture found it. Each tracer of TRACERS captures each round; with
+FSBENCH_B, a second fsbench captures each round too and its traces are replayed by the first:
+an A/B of two captures' schedules.
 
   ROUNDS=3       rounds
   PROGRAMS=git,sqlite3,tar,python,make
   SMALL=1        smaller inputs (a smoke run)
   FSBENCH=...    the fsbench binary (default: target/release/fsbench)
   FSBENCH_B=...  a second fsbench whose captures are compared
+  TRACERS=strace,bpf   the tracers capture runs with, side by side
 
 Run as root (think mode's run mounts a tmpfs), on a quiet machine for figures to keep.
 """
@@ -29,17 +31,20 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 FSBENCH = os.environ.get("FSBENCH", os.path.join(replay.ROOT, "target/release/fsbench"))
 
 
-def captured(binary, setup, cmd, work, name):
-    """One capture in a fresh root: the trace, its wall time, strace's µs a call."""
+TRACERS = os.environ.get("TRACERS", "strace,bpf").split(",")
+
+
+def captured(binary, tracer, setup, cmd, work, name):
+    """One capture in a fresh root: the trace, its wall time, strace's µs a call (0: bpf)."""
     root = replay.fresh(os.path.join(work, "root"))
     if setup:
         replay.sh(setup, root)
     trace = os.path.join(work, f"{name}.trace")
-    out = subprocess.run([binary, "capture", "-o", trace, "--", "sh", "-c", cmd], cwd=root,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([binary, "capture", "-o", trace, "--tracer", tracer, "--", "sh", "-c",
+                          cmd], cwd=root, check=True, capture_output=True, text=True).stdout
     took = float(re.search(r"took ([0-9.]+) s under capture", out).group(1))
-    per_call = float(re.search(r"strace: ([0-9.]+) µs a call", out).group(1))
-    return trace, took, per_call
+    per_call = re.search(r"strace: ([0-9.]+) µs a call", out)
+    return trace, took, float(per_call.group(1)) if per_call else 0.0
 
 
 def think(trace, work):
@@ -54,12 +59,12 @@ def think(trace, work):
 def main():
     if os.geteuid() != 0:
         sys.exit("run as root: think mode's run mounts a tmpfs")
-    captures = {"A": FSBENCH}
+    captures = {f"A {t}": (FSBENCH, t) for t in TRACERS}
     if os.environ.get("FSBENCH_B"):
-        captures["B"] = os.environ["FSBENCH_B"]
+        captures.update({f"B {t}": (os.environ["FSBENCH_B"], t) for t in TRACERS})
     chosen = os.environ.get("PROGRAMS", ",".join(replay.PROGRAMS)).split(",")
     print(f"load average before: {os.getloadavg()[0]:.1f}; {ROUNDS} rounds, medians; "
-          f"A: {FSBENCH}" + (f", B: {captures['B']}" if "B" in captures else ""))
+          f"A: {FSBENCH}" + (f", B: {os.environ['FSBENCH_B']}" if "FSBENCH_B" in os.environ else ""))
     for key in chosen:
         name, prepare = replay.PROGRAMS[key]
         with tempfile.TemporaryDirectory(prefix="fsbench-think.", dir="/dev/shm") as work:
@@ -67,15 +72,16 @@ def main():
             own, rows = [], {k: ([], [], []) for k in captures}
             for _ in range(ROUNDS):
                 own += replay.plain_times(setup, cmd, work, 1)
-                for k, binary in captures.items():
-                    trace, took, per_call = captured(binary, setup, cmd, work, k)
+                for k, (binary, tracer) in captures.items():
+                    trace, took, per_call = captured(binary, tracer, setup, cmd, work,
+                                                     k.replace(" ", "-"))
                     rows[k][0].append(took)
                     rows[k][1].append(per_call)
                     rows[k][2].append(think(trace, work))
             own = statistics.median(own)
             print(f"\n{name}: {own:.3f} s on its own (load {os.getloadavg()[0]:.1f})")
             for k, (took, per_call, paced) in rows.items():
-                print(f"  {k}: capture ÷ program {statistics.median(took) / own:6.2f}, "
+                print(f"  {k:<9} capture ÷ program {statistics.median(took) / own:6.2f}, "
                       f"think ÷ program {statistics.median(paced) / own:5.2f} "
                       f"(each round: {', '.join(f'{t / own:.2f}' for t in paced)}), "
                       f"strace {statistics.median(per_call):.1f} µs a call")

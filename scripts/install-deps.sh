@@ -2,10 +2,13 @@
 # Installs the Debian packages fsbench needs (with --tests: also what the test suite needs).
 # Does nothing when not root or not on Debian: tests that need a missing tool then skip and say so.
 set -euo pipefail
-# strace: `fsbench capture` records a program's calls with it; man: `man fsbench` reads the
-# pages scripts/run.sh installs.
+# strace: `fsbench capture` records a program's calls with it where its bpf tracer cannot
+# run; clang (and libbpf-dev's headers, below): the build compiles that tracer's BPF program
+# (crates/capture-bpf), which records the calls without stopping the program (without them
+# fsbench still builds, and capture falls back to strace); man: `man fsbench` reads the pages
+# scripts/run.sh installs.
 tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs losetup:mount mount:mount blkid:util-linux
-    strace:strace man:man-db)
+    strace:strace clang:clang man:man-db)
 if [ "${1:-}" = "--tests" ]; then
     # setpriv: the not-root tests; sfdisk and partx: the partition test; unshare: the PID
     # namespace test; chromium: the HTML report test; tar, zstd, xz, bzip2 and lzop: the
@@ -62,6 +65,10 @@ fi
 # command to look for.
 if [ ! -f /usr/share/bash-completion/bash_completion ]; then
     missing+=(bash-completion)
+fi
+# The BPF program includes libbpf's bpf_helpers.h; libbpf-dev has no command to look for.
+if [ ! -f /usr/include/bpf/bpf_helpers.h ]; then
+    missing+=(libbpf-dev)
 fi
 # bindgen (the mpi crate's build) loads libclang and needs clang's own headers (stddef.h),
 # which libclang-dev brings; it has no command to look for.

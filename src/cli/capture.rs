@@ -1,16 +1,17 @@
-//! `fsbench capture`: runs a command under strace and writes its file-system calls beneath a
-//! root, with the root's state before it ran, as a trace for the replay workload; `--show`
-//! summarizes a trace.
+//! `fsbench capture`: runs a command under a tracer (eBPF where it can run, strace
+//! otherwise) and writes its file-system calls beneath a root, with the root's state before
+//! it ran, as a trace for the replay workload; `--show` summarizes a trace.
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
 
+mod bpf;
 mod calibrate;
+mod strace;
 
 use super::output::write_stdout;
 use fsbench_measure::error::{FsbenchError, invalid};
@@ -18,9 +19,11 @@ use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::units::{format_bytes, group_thousands};
 use fsbench_testbed::testbed::check_dir_space;
 use fsbench_testbed::testbed::scratch::Scratch;
-use fsbench_workloads::command::process::{self, Exit, Step};
-use fsbench_workloads::replay::strace::{Parser, STRACE_ARGS, StopCost};
-use fsbench_workloads::replay::trace::{Call, Entry, Program, TraceWriter, call_line};
+use fsbench_workloads::command::process::{self, Exit};
+use fsbench_workloads::replay::strace::Parser;
+use fsbench_workloads::replay::trace::{
+    Call, Entry, Left, Program, TraceWriter, Tracer, call_line,
+};
 use fsbench_workloads::replay::{Summary, left_at, replay_into, snapshot};
 
 #[derive(Debug, Args)]
@@ -49,9 +52,57 @@ pub(super) struct CaptureArgs {
     /// The directory --replay replays into
     #[arg(short = 'C', long, value_name = "DIR", requires = "replay")]
     dir: Option<PathBuf>,
+    /// What records the calls: bpf (eBPF: the program is never stopped) or strace
+    /// [default: bpf where it can run, else strace]
+    #[arg(long, value_enum, value_name = "TRACER", conflicts_with_all = ["show", "replay"])]
+    tracer: Option<TracerArg>,
+    /// The bpf tracer's ring buffer, in MiB (a power of two)
+    #[arg(long, value_name = "MIB", default_value_t = fsbench_capture_bpf::BUFFER_DEFAULT_MIB)]
+    bpf_buffer: u32,
+    /// Write the trace even when the bpf tracer lost records (its buffer full); the trace
+    /// counts them
+    #[arg(long)]
+    accept_lost: bool,
     /// The command and its arguments (after `--`)
     #[arg(last = true, required_unless_present_any = ["show", "replay"], value_name = "CMD")]
     command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TracerArg {
+    Bpf,
+    Strace,
+}
+
+/// The tracer that will record the calls.
+enum Chosen {
+    Bpf(fsbench_capture_bpf::Loaded),
+    /// strace, at its path; why, when bpf was not asked against but cannot run.
+    Strace(PathBuf, Option<String>),
+}
+
+/// The tracer `--tracer` asks for, or the best that can run here.
+fn choose(args: &CaptureArgs) -> anyhow::Result<Chosen> {
+    fsbench_capture_bpf::check_buffer(args.bpf_buffer).map_err(invalid)?;
+    let strace = |why: Option<String>| -> anyhow::Result<Chosen> {
+        let path = fsbench_measure::tools::require("strace", "strace").map_err(|e| match &why {
+            Some(why) => {
+                anyhow::Error::from(e).context(format!("the bpf tracer cannot run here ({why})"))
+            }
+            None => e.into(),
+        })?;
+        Ok(Chosen::Strace(path, why))
+    };
+    match args.tracer {
+        Some(TracerArg::Strace) => strace(None),
+        Some(TracerArg::Bpf) => fsbench_capture_bpf::load(args.bpf_buffer)
+            .map(Chosen::Bpf)
+            .map_err(|why| invalid(format!("--tracer bpf: it cannot run here: {why}"))),
+        None => match fsbench_capture_bpf::load(args.bpf_buffer) {
+            Ok(loaded) => Ok(Chosen::Bpf(loaded)),
+            Err(why) => strace(Some(why)),
+        },
+    }
 }
 
 pub(super) fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result<()> {
@@ -88,20 +139,19 @@ pub(super) fn run(args: &CaptureArgs, progress: Arc<Progress>) -> anyhow::Result
             root.display()
         )));
     }
-    let strace = fsbench_measure::tools::require("strace", "strace")?;
     find_command(&args.command[0])?;
-    // The trace is written, and strace writes its raw text, in a scratch directory beside
-    // the trace that a state file names (with the cgroup the command runs in): `fsbench
-    // clean` removes both after a SIGKILL, and kills what the command left running.
+    let tracer = choose(args)?;
+    // The trace is written, and the tracer writes what it recorded, in a scratch directory
+    // beside the trace that a state file names (with the cgroup the command runs in):
+    // `fsbench clean` removes both after a SIGKILL, and kills what the command left running.
     let mut scratch = Scratch::create(&out_dir)?;
     scratch.note_made_by(format!(
         "what `fsbench capture -o {0}` had made when it was killed: its partial trace and \
-         strace's raw text; {0} was not written",
+         what the tracer recorded; {0} was not written",
         output.display()
     ))?;
     let partial = scratch.path().join("trace.partial");
-    let raw = scratch.path().join("strace.txt");
-    let summary = capture(args, &strace, &root, &cwd, &partial, &raw, &progress)?;
+    let summary = capture(args, tracer, &root, &cwd, &partial, &progress)?;
     std::fs::rename(&partial, output)
         .with_context(|| format!("cannot write {}", output.display()))?;
     drop(scratch);
@@ -123,130 +173,133 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     }
 }
 
-/// strace's command line before `-o`, with TZ set: where it is not, glibc stats
-/// /etc/localtime twice for each line strace prints (two system calls of strace's for each
-/// of the program's). The command gets the TZ it had (`-E`), or none.
-fn strace_words(strace: &Path) -> Vec<String> {
-    let tz_for_command = match std::env::var_os("TZ") {
-        Some(tz) => format!("TZ={}", tz.to_string_lossy()),
-        None => "TZ".to_string(),
-    };
-    ["env".to_string(), "TZ=UTC".to_string()]
-        .into_iter()
-        .chain([strace.as_os_str().to_string_lossy().into_owned()])
-        .chain(STRACE_ARGS.iter().map(|a| a.to_string()))
-        .chain(["-E".to_string(), tz_for_command])
-        .collect()
+/// What a tracer made of the command: the parser (what it skipped, the sources it found),
+/// the calls it wrote, the program's figures, and how the tracer ran, for the summary.
+struct Traced {
+    parser: Parser,
+    calls: u64,
+    program: Program,
+    /// Calls the tracer lost, by reason (the user accepted them).
+    lost: Vec<(String, u64)>,
+    how: String,
 }
 
-/// Captures the command: the root's state before, the command under strace, the calls
+/// Captures the command: the root's state before, the command under the tracer, the calls
 /// parsed, the trace written to `partial`; what it captured, in one line.
 fn capture(
     args: &CaptureArgs,
-    strace: &Path,
+    tracer: Chosen,
     root: &Path,
     cwd: &Path,
     partial: &Path,
-    raw: &Path,
     progress: &Progress,
 ) -> anyhow::Result<String> {
     let entries = snapshot(root)?;
-    let strace_words = strace_words(strace);
-    let scratch = raw.parent().unwrap_or(Path::new("."));
-    let cost = calibrate::calibrate(&strace_words, scratch, &progress.cancel)?;
-    let wall = run_traced(args, &strace_words, raw, cwd, progress)?;
-    let left = left_at(root)?;
+    let scratch = partial.parent().unwrap_or(Path::new("."));
     // The calls first, to a file of their own: what the initial state must hold besides
     // the root's (files the program took from outside) is known once they are read.
     let mut calls_file = partial.as_os_str().to_owned();
     calls_file.push(".calls");
     let calls_file = PathBuf::from(calls_file);
-    // strace's cost per call as the capture's own intervals show it, at the load it ran
-    // under; `dd`'s where the program made too few calls to tell.
-    let per_call_ns = stop_cost(raw)?.unwrap_or(cost.per_call_ns);
-    let parsed = parse(raw, root, cwd, per_call_ns, &calls_file);
-    let outcome = parsed.and_then(|(parser, calls)| {
-        let wall_us = wall.as_micros() as u64;
-        let strace_us = (parser.program_stops() * per_call_ns / 1000) + cost.fixed_us;
-        let program = Program {
-            wall_us,
-            own_us: wall_us.saturating_sub(strace_us),
-            calls_us: parser.calls_us,
-            strace_ns: per_call_ns,
-            umask: umask(),
-            traced: parser.stops_total(),
-        };
-        let file = std::fs::File::create(partial)
-            .with_context(|| format!("cannot create {}", partial.display()))?;
-        let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root, &program)?;
-        let sources = parser.sources();
-        for e in entries.iter().chain(&sources) {
-            writer.entry(e)?;
+    let traced = match tracer {
+        Chosen::Bpf(loaded) => {
+            match bpf::traced(args, loaded, root, cwd, scratch, &calls_file, progress)? {
+                Ok(traced) => Ok(traced),
+                // Nothing ran: strace can.
+                Err(why) if args.tracer.is_none() => {
+                    let strace =
+                        fsbench_measure::tools::require("strace", "strace").map_err(|e| {
+                            anyhow::Error::from(e)
+                                .context(format!("the bpf tracer could not start ({why})"))
+                        })?;
+                    note_fallback(&why);
+                    strace::traced(args, &strace, root, cwd, scratch, &calls_file, progress)
+                }
+                Err(why) => Err(FsbenchError::Failed(format!(
+                    "--tracer bpf: the bpf tracer could not start: {why}"
+                ))
+                .into()),
+            }
         }
-        let mut input = BufReader::new(std::fs::File::open(&calls_file)?);
-        writer.copy_calls(&mut input, calls)?;
-        for (why, (n, example)) in &parser.skipped {
-            writer.skipped(why.reason(), *n, example)?;
+        Chosen::Strace(strace, why) => {
+            if let Some(why) = &why {
+                note_fallback(why);
+            }
+            strace::traced(args, &strace, root, cwd, scratch, &calls_file, progress)
         }
-        for (tid, process) in parser.tasks() {
-            writer.task(tid, process)?;
-        }
-        for e in &left {
-            writer.left(e)?;
-        }
-        writer.finish(parser.dropped())?.into_inner()?.sync_all()?;
-        Ok(format!(
-            "captured {} calls beneath {} ({} entries there before, {} taken from outside), \
-             {} not recorded (outside it, pipes...); the command took {:.3} s under capture, \
-             about {:.3} s on its own (strace: {:.1} µs a call)",
-            group_thousands(calls),
-            root.display(),
-            group_thousands(entries.len() as u64),
-            group_thousands(
-                sources
-                    .iter()
-                    .filter(|e| !matches!(e, Entry::Dir(..)))
-                    .count() as u64
-            ),
-            group_thousands(parser.dropped()),
-            wall.as_secs_f64(),
-            program.own_us as f64 / 1e6,
-            per_call_ns as f64 / 1e3
-        ))
+    };
+    let outcome = traced.and_then(|traced| {
+        let left = left_at(root)?;
+        write_trace(root, &entries, &left, traced, partial, &calls_file)
     });
     let _ = std::fs::remove_file(&calls_file);
     outcome
 }
 
-/// Runs the command under strace (`strace`: its words before `-o`), its output to `raw`:
-/// its wall time, or why it wrote no trace.
-fn run_traced(
-    args: &CaptureArgs,
-    strace: &[String],
-    raw: &Path,
-    cwd: &Path,
-    progress: &Progress,
-) -> anyhow::Result<Duration> {
-    // As the command workload runs its commands: `sh -c` in a process group and a cgroup of
-    // its own, output drained into tails, the whole tree killed on timeout, Ctrl-C or error
-    // (and by the next fsbench that runs commands, if this one is SIGKILLed).
-    let words = strace
-        .iter()
-        .cloned()
-        .chain(["-o".into(), raw.to_string_lossy().into_owned(), "--".into()])
-        .chain(args.command.iter().cloned());
-    let words: Vec<String> = words.collect();
-    let line = shlex::try_join(words.iter().map(String::as_str))
-        .map_err(|e| invalid(format!("the command cannot be quoted for sh: {e}")))?;
-    let started = Instant::now();
-    let finished = process::run(&Step {
-        command: &format!("exec {line}"),
-        dir: cwd,
-        run: 0,
-        timeout: Duration::from_secs(args.timeout),
-        cancel: &progress.cancel,
-    })?;
-    let wall = started.elapsed();
+/// Says on stderr why strace records the calls though bpf was not refused.
+fn note_fallback(why: &str) {
+    eprintln!("note: strace records the calls: the bpf tracer cannot run here: {why}");
+}
+
+/// Writes the trace to `partial`: the initial state, the calls (from `calls_file`), what
+/// was not recorded, the tasks and the tree left; what it captured, in one line.
+fn write_trace(
+    root: &Path,
+    entries: &[Entry],
+    left: &[Left],
+    traced: Traced,
+    partial: &Path,
+    calls_file: &Path,
+) -> anyhow::Result<String> {
+    let Traced {
+        parser,
+        calls,
+        program,
+        lost,
+        how,
+    } = traced;
+    let file = std::fs::File::create(partial)
+        .with_context(|| format!("cannot create {}", partial.display()))?;
+    let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root, &program)?;
+    let sources = parser.sources();
+    for e in entries.iter().chain(&sources) {
+        writer.entry(e)?;
+    }
+    let mut input = BufReader::new(std::fs::File::open(calls_file)?);
+    writer.copy_calls(&mut input, calls)?;
+    for (why, (n, example)) in &parser.skipped {
+        writer.skipped(why.reason(), *n, example)?;
+    }
+    for (why, n) in &lost {
+        writer.skipped(why, *n, b"")?;
+    }
+    for (tid, process) in parser.tasks() {
+        writer.task(tid, process)?;
+    }
+    for e in left {
+        writer.left(e)?;
+    }
+    let dropped = parser.dropped() + lost.iter().map(|(_, n)| n).sum::<u64>();
+    writer.finish(dropped)?.into_inner()?.sync_all()?;
+    Ok(format!(
+        "captured {} calls beneath {} ({} entries there before, {} taken from outside), {} \
+         not recorded (outside it, pipes...); the command took {:.3} s under capture, {how}",
+        group_thousands(calls),
+        root.display(),
+        group_thousands(entries.len() as u64),
+        group_thousands(
+            sources
+                .iter()
+                .filter(|e| !matches!(e, Entry::Dir(..)))
+                .count() as u64
+        ),
+        group_thousands(dropped),
+        program.wall_us as f64 / 1e6,
+    ))
+}
+
+/// Why the command under capture wrote no trace, if it failed.
+fn check_exit(args: &CaptureArgs, finished: &process::Finished) -> anyhow::Result<()> {
     let what = args.command.join(" ");
     let failed = |how: String| {
         let stderr = finished.stderr.last_lines(20);
@@ -262,62 +315,48 @@ fn run_traced(
         .into())
     };
     match finished.exit {
-        Exit::Code(0) => {}
-        Exit::Code(code) => return failed(format!("failed (exit status: {code})")),
-        Exit::Signal(sig) => return failed(format!("was killed by signal {sig}")),
-        Exit::TimedOut => {
-            return failed(format!(
-                "ran past --timeout {}s and was killed",
-                args.timeout
-            ));
-        }
+        Exit::Code(0) => Ok(()),
+        Exit::Code(code) => failed(format!("failed (exit status: {code})")),
+        Exit::Signal(sig) => failed(format!("was killed by signal {sig}")),
+        Exit::TimedOut => failed(format!(
+            "ran past --timeout {}s and was killed",
+            args.timeout
+        )),
     }
-    Ok(wall)
 }
 
-/// strace's cost per call read from its output `raw` ([`StopCost`]), if it holds enough
-/// calls to tell.
-fn stop_cost(raw: &Path) -> anyhow::Result<Option<u64>> {
-    let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
-    let mut input = BufReader::with_capacity(1 << 20, input);
-    let (mut cost, mut line) = (StopCost::default(), Vec::with_capacity(4096));
-    while input.read_until(b'\n', &mut line)? > 0 {
-        cost.line(&line);
-        line.clear();
-    }
-    Ok(cost.per_call_ns())
+/// The calls file being written: one line per recorded call.
+struct CallsOut {
+    output: BufWriter<std::fs::File>,
+    text: Vec<u8>,
+    calls: u64,
 }
 
-/// Parses strace's output `raw` into call lines in `out`: the parser (what it skipped,
-/// the sources it found) and the number of calls.
-fn parse(
-    raw: &Path,
-    root: &Path,
-    cwd: &Path,
-    strace_ns: u64,
-    out: &Path,
-) -> anyhow::Result<(Parser, u64)> {
-    let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
-    let mut input = BufReader::with_capacity(1 << 20, input);
-    let output =
-        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut output = BufWriter::with_capacity(1 << 20, output);
-    let mut parser = Parser::new(root, cwd, strace_ns);
-    let (mut line, mut text, mut call) = (Vec::with_capacity(4096), Vec::new(), Call::default());
-    let mut calls = 0;
-    while input.read_until(b'\n', &mut line)? > 0 {
-        if parser.line(&line, &mut call).is_some() {
-            text.clear();
-            call_line(&call, &mut text)?;
-            text.push(b'\n');
-            output.write_all(&text)?;
-            calls += 1;
-        }
-        line.clear();
+impl CallsOut {
+    fn create(out: &Path) -> anyhow::Result<CallsOut> {
+        let output = std::fs::File::create(out)
+            .with_context(|| format!("cannot create {}", out.display()))?;
+        Ok(CallsOut {
+            output: BufWriter::with_capacity(1 << 20, output),
+            text: Vec::new(),
+            calls: 0,
+        })
     }
-    parser.finish();
-    output.flush()?;
-    Ok((parser, calls))
+
+    fn push(&mut self, call: &Call) -> anyhow::Result<()> {
+        self.text.clear();
+        call_line(call, &mut self.text)?;
+        self.text.push(b'\n');
+        self.output.write_all(&self.text)?;
+        self.calls += 1;
+        Ok(())
+    }
+
+    /// The number of calls written.
+    fn finish(mut self) -> anyhow::Result<u64> {
+        self.output.flush()?;
+        Ok(self.calls)
+    }
 }
 
 /// This process's umask, which the command inherits.
@@ -356,13 +395,16 @@ fn show(trace: &Path) -> anyhow::Result<()> {
     if let Some(p) = &s.program {
         let _ = writeln!(
             out,
-            "program   own {:.3} s, under capture {:.3} s, its calls here {:.3} s, strace \
-             {:.1} µs a call",
+            "program   own {:.3} s, under capture {:.3} s, its calls here {:.3} s{}",
             p.own_us as f64 / 1e6,
             p.wall_us as f64 / 1e6,
             p.calls_us as f64 / 1e6,
-            p.strace_ns as f64 / 1e3
+            match p.tracer {
+                Tracer::Strace => format!(", strace {:.1} µs a call", p.strace_ns as f64 / 1e3),
+                Tracer::Bpf => String::new(),
+            }
         );
+        let _ = writeln!(out, "tracer    {}", p.tracer.name());
     }
     let _ = writeln!(
         out,

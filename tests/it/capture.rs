@@ -8,19 +8,21 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
-use crate::replay::{assert_faithful, can_capture, capture, captured, replay};
+use crate::replay::{
+    assert_faithful, can_capture, capture_by, captured, captured_by, replay, tracers,
+};
 
 const CASES: &str = include_str!("fixtures/capture_cases.c");
 
-fn compiled(dir: &Path) -> std::path::PathBuf {
-    let source = dir.join("cases.c");
-    std::fs::write(&source, CASES).unwrap();
-    let program = dir.join("cases");
+/// The C program `source` compiled in `dir` as `name` (with `-pthread`).
+fn compiled(dir: &Path, name: &str, source: &str) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, source).unwrap();
+    let program = dir.join(name);
     let built = run(Command::new("cc")
-        .arg("-O")
-        .arg("-o")
+        .args(["-O", "-pthread", "-o"])
         .arg(&program)
-        .arg(&source));
+        .arg(&file));
     assert!(built.status.success(), "cc: {}", text(&built.stderr));
     program
 }
@@ -31,24 +33,27 @@ fn every_pattern_is_followed_to_the_file_it_is() {
         return;
     }
     let work = tmpfs_tempdir();
-    let program = compiled(work.path());
-    let outside = work.path().join("outside");
-    std::fs::create_dir(&outside).unwrap();
-    for (name, size) in [("cfr", 5000), ("src", 3000), ("lnk", 100), ("mv", 50)] {
-        std::fs::write(outside.join(name), vec![b'o'; size]).unwrap();
+    let program = compiled(work.path(), "cases", CASES);
+    for tracer in tracers("the capture cases") {
+        // Made anew for each: the program renames one of them away.
+        let outside = work.path().join(format!("outside-{tracer}"));
+        std::fs::create_dir(&outside).unwrap();
+        for (name, size) in [("cfr", 5000), ("src", 3000), ("lnk", 100), ("mv", 50)] {
+            std::fs::write(outside.join(name), vec![b'o'; size]).unwrap();
+        }
+        let cmd = [program.to_str().unwrap(), outside.to_str().unwrap()];
+        let name = format!("cases-{tracer}");
+        let (orig, trace) = captured_by(work.path(), &name, &cmd, Some(tracer));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        every_pattern_replays(&trace, &orig, &replayed);
     }
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("cases.trace");
-    capture(
-        &orig,
-        &trace,
-        &[program.to_str().unwrap(), outside.to_str().unwrap()],
-    );
-    let replayed = work.path().join("replayed");
-    let report = replay(&trace, &replayed);
-    assert_faithful(&report, &orig, &replayed);
-    let t = tree(&replayed);
+}
+
+/// The capture cases' trace replayed into `replayed` as they ran in `orig`.
+fn every_pattern_replays(trace: &Path, orig: &Path, replayed: &Path) {
+    let report = replay(trace, replayed);
+    assert_faithful(&report, orig, replayed);
+    let t = tree(replayed);
     // Every awkward name made, in its awkward directory.
     for name in [
         "d ir",
@@ -98,6 +103,143 @@ fn every_pattern_is_followed_to_the_file_it_is() {
     assert!(c["write"] < 20, "{c:?}");
 }
 
+/// Threads of two processes opening, renaming, closing and unlinking at once, a number one
+/// thread closes given to another's open at once: every call followed to its file.
+#[test]
+fn threads_racing_on_one_descriptor_table_are_followed() {
+    if !can_capture("threads racing", &["cc"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let threads = include_str!("fixtures/capture_threads.c");
+    let program = compiled(work.path(), "threads", threads);
+    for tracer in tracers("threads racing") {
+        let name = format!("threads-{tracer}");
+        let cmd = [program.to_str().unwrap()];
+        let (orig, trace) = captured_by(work.path(), &name, &cmd, Some(tracer));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        let report = replay(&trace, &replayed);
+        assert_faithful(&report, &orig, &replayed);
+        // 8 threads of 300 rounds: an open, a write and a close each.
+        let c = &report.captured;
+        assert_eq!((c["open"], c["close"]), (2400, 2400), "{tracer}: {c:?}");
+    }
+}
+
+/// Where bpf cannot run (not root), strace records the calls and capture says why; asked
+/// for, bpf is an error that says why; a ring buffer of no size is refused.
+#[test]
+fn capture_says_why_strace_runs_where_bpf_cannot() {
+    if !is_root() || !has_tool("setpriv") || !can_capture("the tracer's fallback", &[]) {
+        skip("the tracer's fallback: needs root (to become nobody) and setpriv");
+        return;
+    }
+    let dir = tempdir();
+    std::fs::create_dir(dir.path().join("root")).unwrap();
+    for p in [dir.path().to_path_buf(), dir.path().join("root")] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let as_nobody = |args: &[&str]| {
+        output_within(
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_fsbench"))
+                .args(args)
+                .env("FSBENCH_STATE_DIR", dir.path().join("state"))
+                .current_dir(dir.path().join("root")),
+            limit(),
+        )
+    };
+    let out = as_nobody(&["capture", "-o", "../t.trace", "--", "sh", "-c", ": > a"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("note: strace records the calls: the bpf tracer cannot run here: "),
+        "{err}"
+    );
+    let (shown, _) = program_figures(&dir.path().join("t.trace"));
+    assert!(shown.contains("\ntracer    strace\n"), "{shown}");
+    let out = as_nobody(&[
+        "capture",
+        "--tracer",
+        "bpf",
+        "-o",
+        "../b.trace",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--tracer bpf: it cannot run here: "),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = as_nobody(&[
+        "capture",
+        "--bpf-buffer",
+        "3",
+        "-o",
+        "../c.trace",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("power of two"));
+}
+
+/// A program of long-named calls (4,000-byte paths) too fast for a 1 MiB ring buffer: the
+/// capture says how many calls the bpf tracer lost and writes no trace, unless told to keep
+/// it, and then the trace counts them.
+#[test]
+fn calls_the_bpf_tracer_lost_are_counted_never_silent() {
+    if !can_capture("the bpf tracer's lost calls", &["cc"])
+        || !tracers("lost calls").contains(&"bpf")
+    {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let long = "#include <string.h>\n#include <sys/stat.h>\nint main(void) { static char \
+                p[4001]; struct stat st; memset(p, 'a', 4000); for (int i = 0; i < 6000; i++) \
+                stat(p, &st); return 0; }\n";
+    let program = compiled(work.path(), "long", long);
+    let root = work.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let (state, trace) = (tempdir(), work.path().join("long.trace"));
+    let capture = |more: &[&str]| {
+        output_within(
+            fsbench(state.path())
+                .current_dir(&root)
+                .args(["capture", "--tracer", "bpf", "--bpf-buffer", "1", "-o"])
+                .arg(&trace)
+                .args(more)
+                .arg("--")
+                .arg(&program),
+            limit(),
+        )
+    };
+    let out = capture(&[]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("the bpf tracer lost "), "{err}");
+    assert!(err.contains("its ring buffer was full"), "{err}");
+    assert!(!trace.exists());
+    let out = capture(&["--accept-lost"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (shown, _) = program_figures(&trace);
+    let lost = shown
+        .lines()
+        .find(|l| l.contains("lost by the bpf tracer: its ring buffer was full"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let n: u64 = lost
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!((1..=12_000).contains(&n), "{shown}");
+}
+
 /// `capture --show`'s text of `trace`, and each figure of its `program` line by the words
 /// before it.
 fn program_figures(trace: &Path) -> (String, impl Fn(&str) -> f64) {
@@ -126,17 +268,26 @@ fn capture_records_the_programs_own_time() {
         return;
     }
     let work = tmpfs_tempdir();
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("sleep.trace");
-    // Half a second of the program's own time between two files.
-    capture(&orig, &trace, &["sh", "-c", ": > a; sleep 0.5; : > b"]);
-    let (shown, figure) = program_figures(&trace);
-    // Its own time holds the half second (less an estimate's error: strace's cost is
-    // estimated on a machine that may be busy); under capture, strace's cost is added.
-    let (own, under) = (figure("own "), figure("under capture "));
-    assert!((0.4..30.0).contains(&own), "{shown}");
-    assert!(under > own, "{shown}");
+    for tracer in tracers("the program's time under capture") {
+        // Half a second of the program's own time between two files.
+        let cmd = ["sh", "-c", ": > a; sleep 0.5; : > b"];
+        let (_, trace) = captured_by(work.path(), tracer, &cmd, Some(tracer));
+        let (shown, figure) = program_figures(&trace);
+        assert!(
+            shown.contains(&format!("\ntracer    {tracer}\n")),
+            "{shown}"
+        );
+        // Its own time holds the half second (less an estimate's error: strace's cost is
+        // estimated on a machine that may be busy); under capture, strace's cost is added.
+        // Nothing stops the program under bpf: its time under capture is its own.
+        let (own, under) = (figure("own "), figure("under capture "));
+        assert!((0.4..30.0).contains(&own), "{shown}");
+        if tracer == "strace" {
+            assert!(under > own, "{shown}");
+        } else {
+            assert_eq!(under, own, "{shown}");
+        }
+    }
 }
 
 /// strace's cost per call is read from the capture's own intervals: for a program made of
@@ -152,7 +303,7 @@ fn straces_cost_is_read_from_the_programs_own_calls() {
     std::fs::create_dir(&orig).unwrap();
     let trace = work.path().join("dd.trace");
     let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
-    capture(&orig, &trace, &["sh", "-c", dd]);
+    capture_by(&orig, &trace, &["sh", "-c", dd], Some("strace"));
     let (shown, figure) = program_figures(&trace);
     let (own, under, per_call) = (
         figure("own "),

@@ -1,4 +1,4 @@
-//! Capture and replay: real programs (tar, sqlite3) captured under strace and replayed on
+//! Capture and replay: real programs (tar, sqlite3) captured by each tracer and replayed on
 //! tmpfs (and a loop ext4 as root), asserting that the replay makes as many calls of each kind
 //! as the capture recorded and leaves the tree the program left; hostile traces that touch
 //! nothing outside the run's directory; bad input with clear messages.
@@ -27,18 +27,30 @@ pub(crate) fn can_capture(test: &str, tools: &[&str]) -> bool {
     true
 }
 
-/// `fsbench capture` of `cmd` run in `root`.
-pub(crate) fn capture(root: &Path, trace: &Path, cmd: &[&str]) {
+/// The tracers capture can record with here, each named as `--tracer` takes it: strace,
+/// and bpf where it can run (its absence said, as a skip is).
+pub(crate) fn tracers(test: &str) -> Vec<&'static str> {
+    match fsbench_capture_bpf::load(1) {
+        Ok(_) => vec!["strace", "bpf"],
+        Err(why) => {
+            skip(&format!("{test} with the bpf tracer: {why}"));
+            vec!["strace"]
+        }
+    }
+}
+
+/// `fsbench capture` of `cmd` run in `root`, with `tracer` (`None`: the default).
+pub(crate) fn capture_by(root: &Path, trace: &Path, cmd: &[&str], tracer: Option<&str>) {
     let state = tempdir();
-    let out = output_within(
-        fsbench(state.path())
-            .current_dir(root)
-            .args(["capture", "--timeout", "120", "-o"])
-            .arg(trace)
-            .arg("--")
-            .args(cmd),
-        limit(),
-    );
+    let mut command = fsbench(state.path());
+    command
+        .current_dir(root)
+        .args(["capture", "--timeout", "120", "-o"])
+        .arg(trace);
+    if let Some(tracer) = tracer {
+        command.args(["--tracer", tracer]);
+    }
+    let out = output_within(command.arg("--").args(cmd), limit());
     assert!(out.status.success(), "capture: {}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("captured"),
@@ -49,10 +61,21 @@ pub(crate) fn capture(root: &Path, trace: &Path, cmd: &[&str]) {
 
 /// `cmd` captured in a fresh root `work/NAME`: the root and the trace `work/NAME.trace`.
 pub(crate) fn captured(work: &Path, name: &str, cmd: &[&str]) -> (PathBuf, PathBuf) {
+    captured_by(work, name, cmd, None)
+}
+
+/// `cmd` captured by `tracer` in a fresh root `work/NAME`: the root and the trace
+/// `work/NAME.trace`.
+pub(crate) fn captured_by(
+    work: &Path,
+    name: &str,
+    cmd: &[&str],
+    tracer: Option<&str>,
+) -> (PathBuf, PathBuf) {
     let root = work.join(name);
     std::fs::create_dir(&root).unwrap();
     let trace = work.join(format!("{name}.trace"));
-    capture(&root, &trace, cmd);
+    capture_by(&root, &trace, cmd, tracer);
     (root, trace)
 }
 
@@ -125,20 +148,26 @@ fn tar_x_replayed_makes_the_same_calls_and_tree() {
         )
         .success()
     );
-    // The root holds something before tar runs: the replay must make it first.
-    let orig = work.path().join("orig");
-    std::fs::create_dir_all(orig.join("pre")).unwrap();
-    std::fs::write(orig.join("pre/kept"), b"0123456789").unwrap();
-    let trace = work.path().join("tar.trace");
-    capture(&orig, &trace, &["tar", "-xf", "../src.tar"]);
+    let mut traced = None;
+    for tracer in tracers("tar -x capture and replay") {
+        // The root holds something before tar runs: the replay must make it first.
+        let orig = work.path().join(format!("orig-{tracer}"));
+        std::fs::create_dir_all(orig.join("pre")).unwrap();
+        std::fs::write(orig.join("pre/kept"), b"0123456789").unwrap();
+        let trace = work.path().join(format!("{tracer}/tar.trace"));
+        std::fs::create_dir(work.path().join(tracer)).unwrap();
+        capture_by(&orig, &trace, &["tar", "-xf", "../src.tar"], Some(tracer));
 
-    let replayed = work.path().join("replayed");
-    let report = replay(&trace, &replayed);
-    assert_faithful(&report, &orig, &replayed);
-    let t = tree(&replayed);
-    assert_eq!(t["a/hard"], ('f', 5000, 2), "{t:?}");
-    assert_eq!(t["a/soft"].0, 'l');
-    assert_eq!(t["pre/kept"], ('f', 10, 1));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        let report = replay(&trace, &replayed);
+        assert_faithful(&report, &orig, &replayed);
+        let t = tree(&replayed);
+        assert_eq!(t["a/hard"], ('f', 5000, 2), "{tracer}: {t:?}");
+        assert_eq!(t["a/soft"].0, 'l');
+        assert_eq!(t["pre/kept"], ('f', 10, 1));
+        traced = Some((trace, report));
+    }
+    let (trace, report) = traced.unwrap();
 
     // The same through `fsbench run`: one latency histogram per kind, with every call.
     let state = tempdir();
@@ -197,18 +226,19 @@ fn sqlite3_wal_replayed_makes_the_same_calls_and_tree() {
         return;
     }
     let work = tmpfs_tempdir();
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
     let script = "PRAGMA journal_mode=WAL; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT); \
         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 3000) \
         INSERT INTO t SELECT i, hex(randomblob(40)) FROM n; \
         UPDATE t SET v = 'x' || v WHERE k % 3 = 0; DELETE FROM t WHERE k % 7 = 0;";
-    let trace = work.path().join("sqlite.trace");
-    capture(&orig, &trace, &["sqlite3", "db.sqlite", script]);
-    let replayed = work.path().join("replayed");
-    let report = replay(&trace, &replayed);
-    assert_faithful(&report, &orig, &replayed);
-    assert!(report.captured["write"] > 10, "{:?}", report.captured);
+    for tracer in tracers("sqlite3 capture and replay") {
+        let name = format!("sqlite-{tracer}");
+        let cmd = ["sqlite3", "db.sqlite", script];
+        let (orig, trace) = captured_by(work.path(), &name, &cmd, Some(tracer));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        let report = replay(&trace, &replayed);
+        assert_faithful(&report, &orig, &replayed);
+        assert!(report.captured["write"] > 10, "{:?}", report.captured);
+    }
 }
 
 #[test]
@@ -246,17 +276,26 @@ fn git_clone_and_checkout_replayed_make_the_same_calls_and_tree() {
     // --no-local: the objects travel through git's pack protocol, as from a server; without
     // it, the clone hard-links them from the repository outside the root, which the
     // replay makes first (below .fsbench-outside).
-    for (name, clone) in [
+    let cases = [
         ("packed", "git clone -q --no-local"),
         ("linked", "git clone -q"),
-    ] {
-        let cmd = format!("{clone} ../repo c && git -C c checkout -q other && git -C c status");
-        let (orig, trace) = captured(work.path(), name, &["sh", "-c", &cmd]);
+    ];
+    let tracers = tracers("git capture and replay");
+    for (tracer, (name, clone)) in tracers.iter().flat_map(|t| cases.map(|c| (*t, c))) {
+        // A repository of each one's own: a clone's hard links count in its objects' links.
+        let copy = work.path().join(format!("repo-{tracer}-{name}"));
+        assert!(status(Command::new("cp").arg("-a").arg(&repo).arg(&copy)).success());
+        let cmd = format!(
+            "{clone} ../{} c && git -C c checkout -q other && git -C c status",
+            copy.file_name().unwrap().to_str().unwrap()
+        );
+        let name = format!("{name}-{tracer}");
+        let (orig, trace) = captured_by(work.path(), &name, &["sh", "-c", &cmd], Some(tracer));
         let replayed = work.path().join(format!("{name}-replayed"));
         let report = replay(&trace, &replayed);
         assert_faithful(&report, &orig, &replayed);
         assert_eq!(tree(&replayed)["c/a/f1"], ('f', 7, 1));
-        if name == "linked" {
+        if name.starts_with("linked") {
             assert!(report.captured["link"] > 3, "{:?}", report.captured);
         }
     }
@@ -326,21 +365,24 @@ fn openat2_sendfile_and_copy_file_range_are_replayed() {
         .arg(&program)
         .arg(&source));
     assert!(built.status.success(), "cc: {}", text(&built.stderr));
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("open2.trace");
-    capture(&orig, &trace, &[program.to_str().unwrap()]);
-
-    let replayed = work.path().join("replayed");
-    let report = replay(&trace, &replayed);
-    // The ELOOP open fails here too: RESOLVE_NO_SYMLINKS was kept.
-    assert_faithful(&report, &orig, &replayed);
-    assert_eq!(report.captured["open"], 6, "{:?}", report.captured);
-    assert_eq!(report.captured["copy"], 1, "{:?}", report.captured);
-    assert_eq!(report.captured["sendfile"], 1, "{:?}", report.captured);
-    let t = tree(&replayed);
-    for name in ["d/a.txt", "d/b.txt", "d/c.txt"] {
-        assert_eq!(t[name], ('f', 15, 1), "{name}: {t:?}");
+    for tracer in tracers("openat2 capture and replay") {
+        let cmd = [program.to_str().unwrap()];
+        let name = format!("open2-{tracer}");
+        let (orig, trace) = captured_by(work.path(), &name, &cmd, Some(tracer));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        let report = replay(&trace, &replayed);
+        // The ELOOP open fails here too: RESOLVE_NO_SYMLINKS was kept.
+        assert_faithful(&report, &orig, &replayed);
+        let c = &report.captured;
+        assert_eq!(
+            (c["open"], c["copy"], c["sendfile"]),
+            (6, 1, 1),
+            "{tracer}: {c:?}"
+        );
+        let t = tree(&replayed);
+        for name in ["d/a.txt", "d/b.txt", "d/c.txt"] {
+            assert_eq!(t[name], ('f', 15, 1), "{tracer} {name}: {t:?}");
+        }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod fio;
 pub mod measurement;
 pub mod results;
 pub mod suite;
+pub mod syscall;
 pub mod system;
 pub mod testbed;
 pub mod units;

@@ -87,6 +87,11 @@ impl Cgroup {
         Err(format!("cannot claim a cgroup in {}", parent.display()))
     }
 
+    /// Its directory: its id is the directory's inode.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
     pub(super) fn procs_path(&self) -> &std::ffi::CStr {
         &self.procs
     }

@@ -109,6 +109,8 @@ impl Tail {
 struct Tree {
     pid: Pid,
     cgroup: Option<Cgroup>,
+    /// The held command's standard input, until it is released.
+    stdin: Option<File>,
     reaped: bool,
 }
 
@@ -157,7 +159,45 @@ impl Drop for Tree {
 
 /// Runs `step` to its end; an error only when it could not be run or the user interrupted it.
 pub fn run(step: &Step<'_>) -> Result<Finished, FsbenchError> {
-    let (mut tree, stdout, stderr, mut notes) = spawn(step)?;
+    let (tree, stdout, stderr, notes) = spawn(step, false)?;
+    watch(step, tree, stdout, stderr, notes)
+}
+
+/// What holds a command back until what must watch it is ready: given the directory of the
+/// command's cgroup (`None` where none could be made), it readies that, or says why not.
+pub type Release<'r> = dyn FnMut(Option<&Path>) -> Result<(), String> + 'r;
+
+/// Runs `step` as [`run`] does, its shell held until `release` returns: the command must
+/// read a line from its standard input first, and gets it (then end of file) once
+/// `release` is done. `Ok(Err(why))` when `release` refused: the command ended unreleased.
+pub fn run_held(
+    step: &Step<'_>,
+    release: &mut Release<'_>,
+) -> Result<Result<Finished, String>, FsbenchError> {
+    use std::io::Write;
+    let (mut tree, stdout, stderr, notes) = spawn(step, true)?;
+    let mut stdin = tree.stdin.take();
+    if let Err(why) = release(tree.cgroup.as_ref().map(Cgroup::path)) {
+        return Ok(Err(why));
+    }
+    let released = stdin.as_mut().map(|s| s.write_all(b"\n"));
+    drop(stdin);
+    if let Some(Err(e)) = released {
+        return Err(FsbenchError::Failed(format!(
+            "cannot release the command: {e}"
+        )));
+    }
+    watch(step, tree, stdout, stderr, notes).map(Ok)
+}
+
+/// Drains the started command's output until it ends, kills what it left and reaps it.
+fn watch(
+    step: &Step<'_>,
+    mut tree: Tree,
+    stdout: File,
+    stderr: File,
+    mut notes: Vec<String>,
+) -> Result<Finished, FsbenchError> {
     let pidfd = rustix::process::pidfd_open(tree.pid, PidfdFlags::empty())
         .map_err(|e| FsbenchError::Failed(format!("cannot watch the command: {e}")))?;
     let mut streams = [Stream::new(stdout), Stream::new(stderr)];
@@ -206,8 +246,8 @@ pub fn run(step: &Step<'_>) -> Result<Finished, FsbenchError> {
 }
 
 /// Starts `sh -c COMMAND` in a cgroup of its own if one can be made (else without, with a
-/// note why), in a process group of its own.
-fn spawn(step: &Step<'_>) -> Result<(Tree, File, File, Vec<String>), FsbenchError> {
+/// note why), in a process group of its own; `held`: its standard input a pipe.
+fn spawn(step: &Step<'_>, held: bool) -> Result<(Tree, File, File, Vec<String>), FsbenchError> {
     let mut notes = Vec::new();
     let mut cgroup = match Cgroup::create() {
         Ok((c, unswept)) => {
@@ -228,7 +268,7 @@ fn spawn(step: &Step<'_>) -> Result<(Tree, File, File, Vec<String>), FsbenchErro
             .current_dir(step.dir)
             .env("FSBENCH_DIR", step.dir)
             .env("FSBENCH_RUN", step.run.to_string())
-            .stdin(Stdio::null())
+            .stdin(if held { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -241,9 +281,11 @@ fn spawn(step: &Step<'_>) -> Result<(Tree, File, File, Vec<String>), FsbenchErro
             Ok(mut child) => {
                 let pid = Pid::from_child(&child);
                 let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+                let stdin = child.stdin.take().map(|s| File::from(OwnedFd::from(s)));
                 let tree = Tree {
                     pid,
                     cgroup,
+                    stdin,
                     reaped: false,
                 };
                 let (Some(stdout), Some(stderr)) = (stdout, stderr) else {

@@ -14,12 +14,13 @@ use std::path::Path;
 
 mod build;
 mod cost;
+mod kernel;
 mod syntax;
 
 pub use cost::StopCost;
 
 use super::trace::{Call, Entry, OUTSIDE};
-use syntax::{Arg, Line, Outcome, errno_named, parse_call, split_line};
+use syntax::{Arg, Line, Outcome, parse_call, split_line};
 
 /// strace's arguments, before the command (`-o FILE` comes after): every thread and child,
 /// absolute start times and durations, descriptors' paths, flags as numbers, no data, and
@@ -58,6 +59,7 @@ pub enum Skip {
     UnknownFd,
     Unfinished,
     Unreadable,
+    PathUnread,
 }
 
 impl Skip {
@@ -69,6 +71,7 @@ impl Skip {
             Skip::UnknownFd => "on a /proc/self/fd descriptor whose file is unknown",
             Skip::Unfinished => "cut short by the end of their process",
             Skip::Unreadable => "lines of strace's that fsbench could not read",
+            Skip::PathUnread => "whose arguments the bpf tracer could not read",
         }
     }
 }
@@ -86,8 +89,11 @@ struct Source {
 pub struct Parser {
     /// The root, absolute and without a trailing slash.
     root: Vec<u8>,
-    /// Where relative paths start, per thread (a process's threads learn it separately).
+    /// Where relative paths start, per task that has its own (a chdir of a thread moves its
+    /// process's others too: tasks cloned with CLONE_FS share their parent's, see `fs_of`).
     cwd: HashMap<u32, Vec<u8>>,
+    /// The task whose working directory each task cloned with CLONE_FS shares.
+    fs_of: HashMap<u32, u32>,
     /// The first half of each thread's unfinished call, with its start.
     unfinished: HashMap<u32, (u64, Vec<u8>)>,
     /// The first timestamp, which trace times are relative to.
@@ -97,6 +103,12 @@ pub struct Parser {
     /// each table's descriptors' absolute paths.
     table_of: HashMap<u32, u32>,
     tables: HashMap<u32, HashMap<i32, Vec<u8>>>,
+    /// Each table's close-on-exec descriptors, where the parser follows descriptors from the
+    /// calls themselves (the bpf tracer's records, which carry no decoded paths).
+    cloexec: HashMap<u32, BTreeSet<i32>>,
+    /// The descriptor each task is closing, and its path (see [`Parser::kernel_closing`]).
+    closing: HashMap<u32, (i32, Option<Vec<u8>>)>,
+    follows_fds: bool,
     /// Calls strace stopped on each thread's way so far: its own, its parent's before it
     /// was forked, its children's it waited for. Each cost the program strace's time.
     stops: HashMap<u32, u64>,
@@ -130,11 +142,15 @@ impl Parser {
         Parser {
             root,
             cwd: HashMap::new(),
+            fs_of: HashMap::new(),
             unfinished: HashMap::new(),
             epoch: None,
             start_cwd: bytes(cwd),
             table_of: HashMap::new(),
             tables: HashMap::new(),
+            cloexec: HashMap::new(),
+            closing: HashMap::new(),
+            follows_fds: false,
             stops: HashMap::new(),
             strace_ns,
             skipped: BTreeMap::new(),
@@ -168,11 +184,12 @@ impl Parser {
     }
 
     fn skip(&mut self, why: Skip, text: &[u8]) {
-        let entry = self
-            .skipped
-            .entry(why)
-            .or_insert_with(|| (0, text.to_vec()));
-        entry.0 += 1;
+        self.skip_with(why, || text.to_vec());
+    }
+
+    /// Counts a call not recorded; `text` (made only for a reason's first) is its example.
+    fn skip_with(&mut self, why: Skip, text: impl FnOnce() -> Vec<u8>) {
+        self.skipped.entry(why).or_insert_with(|| (0, text())).0 += 1;
     }
 
     /// Parses one line; `Some` with the call when it is one to record.
@@ -214,20 +231,42 @@ impl Parser {
         self.total += 1;
         let name = &text[..text.iter().position(|&c| c == b'(').unwrap_or(0)];
         let name = std::str::from_utf8(name).unwrap_or_default();
-        match self.call(tid, name, &args, &outcome, call) {
+        let result = self.call(tid, name, &args, &outcome, call);
+        self.outcome(
+            tid,
+            start.saturating_sub(epoch),
+            before,
+            result,
+            call,
+            || text.to_vec(),
+        )
+    }
+
+    /// What a parsed call of thread `tid` becomes: recorded into `call`, `since` its start
+    /// on the capture's clock after `stops` earlier stops of its thread, or counted by why
+    /// not (`text`: the call as the user would read it).
+    fn outcome(
+        &mut self,
+        tid: u32,
+        since: u64,
+        stops: u64,
+        result: Result<bool, Skip>,
+        call: &mut Call,
+        text: impl FnOnce() -> Vec<u8>,
+    ) -> Option<()> {
+        match result {
             Ok(true) => {
-                let since = start.saturating_sub(epoch);
                 call.tid = tid;
                 call.start_us = since;
                 // What strace added to this thread's earlier calls is not the program's.
-                call.at_us = since.saturating_sub(before.saturating_mul(self.strace_ns) / 1000);
+                call.at_us = since.saturating_sub(stops.saturating_mul(self.strace_ns) / 1000);
                 self.calls_us = self.calls_us.saturating_add(call.dur_us);
                 self.recorded.insert(tid);
                 Some(())
             }
             Ok(false) => None,
             Err(why) => {
-                self.skip(why, &text);
+                self.skip_with(why, text);
                 None
             }
         }
@@ -259,7 +298,7 @@ impl Parser {
         tid: u32,
         name: &str,
         args: &[Arg],
-        out: &Outcome<'_>,
+        out: &Outcome,
         call: &mut Call,
     ) -> Result<bool, Skip> {
         let ret = out.value;
@@ -296,7 +335,7 @@ impl Parser {
                         None => None,
                     };
                     if let Some(dir) = dir {
-                        self.cwd.insert(tid, dir);
+                        self.cwd.insert(self.fs(tid), dir);
                     }
                 }
                 return Ok(false);
@@ -305,12 +344,12 @@ impl Parser {
         }
         // `AT_FDCWD</dir>`: the thread's working directory, whatever call shows it.
         if let Some(Arg::Num(-100, Some(dir))) = args.first() {
-            self.cwd.insert(tid, dir.path.clone());
+            self.cwd.insert(self.fs(tid), dir.path.clone());
         }
         self.learn(tid, name, args, out);
         *call = Call {
             result: ret,
-            errno: if ret < 0 { errno_named(out.errno) } else { 0 },
+            errno: if ret < 0 { out.errno } else { 0 },
             dur_us: out.dur_us,
             fd: -1,
             fd2: -1,
@@ -328,6 +367,7 @@ impl Parser {
     /// descriptors (the same table with CLONE_FILES, a copy without), after its stops; a
     /// thread (CLONE_THREAD) is of its parent's process, any other task a process of its own.
     fn forked(&mut self, parent: u32, child: u32, flags: i64) {
+        const CLONE_FS: i64 = 0x200;
         const CLONE_FILES: i64 = 0x400;
         const CLONE_THREAD: i64 = 0x10000;
         let process = match flags & CLONE_THREAD {
@@ -335,19 +375,32 @@ impl Parser {
             _ => self.process_of(parent),
         };
         self.process.insert(child, process);
-        let cwd = self.cwd_of(parent).to_vec();
-        self.cwd.insert(child, cwd);
+        if flags & CLONE_FS != 0 {
+            self.fs_of.insert(child, self.fs(parent));
+        } else {
+            let cwd = self.cwd_of(parent).to_vec();
+            self.cwd.insert(child, cwd);
+        }
         let stops = self.stops.get(&parent).copied().unwrap_or(0);
         self.stops.insert(child, stops);
         let table = self.table(parent);
         if flags & CLONE_FILES != 0 {
             self.table_of.insert(child, table);
         } else {
-            let copy = self.tables.get(&table).cloned().unwrap_or_default();
-            let new = self.tables.len() as u32 + 1;
-            self.tables.insert(new, copy);
+            let new = self.copy_table(table);
             self.table_of.insert(child, new);
         }
+    }
+
+    /// A new table, a copy of `table` with its close-on-exec marks.
+    fn copy_table(&mut self, table: u32) -> u32 {
+        let copy = self.tables.get(&table).cloned().unwrap_or_default();
+        let new = self.tables.len() as u32 + 1;
+        self.tables.insert(new, copy);
+        if let Some(marks) = self.cloexec.get(&table).cloned() {
+            self.cloexec.insert(new, marks);
+        }
+        new
     }
 
     fn table(&mut self, tid: u32) -> u32 {
@@ -359,7 +412,11 @@ impl Parser {
 
     /// What the call tells of the thread's descriptors: each argument's decoded path, a
     /// new descriptor's, a closed one gone.
-    fn learn(&mut self, tid: u32, name: &str, args: &[Arg], out: &Outcome<'_>) {
+    fn learn(&mut self, tid: u32, name: &str, args: &[Arg], out: &Outcome) {
+        // The bpf tracer's calls decode nothing: the parser follows them (kernel.rs).
+        if self.follows_fds {
+            return;
+        }
         let table = self.table(tid);
         let fds = self.tables.entry(table).or_default();
         for arg in args {
@@ -388,7 +445,12 @@ impl Parser {
     }
 
     fn cwd_of(&self, tid: u32) -> &[u8] {
-        self.cwd.get(&tid).unwrap_or(&self.start_cwd)
+        self.cwd.get(&self.fs(tid)).unwrap_or(&self.start_cwd)
+    }
+
+    /// The task whose working directory `tid` has.
+    fn fs(&self, tid: u32) -> u32 {
+        self.fs_of.get(&tid).copied().unwrap_or(tid)
     }
 
     /// Makes `self.abs` the lexically normalized absolute form of `path`, relative to `dir`

@@ -103,8 +103,34 @@ pub struct Program {
     /// What strace added to each call, calibrated at capture.
     pub strace_ns: u64,
     pub umask: u32,
-    /// Every call strace stopped, recorded or not.
+    /// Every call strace stopped (or the bpf tracer recorded), recorded or not.
     pub traced: u64,
+    /// What recorded the calls.
+    pub tracer: Tracer,
+}
+
+/// What recorded a trace's calls (a trace that does not say: strace).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tracer {
+    #[default]
+    Strace,
+    /// eBPF: the calls recorded in the kernel, the program never stopped.
+    Bpf,
+}
+
+impl Tracer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tracer::Strace => "strace",
+            Tracer::Bpf => "bpf",
+        }
+    }
+
+    pub fn named(name: &[u8]) -> Option<Tracer> {
+        [Tracer::Strace, Tracer::Bpf]
+            .into_iter()
+            .find(|t| t.name().as_bytes() == name)
+    }
 }
 
 /// One recorded call; which fields mean what depends on `kind` (see the README).
@@ -168,8 +194,14 @@ impl<W: Write> TraceWriter<W> {
         let p = program;
         writeln!(
             w.out,
-            "program\t{}\t{}\t{}\t{}\t{:o}\t{}",
-            p.wall_us, p.own_us, p.calls_us, p.strace_ns, p.umask, p.traced
+            "program\t{}\t{}\t{}\t{}\t{:o}\t{}\t{}",
+            p.wall_us,
+            p.own_us,
+            p.calls_us,
+            p.strace_ns,
+            p.umask,
+            p.traced,
+            p.tracer.name()
         )?;
         Ok(w)
     }

@@ -23,7 +23,7 @@ fn num(args: &[Arg], i: usize) -> Option<i64> {
 
 /// A path-taking call's kind, its directory descriptor's argument (none for the calls
 /// without `at`) and its path's argument.
-fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
+pub(super) fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
     let at = |dirfd: usize| Some(dirfd);
     Some(match name {
         "open" | "creat" => (Kind::Open, None, 0),
@@ -195,6 +195,9 @@ impl Parser {
         let old_abs = std::mem::take(&mut self.abs);
         self.absolute(tid, dir2.as_deref(), new);
         let new_abs = std::mem::take(&mut self.abs);
+        if call.kind() == Kind::Rename && call.errno == 0 {
+            self.renamed(&old_abs, &new_abs);
+        }
         match (self.relative_of(&old_abs), self.relative_of(&new_abs)) {
             (Some(old), Some(new)) => (call.path, call.path2) = (old, new),
             (Some(old), None) => {

@@ -102,18 +102,18 @@ pub(super) fn split_line(line: &[u8]) -> Option<(u32, u64, Line<'_>)> {
     Some((tid, time, what))
 }
 
-/// The result of a call: its value (and a descriptor's decoded path), its errno's name
-/// (when it failed) and its duration in microseconds.
+/// The result of a call: its value (and a descriptor's decoded path), its errno (when it
+/// failed; -1 for a name fsbench does not know) and its duration in microseconds.
 #[derive(Debug, PartialEq)]
-pub(super) struct Outcome<'l> {
+pub(super) struct Outcome {
     pub value: i64,
     pub decoded: Option<Decoded>,
-    pub errno: &'l [u8],
+    pub errno: i32,
     pub dur_us: u64,
 }
 
 /// Parses `NAME(ARGS) = RESULT <DUR>` into the arguments and the outcome.
-pub(super) fn parse_call(text: &[u8]) -> Option<(Vec<Arg>, Outcome<'_>)> {
+pub(super) fn parse_call(text: &[u8]) -> Option<(Vec<Arg>, Outcome)> {
     let mut s = Scanner::new(text);
     s.at = text.iter().position(|&c| c == b'(')? + 1;
     let mut args = Vec::new();
@@ -149,7 +149,11 @@ pub(super) fn parse_call(text: &[u8]) -> Option<(Vec<Arg>, Outcome<'_>)> {
     let dur = tail[dur_at + 1..].strip_suffix(b">")?;
     let mut more = Scanner::new(&tail[..dur_at]);
     more.spaces();
-    let errno = if value < 0 { more.word() } else { &[] };
+    let errno = if value < 0 {
+        errno_named(more.word())
+    } else {
+        0
+    };
     Some((
         args,
         Outcome {
@@ -469,7 +473,7 @@ pub(super) fn micros(text: &[u8]) -> Option<u64> {
 }
 
 /// The number of errno `name`; -1 for a name fsbench does not know (still a failure).
-pub(super) fn errno_named(name: &[u8]) -> i32 {
+fn errno_named(name: &[u8]) -> i32 {
     let name = String::from_utf8_lossy(name);
     (1..200)
         .find(|&e| fsbench_measure::measure::errno_name(e) == name)

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX, PROCESSES_SINCE, Program,
-    RECORDS_MAX, VERSION, WINDOW_LOG_MAX, ZSTD_MAGIC, unescape,
+    RECORDS_MAX, Tracer, VERSION, WINDOW_LOG_MAX, ZSTD_MAGIC, unescape,
 };
 use fsbench_measure::error::invalid;
 use fsbench_model::units::{format_bytes, group_thousands};
@@ -121,8 +121,10 @@ impl TraceReader {
             return Err(r.damaged("cut short after the root"));
         }
         if r.line.starts_with(b"program\t") {
-            let mut fields = [&[][..]; 7];
-            let program = (split_fields(&r.line, &mut fields) == Some(7))
+            // A trace made before the tracer was recorded has no eighth field: strace's.
+            let mut fields = [&b"strace"[..]; 8];
+            let n = split_fields(&r.line, &mut fields);
+            let program = matches!(n, Some(7 | 8))
                 .then(|| {
                     Some(Program {
                         wall_us: number(fields[1])?,
@@ -131,6 +133,7 @@ impl TraceReader {
                         strace_ns: number(fields[4])?,
                         umask: octal(fields[5])?,
                         traced: number(fields[6])?,
+                        tracer: Tracer::named(fields[7])?,
                     })
                 })
                 .flatten();

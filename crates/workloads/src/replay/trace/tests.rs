@@ -13,6 +13,7 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
         strace_ns: 12_345,
         umask: 0o027,
         traced: 999,
+        tracer: Tracer::Bpf,
     };
     let file_ = std::fs::File::create(&file).unwrap();
     let mut w = TraceWriter::new(file_, Path::new("/r 1"), &program).unwrap();

@@ -1,0 +1,375 @@
+// The kernel half of `fsbench capture --tracer bpf`: records the system calls of one cgroup's
+// tasks into a ring buffer that the loader drains in batches, without stopping the program.
+//
+// sys_enter stashes a selected call's start and arguments per task; sys_exit emits one
+// record with the strings its path arguments name and the user structure it needs;
+// sched_process_fork emits a fork record in the parent, before the child can run, so that
+// the child's descriptor table is known before its first call.
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#define PATH_MAX 4096
+#define NR_MAX 512
+#define FORK_NR 0xffffffffu
+
+// What the loader says of each call number (SELECT's values).
+#define SEL_TRACED (1u << 31)
+// The clone family: the fork record stands for the call.
+#define SEL_NO_EXIT (1u << 30)
+// execve and execveat: the first that succeeds is the program's own, and starts the capture.
+#define SEL_EXEC (1u << 29)
+// Where a forking call's clone flags are: its first argument (clone), the first field of the
+// structure it points to (clone3), or fixed (vfork: CLONE_VM | CLONE_VFORK; fork: none).
+#define SEL_FLAGS_ARG0 (1u << 28)
+#define SEL_FLAGS_STRUCT (1u << 27)
+#define SEL_FLAGS_VFORK (1u << 26)
+#define CLONE_VM_VFORK 0x4100
+// close: a record at its entry too. The descriptor is free for another thread's open before
+// close returns, so the open's record may come before close's: the entry's says it first.
+#define SEL_ENTER_RECORD (1u << 25)
+#define SEL_PATHS 0x3fu
+#define SEL_DATA_ARG(v) (((v) >> 8) & 0xfu)
+#define SEL_DATA_LEN(v) (((v) >> 16) & 0xffu)
+
+// CONFIG's slots.
+#define CFG_CGROUP 0
+#define CFG_ARMED 1
+
+// LOST's slots.
+#define LOST_FULL 0
+#define LOST_NO_STASH 1
+
+// record.flags
+#define REC_DATA 1u
+#define REC_PATH1_UNREAD 2u
+#define REC_PATH2_UNREAD 4u
+#define REC_DATA_UNREAD 8u
+#define REC_PATH1 16u
+#define REC_PATH2 32u
+#define REC_ENTER 64u
+
+struct stash {
+	__u64 start_ns;
+	__u64 args[6];
+	__u32 nr;
+	__u32 pad;
+};
+
+// One call (or fork) as the loader reads it; the strings follow it, the second right after
+// the first.
+struct record {
+	__u64 start_ns;
+	__u64 end_ns;
+	__u32 tid;
+	__u32 pid;
+	__u32 nr;
+	__u16 len1;
+	__u16 len2;
+	__s64 ret;
+	__u64 args[6];
+	__u64 data[3];
+	__u32 flags;
+	__u8 path_arg1;
+	__u8 path_arg2;
+	__u16 pad;
+};
+
+struct scratch {
+	struct record rec;
+	char paths[2 * PATH_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} SELECT SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} CONFIG SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct stash);
+} STARTS SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} SCRATCH SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} LOST SEC(".maps");
+
+// Its size is set by the loader.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 26);
+} EVENTS SEC(".maps");
+
+struct sys_enter_ctx {
+	__u64 common;
+	long id;
+	unsigned long args[6];
+};
+
+struct sys_exit_ctx {
+	__u64 common;
+	long id;
+	long ret;
+};
+
+static __always_inline __u64 *config(__u32 slot)
+{
+	return bpf_map_lookup_elem(&CONFIG, &slot);
+}
+
+static __always_inline int in_cgroup(void)
+{
+	__u64 *cgroup = config(CFG_CGROUP);
+	return cgroup && *cgroup && bpf_get_current_cgroup_id() == *cgroup;
+}
+
+static __always_inline void lost(__u32 why)
+{
+	__u64 *n = bpf_map_lookup_elem(&LOST, &why);
+	if (n)
+		*n += 1;
+}
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int sys_enter(struct sys_enter_ctx *ctx)
+{
+	if (!in_cgroup())
+		return 0;
+	long id = ctx->id;
+	if (id < 0 || id >= NR_MAX)
+		return 0;
+	__u32 nr = id;
+	__u32 *sel = bpf_map_lookup_elem(&SELECT, &nr);
+	if (!sel || !(*sel & SEL_TRACED))
+		return 0;
+	struct stash s = {};
+	s.start_ns = bpf_ktime_get_ns();
+	s.nr = nr;
+#pragma unroll
+	for (int i = 0; i < 6; i++)
+		s.args[i] = ctx->args[i];
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	if (bpf_map_update_elem(&STARTS, &tid, &s, BPF_ANY))
+		lost(LOST_NO_STASH);
+	if (*sel & SEL_ENTER_RECORD) {
+		struct record rec = {};
+		rec.start_ns = s.start_ns;
+		rec.end_ns = s.start_ns;
+		rec.tid = tid;
+		rec.pid = pid_tgid >> 32;
+		rec.nr = nr;
+		rec.args[0] = s.args[0];
+		rec.flags = REC_ENTER;
+		if (bpf_ringbuf_output(&EVENTS, &rec, sizeof(rec), BPF_RB_NO_WAKEUP))
+			lost(LOST_FULL);
+	}
+	return 0;
+}
+
+// Reads the string at `ptr` to `at` in the scratch's paths; its length, or -1.
+static __always_inline long read_path(struct scratch *sc, __u32 at, __u64 ptr)
+{
+	if (!ptr)
+		return -1;
+	long n = bpf_probe_read_user_str(&sc->paths[at & (PATH_MAX - 1)], PATH_MAX, (void *)ptr);
+	return n > 0 ? n - 1 : -1;
+}
+
+static __always_inline void submit(struct scratch *sc, __u32 len1, __u32 len2)
+{
+	__u64 size = sizeof(struct record) + (len1 & (PATH_MAX - 1)) + (len2 & (PATH_MAX - 1));
+	if (size > sizeof(struct scratch))
+		size = sizeof(struct scratch);
+	if (bpf_ringbuf_output(&EVENTS, sc, size, BPF_RB_NO_WAKEUP))
+		lost(LOST_FULL);
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int sys_exit(struct sys_exit_ctx *ctx)
+{
+	__u64 end = bpf_ktime_get_ns();
+	if (!in_cgroup())
+		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct stash *s = bpf_map_lookup_elem(&STARTS, &tid);
+	if (!s)
+		return 0;
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&SCRATCH, &zero);
+	if (!sc) {
+		bpf_map_delete_elem(&STARTS, &tid);
+		return 0;
+	}
+	struct record *rec = &sc->rec;
+	__u32 nr = s->nr;
+	rec->start_ns = s->start_ns;
+#pragma unroll
+	for (int i = 0; i < 6; i++)
+		rec->args[i] = s->args[i];
+	bpf_map_delete_elem(&STARTS, &tid);
+	__u32 *selp = bpf_map_lookup_elem(&SELECT, &nr);
+	if (!selp)
+		return 0;
+	__u32 sel = *selp;
+	long ret = ctx->ret;
+	if (sel & SEL_NO_EXIT)
+		return 0;
+	__u64 *armed = config(CFG_ARMED);
+	if (!armed)
+		return 0;
+	if (!*armed) {
+		if (!(sel & SEL_EXEC) || ret != 0)
+			return 0;
+		*armed = 1;
+	}
+	rec->end_ns = end;
+	rec->tid = tid;
+	rec->pid = pid_tgid >> 32;
+	rec->nr = nr;
+	rec->ret = ret;
+	rec->flags = 0;
+	rec->len1 = 0;
+	rec->len2 = 0;
+	rec->path_arg1 = 0;
+	rec->path_arg2 = 0;
+	__u32 len1 = 0, len2 = 0, paths = 0;
+#pragma unroll
+	for (int i = 0; i < 6; i++) {
+		if (!(sel & (1u << i)))
+			continue;
+		if (paths == 0) {
+			long n = read_path(sc, 0, rec->args[i]);
+			rec->path_arg1 = i;
+			if (n < 0) {
+				rec->flags |= REC_PATH1_UNREAD;
+			} else {
+				len1 = n & (PATH_MAX - 1);
+				rec->flags |= REC_PATH1;
+			}
+		} else if (paths == 1) {
+			long n = read_path(sc, len1, rec->args[i]);
+			rec->path_arg2 = i;
+			if (n < 0) {
+				rec->flags |= REC_PATH2_UNREAD;
+			} else {
+				len2 = n & (PATH_MAX - 1);
+				rec->flags |= REC_PATH2;
+			}
+		}
+		paths++;
+	}
+	rec->len1 = len1;
+	rec->len2 = len2;
+	__u32 data_arg = SEL_DATA_ARG(sel);
+	if (data_arg >= 1 && data_arg <= 6) {
+		__u32 idx = data_arg - 1;
+		__u64 ptr = idx < 6 ? rec->args[idx] : 0;
+		long r = -1;
+		if (ptr && SEL_DATA_LEN(sel) == 24)
+			r = bpf_probe_read_user(rec->data, 24, (void *)ptr);
+		else if (ptr)
+			r = bpf_probe_read_user(rec->data, 8, (void *)ptr);
+		rec->flags |= r == 0 ? REC_DATA : (ptr ? REC_DATA_UNREAD : 0);
+	}
+	submit(sc, len1, len2);
+	return 0;
+}
+
+// A fork record for the child `child`, in its parent (before the child runs).
+static __always_inline int fork_record(__u32 child)
+{
+	if (!in_cgroup())
+		return 0;
+	__u64 *armed = config(CFG_ARMED);
+	if (!armed || !*armed)
+		return 0;
+	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&SCRATCH, &zero);
+	if (!sc)
+		return 0;
+	struct record *rec = &sc->rec;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	__u64 flags = 0;
+	struct stash *s = bpf_map_lookup_elem(&STARTS, &tid);
+	if (s) {
+		__u32 nr = s->nr;
+		__u64 arg = s->args[0];
+		__u32 *sel = bpf_map_lookup_elem(&SELECT, &nr);
+		if (sel && (*sel & SEL_FLAGS_ARG0))
+			flags = arg;
+		else if (sel && (*sel & SEL_FLAGS_STRUCT) && bpf_probe_read_user(&flags, 8, (void *)arg))
+			flags = 0;
+		else if (sel && (*sel & SEL_FLAGS_VFORK))
+			flags = CLONE_VM_VFORK;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	rec->start_ns = now;
+	rec->end_ns = now;
+	rec->tid = tid;
+	rec->pid = pid_tgid >> 32;
+	rec->nr = FORK_NR;
+	rec->ret = child;
+	rec->args[0] = flags;
+	rec->flags = 0;
+	rec->len1 = 0;
+	rec->len2 = 0;
+	submit(sc, 0, 0);
+	return 0;
+}
+
+// sched_process_fork since Linux 6.10 (`__data_loc` comms): the child's pid at 20. The
+// kernel refuses to attach a program that reads past its event, so each layout has its own.
+struct fork_ctx {
+	__u64 common;
+	__u32 parent_comm;
+	__u32 parent_pid;
+	__u32 child_comm;
+	__u32 child_pid;
+};
+
+// Before (comms inline): at 44.
+struct fork_ctx_before_6_10 {
+	__u64 common;
+	char parent_comm[16];
+	__u32 parent_pid;
+	char child_comm[16];
+	__u32 child_pid;
+};
+
+SEC("tracepoint/sched/sched_process_fork")
+int process_fork(struct fork_ctx *ctx)
+{
+	return fork_record(ctx->child_pid);
+}
+
+SEC("tracepoint/sched/sched_process_fork")
+int process_fork_before_6_10(struct fork_ctx_before_6_10 *ctx)
+{
+	return fork_record(ctx->child_pid);
+}
+
+char LICENSE[] SEC("license") = "GPL";

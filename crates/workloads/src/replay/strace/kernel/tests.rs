@@ -1,0 +1,237 @@
+//! The bpf tracer's records parsed as strace's lines are: descriptors followed from the
+//! calls themselves.
+
+use std::path::Path;
+
+use super::*;
+
+/// A record of `name` by task 5 with `args`, result `ret`, and its path arguments.
+fn rec<'a>(
+    name: &'static str,
+    args: &[i64],
+    ret: i64,
+    paths: &[(usize, &'a [u8])],
+) -> SyscallRecord<'a> {
+    let mut a = [0u64; 6];
+    for (i, v) in args.iter().enumerate() {
+        a[i] = *v as u64;
+    }
+    let mut p = [None, None];
+    for (slot, (i, s)) in paths.iter().enumerate() {
+        a[*i] = 0x1000 + *i as u64;
+        p[slot] = Some((*i, Some(*s)));
+    }
+    SyscallRecord {
+        start_ns: 1_000_000,
+        end_ns: 1_003_000,
+        tid: 5,
+        pid: 5,
+        name,
+        args: a,
+        ret,
+        paths: p,
+        data: None,
+        data_unread: false,
+    }
+}
+
+fn parse(records: &[SyscallRecord<'_>]) -> (Parser, Vec<Call>) {
+    let mut parser = Parser::for_kernel(Path::new("/r"), Path::new("/r"));
+    let mut calls = Vec::new();
+    let mut call = Call::default();
+    for r in records {
+        // As the bpf tracer says each close at its entry too.
+        if r.name == "close" {
+            parser.kernel_closing(r.tid, r.args[0] as i32);
+        }
+        if parser.kernel_call(r, &mut call).is_some() {
+            calls.push(call.clone());
+        }
+    }
+    (parser, calls)
+}
+
+const O_WRONLY_CREAT: i64 = 0o101;
+
+#[test]
+fn descriptors_are_followed_from_opens_dups_closes_and_renames() {
+    let name = b"d ir/q\"<>\n\xff x) = 3 <0";
+    let (parser, calls) = parse(&[
+        rec("openat", &[-100, 0, O_WRONLY_CREAT, 0o640], 3, &[(1, name)]),
+        rec("write", &[3, 0, 5], 5, &[]),
+        rec("dup2", &[3, 9], 9, &[]),
+        rec("fcntl", &[9, 1030], 10, &[]),
+        rec("close", &[3], 0, &[]),
+        rec("fsync", &[9], 0, &[]),
+        rec("fsync", &[3], -9, &[]),
+        rec(
+            "renameat",
+            &[-100, 0, -100, 0],
+            0,
+            &[(1, b"d ir"), (3, b"moved")],
+        ),
+        rec("fdatasync", &[10], 0, &[]),
+        rec("pipe2", &[0, 0], 0, &[]),
+        rec("openat", &[-100, 0, 0], 4, &[(1, b"/etc/passwd")]),
+        rec("read", &[4, 0, 10], 10, &[]),
+    ]);
+    use Kind::*;
+    let kinds: Vec<Kind> = calls.iter().map(Call::kind).collect();
+    assert_eq!(
+        kinds,
+        [Open, Write, Dup, Dup, Close, Fsync, Rename, Fdatasync]
+    );
+    assert_eq!(calls[0].path, name);
+    assert_eq!((calls[0].a, calls[0].b), (0o101, 0o640));
+    assert_eq!(
+        (calls[1].fd, calls[1].a, &calls[1].path[..]),
+        (3, 5, &name[..])
+    );
+    assert_eq!((calls[3].fd, calls[3].fd2), (9, 10));
+    assert_eq!(calls[5].path, name);
+    // The rename moved the open file: its descriptor is named below the new name.
+    let mut moved = b"moved".to_vec();
+    moved.extend_from_slice(&name[4..]);
+    assert_eq!(calls[7].path, moved);
+    // A descriptor closed, and one outside the root: not recorded, counted.
+    assert_eq!(parser.skipped.get(&Skip::NotAFile).map(|s| s.0), Some(1));
+    assert_eq!(parser.skipped.get(&Skip::Outside).map(|s| s.0), Some(2));
+    // A call with a failed result is dated from its start, nothing subtracted.
+    assert_eq!(calls[0].dur_us, 3);
+}
+
+#[test]
+fn a_pipe_exec_and_close_range_drop_what_is_no_file_any_more() {
+    let mut pipe = rec("pipe2", &[0, 0], 0, &[]);
+    pipe.data = Some([3 | 4 << 32, 0, 0]);
+    let (parser, calls) = parse(&[
+        rec("openat", &[-100, 0, 0], 3, &[(1, b"a")]),
+        rec("openat", &[-100, 0, 0o2000000], 4, &[(1, b"b")]),
+        rec("openat", &[-100, 0, 0], 6, &[(1, b"c")]),
+        pipe,
+        rec("read", &[3, 0, 1], 1, &[]),
+        rec("read", &[4, 0, 1], 1, &[]),
+        rec("openat", &[-100, 0, 0o2000000], 4, &[(1, b"b")]),
+        rec("execve", &[0, 0, 0], 0, &[]),
+        rec("read", &[4, 0, 1], 1, &[]),
+        rec("read", &[6, 0, 1], 1, &[]),
+        rec("close_range", &[5, u32::MAX as i64, 0], 0, &[]),
+        rec("read", &[6, 0, 1], 1, &[]),
+    ]);
+    let reads: Vec<i32> = (calls.iter())
+        .filter(|c| c.kind() == Kind::Read)
+        .map(|c| c.fd)
+        .collect();
+    assert_eq!(reads, [6]);
+    assert_eq!(parser.skipped.get(&Skip::NotAFile).map(|s| s.0), Some(4));
+}
+
+#[test]
+fn tmpfiles_and_proc_self_fd_names_lead_to_their_files() {
+    let (_, calls) = parse(&[
+        rec("openat", &[-100, 0, 0o20200002, 0o640], 6, &[(1, b".")]),
+        rec("write", &[6, 0, 3], 3, &[]),
+        rec(
+            "linkat",
+            &[-100, 0, -100, 0, 0x400],
+            0,
+            &[(1, b"/proc/self/fd/6"), (3, b"named")],
+        ),
+        rec("fsync", &[6], 0, &[]),
+        rec("openat", &[-100, 0, 0o2200000], 7, &[(1, b"dir")]),
+        rec(
+            "fchmodat",
+            &[-100, 0, 0o755, 0],
+            0,
+            &[(1, b"/proc/self/fd/7")],
+        ),
+    ]);
+    use Kind::*;
+    let kinds: Vec<Kind> = calls.iter().map(Call::kind).collect();
+    assert_eq!(kinds, [Open, Write, Link, Fsync, Open, Chmod]);
+    assert_eq!(
+        (calls[2].fd, calls[2].flags, &calls[2].path2[..]),
+        (6, BY_FD_NAME, &b"named"[..])
+    );
+    assert_eq!(calls[3].path, b"named");
+    assert_eq!(
+        (calls[5].fd, calls[5].flags, &calls[5].path[..]),
+        (7, BY_FD_NAME, &b"dir"[..])
+    );
+}
+
+#[test]
+fn forks_copy_or_share_the_table_and_unread_paths_are_counted() {
+    let mut parser = Parser::for_kernel(Path::new("/r"), Path::new("/r"));
+    let mut call = Call::default();
+    let mut run = |parser: &mut Parser, r: SyscallRecord<'_>| {
+        parser.kernel_call(&r, &mut call).map(|()| call.clone())
+    };
+    run(&mut parser, rec("openat", &[-100, 0, 0], 3, &[(1, b"f")])).unwrap();
+    parser.kernel_fork(5, 6, 0x11);
+    parser.kernel_fork(5, 7, 0x3d0f00);
+    run(&mut parser, rec("openat", &[-100, 0, 0], 4, &[(1, b"g")])).unwrap();
+    let on = |tid, fd| SyscallRecord {
+        tid,
+        ..rec("fsync", &[fd], 0, &[])
+    };
+    assert_eq!(run(&mut parser, on(6, 3)).unwrap().path, b"f");
+    assert!(run(&mut parser, on(6, 4)).is_none());
+    assert_eq!(run(&mut parser, on(7, 4)).unwrap().path, b"g");
+    let mut unread = rec("unlinkat", &[-100, 0x7777, 0], -14, &[]);
+    unread.paths[0] = Some((1, None));
+    assert!(run(&mut parser, unread).is_none());
+    assert_eq!(parser.skipped.get(&Skip::PathUnread).map(|s| s.0), Some(1));
+    let tasks = parser.tasks();
+    assert_eq!(tasks, [(5, 5), (6, 6), (7, 5)]);
+}
+
+#[test]
+fn a_number_closed_by_one_thread_and_opened_by_another_is_each_ones_file() {
+    let mut parser = Parser::for_kernel(Path::new("/r"), Path::new("/r"));
+    let mut call = Call::default();
+    let mut run = |parser: &mut Parser, r: SyscallRecord<'_>| {
+        parser.kernel_call(&r, &mut call).map(|()| call.clone())
+    };
+    run(&mut parser, rec("openat", &[-100, 0, 0], 3, &[(1, b"a")])).unwrap();
+    parser.kernel_fork(5, 6, 0x3d0f00);
+    // Thread 5's close has freed 3 when thread 6's open is given it, and returns after.
+    parser.kernel_closing(5, 3);
+    let open = SyscallRecord {
+        tid: 6,
+        ..rec("openat", &[-100, 0, 0], 3, &[(1, b"b")])
+    };
+    assert_eq!(run(&mut parser, open).unwrap().path, b"b");
+    assert_eq!(
+        run(&mut parser, rec("close", &[3], 0, &[])).unwrap().path,
+        b"a"
+    );
+    let write = SyscallRecord {
+        tid: 6,
+        ..rec("write", &[3, 0, 1], 1, &[])
+    };
+    assert_eq!(run(&mut parser, write).unwrap().path, b"b");
+}
+
+#[test]
+fn threads_share_their_working_directory_and_processes_copy_it() {
+    let mut parser = Parser::for_kernel(Path::new("/r"), Path::new("/r"));
+    let mut call = Call::default();
+    let mut run = |parser: &mut Parser, r: SyscallRecord<'_>| {
+        parser.kernel_call(&r, &mut call).map(|()| call.clone())
+    };
+    // A thread (CLONE_FS among its flags) and a process (SIGCHLD alone).
+    parser.kernel_fork(5, 6, 0x3d0f00);
+    parser.kernel_fork(5, 7, 0x11);
+    assert!(run(&mut parser, rec("chdir", &[0], 0, &[(0, b"d")])).is_none());
+    let open = |tid| SyscallRecord {
+        tid,
+        ..rec("openat", &[-100, 0, 0o101, 0o644], 3, &[(1, b"f")])
+    };
+    assert_eq!(run(&mut parser, open(6)).unwrap().path, b"d/f");
+    assert_eq!(run(&mut parser, open(7)).unwrap().path, b"f");
+    // The working directory renamed under the thread: its paths follow.
+    let rename = rec("rename", &[0, 0], 0, &[(0, b"/r/d"), (1, b"/r/e")]);
+    assert!(run(&mut parser, rename).is_some());
+    assert_eq!(run(&mut parser, open(6)).unwrap().path, b"e/f");
+}
