@@ -279,15 +279,38 @@ fn capture_records_the_programs_own_time() {
         );
         // Its own time holds the half second (less an estimate's error: strace's cost is
         // estimated on a machine that may be busy); under capture, strace's cost is added.
-        // Nothing stops the program under bpf: its time under capture is its own.
+        // Nothing stops the program under bpf: its few calls cost it next to nothing.
         let (own, under) = (figure("own "), figure("under capture "));
         assert!((0.4..30.0).contains(&own), "{shown}");
         if tracer == "strace" {
             assert!(under > own, "{shown}");
         } else {
-            assert_eq!(under, own, "{shown}");
+            assert!(under >= own && under - own < 0.05, "{shown}");
         }
     }
+}
+
+/// The bpf tracer's cost at each of the program's calls is measured (its programs' time,
+/// and the calls' slower way into the kernel), not estimated: for a program of 6,000
+/// back-to-back traced calls (dd copying byte by byte) it is taken out of the program's own
+/// time, and never more than the time under capture.
+#[test]
+fn the_bpf_tracers_cost_is_taken_out_of_the_programs_time() {
+    if !can_capture("the bpf tracer's cost", &["dd"]) {
+        return;
+    }
+    if !tracers("the bpf tracer's cost").contains(&"bpf") {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("dd.trace");
+    let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
+    capture_by(&orig, &trace, &["sh", "-c", dd], Some("bpf"));
+    let (shown, figure) = program_figures(&trace);
+    let (own, under) = (figure("own "), figure("under capture "));
+    assert!(own > 0.0 && under - own >= 0.001, "{shown}");
 }
 
 /// strace's cost per call is read from the capture's own intervals: for a program made of

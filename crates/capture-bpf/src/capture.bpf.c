@@ -28,6 +28,8 @@
 // close: a record at its entry too. The descriptor is free for another thread's open before
 // close returns, so the open's record may come before close's: the entry's says it first.
 #define SEL_ENTER_RECORD (1u << 25)
+// wait4: no record; a parent that waited for a child takes the child's cost (COST).
+#define SEL_WAITS (1u << 24)
 #define SEL_PATHS 0x3fu
 #define SEL_DATA_ARG(v) (((v) >> 8) & 0xfu)
 #define SEL_DATA_LEN(v) (((v) >> 16) & 0xffu)
@@ -35,6 +37,9 @@
 // CONFIG's slots.
 #define CFG_CGROUP 0
 #define CFG_ARMED 1
+// What a traced system call costs outside these programs (the kernel's slow path into and
+// out of a traced call, the programs' dispatch), in ns: measured by the loader.
+#define CFG_DISPATCH_NS 2
 
 // LOST's slots.
 #define LOST_FULL 0
@@ -54,6 +59,7 @@ struct stash {
 	__u64 args[6];
 	__u32 nr;
 	__u32 pad;
+	__u64 cost_ns;
 };
 
 // One call (or fork) as the loader reads it; the strings follow it, the second right after
@@ -73,6 +79,8 @@ struct record {
 	__u8 path_arg1;
 	__u8 path_arg2;
 	__u16 pad;
+	// What tracing had cost the task before the call started (COST's value then).
+	__u64 cost_ns;
 };
 
 struct scratch {
@@ -107,6 +115,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } SCRATCH SEC(".maps");
+
+// What tracing has cost each task so far, in ns: the time in these programs at each of its
+// system calls, the dispatch's measured cost besides; a child starts with its parent's, a
+// parent that waited for a child goes on with the child's when it is more (as the program's
+// clock would, where the child had cost it). The records carry it, so that the program's
+// own clock is its clock under capture less this.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} COST SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -144,6 +164,25 @@ static __always_inline int in_cgroup(void)
 	return cgroup && *cgroup && bpf_get_current_cgroup_id() == *cgroup;
 }
 
+static __always_inline __u64 cost_of(__u32 tid)
+{
+	__u64 *c = bpf_map_lookup_elem(&COST, &tid);
+	return c ? *c : 0;
+}
+
+// Adds to task `tid`'s cost the time since `t0` and half a call's dispatch (each call runs
+// both programs).
+static __always_inline void charge(__u32 tid, __u64 t0)
+{
+	__u64 *dispatch = config(CFG_DISPATCH_NS);
+	__u64 add = bpf_ktime_get_ns() - t0 + (dispatch ? *dispatch / 2 : 0);
+	__u64 *c = bpf_map_lookup_elem(&COST, &tid);
+	if (c)
+		*c += add;
+	else
+		bpf_map_update_elem(&COST, &tid, &add, BPF_NOEXIST);
+}
+
 static __always_inline void lost(__u32 why)
 {
 	__u64 *n = bpf_map_lookup_elem(&LOST, &why);
@@ -154,23 +193,25 @@ static __always_inline void lost(__u32 why)
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter(struct sys_enter_ctx *ctx)
 {
+	__u64 t0 = bpf_ktime_get_ns();
 	if (!in_cgroup())
 		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
 	long id = ctx->id;
-	if (id < 0 || id >= NR_MAX)
-		return 0;
 	__u32 nr = id;
-	__u32 *sel = bpf_map_lookup_elem(&SELECT, &nr);
-	if (!sel || !(*sel & SEL_TRACED))
+	__u32 *sel = id < 0 || id >= NR_MAX ? 0 : bpf_map_lookup_elem(&SELECT, &nr);
+	if (!sel || !(*sel & SEL_TRACED)) {
+		charge(tid, t0);
 		return 0;
+	}
 	struct stash s = {};
 	s.start_ns = bpf_ktime_get_ns();
 	s.nr = nr;
+	s.cost_ns = cost_of(tid) + (s.start_ns - t0);
 #pragma unroll
 	for (int i = 0; i < 6; i++)
 		s.args[i] = ctx->args[i];
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
 	if (bpf_map_update_elem(&STARTS, &tid, &s, BPF_ANY))
 		lost(LOST_NO_STASH);
 	if (*sel & SEL_ENTER_RECORD) {
@@ -185,6 +226,7 @@ int sys_enter(struct sys_enter_ctx *ctx)
 		if (bpf_ringbuf_output(&EVENTS, &rec, sizeof(rec), BPF_RB_NO_WAKEUP))
 			lost(LOST_FULL);
 	}
+	charge(tid, t0);
 	return 0;
 }
 
@@ -206,48 +248,65 @@ static __always_inline void submit(struct scratch *sc, __u32 len1, __u32 len2)
 		lost(LOST_FULL);
 }
 
-SEC("tracepoint/raw_syscalls/sys_exit")
-int sys_exit(struct sys_exit_ctx *ctx)
+// Task `tid` waited for its child `child`, which had ended: it goes on with the child's
+// cost where that is more.
+static __always_inline void waited(__u32 tid, __u32 child)
 {
-	__u64 end = bpf_ktime_get_ns();
-	if (!in_cgroup())
-		return 0;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	__u64 *mine = bpf_map_lookup_elem(&COST, &tid);
+	__u64 theirs = cost_of(child);
+	if (mine && *mine < theirs)
+		*mine = theirs;
+	else if (!mine)
+		bpf_map_update_elem(&COST, &tid, &theirs, BPF_NOEXIST);
+}
+
+// sys_exit's work for a task of the cgroup: the record of its call, if it is one to record.
+static __always_inline void exit_record(struct sys_exit_ctx *ctx, __u32 tid, __u32 pid, __u64 end)
+{
 	struct stash *s = bpf_map_lookup_elem(&STARTS, &tid);
 	if (!s)
-		return 0;
+		return;
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&SCRATCH, &zero);
 	if (!sc) {
 		bpf_map_delete_elem(&STARTS, &tid);
-		return 0;
+		return;
 	}
 	struct record *rec = &sc->rec;
 	__u32 nr = s->nr;
 	rec->start_ns = s->start_ns;
+	rec->cost_ns = s->cost_ns;
 #pragma unroll
 	for (int i = 0; i < 6; i++)
 		rec->args[i] = s->args[i];
 	bpf_map_delete_elem(&STARTS, &tid);
 	__u32 *selp = bpf_map_lookup_elem(&SELECT, &nr);
 	if (!selp)
-		return 0;
+		return;
 	__u32 sel = *selp;
 	long ret = ctx->ret;
+	if (sel & SEL_WAITS) {
+		if (ret > 0)
+			waited(tid, ret);
+		return;
+	}
 	if (sel & SEL_NO_EXIT)
-		return 0;
+		return;
 	__u64 *armed = config(CFG_ARMED);
 	if (!armed)
-		return 0;
+		return;
 	if (!*armed) {
 		if (!(sel & SEL_EXEC) || ret != 0)
-			return 0;
+			return;
 		*armed = 1;
+		// The program's clock starts here: the held shell's calls cost it nothing.
+		__u64 none = 0;
+		bpf_map_update_elem(&COST, &tid, &none, BPF_ANY);
+		rec->cost_ns = 0;
 	}
 	rec->end_ns = end;
 	rec->tid = tid;
-	rec->pid = pid_tgid >> 32;
+	rec->pid = pid;
 	rec->nr = nr;
 	rec->ret = ret;
 	rec->flags = 0;
@@ -295,6 +354,19 @@ int sys_exit(struct sys_exit_ctx *ctx)
 		rec->flags |= r == 0 ? REC_DATA : (ptr ? REC_DATA_UNREAD : 0);
 	}
 	submit(sc, len1, len2);
+}
+
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int sys_exit(struct sys_exit_ctx *ctx)
+{
+	__u64 end = bpf_ktime_get_ns();
+	if (!in_cgroup())
+		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	exit_record(ctx, tid, pid_tgid >> 32, end);
+	charge(tid, end);
 	return 0;
 }
 
@@ -326,8 +398,11 @@ static __always_inline int fork_record(__u32 child)
 		else if (sel && (*sel & SEL_FLAGS_VFORK))
 			flags = CLONE_VM_VFORK;
 	}
+	__u64 cost = cost_of(tid);
+	bpf_map_update_elem(&COST, &child, &cost, BPF_ANY);
 	__u64 now = bpf_ktime_get_ns();
 	rec->start_ns = now;
+	rec->cost_ns = cost;
 	rec->end_ns = now;
 	rec->tid = tid;
 	rec->pid = pid_tgid >> 32;

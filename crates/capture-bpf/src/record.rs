@@ -7,7 +7,7 @@ use super::syscalls;
 use fsbench_model::syscall::SyscallRecord;
 
 /// `struct record`'s size, and where its fields are.
-const HEADER: usize = 120;
+const HEADER: usize = 128;
 const FORK_NR: u32 = u32::MAX;
 /// `record.flags`.
 const REC_DATA: u32 = 1;
@@ -142,6 +142,7 @@ fn parse<'a>(b: &'a [u8], names: &[Option<&'static str>]) -> std::io::Result<Eve
         ],
         data: (flags & REC_DATA != 0).then(|| std::array::from_fn(|i| u64_at(88 + 8 * i))),
         data_unread: flags & REC_DATA_UNREAD != 0,
+        cost_ns: u64_at(120),
     }))
 }
 

@@ -10,6 +10,7 @@ const FLAGS_ARG0: u32 = 1 << 28;
 const FLAGS_STRUCT: u32 = 1 << 27;
 const FLAGS_VFORK: u32 = 1 << 26;
 const ENTER_RECORD: u32 = 1 << 25;
+const WAITS: u32 = 1 << 24;
 
 /// Arguments that are path strings (bit per argument).
 const fn paths(args: &[u32]) -> u32 {
@@ -113,6 +114,7 @@ const TABLE: &[Syscall] = calls![
     SYS_vfork: NO_EXIT | FLAGS_VFORK,
     SYS_execve: EXEC,
     SYS_execveat: EXEC,
+    SYS_wait4: WAITS,
     SYS_close_range,
     SYS_pipe: data(0, 8),
     SYS_pipe2: data(0, 8),

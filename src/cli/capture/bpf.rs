@@ -94,10 +94,10 @@ pub(super) fn traced(
     }
     let (parser, calls) = parse(&records, root, cwd, calls_file)?;
     let wall_us = wall.as_micros() as u64;
-    // Nothing stopped the program: its time under capture is its own.
+    // Nothing stopped the program; what the BPF programs cost it at its calls is not its own.
     let program = Program {
         wall_us,
-        own_us: wall_us,
+        own_us: wall_us.saturating_sub(parser.program_cost_us()),
         calls_us: parser.calls_us,
         strace_ns: 0,
         umask: umask(),
@@ -105,8 +105,11 @@ pub(super) fn traced(
         tracer: Tracer::Bpf,
     };
     let how = format!(
-        "its own time (bpf: {} records, the program never stopped)",
-        group_thousands(stats.records)
+        "about {:.3} s on its own (bpf: {} records, the program never stopped; its BPF \
+         programs cost it {:.3} s)",
+        program.own_us as f64 / 1e6,
+        group_thousands(stats.records),
+        parser.program_cost_us() as f64 / 1e6
     );
     Ok(Ok(Traced {
         parser,

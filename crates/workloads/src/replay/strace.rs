@@ -122,6 +122,8 @@ pub struct Parser {
     pub calls_us: u64,
     /// The first thread: the program; its stops at the end are all those it waited for.
     first_tid: Option<u32>,
+    /// The most the bpf tracer had cost any task of the program by one of its calls, ns.
+    program_cost_ns: u64,
     /// The process of each task forked (a thread's is its parent's, a child process's its
     /// own); a task not here is a process of its own, as strace's first is.
     process: HashMap<u32, u32>,
@@ -158,6 +160,7 @@ impl Parser {
             out_dirs: BTreeSet::new(),
             calls_us: 0,
             first_tid: None,
+            program_cost_ns: 0,
             process: HashMap::new(),
             recorded: BTreeSet::new(),
             total: 0,
@@ -235,7 +238,7 @@ impl Parser {
         self.outcome(
             tid,
             start.saturating_sub(epoch),
-            before,
+            before.saturating_mul(self.strace_ns) / 1000,
             result,
             call,
             || text.to_vec(),
@@ -243,13 +246,13 @@ impl Parser {
     }
 
     /// What a parsed call of thread `tid` becomes: recorded into `call`, `since` its start
-    /// on the capture's clock after `stops` earlier stops of its thread, or counted by why
+    /// on the capture's clock, `traced_us` of it what tracing had added, or counted by why
     /// not (`text`: the call as the user would read it).
     fn outcome(
         &mut self,
         tid: u32,
         since: u64,
-        stops: u64,
+        traced_us: u64,
         result: Result<bool, Skip>,
         call: &mut Call,
         text: impl FnOnce() -> Vec<u8>,
@@ -258,8 +261,8 @@ impl Parser {
             Ok(true) => {
                 call.tid = tid;
                 call.start_us = since;
-                // What strace added to this thread's earlier calls is not the program's.
-                call.at_us = since.saturating_sub(stops.saturating_mul(self.strace_ns) / 1000);
+                // What tracing added to this thread's earlier calls is not the program's.
+                call.at_us = since.saturating_sub(traced_us);
                 self.calls_us = self.calls_us.saturating_add(call.dur_us);
                 self.recorded.insert(tid);
                 Some(())

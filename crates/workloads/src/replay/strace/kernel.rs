@@ -36,6 +36,12 @@ impl Parser {
         }
     }
 
+    /// What the bpf tracer cost the program, as far as its calls tell (the most any call's
+    /// task had been delayed by it): its time under capture less this is its own.
+    pub fn program_cost_us(&self) -> u64 {
+        self.program_cost_ns / 1000
+    }
+
     /// Task `parent` forked `child` with `flags` (before the child ran).
     pub fn kernel_fork(&mut self, parent: u32, child: u32, flags: u64) {
         self.first_tid.get_or_insert(parent);
@@ -60,6 +66,9 @@ impl Parser {
         let epoch = *self.epoch.get_or_insert(start_us);
         self.first_tid.get_or_insert(k.tid);
         self.total += 1;
+        // A parent that waited for its children goes on with their cost (the BPF program
+        // sees to it): the most any call had is what the program's end was delayed by.
+        self.program_cost_ns = self.program_cost_ns.max(k.cost_ns);
         if self.descriptors_only(k) {
             return None;
         }
@@ -70,11 +79,25 @@ impl Parser {
             && k.args[arg] != 0
         {
             self.dropped_result(k);
-            return self.outcome(k.tid, since, 0, Err(Skip::PathUnread), call, text);
+            return self.outcome(
+                k.tid,
+                since,
+                k.cost_ns / 1000,
+                Err(Skip::PathUnread),
+                call,
+                text,
+            );
         }
         if k.data_unread {
             self.dropped_result(k);
-            return self.outcome(k.tid, since, 0, Err(Skip::PathUnread), call, text);
+            return self.outcome(
+                k.tid,
+                since,
+                k.cost_ns / 1000,
+                Err(Skip::PathUnread),
+                call,
+                text,
+            );
         }
         let args = self.kernel_args(k);
         let outcome = Outcome {
@@ -94,7 +117,7 @@ impl Parser {
             let cloexec = self.is_cloexec(k.tid, call.fd);
             self.set_fd(k.tid, call.fd, Some(named), cloexec);
         }
-        self.outcome(k.tid, since, 0, result, call, text)
+        self.outcome(k.tid, since, k.cost_ns / 1000, result, call, text)
     }
 
     /// The arguments as strace prints them: strings for paths, descriptors with the paths

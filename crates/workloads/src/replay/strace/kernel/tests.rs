@@ -32,6 +32,7 @@ fn rec<'a>(
         paths: p,
         data: None,
         data_unread: false,
+        cost_ns: 0,
     }
 }
 
@@ -234,4 +235,23 @@ fn threads_share_their_working_directory_and_processes_copy_it() {
     let rename = rec("rename", &[0, 0], 0, &[(0, b"/r/d"), (1, b"/r/e")]);
     assert!(run(&mut parser, rename).is_some());
     assert_eq!(run(&mut parser, open(6)).unwrap().path, b"e/f");
+}
+
+#[test]
+fn each_call_is_on_the_programs_clock_less_what_tracing_had_cost_its_task() {
+    let at = |start_ns: u64, cost_ns: u64, fd: i64| SyscallRecord {
+        start_ns,
+        end_ns: start_ns + 1_000,
+        cost_ns,
+        ..rec("fsync", &[fd], 0, &[])
+    };
+    let (parser, calls) = parse(&[
+        rec("openat", &[-100, 0, O_WRONLY_CREAT, 0o644], 3, &[(1, b"f")]),
+        at(1_500_000, 200_000, 3),
+        at(3_000_000, 900_000, 3),
+    ]);
+    let times: Vec<(u64, u64)> = calls.iter().map(|c| (c.start_us, c.at_us)).collect();
+    assert_eq!(times, [(0, 0), (500, 300), (2000, 1100)]);
+    // The program's last call had cost it 0.9 ms.
+    assert_eq!(parser.program_cost_us(), 900);
 }
