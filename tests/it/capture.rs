@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::*;
-use crate::replay::{
+use crate::common::capture::{
     assert_faithful, can_capture, capture_by, captured, captured_by, replay, tracers,
 };
+use crate::common::*;
 
 const CASES: &str = include_str!("fixtures/capture_cases.c");
 

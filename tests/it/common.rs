@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod capture;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod tarball;

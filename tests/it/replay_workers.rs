@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
+use crate::common::capture::{assert_faithful, can_capture, captured, replay_as};
 use crate::common::*;
-use crate::replay::{assert_faithful, can_capture, captured, replay_as};
 use crate::traces::TraceText;
 use crate::workers::{
     interrupting_fsbench_leaves_no_worker, killing_a_worker_fails_the_run,

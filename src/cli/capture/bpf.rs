@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::{CallsOut, CaptureArgs, Traced, check_exit, umask};
-use fsbench_capture_bpf::{Event, Loaded, Running};
+use fsbench_capture_bpf::{Event, Finished, Loaded, Running};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::Progress;
 use fsbench_model::units::group_thousands;
@@ -63,6 +63,38 @@ pub(super) fn traced(
         .finish()
         .map_err(|why| FsbenchError::Failed(format!("the bpf tracer failed: {why}")))?;
     check_exit(args, &finished)?;
+    let lost = lost_records(args, &stats)?;
+    let (parser, calls) = parse(&records, root, cwd, calls_file)?;
+    let wall_us = wall.as_micros() as u64;
+    // Nothing stopped the program; what the BPF programs cost it at its calls is not its own.
+    let program = Program {
+        wall_us,
+        own_us: wall_us.saturating_sub(parser.program_cost_us()),
+        calls_us: parser.calls_us,
+        strace_ns: 0,
+        umask: umask(),
+        traced: parser.stops_total(),
+        tracer: Tracer::Bpf,
+    };
+    let how = format!(
+        "about {:.3} s on its own (bpf: {} records, the program never stopped; its BPF \
+         programs cost it {:.3} s)",
+        program.own_us as f64 / 1e6,
+        group_thousands(stats.records),
+        parser.program_cost_us() as f64 / 1e6
+    );
+    Ok(Ok(Traced {
+        parser,
+        calls,
+        program,
+        lost,
+        how,
+    }))
+}
+
+/// What the bpf tracer lost, by why, with how many; an error when it lost any and the user
+/// did not accept it (no trace is then written).
+fn lost_records(args: &CaptureArgs, stats: &Finished) -> anyhow::Result<Vec<(String, u64)>> {
     let lost = [
         (
             stats.lost_full,
@@ -92,32 +124,7 @@ pub(super) fn traced(
         ))
         .into());
     }
-    let (parser, calls) = parse(&records, root, cwd, calls_file)?;
-    let wall_us = wall.as_micros() as u64;
-    // Nothing stopped the program; what the BPF programs cost it at its calls is not its own.
-    let program = Program {
-        wall_us,
-        own_us: wall_us.saturating_sub(parser.program_cost_us()),
-        calls_us: parser.calls_us,
-        strace_ns: 0,
-        umask: umask(),
-        traced: parser.stops_total(),
-        tracer: Tracer::Bpf,
-    };
-    let how = format!(
-        "about {:.3} s on its own (bpf: {} records, the program never stopped; its BPF \
-         programs cost it {:.3} s)",
-        program.own_us as f64 / 1e6,
-        group_thousands(stats.records),
-        parser.program_cost_us() as f64 / 1e6
-    );
-    Ok(Ok(Traced {
-        parser,
-        calls,
-        program,
-        lost,
-        how,
-    }))
+    Ok(lost)
 }
 
 /// Parses the records file into call lines in `out`: the parser and the number of calls.

@@ -263,11 +263,7 @@ fn job(
     let (mut stonewall, mut new_group) = (false, false);
     let (mut wait_for, mut raw) = (None, None);
     let kb_base = kb_base_of(s, global)?;
-    let mut fio = fsbench_model::fio::FioJob {
-        options: written::listed(s.options.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
-        global: written::listed(global.iter().map(|l| (l.key.as_str(), l.value.as_str()))),
-        ..Default::default()
-    };
+    let mut fio = as_written(s, global);
     for line in global.iter().copied().chain(&s.options) {
         let key = line.key.replace('-', "_");
         if matches!(key.as_str(), "stonewall" | "wait_for_previous") {
@@ -278,23 +274,11 @@ fn job(
             wait_for = Some(line);
             continue;
         }
-        // Read over the whole file by `exit_all`; fsbench stops every job on an error.
-        if matches!(key.as_str(), "exitall" | "exit_what" | "exitall_on_error") {
-            continue;
-        }
         if key == "new_group" {
             new_group = spelling::flag(&line.value);
             continue;
         }
-        // Read by `read` (where the job runs).
-        if key == "verify_only" {
-            continue;
-        }
-        if matches!(key.as_str(), "kb_base" | "unit_base") {
-            if key == "unit_base" {
-                units::unit_base(&line.value)
-                    .map_err(|why| invalid(format!("{}: {why}", line.at)))?;
-            }
+        if read_elsewhere(&key, line)? {
             continue;
         }
         if written::apply(&mut fio, &key, &line.value, &s.name)
@@ -342,6 +326,33 @@ fn job(
         groups::no_sizes_of_existing_files(s, global, &pairs)?;
     }
     Ok((params, stonewall, new_group))
+}
+
+/// The job's options and its globals as the job file wrote them (fio's JSON output names
+/// them so).
+fn as_written(s: &Section, global: &[&Line]) -> fsbench_model::fio::FioJob {
+    let listed = |lines: &mut dyn Iterator<Item = &Line>| {
+        written::listed(lines.map(|l| (l.key.as_str(), l.value.as_str())))
+    };
+    fsbench_model::fio::FioJob {
+        options: listed(&mut s.options.iter()),
+        global: listed(&mut global.iter().copied()),
+        ..Default::default()
+    }
+}
+
+/// Whether `key` is read elsewhere than among the job's own options: over the whole file
+/// (`exit_all`: fsbench stops every job on an error), where the job runs (`verify_only`), or
+/// before the sizes (`kb_base`, and `unit_base`, whose value is checked here).
+fn read_elsewhere(key: &str, line: &Line) -> anyhow::Result<bool> {
+    match key {
+        "exitall" | "exit_what" | "exitall_on_error" | "verify_only" | "kb_base" => Ok(true),
+        "unit_base" => {
+            units::unit_base(&line.value).map_err(|why| invalid(format!("{}: {why}", line.at)))?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// fio reads `kb_base` before the sizes, wherever it is written in the job or its globals.

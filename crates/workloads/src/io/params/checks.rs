@@ -51,6 +51,21 @@ impl IoParams {
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
         }
+        self.validate_combinations()?;
+        if self
+            .filesize
+            .checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs))
+            .is_none()
+        {
+            return no("files × size overflow 64 bits".into());
+        }
+        Ok(())
+    }
+
+    /// Options that cannot go together: `create-on-open` with reads or a ramp, two rates,
+    /// two kinds of sync, batches deeper than the depth.
+    fn validate_combinations(&self) -> anyhow::Result<()> {
+        let no = |msg: String| Err(invalid(format!("io: {msg}")));
         let data_engine = !self.engine.file_op();
         if self.create_on_open && data_engine && self.rw.read_percent(self.rwmixread) > 0 {
             return no(format!(
@@ -79,13 +94,6 @@ impl IoParams {
                 "`iodepth-batch-submit` and `iodepth-batch-complete-min` are at most iodepth ({})",
                 self.depth()
             ));
-        }
-        if self
-            .filesize
-            .checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs))
-            .is_none()
-        {
-            return no("files × size overflow 64 bits".into());
         }
         Ok(())
     }

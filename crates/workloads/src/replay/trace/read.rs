@@ -121,27 +121,32 @@ impl TraceReader {
             return Err(r.damaged("cut short after the root"));
         }
         if r.line.starts_with(b"program\t") {
-            // A trace made before the tracer was recorded has no eighth field: strace's.
-            let mut fields = [&b"strace"[..]; 8];
-            let n = split_fields(&r.line, &mut fields);
-            let program = matches!(n, Some(7 | 8))
-                .then(|| {
-                    Some(Program {
-                        wall_us: number(fields[1])?,
-                        own_us: number(fields[2])?,
-                        calls_us: number(fields[3])?,
-                        strace_ns: number(fields[4])?,
-                        umask: octal(fields[5])?,
-                        traced: number(fields[6])?,
-                        tracer: Tracer::named(fields[7])?,
-                    })
-                })
-                .flatten();
-            r.program = Some(program.ok_or_else(|| r.damaged("bad `program` line"))?);
+            r.program = Some(r.program_line()?);
         } else {
             r.pending = true;
         }
         Ok(r)
+    }
+
+    /// The `program` line read (a trace made before the tracer was recorded has no eighth
+    /// field: strace's).
+    fn program_line(&self) -> anyhow::Result<Program> {
+        let mut fields = [&b"strace"[..]; 8];
+        let n = split_fields(&self.line, &mut fields);
+        let program = matches!(n, Some(7 | 8))
+            .then(|| {
+                Some(Program {
+                    wall_us: number(fields[1])?,
+                    own_us: number(fields[2])?,
+                    calls_us: number(fields[3])?,
+                    strace_ns: number(fields[4])?,
+                    umask: octal(fields[5])?,
+                    traced: number(fields[6])?,
+                    tracer: Tracer::named(fields[7])?,
+                })
+            })
+            .flatten();
+        program.ok_or_else(|| self.damaged("bad `program` line"))
     }
 
     fn damaged(&self, why: &str) -> anyhow::Error {
