@@ -74,21 +74,11 @@ impl Parser {
         }
         let since = start_us.saturating_sub(epoch);
         let text = || describe(k);
-        // A path the kernel could not read (a NULL one is utimensat's descriptor form).
-        if let Some((arg, None)) = k.paths.iter().flatten().next().copied()
-            && k.args[arg] != 0
-        {
-            self.dropped_result(k);
-            return self.outcome(
-                k.tid,
-                since,
-                k.cost_ns / 1000,
-                Err(Skip::PathUnread),
-                call,
-                text,
-            );
-        }
-        if k.data_unread {
+        // A path the kernel could not read (a NULL one is utimensat's descriptor form), or
+        // the structure the call points to.
+        let path_unread = (k.paths.iter().flatten().next().copied())
+            .is_some_and(|(arg, path)| path.is_none() && k.args[arg] != 0);
+        if path_unread || k.data_unread {
             self.dropped_result(k);
             return self.outcome(
                 k.tid,
