@@ -407,6 +407,43 @@ fn think_mode_keeps_the_programs_schedule() {
     }
 }
 
+/// Think mode takes the program's own time: a program that computed for 0.3 s after its
+/// last call (100 calls 1 ms apart, then 0.4 s in all) replays in think mode in 0.4 s or a
+/// little more, fast in much less — as worker processes and as threads.
+#[test]
+fn think_mode_lasts_until_the_program_ended() {
+    let work = tempdir();
+    let trace = work.path().join("tail.trace");
+    let mut t = crate::traces::TraceText::of_program(400_000, &["d\td"]);
+    for i in 0..100u64 {
+        t.call(1, i * 1000, "stat\t0\t0\t-1\t-1\t1\t-1\td\t-");
+    }
+    t.write(&trace);
+    for (mode, workers, at_least, below) in [
+        ("think", "processes", 0.4, 1.0),
+        ("think", "threads", 0.4, 1.0),
+        ("fast", "threads", 0.0, 0.3),
+    ] {
+        let (state, dir) = (tempdir(), work.path().join(format!("{mode}-{workers}")));
+        std::fs::create_dir(&dir).unwrap();
+        let spec = format!(
+            "replay:trace={},mode={mode},workers={workers}",
+            trace.display()
+        );
+        let out = run(json_run(state.path())
+            .args(["--runs", "1", "-w", &spec, "--dir"])
+            .arg(&dir));
+        assert!(out.status.success(), "{mode}: {}", text(&out.stderr));
+        let doc = json(&out);
+        let secs = doc["runs"][0]["phases"][0]["elapsed_ns"].as_f64().unwrap() / 1e9;
+        assert!(
+            (at_least..below).contains(&secs),
+            "{mode} {workers}: {secs} s"
+        );
+        assert_eq!(doc["runs"][0]["phases"][0]["ops"], 100, "{mode} {workers}");
+    }
+}
+
 /// strace runs with TZ set (else glibc stats /etc/localtime twice a line); the command gets
 /// the TZ it would have had, or none.
 #[test]

@@ -2,7 +2,8 @@
 //! each traced thread's process; a forking program's replay makes every call the capture
 //! recorded and leaves the program's tree in both modes, with every worker's figures; a
 //! worker process that dies fails the run naming it, and none outlives an interrupted or a
-//! killed fsbench.
+//! killed fsbench; and calls on names whose directories another process moved reach the
+//! new ones.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -45,6 +46,30 @@ os.waitpid(pid, 0)
 with open("c/moved") as f:
     write("after", f.read())
 os.unlink("c/ct")
+"#;
+
+/// A program whose child process moves and removes the directories its parent works in,
+/// and makes new ones of the same names: the parent's later calls on those names reach the
+/// new directories (a replay worker that kept the old ones open must see them change).
+const MOVING: &str = r#"
+import os
+os.makedirs("a/x")
+os.makedirs("r/old/k")
+os.stat("a/x")
+pid = os.fork()
+if pid == 0:
+    os.rename("a", "b")
+    os.mkdir("a")
+    os.rmdir("r/old/k")
+    os.rmdir("r/old")
+    os.mkdir("r/old")
+    os._exit(0)
+os.waitpid(pid, 0)
+os.mkdir("a/z")
+os.stat("b/x")
+os.mkdir("r/old/in")
+os.rename("b/x", "a/x")
+os.rmdir("a/z")
 "#;
 
 /// The Python interpreter itself: `python3` may be a wrapper (pyenv's shims are shell
@@ -222,4 +247,22 @@ fn an_interrupted_replay_leaves_no_worker() {
     let (dir, state, traces) = (tmpfs_tempdir(), tempdir(), tempdir());
     let child = start_waiting(dir.path(), state.path(), traces.path());
     interrupting_fsbench_leaves_no_worker(child, 3, dir.path());
+}
+
+#[test]
+fn calls_reach_the_directories_a_path_names_after_another_process_moved_them() {
+    if !can_capture("moving program capture", &["python3"]) {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let python = interpreter();
+    let (orig, trace) = captured(work.path(), "orig", &[&python, "-I", "-c", MOVING]);
+    for mode in [WorkerMode::Processes, WorkerMode::Threads] {
+        let replayed = work.path().join(format!("{mode:?}"));
+        let report = replay_as(&trace, &replayed, mode);
+        assert_faithful(&report, &orig, &replayed);
+        for made in ["a/x", "b", "r/old/in"] {
+            assert!(replayed.join(made).is_dir(), "{mode:?}: {made}");
+        }
+    }
 }

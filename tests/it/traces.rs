@@ -25,7 +25,22 @@ impl TraceText {
     }
 
     pub fn of_version(version: u32, entries: &[&str]) -> TraceText {
-        let mut text = format!("fsbench-trace {version}\nroot\t/nowhere\n");
+        TraceText::with_header(
+            format!("fsbench-trace {version}\nroot\t/nowhere\n"),
+            entries,
+        )
+    }
+
+    /// A version-3 trace of a program that took `own_us` on its own (as bpf records it).
+    pub fn of_program(own_us: u64, entries: &[&str]) -> TraceText {
+        let program = format!("program\t{own_us}\t{own_us}\t0\t0\t22\t0\tbpf");
+        TraceText::with_header(
+            format!("fsbench-trace 3\nroot\t/nowhere\n{program}\n"),
+            entries,
+        )
+    }
+
+    fn with_header(mut text: String, entries: &[&str]) -> TraceText {
         for e in entries {
             text.push_str(e);
             text.push('\n');

@@ -172,6 +172,7 @@ pub(crate) fn replay(
     }
     let user = rec.progress().cancel.clone();
     let failed = AtomicBool::new(false);
+    let moved = AtomicU64::new(0);
     let done: Vec<Done> = loaded.threads.iter().map(|_| Done::default()).collect();
     let shared = Shared {
         loaded,
@@ -185,6 +186,7 @@ pub(crate) fn replay(
         oracle,
         start: Instant::now(),
         umask: loaded.program.as_ref().map(|p| p.umask),
+        moved: &moved,
     };
     let all: Vec<u32> = (0..loaded.threads.len() as u32).collect();
     let lanes = hosts::lanes(&all, all.len().min(WORKERS_MAX));
@@ -322,6 +324,8 @@ struct Shared<'a> {
     start: Instant,
     /// The program's umask, which the workers create files with.
     umask: Option<u32>,
+    /// Renames and directories removed so far, by any worker (see [`paths::Dirs`]).
+    moved: &'a AtomicU64,
 }
 
 /// One traced thread, as its worker replays it.
@@ -361,9 +365,9 @@ struct Held {
 
 impl Held {
     /// Whether a call recorded at `at_us` on the program's clock (from `start`) may go now,
-    /// think mode's schedule: a late call goes at once and the next ones catch up, never a
-    /// pause after the last call. One not due yet holds its thread until then; a time too
-    /// far to come in this machine's clock never comes: the thread waits until stopped.
+    /// think mode's schedule: a late call goes at once and the next ones catch up. One not
+    /// due yet holds its thread until then; a time too far to come in this machine's clock
+    /// never comes: the thread waits until stopped.
     fn due(&mut self, start: Instant, at_us: u64) -> bool {
         match start.checked_add(Duration::from_micros(at_us)) {
             Some(due) if Instant::now() >= due => true,
@@ -396,7 +400,7 @@ fn replay_worker(
         })
         .collect();
     let longest = traced.iter().map(|t| t.calls.max_len).max().unwrap_or(0);
-    let mut worker = Worker::new(shared.dir, longest, shared.halt.user);
+    let mut worker = Worker::new(shared.dir, longest, shared.halt.user, shared.moved);
     let mut latencies = Latencies::new(latencies);
     let clock = lap_clock();
     let (mut idle, mut calls) = (0u32, 0u64);
@@ -446,7 +450,32 @@ fn replay_worker(
             return Ok(worker.out);
         }
     }
+    if shared.think {
+        until_the_programs_end(shared)?;
+    }
     Ok(worker.out)
+}
+
+/// Think mode: the program went on after its last recorded call (its last computing, its
+/// exit) until its own time was up; a worker done with its calls waits until then too, so
+/// that the phase takes the program's time where the filesystem keeps its pace.
+fn until_the_programs_end(shared: &Shared<'_>) -> Result<(), FsbenchError> {
+    let Some(program) = &shared.loaded.program else {
+        return Ok(());
+    };
+    let Some(end) = shared
+        .start
+        .checked_add(Duration::from_micros(program.own_us))
+    else {
+        return Ok(());
+    };
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() || !shared.halt.go_on()? {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(PAUSE_MAX));
+    }
 }
 
 /// Gives the worker thread a umask of its own (and a working directory, unused): the

@@ -3,22 +3,23 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
+mod named;
+
 use super::data::{Buffer, copy, getdents, last_errno, map};
-use super::paths::{
-    BENEATH, ProcFd, Scratch, c_string, file, open_beneath, parent_and_name, resolution,
-};
-use super::xattr::{fd_xattr, xattr_flags, xattr_name};
+use super::paths::{BENEATH, Dirs, Scratch, open_beneath, resolution};
+use super::xattr::{fd_xattr, xattr_name};
 use super::{Adapted, Outcome, Replayed};
 use crate::replay::load::{Op, ThreadCalls};
 use crate::replay::trace::{BY_FD_NAME, Kind};
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::measure::{errno_name, fatal_error};
 use fsbench_measure::units::shown;
+use named::now;
 
 /// Mismatches described by name, per worker.
 const SAMPLES: usize = 10;
@@ -66,19 +67,28 @@ pub(super) struct Worker<'a> {
     /// names).
     scratch: Scratch,
     scratch2: Scratch,
+    /// The directories its calls are made in, kept open.
+    dirs: Dirs<'a>,
     text: Vec<u8>,
     pub out: Replayed,
 }
 
 impl<'a> Worker<'a> {
-    /// A worker whose threads read and write at most `longest` bytes at once.
-    pub(super) fn new(dir: BorrowedFd<'a>, longest: u64, user: &'a AtomicBool) -> Worker<'a> {
+    /// A worker whose threads read and write at most `longest` bytes at once; `moved`
+    /// counts the replay's renames and removed directories (see [`Dirs`]).
+    pub(super) fn new(
+        dir: BorrowedFd<'a>,
+        longest: u64,
+        user: &'a AtomicBool,
+        moved: &'a AtomicU64,
+    ) -> Worker<'a> {
         Worker {
             dir,
             user,
             buf: Buffer::new(longest),
             scratch: Scratch::default(),
             scratch2: Scratch::default(),
+            dirs: Dirs::new(moved),
             text: Vec::with_capacity(256),
             out: Replayed::default(),
         }
@@ -129,8 +139,16 @@ impl<'a> Worker<'a> {
 
     fn open(&mut self, fds: &mut Fds, path: &[u8], op: &Op) -> Outcome {
         let (flags, mode) = self.open_flags(op);
-        let opened = (self.scratch.normalized(path))
-            .and_then(|p| open_beneath(self.dir, p, flags, mode, resolution(op.a)));
+        let path = match self.scratch.normalized(path) {
+            Ok(p) => p,
+            Err(o) => return o,
+        };
+        let mut opened = open_beneath(self.dir, path, flags, mode, resolution(op.a));
+        // The directories kept open must not cost the program a descriptor it had.
+        if matches!(opened, Err(Outcome::Failed(Errno::MFILE))) {
+            self.dirs.close_all_but(None);
+            opened = open_beneath(self.dir, path, flags, mode, resolution(op.a));
+        }
         match opened {
             Ok(fd) => {
                 // An open that failed in the capture (no number) is closed at once.
@@ -291,241 +309,6 @@ impl<'a> Worker<'a> {
         outcome.map_or_else(Outcome::Failed, |_| Outcome::Done)
     }
 
-    fn by_path(&mut self, calls: &ThreadCalls, op: &Op) -> Outcome {
-        let path = calls.path(op.path);
-        let follows = op.a == 1;
-        let root = self.dir;
-        let done = |r: rustix::io::Result<()>| r.map_or_else(Outcome::Failed, |()| Outcome::Done);
-        // Calls that follow the last symlink: made on the file itself, opened beneath.
-        match op.kind {
-            Kind::Truncate => {
-                return match self.scratch.normalized(path).and_then(|p| {
-                    open_beneath(
-                        root,
-                        p,
-                        OFlags::WRONLY | OFlags::NOCTTY,
-                        Mode::empty(),
-                        BENEATH,
-                    )
-                }) {
-                    Ok(fd) => done(rustix::fs::ftruncate(fd, op.a)),
-                    Err(o) => o,
-                };
-            }
-            // chmod always follows.
-            Kind::Chmod => {
-                return match file(root, path, true, &mut self.scratch) {
-                    Ok(fd) => {
-                        let mode = Mode::from_bits_truncate(op.a as u32);
-                        let name = ProcFd::of(fd.as_fd());
-                        done(rustix::fs::chmodat(
-                            rustix::fs::CWD,
-                            name.name(),
-                            mode,
-                            AtFlags::empty(),
-                        ))
-                    }
-                    Err(o) => o,
-                };
-            }
-            Kind::Stat | Kind::Chown | Kind::Utimens if follows => {
-                self.out.adapt_kind(op.kind);
-                let fd = match file(root, path, true, &mut self.scratch) {
-                    Ok(fd) => fd,
-                    Err(o) => return o,
-                };
-                return match op.kind {
-                    Kind::Stat => done(rustix::fs::fstat(&fd).map(drop)),
-                    // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
-                    Kind::Chown => done(rustix::fs::chownat(
-                        &fd,
-                        c"",
-                        None,
-                        None,
-                        AtFlags::EMPTY_PATH,
-                    )),
-                    _ => {
-                        let name = ProcFd::of(fd.as_fd());
-                        done(rustix::fs::utimensat(
-                            rustix::fs::CWD,
-                            name.name(),
-                            &now(),
-                            AtFlags::empty(),
-                        ))
-                    }
-                };
-            }
-            Kind::GetXattr | Kind::SetXattr | Kind::ListXattr | Kind::RemoveXattr => {
-                return self.xattr(calls, op, op.b == 1);
-            }
-            _ => {}
-        }
-        self.in_parent(calls, op)
-    }
-
-    /// A call on a descriptor's file by its `/proc/thread-self/fd/N` name (the program named
-    /// it `/proc/self/fd/N`): the kernel follows the name to that file and no further.
-    fn by_fd_name(&mut self, fds: &mut Fds, calls: &ThreadCalls, op: &Op) -> Outcome {
-        if let Err(o) = self.mapped(fds, calls, op.fd, op.path) {
-            return o;
-        }
-        let proc = ProcFd::of(fds.0[&op.fd].as_fd());
-        let name = proc.name();
-        let cwd = rustix::fs::CWD;
-        let done = |r: rustix::io::Result<()>| r.map_or_else(Outcome::Failed, |()| Outcome::Done);
-        self.out.adapt_kind(op.kind);
-        match op.kind {
-            Kind::Open => {
-                let (flags, mode) = self.open_flags(op);
-                match rustix::fs::openat(cwd, name, flags, mode) {
-                    Ok(fd) => {
-                        if op.fd2 >= 0 {
-                            fds.0.insert(op.fd2, fd);
-                            fds.1.remove(&op.fd2);
-                        }
-                        Outcome::Done
-                    }
-                    Err(e) => Outcome::Failed(e),
-                }
-            }
-            Kind::Chmod => done(rustix::fs::chmodat(
-                cwd,
-                name,
-                Mode::from_bits_truncate(op.a as u32),
-                AtFlags::empty(),
-            )),
-            Kind::Stat => done(rustix::fs::statat(cwd, name, AtFlags::empty()).map(drop)),
-            Kind::Chown => done(rustix::fs::chownat(cwd, name, None, None, AtFlags::empty())),
-            Kind::Utimens => done(rustix::fs::utimensat(cwd, name, &now(), AtFlags::empty())),
-            Kind::Truncate => match rustix::fs::openat(cwd, name, OFlags::WRONLY, Mode::empty()) {
-                Ok(fd) => done(rustix::fs::ftruncate(fd, op.a)),
-                Err(e) => Outcome::Failed(e),
-            },
-            Kind::Link => {
-                let root = self.dir;
-                let (held, new) =
-                    match parent_and_name(root, calls.path(op.path2), &mut self.scratch2) {
-                        Ok(r) => r,
-                        Err(o) => return o,
-                    };
-                let dir = held.as_ref().map_or(root, |f| f.as_fd());
-                done(rustix::fs::linkat(
-                    cwd,
-                    name,
-                    dir,
-                    new,
-                    AtFlags::SYMLINK_FOLLOW,
-                ))
-            }
-            _ => Outcome::Failed(Errno::NOSYS),
-        }
-    }
-
-    /// Calls that do not follow the last name: made on it in its directory, opened beneath.
-    fn in_parent(&mut self, calls: &ThreadCalls, op: &Op) -> Outcome {
-        let root = self.dir;
-        let (held, name) = match parent_and_name(root, calls.path(op.path), &mut self.scratch) {
-            Ok(r) => r,
-            Err(o) => return o,
-        };
-        let dir = held.as_ref().map_or(root, |f| f.as_fd());
-        let nofollow = AtFlags::SYMLINK_NOFOLLOW;
-        let done = |r: rustix::io::Result<()>| r.map_or_else(Outcome::Failed, |()| Outcome::Done);
-        match op.kind {
-            Kind::Mkdir => done(rustix::fs::mkdirat(
-                dir,
-                name,
-                Mode::from_bits_truncate(op.a as u32),
-            )),
-            Kind::Rmdir => done(rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)),
-            Kind::Unlink => done(rustix::fs::unlinkat(
-                dir,
-                name,
-                AtFlags::from_bits_retain(op.a as u32) & AtFlags::REMOVEDIR,
-            )),
-            Kind::Symlink => {
-                self.text.clear();
-                self.text.extend_from_slice(calls.path(op.path2));
-                match c_string(&mut self.text) {
-                    Ok(target) => done(rustix::fs::symlinkat(target, dir, name)),
-                    Err(o) => o,
-                }
-            }
-            Kind::Readlink => {
-                // SAFETY: readlinkat writes at most buf.len() bytes into buf.
-                let r = unsafe {
-                    libc::readlinkat(
-                        dir.as_raw_fd(),
-                        name.as_ptr(),
-                        self.buf.bytes.as_mut_ptr().cast(),
-                        self.buf.bytes.len(),
-                    )
-                };
-                if r < 0 {
-                    Outcome::Failed(last_errno())
-                } else {
-                    Outcome::Done
-                }
-            }
-            Kind::Stat => done(rustix::fs::statat(dir, name, nofollow).map(drop)),
-            // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
-            Kind::Chown => {
-                self.out.adapt(Adapted::Ownership);
-                done(rustix::fs::chownat(dir, name, None, None, nofollow))
-            }
-            Kind::Utimens => {
-                self.out.adapt(Adapted::TimesNow);
-                done(rustix::fs::utimensat(dir, name, &now(), nofollow))
-            }
-            Kind::Rename | Kind::Link => {
-                let second = parent_and_name(root, calls.path(op.path2), &mut self.scratch2);
-                let (held2, name2) = match second {
-                    Ok(r) => r,
-                    Err(o) => return o,
-                };
-                let dir2 = held2.as_ref().map_or(root, |f| f.as_fd());
-                if op.kind == Kind::Link {
-                    done(rustix::fs::linkat(dir, name, dir2, name2, AtFlags::empty()))
-                } else {
-                    let flags = rustix::fs::RenameFlags::from_bits_retain(op.a as u32);
-                    done(rustix::fs::renameat_with(dir, name, dir2, name2, flags))
-                }
-            }
-            _ => Outcome::Failed(Errno::NOSYS),
-        }
-    }
-
-    /// An xattr call by path: on the file, opened beneath, by its `/proc/thread-self/fd`
-    /// name. Without `follow` (lgetxattr...), on a last symlink itself: refused, as no call
-    /// reaches a symlink's own attributes through a descriptor.
-    fn xattr(&mut self, calls: &ThreadCalls, op: &Op, follow: bool) -> Outcome {
-        let fd = match file(self.dir, calls.path(op.path), follow, &mut self.scratch) {
-            Ok(fd) => fd,
-            Err(o) => return o,
-        };
-        if !follow
-            && rustix::fs::fstat(&fd)
-                .is_ok_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode).is_symlink())
-        {
-            return Outcome::Refused;
-        }
-        let file = ProcFd::of(fd.as_fd());
-        let name = match xattr_name(&mut self.text, calls, op) {
-            Ok(n) => n,
-            Err(o) => return o,
-        };
-        let len = op.a.min(self.buf.bytes.len() as u64) as usize;
-        let buf = &mut self.buf.bytes[..len];
-        let file = file.name();
-        let outcome = match op.kind {
-            Kind::GetXattr => rustix::fs::getxattr(file, name, buf).map(drop),
-            Kind::SetXattr => rustix::fs::setxattr(file, name, buf, xattr_flags(op)),
-            Kind::ListXattr => rustix::fs::listxattr(file, buf).map(drop),
-            _ => rustix::fs::removexattr(file, name),
-        };
-        outcome.map_or_else(Outcome::Failed, |()| Outcome::Done)
-    }
-
     /// Counts the call and compares its outcome with the capture's: a difference
     /// is counted and described; a full or failing filesystem ends the replay.
     pub(super) fn record(
@@ -578,16 +361,5 @@ impl<'a> Worker<'a> {
             Some(Some(e)) => Err(e),
             _ => Ok(()),
         }
-    }
-}
-
-fn now() -> rustix::fs::Timestamps {
-    let omit_none = rustix::fs::Timespec {
-        tv_sec: 0,
-        tv_nsec: libc::UTIME_NOW,
-    };
-    rustix::fs::Timestamps {
-        last_access: omit_none,
-        last_modification: omit_none,
     }
 }

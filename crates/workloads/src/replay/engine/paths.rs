@@ -4,11 +4,14 @@
 //! descriptor — on the parent directory and the last name, for the calls that do not follow
 //! a last symlink, or on the file itself (an `O_PATH` descriptor) for those that do. A rename
 //! racing with the call can change which file inside the directory it reaches, never make it
-//! reach one outside.
+//! reach one outside. Parent directories stay open between calls ([`Dirs`]) until a rename
+//! or a directory's removal anywhere in the replay: a call on a name is then the one system
+//! call the program made.
 
 use std::ffi::CStr;
 use std::io::Write;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -99,31 +102,155 @@ impl Scratch {
     }
 }
 
-/// The directory a call on `path`'s last name is made in — `root` itself (`None`) or its
-/// subdirectory opened beneath it, held open by the descriptor returned — and that name,
-/// as a C string in `scratch`. The name is one component, never `..`: a call that does not
-/// follow it stays in that directory.
-pub(super) fn parent_and_name<'b>(
-    root: BorrowedFd<'_>,
-    path: &[u8],
-    scratch: &'b mut Scratch,
-) -> Result<(Option<OwnedFd>, &'b CStr), Outcome> {
-    let Scratch { parent, full } = scratch;
-    full.clear();
-    if path == b"." {
-        full.push(b'.');
-        return Ok((None, c_string(full)?));
+/// A worker's directories kept open between calls, so that a call on a name in one of them
+/// is the one system call the program made, not an `openat2` of the directory, the call
+/// and a `close`. Only a directory reached through no symlink is kept: its path can then
+/// lead elsewhere only after a rename or a directory's removal, which every worker counts in
+/// `moved` (shared by the replay's threads and processes); a worker that sees the count
+/// change closes them all. Fixed slots, chosen by the path's hash: memory and descriptors
+/// stay bounded whatever the number of directories.
+pub(super) struct Dirs<'a> {
+    slots: Vec<Slot>,
+    /// `moved` when the slots were last checked.
+    seen: u64,
+    moved: &'a AtomicU64,
+}
+
+#[derive(Default)]
+struct Slot {
+    path: Vec<u8>,
+    fd: Option<OwnedFd>,
+}
+
+/// Directories a worker keeps open: few enough that a program's own descriptors near the
+/// limit are not crowded out (and an `EMFILE` empties them).
+const SLOTS: usize = 32;
+
+/// Where a call on a path's last name is made: the run's directory itself, a directory kept
+/// in a slot, or one opened for this call only.
+pub(super) enum Parent {
+    Root,
+    Kept(usize),
+    Held(OwnedFd),
+}
+
+impl Parent {
+    fn slot(&self) -> Option<usize> {
+        match self {
+            Parent::Kept(i) => Some(*i),
+            _ => None,
+        }
     }
-    let name = split_member(path, parent).ok_or(Outcome::Refused)?;
-    full.extend_from_slice(name);
-    let held = if parent.is_empty() {
-        None
-    } else {
-        let dir = c_string(parent)?;
+}
+
+impl<'a> Dirs<'a> {
+    pub(super) fn new(moved: &'a AtomicU64) -> Dirs<'a> {
+        Dirs {
+            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
+            seen: moved.load(Ordering::Acquire),
+            moved,
+        }
+    }
+
+    /// A directory was renamed or removed (or a rename moved something else over a name):
+    /// every worker's kept directories may now stand for other paths. Counted before the
+    /// call that made it is counted done, so that a call that waits for it sees the count.
+    pub(super) fn moved(&self) {
+        self.moved.fetch_add(1, Ordering::Release);
+    }
+
+    /// Closes the kept directories but `keep` (they may hold the descriptor a call needs).
+    pub(super) fn close_all_but(&mut self, keep: Option<usize>) {
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            if keep != Some(i) {
+                s.fd = None;
+            }
+        }
+    }
+
+    /// The directory a call on `path`'s last name is made in, and that name, as a C string
+    /// in `scratch`. The name is one component, never `..`: a call that does not follow it
+    /// stays in that directory. The second path of a call passes the first's [`Parent`] as
+    /// `keep`, which is then never evicted.
+    pub(super) fn parent_and_name<'b>(
+        &mut self,
+        root: BorrowedFd<'_>,
+        path: &[u8],
+        scratch: &'b mut Scratch,
+        keep: Option<&Parent>,
+    ) -> Result<(Parent, &'b CStr), Outcome> {
+        let Scratch { parent, full } = scratch;
+        full.clear();
+        if path == b"." {
+            full.push(b'.');
+            return Ok((Parent::Root, c_string(full)?));
+        }
+        let name = split_member(path, parent).ok_or(Outcome::Refused)?;
+        full.extend_from_slice(name);
+        let dir = if parent.is_empty() {
+            Parent::Root
+        } else {
+            self.directory(root, parent, keep.and_then(Parent::slot))?
+        };
+        Ok((dir, c_string(full)?))
+    }
+
+    /// The directory `path` (a relative, normalized, non-empty path) names, kept where it
+    /// can be; the slot `keep` stays as it is.
+    fn directory(
+        &mut self,
+        root: BorrowedFd<'_>,
+        path: &mut Vec<u8>,
+        keep: Option<usize>,
+    ) -> Result<Parent, Outcome> {
+        let now = self.moved.load(Ordering::Acquire);
+        if now != self.seen {
+            self.close_all_but(keep);
+            self.seen = now;
+        }
+        let i = (crate::replay::load::path_key(path) % SLOTS as u64) as usize;
+        if self.slots[i].fd.is_some() && self.slots[i].path == *path {
+            return Ok(Parent::Kept(i));
+        }
+        let len = path.len();
+        let dir = c_string(path)?;
         let flags = OFlags::PATH | OFlags::DIRECTORY;
-        Some(open_beneath(root, dir, flags, Mode::empty(), BENEATH)?)
-    };
-    Ok((held, c_string(full)?))
+        let plain = BENEATH | ResolveFlags::NO_SYMLINKS;
+        let mut opened = open_beneath(root, dir, flags, Mode::empty(), plain);
+        if matches!(opened, Err(Outcome::Failed(Errno::MFILE))) {
+            self.close_all_but(keep);
+            opened = open_beneath(root, dir, flags, Mode::empty(), plain);
+        }
+        let parent = match opened {
+            Ok(fd) if keep != Some(i) => {
+                let slot = &mut self.slots[i];
+                slot.path.clear();
+                slot.path.extend_from_slice(&dir.to_bytes()[..len]);
+                slot.fd = Some(fd);
+                Parent::Kept(i)
+            }
+            Ok(fd) => Parent::Held(fd),
+            // Through a symlink (beneath the directory still): not kept, as a change to the
+            // symlink would not be seen.
+            Err(Outcome::Failed(Errno::LOOP)) => {
+                Parent::Held(open_beneath(root, dir, flags, Mode::empty(), BENEATH)?)
+            }
+            Err(o) => return Err(o),
+        };
+        Ok(parent)
+    }
+
+    /// The descriptor of `parent`.
+    pub(super) fn fd<'s>(&'s self, root: BorrowedFd<'s>, parent: &'s Parent) -> BorrowedFd<'s> {
+        match parent {
+            Parent::Root => root,
+            // Only `directory` empties a slot, and never the one a call still holds.
+            Parent::Kept(i) => (self.slots[*i].fd.as_ref())
+                .expect("a kept directory stays open until its call is made")
+                .as_fd(),
+            Parent::Held(fd) => fd.as_fd(),
+        }
+    }
 }
 
 /// `bytes` with a NUL appended, as a C string; a byte string holding a NUL names nothing.

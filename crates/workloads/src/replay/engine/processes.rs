@@ -21,7 +21,7 @@ use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_model::workload::WorkerMode;
 
 /// What every worker process shares: the trace, the run's directory, the traced threads'
-/// counts of calls done, and the phase's start.
+/// counts of calls done, the phase's start, and the count of directories moved.
 struct Common<'a> {
     loaded: &'a Loaded,
     dir: BorrowedFd<'a>,
@@ -31,6 +31,8 @@ struct Common<'a> {
     /// When the phase's thread forked the workers; `start_ns` is the release's time since.
     forked: Instant,
     start_ns: &'a AtomicU64,
+    /// Renames and directories removed so far, by any worker process.
+    moved: &'a AtomicU64,
 }
 
 /// Replays `loaded` below `dir` as worker processes (see the module); each worker process's
@@ -47,7 +49,10 @@ pub(super) fn replay(
         return Ok(Vec::new());
     }
     // Sized for the trace's threads: the mapping is made once, before any worker starts.
-    let region = Region::new(Region::room::<Done>(threads) + Region::room::<AtomicU64>(1) + 128)?;
+    let region = Region::new(Region::room::<Done>(threads) + Region::room::<AtomicU64>(2) + 128)?;
+    let [start_ns, moved] = region.take::<AtomicU64>(2) else {
+        unreachable!("a region's take gives as many as asked")
+    };
     let common = Common {
         loaded,
         dir,
@@ -55,7 +60,8 @@ pub(super) fn replay(
         think,
         oracle,
         forked: Instant::now(),
-        start_ns: &region.take::<AtomicU64>(1)[0],
+        start_ns,
+        moved,
     };
     let keep = [dir];
     let crew = Crew::new(WorkerMode::Processes, &keep);
@@ -96,6 +102,7 @@ fn host_process(
         oracle: common.oracle,
         start: released(common),
         umask: common.loaded.program.as_ref().map(|p| p.umask),
+        moved: common.moved,
     };
     let rec = w.rec();
     let mut published = 0;
