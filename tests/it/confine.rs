@@ -357,3 +357,77 @@ fn a_shared_trace_cannot_chmod_a_file_outside() {
         assert_nothing_left(images.path());
     }
 }
+
+/// The `openat2` calls of `fsbench capture --replay TRACE -C DIR`, counted by strace.
+fn openat2_calls(trace: &Path, dir: &Path) -> u64 {
+    let work = tempdir();
+    let (state, counts) = (work.path().join("state"), work.path().join("counts"));
+    let out = run(std::process::Command::new("strace")
+        .args(["-f", "-c", "-e", "trace=openat2", "-o"])
+        .arg(&counts)
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .env("FSBENCH_STATE_DIR", &state)
+        .env("XDG_DATA_HOME", &state)
+        .args(["capture", "--replay"])
+        .arg(trace)
+        .arg("-C")
+        .arg(dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let counts = std::fs::read_to_string(&counts).unwrap();
+    let row = counts.lines().find(|l| l.ends_with(" openat2"));
+    let row = row.unwrap_or_else(|| panic!("no openat2 row: {counts}"));
+    row.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+/// Directories are kept open between calls only where no other user's process can move one
+/// out of the run's directory: 300 lstats of `a/b` open `a` once, unless `a` or the run's
+/// directory is writable by others without the sticky bit (from the initial state, a
+/// trace's chmod, or the directory given), where each call opens `a` again.
+#[test]
+fn directories_are_kept_open_only_where_no_other_user_can_move_them() {
+    if !can_run("directories kept open", &["strace"]) {
+        return;
+    }
+    let work = tempdir();
+    let lstats = |entries: &[&str], chmod: bool| {
+        let mut t = TraceText::new(entries);
+        if chmod {
+            t.call(1, 0, "chmod\t0\t0\t-1\t-1\t511\t-1\ta\t-");
+        }
+        for i in 0..300 {
+            t.call(1, 1 + i, "stat\t0\t0\t-1\t-1\t0\t-1\ta/b\t-");
+        }
+        t
+    };
+    let cases = [
+        ("private", lstats(&["d\ta", "d\ta/b"], false), 0o755, true),
+        (
+            "sticky",
+            lstats(&["d\ta\t1777", "d\ta/b"], false),
+            0o755,
+            true,
+        ),
+        (
+            "open state",
+            lstats(&["d\ta\t777", "d\ta/b"], false),
+            0o755,
+            false,
+        ),
+        ("chmod", lstats(&["d\ta", "d\ta/b"], true), 0o755, false),
+        ("open run", lstats(&["d\ta", "d\ta/b"], false), 0o777, false),
+    ];
+    for (name, trace, run_mode, kept) in cases {
+        let file = work.path().join(format!("{name}.trace"));
+        trace.write(&file);
+        let dir = work.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::from_mode(run_mode);
+        std::fs::set_permissions(&dir, mode).unwrap();
+        let opens = openat2_calls(&file, &dir);
+        if kept {
+            assert!(opens < 100, "{name}: {opens} openat2 calls");
+        } else {
+            assert!(opens >= 300, "{name}: {opens} openat2 calls");
+        }
+    }
+}

@@ -434,9 +434,11 @@ impl Workload for Replay {
     ) -> Result<(), FsbenchError> {
         // The calls first: a damaged trace is refused before anything is made.
         let trace = self.params.trace.as_deref();
-        let loaded =
+        let mut loaded =
             Loaded::read(trace).map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
-        self.refused_entries = state::recreate(dir, trace, cancel)?;
+        let made = state::recreate(dir, trace, cancel)?;
+        self.refused_entries = made.refused;
+        loaded.others_may_move |= made.open;
         self.loaded = Some(loaded);
         Ok(())
     }

@@ -26,7 +26,7 @@ mod paths;
 mod processes;
 mod xattr;
 
-pub(crate) use paths::ProcFd;
+pub(crate) use paths::{ProcFd, open_to_others};
 
 use super::load::{Loaded, Op, ThreadCalls};
 use super::trace::Kind;
@@ -186,12 +186,19 @@ pub(crate) fn replay(
         oracle,
         start: Instant::now(),
         umask: loaded.program.as_ref().map(|p| p.umask),
-        moved: &moved,
+        moved: keeps_dirs(loaded, dir).then_some(&moved),
     };
     let all: Vec<u32> = (0..loaded.threads.len() as u32).collect();
     let lanes = hosts::lanes(&all, all.len().min(WORKERS_MAX));
     let pool = run_lanes(&shared, lanes, rec.progress(), |_| {})?;
     Ok(pool.record(rec, 0))
+}
+
+/// Whether the workers may keep directories open between calls: no directory beneath `dir`
+/// (nor `dir` itself) lets another user move names (see [`paths::Dirs`]).
+fn keeps_dirs(loaded: &Loaded, dir: BorrowedFd<'_>) -> bool {
+    !loaded.others_may_move
+        && rustix::fs::fstat(dir).is_ok_and(|st| !paths::open_to_others(st.st_mode))
 }
 
 /// How many workers replay `loaded` in `mode`, and how many threads they run in all.
@@ -324,8 +331,9 @@ struct Shared<'a> {
     start: Instant,
     /// The program's umask, which the workers create files with.
     umask: Option<u32>,
-    /// Renames and directories removed so far, by any worker (see [`paths::Dirs`]).
-    moved: &'a AtomicU64,
+    /// Renames and directories removed so far, by any worker, where directories are kept
+    /// open (see [`paths::Dirs`]).
+    moved: Option<&'a AtomicU64>,
 }
 
 /// One traced thread, as its worker replays it.

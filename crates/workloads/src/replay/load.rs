@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::engine::open_to_others;
 use super::trace::{Call, Kind, Program, TraceReader};
 
 /// `O_CREAT | O_TRUNC`: an open that changes its path.
@@ -118,6 +119,10 @@ pub(crate) struct Loaded {
     pub processes: Vec<Vec<u32>>,
     /// The trace's format version.
     pub version: u32,
+    /// Whether some directory of the replay may let other users move names in it: one the
+    /// trace makes or changes to such a mode, or one of the initial state's (set after it
+    /// is made).
+    pub others_may_move: bool,
 }
 
 impl Loaded {
@@ -132,9 +137,16 @@ impl Loaded {
         let mut resources = Resources::default();
         let mut call = Call::default();
         let mut wanted: Vec<Dep> = Vec::new();
+        let umask = reader.program.as_ref().map_or(0, |p| p.umask);
         while reader.call(&mut call)? {
             let kind = call.kind();
             loaded.captured[kind as usize] += 1;
+            // A chmod's file may be a directory; a mkdir's mode is cut by the umask.
+            loaded.others_may_move |= match kind {
+                Kind::Mkdir => open_to_others(call.a as u32 & !umask),
+                Kind::Chmod => open_to_others(call.a as u32),
+                _ => false,
+            };
             let t = *index.entry(call.tid).or_insert_with(|| {
                 loaded.threads.push(ThreadCalls::default());
                 tids.push(call.tid);

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
+use super::engine::open_to_others;
 use super::trace::{Entry, Left, OUTSIDE};
 use crate::archive::extract::split_member;
 use fsbench_measure::error::{FsbenchError, invalid};
@@ -178,6 +179,14 @@ pub fn left_at(root: &Path) -> anyhow::Result<Vec<Left>> {
     Ok(out)
 }
 
+/// What making the initial state found.
+pub(crate) struct Made {
+    /// The entries refused (outside the directory).
+    pub refused: u64,
+    /// Whether a directory got a mode that lets other users move names in it.
+    pub open: bool,
+}
+
 fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     rustix::fs::open(root, flags, Mode::empty())
@@ -188,12 +197,12 @@ fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
 /// filled with a pattern and get their modes, directories theirs once everything is made
 /// (so that a read-only one is filled first). An entry outside the directory (`..`,
 /// absolute) is refused; one that cannot be made is an error. `cancel` (Ctrl-C) stops it
-/// between entries and between MiB of a file. The entries refused, counted.
+/// between entries and between MiB of a file.
 pub(crate) fn recreate(
     dir: BorrowedFd<'_>,
     trace: Option<&Path>,
     cancel: &AtomicBool,
-) -> Result<u64, FsbenchError> {
+) -> Result<Made, FsbenchError> {
     let mut parent = Vec::new();
     let mut refused = 0;
     let pattern = vec![0x5a_u8; 1 << 20];
@@ -253,8 +262,8 @@ pub(crate) fn recreate(
     }
     // One trace's decoder at a time (its window is up to 8 MiB).
     drop(entries);
-    set_modes(dir, trace)?;
-    Ok(refused)
+    let open = set_modes(dir, trace)?;
+    Ok(Made { refused, open })
 }
 
 /// The initial state's entries, read from the trace as a stream.
@@ -294,13 +303,16 @@ fn fill(
 /// the trace. Setting a mode takes only the search right on the directories above, so the
 /// modes are set as they come, parents first, but for directories whose owner may not search
 /// them (as a user that is not root, nothing below one could be reached after it): those are
-/// kept, rare as they are, and set last, children first.
-fn set_modes(dir: BorrowedFd<'_>, trace: Option<&Path>) -> Result<(), FsbenchError> {
+/// kept, rare as they are, and set last, children first. Whether one of the modes lets other
+/// users move names ([`open_to_others`]).
+fn set_modes(dir: BorrowedFd<'_>, trace: Option<&Path>) -> Result<bool, FsbenchError> {
     let mut unsearchable = Vec::new();
     let mut parent = Vec::new();
+    let mut open = false;
     let mut entries = Entries::open(trace)?;
     while let Some(e) = entries.next_entry()? {
         let Entry::Dir(path, mode) = e else { continue };
+        open |= open_to_others(mode);
         if mode == 0o755 || split_member(&path, &mut parent).is_none() {
             continue;
         }
@@ -312,7 +324,7 @@ fn set_modes(dir: BorrowedFd<'_>, trace: Option<&Path>) -> Result<(), FsbenchErr
     for (path, mode) in unsearchable.into_iter().rev() {
         set_mode(dir, &path, mode)?;
     }
-    Ok(())
+    Ok(open)
 }
 
 fn set_mode(dir: BorrowedFd<'_>, path: &[u8], mode: u32) -> Result<(), FsbenchError> {

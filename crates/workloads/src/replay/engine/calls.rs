@@ -75,12 +75,13 @@ pub(super) struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     /// A worker whose threads read and write at most `longest` bytes at once; `moved`
-    /// counts the replay's renames and removed directories (see [`Dirs`]).
+    /// counts the replay's renames and removed directories, where directories are kept
+    /// open (see [`Dirs`]).
     pub(super) fn new(
         dir: BorrowedFd<'a>,
         longest: u64,
         user: &'a AtomicBool,
-        moved: &'a AtomicU64,
+        moved: Option<&'a AtomicU64>,
     ) -> Worker<'a> {
         Worker {
             dir,

@@ -108,12 +108,20 @@ impl Scratch {
 /// lead elsewhere only after a rename or a directory's removal, which every worker counts in
 /// `moved` (shared by the replay's threads and processes); a worker that sees the count
 /// change closes them all. Fixed slots, chosen by the path's hash: memory and descriptors
-/// stay bounded whatever the number of directories.
+/// stay bounded whatever the number of directories. No directory is kept (`moved` is
+/// `None`) where another user's process could move one out of the run's directory: where
+/// some directory there may be written by others ([`open_to_others`]).
 pub(super) struct Dirs<'a> {
     slots: Vec<Slot>,
     /// `moved` when the slots were last checked.
     seen: u64,
-    moved: &'a AtomicU64,
+    moved: Option<&'a AtomicU64>,
+}
+
+/// Whether a directory of `mode` lets users other than its owner rename the names in it:
+/// writable by its group or by all, without the sticky bit.
+pub(crate) fn open_to_others(mode: u32) -> bool {
+    mode & 0o022 != 0 && mode & 0o1000 == 0
 }
 
 #[derive(Default)]
@@ -144,10 +152,11 @@ impl Parent {
 }
 
 impl<'a> Dirs<'a> {
-    pub(super) fn new(moved: &'a AtomicU64) -> Dirs<'a> {
+    pub(super) fn new(moved: Option<&'a AtomicU64>) -> Dirs<'a> {
+        let slots = if moved.is_some() { SLOTS } else { 0 };
         Dirs {
-            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
-            seen: moved.load(Ordering::Acquire),
+            slots: (0..slots).map(|_| Slot::default()).collect(),
+            seen: moved.map_or(0, |m| m.load(Ordering::Acquire)),
             moved,
         }
     }
@@ -156,7 +165,9 @@ impl<'a> Dirs<'a> {
     /// every worker's kept directories may now stand for other paths. Counted before the
     /// call that made it is counted done, so that a call that waits for it sees the count.
     pub(super) fn moved(&self) {
-        self.moved.fetch_add(1, Ordering::Release);
+        if let Some(moved) = self.moved {
+            moved.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Closes the kept directories but `keep` (they may hold the descriptor a call needs).
@@ -203,7 +214,18 @@ impl<'a> Dirs<'a> {
         path: &mut Vec<u8>,
         keep: Option<usize>,
     ) -> Result<Parent, Outcome> {
-        let now = self.moved.load(Ordering::Acquire);
+        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        let Some(moved) = self.moved else {
+            let dir = c_string(path)?;
+            return Ok(Parent::Held(open_beneath(
+                root,
+                dir,
+                flags,
+                Mode::empty(),
+                BENEATH,
+            )?));
+        };
+        let now = moved.load(Ordering::Acquire);
         if now != self.seen {
             self.close_all_but(keep);
             self.seen = now;
@@ -214,7 +236,6 @@ impl<'a> Dirs<'a> {
         }
         let len = path.len();
         let dir = c_string(path)?;
-        let flags = OFlags::PATH | OFlags::DIRECTORY;
         let plain = BENEATH | ResolveFlags::NO_SYMLINKS;
         let mut opened = open_beneath(root, dir, flags, Mode::empty(), plain);
         if matches!(opened, Err(Outcome::Failed(Errno::MFILE))) {

@@ -31,8 +31,9 @@ struct Common<'a> {
     /// When the phase's thread forked the workers; `start_ns` is the release's time since.
     forked: Instant,
     start_ns: &'a AtomicU64,
-    /// Renames and directories removed so far, by any worker process.
-    moved: &'a AtomicU64,
+    /// Renames and directories removed so far, by any worker process, where directories are
+    /// kept open.
+    moved: Option<&'a AtomicU64>,
 }
 
 /// Replays `loaded` below `dir` as worker processes (see the module); each worker process's
@@ -61,7 +62,7 @@ pub(super) fn replay(
         oracle,
         forked: Instant::now(),
         start_ns,
-        moved,
+        moved: super::keeps_dirs(loaded, dir).then_some(moved),
     };
     let keep = [dir];
     let crew = Crew::new(WorkerMode::Processes, &keep);
