@@ -47,8 +47,13 @@ pub(super) const WORKERS_MAX: usize = 16;
 const WORKER_STACK: usize = 512 << 10;
 /// The longest a worker sleeps before looking at the stop flags again.
 const PAUSE_MAX: Duration = Duration::from_millis(10);
-/// How long a worker sleeps while its traced threads wait for other threads' calls.
+/// How long a worker sleeps while its traced threads wait for other threads' calls, at
+/// first; a wait that goes on sleeps twice as long every [`DOUBLE_EVERY`] sleeps, up to 16
+/// times this: a worker whose traced process starts after another ends wakes a few hundred
+/// times, not thousands (each wake-up takes the CPU the working ones need), and is late by
+/// under a millisecond once.
 const DEPENDENCY_POLL: Duration = Duration::from_micros(50);
+const DOUBLE_EVERY: u32 = 32;
 /// Think mode spins, rather than sleeps, for the last stretch before a call's time: a sleep
 /// wakes this much late or more (the timer slack and the scheduler's wake-up).
 const SPIN_BELOW: Duration = Duration::from_micros(200);
@@ -520,7 +525,8 @@ fn wait(idle: &mut u32, held: &Held, halt: &Halt<'_>) -> Result<bool, FsbenchErr
             return Ok(false);
         }
         let pause = if held.by_others {
-            DEPENDENCY_POLL
+            let doublings = ((*idle - 1000) / DOUBLE_EVERY).min(4);
+            DEPENDENCY_POLL * (1 << doublings)
         } else {
             held.until.map_or(PAUSE_MAX, |until| {
                 (until.saturating_duration_since(Instant::now()))
