@@ -71,6 +71,27 @@ struct Resources {
 }
 
 impl Resources {
+    /// The other threads' calls that `call` (call `me`) waits for, one per thread (its
+    /// latest), into `wanted`. Its resources: the path, its parent (read), the second path
+    /// of a rename or link.
+    fn waits(&mut self, call: &Call, me: Dep, wanted: &mut Vec<Dep>) {
+        let kind = call.kind();
+        wanted.clear();
+        let changes = kind.modifies() || (kind == Kind::Open && call.a & CHANGING_OPEN != 0);
+        self.touch(&call.path, me, changes, wanted);
+        if let Some(i) = call.path.iter().rposition(|&c| c == b'/') {
+            self.touch(&call.path[..i], me, false, wanted);
+        }
+        if matches!(
+            kind,
+            Kind::Rename | Kind::Link | Kind::Copy | Kind::Sendfile
+        ) {
+            self.touch(&call.path2, me, true, wanted);
+        }
+        wanted.sort_by_key(|d| (d.thread, std::cmp::Reverse(d.index)));
+        wanted.dedup_by_key(|d| d.thread);
+    }
+
     /// Call `me` uses `path` (changes it when `write`): the other threads' calls it must
     /// wait for go into `wanted`.
     fn touch(&mut self, path: &[u8], me: Dep, write: bool, wanted: &mut Vec<Dep>) {
@@ -156,22 +177,7 @@ impl Loaded {
                 thread: t as u32,
                 index: loaded.threads[t].ops.len() as u32,
             };
-            // The resources: the path, its parent (read), the second path of a rename or link.
-            wanted.clear();
-            let changes = kind.modifies() || (kind == Kind::Open && call.a & CHANGING_OPEN != 0);
-            resources.touch(&call.path, me, changes, &mut wanted);
-            if let Some(i) = call.path.iter().rposition(|&c| c == b'/') {
-                resources.touch(&call.path[..i], me, false, &mut wanted);
-            }
-            if matches!(
-                kind,
-                Kind::Rename | Kind::Link | Kind::Copy | Kind::Sendfile
-            ) {
-                resources.touch(&call.path2, me, true, &mut wanted);
-            }
-            // One wait per other thread: its latest call.
-            wanted.sort_by_key(|d| (d.thread, std::cmp::Reverse(d.index)));
-            wanted.dedup_by_key(|d| d.thread);
+            resources.waits(&call, me, &mut wanted);
             let th = &mut loaded.threads[t];
             let dep_start = th.deps.len() as u32;
             th.deps.extend_from_slice(&wanted);
