@@ -26,9 +26,9 @@ mod paths;
 mod processes;
 mod xattr;
 
-pub(crate) use paths::{ProcFd, open_to_others};
+pub(crate) use paths::ProcFd;
 
-use super::load::{Loaded, Op, ThreadCalls};
+use super::load::{Loaded, Op, ThreadCalls, open_to_others};
 use super::trace::Kind;
 use crate::parallel::{ThreadCrew as Crew, join_all};
 use calls::{Fds, Worker};
@@ -202,8 +202,7 @@ pub(crate) fn replay(
 /// Whether the workers may keep directories open between calls: no directory beneath `dir`
 /// (nor `dir` itself) lets another user move names (see [`paths::Dirs`]).
 fn keeps_dirs(loaded: &Loaded, dir: BorrowedFd<'_>) -> bool {
-    !loaded.others_may_move
-        && rustix::fs::fstat(dir).is_ok_and(|st| !paths::open_to_others(st.st_mode))
+    !loaded.others_may_move && rustix::fs::fstat(dir).is_ok_and(|st| !open_to_others(st.st_mode))
 }
 
 /// How many workers replay `loaded` in `mode`, and how many threads they run in all.

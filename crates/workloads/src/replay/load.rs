@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::engine::open_to_others;
 use super::trace::{Call, Kind, Program, TraceReader};
 
 /// `O_CREAT | O_TRUNC`: an open that changes its path.
@@ -224,6 +223,12 @@ impl Loaded {
     pub(super) fn replayed_calls(&self) -> u64 {
         self.threads.iter().map(|t| t.ops.len() as u64).sum()
     }
+}
+
+/// Whether a directory of `mode` lets users other than its owner rename the names in it:
+/// writable by its group or by all, without the sticky bit.
+pub(super) fn open_to_others(mode: u32) -> bool {
+    mode & 0o022 != 0 && mode & 0o1000 == 0
 }
 
 /// A path's key among the resources: a 64-bit hash, not the path, so that the per-path

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
-use super::engine::open_to_others;
+use super::load::open_to_others;
 use super::trace::{Entry, Left, OUTSIDE};
 use crate::archive::extract::split_member;
 use fsbench_measure::error::{FsbenchError, invalid};

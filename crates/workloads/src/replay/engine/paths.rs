@@ -110,18 +110,13 @@ impl Scratch {
 /// change closes them all. Fixed slots, chosen by the path's hash: memory and descriptors
 /// stay bounded whatever the number of directories. No directory is kept (`moved` is
 /// `None`) where another user's process could move one out of the run's directory: where
-/// some directory there may be written by others ([`open_to_others`]).
+/// some directory there may be written by others
+/// ([`crate::replay::load::open_to_others`]).
 pub(super) struct Dirs<'a> {
     slots: Vec<Slot>,
     /// `moved` when the slots were last checked.
     seen: u64,
     moved: Option<&'a AtomicU64>,
-}
-
-/// Whether a directory of `mode` lets users other than its owner rename the names in it:
-/// writable by its group or by all, without the sticky bit.
-pub(crate) fn open_to_others(mode: u32) -> bool {
-    mode & 0o022 != 0 && mode & 0o1000 == 0
 }
 
 #[derive(Default)]
