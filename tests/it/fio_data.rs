@@ -227,6 +227,17 @@ fn fill_device_writes_until_the_filesystem_is_full_and_ends_without_error() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ours = written(&json(&out));
     assert!((6 << 20..=8 << 20).contains(&ours), "{ours} bytes");
+    // Its description gives no size it does not have; what it wrote is a figure.
+    let doc = json(&fio_job_json(state.path(), &small.0, job));
+    let described = doc["workload_records"][0]["description"].as_str().unwrap();
+    assert!(
+        described
+            .ends_with("2 file(s) of no set size, psync at depth 1, until the filesystem is full"),
+        "{described}"
+    );
+    let io = &doc["runs"][0]["phases"][1];
+    let filled = figure(&doc, "written until full").unwrap() * f64::from(1 << 20);
+    assert_eq!(filled as u64, io["bytes"].as_u64().unwrap(), "{io}");
     // The cap bounds it, and says so.
     let out = run(fsbench(state.path())
         .args(["fio", "--runs", "1", "--output-format", "json"])

@@ -561,6 +561,7 @@ impl Workload for Io {
         }
         self.per_job_latency(&outs, rec);
         self.figures(&outs);
+        self.figures.extend(self.filled(&outs));
         self.record_threads(outs, rec);
         Ok(())
     }
