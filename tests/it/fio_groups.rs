@@ -263,14 +263,20 @@ fn verify_only_reads_back_what_the_groups_before_it_wrote_as_fio() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
     let stamped = "verify=crc32c\ndo_verify=0";
     let good = write_then_check(stamped, "", "verify=crc32c");
-    let jobfile = job_file(state.path(), "good", &good);
-    let out = fio_output(state.path(), dir.path(), &jobfile, "json");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    // It wrote nothing, and read back every block its writes would cover, as reads.
-    let ours = json(&out);
-    assert_eq!(bytes(&ours, "read"), [0, 256 << 10]);
-    assert_eq!(bytes(&ours, "write"), [256 << 10, 0]);
-    assert_eq!(ours["jobs"][1]["read"]["total_ios"].as_u64(), Some(64));
+    // It wrote nothing, and read back every block its writes would cover, as reads: once
+    // a pass, a block a read.
+    let passes = good.replace("verify_only=1", "verify_only=1\nloops=2");
+    let blocks = good.replace("bs=4k", "bs=16k\nverify_interval=4k");
+    let variants = [(&good, 1, 64), (&passes, 2, 128), (&blocks, 1, 16)];
+    for (job, passes, reads) in variants {
+        let jobfile = job_file(state.path(), "good", job);
+        let out = fio_output(state.path(), dir.path(), &jobfile, "json");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let ours = json(&out);
+        assert_eq!(bytes(&ours, "read"), [0, passes * 256 << 10], "{job}");
+        assert_eq!(bytes(&ours, "write"), [256 << 10, 0]);
+        assert_eq!(ours["jobs"][1]["read"]["total_ios"].as_u64(), Some(reads));
+    }
     let out = fio_job_json(state.path(), dir.path(), &good);
     let figures = &json(&out)["runs"][1]["phases"][1]["figures"];
     let verified = (figures.as_array().unwrap().iter())
@@ -299,7 +305,11 @@ fn verify_only_reads_back_what_the_groups_before_it_wrote_as_fio() {
     let quiet = [
         write_then_check(stamped, "", "verify=crc32c\ndo_verify=0"),
         write_then_check(stamped, "", ""),
-        good.clone() + "[beside]\nfilename=other\nrw=write\nsize=64k\n",
+        // Each job names its file: fio gives a job naming a file of its own the global
+        // `filename` too (its `beside` would write `data` as it is checked).
+        good.replace("[global]\nfilename=data", "[global]")
+            .replace("rw=write\n", "filename=data\nrw=write\n")
+            + "[beside]\nfilename=other\nrw=write\nsize=64k\n",
     ];
     for job in &quiet {
         let jobfile = job_file(state.path(), "quiet", job);
@@ -333,11 +343,13 @@ fn verify_only_reads_back_what_the_groups_before_it_wrote_as_fio() {
         skip("verify_only against fio's: fio is not installed");
         return;
     }
-    let fio_dir = tmpfs_tempdir();
-    let (theirs, all) = fio_doc(fio_dir.path(), &job_file(state.path(), "good", &good));
-    assert_eq!(bytes(&theirs, "read"), [0, 256 << 10], "{all}");
-    assert_eq!(theirs["jobs"][1]["read"]["total_ios"].as_u64(), Some(64));
-    assert_eq!(theirs["jobs"][1]["error"].as_u64(), Some(0));
+    for (job, passes, reads) in variants {
+        let fio_dir = tmpfs_tempdir();
+        let (theirs, all) = fio_doc(fio_dir.path(), &job_file(state.path(), "good", job));
+        assert_eq!(bytes(&theirs, "read"), [0, passes * 256 << 10], "{all}");
+        assert_eq!(theirs["jobs"][1]["read"]["total_ios"].as_u64(), Some(reads));
+        assert_eq!(theirs["jobs"][1]["error"].as_u64(), Some(0));
+    }
     for (job, wanted) in [(&spoiled, wanted), (&unstamped, at_start)] {
         let fio_dir = tmpfs_tempdir();
         let (_, all) = fio_doc(fio_dir.path(), &job_file(state.path(), "bad", job));
