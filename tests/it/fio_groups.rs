@@ -58,32 +58,41 @@ fn surface_scan_fills_an_ext4_image_and_verifies_all_of_it() {
         return;
     }
     // Each tool on an ext4 made alike: the same bytes filled, read and checked (before,
-    // fsbench stopped at the space free to users, 5% short: ext4 keeps that for root).
-    let (top, fio_top) = (tempdir(), tempdir());
-    let ours = {
-        let ext4 = Ext4::mount(top.path(), 64);
-        let out = fio_output(state.path(), &ext4.path, &jobfile, "json");
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        json(&out)
-    };
-    let ext4 = Ext4::mount(fio_top.path(), 64);
-    let out = run(Command::new("fio")
-        .current_dir(&ext4.path)
-        .arg("--output-format=json")
-        .arg(&jobfile));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-    let theirs: serde_json::Value =
-        serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
-    // fsbench's scratch directory and its marker file take a block or two of the
-    // filesystem, which may leave room for one 64 KiB write less than fio had.
-    let (filled, fio_filled) = (bytes(&ours, "write")[0], bytes(&theirs, "write")[0]);
-    assert!(
-        filled <= fio_filled && filled + (64 << 10) >= fio_filled,
-        "fsbench filled {filled} bytes, fio {fio_filled}"
-    );
-    assert_eq!(bytes(&ours, "read"), [0, filled]);
-    assert_eq!(bytes(&theirs, "read"), [0, fio_filled]);
+    // fsbench stopped at the space free to users, 5% short: ext4 keeps that for root). So
+    // too with the verify phase a `verify_only` job that would write what the first wrote.
+    let checks = SURFACE_SCAN.replace("rw=read\n", "rw=write\nverify_only=1\n");
+    assert_ne!(checks, SURFACE_SCAN);
+    for scan in [SURFACE_SCAN, &checks] {
+        let jobfile = job_file(state.path(), "surface-scan", scan);
+        let (top, fio_top) = (tempdir(), tempdir());
+        let ours = {
+            let ext4 = Ext4::mount(top.path(), 64);
+            let out = fio_output(state.path(), &ext4.path, &jobfile, "json");
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            json(&out)
+        };
+        let ext4 = Ext4::mount(fio_top.path(), 64);
+        let out = run(Command::new("fio")
+            .current_dir(&ext4.path)
+            .arg("--output-format=json")
+            .arg(&jobfile));
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        let theirs: serde_json::Value =
+            serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+        // fsbench's scratch directory and its marker file take a block or two of the
+        // filesystem, which may leave room for one 64 KiB write less than fio had.
+        let (filled, fio_filled) = (bytes(&ours, "write")[0], bytes(&theirs, "write")[0]);
+        assert!(
+            filled <= fio_filled && filled + (64 << 10) >= fio_filled,
+            "fsbench filled {filled} bytes, fio {fio_filled}"
+        );
+        assert_eq!(bytes(&ours, "read"), [0, filled]);
+        assert_eq!(bytes(&theirs, "read"), [0, fio_filled]);
+        let reads = |doc: &serde_json::Value| doc["jobs"][1]["read"]["total_ios"].as_u64();
+        assert_eq!(reads(&ours), Some(filled >> 16), "one read a 64 KiB block");
+        assert_eq!(reads(&theirs), Some(fio_filled >> 16));
+    }
 }
 
 /// A writer of 1 MiB in 64 KiB blocks (crc32c headers), then a group that overwrites block

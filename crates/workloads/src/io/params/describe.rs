@@ -85,7 +85,7 @@ mod tests {
     use crate::WorkloadParams;
 
     #[test]
-    fn a_fill_job_says_it_writes_until_the_filesystem_is_full_and_no_size_it_lacks() {
+    fn a_fill_job_gives_no_size_it_lacks_and_a_verify_only_job_says_it_reads_back() {
         let described = |args: &str| IoParams::parse(args).unwrap().describe();
         let unbounded = described("rw=write,fill-device");
         assert!(
@@ -97,6 +97,13 @@ mod tests {
         assert!(
             bounded.ends_with("until the filesystem is full (at most 64.0 MiB)"),
             "{bounded}"
+        );
+        let mut checks = IoParams::parse("rw=write,size=1m,verify=md5").unwrap();
+        checks.verify_only = true;
+        let described = checks.describe();
+        assert!(
+            described.starts_with("fio-style write read back by verify_only (nothing written):"),
+            "{described}"
         );
     }
 }
