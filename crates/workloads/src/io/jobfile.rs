@@ -102,7 +102,6 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
             continue;
         }
         let (mut params, stonewall, new_group) = job(s, &global, (targets, cap), &jobs)?;
-        groups::verify_only(s, &global, &mut params)?;
         never_started |= ends_all && stonewall;
         ends_all |= exitall && exit_what(s, &global) == Some("all");
         if !jobs.is_empty() && (stonewall || new_group) {
@@ -128,6 +127,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
             }
             continue;
         }
+        groups::verify_only(s, &global, &mut params)?;
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),

@@ -2,8 +2,8 @@
 //! other in the same directory, and a later job naming a file an earlier one left uses it as
 //! it is. fsbench runs each group on a fresh filesystem (or directory), so a group whose jobs
 //! name such files has the groups before it that made them run again, untimed, first
-//! ([`IoParams::earlier_groups`]); its jobs on them may leave `size` out and, reading only,
-//! `verify` what they read.
+//! ([`IoParams::earlier_groups`]); its jobs on them may leave `size` out and, reading only
+//! or as fio's `verify_only`, `verify` what they read.
 
 use std::collections::HashSet;
 
