@@ -1,8 +1,9 @@
 //! A job file's groups on each other's files, as fio runs them: a later group that names a
 //! file an earlier one wrote reads it as that group left it (fsbench runs the earlier group
 //! again, untimed, before it), a job without `size` takes the file's size, and a job that
-//! only reads with `verify` checks every block it reads; fio's surface-scan.fio runs as
-//! written on an ext4 loop image. fio itself runs the same job files where installed.
+//! only reads with `verify` checks every block it reads, a `verify_only` job reads back what
+//! its writes would have put there; fio's surface-scan.fio runs as written on an ext4 loop
+//! image. fio itself runs the same job files where installed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
