@@ -283,7 +283,7 @@ fn verify_only_reads_back_what_the_groups_before_it_wrote_as_fio() {
         let out = fio_output(state.path(), dir.path(), &jobfile, "json");
         assert!(out.status.success(), "{}", text(&out.stderr));
         let ours = json(&out);
-        assert_eq!(bytes(&ours, "read"), [0, passes * 256 << 10], "{job}");
+        assert_eq!(bytes(&ours, "read"), [0, passes * (256 << 10)], "{job}");
         assert_eq!(bytes(&ours, "write"), [256 << 10, 0]);
         assert_eq!(ours["jobs"][1]["read"]["total_ios"].as_u64(), Some(reads));
     }
@@ -356,7 +356,7 @@ fn verify_only_reads_back_what_the_groups_before_it_wrote_as_fio() {
     for (job, passes, reads) in variants {
         let fio_dir = tmpfs_tempdir();
         let (theirs, all) = fio_doc(fio_dir.path(), &job_file(state.path(), "good", job));
-        assert_eq!(bytes(&theirs, "read"), [0, passes * 256 << 10], "{all}");
+        assert_eq!(bytes(&theirs, "read"), [0, passes * (256 << 10)], "{all}");
         assert_eq!(theirs["jobs"][1]["read"]["total_ios"].as_u64(), Some(reads));
         assert_eq!(theirs["jobs"][1]["error"].as_u64(), Some(0));
     }
