@@ -1,4 +1,4 @@
-//! fio's data-path options in job files: `sync=`, `verify_only`, `verify_dump`,
+//! fio's data-path options in job files: `sync=`, `verify_dump`,
 //! `fill_device`, the dedupe modes, the `e4defrag` engine and io_uring's reaping, each run
 //! through `fsbench fio` and, where fio's result is deterministic, compared with fio 3.33 on
 //! the same job file.
@@ -114,72 +114,6 @@ fn sync_spellings_open_the_files_as_fio_opens_them() {
     assert_nothing_left(dir.path());
 }
 
-/// A job that writes `data` (with `writer`'s options), then after a stonewall a
-/// `verify_only` job on it (with `checker`'s).
-fn write_then_check(writer: &str, checker: &str) -> String {
-    format!(
-        "[global]\nfilename=data\nbs=4k\nsize=256k\n[write]\nrw=write\n{writer}\n[check]\nstonewall\nrw=write\nverify_only=1\n{checker}\n"
-    )
-}
-
-#[test]
-fn verify_only_checks_what_the_job_before_wrote_and_fails_on_other_data_as_fio() {
-    let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let good = write_then_check("verify=crc32c\ndo_verify=0", "verify=crc32c");
-    let out = fio_job_json(state.path(), dir.path(), &good);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let checked = figure(&json(&out), "verify_only blocks");
-    assert_eq!(checked, Some(64.0), "every block the check would write");
-    // Random data, no headers: fio's message at the first block.
-    let other = write_then_check("", "verify=crc32c");
-    let out = fio_job_json(state.path(), dir.path(), &other);
-    assert!(!out.status.success());
-    let ours = text(&out.stderr);
-    let wanted =
-        "wanted acca at file data offset 0, length 4096 (requested block: offset=0, length=4096)";
-    assert!(
-        ours.contains("verify: bad magic header") && ours.contains(wanted),
-        "{ours}"
-    );
-    assert!(
-        ours.contains("64 of 64 blocks checked were wrong"),
-        "{ours}"
-    );
-    for (job, needle) in [
-        (
-            "[c]\nfilename=data\nrw=write\nsize=64k\nverify=md5\nverify_only=1\n",
-            "job.fio:1: job `c`: `verify_only` checks what a job before it wrote, and there is none",
-        ),
-        (
-            "[w]\nfilename=data\nrw=write\nsize=64k\n[c]\nfilename=data\nrw=write\nsize=64k\nverify=md5\nverify_only=1\n",
-            "give `stonewall`",
-        ),
-        (
-            "[w]\nfilename=data\nrw=write\nsize=64k\n[c]\nstonewall\nrw=write\nsize=64k\nverify=md5\nverify_only=1\n",
-            "give it that job's `filename`",
-        ),
-    ] {
-        let jobfile = job_file(state.path(), job);
-        let out = fio_output(state.path(), Path::new("/nonexistent"), &jobfile, "json");
-        assert_eq!(out.status.code(), Some(2), "{job}");
-        assert!(text(&out.stderr).contains(needle), "{}", text(&out.stderr));
-    }
-    assert_nothing_left(dir.path());
-    if !has_tool("fio") {
-        skip("verify_only against fio's: fio is not installed");
-        return;
-    }
-    let fio_dir = tempdir();
-    let (doc, _) = fio_json(fio_dir.path(), &job_file(state.path(), &good));
-    assert_eq!(doc["jobs"][1]["error"].as_u64(), Some(0), "{doc}");
-    let fio_dir = tempdir();
-    let (_, theirs) = fio_json(fio_dir.path(), &job_file(state.path(), &other));
-    assert!(
-        theirs.contains("verify: bad magic header") && theirs.contains(wanted),
-        "{theirs}"
-    );
-}
-
 /// A writer of 64 blocks of 4 KiB at 200 a second, verified at its end, and a job beside it
 /// that overwrites block 2 (offset 8192) 100 ms in: between its write and its check.
 fn spoiled(verify: &str) -> String {
@@ -293,6 +227,17 @@ fn fill_device_writes_until_the_filesystem_is_full_and_ends_without_error() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ours = written(&json(&out));
     assert!((6 << 20..=8 << 20).contains(&ours), "{ours} bytes");
+    // Its description gives no size it does not have; what it wrote is a figure.
+    let doc = json(&fio_job_json(state.path(), &small.0, job));
+    let described = doc["workload_records"][0]["description"].as_str().unwrap();
+    assert!(
+        described
+            .ends_with("2 file(s) of no set size, psync at depth 1, until the filesystem is full"),
+        "{described}"
+    );
+    let io = &doc["runs"][0]["phases"][1];
+    let filled = figure(&doc, "written until full").unwrap() * f64::from(1 << 20);
+    assert_eq!(filled as u64, io["bytes"].as_u64().unwrap(), "{io}");
     // The cap bounds it, and says so.
     let out = run(fsbench(state.path())
         .args(["fio", "--runs", "1", "--output-format", "json"])

@@ -124,7 +124,6 @@ fn verify_that_cannot_check_is_refused_with_its_line() {
             "rw=write\nverify=md5\nioengine=falloc",
             "`ioengine=falloc`: its writes carry no data to verify",
         ),
-        ("rw=write\nverify_only=1", "`verify_only` needs `verify`"),
         (
             "rw=write\nverify=md5\nverify_interval=16",
             "`verify_interval` (16)",

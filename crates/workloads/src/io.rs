@@ -195,6 +195,7 @@ impl Io {
             w.start()?;
             // The asynchronous engines' loops; job.rs knows none.
             let engine: Option<job::IssueLoop> = match params.engine {
+                _ if params.verify_only => Some(job::verify_only),
                 Engine::IoUring => Some(uring::run),
                 Engine::Libaio => Some(libaio::run),
                 Engine::Posixaio => Some(posixaio::run),
@@ -541,7 +542,6 @@ impl Workload for Io {
             pattern.new_pass();
         }
         let outs = self.run_jobs(dir, rec, true)?;
-        let verified_after = self.verify_after(dir)?;
         self.unlink_files(dir)?;
         for (name, d, trims) in DIRECTIONS {
             let mine = self.of_direction(&outs, trims);
@@ -561,7 +561,7 @@ impl Workload for Io {
         }
         self.per_job_latency(&outs, rec);
         self.figures(&outs);
-        self.figures.extend(verified_after);
+        self.figures.extend(self.filled(&outs));
         self.record_threads(outs, rec);
         Ok(())
     }

@@ -19,9 +19,11 @@ use fsbench_measure::measure::{OpKind, PhaseRecorder};
 mod calls;
 mod depth;
 mod errors;
+mod only;
 mod out;
 mod queueing;
 pub(crate) use errors::io_error;
+pub(crate) use only::verify_only;
 pub(crate) use out::JobOut;
 pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 
@@ -97,7 +99,7 @@ pub(crate) struct Job<'a> {
     /// fio's steady state check (`ss`), in the timed part.
     pub steady: Option<super::steady::Steady<'a>>,
     /// fio's `verify`: the blocks written, stamped and checked at the end; a job that only
-    /// reads checks each block it reads (`checks_reads`).
+    /// reads, or reads back as `verify_only`, checks each block it reads (`checks_reads`).
     verifier: Option<Verifier>,
     checks_reads: bool,
     /// What the written blocks hold (fio's buffer options).
@@ -188,7 +190,7 @@ impl<'a> Job<'a> {
             filler,
             verifier: Verifier::of(params, copy),
             checks_reads: params.verify.is_some()
-                && params.rw.read_percent(params.rwmixread) == 100,
+                && (params.rw.read_percent(params.rwmixread) == 100 || params.verify_only),
             maps,
             donor,
             backlog_due: false,

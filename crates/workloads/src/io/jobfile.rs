@@ -96,8 +96,6 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
     // after the next stonewall; they are read (and refused as fio would), kept for fio's
     // outputs (which list them), and not run.
     let (mut ends_all, mut never_started) = (false, false);
-    // Whether the job before was a `verify_only` job (no job may run beside it).
-    let mut after_check = false;
     for s in &sections {
         if s.name == "global" {
             global.extend(&s.options);
@@ -129,13 +127,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
             }
             continue;
         }
-        let checks = flag_of(s, &global, "verify_only");
-        if checks || (after_check && !stonewall) {
-            groups::verify_only(s, params, stonewall, checks, &mut jobs)?;
-            after_check = true;
-            continue;
-        }
-        after_check = false;
+        groups::verify_only(s, &global, &mut params)?;
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),
@@ -167,15 +159,6 @@ fn steady_by_group(together: &IoParams) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// A flag's value in job `s` (its own line, else the `[global]` sections' last), false when
-/// not given.
-fn flag_of(s: &Section, global: &[&Line], key: &str) -> bool {
-    (global.iter().copied().chain(&s.options))
-        .rev()
-        .find(|l| l.key.replace('-', "_") == key)
-        .is_some_and(|l| spelling::flag(&l.value))
 }
 
 /// fio's `dedupe_global` spreads a job's working set over the threads running with it:

@@ -7,7 +7,6 @@ use std::borrow::Cow;
 use crate::options::{Parsed, WorkloadKind};
 use crate::{Need, PhaseInfo, RankShare, SpaceNeed, Workload, WorkloadParams};
 use fsbench_model::filesystem::Capability;
-use fsbench_model::units::format_bytes;
 use fsbench_model::workload::WorkerMode;
 
 mod checks;
@@ -15,6 +14,7 @@ mod choices;
 mod contents;
 pub(crate) use contents::Contents;
 mod cpu;
+mod describe;
 pub(crate) use cpu::CpuBurn;
 mod engines;
 mod errors;
@@ -256,10 +256,11 @@ pub struct IoParams {
     /// The jobs after it that fio never starts (`exit_what=all`): reported, never run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub never_started: Vec<IoParams>,
-    /// fio's `verify_only` jobs after these (a `stonewall` between): once they end, the
-    /// blocks each would write are checked in their files.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verify_after: Vec<IoParams>,
+    /// fio's `verify_only` in a job that writes: its writes are run through without I/O,
+    /// and the blocks they would cover (in files a group before it wrote) read back and
+    /// checked, timed as its reads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_only: bool,
     /// The groups before this one in its job file whose files it uses (the same names), in
     /// order: fio keeps a job file's files from group to group, so they run again, untimed,
     /// in the run's fresh directory before its files are laid out.
@@ -398,7 +399,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         zones: zones::strided(p, nrfiles, rw.random())?,
         beside: Vec::new(),
         never_started: Vec::new(),
-        verify_after: Vec::new(),
+        verify_only: false,
         earlier_groups: Vec::new(),
         existing_files: false,
         size_of_files: false,
@@ -461,21 +462,6 @@ impl IoParams {
     }
 }
 
-impl IoParams {
-    /// How many jobs run beside this one, and the groups that run again before it, for its
-    /// description.
-    fn beside_described(&self) -> String {
-        let beside = match self.beside.len() {
-            0 => String::new(),
-            n => format!("; {n} more job(s) at the same time"),
-        };
-        match self.earlier_groups.len() {
-            0 => beside,
-            n => beside + &format!("; after {n} earlier group(s) run again, untimed"),
-        }
-    }
-}
-
 // Under MPI each rank has files of its own (in its own directory), aggregated as IOR does:
 // no refusal.
 impl IoParams {
@@ -504,50 +490,7 @@ impl WorkloadParams for IoParams {
     }
 
     fn describe(&self) -> String {
-        if let Some(burn) = self.cpu_burn {
-            return format!(
-                "fio's cpuio: {} job(s) burning {}% of a CPU each for {} s: no I/O, no files",
-                self.numjobs,
-                burn.load,
-                self.runtime_ms as f64 / 1000.0
-            ) + &self.beside_described();
-        }
-        let limit = if self.time_based {
-            format!("for {} s", self.runtime_ms as f64 / 1000.0)
-        } else if self.size_of_files {
-            format!(
-                "{} pass(es) of the files a group before it made",
-                self.loops
-            )
-        } else if self.fill_device {
-            format!(
-                "until the filesystem is full (at most {})",
-                format_bytes(self.size)
-            )
-        } else {
-            format!("{} pass(es) of {}", self.loops, format_bytes(self.size))
-        };
-        let skew = match self.distribution {
-            Distribution::Random => String::new(),
-            d => format!(", {}", d.text()),
-        };
-        format!(
-            "fio-style {}{skew}: {} job(s){} × {} file(s) of {}, {} at depth {}, {limit}",
-            self.rw.name(),
-            self.numjobs,
-            match self.numjobs {
-                1 => String::new(),
-                _ => format!(" as {}", self.workers.name()),
-            },
-            self.nrfiles,
-            match self.size_of_files {
-                true => "their size".to_string(),
-                false => format_bytes(self.filesize),
-            },
-            self.engine.name(),
-            self.depth(),
-        ) + &(self.placement.describe()).map_or(String::new(), |placed| format!(", {placed}"))
-            + &self.beside_described()
+        self.description()
     }
 
     /// Every job's I/O buffers, of the jobs that run at the same time too.

@@ -7,8 +7,6 @@
 
 use std::os::fd::AsFd;
 
-mod only;
-
 use super::IoParams;
 use super::params::{Algorithm, HEADER};
 use super::pattern::{Rng, fill_random};
@@ -77,6 +75,13 @@ pub(crate) struct Verifier {
     since_check: u64,
     /// fio's `verify_dump`: each wrong block written to files named as fio names them.
     dump: bool,
+}
+
+/// Where [`Verifier::take_block`] goes on from: a file, and a word of its bits.
+#[derive(Default)]
+pub(crate) struct Cursor {
+    file: usize,
+    word: usize,
 }
 
 /// The first mismatch a verification found, and how many it found.
@@ -192,6 +197,35 @@ impl Verifier {
             }
         }
         Ok((checked, first))
+    }
+
+    /// The next block of written intervals from `at` on, file by file in offset order (fio
+    /// sorts the blocks it logged so): a run of them within one `block`-long stretch of the
+    /// region (the job's blocks are aligned so), as its file, offset and length; they are
+    /// no longer noted. `None` when none is left.
+    pub(crate) fn take_block(&mut self, at: &mut Cursor, block: u64) -> Option<(usize, u64, u64)> {
+        let per_block = (block / self.interval).max(1);
+        while let Some(bits) = self.written.get_mut(at.file) {
+            let Some(w) = (at.word..bits.len()).find(|&w| bits[w] != 0) else {
+                (at.file, at.word) = (at.file + 1, 0);
+                continue;
+            };
+            at.word = w;
+            let first = w as u64 * 64 + u64::from(bits[w].trailing_zeros());
+            let end = (first / per_block + 1) * per_block;
+            let mut i = first;
+            while i < end
+                && bits
+                    .get((i / 64) as usize)
+                    .is_some_and(|b| b & 1 << (i % 64) != 0)
+            {
+                bits[(i / 64) as usize] &= !(1 << (i % 64));
+                i += 1;
+            }
+            let offset = self.region_start + first * self.interval;
+            return Some((at.file, offset, (i - first) * self.interval));
+        }
+        None
     }
 
     /// A block a job that only reads read at `offset` (of file `name`), each interval
@@ -340,4 +374,42 @@ pub(super) fn write_buffers(params: &IoParams, job: usize, copy: u32) -> Vec<Ali
             b
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cursor, Verifier};
+    use crate::io::IoParams;
+
+    #[test]
+    fn the_blocks_written_come_back_file_by_file_in_offset_order_one_block_at_most() {
+        // 16 KiB blocks with a header every 4 KiB, in two files of 256 KiB.
+        let p =
+            IoParams::parse("rw=write,bs=16k,verify=md5,verify-interval=4k,size=512k,nrfiles=2")
+                .unwrap();
+        let mut v = Verifier::of(&p, 0).unwrap();
+        for (file, offset) in [(1, 0), (0, 64 << 10), (0, 16 << 10), (0, 32 << 10)] {
+            v.written(file, offset, 16 << 10);
+        }
+        // A write of 8 KiB: its two intervals alone.
+        v.written(0, 128 << 10, 8 << 10);
+        let mut at = Cursor::default();
+        let blocks: Vec<_> = std::iter::from_fn(|| v.take_block(&mut at, 16 << 10)).collect();
+        let kib = |(f, o, l): (usize, u64, u64)| (f, o >> 10, l >> 10);
+        assert_eq!(
+            blocks.into_iter().map(kib).collect::<Vec<_>>(),
+            [
+                (0, 16, 16),
+                (0, 32, 16),
+                (0, 64, 16),
+                (0, 128, 8),
+                (1, 0, 16)
+            ]
+        );
+        assert_eq!(
+            v.take_block(&mut Cursor::default(), 16 << 10),
+            None,
+            "all taken"
+        );
+    }
 }

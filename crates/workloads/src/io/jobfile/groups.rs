@@ -2,8 +2,8 @@
 //! other in the same directory, and a later job naming a file an earlier one left uses it as
 //! it is. fsbench runs each group on a fresh filesystem (or directory), so a group whose jobs
 //! name such files has the groups before it that made them run again, untimed, first
-//! ([`IoParams::earlier_groups`]); its jobs on them may leave `size` out and, reading only,
-//! `verify` what they read.
+//! ([`IoParams::earlier_groups`]); its jobs on them may leave `size` out and, reading only
+//! or as fio's `verify_only`, `verify` what they read.
 
 use std::collections::HashSet;
 
@@ -124,48 +124,26 @@ fn without_followers(group: &IoParams) -> IoParams {
     }
 }
 
-/// fio's `verify_only` job `s` (`checks`; else a job that would run beside one, refused):
-/// it writes nothing and checks that its files hold what its writes would put there. fsbench
-/// runs each group on fresh files, so it checks what the group before it wrote, once that
-/// group ends: it needs a `stonewall`, `verify`, and files a job of that group writes
-/// (the same `filename`).
-pub(super) fn verify_only(
-    s: &Section,
-    params: IoParams,
-    stonewall: bool,
-    checks: bool,
-    jobs: &mut [IoParams],
-) -> anyhow::Result<()> {
-    let no = |why: &str| Err(invalid(format!("{}: job `{}`: {why}", s.at, s.name)));
-    if !checks {
-        return no(
-            "runs beside a `verify_only` job, which fsbench runs after the group before it: not implemented (give `stonewall`)",
-        );
-    }
-    if params.verify.is_none() {
-        return no("`verify_only` needs `verify` (how the blocks were stamped)");
-    }
-    let Some(group) = jobs.last_mut() else {
-        return no(
-            "`verify_only` checks what a job before it wrote, and there is none: every fsbench run starts on fresh files",
-        );
+/// fio's `verify_only` in job `s` (its own line, else its globals' last): a job that
+/// writes then writes nothing and reads back what its writes would have put in its files,
+/// checked as `verify` checks (a job that only reads runs as it is, as fio's). Its files
+/// are those the groups before it wrote, which run again first, as for any job on them;
+/// checking them is refused where no group before it made them: fio would check what an
+/// earlier run left, and every fsbench run starts on fresh files.
+pub(super) fn verify_only(s: &Section, global: &[&Line], p: &mut IoParams) -> anyhow::Result<()> {
+    let Some(line) = (global.iter().copied().chain(&s.options))
+        .rfind(|l| l.key.replace('-', "_") == "verify_only")
+        .filter(|l| super::spelling::flag(&l.value))
+    else {
+        return Ok(());
     };
-    if !stonewall {
-        return no(
-            "`verify_only` beside the jobs that write its files would check them as they are written: give `stonewall`",
-        );
+    p.verify_only = p.rw.read_percent(p.rwmixread) < 100;
+    if p.verify_only && p.verify.is_some() && p.do_verify && !p.existing_files {
+        return Err(invalid(format!(
+            "{}: job `{}`: `verify_only` checks what a group before it in the job file wrote to its files (the same `filename`), and none did: fio would check what an earlier run left, and every fsbench run starts on fresh files",
+            line.at, s.name
+        )));
     }
-    let writes_its_files = |j: &IoParams| {
-        j.directory == params.directory
-            && j.rw.read_percent(j.rwmixread) < 100
-            && params.filename.iter().all(|f| j.filename.contains(f))
-    };
-    if params.filename.is_empty() || !group.jobs().any(writes_its_files) {
-        return no(
-            "`verify_only` checks the files a job of the group before it writes (fsbench's runs start on fresh files): give it that job's `filename`",
-        );
-    }
-    group.verify_after.push(params);
     Ok(())
 }
 
@@ -217,6 +195,47 @@ mod tests {
             format!("{err:#}").contains("job.fio:6: job `r` has no `size`"),
             "{err:#}"
         );
+    }
+
+    #[test]
+    fn verify_only_reads_back_the_files_the_groups_before_it_wrote() {
+        let writer = "[global]\nfilename=data\nbs=4k\nsize=64k\n[w]\nrw=write\nverify=md5\n";
+        let jobs = jobs_of(&format!(
+            "{writer}[check]\nstonewall\nrw=randwrite\nverify=md5\nverify_only\n[other]\nfilename=other\nrw=read\n"
+        ))
+        .unwrap();
+        assert_eq!(jobs.len(), 2, "a job runs beside the check");
+        let check = &jobs[1];
+        assert!(check.verify_only && check.existing_files);
+        assert_eq!(check.earlier_groups[0].job.as_deref(), Some("w"));
+        assert!(!check.beside[0].verify_only);
+        // A job that only reads runs as it is; without `verify` nothing is checked, and
+        // the job moves nothing, as fio's.
+        let jobs = jobs_of(&format!("{writer}[r]\nstonewall\nrw=read\nverify_only\n")).unwrap();
+        assert!(!jobs[1].verify_only);
+        let jobs = jobs_of("[c]\nfilename=data\nrw=write\nsize=64k\nverify_only=1\n").unwrap();
+        assert!(jobs[0].verify_only && jobs[0].verify.is_none());
+        // Files no group before it made: beside their writer, of its own name, alone.
+        for (text, at) in [
+            (
+                format!("{writer}[check]\nrw=write\nverify=md5\nverify_only=1\n"),
+                "11: job `check`",
+            ),
+            (
+                format!(
+                    "{writer}[check]\nstonewall\nfilename=mine\nrw=write\nverify=md5\nverify_only=1\n"
+                ),
+                "13: job `check`",
+            ),
+            (
+                "[global]\nverify_only\n[c]\nfilename=d\nrw=write\nsize=64k\nverify=md5\n".into(),
+                "2: job `c`",
+            ),
+        ] {
+            let err = format!("{:#}", jobs_of(&text).unwrap_err());
+            let wanted = format!("job.fio:{at}: `verify_only` checks what a group before it");
+            assert!(err.contains(&wanted), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -486,15 +486,23 @@ fn sync_fill_device_dedupe_and_verify_only_read_as_fio_reads_them() {
         "[global]\nfilename=data\nbs=4k\n[w]\nrw=write\nsize=64k\nsync=1\ndedupe_percentage=20\ndedupe_mode=working_set\ndedupe_global=1\nnumjobs=2\n[d]\nrw=write\nsize=64k\nsync=dsync\n[check]\nstonewall\nrw=write\nsize=64k\nverify=md5\nverify_only\n[fill]\nstonewall\nfilename=other\nrw=write\nfill_device=1\n",
     );
     let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
-    assert_eq!(jobs.len(), 2, "the check runs after the first group");
+    assert_eq!(jobs.len(), 3, "the check is a group of its own");
     let (w, d) = (&jobs[0], &jobs[0].beside[0]);
     assert_eq!((w.sync_io, d.sync_io), (SyncIo::Sync, SyncIo::Dsync));
     // Thread numbers 1 and 2 are `w`'s copies, 3 is `d`: the set spreads over all three.
     assert_eq!(w.contents.dedupe_threads, Some((1, 3)));
     assert_eq!(w.contents.dedupe_working_set, Some(5));
-    assert_eq!(jobs[0].verify_after.len(), 1);
-    assert_eq!(jobs[0].verify_after[0].job.as_deref(), Some("check"));
-    let fill = &jobs[1];
+    // It writes nothing, reads back what it would write, on the files the group before it
+    // wrote (that group runs again first).
+    let check = &jobs[1];
+    assert!(check.verify_only && check.existing_files);
+    let before: Vec<_> = check
+        .earlier_groups
+        .iter()
+        .map(|g| g.job.as_deref())
+        .collect();
+    assert_eq!(before, [Some("w")]);
+    let fill = &jobs[2];
     assert!(fill.fill_device);
     assert_eq!(fill.size, crate::io::params::UNBOUNDED);
     let path = write(dir.path(), "range.fio", "[a]\nfilesize=1k-64k\n");

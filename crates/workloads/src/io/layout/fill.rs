@@ -5,9 +5,11 @@
 
 use std::os::fd::BorrowedFd;
 
+use super::super::job::JobOut;
 use super::super::pattern::Next;
 use super::super::{Engine, Io, IoParams};
 use fsbench_measure::error::invalid;
+use fsbench_model::measurement::Figure;
 
 impl IoParams {
     /// What fsbench's `fill_device` takes: a job that only writes, on a filesystem, with a
@@ -52,6 +54,26 @@ impl Io {
         for job in &mut self.params.beside {
             fit(job, most);
         }
+    }
+}
+
+impl Io {
+    /// What the fill jobs wrote before the filesystem was full (in MiB), once they ran: the
+    /// size their description cannot give.
+    pub(in crate::io) fn filled(&self, outs: &[JobOut]) -> Option<Figure> {
+        if !self.params.jobs().any(|p| p.fill_device) {
+            return None;
+        }
+        let bytes: u64 = (self.threads().into_iter().zip(outs))
+            .filter(|((p, _, _), _)| p.fill_device)
+            .map(|(_, o)| o.bytes[1])
+            .sum();
+        Some(Figure::new(
+            "written until full",
+            "MiB",
+            true,
+            bytes as f64 / (1 << 20) as f64,
+        ))
     }
 }
 
