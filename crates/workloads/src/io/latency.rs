@@ -123,6 +123,11 @@ impl DepthSearch {
         std::mem::take(&mut self.restart_due)
     }
 
+    /// The window started at `at` (the final run's start).
+    pub(crate) fn window_from(&mut self, at: Instant) {
+        self.window_start = at;
+    }
+
     /// What the job reports of its search.
     pub(crate) fn record(&self) -> LatencySearch {
         LatencySearch {

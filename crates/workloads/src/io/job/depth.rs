@@ -76,7 +76,13 @@ impl Job<'_> {
             .is_some_and(DepthSearch::settled);
         if restarts {
             self.out.restart();
-            self.start = Instant::now();
+            // The final window and the job's time start together, after the figures were
+            // dropped (which takes its time): its runtime is then never under a window.
+            let now = Instant::now();
+            self.start = now;
+            if let Some(search) = &mut self.search {
+                search.window_from(now);
+            }
         }
     }
 }
