@@ -25,12 +25,19 @@ def unmount(mnt, patience=10.0):
 
 
 @contextlib.contextmanager
-def fresh_ext4(tmp, size=8 << 30, direct_io=False):
+def fresh_ext4(tmp, size=8 << 30, direct_io=False, written=False):
     """A fresh ext4 on a sparse loop image in `tmp`, mounted; yields the mount point (root only).
-    With `direct_io` the loop device bypasses the host's page cache (losetup --direct-io)."""
+    With `direct_io` the loop device bypasses the host's page cache (losetup --direct-io).
+    With `written` the image is written whole first (zeros), not sparse: a write to a part of
+    a sparse image never written before also allocates the host's blocks, and runs slower
+    than one to a part written before (1.4-1.7 GiB/s against 2.0-2.7 here), so which tool
+    wrote first would decide a comparison."""
     image, mnt = os.path.join(tmp, "ext4.img"), os.path.join(tmp, "mnt")
     os.mkdir(mnt)
-    with open(image, "wb") as f:
+    if written:
+        subprocess.run(["dd", "if=/dev/zero", f"of={image}", "bs=4M", f"count={size >> 22}",
+                        "oflag=direct", "status=none"], check=True)
+    with open(image, "ab") as f:
         f.truncate(size)
     dio = ["--direct-io=on"] if direct_io else []
     loop = subprocess.run(["losetup", "--find", "--show", *dio, image], check=True, capture_output=True, text=True).stdout.strip()
