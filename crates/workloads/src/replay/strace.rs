@@ -15,6 +15,7 @@ use std::path::Path;
 mod build;
 mod cost;
 mod kernel;
+mod newer;
 mod syntax;
 
 pub use cost::StopCost;
@@ -47,7 +48,8 @@ pub const STRACE_ARGS: &[&str] = &[
      ?mkdirat,?rmdir,?unlink,?unlinkat,?rename,?renameat,?renameat2,?link,?linkat,?symlink,\
      ?symlinkat,?readlink,?readlinkat,?stat,?lstat,?fstat,?newfstatat,?statx,?getdents64,\
      ?chmod,?fchmod,?fchmodat,?chown,?fchown,?lchown,?fchownat,?utimensat,?dup,?dup2,?dup3,\
-     ?fcntl,?mmap,?chdir,?fchdir,?clone,?clone3,?fork,?vfork,?wait4",
+     ?fcntl,?mmap,?chdir,?fchdir,?clone,?clone3,?fork,?vfork,?wait4,?fchmodat2,?cachestat,\
+     ?setxattrat,?getxattrat,?listxattrat,?removexattrat,?file_getattr,?file_setattr",
 ];
 
 /// Why a call strace showed is not in the trace.
@@ -60,6 +62,8 @@ pub enum Skip {
     Unfinished,
     Unreadable,
     PathUnread,
+    /// A call counted by its name (see `newer.rs`): the reason names it.
+    Named(&'static str),
 }
 
 impl Skip {
@@ -72,6 +76,7 @@ impl Skip {
             Skip::Unfinished => "cut short by the end of their process",
             Skip::Unreadable => "lines of strace's that fsbench could not read",
             Skip::PathUnread => "whose arguments the bpf tracer could not read",
+            Skip::Named(why) => why,
         }
     }
 }
@@ -350,6 +355,9 @@ impl Parser {
             self.cwd.insert(self.fs(tid), dir.path.clone());
         }
         self.learn(tid, name, args, out);
+        if let Some(newer) = newer::not_recorded(name) {
+            return newer;
+        }
         *call = Call {
             result: ret,
             errno: if ret < 0 { out.errno } else { 0 },

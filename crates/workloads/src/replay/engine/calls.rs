@@ -10,7 +10,8 @@ use rustix::io::Errno;
 
 use super::data::{Buffer, copy, getdents, last_errno, map};
 use super::paths::{
-    BENEATH, ProcFd, Scratch, c_string, file, open_beneath, parent_and_name, resolution,
+    BENEATH, ProcFd, Scratch, c_string, chmod_nofollow, file, open_beneath, parent_and_name,
+    resolution,
 };
 use super::xattr::{fd_xattr, xattr_flags, xattr_name};
 use super::{Adapted, Outcome, Replayed};
@@ -312,7 +313,8 @@ impl<'a> Worker<'a> {
                     Err(o) => o,
                 };
             }
-            // chmod always follows.
+            // chmod follows, unless fchmodat2's AT_SYMLINK_NOFOLLOW (B 0) said not to.
+            Kind::Chmod if op.b == 0 => return self.in_parent(calls, op),
             Kind::Chmod => {
                 return match file(root, path, true, &mut self.scratch) {
                     Ok(fd) => {
@@ -468,6 +470,11 @@ impl<'a> Worker<'a> {
                 }
             }
             Kind::Stat => done(rustix::fs::statat(dir, name, nofollow).map(drop)),
+            Kind::Chmod => done(chmod_nofollow(
+                dir,
+                name,
+                Mode::from_bits_truncate(op.a as u32),
+            )),
             // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
             Kind::Chown => {
                 self.out.adapt(Adapted::Ownership);

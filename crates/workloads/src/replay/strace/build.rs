@@ -43,7 +43,7 @@ pub(super) fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
         "stat" | "lstat" => (Kind::Stat, None, 0),
         "newfstatat" | "statx" => (Kind::Stat, at(0), 1),
         "chmod" | "chown" | "lchown" => (named(name), None, 0),
-        "fchmodat" | "fchownat" | "utimensat" => (named(name), at(0), 1),
+        "fchmodat" | "fchmodat2" | "fchownat" | "utimensat" => (named(name), at(0), 1),
         _ => return None,
     })
 }
@@ -78,8 +78,12 @@ impl Parser {
                 call.flags = BY_FD_NAME;
                 return self.fields(tid, name, args, call);
             }
-            // `newfstatat(fd, "", ..., AT_EMPTY_PATH)`: fstat.
-            return self.fd_call(kind, args, 0, call);
+            // `newfstatat(fd, "", ..., AT_EMPTY_PATH)`: fstat; fchmodat2's: fchmod.
+            self.fd_call(kind, args, 0, call)?;
+            if kind == Kind::Chmod {
+                call.a = num(args, 2).ok_or(Skip::Unreadable)? as u64;
+            }
+            return Ok(());
         }
         if dir.is_some() && dirpath.is_none() && path.first() != Some(&b'/') {
             return Err(Skip::NotAFile);
@@ -150,6 +154,13 @@ impl Parser {
             }
             "truncate" | "mkdir" | "chmod" => call.a = num(1)? as u64,
             "mkdirat" | "fchmodat" | "unlinkat" => call.a = num(2)? as u64,
+            // B 0: a last symlink is not followed (its own mode cannot change: EOPNOTSUPP).
+            "fchmodat2" => {
+                call.a = num(2)? as u64;
+                if num(3)? & AT_SYMLINK_NOFOLLOW != 0 {
+                    call.b = 0;
+                }
+            }
             "symlink" | "symlinkat" => {
                 let Some(Arg::Str(target)) = args.first() else {
                     return Err(Skip::Unreadable);
@@ -390,7 +401,7 @@ fn named(name: &str) -> Kind {
     match name {
         "rename" | "renameat" | "renameat2" => Kind::Rename,
         "link" | "linkat" => Kind::Link,
-        "chmod" | "fchmodat" => Kind::Chmod,
+        "chmod" | "fchmodat" | "fchmodat2" => Kind::Chmod,
         "chown" | "lchown" | "fchownat" => Kind::Chown,
         _ => Kind::Utimens,
     }

@@ -255,3 +255,44 @@ fn each_call_is_on_the_programs_clock_less_what_tracing_had_cost_its_task() {
     // The program's last call had cost it 0.9 ms.
     assert_eq!(parser.program_cost_us(), 900);
 }
+
+#[test]
+fn fchmodat2_keeps_its_flags_and_the_newer_calls_on_files_are_named() {
+    const NOFOLLOW: i64 = 0x100;
+    const EMPTY_PATH: i64 = 0x1000;
+    let (parser, calls) = parse(&[
+        rec("openat", &[-100, 0, O_WRONLY_CREAT, 0o644], 3, &[(1, b"f")]),
+        rec("fchmodat2", &[-100, 0, 0o600, 0], 0, &[(1, b"f")]),
+        rec("fchmodat2", &[-100, 0, 0o777, NOFOLLOW], -95, &[(1, b"l")]),
+        rec("fchmodat2", &[3, 0, 0o604, EMPTY_PATH], 0, &[(1, b"")]),
+        rec(
+            "setxattrat",
+            &[-100, 0, 0, 0, 0, 16],
+            0,
+            &[(1, b"f"), (3, b"user.k")],
+        ),
+    ]);
+    let chmods: Vec<_> = (calls[1..].iter())
+        .map(|c| (c.kind(), &c.path[..], c.fd, c.a, c.b, c.errno))
+        .collect();
+    assert_eq!(
+        chmods,
+        [
+            (Kind::Chmod, &b"f"[..], -1, 0o600, -1, 0),
+            // B 0: not followed; Linux refuses a symlink's own mode.
+            (Kind::Chmod, &b"l"[..], -1, 0o777, 0, libc::EOPNOTSUPP),
+            // fchmod of the descriptor.
+            (Kind::Chmod, &b"f"[..], 3, 0o604, -1, 0),
+        ]
+    );
+    let named: Vec<_> = parser
+        .skipped
+        .iter()
+        .map(|(w, (n, _))| (w.reason(), *n))
+        .collect();
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(
+        named[0].0.contains("setxattrat") && named[0].1 == 1,
+        "{named:?}"
+    );
+}
