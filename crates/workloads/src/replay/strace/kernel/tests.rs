@@ -265,6 +265,8 @@ fn fchmodat2_keeps_its_flags_and_the_newer_calls_on_files_are_named() {
         rec("fchmodat2", &[-100, 0, 0o600, 0], 0, &[(1, b"f")]),
         rec("fchmodat2", &[-100, 0, 0o777, NOFOLLOW], -95, &[(1, b"l")]),
         rec("fchmodat2", &[3, 0, 0o604, EMPTY_PATH], 0, &[(1, b"")]),
+        // A mount's descriptor: no file, neither recorded nor counted.
+        rec("open_tree_attr", &[-100, 0, 1, 0, 0], 4, &[]),
         rec(
             "setxattrat",
             &[-100, 0, 0, 0, 0, 16],
