@@ -20,7 +20,7 @@ use fsbench_model::units::{format_bytes, group_thousands};
 use fsbench_testbed::testbed::check_dir_space;
 use fsbench_testbed::testbed::scratch::Scratch;
 use fsbench_workloads::command::process::{self, Exit};
-use fsbench_workloads::replay::strace::Parser;
+use fsbench_workloads::replay::strace::{Parser, Skip};
 use fsbench_workloads::replay::trace::{
     Call, Entry, Left, Program, TraceWriter, Tracer, call_line,
 };
@@ -269,6 +269,10 @@ fn write_trace(
     writer.copy_calls(&mut input, calls)?;
     for (why, (n, example)) in &parser.skipped {
         writer.skipped(why.reason(), *n, example)?;
+        // Calls not recorded for what they are, not where: said now, not only by replays.
+        if let Skip::Named(reason) = why {
+            eprintln!("note: not recorded: {} calls {reason}", group_thousands(*n));
+        }
     }
     for (why, n) in &lost {
         writer.skipped(why, *n, b"")?;

@@ -34,8 +34,14 @@ pub fn tracers(test: &str) -> Vec<&'static str> {
     }
 }
 
-/// `fsbench capture` of `cmd` run in `root`, with `tracer` (`None`: the default).
-pub fn capture_by(root: &Path, trace: &Path, cmd: &[&str], tracer: Option<&str>) {
+/// `fsbench capture` of `cmd` run in `root`, with `tracer` (`None`: the default); what it
+/// printed.
+pub fn capture_by(
+    root: &Path,
+    trace: &Path,
+    cmd: &[&str],
+    tracer: Option<&str>,
+) -> std::process::Output {
     let state = tempdir();
     let mut command = fsbench(state.path());
     command
@@ -52,6 +58,7 @@ pub fn capture_by(root: &Path, trace: &Path, cmd: &[&str], tracer: Option<&str>)
         "{}",
         text(&out.stdout)
     );
+    out
 }
 
 /// `cmd` captured in a fresh root `work/NAME`: the root and the trace `work/NAME.trace`.
