@@ -71,6 +71,11 @@ fn every_pattern_replays(trace: &Path, orig: &Path, replayed: &Path) {
     assert_eq!(t["sent"].1, 3000);
     assert_eq!(t["linked"], ('f', 100, 2));
     assert_eq!(t["moved"], ('f', 50, 1));
+    // Beside the directory the symlink led to, and back where it started.
+    assert_eq!(t["far/real/in-real"], ('f', 10, 1));
+    assert_eq!(t["far/beside"], ('f', 20, 1));
+    assert_eq!(t["far/dir-beside"].0, 'd');
+    assert_eq!(t["back"], ('f', 30, 1));
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &str| {
         std::fs::metadata(replayed.join(p))

@@ -15,12 +15,13 @@ use std::path::Path;
 mod build;
 mod cost;
 mod kernel;
+mod links;
 mod newer;
 mod syntax;
 
 pub use cost::StopCost;
 
-use super::trace::{Call, Entry, OUTSIDE};
+use super::trace::{Call, Entry, Kind, OUTSIDE};
 use syntax::{Arg, Line, Outcome, parse_call, split_line};
 
 /// strace's arguments, before the command (`-o FILE` comes after): every thread and child,
@@ -136,6 +137,8 @@ pub struct Parser {
     recorded: BTreeSet<u32>,
     total: u64,
     abs: Vec<u8>,
+    /// The symlinks beneath the root: paths through them are resolved as the kernel did.
+    links: links::Symlinks,
 }
 
 impl Parser {
@@ -170,6 +173,7 @@ impl Parser {
             recorded: BTreeSet::new(),
             total: 0,
             abs: Vec::new(),
+            links: links::Symlinks::default(),
         }
     }
 
@@ -342,7 +346,9 @@ impl Parser {
                         Some(a) => a.path().map(<[u8]>::to_vec),
                         None => None,
                     };
+                    // The directory itself, a symlink to it followed.
                     if let Some(dir) = dir {
+                        let dir = self.links.resolve(&dir, true);
                         self.cwd.insert(self.fs(tid), dir);
                     }
                 }
@@ -371,7 +377,15 @@ impl Parser {
         };
         call.path.clear();
         call.path2.clear();
-        self.build(tid, name, args, call).map(|()| true)
+        self.build(tid, name, args, call)?;
+        if call.errno == 0 {
+            match call.kind() {
+                Kind::Symlink => self.links.made(&self.abs, &call.path2),
+                Kind::Unlink => self.links.removed(&self.abs),
+                _ => {}
+            }
+        }
+        Ok(true)
     }
 
     /// A new thread or process: it starts where its parent is, with its parent's
@@ -464,8 +478,9 @@ impl Parser {
         self.fs_of.get(&tid).copied().unwrap_or(tid)
     }
 
-    /// Makes `self.abs` the lexically normalized absolute form of `path`, relative to `dir`
-    /// (or the thread's working directory).
+    /// Makes `self.abs` the normalized absolute form of `path`, relative to `dir` (or the
+    /// thread's working directory): lexically, but for the symlinks the parser knows of
+    /// before its last component.
     fn absolute(&mut self, tid: u32, dir: Option<&[u8]>, path: &[u8]) {
         let mut joined = Vec::with_capacity(path.len() + 64);
         if path.first() != Some(&b'/') {
@@ -473,6 +488,10 @@ impl Parser {
             joined.push(b'/');
         }
         joined.extend_from_slice(path);
+        if !self.links.is_empty() {
+            self.abs = self.links.resolve(&joined, false);
+            return;
+        }
         self.abs.clear();
         for part in joined.split(|&c| c == b'/') {
             match part {

@@ -208,6 +208,7 @@ impl Parser {
         let new_abs = std::mem::take(&mut self.abs);
         if call.kind() == Kind::Rename && call.errno == 0 {
             self.renamed(&old_abs, &new_abs);
+            self.links.renamed(&old_abs, &new_abs);
         }
         match (self.relative_of(&old_abs), self.relative_of(&new_abs)) {
             (Some(old), Some(new)) => (call.path, call.path2) = (old, new),

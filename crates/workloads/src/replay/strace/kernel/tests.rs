@@ -298,3 +298,27 @@ fn fchmodat2_keeps_its_flags_and_the_newer_calls_on_files_are_named() {
         "{named:?}"
     );
 }
+
+#[test]
+fn a_working_directory_through_a_symlink_is_the_directory_it_leads_to() {
+    use crate::replay::trace::Entry;
+    let mut parser = Parser::for_kernel(Path::new("/r"), Path::new("/r"));
+    parser.symlinks_before(&[Entry::Symlink(b"here".to_vec(), b"far/real".to_vec())]);
+    let mut call = Call::default();
+    let mut paths = Vec::new();
+    for r in [
+        rec("chdir", &[0], 0, &[(0, b"here")]),
+        rec("mkdir", &[0, 0o755], 0, &[(0, b"../x")]),
+        rec("symlink", &[0, 0], 0, &[(0, b".."), (1, b"up")]),
+        rec("chdir", &[0], 0, &[(0, b"up/..")]),
+        rec("mkdir", &[0, 0o755], 0, &[(0, b"y")]),
+        // Not followed: the symlink itself.
+        rec("unlink", &[0], 0, &[(0, b"/r/here")]),
+        rec("mkdir", &[0, 0o755], 0, &[(0, b"/r/here/z")]),
+    ] {
+        if parser.kernel_call(&r, &mut call).is_some() {
+            paths.push(String::from_utf8(call.path.clone()).unwrap());
+        }
+    }
+    assert_eq!(paths, ["far/x", "far/real/up", "y", "here", "here/z"]);
+}
