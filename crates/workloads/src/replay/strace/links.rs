@@ -52,12 +52,13 @@ impl Symlinks {
     /// last component only with `follow_last`, or a trailing slash), `..` climbing from
     /// where a symlink led. A symlink it does not know is taken as a directory.
     pub(super) fn resolve(&self, path: &[u8], follow_last: bool) -> Vec<u8> {
-        let mut left: Vec<Vec<u8>> = Vec::new();
+        // The components still to walk, the next last: slices of `path` and of targets.
+        let mut left: Vec<&[u8]> = Vec::with_capacity(16);
         push_components(&mut left, path);
         let mut out = Vec::with_capacity(path.len());
         let mut hops = 0;
         while let Some(part) = left.pop() {
-            match &part[..] {
+            match part {
                 b"" | b"." => {}
                 b".." => {
                     let cut = out.iter().rposition(|&c| c == b'/').unwrap_or(0);
@@ -67,7 +68,8 @@ impl Symlinks {
                     out.push(b'/');
                     out.extend_from_slice(name);
                     let followed = follow_last || !left.is_empty();
-                    let target = self.0.get(&out).filter(|_| followed && hops < HOPS_MAX);
+                    let target =
+                        (self.0.get(out.as_slice())).filter(|_| followed && hops < HOPS_MAX);
                     let Some(target) = target else {
                         continue;
                     };
@@ -102,8 +104,8 @@ impl Parser {
 }
 
 /// Pushes `path`'s components onto `stack` so that the first is popped first.
-fn push_components(stack: &mut Vec<Vec<u8>>, path: &[u8]) {
-    stack.extend(path.split(|&c| c == b'/').rev().map(<[u8]>::to_vec));
+fn push_components<'a>(stack: &mut Vec<&'a [u8]>, path: &'a [u8]) {
+    stack.extend(path.split(|&c| c == b'/').rev());
 }
 
 #[cfg(test)]
