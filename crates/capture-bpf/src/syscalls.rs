@@ -153,7 +153,13 @@ const TABLE: &[Syscall] = calls![
     SYS_fsopen,
     SYS_fsmount,
     SYS_open_tree_attr = 467,
-    // Counted by name, not recorded (see the parser's `newer.rs`).
+    // Counted by name, not recorded (see the parser's `named.rs`).
+    SYS_setxattr: paths(&[0, 1]),
+    SYS_lsetxattr: paths(&[0, 1]),
+    SYS_fsetxattr,
+    SYS_removexattr: paths(&[0, 1]),
+    SYS_lremovexattr: paths(&[0, 1]),
+    SYS_fremovexattr,
     SYS_cachestat = 451,
     SYS_setxattrat = 463: paths(&[1, 3]),
     SYS_getxattrat = 464: paths(&[1, 3]),

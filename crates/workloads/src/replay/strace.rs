@@ -16,7 +16,7 @@ mod build;
 mod cost;
 mod kernel;
 mod links;
-mod newer;
+mod named;
 mod syntax;
 
 pub use cost::StopCost;
@@ -63,7 +63,7 @@ pub enum Skip {
     Unfinished,
     Unreadable,
     PathUnread,
-    /// A call counted by its name (see `newer.rs`): the reason names it.
+    /// A call counted by its name (see `named.rs`): the reason names it.
     Named(&'static str),
 }
 
@@ -361,8 +361,8 @@ impl Parser {
             self.cwd.insert(self.fs(tid), dir.path.clone());
         }
         self.learn(tid, name, args, out);
-        if let Some(newer) = newer::not_recorded(name) {
-            return newer;
+        if let Some(named) = self.named_call(tid, name, args) {
+            return named;
         }
         *call = Call {
             result: ret,

@@ -228,6 +228,9 @@ fn fchmodat2_by_name_is_a_chmod_and_by_number_is_counted_by_name() {
         r#"5 10.000300 fchmodat2(3</r/f>, "", 0604, 0x1000) = 0 <0.000004>"#,
         r#"5 10.000400 fchmodat2(-100</r>, "d", 0700, 0) = 0 <0.000004>"#,
         r#"5 10.000500 file_setattr(-100</r>, "f", 0x7ffc, 24, 0) = 0 <0.000004>"#,
+        // Outside the root: counted so.
+        r#"5 10.000600 setxattr("/etc/x", ""..., ""..., 1, 0) = 0 <0.000004>"#,
+        r#"5 10.000700 fsetxattr(3</r/f>, ""..., ""..., 1, 0) = 0 <0.000004>"#,
     ] {
         if p.line(l.as_bytes(), &mut call).is_some() {
             calls.push(call.clone());
@@ -249,8 +252,10 @@ fn fchmodat2_by_name_is_a_chmod_and_by_number_is_counted_by_name() {
         .iter()
         .map(|(why, (n, _))| (why.reason(), *n))
         .collect();
-    assert_eq!(named.len(), 2, "{named:?}");
+    assert_eq!(named.len(), 4, "{named:?}");
     assert!(named.iter().all(|(_, n)| *n == 1), "{named:?}");
-    assert!(named[0].0.contains("fchmodat2") && named[0].0.contains("--tracer bpf"));
-    assert!(named[1].0.contains("file_setattr"), "{named:?}");
+    assert_eq!(named[0].0, Skip::Outside.reason());
+    assert!(named[1].0.contains("fchmodat2") && named[1].0.contains("--tracer bpf"));
+    assert!(named[2].0.contains("of file_setattr"), "{named:?}");
+    assert!(named[3].0.contains("of fsetxattr"), "{named:?}");
 }

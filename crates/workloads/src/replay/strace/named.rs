@@ -1,10 +1,15 @@
-//! The system calls Linux added after 6.1, which Debian 12's strace 6.1 does not know: it
-//! prints each as `syscall_0x1c4(...)`, its arguments raw, whatever `-e trace=` says. What
-//! capture does with each, under either tracer: fchmodat2 is recorded (the bpf tracer reads
-//! its path; strace 6.1's text has none, so there it is counted by name), the calls on files
-//! that fsbench does not replay are counted by name, the others touch no file.
+//! The calls capture counts by their name rather than records, and the calls Linux added
+//! after 6.1, which Debian 12's strace 6.1 does not know: it prints each as
+//! `syscall_0x1c4(...)`, its arguments raw, whatever `-e trace=` says — where its seccomp
+//! filter stops the program at them, which the linear form of that filter does for every
+//! number past strace's table and the bitmap form for none (see `XATTR_CHANGES`; a test
+//! holds `STRACE_ARGS` to the linear form). Under either tracer:
+//! fchmodat2 is recorded (the bpf tracer reads its path; strace 6.1's text has none, so
+//! there it is counted by name), the calls on files that fsbench does not replay are
+//! counted by name, the others touch no file.
 
-use super::Skip;
+use super::syntax::Arg;
+use super::{Parser, Skip};
 
 /// What capture does with a newer call.
 #[derive(Clone, Copy)]
@@ -80,14 +85,47 @@ const NEWER: &[(u32, &str, Handling)] = &[
     (470, "listns", NoFile),
 ];
 
+/// The calls that change extended attributes, which capture does not record (strace's
+/// `-s 0` leaves their names out): the bpf tracer counts them by name. strace is not asked
+/// for them: one more range of calls in `-e trace=` makes strace 6.1's seccomp filter the
+/// other of its two forms (it builds both and takes the shorter), the one that lets the
+/// calls it does not know run untraced — fchmodat2 among them. Their get and list forms
+/// only read (`ls -l` makes them on every file): neither tracer counts them.
+const XATTR_CHANGES: &[(&str, &str)] = &[
+    (
+        "setxattr",
+        "of setxattr (extended attributes: not recorded)",
+    ),
+    (
+        "lsetxattr",
+        "of lsetxattr (extended attributes: not recorded)",
+    ),
+    (
+        "fsetxattr",
+        "of fsetxattr (extended attributes: not recorded)",
+    ),
+    (
+        "removexattr",
+        "of removexattr (extended attributes: not recorded)",
+    ),
+    (
+        "lremovexattr",
+        "of lremovexattr (extended attributes: not recorded)",
+    ),
+    (
+        "fremovexattr",
+        "of fremovexattr (extended attributes: not recorded)",
+    ),
+];
+
 /// Why a call strace 6.1 printed by number is not recorded (a call newer than both it and
 /// fsbench: counted too, as one it could not name).
 const UNKNOWN: &str = "of system calls newer than strace and fsbench (not recorded)";
 
-/// What the parser makes of call `name` when it is a newer one that is not recorded as a
-/// call: `Ok(false)` for one that touches no file, `Err` with the reason it is counted by.
-/// `None` for every other call, fchmodat2 by its name among them.
-pub(super) fn not_recorded(name: &str) -> Option<Result<bool, Skip>> {
+/// What the parser makes of call `name` when it is one not recorded as a call: `Ok(false)`
+/// for one that touches no file, `Err` with the reason it is counted by. `None` for every
+/// other call, fchmodat2 by its name among them.
+fn not_recorded(name: &str) -> Option<Result<bool, Skip>> {
     if let Some(hex) = name.strip_prefix("syscall_0x") {
         let nr = u32::from_str_radix(hex, 16).ok();
         let handling = NEWER.iter().find(|(n, ..)| Some(*n) == nr).map(|c| c.2);
@@ -100,9 +138,56 @@ pub(super) fn not_recorded(name: &str) -> Option<Result<bool, Skip>> {
             None => Err(Skip::Named(UNKNOWN)),
         });
     }
+    if let Some((_, why)) = XATTR_CHANGES.iter().find(|(n, _)| *n == name) {
+        return Some(Err(Skip::Named(why)));
+    }
     match NEWER.iter().find(|(_, n, _)| *n == name)?.2 {
         Counted(why) => Some(Err(Skip::Named(why))),
         Recorded { .. } | NoFile => None,
+    }
+}
+
+impl Parser {
+    /// [`not_recorded`] for thread `tid`'s call `name`: a call counted by name that its
+    /// decoded path or descriptor puts outside the root, or on no file, is counted so (a
+    /// call strace printed by number has nothing decoded).
+    pub(super) fn named_call(
+        &mut self,
+        tid: u32,
+        name: &str,
+        args: &[Arg],
+    ) -> Option<Result<bool, Skip>> {
+        match not_recorded(name)? {
+            Err(why) if !name.starts_with("syscall_0x") => {
+                Some(Err(self.named_where(tid, args, why)))
+            }
+            outcome => Some(outcome),
+        }
+    }
+
+    /// Why a call counted by name (`why`) was not recorded: where its path or descriptor
+    /// says it is outside the root or no file, that; else `why`. The path is its first
+    /// argument, or its second below the directory descriptor in its first (the `*at`
+    /// forms); a descriptor alone, its first.
+    fn named_where(&mut self, tid: u32, args: &[Arg], why: Skip) -> Skip {
+        let abs = match (args.first(), args.get(1)) {
+            (Some(Arg::Str(path)), _) => {
+                self.absolute(tid, None, path);
+                std::mem::take(&mut self.abs)
+            }
+            (Some(Arg::Num(_, Some(dir))), Some(Arg::Str(path))) if !path.is_empty() => {
+                let dir = dir.path.clone();
+                self.absolute(tid, Some(&dir), path);
+                std::mem::take(&mut self.abs)
+            }
+            (Some(Arg::Num(_, Some(file))), _) => file.path.clone(),
+            (Some(Arg::Num(fd, None)), _) if *fd >= 0 => return Skip::NotAFile,
+            _ => return why,
+        };
+        if self.relative_of(&abs).is_none() {
+            return Skip::Outside;
+        }
+        why
     }
 }
 
@@ -131,22 +216,28 @@ mod tests {
     }
 
     #[test]
-    fn by_name_fchmodat2_is_recorded_and_the_xattr_at_calls_counted() {
+    fn by_name_fchmodat2_is_recorded_and_the_xattr_changes_counted() {
         assert_eq!(not_recorded("fchmodat2"), None);
         assert_eq!(not_recorded("openat"), None);
         assert_eq!(not_recorded("futex_wake"), None);
+        let why = not_recorded("fremovexattr");
+        assert!(matches!(why, Some(Err(Skip::Named(w))) if w.contains("fremovexattr")));
+        assert_eq!(not_recorded("getxattr"), None);
         let why = not_recorded("file_setattr");
         assert!(matches!(why, Some(Err(Skip::Named(w))) if w.contains("file_setattr")));
     }
 
     /// A strace that knows them prints them by name only when asked to (6.1 prints them by
-    /// number whatever it is asked).
+    /// number, when its seccomp filter lets them stop the program).
     #[test]
     fn strace_is_asked_for_every_newer_call_on_files() {
         let trace = super::super::STRACE_ARGS.last().unwrap();
+        let asked = |name: &str| trace.split(',').any(|c| c == format!("?{name}"));
         for (_, name, handling) in NEWER {
-            let asked = trace.split(',').any(|c| c == format!("?{name}"));
-            assert_eq!(asked, !matches!(handling, NoFile), "{name}");
+            assert_eq!(asked(name), !matches!(handling, NoFile), "{name}");
+        }
+        for (name, _) in XATTR_CHANGES {
+            assert!(!asked(name), "{name}");
         }
     }
 
