@@ -73,11 +73,7 @@ fn fchmodat2_is_replayed_from_bpf_and_named_under_strace() {
         return;
     }
     let work = tmpfs_tempdir();
-    let source = work.path().join("chmod2.c");
-    std::fs::write(&source, PROGRAM).unwrap();
-    let program = work.path().join("chmod2");
-    let built = run(Command::new("cc").arg("-o").arg(&program).arg(&source));
-    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    let program = compiled(work.path(), "chmod2", PROGRAM);
     for tracer in tracers("fchmodat2 capture and replay") {
         let cmd = [program.to_str().unwrap()];
         let name = format!("chmod2-{tracer}");

@@ -22,6 +22,19 @@ pub fn can_capture(test: &str, tools: &[&str]) -> bool {
     true
 }
 
+/// The C program `source` compiled in `dir` as `name` (with `-pthread`).
+pub fn compiled(dir: &Path, name: &str, source: &str) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, source).unwrap();
+    let program = dir.join(name);
+    let built = run(Command::new("cc")
+        .args(["-O", "-pthread", "-o"])
+        .arg(&program)
+        .arg(&file));
+    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    program
+}
+
 /// The tracers capture can record with here, each named as `--tracer` takes it: strace,
 /// and bpf where it can run (its absence said, as a skip is).
 pub fn tracers(test: &str) -> Vec<&'static str> {
