@@ -43,7 +43,10 @@ int main(void) {
     if (chmod2(AT_FDCWD, "l", 0640, 0)) return 6;
     /* The descriptor's file. */
     if (chmod2(f, "", 0604, AT_EMPTY_PATH)) return 7;
-    if (chmod2(d, "e", 0711, AT_SYMLINK_NOFOLLOW)) return 8;
+    if (chmod2(d, "e", 0751, AT_SYMLINK_NOFOLLOW)) return 8;
+    /* An O_PATH descriptor's file, which fchmod refuses. */
+    int e = open("d/e", O_PATH);
+    if (e < 0 || chmod2(e, "", 0711, AT_EMPTY_PATH)) return 9;
     /* Whether tmpfs keeps it or not, it is counted. */
     struct xattr_args set = { (uint64_t)(uintptr_t)"v", 1, 0 };
     syscall(463, AT_FDCWD, "f", 0, "user.k", &set, sizeof set);
@@ -51,6 +54,7 @@ int main(void) {
     fremovexattr(f, "user.j");
     close(f);
     close(d);
+    close(e);
     return 0;
 }
 "#;
@@ -102,20 +106,20 @@ fn fchmodat2_is_replayed_from_bpf_and_named_under_strace() {
         if tracer == "bpf" {
             // The refused chmod of the symlink is refused in the replay too.
             assert_faithful(&report, &orig, &replayed);
-            assert_eq!(report.captured["chmod"], 6, "{:?}", report.captured);
+            assert_eq!(report.captured["chmod"], 7, "{:?}", report.captured);
             assert_eq!(modes(&replayed), [0o604, 0o700, 0o711]);
             assert!(!shown.contains("fchmodat2"), "{shown}");
             assert!(!said.contains("fchmodat2"), "{said}");
         } else {
             // strace 6.1 prints `syscall_0x1c4(...)`, the path a raw pointer: counted by name.
-            let named = "6 calls of fchmodat2, which strace 6.1 does not decode (use \
+            let named = "7 calls of fchmodat2, which strace 6.1 does not decode (use \
                          --tracer bpf)";
             assert!(
                 report.notes.iter().any(|n| n.contains(named)),
                 "{:?}",
                 report.notes
             );
-            assert!(shown.contains("6 of fchmodat2"), "{shown}");
+            assert!(shown.contains("7 of fchmodat2"), "{shown}");
             assert!(said.contains(&format!("not recorded: {named}")), "{said}");
             assert!(
                 !report.captured.contains_key("chmod"),

@@ -70,20 +70,22 @@ impl Parser {
         };
         let dirpath = dir.and_then(|i| args.get(i)).and_then(Arg::path);
         if path.is_empty() && dir.is_some() {
-            // linkat(fd, "", ..., AT_EMPTY_PATH): the descriptor's file, by its name.
-            if kind == Kind::Link && num(args, 4).unwrap_or(0) & AT_EMPTY_PATH != 0 {
+            // linkat(fd, "", ..., AT_EMPTY_PATH) and fchmodat2's: the descriptor's file, by
+            // its name (fchmod would refuse the O_PATH descriptor fchmodat2 takes).
+            let flags = match name {
+                "linkat" => num(args, 4),
+                "fchmodat2" => num(args, 3),
+                _ => None,
+            };
+            if flags.unwrap_or(0) & AT_EMPTY_PATH != 0 {
                 let fd = num(args, 0).ok_or(Skip::Unreadable)?;
                 self.abs = dirpath.ok_or(Skip::NotAFile)?.to_vec();
                 call.fd = fd as i32;
                 call.flags = BY_FD_NAME;
                 return self.fields(tid, name, args, call);
             }
-            // `newfstatat(fd, "", ..., AT_EMPTY_PATH)`: fstat; fchmodat2's: fchmod.
-            self.fd_call(kind, args, 0, call)?;
-            if kind == Kind::Chmod {
-                call.a = num(args, 2).ok_or(Skip::Unreadable)? as u64;
-            }
-            return Ok(());
+            // `newfstatat(fd, "", ..., AT_EMPTY_PATH)`: fstat.
+            return self.fd_call(kind, args, 0, call);
         }
         if dir.is_some() && dirpath.is_none() && path.first() != Some(&b'/') {
             return Err(Skip::NotAFile);

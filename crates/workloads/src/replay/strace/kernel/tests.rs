@@ -283,16 +283,16 @@ fn fchmodat2_keeps_its_flags_and_the_newer_calls_on_files_are_named() {
         rec("fsetxattr", &[3, 0, 0, 1, 0], 0, &[]),
     ]);
     let chmods: Vec<_> = (calls[1..].iter())
-        .map(|c| (c.kind(), &c.path[..], c.fd, c.a, c.b, c.errno))
+        .map(|c| (c.kind(), &c.path[..], c.fd, c.a, c.b, c.errno, c.flags))
         .collect();
     assert_eq!(
         chmods,
         [
-            (Kind::Chmod, &b"f"[..], -1, 0o600, -1, 0),
+            (Kind::Chmod, &b"f"[..], -1, 0o600, -1, 0, 0),
             // B 0: not followed; Linux refuses a symlink's own mode.
-            (Kind::Chmod, &b"l"[..], -1, 0o777, 0, libc::EOPNOTSUPP),
-            // fchmod of the descriptor.
-            (Kind::Chmod, &b"f"[..], 3, 0o604, -1, 0),
+            (Kind::Chmod, &b"l"[..], -1, 0o777, 0, libc::EOPNOTSUPP, 0),
+            // The descriptor's file, by its name (an O_PATH one, fchmod would refuse).
+            (Kind::Chmod, &b"f"[..], 3, 0o604, -1, 0, BY_FD_NAME),
         ]
     );
     let named: Vec<_> = parser
