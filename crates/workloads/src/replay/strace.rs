@@ -63,6 +63,7 @@ pub enum Skip {
     Unfinished,
     Unreadable,
     PathUnread,
+    EmptyPath,
     /// A call counted by its name (see `named.rs`): the reason names it.
     Named(&'static str),
 }
@@ -77,6 +78,7 @@ impl Skip {
             Skip::Unfinished => "cut short by the end of their process",
             Skip::Unreadable => "lines of strace's that fsbench could not read",
             Skip::PathUnread => "whose arguments the bpf tracer could not read",
+            Skip::EmptyPath => "of chmod with an empty path and no AT_EMPTY_PATH (ENOENT)",
             Skip::Named(why) => why,
         }
     }

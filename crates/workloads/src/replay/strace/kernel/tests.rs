@@ -265,6 +265,8 @@ fn fchmodat2_keeps_its_flags_and_the_newer_calls_on_files_are_named() {
         rec("fchmodat2", &[-100, 0, 0o600, 0], 0, &[(1, b"f")]),
         rec("fchmodat2", &[-100, 0, 0o777, NOFOLLOW], -95, &[(1, b"l")]),
         rec("fchmodat2", &[3, 0, 0o604, EMPTY_PATH], 0, &[(1, b"")]),
+        // No AT_EMPTY_PATH: no file; counted, never a chmod of the descriptor.
+        rec("fchmodat", &[3, 0, 0o604, EMPTY_PATH], -2, &[(1, b"")]),
         // A mount's descriptor: no file, neither recorded nor counted.
         rec("open_tree_attr", &[-100, 0, 1, 0, 0], 4, &[]),
         rec(
@@ -300,10 +302,11 @@ fn fchmodat2_keeps_its_flags_and_the_newer_calls_on_files_are_named() {
         .iter()
         .map(|(w, (n, _))| (w.reason(), *n))
         .collect();
-    assert_eq!(named.len(), 3, "{named:?}");
+    assert_eq!(named.len(), 4, "{named:?}");
     assert_eq!(named[0], (Skip::Outside.reason(), 1));
-    assert!(named[1].0.contains("of fsetxattr") && named[1].1 == 1);
-    assert!(named[2].0.contains("of setxattrat") && named[2].1 == 1);
+    assert_eq!(named[1], (Skip::EmptyPath.reason(), 1));
+    assert!(named[2].0.contains("of fsetxattr") && named[2].1 == 1);
+    assert!(named[3].0.contains("of setxattrat") && named[3].1 == 1);
 }
 
 #[test]
