@@ -20,7 +20,7 @@ use fsbench_model::units::{format_bytes, group_thousands};
 use fsbench_testbed::testbed::check_dir_space;
 use fsbench_testbed::testbed::scratch::Scratch;
 use fsbench_workloads::command::process::{self, Exit};
-use fsbench_workloads::replay::strace::Parser;
+use fsbench_workloads::replay::strace::{Parser, Skip};
 use fsbench_workloads::replay::trace::{
     Call, Entry, Left, Program, TraceWriter, Tracer, call_line,
 };
@@ -173,6 +173,14 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Where the command starts: the root, its working directory, and the root's state before
+/// it (whose symlinks the parser follows).
+struct Start<'a> {
+    root: &'a Path,
+    cwd: &'a Path,
+    before: &'a [Entry],
+}
+
 /// What a tracer made of the command: the parser (what it skipped, the sources it found),
 /// the calls it wrote, the program's figures, and how the tracer ran, for the summary.
 struct Traced {
@@ -201,9 +209,14 @@ fn capture(
     let mut calls_file = partial.as_os_str().to_owned();
     calls_file.push(".calls");
     let calls_file = PathBuf::from(calls_file);
+    let start = Start {
+        root,
+        cwd,
+        before: &entries,
+    };
     let traced = match tracer {
         Chosen::Bpf(loaded) => {
-            match bpf::traced(args, loaded, root, cwd, scratch, &calls_file, progress)? {
+            match bpf::traced(args, loaded, &start, scratch, &calls_file, progress)? {
                 Ok(traced) => Ok(traced),
                 // Nothing ran: strace can.
                 Err(why) if args.tracer.is_none() => {
@@ -213,7 +226,7 @@ fn capture(
                                 .context(format!("the bpf tracer could not start ({why})"))
                         })?;
                     note_fallback(&why);
-                    strace::traced(args, &strace, root, cwd, scratch, &calls_file, progress)
+                    strace::traced(args, &strace, &start, scratch, &calls_file, progress)
                 }
                 Err(why) => Err(FsbenchError::Failed(format!(
                     "--tracer bpf: the bpf tracer could not start: {why}"
@@ -225,7 +238,7 @@ fn capture(
             if let Some(why) = &why {
                 note_fallback(why);
             }
-            strace::traced(args, &strace, root, cwd, scratch, &calls_file, progress)
+            strace::traced(args, &strace, &start, scratch, &calls_file, progress)
         }
     };
     let outcome = traced.and_then(|traced| {
@@ -269,6 +282,10 @@ fn write_trace(
     writer.copy_calls(&mut input, calls)?;
     for (why, (n, example)) in &parser.skipped {
         writer.skipped(why.reason(), *n, example)?;
+        // Calls not recorded for what they are, not where: said now, not only by replays.
+        if let Skip::Named(reason) = why {
+            eprintln!("note: not recorded: {} calls {reason}", group_thousands(*n));
+        }
     }
     for (why, n) in &lost {
         writer.skipped(why, *n, b"")?;

@@ -8,24 +8,11 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::capture::{
-    assert_faithful, can_capture, capture_by, captured, captured_by, replay, tracers,
+    assert_faithful, can_capture, capture_by, captured, captured_by, compiled, replay, tracers,
 };
 use crate::common::*;
 
 const CASES: &str = include_str!("fixtures/capture_cases.c");
-
-/// The C program `source` compiled in `dir` as `name` (with `-pthread`).
-fn compiled(dir: &Path, name: &str, source: &str) -> std::path::PathBuf {
-    let file = dir.join(format!("{name}.c"));
-    std::fs::write(&file, source).unwrap();
-    let program = dir.join(name);
-    let built = run(Command::new("cc")
-        .args(["-O", "-pthread", "-o"])
-        .arg(&program)
-        .arg(&file));
-    assert!(built.status.success(), "cc: {}", text(&built.stderr));
-    program
-}
 
 #[test]
 fn every_pattern_is_followed_to_the_file_it_is() {
@@ -71,6 +58,11 @@ fn every_pattern_replays(trace: &Path, orig: &Path, replayed: &Path) {
     assert_eq!(t["sent"].1, 3000);
     assert_eq!(t["linked"], ('f', 100, 2));
     assert_eq!(t["moved"], ('f', 50, 1));
+    // Beside the directory the symlink led to, and back where it started.
+    assert_eq!(t["far/real/in-real"], ('f', 10, 1));
+    assert_eq!(t["far/beside"], ('f', 20, 1));
+    assert_eq!(t["far/dir-beside"].0, 'd');
+    assert_eq!(t["back"], ('f', 30, 1));
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &str| {
         std::fs::metadata(replayed.join(p))

@@ -142,6 +142,8 @@ fn round(kind: &str, i: usize) -> Vec<String> {
     let one = |call: String| vec![call];
     match kind {
         "chmod" => one(format!("chmod\t0\t0\t-1\t-1\t511\t-1\t{p}\t-")),
+        // fchmodat2's AT_SYMLINK_NOFOLLOW (B 0): on the last name in its directory.
+        "lchmod" => one(format!("chmod\t0\t0\t-1\t-1\t511\t0\t{p}\t-")),
         "chown" | "lchown" => {
             let follow = u8::from(kind == "chown");
             one(format!("chown\t0\t0\t-1\t-1\t{follow}\t-1\t{p}\t-"))
@@ -280,6 +282,7 @@ fn changes(kind: &str) {
 
 race_tests! {
     chmod_stays_beneath: changes("chmod");
+    lchmod_stays_beneath: changes("lchmod");
     chown_stays_beneath: changes("chown");
     lchown_stays_beneath: changes("lchown");
     utimens_stays_beneath: changes("utimens");

@@ -57,6 +57,7 @@ mod limits;
 mod loop_direct_io;
 mod mpi;
 mod mpi_signals;
+mod newer_calls;
 mod notes;
 mod option_devices;
 mod output;

@@ -170,17 +170,21 @@ static __always_inline __u64 cost_of(__u32 tid)
 	return c ? *c : 0;
 }
 
-// Adds to task `tid`'s cost the time since `t0` and half a call's dispatch (each call runs
-// both programs).
-static __always_inline void charge(__u32 tid, __u64 t0)
+// Adds to task `tid`'s cost, `c` (COST's value, looked up by the caller; NULL when it has
+// none yet), the time since `t0` and half a call's dispatch (each call runs both programs).
+static __always_inline void charge_to(__u64 *c, __u32 tid, __u64 t0)
 {
 	__u64 *dispatch = config(CFG_DISPATCH_NS);
 	__u64 add = bpf_ktime_get_ns() - t0 + (dispatch ? *dispatch / 2 : 0);
-	__u64 *c = bpf_map_lookup_elem(&COST, &tid);
 	if (c)
 		*c += add;
 	else
 		bpf_map_update_elem(&COST, &tid, &add, BPF_NOEXIST);
+}
+
+static __always_inline void charge(__u32 tid, __u64 t0)
+{
+	charge_to(bpf_map_lookup_elem(&COST, &tid), tid, t0);
 }
 
 static __always_inline void lost(__u32 why)
@@ -201,14 +205,17 @@ int sys_enter(struct sys_enter_ctx *ctx)
 	long id = ctx->id;
 	__u32 nr = id;
 	__u32 *sel = id < 0 || id >= NR_MAX ? 0 : bpf_map_lookup_elem(&SELECT, &nr);
+	// One lookup of the task's cost for the stash and the charge: the map is shared by
+	// every task's calls.
+	__u64 *cost = bpf_map_lookup_elem(&COST, &tid);
 	if (!sel || !(*sel & SEL_TRACED)) {
-		charge(tid, t0);
+		charge_to(cost, tid, t0);
 		return 0;
 	}
 	struct stash s = {};
 	s.start_ns = bpf_ktime_get_ns();
 	s.nr = nr;
-	s.cost_ns = cost_of(tid) + (s.start_ns - t0);
+	s.cost_ns = (cost ? *cost : 0) + (s.start_ns - t0);
 #pragma unroll
 	for (int i = 0; i < 6; i++)
 		s.args[i] = ctx->args[i];
@@ -226,7 +233,7 @@ int sys_enter(struct sys_enter_ctx *ctx)
 		if (bpf_ringbuf_output(&EVENTS, &rec, sizeof(rec), BPF_RB_NO_WAKEUP))
 			lost(LOST_FULL);
 	}
-	charge(tid, t0);
+	charge_to(cost, tid, t0);
 	return 0;
 }
 
@@ -355,7 +362,6 @@ static __always_inline void exit_record(struct sys_exit_ctx *ctx, __u32 tid, __u
 	}
 	submit(sc, len1, len2);
 }
-
 
 SEC("tracepoint/raw_syscalls/sys_exit")
 int sys_exit(struct sys_exit_ctx *ctx)

@@ -36,10 +36,20 @@ pub(crate) struct Syscall {
     pub(crate) select: u32,
 }
 
+/// A call's number: libc's, or the one given where libc has none yet.
+macro_rules! nr {
+    ($name:ident) => {
+        libc::$name
+    };
+    ($name:ident $nr:literal) => {
+        $nr
+    };
+}
+
 macro_rules! calls {
-    ($($name:ident $(: $how:expr)?),* $(,)?) => {
+    ($($name:ident $(= $nr:literal)? $(: $how:expr)?),* $(,)?) => {
         &[$(Syscall {
-            nr: libc::$name,
+            nr: nr!($name $($nr)?),
             name: stringify!($name),
             select: TRACED $(| $how)?,
         }),*]
@@ -96,6 +106,7 @@ const TABLE: &[Syscall] = calls![
     SYS_chmod: paths(&[0]),
     SYS_fchmod,
     SYS_fchmodat: paths(&[1]),
+    SYS_fchmodat2: paths(&[1]),
     SYS_chown: paths(&[0]),
     SYS_fchown,
     SYS_lchown: paths(&[0]),
@@ -141,6 +152,21 @@ const TABLE: &[Syscall] = calls![
     SYS_open_tree,
     SYS_fsopen,
     SYS_fsmount,
+    SYS_open_tree_attr = 467,
+    // Counted by name, not recorded (see the parser's `named.rs`).
+    SYS_setxattr: paths(&[0, 1]),
+    SYS_lsetxattr: paths(&[0, 1]),
+    SYS_fsetxattr,
+    SYS_removexattr: paths(&[0, 1]),
+    SYS_lremovexattr: paths(&[0, 1]),
+    SYS_fremovexattr,
+    SYS_cachestat = 451,
+    SYS_setxattrat = 463: paths(&[1, 3]),
+    SYS_getxattrat = 464: paths(&[1, 3]),
+    SYS_listxattrat = 465: paths(&[1]),
+    SYS_removexattrat = 466: paths(&[1, 3]),
+    SYS_file_getattr = 468: paths(&[1]),
+    SYS_file_setattr = 469: paths(&[1]),
 ];
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -171,6 +197,8 @@ mod tests {
         if cfg!(target_arch = "x86_64") {
             assert_eq!(name_of(257), Some("openat"));
             assert_eq!(name_of(2), Some("open"));
+            assert_eq!(name_of(452), Some("fchmodat2"));
+            assert_eq!(name_of(469), Some("file_setattr"));
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::{CallsOut, CaptureArgs, Traced, check_exit, umask};
+use super::{CallsOut, CaptureArgs, Start, Traced, check_exit, umask};
 use fsbench_capture_bpf::{Event, Finished, Loaded, Running};
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::Progress;
@@ -21,8 +21,7 @@ use fsbench_workloads::replay::trace::{Call, Program, Tracer};
 pub(super) fn traced(
     args: &CaptureArgs,
     loaded: Loaded,
-    root: &Path,
-    cwd: &Path,
+    start: &Start<'_>,
     scratch: &Path,
     calls_file: &Path,
     progress: &Progress,
@@ -37,7 +36,7 @@ pub(super) fn traced(
     let finished = process::run_held(
         &Step {
             command: &command,
-            dir: cwd,
+            dir: start.cwd,
             run: 0,
             timeout: Duration::from_secs(args.timeout),
             cancel: &progress.cancel,
@@ -64,7 +63,7 @@ pub(super) fn traced(
         .map_err(|why| FsbenchError::Failed(format!("the bpf tracer failed: {why}")))?;
     check_exit(args, &finished)?;
     let lost = lost_records(args, &stats)?;
-    let (parser, calls) = parse(&records, root, cwd, calls_file)?;
+    let (parser, calls) = parse(&records, start, calls_file)?;
     let wall_us = wall.as_micros() as u64;
     // Nothing stopped the program; what the BPF programs cost it at its calls is not its own.
     let program = Program {
@@ -128,11 +127,12 @@ fn lost_records(args: &CaptureArgs, stats: &Finished) -> anyhow::Result<Vec<(Str
 }
 
 /// Parses the records file into call lines in `out`: the parser and the number of calls.
-fn parse(records: &Path, root: &Path, cwd: &Path, out: &Path) -> anyhow::Result<(Parser, u64)> {
+fn parse(records: &Path, start: &Start<'_>, out: &Path) -> anyhow::Result<(Parser, u64)> {
     let mut input = fsbench_capture_bpf::records(records)
         .with_context(|| format!("reading {}", records.display()))?;
     let mut output = CallsOut::create(out)?;
-    let mut parser = Parser::for_kernel(root, cwd);
+    let mut parser = Parser::for_kernel(start.root, start.cwd);
+    parser.symlinks_before(start.before);
     let mut call = Call::default();
     while let Some(event) = input.next_event()? {
         match event {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::{CallsOut, CaptureArgs, Traced, calibrate, check_exit, umask};
+use super::{CallsOut, CaptureArgs, Start, Traced, calibrate, check_exit, umask};
 use fsbench_measure::error::invalid;
 use fsbench_measure::measure::Progress;
 use fsbench_workloads::command::process::{self, Step};
@@ -35,8 +35,7 @@ fn strace_words(strace: &Path) -> Vec<String> {
 pub(super) fn traced(
     args: &CaptureArgs,
     strace: &Path,
-    root: &Path,
-    cwd: &Path,
+    start: &Start<'_>,
     scratch: &Path,
     calls_file: &Path,
     progress: &Progress,
@@ -44,11 +43,11 @@ pub(super) fn traced(
     let raw = scratch.join("strace.txt");
     let strace_words = strace_words(strace);
     let cost = calibrate::calibrate(&strace_words, scratch, &progress.cancel)?;
-    let wall = run_traced(args, &strace_words, &raw, cwd, progress)?;
+    let wall = run_traced(args, &strace_words, &raw, start.cwd, progress)?;
     // strace's cost per call as the capture's own intervals show it, at the load it ran
     // under; `dd`'s where the program made too few calls to tell.
     let per_call_ns = stop_cost(&raw)?.unwrap_or(cost.per_call_ns);
-    let (parser, calls) = parse(&raw, root, cwd, per_call_ns, calls_file)?;
+    let (parser, calls) = parse(&raw, start, per_call_ns, calls_file)?;
     let wall_us = wall.as_micros() as u64;
     let strace_us = (parser.program_stops() * per_call_ns / 1000) + cost.fixed_us;
     let program = Program {
@@ -124,15 +123,15 @@ fn stop_cost(raw: &Path) -> anyhow::Result<Option<u64>> {
 /// the sources it found) and the number of calls.
 fn parse(
     raw: &Path,
-    root: &Path,
-    cwd: &Path,
+    start: &Start<'_>,
     strace_ns: u64,
     out: &Path,
 ) -> anyhow::Result<(Parser, u64)> {
     let input = std::fs::File::open(raw).with_context(|| format!("reading {}", raw.display()))?;
     let mut input = BufReader::with_capacity(1 << 20, input);
     let mut output = CallsOut::create(out)?;
-    let mut parser = Parser::new(root, cwd, strace_ns);
+    let mut parser = Parser::new(start.root, start.cwd, strace_ns);
+    parser.symlinks_before(start.before);
     let (mut line, mut call) = (Vec::with_capacity(4096), Call::default());
     while input.read_until(b'\n', &mut line)? > 0 {
         if parser.line(&line, &mut call).is_some() {

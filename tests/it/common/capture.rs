@@ -22,6 +22,19 @@ pub fn can_capture(test: &str, tools: &[&str]) -> bool {
     true
 }
 
+/// The C program `source` compiled in `dir` as `name` (with `-pthread`).
+pub fn compiled(dir: &Path, name: &str, source: &str) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, source).unwrap();
+    let program = dir.join(name);
+    let built = run(Command::new("cc")
+        .args(["-O", "-pthread", "-o"])
+        .arg(&program)
+        .arg(&file));
+    assert!(built.status.success(), "cc: {}", text(&built.stderr));
+    program
+}
+
 /// The tracers capture can record with here, each named as `--tracer` takes it: strace,
 /// and bpf where it can run (its absence said, as a skip is).
 pub fn tracers(test: &str) -> Vec<&'static str> {
@@ -34,8 +47,14 @@ pub fn tracers(test: &str) -> Vec<&'static str> {
     }
 }
 
-/// `fsbench capture` of `cmd` run in `root`, with `tracer` (`None`: the default).
-pub fn capture_by(root: &Path, trace: &Path, cmd: &[&str], tracer: Option<&str>) {
+/// `fsbench capture` of `cmd` run in `root`, with `tracer` (`None`: the default); what it
+/// printed.
+pub fn capture_by(
+    root: &Path,
+    trace: &Path,
+    cmd: &[&str],
+    tracer: Option<&str>,
+) -> std::process::Output {
     let state = tempdir();
     let mut command = fsbench(state.path());
     command
@@ -52,6 +71,7 @@ pub fn capture_by(root: &Path, trace: &Path, cmd: &[&str], tracer: Option<&str>)
         "{}",
         text(&out.stdout)
     );
+    out
 }
 
 /// `cmd` captured in a fresh root `work/NAME`: the root and the trace `work/NAME.trace`.

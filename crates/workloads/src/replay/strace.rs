@@ -15,11 +15,13 @@ use std::path::Path;
 mod build;
 mod cost;
 mod kernel;
+mod links;
+mod named;
 mod syntax;
 
 pub use cost::StopCost;
 
-use super::trace::{Call, Entry, OUTSIDE};
+use super::trace::{Call, Entry, Kind, OUTSIDE};
 use syntax::{Arg, Line, Outcome, parse_call, split_line};
 
 /// strace's arguments, before the command (`-o FILE` comes after): every thread and child,
@@ -47,7 +49,8 @@ pub const STRACE_ARGS: &[&str] = &[
      ?mkdirat,?rmdir,?unlink,?unlinkat,?rename,?renameat,?renameat2,?link,?linkat,?symlink,\
      ?symlinkat,?readlink,?readlinkat,?stat,?lstat,?fstat,?newfstatat,?statx,?getdents64,\
      ?chmod,?fchmod,?fchmodat,?chown,?fchown,?lchown,?fchownat,?utimensat,?dup,?dup2,?dup3,\
-     ?fcntl,?mmap,?chdir,?fchdir,?clone,?clone3,?fork,?vfork,?wait4",
+     ?fcntl,?mmap,?chdir,?fchdir,?clone,?clone3,?fork,?vfork,?wait4,?fchmodat2,?cachestat,\
+     ?setxattrat,?getxattrat,?listxattrat,?removexattrat,?file_getattr,?file_setattr",
 ];
 
 /// Why a call strace showed is not in the trace.
@@ -60,6 +63,9 @@ pub enum Skip {
     Unfinished,
     Unreadable,
     PathUnread,
+    EmptyPath,
+    /// A call counted by its name (see `named.rs`): the reason names it.
+    Named(&'static str),
 }
 
 impl Skip {
@@ -72,6 +78,8 @@ impl Skip {
             Skip::Unfinished => "cut short by the end of their process",
             Skip::Unreadable => "lines of strace's that fsbench could not read",
             Skip::PathUnread => "whose arguments the bpf tracer could not read",
+            Skip::EmptyPath => "of chmod with an empty path and no AT_EMPTY_PATH (ENOENT)",
+            Skip::Named(why) => why,
         }
     }
 }
@@ -131,6 +139,8 @@ pub struct Parser {
     recorded: BTreeSet<u32>,
     total: u64,
     abs: Vec<u8>,
+    /// The symlinks beneath the root: paths through them are resolved as the kernel did.
+    links: links::Symlinks,
 }
 
 impl Parser {
@@ -165,6 +175,7 @@ impl Parser {
             recorded: BTreeSet::new(),
             total: 0,
             abs: Vec::new(),
+            links: links::Symlinks::default(),
         }
     }
 
@@ -337,7 +348,9 @@ impl Parser {
                         Some(a) => a.path().map(<[u8]>::to_vec),
                         None => None,
                     };
+                    // The directory itself, a symlink to it followed.
                     if let Some(dir) = dir {
+                        let dir = self.links.resolve(&dir, true);
                         self.cwd.insert(self.fs(tid), dir);
                     }
                 }
@@ -350,6 +363,9 @@ impl Parser {
             self.cwd.insert(self.fs(tid), dir.path.clone());
         }
         self.learn(tid, name, args, out);
+        if let Some(named) = self.named_call(tid, name, args) {
+            return named;
+        }
         *call = Call {
             result: ret,
             errno: if ret < 0 { out.errno } else { 0 },
@@ -363,7 +379,15 @@ impl Parser {
         };
         call.path.clear();
         call.path2.clear();
-        self.build(tid, name, args, call).map(|()| true)
+        self.build(tid, name, args, call)?;
+        if call.errno == 0 {
+            match call.kind() {
+                Kind::Symlink => self.links.made(&self.abs, &call.path2),
+                Kind::Unlink => self.links.removed(&self.abs),
+                _ => {}
+            }
+        }
+        Ok(true)
     }
 
     /// A new thread or process: it starts where its parent is, with its parent's
@@ -456,8 +480,9 @@ impl Parser {
         self.fs_of.get(&tid).copied().unwrap_or(tid)
     }
 
-    /// Makes `self.abs` the lexically normalized absolute form of `path`, relative to `dir`
-    /// (or the thread's working directory).
+    /// Makes `self.abs` the normalized absolute form of `path`, relative to `dir` (or the
+    /// thread's working directory): lexically, but for the symlinks the parser knows of
+    /// before its last component.
     fn absolute(&mut self, tid: u32, dir: Option<&[u8]>, path: &[u8]) {
         let mut joined = Vec::with_capacity(path.len() + 64);
         if path.first() != Some(&b'/') {
@@ -465,6 +490,10 @@ impl Parser {
             joined.push(b'/');
         }
         joined.extend_from_slice(path);
+        if !self.links.is_empty() {
+            self.abs = self.links.resolve(&joined, false);
+            return;
+        }
         self.abs.clear();
         for part in joined.split(|&c| c == b'/') {
             match part {

@@ -275,6 +275,42 @@ pub(super) fn c_string(bytes: &mut Vec<u8>) -> Result<&CStr, Outcome> {
     CStr::from_bytes_with_nul(bytes).map_err(|_| Outcome::Failed(Errno::INVAL))
 }
 
+/// `fchmodat2(dir, name, mode, AT_SYMLINK_NOFOLLOW)` on one name in `dir`: a symlink's own
+/// mode cannot change (`EOPNOTSUPP`), anything else's does. Before Linux 6.6 (`ENOSYS`) as
+/// glibc makes it: the name opened without following it, refused if a symlink, else changed
+/// by its `/proc` name.
+pub(super) fn chmod_nofollow(dir: BorrowedFd<'_>, name: &CStr, mode: Mode) -> Result<(), Errno> {
+    // SAFETY: a plain system call; `name` is a C string that outlives it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_fchmodat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            mode.bits(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let errno = super::data::last_errno();
+    if errno != Errno::NOSYS {
+        return Err(errno);
+    }
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let file = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+    if rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(&file)?.st_mode).is_symlink() {
+        return Err(Errno::OPNOTSUPP);
+    }
+    let proc = ProcFd::of(std::os::fd::AsFd::as_fd(&file));
+    rustix::fs::chmodat(
+        rustix::fs::CWD,
+        proc.name(),
+        mode,
+        rustix::fs::AtFlags::empty(),
+    )
+}
+
 /// `/proc/thread-self/fd/N`: the name of the file an `O_PATH` descriptor is, for the calls
 /// that have no form taking such a descriptor (chmod, utimens, the xattr calls). The
 /// kernel follows it to that file and no further. `thread-self`, not `self`: each replay

@@ -43,7 +43,7 @@ pub(super) fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
         "stat" | "lstat" => (Kind::Stat, None, 0),
         "newfstatat" | "statx" => (Kind::Stat, at(0), 1),
         "chmod" | "chown" | "lchown" => (named(name), None, 0),
-        "fchmodat" | "fchownat" | "utimensat" => (named(name), at(0), 1),
+        "fchmodat" | "fchmodat2" | "fchownat" | "utimensat" => (named(name), at(0), 1),
         _ => return None,
     })
 }
@@ -70,13 +70,24 @@ impl Parser {
         };
         let dirpath = dir.and_then(|i| args.get(i)).and_then(Arg::path);
         if path.is_empty() && dir.is_some() {
-            // linkat(fd, "", ..., AT_EMPTY_PATH): the descriptor's file, by its name.
-            if kind == Kind::Link && num(args, 4).unwrap_or(0) & AT_EMPTY_PATH != 0 {
+            // linkat(fd, "", ..., AT_EMPTY_PATH) and fchmodat2's: the descriptor's file, by
+            // its name (fchmod would refuse the O_PATH descriptor fchmodat2 takes).
+            let flags = match name {
+                "linkat" => num(args, 4),
+                "fchmodat2" => num(args, 3),
+                _ => None,
+            };
+            if flags.unwrap_or(0) & AT_EMPTY_PATH != 0 {
                 let fd = num(args, 0).ok_or(Skip::Unreadable)?;
                 self.abs = dirpath.ok_or(Skip::NotAFile)?.to_vec();
                 call.fd = fd as i32;
                 call.flags = BY_FD_NAME;
                 return self.fields(tid, name, args, call);
+            }
+            // Without AT_EMPTY_PATH, the kernel finds no file (ENOENT); a chmod of the
+            // descriptor instead would change its mode in the replay.
+            if kind == Kind::Chmod {
+                return Err(Skip::EmptyPath);
             }
             // `newfstatat(fd, "", ..., AT_EMPTY_PATH)`: fstat.
             return self.fd_call(kind, args, 0, call);
@@ -150,6 +161,13 @@ impl Parser {
             }
             "truncate" | "mkdir" | "chmod" => call.a = num(1)? as u64,
             "mkdirat" | "fchmodat" | "unlinkat" => call.a = num(2)? as u64,
+            // B 0: a last symlink is not followed (its own mode cannot change: EOPNOTSUPP).
+            "fchmodat2" => {
+                call.a = num(2)? as u64;
+                if num(3)? & AT_SYMLINK_NOFOLLOW != 0 {
+                    call.b = 0;
+                }
+            }
             "symlink" | "symlinkat" => {
                 let Some(Arg::Str(target)) = args.first() else {
                     return Err(Skip::Unreadable);
@@ -197,6 +215,7 @@ impl Parser {
         let new_abs = std::mem::take(&mut self.abs);
         if call.kind() == Kind::Rename && call.errno == 0 {
             self.renamed(&old_abs, &new_abs);
+            self.links.renamed(&old_abs, &new_abs);
         }
         match (self.relative_of(&old_abs), self.relative_of(&new_abs)) {
             (Some(old), Some(new)) => (call.path, call.path2) = (old, new),
@@ -390,7 +409,7 @@ fn named(name: &str) -> Kind {
     match name {
         "rename" | "renameat" | "renameat2" => Kind::Rename,
         "link" | "linkat" => Kind::Link,
-        "chmod" | "fchmodat" => Kind::Chmod,
+        "chmod" | "fchmodat" | "fchmodat2" => Kind::Chmod,
         "chown" | "lchown" | "fchownat" => Kind::Chown,
         _ => Kind::Utimens,
     }

@@ -217,7 +217,7 @@ impl Parser {
             | "epoll_create" | "epoll_create1" | "timerfd_create" | "signalfd" | "signalfd4"
             | "inotify_init" | "inotify_init1" | "fanotify_init" | "userfaultfd"
             | "perf_event_open" | "pidfd_open" | "pidfd_getfd" | "io_uring_setup" | "open_tree"
-            | "fsopen" | "fsmount" => {
+            | "open_tree_attr" | "fsopen" | "fsmount" => {
                 if ok {
                     self.set_fd(k.tid, k.ret as i32, None, false);
                 }

@@ -212,3 +212,50 @@ fn each_task_is_recorded_with_its_process() {
     }
     assert_eq!(p.tasks(), [(5, 5), (6, 6), (7, 6), (8, 8), (9, 5)]);
 }
+
+#[test]
+fn fchmodat2_by_name_is_a_chmod_and_by_number_is_counted_by_name() {
+    let mut p = Parser::new(Path::new("/r"), Path::new("/r"), 0);
+    let mut call = Call::default();
+    let mut calls = Vec::new();
+    for l in [
+        // strace 6.1: the call by number, its path a pointer.
+        r#"5 10.000000 syscall_0x1c4(0xffffff9c, 0x55cd5effb004, 0x180, 0, 0x7f29ed59e6d0, 0) = 0 <0.000030>"#,
+        // futex_wait: no file.
+        r#"5 10.000100 syscall_0x1c7(0x7f00, 0x1, 0, 0, 0, 0) = 0 <0.000001>"#,
+        // A strace that knows it.
+        r#"5 10.000200 fchmodat2(-100</r>, "l", 0777, 0x100) = -1 EOPNOTSUPP (Operation not supported) <0.000004>"#,
+        r#"5 10.000300 fchmodat2(3</r/f>, "", 0604, 0x1000) = 0 <0.000004>"#,
+        r#"5 10.000400 fchmodat2(-100</r>, "d", 0700, 0) = 0 <0.000004>"#,
+        r#"5 10.000500 file_setattr(-100</r>, "f", 0x7ffc, 24, 0) = 0 <0.000004>"#,
+        // Outside the root: counted so.
+        r#"5 10.000600 setxattr("/etc/x", ""..., ""..., 1, 0) = 0 <0.000004>"#,
+        r#"5 10.000700 fsetxattr(3</r/f>, ""..., ""..., 1, 0) = 0 <0.000004>"#,
+    ] {
+        if p.line(l.as_bytes(), &mut call).is_some() {
+            calls.push(call.clone());
+        }
+    }
+    let kinds: Vec<Kind> = calls.iter().map(Call::kind).collect();
+    assert_eq!(kinds, [Kind::Chmod; 3]);
+    // B 0: the last symlink is not followed.
+    let c = &calls[0];
+    assert_eq!(
+        (&c.path[..], c.a, c.b, c.errno),
+        (&b"l"[..], 0o777, 0, libc::EOPNOTSUPP)
+    );
+    assert_eq!((c.fd, &calls[1].path[..], calls[1].fd), (-1, &b"f"[..], 3));
+    assert_eq!((calls[1].a, calls[1].flags), (0o604, BY_FD_NAME));
+    assert_eq!((calls[2].a, calls[2].b), (0o700, -1));
+    let named: Vec<_> = p
+        .skipped
+        .iter()
+        .map(|(why, (n, _))| (why.reason(), *n))
+        .collect();
+    assert_eq!(named.len(), 4, "{named:?}");
+    assert!(named.iter().all(|(_, n)| *n == 1), "{named:?}");
+    assert_eq!(named[0].0, Skip::Outside.reason());
+    assert!(named[1].0.contains("fchmodat2") && named[1].0.contains("--tracer bpf"));
+    assert!(named[2].0.contains("of file_setattr"), "{named:?}");
+    assert!(named[3].0.contains("of fsetxattr"), "{named:?}");
+}

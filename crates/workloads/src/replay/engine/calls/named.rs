@@ -9,7 +9,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::super::data::last_errno;
-use super::super::paths::{BENEATH, ProcFd, c_string, file, open_beneath};
+use super::super::paths::{BENEATH, ProcFd, c_string, chmod_nofollow, file, open_beneath};
 use super::super::xattr::{xattr_flags, xattr_name};
 use super::super::{Adapted, Outcome};
 use super::{Fds, Worker};
@@ -38,7 +38,8 @@ impl Worker<'_> {
                     Err(o) => o,
                 };
             }
-            // chmod always follows.
+            // chmod follows, unless fchmodat2's AT_SYMLINK_NOFOLLOW (B 0) said not to.
+            Kind::Chmod if op.b == 0 => return self.in_parent(calls, op),
             Kind::Chmod => {
                 return match file(root, path, true, &mut self.scratch) {
                     Ok(fd) => {
@@ -298,6 +299,11 @@ fn in_dir(
             }
         }
         (Kind::Stat, ..) => done(rustix::fs::statat(dir, name, nofollow).map(drop)),
+        (Kind::Chmod, ..) => done(chmod_nofollow(
+            dir,
+            name,
+            Mode::from_bits_truncate(op.a as u32),
+        )),
         // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
         (Kind::Chown, ..) => done(rustix::fs::chownat(dir, name, None, None, nofollow)),
         (Kind::Utimens, ..) => done(rustix::fs::utimensat(dir, name, &now(), nofollow)),

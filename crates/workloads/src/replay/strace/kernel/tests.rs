@@ -255,3 +255,80 @@ fn each_call_is_on_the_programs_clock_less_what_tracing_had_cost_its_task() {
     // The program's last call had cost it 0.9 ms.
     assert_eq!(parser.program_cost_us(), 900);
 }
+
+#[test]
+fn fchmodat2_keeps_its_flags_and_the_newer_calls_on_files_are_named() {
+    const NOFOLLOW: i64 = 0x100;
+    const EMPTY_PATH: i64 = 0x1000;
+    let (parser, calls) = parse(&[
+        rec("openat", &[-100, 0, O_WRONLY_CREAT, 0o644], 3, &[(1, b"f")]),
+        rec("fchmodat2", &[-100, 0, 0o600, 0], 0, &[(1, b"f")]),
+        rec("fchmodat2", &[-100, 0, 0o777, NOFOLLOW], -95, &[(1, b"l")]),
+        rec("fchmodat2", &[3, 0, 0o604, EMPTY_PATH], 0, &[(1, b"")]),
+        // No AT_EMPTY_PATH: no file; counted, never a chmod of the descriptor.
+        rec("fchmodat", &[3, 0, 0o604, EMPTY_PATH], -2, &[(1, b"")]),
+        // A mount's descriptor: no file, neither recorded nor counted.
+        rec("open_tree_attr", &[-100, 0, 1, 0, 0], 4, &[]),
+        rec(
+            "setxattrat",
+            &[-100, 0, 0, 0, 0, 16],
+            0,
+            &[(1, b"f"), (3, b"user.k")],
+        ),
+        // Outside the root: counted so; on a descriptor of the root's: by name.
+        rec(
+            "setxattr",
+            &[0, 0, 0, 1, 0],
+            0,
+            &[(0, b"/etc/f"), (1, b"user.k")],
+        ),
+        rec("fsetxattr", &[3, 0, 0, 1, 0], 0, &[]),
+    ]);
+    let chmods: Vec<_> = (calls[1..].iter())
+        .map(|c| (c.kind(), &c.path[..], c.fd, c.a, c.b, c.errno, c.flags))
+        .collect();
+    assert_eq!(
+        chmods,
+        [
+            (Kind::Chmod, &b"f"[..], -1, 0o600, -1, 0, 0),
+            // B 0: not followed; Linux refuses a symlink's own mode.
+            (Kind::Chmod, &b"l"[..], -1, 0o777, 0, libc::EOPNOTSUPP, 0),
+            // The descriptor's file, by its name (an O_PATH one, fchmod would refuse).
+            (Kind::Chmod, &b"f"[..], 3, 0o604, -1, 0, BY_FD_NAME),
+        ]
+    );
+    let named: Vec<_> = parser
+        .skipped
+        .iter()
+        .map(|(w, (n, _))| (w.reason(), *n))
+        .collect();
+    assert_eq!(named.len(), 4, "{named:?}");
+    assert_eq!(named[0], (Skip::Outside.reason(), 1));
+    assert_eq!(named[1], (Skip::EmptyPath.reason(), 1));
+    assert!(named[2].0.contains("of fsetxattr") && named[2].1 == 1);
+    assert!(named[3].0.contains("of setxattrat") && named[3].1 == 1);
+}
+
+#[test]
+fn a_working_directory_through_a_symlink_is_the_directory_it_leads_to() {
+    use crate::replay::trace::Entry;
+    let mut parser = Parser::for_kernel(Path::new("/r"), Path::new("/r"));
+    parser.symlinks_before(&[Entry::Symlink(b"here".to_vec(), b"far/real".to_vec())]);
+    let mut call = Call::default();
+    let mut paths = Vec::new();
+    for r in [
+        rec("chdir", &[0], 0, &[(0, b"here")]),
+        rec("mkdir", &[0, 0o755], 0, &[(0, b"../x")]),
+        rec("symlink", &[0, 0], 0, &[(0, b".."), (1, b"up")]),
+        rec("chdir", &[0], 0, &[(0, b"up/..")]),
+        rec("mkdir", &[0, 0o755], 0, &[(0, b"y")]),
+        // Not followed: the symlink itself.
+        rec("unlink", &[0], 0, &[(0, b"/r/here")]),
+        rec("mkdir", &[0, 0o755], 0, &[(0, b"/r/here/z")]),
+    ] {
+        if parser.kernel_call(&r, &mut call).is_some() {
+            paths.push(String::from_utf8(call.path.clone()).unwrap());
+        }
+    }
+    assert_eq!(paths, ["far/x", "far/real/up", "y", "here", "here/z"]);
+}

@@ -1,0 +1,152 @@
+//! The symlinks beneath the root, followed from the root's state before the program and the
+//! program's own calls (symlink, unlink, rename), so that a working directory reached
+//! through one is the directory it is, as the kernel resolved it: the bpf tracer's records
+//! hold the path a chdir was given, and `..` from there is the real directory's parent,
+//! not the symlink's.
+
+use std::collections::BTreeMap;
+
+use super::Parser;
+use crate::replay::trace::Entry;
+
+/// How many symlinks one resolution follows at most (the kernel's limit).
+const HOPS_MAX: u32 = 40;
+
+/// Each symlink's absolute path and its target.
+#[derive(Debug, Default)]
+pub(super) struct Symlinks(BTreeMap<Vec<u8>, Vec<u8>>);
+
+impl Symlinks {
+    pub(super) fn made(&mut self, abs: &[u8], target: &[u8]) {
+        self.0.insert(abs.to_vec(), target.to_vec());
+    }
+
+    pub(super) fn removed(&mut self, abs: &[u8]) {
+        self.0.remove(abs);
+    }
+
+    /// `old` was renamed `new`: a symlink at it or below it is now below `new`; one that
+    /// was at `new` is gone.
+    pub(super) fn renamed(&mut self, old: &[u8], new: &[u8]) {
+        if self.0.is_empty() {
+            return;
+        }
+        self.0.remove(new);
+        let below = |p: &[u8]| {
+            p == old
+                || p.strip_prefix(old)
+                    .is_some_and(|r| r.first() == Some(&b'/'))
+        };
+        let moved: Vec<Vec<u8>> = self.0.keys().filter(|p| below(p)).cloned().collect();
+        for path in moved {
+            let target = self.0.remove(&path).unwrap_or_default();
+            self.0.insert([new, &path[old.len()..]].concat(), target);
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Absolute `path` as the kernel resolves it: every symlink known here followed (the
+    /// last component only with `follow_last`, or a trailing slash), `..` climbing from
+    /// where a symlink led. A symlink it does not know is taken as a directory.
+    pub(super) fn resolve(&self, path: &[u8], follow_last: bool) -> Vec<u8> {
+        // The components still to walk, the next last: slices of `path` and of targets.
+        let mut left: Vec<&[u8]> = Vec::with_capacity(16);
+        push_components(&mut left, path);
+        let mut out = Vec::with_capacity(path.len());
+        let mut hops = 0;
+        while let Some(part) = left.pop() {
+            match part {
+                b"" | b"." => {}
+                b".." => {
+                    let cut = out.iter().rposition(|&c| c == b'/').unwrap_or(0);
+                    out.truncate(cut);
+                }
+                name => {
+                    out.push(b'/');
+                    out.extend_from_slice(name);
+                    let followed = follow_last || !left.is_empty();
+                    let target =
+                        (self.0.get(out.as_slice())).filter(|_| followed && hops < HOPS_MAX);
+                    let Some(target) = target else {
+                        continue;
+                    };
+                    hops += 1;
+                    // The target, relative to the symlink's directory, in its place.
+                    let cut = out.iter().rposition(|&c| c == b'/').unwrap_or(0);
+                    out.truncate(cut);
+                    if target.first() == Some(&b'/') {
+                        out.clear();
+                    }
+                    push_components(&mut left, target);
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(b'/');
+        }
+        out
+    }
+}
+
+impl Parser {
+    /// The root's symlinks before the program ran (its state, `entries`).
+    pub fn symlinks_before(&mut self, entries: &[Entry]) {
+        for e in entries {
+            if let Entry::Symlink(path, target) = e {
+                let abs = [&self.root[..], b"/", path].concat();
+                self.links.made(&abs, target);
+            }
+        }
+    }
+}
+
+/// Pushes `path`'s components onto `stack` so that the first is popped first.
+fn push_components<'a>(stack: &mut Vec<&'a [u8]>, path: &'a [u8]) {
+    stack.extend(path.split(|&c| c == b'/').rev());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symlinks_target_is_where_dot_dot_climbs_from() {
+        let mut links = Symlinks::default();
+        links.made(b"/r/link", b"d/real");
+        links.made(b"/r/abs", b"/r/d");
+        links.made(b"/r/loop", b"loop");
+        let r = |links: &Symlinks, path: &[u8], follow: bool| {
+            String::from_utf8(links.resolve(path, follow)).unwrap()
+        };
+        assert_eq!(r(&links, b"/r/link", true), "/r/d/real");
+        // Its last component not followed, but for a trailing slash or a `..` after it.
+        assert_eq!(r(&links, b"/r/link", false), "/r/link");
+        assert_eq!(r(&links, b"/r/link/", false), "/r/d/real");
+        assert_eq!(r(&links, b"/r/link/..", false), "/r/d");
+        assert_eq!(r(&links, b"/r/link/../x", false), "/r/d/x");
+        assert_eq!(r(&links, b"/r/abs/real/../..", false), "/r");
+        assert_eq!(r(&links, b"/r/d/../plain/./y", false), "/r/plain/y");
+        assert_eq!(r(&links, b"/r/../..", false), "/");
+        // Followed 40 times, then taken as it is.
+        assert_eq!(r(&links, b"/r/loop", true), "/r/loop");
+        links.renamed(b"/r", b"/s");
+        assert_eq!(r(&links, b"/s/link/..", true), "/s/d");
+        assert_eq!(
+            r(&links, b"/s/abs/x", true),
+            "/r/d/x",
+            "its target still says /r/d"
+        );
+        links.removed(b"/s/link");
+        assert_eq!(r(&links, b"/s/link/..", true), "/s");
+        links.made(b"/s/link", b"d/real");
+        links.renamed(b"/s/d", b"/s/link");
+        assert_eq!(
+            r(&links, b"/s/link/..", true),
+            "/s",
+            "a directory renamed over it"
+        );
+    }
+}
