@@ -199,7 +199,7 @@ impl Loaded {
             .spawn(move || drain(ring, BufWriter::with_capacity(1 << 20, file), &stopping))
             .map_err(|e| format!("cannot start the thread that drains the ring buffer: {e}"))?;
         Ok(Running {
-            _links: links,
+            links: Some(links),
             ebpf: self.ebpf,
             stop,
             drain: Some(drain),
@@ -261,8 +261,9 @@ fn drain(
 /// The programs attached and the buffer drained: stopped by [`Running::finish`], or by drop
 /// on an error or a panic.
 pub struct Running {
-    /// Detached before the programs and maps go (fields drop in order).
-    _links: Links,
+    /// Detached before the programs and maps go (fields drop in order), or by
+    /// [`Running::finish`]'s [`Detaching`].
+    links: Option<Links>,
     ebpf: Ebpf,
     stop: Arc<AtomicBool>,
     drain: Option<JoinHandle<std::io::Result<u64>>>,
@@ -280,7 +281,16 @@ pub struct Finished {
 
 impl Running {
     /// Stops recording once the program has ended: every record it made is in the file.
-    pub fn finish(mut self) -> Result<Finished, String> {
+    /// The links are detached meanwhile, on a thread of their own ([`Detaching`]), so that
+    /// the kernel's wait overlaps what the caller does next (parsing the records).
+    pub fn finish(mut self) -> Result<(Finished, Detaching), String> {
+        let links = self.links.take();
+        let detaching = Detaching(
+            std::thread::Builder::new()
+                .name("bpf-detach".into())
+                .spawn(move || drop(links))
+                .ok(),
+        );
         self.stop.store(true, Ordering::Release);
         let drain = self.drain.take().ok_or("drained twice")?;
         let records = match drain.join() {
@@ -296,11 +306,24 @@ impl Running {
                 .map(|v| v.iter().sum::<u64>())
                 .map_err(|e| chain(&e))
         };
-        Ok(Finished {
+        let finished = Finished {
             records,
             lost_full: sum(0)?,
             lost_unstarted: sum(1)?,
-        })
+        };
+        Ok((finished, detaching))
+    }
+}
+
+/// The programs being detached after a capture: dropped, it waits until they are (a thread
+/// that could not start left them detached already, where it was dropped).
+pub struct Detaching(Option<JoinHandle<()>>);
+
+impl Drop for Detaching {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
     }
 }
 

@@ -57,7 +57,8 @@ pub(super) fn traced(
         Err(why) => return Ok(Err(why)),
     };
     let wall = started.map(|s| s.elapsed()).unwrap_or_default();
-    let stats = (running.take())
+    // Detached while the records are parsed: the kernel's wait for it overlaps the parsing.
+    let (stats, _detaching) = (running.take())
         .ok_or_else(|| FsbenchError::Failed("the bpf tracer was never attached".into()))?
         .finish()
         .map_err(|why| FsbenchError::Failed(format!("the bpf tracer failed: {why}")))?;
