@@ -13,7 +13,9 @@ Per program it prints: calls captured and replayed, differing calls, whether the
 equals the program's (names, types, sizes, modes, link counts), each pair of filesystems
 ranked as itself and replayed with both p-values (fsbench compare: Welch on log times, Holm
 adjusted), the filesystem's share of the program, think ÷ program (on tmpfs) and capture ÷
-program. Exit status 1 when a replay differs in a call or in its tree.
+program. Exit status 1 when a replay differs in a call or in its tree. The suite keeps the
+page cache (`--no-drop-caches`): each run's filesystem is made fresh, and the program's own
+executables stay cached, as they do for its replay.
 
   RUNS=5                 runs per configuration and workload
   FS=tmpfs,ext4,xfs,btrfs
@@ -223,7 +225,11 @@ def suite_file(work, setup, cmd, trace):
 
 
 def run_suite(path, db):
-    args = ["--db", db, "run", path, "-q", "--output-format", "json"]
+    # The page cache is kept: every run's filesystem is fresh anyway, and with the cache
+    # dropped the program as itself also read its own executables and libraries from the
+    # disk (git 0.138 s against 0.10 s warm, make 0.341 s against 0.255 s), which its replay
+    # never does.
+    args = ["--db", db, "run", path, "-q", "--output-format", "json", "--no-drop-caches"]
     if os.environ.get("IMAGE_DIR"):
         args += ["--image-dir", os.environ["IMAGE_DIR"]]
     doc = json.loads(fsbench(*args))
