@@ -232,9 +232,21 @@ fn calls_the_bpf_tracer_lost_are_counted_never_silent() {
     assert!((1..=12_000).contains(&n), "{shown}");
 }
 
+/// 6,000 back-to-back traced calls (dd copying 3,000 bytes one at a time into the root)
+/// captured by `tracer`: the `program` line's text, and its figures by name.
+fn dd_captured_by(tracer: &str) -> (String, impl Fn(&str) -> f64 + use<>) {
+    let work = tmpfs_tempdir();
+    let orig = work.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let trace = work.path().join("dd.trace");
+    let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
+    capture_by(&orig, &trace, &["sh", "-c", dd], Some(tracer));
+    program_figures(&trace)
+}
+
 /// `capture --show`'s text of `trace`, and each figure of its `program` line by the words
 /// before it.
-fn program_figures(trace: &Path) -> (String, impl Fn(&str) -> f64) {
+fn program_figures(trace: &Path) -> (String, impl Fn(&str) -> f64 + use<>) {
     let state = tempdir();
     let out = run(fsbench(state.path()).args(["capture", "--show"]).arg(trace));
     let shown = text(&out.stdout);
@@ -294,13 +306,7 @@ fn the_bpf_tracers_cost_is_taken_out_of_the_programs_time() {
     if !tracers("the bpf tracer's cost").contains(&"bpf") {
         return;
     }
-    let work = tmpfs_tempdir();
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("dd.trace");
-    let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
-    capture_by(&orig, &trace, &["sh", "-c", dd], Some("bpf"));
-    let (shown, figure) = program_figures(&trace);
+    let (shown, figure) = dd_captured_by("bpf");
     let (own, under) = (figure("own "), figure("under capture "));
     assert!(own > 0.0 && under - own >= 0.001, "{shown}");
 }
@@ -313,13 +319,7 @@ fn straces_cost_is_read_from_the_programs_own_calls() {
     if !can_capture("strace's cost from the capture", &["dd"]) {
         return;
     }
-    let work = tmpfs_tempdir();
-    let orig = work.path().join("orig");
-    std::fs::create_dir(&orig).unwrap();
-    let trace = work.path().join("dd.trace");
-    let dd = "dd if=/dev/zero of=a bs=1 count=3000 status=none";
-    capture_by(&orig, &trace, &["sh", "-c", dd], Some("strace"));
-    let (shown, figure) = program_figures(&trace);
+    let (shown, figure) = dd_captured_by("strace");
     let (own, under, per_call) = (
         figure("own "),
         figure("under capture "),

@@ -139,6 +139,8 @@ pub struct Parser {
     recorded: BTreeSet<u32>,
     total: u64,
     abs: Vec<u8>,
+    /// A path joined to its directory, before `abs` is made of it (reused).
+    joined: Vec<u8>,
     /// The symlinks beneath the root: paths through them are resolved as the kernel did.
     links: links::Symlinks,
 }
@@ -175,6 +177,7 @@ impl Parser {
             recorded: BTreeSet::new(),
             total: 0,
             abs: Vec::new(),
+            joined: Vec::new(),
             links: links::Symlinks::default(),
         }
     }
@@ -350,8 +353,9 @@ impl Parser {
                     };
                     // The directory itself, a symlink to it followed.
                     if let Some(dir) = dir {
-                        let dir = self.links.resolve(&dir, true);
-                        self.cwd.insert(self.fs(tid), dir);
+                        let mut resolved = Vec::with_capacity(dir.len());
+                        self.links.resolve(&dir, true, &mut resolved);
+                        self.cwd.insert(self.fs(tid), resolved);
                     }
                 }
                 return Ok(false);
@@ -484,33 +488,15 @@ impl Parser {
     /// thread's working directory): lexically, but for the symlinks the parser knows of
     /// before its last component.
     fn absolute(&mut self, tid: u32, dir: Option<&[u8]>, path: &[u8]) {
-        let mut joined = Vec::with_capacity(path.len() + 64);
+        let mut joined = std::mem::take(&mut self.joined);
+        joined.clear();
         if path.first() != Some(&b'/') {
             joined.extend_from_slice(dir.unwrap_or_else(|| self.cwd_of(tid)));
             joined.push(b'/');
         }
         joined.extend_from_slice(path);
-        if !self.links.is_empty() {
-            self.abs = self.links.resolve(&joined, false);
-            return;
-        }
-        self.abs.clear();
-        for part in joined.split(|&c| c == b'/') {
-            match part {
-                b"" | b"." => {}
-                b".." => {
-                    let cut = self.abs.iter().rposition(|&c| c == b'/').unwrap_or(0);
-                    self.abs.truncate(cut);
-                }
-                _ => {
-                    self.abs.push(b'/');
-                    self.abs.extend_from_slice(part);
-                }
-            }
-        }
-        if self.abs.is_empty() {
-            self.abs.push(b'/');
-        }
+        self.links.resolve(&joined, false, &mut self.abs);
+        self.joined = joined;
     }
 
     /// `self.abs` relative to the root (`.` for the root), or `None` when outside it.

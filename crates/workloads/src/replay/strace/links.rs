@@ -44,18 +44,15 @@ impl Symlinks {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Absolute `path` as the kernel resolves it: every symlink known here followed (the
-    /// last component only with `follow_last`, or a trailing slash), `..` climbing from
-    /// where a symlink led. A symlink it does not know is taken as a directory.
-    pub(super) fn resolve(&self, path: &[u8], follow_last: bool) -> Vec<u8> {
+    /// Absolute `path` as the kernel resolves it, into `out`: every symlink known here
+    /// followed (the last component only with `follow_last`, or a trailing slash), `..`
+    /// climbing from where a symlink led; with none known, `path` lexically normalized. A
+    /// symlink it does not know is taken as a directory.
+    pub(super) fn resolve(&self, path: &[u8], follow_last: bool, out: &mut Vec<u8>) {
         // The components still to walk, the next last: slices of `path` and of targets.
         let mut left: Vec<&[u8]> = Vec::with_capacity(16);
         push_components(&mut left, path);
-        let mut out = Vec::with_capacity(path.len());
+        out.clear();
         let mut hops = 0;
         while let Some(part) = left.pop() {
             match part {
@@ -87,7 +84,6 @@ impl Symlinks {
         if out.is_empty() {
             out.push(b'/');
         }
-        out
     }
 }
 
@@ -119,7 +115,9 @@ mod tests {
         links.made(b"/r/abs", b"/r/d");
         links.made(b"/r/loop", b"loop");
         let r = |links: &Symlinks, path: &[u8], follow: bool| {
-            String::from_utf8(links.resolve(path, follow)).unwrap()
+            let mut out = b"left from before".to_vec();
+            links.resolve(path, follow, &mut out);
+            String::from_utf8(out).unwrap()
         };
         assert_eq!(r(&links, b"/r/link", true), "/r/d/real");
         // Its last component not followed, but for a trailing slash or a `..` after it.
