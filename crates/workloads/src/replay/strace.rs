@@ -78,7 +78,7 @@ impl Skip {
             Skip::Unfinished => "cut short by the end of their process",
             Skip::Unreadable => "lines of strace's that fsbench could not read",
             Skip::PathUnread => "whose arguments the bpf tracer could not read",
-            Skip::EmptyPath => "of chmod with an empty path and no AT_EMPTY_PATH (ENOENT)",
+            Skip::EmptyPath => "with an empty path and no AT_EMPTY_PATH (ENOENT: no file)",
             Skip::Named(why) => why,
         }
     }

@@ -70,26 +70,28 @@ impl Parser {
         };
         let dirpath = dir.and_then(|i| args.get(i)).and_then(Arg::path);
         if path.is_empty() && dir.is_some() {
-            // linkat(fd, "", ..., AT_EMPTY_PATH) and fchmodat2's: the descriptor's file, by
-            // its name (fchmod would refuse the O_PATH descriptor fchmodat2 takes).
             let flags = match name {
-                "linkat" => num(args, 4),
-                "fchmodat2" => num(args, 3),
+                "linkat" | "fchownat" => num(args, 4),
+                "fchmodat2" | "newfstatat" | "fstatat64" | "utimensat" => num(args, 3),
+                "statx" => num(args, 2),
                 _ => None,
             };
-            if flags.unwrap_or(0) & AT_EMPTY_PATH != 0 {
+            // Without AT_EMPTY_PATH the kernel finds no file (ENOENT) and touches nothing;
+            // a call on the descriptor instead would succeed, or change a mode, in the replay.
+            if flags.unwrap_or(0) & AT_EMPTY_PATH == 0 {
+                return Err(Skip::EmptyPath);
+            }
+            // linkat's and fchmodat2's: the descriptor's file, by its name (fchmod would
+            // refuse the O_PATH descriptor fchmodat2 takes).
+            if matches!(name, "linkat" | "fchmodat2") {
                 let fd = num(args, 0).ok_or(Skip::Unreadable)?;
                 self.abs = dirpath.ok_or(Skip::NotAFile)?.to_vec();
                 call.fd = fd as i32;
                 call.flags = BY_FD_NAME;
                 return self.fields(tid, name, args, call);
             }
-            // Without AT_EMPTY_PATH, the kernel finds no file (ENOENT); a chmod of the
-            // descriptor instead would change its mode in the replay.
-            if kind == Kind::Chmod {
-                return Err(Skip::EmptyPath);
-            }
-            // `newfstatat(fd, "", ..., AT_EMPTY_PATH)`: fstat.
+            // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` (glibc's fstat), fchownat's and
+            // utimensat's: on the descriptor.
             return self.fd_call(kind, args, 0, call);
         }
         if dir.is_some() && dirpath.is_none() && path.first() != Some(&b'/') {

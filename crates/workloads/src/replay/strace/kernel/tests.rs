@@ -332,3 +332,27 @@ fn a_working_directory_through_a_symlink_is_the_directory_it_leads_to() {
     }
     assert_eq!(paths, ["far/x", "far/real/up", "y", "here", "here/z"]);
 }
+
+#[test]
+fn an_empty_path_is_the_descriptors_file_only_with_at_empty_path() {
+    const EMPTY_PATH: i64 = 0x1000;
+    let (parser, calls) = parse(&[
+        rec("openat", &[-100, 0, O_WRONLY_CREAT, 0o644], 3, &[(1, b"f")]),
+        // glibc's fstat: the descriptor's file.
+        rec("newfstatat", &[3, 0, 0, EMPTY_PATH], 0, &[(1, b"")]),
+        rec("statx", &[3, 0, EMPTY_PATH, 0x7ff, 0], 0, &[(1, b"")]),
+        // No AT_EMPTY_PATH: ENOENT, no file; counted, never a stat of the descriptor.
+        rec("newfstatat", &[3, 0, 0, 0], -2, &[(1, b"")]),
+        rec("statx", &[3, 0, 0, 0x7ff, 0], -2, &[(1, b"")]),
+        rec("fchownat", &[3, 0, 0, 0, 0], -2, &[(1, b"")]),
+    ]);
+    let stats: Vec<_> = (calls[1..].iter())
+        .map(|c| (c.kind(), c.fd, &c.path[..], c.errno))
+        .collect();
+    let on_f = (Kind::Stat, 3, &b"f"[..], 0);
+    assert_eq!(stats, [on_f, on_f]);
+    let skipped: Vec<_> = (parser.skipped.iter())
+        .map(|(w, (n, _))| (w.reason(), *n))
+        .collect();
+    assert_eq!(skipped, [(Skip::EmptyPath.reason(), 3)]);
+}
