@@ -123,6 +123,11 @@ impl Parser {
             ) {
                 return Err(Skip::Outside);
             }
+            // Not followed, the name is /proc's own symlink, whose mode cannot change
+            // (EOPNOTSUPP): the descriptor's file is never touched.
+            if name == "fchmodat2" && num(args, 3).unwrap_or(0) & AT_SYMLINK_NOFOLLOW != 0 {
+                return Err(Skip::Outside);
+            }
             self.abs = self.fd_path(tid, fd).ok_or(Skip::UnknownFd)?.to_vec();
             call.fd = fd;
             call.flags = BY_FD_NAME;

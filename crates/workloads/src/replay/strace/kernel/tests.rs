@@ -334,7 +334,8 @@ fn a_working_directory_through_a_symlink_is_the_directory_it_leads_to() {
 }
 
 #[test]
-fn an_empty_path_is_the_descriptors_file_only_with_at_empty_path() {
+fn the_descriptors_file_needs_at_empty_path_or_a_followed_proc_link()
+ {
     const EMPTY_PATH: i64 = 0x1000;
     let (parser, calls) = parse(&[
         rec("openat", &[-100, 0, O_WRONLY_CREAT, 0o644], 3, &[(1, b"f")]),
@@ -345,6 +346,13 @@ fn an_empty_path_is_the_descriptors_file_only_with_at_empty_path() {
         rec("newfstatat", &[3, 0, 0, 0], -2, &[(1, b"")]),
         rec("statx", &[3, 0, 0, 0x7ff, 0], -2, &[(1, b"")]),
         rec("fchownat", &[3, 0, 0, 0, 0], -2, &[(1, b"")]),
+        // /proc's link itself, not followed: EOPNOTSUPP, the file untouched.
+        rec(
+            "fchmodat2",
+            &[-100, 0, 0o600, 0x100],
+            -95,
+            &[(1, b"/proc/self/fd/3")],
+        ),
     ]);
     let stats: Vec<_> = (calls[1..].iter())
         .map(|c| (c.kind(), c.fd, &c.path[..], c.errno))
@@ -354,5 +362,8 @@ fn an_empty_path_is_the_descriptors_file_only_with_at_empty_path() {
     let skipped: Vec<_> = (parser.skipped.iter())
         .map(|(w, (n, _))| (w.reason(), *n))
         .collect();
-    assert_eq!(skipped, [(Skip::EmptyPath.reason(), 3)]);
+    assert_eq!(
+        skipped,
+        [(Skip::Outside.reason(), 1), (Skip::EmptyPath.reason(), 3)]
+    );
 }
