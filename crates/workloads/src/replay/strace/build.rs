@@ -11,6 +11,8 @@ const RESOLVE_IN_ROOT: i64 = 0x10;
 /// `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH` of linux/fcntl.h.
 const AT_SYMLINK_NOFOLLOW: i64 = 0x100;
 const AT_EMPTY_PATH: i64 = 0x1000;
+/// renameat2's flag that swaps the two names (linux/fs.h).
+const RENAME_EXCHANGE: i64 = 2;
 /// A failed read's or write's recorded length at most (what it asked for is no measure).
 const FAILED_LEN_MAX: i64 = 1 << 16;
 
@@ -221,8 +223,9 @@ impl Parser {
         self.absolute(tid, dir2.as_deref(), new);
         let new_abs = std::mem::take(&mut self.abs);
         if call.kind() == Kind::Rename && call.errno == 0 {
-            self.renamed(&old_abs, &new_abs);
-            self.links.renamed(&old_abs, &new_abs);
+            let exchanged = name == "renameat2" && num(args, 4).unwrap_or(0) & RENAME_EXCHANGE != 0;
+            self.renamed(&old_abs, &new_abs, exchanged);
+            self.links.renamed(&old_abs, &new_abs, exchanged);
         }
         match (self.relative_of(&old_abs), self.relative_of(&new_abs)) {
             (Some(old), Some(new)) => (call.path, call.path2) = (old, new),

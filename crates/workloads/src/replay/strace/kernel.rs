@@ -9,6 +9,7 @@ use std::path::Path;
 use fsbench_model::syscall::SyscallRecord;
 
 use super::build::path_call;
+use super::links::renamed_path;
 use super::syntax::{Arg, Decoded, Outcome};
 use super::{Parser, Skip};
 use crate::replay::trace::{BY_FD_NAME, Call, Kind};
@@ -301,20 +302,17 @@ impl Parser {
         }
     }
 
-    /// `old` was renamed `new`: what is open below it, and the working directories below
-    /// it, are now below `new` (followed only where no decoded path says so).
-    pub(super) fn renamed(&mut self, old: &[u8], new: &[u8]) {
+    /// `old` was renamed `new` (or the two exchanged): what is open below them, and the
+    /// working directories below them, are where the rename put them (followed only where
+    /// no decoded path says so).
+    pub(super) fn renamed(&mut self, old: &[u8], new: &[u8], exchanged: bool) {
         if !self.follows_fds {
             return;
         }
         let open = self.tables.values_mut().flat_map(|t| t.values_mut());
         for path in open.chain(self.cwd.values_mut()) {
-            let below = path
-                .strip_prefix(old)
-                .is_some_and(|r| r.first() == Some(&b'/'));
-            if path.as_slice() == old || below {
-                let rest = path.split_off(old.len());
-                *path = [new, rest.as_slice()].concat();
+            if let Some(moved) = renamed_path(path, old, new, exchanged) {
+                *path = moved;
             }
         }
     }

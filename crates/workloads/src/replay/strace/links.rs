@@ -26,22 +26,23 @@ impl Symlinks {
     }
 
     /// `old` was renamed `new`: a symlink at it or below it is now below `new`; one that
-    /// was at `new` is gone.
-    pub(super) fn renamed(&mut self, old: &[u8], new: &[u8]) {
+    /// was at `new` is gone, unless the two were exchanged (RENAME_EXCHANGE): then the ones
+    /// at or below `new` are below `old`.
+    pub(super) fn renamed(&mut self, old: &[u8], new: &[u8], exchanged: bool) {
         if self.0.is_empty() {
             return;
         }
-        self.0.remove(new);
-        let below = |p: &[u8]| {
-            p == old
-                || p.strip_prefix(old)
-                    .is_some_and(|r| r.first() == Some(&b'/'))
-        };
-        let moved: Vec<Vec<u8>> = self.0.keys().filter(|p| below(p)).cloned().collect();
-        for path in moved {
-            let target = self.0.remove(&path).unwrap_or_default();
-            self.0.insert([new, &path[old.len()..]].concat(), target);
+        if !exchanged {
+            self.0.remove(new);
         }
+        let moved: Vec<(Vec<u8>, Vec<u8>)> = (self.0.keys())
+            .filter_map(|p| Some((p.clone(), renamed_path(p, old, new, exchanged)?)))
+            .collect();
+        // All taken out before any is put back: an exchange swaps two sets of names.
+        let targets: Vec<(Vec<u8>, Vec<u8>)> = (moved.into_iter())
+            .map(|(from, to)| (to, self.0.remove(&from).unwrap_or_default()))
+            .collect();
+        self.0.extend(targets);
     }
 
     /// Absolute `path` as the kernel resolves it, into `out`: every symlink known here
@@ -99,6 +100,21 @@ impl Parser {
     }
 }
 
+/// Where `path` is once `old` was renamed `new` (or the two exchanged): None where the
+/// rename leaves it.
+pub(super) fn renamed_path(
+    path: &[u8],
+    old: &[u8],
+    new: &[u8],
+    exchanged: bool,
+) -> Option<Vec<u8>> {
+    let below = |from: &[u8], to: &[u8]| {
+        let rest = path.strip_prefix(from)?;
+        (rest.is_empty() || rest.first() == Some(&b'/')).then(|| [to, rest].concat())
+    };
+    below(old, new).or_else(|| if exchanged { below(new, old) } else { None })
+}
+
 /// Pushes `path`'s components onto `stack` so that the first is popped first.
 fn push_components<'a>(stack: &mut Vec<&'a [u8]>, path: &'a [u8]) {
     stack.extend(path.split(|&c| c == b'/').rev());
@@ -130,7 +146,7 @@ mod tests {
         assert_eq!(r(&links, b"/r/../..", false), "/");
         // Followed 40 times, then taken as it is.
         assert_eq!(r(&links, b"/r/loop", true), "/r/loop");
-        links.renamed(b"/r", b"/s");
+        links.renamed(b"/r", b"/s", false);
         assert_eq!(r(&links, b"/s/link/..", true), "/s/d");
         assert_eq!(
             r(&links, b"/s/abs/x", true),
@@ -140,11 +156,24 @@ mod tests {
         links.removed(b"/s/link");
         assert_eq!(r(&links, b"/s/link/..", true), "/s");
         links.made(b"/s/link", b"d/real");
-        links.renamed(b"/s/d", b"/s/link");
+        links.renamed(b"/s/d", b"/s/link", false);
         assert_eq!(
             r(&links, b"/s/link/..", true),
             "/s",
             "a directory renamed over it"
+        );
+        links.made(b"/s/other", b"d/real");
+        links.made(b"/s/e/inner", b"/far");
+        links.renamed(b"/s/other", b"/s/e", true);
+        assert_eq!(
+            r(&links, b"/s/e/..", true),
+            "/s/d",
+            "exchanged: /s/e is the symlink"
+        );
+        assert_eq!(
+            r(&links, b"/s/other/inner/x", true),
+            "/far/x",
+            "and /s/other the dir"
         );
     }
 }

@@ -334,8 +334,7 @@ fn a_working_directory_through_a_symlink_is_the_directory_it_leads_to() {
 }
 
 #[test]
-fn the_descriptors_file_needs_at_empty_path_or_a_followed_proc_link()
- {
+fn the_descriptors_file_needs_at_empty_path_or_a_followed_proc_link() {
     const EMPTY_PATH: i64 = 0x1000;
     let (parser, calls) = parse(&[
         rec("openat", &[-100, 0, O_WRONLY_CREAT, 0o644], 3, &[(1, b"f")]),
@@ -366,4 +365,34 @@ fn the_descriptors_file_needs_at_empty_path_or_a_followed_proc_link()
         skipped,
         [(Skip::Outside.reason(), 1), (Skip::EmptyPath.reason(), 3)]
     );
+}
+
+#[test]
+fn an_exchange_swaps_the_names_of_what_is_open_below_both() {
+    const RENAME_EXCHANGE: i64 = 2;
+    let (_, calls) = parse(&[
+        rec(
+            "openat",
+            &[-100, 0, O_WRONLY_CREAT, 0o644],
+            3,
+            &[(1, b"a/x")],
+        ),
+        rec(
+            "openat",
+            &[-100, 0, O_WRONLY_CREAT, 0o644],
+            4,
+            &[(1, b"b/y")],
+        ),
+        rec(
+            "renameat2",
+            &[-100, 0, -100, 0, RENAME_EXCHANGE],
+            0,
+            &[(1, b"a"), (3, b"b")],
+        ),
+        rec("fsync", &[3], 0, &[]),
+        rec("fsync", &[4], 0, &[]),
+    ]);
+    let paths: Vec<_> = calls[3..].iter().map(|c| &c.path[..]).collect();
+    assert_eq!(paths, [&b"b/x"[..], &b"a/y"[..]]);
+    assert_eq!(calls[2].a, RENAME_EXCHANGE as u64);
 }
