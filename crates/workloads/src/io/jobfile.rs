@@ -127,7 +127,7 @@ pub fn read(path: &Path, cap: &Cap, targets: &Targets) -> anyhow::Result<Vec<IoP
             }
             continue;
         }
-        groups::verify_only(s, &global, &mut params)?;
+        groups::verify_only(s, &global, &mut params, before(&jobs, stonewall))?;
         match jobs.last_mut() {
             Some(before) if !stonewall => before.beside.push(params),
             _ => jobs.push(params),
@@ -196,6 +196,14 @@ fn exit_all(sections: &[Section]) -> anyhow::Result<(bool, bool)> {
     Ok((exitall, running))
 }
 
+/// The groups that ran before a job's: all so far, or all but the one it runs beside.
+fn before(jobs: &[IoParams], stonewall: bool) -> &[IoParams] {
+    match jobs.len() {
+        n if n > 0 && !stonewall => &jobs[..n - 1],
+        _ => jobs,
+    }
+}
+
 /// Job `s`'s `exit_what` (its own, else its globals').
 fn exit_what<'s>(s: &'s Section, global: &[&'s Line]) -> Option<&'s str> {
     (global.iter().copied().chain(&s.options))
@@ -228,7 +236,7 @@ fn waits(line: &Line, jobs: &[IoParams]) -> anyhow::Result<bool> {
 }
 
 /// One job: the global options then its own (a key given in both: its own wins, as in
-/// fio), whether it waits for the jobs before it (`stonewall`, or `wait_for` a job of the
+/// fio, but for `filename`, whose files add up), whether it waits for the jobs before it (`stonewall`, or `wait_for` a job of the
 /// groups so far, `jobs`), and whether it starts a reporting group of its own
 /// (`new_group`).
 fn job(
@@ -284,6 +292,16 @@ fn job(
             // Each value alone first, so that a bad one names its own line.
             KIND.parse_pairs(&[(k.clone(), v.clone())])
                 .map_err(|e| invalid(format!("{}: {e}", line.at)))?;
+            // fio adds each `filename` line's files to those the job has (its globals'
+            // too: a job of its own `filename` under a global one uses both).
+            let earlier_files = (k == "filename")
+                .then(|| pairs.iter().position(|(have, _, _)| *have == k))
+                .flatten()
+                .map(|i| pairs.remove(i).1);
+            let v = match earlier_files {
+                Some(files) => format!("{files}:{v}"),
+                None => v,
+            };
             pairs.retain(|(have, _, _)| *have != k);
             pairs.push((k, v, &line.at));
         }
@@ -292,11 +310,7 @@ fn job(
         Some(line) => waits(line, jobs)?,
         None => stonewall,
     };
-    // The groups that ran before this job's: all so far, or all but the one it runs beside.
-    let earlier = match jobs.len() {
-        n if n > 0 && !stonewall => &jobs[..n - 1],
-        _ => jobs,
-    };
+    let earlier = before(jobs, stonewall);
     let sizeless = sized(s, raw, cap, &mut pairs)?;
     fixups::untimed_without_runtime(s, &mut pairs, &mut fio);
     let params = params_of(

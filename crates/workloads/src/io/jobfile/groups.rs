@@ -128,9 +128,14 @@ fn without_followers(group: &IoParams) -> IoParams {
 /// writes then writes nothing and reads back what its writes would have put in its files,
 /// checked as `verify` checks (a job that only reads runs as it is, as fio's). Its files
 /// are those the groups before it wrote, which run again first, as for any job on them;
-/// checking them is refused where no group before it made them: fio would check what an
-/// earlier run left, and every fsbench run starts on fresh files.
-pub(super) fn verify_only(s: &Section, global: &[&Line], p: &mut IoParams) -> anyhow::Result<()> {
+/// checking them is refused where a group before it made not every one of them: fio would
+/// check what an earlier run left, and every fsbench run starts on fresh files.
+pub(super) fn verify_only(
+    s: &Section,
+    global: &[&Line],
+    p: &mut IoParams,
+    earlier: &[IoParams],
+) -> anyhow::Result<()> {
     let Some(line) = (global.iter().copied().chain(&s.options))
         .rfind(|l| l.key.replace('-', "_") == "verify_only")
         .filter(|l| super::spelling::flag(&l.value))
@@ -138,9 +143,11 @@ pub(super) fn verify_only(s: &Section, global: &[&Line], p: &mut IoParams) -> an
         return Ok(());
     };
     p.verify_only = p.rw.read_percent(p.rwmixread) < 100;
-    if p.verify_only && p.verify.is_some() && p.do_verify && !p.existing_files {
+    let left = left_by(earlier);
+    let unwritten = named(p, 0).into_iter().find(|n| !left.contains(n));
+    if let Some(name) = unwritten.filter(|_| p.verify_only && p.verify.is_some() && p.do_verify) {
         return Err(invalid(format!(
-            "{}: job `{}`: `verify_only` checks what a group before it in the job file wrote to its files (the same `filename`), and none did: fio would check what an earlier run left, and every fsbench run starts on fresh files",
+            "{}: job `{}`: `verify_only` checks what a group before it in the job file wrote to its files (the same `filename`), and none wrote `{name}`: fio would check what an earlier run left, and every fsbench run starts on fresh files",
             line.at, s.name
         )));
     }

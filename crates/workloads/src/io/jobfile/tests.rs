@@ -572,3 +572,23 @@ fn cpuio_options_read_as_fio_reads_them() {
         assert!(err.contains(needle), "{text:?}: {err}");
     }
 }
+
+#[test]
+fn each_filename_line_adds_its_files_to_the_jobs_as_in_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[global]\nfilename=ga\nsize=1m\nrw=write\n[own]\nfilename=jb\n[plain]\n[two]\nfilename=x1\nfilename=x2:x3\n";
+    let path = write(dir.path(), "job.fio", text);
+    let jobs = read(&path, &Cap::default(), &Targets::default()).unwrap();
+    let files: Vec<_> = std::iter::once(&jobs[0])
+        .chain(&jobs[0].beside)
+        .map(|p| (p.filename.join(":"), p.nrfiles))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("ga:jb".to_string(), 2),
+            ("ga".to_string(), 1),
+            ("ga:x1:x2:x3".to_string(), 4)
+        ]
+    );
+}
