@@ -18,6 +18,7 @@ const PROGRAM: &str = r#"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -47,6 +48,13 @@ int main(void) {
     /* An O_PATH descriptor's file, which fchmod refuses. */
     int e = open("d/e", O_PATH);
     if (e < 0 || chmod2(e, "", 0711, AT_EMPTY_PATH)) return 9;
+    /* /proc's own link, not followed: refused, the file untouched. */
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", f);
+    if (chmod2(AT_FDCWD, proc, 0666, AT_SYMLINK_NOFOLLOW) == 0 || errno != EOPNOTSUPP) return 10;
+    /* An empty path without AT_EMPTY_PATH: no file. */
+    struct stat st;
+    if (fstatat(f, "", &st, 0) == 0 || errno != ENOENT) return 11;
     /* Whether tmpfs keeps it or not, it is counted. */
     struct xattr_args set = { (uint64_t)(uintptr_t)"v", 1, 0 };
     syscall(463, AT_FDCWD, "f", 0, "user.k", &set, sizeof set);
@@ -86,6 +94,8 @@ fn fchmodat2_is_replayed_from_bpf_and_named_under_strace() {
         let trace = work.path().join(format!("{name}.trace"));
         let said = text(&capture_by(&orig, &trace, &cmd, Some(tracer)).stderr);
         let modes = |root: &Path| ["f", "d", "d/e"].map(|p| mode(&root.join(p)));
+        let empty = "1 with an empty path and no AT_EMPTY_PATH (ENOENT: no file)";
+        assert!(shown_reasons(&trace).contains(empty), "{tracer}");
         assert_eq!(modes(&orig), [0o604, 0o700, 0o711], "{tracer}");
         let replayed = work.path().join(format!("replayed-{tracer}"));
         let report = replay(&trace, &replayed);
@@ -112,14 +122,14 @@ fn fchmodat2_is_replayed_from_bpf_and_named_under_strace() {
             assert!(!said.contains("fchmodat2"), "{said}");
         } else {
             // strace 6.1 prints `syscall_0x1c4(...)`, the path a raw pointer: counted by name.
-            let named = "7 calls of fchmodat2, which strace 6.1 does not decode (use \
+            let named = "8 calls of fchmodat2, which strace 6.1 does not decode (use \
                          --tracer bpf)";
             assert!(
                 report.notes.iter().any(|n| n.contains(named)),
                 "{:?}",
                 report.notes
             );
-            assert!(shown.contains("7 of fchmodat2"), "{shown}");
+            assert!(shown.contains("8 of fchmodat2"), "{shown}");
             assert!(said.contains(&format!("not recorded: {named}")), "{said}");
             assert!(
                 !report.captured.contains_key("chmod"),
