@@ -63,6 +63,9 @@ fn every_pattern_replays(trace: &Path, orig: &Path, replayed: &Path) {
     assert_eq!(t["far/beside"], ('f', 20, 1));
     assert_eq!(t["far/dir-beside"].0, 'd');
     assert_eq!(t["back"], ('f', 30, 1));
+    // Through the symlink exchanged with a directory, and in the directory.
+    assert_eq!(t["far/swapped"], ('f', 40, 1));
+    assert_eq!(t["xl/in-dir"], ('f', 50, 1));
     use std::os::unix::fs::PermissionsExt;
     let mode = |p: &str| {
         std::fs::metadata(replayed.join(p))
