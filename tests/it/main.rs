@@ -36,6 +36,7 @@ mod fio_files;
 mod fio_groups;
 mod fio_jobs;
 mod fio_latency;
+mod fio_more_engines;
 mod fio_opts;
 mod fio_out;
 mod fio_place;

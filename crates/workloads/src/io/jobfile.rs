@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use super::IoParams;
 use super::table::KIND;
+use super::{Engine, IoParams};
 use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 
@@ -516,6 +516,12 @@ fn read_into(
         let key = key.trim().to_string();
         let value = keywords.expand(value.trim(), &at)?;
         check_known(&key, &at)?;
+        if let Some(why) = (key == "ioengine")
+            .then(|| Engine::unavailable(&value))
+            .flatten()
+        {
+            return Err(invalid(format!("{at}: `ioengine={value}`: {why}")));
+        }
         let Some(section) = sections.last_mut() else {
             return Err(invalid(format!("{at}: `{key}` before any `[section]`")));
         };

@@ -177,6 +177,26 @@ impl Engine {
         }
     }
 
+    /// fio's engines that need what fsbench does not drive, with what each needs: a job
+    /// naming one is refused at its `ioengine` line, saying so.
+    pub(crate) const UNAVAILABLE: &'static [(&'static str, &'static str)] = &[(
+        "mtd",
+        "erases and writes a flash (MTD) device (/dev/mtdN), which fsbench does not drive",
+    )];
+
+    /// Why fio's engine `name` cannot run here (a row of [`Engine::UNAVAILABLE`]), with
+    /// what this kernel lacks for it; `None` for another name.
+    pub(crate) fn unavailable(name: &str) -> Option<String> {
+        let (_, needs) = Engine::UNAVAILABLE.iter().find(|(n, _)| *n == name)?;
+        let lacks = match name {
+            "mtd" if !std::path::Path::new("/sys/class/mtd").exists() => {
+                "; this kernel has no MTD support (no /sys/class/mtd)"
+            }
+            _ => "",
+        };
+        Some(format!("fio's {name} engine {needs}{lacks}"))
+    }
+
     /// One of fio's file and directory operation engines (no data I/O).
     pub fn file_op(self) -> bool {
         matches!(

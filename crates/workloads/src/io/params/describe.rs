@@ -38,11 +38,26 @@ impl IoParams {
                 (false, true) => "no set size".to_string(),
                 (false, false) => format_bytes(self.filesize),
             },
-            self.engine.name(),
+            self.engine_described(),
             self.depth(),
             self.limit_described(unbounded),
         ) + &(self.placement.describe()).map_or(String::new(), |placed| format!(", {placed}"))
             + &self.beside_described()
+    }
+
+    /// The engine's name, and what fio's name was where the job file named another spelling
+    /// of it (`cpp_null`, fio's null engine built as a C++ plugin).
+    fn engine_described(&self) -> String {
+        let written = (self.fio.as_deref()).and_then(|fio| {
+            let lines = fio.global.iter().chain(&fio.options);
+            lines.filter(|(k, _)| k == "ioengine").last()
+        });
+        match written {
+            Some((_, name)) if name == "cpp_null" => {
+                "null (fio's cpp_null: its null engine as a C++ plugin)".to_string()
+            }
+            _ => self.engine.name().to_string(),
+        }
     }
 
     /// How long the job runs: its time, its passes, or until the filesystem is full.
