@@ -25,8 +25,9 @@ with FS=ext4/xfs, a fresh directory of the image, bound) is mounted on that dire
 fsbench is given it (`--dir`). A directory missing on the
 host is made for the mount and removed afterwards; nothing else on the host changes, and
 the mount ends with the namespace. A file that names a block device (`filename=/dev/sdb`)
-runs on a loop device over a sparse image of DEVICE_MIB MiB (default 256) in the bench's
-own directory: in the namespace a private tmpfs is mounted on /dev, holding the usual
+runs on a loop device over a sparse image of DEVICE_MIB MiB (default 1024: the capped
+jobs of cross-stripe-verify, 30 copies `offset_increment` apart, reach past 480 MiB; a
+sparse image costs only what is written) in the bench's own directory: in the namespace a private tmpfs is mounted on /dev, holding the usual
 character devices and the loop device's node under the file's name, and fsbench is given
 it (`--target-device`); the loop device is detached and the image removed afterwards. Keep FSBENCH out of the
 directories the files name (/tmp among them): the namespace's tmpfs hides what lies there.
@@ -43,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FSBENCH = os.path.abspath(os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench")))
 CAP = os.environ.get("CAP", "size=16m,runtime=2s")
 TIMEOUT = int(os.environ.get("TIMEOUT", "120"))
-DEVICE_MIB = int(os.environ.get("DEVICE_MIB", "256"))
+DEVICE_MIB = int(os.environ.get("DEVICE_MIB", "1024"))
 FS = os.environ.get("FS", "tmpfs")
 IMAGE_MIB = int(os.environ.get("IMAGE_MIB", "4096"))
 
