@@ -272,6 +272,10 @@ fn job(
         if ACCEPTED.contains(&key.as_str()) {
             continue;
         }
+        if let Some(device) = target::kernel_device(&key, &line.value) {
+            raw = Some(device);
+            continue;
+        }
         if let Some(device) = targets.raw_device(&key, &line.value) {
             raw = Some(device.map_err(|why| invalid(format!("{}: {why}", line.at)))?);
             continue;

@@ -37,6 +37,7 @@ pub(crate) use placement::online_nodes;
 pub use placement::{MemPolicy, Placement};
 mod steady;
 use mpi::shared_file_share;
+pub(crate) use names::KERNEL_DEVICES;
 pub use names::allow_raw_target;
 pub(crate) use pacing::poisson_gap_ns;
 pub(crate) use steady::SteadySpec;

@@ -22,6 +22,17 @@ impl IoParams {
             true => " read back by verify_only (nothing written)",
             false => "",
         };
+        if self.on_kernel_device() {
+            return format!(
+                "fio-style {}: {} job(s) on the kernel's {} device, {} at depth {}, {}: no filesystem is measured",
+                self.rw.name(),
+                self.numjobs,
+                self.filename[0],
+                self.engine_described(),
+                self.depth(),
+                self.limit_described(false),
+            ) + &self.beside_described();
+        }
         // A fill job without a size: its files' size is the filesystem's, found when laid out.
         let unbounded = self.fill_device && self.size >= UNBOUNDED;
         format!(

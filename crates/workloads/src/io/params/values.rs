@@ -81,7 +81,7 @@ pub(super) fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
     }
     if matches!(name, "/dev/null" | "/dev/zero") {
         return Err(invalid(format!(
-            "io: `{key}={name}` moves no data through a filesystem: fsbench measures filesystems (ioengine=null measures the harness alone)"
+            "io: `{key}={name}` moves no data through a filesystem: a job file's job may name it as its one file (`filename={name}` alone), as fio runs it"
         )));
     }
     if path.is_absolute() {
