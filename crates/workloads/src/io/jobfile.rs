@@ -378,8 +378,8 @@ fn sized<'s>(
         let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;
         pairs.push(("size".into(), size.to_string(), &s.at));
     }
-    // fio asks a cpuio job (no files) no size: a nominal one, the largest block, unused.
-    let burns = |k: &str, v: &str| k == "ioengine" && v == "cpuio";
+    // fio asks a cpuio or exec job (no files) no size: a nominal one, unused.
+    let burns = |k: &str, v: &str| k == "ioengine" && matches!(v, "cpuio" | "exec");
     if pairs.iter().any(|(k, v, _)| burns(k, v)) && !pairs.iter().any(|(k, _, _)| gives_size(k)) {
         pairs.push(("size".into(), "256m".into(), &s.at));
     }

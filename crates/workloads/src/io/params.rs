@@ -17,6 +17,8 @@ mod cpu;
 mod describe;
 pub(crate) use cpu::CpuBurn;
 mod engines;
+mod exec;
+pub use exec::ExecSpec;
 mod errors;
 pub(crate) use errors::ErrorPolicy;
 pub(crate) use errors::{ErrorKind, kind_of};
@@ -198,6 +200,9 @@ pub struct IoParams {
     /// fio's cpuio engine: the share of a CPU the job burns (no I/O, no files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_burn: Option<CpuBurn>,
+    /// An exec job's program (fio's exec engine): no I/O, a program run beside the jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecSpec>,
     pub randrepeat: bool,
     pub randseed: u64,
     pub distribution: Distribution,
@@ -381,6 +386,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         steady: steady::steady(p)?,
         latency_target: latency::latency_target(p)?,
         cpu_burn: cpu::cpu_burn(p, engine)?,
+        exec: exec::exec_spec(p, engine)?,
         randrepeat: p.flag("randrepeat"),
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,

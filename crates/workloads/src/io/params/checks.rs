@@ -47,6 +47,7 @@ impl IoParams {
         self.validate_pacing()?;
         self.validate_latency_target()?;
         self.validate_cpu_burn()?;
+        self.validate_exec()?;
         self.validate_engine()?;
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());

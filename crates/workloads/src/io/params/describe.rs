@@ -14,6 +14,15 @@ impl IoParams {
                 self.runtime_ms as f64 / 1000.0
             ) + &self.beside_described();
         }
+        if let Some(exec) = &self.exec {
+            let name = self.job.as_deref().unwrap_or("exec");
+            return format!(
+                "fio's exec: {} job(s) running `{}` for {} s: no I/O, no files",
+                self.numjobs,
+                exec.argv(self.runtime_ms / 1000, name).join(" "),
+                self.runtime_ms as f64 / 1000.0
+            ) + &self.beside_described();
+        }
         let skew = match self.distribution {
             Distribution::Random => String::new(),
             d => format!(", {}", d.text()),
