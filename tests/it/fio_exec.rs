@@ -71,7 +71,7 @@ fn the_program_runs_for_the_job_s_time_and_is_stopped() {
     let notes = notes(&out);
     assert!(
         notes.contains(&format!("ran `{program} mon 1`"))
-            && notes.contains("was stopped by SIGTERM after SIGTERM at the end of the job's time"),
+            && notes.contains("was stopped by SIGTERM at the end of the job's time"),
         "{notes}"
     );
     let doc = json(&out);

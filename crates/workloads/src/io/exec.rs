@@ -107,6 +107,14 @@ fn describe(status: ExitStatus, when: &str) -> String {
     }
 }
 
+/// How the program ended once sent SIGTERM at the end of the job's time.
+fn stopped_by(status: ExitStatus) -> String {
+    match status.signal() {
+        Some(libc::SIGTERM) => "was stopped by SIGTERM at the end of the job's time".into(),
+        _ => describe(status, "after SIGTERM at the end of the job's time"),
+    }
+}
+
 /// The running program: its process group (and its cgroup) killed and the program reaped
 /// whatever ends the job (an error, a panic).
 struct Program {
@@ -172,10 +180,7 @@ impl Program {
         let until = Instant::now() + grace;
         while Instant::now() < until {
             if let Some(status) = self.ended()? {
-                return Ok(describe(
-                    status,
-                    "after SIGTERM at the end of the job's time",
-                ));
+                return Ok(stopped_by(status));
             }
             std::thread::sleep(GRACE_LOOK);
         }
@@ -188,7 +193,7 @@ impl Program {
                 "was killed by SIGKILL {} s after SIGTERM at the end of the job's time",
                 grace.as_secs()
             ),
-            _ => describe(status, "after SIGTERM at the end of the job's time"),
+            _ => stopped_by(status),
         })
     }
 

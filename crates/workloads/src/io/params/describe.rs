@@ -70,7 +70,7 @@ impl IoParams {
     fn engine_described(&self) -> String {
         let written = (self.fio.as_deref()).and_then(|fio| {
             let lines = fio.global.iter().chain(&fio.options);
-            lines.filter(|(k, _)| k == "ioengine").last()
+            lines.rev().find(|(k, _)| k == "ioengine")
         });
         match written {
             Some((_, name)) if name == "cpp_null" => {
