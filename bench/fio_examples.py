@@ -11,7 +11,11 @@ fio-3.33` in a clone of fio's repository). FSBENCH (default target/release/fsben
 other benches. Each file runs once (--runs 1) in a fresh directory on FS (default tmpfs,
 in /dev/shm; ext4 or xfs: a fresh IMAGE_MIB MiB sparse loop image, default 4096, made and mounted
 by the bench in its own directory, unmounted and removed at the end), with at most TIMEOUT
-seconds (default 120) before it counts as hung. Some files need a filesystem: e4defrag's
+seconds (default 120) before it counts as hung. exec.fio runs /usr/sbin/turbostat, in Debian 12's linux-cpupower package (`apt-get install
+linux-cpupower`; the bench installs nothing): without it fsbench refuses the file, naming
+the program and its line; with it the file runs even where turbostat cannot read the
+CPU's counters (in a VM it exits at once, status 1, and the run's notes say so, as fio
+reports err=0 for it). Some files need a filesystem: e4defrag's
 engine moves extents on ext4 only; 512-byte direct I/O needs a filesystem that takes it
 (tmpfs does from Linux 6.6 on). A group whose jobs use the files an earlier group of its file made (the same
 `filename`: surface-scan, ssd-test, falloc, e4defrag…) runs that group again first, untimed,
