@@ -77,9 +77,12 @@ pub struct IoParams {
     /// The writes' block size where it differs from `bssplit`'s (fio's `bs=READ,WRITE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bs: Option<u64>,
-    /// Bytes of I/O per job and pass, over its files.
+    /// Bytes of I/O per job and pass, over its files; [`UNBOUNDED`] (stored as null) for a
+    /// fill job with no set size.
+    #[serde(with = "values::unbounded_as_null")]
     pub size: u64,
-    /// Each file's size.
+    /// Each file's size (as `size`, null where unbounded).
+    #[serde(with = "values::unbounded_as_null")]
     pub filesize: u64,
     pub nrfiles: u32,
     /// fio's `filename`: the job's files by name, relative to the run's directory, shared

@@ -1,7 +1,7 @@
 //! The io workload's options checked together: what the job's files leave room for, what
 //! contradicts what, and each group of options' own checks.
 
-use super::IoParams;
+use super::{IoParams, UNBOUNDED};
 use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 use fsbench_model::units::format_bytes;
@@ -53,11 +53,8 @@ impl IoParams {
             return no("`time-based` needs a `runtime`".into());
         }
         self.validate_combinations()?;
-        if self
-            .filesize
-            .checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs))
-            .is_none()
-        {
+        let files = u64::from(self.nrfiles) * u64::from(self.numjobs);
+        if self.filesize < UNBOUNDED && self.filesize.checked_mul(files).is_none() {
             return no("files × size overflow 64 bits".into());
         }
         Ok(())
