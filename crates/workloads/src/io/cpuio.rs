@@ -77,7 +77,7 @@ fn sleep(job: &Job<'_>, idle: Duration) {
 }
 
 /// Whether another job's failure or end (`exitall`) or Ctrl-C stopped the job.
-fn stopped(job: &Job<'_>) -> bool {
+pub(super) fn stopped(job: &Job<'_>) -> bool {
     job.halt.load(Ordering::Relaxed) || job.rec.progress().cancel.load(Ordering::Relaxed)
 }
 

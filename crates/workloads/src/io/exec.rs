@@ -11,13 +11,13 @@
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 use rustix::process::{Pid, Signal};
 
 use super::Io;
+use super::cpuio::stopped;
 use super::job::{Job, JobOut};
 use crate::command::cgroup::Cgroup;
 use crate::command::process::enter;
@@ -89,11 +89,6 @@ fn output(job: &Job<'_>, name: &str, what: &str) -> Result<Stdio, FsbenchError> 
     let fd: OwnedFd = rustix::fs::openat(job.dir, file.as_str(), flags, Mode::from(0o644))
         .map_err(|e| FsbenchError::Failed(format!("exec: cannot open {file}: {e}")))?;
     Ok(Stdio::from(fd))
-}
-
-/// Whether another job's failure or end (`exitall`) or Ctrl-C stopped the job.
-fn stopped(job: &Job<'_>) -> bool {
-    job.halt.load(Ordering::Relaxed) || job.rec.progress().cancel.load(Ordering::Relaxed)
 }
 
 /// How the program ended, in words (`when`: what it ended before, for an exit of its own).
