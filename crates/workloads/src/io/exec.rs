@@ -43,12 +43,12 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
         (output(job, &name, "stdout")?, output(job, &name, "stderr")?)
     } else {
         // fsbench's stdout is its data: the program's output goes to fsbench's stderr.
-        let err = std::io::stderr().as_fd().try_clone_to_owned();
-        let err = err.map_err(|e| FsbenchError::Failed(format!("exec: stderr: {e}")))?;
-        let out = err
-            .try_clone()
-            .map_err(|e| FsbenchError::Failed(format!("{e}")))?;
-        (Stdio::from(out), Stdio::from(err))
+        let failed = |e: std::io::Error| FsbenchError::Failed(format!("exec: stderr: {e}"));
+        let err = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(failed)?;
+        (err.try_clone().map_err(failed)?, err)
     };
     let mut program = Program::start(&argv, job.dir.as_raw_fd(), stdout, stderr)?;
     job.out.exec_ended = program.unjoined.take();
@@ -83,12 +83,12 @@ fn job_name(job: &Job<'_>) -> String {
 }
 
 /// `NAME.WHAT` made anew in the run's directory, for the program's output.
-fn output(job: &Job<'_>, name: &str, what: &str) -> Result<Stdio, FsbenchError> {
+fn output(job: &Job<'_>, name: &str, what: &str) -> Result<OwnedFd, FsbenchError> {
     let file = format!("{name}.{what}");
     let flags = OFlags::CREATE | OFlags::WRONLY | OFlags::TRUNC | OFlags::CLOEXEC;
     let fd: OwnedFd = rustix::fs::openat(job.dir, file.as_str(), flags, Mode::from(0o644))
         .map_err(|e| FsbenchError::Failed(format!("exec: cannot open {file}: {e}")))?;
-    Ok(Stdio::from(fd))
+    Ok(fd)
 }
 
 /// How the program ended, in words (`when`: what it ended before, for an exit of its own).
@@ -126,39 +126,57 @@ struct Program {
 impl Program {
     /// `argv` started in a process group of its own, in the directory `dir` (a descriptor),
     /// dying with the thread that started it.
-    fn start(argv: &[String], dir: i32, out: Stdio, err: Stdio) -> Result<Program, FsbenchError> {
-        let (cgroup, unjoined) = match Cgroup::create() {
+    fn start(
+        argv: &[String],
+        dir: i32,
+        out: OwnedFd,
+        err: OwnedFd,
+    ) -> Result<Program, FsbenchError> {
+        let (mut cgroup, mut unjoined) = match Cgroup::create() {
             Ok((cgroup, _)) => (Some(cgroup), None),
             Err(why) => (None, Some(why)),
         };
-        let join = cgroup.as_ref().map(|c| c.procs_path().to_owned());
-        let mut command = Command::new(&argv[0]);
-        command
-            .args(&argv[1..])
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0);
-        // SAFETY: between fork and exec the closure makes only system calls (open, write,
-        // close, prctl, fchdir) on memory allocated and a descriptor held open before the fork.
-        unsafe {
-            command.pre_exec(move || {
-                enter(join.as_ref())?;
-                if libc::fchdir(dir) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(|e| {
+        let failed = |e: std::io::Error| {
             FsbenchError::Failed(format!("exec: cannot run `{}`: {e}", argv.join(" ")))
-        })?;
-        Ok(Program {
-            child,
-            reaped: false,
-            cgroup,
-            unjoined: unjoined.map(|why| format!("it had no cgroup of its own: {why}")),
-        })
+        };
+        loop {
+            let join = cgroup.as_ref().map(|c| c.procs_path().to_owned());
+            let mut command = Command::new(&argv[0]);
+            command
+                .args(&argv[1..])
+                .stdin(Stdio::null())
+                .stdout(out.try_clone().map_err(failed)?)
+                .stderr(err.try_clone().map_err(failed)?)
+                .process_group(0);
+            // SAFETY: between fork and exec the closure makes only system calls (open,
+            // write, close, prctl, fchdir) on memory allocated and a descriptor held open
+            // before the fork.
+            unsafe {
+                command.pre_exec(move || {
+                    enter(join.as_ref())?;
+                    if libc::fchdir(dir) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            match command.spawn() {
+                Ok(child) => {
+                    return Ok(Program {
+                        child,
+                        reaped: false,
+                        cgroup,
+                        unjoined: unjoined.map(|why| format!("it had no cgroup of its own: {why}")),
+                    });
+                }
+                // A cgroup fsbench may make but not move a process into (delegation rules).
+                Err(e) if cgroup.is_some() => {
+                    unjoined = Some(format!("cannot move the program into its cgroup: {e}"));
+                    cgroup = None;
+                }
+                Err(e) => return Err(failed(e)),
+            }
+        }
     }
 
     /// How the program ended, if it has.
