@@ -11,7 +11,11 @@ fio-3.33` in a clone of fio's repository). FSBENCH (default target/release/fsben
 other benches. Each file runs once (--runs 1) in a fresh directory on FS (default tmpfs,
 in /dev/shm; ext4 or xfs: a fresh IMAGE_MIB MiB sparse loop image, default 4096, made and mounted
 by the bench in its own directory, unmounted and removed at the end), with at most TIMEOUT
-seconds (default 120) before it counts as hung. Some files need a filesystem: e4defrag's
+seconds (default 120) before it counts as hung. exec.fio runs /usr/sbin/turbostat, in Debian 12's linux-cpupower package (`apt-get install
+linux-cpupower`; the bench installs nothing): without it fsbench refuses the file, naming
+the program and its line; with it the file runs even where turbostat cannot read the
+CPU's counters (in a VM it exits at once, status 1, and the run's notes say so, as fio
+reports err=0 for it). Some files need a filesystem: e4defrag's
 engine moves extents on ext4 only; 512-byte direct I/O needs a filesystem that takes it
 (tmpfs does from Linux 6.6 on). A group whose jobs use the files an earlier group of its file made (the same
 `filename`: surface-scan, ssd-test, falloc, e4defrag…) runs that group again first, untimed,
@@ -25,8 +29,9 @@ with FS=ext4/xfs, a fresh directory of the image, bound) is mounted on that dire
 fsbench is given it (`--dir`). A directory missing on the
 host is made for the mount and removed afterwards; nothing else on the host changes, and
 the mount ends with the namespace. A file that names a block device (`filename=/dev/sdb`)
-runs on a loop device over a sparse image of DEVICE_MIB MiB (default 256) in the bench's
-own directory: in the namespace a private tmpfs is mounted on /dev, holding the usual
+runs on a loop device over a sparse image of DEVICE_MIB MiB (default 1024: the capped
+jobs of cross-stripe-verify, 30 copies `offset_increment` apart, reach past 480 MiB; a
+sparse image costs only what is written) in the bench's own directory: in the namespace a private tmpfs is mounted on /dev, holding the usual
 character devices and the loop device's node under the file's name, and fsbench is given
 it (`--target-device`); the loop device is detached and the image removed afterwards. Keep FSBENCH out of the
 directories the files name (/tmp among them): the namespace's tmpfs hides what lies there.
@@ -43,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FSBENCH = os.path.abspath(os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench")))
 CAP = os.environ.get("CAP", "size=16m,runtime=2s")
 TIMEOUT = int(os.environ.get("TIMEOUT", "120"))
-DEVICE_MIB = int(os.environ.get("DEVICE_MIB", "256"))
+DEVICE_MIB = int(os.environ.get("DEVICE_MIB", "1024"))
 FS = os.environ.get("FS", "tmpfs")
 IMAGE_MIB = int(os.environ.get("IMAGE_MIB", "4096"))
 

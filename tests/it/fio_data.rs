@@ -235,6 +235,12 @@ fn fill_device_writes_until_the_filesystem_is_full_and_ends_without_error() {
             .ends_with("2 file(s) of no set size, psync at depth 1, until the filesystem is full"),
         "{described}"
     );
+    // Nor do its exported parameters: no size (null), not a number it never had.
+    let params = &doc["suite"]["workload"][0];
+    assert!(
+        params["size"].is_null() && params["filesize"].is_null(),
+        "{params}"
+    );
     let io = &doc["runs"][0]["phases"][1];
     let filled = figure(&doc, "written until full").unwrap() * f64::from(1 << 20);
     assert_eq!(filled as u64, io["bytes"].as_u64().unwrap(), "{io}");

@@ -125,8 +125,8 @@ fn absolute_names_inside_the_directory_given_run_and_others_are_refused() {
             format!("`directory={d}/../up`: an absolute name with `..`"),
         ),
         (
-            "filename=/dev/null".into(),
-            "`filename=/dev/null` moves no data through a filesystem".into(),
+            "directory=/dev/null".into(),
+            "`directory=/dev/null` moves no data through a filesystem".into(),
         ),
         (
             format!("filename={d}"),

@@ -23,6 +23,7 @@ mod cmdprio;
 mod contents;
 mod cpuio;
 mod e4defrag;
+mod exec;
 mod fileops;
 mod flow;
 mod job;
@@ -45,8 +46,8 @@ mod verify;
 
 use job::{Job, JobOut, Span};
 pub use params::{
-    CmdPrio, Distribution, Engine, Fallocate, FileService, IoParams, MemPolicy, Placement,
-    PrioShares, Rw, Strided, SyncIo, Zones, allow_raw_target,
+    CmdPrio, Distribution, Engine, ExecSpec, Fallocate, FileService, IoParams, MemPolicy,
+    Placement, PrioShares, Rw, Strided, SyncIo, Zones, allow_raw_target,
 };
 use pattern::Pattern;
 pub(crate) use table::KIND;
@@ -200,11 +201,12 @@ impl Io {
                 Engine::Libaio => Some(libaio::run),
                 Engine::Posixaio => Some(posixaio::run),
                 Engine::Cpuio => Some(cpuio::run),
+                Engine::Exec => Some(exec::run),
                 e if e.file_op() => Some(fileops::run),
                 _ => None,
             };
             let ran = job.run(Instant::now(), engine);
-            if let (None, Some(left)) = (params.cpu_burn, io_left) {
+            if let (true, Some(left)) = (params.does_io(), io_left) {
                 left.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             }
             let (worker, out) = ran?;
@@ -223,6 +225,7 @@ impl Io {
     /// job's time, completion latency percentiles, total latency, submission latency.
     fn figures(&mut self, outs: &[JobOut]) {
         self.note_cpu_burns(outs);
+        self.note_programs(outs);
         let secs = (self
             .of_direction(outs, None)
             .iter()
@@ -319,6 +322,10 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
 /// kernel refuses a misaligned direct I/O on its own).
 fn check_device(p: &IoParams) -> Result<(), FsbenchError> {
     use std::io::{Seek, SeekFrom};
+    if p.on_kernel_device() {
+        // Endless: /dev/zero reads zeros and /dev/null takes every write at any offset.
+        return Ok(());
+    }
     let name = &p.filename[0];
     let size = std::fs::File::open(name)
         .and_then(|mut f| f.seek(SeekFrom::End(0)))
@@ -342,7 +349,7 @@ impl Io {
         }
         let threads = self.threads();
         (self.params.jobs().enumerate())
-            .filter(|(_, p)| p.cpu_burn.is_none())
+            .filter(|(_, p)| p.does_io())
             .map(|(j, p)| {
                 let mine = (threads.iter().zip(outs))
                     .filter(|((_, job, _), _)| *job == j)
@@ -364,7 +371,7 @@ impl Io {
     /// I/O).
     fn of_direction<'o>(&self, outs: &'o [JobOut], trims: Option<bool>) -> Vec<&'o JobOut> {
         (self.threads().into_iter().zip(outs))
-            .filter(|((p, _, _), _)| p.cpu_burn.is_none())
+            .filter(|((p, _, _), _)| p.does_io())
             .filter(|((p, _, _), _)| trims.is_none_or(|t| p.rw.trims() == t))
             .map(|(_, o)| o)
             .collect()
@@ -503,7 +510,7 @@ impl Workload for Io {
             return self.layout_files().len() as u64;
         }
         jobs.map(|p| {
-            let per_job = if p.time_based || p.cpu_burn.is_some() {
+            let per_job = if p.time_based || !p.does_io() {
                 0
             } else {
                 p.size / p.max_bs().max(1) * u64::from(p.loops)

@@ -37,6 +37,19 @@ pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
             out.push_str(further);
             continue;
         }
+        if let Some(exec) = &p.exec {
+            // fio's exec engine prints its program as each copy starts, no job line.
+            let arguments = exec.arguments.as_deref().unwrap_or("(null)");
+            for _ in 0..p.numjobs {
+                let _ = writeln!(
+                    burns,
+                    "{} : program={}, arguments={arguments}",
+                    job.name, exec.program
+                );
+            }
+            out.push_str(further);
+            continue;
+        }
         let sizes = p.bssplit.iter().map(|b| b.0);
         let (min, max) = (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0));
         let range = format!(

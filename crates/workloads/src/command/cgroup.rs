@@ -30,7 +30,7 @@ pub(super) struct CgroupUsage {
     pub peak_memory: Option<u64>,
 }
 
-pub(super) struct Cgroup {
+pub(crate) struct Cgroup {
     path: PathBuf,
     /// `cgroup.procs`, ready for the child to join between fork and exec (no allocation).
     procs: CString,
@@ -49,7 +49,7 @@ impl Cgroup {
     /// A fresh cgroup below fsbench's own, locked as its maker's, after killed fsbench
     /// processes' cgroups are swept: with what the sweep could not undo. The error says why
     /// there is none.
-    pub(super) fn create() -> Result<(Cgroup, Vec<String>), String> {
+    pub(crate) fn create() -> Result<(Cgroup, Vec<String>), String> {
         let parent = parent()?;
         let unswept = sweep(&parent, None).into_iter().filter_map(Result::err);
         let unswept = unswept.collect();
@@ -92,7 +92,7 @@ impl Cgroup {
         &self.path
     }
 
-    pub(super) fn procs_path(&self) -> &std::ffi::CStr {
+    pub(crate) fn procs_path(&self) -> &std::ffi::CStr {
         &self.procs
     }
 
@@ -112,7 +112,7 @@ impl Cgroup {
 
     /// Kills every process in the cgroup (`cgroup.kill`; one by one on kernels before 5.14)
     /// and waits up to `limit` for them to be gone; whether they are.
-    pub(super) fn kill_all(&self, limit: Duration) -> bool {
+    pub(crate) fn kill_all(&self, limit: Duration) -> bool {
         if std::fs::write(self.path.join("cgroup.kill"), "1").is_err() {
             self.kill_listed();
         }

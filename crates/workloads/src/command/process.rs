@@ -312,7 +312,7 @@ fn spawn(step: &Step<'_>, held: bool) -> Result<(Tree, File, File, Vec<String>),
 }
 
 /// In the child, before exec: into the cgroup, and killed if fsbench dies.
-fn enter(cgroup_procs: Option<&CString>) -> std::io::Result<()> {
+pub(crate) fn enter(cgroup_procs: Option<&CString>) -> std::io::Result<()> {
     // SAFETY: plain system calls on a NUL-terminated path and a static buffer.
     unsafe {
         if let Some(procs) = cgroup_procs {

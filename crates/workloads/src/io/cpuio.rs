@@ -77,7 +77,7 @@ fn sleep(job: &Job<'_>, idle: Duration) {
 }
 
 /// Whether another job's failure or end (`exitall`) or Ctrl-C stopped the job.
-fn stopped(job: &Job<'_>) -> bool {
+pub(super) fn stopped(job: &Job<'_>) -> bool {
     job.halt.load(Ordering::Relaxed) || job.rec.progress().cancel.load(Ordering::Relaxed)
 }
 
@@ -152,7 +152,7 @@ unsafe extern "C" fn bytes_ascending(a: *const c_void, b: *const c_void) -> c_in
 /// no I/O job to wait for burns for its time.
 pub(super) fn region(threads: &[&IoParams]) -> Result<Option<Region>, FsbenchError> {
     let waits = (threads.iter()).any(|p| p.cpu_burn.is_some_and(|b| b.exit_on_io_done));
-    let io = threads.iter().any(|p| p.cpu_burn.is_none());
+    let io = threads.iter().any(|p| p.does_io());
     if !(waits && io) {
         return Ok(None);
     }
@@ -162,7 +162,7 @@ pub(super) fn region(threads: &[&IoParams]) -> Result<Option<Region>, FsbenchErr
 /// The count of `threads` doing I/O, in `region` (from [`region`]); each ends it by one.
 pub(super) fn io_jobs<'r>(region: &'r Region, threads: &[&IoParams]) -> &'r AtomicU64 {
     let count = &region.take::<AtomicU64>(1)[0];
-    let io = threads.iter().filter(|p| p.cpu_burn.is_none()).count();
+    let io = threads.iter().filter(|p| p.does_io()).count();
     count.store(io as u64, Ordering::Relaxed);
     count
 }
@@ -191,9 +191,9 @@ impl Io {
             return;
         }
         let burns = burns.join(", ");
-        self.notes.push(if self.params.jobs().all(|p| p.cpu_burn.is_some()) {
+        self.notes.push(if self.params.jobs().all(|p| !p.does_io()) {
             format!(
-                "cpuio: every job only burned CPU ({burns}): no filesystem data moved, and there are no I/O figures"
+                "cpuio: {burns}, and no job did I/O: no filesystem data moved, and there are no I/O figures"
             )
         } else {
             format!(

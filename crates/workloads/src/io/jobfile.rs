@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use super::IoParams;
 use super::table::KIND;
+use super::{Engine, IoParams};
 use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 
@@ -280,6 +280,10 @@ fn job(
         if ACCEPTED.contains(&key.as_str()) {
             continue;
         }
+        if let Some(device) = target::kernel_device(&key, &line.value) {
+            raw = Some(device);
+            continue;
+        }
         if let Some(device) = targets.raw_device(&key, &line.value) {
             raw = Some(device.map_err(|why| invalid(format!("{}: {why}", line.at)))?);
             continue;
@@ -388,8 +392,8 @@ fn sized<'s>(
         let size = target::device_size(device).map_err(|e| invalid(format!("{}: {e}", s.at)))?;
         pairs.push(("size".into(), size.to_string(), &s.at));
     }
-    // fio asks a cpuio job (no files) no size: a nominal one, the largest block, unused.
-    let burns = |k: &str, v: &str| k == "ioengine" && v == "cpuio";
+    // fio asks a cpuio or exec job (no files) no size: a nominal one, unused.
+    let burns = |k: &str, v: &str| k == "ioengine" && matches!(v, "cpuio" | "exec");
     if pairs.iter().any(|(k, v, _)| burns(k, v)) && !pairs.iter().any(|(k, _, _)| gives_size(k)) {
         pairs.push(("size".into(), "256m".into(), &s.at));
     }
@@ -530,6 +534,12 @@ fn read_into(
         let key = key.trim().to_string();
         let value = keywords.expand(value.trim(), &at)?;
         check_known(&key, &at)?;
+        if let Some(why) = (key == "ioengine")
+            .then(|| Engine::unavailable(&value))
+            .flatten()
+        {
+            return Err(invalid(format!("{at}: `ioengine={value}`: {why}")));
+        }
         let Some(section) = sections.last_mut() else {
             return Err(invalid(format!("{at}: `{key}` before any `[section]`")));
         };

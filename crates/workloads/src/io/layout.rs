@@ -102,7 +102,11 @@ impl Io {
                 || p.raw_device
                 || matches!(
                     p.engine,
-                    Engine::Null | Engine::Cpuio | Engine::FileCreate | Engine::DirCreate
+                    Engine::Null
+                        | Engine::Cpuio
+                        | Engine::Exec
+                        | Engine::FileCreate
+                        | Engine::DirCreate
                 )
             {
                 continue;

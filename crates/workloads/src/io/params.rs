@@ -17,6 +17,8 @@ mod cpu;
 mod describe;
 pub(crate) use cpu::CpuBurn;
 mod engines;
+mod exec;
+pub use exec::ExecSpec;
 mod errors;
 pub(crate) use errors::ErrorPolicy;
 pub(crate) use errors::{ErrorKind, kind_of};
@@ -37,6 +39,7 @@ pub(crate) use placement::online_nodes;
 pub use placement::{MemPolicy, Placement};
 mod steady;
 use mpi::shared_file_share;
+pub(crate) use names::KERNEL_DEVICES;
 pub use names::allow_raw_target;
 pub(crate) use pacing::poisson_gap_ns;
 pub(crate) use steady::SteadySpec;
@@ -74,9 +77,12 @@ pub struct IoParams {
     /// The writes' block size where it differs from `bssplit`'s (fio's `bs=READ,WRITE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bs: Option<u64>,
-    /// Bytes of I/O per job and pass, over its files.
+    /// Bytes of I/O per job and pass, over its files; [`UNBOUNDED`] (stored as null) for a
+    /// fill job with no set size.
+    #[serde(with = "values::unbounded_as_null")]
     pub size: u64,
-    /// Each file's size.
+    /// Each file's size (as `size`, null where unbounded).
+    #[serde(with = "values::unbounded_as_null")]
     pub filesize: u64,
     pub nrfiles: u32,
     /// fio's `filename`: the job's files by name, relative to the run's directory, shared
@@ -197,6 +203,9 @@ pub struct IoParams {
     /// fio's cpuio engine: the share of a CPU the job burns (no I/O, no files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_burn: Option<CpuBurn>,
+    /// An exec job's program (fio's exec engine): no I/O, a program run beside the jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecSpec>,
     pub randrepeat: bool,
     pub randseed: u64,
     pub distribution: Distribution,
@@ -380,6 +389,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         steady: steady::steady(p)?,
         latency_target: latency::latency_target(p)?,
         cpu_burn: cpu::cpu_burn(p, engine)?,
+        exec: exec::exec_spec(p, engine)?,
         randrepeat: p.flag("randrepeat"),
         randseed: p.num("randseed").expect("default"),
         distribution: Distribution::parse(p.text("random-distribution").expect("default"))?,

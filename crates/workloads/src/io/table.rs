@@ -580,4 +580,8 @@ const OPTIONS: &[OptionDef] = &[
     control::CPUCHUNKS,
     control::CPUMODE,
     control::EXIT_ON_IO_DONE,
+    control::PROGRAM,
+    control::ARGUMENTS,
+    control::GRACE_TIME,
+    control::STD_REDIRECT,
 ];

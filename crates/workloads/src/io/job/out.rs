@@ -39,6 +39,9 @@ pub(crate) struct JobOut {
     /// fio's latency target search, where it ended.
     #[serde(default)]
     pub latency_search: Option<fsbench_model::measurement::LatencySearch>,
+    /// An exec job's program: how it ended.
+    #[serde(default)]
+    pub exec_ended: Option<String>,
     /// From the common start to the job's end (its final syncs included).
     pub elapsed: Duration,
 }
@@ -57,6 +60,7 @@ impl JobOut {
             verified: 0,
             steady: None,
             latency_search: None,
+            exec_ended: None,
             elapsed: Duration::ZERO,
         }
     }

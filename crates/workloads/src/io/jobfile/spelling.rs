@@ -104,6 +104,8 @@ pub(super) fn translate(key: &str, value: &str) -> Result<Vec<(String, String)>,
         "steadystate" => one("ss", value),
         "steadystate_duration" => one("ss_dur", value),
         "steadystate_ramp_time" => one("ss_ramp", value),
+        // fio's cpp_null is its null engine built as an outside C++ plugin: the same engine.
+        "ioengine" if value == "cpp_null" => one("ioengine", "null"),
         "ioscheduler" => Err(format!(
             "`{key}`: fsbench sets the scheduler per configuration (--sched or FS:sched=NAME)"
         )),

@@ -42,6 +42,16 @@ impl<'a> Targets<'a> {
     }
 }
 
+/// For `filename=/dev/null` or `filename=/dev/zero` alone, those two names exactly: the
+/// kernel's device, the job's one file as fio opens it (no layout, nothing made nor
+/// removed); `None` for any other line.
+pub(super) fn kernel_device(key: &str, value: &str) -> Option<&'static Path> {
+    let device = crate::io::params::KERNEL_DEVICES
+        .iter()
+        .find(|d| **d == value)?;
+    (key == "filename").then(|| Path::new(*device))
+}
+
 /// A block device's size in bytes.
 pub(super) fn device_size(device: &Path) -> std::io::Result<u64> {
     use std::io::{Seek, SeekFrom};

@@ -1,7 +1,7 @@
 //! The io workload's options checked together: what the job's files leave room for, what
 //! contradicts what, and each group of options' own checks.
 
-use super::IoParams;
+use super::{IoParams, UNBOUNDED};
 use crate::WorkloadParams;
 use fsbench_measure::error::invalid;
 use fsbench_model::units::format_bytes;
@@ -47,16 +47,14 @@ impl IoParams {
         self.validate_pacing()?;
         self.validate_latency_target()?;
         self.validate_cpu_burn()?;
+        self.validate_exec()?;
         self.validate_engine()?;
         if self.time_based && self.runtime_ms == 0 {
             return no("`time-based` needs a `runtime`".into());
         }
         self.validate_combinations()?;
-        if self
-            .filesize
-            .checked_mul(u64::from(self.nrfiles) * u64::from(self.numjobs))
-            .is_none()
-        {
+        let files = u64::from(self.nrfiles) * u64::from(self.numjobs);
+        if self.filesize < UNBOUNDED && self.filesize.checked_mul(files).is_none() {
             return no("files × size overflow 64 bits".into());
         }
         Ok(())

@@ -125,6 +125,9 @@ pub enum Engine {
     /// No I/O and no files: the job burns a share of a CPU, as fio's cpuio engine, beside
     /// the jobs that do I/O.
     Cpuio,
+    /// No I/O and no files: the job runs a program for its time, as fio's exec engine,
+    /// beside the jobs that do I/O.
+    Exec,
 }
 
 impl Engine {
@@ -150,6 +153,7 @@ impl Engine {
         "falloc",
         "e4defrag",
         "cpuio",
+        "exec",
     ];
 
     pub(super) fn parse(text: &str) -> Engine {
@@ -173,8 +177,29 @@ impl Engine {
             "falloc" => Engine::Falloc,
             "e4defrag" => Engine::E4defrag,
             "cpuio" => Engine::Cpuio,
+            "exec" => Engine::Exec,
             _ => Engine::Psync,
         }
+    }
+
+    /// fio's engines that need what fsbench does not drive, with what each needs: a job
+    /// naming one is refused at its `ioengine` line, saying so.
+    pub(crate) const UNAVAILABLE: &'static [(&'static str, &'static str)] = &[(
+        "mtd",
+        "erases and writes a flash (MTD) device (/dev/mtdN), which fsbench does not drive",
+    )];
+
+    /// Why fio's engine `name` cannot run here (a row of [`Engine::UNAVAILABLE`]), with
+    /// what this kernel lacks for it; `None` for another name.
+    pub(crate) fn unavailable(name: &str) -> Option<String> {
+        let (_, needs) = Engine::UNAVAILABLE.iter().find(|(n, _)| *n == name)?;
+        let lacks = match name {
+            "mtd" if !std::path::Path::new("/sys/class/mtd").exists() => {
+                "; this kernel has no MTD support (no /sys/class/mtd)"
+            }
+            _ => "",
+        };
+        Some(format!("fio's {name} engine {needs}{lacks}"))
     }
 
     /// One of fio's file and directory operation engines (no data I/O).
@@ -190,9 +215,9 @@ impl Engine {
         )
     }
 
-    /// An engine with no files (fio's `FIO_DISKLESSIO`): `null` and `cpuio`.
+    /// An engine with no files (fio's `FIO_DISKLESSIO`): `null`, `cpuio` and `exec`.
     pub fn diskless(self) -> bool {
-        matches!(self, Engine::Null | Engine::Cpuio)
+        matches!(self, Engine::Null | Engine::Cpuio | Engine::Exec)
     }
 
     /// An engine that queues I/Os and reaps them apart (`iodepth` of them in flight).
@@ -222,6 +247,7 @@ impl Engine {
             Engine::Falloc => "falloc",
             Engine::E4defrag => "e4defrag",
             Engine::Cpuio => "cpuio",
+            Engine::Exec => "exec",
         }
     }
 }

@@ -14,6 +14,15 @@ impl IoParams {
                 self.runtime_ms as f64 / 1000.0
             ) + &self.beside_described();
         }
+        if let Some(exec) = &self.exec {
+            let name = self.job.as_deref().unwrap_or("exec");
+            return format!(
+                "fio's exec: {} job(s) running `{}` for {} s: no I/O, no files",
+                self.numjobs,
+                exec.argv(self.runtime_ms / 1000, name).join(" "),
+                self.runtime_ms as f64 / 1000.0
+            ) + &self.beside_described();
+        }
         let skew = match self.distribution {
             Distribution::Random => String::new(),
             d => format!(", {}", d.text()),
@@ -22,6 +31,17 @@ impl IoParams {
             true => " read back by verify_only (nothing written)",
             false => "",
         };
+        if self.on_kernel_device() {
+            return format!(
+                "fio-style {}: {} job(s) on the kernel's {} device, {} at depth {}, {}: no filesystem is measured",
+                self.rw.name(),
+                self.numjobs,
+                self.filename[0],
+                self.engine_described(),
+                self.depth(),
+                self.limit_described(false),
+            ) + &self.beside_described();
+        }
         // A fill job without a size: its files' size is the filesystem's, found when laid out.
         let unbounded = self.fill_device && self.size >= UNBOUNDED;
         format!(
@@ -38,11 +58,26 @@ impl IoParams {
                 (false, true) => "no set size".to_string(),
                 (false, false) => format_bytes(self.filesize),
             },
-            self.engine.name(),
+            self.engine_described(),
             self.depth(),
             self.limit_described(unbounded),
         ) + &(self.placement.describe()).map_or(String::new(), |placed| format!(", {placed}"))
             + &self.beside_described()
+    }
+
+    /// The engine's name, and what fio's name was where the job file named another spelling
+    /// of it (`cpp_null`, fio's null engine built as a C++ plugin).
+    fn engine_described(&self) -> String {
+        let written = (self.fio.as_deref()).and_then(|fio| {
+            let lines = fio.global.iter().chain(&fio.options);
+            lines.rev().find(|(k, _)| k == "ioengine")
+        });
+        match written {
+            Some((_, name)) if name == "cpp_null" => {
+                "null (fio's cpp_null: its null engine as a C++ plugin)".to_string()
+            }
+            _ => self.engine.name().to_string(),
+        }
     }
 
     /// How long the job runs: its time, its passes, or until the filesystem is full.

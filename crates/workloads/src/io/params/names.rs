@@ -6,6 +6,10 @@ use fsbench_measure::error::invalid;
 use fsbench_model::units::compact_size;
 use fsbench_model::workload::WorkerMode;
 
+/// The kernel's devices a job file's job may name as its one file, as fio opens them: they
+/// move no data through a filesystem, and fsbench makes, truncates and removes nothing there.
+pub(crate) const KERNEL_DEVICES: [&str; 2] = ["/dev/null", "/dev/zero"];
+
 /// The block device `fsbench fio --target-device` was given, once checked, in this process.
 static RAW_TARGET: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
@@ -24,6 +28,7 @@ impl IoParams {
     pub(super) fn validate_names(&self) -> anyhow::Result<()> {
         if self.raw_device {
             return match (&self.filename[..], RAW_TARGET.get()) {
+                ([_], _) if self.on_kernel_device() => Ok(()),
                 ([name], Some(given)) if std::path::Path::new(name) == given => Ok(()),
                 _ => Err(invalid(format!(
                     "io: `filename={}` is read and written raw only under `fsbench fio --target-device` naming that device",
@@ -40,6 +45,13 @@ impl IoParams {
             values::inside_name("donorname", &donor)?;
         }
         Ok(())
+    }
+
+    /// Whether the job's one file is the kernel's `/dev/null` or `/dev/zero` (a job file's
+    /// `filename=` naming it alone): no filesystem is measured.
+    pub fn on_kernel_device(&self) -> bool {
+        self.raw_device
+            && matches!(&self.filename[..], [name] if KERNEL_DEVICES.contains(&name.as_str()))
     }
 
     /// The workload's label: the job's name (or preset, or its pattern, block sizes and

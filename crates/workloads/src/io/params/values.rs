@@ -16,6 +16,27 @@ pub(in crate::io) fn parse_time(key: &str, text: &str) -> anyhow::Result<u64> {
 /// before this (the layout bounds it by the filesystem's size).
 pub(crate) const UNBOUNDED: u64 = 1 << 50;
 
+/// A size stored as what is true of it: `null` where it is [`UNBOUNDED`] (a fill job with
+/// no set size: its figures say what it wrote), a number of bytes otherwise.
+pub(super) mod unbounded_as_null {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::UNBOUNDED;
+
+    pub(in crate::io::params) fn serialize<S: Serializer>(
+        size: &u64,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        (*size < UNBOUNDED).then_some(*size).serialize(s)
+    }
+
+    pub(in crate::io::params) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<u64, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.unwrap_or(UNBOUNDED))
+    }
+}
+
 pub(super) fn parse_micros(key: &str, text: &str) -> anyhow::Result<u64> {
     Ok(parse_ns(key, text, 1000)? / 1000)
 }
@@ -81,7 +102,7 @@ pub(super) fn inside_name(key: &str, name: &str) -> anyhow::Result<String> {
     }
     if matches!(name, "/dev/null" | "/dev/zero") {
         return Err(invalid(format!(
-            "io: `{key}={name}` moves no data through a filesystem: fsbench measures filesystems (ioengine=null measures the harness alone)"
+            "io: `{key}={name}` moves no data through a filesystem: a job file's job may name it as its one file (`filename={name}` alone), as fio runs it"
         )));
     }
     if path.is_absolute() {
@@ -213,10 +234,8 @@ pub(super) fn sizes(p: &Parsed, nrfiles: u32, smallest: u64) -> anyhow::Result<(
         (Some(size), Some(filesize)) => (size, filesize),
         (Some(size), None) => (size, offset.saturating_add(size / files)),
         (None, Some(filesize)) => (filesize.saturating_mul(files), filesize),
-        (None, None) if fills => {
-            let size = UNBOUNDED;
-            (size, offset.saturating_add(size / files))
-        }
+        // Its files as unbounded as the job, until the layout bounds them by the filesystem.
+        (None, None) if fills => (UNBOUNDED, UNBOUNDED),
         (None, None) => return Err(invalid("io: `size` or `filesize` is needed")),
     };
     Ok((p.num("io-size").unwrap_or(size), filesize, offset))

@@ -146,3 +146,33 @@ pub(super) const EXIT_ON_IO_DONE: OptionDef = OptionDef::new(
     OptKind::Flag,
     "ioengine=cpuio: the job ends once the jobs doing I/O beside it have",
 );
+
+pub(super) const PROGRAM: OptionDef = OptionDef::new(
+    "program",
+    OptKind::Text,
+    "ioengine=exec: the program the job runs (found on PATH without a /)",
+);
+
+pub(super) const ARGUMENTS: OptionDef = OptionDef::new(
+    "arguments",
+    OptKind::Text,
+    "ioengine=exec: its arguments, split on spaces (%r: runtime in s, %n: job name)",
+);
+
+pub(super) const GRACE_TIME: OptionDef = OptionDef {
+    default: Some("1"),
+    ..OptionDef::new(
+        "grace-time",
+        OptKind::Count,
+        "ioengine=exec: seconds from the SIGTERM at the job's end to the SIGKILL",
+    )
+};
+
+pub(super) const STD_REDIRECT: OptionDef = OptionDef {
+    default: Some("true"),
+    ..OptionDef::new(
+        "std-redirect",
+        OptKind::Flag,
+        "ioengine=exec: its output in NAME.stdout/.stderr in the run's directory",
+    )
+};
