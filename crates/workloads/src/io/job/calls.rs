@@ -12,8 +12,9 @@ use fsbench_measure::fio::Completion;
 impl Job<'_> {
     /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
     /// `read`/`write` (sync) or `readv`/`writev` (vsync), `preadv`/`pwritev` (pvsync),
-    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), a copy from or to the mapping (mmap),
-    /// `ftruncate` or `fallocate` (their engines), or nothing (null).
+    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), a copy from or to the mapping (mmap,
+    /// libpmem), the pool's blocks (pmemblk), `ftruncate` or `fallocate` (their engines), or
+    /// nothing (null).
     #[inline]
     pub(super) fn transfer(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
         use rustix::io::{preadv, preadv2, pwritev, pwritev2};
@@ -22,9 +23,13 @@ impl Job<'_> {
         if engine == Engine::Null {
             return Ok(io.len as usize);
         }
+        if engine == Engine::Pmemblk {
+            let buf = &mut self.bufs[0].buf()[..io.len as usize];
+            return self.pools[io.file].transfer(buf, io.offset, io.read);
+        }
         if matches!(
             engine,
-            Engine::Mmap | Engine::Ftruncate | Engine::Falloc | Engine::E4defrag
+            Engine::Mmap | Engine::Libpmem | Engine::Ftruncate | Engine::Falloc | Engine::E4defrag
         ) {
             return self.without_read_write(io);
         }
@@ -76,14 +81,15 @@ impl Job<'_> {
         let fd = self.files[io.file].as_fd();
         let buf = &mut self.bufs[0].buf()[..io.len as usize];
         match self.params.engine {
-            Engine::Mmap => {
+            Engine::Mmap | Engine::Libpmem => {
                 let map = &self.maps[io.file];
                 if io.read {
                     map.read(buf, io.offset);
                 } else {
                     map.write(buf, io.offset);
                 }
-                if self.params.direct {
+                // libpmem's `direct` is its copy's non-temporal stores.
+                if self.params.direct && self.params.engine == Engine::Mmap {
                     map.sync_range(io.offset, buf.len())?;
                 }
             }

@@ -125,6 +125,14 @@ pub enum Engine {
     /// No I/O and no files: the job burns a share of a CPU, as fio's cpuio engine, beside
     /// the jobs that do I/O.
     Cpuio,
+    /// PMDK's libpmemblk: each file a block pool (`filename=PATH,BSIZE,FSIZEMiB`), each
+    /// I/O its blocks' `pmemblk_read`/`pmemblk_write`.
+    Pmemblk,
+    /// PMDK's libpmem: each file mapped by `pmem_map_file` (on persistent memory only), a
+    /// write a `pmem_memcpy`, a sync a `pmem_drain`.
+    Libpmem,
+    /// fio's engine for a device-DAX character device: refused (none is a filesystem's).
+    DevDax,
 }
 
 impl Engine {
@@ -150,6 +158,9 @@ impl Engine {
         "falloc",
         "e4defrag",
         "cpuio",
+        "pmemblk",
+        "libpmem",
+        "dev-dax",
     ];
 
     pub(super) fn parse(text: &str) -> Engine {
@@ -173,6 +184,9 @@ impl Engine {
             "falloc" => Engine::Falloc,
             "e4defrag" => Engine::E4defrag,
             "cpuio" => Engine::Cpuio,
+            "pmemblk" => Engine::Pmemblk,
+            "libpmem" => Engine::Libpmem,
+            "dev-dax" => Engine::DevDax,
             _ => Engine::Psync,
         }
     }
@@ -193,6 +207,12 @@ impl Engine {
     /// An engine with no files (fio's `FIO_DISKLESSIO`): `null` and `cpuio`.
     pub fn diskless(self) -> bool {
         matches!(self, Engine::Null | Engine::Cpuio)
+    }
+
+    /// One of PMDK's engines: fio's `FIO_DISKLESSIO`, which open their files themselves
+    /// (no `O_DIRECT`, no cache dropped).
+    pub fn pmem(self) -> bool {
+        matches!(self, Engine::Pmemblk | Engine::Libpmem | Engine::DevDax)
     }
 
     /// An engine that queues I/Os and reaps them apart (`iodepth` of them in flight).
@@ -222,6 +242,9 @@ impl Engine {
             Engine::Falloc => "falloc",
             Engine::E4defrag => "e4defrag",
             Engine::Cpuio => "cpuio",
+            Engine::Pmemblk => "pmemblk",
+            Engine::Libpmem => "libpmem",
+            Engine::DevDax => "dev-dax",
         }
     }
 }
