@@ -39,6 +39,7 @@ mod fio_latency;
 mod fio_opts;
 mod fio_out;
 mod fio_place;
+mod fio_pmem;
 mod fio_verify;
 mod first_hour;
 mod fuzz;

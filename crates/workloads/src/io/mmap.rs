@@ -97,12 +97,12 @@ impl Mapping {
             pmem: Some((lib, flags)),
         };
         if is_pmem == 0 {
-            let at = params
-                .engine_at
-                .as_deref()
-                .map_or(String::new(), |at| format!("{at}: "));
+            // Named as the job file's other refusals are: its line, then the job.
+            let at = (params.engine_at.as_deref()).map_or(String::new(), |at| {
+                format!("{at}: job `{}`: ", params.job.as_deref().unwrap_or("io"))
+            });
             return Err(FsbenchError::InvalidInput(format!(
-                "{at}io: `ioengine=libpmem`: {name} is not on persistent memory; fio fails the job there (err={}, \"file_name does not point to persistent memory\", {errno}): its engine needs a DAX-mounted filesystem on an NVDIMM",
+                "{at}io: `ioengine=libpmem`: {name} is not on persistent memory; fio fails the job there (err={}, \"file_name does not point to persistent memory\", {errno}): its engine needs a DAX-mounted filesystem on an NVDIMM (PMEM_IS_PMEM_FORCE=1 makes libpmem take any file for one, for fio too)",
                 errno.raw_os_error().unwrap_or(0)
             )));
         }

@@ -110,14 +110,53 @@ impl IoParams {
                     gross >> 20
                 ));
             }
-            let misfit = (self.block_sizes().chain([self.offset]))
-                .find(|n| bsize > 0 && !n.is_multiple_of(bsize));
-            if let Some(n) = misfit {
+            let sizes = self.block_sizes().map(|bs| ("bs", bs));
+            let misfit = (sizes.chain([("offset", self.offset)]))
+                .find(|(_, n)| bsize > 0 && !n.is_multiple_of(bsize));
+            if let Some((key, n)) = misfit {
                 return no(format!(
-                    "{n} (a block size or `offset`) is not a multiple of the pool's block size ({bsize}, `filename={name},...`): fio's engine fails each such I/O with EINVAL"
+                    "`{key}={n}` is not a multiple of the pool's block size ({bsize}): fio's engine fails each such I/O with EINVAL"
                 ));
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(text: &str) -> anyhow::Result<PoolNames> {
+        pool_names(Engine::Pmemblk, text.split(':').map(String::from).collect())
+    }
+
+    #[test]
+    fn pool_names_give_their_sizes_as_fio_reads_them() {
+        let (paths, pools) = names("pmem0/fio-test,4096,1024:b,512,17").unwrap();
+        assert_eq!(paths, ["pmem0/fio-test", "b"]);
+        assert_eq!(pools, [(4096, 1024 << 20), (512, 17 << 20)]);
+        // A name alone is a pool made before; another engine's names stay as they are.
+        assert_eq!(names("pool").unwrap(), (vec!["pool".into()], vec![(0, 0)]));
+        let other = pool_names(Engine::Psync, vec!["a,1,2".into()]).unwrap();
+        assert_eq!(other, (vec!["a,1,2".into()], vec![]));
+    }
+
+    #[test]
+    fn pool_names_fio_cannot_make_a_pool_of_are_refused() {
+        for bad in [
+            "pool,4k,64",
+            "pool,4096,0",
+            "pool,0,64",
+            "pool,64",
+            ",4096,64",
+            "a,b",
+        ] {
+            let err = names(bad).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("`filename={bad}`")) && err.contains("PATH,BSIZE,FSIZEMiB"),
+                "{bad}: {err}"
+            );
+        }
     }
 }
