@@ -174,7 +174,7 @@ impl Verifier {
         let mut checked = 0;
         let mut first: Option<Mismatch> = None;
         let len = self.interval as usize;
-        for file in 0..self.written.len() {
+        for (file, name) in names.iter().enumerate().take(self.written.len()) {
             for w in 0..self.written[file].len() {
                 while self.written[file][w] != 0 {
                     if (limit > 0 && checked >= limit) || (fatal && first.is_some()) {
@@ -191,7 +191,7 @@ impl Verifier {
                     }
                     if let Some(wrong) = self.check(&buf[..got], offset, len) {
                         let at = [(offset, len), (offset, len)];
-                        let message = self.report(&names[file], wrong, at, &buf[..got]);
+                        let message = self.report(name, wrong, at, &buf[..got]);
                         let m = first.get_or_insert(Mismatch { message, count: 0 });
                         m.count += 1;
                     }
