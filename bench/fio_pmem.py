@@ -9,6 +9,11 @@ image, made in the bench's own directory and removed after) and round (ROUNDS, d
 each tool first in every other round), each tool's write and read IOPS (fio's JSON: fsbench
 prints fio's with `--output-format json`), then their medians side by side.
 
+Then libpmem.fio (`runtime=RUNTIME`, `size=POOL_MIB` MiB, its directory the bench's) under
+`PMEM_IS_PMEM_FORCE=1`, with which libpmem takes any file for persistent memory and both
+tools run it (without it both refuse it here): its write and read IOPS alike, figures of
+memory copies, nothing made durable.
+
 Then the pool each tool makes, as `ls -l` and `pmempool info` (Debian's pmdk-tools) show
 it: fio's is left by a write-only run (`unlink=0`); fsbench removes its run's directory at
 the end, so its pool is copied while a write-only job of 4 s runs.
@@ -47,8 +52,9 @@ def scaled(text, dir):
     return re.sub(r"^filename=\S+", f"filename={dir}/fio-test,4096,{POOL_MIB}", text, flags=re.M)
 
 
-def run_tool(tool, jobfile, dir, tmp):
-    """One run of `jobfile`: {direction: IOPS} from fio's JSON, or the tool's error."""
+def run_tool(tool, jobfile, dir, tmp, env=None):
+    """One run of `jobfile` (with `env` added to the environment): {direction: IOPS} from
+    fio's JSON, or the tool's error."""
     if tool == "fio":
         args, cwd = [FIO, "--output-format=json", jobfile], dir
     else:
@@ -56,7 +62,8 @@ def run_tool(tool, jobfile, dir, tmp):
         args = [FSBENCH, "--db", db, "fio", "-q", "--runs", "1", "--output-format", "json",
                 "--dir", dir, jobfile]
         cwd = tmp
-    out = subprocess.run(args, capture_output=True, text=True, cwd=cwd, timeout=600)
+    out = subprocess.run(args, capture_output=True, text=True, cwd=cwd, timeout=600,
+                         env={**os.environ, **(env or {})})
     if out.returncode != 0:
         return f"exit {out.returncode}: {out.stderr.strip().splitlines()[-1:]}"
     doc = json.loads(out.stdout[out.stdout.index("{"):])
@@ -108,21 +115,39 @@ def pools(text, dir, tmp):
     return fio_pool, ours
 
 
-def one_fs(fs, text, tmp, mnt):
-    """Every round on filesystem `fs` mounted at `mnt`: each tool's IOPS."""
+def libpmem_scaled(text, dir):
+    """libpmem.fio with its runtime and size scaled, its directory `dir`."""
+    text = re.sub(r"^runtime=\d+", f"runtime={RUNTIME}", text, flags=re.M)
+    text = re.sub(r"^size=\S+", f"size={POOL_MIB}m", text, flags=re.M)
+    return re.sub(r"^directory=\S+", f"directory={dir}", text, flags=re.M)
+
+
+def one_fs(fs, job, tmp, mnt, env=None):
+    """Every round of `job` (its text for a directory) on filesystem `fs` mounted at `mnt`:
+    each tool's IOPS."""
     results = {"fio": [], "fsbench": []}
     for r in range(ROUNDS):
         for tool in (["fio", "fsbench"] if r % 2 == 0 else ["fsbench", "fio"]):
             run_dir = tempfile.mkdtemp(prefix=f"{tool}.", dir=mnt)
-            jobfile = os.path.join(tmp, f"pmemblk-{tool}.fio")
+            jobfile = os.path.join(tmp, f"job-{tool}.fio")
             with open(jobfile, "w") as f:
-                f.write(scaled(text, run_dir))
-            got = run_tool(tool, jobfile, run_dir, tmp)
+                f.write(job(run_dir))
+            got = run_tool(tool, jobfile, run_dir, tmp, env)
             shutil.rmtree(run_dir, ignore_errors=True)
             print(f"  {fs} round {r + 1} {tool:8} {got}", flush=True)
             if isinstance(got, dict):
                 results[tool].append(got)
     return results
+
+
+def both(fs, text, libpmem, tmp, mnt):
+    """pmemblk.fio's rounds and pools, then libpmem.fio's rounds under PMEM_IS_PMEM_FORCE=1,
+    on `fs` at `mnt`."""
+    results = one_fs(fs, lambda d: scaled(text, d), tmp, mnt)
+    layout = pools(scaled(text, mnt), mnt, tmp)
+    forced = one_fs(fs, lambda d: libpmem_scaled(libpmem, d), tmp, mnt,
+                    {"PMEM_IS_PMEM_FORCE": "1"})
+    return results, layout, forced
 
 
 def main():
@@ -136,6 +161,8 @@ def main():
         return 1
     with open(source) as f:
         text = f.read()
+    with open(os.path.join(examples, "libpmem.fio")) as f:
+        libpmem = f.read()
     summary = []
     for fs in FSES:
         with tempfile.TemporaryDirectory(prefix="fio-pmem.", dir="/var/tmp") as tmp:
@@ -144,26 +171,27 @@ def main():
                 os.mkdir(mnt)
                 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1g", "pmem", mnt], check=True)
                 try:
-                    results = one_fs(fs, text, tmp, mnt)
-                    layout = pools(scaled(text, mnt), mnt, tmp)
+                    results, layout, forced = both(fs, text, libpmem, tmp, mnt)
                 finally:
                     subprocess.run(["umount", mnt], check=True)
             else:
                 # fresh_ext4 mounts it at tmp/mnt.
                 with fresh_ext4(tmp, size=2 << 30) as mnt:
-                    results = one_fs(fs, text, tmp, mnt)
-                    layout = pools(scaled(text, mnt), mnt, tmp)
-        summary.append((fs, results, layout))
-    print(f"\nmedian IOPS over {ROUNDS} round(s), runtime={RUNTIME} numjobs={NUMJOBS} "
-          f"pool {POOL_MIB} MiB, bs=1m:")
-    print(f"{'fs':6} {'direction':9} {'fio':>10} {'fsbench':>10} {'ratio':>6}")
-    for fs, results, _ in summary:
-        for d in ("write", "read"):
-            med = {t: statistics.median([r.get(d, 0) for r in rs]) if rs else 0
-                   for t, rs in results.items()}
-            ratio = med["fsbench"] / med["fio"] if med["fio"] else float("nan")
-            print(f"{fs:6} {d:9} {med['fio']:10.1f} {med['fsbench']:10.1f} {ratio:6.2f}")
-    for fs, _, (theirs, ours) in summary:
+                    results, layout, forced = both(fs, text, libpmem, tmp, mnt)
+        summary.append((fs, results, layout, forced))
+    print(f"\nmedian IOPS over {ROUNDS} round(s), runtime={RUNTIME}: pmemblk.fio (numjobs="
+          f"{NUMJOBS}, pool {POOL_MIB} MiB, bs=1m), libpmem.fio (size={POOL_MIB}m, bs=4k, "
+          f"PMEM_IS_PMEM_FORCE=1):")
+    print(f"{'fs':6} {'job':8} {'direction':9} {'fio':>10} {'fsbench':>10} {'ratio':>6}")
+    for fs, results, _, forced in summary:
+        for job, rounds in (("pmemblk", results), ("libpmem", forced)):
+            for d in ("write", "read"):
+                med = {t: statistics.median([r.get(d, 0) for r in rs]) if rs else 0
+                       for t, rs in rounds.items()}
+                ratio = med["fsbench"] / med["fio"] if med["fio"] else float("nan")
+                print(f"{fs:6} {job:8} {d:9} {med['fio']:10.1f} {med['fsbench']:10.1f} "
+                      f"{ratio:6.2f}")
+    for fs, _, (theirs, ours), _ in summary:
         print(f"\npool on {fs}, fio's:\n  " + "\n  ".join(theirs))
         print(f"pool on {fs}, fsbench's:\n  " + "\n  ".join(ours))
     return 0

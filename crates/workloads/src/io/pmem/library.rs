@@ -123,11 +123,8 @@ fn load(env: &str, name: &str, package: &str) -> Result<&'static libloading::Lib
 unsafe fn symbol<T: Copy>(lib: &'static libloading::Library, name: &[u8]) -> Result<T, String> {
     // SAFETY: the caller gives the symbol's type; the library outlives the pointer.
     unsafe { lib.get::<T>(name) }.map(|s| *s).map_err(|e| {
-        format!(
-            "{} lacks {}: {e}",
-            "PMDK's library",
-            String::from_utf8_lossy(&name[..name.len() - 1])
-        )
+        let name = String::from_utf8_lossy(&name[..name.len() - 1]);
+        format!("needs PMDK's {name}, which the library loaded lacks ({e})")
     })
 }
 
