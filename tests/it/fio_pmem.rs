@@ -11,7 +11,10 @@ use crate::fio_engines::{fio_traced, traced};
 /// Whether PMDK's libraries are installed (scripts/install-deps.sh --tests installs them:
 /// Debian's fio depends on them); says why the test is skipped otherwise.
 fn has_pmdk(test: &str) -> bool {
-    let out = run(std::process::Command::new("ldconfig").arg("-p"));
+    // ldconfig is in /sbin, which a PATH may lack.
+    let out = run(
+        std::process::Command::new("sh").args(["-c", "PATH=$PATH:/usr/sbin:/sbin ldconfig -p"])
+    );
     let listed = text(&out.stdout);
     if listed.contains("libpmemblk.so.1") && listed.contains("libpmem.so.1") {
         return true;
@@ -33,18 +36,7 @@ fn figure(doc: &serde_json::Value, name: &str) -> Option<f64> {
 /// environment variable `env` set.
 fn fio_json_with(job: &str, env: (&str, &str)) -> Output {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
-    let jobfile = state.path().join("job.fio");
-    let exported = state.path().join("job.json");
-    std::fs::write(&jobfile, job).unwrap();
-    let mut out = run(fsbench(state.path())
-        .env(env.0, env.1)
-        .args(["fio", "-q", "--runs", "1", "--export-json"])
-        .arg(&exported)
-        .arg("--dir")
-        .arg(dir.path())
-        .arg(&jobfile));
-    out.stdout = std::fs::read(&exported).unwrap_or_default();
-    out
+    fio_job_json_with(state.path(), dir.path(), job, &[env])
 }
 
 const WRITE_VERIFY: &str = "[w]\nioengine=pmemblk\nthread\nrw=randwrite\nbs=4k\nsize=4m\nverify=crc32c\nfilename=pool,4096,32\nunlink=1\n";

@@ -131,8 +131,7 @@ impl<'a> Job<'a> {
         let names: Vec<String> = (0..params.nrfiles as usize)
             .map(|f| file_name(params, job, copy, f))
             .collect();
-        // fio's `null` engine has no files; its file and directory engines open none, nor
-        // does pmemblk (libpmemblk opens its pools).
+        // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
         let opened = match params.engine {
             e if e.diskless() || e.file_op() || e == super::Engine::Pmemblk => &names[..0],
             _ => &names[..],

@@ -48,9 +48,9 @@ pub(crate) const PMEM_F_MEM_TEMPORAL: c_uint = 1 << 2;
 /// libpmemblk, loaded once per process; `Err`: why it cannot be, for the job's refusal.
 pub(crate) fn blk() -> Result<&'static Blk, String> {
     static BLK: OnceLock<Result<Blk, String>> = OnceLock::new();
-    let loaded = BLK.get_or_init(|| {
-        let lib = load(LIBPMEMBLK_ENV, "libpmemblk.so.1", "libpmemblk1")?;
-        // SAFETY: each symbol has libpmemblk.h's type; the library is never unloaded.
+    let library = (LIBPMEMBLK_ENV, "libpmemblk.so.1", "libpmemblk1");
+    once(&BLK, library, |lib| {
+        // SAFETY: each symbol has libpmemblk.h's type.
         unsafe {
             Ok(Blk {
                 open: symbol(lib, b"pmemblk_open\0")?,
@@ -63,16 +63,14 @@ pub(crate) fn blk() -> Result<&'static Blk, String> {
                 errormsg: symbol(lib, b"pmemblk_errormsg\0")?,
             })
         }
-    });
-    loaded.as_ref().map_err(Clone::clone)
+    })
 }
 
 /// libpmem, loaded once per process; `Err`: why it cannot be.
 pub(crate) fn pmem() -> Result<&'static Pmem, String> {
     static PMEM: OnceLock<Result<Pmem, String>> = OnceLock::new();
-    let loaded = PMEM.get_or_init(|| {
-        let lib = load(LIBPMEM_ENV, "libpmem.so.1", "libpmem1")?;
-        // SAFETY: each symbol has libpmem.h's type; the library is never unloaded.
+    once(&PMEM, (LIBPMEM_ENV, "libpmem.so.1", "libpmem1"), |lib| {
+        // SAFETY: each symbol has libpmem.h's type.
         unsafe {
             Ok(Pmem {
                 map_file: symbol(lib, b"pmem_map_file\0")?,
@@ -82,7 +80,17 @@ pub(crate) fn pmem() -> Result<&'static Pmem, String> {
                 errormsg: symbol(lib, b"pmem_errormsg\0")?,
             })
         }
-    });
+    })
+}
+
+/// What `cell` holds, made the first time: the library (its environment variable, file
+/// name and Debian package) loaded and its calls found by `calls`.
+fn once<T>(
+    cell: &'static OnceLock<Result<T, String>>,
+    (env, name, package): (&str, &str, &str),
+    calls: impl FnOnce(&'static libloading::Library) -> Result<T, String>,
+) -> Result<&'static T, String> {
+    let loaded = cell.get_or_init(|| calls(load(env, name, package)?));
     loaded.as_ref().map_err(Clone::clone)
 }
 
