@@ -269,12 +269,7 @@ impl<'a> Job<'a> {
         let Some(v) = self.verifier.as_mut().filter(|_| self.params.do_verify) else {
             return Ok(());
         };
-        let (files, pools) = (&self.files, &self.pools);
-        // pmemblk reads back through its pools (it opens no file).
-        let read = |file: usize, buf: &mut [u8], offset| match pools.get(file) {
-            Some(pool) => pool.transfer(buf, offset, true),
-            None => rustix::io::pread(&files[file], buf, offset),
-        };
+        let read = calls::read_back(&self.files, &self.pools);
         let (checked, bad) = v
             .check_written(
                 (read, &self.names[..]),

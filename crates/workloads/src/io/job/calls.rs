@@ -9,6 +9,18 @@ use crate::io::pattern::Next;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::fio::Completion;
 
+/// How `verify` reads back the blocks a job wrote: a `pread` of its file, or through its
+/// pool with pmemblk (which opens no file).
+pub(super) fn read_back<'a>(
+    files: &'a [std::os::fd::OwnedFd],
+    pools: &'a [std::sync::Arc<crate::io::pmem::Pool>],
+) -> impl FnMut(usize, &mut [u8], u64) -> crate::io::verify::ReadResult + 'a {
+    move |file, buf, offset| match pools.get(file) {
+        Some(pool) => pool.transfer(buf, offset, true),
+        None => rustix::io::pread(&files[file], buf, offset),
+    }
+}
+
 impl Job<'_> {
     /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
     /// `read`/`write` (sync) or `readv`/`writev` (vsync), `preadv`/`pwritev` (pvsync),
