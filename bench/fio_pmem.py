@@ -16,7 +16,8 @@ memory copies, nothing made durable.
 
 Then the pool each tool makes, as `ls -l` and `pmempool info` (Debian's pmdk-tools) show
 it: fio's is left by a write-only run (`unlink=0`); fsbench removes its run's directory at
-the end, so its pool is copied while a write-only job of 4 s runs.
+the end, so its pool is copied while a write-only job of 4 s runs, 3 s after it appears
+(its header then says `Last shutdown: dirty`: it is open).
 
 No persistent memory is needed: libpmemblk works on any file, flushing with msync where the
 file is not on persistent memory (each 4 KiB block written is msynced: writes are slow on a
@@ -106,7 +107,9 @@ def pools(text, dir, tmp):
     while time.monotonic() < deadline and child.poll() is None:
         found = [os.path.join(r, "fio-test") for r, _, fs in os.walk(dir) if "fio-test" in fs]
         if found:
-            time.sleep(1)
+            # Past the first writes: libpmemblk lays out its BTT at the first (on a disk,
+            # a 1 MiB write takes a second or more).
+            time.sleep(3)
             shutil.copyfile(found[0], copy)
             break
         time.sleep(0.05)
