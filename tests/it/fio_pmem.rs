@@ -253,3 +253,38 @@ fn libpmem_runs_where_libpmem_takes_the_file_for_persistent_memory() {
         .count();
     assert_eq!(syncs, 1, "{calls}");
 }
+
+#[test]
+fn a_pmemblk_job_without_a_size_reads_its_whole_pool_as_fio_does() {
+    let test = "a_pmemblk_job_without_a_size_reads_its_whole_pool_as_fio_does";
+    if !has_pmdk(test) {
+        return;
+    }
+    let job = "[r]\nioengine=pmemblk\nthread\nrw=read\nbs=4k\nfilename=pool,4096,32\nunlink=1\n";
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let jobfile = state.path().join("job.fio");
+    std::fs::write(&jobfile, job).unwrap();
+    let read = |out: &Output| {
+        let said = text(&out.stdout);
+        let doc: serde_json::Value =
+            serde_json::from_str(&said[said.find('{').unwrap()..]).unwrap();
+        doc["jobs"][0]["read"]["io_bytes"].as_u64().unwrap()
+    };
+    let out = fio_output(state.path(), dir.path(), &jobfile, "json");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The pool's blocks (libpmemblk keeps some of its 32 MiB for its own layout).
+    let ours = read(&out);
+    assert!(
+        ours % 4096 == 0 && ours > 30 << 20 && ours < 32 << 20,
+        "{ours}"
+    );
+    if !has_tool("fio") {
+        return skip(&format!("{test}: fio is not installed"));
+    }
+    let theirs = run(std::process::Command::new("fio")
+        .current_dir(dir.path())
+        .args(["--output-format=json"])
+        .arg(&jobfile));
+    assert!(theirs.status.success(), "{}", text(&theirs.stderr));
+    assert_eq!(ours, read(&theirs));
+}
