@@ -148,6 +148,9 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
+        // Under the cache's lock, as fio closes its pools: no thread opens the file again
+        // while libpmemblk still holds its lock on it.
+        let _cache = POOLS.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the pool opened in `open`, closed once: no job holds it any more.
         unsafe { (self.lib.close)(self.handle.as_ptr()) }
     }
