@@ -95,6 +95,8 @@ def absolute_dir(text):
         for name in value.split(":"):
             if not name.startswith("/") or name.startswith("/dev/"):
                 continue
+            # pmemblk's PATH,BSIZE,FSIZEMiB: the pool's sizes are no part of its path.
+            name = re.sub(r",\d+,\d+$", "", name)
             return os.path.normpath(name if key == "directory" else os.path.dirname(name))
     return None
 

@@ -61,6 +61,16 @@ fi
 if [ "${1:-}" = "--tests" ] && ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then
     missing+=(python3-venv)
 fi
+# PMDK's libraries for fio's pmemblk and libpmem engines (tests/it/fio_pmem.rs), which fsbench
+# loads when a job needs them: Debian's fio depends on both, so they come with it; a fio from
+# elsewhere on PATH would not bring them.
+if [ "${1:-}" = "--tests" ]; then
+    for lib in libpmem:libpmem1 libpmemblk:libpmemblk1; do
+        if ! PATH="$PATH:/usr/sbin:/sbin" ldconfig -p 2>/dev/null | grep -q "${lib%%:*}\.so\.1 "; then
+            missing+=("${lib##*:}")
+        fi
+    done
+fi
 # Bash loads the completions scripts/run.sh installs through bash-completion, which has no
 # command to look for.
 if [ ! -f /usr/share/bash-completion/bash_completion ]; then

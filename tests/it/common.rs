@@ -32,11 +32,17 @@ pub fn json_run(state: &Path) -> Command {
 /// output with fsbench's own document (`--export-json`) as its stdout, since `fsbench fio`
 /// prints fio's.
 pub fn fio_job_json(state: &Path, dir: &Path, job: &str) -> Output {
+    fio_job_json_with(state, dir, job, &[])
+}
+
+/// [`fio_job_json`] with the environment variables `env` set for fsbench.
+pub fn fio_job_json_with(state: &Path, dir: &Path, job: &str, env: &[(&str, &str)]) -> Output {
     let jobfile = state.join("job.fio");
     let exported = state.join("job.json");
     std::fs::write(&jobfile, job).unwrap();
     let _ = std::fs::remove_file(&exported);
     let mut out = run(fsbench(state)
+        .envs(env.iter().copied())
         .args(["fio", "-q", "--runs", "1", "--export-json"])
         .arg(&exported)
         .arg("--dir")

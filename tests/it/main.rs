@@ -41,6 +41,7 @@ mod fio_more_engines;
 mod fio_opts;
 mod fio_out;
 mod fio_place;
+mod fio_pmem;
 mod fio_verify;
 mod first_hour;
 mod fuzz;

@@ -35,6 +35,7 @@ mod mmap;
 mod params;
 mod pattern;
 mod placement;
+mod pmem;
 mod posixaio;
 /// The workloads' small fast generator (filebench's draws use it too).
 pub(crate) use pattern::Rng;
@@ -298,7 +299,7 @@ fn check_job(p: &IoParams, dir: BorrowedFd<'_>) -> Result<(), FsbenchError> {
     if p.raw_device {
         return check_device(p);
     }
-    if p.direct {
+    if p.direct && !p.engine.pmem() {
         let (fs, align) = fsbench_measure::calls::direct_alignment(dir)?;
         let sizes = p.block_sizes().map(|b| ("bs", b));
         let sizes = sizes.chain([("offset", p.offset), ("filesize", p.filesize)]);

@@ -104,8 +104,10 @@ pub(crate) struct Job<'a> {
     checks_reads: bool,
     /// What the written blocks hold (fio's buffer options).
     filler: super::contents::Filler,
-    /// The `mmap` engine's mappings, one per file (none with the other engines).
+    /// The `mmap` and `libpmem` engines' mappings, one per file (none with the others).
     maps: Vec<Mapping>,
+    /// The `pmemblk` engine's pools, one per file (it opens no file itself).
+    pools: Vec<std::sync::Arc<super::pmem::Pool>>,
     /// The `e4defrag` engine's donor file.
     donor: Option<super::e4defrag::Donor>,
     /// fio's `verify_backlog`: a check of the latest writes is due before the next I/O.
@@ -129,9 +131,9 @@ impl<'a> Job<'a> {
         let names: Vec<String> = (0..params.nrfiles as usize)
             .map(|f| file_name(params, job, copy, f))
             .collect();
-        // fio's `null` engine has no files; its file and directory engines open none.
+        // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
         let opened = match params.engine {
-            e if e.diskless() || e.file_op() => &names[..0],
+            e if e.diskless() || e.file_op() || e == super::Engine::Pmemblk => &names[..0],
             _ => &names[..],
         };
         let files = (opened.iter())
@@ -142,6 +144,7 @@ impl<'a> Job<'a> {
                 .map_err(|e| FsbenchError::Failed(format!("io: pre_read: {e}")))?;
         }
         let maps = Mapping::of_files(params, copy, &files, &names)?;
+        let pools = super::pmem::Pool::of_job(params, dir, &names)?;
         let donor = super::e4defrag::Donor::open(params, dir)?;
         let mut bufs = verify::write_buffers(params, job, copy);
         let mut filler = super::contents::Filler::new(params, (job, copy));
@@ -192,6 +195,7 @@ impl<'a> Job<'a> {
             checks_reads: params.verify.is_some()
                 && (params.rw.read_percent(params.rwmixread) == 100 || params.verify_only),
             maps,
+            pools,
             donor,
             backlog_due: false,
             search: depth::search_of(params, span),
@@ -265,9 +269,10 @@ impl<'a> Job<'a> {
         let Some(v) = self.verifier.as_mut().filter(|_| self.params.do_verify) else {
             return Ok(());
         };
+        let read = calls::read_back(&self.files, &self.pools);
         let (checked, bad) = v
             .check_written(
-                (&self.files[..], &self.names[..]),
+                (read, &self.names[..]),
                 self.bufs[0].buf(),
                 limit,
                 self.params.verify_fatal,
@@ -510,16 +515,18 @@ impl<'a> Job<'a> {
     /// Syncs `file`; `fio_counts` where fio's `sync` figures count it (fsync=N's syncs, not
     /// end_fsync's).
     fn sync(&mut self, file: usize, data_only: bool, fio_counts: bool) -> Result<(), FsbenchError> {
-        if self.files.is_empty() {
+        if self.files.is_empty() && self.pools.is_empty() {
             return Ok(());
         }
         let before = Instant::now();
-        let fd = self.files[file].as_fd();
-        // The mmap engine syncs its mapping, whatever the sync, as fio's.
-        let result = match self.maps.get(file) {
-            Some(map) => map.sync(),
-            None if data_only => rustix::fs::fdatasync(fd),
-            None => rustix::fs::fsync(fd),
+        let fd = self.files.get(file).map(AsFd::as_fd);
+        // The mmap engine syncs its mapping, whatever the sync, as fio's; fio's pmemblk
+        // engine completes a sync at once ("we're always sync'd").
+        let result = match (self.maps.get(file), fd) {
+            (Some(map), _) => map.sync(),
+            (None, Some(fd)) if data_only => rustix::fs::fdatasync(fd),
+            (None, Some(fd)) => rustix::fs::fsync(fd),
+            (None, None) => Ok(()),
         };
         let done = Instant::now();
         if self.span.measured {
@@ -530,7 +537,7 @@ impl<'a> Job<'a> {
                 self.out.stats.synced(ns);
             }
         }
-        if let (Ok(()), Some(oracle)) = (&result, &self.oracle) {
+        if let (Ok(()), Some(oracle), Some(fd)) = (&result, &self.oracle, fd) {
             // The job writes on: what this sync covered binds a crash at this moment only.
             oracle.file_synced(fd, false);
         }
@@ -542,7 +549,7 @@ impl<'a> Job<'a> {
         if !self.span.measured || !(self.params.end_fsync || self.params.fsync_on_close) {
             return Ok(());
         }
-        for file in 0..self.files.len() {
+        for file in 0..self.files.len().max(self.pools.len()) {
             if self.written[file] || self.params.fsync_on_close {
                 self.sync(file, false, false)?;
             }

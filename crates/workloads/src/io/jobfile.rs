@@ -440,7 +440,18 @@ fn params_of(
     }
     params.existing_files = groups::uses_earlier_files(&params, earlier);
     params.size_of_files = sizeless && params.existing_files;
-    if sizeless && !params.existing_files && !capped {
+    params.engine_at = (pairs.iter().rev())
+        .find(|(k, _, _)| k == "ioengine")
+        .map(|(_, _, at)| at.to_string());
+    // fio's pmemblk engine takes its pools' size, as the layout finds it.
+    let pooled = params.engine == super::Engine::Pmemblk;
+    if let (true, false, Some(fio)) = (pooled, params.direct, params.fio.as_mut()) {
+        fio.notes.push(format!(
+            "{}: job `{}`: fio: pmemblk: direct == 0, but pmemblk is always direct",
+            s.at, s.name
+        ));
+    }
+    if sizeless && !params.existing_files && !capped && !pooled {
         return Err(invalid(format!(
             "{}: job `{}` has no `size` (nor `filesize`), and no group before it made its files: fio needs one, and so does fsbench",
             s.at, s.name

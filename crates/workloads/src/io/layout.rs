@@ -8,6 +8,7 @@ use rustix::fs::{Mode, OFlags};
 
 mod earlier;
 mod fill;
+pub(super) use earlier::fit;
 pub(super) use fill::full;
 
 use super::params::SyncIo;
@@ -58,7 +59,8 @@ pub(super) fn open_file(
     } else {
         OFlags::RDONLY
     } | OFlags::CLOEXEC;
-    if params.direct {
+    // libpmem's engine maps the file, which `O_DIRECT` has no say in (fio opens none).
+    if params.direct && !params.engine.pmem() {
         flags |= OFlags::DIRECT;
     }
     // fio opens a trim job's files without its `sync` flag.
@@ -74,7 +76,8 @@ pub(super) fn open_file(
     }
     let fd = rustix::fs::openat(dir, name, flags, Mode::from(0o644))
         .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
-    if params.invalidate && !params.direct {
+    // fio invalidates no file of an engine of its own files (`FIO_DISKLESSIO`).
+    if params.invalidate && !params.direct && !params.engine.pmem() {
         let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
     }
     // On by default in fio: random I/O asks for no readahead, or each buffered miss would
@@ -91,8 +94,8 @@ pub(super) fn open_file(
 impl Io {
     /// The files to lay out, each once (jobs that name the same `filename` share it), with
     /// the largest size a job asks for and whether a job reads it. fio's `null`, `cpuio`,
-    /// `filecreate` and `dircreate` engines have none; `dirstat` and `dirdelete` have
-    /// directories.
+    /// `filecreate` and `dircreate` engines have none, `pmemblk` its pools
+    /// ([`Io::make_pools`]); `dirstat` and `dirdelete` have directories.
     pub(super) fn layout_files(&self) -> Vec<LaidOut> {
         let mut files: Vec<LaidOut> = Vec::new();
         for (p, job, copy) in self.threads() {
@@ -107,6 +110,7 @@ impl Io {
                         | Engine::Exec
                         | Engine::FileCreate
                         | Engine::DirCreate
+                        | Engine::Pmemblk
                 )
             {
                 continue;
@@ -158,6 +162,7 @@ impl Io {
         let keeps = self.params.jobs().any(|p| p.existing_files);
         self.run_earlier_groups(dir)?;
         self.fit_to_files(dir)?;
+        self.make_pools(dir)?;
         self.fit_to_filesystem(dir);
         let mut buf = Aligned::new(1 << 20);
         let mut fill = pattern::Rng::new(self.params.randseed);
@@ -269,7 +274,7 @@ fn allocate(fd: &OwnedFd, size: u64, how: Fallocate) -> Result<(), rustix::io::E
 
 /// The directories above `name` (a job's `directory`, or a `filename` with a `/`), made
 /// under `dir` where missing.
-fn make_parents(dir: BorrowedFd<'_>, name: &str) -> Result<(), rustix::io::Errno> {
+pub(super) fn make_parents(dir: BorrowedFd<'_>, name: &str) -> Result<(), rustix::io::Errno> {
     let mut end = 0;
     while let Some(slash) = name[end..].find('/') {
         end += slash;

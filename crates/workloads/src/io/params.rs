@@ -28,6 +28,7 @@ pub(crate) use latency::LatencyTarget;
 mod mpi;
 mod names;
 mod pacing;
+mod pmem;
 pub(crate) use pacing::Pacing;
 mod cmdprio;
 mod placement;
@@ -89,6 +90,10 @@ pub struct IoParams {
     /// by every copy and every job that names them (none: fsbench names them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filename: Vec<String>,
+    /// fio's pmemblk engine: each `filename`'s pool block size and size in bytes, as its
+    /// name gives them (`PATH,BSIZE,FSIZEMiB`; 0, 0 where it gives none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<(u64, u64)>,
     /// fio's `directory`: where the job's files are, under the run's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directory: Option<String>,
@@ -163,6 +168,10 @@ pub struct IoParams {
     pub direct: bool,
     pub invalidate: bool,
     pub engine: Engine,
+    /// Where a job file set `ioengine` (`FILE:LINE`), for what only the run can refuse
+    /// (libpmem's file not on persistent memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_at: Option<String>,
     pub iodepth: u32,
     pub iodepth_batch_submit: u32,
     pub iodepth_batch_complete_min: u32,
@@ -296,6 +305,8 @@ fn all_random() -> u32 {
 /// the struct's literal, a line a field; splitting it would split the struct).
 pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     let (filename, directory, nrfiles) = files(p)?;
+    let engine = Engine::parse(p.text("ioengine").expect("ioengine has a default"));
+    let (filename, pools) = pmem::pool_names(engine, filename)?;
     let bssplit = block_sizes(p)?;
     let write_bssplit = match p.text("write-bssplit") {
         Some(text) => values::parse_bssplit(text)?,
@@ -315,7 +326,6 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
     };
     let custom = p.first_explicit(&["rw", "bs", "bssplit", "size"]);
     let iodepth = p.small("iodepth").expect("iodepth has a default");
-    let engine = Engine::parse(p.text("ioengine").expect("ioengine has a default"));
     let read_percent = rw.read_percent(p.small("rwmixread").expect("has a default"));
     let (rate, rate_iops) = rates(p, read_percent)?;
     let (thinktime_us, thinktime_spin_us) = thinktime(p)?;
@@ -332,6 +342,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         filesize,
         nrfiles,
         filename,
+        pools,
         directory,
         openfiles: p.small("openfiles").expect("has a default"),
         fallocate: Fallocate::parse(p.text("fallocate").expect("has a default")),
@@ -364,6 +375,7 @@ pub(super) fn build(p: &Parsed) -> anyhow::Result<IoParams> {
         unlink_each_loop: p.flag("unlink-each-loop"),
         raw_device: false,
         engine,
+        engine_at: None,
         iodepth,
         iodepth_batch_submit: p.small("iodepth-batch-submit").unwrap_or(1),
         iodepth_batch_complete_min: p.small("iodepth-batch-complete-min").expect("default"),
@@ -542,9 +554,12 @@ impl WorkloadParams for IoParams {
     }
 
     fn needs(&self) -> Option<Need> {
-        self.jobs().any(|j| j.direct).then_some(Need {
-            capability: Capability::Direct,
-            option: "`direct`",
-        })
+        // PMDK's engines open no file `O_DIRECT`.
+        self.jobs()
+            .any(|j| j.direct && !j.engine.pmem())
+            .then_some(Need {
+                capability: Capability::Direct,
+                option: "`direct`",
+            })
     }
 }

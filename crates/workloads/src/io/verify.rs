@@ -5,12 +5,13 @@
 //! fio reports it, and fails the run. The header is fsbench's own (fio's layout differs),
 //! the checking as real as fio's.
 
-use std::os::fd::AsFd;
-
 use super::IoParams;
 use super::params::{Algorithm, HEADER};
 use super::pattern::{Rng, fill_random};
 use fsbench_measure::calls::Aligned;
+
+/// What a read back returns: the bytes read, or why none were.
+pub(crate) type ReadResult = Result<usize, rustix::io::Errno>;
 
 /// fio's magic number at the start of each verified block.
 const MAGIC: u16 = 0xacca;
@@ -158,13 +159,14 @@ impl Verifier {
         true
     }
 
-    /// The intervals the job wrote and that were not checked since, read back (into `buf`,
-    /// an aligned block) and checked: at most `limit` of them (0: all), up to the first
-    /// wrong one when `fatal`; how many were checked, and the first mismatch with the
+    /// The intervals the job wrote and that were not checked since, read back by `read`
+    /// (file, into `buf`, an aligned block, from an offset: a `pread`, or the engine's own
+    /// read where it opens no file) and checked: at most `limit` of them (0: all), up to the
+    /// first wrong one when `fatal`; how many were checked, and the first mismatch with the
     /// number found.
     pub(crate) fn check_written(
         &mut self,
-        (files, names): (&[impl AsFd], &[String]),
+        (mut read, names): (impl FnMut(usize, &mut [u8], u64) -> ReadResult, &[String]),
         buf: &mut [u8],
         limit: u64,
         fatal: bool,
@@ -172,7 +174,7 @@ impl Verifier {
         let mut checked = 0;
         let mut first: Option<Mismatch> = None;
         let len = self.interval as usize;
-        for file in 0..self.written.len() {
+        for (file, name) in names.iter().enumerate().take(self.written.len()) {
             for w in 0..self.written[file].len() {
                 while self.written[file][w] != 0 {
                     if (limit > 0 && checked >= limit) || (fatal && first.is_some()) {
@@ -182,14 +184,14 @@ impl Verifier {
                     let i = w as u64 * 64 + u64::from(word.trailing_zeros());
                     *word &= *word - 1;
                     let offset = self.region_start + i * self.interval;
-                    let got = rustix::io::pread(&files[file], &mut buf[..len], offset)?;
+                    let got = read(file, &mut buf[..len], offset)?;
                     checked += 1;
                     if self.algorithm == Algorithm::Null {
                         continue;
                     }
                     if let Some(wrong) = self.check(&buf[..got], offset, len) {
                         let at = [(offset, len), (offset, len)];
-                        let message = self.report(&names[file], wrong, at, &buf[..got]);
+                        let message = self.report(name, wrong, at, &buf[..got]);
                         let m = first.get_or_insert(Mismatch { message, count: 0 });
                         m.count += 1;
                     }

@@ -9,11 +9,24 @@ use crate::io::pattern::Next;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::fio::Completion;
 
+/// How `verify` reads back the blocks a job wrote: a `pread` of its file, or through its
+/// pool with pmemblk (which opens no file).
+pub(super) fn read_back<'a>(
+    files: &'a [std::os::fd::OwnedFd],
+    pools: &'a [std::sync::Arc<crate::io::pmem::Pool>],
+) -> impl FnMut(usize, &mut [u8], u64) -> crate::io::verify::ReadResult + 'a {
+    move |file, buf, offset| match pools.get(file) {
+        Some(pool) => pool.transfer(buf, offset, true),
+        None => rustix::io::pread(&files[file], buf, offset),
+    }
+}
+
 impl Job<'_> {
     /// One I/O with the job's synchronous engine: `pread`/`pwrite` (psync), `lseek` and
     /// `read`/`write` (sync) or `readv`/`writev` (vsync), `preadv`/`pwritev` (pvsync),
-    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), a copy from or to the mapping (mmap),
-    /// `ftruncate` or `fallocate` (their engines), or nothing (null).
+    /// `preadv2`/`pwritev2` (pvsync2, with `hipri`), a copy from or to the mapping (mmap,
+    /// libpmem), the pool's blocks (pmemblk), `ftruncate` or `fallocate` (their engines), or
+    /// nothing (null).
     #[inline]
     pub(super) fn transfer(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
         use rustix::io::{preadv, preadv2, pwritev, pwritev2};
@@ -22,9 +35,13 @@ impl Job<'_> {
         if engine == Engine::Null {
             return Ok(io.len as usize);
         }
+        if engine == Engine::Pmemblk {
+            let buf = &mut self.bufs[0].buf()[..io.len as usize];
+            return self.pools[io.file].transfer(buf, io.offset, io.read);
+        }
         if matches!(
             engine,
-            Engine::Mmap | Engine::Ftruncate | Engine::Falloc | Engine::E4defrag
+            Engine::Mmap | Engine::Libpmem | Engine::Ftruncate | Engine::Falloc | Engine::E4defrag
         ) {
             return self.without_read_write(io);
         }
@@ -76,14 +93,15 @@ impl Job<'_> {
         let fd = self.files[io.file].as_fd();
         let buf = &mut self.bufs[0].buf()[..io.len as usize];
         match self.params.engine {
-            Engine::Mmap => {
+            Engine::Mmap | Engine::Libpmem => {
                 let map = &self.maps[io.file];
                 if io.read {
                     map.read(buf, io.offset);
                 } else {
                     map.write(buf, io.offset);
                 }
-                if self.params.direct {
+                // libpmem's `direct` is its copy's non-temporal stores.
+                if self.params.direct && self.params.engine == Engine::Mmap {
                     map.sync_range(io.offset, buf.len())?;
                 }
             }

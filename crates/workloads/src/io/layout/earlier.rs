@@ -71,7 +71,7 @@ impl Io {
 
 /// Job `p` on files whose smallest leaves `region` bytes after its offset (if it takes its
 /// files' size).
-fn fit(p: &mut IoParams, region: Option<u64>) {
+pub(in crate::io) fn fit(p: &mut IoParams, region: Option<u64>) {
     if let Some(region) = region {
         p.filesize = p.filesize.min(p.offset + region);
         p.size = p.size.min(region.saturating_mul(u64::from(p.nrfiles)));

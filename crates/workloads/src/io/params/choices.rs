@@ -128,6 +128,14 @@ pub enum Engine {
     /// No I/O and no files: the job runs a program for its time, as fio's exec engine,
     /// beside the jobs that do I/O.
     Exec,
+    /// PMDK's libpmemblk: each file a block pool (`filename=PATH,BSIZE,FSIZEMiB`), each
+    /// I/O its blocks' `pmemblk_read`/`pmemblk_write`.
+    Pmemblk,
+    /// PMDK's libpmem: each file mapped by `pmem_map_file` (on persistent memory only), a
+    /// write a `pmem_memcpy`, a sync a `pmem_drain`.
+    Libpmem,
+    /// fio's engine for a device-DAX character device: refused (none is a filesystem's).
+    DevDax,
 }
 
 impl Engine {
@@ -154,6 +162,9 @@ impl Engine {
         "e4defrag",
         "cpuio",
         "exec",
+        "pmemblk",
+        "libpmem",
+        "dev-dax",
     ];
 
     pub(super) fn parse(text: &str) -> Engine {
@@ -178,6 +189,9 @@ impl Engine {
             "e4defrag" => Engine::E4defrag,
             "cpuio" => Engine::Cpuio,
             "exec" => Engine::Exec,
+            "pmemblk" => Engine::Pmemblk,
+            "libpmem" => Engine::Libpmem,
+            "dev-dax" => Engine::DevDax,
             _ => Engine::Psync,
         }
     }
@@ -220,6 +234,12 @@ impl Engine {
         matches!(self, Engine::Null | Engine::Cpuio | Engine::Exec)
     }
 
+    /// One of PMDK's engines: fio's `FIO_DISKLESSIO`, which open their files themselves
+    /// (no `O_DIRECT`, no cache dropped).
+    pub fn pmem(self) -> bool {
+        matches!(self, Engine::Pmemblk | Engine::Libpmem | Engine::DevDax)
+    }
+
     /// An engine that queues I/Os and reaps them apart (`iodepth` of them in flight).
     pub fn queues(self) -> bool {
         matches!(self, Engine::IoUring | Engine::Libaio | Engine::Posixaio)
@@ -248,6 +268,9 @@ impl Engine {
             Engine::E4defrag => "e4defrag",
             Engine::Cpuio => "cpuio",
             Engine::Exec => "exec",
+            Engine::Pmemblk => "pmemblk",
+            Engine::Libpmem => "libpmem",
+            Engine::DevDax => "dev-dax",
         }
     }
 }

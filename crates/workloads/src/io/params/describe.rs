@@ -53,7 +53,7 @@ impl IoParams {
                 _ => format!(" as {}", self.workers.name()),
             },
             self.nrfiles,
-            match (self.size_of_files, unbounded) {
+            match (self.size_of_files || self.pool_sized(), unbounded) {
                 (true, _) => "their size".to_string(),
                 (false, true) => "no set size".to_string(),
                 (false, false) => format_bytes(self.filesize),
@@ -84,6 +84,8 @@ impl IoParams {
     fn limit_described(&self, unbounded: bool) -> String {
         if self.time_based {
             format!("for {} s", self.runtime_ms as f64 / 1000.0)
+        } else if self.pool_sized() {
+            format!("{} pass(es) of its pools", self.loops)
         } else if self.size_of_files {
             format!(
                 "{} pass(es) of the files a group before it made",
@@ -99,6 +101,11 @@ impl IoParams {
         } else {
             format!("{} pass(es) of {}", self.loops, format_bytes(self.size))
         }
+    }
+
+    /// A pmemblk job without a size: its pools', found when they are made.
+    fn pool_sized(&self) -> bool {
+        self.engine == super::Engine::Pmemblk && self.size >= UNBOUNDED
     }
 
     /// How many jobs run beside this one, and the groups that run again before it.

@@ -22,6 +22,7 @@ impl IoParams {
         if self.hipri && !self.direct {
             return needs("`hipri` (polled completions) needs `direct`");
         }
+        self.validate_pmem()?;
         match self.engine {
             Engine::Ftruncate if reads => no(format!(
                 "fio's engine only truncates, and fails each read with EINVAL (`rw={}` reads)",
@@ -89,7 +90,7 @@ impl IoParams {
         let no = |msg: String| Err(invalid(format!("io: `rw={rw}`: {msg}")));
         match self.engine {
             Engine::Falloc | Engine::Null => {}
-            e @ (Engine::Ftruncate | Engine::E4defrag) => {
+            e @ (Engine::Ftruncate | Engine::E4defrag | Engine::Pmemblk | Engine::Libpmem) => {
                 return no(format!(
                     "fio's {} engine fails each trim with EINVAL",
                     e.name()

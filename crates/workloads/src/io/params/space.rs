@@ -19,9 +19,11 @@ pub(super) fn needed(p: &IoParams) -> Option<SpaceNeed> {
             } else {
                 job.filesize
             };
-        for name in &job.filename {
+        for (f, name) in job.filename.iter().enumerate() {
+            // A pmemblk pool takes the size its name gives; the job's I/O is inside it.
+            let size = job.pools.get(f).map_or(each, |&(_, gross)| gross);
             let largest = named.entry((job.directory.as_deref(), name)).or_default();
-            *largest = (*largest).max(each);
+            *largest = (*largest).max(size);
         }
         if job.filename.is_empty() {
             need.bytes = need
