@@ -155,13 +155,7 @@ impl<'a> Job<'a> {
             (params.fio.as_ref()).map_or((&no_logs, 0), |f| (&f.logs, f.first_thread + copy));
         let expected = params.size / params.max_bs().max(1) * u64::from(params.loops);
         let stats = JobStats::new(logs, thread, expected);
-        let rate = if params.rate_iops > 0 {
-            Some(1e9 / params.rate_iops as f64)
-        } else if params.rate > 0 {
-            Some(1e9 * pattern.mean_bs() / params.rate as f64)
-        } else {
-            None
-        };
+        let interval_ns = super::think::interval_ns(params, pattern.mean_bs());
         Ok(Job {
             params,
             dir,
@@ -179,7 +173,7 @@ impl<'a> Job<'a> {
             teardown: Duration::ZERO,
             writes: 0,
             sync_due: None,
-            interval_ns: rate,
+            interval_ns,
             issued: 0,
             arrivals: super::think::Arrivals::of(
                 params,

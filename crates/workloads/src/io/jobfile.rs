@@ -196,6 +196,19 @@ fn exit_all(sections: &[Section]) -> anyhow::Result<(bool, bool)> {
     Ok((exitall, running))
 }
 
+/// Option `k` set to `v` by the line at `at`, over what the lines before said; but fio adds
+/// each `filename` line's files to those the job has (its globals' too: a job of its own
+/// `filename` under a global one uses both).
+fn set<'a>(pairs: &mut Vec<(String, String, &'a str)>, k: String, v: String, at: &'a str) {
+    let before = pairs.iter().position(|(have, _, _)| *have == k);
+    let before = before.map(|i| pairs.remove(i).1);
+    let v = match before {
+        Some(files) if k == "filename" => format!("{files}:{v}"),
+        _ => v,
+    };
+    pairs.push((k, v, at));
+}
+
 /// The groups that ran before a job's: all so far, or all but the one it runs beside.
 fn before(jobs: &[IoParams], stonewall: bool) -> &[IoParams] {
     match jobs.len() {
@@ -296,18 +309,7 @@ fn job(
             // Each value alone first, so that a bad one names its own line.
             KIND.parse_pairs(&[(k.clone(), v.clone())])
                 .map_err(|e| invalid(format!("{}: {e}", line.at)))?;
-            // fio adds each `filename` line's files to those the job has (its globals'
-            // too: a job of its own `filename` under a global one uses both).
-            let earlier_files = (k == "filename")
-                .then(|| pairs.iter().position(|(have, _, _)| *have == k))
-                .flatten()
-                .map(|i| pairs.remove(i).1);
-            let v = match earlier_files {
-                Some(files) => format!("{files}:{v}"),
-                None => v,
-            };
-            pairs.retain(|(have, _, _)| *have != k);
-            pairs.push((k, v, &line.at));
+            set(&mut pairs, k, v, &line.at);
         }
     }
     let stonewall = match wait_for {

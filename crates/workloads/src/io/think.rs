@@ -76,3 +76,15 @@ impl Arrivals {
         self.due_ns += poisson_gap_ns(self.iops, 1.0 - self.rng.unit());
     }
 }
+
+/// The time between two I/Os a rate sets (`rate_iops`, else `rate` in bytes a second over
+/// the I/Os' mean size `mean_bs`), in nanoseconds; `None` unpaced.
+pub(super) fn interval_ns(params: &IoParams, mean_bs: f64) -> Option<f64> {
+    if params.rate_iops > 0 {
+        Some(1e9 / params.rate_iops as f64)
+    } else if params.rate > 0 {
+        Some(1e9 * mean_bs / params.rate as f64)
+    } else {
+        None
+    }
+}

@@ -343,20 +343,7 @@ impl Parser {
             }
             "chdir" | "fchdir" => {
                 if ret == 0 {
-                    let dir = match args.first() {
-                        Some(Arg::Str(p)) => {
-                            self.absolute(tid, None, p);
-                            Some(self.abs.clone())
-                        }
-                        Some(a) => a.path().map(<[u8]>::to_vec),
-                        None => None,
-                    };
-                    // The directory itself, a symlink to it followed.
-                    if let Some(dir) = dir {
-                        let mut resolved = Vec::with_capacity(dir.len());
-                        self.links.resolve(&dir, true, &mut resolved);
-                        self.cwd.insert(self.fs(tid), resolved);
-                    }
+                    self.changed_dir(tid, args);
                 }
                 return Ok(false);
             }
@@ -392,6 +379,24 @@ impl Parser {
             }
         }
         Ok(true)
+    }
+
+    /// A chdir or fchdir that succeeded: the thread's working directory is the directory
+    /// itself, a symlink to it followed.
+    fn changed_dir(&mut self, tid: u32, args: &[Arg]) {
+        let dir = match args.first() {
+            Some(Arg::Str(p)) => {
+                self.absolute(tid, None, p);
+                Some(self.abs.clone())
+            }
+            Some(a) => a.path().map(<[u8]>::to_vec),
+            None => None,
+        };
+        if let Some(dir) = dir {
+            let mut resolved = Vec::with_capacity(dir.len());
+            self.links.resolve(&dir, true, &mut resolved);
+            self.cwd.insert(self.fs(tid), resolved);
+        }
     }
 
     /// A new thread or process: it starts where its parent is, with its parent's

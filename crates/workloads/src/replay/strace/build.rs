@@ -72,29 +72,7 @@ impl Parser {
         };
         let dirpath = dir.and_then(|i| args.get(i)).and_then(Arg::path);
         if path.is_empty() && dir.is_some() {
-            let flags = match name {
-                "linkat" | "fchownat" => num(args, 4),
-                "fchmodat2" | "newfstatat" | "fstatat64" | "utimensat" => num(args, 3),
-                "statx" => num(args, 2),
-                _ => None,
-            };
-            // Without AT_EMPTY_PATH the kernel finds no file (ENOENT) and touches nothing;
-            // a call on the descriptor instead would succeed, or change a mode, in the replay.
-            if flags.unwrap_or(0) & AT_EMPTY_PATH == 0 {
-                return Err(Skip::EmptyPath);
-            }
-            // linkat's and fchmodat2's: the descriptor's file, by its name (fchmod would
-            // refuse the O_PATH descriptor fchmodat2 takes).
-            if matches!(name, "linkat" | "fchmodat2") {
-                let fd = num(args, 0).ok_or(Skip::Unreadable)?;
-                self.abs = dirpath.ok_or(Skip::NotAFile)?.to_vec();
-                call.fd = fd as i32;
-                call.flags = BY_FD_NAME;
-                return self.fields(tid, name, args, call);
-            }
-            // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` (glibc's fstat), fchownat's and
-            // utimensat's: on the descriptor.
-            return self.fd_call(kind, args, 0, call);
+            return self.empty_path(tid, name, args, dirpath, call);
         }
         if dir.is_some() && dirpath.is_none() && path.first() != Some(&b'/') {
             return Err(Skip::NotAFile);
@@ -135,6 +113,42 @@ impl Parser {
             call.flags = BY_FD_NAME;
         }
         self.fields(tid, name, args, call)
+    }
+
+    /// A call on an empty path beside a descriptor: the descriptor's file with
+    /// AT_EMPTY_PATH, else no file at all.
+    fn empty_path(
+        &mut self,
+        tid: u32,
+        name: &str,
+        args: &[Arg],
+        dirpath: Option<&[u8]>,
+        call: &mut Call,
+    ) -> Result<(), Skip> {
+        let kind = call.kind();
+        let flags = match name {
+            "linkat" | "fchownat" => num(args, 4),
+            "fchmodat2" | "newfstatat" | "fstatat64" | "utimensat" => num(args, 3),
+            "statx" => num(args, 2),
+            _ => None,
+        };
+        // Without AT_EMPTY_PATH the kernel finds no file (ENOENT) and touches nothing;
+        // a call on the descriptor instead would succeed, or change a mode, in the replay.
+        if flags.unwrap_or(0) & AT_EMPTY_PATH == 0 {
+            return Err(Skip::EmptyPath);
+        }
+        // linkat's and fchmodat2's: the descriptor's file, by its name (fchmod would
+        // refuse the O_PATH descriptor fchmodat2 takes).
+        if matches!(name, "linkat" | "fchmodat2") {
+            let fd = num(args, 0).ok_or(Skip::Unreadable)?;
+            self.abs = dirpath.ok_or(Skip::NotAFile)?.to_vec();
+            call.fd = fd as i32;
+            call.flags = BY_FD_NAME;
+            return self.fields(tid, name, args, call);
+        }
+        // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` (glibc's fstat), fchownat's and
+        // utimensat's: on the descriptor.
+        self.fd_call(kind, args, 0, call)
     }
 
     /// `self.abs` is what the call works on: makes it the call's path and fills the kind's

@@ -67,28 +67,9 @@ impl Worker<'_> {
             }
             Kind::Chown | Kind::Utimens if follows => {
                 self.out.adapt_kind(op.kind);
-                let fd = match file(root, path, true, &mut self.scratch) {
-                    Ok(fd) => fd,
-                    Err(o) => return o,
-                };
-                return match op.kind {
-                    // Ownership is kept: -1, -1 changes nothing and checks the same permissions.
-                    Kind::Chown => done(rustix::fs::chownat(
-                        &fd,
-                        c"",
-                        None,
-                        None,
-                        AtFlags::EMPTY_PATH,
-                    )),
-                    _ => {
-                        let name = ProcFd::of(fd.as_fd());
-                        done(rustix::fs::utimensat(
-                            rustix::fs::CWD,
-                            name.name(),
-                            &now(),
-                            AtFlags::empty(),
-                        ))
-                    }
+                return match file(root, path, true, &mut self.scratch) {
+                    Ok(fd) => done(owner_or_times(fd.as_fd(), op.kind)),
+                    Err(o) => o,
                 };
             }
             Kind::GetXattr | Kind::SetXattr | Kind::ListXattr | Kind::RemoveXattr => {
@@ -326,5 +307,17 @@ pub(super) fn now() -> rustix::fs::Timestamps {
     rustix::fs::Timestamps {
         last_access: omit_none,
         last_modification: omit_none,
+    }
+}
+
+/// A chown or utimens of the open file `fd` (a last symlink followed to it). Ownership is
+/// kept: -1, -1 changes nothing and checks the same permissions.
+fn owner_or_times(fd: BorrowedFd<'_>, kind: Kind) -> rustix::io::Result<()> {
+    match kind {
+        Kind::Chown => rustix::fs::chownat(fd, c"", None, None, AtFlags::EMPTY_PATH),
+        _ => {
+            let name = ProcFd::of(fd.as_fd());
+            rustix::fs::utimensat(rustix::fs::CWD, name.name(), &now(), AtFlags::empty())
+        }
     }
 }
