@@ -27,7 +27,8 @@ Needs root (the ext4 image, caches), Open MPI's mpirun, IOR (IOR=path, default
 PREBUILT=1 uses target/release/fsbench as it is). NPS=1,2,4, BLOCK=256m, ROUNDS=3,
 TARGETS=tmpfs,ext4 and LAYOUTS=fpp,shared choose less (e.g. for a smoke run); DIRECT_IO=0
 puts the ext4 image's loop device on the host's page cache (the default bypasses it). The
-image is written whole before mkfs: on a sparse one, a write to a part not written before
+image is written whole before mkfs (and mkfs told not to discard, which would punch it out
+again): on a sparse one, a write to a part not written before
 also allocates the host's blocks, so the first tool to reach a part ran slower (four 256 MiB
 writes in a row on a fresh image: 1.4-1.7 GiB/s, the next four 2.0-2.7, whichever tool made
 them). The table gives each cell's range over the rounds beside the medians.
