@@ -327,10 +327,12 @@ impl WorkloadParams for TreeParams {
     fn space_needed(&self) -> Option<SpaceNeed> {
         let (dirs, files, kib) = self.checked_totals()?;
         let inodes = dirs.checked_add(files)?;
-        // Data plus one block per inode for directory blocks and inode tables.
-        let bytes = kib
-            .checked_mul(1024)?
-            .checked_add(inodes.checked_mul(BLOCK as u64)?)?;
+        // Data, a block per directory, a KiB per file for its inode and entry (btrfs keeps
+        // four items of it twice over; a block per file refused 10^7 that fit).
+        let meta = dirs
+            .checked_mul(BLOCK as u64)?
+            .checked_add(files.checked_mul(1024)?)?;
+        let bytes = kib.checked_mul(1024)?.checked_add(meta)?;
         Some(SpaceNeed::exactly(bytes, inodes))
     }
 

@@ -340,3 +340,14 @@ fn a_rank_that_never_agreed_gives_its_word_as_a_failure_once() {
     assert_eq!(FAILED_CALLS.load(std::sync::atomic::Ordering::Relaxed), 1);
     assert_eq!(stonewall.agreed.get().map(|a| a.items), Some(0));
 }
+
+#[test]
+fn empty_files_need_their_metadata_and_no_block_each() {
+    // 10^7 empty files (11,111,111 directories' worth of tree at 10 per level).
+    let p = TreeParams::parse("dirs=10,files=10,size=1,levels=6,bytes=0").unwrap();
+    let need = p.space_needed().unwrap();
+    let (dirs, files) = (p.total_dirs(), p.total_files());
+    assert_eq!(need.inodes, dirs + files);
+    assert_eq!(need.bytes, dirs * 4096 + files * 1024);
+    assert!(need.bytes < 20 << 30, "{}", need.bytes);
+}
