@@ -130,6 +130,8 @@ impl Parser {
             "linkat" | "fchownat" => num(args, 4),
             "fchmodat2" | "newfstatat" | "fstatat64" | "utimensat" => num(args, 3),
             "statx" => num(args, 2),
+            // readlinkat takes an empty path as its descriptor's symlink, with no flag.
+            "readlinkat" => Some(AT_EMPTY_PATH),
             _ => None,
         };
         // Without AT_EMPTY_PATH the kernel finds no file (ENOENT) and touches nothing;
@@ -146,8 +148,8 @@ impl Parser {
             call.flags = BY_FD_NAME;
             return self.fields(tid, name, args, call);
         }
-        // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` (glibc's fstat), fchownat's and
-        // utimensat's: on the descriptor.
+        // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` (glibc's fstat), fchownat's,
+        // utimensat's and readlinkat's: on the descriptor.
         self.fd_call(kind, args, 0, call)
     }
 

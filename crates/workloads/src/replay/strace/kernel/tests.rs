@@ -345,6 +345,8 @@ fn the_descriptors_file_needs_at_empty_path_or_a_followed_proc_link() {
         rec("newfstatat", &[3, 0, 0, 0], -2, &[(1, b"")]),
         rec("statx", &[3, 0, 0, 0x7ff, 0], -2, &[(1, b"")]),
         rec("fchownat", &[3, 0, 0, 0, 0], -2, &[(1, b"")]),
+        // readlinkat needs no flag for it.
+        rec("readlinkat", &[3, 0, 0, 64], 1, &[(1, b"")]),
         // /proc's link itself, not followed: EOPNOTSUPP, the file untouched.
         rec(
             "fchmodat2",
@@ -357,7 +359,7 @@ fn the_descriptors_file_needs_at_empty_path_or_a_followed_proc_link() {
         .map(|c| (c.kind(), c.fd, &c.path[..], c.errno))
         .collect();
     let on_f = (Kind::Stat, 3, &b"f"[..], 0);
-    assert_eq!(stats, [on_f, on_f]);
+    assert_eq!(stats, [on_f, on_f, (Kind::Readlink, 3, &b"f"[..], 0)]);
     let skipped: Vec<_> = (parser.skipped.iter())
         .map(|(w, (n, _))| (w.reason(), *n))
         .collect();
