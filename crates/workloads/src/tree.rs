@@ -329,10 +329,8 @@ impl WorkloadParams for TreeParams {
         let inodes = dirs.checked_add(files)?;
         // Data, a block per directory, a KiB per file for its inode and entry (btrfs keeps
         // four items of it twice over; a block per file refused 10^7 that fit).
-        let meta = dirs
-            .checked_mul(BLOCK as u64)?
-            .checked_add(files.checked_mul(1024)?)?;
-        let bytes = kib.checked_mul(1024)?.checked_add(meta)?;
+        let (dir_bytes, file_bytes) = (dirs.checked_mul(BLOCK as u64)?, files.checked_mul(1024)?);
+        let bytes = (kib.checked_mul(1024)?.checked_add(dir_bytes)?).checked_add(file_bytes)?;
         Some(SpaceNeed::exactly(bytes, inodes))
     }
 
