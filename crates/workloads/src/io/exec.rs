@@ -37,7 +37,7 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
         .exec
         .as_ref()
         .expect("an exec job has its program");
-    let name = job_name(job);
+    let name = job_name(job.params);
     let argv = spec.argv(job.params.runtime_ms / 1000, &name);
     let (stdout, stderr) = if spec.std_redirect {
         (output(job, &name, "stdout")?, output(job, &name, "stderr")?)
@@ -78,8 +78,8 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
 }
 
 /// The job's name, as fio's `%n` and output files have it.
-fn job_name(job: &Job<'_>) -> String {
-    job.params.job.clone().unwrap_or_else(|| "exec".into())
+fn job_name(params: &super::IoParams) -> String {
+    params.job.clone().unwrap_or_else(|| "exec".into())
 }
 
 /// `NAME.WHAT` made anew in the run's directory, for the program's output.
@@ -240,7 +240,7 @@ impl Io {
             let (Some(spec), Some(ended)) = (&p.exec, &out.exec_ended) else {
                 continue;
             };
-            let name = p.job.clone().unwrap_or_else(|| "exec".into());
+            let name = job_name(p);
             let argv = spec.argv(p.runtime_ms / 1000, &name).join(" ");
             let output = match spec.std_redirect {
                 true => {
