@@ -1,5 +1,5 @@
 //! What the workloads share at the system-call level: aligned buffers, free space, sizes
-//! that fit it, and the whole-buffer read and write loops.
+//! that fit it, the whole-buffer read and write loops, and a descriptor's /proc name.
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -223,9 +223,62 @@ fn probed_alignment(file: &rustix::fd::OwnedFd) -> u64 {
     }
 }
 
+/// `/proc/thread-self/fd/N`: the name of the file an `O_PATH` descriptor is, for the calls
+/// that have no form taking such a descriptor (chmod, utimens, the xattr calls). The
+/// kernel follows it to that file and no further. `thread-self`, not `self`: each replay
+/// thread has a descriptor table of its own, and `/proc/self/fd` shows the process's.
+pub struct ProcFd([u8; 40]);
+
+impl ProcFd {
+    pub fn of(fd: BorrowedFd<'_>) -> ProcFd {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let mut name = [0u8; 40];
+        let mut at = &mut name[..];
+        // 19 bytes and at most 11 digits (and the NUL, already there) always fit.
+        let _ = write!(at, "/proc/thread-self/fd/{}", fd.as_raw_fd());
+        ProcFd(name)
+    }
+
+    pub fn name(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.0).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_fd_names_the_threads_own_descriptor() {
+        use rustix::fs::{Mode, OFlags};
+        use std::os::fd::{AsFd, AsRawFd};
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, process) = (dir.path().join("mine"), dir.path().join("process"));
+        std::fs::write(&mine, b"").unwrap();
+        std::fs::write(&process, b"").unwrap();
+        let open = |p: &std::path::Path| {
+            rustix::fs::open(p, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).unwrap()
+        };
+        let theirs = open(&process);
+        let number = theirs.as_raw_fd();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: affects this thread only, which then replaces its copy of `number`.
+                assert_eq!(unsafe { libc::unshare(libc::CLONE_FILES) }, 0);
+                unsafe { libc::close(number) };
+                let own = open(&mine);
+                // The same number: the process's table still has the other file there.
+                assert_eq!(own.as_raw_fd(), number);
+                let named = rustix::fs::stat(ProcFd::of(own.as_fd()).name()).unwrap();
+                let real = rustix::fs::fstat(&own).unwrap();
+                assert_eq!((named.st_dev, named.st_ino), (real.st_dev, real.st_ino));
+            });
+        });
+        let still = rustix::fs::fstat(&theirs).unwrap();
+        let process_file = rustix::fs::stat(&process).unwrap();
+        assert_eq!(still.st_ino, process_file.st_ino);
+    }
 
     #[test]
     fn numbered_names_end_in_one_nul() {

@@ -10,14 +10,15 @@
 //! persistent memory; a read copies from it, a write is a `pmem_memcpy` (non-temporal with
 //! `direct`, drained with `sync`), a sync a `pmem_drain`.
 
-use std::ffi::{CString, c_uint};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ffi::c_uint;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
 use rustix::mm::{Advice, MapFlags, MsyncFlags, ProtFlags};
 
 use super::params::{Engine, IoParams, SyncIo};
 use super::pmem::library::{self, Pmem};
+use fsbench_measure::calls::ProcFd;
 use fsbench_measure::error::FsbenchError;
 
 /// One file's mapping, unmapped when dropped.
@@ -65,13 +66,12 @@ impl Mapping {
         let lib = library::pmem().map_err(|why| failed(format!("`ioengine=libpmem` {why}")))?;
         let len = usize::try_from(len).map_err(|_| failed("too large to map".into()))?;
         // The library maps a path: the job's open file's, as this thread sees it.
-        let path = CString::new(format!("/proc/thread-self/fd/{}", fd.as_raw_fd()))
-            .expect("no NUL in a number");
+        let path = ProcFd::of(fd);
         let (mut mapped, mut is_pmem) = (0usize, 0);
         // SAFETY: a NUL-terminated path and two outputs; the mapping is unmapped in `drop`.
         let ptr = unsafe {
             (lib.map_file)(
-                path.as_ptr(),
+                path.name().as_ptr(),
                 len,
                 library::PMEM_FILE_CREATE,
                 0o600,

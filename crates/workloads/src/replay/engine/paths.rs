@@ -9,7 +9,6 @@
 //! call the program made.
 
 use std::ffi::CStr;
-use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,6 +17,7 @@ use rustix::io::Errno;
 
 use super::Outcome;
 use crate::archive::extract::split_member;
+pub(crate) use fsbench_measure::calls::ProcFd;
 
 /// How every replayed name is resolved: beneath the run's directory, and never through a
 /// `/proc` magic link (which could lead anywhere).
@@ -309,62 +309,4 @@ pub(super) fn chmod_nofollow(dir: BorrowedFd<'_>, name: &CStr, mode: Mode) -> Re
         mode,
         rustix::fs::AtFlags::empty(),
     )
-}
-
-/// `/proc/thread-self/fd/N`: the name of the file an `O_PATH` descriptor is, for the calls
-/// that have no form taking such a descriptor (chmod, utimens, the xattr calls). The
-/// kernel follows it to that file and no further. `thread-self`, not `self`: each replay
-/// thread has a descriptor table of its own, and `/proc/self/fd` shows the process's.
-pub(crate) struct ProcFd([u8; 40]);
-
-impl ProcFd {
-    pub(crate) fn of(fd: BorrowedFd<'_>) -> ProcFd {
-        let mut name = [0u8; 40];
-        let mut at = &mut name[..];
-        // 19 bytes and at most 11 digits (and the NUL, already there) always fit.
-        let _ = write!(at, "/proc/thread-self/fd/{}", fd.as_raw_fd());
-        ProcFd(name)
-    }
-
-    pub(crate) fn name(&self) -> &CStr {
-        CStr::from_bytes_until_nul(&self.0).unwrap_or_default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::fd::{AsFd, AsRawFd};
-
-    use rustix::fs::{Mode, OFlags};
-
-    use super::ProcFd;
-
-    #[test]
-    fn proc_fd_names_the_threads_own_descriptor() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mine, process) = (dir.path().join("mine"), dir.path().join("process"));
-        std::fs::write(&mine, b"").unwrap();
-        std::fs::write(&process, b"").unwrap();
-        let open = |p: &std::path::Path| {
-            rustix::fs::open(p, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).unwrap()
-        };
-        let theirs = open(&process);
-        let number = theirs.as_raw_fd();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                // SAFETY: affects this thread only, which then replaces its copy of `number`.
-                assert_eq!(unsafe { libc::unshare(libc::CLONE_FILES) }, 0);
-                unsafe { libc::close(number) };
-                let own = open(&mine);
-                // The same number: the process's table still has the other file there.
-                assert_eq!(own.as_raw_fd(), number);
-                let named = rustix::fs::stat(ProcFd::of(own.as_fd()).name()).unwrap();
-                let real = rustix::fs::fstat(&own).unwrap();
-                assert_eq!((named.st_dev, named.st_ino), (real.st_dev, real.st_ino));
-            });
-        });
-        let still = rustix::fs::fstat(&theirs).unwrap();
-        let process_file = rustix::fs::stat(&process).unwrap();
-        assert_eq!(still.st_ino, process_file.st_ino);
-    }
 }
