@@ -218,10 +218,14 @@ impl<'a> Job<'a> {
                 return Err(FsbenchError::Interrupted);
             }
             self.finish_files()?;
-            // The job's time ends with its writes; the verify phase reads after it.
+            // The job's time ends with its writes; the verify phase reads after it, its
+            // time fio's reads' (and in the thread's CPU time, as fio's).
             self.out.elapsed = self.start.elapsed().saturating_sub(self.teardown);
+            let verifying = Instant::now();
+            let checked = self.verify_written(0);
+            self.out.verify_time = verifying.elapsed();
             self.out.stats.stop();
-            self.verify_written(0)
+            checked
         });
         self.out.steady = self.steady.as_ref().and_then(|s| s.record());
         self.out.latency_search = self.search.as_ref().map(|s| s.record());
@@ -263,15 +267,44 @@ impl<'a> Job<'a> {
         let Some(v) = self.verifier.as_mut().filter(|_| self.params.do_verify) else {
             return Ok(());
         };
-        let read = calls::read_back(&self.files, &self.pools);
+        let mut read = calls::read_back(&self.files, &self.pools);
+        let (start, stats, clat) = (self.start, &mut self.out.stats, &mut self.out.verify_clat);
+        let prio = self.params.placement.prio_of(0);
+        let mut reads = 0;
+        // Each read is one of the job's reads in fio's figures (not in fsbench's own).
+        let timed = |file: usize, buf: &mut [u8], offset: u64| {
+            let submitted = Instant::now();
+            let got = read(file, buf, offset);
+            let clat_ns = submitted.elapsed().as_nanos() as u64;
+            if let Ok(len) = got {
+                reads += 1;
+                stats.submitted(1, 1);
+                stats.reaped(1);
+                clat.saturating_record(clat_ns.max(1));
+                stats.completed(Completion {
+                    at_ns: start.elapsed().as_nanos() as u64,
+                    read: true,
+                    len: len as u32,
+                    offset,
+                    clat_ns,
+                    slat_ns: None,
+                    trim: false,
+                    prio,
+                });
+            }
+            got
+        };
         let (checked, bad) = v
             .check_written(
-                (read, &self.names[..]),
+                (timed, &self.names[..]),
                 self.bufs[0].buf(),
                 limit,
                 self.params.verify_fatal,
             )
             .map_err(|e| io_error(e, "verify read", &self.rec))?;
+        if limit == 0 {
+            self.out.verify_reads += reads;
+        }
         self.out.verified += checked;
         match bad {
             None => Ok(()),
