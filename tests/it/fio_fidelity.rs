@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
+use crate::fio_files::traced_fsbench;
 
 /// Two jobs of two copies of two files each: one named by fio's default, one by a
 /// `filename_format` with its keywords in any case (`$clientuid` is empty, fio running it).
@@ -24,7 +25,7 @@ const FIO_NAMES: [&str; 8] = [
 ];
 
 /// The files fsbench created (`openat` with `O_CREAT`, its directory named by strace's
-/// `-y`) under `dir`, but for its scratch marker.
+/// `-y`, as [`traced_fsbench`] traces) under `dir`, but for its scratch marker.
 fn created(log: &Path, dir: &Path) -> BTreeSet<String> {
     let log = std::fs::read_to_string(log).unwrap();
     (log.lines())
@@ -46,15 +47,8 @@ fn a_job_file_s_jobs_name_their_files_as_fio_does() {
     let jobfile = state.path().join("names.fio");
     std::fs::write(&jobfile, NAMES).unwrap();
     let log = state.path().join("strace.log");
-    let out = run(Command::new("strace")
-        .args(["-f", "-qq", "-y", "-e", "trace=openat", "-o"])
-        .arg(&log)
-        .arg(env!("CARGO_BIN_EXE_fsbench"))
-        .env("FSBENCH_STATE_DIR", state.path())
-        .env("XDG_DATA_HOME", test_data_home())
-        .args(["fio", "-q", "--runs", "1", "--dir"])
-        .arg(dir.path())
-        .arg(&jobfile));
+    let traced = traced_fsbench("trace=openat", &log, state.path(), dir.path(), &jobfile);
+    let out = run(traced);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ours = created(&log, dir.path());
     let want: BTreeSet<String> = FIO_NAMES.iter().map(|n| n.to_string()).collect();
