@@ -47,8 +47,8 @@ fn a_job_file_s_jobs_name_their_files_as_fio_does() {
     let jobfile = state.path().join("names.fio");
     std::fs::write(&jobfile, NAMES).unwrap();
     let log = state.path().join("strace.log");
-    let traced = traced_fsbench("trace=openat", &log, state.path(), dir.path(), &jobfile);
-    let out = run(traced);
+    let mut traced = traced_fsbench("trace=openat", &log, state.path(), dir.path(), &jobfile);
+    let out = run(&mut traced);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ours = created(&log, dir.path());
     let want: BTreeSet<String> = FIO_NAMES.iter().map(|n| n.to_string()).collect();
