@@ -349,14 +349,7 @@ pub(super) fn renew(
 
 #[cfg(test)]
 mod tests {
-    use crate::io::jobfile::{Cap, Targets, read};
-
-    fn jobs(text: &str) -> anyhow::Result<Vec<super::IoParams>> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("job.fio");
-        std::fs::write(&path, text).unwrap();
-        read(&path, &Cap::default(), &Targets::default())
-    }
+    use crate::io::jobfile::read_text as jobs;
 
     /// fio 3.33's names: `JOBNAME.COPY.FILE`, and `filename_format`'s keywords in any case,
     /// `$clientuid` empty (tests/it/fio_fidelity.rs checks them against fio's own).
