@@ -249,7 +249,7 @@ fn libpmem_runs_where_libpmem_takes_the_file_for_persistent_memory() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let calls = std::fs::read_to_string(&strace).unwrap();
     let syncs = (calls.lines())
-        .filter(|l| l.contains("msync(") || l.contains("io.0.0>"))
+        .filter(|l| l.contains("msync(") || l.contains("w.0.0>"))
         .count();
     assert_eq!(syncs, 1, "{calls}");
 }

@@ -33,6 +33,7 @@ mod fio_cpuio;
 mod fio_data;
 mod fio_engines;
 mod fio_exec;
+mod fio_fidelity;
 mod fio_files;
 mod fio_groups;
 mod fio_jobs;

@@ -419,6 +419,8 @@ impl JobStats {
                 iops: self.trim_rates[1].stats[0],
             },
             latency_search: None,
+            verify_reads: 0,
+            verify_ns: 0,
         };
         let files = self
             .logs

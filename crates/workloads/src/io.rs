@@ -361,7 +361,12 @@ impl Io {
             let name = p.job.clone().unwrap_or_else(|| format!("job{job}"));
             let runtime = o.elapsed.as_nanos() as u64;
             let who = (name.as_str(), job as u32, copy);
-            let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &o.clat, &o.trim_clat);
+            // fio's figures count the verify phase's reads as the job's reads.
+            let mut clat = o.clat;
+            (clat[0].add(&o.verify_clat)).expect("histograms of the same bounds add");
+            let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &clat, &o.trim_clat);
+            (thread.verify_reads, thread.verify_ns) =
+                (o.verify_reads, o.verify_time.as_nanos() as u64);
             thread.steadystate = o.steady;
             thread.latency_search = o.latency_search;
             rec.add_job(thread, logs);

@@ -66,6 +66,17 @@ pub struct JobThread {
     /// fio's latency target search (`latency_target`), where the thread's ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_search: Option<LatencySearch>,
+    /// fio's verify phase after the thread's writes (`verify`): its reads (counted in
+    /// `ios`, `bytes` and the `read` latencies, as fio counts them) and its time, after
+    /// `runtime_ns`. A check during the writes (`verify_backlog`) is in the job's time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_reads: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What fio reports of a job's latency target search: the depth it ended at (fio's

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use fsbench_measure::fio::FioLatency;
 use fsbench_model::measurement::FioSteadyState;
+use fsbench_model::workload::WorkerMode;
 
 use super::num2str::{SIG_FIGS, Unit, bandwidth, lat_unit, num2str, percentile_unit, share};
 use super::stat::{ConfigStats, GroupStat, JobInfo, ThreadStat};
@@ -20,10 +21,11 @@ const DIRECTIONS: [&str; 3] = ["read", "write", "trim"];
 pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
     let mut out = String::new();
     let mut burns = String::new();
-    let mut threads = 0;
+    // fio's backend.c counts each job's copies as threads (`thread`) or processes.
+    let mut workers = [0; 2];
     for job in jobs {
         let p = &job.params;
-        threads += p.numjobs;
+        workers[usize::from(p.workers == WorkerMode::Threads)] += p.numjobs;
         let further = if p.numjobs > 1 { "...\n" } else { "" };
         if let Some(burn) = &p.cpu_burn {
             let mode = if burn.qsort { "qsort" } else { "noop" };
@@ -69,9 +71,25 @@ pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
         out.push_str(further);
     }
     let _ = writeln!(out, "{}", header.version);
-    let plural = if threads == 1 { "thread" } else { "threads" };
-    let _ = writeln!(out, "Starting {threads} {plural}");
+    let _ = writeln!(out, "Starting {}", starting(workers));
     out + &burns
+}
+
+/// What fio's "Starting" line says of `processes` and `threads`: `2 threads`, `1 process`,
+/// `1 thread and 3 processes`.
+fn starting([processes, threads]: [u32; 2]) -> String {
+    let mut said = Vec::new();
+    if threads > 0 {
+        said.push(format!(
+            "{threads} thread{}",
+            if threads > 1 { "s" } else { "" }
+        ));
+    }
+    if processes > 0 {
+        let plural = if processes > 1 { "es" } else { "" };
+        said.push(format!("{processes} process{plural}"));
+    }
+    said.join(" and ")
 }
 
 /// One configuration's stats and groups.
@@ -341,4 +359,17 @@ fn strerror(errno: i32) -> String {
         .next()
         .unwrap_or_default()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    /// fio 3.33's backend.c: threads, then processes, each with its plural.
+    #[test]
+    fn the_starting_line_counts_threads_and_processes_as_fio_does() {
+        assert_eq!(super::starting([1, 0]), "1 process");
+        assert_eq!(super::starting([0, 1]), "1 thread");
+        assert_eq!(super::starting([3, 0]), "3 processes");
+        assert_eq!(super::starting([0, 2]), "2 threads");
+        assert_eq!(super::starting([3, 1]), "1 thread and 3 processes");
+    }
 }

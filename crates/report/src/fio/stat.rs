@@ -266,13 +266,28 @@ fn add_thread_totals(s: &mut ThreadStat, t: &JobThread) {
     s.latency_search = t.latency_search.or(s.latency_search);
     s.usr_ns += t.usr_ns;
     s.sys_ns += t.sys_ns;
-    s.run_ns += t.runtime_ns;
+    s.run_ns += t.runtime_ns + t.verify_ns;
     (s.ctx, s.majf, s.minf) = (s.ctx + t.ctx, s.majf + t.majf, s.minf + t.minf);
     for i in 0..7 {
         s.depth[i] += t.depth[i];
         s.submit[i] += t.submit[i];
         s.complete[i] += t.complete[i];
     }
+}
+
+/// Thread `t`'s time in direction `from` (read, write), in ms: a job that verifies its
+/// writes reads in its verify phase, which fio's `update_runtime` adds to its reads' time
+/// (rounded up), after the job's own time where it read before it.
+fn runtime_ms(t: &JobThread, from: usize) -> u64 {
+    if from == 1 || t.verify_reads == 0 {
+        return t.runtime_ns / 1_000_000;
+    }
+    let before = if t.ios[0] + t.failed[0] > t.verify_reads {
+        t.runtime_ns / 1_000_000
+    } else {
+        0
+    };
+    before + t.verify_ns.div_ceil(1_000_000)
 }
 
 /// One stat: each run's threads side by side (as fio's group reporting sums them), the runs
@@ -298,7 +313,7 @@ fn pooled(
                 s.ios[d] += issued;
                 s.bytes[d] += t.bytes[from];
                 if issued > 0 && !burns(t) {
-                    runtime[d] = runtime[d].max(t.runtime_ns / 1_000_000);
+                    runtime[d] = runtime[d].max(runtime_ms(t, from));
                 }
                 bw[d].add_up(&t.bw[from]);
                 iops[d].add_up(&t.iops[from]);

@@ -22,6 +22,7 @@ mod errors;
 mod only;
 mod out;
 mod queueing;
+mod written;
 pub(crate) use errors::io_error;
 pub(crate) use only::verify_only;
 pub(crate) use out::JobOut;
@@ -218,10 +219,14 @@ impl<'a> Job<'a> {
                 return Err(FsbenchError::Interrupted);
             }
             self.finish_files()?;
-            // The job's time ends with its writes; the verify phase reads after it.
+            // The job's time ends with its writes; the verify phase reads after it, its
+            // time fio's reads' (and in the thread's CPU time, as fio's).
             self.out.elapsed = self.start.elapsed().saturating_sub(self.teardown);
+            let verifying = Instant::now();
+            let checked = self.verify_written(0);
+            self.out.verify_time = verifying.elapsed();
             self.out.stats.stop();
-            self.verify_written(0)
+            checked
         });
         self.out.steady = self.steady.as_ref().and_then(|s| s.record());
         self.out.latency_search = self.search.as_ref().map(|s| s.record());
@@ -254,39 +259,6 @@ impl<'a> Job<'a> {
             std::thread::sleep((at - Instant::now()).min(Duration::from_millis(10)));
         }
         self.start = Instant::now();
-    }
-
-    /// fio's `verify`: the blocks the job wrote and that no backlog check read, read back
-    /// and checked (after its `end_fsync`; `limit` of them, 0: all); a mismatch fails the
-    /// job, reported as fio reports it.
-    fn verify_written(&mut self, limit: u64) -> Result<(), FsbenchError> {
-        let Some(v) = self.verifier.as_mut().filter(|_| self.params.do_verify) else {
-            return Ok(());
-        };
-        let read = calls::read_back(&self.files, &self.pools);
-        let (checked, bad) = v
-            .check_written(
-                (read, &self.names[..]),
-                self.bufs[0].buf(),
-                limit,
-                self.params.verify_fatal,
-            )
-            .map_err(|e| io_error(e, "verify read", &self.rec))?;
-        self.out.verified += checked;
-        match bad {
-            None => Ok(()),
-            // fio's `continue_on_error=verify`: each wrong block an error gone past.
-            Some(m) if (self.params.errors).continues(ErrorKind::Verify, libc::EILSEQ) => {
-                for _ in 0..m.count {
-                    self.out.stats.errored(libc::EILSEQ, None);
-                }
-                Ok(())
-            }
-            Some(m) => Err(FsbenchError::Failed(format!(
-                "io: {} ({} of {checked} blocks checked were wrong)",
-                m.message, m.count
-            ))),
-        }
     }
 
     /// fio's `verify` in a job that only reads (the files a group before it wrote): the

@@ -20,6 +20,8 @@ mod units;
 mod values;
 mod written;
 pub use cap::Cap;
+#[cfg(test)]
+pub(crate) use groups::read_text;
 pub use target::Targets;
 
 /// Options that shape how fio measures or reports jobs, not what a job does: accepted,

@@ -17,16 +17,20 @@ use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
 use fsbench_measure::measure::PhaseRecorder;
 
-/// Copy `copy` (of `numjobs`) of job `job`: its file `file` is `io.COPY.FILE`, as fio names
-/// a job's files `NAME.COPY.FILE`; a job beside the first of a job file has `ioJOB.COPY.FILE`.
-/// A job's `filename`s are its files' names instead (every copy shares them), or its
-/// `filename_format` makes them, and its `directory` is where they are.
+/// Copy `copy` (of `numjobs`) of job `job`: its file `file` is fio's `NAME.COPY.FILE` for a
+/// job file's job (NAME its name). The io workload of `fsbench run`, which has no name, has
+/// `io.COPY.FILE`, and `ioJOB.COPY.FILE` for a job beside the first. A job's `filename`s are
+/// its files' names instead (every copy shares them), or its `filename_format` makes them,
+/// and its `directory` is where they are.
 pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -> String {
-    let name = match (params.filename.get(file), &params.filename_format, job) {
-        (Some(given), _, _) => given.clone(),
-        (None, Some(format), _) => formatted(format, params, copy, file),
-        (None, None, 0) => format!("io.{copy}.{file}"),
-        (None, None, j) => format!("io{j}.{copy}.{file}"),
+    let name = match (params.filename.get(file), &params.filename_format) {
+        (Some(given), _) => given.clone(),
+        (None, Some(format)) => formatted(format, params, copy, file),
+        (None, None) => match (&params.job, job) {
+            (Some(name), _) => format!("{name}.{copy}.{file}"),
+            (None, 0) => format!("io.{copy}.{file}"),
+            (None, j) => format!("io{j}.{copy}.{file}"),
+        },
     };
     match &params.directory {
         // The block device fsbench was given is named as it is.
@@ -35,12 +39,37 @@ pub(crate) fn file_name(params: &IoParams, job: usize, copy: u32, file: usize) -
     }
 }
 
-/// fio's `filename_format`: `$jobname`, `$jobnum` (the copy) and `$filenum` replaced.
+/// fio's `filename_format` (init.c's `make_filename`): `$jobname`, `$jobnum` (the copy),
+/// `$filenum` and `$clientuid` replaced, in that order and in any case (fio's
+/// `strcasestr`); `$clientuid` is fio's client's address, empty for a job fio runs itself.
 pub(super) fn formatted(format: &str, params: &IoParams, copy: u32, file: usize) -> String {
-    format
-        .replace("$jobname", params.job.as_deref().unwrap_or("io"))
-        .replace("$jobnum", &copy.to_string())
-        .replace("$filenum", &file.to_string())
+    let keywords = [
+        (
+            "$jobname",
+            params.job.as_deref().unwrap_or("io").to_string(),
+        ),
+        ("$jobnum", copy.to_string()),
+        ("$filenum", file.to_string()),
+        ("$clientuid", String::new()),
+    ];
+    keywords
+        .iter()
+        .fold(format.to_string(), |name, (key, value)| {
+            replace_any_case(&name, key, value)
+        })
+}
+
+/// `text` with every `key` (ASCII, any case) replaced by `value`.
+fn replace_any_case(text: &str, key: &str, value: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some(at) = lower[from..].find(key) {
+        out.push_str(&text[from..from + at]);
+        out.push_str(value);
+        from += at + key.len();
+    }
+    out + &text[from..]
 }
 
 /// Opens one of the job's files as its options say, its cached pages dropped when asked
@@ -316,4 +345,35 @@ pub(super) fn renew(
         *fd = open_file(params, dir, name, true)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::io::jobfile::read_text as jobs;
+
+    /// fio 3.33's names: `JOBNAME.COPY.FILE`, and `filename_format`'s keywords in any case,
+    /// `$clientuid` empty (tests/it/fio_fidelity.rs checks them against fio's own).
+    #[test]
+    fn a_job_files_jobs_name_their_files_as_fio_does() {
+        let text = "[global]\nsize=8k\n[seq]\nnumjobs=2\n[f]\nfilename_format=$JOBNAME-$clientuid$FileNum.$jobnum\n";
+        let jobs = jobs(text).unwrap();
+        let p: Vec<_> = jobs[0].jobs().collect();
+        let names = [(0, 1), (1, 0)].map(|(j, c)| super::file_name(p[j], j, c, 0));
+        assert_eq!(names, ["seq.1.0", "f-0.0"]);
+    }
+
+    /// fio would write where a job's name leads; fsbench refuses it before anything runs.
+    #[test]
+    fn a_job_name_that_leads_out_of_the_run_directory_is_refused() {
+        for name in ["../out", "/etc/out", "a/../../out"] {
+            let err = jobs(&format!("[{name}]\nrw=write\nsize=8k\n")).unwrap_err();
+            let err = format!("{err:#}");
+            assert!(
+                err.contains(&format!("job `{name}` has no `filename`")),
+                "{err}"
+            );
+        }
+        // A name fio's files take inside the directory is taken.
+        assert!(jobs("[..]\nrw=write\nsize=8k\n").is_ok());
+    }
 }

@@ -406,7 +406,7 @@ const OPTIONS: &[OptionDef] = &[
     OptionDef::new(
         "filename-format",
         OptKind::Text,
-        "the files' names from $jobname, $jobnum and $filenum (fio's $jobname.$jobnum.$filenum)",
+        "the files' names from $jobname, $jobnum, $filenum and $clientuid (fio's $jobname.$jobnum.$filenum)",
     ),
     OptionDef {
         min: 1,

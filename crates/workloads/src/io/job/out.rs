@@ -33,6 +33,13 @@ pub(crate) struct JobOut {
     pub bytes: [u64; 2],
     /// Blocks read back and checked (fio's `verify`).
     pub verified: u64,
+    /// The completion latency of the reads `verify` made to check the job's writes: fio's
+    /// figures count them as the job's reads, fsbench's own do not.
+    #[serde(with = "fsbench_measure::measure::histogram_serde")]
+    pub verify_clat: Histogram<u64>,
+    /// The verify phase after the writes: its reads and its time.
+    pub verify_reads: u64,
+    pub verify_time: Duration,
     /// fio's steady state check, from the thread that made it.
     #[serde(default)]
     pub steady: Option<fsbench_model::measurement::FioSteadyState>,
@@ -58,6 +65,9 @@ impl JobOut {
             ios: [0; 2],
             bytes: [0; 2],
             verified: 0,
+            verify_clat: new_histogram(),
+            verify_reads: 0,
+            verify_time: Duration::ZERO,
             steady: None,
             latency_search: None,
             exec_ended: None,
@@ -71,7 +81,7 @@ impl JobOut {
         let histograms = (self.slat.iter_mut())
             .chain(&mut self.clat)
             .chain(&mut self.from_schedule)
-            .chain([&mut self.trim_clat, &mut self.lag]);
+            .chain([&mut self.trim_clat, &mut self.lag, &mut self.verify_clat]);
         histograms.for_each(|h| h.reset());
         self.stats.restart();
         (self.ios, self.bytes) = ([0; 2], [0; 2]);

@@ -154,16 +154,18 @@ pub(super) fn verify_only(
     Ok(())
 }
 
+/// The jobs of a job file holding `text`, as [`read`](super::read) reads them (for tests).
+#[cfg(test)]
+pub(crate) fn read_text(text: &str) -> anyhow::Result<Vec<IoParams>> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.fio");
+    std::fs::write(&path, text).unwrap();
+    super::read(&path, &super::Cap::default(), &super::Targets::default())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::{Cap, Targets, read};
-
-    fn jobs_of(text: &str) -> anyhow::Result<Vec<super::IoParams>> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("job.fio");
-        std::fs::write(&path, text).unwrap();
-        read(&path, &Cap::default(), &Targets::default())
-    }
+    use super::read_text as jobs_of;
 
     #[test]
     fn a_group_runs_after_the_groups_that_made_its_files_again() {

@@ -61,15 +61,15 @@ impl Keywords {
             .replace("$pagesize", &self.pagesize.to_string())
             .replace("$mb_memory", &self.mb_memory.to_string())
             .replace("$ncpus", &self.ncpus.to_string());
-        // `filename_format`'s own, which name each file when it is made.
+        // `filename_format`'s own, which name each file when it is made (in any case).
         let format_vars = ["$jobname", "$jobnum", "$filenum", "$clientuid"];
         if format_vars
             .iter()
-            .fold(text.clone(), |t, v| t.replace(v, ""))
+            .fold(text.to_ascii_lowercase(), |t, v| t.replace(v, ""))
             .contains('$')
         {
             return Err(invalid(format!(
-                "{at}: `{value}`: fio's keywords are $pagesize, $mb_memory and $ncpus (and filename_format's $jobname, $jobnum, $filenum)"
+                "{at}: `{value}`: fio's keywords are $pagesize, $mb_memory and $ncpus (and filename_format's $jobname, $jobnum, $filenum, $clientuid)"
             )));
         }
         if text.contains('$') {

@@ -36,9 +36,16 @@ impl IoParams {
                 ))),
             };
         }
+        // fio names a job's files after it: a job name must not lead out either.
+        let by_job_name = self.filename.is_empty() && self.filename_format.is_none();
         for file in 0..self.nrfiles as usize {
             let name = super::super::layout::file_name(self, 0, 0, file);
-            values::inside_name("filename", &name)?;
+            values::inside_name("filename", &name).map_err(|e| match (&self.job, by_job_name) {
+                (Some(job), true) => invalid(format!(
+                    "{e}: job `{job}` has no `filename`, and fio names its files after it (JOBNAME.JOBNUM.FILENUM); give it a name without `/` and `..`, or a `filename`"
+                )),
+                _ => e,
+            })?;
         }
         if self.engine == Engine::E4defrag && self.donorname.is_some() {
             let donor = crate::io::e4defrag::donor_name(self);
