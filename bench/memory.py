@@ -107,7 +107,7 @@ def cases(tmp):
         out.append(("tree", f"{files:,} files", spec))
     for n in (16, 128, 1024):
         out.append(("ffsb", f"{n:,} files", f"ffsb:threads={n},size=1m,block=64k"))
-    for n in sorted({10 ** 3, 10 ** 4, io_max()}):
+    for n in sorted({10 ** 3, 10 ** 4, io_max()}) if "io" in WORKLOADS else ():
         out.append(("io", f"{n:,} files", f"io:rw=write,bs=4k,size={4 * n}k,nrfiles={n}"))
     for n in (n for n in (10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6) if n <= REPLAY_MAX):
         out.append(("replay", f"{n:,} entries", lambda n=n: f"replay:trace={replay_trace(n, tmp)}"))
