@@ -22,13 +22,16 @@ D=${2:?"usage: bench/manycore.sh pack DIR | run DIR OUT"}
 
 pack() {
     set -e
+    local ior=${IOR:-$ROOT/../shared/peers/ior}
+    [ -x "$ior" ] || { echo "manycore: IOR not found at $ior (IOR=path; build hpc/ior)" >&2; exit 1; }
+    [ -x /usr/bin/orterun ] || { echo "manycore: Open MPI missing (scripts/install-deps.sh --tests)" >&2; exit 1; }
     mkdir -p "$D/ompi/bin" "$D/ompi/libs" "$D/ompi/lib/x86_64-linux-gnu/openmpi/lib" "$D/ompi/share"
     local built=${CARGO_TARGET_DIR:-$ROOT/target}/release/fsbench
     (cd "$ROOT" && cargo build --release --quiet && cp "$built" "$D/fsbench" \
         && cargo build --release --quiet --features mpi && cp "$built" "$D/fsbench-mpi")
     strip "$D/fsbench" "$D/fsbench-mpi"
     cc -O2 -Wall -o "$D/fdtree_c" "$ROOT/bench/fdtree.c"
-    cp "${IOR:-$ROOT/../shared/peers/ior}" "$D/ior"
+    cp "$ior" "$D/ior"
     # OPAL_PREFIX relocates Debian's Open MPI: its plugins are looked for under the prefix.
     cp /usr/bin/orterun "$D/ompi/bin/mpirun"
     cp -r /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$D/ompi/lib/x86_64-linux-gnu/openmpi/lib/"
