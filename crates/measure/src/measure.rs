@@ -481,6 +481,16 @@ pub fn new_histogram() -> Histogram<u64> {
         .expect("static histogram bounds are valid")
 }
 
+/// `h`'s counts in a histogram of the whole range that grows past it if it must.
+fn widened(h: &Histogram<u64>) -> Histogram<u64> {
+    let mut whole = new_histogram();
+    whole.auto(true);
+    whole
+        .add(h)
+        .expect("a histogram that grows takes any counts");
+    whole
+}
+
 /// Behaviour over the stored latency record: making it from a histogram, decoding its
 /// histogram and merging several (hdrhistogram and base64 are measure's, not the model's).
 pub trait LatencySummaryExt: Sized {
@@ -524,7 +534,9 @@ impl LatencySummaryExt for LatencySummary {
             let h = part.decode()?;
             match &mut total {
                 Some(t) => t.add(&h).ok()?,
-                None => total = Some(h),
+                // A histogram that crossed from a worker was stored with the range it
+                // reached: the sum takes any.
+                None => total = Some(widened(&h)),
             }
         }
         total.map(|t| LatencySummary::of(&t))
