@@ -16,7 +16,9 @@ The workloads and sizes:
 - replay: a trace whose initial state holds N files, captured by `fsbench capture` from a root
   of N empty files in 100 directories, from 10^3 up to REPLAY_MAX (default 10^6; the
   initial state and the tree left are read as streams, so any number is taken);
-- archive: the generated presets, up to `seed-10pct` (over a million entries).
+- archive: the generated presets, up to `seed-10pct` (over a million entries);
+- copies: io's `numjobs` (16, 64, 128 worker processes reading for 3 s): not the work's
+  size but its workers', whose figures the phase's process gathers.
 
 SIZES=small runs the smallest size of each alone (a smoke run); WORKLOADS=tree,io picks
 workloads. FSBENCH names the binary (a debug build's will do: it is used as it is); without
@@ -37,7 +39,7 @@ TREE_MAX = int(float(os.environ.get("TREE_MAX", "1e7")))
 TREE_WORKERS = int(os.environ.get("TREE_WORKERS", "1"))
 REPLAY_MAX = int(float(os.environ.get("REPLAY_MAX", "1e6")))
 SMALL = os.environ.get("SIZES") == "small"
-WORKLOADS = [w for w in os.environ.get("WORKLOADS", "tree,ffsb,io,replay,archive").split(",") if w]
+WORKLOADS = [w for w in os.environ.get("WORKLOADS", "tree,ffsb,io,replay,archive,copies").split(",") if w]
 LIMIT_MIB = 64
 
 
@@ -113,6 +115,8 @@ def cases(tmp):
         out.append(("replay", f"{n:,} entries", lambda n=n: f"replay:trace={replay_trace(n, tmp)}"))
     for preset in ("tiny", "small", "seed-1pct", "seed-10pct"):
         out.append(("archive", preset, f"archive:{preset}"))
+    for n in (16, 64, 128):
+        out.append(("copies", f"{n} workers", f"io:rw=randread,bs=4k,size=1m,numjobs={n},runtime=3s,time_based"))
     out = [c for c in out if c[0] in WORKLOADS]
     if SMALL:
         seen, small = set(), []
