@@ -481,9 +481,12 @@ pub fn new_histogram() -> Histogram<u64> {
         .expect("static histogram bounds are valid")
 }
 
-/// `h`'s counts in a histogram of the whole range that grows past it if it must.
+/// `h`'s counts in a histogram of its precision over the whole range, growing past it if it
+/// must.
 fn widened(h: &Histogram<u64>) -> Histogram<u64> {
-    let mut whole = new_histogram();
+    let high = HISTOGRAM_MAX_NS.max(h.high());
+    let mut whole = Histogram::new_with_bounds(h.low(), high, h.sigfig())
+        .expect("a decoded histogram's bounds are valid");
     whole.auto(true);
     whole
         .add(h)
