@@ -26,6 +26,29 @@ pub struct PhaseSettings {
     pub progress: Arc<Progress>,
 }
 
+/// A phase that failed: why, and what it measured up to its failure where its work ran (a
+/// fio job whose read failed its verify: every job's figures, the failing one flagged).
+#[derive(Debug)]
+pub struct PhaseFailure {
+    pub error: FsbenchError,
+    pub partial: Option<Box<PhaseRecord>>,
+}
+
+impl From<FsbenchError> for PhaseFailure {
+    fn from(error: FsbenchError) -> PhaseFailure {
+        PhaseFailure {
+            error,
+            partial: None,
+        }
+    }
+}
+
+impl From<PhaseFailure> for FsbenchError {
+    fn from(failure: PhaseFailure) -> FsbenchError {
+        failure.error
+    }
+}
+
 /// Runs phase `index` of `workload` in `dir`, telling `observer` when it starts and ends;
 /// `label` names the run in those events.
 pub fn run_phase(
@@ -35,14 +58,14 @@ pub fn run_phase(
     settings: &PhaseSettings,
     label: &str,
     observer: &mut dyn Observer,
-) -> Result<PhaseRecord, FsbenchError> {
+) -> Result<PhaseRecord, PhaseFailure> {
     let caches_dropped = settings.settle && sync_and_drop_caches(dir);
     if settings
         .progress
         .cancel
         .load(std::sync::atomic::Ordering::Relaxed)
     {
-        return Err(FsbenchError::Interrupted);
+        return Err(FsbenchError::Interrupted.into());
     }
     // The sampler's first sample must not see the previous phase's count.
     settings
@@ -68,7 +91,7 @@ fn measure_phase(
     dir: &OwnedFd,
     settings: &PhaseSettings,
     caches_dropped: bool,
-) -> Result<PhaseRecord, FsbenchError> {
+) -> Result<PhaseRecord, PhaseFailure> {
     let phases = workload.phases();
     let info = &phases[index];
     workload.before_phase(index)?;
@@ -83,7 +106,28 @@ fn measure_phase(
     }
     let measurement = recorder.finish();
     let progress = sampler.finish();
-    outcome?;
+    if let Err(error) = outcome {
+        // What it did up to the failure, with no figures: the workload's own are made after.
+        let partial = PhaseRecord {
+            name: info.name.to_string(),
+            measurement,
+            caches_dropped,
+            sync_after_ns: None,
+            progress,
+            rank_progress: Vec::new(),
+            figures: Vec::new(),
+            notes: vec![format!(
+                "the phase failed: {error}; what it did up to its failure"
+            )],
+            unsupported: None,
+            idle: None,
+            shape: PhaseShape::default(),
+        };
+        return Err(PhaseFailure {
+            error,
+            partial: Some(Box::new(partial)),
+        });
+    }
     let sync_after_ns = settings.settle.then(|| {
         let start = Instant::now();
         let _ = rustix::fs::syncfs(dir);
