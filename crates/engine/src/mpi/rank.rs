@@ -223,7 +223,7 @@ fn run_phases(
             s.abandon();
         }
         let mine = outcome
-            .map_err(|e| Failure::of(&FsbenchError::from(e).into()))
+            .map_err(|e| Failure::of(&e.error.into()))
             .and_then(|mut record| {
                 record.caches_dropped = caches_dropped;
                 let phase = RankPhase {
@@ -233,7 +233,7 @@ fn run_phases(
                     acted_on,
                     stonewall: stonewalled.and_then(|s| s.agreed.get().copied()),
                 };
-                serde_json::to_vec(&phase).map_err(|e| Failure::of(&FsbenchError::from(e).into()))
+                serde_json::to_vec(&phase).map_err(|e| Failure::of(&e.into()))
             });
         records.extend(gather(comm, job, info, mine)?);
     }

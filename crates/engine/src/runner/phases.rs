@@ -12,7 +12,7 @@ use fsbench_measure::measure::sync_and_drop_caches;
 use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_measure::phase_progress::PhaseProgress;
 use fsbench_measure::shape;
-use fsbench_model::measurement::{PhaseShape, ThreadsDone};
+use fsbench_model::measurement::{PhaseMeasurement, PhaseShape, ThreadsDone};
 use fsbench_model::results::PhaseRecord;
 
 use fsbench_workloads::Workload;
@@ -107,21 +107,10 @@ fn measure_phase(
     let measurement = recorder.finish();
     let progress = sampler.finish();
     if let Err(error) = outcome {
-        // What it did up to the failure, with no figures: the workload's own are made after.
         let partial = PhaseRecord {
-            name: info.name.to_string(),
-            measurement,
             caches_dropped,
-            sync_after_ns: None,
             progress,
-            rank_progress: Vec::new(),
-            figures: Vec::new(),
-            notes: vec![format!(
-                "the phase failed: {error}; what it did up to its failure"
-            )],
-            unsupported: None,
-            idle: None,
-            shape: PhaseShape::default(),
+            ..failed_record(&info.name, measurement, &error)
         };
         return Err(PhaseFailure {
             error,
@@ -167,4 +156,24 @@ fn measure_phase(
         idle: output.idle,
         shape,
     })
+}
+
+/// What a phase that failed with `error` did up to its failure: its measurement, no
+/// figures (the workload's own are made after it), a note that it failed.
+fn failed_record(name: &str, measurement: PhaseMeasurement, error: &FsbenchError) -> PhaseRecord {
+    PhaseRecord {
+        name: name.to_string(),
+        measurement,
+        caches_dropped: false,
+        sync_after_ns: None,
+        progress: Vec::new(),
+        rank_progress: Vec::new(),
+        figures: Vec::new(),
+        notes: vec![format!(
+            "the phase failed: {error}; what it did up to its failure"
+        )],
+        unsupported: None,
+        idle: None,
+        shape: PhaseShape::default(),
+    }
 }
