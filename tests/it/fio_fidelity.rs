@@ -174,6 +174,14 @@ fn directions(doc: &serde_json::Value) -> Vec<(u64, u64, [bool; 4])> {
         .collect()
 }
 
+/// fio 3.33 on `jobfile` in `dir`, its output in `format`.
+fn fio_in(dir: &Path, jobfile: &Path, format: &str) -> std::process::Output {
+    run(Command::new("fio")
+        .arg(format!("--output-format={format}"))
+        .arg(jobfile)
+        .current_dir(dir))
+}
+
 #[test]
 fn a_write_job_s_verify_reads_are_its_reads_as_fio_counts_them() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
@@ -211,10 +219,7 @@ fn a_write_job_s_verify_reads_are_its_reads_as_fio_counts_them() {
     }
     let fio_dir = tempdir();
     let fio = |format: &str| {
-        let out = run(Command::new("fio")
-            .arg(format!("--output-format={format}"))
-            .arg(&jobfile)
-            .current_dir(fio_dir.path()));
+        let out = fio_in(fio_dir.path(), &jobfile, format);
         assert!(out.status.success(), "fio: {}", text(&out.stderr));
         text(&out.stdout)
     };
@@ -298,10 +303,7 @@ fn a_group_whose_verify_fails_is_printed_with_its_error_as_fio_prints_it() {
     }
     let fio_dir = tempdir();
     let fio = |format: &str| {
-        let out = run(Command::new("fio")
-            .arg(format!("--output-format={format}"))
-            .arg(&jobfile)
-            .current_dir(fio_dir.path()));
+        let out = fio_in(fio_dir.path(), &jobfile, format);
         assert!(!out.status.success(), "fio fails too");
         let _ = std::fs::remove_file(fio_dir.path().join("vf.dat"));
         text(&out.stdout)

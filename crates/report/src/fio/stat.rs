@@ -487,3 +487,25 @@ fn groups(stats: &[ThreadStat]) -> Vec<GroupStat> {
     out.sort_by_key(|g| g.groupid);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::error_site;
+
+    #[test]
+    fn a_failed_verify_is_at_fio_s_completion_site_for_its_engine() {
+        // fio 3.33's header lines: psync, and io_uring or libaio.
+        assert_eq!(
+            error_site(false, libc::EILSEQ),
+            "file:io_u.c:2152, func=io_u_sync_complete"
+        );
+        assert_eq!(
+            error_site(true, libc::EILSEQ),
+            "file:io_u.c:2190, func=io_u_queued_complete"
+        );
+        assert_eq!(
+            error_site(false, libc::EIO),
+            "file:engines/sync.c:126, func=xfer"
+        );
+    }
+}
