@@ -10,7 +10,7 @@ use clap::Subcommand;
 use rustix::fs::{Mode, OFlags};
 
 use fsbench_engine::runner::phases::{PhaseSettings, run_phase};
-use fsbench_measure::error::invalid;
+use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::Progress;
 use fsbench_workloads::WorkloadParams;
 use fsbench_workloads::archive::{Archive, ArchiveParams, Source};
@@ -133,7 +133,8 @@ fn extract(archive: &str, dir: &Path, remove: bool, progress: Arc<Progress>) -> 
             &settings,
             "archive",
             &mut console,
-        )?;
+        )
+        .map_err(FsbenchError::from)?;
         let m = &record.measurement;
         super::console::say(&format!(
             "fsbench: {}: {} entries in {:.3} s: {:.1} entries/s, {:.1} MiB/s{}",

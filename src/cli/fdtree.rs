@@ -169,7 +169,8 @@ pub(super) fn run(args: &FdtreeArgs, progress: Arc<Progress>) -> anyhow::Result<
                 "fsbench: the partial tree is left at {}",
                 left_at()
             ));
-        })?;
+        })
+        .map_err(FsbenchError::from)?;
         failed_calls += print_phase(args, phase, tin, &record)?;
     }
     if create && !remove {

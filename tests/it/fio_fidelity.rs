@@ -1,5 +1,6 @@
 //! `fsbench fio` beside fio 3.33 where fio leaves it no choice: the names a job's files
-//! take, the "Starting" line, a write job's verify reads in the outputs.
+//! take, the "Starting" line, a write job's verify reads in the outputs, a group whose
+//! verify fails.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -173,6 +174,14 @@ fn directions(doc: &serde_json::Value) -> Vec<(u64, u64, [bool; 4])> {
         .collect()
 }
 
+/// fio 3.33 on `jobfile` in `dir`, its output in `format`.
+fn fio_in(dir: &Path, jobfile: &Path, format: &str) -> std::process::Output {
+    run(Command::new("fio")
+        .arg(format!("--output-format={format}"))
+        .arg(jobfile)
+        .current_dir(dir))
+}
+
 #[test]
 fn a_write_job_s_verify_reads_are_its_reads_as_fio_counts_them() {
     let (dir, state) = (tmpfs_tempdir(), tempdir());
@@ -210,10 +219,7 @@ fn a_write_job_s_verify_reads_are_its_reads_as_fio_counts_them() {
     }
     let fio_dir = tempdir();
     let fio = |format: &str| {
-        let out = run(Command::new("fio")
-            .arg(format!("--output-format={format}"))
-            .arg(&jobfile)
-            .current_dir(fio_dir.path()));
+        let out = fio_in(fio_dir.path(), &jobfile, format);
         assert!(out.status.success(), "fio: {}", text(&out.stderr));
         text(&out.stdout)
     };
@@ -230,4 +236,82 @@ fn a_write_job_s_verify_reads_are_its_reads_as_fio_counts_them() {
         theirs.contains("\n   READ: bw="),
         normal.contains("\n   READ: bw=")
     );
+}
+
+/// Group 0 writes a file with checksums, group 1 overwrites its third block with other
+/// data, group 2 reads it back and checks: its third read fails its verify.
+const VERIFY_FAILS: &str = "[global]\nfilename=vf.dat\nsize=64k\nbs=4k\nioengine=psync\n\
+[w]\nrw=write\nverify=crc32c\ndo_verify=0\n\
+[o]\nstonewall\nrw=write\noffset=8k\nsize=4k\nverify=0\nbuffer_pattern=0x5a\n\
+[r]\nstonewall\nrw=read\nverify=crc32c\n";
+
+/// The failing job's header as fio 3.33 prints it (`fio VERIFY_FAILS`), but for its pid.
+const FAILED_HEADER: &str = "r: (groupid=2, jobs=1): err=84 (file:io_u.c:2152, func=io_u_sync_complete, error=Invalid or incomplete multibyte or wide character): pid=";
+
+/// The reads of job `r` in a JSON output: its error and its reads (the failing one counted).
+fn failed_reads(doc: &serde_json::Value) -> (i64, u64, u64) {
+    let r = (doc["jobs"].as_array().unwrap().iter())
+        .find(|j| j["jobname"] == "r")
+        .expect("job r");
+    let read = &r["read"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    (
+        r["error"].as_i64().unwrap(),
+        n(&read["total_ios"]),
+        n(&read["io_bytes"]),
+    )
+}
+
+#[test]
+fn a_group_whose_verify_fails_is_printed_with_its_error_as_fio_prints_it() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let jobfile = state.path().join("vf.fio");
+    std::fs::write(&jobfile, VERIFY_FAILS).unwrap();
+    let normal = fio_output(state.path(), dir.path(), &jobfile, "normal");
+    assert!(!normal.status.success(), "the run must fail");
+    assert!(text(&normal.stderr).contains("verify: bad magic header 5a5a"));
+    let normal = text(&normal.stdout);
+    assert!(normal.contains(FAILED_HEADER), "{normal}");
+    let group = &normal[normal.find(FAILED_HEADER).unwrap()..];
+    assert!(group.contains("issued rwts: total=3,0,0,0 "), "{group}");
+    let json = fio_output(state.path(), dir.path(), &jobfile, "json");
+    assert!(!json.status.success());
+    let ours: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(failed_reads(&ours), (84, 3, 12 << 10));
+    let terse = fio_output(state.path(), dir.path(), &jobfile, "terse");
+    let r = text(&terse.stdout);
+    let r = r
+        .lines()
+        .find(|l| l.contains(";r;2;"))
+        .expect("job r's line");
+    assert!(r.contains(";r;2;84;12;"), "{r}");
+    // fsbench's own document: the run failed, its io phase kept with the job's figures.
+    let doc: serde_json::Value =
+        serde_json::from_slice(&fio_job_json(state.path(), dir.path(), VERIFY_FAILS).stdout)
+            .unwrap();
+    let failed = (doc["runs"].as_array().unwrap().iter())
+        .find(|r| r["workload"] == "io:r")
+        .expect("the run of group 2");
+    assert_eq!(failed["status"], "failed");
+    let io = (failed["phases"].as_array().unwrap().iter())
+        .find(|p| p["name"] == "io")
+        .expect("its io phase");
+    assert_eq!(io["jobs"][0]["error"], 84);
+    assert_eq!(io["jobs"][0]["ios"][0], 3);
+    if !has_tool("fio") {
+        return skip("a failed verify against fio's own: fio is not installed");
+    }
+    let fio_dir = tempdir();
+    let fio = |format: &str| {
+        let out = fio_in(fio_dir.path(), &jobfile, format);
+        assert!(!out.status.success(), "fio fails too");
+        let _ = std::fs::remove_file(fio_dir.path().join("vf.dat"));
+        text(&out.stdout)
+    };
+    assert!(fio("normal").contains(FAILED_HEADER));
+    // fio's JSON follows its error line on stdout.
+    let theirs = fio("json");
+    let theirs: serde_json::Value =
+        serde_json::from_str(&theirs[theirs.find('{').unwrap()..]).unwrap();
+    assert_eq!(failed_reads(&theirs), failed_reads(&ours));
 }

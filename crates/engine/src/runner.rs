@@ -536,8 +536,10 @@ fn run_once(run: RunContext<'_>, observer: &mut dyn Observer) -> anyhow::Result<
             );
             let mut phase = match outcome {
                 Ok(phase) => phase,
-                Err(e) => {
-                    let mut e = with_remedy(e.into(), target.spec());
+                Err(failure) => {
+                    // What the failed phase did is kept with the run (a fio group's jobs).
+                    record.phases.extend(failure.partial.map(|p| *p));
+                    let mut e = with_remedy(failure.error.into(), target.spec());
                     if let Some(lost) = fresh.lost_daemon() {
                         e = FsbenchError::RunLost(format!("{lost} during the run: {e:#}")).into();
                     }

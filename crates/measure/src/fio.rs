@@ -410,6 +410,7 @@ impl JobStats {
             latency,
             total_err: self.errors,
             first_error: self.first_error,
+            error: 0,
             failed: self.failed,
             steadystate: None,
             trims: Trims {

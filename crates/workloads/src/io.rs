@@ -369,6 +369,9 @@ impl Io {
                 (o.verify_reads, o.verify_time.as_nanos() as u64);
             thread.steadystate = o.steady;
             thread.latency_search = o.latency_search;
+            if o.verify_failed.is_some() {
+                thread.error = libc::EILSEQ;
+            }
             rec.add_job(thread, logs);
         }
     }
@@ -488,7 +491,11 @@ impl Workload for Io {
             pattern.new_pass();
         }
         let outs = self.run_jobs(dir, rec, true)?;
-        self.unlink_files(dir)?;
+        // A job whose read failed its verify: every job's figures recorded, then the error.
+        let failed = outs.iter().find_map(|o| o.verify_failed.clone());
+        if failed.is_none() {
+            self.unlink_files(dir)?;
+        }
         for (name, d, trims) in DIRECTIONS {
             let mine = self.of_direction(&outs, trims);
             for (kind, pick) in [
@@ -509,7 +516,7 @@ impl Workload for Io {
         self.figures(&outs);
         self.figures.extend(self.filled(&outs));
         self.record_threads(outs, rec);
-        Ok(())
+        failed.map_or(Ok(()), |message| Err(FsbenchError::Failed(message)))
     }
 
     /// After the layout (and its sync), the jobs' offsets and the ramp: untimed.

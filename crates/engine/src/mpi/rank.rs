@@ -223,7 +223,7 @@ fn run_phases(
             s.abandon();
         }
         let mine = outcome
-            .map_err(|e| Failure::of(&e.into()))
+            .map_err(|e| Failure::of(&e.error.into()))
             .and_then(|mut record| {
                 record.caches_dropped = caches_dropped;
                 let phase = RankPhase {

@@ -50,7 +50,8 @@ fn measure(
             settings,
             &label,
             &mut Silent,
-        )?;
+        )
+        .map_err(FsbenchError::from)?;
         // A phase with nothing to do has no rate to be a ceiling.
         if p.idle.is_some() {
             continue;

@@ -277,7 +277,7 @@ mod tests {
     use std::os::fd::BorrowedFd;
 
     use super::*;
-    use crate::runner::phases::{PhaseSettings, run_phase};
+    use crate::runner::phases::{PhaseFailure, PhaseSettings, run_phase};
     use fsbench_measure::error::FsbenchError;
     use fsbench_measure::measure::PhaseRecorder;
     use fsbench_model::workload::PhaseInfo;
@@ -356,7 +356,7 @@ mod tests {
         }
     }
 
-    fn run_phases(fail_second: bool) -> (Vec<String>, Vec<Result<PhaseRecord, FsbenchError>>) {
+    fn run_phases(fail_second: bool) -> (Vec<String>, Vec<Result<PhaseRecord, PhaseFailure>>) {
         let dir = tempfile::tempdir().unwrap();
         let fd = rustix::fs::open(
             dir.path(),
@@ -395,7 +395,11 @@ mod tests {
     #[test]
     fn a_failed_phase_is_finished_without_a_record() {
         let (events, outcomes) = run_phases(true);
-        assert!(outcomes[1].is_err());
+        // The observer has no record; the failure carries what the phase did.
+        let failure = outcomes[1].as_ref().unwrap_err();
+        let partial = failure.partial.as_ref().expect("the failed phase's record");
+        assert_eq!(partial.name, "second");
+        assert!(partial.notes[0].starts_with("the phase failed: "));
         assert_eq!(
             events[2..],
             [

@@ -12,7 +12,7 @@ use fsbench_measure::measure::sync_and_drop_caches;
 use fsbench_measure::measure::{PhaseRecorder, Progress};
 use fsbench_measure::phase_progress::PhaseProgress;
 use fsbench_measure::shape;
-use fsbench_model::measurement::{PhaseShape, ThreadsDone};
+use fsbench_model::measurement::{PhaseMeasurement, PhaseShape, ThreadsDone};
 use fsbench_model::results::PhaseRecord;
 
 use fsbench_workloads::Workload;
@@ -26,6 +26,29 @@ pub struct PhaseSettings {
     pub progress: Arc<Progress>,
 }
 
+/// A phase that failed: why, and what it measured up to its failure where its work ran (a
+/// fio job whose read failed its verify: every job's figures, the failing one flagged).
+#[derive(Debug)]
+pub struct PhaseFailure {
+    pub error: FsbenchError,
+    pub partial: Option<Box<PhaseRecord>>,
+}
+
+impl From<FsbenchError> for PhaseFailure {
+    fn from(error: FsbenchError) -> PhaseFailure {
+        PhaseFailure {
+            error,
+            partial: None,
+        }
+    }
+}
+
+impl From<PhaseFailure> for FsbenchError {
+    fn from(failure: PhaseFailure) -> FsbenchError {
+        failure.error
+    }
+}
+
 /// Runs phase `index` of `workload` in `dir`, telling `observer` when it starts and ends;
 /// `label` names the run in those events.
 pub fn run_phase(
@@ -35,14 +58,14 @@ pub fn run_phase(
     settings: &PhaseSettings,
     label: &str,
     observer: &mut dyn Observer,
-) -> Result<PhaseRecord, FsbenchError> {
+) -> Result<PhaseRecord, PhaseFailure> {
     let caches_dropped = settings.settle && sync_and_drop_caches(dir);
     if settings
         .progress
         .cancel
         .load(std::sync::atomic::Ordering::Relaxed)
     {
-        return Err(FsbenchError::Interrupted);
+        return Err(FsbenchError::Interrupted.into());
     }
     // The sampler's first sample must not see the previous phase's count.
     settings
@@ -68,7 +91,7 @@ fn measure_phase(
     dir: &OwnedFd,
     settings: &PhaseSettings,
     caches_dropped: bool,
-) -> Result<PhaseRecord, FsbenchError> {
+) -> Result<PhaseRecord, PhaseFailure> {
     let phases = workload.phases();
     let info = &phases[index];
     workload.before_phase(index)?;
@@ -83,7 +106,17 @@ fn measure_phase(
     }
     let measurement = recorder.finish();
     let progress = sampler.finish();
-    outcome?;
+    if let Err(error) = outcome {
+        let partial = PhaseRecord {
+            caches_dropped,
+            progress,
+            ..failed_record(&info.name, measurement, &error)
+        };
+        return Err(PhaseFailure {
+            error,
+            partial: Some(Box::new(partial)),
+        });
+    }
     let sync_after_ns = settings.settle.then(|| {
         let start = Instant::now();
         let _ = rustix::fs::syncfs(dir);
@@ -123,4 +156,24 @@ fn measure_phase(
         idle: output.idle,
         shape,
     })
+}
+
+/// What a phase that failed with `error` did up to its failure: its measurement, no
+/// figures (the workload's own are made after it), a note that it failed.
+fn failed_record(name: &str, measurement: PhaseMeasurement, error: &FsbenchError) -> PhaseRecord {
+    PhaseRecord {
+        name: name.to_string(),
+        measurement,
+        caches_dropped: false,
+        sync_after_ns: None,
+        progress: Vec::new(),
+        rank_progress: Vec::new(),
+        figures: Vec::new(),
+        notes: vec![format!(
+            "the phase failed: {error}; what it did up to its failure"
+        )],
+        unsupported: None,
+        idle: None,
+        shape: PhaseShape::default(),
+    }
 }

@@ -51,6 +51,10 @@ pub struct JobThread {
     pub total_err: u64,
     #[serde(default)]
     pub first_error: i32,
+    /// The errno that ended the thread (fio's `error`): EILSEQ (84) where a read failed its
+    /// verify; 0: it ran to its end.
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub error: i32,
     /// Per direction, the I/Os that failed and were gone past: fio counts them issued (in
     /// its `total_ios` and IOPS), not in the bytes.
     #[serde(default)]
@@ -76,6 +80,10 @@ pub struct JobThread {
 }
 
 fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_i32(n: &i32) -> bool {
     *n == 0
 }
 

@@ -148,9 +148,7 @@ pub(super) fn configs<'a>(r: &'a SuiteResult, jobs: &[PlacedJob]) -> Vec<ConfigS
         for label in labels {
             let mine: Vec<&PlacedJob> = jobs.iter().filter(|j| j.0 == label).collect();
             let runs: Vec<&RunRecord> = (r.runs.iter())
-                .filter(|run| {
-                    run.config == config && run.workload == label && run.status == RunStatus::Ok
-                })
+                .filter(|run| run.config == config && run.workload == label && printed(run))
                 .collect();
             runs_seen = runs_seen.max(runs.len());
             let records: Vec<Vec<JobThread>> =
@@ -173,6 +171,14 @@ pub(super) fn configs<'a>(r: &'a SuiteResult, jobs: &[PlacedJob]) -> Vec<ConfigS
         });
     }
     out
+}
+
+/// Whether `run` is printed: it ran to its end, or it failed with its jobs' records kept (a
+/// read failed its verify: fio prints the group, the job with its error).
+fn printed(run: &RunRecord) -> bool {
+    let kept_jobs =
+        || (run.phases.iter()).any(|p| p.name == "io" && !p.measurement.jobs.is_empty());
+    run.status == RunStatus::Ok || (run.status == RunStatus::Failed && kept_jobs())
 }
 
 /// A run's thread records; for a run stored before they were, what its phase kept (each
@@ -327,6 +333,10 @@ fn pooled(
                 iops[2].add_up(&t.trims.iops);
             }
             add_thread_totals(&mut s, t);
+            if t.error != 0 {
+                (s.error, s.error_site) =
+                    (t.error, error_site(job.params.engine.queues(), t.error));
+            }
         }
         for d in 0..3 {
             s.runtime_ms[d] += runtime[d];
@@ -417,14 +427,21 @@ fn empty_stat(job: &JobInfo, members: u32) -> ThreadStat {
         total_err: 0,
         first_error: 0,
         error: 0,
-        // A queued I/O's completion, or the synchronous engines' transfer.
-        error_site: if job.params.engine.queues() {
-            "file:io_u.c:1876, func=io_u error"
-        } else {
-            "file:engines/sync.c:126, func=xfer"
-        },
+        error_site: error_site(job.params.engine.queues(), 0),
         steadystate: None,
         latency_search: None,
+    }
+}
+
+/// Where fio's job failed with `errno`, as its header line says: a read that failed its
+/// verify (EILSEQ) where it completed; another error at a queued I/O's completion, or the
+/// synchronous engines' transfer.
+fn error_site(queues: bool, errno: i32) -> &'static str {
+    match (errno == libc::EILSEQ, queues) {
+        (true, true) => "file:io_u.c:2190, func=io_u_queued_complete",
+        (true, false) => "file:io_u.c:2152, func=io_u_sync_complete",
+        (false, true) => "file:io_u.c:1876, func=io_u error",
+        (false, false) => "file:engines/sync.c:126, func=xfer",
     }
 }
 
@@ -469,4 +486,26 @@ fn groups(stats: &[ThreadStat]) -> Vec<GroupStat> {
     }
     out.sort_by_key(|g| g.groupid);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_site;
+
+    #[test]
+    fn a_failed_verify_is_at_fio_s_completion_site_for_its_engine() {
+        // fio 3.33's header lines: psync, and io_uring or libaio.
+        assert_eq!(
+            error_site(false, libc::EILSEQ),
+            "file:io_u.c:2152, func=io_u_sync_complete"
+        );
+        assert_eq!(
+            error_site(true, libc::EILSEQ),
+            "file:io_u.c:2190, func=io_u_queued_complete"
+        );
+        assert_eq!(
+            error_site(false, libc::EIO),
+            "file:engines/sync.c:126, func=xfer"
+        );
+    }
 }

@@ -209,11 +209,13 @@ impl<'a> Job<'a> {
             self.start_late();
         }
         self.out.stats.start();
+        let mut ended = false;
         let outcome = match engine {
             Some(issue) => issue(&mut self),
             None => self.run_sync(),
         }
         .and_then(|()| {
+            ended = true;
             // Ctrl-C ends the ramp too, which counts no I/O that would notice it.
             if self.rec.progress().cancel.load(Ordering::Relaxed) {
                 return Err(FsbenchError::Interrupted);
@@ -233,6 +235,14 @@ impl<'a> Job<'a> {
         // fio's `exitall`: the first job to end stops the others running with it.
         if outcome.is_err() || (self.span.measured && self.params.exitall) {
             self.halt.store(true, Ordering::Relaxed);
+        }
+        if outcome.is_err() && self.out.verify_failed.is_some() {
+            // Its figures to the mismatch go back with it, as fio prints the job.
+            if !ended {
+                self.out.elapsed = self.start.elapsed().saturating_sub(self.teardown);
+                self.out.stats.stop();
+            }
+            return Ok((self.rec, self.out));
         }
         outcome?;
         self.check_ratemin()?;
@@ -279,8 +289,15 @@ impl<'a> Job<'a> {
                 self.out.stats.errored(libc::EILSEQ, None);
                 Ok(())
             }
-            Some(message) => Err(FsbenchError::Failed(format!("io: {message}"))),
+            Some(message) => Err(self.failed_verify(format!("io: {message}"))),
         }
+    }
+
+    /// A mismatch that ends the job: noted in its figures (fio prints the job, `err=84`)
+    /// and its error.
+    pub(crate) fn failed_verify(&mut self, message: String) -> FsbenchError {
+        self.out.verify_failed = Some(message.clone());
+        FsbenchError::Failed(message)
     }
 
     /// fio's `ratemin`: a job that moved fewer bytes per second fails (over its whole time;

@@ -51,6 +51,10 @@ pub(crate) struct JobOut {
     pub exec_ended: Option<String>,
     /// From the common start to the job's end (its final syncs included).
     pub elapsed: Duration,
+    /// A read that failed its verify ended the job (fio's EILSEQ): the mismatch, which
+    /// fails the phase once every job's figures are recorded.
+    #[serde(default)]
+    pub verify_failed: Option<String>,
 }
 
 impl JobOut {
@@ -72,6 +76,7 @@ impl JobOut {
             latency_search: None,
             exec_ended: None,
             elapsed: Duration::ZERO,
+            verify_failed: None,
         }
     }
 

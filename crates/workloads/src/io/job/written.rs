@@ -51,6 +51,7 @@ impl Job<'_> {
                 self.params.verify_fatal,
             )
             .map_err(|e| io_error(e, "verify read", &self.rec))?;
+        drop(read);
         if limit == 0 {
             self.out.verify_reads += reads;
         }
@@ -64,7 +65,7 @@ impl Job<'_> {
                 }
                 Ok(())
             }
-            Some(m) => Err(FsbenchError::Failed(format!(
+            Some(m) => Err(self.failed_verify(format!(
                 "io: {} ({} of {checked} blocks checked were wrong)",
                 m.message, m.count
             ))),
