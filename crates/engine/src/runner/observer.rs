@@ -395,11 +395,10 @@ mod tests {
     #[test]
     fn a_failed_phase_is_finished_without_a_record() {
         let (events, outcomes) = run_phases(true);
-        // The observer has no record; the failure carries what the phase did.
+        // The observer has no record, nor has the failure: the phase recorded no jobs (a
+        // failed fio group's is kept: tests/it/fio_fidelity.rs).
         let failure = outcomes[1].as_ref().unwrap_err();
-        let partial = failure.partial.as_ref().expect("the failed phase's record");
-        assert_eq!(partial.name, "second");
-        assert!(partial.notes[0].starts_with("the phase failed: "));
+        assert!(failure.partial.is_none());
         assert_eq!(
             events[2..],
             [

@@ -107,14 +107,16 @@ fn measure_phase(
     let measurement = recorder.finish();
     let progress = sampler.finish();
     if let Err(error) = outcome {
-        let partial = PhaseRecord {
+        // Kept where the phase recorded its jobs (fio's outputs print a failed group);
+        // any other failed phase leaves the run as before, its earlier phases alone.
+        let partial = (!measurement.jobs.is_empty()).then(|| PhaseRecord {
             caches_dropped,
             progress,
             ..failed_record(&info.name, measurement, &error)
-        };
+        });
         return Err(PhaseFailure {
             error,
-            partial: Some(Box::new(partial)),
+            partial: partial.map(Box::new),
         });
     }
     let sync_after_ns = settings.settle.then(|| {
