@@ -266,10 +266,16 @@ mod tests {
             s.spawn(|| {
                 // SAFETY: affects this thread only, which then replaces its copy of `number`.
                 assert_eq!(unsafe { libc::unshare(libc::CLONE_FILES) }, 0);
-                unsafe { libc::close(number) };
-                let own = open(&mine);
-                // The same number: the process's table still has the other file there.
-                assert_eq!(own.as_raw_fd(), number);
+                // The same number as the process's file, put there by dup2: other tests'
+                // threads may have freed a lower one in this copy of the table.
+                let opened = open(&mine);
+                // SAFETY: `number` is this thread's own slot now; dup2 replaces it.
+                assert_eq!(unsafe { libc::dup2(opened.as_raw_fd(), number) }, number);
+                drop(opened);
+                // SAFETY: dup2 made `number` a descriptor this thread owns.
+                let own = unsafe {
+                    <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(number)
+                };
                 let named = rustix::fs::stat(ProcFd::of(own.as_fd()).name()).unwrap();
                 let real = rustix::fs::fstat(&own).unwrap();
                 assert_eq!((named.st_dev, named.st_ino), (real.st_dev, real.st_ino));
