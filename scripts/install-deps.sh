@@ -132,3 +132,9 @@ if [ "$("$fio_plot/bin/pip" show fio-plot 2>/dev/null | sed -n 's/^Version: //p'
     /usr/bin/python3 -m venv "$fio_plot"
     "$fio_plot/bin/pip" install --quiet --disable-pip-version-check "fio-plot==$fio_plot_version"
 fi
+# The bpf tracer's tests read the kernel's tracepoint formats: a fresh machine may not have
+# tracefs mounted (its absence skipped 20 tests on one).
+if ! [ -e /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
+    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+        echo "install-deps: cannot mount tracefs on /sys/kernel/tracing: the bpf tracer's tests will skip" >&2
+fi
