@@ -481,17 +481,21 @@ pub fn new_histogram() -> Histogram<u64> {
         .expect("static histogram bounds are valid")
 }
 
-/// `h`'s counts in a histogram of its precision over the whole range, growing past it if it
-/// must.
+/// `h`'s counts in a histogram of its precision that reaches `high` (at least twice its
+/// lowest value) and grows past it as more is added.
+pub(crate) fn regrown(h: &Histogram<u64>, high: u64) -> Result<Histogram<u64>, String> {
+    let high = high.max(2 * h.low());
+    let mut out = Histogram::new_with_bounds(h.low(), high, h.sigfig())
+        .map_err(|e| format!("a histogram's bounds: {e:?}"))?;
+    out.auto(true);
+    out.add(h)
+        .map_err(|e| format!("a histogram's counts: {e:?}"))?;
+    Ok(out)
+}
+
+/// `h`'s counts over the whole range, growing past it if it must.
 fn widened(h: &Histogram<u64>) -> Histogram<u64> {
-    let high = HISTOGRAM_MAX_NS.max(h.high());
-    let mut whole = Histogram::new_with_bounds(h.low(), high, h.sigfig())
-        .expect("a decoded histogram's bounds are valid");
-    whole.auto(true);
-    whole
-        .add(h)
-        .expect("a histogram that grows takes any counts");
-    whole
+    regrown(h, HISTOGRAM_MAX_NS.max(h.high())).expect("a histogram that grows takes any counts")
 }
 
 /// Behaviour over the stored latency record: making it from a histogram, decoding its

@@ -49,13 +49,7 @@ fn decode(text: &str) -> Result<Histogram<u64>, String> {
 /// one written); the phase's process holds every worker's until the last has ended, and
 /// 128 io job copies of 13 histograms each held 412 MiB of them.
 fn compact(full: &Histogram<u64>) -> Result<Histogram<u64>, String> {
-    let high = full.max().max(2 * full.low());
-    let mut h = Histogram::new_with_bounds(full.low(), high, full.sigfig())
-        .map_err(|e| format!("a histogram's bounds: {e:?}"))?;
-    h.auto(true);
-    h.add(full)
-        .map_err(|e| format!("a histogram's counts: {e:?}"))?;
-    Ok(h)
+    super::regrown(full, full.max())
 }
 
 /// `#[serde(with = ...)]` for a latency histogram that crosses between processes (in
