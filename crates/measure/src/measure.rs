@@ -481,6 +481,15 @@ pub fn new_histogram() -> Histogram<u64> {
         .expect("static histogram bounds are valid")
 }
 
+/// An empty histogram of the bounds' precision that grows with what is added (a sum no
+/// larger than what it holds: one of the whole range is 256 KiB).
+pub fn growing_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, 2, HISTOGRAM_DIGITS)
+        .expect("static histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
 /// `h`'s counts in a histogram of its precision that reaches `high` (at least twice its
 /// lowest value) and grows past it as more is added.
 pub(crate) fn regrown(h: &Histogram<u64>, high: u64) -> Result<Histogram<u64>, String> {

@@ -8,9 +8,7 @@
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
-
-use hdrhistogram::Histogram;
+use std::time::Instant;
 
 use super::parallel::Crew;
 use super::{PhaseInfo, PhaseOutput, Workload};
@@ -26,6 +24,7 @@ mod e4defrag;
 mod exec;
 mod fileops;
 mod flow;
+mod gather;
 mod job;
 pub mod jobfile;
 mod latency;
@@ -46,7 +45,8 @@ mod think;
 mod uring;
 mod verify;
 
-use job::{Job, JobOut, Span};
+use gather::{Direction, Gathered};
+use job::{Job, Span};
 pub use params::{
     CmdPrio, Distribution, Engine, ExecSpec, Fallocate, FileService, IoParams, MemPolicy,
     Placement, PrioShares, Rw, Strided, SyncIo, Zones, allow_raw_target,
@@ -149,13 +149,13 @@ impl Io {
     /// Runs every job's copies at once, each a worker (a process or a thread, `workers`; the
     /// timed part when `measured`, else each job's ramp): their recorders summed, the phase's
     /// time from their common start to the last one's end, their figures in
-    /// [`Io::threads`]'s order.
+    /// [`Io::threads`]'s order, folded as they arrive.
     fn run_jobs(
         &mut self,
         dir: BorrowedFd<'_>,
         rec: &mut PhaseRecorder,
         measured: bool,
-    ) -> Result<Vec<JobOut>, FsbenchError> {
+    ) -> Result<Gathered, FsbenchError> {
         let threads: Vec<(IoParams, usize, u32)> = (self.threads().into_iter())
             .map(|(p, job, copy)| (p.clone(), job, copy))
             .collect();
@@ -179,7 +179,14 @@ impl Io {
         let crew = Crew::new(mode, &keep).with_timelines();
         // Each job's pattern goes to its worker and comes back with its figures.
         let patterns = std::mem::take(&mut self.patterns);
-        let ran = crew.run(rec, patterns, |w, mut pattern| {
+        let mut back: Vec<Option<Pattern>> = patterns.iter().map(|_| None).collect();
+        let mut gathered = Gathered::new(self.params.jobs(), !self.params.beside.is_empty());
+        let fold = |index: usize, (out, pattern)| {
+            let (p, job, copy) = &threads[index];
+            gathered.add((p, *job, *copy), out);
+            back[index] = Some(pattern);
+        };
+        let work = |w: &mut crate::parallel::Worker<'_>, mut pattern: Pattern| {
             let (params, job, copy) = &threads[w.index()];
             // Before anything of the job is made, as fio places its threads.
             placement::apply(params, *copy)?;
@@ -198,88 +205,66 @@ impl Io {
                 .filter(|_| measured)
                 .map(|spec| steady::Steady::new(spec, share));
             w.start()?;
-            // The asynchronous engines' loops; job.rs knows none.
-            let engine: Option<job::IssueLoop> = match params.engine {
-                _ if params.verify_only => Some(job::verify_only),
-                Engine::IoUring => Some(uring::run),
-                Engine::Libaio => Some(libaio::run),
-                Engine::Posixaio => Some(posixaio::run),
-                Engine::Cpuio => Some(cpuio::run),
-                Engine::Exec => Some(exec::run),
-                e if e.file_op() => Some(fileops::run),
-                _ => None,
-            };
-            let ran = job.run(Instant::now(), engine);
+            let ran = job.run(Instant::now(), issue_loop(params));
             if let (true, Some(left)) = (params.does_io(), io_left) {
                 left.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             }
             let (worker, out) = ran?;
             w.give_back(worker);
             Ok((out, pattern))
-        })?;
+        };
+        let ran = crew.run_folding(rec, patterns, work, fold)?;
         if measured {
             rec.ran(ran.from, ran.to);
         }
-        let (outs, patterns) = ran.values()?.into_iter().unzip();
-        self.patterns = patterns;
-        Ok(outs)
+        ran.values()?;
+        self.patterns = back.into_iter().flatten().collect();
+        Ok(gathered)
     }
 
     /// fio's figures from every job's: per direction, IOPS and bandwidth over the longest
     /// job's time, completion latency percentiles, total latency, submission latency.
-    fn figures(&mut self, outs: &[JobOut]) {
-        self.note_cpu_burns(outs);
-        self.note_programs(outs);
-        let secs = (self
-            .of_direction(outs, None)
-            .iter()
-            .map(|o| o.elapsed)
-            .max())
-        .unwrap_or(Duration::ZERO)
-        .as_secs_f64()
-        .max(1e-9);
-        for (dir, d, trims) in DIRECTIONS {
-            let mine = self.of_direction(outs, trims);
-            self.figures.extend(direction_figures(&mine, d, dir, secs));
+    fn figures(&mut self, all: &Gathered) {
+        self.note_cpu_burns(all);
+        self.note_programs(&all.programs);
+        let secs = all.longest.as_secs_f64().max(1e-9);
+        for ((dir, _, _), sums) in DIRECTIONS.iter().zip(&all.directions) {
+            self.figures.extend(direction_figures(sums, dir, secs));
         }
-        let lag = sum_histograms(outs, |o| &o.lag);
-        if !lag.is_empty() {
+        if !all.lag.is_empty() {
             for (name, ns) in [
-                ("p50", lag.value_at_percentile(50.0)),
-                ("p99", lag.value_at_percentile(99.0)),
+                ("p50", all.lag.value_at_percentile(50.0)),
+                ("p99", all.lag.value_at_percentile(99.0)),
             ] {
                 let at = [Dim::new("percentile", DimValue::Text(name.into()))];
                 self.figures
                     .push(Figure::new("issue lag", "µs", false, ns as f64 / 1000.0).at(&at));
             }
         }
-        self.per_job_figures(outs);
-        let verified: u64 = outs.iter().map(|o| o.verified).sum();
-        if verified > 0 {
+        self.per_job_figures(all);
+        if all.verified > 0 {
             // Read back after the timed writes, as fio's verify phase: not in the IOPS.
             self.figures.push(Figure::new(
                 "verified blocks",
                 "blocks",
                 true,
-                verified as f64,
+                all.verified as f64,
             ));
         }
         let p = &self.params;
         if p.beside.is_empty() && (p.rate_iops > 0 || p.rate > 0) {
             let jobs = f64::from(p.numjobs);
-            let ios: u64 = outs.iter().map(|o| o.ios[0] + o.ios[1]).sum();
-            let bytes: u64 = outs.iter().map(|o| o.bytes[0] + o.bytes[1]).sum();
             let achieved = if p.rate_iops > 0 {
                 format!(
                     "{:.0} of {:.0} IO/s",
-                    ios as f64 / secs,
+                    all.ios as f64 / secs,
                     p.rate_iops as f64 * jobs
                 )
             } else {
                 let kib = |b: f64| b / 1024.0;
                 format!(
                     "{:.0} of {:.0} KiB/s",
-                    kib(bytes as f64 / secs),
+                    kib(all.bytes as f64 / secs),
                     kib(p.rate as f64 * jobs)
                 )
             };
@@ -291,124 +276,108 @@ impl Io {
 }
 
 impl Io {
-    /// The outputs of each job that ran beside others (a job file's jobs without
-    /// `stonewall` between them), with its name and its directions' names; none for a job
-    /// alone.
-    fn by_job<'o>(&self, outs: &'o [JobOut]) -> Vec<(String, [&'static str; 2], Vec<&'o JobOut>)> {
+    /// Each job that ran beside others (a job file's jobs without `stonewall` between them)
+    /// and did I/O, with its name, its directions' names and its copies' sums; none for a
+    /// job alone.
+    fn by_job<'g>(
+        &self,
+        all: &'g Gathered,
+    ) -> Vec<(String, [&'static str; 2], &'g gather::JobSums)> {
         if self.params.beside.is_empty() {
             return Vec::new();
         }
-        let threads = self.threads();
-        (self.params.jobs().enumerate())
-            .filter(|(_, p)| p.does_io())
-            .map(|(j, p)| {
-                let mine = (threads.iter().zip(outs))
-                    .filter(|((_, job, _), _)| *job == j)
-                    .map(|(_, o)| o)
-                    .collect();
+        (self.params.jobs().zip(&all.jobs).enumerate())
+            .filter(|(_, (p, _))| p.does_io())
+            .map(|(j, (p, sums))| {
                 // A trim job's second direction is its trims.
                 let dirs = ["read", if p.rw.trims() { "trim" } else { "write" }];
-                (
-                    p.job.clone().unwrap_or_else(|| format!("job{j}")),
-                    dirs,
-                    mine,
-                )
+                let name = p.job.clone().unwrap_or_else(|| format!("job{j}"));
+                (name, dirs, sums)
             })
-            .collect()
-    }
-
-    /// The outputs of the threads that count in a direction of [`DIRECTIONS`]: every
-    /// thread's (`None`), or those of the jobs that trim or not; never a cpuio job's (no
-    /// I/O).
-    fn of_direction<'o>(&self, outs: &'o [JobOut], trims: Option<bool>) -> Vec<&'o JobOut> {
-        (self.threads().into_iter().zip(outs))
-            .filter(|((p, _, _), _)| p.does_io())
-            .filter(|((p, _, _), _)| trims.is_none_or(|t| p.rw.trims() == t))
-            .map(|(_, o)| o)
             .collect()
     }
 
     /// Each job's own IOPS and bandwidth per direction (over its longest copy's time),
     /// where jobs ran beside each other.
-    fn per_job_figures(&mut self, outs: &[JobOut]) {
-        for (name, dirs, mine) in self.by_job(outs) {
-            let secs = (mine.iter().map(|o| o.elapsed).max())
-                .unwrap_or(Duration::ZERO)
-                .as_secs_f64()
-                .max(1e-9);
+    fn per_job_figures(&mut self, all: &Gathered) {
+        for (name, dirs, sums) in self.by_job(all) {
+            let secs = sums.longest.as_secs_f64().max(1e-9);
             for (d, dir) in dirs.into_iter().enumerate() {
-                let ios: u64 = mine.iter().map(|o| o.ios[d]).sum();
+                let ios = sums.ios[d];
                 if ios == 0 {
                     continue;
                 }
-                let bytes: u64 = mine.iter().map(|o| o.bytes[d]).sum();
                 let at = [
                     Dim::new("job", DimValue::Text(name.clone())),
                     Dim::new("direction", DimValue::Text(dir.into())),
                 ];
                 self.figures
                     .push(Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at));
-                let kib = bytes as f64 / 1024.0 / secs;
+                let kib = sums.bytes[d] as f64 / 1024.0 / secs;
                 self.figures
                     .push(Figure::new("bw", "KiB/s", true, kib).at(&at));
             }
         }
     }
 
-    /// Each thread's record as fio reports it (and its log files), in [`Io::threads`]'s order.
-    fn record_threads(&self, outs: Vec<JobOut>, rec: &mut PhaseRecorder) {
-        for (o, (p, job, copy)) in outs.into_iter().zip(self.threads()) {
-            let name = p.job.clone().unwrap_or_else(|| format!("job{job}"));
-            let runtime = o.elapsed.as_nanos() as u64;
-            let who = (name.as_str(), job as u32, copy);
-            // fio's figures count the verify phase's reads as the job's reads.
-            let mut clat = o.clat;
-            (clat[0].add(&o.verify_clat)).expect("histograms of the same bounds add");
-            let (mut thread, logs) = o.stats.finish(who, runtime, &o.slat, &clat, &o.trim_clat);
-            (thread.verify_reads, thread.verify_ns) =
-                (o.verify_reads, o.verify_time.as_nanos() as u64);
-            thread.steadystate = o.steady;
-            thread.latency_search = o.latency_search;
-            if o.verify_failed.is_some() {
-                thread.error = libc::EILSEQ;
+    /// The phase's latency histograms: per direction, every job's together; and each job's,
+    /// `JOB: read clat`, where jobs ran beside each other.
+    fn record_latency(&self, all: &Gathered, rec: &mut PhaseRecorder) {
+        for ((name, _, _), sums) in DIRECTIONS.iter().zip(&all.directions) {
+            for (kind, h) in [
+                ("clat", &sums.clat),
+                ("slat", &sums.slat),
+                ("from schedule", &sums.from_schedule),
+            ] {
+                if !h.is_empty() {
+                    rec.add_latency(&format!("{name} {kind}"), h);
+                }
             }
-            rec.add_job(thread, logs);
         }
-    }
-
-    /// Each job's latency histograms, `JOB: read clat`, where jobs ran beside each other.
-    fn per_job_latency(&self, outs: &[JobOut], rec: &mut PhaseRecorder) {
-        for (name, dirs, mine) in self.by_job(outs) {
+        for (name, dirs, sums) in self.by_job(all) {
+            let Some([clat, slat]) = &sums.latency else {
+                continue;
+            };
             for (d, dir) in dirs.into_iter().enumerate() {
-                for o in &mine {
-                    if !o.clat[d].is_empty() {
-                        rec.add_latency(&format!("{name}: {dir} clat"), &o.clat[d]);
-                    }
-                    if !o.slat[d].is_empty() {
-                        rec.add_latency(&format!("{name}: {dir} slat"), &o.slat[d]);
-                    }
+                if !clat[d].is_empty() {
+                    rec.add_latency(&format!("{name}: {dir} clat"), &clat[d]);
+                }
+                if !slat[d].is_empty() {
+                    rec.add_latency(&format!("{name}: {dir} slat"), &slat[d]);
                 }
             }
         }
     }
 }
 
-/// Direction `d` (`dir`)'s figures over the jobs given: IOPS and bandwidth over `secs`,
-/// completion latency percentiles and its maximum, submission latency where measured.
-fn direction_figures(outs: &[&JobOut], d: usize, dir: &str, secs: f64) -> Vec<Figure> {
-    let ios: u64 = outs.iter().map(|o| o.ios[d]).sum();
-    if ios == 0 {
+/// The loop of a job's engine where it is not job.rs's own: the asynchronous engines', and
+/// those that issue no reads or writes.
+fn issue_loop(params: &IoParams) -> Option<job::IssueLoop> {
+    match params.engine {
+        _ if params.verify_only => Some(job::verify_only),
+        Engine::IoUring => Some(uring::run),
+        Engine::Libaio => Some(libaio::run),
+        Engine::Posixaio => Some(posixaio::run),
+        Engine::Cpuio => Some(cpuio::run),
+        Engine::Exec => Some(exec::run),
+        e if e.file_op() => Some(fileops::run),
+        _ => None,
+    }
+}
+
+/// A direction's figures: IOPS and bandwidth over `secs`, completion latency percentiles
+/// and its maximum, submission latency where measured.
+fn direction_figures(sums: &Direction, dir: &str, secs: f64) -> Vec<Figure> {
+    if sums.ios == 0 {
         return Vec::new();
     }
-    let bytes: u64 = outs.iter().map(|o| o.bytes[d]).sum();
     let direction = Dim::new("direction", DimValue::Text(dir.into()));
     let at = [direction.clone()];
     let mut figures = vec![
-        Figure::new("iops", "IO/s", true, ios as f64 / secs).at(&at),
-        Figure::new("bw", "KiB/s", true, bytes as f64 / 1024.0 / secs).at(&at),
+        Figure::new("iops", "IO/s", true, sums.ios as f64 / secs).at(&at),
+        Figure::new("bw", "KiB/s", true, sums.bytes as f64 / 1024.0 / secs).at(&at),
     ];
-    let clat = sum_histograms(outs.iter().copied(), |o| &o.clat[d]);
-    let slat = sum_histograms(outs.iter().copied(), |o| &o.slat[d]);
+    let (clat, slat) = (&sums.clat, &sums.slat);
     let mut points: Vec<(&str, String, u64)> = (PERCENTILES.iter())
         .map(|q| ("clat", format!("p{q}"), clat.value_at_percentile(*q)))
         .collect();
@@ -425,20 +394,6 @@ fn direction_figures(outs: &[&JobOut], d: usize, dir: &str, secs: f64) -> Vec<Fi
         figures.push(Figure::new(figure, "µs", false, ns as f64 / 1000.0).at(&at));
     }
     figures
-}
-
-/// One histogram of every job's (the same bounds: they add).
-fn sum_histograms<'o>(
-    outs: impl IntoIterator<Item = &'o JobOut>,
-    pick: impl Fn(&JobOut) -> &Histogram<u64>,
-) -> Histogram<u64> {
-    let mut total = fsbench_measure::measure::new_histogram();
-    for o in outs {
-        total
-            .add(pick(o))
-            .expect("histograms of the same bounds add");
-    }
-    total
 }
 
 impl Workload for Io {
@@ -490,32 +445,16 @@ impl Workload for Io {
         for pattern in &mut self.patterns {
             pattern.new_pass();
         }
-        let outs = self.run_jobs(dir, rec, true)?;
+        let all = self.run_jobs(dir, rec, true)?;
         // A job whose read failed its verify: every job's figures recorded, then the error.
-        let failed = outs.iter().find_map(|o| o.verify_failed.clone());
+        let failed = all.verify_failed.clone();
         if failed.is_none() {
             self.unlink_files(dir)?;
         }
-        for (name, d, trims) in DIRECTIONS {
-            let mine = self.of_direction(&outs, trims);
-            for (kind, pick) in [
-                (
-                    "clat",
-                    (|o, d| &o.clat[d]) as fn(&JobOut, usize) -> &Histogram<u64>,
-                ),
-                ("slat", |o, d| &o.slat[d]),
-                ("from schedule", |o, d| &o.from_schedule[d]),
-            ] {
-                let summed = sum_histograms(mine.iter().copied(), |o| pick(o, d));
-                if !summed.is_empty() {
-                    rec.add_latency(&format!("{name} {kind}"), &summed);
-                }
-            }
-        }
-        self.per_job_latency(&outs, rec);
-        self.figures(&outs);
-        self.figures.extend(self.filled(&outs));
-        self.record_threads(outs, rec);
+        self.record_latency(&all, rec);
+        self.figures(&all);
+        self.figures.extend(self.filled(&all));
+        all.record_threads(rec);
         failed.map_or(Ok(()), |message| Err(FsbenchError::Failed(message)))
     }
 

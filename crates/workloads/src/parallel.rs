@@ -141,14 +141,43 @@ impl<'a> Crew<'a> {
         I: Send,
         R: Send + Serialize + DeserializeOwned,
     {
+        let mut values: Vec<Option<R>> = inputs.iter().map(|_| None).collect();
+        let ran = self.run_folding(rec, inputs, work, |index, value| {
+            values[index] = Some(value)
+        })?;
+        let outcomes = (ran.outcomes.into_iter().zip(values))
+            .map(|(outcome, value)| outcome.map(|()| value.expect("a worker's value was folded")))
+            .collect();
+        Ok(Ran {
+            outcomes,
+            from: ran.from,
+            to: ran.to,
+            cpu: ran.cpu,
+        })
+    }
+
+    /// [`Crew::run`], each worker's value handed to `fold` as it is gathered (in the
+    /// workers' order) instead of kept: the phase's process then holds one worker's value
+    /// at a time, however many workers there are. The outcomes say which failed.
+    pub(crate) fn run_folding<I, R>(
+        &self,
+        rec: &mut PhaseRecorder,
+        inputs: Vec<I>,
+        work: impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError> + Sync,
+        mut fold: impl FnMut(usize, R),
+    ) -> Result<Ran<()>, FsbenchError>
+    where
+        I: Send,
+        R: Send + Serialize + DeserializeOwned,
+    {
         let region = shm::Region::new(Board::room(inputs.len()))?;
         let board = Board::new(&region, inputs.len());
         if inputs.len() == 1 {
-            return Ok(self.run_alone(rec, &board, inputs, work));
+            return Ok(self.run_alone(rec, &board, inputs, work, &mut fold));
         }
         match self.mode {
-            WorkerMode::Threads => self.run_threads(rec, &board, inputs, &work),
-            WorkerMode::Processes => processes::run(self, rec, &board, inputs, &work),
+            WorkerMode::Threads => self.run_threads(rec, &board, inputs, &work, &mut fold),
+            WorkerMode::Processes => processes::run(self, rec, &board, inputs, &work, &mut fold),
         }
     }
 
@@ -167,7 +196,8 @@ impl<'a> Crew<'a> {
         board: &Board<'_>,
         inputs: Vec<I>,
         work: impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError>,
-    ) -> Ran<R> {
+        fold: &mut impl FnMut(usize, R),
+    ) -> Ran<()> {
         let began = Instant::now();
         // Its units count straight into the phase's progress.
         let mut w = Worker {
@@ -178,9 +208,8 @@ impl<'a> Crew<'a> {
             alone: true,
             started_at: None,
         };
-        let outcome = inputs
-            .into_iter()
-            .map(|input| work(&mut w, input))
+        let outcome = (inputs.into_iter())
+            .map(|input| work(&mut w, input).map(|value| fold(0, value)))
             .collect();
         let to = Instant::now();
         let from = w.started_at.unwrap_or(began);
@@ -201,7 +230,8 @@ impl<'a> Crew<'a> {
         board: &Board<'_>,
         inputs: Vec<I>,
         work: &(impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError> + Sync),
-    ) -> Result<Ran<R>, FsbenchError>
+        fold: &mut impl FnMut(usize, R),
+    ) -> Result<Ran<()>, FsbenchError>
     where
         I: Send,
         R: Send,
@@ -257,7 +287,7 @@ impl<'a> Crew<'a> {
             (joined, from)
         });
         let from = from?;
-        let outcomes = self.absorb_threads(rec, joined);
+        let outcomes = self.absorb_threads(rec, joined, fold);
         let to = last_end(board, from);
         let cpu = CpuTimes::default();
         Ok(Ran {
@@ -268,19 +298,21 @@ impl<'a> Crew<'a> {
         })
     }
 
-    /// Each joined worker thread's outcome, in order, its recorder added to `rec`'s.
+    /// Each joined worker thread's outcome, in order, its recorder added to `rec`'s and its
+    /// value to `fold`.
     fn absorb_threads<R>(
         &self,
         rec: &mut PhaseRecorder,
         joined: Vec<JoinedWorker<R>>,
-    ) -> Vec<Result<R, FsbenchError>> {
+        fold: &mut impl FnMut(usize, R),
+    ) -> Vec<Result<(), FsbenchError>> {
         let n = joined.len();
         let outcome = |(index, joined): (usize, JoinedWorker<R>)| match joined {
             Ok(Ok((worker, outcome))) => {
                 if let Some(worker) = worker {
                     self.absorb(rec, worker);
                 }
-                outcome
+                outcome.map(|value| fold(index, value))
             }
             Ok(Err(e)) => Err(e),
             Err(_) => Err(FsbenchError::Failed(format!(

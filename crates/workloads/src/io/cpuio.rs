@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::Io;
-use super::job::{Job, JobOut};
+use super::gather::Gathered;
+use super::job::Job;
 use super::params::IoParams;
 use crate::parallel::shm::Region;
 use fsbench_measure::error::FsbenchError;
@@ -171,15 +172,11 @@ impl Io {
     /// What the cpuio jobs did, in the run's notes: the share of a CPU each burned (its
     /// user and system time over its time, per copy) and that they moved no data; where
     /// every job is cpuio, that no filesystem data moved at all.
-    pub(super) fn note_cpu_burns(&mut self, outs: &[JobOut]) {
-        let threads = self.threads();
+    pub(super) fn note_cpu_burns(&mut self, all: &Gathered) {
         let mut burns = Vec::new();
-        for (j, p) in self.params.jobs().enumerate() {
+        for (j, (p, sums)) in self.params.jobs().zip(&all.jobs).enumerate() {
             let Some(burn) = p.cpu_burn else { continue };
-            let mine = (threads.iter().zip(outs)).filter(|((_, job, _), _)| *job == j);
-            let (cpu, time) = mine.fold((0, 0), |(cpu, time), (_, o)| {
-                (cpu + o.stats.cpu_ns(), time + o.elapsed.as_nanos() as u64)
-            });
+            let (cpu, time) = (sums.cpu_ns, sums.time.as_nanos() as u64);
             let name = p.job.clone().unwrap_or_else(|| format!("job{j}"));
             let share = cpu as f64 * 100.0 / time.max(1) as f64;
             burns.push(format!(

@@ -18,7 +18,7 @@ use rustix::process::{Pid, Signal};
 
 use super::Io;
 use super::cpuio::stopped;
-use super::job::{Job, JobOut};
+use super::job::Job;
 use crate::command::cgroup::Cgroup;
 use crate::command::process::enter;
 use fsbench_measure::error::FsbenchError;
@@ -233,13 +233,13 @@ impl Io {
     /// What each exec job's program did, in the run's notes (the console says them on
     /// stderr; the results keep them): the command line, where its output went, how it
     /// ended. A program that failed does not fail the run, as in fio (its job's err=0).
-    pub(super) fn note_programs(&mut self, outs: &[JobOut]) {
-        let threads = self.threads();
+    pub(super) fn note_programs(&mut self, programs: &[(usize, u32, String)]) {
         let mut notes = Vec::new();
-        for ((p, _, copy), out) in threads.iter().zip(outs) {
-            let (Some(spec), Some(ended)) = (&p.exec, &out.exec_ended) else {
+        for (job, copy, ended) in programs {
+            let Some(p) = self.params.jobs().nth(*job) else {
                 continue;
             };
+            let Some(spec) = &p.exec else { continue };
             let name = job_name(p);
             let argv = spec.argv(p.runtime_ms / 1000, &name).join(" ");
             let output = match spec.std_redirect {

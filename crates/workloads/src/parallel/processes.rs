@@ -74,7 +74,8 @@ pub(super) fn run<I, R>(
     board: &Board<'_>,
     inputs: Vec<I>,
     work: &(impl Fn(&mut Worker<'_>, I) -> Result<R, FsbenchError> + Sync),
-) -> Result<Ran<R>, FsbenchError>
+    fold: &mut impl FnMut(usize, R),
+) -> Result<Ran<()>, FsbenchError>
 where
     R: Serialize + DeserializeOwned,
 {
@@ -132,7 +133,7 @@ where
         if let Some(tally) = report.tally {
             crew.absorb(rec, rec.worker_from(tally).map_err(lost)?);
         }
-        outcomes.push(report.outcome.map_err(FsbenchError::from));
+        outcomes.push((report.outcome.map_err(FsbenchError::from)).map(|v| fold(index, v)));
     }
     Ok(Ran {
         outcomes,

@@ -115,6 +115,34 @@ fn a_workers_error_is_its_own_outcome() {
     }
 }
 
+#[test]
+fn folded_values_arrive_in_the_workers_order_and_a_failed_one_is_not_folded() {
+    for mode in MODES {
+        let (mut rec, _) = phase();
+        let mut folded = Vec::new();
+        let ran = Crew::new(mode, &[])
+            .run_folding(
+                &mut rec,
+                vec![3u64, 0, 5, 1],
+                |w, units| {
+                    w.start()?;
+                    if units == 0 {
+                        return Err(FsbenchError::Failed("no units".into()));
+                    }
+                    // The later workers end first: the order is the workers', not the ends'.
+                    std::thread::sleep(Duration::from_millis(50 / units));
+                    Ok(vec![units; units as usize])
+                },
+                |index, value| folded.push((index, value)),
+            )
+            .unwrap();
+        let expected = [(0, vec![3; 3]), (2, vec![5; 5]), (3, vec![1])];
+        assert_eq!(folded, expected, "{mode:?}");
+        let failed: Vec<bool> = ran.outcomes.iter().map(Result::is_err).collect();
+        assert_eq!(failed, [false, true, false, false], "{mode:?}");
+    }
+}
+
 /// Whether process `pid` is gone (or a zombie nobody reaped).
 fn gone(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

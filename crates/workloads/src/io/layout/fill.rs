@@ -5,7 +5,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::super::job::JobOut;
+use super::super::gather::Gathered;
 use super::super::pattern::Next;
 use super::super::{Engine, Io, IoParams};
 use fsbench_measure::error::invalid;
@@ -60,14 +60,11 @@ impl Io {
 impl Io {
     /// What the fill jobs wrote before the filesystem was full (in MiB), once they ran: the
     /// size their description cannot give.
-    pub(in crate::io) fn filled(&self, outs: &[JobOut]) -> Option<Figure> {
+    pub(in crate::io) fn filled(&self, all: &Gathered) -> Option<Figure> {
         if !self.params.jobs().any(|p| p.fill_device) {
             return None;
         }
-        let bytes: u64 = (self.threads().into_iter().zip(outs))
-            .filter(|((p, _, _), _)| p.fill_device)
-            .map(|(_, o)| o.bytes[1])
-            .sum();
+        let bytes = all.filled;
         Some(Figure::new(
             "written until full",
             "MiB",
