@@ -1,5 +1,6 @@
 //! fio job files (`fsbench fio`): jobs at the same time until a `stonewall`, each job's own
-//! figures and fio's summary of them, a job file on standard input scaled by `--cap`.
+//! figures and fio's summary of them (each job's header naming its process), a job file
+//! on standard input scaled by `--cap`.
 
 use crate::common::*;
 
@@ -109,4 +110,43 @@ fn a_job_file_on_stdin_scaled_by_the_cap_says_so() {
 /// json` is fio's.
 fn exported_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn each_job_s_header_names_the_process_or_thread_that_ran_it() {
+    let (dir, state) = (tmpfs_tempdir(), tempdir());
+    let jobfile = state.path().join("pids.fio");
+    // Two copies as processes, then two as threads (fio's `thread`).
+    std::fs::write(
+        &jobfile,
+        "[global]\nsize=1m\nrw=read\n\n[p]\nnumjobs=2\n[t]\nstonewall\nthread\nnumjobs=2\n",
+    )
+    .unwrap();
+    let out = run(fsbench(state.path())
+        .args(["fio", "--runs", "1", "--db"])
+        .arg(state.path().join("results.db"))
+        .arg(&jobfile)
+        .arg("--dir")
+        .arg(dir.path()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let normal = text(&out.stdout);
+    let pids: Vec<(String, u32)> = (normal.lines())
+        .filter(|l| l.contains("(groupid="))
+        .map(|l| {
+            let pid = l.split(" pid=").nth(1).and_then(|r| r.split(':').next());
+            let job = l.split(':').next().unwrap_or_default().to_string();
+            (job, pid.and_then(|p| p.parse().ok()).unwrap_or(0))
+        })
+        .collect();
+    let jobs: Vec<&str> = pids.iter().map(|(j, _)| j.as_str()).collect();
+    assert_eq!(jobs, ["p", "p", "t", "t"], "{normal}");
+    let mut ids: Vec<u32> = pids.iter().map(|(_, pid)| *pid).collect();
+    assert!(ids.iter().all(|pid| *pid > 0), "{normal}");
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(
+        ids.len(),
+        4,
+        "each copy its own process or thread: {normal}"
+    );
 }

@@ -117,6 +117,11 @@ impl Usage {
     }
 }
 
+fn thread_id() -> u32 {
+    // SAFETY: gettid has no effect but its answer.
+    unsafe { libc::gettid() as u32 }
+}
+
 /// One job thread's fio statistics, recorded on the thread as its I/Os complete.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct JobStats {
@@ -137,6 +142,8 @@ pub struct JobStats {
     bw: Rates,
     iops: Rates,
     start: Usage,
+    /// The job's thread (fio's `td->pid`): a worker process's only thread has its pid.
+    pid: u32,
     /// The thread's usage when it ended (taken on the thread itself).
     end: Option<Usage>,
     logs: Option<Box<Logs>>,
@@ -215,6 +222,7 @@ impl JobStats {
             bw: Rates::new(bw),
             iops: Rates::new(iops),
             start: Usage::now(),
+            pid: thread_id(),
             end: None,
             logs: (!logs.is_off()).then(|| Box::new(Logs::new(logs, thread, expected_ios))),
             errors: 0,
@@ -252,6 +260,7 @@ impl JobStats {
     /// Starts the thread's CPU time and faults now (call on the job's own thread).
     pub fn start(&mut self) {
         self.start = Usage::now();
+        self.pid = thread_id();
     }
 
     /// Everything counted so far dropped, the CPU time and faults started again now, the
@@ -394,6 +403,7 @@ impl JobStats {
             index,
             copy,
             runtime_ns,
+            pid: self.pid,
             usr_ns: end.usr_ns.saturating_sub(self.start.usr_ns),
             sys_ns: end.sys_ns.saturating_sub(self.start.sys_ns),
             ctx: end.ctx.saturating_sub(self.start.ctx),

@@ -33,8 +33,6 @@ struct Header {
     timestamp_ms: u64,
     /// The longest run's time, whole seconds (fio's `elapsed`).
     elapsed_secs: u64,
-    /// fsbench keeps no process id of its threads: 0.
-    pid: u32,
     global: Vec<(String, String)>,
 }
 
@@ -64,7 +62,6 @@ impl Header {
             time,
             timestamp_ms,
             elapsed_secs: elapsed_ns.div_ceil(1_000_000_000),
-            pid: 0,
             global: jobs
                 .last()
                 .map(|j| j.2.fio.global.clone())

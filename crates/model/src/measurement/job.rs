@@ -19,6 +19,10 @@ pub struct JobThread {
     pub copy: u32,
     /// From the jobs' common start to this thread's end (its last sync included).
     pub runtime_ns: u64,
+    /// The process (or thread, for a worker thread) that ran it, as fio's job header names
+    /// it; 0 in records stored before it was kept.
+    #[serde(default)]
+    pub pid: u32,
     /// The thread's own getrusage over its run.
     pub usr_ns: u64,
     pub sys_ns: u64,

@@ -116,7 +116,7 @@ fn stat(out: &mut String, s: &ThreadStat, g: Option<&GroupStat>, header: &Header
     let _ = writeln!(
         out,
         "{}: (groupid={}, jobs={}): err={err}: pid={}: {}",
-        s.name, s.groupid, s.members, header.pid, header.time
+        s.name, s.groupid, s.members, s.pid, header.time
     );
     if let Some(desc) = &s.description {
         let _ = writeln!(out, "  Description  : [{desc}]");

@@ -27,6 +27,9 @@ pub(super) struct JobInfo {
 pub(super) struct ThreadStat {
     pub name: String,
     pub groupid: u32,
+    /// Its first thread's process or thread id (fio's: "first pid in group, not very
+    /// useful").
+    pub pid: u32,
     /// Threads in it (fio's `jobs=`).
     pub members: u32,
     pub description: Option<String>,
@@ -307,6 +310,8 @@ fn pooled(
 ) -> ThreadStat {
     let members = p.iter().map(Vec::len).max().unwrap_or(0) as u32;
     let mut s = empty_stat(job, members);
+    // The first run's first member, as fio names one run's.
+    s.pid = p.iter().flatten().next().map_or(0, |t| t.pid);
     for run in p.iter().filter(|r| !r.is_empty()) {
         let mut bw: [SampleStats; 3] = Default::default();
         let mut iops: [SampleStats; 3] = Default::default();
@@ -399,6 +404,7 @@ fn empty_stat(job: &JobInfo, members: u32) -> ThreadStat {
     ThreadStat {
         name: job.name.clone(),
         groupid: job.fio.groupid,
+        pid: 0,
         members,
         description: job.fio.description.clone(),
         options: job.fio.options.clone(),
