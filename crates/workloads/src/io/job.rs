@@ -2,14 +2,14 @@
 //! engine, each one's latencies recorded (no allocation per I/O), until the pass, the
 //! runtime or `number_ios` ends it.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::layout::{file_name, open_file};
 use super::mmap::Mapping;
 use super::params::{ErrorKind, IoParams};
-use super::pattern::{Next, Pattern};
+use super::pattern::{Next, Pattern, Pick};
 use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
@@ -20,11 +20,13 @@ mod calls;
 mod depth;
 mod errors;
 mod only;
+mod open;
 mod out;
 mod queueing;
 mod written;
 pub(crate) use errors::io_error;
 pub(crate) use only::verify_only;
+pub(crate) use open::{Files, Opened};
 pub(crate) use out::JobOut;
 pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 
@@ -64,7 +66,7 @@ pub(crate) struct Job<'a> {
     /// The run's directory, and the job's files' names in it.
     pub dir: BorrowedFd<'a>,
     pub names: Vec<String>,
-    pub files: Vec<OwnedFd>,
+    pub files: Files,
     pub pattern: &'a mut Pattern,
     pub bufs: Vec<Aligned>,
     pub rec: PhaseRecorder,
@@ -115,6 +117,16 @@ pub(crate) struct Job<'a> {
     backlog_due: bool,
     /// fio's `latency_target`: the search for the depth whose I/Os meet it.
     search: Option<super::latency::DepthSearch>,
+    /// An open during the job that failed (the job ends, then fails with it).
+    open_failed: Option<FsbenchError>,
+}
+
+/// The next step of a job's I/O where files open and close.
+pub(crate) enum Step {
+    Io(Next),
+    /// Reap first: the file picked is closed and `openfiles` are open.
+    Busy,
+    Done,
 }
 
 impl<'a> Job<'a> {
@@ -137,6 +149,11 @@ impl<'a> Job<'a> {
             e if e.diskless() || e.file_op() || e == super::Engine::Pmemblk => &names[..0],
             _ => &names[..],
         };
+        // With `openfiles` below `nrfiles` the job opens its files as it goes, in its time.
+        let opened = match params.limits_open() {
+            Some(_) => &names[..0],
+            None => opened,
+        };
         let files = (opened.iter())
             .map(|name| open_file(params, dir, name, params.create_on_open))
             .collect::<Result<Vec<_>, FsbenchError>>()?;
@@ -157,12 +174,16 @@ impl<'a> Job<'a> {
         let expected = params.size / params.max_bs().max(1) * u64::from(params.loops);
         let stats = JobStats::new(logs, thread, expected);
         let interval_ns = super::think::interval_ns(params, pattern.mean_bs());
+        let files = match params.limits_open() {
+            Some(limit) => Files::limited(names.len(), limit),
+            None => Files::all(files),
+        };
         Ok(Job {
             params,
             dir,
             names,
             written: vec![false; params.nrfiles as usize],
-            positions: vec![0; files.len()],
+            positions: vec![0; params.nrfiles as usize],
             files,
             pattern,
             bufs,
@@ -194,6 +215,7 @@ impl<'a> Job<'a> {
             donor,
             backlog_due: false,
             search: depth::search_of(params, span),
+            open_failed: None,
         })
     }
 
@@ -214,6 +236,7 @@ impl<'a> Job<'a> {
             Some(issue) => issue(&mut self),
             None => self.run_sync(),
         }
+        .and_then(|()| self.open_failed.take().map_or(Ok(()), Err))
         .and_then(|()| {
             ended = true;
             // Ctrl-C ends the ramp too, which counts no I/O that would notice it.
@@ -353,13 +376,50 @@ impl<'a> Job<'a> {
             }
         }
         loop {
-            if let Some(next) = self.pattern.next() {
-                return Some(next);
+            match self.next_step(passes) {
+                Step::Io(next) => return Some(next),
+                Step::Done => return None,
+                // Nothing in flight holds a file open: the turn has moved on, pick again.
+                Step::Busy => {}
+            }
+        }
+    }
+
+    /// The next I/O of the passes, or `Busy` where the file picked is closed, `openfiles`
+    /// are open and I/Os in flight hold some of them (fio reaps, then picks again).
+    fn next_step(&mut self, passes: &mut u32) -> Step {
+        loop {
+            let pick = match self.files.is_limited() {
+                false => self.pattern.next().map_or(Pick::End, Pick::Io),
+                true => {
+                    let (params, dir, names) = (self.params, self.dir, &self.names);
+                    let positions = &mut self.positions;
+                    let mut open = |f: usize| {
+                        // A new descriptor is at the file's start.
+                        positions[f] = 0;
+                        open_file(params, dir, &names[f], params.create_on_open)
+                    };
+                    match self.pattern.next_open(&mut self.files, &mut open) {
+                        Ok(pick) => pick,
+                        Err(e) => {
+                            self.open_failed = Some(e);
+                            return Step::Done;
+                        }
+                    }
+                }
+            };
+            match pick {
+                Pick::Io(next) => return Step::Io(next),
+                Pick::Busy if self.files.in_flight() > 0 => return Step::Busy,
+                Pick::Busy => continue,
+                Pick::End => {}
             }
             *passes += 1;
             if !self.span.time_based && *passes >= self.params.loops {
-                return None;
+                return Step::Done;
             }
+            // fio closes every file before the next loop over them.
+            self.files.done_all();
             self.pattern.new_pass();
         }
     }
@@ -502,7 +562,7 @@ impl<'a> Job<'a> {
             return Ok(());
         }
         let before = Instant::now();
-        let fd = self.files.get(file).map(AsFd::as_fd);
+        let fd = self.files.get(file);
         // The mmap engine syncs its mapping, whatever the sync, as fio's; fio's pmemblk
         // engine completes a sync at once ("we're always sync'd").
         let result = match (self.maps.get(file), fd) {
@@ -546,7 +606,9 @@ impl<'a> Job<'a> {
         while let Some(io) = self.next_io(&mut passes) {
             if self.params.unlink_each_loop && passes > renewed {
                 renewed = passes;
-                super::layout::renew(self.params, self.dir, &self.names, &mut self.files)?;
+                let (params, dir, names) = (self.params, self.dir, &self.names);
+                self.files
+                    .renew(|f| super::layout::renew(params, dir, &names[f]))?;
                 self.positions.fill(0);
             }
             self.before_next_io()?;
