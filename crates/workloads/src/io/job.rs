@@ -6,10 +6,10 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::layout::{file_name, open_file};
+use super::layout::file_name;
 use super::mmap::Mapping;
 use super::params::{ErrorKind, IoParams};
-use super::pattern::{Next, Pattern, Pick};
+use super::pattern::{Next, Pattern};
 use super::verify::{self, Verifier};
 use fsbench_measure::calls::Aligned;
 use fsbench_measure::error::FsbenchError;
@@ -26,7 +26,7 @@ mod queueing;
 mod written;
 pub(crate) use errors::io_error;
 pub(crate) use only::verify_only;
-pub(crate) use open::{Files, Opened};
+pub(crate) use open::{Files, Opened, Step};
 pub(crate) use out::JobOut;
 pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 
@@ -121,14 +121,6 @@ pub(crate) struct Job<'a> {
     open_failed: Option<FsbenchError>,
 }
 
-/// The next step of a job's I/O where files open and close.
-pub(crate) enum Step {
-    Io(Next),
-    /// Reap first: the file picked is closed and `openfiles` are open.
-    Busy,
-    Done,
-}
-
 impl<'a> Job<'a> {
     /// Opens the job's files (in the calling worker's descriptor table) and sets up what it
     /// needs to run: buffers, fio's statistics, its rate and its verifier.
@@ -144,19 +136,7 @@ impl<'a> Job<'a> {
         let names: Vec<String> = (0..params.nrfiles as usize)
             .map(|f| file_name(params, job, copy, f))
             .collect();
-        // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
-        let opened = match params.engine {
-            e if e.diskless() || e.file_op() || e == super::Engine::Pmemblk => &names[..0],
-            _ => &names[..],
-        };
-        // With `openfiles` below `nrfiles` the job opens its files as it goes, in its time.
-        let opened = match params.limits_open() {
-            Some(_) => &names[..0],
-            None => opened,
-        };
-        let files = (opened.iter())
-            .map(|name| open_file(params, dir, name, params.create_on_open))
-            .collect::<Result<Vec<_>, FsbenchError>>()?;
+        let files = open::at_start(params, dir, &names)?;
         if params.pre_read {
             super::layout::pre_read(&files)
                 .map_err(|e| FsbenchError::Failed(format!("io: pre_read: {e}")))?;
@@ -174,10 +154,7 @@ impl<'a> Job<'a> {
         let expected = params.size / params.max_bs().max(1) * u64::from(params.loops);
         let stats = JobStats::new(logs, thread, expected);
         let interval_ns = super::think::interval_ns(params, pattern.mean_bs());
-        let files = match params.limits_open() {
-            Some(limit) => Files::limited(names.len(), limit),
-            None => Files::all(files),
-        };
+        let files = Files::of(params, files);
         Ok(Job {
             params,
             dir,
@@ -382,45 +359,6 @@ impl<'a> Job<'a> {
                 // Nothing in flight holds a file open: the turn has moved on, pick again.
                 Step::Busy => {}
             }
-        }
-    }
-
-    /// The next I/O of the passes, or `Busy` where the file picked is closed, `openfiles`
-    /// are open and I/Os in flight hold some of them (fio reaps, then picks again).
-    fn next_step(&mut self, passes: &mut u32) -> Step {
-        loop {
-            let pick = match self.files.is_limited() {
-                false => self.pattern.next().map_or(Pick::End, Pick::Io),
-                true => {
-                    let (params, dir, names) = (self.params, self.dir, &self.names);
-                    let positions = &mut self.positions;
-                    let mut open = |f: usize| {
-                        // A new descriptor is at the file's start.
-                        positions[f] = 0;
-                        open_file(params, dir, &names[f], params.create_on_open)
-                    };
-                    match self.pattern.next_open(&mut self.files, &mut open) {
-                        Ok(pick) => pick,
-                        Err(e) => {
-                            self.open_failed = Some(e);
-                            return Step::Done;
-                        }
-                    }
-                }
-            };
-            match pick {
-                Pick::Io(next) => return Step::Io(next),
-                Pick::Busy if self.files.in_flight() > 0 => return Step::Busy,
-                Pick::Busy => continue,
-                Pick::End => {}
-            }
-            *passes += 1;
-            if !self.span.time_based && *passes >= self.params.loops {
-                return Step::Done;
-            }
-            // fio closes every file before the next loop over them.
-            self.files.done_all();
-            self.pattern.new_pass();
         }
     }
 

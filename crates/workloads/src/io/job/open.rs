@@ -5,7 +5,79 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
+use super::Job;
+use crate::io::layout::open_file;
+use crate::io::params::{Engine, IoParams};
+use crate::io::pattern::{Next, Pick};
 use fsbench_measure::error::FsbenchError;
+
+/// The files a job opens before it starts: all of them, or none where they open and close
+/// during the job (`openfiles` below `nrfiles`).
+pub(super) fn at_start(
+    params: &IoParams,
+    dir: BorrowedFd<'_>,
+    names: &[String],
+) -> Result<Vec<OwnedFd>, FsbenchError> {
+    // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
+    // With `openfiles` below `nrfiles` the job opens its files as it goes, in its time.
+    let opened = match params.engine {
+        e if e.diskless() || e.file_op() || e == Engine::Pmemblk => &names[..0],
+        _ if params.limits_open().is_some() => &names[..0],
+        _ => names,
+    };
+    (opened.iter())
+        .map(|name| open_file(params, dir, name, params.create_on_open))
+        .collect()
+}
+
+/// The next step of a job's I/O where files open and close.
+pub(crate) enum Step {
+    Io(Next),
+    /// Reap first: the file picked is closed and `openfiles` are open.
+    Busy,
+    Done,
+}
+
+impl Job<'_> {
+    /// The next I/O of the passes, or `Busy` where the file picked is closed, `openfiles`
+    /// are open and I/Os in flight hold some of them (fio reaps, then picks again).
+    pub(super) fn next_step(&mut self, passes: &mut u32) -> Step {
+        loop {
+            let pick = match self.files.is_limited() {
+                false => self.pattern.next().map_or(Pick::End, Pick::Io),
+                true => {
+                    let (params, dir, names) = (self.params, self.dir, &self.names);
+                    let positions = &mut self.positions;
+                    let mut open = |f: usize| {
+                        // A new descriptor is at the file's start.
+                        positions[f] = 0;
+                        open_file(params, dir, &names[f], params.create_on_open)
+                    };
+                    match self.pattern.next_open(&mut self.files, &mut open) {
+                        Ok(pick) => pick,
+                        Err(e) => {
+                            self.open_failed = Some(e);
+                            return Step::Done;
+                        }
+                    }
+                }
+            };
+            match pick {
+                Pick::Io(next) => return Step::Io(next),
+                Pick::Busy if self.files.in_flight() > 0 => return Step::Busy,
+                Pick::Busy => continue,
+                Pick::End => {}
+            }
+            *passes += 1;
+            if !self.span.time_based && *passes >= self.params.loops {
+                return Step::Done;
+            }
+            // fio closes every file before the next loop over them.
+            self.files.done_all();
+            self.pattern.new_pass();
+        }
+    }
+}
 
 /// Whether a file the file service picked can take the next I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +106,15 @@ pub(crate) struct Files {
 }
 
 impl Files {
+    /// The job's files: `fds` open for the whole job, or none yet where they open and
+    /// close during it.
+    pub(super) fn of(params: &IoParams, fds: Vec<OwnedFd>) -> Files {
+        match params.limits_open() {
+            Some(limit) => Files::limited(params.nrfiles as usize, limit),
+            None => Files::all(fds),
+        }
+    }
+
     /// Every one of `fds` open for the whole job.
     pub(crate) fn all(fds: Vec<OwnedFd>) -> Files {
         let n = fds.len();
