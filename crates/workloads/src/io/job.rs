@@ -323,34 +323,8 @@ impl<'a> Job<'a> {
     /// attained, or another job failed; while its `flow` holds it back, none yet.
     #[inline]
     pub(crate) fn next_io(&mut self, passes: &mut u32) -> Option<Next> {
-        loop {
-            if self.halt.load(Ordering::Relaxed)
-                || self.rec.progress().cancel.load(Ordering::Relaxed)
-                || self.search_done()
-            {
-                return None;
-            }
-            if self.span.measured
-                && self.params.number_ios > 0
-                && self.issued >= self.params.number_ios
-            {
-                return None;
-            }
-            if let Some(limit) = self.span.limit
-                && self.start.elapsed() >= limit
-            {
-                return None;
-            }
-            if let Some(steady) = &mut self.steady {
-                let [ios, bytes] = [self.out.ios, self.out.bytes].map(|d| d[0] + d[1]);
-                if steady.attained(self.start.elapsed(), ios, bytes) {
-                    return None;
-                }
-            }
-            // fio's `flow`: held back, the job looks again (after `flow_sleep`).
-            if !self.flow.as_mut().is_some_and(|gate| gate.holds_back()) {
-                break;
-            }
+        if self.ends() {
+            return None;
         }
         loop {
             match self.next_step(passes) {
@@ -358,6 +332,42 @@ impl<'a> Job<'a> {
                 Step::Done => return None,
                 // Nothing in flight holds a file open: the turn has moved on, pick again.
                 Step::Busy => {}
+            }
+        }
+    }
+
+    /// Whether the job ends before its next I/O: another job failed, Ctrl-C, the latency
+    /// search is over, `number_ios` are done, the time is up or its steady state is
+    /// attained; while its `flow` holds it back, it waits here.
+    #[inline]
+    pub(crate) fn ends(&mut self) -> bool {
+        loop {
+            if self.halt.load(Ordering::Relaxed)
+                || self.rec.progress().cancel.load(Ordering::Relaxed)
+                || self.search_done()
+            {
+                return true;
+            }
+            if self.span.measured
+                && self.params.number_ios > 0
+                && self.issued >= self.params.number_ios
+            {
+                return true;
+            }
+            if let Some(limit) = self.span.limit
+                && self.start.elapsed() >= limit
+            {
+                return true;
+            }
+            if let Some(steady) = &mut self.steady {
+                let [ios, bytes] = [self.out.ios, self.out.bytes].map(|d| d[0] + d[1]);
+                if steady.attained(self.start.elapsed(), ios, bytes) {
+                    return true;
+                }
+            }
+            // fio's `flow`: held back, the job looks again (after `flow_sleep`).
+            if !self.flow.as_mut().is_some_and(|gate| gate.holds_back()) {
+                return false;
             }
         }
     }

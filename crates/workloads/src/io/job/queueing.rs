@@ -60,6 +60,7 @@ impl Job<'_> {
     pub(crate) fn next_to_queue(&mut self, issuing: &mut Issuing) -> Queue {
         let io = match issuing.pending.take() {
             Some(io) => io,
+            None if self.ends() => return Queue::Done,
             None => match self.next_step(&mut issuing.passes) {
                 super::Step::Io(io) => io,
                 super::Step::Busy => return Queue::Busy,
