@@ -39,6 +39,7 @@ mod fio_groups;
 mod fio_jobs;
 mod fio_latency;
 mod fio_more_engines;
+mod fio_openfiles;
 mod fio_opts;
 mod fio_out;
 mod fio_place;

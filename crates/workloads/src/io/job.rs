@@ -2,11 +2,11 @@
 //! engine, each one's latencies recorded (no allocation per I/O), until the pass, the
 //! runtime or `number_ios` ends it.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::layout::{file_name, open_file};
+use super::layout::file_name;
 use super::mmap::Mapping;
 use super::params::{ErrorKind, IoParams};
 use super::pattern::{Next, Pattern};
@@ -20,11 +20,13 @@ mod calls;
 mod depth;
 mod errors;
 mod only;
+mod open;
 mod out;
 mod queueing;
 mod written;
 pub(crate) use errors::io_error;
 pub(crate) use only::verify_only;
+pub(crate) use open::{Files, Opened, Step};
 pub(crate) use out::JobOut;
 pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 
@@ -64,7 +66,7 @@ pub(crate) struct Job<'a> {
     /// The run's directory, and the job's files' names in it.
     pub dir: BorrowedFd<'a>,
     pub names: Vec<String>,
-    pub files: Vec<OwnedFd>,
+    pub files: Files,
     pub pattern: &'a mut Pattern,
     pub bufs: Vec<Aligned>,
     pub rec: PhaseRecorder,
@@ -115,6 +117,8 @@ pub(crate) struct Job<'a> {
     backlog_due: bool,
     /// fio's `latency_target`: the search for the depth whose I/Os meet it.
     search: Option<super::latency::DepthSearch>,
+    /// An open during the job that failed (the job ends, then fails with it).
+    open_failed: Option<FsbenchError>,
 }
 
 impl<'a> Job<'a> {
@@ -132,14 +136,7 @@ impl<'a> Job<'a> {
         let names: Vec<String> = (0..params.nrfiles as usize)
             .map(|f| file_name(params, job, copy, f))
             .collect();
-        // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
-        let opened = match params.engine {
-            e if e.diskless() || e.file_op() || e == super::Engine::Pmemblk => &names[..0],
-            _ => &names[..],
-        };
-        let files = (opened.iter())
-            .map(|name| open_file(params, dir, name, params.create_on_open))
-            .collect::<Result<Vec<_>, FsbenchError>>()?;
+        let files = open::at_start(params, dir, &names)?;
         if params.pre_read {
             super::layout::pre_read(&files)
                 .map_err(|e| FsbenchError::Failed(format!("io: pre_read: {e}")))?;
@@ -157,12 +154,13 @@ impl<'a> Job<'a> {
         let expected = params.size / params.max_bs().max(1) * u64::from(params.loops);
         let stats = JobStats::new(logs, thread, expected);
         let interval_ns = super::think::interval_ns(params, pattern.mean_bs());
+        let files = Files::of(params, files);
         Ok(Job {
             params,
             dir,
             names,
             written: vec![false; params.nrfiles as usize],
-            positions: vec![0; files.len()],
+            positions: vec![0; params.nrfiles as usize],
             files,
             pattern,
             bufs,
@@ -194,6 +192,7 @@ impl<'a> Job<'a> {
             donor,
             backlog_due: false,
             search: depth::search_of(params, span),
+            open_failed: None,
         })
     }
 
@@ -214,6 +213,7 @@ impl<'a> Job<'a> {
             Some(issue) => issue(&mut self),
             None => self.run_sync(),
         }
+        .and_then(|()| self.open_failed.take().map_or(Ok(()), Err))
         .and_then(|()| {
             ended = true;
             // Ctrl-C ends the ramp too, which counts no I/O that would notice it.
@@ -323,44 +323,52 @@ impl<'a> Job<'a> {
     /// attained, or another job failed; while its `flow` holds it back, none yet.
     #[inline]
     pub(crate) fn next_io(&mut self, passes: &mut u32) -> Option<Next> {
+        if self.ends() {
+            return None;
+        }
+        loop {
+            match self.next_step(passes) {
+                Step::Io(next) => return Some(next),
+                Step::Done => return None,
+                // Nothing in flight holds a file open: the turn has moved on, pick again.
+                Step::Busy => {}
+            }
+        }
+    }
+
+    /// Whether the job ends before its next I/O: another job failed, Ctrl-C, the latency
+    /// search is over, `number_ios` are done, the time is up or its steady state is
+    /// attained; while its `flow` holds it back, it waits here.
+    #[inline]
+    pub(crate) fn ends(&mut self) -> bool {
         loop {
             if self.halt.load(Ordering::Relaxed)
                 || self.rec.progress().cancel.load(Ordering::Relaxed)
                 || self.search_done()
             {
-                return None;
+                return true;
             }
             if self.span.measured
                 && self.params.number_ios > 0
                 && self.issued >= self.params.number_ios
             {
-                return None;
+                return true;
             }
             if let Some(limit) = self.span.limit
                 && self.start.elapsed() >= limit
             {
-                return None;
+                return true;
             }
             if let Some(steady) = &mut self.steady {
                 let [ios, bytes] = [self.out.ios, self.out.bytes].map(|d| d[0] + d[1]);
                 if steady.attained(self.start.elapsed(), ios, bytes) {
-                    return None;
+                    return true;
                 }
             }
             // fio's `flow`: held back, the job looks again (after `flow_sleep`).
             if !self.flow.as_mut().is_some_and(|gate| gate.holds_back()) {
-                break;
+                return false;
             }
-        }
-        loop {
-            if let Some(next) = self.pattern.next() {
-                return Some(next);
-            }
-            *passes += 1;
-            if !self.span.time_based && *passes >= self.params.loops {
-                return None;
-            }
-            self.pattern.new_pass();
         }
     }
 
@@ -502,7 +510,7 @@ impl<'a> Job<'a> {
             return Ok(());
         }
         let before = Instant::now();
-        let fd = self.files.get(file).map(AsFd::as_fd);
+        let fd = self.files.get(file);
         // The mmap engine syncs its mapping, whatever the sync, as fio's; fio's pmemblk
         // engine completes a sync at once ("we're always sync'd").
         let result = match (self.maps.get(file), fd) {
@@ -546,7 +554,9 @@ impl<'a> Job<'a> {
         while let Some(io) = self.next_io(&mut passes) {
             if self.params.unlink_each_loop && passes > renewed {
                 renewed = passes;
-                super::layout::renew(self.params, self.dir, &self.names, &mut self.files)?;
+                let (params, dir, names) = (self.params, self.dir, &self.names);
+                self.files
+                    .renew(|f| super::layout::renew(params, dir, &names[f]))?;
                 self.positions.fill(0);
             }
             self.before_next_io()?;

@@ -104,7 +104,7 @@ pub(super) fn open_file(
         flags |= OFlags::CREATE;
     }
     let fd = rustix::fs::openat(dir, name, flags, Mode::from(0o644))
-        .map_err(|e| FsbenchError::Failed(format!("io: open {name}: {e}")))?;
+        .map_err(|e| open_failed(params, name, e))?;
     // fio invalidates no file of an engine of its own files (`FIO_DISKLESSIO`).
     if params.invalidate && !params.direct && !params.engine.pmem() {
         let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::DontNeed);
@@ -331,20 +331,30 @@ pub(super) fn pre_read(files: &[OwnedFd]) -> Result<(), rustix::io::Errno> {
     Ok(())
 }
 
+/// A failed open; EMFILE named with the process's open-file limit and `openfiles`, as
+/// fio's "try reducing/setting openfiles".
+fn open_failed(params: &IoParams, name: &str, e: rustix::io::Errno) -> FsbenchError {
+    if e != rustix::io::Errno::MFILE {
+        return FsbenchError::Failed(format!("io: open {name}: {e}"));
+    }
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    FsbenchError::Failed(format!(
+        "io: open {name}: EMFILE (too many open files): the process's open-file limit (RLIMIT_NOFILE {}) is below the job's {} files held open at once; set openfiles below it",
+        limit.map_or("unlimited".into(), |l| l.to_string()),
+        params.limits_open().unwrap_or(params.nrfiles as usize),
+    ))
+}
+
 /// fio's `unlink_each_loop`: the job's files removed after a loop and made anew, empty, for
 /// the next.
 pub(super) fn renew(
     params: &IoParams,
     dir: BorrowedFd<'_>,
-    names: &[String],
-    files: &mut [OwnedFd],
-) -> Result<(), FsbenchError> {
-    for (name, fd) in names.iter().zip(files.iter_mut()) {
-        rustix::fs::unlinkat(dir, name.as_str(), rustix::fs::AtFlags::empty())
-            .map_err(|e| FsbenchError::Failed(format!("io: unlink {name}: {e}")))?;
-        *fd = open_file(params, dir, name, true)?;
-    }
-    Ok(())
+    name: &str,
+) -> Result<OwnedFd, FsbenchError> {
+    rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty())
+        .map_err(|e| FsbenchError::Failed(format!("io: unlink {name}: {e}")))?;
+    open_file(params, dir, name, true)
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! and `iodepth_batch_complete_max` at most a call, down to `iodepth_low` once the queue was
 //! full), so that fio's IO depths, submit and complete figures are fio's. The system calls are made directly (no libaio library to link).
 
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
 use super::job::{InFlight, Issuing, Job, Queue, io_error, wait_for_completions};
@@ -72,7 +71,6 @@ impl Drop for Context {
 pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
     let depth = job.params.depth();
     let ctx = Context::new(depth)?;
-    let fds: Vec<RawFd> = job.files.iter().map(|f| f.as_raw_fd()).collect();
     let n = job.bufs.len();
     let mut state = State {
         iocbs: vec![Iocb::default(); n],
@@ -84,7 +82,7 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
         inflight: 0,
         cmdprio: super::cmdprio::Chooser::for_job(job),
     };
-    let outcome = state.run(job, &ctx, &fds);
+    let outcome = state.run(job, &ctx);
     // Dropping the context waits for what is still in flight, before the buffers go.
     let teardown = Instant::now();
     drop(ctx);
@@ -108,7 +106,7 @@ struct State {
 impl State {
     /// The issue-and-reap cycle, one loop as io_uring's (fill the free slots, submit, sync
     /// with nothing in flight, reap).
-    fn run(&mut self, job: &mut Job<'_>, ctx: &Context, fds: &[RawFd]) -> Result<(), FsbenchError> {
+    fn run(&mut self, job: &mut Job<'_>, ctx: &Context) -> Result<(), FsbenchError> {
         let batch = job.params.iodepth_batch_submit as usize;
         let mut issuing = Issuing::default();
         let mut finished = false;
@@ -117,7 +115,9 @@ impl State {
             let mut wait_for: Option<Instant> = None;
             while !quiesce && !finished && !self.free.is_empty() && job.has_room(self.in_use()) {
                 match job.next_to_queue(&mut issuing) {
-                    Queue::Io(io, due) => self.queue(job, io, due, fds),
+                    Queue::Io(io, due) => self.queue(job, io, due),
+                    // Reap: I/Os in flight hold the files open.
+                    Queue::Busy => break,
                     Queue::Quiesce => quiesce = true,
                     Queue::Later(at) => wait_for = Some(at),
                     Queue::Done => finished = true,
@@ -172,7 +172,7 @@ impl State {
     }
 
     /// Prepares the iocb of `io` in a free slot and queues it for the next submission.
-    fn queue(&mut self, job: &mut Job<'_>, mut io: Next, due: Option<Instant>, fds: &[RawFd]) {
+    fn queue(&mut self, job: &mut Job<'_>, mut io: Next, due: Option<Instant>) {
         let slot = self.free.pop().expect("a free slot");
         job.stamp(slot, io);
         let buf = job.bufs[slot].buf();
@@ -186,7 +186,7 @@ impl State {
             } else {
                 IOCB_CMD_PWRITE
             },
-            fildes: fds[io.file] as u32,
+            fildes: job.files.raw(io.file) as u32,
             buf: buf.as_mut_ptr() as u64,
             nbytes: u64::from(io.len),
             offset: io.offset as i64,

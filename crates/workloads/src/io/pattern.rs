@@ -4,10 +4,18 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{FileService, IoParams};
+use std::os::fd::OwnedFd;
 
+use super::job::Files;
+use super::params::IoParams;
+use fsbench_measure::error::FsbenchError;
+
+mod map;
 mod picker;
+mod service;
+use map::Map;
 use picker::Picker;
+use service::{Served, Service};
 
 /// A small fast generator (xorshift64*): offsets must cost nothing beside the I/O, and
 /// `randrepeat` needs the same sequence from the same seed.
@@ -46,52 +54,13 @@ impl Rng {
     }
 }
 
-/// Blocks of one file already done this pass (fio's random map), in the pattern's units.
-#[derive(Debug, Serialize, Deserialize)]
-struct Map {
-    words: Vec<u64>,
-}
-
-impl Map {
-    fn new(blocks: u64) -> Map {
-        Map {
-            words: vec![0; blocks.div_ceil(64) as usize],
-        }
-    }
-
-    fn clear(&mut self) {
-        self.words.fill(0);
-    }
-
-    fn used(&self, b: u64) -> bool {
-        self.words[(b / 64) as usize] & (1 << (b % 64)) != 0
-    }
-
-    fn mark(&mut self, from: u64, count: u64) {
-        for b in from..from + count {
-            self.words[(b / 64) as usize] |= 1 << (b % 64);
-        }
-    }
-
-    /// The first free block at or after `b`, wrapping around; `None` when all are used.
-    fn next_free(&self, b: u64, blocks: u64) -> Option<u64> {
-        let start = (b / 64) as usize;
-        let n = self.words.len();
-        for i in 0..=n {
-            let w = (start + i) % n;
-            let mut free = !self.words[w];
-            if i == 0 {
-                free &= u64::MAX << (b % 64);
-            }
-            if free != 0 {
-                let found = w as u64 * 64 + u64::from(free.trailing_zeros());
-                if found < blocks {
-                    return Some(found);
-                }
-            }
-        }
-        None
-    }
+/// What comes next where files open and close.
+pub(crate) enum Pick {
+    Io(Next),
+    /// The file picked is closed and `openfiles` are open: reap, then ask again.
+    Busy,
+    /// The pass is over.
+    End,
 }
 
 /// One I/O to issue.
@@ -132,15 +101,14 @@ pub(crate) struct Pattern {
     /// Per file: the next sequential offset (from the region's start), and its map.
     positions: Vec<u64>,
     maps: Vec<Map>,
-    /// fio's `file_service_type`: how the next file is chosen, the file in use, the I/Os
-    /// left on it (round robin and random) or its bytes so far (sequential), and the next
-    /// in turn.
-    service: FileService,
-    file_picker: Option<Picker>,
-    current: usize,
-    service_left: u32,
-    file_done: u64,
-    next_file: usize,
+    /// fio's `file_service_type`.
+    service: Service,
+    /// Where files open and close (`openfiles` below `nrfiles`), as fio: a file's range
+    /// used up ends it for the pass (`files_end`: sequential I/O; at random only where the
+    /// job is not time-based, else its map starts over), and a time-based pass ends only
+    /// when every file is done, not at its bytes (`bytes_end`).
+    files_end: [bool; 2],
+    bytes_end: bool,
     /// `rw=read:GAP`: bytes skipped after each sequential I/O (negative: backwards).
     gap: i64,
     /// `rw=randread:N`: I/Os per random offset (the others follow it), and how many of
@@ -210,10 +178,7 @@ impl Pattern {
             (_, Some(bs)) => vec![(bs, 100)],
             (_, None) => Vec::new(),
         };
-        let file_picker = match p.file_service {
-            FileService::Skewed(d) => Some(Picker::new(d, u64::from(p.nrfiles), &mut rng)),
-            _ => None,
-        };
+        let service = Service::new(p, &mut rng);
         Pattern {
             picker: Picker::new(p.distribution, blocks, &mut rng),
             rng,
@@ -230,12 +195,12 @@ impl Pattern {
             maps: (0..if use_map { p.nrfiles } else { 0 })
                 .map(|_| Map::new(blocks))
                 .collect(),
-            service: p.file_service,
-            file_picker,
-            current: 0,
-            service_left: 0,
-            file_done: 0,
-            next_file: 0,
+            files_end: {
+                let ends = p.limits_open().is_some() && !service.skewed();
+                [ends, ends && !p.time_based]
+            },
+            bytes_end: p.limits_open().is_none() || !p.time_based,
+            service,
             gap: p.seq_gap,
             run_len: p.seq_nr.max(1),
             run_left: 0,
@@ -260,9 +225,7 @@ impl Pattern {
             self.positions.fill(0);
         }
         self.maps.iter_mut().for_each(Map::clear);
-        if self.service == FileService::Sequential {
-            (self.current, self.file_done) = (0, 0);
-        }
+        self.service.new_pass();
         if let Some(zone) = &mut self.zone {
             (zone.at, zone.bytes) = (0, 0);
         }
@@ -300,42 +263,6 @@ impl Pattern {
         }
     }
 
-    /// The file of the next I/O (of `bs` bytes), as fio's `file_service_type` picks it.
-    #[inline]
-    fn pick_file(&mut self, bs: u64) -> usize {
-        let files = self.positions.len();
-        match self.service {
-            FileService::RoundRobin(per) | FileService::Random(per) => {
-                if self.service_left == 0 {
-                    self.current = match self.service {
-                        FileService::Random(_) => self.rng.below(files as u64) as usize,
-                        _ => {
-                            let next = self.next_file;
-                            self.next_file = (next + 1) % files;
-                            next
-                        }
-                    };
-                    self.service_left = per;
-                }
-                self.service_left -= 1;
-            }
-            FileService::Sequential => {
-                // fio finishes one file (its share of the pass) before the next.
-                if self.file_done + bs > self.pass_bytes / files as u64 && self.current + 1 < files
-                {
-                    (self.current, self.file_done) = (self.current + 1, 0);
-                }
-                self.file_done += bs;
-            }
-            FileService::Skewed(_) => {
-                if let Some(picker) = &self.file_picker {
-                    self.current = picker.pick(files as u64, &mut self.rng) as usize;
-                }
-            }
-        }
-        self.current
-    }
-
     /// Whether the next I/O of a random pattern goes to a random offset
     /// (`percentage_random`), rather than after the one before.
     #[inline]
@@ -346,18 +273,69 @@ impl Pattern {
     /// The next I/O of the pass; `None` when the pass has moved its bytes.
     #[inline]
     pub(crate) fn next(&mut self) -> Option<Next> {
-        // The direction first where the writes have sizes of their own.
-        let (bs, read) = match self.write_split.is_empty() {
+        let (bs, read) = self.size();
+        if self.done + bs > self.pass_bytes {
+            return None;
+        }
+        let file = self.service.pick(bs, self.pass_bytes, &mut self.rng);
+        self.place(file, bs, read)
+    }
+
+    /// The next I/O of the pass where at most `openfiles` files are open (`files`, which
+    /// `open` opens one of), as fio's `set_io_u_file`: the file first, then its I/O; a
+    /// file whose range is used up is done (closed once its I/Os complete) and the next
+    /// is picked.
+    #[inline]
+    pub(crate) fn next_open(
+        &mut self,
+        files: &mut Files,
+        open: &mut dyn FnMut(usize) -> Result<OwnedFd, FsbenchError>,
+    ) -> Result<Pick, FsbenchError> {
+        loop {
+            // fio stops at the bytes before it picks a file (the turn stays where it is).
+            if self.bytes_end && self.done >= self.pass_bytes {
+                return Ok(Pick::End);
+            }
+            let file = match self.service.pick_open(&mut self.rng, files, open)? {
+                Served::File(f) => f,
+                Served::Busy => return Ok(Pick::Busy),
+                Served::End => return Ok(Pick::End),
+            };
+            let (bs, read) = self.size();
+            if self.bytes_end && self.done + bs > self.pass_bytes {
+                return Ok(Pick::End);
+            }
+            match self.place(file, bs, read) {
+                Some(next) => return Ok(Pick::Io(next)),
+                None => {
+                    self.service.set_done(file);
+                    files.done(file);
+                }
+            }
+        }
+    }
+
+    /// The next I/O's size, and its direction where the writes have sizes of their own
+    /// (then drawn first).
+    #[inline]
+    fn size(&mut self) -> (u64, Option<bool>) {
+        match self.write_split.is_empty() {
             true => (draw(&self.bssplit, &mut self.rng), None),
             false => match self.direction() {
                 true => (draw(&self.bssplit, &mut self.rng), Some(true)),
                 false => (draw(&self.write_split, &mut self.rng), Some(false)),
             },
-        };
-        if self.done + bs > self.pass_bytes {
+        }
+    }
+
+    /// The I/O of `bs` bytes on `file`; `None` where the file's range is used up and that
+    /// ends the file (`files_end`): sequential I/O past the region's end, random I/O with
+    /// every block of the map done.
+    #[inline]
+    fn place(&mut self, file: usize, bs: u64, read: Option<bool>) -> Option<Next> {
+        if self.files_end[0] && !self.random && self.positions[file] + bs > self.region {
             return None;
         }
-        let file = self.pick_file(bs);
         let read = read.unwrap_or_else(|| self.direction());
         // Random offsets within the zone: its blocks alone, its map new at each range's worth
         // (fio's `fio_file_reset`), from its start.
@@ -381,8 +359,13 @@ impl Pattern {
             let last = region.saturating_sub(bs) / self.unit;
             if let Some(map) = self.maps.get_mut(file) {
                 if map.used(b) {
-                    // Every block used: the map starts over (a pass larger than the region).
-                    b = map.next_free(b, blocks).unwrap_or_else(|| {
+                    // Every block used: the map starts over (a pass larger than the region),
+                    // or the file is done.
+                    let free = map.next_free(b, blocks);
+                    if free.is_none() && self.files_end[1] {
+                        return None;
+                    }
+                    b = free.unwrap_or_else(|| {
                         map.clear();
                         b
                     });

@@ -82,6 +82,8 @@ impl State {
                     Queue::Quiesce => quiesce = true,
                     Queue::Later(at) => wait_for = Some(at),
                     Queue::Done => finished = true,
+                    // Not reached: files open and close with io_uring and libaio only.
+                    Queue::Busy => break,
                 }
             }
             if self.inflight == 0 {
@@ -117,12 +119,11 @@ impl State {
         io: Next,
         due: Option<Instant>,
     ) -> Result<(), FsbenchError> {
-        use std::os::fd::AsRawFd;
         let slot = self.free.pop().expect("a free slot");
         job.stamp(slot, io);
         let buf = job.bufs[slot].buf();
         let cb = &mut self.cbs[slot];
-        cb.aio_fildes = job.files[io.file].as_raw_fd();
+        cb.aio_fildes = job.files.raw(io.file);
         cb.aio_buf = buf.as_mut_ptr().cast();
         cb.aio_nbytes = io.len as usize;
         cb.aio_offset = io.offset as libc::off_t;

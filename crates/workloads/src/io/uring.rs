@@ -80,10 +80,13 @@ pub(crate) fn check_available(params: &IoParams) -> Result<(), FsbenchError> {
 pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
     let params = job.params;
     let mut ring = ring(params)?;
-    let fds: Vec<RawFd> = job.files.iter().map(|f| f.as_raw_fd()).collect();
+    // Files that open and close during the job are not registered (fio registers none
+    // unless asked).
+    let fixed = params.registerfiles && !job.files.is_limited();
+    let fds: Vec<RawFd> = job.files.iter().map(|(_, f)| f.as_raw_fd()).collect();
     let setup =
         |e: std::io::Error, what: &str| FsbenchError::Failed(format!("io: io_uring {what}: {e}"));
-    if params.registerfiles {
+    if fixed {
         ring.submitter()
             .register_files(&fds)
             .map_err(|e| setup(e, "register_files"))?;
@@ -112,7 +115,7 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
         inflight: 0,
         cmdprio: super::cmdprio::Chooser::for_job(job),
     };
-    let outcome = state.run(job, &mut ring, &fds, &iovecs);
+    let outcome = state.run(job, &mut ring, fixed, &iovecs);
     if outcome.is_err() {
         // The kernel may still write the buffers: wait for what is in flight before they go.
         while state.inflight > 0 && ring.submit_and_wait(1).is_ok() {
@@ -171,7 +174,7 @@ impl State {
         &mut self,
         job: &mut Job<'_>,
         ring: &mut IoUring,
-        fds: &[RawFd],
+        fixed: bool,
         iovecs: &[libc::iovec],
     ) -> Result<(), FsbenchError> {
         let mut issuing = Issuing::default();
@@ -180,7 +183,7 @@ impl State {
         let mut quiesce = false;
         loop {
             let wait_for = match quiesce {
-                false => self.issue(job, ring, fds, iovecs, &mut issuing, &mut quiesce)?,
+                false => self.issue(job, ring, fixed, iovecs, &mut issuing, &mut quiesce)?,
                 true => None,
             };
             if !self.queued.is_empty() {
@@ -230,7 +233,7 @@ impl State {
         &mut self,
         job: &mut Job<'_>,
         ring: &mut IoUring,
-        fds: &[RawFd],
+        fixed: bool,
         iovecs: &[libc::iovec],
         issuing: &mut Issuing,
         quiesce: &mut bool,
@@ -248,6 +251,8 @@ impl State {
                     break;
                 }
                 Queue::Later(at) => return Ok(Some(at)),
+                // Reap: I/Os in flight hold the files open.
+                Queue::Busy => break,
                 Queue::Done => {
                     issuing.finished = true;
                     break;
@@ -256,7 +261,8 @@ impl State {
             let slot = self.free.pop().expect("a free slot");
             job.stamp(usize::from(slot), io);
             io.prio = (self.cmdprio.as_mut()).map_or(0, |c| c.pick(&io).unwrap_or(0));
-            let entry = entry(job.params, io, slot, fds, iovecs);
+            let fd = (!fixed).then(|| job.files.raw(io.file));
+            let entry = entry(job.params, io, slot, fd, iovecs);
             let in_flight = InFlight::prepared(io, due);
             // SAFETY: the entry's buffer is slot `slot`'s, which no other I/O uses until
             // this one completes, and lives until the ring is gone.
@@ -343,7 +349,7 @@ fn entry(
     params: &IoParams,
     io: Next,
     slot: u16,
-    fds: &[RawFd],
+    fd: Option<RawFd>,
     iovecs: &[libc::iovec],
 ) -> squeue::Entry {
     let buf = iovecs[slot as usize].iov_base.cast::<u8>();
@@ -370,10 +376,9 @@ fn entry(
             }
         };
     }
-    let entry = if params.registerfiles {
-        build!(types::Fixed(io.file as u32))
-    } else {
-        build!(types::Fd(fds[io.file]))
+    let entry = match fd {
+        None => build!(types::Fixed(io.file as u32)),
+        Some(fd) => build!(types::Fd(fd)),
     };
     entry.user_data(u64::from(slot))
 }

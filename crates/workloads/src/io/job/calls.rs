@@ -1,6 +1,5 @@
 //! The synchronous engines' calls for one I/O.
 
-use std::os::fd::AsFd;
 use std::time::Instant;
 
 use super::{Job, io_error};
@@ -12,12 +11,12 @@ use fsbench_measure::fio::Completion;
 /// How `verify` reads back the blocks a job wrote: a `pread` of its file, or through its
 /// pool with pmemblk (which opens no file).
 pub(super) fn read_back<'a>(
-    files: &'a [std::os::fd::OwnedFd],
+    files: &'a super::Files,
     pools: &'a [std::sync::Arc<crate::io::pmem::Pool>],
 ) -> impl FnMut(usize, &mut [u8], u64) -> crate::io::verify::ReadResult + 'a {
     move |file, buf, offset| match pools.get(file) {
         Some(pool) => pool.transfer(buf, offset, true),
-        None => rustix::io::pread(&files[file], buf, offset),
+        None => rustix::io::pread(files.fd(file), buf, offset),
     }
 }
 
@@ -45,7 +44,7 @@ impl Job<'_> {
         ) {
             return self.without_read_write(io);
         }
-        let fd = self.files[io.file].as_fd();
+        let fd = self.files.fd(io.file);
         let buf = &mut self.bufs[0].buf()[..io.len as usize];
         if matches!(engine, Engine::Sync | Engine::Vsync) {
             let at = &mut self.positions[io.file];
@@ -90,7 +89,7 @@ impl Job<'_> {
     /// extend it, a trim punches a hole).
     fn without_read_write(&mut self, io: Next) -> Result<usize, rustix::io::Errno> {
         use rustix::fs::FallocateFlags;
-        let fd = self.files[io.file].as_fd();
+        let fd = self.files.fd(io.file);
         let buf = &mut self.bufs[0].buf()[..io.len as usize];
         match self.params.engine {
             Engine::Mmap | Engine::Libpmem => {
@@ -135,7 +134,7 @@ impl Job<'_> {
         let submitted = Instant::now();
         let result = match self.params.engine {
             Engine::Falloc => rustix::fs::fallocate(
-                self.files[io.file].as_fd(),
+                self.files.fd(io.file),
                 FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
                 io.offset,
                 u64::from(io.len),

@@ -40,6 +40,9 @@ pub(crate) enum Queue {
     Quiesce,
     /// The next I/O is due then (open loop).
     Later(Instant),
+    /// The file picked is closed and `openfiles` are open: reap, then ask again (fio's
+    /// `FIO_Q_BUSY`).
+    Busy,
     /// The job has no I/O left.
     Done,
 }
@@ -55,9 +58,14 @@ pub(crate) struct Issuing {
 impl Job<'_> {
     /// What a queueing engine does with its next free slot ([`Queue`]).
     pub(crate) fn next_to_queue(&mut self, issuing: &mut Issuing) -> Queue {
-        let next = (issuing.pending.take()).or_else(|| self.next_io(&mut issuing.passes));
-        let Some(io) = next else {
-            return Queue::Done;
+        let io = match issuing.pending.take() {
+            Some(io) => io,
+            None if self.ends() => return Queue::Done,
+            None => match self.next_step(&mut issuing.passes) {
+                super::Step::Io(io) => io,
+                super::Step::Busy => return Queue::Busy,
+                super::Step::Done => return Queue::Done,
+            },
         };
         if self.sync_due.is_some() || self.backlog_due || self.search_quiesces() {
             issuing.pending = Some(io);
@@ -71,6 +79,7 @@ impl Job<'_> {
             return Queue::Later(at);
         }
         self.count_issue();
+        self.files.issued(io.file);
         Queue::Io(io, due)
     }
 
@@ -107,6 +116,7 @@ impl Job<'_> {
         (prepped, submitted, due): (Instant, Instant, Instant),
         done: Instant,
     ) -> Result<(), FsbenchError> {
+        self.files.completed(io.file);
         let result = if res < 0 {
             Err(rustix::io::Errno::from_raw_os_error(-res as i32))
         } else {

@@ -29,12 +29,7 @@ impl IoParams {
                 format_bytes(self.max_bs())
             ));
         }
-        if self.openfiles > 0 && self.openfiles < self.nrfiles && !self.engine.file_op() {
-            return no(format!(
-                "`openfiles={}` below nrfiles ({}): opening and closing files during a job is not implemented",
-                self.openfiles, self.nrfiles
-            ));
-        }
+        self.validate_openfiles()?;
         if self.engine.file_op() && self.ramp_ms > 0 {
             return no(format!(
                 "`ramp-time` with ioengine={} would make its files untimed",
@@ -94,5 +89,51 @@ impl IoParams {
             ));
         }
         Ok(())
+    }
+
+    /// `openfiles` below `nrfiles` with a data engine: at most that many of the job's files
+    /// open at once (`None`: every file open for the whole job).
+    pub(crate) fn limits_open(&self) -> Option<usize> {
+        let data = !(self.engine.file_op() || self.engine.diskless());
+        (data && self.openfiles > 0 && self.openfiles < self.nrfiles)
+            .then_some(self.openfiles as usize)
+    }
+
+    /// What files opening and closing during the job does not go with yet: engines other
+    /// than the read-write calls, io_uring and libaio, and options that reach a file after
+    /// its I/O (syncs, verify, `unlink_each_loop`, `pre_read`, strided zones).
+    fn validate_openfiles(&self) -> anyhow::Result<()> {
+        use super::Engine::{IoUring, Libaio, Psync, Pvsync, Pvsync2, Sync, Vsync};
+        if self.limits_open().is_none() {
+            return Ok(());
+        }
+        let engine_ok = matches!(
+            self.engine,
+            Psync | Sync | Vsync | Pvsync | Pvsync2 | IoUring | Libaio
+        );
+        let options = [
+            (!engine_ok, "ioengine"),
+            (self.fsync > 0 || self.fdatasync > 0, "fsync/fdatasync"),
+            (
+                self.end_fsync || self.fsync_on_close,
+                "end_fsync/fsync_on_close",
+            ),
+            (self.verify.is_some(), "verify"),
+            (self.unlink_each_loop, "unlink_each_loop"),
+            (self.pre_read, "pre_read"),
+            (self.zones.is_some(), "zonemode=strided"),
+        ];
+        match options.iter().find(|(bad, _)| *bad) {
+            None => Ok(()),
+            Some((_, what)) => Err(invalid(format!(
+                "io: `openfiles={}` below nrfiles ({}) opens and closes files during the job, which is not implemented with {what}{}: set openfiles=0 (every file open; the open-file limit must allow it)",
+                self.openfiles,
+                self.nrfiles,
+                match *what {
+                    "ioengine" => format!("={}", self.engine.name()),
+                    _ => String::new(),
+                }
+            ))),
+        }
     }
 }
