@@ -23,6 +23,7 @@ mod cpuio;
 mod e4defrag;
 mod exec;
 mod fileops;
+mod files;
 mod flow;
 mod gather;
 mod job;

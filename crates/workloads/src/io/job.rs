@@ -24,9 +24,10 @@ mod open;
 mod out;
 mod queueing;
 mod written;
+use crate::io::files::Files;
 pub(crate) use errors::io_error;
 pub(crate) use only::verify_only;
-pub(crate) use open::{Files, Opened, Step};
+pub(crate) use open::Step;
 pub(crate) use out::JobOut;
 pub(crate) use queueing::{InFlight, Issuing, Queue, wait_for_completions};
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use std::os::fd::OwnedFd;
 
-use super::job::Files;
+use super::files::Files;
 use super::params::IoParams;
 use fsbench_measure::error::FsbenchError;
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Rng;
 use super::picker::Picker;
-use crate::io::job::{Files, Opened};
+use crate::io::files::{Files, Opened};
 use crate::io::params::{FileService, IoParams};
 use fsbench_measure::error::FsbenchError;
 
