@@ -15,10 +15,12 @@ use crate::measure::{LatencySummaryExt, new_histogram};
 mod latency;
 mod logs;
 pub mod plat;
+mod thread;
 
 pub use latency::FioLatency;
 
 use logs::{CLAT, LAT, Logs, SLAT};
+use thread::{Usage, thread_id};
 
 /// fio's `bwavgtime` and `iopsavgtime`: a bandwidth and an IOPS sample every 500 ms.
 const SAMPLE_MS: u64 = 500;
@@ -86,40 +88,6 @@ impl Rates {
         self.last_ms = at_ms;
         taken
     }
-}
-
-/// The thread's own resource usage (getrusage of the calling thread).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-struct Usage {
-    usr_ns: u64,
-    sys_ns: u64,
-    ctx: u64,
-    majf: u64,
-    minf: u64,
-}
-
-impl Usage {
-    fn now() -> Usage {
-        // SAFETY: getrusage writes a plain struct; RUSAGE_THREAD is valid on Linux.
-        let u = unsafe {
-            let mut u: libc::rusage = std::mem::zeroed();
-            libc::getrusage(libc::RUSAGE_THREAD, &mut u);
-            u
-        };
-        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-        Usage {
-            usr_ns: ns(u.ru_utime),
-            sys_ns: ns(u.ru_stime),
-            ctx: (u.ru_nvcsw + u.ru_nivcsw) as u64,
-            majf: u.ru_majflt as u64,
-            minf: u.ru_minflt as u64,
-        }
-    }
-}
-
-fn thread_id() -> u32 {
-    // SAFETY: gettid has no effect but its answer.
-    unsafe { libc::gettid() as u32 }
 }
 
 /// One job thread's fio statistics, recorded on the thread as its I/Os complete.
