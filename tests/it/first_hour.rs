@@ -19,7 +19,16 @@ fn run_sh_runs_the_binary_cargo_built_in_cargo_target_dir() {
     let dir = tempdir();
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    let real = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // Its absolute path: a bare `cargo` would find the fake itself on PATH and exec forever
+    // (the test binary run by hand has no CARGO).
+    let real = std::env::var("CARGO").unwrap_or_else(|_| {
+        let path = std::env::var("PATH").unwrap_or_default();
+        (std::env::split_paths(&path).map(|d| d.join("cargo")))
+            .find(|c| c.is_file())
+            .expect("cargo on PATH")
+            .display()
+            .to_string()
+    });
     script(
         &bin.join("cargo"),
         &format!("[ \"$1\" = build ] && exit 0\nexec '{real}' \"$@\""),
