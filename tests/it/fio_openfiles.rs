@@ -1,7 +1,7 @@
-//! fio's `openfiles` below `nrfiles`: a job keeps at most that many of its files open,
-//! opening each as the file service picks it and closing it when its range is done, so
-//! that a job of more files than the open-file limit runs; beside fio 3.33, the same bytes
-//! per file and the same opens (read by strace).
+//! A job opens each file as its file service first picks it, in its time, as fio's; with
+//! `openfiles` below `nrfiles` it keeps at most that many open, closing each when its range
+//! is done, so that a job of more files than the open-file limit runs; beside fio 3.33, the
+//! same bytes per file and the same opens (read by strace).
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
@@ -138,4 +138,61 @@ fn fio_openfiles_opens_and_writes_each_file_as_fio_does() {
         );
         assert_eq!(ours, theirs, "{job}");
     }
+}
+
+/// The job's opens (read-only, of its files `j.0.N`) and reads, in the order made.
+fn opens_and_reads(log: &Path) -> Vec<String> {
+    let log = std::fs::read_to_string(log).unwrap();
+    let file = |s: &str| {
+        s.split(['"', '>'])
+            .find(|p| p.contains("/j.0.") || p.starts_with("j.0."))
+            .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+    };
+    (log.lines().filter(|l| !l.contains("= -1")))
+        .filter_map(|line| {
+            let call = line.split_whitespace().nth(1)?;
+            match call {
+                c if c.starts_with("openat(") && line.contains("O_RDONLY") => {
+                    Some(format!("open {}", file(line)?))
+                }
+                c if c.starts_with("pread64(") => Some(format!("read {}", file(line)?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn fio_a_job_opens_each_file_at_its_first_io_as_fio_does() {
+    let test = "fio_a_job_opens_each_file_at_its_first_io_as_fio_does";
+    if !has_tool("strace") || !has_tool("fio") {
+        return skip(&format!("{test}: needs strace and fio 3.33"));
+    }
+    // No `openfiles`: fio opens a file when its file service first picks it, in the job's
+    // time, not all of them before the job.
+    let state = tempdir();
+    let jobfile = state.path().join("j.fio");
+    let job = "[j]\nrw=read\nbs=4k\nfilesize=8k\nnrfiles=4\n";
+    std::fs::write(&jobfile, job).unwrap();
+    let (ours, theirs) = (state.path().join("ours.log"), state.path().join("fio.log"));
+    let (dir, fio_dir) = (tmpfs_tempdir(), tmpfs_tempdir());
+    let trace = "trace=openat,pread64";
+    let out = run(&mut traced_fsbench(
+        trace,
+        &ours,
+        state.path(),
+        dir.path(),
+        &jobfile,
+    ));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&mut traced_fio(trace, &theirs, fio_dir.path(), &jobfile));
+    assert!(out.status.success(), "fio: {}", text(&out.stderr));
+    let (ours, theirs) = (opens_and_reads(&ours), opens_and_reads(&theirs));
+    // Round robin: each file opened just before its first read, then the second blocks.
+    let first: Vec<String> = (0..4)
+        .flat_map(|f| [format!("open j.0.{f}"), format!("read j.0.{f}")])
+        .collect();
+    assert_eq!(ours[..8], first[..], "{ours:?}");
+    assert_eq!(ours.len(), 12, "{ours:?}");
+    assert_eq!(ours, theirs);
 }

@@ -1,7 +1,9 @@
-//! A job's descriptors, one slot per file: all open from the start (fio's default), or at
-//! most `openfiles` open at once, each closed when its range is done, once its I/Os in flight
-//! completed (fio's `td_io_open_file`, `td_io_close_file` and `put_file`). Beneath both the
-//! job, which issues its I/Os to them, and the file service, which opens them as it picks.
+//! A job's descriptors, one slot per file: each opened in the job's time when the file
+//! service first picks it, at most `openfiles` open at once (all of them by default), each
+//! closed when its range is done, once its I/Os in flight completed (fio's
+//! `td_io_open_file`, `td_io_close_file` and `put_file`); or, where the job's options need
+//! them so, all opened before the job. Beneath both the job, which issues its I/Os to them,
+//! and the file service, which opens them as it picks.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
@@ -27,7 +29,7 @@ pub(crate) struct Files {
     /// Files done and waiting for their I/Os in flight before they close (fio's "closing").
     closing: Vec<bool>,
     /// How many are open (closing ones among them, as fio counts `nr_open_files`) and the
-    /// most at once; `None`: every file open for the whole job.
+    /// most at once; `None`: every file opened before the job, open for the whole of it.
     open: usize,
     limit: Option<usize>,
     /// Opens made during the job (after the first ones of a job with every file open).
@@ -35,11 +37,11 @@ pub(crate) struct Files {
 }
 
 impl Files {
-    /// The job's files: `fds` open for the whole job, or none yet where they open and
-    /// close during it.
+    /// The job's files: none open yet where they open and close as the job goes, else
+    /// `fds`, open for the whole job.
     pub(crate) fn of(params: &IoParams, fds: Vec<OwnedFd>) -> Files {
-        match params.limits_open() {
-            Some(limit) => Files::limited(params.nrfiles as usize, limit),
+        match params.opens_as_picked() {
+            Some(limit) => Files::as_picked(params.nrfiles as usize, limit),
             None => Files::all(fds),
         }
     }
@@ -59,7 +61,7 @@ impl Files {
     }
 
     /// `files` files, none open yet, at most `limit` open at once.
-    pub(crate) fn limited(files: usize, limit: usize) -> Files {
+    pub(crate) fn as_picked(files: usize, limit: usize) -> Files {
         Files {
             fds: (0..files).map(|_| None).collect(),
             in_flight: vec![0; files],
@@ -71,8 +73,8 @@ impl Files {
         }
     }
 
-    /// Whether files open and close during the job (`openfiles` below `nrfiles`).
-    pub(crate) fn is_limited(&self) -> bool {
+    /// Whether files open and close as the job goes.
+    pub(crate) fn open_as_picked(&self) -> bool {
         self.limit.is_some()
     }
 
@@ -144,7 +146,7 @@ impl Files {
 
     /// Every file done (fio closes them all before the next loop over them).
     pub(crate) fn done_all(&mut self) {
-        if self.is_limited() {
+        if self.open_as_picked() {
             (0..self.fds.len()).for_each(|f| self.done(f));
         }
     }
@@ -210,7 +212,7 @@ mod tests {
 
     #[test]
     fn at_most_the_limit_is_open_and_a_closing_file_closes_with_its_last_io() {
-        let mut files = Files::limited(4, 2);
+        let mut files = Files::as_picked(4, 2);
         assert_eq!(files.open(0, null).unwrap(), Opened::Yes);
         assert_eq!(files.open(1, null).unwrap(), Opened::Yes);
         assert_eq!(files.open(2, null).unwrap(), Opened::Busy);

@@ -341,7 +341,7 @@ fn open_failed(params: &IoParams, name: &str, e: rustix::io::Errno) -> FsbenchEr
     FsbenchError::Failed(format!(
         "io: open {name}: EMFILE (too many open files): the process's open-file limit (RLIMIT_NOFILE {}) is below the job's {} files held open at once; set openfiles below it",
         limit.map_or("unlimited".into(), |l| l.to_string()),
-        params.limits_open().unwrap_or(params.nrfiles as usize),
+        params.opens_as_picked().unwrap_or(params.nrfiles as usize),
     ))
 }
 

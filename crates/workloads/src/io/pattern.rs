@@ -103,7 +103,7 @@ pub(crate) struct Pattern {
     maps: Vec<Map>,
     /// fio's `file_service_type`.
     service: Service,
-    /// Where files open and close (`openfiles` below `nrfiles`), as fio: a file's range
+    /// Where files open and close as the job goes (`IoParams::opens_as_picked`), as fio:
     /// used up ends it for the pass (`files_end`: sequential I/O; at random only where the
     /// job is not time-based, else its map starts over), and a time-based pass ends only
     /// when every file is done, not at its bytes (`bytes_end`).
@@ -196,10 +196,10 @@ impl Pattern {
                 .map(|_| Map::new(blocks))
                 .collect(),
             files_end: {
-                let ends = p.limits_open().is_some() && !service.skewed();
+                let ends = p.opens_as_picked().is_some() && !service.skewed();
                 [ends, ends && !p.time_based]
             },
-            bytes_end: p.limits_open().is_none() || !p.time_based,
+            bytes_end: p.opens_as_picked().is_none() || !p.time_based,
             service,
             gap: p.seq_gap,
             run_len: p.seq_nr.max(1),

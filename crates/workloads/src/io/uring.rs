@@ -82,7 +82,7 @@ pub(crate) fn run(job: &mut Job<'_>) -> Result<(), FsbenchError> {
     let mut ring = ring(params)?;
     // Files that open and close during the job are not registered (fio registers none
     // unless asked).
-    let fixed = params.registerfiles && !job.files.is_limited();
+    let fixed = params.registerfiles && !job.files.open_as_picked();
     let fds: Vec<RawFd> = job.files.iter().map(|(_, f)| f.as_raw_fd()).collect();
     let setup =
         |e: std::io::Error, what: &str| FsbenchError::Failed(format!("io: io_uring {what}: {e}"));

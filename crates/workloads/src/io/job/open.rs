@@ -1,6 +1,6 @@
 //! The files a job opens before it starts, and its next step where they open and close
-//! during it (`openfiles` below `nrfiles`): the file service's pick, fio's `-EBUSY`, the end
-//! of a pass.
+//! during it (fio's way, as the file service picks them): the pick, fio's `-EBUSY` (at
+//! `openfiles`), the end of a pass.
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 
@@ -10,18 +10,18 @@ use crate::io::params::{Engine, IoParams};
 use crate::io::pattern::{Next, Pick};
 use fsbench_measure::error::FsbenchError;
 
-/// The files a job opens before it starts: all of them, or none where they open and close
-/// during the job (`openfiles` below `nrfiles`).
+/// The files a job opens before it starts: none where they open and close during the job,
+/// else all of them.
 pub(super) fn at_start(
     params: &IoParams,
     dir: BorrowedFd<'_>,
     names: &[String],
 ) -> Result<Vec<OwnedFd>, FsbenchError> {
     // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
-    // With `openfiles` below `nrfiles` the job opens its files as it goes, in its time.
+    // fio opens a file when its file service first picks it, in the job's time.
     let opened = match params.engine {
         e if e.diskless() || e.file_op() || e == Engine::Pmemblk => &names[..0],
-        _ if params.limits_open().is_some() => &names[..0],
+        _ if params.opens_as_picked().is_some() => &names[..0],
         _ => names,
     };
     (opened.iter())
@@ -42,7 +42,7 @@ impl Job<'_> {
     /// are open and I/Os in flight hold some of them (fio reaps, then picks again).
     pub(super) fn next_step(&mut self, passes: &mut u32) -> Step {
         loop {
-            let pick = match self.files.is_limited() {
+            let pick = match self.files.open_as_picked() {
                 false => self.pattern.next().map_or(Pick::End, Pick::Io),
                 true => {
                     let (params, dir, names) = (self.params, self.dir, &self.names);

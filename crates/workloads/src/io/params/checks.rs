@@ -92,21 +92,36 @@ impl IoParams {
     }
 
     /// `openfiles` below `nrfiles` with a data engine: at most that many of the job's files
-    /// open at once (`None`: every file open for the whole job).
+    /// open at once (`None`: no lower limit than the job's files).
     pub(crate) fn limits_open(&self) -> Option<usize> {
-        let data = !(self.engine.file_op() || self.engine.diskless());
-        (data && self.openfiles > 0 && self.openfiles < self.nrfiles)
+        (self.data_engine() && self.openfiles > 0 && self.openfiles < self.nrfiles)
             .then_some(self.openfiles as usize)
     }
 
-    /// What files opening and closing during the job does not go with yet: engines other
-    /// than the read-write calls, io_uring and libaio, and options that reach a file after
-    /// its I/O (syncs, verify, `unlink_each_loop`, `pre_read`, strided zones).
-    fn validate_openfiles(&self) -> anyhow::Result<()> {
-        use super::Engine::{IoUring, Libaio, Psync, Pvsync, Pvsync2, Sync, Vsync};
-        if self.limits_open().is_none() {
-            return Ok(());
+    /// How many of the job's files may be open at once where each opens when the file
+    /// service first picks it, in the job's time, as fio's do (`openfiles`, else all of
+    /// them). `None`: every file is opened before the job: an engine without files of its
+    /// own, or what opening as the job goes does not go with (`refuses_opening_as_picked`;
+    /// io_uring's registered files, which fio opens and registers before the job).
+    pub(crate) fn opens_as_picked(&self) -> Option<usize> {
+        let registered = self.registerfiles && self.engine == super::Engine::IoUring;
+        match self.limits_open() {
+            Some(limit) => Some(limit),
+            None if !self.data_engine() || registered => None,
+            None => (self.refuses_opening_as_picked().is_none()).then_some(self.nrfiles as usize),
         }
+    }
+
+    fn data_engine(&self) -> bool {
+        !(self.engine.file_op() || self.engine.diskless())
+    }
+
+    /// What opening and closing files during the job does not go with yet, if the job has
+    /// it: engines other than the read-write calls, io_uring and libaio, and options that
+    /// reach a file after its I/O (syncs, verify, `unlink_each_loop`, `pre_read`, strided
+    /// zones).
+    fn refuses_opening_as_picked(&self) -> Option<&'static str> {
+        use super::Engine::{IoUring, Libaio, Psync, Pvsync, Pvsync2, Sync, Vsync};
         let engine_ok = matches!(
             self.engine,
             Psync | Sync | Vsync | Pvsync | Pvsync2 | IoUring | Libaio
@@ -123,13 +138,21 @@ impl IoParams {
             (self.pre_read, "pre_read"),
             (self.zones.is_some(), "zonemode=strided"),
         ];
-        match options.iter().find(|(bad, _)| *bad) {
+        options.iter().find(|(bad, _)| *bad).map(|(_, what)| *what)
+    }
+
+    /// `openfiles` below `nrfiles` where opening as the job goes is not implemented.
+    fn validate_openfiles(&self) -> anyhow::Result<()> {
+        if self.limits_open().is_none() {
+            return Ok(());
+        }
+        match self.refuses_opening_as_picked() {
             None => Ok(()),
-            Some((_, what)) => Err(invalid(format!(
+            Some(what) => Err(invalid(format!(
                 "io: `openfiles={}` below nrfiles ({}) opens and closes files during the job, which is not implemented with {what}{}: set openfiles=0 (every file open; the open-file limit must allow it)",
                 self.openfiles,
                 self.nrfiles,
-                match *what {
+                match what {
                     "ioengine" => format!("={}", self.engine.name()),
                     _ => String::new(),
                 }

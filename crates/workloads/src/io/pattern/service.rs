@@ -52,7 +52,7 @@ impl Service {
             file_done: 0,
             next_file: 0,
             files: p.nrfiles as usize,
-            done: vec![false; p.limits_open().map_or(0, |_| p.nrfiles as usize)],
+            done: vec![false; p.opens_as_picked().map_or(0, |_| p.nrfiles as usize)],
             nr_done: 0,
         }
     }
