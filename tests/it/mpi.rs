@@ -9,6 +9,8 @@ use std::time::Duration;
 use crate::common::mpi::*;
 use crate::common::*;
 
+mod failures;
+
 #[test]
 fn aggregate_is_the_ranks_items_over_the_slowest_rank_and_every_tree_is_removed() {
     let Some(_one) = mpi_test("aggregate_is_the_ranks_items_over_the_slowest_rank", &[]) else {

@@ -122,7 +122,11 @@ impl Session {
             let bytes = self.comm.broadcast(Vec::new());
             match serde_json::from_slice(&bytes).context("rank 0's command does not parse")? {
                 Command::Run(job) => {
-                    if let Err(e) = rank::run_share(&self.comm, &job, &self.progress, &mut Silent) {
+                    // Rank 0 alone keeps the records.
+                    let (progress, records) = (&self.progress, &mut Vec::new());
+                    if let Err(e) =
+                        rank::run_share(&self.comm, &job, progress, &mut Silent, records)
+                    {
                         failure = Some(e);
                     }
                 }
@@ -170,9 +174,12 @@ impl RunExecutor for Session {
         };
         self.comm
             .broadcast(serde_json::to_vec(&Command::Run(Box::new(job.clone())))?);
-        let outcome = rank::run_share(&self.comm, &job, &run.what.settings.progress, observer);
+        // The phases' records are the run's whether it fails or not (a failed phase's where
+        // every rank sent one), as without MPI.
+        let progress = &run.what.settings.progress;
+        let outcome = rank::run_share(&self.comm, &job, progress, observer, &mut run.record.phases);
         let _ = std::fs::remove_file(&token_path);
-        run.record.phases = outcome?.unwrap_or_default();
+        outcome?;
         finish_run(fresh, run.what, run.record, observer)?;
         Ok(mkfs_command)
     }

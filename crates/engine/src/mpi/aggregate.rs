@@ -28,6 +28,9 @@ pub(crate) struct RankPhase {
     /// The stonewall of a stonewalled phase (file create).
     #[serde(default)]
     pub(crate) stonewall: Option<Agreed>,
+    /// The phase failed on this rank: its record is what it did up to its failure.
+    #[serde(default)]
+    pub(crate) failed: bool,
 }
 
 /// What the aggregate needs besides the ranks' phases.
@@ -43,7 +46,9 @@ const SLOWEST_NAMED: usize = 3;
 /// Failure samples kept across ranks, as one rank keeps.
 const FAILURES_KEPT: usize = 10;
 
-/// The phase's record for the run: totals over ranks, the slowest rank's time.
+/// The phase's record for the run: totals over ranks, the slowest rank's time. Where the
+/// phase failed on some ranks, their records are what they did up to their failure, and the
+/// record says so.
 pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
     let records: Vec<&PhaseRecord> = ranks.iter().map(|r| &r.record).collect();
     let measurement = summed_measurement(&records);
@@ -63,7 +68,10 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
         )
     });
     let mut figures = rank_figures(ranks, cx);
-    figures.extend(workload_figures(&records));
+    // A failed rank made none of the workload's own figures: totals over the others would
+    // pass for the phase's.
+    let whole = !ranks.iter().any(|r| r.failed);
+    figures.extend(workload_figures(&records, whole));
     let mut notes = notes(ranks, cx);
     for (r, record) in records.iter().enumerate() {
         notes.extend(record.notes.iter().map(|n| format!("rank {r}: {n}")));
@@ -248,9 +256,10 @@ fn stonewall_figures(walls: &[Agreed], cx: &Context<'_>) -> Vec<Figure> {
     figures
 }
 
-/// The workload's own figures: each rank's under its `rank`, and over ranks (rates summed,
-/// anything else averaged) under the figure's own dimensions.
-fn workload_figures(records: &[&PhaseRecord]) -> Vec<Figure> {
+/// The workload's own figures: each rank's under its `rank`, and, where every rank ran the
+/// phase `whole`, over ranks (rates summed, anything else averaged) under the figure's own
+/// dimensions.
+fn workload_figures(records: &[&PhaseRecord], whole: bool) -> Vec<Figure> {
     let mut out = Vec::new();
     let mut totals: Vec<(Figure, usize)> = Vec::new();
     for (r, record) in records.iter().enumerate() {
@@ -270,7 +279,7 @@ fn workload_figures(records: &[&PhaseRecord]) -> Vec<Figure> {
             }
         }
     }
-    for (mut total, n) in totals {
+    for (mut total, n) in totals.into_iter().filter(|_| whole) {
         if !total.unit.ends_with("/s") {
             total.value /= n as f64;
         }
@@ -289,6 +298,16 @@ fn notes(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<String> {
         ranks.len(),
         hosts.len()
     )];
+    let failed: Vec<String> = (ranks.iter().enumerate())
+        .filter(|(_, p)| p.failed)
+        .map(|(r, _)| format!("rank {r} on {}", cx.hosts[r]))
+        .collect();
+    if !failed.is_empty() {
+        notes.push(format!(
+            "the phase failed on {}: a failed rank's figures are what it did up to its failure (its error is in its note), the others' their whole phase; the workload's own figures are per rank only",
+            failed.join(", ")
+        ));
+    }
     let mut by_time: Vec<usize> = (0..ranks.len()).collect();
     by_time.sort_by_key(|&r| std::cmp::Reverse(ranks[r].record.measurement.elapsed_ns));
     let slowest: Vec<String> = by_time

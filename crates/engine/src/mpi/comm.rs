@@ -101,35 +101,52 @@ impl Comm {
     /// payload, or, if any rank failed, an error naming each failed rank, its host and error,
     /// of the failed ranks' kind (so every rank exits with their code).
     pub(crate) fn exchange(&self, mine: Result<Vec<u8>, Failure>) -> anyhow::Result<Vec<Vec<u8>>> {
-        let framed = match mine {
-            Ok(mut payload) => {
-                payload.insert(0, 0);
-                payload
-            }
-            Err(f) => [&[1u8, f.code][..], f.message.as_bytes()].concat(),
-        };
-        let all = self.all_gather(&framed);
-        let failed: Vec<(usize, u8, String)> = all
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.first() == Some(&1))
-            .map(|(r, m)| (r, m[1], String::from_utf8_lossy(&m[2..]).into_owned()))
+        let all = self.exchange_keeping(mine);
+        match all.error {
+            Some(e) => Err(e),
+            None => Ok(all.payloads),
+        }
+    }
+
+    /// [`Comm::exchange`] that keeps every rank's payload beside the error: a failed rank's
+    /// is what it measured before it failed (empty where it measured nothing).
+    pub(crate) fn exchange_keeping(&self, mine: Result<Vec<u8>, Failure>) -> Exchanged {
+        let framed = frame(mine);
+        let mut failed: Vec<(usize, u8, String)> = Vec::new();
+        let payloads = (self.all_gather(&framed).into_iter().enumerate())
+            .map(|(r, mut m)| match m.first() {
+                Some(&1) => {
+                    let (code, message, payload) = unframe_failure(&m);
+                    failed.push((r, code, message));
+                    payload
+                }
+                _ => m.split_off(1.min(m.len())),
+            })
             .collect();
-        let Some(&(_, code, _)) = failed.first() else {
-            return Ok(all.into_iter().map(|mut m| m.split_off(1)).collect());
-        };
+        Exchanged {
+            payloads,
+            error: self.failed_ranks(&failed),
+        }
+    }
+
+    /// The error of the ranks that failed (rank, exit code, message): each named with its host
+    /// and error, of their kind where they agree.
+    fn failed_ranks(&self, failed: &[(usize, u8, String)]) -> Option<anyhow::Error> {
+        let &(_, code, _) = failed.first()?;
         let same = failed.iter().all(|f| f.1 == code);
         let message = failed
             .iter()
             .map(|(r, _, m)| format!("{}: {m}", self.who(*r)))
             .collect::<Vec<_>>()
             .join("; ");
-        Err(match code {
-            130 if same => FsbenchError::Interrupted,
-            2 if same => FsbenchError::InvalidInput(message),
-            _ => FsbenchError::Failed(message),
-        }
-        .into())
+        Some(
+            match code {
+                130 if same => FsbenchError::Interrupted,
+                2 if same => FsbenchError::InvalidInput(message),
+                _ => FsbenchError::Failed(message),
+            }
+            .into(),
+        )
     }
 
     /// [`Comm::exchange`] of a step's `anyhow` outcome with nothing to share.
@@ -182,10 +199,42 @@ pub(crate) fn agree_max(count: u64, failed: bool) -> u64 {
     most
 }
 
-/// A rank's error as the others get it: its exit code and one line.
+/// Every rank's payload at a barrier and, if any rank failed, the error naming them.
+pub(crate) struct Exchanged {
+    pub(crate) payloads: Vec<Vec<u8>>,
+    pub(crate) error: Option<anyhow::Error>,
+}
+
+/// A rank's outcome as sent: `0` and the payload, or `1`, the exit code, the message's length
+/// in 4 bytes, the message and the payload.
+fn frame(mine: Result<Vec<u8>, Failure>) -> Vec<u8> {
+    match mine {
+        Ok(payload) => [&[0u8][..], &payload].concat(),
+        Err(f) => {
+            let len = (f.message.len() as u32).to_le_bytes();
+            [&[1u8, f.code][..], &len, f.message.as_bytes(), &f.payload].concat()
+        }
+    }
+}
+
+/// A failed rank's outcome as [`frame`] sent it: its exit code, message and payload.
+fn unframe_failure(framed: &[u8]) -> (u8, String, Vec<u8>) {
+    let code = framed.get(1).copied().unwrap_or(1);
+    let len = (framed.get(2..6))
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, |b| u32::from_le_bytes(b) as usize);
+    let rest = framed.get(6..).unwrap_or_default();
+    let (message, payload) = rest.split_at(len.min(rest.len()));
+    let message = String::from_utf8_lossy(message).into_owned();
+    (code, message, payload.to_vec())
+}
+
+/// A rank's error as the others get it: its exit code and one line, and what it measured
+/// before it failed (a phase's partial record, for rank 0 to keep), if anything.
 pub(crate) struct Failure {
     code: u8,
     message: String,
+    payload: Vec<u8>,
 }
 
 impl Failure {
@@ -197,6 +246,31 @@ impl Failure {
         Failure {
             code,
             message: format!("{e:#}"),
+            payload: Vec::new(),
         }
+    }
+
+    /// This failure carrying `payload`, what the rank measured before it failed.
+    pub(crate) fn with_payload(self, payload: Vec<u8>) -> Failure {
+        Failure { payload, ..self }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_unframes_with_its_code_message_and_payload() {
+        let failure = Failure::of(&FsbenchError::InvalidInput("bad: ünï".into()).into())
+            .with_payload(b"{\"record\":1}".to_vec());
+        let framed = frame(Err(failure));
+        let (code, message, payload) = unframe_failure(&framed);
+        assert_eq!((code, message.as_str()), (2, "bad: ünï"));
+        assert_eq!(payload, b"{\"record\":1}");
+        // Without a payload, and cut short: what is there, nothing invented.
+        let (_, message, payload) = unframe_failure(&framed[..framed.len() - 12]);
+        assert_eq!((message.as_str(), payload.len()), ("bad: ünï", 0));
+        assert_eq!(unframe_failure(&[1, 5]), (5, String::new(), Vec::new()));
     }
 }

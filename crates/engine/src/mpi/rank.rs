@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::aggregate::{self, RankPhase};
 use super::comm::{Comm, Failure};
 use crate::runner::observer::Observer;
-use crate::runner::phases::{PhaseSettings, run_phase};
+use crate::runner::phases::{PhaseFailure, PhaseSettings, run_phase};
 use fsbench_measure::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
 use fsbench_measure::rmtree;
 use fsbench_model::results::PhaseRecord;
@@ -54,18 +54,20 @@ pub(crate) struct Job {
 /// The one tree of every rank under `--shared-dir`.
 const SHARED_TREE: &str = "tree.shared";
 
-/// This rank's share of `job`. On rank 0 the phases' records over every rank; elsewhere
-/// `None`. Every rank removes what it made, whatever happened.
+/// This rank's share of `job`. On rank 0 `records` gets the phases' records over every rank,
+/// whatever happened (a failed phase's too, where every rank sent one, as without MPI);
+/// elsewhere nothing. Every rank removes what it made, whatever happened.
 pub(crate) fn run_share(
     comm: &Comm,
     job: &Job,
     progress: &Arc<Progress>,
     observer: &mut dyn Observer,
-) -> anyhow::Result<Option<Vec<PhaseRecord>>> {
+    records: &mut Vec<PhaseRecord>,
+) -> anyhow::Result<()> {
     let top = comm.barrier(open_checked(&job.dir, &job.token))?;
     let own = own_name(job, comm.rank);
     let made = comm.barrier(make_own(&top, job, own.as_deref()));
-    let outcome = made.and_then(|()| run_phases(comm, job, &top, progress, observer));
+    let outcome = made.and_then(|()| run_phases(comm, job, &top, progress, observer, records));
     // Every rank has left its phases here (they end at a barrier): no rank adds files to a
     // shared tree while rank 0 removes it.
     let removed = own.as_deref().map_or(Ok(()), |own| {
@@ -79,9 +81,8 @@ pub(crate) fn run_share(
         })
     });
     let removed = comm.barrier(removed);
-    let records = outcome?;
-    removed?;
-    Ok(records)
+    outcome?;
+    removed
 }
 
 fn open_dir(at: impl AsFd, path: &Path) -> anyhow::Result<OwnedFd> {
@@ -160,14 +161,16 @@ fn instance(
     })
 }
 
-/// Every phase between barriers; each rank's record goes to rank 0 at the barrier after it.
+/// Every phase between barriers; each rank's record goes to rank 0 at the barrier after it,
+/// where rank 0 adds their aggregate to `records`.
 fn run_phases(
     comm: &Comm,
     job: &Job,
     top: &OwnedFd,
     progress: &Arc<Progress>,
     observer: &mut dyn Observer,
-) -> anyhow::Result<Option<Vec<PhaseRecord>>> {
+    records: &mut Vec<PhaseRecord>,
+) -> anyhow::Result<()> {
     let shift = job.options.shift.unwrap_or(comm.local_size) % comm.size;
     let other = (comm.rank + shift) % comm.size;
     let spec = Params::of(&job.spec)?;
@@ -202,7 +205,6 @@ fn run_phases(
         progress: progress.clone(),
     };
     let phases = own.phases();
-    let mut records = Vec::new();
     for (index, info) in phases.iter().enumerate() {
         let caches_dropped = drop_node_caches(comm, job, top)?;
         let shifted = shifted_phases.contains(&info.name.as_ref());
@@ -222,22 +224,40 @@ fn run_phases(
             // Whatever ended this rank's phase, the others wait for its word.
             s.abandon();
         }
-        let mine = outcome
-            .map_err(|e| Failure::of(&e.error.into()))
-            .and_then(|mut record| {
-                record.caches_dropped = caches_dropped;
-                let phase = RankPhase {
-                    record,
-                    start_ns,
-                    end_ns,
-                    acted_on,
-                    stonewall: stonewalled.and_then(|s| s.agreed.get().copied()),
-                };
-                serde_json::to_vec(&phase).map_err(|e| Failure::of(&e.into()))
-            });
-        records.extend(gather(comm, job, info, mine)?);
+        let mine = sent(outcome, |mut record, failed| {
+            record.caches_dropped = caches_dropped;
+            RankPhase {
+                record,
+                start_ns,
+                end_ns,
+                acted_on,
+                stonewall: stonewalled.and_then(|s| s.agreed.get().copied()),
+                failed,
+            }
+        });
+        gather(comm, job, info, mine, records)?;
     }
-    Ok((comm.rank == 0).then_some(records))
+    Ok(())
+}
+
+/// This rank's outcome of a phase as it goes to rank 0: its record (made `phase`) or its error,
+/// with what the phase measured up to its failure where it did (a fio job whose verify failed:
+/// every job's figures), which the run keeps as without MPI.
+fn sent(
+    outcome: Result<PhaseRecord, PhaseFailure>,
+    phase: impl Fn(PhaseRecord, bool) -> RankPhase,
+) -> Result<Vec<u8>, Failure> {
+    let bytes = |p: RankPhase| serde_json::to_vec(&p).map_err(|e| Failure::of(&e.into()));
+    match outcome {
+        Ok(record) => bytes(phase(record, false)),
+        Err(failure) => {
+            let error = Failure::of(&failure.error.into());
+            match failure.partial.map(|p| bytes(phase(*p, true))) {
+                Some(Ok(partial)) => Err(error.with_payload(partial)),
+                _ => Err(error),
+            }
+        }
+    }
 }
 
 /// When the phase's work began and ended, on the real-time clock (from the call to now if
@@ -261,28 +281,36 @@ fn drop_node_caches(comm: &Comm, job: &Job, top: &OwnedFd) -> anyhow::Result<boo
     Ok((drops.iter().zip(&comm.hosts)).any(|(d, h)| h == my_host && d.first() == Some(&1)))
 }
 
-/// Every rank's record of phase `info` (`mine`, serialized) at the barrier after it; on
-/// rank 0 their aggregate.
+/// Every rank's record of phase `info` (`mine`, serialized; a failed rank's partial one with
+/// its error) at the barrier after it; on rank 0 their aggregate, added to `records`. A phase
+/// that failed is kept where every rank sent a record; where a rank failed before its work
+/// ran (no record), the phase is not, as without MPI.
 fn gather(
     comm: &Comm,
     job: &Job,
     info: &PhaseInfo,
     mine: Result<Vec<u8>, Failure>,
-) -> anyhow::Result<Option<PhaseRecord>> {
-    let all = comm.exchange(mine)?;
-    if comm.rank != 0 {
-        return Ok(None);
+    records: &mut Vec<PhaseRecord>,
+) -> anyhow::Result<()> {
+    let all = comm.exchange_keeping(mine);
+    if comm.rank == 0 {
+        let ranks = (all.payloads.iter())
+            .map(|b| serde_json::from_slice::<RankPhase>(b))
+            .collect::<Result<Vec<_>, _>>();
+        let cx = aggregate::Context {
+            info,
+            hosts: &comm.hosts,
+            stonewall_secs: job.options.stonewall,
+        };
+        match ranks {
+            Ok(ranks) => records.push(aggregate::aggregate(&ranks, &cx)),
+            Err(e) if all.error.is_none() => {
+                return Err(anyhow::Error::from(e).context("a rank's phase record does not parse"));
+            }
+            Err(_) => {}
+        }
     }
-    let ranks = (all.iter())
-        .map(|b| serde_json::from_slice::<RankPhase>(b))
-        .collect::<Result<Vec<_>, _>>()
-        .context("a rank's phase record does not parse")?;
-    let cx = aggregate::Context {
-        info,
-        hosts: &comm.hosts,
-        stonewall_secs: job.options.stonewall,
-    };
-    Ok(Some(aggregate::aggregate(&ranks, &cx)))
+    all.error.map_or(Ok(()), Err)
 }
 
 fn realtime_ns() -> u64 {

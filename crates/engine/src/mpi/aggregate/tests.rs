@@ -35,6 +35,7 @@ fn rank(ops: u64, ms: u64, start_ms: u64, errors: &[rustix::io::Errno]) -> RankP
         end_ns: start_ns + ms * 1_000_000,
         acted_on: 0,
         stonewall: None,
+        failed: false,
     }
 }
 
@@ -111,4 +112,40 @@ fn aggregate_rate_is_total_items_over_the_slowest_rank() {
     let threads = a.shape.threads.unwrap();
     assert_eq!(threads.threads, 3);
     assert!(a.notes.iter().any(|n| n.contains("slowest: rank 2 on b")));
+}
+
+#[test]
+fn a_phase_that_failed_on_one_rank_keeps_every_ranks_figures_and_says_where_it_failed() {
+    let info = PhaseInfo::fixed("io", "ios", true);
+    let hosts = vec!["a".to_string(), "b".to_string()];
+    let cx = Context {
+        info: &info,
+        hosts: &hosts,
+        stonewall_secs: None,
+    };
+    // Rank 1 failed 500 ms in with 40 units done: what it did up to then, no figures of the
+    // workload's own (they are made after a phase that ends well), a note with its error.
+    let mut failed = rank(40, 500, 5, &[]);
+    failed.failed = true;
+    failed.record.figures.clear();
+    failed.record.notes = vec!["the phase failed: verify: bad magic header".into()];
+    let a = aggregate(&[rank(100, 1000, 0, &[]), failed], &cx);
+    assert_eq!(a.measurement.ops, 140);
+    assert_eq!(a.measurement.bytes, 1400);
+    assert_eq!(a.measurement.elapsed_ns, 1_000_000_000);
+    assert_eq!(figure(&a, "rank-items", Some(0)), 100.0);
+    assert_eq!(figure(&a, "rank-items", Some(1)), 40.0);
+    assert_eq!(figure(&a, "rank-time", Some(1)), 0.5);
+    assert!((figure(&a, "bandwidth-ior", None) - 1400.0 / 1024.0 / 1.0).abs() < 1e-9);
+    let said = |needle: &str| a.notes.iter().any(|n| n.contains(needle));
+    assert!(said("the phase failed on rank 1 on b: "), "{:?}", a.notes);
+    assert!(said("rank 1: the phase failed: verify: bad magic header"));
+    // Rank 0's own figure under its rank; no total over ranks that passes for the phase's.
+    let extents: Vec<&Figure> = a.figures.iter().filter(|f| f.name == "extents").collect();
+    assert_eq!(extents.len(), 1);
+    assert_eq!(extents[0].dims, rank_dim(0));
+    // A phase where every rank ended well says nothing of a failure.
+    let ok = aggregate(&[rank(100, 1000, 0, &[]), rank(40, 500, 5, &[])], &cx);
+    assert!(!ok.notes.iter().any(|n| n.contains("failed")));
+    assert_eq!(ok.figures.iter().filter(|f| f.name == "extents").count(), 3);
 }

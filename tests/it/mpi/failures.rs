@@ -1,0 +1,140 @@
+//! A phase that fails on one rank is kept as without MPI: the failed run stored with its
+//! earlier phases and the failed phase's figures of every rank (the failed rank's up to its
+//! failure), its error naming the rank, the exit status of the same failure without MPI.
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::common::mpi::*;
+use crate::common::*;
+
+/// One job per rank writing 64 blocks of 4 KiB at 100 a second to `data`, verified at its
+/// end (as `fio_verify.rs`'s writer, slower: block 2 is written 20 ms in, checked 640 ms in).
+const VERIFIED: &str = "io:rw=write,bs=4k,size=256k,filename=data,verify=crc32c,rate_iops=100";
+
+/// Zeroes block 2 (offset 8192) of the file `tail` in the run's directory under `target`
+/// (`fsbench.PID/runN/TAIL`) once the writer has written it, before the job's check reads
+/// it: its header is gone. Looks until `done`; whether it spoiled the block.
+fn spoiler(target: PathBuf, tail: &'static str, done: Arc<AtomicBool>) -> JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + LIMIT;
+        while !done.load(Ordering::Relaxed) && Instant::now() < deadline {
+            for file in run_files(&target, tail) {
+                let mut block = [0u8; 4096];
+                let written = file.read_exact_at(&mut block, 8192).is_ok();
+                if written && block.iter().any(|&b| b != 0) {
+                    // The writer's pwrite of the block is over well before this.
+                    std::thread::sleep(Duration::from_millis(20));
+                    file.write_all_at(&[0u8; 4096], 8192).unwrap();
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
+    })
+}
+
+/// The files `tail` of the runs' directories under `target`, open to read and write.
+fn run_files(target: &Path, tail: &str) -> Vec<std::fs::File> {
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    (dirs(target).iter().flat_map(|d| dirs(d)))
+        .filter_map(|run| {
+            (std::fs::OpenOptions::new().read(true).write(true))
+                .open(run.join(tail))
+                .ok()
+        })
+        .collect()
+}
+
+/// `cmd`'s output, with block 2 of the file `tail` under `target` spoiled while it runs.
+fn spoiled_run(cmd: &mut std::process::Command, target: &Path, tail: &'static str) -> Output {
+    let done = Arc::new(AtomicBool::new(false));
+    let spoiling = spoiler(target.to_path_buf(), tail, done.clone());
+    let out = output_within(cmd, LIMIT);
+    done.store(true, Ordering::Relaxed);
+    assert!(
+        spoiling.join().unwrap(),
+        "{tail}: its block 2 was never written: {}",
+        text(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn a_verify_that_fails_on_one_rank_keeps_every_ranks_figures_in_the_failed_run() {
+    let Some(_one) = mpi_test(
+        "a_verify_that_fails_on_one_rank_keeps_every_ranks_figures",
+        &[],
+    ) else {
+        return;
+    };
+    // Without MPI: the failure's exit status.
+    let (alone, alone_state) = (tmpfs_tempdir(), tempdir());
+    let mut cmd = json_run(alone_state.path());
+    cmd.args(["--runs", "1", "--no-drop-caches", "-w", VERIFIED, "--dir"])
+        .arg(alone.path());
+    let without = spoiled_run(&mut cmd, alone.path(), "data");
+    assert!(!without.status.success(), "{}", text(&without.stderr));
+    // Under MPI, rank 1's file spoiled, rank 0's not.
+    let (state, target) = (tempdir(), Target::new());
+    let mut cmd = mpirun(2, state.path(), &target, "", &["-w", VERIFIED]);
+    let out = spoiled_run(&mut cmd, &target.dir, "rank.1/data");
+    assert_eq!(out.status.code(), without.status.code());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("rank 1 on ")
+            && stderr.contains("verify: bad magic header")
+            && stderr.contains("offset 8192"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("rank 0 on "), "{stderr}");
+    let printed = json(&out);
+    // Stored as printed: rank 0 kept the failed run.
+    let export = run(fsbench(state.path())
+        .arg("--db")
+        .arg(target.dir.join("results.db"))
+        .args(["export", "1", "--format", "json"]));
+    assert!(export.status.success(), "{}", text(&export.stderr));
+    for doc in [printed, json(&export)] {
+        let run = &doc["runs"][0];
+        assert_eq!(run["status"], "failed");
+        assert!(run["error"].as_str().unwrap().contains("rank 1 on "));
+        let phases = run["phases"].as_array().unwrap();
+        let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["layout", "io"], "the layout before it kept too");
+        // Both ranks wrote all their blocks before the check: every byte counted.
+        let io = &phases[1];
+        assert_eq!(io["bytes"].as_u64(), Some(2 * 256 * 1024));
+        for r in 0..2 {
+            assert_eq!(figure(io, "rank-items", Some(r)), 64.0, "rank {r}");
+        }
+        let notes = io["notes"].to_string();
+        assert!(notes.contains("the phase failed on rank 1 on "), "{notes}");
+        assert!(
+            notes.contains("rank 1: the phase failed: io: verify"),
+            "{notes}"
+        );
+    }
+    // fio's output of the stored run: both ranks' jobs, the failure's errno (EILSEQ).
+    let fio = run(fsbench(state.path())
+        .arg("--db")
+        .arg(target.dir.join("results.db"))
+        .args(["export", "1", "--format", "fio"]));
+    let fio = text(&fio.stdout);
+    assert!(fio.contains("jobs=2): err=84"), "{fio}");
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}
