@@ -214,9 +214,9 @@ fn run_phases(
         };
         let called_ns = realtime_ns();
         let outcome = run_phase(workload, index, dir, &settings, &job.label, observer);
-        // The phase's work: from its workers' release (after their buffers were filled and
-        // their files opened; IOR fills its buffer before its timers too) to its last close,
-        // not once its figures were summed.
+        // The phase's work: from its workers' release (after their buffers were filled, as
+        // IOR fills its buffer before its timers; io opens its files after it, as IOR) to
+        // its last close, not once its figures were summed.
         let (start_ns, end_ns) = work_span_ns(progress, called_ns);
         let stonewalled =
             (stonewall.as_ref()).filter(|_| spec.stonewall_phase().is_ok_and(|p| p == info.name));
