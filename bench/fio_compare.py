@@ -10,7 +10,8 @@ on tmpfs and (as root) on a fresh ext4 loop image attached with direct I/O:
   a 70/30 random read/write mix (both directions added up);
   4 KiB random writes with verify=crc32c (the writes compared: both tools stamp every
   block, then read it back and check it after the timed writes);
-  rate_iops=5000 randread: p99 latency.
+  rate_iops=5000 randread: p99 latency;
+  2,000 files of 4 KiB read once each (each job opens its files as it goes, in its time).
 
 Prints fsbench / fio for IOPS and bandwidth (target >= 0.95) and for p50 and p99 completion
 latency (target within +-10% where both are closed loop); the open-loop job also prints the
@@ -56,11 +57,14 @@ JOBS = [
      {"rw": "randwrite", "bs": "4k", "ioengine": "psync", "verify": "crc32c", "do_verify": "1"}, False),
     ("rate_iops=5000 4k randread",
      {"rw": "randread", "bs": "4k", "ioengine": "psync", "rate_iops": "5000", "time_based": "1"}, True),
+    ("psync 2,000 files of 4k read",
+     {"rw": "read", "bs": "4k", "ioengine": "psync", "nrfiles": "2000", "filesize": "4k", "size": "8000k"},
+     False),
 ]
 
 
 def fio(work, opts):
-    args = [FIO, "--name=job", f"--directory={work}", f"--size={SIZE}", f"--runtime={RUNTIME}",
+    args = [FIO, "--name=job", f"--directory={work}", f"--size={opts.get('size', SIZE)}", f"--runtime={RUNTIME}",
             "--randrepeat=1", "--lat_percentiles=1", "--group_reporting", "--output-format=json"]
     args += [f"--{k}={v}" for k, v in opts.items()]
     # In `work`: a verify job leaves fio's verify state file in its working directory.
@@ -89,7 +93,7 @@ def directions(opts):
 def fsbench(work, db, opts):
     # fsbench's flags read `=1` as fio's do.
     spec = ",".join(f"{k}={v}" for k, v in opts.items())
-    spec = f"io:size={SIZE},runtime={RUNTIME},{spec}"
+    spec = f"io:runtime={RUNTIME},{spec}" if "size" in opts else f"io:size={SIZE},runtime={RUNTIME},{spec}"
     out = subprocess.run([FSBENCH, "--db", db, "run", "-q", "--output-format", "json", "--runs", "1",
                           "--dir", work, "-w", spec], check=True, capture_output=True, text=True).stdout
     # The timed phase `io`, after the untimed `layout`.
@@ -140,7 +144,7 @@ def compare(work, db, where, plain_bin):
             continue
         tools = ["fio", "fsbench"]
         if (plain_bin and not open_loop and opts["bs"] == "4k" and "numjobs" not in opts
-                and opts["rw"] != "randrw" and "verify" not in opts):
+                and opts["rw"] != "randrw" and "verify" not in opts and "nrfiles" not in opts):
             tools.append("plain")
         res = {t: [] for t in tools}
         run = {"fio": lambda: fio(work, opts), "fsbench": lambda: fsbench(work, db, opts),

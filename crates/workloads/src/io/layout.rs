@@ -2,6 +2,7 @@
 //! jobs: every job's files made at their size, or its directories), their opening by a job,
 //! and `unlink` once the jobs end.
 
+use std::collections::HashMap;
 use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::fs::{Mode, OFlags};
@@ -127,6 +128,9 @@ impl Io {
     /// ([`Io::make_pools`]); `dirstat` and `dirdelete` have directories.
     pub(super) fn layout_files(&self) -> Vec<LaidOut> {
         let mut files: Vec<LaidOut> = Vec::new();
+        // Each name's place in `files`: jobs that share a file lay it out once (a search of
+        // `files` per name was quadratic: seconds at 65,536 files).
+        let mut seen: HashMap<String, usize> = HashMap::new();
         for (p, job, copy) in self.threads() {
             // A data engine's `create_on_open`: the job's open makes its files, timed.
             let made_by_job = p.create_on_open && !p.engine.file_op();
@@ -153,23 +157,27 @@ impl Io {
                 } else {
                     p.copy_filesize(copy)
                 };
-                match files.iter_mut().find(|have| have.name == name) {
-                    Some(seen) => {
-                        seen.size = seen.size.max(size);
-                        seen.reads |= reads;
+                match seen.get(&name) {
+                    Some(&at) => {
+                        let have = &mut files[at];
+                        have.size = have.size.max(size);
+                        have.reads |= reads;
                     }
-                    None => files.push(LaidOut {
-                        name,
-                        size,
-                        reads,
-                        named: !p.filename.is_empty() || p.filename_format.is_some(),
-                        is_dir: matches!(p.engine, Engine::DirStat | Engine::DirDelete),
-                        fallocate: if p.fill_device {
-                            Fallocate::None
-                        } else {
-                            p.fallocate
-                        },
-                    }),
+                    None => {
+                        seen.insert(name.clone(), files.len());
+                        files.push(LaidOut {
+                            name,
+                            size,
+                            reads,
+                            named: !p.filename.is_empty() || p.filename_format.is_some(),
+                            is_dir: matches!(p.engine, Engine::DirStat | Engine::DirDelete),
+                            fallocate: if p.fill_device {
+                                Fallocate::None
+                            } else {
+                                p.fallocate
+                            },
+                        })
+                    }
                 }
             }
         }
