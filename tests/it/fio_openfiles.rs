@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common::*;
 use crate::fio_files::{traced_fio, traced_fsbench};
@@ -110,25 +110,10 @@ fn fio_openfiles_opens_and_writes_each_file_as_fio_does() {
         ("randwrite", "random"),
         ("write", "roundrobin"),
     ] {
-        let state = tempdir();
-        let jobfile = state.path().join("j.fio");
         let job = format!(
             "[j]\nrw={rw}\nbs=4k\nfilesize=64k\nnrfiles=10\nopenfiles=2\nloops=2\nfile_service_type={service}\n"
         );
-        std::fs::write(&jobfile, &job).unwrap();
-        let (ours, theirs) = (state.path().join("ours.log"), state.path().join("fio.log"));
-        let (dir, fio_dir) = (tmpfs_tempdir(), tmpfs_tempdir());
-        let trace = "trace=openat,pwrite64";
-        let out = run(&mut traced_fsbench(
-            trace,
-            &ours,
-            state.path(),
-            dir.path(),
-            &jobfile,
-        ));
-        assert!(out.status.success(), "{job}: {}", text(&out.stderr));
-        let out = run(&mut traced_fio(trace, &theirs, fio_dir.path(), &jobfile));
-        assert!(out.status.success(), "fio on {job}: {}", text(&out.stderr));
+        let (_state, ours, theirs) = traced_both(&job, "trace=openat,pwrite64");
         let (ours, theirs) = (per_file(&ours), per_file(&theirs));
         assert_eq!(ours.len(), 10, "{job}: {ours:?}");
         // The layout's open, then one a loop: 2 loops of 64 KiB.
@@ -138,6 +123,27 @@ fn fio_openfiles_opens_and_writes_each_file_as_fio_does() {
         );
         assert_eq!(ours, theirs, "{job}");
     }
+}
+
+/// `job` run by fsbench and by fio 3.33, each in a tmpfs directory of its own under strace
+/// `-e TRACE`: the test's state directory and the two logs, fsbench's first.
+fn traced_both(job: &str, trace: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let state = tempdir();
+    let jobfile = state.path().join("j.fio");
+    std::fs::write(&jobfile, job).unwrap();
+    let (ours, theirs) = (state.path().join("ours.log"), state.path().join("fio.log"));
+    let (dir, fio_dir) = (tmpfs_tempdir(), tmpfs_tempdir());
+    let out = run(&mut traced_fsbench(
+        trace,
+        &ours,
+        state.path(),
+        dir.path(),
+        &jobfile,
+    ));
+    assert!(out.status.success(), "{job}: {}", text(&out.stderr));
+    let out = run(&mut traced_fio(trace, &theirs, fio_dir.path(), &jobfile));
+    assert!(out.status.success(), "fio on {job}: {}", text(&out.stderr));
+    (state, ours, theirs)
 }
 
 /// The job's opens (read-only, of its files `j.0.N`) and reads, in the order made.
@@ -170,23 +176,8 @@ fn fio_a_job_opens_each_file_at_its_first_io_as_fio_does() {
     }
     // No `openfiles`: fio opens a file when its file service first picks it, in the job's
     // time, not all of them before the job.
-    let state = tempdir();
-    let jobfile = state.path().join("j.fio");
     let job = "[j]\nrw=read\nbs=4k\nfilesize=8k\nnrfiles=4\n";
-    std::fs::write(&jobfile, job).unwrap();
-    let (ours, theirs) = (state.path().join("ours.log"), state.path().join("fio.log"));
-    let (dir, fio_dir) = (tmpfs_tempdir(), tmpfs_tempdir());
-    let trace = "trace=openat,pread64";
-    let out = run(&mut traced_fsbench(
-        trace,
-        &ours,
-        state.path(),
-        dir.path(),
-        &jobfile,
-    ));
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = run(&mut traced_fio(trace, &theirs, fio_dir.path(), &jobfile));
-    assert!(out.status.success(), "fio: {}", text(&out.stderr));
+    let (_state, ours, theirs) = traced_both(job, "trace=openat,pread64");
     let (ours, theirs) = (opens_and_reads(&ours), opens_and_reads(&theirs));
     // Round robin: each file opened just before its first read, then the second blocks.
     let first: Vec<String> = (0..4)
