@@ -40,7 +40,8 @@ pub(super) fn at_start(
 /// at its far end and closed at once leaves it grown.
 fn reserve_descriptors(dir: BorrowedFd<'_>, count: usize) {
     let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-    let far = (dir.as_raw_fd() as u64 + count as u64).min(limit.unwrap_or(u64::MAX) - 1);
+    let far =
+        (dir.as_raw_fd() as u64 + count as u64).min(limit.unwrap_or(u64::MAX).saturating_sub(1));
     // Nothing lost where it fails: the table grows as the files open.
     let _ = rustix::io::fcntl_dupfd_cloexec(dir, far.min(i32::MAX as u64) as i32);
 }
