@@ -133,8 +133,7 @@ impl Io {
         // (a search of `files` per name was quadratic: 20 s at 65,536 files; a map of the
         // names themselves held 5 MiB more).
         let mut seen: HashMap<u64, usize> = HashMap::new();
-        let state = RandomState::new();
-        let hash = |name: &str| state.hash_one(name);
+        let hasher = RandomState::new();
         for (p, job, copy) in self.threads() {
             // A data engine's `create_on_open`: the job's open makes its files, timed.
             let made_by_job = p.create_on_open && !p.engine.file_op();
@@ -161,7 +160,7 @@ impl Io {
                 } else {
                     p.copy_filesize(copy)
                 };
-                let key = hash(&name);
+                let key = hasher.hash_one(&name);
                 // Two names of one hash: the other is found by a search.
                 let at = match seen.get(&key) {
                     Some(&at) if files[at].name == name => Some(at),

@@ -179,6 +179,8 @@ impl Pattern {
             (_, None) => Vec::new(),
         };
         let service = Service::new(p, &mut rng);
+        let as_picked = p.opens_as_picked().is_some();
+        let files_end = as_picked && !service.skewed();
         Pattern {
             picker: Picker::new(p.distribution, blocks, &mut rng),
             rng,
@@ -195,11 +197,8 @@ impl Pattern {
             maps: (0..if use_map { p.nrfiles } else { 0 })
                 .map(|_| Map::new(blocks))
                 .collect(),
-            files_end: {
-                let ends = p.opens_as_picked().is_some() && !service.skewed();
-                [ends, ends && !p.time_based]
-            },
-            bytes_end: p.opens_as_picked().is_none() || !p.time_based,
+            files_end: [files_end, files_end && !p.time_based],
+            bytes_end: !as_picked || !p.time_based,
             service,
             gap: p.seq_gap,
             run_len: p.seq_nr.max(1),

@@ -17,16 +17,17 @@ pub(super) fn at_start(
     dir: BorrowedFd<'_>,
     names: &[String],
 ) -> Result<Vec<OwnedFd>, FsbenchError> {
-    // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
     // fio opens a file when its file service first picks it, in the job's time.
-    let opened = match params.engine {
-        e if e.diskless() || e.file_op() || e == Engine::Pmemblk => &names[..0],
-        _ if params.opens_as_picked().is_some() => &names[..0],
-        _ => names,
-    };
-    if let Some(count) = params.opens_as_picked() {
+    let as_picked = params.opens_as_picked();
+    if let Some(count) = as_picked {
         reserve_descriptors(dir, count);
     }
+    // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
+    let opened = match params.engine {
+        e if e.diskless() || e.file_op() || e == Engine::Pmemblk => &names[..0],
+        _ if as_picked.is_some() => &names[..0],
+        _ => names,
+    };
     (opened.iter())
         .map(|name| open_file(params, dir, name, params.create_on_open))
         .collect()

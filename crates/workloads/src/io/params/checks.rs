@@ -105,11 +105,11 @@ impl IoParams {
     /// io_uring's registered files, which fio opens and registers before the job).
     pub(crate) fn opens_as_picked(&self) -> Option<usize> {
         let registered = self.registerfiles && self.engine == super::Engine::IoUring;
-        match self.limits_open() {
-            Some(limit) => Some(limit),
-            None if !self.data_engine() || registered => None,
-            None => (self.refuses_opening_as_picked().is_none()).then_some(self.nrfiles as usize),
-        }
+        self.limits_open().or_else(|| {
+            let all =
+                self.data_engine() && !registered && self.refuses_opening_as_picked().is_none();
+            all.then_some(self.nrfiles as usize)
+        })
     }
 
     fn data_engine(&self) -> bool {
