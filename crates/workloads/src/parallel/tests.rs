@@ -43,11 +43,20 @@ fn every_workers_figures_and_outcome_arrive() {
 }
 
 #[test]
-fn one_worker_is_the_phases_own_thread() {
+fn one_worker_runs_in_the_phases_process_with_a_table_of_its_own() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = rustix::fs::open(
+        scratch.path(),
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+    let other = rustix::fs::open(scratch.path(), OFlags::RDONLY, Mode::empty()).unwrap();
+    let keep = [dir.as_fd()];
     for mode in MODES {
         let (mut rec, progress) = phase();
         let me = std::thread::current().id();
-        let ran = Crew::new(mode, &[])
+        let ran = Crew::new(mode, &keep)
             .run(&mut rec, vec![7u64], |w, units| {
                 for _ in 0..units {
                     w.rec().unit_done(1)?;
@@ -55,11 +64,27 @@ fn one_worker_is_the_phases_own_thread() {
                 // Counted in the phase's progress as it goes.
                 let seen = progress.done.load(Ordering::Relaxed);
                 w.start()?;
-                Ok((std::thread::current().id() == me, seen))
+                // SAFETY: only asks whether the number is open here.
+                let other_open =
+                    rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(other.as_raw_fd()) })
+                        .is_ok();
+                // Left open at a number the phase's thread does not use: closed with the
+                // worker's table, never in the phase's.
+                let left = rustix::io::fcntl_dupfd_cloexec(keep[0], 900).unwrap();
+                std::mem::forget(left);
+                let thread = std::thread::current().id() != me;
+                Ok((std::process::id(), thread, other_open, seen))
             })
             .unwrap();
-        assert_eq!(ran.values().unwrap(), [(true, 7)], "{mode:?}");
+        let values = ran.values().unwrap();
+        assert_eq!(values, [(std::process::id(), true, false, 7)], "{mode:?}");
         assert_eq!(rec.units(), 7);
+        // SAFETY: only asks whether the number is open here.
+        let left = rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(900) });
+        assert!(
+            left.is_err(),
+            "{mode:?}: the worker's descriptor is in the phase's table"
+        );
     }
 }
 

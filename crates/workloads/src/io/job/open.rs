@@ -2,7 +2,7 @@
 //! during it (fio's way, as the file service picks them): the pick, fio's `-EBUSY` (at
 //! `openfiles`), the end of a pass.
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 
 use super::Job;
 use crate::io::layout::open_file;
@@ -19,9 +19,6 @@ pub(super) fn at_start(
 ) -> Result<Vec<OwnedFd>, FsbenchError> {
     // fio opens a file when its file service first picks it, in the job's time.
     let as_picked = params.opens_as_picked();
-    if let Some(count) = as_picked {
-        reserve_descriptors(dir, count);
-    }
     // fio's `null` engine has no files; its file and directory engines and pmemblk open none.
     let opened = match params.engine {
         e if e.diskless() || e.file_op() || e == Engine::Pmemblk => &names[..0],
@@ -31,20 +28,6 @@ pub(super) fn at_start(
     (opened.iter())
         .map(|name| open_file(params, dir, name, params.create_on_open))
         .collect()
-}
-
-/// Grows the worker's descriptor table now, untimed, to hold the `count` files the job opens
-/// as it goes. The kernel doubles a table as descriptors are opened, and where threads share
-/// it (a lone job runs on the phase's own thread, beside its sampler) each growth waits for an
-/// RCU grace period: 30–50 ms of a job of 2,000 small files read from tmpfs here, which fio's
-/// job, a process of one thread, does not spend. A table never shrinks: the descriptor made
-/// at its far end and closed at once leaves it grown.
-fn reserve_descriptors(dir: BorrowedFd<'_>, count: usize) {
-    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-    let far =
-        (dir.as_raw_fd() as u64 + count as u64).min(limit.unwrap_or(u64::MAX).saturating_sub(1));
-    // Nothing lost where it fails: the table grows as the files open.
-    let _ = rustix::io::fcntl_dupfd_cloexec(dir, far.min(i32::MAX as u64) as i32);
 }
 
 /// The next step of a job's I/O where files open and close.

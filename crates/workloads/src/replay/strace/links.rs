@@ -27,22 +27,40 @@ impl Symlinks {
 
     /// `old` was renamed `new`: a symlink at it or below it is now below `new`; one that
     /// was at `new` is gone, unless the two were exchanged (RENAME_EXCHANGE): then the ones
-    /// at or below `new` are below `old`.
+    /// at or below `new` are below `old`. Only the symlinks moved are looked at: a program
+    /// that renames each of a million files beside a million symlinks (rsync, dpkg) would
+    /// otherwise make a million million comparisons.
     pub(super) fn renamed(&mut self, old: &[u8], new: &[u8], exchanged: bool) {
         if self.0.is_empty() {
             return;
         }
-        if !exchanged {
-            self.0.remove(new);
-        }
-        let moved: Vec<(Vec<u8>, Vec<u8>)> = (self.0.keys())
-            .filter_map(|p| Some((p.clone(), renamed_path(p, old, new, exchanged)?)))
-            .collect();
         // All taken out before any is put back: an exchange swaps two sets of names.
-        let targets: Vec<(Vec<u8>, Vec<u8>)> = (moved.into_iter())
-            .map(|(from, to)| (to, self.0.remove(&from).unwrap_or_default()))
+        let from_old = self.take_at_or_below(old);
+        let from_new = match exchanged {
+            true => self.take_at_or_below(new),
+            false => {
+                self.0.remove(new);
+                Vec::new()
+            }
+        };
+        let moved = |(path, target): (Vec<u8>, Vec<u8>), from: &[u8], to: &[u8]| {
+            ([to, &path[from.len()..]].concat(), target)
+        };
+        let back = (from_old.into_iter().map(|l| moved(l, old, new)))
+            .chain(from_new.into_iter().map(|l| moved(l, new, old)));
+        self.0.extend(back);
+    }
+
+    /// The symlinks at `at` and below it, taken out.
+    fn take_at_or_below(&mut self, at: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        // The paths below `at` are those from `at/` up to `at0`: `0` follows `/`.
+        let (first, past) = ([at, b"/"].concat(), [at, b"0"].concat());
+        let below: Vec<Vec<u8>> = (self.0.range(first..past))
+            .map(|(path, _)| path.clone())
             .collect();
-        self.0.extend(targets);
+        (std::iter::once(at.to_vec()).chain(below))
+            .filter_map(|path| Some((path.clone(), self.0.remove(&path)?)))
+            .collect()
     }
 
     /// Absolute `path` as the kernel resolves it, into `out`: every symlink known here
@@ -175,5 +193,31 @@ mod tests {
             "/far/x",
             "and /s/other the dir"
         );
+    }
+
+    #[test]
+    fn a_rename_moves_the_symlinks_at_and_below_it_and_no_others() {
+        let mut links = Symlinks::default();
+        for path in [
+            "/r/a", "/r/a/x", "/r/a/y/z", "/r/a-b", "/r/a.c", "/r/a0", "/r/ab",
+        ] {
+            links.made(path.as_bytes(), b"t");
+        }
+        links.renamed(b"/r/a", b"/r/n", false);
+        let paths = |links: &Symlinks| -> Vec<String> {
+            (links.0.keys())
+                .map(|p| String::from_utf8(p.clone()).unwrap())
+                .collect()
+        };
+        let kept = ["/r/a-b", "/r/a.c", "/r/a0", "/r/ab"];
+        let moved = ["/r/n", "/r/n/x", "/r/n/y/z"];
+        let mut both = [&kept[..], &moved[..]].concat();
+        both.sort();
+        assert_eq!(paths(&links), both);
+        // Exchanged back with a name that holds symlinks of its own.
+        links.renamed(b"/r/n", b"/r/ab", true);
+        let mut swapped = [&kept[..3], &["/r/ab", "/r/ab/x", "/r/ab/y/z", "/r/n"]].concat();
+        swapped.sort();
+        assert_eq!(paths(&links), swapped);
     }
 }
