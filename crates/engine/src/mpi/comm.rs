@@ -1,12 +1,14 @@
 //! The ranks' communication: every barrier is an exchange of each rank's outcome, so a rank's
 //! error ends every rank at the next barrier instead of leaving the others waiting forever.
 
+use std::cell::Cell;
+
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use fsbench_measure::error::FsbenchError;
+use fsbench_measure::error::{FsbenchError, exit_code_of};
 
 /// This process's place among the ranks.
 pub(crate) struct Comm {
@@ -20,6 +22,9 @@ pub(crate) struct Comm {
     pub(crate) local_size: usize,
     /// Every rank's host name, by rank.
     pub(crate) hosts: Vec<String>,
+    /// An exchange carried a rank's failure since [`Comm::take_told`] last looked: rank 0
+    /// has every failed rank's error (and prints it).
+    told: Cell<bool>,
 }
 
 impl Comm {
@@ -45,6 +50,7 @@ impl Comm {
             local_rank: node.rank() as usize,
             local_size: node.size() as usize,
             hosts: Vec::new(),
+            told: Cell::new(false),
             world,
             _universe: universe,
         };
@@ -123,6 +129,9 @@ impl Comm {
                 _ => m.split_off(1.min(m.len())),
             })
             .collect();
+        if !failed.is_empty() {
+            self.told.set(true);
+        }
         Exchanged {
             payloads,
             error: self.failed_ranks(&failed),
@@ -130,6 +139,11 @@ impl Comm {
     }
 
     /// The error of the ranks that failed (rank, exit code, message): each named with its host
+    /// Whether an exchange carried a rank's failure to rank 0 since the last call.
+    pub(crate) fn take_told(&self) -> bool {
+        self.told.replace(false)
+    }
+
     /// and error, of their kind where they agree.
     fn failed_ranks(&self, failed: &[(usize, u8, String)]) -> Option<anyhow::Error> {
         let &(_, code, _) = failed.first()?;
@@ -239,12 +253,8 @@ pub(crate) struct Failure {
 
 impl Failure {
     pub(crate) fn of(e: &anyhow::Error) -> Failure {
-        let code = e
-            .chain()
-            .find_map(|c| c.downcast_ref::<FsbenchError>())
-            .map_or(1, FsbenchError::exit_code);
         Failure {
-            code,
+            code: exit_code_of(e),
             message: format!("{e:#}"),
             payload: Vec::new(),
         }
