@@ -196,6 +196,7 @@ impl RunExecutor for Session {
             round: run.record.run,
             settle: run.what.settings.settle,
             options: self.options.clone(),
+            removes_files: fresh.removes_files(),
         };
         self.comm
             .broadcast(serde_json::to_vec(&Command::Run(Box::new(job.clone())))?);

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{self, RankPhase};
 use super::comm::{Comm, Failure};
-use crate::runner::observer::Observer;
+use crate::runner::observer::{Diagnostic, Observer};
 use crate::runner::phases::{PhaseFailure, PhaseSettings, run_phase};
 use fsbench_measure::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
 use fsbench_measure::rmtree;
@@ -49,6 +49,10 @@ pub(crate) struct Job {
     pub(crate) round: u32,
     pub(crate) settle: bool,
     pub(crate) options: MpiOptions,
+    /// The run's target removes what a run made file by file (a directory): a failed phase
+    /// says so before the ranks do, as without MPI.
+    #[serde(default)]
+    pub(crate) removes_files: bool,
 }
 
 /// The one tree of every rank under `--shared-dir`.
@@ -235,12 +239,34 @@ fn run_phases(
                 failed,
             }
         });
-        gather(comm, job, info, mine, records)?;
+        if let Err(e) = gather(comm, job, info, mine, records) {
+            cleaning_up(comm, job, &e, observer);
+            return Err(e);
+        }
     }
     Ok(())
 }
 
 /// This rank's outcome of a phase as it goes to rank 0: its record (made `phase`) or its error,
+/// A phase failed with `error` and every rank now removes what it made ([`run_share`]), which
+/// for millions of files takes a while: rank 0 says so first, once for all ranks, as without
+/// MPI where the target removes files one by one.
+fn cleaning_up(comm: &Comm, job: &Job, error: &anyhow::Error, observer: &mut dyn Observer) {
+    if comm.rank != 0 || !job.removes_files {
+        return;
+    }
+    let ranks = match job.options.shared_dir {
+        true => "rank 0 the ranks' shared tree, which holds every rank's files".to_string(),
+        false => format!("each of the {} ranks its own rank.<r>", comm.size),
+    };
+    observer.diagnostic(&Diagnostic::CleaningUp {
+        label: &job.label,
+        error,
+        dir: &job.dir,
+        ranks: Some(&ranks),
+    });
+}
+
 /// with what the phase measured up to its failure where it did (a fio job whose verify failed:
 /// every job's figures), which the run keeps as without MPI.
 fn sent(
