@@ -135,15 +135,16 @@ impl Comm {
         Exchanged {
             payloads,
             error: self.failed_ranks(&failed),
+            failed: failed.into_iter().map(|(r, _, m)| (r, m)).collect(),
         }
     }
 
-    /// The error of the ranks that failed (rank, exit code, message): each named with its host
     /// Whether an exchange carried a rank's failure to rank 0 since the last call.
     pub(crate) fn take_told(&self) -> bool {
         self.told.replace(false)
     }
 
+    /// The error of the ranks that failed (rank, exit code, message): each named with its host
     /// and error, of their kind where they agree.
     fn failed_ranks(&self, failed: &[(usize, u8, String)]) -> Option<anyhow::Error> {
         let &(_, code, _) = failed.first()?;
@@ -217,6 +218,8 @@ pub(crate) fn agree_max(count: u64, failed: bool) -> u64 {
 pub(crate) struct Exchanged {
     pub(crate) payloads: Vec<Vec<u8>>,
     pub(crate) error: Option<anyhow::Error>,
+    /// Each failed rank and its error, by rank.
+    pub(crate) failed: Vec<(usize, String)>,
 }
 
 /// A rank's outcome as sent: `0` and the payload, or `1`, the exit code, the message's length

@@ -231,6 +231,7 @@ fn run_phases(
         let mine = sent(outcome, |mut record, failed| {
             record.caches_dropped = caches_dropped;
             RankPhase {
+                rank: comm.rank,
                 record,
                 start_ns,
                 end_ns,
@@ -247,7 +248,6 @@ fn run_phases(
     Ok(())
 }
 
-/// This rank's outcome of a phase as it goes to rank 0: its record (made `phase`) or its error,
 /// A phase failed with `error` and every rank now removes what it made ([`run_share`]), which
 /// for millions of files takes a while: rank 0 says so first, once for all ranks, as without
 /// MPI where the target removes files one by one.
@@ -267,6 +267,7 @@ fn cleaning_up(comm: &Comm, job: &Job, error: &anyhow::Error, observer: &mut dyn
     });
 }
 
+/// This rank's outcome of a phase as it goes to rank 0: its record (made `phase`) or its error,
 /// with what the phase measured up to its failure where it did (a fio job whose verify failed:
 /// every job's figures), which the run keeps as without MPI.
 fn sent(
@@ -308,9 +309,8 @@ fn drop_node_caches(comm: &Comm, job: &Job, top: &OwnedFd) -> anyhow::Result<boo
 }
 
 /// Every rank's record of phase `info` (`mine`, serialized; a failed rank's partial one with
-/// its error) at the barrier after it; on rank 0 their aggregate, added to `records`. A phase
-/// that failed is kept where every rank sent a record; where a rank failed before its work
-/// ran (no record), the phase is not, as without MPI.
+/// its error) at the barrier after it; on rank 0 their aggregate, added to `records` where
+/// the phase is kept ([`aggregate::exchanged`]).
 fn gather(
     comm: &Comm,
     job: &Job,
@@ -320,16 +320,8 @@ fn gather(
 ) -> anyhow::Result<()> {
     let all = comm.exchange_keeping(mine);
     if comm.rank == 0 {
-        let ranks = (all.payloads.iter())
-            .map(|b| serde_json::from_slice::<RankPhase>(b))
-            .collect::<Result<Vec<_>, _>>();
-        let cx = aggregate::Context {
-            info,
-            hosts: &comm.hosts,
-            stonewall_secs: job.options.stonewall,
-        };
-        match ranks {
-            Ok(ranks) => records.push(aggregate::aggregate(&ranks, &cx)),
+        match aggregate::exchanged(&all, info, &comm.hosts, job.options.stonewall) {
+            Ok(record) => records.extend(record),
             Err(e) if all.error.is_none() => {
                 return Err(anyhow::Error::from(e).context("a rank's phase record does not parse"));
             }
