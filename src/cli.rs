@@ -38,7 +38,7 @@ use fsbench_engine::runner::{
     observer::{Observer, Observers, SuitePlan},
     summarize,
 };
-use fsbench_measure::error::{FsbenchError, invalid};
+use fsbench_measure::error::{FsbenchError, exit_code_of, invalid};
 use fsbench_measure::measure::Progress;
 use fsbench_measure::tools;
 use fsbench_measure::units::parse_size;
@@ -503,11 +503,7 @@ pub fn main() -> ExitCode {
         Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => die_by_sigpipe(),
         Err(e) => {
             console::say(&format!("fsbench: error: {e:#}"));
-            let code = e
-                .chain()
-                .find_map(|c| c.downcast_ref::<FsbenchError>())
-                .map_or(1, FsbenchError::exit_code);
-            ExitCode::from(code)
+            ExitCode::from(exit_code_of(&e))
         }
     }
 }

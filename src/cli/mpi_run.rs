@@ -1,6 +1,6 @@
 //! `mpirun -np N fsbench run ...`: the same command and suite as a single process, the ranks
 //! counted by the launcher. Rank 0 builds the suite, owns the database and prints; the other
-//! ranks follow it and print nothing but their errors.
+//! ranks follow it and print nothing but their errors that never reached rank 0.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::RunArgs;
 use super::run::run_suite;
-use fsbench_engine::mpi::{MpiOptions, Session};
-use fsbench_measure::error::invalid;
+use fsbench_engine::mpi::{MpiOptions, Session, Told};
+use fsbench_measure::error::{exit_code_of, invalid};
 use fsbench_measure::measure::Progress;
 use fsbench_store::Store;
 
@@ -43,9 +43,11 @@ pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
     };
     let session = Session::start(options, progress.clone())?;
     if !session.is_leader() {
-        session.share_suite(None)?;
-        session.follow()?;
-        return Ok(ExitCode::SUCCESS);
+        return match session.share_suite(None).and_then(|_| session.follow()) {
+            // Rank 0 prints it, naming this rank: each failure is said once.
+            Err(e) if e.downcast_ref::<Told>().is_some() => Ok(ExitCode::from(exit_code_of(&e))),
+            followed => followed.map(|()| ExitCode::SUCCESS),
+        };
     }
     // The database is opened before the suite is shared: if it cannot be, no rank starts.
     let prepared = args

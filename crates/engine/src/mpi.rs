@@ -37,6 +37,18 @@ enum Command {
     },
 }
 
+/// Marks the error of a rank other than 0 that rank 0 has too, because an exchange carried
+/// it there (or it is rank 0's own): rank 0 prints it, naming the rank, so this rank need
+/// not print it again; it only exits with its code.
+#[derive(Debug)]
+pub struct Told;
+
+impl std::fmt::Display for Told {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("rank 0 has this failure and prints it")
+    }
+}
+
 /// This process as one of the ranks.
 pub struct Session {
     comm: Comm,
@@ -67,8 +79,20 @@ impl Session {
             }),
             None => Ok(Vec::new()),
         };
-        let all = self.comm.barrier_sharing(mine)?;
-        serde_json::from_slice(&all[0]).context("rank 0's suite does not parse")
+        let all = (self.comm.barrier_sharing(mine)).map_err(|e| self.known(e))?;
+        serde_json::from_slice(&all[0])
+            .context("rank 0's suite does not parse")
+            .map_err(|e| self.known(e))
+    }
+
+    /// `e` as this rank ends with it: [`Told`] where an exchange carried a failure to rank 0
+    /// since the last look (every rank's error then reached rank 0), else naming this rank,
+    /// which says it itself.
+    fn known(&self, e: anyhow::Error) -> anyhow::Error {
+        match self.comm.take_told() {
+            true => e.context(Told),
+            false => e.context(self.comm.who(self.comm.rank)),
+        }
     }
 
     /// Whether the suite can run under MPI: the workloads that make sense, a target all
@@ -120,23 +144,24 @@ impl Session {
         let mut failure = None;
         loop {
             let bytes = self.comm.broadcast(Vec::new());
-            match serde_json::from_slice(&bytes).context("rank 0's command does not parse")? {
+            let command = serde_json::from_slice(&bytes).context("rank 0's command does not parse");
+            match command.map_err(|e| self.known(e))? {
                 Command::Run(job) => {
                     // Rank 0 alone keeps the records.
                     let (progress, records) = (&self.progress, &mut Vec::new());
                     if let Err(e) =
                         rank::run_share(&self.comm, &job, progress, &mut Silent, records)
                     {
-                        failure = Some(e);
+                        failure = Some(self.known(e));
                     }
                 }
                 Command::Stop { failed } => {
                     return match failure {
                         Some(e) => Err(e),
-                        None if failed => Err(FsbenchError::Failed(
+                        None if failed => Err(anyhow::Error::from(FsbenchError::Failed(
                             "rank 0's suite failed (it says why)".into(),
-                        )
-                        .into()),
+                        ))
+                        .context(Told)),
                         None => Ok(()),
                     };
                 }
@@ -171,6 +196,7 @@ impl RunExecutor for Session {
             round: run.record.run,
             settle: run.what.settings.settle,
             options: self.options.clone(),
+            removes_files: fresh.removes_files(),
         };
         self.comm
             .broadcast(serde_json::to_vec(&Command::Run(Box::new(job.clone())))?);

@@ -64,6 +64,13 @@ impl FsbenchError {
     }
 }
 
+/// The process exit code for `e`: its first [`FsbenchError`]'s, else 1.
+pub fn exit_code_of(e: &anyhow::Error) -> u8 {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<FsbenchError>())
+        .map_or(1, FsbenchError::exit_code)
+}
+
 /// Shorthand for an `InvalidInput` error wrapped in `anyhow`.
 pub fn invalid(msg: impl Into<String>) -> anyhow::Error {
     FsbenchError::InvalidInput(msg.into()).into()

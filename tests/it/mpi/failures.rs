@@ -98,6 +98,17 @@ fn a_verify_that_fails_on_one_rank_keeps_every_ranks_figures_in_the_failed_run()
         "{stderr}"
     );
     assert!(!stderr.contains("rank 0 on "), "{stderr}");
+    // Said once, by rank 0, naming the rank: not again by the failed rank.
+    assert_eq!(stderr.matches("fsbench: error: ").count(), 1, "{stderr}");
+    assert!(stderr.contains("fsbench: error: rank 1 on "), "{stderr}");
+    // What the ranks made is removed, said once before, as without MPI.
+    let cleaning = "cleaning up: removing what the run made in ";
+    assert_eq!(text(&without.stderr).matches(cleaning).count(), 1);
+    assert_eq!(stderr.matches(cleaning).count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("(each of the 2 ranks its own rank.<r>) …"),
+        "{stderr}"
+    );
     let printed = json(&out);
     // Stored as printed: rank 0 kept the failed run.
     let export = run(fsbench(state.path())
@@ -132,6 +143,92 @@ fn a_verify_that_fails_on_one_rank_keeps_every_ranks_figures_in_the_failed_run()
         .args(["export", "1", "--format", "fio"]));
     let fio = text(&fio.stdout);
     assert!(fio.contains("jobs=2): err=84"), "{fio}");
+    // Its header counts every rank's copy, as the job's stat below does.
+    assert!(fio.contains("\nStarting 2 processes\n"), "{fio}");
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}
+
+/// Sets rank 1's file size limit to 64 KiB once its job has made `rank.1/data` (the writer
+/// creates it as it opens it): its next writes past it fail (EFBIG, SIGXFSZ being ignored),
+/// so its job ends with an error and no record. Rank 1's pid is in `pids/pid.1`. Looks until
+/// `done`; whether it set the limit.
+fn limiter(target: PathBuf, pids: PathBuf, done: Arc<AtomicBool>) -> JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + LIMIT;
+        while !done.load(Ordering::Relaxed) && Instant::now() < deadline {
+            if !run_files(&target, "rank.1/data").is_empty() {
+                let pid = std::fs::read_to_string(pids.join("pid.1")).unwrap();
+                let mut prlimit = std::process::Command::new("prlimit");
+                prlimit.args(["--pid", pid.trim(), "--fsize=65536"]);
+                return status(&mut prlimit).success();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
+    })
+}
+
+#[test]
+fn a_phase_one_rank_fails_with_a_record_and_another_without_is_kept_naming_both() {
+    let Some(_one) = mpi_test(
+        "a_phase_one_rank_fails_with_a_record_and_another_without_is_kept",
+        &["prlimit"],
+    ) else {
+        return;
+    };
+    let (state, target, pids) = (tempdir(), Target::new(), tempdir());
+    // The jobs' opens create the files (none laid out before), so rank 1's writes grow its
+    // file past the limit set once it exists.
+    let workload = format!("{VERIFIED},create-on-open");
+    let wrapper = format!(
+        "trap '' XFSZ; echo $$ > {}/pid.$OMPI_COMM_WORLD_RANK; exec \"$@\"",
+        pids.path().display()
+    );
+    let mut cmd = mpirun(2, state.path(), &target, &wrapper, &["-w", &workload]);
+    let done = Arc::new(AtomicBool::new(false));
+    let limiting = limiter(target.dir.clone(), pids.path().to_path_buf(), done.clone());
+    // Rank 0's verify fails after all its writes: a record of them, with its error.
+    let out = spoiled_run(&mut cmd, &target.dir, "rank.0/data");
+    done.store(true, Ordering::Relaxed);
+    let stderr = text(&out.stderr);
+    assert!(limiting.join().unwrap(), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.matches("fsbench: error: ").count(), 1, "{stderr}");
+    for said in [
+        "rank 0 on ",
+        "verify: bad magic header",
+        "rank 1 on ",
+        "File too large",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    let doc = json(&out);
+    let run = &doc["runs"][0];
+    assert_eq!(run["status"], "failed");
+    let phases = run["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["layout", "io"], "the failed io phase kept");
+    let io = &phases[1];
+    assert_eq!(figure(io, "rank-items", Some(0)), 64.0);
+    assert_eq!(io["bytes"].as_u64(), Some(256 * 1024), "rank 0's alone");
+    let of_rank_1 = (io["figures"].as_array().unwrap().iter())
+        .filter(|f| f["dims"][0]["name"] == "rank" && f["dims"][0]["count"] == 1);
+    assert_eq!(of_rank_1.count(), 0, "rank 1 has no figures");
+    let notes = io["notes"].to_string();
+    assert!(notes.contains("2 MPI ranks on 1 node(s)"), "{notes}");
+    assert!(notes.contains("the phase failed on rank 0 on "), "{notes}");
+    assert!(
+        notes.contains("rank 0: the phase failed: io: verify: bad magic header"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains(" without a record of what it did: none of its figures; its error: io: write: File too large"),
+        "{notes}"
+    );
     assert!(
         target.entries().is_empty(),
         "left behind: {:?}",

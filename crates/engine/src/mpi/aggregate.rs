@@ -16,9 +16,14 @@ use fsbench_model::results::PhaseRecord;
 use fsbench_model::workload::PhaseInfo;
 use fsbench_workloads::tree::Agreed;
 
+use super::comm::Exchanged;
+
 /// One rank's phase, as it sends it to rank 0.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RankPhase {
+    /// Its rank: where rank 0 got it from (not sent).
+    #[serde(skip)]
+    pub(crate) rank: usize,
     pub(crate) record: PhaseRecord,
     /// Wall-clock (CLOCK_REALTIME) start and end, ns: ranks on different nodes share no other.
     pub(crate) start_ns: u64,
@@ -36,9 +41,46 @@ pub(crate) struct RankPhase {
 /// What the aggregate needs besides the ranks' phases.
 pub(crate) struct Context<'a> {
     pub(crate) info: &'a PhaseInfo,
+    /// Every rank's host, by rank.
     pub(crate) hosts: &'a [String],
+    /// The ranks that failed the phase without a record of it (before its work ran, or before
+    /// it recorded any), with their errors: left out of the figures, named in the notes.
+    pub(crate) missing: &'a [(usize, String)],
     /// The stonewall's deadline (`--stonewall`), for the notes.
     pub(crate) stonewall_secs: Option<f64>,
+}
+
+/// The phase's record from the exchange after it (`all`: every rank's serialized
+/// [`RankPhase`], or a failed rank's error with what it did up to its failure, if anything),
+/// where the phase is kept: every rank sent a record, or a failed rank sent what it did up to
+/// its failure (the phase failed after its work ran; the ranks that failed without a record
+/// are left out, named in a note). Where no failed rank sent a record (each failed before
+/// its work ran, or before it recorded any), the phase is not kept, as without MPI.
+pub(crate) fn exchanged(
+    all: &Exchanged,
+    info: &PhaseInfo,
+    hosts: &[String],
+    stonewall_secs: Option<f64>,
+) -> serde_json::Result<Option<PhaseRecord>> {
+    let mut missing = Vec::new();
+    let mut ranks = Vec::new();
+    for (r, bytes) in all.payloads.iter().enumerate() {
+        match all.failed.iter().find(|(f, _)| *f == r) {
+            Some((_, error)) if bytes.is_empty() => missing.push((r, error.clone())),
+            _ => ranks.push(RankPhase {
+                rank: r,
+                ..serde_json::from_slice(bytes)?
+            }),
+        }
+    }
+    let cx = Context {
+        info,
+        hosts,
+        missing: &missing,
+        stonewall_secs,
+    };
+    let kept = missing.is_empty() || ranks.iter().any(|r| r.failed);
+    Ok(kept.then(|| aggregate(&ranks, &cx)))
 }
 
 /// Slowest ranks named in a note.
@@ -46,12 +88,12 @@ const SLOWEST_NAMED: usize = 3;
 /// Failure samples kept across ranks, as one rank keeps.
 const FAILURES_KEPT: usize = 10;
 
-/// The phase's record for the run: totals over ranks, the slowest rank's time. Where the
-/// phase failed on some ranks, their records are what they did up to their failure, and the
-/// record says so.
+/// The phase's record for the run: totals over the ranks that sent one, the slowest rank's
+/// time. Where the phase failed on some ranks, their records are what they did up to their
+/// failure (ranks that failed without one sent none), and the record says so.
 pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
     let records: Vec<&PhaseRecord> = ranks.iter().map(|r| &r.record).collect();
-    let measurement = summed_measurement(&records);
+    let measurement = summed_measurement(ranks);
     let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let progress = summed_progress(ranks, first_start);
     // First-done: the moment the first rank finished, from the earliest start.
@@ -70,11 +112,12 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
     let mut figures = rank_figures(ranks, cx);
     // A failed rank made none of the workload's own figures: totals over the others would
     // pass for the phase's.
-    let whole = !ranks.iter().any(|r| r.failed);
-    figures.extend(workload_figures(&records, whole));
+    let whole = !ranks.iter().any(|r| r.failed) && cx.missing.is_empty();
+    figures.extend(workload_figures(ranks, whole));
     let mut notes = notes(ranks, cx);
-    for (r, record) in records.iter().enumerate() {
-        notes.extend(record.notes.iter().map(|n| format!("rank {r}: {n}")));
+    for rank in ranks {
+        let r = rank.rank;
+        notes.extend(rank.record.notes.iter().map(|n| format!("rank {r}: {n}")));
     }
     notes.dedup();
     PhaseRecord {
@@ -92,7 +135,7 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
         measurement,
         caches_dropped: records.iter().all(|r| r.caches_dropped),
         sync_after_ns: None,
-        rank_progress: aligned_progress(ranks, first_start),
+        rank_progress: aligned_progress(ranks, first_start, cx.hosts.len()),
         progress,
         figures,
         notes,
@@ -102,8 +145,8 @@ pub(crate) fn aggregate(ranks: &[RankPhase], cx: &Context<'_>) -> PhaseRecord {
 
 /// The ranks' measurements as one: counts and CPU summed, latencies merged, errors added,
 /// the slowest rank's time and latency timeline.
-fn summed_measurement(records: &[&PhaseRecord]) -> PhaseMeasurement {
-    let m: Vec<&PhaseMeasurement> = records.iter().map(|r| &r.measurement).collect();
+fn summed_measurement(ranks: &[RankPhase]) -> PhaseMeasurement {
+    let m: Vec<&PhaseMeasurement> = ranks.iter().map(|r| &r.record.measurement).collect();
     let sum = |f: fn(&PhaseMeasurement) -> u64| m.iter().map(|m| f(m)).sum::<u64>();
     let mut latency = BTreeMap::new();
     for op in m.iter().flat_map(|m| m.latency.keys()) {
@@ -118,10 +161,8 @@ fn summed_measurement(records: &[&PhaseRecord]) -> PhaseMeasurement {
     for (e, n) in m.iter().flat_map(|m| &m.errors) {
         *errors.entry(e.clone()).or_default() += n;
     }
-    let failures = m
-        .iter()
-        .enumerate()
-        .flat_map(|(r, m)| m.failures.iter().map(move |f| format!("rank {r}: {f}")))
+    let failures = (m.iter().zip(ranks))
+        .flat_map(|(m, p)| m.failures.iter().map(|f| format!("rank {}: {f}", p.rank)))
         .take(FAILURES_KEPT)
         .collect();
     PhaseMeasurement {
@@ -161,9 +202,9 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
     let unit = format!("{}/s", cx.info.unit);
     let first_start = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let mut figures = Vec::new();
-    for (r, rank) in ranks.iter().enumerate() {
+    for rank in ranks {
         let m = &rank.record.measurement;
-        let at = rank_dim(r);
+        let at = rank_dim(rank.rank);
         // When the rank started and ended, from the earliest start: the IOR aggregates' span.
         let since = |ns: u64| (ns - first_start) as f64 / 1e9;
         figures.push(Figure::new("rank-start", "s", false, since(rank.start_ns)).at(&at));
@@ -216,7 +257,8 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
         ));
         figures.push(Figure::new("rate-ior", &unit, true, sum(|m| m.ops) / span));
     }
-    let stonewalls: Option<Vec<Agreed>> = ranks.iter().map(|r| r.stonewall).collect();
+    let stonewalls: Option<Vec<(usize, Agreed)>> =
+        ranks.iter().map(|r| Some((r.rank, r.stonewall?))).collect();
     if let Some(walls) = stonewalls.filter(|w| !w.is_empty()) {
         figures.extend(stonewall_figures(&walls, cx));
     }
@@ -227,15 +269,15 @@ fn rank_figures(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<Figure> {
 /// wear-out), the count after it, and `rate-stonewall` = Σ counts at the deadline ÷ the time
 /// the last rank stopped (mdtest's stonewall time: the deadline, or the end if all finished
 /// before it).
-fn stonewall_figures(walls: &[Agreed], cx: &Context<'_>) -> Vec<Figure> {
+fn stonewall_figures(walls: &[(usize, Agreed)], cx: &Context<'_>) -> Vec<Figure> {
     let unit: &str = &cx.info.unit;
     let mut figures: Vec<Figure> = walls
         .iter()
-        .enumerate()
         .map(|(r, w)| {
-            Figure::new("rank-stonewall-items", unit, true, w.reached as f64).at(&rank_dim(r))
+            Figure::new("rank-stonewall-items", unit, true, w.reached as f64).at(&rank_dim(*r))
         })
         .collect();
+    let walls: Vec<&Agreed> = walls.iter().map(|(_, w)| w).collect();
     let reached = walls.iter().map(|w| w.reached);
     let min = reached.clone().min().unwrap_or(0);
     let max = reached.clone().max().unwrap_or(0);
@@ -259,12 +301,12 @@ fn stonewall_figures(walls: &[Agreed], cx: &Context<'_>) -> Vec<Figure> {
 /// The workload's own figures: each rank's under its `rank`, and, where every rank ran the
 /// phase `whole`, over ranks (rates summed, anything else averaged) under the figure's own
 /// dimensions.
-fn workload_figures(records: &[&PhaseRecord], whole: bool) -> Vec<Figure> {
+fn workload_figures(ranks: &[RankPhase], whole: bool) -> Vec<Figure> {
     let mut out = Vec::new();
     let mut totals: Vec<(Figure, usize)> = Vec::new();
-    for (r, record) in records.iter().enumerate() {
-        for f in &record.figures {
-            let mut dims = rank_dim(r).to_vec();
+    for rank in ranks {
+        for f in &rank.record.figures {
+            let mut dims = rank_dim(rank.rank).to_vec();
             dims.extend(f.dims.iter().cloned());
             out.push(f.clone().at(&dims));
             match totals
@@ -295,26 +337,17 @@ fn notes(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<String> {
     hosts.dedup();
     let mut notes = vec![format!(
         "{} MPI ranks on {} node(s): rate = Σ items ÷ the slowest rank's phase time (mdtest, IO500)",
-        ranks.len(),
+        cx.hosts.len(),
         hosts.len()
     )];
-    let failed: Vec<String> = (ranks.iter().enumerate())
-        .filter(|(_, p)| p.failed)
-        .map(|(r, _)| format!("rank {r} on {}", cx.hosts[r]))
-        .collect();
-    if !failed.is_empty() {
-        notes.push(format!(
-            "the phase failed on {}: a failed rank's figures are what it did up to its failure (its error is in its note), the others' their whole phase; the workload's own figures are per rank only",
-            failed.join(", ")
-        ));
-    }
-    let mut by_time: Vec<usize> = (0..ranks.len()).collect();
-    by_time.sort_by_key(|&r| std::cmp::Reverse(ranks[r].record.measurement.elapsed_ns));
+    notes.extend(failure_notes(ranks, cx));
+    let mut by_time: Vec<&RankPhase> = ranks.iter().collect();
+    by_time.sort_by_key(|p| std::cmp::Reverse(p.record.measurement.elapsed_ns));
     let slowest: Vec<String> = by_time
         .iter()
         .take(SLOWEST_NAMED.min(ranks.len().saturating_sub(1)))
-        .map(|&r| {
-            let m = &ranks[r].record.measurement;
+        .map(|p| {
+            let (r, m) = (p.rank, &p.record.measurement);
             format!(
                 "rank {r} on {} ({:.3} s, {:.0} {}/s)",
                 cx.hosts[r],
@@ -329,9 +362,8 @@ fn notes(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<String> {
     }
     let shifted: Vec<String> = ranks
         .iter()
-        .enumerate()
-        .filter(|(r, p)| p.acted_on != *r)
-        .map(|(r, p)| format!("{r}→{}", p.acted_on))
+        .filter(|p| p.acted_on != p.rank)
+        .map(|p| format!("{}→{}", p.rank, p.acted_on))
         .collect();
     if !shifted.is_empty() {
         notes.push(format!(
@@ -347,6 +379,30 @@ fn notes(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<String> {
             "stonewall {secs} s (mdtest -W): every rank stopped creating at {secs} s; rate-stonewall = Σ files made by then ÷ the time the last rank stopped; the ranks then went on to the most any had made (wear-out, in the phase's time), and the later phases act on that many files of each rank"
         ));
     }
+    notes
+}
+
+/// Where the phase failed: the ranks whose figures are what they did up to their failure,
+/// and each rank that failed without a record (none of its figures), with its error.
+fn failure_notes(ranks: &[RankPhase], cx: &Context<'_>) -> Vec<String> {
+    let who = |r: usize| format!("rank {r} on {}", cx.hosts[r]);
+    let failed: Vec<String> = (ranks.iter())
+        .filter(|p| p.failed)
+        .map(|p| who(p.rank))
+        .collect();
+    let mut notes = Vec::new();
+    if !failed.is_empty() {
+        notes.push(format!(
+            "the phase failed on {}: a failed rank's figures are what it did up to its failure (its error is in its note), the others' their whole phase; the workload's own figures are per rank only",
+            failed.join(", ")
+        ));
+    }
+    notes.extend(cx.missing.iter().map(|(r, error)| {
+        format!(
+            "the phase failed on {} without a record of what it did: none of its figures; its error: {error}",
+            who(*r)
+        )
+    }));
     notes
 }
 
@@ -388,13 +444,15 @@ fn total_at(ranks: &[RankPhase], offsets: &[u64], t: u64) -> u64 {
         .sum()
 }
 
-/// Each rank's own progress, its times shifted to the earliest rank's start.
-fn aligned_progress(ranks: &[RankPhase], first_start: u64) -> Vec<Vec<[u64; 2]>> {
-    ranks
-        .iter()
-        .zip(offsets_ms(ranks, first_start))
-        .map(|(r, o)| r.record.progress.iter().map(|s| [s[0] + o, s[1]]).collect())
-        .collect()
+/// Each of the `size` ranks' own progress, by rank, its times shifted to the earliest rank's
+/// start (none for a rank that sent no record).
+fn aligned_progress(ranks: &[RankPhase], first_start: u64, size: usize) -> Vec<Vec<[u64; 2]>> {
+    let size = (ranks.iter().map(|r| r.rank + 1)).fold(size, usize::max);
+    let mut series = vec![Vec::new(); size];
+    for (r, o) in ranks.iter().zip(offsets_ms(ranks, first_start)) {
+        series[r.rank] = r.record.progress.iter().map(|s| [s[0] + o, s[1]]).collect();
+    }
+    series
 }
 
 /// Every rank's progress, shifted to the earliest start and summed on the sampling grid.

@@ -1,12 +1,14 @@
 //! The ranks' communication: every barrier is an exchange of each rank's outcome, so a rank's
 //! error ends every rank at the next barrier instead of leaving the others waiting forever.
 
+use std::cell::Cell;
+
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use fsbench_measure::error::FsbenchError;
+use fsbench_measure::error::{FsbenchError, exit_code_of};
 
 /// This process's place among the ranks.
 pub(crate) struct Comm {
@@ -20,6 +22,9 @@ pub(crate) struct Comm {
     pub(crate) local_size: usize,
     /// Every rank's host name, by rank.
     pub(crate) hosts: Vec<String>,
+    /// An exchange carried a rank's failure since [`Comm::take_told`] last looked: rank 0
+    /// has every failed rank's error (and prints it).
+    told: Cell<bool>,
 }
 
 impl Comm {
@@ -45,6 +50,7 @@ impl Comm {
             local_rank: node.rank() as usize,
             local_size: node.size() as usize,
             hosts: Vec::new(),
+            told: Cell::new(false),
             world,
             _universe: universe,
         };
@@ -123,10 +129,19 @@ impl Comm {
                 _ => m.split_off(1.min(m.len())),
             })
             .collect();
+        if !failed.is_empty() {
+            self.told.set(true);
+        }
         Exchanged {
             payloads,
             error: self.failed_ranks(&failed),
+            failed: failed.into_iter().map(|(r, _, m)| (r, m)).collect(),
         }
+    }
+
+    /// Whether an exchange carried a rank's failure to rank 0 since the last call.
+    pub(crate) fn take_told(&self) -> bool {
+        self.told.replace(false)
     }
 
     /// The error of the ranks that failed (rank, exit code, message): each named with its host
@@ -203,6 +218,8 @@ pub(crate) fn agree_max(count: u64, failed: bool) -> u64 {
 pub(crate) struct Exchanged {
     pub(crate) payloads: Vec<Vec<u8>>,
     pub(crate) error: Option<anyhow::Error>,
+    /// Each failed rank and its error, by rank.
+    pub(crate) failed: Vec<(usize, String)>,
 }
 
 /// A rank's outcome as sent: `0` and the payload, or `1`, the exit code, the message's length
@@ -239,12 +256,8 @@ pub(crate) struct Failure {
 
 impl Failure {
     pub(crate) fn of(e: &anyhow::Error) -> Failure {
-        let code = e
-            .chain()
-            .find_map(|c| c.downcast_ref::<FsbenchError>())
-            .map_or(1, FsbenchError::exit_code);
         Failure {
-            code,
+            code: exit_code_of(e),
             message: format!("{e:#}"),
             payload: Vec::new(),
         }

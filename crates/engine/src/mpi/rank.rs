@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{self, RankPhase};
 use super::comm::{Comm, Failure};
-use crate::runner::observer::Observer;
+use crate::runner::observer::{Diagnostic, Observer};
 use crate::runner::phases::{PhaseFailure, PhaseSettings, run_phase};
 use fsbench_measure::measure::{PhaseRecorder, Progress, sync_and_drop_caches};
 use fsbench_measure::rmtree;
@@ -49,6 +49,10 @@ pub(crate) struct Job {
     pub(crate) round: u32,
     pub(crate) settle: bool,
     pub(crate) options: MpiOptions,
+    /// The run's target removes what a run made file by file (a directory): a failed phase
+    /// says so before the ranks do, as without MPI.
+    #[serde(default)]
+    pub(crate) removes_files: bool,
 }
 
 /// The one tree of every rank under `--shared-dir`.
@@ -227,6 +231,7 @@ fn run_phases(
         let mine = sent(outcome, |mut record, failed| {
             record.caches_dropped = caches_dropped;
             RankPhase {
+                rank: comm.rank,
                 record,
                 start_ns,
                 end_ns,
@@ -235,9 +240,31 @@ fn run_phases(
                 failed,
             }
         });
-        gather(comm, job, info, mine, records)?;
+        if let Err(e) = gather(comm, job, info, mine, records) {
+            cleaning_up(comm, job, &e, observer);
+            return Err(e);
+        }
     }
     Ok(())
+}
+
+/// A phase failed with `error` and every rank now removes what it made ([`run_share`]), which
+/// for millions of files takes a while: rank 0 says so first, once for all ranks, as without
+/// MPI where the target removes files one by one.
+fn cleaning_up(comm: &Comm, job: &Job, error: &anyhow::Error, observer: &mut dyn Observer) {
+    if comm.rank != 0 || !job.removes_files {
+        return;
+    }
+    let ranks = match job.options.shared_dir {
+        true => "rank 0 the ranks' shared tree, which holds every rank's files".to_string(),
+        false => format!("each of the {} ranks its own rank.<r>", comm.size),
+    };
+    observer.diagnostic(&Diagnostic::CleaningUp {
+        label: &job.label,
+        error,
+        dir: &job.dir,
+        ranks: Some(&ranks),
+    });
 }
 
 /// This rank's outcome of a phase as it goes to rank 0: its record (made `phase`) or its error,
@@ -282,9 +309,8 @@ fn drop_node_caches(comm: &Comm, job: &Job, top: &OwnedFd) -> anyhow::Result<boo
 }
 
 /// Every rank's record of phase `info` (`mine`, serialized; a failed rank's partial one with
-/// its error) at the barrier after it; on rank 0 their aggregate, added to `records`. A phase
-/// that failed is kept where every rank sent a record; where a rank failed before its work
-/// ran (no record), the phase is not, as without MPI.
+/// its error) at the barrier after it; on rank 0 their aggregate, added to `records` where
+/// the phase is kept ([`aggregate::exchanged`]).
 fn gather(
     comm: &Comm,
     job: &Job,
@@ -294,16 +320,8 @@ fn gather(
 ) -> anyhow::Result<()> {
     let all = comm.exchange_keeping(mine);
     if comm.rank == 0 {
-        let ranks = (all.payloads.iter())
-            .map(|b| serde_json::from_slice::<RankPhase>(b))
-            .collect::<Result<Vec<_>, _>>();
-        let cx = aggregate::Context {
-            info,
-            hosts: &comm.hosts,
-            stonewall_secs: job.options.stonewall,
-        };
-        match ranks {
-            Ok(ranks) => records.push(aggregate::aggregate(&ranks, &cx)),
+        match aggregate::exchanged(&all, info, &comm.hosts, job.options.stonewall) {
+            Ok(record) => records.extend(record),
             Err(e) if all.error.is_none() => {
                 return Err(anyhow::Error::from(e).context("a rank's phase record does not parse"));
             }

@@ -213,6 +213,7 @@ pub(super) fn undo_failed_run(
             label,
             error: &error,
             dir: fresh.path(),
+            ranks: None,
         });
     }
     drop(fresh);

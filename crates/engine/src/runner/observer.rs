@@ -63,6 +63,8 @@ pub enum Diagnostic<'a> {
         label: &'a str,
         error: &'a anyhow::Error,
         dir: &'a std::path::Path,
+        /// Under MPI, which ranks remove what (`each of the 4 ranks its own rank.<r>`).
+        ranks: Option<&'a str>,
     },
     /// The failed run could not be saved (the failure itself ends the suite).
     FailedRunNotSaved(&'a anyhow::Error),
@@ -120,10 +122,16 @@ impl fmt::Display for Diagnostic<'_> {
                 )
             }
             Diagnostic::RunFailed { label, error } => write!(f, "{label}: {error:#}"),
-            Diagnostic::CleaningUp { label, error, dir } => write!(
+            Diagnostic::CleaningUp {
+                label,
+                error,
+                dir,
+                ranks,
+            } => write!(
                 f,
-                "{label}: {error:#}; cleaning up: removing what the run made in {} …",
-                dir.display()
+                "{label}: {error:#}; cleaning up: removing what the run made in {}{} …",
+                dir.display(),
+                ranks.map_or(String::new(), |r| format!(" ({r})"))
             ),
             Diagnostic::FailedRunNotSaved(e) => write!(f, "cannot save the failed run: {e:#}"),
             Diagnostic::SuiteEndNotSaved(e) => {

@@ -21,15 +21,16 @@ const DIRECTIONS: [&str; 3] = ["read", "write", "trim"];
 pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
     let mut out = String::new();
     let mut burns = String::new();
-    // fio's backend.c counts each job's copies as threads (`thread`) or processes.
+    // fio's backend.c counts each job's copies as threads (`thread`) or processes; under MPI
+    // every rank's copies ran, as its stats count them.
     let mut workers = [0; 2];
     for job in jobs {
         let p = &job.params;
-        workers[usize::from(p.workers == WorkerMode::Threads)] += p.numjobs;
-        let further = if p.numjobs > 1 { "...\n" } else { "" };
+        workers[usize::from(p.workers == WorkerMode::Threads)] += job.copies;
+        let further = if job.copies > 1 { "...\n" } else { "" };
         if let Some(burn) = &p.cpu_burn {
             let mode = if burn.qsort { "qsort" } else { "noop" };
-            for _ in 0..p.numjobs {
+            for _ in 0..job.copies {
                 let _ = writeln!(
                     burns,
                     "{} ({mode}): ioengine=cpuio, cpuload={}, cpucycle={}",
@@ -42,7 +43,7 @@ pub(super) fn job_lines(jobs: &[&JobInfo], header: &Header) -> String {
         if let Some(exec) = &p.exec {
             // fio's exec engine prints its program as each copy starts, no job line.
             let arguments = exec.arguments.as_deref().unwrap_or("(null)");
-            for _ in 0..p.numjobs {
+            for _ in 0..job.copies {
                 let _ = writeln!(
                     burns,
                     "{} : program={}, arguments={arguments}",

@@ -19,6 +19,9 @@ pub(super) struct JobInfo {
     pub fio: FioJob,
     /// fio never starts it (`exit_what=all` ended every job before it): listed, no I/O.
     pub never_started: bool,
+    /// Its copies that ran: its `numjobs`, on every MPI rank (the most threads of it a run
+    /// recorded, at least `numjobs`), as its stats count them (`jobs=`).
+    pub copies: u32,
 }
 
 /// One stat as fio prints it: a thread, or a group with `group_reporting`.
@@ -123,16 +126,33 @@ pub(super) fn jobs(r: &SuiteResult) -> Vec<PlacedJob> {
                 never_started: Vec::new(),
                 ..job.clone()
             };
+            let copies = copies_ran(r, &label, i as u32).max(params.numjobs);
             let info = JobInfo {
                 name,
                 params,
                 fio,
                 never_started,
+                copies,
             };
             out.push((label.clone(), i as u32, info));
         }
     }
     out
+}
+
+/// The most threads of job `index` of workload `label` that a printed run recorded: under MPI,
+/// every rank's.
+fn copies_ran(r: &SuiteResult, label: &str, index: u32) -> u32 {
+    (r.runs.iter())
+        .filter(|run| run.workload == label && printed(run))
+        .filter_map(|run| run.phases.iter().find(|p| p.name == "io"))
+        .map(|p| {
+            (p.measurement.jobs.iter())
+                .filter(|t| t.index == index)
+                .count() as u32
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// A stat's threads before they are summed, run by run.

@@ -17,6 +17,7 @@ fn rank(ops: u64, ms: u64, start_ms: u64, errors: &[rustix::io::Errno]) -> RankP
     measurement.elapsed_ns = ms * 1_000_000;
     let start_ns = start_ms * 1_000_000;
     RankPhase {
+        rank: 0,
         record: PhaseRecord {
             name: "file-create".into(),
             measurement,
@@ -37,6 +38,14 @@ fn rank(ops: u64, ms: u64, start_ms: u64, errors: &[rustix::io::Errno]) -> RankP
         stonewall: None,
         failed: false,
     }
+}
+
+/// `ranks` numbered 0, 1, … as rank 0 gets them.
+fn numbered<const N: usize>(mut ranks: [RankPhase; N]) -> [RankPhase; N] {
+    for (r, p) in ranks.iter_mut().enumerate() {
+        p.rank = r;
+    }
+    ranks
 }
 
 fn figure(record: &PhaseRecord, name: &str, rank: Option<u64>) -> f64 {
@@ -61,13 +70,14 @@ fn aggregate_rate_is_total_items_over_the_slowest_rank() {
     let cx = Context {
         info: &info,
         hosts: &hosts,
+        missing: &[],
         stonewall_secs: Some(0.5),
     };
-    let mut ranks = [
+    let mut ranks = numbered([
         rank(100, 1000, 0, &[]),
         rank(100, 2000, 10, &[rustix::io::Errno::EXIST]),
         rank(100, 4000, 30, &[rustix::io::Errno::EXIST]),
-    ];
+    ]);
     // Stopped at 0.5 s with 50, 20 and 10 files made; the last to stop at 0.51 s.
     for (r, (reached, secs)) in [(50, 0.5), (20, 0.51), (10, 0.5)].into_iter().enumerate() {
         ranks[r].stonewall = Some(Agreed {
@@ -121,6 +131,7 @@ fn a_phase_that_failed_on_one_rank_keeps_every_ranks_figures_and_says_where_it_f
     let cx = Context {
         info: &info,
         hosts: &hosts,
+        missing: &[],
         stonewall_secs: None,
     };
     // Rank 1 failed 500 ms in with 40 units done: what it did up to then, no figures of the
@@ -129,7 +140,7 @@ fn a_phase_that_failed_on_one_rank_keeps_every_ranks_figures_and_says_where_it_f
     failed.failed = true;
     failed.record.figures.clear();
     failed.record.notes = vec!["the phase failed: verify: bad magic header".into()];
-    let a = aggregate(&[rank(100, 1000, 0, &[]), failed], &cx);
+    let a = aggregate(&numbered([rank(100, 1000, 0, &[]), failed]), &cx);
     assert_eq!(a.measurement.ops, 140);
     assert_eq!(a.measurement.bytes, 1400);
     assert_eq!(a.measurement.elapsed_ns, 1_000_000_000);
@@ -145,7 +156,81 @@ fn a_phase_that_failed_on_one_rank_keeps_every_ranks_figures_and_says_where_it_f
     assert_eq!(extents.len(), 1);
     assert_eq!(extents[0].dims, rank_dim(0));
     // A phase where every rank ended well says nothing of a failure.
-    let ok = aggregate(&[rank(100, 1000, 0, &[]), rank(40, 500, 5, &[])], &cx);
+    let ok = aggregate(
+        &numbered([rank(100, 1000, 0, &[]), rank(40, 500, 5, &[])]),
+        &cx,
+    );
     assert!(!ok.notes.iter().any(|n| n.contains("failed")));
     assert_eq!(ok.figures.iter().filter(|f| f.name == "extents").count(), 3);
+}
+
+/// Rank `rank`'s phase, failed after `ops` units with `error`, as it sends it to rank 0.
+fn partial(rank: usize, ops: u64, error: &str) -> (Vec<u8>, (usize, String)) {
+    let mut p = self::rank(ops, 500, 5, &[]);
+    p.failed = true;
+    p.record.figures.clear();
+    p.record.notes = vec![format!("the phase failed: {error}")];
+    (serde_json::to_vec(&p).unwrap(), (rank, error.to_string()))
+}
+
+#[test]
+fn a_phase_one_rank_failed_after_its_work_and_another_before_is_kept_naming_both() {
+    let info = PhaseInfo::fixed("io", "ios", true);
+    let hosts = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+    // Rank 0 failed before its jobs ran (no record), rank 1 after 40 units, rank 2 ended well.
+    let (sent, failed_1) = partial(1, 40, "io: verify: bad magic header");
+    let failed_0 = (0, "io: cannot open data: EACCES".to_string());
+    let whole = serde_json::to_vec(&rank(100, 1000, 0, &[])).unwrap();
+    let all = Exchanged {
+        payloads: vec![Vec::new(), sent.clone(), whole.clone()],
+        error: Some(anyhow::anyhow!("rank 0 and 1 failed")),
+        failed: vec![failed_0, failed_1.clone()],
+    };
+    let a = exchanged(&all, &info, &hosts, None)
+        .unwrap()
+        .expect("the phase is kept");
+    // Ranks 1 and 2's figures under their own ranks; none of rank 0's.
+    assert_eq!(a.measurement.ops, 140);
+    assert_eq!(figure(&a, "rank-items", Some(1)), 40.0);
+    assert_eq!(figure(&a, "rank-items", Some(2)), 100.0);
+    let at_rank_0 = Dim::new("rank", DimValue::Count(0));
+    assert!(!a.figures.iter().any(|f| f.dims.contains(&at_rank_0)));
+    assert!(
+        a.figures
+            .iter()
+            .all(|f| f.name != "extents" || !f.dims.is_empty())
+    );
+    // Each rank's progress by rank: none for rank 0.
+    assert_eq!(a.rank_progress.len(), 3);
+    assert!(a.rank_progress[0].is_empty() && !a.rank_progress[1].is_empty());
+    // Both failures named, each with its rank; the ranks counted are all three.
+    let said = |needle: &str| a.notes.iter().any(|n| n.contains(needle));
+    assert!(said("3 MPI ranks on 3 node(s)"), "{:?}", a.notes);
+    assert!(said("the phase failed on rank 1 on b: "), "{:?}", a.notes);
+    assert!(said(
+        "rank 1: the phase failed: io: verify: bad magic header"
+    ));
+    assert!(
+        said(
+            "the phase failed on rank 0 on a without a record of what it did: none of its figures; its error: io: cannot open data: EACCES"
+        ),
+        "{:?}",
+        a.notes
+    );
+    // Both ranks failed with a partial record: kept, as before.
+    let (sent_0, failed_0) = partial(0, 10, "io: verify: bad magic header");
+    let both = Exchanged {
+        payloads: vec![sent_0, sent, whole.clone()],
+        error: Some(anyhow::anyhow!("rank 0 and 1 failed")),
+        failed: vec![failed_0, failed_1],
+    };
+    let kept = exchanged(&both, &info, &hosts, None).unwrap().unwrap();
+    assert_eq!(figure(&kept, "rank-items", Some(0)), 10.0);
+    // Where no failed rank sent a record, the phase is not kept, as without MPI.
+    let before = Exchanged {
+        payloads: vec![Vec::new(), whole.clone(), whole],
+        error: Some(anyhow::anyhow!("rank 0 failed")),
+        failed: vec![(0, "io: cannot open data: EACCES".to_string())],
+    };
+    assert!(exchanged(&before, &info, &hosts, None).unwrap().is_none());
 }
