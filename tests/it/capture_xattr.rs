@@ -97,7 +97,10 @@ fn xattr_tempdir(test: &str) -> Option<tempfile::TempDir> {
     std::fs::write(&probe, b"").unwrap();
     let flags = rustix::fs::XattrFlags::empty();
     if let Err(e) = rustix::fs::setxattr(&probe, "user.probe", b"v", flags) {
-        skip(&format!("{test}: {} keeps no user attributes: {e}", work.path().display()));
+        skip(&format!(
+            "{test}: {} keeps no user attributes: {e}",
+            work.path().display()
+        ));
         return None;
     }
     std::fs::remove_file(probe).unwrap();
@@ -163,11 +166,22 @@ fn every_xattr_call_is_captured_by_bpf_and_replayed() {
     }
     if newer {
         assert_eq!(at(17)[..6], ["getxattr", "0", "4", "-1", "4096", "1"]);
-        assert_eq!(at(18)[..7], ["listxattr", "0", "-1", "-1", "100", "1", "d/g"]);
-        assert_eq!(at(20)[..8], ["removexattr", "0", "-1", "-1", "0", "1", "d/g", "user.m"]);
+        assert_eq!(
+            at(18)[..7],
+            ["listxattr", "0", "-1", "-1", "100", "1", "d/g"]
+        );
+        assert_eq!(
+            at(20)[..8],
+            ["removexattr", "0", "-1", "-1", "0", "1", "d/g", "user.m"]
+        );
     }
     let state = tempdir();
-    let shown = text(&run(fsbench(state.path()).args(["capture", "--show"]).arg(&trace)).stdout);
+    let shown = text(
+        &run(fsbench(state.path())
+            .args(["capture", "--show"])
+            .arg(&trace))
+        .stdout,
+    );
     assert!(shown.contains("outside the root"), "{shown}");
     // The call outside the root is not replayed.
     rustix::fs::removexattr(&outside, "user.out").unwrap();
@@ -179,10 +193,17 @@ fn every_xattr_call_is_captured_by_bpf_and_replayed() {
         assert_eq!(report.calls[kind], want, "{kind}: {:?}", report.calls);
     }
     for file in ["f", "d/g"] {
-        assert_eq!(attrs(&replayed.join(file)), attrs(&orig.join(file)), "{file}");
+        assert_eq!(
+            attrs(&replayed.join(file)),
+            attrs(&orig.join(file)),
+            "{file}"
+        );
     }
     assert_eq!(attrs(&orig.join("f")).len(), 2);
-    assert!(attrs(&outside).is_empty(), "the replay reached outside the root");
+    assert!(
+        attrs(&outside).is_empty(),
+        "the replay reached outside the root"
+    );
 }
 
 /// A real program's loop of attribute calls (as a `setfattr` loop makes them): Python's
@@ -217,7 +238,11 @@ fn a_python_attribute_loop_replays_its_attributes() {
         let report = replay(&trace, &replayed);
         assert_faithful(&report, &orig, &replayed);
         let c = &report.captured;
-        let left = |root: &Path| (0..20).map(|i| attrs(&root.join(format!("f{i}")))).collect();
+        let left = |root: &Path| {
+            (0..20)
+                .map(|i| attrs(&root.join(format!("f{i}"))))
+                .collect()
+        };
         let (orig_attrs, replayed_attrs): (Vec<_>, Vec<_>) = (left(&orig), left(&replayed));
         if tracer == "bpf" {
             assert_eq!((c["setxattr"], c["removexattr"]), (40, 10), "{c:?}");

@@ -330,15 +330,30 @@ fn xattr_calls_are_recorded_with_their_names_sizes_and_flags() {
         rec("lremovexattr", &[0, 0], -61, &[(0, b"l"), (1, k)]),
         rec("fremovexattr", &[3, 0], -61, &[(1, k)]),
         with_args(
-            rec("setxattrat", &[-100, 0, NOFOLLOW, 0, 0, 16], 0, &[(1, b"d/f"), (3, k)]),
+            rec(
+                "setxattrat",
+                &[-100, 0, NOFOLLOW, 0, 0, 16],
+                0,
+                &[(1, b"d/f"), (3, k)],
+            ),
             &args(5, 2),
         ),
         with_args(
-            rec("getxattrat", &[3, 0, EMPTY_PATH, 0, 0, 16], 5, &[(1, b""), (3, k)]),
+            rec(
+                "getxattrat",
+                &[3, 0, EMPTY_PATH, 0, 0, 16],
+                5,
+                &[(1, b""), (3, k)],
+            ),
             &args(64, 0),
         ),
         rec("listxattrat", &[-100, 0, 0, 0, 32], 7, &[(1, b"f")]),
-        rec("removexattrat", &[-100, 0, NOFOLLOW, 0], 0, &[(1, b"f"), (3, k)]),
+        rec(
+            "removexattrat",
+            &[-100, 0, NOFOLLOW, 0],
+            0,
+            &[(1, b"f"), (3, k)],
+        ),
         // Counted: outside the root, on no file, arguments the tracer could not read.
         rec("getxattr", &[0, 0, 0, 0], -61, &[(0, b"/etc/f"), (1, k)]),
         rec("fgetxattr", &[9, 0, 0, 0], -61, &[(1, k)]),
@@ -375,7 +390,11 @@ fn xattr_calls_are_recorded_with_their_names_sizes_and_flags() {
     let skipped: Vec<_> = (parser.skipped.iter())
         .map(|(why, (n, _))| (*why, *n))
         .collect();
-    let counted = [(Skip::Outside, 1), (Skip::NotAFile, 1), (Skip::PathUnread, 2)];
+    let counted = [
+        (Skip::Outside, 1),
+        (Skip::NotAFile, 1),
+        (Skip::PathUnread, 2),
+    ];
     assert_eq!(skipped, counted);
 }
 
