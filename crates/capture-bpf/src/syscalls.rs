@@ -1,6 +1,7 @@
 //! The system calls the BPF program records, by number, and what it reads of each: the
-//! calls of strace's set that fsbench records, those that follow processes, and those that
-//! make or drop descriptors (which strace's `-y` followed for fsbench).
+//! calls of strace's set that fsbench records, those that follow processes, those that
+//! make or drop descriptors (which strace's `-y` followed for fsbench), and the
+//! extended-attribute calls, which strace's text cannot give (it prints no names).
 
 /// What the BPF program reads of a call (SELECT's value; the bits of `capture.bpf.c`).
 const TRACED: u32 = 1 << 31;
