@@ -16,7 +16,8 @@ use crate::common::*;
 /// Every form, with a name at the kernel's bound (255 bytes), one past it and one past the
 /// tracer's (4,095 bytes, as paths), and a call on `argv[1]`, outside the root. Leaves f
 /// with `user.b` (3,000 bytes) and the longest name, and d/g with `user.k` where the
-/// kernel has the `*xattrat` calls.
+/// kernel has the `*xattrat` calls; there, the `l` forms on a symlink too (the replay
+/// reaches a symlink's own attributes only with them: before, it refuses the call).
 const PROGRAM: &str = r#"
 #define _GNU_SOURCE
 #include <errno.h>
@@ -67,6 +68,11 @@ int main(int argc, char **argv) {
         CHECK(21, syscall(465, AT_FDCWD, "d/g", 0, buf, 100), 0);
         CHECK(22, syscall(463, AT_FDCWD, "d/g", 0, "user.m", &set, sizeof set), 0);
         CHECK(23, syscall(466, AT_FDCWD, "d/g", 0, "user.m"), 0);
+        /* A symlink's own attributes, which the replay reaches with these calls too. */
+        CHECK(25, symlink("f", "l"), 0);
+        CHECK(26, lgetxattr("l", "user.a", buf, 8), ENODATA);
+        CHECK(27, llistxattr("l", buf, 256), 0);
+        CHECK(28, lsetxattr("l", "user.s", val, 1, 0), EPERM);
     } else if (errno != ENOSYS) {
         return 24;
     }
@@ -160,7 +166,7 @@ fn every_xattr_call_is_captured_by_bpf_and_replayed() {
     ];
     // The `*xattrat` calls where the kernel has them (6.13).
     let newer = lines.len() > 16;
-    assert_eq!(lines.len(), if newer { 21 } else { 16 }, "{lines:?}");
+    assert_eq!(lines.len(), if newer { 24 } else { 16 }, "{lines:?}");
     for (i, w) in want[..lines.len().min(17)].iter().enumerate() {
         assert_eq!(at(i), w, "call {i}");
     }
@@ -174,6 +180,12 @@ fn every_xattr_call_is_captured_by_bpf_and_replayed() {
             at(20)[..8],
             ["removexattr", "0", "-1", "-1", "0", "1", "d/g", "user.m"]
         );
+        let symlink_calls = [&at(21)[..8], &at(23)[..8]];
+        let want = [
+            ["getxattr", "61", "-1", "-1", "8", "0", "l", "user.a"],
+            ["setxattr", "1", "-1", "0", "1", "0", "l", "user.s"],
+        ];
+        assert_eq!(symlink_calls, want);
     }
     let state = tempdir();
     let shown = text(
