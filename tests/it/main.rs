@@ -15,6 +15,7 @@ mod auto_runs;
 mod background;
 mod baseline;
 mod capture;
+mod capture_xattr;
 mod clean;
 mod cli;
 mod closed_stdout;

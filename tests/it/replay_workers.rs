@@ -6,10 +6,9 @@
 //! new ones.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
-use crate::common::capture::{assert_faithful, can_capture, captured, replay_as};
+use crate::common::capture::{assert_faithful, can_capture, captured, replay_as, trace_text};
 use crate::common::*;
 use crate::traces::TraceText;
 use crate::workers::{
@@ -82,17 +81,6 @@ fn interpreter() -> String {
     ]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout).trim().to_string()
-}
-
-/// The trace's text, decompressed.
-fn trace_text(trace: &Path) -> String {
-    let mut text = String::new();
-    let file = std::fs::File::open(trace).unwrap();
-    zstd::Decoder::new(file)
-        .unwrap()
-        .read_to_string(&mut text)
-        .unwrap();
-    text
 }
 
 /// Each mkdir's and open-for-writing's path with the thread that made it, and each thread's

@@ -2,7 +2,8 @@
 // tasks into a ring buffer that the loader drains in batches, without stopping the program.
 //
 // sys_enter stashes a selected call's start and arguments per task; sys_exit emits one
-// record with the strings its path arguments name and the user structure it needs;
+// record with the strings its path arguments name (and an extended attribute's name, bounded
+// as they are) and the user structure it needs;
 // sched_process_fork emits a fork record in the parent, before the child can run, so that
 // the child's descriptor table is known before its first call.
 
@@ -356,6 +357,8 @@ static __always_inline void exit_record(struct sys_exit_ctx *ctx, __u32 tid, __u
 		long r = -1;
 		if (ptr && SEL_DATA_LEN(sel) == 24)
 			r = bpf_probe_read_user(rec->data, 24, (void *)ptr);
+		else if (ptr && SEL_DATA_LEN(sel) == 16)
+			r = bpf_probe_read_user(rec->data, 16, (void *)ptr);
 		else if (ptr)
 			r = bpf_probe_read_user(rec->data, 8, (void *)ptr);
 		rec->flags |= r == 0 ? REC_DATA : (ptr ? REC_DATA_UNREAD : 0);

@@ -1,6 +1,7 @@
 //! The system calls the BPF program records, by number, and what it reads of each: the
-//! calls of strace's set that fsbench records, those that follow processes, and those that
-//! make or drop descriptors (which strace's `-y` followed for fsbench).
+//! calls of strace's set that fsbench records, those that follow processes, those that
+//! make or drop descriptors (which strace's `-y` followed for fsbench), and the
+//! extended-attribute calls, which strace's text cannot give (it prints no names).
 
 /// What the BPF program reads of a call (SELECT's value; the bits of `capture.bpf.c`).
 const TRACED: u32 = 1 << 31;
@@ -23,7 +24,7 @@ const fn paths(args: &[u32]) -> u32 {
     mask
 }
 
-/// The `len` bytes (8 or 24) argument `arg` points to.
+/// The `len` bytes (8, 16 or 24) argument `arg` points to.
 const fn data(arg: u32, len: u32) -> u32 {
     (arg + 1) << 8 | len << 16
 }
@@ -153,18 +154,26 @@ const TABLE: &[Syscall] = calls![
     SYS_fsopen,
     SYS_fsmount,
     SYS_open_tree_attr = 467,
-    // Counted by name, not recorded (see the parser's `named.rs`).
+    // Extended attributes: the file, the attribute's name (a string read as paths are,
+    // to `PATH_MAX`), the `*xattrat` forms' `struct xattr_args` (value, size, flags).
+    SYS_getxattr: paths(&[0, 1]),
+    SYS_lgetxattr: paths(&[0, 1]),
+    SYS_fgetxattr: paths(&[1]),
     SYS_setxattr: paths(&[0, 1]),
     SYS_lsetxattr: paths(&[0, 1]),
-    SYS_fsetxattr,
+    SYS_fsetxattr: paths(&[1]),
+    SYS_listxattr: paths(&[0]),
+    SYS_llistxattr: paths(&[0]),
+    SYS_flistxattr,
     SYS_removexattr: paths(&[0, 1]),
     SYS_lremovexattr: paths(&[0, 1]),
-    SYS_fremovexattr,
-    SYS_cachestat = 451,
-    SYS_setxattrat = 463: paths(&[1, 3]),
-    SYS_getxattrat = 464: paths(&[1, 3]),
+    SYS_fremovexattr: paths(&[1]),
+    SYS_setxattrat = 463: paths(&[1, 3]) | data(4, 16),
+    SYS_getxattrat = 464: paths(&[1, 3]) | data(4, 16),
     SYS_listxattrat = 465: paths(&[1]),
     SYS_removexattrat = 466: paths(&[1, 3]),
+    // Counted by name, not recorded (see the parser's `named.rs`).
+    SYS_cachestat = 451,
     SYS_file_getattr = 468: paths(&[1]),
     SYS_file_setattr = 469: paths(&[1]),
 ];

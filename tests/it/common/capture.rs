@@ -127,3 +127,15 @@ pub fn assert_faithful(report: &ReplayReport, original: &Path, replayed: &Path) 
         );
     }
 }
+
+/// The trace's text, decompressed.
+pub fn trace_text(trace: &Path) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    let file = std::fs::File::open(trace).unwrap();
+    zstd::Decoder::new(file)
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}

@@ -18,6 +18,7 @@ mod kernel;
 mod links;
 mod named;
 mod syntax;
+mod xattr;
 
 pub use cost::StopCost;
 

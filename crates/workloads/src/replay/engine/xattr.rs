@@ -1,7 +1,8 @@
-//! The extended-attribute calls' pieces: the call on a descriptor, the attribute's name and
-//! setxattr's flags.
+//! The extended-attribute calls' pieces: the call on a descriptor, on a name in its
+//! directory without following it, the attribute's name and setxattr's flags.
 
-use std::os::fd::BorrowedFd;
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use rustix::fs::XattrFlags;
 
@@ -22,6 +23,64 @@ pub(super) fn fd_xattr(
         Kind::SetXattr => rustix::fs::fsetxattr(fd, name, buf, xattr_flags(op)).map(|()| 0),
         Kind::ListXattr => rustix::fs::flistxattr(fd, buf).map(|n| n as u64),
         _ => rustix::fs::fremovexattr(fd, name).map(|()| 0),
+    }
+}
+
+/// Linux 6.13's `setxattrat`, `getxattrat`, `listxattrat`, `removexattrat` (one numbering on
+/// x86-64 and the generic table).
+const XATTRAT: [libc::c_long; 4] = [463, 464, 465, 466];
+
+/// `struct xattr_args` of linux/xattr.h.
+#[repr(C)]
+struct XattrArgs {
+    value: u64,
+    size: u32,
+    flags: u32,
+}
+
+/// An xattr call on `file` in `dir` that does not follow it (the `*xattrat` calls with
+/// `AT_SYMLINK_NOFOLLOW`): a symlink's own attributes, as lgetxattr reaches them, where the
+/// name is one component in a directory opened beneath the run. `NOSYS` before Linux 6.13.
+pub(super) fn xattr_nofollow(
+    dir: BorrowedFd<'_>,
+    file: &CStr,
+    name: &CStr,
+    buf: &mut [u8],
+    op: &Op,
+) -> rustix::io::Result<()> {
+    let (dir, file, name) = (dir.as_raw_fd(), file.as_ptr(), name.as_ptr());
+    let nofollow = libc::AT_SYMLINK_NOFOLLOW;
+    let mut args = XattrArgs {
+        value: buf.as_mut_ptr() as u64,
+        size: buf.len() as u32,
+        flags: if op.kind == Kind::SetXattr {
+            xattr_flags(op).bits()
+        } else {
+            0
+        },
+    };
+    let args_ptr = std::ptr::from_mut(&mut args);
+    let args_len = std::mem::size_of::<XattrArgs>();
+    // SAFETY: plain system calls; the strings are C strings and `args` and `buf` are
+    // writable for their sizes, all outliving the call.
+    let r = unsafe {
+        match op.kind {
+            Kind::SetXattr => {
+                libc::syscall(XATTRAT[0], dir, file, nofollow, name, args_ptr, args_len)
+            }
+            Kind::GetXattr => {
+                libc::syscall(XATTRAT[1], dir, file, nofollow, name, args_ptr, args_len)
+            }
+            Kind::ListXattr => {
+                libc::syscall(XATTRAT[2], dir, file, nofollow, args.value, buf.len())
+            }
+            _ => libc::syscall(XATTRAT[3], dir, file, nofollow, name),
+        }
+    };
+    if r < 0 {
+        Err(super::data::last_errno())
+    } else {
+        Ok(())
     }
 }
 

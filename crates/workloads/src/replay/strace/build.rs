@@ -3,6 +3,7 @@
 //! root) and its kind's fields.
 
 use super::syntax::Arg;
+use super::xattr::{Form, xattr_call};
 use super::{Parser, Skip};
 use crate::replay::trace::{BY_FD_NAME, Call, Kind};
 
@@ -27,6 +28,13 @@ fn num(args: &[Arg], i: usize) -> Option<i64> {
 /// without `at`) and its path's argument.
 pub(super) fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
     let at = |dirfd: usize| Some(dirfd);
+    if let Some((kind, form)) = xattr_call(name) {
+        return match form {
+            Form::Path | Form::NoFollow => Some((kind, None, 0)),
+            Form::At => Some((kind, at(0), 1)),
+            Form::Fd => None,
+        };
+    }
     Some(match name {
         "open" | "creat" => (Kind::Open, None, 0),
         "openat" | "openat2" => (Kind::Open, at(0), 1),
@@ -130,6 +138,7 @@ impl Parser {
             "linkat" | "fchownat" => num(args, 4),
             "fchmodat2" | "newfstatat" | "fstatat64" | "utimensat" => num(args, 3),
             "statx" => num(args, 2),
+            _ if xattr_call(name).is_some() => num(args, 2),
             // readlinkat takes an empty path as its descriptor's symlink, with no flag.
             "readlinkat" => Some(AT_EMPTY_PATH),
             _ => None,
@@ -149,8 +158,12 @@ impl Parser {
             return self.fields(tid, name, args, call);
         }
         // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` (glibc's fstat), fchownat's,
-        // utimensat's and readlinkat's: on the descriptor.
-        self.fd_call(kind, args, 0, call)
+        // utimensat's, readlinkat's and the `*xattrat` calls': on the descriptor.
+        self.fd_call(kind, args, 0, call)?;
+        if xattr_call(name).is_some() {
+            return self.xattr_fields(name, args, call);
+        }
+        Ok(())
     }
 
     /// `self.abs` is what the call works on: makes it the call's path and fills the kind's
@@ -204,6 +217,7 @@ impl Parser {
             "newfstatat" | "utimensat" => call.a = u64::from(num(3)? & AT_SYMLINK_NOFOLLOW == 0),
             "statx" => call.a = u64::from(num(2)? & AT_SYMLINK_NOFOLLOW == 0),
             "fchownat" => call.a = u64::from(num(4)? & AT_SYMLINK_NOFOLLOW == 0),
+            _ if xattr_call(name).is_some() => self.xattr_fields(name, args, call)?,
             _ => {}
         }
         // A descriptor's name always leads to its file.
@@ -293,7 +307,13 @@ impl Parser {
             "fcntl" if matches!(num(1)?, 0 | 0x406) => Kind::Dup,
             "fcntl" => return Err(Skip::Fcntl),
             "mmap" => Kind::Mmap,
-            _ => return Err(Skip::Unreadable),
+            _ => match xattr_call(name) {
+                Some((kind, Form::Fd)) => {
+                    self.fd_call(kind, args, 0, call)?;
+                    return self.xattr_fields(name, args, call);
+                }
+                _ => return Err(Skip::Unreadable),
+            },
         };
         if matches!(kind, Kind::Copy | Kind::Sendfile) {
             return self.copy(name, args, call);

@@ -153,6 +153,13 @@ impl Parser {
                             field("resolve", resolve),
                         ])
                     }),
+                    // `struct xattr_args`: the value's address, its size and the flags.
+                    ("setxattrat" | "getxattrat", 4) => k.data.map_or(Arg::Other, |[_, sf, _]| {
+                        Arg::Fields(vec![
+                            (b"size".to_vec(), i64::from(sf as u32)),
+                            (b"flags".to_vec(), i64::from((sf >> 32) as u32)),
+                        ])
+                    }),
                     ("copy_file_range", 1) | ("sendfile", 2) => match k.data {
                         Some([after, ..]) if v != 0 => {
                             Arg::Offset((after as i64).saturating_sub(k.ret.max(0)))

@@ -2,13 +2,15 @@
 //! after 6.1, which Debian 12's strace 6.1 does not know: it prints each as
 //! `syscall_0x1c4(...)`, its arguments raw, whatever `-e trace=` says — where its seccomp
 //! filter stops the program at them, which the linear form of that filter does for every
-//! number past strace's table and the bitmap form for none (see `XATTR_CHANGES`; a test
+//! number past strace's table and the bitmap form for none (see `XATTR_BY_STRACE`; a test
 //! holds `STRACE_ARGS` to the linear form). Under either tracer:
 //! fchmodat2 is recorded (the bpf tracer reads its path; strace 6.1's text has none, so
 //! there it is counted by name), the calls on files that fsbench does not replay are
-//! counted by name, the others touch no file.
+//! counted by name, the others touch no file. The extended-attribute calls are recorded
+//! from the bpf tracer's records and counted by name from strace's lines.
 
 use super::syntax::Arg;
+use super::xattr::xattr_call;
 use super::{Parser, Skip};
 
 /// What capture does with a newer call.
@@ -53,22 +55,30 @@ const NEWER: &[(u32, &str, Handling)] = &[
     (
         463,
         "setxattrat",
-        Counted("of setxattrat (extended attributes: not recorded)"),
+        Recorded {
+            undecoded: "of setxattrat (extended attributes: recorded by --tracer bpf only)",
+        },
     ),
     (
         464,
         "getxattrat",
-        Counted("of getxattrat (extended attributes: not recorded)"),
+        Recorded {
+            undecoded: "of getxattrat (extended attributes: recorded by --tracer bpf only)",
+        },
     ),
     (
         465,
         "listxattrat",
-        Counted("of listxattrat (extended attributes: not recorded)"),
+        Recorded {
+            undecoded: "of listxattrat (extended attributes: recorded by --tracer bpf only)",
+        },
     ),
     (
         466,
         "removexattrat",
-        Counted("of removexattrat (extended attributes: not recorded)"),
+        Recorded {
+            undecoded: "of removexattrat (extended attributes: recorded by --tracer bpf only)",
+        },
     ),
     // A mount's descriptor (the bpf tracer follows it as no file).
     (467, "open_tree_attr", NoFile),
@@ -85,37 +95,34 @@ const NEWER: &[(u32, &str, Handling)] = &[
     (470, "listns", NoFile),
 ];
 
-/// The calls that change extended attributes, which capture does not record (strace's
-/// `-s 0` leaves their names out): the bpf tracer counts them by name. strace is not asked
-/// for them: one more range of calls in `-e trace=` makes strace 6.1's seccomp filter the
-/// other of its two forms (it builds both and takes the shorter), the one that lets the
-/// calls it does not know run untraced — fchmodat2 among them. Their get and list forms
-/// only read (`ls -l` makes them on every file): neither tracer counts them.
-const XATTR_CHANGES: &[(&str, &str)] = &[
-    (
-        "setxattr",
-        "of setxattr (extended attributes: not recorded)",
-    ),
-    (
-        "lsetxattr",
-        "of lsetxattr (extended attributes: not recorded)",
-    ),
-    (
-        "fsetxattr",
-        "of fsetxattr (extended attributes: not recorded)",
-    ),
-    (
-        "removexattr",
-        "of removexattr (extended attributes: not recorded)",
-    ),
-    (
-        "lremovexattr",
-        "of lremovexattr (extended attributes: not recorded)",
-    ),
-    (
-        "fremovexattr",
-        "of fremovexattr (extended attributes: not recorded)",
-    ),
+/// Why strace's lines of each extended-attribute call are counted, not recorded: `-s 0`
+/// prints no attribute's name (`""...`), and a larger `-s` would print that much of every
+/// read's and write's data. strace is not asked for the calls before 6.13 either: with them
+/// its seccomp filter's linear form is as long as its bitmap form (161 instructions each,
+/// capture's list alone 155), one range short of the form that lets the calls it does not
+/// know run untraced — fchmodat2 among them. The bpf tracer records them all (`xattr.rs`).
+macro_rules! by_bpf_only {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, concat!("of ", $name, " (extended attributes: recorded by --tracer bpf only)"))),*]
+    };
+}
+const XATTR_BY_STRACE: &[(&str, &str)] = by_bpf_only![
+    "getxattr",
+    "lgetxattr",
+    "fgetxattr",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "listxattr",
+    "llistxattr",
+    "flistxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "getxattrat",
+    "setxattrat",
+    "listxattrat",
+    "removexattrat",
 ];
 
 /// Why a call strace 6.1 printed by number is not recorded (a call newer than both it and
@@ -138,7 +145,7 @@ fn not_recorded(name: &str) -> Option<Result<bool, Skip>> {
             None => Err(Skip::Named(UNKNOWN)),
         });
     }
-    if let Some((_, why)) = XATTR_CHANGES.iter().find(|(n, _)| *n == name) {
+    if let Some((_, why)) = XATTR_BY_STRACE.iter().find(|(n, _)| *n == name) {
         return Some(Err(Skip::Named(why)));
     }
     match NEWER.iter().find(|(_, n, _)| *n == name)?.2 {
@@ -150,13 +157,17 @@ fn not_recorded(name: &str) -> Option<Result<bool, Skip>> {
 impl Parser {
     /// [`not_recorded`] for thread `tid`'s call `name`: a call counted by name that its
     /// decoded path or descriptor puts outside the root, or on no file, is counted so (a
-    /// call strace printed by number has nothing decoded).
+    /// call strace printed by number has nothing decoded). The bpf tracer's records of the
+    /// extended-attribute calls are recorded.
     pub(super) fn named_call(
         &mut self,
         tid: u32,
         name: &str,
         args: &[Arg],
     ) -> Option<Result<bool, Skip>> {
+        if self.follows_fds && xattr_call(name).is_some() {
+            return None;
+        }
         match not_recorded(name)? {
             Err(why) if !name.starts_with("syscall_0x") => {
                 Some(Err(self.named_where(tid, args, why)))
@@ -216,13 +227,15 @@ mod tests {
     }
 
     #[test]
-    fn by_name_fchmodat2_is_recorded_and_the_xattr_changes_counted() {
+    fn by_name_fchmodat2_is_recorded_and_straces_xattr_calls_counted() {
         assert_eq!(not_recorded("fchmodat2"), None);
         assert_eq!(not_recorded("openat"), None);
         assert_eq!(not_recorded("futex_wake"), None);
         let why = not_recorded("fremovexattr");
         assert!(matches!(why, Some(Err(Skip::Named(w))) if w.contains("fremovexattr")));
-        assert_eq!(not_recorded("getxattr"), None);
+        let why = not_recorded("getxattrat");
+        assert!(matches!(why, Some(Err(Skip::Named(w))) if w.contains("--tracer bpf only")));
+        assert!(XATTR_BY_STRACE.iter().all(|(n, _)| xattr_call(n).is_some()));
         let why = not_recorded("file_setattr");
         assert!(matches!(why, Some(Err(Skip::Named(w))) if w.contains("file_setattr")));
     }
@@ -236,8 +249,8 @@ mod tests {
         for (_, name, handling) in NEWER {
             assert_eq!(asked(name), !matches!(handling, NoFile), "{name}");
         }
-        for (name, _) in XATTR_CHANGES {
-            assert!(!asked(name), "{name}");
+        for (name, _) in XATTR_BY_STRACE {
+            assert_eq!(asked(name), name.ends_with("at"), "{name}");
         }
     }
 

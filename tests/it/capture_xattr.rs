@@ -1,0 +1,270 @@
+//! Extended attributes through capture and replay: the bpf tracer records every form of the
+//! calls (by path, without following, on a descriptor, Linux 6.13's `*xattrat`) with the
+//! attribute's name, the value's length or buffer's size and the flags, and the replay makes
+//! them, leaving the attributes where the program left them. A name at and past the
+//! kernel's bound and past the tracer's, and a call outside the root, are followed as the
+//! program met them. strace's lines carry no names: under it they are not recorded.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common::capture::{
+    assert_faithful, can_capture, capture_by, compiled, replay, trace_text, tracers,
+};
+use crate::common::*;
+
+/// Every form, with a name at the kernel's bound (255 bytes), one past it and one past the
+/// tracer's (4,095 bytes, as paths), and a call on `argv[1]`, outside the root. Leaves f
+/// with `user.b` (3,000 bytes) and the longest name, and d/g with `user.k` where the
+/// kernel has the `*xattrat` calls; there, the `l` forms on a symlink too (the replay
+/// reaches a symlink's own attributes only with them: before, it refuses the call).
+const PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+struct xattr_args { uint64_t value; uint32_t size; uint32_t flags; };
+static char buf[8192], val[4096], name[5001] = "user.";
+
+#define CHECK(n, call, err) \
+    if ((err) ? ((call) != -1 || errno != (err)) : (call) < 0) return n
+
+int main(int argc, char **argv) {
+    memset(val, 'v', sizeof val);
+    int f = open("f", O_CREAT | O_WRONLY, 0644);
+    if (argc < 2 || f < 0 || mkdir("d", 0755)) return 1;
+    int g = open("d/g", O_CREAT | O_WRONLY, 0644);
+    if (g < 0) return 2;
+    CHECK(3, setxattr("f", "user.a", val, 100, XATTR_CREATE), 0);
+    CHECK(4, setxattr("f", "user.a", val, 100, XATTR_CREATE), EEXIST);
+    CHECK(5, fsetxattr(f, "user.b", val, 3000, 0), 0);
+    CHECK(6, lsetxattr("d/g", "user.c", val, 5, XATTR_REPLACE), ENODATA);
+    CHECK(7, getxattr("f", "user.a", NULL, 0), 0);
+    CHECK(8, fgetxattr(f, "user.b", buf, 4096), 0);
+    CHECK(9, lgetxattr("f", "user.zz", buf, 8), ENODATA);
+    CHECK(10, listxattr("f", buf, 256), 0);
+    CHECK(11, llistxattr("d/g", NULL, 0), 0);
+    CHECK(12, flistxattr(f, buf, 64), 0);
+    memset(name + 5, 'n', 250);
+    CHECK(13, setxattr("f", name, val, 1, 0), 0);
+    memset(name + 5, 'n', 251);
+    CHECK(14, setxattr("f", name, val, 1, 0), ERANGE);
+    memset(name + 5, 'n', 4995);
+    CHECK(15, getxattr("f", name, buf, 8), ERANGE);
+    CHECK(16, setxattr(argv[1], "user.out", val, 1, 0), 0);
+    CHECK(17, removexattr("f", "user.a"), 0);
+    CHECK(18, lremovexattr("f", "user.zz"), ENODATA);
+    CHECK(19, fremovexattr(f, "user.zz"), ENODATA);
+    struct xattr_args set = { (uintptr_t)val, 7, XATTR_CREATE };
+    if (syscall(463, AT_FDCWD, "d/g", AT_SYMLINK_NOFOLLOW, "user.k", &set, sizeof set) == 0) {
+        struct xattr_args get = { (uintptr_t)buf, 4096, 0 };
+        CHECK(20, syscall(464, g, "", AT_EMPTY_PATH, "user.k", &get, sizeof get), 0);
+        CHECK(21, syscall(465, AT_FDCWD, "d/g", 0, buf, 100), 0);
+        CHECK(22, syscall(463, AT_FDCWD, "d/g", 0, "user.m", &set, sizeof set), 0);
+        CHECK(23, syscall(466, AT_FDCWD, "d/g", 0, "user.m"), 0);
+        /* A symlink's own attributes, which the replay reaches with these calls too. */
+        CHECK(25, symlink("f", "l"), 0);
+        CHECK(26, lgetxattr("l", "user.a", buf, 8), ENODATA);
+        CHECK(27, llistxattr("l", buf, 256), 0);
+        CHECK(28, lsetxattr("l", "user.s", val, 1, 0), EPERM);
+    } else if (errno != ENOSYS) {
+        return 24;
+    }
+    close(f);
+    close(g);
+    return 0;
+}
+"#;
+
+/// A file's attributes: each name with its value's length.
+fn attrs(path: &Path) -> BTreeMap<Vec<u8>, usize> {
+    let mut names = vec![0u8; 65_536];
+    let n = rustix::fs::llistxattr(path, &mut names[..]).unwrap();
+    let mut value = vec![0u8; 65_536];
+    (names[..n].split(|&b| b == 0).filter(|n| !n.is_empty()))
+        .map(|name| {
+            let len = rustix::fs::lgetxattr(path, name, &mut value[..]).unwrap();
+            (name.to_vec(), len)
+        })
+        .collect()
+}
+
+/// A scratch directory whose filesystem keeps `user.` attributes (tmpfs does from Linux 6.6
+/// only), or `None`, said as a skip.
+fn xattr_tempdir(test: &str) -> Option<tempfile::TempDir> {
+    let work = tempdir();
+    let probe = work.path().join("probe");
+    std::fs::write(&probe, b"").unwrap();
+    let flags = rustix::fs::XattrFlags::empty();
+    if let Err(e) = rustix::fs::setxattr(&probe, "user.probe", b"v", flags) {
+        skip(&format!(
+            "{test}: {} keeps no user attributes: {e}",
+            work.path().display()
+        ));
+        return None;
+    }
+    std::fs::remove_file(probe).unwrap();
+    Some(work)
+}
+
+/// The trace's calls of the xattr kinds, as their fields: kind, errno, fd, fd2, a, b, path,
+/// path2.
+fn xattr_lines(trace: &Path) -> Vec<Vec<String>> {
+    (trace_text(trace).lines())
+        .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.len() == 14 && f[3].ends_with("xattr"))
+        .map(|f| [3, 5, 6, 7, 8, 9, 10, 11].map(|i| f[i].clone()).to_vec())
+        .collect()
+}
+
+#[test]
+fn every_xattr_call_is_captured_by_bpf_and_replayed() {
+    const TEST: &str = "xattr calls captured";
+    if !can_capture(TEST, &["cc"]) || !tracers(TEST).contains(&"bpf") {
+        return;
+    }
+    let Some(work) = xattr_tempdir(TEST) else {
+        return;
+    };
+    let program = compiled(work.path(), "xattrs", PROGRAM);
+    let outside = work.path().join("outside");
+    std::fs::write(&outside, b"").unwrap();
+    let (orig, trace) = (work.path().join("root"), work.path().join("x.trace"));
+    std::fs::create_dir(&orig).unwrap();
+    let cmd = [program.to_str().unwrap(), outside.to_str().unwrap()];
+    capture_by(&orig, &trace, &cmd, Some("bpf"));
+    let lines = xattr_lines(&trace);
+    let at = |i: usize| lines[i].iter().map(String::as_str).collect::<Vec<_>>();
+    let n255 = format!("user.{}", "n".repeat(250));
+    let (n256, n4095) = (format!("{n255}n"), format!("user.{}", "n".repeat(4090)));
+    // kind, errno, fd, fd2, A, B, path, name.
+    let want: [[&str; 8]; 17] = [
+        ["setxattr", "0", "-1", "1", "100", "1", "f", "user.a"],
+        ["setxattr", "17", "-1", "1", "100", "1", "f", "user.a"],
+        ["setxattr", "0", "3", "0", "3000", "1", "f", "user.b"],
+        ["setxattr", "61", "-1", "2", "5", "0", "d/g", "user.c"],
+        ["getxattr", "0", "-1", "-1", "0", "1", "f", "user.a"],
+        ["getxattr", "0", "3", "-1", "4096", "1", "f", "user.b"],
+        ["getxattr", "61", "-1", "-1", "8", "0", "f", "user.zz"],
+        ["listxattr", "0", "-1", "-1", "256", "1", "f", "-"],
+        ["listxattr", "0", "-1", "-1", "0", "0", "d/g", "-"],
+        ["listxattr", "0", "3", "-1", "64", "1", "f", "-"],
+        ["setxattr", "0", "-1", "0", "1", "1", "f", &n255],
+        ["setxattr", "34", "-1", "0", "1", "1", "f", &n256],
+        // Cut at the tracer's bound: refused (ERANGE) as the whole name was.
+        ["getxattr", "34", "-1", "-1", "8", "1", "f", &n4095],
+        ["removexattr", "0", "-1", "-1", "0", "1", "f", "user.a"],
+        ["removexattr", "61", "-1", "-1", "0", "0", "f", "user.zz"],
+        ["removexattr", "61", "3", "-1", "0", "1", "f", "user.zz"],
+        ["setxattr", "0", "-1", "1", "7", "0", "d/g", "user.k"],
+    ];
+    // The `*xattrat` calls where the kernel has them (6.13).
+    let newer = lines.len() > 16;
+    assert_eq!(lines.len(), if newer { 24 } else { 16 }, "{lines:?}");
+    for (i, w) in want[..lines.len().min(17)].iter().enumerate() {
+        assert_eq!(at(i), w, "call {i}");
+    }
+    if newer {
+        assert_eq!(at(17)[..6], ["getxattr", "0", "4", "-1", "4096", "1"]);
+        assert_eq!(
+            at(18)[..7],
+            ["listxattr", "0", "-1", "-1", "100", "1", "d/g"]
+        );
+        assert_eq!(
+            at(20)[..8],
+            ["removexattr", "0", "-1", "-1", "0", "1", "d/g", "user.m"]
+        );
+        let symlink_calls = [&at(21)[..8], &at(23)[..8]];
+        let want = [
+            ["getxattr", "61", "-1", "-1", "8", "0", "l", "user.a"],
+            ["setxattr", "1", "-1", "0", "1", "0", "l", "user.s"],
+        ];
+        assert_eq!(symlink_calls, want);
+    }
+    let state = tempdir();
+    let shown = text(
+        &run(fsbench(state.path())
+            .args(["capture", "--show"])
+            .arg(&trace))
+        .stdout,
+    );
+    assert!(shown.contains("outside the root"), "{shown}");
+    // The call outside the root is not replayed.
+    rustix::fs::removexattr(&outside, "user.out").unwrap();
+    let replayed = work.path().join("replayed");
+    let report = replay(&trace, &replayed);
+    assert_faithful(&report, &orig, &replayed);
+    for kind in ["getxattr", "setxattr", "listxattr", "removexattr"] {
+        let want = lines.iter().filter(|l| l[0] == kind).count() as u64;
+        assert_eq!(report.calls[kind], want, "{kind}: {:?}", report.calls);
+    }
+    for file in ["f", "d/g"] {
+        assert_eq!(
+            attrs(&replayed.join(file)),
+            attrs(&orig.join(file)),
+            "{file}"
+        );
+    }
+    assert_eq!(attrs(&orig.join("f")).len(), 2);
+    assert!(
+        attrs(&outside).is_empty(),
+        "the replay reached outside the root"
+    );
+}
+
+/// A real program's loop of attribute calls (as a `setfattr` loop makes them): Python's
+/// `os.setxattr`, `os.getxattr`, `os.listxattr`, `os.removexattr`. Under bpf every call is
+/// recorded and replayed, the attributes left where the program left them; under strace,
+/// which is not asked for them, none is recorded and the replay's files have none.
+#[test]
+fn a_python_attribute_loop_replays_its_attributes() {
+    const TEST: &str = "a Python attribute loop";
+    if !can_capture(TEST, &["python3"]) {
+        return;
+    }
+    let Some(work) = xattr_tempdir(TEST) else {
+        return;
+    };
+    let script = "import os\n\
+        for i in range(20):\n\
+        \x20   open(f'f{i}', 'w').close()\n\
+        \x20   os.setxattr(f'f{i}', 'user.tag', b'x' * (i + 1))\n\
+        \x20   os.setxattr(f'f{i}', 'user.big', b'y' * 2000)\n\
+        for i in range(20):\n\
+        \x20   assert os.getxattr(f'f{i}', 'user.tag') == b'x' * (i + 1)\n\
+        \x20   os.listxattr(f'f{i}')\n\
+        \x20   if i % 2:\n\
+        \x20       os.removexattr(f'f{i}', 'user.big')\n";
+    for tracer in tracers(TEST) {
+        let orig = work.path().join(format!("root-{tracer}"));
+        std::fs::create_dir(&orig).unwrap();
+        let trace = work.path().join(format!("{tracer}.trace"));
+        capture_by(&orig, &trace, &["python3", "-c", script], Some(tracer));
+        let replayed = work.path().join(format!("replayed-{tracer}"));
+        let report = replay(&trace, &replayed);
+        assert_faithful(&report, &orig, &replayed);
+        let c = &report.captured;
+        let left = |root: &Path| {
+            (0..20)
+                .map(|i| attrs(&root.join(format!("f{i}"))))
+                .collect()
+        };
+        let (orig_attrs, replayed_attrs): (Vec<_>, Vec<_>) = (left(&orig), left(&replayed));
+        if tracer == "bpf" {
+            assert_eq!((c["setxattr"], c["removexattr"]), (40, 10), "{c:?}");
+            assert!(c["getxattr"] >= 20 && c["listxattr"] >= 20, "{c:?}");
+            assert_eq!(replayed_attrs, orig_attrs);
+            assert_eq!(orig_attrs[1].len(), 1);
+            assert_eq!(orig_attrs[2][&b"user.big"[..]], 2000);
+        } else {
+            assert!(!c.keys().any(|k| k.ends_with("xattr")), "{c:?}");
+            assert!(replayed_attrs.iter().all(BTreeMap::is_empty));
+        }
+    }
+}
