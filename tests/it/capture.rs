@@ -1,8 +1,8 @@
 //! What capture must follow, each pattern a case of one compiled program, replayed with no
-//! call that comes out otherwise and the same tree, modes included: names with any byte,
-//! deleted and O_TMPFILE files, `/proc/self/fd` names, files taken from outside the root,
-//! reads and writes longer than any buffer, mapped I/O; and the program's own time, which the
-//! replay's notes and think mode rest on.
+//! call that comes out otherwise and the same tree, modes included: names with any byte (and
+//! `-`), deleted and O_TMPFILE files, `/proc/self/fd` names, files taken from outside the
+//! root, reads and writes longer than any buffer, mapped I/O; and the program's own time,
+//! which the replay's notes and think mode rest on.
 
 use std::path::Path;
 use std::process::Command;
@@ -48,6 +48,7 @@ fn every_pattern_replays(trace: &Path, orig: &Path, replayed: &Path) {
         "new\nline",
         "a<b>c (deleted)",
         "x) = 3 <0.1>",
+        "-",
     ] {
         assert_eq!(t[&format!("{name}/{name}")].0, 'f', "{name}: {t:?}");
     }

@@ -319,16 +319,25 @@ pub fn call_line(c: &Call, line: &mut Vec<u8>) -> std::io::Result<()> {
     write!(line, "\t{}\t{}", c.at_us, c.flags)
 }
 
-/// `%XX` for bytes outside printable ASCII, `%`, tab and space; `-`, alone, for empty.
+/// `%XX` for bytes outside printable ASCII, `%`, tab and space; `-`, alone, for empty, and
+/// `%2D` for a name that is `-` (a file `./-`, which `-` would read back as none).
 pub(crate) fn escape(bytes: &[u8], out: &mut Vec<u8>) {
-    if bytes.is_empty() {
-        out.push(b'-');
-    }
-    for &b in bytes {
-        if b.is_ascii_graphic() && b != b'%' {
-            out.push(b);
-        } else {
-            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    match bytes {
+        b"" => out.push(b'-'),
+        b"-" => out.extend_from_slice(b"%2D"),
+        _ => {
+            for &b in bytes {
+                if b.is_ascii_graphic() && b != b'%' {
+                    out.push(b);
+                } else {
+                    out.extend_from_slice(&[
+                        b'%',
+                        HEX[usize::from(b >> 4)],
+                        HEX[usize::from(b & 15)],
+                    ]);
+                }
+            }
         }
     }
 }

@@ -22,6 +22,8 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
         Entry::File(b"a/f %\tx".to_vec(), 12, 0o4755),
         Entry::Symlink(b"s".to_vec(), b"../../etc".to_vec()),
         Entry::HardLink(b"g".to_vec(), b"a/f %\tx".to_vec()),
+        // A name that is `-` is not "none".
+        Entry::Dir(b"-".to_vec(), 0o755),
     ];
     for e in &entries {
         w.entry(e).unwrap();
@@ -38,7 +40,7 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
         a: 0,
         b: -1,
         path: b"a/\xff".to_vec(),
-        path2: b"b".to_vec(),
+        path2: b"-".to_vec(),
         at_us: 4,
         flags: BY_FD_NAME,
     };
