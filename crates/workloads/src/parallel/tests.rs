@@ -12,6 +12,14 @@ fn phase() -> (PhaseRecorder, Arc<Progress>) {
     (PhaseRecorder::start("p", progress.clone()), progress)
 }
 
+/// A scratch directory and a descriptor of it.
+fn scratch_dir() -> (tempfile::TempDir, rustix::fd::OwnedFd) {
+    let scratch = tempfile::tempdir().unwrap();
+    let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
+    let dir = rustix::fs::open(scratch.path(), flags, Mode::empty()).unwrap();
+    (scratch, dir)
+}
+
 const MODES: [WorkerMode; 2] = [WorkerMode::Processes, WorkerMode::Threads];
 
 #[test]
@@ -44,13 +52,7 @@ fn every_workers_figures_and_outcome_arrive() {
 
 #[test]
 fn one_worker_runs_in_the_phases_process_with_a_table_of_its_own() {
-    let scratch = tempfile::tempdir().unwrap();
-    let dir = rustix::fs::open(
-        scratch.path(),
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .unwrap();
+    let (scratch, dir) = scratch_dir();
     let other = rustix::fs::open(scratch.path(), OFlags::RDONLY, Mode::empty()).unwrap();
     let keep = [dir.as_fd()];
     for mode in MODES {
@@ -227,13 +229,7 @@ fn an_interrupt_stops_worker_processes() {
 
 #[test]
 fn a_worker_process_keeps_only_its_directories() {
-    let scratch = tempfile::tempdir().unwrap();
-    let dir = rustix::fs::open(
-        scratch.path(),
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .unwrap();
+    let (scratch, dir) = scratch_dir();
     let other = rustix::fs::open(
         scratch.path().join("other"),
         OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
