@@ -217,14 +217,7 @@ impl<'a> Crew<'a> {
                 .spawn_scoped(s, move || {
                     with_private_fds(self.keep, || {
                         let _ended = MarkEnded(board.slot(0));
-                        let mut w = Worker {
-                            index: 0,
-                            rec: Some(phase_rec.worker(progress)),
-                            board,
-                            started: false,
-                            alone: true,
-                            started_at: None,
-                        };
+                        let mut w = Worker::new(0, phase_rec.worker(progress), board, true);
                         let outcome = work(&mut w, input);
                         (w.rec.take(), w.started_at, outcome)
                     })
@@ -275,14 +268,7 @@ impl<'a> Crew<'a> {
                             let _ended = MarkEnded(board.slot(index));
                             // Made here, on the worker's thread, so that what it writes at
                             // every call is on no other worker's cache line.
-                            let mut w = Worker {
-                                index,
-                                rec: Some(phase_rec.worker(counter)),
-                                board,
-                                started: false,
-                                alone: false,
-                                started_at: None,
-                            };
+                            let mut w = Worker::new(index, phase_rec.worker(counter), board, false);
                             let outcome = work(&mut w, input);
                             (w.rec.take(), outcome)
                         })
@@ -383,6 +369,18 @@ impl Drop for MarkEnded<'_> {
 }
 
 impl<'a> Worker<'a> {
+    /// Worker `index` of the crew on `board`, recording into `rec`; `alone`: the only one.
+    fn new(index: usize, rec: PhaseRecorder, board: &'a Board<'a>, alone: bool) -> Worker<'a> {
+        Worker {
+            index,
+            rec: Some(rec),
+            board,
+            started: false,
+            alone,
+            started_at: None,
+        }
+    }
+
     pub(crate) fn index(&self) -> usize {
         self.index
     }

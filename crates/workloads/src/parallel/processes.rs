@@ -183,14 +183,7 @@ fn worker<I, R: Serialize>(
     // unmapping it.
     let count: &'static AtomicU64 = unsafe { &*std::ptr::from_ref(&slot.count) };
     rec.publish_to(count);
-    let mut w = Worker {
-        index,
-        rec: Some(rec),
-        board,
-        started: false,
-        alone: false,
-        started_at: None,
-    };
+    let mut w = Worker::new(index, rec, board, false);
     let outcome = work(&mut w, input);
     let rec = w.rec.take();
     // Off the start line (if it never stood there), then done.

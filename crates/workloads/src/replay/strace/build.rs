@@ -10,14 +10,14 @@ use crate::replay::trace::{BY_FD_NAME, Call, Kind};
 /// `RESOLVE_IN_ROOT` of linux/openat2.h.
 const RESOLVE_IN_ROOT: i64 = 0x10;
 /// `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH` of linux/fcntl.h.
-const AT_SYMLINK_NOFOLLOW: i64 = 0x100;
+pub(super) const AT_SYMLINK_NOFOLLOW: i64 = 0x100;
 const AT_EMPTY_PATH: i64 = 0x1000;
 /// renameat2's flag that swaps the two names (linux/fs.h).
 const RENAME_EXCHANGE: i64 = 2;
 /// A failed read's or write's recorded length at most (what it asked for is no measure).
 const FAILED_LEN_MAX: i64 = 1 << 16;
 
-fn num(args: &[Arg], i: usize) -> Option<i64> {
+pub(super) fn num(args: &[Arg], i: usize) -> Option<i64> {
     match args.get(i) {
         Some(Arg::Num(n, _)) => Some(*n),
         _ => None,
@@ -28,13 +28,6 @@ fn num(args: &[Arg], i: usize) -> Option<i64> {
 /// without `at`) and its path's argument.
 pub(super) fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
     let at = |dirfd: usize| Some(dirfd);
-    if let Some((kind, form)) = xattr_call(name) {
-        return match form {
-            Form::Path | Form::NoFollow => Some((kind, None, 0)),
-            Form::At => Some((kind, at(0), 1)),
-            Form::Fd => None,
-        };
-    }
     Some(match name {
         "open" | "creat" => (Kind::Open, None, 0),
         "openat" | "openat2" => (Kind::Open, at(0), 1),
@@ -54,7 +47,11 @@ pub(super) fn path_call(name: &str) -> Option<(Kind, Option<usize>, usize)> {
         "newfstatat" | "statx" => (Kind::Stat, at(0), 1),
         "chmod" | "chown" | "lchown" => (named(name), None, 0),
         "fchmodat" | "fchmodat2" | "fchownat" | "utimensat" => (named(name), at(0), 1),
-        _ => return None,
+        _ => match xattr_call(name)? {
+            (kind, Form::Path | Form::NoFollow) => (kind, None, 0),
+            (kind, Form::At) => (kind, at(0), 1),
+            (_, Form::Fd) => return None,
+        },
     })
 }
 

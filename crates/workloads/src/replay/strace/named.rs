@@ -165,10 +165,11 @@ impl Parser {
         name: &str,
         args: &[Arg],
     ) -> Option<Result<bool, Skip>> {
+        let outcome = not_recorded(name)?;
         if self.follows_fds && xattr_call(name).is_some() {
             return None;
         }
-        match not_recorded(name)? {
+        match outcome {
             Err(why) if !name.starts_with("syscall_0x") => {
                 Some(Err(self.named_where(tid, args, why)))
             }

@@ -5,12 +5,11 @@
 //! tracer's records reach here: strace's `-s 0` prints no name (`""...`), so its lines of
 //! them are counted by name (`named.rs`).
 
+use super::build::{self, AT_SYMLINK_NOFOLLOW};
 use super::syntax::Arg;
 use super::{Parser, Skip};
 use crate::replay::trace::{Call, Kind};
 
-/// `AT_SYMLINK_NOFOLLOW` of linux/fcntl.h.
-const AT_SYMLINK_NOFOLLOW: i64 = 0x100;
 /// The kernel's largest value and list (linux/limits.h): a larger buffer is cut to it, a
 /// larger value refused (`E2BIG`), so A is kept at most one past it, as the kernel sees it.
 const XATTR_SIZE_MAX: i64 = 65_536;
@@ -54,10 +53,7 @@ pub(super) fn xattr_call(name: &str) -> Option<(Kind, Form)> {
 }
 
 fn num(args: &[Arg], i: usize) -> Result<i64, Skip> {
-    match args.get(i) {
-        Some(Arg::Num(n, _)) => Ok(*n),
-        _ => Err(Skip::Unreadable),
-    }
+    build::num(args, i).ok_or(Skip::Unreadable)
 }
 
 impl Parser {
