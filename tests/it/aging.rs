@@ -120,10 +120,11 @@ fn the_probe_finds_one_extent_on_a_fresh_ext4_and_more_after_aging() {
             (before, probe::probe(root, &[]).unwrap().unwrap())
         });
     assert_eq!(fresh_probe.fragments, 1, "{fresh_probe:?}");
-    assert!(aged_probe.fragments > 1, "{aged_probe:?}");
-    // Half the free space in one file: more pieces still, aged more than fresh.
+    // Aged, the free space is in many pieces: half of it came in 36 to 104 against 3 fresh.
+    // Not the tenth: ext4 may still find one free run that holds it (27 MiB in one piece in
+    // 1 of 3 runs beside another test, 3 or 4 pieces in the others).
     assert!(
-        aged_probe.half_fragments > fresh_probe.half_fragments,
+        aged_probe.half_fragments > 2 * fresh_probe.half_fragments,
         "{fresh_probe:?} {aged_probe:?}"
     );
     // Not `half_fragments >= fragments`: ext4's allocator serves a large request from its

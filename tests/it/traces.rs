@@ -121,8 +121,13 @@ pub fn bounded(cmd: &mut Command) -> Output {
 /// process's resident size, which the kernel keeps in `ru_maxrss` across the exec (seen:
 /// 125 MiB reported for a 30 MiB fsbench while other tests held large buffers).
 pub fn within_bound(cmd: &mut Command) -> (Output, u64) {
-    let child = limited(cmd)
-        .env("MALLOC_ARENA_MAX", "2")
+    with_peak(limited(cmd).env("MALLOC_ARENA_MAX", "2"))
+}
+
+/// Runs `cmd` (stdout and stderr drained, within the tests' time limit): its output and its
+/// own peak resident bytes, as [`within_bound`] reads them.
+pub fn with_peak(cmd: &mut Command) -> (Output, u64) {
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
