@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::runner::observer::{Observer, Silent};
-use crate::runner::{RunContext, RunExecutor, finish_run, fresh_for_run};
+use crate::runner::{RunContext, RunExecutor, finish_run, fresh_for_run, with_remedy};
 use comm::Comm;
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::measure::Progress;
@@ -205,7 +205,8 @@ impl RunExecutor for Session {
         let progress = &run.what.settings.progress;
         let outcome = rank::run_share(&self.comm, &job, progress, observer, &mut run.record.phases);
         let _ = std::fs::remove_file(&token_path);
-        outcome?;
+        // A full disk on any rank: what to do about it for this target, as without MPI.
+        outcome.map_err(|e| with_remedy(e, run.target.spec()))?;
         finish_run(fresh, run.what, run.record, observer)?;
         Ok(mkfs_command)
     }

@@ -2,6 +2,10 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
+use crate::measure::SPACE_REMEDY;
+
 /// Errors a user can act on. Everything else travels as `anyhow::Error` with context.
 #[derive(Debug, thiserror::Error)]
 pub enum FsbenchError {
@@ -28,7 +32,10 @@ pub enum FsbenchError {
     #[error("refusing {}: {reason}", path.display())]
     Refused { path: PathBuf, reason: String },
     /// The filesystem under test ran out of space or inodes.
-    #[error("filesystem full ({errno}) after {ops} operations in phase `{phase}`: {remedy}")]
+    #[error(
+        "filesystem full ({errno}) after {ops} operation{} in phase `{phase}`: {remedy}",
+        if *.ops == 1 { "" } else { "s" }
+    )]
     DiskFull {
         phase: String,
         ops: u64,
@@ -69,6 +76,62 @@ pub fn exit_code_of(e: &anyhow::Error) -> u8 {
     e.chain()
         .find_map(|c| c.downcast_ref::<FsbenchError>())
         .map_or(1, FsbenchError::exit_code)
+}
+
+/// An error as it crosses to another process (a worker process's pipe, an exchange between
+/// MPI ranks): its kind, which gives the exit code, and its text; a full disk keeps its
+/// fields, so that the runner, which knows the target, can say what to do about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum WireError {
+    DiskFull {
+        phase: String,
+        ops: u64,
+        errno: String,
+    },
+    InvalidInput(String),
+    Interrupted,
+    Failed(String),
+}
+
+impl WireError {
+    /// `e`'s first [`FsbenchError`]'s kind, with `e`'s whole text (its context too).
+    pub fn of(e: &anyhow::Error) -> WireError {
+        match e.chain().find_map(|c| c.downcast_ref::<FsbenchError>()) {
+            Some(FsbenchError::DiskFull {
+                phase, ops, errno, ..
+            }) => WireError::DiskFull {
+                phase: phase.clone(),
+                ops: *ops,
+                errno: errno.clone(),
+            },
+            Some(FsbenchError::InvalidInput(_)) => WireError::InvalidInput(format!("{e:#}")),
+            Some(FsbenchError::Interrupted) => WireError::Interrupted,
+            _ => WireError::Failed(format!("{e:#}")),
+        }
+    }
+}
+
+impl From<FsbenchError> for WireError {
+    fn from(e: FsbenchError) -> WireError {
+        WireError::of(&e.into())
+    }
+}
+
+impl From<WireError> for FsbenchError {
+    fn from(e: WireError) -> FsbenchError {
+        match e {
+            // The runner, which knows the target, says what to do about it.
+            WireError::DiskFull { phase, ops, errno } => FsbenchError::DiskFull {
+                phase,
+                ops,
+                errno,
+                remedy: SPACE_REMEDY,
+            },
+            WireError::InvalidInput(text) => FsbenchError::InvalidInput(text),
+            WireError::Interrupted => FsbenchError::Interrupted,
+            WireError::Failed(text) => FsbenchError::Failed(text),
+        }
+    }
 }
 
 /// Shorthand for an `InvalidInput` error wrapped in `anyhow`.

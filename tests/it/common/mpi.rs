@@ -22,12 +22,17 @@ pub struct Target {
 
 impl Target {
     pub fn new() -> Target {
+        Target::sized("4G")
+    }
+
+    /// A target of `size` (tmpfs's `size=`).
+    pub fn sized(size: &str) -> Target {
         let parent = tempdir();
         let dir = parent.path().join("shared");
         std::fs::create_dir(&dir).unwrap();
         let mounted = status(
             Command::new("mount")
-                .args(["-t", "tmpfs", "-o", "size=4G", "tmpfs"])
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
                 .arg(&dir),
         );
         assert!(

@@ -235,3 +235,100 @@ fn a_phase_one_rank_fails_with_a_record_and_another_without_is_kept_naming_both(
         target.entries()
     );
 }
+
+/// A full disk on any rank ends the run as without MPI: exit status 5 and what to do about
+/// it for the target, said once and naming the rank.
+#[test]
+fn a_full_disk_under_mpi_exits_as_without_it_with_the_targets_remedy() {
+    let Some(_one) = mpi_test("a_full_disk_under_mpi_exits_as_without_it", &["fallocate"]) else {
+        return;
+    };
+    // Each rank's job grows its file (no layout, no fallocate) for 3 seconds; once rank 1's exists, a
+    // ballast takes the target's free space, which no estimate before the run foresees.
+    const GROWS: &str =
+        "io:rw=write,bs=64k,size=4m,filename=data,rate_iops=20,create-on-open,fallocate=none";
+    let (state, target) = (tempdir(), Target::sized("64M"));
+    let t = target.dir.display();
+    let wrapper = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (for i in $(seq 1000); do \
+         [ -e {t}/*/*/rank.1/data ] && break; sleep 0.01; done; \
+         free=$(stat -f -c '%a*%S' {t}); fallocate -l $(( $free )) {t}/ballast) \
+         >/dev/null 2>&1 & fi; exec \"$@\""
+    );
+    let out = output_within(
+        &mut mpirun(2, state.path(), &target, &wrapper, &["-w", GROWS]),
+        LIMIT,
+    );
+    let stderr = text(&out.stderr);
+    assert!(target.dir.join("ballast").exists(), "no ballast: {stderr}");
+    std::fs::remove_file(target.dir.join("ballast")).unwrap();
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert_eq!(stderr.matches("fsbench: error: ").count(), 1, "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("fsbench: error: "))
+        .unwrap();
+    assert!(
+        error.starts_with("fsbench: error: rank ")
+            && error.contains("filesystem full (ENOSPC) after ")
+            && error.contains("free space in the --dir filesystem, use a --dir with more room"),
+        "{stderr}"
+    );
+    assert_eq!(json(&out)["runs"][0]["status"], "failed");
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}
+
+/// Ranks failing the same step each say their error: in one line by rank 0, ranks with the
+/// same error named together, the exit status that of the error without MPI.
+#[test]
+fn every_rank_that_fails_a_step_is_named_in_the_one_error() {
+    let Some(_one) = mpi_test("every_rank_that_fails_a_step_is_named", &[]) else {
+        return;
+    };
+    // Every rank's setup refuses it: tmpfs has no device that polls.
+    const POLLS: &str = "io:rw=randread,bs=4k,size=64k,ioengine=io_uring,direct=1,hipri";
+    let (alone, alone_state) = (Target::new(), tempdir());
+    let without = output_within(
+        json_run(alone_state.path())
+            .args(["--runs", "1", "--no-drop-caches", "-w", POLLS, "--dir"])
+            .arg(&alone.dir),
+        LIMIT,
+    );
+    let said = text(&without.stderr);
+    let alone_error = (said.lines())
+        .find_map(|l| l.strip_prefix("fsbench: error: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(alone_error.contains("needs a device that polls"), "{said}");
+    let (state, target) = (tempdir(), Target::new());
+    let out = output_within(
+        &mut mpirun(2, state.path(), &target, "", &["-w", POLLS]),
+        LIMIT,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), without.status.code(), "{stderr}");
+    assert_eq!(stderr.matches("fsbench: error: ").count(), 1, "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("fsbench: error: "))
+        .unwrap();
+    // Both ranks named before the one error they share, said once.
+    let ranks = error
+        .strip_suffix(alone_error)
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(ranks.starts_with("fsbench: error: rank 0 on "), "{stderr}");
+    assert!(ranks.contains(", rank 1 on "), "{stderr}");
+    assert_eq!(
+        error.matches("needs a device that polls").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        target.entries().is_empty(),
+        "left behind: {:?}",
+        target.entries()
+    );
+}

@@ -8,7 +8,7 @@ use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use fsbench_measure::error::{FsbenchError, exit_code_of};
+use fsbench_measure::error::{FsbenchError, WireError};
 
 /// This process's place among the ranks.
 pub(crate) struct Comm {
@@ -118,12 +118,12 @@ impl Comm {
     /// is what it measured before it failed (empty where it measured nothing).
     pub(crate) fn exchange_keeping(&self, mine: Result<Vec<u8>, Failure>) -> Exchanged {
         let framed = frame(mine);
-        let mut failed: Vec<(usize, u8, String)> = Vec::new();
+        let mut failed: Vec<(usize, WireError)> = Vec::new();
         let payloads = (self.all_gather(&framed).into_iter().enumerate())
             .map(|(r, mut m)| match m.first() {
                 Some(&1) => {
-                    let (code, message, payload) = unframe_failure(&m);
-                    failed.push((r, code, message));
+                    let (error, payload) = unframe_failure(&m);
+                    failed.push((r, error));
                     payload
                 }
                 _ => m.split_off(1.min(m.len())),
@@ -135,7 +135,9 @@ impl Comm {
         Exchanged {
             payloads,
             error: self.failed_ranks(&failed),
-            failed: failed.into_iter().map(|(r, _, m)| (r, m)).collect(),
+            failed: (failed.into_iter())
+                .map(|(r, e)| (r, FsbenchError::from(e).to_string()))
+                .collect(),
         }
     }
 
@@ -144,20 +146,36 @@ impl Comm {
         self.told.replace(false)
     }
 
-    /// The error of the ranks that failed (rank, exit code, message): each named with its host
-    /// and error, of their kind where they agree.
-    fn failed_ranks(&self, failed: &[(usize, u8, String)]) -> Option<anyhow::Error> {
-        let &(_, code, _) = failed.first()?;
-        let same = failed.iter().all(|f| f.1 == code);
-        let message = failed
-            .iter()
-            .map(|(r, _, m)| format!("{}: {m}", self.who(*r)))
+    /// The error of the ranks that failed: each named with its host and error, of their kind
+    /// where they agree. A full disk keeps its fields (the first rank's), named by the ranks,
+    /// so that rank 0 can say what to do about it for the target.
+    fn failed_ranks(&self, failed: &[(usize, WireError)]) -> Option<anyhow::Error> {
+        let (_, first) = failed.first()?;
+        let same = (failed.iter())
+            .all(|(_, e)| std::mem::discriminant(e) == std::mem::discriminant(first));
+        if same && matches!(first, WireError::DiskFull { .. }) {
+            let ranks = failed.iter().map(|(r, _)| self.who(*r));
+            let error = anyhow::Error::from(FsbenchError::from(first.clone()));
+            return Some(error.context(ranks.collect::<Vec<_>>().join(", ")));
+        }
+        // Ranks with the same error are named together (every rank's setup refusing the same
+        // spec is one error).
+        let mut said: Vec<(String, Vec<String>)> = Vec::new();
+        for (r, e) in failed {
+            let text = FsbenchError::from(e.clone()).to_string();
+            match said.iter_mut().find(|(t, _)| *t == text) {
+                Some((_, ranks)) => ranks.push(self.who(*r)),
+                None => said.push((text, vec![self.who(*r)])),
+            }
+        }
+        let message = (said.iter())
+            .map(|(text, ranks)| format!("{}: {text}", ranks.join(", ")))
             .collect::<Vec<_>>()
             .join("; ");
         Some(
-            match code {
-                130 if same => FsbenchError::Interrupted,
-                2 if same => FsbenchError::InvalidInput(message),
+            match first {
+                WireError::Interrupted if same => FsbenchError::Interrupted,
+                WireError::InvalidInput(_) if same => FsbenchError::InvalidInput(message),
                 _ => FsbenchError::Failed(message),
             }
             .into(),
@@ -183,10 +201,18 @@ impl Comm {
         }
     }
 
-    /// This rank's own error, told to the others; it keeps its kind (and exit code) here.
+    /// This rank's own error, told to the others; it keeps its kind (and exit code) here
+    /// where no other rank failed, else it is the error naming every failed rank (rank 0
+    /// prints it: one rank's error must not hide another's).
     fn failed(&self, e: anyhow::Error) -> anyhow::Error {
-        let _ = self.exchange(Err(Failure::of(&e)));
-        e.context(self.who(self.rank))
+        match self.exchange_keeping(Err(Failure::of(&e))) {
+            Exchanged {
+                error: Some(all),
+                failed,
+                ..
+            } if failed.len() > 1 => all,
+            _ => e.context(self.who(self.rank)),
+        }
     }
 
     /// Rank 0's bytes, on every rank (`mine` is ignored elsewhere).
@@ -222,43 +248,43 @@ pub(crate) struct Exchanged {
     pub(crate) failed: Vec<(usize, String)>,
 }
 
-/// A rank's outcome as sent: `0` and the payload, or `1`, the exit code, the message's length
-/// in 4 bytes, the message and the payload.
+/// A rank's outcome as sent: `0` and the payload, or `1`, the error's length in 4 bytes, the
+/// error (JSON) and the payload.
 fn frame(mine: Result<Vec<u8>, Failure>) -> Vec<u8> {
     match mine {
         Ok(payload) => [&[0u8][..], &payload].concat(),
         Err(f) => {
-            let len = (f.message.len() as u32).to_le_bytes();
-            [&[1u8, f.code][..], &len, f.message.as_bytes(), &f.payload].concat()
+            let error = serde_json::to_vec(&f.error).expect("an error serializes");
+            let len = (error.len() as u32).to_le_bytes();
+            [&[1u8][..], &len, &error, &f.payload].concat()
         }
     }
 }
 
-/// A failed rank's outcome as [`frame`] sent it: its exit code, message and payload.
-fn unframe_failure(framed: &[u8]) -> (u8, String, Vec<u8>) {
-    let code = framed.get(1).copied().unwrap_or(1);
-    let len = (framed.get(2..6))
+/// A failed rank's outcome as [`frame`] sent it: its error and payload (an error that does
+/// not parse is said as such, never lost).
+fn unframe_failure(framed: &[u8]) -> (WireError, Vec<u8>) {
+    let len = (framed.get(1..5))
         .and_then(|b| b.try_into().ok())
         .map_or(0, |b| u32::from_le_bytes(b) as usize);
-    let rest = framed.get(6..).unwrap_or_default();
-    let (message, payload) = rest.split_at(len.min(rest.len()));
-    let message = String::from_utf8_lossy(message).into_owned();
-    (code, message, payload.to_vec())
+    let rest = framed.get(5..).unwrap_or_default();
+    let (error, payload) = rest.split_at(len.min(rest.len()));
+    let error = serde_json::from_slice(error)
+        .unwrap_or_else(|e| WireError::Failed(format!("its error did not arrive whole ({e})")));
+    (error, payload.to_vec())
 }
 
-/// A rank's error as the others get it: its exit code and one line, and what it measured
-/// before it failed (a phase's partial record, for rank 0 to keep), if anything.
+/// A rank's error as the others get it, and what it measured before it failed (a phase's
+/// partial record, for rank 0 to keep), if anything.
 pub(crate) struct Failure {
-    code: u8,
-    message: String,
+    error: WireError,
     payload: Vec<u8>,
 }
 
 impl Failure {
     pub(crate) fn of(e: &anyhow::Error) -> Failure {
         Failure {
-            code: exit_code_of(e),
-            message: format!("{e:#}"),
+            error: WireError::of(e),
             payload: Vec::new(),
         }
     }
@@ -274,16 +300,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_failure_unframes_with_its_code_message_and_payload() {
+    fn a_failure_unframes_with_its_error_and_payload() {
         let failure = Failure::of(&FsbenchError::InvalidInput("bad: ünï".into()).into())
             .with_payload(b"{\"record\":1}".to_vec());
         let framed = frame(Err(failure));
-        let (code, message, payload) = unframe_failure(&framed);
-        assert_eq!((code, message.as_str()), (2, "bad: ünï"));
+        let (error, payload) = unframe_failure(&framed);
+        assert_eq!(error, WireError::InvalidInput("bad: ünï".into()));
         assert_eq!(payload, b"{\"record\":1}");
-        // Without a payload, and cut short: what is there, nothing invented.
-        let (_, message, payload) = unframe_failure(&framed[..framed.len() - 12]);
-        assert_eq!((message.as_str(), payload.len()), ("bad: ünï", 0));
-        assert_eq!(unframe_failure(&[1, 5]), (5, String::new(), Vec::new()));
+        // A full disk keeps its fields, to be given the target's remedy.
+        let full = FsbenchError::DiskFull {
+            phase: "io".into(),
+            ops: 7,
+            errno: "ENOSPC".into(),
+            remedy: "",
+        };
+        let (error, payload) = unframe_failure(&frame(Err(Failure::of(&full.into()))));
+        let WireError::DiskFull { phase, ops, errno } = error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(
+            (phase.as_str(), ops, errno.as_str(), payload.len()),
+            ("io", 7, "ENOSPC", 0)
+        );
+        // Cut short: said as such, nothing invented.
+        let (error, payload) = unframe_failure(&framed[..framed.len() - 14]);
+        assert!(matches!(error, WireError::Failed(m) if m.contains("did not arrive whole")));
+        assert_eq!(payload.len(), 0);
+        assert!(matches!(unframe_failure(&[1, 5]).0, WireError::Failed(_)));
     }
 }

@@ -221,7 +221,7 @@ pub(super) fn undo_failed_run(
 }
 
 /// `error` with the advice for a full filesystem on `target`, where it is one.
-pub(super) fn with_remedy(mut error: anyhow::Error, target: &TargetSpec) -> anyhow::Error {
+pub(crate) fn with_remedy(mut error: anyhow::Error, target: &TargetSpec) -> anyhow::Error {
     if let Some(FsbenchError::DiskFull { remedy, .. }) = error.downcast_mut() {
         *remedy = space_remedy(target);
     }

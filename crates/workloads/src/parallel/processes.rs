@@ -14,57 +14,14 @@ use serde::{Deserialize, Serialize};
 use super::board::Board;
 use super::fork::Brood;
 use super::{Crew, POLL, Ran, Worker, last_end};
-use fsbench_measure::error::FsbenchError;
-use fsbench_measure::measure::{PhaseRecorder, Progress, SPACE_REMEDY, Tally};
+use fsbench_measure::error::{FsbenchError, WireError};
+use fsbench_measure::measure::{PhaseRecorder, Progress, Tally};
 
 /// What a worker process writes down its pipe.
 #[derive(Serialize, Deserialize)]
 struct Report<R> {
     tally: Option<Tally>,
     outcome: Result<R, WireError>,
-}
-
-/// A worker's error, as it crosses the pipe.
-#[derive(Serialize, Deserialize)]
-enum WireError {
-    DiskFull {
-        phase: String,
-        ops: u64,
-        errno: String,
-    },
-    InvalidInput(String),
-    Interrupted,
-    Failed(String),
-}
-
-impl From<FsbenchError> for WireError {
-    fn from(e: FsbenchError) -> WireError {
-        match e {
-            FsbenchError::DiskFull {
-                phase, ops, errno, ..
-            } => WireError::DiskFull { phase, ops, errno },
-            FsbenchError::InvalidInput(text) => WireError::InvalidInput(text),
-            FsbenchError::Interrupted => WireError::Interrupted,
-            other => WireError::Failed(other.to_string()),
-        }
-    }
-}
-
-impl From<WireError> for FsbenchError {
-    fn from(e: WireError) -> FsbenchError {
-        match e {
-            // The runner, which knows the target, says what to do about it.
-            WireError::DiskFull { phase, ops, errno } => FsbenchError::DiskFull {
-                phase,
-                ops,
-                errno,
-                remedy: SPACE_REMEDY,
-            },
-            WireError::InvalidInput(text) => FsbenchError::InvalidInput(text),
-            WireError::Interrupted => FsbenchError::Interrupted,
-            WireError::Failed(text) => FsbenchError::Failed(text),
-        }
-    }
 }
 
 /// [`Crew::run`] with processes.
