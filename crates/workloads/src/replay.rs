@@ -29,7 +29,7 @@ use fsbench_model::measurement::Figure;
 use fsbench_model::units::group_thousands;
 use fsbench_model::workload::WorkerMode;
 use load::Loaded;
-pub use state::{left_at, snapshot};
+pub use state::{Snapshot, left_at, snapshot};
 use trace::{Call, Entry, Kind, Program, TraceReader};
 
 /// How the calls are paced.
@@ -397,6 +397,8 @@ pub struct Replay {
     loaded: Option<Loaded>,
     report: Option<ReplayReport>,
     refused_entries: u64,
+    /// The initial state's attributes that were not made.
+    unmade_xattrs: state::Unmade,
     /// Where a crash-recorded run notes what the trace's syncs covered.
     oracle: Option<crate::oracle::Oracle>,
 }
@@ -408,6 +410,7 @@ impl Replay {
             loaded: None,
             report: None,
             refused_entries: 0,
+            unmade_xattrs: state::Unmade::default(),
             oracle: None,
         }
     }
@@ -438,6 +441,7 @@ impl Workload for Replay {
             Loaded::read(trace).map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
         let made = state::recreate(dir, trace, cancel)?;
         self.refused_entries = made.refused;
+        self.unmade_xattrs = made.unmade;
         loaded.others_may_move |= made.open;
         self.loaded = Some(loaded);
         Ok(())
@@ -495,6 +499,7 @@ impl Workload for Replay {
         report.mismatched = tally.mismatches.values().sum();
         report.refused = tally.refused;
         report.notes = notes::notes(&tally, self.refused_entries, loaded);
+        report.notes.extend(self.unmade_xattrs.note());
         report.notes.extend(notes::workers(loaded, workers));
         self.report = Some(report);
         Ok(())
