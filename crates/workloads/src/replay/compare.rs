@@ -66,24 +66,26 @@ impl Differences {
         self.count += 1;
         if self.named.len() < TREE_NAMED {
             let path = program.or(replay).map_or(&[][..], |e| &e.path[..]);
-            let named = match (program, replay) {
-                // Only their attributes differ: those named.
-                (Some(p), Some(r)) if p.xattrs != r.xattrs && same_but_xattrs(p, r) => {
-                    format!(
-                        "{}: attributes: program {}, replay {}",
-                        shown(path),
-                        xattrs_text(&p.xattrs, &r.xattrs),
-                        xattrs_text(&r.xattrs, &p.xattrs)
-                    )
-                }
-                _ => format!(
-                    "{}: program {}, replay {}",
-                    shown(path),
+            let mut named = vec![];
+            if program
+                .zip(replay)
+                .is_none_or(|(p, r)| !same_but_xattrs(p, r))
+            {
+                named.push(format!(
+                    "program {}, replay {}",
                     describe(program),
                     describe(replay)
-                ),
-            };
-            self.named.push(named);
+                ));
+            }
+            if let Some((p, r)) = program.zip(replay).filter(|(p, r)| p.xattrs != r.xattrs) {
+                named.push(format!(
+                    "attributes: the program's {}, the replay's {}",
+                    xattrs_text(&p.xattrs, &r.xattrs),
+                    xattrs_text(&r.xattrs, &p.xattrs)
+                ));
+            }
+            self.named
+                .push(format!("{}: {}", shown(path), named.join(", ")));
         }
     }
 }
@@ -152,15 +154,15 @@ fn same_but_xattrs(a: &Left, b: &Left) -> bool {
     (a.kind, a.size, a.mode, a.nlink, &a.target) == (b.kind, b.size, b.mode, b.nlink, &b.target)
 }
 
-/// The attributes of `these` that `others` has not with the same size (`none` if all of
-/// them are), each with its size, the first few.
+/// The attributes of `these` that `others` has not with the same size, each with its size,
+/// the first few; `none`. Each side names only its own: the differences.
 fn xattrs_text(these: &[Xattr], others: &[Xattr]) -> String {
     let own: Vec<String> = (these.iter())
         .filter(|x| !others.iter().any(|o| o.name == x.name && o.size == x.size))
         .map(|x| format!("{} {} B", shown(&x.name), x.size))
         .collect();
     match own.len() {
-        0 => "none other".to_string(),
+        0 => "none".to_string(),
         n if n > 3 => format!("{} and {} more", own[..3].join(", "), n - 3),
         _ => own.join(", "),
     }
