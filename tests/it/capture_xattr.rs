@@ -114,6 +114,15 @@ fn xattr_tempdir(test: &str) -> Option<tempfile::TempDir> {
     Some(work)
 }
 
+/// Where the bpf tracer can capture a program using `tools`: a scratch directory that keeps
+/// `user.` attributes; `None`, said as a skip, elsewhere.
+fn bpf_xattr_tempdir(test: &str, tools: &[&str]) -> Option<tempfile::TempDir> {
+    if !can_capture(test, tools) || !tracers(test).contains(&"bpf") {
+        return None;
+    }
+    xattr_tempdir(test)
+}
+
 /// The trace's calls of the xattr kinds, as their fields: kind, errno, fd, fd2, a, b, path,
 /// path2.
 fn xattr_lines(trace: &Path) -> Vec<Vec<String>> {
@@ -127,10 +136,7 @@ fn xattr_lines(trace: &Path) -> Vec<Vec<String>> {
 #[test]
 fn every_xattr_call_is_captured_by_bpf_and_replayed() {
     const TEST: &str = "xattr calls captured";
-    if !can_capture(TEST, &["cc"]) || !tracers(TEST).contains(&"bpf") {
-        return;
-    }
-    let Some(work) = xattr_tempdir(TEST) else {
+    let Some(work) = bpf_xattr_tempdir(TEST, &["cc"]) else {
         return;
     };
     let program = compiled(work.path(), "xattrs", PROGRAM);
@@ -301,10 +307,7 @@ fn acl(path: &Path) -> Vec<u8> {
 #[test]
 fn cp_a_of_files_with_attributes_replays_their_reads_and_the_tree_compares_them() {
     const TEST: &str = "cp -a of files with attributes";
-    if !can_capture(TEST, &["cp"]) || !tracers(TEST).contains(&"bpf") {
-        return;
-    }
-    let Some(work) = xattr_tempdir(TEST) else {
+    let Some(work) = bpf_xattr_tempdir(TEST, &["cp"]) else {
         return;
     };
     let orig = work.path().join("root");
