@@ -544,7 +544,7 @@ fn xattr_refused(x: &Xattr, before: Option<&Xattr>, listed: usize) -> Option<Str
 
 /// Bytes written as pairs of hex digits.
 fn hex(field: &[u8]) -> Option<Vec<u8>> {
-    (field.len() % 2 == 0).then_some(())?;
+    field.len().is_multiple_of(2).then_some(())?;
     let digits = std::str::from_utf8(field).ok()?;
     (0..digits.len())
         .step_by(2)
