@@ -58,8 +58,10 @@ impl Lister {
             // Each value read whole (64 KiB at most): its size, and an ACL's bytes.
             let size = match rustix::fs::lgetxattr(at, attr, &mut self.value[..]) {
                 Ok(size) => size,
-                // Removed since the list was read.
-                Err(Errno::NODATA) => continue,
+                // Removed since the list was read; or one this user may not read (a `user.`
+                // attribute of a file it cannot read): left out, as it would be unreadable in
+                // a replay by this user too.
+                Err(Errno::NODATA | Errno::ACCESS | Errno::PERM) => continue,
                 Err(e) => return Err(e),
             };
             let value = (Xattr::valued(attr) && size <= XATTR_VALUE_MAX)
