@@ -403,9 +403,10 @@ fn show(trace: &Path) -> anyhow::Result<()> {
     let _ = writeln!(out, "root      {}", s.root.display());
     let _ = writeln!(
         out,
-        "before    {} entries, {}",
+        "before    {} entries, {}, {} extended attributes",
         group_thousands(s.initial_entries),
-        format_bytes(s.initial_bytes)
+        format_bytes(s.initial_bytes),
+        group_thousands(s.initial_xattrs)
     );
     let _ = writeln!(
         out,

@@ -334,6 +334,17 @@ fn cp_a_of_files_with_attributes_replays_their_reads_and_the_tree_compares_them(
     capture_by(&orig, &trace, &["cp", "-a", "a", "b", "copy"], Some("bpf"));
     let lines = trace_text(&trace);
     assert!(lines.contains("\nx\ta\tuser.one\t5\n"), "{lines}");
+    let state = tempdir();
+    let show = run(fsbench(state.path())
+        .args(["capture", "--show"])
+        .arg(&trace));
+    let xattrs = if with_acl { 4 } else { 3 };
+    let before = format!("before    3 entries, 11 B, {xattrs} extended attributes");
+    assert!(
+        text(&show.stdout).contains(&before),
+        "{}",
+        text(&show.stdout)
+    );
     assert!(
         lines.contains("\nfinal\tx\tcopy/b\tuser.one\t3000\n"),
         "{lines}"

@@ -228,6 +228,8 @@ pub struct Summary {
     pub initial_bytes: u64,
     /// Further names of files in the initial state.
     pub initial_links: u64,
+    /// The extended attributes of the initial state's entries.
+    pub initial_xattrs: u64,
     pub creates: u64,
     /// Bytes the replay's calls may write (their recorded lengths), for the space it needs.
     pub may_write: u64,
@@ -256,6 +258,7 @@ impl Summary {
         };
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
+            s.initial_xattrs += r.xattrs().len() as u64;
             match e {
                 Entry::File(_, size, _) => {
                     s.initial_bytes = (s.initial_bytes.checked_add(size))
