@@ -17,13 +17,14 @@ if [ "${1:-}" = "--tests" ]; then
     # strace: the MPI tests slow a rank with it and read the names a rank opened;
     # mkntfs and ntfs-3g: the ntfs test; zfs-fuse, zpool and zfs: the zfs test; stress-ng:
     # the background-load tests; sqlite3 and git: programs captured and replayed; fio: the
-    # io workload's tests and bench/fio_compare.py.
+    # io workload's tests and bench/fio_compare.py; setfacl: an ACL captured with its file
+    # and made again by the replay.
     tools+=(setpriv:util-linux gcc:gcc python3:python3 chromium:chromium tar:tar zstd:zstd
         xz:xz-utils bzip2:bzip2 lzop:lzop
         sfdisk:fdisk partx:util-linux unshare:util-linux mpirun:openmpi-bin
         mpicc:libopenmpi-dev mkntfs:ntfs-3g ntfs-3g:ntfs-3g
         zfs-fuse:zfs-fuse zpool:zfs-fuse zfs:zfs-fuse stress-ng:stress-ng pkill:procps
-        sqlite3:sqlite3 git:git fio:fio)
+        sqlite3:sqlite3 git:git fio:fio setfacl:acl)
 fi
 # mdbook builds and tests the book (docs/). Debian has no package of it; crates.io's is built
 # once into cargo's bin directory (about 3.5 minutes on 2 cores, without the `serve` and `watch`

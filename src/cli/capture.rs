@@ -24,7 +24,7 @@ use fsbench_workloads::replay::strace::{Parser, Skip};
 use fsbench_workloads::replay::trace::{
     Call, Entry, Left, Program, TraceWriter, Tracer, call_line,
 };
-use fsbench_workloads::replay::{Summary, left_at, replay_into, snapshot};
+use fsbench_workloads::replay::{Snapshot, Summary, left_at, replay_into, snapshot};
 
 #[derive(Debug, Args)]
 pub(super) struct CaptureArgs {
@@ -202,7 +202,8 @@ fn capture(
     partial: &Path,
     progress: &Progress,
 ) -> anyhow::Result<String> {
-    let entries = snapshot(root)?;
+    let state = snapshot(root)?;
+    let entries = &state.entries;
     let scratch = partial.parent().unwrap_or(Path::new("."));
     // The calls first, to a file of their own: what the initial state must hold besides
     // the root's (files the program took from outside) is known once they are read.
@@ -212,7 +213,7 @@ fn capture(
     let start = Start {
         root,
         cwd,
-        before: &entries,
+        before: entries,
     };
     let traced = match tracer {
         Chosen::Bpf(loaded) => {
@@ -243,7 +244,7 @@ fn capture(
     };
     let outcome = traced.and_then(|traced| {
         let left = left_at(root)?;
-        write_trace(root, &entries, &left, traced, partial, &calls_file)
+        write_trace(root, &state, &left, traced, partial, &calls_file)
     });
     let _ = std::fs::remove_file(&calls_file);
     outcome
@@ -258,7 +259,7 @@ fn note_fallback(why: &str) {
 /// was not recorded, the tasks and the tree left; what it captured, in one line.
 fn write_trace(
     root: &Path,
-    entries: &[Entry],
+    state: &Snapshot,
     left: &[Left],
     traced: Traced,
     partial: &Path,
@@ -275,7 +276,13 @@ fn write_trace(
         .with_context(|| format!("cannot create {}", partial.display()))?;
     let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root, &program)?;
     let sources = parser.sources();
-    for e in entries.iter().chain(&sources) {
+    for (i, e) in state.entries.iter().enumerate() {
+        writer.entry(e)?;
+        for x in state.xattrs_of(i) {
+            writer.xattr(e.path(), x)?;
+        }
+    }
+    for e in &sources {
         writer.entry(e)?;
     }
     let mut input = BufReader::new(std::fs::File::open(calls_file)?);
@@ -303,7 +310,7 @@ fn write_trace(
          not recorded (outside it, pipes...); the command took {:.3} s under capture, {how}",
         group_thousands(calls),
         root.display(),
-        group_thousands(entries.len() as u64),
+        group_thousands(state.entries.len() as u64),
         group_thousands(
             sources
                 .iter()
@@ -396,9 +403,10 @@ fn show(trace: &Path) -> anyhow::Result<()> {
     let _ = writeln!(out, "root      {}", s.root.display());
     let _ = writeln!(
         out,
-        "before    {} entries, {}",
+        "before    {} entries, {}, {} extended attributes",
         group_thousands(s.initial_entries),
-        format_bytes(s.initial_bytes)
+        format_bytes(s.initial_bytes),
+        group_thousands(s.initial_xattrs)
     );
     let _ = writeln!(
         out,

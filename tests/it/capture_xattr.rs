@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Command;
 
 use crate::common::capture::{
     assert_faithful, can_capture, capture_by, compiled, replay, trace_text, tracers,
@@ -113,6 +114,15 @@ fn xattr_tempdir(test: &str) -> Option<tempfile::TempDir> {
     Some(work)
 }
 
+/// Where the bpf tracer can capture a program using `tools`: a scratch directory that keeps
+/// `user.` attributes; `None`, said as a skip, elsewhere.
+fn bpf_xattr_tempdir(test: &str, tools: &[&str]) -> Option<tempfile::TempDir> {
+    if !can_capture(test, tools) || !tracers(test).contains(&"bpf") {
+        return None;
+    }
+    xattr_tempdir(test)
+}
+
 /// The trace's calls of the xattr kinds, as their fields: kind, errno, fd, fd2, a, b, path,
 /// path2.
 fn xattr_lines(trace: &Path) -> Vec<Vec<String>> {
@@ -126,10 +136,7 @@ fn xattr_lines(trace: &Path) -> Vec<Vec<String>> {
 #[test]
 fn every_xattr_call_is_captured_by_bpf_and_replayed() {
     const TEST: &str = "xattr calls captured";
-    if !can_capture(TEST, &["cc"]) || !tracers(TEST).contains(&"bpf") {
-        return;
-    }
-    let Some(work) = xattr_tempdir(TEST) else {
+    let Some(work) = bpf_xattr_tempdir(TEST, &["cc"]) else {
         return;
     };
     let program = compiled(work.path(), "xattrs", PROGRAM);
@@ -221,7 +228,8 @@ fn every_xattr_call_is_captured_by_bpf_and_replayed() {
 /// A real program's loop of attribute calls (as a `setfattr` loop makes them): Python's
 /// `os.setxattr`, `os.getxattr`, `os.listxattr`, `os.removexattr`. Under bpf every call is
 /// recorded and replayed, the attributes left where the program left them; under strace,
-/// which is not asked for them, none is recorded and the replay's files have none.
+/// which is not asked for them, none is recorded, the replay's files have none, and the
+/// comparison of the trees says which attributes the program's had.
 #[test]
 fn a_python_attribute_loop_replays_its_attributes() {
     const TEST: &str = "a Python attribute loop";
@@ -248,7 +256,20 @@ fn a_python_attribute_loop_replays_its_attributes() {
         capture_by(&orig, &trace, &["python3", "-c", script], Some(tracer));
         let replayed = work.path().join(format!("replayed-{tracer}"));
         let report = replay(&trace, &replayed);
-        assert_faithful(&report, &orig, &replayed);
+        if tracer == "bpf" {
+            assert_faithful(&report, &orig, &replayed);
+        } else {
+            assert_eq!(report.mismatched, 0, "{:?}", report.notes);
+            assert_eq!(tree(&orig), tree(&replayed));
+            assert_eq!(report.tree_differs, Some(20), "{:?}", report.notes);
+            let f0 =
+                "f0: attributes: the program's user.big 2000 B, user.tag 1 B, the replay's none";
+            assert!(
+                report.notes.iter().any(|n| n.contains(f0)),
+                "{:?}",
+                report.notes
+            );
+        }
         let c = &report.captured;
         let left = |root: &Path| {
             (0..20)
@@ -267,4 +288,190 @@ fn a_python_attribute_loop_replays_its_attributes() {
             assert!(replayed_attrs.iter().all(BTreeMap::is_empty));
         }
     }
+}
+
+/// A file's POSIX ACL, its value as the kernel keeps it (empty: none).
+fn acl(path: &Path) -> Vec<u8> {
+    let mut value = vec![0u8; 4096];
+    let n = rustix::fs::lgetxattr(path, "system.posix_acl_access", &mut value[..]).unwrap_or(0);
+    value.truncate(n);
+    value
+}
+
+/// `cp -a` of files that had attributes before the capture (and an ACL, where `setfacl` is
+/// installed): the trace's initial state lists them, the replay makes them again, so that
+/// cp's getxattr calls of them succeed as they did and the replay's tree has the program's
+/// attributes (names and sizes; the ACL's value too). Before, each came out `ENODATA`. A
+/// trace whose tree left lists an attribute the replay does not make is told apart, the
+/// attribute named.
+#[test]
+fn cp_a_of_files_with_attributes_replays_their_reads_and_the_tree_compares_them() {
+    const TEST: &str = "cp -a of files with attributes";
+    let Some(work) = bpf_xattr_tempdir(TEST, &["cp"]) else {
+        return;
+    };
+    let orig = work.path().join("root");
+    std::fs::create_dir_all(orig.join("copy")).unwrap();
+    let (a, b) = (orig.join("a"), orig.join("b"));
+    std::fs::write(&a, b"hello").unwrap();
+    std::fs::write(&b, b"world!").unwrap();
+    let set = |file: &Path, name: &str, value: &[u8]| {
+        rustix::fs::setxattr(file, name, value, rustix::fs::XattrFlags::empty()).unwrap();
+    };
+    set(&a, "user.one", b"12345");
+    set(&a, "user.two", b"abc");
+    set(&b, "user.one", &[7; 3000]);
+    let with_acl = has_tool("setfacl");
+    if with_acl {
+        let out = run(Command::new("setfacl").args(["-m", "u:nobody:r"]).arg(&b));
+        assert!(out.status.success(), "setfacl: {}", text(&out.stderr));
+    } else {
+        skip(&format!(
+            "{TEST}: an ACL: setfacl is not installed (scripts/test.sh installs it)"
+        ));
+    }
+    let trace = work.path().join("cp.trace");
+    capture_by(&orig, &trace, &["cp", "-a", "a", "b", "copy"], Some("bpf"));
+    let lines = trace_text(&trace);
+    assert!(lines.contains("\nx\ta\tuser.one\t5\n"), "{lines}");
+    let state = tempdir();
+    let show = run(fsbench(state.path())
+        .args(["capture", "--show"])
+        .arg(&trace));
+    let xattrs = if with_acl { 4 } else { 3 };
+    let before = format!("before    3 entries, 11 B, {xattrs} extended attributes");
+    assert!(
+        text(&show.stdout).contains(&before),
+        "{}",
+        text(&show.stdout)
+    );
+    assert!(
+        lines.contains("\nfinal\tx\tcopy/b\tuser.one\t3000\n"),
+        "{lines}"
+    );
+    let replayed = work.path().join("replayed");
+    let report = replay(&trace, &replayed);
+    // cp read each attribute of a and b: none came out otherwise.
+    assert!(report.calls["getxattr"] >= 3, "{:?}", report.calls);
+    let otherwise = report
+        .notes
+        .iter()
+        .find(|n| n.contains("came out otherwise"));
+    assert!(
+        otherwise.is_none_or(|n| !n.contains("getxattr")),
+        "{:?}",
+        report.notes
+    );
+    for file in ["a", "b", "copy/a", "copy/b"] {
+        let want = attrs(&orig.join(file));
+        assert_eq!(attrs(&replayed.join(file)), want, "{file}");
+    }
+    assert_eq!(attrs(&replayed.join("copy/b"))[&b"user.one"[..]], 3000);
+    if with_acl {
+        assert!(!acl(&b).is_empty());
+        assert_eq!(acl(&replayed.join("b")), acl(&b));
+        assert_eq!(acl(&replayed.join("copy/b")), acl(&b));
+        assert!(
+            lines.contains("\nx\tb\tsystem.posix_acl_access\t"),
+            "{lines}"
+        );
+    }
+    assert!(
+        !report.notes.iter().any(|n| n.contains("attributes:")),
+        "{:?}",
+        report.notes
+    );
+    // The tree left lists one attribute more on a: the replay's tree is told apart.
+    let edited = lines.replacen(
+        "\nfinal\tf\ta\t5\t644\t1\n",
+        "\nfinal\tf\ta\t5\t644\t1\nfinal\tx\ta\tuser.gone\t7\n",
+        1,
+    );
+    assert_ne!(edited, lines);
+    std::fs::write(&trace, zstd::encode_all(edited.as_bytes(), 3).unwrap()).unwrap();
+    let again = replay(&trace, &work.path().join("again"));
+    let note = again.notes.iter().find(|n| n.contains("tree differs"));
+    let note = note.unwrap_or_else(|| panic!("{:?}", again.notes));
+    assert!(
+        note.contains("a: attributes: the program's user.gone 7 B, the replay's none"),
+        "{note}"
+    );
+    assert_eq!(
+        again.tree_differs,
+        report.tree_differs.map(|n| n + 1),
+        "{:?}",
+        again.notes
+    );
+}
+
+/// Hostile attribute lines in a trace's initial state: a name past 255 bytes, a value past
+/// 64 KiB, one of a path not the entry before it (outside the root, or another file): each
+/// refused naming its line before anything is made. An entry outside the root is refused
+/// with its attributes, and a symlink's own attribute leads nowhere beyond it: nothing
+/// outside the run changes.
+#[test]
+fn hostile_attribute_lines_replay_nothing_outside() {
+    let work = tempdir();
+    let (outside, dir) = (work.path().join("outside"), work.path().join("run"));
+    std::fs::write(&outside, b"keep").unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    let trace = work.path().join("t.trace");
+    let state = tempdir();
+    let replay_of = |entries: &[&str]| {
+        crate::traces::hand_trace(&trace, 4, entries, &[]);
+        output_within(
+            fsbench(state.path())
+                .args(["capture", "--replay"])
+                .arg(&trace)
+                .arg("-C")
+                .arg(&dir),
+            limit(),
+        )
+    };
+    let long = format!("x\tf\tuser.{}\t1", "n".repeat(251));
+    let refused = [
+        (long.as_str(), "longer than 255 bytes (XATTR_NAME_MAX)"),
+        (
+            "x\tf\tuser.a\t65537",
+            "larger than 65,536 bytes (XATTR_SIZE_MAX)",
+        ),
+        (
+            "x\t../outside\tuser.a\t1",
+            "an attribute of ../outside, which is not the entry",
+        ),
+        (
+            "x\tg\tuser.a\t1",
+            "an attribute of g, which is not the entry before it",
+        ),
+    ];
+    for (line, why) in refused {
+        let out = replay_of(&["f\tf\t1\t644", line]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{line}: {err}");
+        assert!(
+            err.contains("damaged trace at line 4: ") && err.contains(why),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{line}");
+    }
+    let path = outside.to_str().unwrap();
+    let entries = [
+        "f\t../escape\t1\t644",
+        "x\t../escape\tuser.a\t1",
+        &format!("l\tout\t{path}"),
+        "x\tout\tuser.a\t1",
+    ];
+    let out = replay_of(&entries);
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("lead outside the run's directory"), "{said}");
+    // user. attributes are refused on a symlink.
+    let unmade = "1 extended attributes of the initial state were not made";
+    assert!(
+        said.contains(unmade) && said.contains("user.a of out: EPERM"),
+        "{said}"
+    );
+    assert!(!work.path().join("escape").exists());
+    assert!(attrs(&outside).is_empty());
+    assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
 }

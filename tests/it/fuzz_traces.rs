@@ -176,7 +176,28 @@ fn trace_entry() -> impl Strategy<Value = String> {
         6 => (name(), size).prop_map(|(p, n)| format!("f\t{p}\t{n}")),
         6 => (name(), target).prop_map(|(p, t)| format!("l\t{p}\t{t}")),
         4 => (name(), name()).prop_map(|(p, q)| format!("h\t{p}\t{q}")),
+        // With an attribute: of the entry, or of another path (damage).
+        3 => (name(), xattr()).prop_map(|(p, x)| format!("d\t{p}\nx\t{p}\t{x}")),
+        3 => (name(), trace_path(), xattr())
+            .prop_map(|(p, q, x)| format!("l\t{p}\tOUTSIDE/canary\nx\t{q}\t{x}")),
     ]
+}
+
+/// An attribute line's NAME SIZE [VALUE]: namespaces the kernel takes or refuses, names and
+/// sizes at and past its bounds, an ACL's value of any length.
+fn xattr() -> impl Strategy<Value = String> {
+    let names = vec![
+        "user.a".to_string(),
+        "trusted.t".to_string(),
+        "security.s".to_string(),
+        "system.posix_acl_access".to_string(),
+        format!("user.{}", "n".repeat(250)),
+        format!("user.{}", "n".repeat(251)),
+        "a%00b".to_string(),
+    ];
+    let size = edges(0u64..70_000, vec![65_536, 65_537, u64::MAX]);
+    let value = prop_oneof![3 => Just(String::new()), 1 => "\t[0-9a-f]{0,12}"];
+    (prop::sample::select(names), size, value).prop_map(|(n, s, v)| format!("{n}\t{s}{v}"))
 }
 
 /// A line that is no call: fields missing, escapes that are no bytes, words for numbers,

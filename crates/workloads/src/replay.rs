@@ -29,7 +29,7 @@ use fsbench_model::measurement::Figure;
 use fsbench_model::units::group_thousands;
 use fsbench_model::workload::WorkerMode;
 use load::Loaded;
-pub use state::{left_at, snapshot};
+pub use state::{Snapshot, left_at, snapshot};
 use trace::{Call, Entry, Kind, Program, TraceReader};
 
 /// How the calls are paced.
@@ -228,6 +228,8 @@ pub struct Summary {
     pub initial_bytes: u64,
     /// Further names of files in the initial state.
     pub initial_links: u64,
+    /// The extended attributes of the initial state's entries.
+    pub initial_xattrs: u64,
     pub creates: u64,
     /// Bytes the replay's calls may write (their recorded lengths), for the space it needs.
     pub may_write: u64,
@@ -256,6 +258,7 @@ impl Summary {
         };
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
+            s.initial_xattrs += r.xattrs().len() as u64;
             match e {
                 Entry::File(_, size, _) => {
                     s.initial_bytes = (s.initial_bytes.checked_add(size))
@@ -397,6 +400,8 @@ pub struct Replay {
     loaded: Option<Loaded>,
     report: Option<ReplayReport>,
     refused_entries: u64,
+    /// The initial state's attributes that were not made.
+    unmade_xattrs: state::Unmade,
     /// Where a crash-recorded run notes what the trace's syncs covered.
     oracle: Option<crate::oracle::Oracle>,
 }
@@ -408,6 +413,7 @@ impl Replay {
             loaded: None,
             report: None,
             refused_entries: 0,
+            unmade_xattrs: state::Unmade::default(),
             oracle: None,
         }
     }
@@ -438,6 +444,7 @@ impl Workload for Replay {
             Loaded::read(trace).map_err(|e| FsbenchError::InvalidInput(format!("{e:#}")))?;
         let made = state::recreate(dir, trace, cancel)?;
         self.refused_entries = made.refused;
+        self.unmade_xattrs = made.unmade;
         loaded.others_may_move |= made.open;
         self.loaded = Some(loaded);
         Ok(())
@@ -495,6 +502,7 @@ impl Workload for Replay {
         report.mismatched = tally.mismatches.values().sum();
         report.refused = tally.refused;
         report.notes = notes::notes(&tally, self.refused_entries, loaded);
+        report.notes.extend(self.unmade_xattrs.note());
         report.notes.extend(notes::workers(loaded, workers));
         self.report = Some(report);
         Ok(())

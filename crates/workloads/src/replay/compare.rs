@@ -8,7 +8,7 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 use super::state::{each_left, walk_order};
-use super::trace::{Left, TraceReader};
+use super::trace::{Left, TraceReader, Xattr};
 use fsbench_measure::units::shown;
 use fsbench_model::units::group_thousands;
 
@@ -20,7 +20,8 @@ const LOST_FOUND: &[u8] = b"lost+found";
 
 /// Compares the tree below `dir` with the one the program left, as the trace (`None`: the
 /// built-in demo) holds it: the number of entries that differ (missing, extra, or of another
-/// type, size, mode or link count; `None`: not compared) and a note naming a few.
+/// type, size, mode, link count or attributes — those of a trace that lists them; `None`:
+/// not compared) and a note naming a few.
 pub(super) fn tree(
     trace: Option<&Path>,
     dir: BorrowedFd<'_>,
@@ -28,7 +29,8 @@ pub(super) fn tree(
     let mut program = TraceReader::open(trace)?;
     let mut cmp = Comparison::default();
     cmp.more = program.left(&mut cmp.want)?;
-    each_left(dir, &mut |got| cmp.replayed(&mut program, got))?;
+    let xattrs = program.records_xattrs();
+    each_left(dir, xattrs, &mut |got| cmp.replayed(&mut program, got))?;
     while cmp.more {
         cmp.found.add(Some(&cmp.want), None);
         cmp.next(&mut program)?;
@@ -64,12 +66,26 @@ impl Differences {
         self.count += 1;
         if self.named.len() < TREE_NAMED {
             let path = program.or(replay).map_or(&[][..], |e| &e.path[..]);
-            self.named.push(format!(
-                "{}: program {}, replay {}",
-                shown(path),
-                describe(program),
-                describe(replay)
-            ));
+            let mut named = vec![];
+            if program
+                .zip(replay)
+                .is_none_or(|(p, r)| !same_but_xattrs(p, r))
+            {
+                named.push(format!(
+                    "program {}, replay {}",
+                    describe(program),
+                    describe(replay)
+                ));
+            }
+            if let Some((p, r)) = program.zip(replay).filter(|(p, r)| p.xattrs != r.xattrs) {
+                named.push(format!(
+                    "attributes: the program's {}, the replay's {}",
+                    xattrs_text(&p.xattrs, &r.xattrs),
+                    xattrs_text(&r.xattrs, &p.xattrs)
+                ));
+            }
+            self.named
+                .push(format!("{}: {}", shown(path), named.join(", ")));
         }
     }
 }
@@ -125,12 +141,30 @@ impl Comparison {
         }
         let note = format!(
             "the replay's tree differs from what the program left in {} of {} entries (names, \
-             types, sizes, modes, link counts): {}",
+             types, sizes, modes, link counts, extended attributes): {}",
             group_thousands(found.count),
             group_thousands(self.wanted),
             found.named.join("; ")
         );
         (Some(found.count), Some(note))
+    }
+}
+
+fn same_but_xattrs(a: &Left, b: &Left) -> bool {
+    (a.kind, a.size, a.mode, a.nlink, &a.target) == (b.kind, b.size, b.mode, b.nlink, &b.target)
+}
+
+/// The attributes of `these` that `others` has not with the same size, each with its size,
+/// the first few; `none`. Each side names only its own: the differences.
+fn xattrs_text(these: &[Xattr], others: &[Xattr]) -> String {
+    let own: Vec<String> = (these.iter())
+        .filter(|x| !others.iter().any(|o| o.name == x.name && o.size == x.size))
+        .map(|x| format!("{} {} B", shown(&x.name), x.size))
+        .collect();
+    match own.len() {
+        0 => "none".to_string(),
+        n if n > 3 => format!("{} and {} more", own[..3].join(", "), n - 3),
+        _ => own.join(", "),
     }
 }
 

@@ -2,7 +2,10 @@
 //! made again, untimed, before a replay — with the archive extraction's rules, so that a
 //! hostile trace cannot make anything outside the run's directory; listed again after the
 //! program ran (the tree it left), and after a replay, to compare the two (in one order, see
-//! [`walk_order`], entry by entry).
+//! [`walk_order`], entry by entry). Each entry with its extended attributes
+//! ([`xattrs`]).
+
+mod xattrs;
 
 use std::cmp::Ordering as Order;
 use std::collections::HashMap;
@@ -13,21 +16,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use super::load::open_to_others;
-use super::trace::{Entry, Left, OUTSIDE};
+use super::trace::{Entry, Left, OUTSIDE, Xattr};
 use crate::archive::extract::split_member;
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::units::shown;
+pub(crate) use xattrs::Unmade;
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS);
 
-/// What [`walk`] calls for each entry: its path, its status, a symlink's target.
-type Visit<'v> = dyn FnMut(&[u8], &rustix::fs::Stat, &[u8]) -> anyhow::Result<()> + 'v;
+/// What [`walk`] calls for each entry: its path, its status, a symlink's target, its
+/// attributes.
+type Visit<'v> = dyn FnMut(&[u8], &rustix::fs::Stat, &[u8], &[Xattr]) -> anyhow::Result<()> + 'v;
 
 /// Everything below `dir`, parents before children, names sorted: each entry's path, its
-/// status and a symlink's target. `skip` leaves a top-level name (and what it holds) out.
-fn walk(dir: BorrowedFd<'_>, skip: &[u8], visit: &mut Visit<'_>) -> anyhow::Result<()> {
+/// status, a symlink's target and, with `xattrs`, the attributes of directories, files and
+/// symlinks. `skip` leaves a top-level name (and what it holds) out.
+fn walk(
+    dir: BorrowedFd<'_>,
+    skip: &[u8],
+    xattrs: bool,
+    visit: &mut Visit<'_>,
+) -> anyhow::Result<()> {
     let mut stack = vec![Vec::new()];
-    let mut target = Vec::new();
+    let (mut target, mut found) = (Vec::new(), Vec::new());
+    let mut lister = xattrs.then(xattrs::Lister::new);
     while let Some(rel) = stack.pop() {
         let shown_dir = if rel.is_empty() {
             ".".into()
@@ -67,7 +79,8 @@ fn walk(dir: BorrowedFd<'_>, skip: &[u8], visit: &mut Visit<'_>) -> anyhow::Resu
             let stat = rustix::fs::statat(here, &name[..], AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| invalid(format!("{}: {e}", shown(&path))))?;
             target.clear();
-            match FileType::from_raw_mode(stat.st_mode) {
+            let kind = FileType::from_raw_mode(stat.st_mode);
+            match kind {
                 FileType::Directory => subdirs.push(path.clone()),
                 FileType::Symlink => {
                     let t = rustix::fs::readlinkat(here, &name[..], Vec::new())
@@ -76,7 +89,21 @@ fn walk(dir: BorrowedFd<'_>, skip: &[u8], visit: &mut Visit<'_>) -> anyhow::Resu
                 }
                 _ => {}
             }
-            visit(&path, &stat, &target)?;
+            found.clear();
+            let listed = matches!(
+                kind,
+                FileType::Directory | FileType::Symlink | FileType::RegularFile
+            );
+            if let Some(lister) = lister.as_mut().filter(|_| listed) {
+                let symlink = kind == FileType::Symlink;
+                lister.list(here, &name, symlink, &mut found).map_err(|e| {
+                    invalid(format!(
+                        "cannot list the attributes of {}: {e}",
+                        shown(&path)
+                    ))
+                })?;
+            }
+            visit(&path, &stat, &target, &found)?;
         }
         // Depth first, in name order.
         stack.extend(subdirs.into_iter().rev());
@@ -84,13 +111,32 @@ fn walk(dir: BorrowedFd<'_>, skip: &[u8], visit: &mut Visit<'_>) -> anyhow::Resu
     Ok(())
 }
 
-/// Lists everything below `root` as initial entries (FIFOs, sockets and devices left out:
-/// a replay has nothing to make them with).
-pub fn snapshot(root: &Path) -> anyhow::Result<Vec<Entry>> {
+/// The root's state as [`snapshot`] lists it: its entries, and the attributes of those
+/// that have any, by the entry's index (a hard link's are its first name's).
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub entries: Vec<Entry>,
+    xattrs: Vec<(usize, Vec<Xattr>)>,
+}
+
+impl Snapshot {
+    /// The attributes of entry `index`.
+    pub fn xattrs_of(&self, index: usize) -> &[Xattr] {
+        match self.xattrs.binary_search_by_key(&index, |(i, _)| *i) {
+            Ok(at) => &self.xattrs[at].1,
+            Err(_) => &[],
+        }
+    }
+}
+
+/// Lists everything below `root` as initial entries with their attributes (FIFOs, sockets
+/// and devices left out: a replay has nothing to make them with).
+pub fn snapshot(root: &Path) -> anyhow::Result<Snapshot> {
     let dir = open_root(root)?;
     let mut links: HashMap<(u64, u64), Vec<u8>> = HashMap::new();
     let mut entries = Vec::new();
-    walk(dir.as_fd(), b"", &mut |path, stat, target| {
+    let mut with_xattrs = Vec::new();
+    walk(dir.as_fd(), b"", true, &mut |path, stat, target, xattrs| {
         let mode = stat.st_mode & 0o7777;
         let entry = match FileType::from_raw_mode(stat.st_mode) {
             FileType::Directory => Entry::Dir(path.to_vec(), mode),
@@ -109,22 +155,30 @@ pub fn snapshot(root: &Path) -> anyhow::Result<Vec<Entry>> {
             }
             _ => return Ok(()),
         };
+        if !xattrs.is_empty() && !matches!(entry, Entry::HardLink(..)) {
+            with_xattrs.push((entries.len(), xattrs.to_vec()));
+        }
         entries.push(entry);
         Ok(())
     })
     .map_err(|e| invalid(format!("--root {}: {e:#}", root.display())))?;
-    Ok(entries)
+    Ok(Snapshot {
+        entries,
+        xattrs: with_xattrs,
+    })
 }
 
 /// Each entry of the tree below `dir` in [`walk`]'s order (see [`walk_order`]), as a
-/// replay's is compared with a program's: names, types, sizes, modes and files' link counts;
-/// what the replay made for files from outside left out. One [`Left`] is reused throughout.
+/// replay's is compared with a program's: names, types, sizes, modes, files' link counts and,
+/// with `xattrs`, the attributes' names and sizes; what the replay made for files from
+/// outside left out. One [`Left`] is reused throughout.
 pub(super) fn each_left(
     dir: BorrowedFd<'_>,
+    xattrs: bool,
     visit: &mut dyn FnMut(&Left) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut one = Left::default();
-    walk(dir, OUTSIDE, &mut |path, stat, target| {
+    walk(dir, OUTSIDE, xattrs, &mut |path, stat, target, xattrs| {
         one.kind = match FileType::from_raw_mode(stat.st_mode) {
             FileType::Directory => b'd',
             FileType::Symlink => b'l',
@@ -145,6 +199,13 @@ pub(super) fn each_left(
         one.nlink = if one.kind == b'f' { stat.st_nlink } else { 1 };
         one.target.clear();
         one.target.extend_from_slice(target);
+        one.xattrs.clear();
+        // The values are not compared: a replay's are a pattern.
+        let sized = xattrs.iter().map(|x| Xattr {
+            value: None,
+            ..x.clone()
+        });
+        one.xattrs.extend(sized);
         visit(&one)
     })
 }
@@ -171,7 +232,7 @@ pub(super) fn walk_order(a: &[u8], b: &[u8]) -> Order {
 pub fn left_at(root: &Path) -> anyhow::Result<Vec<Left>> {
     let dir = open_root(root)?;
     let mut out = Vec::new();
-    each_left(dir.as_fd(), &mut |e| {
+    each_left(dir.as_fd(), true, &mut |e| {
         out.push(e.clone());
         Ok(())
     })
@@ -185,6 +246,8 @@ pub(crate) struct Made {
     pub refused: u64,
     /// Whether a directory got a mode that lets other users move names in it.
     pub open: bool,
+    /// The attributes that could not be made.
+    pub unmade: Unmade,
 }
 
 fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
@@ -194,10 +257,11 @@ fn open_root(root: &Path) -> anyhow::Result<OwnedFd> {
 }
 
 /// Makes the trace's initial state again below `dir`, reading it as a stream; files are
-/// filled with a pattern and get their modes, directories theirs once everything is made
-/// (so that a read-only one is filled first). An entry outside the directory (`..`,
-/// absolute) is refused; one that cannot be made is an error. `cancel` (Ctrl-C) stops it
-/// between entries and between MiB of a file.
+/// filled with a pattern and get their attributes and modes, directories and symlinks their
+/// attributes, directories their modes once everything is made (so that a read-only one is
+/// filled first). An entry outside the directory (`..`, absolute) is refused; one that
+/// cannot be made is an error, an attribute the target refuses is counted. `cancel`
+/// (Ctrl-C) stops it between entries and between MiB of a file.
 pub(crate) fn recreate(
     dir: BorrowedFd<'_>,
     trace: Option<&Path>,
@@ -205,6 +269,7 @@ pub(crate) fn recreate(
 ) -> Result<Made, FsbenchError> {
     let mut parent = Vec::new();
     let mut refused = 0;
+    let mut unmade = Unmade::default();
     let pattern = vec![0x5a_u8; 1 << 20];
     let mut entries = Entries::open(trace)?;
     while let Some(e) = entries.next_entry()? {
@@ -224,6 +289,8 @@ pub(crate) fn recreate(
         };
         let at = open_dir(dir, &parent).map_err(|e| fail("the directory of", e))?;
         let at = at.as_ref().map_or(dir, |f| f.as_fd());
+        let set_xattrs =
+            |unmade: &mut Unmade| xattrs::set(at, name, path, entries.0.xattrs(), &pattern, unmade);
         match &e {
             Entry::Dir(..) => {
                 rustix::fs::mkdirat(at, name, Mode::from(0o755)).map_err(|e| fail("dir", e))?
@@ -231,20 +298,17 @@ pub(crate) fn recreate(
             Entry::Symlink(_, target) => rustix::fs::symlinkat(target.as_slice(), at, name)
                 .map_err(|e| fail("symlink", e))?,
             Entry::File(_, size, mode) => {
-                let flags = OFlags::WRONLY
-                    | OFlags::CREATE
-                    | OFlags::EXCL
-                    | OFlags::NOFOLLOW
-                    | OFlags::CLOEXEC;
-                let file = rustix::fs::openat(at, name, flags, Mode::from(0o600))
-                    .map_err(|e| fail("file", e))?;
-                match fill(&file, *size, &pattern, cancel) {
-                    Ok(true) => return Err(FsbenchError::Interrupted),
-                    Ok(false) => {}
+                let file = match new_file(at, name, *size, &pattern, cancel) {
+                    Ok(Some(file)) => file,
+                    Ok(None) => return Err(FsbenchError::Interrupted),
                     Err(e) => return Err(fail("file", e)),
-                }
+                };
+                // Before the mode: a read-only file's `user.` attributes take the right to
+                // write it (an ACL's mask and the mode agree, whichever is set last).
+                set_xattrs(&mut unmade);
                 rustix::fs::fchmod(&file, Mode::from_bits_truncate(*mode))
                     .map_err(|e| fail("file", e))?;
+                continue;
             }
             Entry::HardLink(_, first) => {
                 let mut first_parent = Vec::new();
@@ -259,11 +323,30 @@ pub(crate) fn recreate(
                     .map_err(|e| fail("hard link", e))?
             }
         }
+        set_xattrs(&mut unmade);
     }
     // One trace's decoder at a time (its window is up to 8 MiB).
     drop(entries);
     let open = set_modes(dir, trace)?;
-    Ok(Made { refused, open })
+    Ok(Made {
+        refused,
+        open,
+        unmade,
+    })
+}
+
+/// A new file `name` in `at` (mode 600), filled with `size` bytes of `pattern`; `None` when
+/// `cancel` stopped it.
+fn new_file(
+    at: BorrowedFd<'_>,
+    name: &[u8],
+    size: u64,
+    pattern: &[u8],
+    cancel: &AtomicBool,
+) -> rustix::io::Result<Option<OwnedFd>> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let file = rustix::fs::openat(at, name, flags, Mode::from(0o600))?;
+    Ok((!fill(&file, size, pattern, cancel)?).then_some(file))
 }
 
 /// The initial state's entries, read from the trace as a stream.

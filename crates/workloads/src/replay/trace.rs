@@ -1,19 +1,21 @@
-//! fsbench's trace format, version 3: zstd-compressed text, one record a line, fields
+//! fsbench's trace format, version 4: zstd-compressed text, one record a line, fields
 //! separated by tabs, paths relative to the captured root with `%XX` escapes for bytes that
 //! are not printable ASCII (and `%`, tab, space). It is read and written as a stream: a trace
-//! of any length takes a few buffers of memory. Versions 1 and 2 (without the fields marked
-//! `v2` and `v3`) are still read.
+//! of any length takes a few buffers of memory. Versions 1 to 3 (without the fields marked
+//! `v2`, `v3` and `v4`) are still read.
 //!
 //! ```text
-//! fsbench-trace 3
+//! fsbench-trace 4
 //! root  /abs/path/of/the/root           (where it was captured, for --show)
 //! program WALL-US OWN-US CALLS-US STRACE-NS UMASK TRACED   (v2: the program's times)
 //! d PATH MODE | f PATH SIZE MODE | l PATH TARGET | h PATH FIRST-PATH  (the initial state)
+//! x PATH NAME SIZE [VALUE]              (v4: an attribute of the entry before, by name)
 //! calls
 //! TID START-US DUR-US KIND RESULT ERRNO FD FD2 A B PATH PATH2 AT-US FLAGS   (one per call)
 //! skipped REASON COUNT EXAMPLE          (v2: calls not recorded, by reason)
 //! task TID PID                          (v3: each traced thread's process)
 //! final d PATH MODE | f PATH SIZE MODE NLINK | l PATH TARGET   (v2: the tree left)
+//! final x PATH NAME SIZE                (v4: an attribute of the entry before)
 //! end CALLS DROPPED                     (a trace without it is damaged)
 //! ```
 
@@ -28,9 +30,26 @@ pub(crate) use read::TraceReader;
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
 /// The version written; versions from 1 on are read.
-pub(crate) const VERSION: u32 = 3;
+pub(crate) const VERSION: u32 = 4;
 /// The first version that records each traced thread's process.
 pub(crate) const PROCESSES_SINCE: u32 = 3;
+/// The first version that records the entries' extended attributes (an older trace's tree
+/// is compared without them).
+pub(crate) const XATTRS_SINCE: u32 = 4;
+/// The longest attribute name the kernel takes (`XATTR_NAME_MAX`).
+pub const XATTR_NAME_MAX: usize = 255;
+/// The largest attribute value the kernel takes (`XATTR_SIZE_MAX`).
+pub const XATTR_SIZE_MAX: u64 = 64 << 10;
+/// The most bytes of names (each with its NUL) one file's list of attributes holds
+/// (`XATTR_LIST_MAX`): what a trace may list for one entry, so that an entry's attributes
+/// are held in bounded memory whatever the trace.
+pub const XATTR_LIST_MAX: usize = 64 << 10;
+/// The attributes whose value the kernel reads (POSIX ACLs: user and group ids and
+/// permissions, nothing secret), recorded with their value: a pattern would be refused.
+pub const VALUED_XATTRS: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
+/// The longest value recorded (16 KiB in hex fits a line beside a path of PATH_MAX): an ACL
+/// of 2,000 entries. A longer one is listed without it and not made again.
+pub const XATTR_VALUE_MAX: usize = 16 << 10;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// A call's flag: made on descriptor FD's file by its `/proc/self/fd/FD` name (a path of
 /// that form, or `AT_EMPTY_PATH`), PATH being what that descriptor was opened on.
@@ -75,6 +94,22 @@ impl Entry {
     }
 }
 
+/// One extended attribute of an entry: its name, its value's length and, for
+/// [`VALUED_XATTRS`] in the initial state, its value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Xattr {
+    pub name: Vec<u8>,
+    pub size: u64,
+    pub value: Option<Vec<u8>>,
+}
+
+impl Xattr {
+    /// Whether the attribute is recorded with its value (see [`VALUED_XATTRS`]).
+    pub fn valued(name: &[u8]) -> bool {
+        VALUED_XATTRS.contains(&name)
+    }
+}
+
 /// One entry of the tree a program left: what a replay's tree is compared with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Left {
@@ -89,6 +124,8 @@ pub struct Left {
     pub nlink: u64,
     /// A symlink's target.
     pub target: Vec<u8>,
+    /// Its extended attributes, by name (their values left out).
+    pub xattrs: Vec<Xattr>,
 }
 
 /// What capture measured of the program as a whole.
@@ -235,6 +272,38 @@ impl<W: Write> TraceWriter<W> {
         self.flush_line()
     }
 
+    /// An attribute of the entry just written (`path`): its name, size, and value where
+    /// it is one the kernel reads and short enough to record.
+    pub fn xattr(&mut self, path: &[u8], x: &Xattr) -> std::io::Result<()> {
+        self.xattr_line(b"x", path, x, true)
+    }
+
+    fn xattr_line(
+        &mut self,
+        tag: &[u8],
+        path: &[u8],
+        x: &Xattr,
+        with_value: bool,
+    ) -> std::io::Result<()> {
+        self.line.extend_from_slice(tag);
+        self.line.push(b'\t');
+        escape(path, &mut self.line);
+        self.line.push(b'\t');
+        escape(&x.name, &mut self.line);
+        write!(self.line, "\t{}", x.size)?;
+        let value = x
+            .value
+            .as_ref()
+            .filter(|v| with_value && v.len() <= XATTR_VALUE_MAX);
+        if let Some(value) = value {
+            self.line.push(b'\t');
+            for b in value {
+                write!(self.line, "{b:02x}")?;
+            }
+        }
+        self.flush_line()
+    }
+
     fn begin_calls(&mut self) -> std::io::Result<()> {
         if !self.in_calls {
             self.out.write_all(b"calls\n")?;
@@ -286,7 +355,11 @@ impl<W: Write> TraceWriter<W> {
             }
             _ => write!(self.line, "\t{}\t{:o}\t{}", e.size, e.mode, e.nlink)?,
         }
-        self.flush_line()
+        self.flush_line()?;
+        for x in &e.xattrs {
+            self.xattr_line(b"final\tx", &e.path, x, false)?;
+        }
+        Ok(())
     }
 
     /// Ends the trace with its totals (a reader refuses a trace without them).

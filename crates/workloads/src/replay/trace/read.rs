@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 
 use super::{
     Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX, PROCESSES_SINCE, Program,
-    RECORDS_MAX, Tracer, VERSION, WINDOW_LOG_MAX, ZSTD_MAGIC, unescape,
+    RECORDS_MAX, Tracer, VERSION, WINDOW_LOG_MAX, XATTR_LIST_MAX, XATTR_NAME_MAX, XATTR_SIZE_MAX,
+    XATTR_VALUE_MAX, XATTRS_SINCE, Xattr, ZSTD_MAGIC, unescape,
 };
 use fsbench_measure::error::invalid;
+use fsbench_measure::units::shown;
 use fsbench_model::units::{format_bytes, group_thousands};
 
 /// Reads a trace: [`TraceReader::open`] checks the header, then entries, then calls.
@@ -38,6 +40,8 @@ pub(crate) struct TraceReader {
     pub left_entries: u64,
     /// Where a `final` line met among the calls is read, to be checked and counted.
     passed_left: Left,
+    /// The attributes of the initial state's entry last read.
+    xattrs: Vec<Xattr>,
     in_calls: bool,
     /// The last line read is the next one to look at.
     pending: bool,
@@ -83,6 +87,7 @@ impl TraceReader {
             skipped: Vec::new(),
             left_entries: 0,
             passed_left: Left::default(),
+            xattrs: Vec::new(),
             in_calls: false,
             pending: false,
         };
@@ -215,6 +220,7 @@ impl TraceReader {
         }
         if self.line == b"calls" {
             self.in_calls = true;
+            self.xattrs.clear();
             return Ok(None);
         }
         let mut fields = [&[][..]; 4];
@@ -229,6 +235,9 @@ impl TraceReader {
             Some(n) if n > i => octal(fields[i]),
             _ => Some(usual),
         };
+        if fields[0] == b"x" {
+            return Err(self.damaged("an attribute (`x` line) before any entry"));
+        }
         let entry = match (fields[0], count.unwrap_or(0)) {
             (b"d", 2 | 3) => path(1).zip(mode(2, 0o755)).map(|(p, m)| Entry::Dir(p, m)),
             (b"f", 3 | 4) => path(1)
@@ -239,9 +248,76 @@ impl TraceReader {
             (b"h", 3) => path(1).zip(path(2)).map(|(p, t)| Entry::HardLink(p, t)),
             _ => None,
         };
-        entry
-            .ok_or_else(|| self.damaged("not an entry of the initial state"))
-            .map(Some)
+        let entry = entry.ok_or_else(|| self.damaged("not an entry of the initial state"))?;
+        let mut xattrs = std::mem::take(&mut self.xattrs);
+        let read = self.xattr_lines(b"x\t", entry.path(), &mut xattrs, true);
+        self.xattrs = xattrs;
+        read.map(|()| Some(entry))
+    }
+
+    /// The attributes of the entry [`TraceReader::entry`] returned last, by name.
+    pub(crate) fn xattrs(&self) -> &[Xattr] {
+        &self.xattrs
+    }
+
+    /// Whether the trace lists the entries' attributes (version 4 on).
+    pub(crate) fn records_xattrs(&self) -> bool {
+        self.version >= XATTRS_SINCE
+    }
+
+    /// The attribute lines (`TAG PATH NAME SIZE [VALUE]`) after the entry of `path`, into
+    /// `into`; the first other line is left to be read next. What one entry may list is
+    /// bounded as the kernel bounds a file's: names of at most 255 bytes, in order, once
+    /// each, 64 KiB of them; values of at most 64 KiB, and only those of
+    /// [`super::VALUED_XATTRS`] with their bytes.
+    fn xattr_lines(
+        &mut self,
+        tag: &[u8],
+        path: &[u8],
+        into: &mut Vec<Xattr>,
+        values: bool,
+    ) -> anyhow::Result<()> {
+        into.clear();
+        let (mut listed, mut of) = (0, Vec::new());
+        // At the end the caller finds the trace cut short.
+        while self.next_line()? {
+            let Some(rest) = self.line.strip_prefix(tag) else {
+                self.pending = true;
+                break;
+            };
+            let mut fields = [&[][..]; 4];
+            let count = split_fields(rest, &mut fields).unwrap_or(0);
+            let mut x = Xattr::default();
+            let parsed = (count == 3 || (values && count == 4))
+                .then(|| unescape(fields[0], &mut of).zip(unescape(fields[1], &mut x.name)))
+                .flatten()
+                .zip(number::<u64>(fields[2]));
+            let Some((_, size)) = parsed else {
+                return Err(self.damaged("bad attribute line"));
+            };
+            x.size = size;
+            if of != path {
+                return Err(self.damaged(&format!(
+                    "an attribute of {}, which is not the entry before it",
+                    shown(&of)
+                )));
+            }
+            listed += x.name.len() + 1;
+            let why = xattr_refused(&x, into.last(), listed);
+            if let Some(why) = why {
+                return Err(self.damaged(&why));
+            }
+            if count == 4 {
+                x.value = hex(fields[3]).filter(|v| {
+                    Xattr::valued(&x.name) && v.len() as u64 == x.size && v.len() <= XATTR_VALUE_MAX
+                });
+                if x.value.is_none() {
+                    return Err(self.damaged("bad attribute value"));
+                }
+            }
+            into.push(x);
+        }
+        Ok(())
     }
 
     /// Reads the next call into `call` (its buffers reused); false after the last, with
@@ -388,6 +464,9 @@ impl TraceReader {
     fn left_line(&mut self, left: &mut Left) -> anyhow::Result<()> {
         let mut fields = [&[][..]; 6];
         let count = split_fields(&self.line, &mut fields);
+        if fields.get(1) == Some(&&b"x"[..]) {
+            return Err(self.damaged("an attribute (`final x` line) not after its entry"));
+        }
         let parsed = (|| {
             left.kind = *fields[1].first()?;
             (left.size, left.mode, left.nlink) = (0, 0o777, 1);
@@ -408,7 +487,8 @@ impl TraceReader {
             }
             (!left.path.is_empty()).then_some(())
         })();
-        parsed.ok_or_else(|| self.damaged("bad `final` line"))
+        parsed.ok_or_else(|| self.damaged("bad `final` line"))?;
+        self.xattr_lines(b"final\tx\t", &left.path, &mut left.xattrs, false)
     }
 }
 
@@ -434,6 +514,42 @@ fn split_fields<'l, const N: usize>(line: &'l [u8], out: &mut [&'l [u8]; N]) -> 
         n += 1;
     }
     Some(n)
+}
+
+/// Why an attribute `x` (after `before`, with `listed` bytes of names so far) is no
+/// attribute a filesystem could hold; `None` when it could be.
+fn xattr_refused(x: &Xattr, before: Option<&Xattr>, listed: usize) -> Option<String> {
+    let why = if x.name.is_empty() || x.name.len() > XATTR_NAME_MAX || x.name.contains(&0) {
+        format!(
+            "an attribute name longer than {XATTR_NAME_MAX} bytes (XATTR_NAME_MAX), empty or \
+             holding NUL"
+        )
+    } else if x.size > XATTR_SIZE_MAX {
+        format!(
+            "an attribute value larger than {} bytes (XATTR_SIZE_MAX)",
+            group_thousands(XATTR_SIZE_MAX)
+        )
+    } else if before.is_some_and(|b| b.name >= x.name) {
+        "attributes not in name order, or one listed twice".to_string()
+    } else if listed > XATTR_LIST_MAX {
+        format!(
+            "more than {} bytes of attribute names on one entry (XATTR_LIST_MAX)",
+            group_thousands(XATTR_LIST_MAX as u64)
+        )
+    } else {
+        return None;
+    };
+    Some(why)
+}
+
+/// Bytes written as pairs of hex digits.
+fn hex(field: &[u8]) -> Option<Vec<u8>> {
+    field.len().is_multiple_of(2).then_some(())?;
+    let digits = std::str::from_utf8(field).ok()?;
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(digits.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 fn number<T: std::str::FromStr>(field: &[u8]) -> Option<T> {

@@ -25,8 +25,26 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
         // A name that is `-` is not "none".
         Entry::Dir(b"-".to_vec(), 0o755),
     ];
+    // The file's attributes, by name: an ACL with its value, one with a name to escape.
+    let xattrs = [
+        Xattr {
+            name: b"system.posix_acl_access".to_vec(),
+            size: 4,
+            value: Some(vec![2, 0, 0xff, 0]),
+        },
+        Xattr {
+            name: b"user.a b\t".to_vec(),
+            size: 65_536,
+            value: None,
+        },
+    ];
     for e in &entries {
         w.entry(e).unwrap();
+        if e.path() == b"a/f %\tx" {
+            for x in &xattrs {
+                w.xattr(e.path(), x).unwrap();
+            }
+        }
     }
     let call = Call {
         tid: 7,
@@ -55,6 +73,7 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
             mode: 0o1777,
             nlink: 1,
             target: Vec::new(),
+            xattrs: Vec::new(),
         },
         Left {
             path: b"a/f %\tx".to_vec(),
@@ -63,6 +82,13 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
             mode: 0o600,
             nlink: 2,
             target: Vec::new(),
+            xattrs: xattrs
+                .iter()
+                .map(|x| Xattr {
+                    value: None,
+                    ..x.clone()
+                })
+                .collect(),
         },
         Left {
             path: b"s".to_vec(),
@@ -71,6 +97,7 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
             mode: 0o777,
             nlink: 1,
             target: b"../../etc".to_vec(),
+            xattrs: Vec::new(),
         },
     ];
     for l in &left {
@@ -82,6 +109,12 @@ fn a_trace_reads_back_as_written_and_a_cut_one_is_refused() {
     assert_eq!(r.program.as_ref(), Some(&program));
     for e in &entries {
         assert_eq!(r.entry().unwrap().as_ref(), Some(e));
+        let want: &[Xattr] = if e.path() == b"a/f %\tx" {
+            &xattrs
+        } else {
+            &[]
+        };
+        assert_eq!(r.xattrs(), want);
     }
     let mut back = Call::default();
     assert!(r.call(&mut back).unwrap());
@@ -151,4 +184,104 @@ fn a_line_is_read_up_to_its_limit_and_no_further() {
             .contains("at line 2: a line longer than 65,536 bytes"),
         "{e}"
     );
+}
+
+/// The attribute lines a capture never writes: each a clear error naming its line, read in
+/// the memory of one entry's attributes.
+#[test]
+fn hostile_attribute_lines_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t");
+    let read = |state: &str, left: &str| {
+        let text = format!("{MAGIC} {VERSION}\nroot\t/r\n{state}calls\n{left}end\t0\t0\n");
+        std::fs::write(&file, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+        let mut r = TraceReader::open(Some(&file))?;
+        while r.entry()?.is_some() {}
+        let mut left = Left::default();
+        while r.left(&mut left)? {}
+        anyhow::Ok(())
+    };
+    let long = "n".repeat(251);
+    let many: String = (0..7000)
+        .map(|i| format!("x\tf\tuser.{i:08}\t1\n"))
+        .collect();
+    let refused = [
+        (
+            format!("f\tf\t1\t644\nx\tf\tuser.{long}\t1\n"),
+            "",
+            "longer than 255 bytes",
+        ),
+        (
+            "f\tf\t1\t644\nx\tf\tuser.a\t65537\n".into(),
+            "",
+            "larger than 65,536 bytes",
+        ),
+        (
+            "f\tf\t1\t644\nx\tg\tuser.a\t1\n".into(),
+            "",
+            "an attribute of g, which is not",
+        ),
+        (
+            "f\tf\t1\t644\nx\t../../etc/passwd\tuser.a\t1\n".into(),
+            "",
+            "../../etc/passwd",
+        ),
+        (
+            "x\tf\tuser.a\t1\nf\tf\t1\t644\n".into(),
+            "",
+            "before any entry",
+        ),
+        (
+            "f\tf\t1\t644\nx\tf\tuser.b\t1\nx\tf\tuser.a\t1\n".into(),
+            "",
+            "name order",
+        ),
+        (
+            "f\tf\t1\t644\nx\tf\tuser.a\t1\nx\tf\tuser.a\t1\n".into(),
+            "",
+            "twice",
+        ),
+        (format!("f\tf\t1\t644\n{many}"), "", "XATTR_LIST_MAX"),
+        (
+            "f\tf\t1\t644\nx\tf\tuser.a\t1\t5a\n".into(),
+            "",
+            "bad attribute value",
+        ),
+        (
+            "f\tf\t1\t644\nx\tf\tsystem.posix_acl_access\t2\t5\n".into(),
+            "",
+            "bad attribute value",
+        ),
+        (
+            String::new(),
+            "final\tx\tf\tuser.a\t1\n",
+            "not after its entry",
+        ),
+        (
+            String::new(),
+            "final\tf\tf\t1\t644\t1\nfinal\tx\tf\tuser.a\t1\t00\n",
+            "bad attribute line",
+        ),
+        (
+            String::new(),
+            "final\tf\tf\t1\t644\t1\nfinal\tx\tg\tuser.a\t1\n",
+            "not the entry",
+        ),
+    ];
+    for (state, left, why) in refused {
+        let e = format!("{:#}", read(&state, left).unwrap_err());
+        assert!(
+            e.contains("damaged trace at line") && e.contains(why),
+            "{why}: {e}"
+        );
+    }
+    // At the bounds: a name of 255 bytes, a value of 64 KiB, 64 KiB of names.
+    let fits: String = (0..6000)
+        .map(|i| format!("x\tf\tuser.{i:04}\t65536\n"))
+        .collect();
+    read(
+        &format!("f\tf\t1\t644\n{fits}x\tf\tuser.{}\t1\n", &long[1..]),
+        "",
+    )
+    .unwrap();
 }
