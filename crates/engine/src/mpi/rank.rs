@@ -177,8 +177,7 @@ fn run_phases(
 ) -> anyhow::Result<()> {
     let shift = job.options.shift.unwrap_or(comm.local_size) % comm.size;
     let other = (comm.rank + shift) % comm.size;
-    // At a barrier: a rank that left here alone would leave the others waiting at the next.
-    let spec = comm.barrier(Params::of(&job.spec))?;
+    let spec = comm.barrier(Params::of(&job.spec))?; // one rank leaving alone: the others wait
     let shifted_phases = spec.shifted_phases(job.options.shared_dir);
     let shifts = shift != 0 && !shifted_phases.is_empty();
     let dir_of = |rank: usize| -> anyhow::Result<OwnedFd> {

@@ -20,6 +20,7 @@ use super::trace::{Entry, Left, OUTSIDE, Xattr};
 use crate::archive::extract::split_member;
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::units::shown;
+use xattrs::Setter;
 pub(crate) use xattrs::Unmade;
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS);
@@ -269,7 +270,7 @@ pub(crate) fn recreate(
 ) -> Result<Made, FsbenchError> {
     let mut parent = Vec::new();
     let mut refused = 0;
-    let mut unmade = Unmade::default();
+    let mut setter = Setter::default();
     let pattern = vec![0x5a_u8; 1 << 20];
     let mut entries = Entries::open(trace)?;
     while let Some(e) = entries.next_entry()? {
@@ -290,7 +291,7 @@ pub(crate) fn recreate(
         let at = open_dir(dir, &parent).map_err(|e| fail("the directory of", e))?;
         let at = at.as_ref().map_or(dir, |f| f.as_fd());
         let set_xattrs =
-            |unmade: &mut Unmade| xattrs::set(at, name, path, entries.0.xattrs(), &pattern, unmade);
+            |setter: &mut Setter| setter.set(at, name, path, entries.0.xattrs(), &pattern);
         match &e {
             Entry::Dir(..) => {
                 rustix::fs::mkdirat(at, name, Mode::from(0o755)).map_err(|e| fail("dir", e))?
@@ -305,7 +306,7 @@ pub(crate) fn recreate(
                 };
                 // Before the mode: a read-only file's `user.` attributes take the right to
                 // write it (an ACL's mask and the mode agree, whichever is set last).
-                set_xattrs(&mut unmade);
+                set_xattrs(&mut setter);
                 rustix::fs::fchmod(&file, Mode::from_bits_truncate(*mode))
                     .map_err(|e| fail("file", e))?;
                 continue;
@@ -323,7 +324,7 @@ pub(crate) fn recreate(
                     .map_err(|e| fail("hard link", e))?
             }
         }
-        set_xattrs(&mut unmade);
+        set_xattrs(&mut setter);
     }
     // One trace's decoder at a time (its window is up to 8 MiB).
     drop(entries);
@@ -331,7 +332,7 @@ pub(crate) fn recreate(
     Ok(Made {
         refused,
         open,
-        unmade,
+        unmade: setter.unmade,
     })
 }
 

@@ -48,13 +48,27 @@ pub(super) fn xattr_nofollow(
     buf: &mut [u8],
     op: &Op,
 ) -> rustix::io::Result<()> {
+    xattrat(op.kind, dir, file, name, buf, xattr_flags(op)).map(|_| ())
+}
+
+/// `kind`'s `*xattrat` call (Linux 6.13) on `file` in `dir`, not following it: `buf` the
+/// value (set, get) or the list (list), `flags` setxattr's. The length got (get, list), else
+/// 0; `NOSYS` before 6.13.
+pub(crate) fn xattrat(
+    kind: Kind,
+    dir: BorrowedFd<'_>,
+    file: &CStr,
+    name: &CStr,
+    buf: &mut [u8],
+    flags: XattrFlags,
+) -> rustix::io::Result<usize> {
     let (dir, file, name) = (dir.as_raw_fd(), file.as_ptr(), name.as_ptr());
     let nofollow = libc::AT_SYMLINK_NOFOLLOW;
     let mut args = XattrArgs {
         value: buf.as_mut_ptr() as u64,
         size: buf.len() as u32,
-        flags: if op.kind == Kind::SetXattr {
-            xattr_flags(op).bits()
+        flags: if kind == Kind::SetXattr {
+            flags.bits()
         } else {
             0
         },
@@ -64,7 +78,7 @@ pub(super) fn xattr_nofollow(
     // SAFETY: plain system calls; the strings are C strings and `args` and `buf` are
     // writable for their sizes, all outliving the call.
     let r = unsafe {
-        match op.kind {
+        match kind {
             Kind::SetXattr => {
                 libc::syscall(XATTRAT[0], dir, file, nofollow, name, args_ptr, args_len)
             }
@@ -80,7 +94,7 @@ pub(super) fn xattr_nofollow(
     if r < 0 {
         Err(super::data::last_errno())
     } else {
-        Ok(())
+        Ok(r as usize)
     }
 }
 
