@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::SPACE_REMEDY;
+/// What a full disk's error says to do, until the runner, which knows the target, says better.
+pub const SPACE_REMEDY: &str = "use a larger target or a smaller workload";
 
 /// Errors a user can act on. Everything else travels as `anyhow::Error` with context.
 #[derive(Debug, thiserror::Error)]

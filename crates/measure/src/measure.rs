@@ -27,7 +27,7 @@ use crate::error::FsbenchError;
 mod errno;
 mod tally;
 mod timeline;
-pub use errno::{SPACE_REMEDY, errno_name, fatal_error};
+pub use errno::{errno_name, fatal_error};
 pub use tally::{Tally, histogram_serde};
 pub use timeline::FIRST_INTERVAL_MS;
 use timeline::Timeline;

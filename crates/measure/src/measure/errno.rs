@@ -2,10 +2,7 @@
 
 use rustix::io::Errno;
 
-use crate::error::FsbenchError;
-
-/// What a full disk's error says to do, until the runner, which knows the target, says better.
-pub const SPACE_REMEDY: &str = "use a larger target or a smaller workload";
+use crate::error::{FsbenchError, SPACE_REMEDY};
 
 /// The errors that end a phase, whoever meets them: a full disk, or a filesystem failing (a
 /// storm of I/O errors or a filesystem gone read-only makes going on pointless). `None` for an

@@ -2,7 +2,7 @@
 //! root, a descriptor, a descriptor's `/proc/self/fd` name, a file taken from outside the
 //! root) and its kind's fields.
 
-use super::syntax::Arg;
+use super::syntax::{Arg, num};
 use super::xattr::{Form, xattr_call};
 use super::{Parser, Skip};
 use crate::replay::trace::{BY_FD_NAME, Call, Kind};
@@ -10,19 +10,12 @@ use crate::replay::trace::{BY_FD_NAME, Call, Kind};
 /// `RESOLVE_IN_ROOT` of linux/openat2.h.
 const RESOLVE_IN_ROOT: i64 = 0x10;
 /// `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH` of linux/fcntl.h.
-pub(super) const AT_SYMLINK_NOFOLLOW: i64 = 0x100;
+const AT_SYMLINK_NOFOLLOW: i64 = libc::AT_SYMLINK_NOFOLLOW as i64;
 const AT_EMPTY_PATH: i64 = 0x1000;
 /// renameat2's flag that swaps the two names (linux/fs.h).
 const RENAME_EXCHANGE: i64 = 2;
 /// A failed read's or write's recorded length at most (what it asked for is no measure).
 const FAILED_LEN_MAX: i64 = 1 << 16;
-
-pub(super) fn num(args: &[Arg], i: usize) -> Option<i64> {
-    match args.get(i) {
-        Some(Arg::Num(n, _)) => Some(*n),
-        _ => None,
-    }
-}
 
 /// A path-taking call's kind, its directory descriptor's argument (none for the calls
 /// without `at`) and its path's argument.

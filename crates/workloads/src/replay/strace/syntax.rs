@@ -48,6 +48,14 @@ impl Arg {
     }
 }
 
+/// Argument `i` of `args` as a number, if it is one.
+pub(super) fn num(args: &[Arg], i: usize) -> Option<i64> {
+    match args.get(i) {
+        Some(Arg::Num(n, _)) => Some(*n),
+        _ => None,
+    }
+}
+
 /// What one line of strace's output is.
 #[derive(Debug, PartialEq)]
 pub(super) enum Line<'l> {

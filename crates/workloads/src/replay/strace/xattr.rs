@@ -5,8 +5,7 @@
 //! tracer's records reach here: strace's `-s 0` prints no name (`""...`), so its lines of
 //! them are counted by name (`named.rs`).
 
-use super::build::{self, AT_SYMLINK_NOFOLLOW};
-use super::syntax::Arg;
+use super::syntax::{self, Arg};
 use super::{Parser, Skip};
 use crate::replay::trace::{Call, Kind};
 
@@ -53,7 +52,7 @@ pub(super) fn xattr_call(name: &str) -> Option<(Kind, Form)> {
 }
 
 fn num(args: &[Arg], i: usize) -> Result<i64, Skip> {
-    build::num(args, i).ok_or(Skip::Unreadable)
+    syntax::num(args, i).ok_or(Skip::Unreadable)
 }
 
 impl Parser {
@@ -94,7 +93,7 @@ impl Parser {
         }
         call.b = match form {
             Form::NoFollow => 0,
-            Form::At => i64::from(num(args, 2)? & AT_SYMLINK_NOFOLLOW == 0),
+            Form::At => i64::from(num(args, 2)? & i64::from(libc::AT_SYMLINK_NOFOLLOW) == 0),
             Form::Path | Form::Fd => 1,
         };
         Ok(())
