@@ -24,6 +24,16 @@ mdbook test docs
 # 9 min 18 s here with warm builds).
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# The integration tests' runs check their images (sparse, up to 8.8 GiB) against the free
+# space of /var/tmp, where their scratch directories are: with less, those runs are refused
+# and a dozen tests fail. Said at once, once the tests are built, rather than test by test.
+timeout --kill-after=60 45m cargo test --workspace --all-targets --no-run --quiet
+need_gib=10
+free_gib=$(df --output=avail -BG /var/tmp | tail -n 1 | tr -dc 0-9)
+if ((free_gib < need_gib)); then
+    echo "test.sh: the tests need ${need_gib} GiB free in /var/tmp; it has ${free_gib} GiB" >&2
+    exit 1
+fi
 timeout --kill-after=60 45m cargo test --workspace --all-targets 2>&1 | tee "$log"
 # With MPI built in: its unit tests and the tests that run `mpirun -np 4` (about a minute
 # more, most of it the build).

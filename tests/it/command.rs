@@ -420,7 +420,7 @@ fn a_live_run_keeps_its_phase_whatever_its_name_or_pid_namespace() {
             r = ready.display(),
             g = go.display()
         );
-        let first = std::process::Command::new(&argv[0])
+        let mut first = std::process::Command::new(&argv[0])
             .args(&argv[1..])
             .env("FSBENCH_STATE_DIR", state.path())
             .env("XDG_DATA_HOME", test_data_home())
@@ -433,10 +433,7 @@ fn a_live_run_keeps_its_phase_whatever_its_name_or_pid_namespace() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + limit();
-        while !ready.exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_running_until(&mut first, "starting its command", || ready.exists());
         let shell: i32 = std::fs::read_to_string(&ready)
             .unwrap_or_default()
             .trim()

@@ -157,6 +157,41 @@ pub fn loops_below(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Waits, up to the test's [`limit`], until `reached()` says the running `child` got to
+/// `what`. A child that ends first fails the test at once with what it said on stderr (a run
+/// refused, say for want of space for its image, must not be waited for until the limit).
+pub fn wait_running_until(child: &mut std::process::Child, what: &str, reached: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + limit();
+    while !reached() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "the run ended ({status}) before {what}: {}",
+                unread_stderr(child)
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not happen within {} s",
+            limit().as_secs()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// What an ended child left in its stderr pipe, read without blocking: a process it started
+/// may still hold the pipe open.
+fn unread_stderr(child: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let Some(mut pipe) = child.stderr.take() else {
+        return String::new();
+    };
+    let flags = rustix::fs::fcntl_getfl(&pipe).unwrap();
+    rustix::fs::fcntl_setfl(&pipe, flags | rustix::fs::OFlags::NONBLOCK).unwrap();
+    let mut bytes = Vec::new();
+    let _ = pipe.read_to_end(&mut bytes);
+    text(&bytes)
+}
+
 /// Asserts fsbench left nothing mounted, attached or created below `dir`.
 pub fn assert_nothing_left(dir: &Path) {
     assert!(

@@ -3,7 +3,7 @@
 //! made beside it), and a second concurrent zfs run is told which run holds the daemon.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::*;
 
@@ -70,7 +70,7 @@ fn a_second_zfs_run_is_told_which_run_holds_the_daemon() {
         return;
     };
     let (images, state) = (tempdir(), tempdir());
-    let first = fsbench(state.path())
+    let mut first = fsbench(state.path())
         .args([
             "run",
             "-q",
@@ -87,12 +87,11 @@ fn a_second_zfs_run_is_told_which_run_holds_the_daemon() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + limit();
-    while (zfs_daemons().is_empty() || mounts_below(images.path()).is_empty())
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_running_until(
+        &mut first,
+        "starting its zfs-fuse daemon and mounting",
+        || !zfs_daemons().is_empty() && !mounts_below(images.path()).is_empty(),
+    );
     let (other_images, other_state) = (tempdir(), tempdir());
     let second = run(fsbench(other_state.path())
         .args([

@@ -15,7 +15,7 @@ const TINY: &str = "tree:dirs=3,files=2,size=1,levels=3";
 /// the harness ceiling's tmpfs comes first, with no loop device). Its output is piped: wait
 /// for it with `wait_drained_within`.
 fn start_long_run(dir: &Path, state: &Path, fs: &str) -> std::process::Child {
-    let child = fsbench(state)
+    let mut child = fsbench(state)
         .args([
             "run",
             "-q",
@@ -34,14 +34,9 @@ fn start_long_run(dir: &Path, state: &Path, fs: &str) -> std::process::Child {
         .unwrap();
     // The suite measures its harness ceiling on tmpfs before its round (tree:small-deep
     // takes a while on a loaded machine): the test's own time limit.
-    let deadline = Instant::now() + limit();
-    while mounts_below(dir).is_empty() || loops_below(dir).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the run never mounted its filesystem"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_running_until(&mut child, "mounting its filesystem", || {
+        !mounts_below(dir).is_empty() && !loops_below(dir).is_empty()
+    });
     // Let the workload get going.
     std::thread::sleep(Duration::from_millis(300));
     child
@@ -343,7 +338,7 @@ fn ctrl_c_while_mount_runs_is_an_interruption() {
         bin.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let child = fsbench(state.path())
+    let mut child = fsbench(state.path())
         .env("PATH", path)
         .args([
             "run",
@@ -362,11 +357,7 @@ fn ctrl_c_while_mount_runs_is_an_interruption() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !marker.exists() {
-        assert!(Instant::now() < deadline, "mount never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_running_until(&mut child, "starting mount", || marker.exists());
     let group = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
     let out = wait_drained_within(child, Duration::from_secs(120));
@@ -386,7 +377,7 @@ fn clean_leaves_a_run_in_another_pid_namespace_alone() {
     }
     let (dir, state) = (tempdir(), tempdir());
     // fsbench is pid 1 in its namespace; from here, pid 1 is init, with another start time.
-    let child = Command::new("unshare")
+    let mut child = Command::new("unshare")
         .args(["--pid", "--fork", env!("CARGO_BIN_EXE_fsbench")])
         .args([
             "run",
@@ -408,14 +399,9 @@ fn clean_leaves_a_run_in_another_pid_namespace_alone() {
         .spawn()
         .unwrap();
     // After the harness ceiling's run on tmpfs (see start_long_run).
-    let deadline = Instant::now() + limit();
-    while mounts_below(dir.path()).is_empty() || loops_below(dir.path()).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the run never mounted its filesystem"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_running_until(&mut child, "mounting its filesystem", || {
+        !mounts_below(dir.path()).is_empty() && !loops_below(dir.path()).is_empty()
+    });
     let cleaned = run(fsbench(state.path()).arg("clean"));
     let said = text(&cleaned.stdout);
     let still_mounted = !mounts_below(dir.path()).is_empty();

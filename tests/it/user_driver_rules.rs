@@ -151,7 +151,7 @@ fn ctrl_c_during_a_user_drivers_fsck_is_an_interruption() {
     );
     let suite = files.path().join("drivers.toml");
     std::fs::write(&suite, driver).unwrap();
-    let child = fsbench(state.path())
+    let mut child = fsbench(state.path())
         .arg("run")
         .arg("-q")
         .arg(&suite)
@@ -170,10 +170,7 @@ fn ctrl_c_during_a_user_drivers_fsck_is_an_interruption() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + limit();
-    while !started.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_running_until(&mut child, "starting fsck", || started.exists());
     // Ctrl-C: the terminal signals the whole foreground process group.
     let group = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
