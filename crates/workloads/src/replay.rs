@@ -230,6 +230,8 @@ pub struct Summary {
     pub initial_links: u64,
     /// The extended attributes of the initial state's entries.
     pub initial_xattrs: u64,
+    /// Their names' and values' bytes, which the setup writes as it makes them.
+    pub initial_xattr_bytes: u64,
     pub creates: u64,
     /// Bytes the replay's calls may write (their recorded lengths), for the space it needs.
     pub may_write: u64,
@@ -259,6 +261,11 @@ impl Summary {
         while let Some(e) = r.entry()? {
             s.initial_entries += 1;
             s.initial_xattrs += r.xattrs().len() as u64;
+            for x in r.xattrs() {
+                s.initial_xattr_bytes = (s.initial_xattr_bytes)
+                    .checked_add(x.name.len() as u64 + x.size)
+                    .ok_or_else(|| beyond("the initial state's attributes"))?;
+            }
             match e {
                 Entry::File(_, size, _) => {
                     s.initial_bytes = (s.initial_bytes.checked_add(size))
@@ -309,10 +316,11 @@ impl Summary {
         Ok(s)
     }
 
-    /// The space and inodes a replay needs: the initial state and what its calls may write
-    /// (`None`: beyond 16 EiB).
+    /// The space and inodes a replay needs: the initial state (its attributes too) and what
+    /// its calls may write (`None`: beyond 16 EiB).
     pub fn space_needed(&self) -> Option<SpaceNeed> {
         let bytes = (self.initial_bytes)
+            .checked_add(self.initial_xattr_bytes)?
             .checked_add(self.may_write)?
             .checked_add(1 << 20)?;
         Some(SpaceNeed::exactly(

@@ -285,3 +285,23 @@ fn hostile_attribute_lines_are_refused() {
     )
     .unwrap();
 }
+
+/// The space a replay asks for counts the initial state's attributes (names and values) as
+/// it counts its files' bytes.
+#[test]
+fn the_space_needed_counts_the_initial_attributes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t");
+    let with = |state: &str| {
+        let text = format!("{MAGIC} {VERSION}\nroot\t/r\n{state}calls\nend\t0\t0\n");
+        std::fs::write(&file, zstd::encode_all(text.as_bytes(), 1).unwrap()).unwrap();
+        crate::replay::Summary::of(Some(&file))
+            .unwrap()
+            .space_needed()
+            .unwrap()
+            .bytes
+    };
+    let bare = with("f\tf\t100\t644\n");
+    let attributed = with("f\tf\t100\t644\nx\tf\tuser.a\t65536\nx\tf\tuser.b\t10\n");
+    assert_eq!(attributed - bare, 6 + 65_536 + 6 + 10);
+}
