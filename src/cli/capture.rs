@@ -21,10 +21,8 @@ use fsbench_testbed::testbed::check_dir_space;
 use fsbench_testbed::testbed::scratch::Scratch;
 use fsbench_workloads::command::process::{self, Exit};
 use fsbench_workloads::replay::strace::{Parser, Skip};
-use fsbench_workloads::replay::trace::{
-    Call, Entry, Left, Program, TraceWriter, Tracer, call_line,
-};
-use fsbench_workloads::replay::{Snapshot, Summary, left_at, replay_into, snapshot};
+use fsbench_workloads::replay::trace::{Call, Entry, Program, TraceWriter, Tracer, call_line};
+use fsbench_workloads::replay::{Summary, each_left_at, replay_into, snapshot};
 
 #[derive(Debug, Args)]
 pub(super) struct CaptureArgs {
@@ -173,8 +171,8 @@ fn find_command(cmd: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Where the command starts: the root, its working directory, and the root's state before
-/// it (whose symlinks the parser follows).
+/// Where the command starts: the root, its working directory, and the root's symlinks
+/// before it (which the parser follows).
 struct Start<'a> {
     root: &'a Path,
     cwd: &'a Path,
@@ -202,22 +200,48 @@ fn capture(
     partial: &Path,
     progress: &Progress,
 ) -> anyhow::Result<String> {
-    let state = snapshot(root)?;
-    let entries = &state.entries;
-    let scratch = partial.parent().unwrap_or(Path::new("."));
-    // The calls first, to a file of their own: what the initial state must hold besides
-    // the root's (files the program took from outside) is known once they are read.
-    let mut calls_file = partial.as_os_str().to_owned();
-    calls_file.push(".calls");
-    let calls_file = PathBuf::from(calls_file);
-    let start = Start {
-        root,
-        cwd,
-        before: entries,
+    // The initial state to a file of its own as the root is walked, then the calls to
+    // another: the header before them needs the program's figures, and what the initial
+    // state must hold besides the root's (files the program took from outside) is known
+    // once the calls are read.
+    let beside = |suffix: &str| {
+        let mut file = partial.as_os_str().to_owned();
+        file.push(suffix);
+        PathBuf::from(file)
     };
-    let traced = match tracer {
+    let (state_file, calls_file) = (beside(".state"), beside(".calls"));
+    let outcome = snapshot(root, &state_file).and_then(|state| {
+        let start = Start {
+            root,
+            cwd,
+            before: &state.symlinks,
+        };
+        let traced = run_traced(args, tracer, &start, &calls_file, progress)?;
+        let parts = Parts {
+            entries: state.entries,
+            state_file: &state_file,
+            calls_file: &calls_file,
+        };
+        write_trace(root, parts, traced, partial)
+    });
+    let _ = std::fs::remove_file(&state_file);
+    let _ = std::fs::remove_file(&calls_file);
+    outcome
+}
+
+/// The command run under `tracer` (or strace, where bpf could not start and was not asked
+/// for), its calls written to `calls_file`.
+fn run_traced(
+    args: &CaptureArgs,
+    tracer: Chosen,
+    start: &Start<'_>,
+    calls_file: &Path,
+    progress: &Progress,
+) -> anyhow::Result<Traced> {
+    let scratch = calls_file.parent().unwrap_or(Path::new("."));
+    match tracer {
         Chosen::Bpf(loaded) => {
-            match bpf::traced(args, loaded, &start, scratch, &calls_file, progress)? {
+            match bpf::traced(args, loaded, start, scratch, calls_file, progress)? {
                 Ok(traced) => Ok(traced),
                 // Nothing ran: strace can.
                 Err(why) if args.tracer.is_none() => {
@@ -227,7 +251,7 @@ fn capture(
                                 .context(format!("the bpf tracer could not start ({why})"))
                         })?;
                     note_fallback(&why);
-                    strace::traced(args, &strace, &start, scratch, &calls_file, progress)
+                    strace::traced(args, &strace, start, scratch, calls_file, progress)
                 }
                 Err(why) => Err(FsbenchError::Failed(format!(
                     "--tracer bpf: the bpf tracer could not start: {why}"
@@ -239,15 +263,9 @@ fn capture(
             if let Some(why) = &why {
                 note_fallback(why);
             }
-            strace::traced(args, &strace, &start, scratch, &calls_file, progress)
+            strace::traced(args, &strace, start, scratch, calls_file, progress)
         }
-    };
-    let outcome = traced.and_then(|traced| {
-        let left = left_at(root)?;
-        write_trace(root, &state, &left, traced, partial, &calls_file)
-    });
-    let _ = std::fs::remove_file(&calls_file);
-    outcome
+    }
 }
 
 /// Says on stderr why strace records the calls though bpf was not refused.
@@ -255,15 +273,22 @@ fn note_fallback(why: &str) {
     eprintln!("note: strace records the calls: the bpf tracer cannot run here: {why}");
 }
 
-/// Writes the trace to `partial`: the initial state, the calls (from `calls_file`), what
-/// was not recorded, the tasks and the tree left; what it captured, in one line.
+/// The parts of the trace written before its header: the initial state (its entries
+/// counted) and the calls.
+struct Parts<'a> {
+    entries: u64,
+    state_file: &'a Path,
+    calls_file: &'a Path,
+}
+
+/// Writes the trace to `partial`: the initial state (from `state_file`), the calls (from
+/// `calls_file`), what was not recorded, the tasks and the tree left, walked as it is
+/// written; what it captured, in one line.
 fn write_trace(
     root: &Path,
-    state: &Snapshot,
-    left: &[Left],
+    parts: Parts<'_>,
     traced: Traced,
     partial: &Path,
-    calls_file: &Path,
 ) -> anyhow::Result<String> {
     let Traced {
         parser,
@@ -276,16 +301,12 @@ fn write_trace(
         .with_context(|| format!("cannot create {}", partial.display()))?;
     let mut writer = TraceWriter::new(std::io::BufWriter::new(file), root, &program)?;
     let sources = parser.sources();
-    for (i, e) in state.entries.iter().enumerate() {
-        writer.entry(e)?;
-        for x in state.xattrs_of(i) {
-            writer.xattr(e.path(), x)?;
-        }
-    }
+    let mut input = BufReader::new(std::fs::File::open(parts.state_file)?);
+    writer.copy_initial(&mut input)?;
     for e in &sources {
         writer.entry(e)?;
     }
-    let mut input = BufReader::new(std::fs::File::open(calls_file)?);
+    let mut input = BufReader::new(std::fs::File::open(parts.calls_file)?);
     writer.copy_calls(&mut input, calls)?;
     for (why, (n, example)) in &parser.skipped {
         writer.skipped(why.reason(), *n, example)?;
@@ -300,9 +321,7 @@ fn write_trace(
     for (tid, process) in parser.tasks() {
         writer.task(tid, process)?;
     }
-    for e in left {
-        writer.left(e)?;
-    }
+    each_left_at(root, &mut |e| Ok(writer.left(e)?))?;
     let dropped = parser.dropped() + lost.iter().map(|(_, n)| n).sum::<u64>();
     writer.finish(dropped)?.into_inner()?.sync_all()?;
     Ok(format!(
@@ -310,7 +329,7 @@ fn write_trace(
          not recorded (outside it, pipes...); the command took {:.3} s under capture, {how}",
         group_thousands(calls),
         root.display(),
-        group_thousands(state.entries.len() as u64),
+        group_thousands(parts.entries),
         group_thousands(
             sources
                 .iter()

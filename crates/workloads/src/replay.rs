@@ -29,7 +29,7 @@ use fsbench_model::measurement::Figure;
 use fsbench_model::units::group_thousands;
 use fsbench_model::workload::WorkerMode;
 use load::Loaded;
-pub use state::{Snapshot, left_at, snapshot};
+pub use state::{Snapshot, each_left_at, snapshot};
 use trace::{Call, Entry, Kind, Program, TraceReader};
 
 /// How the calls are paced.

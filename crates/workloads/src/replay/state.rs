@@ -9,6 +9,7 @@ mod xattrs;
 
 use std::cmp::Ordering as Order;
 use std::collections::HashMap;
+use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use super::load::open_to_others;
-use super::trace::{Entry, Left, OUTSIDE, Xattr};
+use super::trace::{Entry, Left, OUTSIDE, Xattr, entry_line, xattr_line};
 use crate::archive::extract::split_member;
 use fsbench_measure::error::{FsbenchError, invalid};
 use fsbench_measure::units::shown;
@@ -112,31 +113,28 @@ fn walk(
     Ok(())
 }
 
-/// The root's state as [`snapshot`] lists it: its entries, and the attributes of those
-/// that have any, by the entry's index (a hard link's are its first name's).
+/// What [`snapshot`] kept of the root's state in memory, the rest written as it was walked:
+/// the number of entries, and the symlinks (which the parser follows; as many as the user's
+/// tree has, usually few).
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    pub entries: Vec<Entry>,
-    xattrs: Vec<(usize, Vec<Xattr>)>,
-}
-
-impl Snapshot {
-    /// The attributes of entry `index`.
-    pub fn xattrs_of(&self, index: usize) -> &[Xattr] {
-        match self.xattrs.binary_search_by_key(&index, |(i, _)| *i) {
-            Ok(at) => &self.xattrs[at].1,
-            Err(_) => &[],
-        }
-    }
+    pub entries: u64,
+    pub symlinks: Vec<Entry>,
 }
 
 /// Lists everything below `root` as initial entries with their attributes (FIFOs, sockets
-/// and devices left out: a replay has nothing to make them with).
-pub fn snapshot(root: &Path) -> anyhow::Result<Snapshot> {
+/// and devices left out: a replay has nothing to make them with), writing their lines to
+/// the new file `out` as it walks, so that memory does not grow with the entries: only the
+/// first name of each file with more than one link is held (its further names are written
+/// as links to it), and the symlinks.
+pub fn snapshot(root: &Path, out: &Path) -> anyhow::Result<Snapshot> {
     let dir = open_root(root)?;
+    let unwritten = |e: std::io::Error| FsbenchError::Failed(format!("{}: {e}", out.display()));
+    let file = std::fs::File::create(out).map_err(unwritten)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut links: HashMap<(u64, u64), Vec<u8>> = HashMap::new();
-    let mut entries = Vec::new();
-    let mut with_xattrs = Vec::new();
+    let mut state = Snapshot::default();
+    let mut line = Vec::new();
     walk(dir.as_fd(), b"", true, &mut |path, stat, target, xattrs| {
         let mode = stat.st_mode & 0o7777;
         let entry = match FileType::from_raw_mode(stat.st_mode) {
@@ -156,17 +154,30 @@ pub fn snapshot(root: &Path) -> anyhow::Result<Snapshot> {
             }
             _ => return Ok(()),
         };
-        if !xattrs.is_empty() && !matches!(entry, Entry::HardLink(..)) {
-            with_xattrs.push((entries.len(), xattrs.to_vec()));
+        line.clear();
+        entry_line(&entry, &mut line)?;
+        line.push(b'\n');
+        // A hard link's attributes are its first name's, listed with it.
+        if !matches!(entry, Entry::HardLink(..)) {
+            for x in xattrs {
+                xattr_line(b"x", path, x, true, &mut line)?;
+                line.push(b'\n');
+            }
         }
-        entries.push(entry);
+        out.write_all(&line)?;
+        state.entries += 1;
+        if let Entry::Symlink(..) = entry {
+            state.symlinks.push(entry);
+        }
         Ok(())
     })
-    .map_err(|e| invalid(format!("--root {}: {e:#}", root.display())))?;
-    Ok(Snapshot {
-        entries,
-        xattrs: with_xattrs,
-    })
+    // The walk's own errors are the root's; an I/O error, the file's.
+    .map_err(|e| match e.downcast::<std::io::Error>() {
+        Ok(e) => unwritten(e).into(),
+        Err(e) => invalid(format!("--root {}: {e:#}", root.display())),
+    })?;
+    out.flush().map_err(unwritten)?;
+    Ok(state)
 }
 
 /// Each entry of the tree below `dir` in [`walk`]'s order (see [`walk_order`]), as a
@@ -229,16 +240,14 @@ pub(super) fn walk_order(a: &[u8], b: &[u8]) -> Order {
     (components(dir_a).cmp(components(dir_b))).then(name_a.cmp(name_b))
 }
 
-/// The tree the program left below `root`.
-pub fn left_at(root: &Path) -> anyhow::Result<Vec<Left>> {
+/// Each entry of the tree the program left below `root`, as [`each_left`] visits them.
+pub fn each_left_at(
+    root: &Path,
+    visit: &mut dyn FnMut(&Left) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let dir = open_root(root)?;
-    let mut out = Vec::new();
-    each_left(dir.as_fd(), true, &mut |e| {
-        out.push(e.clone());
-        Ok(())
-    })
-    .map_err(|e| invalid(format!("--root {}: {e:#}", root.display())))?;
-    Ok(out)
+    each_left(dir.as_fd(), true, visit)
+        .map_err(|e| invalid(format!("--root {}: {e:#}", root.display())))
 }
 
 /// What making the initial state found.

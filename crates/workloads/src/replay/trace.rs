@@ -251,57 +251,24 @@ impl<W: Write> TraceWriter<W> {
     }
 
     pub fn entry(&mut self, e: &Entry) -> std::io::Result<()> {
-        let (tag, path, rest): (&[u8], &[u8], Option<&[u8]>) = match e {
-            Entry::Dir(p, _) => (b"d", p, None),
-            Entry::File(p, ..) => (b"f", p, None),
-            Entry::Symlink(p, t) => (b"l", p, Some(t)),
-            Entry::HardLink(p, t) => (b"h", p, Some(t)),
-        };
-        self.line.extend_from_slice(tag);
-        self.line.push(b'\t');
-        escape(path, &mut self.line);
-        match e {
-            Entry::File(_, size, mode) => write!(self.line, "\t{size}\t{mode:o}")?,
-            Entry::Dir(_, mode) => write!(self.line, "\t{mode:o}")?,
-            _ => {}
-        }
-        if let Some(rest) = rest {
-            self.line.push(b'\t');
-            escape(rest, &mut self.line);
-        }
+        entry_line(e, &mut self.line)?;
         self.flush_line()
     }
 
     /// An attribute of the entry just written (`path`): its name, size, and value where
     /// it is one the kernel reads and short enough to record.
     pub fn xattr(&mut self, path: &[u8], x: &Xattr) -> std::io::Result<()> {
-        self.xattr_line(b"x", path, x, true)
+        xattr_line(b"x", path, x, true, &mut self.line)?;
+        self.flush_line()
     }
 
-    fn xattr_line(
-        &mut self,
-        tag: &[u8],
-        path: &[u8],
-        x: &Xattr,
-        with_value: bool,
-    ) -> std::io::Result<()> {
-        self.line.extend_from_slice(tag);
-        self.line.push(b'\t');
-        escape(path, &mut self.line);
-        self.line.push(b'\t');
-        escape(&x.name, &mut self.line);
-        write!(self.line, "\t{}", x.size)?;
-        let value = x
-            .value
-            .as_ref()
-            .filter(|v| with_value && v.len() <= XATTR_VALUE_MAX);
-        if let Some(value) = value {
-            self.line.push(b'\t');
-            for b in value {
-                write!(self.line, "{b:02x}")?;
-            }
-        }
-        self.flush_line()
+    /// Copies initial entries and their attributes that [`entry_line`] and [`xattr_line`]
+    /// wrote (a capture's initial state, listed before the program ran, when the header's
+    /// figures were not yet known).
+    pub fn copy_initial(&mut self, input: &mut impl BufRead) -> std::io::Result<()> {
+        debug_assert!(!self.in_calls, "the initial state comes before the calls");
+        std::io::copy(input, &mut self.out)?;
+        Ok(())
     }
 
     fn begin_calls(&mut self) -> std::io::Result<()> {
@@ -357,7 +324,8 @@ impl<W: Write> TraceWriter<W> {
         }
         self.flush_line()?;
         for x in &e.xattrs {
-            self.xattr_line(b"final\tx", &e.path, x, false)?;
+            xattr_line(b"final\tx", &e.path, x, false, &mut self.line)?;
+            self.flush_line()?;
         }
         Ok(())
     }
@@ -390,6 +358,58 @@ pub fn call_line(c: &Call, line: &mut Vec<u8>) -> std::io::Result<()> {
     line.push(b'\t');
     escape(&c.path2, line);
     write!(line, "\t{}\t{}", c.at_us, c.flags)
+}
+
+/// An initial entry's line, without its newline, appended to `line`.
+pub(crate) fn entry_line(e: &Entry, line: &mut Vec<u8>) -> std::io::Result<()> {
+    let (tag, path, rest): (&[u8], &[u8], Option<&[u8]>) = match e {
+        Entry::Dir(p, _) => (b"d", p, None),
+        Entry::File(p, ..) => (b"f", p, None),
+        Entry::Symlink(p, t) => (b"l", p, Some(t)),
+        Entry::HardLink(p, t) => (b"h", p, Some(t)),
+    };
+    line.extend_from_slice(tag);
+    line.push(b'\t');
+    escape(path, line);
+    match e {
+        Entry::File(_, size, mode) => write!(line, "\t{size}\t{mode:o}")?,
+        Entry::Dir(_, mode) => write!(line, "\t{mode:o}")?,
+        _ => {}
+    }
+    if let Some(rest) = rest {
+        line.push(b'\t');
+        escape(rest, line);
+    }
+    Ok(())
+}
+
+/// An attribute's line (`tag` `x` for the initial state's, `final\tx` for the tree left's),
+/// without its newline, appended to `line`: the entry's `path`, the attribute's name, size
+/// and, `with_value`, its value where it has one short enough to record.
+pub(crate) fn xattr_line(
+    tag: &[u8],
+    path: &[u8],
+    x: &Xattr,
+    with_value: bool,
+    line: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    line.extend_from_slice(tag);
+    line.push(b'\t');
+    escape(path, line);
+    line.push(b'\t');
+    escape(&x.name, line);
+    write!(line, "\t{}", x.size)?;
+    let value = x
+        .value
+        .as_ref()
+        .filter(|v| with_value && v.len() <= XATTR_VALUE_MAX);
+    if let Some(value) = value {
+        line.push(b'\t');
+        for b in value {
+            write!(line, "{b:02x}")?;
+        }
+    }
+    Ok(())
 }
 
 /// `%XX` for bytes outside printable ASCII, `%`, tab and space; `-`, alone, for empty, and

@@ -6,8 +6,18 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::replay::state::left_at;
-use crate::replay::trace::{Program, TraceWriter};
+use crate::replay::state::each_left_at;
+use crate::replay::trace::{Left, Program, TraceWriter};
+
+/// The tree left below `root`, every entry of it.
+fn left_at(root: &Path) -> anyhow::Result<Vec<Left>> {
+    let mut out = Vec::new();
+    each_left_at(root, &mut |e| {
+        out.push(e.clone());
+        Ok(())
+    })?;
+    Ok(out)
+}
 
 /// A tree of files, directories, a symlink and a hard link, with names whose walk order is
 /// not their byte order (`a/b/x` comes after `a/b0`).
