@@ -506,15 +506,11 @@ fn clean_removes_a_killed_suite_s_template() {
             .any(|kept| kept.path().join("template-c0.img").exists())
     };
     // Killed once the template is kept and a run's copy is mounted.
-    let deadline = std::time::Instant::now() + limit();
-    while !template() || mounts_below(dir.path()).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no template was made");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the suite ended before it was killed"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_running_until(
+        &mut child,
+        "keeping its template and mounting a copy",
+        || template() && !mounts_below(dir.path()).is_empty(),
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     assert_clean_undoes_all(state.path(), dir.path());
