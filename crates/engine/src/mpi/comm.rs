@@ -148,12 +148,13 @@ impl Comm {
 
     /// The error of the ranks that failed: each named with its host and error, of their kind
     /// where they agree. A full disk keeps its fields (the first rank's), named by the ranks,
-    /// so that rank 0 can say what to do about it for the target.
+    /// so that rank 0 can say what to do about it for the target; an interruption keeps its
+    /// kind (exit 130) and names the ranks it reached.
     fn failed_ranks(&self, failed: &[(usize, WireError)]) -> Option<anyhow::Error> {
         let (_, first) = failed.first()?;
         let same = (failed.iter())
             .all(|(_, e)| std::mem::discriminant(e) == std::mem::discriminant(first));
-        if same && matches!(first, WireError::DiskFull { .. }) {
+        if same && matches!(first, WireError::DiskFull { .. } | WireError::Interrupted) {
             let ranks = failed.iter().map(|(r, _)| self.who(*r));
             let error = anyhow::Error::from(FsbenchError::from(first.clone()));
             return Some(error.context(ranks.collect::<Vec<_>>().join(", ")));
@@ -174,7 +175,6 @@ impl Comm {
             .join("; ");
         Some(
             match first {
-                WireError::Interrupted if same => FsbenchError::Interrupted,
                 WireError::InvalidInput(_) if same => FsbenchError::InvalidInput(message),
                 _ => FsbenchError::Failed(message),
             }
