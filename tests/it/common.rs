@@ -8,6 +8,7 @@ pub mod capture;
 pub mod fio;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod seccomp;
 pub mod tarball;
 
 pub use fio::*;

@@ -2,10 +2,10 @@
 //! O_DIRECT for every engine, counts of I/Os and bytes, the open-loop rate, repeatable
 //! offsets (read back with strace), and the refusals before any I/O.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::seccomp::refuse_calls;
 use crate::common::*;
 
 const ENGINES: [&str; 4] = [
@@ -292,50 +292,6 @@ fn a_block_size_off_the_logical_block_and_hipri_without_polling_are_errors() {
     assert!(err.contains("`hipri` needs a device that polls"), "{err}");
 }
 
-/// A seccomp filter that fails io_uring_setup with EPERM, as container runtimes' do.
-fn forbid_io_uring() -> std::io::Result<()> {
-    const IO_URING_SETUP: u32 = 425;
-    let filter = [
-        libc::sock_filter {
-            code: 0x20,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        }, // ld [nr]
-        libc::sock_filter {
-            code: 0x15,
-            jt: 0,
-            jf: 1,
-            k: IO_URING_SETUP,
-        }, // jeq
-        libc::sock_filter {
-            code: 0x06,
-            jt: 0,
-            jf: 0,
-            k: 0x0005_0000 | libc::EPERM as u32,
-        },
-        libc::sock_filter {
-            code: 0x06,
-            jt: 0,
-            jf: 0,
-            k: 0x7fff_0000,
-        }, // allow
-    ];
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr().cast_mut(),
-    };
-    // SAFETY: runs in the child before exec; the program outlives the call.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-            || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 #[test]
 fn io_uring_forbidden_is_refused_before_any_io_naming_the_cause() {
     if !cfg!(target_arch = "x86_64") {
@@ -348,8 +304,8 @@ fn io_uring_forbidden_is_refused_before_any_io_naming_the_cause() {
     cmd.args(["--runs", "1", "--dir"])
         .arg(dir.path())
         .args(["-w", "io:size=1m,ioengine=io_uring"]);
-    // SAFETY: the closure makes two prctl calls, async-signal-safe.
-    unsafe { cmd.pre_exec(forbid_io_uring) };
+    // io_uring_setup fails with EPERM, as container runtimes' filters make it.
+    refuse_calls(&mut cmd, &[425], libc::EPERM);
     let out = run(&mut cmd);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
