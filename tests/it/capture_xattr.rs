@@ -6,19 +6,19 @@
 //! program met them. strace's lines carry no names: under it they are not recorded.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::capture::{
     assert_faithful, can_capture, capture_by, compiled, replay, trace_text, tracers,
 };
+use crate::common::seccomp::refuse_calls;
 use crate::common::*;
 
 /// Every form, with a name at the kernel's bound (255 bytes), one past it and one past the
 /// tracer's (4,095 bytes, as paths), and a call on `argv[1]`, outside the root. Leaves f
 /// with `user.b` (3,000 bytes) and the longest name, and d/g with `user.k` where the
-/// kernel has the `*xattrat` calls; there, the `l` forms on a symlink too (the replay
-/// reaches a symlink's own attributes only with them: before, it refuses the call).
+/// kernel has the `*xattrat` calls; there, the `l` forms on a symlink too.
 const PROGRAM: &str = r#"
 #define _GNU_SOURCE
 #include <errno.h>
@@ -139,13 +139,7 @@ fn every_xattr_call_is_captured_by_bpf_and_replayed() {
     let Some(work) = bpf_xattr_tempdir(TEST, &["cc"]) else {
         return;
     };
-    let program = compiled(work.path(), "xattrs", PROGRAM);
-    let outside = work.path().join("outside");
-    std::fs::write(&outside, b"").unwrap();
-    let (orig, trace) = (work.path().join("root"), work.path().join("x.trace"));
-    std::fs::create_dir(&orig).unwrap();
-    let cmd = [program.to_str().unwrap(), outside.to_str().unwrap()];
-    capture_by(&orig, &trace, &cmd, Some("bpf"));
+    let (orig, trace, outside) = captured_program(work.path());
     let lines = xattr_lines(&trace);
     let at = |i: usize| lines[i].iter().map(String::as_str).collect::<Vec<_>>();
     let n255 = format!("user.{}", "n".repeat(250));
@@ -223,6 +217,73 @@ fn every_xattr_call_is_captured_by_bpf_and_replayed() {
         attrs(&outside).is_empty(),
         "the replay reached outside the root"
     );
+}
+
+/// PROGRAM compiled in `work`, captured by bpf in a root of its own: the root, the trace and
+/// the file outside the root that it was given.
+fn captured_program(work: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let program = compiled(work, "xattrs", PROGRAM);
+    let outside = work.join("outside");
+    std::fs::write(&outside, b"").unwrap();
+    let (orig, trace) = (work.join("root"), work.join("x.trace"));
+    std::fs::create_dir(&orig).unwrap();
+    let cmd = [program.to_str().unwrap(), outside.to_str().unwrap()];
+    capture_by(&orig, &trace, &cmd, Some("bpf"));
+    (orig, trace, outside)
+}
+
+/// The replay on a kernel without Linux 6.13's `*xattrat` calls, as Debian 12's 6.1 (a
+/// seccomp filter fails them with ENOSYS): the `l` calls on the symlink and the program's own
+/// `*xattrat` calls reach the same attributes through `/proc`, and every call comes out as
+/// the program's did. Before, each call on the symlink was refused as leading outside the
+/// run's directory.
+#[test]
+fn a_symlinks_own_attributes_replay_on_a_kernel_without_xattrat() {
+    const TEST: &str = "symlink attributes without *xattrat";
+    if !cfg!(target_arch = "x86_64") {
+        skip(&format!(
+            "{TEST}: the seccomp filter knows x86_64's numbers only"
+        ));
+        return;
+    }
+    let Some(work) = bpf_xattr_tempdir(TEST, &["cc"]) else {
+        return;
+    };
+    let (_, trace, _) = captured_program(work.path());
+    if xattr_lines(&trace).len() <= 16 {
+        skip(&format!(
+            "{TEST}: this kernel has no *xattrat calls, so the program made no symlink calls"
+        ));
+        return;
+    }
+    let (state, dir) = (tempdir(), tempdir());
+    let mut cmd = json_run(state.path());
+    cmd.args(["--runs", "1", "--dir"])
+        .arg(dir.path())
+        .arg("-w")
+        .arg(format!("replay:trace={}", trace.display()));
+    refuse_calls(&mut cmd, &[463, 464, 465, 466], libc::ENOSYS);
+    let out = run(&mut cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = json(&out);
+    let phase = &doc["runs"][0]["phases"][0];
+    let calls = (trace_text(&trace).lines())
+        .skip_while(|l| *l != "calls")
+        .skip(1)
+        .take_while(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .count();
+    assert_eq!(phase["ops"].as_u64(), Some(calls as u64), "{phase}");
+    let notes = phase["notes"].as_array().unwrap();
+    for wrong in [
+        "outside the run's directory",
+        "came out otherwise",
+        "tree differs",
+    ] {
+        assert!(
+            !notes.iter().any(|n| n.as_str().unwrap().contains(wrong)),
+            "{wrong}: {notes:?}"
+        );
+    }
 }
 
 /// A real program's loop of attribute calls (as a `setfattr` loop makes them): Python's

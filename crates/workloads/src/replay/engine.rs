@@ -27,7 +27,7 @@ mod processes;
 mod xattr;
 
 pub(crate) use paths::ProcFd;
-pub(crate) use xattr::xattrat;
+pub(crate) use xattr::NoFollow;
 
 use super::load::{Loaded, Op, ThreadCalls, open_to_others};
 use super::trace::Kind;

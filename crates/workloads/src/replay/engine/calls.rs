@@ -12,7 +12,7 @@ mod named;
 
 use super::data::{Buffer, copy, getdents, last_errno, map};
 use super::paths::{BENEATH, Dirs, Scratch, open_beneath, resolution};
-use super::xattr::{fd_xattr, xattr_name};
+use super::xattr::{NoFollow, fd_xattr, xattr_name};
 use super::{Adapted, Outcome, Replayed};
 use crate::replay::load::{Op, ThreadCalls};
 use crate::replay::trace::{BY_FD_NAME, Kind};
@@ -69,6 +69,8 @@ pub(super) struct Worker<'a> {
     scratch2: Scratch,
     /// The directories its calls are made in, kept open.
     dirs: Dirs<'a>,
+    /// The `l` xattr calls, on any kernel.
+    nofollow: NoFollow,
     text: Vec<u8>,
     pub out: Replayed,
 }
@@ -90,6 +92,7 @@ impl<'a> Worker<'a> {
             scratch: Scratch::default(),
             scratch2: Scratch::default(),
             dirs: Dirs::new(moved),
+            nofollow: NoFollow::default(),
             text: Vec::with_capacity(256),
             out: Replayed::default(),
         }

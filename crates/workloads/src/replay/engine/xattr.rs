@@ -1,13 +1,15 @@
 //! The extended-attribute calls' pieces: the call on a descriptor, on a name in its
-//! directory without following it, the attribute's name and setxattr's flags.
+//! directory without following it (on any kernel), the attribute's name and setxattr's
+//! flags.
 
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use rustix::fs::XattrFlags;
+use rustix::io::Errno;
 
 use super::Outcome;
-use super::paths::c_string;
+use super::paths::{ProcFd, c_string};
 use crate::replay::load::{Op, ThreadCalls};
 use crate::replay::trace::Kind;
 
@@ -38,23 +40,62 @@ struct XattrArgs {
     flags: u32,
 }
 
-/// An xattr call on `file` in `dir` that does not follow it (the `*xattrat` calls with
-/// `AT_SYMLINK_NOFOLLOW`): a symlink's own attributes, as lgetxattr reaches them, where the
-/// name is one component in a directory opened beneath the run. `NOSYS` before Linux 6.13.
-pub(super) fn xattr_nofollow(
-    dir: BorrowedFd<'_>,
-    file: &CStr,
-    name: &CStr,
-    buf: &mut [u8],
-    op: &Op,
-) -> rustix::io::Result<()> {
-    xattrat(op.kind, dir, file, name, buf, xattr_flags(op)).map(|_| ())
+/// A name's own attributes in a directory opened beneath the run, the name never followed
+/// (a symlink's own, as the `l` calls reach them): by Linux 6.13's `*xattrat` calls on the
+/// directory and the name until the kernel says it has none, then by the `l` calls on
+/// `/proc/thread-self/fd/D/NAME`, which reach the same: the kernel follows the descriptor's
+/// name to D, and NAME, one component and never `..`, is looked up in D, not followed.
+#[derive(Default)]
+pub(crate) struct NoFollow {
+    by_proc: bool,
+    path: Vec<u8>,
 }
 
-/// `kind`'s `*xattrat` call (Linux 6.13) on `file` in `dir`, not following it: `buf` the
-/// value (set, get) or the list (list), `flags` setxattr's. The length got (get, list), else
-/// 0; `NOSYS` before 6.13.
-pub(crate) fn xattrat(
+impl NoFollow {
+    /// `kind`'s call on attribute `name` of `file` in `dir`: `buf` the value (set, get) or
+    /// the list (list), `flags` setxattr's; the length got (get, list), else 0.
+    pub(crate) fn call(
+        &mut self,
+        kind: Kind,
+        (dir, file): (BorrowedFd<'_>, &CStr),
+        name: &CStr,
+        buf: &mut [u8],
+        flags: XattrFlags,
+    ) -> rustix::io::Result<usize> {
+        if !self.by_proc {
+            match xattrat(kind, dir, file, name, buf, flags) {
+                Err(Errno::NOSYS) => self.by_proc = true,
+                got => return got,
+            }
+        }
+        self.path.clear();
+        self.path
+            .extend_from_slice(ProcFd::of(dir).name().to_bytes());
+        self.path.push(b'/');
+        self.path.extend_from_slice(file.to_bytes_with_nul());
+        let at = CStr::from_bytes_with_nul(&self.path).map_err(|_| Errno::INVAL)?;
+        match kind {
+            Kind::ListXattr => rustix::fs::llistxattr(at, buf),
+            Kind::GetXattr => rustix::fs::lgetxattr(at, name, buf),
+            Kind::SetXattr => rustix::fs::lsetxattr(at, name, buf, flags).map(|()| 0),
+            _ => rustix::fs::lremovexattr(at, name).map(|()| 0),
+        }
+    }
+
+    /// With `by_proc`, goes by `/proc` from the first call, as on a kernel without
+    /// `*xattrat`.
+    #[cfg(test)]
+    pub(crate) fn with(by_proc: bool) -> NoFollow {
+        NoFollow {
+            by_proc,
+            path: Vec::new(),
+        }
+    }
+}
+
+/// `kind`'s `*xattrat` call (Linux 6.13) on `file` in `dir`, not following it, as
+/// [`NoFollow::call`]; `NOSYS` before 6.13.
+fn xattrat(
     kind: Kind,
     dir: BorrowedFd<'_>,
     file: &CStr,

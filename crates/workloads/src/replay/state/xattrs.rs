@@ -13,7 +13,7 @@ use std::os::fd::BorrowedFd;
 use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
-use crate::replay::engine::{ProcFd, xattrat};
+use crate::replay::engine::NoFollow;
 use crate::replay::trace::{Kind, XATTR_LIST_MAX, XATTR_SIZE_MAX, XATTR_VALUE_MAX, Xattr};
 use fsbench_measure::measure::errno_name;
 use fsbench_measure::units::shown;
@@ -22,11 +22,10 @@ use fsbench_model::units::group_thousands;
 /// Attributes not made again named in the note.
 const NAMED: usize = 3;
 
-/// Reaches an entry's attributes: by `*xattrat` until the kernel says it has none, then by
-/// `/proc`.
+/// Reaches an entry's attributes, its name and the attribute's as C strings.
 #[derive(Default)]
 struct Reach {
-    by_proc: bool,
+    nofollow: NoFollow,
     entry: Vec<u8>,
     attr: Vec<u8>,
 }
@@ -43,19 +42,8 @@ impl Reach {
         buf: &mut [u8],
     ) -> rustix::io::Result<usize> {
         let attr = c_string(&mut self.attr, attr)?;
-        if !self.by_proc {
-            let entry = c_string(&mut self.entry, name)?;
-            match xattrat(kind, dir, entry, attr, buf, XattrFlags::empty()) {
-                Err(Errno::NOSYS) => self.by_proc = true,
-                got => return got,
-            }
-        }
-        let at = entry_name(&mut self.entry, dir, name)?;
-        match kind {
-            Kind::ListXattr => rustix::fs::llistxattr(at, buf),
-            Kind::GetXattr => rustix::fs::lgetxattr(at, attr, buf),
-            _ => rustix::fs::lsetxattr(at, attr, buf, XattrFlags::empty()).map(|()| 0),
-        }
+        let entry = c_string(&mut self.entry, name)?;
+        (self.nofollow).call(kind, (dir, entry), attr, buf, XattrFlags::empty())
     }
 }
 
@@ -120,20 +108,6 @@ impl Lister {
         out.sort();
         Ok(())
     }
-}
-
-/// `/proc/thread-self/fd/D/NAME` in `buf`, D being `dir`'s descriptor.
-fn entry_name<'b>(
-    buf: &'b mut Vec<u8>,
-    dir: BorrowedFd<'_>,
-    name: &[u8],
-) -> Result<&'b CStr, Errno> {
-    buf.clear();
-    buf.extend_from_slice(ProcFd::of(dir).name().to_bytes());
-    buf.push(b'/');
-    buf.extend_from_slice(name);
-    buf.push(0);
-    CStr::from_bytes_with_nul(buf).map_err(|_| Errno::INVAL)
 }
 
 /// The initial state's attributes that were not made again: how many, a few named.
@@ -231,7 +205,7 @@ mod tests {
         assert_eq!(setter.unmade.count, 0);
         for by_proc in [false, true] {
             let mut lister = Lister::new();
-            lister.reach.by_proc = by_proc;
+            lister.reach.nofollow = NoFollow::with(by_proc);
             let mut got = Vec::new();
             lister.list(dir.as_fd(), b"f", false, &mut got).unwrap();
             assert_eq!(got, wanted, "by /proc: {by_proc}");
@@ -242,7 +216,7 @@ mod tests {
             let name = if by_proc { "g1" } else { "g0" };
             std::fs::write(scratch.path().join(name), b"").unwrap();
             let mut setter = Setter::default();
-            setter.reach.by_proc = by_proc;
+            setter.reach.nofollow = NoFollow::with(by_proc);
             let path = name.as_bytes();
             setter.set(dir.as_fd(), path, path, &wanted, &[0x5a; 100]);
             lister.list(dir.as_fd(), path, false, &mut got).unwrap();

@@ -10,7 +10,7 @@ use rustix::io::Errno;
 
 use super::super::data::last_errno;
 use super::super::paths::{BENEATH, ProcFd, c_string, chmod_nofollow, file, open_beneath};
-use super::super::xattr::{xattr_flags, xattr_name, xattr_nofollow};
+use super::super::xattr::{xattr_flags, xattr_name};
 use super::super::{Adapted, Outcome};
 use super::{Fds, Worker};
 use crate::replay::load::{Op, ThreadCalls};
@@ -207,9 +207,9 @@ impl Worker<'_> {
     }
 
     /// An xattr call by path: on the file, opened beneath, by its `/proc/thread-self/fd`
-    /// name. Without `follow` (lgetxattr...), on the last name in its directory (Linux
-    /// 6.13's `*xattrat`); before 6.13, on a last symlink itself: refused, as no call
-    /// reaches a symlink's own attributes through a descriptor.
+    /// name. Without `follow` (lgetxattr...), on the last name in its directory, not
+    /// followed ([`NoFollow`](super::super::xattr::NoFollow)); where that directory cannot
+    /// be reached, on the file opened beneath, a last symlink refused.
     fn xattr(&mut self, calls: &ThreadCalls, op: &Op, follow: bool) -> Outcome {
         if !follow && let Some(outcome) = self.xattr_in_parent(calls, op) {
             return outcome;
@@ -242,9 +242,8 @@ impl Worker<'_> {
     }
 
     /// An xattr call that does not follow the last name, made on it in its directory, opened
-    /// beneath; `None` where the kernel has no `*xattrat` call (before Linux 6.13) or the
-    /// path has no last name in a directory (the run's directory itself: `.`), for the file
-    /// opened beneath to say.
+    /// beneath; `None` where that directory cannot be reached, for the file opened beneath
+    /// to say why.
     fn xattr_in_parent(&mut self, calls: &ThreadCalls, op: &Op) -> Option<Outcome> {
         let root = self.dir;
         let path = calls.path(op.path);
@@ -257,10 +256,9 @@ impl Worker<'_> {
             Err(o) => return Some(o),
         };
         let len = op.a.min(self.buf.bytes.len() as u64) as usize;
-        match xattr_nofollow(dir, file, name, &mut self.buf.bytes[..len], op) {
-            Err(Errno::NOSYS) => None,
-            r => Some(r.map_or_else(Outcome::Failed, |()| Outcome::Done)),
-        }
+        let buf = &mut self.buf.bytes[..len];
+        let r = (self.nofollow).call(op.kind, (dir, file), name, buf, xattr_flags(op));
+        Some(r.map_or_else(Outcome::Failed, |_| Outcome::Done))
     }
 }
 
