@@ -12,7 +12,7 @@ use std::process::Command;
 use crate::common::capture::{
     assert_faithful, can_capture, capture_by, compiled, replay, trace_text, tracers,
 };
-use crate::common::seccomp::refuse_calls;
+use crate::common::seccomp::{NEWER_THAN_6_1, refuse_calls_from};
 use crate::common::*;
 
 /// Every form, with a name at the kernel's bound (255 bytes), one past it and one past the
@@ -232,11 +232,11 @@ fn captured_program(work: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (orig, trace, outside)
 }
 
-/// The replay on a kernel without Linux 6.13's `*xattrat` calls, as Debian 12's 6.1 (a
-/// seccomp filter fails them with ENOSYS): the `l` calls on the symlink and the program's own
-/// `*xattrat` calls reach the same attributes through `/proc`, and every call comes out as
-/// the program's did. Before, each call on the symlink was refused as leading outside the
-/// run's directory.
+/// The replay on Debian 12's kernel, 6.1 (a seccomp filter fails every call it lacks with
+/// ENOSYS), without Linux 6.13's `*xattrat` calls: the `l` calls on the symlink and the
+/// program's own `*xattrat` calls reach the same attributes through `/proc`, and every call
+/// comes out as the program's did. Before, each call on the symlink was refused as leading
+/// outside the run's directory.
 #[test]
 fn a_symlinks_own_attributes_replay_on_a_kernel_without_xattrat() {
     const TEST: &str = "symlink attributes without *xattrat";
@@ -262,7 +262,7 @@ fn a_symlinks_own_attributes_replay_on_a_kernel_without_xattrat() {
         .arg(dir.path())
         .arg("-w")
         .arg(format!("replay:trace={}", trace.display()));
-    refuse_calls(&mut cmd, &[463, 464, 465, 466], libc::ENOSYS);
+    refuse_calls_from(&mut cmd, NEWER_THAN_6_1);
     let out = run(&mut cmd);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc = json(&out);

@@ -5,13 +5,16 @@
 //! 6.1's line of setxattrat counted by name (strace is not asked for the older ones).
 //! Debian 12's glibc calls neither new one, so the program is compiled here and makes them
 //! by number. And strace's seccomp filter, which must stop the program at the calls strace
-//! does not know for any of this to be seen.
+//! does not know for any of this to be seen. And fsbench on Debian 12's kernel, 6.1, which
+//! lacks these calls and others fsbench makes (a seccomp filter fails every call 6.1 lacks
+//! with ENOSYS): each has its way around there.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
 use crate::common::capture::*;
+use crate::common::seccomp::{NEWER_THAN_6_1, refuse_calls_from};
 use crate::common::*;
 
 const PROGRAM: &str = r#"
@@ -165,4 +168,74 @@ fn straces_filter_stops_at_the_calls_it_does_not_know() {
         "no filter dumped: {dump}"
     );
     assert!(!dump.contains("BPF_JSET"), "the bitmap filter: {dump}");
+}
+
+/// `fsbench ARGS` as on Linux 6.1 (every later call fails with ENOSYS): it must succeed.
+fn on_6_1(state: &Path, args: &[&str]) -> serde_json::Value {
+    let mut cmd = json_run(state);
+    cmd.args(args);
+    refuse_calls_from(&mut cmd, NEWER_THAN_6_1);
+    let out = run(&mut cmd);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    json(&out)
+}
+
+/// The bpf trace of PROGRAM (fchmodat2 and setxattrat among its calls), replayed on Linux
+/// 6.1: fchmodat2 made as chmod through `/proc` (a symlink's own mode refused, as 6.6
+/// refuses it), setxattrat as lsetxattr through `/proc`: every call comes out as captured,
+/// the tree as the program left it. And a suite of the workloads whose calls 6.1 lacks
+/// some of (io_uring's, crash recording's) runs there.
+#[test]
+fn replay_and_workloads_run_on_linux_6_1() {
+    const TEST: &str = "Linux 6.1's calls";
+    if !cfg!(target_arch = "x86_64") {
+        skip(&format!(
+            "{TEST}: the seccomp filter knows x86_64's numbers only"
+        ));
+        return;
+    }
+    if !can_capture(TEST, &["cc", "mkfs.ext4"]) || !tracers(TEST).contains(&"bpf") {
+        return;
+    }
+    let work = tmpfs_tempdir();
+    let program = compiled(work.path(), "chmod2", PROGRAM);
+    let (orig, trace) = (work.path().join("orig"), work.path().join("bpf.trace"));
+    std::fs::create_dir(&orig).unwrap();
+    capture_by(&orig, &trace, &[program.to_str().unwrap()], Some("bpf"));
+    let (state, dir) = (tempdir(), tempdir());
+    let replay = format!("replay:trace={}", trace.display());
+    let doc = on_6_1(
+        state.path(),
+        &[
+            "--runs",
+            "1",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "-w",
+            &replay,
+        ],
+    );
+    let phase = &doc["runs"][0]["phases"][0];
+    let notes = phase["notes"].as_array().unwrap();
+    for wrong in [
+        "outside the run's directory",
+        "came out otherwise",
+        "tree differs",
+    ] {
+        assert!(
+            !notes.iter().any(|n| n.as_str().unwrap().contains(wrong)),
+            "{wrong}: {notes:?}"
+        );
+    }
+    assert!(phase["ops"].as_u64().unwrap() >= 7, "{phase}");
+    let workloads = [
+        "tree:dirs=3,files=3,levels=2,size=1",
+        "io:ioengine=io_uring,size=8m",
+    ];
+    let mut args = vec!["--runs", "1", "--fs", "ext4:crash=2"];
+    args.extend(workloads.iter().flat_map(|w| ["-w", w]));
+    let doc = on_6_1(state.path(), &args);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), workloads.len(), "{doc}");
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{doc}");
 }
