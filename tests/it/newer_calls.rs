@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::capture::*;
-use crate::common::seccomp::{NEWER_THAN_6_1, refuse_calls_from};
+use crate::common::seccomp::{replayed_on_6_1, run_on_6_1};
 use crate::common::*;
 
 const PROGRAM: &str = r#"
@@ -170,16 +170,6 @@ fn straces_filter_stops_at_the_calls_it_does_not_know() {
     assert!(!dump.contains("BPF_JSET"), "the bitmap filter: {dump}");
 }
 
-/// `fsbench ARGS` as on Linux 6.1 (every later call fails with ENOSYS): it must succeed.
-fn on_6_1(state: &Path, args: &[&str]) -> serde_json::Value {
-    let mut cmd = json_run(state);
-    cmd.args(args);
-    refuse_calls_from(&mut cmd, NEWER_THAN_6_1);
-    let out = run(&mut cmd);
-    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-    json(&out)
-}
-
 /// The bpf trace of PROGRAM (fchmodat2 and setxattrat among its calls), replayed on Linux
 /// 6.1: fchmodat2 made as chmod through `/proc` (a symlink's own mode refused, as 6.6
 /// refuses it), setxattrat as lsetxattr through `/proc`: every call comes out as captured,
@@ -202,31 +192,7 @@ fn replay_and_workloads_run_on_linux_6_1() {
     let (orig, trace) = (work.path().join("orig"), work.path().join("bpf.trace"));
     std::fs::create_dir(&orig).unwrap();
     capture_by(&orig, &trace, &[program.to_str().unwrap()], Some("bpf"));
-    let (state, dir) = (tempdir(), tempdir());
-    let replay = format!("replay:trace={}", trace.display());
-    let doc = on_6_1(
-        state.path(),
-        &[
-            "--runs",
-            "1",
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "-w",
-            &replay,
-        ],
-    );
-    let phase = &doc["runs"][0]["phases"][0];
-    let notes = phase["notes"].as_array().unwrap();
-    for wrong in [
-        "outside the run's directory",
-        "came out otherwise",
-        "tree differs",
-    ] {
-        assert!(
-            !notes.iter().any(|n| n.as_str().unwrap().contains(wrong)),
-            "{wrong}: {notes:?}"
-        );
-    }
+    let phase = replayed_on_6_1(&trace);
     assert!(phase["ops"].as_u64().unwrap() >= 7, "{phase}");
     let workloads = [
         "tree:dirs=3,files=3,levels=2,size=1",
@@ -234,7 +200,8 @@ fn replay_and_workloads_run_on_linux_6_1() {
     ];
     let mut args = vec!["--runs", "1", "--fs", "ext4:crash=2"];
     args.extend(workloads.iter().flat_map(|w| ["-w", w]));
-    let doc = on_6_1(state.path(), &args);
+    let state = tempdir();
+    let doc = run_on_6_1(state.path(), &args);
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), workloads.len(), "{doc}");
     assert!(runs.iter().all(|r| r["status"] == "ok"), "{doc}");

@@ -60,3 +60,41 @@ fn install(cmd: &mut Command, filter: Vec<libc::sock_filter>) {
     // SAFETY: the closure allocates nothing and makes only async-signal-safe calls.
     unsafe { cmd.pre_exec(set) };
 }
+
+/// `fsbench run ARGS` (JSON out) as on Linux 6.1, every later call failing with ENOSYS: it
+/// must succeed; its document.
+pub fn run_on_6_1(state: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let mut cmd = super::json_run(state);
+    cmd.args(args);
+    refuse_calls_from(&mut cmd, NEWER_THAN_6_1);
+    let out = super::run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        super::text(&out.stderr)
+    );
+    super::json(&out)
+}
+
+/// `trace` replayed once into a fresh directory as on Linux 6.1, with every call coming out
+/// as captured (none refused as outside, none otherwise, the tree as the program left it):
+/// the replay phase.
+pub fn replayed_on_6_1(trace: &std::path::Path) -> serde_json::Value {
+    let (state, dir) = (super::tempdir(), super::tempdir());
+    let replay = format!("replay:trace={}", trace.display());
+    let dir = dir.path().to_str().unwrap();
+    let doc = run_on_6_1(state.path(), &["--runs", "1", "--dir", dir, "-w", &replay]);
+    let phase = doc["runs"][0]["phases"][0].clone();
+    let notes = phase["notes"].as_array().unwrap();
+    for wrong in [
+        "outside the run's directory",
+        "came out otherwise",
+        "tree differs",
+    ] {
+        assert!(
+            !notes.iter().any(|n| n.as_str().unwrap().contains(wrong)),
+            "{wrong}: {notes:?}"
+        );
+    }
+    phase
+}
