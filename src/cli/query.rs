@@ -278,15 +278,19 @@ pub(super) fn list_text(suites: &[fsbench_store::SuiteListing], width: Option<u1
     };
     let mut out = String::new();
     for s in suites {
-        let head = format!(
-            "#{} {} · {} · {}/{} runs · {}",
+        let mut head = format!(
+            "#{} {} · {} · {}/{} runs",
             s.id,
             started(s),
             s.status,
             s.runs_done,
             s.runs_planned,
-            s.name
         );
+        // A name given; the default one is the two lines below.
+        if s.name != fsbench_model::suite::what_on_what(&s.workloads, &s.configurations) {
+            head.push_str(" · ");
+            head.push_str(&s.name);
+        }
         out.push_str(&fsbench_report::fit::wrap(&head, Some(width), 0, 4));
         for items in [&s.configurations, &s.workloads] {
             // Non-breaking spaces inside an item keep it whole when the line wraps.

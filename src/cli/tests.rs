@@ -80,6 +80,20 @@ fn list_fits_80_columns_without_breaking_a_name() {
         let whole = name.replace(' ', "\u{a0}");
         assert!(text.contains(&whole), "`{name}` broken: {text}");
     }
+    assert!(text.contains("· a suite with a rather long"), "{text}");
+    // The default name is not said again above its configurations and workloads.
+    let default = fsbench_model::suite::what_on_what(&suite.workloads, &suite.configurations);
+    let unnamed = fsbench_store::SuiteListing {
+        name: default.clone(),
+        ..suite.clone()
+    };
+    let card = super::query::list_text(std::slice::from_ref(&unnamed), Some(40));
+    assert!(
+        card.starts_with("#12 2026-11-23 06:00 · completed"),
+        "{card}"
+    );
+    assert!(!card.contains(" on ext4"), "{card}");
+    assert_eq!(card.matches("tree:quick").count(), 1, "{card}");
     // A pipe gets the table.
     assert!(super::query::list_text(&[suite], None).contains('┆'));
 }

@@ -172,6 +172,11 @@ impl Default for Suite {
     }
 }
 
+/// A suite's name where none was given: `tree:quick-shallow on ext4, xfs, btrfs`.
+pub fn what_on_what(workloads: &[String], configurations: &[String]) -> String {
+    format!("{} on {}", workloads.join(", "), configurations.join(", "))
+}
+
 impl Suite {
     /// The suite's name, or where none was given, what it runs on what:
     /// `tree:quick-shallow on ext4, xfs, btrfs` (the workloads' and configurations' labels).
@@ -179,7 +184,7 @@ impl Suite {
         if self.name != default_name() {
             return self.name.clone();
         }
-        format!("{} on {}", workloads.join(", "), configurations.join(", "))
+        what_on_what(workloads, configurations)
     }
 
     /// Runs rounds until the figures are precise enough, at most `auto.max_runs`.
