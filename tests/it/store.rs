@@ -220,7 +220,7 @@ fn a_killed_suite_keeps_its_runs_and_resumes() {
             "run",
             "-q",
             "-w",
-            "tree:dirs=20,files=5,size=0,levels=3",
+            "tree:dirs=10,files=5,size=0,levels=3",
             "--runs",
             "4",
             "--dir",
