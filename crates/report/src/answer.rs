@@ -42,7 +42,11 @@ pub(crate) fn lines(suite: &SuiteResult) -> Vec<(usize, String)> {
 
 /// A workload's headline, then its phases.
 pub(crate) fn workload_lines(c: &Conclusion) -> Vec<(usize, String)> {
-    let phases = c.phases.iter().map(|p| (1, phase_line(p, c.runs)));
+    // Where no phase has a spread, the headline says so once for all of them.
+    let unspread = (c.phases.iter()).all(|p| p.outcome == Outcome::NoSpread);
+    let phases = (c.phases.iter())
+        .filter(|_| !unspread)
+        .map(|p| (1, phase_line(p, c.runs)));
     std::iter::once((0, headline(c))).chain(phases).collect()
 }
 
@@ -128,13 +132,16 @@ fn headline(c: &Conclusion) -> String {
         }
     }
     let ahead = (c.phases.iter()).any(|p| matches!(p.outcome, Outcome::Ahead { .. }));
-    let all_same = (c.phases.iter()).all(|p| matches!(p.outcome, Outcome::Same { .. }));
+    let all = |f: fn(&Outcome) -> bool| c.phases.iter().all(|p| f(&p.outcome));
     let what = match groups.as_slice() {
         _ if n == 0 => "nothing to compare".to_string(),
-        [] if all_same => format!("{} perform the same in every phase", and_list(&configs)),
+        [] if all(|o| matches!(o, Outcome::Same { .. })) => {
+            format!("{} perform the same in every phase", and_list(&configs))
+        }
+        [] if all(|o| matches!(o, Outcome::NoSpread)) => NO_SPREAD.to_string(),
         [] if !ahead => format!(
-            "no difference shown: {} runs each cannot tell {} apart on this machine",
-            c.runs,
+            "no difference shown: {} cannot tell {} apart on this machine",
+            runs_each(c.runs),
             and_list(&configs)
         ),
         [] => "some pairs differ, but no configuration leads a phase".to_string(),
@@ -166,7 +173,18 @@ fn headline(c: &Conclusion) -> String {
             )
         }
     };
-    format!("{} ({} runs each): {what}", c.workload, c.runs)
+    format!("{} ({}): {what}", c.workload, runs_each(c.runs))
+}
+
+/// What a phase without a spread says: nothing to judge by.
+const NO_SPREAD: &str = "no verdict: one run gives no spread (--runs 3 or more gives one)";
+
+/// `1 run each`, `5 runs each`.
+fn runs_each(runs: usize) -> String {
+    match runs {
+        1 => "1 run each".to_string(),
+        n => format!("{n} runs each"),
+    }
 }
 
 /// The configuration that leads alone in more than half of the `n` phases and is among the
@@ -246,10 +264,11 @@ pub(crate) fn phase_line(p: &PhaseOutcome, runs: usize) -> String {
                 ),
             };
             format!(
-                "{configs} {bound}: {runs} runs each cannot tell them apart on this \
-                 machine{resolve}"
+                "{configs} {bound}: {} cannot tell them apart on this machine{resolve}",
+                runs_each(runs)
             )
         }
+        Outcome::NoSpread => NO_SPREAD.to_string(),
     };
     let rough = match &p.caveat {
         Some(why) => format!(" (rough: {why})"),

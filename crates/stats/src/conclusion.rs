@@ -34,6 +34,8 @@ pub enum Outcome {
         largest: f64,
         runs_needed: Option<usize>,
     },
+    /// No pair has an interval at all (a configuration ran once): nothing can be said.
+    NoSpread,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -205,14 +207,18 @@ impl PhaseCells<'_> {
         }
     }
 
-    /// No pair decided: the widest pair's bound, and the runs that would resolve it.
+    /// No pair decided: the widest pair's bound, and the runs that would resolve it; where no
+    /// pair has an interval, no spread.
     fn open(&self, pairs: &[(usize, usize)]) -> Outcome {
+        let differences: Vec<_> = (pairs.iter())
+            .filter_map(|&(a, b)| self.cell(a, b).and_then(|c| c.difference.as_ref()))
+            .collect();
+        if differences.is_empty() {
+            return Outcome::NoSpread;
+        }
         let (mut largest, mut needed): (f64, Option<usize>) = (0.0, Some(0));
         let tests = self.pairs.tests.max(1) as f64;
-        for &(a, b) in pairs {
-            let Some(d) = self.cell(a, b).and_then(|c| c.difference.as_ref()) else {
-                continue;
-            };
+        for d in differences {
             let bound = ((d.ratio_low - 1.0).abs()).max((d.ratio_high - 1.0).abs()) * 100.0;
             largest = largest.max(bound);
             let n = d.runs_needed(RESOLUTION_PERCENT, ALPHA / tests);
@@ -294,6 +300,12 @@ mod tests {
             (&vec!["xfs".into()], &vec!["ext4".into(), "btrfs".into()])
         );
         assert!((factor - 1.5).abs() < 0.02, "{factor}");
+    }
+
+    #[test]
+    fn a_single_run_has_no_spread() {
+        let s = suite(&[("ext4", "create", &A[..1]), ("xfs", "create", &FAST[..1])]);
+        assert_eq!(outcomes(&s)[0], Outcome::NoSpread);
     }
 
     #[test]

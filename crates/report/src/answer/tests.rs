@@ -35,6 +35,11 @@ const KINDS: [(&str, [Rates; 3]); 7] = [
 /// A suite of one workload whose phases are `(kind, short)`: a rate and a time per
 /// configuration (a short phase's time is under the suite's 1 s).
 fn suite(phases: &[(&str, bool)]) -> SuiteResult {
+    suite_of(phases, 5)
+}
+
+/// [`suite`] of the first `runs` runs of each configuration.
+fn suite_of(phases: &[(&str, bool)], runs: usize) -> SuiteResult {
     let mut s = SuiteResult::for_tests();
     s.id = Some(1);
     for (i, (kind, short)) in phases.iter().enumerate() {
@@ -42,6 +47,7 @@ fn suite(phases: &[(&str, bool)]) -> SuiteResult {
         let phase = format!("{kind}{}-{i}", if *short { "-short" } else { "" });
         for (config, rates) in CONFIGS.iter().zip(rates) {
             let secs = if *short { 0.5 } else { 5.0 };
+            let rates = &rates[..runs];
             let times: Vec<f64> = rates.iter().map(|r| secs * 100.0 / r).collect();
             for (metric, unit, higher, values) in [
                 ("rate", "files/s", true, rates.to_vec()),
@@ -265,4 +271,21 @@ fn the_bound_is_said_as_a_factor_beyond_100_percent() {
 fn seconds_keep_two_significant_digits() {
     let shown: Vec<String> = [21.4, 4.34, 0.193, 0.00712, 0.0].map(super::seconds).into();
     assert_eq!(shown, ["21", "4.3", "0.19", "0.0071", "0"]);
+}
+
+/// One run each has no spread: the headline says there is no verdict, once for every phase,
+/// and claims no bound (it said "within 0% of each other: 1 runs each cannot tell them
+/// apart … about 0 runs each would resolve 3%", of a 1.5 × difference).
+#[test]
+fn one_run_each_gives_no_verdict_and_no_bound() {
+    let said = lines(&suite_of(&[("leader", false), ("undecided", true)], 1));
+    assert_eq!(
+        said,
+        [(
+            0,
+            "tree:x (1 run each): no verdict: one run gives no spread (--runs 3 or more \
+             gives one)"
+                .to_string()
+        )]
+    );
 }
