@@ -236,10 +236,10 @@ pub(crate) fn strip(title: &str, unit: &str, rows: &[(usize, String, Option<&Sum
                     ))),
             );
         }
-        let note = if values.is_empty() {
-            "no data".to_string()
-        } else {
-            format!("{} runs", values.len())
+        let note = match values.len() {
+            0 => "no data".to_string(),
+            1 => "1 run".to_string(),
+            n => format!("{n} runs"),
         };
         row = row.add(text(VALUE_X, y + 15.0, &note));
         doc = doc.add(row);
