@@ -479,11 +479,11 @@ fn bad_input_gets_a_clear_message() {
     let d = dir.to_str().unwrap();
     let replay_of = |t: &str| format!("replay:trace={t}");
     // Another version, a damaged one, something else, none at all.
-    hand_trace(&trace, 5, &[], &[]);
+    hand_trace(&trace, 6, &[], &[]);
     fails_with(
         &["run", "--dir", d, "-w", &replay_of(t)],
         2,
-        "trace format version 5; this fsbench reads versions 1 to 4",
+        "trace format version 6; this fsbench reads versions 1 to 5",
     );
     hand_trace(
         &trace,

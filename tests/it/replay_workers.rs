@@ -114,7 +114,7 @@ fn capture_records_each_threads_process_and_both_modes_replay_a_forking_program(
     let python = interpreter();
     let (orig, trace) = captured(work.path(), "orig", &[&python, "-I", "-c", FORKING]);
     let written = trace_text(&trace);
-    assert_eq!(written.lines().next(), Some("fsbench-trace 4"));
+    assert_eq!(written.lines().next(), Some("fsbench-trace 5"));
     let (makers, processes) = makers_and_processes(&written);
     let process = |path: &str| {
         let tid = makers[path];

@@ -31,6 +31,9 @@
 #define SEL_ENTER_RECORD (1u << 25)
 // wait4: no record; a parent that waited for a child takes the child's cost (COST).
 #define SEL_WAITS (1u << 24)
+// The setxattr family: a POSIX ACL's value is read too. (Bits 0-5 are the paths, 8-11 and
+// 16-23 the data's argument and length.)
+#define SEL_VALUE (1u << 6)
 #define SEL_PATHS 0x3fu
 #define SEL_DATA_ARG(v) (((v) >> 8) & 0xfu)
 #define SEL_DATA_LEN(v) (((v) >> 16) & 0xffu)
@@ -54,6 +57,10 @@
 #define REC_PATH1 16u
 #define REC_PATH2 32u
 #define REC_ENTER 64u
+#define REC_VALUE 128u
+
+// The longest attribute value read (an ACL of 2,000 entries).
+#define VALUE_MAX 16384
 
 struct stash {
 	__u64 start_ns;
@@ -79,14 +86,15 @@ struct record {
 	__u32 flags;
 	__u8 path_arg1;
 	__u8 path_arg2;
-	__u16 pad;
+	// The value's length, after the second string (REC_VALUE).
+	__u16 len3;
 	// What tracing had cost the task before the call started (COST's value then).
 	__u64 cost_ns;
 };
 
 struct scratch {
 	struct record rec;
-	char paths[2 * PATH_MAX];
+	char paths[2 * PATH_MAX + VALUE_MAX];
 };
 
 struct {
@@ -247,13 +255,42 @@ static __always_inline long read_path(struct scratch *sc, __u32 at, __u64 ptr)
 	return n > 0 ? n - 1 : -1;
 }
 
-static __always_inline void submit(struct scratch *sc, __u32 len1, __u32 len2)
+static __always_inline void submit(struct scratch *sc, __u32 len1, __u32 len2, __u32 len3)
 {
-	__u64 size = sizeof(struct record) + (len1 & (PATH_MAX - 1)) + (len2 & (PATH_MAX - 1));
+	__u64 size = sizeof(struct record) + (len1 & (PATH_MAX - 1)) + (len2 & (PATH_MAX - 1)) +
+		     (len3 <= VALUE_MAX ? len3 : 0);
 	if (size > sizeof(struct scratch))
 		size = sizeof(struct scratch);
 	if (bpf_ringbuf_output(&EVENTS, sc, size, BPF_RB_NO_WAKEUP))
 		lost(LOST_FULL);
+}
+
+// For a setxattr whose name (`len` bytes at `name`) is a POSIX ACL's,
+// `system.posix_acl_access` or `_default`: its value read to `end` (after the strings), and
+// its length; 0 for any other name, or a value empty, longer than VALUE_MAX or unreadable.
+// The value is at the third argument, its size at the fourth; setxattrat's are in `struct
+// xattr_args` (the record's data).
+static __always_inline __u32 read_value(struct scratch *sc, __u32 name, __u32 len, __u32 end)
+{
+	const char acl[] = "system.posix_acl_";
+	if (len != 23 && len != 24)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < (int)sizeof(acl) - 1; i++)
+		if (sc->paths[(name + i) & (PATH_MAX - 1)] != acl[i])
+			return 0;
+	struct record *rec = &sc->rec;
+	__u64 ptr = rec->args[2], size = rec->args[3];
+	if (rec->flags & REC_DATA) {
+		ptr = rec->data[0];
+		size = (__u32)rec->data[1];
+	}
+	if (!ptr || size == 0 || size > VALUE_MAX)
+		return 0;
+	__u32 at = end & (2 * PATH_MAX - 1);
+	if (bpf_probe_read_user(&sc->paths[at], size, (void *)ptr))
+		return 0;
+	return size;
 }
 
 // Task `tid` waited for its child `child`, which had ended: it goes on with the child's
@@ -350,6 +387,7 @@ static __always_inline void exit_record(struct sys_exit_ctx *ctx, __u32 tid, __u
 	}
 	rec->len1 = len1;
 	rec->len2 = len2;
+	rec->len3 = 0;
 	__u32 data_arg = SEL_DATA_ARG(sel);
 	if (data_arg >= 1 && data_arg <= 6) {
 		__u32 idx = data_arg - 1;
@@ -363,7 +401,17 @@ static __always_inline void exit_record(struct sys_exit_ctx *ctx, __u32 tid, __u
 			r = bpf_probe_read_user(rec->data, 8, (void *)ptr);
 		rec->flags |= r == 0 ? REC_DATA : (ptr ? REC_DATA_UNREAD : 0);
 	}
-	submit(sc, len1, len2);
+	__u32 len3 = 0;
+	// The name is the second string, or the only one (fsetxattr's).
+	if ((sel & SEL_VALUE) && (rec->flags & REC_PATH2))
+		len3 = read_value(sc, len1, len2, len1 + len2);
+	else if ((sel & SEL_VALUE) && paths == 1 && (rec->flags & REC_PATH1))
+		len3 = read_value(sc, 0, len1, len1);
+	if (len3) {
+		rec->len3 = len3;
+		rec->flags |= REC_VALUE;
+	}
+	submit(sc, len1, len2, len3);
 }
 
 SEC("tracepoint/raw_syscalls/sys_exit")
@@ -421,7 +469,7 @@ static __always_inline int fork_record(__u32 child)
 	rec->flags = 0;
 	rec->len1 = 0;
 	rec->len2 = 0;
-	submit(sc, 0, 0);
+	submit(sc, 0, 0, 0);
 	return 0;
 }
 

@@ -17,9 +17,12 @@ const REC_DATA_UNREAD: u32 = 8;
 const REC_PATH1: u32 = 16;
 const REC_PATH2: u32 = 32;
 const REC_ENTER: u32 = 64;
+const REC_VALUE: u32 = 128;
+/// The longest attribute value the BPF program reads (`VALUE_MAX`).
+const VALUE_MAX: usize = 16 << 10;
 
 /// A record longer than any the BPF program makes is a damaged file.
-const RECORD_MAX: usize = HEADER + 2 * 4096;
+const RECORD_MAX: usize = HEADER + 2 * 4096 + VALUE_MAX;
 
 /// What the records file holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,12 +116,13 @@ fn parse<'a>(b: &'a [u8], names: &[Option<&'static str>]) -> std::io::Result<Eve
             fd: args[0] as i32,
         });
     }
-    let (len1, len2) = (u16_at(28), u16_at(30));
-    if HEADER + len1 + len2 > b.len() {
+    let (len1, len2, len3) = (u16_at(28), u16_at(30), u16_at(118));
+    let end = HEADER + len1 + len2;
+    if end + len3 > b.len() {
         return Err(damaged("strings past the record's end"));
     }
     let path1 = &b[HEADER..HEADER + len1];
-    let path2 = &b[HEADER + len1..HEADER + len1 + len2];
+    let path2 = &b[HEADER + len1..end];
     let path = |read: u32, unread: u32, arg: u8, s: &'a [u8]| {
         if flags & read != 0 {
             Some((arg as usize, Some(s)))
@@ -142,6 +146,7 @@ fn parse<'a>(b: &'a [u8], names: &[Option<&'static str>]) -> std::io::Result<Eve
         ],
         data: (flags & REC_DATA != 0).then(|| std::array::from_fn(|i| u64_at(88 + 8 * i))),
         data_unread: flags & REC_DATA_UNREAD != 0,
+        value: (flags & REC_VALUE != 0).then(|| &b[end..end + len3]),
         cost_ns: u64_at(120),
     }))
 }
@@ -218,10 +223,37 @@ mod tests {
         assert!(records.next_event().unwrap().is_none());
     }
 
+    /// A setxattr's value follows its strings; one said past the record's end is damage.
+    #[test]
+    fn a_value_is_read_after_the_strings() {
+        if syscalls::table().is_empty() {
+            return;
+        }
+        let nr = (syscalls::table().iter())
+            .find(|c| c.name == "SYS_setxattr")
+            .unwrap()
+            .nr as u32;
+        let name = b"system.posix_acl_access";
+        let mut file = record(nr, 0, REC_PATH1 | REC_PATH2 | REC_VALUE, (b"f", name));
+        file[4 + 118..4 + 120].copy_from_slice(&3u16.to_le_bytes());
+        file.extend_from_slice(&[2, 0, 7]);
+        let len = (file.len() - 4) as u32;
+        file[..4].copy_from_slice(&len.to_le_bytes());
+        let mut records = Records::new(std::io::Cursor::new(file.clone()));
+        let Some(Event::Syscall(r)) = records.next_event().unwrap() else {
+            panic!("not a call")
+        };
+        assert_eq!((r.name, r.value), ("setxattr", Some(&[2u8, 0, 7][..])));
+        file[4 + 118..4 + 120].copy_from_slice(&4u16.to_le_bytes());
+        let mut records = Records::new(std::io::Cursor::new(file));
+        assert!(records.next_event().is_err());
+    }
+
     #[test]
     fn a_cut_or_oversized_record_is_an_error() {
-        let mut file = (10_000u32).to_le_bytes().to_vec();
-        file.extend(vec![0u8; 10_000]);
+        let over = RECORD_MAX + 1;
+        let mut file = (over as u32).to_le_bytes().to_vec();
+        file.extend(vec![0u8; over]);
         let mut records = Records::new(std::io::Cursor::new(file));
         assert!(records.next_event().is_err());
         let mut file = record(0, 0, 0, (b"", b""));

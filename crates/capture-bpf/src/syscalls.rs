@@ -12,6 +12,7 @@ const FLAGS_STRUCT: u32 = 1 << 27;
 const FLAGS_VFORK: u32 = 1 << 26;
 const ENTER_RECORD: u32 = 1 << 25;
 const WAITS: u32 = 1 << 24;
+const VALUE: u32 = 1 << 6;
 
 /// Arguments that are path strings (bit per argument).
 const fn paths(args: &[u32]) -> u32 {
@@ -155,20 +156,21 @@ const TABLE: &[Syscall] = calls![
     SYS_fsmount,
     SYS_open_tree_attr = 467,
     // Extended attributes: the file, the attribute's name (a string read as paths are,
-    // to `PATH_MAX`), the `*xattrat` forms' `struct xattr_args` (value, size, flags).
+    // to `PATH_MAX`), the `*xattrat` forms' `struct xattr_args` (value, size, flags); a
+    // setxattr of a POSIX ACL its value too (VALUE).
     SYS_getxattr: paths(&[0, 1]),
     SYS_lgetxattr: paths(&[0, 1]),
     SYS_fgetxattr: paths(&[1]),
-    SYS_setxattr: paths(&[0, 1]),
-    SYS_lsetxattr: paths(&[0, 1]),
-    SYS_fsetxattr: paths(&[1]),
+    SYS_setxattr: paths(&[0, 1]) | VALUE,
+    SYS_lsetxattr: paths(&[0, 1]) | VALUE,
+    SYS_fsetxattr: paths(&[1]) | VALUE,
     SYS_listxattr: paths(&[0]),
     SYS_llistxattr: paths(&[0]),
     SYS_flistxattr,
     SYS_removexattr: paths(&[0, 1]),
     SYS_lremovexattr: paths(&[0, 1]),
     SYS_fremovexattr: paths(&[1]),
-    SYS_setxattrat = 463: paths(&[1, 3]) | data(4, 16),
+    SYS_setxattrat = 463: paths(&[1, 3]) | data(4, 16) | VALUE,
     SYS_getxattrat = 464: paths(&[1, 3]) | data(4, 16),
     SYS_listxattrat = 465: paths(&[1]),
     SYS_removexattrat = 466: paths(&[1, 3]),

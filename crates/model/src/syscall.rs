@@ -26,6 +26,9 @@ pub struct SyscallRecord<'a> {
     /// read; `data_unread` when it could not.
     pub data: Option<[u64; 3]>,
     pub data_unread: bool,
+    /// The value a setxattr of a POSIX ACL set (`system.posix_acl_*`), where the tracer
+    /// read it: the kernel reads those values, so a replay needs them.
+    pub value: Option<&'a [u8]>,
     /// What tracing had cost its task before it started, in ns: its start on the program's
     /// own clock is `start_ns` less this.
     pub cost_ns: u64,

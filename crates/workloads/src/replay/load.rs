@@ -51,7 +51,17 @@ impl ThreadCalls {
     pub(super) fn path(&self, span: (u32, u32)) -> &[u8] {
         &self.paths[span.0 as usize..span.1 as usize]
     }
+
+    /// The value a setxattr set, where the trace recorded it (a POSIX ACL's): right after
+    /// its name, A bytes.
+    pub(super) fn value(&self, op: &Op) -> Option<&[u8]> {
+        let start = op.path2.1 as usize;
+        (op.flags & VALUE_AFTER_NAME != 0).then(|| &self.paths[start..start + op.a as usize])
+    }
 }
+
+/// An op's flag of the replay's own (never a trace's): its value follows its name.
+const VALUE_AFTER_NAME: u32 = 1 << 31;
 
 /// Who last changed a path, and the first thread to read it since (its latest read).
 #[derive(Default)]
@@ -187,6 +197,13 @@ impl Loaded {
             };
             let path = span(&call.path, &mut th.paths);
             let path2 = span(&call.path2, &mut th.paths);
+            // The reader gave a value only of A bytes, to a setxattr.
+            th.paths.extend_from_slice(&call.value);
+            let valued = if call.value.is_empty() {
+                0
+            } else {
+                VALUE_AFTER_NAME
+            };
             if kind.uses_buffer() {
                 th.max_len = th.max_len.max(call.a);
             }
@@ -200,7 +217,7 @@ impl Loaded {
                 path,
                 path2,
                 at_us: call.at_us,
-                flags: call.flags,
+                flags: (call.flags & !VALUE_AFTER_NAME) | valued,
                 deps: (dep_start, th.deps.len() as u32),
             });
         }

@@ -1,17 +1,18 @@
-//! fsbench's trace format, version 4: zstd-compressed text, one record a line, fields
+//! fsbench's trace format, version 5: zstd-compressed text, one record a line, fields
 //! separated by tabs, paths relative to the captured root with `%XX` escapes for bytes that
 //! are not printable ASCII (and `%`, tab, space). It is read and written as a stream: a trace
-//! of any length takes a few buffers of memory. Versions 1 to 3 (without the fields marked
-//! `v2`, `v3` and `v4`) are still read.
+//! of any length takes a few buffers of memory. Versions 1 to 4 (without the fields marked
+//! `v2` to `v5`) are still read.
 //!
 //! ```text
-//! fsbench-trace 4
+//! fsbench-trace 5
 //! root  /abs/path/of/the/root           (where it was captured, for --show)
 //! program WALL-US OWN-US CALLS-US STRACE-NS UMASK TRACED   (v2: the program's times)
 //! d PATH MODE | f PATH SIZE MODE | l PATH TARGET | h PATH FIRST-PATH  (the initial state)
 //! x PATH NAME SIZE [VALUE]              (v4: an attribute of the entry before, by name)
 //! calls
-//! TID START-US DUR-US KIND RESULT ERRNO FD FD2 A B PATH PATH2 AT-US FLAGS   (one per call)
+//! TID START-US DUR-US KIND RESULT ERRNO FD FD2 A B PATH PATH2 AT-US FLAGS [VALUE]
+//!                                       (one per call; v5: a POSIX ACL's setxattr's value)
 //! skipped REASON COUNT EXAMPLE          (v2: calls not recorded, by reason)
 //! task TID PID                          (v3: each traced thread's process)
 //! final d PATH MODE | f PATH SIZE MODE NLINK | l PATH TARGET   (v2: the tree left)
@@ -30,12 +31,14 @@ pub(crate) use read::TraceReader;
 
 pub(crate) const MAGIC: &str = "fsbench-trace";
 /// The version written; versions from 1 on are read.
-pub(crate) const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 5;
 /// The first version that records each traced thread's process.
 pub(crate) const PROCESSES_SINCE: u32 = 3;
 /// The first version that records the entries' extended attributes (an older trace's tree
 /// is compared without them).
 pub(crate) const XATTRS_SINCE: u32 = 4;
+/// The version from which a setxattr call of a POSIX ACL carries the value it set.
+pub(crate) const CALL_VALUES_SINCE: u32 = 5;
 /// The longest attribute name the kernel takes (`XATTR_NAME_MAX`).
 pub const XATTR_NAME_MAX: usize = 255;
 /// The largest attribute value the kernel takes (`XATTR_SIZE_MAX`).
@@ -198,6 +201,9 @@ pub struct Call {
     pub at_us: u64,
     /// [`BY_FD_NAME`].
     pub flags: u32,
+    /// The value a setxattr of a POSIX ACL set ([`Xattr::valued`]), as the kernel read it;
+    /// empty for every other call (a replay sets its pattern there).
+    pub value: Vec<u8>,
 }
 
 impl Call {
@@ -357,7 +363,20 @@ pub fn call_line(c: &Call, line: &mut Vec<u8>) -> std::io::Result<()> {
     escape(&c.path, line);
     line.push(b'\t');
     escape(&c.path2, line);
-    write!(line, "\t{}\t{}", c.at_us, c.flags)
+    write!(line, "\t{}\t{}", c.at_us, c.flags)?;
+    if !c.value.is_empty() {
+        line.push(b'\t');
+        write_hex(&c.value, line)?;
+    }
+    Ok(())
+}
+
+/// Bytes as pairs of hex digits.
+fn write_hex(bytes: &[u8], line: &mut Vec<u8>) -> std::io::Result<()> {
+    for b in bytes {
+        write!(line, "{b:02x}")?;
+    }
+    Ok(())
 }
 
 /// An initial entry's line, without its newline, appended to `line`.
@@ -405,9 +424,7 @@ pub(crate) fn xattr_line(
         .filter(|v| with_value && v.len() <= XATTR_VALUE_MAX);
     if let Some(value) = value {
         line.push(b'\t');
-        for b in value {
-            write!(line, "{b:02x}")?;
-        }
+        write_hex(value, line)?;
     }
     Ok(())
 }

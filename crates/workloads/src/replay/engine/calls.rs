@@ -12,7 +12,7 @@ mod named;
 
 use super::data::{Buffer, copy, getdents, last_errno, map};
 use super::paths::{BENEATH, Dirs, Scratch, open_beneath, resolution};
-use super::xattr::{NoFollow, fd_xattr, xattr_name};
+use super::xattr::{NoFollow, fd_xattr, xattr_bytes, xattr_name};
 use super::{Adapted, Outcome, Replayed};
 use crate::replay::load::{Op, ThreadCalls};
 use crate::replay::trace::{BY_FD_NAME, Kind};
@@ -71,6 +71,8 @@ pub(super) struct Worker<'a> {
     dirs: Dirs<'a>,
     /// The `l` xattr calls, on any kernel.
     nofollow: NoFollow,
+    /// A setxattr's recorded value, for the call.
+    value: Vec<u8>,
     text: Vec<u8>,
     pub out: Replayed,
 }
@@ -93,6 +95,7 @@ impl<'a> Worker<'a> {
             scratch2: Scratch::default(),
             dirs: Dirs::new(moved),
             nofollow: NoFollow::default(),
+            value: Vec::new(),
             text: Vec::with_capacity(256),
             out: Replayed::default(),
         }
@@ -289,7 +292,8 @@ impl<'a> Worker<'a> {
                     Ok(n) => n,
                     Err(o) => return o,
                 };
-                fd_xattr(fd, name, &mut self.buf.bytes[..len], op)
+                let bytes = xattr_bytes(&mut self.value, &mut self.buf.bytes, calls, op);
+                fd_xattr(fd, name, bytes, op)
             }
             Kind::Dup => match rustix::io::fcntl_dupfd_cloexec(fd, 0) {
                 Ok(new) => {

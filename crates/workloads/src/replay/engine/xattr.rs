@@ -139,6 +139,26 @@ fn xattrat(
     }
 }
 
+/// The bytes an xattr call gives or gets: a setxattr's recorded value (a POSIX ACL's, which
+/// the kernel reads), copied to `value`, else the first A bytes of the replay's `buf` (its
+/// pattern, for a setxattr).
+pub(super) fn xattr_bytes<'b>(
+    value: &'b mut Vec<u8>,
+    buf: &'b mut [u8],
+    calls: &ThreadCalls,
+    op: &Op,
+) -> &'b mut [u8] {
+    let len = op.a.min(buf.len() as u64) as usize;
+    match calls.value(op) {
+        Some(v) => {
+            value.clear();
+            value.extend_from_slice(v);
+            value
+        }
+        None => &mut buf[..len],
+    }
+}
+
 /// The attribute's name (PATH2) as a C string in `text`.
 pub(super) fn xattr_name<'t>(
     text: &'t mut Vec<u8>,

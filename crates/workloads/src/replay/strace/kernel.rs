@@ -12,7 +12,7 @@ use super::build::path_call;
 use super::links::renamed_path;
 use super::syntax::{Arg, Decoded, Outcome};
 use super::{Parser, Skip};
-use crate::replay::trace::{BY_FD_NAME, Call, Kind};
+use crate::replay::trace::{BY_FD_NAME, Call, Kind, Xattr};
 
 /// `AT_FDCWD`, and the open flags that matter here (linux/fcntl.h, x86's values).
 const AT_FDCWD: i64 = -100;
@@ -63,6 +63,7 @@ impl Parser {
 
     /// Parses one record; `Some` with the call when it is one to record.
     pub fn kernel_call(&mut self, k: &SyscallRecord<'_>, call: &mut Call) -> Option<()> {
+        call.value.clear();
         let start_us = k.start_ns / 1000;
         let epoch = *self.epoch.get_or_insert(start_us);
         self.first_tid.get_or_insert(k.tid);
@@ -99,6 +100,15 @@ impl Parser {
         };
         self.abs.clear();
         let result = self.call(k.tid, k.name, &args, &outcome, call);
+        // A POSIX ACL's value, which the kernel reads: the replay sets it as it was.
+        if result == Ok(true)
+            && call.kind() == Kind::SetXattr
+            && let Some(value) = k.value
+            && Xattr::valued(&call.path2)
+            && value.len() as u64 == call.a
+        {
+            call.value.extend_from_slice(value);
+        }
         self.follow(k);
         // A file linked by its descriptor's name is named so from now on.
         if result == Ok(true) && call.kind() == Kind::Link && call.flags & BY_FD_NAME != 0 {

@@ -7,9 +7,9 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use super::{
-    Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX, PROCESSES_SINCE, Program,
-    RECORDS_MAX, Tracer, VERSION, WINDOW_LOG_MAX, XATTR_LIST_MAX, XATTR_NAME_MAX, XATTR_SIZE_MAX,
-    XATTR_VALUE_MAX, XATTRS_SINCE, Xattr, ZSTD_MAGIC, unescape,
+    CALL_VALUES_SINCE, Call, DEMO, Entry, Kind, LINE_MAX, Left, MAGIC, PATH_BYTES_MAX,
+    PROCESSES_SINCE, Program, RECORDS_MAX, Tracer, VERSION, WINDOW_LOG_MAX, XATTR_LIST_MAX,
+    XATTR_NAME_MAX, XATTR_SIZE_MAX, XATTR_VALUE_MAX, XATTRS_SINCE, Xattr, ZSTD_MAGIC, unescape,
 };
 use fsbench_measure::error::invalid;
 use fsbench_measure::units::shown;
@@ -338,10 +338,11 @@ impl TraceReader {
                 Record::Call => break,
             }
         }
-        let mut fields = [&[][..]; 14];
+        let mut fields = [&[][..]; 15];
         let count = split_fields(&self.line, &mut fields);
+        let valued = self.version >= CALL_VALUES_SINCE && count == Some(15);
         let parsed = (|| {
-            if count != Some(12) && count != Some(14) {
+            if count != Some(12) && count != Some(14) && !valued {
                 return None;
             }
             call.tid = number(fields[0])?;
@@ -357,7 +358,7 @@ impl TraceReader {
             unescape(fields[10], &mut call.path)?;
             unescape(fields[11], &mut call.path2)?;
             // Version 1: the capture's clock is the program's, no flags.
-            (call.at_us, call.flags) = if count == Some(14) {
+            (call.at_us, call.flags) = if count >= Some(14) {
                 (number(fields[12])?, number(fields[13])?)
             } else {
                 (call.start_us, 0)
@@ -365,10 +366,26 @@ impl TraceReader {
             Some(())
         })();
         parsed.ok_or_else(|| self.damaged("not a call"))?;
+        call.value.clear();
+        if valued {
+            // A POSIX ACL's value that setxattr set: of its length, at most the initial
+            // state's values' bound.
+            let value = hex(fields[14]).filter(|v| {
+                call.kind == Some(Kind::SetXattr)
+                    && Xattr::valued(&call.path2)
+                    && v.len() as u64 == call.a
+                    && !v.is_empty()
+                    && v.len() <= XATTR_VALUE_MAX
+            });
+            let Some(value) = value else {
+                return Err(self.damaged("bad value of a setxattr call"));
+            };
+            call.value = value;
+        }
         if call.start_us.checked_add(call.dur_us).is_none() {
             return Err(self.damaged("a call that ends after 2^64 µs"));
         }
-        self.count(call.path.len() + call.path2.len())?;
+        self.count(call.path.len() + call.path2.len() + call.value.len())?;
         Ok(true)
     }
 

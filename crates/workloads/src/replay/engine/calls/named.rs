@@ -10,7 +10,7 @@ use rustix::io::Errno;
 
 use super::super::data::last_errno;
 use super::super::paths::{BENEATH, ProcFd, c_string, chmod_nofollow, file, open_beneath};
-use super::super::xattr::{xattr_flags, xattr_name};
+use super::super::xattr::{xattr_bytes, xattr_flags, xattr_name};
 use super::super::{Adapted, Outcome};
 use super::{Fds, Worker};
 use crate::replay::load::{Op, ThreadCalls};
@@ -229,8 +229,7 @@ impl Worker<'_> {
             Ok(n) => n,
             Err(o) => return o,
         };
-        let len = op.a.min(self.buf.bytes.len() as u64) as usize;
-        let buf = &mut self.buf.bytes[..len];
+        let buf = xattr_bytes(&mut self.value, &mut self.buf.bytes, calls, op);
         let file = file.name();
         let outcome = match op.kind {
             Kind::GetXattr => rustix::fs::getxattr(file, name, buf).map(drop),
@@ -255,8 +254,7 @@ impl Worker<'_> {
             Ok(n) => n,
             Err(o) => return Some(o),
         };
-        let len = op.a.min(self.buf.bytes.len() as u64) as usize;
-        let buf = &mut self.buf.bytes[..len];
+        let buf = xattr_bytes(&mut self.value, &mut self.buf.bytes, calls, op);
         let r = (self.nofollow).call(op.kind, (dir, file), name, buf, xattr_flags(op));
         Some(r.map_or_else(Outcome::Failed, |_| Outcome::Done))
     }

@@ -32,6 +32,7 @@ fn rec<'a>(
         paths: p,
         data: None,
         data_unread: false,
+        value: None,
         cost_ns: 0,
     }
 }
