@@ -501,9 +501,12 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) if e.chain().any(|c| c.is::<StdoutClosed>()) => die_by_sigpipe(),
-        Err(e) => {
-            console::say(&format!("fsbench: error: {e:#}"));
-            ExitCode::from(exit_code_of(&e))
-        }
+        Err(e) => said(&e),
     }
+}
+
+/// Says `e` on stderr: its exit code.
+fn said(e: &anyhow::Error) -> ExitCode {
+    console::say(&format!("fsbench: error: {e:#}"));
+    ExitCode::from(exit_code_of(e))
 }

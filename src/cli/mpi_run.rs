@@ -57,7 +57,12 @@ pub(super) fn run(args: &RunArgs, db: &Path, progress: Arc<Progress>) -> anyhow:
         Ok((suite, store)) => (session.share_suite(Some(Ok(suite)))?, store),
         Err(e) => return session.share_suite(Some(Err(e))).map(|_| ExitCode::FAILURE),
     };
-    let outcome = run_suite(args, suite, None, store, progress, Some(&session));
+    let outcome = match run_suite(args, suite, None, store, progress, Some(&session)) {
+        // Said before the other ranks are let go: one that exits non-zero makes mpirun end
+        // this rank at once, which could come before its error was said.
+        Err(e) if !e.chain().any(|c| c.is::<super::StdoutClosed>()) => Ok(super::said(&e)),
+        outcome => outcome,
+    };
     session.stop(!matches!(outcome, Ok(ExitCode::SUCCESS)));
     outcome
 }
