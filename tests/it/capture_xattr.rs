@@ -12,7 +12,7 @@ use std::process::Command;
 use crate::common::capture::{
     assert_faithful, can_capture, capture_by, compiled, replay, trace_text, tracers,
 };
-use crate::common::seccomp::replayed_on_6_1;
+use crate::common::seccomp::{knows_this_arch, replayed_on_6_1};
 use crate::common::*;
 
 /// Every form, with a name at the kernel's bound (255 bytes), one past it and one past the
@@ -240,10 +240,7 @@ fn captured_program(work: &Path) -> (PathBuf, PathBuf, PathBuf) {
 #[test]
 fn a_symlinks_own_attributes_replay_on_a_kernel_without_xattrat() {
     const TEST: &str = "symlink attributes without *xattrat";
-    if !cfg!(target_arch = "x86_64") {
-        skip(&format!(
-            "{TEST}: the seccomp filter knows x86_64's numbers only"
-        ));
+    if !knows_this_arch(TEST) {
         return;
     }
     let Some(work) = bpf_xattr_tempdir(TEST, &["cc"]) else {

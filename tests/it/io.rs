@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::seccomp::refuse_calls;
+use crate::common::seccomp::{knows_this_arch, refuse_calls};
 use crate::common::*;
 
 const ENGINES: [&str; 4] = [
@@ -294,8 +294,7 @@ fn a_block_size_off_the_logical_block_and_hipri_without_polling_are_errors() {
 
 #[test]
 fn io_uring_forbidden_is_refused_before_any_io_naming_the_cause() {
-    if !cfg!(target_arch = "x86_64") {
-        skip("io_uring refusal: the seccomp filter knows x86_64's syscall numbers only");
+    if !knows_this_arch("io_uring refusal") {
         return;
     }
     let dir = tmpfs_tempdir();

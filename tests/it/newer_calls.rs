@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::capture::*;
-use crate::common::seccomp::{replayed_on_6_1, run_on_6_1};
+use crate::common::seccomp::{knows_this_arch, replayed_on_6_1, run_on_6_1};
 use crate::common::*;
 
 const PROGRAM: &str = r#"
@@ -178,10 +178,7 @@ fn straces_filter_stops_at_the_calls_it_does_not_know() {
 #[test]
 fn replay_and_workloads_run_on_linux_6_1() {
     const TEST: &str = "Linux 6.1's calls";
-    if !cfg!(target_arch = "x86_64") {
-        skip(&format!(
-            "{TEST}: the seccomp filter knows x86_64's numbers only"
-        ));
+    if !knows_this_arch(TEST) {
         return;
     }
     if !can_capture(TEST, &["cc", "mkfs.ext4"]) || !tracers(TEST).contains(&"bpf") {

@@ -11,6 +11,18 @@ const ERRNO: u32 = 0x0005_0000;
 /// The first call number Linux 6.1 (Debian 12's kernel) lacks: cachestat, 6.5.
 pub const NEWER_THAN_6_1: u32 = 451;
 
+/// Whether the filters' call numbers are this machine's (x86-64's); where not, `test` says
+/// SKIPPED.
+pub fn knows_this_arch(test: &str) -> bool {
+    let knows = cfg!(target_arch = "x86_64");
+    if !knows {
+        super::skip(&format!(
+            "{test}: the seccomp filter knows x86_64's syscall numbers only"
+        ));
+    }
+    knows
+}
+
 fn op(code: u16, jt: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf: 0, k }
 }
